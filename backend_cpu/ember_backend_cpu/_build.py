@@ -1,0 +1,80 @@
+"""cffi builder for the CPU kernels (out-of-line API mode), run by ``pip install``.
+
+Compiler flags: -O3 with AVX2 clones chosen at load time (``target_clones`` in ember_cpu.h), never
+-march=native (the wheel must run on other machines) nor -ffast-math (NaN and rounding must match
+numpy). -fwrapv makes integer overflow wrap as PyTorch's does; -ffp-contract=off keeps a*b+c
+unfused so the AVX2 and baseline clones give the same bits. OpenMP when the compiler has it.
+"""
+
+import os
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from cffi import FFI
+
+HERE = Path(__file__).resolve().parent
+CSRC = HERE / "csrc"
+BASE_FLAGS = ["-O3", "-std=gnu11", "-fwrapv", "-ffp-contract=off", "-fno-math-errno"]
+
+
+def _relative(path: Path) -> str:
+    # setuptools wants sources relative to the project root (where setup.py runs).
+    return os.path.relpath(path, Path.cwd())
+
+
+def _compiler() -> list:
+    return (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()
+
+
+def has_openmp() -> bool:
+    """Whether the C compiler accepts -fopenmp (gcc does; Apple clang does not)."""
+    if os.environ.get("EMBER_NO_OPENMP"):
+        return False
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "omp.c"
+        src.write_text("#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n")
+        try:
+            result = subprocess.run(
+                [*_compiler(), "-fopenmp", str(src), "-o", str(Path(tmp) / "omp")],
+                capture_output=True,
+                check=False,
+            )
+        except OSError:
+            return False
+        return result.returncode == 0
+
+
+API_HEADERS = sorted(CSRC.glob("api_*.h"))  # one per kernel family: what Python may call
+
+
+def _cdef_text() -> str:
+    """The API headers as cffi reads them: declarations only (guards and includes dropped)."""
+    lines = []
+    for header in API_HEADERS:
+        lines += [
+            line for line in header.read_text().splitlines() if not line.lstrip().startswith("#")
+        ]
+    return "\n".join(lines)
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(_cdef_text())
+_openmp = ["-fopenmp"] if has_openmp() else []
+ffibuilder.set_source(
+    "ember_backend_cpu._kernels",
+    "".join(f'#include "{header.name}"\n' for header in API_HEADERS),
+    sources=[_relative(p) for p in sorted(CSRC.glob("*.c"))],
+    include_dirs=[_relative(CSRC)],
+    depends=[_relative(p) for p in sorted(CSRC.glob("*.[hd]*"))],
+    extra_compile_args=BASE_FLAGS + _openmp,
+    extra_link_args=_openmp,
+    libraries=["m"],
+)
+
+if __name__ == "__main__":
+    if shutil.which(_compiler()[0]) is None:
+        raise SystemExit("no C compiler found")
+    ffibuilder.compile(tmpdir=str(HERE.parent), verbose=True)

@@ -1,0 +1,124 @@
+/* Copies with casts between every pair of dtypes, fill, arange and linspace. */
+#include "ember_cpu.h"
+#include "api_core.h"
+
+#define EM_CAT_(a, b) a##b
+#define EM_CAT(a, b) EM_CAT_(a, b)
+
+/* Float -> D: integers go through int64 first (so -1.0 -> uint8 gives 255, as in PyTorch);
+ * bool tests against zero directly (0.5 -> true). */
+#define FCVT_b(v) SV_b(v)
+#define FCVT_u8(v) SV_u8((int64_t)(v))
+#define FCVT_i8(v) SV_i8((int64_t)(v))
+#define FCVT_i16(v) SV_i16((int64_t)(v))
+#define FCVT_i32(v) SV_i32((int64_t)(v))
+#define FCVT_i64(v) SV_i64((int64_t)(v))
+#define FCVT_f16(v) SV_f16(v)
+#define FCVT_bf16(v) SV_bf16(v)
+#define FCVT_f32(v) SV_f32(v)
+#define FCVT_f64(v) SV_f64(v)
+#define CONV_0(S, D, x) SV_##D(LD_##S(x))
+#define CONV_1(S, D, x) FCVT_##D(LD_##S(x))
+#define CONVERT(S, D, x) EM_CAT(CONV_, ISF_##S)(S, D, x)
+
+#define CAST_LOOP(D, S)                                                                          \
+    static EM_CLONES void cast_##S##_##D(int64_t n, char **ptrs, const int64_t *s, em_params *p) { \
+        (void)p;                                                                                  \
+        if (s[0] == (int64_t)sizeof(ST_##D) && s[1] == (int64_t)sizeof(ST_##S)) {                 \
+            ST_##D *o = (ST_##D *)ptrs[0];                                                        \
+            const ST_##S *x = (const ST_##S *)ptrs[1];                                            \
+            for (int64_t i = 0; i < n; i++) o[i] = CONVERT(S, D, x[i]);                           \
+        } else if (s[0] == (int64_t)sizeof(ST_##D) && s[1] == 0) {                                \
+            ST_##D *o = (ST_##D *)ptrs[0];                                                        \
+            const ST_##D v = CONVERT(S, D, *(const ST_##S *)ptrs[1]);                             \
+            for (int64_t i = 0; i < n; i++) o[i] = v;                                             \
+        } else {                                                                                  \
+            char *o = ptrs[0];                                                                    \
+            const char *x = ptrs[1];                                                              \
+            for (int64_t i = 0; i < n; i++, o += s[0], x += s[1])                                 \
+                *(ST_##D *)o = CONVERT(S, D, *(const ST_##S *)x);                                 \
+        }                                                                                         \
+    }
+#define CAST_FROM(S, unused) EM_FOR_ALL_INNER(CAST_LOOP, S)
+EM_FOR_ALL(CAST_FROM, 0)
+
+#define CAST_ENTRY(D, S) [EMC_##S][EMC_##D] = cast_##S##_##D,
+#define CAST_ROW(S, unused) EM_FOR_ALL_INNER(CAST_ENTRY, S)
+static const em_loop CAST[EM_NDTYPES][EM_NDTYPES] = {EM_FOR_ALL(CAST_ROW, 0)};
+
+static int valid_dtype(int d) { return d >= 0 && d < EM_NDTYPES; }
+
+int ember_copy(int dst_dtype, int src_dtype, int64_t n, int ndim, const int64_t *shape,
+               intptr_t dst, const int64_t *sd, intptr_t src, const int64_t *ss) {
+    if (!valid_dtype(dst_dtype) || !valid_dtype(src_dtype) || ndim > EM_MAX_DIMS)
+        return EM_BAD_ARGUMENT;
+    em_params p = {{0}, {0}, 0};
+    int64_t flat[1] = {n};
+    int64_t strides[2 * EM_MAX_DIMS];
+    if (ndim == 0) {
+        ndim = 1;
+        shape = flat;
+        sd = ss = NULL;
+    }
+    em_byte_strides(ndim, shape, sd, em_itemsize(dst_dtype), strides);
+    em_byte_strides(ndim, shape, ss, em_itemsize(src_dtype), strides + ndim);
+    char *ptrs[2] = {(char *)dst, (char *)src};
+    return em_run(CAST[src_dtype][dst_dtype], 2, ndim, shape, ptrs, strides, &p);
+}
+
+int ember_fill(int dtype, int64_t n, int ndim, const int64_t *shape, intptr_t dst,
+               const int64_t *sd, double f, int64_t i) {
+    if (!valid_dtype(dtype) || ndim > EM_MAX_DIMS) return EM_BAD_ARGUMENT;
+    /* The value arrives as double and int64; convert once from whichever is exact. */
+    double fv = f;
+    int64_t iv = i;
+    ST_f64 src_f = fv;
+    ST_i64 src_i = iv;
+    int from_float = dtype >= EM_F16;
+    em_params p = {{0}, {0}, 0};
+    int64_t flat[1] = {n};
+    int64_t strides[2 * EM_MAX_DIMS];
+    if (ndim == 0) {
+        ndim = 1;
+        shape = flat;
+        sd = NULL;
+    }
+    em_byte_strides(ndim, shape, sd, em_itemsize(dtype), strides);
+    for (int d = 0; d < ndim; d++) strides[ndim + d] = 0;
+    char *ptrs[2] = {(char *)dst, from_float ? (char *)&src_f : (char *)&src_i};
+    em_loop loop = from_float ? CAST[EM_F64][dtype] : CAST[EM_I64][dtype];
+    return em_run(loop, 2, ndim, shape, ptrs, strides, &p);
+}
+
+#define ARANGE_CASE(T, unused)                                                                   \
+    case EMC_##T: {                                                                              \
+        ST_##T *o = (ST_##T *)out;                                                               \
+        for (int64_t k = 0; k < n; k++)                                                          \
+            o[k] = ISF_##T ? SV_##T(start + step * (double)k) : SV_##T(istart + istep * k);     \
+        return EM_OK;                                                                            \
+    }
+
+int ember_arange(int dtype, int64_t n, intptr_t out, double start, double step, int64_t istart,
+                 int64_t istep) {
+    switch (dtype) { EM_FOR_NUM(ARANGE_CASE, 0) }
+    return EM_UNSUPPORTED;
+}
+
+/* PyTorch's linspace: the first half steps up from start, the second half down from end, so
+ * both endpoints are exact. */
+#define LINSPACE_CASE(T, unused)                                                                 \
+    case EMC_##T: {                                                                              \
+        ST_##T *o = (ST_##T *)out;                                                               \
+        for (int64_t k = 0; k < n; k++) {                                                        \
+            double v = k < half ? start + step * (double)k : end - step * (double)(n - 1 - k);   \
+            o[k] = ISF_##T ? SV_##T(v) : SV_##T((int64_t)v);                                     \
+        }                                                                                        \
+        return EM_OK;                                                                            \
+    }
+
+int ember_linspace(int dtype, int64_t n, intptr_t out, double start, double end) {
+    double step = n > 1 ? (end - start) / (double)(n - 1) : 0;
+    int64_t half = n / 2;
+    switch (dtype) { EM_FOR_NUM(LINSPACE_CASE, 0) }
+    return EM_UNSUPPORTED;
+}

@@ -1,0 +1,63 @@
+"""What every kernel glue needs: addresses, scalar operands, and status codes -> exceptions.
+
+Kernels receive ember tensors and read only the attributes of the kernel contract
+(ember docs/plugins.md): ``_storage.ptr``, ``_offset``, ``_shape``, ``_stride``, ``_contig`` and
+``_dtype`` (``code``, ``name``, ``itemsize``, ``np``). Python scalars arrive already converted to
+the op's compute dtype category.
+"""
+
+from __future__ import annotations
+
+import math
+
+# ember.dtype.code order (the C enum in ember_cpu.h uses the same numbers).
+DTYPE_NAMES = (
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+)
+FLOAT_CODES = frozenset((6, 7, 8, 9))
+SCALARS = (bool, int, float)
+
+# Status codes from ember_cpu.h.
+UNSUPPORTED = -1
+ZERO_DIVISION = 1
+NEGATIVE_POWER = 2
+INDEX_OUT_OF_RANGE = 3
+BAD_ARGUMENT = 4
+
+
+def addr(t) -> int:
+    """Address of a tensor's first element."""
+    return t._storage.ptr + t._offset * t._dtype.itemsize
+
+
+def numel(t) -> int:
+    return math.prod(t._shape)
+
+
+def scalar_parts(dtype_code: int, value) -> tuple[float, int]:
+    """A Python scalar as the (double, int64) pair the C entry points take."""
+    if dtype_code in FLOAT_CODES:
+        return float(value), 0
+    return 0.0, int(value)
+
+
+def raise_status(status: int, op: str, dtype_code: int, detail: str = "") -> None:
+    dtype = DTYPE_NAMES[dtype_code] if 0 <= dtype_code < len(DTYPE_NAMES) else str(dtype_code)
+    if status == ZERO_DIVISION:
+        raise ZeroDivisionError(f"{op}: integer division by zero ({dtype})")
+    if status == NEGATIVE_POWER:
+        raise RuntimeError(f"{op}: Integers to negative integer powers are not allowed ({dtype})")
+    if status == INDEX_OUT_OF_RANGE:
+        raise IndexError(f"{op}: index out of range{': ' + detail if detail else ''}")
+    if status == UNSUPPORTED:
+        raise NotImplementedError(f'"{op}" has no CPU kernel for {dtype}')
+    raise RuntimeError(f"{op}: CPU kernel failed with status {status} ({dtype}) {detail}")

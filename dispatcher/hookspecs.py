@@ -1,0 +1,52 @@
+"""The hooks a plugin implements. Each spec is the documentation of its hook.
+
+A plugin is any object (usually a module) found through an entry point in ``ember.backends`` or
+``ember.ops``. It marks its hooks with its own ``pluggy.HookimplMarker("ember")`` and never imports
+ember, so it can be built and tested alone. Registration hooks must be cheap; native code is loaded
+only in ``ember_backend_load``, the first time the device is used, and a failure there is kept and
+reported instead of breaking ``import ember``.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+PROJECT = "ember"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def ember_backend_info():
+    """Describe a backend without touching hardware or loading native code.
+
+    Returns:
+        dict with keys ``name`` (str, short: ``"cpu"``), ``device_types`` (list of str),
+        and optionally ``priority`` (int, higher wins when two backends serve one device type;
+        ``plugins.toml`` overrides it), ``version`` (str) and ``description`` (str).
+    """
+
+
+@hookspec
+def ember_backend_load(device_type):
+    """Initialise the backend for ``device_type`` (load libraries, probe devices).
+
+    Called once, lazily; an exception is recorded as the reason the backend is unavailable.
+
+    Returns:
+        dict with ``runtime`` (see ``docs/plugins.md``: ``device_count()``, ``device_name(i)``,
+        ``alloc(nbytes, i)``, ``free(handle, i)``, ``address(handle)``, ``copy_in``,
+        ``copy_out``, ``copy_between``, ``synchronize(i)``, ``cache_min_bytes``,
+        ``host_memory``) and ``kernels``: ``{op name: {dtype name or "*": kernel}}``.
+    """
+
+
+@hookspec
+def ember_op_library():
+    """Define third-party ops (the ``ember.ops`` entry-point group).
+
+    Returns:
+        a list of op definitions: dicts with ``schema`` (``"ns::name(Tensor x) -> Tensor"``),
+        and optionally ``kernels`` (``{device type: {dtype or "*": fn}}``), ``shape``
+        (meta rule), ``backward`` and ``setup_context`` (autograd), ``reference`` (numpy).
+    """

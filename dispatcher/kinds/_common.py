@@ -1,0 +1,142 @@
+"""Helpers every runner uses: shapes, dims, devices, casts and broadcast views below autograd."""
+
+from __future__ import annotations
+
+from ember._device import CPU
+from ember._tensor import Tensor, contiguous_strides, empty, is_contiguous, make
+
+# Filled by dispatcher.table once the ops exist (runners look ops up by name at call time).
+OPS: dict = {}
+
+
+def broadcast_shapes(op_name: str, *shapes: tuple) -> tuple:
+    """numpy/PyTorch broadcasting; the error names the op and every shape."""
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for shape in shapes:
+        offset = ndim - len(shape)
+        for i, size in enumerate(shape):
+            current = out[offset + i]
+            if size == current or size == 1:
+                continue
+            if current == 1:
+                out[offset + i] = size
+            else:
+                listed = ", ".join(str(list(s)) for s in shapes)
+                raise RuntimeError(
+                    f"{op_name}: shapes {listed} are not broadcastable: size {size} vs {current} "
+                    f"at dimension {offset + i - ndim}"
+                )
+    return tuple(out)
+
+
+def expand_to(t: Tensor, shape: tuple) -> Tensor:
+    """A stride-0 view of ``t`` broadcast to ``shape`` (assumed broadcast-compatible)."""
+    lead = len(shape) - len(t._shape)
+    strides = [0] * lead
+    for size, target, step in zip(t._shape, shape[lead:], t._stride):
+        strides.append(step if size == target else 0)
+    strides = tuple(strides)
+    out = make(t._storage, shape, strides, t._offset, t._dtype, is_contiguous(shape, strides))
+    return out
+
+
+def wrap_dim(dim, ndim: int, op_name: str) -> int:
+    if not isinstance(dim, int):
+        dim = _as_int(dim, op_name, "dim")
+    bound = max(ndim, 1)
+    if not -bound <= dim < bound:
+        raise IndexError(
+            f"{op_name}: Dimension out of range (expected to be in range of "
+            f"[{-bound}, {bound - 1}], but got {dim})"
+        )
+    return dim + bound if dim < 0 else dim
+
+
+def wrap_dims(dims, ndim: int, op_name: str) -> tuple:
+    """Sorted, de-duplicated, non-negative dims; None or () means every dim."""
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, int) or not hasattr(dims, "__iter__"):
+        dims = (dims,)
+    out = sorted(wrap_dim(d, ndim, op_name) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"{op_name}: dim {out} appears multiple times in the list of dims")
+    return tuple(out)
+
+
+def _as_int(value, op_name: str, what: str) -> int:
+    try:
+        return int(value.__index__())
+    except (AttributeError, TypeError):
+        raise TypeError(f"{op_name}: {what} must be an int, got {type(value).__name__}") from None
+
+
+def common_device(op_name: str, tensors) -> object:
+    """The device of a call. Every tensor must be on it, except zero-dim CPU tensors (PyTorch
+    lets those mix with any device, as scalars)."""
+    device = None
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            continue
+        dev = t._storage.device
+        if dev is CPU and not t._shape:
+            continue
+        if device is None:
+            device = dev
+        elif dev is not device:
+            raise RuntimeError(
+                f"{op_name}: Expected all tensors to be on the same device, but found at least two "
+                f"devices, {device} and {dev}!"
+            )
+    return CPU if device is None else device
+
+
+def cast(t: Tensor, dtype) -> Tensor:
+    """A contiguous copy of ``t`` in ``dtype`` (below autograd: no graph is recorded)."""
+    out = empty(t._shape, dtype, t._storage.device)
+    OPS["copy_"].kernel(t._storage.device.type, dtype)(out, t)
+    return out
+
+
+def contiguous(t: Tensor) -> Tensor:
+    """``t`` itself when contiguous, else a contiguous copy (below autograd)."""
+    if t._contig:
+        return t
+    return cast(t, t._dtype)
+
+
+def to_device_scalar(t: Tensor):
+    """A zero-dim CPU tensor as a Python number, to pass to another device's kernel."""
+    return t.item()
+
+
+def alloc(shape: tuple, dtype, device) -> Tensor:
+    return empty(shape, dtype, device)
+
+
+def fill(t: Tensor, value) -> Tensor:
+    OPS["fill_"].kernel(t._storage.device.type, t._dtype)(t, value)
+    return t
+
+
+def strides_of(shape: tuple) -> tuple:
+    return contiguous_strides(shape)
+
+
+def check_no_internal_overlap(op_name: str, t: Tensor) -> None:
+    """In-place writes into broadcast views would race: PyTorch refuses them too."""
+    for size, step in zip(t._shape, t._stride):
+        if step == 0 and size > 1:
+            raise RuntimeError(
+                f"{op_name}: unsupported operation: more than one element of the written-to tensor "
+                "refers to a single memory location. Please clone() the tensor before performing "
+                "the operation."
+            )
+
+
+def inplace_via_copy(op, target, *args):
+    """An in-place op as its functional op followed by a copy into ``target`` (below autograd)."""
+    result = op.inplace_of.backend((target, *args))
+    OPS["copy_"].backend((target, result))
+    return target

@@ -1,0 +1,125 @@
+"""Data movement: ``copy_`` (strided, casting, across devices), ``_to_copy``, flip and friends.
+
+Within one device ``copy_`` is the backend's kernel. Across devices the bytes travel through host
+memory with the runtimes' ``copy_in``/``copy_out`` on contiguous buffers; any cast or re-striding
+happens on a device that has the kernel for it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember._device import CPU
+from ember._tensor import Tensor, empty, host_array
+
+from ..memory import normalize_device
+from ._common import OPS, broadcast_shapes, cast, check_no_internal_overlap, contiguous, expand_to
+from .view import negative_stride_view
+
+
+def _byte_offset(t: Tensor) -> int:
+    return t._storage.byte_offset + t._offset * t._dtype.itemsize
+
+
+def _to_host(src: Tensor) -> Tensor:
+    """A contiguous CPU tensor with ``src``'s values (src on another device)."""
+    src = contiguous(src)
+    host = empty(src._shape, src._dtype, CPU)
+    if math.prod(src._shape):
+        src._storage.runtime.copy_out(
+            host_array(host), src._storage.handle, _byte_offset(src), src._storage.device.index
+        )
+    return host
+
+
+def _from_host(host: Tensor, device) -> Tensor:
+    """A contiguous tensor on ``device`` with the values of the contiguous CPU tensor ``host``."""
+    out = empty(host._shape, host._dtype, device)
+    if math.prod(host._shape):
+        out._storage.runtime.copy_in(
+            out._storage.handle, _byte_offset(out), host_array(host), device.index
+        )
+    return out
+
+
+def transfer(src: Tensor, device, dtype=None) -> Tensor:
+    """``src`` on ``device`` (contiguous), cast to ``dtype`` on whichever side is cheaper."""
+    dtype = dtype or src._dtype
+    if src._storage.device is device:
+        return cast(src, dtype) if (src._dtype is not dtype or not src._contig) else src
+    if src._storage.device is not CPU:
+        host = _to_host(src)
+        host = cast(host, dtype) if host._dtype is not dtype else host
+        return host if device is CPU else _from_host(host, device)
+    host = cast(src, dtype) if (src._dtype is not dtype or not src._contig) else src
+    return _from_host(host, device)
+
+
+def _broadcast_or_none(a: tuple, b: tuple):
+    try:
+        return broadcast_shapes("copy_", a, b)
+    except RuntimeError:
+        return None
+
+
+def copy_(op, dst, src, non_blocking=False):
+    """``dst[...] = src`` with broadcasting, casting and device transfer; bumps dst's version."""
+    if not isinstance(dst, Tensor):
+        raise TypeError(f"copy_(): self must be a Tensor, got {type(dst).__name__}")
+    if not isinstance(src, Tensor):
+        from ember._factories import tensor as make_tensor
+
+        src = make_tensor(src, dtype=dst._dtype)
+    if src._shape != dst._shape and (
+        len(src._shape) > len(dst._shape)
+        or _broadcast_or_none(dst._shape, src._shape) != dst._shape
+    ):
+        raise RuntimeError(
+            f"copy_(): the source of shape {list(src._shape)} can't be broadcast to the "
+            f"destination of shape {list(dst._shape)}"
+        )
+    check_no_internal_overlap("copy_", dst)
+    dev = dst._storage.device
+    if src._storage.device is not dev:
+        src = transfer(src, dev, dst._dtype)
+    if src._shape != dst._shape:
+        src = expand_to(src, dst._shape)
+    if math.prod(dst._shape):
+        op.kernel(dev.type, dst._dtype)(dst, src)
+    dst._storage.version += 1
+    return dst
+
+
+def to_copy(op, x, dtype=None, device=None, non_blocking=False):
+    """A fresh copy of ``x``, possibly in another dtype and on another device."""
+    dtype = dtype or x._dtype
+    device = x._storage.device if device is None else normalize_device(device)
+    if device is x._storage.device:
+        return cast(x, dtype)
+    return transfer(x, device, dtype)
+
+
+def flip(op, x, dims):
+    from ._common import wrap_dims
+
+    dims = wrap_dims(dims, len(x._shape), "flip")
+    return contiguous(negative_stride_view(x, dims)) if dims else cast(x, x._dtype)
+
+
+def fill_(op, x, value):
+    if isinstance(value, Tensor):
+        if value._shape:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{len(value._shape)} dimensions."
+            )
+        value = value.item()
+    check_no_internal_overlap("fill_", x)
+    if math.prod(x._shape):
+        op.kernel(x._storage.device.type, x._dtype)(x, value)
+    x._storage.version += 1
+    return x
+
+
+def zero_(op, x):
+    return OPS["fill_"](x, 0)

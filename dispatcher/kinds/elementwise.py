@@ -1,0 +1,257 @@
+"""Runners for elementwise ops: promotion, device check, broadcasting, output allocation.
+
+The hot path of the whole library: ``x + y`` on small tensors is mostly the code below, so the
+common cases (one or two operands, same dtype, same shape) are checked first and cost a few
+attribute reads. Kernels get operands already cast to the compute dtype and broadcast to the
+output shape (stride-0 views); Python scalars stay scalars (``kernel(out, a, b, *params)``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember import _dtype as dt
+from ember._tensor import Tensor, empty
+
+from ..opdef import Promotion
+from ..promotion import can_cast, result_type
+from ._common import broadcast_shapes, cast, check_no_internal_overlap, common_device, expand_to
+
+_INT_TO_FLOAT = Promotion.INT_TO_FLOAT
+_ALWAYS_BOOL = Promotion.ALWAYS_BOOL
+_FLOATING = dt.FLOATING
+_SCALARS = (bool, int, float)
+
+
+def _unsupported(op, dtype) -> Exception:
+    names = ", ".join(sorted(d.name for d in op.dtypes))
+    return RuntimeError(f'"{op.name}" not implemented for {dtype.name} (supported: {names})')
+
+
+def _types(op, common):
+    """(compute dtype, result dtype) for the op's promotion kind; validates the dtype."""
+    kind = op.promotion
+    if kind is _INT_TO_FLOAT and common.category != _FLOATING:
+        common = dt.DEFAULTS.float
+        result = common
+    elif kind is _ALWAYS_BOOL:
+        result = dt.bool_
+    else:
+        result = common
+    if common not in op.dtypes:
+        raise _unsupported(op, common)
+    return common, result
+
+
+def _scalar_for(value, dtype):
+    """A Python scalar in the category of ``dtype`` (what kernels expect)."""
+    if dtype.category == _FLOATING:
+        return float(value)
+    if dtype.category == dt.BOOL:
+        return bool(value)
+    if isinstance(value, float):
+        return int(value)  # an int tensor with a float scalar promotes to float first; not here
+    return int(value)
+
+
+def _coerce(value):
+    """numpy scalars and 0-d arrays become Python scalars; anything else non-Tensor is refused."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"expected a Tensor or a Python number, got {type(value).__name__}")
+
+
+def unary(op, x, *params):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    compute, result = _types(op, x._dtype)
+    if compute is not x._dtype:
+        x = cast(x, compute)
+    dev = x._storage.device
+    kernel = op.kernel(dev.type, compute)
+    if kernel is None:
+        return op.decomposition(x, *params)
+    out = empty(x._shape, result, dev)
+    kernel(out, x, *params)
+    return out
+
+
+def binary(op, a, b, *params):
+    ta = isinstance(a, Tensor)
+    tb = isinstance(b, Tensor)
+    if ta and tb:
+        da = a._dtype
+        common = da if da is b._dtype else result_type((a, b), Tensor)
+        dev = a._storage.device
+        if b._storage.device is not dev:
+            dev = common_device(op.name, (a, b))
+            if a._storage.device is not dev:
+                a = a.item()
+                ta = False
+            elif b._storage.device is not dev:
+                b = b.item()
+                tb = False
+        shape = a._shape if not tb else b._shape if not ta else None
+        if shape is None:
+            sa, sb = a._shape, b._shape
+            shape = sa if sa == sb else broadcast_shapes(op.name, sa, sb)
+    elif ta:
+        if b.__class__ not in _SCALARS:
+            b = _coerce(b)
+        da = a._dtype
+        common = (
+            da
+            if (da.category >= dt.INTEGRAL and b.__class__ is int)
+            or (da.category == _FLOATING and b.__class__ is not bool)
+            else result_type((a, b), Tensor)
+        )
+        dev = a._storage.device
+        shape = a._shape
+    elif tb:
+        if a.__class__ not in _SCALARS:
+            a = _coerce(a)
+        common = result_type((a, b), Tensor)
+        dev = b._storage.device
+        shape = b._shape
+    else:
+        raise TypeError(
+            f"{op.name}(): expected at least one Tensor, got {type(a).__name__} and "
+            f"{type(b).__name__}"
+        )
+    compute, result = _types(op, common)
+    if ta:
+        if a._dtype is not compute:
+            a = cast(a, compute)
+        if a._shape != shape:
+            a = expand_to(a, shape)
+    else:
+        a = _scalar_for(a, compute)
+    if tb:
+        if b._dtype is not compute:
+            b = cast(b, compute)
+        if b._shape != shape:
+            b = expand_to(b, shape)
+    else:
+        b = _scalar_for(b, compute)
+    kernel = op.kernel(dev.type, compute)
+    if kernel is None:
+        return op.decomposition(a, b, *params)
+    out = empty(shape, result, dev)
+    kernel(out, a, b, *params)
+    return out
+
+
+def nary(op, *args):
+    """Elementwise ops of ``op.info['arity']`` operands (where, lerp, clamp, addcmul...)."""
+    arity = op.info["arity"]
+    operands, params = list(args[:arity]), args[arity:]
+    bool_first = op.info.get("condition", False)
+    promoted = operands[1:] if bool_first else operands
+    for i, value in enumerate(operands):
+        if value is not None and not isinstance(value, (Tensor, *_SCALARS)):
+            operands[i] = _coerce(value)
+    tensors = [t for t in operands if isinstance(t, Tensor)]
+    if not tensors:
+        raise TypeError(f"{op.name}(): expected at least one Tensor argument")
+    common = result_type([v for v in promoted if v is not None], Tensor)
+    compute, result = _types(op, common)
+    if op.info.get("limits"):
+        operands = _fill_limits(op, operands, compute)
+    dev = common_device(op.name, tensors)
+    shape = broadcast_shapes(op.name, *(t._shape for t in tensors))
+    for i, value in enumerate(operands):
+        want = dt.bool_ if (bool_first and i == 0) else compute
+        if isinstance(value, Tensor):
+            if value._storage.device is not dev:
+                operands[i] = _scalar_for(value.item(), want)
+                continue
+            if value._dtype is not want:
+                value = cast(value, want)
+            operands[i] = value if value._shape == shape else expand_to(value, shape)
+        elif value is not None:
+            operands[i] = _scalar_for(value, want)
+    kernel = op.kernel(dev.type, compute)
+    if kernel is None:
+        return op.decomposition(*operands, *params)
+    out = empty(shape, result, dev)
+    kernel(out, *operands, *params)
+    return out
+
+
+def _fill_limits(op, operands: list, dtype) -> list:
+    """clamp(x, min=None, max=...): a missing bound is the dtype's lowest/highest value."""
+    if operands[1] is None and operands[2] is None:
+        raise RuntimeError(f"{op.name}: At least one of 'min' or 'max' must not be None")
+    if dtype.category == _FLOATING:
+        low, high = -np.inf, np.inf
+    else:
+        info = np.iinfo(dtype.np)
+        low, high = int(info.min), int(info.max)
+    return [
+        operands[0],
+        low if operands[1] is None else operands[1],
+        high if operands[2] is None else operands[2],
+    ]
+
+
+def inplace(op, target, *args):
+    """``a.add_(b)``: the functional op's kernel writing into ``target``.
+
+    The result dtype must be castable to the target's (no float into int), and the broadcast
+    shape must be the target's own. When the compute dtype differs, compute then copy back.
+    """
+    base = op.inplace_of
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{op.name}(): self must be a Tensor")
+    arity = base.info.get("arity", 1)
+    operands = (target, *args[: arity - 1])
+    params = args[arity - 1 :]
+    present = [v for v in operands if v is not None]
+    common = result_type(present, Tensor)
+    compute, result = _types(base, common)
+    if base.info.get("limits"):
+        operands = tuple(_fill_limits(base, list(operands), compute))
+    if not can_cast(result, target._dtype):
+        raise RuntimeError(
+            f"{op.name}: result type {result.name} can't be cast to the desired output type "
+            f"{target._dtype.name}"
+        )
+    shapes = [t._shape for t in operands if isinstance(t, Tensor)]
+    shape = broadcast_shapes(base.name, *shapes)
+    if shape != target._shape:
+        raise RuntimeError(
+            f"{op.name}: output with shape {list(target._shape)} doesn't match the broadcast shape "
+            f"{list(shape)}"
+        )
+    check_no_internal_overlap(op.name, target)
+    dev = common_device(op.name, [t for t in operands if isinstance(t, Tensor)])
+    if compute is target._dtype and result is target._dtype and target._storage.device is dev:
+        prepared = [target]
+        for value in operands[1:]:
+            if isinstance(value, Tensor):
+                if value._storage.device is not dev:
+                    value = _scalar_for(value.item(), compute)
+                else:
+                    if value._dtype is not compute:
+                        value = cast(value, compute)
+                    if value._shape != shape:
+                        value = expand_to(value, shape)
+            elif value is not None:
+                value = _scalar_for(value, compute)
+            prepared.append(value)
+        kernel = base.kernel(dev.type, compute)
+        if kernel is not None:
+            kernel(target, *prepared, *params)
+            target._storage.version += 1
+            return target
+    fresh = base.backend((*operands, *params))
+    _copy_into(target, fresh)
+    return target
+
+
+def _copy_into(target: Tensor, source: Tensor) -> None:
+    from ._common import OPS
+
+    if source._shape != target._shape:
+        source = expand_to(source, target._shape)
+    OPS["copy_"].backend((target, source))

@@ -1,0 +1,135 @@
+"""Runners for factories and random fills: allocate, then a fill/arange/Philox kernel."""
+
+from __future__ import annotations
+
+import math
+
+from ember import _dtype as dt
+from ember._random import generator_for
+from ember._tensor import Tensor, empty
+
+from ..memory import normalize_device
+from ..promotion import scalar_dtype
+from ._common import check_no_internal_overlap
+
+
+def _size(op, size) -> tuple:
+    if isinstance(size, int):
+        size = (size,)
+    try:
+        size = tuple(int(s.__index__()) for s in size)
+    except (AttributeError, TypeError):
+        raise TypeError(f"{op.name}(): size must be a tuple of ints, got {size!r}") from None
+    if any(s < 0 for s in size):
+        raise RuntimeError(
+            f"{op.name}(): Trying to create tensor with negative dimension: {list(size)}"
+        )
+    return size
+
+
+def empty_(op, size, dtype=None, device=None):
+    return empty(_size(op, size), dtype or dt.DEFAULTS.float, normalize_device(device))
+
+
+def full(op, size, fill_value, dtype=None, device=None):
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dtype = dtype or scalar_dtype(fill_value)
+    from ._common import OPS
+
+    out = empty(_size(op, size), dtype, normalize_device(device))
+    return OPS["fill_"](out, fill_value)
+
+
+def _scalar(value):
+    return value.item() if isinstance(value, Tensor) else value
+
+
+def arange(op, start, end=None, step=1, dtype=None, device=None):
+    start, end, step = _scalar(start), _scalar(end), _scalar(step)
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        floaty = any(isinstance(v, float) for v in (start, end, step))
+        dtype = dt.DEFAULTS.float if floaty else dt.int64
+    if step == 0:
+        raise RuntimeError("arange(): step must be nonzero")
+    if (end - start) / step < 0 and end != start:
+        raise RuntimeError(
+            f"arange(): upper bound ({end}) and lower bound ({start}) inconsistent with step sign "
+            f"({step})"
+        )
+    count = max(0, math.ceil((end - start) / step))
+    dev = normalize_device(device)
+    out = empty((count,), dtype, dev)
+    if count:
+        op.kernel(dev.type, dtype)(out, start, step)
+    return out
+
+
+def linspace(op, start, end, steps, dtype=None, device=None):
+    start, end = _scalar(start), _scalar(end)
+    if steps < 0:
+        raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
+    dtype = dtype or dt.DEFAULTS.float
+    dev = normalize_device(device)
+    out = empty((int(steps),), dtype, dev)
+    if steps:
+        op.kernel(dev.type, dtype)(out, start, end)
+    return out
+
+
+# Philox blocks (four 32-bit words) per element group: see docs/random.md.
+def _per_block(dtype, wide: bool = False) -> int:
+    return 2 if (dtype is dt.float64 or wide) else 4
+
+
+def _random_fill(op, x, a, b, generator, wide=False):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op.name}(): self must be a Tensor")
+    check_no_internal_overlap(op.name, x)
+    n = math.prod(x._shape)
+    gen = generator or generator_for(x._storage.device)
+    if n:
+        per = _per_block(x._dtype, wide)
+        seed, offset = gen.take(-(-n // per))
+        op.kernel(x._storage.device.type, x._dtype)(x, seed, offset, a, b)
+    x._storage.version += 1
+    return x
+
+
+def uniform_(op, x, low=0.0, high=1.0, generator=None):
+    if x._dtype.category != dt.FLOATING:
+        raise RuntimeError(f'"uniform_" not implemented for {x._dtype.name}')
+    return _random_fill(op, x, float(low), float(high), generator)
+
+
+def normal_(op, x, mean=0.0, std=1.0, generator=None):
+    if x._dtype.category != dt.FLOATING:
+        raise RuntimeError(f'"normal_" not implemented for {x._dtype.name}')
+    if std < 0:
+        raise RuntimeError(f"normal_(): expected std >= 0.0, but found std {std}")
+    return _random_fill(op, x, float(mean), float(std), generator)
+
+
+def _default_high(dtype) -> int:
+    """random_() with no bounds: every integer the dtype represents exactly, from zero."""
+    if dtype.category == dt.FLOATING:
+        return 1 + (1 << {dt.float16: 11, dt.bfloat16: 8, dt.float32: 24, dt.float64: 53}[dtype])
+    if dtype is dt.bool_:
+        return 2
+    import numpy as np
+
+    return int(np.iinfo(dtype.np).max) + 1
+
+
+def random_(op, x, low=0, high=None, generator=None):
+    """Integers uniform in [low, high); ``x.random_(to)`` means [0, to)."""
+    if high is None:
+        low, high = (0, low) if low else (0, _default_high(x._dtype))
+    if high <= low:
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
+    wide = (high - low) > (1 << 32)
+    return _random_fill(op, x, int(low), int(high), generator, wide)

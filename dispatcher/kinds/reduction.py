@@ -1,0 +1,146 @@
+"""Runners for reductions and scans.
+
+Kernels see the input and an output of the same rank whose reduced dims have size 1 (the keepdim
+shape), plus the sorted tuple of reduced dims: ``kernel(out, x, dims)``. The runner squeezes the
+result afterwards when ``keepdim`` is False, so kernels never deal with rank changes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ember import _dtype as dt
+from ember._tensor import Tensor, empty, make
+
+from ..opdef import Promotion
+from ._common import cast, contiguous, wrap_dim, wrap_dims
+
+
+def _check_tensor(op, x) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+
+
+def result_dtype(op, x_dtype, dtype=None):
+    if dtype is not None:
+        return dtype
+    kind = op.promotion
+    if kind is Promotion.BOOL_TO_LONG and x_dtype.category != dt.FLOATING:
+        return dt.int64
+    if kind is Promotion.ALWAYS_BOOL:
+        return dt.bool_
+    if kind is Promotion.LONG:
+        return dt.int64
+    if kind is Promotion.FLOAT_ONLY and x_dtype.category != dt.FLOATING:
+        raise RuntimeError(
+            f"{op.name}(): could not infer output dtype. Input dtype must be either a floating "
+            f"point or complex dtype. Got: {x_dtype.name}"
+        )
+    return x_dtype
+
+
+def squeeze_dims(t: Tensor, dims: tuple) -> Tensor:
+    """A view of ``t`` without the (size-1) ``dims``."""
+    shape = tuple(s for i, s in enumerate(t._shape) if i not in dims)
+    stride = tuple(s for i, s in enumerate(t._stride) if i not in dims)
+    return make(t._storage, shape, stride, t._offset, t._dtype, t._contig)
+
+
+def _check_nonempty(op, x: Tensor, dims: tuple) -> None:
+    if op.info.get("identity", True):
+        return
+    for d in dims:
+        if x._shape[d] == 0:
+            raise IndexError(
+                f"{op.name}(): Expected reduction dim {d} to have non-zero size (input shape "
+                f"{list(x._shape)}); the operation has no identity"
+            )
+
+
+def reduce(op, x, dim=None, keepdim=False, dtype=None):
+    """sum, prod, amax, amin, all, any: ``kernel(out, x, dims)``."""
+    _check_tensor(op, x)
+    if x._dtype not in op.dtypes:
+        raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name}')
+    dims = wrap_dims(dim if dim != () else None, len(x._shape), op.name)
+    _check_nonempty(op, x, dims)
+    out_dtype = result_dtype(op, x._dtype, dtype)
+    if dtype is not None and x._dtype is not dtype:
+        x = cast(x, dtype)
+    keep_shape = tuple(1 if i in dims else s for i, s in enumerate(x._shape))
+    dev = x._storage.device
+    kernel = op.kernel(dev.type, x._dtype)
+    if kernel is None:
+        return op.decomposition(x, dim, keepdim, dtype)
+    out = empty(keep_shape, out_dtype, dev)
+    kernel(out, x, dims)
+    return out if keepdim else squeeze_dims(out, dims)
+
+
+def reduce_with_indices(op, x, dim, keepdim=False):
+    """max/min along one dim: ``kernel(values, indices, x, dim)``."""
+    _check_tensor(op, x)
+    if x._dtype not in op.dtypes:
+        raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name}')
+    d = wrap_dim(dim, len(x._shape), op.name)
+    if x._shape and x._shape[d] == 0:
+        raise IndexError(
+            f"{op.name}(): Expected reduction dim {d} to have non-zero size (input shape "
+            f"{list(x._shape)})"
+        )
+    keep_shape = tuple(1 if i == d else s for i, s in enumerate(x._shape))
+    dev = x._storage.device
+    kernel = op.kernel(dev.type, x._dtype)
+    values = empty(keep_shape, x._dtype, dev)
+    indices = empty(keep_shape, dt.int64, dev)
+    kernel(values, indices, x, d)
+    if not keepdim and x._shape:
+        values, indices = squeeze_dims(values, (d,)), squeeze_dims(indices, (d,))
+    from ember.return_types import ValuesIndices
+
+    return ValuesIndices(values, indices)
+
+
+def arg_reduce(op, x, dim=None, keepdim=False):
+    """argmax/argmin: ``kernel(out_int64, x, dim)``; dim=None flattens first."""
+    _check_tensor(op, x)
+    if x._dtype not in op.dtypes:
+        raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name}')
+    if dim is None:
+        if math.prod(x._shape) == 0:
+            raise RuntimeError(
+                f"{op.name}(): Expected reduction dim to be specified for input.numel() == 0."
+            )
+        flat = contiguous(x)
+        flat = make(flat._storage, (math.prod(x._shape),), (1,), flat._offset, x._dtype, True)
+        out = arg_reduce(op, flat, 0, False)
+        if keepdim:
+            ones = (1,) * len(x._shape)
+            return make(out._storage, ones, (1,) * len(ones), out._offset, out._dtype, True)
+        return out
+    d = wrap_dim(dim, len(x._shape), op.name)
+    if x._shape and x._shape[d] == 0:
+        raise IndexError(
+            f"{op.name}(): Expected reduction dim {d} to have non-zero size (input shape "
+            f"{list(x._shape)})"
+        )
+    keep_shape = tuple(1 if i == d else s for i, s in enumerate(x._shape))
+    dev = x._storage.device
+    out = empty(keep_shape, dt.int64, dev)
+    op.kernel(dev.type, x._dtype)(out, x, d)
+    return out if keepdim or not x._shape else squeeze_dims(out, (d,))
+
+
+def scan(op, x, dim, dtype=None):
+    """cumsum/cumprod: ``kernel(out, x, dim)`` with out of x's shape."""
+    _check_tensor(op, x)
+    d = wrap_dim(dim, len(x._shape), op.name)
+    out_dtype = result_dtype(op, x._dtype, dtype)
+    if x._dtype is not out_dtype:
+        x = cast(x, out_dtype)
+    if out_dtype not in op.dtypes:
+        raise RuntimeError(f'"{op.name}" not implemented for {out_dtype.name}')
+    dev = x._storage.device
+    out = empty(x._shape, out_dtype, dev)
+    op.kernel(dev.type, out_dtype)(out, x, d)
+    return out

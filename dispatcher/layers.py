@@ -1,0 +1,73 @@
+"""The dispatch layer stack.
+
+A call runs the highest-priority active layer; each layer does its work and continues below itself
+with ``op.redispatch(self, args)``. The Backend layer is not in the stack: it is what runs when no
+layer above wants the call (``Op.backend``). Planned layers and their priorities, highest first:
+
+    profiling 400, tracing 300, autocast 200, autograd 100, (backend)
+
+A layer is active when its ``wants(op, args)`` says so; keep that to a few attribute reads, since it
+runs on every op call while the layer is installed. Layers that are off (autocast outside
+``autocast()``) should be removed from the stack rather than answer False.
+"""
+
+from __future__ import annotations
+
+
+class Layer:
+    """Base class of dispatch layers."""
+
+    name = "layer"
+    priority = 0
+
+    def wants(self, op, args) -> bool:
+        return True
+
+    def handle(self, op, args):
+        return op.redispatch(self, args)
+
+    def __repr__(self) -> str:
+        return f"<layer {self.name} priority={self.priority}>"
+
+
+class LayerStack:
+    """The installed layers, highest priority first, as a tuple read on every call."""
+
+    __slots__ = ("layers",)
+
+    def __init__(self):
+        self.layers: tuple = ()
+
+    def install(self, layer: Layer) -> None:
+        if layer in self.layers:
+            return
+        if any(other.priority == layer.priority for other in self.layers):
+            clash = next(o for o in self.layers if o.priority == layer.priority)
+            raise ValueError(f"dispatch layer {layer!r} has the same priority as {clash!r}")
+        self.layers = tuple(sorted(self.layers + (layer,), key=lambda item: -item.priority))
+
+    def remove(self, layer: Layer) -> None:
+        self.layers = tuple(item for item in self.layers if item is not layer)
+
+    def installed(self, layer: Layer) -> bool:
+        return layer in self.layers
+
+
+STACK = LayerStack()
+
+
+class installed:  # noqa: N801 - used like a function: ``with installed(layer): ...``
+    """Context manager that installs a layer for the duration of a block."""
+
+    def __init__(self, layer: Layer):
+        self.layer = layer
+        self.owned = False
+
+    def __enter__(self):
+        self.owned = not STACK.installed(self.layer)
+        STACK.install(self.layer)
+        return self.layer
+
+    def __exit__(self, *exc):
+        if self.owned:
+            STACK.remove(self.layer)

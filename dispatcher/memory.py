@@ -1,0 +1,68 @@
+"""Allocating storage on a device: the caching allocator for large requests, raw for small ones."""
+
+from __future__ import annotations
+
+from ember._device import CPU
+from ember._device import device as Device
+from ember._storage import Storage
+
+from .devices import REGISTRY, on_reset
+
+_BY_TYPE: dict = {}  # device type -> DeviceBackend, filled on first use
+
+
+def _forget() -> None:
+    _BY_TYPE.clear()
+
+
+on_reset(_forget)
+
+
+def backend_for(device_type: str):
+    found = _BY_TYPE.get(device_type)
+    if found is None:
+        found = REGISTRY.backend(device_type)
+        _BY_TYPE[device_type] = found
+    return found
+
+
+def new_storage(device, nbytes: int) -> Storage:
+    """Uninitialised storage of ``nbytes`` on ``device`` (a normalised device)."""
+    backend = _BY_TYPE.get(device.type) or backend_for(device.type)
+    runtime = backend.runtime
+    if nbytes >= backend.cache_min_bytes:
+        handle, offset, lease = backend.allocator(device.index).allocate(nbytes)
+        base = runtime.address(handle)
+        ptr = None if base is None else base + offset
+        return Storage(device, nbytes, handle, offset, ptr, lease, runtime)
+    # Below the caching threshold the runtime's handle frees itself when collected.
+    handle = runtime.alloc(nbytes, device.index)
+    return Storage(device, nbytes, handle, 0, runtime.address(handle), handle, runtime)
+
+
+def normalize_device(dev) -> Device:
+    """A concrete device: ``"cuda"`` becomes ``cuda:<current>``; the device type is validated."""
+    if dev is None:
+        from ember._device import DEFAULT
+
+        dev = DEFAULT.device
+    elif not isinstance(dev, Device):
+        if isinstance(dev, int):
+            raise TypeError(
+                f"device index {dev} given without a type; write ember.device('cuda', {dev})"
+            )
+        dev = Device(dev)
+    if dev is CPU:
+        return dev
+    if dev.type == "cpu":
+        return CPU
+    backend = _BY_TYPE.get(dev.type) or backend_for(dev.type)
+    if dev.index is None:
+        current = getattr(backend.runtime, "current_device", None)
+        return Device(dev.type, current() if current else 0)
+    count = backend.device_count()
+    if dev.index >= count:
+        raise RuntimeError(
+            f"{dev} is not available: {backend.name} found {count} {dev.type} device(s)"
+        )
+    return dev

@@ -1,0 +1,87 @@
+"""The runtime form of an op-table row: the object every ``ember.*`` function calls."""
+
+from __future__ import annotations
+
+from . import registry
+from . import schema as schema_mod
+from .layers import STACK
+from .opdef import Kind, OpDef
+
+# Kinds the core implements for every device without a kernel (pure metadata).
+CORE_KINDS = (Kind.VIEW,)
+
+
+class Op:
+    """A callable op. ``op(*args)`` runs the layer stack, then the Backend layer.
+
+    Arguments arrive positionally in schema order (the generated ``ember.*`` functions and Tensor
+    methods fill in defaults), so no layer parses keywords on the hot path.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "core",
+        "decomposition",
+        "defn",
+        "dtypes",
+        "formula",
+        "info",
+        "inplace_of",
+        "kernels",
+        "kind",
+        "name",
+        "num_outputs",
+        "promotion",
+        "runner",
+        "schema",
+        "tensor_positions",
+    )
+
+    def __init__(self, defn: OpDef, runner, name: str | None = None, inplace_of: Op | None = None):
+        parsed = schema_mod.parse(defn.schema)
+        self.defn = defn
+        self.schema = parsed
+        self.name = name or parsed.qualified_name
+        self.kind = defn.kind
+        self.promotion = defn.promotion
+        self.dtypes = defn.dtypes
+        self.runner = runner
+        self.decomposition = defn.decomposition
+        self.kernels: dict = {}  # (device type, dtype) -> kernel or None (decompose); memo
+        self.formula = None  # set by autograd's formula table
+        self.num_outputs = sum(1 for typ, _ in parsed.returns if typ.startswith("Tensor"))
+        self.tensor_positions = parsed.tensor_positions
+        self.core = defn.core or (defn.kind in CORE_KINDS and defn.decomposition is None)
+        self.inplace_of = inplace_of
+        self.info: dict = dict(defn.attrs)  # static data for the runner (elementwise arity...)
+
+    def __call__(self, *args):
+        for layer in STACK.layers:
+            if layer.wants(self, args):
+                return layer.handle(self, args)
+        return self.backend(args)
+
+    def redispatch(self, current, args):
+        """Continue below ``current``: the next lower active layer, or the Backend layer."""
+        priority = current.priority
+        for layer in STACK.layers:
+            if layer.priority < priority and layer.wants(self, args):
+                return layer.handle(self, args)
+        return self.backend(args)
+
+    def backend(self, args):
+        """The Backend layer: prepare the call and run the kernel (or the decomposition)."""
+        return self.runner(self, *args)
+
+    def kernel(self, device_type: str, dtype):
+        """The kernel for ``(device type, dtype)``; None means "decompose". Memoised."""
+        key = (device_type, dtype)
+        try:
+            return self.kernels[key]
+        except KeyError:
+            found = registry.resolve(self, device_type, dtype)
+            self.kernels[key] = found
+            return found
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}: {self.schema.text}>"

@@ -1,0 +1,117 @@
+"""The row type of the op table, and the vocabularies its columns use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+
+from ember import _dtype as dt
+
+
+class Kind(Enum):
+    """How the dispatcher prepares a call before the kernel (and how tests sample inputs)."""
+
+    ELEMENTWISE = "elementwise"
+    REDUCTION = "reduction"
+    SCAN = "scan"
+    VIEW = "view"
+    MATMUL = "matmul"
+    CONV = "conv"
+    INDEX = "index"
+    SORT = "sort"
+    RANDOM = "random"
+    FACTORY = "factory"
+    COPY = "copy"
+    SHAPE = "shape"  # cat, stack, flip, roll...: data movement without arithmetic
+    NN = "nn"  # softmax, norms, pooling, losses
+
+
+class Promotion(Enum):
+    """PyTorch's ELEMENTWISE_TYPE_PROMOTION_KIND, plus the reduction cases."""
+
+    DEFAULT = "default"  # compute and return the promoted dtype
+    INT_TO_FLOAT = "int_to_float"  # like DEFAULT, but integers and bool become the default float
+    ALWAYS_BOOL = "always_bool"  # compute in the promoted dtype, return bool
+    BOOL_TO_LONG = "bool_to_long"  # sum/prod/cumsum: bool and integers accumulate in int64
+    KEEP = "keep"  # no promotion: the input's dtype (views, data movement)
+    LONG = "long"  # always int64 (argmax, nonzero)
+    FLOAT_ONLY = "float_only"  # no promotion; floating inputs only (mean, softmax)
+
+
+DTYPES_ALL = frozenset(dt.ALL)
+DTYPES_FLOAT = frozenset(dt.FLOATS)
+DTYPES_INT = frozenset(dt.INTS)
+DTYPES_INT_BOOL = frozenset(dt.INTS + (dt.bool_,))
+DTYPES_NUMERIC = frozenset(dt.INTS + dt.FLOATS)
+
+# Default comparison tolerances for tests, per dtype: (rtol, atol). Rows may override.
+TOLERANCES = {
+    dt.float16: (1e-3, 1e-3),
+    dt.bfloat16: (1.6e-2, 1e-2),
+    dt.float32: (1.3e-6, 1e-5),
+    dt.float64: (1e-7, 1e-7),
+}
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """One op: everything the dispatcher, the API generator, autograd and the tests need.
+
+    Attributes:
+        schema: PyTorch-style schema string; its name is the op's name.
+        kind: how calls are prepared (see Kind).
+        promotion: type-promotion rule (see Promotion).
+        reference: numpy implementation taking the same arguments (arrays for tensors).
+        dtypes: dtypes the op is defined for (a backend may implement fewer).
+        differentiable: False for ops with no gradient (comparisons, argmax, integer results).
+        decomposition: for composites, a function over other ember ops (None: a primitive).
+        runner: the dispatcher function that prepares the call and invokes the kernel; defaults
+            to the kind's.
+        core: implemented by the core for every device, over other ops' kernels (views, cat,
+            flip...): no kernel of its own, and so never missing on a backend.
+        kernel_args: the kernel's calling convention, for plugin authors (docs/plugins.md).
+        shape: shape rule ``(*args) -> shape`` when the kind's default does not apply.
+        method: also bound as a Tensor method.
+        inplace: also defines ``name_`` (elementwise ops).
+        function: also exposed as ``ember.<name>`` (False for Tensor-only methods).
+        frontend: the public ``ember.<name>`` (and method) is hand-written in
+            ``ember/_frontends.py`` (argument overloads); the op stays callable as ``ember.ops``.
+        samples: name of the sample-input generator the generated tests use.
+        tolerances: per-dtype (rtol, atol) overrides for tests.
+        domain: (low, high) for sampled inputs of partial functions (log, sqrt, acos).
+        attrs: static data for the runner (elementwise arity, whether a reduction has an
+            identity...), copied to ``Op.info``.
+        varargs: the ``int[]`` argument that Tensor methods also accept unpacked
+            (``x.view(2, 3)`` as well as ``x.view((2, 3))``).
+        notes: anything a reader of the table should know.
+    """
+
+    schema: str
+    kind: Kind
+    reference: Callable | None
+    promotion: Promotion = Promotion.DEFAULT
+    dtypes: frozenset = DTYPES_ALL
+    differentiable: bool = True
+    decomposition: Callable | None = None
+    runner: Callable | None = None
+    core: bool = False
+    kernel_args: str = ""
+    shape: Callable | None = None
+    method: bool = True
+    inplace: bool = False
+    function: bool = True
+    frontend: bool = False
+    samples: str | None = None
+    tolerances: dict = field(default_factory=dict)
+    domain: tuple | None = None
+    attrs: dict = field(default_factory=dict)
+    varargs: str | None = None
+    notes: str = ""
+
+    @property
+    def is_composite(self) -> bool:
+        return self.decomposition is not None
+
+    def tolerance(self, d) -> tuple[float, float]:
+        return self.tolerances.get(d, TOLERANCES.get(d, (0.0, 0.0)))

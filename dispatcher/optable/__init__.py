@@ -1,0 +1,64 @@
+"""The op table: every op ember knows, one row each, gathered from one module per family.
+
+``build()`` turns rows into runtime ``Op`` objects; in-place variants (``add_``) are derived from
+rows marked ``inplace``. Nothing registers itself on import: this list of modules is the table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..kinds import _common
+from ..kinds import elementwise as run_elementwise
+from ..op import Op
+from ..opdef import Kind, OpDef
+from . import data, elementwise, factory, linalg, reduction, view
+
+MODULES = (elementwise, reduction, view, data, linalg, factory)
+
+
+def _decompose(op, *args):
+    """Backend layer of a composite without a runner: its decomposition, in ember ops."""
+    return op.decomposition(*args)
+
+
+def _inplace_def(defn: OpDef, name: str) -> OpDef:
+    head, _, tail = defn.schema.partition("(")
+    args, _, _ = tail.rpartition(") ->")
+    first, _, rest = args.partition(",")
+    self_arg = first.replace(first.split()[-1], "self")
+    schema = f"{name}({self_arg}{',' if rest else ''}{rest}) -> Tensor"
+    return dataclasses.replace(
+        defn,
+        schema=schema,
+        inplace=False,
+        function=False,
+        method=True,
+        frontend=False,
+        decomposition=None,
+        notes=f"in-place form of {head}",
+    )
+
+
+def _inplace_runner(base: Op):
+    return run_elementwise.inplace if base.kind is Kind.ELEMENTWISE else _common.inplace_via_copy
+
+
+def build() -> dict:
+    ops: dict = {}
+    for module in MODULES:
+        for defn in module.ROWS:
+            runner = defn.runner or _decompose
+            op = Op(defn, runner)
+            if op.name in ops:
+                raise ValueError(f"op table: '{op.name}' is defined twice")
+            ops[op.name] = op
+            if defn.inplace:
+                name = f"{op.name}_"
+                ops[name] = Op(_inplace_def(defn, name), _inplace_runner(op), inplace_of=op)
+    _common.OPS.clear()
+    _common.OPS.update(ops)
+    return ops
+
+
+OPS = build()

@@ -1,0 +1,448 @@
+"""Data movement and indexing: copies, cat/stack, gather/scatter, sort, nonzero..."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+
+from ..kinds import copy as run_copy
+from ..kinds import index as run_index
+from ..kinds import shape as run_shape
+from ..opdef import DTYPES_NUMERIC, Kind, OpDef
+
+CORE = "none: implemented by the core over copy_ (and narrow views)"
+
+
+def _clone(x):
+    return ember.ops._to_copy(x)
+
+
+def _contiguous(x):
+    return x if x.is_contiguous() else ember.ops._to_copy(x)
+
+
+def _zero_(x):
+    return x.fill_(0)
+
+
+def _stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0].shape
+    for i, t in enumerate(tensors):
+        if t.shape != shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
+                f"and {list(t.shape)} at entry {i}"
+            )
+    dim = dim if dim >= 0 else dim + len(shape) + 1
+    return ember.cat([t.unsqueeze(dim) for t in tensors], dim)
+
+
+def _hstack(tensors):
+    tensors = list(tensors)
+    return ember.cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def _vstack(tensors):
+    return ember.cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
+
+
+def _roll(x, shifts, dims=None):
+    if dims is None:
+        return _roll(x.flatten(), shifts, (0,)).view(x.shape)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll(): shifts and dims must align, got {shifts} and {dims}")
+    for shift, dim in zip(shifts, dims):
+        size = x.shape[dim]
+        if size == 0:
+            continue
+        shift %= size
+        if shift:
+            x = ember.cat([x.narrow(dim, size - shift, shift), x.narrow(dim, 0, size - shift)], dim)
+    return x
+
+
+def _tri_mask(x, diagonal, lower):
+    rows, cols = x.shape[-2], x.shape[-1]
+    r = ember.arange(rows, device=x.device).unsqueeze(1)
+    c = ember.arange(cols, device=x.device).unsqueeze(0)
+    return (c - r <= diagonal) if lower else (c - r >= diagonal)
+
+
+def _tril(x, diagonal=0):
+    return ember.where(
+        _tri_mask(x, diagonal, True), x, ember.zeros((), dtype=x.dtype, device=x.device)
+    )
+
+
+def _triu(x, diagonal=0):
+    return ember.where(
+        _tri_mask(x, diagonal, False), x, ember.zeros((), dtype=x.dtype, device=x.device)
+    )
+
+
+def _repeat(x, repeats):
+    repeats = tuple(repeats)
+    if len(repeats) < x.ndim:
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+            "tensor"
+        )
+    x = x.reshape((1,) * (len(repeats) - x.ndim) + tuple(x.shape))
+    # A size-1 axis before each axis, broadcast to the repeat count, then merged with it.
+    interleaved, expanded = [], []
+    for size, rep in zip(x.shape, repeats):
+        interleaved += [1, size]
+        expanded += [rep, size]
+    return (
+        x.reshape(interleaved).expand(expanded).reshape([s * r for s, r in zip(x.shape, repeats)])
+    )
+
+
+def _tile(x, dims):
+    dims = tuple(dims)
+    if len(dims) < x.ndim:
+        dims = (1,) * (x.ndim - len(dims)) + dims
+    return _repeat(x, dims)
+
+
+def _repeat_interleave(x, repeats, dim=None):
+    if dim is None:
+        x, dim = x.flatten(), 0
+    index = ember.arange(x.shape[dim], device=x.device).unsqueeze(1).expand(-1, repeats).flatten()
+    return ember.index_select(x, dim, index)
+
+
+def _masked_fill(x, mask, value):
+    value = (
+        value
+        if isinstance(value, ember.Tensor)
+        else ember.tensor(value, dtype=x.dtype, device=x.device)
+    )
+    return ember.where(mask, value.to(x.dtype), x)
+
+
+def _masked_select(x, mask):
+    x, mask = ember.broadcast_tensors(x, mask)
+    return ember.take(x.contiguous(), ember.nonzero(mask.flatten()).flatten())
+
+
+def _argsort(x, dim=-1, descending=False, stable=False):
+    return ember.sort(x, dim, descending, stable=stable).indices
+
+
+def _topk(x, k, dim=-1, largest=True, sorted=True):
+    size = x.shape[dim] if x.ndim else 1
+    if not 0 <= k <= size:
+        raise RuntimeError(f"topk(): selected index k ({k}) out of range (dimension size {size})")
+    values, indices = ember.sort(x, dim, largest, stable=True)
+    from ember.return_types import ValuesIndices
+
+    return ValuesIndices(values.narrow(dim, 0, k), indices.narrow(dim, 0, k))
+
+
+def _np_sort(x, dim=-1, descending=False, stable=False):
+    order = np.argsort(-x if descending and x.dtype.kind != "b" else x, axis=dim, kind="stable")
+    if descending and x.dtype.kind == "b":
+        order = np.argsort(~x, axis=dim, kind="stable")
+    return np.take_along_axis(x, order, axis=dim), order
+
+
+def _np_scatter(x, dim, index, src, add=False):
+    out = x.copy()
+    src = np.broadcast_to(src, index.shape) if np.ndim(src) == 0 else src
+    for pos in np.ndindex(*index.shape):
+        target = list(pos)
+        target[dim] = index[pos]
+        if add:
+            out[tuple(target)] += src[pos]
+        else:
+            out[tuple(target)] = src[pos]
+    return out
+
+
+def _np_index_add(x, dim, index, source, alpha=1):
+    out = x.copy()
+    moved = np.moveaxis(out, dim, 0)
+    np.add.at(moved, index, np.moveaxis(source, dim, 0) * alpha)
+    return out
+
+
+def _np_put(x, index, source, accumulate=False):
+    out = x.copy()
+    flat = out.reshape(-1)
+    if accumulate:
+        np.add.at(flat, index.reshape(-1), source.reshape(-1))
+    else:
+        flat[index.reshape(-1)] = source.reshape(-1)
+    return out
+
+
+def _np_searchsorted(seq, values, out_int32=False, right=False, side=None, sorter=None):
+    side = side or ("right" if right else "left")
+    if seq.ndim == 1:
+        return np.searchsorted(seq, values, side=side)
+    flat_seq = seq.reshape(-1, seq.shape[-1])
+    flat_val = values.reshape(-1, values.shape[-1])
+    rows = [np.searchsorted(s, v, side=side) for s, v in zip(flat_seq, flat_val)]
+    return np.stack(rows).reshape(values.shape)
+
+
+ROWS = [
+    OpDef(
+        "copy_(Tensor self, Tensor src, bool non_blocking=False) -> Tensor",
+        Kind.COPY,
+        None,
+        runner=run_copy.copy_,
+        function=False,
+        samples="copy",
+        kernel_args="(dst, src): src broadcast to dst's shape, any dtypes, same device",
+    ),
+    OpDef(
+        "_to_copy(Tensor input, *, ScalarType? dtype=None, Device? device=None, "
+        "bool non_blocking=False) -> Tensor",
+        Kind.COPY,
+        lambda x, dtype=None, device=None, non_blocking=False: (
+            x.astype(dtype.np) if dtype is not None else x.copy()
+        ),
+        runner=run_copy.to_copy,
+        core=True,
+        function=False,
+        method=False,
+        samples="to_copy",
+        kernel_args=CORE,
+    ),
+    OpDef("clone(Tensor input) -> Tensor", Kind.COPY, np.copy, decomposition=_clone),
+    OpDef(
+        "contiguous(Tensor input) -> Tensor",
+        Kind.COPY,
+        np.ascontiguousarray,
+        decomposition=_contiguous,
+        function=False,
+    ),
+    OpDef(
+        "fill_(Tensor self, Scalar value) -> Tensor",
+        Kind.COPY,
+        None,
+        runner=run_copy.fill_,
+        function=False,
+        samples="fill",
+        differentiable=False,
+        kernel_args="(out, value): value a Python scalar",
+    ),
+    OpDef(
+        "zero_(Tensor self) -> Tensor",
+        Kind.COPY,
+        None,
+        decomposition=_zero_,
+        function=False,
+        differentiable=False,
+        samples="fill",
+    ),
+    OpDef(
+        "flip(Tensor input, int[] dims) -> Tensor",
+        Kind.SHAPE,
+        np.flip,
+        runner=run_copy.flip,
+        core=True,
+        varargs="dims",
+        kernel_args=CORE,
+    ),
+    OpDef(
+        "roll(Tensor input, int[] shifts, int[]? dims=None) -> Tensor",
+        Kind.SHAPE,
+        lambda x, shifts, dims=None: np.roll(x, shifts, dims),
+        decomposition=_roll,
+    ),
+    OpDef(
+        "cat(Tensor[] tensors, int dim=0) -> Tensor",
+        Kind.SHAPE,
+        np.concatenate,
+        runner=run_shape.cat,
+        core=True,
+        method=False,
+        samples="cat",
+        kernel_args=CORE,
+    ),
+    OpDef(
+        "stack(Tensor[] tensors, int dim=0) -> Tensor",
+        Kind.SHAPE,
+        np.stack,
+        decomposition=_stack,
+        method=False,
+        samples="cat",
+    ),
+    OpDef(
+        "hstack(Tensor[] tensors) -> Tensor",
+        Kind.SHAPE,
+        np.hstack,
+        decomposition=_hstack,
+        method=False,
+        samples="cat",
+    ),
+    OpDef(
+        "vstack(Tensor[] tensors) -> Tensor",
+        Kind.SHAPE,
+        np.vstack,
+        decomposition=_vstack,
+        method=False,
+        samples="cat",
+    ),
+    OpDef(
+        "tril(Tensor input, int diagonal=0) -> Tensor",
+        Kind.SHAPE,
+        np.tril,
+        decomposition=_tril,
+        samples="matrix",
+    ),
+    OpDef(
+        "triu(Tensor input, int diagonal=0) -> Tensor",
+        Kind.SHAPE,
+        np.triu,
+        decomposition=_triu,
+        samples="matrix",
+    ),
+    OpDef(
+        "repeat(Tensor input, int[] repeats) -> Tensor",
+        Kind.SHAPE,
+        lambda x, r: np.tile(x, r),
+        decomposition=_repeat,
+        varargs="repeats",
+        function=False,
+    ),
+    OpDef("tile(Tensor input, int[] dims) -> Tensor", Kind.SHAPE, np.tile, decomposition=_tile),
+    OpDef(
+        "repeat_interleave(Tensor input, int repeats, int? dim=None) -> Tensor",
+        Kind.SHAPE,
+        lambda x, r, dim=None: np.repeat(x, r, axis=dim),
+        decomposition=_repeat_interleave,
+    ),
+    OpDef(
+        "masked_fill(Tensor input, Tensor mask, Scalar value) -> Tensor",
+        Kind.INDEX,
+        lambda x, m, v: np.where(m, v, x),
+        decomposition=_masked_fill,
+        samples="masked",
+    ),
+    OpDef(
+        "masked_select(Tensor input, Tensor mask) -> Tensor",
+        Kind.INDEX,
+        lambda x, m: np.broadcast_to(x, np.broadcast_shapes(x.shape, m.shape))[
+            np.broadcast_to(m, np.broadcast_shapes(x.shape, m.shape))
+        ],
+        decomposition=_masked_select,
+        samples="masked",
+    ),
+    OpDef(
+        "gather(Tensor input, int dim, Tensor index) -> Tensor",
+        Kind.INDEX,
+        lambda x, d, i: np.take_along_axis(x, i, d),
+        runner=run_index.gather,
+        samples="gather",
+        kernel_args="(out, x, dim, index): out has index's shape; index int64",
+    ),
+    OpDef(
+        "scatter(Tensor input, int dim, Tensor index, Tensor src) -> Tensor",
+        Kind.INDEX,
+        _np_scatter,
+        runner=run_index.scatter,
+        samples="scatter",
+        inplace=True,
+        kernel_args="(out, dim, index, src): writes src into out (a copy of input) in place",
+    ),
+    OpDef(
+        "scatter_add(Tensor input, int dim, Tensor index, Tensor src) -> Tensor",
+        Kind.INDEX,
+        lambda x, d, i, s: _np_scatter(x, d, i, s, add=True),
+        runner=run_index.scatter,
+        samples="scatter",
+        inplace=True,
+        kernel_args="(out, dim, index, src): adds src into out (a copy of input) in place",
+    ),
+    OpDef(
+        "index_select(Tensor input, int dim, Tensor index) -> Tensor",
+        Kind.INDEX,
+        lambda x, d, i: np.take(x, i, axis=d),
+        runner=run_index.index_select,
+        samples="index_select",
+        kernel_args="(out, x, dim, index): index 1-D int64",
+    ),
+    OpDef(
+        "index_add(Tensor input, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> "
+        "Tensor",
+        Kind.INDEX,
+        _np_index_add,
+        runner=run_index.index_add,
+        samples="index_add",
+        inplace=True,
+        kernel_args="(out, dim, index, source, alpha): adds into out (a copy of input)",
+    ),
+    OpDef(
+        "take(Tensor input, Tensor index) -> Tensor",
+        Kind.INDEX,
+        lambda x, i: np.take(x.reshape(-1), i),
+        runner=run_index.take,
+        samples="take",
+        kernel_args="(out, x, index): index into x's row-major order, any strides of x",
+    ),
+    OpDef(
+        "put_(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor",
+        Kind.INDEX,
+        _np_put,
+        runner=run_index.put_,
+        function=False,
+        samples="put",
+        kernel_args="(x, index, source, accumulate): writes in place, any strides of x",
+    ),
+    OpDef(
+        "nonzero(Tensor input) -> Tensor",
+        Kind.INDEX,
+        lambda x: np.argwhere(x),
+        runner=run_index.nonzero,
+        frontend=True,
+        differentiable=False,
+        samples="nonzero",
+        kernel_args="(out, x): out is [count, ndim] int64, count from count_nonzero",
+    ),
+    OpDef(
+        "sort(Tensor input, int dim=-1, bool descending=False, *, bool stable=False) -> "
+        "(Tensor values, Tensor indices)",
+        Kind.SORT,
+        _np_sort,
+        runner=run_index.sort,
+        samples="sort",
+        kernel_args="(values, indices, x, dim, descending, stable)",
+    ),
+    OpDef(
+        "argsort(Tensor input, int dim=-1, bool descending=False, *, bool stable=False) -> Tensor",
+        Kind.SORT,
+        lambda *a, **k: _np_sort(*a, **k)[1],
+        decomposition=_argsort,
+        differentiable=False,
+        samples="sort",
+    ),
+    OpDef(
+        "topk(Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True) -> "
+        "(Tensor values, Tensor indices)",
+        Kind.SORT,
+        None,
+        decomposition=_topk,
+        samples="topk",
+    ),
+    OpDef(
+        "searchsorted(Tensor sorted_sequence, Tensor input, *, bool out_int32=False, "
+        "bool right=False, str? side=None, Tensor? sorter=None) -> Tensor",
+        Kind.SORT,
+        _np_searchsorted,
+        dtypes=DTYPES_NUMERIC,
+        runner=run_index.searchsorted,
+        differentiable=False,
+        samples="searchsorted",
+        kernel_args="(out, sorted_sequence, values, right): sequence rows match values rows",
+    ),
+]

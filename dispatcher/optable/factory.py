@@ -1,0 +1,185 @@
+"""Factories and random fills. The public factories (zeros, randn...) are in ember/_factories.py
+and call these ops; random fills share one Philox stream across devices (docs/random.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+
+from ..kinds import factory as run
+from ..opdef import DTYPES_FLOAT, DTYPES_NUMERIC, Kind, OpDef
+
+RANDOM_ARGS = (
+    "(out, seed, offset, a, b): fill out per docs/random.md (Philox 4x32-10 at block offset)"
+)
+
+
+def _bernoulli(p, generator=None):
+    u = ember.rand(p.shape, dtype=p.dtype, device=p.device, generator=generator)
+    return (u < p).to(p.dtype)
+
+
+def _eye(n, m=None, dtype=None, device=None):
+    out = ember.zeros(n, n if m is None else m, dtype=dtype, device=device)
+    out.diagonal().fill_(1)
+    return out
+
+
+def _multinomial(probs, num_samples, replacement=False, generator=None):
+    if probs.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial(): prob_dist must be 1 or 2 dim, got {probs.ndim}")
+    rows = probs if probs.ndim == 2 else probs.unsqueeze(0)
+    if not replacement and num_samples > rows.shape[-1]:
+        raise RuntimeError(
+            "multinomial(): cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+        )
+    if replacement:
+        cdf = rows.cumsum(-1)
+        cdf = cdf / cdf[:, -1:]
+        u = ember.rand(
+            rows.shape[0], num_samples, dtype=cdf.dtype, device=probs.device, generator=generator
+        )
+        picks = ember.searchsorted(cdf.contiguous(), u.contiguous(), right=True)
+        picks = ember.clamp(picks, max=rows.shape[-1] - 1)
+    else:
+        # Gumbel top-k: sampling without replacement in proportion to the weights.
+        u = ember.rand(rows.shape, dtype=rows.dtype, device=probs.device, generator=generator)
+        keys = ember.log(rows) - ember.log(-ember.log(u.clamp(min=1e-20)))
+        picks = ember.topk(keys, num_samples, -1).indices
+    return picks if probs.ndim == 2 else picks.squeeze(0)
+
+
+def _randperm(n, generator=None, dtype=None, device=None):
+    keys = ember.rand(n, dtype=ember.float64, device=device, generator=generator)
+    order = ember.argsort(keys)
+    return order if dtype in (None, ember.int64) else order.to(dtype)
+
+
+ROWS = [
+    OpDef(
+        "empty(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        Kind.FACTORY,
+        None,
+        runner=run.empty_,
+        core=True,
+        frontend=True,
+        method=False,
+        differentiable=False,
+        samples="factory",
+        kernel_args="none: allocation only",
+    ),
+    OpDef(
+        "full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> "
+        "Tensor",
+        Kind.FACTORY,
+        lambda size, v, dtype=None, device=None: np.full(size, v),
+        runner=run.full,
+        core=True,
+        frontend=True,
+        method=False,
+        differentiable=False,
+        samples="factory",
+        kernel_args="none: empty + fill_",
+    ),
+    OpDef(
+        "arange(Scalar start, Scalar? end=None, Scalar step=1, *, ScalarType? dtype=None, "
+        "Device? device=None) -> Tensor",
+        Kind.FACTORY,
+        np.arange,
+        dtypes=DTYPES_NUMERIC,
+        runner=run.arange,
+        frontend=True,
+        method=False,
+        differentiable=False,
+        samples="arange",
+        kernel_args="(out, start, step): out[i] = start + i * step",
+    ),
+    OpDef(
+        "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, "
+        "Device? device=None) -> Tensor",
+        Kind.FACTORY,
+        np.linspace,
+        dtypes=DTYPES_NUMERIC,
+        runner=run.linspace,
+        frontend=True,
+        method=False,
+        differentiable=False,
+        samples="linspace",
+        kernel_args="(out, start, end): PyTorch's symmetric formula (exact endpoints)",
+    ),
+    OpDef(
+        "eye(int n, int? m=None, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        Kind.FACTORY,
+        lambda n, m=None, dtype=None, device=None: np.eye(n, m),
+        decomposition=_eye,
+        frontend=True,
+        method=False,
+        differentiable=False,
+        samples="factory",
+    ),
+    OpDef(
+        "uniform_(Tensor self, float from=0.0, float to=1.0, *, Generator? generator=None) -> "
+        "Tensor",
+        Kind.RANDOM,
+        None,
+        dtypes=DTYPES_FLOAT,
+        runner=run.uniform_,
+        function=False,
+        differentiable=False,
+        samples="random",
+        kernel_args=RANDOM_ARGS,
+    ),
+    OpDef(
+        "normal_(Tensor self, float mean=0.0, float std=1.0, *, Generator? generator=None) -> "
+        "Tensor",
+        Kind.RANDOM,
+        None,
+        dtypes=DTYPES_FLOAT,
+        runner=run.normal_,
+        function=False,
+        differentiable=False,
+        samples="random",
+        kernel_args=RANDOM_ARGS,
+    ),
+    OpDef(
+        "random_(Tensor self, int from=0, int? to=None, *, Generator? generator=None) -> Tensor",
+        Kind.RANDOM,
+        None,
+        runner=run.random_,
+        function=False,
+        differentiable=False,
+        samples="random",
+        kernel_args=RANDOM_ARGS,
+    ),
+    OpDef(
+        "bernoulli(Tensor input, *, Generator? generator=None) -> Tensor",
+        Kind.RANDOM,
+        None,
+        dtypes=DTYPES_FLOAT,
+        decomposition=_bernoulli,
+        differentiable=False,
+        samples="random",
+    ),
+    OpDef(
+        "multinomial(Tensor input, int num_samples, bool replacement=False, *, "
+        "Generator? generator=None) -> Tensor",
+        Kind.RANDOM,
+        None,
+        dtypes=DTYPES_FLOAT,
+        decomposition=_multinomial,
+        differentiable=False,
+        samples="random",
+    ),
+    OpDef(
+        "randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, "
+        "Device? device=None) -> Tensor",
+        Kind.RANDOM,
+        None,
+        decomposition=_randperm,
+        frontend=True,
+        method=False,
+        differentiable=False,
+        samples="random",
+    ),
+]

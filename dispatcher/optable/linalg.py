@@ -1,0 +1,254 @@
+"""Matrix products: mm and bmm are the primitives; everything else decomposes into them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+
+from ..kinds import linalg as run
+from ..opdef import DTYPES_NUMERIC, Kind, OpDef
+
+MM_ARGS = "(out, a, b): out contiguous [n, p] (mm) or [B, n, p] (bmm); a, b any strides"
+
+
+def _matmul(a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(
+            f"matmul(): both arguments need at least 1 dimension, got {a.ndim}D and {b.ndim}D"
+        )
+    if a.ndim == 1 and b.ndim == 1:
+        return _dot(a, b)
+    if a.ndim == 2 and b.ndim == 2:
+        return ember.mm(a, b)
+    if a.ndim == 1:
+        return _matmul(a.unsqueeze(0), b).squeeze(-2)
+    if b.ndim == 1:
+        return _matmul(a, b.unsqueeze(-1)).squeeze(-1)
+    if b.ndim == 2:  # (..., n, k) @ (k, p): one big mm over the folded batch
+        folded = a.reshape(-1, a.shape[-1])
+        return ember.mm(folded, b).view(*a.shape[:-1], b.shape[-1])
+    batch = ember.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a3 = a.expand(*batch, *a.shape[-2:]).reshape(-1, *a.shape[-2:])
+    b3 = b.expand(*batch, *b.shape[-2:]).reshape(-1, *b.shape[-2:])
+    return ember.bmm(a3, b3).view(*batch, a.shape[-2], b.shape[-1])
+
+
+def _dot(a, b):
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"dot(): 1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError(
+            f"dot(): inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+            f"[{b.shape[0]}] to have the same number of elements, but got {a.shape[0]} and "
+            f"{b.shape[0]} elements respectively"
+        )
+    return ember.mm(a.unsqueeze(0), b.unsqueeze(1)).reshape(())
+
+
+def _mv(a, v):
+    return ember.mm(a, v.unsqueeze(1)).squeeze(1)
+
+
+def _outer(a, b):
+    return a.unsqueeze(1) * b.unsqueeze(0)
+
+
+def _addmm(c, a, b, beta=1, alpha=1):
+    product = ember.mm(a, b)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        return product + ember.zeros_like(c) if c.shape != product.shape else product
+    return product + (c if beta == 1 else c * beta)
+
+
+def _baddbmm(c, a, b, beta=1, alpha=1):
+    product = ember.bmm(a, b)
+    if alpha != 1:
+        product = product * alpha
+    return product if beta == 0 else product + (c if beta == 1 else c * beta)
+
+
+def _trace(x):
+    return x.diagonal().sum()
+
+
+def _diag(x, diagonal=0):
+    if x.ndim == 1:
+        n = x.shape[0] + abs(diagonal)
+        out = ember.zeros(n, n, dtype=x.dtype, device=x.device)
+        out.diagonal(diagonal).copy_(x)
+        return out
+    if x.ndim == 2:
+        return x.diagonal(diagonal)
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
+
+
+def _einsum(equation, tensors):
+    """einsum by transposes, broadcasts and one bmm per pair (left to right)."""
+    tensors = list(tensors)
+    equation = equation.replace(" ", "")
+    if "->" in equation:
+        lhs, out = equation.split("->")
+    else:
+        lhs = equation
+        counts = {c: lhs.count(c) for c in set(lhs) if c.isalpha()}
+        out = "".join(sorted(c for c, n in counts.items() if n == 1))
+    terms = lhs.split(",")
+    if len(terms) != len(tensors):
+        raise RuntimeError(f"einsum(): {len(terms)} operands in '{equation}', {len(tensors)} given")
+    if "." in equation:
+        raise NotImplementedError("einsum(): ellipsis ('...') is not supported yet")
+    operands = [_einsum_diagonal(t, term) for t, term in zip(tensors, terms)]
+    current, labels = operands[0]
+    for other, other_labels in operands[1:]:
+        current, labels = _einsum_pair(current, labels, other, other_labels, set(out), terms)
+    # Sum labels not in the output, then order as requested.
+    extra = [i for i, c in enumerate(labels) if c not in out]
+    if extra:
+        current = current.sum(extra)
+        labels = "".join(c for c in labels if c in out)
+    return current.permute([labels.index(c) for c in out]) if out else current
+
+
+def _einsum_diagonal(t, term):
+    if len(term) != t.ndim:
+        raise RuntimeError(
+            f"einsum(): subscript '{term}' has {len(term)} labels for a {t.ndim}D operand"
+        )
+    while len(set(term)) != len(term):
+        for i, c in enumerate(term):
+            j = term.find(c, i + 1)
+            if j > 0:
+                t = t.diagonal(0, i, j)
+                term = term[:i] + term[i + 1 : j] + term[j + 1 :] + c
+                break
+    return t, term
+
+
+def _einsum_pair(a, la, b, lb, out, terms):
+    """Contract two operands over their shared labels that no later operand or the output uses."""
+    shared = [c for c in la if c in lb]
+    batch = [c for c in shared if c in out or sum(c in t for t in terms) > 2]
+    contract = [c for c in shared if c not in batch]
+    only_a = [c for c in la if c not in lb]
+    only_b = [c for c in lb if c not in la]
+    size = {c: a.shape[la.index(c)] for c in la}
+    size.update({c: b.shape[lb.index(c)] for c in lb})
+    a = a.permute([la.index(c) for c in batch + only_a + contract])
+    b = b.permute([lb.index(c) for c in batch + contract + only_b])
+
+    def prod(cs):
+        result = 1
+        for c in cs:
+            result *= size[c]
+        return result
+
+    a3 = a.expand(*[size[c] for c in batch + only_a + contract]).reshape(
+        prod(batch), prod(only_a), prod(contract)
+    )
+    b3 = b.expand(*[size[c] for c in batch + contract + only_b]).reshape(
+        prod(batch), prod(contract), prod(only_b)
+    )
+    result = ember.bmm(a3, b3).reshape(*[size[c] for c in batch + only_a + only_b])
+    return result, "".join(batch + only_a + only_b)
+
+
+def _np_einsum(equation, tensors):
+    return np.einsum(equation, *tensors)
+
+
+ROWS = [
+    OpDef(
+        "mm(Tensor input, Tensor mat2) -> Tensor",
+        Kind.MATMUL,
+        np.matmul,
+        dtypes=DTYPES_NUMERIC,
+        runner=run.mm,
+        samples="mm",
+        kernel_args=MM_ARGS,
+    ),
+    OpDef(
+        "bmm(Tensor input, Tensor mat2) -> Tensor",
+        Kind.MATMUL,
+        np.matmul,
+        dtypes=DTYPES_NUMERIC,
+        runner=run.bmm,
+        samples="bmm",
+        kernel_args=MM_ARGS,
+    ),
+    OpDef(
+        "matmul(Tensor input, Tensor other) -> Tensor",
+        Kind.MATMUL,
+        np.matmul,
+        dtypes=DTYPES_NUMERIC,
+        decomposition=_matmul,
+        samples="matmul",
+    ),
+    OpDef(
+        "dot(Tensor input, Tensor tensor) -> Tensor",
+        Kind.MATMUL,
+        np.dot,
+        dtypes=DTYPES_NUMERIC,
+        decomposition=_dot,
+        samples="dot",
+    ),
+    OpDef(
+        "mv(Tensor input, Tensor vec) -> Tensor",
+        Kind.MATMUL,
+        np.matmul,
+        dtypes=DTYPES_NUMERIC,
+        decomposition=_mv,
+        samples="mv",
+    ),
+    OpDef(
+        "outer(Tensor input, Tensor vec2) -> Tensor",
+        Kind.MATMUL,
+        np.outer,
+        dtypes=DTYPES_NUMERIC,
+        decomposition=_outer,
+        samples="dot",
+    ),
+    OpDef(
+        "addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        Kind.MATMUL,
+        lambda c, a, b, beta=1, alpha=1: beta * c + alpha * (a @ b),
+        dtypes=DTYPES_NUMERIC,
+        decomposition=_addmm,
+        samples="addmm",
+    ),
+    OpDef(
+        "baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) "
+        "-> Tensor",
+        Kind.MATMUL,
+        lambda c, a, b, beta=1, alpha=1: beta * c + alpha * (a @ b),
+        dtypes=DTYPES_NUMERIC,
+        decomposition=_baddbmm,
+        samples="baddbmm",
+    ),
+    OpDef(
+        "trace(Tensor input) -> Tensor",
+        Kind.MATMUL,
+        np.trace,
+        decomposition=_trace,
+        samples="matrix",
+    ),
+    OpDef(
+        "diag(Tensor input, int diagonal=0) -> Tensor",
+        Kind.MATMUL,
+        np.diag,
+        decomposition=_diag,
+        samples="diag",
+    ),
+    OpDef(
+        "einsum(str equation, Tensor[] tensors) -> Tensor",
+        Kind.MATMUL,
+        _np_einsum,
+        dtypes=DTYPES_NUMERIC,
+        decomposition=_einsum,
+        frontend=True,
+        method=False,
+        samples="einsum",
+    ),
+]

@@ -1,0 +1,294 @@
+"""Reductions and scans. Composites (mean, var, logsumexp, norm...) are written in ember ops."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import ember
+
+from ..kinds import reduction as run
+from ..opdef import DTYPES_ALL, DTYPES_FLOAT, DTYPES_NUMERIC, Kind, OpDef, Promotion
+
+REDUCE_ARGS = "(out, x, dims): out has x's rank with the reduced dims (sorted tuple) of size 1"
+
+
+def _axis(dim, ndim):
+    if dim is None or dim == ():
+        return None
+    return tuple(dim) if isinstance(dim, (tuple, list)) else dim
+
+
+def _np_reduce(fn, **extra):
+    def reference(x, dim=None, keepdim=False, dtype=None):
+        result = fn(x, axis=_axis(dim, x.ndim), keepdims=keepdim, **extra)
+        return np.asarray(result)
+
+    return reference
+
+
+def _count(x, dims) -> int:
+    return math.prod(x.shape[d] for d in dims)
+
+
+def _mean(x, dim=None, keepdim=False, dtype=None):
+    target = dtype or x.dtype
+    if target.category != ember.float32.category:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+            f"complex dtype. Got: {target.name}"
+        )
+    dims = run.wrap_dims(dim if dim != () else None, x.ndim, "mean")
+    # An empty reduction divides by zero and gives NaN, as in PyTorch.
+    return ember.sum(x, dims, keepdim, dtype=dtype) / _count(x, dims)
+
+
+def _var(x, dim=None, correction=1, keepdim=False):
+    dims = run.wrap_dims(dim if dim != () else None, x.ndim, "var")
+    n = _count(x, dims)
+    correction = 1 if correction is None else correction
+    centred = x - ember.mean(x, dims, keepdim=True)
+    return ember.sum(centred * centred, dims, keepdim) / max(n - correction, 0)
+
+
+def _std(x, dim=None, correction=1, keepdim=False):
+    return ember.sqrt(_var(x, dim, correction, keepdim))
+
+
+def _logsumexp(x, dim, keepdim=False):
+    dims = run.wrap_dims(dim, x.ndim, "logsumexp")
+    if x.dtype.category != ember.float32.category:
+        x = x.to(ember.get_default_dtype())
+    peak = ember.amax(x, dims, keepdim=True).detach()
+    peak = ember.where(ember.isinf(peak), ember.zeros_like(peak), peak)
+    total = ember.log(ember.sum(ember.exp(x - peak), dims, keepdim=True)) + peak
+    return total if keepdim else total.squeeze(dims) if dims else total
+
+
+def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        x = x.to(dtype)
+    if x.dtype.category != ember.float32.category:
+        raise RuntimeError(f"norm(): input dtype should be floating point, got {x.dtype.name}")
+    dims = run.wrap_dims(dim if dim != () else None, x.ndim, "norm")
+    if p in ("fro", 2, 2.0):
+        return ember.sqrt(ember.sum(x * x, dims, keepdim))
+    if p in (math.inf, float("inf")):
+        return ember.amax(ember.abs(x), dims, keepdim)
+    if p in (-math.inf, float("-inf")):
+        return ember.amin(ember.abs(x), dims, keepdim)
+    if p == 1:
+        return ember.sum(ember.abs(x), dims, keepdim)
+    if p == 0:
+        return ember.sum((x != 0).to(x.dtype), dims, keepdim)
+    return ember.sum(ember.abs(x) ** p, dims, keepdim) ** (1.0 / p)
+
+
+def _np_norm(x, p="fro", dim=None, keepdim=False, dtype=None):
+    axis = _axis(dim, x.ndim)
+    a = np.abs(x.astype(np.float64))
+    if p in ("fro", 2, 2.0):
+        return np.sqrt(np.sum(a * a, axis=axis, keepdims=keepdim))
+    if p == math.inf:
+        return np.max(a, axis=axis, keepdims=keepdim)
+    if p == -math.inf:
+        return np.min(a, axis=axis, keepdims=keepdim)
+    if p == 0:
+        return np.sum(a != 0, axis=axis, keepdims=keepdim).astype(np.float64)
+    return np.sum(a**p, axis=axis, keepdims=keepdim) ** (1.0 / p)
+
+
+def _count_nonzero(x, dim=None):
+    return ember.sum(x != 0, dim)
+
+
+def _with_indices(fn, arg):
+    def reference(x, dim, keepdim=False):
+        values = fn(x, axis=dim, keepdims=keepdim)
+        indices = arg(x, axis=dim, keepdims=keepdim)
+        return values, indices
+
+    return reference
+
+
+def _arg_reference(fn):
+    def reference(x, dim=None, keepdim=False):
+        return np.asarray(fn(x, axis=dim, keepdims=keepdim))
+
+    return reference
+
+
+def reduce(name, ref, promotion, dtypes=DTYPES_ALL, identity=True, with_dtype=True, **kw) -> OpDef:
+    tail = ", *, ScalarType? dtype=None" if with_dtype else ""
+    return OpDef(
+        f"{name}(Tensor input, int[]? dim=None, bool keepdim=False{tail}) -> Tensor",
+        Kind.REDUCTION,
+        ref,
+        promotion=promotion,
+        dtypes=dtypes,
+        runner=run.reduce,
+        samples="reduction",
+        attrs={"identity": identity},
+        kernel_args=REDUCE_ARGS,
+        **kw,
+    )
+
+
+def _sum_ref(x, dim=None, keepdim=False, dtype=None):
+    if dtype is None and x.dtype.kind in "biu":
+        x = x.astype(np.int64)
+    return np.asarray(np.sum(x, axis=_axis(dim, x.ndim), keepdims=keepdim))
+
+
+def _prod_ref(x, dim=None, keepdim=False, dtype=None):
+    if dtype is None and x.dtype.kind in "biu":
+        x = x.astype(np.int64)
+    return np.asarray(np.prod(x, axis=_axis(dim, x.ndim), keepdims=keepdim))
+
+
+ROWS = [
+    reduce("sum", _sum_ref, Promotion.BOOL_TO_LONG),
+    reduce("prod", _prod_ref, Promotion.BOOL_TO_LONG),
+    reduce("amax", _np_reduce(np.max), Promotion.KEEP, identity=False, with_dtype=False),
+    reduce("amin", _np_reduce(np.min), Promotion.KEEP, identity=False, with_dtype=False),
+    reduce(
+        "all", _np_reduce(np.all), Promotion.ALWAYS_BOOL, with_dtype=False, differentiable=False
+    ),
+    reduce(
+        "any", _np_reduce(np.any), Promotion.ALWAYS_BOOL, with_dtype=False, differentiable=False
+    ),
+    OpDef(
+        "mean(Tensor input, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) "
+        "-> Tensor",
+        Kind.REDUCTION,
+        _np_reduce(np.mean),
+        promotion=Promotion.FLOAT_ONLY,
+        dtypes=DTYPES_FLOAT,
+        decomposition=_mean,
+        samples="reduction",
+    ),
+    OpDef(
+        "var(Tensor input, int[]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> Tensor",
+        Kind.REDUCTION,
+        lambda x, dim=None, correction=1, keepdim=False: np.var(
+            x,
+            axis=_axis(dim, x.ndim),
+            ddof=1 if correction is None else correction,
+            keepdims=keepdim,
+        ),
+        dtypes=DTYPES_FLOAT,
+        decomposition=_var,
+        frontend=True,
+        samples="reduction_nonempty",
+        notes="the public var/std also take unbiased= (positional, as in PyTorch)",
+    ),
+    OpDef(
+        "std(Tensor input, int[]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> Tensor",
+        Kind.REDUCTION,
+        lambda x, dim=None, correction=1, keepdim=False: np.std(
+            x,
+            axis=_axis(dim, x.ndim),
+            ddof=1 if correction is None else correction,
+            keepdims=keepdim,
+        ),
+        dtypes=DTYPES_FLOAT,
+        decomposition=_std,
+        frontend=True,
+        samples="reduction_nonempty",
+    ),
+    OpDef(
+        "logsumexp(Tensor input, int[] dim, bool keepdim=False) -> Tensor",
+        Kind.REDUCTION,
+        lambda x, dim, keepdim=False: np.log(
+            np.sum(np.exp(x), axis=_axis(dim, x.ndim), keepdims=keepdim)
+        ),
+        dtypes=DTYPES_NUMERIC,
+        decomposition=_logsumexp,
+        samples="reduction_dims",
+    ),
+    OpDef(
+        "norm(Tensor input, Scalar? p='fro', int[]? dim=None, bool keepdim=False, *, "
+        "ScalarType? dtype=None) -> Tensor",
+        Kind.REDUCTION,
+        _np_norm,
+        dtypes=DTYPES_FLOAT,
+        decomposition=_norm,
+        samples="norm",
+    ),
+    OpDef(
+        "count_nonzero(Tensor input, int[]? dim=None) -> Tensor",
+        Kind.REDUCTION,
+        lambda x, dim=None: np.asarray(np.count_nonzero(x, axis=_axis(dim, x.ndim))),
+        decomposition=_count_nonzero,
+        differentiable=False,
+        samples="reduction",
+    ),
+    OpDef(
+        "max(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        Kind.REDUCTION,
+        _with_indices(np.max, np.argmax),
+        promotion=Promotion.KEEP,
+        runner=run.reduce_with_indices,
+        frontend=True,
+        samples="reduction_one_dim",
+        kernel_args="(values, indices, x, dim): both outputs have x's rank, size 1 at dim",
+        notes="the public max() also covers max(x) (all) and max(x, other) (maximum)",
+    ),
+    OpDef(
+        "min(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        Kind.REDUCTION,
+        _with_indices(np.min, np.argmin),
+        promotion=Promotion.KEEP,
+        runner=run.reduce_with_indices,
+        frontend=True,
+        samples="reduction_one_dim",
+        kernel_args="(values, indices, x, dim): both outputs have x's rank, size 1 at dim",
+    ),
+    OpDef(
+        "argmax(Tensor input, int? dim=None, bool keepdim=False) -> Tensor",
+        Kind.REDUCTION,
+        _arg_reference(np.argmax),
+        promotion=Promotion.LONG,
+        dtypes=DTYPES_NUMERIC,
+        runner=run.arg_reduce,
+        differentiable=False,
+        samples="reduction_one_dim_optional",
+        kernel_args="(out_int64, x, dim): out has x's rank, size 1 at dim; first of ties",
+    ),
+    OpDef(
+        "argmin(Tensor input, int? dim=None, bool keepdim=False) -> Tensor",
+        Kind.REDUCTION,
+        _arg_reference(np.argmin),
+        promotion=Promotion.LONG,
+        dtypes=DTYPES_NUMERIC,
+        runner=run.arg_reduce,
+        differentiable=False,
+        samples="reduction_one_dim_optional",
+        kernel_args="(out_int64, x, dim): out has x's rank, size 1 at dim; first of ties",
+    ),
+    OpDef(
+        "cumsum(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor",
+        Kind.SCAN,
+        lambda x, dim, dtype=None: np.cumsum(
+            x.astype(np.int64) if x.dtype.kind in "biu" else x, axis=dim
+        ),
+        promotion=Promotion.BOOL_TO_LONG,
+        dtypes=DTYPES_NUMERIC,
+        runner=run.scan,
+        samples="scan",
+        kernel_args="(out, x, dim): out has x's shape and the result dtype (x is cast to it)",
+    ),
+    OpDef(
+        "cumprod(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor",
+        Kind.SCAN,
+        lambda x, dim, dtype=None: np.cumprod(
+            x.astype(np.int64) if x.dtype.kind in "biu" else x, axis=dim
+        ),
+        promotion=Promotion.BOOL_TO_LONG,
+        dtypes=DTYPES_NUMERIC,
+        runner=run.scan,
+        samples="scan",
+        kernel_args="(out, x, dim): out has x's shape and the result dtype (x is cast to it)",
+    ),
+]

@@ -1,0 +1,169 @@
+"""Plugin discovery: stevedore finds entry points, pluggy checks and calls their hooks.
+
+Discovery is lazy (first device use or ``python -m ember.plugins``) and never raises: a plugin that
+fails to import, to describe itself or to initialise is kept as a record with the root cause, which
+is shown when its device is requested.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+
+import pluggy
+from stevedore import ExtensionManager
+from stevedore.extension import Extension
+
+from . import hookspecs
+
+BACKENDS_GROUP = "ember.backends"
+OPS_GROUP = "ember.ops"
+
+
+def root_cause(exc: BaseException) -> str:
+    """``Type: message`` of the innermost exception in a chain."""
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass
+class PluginRecord:
+    """One discovered plugin and what became of it."""
+
+    name: str
+    group: str
+    target: str
+    distribution: str | None = None
+    version: str | None = None
+    obj: object = None
+    info: dict = field(default_factory=dict)
+    error: str | None = None  # import / registration / describe failure (root cause)
+    error_detail: str | None = None
+    loads: dict = field(default_factory=dict)  # device type -> dict result or exception
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def device_types(self) -> list[str]:
+        return list(self.info.get("device_types", ()))
+
+
+def _distribution_of(entry_point):
+    dist = getattr(entry_point, "dist", None)
+    if dist is None:
+        return None, None
+    return dist.metadata["Name"], dist.version
+
+
+class PluginHost:
+    """The plugins of one process: discovered lazily, or given in memory (tests).
+
+    Args:
+        extensions: ``{group: [stevedore Extension]}`` to use instead of installed entry points.
+        autoload: discover installed entry points when ``extensions`` is not given.
+    """
+
+    def __init__(self, extensions: dict | None = None, autoload: bool = True):
+        self._given = extensions
+        self._autoload = autoload
+        self._records: dict[str, list[PluginRecord]] | None = None
+        self._discovering = False
+        self.manager = pluggy.PluginManager(hookspecs.PROJECT)
+        self.manager.add_hookspecs(hookspecs)
+
+    # ---- discovery ------------------------------------------------------------------------------
+    def records(self, group: str) -> list[PluginRecord]:
+        if self._records is None:
+            if self._discovering:  # a plugin's import touched ember.plugins again
+                return []
+            self._discovering = True
+            try:
+                self._records = {g: self._discover(g) for g in (BACKENDS_GROUP, OPS_GROUP)}
+            finally:
+                self._discovering = False
+        return self._records[group]
+
+    def _discover(self, group: str) -> list[PluginRecord]:
+        failures: list[PluginRecord] = []
+
+        def on_failure(_manager, entry_point, exc):
+            record = PluginRecord(entry_point.name, group, entry_point.value)
+            record.distribution, record.version = _distribution_of(entry_point)
+            record.error = root_cause(exc)
+            record.error_detail = "".join(traceback.format_exception(exc))
+            failures.append(record)
+
+        if self._given is not None:
+            extensions = list(self._given.get(group, ()))
+        elif self._autoload:
+            manager = ExtensionManager(group, on_load_failure_callback=on_failure)
+            extensions = list(manager.extensions)
+        else:
+            extensions = []
+        records = [self._register(group, ext) for ext in extensions]
+        return records + failures
+
+    def _register(self, group: str, ext: Extension) -> PluginRecord:
+        target = getattr(ext.entry_point, "value", None) or "<in memory>"
+        record = PluginRecord(ext.name, group, target, obj=ext.plugin)
+        if ext.entry_point is not None:
+            record.distribution, record.version = _distribution_of(ext.entry_point)
+        try:
+            self.manager.register(ext.plugin, name=f"{group}:{ext.name}")
+            if group == BACKENDS_GROUP:
+                info = self._call_one(record, "ember_backend_info")
+                if not isinstance(info, dict) or not info.get("device_types"):
+                    raise TypeError(
+                        f"ember_backend_info() must return a dict with 'device_types', got {info!r}"
+                    )
+                record.info = info
+                record.version = record.version or info.get("version")
+        except Exception as exc:
+            record.error = root_cause(exc)
+            record.error_detail = "".join(traceback.format_exception(exc))
+        return record
+
+    def _call_one(self, record: PluginRecord, hook: str, **kwargs):
+        """Call ``hook`` on one plugin only (pluggy would call every plugin's, in its own order)."""
+        for impl in getattr(self.manager.hook, hook).get_hookimpls():
+            if impl.plugin is record.obj:
+                return impl.function(**kwargs)
+        raise AttributeError(f"plugin '{record.name}' does not implement {hook}()")
+
+    # ---- backends --------------------------------------------------------------------------------
+    def load(self, record: PluginRecord, device_type: str):
+        """Initialise ``record`` for ``device_type`` once; returns the dict or the exception."""
+        if device_type not in record.loads:
+            try:
+                result = self._call_one(record, "ember_backend_load", device_type=device_type)
+                if not isinstance(result, dict) or "runtime" not in result:
+                    raise TypeError(
+                        f"ember_backend_load('{device_type}') must return a dict with 'runtime' "
+                        f"and 'kernels', got {type(result).__name__}"
+                    )
+                record.loads[device_type] = result
+            except Exception as exc:
+                exc.ember_detail = "".join(traceback.format_exception(exc))
+                record.loads[device_type] = exc
+        return record.loads[device_type]
+
+    def op_libraries(self) -> list[tuple[PluginRecord, list]]:
+        """``(record, definitions)`` for every op plugin that described itself."""
+        out = []
+        for record in self.records(OPS_GROUP):
+            if not record.ok:
+                continue
+            try:
+                out.append((record, list(self._call_one(record, "ember_op_library") or ())))
+            except Exception as exc:
+                record.error = root_cause(exc)
+                record.error_detail = "".join(traceback.format_exception(exc))
+        return out
+
+
+def extension(name: str, plugin) -> Extension:
+    """An in-memory stevedore extension, for tests and for plugins registered in-process."""
+    return Extension(name, None, plugin, None)

@@ -1,0 +1,173 @@
+"""Kernel resolution: which function runs ``(op, device type, dtype)``.
+
+Candidates are the serving backend's kernel table and kernels that op libraries register for the
+device type; the highest priority wins. Without one, a composite decomposes (``None`` is returned),
+and a primitive falls back to the CPU when the policy allows, else raises NotImplementedError naming
+the op, the device, the dtype and who does implement it. Results are memoised on the op.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+
+from .devices import REGISTRY
+
+FALLBACK_COUNTS: Counter = Counter()
+_WARNED: set = set()
+
+
+class PerformanceWarning(UserWarning):
+    """An op ran somewhere slower than asked (for example the CPU fallback)."""
+
+
+class ExtraKernels:
+    """Kernels added for ops by op libraries and ``ember.library.impl``, by device type."""
+
+    def __init__(self):
+        # (op name, device type) -> list of (priority, provider, {dtype name or "*": fn})
+        self.entries: dict = {}
+
+    def add(self, op_name: str, device_type: str, table: dict, provider: str, priority: int = 0):
+        entries = self.entries.setdefault((op_name, device_type), [])
+        for _prio, other, other_table in entries:
+            for key, fn in table.items():
+                existing = other_table.get(key)
+                if existing is None or existing is fn:
+                    continue
+                if other != provider:
+                    raise RuntimeError(
+                        f"kernel for '{op_name}' on {device_type} ({key}) is registered by both "
+                        f"'{other}' and '{provider}'"
+                    )
+        entries.append((priority, provider, dict(table)))
+        entries.sort(key=lambda item: -item[0])
+
+    def find(self, op_name: str, device_type: str, dtype_name: str):
+        for priority, provider, table in self.entries.get((op_name, device_type), ()):
+            fn = table.get(dtype_name) or table.get("*")
+            if fn is not None:
+                return priority, provider, fn
+        return None
+
+    def device_types(self, op_name: str) -> set:
+        return {dev for (name, dev) in self.entries if name == op_name}
+
+
+EXTRA = ExtraKernels()
+
+
+def backend_kernel(backend, op_name: str, dtype_name: str):
+    table = backend.kernels.get(op_name)
+    if not table:
+        return None
+    return table.get(dtype_name) or table.get("*")
+
+
+def find_kernel(op, device_type: str, dtype):
+    """``(fn, source)`` for the best native kernel, or ``(None, None)``."""
+    backend = REGISTRY.backend(device_type)
+    best = None
+    fn = backend_kernel(backend, op.name, dtype.name)
+    if fn is not None:
+        best = (backend.priority, f"{backend.name} kernel", fn)
+    extra = EXTRA.find(op.name, device_type, dtype.name)
+    if extra is not None and (best is None or extra[0] > best[0]):
+        best = (extra[0], f"{extra[1]} kernel", extra[2])
+    if best is None:
+        return None, None
+    return best[2], best[1]
+
+
+def resolve(op, device_type: str, dtype):
+    """The kernel to call, or None when the op should decompose. Raises when there is neither."""
+    fn, _source = find_kernel(op, device_type, dtype)
+    if fn is not None:
+        return fn
+    if op.decomposition is not None:
+        return None
+    backend = REGISTRY.backend(device_type)
+    if backend.fallback:
+        cpu_fn, _ = find_kernel(op, "cpu", dtype)
+        if cpu_fn is not None:
+            return make_fallback(op, cpu_fn, device_type)
+    raise NotImplementedError(_missing_message(op, device_type, dtype, backend))
+
+
+def explain(op, device_type: str, dtype) -> str:
+    """Which implementation a call would reach, and why (for ``ember.plugins --explain``)."""
+    if op.core:
+        return f"{op.name}: implemented by the ember core for every device (no kernel needed)"
+    backend = REGISTRY.backend(device_type)
+    fn, source = find_kernel(op, device_type, dtype)
+    where = f"{device_type} {dtype.name}"
+    if fn is not None:
+        return f"{op.name}({where}): native {source} {getattr(fn, '__qualname__', fn)!s}"
+    if op.decomposition is not None:
+        return f"{op.name}({where}): no kernel; runs its decomposition into other ops"
+    if backend.fallback and find_kernel(op, "cpu", dtype)[0] is not None:
+        return (
+            f"{op.name}({where}): no {backend.name} kernel; CPU fallback (plugins.toml allows it)"
+        )
+    return f"{op.name}({where}): NOT IMPLEMENTED. " + _missing_message(
+        op, device_type, dtype, backend
+    )
+
+
+def _missing_message(op, device_type: str, dtype, backend) -> str:
+    providers = []
+    for loaded in REGISTRY.loaded_backends().values():
+        table = loaded.kernels.get(op.name)
+        if table:
+            providers.append(f"{loaded.name} ({loaded.device_type}: {', '.join(sorted(table))})")
+    for dev in sorted(EXTRA.device_types(op.name)):
+        providers.append(f"op libraries ({dev})")
+    who = "; ".join(providers) if providers else "no loaded backend"
+    hint = "" if backend.fallback else " CPU fallback is off for this backend (plugins.toml)."
+    return (
+        f"'{op.name}' is not implemented for device '{device_type}' and dtype {dtype.name} "
+        f"(backend '{backend.name}'). Implemented by: {who}.{hint}"
+    )
+
+
+def make_fallback(op, cpu_kernel, device_type: str):
+    """Wrap a CPU kernel: copy tensor arguments to the CPU, run, copy the outputs back."""
+    n_out = op.num_outputs
+    name = op.name
+
+    def fallback(*args):
+        from ember import _tensor  # late: the dispatcher does not import ember at load
+
+        FALLBACK_COUNTS[name] += 1
+        if name not in _WARNED and REGISTRY.policy.warn_fallback:
+            _WARNED.add(name)
+            warnings.warn(
+                f"'{name}' has no {device_type} kernel; running it on the CPU (copies in and out). "
+                "This warning is shown once per op.",
+                PerformanceWarning,
+                stacklevel=4,
+            )
+        on_cpu: dict = {}
+        cpu_args = []
+        for arg in args:
+            if isinstance(arg, _tensor.Tensor):
+                key = id(arg)
+                if key not in on_cpu:
+                    on_cpu[key] = (arg, arg.cpu().contiguous())
+                cpu_args.append(on_cpu[key][1])
+            else:
+                cpu_args.append(arg)
+        result = cpu_kernel(*cpu_args)
+        for original, copy in (
+            on_cpu[id(a)] for a in args[:n_out] if isinstance(a, _tensor.Tensor)
+        ):
+            original.copy_(copy)
+        return result
+
+    fallback.__qualname__ = f"cpu_fallback[{name}]"
+    return fallback
+
+
+def clear_caches(ops) -> None:
+    for op in ops:
+        op.kernels.clear()

@@ -1,0 +1,66 @@
+"""ember: tensors, autograd and neural networks with PyTorch's API, on pluggable backends.
+
+Every op is a row of one table (``ember.dispatcher.optable``); the functions here and the Tensor
+methods are generated from it, and every call goes through the dispatcher's layers to a kernel
+provided by a backend plugin (``python -m ember.plugins`` lists them).
+"""
+
+from __future__ import annotations
+
+from . import _bind, _dtype, _frontends, _indexing, ops, return_types
+from ._device import device, get_default_device, set_default_device
+from ._dtype import (
+    bfloat16,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    set_default_dtype,
+    uint8,
+)
+from ._dtype import bool_ as bool
+from ._factories import *  # noqa: F403 - the factories' __all__ is deliberate
+from ._random import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+from ._repr import set_printoptions
+from ._size import Size
+from ._tensor import Tensor
+from .dispatcher.optable import OPS as _OPS
+
+half = float16
+float = float32
+double = float64
+short = int16
+int = int32
+long = int64
+
+_bind.bind(_OPS, Tensor, globals())
+for _name, _fn in _frontends.FUNCTIONS.items():
+    globals()[_name] = _fn
+for _name, _fn in _frontends.METHODS.items():
+    setattr(Tensor, _name, _fn)
+for _alias, _target in _frontends.ALIASES.items():
+    if _target in globals():
+        globals()[_alias] = globals()[_target]
+    if hasattr(Tensor, _target):
+        setattr(Tensor, _alias, getattr(Tensor, _target))
+Tensor.__getitem__ = _indexing.getitem
+Tensor.__setitem__ = _indexing.setitem
+Tensor.__pos__ = lambda self: self
+del _name, _fn, _alias, _target
+
+from . import autograd, nn
+
+__version__ = "0.1.0"

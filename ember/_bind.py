@@ -1,0 +1,135 @@
+"""Generate ``ember.*`` functions and Tensor methods from the op table.
+
+Each function is real Python (built with ``exec`` from the schema, like ``dataclasses`` does), so it
+has PyTorch's argument names and defaults, shows in ``help()``, and passes its arguments to the op
+positionally: no keyword parsing happens on the hot path.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+from .dispatcher.schema import Schema
+
+# Python operators and the ops behind them: (forward, reflected, in-place).
+BINARY_OPERATORS = {
+    "add": ("__add__", "__radd__", "__iadd__"),
+    "sub": ("__sub__", "__rsub__", "__isub__"),
+    "mul": ("__mul__", "__rmul__", "__imul__"),
+    "div": ("__truediv__", "__rtruediv__", "__itruediv__"),
+    "floor_divide": ("__floordiv__", "__rfloordiv__", "__ifloordiv__"),
+    "remainder": ("__mod__", "__rmod__", "__imod__"),
+    "pow": ("__pow__", "__rpow__", "__ipow__"),
+    "bitwise_and": ("__and__", "__rand__", "__iand__"),
+    "bitwise_or": ("__or__", "__ror__", "__ior__"),
+    "bitwise_xor": ("__xor__", "__rxor__", "__ixor__"),
+    "bitwise_left_shift": ("__lshift__", "__rlshift__", "__ilshift__"),
+    "bitwise_right_shift": ("__rshift__", "__rrshift__", "__irshift__"),
+    "matmul": ("__matmul__", "__rmatmul__", None),
+}
+COMPARISONS = {
+    "eq": "__eq__",
+    "ne": "__ne__",
+    "lt": "__lt__",
+    "le": "__le__",
+    "gt": "__gt__",
+    "ge": "__ge__",
+}
+UNARY_OPERATORS = {"neg": "__neg__", "abs": "__abs__", "bitwise_not": "__invert__"}
+
+
+def _param(name: str) -> str:
+    return f"{name}_" if keyword.iskeyword(name) else name
+
+
+def _default(value) -> str:
+    return repr(tuple(value)) if isinstance(value, list) else repr(value)
+
+
+def _signature(schema: Schema, first: str | None, varargs: str | None) -> tuple[str, list[str]]:
+    """Python parameter list and the names to pass on, in schema order."""
+    params, names, star = [], [], False
+    for i, arg in enumerate(schema.args):
+        name = first if (i == 0 and first) else _param(arg.name)
+        names.append(name)
+        if varargs and arg.name == varargs:
+            params.append(f"*{name}")
+            star = True
+            continue
+        if arg.kwarg_only and not star:
+            params.append("*")
+            star = True
+        params.append(f"{name}={_default(arg.default)}" if arg.has_default else name)
+    return ", ".join(params), names
+
+
+def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
+    """A function (or Tensor method when ``method``) that calls ``op`` with positional args."""
+    schema = op.schema
+    use_varargs = varargs if method else None
+    params, names = _signature(schema, "self" if method else None, use_varargs)
+    lines = [f"def {name}({params}):"]
+    if use_varargs:
+        v = _param(use_varargs)
+        lines.append(f"    if len({v}) == 1 and not isinstance({v}[0], int):")
+        lines.append(f"        {v} = {v}[0]")
+    lines.append(f"    return _op({', '.join(names)})")
+    namespace: dict = {}
+    exec("\n".join(lines), {"_op": op}, namespace)
+    fn = namespace[name]
+    fn.__doc__ = f"{schema.text}\n\n{op.defn.notes}".strip()
+    fn.__qualname__ = f"Tensor.{name}" if method else name
+    fn.__module__ = "ember"
+    fn._ember_op = op
+    return fn
+
+
+def _operator(op, dunder: str, reflected: bool, tensor_type):
+    numbers = (bool, int, float)
+
+    if reflected:
+
+        def method(self, other):
+            if other.__class__ not in numbers and not isinstance(other, tensor_type):
+                return NotImplemented
+            return op(other, self)
+    else:
+
+        def method(self, other):
+            if other.__class__ not in numbers and not isinstance(other, tensor_type):
+                return NotImplemented
+            return op(self, other)
+
+    method.__name__ = dunder
+    method.__qualname__ = f"Tensor.{dunder}"
+    return method
+
+
+def _unary_operator(op, dunder: str):
+    def method(self):
+        return op(self)
+
+    method.__name__ = dunder
+    return method
+
+
+def bind(ops: dict, tensor_type, namespace: dict) -> None:
+    """Attach functions to ``namespace`` (the ember module) and methods to ``tensor_type``."""
+    for name, op in ops.items():
+        defn = op.defn
+        if op.inplace_of is not None:
+            setattr(tensor_type, name, make_callable(op, name, method=True, varargs=defn.varargs))
+            continue
+        if defn.function:
+            namespace[name] = make_callable(op, name, method=False)
+        if defn.method:
+            setattr(tensor_type, name, make_callable(op, name, method=True, varargs=defn.varargs))
+    for name, (forward, reflected, inplace) in BINARY_OPERATORS.items():
+        setattr(tensor_type, forward, _operator(ops[name], forward, False, tensor_type))
+        setattr(tensor_type, reflected, _operator(ops[name], reflected, True, tensor_type))
+        if inplace:
+            setattr(tensor_type, inplace, _operator(ops[f"{name}_"], inplace, False, tensor_type))
+    for name, dunder in COMPARISONS.items():
+        setattr(tensor_type, dunder, _operator(ops[name], dunder, False, tensor_type))
+    for name, dunder in UNARY_OPERATORS.items():
+        setattr(tensor_type, dunder, _unary_operator(ops[name], dunder))

@@ -1,0 +1,114 @@
+"""Device objects (``ember.device("cuda", 1)``, ``"xpu:0"``) and the default device."""
+
+from __future__ import annotations
+
+import re
+
+_SPEC = re.compile(r"^([a-zA-Z_][a-zA-Z0-9_]*)(?::(\d+))?$")
+
+
+class device:  # noqa: N801 - PyTorch's name
+    """Where a tensor lives: a device type (``"cpu"``, ``"cuda"``, ``"xpu"``...) and an index.
+
+    Instances are interned, so equal devices are the same object and comparisons are cheap.
+
+    Example:
+        >>> ember.device("cuda:1") == ember.device("cuda", 1)
+        True
+    """
+
+    __slots__ = ("__weakref__", "index", "type")
+    _interned: dict = {}
+
+    def __new__(cls, type_or_spec, index: int | None = None):
+        if isinstance(type_or_spec, device):
+            if index is not None:
+                raise ValueError("device(): an index was given twice")
+            return type_or_spec
+        if not isinstance(type_or_spec, str):
+            raise TypeError(
+                f"device(): expected a string or device, got {type(type_or_spec).__name__}"
+            )
+        key = (type_or_spec, index)
+        found = cls._interned.get(key)
+        if found is not None:
+            return found
+        match = _SPEC.match(type_or_spec)
+        if match is None:
+            raise RuntimeError(
+                f"Invalid device string: '{type_or_spec}' (expected 'type' or 'type:index')"
+            )
+        dev_type, spec_index = match.group(1), match.group(2)
+        if spec_index is not None:
+            if index is not None:
+                raise RuntimeError(f"device(): index given in '{type_or_spec}' and as {index}")
+            index = int(spec_index)
+        if index is not None:
+            index = int(index)
+            if index < 0:
+                raise RuntimeError(f"Device index must not be negative, got {index}")
+        canonical = cls._interned.get((dev_type, index))
+        if canonical is None:
+            canonical = object.__new__(cls)
+            canonical.type = dev_type
+            canonical.index = index
+            cls._interned[(dev_type, index)] = canonical
+        cls._interned[key] = canonical
+        return canonical
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        if not isinstance(other, device):
+            return NotImplemented
+        return self is other
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (str(self),))
+
+    def __enter__(self):
+        _DEFAULT_STACK.append(DEFAULT.device)
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        set_default_device(_DEFAULT_STACK.pop())
+
+
+CPU = device("cpu")
+
+
+class _Default:
+    __slots__ = ("device",)
+
+    def __init__(self):
+        self.device = CPU
+
+
+DEFAULT = _Default()
+_DEFAULT_STACK: list = []
+
+
+def get_default_device() -> device:
+    """The device new tensors are created on when no ``device=`` is given (CPU unless changed)."""
+    return DEFAULT.device
+
+
+def set_default_device(dev) -> None:
+    """Create new tensors on ``dev`` when factories get no ``device=``.
+
+    Args:
+        dev: a device, a device string, or None for CPU.
+    """
+    DEFAULT.device = CPU if dev is None else device(dev)

@@ -1,0 +1,110 @@
+"""Data types: the ten dtypes ember supports, their numpy twins, and the default dtype."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+# Promotion categories, lowest first (PyTorch: bool < integral < floating < complex).
+BOOL, INTEGRAL, FLOATING = 0, 1, 2
+
+
+class dtype:  # noqa: N801 - PyTorch's name
+    """A tensor element type, like ``torch.dtype``. Instances are singletons (``ember.float32``)."""
+
+    __slots__ = ("__weakref__", "category", "code", "is_signed", "itemsize", "name", "np")
+
+    def __init__(self, name: str, np_dtype, category: int, is_signed: bool, code: int):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.category = category
+        self.is_signed = is_signed
+        # Small integer shared with native kernels (the C headers use the same numbering).
+        self.code = code
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.category == FLOATING
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    def to_real(self) -> dtype:
+        return self
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+bool_ = dtype("bool", np.bool_, BOOL, False, 0)
+uint8 = dtype("uint8", np.uint8, INTEGRAL, False, 1)
+int8 = dtype("int8", np.int8, INTEGRAL, True, 2)
+int16 = dtype("int16", np.int16, INTEGRAL, True, 3)
+int32 = dtype("int32", np.int32, INTEGRAL, True, 4)
+int64 = dtype("int64", np.int64, INTEGRAL, True, 5)
+float16 = dtype("float16", np.float16, FLOATING, True, 6)
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, FLOATING, True, 7)
+float32 = dtype("float32", np.float32, FLOATING, True, 8)
+float64 = dtype("float64", np.float64, FLOATING, True, 9)
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+FLOATS = (float16, bfloat16, float32, float64)
+INTS = (uint8, int8, int16, int32, int64)
+
+# PyTorch's aliases.
+ALIASES = {
+    "bool": bool_,
+    "half": float16,
+    "float": float32,
+    "double": float64,
+    "short": int16,
+    "int": int32,
+    "long": int64,
+}
+
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NP = {d.np: d for d in ALL}
+
+
+def _by_name(name: str) -> dtype:
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    """The ember dtype for a numpy dtype, or TypeError naming the unsupported one."""
+    found = _BY_NP.get(np.dtype(np_dtype))
+    if found is None:
+        supported = ", ".join(d.name for d in ALL)
+        raise TypeError(f"numpy dtype {np.dtype(np_dtype)} is not supported by ember ({supported})")
+    return found
+
+
+class _Defaults:
+    __slots__ = ("float",)
+
+    def __init__(self):
+        self.float = float32
+
+
+DEFAULTS = _Defaults()
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of new floating-point tensors (float32 unless changed)."""
+    return DEFAULTS.float
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the dtype of new floating-point tensors and of Python floats in type promotion.
+
+    Args:
+        d: a floating-point dtype.
+    """
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating-point dtypes are allowed, got {d}")
+    DEFAULTS.float = d

@@ -1,0 +1,478 @@
+"""Public functions whose PyTorch signatures are overloaded (``max(x)`` / ``max(x, dim)`` /
+``max(x, other)``), or take arguments the ops do not (``alpha``, ``rounding_mode``, ``decimals``).
+Each one sorts out its arguments and calls ops; ``FUNCTIONS`` and ``METHODS`` say where they go."""
+
+from __future__ import annotations
+
+import numbers
+
+from . import _dtype as dt
+from ._device import device as Device
+from ._tensor import Tensor
+from .dispatcher.kinds._common import broadcast_shapes as _broadcast_shapes
+from .dispatcher.optable import OPS
+from .dispatcher.promotion import can_cast, promote_types
+from .dispatcher.promotion import result_type as _result_type
+
+
+def add(input, other, *, alpha=1):
+    return OPS["add"](input, other if alpha == 1 else other * alpha)
+
+
+def sub(input, other, *, alpha=1):
+    return OPS["sub"](input, other if alpha == 1 else other * alpha)
+
+
+def rsub(input, other, *, alpha=1):
+    return sub(other, input, alpha=alpha)
+
+
+def add_(self, other, *, alpha=1):
+    return OPS["add_"](self, other if alpha == 1 else other * alpha)
+
+
+def sub_(self, other, *, alpha=1):
+    return OPS["sub_"](self, other if alpha == 1 else other * alpha)
+
+
+_ROUNDING = {None: "div", "trunc": "div_trunc", "floor": "floor_divide"}
+
+
+def _rounding_op(rounding_mode, inplace=False):
+    try:
+        name = _ROUNDING[rounding_mode]
+    except KeyError:
+        raise RuntimeError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+            f"'{rounding_mode}'"
+        ) from None
+    return OPS[f"{name}_" if inplace else name]
+
+
+def div(input, other, *, rounding_mode=None):
+    return _rounding_op(rounding_mode)(input, other)
+
+
+def div_(self, other, *, rounding_mode=None):
+    return _rounding_op(rounding_mode, inplace=True)(self, other)
+
+
+def true_divide(input, other):
+    return OPS["div"](input, other)
+
+
+def _extreme(reduce_all, along_dim, elementwise):
+    def extreme(input, dim=None, keepdim=False, *, out=None):
+        if isinstance(dim, Tensor):
+            return OPS[elementwise](input, dim)
+        if dim is None:
+            if input.numel() == 0:
+                raise RuntimeError(
+                    f"{along_dim}(): Expected reduction dim to be specified for "
+                    "input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+                )
+            return OPS[reduce_all](input)
+        return OPS[along_dim](input, dim, keepdim)
+
+    extreme.__name__ = along_dim
+    extreme.__doc__ = (
+        f"{along_dim}(input) over all elements; {along_dim}(input, dim, keepdim=False) -> "
+        f"(values, indices); {along_dim}(input, other) elementwise ({elementwise})."
+    )
+    return extreme
+
+
+max = _extreme("amax", "max", "maximum")
+min = _extreme("amin", "min", "minimum")
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    return 0 if unbiased is False else 1
+
+
+def _spread(name):
+    def spread(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        if isinstance(dim, bool):  # var(x, unbiased)
+            dim, unbiased = None, dim
+        return OPS[name](input, dim, _correction(unbiased, correction), keepdim)
+
+    spread.__name__ = name
+    return spread
+
+
+var = _spread("var")
+std = _spread("std")
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return var(input, dim, unbiased, keepdim, correction=correction), OPS["mean"](
+        input, dim, keepdim
+    )
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return std(input, dim, unbiased, keepdim, correction=correction), OPS["mean"](
+        input, dim, keepdim
+    )
+
+
+def round(input, *, decimals=0):
+    if decimals == 0:
+        return OPS["round"](input)
+    scale = 10.0**decimals
+    return OPS["round"](input * scale) / scale
+
+
+def where(condition, input=None, other=None):
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    return OPS["where"](condition, input, other)
+
+
+def nonzero(input, *, as_tuple=False):
+    found = OPS["nonzero"](input)
+    if not as_tuple:
+        return found
+    if input.ndim == 0:
+        return (found.reshape(-1),)
+    return tuple(found[:, i] for i in range(input.ndim))
+
+
+def argwhere(input):
+    return OPS["nonzero"](input)
+
+
+def einsum(equation, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = operands[0]
+    return OPS["einsum"](equation, list(operands))
+
+
+def broadcast_shapes(*shapes):
+    from ._size import Size
+
+    return Size(
+        _broadcast_shapes(
+            "broadcast_shapes", *(tuple(s) if not isinstance(s, int) else (s,) for s in shapes)
+        )
+    )
+
+
+def broadcast_tensors(*tensors):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    shape = _broadcast_shapes("broadcast_tensors", *(t.shape for t in tensors))
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def broadcast_to(input, size):
+    return OPS["expand"](input, size)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """Unique elements (sorted), optionally with inverse indices and counts."""
+    if dim is not None:
+        raise NotImplementedError("unique(dim=...) is not supported yet; flatten first")
+    flat = input.reshape(-1)
+    values, order = OPS["sort"](flat, 0, False, True)
+    if flat.numel() == 0:
+        keep = values.to(dt.bool_)
+    else:
+        head = OPS["full"]((1,), True, dt.bool_, values.device)
+        keep = OPS["cat"]([head, values[1:] != values[:-1]], 0)
+    result = values[keep]
+    extras = []
+    if return_inverse:
+        group = OPS["cumsum"](keep.to(dt.int64), 0) - 1
+        inverse = OPS["empty"]((flat.numel(),), dt.int64, values.device)
+        if flat.numel():
+            inverse = OPS["scatter"](inverse, 0, order, group)
+        extras.append(inverse.reshape(input.shape))
+    if return_counts:
+        starts = OPS["nonzero"](keep).reshape(-1)
+        ends = OPS["cat"]([starts[1:], OPS["full"]((1,), flat.numel(), dt.int64, values.device)], 0)
+        extras.append(ends - starts)
+    return (result, *extras) if extras else result
+
+
+def numel(input) -> int:
+    return input.numel()
+
+
+def is_floating_point(input) -> bool:
+    return input.is_floating_point()
+
+
+def is_nonzero(input) -> bool:
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+def result_type(tensor1, tensor2):
+    return _result_type((tensor1, tensor2), Tensor)
+
+
+# ---- Tensor-only methods ---------------------------------------------------------------
+def _to_args(self, args, kwargs):
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    for arg in args:
+        if isinstance(arg, dt.dtype):
+            dtype = arg
+        elif isinstance(arg, Tensor):
+            dtype, device = arg.dtype, arg.device
+        elif isinstance(arg, (str, Device)):
+            device = arg
+        elif arg is not None:
+            raise TypeError(f"to() received an invalid argument {arg!r}")
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    copy = kwargs.pop("copy", False)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    return dtype, device, copy
+
+
+def to(self, *args, **kwargs):
+    """Tensor.to(dtype) / to(device) / to(device, dtype) / to(other): converted, or self."""
+    from .dispatcher.memory import normalize_device
+
+    dtype, device, copy = _to_args(self, args, kwargs)
+    device = normalize_device(device) if device is not None else self.device
+    dtype = dtype or self.dtype
+    if not copy and dtype is self.dtype and device is self.device:
+        return self
+    return OPS["_to_copy"](self, dtype, device)
+
+
+def _caster(dtype):
+    def cast(self, memory_format=None):
+        return to(self, dtype)
+
+    cast.__name__ = dtype.name
+    return cast
+
+
+def cpu(self):
+    return to(self, "cpu")
+
+
+def _device_method(device_type):
+    def move(self, device=None, non_blocking=False):
+        if isinstance(device, int):
+            device = Device(device_type, device)
+        return to(self, device or device_type)
+
+    move.__name__ = device_type
+    return move
+
+
+def type_(self, dtype=None, non_blocking=False):
+    if dtype is None:
+        return f"ember.{self.dtype.name.capitalize()}Tensor"
+    return to(self, dtype)
+
+
+def type_as(self, other):
+    return to(self, other.dtype)
+
+
+def view_as(self, other):
+    return OPS["view"](self, other.shape)
+
+
+def reshape_as(self, other):
+    return OPS["reshape"](self, other.shape)
+
+
+def expand_as(self, other):
+    return OPS["expand"](self, other.shape)
+
+
+def view(self, *shape):
+    if len(shape) == 1 and isinstance(shape[0], dt.dtype):
+        return _view_dtype(self, shape[0])
+    if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
+        shape = shape[0]
+    return OPS["view"](self, shape)
+
+
+def _view_dtype(self, dtype):
+    if dtype.itemsize != self.dtype.itemsize:
+        raise RuntimeError("view(dtype): only dtypes of the same size are supported")
+    from ._tensor import make
+
+    return make(self._storage, self._shape, self._stride, self._offset, dtype, self._contig)
+
+
+def tensor_where(self, condition, other):
+    return OPS["where"](condition, self, other)
+
+
+def masked_fill_(self, mask, value):
+    return self.copy_(OPS["masked_fill"](self, mask, value))
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    from ._factories import tensor
+
+    return tensor(
+        data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad
+    )
+
+
+def _new(factory_name):
+    def new(self, *size, dtype=None, device=None, requires_grad=False, **_ignored):
+        from . import _factories
+
+        return getattr(_factories, factory_name)(
+            *size,
+            dtype=dtype or self.dtype,
+            device=device or self.device,
+            requires_grad=requires_grad,
+        )
+
+    new.__name__ = f"new_{factory_name}"
+    return new
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    from ._factories import full
+
+    return full(
+        size,
+        fill_value,
+        dtype=dtype or self.dtype,
+        device=device or self.device,
+        requires_grad=requires_grad,
+    )
+
+
+def _property(fn):
+    return property(fn)
+
+
+def _t_all(self):
+    return OPS["permute"](self, tuple(range(self.ndim - 1, -1, -1)))
+
+
+def _mt(self):
+    if self.ndim < 2:
+        raise RuntimeError(
+            "tensor.mT is only supported on matrices or batches of matrices. "
+            f"Got {self.ndim}-D tensor."
+        )
+    return OPS["transpose"](self, -2, -1)
+
+
+FUNCTIONS = {
+    "add": add,
+    "sub": sub,
+    "subtract": sub,
+    "rsub": rsub,
+    "div": div,
+    "divide": div,
+    "true_divide": true_divide,
+    "max": max,
+    "min": min,
+    "var": var,
+    "std": std,
+    "var_mean": var_mean,
+    "std_mean": std_mean,
+    "round": round,
+    "where": where,
+    "nonzero": nonzero,
+    "argwhere": argwhere,
+    "einsum": einsum,
+    "broadcast_shapes": broadcast_shapes,
+    "broadcast_tensors": broadcast_tensors,
+    "broadcast_to": broadcast_to,
+    "unique": unique,
+    "numel": numel,
+    "is_floating_point": is_floating_point,
+    "is_nonzero": is_nonzero,
+    "result_type": result_type,
+    "promote_types": promote_types,
+    "can_cast": can_cast,
+}
+
+METHODS = {
+    "add": add,
+    "sub": sub,
+    "subtract": sub,
+    "add_": add_,
+    "sub_": sub_,
+    "div": div,
+    "divide": div,
+    "div_": div_,
+    "true_divide": true_divide,
+    "max": max,
+    "min": min,
+    "var": var,
+    "std": std,
+    "round": round,
+    "nonzero": nonzero,
+    "argwhere": argwhere,
+    "unique": unique,
+    "to": to,
+    "cpu": cpu,
+    "cuda": _device_method("cuda"),
+    "xpu": _device_method("xpu"),
+    "type": type_,
+    "type_as": type_as,
+    "view": view,
+    "view_as": view_as,
+    "reshape_as": reshape_as,
+    "expand_as": expand_as,
+    "where": tensor_where,
+    "masked_fill_": masked_fill_,
+    "new_tensor": new_tensor,
+    "new_zeros": _new("zeros"),
+    "new_ones": _new("ones"),
+    "new_empty": _new("empty"),
+    "new_full": new_full,
+    "broadcast_to": broadcast_to,
+    "float": _caster(dt.float32),
+    "double": _caster(dt.float64),
+    "half": _caster(dt.float16),
+    "bfloat16": _caster(dt.bfloat16),
+    "int": _caster(dt.int32),
+    "long": _caster(dt.int64),
+    "short": _caster(dt.int16),
+    "char": _caster(dt.int8),
+    "byte": _caster(dt.uint8),
+    "bool": _caster(dt.bool_),
+    "T": _property(_t_all),
+    "mT": _property(_mt),
+    "H": _property(_t_all),
+    "mH": _property(_mt),
+}
+
+# Aliases PyTorch also has.
+ALIASES = {
+    "clip": "clamp",
+    "clip_": "clamp_",
+    "absolute": "abs",
+    "negative": "neg",
+    "arccos": "acos",
+    "arcsin": "asin",
+    "arctan": "atan",
+    "arctan2": "atan2",
+    "arccosh": "acosh",
+    "arcsinh": "asinh",
+    "arctanh": "atanh",
+    "greater": "gt",
+    "greater_equal": "ge",
+    "less": "lt",
+    "less_equal": "le",
+    "not_equal": "ne",
+    "concat": "cat",
+    "concatenate": "cat",
+    "fix": "trunc",
+    "multiply": "mul",
+    "moveaxis": "movedim",
+    "special_expit": "sigmoid",
+}

@@ -1,0 +1,192 @@
+"""``Tensor.__getitem__`` / ``__setitem__`` with numpy's rules.
+
+Basic indices (ints, slices, None, ...) become views. Advanced indices (integer or boolean tensors,
+lists) are broadcast together and turned into one linear index over the indexed dims: reading is
+``index_select`` on those dims folded into one; writing is ``put_`` into a permuted view, so the
+write lands in the original storage. Both are ops with gradients, so indexing is differentiable.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _dtype as dt
+from ._tensor import Tensor
+from .dispatcher.kinds._common import broadcast_shapes
+from .dispatcher.optable import OPS
+
+
+def _as_index_tensor(item, device) -> Tensor:
+    from ._factories import tensor
+
+    if isinstance(item, Tensor):
+        return item
+    array = np.asarray(item)
+    if array.dtype.kind not in "biu":
+        if array.size == 0:
+            array = array.astype(np.int64)
+        else:
+            raise IndexError(
+                "tensors used as indices must be long, int, byte or bool tensors, got "
+                f"{array.dtype}"
+            )
+    return tensor(array, device=device)
+
+
+def _normalize(index) -> tuple:
+    if not isinstance(index, tuple):
+        index = (index,)
+    return index
+
+
+def _expand_ellipsis(index: tuple, ndim: int) -> list:
+    consumed = 0
+    for item in index:
+        if item is None or item is Ellipsis or isinstance(item, bool):
+            continue
+        if isinstance(item, Tensor) and item.dtype is dt.bool_:
+            consumed += max(item.ndim, 1) if item.ndim else 0
+        elif isinstance(item, np.ndarray) and item.dtype == np.bool_:
+            consumed += item.ndim
+        else:
+            consumed += 1
+    if consumed > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    out = []
+    seen = False
+    for item in index:
+        if item is Ellipsis:
+            if seen:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            seen = True
+            out.extend([slice(None)] * (ndim - consumed))
+        else:
+            out.append(item)
+    if not seen:
+        out.extend([slice(None)] * (ndim - consumed))
+    return out
+
+
+def _basic(t: Tensor, index) -> tuple[Tensor, list]:
+    """Apply basic indices as views; return the view and [(dim, index tensor)] still to apply."""
+    items = _expand_ellipsis(_normalize(index), t.ndim)
+    view, dim, advanced = t, 0, []
+    for item in items:
+        if item is None:
+            view = OPS["unsqueeze"](view, dim)
+            dim += 1
+        elif isinstance(item, bool):
+            view = OPS["unsqueeze"](view, dim)
+            if not item:
+                view = OPS["narrow"](view, dim, 0, 0)
+            dim += 1
+        elif isinstance(item, slice):
+            if item != slice(None):
+                step = 1 if item.step is None else int(item.step)
+                if step <= 0:
+                    raise ValueError("step must be greater than zero")
+                view = OPS["slice"](view, dim, item.start, item.stop, step)
+            dim += 1
+        elif isinstance(item, int) or (
+            hasattr(item, "__index__") and not isinstance(item, (Tensor, np.ndarray))
+        ):
+            view = OPS["select"](view, dim, int(item))
+        else:
+            index_tensor = _as_index_tensor(item, view.device)
+            if index_tensor.dtype is dt.bool_ or index_tensor.dtype is dt.uint8:
+                mask = index_tensor.to(dt.bool_)
+                if mask.ndim == 0:
+                    view = OPS["unsqueeze"](view, dim)
+                    mask = mask.reshape(1)
+                expected = view.shape[dim : dim + mask.ndim]
+                if tuple(mask.shape) != tuple(expected):
+                    raise IndexError(
+                        f"The shape of the mask {list(mask.shape)} at index {dim} does not match "
+                        f"the shape of the indexed tensor {list(view.shape)}"
+                    )
+                for column in OPS["nonzero"](mask).unbind(1):
+                    advanced.append((dim, column))
+                    dim += 1
+            else:
+                advanced.append((dim, index_tensor))
+                dim += 1
+    return view, advanced
+
+
+def _linear_index(view: Tensor, advanced: list):
+    """Permute the advanced dims of ``view`` to the front; one int64 index over them (wrapped,
+    bounds-checked) with the broadcast shape of the index tensors."""
+    dims = [d for d, _ in advanced]
+    rest = [d for d in range(view.ndim) if d not in dims]
+    permuted = OPS["permute"](view, dims + rest)
+    shape = broadcast_shapes("index", *(tuple(i.shape) for _, i in advanced))
+    linear = None
+    for d, index in advanced:
+        size = view.shape[d]
+        index = index.to(dt.int64)
+        if index.numel():
+            low, high = int(index.min().item()), int(index.max().item())
+            if low < -size or high >= size:
+                bad = high if high >= size else low
+                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+            if low < 0:
+                index = OPS["where"](index < 0, index + size, index)
+        linear = index if linear is None else linear * size + index
+    linear = linear.expand(shape) if tuple(linear.shape) != tuple(shape) else linear
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    return permuted, linear, tuple(shape), len(dims), (dims[0] if adjacent else 0)
+
+
+def getitem(self: Tensor, index):
+    if isinstance(index, int) and not isinstance(index, bool):
+        return OPS["select"](self, 0, index)
+    view, advanced = _basic(self, index)
+    if not advanced:
+        if view is self:  # x[...] and x[:] are new views, as in PyTorch
+            return OPS["as_strided"](self, self.shape, self.stride(), self.storage_offset())
+        return view
+    permuted, linear, shape, count, place = _linear_index(view, advanced)
+    rest = tuple(permuted.shape[count:])
+    folded = permuted.reshape((math.prod(permuted.shape[:count]),) + rest)
+    picked = OPS["index_select"](folded, 0, linear.reshape(-1))
+    result = picked.reshape(shape + rest)
+    if place:
+        nb = len(shape)
+        order = list(range(nb, nb + place)) + list(range(nb)) + list(range(nb + place, result.ndim))
+        result = OPS["permute"](result, order)
+    return result
+
+
+def setitem(self: Tensor, index, value) -> None:
+    from ._factories import tensor
+
+    view, advanced = _basic(self, index)
+    if not isinstance(value, Tensor):
+        value = tensor(value, dtype=self.dtype, device=self.device)
+    if not advanced:
+        view.copy_(value)
+        return
+    permuted, linear, shape, count, place = _linear_index(view, advanced)
+    rest = tuple(permuted.shape[count:])
+    target_shape = shape + rest
+    if place:
+        # value is laid out with the index dims at `place`: move them to the front like permuted.
+        nb = len(shape)
+        value = value.expand(*_placed_shape(shape, rest, place)) if value.ndim else value
+        if value.ndim:
+            order = (
+                list(range(place, place + nb))
+                + list(range(place))
+                + list(range(place + nb, value.ndim))
+            )
+            value = OPS["permute"](value, order)
+    value = value.to(self.dtype).expand(target_shape)
+    span = math.prod(rest)
+    positions = linear.reshape(-1, 1) * span + OPS["arange"](span, None, 1, None, self.device)
+    OPS["put_"](permuted, positions.reshape(-1), value.reshape(-1), False)
+
+
+def _placed_shape(shape: tuple, rest: tuple, place: int) -> tuple:
+    return rest[:place] + shape + rest[place:]

@@ -1,0 +1,384 @@
+"""The Tensor: storage + shape + strides + offset + dtype, plus autograd's per-tensor state.
+
+Methods that are ops (``add``, ``sum``, ``view``...) are bound from the op table by ``ember._bind``;
+this module holds what is not an op: metadata, conversion, and the constructors the dispatcher uses.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _dtype as dt
+from ._device import CPU
+from ._device import device as Device
+from ._size import Size
+
+_STRIDES: dict = {}
+
+
+def contiguous_strides(shape: tuple) -> tuple:
+    """Row-major strides (in elements) of ``shape``; memoised, shapes repeat a lot."""
+    found = _STRIDES.get(shape)
+    if found is None:
+        strides, acc = [], 1
+        for size in reversed(shape):
+            strides.append(acc)
+            acc *= max(size, 1)
+        found = tuple(reversed(strides))
+        if len(_STRIDES) > 4096:
+            _STRIDES.clear()
+        _STRIDES[shape] = found
+    return found
+
+
+def is_contiguous(shape: tuple, stride: tuple) -> bool:
+    expected = 1
+    for size, step in zip(reversed(shape), reversed(stride)):
+        if size == 1:
+            continue
+        if step != expected:
+            return size == 0 or any(s == 0 for s in shape)
+        expected *= size
+    return True
+
+
+class Tensor:
+    """A multi-dimensional array on a device, with autograd support, like ``torch.Tensor``.
+
+    Create tensors with the factories (``ember.tensor``, ``ember.zeros``, ``ember.randn``...);
+    ``Tensor(data)`` also works and behaves like ``ember.tensor(data)``.
+    """
+
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "_base",
+        "_contig",
+        "_dtype",
+        "_grad",
+        "_grad_fn",
+        "_offset",
+        "_requires_grad",
+        "_shape",
+        "_storage",
+        "_stride",
+    )
+
+    def __new__(cls, *args, **kwargs):
+        if not args and not kwargs:
+            return _empty_default(cls)
+        from ._factories import tensor as make_tensor
+
+        made = make_tensor(*args, **kwargs)
+        if cls is Tensor:
+            return made
+        return made.as_subclass(cls)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    # ---- metadata ----------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._shape)
+        return self._shape[_wrap_dim(dim, len(self._shape), "size")]
+
+    def stride(self, dim: int | None = None):
+        if dim is None:
+            return self._stride
+        return self._stride[_wrap_dim(dim, len(self._shape), "stride")]
+
+    @property
+    def dtype(self) -> dt.dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._storage.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    def ndimension(self) -> int:
+        return len(self._shape)
+
+    def numel(self) -> int:
+        return math.prod(self._shape)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self._shape) * self._dtype.itemsize
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return self._contig
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    def data_ptr(self) -> int:
+        return self._storage.data_ptr() + self._offset * self._dtype.itemsize
+
+    def untyped_storage(self):
+        return self._storage
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._storage.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._storage.device.type == "cpu"
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.category == dt.FLOATING
+
+    def is_complex(self) -> bool:
+        return False
+
+    def get_device(self) -> int:
+        index = self._storage.device.index
+        return -1 if index is None else index
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # ---- autograd state (the engine lives in ember.autograd) -----------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self._grad_fn is not None:
+            if value:
+                return
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        if value and self._dtype.category != dt.FLOATING:
+            raise RuntimeError(
+                "only Tensors of floating point dtype can require gradients "
+                f"(got {self._dtype.name})"
+            )
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None, got {type(value).__name__}"
+                )
+            if value._shape != self._shape:
+                raise RuntimeError(
+                    f"assigned grad has data of a different size: {list(value._shape)} vs "
+                    f"{list(self._shape)}"
+                )
+        self._grad = value
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def data(self) -> Tensor:
+        """This tensor's values without autograd history (shares storage)."""
+        return make(
+            self._storage, self._shape, self._stride, self._offset, self._dtype, self._contig
+        )
+
+    @data.setter
+    def data(self, other: Tensor) -> None:
+        self._storage, self._shape, self._stride = other._storage, other._shape, other._stride
+        self._offset, self._dtype, self._contig = other._offset, other._dtype, other._contig
+
+    # ---- conversion --------------------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A numpy array sharing this tensor's memory (CPU only; ``force=True`` copies others)."""
+        if self._requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. "
+                "Use tensor.detach().numpy() instead."
+            )
+        if self._storage.device is not CPU:
+            if not force:
+                raise TypeError(
+                    f"can't convert {self._storage.device} tensor to numpy. Use Tensor.cpu() to "
+                    "copy the tensor to host memory first."
+                )
+            return self.detach().cpu().numpy()
+        return host_array(self)
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.numpy(force=True)
+        if dtype is not None:
+            array = array.astype(dtype, copy=False)
+        return array
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if math.prod(self._shape) != 1:
+            raise RuntimeError(
+                f"a Tensor with {math.prod(self._shape)} elements cannot be converted to Scalar"
+            )
+        return self.detach().cpu().numpy().reshape(()).item()
+
+    def tolist(self):
+        return self.detach().cpu().numpy().tolist()
+
+    def __bool__(self) -> bool:
+        if math.prod(self._shape) != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {math.prod(self._shape)} elements is ambiguous"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.category > dt.INTEGRAL or math.prod(self._shape) != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._shape[0]))
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if self._storage.device is not CPU:
+            raise BufferError(
+                f"__dlpack__: only CPU tensors can be exported, this one is on {self.device}"
+            )
+        kwargs = {} if max_version is None else {"max_version": max_version}
+        return self.detach().numpy().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        if self._storage.device is not CPU:
+            raise BufferError(f"__dlpack_device__: unsupported device {self.device}")
+        return (1, 0)  # kDLCPU
+
+    def __reduce_ex__(self, protocol):
+        from ._serialization import reduce_tensor
+
+        return reduce_tensor(self)
+
+    def __repr__(self) -> str:
+        from ._repr import tensor_repr
+
+        return tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        if not self._shape and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def as_subclass(self, cls):
+        """The same data and metadata as an instance of ``cls`` (a Tensor subclass)."""
+        out = object.__new__(cls)
+        for slot in Tensor.__slots__:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            setattr(out, slot, getattr(self, slot))
+        return out
+
+
+def _empty_default(cls):
+    from ._dtype import DEFAULTS
+
+    made = empty((0,), DEFAULTS.float, CPU)
+    return made if cls is Tensor else made.as_subclass(cls)
+
+
+def _wrap_dim(dim: int, ndim: int, op: str) -> int:
+    bound = max(ndim, 1)
+    if not -bound <= dim < bound:
+        raise IndexError(
+            f"{op}(): Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], "
+            f"but got {dim})"
+        )
+    return dim + bound if dim < 0 else dim
+
+
+_new = object.__new__
+
+
+def make(storage, shape: tuple, stride: tuple, offset: int, dtype, contig: bool) -> Tensor:
+    """A tensor over existing storage (the only way the core builds tensors; keep it lean)."""
+    t = _new(Tensor)
+    t._storage = storage
+    t._shape = shape
+    t._stride = stride
+    t._offset = offset
+    t._dtype = dtype
+    t._contig = contig
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._base = None
+    return t
+
+
+def empty(shape: tuple, dtype, device) -> Tensor:
+    """An uninitialised contiguous tensor; ``device`` must already be normalised."""
+    storage = new_storage(device, math.prod(shape) * dtype.itemsize)
+    return make(storage, shape, contiguous_strides(shape), 0, dtype, True)
+
+
+def host_array(t: Tensor) -> np.ndarray:
+    """A numpy view of a host tensor that keeps its storage alive."""
+    raw = t._storage.host_bytes()
+    itemsize = t._dtype.itemsize
+    byte_strides = tuple(s * itemsize for s in t._stride)
+    return np.ndarray(
+        t._shape, dtype=t._dtype.np, buffer=raw, offset=t._offset * itemsize, strides=byte_strides
+    )
+
+
+# Last: dispatcher.memory imports ember._storage and ember._device, not this module.
+from .dispatcher.memory import new_storage  # noqa: E402

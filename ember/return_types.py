@@ -1,0 +1,15 @@
+"""Named tuples returned by ops with several results, like ``torch.return_types``."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class ValuesIndices(NamedTuple):
+    """``(values, indices)``: returned by max, min, sort, topk, kthvalue, mode, median."""
+
+    values: object
+    indices: object
+
+
+max = min = sort = topk = kthvalue = mode = median = cummax = cummin = ValuesIndices
