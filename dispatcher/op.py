@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import weakref
+
 from . import registry
 from . import schema as schema_mod
+from .devices import on_reset
 from .layers import STACK
 from .opdef import Kind, OpDef
 
 # Kinds the core implements for every device without a kernel (pure metadata).
 CORE_KINDS = (Kind.VIEW,)
+
+# Every op ever built (table and library ops), so a registry reset can forget their kernel memos:
+# after a reset the serving backend, its kernels and the fallback policy may all differ.
+_ALL_OPS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _forget_kernels() -> None:
+    for op in list(_ALL_OPS):
+        op.kernels.clear()
+
+
+on_reset(_forget_kernels)
 
 
 class Op:
@@ -54,6 +69,7 @@ class Op:
         self.core = defn.core or (defn.kind in CORE_KINDS and defn.decomposition is None)
         self.inplace_of = inplace_of
         self.info: dict = dict(defn.attrs)  # static data for the runner (elementwise arity...)
+        _ALL_OPS.add(self)
 
     def __call__(self, *args):
         for layer in STACK.layers:

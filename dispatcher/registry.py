@@ -11,10 +11,11 @@ from __future__ import annotations
 import warnings
 from collections import Counter
 
-from .devices import REGISTRY
+from .devices import REGISTRY, on_reset
 
 FALLBACK_COUNTS: Counter = Counter()
 _WARNED: set = set()
+on_reset(_WARNED.clear)  # a reset registry is a new configuration: warn about it afresh
 
 
 class PerformanceWarning(UserWarning):
