@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from collections import Counter
 
-from .devices import REGISTRY, on_reset
+from .devices import REGISTRY, DeviceUnavailableError, on_reset
 
 FALLBACK_COUNTS: Counter = Counter()
 _WARNED: set = set()
@@ -115,9 +115,21 @@ def explain(op, device_type: str, dtype) -> str:
     )
 
 
+def _backends_to_name() -> dict:
+    """Loaded backends, plus the CPU: it is always installed, and a device that tried nothing
+    else yet would otherwise name no implementer at all."""
+    found = REGISTRY.loaded_backends()
+    if "cpu" not in found:
+        try:
+            found["cpu"] = REGISTRY.backend("cpu")
+        except DeviceUnavailableError:
+            pass
+    return found
+
+
 def _missing_message(op, device_type: str, dtype, backend) -> str:
     providers = []
-    for loaded in REGISTRY.loaded_backends().values():
+    for loaded in _backends_to_name().values():
         table = loaded.kernels.get(op.name)
         if table:
             providers.append(f"{loaded.name} ({loaded.device_type}: {', '.join(sorted(table))})")

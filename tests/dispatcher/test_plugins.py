@@ -81,6 +81,21 @@ def test_no_warning_when_policy_says_so(plugins):
         assert (x - 1).tolist() == [0.0, 0.0]
 
 
+@pytest.mark.parametrize(
+    "override",
+    [{"fallback": {"cpu": False}}, {"backends": {"ref": {"fallback": False}}}],
+    ids=["global", "per-backend"],
+)
+def test_fallback_disabled_raises_naming_op_device_dtype_and_providers(plugins, override):
+    plugins(("ref", RefPlugin()), policy=fakes.policy(override))
+    x = ember.ones(3, device="ref")
+    with pytest.raises(NotImplementedError) as info:
+        x + 1
+    message = str(info.value)
+    for part in ("'add'", "'ref'", "float32", "cpu (cpu:", "CPU fallback is off"):
+        assert part in message
+
+
 def test_per_backend_fallback_overrides_global(plugins):
     policy = fakes.policy({"fallback": {"cpu": False}, "backends": {"ref": {"fallback": True}}})
     plugins(("ref", RefPlugin()), policy=policy)
