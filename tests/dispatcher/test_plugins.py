@@ -230,6 +230,35 @@ def test_plugin_missing_copy_kernel_is_unusable(plugins):
         ember.ones(1, device="ref")
 
 
+def test_broken_installed_plugin_does_not_break_import(tmp_path):
+    """The real stevedore path: an installed entry point whose module fails to import."""
+    (tmp_path / "broken_backend.py").write_text("import no_such_native_module\n")
+    dist = tmp_path / "broken_backend-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-backend\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[ember.backends]\nbroken = broken_backend\n")
+    script = textwrap.dedent(
+        """
+        import ember
+        from ember.dispatcher.devices import REGISTRY
+        print((ember.ones(2) + 1).tolist())
+        record = [r for r in REGISTRY.host.records("ember.backends") if r.name == "broken"][0]
+        print(record.distribution, record.version, record.error)
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), EMBER_BACKEND_AUTOLOAD="1")
+    env.pop("EMBER_PLUGINS_CONFIG", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "[2.0, 2.0]"
+    assert lines[1] == (
+        "broken-backend 0.1 ModuleNotFoundError: No module named 'no_such_native_module'"
+    )
+
+
 def test_discovery_is_guarded_against_reentry(plugins):
     seen = []
 
