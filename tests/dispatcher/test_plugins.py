@@ -380,6 +380,20 @@ def test_autoload_environment_variable(value, autoload):
     assert Policy.load({"EMBER_BACKEND_AUTOLOAD": value}).autoload is autoload
 
 
+def test_autoload_off_discovers_nothing_but_keeps_in_process_plugins(plugins, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("entry points must not be scanned with autoload off")
+
+    monkeypatch.setattr(plugins_mod, "ExtensionManager", refuse)
+    policy = Policy.load({"EMBER_BACKEND_AUTOLOAD": "0"})
+    reg = plugins(discover=True, policy=policy)
+    assert reg.host.records(BACKENDS_GROUP) == []
+    with pytest.raises(DeviceUnavailableError, match="EMBER_BACKEND_AUTOLOAD"):
+        reg.backend("cpu")
+    plugins(("ref", RefPlugin()), policy=policy)
+    assert ember.ones(2, device="ref").tolist() == [1.0, 1.0]
+
+
 def test_extension_helper_builds_an_in_memory_extension():
     plugin = RefPlugin()
     ext = extension("ref", plugin)
