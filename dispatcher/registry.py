@@ -8,6 +8,7 @@ the op, the device, the dtype and who does implement it. Results are memoised on
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections import Counter
 
@@ -143,6 +144,19 @@ def _missing_message(op, device_type: str, dtype, backend) -> str:
     )
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the innermost caller outside ember, so that a warning points at the
+    user's line however deep in runners, layers and nn modules it was raised."""
+    frame, level = sys._getframe(2), 2  # 1 is the function that calls warnings.warn
+    while frame is not None and _is_ember(frame.f_globals.get("__name__") or ""):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _is_ember(module: str) -> bool:
+    return module == "ember" or module.startswith("ember.")
+
+
 def make_fallback(op, cpu_kernel, device_type: str):
     """Wrap a CPU kernel: copy tensor arguments to the CPU, run, copy the outputs back."""
     n_out = op.num_outputs
@@ -158,7 +172,7 @@ def make_fallback(op, cpu_kernel, device_type: str):
                 f"'{name}' has no {device_type} kernel; running it on the CPU (copies in and out). "
                 "This warning is shown once per op.",
                 PerformanceWarning,
-                stacklevel=4,
+                stacklevel=_user_stacklevel(),
             )
         on_cpu: dict = {}
         cpu_args = []

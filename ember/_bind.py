@@ -75,7 +75,8 @@ def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
         lines.append(f"        {v} = {v}[0]")
     lines.append(f"    return _op({', '.join(names)})")
     namespace: dict = {}
-    exec("\n".join(lines), {"_op": op}, namespace)
+    # __name__ marks the frames of generated functions as ember's (warnings skip them).
+    exec("\n".join(lines), {"_op": op, "__name__": "ember"}, namespace)
     fn = namespace[name]
     fn.__doc__ = f"{schema.text}\n\n{op.defn.notes}".strip()
     fn.__qualname__ = f"Tensor.{name}" if method else name

@@ -400,3 +400,9 @@ def test_extension_helper_builds_an_in_memory_extension():
     assert ext.name == "ref" and ext.plugin is plugin and ext.entry_point is None
 
 
+def test_fallback_warning_points_at_the_callers_line(plugins):
+    plugins(("ref", RefPlugin()))
+    x = ember.ones(2, device="ref")
+    with pytest.warns(registry.PerformanceWarning) as caught:
+        x.neg()
+    assert caught[0].filename == __file__
