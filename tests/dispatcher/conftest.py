@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-import pytest
-
-from ember.dispatcher.devices import REGISTRY
-
 import plugin_fakes as fakes
+import pytest
+from ember.dispatcher.devices import REGISTRY
 
 
 @pytest.fixture

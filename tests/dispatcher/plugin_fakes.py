@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import ctypes
 
+import ember_backend_cpu
 import ml_dtypes
 import numpy as np
 import pluggy
-
-import ember_backend_cpu
 from ember.dispatcher.plugins import BACKENDS_GROUP, extension
 from ember.dispatcher.policy import DEFAULT_FILE, Policy, _merge
 

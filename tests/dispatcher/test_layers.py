@@ -4,10 +4,10 @@ themselves with ``op.redispatch``."""
 from __future__ import annotations
 
 import pytest
-
-import ember
 from ember.dispatcher import layers
 from ember.dispatcher.layers import STACK, Layer
+
+import ember
 
 
 class Recorder(Layer):
@@ -118,7 +118,7 @@ def test_nested_installed_keeps_an_outer_installation():
 def test_equal_priorities_are_refused():
     first, second = Recorder("first", 1000, []), Recorder("second", 1000, [])
     with layers.installed(first):
-        with pytest.raises(ValueError, match="second.*same priority as.*first"):
+        with pytest.raises(ValueError, match=r"second.*same priority as.*first"):
             STACK.install(second)
         assert STACK.layers == (first,)
 

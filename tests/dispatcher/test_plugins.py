@@ -9,17 +9,16 @@ import textwrap
 import warnings
 from importlib.metadata import EntryPoint
 
+import plugin_fakes as fakes
 import pytest
-
-import ember
 from ember.dispatcher import plugins as plugins_mod
 from ember.dispatcher import registry
 from ember.dispatcher.devices import DeviceUnavailableError
 from ember.dispatcher.plugins import BACKENDS_GROUP, extension
 from ember.dispatcher.policy import Policy
-
-import plugin_fakes as fakes
 from plugin_fakes import RefPlugin, hookimpl
+
+import ember
 
 
 def _record(reg, name):
@@ -113,7 +112,7 @@ def test_reset_forgets_memoised_kernels(plugins):
         ember.ones(1, device="ref") + 1
 
 
-# ---- plugins that fail ----------------------------------------------------------------------------
+# ---- plugins that fail ---------------------------------------------------------------------
 class _FakeManager:
     """Stands in for stevedore's ExtensionManager: the given extensions load, the failures go to
     ``on_load_failure_callback`` exactly as stevedore reports an import error."""
@@ -141,7 +140,9 @@ def test_plugin_that_fails_to_import_is_recorded(plugins, monkeypatch):
     entry_point = EntryPoint("broken", "broken_backend:plugin", BACKENDS_GROUP)
     monkeypatch.setattr(_FakeManager, "extensions_by_group", fakes.backends())
     monkeypatch.setattr(
-        _FakeManager, "failures_by_group", {BACKENDS_GROUP: [(entry_point, _chained_import_error())]}
+        _FakeManager,
+        "failures_by_group",
+        {BACKENDS_GROUP: [(entry_point, _chained_import_error())]},
     )
     monkeypatch.setattr(plugins_mod, "ExtensionManager", _FakeManager)
     reg = plugins(discover=True)  # through the (fake) entry points
@@ -275,7 +276,7 @@ def test_discovery_is_guarded_against_reentry(plugins):
     assert seen == [[]]
 
 
-# ---- several plugins for one device type ----------------------------------------------------------
+# ---- several plugins for one device type -------------------------------------------------
 def test_highest_declared_priority_wins(plugins):
     low, high = RefPlugin("low", priority=10), RefPlugin("high", priority=20)
     reg = plugins(("low", low), ("high", high))
@@ -319,7 +320,9 @@ def test_every_candidate_failing_lists_every_reason(plugins):
 def test_disabled_plugin_is_skipped_and_named(plugins):
     low, high = RefPlugin("low", priority=10), RefPlugin("high", priority=20)
     reg = plugins(
-        ("low", low), ("high", high), policy=fakes.policy({"backends": {"high": {"enabled": False}}})
+        ("low", low),
+        ("high", high),
+        policy=fakes.policy({"backends": {"high": {"enabled": False}}}),
     )
     assert reg.backend("ref").name == "low"
     plugins(("high", high), policy=fakes.policy({"backends": {"high": {"enabled": False}}}))
@@ -374,8 +377,10 @@ def test_user_config_from_the_environment_drives_the_registry(plugins, tmp_path,
         ember.ones(1, device="ref") + 1
 
 
-@pytest.mark.parametrize("value, autoload", [("0", False), ("false", False), ("OFF", False),
-                                             ("no", False), ("1", True), ("", True)])
+@pytest.mark.parametrize(
+    "value, autoload",
+    [("0", False), ("false", False), ("OFF", False), ("no", False), ("1", True), ("", True)],
+)
 def test_autoload_environment_variable(value, autoload):
     assert Policy.load({"EMBER_BACKEND_AUTOLOAD": value}).autoload is autoload
 
