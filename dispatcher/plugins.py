@@ -83,7 +83,8 @@ class PluginHost:
 
     @property
     def discovers(self) -> bool:
-        """Whether installed entry points are scanned (not with in-memory plugins or autoload off)."""
+        """Whether installed entry points are scanned (not for in-memory plugins, nor with
+        autoload off)."""
         return self._given is None and self._autoload
 
     # ---- discovery ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ the op, the device, the dtype and who does implement it. Results are memoised on
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 from collections import Counter
@@ -121,10 +122,8 @@ def _backends_to_name() -> dict:
     else yet would otherwise name no implementer at all."""
     found = REGISTRY.loaded_backends()
     if "cpu" not in found:
-        try:
+        with contextlib.suppress(DeviceUnavailableError):
             found["cpu"] = REGISTRY.backend("cpu")
-        except DeviceUnavailableError:
-            pass
     return found
 
 
