@@ -18,12 +18,14 @@ CORE_KINDS = (Kind.VIEW,)
 _ALL_OPS: weakref.WeakSet = weakref.WeakSet()
 
 
-def _forget_kernels() -> None:
+def forget_kernels(name: str | None = None) -> None:
+    """Drop the memoised kernels of the op called ``name`` (of every op when None)."""
     for op in list(_ALL_OPS):
-        op.kernels.clear()
+        if name is None or op.name == name:
+            op.kernels.clear()
 
 
-on_reset(_forget_kernels)
+on_reset(forget_kernels)
 
 
 class Op:

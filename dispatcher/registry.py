@@ -32,19 +32,32 @@ class ExtraKernels:
         self.entries: dict = {}
 
     def add(self, op_name: str, device_type: str, table: dict, provider: str, priority: int = 0):
+        """Register ``{dtype name or "*": fn}`` for ``op_name`` on ``device_type``.
+
+        A provider registering again updates its own kernels (registering the same function is a
+        no-op); a different function for the same key from another provider is a conflict.
+        """
         entries = self.entries.setdefault((op_name, device_type), [])
-        for _prio, other, other_table in entries:
+        mine = None
+        for index, (_prio, other, other_table) in enumerate(entries):
+            if other == provider:
+                mine = index
+                continue
             for key, fn in table.items():
                 existing = other_table.get(key)
-                if existing is None or existing is fn:
-                    continue
-                if other != provider:
+                if existing is not None and existing is not fn:
                     raise RuntimeError(
                         f"kernel for '{op_name}' on {device_type} ({key}) is registered by both "
                         f"'{other}' and '{provider}'"
                     )
-        entries.append((priority, provider, dict(table)))
+        if mine is None:
+            entries.append((priority, provider, dict(table)))
+        else:
+            entries[mine] = (priority, provider, {**entries[mine][2], **table})
         entries.sort(key=lambda item: -item[0])
+        from .op import forget_kernels  # late: op imports this module
+
+        forget_kernels(op_name)
 
     def find(self, op_name: str, device_type: str, dtype_name: str):
         for priority, provider, table in self.entries.get((op_name, device_type), ()):
