@@ -176,6 +176,14 @@ def test_explain_native_core_and_decomposition():
     )
 
 
+def test_missing_cpu_kernel_does_not_blame_the_fallback_policy(extra):
+    op = OPS["neg"]
+    backend = REGISTRY.backend("cpu")
+    message = registry._missing_message(op, "cpu", f32, backend)
+    assert message.startswith("'neg' is not implemented for device 'cpu' and dtype float32")
+    assert "fallback" not in message
+
+
 def test_explain_fallback_and_missing(plugins):
     plugins(("ref", RefPlugin()))
     assert registry.explain(OPS["exp"], "ref", f32) == (
