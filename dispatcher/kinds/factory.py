@@ -10,7 +10,7 @@ from ember._tensor import Tensor, empty
 
 from ..memory import normalize_device
 from ..promotion import scalar_dtype
-from ._common import check_no_internal_overlap
+from ._common import check_no_internal_overlap, fill
 
 
 def _size(op, size) -> tuple:
@@ -74,7 +74,9 @@ def linspace(op, start, end, steps, dtype=None, device=None):
     dtype = dtype or dt.DEFAULTS.float
     dev = normalize_device(device)
     out = empty((int(steps),), dtype, dev)
-    if steps:
+    if steps == 1:  # PyTorch gives [start]; kernels may count the last element from the end
+        fill(out, start)
+    elif steps:
         op.kernel(dev.type, dtype)(out, start, end)
     return out
 

@@ -51,6 +51,7 @@ CASES = [
     ("arange-empty", lambda m: m.arange(0), [], "int64"),
     ("arange-int-float-step", lambda m: m.arange(0, 5, 1.5), [0.0, 1.5, 3.0, 4.5], "float32"),
     ("linspace", lambda m: m.linspace(0, 1, 5), [0.0, 0.25, 0.5, 0.75, 1.0], "float32"),
+    ("linspace-one", lambda m: m.linspace(2, 3, 1), [2.0], "float32"),
     ("linspace-none", lambda m: m.linspace(0, 1, 0), [], "float32"),
     ("linspace-int", lambda m: m.linspace(0, 10, 5, dtype=m.int64), [0, 2, 5, 7, 10], "int64"),
     ("linspace-down", lambda m: m.linspace(1, -1, 3), [1.0, 0.0, -1.0], "float32"),
