@@ -70,8 +70,8 @@ def _infer_array(data, dtype):
     """A numpy array for ``data`` with PyTorch's dtype inference for Python values."""
     if isinstance(data, Tensor):
         return data.detach().cpu().numpy(), data.dtype if dtype is None else dtype
-    if isinstance(data, np.ndarray):
-        array = data
+    if isinstance(data, (np.ndarray, np.generic)):  # numpy scalars keep their dtype too
+        array = np.asarray(data)
         inferred = dt.from_numpy_dtype(array.dtype) if array.dtype != object else None
     else:
         array = np.array(data)

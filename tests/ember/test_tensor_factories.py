@@ -21,6 +21,8 @@ CASES = [
     ("tensor-empty-2d", lambda m: m.tensor([[], []]), [[], []], "float32"),
     ("tensor-np-f64", lambda m: m.tensor(np.array([1.0, 2.0])), [1.0, 2.0], "float64"),
     ("tensor-np-i32", lambda m: m.tensor(np.array([1], np.int32)), [1], "int32"),
+    ("tensor-np-f64-scalar", lambda m: m.tensor(np.float64(2.5)), 2.5, "float64"),
+    ("tensor-np-i16-scalar", lambda m: m.tensor(np.int16(2)), 2, "int16"),
     ("tensor-dtype", lambda m: m.tensor([1, 2], dtype=m.float16), [1.0, 2.0], "float16"),
     ("tensor-truncates", lambda m: m.tensor([1.7, -2.7], dtype=m.int32), [1, -2], "int32"),
     ("tensor-big-int", lambda m: m.tensor([2**40]), [2**40], "int64"),
