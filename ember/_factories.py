@@ -38,11 +38,12 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy(): expected np.ndarray (got {type(array).__name__})")
-    dtype = dt.from_numpy_dtype(array.dtype)
-    if not array.dtype.isnative:
+    if not array.dtype.isnative:  # before the dtype lookup, which would call '>f8' unsupported
         raise ValueError(
-            "from_numpy(): byte-swapped (non-native byte order) arrays are not supported"
+            f"from_numpy(): byte-swapped (non-native byte order) arrays are not supported; "
+            f"convert with array.astype(array.dtype.newbyteorder('=')) ({array.dtype.str})"
         )
+    dtype = dt.from_numpy_dtype(array.dtype)
     itemsize = array.itemsize
     if any(s % itemsize for s in array.strides):
         raise ValueError(

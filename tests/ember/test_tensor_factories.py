@@ -167,8 +167,9 @@ def test_from_numpy_views_and_scalars():
         ([1, 2], TypeError, r"from_numpy\(\): expected np.ndarray \(got list\)"),
         (np.array(["a"]), TypeError, "numpy dtype <U1 is not supported"),
         (np.array([1 + 2j]), TypeError, "numpy dtype complex128 is not supported"),
+        (np.array([1.0], dtype=">f8"), ValueError, "non-native byte order"),
     ],
-    ids=["list", "str", "complex"],
+    ids=["list", "str", "complex", "big-endian"],
 )
 def test_from_numpy_errors(bad, error, message):
     with pytest.raises(error, match=message):
