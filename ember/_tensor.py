@@ -336,6 +336,8 @@ def _empty_default(cls):
 
 
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:
+    if not isinstance(dim, int):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
     bound = max(ndim, 1)
     if not -bound <= dim < bound:
         raise IndexError(

@@ -54,11 +54,16 @@ def _scalar_for(value, dtype):
     return int(value)
 
 
-def _coerce(value):
-    """numpy scalars and 0-d arrays become Python scalars; anything else non-Tensor is refused."""
+def _coerce(op, value, position: int):
+    """numpy scalars become Python scalars; anything else non-Tensor is refused, naming the op
+    and the argument."""
     if isinstance(value, np.generic):
         return value.item()
-    raise TypeError(f"expected a Tensor or a Python number, got {type(value).__name__}")
+    name = op.schema.args[position].name
+    raise TypeError(
+        f"{op.name}(): argument '{name}' (position {position + 1}) must be Tensor or a number, "
+        f"not {type(value).__name__}"
+    )
 
 
 def unary(op, x, *params):
@@ -97,7 +102,7 @@ def binary(op, a, b, *params):
             shape = sa if sa == sb else broadcast_shapes(op.name, sa, sb)
     elif ta:
         if b.__class__ not in _SCALARS:
-            b = _coerce(b)
+            b = _coerce(op, b, 1)
         da = a._dtype
         common = (
             da
@@ -109,7 +114,7 @@ def binary(op, a, b, *params):
         shape = a._shape
     elif tb:
         if a.__class__ not in _SCALARS:
-            a = _coerce(a)
+            a = _coerce(op, a, 0)
         common = result_type((a, b), Tensor)
         dev = b._storage.device
         shape = b._shape
@@ -149,7 +154,7 @@ def nary(op, *args):
     promoted = operands[1:] if bool_first else operands
     for i, value in enumerate(operands):
         if value is not None and not isinstance(value, (Tensor, *_SCALARS)):
-            operands[i] = _coerce(value)
+            operands[i] = _coerce(op, value, i)
     tensors = [t for t in operands if isinstance(t, Tensor)]
     if not tensors:
         raise TypeError(f"{op.name}(): expected at least one Tensor argument")
