@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import keyword
 
+import numpy as np
+
 from .dispatcher.schema import Schema
 
 # Python operators and the ops behind them: (forward, reflected, in-place).
@@ -85,6 +87,18 @@ def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
     return fn
 
 
+def _numpy_operand(other):
+    """A numpy operand as ops take it (numpy scalars as they are: runners treat them as Python
+    scalars; arrays as tensors, as PyTorch does), or None when the operator does not apply."""
+    if isinstance(other, np.generic):
+        return other
+    if isinstance(other, np.ndarray):
+        from ._factories import as_tensor
+
+        return as_tensor(other)
+    return None
+
+
 def _operator(op, dunder: str, reflected: bool, tensor_type):
     numbers = (bool, int, float)
 
@@ -92,13 +106,17 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
 
         def method(self, other):
             if other.__class__ not in numbers and not isinstance(other, tensor_type):
-                return NotImplemented
+                other = _numpy_operand(other)
+                if other is None:
+                    return NotImplemented
             return op(other, self)
     else:
 
         def method(self, other):
             if other.__class__ not in numbers and not isinstance(other, tensor_type):
-                return NotImplemented
+                other = _numpy_operand(other)
+                if other is None:
+                    return NotImplemented
             return op(self, other)
 
     method.__name__ = dunder

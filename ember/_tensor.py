@@ -66,6 +66,9 @@ class Tensor:
         "_stride",
     )
 
+    # numpy defers binary operators to ours (np.float64(2) * t is a Tensor, as in PyTorch).
+    __array_priority__ = 1000
+
     def __new__(cls, *args, **kwargs):
         if not args and not kwargs:
             return _empty_default(cls)

@@ -21,6 +21,7 @@ _INT_TO_FLOAT = Promotion.INT_TO_FLOAT
 _ALWAYS_BOOL = Promotion.ALWAYS_BOOL
 _FLOATING = dt.FLOATING
 _SCALARS = (bool, int, float)
+_OPERANDS = (Tensor, *_SCALARS)
 
 
 def _unsupported(op, dtype) -> Exception:
@@ -153,7 +154,7 @@ def nary(op, *args):
     bool_first = op.info.get("condition", False)
     promoted = operands[1:] if bool_first else operands
     for i, value in enumerate(operands):
-        if value is not None and not isinstance(value, (Tensor, *_SCALARS)):
+        if value is not None and not isinstance(value, _OPERANDS):
             operands[i] = _coerce(op, value, i)
     tensors = [t for t in operands if isinstance(t, Tensor)]
     if not tensors:
@@ -209,7 +210,10 @@ def inplace(op, target, *args):
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}(): self must be a Tensor")
     arity = base.info.get("arity", 1)
-    operands = (target, *args[: arity - 1])
+    operands = tuple(
+        v if v is None or isinstance(v, _OPERANDS) else _coerce(base, v, i)
+        for i, v in enumerate((target, *args[: arity - 1]))
+    )
     params = args[arity - 1 :]
     present = [v for v in operands if v is not None]
     common = result_type(present, Tensor)

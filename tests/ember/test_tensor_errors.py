@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ember
@@ -116,6 +117,11 @@ ERRORS = [
         r"add\(\): argument 'input' \(position 1\) must be Tensor or a number, not NoneType",
     ),
     (
+        lambda: ember.ones(2).add_("a"),
+        TypeError,
+        r"add\(\): argument 'other' \(position 2\) must be Tensor or a number, not str",
+    ),
+    (
         lambda: ember.clamp(ember.ones(2), "a"),
         TypeError,
         r"clamp\(\): argument 'min' \(position 2\) must be Tensor or a number, not str",
@@ -151,3 +157,37 @@ ERRORS = [
 def test_error(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+NUMPY_OPERANDS = [
+    (lambda x: x * np.sqrt(2.0), "float32", 2.0**0.5),
+    (lambda x: np.float32(2) * x, "float32", 2.0),
+    (lambda x: x + np.int64(1), "float32", 2.0),
+    (lambda x: np.int64(2) - x, "float32", 1.0),
+    (lambda x: x ** np.float32(2), "float32", 1.0),
+    (lambda x: x < np.float64(3), "bool", True),
+    (lambda x: np.float64(3) < x, "bool", False),
+    (lambda x: x + np.ones(2), "float64", 2.0),
+    (lambda x: np.ones(2) + x, "float64", 2.0),
+    (lambda x: x.to(ember.float16) * np.float64(2), "float16", 2.0),
+    (lambda x: x.to(ember.int32) * np.int64(2), "int32", 2),
+]
+
+
+@pytest.mark.parametrize("expression, dtype, value", NUMPY_OPERANDS)
+def test_numpy_operands_give_tensors(expression, dtype, value):
+    """numpy scalars act as Python scalars and arrays as tensors, as in PyTorch; the result is
+    never a numpy array."""
+    result = expression(ember.ones(2))
+    assert isinstance(result, ember.Tensor)
+    assert result.dtype is getattr(ember, dtype)
+    assert result.tolist() == pytest.approx([value, value])
+
+
+def test_numpy_scalars_in_place_and_in_functions():
+    x = ember.ones(2)
+    x += np.float32(1)
+    x.clamp_(0, np.int64(1))
+    assert x.tolist() == [1.0, 1.0]
+    assert ember.where(x > 0, np.float64(3), x).tolist() == [3.0, 3.0]
+    assert np.add(ember.ones(2), 1).tolist() == [2.0, 2.0]  # numpy's own functions still work
