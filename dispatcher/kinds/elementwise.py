@@ -210,10 +210,15 @@ def inplace(op, target, *args):
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}(): self must be a Tensor")
     arity = base.info.get("arity", 1)
-    operands = tuple(
-        v if v is None or isinstance(v, _OPERANDS) else _coerce(base, v, i)
-        for i, v in enumerate((target, *args[: arity - 1]))
-    )
+    others = args[: arity - 1]
+    for value in others:  # numpy scalars and refusals; a plain loop keeps the common case cheap
+        if value is not None and not isinstance(value, _OPERANDS):
+            others = tuple(
+                v if v is None or isinstance(v, _OPERANDS) else _coerce(base, v, i + 1)
+                for i, v in enumerate(others)
+            )
+            break
+    operands = (target, *others)
     params = args[arity - 1 :]
     present = [v for v in operands if v is not None]
     common = result_type(present, Tensor)
