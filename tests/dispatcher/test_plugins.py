@@ -126,23 +126,23 @@ class _FakeManager:
             on_load_failure_callback(self, entry_point, exc)
 
 
-def _chained_import_error():
-    try:
-        try:
-            raise OSError("libbroken.so: cannot open shared object file")
-        except OSError as cause:
-            raise ImportError("No module named 'broken_native'") from cause
-    except ImportError as exc:
-        return exc
+def _chained(error: Exception, cause: Exception) -> Exception:
+    """``error`` raised from ``cause``: the root cause is the one to report."""
+    error.__cause__ = cause
+    return error
 
 
 def test_plugin_that_fails_to_import_is_recorded(plugins, monkeypatch):
     entry_point = EntryPoint("broken", "broken_backend:plugin", BACKENDS_GROUP)
+    failure = _chained(
+        ImportError("No module named 'broken_native'"),
+        OSError("libbroken.so: cannot open shared object file"),
+    )
     monkeypatch.setattr(_FakeManager, "extensions_by_group", fakes.backends())
     monkeypatch.setattr(
         _FakeManager,
         "failures_by_group",
-        {BACKENDS_GROUP: [(entry_point, _chained_import_error())]},
+        {BACKENDS_GROUP: [(entry_point, failure)]},
     )
     monkeypatch.setattr(plugins_mod, "ExtensionManager", _FakeManager)
     reg = plugins(discover=True)  # through the (fake) entry points
@@ -195,13 +195,7 @@ def test_plugin_whose_info_fails_is_recorded(plugins, plugin, cause):
 
 
 def test_plugin_whose_load_fails_reports_the_root_cause(plugins):
-    try:
-        try:
-            raise FileNotFoundError("libref.so")
-        except FileNotFoundError as cause:
-            raise RuntimeError("could not initialise the ref runtime") from cause
-    except RuntimeError as exc:
-        error = exc
+    error = _chained(RuntimeError("could not initialise the ref runtime"), OSError("libref.so"))
     plugin = RefPlugin(load_error=error)
     plugins(("ref", plugin))
     assert (ember.ones(1) + 1).tolist() == [2.0]
@@ -209,7 +203,7 @@ def test_plugin_whose_load_fails_reports_the_root_cause(plugins):
         with pytest.raises(DeviceUnavailableError) as info:
             ember.zeros(2, device="ref")
         assert "device type 'ref' is unavailable" in str(info.value)
-        assert "ref: FileNotFoundError: libref.so" in str(info.value)
+        assert "ref: OSError: libref.so" in str(info.value)
     assert plugin.loaded == ["ref"]
 
 

@@ -35,21 +35,7 @@ def test_numpy_of_views_keeps_strides_and_offset():
     assert flipped.numpy().strides == (-8,) and flipped.numpy().tolist() == [4, 3, 2, 1, 0]
 
 
-@pytest.mark.parametrize(
-    "dtype",
-    [
-        "bool",
-        "uint8",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "float16",
-        "bfloat16",
-        "float32",
-        "float64",
-    ],
-)
+@pytest.mark.parametrize("dtype", [d.name for d in ember._dtype.ALL])
 def test_numpy_dtypes(dtype):
     t = ember.ones(3, dtype=getattr(ember, dtype))
     assert t.numpy().dtype == getattr(ember, dtype).np
