@@ -219,6 +219,34 @@ def test_plugin_whose_load_returns_junk(plugins, result):
         ember.ones(1, device="ref")
 
 
+class _NoInfo:
+    @hookimpl
+    def ember_backend_load(self, device_type):
+        return {"runtime": None, "kernels": {}}
+
+
+class _WrongSignature(RefPlugin):
+    @hookimpl
+    def ember_backend_load(self, device):  # the spec's argument is device_type
+        return {}
+
+
+@pytest.mark.parametrize(
+    "plugin, cause",
+    [
+        (_NoInfo(), "AttributeError: plugin 'bad' does not implement ember_backend_info()"),
+        (_WrongSignature(), "PluginValidationError"),
+    ],
+    ids=["no-info-hook", "wrong-signature"],
+)
+def test_malformed_plugins_are_recorded(plugins, plugin, cause):
+    reg = plugins(("bad", plugin))
+    record = _record(reg, "bad")
+    assert record.error.startswith(cause)
+    assert "Traceback" in record.error_detail
+    assert ember.ones(1).tolist() == [1.0]
+
+
 def test_plugin_missing_copy_kernel_is_unusable(plugins):
     plugins(("ref", RefPlugin(kernels={"fill_": fakes.REF_KERNELS["fill_"]})))
     with pytest.raises(DeviceUnavailableError, match=r"ref: missing required kernels \['copy_'\]"):
