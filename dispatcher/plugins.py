@@ -7,6 +7,7 @@ is shown when its device is requested.
 
 from __future__ import annotations
 
+import importlib.metadata
 import traceback
 from dataclasses import dataclass, field
 
@@ -52,7 +53,13 @@ class PluginRecord:
 
 
 def _distribution_of(entry_point):
+    """(distribution name, version) that installed an entry point."""
     dist = getattr(entry_point, "dist", None)
+    if dist is None:  # stevedore's entry-point cache drops .dist; ask importlib.metadata
+        for candidate in importlib.metadata.entry_points(group=entry_point.group):
+            if candidate.name == entry_point.name and candidate.value == entry_point.value:
+                dist = candidate.dist
+                break
     if dist is None:
         return None, None
     return dist.metadata["Name"], dist.version

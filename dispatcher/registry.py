@@ -123,7 +123,9 @@ def _missing_message(op, device_type: str, dtype, backend) -> str:
     for dev in sorted(EXTRA.device_types(op.name)):
         providers.append(f"op libraries ({dev})")
     who = "; ".join(providers) if providers else "no loaded backend"
-    hint = "" if backend.fallback else " CPU fallback is off for this backend (plugins.toml)."
+    hint = ""
+    if device_type != "cpu" and not backend.fallback:
+        hint = " CPU fallback is off for this backend (plugins.toml)."
     return (
         f"'{op.name}' is not implemented for device '{device_type}' and dtype {dtype.name} "
         f"(backend '{backend.name}'). Implemented by: {who}.{hint}"
