@@ -33,8 +33,16 @@ def _backend_rows() -> tuple[list, dict]:
     loaded: dict = {}
     for record in REGISTRY.host.records(BACKENDS_GROUP):
         if not record.ok:
-            rows.append([record.name, record.version or "?", record.distribution or "?", "?", "?",
-                         f"broken: {record.error}"])  # fmt: skip
+            rows.append(
+                [
+                    record.name,
+                    record.version or "?",
+                    record.distribution or "?",
+                    "?",
+                    "?",
+                    f"broken: {record.error}",
+                ]
+            )
             continue
         types = record.device_types
         priority = REGISTRY.policy.priority(record.name, record.info.get("priority"))
@@ -54,12 +62,23 @@ def _backend_rows() -> tuple[list, dict]:
                     states.append(f"{device_type}: available ({count} device{'s' * (count != 1)})")
                 else:
                     reason = record.loads.get(device_type)
-                    why = f"{root_cause(reason)}" if isinstance(reason, BaseException) else (
-                        f"'{backend.name}' has priority")  # fmt: skip
+                    why = (
+                        f"{root_cause(reason)}"
+                        if isinstance(reason, BaseException)
+                        else (f"'{backend.name}' has priority")
+                    )
                     states.append(f"{device_type}: not serving ({why})")
             status = "; ".join(states)
-        rows.append([record.name, record.version or "?", record.distribution or "(in memory)",
-                     ",".join(types), str(priority), status])  # fmt: skip
+        rows.append(
+            [
+                record.name,
+                record.version or "?",
+                record.distribution or "(in memory)",
+                ",".join(types),
+                str(priority),
+                status,
+            ]
+        )
     return rows, loaded
 
 
@@ -74,8 +93,14 @@ def _coverage_section(loaded: dict, ops: dict, verbose: bool) -> str:
     for device_type, backend in sorted(loaded.items()):
         result = cov.coverage(device_type, ops)
         counts = result.counts
-        rows.append([backend.name, device_type, *(str(counts.get(c, 0)) for c in cov.CATEGORIES),
-                     str(len(ops))])  # fmt: skip
+        rows.append(
+            [
+                backend.name,
+                device_type,
+                *(str(counts.get(c, 0)) for c in cov.CATEGORIES),
+                str(len(ops)),
+            ]
+        )
         for category in ("missing", "cpu fallback") + (("decomposition",) if verbose else ()):
             names = result.ops(category)
             if names:
