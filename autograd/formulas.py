@@ -652,7 +652,7 @@ FORMULAS = {
     "take": F(_take, save=("index",)),
     "put_": F(_put, save=("index",)),
     "sort": F(_sort, save=("result",)),
-    # ---- nn ---------------------------------------------------------------------------------------
+    # ---- nn ------------------------------------------------------------------------------------
     "softmax": F(_softmax, save=("result",)),
     "log_softmax": F(_log_softmax, save=("result",)),
     "im2col": F(_im2col),

@@ -8,8 +8,16 @@ import ember
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
-    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-              "conv_transpose3d", "sigmoid")  # fmt: skip
+    linear = (
+        "linear",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "sigmoid",
+    )
     if nonlinearity in linear:
         return 1.0
     if nonlinearity == "tanh":
@@ -127,12 +135,28 @@ def _erfinv(y):
     small = w < 5.0
     ws, wl = w - 2.5, ember.sqrt(ember.clamp(w, min=5.0)) - 3.0
     ps = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-              -0.00417768164, 0.246640727, 1.50140941):  # fmt: skip
+    for c in (
+        3.43273939e-07,
+        -3.5233877e-06,
+        -4.39150654e-06,
+        0.00021858087,
+        -0.00125372503,
+        -0.00417768164,
+        0.246640727,
+        1.50140941,
+    ):
         ps = c + ps * ws
     pl = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-              0.00943887047, 1.00167406, 2.83297682):  # fmt: skip
+    for c in (
+        0.000100950558,
+        0.00134934322,
+        -0.00367342844,
+        0.00573950773,
+        -0.0076224613,
+        0.00943887047,
+        1.00167406,
+        2.83297682,
+    ):
         pl = c + pl * wl
     x = ember.where(small, ps, pl) * y
     for _ in range(2):
@@ -165,7 +189,7 @@ def orthogonal_(tensor, gain=1.0, generator=None):
 
 def sparse_(tensor, sparsity, std=0.01, generator=None):
     rows, cols = tensor.shape
-    zeros = int(math.ceil(sparsity * rows))
+    zeros = math.ceil(sparsity * rows)
     with ember.no_grad():
         tensor.normal_(0, std, generator=generator)
         for c in range(cols):

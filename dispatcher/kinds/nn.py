@@ -50,12 +50,22 @@ def pooled_size(size, kernel, stride, padding, dilation, ceil_mode=False) -> int
 
 
 def im2col(op, x, kernel_size, dilation, padding, stride):
-    """unfold: (N, C, H, W) -> (N, C*kh*kw, L): ``kernel(out, x, kernel, dilation, padding, stride)``."""
+    """unfold, (N, C, H, W) -> (N, C*kh*kw, L).
+
+    Kernel: ``kernel(out, x, kernel, dilation, padding, stride)``.
+    """
     _check_float(op, x)
     if len(x._shape) != 4:
         raise RuntimeError(f"unfold(): expected 4-D input (N, C, H, W), got {list(x._shape)}")
-    k, d, p, s = (_pair(v, n) for v, n in ((kernel_size, "kernel_size"), (dilation, "dilation"),
-                                          (padding, "padding"), (stride, "stride")))  # fmt: skip
+    k, d, p, s = (
+        _pair(v, n)
+        for v, n in (
+            (kernel_size, "kernel_size"),
+            (dilation, "dilation"),
+            (padding, "padding"),
+            (stride, "stride"),
+        )
+    )
     n, c, h, w = x._shape
     oh, ow = (pooled_size(size, k[i], s[i], p[i], d[i]) for i, size in enumerate((h, w)))
     if oh <= 0 or ow <= 0:
@@ -75,8 +85,15 @@ def im2col(op, x, kernel_size, dilation, padding, stride):
 def col2im(op, x, output_size, kernel_size, dilation, padding, stride):
     """fold: (N, C*kh*kw, L) -> (N, C, H, W), summing overlaps."""
     _check_float(op, x)
-    k, d, p, s = (_pair(v, n) for v, n in ((kernel_size, "kernel_size"), (dilation, "dilation"),
-                                          (padding, "padding"), (stride, "stride")))  # fmt: skip
+    k, d, p, s = (
+        _pair(v, n)
+        for v, n in (
+            (kernel_size, "kernel_size"),
+            (dilation, "dilation"),
+            (padding, "padding"),
+            (stride, "stride"),
+        )
+    )
     h, w = _pair(output_size, "output_size")
     if len(x._shape) != 3 or x._shape[1] % (k[0] * k[1]):
         raise RuntimeError(f"fold(): expected input (N, C*{k[0]}*{k[1]}, L), got {list(x._shape)}")

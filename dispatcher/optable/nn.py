@@ -46,8 +46,10 @@ def _windows(x, kernel, dilation, stride, out_hw):
 
 
 def _out_hw(h, w, kernel, stride, padding, dilation, ceil_mode=False):
-    return tuple(run.pooled_size(size, kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
-                 for i, size in enumerate((h, w)))  # fmt: skip
+    return tuple(
+        run.pooled_size(size, kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
+        for i, size in enumerate((h, w))
+    )
 
 
 def _im2col(x, kernel, dilation, padding, stride):
@@ -128,7 +130,7 @@ ROWS = [
         decomposition=_softmax,
         samples="along_dim",
         kernel_args="(out, x, dim)",
-    ),  # fmt: skip
+    ),
     OpDef(
         "log_softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor",
         Kind.NN,
@@ -138,7 +140,7 @@ ROWS = [
         decomposition=_log_softmax,
         samples="along_dim",
         kernel_args="(out, x, dim)",
-    ),  # fmt: skip
+    ),
     OpDef(
         "im2col(Tensor input, int[] kernel_size, int[] dilation, int[] padding, int[] stride) "
         "-> Tensor",
@@ -152,7 +154,7 @@ ROWS = [
         samples="im2col",
         kernel_args="(out, x, kernel, dilation, padding, stride): (N,C,H,W) -> (N,C*kh*kw,L)",
         notes="nn.functional.unfold",
-    ),  # fmt: skip
+    ),
     OpDef(
         "col2im(Tensor input, int[] output_size, int[] kernel_size, int[] dilation, "
         "int[] padding, int[] stride) -> Tensor",
@@ -166,7 +168,7 @@ ROWS = [
         samples="col2im",
         kernel_args="(out, cols, kernel, dilation, padding, stride): sums overlapping blocks",
         notes="nn.functional.fold",
-    ),  # fmt: skip
+    ),
     OpDef(
         "max_pool2d_with_indices(Tensor input, int[] kernel_size, int[] stride=(), "
         "int[] padding=0, int[] dilation=1, bool ceil_mode=False) -> (Tensor values, "
@@ -181,7 +183,7 @@ ROWS = [
         samples="max_pool2d",
         kernel_args="(values, indices, x, kernel, stride, padding, dilation): indices flat in "
         "each input (H, W) plane",
-    ),  # fmt: skip
+    ),
     OpDef(
         "constant_pad_nd(Tensor input, int[] pad, Scalar value=0) -> Tensor",
         Kind.NN,
@@ -192,5 +194,5 @@ ROWS = [
         method=False,
         samples="pad",
         kernel_args="none: the core fills and copies",
-    ),  # fmt: skip
+    ),
 ]

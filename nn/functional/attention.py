@@ -10,8 +10,9 @@ from .activation import softmax
 from .linear import dropout
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                 scale=None, enable_gqa=False):  # fmt: skip
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
     """``softmax(Q K^T * scale + mask) V`` over the last two dims; ``is_causal`` masks the future.
 
     Shapes: query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev).

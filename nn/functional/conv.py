@@ -63,7 +63,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             OPS["bmm"](
                 weight[g * per : (g + 1) * per].reshape(per, k).expand(n, per, k),
                 cols[:, g * k : (g + 1) * k],
-            )  # fmt: skip
+            )
             for g in range(groups)
         ]
         out = ember.cat(parts, 1)
@@ -81,14 +81,22 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         padding = (0, _tuple(padding, 1, "padding")[0])
     elif padding == "same":
         padding = (0,) + _same_padding(weight.shape[-1:], _tuple(dilation, 1, "dilation"), "conv1d")
-    out = conv2d(x, weight.unsqueeze(-2), bias, (1, _tuple(stride, 1, "stride")[0]), padding,
-                 (1, _tuple(dilation, 1, "dilation")[0]), groups)  # fmt: skip
+    out = conv2d(
+        x,
+        weight.unsqueeze(-2),
+        bias,
+        (1, _tuple(stride, 1, "stride")[0]),
+        padding,
+        (1, _tuple(dilation, 1, "dilation")[0]),
+        groups,
+    )
     out = out.squeeze(-2)
     return out if batched else out.squeeze(0)
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):  # fmt: skip
+def conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
     """Transposed 2-D convolution; weight (C_in, C_out/groups, kH, kW)."""
     batched = input.ndim == 4
     if not batched:
@@ -117,44 +125,70 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding blocks: (N, C, H, W) -> (N, C*kH*kW, L)."""
-    return OPS["im2col"](input, _tuple(kernel_size, 2, "kernel_size"), _tuple(dilation, 2, "dilation"),
-                         _tuple(padding, 2, "padding"), _tuple(stride, 2, "stride"))  # fmt: skip
+    return OPS["im2col"](
+        input,
+        _tuple(kernel_size, 2, "kernel_size"),
+        _tuple(dilation, 2, "dilation"),
+        _tuple(padding, 2, "padding"),
+        _tuple(stride, 2, "stride"),
+    )
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Inverse of unfold, summing overlaps: (N, C*kH*kW, L) -> (N, C, H, W)."""
     batched = input.ndim == 3
     x = input if batched else input.unsqueeze(0)
-    out = OPS["col2im"](x, _tuple(output_size, 2, "output_size"), _tuple(kernel_size, 2, "kernel_size"),
-                        _tuple(dilation, 2, "dilation"), _tuple(padding, 2, "padding"),
-                        _tuple(stride, 2, "stride"))  # fmt: skip
+    out = OPS["col2im"](
+        x,
+        _tuple(output_size, 2, "output_size"),
+        _tuple(kernel_size, 2, "kernel_size"),
+        _tuple(dilation, 2, "dilation"),
+        _tuple(padding, 2, "padding"),
+        _tuple(stride, 2, "stride"),
+    )
     return out if batched else out.squeeze(0)
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):  # fmt: skip
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     values, indices = OPS["max_pool2d_with_indices"](
-        input, _tuple(kernel_size, 2, "kernel_size"),
+        input,
+        _tuple(kernel_size, 2, "kernel_size"),
         _tuple(stride, 2, "stride") if stride not in (None, ()) else (),
-        _tuple(padding, 2, "padding"), _tuple(dilation, 2, "dilation"), ceil_mode,
-    )  # fmt: skip
+        _tuple(padding, 2, "padding"),
+        _tuple(dilation, 2, "dilation"),
+        ceil_mode,
+    )
     return (values, indices) if return_indices else values
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):  # fmt: skip
+def max_pool1d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     k = _tuple(kernel_size, 1, "kernel_size")[0]
     s = _tuple(stride, 1, "stride")[0] if stride not in (None, ()) else k
     values, indices = OPS["max_pool2d_with_indices"](
-        input.unsqueeze(-2), (1, k), (1, s), (0, _tuple(padding, 1, "padding")[0]),
-        (1, _tuple(dilation, 1, "dilation")[0]), ceil_mode,
-    )  # fmt: skip
+        input.unsqueeze(-2),
+        (1, k),
+        (1, s),
+        (0, _tuple(padding, 1, "padding")[0]),
+        (1, _tuple(dilation, 1, "dilation")[0]),
+        ceil_mode,
+    )
     values, indices = values.squeeze(-2), indices.squeeze(-2)
     return (values, indices) if return_indices else values
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):  # fmt: skip
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
     """Average over windows; PyTorch's rules for padding and ceil_mode in the divisor."""
     batched = input.ndim == 4
     x = input if batched else input.unsqueeze(0)
@@ -192,8 +226,14 @@ def _unbatch(out, batched):
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     k = _tuple(kernel_size, 1, "kernel_size")[0]
     s = _tuple(stride, 1, "stride")[0] if stride not in (None, ()) else k
-    out = avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _tuple(padding, 1, "padding")[0]),
-                     ceil_mode, count_include_pad)  # fmt: skip
+    out = avg_pool2d(
+        input.unsqueeze(-2),
+        (1, k),
+        (1, s),
+        (0, _tuple(padding, 1, "padding")[0]),
+        ceil_mode,
+        count_include_pad,
+    )
     return out.squeeze(-2)
 
 

@@ -24,14 +24,25 @@ def linear(input, weight, bias=None):
 
 def bilinear(input1, input2, weight, bias=None):
     """``y_k = x1^T W_k x2 + b_k``; weight (out, in1, in2)."""
-    out = ember.einsum("bi,kij,bj->bk", input1.reshape(-1, input1.shape[-1]), weight,
-                       input2.reshape(-1, input2.shape[-1]))  # fmt: skip
+    out = ember.einsum(
+        "bi,kij,bj->bk",
+        input1.reshape(-1, input1.shape[-1]),
+        weight,
+        input2.reshape(-1, input2.shape[-1]),
+    )
     out = out.view(*input1.shape[:-1], weight.shape[0])
     return out if bias is None else out + bias
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):  # fmt: skip
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
     """Rows of ``weight`` at the integer indices ``input``; ``padding_idx`` rows get no gradient."""
     if input.dtype.is_floating_point:
         raise RuntimeError(
@@ -51,9 +62,19 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return OPS["index_select"](weight, 0, input.reshape(-1)).view(*input.shape, weight.shape[1])
 
 
-def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
-                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
-                  padding_idx=None):  # fmt: skip
+def embedding_bag(
+    input,
+    weight,
+    offsets=None,
+    max_norm=None,
+    norm_type=2,
+    scale_grad_by_freq=False,
+    mode="mean",
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=None,
+):
     """Sums / means / maxes of embedding rows per bag (2-D input, or 1-D input with offsets)."""
     if input.ndim == 2:
         bags = [input[i] for i in range(input.shape[0])]
@@ -69,8 +90,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     for i, bag in enumerate(bags):
         rows = embedding(bag, weight, padding_idx)
         if per_sample_weights is not None:
-            weights = per_sample_weights[i] if input.ndim == 2 else per_sample_weights[
-                starts[i]: starts[i] + bag.shape[0]]  # fmt: skip
+            weights = (
+                per_sample_weights[i]
+                if input.ndim == 2
+                else per_sample_weights[starts[i] : starts[i] + bag.shape[0]]
+            )
             rows = rows * weights.unsqueeze(-1)
         if padding_idx is not None:
             keep = (bag != padding_idx).unsqueeze(-1).to(rows.dtype)

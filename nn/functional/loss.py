@@ -51,8 +51,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _reduce(loss if weight is None else loss * weight, reduction)
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-             reduction="mean"):  # fmt: skip
+def nll_loss(
+    input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
+):
     """Negative log likelihood from log-probabilities ``input`` (N, C, ...) and class ``target``."""
     if input.ndim < 1:
         raise ValueError("nll_loss: input must have at least 1 dimension")
@@ -79,8 +80,16 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return _reduce(loss, reduction)
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                  reduction="mean", label_smoothing=0.0):  # fmt: skip
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing=0.0,
+):
     """Cross entropy of logits ``input`` (N, C, ...) with class indices or class probabilities."""
     if input.ndim == 1:
         input, target = input.unsqueeze(0), target.unsqueeze(0)
@@ -105,10 +114,19 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not label_smoothing:
         if reduction == "mean":
             valid = (target != ignore_index).to(input.dtype)
-            denom = valid.sum() if weight is None else (
-                weight.index_select(0, ember.where(target != ignore_index, target,
-                                                   ember.zeros_like(target)).reshape(-1))
-                .view(target.shape) * valid).sum()  # fmt: skip
+            denom = (
+                valid.sum()
+                if weight is None
+                else (
+                    weight.index_select(
+                        0,
+                        ember.where(
+                            target != ignore_index, target, ember.zeros_like(target)
+                        ).reshape(-1),
+                    ).view(target.shape)
+                    * valid
+                ).sum()
+            )
             return nll.sum() / denom
         return _reduce(nll, reduction)
     valid = (target != ignore_index).to(input.dtype)
@@ -127,8 +145,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return _reduce(loss, reduction)
 
 
-def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
-                         reduction="mean"):  # fmt: skip
+def binary_cross_entropy(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
     _check_same("binary_cross_entropy", input, target)
     # PyTorch clamps log at -100 so that log(0) stays finite.
     log_p = ember.clamp(ember.log(input), min=-100)
@@ -137,8 +156,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss if weight is None else loss * weight, reduction)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
-                                     reduction="mean", pos_weight=None):  # fmt: skip
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
+):
     _check_same("binary_cross_entropy_with_logits", input, target)
     log_sig = OPS["logsigmoid"](input)
     log_one_minus = OPS["logsigmoid"](-input)
@@ -165,8 +185,9 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     return dot / norms
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
-                          reduction="mean"):  # fmt: skip
+def cosine_embedding_loss(
+    input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
+):
     cos = cosine_similarity(input1, input2, 1 if input1.ndim > 1 else 0, 1e-12)
     zero = ember.zeros_like(cos)
     loss = ember.where(target == 1, 1 - cos, ember.maximum(zero, cos - margin))

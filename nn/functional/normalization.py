@@ -13,8 +13,9 @@ def _affine(out, weight, bias, shape):
     return out
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-5):  # fmt: skip
+def batch_norm(
+    input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
+):
     """Normalise over the batch (and spatial) dims per channel (dim 1)."""
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got {input.ndim}D")
@@ -91,8 +92,16 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return _affine(out, weight, bias, [1, c] + [1] * (input.ndim - 2))
 
 
-def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
-                  use_input_stats=True, momentum=0.1, eps=1e-5):  # fmt: skip
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
     return group_norm(input, input.shape[1], weight, bias, eps)
 
 

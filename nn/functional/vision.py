@@ -57,8 +57,15 @@ def _source_coords(out_size, in_size, align_corners, scale, device, dtype):
     return ember.clamp((dst + 0.5) * ratio - 0.5, min=0.0)
 
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                recompute_scale_factor=None, antialias=False):  # fmt: skip
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
     """Resize the spatial dims (after N, C) with 'nearest', 'linear' or 'bilinear'."""
     spatial = input.ndim - 2
     out_size = _output_size(input, size, scale_factor, spatial)
@@ -76,8 +83,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if mode in ("nearest", "nearest-exact"):
             ratio = in_size / target if scale is None else 1.0 / scale
             offset = 0.5 if mode == "nearest-exact" else 0.0
-            src = ember.floor((ember.arange(target, device=input.device, dtype=ember.float64)
-                               + offset) * ratio).to(ember.int64)  # fmt: skip
+            src = ember.floor(
+                (ember.arange(target, device=input.device, dtype=ember.float64) + offset) * ratio
+            ).to(ember.int64)
             out = out.index_select(dim, ember.clamp(src, max=in_size - 1))
         elif mode in ("linear", "bilinear", "trilinear"):
             coords = _source_coords(

@@ -9,7 +9,7 @@ from .module import Module
 def _activation(name: str, fn, params: dict, doc: str):
     """A Module class whose constructor takes ``params`` (with defaults) and calls ``fn``."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs):  # noqa: N807 - becomes the class's __init__
         Module.__init__(self)
         names = list(params)
         if len(args) > len(names):
@@ -30,8 +30,17 @@ def _activation(name: str, fn, params: dict, doc: str):
         shown = {k: getattr(self, k) for k in params if k != "inplace" or getattr(self, k)}
         return ", ".join(f"{k}={v}" for k, v in shown.items())
 
-    cls = type(name, (Module,), {"__init__": __init__, "forward": forward, "extra_repr": extra_repr,
-                                 "__doc__": doc, "__module__": __name__})  # fmt: skip
+    cls = type(
+        name,
+        (Module,),
+        {
+            "__init__": __init__,
+            "forward": forward,
+            "extra_repr": extra_repr,
+            "__doc__": doc,
+            "__module__": __name__,
+        },
+    )
     return cls
 
 

@@ -200,8 +200,10 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({i}): Parameter containing: [{p.dtype!r} of size {list(p.shape)}]"
-                         for i, p in enumerate(self))  # fmt: skip
+        return "\n".join(
+            f"({i}): Parameter containing: [{p.dtype!r} of size {list(p.shape)}]"
+            for i, p in enumerate(self)
+        )
 
 
 class ParameterDict(Module):

@@ -20,9 +20,21 @@ class _ConvNd(Module):
     _dims = 2
     _transposed = False
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None,
-                 output_padding=0):  # fmt: skip
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+        output_padding=0,
+    ):
         super().__init__()
         if in_channels % groups or out_channels % groups:
             raise ValueError(
@@ -37,8 +49,11 @@ class _ConvNd(Module):
         self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
         self.dilation, self.output_padding = _ntuple(dilation, n), _ntuple(output_padding, n)
         self.padding_mode = padding_mode
-        shape = ((in_channels, out_channels // groups) if self._transposed
-                 else (out_channels, in_channels // groups)) + self.kernel_size  # fmt: skip
+        shape = (
+            (in_channels, out_channels // groups)
+            if self._transposed
+            else (out_channels, in_channels // groups)
+        ) + self.kernel_size
         self.weight = Parameter(ember.empty(*shape, device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(ember.empty(out_channels, device=device, dtype=dtype))
@@ -69,8 +84,10 @@ class _ConvNd(Module):
             )
 
     def extra_repr(self) -> str:
-        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}")  # fmt: skip
+        text = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
         if self.padding != (0,) * self._dims:
             text += f", padding={self.padding}"
         if self.dilation != (1,) * self._dims:
@@ -91,8 +108,9 @@ class Conv1d(_ConvNd):
 
     def forward(self, input):
         self._check(input)
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)  # fmt: skip
+        return F.conv1d(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
 
 
 class Conv2d(_ConvNd):
@@ -105,8 +123,9 @@ class Conv2d(_ConvNd):
 
     def forward(self, input):
         self._check(input)
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)  # fmt: skip
+        return F.conv2d(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
 
 
 class ConvTranspose2d(_ConvNd):
@@ -114,19 +133,57 @@ class ConvTranspose2d(_ConvNd):
 
     _transposed = True
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):  # fmt: skip
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, padding_mode, device, dtype, output_padding)  # fmt: skip
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        bias=True,
+        dilation=1,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+            output_padding,
+        )
 
     def forward(self, input, output_size=None):
         self._check(input)
         output_padding = self.output_padding
         if output_size is not None:
             output_padding = tuple(
-                output_size[-2 + i] - ((input.shape[-2 + i] - 1) * self.stride[i]
-                                       - 2 * self.padding[i] + self.dilation[i] * (k - 1) + 1)
+                output_size[-2 + i]
+                - (
+                    (input.shape[-2 + i] - 1) * self.stride[i]
+                    - 2 * self.padding[i]
+                    + self.dilation[i] * (k - 1)
+                    + 1
+                )
                 for i, k in enumerate(self.kernel_size)
-            )  # fmt: skip
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  output_padding, self.groups, self.dilation)  # fmt: skip
+            )
+        return F.conv_transpose2d(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            output_padding,
+            self.groups,
+            self.dilation,
+        )

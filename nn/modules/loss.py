@@ -45,9 +45,17 @@ class _Loss(Module):
 
 
 def _loss(name, fn, options=None, positional=(), doc=""):
-    return type(name, (_Loss,), {"_fn": staticmethod(fn), "_options": options or {},
-                                 "_positional": tuple(positional), "__doc__": doc,
-                                 "__module__": __name__})  # fmt: skip
+    return type(
+        name,
+        (_Loss,),
+        {
+            "_fn": staticmethod(fn),
+            "_options": options or {},
+            "_positional": tuple(positional),
+            "__doc__": doc,
+            "__module__": __name__,
+        },
+    )
 
 
 LOSSES = {
@@ -59,14 +67,14 @@ LOSSES = {
         F.cross_entropy,
         {"weight": None, "ignore_index": -100, "label_smoothing": 0.0},
         ("weight",),
-    ),  # fmt: skip
+    ),
     "NLLLoss": (F.nll_loss, {"weight": None, "ignore_index": -100}, ("weight",)),
     "BCELoss": (F.binary_cross_entropy, {"weight": None}, ("weight",)),
     "BCEWithLogitsLoss": (
         F.binary_cross_entropy_with_logits,
         {"weight": None, "pos_weight": None},
         ("weight",),
-    ),  # fmt: skip
+    ),
     "KLDivLoss": (F.kl_div, {"log_target": False}, ()),
     "CosineEmbeddingLoss": (F.cosine_embedding_loss, {"margin": 0.0}, ("margin",)),
 }

@@ -53,9 +53,20 @@ class Unflatten(Module):
 class Embedding(Module):
     """A lookup table of ``num_embeddings`` vectors of size ``embedding_dim``."""
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
-                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None,
-                 dtype=None):  # fmt: skip
+    def __init__(
+        self,
+        num_embeddings,
+        embedding_dim,
+        padding_idx=None,
+        max_norm=None,
+        norm_type=2.0,
+        scale_grad_by_freq=False,
+        sparse=False,
+        _weight=None,
+        _freeze=False,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         if padding_idx is not None:
@@ -65,8 +76,10 @@ class Embedding(Module):
         self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
-            self.weight = Parameter(ember.empty(num_embeddings, embedding_dim, device=device, dtype=dtype),
-                                    requires_grad=not _freeze)  # fmt: skip
+            self.weight = Parameter(
+                ember.empty(num_embeddings, embedding_dim, device=device, dtype=dtype),
+                requires_grad=not _freeze,
+            )
             self.reset_parameters()
         else:
             self.weight = Parameter(_weight, requires_grad=not _freeze)
@@ -81,11 +94,28 @@ class Embedding(Module):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
-                        scale_grad_by_freq=False, sparse=False):  # fmt: skip
+    def from_pretrained(
+        cls,
+        embeddings,
+        freeze=True,
+        padding_idx=None,
+        max_norm=None,
+        norm_type=2.0,
+        scale_grad_by_freq=False,
+        sparse=False,
+    ):
         rows, dim = embeddings.shape
-        return cls(rows, dim, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
-                   _weight=embeddings, _freeze=freeze)  # fmt: skip
+        return cls(
+            rows,
+            dim,
+            padding_idx,
+            max_norm,
+            norm_type,
+            scale_grad_by_freq,
+            sparse,
+            _weight=embeddings,
+            _freeze=freeze,
+        )
 
     def extra_repr(self) -> str:
         text = f"{self.num_embeddings}, {self.embedding_dim}"
@@ -97,24 +127,46 @@ class Embedding(Module):
 class EmbeddingBag(Module):
     """Sums, means or maxes of bags of embeddings."""
 
-    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
-                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
-                 include_last_offset=False, padding_idx=None, device=None, dtype=None):  # fmt: skip
+    def __init__(
+        self,
+        num_embeddings,
+        embedding_dim,
+        max_norm=None,
+        norm_type=2.0,
+        scale_grad_by_freq=False,
+        mode="mean",
+        sparse=False,
+        _weight=None,
+        include_last_offset=False,
+        padding_idx=None,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         self.num_embeddings, self.embedding_dim, self.mode = num_embeddings, embedding_dim, mode
         self.max_norm, self.norm_type = max_norm, norm_type
         self.include_last_offset, self.padding_idx = include_last_offset, padding_idx
-        weight = _weight if _weight is not None else ember.empty(num_embeddings, embedding_dim,
-                                                                 device=device, dtype=dtype)  # fmt: skip
+        weight = (
+            _weight
+            if _weight is not None
+            else ember.empty(num_embeddings, embedding_dim, device=device, dtype=dtype)
+        )
         self.weight = Parameter(weight)
         if _weight is None:
             init.normal_(self.weight)
 
     def forward(self, input, offsets=None, per_sample_weights=None):
-        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
-                               mode=self.mode, per_sample_weights=per_sample_weights,
-                               include_last_offset=self.include_last_offset,
-                               padding_idx=self.padding_idx)  # fmt: skip
+        return F.embedding_bag(
+            input,
+            self.weight,
+            offsets,
+            self.max_norm,
+            self.norm_type,
+            mode=self.mode,
+            per_sample_weights=per_sample_weights,
+            include_last_offset=self.include_last_offset,
+            padding_idx=self.padding_idx,
+        )
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}, mode='{self.mode}'"

@@ -217,8 +217,11 @@ class Module:
     # ---- traversal ----------------------------------------------------------------------------
     def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
         seen = set()
-        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse \
-            else [(prefix, self)]  # fmt: skip
+        modules = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
         for module_prefix, module in modules:
             for name, value in get_members(module):
                 if value is None or (remove_duplicate and id(value) in seen):
@@ -230,16 +233,18 @@ class Module:
     def named_parameters(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
     ):
-        yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse,
-                                       remove_duplicate)  # fmt: skip
+        yield from self._named_members(
+            lambda m: m._parameters.items(), prefix, recurse, remove_duplicate
+        )
 
     def parameters(self, recurse: bool = True):
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
     def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
-        yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse,
-                                       remove_duplicate)  # fmt: skip
+        yield from self._named_members(
+            lambda m: m._buffers.items(), prefix, recurse, remove_duplicate
+        )
 
     def buffers(self, recurse: bool = True):
         for _, buf in self.named_buffers(recurse=recurse):
@@ -313,8 +318,9 @@ class Module:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
         for name, module in self._modules.items():
             if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".",
-                                  keep_vars=keep_vars)  # fmt: skip
+                module.state_dict(
+                    destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
+                )
         for hook in self._state_dict_hooks.values():
             replaced = hook(self, destination, prefix)
             if replaced is not None:
@@ -325,8 +331,9 @@ class Module:
         from ember.autograd import no_grad
 
         local = {**self._parameters}
-        local.update({k: v for k, v in self._buffers.items()
-                      if k not in self._non_persistent_buffers_set})  # fmt: skip
+        local.update(
+            {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
+        )
         for name, current in local.items():
             key = prefix + name
             if key not in state_dict:
@@ -337,8 +344,10 @@ class Module:
             if current is None:
                 continue
             if not isinstance(value, Tensor):
-                errors.append(f'While copying the parameter named "{key}", expected a Tensor, '
-                              f"got {type(value).__name__}.")  # fmt: skip
+                errors.append(
+                    f'While copying the parameter named "{key}", expected a Tensor, '
+                    f"got {type(value).__name__}."
+                )
                 continue
             if tuple(value.shape) != tuple(current.shape):
                 errors.append(
@@ -358,7 +367,9 @@ class Module:
             if key.startswith(prefix):
                 rest = key[len(prefix) :]
                 head = rest.split(".", 1)[0]
-                if ("." not in rest and rest not in local) or ("." in rest and head not in self._modules):
+                if ("." not in rest and rest not in local) or (
+                    "." in rest and head not in self._modules
+                ):
                     unexpected.append(key)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
@@ -373,15 +384,21 @@ class Module:
             )
         missing, unexpected, errors = [], [], []
         for prefix, module in self.named_modules(remove_duplicate=False):
-            module._load_own(state_dict, prefix + ("." if prefix else ""), missing, unexpected,
-                             errors, assign)  # fmt: skip
+            module._load_own(
+                state_dict, prefix + ("." if prefix else ""), missing, unexpected, errors, assign
+            )
         if strict:
             if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: "
-                              + ", ".join(f'"{k}"' for k in unexpected) + ".")  # fmt: skip
+                errors.insert(
+                    0,
+                    "Unexpected key(s) in state_dict: "
+                    + ", ".join(f'"{k}"' for k in unexpected)
+                    + ".",
+                )
             if missing:
-                errors.insert(0, "Missing key(s) in state_dict: "
-                              + ", ".join(f'"{k}"' for k in missing) + ".")  # fmt: skip
+                errors.insert(
+                    0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + "."
+                )
         if errors:
             raise RuntimeError(
                 f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
@@ -421,7 +438,7 @@ class Module:
 
         for module in self.children():
             module._apply(fn)
-        for name, param in self._parameters.items():
+        for param in self._parameters.values():
             if param is None:
                 continue
             with no_grad():
@@ -443,7 +460,7 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(tensor)``."""
+        """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(t)``."""
         from ember._frontends import _to_args
 
         dtype, device, _ = _to_args(None, args, dict(kwargs))

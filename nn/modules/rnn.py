@@ -41,8 +41,20 @@ def _gru_step(x, h, w_ih, w_hh, b_ih, b_hh):
 class RNNBase(Module):
     """Shared machinery: stacked, optionally bidirectional recurrences over time."""
 
-    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):  # fmt: skip
+    def __init__(
+        self,
+        mode,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        proj_size=0,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if proj_size:
             raise NotImplementedError("proj_size is not supported yet")
@@ -75,8 +87,12 @@ class RNNBase(Module):
     def _weights(self, layer, direction):
         suffix = f"_l{layer}" + ("_reverse" if direction else "")
         get = self._parameters.get
-        return (get(f"weight_ih{suffix}"), get(f"weight_hh{suffix}"), get(f"bias_ih{suffix}"),
-                get(f"bias_hh{suffix}"))  # fmt: skip
+        return (
+            get(f"weight_ih{suffix}"),
+            get(f"weight_hh{suffix}"),
+            get(f"bias_ih{suffix}"),
+            get(f"bias_hh{suffix}"),
+        )
 
     def _step(self, x, state, weights):
         if self.mode == "LSTM":
@@ -163,16 +179,36 @@ class RNNBase(Module):
 class RNN(RNNBase):
     """Elman RNN with tanh or relu: ``h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)``."""
 
-    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
-                 batch_first=False, dropout=0.0, bidirectional=False, device=None, dtype=None):  # fmt: skip
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        nonlinearity="tanh",
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        device=None,
+        dtype=None,
+    ):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(
                 f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'."
             )
         self.nonlinearity = nonlinearity
-        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
-                         hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         device=device, dtype=dtype)  # fmt: skip
+        super().__init__(
+            "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU",
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            device=device,
+            dtype=dtype,
+        )
 
 
 class LSTM(RNNBase):

@@ -22,9 +22,20 @@ class MultiheadAttention(Module):
     weights are averaged over heads when ``average_attn_weights`` (None unless ``need_weights``).
     """
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
-                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
-                 dtype=None):  # fmt: skip
+    def __init__(
+        self,
+        embed_dim,
+        num_heads,
+        dropout=0.0,
+        bias=True,
+        add_bias_kv=False,
+        add_zero_attn=False,
+        kdim=None,
+        vdim=None,
+        batch_first=False,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if embed_dim % num_heads:
             raise AssertionError("embed_dim must be divisible by num_heads")
@@ -71,13 +82,28 @@ class MultiheadAttention(Module):
             if query is key and key is value:
                 q, k, v = F.linear(query, w, b).chunk(3, -1)
                 return q, k, v
-            return (F.linear(query, w[:e], bq), F.linear(key, w[e:2 * e], bk),
-                    F.linear(value, w[2 * e:], bv))  # fmt: skip
-        return (F.linear(query, self.q_proj_weight, bq), F.linear(key, self.k_proj_weight, bk),
-                F.linear(value, self.v_proj_weight, bv))  # fmt: skip
+            return (
+                F.linear(query, w[:e], bq),
+                F.linear(key, w[e : 2 * e], bk),
+                F.linear(value, w[2 * e :], bv),
+            )
+        return (
+            F.linear(query, self.q_proj_weight, bq),
+            F.linear(key, self.k_proj_weight, bk),
+            F.linear(value, self.v_proj_weight, bv),
+        )
 
-    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-                average_attn_weights=True, is_causal=False):  # fmt: skip
+    def forward(
+        self,
+        query,
+        key,
+        value,
+        key_padding_mask=None,
+        need_weights=True,
+        attn_mask=None,
+        average_attn_weights=True,
+        is_causal=False,
+    ):
         batched = query.ndim == 3
         if not batched:
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -94,8 +120,9 @@ class MultiheadAttention(Module):
             return t.reshape(size, batch, heads, dim).permute(1, 2, 0, 3)
 
         q, k, v = split(q, length), split(k, source), split(v, source)
-        mask = self._combine_masks(attn_mask, key_padding_mask, is_causal, length, source, batch,
-                                   query)  # fmt: skip
+        mask = self._combine_masks(
+            attn_mask, key_padding_mask, is_causal, length, source, batch, query
+        )
         scores = ember.matmul(q, k.transpose(-2, -1)) * (1.0 / dim**0.5)
         if mask is not None:
             scores = scores + mask
@@ -125,13 +152,15 @@ class MultiheadAttention(Module):
             )
         if attn_mask is not None:
             if attn_mask.dtype is ember.bool:
-                attn_mask = ember.zeros(attn_mask.shape, dtype=like.dtype, device=like.device
-                                        ).masked_fill(attn_mask, float("-inf"))  # fmt: skip
+                attn_mask = ember.zeros(
+                    attn_mask.shape, dtype=like.dtype, device=like.device
+                ).masked_fill(attn_mask, float("-inf"))
             mask = attn_mask if attn_mask.ndim == 2 else attn_mask.view(batch, -1, length, source)
         if key_padding_mask is not None:
             if key_padding_mask.dtype is ember.bool:
-                padding = ember.zeros(key_padding_mask.shape, dtype=like.dtype, device=like.device
-                                      ).masked_fill(key_padding_mask, float("-inf"))  # fmt: skip
+                padding = ember.zeros(
+                    key_padding_mask.shape, dtype=like.dtype, device=like.device
+                ).masked_fill(key_padding_mask, float("-inf"))
             else:
                 padding = key_padding_mask
             padding = padding.view(batch, 1, 1, source)
@@ -152,9 +181,20 @@ def _activation(activation):
 class TransformerEncoderLayer(Module):
     """Self-attention and a feed-forward block, each with a residual and LayerNorm."""
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
-                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None,
-                 dtype=None):  # fmt: skip
+    def __init__(
+        self,
+        d_model,
+        nhead,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation="relu",
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         factory = {"device": device, "dtype": dtype}
         self.self_attn = MultiheadAttention(
@@ -171,8 +211,15 @@ class TransformerEncoderLayer(Module):
         self.activation = _activation(activation)
 
     def _sa_block(self, x, mask, padding, is_causal):
-        out = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding, need_weights=False,
-                             is_causal=is_causal)[0]  # fmt: skip
+        out = self.self_attn(
+            x,
+            x,
+            x,
+            attn_mask=mask,
+            key_padding_mask=padding,
+            need_weights=False,
+            is_causal=is_causal,
+        )[0]
         return self.dropout1(out)
 
     def _ff_block(self, x):
@@ -190,16 +237,28 @@ class TransformerEncoderLayer(Module):
 class TransformerDecoderLayer(Module):
     """Self-attention, cross-attention over the memory, and a feed-forward block."""
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
-                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None,
-                 dtype=None):  # fmt: skip
+    def __init__(
+        self,
+        d_model,
+        nhead,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation="relu",
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         factory = {"device": device, "dtype": dtype}
         self.self_attn = MultiheadAttention(
             d_model, nhead, dropout, bias, batch_first=batch_first, **factory
         )
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout, bias, batch_first=batch_first,
-                                                 **factory)  # fmt: skip
+        self.multihead_attn = MultiheadAttention(
+            d_model, nhead, dropout, bias, batch_first=batch_first, **factory
+        )
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
@@ -215,19 +274,45 @@ class TransformerDecoderLayer(Module):
         self.activation = _activation(activation)
 
     def _sa(self, x, mask, padding, is_causal):
-        return self.dropout1(self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=padding,
-                                            need_weights=False, is_causal=is_causal)[0])  # fmt: skip
+        return self.dropout1(
+            self.self_attn(
+                x,
+                x,
+                x,
+                attn_mask=mask,
+                key_padding_mask=padding,
+                need_weights=False,
+                is_causal=is_causal,
+            )[0]
+        )
 
     def _mha(self, x, memory, mask, padding, is_causal):
-        return self.dropout2(self.multihead_attn(x, memory, memory, attn_mask=mask,
-                                                 key_padding_mask=padding, need_weights=False,
-                                                 is_causal=is_causal)[0])  # fmt: skip
+        return self.dropout2(
+            self.multihead_attn(
+                x,
+                memory,
+                memory,
+                attn_mask=mask,
+                key_padding_mask=padding,
+                need_weights=False,
+                is_causal=is_causal,
+            )[0]
+        )
 
     def _ff(self, x):
         return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):  # fmt: skip
+    def forward(
+        self,
+        tgt,
+        memory,
+        tgt_mask=None,
+        memory_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        tgt_is_causal=False,
+        memory_is_causal=False,
+    ):
         x = tgt
         if self.norm_first:
             x = x + self._sa(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
@@ -262,8 +347,12 @@ class TransformerEncoder(Module):
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         out = src
         for layer in self.layers:
-            out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
-                        is_causal=bool(is_causal))  # fmt: skip
+            out = layer(
+                out,
+                src_mask=mask,
+                src_key_padding_mask=src_key_padding_mask,
+                is_causal=bool(is_causal),
+            )
         return self.norm(out) if self.norm is not None else out
 
 
@@ -276,36 +365,87 @@ class TransformerDecoder(Module):
         self.num_layers = num_layers
         self.norm = norm
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):  # fmt: skip
+    def forward(
+        self,
+        tgt,
+        memory,
+        tgt_mask=None,
+        memory_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        tgt_is_causal=None,
+        memory_is_causal=False,
+    ):
         out = tgt
         for layer in self.layers:
-            out = layer(out, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
-                        memory_key_padding_mask, bool(tgt_is_causal), memory_is_causal)  # fmt: skip
+            out = layer(
+                out,
+                memory,
+                tgt_mask,
+                memory_mask,
+                tgt_key_padding_mask,
+                memory_key_padding_mask,
+                bool(tgt_is_causal),
+                memory_is_causal,
+            )
         return self.norm(out) if self.norm is not None else out
 
 
 class Transformer(Module):
     """The encoder-decoder Transformer of "Attention Is All You Need"."""
 
-    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6,
-                 dim_feedforward=2048, dropout=0.1, activation="relu", custom_encoder=None,
-                 custom_decoder=None, layer_norm_eps=1e-5, batch_first=False, norm_first=False,
-                 bias=True, device=None, dtype=None):  # fmt: skip
+    def __init__(
+        self,
+        d_model=512,
+        nhead=8,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation="relu",
+        custom_encoder=None,
+        custom_decoder=None,
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         factory = {"device": device, "dtype": dtype}
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
-            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
-                                            layer_norm_eps, batch_first, norm_first, bias, **factory)  # fmt: skip
+            layer = TransformerEncoderLayer(
+                d_model,
+                nhead,
+                dim_feedforward,
+                dropout,
+                activation,
+                layer_norm_eps,
+                batch_first,
+                norm_first,
+                bias,
+                **factory,
+            )
             norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
             self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
-            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
-                                            layer_norm_eps, batch_first, norm_first, bias, **factory)  # fmt: skip
+            layer = TransformerDecoderLayer(
+                d_model,
+                nhead,
+                dim_feedforward,
+                dropout,
+                activation,
+                layer_norm_eps,
+                batch_first,
+                norm_first,
+                bias,
+                **factory,
+            )
             norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
             self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
@@ -313,14 +453,33 @@ class Transformer(Module):
             if param.ndim > 1:
                 init.xavier_uniform_(param)
 
-    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
-                src_key_padding_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
-                memory_is_causal=False):  # fmt: skip
-        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
-                              is_causal=src_is_causal)  # fmt: skip
-        return self.decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
-                            memory_key_padding_mask, tgt_is_causal, memory_is_causal)  # fmt: skip
+    def forward(
+        self,
+        src,
+        tgt,
+        src_mask=None,
+        tgt_mask=None,
+        memory_mask=None,
+        src_key_padding_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        src_is_causal=None,
+        tgt_is_causal=None,
+        memory_is_causal=False,
+    ):
+        memory = self.encoder(
+            src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal
+        )
+        return self.decoder(
+            tgt,
+            memory,
+            tgt_mask,
+            memory_mask,
+            tgt_key_padding_mask,
+            memory_key_padding_mask,
+            tgt_is_causal,
+            memory_is_causal,
+        )
 
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):

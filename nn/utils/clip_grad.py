@@ -14,7 +14,7 @@ def _grads(parameters):
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """Scale gradients so their total ``norm_type`` norm is at most ``max_norm``; returns the norm."""
+    """Scale gradients so their total ``norm_type`` norm is at most ``max_norm``; returns it."""
     grads = _grads(parameters)
     if not grads:
         return ember.tensor(0.0)
@@ -28,9 +28,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
             total = ember.stack(norms).norm(norm_type)
         if error_if_nonfinite and not bool(ember.isfinite(total).all()):
             raise RuntimeError(
-                f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
-                "so it cannot be clipped. To disable this error and scale the gradients by the "
-                "non-finite norm anyway, set `error_if_nonfinite=False`"
+                f"The total norm of order {norm_type} for gradients from `parameters` is "
+                "non-finite, so it cannot be clipped. To disable this error and scale the "
+                "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`"
             )
         coef = ember.clamp(max_norm / (total + 1e-6), max=1.0)
         for g in grads:
