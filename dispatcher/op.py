@@ -46,6 +46,7 @@ class Op:
         "inplace_of",
         "kernels",
         "kind",
+        "mutates",
         "name",
         "num_outputs",
         "promotion",
@@ -70,6 +71,8 @@ class Op:
         self.tensor_positions = parsed.tensor_positions
         self.core = defn.core or (defn.kind in CORE_KINDS and defn.decomposition is None)
         self.inplace_of = inplace_of
+        # PyTorch's convention: a trailing underscore writes into the first argument.
+        self.mutates = self.name.endswith("_") and not self.name.startswith("_")
         self.info: dict = dict(defn.attrs)  # static data for the runner (elementwise arity...)
         _ALL_OPS.add(self)
 

@@ -52,14 +52,14 @@ class PluginRecord:
         return list(self.info.get("device_types", ()))
 
 
-def _distributions(group: str) -> dict:
-    """``(name, value) -> distribution`` of the installed entry points of ``group``: stevedore
-    rebuilds entry points from its cache without their ``dist``."""
-    return {(ep.name, ep.value): ep.dist for ep in importlib.metadata.entry_points(group=group)}
-
-
-def _distribution_of(entry_point, dists: dict):
-    dist = getattr(entry_point, "dist", None) or dists.get((entry_point.name, entry_point.value))
+def _distribution_of(entry_point):
+    """(distribution name, version) that installed an entry point."""
+    dist = getattr(entry_point, "dist", None)
+    if dist is None:  # stevedore's entry-point cache drops .dist; ask importlib.metadata
+        for candidate in importlib.metadata.entry_points(group=entry_point.group):
+            if candidate.name == entry_point.name and candidate.value == entry_point.value:
+                dist = candidate.dist
+                break
     if dist is None:
         return None, None
     return dist.metadata["Name"], dist.version
@@ -101,11 +101,10 @@ class PluginHost:
 
     def _discover(self, group: str) -> list[PluginRecord]:
         failures: list[PluginRecord] = []
-        dists: dict = {}
 
         def on_failure(_manager, entry_point, exc):
             record = PluginRecord(entry_point.name, group, entry_point.value)
-            record.distribution, record.version = _distribution_of(entry_point, dists)
+            record.distribution, record.version = _distribution_of(entry_point)
             record.error = root_cause(exc)
             record.error_detail = "".join(traceback.format_exception(exc))
             failures.append(record)
@@ -113,19 +112,18 @@ class PluginHost:
         if self._given is not None:
             extensions = list(self._given.get(group, ()))
         elif self._autoload:
-            dists.update(_distributions(group))
             manager = ExtensionManager(group, on_load_failure_callback=on_failure)
             extensions = list(manager.extensions)
         else:
             extensions = []
-        records = [self._register(group, ext, dists) for ext in extensions]
+        records = [self._register(group, ext) for ext in extensions]
         return records + failures
 
-    def _register(self, group: str, ext: Extension, dists: dict) -> PluginRecord:
+    def _register(self, group: str, ext: Extension) -> PluginRecord:
         target = getattr(ext.entry_point, "value", None) or "<in memory>"
         record = PluginRecord(ext.name, group, target, obj=ext.plugin)
         if ext.entry_point is not None:
-            record.distribution, record.version = _distribution_of(ext.entry_point, dists)
+            record.distribution, record.version = _distribution_of(ext.entry_point)
         try:
             self.manager.register(ext.plugin, name=f"{group}:{ext.name}")
             if group == BACKENDS_GROUP:

@@ -149,8 +149,9 @@ def _missing_message(op, device_type: str, dtype, backend) -> str:
     for dev in sorted(EXTRA.device_types(op.name)):
         providers.append(f"op libraries ({dev})")
     who = "; ".join(providers) if providers else "no loaded backend"
-    off = not backend.fallback and backend.device_type != "cpu"  # the CPU has no fallback
-    hint = " CPU fallback is off for this backend (plugins.toml)." if off else ""
+    hint = ""
+    if device_type != "cpu" and not backend.fallback:
+        hint = " CPU fallback is off for this backend (plugins.toml)."
     return (
         f"'{op.name}' is not implemented for device '{device_type}' and dtype {dtype.name} "
         f"(backend '{backend.name}'). Implemented by: {who}.{hint}"

@@ -61,6 +61,15 @@ Tensor.__setitem__ = _indexing.setitem
 Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
+# Last: these packages use the bound Tensor and the generated functions.
 from . import autograd, nn
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 
 __version__ = "0.1.0"

@@ -139,7 +139,7 @@ def bind(ops: dict, tensor_type, namespace: dict) -> None:
         if op.inplace_of is not None:
             setattr(tensor_type, name, make_callable(op, name, method=True, varargs=defn.varargs))
             continue
-        if defn.frontend:  # hand-written in ember._frontends / ember._factories
+        if defn.frontend:  # hand-written in ember/_frontends.py or ember/_factories.py
             continue
         if defn.function:
             namespace[name] = make_callable(op, name, method=False)

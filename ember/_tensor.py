@@ -321,6 +321,19 @@ class Tensor:
             return format(self.item(), spec)
         return repr(self)
 
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        from .autograd import no_grad
+
+        with no_grad():
+            copied = self.clone()
+        copied._requires_grad = self._requires_grad and self._grad_fn is None
+        if self._grad is not None:
+            copied._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = copied
+        return copied
+
     def as_subclass(self, cls):
         """The same data and metadata as an instance of ``cls`` (a Tensor subclass)."""
         out = object.__new__(cls)

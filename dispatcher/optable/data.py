@@ -232,7 +232,6 @@ ROWS = [
         runner=run_copy.fill_,
         function=False,
         samples="fill",
-        differentiable=False,
         kernel_args="(out, value): value a Python scalar",
     ),
     OpDef(
