@@ -28,28 +28,29 @@ class Recorder(Layer):
 
 
 @pytest.fixture(autouse=True)
-def clean_stack():
-    before = STACK.layers
-    yield
-    STACK.layers = before
+def before():
+    """The layers ember installs itself (autograd...); tests add theirs above them."""
+    layers_before = STACK.layers
+    yield layers_before
+    STACK.layers = layers_before
 
 
-def test_layer_wraps_every_call():
+def test_layer_wraps_every_call(before):
     log: list = []
     x = ember.ones(3)
     with layers.installed(Recorder("rec", 1000, log)) as layer:
-        assert STACK.layers == (layer,)
+        assert STACK.layers == (layer, *before)
         y = x + 1
         z = ember.zeros(2)
     assert log == ["rec:add", "rec:full", "rec:fill_"]  # ops a runner calls are dispatched too
     assert y.tolist() == [2.0, 2.0, 2.0] and z.tolist() == [0.0, 0.0]
 
 
-def test_layers_run_highest_priority_first():
+def test_layers_run_highest_priority_first(before):
     log: list = []
     low, high = Recorder("low", 1001, log), Recorder("high", 1002, log)
     with layers.installed(low), layers.installed(high):
-        assert STACK.layers == (high, low)
+        assert STACK.layers == (high, low, *before)
         ember.ones(2).neg()
     assert log[-2:] == ["high:neg", "low:neg"]
     log.clear()
@@ -84,26 +85,26 @@ def test_layer_may_change_arguments_and_results():
     assert (ember.ones(2) + 1).tolist() == [2.0, 2.0]
 
 
-def test_removal_restores_the_plain_path():
+def test_removal_restores_the_plain_path(before):
     log: list = []
     layer = Recorder("rec", 1000, log)
     with pytest.raises(ZeroDivisionError), layers.installed(layer):
         ember.ones(1) + 1
         raise ZeroDivisionError  # the layer goes even when the block fails
-    assert STACK.layers == ()
+    assert STACK.layers == before
     assert not STACK.installed(layer)
     ember.ones(1) + 1
     assert log == ["rec:full", "rec:fill_", "rec:add"]
 
 
-def test_install_and_remove_directly():
+def test_install_and_remove_directly(before):
     layer = Recorder("rec", 1000, [])
     STACK.install(layer)
     STACK.install(layer)  # installing twice is a no-op
-    assert STACK.layers == (layer,)
+    assert STACK.layers == (layer, *before)
     STACK.remove(layer)
     STACK.remove(layer)
-    assert STACK.layers == ()
+    assert STACK.layers == before
 
 
 def test_nested_installed_keeps_an_outer_installation():
@@ -115,12 +116,12 @@ def test_nested_installed_keeps_an_outer_installation():
     assert not STACK.installed(layer)
 
 
-def test_equal_priorities_are_refused():
+def test_equal_priorities_are_refused(before):
     first, second = Recorder("first", 1000, []), Recorder("second", 1000, [])
     with layers.installed(first):
         with pytest.raises(ValueError, match=r"second.*same priority as.*first"):
             STACK.install(second)
-        assert STACK.layers == (first,)
+        assert STACK.layers == (first, *before)
 
 
 def test_redispatch_from_the_lowest_layer_reaches_the_backend():
