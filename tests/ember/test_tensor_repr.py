@@ -80,6 +80,8 @@ EXPRESSIONS = [e for e, _ in EXPECTED] + [
     "m.arange(40.0).view(2, 20) * 1.5",
     "m.arange(1200.0).view(30, 40) - 600",
     "m.linspace(-1, 1, 5)",
+    "m.ones(2, requires_grad=True) * 2",
+    "m.ones(3, requires_grad=True)[1]",
 ]
 
 OPTIONS = [
