@@ -8,23 +8,13 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from ember.dispatcher.optable import OPS
 
 import ember
 
-DTYPES = [
-    ember.bool,
-    ember.uint8,
-    ember.int8,
-    ember.int16,
-    ember.int32,
-    ember.int64,
-    ember.float16,
-    ember.bfloat16,
-    ember.float32,
-    ember.float64,
-]
-NUMERIC = DTYPES[1:]
-FLOATS = (ember.float16, ember.bfloat16, ember.float32, ember.float64)
+DTYPES = sorted(OPS["sort"].dtypes, key=lambda d: d.code)  # every dtype, bool first
+NUMERIC = sorted(OPS["searchsorted"].dtypes, key=lambda d: d.code)
+FLOATS = tuple(d for d in DTYPES if d.is_floating_point)
 
 
 def sample(shape, dtype, seed=0, full_range=False) -> np.ndarray:
@@ -57,15 +47,6 @@ def reference(a: np.ndarray, dim: int, descending: bool) -> tuple[np.ndarray, np
     return np.take_along_axis(a, order, dim), order
 
 
-def layouts(a: np.ndarray) -> dict:
-    out = {"contiguous": ember.from_numpy(a.copy())}
-    if a.ndim >= 2:
-        out["transposed"] = ember.from_numpy(np.ascontiguousarray(a.swapaxes(0, 1))).transpose(0, 1)
-    if a.ndim >= 1:
-        out["flipped"] = ember.from_numpy(np.ascontiguousarray(a[::-1])[::-1])
-    return out
-
-
 def check_sort(result, a, dim, descending) -> None:
     values, order = reference(a, dim, descending)
     np.testing.assert_array_equal(result.indices.numpy(), order)
@@ -79,7 +60,7 @@ def check_sort(result, a, dim, descending) -> None:
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("dim", [0, 1, -1])
 @pytest.mark.parametrize("descending", [False, True])
-def test_sort(dtype, dim, descending):
+def test_sort(dtype, dim, descending, layouts):
     a = sample((40, 70, 3), dtype)
     for t in layouts(a).values():
         check_sort(ember.sort(t, dim, descending), a, dim % 3, descending)
@@ -130,7 +111,7 @@ def test_argsort(dtype):
 
 @pytest.mark.parametrize("dtype", [ember.uint8, ember.int64, ember.float16, ember.float64], ids=str)
 @pytest.mark.parametrize("largest", [True, False])
-def test_topk(dtype, largest):
+def test_topk(dtype, largest, layouts):
     a = sample((25, 40), dtype, seed=5)
     values, order = reference(a, 1, largest)
     for t in layouts(a).values():
@@ -161,7 +142,7 @@ def sorted_sample(shape, dtype, seed=0):
 
 @pytest.mark.parametrize("dtype", NUMERIC, ids=str)
 @pytest.mark.parametrize("right", [False, True])
-def test_searchsorted(dtype, right):
+def test_searchsorted(dtype, right, layouts):
     seq = sorted_sample((50,), dtype)
     values = sample((6, 9), dtype, seed=6)
     if dtype in FLOATS:

@@ -143,7 +143,9 @@ static int iter_run(em_loop loop, const iter *it, int parallel) {
     return em_run(loop, it->nops, it->ndim, it->shape, (char **)it->ptrs, strides, &p);
 }
 
-/* ---- stores: STORE(A, B, dst, src, ctx) ------------------------------------------------------ */
+/* ---- stores: STORE_<kind>(A, B, dst, src, ctx) ------------------------------------------------
+ * Loop families below are macros LOOP(kind, A, B) defining <family>_<kind>_<A>_<B>: COPY loops
+ * exist per element width A (bits), ADD loops per accumulation pair (destination A, source B). */
 /* Plain copy of one W-bit element. */
 #define STORE_COPY(W, unused, d, s, c) (*(uint##W##_t *)(d) = *(const uint##W##_t *)(s))
 /* dst (dtype D) += alpha * src (dtype S), in D's compute type. */
@@ -154,10 +156,15 @@ static int iter_run(em_loop loop, const iter *it, int parallel) {
                              (CT_##D)IX_CAT(SCALE_, ISF_##S)(c, LD_##S(*(const ST_##S *)(s)))))
 
 /* Accumulation (destination, source) dtypes: half types add into a float32 copy. */
-#define ACC_PAIRS(M)                                                                             \
-    M(b, b) M(u8, u8) M(i8, i8) M(i16, i16) M(i32, i32) M(i64, i64) M(f32, f32) M(f64, f64)        \
-    M(f32, f16) M(f32, bf16)
-#define EM_FOR_WIDTH(M) M(8, 0) M(16, 0) M(32, 0) M(64, 0)
+#define ACC_PAIRS(M, X)                                                                          \
+    M(b, b, X) M(u8, u8, X) M(i8, i8, X) M(i16, i16, X) M(i32, i32, X) M(i64, i64, X)              \
+    M(f32, f32, X) M(f64, f64, X) M(f32, f16, X) M(f32, bf16, X)
+#define EM_FOR_WIDTH(M, X) M(8, X) M(16, X) M(32, X) M(64, X)
+#define COPY_LOOPS(W, LOOP) LOOP(COPY, W, 0)
+#define ADD_LOOPS(D, S, LOOP) LOOP(ADD, D, S)
+/* Tables: copies by width slot (width_slot), adds by source dtype. */
+#define COPY_ENTRY(W, FAMILY) FAMILY##_COPY_##W##_0,
+#define ADD_ENTRY(D, S, FAMILY) [EMC_##S] = FAMILY##_ADD_##D##_##S,
 
 static int width_slot(int dtype) {
     switch (em_itemsize(dtype)) {
@@ -172,8 +179,9 @@ static int width_slot(int dtype) {
 static int is_half(int dtype) { return dtype == EM_F16 || dtype == EM_BF16; }
 
 /* ---- gather: operands (out, index, x with dim's stride zeroed, ctx) -------------------------- */
-#define GATHER_LOOP(W, unused)                                                                   \
-    static EM_CLONES void gather_##W(int64_t n, char **ptrs, const int64_t *s, em_params *p) {   \
+#define GATHER_LOOP(KIND, W, unused)                                                             \
+    static EM_CLONES void gather_##KIND##_##W##_0(int64_t n, char **ptrs, const int64_t *s,      \
+                                                  em_params *p) {                                \
         const ictx *c = (const ictx *)ptrs[3];                                                   \
         char *o = ptrs[0];                                                                       \
         const char *ix = ptrs[1], *x = ptrs[2];                                                  \
@@ -181,10 +189,10 @@ static int is_half(int dtype) { return dtype == EM_F16 || dtype == EM_BF16; }
         for (int64_t j = 0; j < n; j++) {                                                        \
             int64_t i = *(const int64_t *)(ix + j * s[1]);                                       \
             if (!IN_RANGE(i, size)) OUT_OF_RANGE(p);                                             \
-            STORE_COPY(W, 0, o + j * s[0], x + j * s[2] + i * ds, c);                            \
+            STORE_##KIND(W, 0, o + j * s[0], x + j * s[2] + i * ds, c);                          \
         }                                                                                        \
     }
-EM_FOR_WIDTH(GATHER_LOOP)
+EM_FOR_WIDTH(COPY_LOOPS, GATHER_LOOP)
 
 /* Whole rows of c->row_bytes per index value: the trailing dims are contiguous in out and x. */
 static void gather_rows(int64_t n, char **ptrs, const int64_t *s, em_params *p) {
@@ -196,8 +204,7 @@ static void gather_rows(int64_t n, char **ptrs, const int64_t *s, em_params *p) 
     }
 }
 
-#define GATHER_ENTRY(W, unused) gather_##W,
-static const em_loop GATHER[4] = {EM_FOR_WIDTH(GATHER_ENTRY)};
+static const em_loop GATHER[4] = {EM_FOR_WIDTH(COPY_ENTRY, gather)};
 
 /* Rows shorter than this copy element by element (a memcpy call costs more). */
 #define MIN_ROW_BYTES 64
@@ -224,8 +231,8 @@ static int gather_core(int dtype, int ndim, int dim, const int64_t *xshape, intp
     int64_t row = isz;
     while (b - 1 > dim) {
         int d = b - 1;
-        if (ishape[d] != 1 && (it.strides[1][d] || it.strides[0][d] != row || it.strides[2][d] != row))
-            break;
+        int contiguous = it.strides[0][d] == row && it.strides[2][d] == row;
+        if (ishape[d] != 1 && (it.strides[1][d] || !contiguous)) break;
         row *= ishape[d];
         b--;
     }
@@ -257,8 +264,9 @@ int ember_index_select(int dtype, int ndim, int dim, const int64_t *xshape, intp
 }
 
 /* ---- scatter: operands (out, index, src, ctx); dim is walked inside the loop ----------------- */
-#define SCATTER_LOOP(name, STORE, A, B)                                                          \
-    static EM_CLONES void name(int64_t n, char **ptrs, const int64_t *s, em_params *p) {          \
+#define SCATTER_LOOP(KIND, A, B)                                                                 \
+    static EM_CLONES void scatter_##KIND##_##A##_##B(int64_t n, char **ptrs, const int64_t *s,   \
+                                                     em_params *p) {                             \
         const ictx *c = (const ictx *)ptrs[3];                                                   \
         char *o = ptrs[0];                                                                       \
         const int64_t so = s[0], si = s[1], ss = s[2], size = c->size, ds = c->dim_stride;       \
@@ -269,26 +277,21 @@ int ember_index_select(int dtype, int ndim, int dim, const int64_t *xshape, intp
                 int64_t i = *(const int64_t *)ix;                                                \
                 if (!IN_RANGE(i, size)) OUT_OF_RANGE(p);                                         \
                 char *dst = o + i * ds;                                                          \
-                for (int64_t j = 0; j < n; j++) STORE(A, B, dst + j * so, src + j * ss, c);      \
+                for (int64_t j = 0; j < n; j++)                                                  \
+                    STORE_##KIND(A, B, dst + j * so, src + j * ss, c);                           \
             } else {                                                                             \
                 for (int64_t j = 0; j < n; j++) {                                                \
                     int64_t i = *(const int64_t *)(ix + j * si);                                 \
                     if (!IN_RANGE(i, size)) OUT_OF_RANGE(p);                                     \
-                    STORE(A, B, o + j * so + i * ds, src + j * ss, c);                           \
+                    STORE_##KIND(A, B, o + j * so + i * ds, src + j * ss, c);                    \
                 }                                                                                \
             }                                                                                    \
         }                                                                                        \
     }
-#define SCATTER_COPY_LOOP(W, unused) SCATTER_LOOP(scatter_##W, STORE_COPY, W, 0)
-EM_FOR_WIDTH(SCATTER_COPY_LOOP)
-#define SCATTER_ADD_LOOP(D, S) SCATTER_LOOP(scatter_add_##D##_##S, STORE_ADD, D, S)
-ACC_PAIRS(SCATTER_ADD_LOOP)
-
-#define SCATTER_COPY_ENTRY(W, unused) scatter_##W,
-static const em_loop SCATTER_COPY[4] = {EM_FOR_WIDTH(SCATTER_COPY_ENTRY)};
-/* By source dtype; half types pair with a float32 destination. */
-#define SCATTER_ADD_ENTRY(D, S) [EMC_##S] = scatter_add_##D##_##S,
-static const em_loop SCATTER_ADD[EM_NDTYPES] = {ACC_PAIRS(SCATTER_ADD_ENTRY)};
+EM_FOR_WIDTH(COPY_LOOPS, SCATTER_LOOP)
+ACC_PAIRS(ADD_LOOPS, SCATTER_LOOP)
+static const em_loop SCATTER_COPY[4] = {EM_FOR_WIDTH(COPY_ENTRY, scatter)};
+static const em_loop SCATTER_ADD[EM_NDTYPES] = {ACC_PAIRS(ADD_ENTRY, scatter)};
 
 /* A float32 copy of a half tensor to accumulate into (NULL when out of memory). */
 static float *widen(int dtype, int ndim, const int64_t *shape, intptr_t t, const int64_t *st) {
@@ -369,42 +372,29 @@ int ember_index_add(int dtype, int ndim, int dim, const int64_t *oshape, intptr_
 /* ---- take / put_: flat indices into a tensor of any strides; negative ones wrap ------------- */
 #define WRAP(i, size) ((i) < 0 ? (i) + (size) : (i))
 
-/* operands (out, index, x base, ctx) */
-#define TAKE_LOOP(W, unused)                                                                     \
-    static EM_CLONES void take_##W(int64_t n, char **ptrs, const int64_t *s, em_params *p) {     \
-        const ictx *c = (const ictx *)ptrs[3];                                                   \
-        const int64_t size = c->size;                                                            \
-        for (int64_t j = 0; j < n; j++) {                                                        \
-            int64_t i = *(const int64_t *)(ptrs[1] + j * s[1]);                                  \
-            i = WRAP(i, size);                                                                   \
-            if (!IN_RANGE(i, size)) OUT_OF_RANGE(p);                                             \
-            STORE_COPY(W, 0, ptrs[0] + j * s[0], ptrs[2] + flat_offset(&c->flat, i), c);         \
-        }                                                                                        \
-    }
-EM_FOR_WIDTH(TAKE_LOOP)
-#define TAKE_ENTRY(W, unused) take_##W,
-static const em_loop TAKE[4] = {EM_FOR_WIDTH(TAKE_ENTRY)};
-
-/* operands (index, src, x base, ctx) */
-#define PUT_LOOP(name, STORE, A, B)                                                              \
-    static EM_CLONES void name(int64_t n, char **ptrs, const int64_t *s, em_params *p) {          \
+/* operands (index, values, x base, ctx): take copies x's elements into values, put_ copies or
+ * adds values into x's elements. */
+#define FLAT_LOOP(FAMILY, KIND, A, B, DST, SRC)                                                  \
+    static EM_CLONES void FAMILY##_##KIND##_##A##_##B(int64_t n, char **ptrs, const int64_t *s,  \
+                                                      em_params *p) {                            \
         const ictx *c = (const ictx *)ptrs[3];                                                   \
         const int64_t size = c->size;                                                            \
         for (int64_t j = 0; j < n; j++) {                                                        \
             int64_t i = *(const int64_t *)(ptrs[0] + j * s[0]);                                  \
             i = WRAP(i, size);                                                                   \
             if (!IN_RANGE(i, size)) OUT_OF_RANGE(p);                                             \
-            STORE(A, B, ptrs[2] + flat_offset(&c->flat, i), ptrs[1] + j * s[1], c);              \
+            char *values = ptrs[1] + j * s[1], *element = ptrs[2] + flat_offset(&c->flat, i);    \
+            STORE_##KIND(A, B, DST, SRC, c);                                                     \
         }                                                                                        \
     }
-#define PUT_COPY_LOOP(W, unused) PUT_LOOP(put_##W, STORE_COPY, W, 0)
-EM_FOR_WIDTH(PUT_COPY_LOOP)
-#define PUT_ADD_LOOP(D, S) PUT_LOOP(put_add_##D##_##S, STORE_ADD, D, S)
-ACC_PAIRS(PUT_ADD_LOOP)
-#define PUT_COPY_ENTRY(W, unused) put_##W,
-static const em_loop PUT_COPY[4] = {EM_FOR_WIDTH(PUT_COPY_ENTRY)};
-#define PUT_ADD_ENTRY(D, S) [EMC_##S] = put_add_##D##_##S,
-static const em_loop PUT_ADD[EM_NDTYPES] = {ACC_PAIRS(PUT_ADD_ENTRY)};
+#define TAKE_LOOP(KIND, W, unused) FLAT_LOOP(take, KIND, W, 0, values, element)
+#define PUT_LOOP(KIND, A, B) FLAT_LOOP(put, KIND, A, B, element, values)
+EM_FOR_WIDTH(COPY_LOOPS, TAKE_LOOP)
+EM_FOR_WIDTH(COPY_LOOPS, PUT_LOOP)
+ACC_PAIRS(ADD_LOOPS, PUT_LOOP)
+static const em_loop TAKE[4] = {EM_FOR_WIDTH(COPY_ENTRY, take)};
+static const em_loop PUT_COPY[4] = {EM_FOR_WIDTH(COPY_ENTRY, put)};
+static const em_loop PUT_ADD[EM_NDTYPES] = {ACC_PAIRS(ADD_ENTRY, put)};
 
 /* operands (index, ctx): the first value outside [low, size) goes to p->i[0]. */
 static void check_loop(int64_t n, char **ptrs, const int64_t *s, em_params *p) {
@@ -435,59 +425,68 @@ int ember_index_find_bad(int ndim, const int64_t *shape, intptr_t index, const i
     return p.status != 0;
 }
 
+/* take and put_: `loop` over the index and the values (take's out, put_'s src), with x's layout
+ * (into c->flat) and bounds [-numel, numel). */
+static int run_flat(em_loop loop, int parallel, ictx *c, const void *x, int indim,
+                    const int64_t *ishape, intptr_t index, const int64_t *si, intptr_t values,
+                    const int64_t *sv, int isz) {
+    iter it;
+    iter_init(&it, indim, ishape);
+    iter_add(&it, index, ishape, si, 8);
+    iter_add(&it, values, ishape, sv, isz);
+    iter_add_fixed(&it, x);
+    iter_add_fixed(&it, c);
+    return iter_run(loop, &it, parallel);
+}
+
+static int flat_dims_ok(int xndim, int indim) {
+    return xndim >= 0 && xndim <= EM_MAX_DIMS && indim >= 0 && indim <= EM_MAX_DIMS;
+}
+
 int ember_take(int dtype, int xndim, const int64_t *xshape, intptr_t x, const int64_t *sx,
                int indim, const int64_t *ishape, intptr_t index, const int64_t *si,
                intptr_t out) {
     int w = width_slot(dtype);
-    if (w < 0 || xndim < 0 || xndim > EM_MAX_DIMS || indim < 0 || indim > EM_MAX_DIMS)
-        return EM_BAD_ARGUMENT;
+    if (w < 0 || !flat_dims_ok(xndim, indim)) return EM_BAD_ARGUMENT;
     int isz = em_itemsize(dtype);
     ictx c = {0};
     c.size = numel_of(xndim, xshape);
     flat_init(&c.flat, xndim, xshape, sx, isz);
-    iter it;
-    iter_init(&it, indim, ishape);
-    iter_add(&it, out, ishape, NULL, isz);
-    iter_add(&it, index, ishape, si, 8);
-    iter_add_fixed(&it, (const void *)x);
-    iter_add_fixed(&it, &c);
-    return iter_run(TAKE[w], &it, 1);
+    return run_flat(TAKE[w], 1, &c, (const void *)x, indim, ishape, index, si,
+                    out, NULL, isz);
 }
 
 int ember_put(int dtype, int accumulate, int xndim, const int64_t *xshape, intptr_t x,
               const int64_t *sx, int indim, const int64_t *ishape, intptr_t index,
               const int64_t *si, intptr_t src, const int64_t *ss) {
     int w = width_slot(dtype);
-    if (w < 0 || xndim < 0 || xndim > EM_MAX_DIMS || indim < 0 || indim > EM_MAX_DIMS)
-        return EM_BAD_ARGUMENT;
+    if (w < 0 || !flat_dims_ok(xndim, indim)) return EM_BAD_ARGUMENT;
     int isz = em_itemsize(dtype);
     ictx c = {0};
     c.size = numel_of(xndim, xshape);
     c.low = -c.size;
     c.alpha_f = 1.0;
     c.alpha_i = 1;
-    iter it;
     /* Validate every index first: put_ writes in place, so a bad index must write nothing. */
+    iter it;
     iter_init(&it, indim, ishape);
     iter_add(&it, index, ishape, si, 8);
     iter_add_fixed(&it, &c);
     int status = iter_run(check_loop, &it, 1);
     if (status) return status;
 
-    float *wide = accumulate && is_half(dtype) ? widen(dtype, xndim, xshape, x, sx) : NULL;
-    if (accumulate && is_half(dtype) && !wide) return EM_NO_MEMORY;
+    int widened = accumulate && is_half(dtype);
+    float *wide = widened ? widen(dtype, xndim, xshape, x, sx) : NULL;
+    if (widened && !wide) return EM_NO_MEMORY;
     if (wide)
         flat_init(&c.flat, 1, &c.size, NULL, sizeof(float));
     else
         flat_init(&c.flat, xndim, xshape, sx, isz);
-    iter_init(&it, indim, ishape);
-    iter_add(&it, index, ishape, si, 8);
-    iter_add(&it, src, ishape, ss, isz);
-    iter_add_fixed(&it, wide ? (const void *)wide : (const void *)x);
-    iter_add_fixed(&it, &c);
     /* Duplicate indices must all count when accumulating: one thread, in order. Without
      * accumulate, duplicates are undefined (as in PyTorch) and threads may split the work. */
-    status = iter_run(accumulate ? PUT_ADD[dtype] : PUT_COPY[w], &it, !accumulate);
+    em_loop loop = accumulate ? PUT_ADD[dtype] : PUT_COPY[w];
+    status = run_flat(loop, !accumulate, &c, wide ? (const void *)wide : (const void *)x, indim,
+                      ishape, index, si, src, ss, isz);
     if (wide) {
         int narrowed = narrow(wide, dtype, xndim, xshape, x, sx);
         status = status ? status : narrowed;

@@ -27,17 +27,14 @@ FLOAT_KEY_FN(16)
 FLOAT_KEY_FN(32)
 FLOAT_KEY_FN(64)
 
-static inline uint32_t f32_bits(float v) {
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return u;
-}
-
-static inline uint64_t f64_bits(double v) {
-    uint64_t u;
-    memcpy(&u, &v, 8);
-    return u;
-}
+#define BITS_FN(F, U)                                                                            \
+    static inline U F##_bits(F v) {                                                              \
+        U u;                                                                                     \
+        memcpy(&u, &v, sizeof u);                                                                \
+        return u;                                                                                \
+    }
+BITS_FN(float, uint32_t)
+BITS_FN(double, uint64_t)
 
 #define KT_b uint8_t
 #define KT_u8 uint8_t
@@ -58,8 +55,8 @@ static inline uint64_t f64_bits(double v) {
 #define KEY_i64(v) ((uint64_t)(v) ^ 0x8000000000000000ull)
 #define KEY_f16(v) float_key16(v, 0x7c00u)
 #define KEY_bf16(v) float_key16(v, 0x7f80u)
-#define KEY_f32(v) float_key32(f32_bits(v), 0x7f800000u)
-#define KEY_f64(v) float_key64(f64_bits(v), 0x7ff0000000000000ull)
+#define KEY_f32(v) float_key32(float_bits(v), 0x7f800000u)
+#define KEY_f64(v) float_key64(double_bits(v), 0x7ff0000000000000ull)
 
 typedef void (*key_fn)(const char *x, int64_t stride, int64_t n, void *keys, int descending);
 #define KEY_LOOP(T, unused)                                                                      \
