@@ -373,18 +373,28 @@ int ember_index_add(int dtype, int ndim, int dim, const int64_t *oshape, intptr_
 #define WRAP(i, size) ((i) < 0 ? (i) + (size) : (i))
 
 /* operands (index, values, x base, ctx): take copies x's elements into values, put_ copies or
- * adds values into x's elements. */
+ * adds values into x's elements. A tensor that is one strided run (the usual case) skips
+ * flat_offset's divisions. */
+#define FLAT_STEPS(KIND, A, B, DST, SRC, OFFSET)                                                 \
+    for (int64_t j = 0; j < n; j++) {                                                            \
+        int64_t i = *(const int64_t *)(ix + j * si);                                             \
+        i = WRAP(i, size);                                                                       \
+        if (!IN_RANGE(i, size)) OUT_OF_RANGE(p);                                                 \
+        char *values = vals + j * sv, *element = base + (OFFSET);                                \
+        STORE_##KIND(A, B, DST, SRC, c);                                                         \
+    }
 #define FLAT_LOOP(FAMILY, KIND, A, B, DST, SRC)                                                  \
     static EM_CLONES void FAMILY##_##KIND##_##A##_##B(int64_t n, char **ptrs, const int64_t *s,  \
                                                       em_params *p) {                            \
         const ictx *c = (const ictx *)ptrs[3];                                                   \
-        const int64_t size = c->size;                                                            \
-        for (int64_t j = 0; j < n; j++) {                                                        \
-            int64_t i = *(const int64_t *)(ptrs[0] + j * s[0]);                                  \
-            i = WRAP(i, size);                                                                   \
-            if (!IN_RANGE(i, size)) OUT_OF_RANGE(p);                                             \
-            char *values = ptrs[1] + j * s[1], *element = ptrs[2] + flat_offset(&c->flat, i);    \
-            STORE_##KIND(A, B, DST, SRC, c);                                                     \
+        const char *ix = ptrs[0];                                                                \
+        char *vals = ptrs[1], *base = ptrs[2];                                                   \
+        const int64_t size = c->size, si = s[0], sv = s[1];                                      \
+        if (c->flat.ndim <= 1) {                                                                 \
+            const int64_t step = c->flat.ndim ? c->flat.stride[0] : 0;                           \
+            FLAT_STEPS(KIND, A, B, DST, SRC, i * step)                                           \
+        } else {                                                                                 \
+            FLAT_STEPS(KIND, A, B, DST, SRC, flat_offset(&c->flat, i))                           \
         }                                                                                        \
     }
 #define TAKE_LOOP(KIND, W, unused) FLAT_LOOP(take, KIND, W, 0, values, element)
