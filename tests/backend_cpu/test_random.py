@@ -319,6 +319,19 @@ def test_uniform_stays_below_high(dtype, low, high):
     assert (x < high).all()
 
 
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+@pytest.mark.parametrize("high", [1.0, 0.0, -1.0, 3.0000001, -1e-30, 1e-30, 1e5, 1e300, math.inf])
+def test_clamp_is_the_largest_value_below_high(dtype, high):
+    from ember_backend_cpu.kernels.random import below
+
+    t = np.dtype(np_dtype(dtype)).type
+    h = t(below(high, dtype.code))
+    assert float(h) == below(high, dtype.code)  # representable in the dtype
+    assert float(h) < high
+    with np.errstate(over="ignore"):
+        assert float(np.nextafter(h, t(np.inf))) >= high  # the next value up is not below high
+
+
 def test_uniform_empty_range_gives_low():
     x = ember.empty((100,), dtype=ember.float32).uniform_(2.5, 2.5).numpy()
     assert (x == 2.5).all()

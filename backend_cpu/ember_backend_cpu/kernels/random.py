@@ -15,14 +15,18 @@ from ._args import DTYPE_NAMES, addr, raise_status
 
 FLOAT16, BFLOAT16, FLOAT32, FLOAT64 = 6, 7, 8, 9
 _U64 = 1 << 64
+# Largest finite values: above them the answer is the maximum itself (and numpy casts overflow).
+_MAX = {FLOAT16: 65504.0, BFLOAT16: 3.3895313892515355e38, FLOAT32: 3.4028234663852886e38}
 
 
 def below(high: float, code: int) -> float:
     """The largest value of the float dtype ``code`` that is strictly below ``high``."""
     if code == FLOAT64:
         return float(np.nextafter(high, -np.inf))
+    if high > _MAX[code]:
+        return _MAX[code]
     f = np.float32(high)
-    if f >= high:
+    if float(f) >= high:  # in double: numpy would compare a float32 with a Python float in float32
         f = np.nextafter(f, np.float32(-np.inf))
     if code == FLOAT16:
         h = np.float16(f)
