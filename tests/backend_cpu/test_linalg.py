@@ -239,16 +239,19 @@ BATCH_LAYOUTS = {
 @pytest.mark.parametrize("layout_a", BATCH_LAYOUTS)
 @pytest.mark.parametrize("layout_b", ["contiguous", "transposed", "batch-last", "batch-broadcast"])
 def test_bmm_layouts(dtype, layout_a, layout_b):
-    # Small matrices: one gemm_batch_strided call when both operands are BLAS-expressible.
     check_bmm(dtype, layout_a, layout_b, (3, 4, 5, 6))
 
 
 @pytest.mark.parametrize("dtype", [ember.int32, ember.float16, ember.float32], ids=str)
 @pytest.mark.parametrize("layout_a", ["contiguous", "transposed", "batch-broadcast", "strided"])
 @pytest.mark.parametrize("layout_b", ["transposed", "reversed-batch"])
-def test_bmm_layouts_large(dtype, layout_a, layout_b):
-    # Big enough for one gemm per matrix, and for OpenMP in the C loop.
-    check_bmm(dtype, layout_a, layout_b, (2, 150, 140, 130))
+@pytest.mark.parametrize(
+    "sizes", [(3, 64, 48, 50), (2, 150, 140, 130)], ids=["batch-strided", "gemm-each"]
+)
+def test_bmm_layouts_large(dtype, layout_a, layout_b, sizes):
+    # The two BLAS strategies (one gemm_batch_strided call; a gemm per matrix), and sizes above
+    # the OpenMP threshold for the C loop.
+    check_bmm(dtype, layout_a, layout_b, sizes)
 
 
 def check_bmm(dtype, layout_a, layout_b, sizes):
