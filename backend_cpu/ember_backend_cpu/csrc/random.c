@@ -10,8 +10,6 @@
 #include "ember_cpu.h"
 #include "api_random.h"
 
-#include <math.h>
-
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
 #define PHILOX_W0 0x9E3779B9u
@@ -21,13 +19,18 @@
 #define EM_RNG_BATCH 64   /* blocks generated together */
 #define EM_RNG_CHUNK 8192 /* elements per OpenMP task: a multiple of 4 * EM_RNG_BATCH */
 
-/* What a fill needs: the key, the first block, and the transform's parameters, converted once
- * (float fields for float16/bfloat16/float32 outputs, double fields for float64). */
+/* What a fill needs: the key, the first block, and the transform's parameters, converted once:
+ * (a, b, h) = (low, high - low, clamp) for uniform_, (mean, std, unused) for normal_, in float for
+ * float16/bfloat16/float32 outputs and in double for float64. */
 typedef struct {
     uint32_t k0, k1;
     uint64_t offset;
-    float fa, fb, fh;
-    double da, db, dh;
+    struct {
+        float a, b, h;
+    } f;
+    struct {
+        double a, b, h;
+    } d;
     int64_t low;
     uint64_t range;   /* 0 means 2^64 */
     uint32_t range32; /* the range when it is below 2^32, 0 for exactly 2^32 */
@@ -76,36 +79,25 @@ static inline uint64_t draw64(uint32_t x[4][EM_RNG_BATCH], int lane, int b) {
     return (uint64_t)x[2 * lane][b] | ((uint64_t)x[2 * lane + 1][b] << 32);
 }
 
-/* ---- transforms (docs/random.md, "Transforms") ----------------------------------------------- */
-static inline float uniform_f(uint32_t x, const em_rng *r) {
-    float u = (float)(x >> 8) * 0x1p-24f;
-    float v = r->fa + u * r->fb;
-    return v > r->fh ? r->fh : v;
-}
-
-static inline double uniform_d(uint64_t w, const em_rng *r) {
-    double u = (double)(w >> 11) * 0x1p-53;
-    double v = r->da + u * r->db;
-    return v > r->dh ? r->dh : v;
-}
-
-static inline void normal_f(uint32_t xa, uint32_t xb, const em_rng *r, float *y) {
-    float u1 = ((float)(xa >> 8) + 1.0f) * 0x1p-24f;
-    float u2 = (float)(xb >> 8) * 0x1p-24f;
-    float rad = sqrtf(-2.0f * logf(u1));
-    float t = 6.2831855f * u2;
-    y[0] = r->fa + r->fb * (rad * cosf(t));
-    y[1] = r->fa + r->fb * (rad * sinf(t));
-}
-
-static inline void normal_d(uint64_t wa, uint64_t wb, const em_rng *r, double *y) {
-    double u1 = ((double)(wa >> 11) + 1.0) * 0x1p-53;
-    double u2 = (double)(wb >> 11) * 0x1p-53;
-    double rad = sqrt(-2.0 * log(u1));
-    double t = 6.283185307179586 * u2;
-    y[0] = r->da + r->db * (rad * cos(t));
-    y[1] = r->da + r->db * (rad * sin(t));
-}
+/* ---- transforms (docs/random.md, "Transforms") -----------------------------------------------
+ * uniform and Box-Muller, in float from a 32-bit word (24 bits used) and in double from a 64-bit
+ * draw (53 bits used); <tgmath.h> picks sqrtf/logf/cosf/sinf for float. */
+#define TRANSFORMS(P, VT, WT, SHIFT, ULP, TWO_PI)                                                \
+    static inline VT uniform_##P(WT x, const em_rng *r) {                                         \
+        VT u = (VT)(x >> SHIFT) * ULP;                                                            \
+        VT v = r->P.a + u * r->P.b;                                                               \
+        return v > r->P.h ? r->P.h : v;                                                           \
+    }                                                                                             \
+    static inline void normal_##P(WT xa, WT xb, const em_rng *r, VT *y) {                        \
+        VT u1 = ((VT)(xa >> SHIFT) + 1) * ULP;                                                    \
+        VT u2 = (VT)(xb >> SHIFT) * ULP;                                                          \
+        VT rad = sqrt(-2 * log(u1));                                                              \
+        VT t = TWO_PI * u2;                                                                       \
+        y[0] = r->P.a + r->P.b * (rad * cos(t));                                                  \
+        y[1] = r->P.a + r->P.b * (rad * sin(t));                                                  \
+    }
+TRANSFORMS(f, float, uint32_t, 8, 0x1p-24f, 6.2831855f)
+TRANSFORMS(d, double, uint64_t, 11, 0x1p-53, 6.283185307179586)
 
 /* Wrapping 64-bit add, as the spec says (and as int64 storage truncates). */
 static inline int64_t int_d32(uint32_t x, const em_rng *r) {
@@ -192,22 +184,22 @@ static int run_fill(const em_fill *table, int dtype, int64_t n, intptr_t out, co
 int ember_uniform(int dtype, uint64_t seed, uint64_t offset, int64_t n, intptr_t out, double low,
                   double high, double below) {
     em_rng r = make_rng(seed, offset);
-    r.fa = (float)low;
-    r.fb = (float)high - r.fa;
-    r.fh = (float)below;
-    r.da = low;
-    r.db = high - low;
-    r.dh = below;
+    r.f.a = (float)low;
+    r.f.b = (float)high - r.f.a;
+    r.f.h = (float)below;
+    r.d.a = low;
+    r.d.b = high - low;
+    r.d.h = below;
     return run_fill(UNIFORM, dtype, n, out, &r);
 }
 
 int ember_normal(int dtype, uint64_t seed, uint64_t offset, int64_t n, intptr_t out, double mean,
                  double std) {
     em_rng r = make_rng(seed, offset);
-    r.fa = (float)mean;
-    r.fb = (float)std;
-    r.da = mean;
-    r.db = std;
+    r.f.a = (float)mean;
+    r.f.b = (float)std;
+    r.d.a = mean;
+    r.d.b = std;
     return run_fill(NORMAL, dtype, n, out, &r);
 }
 
