@@ -209,12 +209,15 @@ def test_mm_nan_and_inf_propagate():
 
 
 def test_mm_follows_the_thread_count():
+    from ember_backend_cpu.kernels import linalg
+
     a_np, b_np = values((200, 300), ember.float32, 14), values((300, 100), ember.float32, 15)
     before = lib.ember_num_threads()
     try:
-        for threads in (1, 2, before):
+        for threads in (1, 3, before):
             lib.ember_set_num_threads(threads)
             check(a_np, b_np, ember.from_numpy(a_np), ember.from_numpy(b_np), ember.float32)
+            assert linalg._openblas.scipy_openblas_get_num_threads() == threads
     finally:
         lib.ember_set_num_threads(before)
 
