@@ -136,7 +136,7 @@ static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 #define BLAS_PRODUCT(T, S)                                                                       \
     static void blas_product_##T(int64_t batch, int64_t n, int64_t k, int64_t p,                  \
                                  const em_blas_operand *a, const em_blas_operand *b, S *c) {      \
-        if (batch > 1 && blas.batch_##T && USE_BATCH_STRIDED(n * k * p) &&                \
+        if (batch > 1 && blas.batch_##T && USE_BATCH_STRIDED(n * k * p) &&                       \
             fits_int(batch) && fits_int(a->bs) && fits_int(b->bs) && fits_int(n * p)) {            \
             blas.batch_##T(CBLAS_ROW_MAJOR, a->trans, b->trans, (int)n, (int)p, (int)k, 1,        \
                            (const S *)a->ptr, (int)a->ld, (int)a->bs, (const S *)b->ptr,          \
