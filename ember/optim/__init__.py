@@ -6,6 +6,7 @@ backend has the elementwise kernels, and follows PyTorch's formulas step for ste
 
 from __future__ import annotations
 
+from . import lr_scheduler
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .lbfgs import LBFGS
@@ -21,5 +22,6 @@ __all__ = [
     "AdamW",
     "Optimizer",
     "RMSprop",
+    "lr_scheduler",
     "required",
 ]
