@@ -23,6 +23,15 @@ import ember
 from ember._tensor import Tensor
 from ember.autograd import enable_grad, no_grad
 
+_HOOK_TABLES = (
+    "_optimizer_step_pre_hooks",
+    "_optimizer_step_post_hooks",
+    "_optimizer_state_dict_pre_hooks",
+    "_optimizer_state_dict_post_hooks",
+    "_optimizer_load_state_dict_pre_hooks",
+    "_optimizer_load_state_dict_post_hooks",
+)
+
 # State entries that are Python floats here and 0-d float32 tensors in PyTorch's state dicts.
 SCALAR_STATE_KEYS = ("step",)
 
@@ -126,12 +135,7 @@ class Optimizer:
 
     def __init__(self, params, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
-        self._optimizer_state_dict_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_state_dict_post_hooks: OrderedDict = OrderedDict()
-        self._optimizer_load_state_dict_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_load_state_dict_post_hooks: OrderedDict = OrderedDict()
+        self._add_hook_tables()
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
@@ -152,6 +156,11 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._add_hook_tables()  # an unpickled optimizer has none
+
+    def _add_hook_tables(self) -> None:
+        for name in _HOOK_TABLES:
+            self.__dict__.setdefault(name, OrderedDict())
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]

@@ -146,6 +146,31 @@ def test_param_groups_with_their_own_options(name):
     _assert_trajectory(got, want, "float32")
 
 
+@pytest.mark.parametrize("config", CONFIGS[1::3], ids=_config_id)
+def test_empty_and_strided_parameters(config):
+    """A 0-size parameter, a transposed (non-contiguous) one, and reversed (negative-stride)
+    gradients update like torch's."""
+    name, kwargs = config
+    problem = Problem("float32", seed=6, shapes=[(0, 3), (3, 4), (5,)])
+    ours = [
+        # (from_numpy of an empty array has stride 0, which in-place ops refuse on this branch)
+        ember.zeros((0, 3)).requires_grad_(),
+        ember.from_numpy(problem.init[1].astype(np.float32).T.copy()).t().requires_grad_(),
+        ember.from_numpy(problem.init[2].astype(np.float32)).requires_grad_(),
+    ]
+    assert not ours[1].is_contiguous()
+    theirs = problem.torch_params()
+    opt = getattr(ember.optim, name)(ours, **kwargs)
+    ref = getattr(torch.optim, name)(theirs, **kwargs)
+
+    def reversed_grad(array):
+        return ember.from_numpy(np.ascontiguousarray(array[..., ::-1])[..., ::-1])
+
+    got = _run(problem, opt, ours, STEPS, reversed_grad)
+    want = _run(problem, ref, theirs, STEPS, torch.from_numpy)
+    _assert_trajectory(got, want, "float32")
+
+
 def _torch_state_to_ember(state_dict):
     def convert(value):
         if isinstance(value, torch.Tensor):
