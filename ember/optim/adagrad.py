@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, add_scaled, check_nonnegative, run_closure, scalar
+from .optimizer import Optimizer, check_nonnegative, grads_of, run_closure, scalar
 
 
 class Adagrad(Optimizer):
@@ -77,19 +77,10 @@ class Adagrad(Optimizer):
             lr = scalar(group["lr"])
             lr_decay = group["lr_decay"]
             eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
+            for p, grad in grads_of(group, group["weight_decay"]):
                 state = self._state_for(p, group)
                 step = state["step"] + 1.0
                 state["step"] = step
-                if maximize:
-                    grad = -grad
-                if weight_decay != 0:
-                    grad = add_scaled(grad, p, weight_decay)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 state_sum = state["sum"].addcmul_(grad, grad, value=1)
                 std = state_sum.sqrt().add_(eps)

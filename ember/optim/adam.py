@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, add_scaled, check_nonnegative, run_closure, scalar
+from .optimizer import Optimizer, check_nonnegative, grads_of, run_closure, scalar
 
 
 class Adam(Optimizer):
@@ -85,24 +85,17 @@ class Adam(Optimizer):
             lr = scalar(group["lr"])
             beta1, beta2 = group["betas"]
             eps = group["eps"]
-            weight_decay = group["weight_decay"]
             amsgrad = group["amsgrad"]
-            maximize = group["maximize"]
-            decoupled = group["decoupled_weight_decay"]
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
-                if maximize:
-                    grad = -grad
+            weight_decay = group["weight_decay"]
+            # AdamW shrinks the parameters instead of adding the decay to the gradient.
+            shrink = 1 - lr * weight_decay if group["decoupled_weight_decay"] else 1
+            l2 = weight_decay if shrink == 1 else 0
+            for p, grad in grads_of(group, l2):
                 state = self._state_for(p, amsgrad)
                 step = state["step"] + 1.0
                 state["step"] = step
-                if weight_decay != 0:
-                    if decoupled:
-                        p.mul_(1 - lr * weight_decay)
-                    else:
-                        grad = add_scaled(grad, p, weight_decay)
+                if shrink != 1:
+                    p.mul_(shrink)
                 exp_avg = state["exp_avg"]
                 exp_avg_sq = state["exp_avg_sq"]
                 exp_avg.lerp_(grad, 1 - beta1)

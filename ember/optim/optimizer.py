@@ -82,6 +82,21 @@ def add_scaled_(a: Tensor, b: Tensor, alpha: float) -> Tensor:
     return a.add_(b) if alpha == 1 else a.addcmul_(b, alpha)
 
 
+def grads_of(group: dict, weight_decay: float = 0):
+    """``(param, grad)`` for the group's parameters that have a gradient, the gradient negated
+    when the group maximizes and with ``weight_decay * param`` added (L2) when given."""
+    maximize = group.get("maximize", False)
+    for p in group["params"]:
+        grad = p.grad
+        if grad is None:
+            continue
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            grad = add_scaled(grad, p, weight_decay)
+        yield p, grad
+
+
 def run_closure(closure):
     """The closure's loss, evaluated with gradients on (``step`` itself runs under no_grad)."""
     if closure is None:

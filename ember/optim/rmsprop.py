@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, add_scaled, add_scaled_, check_nonnegative, run_closure, scalar
+from .optimizer import Optimizer, add_scaled_, check_nonnegative, grads_of, run_closure, scalar
 
 
 class RMSprop(Optimizer):
@@ -75,20 +75,11 @@ class RMSprop(Optimizer):
             lr = scalar(group["lr"])
             alpha = group["alpha"]
             eps = group["eps"]
-            weight_decay = group["weight_decay"]
             momentum = group["momentum"]
             centered = group["centered"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
-                if maximize:
-                    grad = -grad
+            for p, grad in grads_of(group, group["weight_decay"]):
                 state = self._state_for(p, group)
                 state["step"] += 1.0
-                if weight_decay != 0:
-                    grad = add_scaled(grad, p, weight_decay)
                 square_avg = state["square_avg"]
                 square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
                 if centered:

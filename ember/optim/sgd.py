@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, add_scaled, add_scaled_, check_nonnegative, run_closure, scalar
+from .optimizer import (
+    Optimizer,
+    add_scaled,
+    add_scaled_,
+    check_nonnegative,
+    grads_of,
+    run_closure,
+    scalar,
+)
 
 
 class SGD(Optimizer):
@@ -63,19 +71,10 @@ class SGD(Optimizer):
         loss = run_closure(closure)
         for group in self.param_groups:
             lr = scalar(group["lr"])
-            weight_decay = group["weight_decay"]
             momentum = group["momentum"]
             dampening = group["dampening"]
             nesterov = group["nesterov"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                grad = p.grad
-                if grad is None:
-                    continue
-                if maximize:
-                    grad = -grad
-                if weight_decay != 0:
-                    grad = add_scaled(grad, p, weight_decay)
+            for p, grad in grads_of(group, group["weight_decay"]):
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
