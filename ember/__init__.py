@@ -62,7 +62,7 @@ Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
 # Last: these packages use the bound Tensor and the generated functions.
-from . import autograd, nn
+from . import autograd, nn, optim
 from .autograd import (
     enable_grad,
     inference_mode,
