@@ -23,6 +23,7 @@ def forget_kernels(name: str | None = None) -> None:
     for op in list(_ALL_OPS):
         if name is None or op.name == name:
             op.kernels.clear()
+            op.fast.clear()
 
 
 on_reset(forget_kernels)
@@ -53,6 +54,7 @@ class Op:
         "runner",
         "schema",
         "tensor_positions",
+        "fast",
     )
 
     def __init__(self, defn: OpDef, runner, name: str | None = None, inplace_of: Op | None = None):
@@ -66,6 +68,8 @@ class Op:
         self.runner = runner
         self.decomposition = defn.decomposition
         self.kernels: dict = {}  # (device type, dtype) -> kernel or None (decompose); memo
+        # dtype -> prepared call data for the runner's fast path (see kinds/elementwise.binary)
+        self.fast: dict = {}
         self.formula = None  # set by autograd's formula table
         self.num_outputs = sum(1 for typ, _ in parsed.returns if typ.startswith("Tensor"))
         self.tensor_positions = parsed.tensor_positions
@@ -80,7 +84,7 @@ class Op:
         for layer in STACK.layers:
             if layer.wants(self, args):
                 return layer.handle(self, args)
-        return self.backend(args)
+        return self.runner(self, *args)  # the Backend layer (see backend()), inlined: hot path
 
     def redispatch(self, current, args):
         """Continue below ``current``: the next lower active layer, or the Backend layer."""

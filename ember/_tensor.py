@@ -383,9 +383,30 @@ def make(storage, shape: tuple, stride: tuple, offset: int, dtype, contig: bool)
 
 
 def empty(shape: tuple, dtype, device) -> Tensor:
-    """An uninitialised contiguous tensor; ``device`` must already be normalised."""
-    storage = new_storage(device, math.prod(shape) * dtype.itemsize)
-    return make(storage, shape, contiguous_strides(shape), 0, dtype, True)
+    """An uninitialised contiguous tensor; ``device`` must already be normalised.
+
+    Every op's output comes from here, so small requests take a straight path (one runtime call,
+    no allocator bookkeeping) and the tensor is built inline.
+    """
+    nbytes = math.prod(shape) * dtype.itemsize
+    small = _SMALL.get(id(device)) or small_allocator(device)
+    if nbytes < small[1]:
+        handle, ptr = small[0](nbytes)
+        storage = Storage(device, nbytes, handle, 0, ptr, handle, small[2])
+    else:
+        storage = new_storage(device, nbytes)
+    t = _new(Tensor)
+    t._storage = storage
+    t._shape = shape
+    t._stride = _STRIDES.get(shape) or contiguous_strides(shape)
+    t._offset = 0
+    t._dtype = dtype
+    t._contig = True
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._base = None
+    return t
 
 
 def host_array(t: Tensor) -> np.ndarray:
@@ -399,4 +420,6 @@ def host_array(t: Tensor) -> np.ndarray:
 
 
 # Last: dispatcher.memory imports ember._storage and ember._device, not this module.
-from .dispatcher.memory import new_storage  # noqa: E402
+from ._storage import Storage  # noqa: E402
+from .dispatcher.memory import SMALL as _SMALL  # noqa: E402
+from .dispatcher.memory import new_storage, small_allocator  # noqa: E402

@@ -83,6 +83,34 @@ def unary(op, x, *params):
 
 
 def binary(op, a, b, *params):
+    # Fast path: two tensors of one dtype, device and shape, or a tensor and a Python number of
+    # its category. ``op.fast`` maps a dtype to (device, kernel, result dtype) that the full path
+    # below has validated (keyed by dtype alone: dtypes hash by identity, devices in Python).
+    if isinstance(a, Tensor):
+        bc = b.__class__
+        dtype = a._dtype
+        if bc is Tensor or isinstance(b, Tensor):
+            if dtype is b._dtype and a._shape == b._shape:
+                dev = a._storage.device
+                if dev is b._storage.device:
+                    entry = op.fast.get(dtype)
+                    if entry is not None and entry[0] is dev:
+                        out = empty(a._shape, entry[2], dev)
+                        entry[1](out, a, b)
+                        return out
+        elif bc is float or bc is int:
+            category = dtype.category
+            if category == _FLOATING or (bc is int and category == dt.INTEGRAL):
+                dev = a._storage.device
+                entry = op.fast.get(dtype)
+                if entry is not None and entry[0] is dev:
+                    out = empty(a._shape, entry[2], dev)
+                    entry[1](out, a, float(b) if category == _FLOATING else b)
+                    return out
+    return _binary(op, a, b, *params)
+
+
+def _binary(op, a, b, *params):
     ta = isinstance(a, Tensor)
     tb = isinstance(b, Tensor)
     if ta and tb:
@@ -142,6 +170,8 @@ def binary(op, a, b, *params):
     kernel = op.kernel(dev.type, compute)
     if kernel is None:
         return op.decomposition(a, b, *params)
+    if not params:
+        op.fast[compute] = (dev, kernel, result)
     out = empty(shape, result, dev)
     kernel(out, a, b, *params)
     return out
