@@ -221,7 +221,7 @@ ROWS = [
     OpDef(
         "contiguous(Tensor input) -> Tensor",
         Kind.COPY,
-        np.ascontiguousarray,
+        lambda x: np.array(x, order="C"),  # np.ascontiguousarray makes 0-d arrays 1-d
         decomposition=_contiguous,
         function=False,
     ),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 
 from ..kinds import elementwise as run
@@ -79,9 +80,21 @@ def nary(schema, ref, arity, dtypes, promotion=Promotion.DEFAULT, **kw) -> OpDef
 
 
 def _sign(x):
+    if x.dtype.kind == "b":
+        return x.copy()
     return (
         np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype) if x.dtype.kind == "f" else np.sign(x)
     )
+
+
+def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    """np.nan_to_num with PyTorch's defaults: infinities become the dtype's extremes."""
+    if x.dtype.kind not in "fV":
+        return x.copy()
+    high = ml_dtypes.finfo(x.dtype).max
+    out = np.where(np.isnan(x), 0.0 if nan is None else nan, x)
+    out = np.where(np.isposinf(x), high if posinf is None else posinf, out)
+    return np.where(np.isneginf(x), -high if neginf is None else neginf, out).astype(x.dtype)
 
 
 def _sigmoid(x):
@@ -241,7 +254,7 @@ ROWS = [
     ),
     unary(
         "nan_to_num",
-        np.nan_to_num,
+        _nan_to_num,
         dtypes=DTYPES_ALL,
         promotion=Promotion.DEFAULT,
         params=", float? nan=0.0, float? posinf=None, float? neginf=None",
