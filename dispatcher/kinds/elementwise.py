@@ -15,17 +15,19 @@ from ember._tensor import Tensor, empty
 
 from ..opdef import Promotion
 from ..promotion import can_cast, result_type
-from ._common import broadcast_shapes, cast, check_no_internal_overlap, common_device, expand_to
+from ._common import (
+    broadcast_shapes,
+    cast,
+    check_no_internal_overlap,
+    common_device,
+    expand_to,
+    unsupported_dtype,
+)
 
 _INT_TO_FLOAT = Promotion.INT_TO_FLOAT
 _ALWAYS_BOOL = Promotion.ALWAYS_BOOL
 _FLOATING = dt.FLOATING
 _SCALARS = (bool, int, float)
-
-
-def _unsupported(op, dtype) -> Exception:
-    names = ", ".join(sorted(d.name for d in op.dtypes))
-    return RuntimeError(f'"{op.name}" not implemented for {dtype.name} (supported: {names})')
 
 
 def _types(op, common):
@@ -39,7 +41,7 @@ def _types(op, common):
     else:
         result = common
     if common not in op.dtypes:
-        raise _unsupported(op, common)
+        raise unsupported_dtype(op, common)
     return common, result
 
 
