@@ -158,7 +158,10 @@ def strides_of(shape: tuple) -> tuple:
 
 
 def check_no_internal_overlap(op_name: str, t: Tensor) -> None:
-    """In-place writes into broadcast views would race: PyTorch refuses them too."""
+    """In-place writes into broadcast views would race: PyTorch refuses them too. An empty
+    tensor gets no writes (numpy gives empty arrays stride 0, and from_numpy keeps it)."""
+    if 0 in t._shape:
+        return
     for size, step in zip(t._shape, t._stride):
         if step == 0 and size > 1:
             raise RuntimeError(
