@@ -9,7 +9,7 @@ import ember
 from ..kinds import copy as run_copy
 from ..kinds import index as run_index
 from ..kinds import shape as run_shape
-from ..opdef import DTYPES_NUMERIC, Kind, OpDef
+from ..opdef import DTYPES_NUMERIC, Kind, OpDef, Promotion
 
 CORE = "none: implemented by the core over copy_ (and narrow views)"
 
@@ -403,6 +403,7 @@ ROWS = [
         "nonzero(Tensor input) -> Tensor",
         Kind.INDEX,
         lambda x: np.argwhere(x),
+        promotion=Promotion.LONG,
         runner=run_index.nonzero,
         frontend=True,
         differentiable=False,
@@ -422,6 +423,7 @@ ROWS = [
         "argsort(Tensor input, int dim=-1, bool descending=False, *, bool stable=False) -> Tensor",
         Kind.SORT,
         lambda *a, **k: _np_sort(*a, **k)[1],
+        promotion=Promotion.LONG,
         decomposition=_argsort,
         differentiable=False,
         samples="sort",
@@ -439,6 +441,7 @@ ROWS = [
         "bool right=False, str? side=None, Tensor? sorter=None) -> Tensor",
         Kind.SORT,
         _np_searchsorted,
+        promotion=Promotion.LONG,
         dtypes=DTYPES_NUMERIC,
         runner=run_index.searchsorted,
         differentiable=False,

@@ -176,6 +176,7 @@ ROWS = [
         "Device? device=None) -> Tensor",
         Kind.RANDOM,
         None,
+        dtypes=DTYPES_NUMERIC,
         decomposition=_randperm,
         frontend=True,
         method=False,

@@ -7,7 +7,7 @@ import numpy as np
 import ember
 
 from ..kinds import linalg as run
-from ..opdef import DTYPES_NUMERIC, Kind, OpDef
+from ..opdef import DTYPES_NUMERIC, Kind, OpDef, Promotion
 
 MM_ARGS = "(out, a, b): out contiguous [n, p] (mm) or [B, n, p] (bmm); a, b any strides"
 
@@ -231,6 +231,7 @@ ROWS = [
         "trace(Tensor input) -> Tensor",
         Kind.MATMUL,
         np.trace,
+        promotion=Promotion.BOOL_TO_LONG,
         decomposition=_trace,
         samples="matrix",
     ),

@@ -203,6 +203,7 @@ ROWS = [
         lambda x, dim, keepdim=False: np.log(
             np.sum(np.exp(x), axis=_axis(dim, x.ndim), keepdims=keepdim)
         ),
+        promotion=Promotion.INT_TO_FLOAT,
         dtypes=DTYPES_NUMERIC,
         decomposition=_logsumexp,
         samples="reduction_dims",
@@ -220,6 +221,7 @@ ROWS = [
         "count_nonzero(Tensor input, int[]? dim=None) -> Tensor",
         Kind.REDUCTION,
         lambda x, dim=None: np.asarray(np.count_nonzero(x, axis=_axis(dim, x.ndim))),
+        promotion=Promotion.LONG,
         decomposition=_count_nonzero,
         differentiable=False,
         samples="reduction",
