@@ -147,9 +147,14 @@ def _topk(x, k, dim=-1, largest=True, sorted=True):
 
 
 def _np_sort(x, dim=-1, descending=False, stable=False):
-    order = np.argsort(-x if descending and x.dtype.kind != "b" else x, axis=dim, kind="stable")
-    if descending and x.dtype.kind == "b":
-        order = np.argsort(~x, axis=dim, kind="stable")
+    """Stable sort; descending keeps ties in input order (negating would wrap unsigned ints)."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    if descending:
+        last = x.shape[dim] - 1
+        order = np.flip(last - np.argsort(np.flip(x, dim), axis=dim, kind="stable"), dim)
+    else:
+        order = np.argsort(x, axis=dim, kind="stable")
     return np.take_along_axis(x, order, axis=dim), order
 
 
@@ -367,7 +372,7 @@ ROWS = [
     OpDef(
         "index_select(Tensor input, int dim, Tensor index) -> Tensor",
         Kind.INDEX,
-        lambda x, d, i: np.take(x, i, axis=d),
+        lambda x, d, i: np.take(x, np.reshape(i, -1), axis=d),  # a 0-d index selects one
         runner=run_index.index_select,
         samples="index_select",
         kernel_args="(out, x, dim, index): index 1-D int64",

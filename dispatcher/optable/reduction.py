@@ -135,6 +135,16 @@ def reduce(name, ref, promotion, dtypes=DTYPES_ALL, identity=True, with_dtype=Tr
     )
 
 
+def _np_scan(fn):
+    """cumsum/cumprod: integers accumulate in int64; a 0-d input keeps its shape."""
+
+    def reference(x, dim, dtype=None):
+        wide = x.astype(np.int64) if x.dtype.kind in "biu" else x
+        return fn(wide.reshape(x.shape or (1,)), axis=dim).reshape(x.shape)
+
+    return reference
+
+
 def _sum_ref(x, dim=None, keepdim=False, dtype=None):
     if dtype is None and x.dtype.kind in "biu":
         x = x.astype(np.int64)
@@ -272,9 +282,7 @@ ROWS = [
     OpDef(
         "cumsum(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor",
         Kind.SCAN,
-        lambda x, dim, dtype=None: np.cumsum(
-            x.astype(np.int64) if x.dtype.kind in "biu" else x, axis=dim
-        ),
+        _np_scan(np.cumsum),
         promotion=Promotion.BOOL_TO_LONG,
         dtypes=DTYPES_NUMERIC,
         runner=run.scan,
@@ -284,9 +292,7 @@ ROWS = [
     OpDef(
         "cumprod(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor",
         Kind.SCAN,
-        lambda x, dim, dtype=None: np.cumprod(
-            x.astype(np.int64) if x.dtype.kind in "biu" else x, axis=dim
-        ),
+        _np_scan(np.cumprod),
         promotion=Promotion.BOOL_TO_LONG,
         dtypes=DTYPES_NUMERIC,
         runner=run.scan,
