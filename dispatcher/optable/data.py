@@ -137,11 +137,15 @@ def _argsort(x, dim=-1, descending=False, stable=False):
 
 
 def _topk(x, k, dim=-1, largest=True, sorted=True):
+    from ember.return_types import ValuesIndices
+
     size = x.shape[dim] if x.ndim else 1
     if not 0 <= k <= size:
         raise RuntimeError(f"topk(): selected index k ({k}) out of range (dimension size {size})")
+    if x.ndim == 0:  # sort and narrow need a dim: take the top of the 1-element vector
+        values, indices = _topk(x.reshape(1), k, 0, largest, sorted)
+        return ValuesIndices(values.reshape(()), indices.reshape(())) if k else (values, indices)
     values, indices = ember.sort(x, dim, largest, stable=True)
-    from ember.return_types import ValuesIndices
 
     return ValuesIndices(values.narrow(dim, 0, k), indices.narrow(dim, 0, k))
 
