@@ -67,6 +67,9 @@ def unary(op, x, *params):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
     compute, result = _types(op, x._dtype)
+    check = op.info.get("check")
+    if check is not None:
+        check(x, *params)
     if compute is not x._dtype:
         x = cast(x, compute)
     dev = x._storage.device
@@ -211,6 +214,9 @@ def inplace(op, target, *args):
     present = [v for v in operands if v is not None]
     common = result_type(present, Tensor)
     compute, result = _types(base, common)
+    check = base.info.get("check")
+    if check is not None:
+        check(*operands, *params)
     if base.info.get("limits"):
         operands = tuple(_fill_limits(base, list(operands), compute))
     if not can_cast(result, target._dtype):

@@ -11,6 +11,8 @@ import math
 import ml_dtypes
 import numpy as np
 
+from ember import _dtype as dt
+
 from ..kinds import elementwise as run
 from ..opdef import (
     DTYPES_ALL,
@@ -41,7 +43,7 @@ def unary(name, ref, dtypes=DTYPES_FLOAT, promotion=I2F, params="", **kw) -> OpD
         dtypes=dtypes,
         runner=run.unary,
         samples=kw.pop("samples", "unary"),
-        attrs={"arity": 1},
+        attrs={"arity": 1, **kw.pop("attrs", {})},
         kernel_args=UNARY_ARGS,
         **kw,
     )
@@ -121,6 +123,15 @@ def _div_trunc(a, b):
 
 def _hardtanh(x, min_val=-1.0, max_val=1.0):
     return np.clip(x, min_val, max_val)
+
+
+def _check_hardtanh(x, min_val=-1.0, max_val=1.0):
+    """Negative limits would wrap in unsigned arithmetic; PyTorch refuses them too."""
+    if x.dtype is dt.uint8 and (min_val < 0 or max_val < 0):
+        raise RuntimeError(
+            f"hardtanh(): cannot do hardtanh on an unsigned type with negative limits "
+            f"(min_val={min_val}, max_val={max_val}, dtype uint8)"
+        )
 
 
 def _clamp(x, lo=None, hi=None):
@@ -212,6 +223,7 @@ ROWS = [
         dtypes=DTYPES_NUMERIC,
         promotion=Promotion.DEFAULT,
         params=", float min_val=-1.0, float max_val=1.0",
+        attrs={"check": _check_hardtanh},
         function=False,
         method=False,
     ),
