@@ -21,10 +21,13 @@ NATIVE_PRECISION = frozenset({"nextafter", "nan_to_num"})
 
 
 def accepted_dtypes(op) -> list:
-    """Input dtypes the op takes: its table dtypes, plus integers and bool when it promotes them
-    to the default float (``exp(int_tensor)`` is a float32 exp)."""
+    """Input dtypes the op takes: its table dtypes (what it computes in), plus those it promotes
+    into them: integers and bool to the default float (``exp(int_tensor)`` is a float32 exp),
+    or to int64 for sums and products (``cumsum(bool_tensor)`` counts)."""
     accepted = set(op.dtypes)
     if op.promotion is Promotion.INT_TO_FLOAT:
+        accepted |= set(dt.INTS) | {dt.bool_}
+    if op.promotion is Promotion.BOOL_TO_LONG and dt.int64 in accepted:
         accepted |= set(dt.INTS) | {dt.bool_}
     return [d for d in ALL_DTYPES if d in accepted]
 
@@ -118,7 +121,9 @@ def target_of(sample):
 
 def writes_overlap(a: Arr) -> bool:
     """Whether an in-place write into ``a`` would hit one memory location twice (stride 0)."""
-    return any(s == 0 and n > 1 for s, n in zip(a.values.strides, a.values.shape))
+    return a.values.size > 0 and any(
+        s == 0 and n > 1 for s, n in zip(a.values.strides, a.values.shape)
+    )
 
 
 def can_cast(src, dst) -> bool:

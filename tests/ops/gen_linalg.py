@@ -4,6 +4,8 @@ gives the exact result and integer products do not overflow."""
 
 from __future__ import annotations
 
+import ember
+
 from .sampling import Arr, Sample, arr, scalar
 
 C, T, S, N = "contiguous", "transposed", "sliced", "negative"
@@ -12,7 +14,8 @@ C, T, S, N = "contiguous", "transposed", "sliced", "negative"
 def _operand(dtype, shape, rng, layout=C) -> Arr:
     if dtype.is_floating_point and max(shape, default=0) < 64:
         return arr(dtype, shape, rng, layout, low=-2.0, high=2.0)
-    return Arr(rng.integers(-2, 3, shape).astype(dtype.np), layout)
+    low = -2 if dtype.is_signed else 0
+    return Arr(rng.integers(low, 3, shape).astype(dtype.np), layout)
 
 
 def _pairs(dtype, rng, cases):
@@ -110,9 +113,14 @@ EINSUM_CASES = (
 
 
 def einsum(op, dtype, device, rng):
+    """Equations that only sum one operand reduce like sum(): integers give int64."""
     for equation, operands in EINSUM_CASES:
         tensors = [_operand(dtype, shape, rng, layout) for shape, layout in operands]
-        yield Sample((equation, tensors))
+        lhs, out = equation.split("->")
+        sums = len(operands) == 1 and set(lhs) - set(out)
+        yield Sample(
+            (equation, tensors), dtype=ember.int64 if sums and not dtype.is_floating_point else None
+        )
 
 
 def diag(op, dtype, device, rng):

@@ -33,9 +33,32 @@ def _describe(op, dtype, sample) -> str:
     return f"{op.name}[{dtype.name}] with {sample!r}"
 
 
+def _refusal(op, args):
+    """The error a row's argument check (``attrs['check']``) gives these arguments, if any."""
+    check = (op.inplace_of or op).info.get("check")
+    try:
+        if check is not None:
+            check(*args)
+    except RuntimeError as exc:
+        return exc
+    return None
+
+
+def _expect_refusal(op, args) -> bool:
+    """Asserts the op raises what its argument check says; False when there is nothing to say."""
+    refusal = _refusal(op, args)
+    if refusal is None:
+        return False
+    with pytest.raises(RuntimeError, match=re.escape(str(refusal))):
+        op(*args)
+    return True
+
+
 def check_functional(op, dtype, device, sample) -> None:
     what = _describe(op, dtype, sample)
     args = sample.ember_args(device)
+    if _expect_refusal(op, args):
+        return
     want = checks.as_outputs(checks.reference(op, sample))
     got = checks.as_outputs(op(*args))
     assert len(got) == len(want), f"{what}: {len(got)} outputs, the reference has {len(want)}"
@@ -57,6 +80,8 @@ def check_inplace(op, dtype, device, sample) -> None:
         return
     what = _describe(op, dtype, sample)
     args = sample.ember_args(device)
+    if _expect_refusal(op, args):
+        return
     target = args[0]
     want = np.asarray(checks.reference(op, sample))
     result_dtype = sample.dtype or checks.result_dtype(op.inplace_of or op, dtype)

@@ -82,6 +82,7 @@ def topk(op, dtype, device, sample):
     x = x_arg.values.astype(np.float64)
     if x.ndim == 0:
         x, dim = x.reshape(1), 0
+        values, indices = values.reshape(-1), indices.reshape(-1)
     order = np.sort(x, axis=dim)
     order = np.flip(order, axis=dim) if largest else order
     want = np.take(order, range(k), axis=dim).reshape(values.shape)
@@ -113,7 +114,9 @@ def _redraw(op, sample, device):
 
 
 def _check_draws(op, sample, device, got: np.ndarray) -> None:
-    again, different = _redraw(op, sample, device)
+    again, different = (
+        a.astype(np.float64).reshape(got.shape) for a in _redraw(op, sample, device)
+    )
     np.testing.assert_array_equal(got, again, f"{op.name}: same seed, different numbers")
     if got.size > 16:
         assert not np.array_equal(got, different), f"{op.name}: another seed, same numbers"
