@@ -82,6 +82,9 @@ def unary(op, x, *params):
 
 
 def binary(op, a, b, *params):
+    check = op.info.get("check")
+    if check is not None:
+        check(a, b, *params)
     ta = isinstance(a, Tensor)
     tb = isinstance(b, Tensor)
     if ta and tb:
