@@ -126,6 +126,19 @@ def writes_overlap(a: Arr) -> bool:
     )
 
 
+def gaps(arg, t):
+    """For a ``sliced`` tensor, the buffer elements between its elements (None otherwise): an
+    in-place op must leave them alone."""
+    if not isinstance(arg, Arr) or arg.layout != "sliced":
+        return None
+    return host(t._base)[..., 0::2].copy()
+
+
+def assert_gaps_kept(arg, t, before, what: str) -> None:
+    if before is not None:
+        np.testing.assert_array_equal(gaps(arg, t), before, f"{what}: wrote outside the view")
+
+
 def can_cast(src, dst) -> bool:
     """In-place results may be written to the target if they do not drop a category."""
     return src.category <= dst.category

@@ -63,31 +63,28 @@ def test_op_is_tested(name):
     assert found, f"{name}: generator {sample_name!r} gives no samples for {dtype.name}"
 
 
-@pytest.mark.parametrize("device_type", available_device_types())
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_primitive_has_kernel(name, device_type):
-    if (name, device_type) in EXPECTED_GAPS:
-        pytest.xfail(EXPECTED_GAPS[(name, device_type)])
-    missing = missing_dtypes(OPS[name], device_type)
-    backend = REGISTRY.backend(device_type).name
+def test_primitive_has_kernel(name, device):
+    if (name, device) in EXPECTED_GAPS:
+        pytest.xfail(EXPECTED_GAPS[(name, device)])
+    missing = missing_dtypes(OPS[name], device)
+    backend = REGISTRY.backend(device).name
     assert not missing, (
-        f"{name}: backend '{backend}' serving {device_type} has no kernel for {missing} and no "
+        f"{name}: backend '{backend}' serving {device} has no kernel for {missing} and no "
         "declared CPU fallback"
     )
 
 
-@pytest.mark.parametrize("device_type", available_device_types())
-def test_kernels_belong_to_ops(device_type):
+def test_kernels_belong_to_ops(device):
     """A kernel under a name the table does not know is never called (a misspelt op name)."""
-    backend = REGISTRY.backend(device_type)
+    backend = REGISTRY.backend(device)
     strays = sorted(set(backend.kernels) - set(OPS))
     assert not strays, f"backend '{backend.name}' has kernels for unknown ops: {strays}"
 
 
-@pytest.mark.parametrize("device_type", available_device_types())
-def test_kernel_dtypes_are_in_rows(device_type):
+def test_kernel_dtypes_are_in_rows(device):
     """A kernel for a dtype the row does not list is unreachable (the runners refuse the dtype)."""
-    backend = REGISTRY.backend(device_type)
+    backend = REGISTRY.backend(device)
     extra = {
         name: sorted(set(table) - {d.name for d in OPS[name].dtypes} - {"*"})
         for name, table in backend.kernels.items()

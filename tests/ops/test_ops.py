@@ -93,9 +93,11 @@ def check_inplace(op, dtype, device, sample) -> None:
         with pytest.raises(RuntimeError):
             op(*args)
         return
+    before = checks.gaps(target_arg, target)
     result = op(*args)
     assert result is target, f"{what}: an in-place op must return self"
     checks.assert_matches(target, want, target.dtype, op.defn.tolerance(target.dtype), what)
+    checks.assert_gaps_kept(target_arg, target, before, what)
 
 
 @pytest.mark.parametrize("name,dtype_name", CASES)

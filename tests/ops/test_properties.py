@@ -21,8 +21,13 @@ from .sampling import Arr, Seed
 
 
 def _run(op, sample, device):
+    """Calls the op; for in-place ops on a strided view, checks the buffer around it is kept."""
     args = sample.ember_args(device)
-    return args, op(*args)
+    first = sample.args[0] if sample.args else None
+    before = checks.gaps(first, args[0])
+    result = op(*args)
+    checks.assert_gaps_kept(first, args[0], before, op.name)
+    return args, result
 
 
 def _values(arg):
