@@ -52,29 +52,21 @@ DOT_CASES = ((((5,), C), ((5,), N)), (((0,), C), ((0,), C)), (((1,), S), ((1,), 
 MV_CASES = ((((3, 4), T), ((4,), C)), (((0, 4), C), ((4,), N)), (((200, 200), C), ((200,), S)))
 
 
-def mm(op, dtype, device, rng):
-    for a, b in _pairs(dtype, rng, MM_CASES):
-        yield Sample((a, b))
+def _products(cases):
+    """A generator of (a, b) samples over ``cases`` of shapes and layouts."""
+
+    def generate(op, dtype, device, rng):
+        for a, b in _pairs(dtype, rng, cases):
+            yield Sample((a, b))
+
+    return generate
 
 
-def bmm(op, dtype, device, rng):
-    for a, b in _pairs(dtype, rng, BMM_CASES):
-        yield Sample((a, b))
-
-
-def matmul(op, dtype, device, rng):
-    for a, b in _pairs(dtype, rng, MATMUL_CASES):
-        yield Sample((a, b))
-
-
-def dot(op, dtype, device, rng):
-    for a, b in _pairs(dtype, rng, DOT_CASES):
-        yield Sample((a, b))
-
-
-def mv(op, dtype, device, rng):
-    for a, b in _pairs(dtype, rng, MV_CASES):
-        yield Sample((a, b))
+mm = _products(MM_CASES)
+bmm = _products(BMM_CASES)
+matmul = _products(MATMUL_CASES)
+dot = _products(DOT_CASES)
+mv = _products(MV_CASES)
 
 
 def _scaled(op, dtype, rng, c_shapes, cases):
