@@ -15,18 +15,20 @@ from ember._tensor import Tensor, empty
 
 from ..opdef import Promotion
 from ..promotion import can_cast, result_type
-from ._common import broadcast_shapes, cast, check_no_internal_overlap, common_device, expand_to
+from ._common import (
+    broadcast_shapes,
+    cast,
+    check_no_internal_overlap,
+    common_device,
+    expand_to,
+    unsupported_dtype,
+)
 
 _INT_TO_FLOAT = Promotion.INT_TO_FLOAT
 _ALWAYS_BOOL = Promotion.ALWAYS_BOOL
 _FLOATING = dt.FLOATING
 _SCALARS = (bool, int, float)
 _OPERANDS = (Tensor, *_SCALARS)
-
-
-def _unsupported(op, dtype) -> Exception:
-    names = ", ".join(sorted(d.name for d in op.dtypes))
-    return RuntimeError(f'"{op.name}" not implemented for {dtype.name} (supported: {names})')
 
 
 def _types(op, common):
@@ -40,7 +42,7 @@ def _types(op, common):
     else:
         result = common
     if common not in op.dtypes:
-        raise _unsupported(op, common)
+        raise unsupported_dtype(op, common)
     return common, result
 
 
@@ -71,6 +73,9 @@ def unary(op, x, *params):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
     compute, result = _types(op, x._dtype)
+    check = op.info.get("check")
+    if check is not None:
+        check(x, *params)
     if compute is not x._dtype:
         x = cast(x, compute)
     dev = x._storage.device
@@ -111,6 +116,9 @@ def binary(op, a, b, *params):
 
 
 def _binary(op, a, b, *params):
+    check = op.info.get("check")
+    if check is not None:
+        check(a, b, *params)
     ta = isinstance(a, Tensor)
     tb = isinstance(b, Tensor)
     if ta and tb:
@@ -170,7 +178,7 @@ def _binary(op, a, b, *params):
     kernel = op.kernel(dev.type, compute)
     if kernel is None:
         return op.decomposition(a, b, *params)
-    if not params:
+    if not params and check is None:  # a check may depend on more than dtypes: no shortcut
         op.fast[compute] = (dev, kernel, result)
     out = empty(shape, result, dev)
     kernel(out, a, b, *params)
@@ -253,6 +261,9 @@ def inplace(op, target, *args):
     present = [v for v in operands if v is not None]
     common = result_type(present, Tensor)
     compute, result = _types(base, common)
+    check = base.info.get("check")
+    if check is not None:
+        check(*operands, *params)
     if base.info.get("limits"):
         operands = tuple(_fill_limits(base, list(operands), compute))
     if not can_cast(result, target._dtype):

@@ -19,6 +19,7 @@ MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
 
 def _decompose(op, *args):
     """Backend layer of a composite without a runner: its decomposition, in ember ops."""
+    _common.check_dtypes(op, args)
     return op.decomposition(*args)
 
 

@@ -96,7 +96,12 @@ EM_FLOAT_HELPERS(double, f64)
 #define em_floordiv_f(a, b) _Generic((a), float: em_floordiv_f32, default: em_floordiv_f64)(a, b)
 #define em_remainder_f(a, b) _Generic((a), float: em_remainder_f32, default: em_remainder_f64)(a, b)
 #define em_logaddexp(a, b) _Generic((a), float: em_logaddexp_f32, default: em_logaddexp_f64)(a, b)
-#define em_clamp(a, lo, hi) ((a) < (lo) ? ((lo) > (hi) ? (hi) : (lo)) : ((a) > (hi) ? (hi) : (a)))
+/* min(max(a, lo), hi) with NaN from any operand propagating, as in PyTorch (ints skip the tests). */
+#define em_clamp(a, lo, hi) \
+    ((lo) != (lo) ? (lo) \
+     : (hi) != (hi) ? (hi) \
+     : (a) < (lo) ? ((lo) > (hi) ? (hi) : (lo)) \
+     : (a) > (hi) ? (hi) : (a))
 
 /* ---- op codes ------------------------------------------------------------------------------ */
 #define LOOP(...)
