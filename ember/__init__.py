@@ -61,6 +61,7 @@ Tensor.__setitem__ = _indexing.setitem
 Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
-from . import autograd, nn
+from . import autograd, nn, utils
+from .serialization import load, save
 
 __version__ = "0.1.0"
