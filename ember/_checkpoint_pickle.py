@@ -146,24 +146,25 @@ def torch_globals(rebuild_tensor, rebuild_tensor_v3, rebuild_parameter) -> dict:
     return table
 
 
+class Refused(pickle.UnpicklingError):
+    """What a weights-only load refuses: a global outside the table, or state set on an object."""
+
+
 def _load_build(unpickler) -> None:
     state = unpickler.stack[-1]
     inst = unpickler.stack[-2]
     if type(inst) not in (dict, collections.OrderedDict) or not isinstance(state, dict):
-        raise pickle.UnpicklingError(
+        raise Refused(
             f"weights_only load refuses to set the state of a {type(inst).__name__} object"
         )
     pickle._Unpickler.dispatch[pickle.BUILD[0]](unpickler)
 
 
-class ForbiddenGlobal(pickle.UnpicklingError):
-    """A checkpoint names a global that a weights-only load does not allow."""
+_WEIGHTS_ONLY_DISPATCH = {**pickle._Unpickler.dispatch, pickle.BUILD[0]: _load_build}
 
 
 class CheckpointUnpickler(pickle._Unpickler):
     """Resolves PyTorch's names through ``globals``; refuses the rest when ``weights_only``."""
-
-    dispatch = pickle._Unpickler.dispatch.copy()
 
     def __init__(self, file, globals_table, persistent_load, weights_only, what):
         super().__init__(file)
@@ -172,7 +173,7 @@ class CheckpointUnpickler(pickle._Unpickler):
         self.weights_only = weights_only
         self.what = what
         if weights_only:
-            self.dispatch = {**self.dispatch, pickle.BUILD[0]: _load_build}
+            self.dispatch = _WEIGHTS_ONLY_DISPATCH
 
     def find_class(self, module: str, name: str):
         if self.proto < 3 and self.fix_imports:  # Python 2 names, as protocol 2 writes them
@@ -190,30 +191,15 @@ class CheckpointUnpickler(pickle._Unpickler):
                 else "only tensors, storages, containers, numbers, strings and dtypes are "
                 "allowed; pass weights_only=False only if you trust the file"
             )
-            raise ForbiddenGlobal(
-                f"{self.what}: weights_only load refuses {module}.{name}: {detail}"
-            )
+            raise Refused(f"{self.what}: weights_only load refuses {module}.{name}: {detail}")
         return super().find_class(module, name)
 
 
 # PyTorch dtypes ember does not have, so a weights-only load can say why it refuses them.
 _TORCH_DTYPES = frozenset(
-    (
-        "uint16",
-        "uint32",
-        "uint64",
-        "complex32",
-        "complex64",
-        "complex128",
-        "cfloat",
-        "cdouble",
-        "float8_e4m3fn",
-        "float8_e5m2",
-        "float8_e4m3fnuz",
-        "float8_e5m2fnuz",
-        "qint8",
-        "quint8",
-    )
+    {"uint16", "uint32", "uint64", "complex32", "complex64", "complex128", "cfloat", "cdouble"}
+    | {"chalf", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"}
+    | {"qint8", "quint8", "qint32"}
 )
 
 

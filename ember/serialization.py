@@ -31,7 +31,7 @@ from . import _dtype as dt
 from ._checkpoint_pickle import (
     CheckpointPickler,
     CheckpointUnpickler,
-    ForbiddenGlobal,
+    Refused,
     StorageRef,
     StorageType,
     parameter_class,
@@ -171,7 +171,7 @@ def load(f, map_location=None, *, weights_only: bool = True):
                 return CheckpointUnpickler(
                     data, table, reader.persistent_load, weights_only, what
                 ).load()
-            except (ForbiddenGlobal, CheckpointError):
+            except (Refused, CheckpointError):
                 raise
             except Exception as error:
                 raise CheckpointError(

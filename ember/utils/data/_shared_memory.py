@@ -10,6 +10,8 @@ that share a storage in the worker share one in the main process.
 from __future__ import annotations
 
 import io
+import itertools
+import os
 import pickle
 from multiprocessing import shared_memory
 
@@ -22,6 +24,7 @@ from ..._tensor import Tensor, contiguous_strides, host_array, is_contiguous, ma
 from ...dispatcher.memory import backend_for
 
 _ALIGN = 64  # every storage starts on a cache line (and on any element size)
+_COUNTER = itertools.count()
 
 
 class _Pickler(pickle.Pickler):
@@ -115,6 +118,20 @@ def _host_storage_bytes(storage: Storage) -> np.ndarray:
     return host_array(whole.cpu())
 
 
+def segment_prefix(parent_pid: int) -> str:
+    """Names of segments made by the workers of ``parent_pid`` start with this (leak checks)."""
+    return f"ember_{parent_pid}_"
+
+
+def _create(size: int) -> shared_memory.SharedMemory:
+    while True:
+        name = f"{segment_prefix(os.getppid())}{os.getpid()}_{next(_COUNTER)}"
+        try:
+            return shared_memory.SharedMemory(name=name, create=True, size=size)
+        except FileExistsError:  # left by a dead process whose pid was reused
+            continue
+
+
 def pack(obj):
     """A picklable message for ``obj``; its tensors' bytes go to a new shared-memory segment.
 
@@ -126,7 +143,7 @@ def pack(obj):
     if not pickler.tensors:
         return buf.getvalue(), None, (), ()
     regions, metas, size = _plan(pickler.tensors)
-    segment = shared_memory.SharedMemory(create=True, size=max(size, 1))
+    segment = _create(max(size, 1))
     try:
         view = np.frombuffer(segment.buf, dtype=np.uint8)
         _fill(view, regions)
