@@ -77,12 +77,12 @@ def collate(batch, *, collate_fn_map: dict | None = None):
         }
         return _rebuild_mapping(elem, values)
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return type(elem)(*(collate(list(s), collate_fn_map=collate_fn_map) for s in zip(*batch)))
+        return type(elem)(*(collate(s, collate_fn_map=collate_fn_map) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         if any(len(sample) != size for sample in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        values = [collate(list(s), collate_fn_map=collate_fn_map) for s in zip(*batch)]
+        values = [collate(s, collate_fn_map=collate_fn_map) for s in zip(*batch)]
         if isinstance(elem, tuple):
             return values  # PyTorch returns a list here, and code relies on it
         return _rebuild_sequence(elem, values)

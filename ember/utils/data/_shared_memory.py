@@ -156,12 +156,20 @@ def pack(obj):
     return buf.getvalue(), segment.name, [region[:2] for region in regions], metas
 
 
+class _Attached(shared_memory.SharedMemory):
+    """A received segment. Only its ``_Mapping`` closes it: the garbage collector may finalize
+    a cycle's objects in any order, and closing while numpy still views the buffer fails."""
+
+    def __del__(self):
+        pass
+
+
 class _Mapping:
     """Keeps a received segment mapped while any storage over it lives; the last one unmaps it."""
 
     __slots__ = ("array", "segment")
 
-    def __init__(self, segment: shared_memory.SharedMemory):
+    def __init__(self, segment: _Attached):
         self.segment = segment
         self.array = np.frombuffer(segment.buf, dtype=np.uint8)
 
@@ -171,7 +179,7 @@ class _Mapping:
 
 
 def _attach(name: str) -> _Mapping:
-    segment = shared_memory.SharedMemory(name=name)
+    segment = _Attached(name=name)
     segment.unlink()  # the name goes now; the memory stays until the mapping goes
     return _Mapping(segment)
 

@@ -8,7 +8,9 @@ shared memory, see ``_shared_memory``). ``None`` on the index queue means "exit"
 
 from __future__ import annotations
 
+import functools
 import os
+import pickle
 import queue
 import random
 import sys
@@ -88,6 +90,34 @@ def _importable(cls) -> bool:
     return getattr(module, cls.__qualname__, None) is cls
 
 
+class ResultPipe:
+    """Workers to main process. A put is written to the pipe before it returns (there is no
+    feeder thread, unlike ``multiprocessing.Queue``): a worker that dies abruptly cannot take
+    queued messages, and the shared-memory segments they name, down with it."""
+
+    def __init__(self, context):
+        self._reader, self._writer = context.Pipe(duplex=False)
+        self._lock = context.Lock()
+
+    def put(self, obj) -> None:
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        with self._lock:
+            self._writer.send_bytes(data)
+
+    def get(self, timeout: float):
+        """The next message; ``queue.Empty`` after ``timeout`` seconds without one."""
+        if not self._reader.poll(timeout):
+            raise queue.Empty
+        return pickle.loads(self._reader.recv_bytes())
+
+    def close_reader(self) -> None:
+        self._reader.close()  # in workers: the parent's end, so its death breaks the pipe
+
+    def close(self) -> None:
+        self._reader.close()
+        self._writer.close()
+
+
 @dataclass(frozen=True)
 class IterableDatasetStopIteration:
     """Sent by a worker whose copy of an IterableDataset is exhausted."""
@@ -123,6 +153,46 @@ def _one_thread() -> None:
         set_threads(1)
 
 
+class _Worker:
+    """A worker's dataset side: its fetcher, and the error that stops it, if any."""
+
+    def __init__(self, kind, dataset, auto_collation, collate_fn, drop_last, init_fn, worker_id):
+        self.where = f"in DataLoader worker process {worker_id}"
+        self.worker_id = worker_id
+        self.kind = kind
+        self.make_fetcher = functools.partial(
+            create_fetcher, kind, dataset, auto_collation, collate_fn, drop_last
+        )
+        self.error = None  # an init failure answers every task
+        self.exhausted = False
+        try:
+            if init_fn is not None:
+                init_fn(worker_id)
+            self.fetcher = self.make_fetcher()
+        except Exception:
+            self.error = ExceptionWrapper(self.where)
+
+    def resume(self) -> None:
+        self.exhausted = False
+        if self.error is None:
+            self.fetcher = self.make_fetcher()  # a new epoch: iterable datasets start over
+
+    def run(self, index):
+        """The packed result of one task: a batch, an error, or the end of the stream."""
+        if self.error is not None:
+            return _pack(self.error, self.where)
+        try:
+            data = self.fetcher.fetch(index)
+        except StopIteration:
+            if self.kind != ITERABLE:
+                data = ExceptionWrapper(self.where)
+            else:
+                data, self.exhausted = IterableDatasetStopIteration(self.worker_id), True
+        except Exception:
+            data = ExceptionWrapper(self.where)
+        return _pack(data, self.where)
+
+
 def worker_loop(
     dataset_kind,
     dataset,
@@ -140,23 +210,15 @@ def worker_loop(
     """The body of a worker process (started by the DataLoader's multi-process iterator)."""
     global _worker_info
     parent_pid = os.getppid()  # the process that started us; if it dies, we stop
+    data_queue.close_reader()
     try:
         seed = _seed_worker(base_seed, worker_id)
         _one_thread()
         _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
-        where = f"in DataLoader worker process {worker_id}"
-        init_error = None
-        try:
-            if init_fn is not None:
-                init_fn(worker_id)
-            fetcher = create_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
-        except Exception:
-            init_error = ExceptionWrapper(where)
-        exhausted = False
-        while True:
-            if os.getppid() != parent_pid:
-                data_queue.cancel_join_thread()  # nobody will read what is left: don't wait on it
-                return
+        worker = _Worker(
+            dataset_kind, dataset, auto_collation, collate_fn, drop_last, init_fn, worker_id
+        )
+        while os.getppid() == parent_pid:
             try:
                 task = index_queue.get(timeout=POLL_INTERVAL)
             except queue.Empty:
@@ -164,35 +226,13 @@ def worker_loop(
             if task is None:
                 return
             if isinstance(task, ResumeIteration):
+                worker.resume()
                 data_queue.put((task, None))
-                exhausted = False
-                if init_error is None:
-                    fetcher = create_fetcher(
-                        dataset_kind, dataset, auto_collation, collate_fn, drop_last
-                    )
-                continue
-            if done_event.is_set() or exhausted:
-                continue  # shutting down, or nothing left to fetch: just drain the queue
-            idx, index = task
-            if init_error is not None:
-                data, init_error = init_error, None
-            else:
-                data, exhausted = _fetch(fetcher, index, dataset_kind, worker_id, where)
-            data_queue.put((idx, _pack(data, where)))
-    except KeyboardInterrupt:
-        pass  # the parent sees the exit and reports it
-
-
-def _fetch(fetcher, index, dataset_kind, worker_id, where):
-    """``(batch or error marker, exhausted)`` for one task."""
-    try:
-        return fetcher.fetch(index), False
-    except StopIteration:
-        if dataset_kind == ITERABLE:
-            return IterableDatasetStopIteration(worker_id), True
-        return ExceptionWrapper(where), False
-    except Exception:
-        return ExceptionWrapper(where), False
+            elif not (done_event.is_set() or worker.exhausted):  # else just drain the queue
+                idx, index = task
+                data_queue.put((idx, worker.run(index)))
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass  # interrupted, or the parent is gone: it sees the exit or no longer cares
 
 
 def _pack(data, where):

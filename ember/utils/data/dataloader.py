@@ -23,6 +23,7 @@ from ._fetch import ITERABLE, MAP, create_fetcher
 from ._worker import (
     ExceptionWrapper,
     IterableDatasetStopIteration,
+    ResultPipe,
     ResumeIteration,
     worker_loop,
 )
@@ -320,7 +321,7 @@ class _MultiProcessIter(_BaseIter):
         # tracker (the one that sees them unlinked), not start trackers of their own.
         resource_tracker.ensure_running()
         self._shutdown = True  # until the workers exist, there is nothing to shut down
-        self._data_queue = context.Queue()
+        self._data_queue = ResultPipe(context)
         self._done_event = context.Event()
         self._index_queues, self._workers = [], []
         for worker_id in range(self._num_workers):
@@ -467,7 +468,6 @@ class _MultiProcessIter(_BaseIter):
             worker.join()
         self._drain(0)
         self._data_queue.close()
-        self._data_queue.join_thread()
         for index_queue in self._index_queues:
             index_queue.close()
 
