@@ -125,7 +125,8 @@ def test_shuffle_is_reproducible_and_complete():
     ember.manual_seed(0)
     again = [b[0].tolist() for b in DataLoader(ds, batch_size=8, shuffle=True)]
     assert first == again
-    assert sorted(sum(first, [])) == list(range(40)) and sum(first, []) != list(range(40))
+    order = [i for batch in first for i in batch]
+    assert sorted(order) == list(range(40)) and order != list(range(40))
     loader = DataLoader(ds, batch_size=8, shuffle=True, generator=ember.Generator().manual_seed(1))
     epochs = [[b[0].tolist() for b in loader] for _ in range(2)]
     assert epochs[0] != epochs[1]  # a new order every epoch
