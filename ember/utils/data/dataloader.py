@@ -15,8 +15,6 @@ import queue
 import time
 from multiprocessing import resource_tracker
 
-from ... import _dtype
-from ..._factories import randint
 from . import _shared_memory
 from ._collate import default_collate, default_convert
 from ._fetch import ITERABLE, MAP, create_fetcher
@@ -28,13 +26,12 @@ from ._worker import (
     worker_loop,
 )
 from .dataset import IterableDataset
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, draw_seed
 
 # How long a blocked get waits before checking that the workers are alive (seconds).
 STATUS_CHECK_INTERVAL = 1.0
 # How long shutdown waits for workers to finish their current task before terminating them.
 SHUTDOWN_TIMEOUT = 10.0
-_SEED_BOUND = (1 << 63) - 1
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -264,27 +261,20 @@ class _BaseIter:
         self._collate_fn = loader.collate_fn
         self._timeout = loader.timeout
         self._sampler_iter = iter(self._index_sampler)
-        # Drawn with or without workers, so both consume the generator alike.
-        self._base_seed = randint(
-            0, _SEED_BOUND, (), dtype=_dtype.int64, generator=loader.generator
-        )
-        self._base_seed = self._base_seed.item()
-        self._num_yielded = 0
+        # Drawn with or without workers, so that both consume the generator alike.
+        self._base_seed = draw_seed(loader.generator)
 
     def __iter__(self):
         return self
 
     def _reset(self, loader: DataLoader) -> None:
         self._sampler_iter = iter(self._index_sampler)
-        self._num_yielded = 0
 
     def _next_index(self):
         return next(self._sampler_iter)
 
     def __next__(self):
-        data = self._next_data()
-        self._num_yielded += 1
-        return data
+        return self._next_data()
 
     def __len__(self) -> int:
         return len(self._index_sampler)
@@ -320,36 +310,24 @@ class _MultiProcessIter(_BaseIter):
         # Forked workers must report their shared-memory segments to the parent's resource
         # tracker (the one that sees them unlinked), not start trackers of their own.
         resource_tracker.ensure_running()
-        self._shutdown = True  # until the workers exist, there is nothing to shut down
         self._data_queue = ResultPipe(context)
         self._done_event = context.Event()
         self._index_queues, self._workers = [], []
+        self._shutdown = False
         for worker_id in range(self._num_workers):
-            index_queue = context.Queue()
-            index_queue.cancel_join_thread()  # exiting must not wait on tasks nobody reads
-            worker = context.Process(
-                target=worker_loop,
-                args=(
-                    self._dataset_kind,
-                    self._dataset,
-                    index_queue,
-                    self._data_queue,
-                    self._done_event,
-                    self._auto_collation,
-                    self._collate_fn,
-                    self._drop_last,
-                    self._base_seed,
-                    loader.worker_init_fn,
-                    worker_id,
-                    self._num_workers,
-                ),
-                daemon=True,
-            )
-            self._shutdown = False
-            worker.start()
-            self._index_queues.append(index_queue)
-            self._workers.append(worker)
+            self._start_worker(context, worker_id, loader.worker_init_fn)
         self._reset(loader, first_iter=True)
+
+    def _start_worker(self, context, worker_id: int, init_fn) -> None:
+        index_queue = context.Queue()
+        index_queue.cancel_join_thread()  # exiting must not wait on tasks nobody will read
+        args = (self._dataset_kind, self._dataset, index_queue, self._data_queue)
+        args += (self._done_event, self._auto_collation, self._collate_fn, self._drop_last)
+        args += (self._base_seed, init_fn, worker_id, self._num_workers)
+        worker = context.Process(target=worker_loop, args=args, daemon=True)
+        self._index_queues.append(index_queue)
+        worker.start()
+        self._workers.append(worker)
 
     def _reset(self, loader: DataLoader, first_iter: bool = False) -> None:
         super()._reset(loader)

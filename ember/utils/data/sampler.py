@@ -19,10 +19,12 @@ _CHUNK = 32  # indices drawn per call when sampling with replacement (PyTorch's 
 _SEED_BOUND = (1 << 63) - 1
 
 
-def fresh_generator() -> Generator:
-    """A generator seeded from the default generator (so ``ember.manual_seed`` governs it)."""
-    seed = randint(0, _SEED_BOUND, (), dtype=_dtype.int64).item()
-    return Generator().manual_seed(seed)
+def draw_seed(generator: Generator | None = None) -> int:
+    """A non-negative 63-bit seed from ``generator`` (the default generator when None).
+
+    PyTorch draws its seeds the same way: ``torch.empty((), dtype=torch.int64).random_()``.
+    """
+    return randint(0, _SEED_BOUND, (), dtype=_dtype.int64, generator=generator).item()
 
 
 class Sampler:
@@ -96,7 +98,9 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         n = len(self.data_source)
-        generator = self.generator or fresh_generator()
+        generator = self.generator
+        if generator is None:  # a fresh order every epoch, governed by ember.manual_seed
+            generator = Generator().manual_seed(draw_seed())
         if self.replacement:
             for _ in range(self.num_samples // _CHUNK):
                 yield from randint(0, n, (_CHUNK,), generator=generator).tolist()
