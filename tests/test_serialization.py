@@ -9,6 +9,7 @@ import pickle
 import zipfile
 
 import numpy as np
+import pluggy
 import pytest
 
 import ember
@@ -330,6 +331,85 @@ def test_map_location_callable_sees_location_and_none_means_default():
     assert seen == ["cpu"]
     with pytest.raises(TypeError, match="map_location"):
         ember.load(io.BytesIO(saved(ember.ones(1))), map_location=3)
+
+
+# ---- tensors on another device -------------------------------------------------------------
+
+
+class HostRuntime:
+    """A device type backed by host memory (numpy buffers): enough to move bytes in and out."""
+
+    host_memory = True
+    cache_min_bytes = 1 << 30
+
+    def device_count(self):
+        return 1
+
+    def alloc(self, nbytes, index=None):
+        return np.empty(max(nbytes, 1), np.uint8)
+
+    def free(self, handle, index=None):
+        pass
+
+    def address(self, handle):
+        return handle.ctypes.data
+
+    def copy_in(self, handle, offset, src, index=None):
+        data = np.frombuffer(memoryview(src).cast("B"), np.uint8)
+        handle[offset : offset + data.size] = data
+
+    def copy_out(self, dst, handle, offset, index=None):
+        out = np.frombuffer(memoryview(dst).cast("B"), np.uint8)
+        out[...] = handle[offset : offset + out.size]
+
+
+class SideDevicePlugin:
+    hookimpl = pluggy.HookimplMarker("ember")
+
+    @hookimpl
+    def ember_backend_info(self):
+        return {"name": "side", "device_types": ["side"], "version": "0"}
+
+    @hookimpl
+    def ember_backend_load(self, device_type):
+        return {"runtime": HostRuntime(), "kernels": {"copy_": {"*": None}}}
+
+
+@pytest.fixture
+def side_device():
+    """A second device type, "side", served by an in-memory plugin for one test."""
+    import ember_backend_cpu
+    from ember.dispatcher.devices import REGISTRY
+    from ember.dispatcher.plugins import BACKENDS_GROUP, extension
+
+    plugins = [extension("cpu", ember_backend_cpu), extension("side", SideDevicePlugin())]
+    REGISTRY.reset(extensions={BACKENDS_GROUP: plugins})
+    yield ember.device("side", 0)
+    REGISTRY.reset()
+
+
+def test_other_devices_save_from_a_cpu_copy_and_load_back_there(side_device):
+    base = ember.arange(12.0).reshape(3, 4).to(side_device)
+    data = saved({"base": base, "row": base[1]})
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        assert b"side:0" in zf.read("archive/data.pkl")
+    out = ember.load(io.BytesIO(data))
+    assert out["base"].device == side_device and out["row"]._storage is out["base"]._storage
+    np.testing.assert_array_equal(out["row"].cpu().numpy(), [4.0, 5.0, 6.0, 7.0])
+    on_cpu = ember.load(io.BytesIO(data), map_location="cpu")
+    assert on_cpu["base"].device == ember.device("cpu")
+    np.testing.assert_array_equal(on_cpu["base"].numpy(), np.arange(12.0).reshape(3, 4))
+    moved = ember.load(io.BytesIO(saved(ember.ones(2))), map_location={"cpu": "side:0"})
+    assert moved.device == side_device and moved.cpu().tolist() == [1.0, 1.0]
+
+
+def test_other_devices_pickle_and_safetensors_through_the_host(side_device):
+    from ember import safetensors
+
+    t = ember.arange(6).reshape(2, 3).to(side_device)
+    unpickled = pickle.loads(pickle.dumps(t))  # rebuilt on the CPU
+    assert unpickled.device == ember.device("cpu") and unpickled.tolist() == t.cpu().tolist()
+    assert safetensors.load(safetensors.save({"t": t}))["t"].tolist() == t.cpu().tolist()
 
 
 # ---- bad files -----------------------------------------------------------------------------
