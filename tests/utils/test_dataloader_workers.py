@@ -113,6 +113,10 @@ def leftovers():
     return glob.glob(f"/dev/shm/{segment_prefix(os.getpid())}*")
 
 
+def forked(dataset, **kwargs):
+    return DataLoader(dataset, multiprocessing_context=FORK, **kwargs)
+
+
 def batches(loader):
     return [(b[0].tolist(), b[1].tolist()) for b in loader]
 
@@ -135,7 +139,7 @@ def test_workers_give_the_same_batches(context):
 def test_workers_match_single_process(num_workers, kwargs):
     ds = Numbers(23)
     expected = [repr(b) for b in DataLoader(ds, **kwargs)]
-    loader = DataLoader(ds, num_workers=num_workers, multiprocessing_context=FORK, **kwargs)
+    loader = forked(ds, num_workers=num_workers, **kwargs)
     assert [repr(b) for b in loader] == expected
 
 
@@ -148,7 +152,7 @@ def test_iterable_sharding_matches_torch():
             info = torch.utils.data.get_worker_info()
             return iter(range(info.id, 11, info.num_workers))
 
-    ours = DataLoader(Shards(11), batch_size=2, num_workers=3, multiprocessing_context=FORK)
+    ours = forked(Shards(11), batch_size=2, num_workers=3)
     theirs = torch.utils.data.DataLoader(
         TorchShards(), batch_size=2, num_workers=3, multiprocessing_context=FORK
     )
@@ -156,7 +160,7 @@ def test_iterable_sharding_matches_torch():
 
 
 def test_worker_seeds_like_torch():
-    loader = DataLoader(Seeds(), batch_size=None, num_workers=2, multiprocessing_context=FORK)
+    loader = forked(Seeds(), batch_size=None, num_workers=2)
     iterator = iter(loader)
     base = iterator._base_seed
     firsts = {}
@@ -178,18 +182,12 @@ def test_numpy_seed_is_torchs():
 
 
 def test_worker_init_fn_configures_each_copy():
-    loader = DataLoader(
-        Offset(),
-        batch_size=None,
-        num_workers=2,
-        worker_init_fn=init_offset,
-        multiprocessing_context=FORK,
-    )
+    loader = forked(Offset(), batch_size=None, num_workers=2, worker_init_fn=init_offset)
     assert list(loader) == [1000, 2001, 1002, 2003, 1004, 2005]
 
 
 def test_worker_error_is_reraised_with_its_traceback():
-    loader = DataLoader(Faulty(), batch_size=2, num_workers=2, multiprocessing_context=FORK)
+    loader = forked(Faulty(), batch_size=2, num_workers=2)
     with pytest.raises(KeyError) as caught:
         list(loader)
     message = str(caught.value)
@@ -204,15 +202,13 @@ def test_error_in_worker_init_fn():
     def broken_init(worker_id):
         raise ValueError(f"init of {worker_id} failed")
 
-    loader = DataLoader(
-        range(4), num_workers=1, worker_init_fn=broken_init, multiprocessing_context=FORK
-    )
+    loader = forked(range(4), num_workers=1, worker_init_fn=broken_init)
     with pytest.raises(ValueError, match="init of 0 failed"):
         list(loader)
 
 
 def test_timeout():
-    loader = DataLoader(Slow(), num_workers=1, timeout=0.3, multiprocessing_context=FORK)
+    loader = forked(Slow(), num_workers=1, timeout=0.3)
     with pytest.raises(RuntimeError, match=r"DataLoader timed out after 0\.3 seconds"):
         list(loader)
     gc.collect()
@@ -220,7 +216,7 @@ def test_timeout():
 
 
 def test_dead_worker_is_reported():
-    loader = DataLoader(Dying(), num_workers=2, multiprocessing_context=FORK)
+    loader = forked(Dying(), num_workers=2)
     with pytest.raises(
         RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"
     ):
@@ -230,7 +226,7 @@ def test_dead_worker_is_reported():
 
 
 def test_early_break_leaks_nothing():
-    loader = DataLoader(Numbers(200), batch_size=2, num_workers=3, multiprocessing_context=FORK)
+    loader = forked(Numbers(200), batch_size=2, num_workers=3)
     for _ in loader:
         break
     gc.collect()
@@ -247,13 +243,7 @@ def test_early_break_leaks_nothing():
 
 
 def test_persistent_workers_are_reused():
-    loader = DataLoader(
-        Numbers(9),
-        batch_size=2,
-        num_workers=2,
-        persistent_workers=True,
-        multiprocessing_context=FORK,
-    )
+    loader = forked(Numbers(9), batch_size=2, num_workers=2, persistent_workers=True)
     expected = batches(DataLoader(Numbers(9), batch_size=2))
     assert batches(loader) == expected
     pids = [w.pid for w in loader._iterator._workers]
@@ -267,13 +257,7 @@ def test_persistent_workers_are_reused():
 
 
 def test_persistent_iterable_workers_restart_their_stream():
-    loader = DataLoader(
-        Shards(7),
-        batch_size=2,
-        num_workers=2,
-        persistent_workers=True,
-        multiprocessing_context=FORK,
-    )
+    loader = forked(Shards(7), batch_size=2, num_workers=2, persistent_workers=True)
     first = [b.tolist() for b in loader]
     assert first == [b.tolist() for b in loader]
     assert sorted(i for batch in first for i in batch) == list(range(7))
@@ -281,13 +265,7 @@ def test_persistent_iterable_workers_restart_their_stream():
 
 def test_tensors_cross_processes_intact():
     ds = Numbers(6)
-    loader = DataLoader(
-        ds,
-        batch_size=3,
-        num_workers=2,
-        collate_fn=views_of_one_storage,
-        multiprocessing_context=FORK,
-    )
+    loader = forked(ds, batch_size=3, num_workers=2, collate_fn=views_of_one_storage)
     for x, xt, row, flipped in loader:
         assert xt._storage is x._storage and row._storage is x._storage  # sharing survives
         np.testing.assert_array_equal(xt.numpy(), x.numpy().T)
@@ -302,7 +280,7 @@ def test_dtypes_and_shapes_cross_processes(dtype):
         ember.zeros(0, 4, dtype=dtype),
         ember.ones((), dtype=dtype),
     ]
-    loader = DataLoader([samples], batch_size=None, num_workers=1, multiprocessing_context=FORK)
+    loader = forked([samples], batch_size=None, num_workers=1)
     (out,) = list(loader)
     for got, want in zip(out, samples):
         assert got.dtype is dtype and got.shape == want.shape
@@ -310,12 +288,6 @@ def test_dtypes_and_shapes_cross_processes(dtype):
 
 
 def test_uncollatable_batch_is_an_error():
-    loader = DataLoader(
-        range(4),
-        batch_size=2,
-        num_workers=1,
-        collate_fn=lambda batch: lambda: batch,
-        multiprocessing_context=FORK,
-    )
+    loader = forked(range(4), batch_size=2, num_workers=1, collate_fn=lambda batch: lambda: batch)
     with pytest.raises(Exception, match="DataLoader worker process 0"):
         list(loader)
