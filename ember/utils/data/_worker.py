@@ -1,8 +1,8 @@
 """The DataLoader worker process: seeding, the fetch loop, and what travels back to the parent.
 
 A worker reads ``(task index, sampler index)`` pairs from its own index queue, fetches and
-collates, and puts ``(task index, packed batch)`` on the shared result queue (tensor bytes in
-shared memory, see ``_shared_memory``). ``None`` on the index queue means "exit"; a
+collates, and sends ``(task index, packed batch)`` through the shared ``ResultPipe`` (tensor
+bytes in shared memory, see ``_shared_memory``). ``None`` on the index queue means "exit"; a
 ``ResumeIteration`` starts a new epoch for persistent workers.
 """
 

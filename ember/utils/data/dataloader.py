@@ -334,7 +334,6 @@ class _MultiProcessIter(_BaseIter):
         self._send_idx = 0  # next task to hand out
         self._rcvd_idx = 0  # next task to yield
         self._task_info: dict = {}  # task -> (worker,) or (worker, result)
-        self._tasks_outstanding = 0
         self._workers_status = [True] * self._num_workers
         self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
         if not first_iter:
@@ -360,7 +359,6 @@ class _MultiProcessIter(_BaseIter):
             return  # every worker is done (iterable dataset exhausted)
         self._index_queues[worker_id].put((self._send_idx, index))
         self._task_info[self._send_idx] = (worker_id,)
-        self._tasks_outstanding += 1
         self._send_idx += 1
 
     def _get_data(self):
@@ -404,7 +402,6 @@ class _MultiProcessIter(_BaseIter):
             if len(self._task_info[self._rcvd_idx]) == 2:
                 return self._process_data(self._task_info.pop(self._rcvd_idx)[1])
             idx, data = self._get_data()
-            self._tasks_outstanding -= 1
             if isinstance(data, IterableDatasetStopIteration):
                 self._stop_worker(data.worker_id)
                 self._try_put_index()
@@ -436,7 +433,7 @@ class _MultiProcessIter(_BaseIter):
         self._done_event.set()
         for index_queue in self._index_queues:
             index_queue.put(None)
-        # Workers finish their current task; keep reading so their queue feeders can flush.
+        # Workers finish their current task; keep reading, or a full pipe would block them.
         deadline = time.monotonic() + SHUTDOWN_TIMEOUT
         while any(w.is_alive() for w in self._workers) and time.monotonic() < deadline:
             self._drain(0.05)
