@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _dtype as dt
 from ._device import CPU
-from ._tensor import Tensor, host_array
+from ._tensor import Tensor, host_array, make
 
 # How each file format names ember's dtypes: PyTorch's storage classes in checkpoints
 # (``torch.FloatStorage``) and the safetensors header codes.
@@ -35,6 +35,14 @@ def host_values(t) -> np.ndarray:
     if data.device is not CPU:
         data = data.cpu()
     return np.ascontiguousarray(host_array(data))
+
+
+def storage_bytes(storage) -> np.ndarray:
+    """All bytes of a storage as a uint8 numpy array in host memory (copied from a device)."""
+    if storage.device is CPU:
+        return storage.host_bytes()
+    whole = make(storage, (storage.nbytes,), (1,), 0, dt.uint8, True)
+    return host_array(whole.cpu())
 
 
 def reduce_tensor(t):

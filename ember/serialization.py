@@ -39,6 +39,7 @@ from ._checkpoint_pickle import (
 )
 from ._device import CPU
 from ._device import device as Device
+from ._serialization import storage_bytes
 from ._storage import Storage
 from ._tensor import empty, host_array, is_contiguous, make
 from .dispatcher.memory import normalize_device
@@ -80,7 +81,7 @@ def save(obj, f, *, pickle_protocol: int = 2) -> None:
         _write_record(zf, ".storage_alignment", str(_ALIGN).encode())
         _write_record(zf, "byteorder", sys.byteorder.encode())
         for key, storage in storages.records:
-            _write_record(zf, f"data/{key}", _host_bytes(storage))
+            _write_record(zf, f"data/{key}", storage_bytes(storage))
         _write_record(zf, "version", b"3\n")
 
 
@@ -109,13 +110,6 @@ class _StorageTable:
                 f"types ({found[1].name} and {t._dtype.name})"
             )
         return found[0], t._offset, t._shape, t._stride
-
-
-def _host_bytes(storage: Storage) -> np.ndarray:
-    if storage.device is CPU:
-        return storage.host_bytes()
-    whole = make(storage, (storage.nbytes,), (1,), 0, dt.uint8, True)
-    return host_array(whole.cpu())
 
 
 def _write_record(zf: zipfile.ZipFile, name: str, data) -> None:

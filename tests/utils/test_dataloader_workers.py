@@ -105,7 +105,7 @@ def init_offset(worker_id):
 
 def views_of_one_storage(batch):
     x = ember.stack([s[0] for s in batch])
-    return x, x.t(), x[1], ember.from_numpy(x.numpy()[:, ::-1])  # negative strides
+    return x, x.t(), x[1], ember.from_numpy(x.numpy()[:, ::-1]), x  # negative strides; x twice
 
 
 def leftovers():
@@ -266,8 +266,9 @@ def test_persistent_iterable_workers_restart_their_stream():
 def test_tensors_cross_processes_intact():
     ds = Numbers(6)
     loader = forked(ds, batch_size=3, num_workers=2, collate_fn=views_of_one_storage)
-    for x, xt, row, flipped in loader:
+    for x, xt, row, flipped, again in loader:
         assert xt._storage is x._storage and row._storage is x._storage  # sharing survives
+        assert again is x
         np.testing.assert_array_equal(xt.numpy(), x.numpy().T)
         np.testing.assert_array_equal(row.numpy(), x.numpy()[1])
         np.testing.assert_array_equal(flipped.numpy(), x.numpy()[:, ::-1])

@@ -19,6 +19,7 @@ import numpy as np
 
 from ... import _dtype
 from ..._device import CPU
+from ..._serialization import storage_bytes
 from ..._storage import Storage
 from ..._tensor import Tensor, contiguous_strides, host_array, is_contiguous, make
 from ...dispatcher.memory import backend_for
@@ -31,12 +32,16 @@ class _Pickler(pickle.Pickler):
     def __init__(self, file):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.tensors: list[Tensor] = []
+        self.ids: dict[int, int] = {}  # id(tensor) -> its persistent id: one tensor, one object
 
     def persistent_id(self, obj):
         if not isinstance(obj, Tensor):
             return None
-        self.tensors.append(obj)
-        return len(self.tensors) - 1
+        found = self.ids.get(id(obj))
+        if found is None:
+            found = self.ids[id(obj)] = len(self.tensors)
+            self.tensors.append(obj)
+        return found
 
 
 class _Unpickler(pickle.Unpickler):
@@ -108,14 +113,7 @@ def _fill(buffer: np.ndarray, regions) -> None:
             np.copyto(target, host_array(t))
         else:  # a span of a shared storage, as raw bytes
             storage, low = source
-            buffer[start : start + nbytes] = _host_storage_bytes(storage)[low : low + nbytes]
-
-
-def _host_storage_bytes(storage: Storage) -> np.ndarray:
-    if storage.device is CPU:
-        return storage.host_bytes()
-    whole = make(storage, (storage.nbytes,), (1,), 0, _dtype.uint8, True)
-    return host_array(whole.cpu())
+            buffer[start : start + nbytes] = storage_bytes(storage)[low : low + nbytes]
 
 
 def segment_prefix(parent_pid: int) -> str:
