@@ -70,7 +70,7 @@ class Stream(IterableDataset):
         {"batch_size": 50},
         {"batch_size": None},
         {"sampler": [4, 2, 2, 9]},
-        {"batch_size": 2, "sampler": SequentialSampler(range(7))},
+        {"batch_size": 2, "sampler": range(7)},
         {"batch_sampler": [[0, 1, 2], [5], [22, 3]]},
     ],
     ids=repr,
