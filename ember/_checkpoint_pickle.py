@@ -84,7 +84,7 @@ class CheckpointPickler(pickle._Pickler):
         if isinstance(obj, Tensor):
             hooks = collections.OrderedDict()
             if self.parameter_class is not None and isinstance(obj, self.parameter_class):
-                data = obj.detach()
+                data = obj.detach().as_subclass(Tensor)  # a plain tensor, or this recurses
                 return REBUILD_PARAMETER, (data, obj.requires_grad, hooks)
             return REBUILD_TENSOR, (*self.describe(obj), obj.requires_grad, hooks)
         if isinstance(obj, Device):

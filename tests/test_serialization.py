@@ -240,6 +240,24 @@ def test_ember_reads_torch_module_state_dict_and_parameters(torch):
     assert "version" in out["state"]._metadata[""]
 
 
+class Parameter(ember.Tensor):
+    """Stands in for ember.nn.Parameter (PyTorch's constructor) until nn defines it."""
+
+    def __new__(cls, data, requires_grad=True):
+        return data.detach().as_subclass(cls).requires_grad_(requires_grad)
+
+
+def test_parameters_stay_parameters(torch, monkeypatch):
+    monkeypatch.setattr(ember.nn, "Parameter", Parameter, raising=False)
+    weight = Parameter(ember.ones(2, 3))
+    data = saved({"weight": weight, "again": weight})
+    theirs = torch.load(io.BytesIO(data), weights_only=True)
+    assert isinstance(theirs["weight"], torch.nn.Parameter) and theirs["again"] is theirs["weight"]
+    ours = ember.load(io.BytesIO(data))
+    assert type(ours["weight"]) is Parameter and ours["weight"].requires_grad
+    assert ours["again"] is ours["weight"]
+
+
 def test_unsupported_torch_dtype_is_named(torch):
     buf = io.BytesIO()
     torch.save({"c": torch.ones(2, dtype=torch.complex64)}, buf)
