@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import _random
+from ...dispatcher.memory import backend_for
 from . import _shared_memory
 from ._fetch import ITERABLE, create_fetcher
 
@@ -146,8 +147,6 @@ def _seed_worker(base_seed: int, worker_id: int) -> int:
 
 def _one_thread() -> None:
     """One kernel thread per worker, like PyTorch: N workers must not start N thread pools."""
-    from ...dispatcher.memory import backend_for
-
     set_threads = getattr(backend_for("cpu").runtime, "set_num_threads", None)
     if set_threads is not None:
         set_threads(1)
