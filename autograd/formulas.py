@@ -493,6 +493,35 @@ def _addcdiv(ctx, g):
     return g, g * value / t2, -g * value * t1 / (t2 * t2)
 
 
+def _softmax(ctx, g):
+    y = ctx.result
+    return y * (g - (g * y).sum(ctx.dim, keepdim=True))
+
+
+def _log_softmax(ctx, g):
+    return g - E.exp(ctx.result) * g.sum(ctx.dim, keepdim=True)
+
+
+def _im2col(ctx, g):
+    h, w = ctx.shape("input")[2:]
+    return E.ops.col2im(g, (h, w), ctx.kernel_size, ctx.dilation, ctx.padding, ctx.stride)
+
+
+def _col2im(ctx, g):
+    return E.ops.im2col(g, ctx.kernel_size, ctx.dilation, ctx.padding, ctx.stride)
+
+
+def _max_pool2d(ctx, g_values, g_indices=None):
+    shape = ctx.shape("input")
+    indices = ctx.result[1]
+    grad = E.zeros(shape, dtype=g_values.dtype, device=g_values.device).flatten(-2)
+    return grad.scatter_add(-1, indices.flatten(-2), g_values.flatten(-2)).view(shape)
+
+
+def _constant_pad(ctx, g):
+    return E.ops.constant_pad_nd(g, [-p for p in ctx.pad], 0)
+
+
 def _unary(expr, *save):
     return F(lambda ctx, g: expr(ctx, g), save=save or ("input",))
 
@@ -623,6 +652,13 @@ FORMULAS = {
     "take": F(_take, save=("index",)),
     "put_": F(_put, save=("index",)),
     "sort": F(_sort, save=("result",)),
+    # ---- nn ------------------------------------------------------------------------------------
+    "softmax": F(_softmax, save=("result",)),
+    "log_softmax": F(_log_softmax, save=("result",)),
+    "im2col": F(_im2col),
+    "col2im": F(_col2im),
+    "max_pool2d_with_indices": F(_max_pool2d, save=("result",)),
+    "constant_pad_nd": F(_constant_pad),
     # ---- matrix products ------------------------------------------------------------------------
     "mm": F(_mm, save={"input": "mat2", "mat2": "input"}),
     "bmm": F(_bmm, save={"input": "mat2", "mat2": "input"}),

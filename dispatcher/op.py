@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import weakref
+
 from . import registry
 from . import schema as schema_mod
+from .devices import on_reset
 from .layers import STACK
 from .opdef import Kind, OpDef
 
 # Kinds the core implements for every device without a kernel (pure metadata).
 CORE_KINDS = (Kind.VIEW,)
+
+# Every op ever built (table and library ops), so a registry reset can forget their kernel memos:
+# after a reset the serving backend, its kernels and the fallback policy may all differ.
+_ALL_OPS: weakref.WeakSet = weakref.WeakSet()
+
+
+def forget_kernels(name: str | None = None) -> None:
+    """Drop the memoised kernels of the op called ``name`` (of every op when None)."""
+    for op in list(_ALL_OPS):
+        if name is None or op.name == name:
+            op.kernels.clear()
+
+
+on_reset(forget_kernels)
 
 
 class Op:
@@ -57,6 +74,7 @@ class Op:
         # PyTorch's convention: a trailing underscore writes into the first argument.
         self.mutates = self.name.endswith("_") and not self.name.startswith("_")
         self.info: dict = dict(defn.attrs)  # static data for the runner (elementwise arity...)
+        _ALL_OPS.add(self)
 
     def __call__(self, *args):
         for layer in STACK.layers:

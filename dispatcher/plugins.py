@@ -81,6 +81,12 @@ class PluginHost:
         self.manager = pluggy.PluginManager(hookspecs.PROJECT)
         self.manager.add_hookspecs(hookspecs)
 
+    @property
+    def discovers(self) -> bool:
+        """Whether installed entry points are scanned (not for in-memory plugins, nor with
+        autoload off)."""
+        return self._given is None and self._autoload
+
     # ---- discovery ------------------------------------------------------------------------------
     def records(self, group: str) -> list[PluginRecord]:
         if self._records is None:

@@ -66,6 +66,9 @@ class Tensor:
         "_stride",
     )
 
+    # numpy defers binary operators to ours (np.float64(2) * t is a Tensor, as in PyTorch).
+    __array_priority__ = 1000
+
     def __new__(cls, *args, **kwargs):
         if not args and not kwargs:
             return _empty_default(cls)
@@ -318,6 +321,19 @@ class Tensor:
             return format(self.item(), spec)
         return repr(self)
 
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        from .autograd import no_grad
+
+        with no_grad():
+            copied = self.clone()
+        copied._requires_grad = self._requires_grad and self._grad_fn is None
+        if self._grad is not None:
+            copied._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = copied
+        return copied
+
     def as_subclass(self, cls):
         """The same data and metadata as an instance of ``cls`` (a Tensor subclass)."""
         out = object.__new__(cls)
@@ -336,6 +352,8 @@ def _empty_default(cls):
 
 
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:
+    if not isinstance(dim, int):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
     bound = max(ndim, 1)
     if not -bound <= dim < bound:
         raise IndexError(

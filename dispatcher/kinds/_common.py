@@ -126,6 +126,8 @@ def strides_of(shape: tuple) -> tuple:
 
 def check_no_internal_overlap(op_name: str, t: Tensor) -> None:
     """In-place writes into broadcast views would race: PyTorch refuses them too."""
+    if 0 in t._shape:  # nothing is written (numpy gives empty arrays stride 0)
+        return
     for size, step in zip(t._shape, t._stride):
         if step == 0 and size > 1:
             raise RuntimeError(

@@ -21,6 +21,7 @@ _INT_TO_FLOAT = Promotion.INT_TO_FLOAT
 _ALWAYS_BOOL = Promotion.ALWAYS_BOOL
 _FLOATING = dt.FLOATING
 _SCALARS = (bool, int, float)
+_OPERANDS = (Tensor, *_SCALARS)
 
 
 def _unsupported(op, dtype) -> Exception:
@@ -54,11 +55,16 @@ def _scalar_for(value, dtype):
     return int(value)
 
 
-def _coerce(value):
-    """numpy scalars and 0-d arrays become Python scalars; anything else non-Tensor is refused."""
+def _coerce(op, value, position: int):
+    """numpy scalars become Python scalars; anything else non-Tensor is refused, naming the op
+    and the argument."""
     if isinstance(value, np.generic):
         return value.item()
-    raise TypeError(f"expected a Tensor or a Python number, got {type(value).__name__}")
+    name = op.schema.args[position].name
+    raise TypeError(
+        f"{op.name}(): argument '{name}' (position {position + 1}) must be Tensor or a number, "
+        f"not {type(value).__name__}"
+    )
 
 
 def unary(op, x, *params):
@@ -97,7 +103,7 @@ def binary(op, a, b, *params):
             shape = sa if sa == sb else broadcast_shapes(op.name, sa, sb)
     elif ta:
         if b.__class__ not in _SCALARS:
-            b = _coerce(b)
+            b = _coerce(op, b, 1)
         da = a._dtype
         common = (
             da
@@ -109,7 +115,7 @@ def binary(op, a, b, *params):
         shape = a._shape
     elif tb:
         if a.__class__ not in _SCALARS:
-            a = _coerce(a)
+            a = _coerce(op, a, 0)
         common = result_type((a, b), Tensor)
         dev = b._storage.device
         shape = b._shape
@@ -148,8 +154,8 @@ def nary(op, *args):
     bool_first = op.info.get("condition", False)
     promoted = operands[1:] if bool_first else operands
     for i, value in enumerate(operands):
-        if value is not None and not isinstance(value, (Tensor, *_SCALARS)):
-            operands[i] = _coerce(value)
+        if value is not None and not isinstance(value, _OPERANDS):
+            operands[i] = _coerce(op, value, i)
     tensors = [t for t in operands if isinstance(t, Tensor)]
     if not tensors:
         raise TypeError(f"{op.name}(): expected at least one Tensor argument")
@@ -204,7 +210,15 @@ def inplace(op, target, *args):
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}(): self must be a Tensor")
     arity = base.info.get("arity", 1)
-    operands = (target, *args[: arity - 1])
+    others = args[: arity - 1]
+    for value in others:  # numpy scalars and refusals; a plain loop keeps the common case cheap
+        if value is not None and not isinstance(value, _OPERANDS):
+            others = tuple(
+                v if v is None or isinstance(v, _OPERANDS) else _coerce(base, v, i + 1)
+                for i, v in enumerate(others)
+            )
+            break
+    operands = (target, *others)
     params = args[arity - 1 :]
     present = [v for v in operands if v is not None]
     common = result_type(present, Tensor)

@@ -147,9 +147,14 @@ def _topk(x, k, dim=-1, largest=True, sorted=True):
 
 
 def _np_sort(x, dim=-1, descending=False, stable=False):
-    order = np.argsort(-x if descending and x.dtype.kind != "b" else x, axis=dim, kind="stable")
-    if descending and x.dtype.kind == "b":
-        order = np.argsort(~x, axis=dim, kind="stable")
+    """Stable sort; descending keeps equal elements in order and puts NaN first, like PyTorch
+    (negating would break unsigned integers, int8's -128 and NaN placement)."""
+    if not descending:
+        order = np.argsort(x, axis=dim, kind="stable")
+    else:
+        flipped = np.flip(x, axis=dim)
+        order = np.flip(np.argsort(flipped, axis=dim, kind="stable"), axis=dim)
+        order = x.shape[dim] - 1 - order if x.ndim else order
     return np.take_along_axis(x, order, axis=dim), order
 
 

@@ -206,6 +206,16 @@ OPT_COUNT };
                 ct c = LD_##T(C[i]);                                                               \
                 o[i] = OSV_##OUTK(T, (__VA_ARGS__));                                               \
             }                                                                                      \
+        } else if (s[0] == (int64_t)sizeof(ot) && s[1] == si && s[2] == si && s[3] == 0) {         \
+            /* a scalar third operand: lerp_(end, 0.1), addcmul_(t, scalar)... (optimizers) */     \
+            ot *o = (ot *)ptrs[0];                                                                 \
+            const st *A = (const st *)ptrs[1], *B = (const st *)ptrs[2];                           \
+            const ct c = LD_##T(*(const st *)ptrs[3]);                                             \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                ct a = LD_##T(A[i]);                                                               \
+                ct b = LD_##T(B[i]);                                                               \
+                o[i] = OSV_##OUTK(T, (__VA_ARGS__));                                               \
+            }                                                                                      \
         } else {                                                                                   \
             char *o = ptrs[0];                                                                     \
             const char *pa = ptrs[1], *pb = ptrs[2], *pc = ptrs[3];                                \

@@ -1,0 +1,198 @@
+"""nn ops with their own rows: softmax family, im2col/col2im (unfold/fold), max pooling, padding.
+
+Each has a decomposition (so any device runs it), a runner that prefers a fused kernel, and an
+autograd formula (autograd/formulas.py), so the graph holds one node per call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+
+from ..kinds import nn as run
+from ..opdef import DTYPES_FLOAT, Kind, OpDef
+
+
+def _softmax(x, dim):
+    shifted = x - ember.amax(x, dim, keepdim=True)
+    e = ember.exp(shifted)
+    return e / ember.sum(e, dim, keepdim=True)
+
+
+def _log_softmax(x, dim):
+    shifted = x - ember.amax(x, dim, keepdim=True)
+    return shifted - ember.log(ember.sum(ember.exp(shifted), dim, keepdim=True))
+
+
+def _np_softmax(x, dim, dtype=None):
+    e = np.exp(x - np.max(x, axis=dim, keepdims=True))
+    return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def _np_log_softmax(x, dim, dtype=None):
+    shifted = x - np.max(x, axis=dim, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+
+
+def _windows(x, kernel, dilation, stride, out_hw):
+    """A (N, C, kh, kw, oh, ow) view of the sliding windows of a padded (N, C, H, W) tensor."""
+    sn, sc, sh, sw = x.stride()
+    return x.as_strided(
+        (x.shape[0], x.shape[1], kernel[0], kernel[1], out_hw[0], out_hw[1]),
+        (sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1]),
+        x.storage_offset(),
+    )
+
+
+def _out_hw(h, w, kernel, stride, padding, dilation, ceil_mode=False):
+    return tuple(
+        run.pooled_size(size, kernel[i], stride[i], padding[i], dilation[i], ceil_mode)
+        for i, size in enumerate((h, w))
+    )
+
+
+def _im2col(x, kernel, dilation, padding, stride):
+    padded = ember.ops.constant_pad_nd(x, (padding[1], padding[1], padding[0], padding[0]), 0)
+    out_hw = _out_hw(x.shape[2], x.shape[3], kernel, stride, padding, dilation)
+    windows = _windows(padded, kernel, dilation, stride, out_hw)
+    n, c = x.shape[0], x.shape[1]
+    return windows.reshape(n, c * kernel[0] * kernel[1], out_hw[0] * out_hw[1])
+
+
+def _col2im_index(c, hp, wp, kernel, dilation, stride, out_hw, device):
+    """Flat positions in a padded (C, Hp, Wp) image of each element of a (C*kh*kw, L) column."""
+    ch = ember.arange(c, device=device).view(c, 1, 1, 1, 1) * (hp * wp)
+    ki = ember.arange(kernel[0], device=device).view(1, kernel[0], 1, 1, 1) * dilation[0]
+    kj = ember.arange(kernel[1], device=device).view(1, 1, kernel[1], 1, 1) * dilation[1]
+    oi = ember.arange(out_hw[0], device=device).view(1, 1, 1, out_hw[0], 1) * stride[0]
+    oj = ember.arange(out_hw[1], device=device).view(1, 1, 1, 1, out_hw[1]) * stride[1]
+    return (ch + (ki + oi) * wp + (kj + oj)).reshape(-1)
+
+
+def _col2im(cols, output_size, kernel, dilation, padding, stride):
+    n = cols.shape[0]
+    c = cols.shape[1] // (kernel[0] * kernel[1])
+    h, w = output_size
+    hp, wp = h + 2 * padding[0], w + 2 * padding[1]
+    out_hw = _out_hw(h, w, kernel, stride, padding, dilation)
+    index = _col2im_index(c, hp, wp, kernel, dilation, stride, out_hw, cols.device)
+    flat = ember.zeros(n, c * hp * wp, dtype=cols.dtype, device=cols.device)
+    flat = flat.index_add(1, index, cols.reshape(n, -1))
+    return flat.view(n, c, hp, wp).narrow(2, padding[0], h).narrow(3, padding[1], w).contiguous()
+
+
+def _max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
+    batched = x.ndim == 4
+    if not batched:
+        x = x.unsqueeze(0)
+    n, c, h, w = x.shape
+    out_hw = _out_hw(h, w, kernel, stride, padding, dilation, ceil_mode)
+    # Pad enough on the right for ceil_mode windows, with -inf so padding never wins.
+    need_h = (out_hw[0] - 1) * stride[0] + dilation[0] * (kernel[0] - 1) + 1 - h - padding[0]
+    need_w = (out_hw[1] - 1) * stride[1] + dilation[1] * (kernel[1] - 1) + 1 - w - padding[1]
+    pads = (padding[1], max(need_w, 0), padding[0], max(need_h, 0))
+    padded = ember.ops.constant_pad_nd(x, pads, float("-inf"))
+    windows = _windows(padded, kernel, dilation, stride, out_hw)
+    flat = windows.permute(0, 1, 4, 5, 2, 3).reshape(n, c, out_hw[0], out_hw[1], -1)
+    values, local = ember.max(flat, -1)
+    ki, kj = local // kernel[1], local % kernel[1]
+    rows = ember.arange(out_hw[0], device=x.device).view(-1, 1) * stride[0] - padding[0]
+    cols = ember.arange(out_hw[1], device=x.device).view(1, -1) * stride[1] - padding[1]
+    index = (rows + ki * dilation[0]) * w + (cols + kj * dilation[1])
+    if not batched:
+        values, index = values.squeeze(0), index.squeeze(0)
+    from ember.return_types import ValuesIndices
+
+    return ValuesIndices(values, index)
+
+
+def _np_constant_pad(x, pad, value=0):
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        widths[x.ndim - 1 - i] = (max(pad[2 * i], 0), max(pad[2 * i + 1], 0))
+    out = np.pad(x, widths, constant_values=value)
+    index = [slice(None)] * x.ndim
+    for i in range(len(pad) // 2):
+        before, after = pad[2 * i], pad[2 * i + 1]
+        dim = x.ndim - 1 - i
+        index[dim] = slice(-before if before < 0 else None, after if after < 0 else None)
+    return out[tuple(index)]
+
+
+ROWS = [
+    OpDef(
+        "softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor",
+        Kind.NN,
+        _np_softmax,
+        dtypes=DTYPES_FLOAT,
+        runner=run.along_dim,
+        decomposition=_softmax,
+        samples="along_dim",
+        kernel_args="(out, x, dim)",
+    ),
+    OpDef(
+        "log_softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor",
+        Kind.NN,
+        _np_log_softmax,
+        dtypes=DTYPES_FLOAT,
+        runner=run.along_dim,
+        decomposition=_log_softmax,
+        samples="along_dim",
+        kernel_args="(out, x, dim)",
+    ),
+    OpDef(
+        "im2col(Tensor input, int[] kernel_size, int[] dilation, int[] padding, int[] stride) "
+        "-> Tensor",
+        Kind.CONV,
+        None,
+        dtypes=DTYPES_FLOAT,
+        runner=run.im2col,
+        decomposition=_im2col,
+        function=False,
+        method=False,
+        samples="im2col",
+        kernel_args="(out, x, kernel, dilation, padding, stride): (N,C,H,W) -> (N,C*kh*kw,L)",
+        notes="nn.functional.unfold",
+    ),
+    OpDef(
+        "col2im(Tensor input, int[] output_size, int[] kernel_size, int[] dilation, "
+        "int[] padding, int[] stride) -> Tensor",
+        Kind.CONV,
+        None,
+        dtypes=DTYPES_FLOAT,
+        runner=run.col2im,
+        decomposition=_col2im,
+        function=False,
+        method=False,
+        samples="col2im",
+        kernel_args="(out, cols, kernel, dilation, padding, stride): sums overlapping blocks",
+        notes="nn.functional.fold",
+    ),
+    OpDef(
+        "max_pool2d_with_indices(Tensor input, int[] kernel_size, int[] stride=(), "
+        "int[] padding=0, int[] dilation=1, bool ceil_mode=False) -> (Tensor values, "
+        "Tensor indices)",
+        Kind.NN,
+        None,
+        dtypes=DTYPES_FLOAT,
+        runner=run.max_pool2d,
+        decomposition=_max_pool2d,
+        function=False,
+        method=False,
+        samples="max_pool2d",
+        kernel_args="(values, indices, x, kernel, stride, padding, dilation): indices flat in "
+        "each input (H, W) plane",
+    ),
+    OpDef(
+        "constant_pad_nd(Tensor input, int[] pad, Scalar value=0) -> Tensor",
+        Kind.NN,
+        _np_constant_pad,
+        runner=run.constant_pad,
+        core=True,
+        function=False,
+        method=False,
+        samples="pad",
+        kernel_args="none: the core fills and copies",
+    ),
+]
