@@ -236,26 +236,36 @@ def test_ember_reads_torch_module_state_dict_and_parameters(torch):
     buf.seek(0)
     out = ember.load(buf)
     np.testing.assert_array_equal(out["state"]["weight"].numpy(), layer.weight.detach().numpy())
-    assert out["param"].requires_grad  # a Parameter keeps requires_grad
+    assert type(out["param"]) is ember.nn.Parameter and out["param"].requires_grad
     assert "version" in out["state"]._metadata[""]
 
 
-class Parameter(ember.Tensor):
-    """Stands in for ember.nn.Parameter (PyTorch's constructor) until nn defines it."""
-
-    def __new__(cls, data, requires_grad=True):
-        return data.detach().as_subclass(cls).requires_grad_(requires_grad)
-
-
-def test_parameters_stay_parameters(torch, monkeypatch):
-    monkeypatch.setattr(ember.nn, "Parameter", Parameter, raising=False)
-    weight = Parameter(ember.ones(2, 3))
+def test_parameters_stay_parameters(torch):
+    weight = ember.nn.Parameter(ember.ones(2, 3))
     data = saved({"weight": weight, "again": weight})
     theirs = torch.load(io.BytesIO(data), weights_only=True)
     assert isinstance(theirs["weight"], torch.nn.Parameter) and theirs["again"] is theirs["weight"]
     ours = ember.load(io.BytesIO(data))
-    assert type(ours["weight"]) is Parameter and ours["weight"].requires_grad
+    assert type(ours["weight"]) is ember.nn.Parameter and ours["weight"].requires_grad
     assert ours["again"] is ours["weight"]
+
+
+def test_module_state_dicts_cross_both_ways(torch):
+    ours = ember.nn.Linear(3, 2)
+    theirs = torch.nn.Linear(3, 2)
+    theirs.load_state_dict(torch.load(io.BytesIO(saved(ours.state_dict())), weights_only=True))
+    np.testing.assert_array_equal(theirs.weight.detach().numpy(), ours.weight.detach().numpy())
+    with torch.no_grad():
+        theirs.bias.fill_(0.25)
+    buf = io.BytesIO()
+    torch.save(theirs.state_dict(), buf)
+    buf.seek(0)
+    ours.load_state_dict(ember.load(buf))
+    assert ours.bias.tolist() == [0.25, 0.25]
+    whole = saved(ours)  # a whole module needs weights_only=False, like in PyTorch
+    with pytest.raises(pickle.UnpicklingError, match=r"refuses ember\.nn\.modules"):
+        ember.load(io.BytesIO(whole))
+    assert ember.load(io.BytesIO(whole), weights_only=False).bias.tolist() == [0.25, 0.25]
 
 
 def test_unsupported_torch_dtype_is_named(torch):
