@@ -62,7 +62,7 @@ Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
 # Last: these packages use the bound Tensor and the generated functions.
-from . import autograd, nn, optim
+from . import autograd, nn, optim, utils
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -71,5 +71,6 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .serialization import load, save
 
 __version__ = "0.1.0"
