@@ -389,7 +389,7 @@ def _cat(ctx, g):
 
 def _gather(ctx, g):
     shape = ctx.shape("input")
-    return E.zeros(shape, dtype=g.dtype, device=g.device).scatter_add(ctx.dim, ctx.index, g)
+    return E.zeros(shape, dtype=g.dtype, device=g.device).scatter_add(ctx.dim, ctx.index, g), None
 
 
 def _scatter(ctx, g):
@@ -404,7 +404,7 @@ def _scatter_add(ctx, g):
 
 def _index_select(ctx, g):
     shape = ctx.shape("input")
-    return E.zeros(shape, dtype=g.dtype, device=g.device).index_add(ctx.dim, ctx.index, g)
+    return E.zeros(shape, dtype=g.dtype, device=g.device).index_add(ctx.dim, ctx.index, g), None
 
 
 def _index_add(ctx, g):
@@ -418,7 +418,7 @@ def _take(ctx, g):
     shape = ctx.shape("input")
     out = E.zeros(max(1, math.prod(shape)), dtype=g.dtype, device=g.device)
     out.put_(ctx.index.reshape(-1), g.reshape(-1), accumulate=True)
-    return out.reshape(shape)
+    return out.reshape(shape), None
 
 
 def _put(ctx, g):

@@ -42,6 +42,7 @@ class Op:
         "decomposition",
         "defn",
         "dtypes",
+        "fast",
         "formula",
         "info",
         "inplace_of",
@@ -54,7 +55,6 @@ class Op:
         "runner",
         "schema",
         "tensor_positions",
-        "fast",
     )
 
     def __init__(self, defn: OpDef, runner, name: str | None = None, inplace_of: Op | None = None):

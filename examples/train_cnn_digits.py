@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 
-import ember.nn as nn
-import ember.nn.functional as F
 import numpy as np
-from ember.utils.data import DataLoader, TensorDataset
 
 import ember
+import ember.nn as nn
+import ember.nn.functional as F
+from ember.utils.data import DataLoader, TensorDataset
 
 
 def build_model() -> nn.Module:

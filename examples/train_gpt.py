@@ -17,10 +17,9 @@ import os
 import sysconfig
 import time
 
+import ember
 import ember.nn as nn
 import ember.nn.functional as F
-
-import ember
 
 try:
     from tqdm import tqdm

@@ -407,6 +407,7 @@ class SideDevicePlugin:
 def side_device():
     """A second device type, "side", served by an in-memory plugin for one test."""
     import ember_backend_cpu
+
     from ember.dispatcher.devices import REGISTRY
     from ember.dispatcher.plugins import BACKENDS_GROUP, extension
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ember.dispatcher.optable import OPS
-
 import ember
+from ember.dispatcher.optable import OPS
 
 
 def relu(input, inplace: bool = False):

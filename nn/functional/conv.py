@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ember.dispatcher.optable import OPS
-
 import ember
+from ember.dispatcher.optable import OPS
 
 
 def _tuple(value, n: int, name: str) -> tuple:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ember.dispatcher.optable import OPS
-
 import ember
+from ember.dispatcher.optable import OPS
 
 from .activation import log_softmax
 

@@ -10,10 +10,10 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from ember.dispatcher.optable import OPS
-from ember.dispatcher.registry import EXTRA
 
 import ember
+from ember.dispatcher.optable import OPS
+from ember.dispatcher.registry import EXTRA
 
 DTYPES = sorted(OPS["gather"].dtypes, key=lambda d: d.code)  # every dtype, bool first
 FLOATS = tuple(d for d in DTYPES if d.is_floating_point)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from ember.dispatcher.optable import OPS
 
 import ember
+from ember.dispatcher.optable import OPS
 
 DTYPES = sorted(OPS["sort"].dtypes, key=lambda d: d.code)  # every dtype, bool first
 NUMERIC = sorted(OPS["searchsorted"].dtypes, key=lambda d: d.code)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import plugin_fakes as fakes
 import pytest
+
 from ember.dispatcher.devices import REGISTRY
 
 

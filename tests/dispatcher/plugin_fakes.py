@@ -14,6 +14,7 @@ import ember_backend_cpu
 import ml_dtypes
 import numpy as np
 import pluggy
+
 from ember.dispatcher.plugins import BACKENDS_GROUP, extension
 from ember.dispatcher.policy import DEFAULT_FILE, Policy, _merge
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 
 import pytest
+
+import ember
 from ember.dispatcher import allocator as alloc_mod
 from ember.dispatcher.allocator import (
     ALIGN,
@@ -15,8 +17,6 @@ from ember.dispatcher.allocator import (
     OutOfMemoryError,
 )
 from ember.dispatcher.devices import REGISTRY
-
-import ember
 
 
 class FakeDevice:

@@ -4,10 +4,10 @@ themselves with ``op.redispatch``."""
 from __future__ import annotations
 
 import pytest
-from ember.dispatcher import layers
-from ember.dispatcher.layers import STACK, Layer
 
 import ember
+from ember.dispatcher import layers
+from ember.dispatcher.layers import STACK, Layer
 
 
 class Recorder(Layer):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from ember.dispatcher.registry import PerformanceWarning
 from plugin_fakes import RefPlugin
 
 import ember
+from ember.dispatcher.registry import PerformanceWarning
 
 
 @pytest.fixture

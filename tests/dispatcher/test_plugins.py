@@ -11,14 +11,14 @@ from importlib.metadata import EntryPoint
 
 import plugin_fakes as fakes
 import pytest
+from plugin_fakes import RefPlugin, hookimpl
+
+import ember
 from ember.dispatcher import plugins as plugins_mod
 from ember.dispatcher import registry
 from ember.dispatcher.devices import DeviceUnavailableError
 from ember.dispatcher.plugins import BACKENDS_GROUP, extension
 from ember.dispatcher.policy import Policy
-from plugin_fakes import RefPlugin, hookimpl
-
-import ember
 
 
 def _record(reg, name):

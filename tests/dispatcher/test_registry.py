@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import plugin_fakes as fakes
 import pytest
+from plugin_fakes import RefPlugin
+
+import ember
 from ember.dispatcher import registry
 from ember.dispatcher.devices import REGISTRY
 from ember.dispatcher.optable import OPS
 from ember.dispatcher.registry import ExtraKernels
-from plugin_fakes import RefPlugin
-
-import ember
 
 f32 = ember.float32
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ember.dispatcher.optable import OPS
 from ember.dispatcher.schema import SchemaError, parse, python_signature
 
