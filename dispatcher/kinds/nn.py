@@ -114,8 +114,7 @@ def col2im(op, x, output_size, kernel_size, dilation, padding, stride):
 def max_pool2d(op, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """(values, indices): ``kernel(values, indices, x, kernel, stride, padding, dilation)``; indices
     are flat positions in each (H, W) input plane, as PyTorch returns them."""
-    if not isinstance(x, Tensor):
-        raise TypeError("max_pool2d(): input must be a Tensor")
+    _check_float(op, x)
     if len(x._shape) not in (3, 4):
         raise RuntimeError(f"max_pool2d(): expected 3-D or 4-D input, got {list(x._shape)}")
     k = _pair(kernel_size, "kernel_size")

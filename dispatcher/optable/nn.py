@@ -107,6 +107,67 @@ def _max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     return ValuesIndices(values, index)
 
 
+def _np_windows(x, kernel, dilation, padding, stride, fill=0.0, ceil_mode=False):
+    """(N, C, kh, kw, oh, ow) windows of a (N, C, H, W) array, padded with ``fill``."""
+    h, w = x.shape[-2:]
+    out_hw = _out_hw(h, w, kernel, stride, padding, dilation, ceil_mode)
+    extra = [max(0, (out_hw[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1
+                 - (h, w)[i] - padding[i]) for i in range(2)]  # fmt: skip
+    padded = np.pad(x, ((0, 0), (0, 0), (padding[0], extra[0]), (padding[1], extra[1])),
+                    constant_values=fill)  # fmt: skip
+    windows = np.empty(x.shape[:2] + tuple(kernel) + out_hw, dtype=x.dtype)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            rows = slice(
+                i * dilation[0], i * dilation[0] + stride[0] * (out_hw[0] - 1) + 1, stride[0]
+            )
+            cols = slice(
+                j * dilation[1], j * dilation[1] + stride[1] * (out_hw[1] - 1) + 1, stride[1]
+            )
+            windows[:, :, i, j] = padded[:, :, rows, cols]
+    return windows, out_hw
+
+
+def _np_im2col(x, kernel_size, dilation, padding, stride):
+    windows, out_hw = _np_windows(x, kernel_size, dilation, padding, stride)
+    n, c = x.shape[:2]
+    return windows.reshape(n, c * kernel_size[0] * kernel_size[1], out_hw[0] * out_hw[1])
+
+
+def _np_col2im(cols, output_size, kernel_size, dilation, padding, stride):
+    n = cols.shape[0]
+    kh, kw = kernel_size
+    c = cols.shape[1] // (kh * kw)
+    h, w = output_size
+    out_hw = _out_hw(h, w, kernel_size, stride, padding, dilation)
+    out = np.zeros((n, c, h + 2 * padding[0], w + 2 * padding[1]), dtype=cols.dtype)
+    blocks = cols.reshape(n, c, kh, kw, out_hw[0], out_hw[1])
+    for i in range(kh):
+        for j in range(kw):
+            for a in range(out_hw[0]):
+                for b in range(out_hw[1]):
+                    out[:, :, a * stride[0] + i * dilation[0], b * stride[1] + j * dilation[1]] += (
+                        blocks[:, :, i, j, a, b]
+                    )
+    return out[:, :, padding[0] : padding[0] + h, padding[1] : padding[1] + w]
+
+
+def _np_max_pool2d(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    pair = lambda v: (v, v) if isinstance(v, int) else tuple(v)  # noqa: E731
+    kernel, pad, dil = pair(kernel_size), pair(padding), pair(dilation)
+    step = pair(stride) if stride not in (None, (), []) else kernel
+    batched = x.ndim == 4
+    x4 = x if batched else x[None]
+    w = x4.shape[-1]
+    windows, out_hw = _np_windows(x4, kernel, dil, pad, step, -np.inf, ceil_mode)
+    flat = windows.transpose(0, 1, 4, 5, 2, 3).reshape(x4.shape[:2] + out_hw + (-1,))
+    local = flat.argmax(-1)
+    rows = (np.arange(out_hw[0]) * step[0] - pad[0])[:, None] + (local // kernel[1]) * dil[0]
+    cols = (np.arange(out_hw[1]) * step[1] - pad[1])[None, :] + (local % kernel[1]) * dil[1]
+    values, index = flat.max(-1), rows * w + cols
+    return (values, index) if batched else (values[0], index[0])
+
+
 def _np_constant_pad(x, pad, value=0):
     widths = [(0, 0)] * x.ndim
     for i in range(len(pad) // 2):
@@ -145,7 +206,7 @@ ROWS = [
         "im2col(Tensor input, int[] kernel_size, int[] dilation, int[] padding, int[] stride) "
         "-> Tensor",
         Kind.CONV,
-        None,
+        _np_im2col,
         dtypes=DTYPES_FLOAT,
         runner=run.im2col,
         decomposition=_im2col,
@@ -159,7 +220,7 @@ ROWS = [
         "col2im(Tensor input, int[] output_size, int[] kernel_size, int[] dilation, "
         "int[] padding, int[] stride) -> Tensor",
         Kind.CONV,
-        None,
+        _np_col2im,
         dtypes=DTYPES_FLOAT,
         runner=run.col2im,
         decomposition=_col2im,
@@ -174,7 +235,7 @@ ROWS = [
         "int[] padding=0, int[] dilation=1, bool ceil_mode=False) -> (Tensor values, "
         "Tensor indices)",
         Kind.NN,
-        None,
+        _np_max_pool2d,
         dtypes=DTYPES_FLOAT,
         runner=run.max_pool2d,
         decomposition=_max_pool2d,

@@ -20,7 +20,7 @@ from ember.dispatcher.devices import REGISTRY
 
 
 class FakeDevice:
-    """Raw device memory: numbered handles, an optional capacity, a log of calls."""
+    """Raw fake-device memory: numbered handles, an optional capacity, a log of calls."""
 
     def __init__(self, capacity: int | None = None):
         self.capacity = capacity
@@ -52,40 +52,40 @@ class FakeDevice:
 
 
 @pytest.fixture
-def device():
+def fake_device():
     return FakeDevice()
 
 
-def test_freed_block_is_reused(device):
-    cache = device.allocator()
+def test_freed_block_is_reused(fake_device):
+    cache = fake_device.allocator()
     handle, offset, lease = cache.allocate(1000)
     del lease
     again = cache.allocate(1000)
     assert again[:2] == (handle, offset)
-    assert device.raw_allocs() == [SMALL_SEGMENT]
+    assert fake_device.raw_allocs() == [SMALL_SEGMENT]
 
 
-def test_small_requests_share_a_segment_at_aligned_offsets(device):
-    cache = device.allocator()
+def test_small_requests_share_a_segment_at_aligned_offsets(fake_device):
+    cache = fake_device.allocator()
     got = [cache.allocate(n) for n in (1, 700, 100 * KB, 0)]
     assert {h for h, _, _ in got} == {"seg1"}
     assert [o for _, o, _ in got] == [0, ALIGN, 3 * ALIGN, 3 * ALIGN + 100 * KB]
-    assert device.raw_allocs() == [SMALL_SEGMENT]
+    assert fake_device.raw_allocs() == [SMALL_SEGMENT]
 
 
-def test_small_and_large_pools_are_separate(device):
-    cache = device.allocator()
+def test_small_and_large_pools_are_separate(fake_device):
+    cache = fake_device.allocator()
     small = cache.allocate(1 * MB)  # the largest small request
     del small
     large = cache.allocate(1 * MB + 1)  # the free 2 MiB small block does not serve it
     assert large[0] == "seg2"
-    assert device.raw_allocs() == [SMALL_SEGMENT, 2 * MB]
+    assert fake_device.raw_allocs() == [SMALL_SEGMENT, 2 * MB]
     cache.allocate(5 * MB)
-    assert device.raw_allocs()[-1] == 6 * MB  # large segments round up to 2 MiB
+    assert fake_device.raw_allocs()[-1] == 6 * MB  # large segments round up to 2 MiB
 
 
-def test_best_fit_and_splitting(device):
-    cache = device.allocator()
+def test_best_fit_and_splitting(fake_device):
+    cache = fake_device.allocator()
     sizes = (4 * KB, ALIGN, 16 * KB, ALIGN, 8 * KB, ALIGN)
     leases = [cache.allocate(n) for n in sizes]
     offsets = [o for _, o, _ in leases]
@@ -98,22 +98,22 @@ def test_best_fit_and_splitting(device):
     assert rest[1] == offsets[4] + 6 * KB
     assert cache.allocate(3 * KB)[1] == offsets[0]
     assert cache.allocate(16 * KB)[1] == offsets[2]
-    assert device.raw_allocs() == [SMALL_SEGMENT]
+    assert fake_device.raw_allocs() == [SMALL_SEGMENT]
 
 
-def test_large_blocks_split_only_big_remainders(device):
-    cache = device.allocator()
+def test_large_blocks_split_only_big_remainders(fake_device):
+    cache = fake_device.allocator()
     first = cache.allocate(5 * MB // 2)  # 4 MiB segment: the 1.5 MiB remainder is split off
     assert cache.stats()["allocated_bytes.current"] == 5 * MB // 2
     second = cache.allocate(5 * MB // 4)  # served by the remainder, whose 0.25 MiB stays attached
     assert second[:2] == ("seg1", 5 * MB // 2)
     assert cache.stats()["allocated_bytes.current"] == 4 * MB
-    assert device.raw_allocs() == [4 * MB]
+    assert fake_device.raw_allocs() == [4 * MB]
     del first, second
 
 
-def test_free_neighbours_merge(device):
-    cache = device.allocator()
+def test_free_neighbours_merge(fake_device):
+    cache = fake_device.allocator()
     a, b, c = (cache.allocate(64 * KB) for _ in range(3))
     keep = cache.allocate(ALIGN)  # the tail of the segment stays in use
     del a, c
@@ -122,12 +122,12 @@ def test_free_neighbours_merge(device):
     assert merged[:2] == ("seg1", 0)
     del merged, keep
     cache.empty_cache()  # everything merged back into one free segment, which goes
-    assert device.live == {}
+    assert fake_device.live == {}
     assert cache.stats()["segments.current"] == 0
 
 
-def test_stats_current_peak_and_reset(device):
-    cache = device.allocator()
+def test_stats_current_peak_and_reset(fake_device):
+    cache = fake_device.allocator()
     a = cache.allocate(1000)
     b = cache.allocate(3 * MB)
     stats = cache.stats()
@@ -149,8 +149,8 @@ def test_stats_current_peak_and_reset(device):
     del a
 
 
-def test_memory_summary(device):
-    cache = device.allocator()
+def test_memory_summary(fake_device):
+    cache = fake_device.allocator()
     lease = cache.allocate(3 * MB)
     del lease
     text = cache.memory_summary()
@@ -161,42 +161,42 @@ def test_memory_summary(device):
     assert "alloc_requests=1, segment_allocs=1, segment_frees=0, ooms=0" in text
 
 
-def test_empty_cache_releases_only_wholly_free_segments(device):
-    cache = device.allocator()
+def test_empty_cache_releases_only_wholly_free_segments(fake_device):
+    cache = fake_device.allocator()
     small_used = cache.allocate(10 * KB)
     small_freed = cache.allocate(10 * KB)
     large_used = cache.allocate(2 * MB)
     large_freed = cache.allocate(4 * MB)
     del small_freed, large_freed
     cache.empty_cache()
-    assert ("free", "seg3") in device.calls
-    assert set(device.live) == {"seg1", "seg2"}
+    assert ("free", "seg3") in fake_device.calls
+    assert set(fake_device.live) == {"seg1", "seg2"}
     stats = cache.stats()
     assert stats["reserved_bytes.current"] == SMALL_SEGMENT + 2 * MB
     assert stats["segment_frees"] == 1
     del small_used, large_used
     cache.empty_cache()
-    assert device.live == {}
+    assert fake_device.live == {}
     assert cache.stats()["reserved_bytes.current"] == 0
 
 
 def test_out_of_memory_frees_the_cache_and_retries_once():
-    device = FakeDevice(capacity=8 * MB)
-    cache = device.allocator()
+    fake_device = FakeDevice(capacity=8 * MB)
+    cache = fake_device.allocator()
     cached = cache.allocate(4 * MB)
     del cached  # 4 MiB reserved, unused
     big = cache.allocate(6 * MB)  # does not fit next to the cached segment: release, retry
-    assert device.calls == [
+    assert fake_device.calls == [
         ("alloc", 4 * MB),
         ("alloc", 6 * MB),
         ("free", "seg1"),
         ("alloc", 6 * MB),
     ]
     assert big[0] == "seg2"
-    device.calls.clear()
+    fake_device.calls.clear()
     with pytest.raises(OutOfMemoryError) as info:
         cache.allocate(4 * MB)
-    assert device.calls == [("alloc", 4 * MB), ("alloc", 4 * MB)]  # one retry, then give up
+    assert fake_device.calls == [("alloc", 4 * MB), ("alloc", 4 * MB)]  # one retry, then give up
     assert str(info.value) == (
         "fake:0 out of memory: tried to allocate 4.00 MiB; 6.00 MiB allocated, "
         "6.00 MiB reserved by ember"
@@ -209,8 +209,8 @@ def test_out_of_memory_frees_the_cache_and_retries_once():
     del big
 
 
-def test_releases_from_finalisers_are_queued(device):
-    cache = device.allocator()
+def test_releases_from_finalisers_are_queued(fake_device):
+    cache = fake_device.allocator()
     lease = cache.allocate(1000)
     del lease
     assert len(cache.pending) == 1  # __del__ only queued the block
@@ -219,20 +219,20 @@ def test_releases_from_finalisers_are_queued(device):
     assert not cache.pending
 
 
-def test_release_during_raw_alloc_does_not_reenter(device):
+def test_release_during_raw_alloc_does_not_reenter(fake_device):
     """A finaliser running inside alloc() (garbage collection) finds the lock held."""
-    cache = device.allocator()
+    cache = fake_device.allocator()
     doomed = [cache.allocate(1000)]
-    device.during_alloc = doomed.clear
+    fake_device.during_alloc = doomed.clear
     big = cache.allocate(3 * MB)  # needs a new segment: the fake drops the lease inside alloc()
-    device.during_alloc = None
+    fake_device.during_alloc = None
     assert len(cache.pending) == 1
     assert cache.stats()["allocated_bytes.current"] == 3 * MB
     del big
 
 
-def test_lease_in_a_reference_cycle(device):
-    cache = device.allocator()
+def test_lease_in_a_reference_cycle(fake_device):
+    cache = fake_device.allocator()
 
     class Holder:
         pass

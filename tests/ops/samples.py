@@ -15,6 +15,7 @@ from . import gen_elementwise as ew
 from . import gen_factory as fac
 from . import gen_index as idx
 from . import gen_linalg as la
+from . import gen_nn as nn
 from . import gen_reduction as red
 from . import gen_structure as st
 from .sampling import Sample
@@ -73,6 +74,12 @@ GENERATORS = {
     "baddbmm": la.baddbmm,
     "einsum": la.einsum,
     "diag": la.diag,
+    # nn
+    "along_dim": nn.along_dim,
+    "pad": nn.pad,
+    "im2col": nn.im2col,
+    "col2im": nn.col2im,
+    "max_pool2d": nn.max_pool2d,
     # factories and random
     "factory": fac.factory,
     "arange": fac.arange,
