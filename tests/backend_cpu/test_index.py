@@ -13,7 +13,6 @@ import pytest
 
 import ember
 from ember.dispatcher.optable import OPS
-from ember.dispatcher.registry import EXTRA
 
 DTYPES = sorted(OPS["gather"].dtypes, key=lambda d: d.code)  # every dtype, bool first
 FLOATS = tuple(d for d in DTYPES if d.is_floating_point)
@@ -37,28 +36,6 @@ def _np_cumsum(out, x, dim):
 def _as_np(t):
     a = t.numpy()
     return a.astype(np.float32) if a.dtype == ml_dtypes.bfloat16 else a
-
-
-STANDINS = {"sum": _np_reduce(np.sum), "amin": _np_reduce(np.min), "amax": _np_reduce(np.max)}
-STANDINS["cumsum"] = _np_cumsum
-
-
-@pytest.fixture(scope="module", autouse=True)
-def reductions():
-    """nonzero counts with sum, indexing bound-checks with amin/amax and unique uses cumsum:
-    kernels that another branch brings. Until then numpy stand-ins fill in, registered below
-    any real kernel (priority -1000), so a real CPU kernel always wins."""
-    added = []
-    for name, fn in STANDINS.items():
-        try:
-            OPS[name].kernel("cpu", ember.float32)
-        except NotImplementedError:
-            EXTRA.add(name, "cpu", {"*": fn}, "test stand-in", priority=-1000)
-            added.append(name)
-    yield
-    for name in added:
-        EXTRA.entries.pop((name, "cpu"), None)
-        OPS[name].kernels.clear()
 
 
 # ---- inputs -------------------------------------------------------------------------------

@@ -365,23 +365,11 @@ def test_step_runs_without_recording():
     assert all(p.is_leaf and p.grad_fn is None and p.requires_grad for p in params)
 
 
-def _reductions_available() -> bool:
-    try:
-        ember.dot(ember.ones(2), ember.ones(2))
-        ember.ones(2).abs().max()
-        ember.ones(2).sum()
-    except NotImplementedError:
-        return False
-    return True
-
-
 # lr=5 overshoots, so the line search zooms; lr=0.1 undershoots, so it extrapolates first.
 @pytest.mark.parametrize(
     ("line_search_fn", "lr"), [(None, 0.8), ("strong_wolfe", 5.0), ("strong_wolfe", 0.1)]
 )
 def test_lbfgs_matches_torch(line_search_fn, lr):
-    if not _reductions_available():
-        pytest.skip("LBFGS needs dot/sum/amax kernels (reductions not on this branch yet)")
     problem = Problem("float64", seed=5)
     kwargs = {"lr": lr, "max_iter": 4, "history_size": 3, "line_search_fn": line_search_fn}
 
