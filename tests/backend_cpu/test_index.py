@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -19,23 +18,6 @@ FLOATS = tuple(d for d in DTYPES if d.is_floating_point)
 # Accumulated float results are compared with a float64 reference rounded once.
 TOLERANCE = {ember.float16: 2e-3, ember.bfloat16: 1.6e-2, ember.float32: 1e-5, ember.float64: 1e-12}
 BIG = 40_000  # above EM_PARALLEL_THRESHOLD
-
-
-# ---- reductions this branch does not have yet ---------------------------------------------
-def _np_reduce(fn):
-    def kernel(out, x, dims):
-        out.numpy()[...] = fn(_as_np(x), axis=dims, keepdims=True)
-
-    return kernel
-
-
-def _np_cumsum(out, x, dim):
-    out.numpy()[...] = np.cumsum(_as_np(x), axis=dim)
-
-
-def _as_np(t):
-    a = t.numpy()
-    return a.astype(np.float32) if a.dtype == ml_dtypes.bfloat16 else a
 
 
 # ---- inputs -------------------------------------------------------------------------------
