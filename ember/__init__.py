@@ -62,7 +62,7 @@ Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
 # Last: these packages use the bound Tensor and the generated functions.
-from . import autograd, nn, optim, utils
+from . import _accelerator, autograd, nn, optim, utils
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -72,5 +72,8 @@ from .autograd import (
     set_grad_enabled,
 )
 from .serialization import load, save
+
+cuda = _accelerator.module("cuda")
+xpu = _accelerator.module("xpu")
 
 __version__ = "0.1.0"
