@@ -178,6 +178,10 @@ def test_reduce_output_dtypes():
     big = ember.from_numpy(np.full(3, 2**30, np.int32))
     assert ember.sum(big, dtype=ember.int32).item() == np.int32(3 * 2**30 - 2**32)
     assert ember.sum(ember.from_numpy(np.ones(4, np.float32)), dtype=ember.float64).item() == 4.0
+    # int64 wraps on overflow, like numpy and PyTorch.
+    huge = np.array([2**62, 2**62, 2**62, 3], np.int64)
+    assert ember.sum(ember.from_numpy(huge)).item() == huge.sum()
+    assert ember.prod(ember.from_numpy(huge)).item() == huge.prod()
 
 
 def test_reduce_empty_identities():

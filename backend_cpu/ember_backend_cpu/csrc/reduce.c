@@ -101,7 +101,8 @@
     X(max, amax, 1, ALL) X(min, amin, 1, ALL) X(argmax, amax, 0, NUM) X(argmin, amin, 0, NUM)
 
 /* ---- tuning (work splits depend on these and on shapes only) ---------------------------------- */
-#define LANES 16             /* running partials per contiguous run (fills the AVX2 registers) */
+#define LANES 16             /* running partials per contiguous run: independent chains
+                              * that hide the add or compare-select latency */
 #define PW_BLOCK 1024        /* elements per block; blocks then combine pairwise */
 #define BW_OUTER 4096        /* outputs per block when rows are accumulated (whole rows stream
                               * from memory much faster than pieces of rows) */
@@ -120,7 +121,7 @@ static int64_t abs64(int64_t a) { return a < 0 ? -a : a; }
  * init(acc, n): n identities. merge(dst, src, n): dst[j] = comb(dst[j], src[j]).
  * fold(acc, n, x, sx): *acc = comb(*acc, the n elements at x (byte stride sx)).
  * accum(acc, n, x, sx, m, rs): acc[j] = comb(acc[j], x[i][j]) over m rows (byte stride rs) of n
- *     elements (byte stride sx); four rows combine before they meet acc, which quarters the
+ *     elements (byte stride sx); rows go four at a time through registers, which quarters the
  *     accumulator traffic (a sum over dim 0 then runs at numpy's float speed, in double).
  * store(out, os, oc, acc, n): the accumulators into out (byte stride os) in dtype oc.
  */
@@ -208,10 +209,11 @@ typedef struct {
             for (; i + 4 <= m; i += 4) {                                                          \
                 const st *p0 = (const st *)(x + i * rs), *p1 = (const st *)(x + (i + 1) * rs);    \
                 const st *p2 = (const st *)(x + (i + 2) * rs), *p3 = (const st *)(x + (i + 3) * rs); \
-                for (int64_t j = 0; j < n; j++) {                                                 \
-                    at v01 = COMB_##OP(T, VAL_##OP(T, p0[j]), VAL_##OP(T, p1[j]));                \
-                    at v23 = COMB_##OP(T, VAL_##OP(T, p2[j]), VAL_##OP(T, p3[j]));                \
-                    a[j] = COMB_##OP(T, a[j], COMB_##OP(T, v01, v23));                            \
+                for (int64_t j = 0; j < n; j++) { /* a chain: GCC vectorises it, not a tree */  \
+                    at v = COMB_##OP(T, a[j], VAL_##OP(T, p0[j]));                                \
+                    v = COMB_##OP(T, v, VAL_##OP(T, p1[j]));                                      \
+                    v = COMB_##OP(T, v, VAL_##OP(T, p2[j]));                                      \
+                    a[j] = COMB_##OP(T, v, VAL_##OP(T, p3[j]));                                   \
                 }                                                                                 \
             }                                                                                     \
             for (; i < m; i++) {                                                                  \
