@@ -19,17 +19,18 @@ import numpy as np
 import ember
 
 
-def _best_times(fns, repeat: int) -> list[float]:
-    """Best time of each function, calls interleaved so that both see the same machine load
-    (the best time is the least disturbed by other processes on a shared machine)."""
-    for fn in fns:
-        fn()  # warm up: first-touch page faults, allocator cache
+def _best_times(fns, repeat: int, rounds: int = 3) -> list[float]:
+    """Best time of each function: `rounds` rounds of `repeat` back-to-back calls of each (back
+    to back, so OpenMP threads are still awake, as in a loop of ops; rounds alternate so that
+    all functions see the same machine load)."""
     best = [float("inf")] * len(fns)
-    for _ in range(repeat):
+    for _ in range(rounds):
         for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - start)
+            fn()  # warm up: first-touch page faults, allocator cache, sleeping threads
+            for _ in range(repeat):
+                start = time.perf_counter()
+                fn()
+                best[i] = min(best[i], time.perf_counter() - start)
     return best
 
 
@@ -73,7 +74,7 @@ CASES = [
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--filter", default="", help="only cases whose label contains this")
     args = parser.parse_args()
     print(f"numpy {np.__version__}; ember threads: see EMBER_NUM_THREADS / OMP_NUM_THREADS")

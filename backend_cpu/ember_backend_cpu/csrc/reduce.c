@@ -137,30 +137,36 @@ typedef struct {
 #define AT_CONTIG(i) p_[i]
 #define AT_STRIDED(i) (*(const st *)(x + (i) * sx))
 
-/* `out` = the n elements read by ACCESS(i) combined: blocks of PW_BLOCK elements, each over
- * LANES running partials (independent chains the compiler vectorises), and the blocks combined
- * pairwise, by a binary counter over the block index. */
+/* `out` = the m elements from s read by ACCESS(i) (m <= PW_BLOCK), combined over LANES running
+ * partials: independent chains the compiler vectorises. */
+#define RD_BLOCK(T, OP, at, out, s, m, ACCESS)                                                    \
+    do {                                                                                          \
+        const int64_t start_ = (s), len_ = (m);                                                   \
+        at lane_[LANES];                                                                          \
+        for (int k_ = 0; k_ < LANES; k_++) lane_[k_] = ID_##OP(T);                                \
+        int64_t i_ = 0;                                                                           \
+        for (; i_ + LANES <= len_; i_ += LANES) {                                                 \
+            /* Kept as a loop, it vectorises as an elementwise update of lane_; unrolled, GCC      \
+             * cannot vectorise a chain of compare-selects (amax) and spills (sum). */            \
+            _Pragma("GCC unroll 1")                                                              \
+            for (int k_ = 0; k_ < LANES; k_++)                                                    \
+                lane_[k_] = COMB_##OP(T, lane_[k_], VAL_##OP(T, ACCESS(start_ + i_ + k_)));       \
+        }                                                                                         \
+        for (; i_ < len_; i_++) lane_[0] = COMB_##OP(T, lane_[0], VAL_##OP(T, ACCESS(start_ + i_))); \
+        for (int w_ = LANES / 2; w_ > 0; w_ /= 2)                                                 \
+            for (int k_ = 0; k_ < w_; k_++) lane_[k_] = COMB_##OP(T, lane_[k_], lane_[k_ + w_]);  \
+        out = lane_[0];                                                                           \
+    } while (0)
+
+/* `out` = the n elements read by ACCESS(i) combined: blocks of PW_BLOCK elements (RD_BLOCK),
+ * combined pairwise by a binary counter over the block index (numpy's scheme). */
 #define RD_PAIRWISE(T, OP, at, out, n, ACCESS)                                                    \
     do {                                                                                          \
         at stack_[64];                                                                            \
         int top_ = 0;                                                                             \
         for (int64_t s_ = 0, b_ = 0; s_ < (n); s_ += PW_BLOCK, b_++) {                            \
-            int64_t m_ = (n) - s_ < PW_BLOCK ? (n) - s_ : PW_BLOCK;                               \
-            at lane_[LANES];                                                                      \
-            for (int k_ = 0; k_ < LANES; k_++) lane_[k_] = ID_##OP(T);                            \
-            int64_t i_ = 0;                                                                       \
-            for (; i_ + LANES <= m_; i_ += LANES) {                                               \
-                /* Kept as a loop, it vectorises as an elementwise update of lane_; unrolled, GCC  \
-                 * cannot vectorise a chain of compare-selects (amax) and spills (sum). */        \
-                _Pragma("GCC unroll 1")                                                          \
-                for (int k_ = 0; k_ < LANES; k_++)                                                \
-                    lane_[k_] = COMB_##OP(T, lane_[k_], VAL_##OP(T, ACCESS(s_ + i_ + k_)));       \
-            }                                                                                     \
-            for (; i_ < m_; i_++) lane_[0] = COMB_##OP(T, lane_[0], VAL_##OP(T, ACCESS(s_ + i_))); \
-            for (int w_ = LANES / 2; w_ > 0; w_ /= 2)                                             \
-                for (int k_ = 0; k_ < w_; k_++)                                                   \
-                    lane_[k_] = COMB_##OP(T, lane_[k_], lane_[k_ + w_]);                          \
-            at v_ = lane_[0];                                                                     \
+            at v_;                                                                                \
+            RD_BLOCK(T, OP, at, v_, s_, min64(PW_BLOCK, (n) - s_), ACCESS);                       \
             for (int64_t c_ = b_; c_ & 1; c_ >>= 1, top_--) /* COMB reads its arguments twice */ \
                 v_ = COMB_##OP(T, stack_[top_ - 1], v_);                                          \
             stack_[top_++] = v_;                                                                  \
@@ -253,31 +259,41 @@ static const reducer REDUCERS[RED_COUNT][EM_NDTYPES] = {REDUCE_OPS(RED_ROW)};
  * starts at ptrs[k], steps sd[k] bytes along the dim and sv[k] bytes from one line to the next. */
 typedef void (*line_fn)(int64_t n, int64_t B, char **ptrs, const int64_t *sd, const int64_t *sv);
 
-/* at = the first i < n whose element (read by ACCESS(i)) equals `best` (NaN matches NaN); tested
- * 64 at a time without branches, so that the test vectorises. */
-#define FIND_FIRST(T, at, n, best, ACCESS)                                                        \
+/* at = the index of the first extreme (OP: amax or amin; NaN counts as the extreme) of the n
+ * elements read by ACCESS(i), in two vectorised passes: each block's extreme (remembering the
+ * first block that holds the overall one), then that block's elements, tested 64 at a time
+ * without branches. */
+#define EXTREME_AT(T, OP, at, n, ACCESS)                                                          \
     do {                                                                                          \
-        const int nan_ = ISNAN(T, best);                                                          \
-        at = 0;                                                                                   \
-        for (int64_t s_ = 0; s_ < (n); s_ += 64) {                                                \
-            int64_t m_ = min64(64, (n) - s_), i_ = 0;                                             \
+        ct best_ = ID_##OP(T), v_;                                                                \
+        int64_t from_ = 0;                                                                        \
+        for (int64_t s_ = 0; s_ < (n); s_ += PW_BLOCK) {                                          \
+            RD_BLOCK(T, OP, ct, v_, s_, min64(PW_BLOCK, (n) - s_), ACCESS);                       \
+            if (BETTER_##OP(T, v_, best_)) {                                                      \
+                best_ = v_;                                                                       \
+                from_ = s_;                                                                       \
+            }                                                                                     \
+        }                                                                                         \
+        const int nan_ = ISNAN(T, best_);                                                         \
+        at = from_;                                                                               \
+        for (int64_t s_ = from_; s_ < (n); s_ += 64) {                                            \
+            int64_t e_ = min64(s_ + 64, (n)), i_ = s_;                                            \
             int hit_ = 0;                                                                         \
-            for (; i_ < m_; i_++) {                                                               \
-                ct v_ = LD_##T(ACCESS(s_ + i_));                                                  \
-                hit_ |= (v_ == best) | (nan_ & ISNAN(T, v_));                                     \
+            for (; i_ < e_; i_++) {                                                               \
+                ct u_ = LD_##T(ACCESS(i_));                                                       \
+                hit_ |= (u_ == best_) | (nan_ & ISNAN(T, u_));                                    \
             }                                                                                     \
             if (!hit_) continue;                                                                  \
-            for (i_ = 0; i_ < m_; i_++) {                                                         \
-                ct v_ = LD_##T(ACCESS(s_ + i_));                                                  \
-                if ((v_ == best) | (nan_ & ISNAN(T, v_))) break;                                  \
+            for (i_ = s_; i_ < e_; i_++) {                                                        \
+                ct u_ = LD_##T(ACCESS(i_));                                                       \
+                if ((u_ == best_) | (nan_ & ISNAN(T, u_))) break;                                 \
             }                                                                                     \
-            at = s_ + i_;                                                                         \
+            at = i_;                                                                              \
             break;                                                                                \
         }                                                                                         \
     } while (0)
 
-/* ptrs: [values,] indices, x. NV is 1 with values (max/min), 0 without (argmax/argmin). One line
- * (B == 1) takes two vectorised passes: its extreme (OP, amax or amin), then where it first is. */
+/* ptrs: [values,] indices, x. NV is 1 with values (max/min), 0 without (argmax/argmin). */
 #define INDEX_LINE(T, NAME, OP, NV)                                                               \
     static EM_CLONES void line_##NAME##_##T(int64_t n, int64_t B, char **ptrs, const int64_t *sd, \
                                             const int64_t *sv) {                                  \
@@ -286,15 +302,12 @@ typedef void (*line_fn)(int64_t n, int64_t B, char **ptrs, const int64_t *sd, co
         const char *x = ptrs[NV + 1];                                                             \
         const int64_t sx = sd[NV + 1], xv = sv[NV + 1];                                           \
         if (B == 1) {                                                                             \
-            ct best;                                                                              \
             int64_t at;                                                                           \
             if (sx == (int64_t)sizeof(st)) {                                                      \
                 const st *p_ = (const st *)x;                                                     \
-                RD_PAIRWISE(T, OP, ct, best, n, AT_CONTIG);                                       \
-                FIND_FIRST(T, at, n, best, AT_CONTIG);                                            \
+                EXTREME_AT(T, OP, at, n, AT_CONTIG);                                              \
             } else {                                                                              \
-                RD_PAIRWISE(T, OP, ct, best, n, AT_STRIDED);                                      \
-                FIND_FIRST(T, at, n, best, AT_STRIDED);                                           \
+                EXTREME_AT(T, OP, at, n, AT_STRIDED);                                             \
             }                                                                                     \
             if (NV) *(st *)ptrs[0] = AT_STRIDED(at);                                              \
             *(int64_t *)ptrs[NV] = at;                                                            \
