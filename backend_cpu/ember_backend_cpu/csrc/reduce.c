@@ -100,7 +100,7 @@
 #define INDEX_OPS(X)                                                                              \
     X(max, amax, 1, ALL) X(min, amin, 1, ALL) X(argmax, amax, 0, NUM) X(argmin, amin, 0, NUM)
 
-/* ---- tuning (work splits depend on these and on shapes only) ---------------------------------- */
+/* ---- tuning (work splits depend on these and on shapes only) --------------------------------- */
 #define LANES 16             /* running partials per contiguous run: independent chains
                               * that hide the add or compare-select latency */
 #define PW_BLOCK 1024        /* elements per block; blocks then combine pairwise */
@@ -152,7 +152,8 @@ typedef struct {
             for (int k_ = 0; k_ < LANES; k_++)                                                    \
                 lane_[k_] = COMB_##OP(T, lane_[k_], VAL_##OP(T, ACCESS(start_ + i_ + k_)));       \
         }                                                                                         \
-        for (; i_ < len_; i_++) lane_[0] = COMB_##OP(T, lane_[0], VAL_##OP(T, ACCESS(start_ + i_))); \
+        for (; i_ < len_; i_++)                                                                   \
+            lane_[0] = COMB_##OP(T, lane_[0], VAL_##OP(T, ACCESS(start_ + i_)));                  \
         for (int w_ = LANES / 2; w_ > 0; w_ /= 2)                                                 \
             for (int k_ = 0; k_ < w_; k_++) lane_[k_] = COMB_##OP(T, lane_[k_], lane_[k_ + w_]);  \
         out = lane_[0];                                                                           \
@@ -194,7 +195,8 @@ typedef struct {
         typedef ST_##T st;                                                                        \
         at total = *(at *)acc, part;                                                              \
         if (n < LANES) {                                                                          \
-            for (int64_t i = 0; i < n; i++) total = COMB_##OP(T, total, VAL_##OP(T, AT_STRIDED(i))); \
+            for (int64_t i = 0; i < n; i++)                                                       \
+                total = COMB_##OP(T, total, VAL_##OP(T, AT_STRIDED(i)));                          \
         } else if (sx == (int64_t)sizeof(st)) {                                                   \
             const st *p_ = (const st *)x;                                                         \
             RD_PAIRWISE(T, OP, at, part, n, AT_CONTIG);                                           \
@@ -214,7 +216,8 @@ typedef struct {
         if (sx == (int64_t)sizeof(st)) {                                                          \
             for (; i + 4 <= m; i += 4) {                                                          \
                 const st *p0 = (const st *)(x + i * rs), *p1 = (const st *)(x + (i + 1) * rs);    \
-                const st *p2 = (const st *)(x + (i + 2) * rs), *p3 = (const st *)(x + (i + 3) * rs); \
+                const st *p2 = (const st *)(x + (i + 2) * rs);                                    \
+                const st *p3 = (const st *)(x + (i + 3) * rs);                                    \
                 for (int64_t j = 0; j < n; j++) { /* a chain: GCC vectorises it, not a tree */  \
                     at v = COMB_##OP(T, a[j], VAL_##OP(T, p0[j]));                                \
                     v = COMB_##OP(T, v, VAL_##OP(T, p1[j]));                                      \
@@ -293,6 +296,16 @@ typedef void (*line_fn)(int64_t n, int64_t B, char **ptrs, const int64_t *sd, co
         }                                                                                         \
     } while (0)
 
+/* Row i of B lines (byte stride XS, a constant on the contiguous path so that it vectorises)
+ * into their running extremes best[] and indices at[]. */
+#define EXTREME_ROW(T, OP, ROW, XS)                                                               \
+    for (int64_t j = 0; j < B; j++) {                                                             \
+        ct v = LD_##T(*(const st *)((ROW) + j * (XS)));                                           \
+        int better = BETTER_##OP(T, v, best[j]);                                                  \
+        best[j] = better ? v : best[j];                                                           \
+        at[j] = better ? i : at[j];                                                               \
+    }
+
 /* ptrs: [values,] indices, x. NV is 1 with values (max/min), 0 without (argmax/argmin). */
 #define INDEX_LINE(T, NAME, OP, NV)                                                               \
     static EM_CLONES void line_##NAME##_##T(int64_t n, int64_t B, char **ptrs, const int64_t *sd, \
@@ -320,22 +333,10 @@ typedef void (*line_fn)(int64_t n, int64_t B, char **ptrs, const int64_t *sd, co
             at[j] = 0;                                                                            \
         }                                                                                         \
         for (int64_t i = 1; i < n; i++) {                                                         \
-            const char *row = x + i * sx;                                                         \
             if (xv == (int64_t)sizeof(st)) {                                                      \
-                const st *r = (const st *)row;                                                    \
-                for (int64_t j = 0; j < B; j++) {                                                 \
-                    ct v = LD_##T(r[j]);                                                          \
-                    int better = BETTER_##OP(T, v, best[j]);                                      \
-                    best[j] = better ? v : best[j];                                               \
-                    at[j] = better ? i : at[j];                                                   \
-                }                                                                                 \
+                EXTREME_ROW(T, OP, x + i * sx, (int64_t)sizeof(st));                              \
             } else {                                                                              \
-                for (int64_t j = 0; j < B; j++) {                                                 \
-                    ct v = LD_##T(*(const st *)(row + j * xv));                                   \
-                    int better = BETTER_##OP(T, v, best[j]);                                      \
-                    best[j] = better ? v : best[j];                                               \
-                    at[j] = better ? i : at[j];                                                   \
-                }                                                                                 \
+                EXTREME_ROW(T, OP, x + i * sx, xv);                                               \
             }                                                                                     \
         }                                                                                         \
         for (int64_t j = 0; j < B; j++) {                                                         \
@@ -345,6 +346,14 @@ typedef void (*line_fn)(int64_t n, int64_t B, char **ptrs, const int64_t *sd, co
     }
 #define INDEX_LINES_FOR(NAME, OP, NV, FAM) EM_FOR_##FAM(INDEX_LINE, NAME, OP, NV)
 INDEX_OPS(INDEX_LINES_FOR)
+
+/* Row i of B lines into their running values a[] and out (byte strides OS, XS: constants on the
+ * contiguous path so that it vectorises). */
+#define SCAN_ROW(T, OP, OUT, X, OS, XS)                                                           \
+    for (int64_t j = 0; j < B; j++) {                                                             \
+        a[j] = COMB_##OP(T, a[j], VAL_##OP(T, *(const st *)((X) + j * (XS))));                    \
+        *(st *)((OUT) + j * (OS)) = SV_##T(a[j]);                                                 \
+    }
 
 /* ptrs: out, x. The running value is the reduce op's accumulator (int64 or double). */
 #define SCAN_LINE(T, NAME, OP)                                                                    \
@@ -364,22 +373,13 @@ INDEX_OPS(INDEX_LINES_FOR)
         }                                                                                         \
         at a[LINE_BW];                                                                            \
         for (int64_t j = 0; j < B; j++) a[j] = ID_##OP(T);                                        \
-        const int contig = sv[0] == (int64_t)sizeof(st) && sv[1] == (int64_t)sizeof(st);          \
+        const int64_t one = sizeof(st);                                                           \
+        const int contig = sv[0] == one && sv[1] == one;                                          \
         for (int64_t i = 0; i < n; i++) {                                                         \
-            char *orow = o + i * sd[0];                                                           \
-            const char *xrow = x + i * sd[1];                                                     \
             if (contig) {                                                                         \
-                st *po = (st *)orow;                                                              \
-                const st *px = (const st *)xrow;                                                  \
-                for (int64_t j = 0; j < B; j++) {                                                 \
-                    a[j] = COMB_##OP(T, a[j], VAL_##OP(T, px[j]));                                \
-                    po[j] = SV_##T(a[j]);                                                         \
-                }                                                                                 \
+                SCAN_ROW(T, OP, o + i * sd[0], x + i * sd[1], one, one);                          \
             } else {                                                                              \
-                for (int64_t j = 0; j < B; j++) {                                                 \
-                    a[j] = COMB_##OP(T, a[j], VAL_##OP(T, *(const st *)(xrow + j * sv[1])));      \
-                    *(st *)(orow + j * sv[0]) = SV_##T(a[j]);                                     \
-                }                                                                                 \
+                SCAN_ROW(T, OP, o + i * sd[0], x + i * sd[1], sv[0], sv[1]);                      \
             }                                                                                     \
         }                                                                                         \
     }
@@ -397,7 +397,7 @@ static const line_fn SCAN_LINES[SCAN_COUNT][EM_NDTYPES] = {SCAN_OPS(SCAN_ROW)};
 #define INDEX_NV(NAME, OP, NV, FAM) [LN_##NAME] = NV,
 static const int INDEX_VALUES[INDEX_COUNT] = {INDEX_OPS(INDEX_NV)};
 
-/* ---- walking the blocks ------------------------------------------------------------------------ */
+/* ---- walking the blocks ---------------------------------------------------------------------- */
 #define WALK_OPS 3
 
 /* A multi-index over `nd` dims with a pointer per operand, moved by seek (any position) and
@@ -446,7 +446,7 @@ static int64_t grain_tasks(int64_t work_per_task) {
     return work_per_task >= GRAIN ? 1 : GRAIN / (work_per_task > 0 ? work_per_task : 1);
 }
 
-/* ---- the reduction driver ---------------------------------------------------------------------- */
+/* ---- the reduction driver -------------------------------------------------------------------- */
 typedef struct {
     const reducer *r;
     int oc;                    /* output dtype code */
@@ -620,7 +620,8 @@ static void run_reduce(const plan *pl) {
         return;
     }
     const int64_t per = grain_tasks(pl->chunk * pl->piece), grains = ceil_div(tasks, per);
-    const int parallel = grains > 1 && pl->nblocks * pl->chunk * pl->rtotal >= EM_PARALLEL_THRESHOLD;
+    const int64_t work = pl->nblocks * pl->chunk * pl->rtotal;
+    const int parallel = grains > 1 && work >= EM_PARALLEL_THRESHOLD;
 #pragma omp parallel for schedule(dynamic) if (parallel)
     for (int64_t g = 0; g < grains; g++) {
         const int64_t lo = g * per, hi = min64(lo + per, tasks);
@@ -649,7 +650,7 @@ static void run_reduce(const plan *pl) {
     free(partials);
 }
 
-/* ---- the line driver --------------------------------------------------------------------------- */
+/* ---- the line driver ------------------------------------------------------------------------- */
 /* Run f over every line along dim d. bst: nops rows of byte strides; x is the last operand. */
 static int run_lines(line_fn f, int nops, int ndim, const int64_t *shape, char **base,
                      int64_t bst[][EM_MAX_DIMS], int d) {
@@ -707,7 +708,7 @@ static int run_lines(line_fn f, int nops, int ndim, const int64_t *shape, char *
     return EM_OK;
 }
 
-/* ---- entry points ------------------------------------------------------------------------------ */
+/* ---- entry points ---------------------------------------------------------------------------- */
 static int valid_dtype(int d) { return d >= 0 && d < EM_NDTYPES; }
 
 #define NAME_OF(NAME, ...) #NAME ","
