@@ -463,8 +463,8 @@ typedef struct {
     int64_t ppo, piece;        /* pieces per block and reduced elements per piece */
 } plan;
 
-/* Reduced dims: strides made positive (the order of a reduction does not matter), sorted
- * outermost first, neighbours merged. Returns the count; 0 when nothing is reduced. */
+/* Reduced dims (strides already made positive: the order of a reduction does not matter):
+ * sorted outermost first, neighbours merged. Returns the count; 0 when nothing is reduced. */
 static int normalise_reduced(int nr, int64_t *shape, int64_t *st) {
     for (int i = 1; i < nr; i++) {
         for (int j = i; j > 0 && st[j] > st[j - 1]; j--) {
