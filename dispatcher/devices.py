@@ -148,10 +148,16 @@ class Registry:
         known = sorted({t for r in records if r.ok for t in r.device_types})
         disabled = [r.name for r in records if r.ok and not self.policy.enabled(r.name)]
         hint = f" (disabled by plugins.toml: {', '.join(disabled)})" if disabled else ""
+        if not self.host.discovers:
+            fix = (
+                "Installed plugins are not discovered: autoload is off (EMBER_BACKEND_AUTOLOAD=0 "
+                f"or [autoload] in {', '.join(self.policy.sources)})"
+            )
+        else:
+            fix = f"Install one, e.g. pip install ember-backend-{device_type}"
         return (
             f"no backend plugin provides device type '{device_type}'; available device types: "
-            f"{', '.join(known) or 'none'}{hint}. Install one, e.g. pip install ember-backend-"
-            f"{device_type}"
+            f"{', '.join(known) or 'none'}{hint}. {fix}"
         )
 
     def loaded_backends(self) -> dict:

@@ -11,8 +11,15 @@ from .devices import REGISTRY, on_reset
 _BY_TYPE: dict = {}  # device type -> DeviceBackend, filled on first use
 
 
+# id(device) -> (alloc_addressed, cache_min_bytes, runtime): the fast path of ember._tensor.empty
+# for requests below the caching threshold. Keyed by id: devices are interned, and device.__hash__
+# runs Python code on every lookup.
+SMALL: dict = {}
+
+
 def _forget() -> None:
     _BY_TYPE.clear()
+    SMALL.clear()
 
 
 on_reset(_forget)
@@ -23,6 +30,25 @@ def backend_for(device_type: str):
     if found is None:
         found = REGISTRY.backend(device_type)
         _BY_TYPE[device_type] = found
+    return found
+
+
+def small_allocator(device):
+    """``(alloc_addressed, cache_min_bytes, runtime)`` for a device's small requests; memoised."""
+    found = SMALL.get(id(device))
+    if found is None:
+        backend = backend_for(device.type)
+        runtime = backend.runtime
+        index = device.index
+        addressed = getattr(runtime, "alloc_addressed", None)
+        if addressed is None:
+
+            def addressed(nbytes, _alloc=runtime.alloc, _address=runtime.address):
+                handle = _alloc(nbytes, index)
+                return handle, _address(handle)
+
+        found = (addressed, backend.cache_min_bytes, runtime)
+        SMALL[id(device)] = found
     return found
 
 

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+import weakref
+
 from . import registry
 from . import schema as schema_mod
+from .devices import on_reset
 from .layers import STACK
 from .opdef import Kind, OpDef
 
 # Kinds the core implements for every device without a kernel (pure metadata).
 CORE_KINDS = (Kind.VIEW,)
+
+# Every op ever built (table and library ops), so a registry reset can forget their kernel memos:
+# after a reset the serving backend, its kernels and the fallback policy may all differ.
+_ALL_OPS: weakref.WeakSet = weakref.WeakSet()
+
+
+def forget_kernels(name: str | None = None) -> None:
+    """Drop the memoised kernels of the op called ``name`` (of every op when None)."""
+    for op in list(_ALL_OPS):
+        if name is None or op.name == name:
+            op.kernels.clear()
+            op.fast.clear()
+
+
+on_reset(forget_kernels)
 
 
 class Op:
@@ -24,11 +42,13 @@ class Op:
         "decomposition",
         "defn",
         "dtypes",
+        "fast",
         "formula",
         "info",
         "inplace_of",
         "kernels",
         "kind",
+        "mutates",
         "name",
         "num_outputs",
         "promotion",
@@ -48,18 +68,23 @@ class Op:
         self.runner = runner
         self.decomposition = defn.decomposition
         self.kernels: dict = {}  # (device type, dtype) -> kernel or None (decompose); memo
+        # dtype -> prepared call data for the runner's fast path (see kinds/elementwise.binary)
+        self.fast: dict = {}
         self.formula = None  # set by autograd's formula table
         self.num_outputs = sum(1 for typ, _ in parsed.returns if typ.startswith("Tensor"))
         self.tensor_positions = parsed.tensor_positions
         self.core = defn.core or (defn.kind in CORE_KINDS and defn.decomposition is None)
         self.inplace_of = inplace_of
+        # PyTorch's convention: a trailing underscore writes into the first argument.
+        self.mutates = self.name.endswith("_") and not self.name.startswith("_")
         self.info: dict = dict(defn.attrs)  # static data for the runner (elementwise arity...)
+        _ALL_OPS.add(self)
 
     def __call__(self, *args):
         for layer in STACK.layers:
             if layer.wants(self, args):
                 return layer.handle(self, args)
-        return self.backend(args)
+        return self.runner(self, *args)  # the Backend layer (see backend()), inlined: hot path
 
     def redispatch(self, current, args):
         """Continue below ``current``: the next lower active layer, or the Backend layer."""

@@ -7,6 +7,7 @@ is shown when its device is requested.
 
 from __future__ import annotations
 
+import importlib.metadata
 import traceback
 from dataclasses import dataclass, field
 
@@ -52,7 +53,13 @@ class PluginRecord:
 
 
 def _distribution_of(entry_point):
+    """(distribution name, version) that installed an entry point."""
     dist = getattr(entry_point, "dist", None)
+    if dist is None:  # stevedore's entry-point cache drops .dist; ask importlib.metadata
+        for candidate in importlib.metadata.entry_points(group=entry_point.group):
+            if candidate.name == entry_point.name and candidate.value == entry_point.value:
+                dist = candidate.dist
+                break
     if dist is None:
         return None, None
     return dist.metadata["Name"], dist.version
@@ -73,6 +80,12 @@ class PluginHost:
         self._discovering = False
         self.manager = pluggy.PluginManager(hookspecs.PROJECT)
         self.manager.add_hookspecs(hookspecs)
+
+    @property
+    def discovers(self) -> bool:
+        """Whether installed entry points are scanned (not for in-memory plugins, nor with
+        autoload off)."""
+        return self._given is None and self._autoload
 
     # ---- discovery ------------------------------------------------------------------------------
     def records(self, group: str) -> list[PluginRecord]:

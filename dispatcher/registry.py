@@ -8,13 +8,16 @@ the op, the device, the dtype and who does implement it. Results are memoised on
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import warnings
 from collections import Counter
 
-from .devices import REGISTRY
+from .devices import REGISTRY, DeviceUnavailableError, on_reset
 
 FALLBACK_COUNTS: Counter = Counter()
 _WARNED: set = set()
+on_reset(_WARNED.clear)  # a reset registry is a new configuration: warn about it afresh
 
 
 class PerformanceWarning(UserWarning):
@@ -29,19 +32,32 @@ class ExtraKernels:
         self.entries: dict = {}
 
     def add(self, op_name: str, device_type: str, table: dict, provider: str, priority: int = 0):
+        """Register ``{dtype name or "*": fn}`` for ``op_name`` on ``device_type``.
+
+        A provider registering again updates its own kernels (registering the same function is a
+        no-op); a different function for the same key from another provider is a conflict.
+        """
         entries = self.entries.setdefault((op_name, device_type), [])
-        for _prio, other, other_table in entries:
+        mine = None
+        for index, (_prio, other, other_table) in enumerate(entries):
+            if other == provider:
+                mine = index
+                continue
             for key, fn in table.items():
                 existing = other_table.get(key)
-                if existing is None or existing is fn:
-                    continue
-                if other != provider:
+                if existing is not None and existing is not fn:
                     raise RuntimeError(
                         f"kernel for '{op_name}' on {device_type} ({key}) is registered by both "
                         f"'{other}' and '{provider}'"
                     )
-        entries.append((priority, provider, dict(table)))
+        if mine is None:
+            entries.append((priority, provider, dict(table)))
+        else:
+            entries[mine] = (priority, provider, {**entries[mine][2], **table})
         entries.sort(key=lambda item: -item[0])
+        from .op import forget_kernels  # late: op imports this module
+
+        forget_kernels(op_name)
 
     def find(self, op_name: str, device_type: str, dtype_name: str):
         for priority, provider, table in self.entries.get((op_name, device_type), ()):
@@ -114,20 +130,45 @@ def explain(op, device_type: str, dtype) -> str:
     )
 
 
+def _backends_to_name() -> dict:
+    """Loaded backends, plus the CPU: it is always installed, and a device that tried nothing
+    else yet would otherwise name no implementer at all."""
+    found = REGISTRY.loaded_backends()
+    if "cpu" not in found:
+        with contextlib.suppress(DeviceUnavailableError):
+            found["cpu"] = REGISTRY.backend("cpu")
+    return found
+
+
 def _missing_message(op, device_type: str, dtype, backend) -> str:
     providers = []
-    for loaded in REGISTRY.loaded_backends().values():
+    for loaded in _backends_to_name().values():
         table = loaded.kernels.get(op.name)
         if table:
             providers.append(f"{loaded.name} ({loaded.device_type}: {', '.join(sorted(table))})")
     for dev in sorted(EXTRA.device_types(op.name)):
         providers.append(f"op libraries ({dev})")
     who = "; ".join(providers) if providers else "no loaded backend"
-    hint = "" if backend.fallback else " CPU fallback is off for this backend (plugins.toml)."
+    hint = ""
+    if device_type != "cpu" and not backend.fallback:
+        hint = " CPU fallback is off for this backend (plugins.toml)."
     return (
         f"'{op.name}' is not implemented for device '{device_type}' and dtype {dtype.name} "
         f"(backend '{backend.name}'). Implemented by: {who}.{hint}"
     )
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the innermost caller outside ember, so that a warning points at the
+    user's line however deep in runners, layers and nn modules it was raised."""
+    frame, level = sys._getframe(2), 2  # 1 is the function that calls warnings.warn
+    while frame is not None and _is_ember(frame.f_globals.get("__name__") or ""):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _is_ember(module: str) -> bool:
+    return module == "ember" or module.startswith("ember.")
 
 
 def make_fallback(op, cpu_kernel, device_type: str):
@@ -145,7 +186,7 @@ def make_fallback(op, cpu_kernel, device_type: str):
                 f"'{name}' has no {device_type} kernel; running it on the CPU (copies in and out). "
                 "This warning is shown once per op.",
                 PerformanceWarning,
-                stacklevel=4,
+                stacklevel=_user_stacklevel(),
             )
         on_cpu: dict = {}
         cpu_args = []

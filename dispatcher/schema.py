@@ -148,6 +148,11 @@ def parse(text: str) -> Schema:
             raise SchemaError(f"argument '{arg_name}' appears twice in schema '{text}'")
         seen.add(arg_name)
         default = _parse_default(raw_default.strip(), text) if eq else _NO_DEFAULT
+        if default is None and not optional:
+            raise SchemaError(
+                f"argument '{arg_name}' defaults to None but its type '{pieces[0]}' is not "
+                f"optional (write '{pieces[0]}?') in schema '{text}'"
+            )
         if isinstance(default, tuple):
             default = list(default)
         args.append(Arg(arg_name, base, is_list, optional, kwarg_only, default))
@@ -158,6 +163,9 @@ def parse(text: str) -> Schema:
     returns = []
     for item in ret_items:
         pieces = item.split()
+        if len(pieces) > (2 if returns_tuple else 1):
+            raise SchemaError(f"return '{item}' must be 'Type' or 'Type name' in schema '{text}'")
+        _parse_type(pieces[0], text)
         returns.append((pieces[0], pieces[1] if len(pieces) > 1 else None))
     return Schema(text, namespace or None, name, tuple(args), tuple(returns), returns_tuple)
 

@@ -61,6 +61,19 @@ Tensor.__setitem__ = _indexing.setitem
 Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
-from . import autograd, nn
+# Last: these packages use the bound Tensor and the generated functions.
+from . import _accelerator, autograd, nn, optim, utils
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from .serialization import load, save
+
+cuda = _accelerator.module("cuda")
+xpu = _accelerator.module("xpu")
 
 __version__ = "0.1.0"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import keyword
 
+import numpy as np
+
 from .dispatcher.schema import Schema
 
 # Python operators and the ops behind them: (forward, reflected, in-place).
@@ -75,13 +77,26 @@ def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
         lines.append(f"        {v} = {v}[0]")
     lines.append(f"    return _op({', '.join(names)})")
     namespace: dict = {}
-    exec("\n".join(lines), {"_op": op}, namespace)
+    # __name__ marks the frames of generated functions as ember's (warnings skip them).
+    exec("\n".join(lines), {"_op": op, "__name__": "ember"}, namespace)
     fn = namespace[name]
     fn.__doc__ = f"{schema.text}\n\n{op.defn.notes}".strip()
     fn.__qualname__ = f"Tensor.{name}" if method else name
     fn.__module__ = "ember"
     fn._ember_op = op
     return fn
+
+
+def _numpy_operand(other):
+    """A numpy operand as ops take it (numpy scalars as they are: runners treat them as Python
+    scalars; arrays as tensors, as PyTorch does), or None when the operator does not apply."""
+    if isinstance(other, np.generic):
+        return other
+    if isinstance(other, np.ndarray):
+        from ._factories import as_tensor
+
+        return as_tensor(other)
+    return None
 
 
 def _operator(op, dunder: str, reflected: bool, tensor_type):
@@ -91,13 +106,17 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
 
         def method(self, other):
             if other.__class__ not in numbers and not isinstance(other, tensor_type):
-                return NotImplemented
+                other = _numpy_operand(other)
+                if other is None:
+                    return NotImplemented
             return op(other, self)
     else:
 
         def method(self, other):
             if other.__class__ not in numbers and not isinstance(other, tensor_type):
-                return NotImplemented
+                other = _numpy_operand(other)
+                if other is None:
+                    return NotImplemented
             return op(self, other)
 
     method.__name__ = dunder
@@ -119,6 +138,8 @@ def bind(ops: dict, tensor_type, namespace: dict) -> None:
         defn = op.defn
         if op.inplace_of is not None:
             setattr(tensor_type, name, make_callable(op, name, method=True, varargs=defn.varargs))
+            continue
+        if defn.frontend:  # hand-written in ember/_frontends.py or ember/_factories.py
             continue
         if defn.function:
             namespace[name] = make_callable(op, name, method=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import re
 
 _SPEC = re.compile(r"^([a-zA-Z_][a-zA-Z0-9_]*)(?::(\d+))?$")
@@ -30,7 +31,8 @@ class device:  # noqa: N801 - PyTorch's name
                 f"device(): expected a string or device, got {type(type_or_spec).__name__}"
             )
         key = (type_or_spec, index)
-        found = cls._interned.get(key)
+        # Exact ints only: 1.0 hashes like 1 but is no index.
+        found = cls._interned.get(key) if index is None or type(index) is int else None
         if found is not None:
             return found
         match = _SPEC.match(type_or_spec)
@@ -44,7 +46,12 @@ class device:  # noqa: N801 - PyTorch's name
                 raise RuntimeError(f"device(): index given in '{type_or_spec}' and as {index}")
             index = int(spec_index)
         if index is not None:
-            index = int(index)
+            try:
+                index = operator.index(index)
+            except TypeError:
+                raise TypeError(
+                    f"device(): argument 'index' must be int, not {type(index).__name__}"
+                ) from None
             if index < 0:
                 raise RuntimeError(f"Device index must not be negative, got {index}")
         canonical = cls._interned.get((dev_type, index))
@@ -66,13 +73,17 @@ class device:  # noqa: N801 - PyTorch's name
 
     def __eq__(self, other) -> bool:
         if isinstance(other, str):
-            other = device(other)
+            try:
+                other = device(other)
+            except RuntimeError:  # not a device string: unequal, like any other value
+                return False
         if not isinstance(other, device):
             return NotImplemented
         return self is other
 
     def __hash__(self) -> int:
-        return hash((self.type, self.index))
+        # Equal to its string, so it must hash like it: {dev: x}["cuda:1"] finds the entry.
+        return hash(str(self))
 
     def __reduce__(self):
         return (device, (str(self),))

@@ -38,11 +38,12 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy(): expected np.ndarray (got {type(array).__name__})")
-    dtype = dt.from_numpy_dtype(array.dtype)
-    if not array.dtype.isnative:
+    if not array.dtype.isnative:  # before the dtype lookup, which would call '>f8' unsupported
         raise ValueError(
-            "from_numpy(): byte-swapped (non-native byte order) arrays are not supported"
+            f"from_numpy(): byte-swapped (non-native byte order) arrays are not supported; "
+            f"convert with array.astype(array.dtype.newbyteorder('=')) ({array.dtype.str})"
         )
+    dtype = dt.from_numpy_dtype(array.dtype)
     itemsize = array.itemsize
     if any(s % itemsize for s in array.strides):
         raise ValueError(
@@ -70,8 +71,8 @@ def _infer_array(data, dtype):
     """A numpy array for ``data`` with PyTorch's dtype inference for Python values."""
     if isinstance(data, Tensor):
         return data.detach().cpu().numpy(), data.dtype if dtype is None else dtype
-    if isinstance(data, np.ndarray):
-        array = data
+    if isinstance(data, (np.ndarray, np.generic)):  # numpy scalars keep their dtype too
+        array = np.asarray(data)
         inferred = dt.from_numpy_dtype(array.dtype) if array.dtype != object else None
     else:
         array = np.array(data)

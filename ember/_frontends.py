@@ -270,9 +270,28 @@ def _device_method(device_type):
     return move
 
 
+# PyTorch's legacy tensor type names, which Tensor.type() returns.
+_TYPE_NAMES = {
+    "bool": "Bool",
+    "uint8": "Byte",
+    "int8": "Char",
+    "int16": "Short",
+    "int32": "Int",
+    "int64": "Long",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "float32": "Float",
+    "float64": "Double",
+}
+
+
 def type_(self, dtype=None, non_blocking=False):
+    """``x.type()`` is ``'ember.FloatTensor'`` (``'ember.cuda.FloatTensor'``...); ``x.type(dtype)``
+    converts."""
     if dtype is None:
-        return f"ember.{self.dtype.name.capitalize()}Tensor"
+        device = self.device.type
+        where = "" if device == "cpu" else f"{device}."
+        return f"ember.{where}{_TYPE_NAMES[self.dtype.name]}Tensor"
     return to(self, dtype)
 
 

@@ -17,12 +17,19 @@ from ._tensor import Tensor
 from .dispatcher.kinds._common import broadcast_shapes
 from .dispatcher.optable import OPS
 
+_SEQUENCES = (Tensor, np.ndarray, list, tuple)
+
 
 def _as_index_tensor(item, device) -> Tensor:
     from ._factories import tensor
 
     if isinstance(item, Tensor):
         return item
+    if not isinstance(item, _SEQUENCES):
+        raise IndexError(
+            "only integers, slices (`:`), ellipsis (`...`), None and long, int, byte or bool "
+            f"tensors are valid indices (got {type(item).__name__})"
+        )
     array = np.asarray(item)
     if array.dtype.kind not in "biu":
         if array.size == 0:
@@ -73,7 +80,9 @@ def _basic(t: Tensor, index) -> tuple[Tensor, list]:
     """Apply basic indices as views; return the view and [(dim, index tensor)] still to apply."""
     items = _expand_ellipsis(_normalize(index), t.ndim)
     view, dim, advanced = t, 0, []
+    source = 0  # dims of t consumed so far, the current item's included (for messages)
     for item in items:
+        source += 0 if item is None or isinstance(item, bool) else 1
         if item is None:
             view = OPS["unsqueeze"](view, dim)
             dim += 1
@@ -92,11 +101,17 @@ def _basic(t: Tensor, index) -> tuple[Tensor, list]:
         elif isinstance(item, int) or (
             hasattr(item, "__index__") and not isinstance(item, (Tensor, np.ndarray))
         ):
-            view = OPS["select"](view, dim, int(item))
+            position, size = int(item), view.shape[dim]
+            if not -size <= position < size:
+                raise IndexError(
+                    f"index {position} is out of bounds for dimension {source - 1} with size {size}"
+                )
+            view = OPS["select"](view, dim, position)
         else:
             index_tensor = _as_index_tensor(item, view.device)
             if index_tensor.dtype is dt.bool_ or index_tensor.dtype is dt.uint8:
                 mask = index_tensor.to(dt.bool_)
+                source += mask.ndim - 1  # a mask consumes one dim of t per dim of its own
                 if mask.ndim == 0:
                     view = OPS["unsqueeze"](view, dim)
                     mask = mask.reshape(1)

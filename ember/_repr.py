@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import _dtype as dt
@@ -27,9 +29,11 @@ def set_printoptions(
         PrintOptions.precision, PrintOptions.threshold, PrintOptions.edgeitems = 4, 1000, 3
         PrintOptions.linewidth = 80
     elif profile == "full":
-        PrintOptions.threshold = float("inf")
+        PrintOptions.precision, PrintOptions.threshold, PrintOptions.edgeitems = 4, math.inf, 3
+        PrintOptions.linewidth = 80
     elif profile == "short":
         PrintOptions.precision, PrintOptions.threshold, PrintOptions.edgeitems = 2, 1000, 2
+        PrintOptions.linewidth = 80
     for name, value in (
         ("precision", precision),
         ("threshold", threshold),
@@ -41,69 +45,134 @@ def set_printoptions(
     PrintOptions.sci_mode = sci_mode
 
 
-def _float_formatter(values: np.ndarray):
-    finite = values[np.isfinite(values)]
-    precision = PrintOptions.precision
-    if finite.size == 0:
-        return lambda v: f"{v}".replace("inf", "inf")
-    integral = np.all(finite == np.round(finite))
-    magnitude = np.abs(finite)
-    big, small = magnitude.max(), magnitude[magnitude > 0].min() if np.any(magnitude > 0) else 1.0
-    sci = PrintOptions.sci_mode
-    if sci is None:
-        sci = big >= 1e8 or (not integral and (small < 1e-4 or big / small > 1000))
-    if sci:
-        return lambda v: np.format_float_scientific(
-            v, precision=precision, unique=False, exp_digits=2
-        )
-    if integral:
-        return lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)
-    return lambda v: f"{v:.{precision}f}" if np.isfinite(v) else str(v)
+class _Formatter:
+    """PyTorch's element formatter: one width for every element, and for floats one style (whole
+    numbers as ``3.``, fixed ``precision`` decimals, or scientific) chosen from the nonzero finite
+    values; NaN and infinity never decide it."""
+
+    __slots__ = ("floating", "int_mode", "sci_mode", "width")
+
+    def __init__(self, values: np.ndarray, floating: bool):
+        self.floating = floating
+        self.int_mode = True
+        self.sci_mode = False
+        self.width = 1
+        if not floating:
+            self.width = max((len(f"{v}") for v in values.tolist()), default=1)
+        else:
+            self._choose_float_style(values[np.isfinite(values) & (values != 0)])
+
+    def _choose_float_style(self, finite: np.ndarray) -> None:
+        if finite.size == 0:
+            return  # PyTorch ignores a forced sci_mode here too
+        magnitude = np.abs(finite)
+        low, high = magnitude.min(), magnitude.max()
+        self.int_mode = bool(np.all(finite == np.ceil(finite)))
+        forced = PrintOptions.sci_mode
+        self.sci_mode = high / low > 1000.0 or high > 1.0e8 or low < 1.0e-4
+        if forced is not None:
+            self.sci_mode = forced
+        precision = PrintOptions.precision
+        if self.sci_mode:
+            pattern = f"{{:.{precision}e}}"
+        else:
+            pattern = "{:.0f}." if self.int_mode else f"{{:.{precision}f}}"
+        self.width = max(len(pattern.format(v)) for v in finite.tolist())
+
+    def format(self, value) -> str:
+        if not self.floating:
+            text = f"{value}"
+        elif self.sci_mode:
+            text = f"{value:{self.width}.{PrintOptions.precision}e}"
+        elif self.int_mode:
+            text = f"{value:.0f}" + ("" if math.isinf(value) or math.isnan(value) else ".")
+        else:
+            text = f"{value:.{PrintOptions.precision}f}"
+        return text.rjust(self.width)
 
 
-def _body(array: np.ndarray, prefix: str) -> str:
-    kind = array.dtype.kind
-    if kind == "f":
-        array = array.astype(np.float64)
-        formatter = {"float_kind": _float_formatter(array.reshape(-1))}
-    elif kind == "b":
-        formatter = {"bool": lambda v: "True" if v else "False"}
+def _summarized(array: np.ndarray) -> np.ndarray:
+    """Only the elements a summarised print shows (the formatter's width comes from them)."""
+    edge = PrintOptions.edgeitems
+    for axis in range(array.ndim):
+        size = array.shape[axis]
+        if size > 2 * edge:
+            keep = np.r_[0:edge, size - edge : size]
+            array = np.take(array, keep, axis=axis)
+    return array
+
+
+def _vector(array: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
+    edge = PrintOptions.edgeitems
+    per_line = max(1, (PrintOptions.linewidth - indent) // (fmt.width + 2))
+    if summarize and not edge:
+        items = ["..."]
+    elif summarize and array.shape[0] > 2 * edge:
+        items = [fmt.format(v) for v in array[:edge].tolist()] + [" ..."]
+        items += [fmt.format(v) for v in array[-edge:].tolist()]
     else:
-        formatter = None
-    return np.array2string(
-        array,
-        separator=", ",
-        prefix=prefix,
-        formatter=formatter,
-        threshold=PrintOptions.threshold,
-        edgeitems=PrintOptions.edgeitems,
-        max_line_width=PrintOptions.linewidth,
-    )
+        items = [fmt.format(v) for v in array.tolist()]
+    lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _nested(array: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
+    if array.ndim == 0:
+        return fmt.format(array.item())
+    if array.ndim == 1:
+        return _vector(array, indent, summarize, fmt)
+    edge, size = PrintOptions.edgeitems, array.shape[0]
+    if summarize and size > 2 * edge:
+        rows = [_nested(array[i], indent + 1, summarize, fmt) for i in range(edge)]
+        rows.append("...")
+        rows += [_nested(array[i], indent + 1, summarize, fmt) for i in range(size - edge, size)]
+    else:
+        rows = [_nested(array[i], indent + 1, summarize, fmt) for i in range(size)]
+    return "[" + ("," + "\n" * (array.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
+
+
+def _with_suffixes(text: str, suffixes: list, indent: int) -> str:
+    """Append ``, suffix`` items, starting a new line when one would pass the line width."""
+    parts = [text]
+    line_length = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if line_length + len(suffix) + 2 > PrintOptions.linewidth:
+            parts.append(",\n" + " " * indent + suffix)
+            line_length = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            line_length += len(suffix) + 2
+    return "".join(parts) + ")"
 
 
 def tensor_repr(t) -> str:
     prefix = "tensor("
+    indent = len(prefix)
     array = t.detach().cpu().numpy()
-    if t.dtype in (dt.bfloat16, dt.float16):
-        array = array.astype(np.float32)
-    suffix = []
-    if array.size == 0 and array.ndim != 1:
-        body = "[]"
-        suffix.append(f"size={tuple(array.shape)}")
-    else:
-        body = _body(array, prefix)
-    default_float = t.dtype is dt.DEFAULTS.float
-    if not (default_float or t.dtype is dt.int64 or t.dtype is dt.bool_) or (
-        array.size == 0 and t.dtype is not dt.DEFAULTS.float
-    ):
-        suffix.append(f"dtype={t.dtype!r}")
+    floating = t.dtype.is_floating_point
+    if floating:
+        array = array.astype(np.float64)  # float16/bfloat16 print through float64, as in PyTorch
+    suffixes = []
     if t.device.type != "cpu":
-        suffix.append(f"device='{t.device}'")
+        suffixes.append(f"device='{t.device}'")
+    if array.size == 0:
+        body = "[]"
+        if array.ndim != 1:
+            suffixes.append(f"size={tuple(array.shape)}")
+        if t.dtype is not dt.DEFAULTS.float:  # nothing to infer the dtype from
+            suffixes.append(f"dtype={t.dtype!r}")
+    else:
+        if not PrintOptions.edgeitems:
+            suffixes.append(f"size={tuple(array.shape)}")
+        if t.dtype not in (dt.DEFAULTS.float, dt.int64, dt.bool_):
+            suffixes.append(f"dtype={t.dtype!r}")
+        summarize = array.size > PrintOptions.threshold
+        fmt = _Formatter((_summarized(array) if summarize else array).reshape(-1), floating)
+        body = _nested(array, indent, summarize, fmt)
     grad_fn = getattr(t, "_grad_fn", None)
     if grad_fn is not None:
         name = grad_fn.name() if hasattr(grad_fn, "name") else type(grad_fn).__name__
-        suffix.append(f"grad_fn=<{name}>")
+        suffixes.append(f"grad_fn=<{name}>")
     elif t.requires_grad:
-        suffix.append("requires_grad=True")
-    tail = "".join(f", {s}" for s in suffix)
-    return f"{prefix}{body}{tail})"
+        suffixes.append("requires_grad=True")
+    return _with_suffixes(prefix + body, suffixes, indent)

@@ -66,6 +66,9 @@ class Tensor:
         "_stride",
     )
 
+    # numpy defers binary operators to ours (np.float64(2) * t is a Tensor, as in PyTorch).
+    __array_priority__ = 1000
+
     def __new__(cls, *args, **kwargs):
         if not args and not kwargs:
             return _empty_default(cls)
@@ -318,6 +321,19 @@ class Tensor:
             return format(self.item(), spec)
         return repr(self)
 
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        from .autograd import no_grad
+
+        with no_grad():
+            copied = self.clone()
+        copied._requires_grad = self._requires_grad and self._grad_fn is None
+        if self._grad is not None:
+            copied._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = copied
+        return copied
+
     def as_subclass(self, cls):
         """The same data and metadata as an instance of ``cls`` (a Tensor subclass)."""
         out = object.__new__(cls)
@@ -336,6 +352,8 @@ def _empty_default(cls):
 
 
 def _wrap_dim(dim: int, ndim: int, op: str) -> int:
+    if not isinstance(dim, int):
+        raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
     bound = max(ndim, 1)
     if not -bound <= dim < bound:
         raise IndexError(
@@ -365,9 +383,30 @@ def make(storage, shape: tuple, stride: tuple, offset: int, dtype, contig: bool)
 
 
 def empty(shape: tuple, dtype, device) -> Tensor:
-    """An uninitialised contiguous tensor; ``device`` must already be normalised."""
-    storage = new_storage(device, math.prod(shape) * dtype.itemsize)
-    return make(storage, shape, contiguous_strides(shape), 0, dtype, True)
+    """An uninitialised contiguous tensor; ``device`` must already be normalised.
+
+    Every op's output comes from here, so small requests take a straight path (one runtime call,
+    no allocator bookkeeping) and the tensor is built inline.
+    """
+    nbytes = math.prod(shape) * dtype.itemsize
+    small = _SMALL.get(id(device)) or small_allocator(device)
+    if nbytes < small[1]:
+        handle, ptr = small[0](nbytes)
+        storage = Storage(device, nbytes, handle, 0, ptr, handle, small[2])
+    else:
+        storage = new_storage(device, nbytes)
+    t = _new(Tensor)
+    t._storage = storage
+    t._shape = shape
+    t._stride = _STRIDES.get(shape) or contiguous_strides(shape)
+    t._offset = 0
+    t._dtype = dtype
+    t._contig = True
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._base = None
+    return t
 
 
 def host_array(t: Tensor) -> np.ndarray:
@@ -381,4 +420,6 @@ def host_array(t: Tensor) -> np.ndarray:
 
 
 # Last: dispatcher.memory imports ember._storage and ember._device, not this module.
-from .dispatcher.memory import new_storage  # noqa: E402
+from ._storage import Storage  # noqa: E402
+from .dispatcher.memory import SMALL as _SMALL  # noqa: E402
+from .dispatcher.memory import new_storage, small_allocator  # noqa: E402

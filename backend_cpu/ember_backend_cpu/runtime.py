@@ -32,6 +32,11 @@ class CpuRuntime:
         # The cdata frees its memory when collected, so small storages need no free() call.
         return self._new("char[]", nbytes if nbytes > 0 else 1)
 
+    def alloc_addressed(self, nbytes: int, index=None):
+        """``(handle, address)`` in one call: small tensors are allocated on every op."""
+        handle = self._new("char[]", nbytes if nbytes > 0 else 1)
+        return handle, int(self._cast("intptr_t", handle))
+
     def free(self, handle, index=None) -> None:
         del handle  # dropping the last reference releases it
 

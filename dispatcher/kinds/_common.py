@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from ember import _dtype as dt
 from ember._device import CPU
 from ember._tensor import Tensor, contiguous_strides, empty, is_contiguous, make
+
+from ..opdef import Promotion
 
 # Filled by dispatcher.table once the ops exist (runners look ops up by name at call time).
 OPS: dict = {}
@@ -92,6 +95,36 @@ def common_device(op_name: str, tensors) -> object:
     return CPU if device is None else device
 
 
+def unsupported_dtype(op, dtype) -> RuntimeError:
+    names = ", ".join(sorted(d.name for d in op.dtypes))
+    return RuntimeError(f'"{op.name}" not implemented for {dtype.name} (supported: {names})')
+
+
+def check_dtypes(op, args) -> None:
+    """Refuse tensors of dtypes outside the op's row up front (a composite would otherwise fail
+    deep inside, naming another op, or return numbers for a dtype it does not define).
+
+    A ``dtype=`` argument, when given, is what the op computes in, so it is checked instead;
+    ops that promote integers to floats accept integer and bool tensors.
+    """
+    allowed = op.dtypes
+    if len(allowed) == len(dt.ALL):
+        return
+    for i, arg in enumerate(op.schema.args):
+        if arg.name == "dtype" and i < len(args) and args[i] is not None:
+            if args[i] not in allowed:
+                raise unsupported_dtype(op, args[i])
+            return
+    promotes = op.promotion is Promotion.INT_TO_FLOAT
+    for i in op.tensor_positions:
+        value = args[i] if i < len(args) else None
+        for t in value if isinstance(value, (list, tuple)) else (value,):
+            if not isinstance(t, Tensor) or t._dtype in allowed:
+                continue
+            if not (promotes and t._dtype.category != dt.FLOATING):
+                raise unsupported_dtype(op, t._dtype)
+
+
 def cast(t: Tensor, dtype) -> Tensor:
     """A contiguous copy of ``t`` in ``dtype`` (below autograd: no graph is recorded)."""
     out = empty(t._shape, dtype, t._storage.device)
@@ -125,7 +158,10 @@ def strides_of(shape: tuple) -> tuple:
 
 
 def check_no_internal_overlap(op_name: str, t: Tensor) -> None:
-    """In-place writes into broadcast views would race: PyTorch refuses them too."""
+    """In-place writes into broadcast views would race: PyTorch refuses them too. An empty
+    tensor gets no writes (numpy gives empty arrays stride 0, and from_numpy keeps it)."""
+    if 0 in t._shape:
+        return
     for size, step in zip(t._shape, t._stride):
         if step == 0 and size > 1:
             raise RuntimeError(

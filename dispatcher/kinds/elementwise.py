@@ -15,17 +15,20 @@ from ember._tensor import Tensor, empty
 
 from ..opdef import Promotion
 from ..promotion import can_cast, result_type
-from ._common import broadcast_shapes, cast, check_no_internal_overlap, common_device, expand_to
+from ._common import (
+    broadcast_shapes,
+    cast,
+    check_no_internal_overlap,
+    common_device,
+    expand_to,
+    unsupported_dtype,
+)
 
 _INT_TO_FLOAT = Promotion.INT_TO_FLOAT
 _ALWAYS_BOOL = Promotion.ALWAYS_BOOL
 _FLOATING = dt.FLOATING
 _SCALARS = (bool, int, float)
-
-
-def _unsupported(op, dtype) -> Exception:
-    names = ", ".join(sorted(d.name for d in op.dtypes))
-    return RuntimeError(f'"{op.name}" not implemented for {dtype.name} (supported: {names})')
+_OPERANDS = (Tensor, *_SCALARS)
 
 
 def _types(op, common):
@@ -39,7 +42,7 @@ def _types(op, common):
     else:
         result = common
     if common not in op.dtypes:
-        raise _unsupported(op, common)
+        raise unsupported_dtype(op, common)
     return common, result
 
 
@@ -54,17 +57,25 @@ def _scalar_for(value, dtype):
     return int(value)
 
 
-def _coerce(value):
-    """numpy scalars and 0-d arrays become Python scalars; anything else non-Tensor is refused."""
+def _coerce(op, value, position: int):
+    """numpy scalars become Python scalars; anything else non-Tensor is refused, naming the op
+    and the argument."""
     if isinstance(value, np.generic):
         return value.item()
-    raise TypeError(f"expected a Tensor or a Python number, got {type(value).__name__}")
+    name = op.schema.args[position].name
+    raise TypeError(
+        f"{op.name}(): argument '{name}' (position {position + 1}) must be Tensor or a number, "
+        f"not {type(value).__name__}"
+    )
 
 
 def unary(op, x, *params):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
     compute, result = _types(op, x._dtype)
+    check = op.info.get("check")
+    if check is not None:
+        check(x, *params)
     if compute is not x._dtype:
         x = cast(x, compute)
     dev = x._storage.device
@@ -77,6 +88,37 @@ def unary(op, x, *params):
 
 
 def binary(op, a, b, *params):
+    # Fast path: two tensors of one dtype, device and shape, or a tensor and a Python number of
+    # its category. ``op.fast`` maps a dtype to (device, kernel, result dtype) that the full path
+    # below has validated (keyed by dtype alone: dtypes hash by identity, devices in Python).
+    if isinstance(a, Tensor):
+        bc = b.__class__
+        dtype = a._dtype
+        if bc is Tensor or isinstance(b, Tensor):
+            if dtype is b._dtype and a._shape == b._shape:
+                dev = a._storage.device
+                if dev is b._storage.device:
+                    entry = op.fast.get(dtype)
+                    if entry is not None and entry[0] is dev:
+                        out = empty(a._shape, entry[2], dev)
+                        entry[1](out, a, b)
+                        return out
+        elif bc is float or bc is int:
+            category = dtype.category
+            if category == _FLOATING or (bc is int and category == dt.INTEGRAL):
+                dev = a._storage.device
+                entry = op.fast.get(dtype)
+                if entry is not None and entry[0] is dev:
+                    out = empty(a._shape, entry[2], dev)
+                    entry[1](out, a, float(b) if category == _FLOATING else b)
+                    return out
+    return _binary(op, a, b, *params)
+
+
+def _binary(op, a, b, *params):
+    check = op.info.get("check")
+    if check is not None:
+        check(a, b, *params)
     ta = isinstance(a, Tensor)
     tb = isinstance(b, Tensor)
     if ta and tb:
@@ -97,7 +139,7 @@ def binary(op, a, b, *params):
             shape = sa if sa == sb else broadcast_shapes(op.name, sa, sb)
     elif ta:
         if b.__class__ not in _SCALARS:
-            b = _coerce(b)
+            b = _coerce(op, b, 1)
         da = a._dtype
         common = (
             da
@@ -109,7 +151,7 @@ def binary(op, a, b, *params):
         shape = a._shape
     elif tb:
         if a.__class__ not in _SCALARS:
-            a = _coerce(a)
+            a = _coerce(op, a, 0)
         common = result_type((a, b), Tensor)
         dev = b._storage.device
         shape = b._shape
@@ -136,6 +178,8 @@ def binary(op, a, b, *params):
     kernel = op.kernel(dev.type, compute)
     if kernel is None:
         return op.decomposition(a, b, *params)
+    if not params and check is None:  # a check may depend on more than dtypes: no shortcut
+        op.fast[compute] = (dev, kernel, result)
     out = empty(shape, result, dev)
     kernel(out, a, b, *params)
     return out
@@ -148,8 +192,8 @@ def nary(op, *args):
     bool_first = op.info.get("condition", False)
     promoted = operands[1:] if bool_first else operands
     for i, value in enumerate(operands):
-        if value is not None and not isinstance(value, (Tensor, *_SCALARS)):
-            operands[i] = _coerce(value)
+        if value is not None and not isinstance(value, _OPERANDS):
+            operands[i] = _coerce(op, value, i)
     tensors = [t for t in operands if isinstance(t, Tensor)]
     if not tensors:
         raise TypeError(f"{op.name}(): expected at least one Tensor argument")
@@ -204,11 +248,22 @@ def inplace(op, target, *args):
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}(): self must be a Tensor")
     arity = base.info.get("arity", 1)
-    operands = (target, *args[: arity - 1])
+    others = args[: arity - 1]
+    for value in others:  # numpy scalars and refusals; a plain loop keeps the common case cheap
+        if value is not None and not isinstance(value, _OPERANDS):
+            others = tuple(
+                v if v is None or isinstance(v, _OPERANDS) else _coerce(base, v, i + 1)
+                for i, v in enumerate(others)
+            )
+            break
+    operands = (target, *others)
     params = args[arity - 1 :]
     present = [v for v in operands if v is not None]
     common = result_type(present, Tensor)
     compute, result = _types(base, common)
+    check = base.info.get("check")
+    if check is not None:
+        check(*operands, *params)
     if base.info.get("limits"):
         operands = tuple(_fill_limits(base, list(operands), compute))
     if not can_cast(result, target._dtype):

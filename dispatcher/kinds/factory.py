@@ -10,7 +10,7 @@ from ember._tensor import Tensor, empty
 
 from ..memory import normalize_device
 from ..promotion import scalar_dtype
-from ._common import check_no_internal_overlap
+from ._common import check_no_internal_overlap, fill
 
 
 def _size(op, size) -> tuple:
@@ -74,7 +74,9 @@ def linspace(op, start, end, steps, dtype=None, device=None):
     dtype = dtype or dt.DEFAULTS.float
     dev = normalize_device(device)
     out = empty((int(steps),), dtype, dev)
-    if steps:
+    if steps == 1:  # PyTorch gives [start]; kernels may count the last element from the end
+        fill(out, start)
+    elif steps:
         op.kernel(dev.type, dtype)(out, start, end)
     return out
 
@@ -101,6 +103,10 @@ def _random_fill(op, x, a, b, generator, wide=False):
 def uniform_(op, x, low=0.0, high=1.0, generator=None):
     if x._dtype.category != dt.FLOATING:
         raise RuntimeError(f'"uniform_" not implemented for {x._dtype.name}')
+    if low > high:
+        raise RuntimeError(
+            f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}"
+        )
     return _random_fill(op, x, float(low), float(high), generator)
 
 
@@ -131,5 +137,14 @@ def random_(op, x, low=0, high=None, generator=None):
         raise RuntimeError(
             f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
         )
+    if x._dtype.category == dt.INTEGRAL:
+        import numpy as np
+
+        info = np.iinfo(x._dtype.np)
+        if low < info.min or high - 1 > info.max:
+            raise RuntimeError(
+                f"random_ expects 'from' and 'to - 1' to be in the range of {x._dtype.name} "
+                f"[{info.min}, {info.max}], got from={low}, to={high}"
+            )
     wide = (high - low) > (1 << 32)
     return _random_fill(op, x, int(low), int(high), generator, wide)

@@ -13,7 +13,7 @@ import math
 from ember import _dtype as dt
 from ember._tensor import Tensor, empty
 
-from ._common import OPS, cast, common_device, expand_to, wrap_dim
+from ._common import OPS, cast, common_device, wrap_dim
 
 
 def _index_tensor(op, index, device) -> Tensor:
@@ -110,13 +110,16 @@ def put_(op, x, index, source, accumulate=False):
     index = _index_tensor(op, index, x._storage.device)
     if not isinstance(source, Tensor):
         source = OPS["full"](index._shape, source, x._dtype, x._storage.device)
+    elif math.prod(source._shape) != math.prod(index._shape):
+        raise RuntimeError(
+            f"put_(): Expected source and index to have the same number of elements, but got "
+            f"source.numel() = {math.prod(source._shape)}, index.numel() = "
+            f"{math.prod(index._shape)}"
+        )
     if source._dtype is not x._dtype:
         source = cast(source, x._dtype)
     if source._shape != index._shape:
-        if math.prod(source._shape) == math.prod(index._shape):
-            source = OPS["reshape"](source, index._shape)
-        else:
-            source = expand_to(source, index._shape)
+        source = OPS["reshape"](source, index._shape)
     op.kernel(x._storage.device.type, x._dtype)(x, index, source, bool(accumulate))
     x._storage.version += 1
     return x

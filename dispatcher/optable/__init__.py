@@ -12,13 +12,14 @@ from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
-from . import data, elementwise, factory, linalg, reduction, view
+from . import data, elementwise, factory, linalg, nn, reduction, view
 
-MODULES = (elementwise, reduction, view, data, linalg, factory)
+MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
 
 
 def _decompose(op, *args):
     """Backend layer of a composite without a runner: its decomposition, in ember ops."""
+    _common.check_dtypes(op, args)
     return op.decomposition(*args)
 
 

@@ -9,7 +9,7 @@ import ember
 from ..kinds import copy as run_copy
 from ..kinds import index as run_index
 from ..kinds import shape as run_shape
-from ..opdef import DTYPES_NUMERIC, Kind, OpDef
+from ..opdef import DTYPES_NUMERIC, Kind, OpDef, Promotion
 
 CORE = "none: implemented by the core over copy_ (and narrow views)"
 
@@ -137,19 +137,28 @@ def _argsort(x, dim=-1, descending=False, stable=False):
 
 
 def _topk(x, k, dim=-1, largest=True, sorted=True):
+    from ember.return_types import ValuesIndices
+
     size = x.shape[dim] if x.ndim else 1
     if not 0 <= k <= size:
         raise RuntimeError(f"topk(): selected index k ({k}) out of range (dimension size {size})")
+    if x.ndim == 0:  # sort and narrow need a dim: take the top of the 1-element vector
+        values, indices = _topk(x.reshape(1), k, 0, largest, sorted)
+        return ValuesIndices(values.reshape(()), indices.reshape(())) if k else (values, indices)
     values, indices = ember.sort(x, dim, largest, stable=True)
-    from ember.return_types import ValuesIndices
 
     return ValuesIndices(values.narrow(dim, 0, k), indices.narrow(dim, 0, k))
 
 
 def _np_sort(x, dim=-1, descending=False, stable=False):
-    order = np.argsort(-x if descending and x.dtype.kind != "b" else x, axis=dim, kind="stable")
-    if descending and x.dtype.kind == "b":
-        order = np.argsort(~x, axis=dim, kind="stable")
+    """Stable sort; descending keeps ties in input order (negating would wrap unsigned ints)."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    if descending:
+        last = x.shape[dim] - 1
+        order = np.flip(last - np.argsort(np.flip(x, dim), axis=dim, kind="stable"), dim)
+    else:
+        order = np.argsort(x, axis=dim, kind="stable")
     return np.take_along_axis(x, order, axis=dim), order
 
 
@@ -221,7 +230,7 @@ ROWS = [
     OpDef(
         "contiguous(Tensor input) -> Tensor",
         Kind.COPY,
-        np.ascontiguousarray,
+        lambda x: np.array(x, order="C"),  # np.ascontiguousarray makes 0-d arrays 1-d
         decomposition=_contiguous,
         function=False,
     ),
@@ -232,7 +241,6 @@ ROWS = [
         runner=run_copy.fill_,
         function=False,
         samples="fill",
-        differentiable=False,
         kernel_args="(out, value): value a Python scalar",
     ),
     OpDef(
@@ -367,7 +375,7 @@ ROWS = [
     OpDef(
         "index_select(Tensor input, int dim, Tensor index) -> Tensor",
         Kind.INDEX,
-        lambda x, d, i: np.take(x, i, axis=d),
+        lambda x, d, i: np.take(x, np.reshape(i, -1), axis=d),  # a 0-d index selects one
         runner=run_index.index_select,
         samples="index_select",
         kernel_args="(out, x, dim, index): index 1-D int64",
@@ -403,6 +411,7 @@ ROWS = [
         "nonzero(Tensor input) -> Tensor",
         Kind.INDEX,
         lambda x: np.argwhere(x),
+        promotion=Promotion.LONG,
         runner=run_index.nonzero,
         frontend=True,
         differentiable=False,
@@ -422,6 +431,7 @@ ROWS = [
         "argsort(Tensor input, int dim=-1, bool descending=False, *, bool stable=False) -> Tensor",
         Kind.SORT,
         lambda *a, **k: _np_sort(*a, **k)[1],
+        promotion=Promotion.LONG,
         decomposition=_argsort,
         differentiable=False,
         samples="sort",
@@ -439,6 +449,7 @@ ROWS = [
         "bool right=False, str? side=None, Tensor? sorter=None) -> Tensor",
         Kind.SORT,
         _np_searchsorted,
+        promotion=Promotion.LONG,
         dtypes=DTYPES_NUMERIC,
         runner=run_index.searchsorted,
         differentiable=False,

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
+
+from ember import _dtype as dt
 
 from ..kinds import elementwise as run
 from ..opdef import (
@@ -25,6 +28,7 @@ from ..opdef import (
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 I2F = Promotion.INT_TO_FLOAT
+FLOAT = Promotion.FLOAT_ONLY  # nn activations: PyTorch refuses integer inputs
 BOOL = Promotion.ALWAYS_BOOL
 UNARY_ARGS = "(out, x, *params): x has out's shape, compute dtype; out is the result dtype"
 BINARY_ARGS = "(out, a, b): tensors broadcast to out's shape in the compute dtype, or scalars"
@@ -40,7 +44,7 @@ def unary(name, ref, dtypes=DTYPES_FLOAT, promotion=I2F, params="", **kw) -> OpD
         dtypes=dtypes,
         runner=run.unary,
         samples=kw.pop("samples", "unary"),
-        attrs={"arity": 1},
+        attrs={"arity": 1, **kw.pop("attrs", {})},
         kernel_args=UNARY_ARGS,
         **kw,
     )
@@ -56,7 +60,7 @@ def binary(name, ref, dtypes=DTYPES_ALL, promotion=Promotion.DEFAULT, **kw) -> O
         dtypes=dtypes,
         runner=run.binary,
         samples=kw.pop("samples", "binary"),
-        attrs={"arity": 2},
+        attrs={"arity": 2, **kw.pop("attrs", {})},
         kernel_args=BINARY_ARGS,
         **kw,
     )
@@ -79,9 +83,21 @@ def nary(schema, ref, arity, dtypes, promotion=Promotion.DEFAULT, **kw) -> OpDef
 
 
 def _sign(x):
+    if x.dtype.kind == "b":
+        return x.copy()
     return (
         np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype) if x.dtype.kind == "f" else np.sign(x)
     )
+
+
+def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    """np.nan_to_num with PyTorch's defaults: infinities become the dtype's extremes."""
+    if x.dtype.kind not in "fV":
+        return x.copy()
+    high = ml_dtypes.finfo(x.dtype).max
+    out = np.where(np.isnan(x), 0.0 if nan is None else nan, x)
+    out = np.where(np.isposinf(x), high if posinf is None else posinf, out)
+    return np.where(np.isneginf(x), -high if neginf is None else neginf, out).astype(x.dtype)
 
 
 def _sigmoid(x):
@@ -108,6 +124,25 @@ def _div_trunc(a, b):
 
 def _hardtanh(x, min_val=-1.0, max_val=1.0):
     return np.clip(x, min_val, max_val)
+
+
+def _check_sub(a, b, *params):
+    """PyTorch refuses bool operands of subtraction rather than promoting them."""
+    for x in (a, b):
+        if x is True or x is False or getattr(x, "dtype", None) is dt.bool_:
+            raise RuntimeError(
+                "sub: Subtraction, the `-` operator, with a bool tensor is not supported. If you "
+                "are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+            )
+
+
+def _check_hardtanh(x, min_val=-1.0, max_val=1.0):
+    """Negative limits would wrap in unsigned arithmetic; PyTorch refuses them too."""
+    if x.dtype is dt.uint8 and (min_val < 0 or max_val < 0):
+        raise RuntimeError(
+            f"hardtanh(): cannot do hardtanh on an unsigned type with negative limits "
+            f"(min_val={min_val}, max_val={max_val}, dtype uint8)"
+        )
 
 
 def _clamp(x, lo=None, hi=None):
@@ -148,15 +183,17 @@ ROWS = [
     unary(
         "gelu",
         _gelu,
+        promotion=FLOAT,
         params=", *, str approximate='none'",
         inplace=False,
         notes="approximate: 'none' (erf) or 'tanh'",
     ),
-    unary("silu", lambda x: x * _sigmoid(x)),
+    unary("silu", lambda x: x * _sigmoid(x), promotion=FLOAT),
     # nn activations: ember.nn.functional exposes them; no top-level function or method.
     unary(
         "elu",
         lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(x)),
+        promotion=FLOAT,
         params=", float alpha=1.0",
         function=False,
         method=False,
@@ -164,6 +201,7 @@ ROWS = [
     unary(
         "celu",
         lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(x / alpha)),
+        promotion=FLOAT,
         params=", float alpha=1.0",
         function=False,
         method=False,
@@ -171,12 +209,14 @@ ROWS = [
     unary(
         "selu",
         lambda x: 1.0507009873554804934 * np.where(x > 0, x, 1.6732632423543772848 * np.expm1(x)),
+        promotion=FLOAT,
         function=False,
         method=False,
     ),
     unary(
         "leaky_relu",
         lambda x, s=0.01: np.where(x > 0, x, x * s),
+        promotion=FLOAT,
         params=", float negative_slope=0.01",
         function=False,
         method=False,
@@ -184,14 +224,35 @@ ROWS = [
     unary(
         "softplus",
         _softplus,
+        promotion=FLOAT,
         params=", float beta=1.0, float threshold=20.0",
         function=False,
         method=False,
     ),
-    unary("mish", lambda x: x * np.tanh(np.log1p(np.exp(x))), function=False, method=False),
-    unary("hardswish", lambda x: x * np.clip(x + 3, 0, 6) / 6, function=False, method=False),
-    unary("hardsigmoid", lambda x: np.clip(x / 6 + 0.5, 0, 1), function=False, method=False),
-    unary("logsigmoid", lambda x: -np.logaddexp(0, -x), function=False, method=False),
+    unary(
+        "mish",
+        lambda x: x * np.tanh(np.log1p(np.exp(x))),
+        function=False,
+        method=False,
+        promotion=FLOAT,
+    ),
+    unary(
+        "hardswish",
+        lambda x: x * np.clip(x + 3, 0, 6) / 6,
+        function=False,
+        method=False,
+        promotion=FLOAT,
+    ),
+    unary(
+        "hardsigmoid",
+        lambda x: np.clip(x / 6 + 0.5, 0, 1),
+        function=False,
+        method=False,
+        promotion=FLOAT,
+    ),
+    unary(
+        "logsigmoid", lambda x: -np.logaddexp(0, -x), function=False, method=False, promotion=FLOAT
+    ),
     unary("softsign", lambda x: x / (1 + np.abs(x)), function=False, method=False),
     unary(
         "hardtanh",
@@ -199,6 +260,7 @@ ROWS = [
         dtypes=DTYPES_NUMERIC,
         promotion=Promotion.DEFAULT,
         params=", float min_val=-1.0, float max_val=1.0",
+        attrs={"check": _check_hardtanh},
         function=False,
         method=False,
     ),
@@ -241,7 +303,7 @@ ROWS = [
     ),
     unary(
         "nan_to_num",
-        np.nan_to_num,
+        _nan_to_num,
         dtypes=DTYPES_ALL,
         promotion=Promotion.DEFAULT,
         params=", float? nan=0.0, float? posinf=None, float? neginf=None",
@@ -275,7 +337,7 @@ ROWS = [
     ),
     # ---- binary ---------------------------------------------------------------------------------
     binary("add", np.add, notes="the public add(a, b, alpha=2) computes a + 2 * b"),
-    binary("sub", np.subtract, dtypes=DTYPES_NUMERIC),
+    binary("sub", np.subtract, dtypes=DTYPES_NUMERIC, attrs={"check": _check_sub}),
     binary("mul", np.multiply),
     binary("div", np.true_divide, dtypes=DTYPES_FLOAT, promotion=I2F, samples="binary_nonzero"),
     binary(

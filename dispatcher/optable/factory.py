@@ -86,7 +86,7 @@ ROWS = [
         "arange(Scalar start, Scalar? end=None, Scalar step=1, *, ScalarType? dtype=None, "
         "Device? device=None) -> Tensor",
         Kind.FACTORY,
-        np.arange,
+        lambda start, end=None, step=1, dtype=None, device=None: np.arange(start, end, step),
         dtypes=DTYPES_NUMERIC,
         runner=run.arange,
         frontend=True,
@@ -99,7 +99,7 @@ ROWS = [
         "linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, "
         "Device? device=None) -> Tensor",
         Kind.FACTORY,
-        np.linspace,
+        lambda start, end, steps, dtype=None, device=None: np.linspace(start, end, steps),
         dtypes=DTYPES_NUMERIC,
         runner=run.linspace,
         frontend=True,
@@ -176,6 +176,7 @@ ROWS = [
         "Device? device=None) -> Tensor",
         Kind.RANDOM,
         None,
+        dtypes=DTYPES_NUMERIC,
         decomposition=_randperm,
         frontend=True,
         method=False,

@@ -7,7 +7,7 @@ import numpy as np
 import ember
 
 from ..kinds import linalg as run
-from ..opdef import DTYPES_NUMERIC, Kind, OpDef
+from ..opdef import DTYPES_NUMERIC, Kind, OpDef, Promotion
 
 MM_ARGS = "(out, a, b): out contiguous [n, p] (mm) or [B, n, p] (bmm); a, b any strides"
 
@@ -156,7 +156,11 @@ def _einsum_pair(a, la, b, lb, out, terms):
 
 
 def _np_einsum(equation, tensors):
-    return np.einsum(equation, *tensors)
+    # Integers in int64: a sum over one operand is int64 in ember (as sum() is), and products
+    # wrap the same way modulo the narrower dtype the result is then cast to.
+    return np.einsum(
+        equation, *(t.astype(np.int64) if t.dtype.kind in "biu" else t for t in tensors)
+    )
 
 
 ROWS = [
@@ -231,6 +235,7 @@ ROWS = [
         "trace(Tensor input) -> Tensor",
         Kind.MATMUL,
         np.trace,
+        promotion=Promotion.BOOL_TO_LONG,
         decomposition=_trace,
         samples="matrix",
     ),

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 import ember
+from ember import _dtype as dt
 
 from ..kinds import reduction as run
 from ..opdef import DTYPES_ALL, DTYPES_FLOAT, DTYPES_NUMERIC, Kind, OpDef, Promotion
@@ -32,6 +33,11 @@ def _count(x, dims) -> int:
     return math.prod(x.shape[d] for d in dims)
 
 
+# Half-precision inputs reduce in float32 (PyTorch's accumulate type) and round once at the end:
+# the sum of squares of 40000 float16 values overflows float16 although their std is 2.
+_HALF = (dt.float16, dt.bfloat16)
+
+
 def _mean(x, dim=None, keepdim=False, dtype=None):
     target = dtype or x.dtype
     if target.category != ember.float32.category:
@@ -39,12 +45,16 @@ def _mean(x, dim=None, keepdim=False, dtype=None):
             "mean(): could not infer output dtype. Input dtype must be either a floating point or "
             f"complex dtype. Got: {target.name}"
         )
+    if dtype is None and x.dtype in _HALF:
+        return _mean(x.to(ember.float32), dim, keepdim).to(x.dtype)
     dims = run.wrap_dims(dim if dim != () else None, x.ndim, "mean")
     # An empty reduction divides by zero and gives NaN, as in PyTorch.
     return ember.sum(x, dims, keepdim, dtype=dtype) / _count(x, dims)
 
 
 def _var(x, dim=None, correction=1, keepdim=False):
+    if x.dtype in _HALF:
+        return _var(x.to(ember.float32), dim, correction, keepdim).to(x.dtype)
     dims = run.wrap_dims(dim if dim != () else None, x.ndim, "var")
     n = _count(x, dims)
     correction = 1 if correction is None else correction
@@ -53,6 +63,8 @@ def _var(x, dim=None, correction=1, keepdim=False):
 
 
 def _std(x, dim=None, correction=1, keepdim=False):
+    if x.dtype in _HALF:
+        return _std(x.to(ember.float32), dim, correction, keepdim).to(x.dtype)
     return ember.sqrt(_var(x, dim, correction, keepdim))
 
 
@@ -60,6 +72,10 @@ def _logsumexp(x, dim, keepdim=False):
     dims = run.wrap_dims(dim, x.ndim, "logsumexp")
     if x.dtype.category != ember.float32.category:
         x = x.to(ember.get_default_dtype())
+    if x.dtype in _HALF:
+        return _logsumexp(x.to(ember.float32), dim, keepdim).to(x.dtype)
+    if not _count(x, dims):  # no maximum to subtract; the sum of nothing is 0, its log -inf
+        return ember.log(ember.sum(ember.exp(x), dims, keepdim))
     peak = ember.amax(x, dims, keepdim=True).detach()
     peak = ember.where(ember.isinf(peak), ember.zeros_like(peak), peak)
     total = ember.log(ember.sum(ember.exp(x - peak), dims, keepdim=True)) + peak
@@ -71,6 +87,8 @@ def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
         x = x.to(dtype)
     if x.dtype.category != ember.float32.category:
         raise RuntimeError(f"norm(): input dtype should be floating point, got {x.dtype.name}")
+    if x.dtype in _HALF:
+        return _norm(x.to(ember.float32), p, dim, keepdim).to(x.dtype)
     dims = run.wrap_dims(dim if dim != () else None, x.ndim, "norm")
     if p in ("fro", 2, 2.0):
         return ember.sqrt(ember.sum(x * x, dims, keepdim))
@@ -133,6 +151,16 @@ def reduce(name, ref, promotion, dtypes=DTYPES_ALL, identity=True, with_dtype=Tr
         kernel_args=REDUCE_ARGS,
         **kw,
     )
+
+
+def _np_scan(fn):
+    """cumsum/cumprod: integers accumulate in int64; a 0-d input keeps its shape."""
+
+    def reference(x, dim, dtype=None):
+        wide = x.astype(np.int64) if x.dtype.kind in "biu" else x
+        return fn(wide.reshape(x.shape or (1,)), axis=dim).reshape(x.shape)
+
+    return reference
 
 
 def _sum_ref(x, dim=None, keepdim=False, dtype=None):
@@ -203,6 +231,7 @@ ROWS = [
         lambda x, dim, keepdim=False: np.log(
             np.sum(np.exp(x), axis=_axis(dim, x.ndim), keepdims=keepdim)
         ),
+        promotion=Promotion.INT_TO_FLOAT,
         dtypes=DTYPES_NUMERIC,
         decomposition=_logsumexp,
         samples="reduction_dims",
@@ -220,6 +249,7 @@ ROWS = [
         "count_nonzero(Tensor input, int[]? dim=None) -> Tensor",
         Kind.REDUCTION,
         lambda x, dim=None: np.asarray(np.count_nonzero(x, axis=_axis(dim, x.ndim))),
+        promotion=Promotion.LONG,
         decomposition=_count_nonzero,
         differentiable=False,
         samples="reduction",
@@ -270,9 +300,7 @@ ROWS = [
     OpDef(
         "cumsum(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor",
         Kind.SCAN,
-        lambda x, dim, dtype=None: np.cumsum(
-            x.astype(np.int64) if x.dtype.kind in "biu" else x, axis=dim
-        ),
+        _np_scan(np.cumsum),
         promotion=Promotion.BOOL_TO_LONG,
         dtypes=DTYPES_NUMERIC,
         runner=run.scan,
@@ -282,9 +310,7 @@ ROWS = [
     OpDef(
         "cumprod(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor",
         Kind.SCAN,
-        lambda x, dim, dtype=None: np.cumprod(
-            x.astype(np.int64) if x.dtype.kind in "biu" else x, axis=dim
-        ),
+        _np_scan(np.cumprod),
         promotion=Promotion.BOOL_TO_LONG,
         dtypes=DTYPES_NUMERIC,
         runner=run.scan,

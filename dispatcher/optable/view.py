@@ -25,6 +25,7 @@ def view_op(schema, runner, ref, **kw) -> OpDef:
 
 
 def _np_narrow(x, dim, start, length):
+    start = start + x.shape[dim] if start < 0 else start
     index = [slice(None)] * x.ndim
     index[dim] = slice(start, start + length)
     return x[tuple(index)]

@@ -96,7 +96,12 @@ EM_FLOAT_HELPERS(double, f64)
 #define em_floordiv_f(a, b) _Generic((a), float: em_floordiv_f32, default: em_floordiv_f64)(a, b)
 #define em_remainder_f(a, b) _Generic((a), float: em_remainder_f32, default: em_remainder_f64)(a, b)
 #define em_logaddexp(a, b) _Generic((a), float: em_logaddexp_f32, default: em_logaddexp_f64)(a, b)
-#define em_clamp(a, lo, hi) ((a) < (lo) ? ((lo) > (hi) ? (hi) : (lo)) : ((a) > (hi) ? (hi) : (a)))
+/* min(max(a, lo), hi) with NaN from any operand propagating, as in PyTorch (ints skip the tests). */
+#define em_clamp(a, lo, hi) \
+    ((lo) != (lo) ? (lo) \
+     : (hi) != (hi) ? (hi) \
+     : (a) < (lo) ? ((lo) > (hi) ? (hi) : (lo)) \
+     : (a) > (hi) ? (hi) : (a))
 
 /* ---- op codes ------------------------------------------------------------------------------ */
 #define LOOP(...)
@@ -204,6 +209,16 @@ OPT_COUNT };
                 ct a = LD_##T(A[i]);                                                               \
                 ct b = LD_##T(B[i]);                                                               \
                 ct c = LD_##T(C[i]);                                                               \
+                o[i] = OSV_##OUTK(T, (__VA_ARGS__));                                               \
+            }                                                                                      \
+        } else if (s[0] == (int64_t)sizeof(ot) && s[1] == si && s[2] == si && s[3] == 0) {         \
+            /* a scalar third operand: lerp_(end, 0.1), addcmul_(t, scalar)... (optimizers) */     \
+            ot *o = (ot *)ptrs[0];                                                                 \
+            const st *A = (const st *)ptrs[1], *B = (const st *)ptrs[2];                           \
+            const ct c = LD_##T(*(const st *)ptrs[3]);                                             \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                ct a = LD_##T(A[i]);                                                               \
+                ct b = LD_##T(B[i]);                                                               \
                 o[i] = OSV_##OUTK(T, (__VA_ARGS__));                                               \
             }                                                                                      \
         } else {                                                                                   \

@@ -32,6 +32,7 @@ ZERO_DIVISION = 1
 NEGATIVE_POWER = 2
 INDEX_OUT_OF_RANGE = 3
 BAD_ARGUMENT = 4
+NO_MEMORY = 5  # EM_NO_MEMORY in api_index.h: a kernel's scratch allocation failed
 
 
 def addr(t) -> int:
@@ -58,6 +59,8 @@ def raise_status(status: int, op: str, dtype_code: int, detail: str = "") -> Non
         raise RuntimeError(f"{op}: Integers to negative integer powers are not allowed ({dtype})")
     if status == INDEX_OUT_OF_RANGE:
         raise IndexError(f"{op}: index out of range{': ' + detail if detail else ''}")
+    if status == NO_MEMORY:
+        raise MemoryError(f"{op}: out of memory for the CPU kernel's scratch space ({dtype})")
     if status == UNSUPPORTED:
         raise NotImplementedError(f'"{op}" has no CPU kernel for {dtype}')
     raise RuntimeError(f"{op}: CPU kernel failed with status {status} ({dtype}) {detail}")

@@ -1,7 +1,75 @@
-"""Glue for the linalg kernels (to be written)."""
+"""Glue for mm and bmm, and the run-time load of OpenBLAS.
+
+Kernel convention: ``kernel(out, a, b)``, ``out`` contiguous ``[n, p]`` (mm) or ``[B, n, p]``
+(bmm), ``a`` and ``b`` with any strides. OpenBLAS comes from the scipy-openblas32 wheel, opened
+here with ctypes (never linked at build time: pip builds in a temporary environment), and its
+entry points go to C as addresses (see csrc/matmul.c).
+"""
 
 from __future__ import annotations
 
+import ctypes
+import os
+import warnings
+
+from ._args import DTYPE_NAMES, addr, raise_status
+
+# What matmul.c takes from OpenBLAS, in ember_matmul_set_blas's order. The batched ones are in
+# OpenBLAS 0.3.30 and later; without them bmm makes one gemm call per matrix.
+BLAS_SYMBOLS = (
+    "scipy_cblas_sgemm",
+    "scipy_cblas_dgemm",
+    "scipy_cblas_sgemm_batch_strided",
+    "scipy_cblas_dgemm_batch_strided",
+    "scipy_openblas_set_num_threads",
+)
+_openblas = None  # the loaded library, kept so it is never unloaded while C holds its pointers
+
+
+def openblas_addresses() -> tuple[int, ...]:
+    """The addresses of BLAS_SYMBOLS (0 for any missing), all 0 when OpenBLAS cannot load."""
+    global _openblas
+    try:
+        import scipy_openblas32
+
+        path = os.path.join(scipy_openblas32.get_lib_dir(), scipy_openblas32.get_library(True))
+        _openblas = ctypes.CDLL(path)
+    except (ImportError, OSError) as error:
+        warnings.warn(
+            f"ember cpu backend: OpenBLAS (scipy-openblas32) did not load ({error}); float "
+            "matrix products fall back to slow C loops",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return (0,) * len(BLAS_SYMBOLS)
+    return tuple(
+        ctypes.cast(getattr(_openblas, name), ctypes.c_void_p).value
+        if hasattr(_openblas, name)
+        else 0
+        for name in BLAS_SYMBOLS
+    )
+
 
 def build(ffi, lib) -> dict:
-    return {}
+    lib.ember_matmul_set_blas(*openblas_addresses())
+    call = lib.ember_matmul
+    no_memory = lib.EMBER_MATMUL_NO_MEMORY
+
+    def product(name, out, a, b, batch, sa, sb):
+        code = a._dtype.code
+        n, k = a._shape[-2:]
+        p = b._shape[-1]
+        status = call(code, batch, n, k, p, addr(out), addr(a), sa, addr(b), sb)
+        if status == no_memory:
+            raise MemoryError(f"{name}: no memory for a scratch copy ({batch}x{n}x{k}x{p})")
+        if status:
+            raise_status(status, name, code)
+
+    def mm(out, a, b):
+        product("mm", out, a, b, 1, (0, *a._stride), (0, *b._stride))
+
+    def bmm(out, a, b):
+        product("bmm", out, a, b, a._shape[0], a._stride, b._stride)
+
+    numeric = DTYPE_NAMES[1:]
+    return {"mm": dict.fromkeys(numeric, mm), "bmm": dict.fromkeys(numeric, bmm)}

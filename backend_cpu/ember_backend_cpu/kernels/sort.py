@@ -1,7 +1,55 @@
-"""Glue for the sort kernels (to be written)."""
+"""Glue for the sorting kernels (csrc/sort.c): sort and searchsorted.
+
+The runners (ember/dispatcher/kinds/index.py) have wrapped dims, allocated the outputs and
+promoted searchsorted's operands to one dtype; they call sort only for non-empty inputs.
+"""
 
 from __future__ import annotations
 
+from ._args import DTYPE_NAMES, addr, raise_status
+
+MAX_SORT_LENGTH = 2**32 - 1  # the kernel sorts 32-bit positions
+INT32 = DTYPE_NAMES.index("int32")
+
 
 def build(ffi, lib) -> dict:
-    return {}
+    null = ffi.NULL
+
+    def sort(values, indices, x, dim, descending, stable):
+        # The radix sort is always stable, so `stable` needs nothing more.
+        shape, stride = (x._shape, x._stride) if x._shape else ((1,), (1,))
+        if shape[dim] > MAX_SORT_LENGTH:
+            raise RuntimeError(
+                f"sort(): the CPU kernel sorts at most {MAX_SORT_LENGTH} elements along a dim, "
+                f"got {shape[dim]} (shape {list(x._shape)})"
+            )
+        status = lib.ember_sort(
+            x._dtype.code, len(shape), dim, shape, addr(x), stride, addr(values), null,
+            addr(indices), null, int(descending),
+        )  # fmt: skip
+        if status:
+            raise_status(status, "sort", x._dtype.code)
+
+    def searchsorted(out, sorted_sequence, values, right):
+        seq = sorted_sequence
+        if not seq._shape:
+            raise RuntimeError(
+                "searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                "dimensions of boundaries tensor and input value tensor must match, but we got "
+                f"boundaries tensor [] and input value tensor {list(values._shape)}"
+            )
+        # One sequence row per value: rows follow the values' leading dims (stride 0 along the
+        # values' last dim); a 1-D sequence is shared by all.
+        rows = seq._stride[:-1] + (0,) if len(seq._shape) > 1 else null
+        status = lib.ember_searchsorted(
+            seq._dtype.code, int(right), int(out._dtype.code == INT32), len(values._shape),
+            values._shape, addr(values), values._stride, addr(seq), rows, seq._shape[-1],
+            seq._stride[-1], addr(out),
+        )  # fmt: skip
+        if status:
+            raise_status(status, "searchsorted", seq._dtype.code)
+
+    return {
+        "sort": dict.fromkeys(DTYPE_NAMES, sort),
+        "searchsorted": dict.fromkeys(DTYPE_NAMES[1:], searchsorted),
+    }

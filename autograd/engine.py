@@ -1,0 +1,329 @@
+"""The backward engine: runs graph nodes in reverse creation order once all their gradients are in.
+
+``backward`` accumulates into leaves' ``.grad``; ``grad`` returns gradients for chosen inputs and
+leaves ``.grad`` alone. Both only run the nodes that lead to what was asked for, free saved tensors
+afterwards unless ``retain_graph``, and record a graph of the backward pass when ``create_graph``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import defaultdict
+
+from ember._tensor import Tensor
+
+from . import grad_mode
+from .node import AccumulateGrad, gradient_edge, tensor_hooks
+
+
+def _as_tuple(value):
+    if value is None:
+        return ()
+    if isinstance(value, Tensor):
+        return (value,)
+    return tuple(value)
+
+
+def _root_grads(outputs, grad_outputs) -> list:
+    grads = list(_as_tuple(grad_outputs)) if grad_outputs is not None else [None] * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(
+            f"grad_tensors/grad_outputs has {len(grads)} entries but there are {len(outputs)} "
+            "outputs"
+        )
+    result = []
+    for i, (out, grad) in enumerate(zip(outputs, grads)):
+        if grad is None:
+            if math.prod(out._shape) != 1:
+                raise RuntimeError(
+                    "grad can be implicitly created only for scalar outputs (output "
+                    f"{i} has shape {list(out._shape)}); pass gradient= / grad_outputs="
+                )
+            from ember import ones_like
+
+            grad = ones_like(out)
+        elif not isinstance(grad, Tensor):
+            from ember import full_like
+
+            grad = full_like(out, grad)
+        elif grad._shape != out._shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {list(grad._shape)} and "
+                f"output[{i}] has a shape of {list(out._shape)}."
+            )
+        result.append(grad)
+    return result
+
+
+def _roots(outputs) -> list:
+    edges = []
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"backward: output {i} is {type(out).__name__}, not a Tensor")
+        edge = gradient_edge(out)
+        if edge is None:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
+        edges.append(edge)
+    return edges
+
+
+def _dependencies(root_nodes) -> dict:
+    deps: dict = defaultdict(int)
+    seen = set(root_nodes)
+    stack = list(root_nodes)
+    while stack:
+        node = stack.pop()
+        for edge in node.next_functions:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            deps[nxt] += 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def _needed(root_nodes, targets: set) -> set | None:
+    """Nodes worth running: those with an edge leading to a target (None: every node).
+
+    A target itself only runs if another target lies beyond it; its incoming gradient is captured
+    before it would run."""
+    if targets is None:
+        return None
+    memo: dict = {}
+    order, stack = [], list(root_nodes)
+    visited = set()
+    while stack:  # iterative post-order so deep graphs don't hit the recursion limit
+        node = stack.pop()
+        if node in visited:
+            continue
+        visited.add(node)
+        order.append(node)
+        stack.extend(e[0] for e in node.next_functions if e is not None)
+    runs = set()
+    for node in reversed(order):
+        leads = any(e is not None and memo.get(e[0], False) for e in node.next_functions)
+        memo[node] = leads or node in targets
+        if leads:
+            runs.add(node)
+    return runs
+
+
+def _run_pre_hooks(node, grads: list) -> list:
+    for index, hook in node.pre_hooks or ():
+        if index is None:
+            replaced = hook(tuple(grads))
+            if replaced is not None:
+                grads = list(replaced)
+        elif grads[index] is not None:
+            replaced = hook(grads[index])
+            if replaced is not None:
+                grads[index] = replaced
+    return grads
+
+
+def _check_anomaly(node, outputs) -> None:
+    for i, g in enumerate(outputs):
+        if g is not None and bool(g.isnan().any()):
+            trace = (
+                node.trace or "(run with ember.autograd.detect_anomaly() to see the forward call)"
+            )
+            raise RuntimeError(
+                f"Function '{node.name()}' returned nan values in its {i}th output.\n"
+                f"The forward call that created it:\n{trace}"
+            )
+
+
+def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, accumulate=True):
+    """Run backward from ``outputs``. ``capture`` maps edges to slots for ``autograd.grad``."""
+    root_edges = _roots(outputs)
+    root_grads = _root_grads(outputs, grad_outputs)
+    root_nodes = list({edge[0]: None for edge in root_edges})
+    targets = None if capture is None else {edge[0] for edge in capture}
+    needed = _needed(root_nodes, targets)
+    deps = _dependencies(root_nodes)
+    buffers: dict = {}
+    captured: dict = {}
+    for (node, index), grad in zip(root_edges, root_grads):
+        _add(buffers, node, index, grad)
+    ready = [(-node.seq, id(node), node) for node in root_nodes if deps[node] == 0]
+    heapq.heapify(ready)
+    previous = grad_mode.STATE.enabled
+    grad_mode.STATE.enabled = create_graph
+    try:
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None) or [None] * max(node.num_outputs, 1)
+            grads = _run_pre_hooks(node, grads) if node.pre_hooks else grads
+            if capture is not None:
+                for index, grad in enumerate(grads):
+                    if (node, index) in capture:
+                        captured[(node, index)] = grad
+            runs = (needed is None or node in needed) and any(g is not None for g in grads)
+            if isinstance(node, AccumulateGrad):
+                if runs and accumulate and capture is None:
+                    node.apply(grads)
+                outputs_ = ()
+            elif runs:
+                outputs_ = node.apply(grads)
+                if node.hooks:
+                    for hook in node.hooks:
+                        replaced = hook(outputs_, tuple(grads))
+                        if replaced is not None:
+                            outputs_ = tuple(replaced)
+                if grad_mode.STATE.anomaly:
+                    _check_anomaly(node, outputs_)
+            else:
+                outputs_ = (None,) * len(node.next_functions)
+            if not retain_graph and not isinstance(node, AccumulateGrad):
+                node.release()
+            for edge, grad in zip(
+                node.next_functions, outputs_ or (None,) * len(node.next_functions)
+            ):
+                if edge is None:
+                    continue
+                nxt, index = edge
+                if grad is not None:
+                    _add(buffers, nxt, index, grad)
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
+    finally:
+        grad_mode.STATE.enabled = previous
+    return captured
+
+
+def _add(buffers: dict, node, index: int, grad) -> None:
+    slots = buffers.get(node)
+    if slots is None:
+        slots = [None] * max(node.num_outputs, 1)
+        buffers[node] = slots
+    slots[index] = grad if slots[index] is None else slots[index] + grad
+
+
+def accumulate_into_leaf(variable: Tensor, grad) -> None:
+    """``variable.grad += grad`` after the tensor's hooks (PyTorch's AccumulateGrad)."""
+    if grad is None:
+        return
+    for hook in tensor_hooks(variable):
+        replaced = hook(grad)
+        if replaced is not None:
+            grad = replaced
+    if grad._shape != variable._shape:
+        from .formula import sum_to_shape
+
+        grad = sum_to_shape(grad, variable._shape)
+    if grad._dtype is not variable._dtype:
+        grad = grad.to(variable._dtype)
+    create_graph = grad_mode.STATE.enabled
+    current = variable._grad
+    if current is None:
+        variable._grad = grad if create_graph else _detached(grad)
+    elif create_graph:
+        variable._grad = current + grad
+    else:
+        with grad_mode.no_grad():
+            current.add_(grad)
+
+
+def _detached(grad: Tensor) -> Tensor:
+    """A gradient the leaf can own: a fresh tensor, not an alias of something else."""
+    if grad._grad_fn is None and not grad._requires_grad and grad._base is None:
+        return grad
+    with grad_mode.no_grad():
+        return grad.detach().clone()
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (``torch.autograd.backward``).
+
+    Args:
+        tensors: tensor(s) to differentiate.
+        grad_tensors: gradient w.r.t. each of them (None for scalars: 1).
+        retain_graph: keep saved tensors for another backward (default: ``create_graph``).
+        create_graph: record the backward pass, for higher-order derivatives.
+        inputs: only accumulate into these tensors.
+    """
+    outputs = _as_tuple(tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("backward: 'inputs' argument to backward() cannot be empty.")
+        capture = {_input_edge(t, i): i for i, t in enumerate(inputs)}
+        found = execute(outputs, grad_tensors, retain_graph, create_graph, capture)
+        for edge, grad in found.items():
+            if grad is not None:
+                t = inputs[capture[edge]]
+                if isinstance(edge[0], AccumulateGrad):
+                    accumulate_into_leaf(t, grad)
+                else:
+                    _accumulate_nonleaf(t, grad, create_graph)
+        return
+    execute(outputs, grad_tensors, retain_graph, create_graph)
+
+
+def _accumulate_nonleaf(t: Tensor, grad, create_graph: bool) -> None:
+    t._grad = grad if t._grad is None else t._grad + grad
+
+
+def _input_edge(t: Tensor, i: int):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"grad: input {i} is {type(t).__name__}, not a Tensor")
+    edge = gradient_edge(t)
+    if edge is None:
+        raise RuntimeError(f"One of the differentiated Tensors (input {i}) does not require grad")
+    return edge
+
+
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    allow_unused=None,
+    is_grads_batched=False,
+    materialize_grads=False,
+):
+    """Gradients of ``outputs`` with respect to ``inputs`` (``torch.autograd.grad``).
+
+    Returns a tuple with one entry per input; ``.grad`` fields are not touched.
+    """
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    capture = {}
+    order = []
+    for i, t in enumerate(inputs):
+        edge = _input_edge(t, i)
+        capture[edge] = i
+        order.append(edge)
+    found = execute(outputs, grad_outputs, retain_graph, create_graph, capture)
+    result = []
+    for i, edge in enumerate(order):
+        g = found.get(edge)
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"One of the differentiated Tensors (input {i}) appears to not have been used "
+                    "in the graph. Set allow_unused=True if this is the desired behavior."
+                )
+            if materialize_grads:
+                from ember import zeros_like
+
+                g = zeros_like(inputs[i])
+        elif g._shape != inputs[i]._shape:
+            from .formula import sum_to_shape
+
+            g = sum_to_shape(g, inputs[i]._shape)
+        result.append(g)
+    return tuple(result)

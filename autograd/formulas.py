@@ -1,0 +1,665 @@
+"""Backward formulas for every differentiable op of the table, in one table.
+
+Each entry maps an op name to ``F(fn, save)``: ``fn(ctx, grad)`` returns the gradient of each tensor
+argument (see autograd/formula.py). Formulas use ember ops only, so they run on every device and are
+themselves differentiable (higher-order gradients). Broadcasting and dtype casts are undone by the
+engine. Composites without an entry are differentiated through their decomposition.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ember as E
+from ember._tensor import contiguous_strides
+
+from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
+
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+def _unreduce(g, ctx, dims_arg="dim", keepdim_arg="keepdim"):
+    """A reduction's output grad broadcast back over the input's reduced dims."""
+    shape = ctx.shape("input")
+    dims = getattr(ctx, dims_arg)
+    keepdim = getattr(ctx, keepdim_arg)
+    if dims is None or dims == () or dims == []:
+        dims = tuple(range(len(shape)))
+    elif isinstance(dims, int):
+        dims = (dims,)
+    dims = sorted(d % max(len(shape), 1) for d in dims)
+    if not keepdim:
+        for d in dims:
+            g = g.unsqueeze(d)
+    return g.expand(shape)
+
+
+def _sum(ctx, g):
+    return _unreduce(g, ctx)
+
+
+def _prod(ctx, g):
+    x = ctx.input
+    g = _unreduce(g, ctx)
+    shape = ctx.shape("input")
+    dims = ctx.dim
+    if dims is None or dims in ((), []):
+        flat = x.reshape(-1)
+        return (g.reshape(-1) * _prod_others(flat, 0)).reshape(shape)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = sorted(d % len(shape) for d in dims)
+    keep = [d for d in range(len(shape)) if d not in dims]
+    moved = x.permute(keep + dims)
+    folded = moved.reshape(*moved.shape[: len(keep)], -1)
+    others = _prod_others(folded, -1).reshape(moved.shape)
+    inverse = [0] * len(shape)
+    for i, d in enumerate(keep + dims):
+        inverse[d] = i
+    return g * others.permute(inverse)
+
+
+def _prod_others(x, dim):
+    """Product of all other elements along ``dim`` for each position (zero-safe)."""
+    ones = E.ones_like(x.narrow(dim, 0, 1))
+    left = E.cat([ones, x.narrow(dim, 0, x.shape[dim] - 1)], dim).cumprod(dim)
+    right = E.cat([x.narrow(dim, 1, x.shape[dim] - 1), ones], dim).flip(dim).cumprod(dim).flip(dim)
+    return left * right
+
+
+def _extreme_all(ctx, g):
+    """amax/amin: the gradient is shared evenly between tied extremes, as in PyTorch."""
+    x, result = ctx.input, ctx.result
+    expanded = _unreduce(result, ctx)
+    mask = (x == expanded).to(g.dtype)
+    count = _unreduce(mask.sum(ctx.dim, keepdim=True), _KeepCtx(ctx))
+    return _unreduce(g, ctx) * mask / count
+
+
+class _KeepCtx:
+    """ctx view that says keepdim=True (for re-expanding keepdim results)."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+        self.keepdim = True
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    def shape(self, name="input"):
+        return self._ctx.shape(name)
+
+
+def _extreme_dim(ctx, g_values, g_indices=None):
+    shape = ctx.shape("input")
+    indices = ctx.result[1]
+    if not ctx.keepdim and len(shape):
+        g_values = g_values.unsqueeze(ctx.dim)
+        indices = indices.unsqueeze(ctx.dim)
+    return E.zeros(shape, dtype=g_values.dtype, device=g_values.device).scatter(
+        ctx.dim, indices, g_values
+    )
+
+
+def _cumprod(ctx, g):
+    x, result, dim = ctx.input, ctx.result, ctx.dim
+    if bool((x == 0).any()):
+        # Zero-safe: d out_j / d x_i = prod_{k<=j, k!=i} x_k, built from exclusive products.
+        n = x.shape[dim] if x.ndim else 1
+        grads = []
+        for i in range(n):
+            others = E.cat(
+                [
+                    x.narrow(dim, 0, i),
+                    E.ones_like(x.narrow(dim, i, 1)),
+                    x.narrow(dim, i + 1, n - i - 1),
+                ],
+                dim,
+            ).cumprod(dim)
+            weight = (g * others).narrow(dim, i, n - i).sum(dim, keepdim=True)
+            grads.append(weight)
+        return E.cat(grads, dim)
+    return (g * result).flip(dim).cumsum(dim).flip(dim) / x
+
+
+def _reverse_cumsum(ctx, g):
+    dim = ctx.dim
+    return g.flip(dim).cumsum(dim).flip(dim)
+
+
+def _min_max_pair(pick_first):
+    """minimum/maximum/fmin/fmax: the gradient goes to the selected input, split on ties."""
+
+    def fn(ctx, g):
+        a, b = ctx.input, ctx.other
+        first = pick_first(a, b).to(g.dtype)
+        tie = (a == b).to(g.dtype)
+        share_a = first + tie * 0.5 - tie * first
+        return g * share_a, g * (1 - share_a)
+
+    return fn
+
+
+def _pow(ctx, g):
+    a, b, result = ctx.input, ctx.other, ctx.result
+    grad_a = g * b * E.pow(a, b - 1) if ctx.needs_input_grad[0] else None
+    grad_b = None
+    if isinstance(b, E.Tensor):
+        safe = E.where((a == 0) & (b >= 0), E.zeros_like(result), result * E.log(a))
+        grad_b = g * safe
+    return grad_a, grad_b
+
+
+def _atan2(ctx, g):
+    a, b = ctx.input, ctx.other
+    denom = a * a + b * b
+    return g * b / denom, -g * a / denom
+
+
+def _where(ctx, g):
+    cond = ctx.condition
+    zero = E.zeros((), dtype=g.dtype, device=g.device)
+    return None, E.where(cond, g, zero), E.where(cond, zero, g)
+
+
+def _clamp(ctx, g):
+    x, low, high = ctx.input, ctx.min, ctx.max
+    inside = E.ones_like(g, dtype=E.bool)
+    grad_low = grad_high = None
+    zero = E.zeros((), dtype=g.dtype, device=g.device)
+    if low is not None:
+        inside = inside & (x >= low)
+        if isinstance(low, E.Tensor):
+            grad_low = E.where(x < low, g, zero)
+    if high is not None:
+        inside = inside & (x <= high)
+        if isinstance(high, E.Tensor):
+            grad_high = E.where(x > high, g, zero)
+    return E.where(inside, g, zero), grad_low, grad_high
+
+
+def _lerp(ctx, g):
+    a, b, w = ctx.input, ctx.end, ctx.weight
+    grad_w = g * (b - a) if isinstance(w, E.Tensor) else None
+    return g * (1 - w), g * w, grad_w
+
+
+def _gelu(ctx, g):
+    x = ctx.input
+    if ctx.approximate == "tanh":
+        inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+        t = E.tanh(inner)
+        d_inner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
+        return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
+    cdf = 0.5 * (1 + E.erf(x * (1 / math.sqrt(2))))
+    pdf = _INV_SQRT_2PI * E.exp(-0.5 * x * x)
+    return g * (cdf + x * pdf)
+
+
+def _silu(ctx, g):
+    x = ctx.input
+    s = E.sigmoid(x)
+    return g * s * (1 + x * (1 - s))
+
+
+def _softplus(ctx, g):
+    x, beta, threshold = ctx.input, ctx.beta, ctx.threshold
+    z = E.sigmoid(x * beta)
+    return E.where(x * beta > threshold, g, g * z)
+
+
+def _mish(ctx, g):
+    x = ctx.input
+    sp = E.ops.softplus(x, 1.0, 20.0)
+    t = E.tanh(sp)
+    return g * (t + x * (1 - t * t) * E.sigmoid(x))
+
+
+def _hardswish(ctx, g):
+    x = ctx.input
+    zero = E.zeros((), dtype=g.dtype, device=g.device)
+    middle = g * (x / 3 + 0.5)
+    return E.where(x < -3, zero, E.where(x <= 3, middle, g))
+
+
+def _hardsigmoid(ctx, g):
+    x = ctx.input
+    zero = E.zeros((), dtype=g.dtype, device=g.device)
+    return E.where((x > -3) & (x < 3), g / 6, zero)
+
+
+def _hardtanh(ctx, g):
+    x = ctx.input
+    zero = E.zeros((), dtype=g.dtype, device=g.device)
+    return E.where((x > ctx.min_val) & (x < ctx.max_val), g, zero)
+
+
+def _relu6(ctx, g):
+    x = ctx.input
+    zero = E.zeros((), dtype=g.dtype, device=g.device)
+    return E.where((x > 0) & (x < 6), g, zero)
+
+
+def _elu(ctx, g):
+    x, alpha = ctx.input, ctx.alpha
+    return E.where(x > 0, g, g * alpha * E.exp(x))
+
+
+def _celu(ctx, g):
+    x, alpha = ctx.input, ctx.alpha
+    return E.where(x > 0, g, g * E.exp(x / alpha))
+
+
+def _selu(ctx, g):
+    x = ctx.input
+    scale, alpha = 1.0507009873554804934, 1.6732632423543772848
+    return E.where(x > 0, g * scale, g * scale * alpha * E.exp(x))
+
+
+def _leaky_relu(ctx, g):
+    x = ctx.input
+    return E.where(x > 0, g, g * ctx.negative_slope)
+
+
+def _nan_to_num(ctx, g):
+    x = ctx.input
+    return E.where(E.isfinite(x), g, E.zeros((), dtype=g.dtype, device=g.device))
+
+
+def _zero(ctx, g):
+    return E.zeros_like(g)
+
+
+def _reshape_back(ctx, g):
+    return g.reshape(ctx.shape("input"))
+
+
+def _permute(ctx, g):
+    dims = [d % len(ctx.dims) for d in ctx.dims]
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return g.permute(inverse)
+
+
+def _embed(ctx, g, view_fn):
+    """Gradient of a view: zeros of the input's shape with ``g`` written into the viewed part."""
+    shape, _, device = ctx.meta("input")
+    out = E.zeros(shape, dtype=g.dtype, device=device)
+    view_fn(out).copy_(g)
+    return out
+
+
+def _narrow(ctx, g):
+    return _embed(ctx, g, lambda t: t.narrow(ctx.dim, ctx.start, ctx.length))
+
+
+def _slice(ctx, g):
+    return _embed(ctx, g, lambda t: E.ops.slice(t, ctx.dim, ctx.start, ctx.end, ctx.step))
+
+
+def _select(ctx, g):
+    return _embed(ctx, g, lambda t: t.select(ctx.dim, ctx.index))
+
+
+def _diagonal(ctx, g):
+    return _embed(ctx, g, lambda t: t.diagonal(ctx.offset, ctx.dim1, ctx.dim2))
+
+
+def _squeeze(ctx, g):
+    return g.reshape(ctx.shape("input"))
+
+
+def _movedim(ctx, g):
+    return g.movedim(ctx.destination, ctx.source)
+
+
+def _strided_positions(shape, stride, offset, device):
+    """Flat storage positions of every element of an (as_strided) view, row-major."""
+    positions = E.full((), offset, dtype=E.int64, device=device)
+    for size, step in zip(shape, stride):
+        positions = positions.unsqueeze(-1) + E.arange(size, device=device) * step
+    return positions
+
+
+def _scatter_back(g, view, own, device):
+    """Accumulate ``g`` through the ``view`` geometry (shape, stride, offset) into a storage-like
+    buffer and read it back through the input's ``own`` geometry: the gradient of any view,
+    overlapping or not."""
+    from .layer import _storage_buffer
+
+    storage = _storage_buffer(g, view, own)
+    storage.put_(_strided_positions(*view, device).reshape(-1), g.reshape(-1), accumulate=True)
+    return storage.take(_strided_positions(*own, device))
+
+
+def _as_strided(ctx, g):
+    x = ctx.input
+    shape, _, device = ctx.meta("input")
+    if math.prod(shape) == 0 or g.numel() == 0:
+        return E.zeros(shape, dtype=g.dtype, device=device)
+    offset = x.storage_offset() if ctx.storage_offset is None else ctx.storage_offset
+    view = (tuple(ctx.size), tuple(ctx.stride), offset)
+    return _scatter_back(g, view, (shape, x.stride(), x.storage_offset()), device)
+
+
+def _unfold(ctx, g):
+    shape, _, device = ctx.meta("input")
+    if math.prod(shape) == 0 or g.numel() == 0:
+        return E.zeros(shape, dtype=g.dtype, device=device)
+    stride = contiguous_strides(shape)
+    d = ctx.dimension % max(len(shape), 1) if shape else 0
+    length, step_stride = (shape[d], stride[d]) if shape else (1, 1)
+    count = (length - ctx.size) // ctx.step + 1
+    view = (
+        shape[:d] + (count,) + shape[d + 1 :] + (ctx.size,),
+        stride[:d] + (step_stride * ctx.step,) + stride[d + 1 :] + (step_stride,),
+        0,
+    )
+    return _scatter_back(g, view, (shape, stride, 0), device)
+
+
+def _to_copy(ctx, g):
+    _, dtype, device = ctx.meta("input")
+    return g.to(dtype=dtype, device=device)
+
+
+def _copy(ctx, g):
+    return E.zeros_like(g), g
+
+
+def _flip(ctx, g):
+    return g.flip(ctx.dims)
+
+
+def _cat(ctx, g):
+    metas = ctx.meta("tensors")
+    dim = ctx.dim
+    grads, start = [], 0
+    ref = next((m for m in metas if m[0] != (0,)), metas[0])
+    d = dim % len(ref[0])
+    for shape, _, _ in metas:
+        if shape == (0,) and len(ref[0]) != 1:
+            grads.append(E.zeros(shape, dtype=g.dtype, device=g.device))
+            continue
+        grads.append(g.narrow(d, start, shape[d]))
+        start += shape[d]
+    return grads
+
+
+def _gather(ctx, g):
+    shape = ctx.shape("input")
+    return E.zeros(shape, dtype=g.dtype, device=g.device).scatter_add(ctx.dim, ctx.index, g), None
+
+
+def _scatter(ctx, g):
+    grad_src = g.gather(ctx.dim, ctx.index) if ctx.needs_input_grad[2] else None
+    return g.scatter(ctx.dim, ctx.index, 0), None, grad_src
+
+
+def _scatter_add(ctx, g):
+    grad_src = g.gather(ctx.dim, ctx.index) if ctx.needs_input_grad[2] else None
+    return g, None, grad_src
+
+
+def _index_select(ctx, g):
+    shape = ctx.shape("input")
+    return E.zeros(shape, dtype=g.dtype, device=g.device).index_add(ctx.dim, ctx.index, g), None
+
+
+def _index_add(ctx, g):
+    grad_source = (
+        g.index_select(ctx.dim, ctx.index) * ctx.alpha if ctx.needs_input_grad[2] else None
+    )
+    return g, None, grad_source
+
+
+def _take(ctx, g):
+    shape = ctx.shape("input")
+    out = E.zeros(max(1, math.prod(shape)), dtype=g.dtype, device=g.device)
+    out.put_(ctx.index.reshape(-1), g.reshape(-1), accumulate=True)
+    return out.reshape(shape), None
+
+
+def _put(ctx, g):
+    index = ctx.index
+    grad_self = g if ctx.accumulate else g.clone().put_(index, 0.0)
+    grad_source = g.take(index) if ctx.needs_input_grad[2] else None
+    return grad_self, None, grad_source
+
+
+def _sort(ctx, g_values, g_indices=None):
+    shape = ctx.shape("input")
+    indices = ctx.result[1]
+    return E.zeros(shape, dtype=g_values.dtype, device=g_values.device).scatter(
+        ctx.dim, indices, g_values
+    )
+
+
+def _mm(ctx, g):
+    grad_a = g.mm(ctx.mat2.t()) if ctx.needs_input_grad[0] else None
+    grad_b = ctx.input.t().mm(g) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b
+
+
+def _bmm(ctx, g):
+    grad_a = g.bmm(ctx.mat2.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+    grad_b = ctx.input.transpose(1, 2).bmm(g) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b
+
+
+def _div(ctx, g):
+    b = ctx.other
+    grad_a = g / b if ctx.needs_input_grad[0] else None
+    if not ctx.needs_input_grad[1]:
+        return grad_a, None
+    return grad_a, -g * ctx.result / b
+
+
+def _remainder(ctx, g):
+    a, b = ctx.input, ctx.other
+    return g, (-g * E.floor_divide(a, b) if isinstance(b, E.Tensor) else None)
+
+
+def _fmod(ctx, g):
+    a, b = ctx.input, ctx.other
+    return g, (-g * E.trunc(a / b) if isinstance(b, E.Tensor) else None)
+
+
+def _mul(ctx, g):
+    needs_a, needs_b = ctx.needs_input_grad
+    return (g * ctx.other if needs_a else None), (g * ctx.input if needs_b else None)
+
+
+def _xlogy(ctx, g):
+    a, b = ctx.input, ctx.other
+    zero = E.zeros((), dtype=g.dtype, device=g.device)
+    grad_a = E.where(a == 0, zero, g * E.log(b)) if isinstance(a, E.Tensor) else None
+    return grad_a, g * a / b
+
+
+def _addcmul(ctx, g):
+    _, needs_1, needs_2 = ctx.needs_input_grad
+    value = ctx.value
+    return (
+        g,
+        g * value * ctx.tensor2 if needs_1 else None,
+        g * value * ctx.tensor1 if needs_2 else None,
+    )
+
+
+def _addcdiv(ctx, g):
+    t1, t2, value = ctx.tensor1, ctx.tensor2, ctx.value
+    return g, g * value / t2, -g * value * t1 / (t2 * t2)
+
+
+def _softmax(ctx, g):
+    y = ctx.result
+    return y * (g - (g * y).sum(ctx.dim, keepdim=True))
+
+
+def _log_softmax(ctx, g):
+    return g - E.exp(ctx.result) * g.sum(ctx.dim, keepdim=True)
+
+
+def _im2col(ctx, g):
+    h, w = ctx.shape("input")[2:]
+    return E.ops.col2im(g, (h, w), ctx.kernel_size, ctx.dilation, ctx.padding, ctx.stride)
+
+
+def _col2im(ctx, g):
+    return E.ops.im2col(g, ctx.kernel_size, ctx.dilation, ctx.padding, ctx.stride)
+
+
+def _max_pool2d(ctx, g_values, g_indices=None):
+    shape = ctx.shape("input")
+    indices = ctx.result[1]
+    grad = E.zeros(shape, dtype=g_values.dtype, device=g_values.device).flatten(-2)
+    return grad.scatter_add(-1, indices.flatten(-2), g_values.flatten(-2)).view(shape)
+
+
+def _constant_pad(ctx, g):
+    return E.ops.constant_pad_nd(g, [-p for p in ctx.pad], 0)
+
+
+def _unary(expr, *save):
+    return F(lambda ctx, g: expr(ctx, g), save=save or ("input",))
+
+
+FORMULAS = {
+    # ---- elementwise unary ----------------------------------------------------------------------
+    "neg": F(lambda ctx, g: -g),
+    "abs": _unary(lambda ctx, g: g * E.sign(ctx.input)),
+    "sign": F(_zero),
+    "relu": _unary(lambda ctx, g: E.where(ctx.result > 0, g, E.zeros((), dtype=g.dtype)), "result"),
+    "floor": F(_zero),
+    "ceil": F(_zero),
+    "round": F(_zero),
+    "trunc": F(_zero),
+    "frac": F(lambda ctx, g: g),
+    "square": _unary(lambda ctx, g: 2 * g * ctx.input),
+    "exp": _unary(lambda ctx, g: g * ctx.result, "result"),
+    "exp2": _unary(lambda ctx, g: g * ctx.result * math.log(2), "result"),
+    "expm1": _unary(lambda ctx, g: g * (ctx.result + 1), "result"),
+    "log": _unary(lambda ctx, g: g / ctx.input),
+    "log2": _unary(lambda ctx, g: g / (ctx.input * math.log(2))),
+    "log10": _unary(lambda ctx, g: g / (ctx.input * math.log(10))),
+    "log1p": _unary(lambda ctx, g: g / (1 + ctx.input)),
+    "sqrt": _unary(lambda ctx, g: g / (2 * ctx.result), "result"),
+    "rsqrt": _unary(lambda ctx, g: -0.5 * g * ctx.result**3, "result"),
+    "sin": _unary(lambda ctx, g: g * E.cos(ctx.input)),
+    "cos": _unary(lambda ctx, g: -g * E.sin(ctx.input)),
+    "tan": _unary(lambda ctx, g: g * (1 + ctx.result * ctx.result), "result"),
+    "asin": _unary(lambda ctx, g: g / E.sqrt(1 - ctx.input * ctx.input)),
+    "acos": _unary(lambda ctx, g: -g / E.sqrt(1 - ctx.input * ctx.input)),
+    "atan": _unary(lambda ctx, g: g / (1 + ctx.input * ctx.input)),
+    "sinh": _unary(lambda ctx, g: g * E.cosh(ctx.input)),
+    "cosh": _unary(lambda ctx, g: g * E.sinh(ctx.input)),
+    "tanh": _unary(lambda ctx, g: g * (1 - ctx.result * ctx.result), "result"),
+    "asinh": _unary(lambda ctx, g: g / E.sqrt(ctx.input * ctx.input + 1)),
+    "acosh": _unary(lambda ctx, g: g / E.sqrt(ctx.input * ctx.input - 1)),
+    "atanh": _unary(lambda ctx, g: g / (1 - ctx.input * ctx.input)),
+    "sigmoid": _unary(lambda ctx, g: g * ctx.result * (1 - ctx.result), "result"),
+    "logsigmoid": _unary(lambda ctx, g: g * E.sigmoid(-ctx.input)),
+    "erf": _unary(lambda ctx, g: g * (2 / math.sqrt(math.pi)) * E.exp(-ctx.input * ctx.input)),
+    "erfc": _unary(lambda ctx, g: g * (-2 / math.sqrt(math.pi)) * E.exp(-ctx.input * ctx.input)),
+    "reciprocal": _unary(lambda ctx, g: -g * ctx.result * ctx.result, "result"),
+    "gelu": F(_gelu, save=("input",)),
+    "silu": F(_silu, save=("input",)),
+    "elu": F(_elu, save=("input",)),
+    "celu": F(_celu, save=("input",)),
+    "selu": F(_selu, save=("input",)),
+    "leaky_relu": F(_leaky_relu, save=("input",)),
+    "softplus": F(_softplus, save=("input",)),
+    "mish": F(_mish, save=("input",)),
+    "hardswish": F(_hardswish, save=("input",)),
+    "hardsigmoid": F(_hardsigmoid, save=("input",)),
+    "hardtanh": F(_hardtanh, save=("input",)),
+    "relu6": F(_relu6, save=("input",)),
+    "softsign": _unary(lambda ctx, g: g / (1 + E.abs(ctx.input)) ** 2),
+    "nan_to_num": F(_nan_to_num, save=("input",)),
+    # ---- elementwise binary / ternary ---------------------------------------------------------
+    "add": F(lambda ctx, g: (g, g)),
+    "sub": F(lambda ctx, g: (g, -g)),
+    "mul": F(_mul, save={"input": "other", "other": "input"}),
+    "div": F(_div, save={"other": None, "result": "other"}),
+    "div_trunc": F(lambda ctx, g: (E.zeros_like(g), E.zeros_like(g))),
+    "floor_divide": F(lambda ctx, g: (E.zeros_like(g), E.zeros_like(g))),
+    "remainder": F(_remainder, save=("input", "other")),
+    "fmod": F(_fmod, save=("input", "other")),
+    "pow": F(_pow, save=("input", "other", "result")),
+    "atan2": F(_atan2, save=("input", "other")),
+    "minimum": F(_min_max_pair(lambda a, b: a < b), save=("input", "other")),
+    "maximum": F(_min_max_pair(lambda a, b: a > b), save=("input", "other")),
+    "fmin": F(_min_max_pair(lambda a, b: (a < b) | E.isnan(b)), save=("input", "other")),
+    "fmax": F(_min_max_pair(lambda a, b: (a > b) | E.isnan(b)), save=("input", "other")),
+    "hypot": F(
+        lambda ctx, g: (g * ctx.input / ctx.result, g * ctx.other / ctx.result),
+        save=("input", "other", "result"),
+    ),
+    "copysign": F(
+        lambda ctx, g: (g * E.sign(ctx.input) * E.sign(ctx.result), E.zeros_like(g)),
+        save=("input", "result"),
+    ),
+    "xlogy": F(_xlogy, save=("input", "other")),
+    "logaddexp": F(
+        lambda ctx, g: (g * E.sigmoid(ctx.input - ctx.other), g * E.sigmoid(ctx.other - ctx.input)),
+        save=("input", "other"),
+    ),
+    "where": F(_where, save=("condition",)),
+    "lerp": F(_lerp, save=("input", "end", "weight")),
+    "clamp": F(_clamp, save=("input", "min", "max")),
+    "addcmul": F(_addcmul, save={"tensor1": "tensor2", "tensor2": "tensor1"}),
+    "addcdiv": F(_addcdiv, save=("tensor1", "tensor2")),
+    # ---- reductions ---------------------------------------------------------------------------
+    "sum": F(_sum),
+    "prod": F(_prod, save=("input",)),
+    "amax": F(_extreme_all, save=("input", "result")),
+    "amin": F(_extreme_all, save=("input", "result")),
+    "max": F(_extreme_dim, save=("result",)),
+    "min": F(_extreme_dim, save=("result",)),
+    "cumsum": F(_reverse_cumsum),
+    "cumprod": F(_cumprod, save=("input", "result")),
+    # ---- views --------------------------------------------------------------------------------
+    "view": F(_reshape_back),
+    "reshape": F(_reshape_back),
+    "flatten": F(_reshape_back),
+    "unflatten": F(_reshape_back),
+    "squeeze": F(_squeeze),
+    "unsqueeze": F(lambda ctx, g: g.squeeze(ctx.dim)),
+    "permute": F(_permute),
+    "transpose": F(lambda ctx, g: g.transpose(ctx.dim0, ctx.dim1)),
+    "t": F(lambda ctx, g: g.t()),
+    "expand": F(lambda ctx, g: g),
+    "narrow": F(_narrow),
+    "slice": F(_slice),
+    "select": F(_select),
+    "diagonal": F(_diagonal),
+    "movedim": F(_movedim),
+    "as_strided": F(_as_strided, save=("input",)),
+    "unfold": F(_unfold),
+    # ---- data movement and indexing -------------------------------------------------------------
+    "_to_copy": F(_to_copy),
+    "copy_": F(_copy),
+    "fill_": F(_zero),
+    "flip": F(_flip),
+    "cat": F(_cat),
+    "gather": F(_gather, save=("index",)),
+    "scatter": F(_scatter, save=("index",)),
+    "scatter_add": F(_scatter_add, save=("index",)),
+    "index_select": F(_index_select, save=("index",)),
+    "index_add": F(_index_add, save=("index",)),
+    "take": F(_take, save=("index",)),
+    "put_": F(_put, save=("index",)),
+    "sort": F(_sort, save=("result",)),
+    # ---- nn ------------------------------------------------------------------------------------
+    "softmax": F(_softmax, save=("result",)),
+    "log_softmax": F(_log_softmax, save=("result",)),
+    "im2col": F(_im2col),
+    "col2im": F(_col2im),
+    "max_pool2d_with_indices": F(_max_pool2d, save=("result",)),
+    "constant_pad_nd": F(_constant_pad),
+    # ---- matrix products ------------------------------------------------------------------------
+    "mm": F(_mm, save={"input": "mat2", "mat2": "input"}),
+    "bmm": F(_bmm, save={"input": "mat2", "mat2": "input"}),
+}

@@ -1,0 +1,169 @@
+"""``ember.autograd.Function``: user-defined ops with a hand-written backward."""
+
+from __future__ import annotations
+
+import functools
+
+from ember._dtype import FLOATING
+from ember._tensor import Tensor
+
+from . import grad_mode
+from .formula import fit
+from .layer import _set_history, _trace
+from .node import Node, SavedTensor, gradient_edge
+
+
+class FunctionCtx:
+    """The ``ctx`` of a custom Function: save tensors, read which inputs need gradients."""
+
+    def __init__(self):
+        self._saved: tuple = ()
+        self.needs_input_grad: tuple = ()
+        self._non_differentiable: set = set()
+        self._dirty: set = set()
+        self.materialize_grads = True
+        self._node = None
+
+    def save_for_backward(self, *tensors) -> None:
+        self._saved = tuple(SavedTensor(t) if isinstance(t, Tensor) else t for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        return tuple(s.unpack(self._node) if isinstance(s, SavedTensor) else s for s in self._saved)
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        self._non_differentiable.update(id(t) for t in tensors)
+
+    def mark_dirty(self, *tensors) -> None:
+        self._dirty.update(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+    def release(self) -> None:
+        for saved in self._saved:
+            if isinstance(saved, SavedTensor):
+                saved.tensor = None
+
+
+class _FunctionOp:
+    """Stands in for a table op in the node of a custom Function (names and schema)."""
+
+    def __init__(self, cls):
+        self.name = cls.__name__
+        self.cls = cls
+
+
+class FunctionNode(Node):
+    __slots__ = ("cls", "output_meta", "positions")
+
+    def __init__(self, cls, ctx, edges, meta, positions, output_meta):
+        Node.__init__(
+            self,
+            _FunctionOp(cls),
+            None,
+            ctx,
+            tuple(edges),
+            tuple(meta),
+            num_outputs=len(output_meta) or 1,
+        )
+        self.cls = cls
+        self.positions = positions
+        self.output_meta = output_meta
+
+    def name(self) -> str:
+        return f"{self.cls.__name__}Backward"
+
+    def apply(self, grads: list) -> tuple:
+        import ember
+
+        ctx = self.ctx
+        if ctx.materialize_grads:
+            grads = [
+                g if g is not None else ember.zeros(m[0], dtype=m[1], device=m[2])
+                for g, m in zip(grads, self.output_meta)
+            ]
+        result = self.cls.backward(ctx, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        out = []
+        for position, meta in zip(self.positions, self.input_meta):
+            g = result[position] if position < len(result) else None
+            out.append(None if g is None or meta is None else fit(g, meta))
+        return tuple(out)
+
+
+class Function:
+    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``; call ``apply``.
+
+    ``backward`` returns one gradient per ``forward`` argument (None for non-tensors). The newer
+    style, ``forward(*args)`` plus ``setup_context(ctx, inputs, output)``, works too.
+
+    Example:
+        >>> class Square(ember.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 2 * x * g
+        >>> Square.apply(ember.ones(3, requires_grad=True)).sum().backward()
+    """
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("a Function subclass must implement forward")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("a Function subclass must implement backward")
+
+    setup_context = None
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = FunctionCtx()
+        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        record = grad_mode.STATE.enabled and any(ctx.needs_input_grad)
+        edges = [gradient_edge(args[i]) if record else None for i in positions]
+        meta = [(args[i]._shape, args[i]._dtype, args[i]._storage.device) for i in positions]
+        with grad_mode.no_grad():
+            if cls.setup_context is not None:
+                out = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, out)
+            else:
+                out = cls.forward(ctx, *args, **kwargs)
+        if not record:
+            return out
+        outputs = out if isinstance(out, tuple) else (out,)
+        tensors = [t for t in outputs if isinstance(t, Tensor)]
+        output_meta = [(t._shape, t._dtype, t._storage.device) for t in tensors]
+        node = FunctionNode(cls, ctx, edges, meta, positions, output_meta)
+        ctx._node = node
+        _trace(node)
+        inputs = {id(args[i]) for i in positions}
+        result, index = [], 0
+        for t in outputs:
+            if isinstance(t, Tensor):
+                differentiable = id(t) not in ctx._non_differentiable
+                if id(t) in inputs and id(t) not in ctx._dirty:
+                    t = t.view_as(t)  # returning an input unchanged: give it its own identity
+                if t._dtype.category == FLOATING and differentiable:
+                    _set_history(t, node, index)
+                index += 1
+            result.append(t)
+        return tuple(result) if isinstance(out, tuple) else result[0]
+
+
+def once_differentiable(backward):
+    """Mark a backward as not differentiable itself: it runs with recording off."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        with grad_mode.no_grad():
+            return backward(ctx, *grads)
+
+    return wrapper

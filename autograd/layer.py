@@ -1,0 +1,239 @@
+"""The Autograd dispatch layer: records a graph node for calls on tensors that require grad.
+
+It sits above the Backend layer (priority 100) and costs a flag check and a scan of the arguments
+when nothing requires grad. For a differentiable op it saves what the op's formula needs, runs the
+op below itself with recording off, and attaches a Node to the outputs. Composites without a
+formula decompose here, so their parts are recorded instead. In-place ops are recorded on the
+modified tensor; when that tensor is a view, its base's history is rebased (CopySlices).
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from ember._dtype import FLOATING
+from ember._tensor import Tensor
+
+from ..dispatcher.layers import Layer
+from .grad_mode import STATE
+from .node import Node, gradient_edge
+
+
+class AutogradLayer(Layer):
+    name = "autograd"
+    priority = 100
+
+    def wants(self, op, args) -> bool:
+        if not STATE.enabled:
+            return False
+        for arg in args:
+            if isinstance(arg, Tensor):
+                if arg._requires_grad:
+                    return True
+            elif arg.__class__ is list or arg.__class__ is tuple:
+                for item in arg:
+                    if isinstance(item, Tensor) and item._requires_grad:
+                        return True
+        return False
+
+    def handle(self, op, args):
+        base = op.inplace_of or op
+        formula = base.formula
+        if formula is None:
+            if op.decomposition is not None:
+                return op.decomposition(*args)  # composite: its parts get recorded
+            if not base.defn.differentiable:
+                return self.below(op, args)
+            raise RuntimeError(
+                f"the derivative for '{op.name}' is not implemented (add it to "
+                "autograd/formulas.py, or mark the op differentiable=False)"
+            )
+        if op.mutates:
+            return self.record_inplace(op, base, formula, args)
+        ctx = formula.context(op, args)
+        edges, meta = _edges(op, args)
+        out = self.below(op, args)
+        return _attach(op, formula, ctx, edges, meta, out)
+
+    def below(self, op, args):
+        """Run the op under this layer with recording off (its kernels and decompositions)."""
+        STATE.enabled = False
+        try:
+            return op.redispatch(self, args)
+        finally:
+            STATE.enabled = True
+
+    def record_inplace(self, op, base, formula, args):
+        target = args[0]
+        if target._grad_fn is None and target._requires_grad:
+            raise RuntimeError(
+                f"{op.name}: a leaf Variable that requires grad is being used in an in-place "
+                "operation."
+            )
+        if (
+            target._base is not None
+            and target._base._grad_fn is None
+            and target._base._requires_grad
+        ):
+            raise RuntimeError(
+                f"{op.name}: a view of a leaf Variable that requires grad is being used in an "
+                "in-place operation."
+            )
+        first = base.schema.args[0].name
+        originals = {}
+        if first in formula.save:  # the formula needs the value from before the write
+            originals[first] = target.clone()
+        ctx = formula.context(base, args, originals)
+        edges, meta = _edges(base, args)
+        view_base = target._base
+        old_base_edge = gradient_edge(view_base) if view_base is not None else None
+        self.below(op, args)
+        node = Node(base, formula, ctx, tuple(edges), tuple(meta))
+        ctx._node = node
+        formula.save_result(ctx, node, target)
+        _trace(node)
+        if view_base is None:
+            _set_history(target, node, 0)
+            return target
+        rebased = CopySlices(view_base, target, node, old_base_edge)
+        _set_history(view_base, rebased, 0)
+        _set_history(target, ViewOf(view_base, target, rebased), 0)
+        return target
+
+
+def _edges(op, args) -> tuple[list, list]:
+    edges, meta = [], []
+    for i in op.tensor_positions:
+        value = args[i] if i < len(args) else None
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for t in items:
+            if isinstance(t, Tensor):
+                edges.append(gradient_edge(t))
+                meta.append((t._shape, t._dtype, t._storage.device))
+            else:
+                edges.append(None)
+                meta.append(None)
+    return edges, meta
+
+
+def _set_history(t: Tensor, node, index: int) -> None:
+    t._grad_fn = node
+    t._requires_grad = True
+    if index:
+        t.__dict__["_output_nr"] = index
+    elif "_output_nr" in t.__dict__:
+        del t.__dict__["_output_nr"]
+
+
+def _trace(node) -> None:
+    if STATE.anomaly:
+        node.trace = "".join(traceback.format_stack()[:-3])
+
+
+def _attach(op, formula, ctx, edges, meta, out):
+    outputs = out if isinstance(out, tuple) else (out,)
+    tensors = [t for t in outputs if isinstance(t, Tensor)]
+    node = Node(op, formula, ctx, tuple(edges), tuple(meta), num_outputs=len(tensors) or 1)
+    ctx._node = node
+    formula.save_result(ctx, node, out)
+    _trace(node)
+    for index, t in enumerate(tensors):
+        if t._dtype.category == FLOATING:
+            _set_history(t, node, index)
+    return out
+
+
+class CopySlices(Node):
+    """A base tensor's history after an in-place op wrote into one of its views.
+
+    Backward: the base's gradient outside the view passes through unchanged; inside the view it
+    goes through the in-place op's own backward, whose other inputs keep their gradients.
+    """
+
+    __slots__ = ("base_geometry", "inner", "view_geometry")
+
+    def __init__(self, base: Tensor, view: Tensor, inner: Node, base_edge):
+        edges = (base_edge,) + tuple(inner.next_functions[1:])
+        meta = ((base._shape, base._dtype, base._storage.device),) + tuple(inner.input_meta[1:])
+        Node.__init__(self, inner.op, None, inner.ctx, edges, meta)
+        self.base_geometry = _geometry(base)
+        self.view_geometry = _geometry(view)
+        self.inner = inner
+
+    def name(self) -> str:
+        return "CopySlices"
+
+    def release(self) -> None:
+        self.inner.release()
+        self.released = True
+
+    def apply(self, grads: list) -> tuple:
+        g = grads[0]
+        if g is None:
+            return (None,) * len(self.next_functions)
+        device = g.device
+        base_pos = _positions(self.base_geometry, device)
+        view_pos = _positions(self.view_geometry, device)
+        storage = _storage_buffer(g, self.base_geometry, self.view_geometry)
+        storage.put_(base_pos, g.reshape(-1))
+        view_grad = storage.take(view_pos).reshape(self.view_geometry[0])
+        inner = self.inner.apply([view_grad])
+        if inner[0] is not None:
+            storage.put_(view_pos, inner[0].reshape(-1))
+        else:
+            storage.put_(view_pos, 0.0)
+        return (storage.take(base_pos).reshape(self.base_geometry[0]),) + tuple(inner[1:])
+
+
+class ViewOf(Node):
+    """History of a view after an in-place op: a fresh view of its (rebased) base."""
+
+    __slots__ = ("base_geometry", "view_geometry")
+
+    def __init__(self, base: Tensor, view: Tensor, base_node: Node):
+        meta = ((base._shape, base._dtype, base._storage.device),)
+        Node.__init__(self, None, None, None, ((base_node, 0),), meta)
+        self.base_geometry = _geometry(base)
+        self.view_geometry = _geometry(view)
+
+    def name(self) -> str:
+        return "AsStridedBackward0"
+
+    def apply(self, grads: list) -> tuple:
+        g = grads[0]
+        if g is None:
+            return (None,)
+        base_pos = _positions(self.base_geometry, g.device)
+        view_pos = _positions(self.view_geometry, g.device)
+        storage = _storage_buffer(g, self.base_geometry, self.view_geometry)
+        storage.put_(view_pos, g.reshape(-1), accumulate=True)
+        return (storage.take(base_pos).reshape(self.base_geometry[0]),)
+
+
+def _geometry(t: Tensor) -> tuple:
+    return (t._shape, t._stride, t._offset)
+
+
+def _positions(geometry, device):
+    from .formulas import _strided_positions
+
+    shape, stride, offset = geometry
+    return _strided_positions(shape, stride, offset, device).reshape(-1)
+
+
+def _extent(geometry) -> int:
+    """One past the largest storage position a (shape, stride, offset) view touches."""
+    shape, stride, offset = geometry
+    if any(n == 0 for n in shape):
+        return offset
+    return 1 + offset + sum((n - 1) * s for n, s in zip(shape, stride) if s > 0)
+
+
+def _storage_buffer(g, *geometries):
+    import ember
+
+    extent = max(_extent(geometry) for geometry in geometries)
+    return ember.zeros(max(extent, 1), dtype=g.dtype, device=g.device)
+
+
+LAYER = AutogradLayer()

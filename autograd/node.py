@@ -1,0 +1,200 @@
+"""Graph nodes (``grad_fn``), saved tensors with version checks, and leaf accumulators."""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from ember._tensor import Tensor, make
+
+_SEQUENCE = itertools.count()
+
+FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+def camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.replace("::", "_").split("_"))
+
+
+def output_nr(t: Tensor) -> int:
+    return t.__dict__.get("_output_nr", 0)
+
+
+def gradient_edge(t: Tensor):
+    """Where a gradient for ``t`` should flow: ``(node, output index)``, or None."""
+    if t._grad_fn is not None:
+        return (t._grad_fn, output_nr(t))
+    if t._requires_grad:
+        return (accumulator(t), 0)
+    return None
+
+
+def accumulator(t: Tensor) -> AccumulateGrad:
+    """The leaf's AccumulateGrad node; the tensor only holds it weakly (no reference cycle)."""
+    ref = t.__dict__.get("_accumulator")
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(t)
+        t.__dict__["_accumulator"] = weakref.ref(node)
+    return node
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved.
+
+    An op's own output is kept as a history-free alias (saving the tensor itself would make a
+    cycle through its grad_fn) and gets the node back as grad_fn when unpacked, so higher-order
+    gradients still flow through it.
+    """
+
+    __slots__ = ("hooks", "node", "tensor", "version")
+
+    def __init__(self, t: Tensor, node=None):
+        self.version = t._storage.version
+        self.node = node
+        if node is not None:  # an output of `node`: drop the history to avoid a cycle
+            t = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
+        self.tensor = t
+        self.hooks = None
+
+    def unpack(self, owner) -> Tensor:
+        t = self.tensor
+        if t is None:
+            raise RuntimeError(FREED)
+        if t._storage.version != self.version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{t.dtype.name} tensor of shape {list(t._shape)}], which is "
+                f"saved by {owner.name()}, is at version {t._storage.version}; expected version "
+                f"{self.version} instead. Hint: the operation that modified it was in-place "
+                "(a method ending in '_' or an indexed assignment)."
+            )
+        if self.node is not None:
+            alias = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
+            alias._grad_fn = self.node
+            alias._requires_grad = True
+            return alias
+        return t
+
+
+class Node:
+    """A backward function: applies an op's formula to incoming gradients.
+
+    ``next_functions`` holds, per differentiable input, the ``(node, output index)`` its gradient
+    flows to (None for inputs that need none), as in PyTorch.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "ctx",
+        "formula",
+        "hooks",
+        "input_meta",
+        "next_functions",
+        "num_outputs",
+        "op",
+        "pre_hooks",
+        "released",
+        "seq",
+        "trace",
+    )
+
+    def __init__(self, op, formula, ctx, next_functions, input_meta, num_outputs=1):
+        self.op = op
+        self.formula = formula
+        self.ctx = ctx
+        self.next_functions = next_functions
+        self.input_meta = input_meta
+        self.num_outputs = num_outputs
+        self.seq = next(_SEQUENCE)
+        self.pre_hooks = None
+        self.hooks = None
+        self.released = False
+        self.trace = None
+
+    def name(self) -> str:
+        return f"{camel(self.op.name)}Backward0"
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    def register_hook(self, hook):
+        """``hook(grad_inputs, grad_outputs)`` after this node runs; may return new grad_inputs."""
+        self.hooks = (self.hooks or []) + [hook]
+        return _Handle(self, "hooks", hook)
+
+    def register_prehook(self, hook):
+        """``hook(grad_outputs)`` before this node runs; may return new grad_outputs."""
+        return self._add_pre_hook((None, hook))
+
+    def _add_pre_hook(self, entry):
+        """``entry`` is ``(output index or None, fn)``: a tensor hook sees one output's grad."""
+        self.pre_hooks = (self.pre_hooks or []) + [entry]
+        return _Handle(self, "pre_hooks", entry)
+
+    def release(self) -> None:
+        """Free saved tensors (after a backward without retain_graph)."""
+        self.released = True
+        if self.ctx is not None:
+            self.ctx.release()
+
+    def apply(self, grads: list) -> tuple:
+        return self.formula.apply(self, grads)
+
+    @property
+    def metadata(self) -> dict:
+        return {}
+
+
+class _Handle:
+    """Returned by register_hook; ``remove()`` unregisters."""
+
+    def __init__(self, owner, attribute: str, hook):
+        self.owner = weakref.ref(owner) if not isinstance(owner, Tensor) else owner
+        self.attribute = attribute
+        self.hook = hook
+
+    def remove(self) -> None:
+        owner = self.owner() if isinstance(self.owner, weakref.ref) else self.owner
+        if owner is None:
+            return
+        if isinstance(owner, Tensor):
+            hooks = owner.__dict__.get(self.attribute) or []
+            owner.__dict__[self.attribute] = [h for h in hooks if h is not self.hook]
+            return
+        hooks = getattr(owner, self.attribute) or []
+        setattr(owner, self.attribute, [h for h in hooks if h is not self.hook] or None)
+
+
+class AccumulateGrad(Node):
+    """Leaf node: adds the incoming gradient into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Tensor):
+        Node.__init__(self, None, None, None, (), ())
+        self.variable = variable
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def apply(self, grads: list) -> tuple:
+        from .engine import accumulate_into_leaf
+
+        accumulate_into_leaf(self.variable, grads[0])
+        return ()
+
+
+def tensor_hooks(t: Tensor) -> list:
+    return t.__dict__.get("_hooks") or []
+
+
+def add_tensor_hook(t: Tensor, hook):
+    hooks = t.__dict__.setdefault("_hooks", [])
+    hooks.append(hook)
+    return _Handle(t, "_hooks", hook)

@@ -1,0 +1,68 @@
+"""Tensor methods that belong to autograd: backward, hooks, retain_grad, detach_."""
+
+from __future__ import annotations
+
+from ember._tensor import Tensor
+
+from .engine import backward as run_backward
+from .node import add_tensor_hook, output_nr
+
+
+def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradient of this tensor into the leaves' ``.grad`` (see autograd.backward)."""
+    run_backward(self, gradient, retain_graph, create_graph, inputs)
+
+
+def register_hook(self, hook):
+    """Call ``hook(grad)`` with this tensor's gradient; it may return a replacement.
+
+    Returns a handle whose ``remove()`` unregisters the hook.
+    """
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self._grad_fn is None:
+        return add_tensor_hook(self, hook)
+    return self._grad_fn._add_pre_hook((output_nr(self), hook))
+
+
+def retain_grad(self) -> None:
+    """Keep ``.grad`` for this non-leaf tensor after backward."""
+    if self._grad_fn is None:
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        return
+    if self.__dict__.get("_retains_grad"):
+        return
+    import weakref
+
+    ref = weakref.ref(self)
+
+    def keep(grad):
+        owner = ref()
+        if owner is not None:
+            owner._grad = grad if owner._grad is None else owner._grad + grad
+        return None
+
+    self.__dict__["_retains_grad"] = True
+    self._grad_fn._add_pre_hook((output_nr(self), keep))
+
+
+def retains_grad(self) -> bool:
+    return bool(self.__dict__.get("_retains_grad"))
+
+
+def detach_(self):
+    """Detach this tensor from the graph in place (it becomes a leaf that doesn't require grad)."""
+    if self._base is not None and self._base._requires_grad:
+        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    self._grad_fn = None
+    self._requires_grad = False
+    return self
+
+
+def install() -> None:
+    Tensor.backward = backward
+    Tensor.register_hook = register_hook
+    Tensor.retain_grad = retain_grad
+    Tensor.retains_grad = property(retains_grad)
+    Tensor.detach_ = detach_

@@ -1,0 +1,18 @@
+/* Matrix products (matmul.c). Strides are in elements, in the order (batch, row, column). */
+#ifndef EMBER_CPU_API_LINALG_H
+#define EMBER_CPU_API_LINALG_H
+#include <stdint.h>
+
+/* Status of a product whose scratch buffer could not be allocated. */
+enum { EMBER_MATMUL_NO_MEMORY = 16 };
+
+/* Hand over OpenBLAS's cblas_?gemm and cblas_?gemm_batch_strided (the scipy-openblas32 symbols,
+ * 32-bit ints) and openblas_set_num_threads; zero addresses leave that path to the C loops. */
+void ember_matmul_set_blas(intptr_t sgemm, intptr_t dgemm, intptr_t sgemm_batch,
+                           intptr_t dgemm_batch, intptr_t set_num_threads);
+
+/* out[b, i, j] = sum_l a[b, i, l] * b[b, l, j] for b < batch, i < n, l < k, j < p. out is
+ * contiguous; a and b have any strides (sa, sb: 3 each, zero and negative allowed). */
+int ember_matmul(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intptr_t out,
+                 intptr_t a, const int64_t *sa, intptr_t b, const int64_t *sb);
+#endif

@@ -1,0 +1,258 @@
+/* Matrix products for mm and bmm.
+ *
+ * float32 and float64 go to OpenBLAS from the scipy-openblas32 wheel. Nothing links against it:
+ * pip builds this extension in an isolated environment whose paths disappear, so the Python glue
+ * dlopens the wheel's library at run time and hands its function pointers to
+ * ember_matmul_set_blas. An operand whose layout BLAS can express (rows or columns contiguous,
+ * with a leading dimension) is passed in place, column-major ones with CblasTrans; the others
+ * (broadcast, negative or two non-unit strides) are packed first. float16 and bfloat16 are
+ * converted to float32 for sgemm and rounded back. Integers, and every dtype when OpenBLAS is
+ * missing or a size exceeds its 32-bit ints, use a C loop: integers accumulate in int64 and wrap
+ * like PyTorch.
+ *
+ * OpenBLAS runs its own thread pool, so no BLAS call is made from inside an OpenMP region (the two
+ * pools would fight over the cores); OpenBLAS follows ember's thread count instead.
+ */
+#include "ember_cpu.h"
+#include "api_core.h"
+#include "api_linalg.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+/* cblas_?gemm and cblas_?gemm_batch_strided with OpenBLAS's 32-bit blasint (enums are ints). */
+#define GEMM_TYPES(T, S)                                                                         \
+    typedef void (*gemm_##T)(int, int, int, int, int, int, S, const S *, int, const S *, int, S,  \
+                             S *, int);                                                           \
+    typedef void (*gemm_batch_##T)(int, int, int, int, int, int, S, const S *, int, int,          \
+                                   const S *, int, int, S, S *, int, int, int);
+GEMM_TYPES(f32, float)
+GEMM_TYPES(f64, double)
+
+static struct {
+    gemm_f32 gemm_f32;
+    gemm_f64 gemm_f64;
+    gemm_batch_f32 batch_f32;
+    gemm_batch_f64 batch_f64;
+    void (*set_num_threads)(int);
+    int threads; /* the thread count OpenBLAS was last given (0: never) */
+} blas;
+
+void ember_matmul_set_blas(intptr_t sgemm, intptr_t dgemm, intptr_t sgemm_batch,
+                           intptr_t dgemm_batch, intptr_t set_num_threads) {
+    blas.gemm_f32 = (gemm_f32)sgemm;
+    blas.gemm_f64 = (gemm_f64)dgemm;
+    blas.batch_f32 = (gemm_batch_f32)sgemm_batch;
+    blas.batch_f64 = (gemm_batch_f64)dgemm_batch;
+    blas.set_num_threads = (void (*)(int))set_num_threads;
+    blas.threads = 0;
+}
+
+/* OpenBLAS takes ember's thread count (ember.set_num_threads, EMBER_NUM_THREADS), so one
+ * setting governs both pools. Cheap: it only calls OpenBLAS when the count changed. */
+static void blas_follow_threads(void) {
+#ifdef _OPENMP
+    int now = omp_get_max_threads();
+    if (blas.set_num_threads && now != blas.threads) {
+        blas.set_num_threads(now);
+        blas.threads = now;
+    }
+#endif
+}
+
+/* A stack of `batch` matrices: element (m, i, j) is at ptr + m * bs + i * rs + j * cs elements. */
+typedef struct {
+    const char *ptr;
+    int64_t bs, rs, cs;
+} em_operand;
+
+/* The same matrices as BLAS sees them: transposition, leading dimension and batch stride. */
+typedef struct {
+    const char *ptr;
+    int trans;
+    int64_t ld, bs;
+} em_blas_operand;
+
+/* CBLAS_NO_TRANS or CBLAS_TRANS and the leading dimension that describe a rows x cols matrix
+ * with strides (rs, cs) in row-major BLAS, or 0 when none does. A size-1 dimension's stride is
+ * free, so it never disqualifies a layout. */
+static int blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t *ld) {
+    int trans = 0;
+    if ((cols == 1 || cs == 1) && (rows == 1 || rs >= cols)) {
+        trans = CBLAS_NO_TRANS;
+        *ld = rows == 1 ? cols : rs;
+    } else if ((rows == 1 || rs == 1) && (cols == 1 || cs >= rows)) {
+        trans = CBLAS_TRANS;
+        *ld = cols == 1 ? rows : cs;
+    }
+    return *ld <= INT_MAX ? trans : 0;
+}
+
+/* `copies` matrices of m, converted to dtype `to`, in a new contiguous buffer (NULL: no memory). */
+static void *pack(int to, int from, int64_t copies, int64_t rows, int64_t cols,
+                  const em_operand *m, int *status) {
+    void *buf = malloc((size_t)(copies * rows * cols * em_itemsize(to)));
+    if (!buf) {
+        *status = EMBER_MATMUL_NO_MEMORY;
+        return NULL;
+    }
+    int64_t shape[3] = {copies, rows, cols}, strides[3] = {m->bs, m->rs, m->cs};
+    *status = ember_copy(to, from, 0, 3, shape, (intptr_t)buf, NULL, (intptr_t)m->ptr, strides);
+    return buf;
+}
+
+/* A broadcast batch (stride 0) is packed once, not `batch` times. */
+static int64_t distinct_copies(int64_t batch, const em_operand *m) {
+    return m->bs == 0 ? 1 : batch;
+}
+
+/* Describe m to BLAS as dtype `to`, packing it into *scratch when its layout (or dtype) needs. */
+static int blas_operand(int dtype, int to, int64_t batch, int64_t rows, int64_t cols,
+                        const em_operand *m, em_blas_operand *op, void **scratch) {
+    int64_t ld = 0;
+    int trans = to == dtype ? blas_layout(rows, cols, m->rs, m->cs, &ld) : 0;
+    if (trans) {
+        *op = (em_blas_operand){m->ptr, trans, ld, batch == 1 ? 0 : m->bs};
+        return EM_OK;
+    }
+    int status = EM_OK;
+    int64_t copies = distinct_copies(batch, m);
+    *scratch = pack(to, dtype, copies, rows, cols, m, &status);
+    *op = (em_blas_operand){*scratch, CBLAS_NO_TRANS, cols, copies == 1 ? 0 : rows * cols};
+    return status;
+}
+
+static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/* Mid-sized matrices go to gemm_batch_strided, which spreads the batch over OpenBLAS's threads.
+ * Tiny ones do not pay for its per-matrix dispatch (measured: 20x slower than plain gemm calls at
+ * 16x16x16), and big ones parallelise well inside each gemm. */
+#define BATCH_MIN_WORK ((int64_t)1 << 17)
+#define BATCH_MAX_WORK ((int64_t)1 << 21)
+#define USE_BATCH_STRIDED(work) ((work) >= BATCH_MIN_WORK && (work) <= BATCH_MAX_WORK)
+
+#define BLAS_PRODUCT(T, S)                                                                       \
+    static void blas_product_##T(int64_t batch, int64_t n, int64_t k, int64_t p,                  \
+                                 const em_blas_operand *a, const em_blas_operand *b, S *c) {      \
+        if (batch > 1 && blas.batch_##T && USE_BATCH_STRIDED(n * k * p) &&                       \
+            fits_int(batch) && fits_int(a->bs) && fits_int(b->bs) && fits_int(n * p)) {            \
+            blas.batch_##T(CBLAS_ROW_MAJOR, a->trans, b->trans, (int)n, (int)p, (int)k, 1,        \
+                           (const S *)a->ptr, (int)a->ld, (int)a->bs, (const S *)b->ptr,          \
+                           (int)b->ld, (int)b->bs, 0, c, (int)p, (int)(n * p), (int)batch);       \
+            return;                                                                               \
+        }                                                                                         \
+        for (int64_t m = 0; m < batch; m++)                                                       \
+            blas.gemm_##T(CBLAS_ROW_MAJOR, a->trans, b->trans, (int)n, (int)p, (int)k, 1,         \
+                          (const S *)a->ptr + m * a->bs, (int)a->ld,                              \
+                          (const S *)b->ptr + m * b->bs, (int)b->ld, 0, c + m * n * p, (int)p);   \
+    }
+BLAS_PRODUCT(f32, float)
+BLAS_PRODUCT(f64, double)
+
+static int matmul_blas(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intptr_t out,
+                       const em_operand *a, const em_operand *b) {
+    int to = dtype == EM_F64 ? EM_F64 : EM_F32;
+    em_blas_operand A, B;
+    void *scratch_a = NULL, *scratch_b = NULL, *scratch_c = NULL;
+    char *c = (char *)out;
+    int status = blas_operand(dtype, to, batch, n, k, a, &A, &scratch_a);
+    if (!status) status = blas_operand(dtype, to, batch, k, p, b, &B, &scratch_b);
+    if (!status && to != dtype) {
+        c = scratch_c = malloc((size_t)(batch * n * p * em_itemsize(to)));
+        if (!c) status = EMBER_MATMUL_NO_MEMORY;
+    }
+    if (!status) {
+        blas_follow_threads();
+        if (to == EM_F64)
+            blas_product_f64(batch, n, k, p, &A, &B, (double *)c);
+        else
+            blas_product_f32(batch, n, k, p, &A, &B, (float *)c);
+        if (scratch_c)
+            status = ember_copy(dtype, to, batch * n * p, 0, NULL, out, NULL, (intptr_t)c, NULL);
+    }
+    free(scratch_a);
+    free(scratch_b);
+    free(scratch_c);
+    return status;
+}
+
+/* ---- the C loop ----------------------------------------------------------------------------
+ * out[r, j] for rows r of the folded (batch * n) output: a's row times b, packed contiguous in
+ * the accumulator type, MM_TILE output columns at a time so the accumulators stay in registers
+ * and L1 (the j loop vectorises). */
+#define MM_TILE 256
+
+#define ACC_u8 i64
+#define ACC_i8 i64
+#define ACC_i16 i64
+#define ACC_i32 i64
+#define ACC_i64 i64
+#define ACC_f16 f32
+#define ACC_bf16 f32
+#define ACC_f32 f32
+#define ACC_f64 f64
+
+typedef void (*mm_rows)(int64_t r, int64_t n, int64_t k, int64_t p, char *out,
+                        const em_operand *a, const void *b, int64_t b_bs);
+
+#define LOOP_PRODUCT(T, A)                                                                       \
+    static EM_CLONES void rows_##T(int64_t r, int64_t n, int64_t k, int64_t p, char *out,         \
+                                   const em_operand *a, const void *b, int64_t b_bs) {            \
+        typedef ST_##A acc_t;                                                                      \
+        const ST_##T *ar = (const ST_##T *)a->ptr + (r / n) * a->bs + (r % n) * a->rs;             \
+        const acc_t *bm = (const acc_t *)b + (r / n) * b_bs;                                       \
+        ST_##T *o = (ST_##T *)out + r * p;                                                         \
+        acc_t acc[MM_TILE];                                                                        \
+        for (int64_t j0 = 0; j0 < p; j0 += MM_TILE) {                                              \
+            int64_t w = p - j0 < MM_TILE ? p - j0 : MM_TILE;                                       \
+            for (int64_t j = 0; j < w; j++) acc[j] = 0;                                            \
+            for (int64_t l = 0; l < k; l++) {                                                      \
+                const acc_t av = (acc_t)LD_##T(ar[l * a->cs]);                                     \
+                const acc_t *br = bm + l * p + j0;                                                 \
+                for (int64_t j = 0; j < w; j++) acc[j] += av * br[j];                              \
+            }                                                                                      \
+            for (int64_t j = 0; j < w; j++) o[j0 + j] = SV_##T(acc[j]);                            \
+        }                                                                                          \
+    }
+/* Two steps so that ACC_##T expands before LOOP_PRODUCT pastes it. */
+#define LOOP_PRODUCT_(T, A) LOOP_PRODUCT(T, A)
+#define LOOP_OF(T, unused) LOOP_PRODUCT_(T, ACC_##T)
+EM_FOR_NUM(LOOP_OF, 0)
+
+#define ROWS_ENTRY(T, unused) [EMC_##T] = rows_##T,
+static const mm_rows ROWS[EM_NDTYPES] = {EM_FOR_NUM(ROWS_ENTRY, 0)};
+
+static int acc_dtype(int dtype) {
+    return dtype == EM_F64 ? EM_F64 : dtype >= EM_F16 ? EM_F32 : EM_I64;
+}
+
+static int matmul_loop(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intptr_t out,
+                       const em_operand *a, const em_operand *b) {
+    int status = EM_OK;
+    int64_t copies = distinct_copies(batch, b);
+    void *packed = pack(acc_dtype(dtype), dtype, copies, k, p, b, &status);
+    if (!status) {
+        mm_rows fn = ROWS[dtype];
+        int64_t rows = batch * n, b_bs = copies == 1 ? 0 : k * p;
+#pragma omp parallel for schedule(static) if (rows * k * p >= EM_PARALLEL_THRESHOLD)
+        for (int64_t r = 0; r < rows; r++) fn(r, n, k, p, (char *)out, a, packed, b_bs);
+    }
+    free(packed);
+    return status;
+}
+
+int ember_matmul(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intptr_t out,
+                 intptr_t a, const int64_t *sa, intptr_t b, const int64_t *sb) {
+    if (dtype < 0 || dtype >= EM_NDTYPES || !ROWS[dtype]) return EM_UNSUPPORTED;
+    if (batch == 0 || n == 0 || p == 0) return EM_OK;
+    if (k == 0) return ember_fill(dtype, batch * n * p, 0, NULL, out, NULL, 0.0, 0);
+    em_operand A = {(const char *)a, sa[0], sa[1], sa[2]};
+    em_operand B = {(const char *)b, sb[0], sb[1], sb[2]};
+    int has_blas = dtype == EM_F64 ? blas.gemm_f64 != NULL
+                                   : dtype >= EM_F16 && blas.gemm_f32 != NULL;
+    if (has_blas && fits_int(n) && fits_int(k) && fits_int(p))
+        return matmul_blas(dtype, batch, n, k, p, out, &A, &B);
+    return matmul_loop(dtype, batch, n, k, p, out, &A, &B);
+}

@@ -1,0 +1,309 @@
+/* Sorting kernels: stable sort along a dim (values and indices), and searchsorted.
+ *
+ * Sort maps every element to an unsigned key whose integer order is the order wanted (integers:
+ * flip the sign bit; floats: flip every bit of negatives, NaN to the largest key, -0.0 to 0.0;
+ * descending: complement the key), sorts (key, position) pairs with an LSD radix sort, which is
+ * stable by construction, and then gathers the values by position, so NaN payloads and the sign
+ * of zero survive. Only the key map is per dtype; a dtype's key has its element's width, so the
+ * sort and the gather exist once per width. Lines are sorted in parallel when there are several.
+ */
+#include <stdlib.h>
+
+#include "ember_cpu.h"
+#include "api_index.h"
+#include "api_sort.h"
+
+/* ---- keys ------------------------------------------------------------------------------------ */
+/* Float bits -> key: NaN (magnitude above infinity's) largest, both zeros equal. */
+#define FLOAT_KEY_FN(W)                                                                          \
+    static inline uint##W##_t float_key##W(uint##W##_t u, uint##W##_t inf) {                     \
+        const uint##W##_t sign = (uint##W##_t)((uint##W##_t)1 << (W - 1));                       \
+        const uint##W##_t mag = u & (uint##W##_t)~sign;                                          \
+        if (mag > inf) return (uint##W##_t)~(uint##W##_t)0;                                      \
+        if (mag == 0) return sign;                                                               \
+        return (u & sign) ? (uint##W##_t)~u : (uint##W##_t)(u | sign);                           \
+    }
+FLOAT_KEY_FN(16)
+FLOAT_KEY_FN(32)
+FLOAT_KEY_FN(64)
+
+#define BITS_FN(F, U)                                                                            \
+    static inline U F##_bits(F v) {                                                              \
+        U u;                                                                                     \
+        memcpy(&u, &v, sizeof u);                                                                \
+        return u;                                                                                \
+    }
+BITS_FN(float, uint32_t)
+BITS_FN(double, uint64_t)
+
+#define KT_b uint8_t
+#define KT_u8 uint8_t
+#define KT_i8 uint8_t
+#define KT_i16 uint16_t
+#define KT_i32 uint32_t
+#define KT_i64 uint64_t
+#define KT_f16 uint16_t
+#define KT_bf16 uint16_t
+#define KT_f32 uint32_t
+#define KT_f64 uint64_t
+
+#define KEY_b(v) (v)
+#define KEY_u8(v) (v)
+#define KEY_i8(v) ((uint8_t)(v) ^ 0x80u)
+#define KEY_i16(v) ((uint16_t)(v) ^ 0x8000u)
+#define KEY_i32(v) ((uint32_t)(v) ^ 0x80000000u)
+#define KEY_i64(v) ((uint64_t)(v) ^ 0x8000000000000000ull)
+#define KEY_f16(v) float_key16(v, 0x7c00u)
+#define KEY_bf16(v) float_key16(v, 0x7f80u)
+#define KEY_f32(v) float_key32(float_bits(v), 0x7f800000u)
+#define KEY_f64(v) float_key64(double_bits(v), 0x7ff0000000000000ull)
+
+typedef void (*key_fn)(const char *x, int64_t stride, int64_t n, void *keys, int descending);
+#define KEY_LOOP(T, unused)                                                                      \
+    static EM_CLONES void keys_##T(const char *x, int64_t s, int64_t n, void *keys, int desc) {  \
+        KT_##T *k = (KT_##T *)keys;                                                              \
+        const KT_##T flip = desc ? (KT_##T)~(KT_##T)0 : 0;                                       \
+        for (int64_t i = 0; i < n; i++) {                                                        \
+            ST_##T v = *(const ST_##T *)(x + i * s);                                             \
+            k[i] = (KT_##T)(KEY_##T(v) ^ flip);                                                  \
+        }                                                                                        \
+    }
+EM_FOR_ALL(KEY_LOOP, 0)
+#define KEY_ENTRY(T, unused) [EMC_##T] = keys_##T,
+static const key_fn KEYS[EM_NDTYPES] = {EM_FOR_ALL(KEY_ENTRY, 0)};
+
+/* ---- stable sort of (key, position) pairs, per key width ------------------------------------- */
+/* Below this, insertion sort beats the radix sort's 256-bucket passes. */
+#define INSERTION_MAX 32
+#define EM_FOR_WIDTH(M) M(8) M(16) M(32) M(64)
+
+/* Sorts n pairs; tk/tix are scratch of the same sizes. Returns the sorted positions (ix or tix). */
+typedef uint32_t *(*sort_fn)(void *k, uint32_t *ix, void *tk, uint32_t *tix, int64_t n);
+#define SORT_PAIRS(W)                                                                            \
+    static EM_CLONES uint32_t *sort_##W(void *kv, uint32_t *ix, void *tkv, uint32_t *tix,        \
+                                        int64_t n) {                                             \
+        typedef uint##W##_t key;                                                                 \
+        key *k = (key *)kv, *tk = (key *)tkv;                                                    \
+        if (n <= INSERTION_MAX) {                                                                \
+            for (int64_t i = 1; i < n; i++) {                                                    \
+                key kk = k[i];                                                                   \
+                uint32_t ii = ix[i];                                                             \
+                int64_t j = i;                                                                   \
+                for (; j > 0 && k[j - 1] > kk; j--) {                                            \
+                    k[j] = k[j - 1];                                                             \
+                    ix[j] = ix[j - 1];                                                           \
+                }                                                                                \
+                k[j] = kk;                                                                       \
+                ix[j] = ii;                                                                      \
+            }                                                                                    \
+            return ix;                                                                           \
+        }                                                                                        \
+        enum { DIGITS = W / 8 };                                                                 \
+        int64_t count[DIGITS][256];                                                              \
+        memset(count, 0, sizeof(count));                                                         \
+        for (int64_t i = 0; i < n; i++)                                                          \
+            for (int b = 0; b < DIGITS; b++) count[b][(k[i] >> (8 * b)) & 0xff]++;              \
+        for (int b = 0; b < DIGITS; b++) {                                                       \
+            int64_t *c = count[b];                                                               \
+            if (c[(k[0] >> (8 * b)) & 0xff] == n) continue; /* every key has this digit */       \
+            int64_t sum = 0;                                                                     \
+            for (int d = 0; d < 256; d++) {                                                      \
+                int64_t here = c[d];                                                             \
+                c[d] = sum;                                                                      \
+                sum += here;                                                                     \
+            }                                                                                    \
+            for (int64_t i = 0; i < n; i++) {                                                    \
+                int64_t at = c[(k[i] >> (8 * b)) & 0xff]++;                                      \
+                tk[at] = k[i];                                                                   \
+                tix[at] = ix[i];                                                                 \
+            }                                                                                    \
+            key *swap_k = k;                                                                     \
+            k = tk;                                                                              \
+            tk = swap_k;                                                                         \
+            uint32_t *swap_i = ix;                                                               \
+            ix = tix;                                                                            \
+            tix = swap_i;                                                                        \
+        }                                                                                        \
+        return ix;                                                                               \
+    }
+EM_FOR_WIDTH(SORT_PAIRS)
+
+/* values[j] = x[ix[j]], indices[j] = ix[j] along one line. */
+typedef void (*emit_fn)(const char *x, int64_t sx, const uint32_t *ix, int64_t n, char *v,
+                        int64_t sv, char *ind, int64_t si);
+#define EMIT(W)                                                                                  \
+    static EM_CLONES void emit_##W(const char *x, int64_t sx, const uint32_t *ix, int64_t n,     \
+                                   char *v, int64_t sv, char *ind, int64_t si) {                 \
+        for (int64_t j = 0; j < n; j++) {                                                        \
+            *(uint##W##_t *)(v + j * sv) = *(const uint##W##_t *)(x + ix[j] * sx);               \
+            *(int64_t *)(ind + j * si) = ix[j];                                                  \
+        }                                                                                        \
+    }
+EM_FOR_WIDTH(EMIT)
+
+#define SORT_ENTRY(W) sort_##W,
+#define EMIT_ENTRY(W) emit_##W,
+static const sort_fn SORTS[4] = {EM_FOR_WIDTH(SORT_ENTRY)};
+static const emit_fn EMITS[4] = {EM_FOR_WIDTH(EMIT_ENTRY)};
+
+static int width_slot(int itemsize) {
+    return itemsize == 1 ? 0 : itemsize == 2 ? 1 : itemsize == 4 ? 2 : itemsize == 8 ? 3 : -1;
+}
+
+/* ---- lines ----------------------------------------------------------------------------------- */
+typedef struct {
+    key_fn keys;
+    sort_fn sort;
+    emit_fn emit;
+    int isz, descending, outer; /* outer: number of dims other than the sorted one */
+    int64_t len, sx, sv, si;    /* the sorted dim: length and byte strides */
+    int64_t shape[EM_MAX_DIMS], ox[EM_MAX_DIMS], ov[EM_MAX_DIMS], oi[EM_MAX_DIMS];
+    const char *x;
+    char *values, *indices;
+} sort_job;
+
+/* Scratch for one thread: keys and positions, twice (the radix sort ping-pongs). */
+typedef struct {
+    void *k, *tk;
+    uint32_t *ix, *tix;
+} sort_buf;
+
+static int buf_alloc(sort_buf *b, int64_t len, int isz) {
+    size_t n = (size_t)(len ? len : 1);
+    b->k = malloc(n * isz);
+    b->tk = malloc(n * isz);
+    b->ix = malloc(n * sizeof(uint32_t));
+    b->tix = malloc(n * sizeof(uint32_t));
+    return b->k && b->tk && b->ix && b->tix;
+}
+
+static void buf_free(sort_buf *b) {
+    free(b->k);
+    free(b->tk);
+    free(b->ix);
+    free(b->tix);
+}
+
+static void sort_line(const sort_job *job, sort_buf *b, int64_t line) {
+    int64_t fx = 0, fv = 0, fi = 0;
+    for (int d = job->outer - 1; d >= 0; d--) {
+        int64_t i = line % job->shape[d];
+        line /= job->shape[d];
+        fx += i * job->ox[d];
+        fv += i * job->ov[d];
+        fi += i * job->oi[d];
+    }
+    const char *x = job->x + fx;
+    job->keys(x, job->sx, job->len, b->k, job->descending);
+    for (int64_t i = 0; i < job->len; i++) b->ix[i] = (uint32_t)i;
+    uint32_t *order = job->sort(b->k, b->ix, b->tk, b->tix, job->len);
+    job->emit(x, job->sx, order, job->len, job->values + fv, job->sv, job->indices + fi, job->si);
+}
+
+int ember_sort(int dtype, int ndim, int dim, const int64_t *shape, intptr_t x, const int64_t *sx,
+               intptr_t values, const int64_t *sv, intptr_t indices, const int64_t *si,
+               int descending) {
+    if (dtype < 0 || dtype >= EM_NDTYPES || ndim < 1 || ndim > EM_MAX_DIMS || dim < 0 ||
+        dim >= ndim)
+        return EM_BAD_ARGUMENT;
+    if (shape[dim] > (int64_t)UINT32_MAX) return EM_BAD_ARGUMENT; /* positions are 32-bit */
+    int isz = em_itemsize(dtype);
+    int64_t bx[EM_MAX_DIMS], bv[EM_MAX_DIMS], bi[EM_MAX_DIMS], lines = 1;
+    em_byte_strides(ndim, shape, sx, isz, bx);
+    em_byte_strides(ndim, shape, sv, isz, bv);
+    em_byte_strides(ndim, shape, si, 8, bi);
+    sort_job job = {
+        .keys = KEYS[dtype],
+        .sort = SORTS[width_slot(isz)],
+        .emit = EMITS[width_slot(isz)],
+        .isz = isz,
+        .descending = descending,
+        .len = shape[dim],
+        .sx = bx[dim],
+        .sv = bv[dim],
+        .si = bi[dim],
+        .x = (const char *)x,
+        .values = (char *)values,
+        .indices = (char *)indices,
+    };
+    for (int d = 0; d < ndim; d++) {
+        if (d == dim) continue;
+        job.shape[job.outer] = shape[d];
+        job.ox[job.outer] = bx[d];
+        job.ov[job.outer] = bv[d];
+        job.oi[job.outer++] = bi[d];
+        lines *= shape[d];
+    }
+    if (lines == 0 || job.len == 0) return EM_OK;
+    int status = EM_OK;
+#pragma omp parallel if (lines > 1 && lines * job.len >= EM_PARALLEL_THRESHOLD)
+    {
+        sort_buf buf;
+        int ok = buf_alloc(&buf, job.len, isz);
+        if (!ok) {
+#pragma omp atomic write
+            status = EM_NO_MEMORY;
+        }
+#pragma omp for schedule(static)
+        for (int64_t line = 0; line < lines; line++)
+            if (ok) sort_line(&job, &buf, line);
+        buf_free(&buf);
+    }
+    return status;
+}
+
+/* ---- searchsorted ---------------------------------------------------------------------------- */
+typedef struct {
+    int64_t len, stride; /* the sequence row: length, byte stride */
+    int right;
+} search_ctx;
+
+/* operands (out, values, sequence row, ctx). PyTorch's comparisons: a NaN value lands at the
+ * end of the row. */
+#define SEARCH_LOOP(T, O)                                                                        \
+    static EM_CLONES void search_##T##_##O(int64_t n, char **ptrs, const int64_t *s,             \
+                                           em_params *p) {                                       \
+        (void)p;                                                                                 \
+        const search_ctx *c = (const search_ctx *)ptrs[3];                                       \
+        const int64_t len = c->len, step = c->stride;                                            \
+        const int right = c->right;                                                              \
+        for (int64_t j = 0; j < n; j++) {                                                        \
+            const CT_##T v = LD_##T(*(const ST_##T *)(ptrs[1] + j * s[1]));                      \
+            const char *row = ptrs[2] + j * s[2];                                                \
+            int64_t lo = 0, hi = len;                                                            \
+            while (lo < hi) {                                                                    \
+                int64_t mid = lo + ((hi - lo) >> 1);                                             \
+                CT_##T m = LD_##T(*(const ST_##T *)(row + mid * step));                          \
+                if (right ? !(m > v) : !(m >= v))                                                \
+                    lo = mid + 1;                                                                \
+                else                                                                             \
+                    hi = mid;                                                                    \
+            }                                                                                    \
+            *(O##_t *)(ptrs[0] + j * s[0]) = (O##_t)lo;                                          \
+        }                                                                                        \
+    }
+#define SEARCH_LOOPS(T, unused) SEARCH_LOOP(T, int32) SEARCH_LOOP(T, int64)
+EM_FOR_NUM(SEARCH_LOOPS, 0)
+#define SEARCH_ENTRY(T, O) [EMC_##T] = search_##T##_##O,
+static const em_loop SEARCH32[EM_NDTYPES] = {EM_FOR_NUM(SEARCH_ENTRY, int32)};
+static const em_loop SEARCH64[EM_NDTYPES] = {EM_FOR_NUM(SEARCH_ENTRY, int64)};
+
+int ember_searchsorted(int dtype, int right, int out_int32, int ndim, const int64_t *vshape,
+                       intptr_t values, const int64_t *sv, intptr_t seq, const int64_t *seq_rows,
+                       int64_t seq_len, int64_t seq_stride, intptr_t out) {
+    if (dtype < 0 || dtype >= EM_NDTYPES || ndim < 0 || ndim > EM_MAX_DIMS) return EM_BAD_ARGUMENT;
+    em_loop loop = (out_int32 ? SEARCH32 : SEARCH64)[dtype];
+    if (!loop) return EM_UNSUPPORTED;
+    int isz = em_itemsize(dtype);
+    search_ctx c = {seq_len, seq_stride * isz, right};
+    int64_t strides[4 * EM_MAX_DIMS];
+    em_byte_strides(ndim, vshape, NULL, out_int32 ? 4 : 8, strides);
+    em_byte_strides(ndim, vshape, sv, isz, strides + ndim);
+    for (int d = 0; d < ndim; d++) {
+        strides[2 * ndim + d] = seq_rows ? seq_rows[d] * isz : 0;
+        strides[3 * ndim + d] = 0;
+    }
+    char *ptrs[4] = {(char *)out, (char *)values, (char *)seq, (char *)&c};
+    em_params p = {{0}, {0}, 0};
+    return em_run(loop, 4, ndim, vshape, ptrs, strides, &p);
+}

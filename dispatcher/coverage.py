@@ -1,0 +1,52 @@
+"""How each loaded backend covers the op table: native kernel, decomposition, core, CPU fallback,
+or missing. Used by ``python -m ember.plugins`` and by the coverage tests."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .devices import REGISTRY
+from .registry import EXTRA
+
+CATEGORIES = ("native", "decomposition", "core", "cpu fallback", "missing")
+
+
+@dataclass
+class Coverage:
+    backend: str
+    device_type: str
+    status: dict = field(default_factory=dict)  # op name -> category
+
+    @property
+    def counts(self) -> Counter:
+        return Counter(self.status.values())
+
+    def ops(self, category: str) -> list[str]:
+        return sorted(name for name, cat in self.status.items() if cat == category)
+
+
+def classify(op, backend, cpu_backend) -> str:
+    """The category of ``op`` on ``backend`` (in-place variants follow their functional op)."""
+    base = op.inplace_of or op
+    if base.core:
+        return "core"
+    if base.name in backend.kernels or EXTRA.device_types(base.name) & {backend.device_type}:
+        return "native"
+    if base.decomposition is not None:
+        return "decomposition"
+    if backend.fallback and cpu_backend is not None and base.name in cpu_backend.kernels:
+        return "cpu fallback"
+    return "missing"
+
+
+def coverage(device_type: str, ops: dict) -> Coverage:
+    backend = REGISTRY.backend(device_type)
+    try:
+        cpu_backend = REGISTRY.backend("cpu")
+    except RuntimeError:
+        cpu_backend = None
+    result = Coverage(backend.name, device_type)
+    for name, op in ops.items():
+        result.status[name] = classify(op, backend, cpu_backend)
+    return result

@@ -1,0 +1,175 @@
+"""Runners for nn ops that a backend may implement with a fused kernel (softmax, im2col, pooling,
+padding). Each op also has a decomposition, used when the device has no kernel for it, and its
+own autograd formula, so the graph holds one node either way."""
+
+from __future__ import annotations
+
+from ember import _dtype as dt
+from ember._tensor import Tensor, empty
+
+from ._common import cast, wrap_dim
+
+
+def _check_float(op, x) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    if x._dtype.category != dt.FLOATING:
+        raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name} (floating types only)')
+
+
+def along_dim(op, x, dim, dtype=None):
+    """softmax / log_softmax: ``kernel(out, x, dim)``, out shaped like x."""
+    if dtype is not None and isinstance(x, Tensor) and x._dtype is not dtype:
+        x = cast(x, dtype)
+    _check_float(op, x)
+    d = wrap_dim(dim, len(x._shape), op.name) if x._shape else 0
+    dev = x._storage.device
+    kernel = op.kernel(dev.type, x._dtype)
+    if kernel is None:
+        return op.decomposition(x, d)
+    out = empty(x._shape, x._dtype, dev)
+    if x._shape and 0 not in x._shape:
+        kernel(out, x, d)
+    return out
+
+
+def _pair(values, name) -> tuple:
+    values = (values,) * 2 if isinstance(values, int) else tuple(values)
+    if len(values) != 2:
+        raise RuntimeError(f"{name} must be an int or a pair of ints, got {values}")
+    return values
+
+
+def pooled_size(size, kernel, stride, padding, dilation, ceil_mode=False) -> int:
+    span = dilation * (kernel - 1) + 1
+    numerator = size + 2 * padding - span
+    out = (-(-numerator // stride) if ceil_mode else numerator // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1  # the last window must start inside the input or left padding (PyTorch)
+    return out
+
+
+def im2col(op, x, kernel_size, dilation, padding, stride):
+    """unfold, (N, C, H, W) -> (N, C*kh*kw, L).
+
+    Kernel: ``kernel(out, x, kernel, dilation, padding, stride)``.
+    """
+    _check_float(op, x)
+    if len(x._shape) != 4:
+        raise RuntimeError(f"unfold(): expected 4-D input (N, C, H, W), got {list(x._shape)}")
+    k, d, p, s = (
+        _pair(v, n)
+        for v, n in (
+            (kernel_size, "kernel_size"),
+            (dilation, "dilation"),
+            (padding, "padding"),
+            (stride, "stride"),
+        )
+    )
+    n, c, h, w = x._shape
+    oh, ow = (pooled_size(size, k[i], s[i], p[i], d[i]) for i, size in enumerate((h, w)))
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(
+            f"unfold(): input {list(x._shape)} is too small for kernel {list(k)} with padding "
+            f"{list(p)} and dilation {list(d)}"
+        )
+    dev = x._storage.device
+    kernel = op.kernel(dev.type, x._dtype)
+    if kernel is None:
+        return op.decomposition(x, k, d, p, s)
+    out = empty((n, c * k[0] * k[1], oh * ow), x._dtype, dev)
+    kernel(out, x, k, d, p, s)
+    return out
+
+
+def col2im(op, x, output_size, kernel_size, dilation, padding, stride):
+    """fold: (N, C*kh*kw, L) -> (N, C, H, W), summing overlaps."""
+    _check_float(op, x)
+    k, d, p, s = (
+        _pair(v, n)
+        for v, n in (
+            (kernel_size, "kernel_size"),
+            (dilation, "dilation"),
+            (padding, "padding"),
+            (stride, "stride"),
+        )
+    )
+    h, w = _pair(output_size, "output_size")
+    if len(x._shape) != 3 or x._shape[1] % (k[0] * k[1]):
+        raise RuntimeError(f"fold(): expected input (N, C*{k[0]}*{k[1]}, L), got {list(x._shape)}")
+    oh, ow = (pooled_size(size, k[i], s[i], p[i], d[i]) for i, size in enumerate((h, w)))
+    if oh * ow != x._shape[2]:
+        raise RuntimeError(
+            f"fold(): expected {oh * ow} blocks for output_size {[h, w]}, got {x._shape[2]}"
+        )
+    dev = x._storage.device
+    kernel = op.kernel(dev.type, x._dtype)
+    if kernel is None:
+        return op.decomposition(x, (h, w), k, d, p, s)
+    out = empty((x._shape[0], x._shape[1] // (k[0] * k[1]), h, w), x._dtype, dev)
+    kernel(out, x, k, d, p, s)
+    return out
+
+
+def max_pool2d(op, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """(values, indices): ``kernel(values, indices, x, kernel, stride, padding, dilation)``; indices
+    are flat positions in each (H, W) input plane, as PyTorch returns them."""
+    _check_float(op, x)
+    if len(x._shape) not in (3, 4):
+        raise RuntimeError(f"max_pool2d(): expected 3-D or 4-D input, got {list(x._shape)}")
+    k = _pair(kernel_size, "kernel_size")
+    s = _pair(stride, "stride") if stride not in (None, (), []) else k
+    p, d = _pair(padding, "padding"), _pair(dilation, "dilation")
+    if any(2 * p[i] > k[i] for i in range(2)):
+        raise RuntimeError(
+            f"max_pool2d(): pad should be at most half of kernel size, got {p} and {k}"
+        )
+    h, w = x._shape[-2:]
+    oh, ow = (pooled_size(size, k[i], s[i], p[i], d[i], ceil_mode) for i, size in enumerate((h, w)))
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(
+            f"max_pool2d(): output size would be {oh}x{ow} for input {list(x._shape)}"
+        )
+    dev = x._storage.device
+    kernel = op.kernel(dev.type, x._dtype)
+    if kernel is None:
+        return op.decomposition(x, k, s, p, d, ceil_mode)
+    from ember.return_types import ValuesIndices
+
+    shape = x._shape[:-2] + (oh, ow)
+    values, indices = empty(shape, x._dtype, dev), empty(shape, dt.int64, dev)
+    kernel(values, indices, x, k, s, p, d)
+    return ValuesIndices(values, indices)
+
+
+def constant_pad(op, x, pad, value=0):
+    """F.pad(mode='constant'): implemented by the core (fill + copy into the inner slice);
+    negative pads crop."""
+    from ._common import OPS
+    from .view import narrow
+
+    pad = tuple(int(v) for v in pad)
+    if len(pad) % 2 or len(pad) // 2 > len(x._shape):
+        raise RuntimeError(
+            f"pad(): padding length must be even and at most 2 * ndim ({len(x._shape)}), got "
+            f"{len(pad)}"
+        )
+    shape = list(x._shape)
+    for i in range(len(pad) // 2):
+        dim = len(shape) - 1 - i
+        shape[dim] += pad[2 * i] + pad[2 * i + 1]
+        if shape[dim] < 0:
+            raise RuntimeError(f"pad(): resulting size of dim {dim} would be negative: {shape}")
+    out = OPS["full"].backend((tuple(shape), value, x._dtype, x._storage.device))
+    inner_out, inner_in = out, x
+    for i in range(len(pad) // 2):
+        dim = len(shape) - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        size = x._shape[dim]
+        src_start, src_len = max(0, -before), size - max(0, -before) - max(0, -after)
+        if src_len <= 0:
+            return out
+        inner_in = narrow(op, inner_in, dim, src_start, src_len)
+        inner_out = narrow(op, inner_out, dim, max(0, before), src_len)
+    OPS["copy_"].backend((inner_out, inner_in))
+    return out

@@ -1,0 +1,208 @@
+"""``ember.cuda``, ``ember.xpu`` (and any plugin device type): the device API PyTorch users know.
+
+One implementation for every device type: availability and counts come from the device registry,
+memory figures from the core caching allocator, and streams, events and device selection from the
+backend's runtime when it offers them (``current_device``, ``set_device``, ``Stream``, ``Event``,
+``current_stream``). ``ember.cuda`` therefore works the same whether the CUDA or the ROCm plugin
+serves "cuda", and without either (``is_available()`` is False, with the reason kept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+
+from .dispatcher.allocator import OutOfMemoryError
+from .dispatcher.devices import REGISTRY, DeviceUnavailableError
+
+
+class DeviceModule(types.ModuleType):
+    """The module object behind ``ember.<device type>``."""
+
+    OutOfMemoryError = OutOfMemoryError
+
+    def __init__(self, device_type: str):
+        super().__init__(f"ember.{device_type}", f"The {device_type} device API.")
+        self.device_type = device_type
+
+    # ---- availability ---------------------------------------------------------------------------
+    def _backend(self):
+        return REGISTRY.backend(self.device_type)
+
+    def is_available(self) -> bool:
+        """Whether a backend serves this device type and found at least one device."""
+        try:
+            return self._backend().device_count() > 0
+        except (DeviceUnavailableError, RuntimeError):
+            return False
+
+    def unavailable_reason(self) -> str | None:
+        """Why ``is_available()`` is False (None when it is True)."""
+        try:
+            count = self._backend().device_count()
+        except (DeviceUnavailableError, RuntimeError) as exc:
+            return str(exc)
+        return None if count else f"the {self.device_type} backend found no devices"
+
+    def is_initialized(self) -> bool:
+        return self.device_type in REGISTRY.loaded_backends()
+
+    def init(self) -> None:
+        self._backend()
+
+    def device_count(self) -> int:
+        try:
+            return self._backend().device_count()
+        except (DeviceUnavailableError, RuntimeError):
+            return 0
+
+    # ---- device selection -----------------------------------------------------------------------
+    def _runtime(self):
+        return self._backend().runtime
+
+    def _index(self, device=None) -> int:
+        from ._device import device as Device
+
+        if device is None:
+            return self.current_device()
+        if isinstance(device, int):
+            return device
+        found = Device(device)
+        return self.current_device() if found.index is None else found.index
+
+    def current_device(self) -> int:
+        current = getattr(self._runtime(), "current_device", None)
+        return current() if current else 0
+
+    def set_device(self, device) -> None:
+        index = self._index(device)
+        setter = getattr(self._runtime(), "set_device", None)
+        if setter is not None:
+            setter(index)
+        elif index != 0:
+            raise RuntimeError(f"{self.device_type}: the backend has one device only")
+
+    @contextlib.contextmanager
+    def device(self, device):
+        """Context manager that makes ``device`` current inside the block."""
+        previous = self.current_device()
+        self.set_device(device)
+        try:
+            yield
+        finally:
+            self.set_device(previous)
+
+    def get_device_name(self, device=None) -> str:
+        return self._runtime().device_name(self._index(device))
+
+    def get_device_properties(self, device=None):
+        props = getattr(self._runtime(), "device_properties", None)
+        index = self._index(device)
+        if props is None:
+            return types.SimpleNamespace(name=self.get_device_name(index))
+        return props(index)
+
+    def get_device_capability(self, device=None):
+        capability = getattr(self._runtime(), "device_capability", None)
+        return capability(self._index(device)) if capability else (0, 0)
+
+    def synchronize(self, device=None) -> None:
+        self._runtime().synchronize(self._index(device))
+
+    # ---- streams and events (when the runtime has them) ----------------------------------------
+    def _feature(self, name: str):
+        found = getattr(self._runtime(), name, None)
+        if found is None:
+            raise RuntimeError(f"the {self.device_type} backend has no {name}")
+        return found
+
+    @property
+    def Stream(self):  # noqa: N802 - PyTorch's class name
+        return self._feature("Stream")
+
+    @property
+    def Event(self):  # noqa: N802
+        return self._feature("Event")
+
+    def current_stream(self, device=None):
+        return self._feature("current_stream")(self._index(device))
+
+    def default_stream(self, device=None):
+        return self._feature("default_stream")(self._index(device))
+
+    def stream(self, stream):
+        """Context manager that makes ``stream`` current (None: no change)."""
+        if stream is None:
+            return contextlib.nullcontext()
+        return self._feature("stream_context")(stream)
+
+    # ---- memory (the core caching allocator) ----------------------------------------------------
+    def _allocator(self, device=None):
+        return self._backend().allocator(self._index(device))
+
+    def memory_stats(self, device=None) -> dict:
+        return self._allocator(device).stats()
+
+    def memory_allocated(self, device=None) -> int:
+        return self._allocator(device).stats()["allocated_bytes.current"]
+
+    def max_memory_allocated(self, device=None) -> int:
+        return self._allocator(device).stats()["allocated_bytes.peak"]
+
+    def memory_reserved(self, device=None) -> int:
+        return self._allocator(device).stats()["reserved_bytes.current"]
+
+    def max_memory_reserved(self, device=None) -> int:
+        return self._allocator(device).stats()["reserved_bytes.peak"]
+
+    def reset_peak_memory_stats(self, device=None) -> None:
+        self._allocator(device).reset_peak_stats()
+
+    def reset_max_memory_allocated(self, device=None) -> None:
+        self.reset_peak_memory_stats(device)
+
+    def memory_summary(self, device=None, abbreviated: bool = False) -> str:
+        return self._allocator(device).memory_summary()
+
+    def empty_cache(self) -> None:
+        for allocator in self._backend().allocators().values():
+            allocator.empty_cache()
+
+    def mem_get_info(self, device=None) -> tuple[int, int]:
+        return self._feature("mem_get_info")(self._index(device))
+
+    # ---- random numbers ------------------------------------------------------------------------
+    def manual_seed(self, seed: int) -> None:
+        from ._device import device as Device
+        from ._random import generator_for
+
+        generator_for(Device(self.device_type)).manual_seed(seed)
+
+    manual_seed_all = manual_seed
+
+    def seed(self) -> int:
+        from ._device import device as Device
+        from ._random import generator_for
+
+        return generator_for(Device(self.device_type)).seed()
+
+    seed_all = seed
+
+    def initial_seed(self) -> int:
+        from ._device import device as Device
+        from ._random import generator_for
+
+        return generator_for(Device(self.device_type)).initial_seed()
+
+
+# The device types ember exposes as modules; a plugin's device type is reachable with module(name).
+BUILTIN = ("cuda", "xpu")
+_MODULES: dict = {}
+
+
+def module(device_type: str) -> DeviceModule:
+    found = _MODULES.get(device_type)
+    if found is None:
+        found = DeviceModule(device_type)
+        _MODULES[device_type] = found
+    return found

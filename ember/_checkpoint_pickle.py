@@ -1,0 +1,208 @@
+"""The pickle half of checkpoints: writing PyTorch's global names, and a restricted unpickler.
+
+A checkpoint's ``data.pkl`` names PyTorch's globals (``torch._utils._rebuild_tensor_v2``,
+``torch.FloatStorage``, ``torch.float32``) so that ``torch.load`` reads ember checkpoints; ember
+writes those names without importing torch, and reads them back through one table
+(``GLOBALS``) that maps each allowed name to an ember callable. With ``weights_only=True`` (the
+default) nothing outside that table is ever imported or called, and ``BUILD`` (which sets
+attributes on an object) is only allowed on plain dicts, as in ``state_dict()._metadata``.
+"""
+
+from __future__ import annotations
+
+import _compat_pickle
+import codecs
+import collections
+import pickle
+import sys
+
+from . import _dtype as dt
+from ._device import device as Device
+from ._serialization import DTYPE_NAMES
+from ._size import Size
+from ._tensor import Tensor
+
+
+class TorchName:
+    """A PyTorch global, written to the pickle by name (torch is never imported)."""
+
+    __slots__ = ("module", "name")
+    _interned: dict = {}
+
+    def __new__(cls, module: str, name: str):
+        found = cls._interned.get((module, name))
+        if found is None:
+            found = object.__new__(cls)
+            found.module, found.name = module, name
+            cls._interned[(module, name)] = found
+        return found
+
+    def __call__(self, *args):  # pickle only writes reductions whose function is callable
+        raise TypeError(f"{self.module}.{self.name} is a name for checkpoints, not a function")
+
+
+REBUILD_TENSOR = TorchName("torch._utils", "_rebuild_tensor_v2")
+REBUILD_PARAMETER = TorchName("torch._utils", "_rebuild_parameter")
+STORAGE_CLASS = {d: TorchName("torch", storage) for d, (storage, _) in DTYPE_NAMES.items()}
+
+
+def _write_global(pickler, module: str, name: str, obj) -> None:
+    if pickler.proto >= 4:
+        pickler.save(module)
+        pickler.save(name)
+        pickler.write(pickle.STACK_GLOBAL)
+    else:
+        pickler.write(pickle.GLOBAL + f"{module}\n{name}\n".encode("ascii"))
+    pickler.memoize(obj)
+
+
+def _save_torch_name(pickler, obj: TorchName) -> None:
+    _write_global(pickler, obj.module, obj.name, obj)
+
+
+def _save_dtype(pickler, obj: dt.dtype) -> None:
+    _write_global(pickler, "torch", obj.name, obj)  # torch.float32 and friends
+
+
+class CheckpointPickler(pickle._Pickler):
+    """Pickles tensors as PyTorch does; ``describe(t)`` is ``(StorageRef, offset, size, stride)``.
+
+    The pure-Python pickler, because only it lets a type be written as an arbitrary global
+    (the C pickler imports the module to check the name, which would import torch).
+    """
+
+    dispatch = pickle._Pickler.dispatch.copy()
+    dispatch[TorchName] = _save_torch_name
+    dispatch[dt.dtype] = _save_dtype
+
+    def __init__(self, file, protocol, describe, parameter_class):
+        super().__init__(file, protocol)
+        self.describe = describe
+        self.parameter_class = parameter_class
+
+    def reducer_override(self, obj):
+        if isinstance(obj, Tensor):
+            hooks = collections.OrderedDict()
+            if self.parameter_class is not None and isinstance(obj, self.parameter_class):
+                data = obj.detach().as_subclass(Tensor)  # a plain tensor, or this recurses
+                return REBUILD_PARAMETER, (data, obj.requires_grad, hooks)
+            return REBUILD_TENSOR, (*self.describe(obj), obj.requires_grad, hooks)
+        if isinstance(obj, Device):
+            return TorchName("torch", "device"), (str(obj),)
+        if isinstance(obj, Size):
+            return TorchName("torch", "Size"), (tuple(obj),)
+        return NotImplemented
+
+    def persistent_id(self, obj):
+        return obj.pid if isinstance(obj, StorageRef) else None
+
+
+class StorageRef:
+    """A storage as a pickle refers to it: ``('storage', torch.XStorage, key, location, numel)``."""
+
+    __slots__ = ("pid",)
+
+    def __init__(self, dtype, key: str, location: str, numel: int):
+        self.pid = ("storage", STORAGE_CLASS[dtype], key, location, numel)
+
+
+class StorageType:
+    """What ``torch.FloatStorage`` (and friends) unpickle to: the dtype of a storage record."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+
+def _encode(text: str, encoding: str = "latin1") -> bytes:
+    # Protocol 2 writes bytes as _codecs.encode(str, 'latin1'); no other codec is needed.
+    if encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError(f"_codecs.encode with encoding {encoding!r} is not allowed")
+    return codecs.encode(text, "latin1")
+
+
+def torch_globals(rebuild_tensor, rebuild_tensor_v3, rebuild_parameter) -> dict:
+    table = {
+        ("collections", "OrderedDict"): collections.OrderedDict,
+        ("builtins", "set"): set,
+        ("builtins", "frozenset"): frozenset,
+        ("builtins", "complex"): complex,
+        ("builtins", "bytearray"): bytearray,
+        ("builtins", "slice"): slice,
+        ("_codecs", "encode"): _encode,
+        ("torch", "Size"): Size,
+        ("torch", "device"): Device,
+        ("torch", "UntypedStorage"): StorageType(dt.uint8),
+        ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor,
+        ("torch._utils", "_rebuild_tensor_v3"): rebuild_tensor_v3,
+        ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
+    }
+    for d, (storage, _) in DTYPE_NAMES.items():
+        table["torch", storage] = StorageType(d)
+        table["torch", d.name] = d
+    for alias, d in dt.ALIASES.items():
+        table["torch", alias] = d
+    return table
+
+
+class Refused(pickle.UnpicklingError):
+    """What a weights-only load refuses: a global outside the table, or state set on an object."""
+
+
+def _load_build(unpickler) -> None:
+    state = unpickler.stack[-1]
+    inst = unpickler.stack[-2]
+    if type(inst) not in (dict, collections.OrderedDict) or not isinstance(state, dict):
+        raise Refused(
+            f"weights_only load refuses to set the state of a {type(inst).__name__} object"
+        )
+    pickle._Unpickler.dispatch[pickle.BUILD[0]](unpickler)
+
+
+_WEIGHTS_ONLY_DISPATCH = {**pickle._Unpickler.dispatch, pickle.BUILD[0]: _load_build}
+
+
+class CheckpointUnpickler(pickle._Unpickler):
+    """Resolves PyTorch's names through ``globals``; refuses the rest when ``weights_only``."""
+
+    def __init__(self, file, globals_table, persistent_load, weights_only, what):
+        super().__init__(file)
+        self.globals_table = globals_table
+        self.persistent_load = persistent_load
+        self.weights_only = weights_only
+        self.what = what
+        if weights_only:
+            self.dispatch = _WEIGHTS_ONLY_DISPATCH
+
+    def find_class(self, module: str, name: str):
+        if self.proto < 3 and self.fix_imports:  # Python 2 names, as protocol 2 writes them
+            module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+            module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+        found = self.globals_table.get((module, name))
+        if found is not None:
+            return found
+        if self.weights_only:
+            unsupported = module == "torch" and (name.endswith("Storage") or name in _TORCH_DTYPES)
+            detail = (
+                f"ember has no equivalent of torch.{name} (supported dtypes: "
+                f"{', '.join(d.name for d in dt.ALL)})"
+                if unsupported
+                else "only tensors, storages, containers, numbers, strings and dtypes are "
+                "allowed; pass weights_only=False only if you trust the file"
+            )
+            raise Refused(f"{self.what}: weights_only load refuses {module}.{name}: {detail}")
+        return super().find_class(module, name)
+
+
+# PyTorch dtypes ember does not have, so a weights-only load can say why it refuses them.
+_TORCH_DTYPES = frozenset(
+    {"uint16", "uint32", "uint64", "complex32", "complex64", "complex128", "cfloat", "cdouble"}
+    | {"chalf", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"}
+    | {"qint8", "quint8", "qint32"}
+)
+
+
+def parameter_class():
+    """``ember.nn.Parameter`` once nn defines it (checkpoints then keep parameters as such)."""
+    return getattr(sys.modules.get("ember.nn"), "Parameter", None)

@@ -1,0 +1,88 @@
+"""Stochastic gradient descent, optionally with (Nesterov) momentum: ``torch.optim.SGD``."""
+
+from __future__ import annotations
+
+from .optimizer import (
+    Optimizer,
+    add_scaled,
+    add_scaled_,
+    check_nonnegative,
+    grads_of,
+    run_closure,
+    scalar,
+)
+
+
+class SGD(Optimizer):
+    """Implements stochastic gradient descent (optionally with momentum), like ``torch.optim.SGD``.
+
+    With weight decay ``λ``, momentum ``μ`` and dampening ``τ``: ``g ← ∇ + λθ``;
+    ``b ← μb + (1-τ)g`` (``b ← g`` on the first step); ``g ← g + μb`` if nesterov else ``b``;
+    ``θ ← θ - lr·g``.
+
+    Args:
+        params: parameters to optimize, or parameter groups (dicts).
+        lr: learning rate (default: 1e-3).
+        momentum: momentum factor (default: 0).
+        dampening: dampening for momentum (default: 0).
+        weight_decay: L2 penalty (default: 0).
+        nesterov: enables Nesterov momentum (default: False).
+        maximize: maximize the objective instead of minimizing it (default: False).
+
+    Example:
+        >>> opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        >>> opt.zero_grad()
+        >>> loss_fn(model(x), y).backward()
+        >>> opt.step()
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float = 1e-3,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
+        check_nonnegative(lr=lr, momentum=momentum, weight_decay=weight_decay)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "dampening": dampening,
+            "weight_decay": weight_decay,
+            "nesterov": nesterov,
+            "maximize": maximize,
+            "foreach": foreach,
+            "differentiable": differentiable,
+            "fused": fused,
+        }
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """Perform a single optimization step (``closure`` re-evaluates the model)."""
+        loss = run_closure(closure)
+        for group in self.param_groups:
+            lr = scalar(group["lr"])
+            momentum = group["momentum"]
+            dampening = group["dampening"]
+            nesterov = group["nesterov"]
+            for p, grad in grads_of(group, group["weight_decay"]):
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = grad.detach().clone()
+                        state["momentum_buffer"] = buf
+                    else:
+                        add_scaled_(buf.mul_(momentum), grad, 1 - dampening)
+                    grad = add_scaled(grad, buf, momentum) if nesterov else buf
+                add_scaled_(p, grad, -lr)
+        return loss

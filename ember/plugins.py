@@ -1,0 +1,198 @@
+"""``python -m ember.plugins`` (also the ``ember.plugins`` command): what the dispatcher can reach.
+
+Shows the backend plugins (name, version, distribution, device types, priority, status and the
+reason when unavailable), each available backend's coverage of the op table, third-party op
+libraries, CPU-fallback counts of this process, and with ``--explain "add(cpu float32)"`` which
+kernel such a call reaches and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from .dispatcher import coverage as cov
+from .dispatcher.devices import REGISTRY
+from .dispatcher.plugins import BACKENDS_GROUP, OPS_GROUP, root_cause
+from .dispatcher.registry import FALLBACK_COUNTS, explain
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> str:
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        lines.append(indent + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+        if n == 0:
+            lines.append(indent + "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _backend_rows() -> tuple[list, dict]:
+    rows = [["name", "version", "distribution", "device types", "priority", "status"]]
+    loaded: dict = {}
+    for record in REGISTRY.host.records(BACKENDS_GROUP):
+        if not record.ok:
+            rows.append(
+                [
+                    record.name,
+                    record.version or "?",
+                    record.distribution or "?",
+                    "?",
+                    "?",
+                    f"broken: {record.error}",
+                ]
+            )
+            continue
+        types = record.device_types
+        priority = REGISTRY.policy.priority(record.name, record.info.get("priority"))
+        if not REGISTRY.policy.enabled(record.name):
+            status = "disabled by plugins.toml"
+        else:
+            states = []
+            for device_type in types:
+                try:
+                    backend = REGISTRY.backend(device_type)
+                except RuntimeError as exc:
+                    states.append(f"{device_type}: unavailable ({_first_line(exc)})")
+                    continue
+                if backend.record is record:
+                    loaded[device_type] = backend
+                    count = backend.device_count()
+                    states.append(f"{device_type}: available ({count} device{'s' * (count != 1)})")
+                else:
+                    reason = record.loads.get(device_type)
+                    why = (
+                        f"{root_cause(reason)}"
+                        if isinstance(reason, BaseException)
+                        else (f"'{backend.name}' has priority")
+                    )
+                    states.append(f"{device_type}: not serving ({why})")
+            status = "; ".join(states)
+        rows.append(
+            [
+                record.name,
+                record.version or "?",
+                record.distribution or "(in memory)",
+                ",".join(types),
+                str(priority),
+                status,
+            ]
+        )
+    return rows, loaded
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ".join(lines[1:2] or lines[:1])
+
+
+def _coverage_section(loaded: dict, ops: dict, verbose: bool) -> str:
+    rows = [["backend", "device", *cov.CATEGORIES, "ops"]]
+    details = []
+    for device_type, backend in sorted(loaded.items()):
+        result = cov.coverage(device_type, ops)
+        counts = result.counts
+        rows.append(
+            [
+                backend.name,
+                device_type,
+                *(str(counts.get(c, 0)) for c in cov.CATEGORIES),
+                str(len(ops)),
+            ]
+        )
+        for category in ("missing", "cpu fallback") + (("decomposition",) if verbose else ()):
+            names = result.ops(category)
+            if names:
+                details.append(f"  {category} on {device_type}: {', '.join(names)}")
+    return _table(rows) + ("\n" + "\n".join(details) if details else "")
+
+
+def _op_libraries() -> str:
+    lines = []
+    for record in REGISTRY.host.records(OPS_GROUP):
+        source = record.distribution or "(in memory)"
+        state = "ok" if record.ok else f"broken: {record.error}"
+        lines.append(f"  {record.name} from {source} ({record.target}): {state}")
+    from .library import REGISTERED
+
+    for name, provider in sorted(REGISTERED.items()):
+        lines.append(f"  op {name} (by {provider})")
+    return "\n".join(lines) or "  none"
+
+
+def _fallbacks() -> str:
+    if not FALLBACK_COUNTS:
+        return "  none"
+    return "\n".join(f"  {name}: {count}" for name, count in FALLBACK_COUNTS.most_common())
+
+
+_CALL = re.compile(r"^\s*([\w:.]+)\s*\((.*)\)\s*$")
+
+
+def explain_call(text: str, ops: dict) -> str:
+    """``"add(cpu float32, cpu float32)"`` -> which implementation that call would reach."""
+    from . import _dtype as dt
+
+    match = _CALL.match(text)
+    if match is None:
+        raise SystemExit(f'--explain expects "op(device dtype, ...)", got {text!r}')
+    name, args = match.groups()
+    op = ops.get(name)
+    if op is None:
+        raise SystemExit(f"--explain: no op named '{name}'")
+    pairs = [a.split() for a in args.split(",") if a.strip()]
+    if not pairs or any(len(p) != 2 for p in pairs):
+        raise SystemExit(f'--explain: arguments must be "device dtype", got {args!r}')
+    device_type = pairs[0][0].split(":")[0]
+    dtypes = [dt.ALIASES.get(p[1]) or dt._by_name(p[1]) for p in pairs]
+    from .dispatcher.promotion import promote_types
+
+    common = dtypes[0]
+    for other in dtypes[1:]:
+        common = promote_types(common, other)
+    lines = [explain(op, device_type, common)]
+    if len(dtypes) > 1:
+        lines.insert(0, f"promotion: {' + '.join(d.name for d in dtypes)} -> {common.name}")
+    return "\n".join(lines)
+
+
+def report(verbose: bool = False) -> str:
+    from .dispatcher.optable import OPS
+
+    rows, loaded = _backend_rows()
+    policy = " + ".join(REGISTRY.policy.sources)
+    parts = [
+        f"ember plugins (policy: {policy})",
+        "",
+        f"Backends (entry-point group {BACKENDS_GROUP}):",
+        _table(rows),
+        "",
+        f"Op coverage ({len(OPS)} ops in the table):",
+        _coverage_section(loaded, OPS, verbose) if loaded else "  no backend available",
+        "",
+        f"Op libraries (entry-point group {OPS_GROUP}):",
+        _op_libraries(),
+        "",
+        "CPU fallback calls in this process:",
+        _fallbacks(),
+    ]
+    return "\n".join(parts)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="ember.plugins", description=__doc__.splitlines()[0])
+    parser.add_argument("--explain", metavar="CALL", help='e.g. "add(cpu float32, cpu float32)"')
+    parser.add_argument("-v", "--verbose", action="store_true", help="also list decompositions")
+    args = parser.parse_args(argv)
+    if args.explain:
+        from .dispatcher.optable import OPS
+
+        print(explain_call(args.explain, OPS))
+        return 0
+    print(report(args.verbose))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

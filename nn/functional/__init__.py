@@ -1,0 +1,58 @@
+"""ember.nn.functional: the functional forms of layers, activations and losses."""
+
+from .activation import (
+    celu,
+    elu,
+    gelu,
+    glu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    log_softmax,
+    logsigmoid,
+    mish,
+    relu,
+    relu6,
+    selu,
+    sigmoid,
+    silu,
+    softmax,
+    softmin,
+    softplus,
+    softsign,
+    tanh,
+    threshold,
+)
+from .attention import scaled_dot_product_attention
+from .conv import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    fold,
+    max_pool1d,
+    max_pool2d,
+    unfold,
+)
+from .linear import bilinear, dropout, embedding, embedding_bag, linear, one_hot
+from .loss import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    cosine_similarity,
+    cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    pairwise_distance,
+    smooth_l1_loss,
+)
+from .normalization import batch_norm, group_norm, instance_norm, layer_norm, normalize, rms_norm
+from .vision import interpolate, pad

@@ -1,0 +1,111 @@
+"""Normalization: batch_norm, layer_norm, group_norm, rms_norm, instance_norm, normalize."""
+
+from __future__ import annotations
+
+import ember
+
+
+def _affine(out, weight, bias, shape):
+    if weight is not None:
+        out = out * weight.view(shape)
+    if bias is not None:
+        out = out + bias.view(shape)
+    return out
+
+
+def batch_norm(
+    input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
+):
+    """Normalise over the batch (and spatial) dims per channel (dim 1)."""
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got {input.ndim}D")
+    dims = [0] + list(range(2, input.ndim))
+    shape = [1, input.shape[1]] + [1] * (input.ndim - 2)
+    if training:
+        count = input.numel() // input.shape[1]
+        if count <= 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size "
+                f"{list(input.shape)}"
+            )
+        mean = input.mean(dims)
+        var = input.var(dims, correction=0)
+        if running_mean is not None:
+            with ember.no_grad():
+                running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
+                running_var.mul_(1 - momentum).add_(var.detach() * (momentum * count / (count - 1)))
+    else:
+        mean, var = running_mean, running_var
+    out = (input - mean.view(shape)) * ember.rsqrt(var.view(shape) + eps)
+    return _affine(out, weight, bias, shape)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims."""
+    normalized_shape = (
+        (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    )
+    if tuple(input.shape[-len(normalized_shape) :]) != normalized_shape:
+        raise RuntimeError(
+            f"layer_norm: input shape {list(input.shape)} does not end with normalized_shape "
+            f"{list(normalized_shape)}"
+        )
+    dims = list(range(input.ndim - len(normalized_shape), input.ndim))
+    mean = input.mean(dims, keepdim=True)
+    centred = input - mean
+    var = (centred * centred).mean(dims, keepdim=True)
+    out = centred * ember.rsqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Scale by the root mean square over the trailing ``normalized_shape`` dims."""
+    normalized_shape = (
+        (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    )
+    dims = list(range(input.ndim - len(normalized_shape), input.ndim))
+    if eps is None:
+        eps = {ember.float16: 9.765625e-4, ember.bfloat16: 7.8125e-3, ember.float64: 2.22e-16}.get(
+            input.dtype, 1.1920929e-07
+        )
+    out = input * ember.rsqrt((input * input).mean(dims, keepdim=True) + eps)
+    return out if weight is None else out * weight
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each of ``num_groups`` channel groups of each sample."""
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(
+            f"group_norm: Expected number of channels in input to be divisible by num_groups, but "
+            f"got input of shape {list(input.shape)} and num_groups={num_groups}"
+        )
+    grouped = input.reshape(n, num_groups, -1)
+    mean = grouped.mean(-1, keepdim=True)
+    centred = grouped - mean
+    var = (centred * centred).mean(-1, keepdim=True)
+    out = (centred * ember.rsqrt(var + eps)).view(input.shape)
+    return _affine(out, weight, bias, [1, c] + [1] * (input.ndim - 2))
+
+
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
+    return group_norm(input, input.shape[1], weight, bias, eps)
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
+    """``input / max(||input||_p, eps)`` along ``dim``."""
+    norm = input.norm(p, dim, keepdim=True)
+    return input / ember.clamp(norm, min=eps)

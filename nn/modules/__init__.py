@@ -1,0 +1,29 @@
+"""nn.Module and the layers."""
+
+from .activation import *  # noqa: F403 - the table in activation.py lists them
+from .activation import ACTIVATIONS
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .linear import Bilinear, Identity, Linear
+from .loss import *  # noqa: F403 - the table in loss.py lists them
+from .loss import LOSSES
+from .misc import Dropout, Embedding, EmbeddingBag, Flatten, Unflatten
+from .module import Module
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
+from .transformer import (
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)

@@ -1,0 +1,197 @@
+"""BatchNorm1d/2d, LayerNorm, GroupNorm, RMSNorm."""
+
+from __future__ import annotations
+
+import ember
+
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+
+class _BatchNorm(Module):
+    _input_dims = (2, 3)
+
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        factory = {"device": device, "dtype": dtype}
+        if affine:
+            self.weight = Parameter(ember.ones(num_features, **factory))
+            self.bias = Parameter(ember.zeros(num_features, **factory))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", ember.zeros(num_features, **factory))
+            self.register_buffer("running_var", ember.ones(num_features, **factory))
+            self.register_buffer("num_batches_tracked", ember.tensor(0, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        if input.ndim not in self._input_dims:
+            raise ValueError(
+                f"{type(self).__name__}: expected {' or '.join(f'{d}D' for d in self._input_dims)} "
+                f"input (got {input.ndim}D input of shape {list(input.shape)})"
+            )
+        if input.shape[1] != self.num_features:
+            raise ValueError(
+                f"{type(self).__name__}({self.num_features}): input of shape {list(input.shape)} "
+                f"has {input.shape[1]} channels"
+            )
+        momentum = self.momentum
+        if self.training and self.track_running_stats:
+            with ember.no_grad():
+                self.num_batches_tracked.add_(1)
+            if momentum is None:  # cumulative moving average
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        use_batch = self.training or not self.track_running_stats
+        return F.batch_norm(
+            input,
+            self.running_mean if not self.training or self.track_running_stats else None,
+            self.running_var if not self.training or self.track_running_stats else None,
+            self.weight,
+            self.bias,
+            use_batch,
+            momentum if momentum is not None else 0.0,
+            self.eps,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation over (N, C) or (N, C, L)."""
+
+    _input_dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation over (N, C, H, W)."""
+
+    _input_dims = (4,)
+
+
+def _shape(normalized_shape):
+    return (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+
+
+class LayerNorm(Module):
+    """Normalise over the trailing ``normalized_shape`` dims, with optional affine parameters."""
+
+    def __init__(
+        self,
+        normalized_shape,
+        eps=1e-5,
+        elementwise_affine=True,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        self.normalized_shape = _shape(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        factory = {"device": device, "dtype": dtype}
+        if elementwise_affine:
+            self.weight = Parameter(ember.ones(*self.normalized_shape, **factory))
+            if bias:
+                self.bias = Parameter(ember.zeros(*self.normalized_shape, **factory))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
+class RMSNorm(Module):
+    """Scale by the root mean square over the trailing ``normalized_shape`` dims."""
+
+    def __init__(
+        self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None
+    ):
+        super().__init__()
+        self.normalized_shape = _shape(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(ember.ones(*self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
+class GroupNorm(Module):
+    """Normalise groups of channels of each sample."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = (
+            num_groups,
+            num_channels,
+            eps,
+            affine,
+        )
+        if affine:
+            self.weight = Parameter(ember.ones(num_channels, device=device, dtype=dtype))
+            self.bias = Parameter(ember.zeros(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"

@@ -1,0 +1,4 @@
+"""nn.utils: gradient clipping and parameter/vector conversion."""
+
+from .clip_grad import clip_grad_norm_, clip_grad_value_
+from .convert_parameters import parameters_to_vector, vector_to_parameters

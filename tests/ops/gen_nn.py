@@ -1,0 +1,104 @@
+"""Sample generators for the nn rows: softmax family, padding, im2col/col2im, max pooling."""
+
+from __future__ import annotations
+
+import math
+
+from .sampling import LARGE, Arr, Sample, arr, call_args
+
+C, T, S, N = "contiguous", "transposed", "sliced", "negative"
+
+
+def along_dim(op, dtype, device, rng):
+    """softmax / log_softmax: every dim, non-contiguous inputs, empty and large inputs."""
+    cases = (
+        ((5,), C, 0),
+        ((3, 4), C, -1),
+        ((3, 4), T, 0),
+        ((2, 3, 4), N, 1),
+        ((2, 3, 4), S, 2),
+        ((0, 4), C, 1),
+        ((4, LARGE // 4), C, 1),
+    )
+    for shape, layout, dim in cases:
+        yield Sample(
+            call_args(op, input=arr(dtype, shape, rng, layout, low=-3.0, high=3.0), dim=dim)
+        )
+
+
+def pad(op, dtype, device, rng):
+    """constant_pad_nd: positive, zero and negative (cropping) pads, over 1-3 trailing dims."""
+    cases = (
+        ((3,), (1, 2), 0),
+        ((2, 3), (1, 0, 0, 2), 1),
+        ((2, 3, 4), (2, 1, 1, 1), -1),
+        ((2, 5), (-1, 2), 0),
+        ((1, 2, 3, 4), (1, 1, -1, 0, 0, 1), 3),
+        ((3, 4), (0, 0), 0),
+    )
+    for shape, pads, value in cases:
+        x = arr(dtype, shape, rng, T if len(shape) >= 2 else C)
+        fill = bool(value) if dtype.name == "bool" else value
+        yield Sample(call_args(op, input=x, pad=pads, value=fill))
+
+
+# (input shape, kernel, dilation, padding, stride)
+CONV_CASES = (
+    ((1, 1, 4, 4), (2, 2), (1, 1), (0, 0), (1, 1)),
+    ((2, 3, 5, 6), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((2, 2, 7, 7), (3, 2), (2, 1), (1, 0), (2, 3)),
+    ((1, 4, 6, 5), (1, 1), (1, 1), (0, 0), (2, 2)),
+)
+
+
+def im2col(op, dtype, device, rng):
+    for shape, kernel, dilation, padding, stride in CONV_CASES:
+        x = arr(dtype, shape, rng, S)
+        yield Sample(
+            call_args(
+                op, input=x, kernel_size=kernel, dilation=dilation, padding=padding, stride=stride
+            )
+        )
+
+
+def col2im(op, dtype, device, rng):
+    for (n, c, h, w), kernel, dilation, padding, stride in CONV_CASES:
+        oh = (h + 2 * padding[0] - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+        ow = (w + 2 * padding[1] - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+        cols = arr(dtype, (n, c * kernel[0] * kernel[1], oh * ow), rng, C)
+        yield Sample(
+            call_args(
+                op,
+                input=cols,
+                output_size=(h, w),
+                kernel_size=kernel,
+                dilation=dilation,
+                padding=padding,
+                stride=stride,
+            )
+        )
+
+
+def max_pool2d(op, dtype, device, rng):
+    """Windows with padding, dilation, ceil mode; 3-D (unbatched) and 4-D inputs. Values are
+    distinct so the index of the maximum is unambiguous."""
+    cases = (
+        ((1, 1, 4, 4), (2, 2), (), (0, 0), (1, 1), False),
+        ((2, 3, 5, 6), (3, 3), (2, 2), (1, 1), (1, 1), False),
+        ((2, 5, 7), (2, 3), (2, 1), (1, 1), (2, 1), True),
+        ((1, 2, 9, 9), (3, 3), (3, 3), (0, 0), (2, 2), False),
+    )
+    for shape, kernel, stride, padding, dilation, ceil_mode in cases:
+        # Distinct small integers: exact in every float dtype, so the argmax is unambiguous.
+        x = Arr(rng.permutation(math.prod(shape)).reshape(shape).astype(dtype.np) - 50)
+        yield Sample(
+            call_args(
+                op,
+                input=x,
+                kernel_size=kernel,
+                stride=stride,
+                padding=padding,
+                dilation=dilation,
+                ceil_mode=ceil_mode,
+            )
+        )

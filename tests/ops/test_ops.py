@@ -1,0 +1,178 @@
+"""Every op of the table x every device x every dtype it accepts, against its numpy reference.
+
+Ops without a reference (random fills, factories with uninitialised memory, as_strided...) are
+checked by properties instead (test_properties.py). Tolerances come from the op table
+(``OpDef.tolerance``); the expected result dtype from the op's promotion kind.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import ember
+from ember.dispatcher.opdef import Promotion
+from ember.dispatcher.optable import OPS
+
+from . import checks
+from .samples import generator_name, samples
+
+REFERENCED = [name for name, op in OPS.items() if op.defn.reference is not None]
+CASES = [(name, d.name) for name in REFERENCED for d in checks.accepted_dtypes(OPS[name])]
+REJECTED = [
+    (name, d.name)
+    for name, op in OPS.items()
+    if generator_name(op) is not None
+    for d in checks.rejected_dtypes(op)
+]
+
+
+def _describe(op, dtype, sample) -> str:
+    return f"{op.name}[{dtype.name}] with {sample!r}"
+
+
+def _refusal(op, args):
+    """The error a row's argument check (``attrs['check']``) gives these arguments, if any."""
+    check = (op.inplace_of or op).info.get("check")
+    try:
+        if check is not None:
+            check(*args)
+    except RuntimeError as exc:
+        return exc
+    return None
+
+
+def _expect_refusal(op, args) -> bool:
+    """Asserts the op raises what its argument check says; False when there is nothing to say."""
+    refusal = _refusal(op, args)
+    if refusal is None:
+        return False
+    with pytest.raises(RuntimeError, match=re.escape(str(refusal))):
+        op(*args)
+    return True
+
+
+def check_functional(op, dtype, device, sample) -> None:
+    what = _describe(op, dtype, sample)
+    args = sample.ember_args(device)
+    if _expect_refusal(op, args):
+        return
+    want = checks.as_outputs(checks.reference(op, sample))
+    got = checks.as_outputs(op(*args))
+    assert len(got) == len(want), f"{what}: {len(got)} outputs, the reference has {len(want)}"
+    dtypes = checks.output_dtypes(op, dtype, len(got), sample.dtype)
+    for i, (g, w, d) in enumerate(zip(got, want, dtypes)):
+        checks.assert_matches(g, w, d, op.defn.tolerance(d), f"{what}, output {i}")
+    first = args[0] if args else None
+    if checks.is_view_op(op) and isinstance(first, ember.Tensor) and first.is_contiguous():
+        for i, g in enumerate(got):
+            assert g._storage is first._storage, f"{what}: output {i} is not a view of the input"
+
+
+def check_inplace(op, dtype, device, sample) -> None:
+    """``op(self, ...)`` writes the reference's result into self and returns self; when the
+    result cannot go there (broadcast to a larger shape, a higher dtype category, overlapping
+    memory) it raises instead."""
+    target_arg = checks.target_of(sample)
+    if target_arg is None:
+        return
+    what = _describe(op, dtype, sample)
+    args = sample.ember_args(device)
+    if _expect_refusal(op, args):
+        return
+    target = args[0]
+    want = np.asarray(checks.reference(op, sample))
+    result_dtype = sample.dtype or checks.result_dtype(op.inplace_of or op, dtype)
+    if (
+        want.shape != target_arg.values.shape
+        or not checks.can_cast(result_dtype, target.dtype)
+        or checks.writes_overlap(target_arg)
+    ):
+        with pytest.raises(RuntimeError):
+            op(*args)
+        return
+    before = checks.gaps(target_arg, target)
+    result = op(*args)
+    assert result is target, f"{what}: an in-place op must return self"
+    checks.assert_matches(target, want, target.dtype, op.defn.tolerance(target.dtype), what)
+    checks.assert_gaps_kept(target_arg, target, before, what)
+
+
+@pytest.mark.parametrize("name,dtype_name", CASES)
+def test_op(name, dtype_name, device, rng):
+    op, dtype = OPS[name], checks.BY_NAME[dtype_name]
+    check = check_inplace if checks.mutates(op) else check_functional
+    for sample in samples(op, dtype, device, rng):
+        try:
+            check(op, dtype, device, sample)
+        except Exception as exc:
+            exc.add_note(f"sample: {_describe(op, dtype, sample)}")
+            raise
+
+
+def _first_nonempty(op, dtype, device, rng):
+    for sample in samples(op, dtype, device, rng):
+        arrays = [a for a in sample.args if isinstance(a, checks.Arr)]
+        if all(a.values.size > 1 for a in arrays):
+            return sample
+    return None
+
+
+@pytest.mark.parametrize("name,dtype_name", REJECTED)
+def test_rejected_dtype_raises(name, dtype_name, device, rng):
+    """A dtype outside the row's dtypes raises an error naming the op (not a crash, not numbers)."""
+    op, dtype = OPS[name], checks.BY_NAME[dtype_name]
+    sample = _first_nonempty(op, dtype, device, rng)
+    if sample is None:
+        pytest.fail(f"{name}: no sample with non-empty tensors for {dtype_name}")
+    base = (op.inplace_of or op).name
+    with pytest.raises((RuntimeError, TypeError), match=re.escape(base)):
+        op(*sample.ember_args(device))
+
+
+# ---- integer edge cases the reference comparison keeps out -----------------------------------
+def _integer_division_cases():
+    for name, op in OPS.items():
+        base = op.inplace_of or op
+        if generator_name(op) != "binary_nonzero" or base.promotion is Promotion.INT_TO_FLOAT:
+            continue
+        for d in checks.accepted_dtypes(op):
+            if d.category == ember.int64.category:
+                yield name, d.name
+
+
+@pytest.mark.parametrize("name,dtype_name", list(_integer_division_cases()))
+def test_integer_division_by_zero_raises(name, dtype_name, device):
+    op, dtype = OPS[name], checks.BY_NAME[dtype_name]
+    base = (op.inplace_of or op).name
+    for divisor in (ember.tensor([1, 0, 2], dtype=dtype, device=device), 0):
+        x = ember.tensor([4, 5, 6], dtype=dtype, device=device)
+        with pytest.raises(ZeroDivisionError, match=re.escape(base)):
+            op(x, divisor)
+
+
+def _signed_int_dtypes(name):
+    ints = [d for d in checks.accepted_dtypes(OPS[name]) if d.category == ember.int64.category]
+    return [d.name for d in ints if d.is_signed]
+
+
+@pytest.mark.parametrize("name", [n for n in ("pow", "pow_") if n in OPS])
+@pytest.mark.parametrize("dtype_name", _signed_int_dtypes("pow"))
+def test_integer_negative_power_raises(name, dtype_name, device):
+    dtype = checks.BY_NAME[dtype_name]
+    x = ember.tensor([2, 3], dtype=dtype, device=device)
+    with pytest.raises(RuntimeError, match="pow"):
+        OPS[name](x, ember.tensor([1, -1], dtype=dtype, device=device))
+
+
+def _no_identity_reductions():
+    return [name for name, op in OPS.items() if op.info.get("identity") is False]
+
+
+@pytest.mark.parametrize("name", _no_identity_reductions())
+def test_empty_reduction_without_identity_raises(name, device):
+    x = ember.zeros(3, 0, device=device)
+    with pytest.raises((IndexError, RuntimeError), match=re.escape(name)):
+        OPS[name](x, 1)
