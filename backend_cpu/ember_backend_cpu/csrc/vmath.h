@@ -265,15 +265,15 @@ EM_VINLINE double em_logaddexp_f64(double a, double b) {
     return em_sel_f64((a != a) | (b != b), a + b, y);
 }
 
-/* x tanh(softplus(x)). With E = exp(x), tanh(log(1 + E)) = E (E + 2) / (E (E + 2) + 2); for x < 0,
- * E = 2^k (1 + s) and E (E + 2) = 2^k n with n = (E + 2) + s (E + 2), 2^k applied last (subnormal
- * results). For x >= 0, in e = exp(-x): 1 - 2e^2 / (1 + 2e + 2e^2). */
+/* x tanh(softplus(x)). With E = exp(x), tanh(log(1 + E)) = E (E + 2) / (E (E + 2) + 2). For x < 0,
+ * E = 2^k (1 + s) and E (E + 2) = 2^k n with n = 2 + 2s + E (1 + s) (no rounding of E + 2), and
+ * 2^k is applied last (subnormal results). For x >= 0, in e = exp(-x): 1 - 2e^2 / (1 + 2e + 2e^2). */
 EM_VINLINE double em_mish_f64(double x) {
     int64_t k;
     double a = em_abs_f64(x);
     double s = em_expm1k_f64(-em_sel_f64(a > 800, 800, a), -0.0, &k);
     double e = em_ldexpk_f64(1 + s, k);
-    double n = (e + 2) + s * (e + 2);
+    double n = 2 + (2 * s + e * (1 + s));
     double neg = em_ldexpk_f64(x * n / (em_ldexpk_f64(n, k) + 2), k);
     double pos = x * (1 - 2 * e * e / ((1 + 2 * e) + 2 * e * e));
     double y = em_sel_f64(x >= 0, pos, neg);
