@@ -161,6 +161,7 @@ def test_logaddexp_and_xlogy_float32():
 
 
 # float64: the functions vmath computes itself (sin, cos, erf, erfc stay in libm)
+_SQRT_2_OVER_PI = np.sqrt(2 / (4 * np.arctan(np.longdouble(1))))
 F64 = {
     "exp": (-745.2, 709.7),
     "expm1": (-40.0, 709.0),
@@ -172,6 +173,7 @@ F64 = {
     "softplus": (-50.0, 50.0),
     "logsigmoid": (-50.0, 50.0),
     "mish": (-60.0, 30.0),
+    "gelu_tanh": (-12.0, 40.0),
 }
 LONG_DOUBLE_REFERENCE = {
     "exp": np.exp,
@@ -184,6 +186,9 @@ LONG_DOUBLE_REFERENCE = {
     "softplus": lambda x: np.where(x > 20, x, np.logaddexp(0, x)),  # threshold=20
     "logsigmoid": lambda x: -np.logaddexp(0, -x),
     "mish": lambda x: x * np.tanh(np.logaddexp(0, x)),
+    "gelu_tanh": lambda x: (
+        x * _sigmoid(2 * _SQRT_2_OVER_PI * (x + np.longdouble("0.044715") * x**3))
+    ),
 }
 
 
@@ -204,6 +209,19 @@ def test_float64_within_4_ulp(name):
     ulps[(got == ref) | np.isnan(got) & np.isnan(ref)] = 0
     worst = int(np.argmax(ulps))
     assert ulps[worst] <= F64_ULPS, f"{name}(float64): {ulps[worst]:.2f} ulp at x={x[worst]!r}"
+
+
+def test_float64_gelu_erf_within_4_ulp():
+    """x erfc(-x / sqrt 2) / 2 against mpmath, into the tail where 1 + erf cancels completely
+    (and short of x < -37.5, where the result is subnormal and libm's erfc loses bits)."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.prec = 120
+    x = np.random.default_rng(5).uniform(-37.5, 8, 3000)
+    got = _run(F.gelu, x)
+    for xi, yi in zip(x, got):
+        ref = mpmath.mpf(xi) * mpmath.erfc(-mpmath.mpf(xi) / mpmath.sqrt(2)) / 2
+        ulps = abs(mpmath.mpf(yi) - ref) / np.spacing(abs(float(ref)))
+        assert ulps <= F64_ULPS, f"gelu(float64): {float(ulps):.2f} ulp at x={xi!r}"
 
 
 # Special values: float32 and float64 must give exactly these (numpy's and PyTorch's answers).

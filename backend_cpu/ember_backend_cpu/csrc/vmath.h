@@ -202,7 +202,8 @@ static const double EM_TANH_P_f64[] = {
  * 0.625 and (1 - e) / (1 + e), e = exp(-2|x|), above. m sigmoid(a) = m / (1 + exp(-a)), exp(-a) =
  * 2^k (1 + s): for a >= 0 (k <= 0) the denominator is (1 + 2^k) + 2^k s; for a < 0 it is
  * 2^k ((1 + 2^-k) + s) and 2^-k is applied to the quotient last, so that a subnormal result is
- * rounded once. Beyond the clamp the result underflows to 0 m. */
+ * rounded once. Beyond the clamp the result underflows to 0 m. alo: a low part of a, as for
+ * em_expm1k. */
 #define EM_EXP_FUNCS(T, S, K, BIAS, TANH_ONE, EXP_LIM)                                             \
     EM_VINLINE T em_tanh_##S(T x) {                                                                \
         T a = em_abs_##S(x);                                                                       \
@@ -214,10 +215,10 @@ static const double EM_TANH_P_f64[] = {
         T large = (1 - e) / (1 + e);                                                               \
         return em_mulsign_##S(em_sel_##S(a < (T)0.625, small, large), x);                          \
     }                                                                                              \
-    EM_VINLINE T em_xsigmoid_##S(T m, T a) {                                                       \
+    EM_VINLINE T em_xsigmoid_##S(T m, T a, T alo) {                                                \
         K k;                                                                                       \
         int pos = a >= 0;                                                                          \
-        T s = em_expm1k_##S(em_clamp_##S(-a, -EXP_LIM, EXP_LIM), -(T)0, &k);                       \
+        T s = em_expm1k_##S(em_clamp_##S(-a, -EXP_LIM, EXP_LIM), -alo, &k);                        \
         K nk = k < 0 ? k : -k; /* -|k| */                                                          \
         T tau = em_pow2k_##S(nk < 2 - BIAS ? 2 - BIAS : nk); /* 1 + tau: smaller ones vanish */    \
         T q = m / ((1 + tau) + em_sel_##S(pos, tau * s, s));                                       \
@@ -225,8 +226,8 @@ static const double EM_TANH_P_f64[] = {
         y = em_sel_##S(a < -EXP_LIM, 0 * m, y);                                                    \
         return em_sel_##S(m == -(T)INFINITY, (T)NAN, y); /* -inf * 0, as PyTorch */                \
     }                                                                                              \
-    EM_VINLINE T em_sigmoid_##S(T x) { return em_xsigmoid_##S(1, x); }                             \
-    EM_VINLINE T em_silu_##S(T x) { return em_xsigmoid_##S(x, x); }
+    EM_VINLINE T em_sigmoid_##S(T x) { return em_xsigmoid_##S(1, x, 0); }                          \
+    EM_VINLINE T em_silu_##S(T x) { return em_xsigmoid_##S(x, x, 0); }
 EM_EXP_FUNCS(float, f32, int32_t, 127, 10.0f, 150.0f)
 EM_EXP_FUNCS(double, f64, int64_t, 1023, 20.0, 800.0)
 
@@ -357,10 +358,38 @@ EM_VINLINE float em_gelu_f32(float x, int tanh_form) {
     double y = xd * em_sel_f64(tanh_form, 1 / (1 + e), phi);
     return (float)em_sel_f64(x == -INFINITY, NAN, y); /* -inf * 0, as PyTorch */
 }
-/* the tanh form as x sigmoid(2u); rounding u costs about |u| ulp for x < 0 */
+/* Double versions: the rounding of u or of x / sqrt 2 would cost about u^2 or x^2 ulp for x << 0,
+ * so both are formed in double-double (Dekker's exact product, no FMA), with the constants too. */
+EM_VINLINE double em_split_hi(double a) {
+    double t = 0x1.0000002p27 * a; /* (2^27 + 1) a: hi keeps the top 26 bits */
+    return t - (t - a);
+}
+/* a b = p + *e exactly, for |a|, |b| < 2^995 */
+EM_VINLINE double em_two_prod(double a, double b, double *e) {
+    double p = a * b, ah = em_split_hi(a), bh = em_split_hi(b), al = a - ah, bl = b - bh;
+    *e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+    return p;
+}
+/* (hi, lo) times the constant ch + cl */
+EM_VINLINE double em_dd_mul(double hi, double lo, double ch, double cl, double *e) {
+    double p = em_two_prod(hi, ch, e);
+    *e += hi * cl + lo * ch;
+    return p;
+}
 EM_VINLINE double em_gelu_f64(double x, int tanh_form) {
-    if (tanh_form) return em_xsigmoid_f64(x, em_clamp_f64(em_gelu_u2(x), -2000.0, 2000.0));
-    return 0.5 * x * erfc(-x * 0x1.6a09e667f3bcdp-1);
+    double xc = em_clamp_f64(x, -40, 40); /* beyond, the result is x or -0 either way */
+    double e, x3l, bl, ul;
+    double x2 = em_two_prod(xc, xc, &e);
+    double x3 = em_dd_mul(x2, e, xc, 0, &x3l);
+    double b = em_dd_mul(x3, x3l, 0x1.6e4e26d4801f7p-5, 0x1.441355475a31ap-59, &bl); /* 0.044715 */
+    double v = xc + b, bb = v - xc; /* TwoSum */
+    double vl = ((xc - (v - bb)) + (b - bb)) + bl;
+    double u = em_dd_mul(v, vl, 0x1.9884533d43651p+0, -0x1.cbc0d30ebfd15p-54, &ul); /* 2u */
+    if (tanh_form) return em_xsigmoid_f64(x, u, ul);
+    /* x Phi(x) = x erfc(z) / 2, z = -x / sqrt 2 = zh + zl: erfc(zh + zl) ~ erfc(zh) - zl erfc'(zh) */
+    double zl, zh = em_dd_mul(-xc, 0, 0x1.6a09e667f3bcdp-1, -0x1.bdd3413b26456p-55, &zl);
+    double y = erfc(zh) - zl * 0x1.20dd750429b6dp+0 * exp(-zh * zh); /* 2 / sqrt(pi) */
+    return em_sel_f64(x == xc, 0.5 * x * y, em_sel_f64(x > 0, x, 0 * x));
 }
 
 /* ---- sin, cos: float through double; double in libm ------------------------------------------ */
