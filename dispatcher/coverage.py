@@ -26,16 +26,21 @@ class Coverage:
         return sorted(name for name, cat in self.status.items() if cat == category)
 
 
+def _has_kernel(name: str, backend) -> bool:
+    """A kernel in the backend's table or one an op library registered for its device type."""
+    return name in backend.kernels or backend.device_type in EXTRA.device_types(name)
+
+
 def classify(op, backend, cpu_backend) -> str:
     """The category of ``op`` on ``backend`` (in-place variants follow their functional op)."""
     base = op.inplace_of or op
     if base.core:
         return "core"
-    if base.name in backend.kernels or EXTRA.device_types(base.name) & {backend.device_type}:
+    if _has_kernel(base.name, backend):
         return "native"
     if base.decomposition is not None:
         return "decomposition"
-    if backend.fallback and cpu_backend is not None and base.name in cpu_backend.kernels:
+    if backend.fallback and cpu_backend is not None and _has_kernel(base.name, cpu_backend):
         return "cpu fallback"
     return "missing"
 
