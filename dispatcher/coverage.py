@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import registry
 from .devices import REGISTRY
-from .registry import EXTRA
 
 CATEGORIES = ("native", "decomposition", "core", "cpu fallback", "missing")
 
@@ -28,7 +28,7 @@ class Coverage:
 
 def _has_kernel(name: str, backend) -> bool:
     """A kernel in the backend's table or one an op library registered for its device type."""
-    return name in backend.kernels or backend.device_type in EXTRA.device_types(name)
+    return name in backend.kernels or backend.device_type in registry.EXTRA.device_types(name)
 
 
 def classify(op, backend, cpu_backend) -> str:

@@ -13,10 +13,11 @@ import re
 import sys
 
 from .dispatcher import coverage as cov
+from .dispatcher import registry
 from .dispatcher.devices import REGISTRY
 from .dispatcher.opdef import Kind
 from .dispatcher.plugins import BACKENDS_GROUP, OPS_GROUP, root_cause
-from .dispatcher.registry import EXTRA, FALLBACK_COUNTS, explain
+from .dispatcher.registry import FALLBACK_COUNTS, explain
 
 
 def _table(rows: list[list[str]], indent: str = "  ") -> str:
@@ -142,7 +143,7 @@ def _library_rows(ops: dict, loaded: dict) -> list:
     for name, op in ops.items():
         kernels = "; ".join(
             f"{dev}: {', '.join(dtypes)} ({provider})"
-            for dev, provider, dtypes in EXTRA.providers(name)
+            for dev, provider, dtypes in registry.EXTRA.providers(name)
         )
         rows.append(
             [

@@ -65,8 +65,8 @@ def output_specs(op, args) -> list[tuple]:
             f"ember.library.register_shape('{op.name}', fn)"
         )
     found = rule(*(meta_of(a) for a in args))
-    many = op.num_outputs > 1
-    items = list(found) if many and isinstance(found, (list, tuple)) else [found]
+    one = isinstance(found, TensorMeta) or _is_pair(found)
+    items = list(found) if isinstance(found, (list, tuple)) and not one else [found]
     if len(items) != op.num_outputs:
         raise RuntimeError(
             f"{op.name}: its shape rule gave {len(items)} outputs, the schema returns "
@@ -75,17 +75,22 @@ def output_specs(op, args) -> list[tuple]:
     return [_spec(op, item) for item in items]
 
 
-def _spec(op, item) -> tuple:
-    if isinstance(item, TensorMeta):
-        return item.shape, item.dtype
+def _is_pair(item) -> bool:
+    """Whether ``item`` is a ``(shape, dtype)`` pair."""
     from ember import _dtype as dt
 
-    if (
+    return (
         isinstance(item, (list, tuple))
         and len(item) == 2
         and isinstance(item[1], dt.dtype)
-        and all(isinstance(n, int) and n >= 0 for n in item[0])
-    ):
+        and isinstance(item[0], (list, tuple))
+    )
+
+
+def _spec(op, item) -> tuple:
+    if isinstance(item, TensorMeta):
+        return item.shape, item.dtype
+    if _is_pair(item) and all(isinstance(n, int) and n >= 0 for n in item[0]):
         return tuple(item[0]), item[1]
     raise RuntimeError(
         f"{op.name}: its shape rule must return (shape, dtype) or a TensorMeta per output, "

@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 import pluggy
 
-from ember.dispatcher.plugins import BACKENDS_GROUP, extension
+from ember.dispatcher.plugins import BACKENDS_GROUP, OPS_GROUP, extension
 from ember.dispatcher.policy import DEFAULT_FILE, Policy, _merge
 
 hookimpl = pluggy.HookimplMarker("ember")
@@ -138,6 +138,19 @@ class RefPlugin:
         return {"runtime": self.runtime, "kernels": dict(self.kernels)}
 
 
+class FakeManager:
+    """Stands in for stevedore's ExtensionManager: the given extensions load, the failures go to
+    ``on_load_failure_callback`` exactly as stevedore reports an import error."""
+
+    extensions_by_group: dict = {}
+    failures_by_group: dict = {}
+
+    def __init__(self, group, on_load_failure_callback):
+        self.extensions = list(self.extensions_by_group.get(group, ()))
+        for entry_point, exc in self.failures_by_group.get(group, ()):
+            on_load_failure_callback(self, entry_point, exc)
+
+
 def policy(override: dict | None = None) -> Policy:
     """The shipped policy with ``override`` merged over it (no user file, no environment)."""
     import tomllib
@@ -151,3 +164,25 @@ def backends(*named) -> dict:
     found = [extension("cpu", ember_backend_cpu)]
     found += [extension(name, plugin) for name, plugin in named]
     return {BACKENDS_GROUP: found}
+
+
+class OpLibrary:
+    """An op-library plugin (the ``ember.ops`` group): its hook returns ``definitions``, or
+    raises ``error``; ``calls`` counts the hook calls (loading must be lazy and happen once)."""
+
+    def __init__(self, definitions=(), error: BaseException | None = None):
+        self.definitions = list(definitions)
+        self.error = error
+        self.calls = 0
+
+    @hookimpl
+    def ember_op_library(self):
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        return self.definitions
+
+
+def op_libraries(*named) -> dict:
+    """``{OPS_GROUP: [Extension]}`` for the given ``(name, plugin)`` pairs."""
+    return {OPS_GROUP: [extension(name, plugin) for name, plugin in named]}
