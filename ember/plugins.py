@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 
 from .dispatcher import coverage as cov
 from .dispatcher import registry
@@ -104,19 +105,29 @@ def _coverage_section(loaded: dict, ops: dict, verbose: bool) -> str:
             ]
         )
         for category in ("missing", "cpu fallback") + (("decomposition",) if verbose else ()):
-            names = result.ops(category)
+            # In-place variants share their functional op's kernel: listing both adds nothing.
+            names = [n for n in result.ops(category) if ops[n].inplace_of is None]
             if names:
-                details.append(f"  {category} on {device_type}: {', '.join(names)}")
+                details.append(
+                    textwrap.fill(
+                        ", ".join(names),
+                        width=100,
+                        initial_indent=f"  {category} on {device_type} ({len(names)}): ",
+                        subsequent_indent="    ",
+                    )
+                )
     return _table(rows) + ("\n" + "\n".join(details) if details else "")
 
 
 def _op_libraries(loaded: dict) -> str:
     lines = []
     for record in REGISTRY.host.records(OPS_GROUP):
-        source = record.distribution or "(in memory)"
-        version = f" {record.version}" if record.version else ""
         state = "ok" if record.ok else f"broken: {record.error}"
-        lines.append(f"  {record.name} from {source}{version} ({record.target}): {state}")
+        if record.distribution:
+            source = f"from {record.distribution} {record.version or ''} ({record.target})"
+        else:
+            source = "(in memory)"
+        lines.append(f"  {record.name} {source}: {state}")
     ops = _library_ops()
     if ops:
         lines += ["", _table(_library_rows(ops, loaded))]
@@ -198,9 +209,6 @@ def explain_call(text: str, ops: dict) -> str:
 
 
 def report(verbose: bool = False) -> str:
-    from .library import load_op_libraries
-
-    load_op_libraries()
     ops = all_ops()
     rows, loaded = _backend_rows()
     policy = " + ".join(REGISTRY.policy.sources)
@@ -223,9 +231,11 @@ def report(verbose: bool = False) -> str:
 
 
 def all_ops() -> dict:
-    """The op table and every third-party op defined so far, by name."""
+    """The op table and every third-party op (installed op libraries are loaded), by name."""
     from .dispatcher.optable import OPS
+    from .library import load_op_libraries
 
+    load_op_libraries()
     return {**OPS, **_library_ops()}
 
 
@@ -235,9 +245,6 @@ def main(argv=None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="also list decompositions")
     args = parser.parse_args(argv)
     if args.explain:
-        from .library import load_op_libraries
-
-        load_op_libraries()
         print(explain_call(args.explain, all_ops()))
         return 0
     print(report(args.verbose))
