@@ -18,7 +18,7 @@ from .dispatcher import registry
 from .dispatcher.devices import REGISTRY
 from .dispatcher.opdef import Kind
 from .dispatcher.plugins import BACKENDS_GROUP, OPS_GROUP, root_cause
-from .dispatcher.registry import FALLBACK_COUNTS, explain
+from .dispatcher.registry import explain
 
 
 def _table(rows: list[list[str]], indent: str = "  ") -> str:
@@ -172,9 +172,10 @@ def _library_rows(ops: dict, loaded: dict) -> list:
 
 
 def _fallbacks() -> str:
-    if not FALLBACK_COUNTS:
+    counts = registry.FALLBACK_COUNTS
+    if not counts:
         return "  none"
-    return "\n".join(f"  {name}: {count}" for name, count in FALLBACK_COUNTS.most_common())
+    return "\n".join(f"  {name}: {count}" for name, count in counts.most_common())
 
 
 _CALL = re.compile(r"^\s*([\w:.]+)\s*\((.*)\)\s*$")
