@@ -55,3 +55,23 @@ def coverage(device_type: str, ops: dict) -> Coverage:
     for name, op in ops.items():
         result.status[name] = classify(op, backend, cpu_backend)
     return result
+
+
+def primitives(ops: dict) -> list[str]:
+    """Ops a backend must implement to run every model natively: neither core nor composite
+    (in-place variants use their functional op's kernel). Anything missing falls back to the
+    CPU where the policy allows."""
+    return sorted(
+        name
+        for name, op in ops.items()
+        if op.inplace_of is None and not op.core and op.decomposition is None
+    )
+
+
+def fusable(ops: dict) -> list[str]:
+    """Composites whose rows document a kernel: a backend may replace the decomposition."""
+    return sorted(
+        name
+        for name, op in ops.items()
+        if op.inplace_of is None and op.decomposition is not None and op.defn.kernel_args
+    )
