@@ -93,12 +93,15 @@ def _claim(name: str, what: str, value, provider: str, check_only: bool = False)
     """Record that ``provider`` registers ``value`` as the ``what`` of op ``name``.
 
     Returns False when the same value is already there (a no-op); raises when another provider
-    registered something else.
+    registered something else. A provider may replace its own shape rule or formula, not its
+    schema.
     """
     current = LIBRARY.claims.get((name, what))
     if current is not None:
         if current[1] == value:
             return False
+        if what == "schema" and current[0] == provider:  # callers hold the old op's function
+            raise RuntimeError(f"op '{name}' is already defined by '{provider}' as '{current[1]}'")
         if current[0] != provider:
             raise RuntimeError(
                 f"the {what} of op '{name}' is registered by both '{current[0]}' and "

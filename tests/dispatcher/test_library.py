@@ -100,6 +100,10 @@ def test_defining_again_is_a_no_op_and_a_different_schema_a_conflict(lib):
         "the schema of op 'mylib::scale' is registered by both 'lib_a' and 'lib_b'; uninstall or "
         "disable one of them"
     )
+    with pytest.raises(
+        RuntimeError, match=r"already defined by 'lib_a' as 'mylib::scale\(Tensor x, f"
+    ):
+        lib.define("mylib::scale(Tensor x) -> Tensor", provider="lib_a")
     assert ember.ops.mylib.scale is fn
 
 
@@ -319,6 +323,7 @@ def test_shape_rules_and_formulas_belong_to_one_provider(lib):
 
 
 # ---- other devices --------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore:'(sum|mul)' has no ref kernel")  # the backward's ops
 def test_cpu_kernel_serves_another_device_through_the_fallback(lib, plugins):
     plugins(("ref", RefPlugin()))
     fn = define_scale(lib)
