@@ -100,6 +100,8 @@ def _spec(op, item) -> tuple:
 
 def _on(device, value):
     if isinstance(value, Tensor):
+        if value._contig and not value._requires_grad and value._storage.device is device:
+            return value  # the common case, first
         t = transfer(value, device)
         if t._requires_grad:  # kernels see data only (so ``t.numpy()`` works in a CPU kernel)
             t = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)

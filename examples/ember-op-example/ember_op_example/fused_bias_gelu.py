@@ -38,12 +38,16 @@ def shape(input, bias, approximate="none"):
 
 
 def _kernel(suffix: str):
-    def kernel(out, input, bias, approximate):
-        from . import _kernels  # the compiled library, loaded on the first call
+    c_function = []  # filled on the first call: registration must not load native code
 
+    def kernel(out, input, bias, approximate):
+        if not c_function:
+            from . import _kernels  # the library compiled at install time
+
+            c_function.append(getattr(_kernels.lib, f"fused_bias_gelu_{suffix}"))
         itemsize = out._dtype.itemsize
         cols = bias._shape[0]
-        status = getattr(_kernels.lib, f"fused_bias_gelu_{suffix}")(
+        status = c_function[0](
             out._storage.ptr + out._offset * itemsize,
             input._storage.ptr + input._offset * itemsize,
             bias._storage.ptr + bias._offset * itemsize,
