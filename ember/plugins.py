@@ -15,7 +15,7 @@ import textwrap
 
 from .dispatcher import coverage as cov
 from .dispatcher import registry
-from .dispatcher.devices import REGISTRY
+from .dispatcher.devices import REGISTRY, DeviceUnavailableError
 from .dispatcher.opdef import Kind
 from .dispatcher.plugins import BACKENDS_GROUP, OPS_GROUP, root_cause
 from .dispatcher.registry import explain
@@ -203,7 +203,10 @@ def explain_call(text: str, ops: dict) -> str:
     promotes = op.kind is not Kind.LIBRARY  # library kernels are chosen by the first dtype
     for other in dtypes[1:] if promotes else ():
         common = promote_types(common, other)
-    lines = [explain(op, device_type, common)]
+    try:
+        lines = [explain(op, device_type, common)]
+    except DeviceUnavailableError as exc:
+        lines = [f"{op.name}({device_type} {common.name}): the device is unavailable. {exc}"]
     if len(dtypes) > 1 and promotes:
         lines.insert(0, f"promotion: {' + '.join(d.name for d in dtypes)} -> {common.name}")
     return "\n".join(lines)

@@ -115,6 +115,14 @@ def test_explain_native_fallback_library_and_promotion(setup):
     assert cli.explain_call("lib::double(cpu float32, cpu float64)", ops).count("\n") == 0
 
 
+def test_explain_on_an_unavailable_device_says_why(setup):
+    text = cli.explain_call("add(gpu float32, gpu float32)", cli.all_ops())
+    assert text.splitlines()[1] == (
+        "add(gpu float32): the device is unavailable. device type 'gpu' is unavailable:"
+    )
+    assert text.endswith("gpu: OSError: no driver")
+
+
 @pytest.mark.parametrize(
     "call, message",
     [
