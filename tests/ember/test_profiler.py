@@ -26,10 +26,9 @@ def test_counts_forward_and_backward_ops_and_leaves_the_stack_clean():
 
 
 def test_self_time_excludes_nested_ops_and_regions():
-    with ember.profiler.profile() as prof:
-        with ember.profiler.record_function("region"):
-            ember.ones(3) + 1
-            ember.ones(3).exp()
+    with ember.profiler.profile() as prof, ember.profiler.record_function("region"):
+        ember.ones(3) + 1
+        ember.ones(3).exp()
     events = _by_key(prof)
     region = events["region"]
     assert region.count == 1
