@@ -77,6 +77,10 @@ class Linear(Module):
         )
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under the name PyTorch gives MultiheadAttention's ``out_proj`` (reprs show it)."""
+
+
 class Bilinear(Module):
     """``y = x1^T A x2 + b``."""
 

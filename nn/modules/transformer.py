@@ -9,7 +9,7 @@ import ember
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear
 from .misc import Dropout
 from .module import Module
 from .normalization import LayerNorm
@@ -60,7 +60,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(ember.empty(3 * embed_dim, **factory))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **factory)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory)
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
