@@ -180,9 +180,22 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
 
 def one_hot(tensor, num_classes: int = -1):
     """int64 tensor with a trailing dim of size ``num_classes`` holding one 1 per position."""
-    if tensor.dtype.is_floating_point:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if num_classes < 0:
-        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    if tensor.dtype is not ember.int64:
+        raise RuntimeError(
+            f"one_hot is only applicable to index tensor of type LongTensor (got {tensor.dtype})."
+        )
+    if tensor.numel():
+        if int(tensor.min()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        top = int(tensor.max())
+        if num_classes < 0:
+            num_classes = top + 1
+        elif top >= num_classes:
+            raise RuntimeError(
+                f"Class values must be smaller than num_classes (got {top} for num_classes="
+                f"{num_classes})."
+            )
+    elif num_classes < 0:
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
     out = ember.zeros(*tensor.shape, num_classes, dtype=ember.int64, device=tensor.device)
-    return out.scatter(-1, tensor.unsqueeze(-1).to(ember.int64), 1)
+    return out.scatter(-1, tensor.unsqueeze(-1), 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import ember
 
 
@@ -106,6 +108,13 @@ def instance_norm(
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
-    """``input / max(||input||_p, eps)`` along ``dim``."""
-    norm = input.norm(p, dim, keepdim=True)
-    return input / ember.clamp(norm, min=eps)
+    """``input / max(||input||_p, eps)`` along ``dim``.
+
+    The clamp is applied to ``sum |x|^p`` (at ``eps^p``) before the root: the same value, and
+    at a zero vector the gradient PyTorch gives (none through the norm) instead of 0 * inf.
+    """
+    if p == math.inf:
+        return input / ember.clamp(input.abs().amax(dim, keepdim=True), min=eps)
+    powered = input * input if p == 2 else input.abs() if p == 1 else input.abs() ** p
+    total = ember.clamp(powered.sum(dim, keepdim=True), min=eps**p)
+    return input / (ember.sqrt(total) if p == 2 else total if p == 1 else total ** (1.0 / p))
