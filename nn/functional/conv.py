@@ -82,6 +82,12 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x, batched = _batch("conv1d", input, 1)
     if weight.ndim != 3:
         raise RuntimeError(f"conv1d: weight must be 3-D, got {list(weight.shape)}")
+    if x.shape[1] != weight.shape[1] * groups:
+        raise RuntimeError(
+            f"conv1d: Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+            f"{list(x.shape)} to have {weight.shape[1] * groups} channels, but got {x.shape[1]} "
+            "channels instead"
+        )
     if not isinstance(padding, str):
         padding = (0, _tuple(padding, 1, "padding")[0])
     out = conv2d(

@@ -23,6 +23,14 @@ def linear(input, weight, bias=None):
 
 def bilinear(input1, input2, weight, bias=None):
     """``y_k = x1^T W_k x2 + b_k``; weight (out, in1, in2)."""
+    if input1.shape[:-1] != input2.shape[:-1] or (input1.shape[-1], input2.shape[-1]) != tuple(
+        weight.shape[1:]
+    ):
+        raise RuntimeError(
+            f"bilinear: input1 {list(input1.shape)} and input2 {list(input2.shape)} must share "
+            f"their leading dims and end with weight {list(weight.shape)}'s sizes "
+            f"{weight.shape[1]} and {weight.shape[2]}"
+        )
     out = ember.einsum(
         "bi,kij,bj->bk",
         input1.reshape(-1, input1.shape[-1]),

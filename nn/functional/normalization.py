@@ -42,21 +42,23 @@ def batch_norm(
     return _affine(out, weight, bias, shape)
 
 
+def _trailing_dims(name, input, normalized_shape):
+    """The dims ``normalized_shape`` covers, after checking that ``input`` ends with it."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape or tuple(input.shape[input.ndim - len(shape) :]) != shape:
+        raise RuntimeError(
+            f"{name}: Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
+        )
+    return list(range(input.ndim - len(shape), input.ndim))
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims."""
-    normalized_shape = (
-        (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    )
-    if tuple(input.shape[-len(normalized_shape) :]) != normalized_shape:
-        raise RuntimeError(
-            f"layer_norm: input shape {list(input.shape)} does not end with normalized_shape "
-            f"{list(normalized_shape)}"
-        )
-    dims = list(range(input.ndim - len(normalized_shape), input.ndim))
+    dims = _trailing_dims("layer_norm", input, normalized_shape)
     mean = input.mean(dims, keepdim=True)
-    centred = input - mean
-    var = (centred * centred).mean(dims, keepdim=True)
-    out = centred * ember.rsqrt(var + eps)
+    var = input.var(dims, correction=0, keepdim=True)
+    out = (input - mean) * ember.rsqrt(var + eps)
     if weight is not None:
         out = out * weight
     if bias is not None:
@@ -64,33 +66,47 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out
 
 
+# torch.finfo(dtype).eps: RMSNorm's default eps.
+_MACHINE_EPS = {
+    ember.float16: 0.0009765625,
+    ember.bfloat16: 0.0078125,
+    ember.float32: 1.1920928955078125e-07,
+    ember.float64: 2.220446049250313e-16,
+}
+
+
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """Scale by the root mean square over the trailing ``normalized_shape`` dims."""
-    normalized_shape = (
-        (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    )
-    dims = list(range(input.ndim - len(normalized_shape), input.ndim))
+    dims = _trailing_dims("rms_norm", input, normalized_shape)
     if eps is None:
-        eps = {ember.float16: 9.765625e-4, ember.bfloat16: 7.8125e-3, ember.float64: 2.22e-16}.get(
-            input.dtype, 1.1920929e-07
-        )
+        eps = _MACHINE_EPS.get(input.dtype, _MACHINE_EPS[ember.float32])
     out = input * ember.rsqrt((input * input).mean(dims, keepdim=True) + eps)
     return out if weight is None else out * weight
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each of ``num_groups`` channel groups of each sample."""
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"group_norm: Expected at least 2 dimensions for input tensor but received {input.ndim}"
+        )
     n, c = input.shape[0], input.shape[1]
     if c % num_groups:
         raise RuntimeError(
             f"group_norm: Expected number of channels in input to be divisible by num_groups, but "
             f"got input of shape {list(input.shape)} and num_groups={num_groups}"
         )
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and tuple(param.shape) != (c,):
+            raise RuntimeError(
+                f"group_norm: Expected {name} to be a vector of size equal to the number of "
+                f"channels in input, but got {name} of shape {list(param.shape)} and input of "
+                f"shape {list(input.shape)}"
+            )
     grouped = input.reshape(n, num_groups, -1)
     mean = grouped.mean(-1, keepdim=True)
-    centred = grouped - mean
-    var = (centred * centred).mean(-1, keepdim=True)
-    out = (centred * ember.rsqrt(var + eps)).view(input.shape)
+    var = grouped.var(-1, correction=0, keepdim=True)
+    out = ((grouped - mean) * ember.rsqrt(var + eps)).view(input.shape)
     return _affine(out, weight, bias, [1, c] + [1] * (input.ndim - 2))
 
 

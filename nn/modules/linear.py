@@ -63,11 +63,6 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
-        if input.shape[-1] != self.in_features:
-            raise RuntimeError(
-                f"Linear(in_features={self.in_features}, out_features={self.out_features}): "
-                f"input of shape {list(input.shape)} has {input.shape[-1]} features"
-            )
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:

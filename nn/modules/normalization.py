@@ -82,13 +82,13 @@ class _BatchNorm(_Normalization):
     def forward(self, input):
         if input.ndim not in self._input_dims:
             raise ValueError(
-                f"{type(self).__name__}: expected {' or '.join(f'{d}D' for d in self._input_dims)} "
-                f"input (got {input.ndim}D input of shape {list(input.shape)})"
+                f"expected {' or '.join(f'{d}D' for d in self._input_dims)} input (got "
+                f"{input.ndim}D input)"
             )
         if input.shape[1] != self.num_features:
-            raise ValueError(
-                f"{type(self).__name__}({self.num_features}): input of shape {list(input.shape)} "
-                f"has {input.shape[1]} channels"
+            raise RuntimeError(
+                f"running_mean should contain {input.shape[1]} elements not {self.num_features} "
+                f"(input has {input.shape[1]} channels in dim 1)"
             )
         momentum = self.momentum
         if self.training and self.track_running_stats:

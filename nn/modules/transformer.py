@@ -104,6 +104,15 @@ class MultiheadAttention(Module):
         average_attn_weights=True,
         is_causal=False,
     ):
+        if query.shape[-1] != self.embed_dim:
+            raise AssertionError(
+                f"was expecting embedding dimension of {self.embed_dim}, but got "
+                f"{query.shape[-1]} (query of shape {list(query.shape)})"
+            )
+        if key.shape[:-1] != value.shape[:-1]:
+            raise AssertionError(
+                f"key shape {list(key.shape)} does not match value shape {list(value.shape)}"
+            )
         batched = query.ndim == 3
         if not batched:
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
