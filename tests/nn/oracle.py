@@ -79,7 +79,9 @@ def run_both(ours, theirs, inputs, device, kwargs=None, rng=None, grad_inputs=Tr
         to_torch(a, grad_inputs and _is_float(a)) if isinstance(a, np.ndarray) else a
         for a in inputs
     ]
-    ours_kw = {k: to_ember(v, device) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    ours_kw = {
+        k: to_ember(v, device) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()
+    }
     theirs_kw = {k: to_torch(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
     ours_out, theirs_out = ours(*ours_in, **ours_kw), theirs(*theirs_in, **theirs_kw)
     ours_flat, theirs_flat = flatten(ours_out), flatten(theirs_out)

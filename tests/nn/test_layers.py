@@ -34,7 +34,9 @@ LAYERS = [
     case("Unflatten", (1, (2, 3)), None, [(4, 6, 5)]),
     case("Unflatten", (-1, (2, -1)), None, [(4, 6)]),
     case("Conv1d", (4, 6, 3), None, [(2, 4, 10)]),
-    case("Conv1d", (4, 6, 3), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}, [(2, 4, 11)]),
+    case(
+        "Conv1d", (4, 6, 3), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}, [(2, 4, 11)]
+    ),
     case("Conv1d", (3, 2, 4), {"padding": "same", "bias": False}, [(3, 9)]),
     case("Conv1d", (3, 2, 5), {"padding": "same", "dilation": 2}, [(2, 3, 9)]),
     case("Conv1d", (4, 4, 3), {"groups": 4, "padding": "valid"}, [(1, 4, 7)]),
@@ -46,17 +48,34 @@ LAYERS = [
     case("Conv2d", (6, 6, 3), {"groups": 6, "stride": 2, "padding": 1}, [(2, 6, 9, 9)]),
     case("Conv2d", (2, 3, 1), None, [(2, 2, 4, 4)]),
     case("Conv2d", (2, 3, 3), {"padding": 1, "padding_mode": "reflect"}, [(2, 2, 5, 6)]),
-    case("Conv2d", (2, 3, (3, 2)), {"padding": (2, 1), "padding_mode": "replicate"}, [(1, 2, 5, 4)]),
+    case(
+        "Conv2d", (2, 3, (3, 2)), {"padding": (2, 1), "padding_mode": "replicate"}, [(1, 2, 5, 4)]
+    ),
     case("Conv2d", (2, 4, 4), {"padding": "same", "padding_mode": "circular"}, [(1, 2, 6, 5)]),
-    case("Conv1d", (2, 3, 3), {"padding": 2, "padding_mode": "circular", "dilation": 2}, [(2, 2, 7)]),
+    case(
+        "Conv1d", (2, 3, 3), {"padding": 2, "padding_mode": "circular", "dilation": 2}, [(2, 2, 7)]
+    ),
     case("ConvTranspose2d", (3, 2, 3), None, [(2, 3, 4, 5)]),
-    case("ConvTranspose2d", (4, 6, 3), {"stride": 2, "padding": 1, "output_padding": 1},
-         [(2, 4, 4, 4)]),  # fmt: skip
-    case("ConvTranspose2d", (4, 6, (2, 3)), {"groups": 2, "dilation": 2, "bias": False},
-         [(1, 4, 3, 5)]),  # fmt: skip
+    case(
+        "ConvTranspose2d",
+        (4, 6, 3),
+        {"stride": 2, "padding": 1, "output_padding": 1},
+        [(2, 4, 4, 4)],
+    ),
+    case(
+        "ConvTranspose2d",
+        (4, 6, (2, 3)),
+        {"groups": 2, "dilation": 2, "bias": False},
+        [(1, 4, 3, 5)],
+    ),
     case("ConvTranspose2d", (2, 3, 3), {"stride": (2, 3), "padding": (0, 1)}, [(2, 4, 3)]),
-    case("ConvTranspose2d", (2, 3, 3), {"stride": 2}, [(1, 2, 4, 4)],
-         forward={"output_size": [10, 10]}),  # fmt: skip
+    case(
+        "ConvTranspose2d",
+        (2, 3, 3),
+        {"stride": 2},
+        [(1, 2, 4, 4)],
+        forward={"output_size": [10, 10]},
+    ),
     case("MaxPool1d", (3,), None, [(2, 3, 10)]),
     case("MaxPool1d", (3, 2, 1), {"dilation": 2, "ceil_mode": True}, [(2, 3, 11)]),
     case("MaxPool1d", (2,), {"ceil_mode": True}, [(3, 7)]),

@@ -51,26 +51,38 @@ CASES = {
         ({}, lambda r: [_normal(r, 5, 4), _classes(r, (5,), 4)]),
         ({}, lambda r: [_normal(r, 4), _classes(r, (), 4)]),
         ({}, lambda r: [_normal(r, 2, 4, 3, 2), _classes(r, (2, 3, 2), 4)]),
-        ({"weight": np.array([0.5, 2.0, 1.0, 0.1], F32)},
-         lambda r: [_normal(r, 6, 4), _classes(r, (6,), 4)]),
+        (
+            {"weight": np.array([0.5, 2.0, 1.0, 0.1], F32)},
+            lambda r: [_normal(r, 6, 4), _classes(r, (6,), 4)],
+        ),
         ({"ignore_index": 2}, lambda r: [_normal(r, 6, 4), _classes(r, (6,), 4, ignore=2)]),
-        ({"ignore_index": -1, "weight": np.array([0.5, 2.0, 1.0], F32)},
-         lambda r: [_normal(r, 2, 3, 4), _classes(r, (2, 4), 3, ignore=-1)]),
+        (
+            {"ignore_index": -1, "weight": np.array([0.5, 2.0, 1.0], F32)},
+            lambda r: [_normal(r, 2, 3, 4), _classes(r, (2, 4), 3, ignore=-1)],
+        ),
         ({"label_smoothing": 0.2}, lambda r: [_normal(r, 5, 4), _classes(r, (5,), 4)]),
-        ({"label_smoothing": 0.1, "weight": np.array([0.5, 2.0, 1.0, 0.3], F32)},
-         lambda r: [_normal(r, 5, 4), _classes(r, (5,), 4)]),
-        ({"label_smoothing": 0.3, "ignore_index": 1, "weight": np.array([0.5, 2.0, 1.0], F32)},
-         lambda r: [_normal(r, 2, 3, 5), _classes(r, (2, 5), 3, ignore=1)]),
+        (
+            {"label_smoothing": 0.1, "weight": np.array([0.5, 2.0, 1.0, 0.3], F32)},
+            lambda r: [_normal(r, 5, 4), _classes(r, (5,), 4)],
+        ),
+        (
+            {"label_smoothing": 0.3, "ignore_index": 1, "weight": np.array([0.5, 2.0, 1.0], F32)},
+            lambda r: [_normal(r, 2, 3, 5), _classes(r, (2, 5), 3, ignore=1)],
+        ),
         ({}, lambda r: [_normal(r, 5, 4), _softmax_rows(r, (5, 4))]),
         ({"label_smoothing": 0.25}, lambda r: [_normal(r, 2, 3, 4), _softmax_rows(r, (2, 3, 4))]),
-        ({"weight": np.array([0.5, 2.0, 1.0], F32), "label_smoothing": 0.1},
-         lambda r: [_normal(r, 4, 3), _softmax_rows(r, (4, 3))]),
+        (
+            {"weight": np.array([0.5, 2.0, 1.0], F32), "label_smoothing": 0.1},
+            lambda r: [_normal(r, 4, 3), _softmax_rows(r, (4, 3))],
+        ),
         ({}, lambda r: [_normal(r, 3), _softmax_rows(r, (3,), 0)]),
     ],
     "NLLLoss": [
         ({}, lambda r: [_normal(r, 5, 4), _classes(r, (5,), 4)]),
-        ({"weight": np.array([0.5, 2.0, 1.0], F32)},
-         lambda r: [_normal(r, 2, 3, 4), _classes(r, (2, 4), 3)]),
+        (
+            {"weight": np.array([0.5, 2.0, 1.0], F32)},
+            lambda r: [_normal(r, 2, 3, 4), _classes(r, (2, 4), 3)],
+        ),
         ({"ignore_index": 0}, lambda r: [_normal(r, 6, 3), _classes(r, (6,), 3, ignore=0)]),
         ({}, lambda r: [_normal(r, 3), _classes(r, (), 3)]),
     ],
@@ -80,23 +92,32 @@ CASES = {
     ],
     "BCEWithLogitsLoss": [
         ({}, lambda r: [_normal(r, 4, 3, scale=3), _prob(r, 4, 3)]),
-        ({"weight": np.array([0.5, 2.0, 1.0], F32)},
-         lambda r: [_normal(r, 4, 3), _prob(r, 4, 3)]),
-        ({"pos_weight": np.array([3.0, 0.5, 1.0], F32)},
-         lambda r: [_normal(r, 2, 4, 3, scale=3), _prob(r, 2, 4, 3)]),
-        ({"weight": np.array([[2.0], [1.0], [0.5], [1.0]], F32),
-          "pos_weight": np.array([3.0, 0.5, 1.0], F32)},
-         lambda r: [_normal(r, 4, 3), _prob(r, 4, 3)]),
+        ({"weight": np.array([0.5, 2.0, 1.0], F32)}, lambda r: [_normal(r, 4, 3), _prob(r, 4, 3)]),
+        (
+            {"pos_weight": np.array([3.0, 0.5, 1.0], F32)},
+            lambda r: [_normal(r, 2, 4, 3, scale=3), _prob(r, 2, 4, 3)],
+        ),
+        (
+            {
+                "weight": np.array([[2.0], [1.0], [0.5], [1.0]], F32),
+                "pos_weight": np.array([3.0, 0.5, 1.0], F32),
+            },
+            lambda r: [_normal(r, 4, 3), _prob(r, 4, 3)],
+        ),
     ],
     "KLDivLoss": [
         ({}, lambda r: [np.log(_softmax_rows(r, (4, 5))), _softmax_rows(r, (4, 5))]),
-        ({"log_target": True},
-         lambda r: [np.log(_softmax_rows(r, (4, 5))), np.log(_softmax_rows(r, (4, 5)))]),
+        (
+            {"log_target": True},
+            lambda r: [np.log(_softmax_rows(r, (4, 5))), np.log(_softmax_rows(r, (4, 5)))],
+        ),
     ],
     "CosineEmbeddingLoss": [
         ({}, lambda r: [_normal(r, 5, 3), _normal(r, 5, 3), np.array([1, -1, 1, -1, -1])]),
-        ({"margin": 0.3},
-         lambda r: [_normal(r, 5, 3), _normal(r, 5, 3), np.array([1, -1, 1, -1, -1])]),
+        (
+            {"margin": 0.3},
+            lambda r: [_normal(r, 5, 3), _normal(r, 5, 3), np.array([1, -1, 1, -1, -1])],
+        ),
         ({"margin": -0.2}, lambda r: [_normal(r, 3), _normal(r, 3), np.array(-1)]),
     ],
 }
@@ -122,7 +143,9 @@ PARAMS = [
 
 
 def _build(name, kwargs, reduction, device):
-    ours_kw = {k: to_ember(v, device) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    ours_kw = {
+        k: to_ember(v, device) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()
+    }
     theirs_kw = {k: to_torch(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
     ours = getattr(ember.nn, name)(reduction=reduction, **ours_kw)
     theirs = getattr(torch.nn, name)(reduction=reduction, **theirs_kw)
@@ -146,7 +169,9 @@ def test_kl_div_batchmean(device, rng):
 def test_loss_functional(device, rng, name, kwargs, inputs):
     """The functional forms take the same options, by keyword, as the modules."""
     fn_name = FUNCTIONAL[name]
-    ours_kw = {k: to_ember(v, device) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    ours_kw = {
+        k: to_ember(v, device) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()
+    }
     theirs_kw = {k: to_torch(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
 
     def ours(*args):

@@ -11,25 +11,136 @@ import ember
 
 torch = pytest.importorskip("torch")
 
-LAYERS = """Linear Bilinear Identity Flatten Unflatten Conv1d Conv2d ConvTranspose2d MaxPool1d MaxPool2d
-AvgPool1d AvgPool2d AdaptiveAvgPool1d AdaptiveAvgPool2d BatchNorm1d BatchNorm2d LayerNorm GroupNorm
-RMSNorm Dropout Embedding EmbeddingBag RNN LSTM GRU RNNCell LSTMCell GRUCell MultiheadAttention
-TransformerEncoderLayer TransformerDecoderLayer TransformerEncoder TransformerDecoder Transformer
-ReLU GELU SiLU Tanh Sigmoid Softmax LogSoftmax LeakyReLU ELU Mish Hardswish Softplus Sequential
-ModuleList ModuleDict ParameterList ParameterDict MSELoss L1Loss SmoothL1Loss HuberLoss
-CrossEntropyLoss NLLLoss BCELoss BCEWithLogitsLoss KLDivLoss CosineEmbeddingLoss""".split()
+LAYERS = [
+    "Linear",
+    "Bilinear",
+    "Identity",
+    "Flatten",
+    "Unflatten",
+    "Conv1d",
+    "Conv2d",
+    "ConvTranspose2d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "LayerNorm",
+    "GroupNorm",
+    "RMSNorm",
+    "Dropout",
+    "Embedding",
+    "EmbeddingBag",
+    "RNN",
+    "LSTM",
+    "GRU",
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
+    "MultiheadAttention",
+    "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerDecoder",
+    "Transformer",
+    "ReLU",
+    "GELU",
+    "SiLU",
+    "Tanh",
+    "Sigmoid",
+    "Softmax",
+    "LogSoftmax",
+    "LeakyReLU",
+    "ELU",
+    "Mish",
+    "Hardswish",
+    "Softplus",
+    "Sequential",
+    "ModuleList",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
+    "MSELoss",
+    "L1Loss",
+    "SmoothL1Loss",
+    "HuberLoss",
+    "CrossEntropyLoss",
+    "NLLLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "KLDivLoss",
+    "CosineEmbeddingLoss",
+]
 
-FUNCTIONAL = """linear bilinear conv1d conv2d conv_transpose2d max_pool1d max_pool2d avg_pool1d avg_pool2d
-adaptive_avg_pool1d adaptive_avg_pool2d batch_norm layer_norm group_norm rms_norm dropout embedding
-embedding_bag relu gelu silu tanh sigmoid softmax log_softmax leaky_relu elu mish hardswish softplus
-mse_loss l1_loss smooth_l1_loss huber_loss cross_entropy nll_loss binary_cross_entropy
-binary_cross_entropy_with_logits kl_div cosine_embedding_loss scaled_dot_product_attention pad
-interpolate one_hot normalize unfold fold""".split()
+FUNCTIONAL = [
+    "linear",
+    "bilinear",
+    "conv1d",
+    "conv2d",
+    "conv_transpose2d",
+    "max_pool1d",
+    "max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "batch_norm",
+    "layer_norm",
+    "group_norm",
+    "rms_norm",
+    "dropout",
+    "embedding",
+    "embedding_bag",
+    "relu",
+    "gelu",
+    "silu",
+    "tanh",
+    "sigmoid",
+    "softmax",
+    "log_softmax",
+    "leaky_relu",
+    "elu",
+    "mish",
+    "hardswish",
+    "softplus",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "cross_entropy",
+    "nll_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "cosine_embedding_loss",
+    "scaled_dot_product_attention",
+    "pad",
+    "interpolate",
+    "one_hot",
+    "normalize",
+    "unfold",
+    "fold",
+]
 
-INIT = """uniform_ normal_ zeros_ ones_ constant_ xavier_uniform_ xavier_normal_ kaiming_uniform_
-kaiming_normal_ trunc_normal_ orthogonal_ calculate_gain""".split()
+INIT = [
+    "uniform_",
+    "normal_",
+    "zeros_",
+    "ones_",
+    "constant_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "trunc_normal_",
+    "orthogonal_",
+    "calculate_gain",
+]
 
-UTILS = "clip_grad_norm_ clip_grad_value_ parameters_to_vector vector_to_parameters".split()
+UTILS = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
 
 # Arguments PyTorch has that ember leaves out on purpose, as data: (name, argument) -> why.
 OMITTED = {
@@ -106,10 +217,32 @@ def test_utils(name):
 
 @pytest.mark.parametrize(
     "method",
-    """state_dict load_state_dict named_parameters named_buffers named_modules named_children
-    parameters buffers children modules train eval zero_grad apply requires_grad_ to
-    register_buffer register_parameter add_module register_forward_pre_hook
-    register_forward_hook get_submodule get_parameter get_buffer""".split(),
+    [
+        "state_dict",
+        "load_state_dict",
+        "named_parameters",
+        "named_buffers",
+        "named_modules",
+        "named_children",
+        "parameters",
+        "buffers",
+        "children",
+        "modules",
+        "train",
+        "eval",
+        "zero_grad",
+        "apply",
+        "requires_grad_",
+        "to",
+        "register_buffer",
+        "register_parameter",
+        "add_module",
+        "register_forward_pre_hook",
+        "register_forward_hook",
+        "get_submodule",
+        "get_parameter",
+        "get_buffer",
+    ],
 )
 def test_module_methods(method):
     ours, theirs = getattr(ember.nn.Module, method), getattr(torch.nn.Module, method)
