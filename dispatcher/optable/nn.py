@@ -6,6 +6,8 @@ autograd formula (autograd/formulas.py), so the graph holds one node per call.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import ember
@@ -60,8 +62,10 @@ def _im2col(x, kernel, dilation, padding, stride):
     return windows.reshape(n, c * kernel[0] * kernel[1], out_hw[0] * out_hw[1])
 
 
+@functools.lru_cache(maxsize=64)
 def _col2im_index(c, hp, wp, kernel, dilation, stride, out_hw, device):
-    """Flat positions in a padded (C, Hp, Wp) image of each element of a (C*kh*kw, L) column."""
+    """Flat positions in a padded (C, Hp, Wp) image of each element of a (C*kh*kw, L) column.
+    Cached per geometry, like the pooling positions: the same layer asks every step."""
     ch = ember.arange(c, device=device).view(c, 1, 1, 1, 1) * (hp * wp)
     ki = ember.arange(kernel[0], device=device).view(1, kernel[0], 1, 1, 1) * dilation[0]
     kj = ember.arange(kernel[1], device=device).view(1, 1, kernel[1], 1, 1) * dilation[1]
@@ -76,10 +80,25 @@ def _col2im(cols, output_size, kernel, dilation, padding, stride):
     h, w = output_size
     hp, wp = h + 2 * padding[0], w + 2 * padding[1]
     out_hw = _out_hw(h, w, kernel, stride, padding, dilation)
-    index = _col2im_index(c, hp, wp, kernel, dilation, stride, out_hw, cols.device)
+    index = _col2im_index(
+        c, hp, wp, tuple(kernel), tuple(dilation), tuple(stride), out_hw, str(cols.device)
+    )
     flat = ember.zeros(n, c * hp * wp, dtype=cols.dtype, device=cols.device)
     flat = flat.index_add(1, index, cols.reshape(n, -1))
     return flat.view(n, c, hp, wp).narrow(2, padding[0], h).narrow(3, padding[1], w).contiguous()
+
+
+@functools.lru_cache(maxsize=64)
+def _pool_positions(w, out_hw, kernel, stride, padding, dilation, device):
+    """Flat (H*W) input positions for max pooling: each window's top-left corner (oh, ow) and
+    each kernel cell's offset from it (kh*kw,). Cached per geometry: rebuilding them from
+    aranges, divisions and remainders cost more than the pooling itself."""
+    rows = ember.arange(out_hw[0], device=device).view(-1, 1) * stride[0] - padding[0]
+    cols = ember.arange(out_hw[1], device=device) * stride[1] - padding[1]
+    cells = [
+        i * dilation[0] * w + j * dilation[1] for i in range(kernel[0]) for j in range(kernel[1])
+    ]
+    return rows * w + cols, ember.tensor(cells, device=device)
 
 
 def _max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
@@ -96,10 +115,10 @@ def _max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     windows = _windows(padded, kernel, dilation, stride, out_hw)
     flat = windows.permute(0, 1, 4, 5, 2, 3).reshape(n, c, out_hw[0], out_hw[1], -1)
     values, local = ember.max(flat, -1)
-    ki, kj = local // kernel[1], local % kernel[1]
-    rows = ember.arange(out_hw[0], device=x.device).view(-1, 1) * stride[0] - padding[0]
-    cols = ember.arange(out_hw[1], device=x.device).view(1, -1) * stride[1] - padding[1]
-    index = (rows + ki * dilation[0]) * w + (cols + kj * dilation[1])
+    corners, cells = _pool_positions(
+        w, out_hw, tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), str(x.device)
+    )
+    index = corners + cells.take(local)
     if not batched:
         values, index = values.squeeze(0), index.squeeze(0)
     from ember.return_types import ValuesIndices

@@ -180,9 +180,9 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
         return input
     if p == 1.0:
         out = input * 0
-    else:
+    else:  # one mask of 0 and 1/(1-p), so the output is a single multiply
         keep = ember.rand(input.shape, dtype=input.dtype, device=input.device) >= p
-        out = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+        out = input * keep.to(input.dtype).mul_(1.0 / (1.0 - p))
     return input.copy_(out) if inplace else out
 
 

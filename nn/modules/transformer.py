@@ -8,6 +8,7 @@ import ember
 
 from .. import functional as F
 from .. import init
+from ..functional.attention import attention_weights
 from ..parameter import Parameter
 from .linear import Linear, NonDynamicallyQuantizableLinear
 from .misc import Dropout
@@ -129,15 +130,15 @@ class MultiheadAttention(Module):
             return t.reshape(size, batch, heads, dim).permute(1, 2, 0, 3)
 
         q, k, v = split(q, length), split(k, source), split(v, source)
-        mask = self._combine_masks(
-            attn_mask, key_padding_mask, is_causal, length, source, batch, query
+        blocked, additive = self._masks(attn_mask, key_padding_mask, batch, length, source)
+        weights = attention_weights(
+            q,
+            k,
+            blocked=blocked,
+            additive=additive,
+            is_causal=is_causal and attn_mask is None,
+            dropout_p=self.dropout if self.training else 0.0,
         )
-        scores = ember.matmul(q, k.transpose(-2, -1)) * (1.0 / dim**0.5)
-        if mask is not None:
-            scores = scores + mask
-        weights = F.softmax(scores, -1)
-        if self.dropout > 0.0 and self.training:
-            weights = F.dropout(weights, self.dropout, True)
         out = ember.matmul(weights, v).permute(2, 0, 1, 3).reshape(length, batch, self.embed_dim)
         out = self.out_proj(out)
         if self.batch_first and batched:
@@ -150,31 +151,23 @@ class MultiheadAttention(Module):
         return out, (weights if batched else weights.squeeze(0))
 
     @staticmethod
-    def _combine_masks(attn_mask, key_padding_mask, is_causal, length, source, batch, like):
-        """One additive float mask broadcastable to (N, H, L, S), or None."""
-        mask = None
-        if attn_mask is None and is_causal:
-            attn_mask = (
-                ember.ones(length, source, dtype=ember.bool, device=like.device)
-                .tril()
-                .logical_not()
-            )
-        if attn_mask is not None:
-            if attn_mask.dtype is ember.bool:
-                attn_mask = ember.zeros(
-                    attn_mask.shape, dtype=like.dtype, device=like.device
-                ).masked_fill(attn_mask, float("-inf"))
-            mask = attn_mask if attn_mask.ndim == 2 else attn_mask.view(batch, -1, length, source)
-        if key_padding_mask is not None:
-            if key_padding_mask.dtype is ember.bool:
-                padding = ember.zeros(
-                    key_padding_mask.shape, dtype=like.dtype, device=like.device
-                ).masked_fill(key_padding_mask, float("-inf"))
+    def _masks(attn_mask, key_padding_mask, batch, length, source):
+        """``(blocked, additive)`` for attention_weights: boolean masks (True: may not attend)
+        OR-ed, float masks summed, each broadcastable to (N, H, L, S), or None."""
+        blocked = additive = None
+        for mask, shape in (
+            (attn_mask, (batch, -1, length, source)),
+            (key_padding_mask, (batch, 1, 1, source)),
+        ):
+            if mask is None:
+                continue
+            if mask is key_padding_mask or mask.ndim == 3:
+                mask = mask.view(shape)
+            if mask.dtype is ember.bool:
+                blocked = mask if blocked is None else blocked | mask
             else:
-                padding = key_padding_mask
-            padding = padding.view(batch, 1, 1, source)
-            mask = padding if mask is None else mask + padding
-        return mask
+                additive = mask if additive is None else additive + mask
+        return blocked, additive
 
 
 def _activation(activation):
