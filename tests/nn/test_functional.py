@@ -128,6 +128,11 @@ INTERPOLATE = [
     ((2, 3, 5), {"scale_factor": 2.5, "mode": "linear", "align_corners": True}),
     ((1, 1, 4, 4), {"size": (1, 1), "mode": "bilinear", "align_corners": True}),
     ((1, 2, 4, 5), {"size": (7, 9), "mode": "nearest-exact"}),
+    ((1, 1, 2, 3, 4), {"size": (3, 5, 2), "mode": "trilinear"}),
+    ((1, 1, 2, 3, 4), {"scale_factor": 2, "mode": "nearest"}),
+    ((2, 3, 8, 6), {"size": (4, 3), "mode": "area"}),
+    ((2, 3, 7, 5), {"size": (3, 2), "mode": "area"}),
+    ((2, 3, 7), {"size": 3, "mode": "area"}),
 ]
 
 
@@ -143,6 +148,12 @@ def test_interpolate_errors(device):
         F.interpolate(x)
     with pytest.raises(NotImplementedError, match="bicubic"):
         F.interpolate(x, size=3, mode="bicubic")
+    with pytest.raises(NotImplementedError, match="antialias"):
+        F.interpolate(x, size=3, mode="bilinear", antialias=True)
+    with pytest.raises(NotImplementedError, match="'linear' needs 3D"):
+        F.interpolate(x, size=3, mode="linear")
+    with pytest.raises(ValueError, match="align_corners"):
+        F.interpolate(x, size=3, mode="nearest", align_corners=True)
 
 
 # ---- one_hot, normalize, unfold/fold ---------------------------------------------------------

@@ -116,6 +116,12 @@ def test_init_runs_without_autograd_and_returns_its_argument(device):
         assert p.is_leaf and p.grad_fn is None and p.requires_grad
 
 
+def test_kaiming_on_zero_elements_is_a_no_op():
+    for fn in (init.kaiming_uniform_, init.kaiming_normal_):
+        with pytest.warns(UserWarning, match="zero-element"):
+            assert fn(ember.empty(3, 0)).shape == (3, 0)
+
+
 def test_init_generator_reproducible(device):
     a = init.kaiming_uniform_(
         ember.empty(5, 4, device=device), generator=ember.Generator().manual_seed(3)
