@@ -5,9 +5,11 @@ from __future__ import annotations
 import warnings
 
 import ember
+from ember.autograd import Function
 from ember.dispatcher.optable import OPS
 
 from .activation import log_softmax
+from .normalization import norm_at_least
 
 
 def legacy_reduction(size_average, reduce, reduction: str) -> str:
@@ -178,16 +180,36 @@ def cross_entropy(
     return _class_loss(loss, weights, reduction, unbatched)
 
 
+class _BinaryCrossEntropy(Function):
+    """Elementwise binary cross entropy with PyTorch's value and gradients: logs clamped at
+    -100, and d/dinput = (input - target) / max(input (1 - input), 1e-12), so a probability of
+    exactly 0 or 1 (a saturated sigmoid) gives a finite gradient where autograd through the
+    clamped logs would give 0 * inf = NaN."""
+
+    @staticmethod
+    def forward(ctx, input, target):
+        ctx.save_for_backward(input, target)
+        log_p = ember.clamp(ember.log(input), min=-100)
+        log_q = ember.clamp(ember.log1p(-input), min=-100)
+        return -(target * log_p + (1 - target) * log_q)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors
+        grad_input = grad_target = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad * (input - target) / ember.clamp(input * (1 - input), min=1e-12)
+        if ctx.needs_input_grad[1]:  # unclamped, as PyTorch's (infinite at 0 and 1)
+            grad_target = grad * (ember.log1p(-input) - ember.log(input))
+        return grad_input, grad_target
+
+
 def binary_cross_entropy(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_same("binary_cross_entropy", input, target)
-    # PyTorch clamps log at -100 so that log(0) stays finite.
-    log_p = ember.clamp(ember.log(input), min=-100)
-    log_q = ember.clamp(ember.log(1 - input), min=-100)
-    loss = -(target * log_p + (1 - target) * log_q)
-    return _weighted(loss, weight, reduction)
+    return _weighted(_BinaryCrossEntropy.apply(input, target), weight, reduction)
 
 
 def binary_cross_entropy_with_logits(
@@ -214,16 +236,19 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
-    dot = (x1 * x2).sum(dim)
-    norms = ember.clamp(x1.norm(2, dim), min=eps) * ember.clamp(x2.norm(2, dim), min=eps)
-    return dot / norms
+    """``x1 . x2 / (max(||x1||, eps) max(||x2||, eps))`` along ``dim`` (broadcasting)."""
+    norms = norm_at_least(x1, 2, dim, eps) * norm_at_least(x2, 2, dim, eps)
+    return (x1 * x2).sum(dim) / norms
 
 
 def cosine_embedding_loss(
     input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
 ):
     reduction = legacy_reduction(size_average, reduce, reduction)
-    cos = cosine_similarity(input1, input2, 1 if input1.ndim > 1 else 0, 1e-12)
+    dim = 1 if input1.ndim > 1 else 0
+    # PyTorch's formula: 1e-12 added to each squared norm (finite at zero vectors).
+    squares = ((input1 * input1).sum(dim) + 1e-12) * ((input2 * input2).sum(dim) + 1e-12)
+    cos = (input1 * input2).sum(dim) / ember.sqrt(squares)
     loss = ember.where(target == 1, 1 - cos, ember.clamp(cos - margin, min=0))
     return _reduce(loss, reduction)
 

@@ -128,14 +128,17 @@ def instance_norm(
     return group_norm(input, input.shape[1], weight, bias, eps)
 
 
-def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
-    """``input / max(||input||_p, eps)`` along ``dim``.
-
-    The clamp is applied to ``sum |x|^p`` (at ``eps^p``) before the root: the same value, and
-    at a zero vector the gradient PyTorch gives (none through the norm) instead of 0 * inf.
-    """
+def norm_at_least(input, p: float, dim: int, eps: float, keepdim: bool = False):
+    """``max(||input||_p, eps)`` along ``dim``, clamping ``sum |x|^p`` at ``eps^p`` before the
+    root: the same value, and at a zero vector PyTorch's gradient (none through the norm)
+    instead of 0 * inf = NaN."""
     if p == math.inf:
-        return input / ember.clamp(input.abs().amax(dim, keepdim=True), min=eps)
+        return ember.clamp(input.abs().amax(dim, keepdim=keepdim), min=eps)
     powered = input * input if p == 2 else input.abs() if p == 1 else input.abs() ** p
-    total = ember.clamp(powered.sum(dim, keepdim=True), min=eps**p)
-    return input / (ember.sqrt(total) if p == 2 else total if p == 1 else total ** (1.0 / p))
+    total = ember.clamp(powered.sum(dim, keepdim=keepdim), min=eps**p)
+    return ember.sqrt(total) if p == 2 else total if p == 1 else total ** (1.0 / p)
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
+    """``input / max(||input||_p, eps)`` along ``dim``."""
+    return input / norm_at_least(input, p, dim, eps, keepdim=True)

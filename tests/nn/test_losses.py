@@ -119,6 +119,7 @@ CASES = {
             lambda r: [_normal(r, 5, 3), _normal(r, 5, 3), np.array([1, -1, 1, -1, -1])],
         ),
         ({"margin": -0.2}, lambda r: [_normal(r, 3), _normal(r, 3), np.array(-1)]),
+        ({"margin": 0.1}, lambda r: [np.zeros((2, 3), F32), _normal(r, 2, 3), np.array([1, -1])]),
     ],
 }
 
@@ -181,6 +182,23 @@ def test_loss_functional(device, rng, name, kwargs, inputs):
         return getattr(torch.nn.functional, fn_name)(*args, **theirs_kw)
 
     check_module(ours, theirs, inputs(rng), device)
+
+
+@pytest.mark.parametrize("name", ["binary_cross_entropy", "binary_cross_entropy_with_logits"])
+def test_binary_cross_entropy_saturated(device, name):
+    """Probabilities of exactly 0 and 1 (and logits far out) give torch's finite values and
+    gradients, not NaN."""
+    x = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 0.5], np.float32)
+    if name.endswith("logits"):
+        x = (x - 0.5) * 400
+    t = np.array([0.0, 1.0, 0.0, 1.0, 0.3, 0.5], np.float32)
+    ours, theirs = getattr(ember.nn.functional, name), getattr(torch.nn.functional, name)
+    for reduction in ("none", "sum"):
+
+        def bind(fn, reduction=reduction):
+            return lambda a, b: fn(a, b, reduction=reduction)
+
+        check_module(bind(ours), bind(theirs), [x, t], device, rtol=1e-5)
 
 
 def test_loss_repr_and_buffers(device):
