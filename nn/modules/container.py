@@ -14,6 +14,8 @@ from .module import Module
 class Sequential(Module):
     """Modules applied one after the other; indexable and sliceable."""
 
+    _names_errors = False
+
     def __init__(self, *args):
         super().__init__()
         if len(args) == 1 and isinstance(args[0], (dict, OrderedDict)):
@@ -74,6 +76,8 @@ class Sequential(Module):
 class ModuleList(Module):
     """A list of modules, registered so their parameters are found."""
 
+    _names_errors = False
+
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
@@ -119,6 +123,8 @@ class ModuleList(Module):
 
 class ModuleDict(Module):
     """A dict of modules, registered so their parameters are found."""
+
+    _names_errors = False
 
     def __init__(self, modules=None):
         super().__init__()

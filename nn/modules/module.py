@@ -48,8 +48,11 @@ def _shapes(value):
 def _name_layer(module, args, exc) -> None:
     """Prefix the message of ``exc``, raised inside a layer of ember.nn, with that layer (as its
     repr shows it) and the shapes of its inputs. Layers around it leave the message alone, and
-    so do user-defined modules, whose errors are their own."""
-    if getattr(exc, "_ember_layer", False) or not type(module).__module__.startswith("ember.nn."):
+    so do containers (``_names_errors = False``: an error inside is a member's) and
+    user-defined modules, whose errors are their own."""
+    if getattr(exc, "_ember_layer", False) or not type(module)._names_errors:
+        return
+    if not type(module).__module__.startswith("ember.nn."):
         return
     if not exc.args or not isinstance(exc.args[0], str):
         return
@@ -89,6 +92,7 @@ class Module(StateDict):
     """
 
     training: bool
+    _names_errors = True  # see _name_layer; containers of other modules set it False
 
     def __init__(self, *args, **kwargs) -> None:
         if args or kwargs:

@@ -183,6 +183,8 @@ def _activation(activation):
 class TransformerEncoderLayer(Module):
     """Self-attention and a feed-forward block, each with a residual and LayerNorm."""
 
+    _names_errors = False
+
     def __init__(
         self,
         d_model,
@@ -238,6 +240,8 @@ class TransformerEncoderLayer(Module):
 
 class TransformerDecoderLayer(Module):
     """Self-attention, cross-attention over the memory, and a feed-forward block."""
+
+    _names_errors = False
 
     def __init__(
         self,
@@ -338,6 +342,8 @@ def _clones(module, n):
 class TransformerEncoder(Module):
     """A stack of ``num_layers`` copies of an encoder layer (and an optional final norm)."""
 
+    _names_errors = False
+
     def __init__(
         self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True
     ):
@@ -360,6 +366,8 @@ class TransformerEncoder(Module):
 
 class TransformerDecoder(Module):
     """A stack of ``num_layers`` copies of a decoder layer (and an optional final norm)."""
+
+    _names_errors = False
 
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
@@ -395,6 +403,8 @@ class TransformerDecoder(Module):
 
 class Transformer(Module):
     """The encoder-decoder Transformer of "Attention Is All You Need"."""
+
+    _names_errors = False
 
     def __init__(
         self,

@@ -114,3 +114,19 @@ def test_constructor_errors():
         nn.Conv2d(1, 1, 3, padding_mode="bogus")
     with pytest.raises(ValueError, match="strided"):
         nn.Conv2d(1, 1, 3, padding="same", stride=2)
+
+
+def test_errors_of_user_modules_are_left_alone(device):
+    """Only the innermost library layer adds its name: a user's module (even inside a
+    Sequential) raises its own message unchanged, and an outer container adds nothing."""
+
+    class Picky(nn.Module):
+        def forward(self, x):
+            raise ValueError("picky: no thanks")
+
+    with pytest.raises(ValueError, match=r"^picky: no thanks$"):
+        nn.Sequential(nn.Identity(), Picky())(zeros(2, device=device))
+    with pytest.raises(RuntimeError) as info:
+        nn.Sequential(nn.ReLU(), nn.Linear(3, 2)).to(device)(zeros(4, 5, device=device))
+    assert str(info.value).startswith("Linear(in_features=3, out_features=2, bias=True) got")
+    assert str(info.value).count("got input") == 1
