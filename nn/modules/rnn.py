@@ -49,6 +49,29 @@ def _step(mode):
     return lambda gi, h, w_hh, b_hh: _rnn_step(gi, h, w_hh, b_hh, relu)
 
 
+def _check_input(input, batched_rank: int, input_size: int) -> bool:
+    """PyTorch's checks of a recurrent input (batched rank or one less, feature size); returns
+    whether it is batched."""
+    if input.ndim not in (batched_rank - 1, batched_rank):
+        raise ValueError(
+            f"Expected input to be {batched_rank - 1}D or {batched_rank}D, got {input.ndim}D "
+            f"instead (shape {list(input.shape)})"
+        )
+    if input.shape[-1] != input_size:
+        raise RuntimeError(
+            f"input.size(-1) must be equal to input_size. Expected {input_size}, got "
+            f"{input.shape[-1]}"
+        )
+    return input.ndim == batched_rank
+
+
+def _reset_uniform(module) -> None:
+    """Every parameter uniform in +-1/sqrt(hidden_size), PyTorch's recurrent initialisation."""
+    bound = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
+    for weight in module.parameters():
+        init.uniform_(weight, -bound, bound)
+
+
 def _check_state(name, state, expected) -> None:
     if tuple(state.shape) != expected:
         raise RuntimeError(f"Expected {name} size {expected}, got {list(state.shape)}")
@@ -103,9 +126,7 @@ class RNNBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -bound, bound)
+        _reset_uniform(self)
 
     def _weights(self, layer, direction):
         suffix = f"_l{layer}" + ("_reverse" if direction else "")
@@ -131,17 +152,7 @@ class RNNBase(Module):
         return ember.stack(outputs), state
 
     def forward(self, input, hx=None):
-        if input.ndim not in (2, 3):
-            raise ValueError(
-                f"Expected input to be 2D or 3D, got {input.ndim}D instead (shape "
-                f"{list(input.shape)})"
-            )
-        if input.shape[-1] != self.input_size:
-            raise RuntimeError(
-                f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
-                f"{input.shape[-1]}"
-            )
-        batched = input.ndim == 3
+        batched = _check_input(input, 3, self.input_size)
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
@@ -278,19 +289,10 @@ class RNNCellBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -bound, bound)
+        _reset_uniform(self)
 
     def forward(self, input, hx=None):
-        if input.ndim not in (1, 2):
-            raise ValueError(f"Expected input to be 1D or 2D, got {input.ndim}D instead")
-        if input.shape[-1] != self.input_size:
-            raise RuntimeError(
-                f"input has inconsistent input_size: got {input.shape[-1]} expected "
-                f"{self.input_size}"
-            )
-        batched = input.ndim == 2
+        batched = _check_input(input, 2, self.input_size)
         x = input if batched else input.unsqueeze(0)
         expected = (x.shape[0], self.hidden_size)
         if hx is None:

@@ -69,7 +69,7 @@ CASES = {
         [r"GRU", r"\(1, 3, 6\)", r"\[1, 2, 6\]"],
     ),
     "LSTM rank": (nn.LSTM(4, 6), [(2, 5, 3, 4)], ValueError, [r"LSTM", r"\[2, 5, 3, 4\]"]),
-    "GRUCell": (nn.GRUCell(4, 6), [(3, 5)], RuntimeError, [r"GRUCell", r"\[3, 5\]"]),
+    "GRUCell": (nn.GRUCell(4, 6), [(3, 5)], RuntimeError, [r"GRUCell", r"\[3, 5\]", "input_size"]),
     "MultiheadAttention": (
         nn.MultiheadAttention(8, 2), [(3, 2, 6)] * 3, AssertionError,
         [r"MultiheadAttention", r"embedding dimension of 8, but got 6"],

@@ -207,32 +207,29 @@ def _seq(rng, config, length, batch=2, d=8):
     return _normal(rng, *((batch, length) if config.get("batch_first") else (length, batch)), d)
 
 
-@pytest.mark.parametrize("masks", [False, True], ids=["no-mask", "masks"])
-@pytest.mark.parametrize("config", LAYER_CONFIGS, ids=str)
-def test_transformer_encoder_layer(device, rng, config, masks):
-    ours, theirs = pair("TransformerEncoderLayer", 8, 2, 16, 0.0, device=device, **config)
-    kwargs = {}
-    if masks:
-        padding = np.zeros((2, 5), dtype=bool)
-        padding[1, -2:] = True
-        kwargs = {"src_mask": np.triu(np.ones((5, 5), bool), 1), "src_key_padding_mask": padding}
-    check_module(ours, theirs, [_seq(rng, config, 5)], device, kwargs=kwargs)
+def _layer_masks(name):
+    """Masks for a Transformer layer's forward: causal boolean / float target masks and key
+    padding masks with a few padded positions."""
+    padding = np.zeros((2, 6 if name == "TransformerDecoderLayer" else 5), dtype=bool)
+    padding[-1, -2:] = True
+    if name == "TransformerEncoderLayer":
+        return {"src_mask": np.triu(np.ones((5, 5), bool), 1), "src_key_padding_mask": padding}
+    return {
+        "tgt_mask": np.triu(np.full((4, 4), -np.inf, F32), 1),
+        "memory_key_padding_mask": padding,
+        "tgt_is_causal": True,
+    }
 
 
 @pytest.mark.parametrize("masks", [False, True], ids=["no-mask", "masks"])
 @pytest.mark.parametrize("config", LAYER_CONFIGS, ids=str)
-def test_transformer_decoder_layer(device, rng, config, masks):
-    ours, theirs = pair("TransformerDecoderLayer", 8, 2, 16, 0.0, device=device, **config)
-    kwargs = {}
-    if masks:
-        padding = np.zeros((2, 6), dtype=bool)
-        padding[0, -1] = True
-        kwargs = {
-            "tgt_mask": np.triu(np.full((4, 4), -np.inf, F32), 1),
-            "memory_key_padding_mask": padding,
-            "tgt_is_causal": True,
-        }
-    inputs = [_seq(rng, config, 4), _seq(rng, config, 6)]
+@pytest.mark.parametrize("name", ["TransformerEncoderLayer", "TransformerDecoderLayer"])
+def test_transformer_layer(device, rng, name, config, masks):
+    ours, theirs = pair(name, 8, 2, 16, 0.0, device=device, **config)
+    inputs = [_seq(rng, config, 5)]
+    if name == "TransformerDecoderLayer":
+        inputs = [_seq(rng, config, 4), _seq(rng, config, 6)]
+    kwargs = _layer_masks(name) if masks else {}
     check_module(ours, theirs, inputs, device, kwargs=kwargs)
 
 
