@@ -95,8 +95,14 @@ class RNNBase(Module):
         dtype=None,
     ):
         super().__init__()
-        if proj_size:
-            raise NotImplementedError("proj_size is not supported yet")
+        if proj_size < 0:
+            raise ValueError(
+                "proj_size should be a positive integer or zero to disable projections"
+            )
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if proj_size >= hidden_size > 0:
+            raise ValueError("proj_size has to be smaller than hidden_size")
         if not 0 <= dropout <= 1 or isinstance(dropout, bool):
             raise ValueError(
                 "dropout should be a number in range [0, 1] representing the probability of an "
@@ -109,21 +115,25 @@ class RNNBase(Module):
         self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
         gates = GATES[mode] * hidden_size
         directions = 2 if bidirectional else 1
+        real = self._real_hidden_size
         factory = {"device": device, "dtype": dtype}
         for layer in range(num_layers):
             for direction in range(directions):
                 suffix = f"_l{layer}" + ("_reverse" if direction else "")
-                width = input_size if layer == 0 else hidden_size * directions
-                setattr(self, f"weight_ih{suffix}", Parameter(ember.empty(gates, width, **factory)))
-                setattr(
-                    self,
-                    f"weight_hh{suffix}",
-                    Parameter(ember.empty(gates, hidden_size, **factory)),
-                )
+                width = input_size if layer == 0 else real * directions
+                shapes = {"weight_ih": (gates, width), "weight_hh": (gates, real)}
                 if bias:
-                    setattr(self, f"bias_ih{suffix}", Parameter(ember.empty(gates, **factory)))
-                    setattr(self, f"bias_hh{suffix}", Parameter(ember.empty(gates, **factory)))
+                    shapes.update(bias_ih=(gates,), bias_hh=(gates,))
+                if proj_size:
+                    shapes["weight_hr"] = (proj_size, hidden_size)
+                for name, shape in shapes.items():
+                    setattr(self, name + suffix, Parameter(ember.empty(shape, **factory)))
         self.reset_parameters()
+
+    @property
+    def _real_hidden_size(self) -> int:
+        """The size of h: the projection's when LSTM has ``proj_size``, else ``hidden_size``."""
+        return self.proj_size or self.hidden_size
 
     def reset_parameters(self) -> None:
         _reset_uniform(self)
@@ -136,19 +146,22 @@ class RNNBase(Module):
             get(f"weight_hh{suffix}"),
             get(f"bias_ih{suffix}"),
             get(f"bias_hh{suffix}"),
+            get(f"weight_hr{suffix}"),
         )
 
     def _run(self, step, inputs, state, weights, reverse):
         """One layer and direction over the sequence: (outputs (T, B, H), final state)."""
-        w_ih, w_hh, b_ih, b_hh = weights
+        w_ih, w_hh, b_ih, b_hh, w_hr = weights
         gates = F.linear(inputs, w_ih, b_ih)  # every time step's input products at once
         steps = inputs.shape[0]
         outputs = [None] * steps
         for t in range(steps - 1, -1, -1) if reverse else range(steps):
             state = step(gates[t], state, w_hh, b_hh)
+            if w_hr is not None:  # LSTM with proj_size: h is projected, c is not
+                state = (F.linear(state[0], w_hr), state[1])
             outputs[t] = state[0] if self.mode == "LSTM" else state
         if not steps:
-            return inputs.new_zeros(0, inputs.shape[1], self.hidden_size), state
+            return inputs.new_zeros(0, inputs.shape[1], self._real_hidden_size), state
         return ember.stack(outputs), state
 
     def forward(self, input, hx=None):
@@ -188,14 +201,15 @@ class RNNBase(Module):
 
     def _initial_state(self, hx, x, directions, batched):
         """``(h0, c0)`` as (layers * directions, batch, hidden); zeros when ``hx`` is None."""
-        expected = (self.num_layers * directions, x.shape[1], self.hidden_size)
+        lead = (self.num_layers * directions, x.shape[1])
+        sizes = (lead + (self._real_hidden_size,), lead + (self.hidden_size,))
         if hx is None:
-            zeros = ember.zeros(expected, dtype=x.dtype, device=x.device)
-            return zeros, zeros
+            h0, c0 = (ember.zeros(size, dtype=x.dtype, device=x.device) for size in sizes)
+            return h0, c0
         states = hx if self.mode == "LSTM" else (hx,)
         names = ("hidden[0]", "hidden[1]") if self.mode == "LSTM" else ("hidden",)
         checked = []
-        for name, state in zip(names, states):
+        for name, state, expected in zip(names, states, sizes):
             if state.ndim != (3 if batched else 2):
                 kind = "batched 3-D" if batched else "unbatched 2-D"
                 raise RuntimeError(
@@ -209,6 +223,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            text += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             text += f", num_layers={self.num_layers}"
         if not self.bias:

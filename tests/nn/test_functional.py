@@ -72,6 +72,40 @@ def test_sdpa_dropout_statistics(device):
     assert F.scaled_dot_product_attention(q, k, v, dropout_p=0.0).item() == pytest.approx(1.0, 1e-5)
 
 
+@pytest.mark.parametrize("is_causal", [True, False], ids=["causal", "full"])
+def test_sdpa_dropout_matches_torch_with_the_same_mask(device, rng, is_causal):
+    """Dropout on the attention weights, causal or not: with V = I the output is the dropped,
+    rescaled weights, which reveals ember's mask; the same seed then gives the same mask with
+    a random V, and torch computes ``(softmax(masked scores) * mask / (1 - p)) V`` from it."""
+    p, shape = 0.4, (2, 3, 6, 4)
+    q, k = _normal(rng, *shape), _normal(rng, *shape)
+    ember.manual_seed(7)
+    eye = ember.eye(6, device=device).expand(2, 3, 6, 6)
+    dropped = (
+        F.scaled_dot_product_attention(
+            to_ember(q, device), to_ember(k, device), eye, dropout_p=p, is_causal=is_causal
+        )
+        .cpu()
+        .numpy()
+    )
+    keep = dropped != 0
+    assert 0.3 < 1 - keep[..., np.tril_indices(6)[0], np.tril_indices(6)[1]].mean() < 0.5
+    if is_causal:
+        assert not keep[..., np.triu_indices(6, 1)[0], np.triu_indices(6, 1)[1]].any()
+
+    def ours(q, k, v):
+        ember.manual_seed(7)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=is_causal)
+
+    def theirs(q, k, v):
+        scores = q @ k.transpose(-2, -1) / 2.0
+        if is_causal:
+            scores = scores.masked_fill(torch.ones(6, 6, dtype=torch.bool).triu(1), -np.inf)
+        return (scores.softmax(-1) * torch.from_numpy(keep) / (1 - p)) @ v
+
+    check_module(ours, theirs, [q, k, _normal(rng, 2, 3, 6, 5)], device)
+
+
 def test_sdpa_errors(device):
     q = ember.zeros(2, 3, 4, device=device)
     with pytest.raises(RuntimeError, match="scaled_dot_product_attention"):

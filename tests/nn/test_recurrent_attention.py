@@ -55,6 +55,35 @@ def test_recurrent(device, rng, name, config, with_state):
         check_module(ours, theirs, inputs, device)
 
 
+@pytest.mark.parametrize("with_state", [False, True], ids=["zero-state", "given-state"])
+@pytest.mark.parametrize(
+    "config", [{}, {"num_layers": 2, "bidirectional": True, "batch_first": True}], ids=str
+)
+def test_lstm_proj_size(device, rng, config, with_state):
+    """h (and each layer's output) projected to proj_size by weight_hr; c keeps hidden_size."""
+    ours, theirs = pair("LSTM", 4, 6, device=device, proj_size=3, **config)
+    inputs = _rnn_inputs(rng, "LSTM", config, with_state)
+    if with_state:
+        h, c = inputs[1]
+        h = np.ascontiguousarray(h[..., :3])
+        check_module(_with_cell_state(ours), _with_cell_state(theirs), [inputs[0], h, c], device)
+        check_param_grads(ours, theirs)
+    else:
+        check_module(ours, theirs, inputs, device)
+
+
+def test_proj_size_errors():
+    with pytest.raises(ValueError, match="only supported for LSTM"):
+        ember.nn.GRU(4, 6, proj_size=2)
+    with pytest.raises(ValueError, match="smaller than hidden_size"):
+        ember.nn.LSTM(4, 6, proj_size=6)
+    with pytest.raises(ValueError, match="positive integer or zero"):
+        ember.nn.LSTM(4, 6, proj_size=-1)
+    lstm = ember.nn.LSTM(4, 6, proj_size=2)
+    with pytest.raises(RuntimeError, match=r"hidden\[0\] size \(1, 3, 2\), got \[1, 3, 6\]"):
+        lstm(ember.zeros(5, 3, 4), (ember.zeros(1, 3, 6), ember.zeros(1, 3, 6)))
+
+
 def _with_cell_state(module):
     """``module(x, (h, c))`` as a function of three tensors, so each gets its gradient."""
     return lambda x, h, c: module(x, (h, c))
@@ -101,6 +130,7 @@ def test_rnn_cell_relu(device, rng):
         ("RNN", (4, 6), {}),
         ("RNN", (4, 6), {"num_layers": 2, "nonlinearity": "relu", "bias": False}),
         ("LSTM", (4, 6), {"batch_first": True, "dropout": 0.5, "num_layers": 2}),
+        ("LSTM", (4, 6), {"proj_size": 2, "num_layers": 2, "bidirectional": True}),
         ("GRU", (4, 6), {"bidirectional": True}),
         ("RNNCell", (4, 6), {"nonlinearity": "relu"}),
         ("LSTMCell", (4, 6), {"bias": False}),
