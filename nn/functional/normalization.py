@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import ember
+from ember.dispatcher.optable import OPS
 
 
 def _affine(out, weight, bias, shape):
@@ -61,14 +62,7 @@ def _trailing_dims(name, input, normalized_shape):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims."""
     dims = _trailing_dims("layer_norm", input, normalized_shape)
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, correction=0, keepdim=True)
-    out = (input - mean) * ember.rsqrt(var + eps)
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    return OPS["layer_norm"](input, input.shape[dims[0] :], weight, bias, eps)
 
 
 # torch.finfo(dtype).eps: RMSNorm's default eps.

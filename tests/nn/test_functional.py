@@ -331,3 +331,22 @@ def test_instance_norm_and_glu(device, rng):
     check_module(ours, theirs, [_normal(rng, 2, 3, 5)], device)
     ours, theirs = both("glu", dim=1)
     check_module(ours, theirs, [_normal(rng, 2, 4, 3)], device)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_double_backward(device, rng, affine):
+    """layer_norm has its own closed-form formula: its gradient must be differentiable too."""
+    x, w, b, g = (rng.standard_normal(s) for s in ((3, 4, 5), (4, 5), (4, 5), (3, 4, 5)))
+    grads = []
+    for lib, convert in ((ember, lambda a: to_ember(a, device, True)), (torch, to_torch)):
+        xs, ws, bs = convert(x), convert(w) if affine else None, convert(b) if affine else None
+        if lib is torch:
+            xs.requires_grad_()
+            ws = ws.requires_grad_() if affine else None
+        inputs = [xs] + ([ws] if affine else [])
+        out = lib.nn.functional.layer_norm(xs, (4, 5), ws, bs)
+        first = lib.autograd.grad((out * convert(g)).sum(), inputs, create_graph=True)
+        second = lib.autograd.grad(sum((f * f).sum() for f in first), inputs)
+        grads.append(first + second)
+    for i, (a, b) in enumerate(zip(*grads)):
+        assert_close(a, b, f"gradient {i}", dtype="float64", rtol=1e-7, atol=1e-9)
