@@ -12,10 +12,13 @@ from .linear import dropout
 
 
 @functools.lru_cache(maxsize=8)
-def _future(length: int, source: int, device: str):
-    """True above the diagonal: the keys a query may not see under ``is_causal`` (aligned at
-    the top left, as PyTorch's). Cached, so a training loop does not rebuild it every step."""
-    return ember.ones(length, source, dtype=ember.bool, device=device).triu(1)
+def _future(length: int, source: int, dtype, device: str):
+    """-inf above the diagonal, 0 elsewhere: the keys a query may not see under ``is_causal``
+    (aligned at the top left, as PyTorch's). Added to the scores rather than masked in, so the
+    backward passes the gradient through instead of running a where; the same values either way.
+    Cached, so a training loop does not rebuild it every step."""
+    blocked = ember.ones(length, source, dtype=ember.bool, device=device).triu(1)
+    return ember.zeros(length, source, dtype=dtype, device=device).masked_fill(blocked, -math.inf)
 
 
 def attention_weights(query, key, scale=None, blocked=None, additive=None, is_causal=False,
@@ -26,7 +29,7 @@ def attention_weights(query, key, scale=None, blocked=None, additive=None, is_ca
     # Scaling Q (L x E) costs less than scaling the scores (L x S) and rounds the same way.
     scores = ember.matmul(query * factor, key.transpose(-2, -1))
     if is_causal:
-        scores = scores.masked_fill(_future(*scores.shape[-2:], str(query.device)), -math.inf)
+        scores = scores + _future(*scores.shape[-2:], scores.dtype, str(scores.device))
     if blocked is not None:
         scores = scores.masked_fill(blocked, -math.inf)
     if additive is not None:
