@@ -97,7 +97,7 @@ def _needed(root_nodes, targets: set) -> set | None:
     memo: dict = {}
     order, stack = [], list(root_nodes)
     visited = set()
-    while stack:  # iterative post-order so deep graphs don't hit the recursion limit
+    while stack:  # iterative, so deep graphs don't hit the recursion limit
         node = stack.pop()
         if node in visited:
             continue
@@ -105,7 +105,9 @@ def _needed(root_nodes, targets: set) -> set | None:
         order.append(node)
         stack.extend(e[0] for e in node.next_functions if e is not None)
     runs = set()
-    for node in reversed(order):
+    # Inputs before their users: a node's inputs were made before it, so have smaller seq (the
+    # reversed visit order is not topological where paths share a node: z = (x * x) * x).
+    for node in sorted(order, key=lambda n: n.seq):
         leads = any(e is not None and memo.get(e[0], False) for e in node.next_functions)
         memo[node] = leads or node in targets
         if leads:

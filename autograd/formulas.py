@@ -502,6 +502,26 @@ def _log_softmax(ctx, g):
     return g - E.exp(ctx.result) * g.sum(ctx.dim, keepdim=True)
 
 
+def _layer_norm(ctx, g):
+    """Closed form: with x^ = (x - mean) * rstd and gx^ = g * weight, the input's gradient is
+    rstd * (gx^ - mean(gx^) - x^ * mean(gx^ * x^)) over the normalised dims. Mean and rstd are
+    recomputed (two reductions) rather than saved."""
+    x, weight = ctx.input, ctx.weight
+    dims = tuple(range(x.ndim - len(ctx.normalized_shape), x.ndim))
+    centred = x - x.mean(dims, keepdim=True)
+    rstd = E.rsqrt((centred * centred).mean(dims, keepdim=True) + ctx.eps)
+    normed = centred * rstd
+    needs_x, needs_w, needs_b = ctx.needs_input_grad
+    g_normed = g if weight is None else g * weight
+    g_x = None
+    if needs_x:
+        mean_g = g_normed.mean(dims, keepdim=True)
+        mean_gx = (g_normed * normed).mean(dims, keepdim=True)
+        g_x = (g_normed - mean_g - normed * mean_gx) * rstd
+    # weight and bias are (normalized_shape): the engine sums the leading dims away
+    return g_x, g * normed if needs_w else None, g if needs_b else None
+
+
 def _im2col(ctx, g):
     h, w = ctx.shape("input")[2:]
     return E.ops.col2im(g, (h, w), ctx.kernel_size, ctx.dilation, ctx.padding, ctx.stride)
@@ -655,6 +675,7 @@ FORMULAS = {
     # ---- nn ------------------------------------------------------------------------------------
     "softmax": F(_softmax, save=("result",)),
     "log_softmax": F(_log_softmax, save=("result",)),
+    "layer_norm": F(_layer_norm, save=("input", "weight")),
     "im2col": F(_im2col),
     "col2im": F(_col2im),
     "max_pool2d_with_indices": F(_max_pool2d, save=("result",)),

@@ -105,6 +105,7 @@ def main(argv=None) -> None:
 
     import ember
 
+    ember.set_num_threads(args.threads)  # both frameworks get the same threads
     ember.manual_seed(0)
     try:
         import torch

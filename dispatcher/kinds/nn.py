@@ -33,6 +33,18 @@ def along_dim(op, x, dim, dtype=None):
     return out
 
 
+def layer_norm(op, x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """``kernel(out, x, normalized_shape, weight, bias, eps)`` when a backend has one; the
+    decomposition otherwise. nn.functional checks the shapes and names the layer."""
+    _check_float(op, x)
+    kernel = op.kernel(x._storage.device.type, x._dtype)
+    if kernel is None:
+        return op.decomposition(x, tuple(normalized_shape), weight, bias, eps)
+    out = empty(x._shape, x._dtype, x._storage.device)
+    kernel(out, contiguous(x), tuple(normalized_shape), weight, bias, eps)
+    return out
+
+
 def _pair(values, name) -> tuple:
     values = (values,) * 2 if isinstance(values, int) else tuple(values)
     if len(values) != 2:

@@ -6,6 +6,8 @@ autograd formula (autograd/formulas.py), so the graph holds one node per call.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import ember
@@ -23,6 +25,31 @@ def _softmax(x, dim):
 def _log_softmax(x, dim):
     shifted = x - ember.amax(x, dim, keepdim=True)
     return shifted - ember.log(ember.sum(ember.exp(shifted), dim, keepdim=True))
+
+
+def _normalized_dims(ndim: int, normalized_shape) -> tuple:
+    return tuple(range(ndim - len(normalized_shape), ndim))
+
+
+def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if x.dtype in (ember.float16, ember.bfloat16):  # statistics in float32, as PyTorch's
+        up = [None if t is None else t.float() for t in (x, weight, bias)]
+        return _layer_norm(up[0], normalized_shape, up[1], up[2], eps).to(x.dtype)
+    dims = _normalized_dims(x.ndim, normalized_shape)
+    centred = x - ember.mean(x, dims, keepdim=True)
+    out = centred * ember.rsqrt(ember.mean(centred * centred, dims, keepdim=True) + eps)
+    if weight is not None:
+        out = out * weight
+    return out if bias is None else out + bias
+
+
+def _np_layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    dims = _normalized_dims(x.ndim, normalized_shape)
+    centred = x - x.mean(dims, keepdims=True)
+    out = centred / np.sqrt((centred * centred).mean(dims, keepdims=True) + eps)
+    if weight is not None:
+        out = out * weight
+    return (out if bias is None else out + bias).astype(x.dtype)
 
 
 def _np_softmax(x, dim, dtype=None):
@@ -60,8 +87,10 @@ def _im2col(x, kernel, dilation, padding, stride):
     return windows.reshape(n, c * kernel[0] * kernel[1], out_hw[0] * out_hw[1])
 
 
+@functools.lru_cache(maxsize=64)
 def _col2im_index(c, hp, wp, kernel, dilation, stride, out_hw, device):
-    """Flat positions in a padded (C, Hp, Wp) image of each element of a (C*kh*kw, L) column."""
+    """Flat positions in a padded (C, Hp, Wp) image of each element of a (C*kh*kw, L) column.
+    Cached per geometry, like the pooling positions: the same layer asks every step."""
     ch = ember.arange(c, device=device).view(c, 1, 1, 1, 1) * (hp * wp)
     ki = ember.arange(kernel[0], device=device).view(1, kernel[0], 1, 1, 1) * dilation[0]
     kj = ember.arange(kernel[1], device=device).view(1, 1, kernel[1], 1, 1) * dilation[1]
@@ -76,10 +105,25 @@ def _col2im(cols, output_size, kernel, dilation, padding, stride):
     h, w = output_size
     hp, wp = h + 2 * padding[0], w + 2 * padding[1]
     out_hw = _out_hw(h, w, kernel, stride, padding, dilation)
-    index = _col2im_index(c, hp, wp, kernel, dilation, stride, out_hw, cols.device)
+    index = _col2im_index(
+        c, hp, wp, tuple(kernel), tuple(dilation), tuple(stride), out_hw, str(cols.device)
+    )
     flat = ember.zeros(n, c * hp * wp, dtype=cols.dtype, device=cols.device)
     flat = flat.index_add(1, index, cols.reshape(n, -1))
     return flat.view(n, c, hp, wp).narrow(2, padding[0], h).narrow(3, padding[1], w).contiguous()
+
+
+@functools.lru_cache(maxsize=64)
+def _pool_positions(w, out_hw, kernel, stride, padding, dilation, device):
+    """Flat (H*W) input positions for max pooling: each window's top-left corner (oh, ow) and
+    each kernel cell's offset from it (kh*kw,). Cached per geometry: rebuilding them from
+    aranges, divisions and remainders cost more than the pooling itself."""
+    rows = ember.arange(out_hw[0], device=device).view(-1, 1) * stride[0] - padding[0]
+    cols = ember.arange(out_hw[1], device=device) * stride[1] - padding[1]
+    cells = [
+        i * dilation[0] * w + j * dilation[1] for i in range(kernel[0]) for j in range(kernel[1])
+    ]
+    return rows * w + cols, ember.tensor(cells, device=device)
 
 
 def _max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
@@ -96,10 +140,10 @@ def _max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     windows = _windows(padded, kernel, dilation, stride, out_hw)
     flat = windows.permute(0, 1, 4, 5, 2, 3).reshape(n, c, out_hw[0], out_hw[1], -1)
     values, local = ember.max(flat, -1)
-    ki, kj = local // kernel[1], local % kernel[1]
-    rows = ember.arange(out_hw[0], device=x.device).view(-1, 1) * stride[0] - padding[0]
-    cols = ember.arange(out_hw[1], device=x.device).view(1, -1) * stride[1] - padding[1]
-    index = (rows + ki * dilation[0]) * w + (cols + kj * dilation[1])
+    corners, cells = _pool_positions(
+        w, out_hw, tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), str(x.device)
+    )
+    index = corners + cells.take(local)
     if not batched:
         values, index = values.squeeze(0), index.squeeze(0)
     from ember.return_types import ValuesIndices
@@ -182,6 +226,19 @@ def _np_constant_pad(x, pad, value=0):
 
 
 ROWS = [
+    OpDef(
+        "layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
+        "float eps=1e-05) -> Tensor",
+        Kind.NN,
+        _np_layer_norm,
+        dtypes=DTYPES_FLOAT,
+        runner=run.layer_norm,
+        decomposition=_layer_norm,
+        method=False,
+        samples="layer_norm",
+        notes="nn.functional.layer_norm; a row of its own so that autograd records one node "
+        "with the closed-form backward instead of the decomposition's eight",
+    ),
     OpDef(
         "softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor",
         Kind.NN,

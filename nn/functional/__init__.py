@@ -25,20 +25,7 @@ from .activation import (
     threshold,
 )
 from .attention import scaled_dot_product_attention
-from .conv import (
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_max_pool2d,
-    avg_pool1d,
-    avg_pool2d,
-    conv1d,
-    conv2d,
-    conv_transpose2d,
-    fold,
-    max_pool1d,
-    max_pool2d,
-    unfold,
-)
+from .conv import conv1d, conv2d, conv_transpose2d, fold, unfold
 from .linear import bilinear, dropout, embedding, embedding_bag, linear, one_hot
 from .loss import (
     binary_cross_entropy,
@@ -55,4 +42,13 @@ from .loss import (
     smooth_l1_loss,
 )
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, normalize, rms_norm
+from .pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 from .vision import interpolate, pad

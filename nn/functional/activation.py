@@ -6,13 +6,18 @@ import ember
 from ember.dispatcher.optable import OPS
 
 
+def _apply(name: str, input, inplace: bool, *args):
+    """``OPS[name]`` out of place, or its in-place row ``name_`` (whose autograd formula works
+    from the result, so the input may be overwritten)."""
+    return OPS[name + "_" if inplace else name](input, *args)
+
+
 def relu(input, inplace: bool = False):
-    return input.relu_() if inplace else OPS["relu"](input)
+    return _apply("relu", input, inplace)
 
 
 def relu6(input, inplace: bool = False):
-    out = OPS["relu6"](input)
-    return input.copy_(out) if inplace else out
+    return _apply("relu6", input, inplace)
 
 
 def gelu(input, approximate: str = "none"):
@@ -22,12 +27,11 @@ def gelu(input, approximate: str = "none"):
 
 
 def silu(input, inplace: bool = False):
-    return input.silu_() if inplace else OPS["silu"](input)
+    return _apply("silu", input, inplace)
 
 
 def mish(input, inplace: bool = False):
-    out = OPS["mish"](input)
-    return input.copy_(out) if inplace else out
+    return _apply("mish", input, inplace)
 
 
 def sigmoid(input):
@@ -39,38 +43,31 @@ def tanh(input):
 
 
 def hardswish(input, inplace: bool = False):
-    out = OPS["hardswish"](input)
-    return input.copy_(out) if inplace else out
+    return _apply("hardswish", input, inplace)
 
 
 def hardsigmoid(input, inplace: bool = False):
-    out = OPS["hardsigmoid"](input)
-    return input.copy_(out) if inplace else out
+    return _apply("hardsigmoid", input, inplace)
 
 
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
-    out = OPS["hardtanh"](input, min_val, max_val)
-    return input.copy_(out) if inplace else out
+    return _apply("hardtanh", input, inplace, min_val, max_val)
 
 
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
-    out = OPS["leaky_relu"](input, negative_slope)
-    return input.copy_(out) if inplace else out
+    return _apply("leaky_relu", input, inplace, negative_slope)
 
 
 def elu(input, alpha: float = 1.0, inplace: bool = False):
-    out = OPS["elu"](input, alpha)
-    return input.copy_(out) if inplace else out
+    return _apply("elu", input, inplace, alpha)
 
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):
-    out = OPS["celu"](input, alpha)
-    return input.copy_(out) if inplace else out
+    return _apply("celu", input, inplace, alpha)
 
 
 def selu(input, inplace: bool = False):
-    out = OPS["selu"](input)
-    return input.copy_(out) if inplace else out
+    return _apply("selu", input, inplace)
 
 
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):
@@ -109,5 +106,6 @@ def glu(input, dim: int = -1):
 
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
-    out = ember.where(input > threshold, input, ember.full_like(input, value))
-    return input.copy_(out) if inplace else out
+    """``input`` where it exceeds ``threshold``, else ``value`` (no gradient there)."""
+    below = input <= threshold
+    return input.masked_fill_(below, value) if inplace else input.masked_fill(below, value)

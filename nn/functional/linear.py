@@ -23,6 +23,14 @@ def linear(input, weight, bias=None):
 
 def bilinear(input1, input2, weight, bias=None):
     """``y_k = x1^T W_k x2 + b_k``; weight (out, in1, in2)."""
+    if input1.shape[:-1] != input2.shape[:-1] or (input1.shape[-1], input2.shape[-1]) != tuple(
+        weight.shape[1:]
+    ):
+        raise RuntimeError(
+            f"bilinear: input1 {list(input1.shape)} and input2 {list(input2.shape)} must share "
+            f"their leading dims and end with weight {list(weight.shape)}'s sizes "
+            f"{weight.shape[1]} and {weight.shape[2]}"
+        )
     out = ember.einsum(
         "bi,kij,bj->bk",
         input1.reshape(-1, input1.shape[-1]),
@@ -31,6 +39,40 @@ def bilinear(input1, input2, weight, bias=None):
     )
     out = out.view(*input1.shape[:-1], weight.shape[0])
     return out if bias is None else out + bias
+
+
+def _check_indices(name, input):
+    if input.dtype.is_floating_point or input.dtype is ember.bool:
+        raise RuntimeError(
+            f"{name}: Expected tensor for argument 'indices' to have one of the following "
+            f"scalar types: Long, Int; but got {input.dtype.name} instead (shape "
+            f"{list(input.shape)})"
+        )
+
+
+def _renorm_rows(weight, indices, max_norm, norm_type) -> None:
+    """Scale the rows of ``weight`` that ``indices`` use to norm at most ``max_norm``, in place
+    and outside autograd, as PyTorch's embedding does before the lookup."""
+    with ember.no_grad():
+        used = indices.reshape(-1).unique()
+        rows = weight[used]
+        norms = rows.norm(norm_type, dim=1, keepdim=True)
+        weight[used] = rows * ember.clamp(max_norm / (norms + 1e-7), max=1.0)
+
+
+def _gradient_scale(input, weight, padding_idx, scale_grad_by_freq):
+    """Per looked-up row, the factor on its gradient: 0 for ``padding_idx``, 1 / (occurrences
+    in ``input``) with ``scale_grad_by_freq``; None when every factor is 1."""
+    scale = None
+    if padding_idx is not None:
+        scale = (input != padding_idx % weight.shape[0]).to(weight.dtype)
+    if scale_grad_by_freq:
+        flat = input.reshape(-1)
+        ones = ember.ones(flat.shape, dtype=weight.dtype, device=weight.device)
+        counts = ember.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device)
+        per_row = counts.index_add(0, flat, ones)[flat].view(input.shape)
+        scale = 1 / per_row if scale is None else scale / per_row
+    return scale
 
 
 def embedding(
@@ -42,23 +84,40 @@ def embedding(
     scale_grad_by_freq=False,
     sparse=False,
 ):
-    """Rows of ``weight`` at the integer indices ``input``; ``padding_idx`` rows get no gradient."""
-    if input.dtype.is_floating_point:
-        raise RuntimeError(
-            f"embedding: Expected tensor for argument 'indices' to have one of the following "
-            f"scalar types: Long, Int; but got {input.dtype.name} instead"
-        )
-    if max_norm is not None:  # renormalise the looked-up rows in place, as PyTorch does
-        with ember.no_grad():
-            used = input.reshape(-1).unique()
-            rows = weight[used]
-            norms = rows.norm(norm_type, dim=1, keepdim=True)
-            weight[used] = rows * ember.clamp(max_norm / (norms + 1e-7), max=1.0)
-    if padding_idx is not None and weight.requires_grad:
-        mask = (input != (padding_idx % weight.shape[0])).unsqueeze(-1).to(weight.dtype)
-        picked = OPS["index_select"](weight, 0, input.reshape(-1)).view(*input.shape, -1)
-        return picked * mask + picked.detach() * (1 - mask)
-    return OPS["index_select"](weight, 0, input.reshape(-1)).view(*input.shape, weight.shape[1])
+    """Rows of ``weight`` at the integer indices ``input``: (*) -> (*, embedding_dim). The
+    ``padding_idx`` row gets no gradient; ``sparse`` gradients are dense in ember."""
+    _check_indices("embedding", input)
+    if max_norm is not None:
+        _renorm_rows(weight, input, max_norm, norm_type)
+    picked = OPS["index_select"](weight, 0, input.reshape(-1)).view(*input.shape, weight.shape[1])
+    if not (weight.requires_grad and ember.is_grad_enabled()):
+        return picked
+    scale = _gradient_scale(input, weight, padding_idx, scale_grad_by_freq)
+    if scale is None:
+        return picked
+    # Same values, gradient scaled: the detached term carries the rest of the forward value.
+    scale = scale.unsqueeze(-1)
+    return picked * scale + (picked * (1 - scale)).detach()
+
+
+def _bags(input, offsets, per_sample_weights, include_last_offset):
+    """1-D input with ``offsets`` as a padded (bags, longest) index matrix, a mask of the real
+    entries, and the per-sample weights laid out the same way."""
+    if offsets is None:
+        raise ValueError("embedding_bag: offsets has to be a 1D Tensor but got None")
+    starts = offsets.tolist()
+    ends = starts[1:] + ([] if include_last_offset else [input.shape[0]])
+    starts = starts[: len(ends)]
+    lengths = [e - s for s, e in zip(starts, ends)]
+    longest = max(lengths, default=0)
+    device = input.device
+    position = ember.tensor(starts, device=device).view(-1, 1) + ember.arange(
+        longest, device=device
+    )
+    valid = ember.arange(longest, device=device) < ember.tensor(lengths, device=device).view(-1, 1)
+    position = position.masked_fill(~valid, 0).clamp(max=max(input.shape[0] - 1, 0))
+    weights = None if per_sample_weights is None else per_sample_weights[position]
+    return input[position], valid, weights
 
 
 def embedding_bag(
@@ -74,44 +133,43 @@ def embedding_bag(
     include_last_offset=False,
     padding_idx=None,
 ):
-    """Sums / means / maxes of embedding rows per bag (2-D input, or 1-D input with offsets)."""
+    """Sums / means / maxes of embedding rows per bag: 2-D input is one bag per row, 1-D input is
+    cut into bags at ``offsets``. Empty bags (or bags of padding only) give zeros."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got '{mode}'")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}')"
+        )
+    _check_indices("embedding_bag", input)
     if input.ndim == 2:
-        bags = [input[i] for i in range(input.shape[0])]
+        indices, valid, sample_weights = input, None, per_sample_weights
+    elif input.ndim == 1:
+        indices, valid, sample_weights = _bags(
+            input, offsets, per_sample_weights, include_last_offset
+        )
     else:
-        if offsets is None:
-            raise ValueError("embedding_bag: offsets are required for 1-D input")
-        starts = offsets.tolist()
-        ends = starts[1:] + ([] if include_last_offset else [input.shape[0]])
-        if include_last_offset:
-            starts = starts[:-1]
-        bags = [input[s:e] for s, e in zip(starts, ends)]
-    out = []
-    for i, bag in enumerate(bags):
-        rows = embedding(bag, weight, padding_idx)
-        if per_sample_weights is not None:
-            weights = (
-                per_sample_weights[i]
-                if input.ndim == 2
-                else per_sample_weights[starts[i] : starts[i] + bag.shape[0]]
-            )
-            rows = rows * weights.unsqueeze(-1)
-        if padding_idx is not None:
-            keep = (bag != padding_idx).unsqueeze(-1).to(rows.dtype)
-            rows = rows * keep
-            count = keep.sum()
-        else:
-            count = bag.shape[0]
-        if bag.shape[0] == 0:
-            out.append(ember.zeros(weight.shape[1], dtype=weight.dtype, device=weight.device))
-        elif mode == "sum":
-            out.append(rows.sum(0))
-        elif mode == "mean":
-            out.append(rows.sum(0) / count)
-        elif mode == "max":
-            out.append(rows.amax(0))
-        else:
-            raise ValueError(f"embedding_bag: mode must be 'sum', 'mean' or 'max', got '{mode}'")
-    return ember.stack(out)
+        raise ValueError(f"embedding_bag: input has to be 1D or 2D Tensor, got {list(input.shape)}")
+    rows = embedding(indices, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+    keep = valid
+    if padding_idx is not None:
+        real = indices != padding_idx % weight.shape[0]
+        keep = real if keep is None else keep & real
+    if sample_weights is not None:
+        rows = rows * sample_weights.unsqueeze(-1)
+    if mode == "max":
+        if keep is None:
+            return rows.amax(1)
+        filled = rows.masked_fill(~keep.unsqueeze(-1), float("-inf")).amax(1)
+        return filled.masked_fill(~keep.any(1, keepdim=True), 0.0)
+    if keep is not None:
+        rows = rows * keep.unsqueeze(-1).to(rows.dtype)
+    total = rows.sum(1)
+    if mode == "sum":
+        return total
+    count = indices.shape[1] if keep is None else keep.sum(1, keepdim=True).clamp(min=1)
+    return total / count
 
 
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
@@ -122,17 +180,30 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
         return input
     if p == 1.0:
         out = input * 0
-    else:
+    else:  # one mask of 0 and 1/(1-p), so the output is a single multiply
         keep = ember.rand(input.shape, dtype=input.dtype, device=input.device) >= p
-        out = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+        out = input * keep.to(input.dtype).mul_(1.0 / (1.0 - p))
     return input.copy_(out) if inplace else out
 
 
 def one_hot(tensor, num_classes: int = -1):
     """int64 tensor with a trailing dim of size ``num_classes`` holding one 1 per position."""
-    if tensor.dtype.is_floating_point:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if num_classes < 0:
-        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    if tensor.dtype is not ember.int64:
+        raise RuntimeError(
+            f"one_hot is only applicable to index tensor of type LongTensor (got {tensor.dtype})."
+        )
+    if tensor.numel():
+        if int(tensor.min()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        top = int(tensor.max())
+        if num_classes < 0:
+            num_classes = top + 1
+        elif top >= num_classes:
+            raise RuntimeError(
+                f"Class values must be smaller than num_classes (got {top} for num_classes="
+                f"{num_classes})."
+            )
+    elif num_classes < 0:
+        raise RuntimeError("Can not infer total number of classes from empty tensor.")
     out = ember.zeros(*tensor.shape, num_classes, dtype=ember.int64, device=tensor.device)
-    return out.scatter(-1, tensor.unsqueeze(-1).to(ember.int64), 1)
+    return out.scatter(-1, tensor.unsqueeze(-1), 1)

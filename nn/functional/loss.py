@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+import warnings
+
 import ember
+from ember.autograd import Function
 from ember.dispatcher.optable import OPS
 
 from .activation import log_softmax
+from .normalization import norm_at_least
+
+
+def legacy_reduction(size_average, reduce, reduction: str) -> str:
+    """``reduction`` from the deprecated ``size_average``/``reduce`` pair when either is given,
+    with PyTorch's rule (and its deprecation warning)."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn(
+        "size_average and reduce args will be deprecated, please use "
+        f"reduction='{reduction}' instead.",
+        stacklevel=3,
+    )
+    return reduction
 
 
 def _reduce(loss, reduction: str):
@@ -26,57 +46,101 @@ def _check_same(name, input, target):
         )
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    diff = input - target
-    loss = diff * diff
+def _warn_broadcast(name, input, target) -> None:
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(
+            f"{name}: Using a target size ({list(target.shape)}) that is different to the input "
+            f"size ({list(input.shape)}). This will likely lead to incorrect results due to "
+            "broadcasting. Please ensure they have the same size.",
+            stacklevel=3,
+        )
+
+
+def _weighted(loss, weight, reduction):
     return _reduce(loss if weight is None else loss * weight, reduction)
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    return _reduce(ember.abs(input - target), reduction)
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _warn_broadcast("mse_loss", input, target)
+    diff = input - target
+    return _weighted(diff * diff, weight, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _warn_broadcast("l1_loss", input, target)
+    return _weighted(ember.abs(input - target), weight, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _warn_broadcast("smooth_l1_loss", input, target)
     diff = ember.abs(input - target)
     if beta == 0:
         return _reduce(diff, reduction)
-    loss = ember.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
+    loss = ember.where(diff < beta, (0.5 / beta) * diff * diff, diff - 0.5 * beta)
     return _reduce(loss, reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _warn_broadcast("huber_loss", input, target)
     diff = ember.abs(input - target)
     loss = ember.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    return _weighted(loss, weight, reduction)
+
+
+def _class_view(weight, ndim):
+    """Per-class weights shaped to broadcast over (N, C, d1, ...)."""
+    return weight.view([1, -1] + [1] * (ndim - 2))
+
+
+def _picked(name, logp, target, weight, ignore_index):
+    """``(-logp[target] * w, w, valid)`` per sample: ``w`` is the target's class weight (1
+    without ``weight``), 0 where the target is ``ignore_index`` (``valid`` False)."""
+    if target.dtype.is_floating_point:
+        raise RuntimeError(
+            f"{name}: expected target of integer type (class indices), got {target.dtype.name}"
+        )
+    expected = (logp.shape[0],) + tuple(logp.shape[2:])
+    if tuple(target.shape) != expected:
+        raise ValueError(
+            f"{name}: Expected target size {list(expected)}, got {list(target.shape)} (input of "
+            f"shape {list(logp.shape)})"
+        )
+    valid = target != ignore_index
+    safe = target.masked_fill(~valid, 0)
+    picked = logp.gather(1, safe.unsqueeze(1)).squeeze(1)
+    weights = valid.to(logp.dtype)
+    if weight is not None:
+        weights = weights * weight[safe]
+    return -picked * weights, weights, valid
+
+
+def _batched(input, target):
+    """Unbatched (C,) input and () target as a batch of one, and whether to undo it."""
+    if input.ndim == 1:
+        return input.unsqueeze(0), target.unsqueeze(0), True
+    return input, target, False
+
+
+def _class_loss(loss, weights, reduction, unbatched):
+    if reduction == "mean":
+        return loss.sum() / weights.sum()
+    loss = _reduce(loss, reduction)
+    return loss.squeeze(0) if unbatched and reduction == "none" else loss
 
 
 def nll_loss(
     input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
 ):
     """Negative log likelihood from log-probabilities ``input`` (N, C, ...) and class ``target``."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if input.ndim < 1:
         raise ValueError("nll_loss: input must have at least 1 dimension")
-    if input.ndim == 1:
-        input, target = input.unsqueeze(0), target.unsqueeze(0)
-    if target.dtype.is_floating_point:
-        raise RuntimeError(
-            f"nll_loss: expected target of integer type (class indices), got {target.dtype.name}"
-        )
-    if tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
-        raise ValueError(
-            f"nll_loss: Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
-            f"{list(target.shape)}"
-        )
-    valid = target != ignore_index
-    safe = ember.where(valid, target, ember.zeros_like(target))
-    picked = input.gather(1, safe.unsqueeze(1).to(ember.int64)).squeeze(1)
-    weights = valid.to(input.dtype)
-    if weight is not None:
-        weights = weights * weight.index_select(0, safe.reshape(-1)).view(safe.shape)
-    loss = -picked * weights
-    if reduction == "mean":
-        return loss.sum() / weights.sum()
-    return _reduce(loss, reduction)
+    input, target, unbatched = _batched(input, target)
+    loss, weights, _ = _picked("nll_loss", input, target, weight, ignore_index)
+    return _class_loss(loss, weights, reduction, unbatched)
 
 
 def cross_entropy(
@@ -90,10 +154,11 @@ def cross_entropy(
     label_smoothing=0.0,
 ):
     """Cross entropy of logits ``input`` (N, C, ...) with class indices or class probabilities."""
-    if input.ndim == 1:
-        input, target = input.unsqueeze(0), target.unsqueeze(0)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    input, target, unbatched = _batched(input, target)
     logp = log_softmax(input, 1)
     classes = input.shape[1]
+    weighted = logp if weight is None else logp * _class_view(weight, input.ndim)
     if target.dtype.is_floating_point:  # class probabilities
         if tuple(target.shape) != tuple(input.shape):
             raise ValueError(
@@ -102,94 +167,89 @@ def cross_entropy(
             )
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / classes
-        weighted = (
-            logp if weight is None else logp * weight.view([1, classes] + [1] * (input.ndim - 2))
-        )
         loss = -(weighted * target).sum(1)
         if reduction == "mean":
             return loss.sum() / (input.numel() // classes)
-        return _reduce(loss, reduction)
-    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction="none")
-    if not label_smoothing:
-        if reduction == "mean":
-            valid = (target != ignore_index).to(input.dtype)
-            denom = (
-                valid.sum()
-                if weight is None
-                else (
-                    weight.index_select(
-                        0,
-                        ember.where(
-                            target != ignore_index, target, ember.zeros_like(target)
-                        ).reshape(-1),
-                    ).view(target.shape)
-                    * valid
-                ).sum()
-            )
-            return nll.sum() / denom
-        return _reduce(nll, reduction)
-    valid = (target != ignore_index).to(input.dtype)
-    if weight is not None:
-        smooth = -(logp * weight.view([1, classes] + [1] * (input.ndim - 2))).sum(1) * valid
-    else:
-        smooth = -logp.sum(1) * valid
-    loss = (1 - label_smoothing) * nll + (label_smoothing / classes) * smooth
-    if reduction == "mean":
-        if weight is None:
-            return loss.sum() / valid.sum()
-        safe = ember.where(target != ignore_index, target, ember.zeros_like(target))
-        return (
-            loss.sum() / (weight.index_select(0, safe.reshape(-1)).view(target.shape) * valid).sum()
-        )
-    return _reduce(loss, reduction)
+        loss = _reduce(loss, reduction)
+        return loss.squeeze(0) if unbatched and reduction == "none" else loss
+    loss, weights, valid = _picked("cross_entropy", logp, target, weight, ignore_index)
+    if label_smoothing:
+        # Each valid target also spreads label_smoothing / C over every (weighted) class.
+        spread = -weighted.sum(1) * valid.to(logp.dtype)
+        loss = (1 - label_smoothing) * loss + (label_smoothing / classes) * spread
+    return _class_loss(loss, weights, reduction, unbatched)
+
+
+class _BinaryCrossEntropy(Function):
+    """Elementwise binary cross entropy with PyTorch's value and gradients: logs clamped at
+    -100, and d/dinput = (input - target) / max(input (1 - input), 1e-12), so a probability of
+    exactly 0 or 1 (a saturated sigmoid) gives a finite gradient where autograd through the
+    clamped logs would give 0 * inf = NaN."""
+
+    @staticmethod
+    def forward(ctx, input, target):
+        ctx.save_for_backward(input, target)
+        log_p = ember.clamp(ember.log(input), min=-100)
+        log_q = ember.clamp(ember.log1p(-input), min=-100)
+        return -(target * log_p + (1 - target) * log_q)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors
+        grad_input = grad_target = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad * (input - target) / ember.clamp(input * (1 - input), min=1e-12)
+        if ctx.needs_input_grad[1]:  # unclamped, as PyTorch's (infinite at 0 and 1)
+            grad_target = grad * (ember.log1p(-input) - ember.log(input))
+        return grad_input, grad_target
 
 
 def binary_cross_entropy(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_same("binary_cross_entropy", input, target)
-    # PyTorch clamps log at -100 so that log(0) stays finite.
-    log_p = ember.clamp(ember.log(input), min=-100)
-    log_q = ember.clamp(ember.log(1 - input), min=-100)
-    loss = -(target * log_p + (1 - target) * log_q)
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    return _weighted(_BinaryCrossEntropy.apply(input, target), weight, reduction)
 
 
 def binary_cross_entropy_with_logits(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
 ):
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_same("binary_cross_entropy_with_logits", input, target)
     log_sig = OPS["logsigmoid"](input)
     log_one_minus = OPS["logsigmoid"](-input)
-    if pos_weight is not None:
-        loss = -(pos_weight * target * log_sig + (1 - target) * log_one_minus)
-    else:
-        loss = -(target * log_sig + (1 - target) * log_one_minus)
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    positive = target * log_sig if pos_weight is None else pos_weight * target * log_sig
+    loss = -(positive + (1 - target) * log_one_minus)
+    return _weighted(loss, weight, reduction)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if log_target:
         loss = ember.exp(target) * (target - input)
     else:
         loss = ember.xlogy(target, target) - target * input
     if reduction == "batchmean":
-        return loss.sum() / input.shape[0]
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
     return _reduce(loss, reduction)
 
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
-    dot = (x1 * x2).sum(dim)
-    norms = ember.clamp(x1.norm(2, dim), min=eps) * ember.clamp(x2.norm(2, dim), min=eps)
-    return dot / norms
+    """``x1 . x2 / (max(||x1||, eps) max(||x2||, eps))`` along ``dim`` (broadcasting)."""
+    norms = norm_at_least(x1, 2, dim, eps) * norm_at_least(x2, 2, dim, eps)
+    return (x1 * x2).sum(dim) / norms
 
 
 def cosine_embedding_loss(
-    input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"
+    input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
 ):
-    cos = cosine_similarity(input1, input2, 1 if input1.ndim > 1 else 0, 1e-12)
-    zero = ember.zeros_like(cos)
-    loss = ember.where(target == 1, 1 - cos, ember.maximum(zero, cos - margin))
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    dim = 1 if input1.ndim > 1 else 0
+    # PyTorch's formula: 1e-12 added to each squared norm (finite at zero vectors).
+    squares = ((input1 * input1).sum(dim) + 1e-12) * ((input2 * input2).sum(dim) + 1e-12)
+    cos = (input1 * input2).sum(dim) / ember.sqrt(squares)
+    loss = ember.where(target == 1, 1 - cos, ember.clamp(cos - margin, min=0))
     return _reduce(loss, reduction)
 
 

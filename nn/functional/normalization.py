@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 import ember
+from ember.dispatcher.optable import OPS
 
 
 def _affine(out, weight, bias, shape):
@@ -32,63 +35,75 @@ def batch_norm(
         var = input.var(dims, correction=0)
         if running_mean is not None:
             with ember.no_grad():
-                running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
-                running_var.mul_(1 - momentum).add_(var.detach() * (momentum * count / (count - 1)))
+                running_mean.lerp_(mean, momentum)
+                running_var.lerp_(var * (count / (count - 1)), momentum)
     else:
         mean, var = running_mean, running_var
-    out = (input - mean.view(shape)) * ember.rsqrt(var.view(shape) + eps)
-    return _affine(out, weight, bias, shape)
+    # Per-channel scale and shift first (C values), then one multiply-add over the input: two
+    # full-size passes instead of four, and PyTorch's CPU kernel rounds the same way.
+    scale = ember.rsqrt(var + eps)
+    if weight is not None:
+        scale = scale * weight
+    shift = -mean * scale if bias is None else bias - mean * scale
+    return input * scale.view(shape) + shift.view(shape)
+
+
+def _trailing_dims(name, input, normalized_shape):
+    """The dims ``normalized_shape`` covers, after checking that ``input`` ends with it."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape or tuple(input.shape[input.ndim - len(shape) :]) != shape:
+        raise RuntimeError(
+            f"{name}: Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
+        )
+    return list(range(input.ndim - len(shape), input.ndim))
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims."""
-    normalized_shape = (
-        (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    )
-    if tuple(input.shape[-len(normalized_shape) :]) != normalized_shape:
-        raise RuntimeError(
-            f"layer_norm: input shape {list(input.shape)} does not end with normalized_shape "
-            f"{list(normalized_shape)}"
-        )
-    dims = list(range(input.ndim - len(normalized_shape), input.ndim))
-    mean = input.mean(dims, keepdim=True)
-    centred = input - mean
-    var = (centred * centred).mean(dims, keepdim=True)
-    out = centred * ember.rsqrt(var + eps)
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    dims = _trailing_dims("layer_norm", input, normalized_shape)
+    return OPS["layer_norm"](input, input.shape[dims[0] :], weight, bias, eps)
+
+
+# torch.finfo(dtype).eps: RMSNorm's default eps.
+_MACHINE_EPS = {
+    ember.float16: 0.0009765625,
+    ember.bfloat16: 0.0078125,
+    ember.float32: 1.1920928955078125e-07,
+    ember.float64: 2.220446049250313e-16,
+}
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """Scale by the root mean square over the trailing ``normalized_shape`` dims."""
-    normalized_shape = (
-        (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    )
-    dims = list(range(input.ndim - len(normalized_shape), input.ndim))
+    dims = _trailing_dims("rms_norm", input, normalized_shape)
     if eps is None:
-        eps = {ember.float16: 9.765625e-4, ember.bfloat16: 7.8125e-3, ember.float64: 2.22e-16}.get(
-            input.dtype, 1.1920929e-07
-        )
+        eps = _MACHINE_EPS.get(input.dtype, _MACHINE_EPS[ember.float32])
     out = input * ember.rsqrt((input * input).mean(dims, keepdim=True) + eps)
     return out if weight is None else out * weight
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each of ``num_groups`` channel groups of each sample."""
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"group_norm: Expected at least 2 dimensions for input tensor but received {input.ndim}"
+        )
     n, c = input.shape[0], input.shape[1]
     if c % num_groups:
         raise RuntimeError(
             f"group_norm: Expected number of channels in input to be divisible by num_groups, but "
             f"got input of shape {list(input.shape)} and num_groups={num_groups}"
         )
-    grouped = input.reshape(n, num_groups, -1)
-    mean = grouped.mean(-1, keepdim=True)
-    centred = grouped - mean
-    var = (centred * centred).mean(-1, keepdim=True)
-    out = (centred * ember.rsqrt(var + eps)).view(input.shape)
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and tuple(param.shape) != (c,):
+            raise RuntimeError(
+                f"group_norm: Expected {name} to be a vector of size equal to the number of "
+                f"channels in input, but got {name} of shape {list(param.shape)} and input of "
+                f"shape {list(input.shape)}"
+            )
+    grouped = input.reshape(n, num_groups, -1)  # each group is one layer_norm row
+    out = OPS["layer_norm"](grouped, grouped.shape[-1:], None, None, eps).view(input.shape)
     return _affine(out, weight, bias, [1, c] + [1] * (input.ndim - 2))
 
 
@@ -105,7 +120,17 @@ def instance_norm(
     return group_norm(input, input.shape[1], weight, bias, eps)
 
 
+def norm_at_least(input, p: float, dim: int, eps: float, keepdim: bool = False):
+    """``max(||input||_p, eps)`` along ``dim``, clamping ``sum |x|^p`` at ``eps^p`` before the
+    root: the same value, and at a zero vector PyTorch's gradient (none through the norm)
+    instead of 0 * inf = NaN."""
+    if p == math.inf:
+        return ember.clamp(input.abs().amax(dim, keepdim=keepdim), min=eps)
+    powered = input * input if p == 2 else input.abs() if p == 1 else input.abs() ** p
+    total = ember.clamp(powered.sum(dim, keepdim=keepdim), min=eps**p)
+    return ember.sqrt(total) if p == 2 else total if p == 1 else total ** (1.0 / p)
+
+
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
     """``input / max(||input||_p, eps)`` along ``dim``."""
-    norm = input.norm(p, dim, keepdim=True)
-    return input / ember.clamp(norm, min=eps)
+    return input / norm_at_least(input, p, dim, eps, keepdim=True)

@@ -1,59 +1,140 @@
-"""pad (constant, reflect, replicate, circular) and interpolate (nearest, linear, bilinear)."""
+"""pad (constant, reflect, replicate, circular) and interpolate (nearest, nearest-exact, linear,
+bilinear, trilinear, area).
+
+The non-constant pads and the resizes are gathers (index_select) along one dim at a time; the
+positions and weights they use depend only on the sizes, so they are computed in Python once
+per geometry and cached as tensors.
+"""
 
 from __future__ import annotations
+
+import functools
+import math
 
 import ember
 from ember.dispatcher.optable import OPS
 
+from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
-def _pad_index(size: int, before: int, after: int, mode: str, device):
-    positions = ember.arange(-before, size + after, device=device)
-    if mode == "replicate":
-        return ember.clamp(positions, 0, size - 1)
-    if mode == "circular":
-        return positions % size
-    if mode == "reflect":
-        if before >= size or after >= size:
-            raise RuntimeError(
-                f"pad(reflect): padding ({before}, {after}) should be smaller than the input size "
-                f"({size})"
-            )
-        period = 2 * (size - 1) if size > 1 else 1
-        folded = positions.abs() % period
-        return ember.where(folded >= size, period - folded, folded)
-    raise NotImplementedError(f"pad: mode '{mode}' is not supported")
+_PAD_MODES = ("reflect", "replicate", "circular")
+
+
+@functools.lru_cache(maxsize=256)
+def _pad_index(size: int, before: int, after: int, mode: str, device: str):
+    """Source position of each output position along one padded dim."""
+    if mode == "reflect" and (before >= size or after >= size):
+        raise RuntimeError(
+            f"pad(reflect): padding ({before}, {after}) should be smaller than the input size "
+            f"({size})"
+        )
+    if mode == "circular" and (before > size or after > size):
+        raise RuntimeError(
+            f"pad(circular): padding ({before}, {after}) should be at most the input size ({size})"
+        )
+    period = 2 * (size - 1) if size > 1 else 1
+    positions = []
+    for p in range(-before, size + after):
+        if mode == "replicate":
+            positions.append(min(max(p, 0), size - 1))
+        elif mode == "circular":
+            positions.append(p % size)
+        else:
+            folded = abs(p) % period
+            positions.append(period - folded if folded >= size else folded)
+    return ember.tensor(positions, dtype=ember.int64, device=device)
 
 
 def pad(input, pad, mode: str = "constant", value=None):
     """Pad the last ``len(pad) // 2`` dims: ``pad = (left, right, top, bottom, ...)``."""
     if mode == "constant":
         return OPS["constant_pad_nd"](input, tuple(pad), 0 if value is None else value)
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(
+            f"pad: mode '{mode}' is not supported; use one of constant, {', '.join(_PAD_MODES)}"
+        )
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise RuntimeError(
+            f"pad: padding length must be even and at most 2 * ndim, got {len(pad)} for input of "
+            f"shape {list(input.shape)}"
+        )
     out = input
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i
         before, after = pad[2 * i], pad[2 * i + 1]
         if before or after:
-            index = _pad_index(input.shape[dim], before, after, mode, input.device)
+            index = _pad_index(input.shape[dim], before, after, mode, str(input.device))
             out = out.index_select(dim, index)
     return out
 
 
 def _output_size(input, size, scale_factor, spatial: int):
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: either size or scale_factor should be defined (not both)")
     if size is not None:
         return (size,) * spatial if isinstance(size, int) else tuple(size)
-    if scale_factor is None:
-        raise ValueError("interpolate: either size or scale_factor should be defined")
     factors = (scale_factor,) * spatial if isinstance(scale_factor, (int, float)) else scale_factor
-    return tuple(int(s * f) for s, f in zip(input.shape[2:], factors))
+    return tuple(math.floor(s * f) for s, f in zip(input.shape[2:], factors))
 
 
-def _source_coords(out_size, in_size, align_corners, scale, device, dtype):
-    dst = ember.arange(out_size, device=device, dtype=dtype)
+@functools.lru_cache(maxsize=256)
+def _nearest_index(out_size, in_size, scale, exact, device):
+    """PyTorch's nearest source: floor(dst * in/out) (or (dst + 0.5) for nearest-exact)."""
+    ratio = in_size / out_size if scale is None else 1.0 / scale
+    offset = 0.5 if exact else 0.0
+    src = [min(math.floor((i + offset) * ratio), in_size - 1) for i in range(out_size)]
+    return ember.tensor(src, dtype=ember.int64, device=device)
+
+
+@functools.lru_cache(maxsize=256)
+def _linear_weights(out_size, in_size, align_corners, scale, device, dtype):
+    """(low, high, frac): the two neighbours of each output position and the weight of the
+    second, with PyTorch's source coordinates (half-pixel unless ``align_corners``)."""
     if align_corners:
         step = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-        return dst * step
-    ratio = in_size / out_size if scale is None else 1.0 / scale
-    return ember.clamp((dst + 0.5) * ratio - 0.5, min=0.0)
+        coords = [i * step for i in range(out_size)]
+    else:
+        ratio = in_size / out_size if scale is None else 1.0 / scale
+        coords = [max((i + 0.5) * ratio - 0.5, 0.0) for i in range(out_size)]
+    low = [min(math.floor(c), in_size - 1) for c in coords]
+    high = [min(lo + 1, in_size - 1) for lo in low]
+    frac = [c - lo for c, lo in zip(coords, low)]
+    return (
+        ember.tensor(low, dtype=ember.int64, device=device),
+        ember.tensor(high, dtype=ember.int64, device=device),
+        ember.tensor(frac, dtype=dtype, device=device),
+    )
+
+
+# mode -> the input rank it needs (None: any of 3-D, 4-D and 5-D)
+_MODES = {
+    "nearest": None,
+    "nearest-exact": None,
+    "area": None,
+    "linear": 3,
+    "bilinear": 4,
+    "trilinear": 5,
+}
+
+
+def _check_interpolate(input, mode, align_corners, antialias):
+    if mode not in _MODES:
+        raise NotImplementedError(
+            f"interpolate: mode '{mode}' is not supported; use one of {', '.join(_MODES)}"
+        )
+    rank = _MODES[mode]
+    if input.ndim not in (3, 4, 5) or (rank is not None and input.ndim != rank):
+        needed = f"{rank}D" if rank else "3D, 4D or 5D"
+        raise NotImplementedError(
+            f"interpolate: got {input.ndim}D input of shape {list(input.shape)}, but mode "
+            f"'{mode}' needs {needed} input"
+        )
+    if align_corners is not None and rank is None:
+        raise ValueError(
+            "align_corners option can only be set with the interpolating modes: linear | "
+            "bilinear | bicubic | trilinear"
+        )
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
 
 
 def interpolate(
@@ -65,35 +146,31 @@ def interpolate(
     recompute_scale_factor=None,
     antialias=False,
 ):
-    """Resize the spatial dims (after N, C) with 'nearest', 'linear' or 'bilinear'."""
+    """Resize the spatial dims (after N, C), one dim at a time."""
+    _check_interpolate(input, mode, align_corners, antialias)
     spatial = input.ndim - 2
     out_size = _output_size(input, size, scale_factor, spatial)
+    if mode == "area":
+        if spatial == 3:
+            raise NotImplementedError("interpolate: mode 'area' supports 3-D and 4-D input")
+        return (adaptive_avg_pool1d if spatial == 1 else adaptive_avg_pool2d)(input, out_size)
     scales = (None,) * spatial
-    if scale_factor is not None and size is None and not recompute_scale_factor:
+    if scale_factor is not None and not recompute_scale_factor:
         scales = (
-            (scale_factor,) * spatial
-            if isinstance(scale_factor, (int, float))
-            else tuple(scale_factor)
+            (scale_factor,) * spatial if isinstance(scale_factor, (int, float)) else scale_factor
         )
     out = input
-    for i, (target, scale) in enumerate(zip(out_size, scales)):
-        dim = 2 + i
+    device = str(input.device)
+    for dim, target, scale in zip(range(2, input.ndim), out_size, scales):
         in_size = input.shape[dim]
         if mode in ("nearest", "nearest-exact"):
-            ratio = in_size / target if scale is None else 1.0 / scale
-            offset = 0.5 if mode == "nearest-exact" else 0.0
-            src = ember.floor(
-                (ember.arange(target, device=input.device, dtype=ember.float64) + offset) * ratio
-            ).to(ember.int64)
-            out = out.index_select(dim, ember.clamp(src, max=in_size - 1))
-        elif mode in ("linear", "bilinear", "trilinear"):
-            coords = _source_coords(
-                target, in_size, align_corners, scale, input.device, input.dtype
-            )
-            low = ember.floor(coords).to(ember.int64).clamp(max=in_size - 1)
-            high = (low + 1).clamp(max=in_size - 1)
-            frac = (coords - low.to(input.dtype)).view([-1] + [1] * (input.ndim - 1 - dim))
-            out = out.index_select(dim, low) * (1 - frac) + out.index_select(dim, high) * frac
-        else:
-            raise NotImplementedError(f"interpolate: mode '{mode}' is not supported")
+            index = _nearest_index(target, in_size, scale, mode == "nearest-exact", device)
+            out = out.index_select(dim, index)
+            continue
+        low, high, frac = _linear_weights(
+            target, in_size, bool(align_corners), scale, device, input.dtype
+        )
+        frac = frac.view([-1] + [1] * (input.ndim - 1 - dim))
+        start = out.index_select(dim, low)
+        out = start + (out.index_select(dim, high) - start) * frac
     return out

@@ -3,34 +3,35 @@
 from __future__ import annotations
 
 from .. import functional as F
+from ._signature import signature
 from .module import Module
 
 
 def _activation(name: str, fn, params: dict, doc: str):
-    """A Module class whose constructor takes ``params`` (with defaults) and calls ``fn``."""
+    """A Module class whose constructor takes ``params`` (PyTorch's names, order and defaults)
+    and whose forward calls ``fn(input, **params)``."""
+    init = signature(defaults=params.items())
+    names = tuple(params)
 
     def __init__(self, *args, **kwargs):  # noqa: N807 - becomes the class's __init__
         Module.__init__(self)
-        names = list(params)
-        if len(args) > len(names):
-            raise TypeError(f"{name}() takes at most {len(names)} arguments")
-        values = dict(params)
-        values.update(zip(names, args))
-        unknown = set(kwargs) - set(names)
-        if unknown:
-            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(unknown)}")
-        values.update(kwargs)
-        for key, value in values.items():
-            object.__setattr__(self, key, value)
+        bound = init.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        for key in names:
+            object.__setattr__(self, key, bound.arguments[key])
+
+    __init__.__signature__ = init
 
     def forward(self, input):
-        return fn(input, **{k: getattr(self, k) for k in params})
+        return fn(input, **{k: getattr(self, k) for k in names})
 
     def extra_repr(self):
-        shown = {k: getattr(self, k) for k in params if k != "inplace" or getattr(self, k)}
-        return ", ".join(f"{k}={v}" for k, v in shown.items())
+        shown = [f"{k}={getattr(self, k)!r}" for k in names if k != "inplace"]
+        if getattr(self, "inplace", False):
+            shown.append("inplace=True")
+        return ", ".join(shown)
 
-    cls = type(
+    return type(
         name,
         (Module,),
         {
@@ -41,7 +42,6 @@ def _activation(name: str, fn, params: dict, doc: str):
             "__module__": __name__,
         },
     )
-    return cls
 
 
 ACTIVATIONS = {

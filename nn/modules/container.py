@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
+
+from ember._tensor import Tensor
 
 from ..parameter import Parameter
 from .module import Module
@@ -10,6 +13,8 @@ from .module import Module
 
 class Sequential(Module):
     """Modules applied one after the other; indexable and sliceable."""
+
+    _names_errors = False
 
     def __init__(self, *args):
         super().__init__()
@@ -71,6 +76,8 @@ class Sequential(Module):
 class ModuleList(Module):
     """A list of modules, registered so their parameters are found."""
 
+    _names_errors = False
+
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
@@ -117,6 +124,8 @@ class ModuleList(Module):
 class ModuleDict(Module):
     """A dict of modules, registered so their parameters are found."""
 
+    _names_errors = False
+
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
@@ -161,6 +170,22 @@ class ModuleDict(Module):
             self[key] = module
 
 
+def _parameter_lines(items, legacy_type: bool = False) -> str:
+    """PyTorch's listing of a ParameterList/Dict: one indented line per entry (the dict names
+    the legacy tensor type, ``ember.FloatTensor``, where the list names the dtype)."""
+    lines = []
+    for key, p in items:
+        if isinstance(p, Tensor):
+            size = "x".join(str(n) for n in p.shape)
+            device = "" if p.device.type == "cpu" else f" ({p.device})"
+            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+            dtype = p.type() if legacy_type else repr(p.dtype)
+            lines.append(f"  ({key}): {kind} containing: [{dtype} of size {size}{device}]")
+        else:
+            lines.append(f"  ({key}): Object of type: {type(p).__name__}")
+    return "\n".join(lines)
+
+
 def _as_parameter(value):
     return value if isinstance(value, Parameter) or value is None else Parameter(value)
 
@@ -200,10 +225,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(
-            f"({i}): Parameter containing: [{p.dtype!r} of size {list(p.shape)}]"
-            for i, p in enumerate(self)
-        )
+        return _parameter_lines(enumerate(self))
 
 
 class ParameterDict(Module):
@@ -242,6 +264,16 @@ class ParameterDict(Module):
         return self._parameters.values()
 
     def update(self, parameters) -> None:
-        items = parameters.items() if hasattr(parameters, "items") else parameters
+        """Add ``parameters`` (a mapping or pairs). A plain dict is taken in sorted key order,
+        as PyTorch does; an OrderedDict or ParameterDict keeps its order."""
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = parameters.items()
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items())
+        else:
+            items = parameters
         for key, value in items:
             self[key] = value
+
+    def extra_repr(self) -> str:
+        return _parameter_lines(self.items(), legacy_type=True)

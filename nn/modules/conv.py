@@ -16,6 +16,18 @@ def _ntuple(value, n):
     return (value,) * n if isinstance(value, int) else tuple(value)
 
 
+def _reversed_padding(padding, kernel_size, dilation) -> list:
+    """F.pad's (left, right) pairs, last dim first, for a padding_mode other than zeros."""
+    pads = []
+    for i in reversed(range(len(kernel_size))):
+        if padding == "same":
+            total = dilation[i] * (kernel_size[i] - 1)
+            pads += [total // 2, total - total // 2]
+        else:
+            pads += [0, 0] if padding == "valid" else [padding[i], padding[i]]
+    return pads
+
+
 class _ConvNd(Module):
     _dims = 2
     _transposed = False
@@ -36,19 +48,16 @@ class _ConvNd(Module):
         output_padding=0,
     ):
         super().__init__()
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(
-                f"in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible "
-                f"by groups ({groups})"
-            )
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"padding_mode='{padding_mode}' is not supported yet")
         n = self._dims
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size, self.stride = _ntuple(kernel_size, n), _ntuple(stride, n)
         self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
         self.dilation, self.output_padding = _ntuple(dilation, n), _ntuple(output_padding, n)
         self.padding_mode = padding_mode
+        self._check_options()
+        self._reversed_padding_repeated_twice = _reversed_padding(
+            self.padding, self.kernel_size, self.dilation
+        )
         shape = (
             (in_channels, out_channels // groups)
             if self._transposed
@@ -61,6 +70,41 @@ class _ConvNd(Module):
             self.register_parameter("bias", None)
         self.reset_parameters()
 
+    def _check_options(self) -> None:
+        """PyTorch's constructor checks, with its exception types and messages."""
+        if self.groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        for name in ("in_channels", "out_channels"):
+            if getattr(self, name) % self.groups:
+                raise ValueError(
+                    f"{name} ({getattr(self, name)}) must be divisible by groups ({self.groups})"
+                )
+        if isinstance(self.padding, str):
+            if self.padding not in ("same", "valid"):
+                raise ValueError(
+                    f"Invalid padding string {self.padding!r}, should be one of {{'same', 'valid'}}"
+                )
+            if self.padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        modes = ("zeros", "reflect", "replicate", "circular")
+        if self.padding_mode not in modes:
+            raise ValueError(
+                f"padding_mode must be one of {set(modes)}, but got "
+                f"padding_mode='{self.padding_mode}'"
+            )
+        if self._transposed and self.padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+
+    def _conv(self, functional, input):
+        """``functional`` over ``input``, padded first by ``padding_mode`` unless zeros."""
+        padding = self.padding
+        if self.padding_mode != "zeros":
+            input = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            padding = 0
+        return functional(
+            input, self.weight, self.bias, self.stride, padding, self.dilation, self.groups
+        )
+
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
@@ -68,20 +112,6 @@ class _ConvNd(Module):
             if fan_in:
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
-
-    def _check(self, input):
-        expected = self._dims + 2
-        if input.ndim not in (expected - 1, expected):
-            raise RuntimeError(
-                f"{type(self).__name__}: expected {expected - 1}-D or {expected}-D input, got "
-                f"{list(input.shape)}"
-            )
-        channels = input.shape[-self._dims - 1]
-        if channels != self.in_channels:
-            raise RuntimeError(
-                f"{type(self).__name__}(in_channels={self.in_channels}): input of shape "
-                f"{list(input.shape)} has {channels} channels"
-            )
 
     def extra_repr(self) -> str:
         text = (
@@ -98,6 +128,8 @@ class _ConvNd(Module):
             text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
         return text
 
 
@@ -107,10 +139,7 @@ class Conv1d(_ConvNd):
     _dims = 1
 
     def forward(self, input):
-        self._check(input)
-        return F.conv1d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+        return self._conv(F.conv1d, input)
 
 
 class Conv2d(_ConvNd):
@@ -122,10 +151,7 @@ class Conv2d(_ConvNd):
     """
 
     def forward(self, input):
-        self._check(input)
-        return F.conv2d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+        return self._conv(F.conv2d, input)
 
 
 class ConvTranspose2d(_ConvNd):
@@ -164,7 +190,6 @@ class ConvTranspose2d(_ConvNd):
         )
 
     def forward(self, input, output_size=None):
-        self._check(input)
         output_padding = self.output_padding
         if output_size is not None:
             output_padding = tuple(

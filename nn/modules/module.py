@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import itertools
-from collections import OrderedDict, namedtuple
+import warnings
+from collections import OrderedDict
 
 from ember._tensor import Tensor
 
 from ..parameter import Buffer, Parameter
-
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+from ._state import StateDict
 
 
 class _Handle:
+    """Removes one hook from its table (and from the tables of its options)."""
+
     _ids = itertools.count()
 
-    def __init__(self, table: dict):
-        self.table = table
+    def __init__(self, table: dict, *option_sets: set):
+        self.table, self.option_sets = table, option_sets
         self.id = next(self._ids)
 
     def remove(self) -> None:
         self.table.pop(self.id, None)
+        for options in self.option_sets:
+            options.discard(self.id)
 
     def __enter__(self):
         return self
@@ -29,14 +33,50 @@ class _Handle:
         self.remove()
 
 
+# Errors a layer's forward raises for bad input; the innermost library layer adds its name.
+_LAYER_ERRORS = (RuntimeError, ValueError, IndexError, AssertionError)
+
+
+def _shapes(value):
+    if isinstance(value, Tensor):
+        return str(list(value.shape))
+    if isinstance(value, (tuple, list)) and any(isinstance(v, Tensor) for v in value):
+        return "(" + ", ".join(_shapes(v) for v in value) + ")"
+    return None
+
+
+def _name_layer(module, args, exc) -> None:
+    """Prefix the message of ``exc``, raised inside a layer of ember.nn, with that layer (as its
+    repr shows it) and the shapes of its inputs. Layers around it leave the message alone, and
+    so do containers (``_names_errors = False``: an error inside is a member's) and
+    user-defined modules, whose errors are their own."""
+    if getattr(exc, "_ember_layer", False) or not type(module)._names_errors:
+        return
+    if not type(module).__module__.startswith("ember.nn."):
+        return
+    if not exc.args or not isinstance(exc.args[0], str):
+        return
+    extra = module.extra_repr()
+    name = module._get_name()
+    if not module._modules and "\n" not in extra:
+        name += f"({extra})"
+    shapes = [s for s in map(_shapes, args) if s is not None]
+    if shapes:
+        plural = "s" if len(shapes) > 1 else ""
+        name += f" got input{plural} of shape{plural} {', '.join(shapes)}"
+    exc.args = (f"{name}: {exc.args[0]}",) + exc.args[1:]
+    exc._ember_layer = True
+
+
 def _addindent(text: str, spaces: int) -> str:
     lines = text.split("\n")
     if len(lines) == 1:
         return text
-    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+    rest = (" " * spaces + line if line.strip() else "" for line in lines[1:])
+    return lines[0] + "\n" + "\n".join(rest)
 
 
-class Module:
+class Module(StateDict):
     """Base class for neural network layers and models.
 
     Assign ``Parameter``s, ``Buffer``s and sub-``Module``s as attributes in ``__init__`` and define
@@ -52,6 +92,7 @@ class Module:
     """
 
     training: bool
+    _names_errors = True  # see _name_layer; containers of other modules set it False
 
     def __init__(self, *args, **kwargs) -> None:
         if args or kwargs:
@@ -67,6 +108,9 @@ class Module:
         setattr_(self, "_modules", {})
         setattr_(self, "_forward_pre_hooks", OrderedDict())
         setattr_(self, "_forward_hooks", OrderedDict())
+        setattr_(self, "_forward_pre_hooks_with_kwargs", set())
+        setattr_(self, "_forward_hooks_with_kwargs", set())
+        setattr_(self, "_forward_hooks_always_called", set())
         setattr_(self, "_state_dict_hooks", OrderedDict())
 
     def forward(self, *args, **kwargs):
@@ -75,18 +119,13 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
-        if not self._forward_pre_hooks and not self._forward_hooks:
-            return self.forward(*args, **kwargs)
-        for hook in list(self._forward_pre_hooks.values()):
-            replaced = hook(self, args)
-            if replaced is not None:
-                args = replaced if isinstance(replaced, tuple) else (replaced,)
-        result = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            replaced = hook(self, args, result)
-            if replaced is not None:
-                result = replaced
-        return result
+        try:
+            if not self._forward_pre_hooks and not self._forward_hooks:
+                return self.forward(*args, **kwargs)
+            return self._call_with_hooks(args, kwargs)
+        except _LAYER_ERRORS as exc:
+            _name_layer(self, args, exc)
+            raise
 
     # ---- registration -----------------------------------------------------------------------
     def _check_name(self, name: str, kind: str) -> None:
@@ -275,8 +314,8 @@ class Module:
             sub = prefix + ("." if prefix else "") + name
             yield from module.named_modules(memo, sub, remove_duplicate)
 
-    def modules(self):
-        for _, module in self.named_modules():
+    def modules(self, remove_duplicate: bool = True):
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def get_submodule(self, target: str):
@@ -300,111 +339,6 @@ class Module:
         if name not in module._buffers:
             raise AttributeError(f"`{name}` is not a buffer of {type(module).__name__}")
         return module._buffers[name]
-
-    # ---- state --------------------------------------------------------------------------------
-    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
-        """Parameters and persistent buffers by dotted name (detached unless ``keep_vars``)."""
-        if args:
-            destination = args[0] if len(args) > 0 else destination
-            prefix = args[1] if len(args) > 1 else prefix
-            keep_vars = args[2] if len(args) > 2 else keep_vars
-        if destination is None:
-            destination = OrderedDict()
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
-        for name, buf in self._buffers.items():
-            if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if keep_vars else buf.detach()
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(
-                    destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
-                )
-        for hook in self._state_dict_hooks.values():
-            replaced = hook(self, destination, prefix)
-            if replaced is not None:
-                destination = replaced
-        return destination
-
-    def _load_own(self, state_dict, prefix, missing, unexpected, errors, assign) -> None:
-        from ember.autograd import no_grad
-
-        local = {**self._parameters}
-        local.update(
-            {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
-        )
-        for name, current in local.items():
-            key = prefix + name
-            if key not in state_dict:
-                if current is not None:
-                    missing.append(key)
-                continue
-            value = state_dict[key]
-            if current is None:
-                continue
-            if not isinstance(value, Tensor):
-                errors.append(
-                    f'While copying the parameter named "{key}", expected a Tensor, '
-                    f"got {type(value).__name__}."
-                )
-                continue
-            if tuple(value.shape) != tuple(current.shape):
-                errors.append(
-                    f"size mismatch for {key}: copying a param with shape {list(value.shape)} "
-                    f"from checkpoint, the shape in current model is {list(current.shape)}."
-                )
-                continue
-            if assign:
-                if name in self._parameters:
-                    self._parameters[name] = Parameter(value, current.requires_grad)
-                else:
-                    self._buffers[name] = value
-                continue
-            with no_grad():
-                current.copy_(value)
-        for key in state_dict:
-            if key.startswith(prefix):
-                rest = key[len(prefix) :]
-                head = rest.split(".", 1)[0]
-                if ("." not in rest and rest not in local) or (
-                    "." in rest and head not in self._modules
-                ):
-                    unexpected.append(key)
-
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """Copy parameters and buffers from ``state_dict``.
-
-        Returns ``(missing_keys, unexpected_keys)``; with ``strict`` (default) either being
-        non-empty raises RuntimeError listing them. Shape mismatches always raise, naming the key.
-        """
-        if not hasattr(state_dict, "keys"):
-            raise TypeError(
-                f"Expected state_dict to be dict-like, got {type(state_dict).__name__}."
-            )
-        missing, unexpected, errors = [], [], []
-        for prefix, module in self.named_modules(remove_duplicate=False):
-            module._load_own(
-                state_dict, prefix + ("." if prefix else ""), missing, unexpected, errors, assign
-            )
-        if strict:
-            if unexpected:
-                errors.insert(
-                    0,
-                    "Unexpected key(s) in state_dict: "
-                    + ", ".join(f'"{k}"' for k in unexpected)
-                    + ".",
-                )
-            if missing:
-                errors.insert(
-                    0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + "."
-                )
-        if errors:
-            raise RuntimeError(
-                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
-                + "\n\t".join(errors)
-            )
-        return _IncompatibleKeys(missing, unexpected)
 
     # ---- modes and conversions ----------------------------------------------------------------
     def train(self, mode: bool = True):
@@ -442,14 +376,13 @@ class Module:
             if param is None:
                 continue
             with no_grad():
-                moved = fn(param)
-            param.data = moved
-            if param.grad is not None:
-                with no_grad():
-                    param.grad = fn(param.grad)
+                param.data = fn(param)
+                if param.grad is not None:
+                    param.grad.data = fn(param.grad)
         for name, buf in self._buffers.items():
             if buf is not None:
-                self._buffers[name] = fn(buf)
+                with no_grad():
+                    self._buffers[name] = fn(buf)
         return self
 
     def apply(self, fn):
@@ -464,6 +397,11 @@ class Module:
         from ember._frontends import _to_args
 
         dtype, device, _ = _to_args(None, args, dict(kwargs))
+        if dtype is not None and not dtype.is_floating_point:
+            raise TypeError(
+                "nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                f"dtype={dtype}"
+            )
 
         def convert(t):
             target = dtype if (dtype is not None and t.is_floating_point()) else None
@@ -504,17 +442,77 @@ class Module:
         return self.to(ember.bfloat16)
 
     # ---- hooks ----------------------------------------------------------------------------------
-    def register_forward_pre_hook(self, hook):
-        """``hook(module, args)`` before forward; may return replacement args."""
-        handle = _Handle(self._forward_pre_hooks)
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False):
+        """``hook(module, args)`` before forward; may return replacement args. With
+        ``with_kwargs``: ``hook(module, args, kwargs)`` returning None or ``(args, kwargs)``."""
+        handle = _Handle(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs)
         self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs.add(handle.id)
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def register_forward_hook(self, hook):
-        """``hook(module, args, output)`` after forward; may return a replacement output."""
-        handle = _Handle(self._forward_hooks)
+    def register_forward_hook(
+        self, hook, *, prepend: bool = False, with_kwargs: bool = False, always_call: bool = False
+    ):
+        """``hook(module, args, output)`` after forward; may return a replacement output. With
+        ``with_kwargs``: ``hook(module, args, kwargs, output)``; with ``always_call`` it also runs
+        (with output None) when forward raises."""
+        handle = _Handle(
+            self._forward_hooks, self._forward_hooks_with_kwargs, self._forward_hooks_always_called
+        )
         self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs.add(handle.id)
+        if always_call:
+            self._forward_hooks_always_called.add(handle.id)
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
+
+    def _call_with_hooks(self, args, kwargs):
+        for hook_id, hook in list(self._forward_pre_hooks.items()):
+            if hook_id in self._forward_pre_hooks_with_kwargs:
+                replaced = hook(self, args, kwargs)
+                if replaced is not None:
+                    if not (isinstance(replaced, tuple) and len(replaced) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of (new_args, "
+                            f"new_kwargs), but got {replaced}."
+                        )
+                    args, kwargs = replaced
+            else:
+                replaced = hook(self, args)
+                if replaced is not None:
+                    args = replaced if isinstance(replaced, tuple) else (replaced,)
+        called = set()
+        result = None
+        try:
+            result = self.forward(*args, **kwargs)
+            for hook_id, hook in list(self._forward_hooks.items()):
+                called.add(hook_id)
+                replaced = self._run_forward_hook(hook_id, hook, args, kwargs, result)
+                if replaced is not None:
+                    result = replaced
+        except Exception:
+            for hook_id, hook in list(self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called and hook_id not in called:
+                    try:
+                        self._run_forward_hook(hook_id, hook, args, kwargs, result)
+                    except Exception as exc:  # the forward's own error is the one to raise
+                        warnings.warn(
+                            "forward hook with ``always_call=True`` raised an exception that was "
+                            f"silenced as another error was raised in forward: {exc}",
+                            stacklevel=3,
+                        )
+            raise
+        return result
+
+    def _run_forward_hook(self, hook_id, hook, args, kwargs, result):
+        if hook_id in self._forward_hooks_with_kwargs:
+            return hook(self, args, kwargs, result)
+        return hook(self, args, result)
 
     # ---- repr -----------------------------------------------------------------------------------
     def extra_repr(self) -> str:
@@ -537,6 +535,12 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in (
+            "_forward_pre_hooks_with_kwargs",
+            "_forward_hooks_with_kwargs",
+            "_forward_hooks_always_called",
+        ):
+            self.__dict__.setdefault(name, set())
 
     def share_memory(self):
         return self

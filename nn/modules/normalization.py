@@ -10,7 +10,30 @@ from ..parameter import Parameter
 from .module import Module
 
 
-class _BatchNorm(Module):
+class _Normalization(Module):
+    """A normalisation with an optional elementwise ``weight`` (ones) and ``bias`` (zeros)."""
+
+    def _affine(self, affine: bool, bias: bool | None, shape: tuple, device, dtype) -> None:
+        """Register ``weight`` and ``bias`` (None when switched off; no bias at all when
+        ``bias`` is None, as RMSNorm has none)."""
+        factory = {"device": device, "dtype": dtype}
+        self.register_parameter(
+            "weight", Parameter(ember.ones(*shape, **factory)) if affine else None
+        )
+        if bias is not None:
+            on = affine and bias
+            self.register_parameter(
+                "bias", Parameter(ember.zeros(*shape, **factory)) if on else None
+            )
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if getattr(self, "bias", None) is not None:
+            init.zeros_(self.bias)
+
+
+class _BatchNorm(_Normalization):
     _input_dims = (2, 3)
 
     def __init__(
@@ -22,17 +45,14 @@ class _BatchNorm(Module):
         track_running_stats=True,
         device=None,
         dtype=None,
+        *,
+        bias=True,
     ):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
+        self._affine(affine, bias, (num_features,), device, dtype)
         factory = {"device": device, "dtype": dtype}
-        if affine:
-            self.weight = Parameter(ember.ones(num_features, **factory))
-            self.bias = Parameter(ember.zeros(num_features, **factory))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
         if track_running_stats:
             self.register_buffer("running_mean", ember.zeros(num_features, **factory))
             self.register_buffer("running_var", ember.ones(num_features, **factory))
@@ -42,6 +62,13 @@ class _BatchNorm(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
 
+    def _load_from_state_dict(self, state_dict, prefix, *args) -> None:
+        # Checkpoints from before the counter existed lack it; PyTorch keeps the current one.
+        key = prefix + "num_batches_tracked"
+        if self.track_running_stats and key not in state_dict:
+            state_dict[key] = self.num_batches_tracked
+        super()._load_from_state_dict(state_dict, prefix, *args)
+
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
             self.running_mean.zero_()
@@ -50,20 +77,18 @@ class _BatchNorm(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        super().reset_parameters()
 
     def forward(self, input):
         if input.ndim not in self._input_dims:
             raise ValueError(
-                f"{type(self).__name__}: expected {' or '.join(f'{d}D' for d in self._input_dims)} "
-                f"input (got {input.ndim}D input of shape {list(input.shape)})"
+                f"expected {' or '.join(f'{d}D' for d in self._input_dims)} input (got "
+                f"{input.ndim}D input)"
             )
         if input.shape[1] != self.num_features:
-            raise ValueError(
-                f"{type(self).__name__}({self.num_features}): input of shape {list(input.shape)} "
-                f"has {input.shape[1]} channels"
+            raise RuntimeError(
+                f"running_mean should contain {input.shape[1]} elements not {self.num_features} "
+                f"(input has {input.shape[1]} channels in dim 1)"
             )
         momentum = self.momentum
         if self.training and self.track_running_stats:
@@ -86,7 +111,8 @@ class _BatchNorm(Module):
     def extra_repr(self) -> str:
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
         )
 
 
@@ -106,7 +132,7 @@ def _shape(normalized_shape):
     return (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
 
 
-class LayerNorm(Module):
+class LayerNorm(_Normalization):
     """Normalise over the trailing ``normalized_shape`` dims, with optional affine parameters."""
 
     def __init__(
@@ -121,33 +147,19 @@ class LayerNorm(Module):
         super().__init__()
         self.normalized_shape = _shape(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        factory = {"device": device, "dtype": dtype}
-        if elementwise_affine:
-            self.weight = Parameter(ember.ones(*self.normalized_shape, **factory))
-            if bias:
-                self.bias = Parameter(ember.zeros(*self.normalized_shape, **factory))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-
-    def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        self._affine(elementwise_affine, bias, self.normalized_shape, device, dtype)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (
-            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
         )
 
 
-class RMSNorm(Module):
+class RMSNorm(_Normalization):
     """Scale by the root mean square over the trailing ``normalized_shape`` dims."""
 
     def __init__(
@@ -156,13 +168,10 @@ class RMSNorm(Module):
         super().__init__()
         self.normalized_shape = _shape(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(ember.ones(*self.normalized_shape, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
+        self._affine(elementwise_affine, None, self.normalized_shape, device, dtype)
 
-    def forward(self, input):
-        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return (
@@ -170,28 +179,26 @@ class RMSNorm(Module):
         )
 
 
-class GroupNorm(Module):
+class GroupNorm(_Normalization):
     """Normalise groups of channels of each sample."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(
+        self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True
+    ):
         super().__init__()
         if num_channels % num_groups:
-            raise ValueError("num_channels must be divisible by num_groups")
-        self.num_groups, self.num_channels, self.eps, self.affine = (
-            num_groups,
-            num_channels,
-            eps,
-            affine,
-        )
-        if affine:
-            self.weight = Parameter(ember.ones(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(ember.zeros(num_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+            raise ValueError(
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+            )
+        self.num_groups, self.num_channels = num_groups, num_channels
+        self.eps, self.affine = eps, affine
+        self._affine(affine, bias, (num_channels,), device, dtype)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.bias is not None}"
+        )

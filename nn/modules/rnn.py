@@ -1,4 +1,8 @@
-"""RNN, LSTM, GRU and their cells, with PyTorch's parameter names, shapes and gate order."""
+"""RNN, LSTM, GRU and their cells, with PyTorch's parameter names, shapes, gate order and checks.
+
+The input-to-hidden products of a whole sequence are one matmul per layer and direction; only
+the hidden-to-hidden product and the gates run per time step.
+"""
 
 from __future__ import annotations
 
@@ -14,28 +18,63 @@ from .module import Module
 GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
-def _rnn_step(x, h, w_ih, w_hh, b_ih, b_hh, nonlinearity):
-    gates = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
-    return ember.tanh(gates) if nonlinearity == "tanh" else ember.relu(gates)
+# One time step from the input's gate pre-activations ``gi`` (x W_ih^T + b_ih) and the state.
+def _rnn_step(gi, h, w_hh, b_hh, relu=False):
+    gates = gi + F.linear(h, w_hh, b_hh)
+    return ember.relu(gates) if relu else ember.tanh(gates)
 
 
-def _lstm_step(x, state, w_ih, w_hh, b_ih, b_hh):
+def _lstm_step(gi, state, w_hh, b_hh):
     h, c = state
-    gates = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)
+    i, f, g, o = (gi + F.linear(h, w_hh, b_hh)).chunk(4, -1)
     c = ember.sigmoid(f) * c + ember.sigmoid(i) * ember.tanh(g)
     return ember.sigmoid(o) * ember.tanh(c), c
 
 
-def _gru_step(x, h, w_ih, w_hh, b_ih, b_hh):
-    gi = F.linear(x, w_ih, b_ih)
-    gh = F.linear(h, w_hh, b_hh)
+def _gru_step(gi, h, w_hh, b_hh):
     ir, iz, in_ = gi.chunk(3, -1)
-    hr, hz, hn = gh.chunk(3, -1)
+    hr, hz, hn = F.linear(h, w_hh, b_hh).chunk(3, -1)
     r = ember.sigmoid(ir + hr)
     z = ember.sigmoid(iz + hz)
     n = ember.tanh(in_ + r * hn)
-    return (1 - z) * n + z * h
+    return n + z * (h - n)
+
+
+def _step(mode):
+    if mode == "LSTM":
+        return _lstm_step
+    if mode == "GRU":
+        return _gru_step
+    relu = mode == "RNN_RELU"
+    return lambda gi, h, w_hh, b_hh: _rnn_step(gi, h, w_hh, b_hh, relu)
+
+
+def _check_input(input, batched_rank: int, input_size: int) -> bool:
+    """PyTorch's checks of a recurrent input (batched rank or one less, feature size); returns
+    whether it is batched."""
+    if input.ndim not in (batched_rank - 1, batched_rank):
+        raise ValueError(
+            f"Expected input to be {batched_rank - 1}D or {batched_rank}D, got {input.ndim}D "
+            f"instead (shape {list(input.shape)})"
+        )
+    if input.shape[-1] != input_size:
+        raise RuntimeError(
+            f"input.size(-1) must be equal to input_size. Expected {input_size}, got "
+            f"{input.shape[-1]}"
+        )
+    return input.ndim == batched_rank
+
+
+def _reset_uniform(module) -> None:
+    """Every parameter uniform in +-1/sqrt(hidden_size), PyTorch's recurrent initialisation."""
+    bound = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
+    for weight in module.parameters():
+        init.uniform_(weight, -bound, bound)
+
+
+def _check_state(name, state, expected) -> None:
+    if tuple(state.shape) != expected:
+        raise RuntimeError(f"Expected {name} size {expected}, got {list(state.shape)}")
 
 
 class RNNBase(Module):
@@ -56,33 +95,48 @@ class RNNBase(Module):
         dtype=None,
     ):
         super().__init__()
-        if proj_size:
-            raise NotImplementedError("proj_size is not supported yet")
+        if proj_size < 0:
+            raise ValueError(
+                "proj_size should be a positive integer or zero to disable projections"
+            )
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if proj_size >= hidden_size > 0:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError(
+                "dropout should be a number in range [0, 1] representing the probability of an "
+                "element being zeroed"
+            )
+        if hidden_size <= 0 or num_layers <= 0:
+            raise ValueError("hidden_size and num_layers must be greater than zero")
         self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
         self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
         self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
         gates = GATES[mode] * hidden_size
         directions = 2 if bidirectional else 1
+        real = self._real_hidden_size
         factory = {"device": device, "dtype": dtype}
         for layer in range(num_layers):
             for direction in range(directions):
                 suffix = f"_l{layer}" + ("_reverse" if direction else "")
-                width = input_size if layer == 0 else hidden_size * directions
-                setattr(self, f"weight_ih{suffix}", Parameter(ember.empty(gates, width, **factory)))
-                setattr(
-                    self,
-                    f"weight_hh{suffix}",
-                    Parameter(ember.empty(gates, hidden_size, **factory)),
-                )
+                width = input_size if layer == 0 else real * directions
+                shapes = {"weight_ih": (gates, width), "weight_hh": (gates, real)}
                 if bias:
-                    setattr(self, f"bias_ih{suffix}", Parameter(ember.empty(gates, **factory)))
-                    setattr(self, f"bias_hh{suffix}", Parameter(ember.empty(gates, **factory)))
+                    shapes.update(bias_ih=(gates,), bias_hh=(gates,))
+                if proj_size:
+                    shapes["weight_hr"] = (proj_size, hidden_size)
+                for name, shape in shapes.items():
+                    setattr(self, name + suffix, Parameter(ember.empty(shape, **factory)))
         self.reset_parameters()
 
+    @property
+    def _real_hidden_size(self) -> int:
+        """The size of h: the projection's when LSTM has ``proj_size``, else ``hidden_size``."""
+        return self.proj_size or self.hidden_size
+
     def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -bound, bound)
+        _reset_uniform(self)
 
     def _weights(self, layer, direction):
         suffix = f"_l{layer}" + ("_reverse" if direction else "")
@@ -92,32 +146,32 @@ class RNNBase(Module):
             get(f"weight_hh{suffix}"),
             get(f"bias_ih{suffix}"),
             get(f"bias_hh{suffix}"),
+            get(f"weight_hr{suffix}"),
         )
 
-    def _step(self, x, state, weights):
-        if self.mode == "LSTM":
-            return _lstm_step(x, state, *weights)
-        if self.mode == "GRU":
-            return _gru_step(x, state, *weights)
-        return _rnn_step(x, state, *weights, "tanh" if self.mode == "RNN_TANH" else "relu")
+    def _run(self, step, inputs, state, weights, reverse):
+        """One layer and direction over the sequence: (outputs (T, B, H), final state)."""
+        w_ih, w_hh, b_ih, b_hh, w_hr = weights
+        gates = F.linear(inputs, w_ih, b_ih)  # every time step's input products at once
+        steps = inputs.shape[0]
+        outputs = [None] * steps
+        for t in range(steps - 1, -1, -1) if reverse else range(steps):
+            state = step(gates[t], state, w_hh, b_hh)
+            if w_hr is not None:  # LSTM with proj_size: h is projected, c is not
+                state = (F.linear(state[0], w_hr), state[1])
+            outputs[t] = state[0] if self.mode == "LSTM" else state
+        if not steps:
+            return inputs.new_zeros(0, inputs.shape[1], self._real_hidden_size), state
+        return ember.stack(outputs), state
 
     def forward(self, input, hx=None):
-        batched = input.ndim == 3
-        if input.ndim not in (2, 3):
-            raise ValueError(
-                f"{type(self).__name__}: expected 2-D or 3-D input, got {list(input.shape)}"
-            )
-        if input.shape[-1] != self.input_size:
-            raise RuntimeError(
-                f"{type(self).__name__}: input.size(-1) must be equal to input_size. Expected "
-                f"{self.input_size}, got {input.shape[-1]}"
-            )
+        batched = _check_input(input, 3, self.input_size)
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
-        steps, batch = x.shape[0], x.shape[1]
         directions = 2 if self.bidirectional else 1
-        h0, c0 = self._initial_state(hx, batch, directions, x, batched)
+        h0, c0 = self._initial_state(hx, x, directions, batched)
+        step = _step(self.mode)
         finals_h, finals_c = [], []
         layer_input = x
         for layer in range(self.num_layers):
@@ -125,15 +179,9 @@ class RNNBase(Module):
             for direction in range(directions):
                 index = layer * directions + direction
                 state = (h0[index], c0[index]) if self.mode == "LSTM" else h0[index]
-                order = range(steps - 1, -1, -1) if direction else range(steps)
-                seq = [None] * steps
                 weights = self._weights(layer, direction)
-                for t in order:
-                    state = self._step(layer_input[t], state, weights)
-                    seq[t] = state[0] if self.mode == "LSTM" else state
-                outputs.append(
-                    ember.stack(seq) if steps else layer_input.new_zeros(0, batch, self.hidden_size)
-                )
+                out, state = self._run(step, layer_input, state, weights, direction == 1)
+                outputs.append(out)
                 finals_h.append(state[0] if self.mode == "LSTM" else state)
                 if self.mode == "LSTM":
                     finals_c.append(state[1])
@@ -151,18 +199,32 @@ class RNNBase(Module):
             return output, (h_n, c_n if batched else c_n.squeeze(1))
         return output, h_n
 
-    def _initial_state(self, hx, batch, directions, x, batched):
-        shape = (self.num_layers * directions, batch, self.hidden_size)
-        zeros = ember.zeros(shape, dtype=x.dtype, device=x.device)
+    def _initial_state(self, hx, x, directions, batched):
+        """``(h0, c0)`` as (layers * directions, batch, hidden); zeros when ``hx`` is None."""
+        lead = (self.num_layers * directions, x.shape[1])
+        sizes = (lead + (self._real_hidden_size,), lead + (self.hidden_size,))
         if hx is None:
-            return zeros, zeros
-        if self.mode == "LSTM":
-            h, c = hx
-            return (h, c) if batched else (h.unsqueeze(1), c.unsqueeze(1))
-        return (hx if batched else hx.unsqueeze(1)), zeros
+            h0, c0 = (ember.zeros(size, dtype=x.dtype, device=x.device) for size in sizes)
+            return h0, c0
+        states = hx if self.mode == "LSTM" else (hx,)
+        names = ("hidden[0]", "hidden[1]") if self.mode == "LSTM" else ("hidden",)
+        checked = []
+        for name, state, expected in zip(names, states, sizes):
+            if state.ndim != (3 if batched else 2):
+                kind = "batched 3-D" if batched else "unbatched 2-D"
+                raise RuntimeError(
+                    f"For {kind} input, hx{name[6:]} should also be {3 if batched else 2}-D but "
+                    f"got {state.ndim}-D tensor"
+                )
+            state = state if batched else state.unsqueeze(1)
+            _check_state(name, state, expected)
+            checked.append(state)
+        return (checked[0], checked[1]) if self.mode == "LSTM" else (checked[0], None)
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            text += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             text += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -226,6 +288,8 @@ class GRU(RNNBase):
 
 
 class RNNCellBase(Module):
+    _mode = "RNN_TANH"
+
     def __init__(self, input_size, hidden_size, bias, gates, device=None, dtype=None):
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
@@ -238,48 +302,63 @@ class RNNCellBase(Module):
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)
-        bound = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -bound, bound)
+        self.reset_parameters()
 
-    def _zeros(self, input):
-        shape = (input.shape[0], self.hidden_size) if input.ndim == 2 else (self.hidden_size,)
-        return ember.zeros(shape, dtype=input.dtype, device=input.device)
+    def reset_parameters(self) -> None:
+        _reset_uniform(self)
 
-    def _weights(self):
-        return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
+    def forward(self, input, hx=None):
+        batched = _check_input(input, 2, self.input_size)
+        x = input if batched else input.unsqueeze(0)
+        expected = (x.shape[0], self.hidden_size)
+        if hx is None:
+            zeros = ember.zeros(expected, dtype=x.dtype, device=x.device)
+            hx = (zeros, zeros) if self._mode == "LSTM" else zeros
+        else:
+            states = hx if self._mode == "LSTM" else (hx,)
+            states = [s if batched else s.unsqueeze(0) for s in states]
+            for i, state in enumerate(states):
+                _check_state(f"hidden[{i}]" if self._mode == "LSTM" else "hidden", state, expected)
+            hx = tuple(states) if self._mode == "LSTM" else states[0]
+        gi = F.linear(x, self.weight_ih, self.bias_ih)
+        out = _step(self._mode)(gi, hx, self.weight_hh, self.bias_hh)
+        if batched:
+            return out
+        return tuple(o.squeeze(0) for o in out) if self._mode == "LSTM" else out.squeeze(0)
 
     def extra_repr(self) -> str:
-        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+        text = f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            text += f", nonlinearity={self.nonlinearity}"
+        return text
 
 
 class RNNCell(RNNCellBase):
+    """One Elman RNN step: ``h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)``."""
+
     def __init__(
         self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None
     ):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
-
-    def forward(self, input, hx=None):
-        hx = self._zeros(input) if hx is None else hx
-        return _rnn_step(input, hx, *self._weights(), self.nonlinearity)
+        self._mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
 
 
 class LSTMCell(RNNCellBase):
+    """One LSTM step; ``hx`` is ``(h, c)``."""
+
+    _mode = "LSTM"
+
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
-    def forward(self, input, hx=None):
-        if hx is None:
-            zeros = self._zeros(input)
-            hx = (zeros, zeros)
-        return _lstm_step(input, hx, *self._weights())
-
 
 class GRUCell(RNNCellBase):
+    """One GRU step."""
+
+    _mode = "GRU"
+
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
-
-    def forward(self, input, hx=None):
-        hx = self._zeros(input) if hx is None else hx
-        return _gru_step(input, hx, *self._weights())

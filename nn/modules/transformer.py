@@ -8,8 +8,9 @@ import ember
 
 from .. import functional as F
 from .. import init
+from ..functional.attention import attention_weights
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear
 from .misc import Dropout
 from .module import Module
 from .normalization import LayerNorm
@@ -60,7 +61,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(ember.empty(3 * embed_dim, **factory))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **factory)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory)
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
@@ -104,6 +105,15 @@ class MultiheadAttention(Module):
         average_attn_weights=True,
         is_causal=False,
     ):
+        if query.shape[-1] != self.embed_dim:
+            raise AssertionError(
+                f"was expecting embedding dimension of {self.embed_dim}, but got "
+                f"{query.shape[-1]} (query of shape {list(query.shape)})"
+            )
+        if key.shape[:-1] != value.shape[:-1]:
+            raise AssertionError(
+                f"key shape {list(key.shape)} does not match value shape {list(value.shape)}"
+            )
         batched = query.ndim == 3
         if not batched:
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -120,15 +130,15 @@ class MultiheadAttention(Module):
             return t.reshape(size, batch, heads, dim).permute(1, 2, 0, 3)
 
         q, k, v = split(q, length), split(k, source), split(v, source)
-        mask = self._combine_masks(
-            attn_mask, key_padding_mask, is_causal, length, source, batch, query
+        blocked, additive = self._masks(attn_mask, key_padding_mask, batch, length, source)
+        weights = attention_weights(
+            q,
+            k,
+            blocked=blocked,
+            additive=additive,
+            is_causal=is_causal and attn_mask is None,
+            dropout_p=self.dropout if self.training else 0.0,
         )
-        scores = ember.matmul(q, k.transpose(-2, -1)) * (1.0 / dim**0.5)
-        if mask is not None:
-            scores = scores + mask
-        weights = F.softmax(scores, -1)
-        if self.dropout > 0.0 and self.training:
-            weights = F.dropout(weights, self.dropout, True)
         out = ember.matmul(weights, v).permute(2, 0, 1, 3).reshape(length, batch, self.embed_dim)
         out = self.out_proj(out)
         if self.batch_first and batched:
@@ -141,31 +151,23 @@ class MultiheadAttention(Module):
         return out, (weights if batched else weights.squeeze(0))
 
     @staticmethod
-    def _combine_masks(attn_mask, key_padding_mask, is_causal, length, source, batch, like):
-        """One additive float mask broadcastable to (N, H, L, S), or None."""
-        mask = None
-        if attn_mask is None and is_causal:
-            attn_mask = (
-                ember.ones(length, source, dtype=ember.bool, device=like.device)
-                .tril()
-                .logical_not()
-            )
-        if attn_mask is not None:
-            if attn_mask.dtype is ember.bool:
-                attn_mask = ember.zeros(
-                    attn_mask.shape, dtype=like.dtype, device=like.device
-                ).masked_fill(attn_mask, float("-inf"))
-            mask = attn_mask if attn_mask.ndim == 2 else attn_mask.view(batch, -1, length, source)
-        if key_padding_mask is not None:
-            if key_padding_mask.dtype is ember.bool:
-                padding = ember.zeros(
-                    key_padding_mask.shape, dtype=like.dtype, device=like.device
-                ).masked_fill(key_padding_mask, float("-inf"))
+    def _masks(attn_mask, key_padding_mask, batch, length, source):
+        """``(blocked, additive)`` for attention_weights: boolean masks (True: may not attend)
+        OR-ed, float masks summed, each broadcastable to (N, H, L, S), or None."""
+        blocked = additive = None
+        for mask, shape in (
+            (attn_mask, (batch, -1, length, source)),
+            (key_padding_mask, (batch, 1, 1, source)),
+        ):
+            if mask is None:
+                continue
+            if mask is key_padding_mask or mask.ndim == 3:
+                mask = mask.view(shape)
+            if mask.dtype is ember.bool:
+                blocked = mask if blocked is None else blocked | mask
             else:
-                padding = key_padding_mask
-            padding = padding.view(batch, 1, 1, source)
-            mask = padding if mask is None else mask + padding
-        return mask
+                additive = mask if additive is None else additive + mask
+        return blocked, additive
 
 
 def _activation(activation):
@@ -180,6 +182,8 @@ def _activation(activation):
 
 class TransformerEncoderLayer(Module):
     """Self-attention and a feed-forward block, each with a residual and LayerNorm."""
+
+    _names_errors = False
 
     def __init__(
         self,
@@ -236,6 +240,8 @@ class TransformerEncoderLayer(Module):
 
 class TransformerDecoderLayer(Module):
     """Self-attention, cross-attention over the memory, and a feed-forward block."""
+
+    _names_errors = False
 
     def __init__(
         self,
@@ -336,6 +342,8 @@ def _clones(module, n):
 class TransformerEncoder(Module):
     """A stack of ``num_layers`` copies of an encoder layer (and an optional final norm)."""
 
+    _names_errors = False
+
     def __init__(
         self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True
     ):
@@ -358,6 +366,8 @@ class TransformerEncoder(Module):
 
 class TransformerDecoder(Module):
     """A stack of ``num_layers`` copies of a decoder layer (and an optional final norm)."""
+
+    _names_errors = False
 
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
@@ -393,6 +403,8 @@ class TransformerDecoder(Module):
 
 class Transformer(Module):
     """The encoder-decoder Transformer of "Attention Is All You Need"."""
+
+    _names_errors = False
 
     def __init__(
         self,

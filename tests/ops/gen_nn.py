@@ -26,6 +26,26 @@ def along_dim(op, dtype, device, rng):
         )
 
 
+def layer_norm(op, dtype, device, rng):
+    """Over the last one or two dims, with and without weight/bias (broadcast ones too),
+    non-contiguous, empty and large inputs."""
+    cases = (
+        ((5,), (5,), C, True),
+        ((3, 4), (4,), T, True),
+        ((2, 3, 4), (3, 4), N, True),
+        ((2, 3, 4), (4,), S, False),
+        ((0, 4), (4,), C, True),
+        ((LARGE // 64, 64), (64,), C, True),
+    )
+    for shape, normalized, layout, affine in cases:
+        x = arr(dtype, shape, rng, layout, low=-3.0, high=3.0)
+        w = arr(dtype, normalized, rng, low=0.5, high=2.0) if affine else None
+        b = arr(dtype, normalized, rng) if affine else None
+        yield Sample(
+            call_args(op, input=x, normalized_shape=normalized, weight=w, bias=b, eps=1e-5)
+        )
+
+
 def pad(op, dtype, device, rng):
     """constant_pad_nd: positive, zero and negative (cropping) pads, over 1-3 trailing dims."""
     cases = (

@@ -76,6 +76,7 @@ GENERATORS = {
     "diag": la.diag,
     # nn
     "along_dim": nn.along_dim,
+    "layer_norm": nn.layer_norm,
     "pad": nn.pad,
     "im2col": nn.im2col,
     "col2im": nn.col2im,

@@ -1,0 +1,195 @@
+"""Max, average and adaptive pooling (1-D as 2-D over a height of 1), over the op table's
+max_pool2d_with_indices, im2col and padding rows."""
+
+from __future__ import annotations
+
+import functools
+
+import ember
+from ember.dispatcher.kinds.nn import pooled_size
+from ember.dispatcher.optable import OPS
+
+from .conv import _batch, _tuple
+
+
+def _stride(stride, kernel, n):
+    return _tuple(stride, n, "stride") if stride not in (None, ()) else kernel
+
+
+def _result(values, indices, return_indices):
+    return (values, indices) if return_indices else values
+
+
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    kernel = _tuple(kernel_size, 2, "kernel_size")
+    values, indices = OPS["max_pool2d_with_indices"](
+        input,
+        kernel,
+        _stride(stride, kernel, 2),
+        _tuple(padding, 2, "padding"),
+        _tuple(dilation, 2, "dilation"),
+        ceil_mode,
+    )
+    return _result(values, indices, return_indices)
+
+
+def max_pool1d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    _batch("max_pool1d", input, 1)
+    k = _tuple(kernel_size, 1, "kernel_size")
+    values, indices = OPS["max_pool2d_with_indices"](
+        input.unsqueeze(-2),
+        (1, k[0]),
+        (1, _stride(stride, k, 1)[0]),
+        (0, _tuple(padding, 1, "padding")[0]),
+        (1, _tuple(dilation, 1, "dilation")[0]),
+        ceil_mode,
+    )
+    return _result(values.squeeze(-2), indices.squeeze(-2), return_indices)
+
+
+@functools.lru_cache(maxsize=256)
+def _window_counts(size, kernel, stride, padding, ceil_mode, count_include_pad):
+    """Per output position along one dim: how many cells its window counts (PyTorch's rule:
+    clipped to the padded input, or to the input itself without ``count_include_pad``)."""
+    counts = []
+    for i in range(pooled_size(size, kernel, stride, padding, 1, ceil_mode)):
+        start = i * stride - padding
+        end = min(start + kernel, size + padding)
+        if not count_include_pad:
+            start, end = max(start, 0), min(end, size)
+        counts.append(end - start)
+    return tuple(counts)
+
+
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    """Average over windows; PyTorch's rules for padding and ceil_mode in the divisor."""
+    x, batched = _batch("avg_pool2d", input, 2)
+    n, c, h, w = x.shape
+    k = _tuple(kernel_size, 2, "kernel_size")
+    s = _stride(stride, k, 2)
+    p = _tuple(padding, 2, "padding")
+    counts = [
+        _window_counts(size, k[i], s[i], p[i], ceil_mode, count_include_pad)
+        for i, size in enumerate((h, w))
+    ]
+    oh, ow = len(counts[0]), len(counts[1])
+    # Zeros on every side, plus on the right/bottom for ceil_mode's last (partial) windows.
+    extra_h = max(0, (oh - 1) * s[0] + k[0] - h - 2 * p[0])
+    extra_w = max(0, (ow - 1) * s[1] + k[1] - w - 2 * p[1])
+    padded = OPS["constant_pad_nd"](
+        x.reshape(n * c, 1, h, w), (p[1], p[1] + extra_w, p[0], p[0] + extra_h), 0
+    )
+    sums = OPS["im2col"](padded, k, (1, 1), (0, 0), s).sum(1).view(n, c, oh, ow)
+    if divisor_override:
+        out = sums / divisor_override
+    elif len(set(counts[0])) == 1 and len(set(counts[1])) == 1:
+        out = sums / (counts[0][0] * counts[1][0])
+    else:
+        rows = ember.tensor(counts[0], dtype=x.dtype, device=x.device).view(-1, 1)
+        cols = ember.tensor(counts[1], dtype=x.dtype, device=x.device)
+        out = sums / (rows * cols)
+    return out if batched else out.squeeze(0)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    _batch("avg_pool1d", input, 1)
+    k = _tuple(kernel_size, 1, "kernel_size")
+    out = avg_pool2d(
+        input.unsqueeze(-2),
+        (1, k[0]),
+        (1, _stride(stride, k, 1)[0]),
+        (0, _tuple(padding, 1, "padding")[0]),
+        ceil_mode,
+        count_include_pad,
+    )
+    return out.squeeze(-2)
+
+
+def _adaptive_size(output_size, h, w):
+    out_h, out_w = (output_size, output_size) if isinstance(output_size, int) else output_size
+    return out_h or h, out_w or w
+
+
+@functools.lru_cache(maxsize=256)
+def _adaptive_edges(size: int, out: int):
+    """PyTorch's adaptive windows along one dim: starts floor(i*size/out), ends ceil((i+1)*...)."""
+    starts = [(i * size) // out for i in range(out)]
+    ends = [-(-((i + 1) * size) // out) for i in range(out)]
+    return starts, ends
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Averages over PyTorch's adaptive windows: a plain average pool when the sizes divide,
+    an integral image otherwise."""
+    x, batched = _batch("adaptive_avg_pool2d", input, 2)
+    h, w = x.shape[-2:]
+    out_h, out_w = _adaptive_size(output_size, h, w)
+    if (out_h, out_w) == (1, 1):
+        out = x.mean((-2, -1), keepdim=True)
+    elif h % out_h == 0 and w % out_w == 0:
+        out = avg_pool2d(x, (h // out_h, w // out_w))
+    else:
+        integral = OPS["constant_pad_nd"](x.cumsum(-2).cumsum(-1), (1, 0, 1, 0), 0)
+        (r0, r1), (c0, c1) = (
+            [ember.tensor(e, device=x.device) for e in _adaptive_edges(size, out)]
+            for size, out in ((h, out_h), (w, out_w))
+        )
+
+        def corner(rows, cols):
+            return integral.index_select(-2, rows).index_select(-1, cols)
+
+        total = corner(r1, c1) - corner(r0, c1) - corner(r1, c0) + corner(r0, c0)
+        out = total / ((r1 - r0).view(-1, 1) * (c1 - c0).view(1, -1)).to(x.dtype)
+    return out if batched else out.squeeze(0)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    _batch("adaptive_avg_pool1d", input, 1)
+    size = output_size if isinstance(output_size, int) else output_size[0]
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
+
+
+@functools.lru_cache(maxsize=256)
+def _adaptive_rows(size: int, out: int):
+    """(out, longest window) positions of each adaptive window, short windows padded by
+    repeating their last position (harmless for a max; the first maximum still wins)."""
+    starts, ends = _adaptive_edges(size, out)
+    longest = max(e - s for s, e in zip(starts, ends))
+    return [[min(s + j, e - 1) for j in range(longest)] for s, e in zip(starts, ends)]
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Maxima over PyTorch's adaptive windows, with flat (H*W) indices like max_pool2d's."""
+    x, batched = _batch("adaptive_max_pool2d", input, 2)
+    n, c, h, w = x.shape
+    out_h, out_w = _adaptive_size(output_size, h, w)
+    if h % out_h == 0 and w % out_w == 0:
+        return max_pool2d(input, (h // out_h, w // out_w), return_indices=return_indices)
+    rows, cols = (
+        ember.tensor(_adaptive_rows(size, out), device=x.device)
+        for size, out in ((h, out_h), (w, out_w))
+    )
+    kh, kw = rows.shape[1], cols.shape[1]
+    picked = x.index_select(2, rows.reshape(-1)).index_select(3, cols.reshape(-1))
+    windows = picked.view(n, c, out_h, kh, out_w, kw).permute(0, 1, 2, 4, 3, 5)
+    values, local = windows.reshape(n, c, out_h, out_w, kh * kw).max(-1)
+    if not batched:
+        values, local = values.squeeze(0), local.squeeze(0)
+    if not return_indices:
+        return values
+    shape = tuple(local.shape) + (1,)
+    row = rows.view(out_h, 1, kh).expand(*shape[:-1], kh).gather(-1, (local // kw).view(shape))
+    col = cols.view(1, out_w, kw).expand(*shape[:-1], kw).gather(-1, (local % kw).view(shape))
+    return values, (row * w + col).squeeze(-1)

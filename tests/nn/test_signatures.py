@@ -1,0 +1,251 @@
+"""The nn API's names, argument order and defaults against PyTorch's, read from the signatures:
+a script that passes arguments by position or relies on a default must get the same thing."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import ember
+
+torch = pytest.importorskip("torch")
+
+LAYERS = [
+    "Linear",
+    "Bilinear",
+    "Identity",
+    "Flatten",
+    "Unflatten",
+    "Conv1d",
+    "Conv2d",
+    "ConvTranspose2d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "LayerNorm",
+    "GroupNorm",
+    "RMSNorm",
+    "Dropout",
+    "Embedding",
+    "EmbeddingBag",
+    "RNN",
+    "LSTM",
+    "GRU",
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
+    "MultiheadAttention",
+    "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerDecoder",
+    "Transformer",
+    "ReLU",
+    "GELU",
+    "SiLU",
+    "Tanh",
+    "Sigmoid",
+    "Softmax",
+    "LogSoftmax",
+    "LeakyReLU",
+    "ELU",
+    "Mish",
+    "Hardswish",
+    "Softplus",
+    "Sequential",
+    "ModuleList",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
+    "MSELoss",
+    "L1Loss",
+    "SmoothL1Loss",
+    "HuberLoss",
+    "CrossEntropyLoss",
+    "NLLLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "KLDivLoss",
+    "CosineEmbeddingLoss",
+]
+
+FUNCTIONAL = [
+    "linear",
+    "bilinear",
+    "conv1d",
+    "conv2d",
+    "conv_transpose2d",
+    "max_pool1d",
+    "max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "batch_norm",
+    "layer_norm",
+    "group_norm",
+    "rms_norm",
+    "dropout",
+    "embedding",
+    "embedding_bag",
+    "relu",
+    "gelu",
+    "silu",
+    "tanh",
+    "sigmoid",
+    "softmax",
+    "log_softmax",
+    "leaky_relu",
+    "elu",
+    "mish",
+    "hardswish",
+    "softplus",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "cross_entropy",
+    "nll_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "cosine_embedding_loss",
+    "scaled_dot_product_attention",
+    "pad",
+    "interpolate",
+    "one_hot",
+    "normalize",
+    "unfold",
+    "fold",
+]
+
+INIT = [
+    "uniform_",
+    "normal_",
+    "zeros_",
+    "ones_",
+    "constant_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "trunc_normal_",
+    "orthogonal_",
+    "calculate_gain",
+]
+
+UTILS = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+
+# Arguments PyTorch has that ember leaves out on purpose, as data: (name, argument) -> why.
+OMITTED = {
+    ("normalize", "out"): "no out= tensors in ember.nn.functional",
+}
+
+
+def _documented(fn):
+    """A stand-in with the signature a builtin's docstring opens with (torch's C functions have
+    no inspectable signature; their docs start ``conv2d(input, weight, ...) -> Tensor``)."""
+    doc = fn.__doc__ or ""
+    start = doc.index(fn.__name__ + "(") + len(fn.__name__) + 1
+    depth, end = 1, start
+    while depth:
+        depth += {"(": 1, ")": -1}.get(doc[end], 0)
+        end += 1
+    namespace = {}
+    exec(f"def stand_in({' '.join(doc[start : end - 1].split())}): pass", namespace)
+    return namespace["stand_in"]
+
+
+def _parameters(fn):
+    """(name, default) of the arguments a caller can pass, in order; *args/**kwargs excluded."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = inspect.signature(_documented(fn))
+    return [
+        (p.name, p.default if p.default is not inspect.Parameter.empty else "<required>")
+        for p in signature.parameters.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"
+    ]
+
+
+def _same(ours, theirs, label):
+    theirs_params = [(n, d) for n, d in _parameters(theirs) if (label, n) not in OMITTED]
+    ours_params = _parameters(ours)
+    names = [n for n, _ in theirs_params]
+    assert [n for n, _ in ours_params][: len(names)] == names, f"{label}: argument names/order"
+    for (name, default), (_, ours_default) in zip(theirs_params, ours_params):
+        if isinstance(default, (bool, int, float, str, type(None), tuple)):
+            assert ours_default == default, f"{label}: default of {name}"
+            assert isinstance(ours_default, bool) == isinstance(default, bool), f"{label}: {name}"
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_layer_constructor(name):
+    ours, theirs = getattr(ember.nn, name), getattr(torch.nn, name)
+    _same(ours, theirs, name)
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_layer_forward(name):
+    ours, theirs = getattr(ember.nn, name).forward, getattr(torch.nn, name).forward
+    if name in ("ModuleList", "ModuleDict", "ParameterList", "ParameterDict"):
+        return
+    _same(ours, theirs, f"{name}.forward")
+
+
+@pytest.mark.parametrize("name", FUNCTIONAL)
+def test_functional(name):
+    _same(getattr(ember.nn.functional, name), getattr(torch.nn.functional, name), name)
+
+
+@pytest.mark.parametrize("name", INIT)
+def test_init(name):
+    _same(getattr(ember.nn.init, name), getattr(torch.nn.init, name), name)
+
+
+@pytest.mark.parametrize("name", UTILS)
+def test_utils(name):
+    _same(getattr(ember.nn.utils, name), getattr(torch.nn.utils, name), name)
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        "state_dict",
+        "load_state_dict",
+        "named_parameters",
+        "named_buffers",
+        "named_modules",
+        "named_children",
+        "parameters",
+        "buffers",
+        "children",
+        "modules",
+        "train",
+        "eval",
+        "zero_grad",
+        "apply",
+        "requires_grad_",
+        "to",
+        "register_buffer",
+        "register_parameter",
+        "add_module",
+        "register_forward_pre_hook",
+        "register_forward_hook",
+        "get_submodule",
+        "get_parameter",
+        "get_buffer",
+    ],
+)
+def test_module_methods(method):
+    ours, theirs = getattr(ember.nn.Module, method), getattr(torch.nn.Module, method)
+    if method in ("to", "state_dict"):  # overloads written as *args in both
+        return
+    _same(ours, theirs, f"Module.{method}")
