@@ -1,0 +1,54 @@
+"""ember's CUDA backend plugin (entry point ``cuda`` in ``ember.backends``): the ``cuda`` device.
+
+Registration is cheap (``ember_backend_info``); pycuda, the driver and cuBLAS are loaded only in
+``ember_backend_load``, so this package imports, and its kernel generator (``codegen``) works, on
+machines without them. This package never imports ember: it returns plain data.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+__version__ = "0.1.0"
+hookimpl = pluggy.HookimplMarker("ember")
+
+
+@hookimpl
+def ember_backend_info():
+    return {
+        "name": "cuda",
+        "device_types": ["cuda"],
+        "priority": 100,
+        "version": __version__,
+        "description": "CUDA kernels compiled at first use (nvcc, through pycuda); GEMM by cuBLAS",
+    }
+
+
+def load_driver():
+    """pycuda's driver module, or an error that says what is missing."""
+    try:
+        import pycuda.driver as driver
+    except ImportError as exc:
+        if "libcuda" in str(exc):
+            raise RuntimeError(
+                f"the NVIDIA driver library is missing ({exc}): no NVIDIA GPU driver on this "
+                "machine"
+            ) from exc
+        raise RuntimeError(
+            f"pycuda is not importable ({exc}); install it with `pip install pycuda` on a "
+            "machine with the CUDA toolkit"
+        ) from exc
+    return driver
+
+
+@hookimpl
+def ember_backend_load(device_type):
+    from .kernels import build_table
+    from .runtime import CudaRuntime
+
+    driver = load_driver()
+    try:
+        runtime = CudaRuntime(driver)
+    except driver.Error as exc:
+        raise RuntimeError(f"CUDA initialisation failed: {exc}") from exc
+    return {"runtime": runtime, "kernels": build_table(runtime)}
