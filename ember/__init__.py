@@ -62,7 +62,7 @@ Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
 # Last: these packages use the bound Tensor and the generated functions.
-from . import _accelerator, autograd, nn, optim, utils
+from . import _accelerator, autograd, backends, nn, optim, utils
 from .autograd import (
     enable_grad,
     inference_mode,

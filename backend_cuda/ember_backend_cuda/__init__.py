@@ -3,9 +3,14 @@
 Registration is cheap (``ember_backend_info``); pycuda, the driver and cuBLAS are loaded only in
 ``ember_backend_load``, so this package imports, and its kernel generator (``codegen``) works, on
 machines without them. This package never imports ember: it returns plain data.
+
+``EMBER_CUDA_EMULATOR=1`` serves ``cuda`` with a CPU emulator of the same kernels instead
+(emulator.py): slow, for testing on machines without a GPU.
 """
 
 from __future__ import annotations
+
+import os
 
 import pluggy
 
@@ -44,6 +49,12 @@ def load_driver():
 @hookimpl
 def ember_backend_load(device_type):
     from .kernels import build_table
+
+    if os.environ.get("EMBER_CUDA_EMULATOR", "") not in ("", "0"):
+        from .emulator import EmulatedRuntime
+
+        runtime = EmulatedRuntime()
+        return {"runtime": runtime, "kernels": build_table(runtime)}
     from .runtime import CudaRuntime
 
     driver = load_driver()

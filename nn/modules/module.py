@@ -463,7 +463,7 @@ class Module:
         """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(t)``."""
         from ember._frontends import _to_args
 
-        dtype, device, _ = _to_args(None, args, dict(kwargs))
+        dtype, device, *_ = _to_args(None, args, dict(kwargs))
 
         def convert(t):
             target = dtype if (dtype is not None and t.is_floating_point()) else None

@@ -55,6 +55,11 @@ def source(name: str, target: str = "cuda") -> str:
     return prelude(target) + _module(name)[0]
 
 
+def body(name: str) -> str:
+    """A module's own text, without the prelude (an emulator supplies its own target lines)."""
+    return _module(name)[0]
+
+
 def kernels(name: str) -> tuple:
     """``((kernel name, pycuda argument format), ...)`` of one module."""
     return _module(name)[1]

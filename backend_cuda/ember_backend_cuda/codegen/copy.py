@@ -11,13 +11,13 @@ from .elementwise import ND
 from .prelude import traits
 
 CAST_BODY = r"""
-template <class S, class D, bool FROM_FLOAT>
+template <class S, class D, bool VIA_INT64>
 EM_DEV void em_cast_loop(char *out, const char *x, const em_nd &nd) {
     EM_FOR_EACH(i, nd.n) {
         em_i64 off[2];
         em_offsets<2>(nd, i, off);
         typename S::ct v = S::ld(*(const typename S::st *)(x + off[1]));
-        *(typename D::st *)(out + off[0]) = em_convert<D, FROM_FLOAT>::sv(v);
+        *(typename D::st *)(out + off[0]) = em_convert<D, VIA_INT64>::sv(v);
     }
 }
 template <class T>
@@ -80,8 +80,8 @@ def _cast_module(dst) -> tuple[str, list]:
         if src is dst:
             call = f"em_same_loop<{traits(dst.token)}>(out, x, nd)"
         else:
-            floating = "true" if src.floating else "false"
-            call = f"em_cast_loop<{traits(src.token)}, {traits(dst.token)}, {floating}>(out, x, nd)"
+            via = "true" if src.floating and not dst.floating and dst.token != "b" else "false"
+            call = f"em_cast_loop<{traits(src.token)}, {traits(dst.token)}, {via}>(out, x, nd)"
         parts.append(f"EM_KERNEL {name}(char *out, const char *x, em_nd nd) {{\n    {call};\n}}\n")
         kernels.append((name, CAST_ARGS))
     return "".join(parts), kernels

@@ -194,8 +194,9 @@ EM_DEV typename T::ct em_load(const char *p, em_i64 off, em_u64 scalar) {
     return T::ld(p ? *(const typename T::st *)(p + off) : em_bits<typename T::st>(scalar));
 }
 
-/* Float -> integer conversions go through int64 (-1.0 -> uint8 is 255), as in PyTorch. */
-template <class D, bool FROM_FLOAT>
+/* Float -> integer conversions go through int64 (-1.0 -> uint8 is 255), as in PyTorch: the
+ * generator sets VIA_INT64 for those (source, destination) pairs only. */
+template <class D, bool VIA_INT64>
 struct em_convert {
     template <class V>
     static EM_DEV typename D::st sv(V v) { return D::sv(v); }
@@ -204,11 +205,6 @@ template <class D>
 struct em_convert<D, true> {
     template <class V>
     static EM_DEV typename D::st sv(V v) { return D::sv((em_i64)v); }
-};
-template <>
-struct em_convert<em_b_t, true> {
-    template <class V>
-    static EM_DEV em_u8 sv(V v) { return (em_u8)(v != 0); }
 };
 """
 
@@ -356,16 +352,21 @@ def traits(token: str) -> str:
     return f"em_{token}_t"
 
 
-def prelude(target: str) -> str:
-    """The common head of every kernel module for ``target`` ("cuda" or "hip")."""
-    if target not in TARGETS:
-        raise ValueError(f"unknown kernel target {target!r}; expected one of {sorted(TARGETS)}")
+def common() -> str:
+    """The target-independent part of the prelude (after a target's few lines)."""
     constants = (
         f"#define EM_MAXD {MAX_DIMS}\n#define EM_NOPS {MAX_OPERANDS}\n"
         f"enum {{ EM_ZERO_DIVISION = {ZERO_DIVISION}, EM_NEGATIVE_POWER = {NEGATIVE_POWER}, "
         f"EM_INDEX_OUT_OF_RANGE = {INDEX_OUT_OF_RANGE}, EM_BAD_ARGUMENT = {BAD_ARGUMENT} }};\n"
     )
-    return TARGETS[target] + constants + COMMON + HELPERS
+    return constants + COMMON + HELPERS
+
+
+def prelude(target: str) -> str:
+    """The common head of every kernel module for ``target`` ("cuda" or "hip")."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown kernel target {target!r}; expected one of {sorted(TARGETS)}")
+    return TARGETS[target] + common()
 
 
 ALL_TOKENS = tuple(d.token for d in DTYPES)

@@ -48,7 +48,7 @@ def _layouts(n, k, p, sa, sb):
 
 def build(rt) -> dict:
     try:
-        blas = Cublas(rt)
+        blas = rt.make_blas() if hasattr(rt, "make_blas") else Cublas(rt)
     except (OSError, ImportError) as error:
         warnings.warn(
             f"ember cuda backend: {error}; floating-point matrix products use ember's own "
