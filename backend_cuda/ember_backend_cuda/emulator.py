@@ -31,7 +31,6 @@ import numpy as np
 
 from . import codegen, compiler, launch
 from .codegen.prelude import common
-from .runtime import host_bytes
 
 HEADER = r"""
 #include <cmath>
@@ -257,12 +256,10 @@ class EmulatedRuntime:
         return handle.ctypes.data
 
     def copy_in(self, handle, byte_offset, src, index=None, non_blocking=False) -> None:
-        view = host_bytes(src)
-        ctypes.memmove(self.address(handle) + byte_offset, view.ctypes.data, view.size)
+        ctypes.memmove(self.address(handle) + byte_offset, src.ctypes.data, src.size)
 
     def copy_out(self, dst, handle, byte_offset, index=None, non_blocking=False) -> None:
-        view = host_bytes(dst)
-        ctypes.memmove(view.ctypes.data, self.address(handle) + byte_offset, view.size)
+        ctypes.memmove(dst.ctypes.data, self.address(handle) + byte_offset, dst.size)
 
     def copy_between(self, dst, dst_offset, src, src_offset, nbytes, index=None) -> None:
         self.memcpy(index, self.address(dst) + dst_offset, self.address(src) + src_offset, nbytes)

@@ -21,14 +21,6 @@ from . import codegen, compiler, launch
 from .streams import make_classes, stream_context
 
 
-def host_bytes(array):
-    """A contiguous host array as flat uint8 (ml_dtypes' bfloat16 has no buffer format)."""
-    import numpy as np
-
-    flat = np.asarray(array).reshape(-1)
-    return flat if flat.dtype == np.uint8 else flat.view(np.uint8)
-
-
 class DeviceProperties(types.SimpleNamespace):
     """``ember.cuda.get_device_properties``: name, major, minor, total_memory,
     multi_processor_count."""
@@ -173,7 +165,6 @@ class CudaRuntime:
         """Host bytes (a contiguous buffer) -> device; asynchronous only from pinned memory."""
         self.activate(index)
         dst = int(handle) + byte_offset
-        src = host_bytes(src)
         if non_blocking and self.is_pinned(src):
             self.driver.memcpy_htod_async(dst, src, self._native_stream(index))
         else:
@@ -183,7 +174,6 @@ class CudaRuntime:
         """Device -> host bytes; the legacy stream orders it after all queued work."""
         self.activate(index)
         src = int(handle) + byte_offset
-        dst = host_bytes(dst)
         if non_blocking and self.is_pinned(dst):
             self.driver.memcpy_dtoh_async(dst, src, self._native_stream(index))
         else:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ember._device import CPU
 from ember._tensor import Tensor, empty, host_array
 
@@ -19,6 +21,12 @@ from .view import negative_stride_view
 
 def _byte_offset(t: Tensor) -> int:
     return t._storage.byte_offset + t._offset * t._dtype.itemsize
+
+
+def _bytes(host: Tensor):
+    """A contiguous host tensor as the flat uint8 array the runtime contract promises (a typed
+    bfloat16 array exports no buffer, so runtimes could not read it)."""
+    return host_array(host).reshape(-1).view(np.uint8)
 
 
 def _pinned_runtime(t: Tensor):
@@ -42,7 +50,7 @@ def _to_host(src: Tensor, non_blocking: bool = False) -> Tensor:
     if math.prod(src._shape):
         extra = {"non_blocking": True} if runtime is not None else {}
         src._storage.runtime.copy_out(
-            host_array(host),
+            _bytes(host),
             src._storage.handle,
             _byte_offset(src),
             src._storage.device.index,
@@ -59,9 +67,7 @@ def _from_host(host: Tensor, device, non_blocking: bool = False) -> Tensor:
         runtime = out._storage.runtime
         pinned = non_blocking and _pinned_runtime(out) and runtime.is_pinned(host._storage.owner)
         extra = {"non_blocking": True} if pinned else {}
-        runtime.copy_in(
-            out._storage.handle, _byte_offset(out), host_array(host), device.index, **extra
-        )
+        runtime.copy_in(out._storage.handle, _byte_offset(out), _bytes(host), device.index, **extra)
     return out
 
 

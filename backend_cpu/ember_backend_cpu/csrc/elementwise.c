@@ -5,6 +5,7 @@
  */
 #include "ember_cpu.h"
 #include "api_core.h"
+#include "vmath.h"
 
 #define EM_FOR_b(M, ...) M(b, __VA_ARGS__)
 
@@ -84,18 +85,11 @@ static inline int64_t em_shr_i(int64_t a, int64_t b, int bits) {
         T r = fmod(a, b);                                                                         \
         if (r != 0 && ((b < 0) != (r < 0))) r += b;                                               \
         return r;                                                                                 \
-    }                                                                                             \
-    static inline T em_logaddexp_##SUFFIX(T a, T b) {                                            \
-        if (a != a || b != b) return a + b;                                                       \
-        T m = a > b ? a : b;                                                                      \
-        if (isinf(m)) return m;                                                                   \
-        return m + log1p(exp(-fabs(a - b)));                                                      \
     }
 EM_FLOAT_HELPERS(float, f32)
 EM_FLOAT_HELPERS(double, f64)
 #define em_floordiv_f(a, b) _Generic((a), float: em_floordiv_f32, default: em_floordiv_f64)(a, b)
 #define em_remainder_f(a, b) _Generic((a), float: em_remainder_f32, default: em_remainder_f64)(a, b)
-#define em_logaddexp(a, b) _Generic((a), float: em_logaddexp_f32, default: em_logaddexp_f64)(a, b)
 /* min(max(a, lo), hi) with NaN from any operand propagating, as in PyTorch (ints skip the tests). */
 #define em_clamp(a, lo, hi) \
     ((lo) != (lo) ? (lo) \
