@@ -24,13 +24,14 @@ import struct
 import subprocess
 import tempfile
 import threading
-import types
+import time
 from pathlib import Path
 
 import numpy as np
 
-from . import codegen, compiler, launch
+from . import codegen, compiler
 from .codegen.prelude import common
+from .gpu import DeviceProperties, GpuRuntime
 
 HEADER = r"""
 #include <cmath>
@@ -199,50 +200,69 @@ class PinnedBytes(bytearray):
     """Host memory the emulator calls pinned."""
 
 
-class EmulatedRuntime:
-    """The runtime contract over host memory, launching kernels on the CPU (one device)."""
+class HostStream:
+    """A native stream of the emulator: work runs when issued, so it is always done."""
 
-    device_type = "cuda"
-    host_memory = False
-    cache_min_bytes = 0
+    handle = 0
 
     def __init__(self):
-        self._libs: dict = {}
-        self._status = np.zeros(1, np.int32)
-        self._scratch = None
-        self._lock = threading.RLock()
-        self._local = threading.local()
-        self.flags: dict = {}
-        self.launches = 0  # counted, for tests
+        self.handle = id(self)
+
+    def is_done(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait_for_event(self, event) -> None:
+        pass
+
+
+class HostEvent:
+    """A native event of the emulator: records the host clock (not a device timing)."""
+
+    def __init__(self, enable_timing: bool, blocking: bool):
+        self.time = None
+
+    def record(self, stream) -> None:
+        self.time = time.perf_counter()
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
+
+    def time_since(self, start) -> float:
+        return (self.time - start.time) * 1000.0
+
+
+class EmulatedRuntime(GpuRuntime):
+    """The driver hooks of ``gpu.GpuRuntime`` over host memory, launching kernels on the CPU
+    (one device): everything above the hooks is the code the GPUs run."""
+
+    pinned_type = PinnedBytes
+
+    def __init__(self):
+        super().__init__(1)
+        self._host_lock = threading.RLock()
 
     # ---- devices -----------------------------------------------------------------------------
-    def device_count(self) -> int:
-        return 1
-
     def device_name(self, index=None) -> str:
         return "ember CUDA emulator (CPU)"
 
-    def current_device(self) -> int:
-        return 0
-
-    def set_device(self, index) -> None:
-        if index not in (0, None):
-            raise RuntimeError(f"cuda:{index} is not available: 1 CUDA device (emulated)")
-
     def device_properties(self, index=None):
-        return types.SimpleNamespace(name=self.device_name(), major=8, minor=0,
-                                     total_memory=1 << 34, multi_processor_count=1)  # fmt: skip
+        self.device_index(index)
+        return DeviceProperties(name=self.device_name(), major=8, minor=0,
+                                total_memory=1 << 34, multi_processor_count=1)  # fmt: skip
 
-    def device_capability(self, index=None):
-        return 8, 0
-
-    def sm_count(self, index) -> int:
-        return 1
-
-    def synchronize(self, index=None) -> None:
-        pass
+    def mem_get_info(self, index=None) -> tuple[int, int]:
+        return 1 << 34, 1 << 34
 
     def activate(self, index) -> None:
+        pass
+
+    def _sync(self, index) -> None:
         pass
 
     # ---- memory ------------------------------------------------------------------------------
@@ -255,16 +275,9 @@ class EmulatedRuntime:
     def address(self, handle) -> int:
         return handle.ctypes.data
 
-    def copy_in(self, handle, byte_offset, src, index=None, non_blocking=False) -> None:
-        ctypes.memmove(self.address(handle) + byte_offset, src.ctypes.data, src.size)
-
-    def copy_out(self, dst, handle, byte_offset, index=None, non_blocking=False) -> None:
-        ctypes.memmove(dst.ctypes.data, self.address(handle) + byte_offset, dst.size)
-
-    def copy_between(self, dst, dst_offset, src, src_offset, nbytes, index=None) -> None:
-        self.memcpy(index, self.address(dst) + dst_offset, self.address(src) + src_offset, nbytes)
-
-    def memcpy(self, index, dst: int, src: int, nbytes: int) -> None:
+    def _copy(self, kind: str, dst, src, nbytes: int, stream) -> None:
+        dst = dst.ctypes.data if isinstance(dst, np.ndarray) else dst
+        src = src.ctypes.data if isinstance(src, np.ndarray) else src
         ctypes.memmove(dst, src, nbytes)
 
     def memset(self, index, address: int, nbytes: int) -> None:
@@ -277,54 +290,30 @@ class EmulatedRuntime:
         """ "Pinned" host memory: marked, so the core's non-blocking paths are exercised."""
         return np.frombuffer(PinnedBytes(max(int(nbytes), 1)), np.uint8)
 
-    def is_pinned(self, array) -> bool:
-        base = array
-        while base is not None:
-            if isinstance(base, PinnedBytes):
-                return True
-            base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
-        return False
+    # ---- kernels and streams -----------------------------------------------------------------
+    def _load_module(self, index: int, module_name: str):
+        return ctypes.CDLL(str(build_module(module_name)))
 
-    def scratch(self, index, nbytes: int) -> int:
-        if self._scratch is None or self._scratch.size < nbytes:
-            self._scratch = np.empty(max(nbytes, 1 << 20), np.uint8)
-        return self._scratch.ctypes.data
+    def _get_function(self, module, kernel: str, arg_format: str):
+        return getattr(module, f"emu_{kernel}"), getattr(module, f"emu_size_{kernel}")(), arg_format
 
-    def status_word(self, index) -> int:
-        return self._status.ctypes.data
-
-    def read_status(self, index) -> int:
-        value = int(self._status[0])
-        self._status[0] = 0
-        return value
-
-    # ---- kernels -----------------------------------------------------------------------------
-    def _function(self, kernel: str):
-        module = codegen.module_of(kernel)
-        with self._lock:
-            lib = self._libs.get(module)
-            if lib is None:
-                lib = self._libs[module] = ctypes.CDLL(str(build_module(module)))
-        return getattr(lib, f"emu_{kernel}"), getattr(lib, f"emu_size_{kernel}")
-
-    def launch(self, index, kernel: str, grid, block, *args, shared: int = 0) -> None:
-        fn, size = self._function(kernel)
-        packed = struct.pack(codegen.arg_format(kernel), *args)
-        expected = size()
+    def _call(self, function, grid, block, stream, args, shared: int) -> None:
+        fn, expected, arg_format = function
+        packed = struct.pack(arg_format, *args)
         if not expected - 8 < len(packed) <= expected:
             raise RuntimeError(
-                f"{kernel}: {len(packed)} argument bytes packed for a {expected}-byte parameter "
-                "list: the argument format does not match the kernel's signature"
+                f"{fn.__name__}: {len(packed)} argument bytes packed for a {expected}-byte "
+                "parameter list: the argument format does not match the kernel's signature"
             )
         buf = ctypes.create_string_buffer(packed + bytes(expected - len(packed) + 8))
-        grid = grid if isinstance(grid, tuple) else (grid,)
-        block = block if isinstance(block, tuple) else (block,)
-        grid, block = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
-        self.launches += 1
-        fn(buf, *(ctypes.c_uint(v) for v in grid), *(ctypes.c_uint(v) for v in block))
+        with self._host_lock:  # the fibers' scheduler state is global in each module
+            fn(buf, *(ctypes.c_uint(v) for v in grid), *(ctypes.c_uint(v) for v in block))
 
-    def launch_1d(self, index, kernel: str, n: int, *args) -> None:
-        self.launch(index, kernel, launch.grid(n, 1), launch.BLOCK, *args)
+    def new_native_stream(self, index):
+        return HostStream()
+
+    def new_native_event(self, enable_timing: bool, blocking: bool):
+        return HostEvent(enable_timing, blocking)
 
     def make_blas(self):
         return EmulatedBlas()

@@ -1,7 +1,12 @@
-"""``ember.cuda.Stream`` and ``ember.cuda.Event`` (PyTorch's classes) over pycuda's.
+"""``ember.cuda.Stream`` and ``ember.cuda.Event`` (PyTorch's classes) over a driver's streams.
 
 The classes are made per runtime (``make_classes``) so they can reach its devices and current
 streams without a global. A Stream with ``handle`` 0 is the device's legacy default stream.
+Native objects come from ``runtime.new_native_stream(index)`` and
+``runtime.new_native_event(enable_timing, blocking)`` and have pycuda's method names: streams
+``handle``, ``is_done()``, ``synchronize()``, ``wait_for_event(event)``; events
+``record(stream or None)``, ``query()``, ``synchronize()``, ``time_since(start)`` (ms). A HIP
+driver wraps its handles in objects with those names, and the emulator has host ones.
 """
 
 from __future__ import annotations
@@ -10,15 +15,14 @@ import contextlib
 
 
 def make_classes(runtime):
-    """``(Stream, Event)`` bound to ``runtime`` (a CudaRuntime)."""
-    cuda = runtime.driver
+    """``(Stream, Event)`` bound to ``runtime`` (a gpu.GpuRuntime)."""
 
     class Stream:
         """A CUDA stream: kernels and copies issued while it is current run on it in order.
 
         Args:
             device: the device (index, ``"cuda:1"``, or None for the current one).
-            priority: accepted for compatibility (pycuda creates default-priority streams).
+            priority: accepted for compatibility (streams are created with default priority).
         """
 
         def __init__(self, device=None, priority: int = 0, _native=None, _index=None):
@@ -27,7 +31,7 @@ def make_classes(runtime):
             self.priority = priority
             if _native is None and _index is None:
                 runtime.activate(index)
-                _native = cuda.Stream()
+                _native = runtime.new_native_stream(index)
             self.native = _native  # None for the default stream
 
         @property
@@ -42,16 +46,16 @@ def make_classes(runtime):
             """Whether all work queued on the stream has finished."""
             runtime.activate(self.device_index)
             if self.native is None:
-                event = cuda.Event()
-                event.record()
+                event = runtime.new_native_event(False, False)
+                event.record(None)
                 return event.query()
             return self.native.is_done()
 
         def synchronize(self) -> None:
-            runtime.activate(self.device_index)
             if self.native is None:
-                cuda.Context.synchronize()
+                runtime.synchronize(self.device_index)
             else:
+                runtime.activate(self.device_index)
                 self.native.synchronize()
 
         def wait_event(self, event) -> None:
@@ -102,11 +106,8 @@ def make_classes(runtime):
         def __init__(
             self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
         ):
-            flags = 0 if enable_timing else cuda.event_flags.DISABLE_TIMING
-            if blocking:
-                flags |= cuda.event_flags.BLOCKING_SYNC
             self.enable_timing = enable_timing
-            self._flags = flags
+            self.blocking = blocking
             self.native = None
             self.device_index = None
 
@@ -114,7 +115,7 @@ def make_classes(runtime):
             stream = stream or runtime.current_stream(runtime.current_device())
             runtime.activate(stream.device_index)
             if self.native is None:
-                self.native = cuda.Event(self._flags)
+                self.native = runtime.new_native_event(self.enable_timing, self.blocking)
                 self.device_index = stream.device_index
             self.native.record(stream.native)
 
