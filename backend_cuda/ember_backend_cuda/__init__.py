@@ -11,6 +11,7 @@ machines without them. This package never imports ember: it returns plain data.
 from __future__ import annotations
 
 import os
+import warnings
 
 import pluggy
 
@@ -32,12 +33,15 @@ def ember_backend_info():
 def load_driver():
     """pycuda's driver module, or an error that says what is missing."""
     try:
-        import pycuda.driver as driver
+        with warnings.catch_warnings():  # pycuda warns before failing; the error says it all
+            warnings.simplefilter("ignore")
+            import pycuda.driver as driver
     except ImportError as exc:
-        if "libcuda" in str(exc):
+        # Without a driver, pycuda fails to find libcuda, or finds the toolkit's stub of it
+        # (symbols such as cuArrayCreate_v2 undefined).
+        if "libcuda" in str(exc) or "undefined symbol: cu" in str(exc):
             raise RuntimeError(
-                f"the NVIDIA driver library is missing ({exc}): no NVIDIA GPU driver on this "
-                "machine"
+                f"no NVIDIA GPU driver on this machine (pycuda could not load libcuda: {exc})"
             ) from exc
         raise RuntimeError(
             f"pycuda is not importable ({exc}); install it with `pip install pycuda` on a "

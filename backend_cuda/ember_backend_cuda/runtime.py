@@ -148,6 +148,13 @@ class CudaRuntime(GpuRuntime):
     def _call(self, function, grid, block, stream, args, shared: int) -> None:
         function.prepared_async_call(grid, block, stream, *args, shared_size=shared)
 
+    def make_blas(self):
+        """cuBLAS bound to this runtime (OSError/ImportError: the glue falls back to its own
+        GEMM kernel with a warning)."""
+        from .cublas import Cublas
+
+        return Cublas(self)
+
     def new_native_stream(self, index):
         return self.driver.Stream()
 

@@ -14,7 +14,7 @@ import math
 import warnings
 
 from .. import launch
-from ..cublas import OP_N, OP_T, Cublas
+from ..cublas import OP_N, OP_T
 from ._args import DTYPE_NAMES, TOKENS, addr, run_strided
 
 BLAS_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -48,7 +48,7 @@ def _layouts(n, k, p, sa, sb):
 
 def build(rt) -> dict:
     try:
-        blas = rt.make_blas() if hasattr(rt, "make_blas") else Cublas(rt)
+        blas = rt.make_blas()
     except (OSError, ImportError) as error:
         warnings.warn(
             f"ember cuda backend: {error}; floating-point matrix products use ember's own "
