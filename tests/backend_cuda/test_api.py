@@ -19,17 +19,10 @@ import pytest
 import ember
 from ember.dispatcher.devices import REGISTRY
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ builds the emulator")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def emulated_cuda():
-    patch = pytest.MonkeyPatch()
-    patch.setenv("EMBER_CUDA_EMULATOR", "1")
-    REGISTRY.reset()
-    yield
-    patch.undo()
-    REGISTRY.reset()
+pytestmark = [
+    pytest.mark.skipif(shutil.which("g++") is None, reason="g++ builds the emulator"),
+    pytest.mark.usefixtures("emulated_cuda"),
+]
 
 
 @pytest.fixture
