@@ -1,11 +1,12 @@
 """ember's CUDA backend plugin (entry point ``cuda`` in ``ember.backends``): the ``cuda`` device.
 
 Registration is cheap (``ember_backend_info``); pycuda, the driver and cuBLAS are loaded only in
-``ember_backend_load``, so this package imports, and its kernel generator (``codegen``) works, on
-machines without them. This package never imports ember: it returns plain data.
+``ember_backend_load``, so this package imports on machines without them. The kernels, their glue
+and the driver-independent runtime are the ``ember_backend_gpu`` package, shared with ROCm.
+This package never imports ember: it returns plain data.
 
 ``EMBER_CUDA_EMULATOR=1`` serves ``cuda`` with a CPU emulator of the same kernels instead
-(emulator.py): slow, for testing on machines without a GPU.
+(ember_backend_gpu/emulator.py): slow, for testing on machines without a GPU.
 """
 
 from __future__ import annotations
@@ -52,10 +53,10 @@ def load_driver():
 
 @hookimpl
 def ember_backend_load(device_type):
-    from .kernels import build_table
+    from ember_backend_gpu.kernels import build_table
 
     if os.environ.get("EMBER_CUDA_EMULATOR", "") not in ("", "0"):
-        from .emulator import EmulatedRuntime
+        from ember_backend_gpu.emulator import EmulatedRuntime
 
         runtime = EmulatedRuntime()
         return {"runtime": runtime, "kernels": build_table(runtime)}

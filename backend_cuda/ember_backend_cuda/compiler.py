@@ -1,9 +1,8 @@
 """Compile kernel modules with nvcc, cached on disk by source, options, architecture and nvcc.
 
 No pycuda here: the runtime loads the returned cubin with ``module_from_buffer``, and CI calls the
-same function to compile every module without a GPU. The cache lives in ``$EMBER_CUDA_CACHE``,
-else ``$XDG_CACHE_HOME/ember/cuda``, else ``~/.cache/ember/cuda``; entries are written to a
-temporary name and renamed, so concurrent processes (pytest-xdist workers) never read half a file.
+same function to compile every module without a GPU. The cache (ember_backend_gpu.diskcache) lives
+in ``$EMBER_CUDA_CACHE``, else ``$XDG_CACHE_HOME/ember/cuda``, else ``~/.cache/ember/cuda``.
 
 Options: ``-fmad=false`` keeps ``a * b + c`` two roundings, as the CPU backend compiles with
 ``-ffp-contract=off`` (the Philox transforms depend on it to match bit for bit); no fast math.
@@ -12,18 +11,17 @@ Options: ``-fmad=false`` keeps ``a * b + c`` two roundings, as the CPU backend c
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
+from ember_backend_gpu.diskcache import CompileError, cache_dir, cache_key, store
+
+__all__ = ["OPTIONS", "CompileError", "cache_dir", "cache_key", "compile_module", "find_nvcc"]
+
 OPTIONS = ("-fmad=false", "-std=c++17")
-
-
-class CompileError(RuntimeError):
-    """nvcc rejected a kernel module; the message holds its diagnostics."""
 
 
 def find_nvcc() -> str | None:
@@ -42,22 +40,6 @@ def find_nvcc() -> str | None:
 def nvcc_version(nvcc: str) -> str:
     result = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False)
     return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "unknown"
-
-
-def cache_dir() -> Path:
-    explicit = os.environ.get("EMBER_CUDA_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ember" / "cuda"
-
-
-def cache_key(source: str, archs: tuple, options: tuple, version: str) -> str:
-    digest = hashlib.sha256()
-    for part in (source, " ".join(archs), " ".join(options), version):
-        digest.update(part.encode())
-        digest.update(b"\0")
-    return digest.hexdigest()
 
 
 def arch_flags(archs: tuple) -> list[str]:
@@ -100,16 +82,5 @@ def compile_module(
             )
         binary = out.read_bytes()
     if use_cache:
-        _store(path, binary)
+        store(path, binary)
     return binary
-
-
-def _store(path: Path, binary: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(binary)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # an unwritable cache only costs a recompile next time

@@ -5,7 +5,8 @@
 created in the device's primary context and bound to the current stream before each call.
 float32 uses ``cublasSgemm_v2`` (TF32 only when ``ember.backends.cuda.matmul.allow_tf32`` is
 set, then ``cublasGemmEx`` with CUBLAS_COMPUTE_32F_FAST_TF32), float16/bfloat16
-``cublasGemmEx`` with float32 accumulation, float64 ``cublasDgemm_v2``; batches go through
+``cublasGemmEx`` with float32 accumulation (transposes: ember_backend_gpu.launch.OP_N/OP_T are
+cuBLAS's values), float64 ``cublasDgemm_v2``; batches go through
 ``cublasGemmStridedBatchedEx``.
 """
 
@@ -38,7 +39,6 @@ int cublasGemmStridedBatchedEx(cublasHandle_t handle, int transa, int transb, in
                                long long strideC, int batchCount, int computeType, int algo);
 """
 
-OP_N, OP_T = 0, 1
 GEMM_DEFAULT = -1
 # cudaDataType_t (library_types.h) and cublasComputeType_t (cublas_api.h) values.
 DATA_TYPE = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14}

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import atexit
 
-from . import codegen, compiler
-from .gpu import DeviceProperties, GpuRuntime
+from ember_backend_gpu import codegen
+from ember_backend_gpu.gpu import DeviceProperties, GpuRuntime
+
+from . import compiler
 
 
 class CudaRuntime(GpuRuntime):
@@ -33,6 +35,8 @@ class CudaRuntime(GpuRuntime):
         self._contexts: dict = {}
         self._props: dict = {}
         self.pinned_type = driver.PagelockedHostAllocation
+        # ember.version.cuda: the CUDA version pycuda was built against, as torch.version.cuda.
+        self.versions = {"cuda": ".".join(map(str, driver.get_version()[:2]))}
         atexit.register(self._shutdown)
 
     # ---- devices and contexts -------------------------------------------------------------

@@ -1,7 +1,7 @@
 """``ember.cuda.*`` over the emulated runtime (EMBER_CUDA_EMULATOR=1): streams, events, the
 device context manager, memory statistics and out-of-memory, seeding, pinned copies, switches.
 
-What this proves: the device-independent logic of the runtime (ember_backend_cuda/gpu.py:
+What this proves: the device-independent logic of the runtime (ember_backend_gpu/gpu.py:
 current device and streams per thread, which native stream a launch or copy is issued on,
 when a copy is asynchronous, the status word, scratch) and the core's side (ember/_accelerator.py,
 the caching allocator, ember.backends) behave as specified. What it cannot prove: anything a

@@ -1,4 +1,4 @@
-"""The kernel generator (ember_backend_cuda.codegen), checked without a GPU or a compiler: every
+"""The kernel generator (ember_backend_gpu.codegen), checked without a GPU or a compiler: every
 op and dtype has its kernel, the glue's table matches the CPU backend's coverage, argument
 formats agree with the C signatures, and the HIP target differs only in its prelude."""
 
@@ -8,10 +8,10 @@ import re
 import struct
 
 import pytest
-from ember_backend_cuda import codegen
-from ember_backend_cuda.codegen import elementwise as ew
-from ember_backend_cuda.codegen.dtypes import BY_TOKEN, DTYPES
-from ember_backend_cuda.codegen.prelude import TARGETS
+from ember_backend_gpu import codegen
+from ember_backend_gpu.codegen import elementwise as ew
+from ember_backend_gpu.codegen.dtypes import BY_TOKEN, DTYPES
+from ember_backend_gpu.codegen.prelude import TARGETS
 
 # The primitive ops of docs (backend contract) plus the fused composites this backend serves.
 PRIMITIVE_NAMES = """
@@ -45,7 +45,7 @@ class _Table:
 
 @pytest.fixture(scope="module")
 def table():
-    from ember_backend_cuda.kernels import build_table
+    from ember_backend_gpu.kernels import build_table
 
     return build_table(_Table())
 

@@ -18,8 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from ember_backend_cuda import codegen, compiler
-from ember_backend_cuda.codegen.prelude import prelude
+from ember_backend_cuda import compiler
+from ember_backend_gpu import codegen
+from ember_backend_gpu.codegen.prelude import prelude
 
 NVCC = compiler.find_nvcc()
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc (the CUDA toolkit) is not installed")
@@ -27,25 +28,9 @@ ARCHS = ("80", "90")
 CHECK_OPTIONS = ("-Xcicc", "-O0")
 
 
-def _families() -> dict[str, list[str]]:
-    families: dict[str, list[str]] = {}
-    for name in codegen.module_names():
-        families.setdefault(name.split(".")[0], []).append(name)
-    return families
-
-
-def _family_source(names: list[str]) -> str:
-    parts = [prelude("cuda")]
-    for k, name in enumerate(names):
-        parts.append(f"// ---- module {name}\nnamespace em_module_{k} {{\n")
-        parts.append(codegen.body(name))
-        parts.append(f"\n}}  // namespace em_module_{k}\n")
-    return "".join(parts)
-
-
 def _nvcc(family: str, names: list[str], tmp: str) -> subprocess.CompletedProcess:
     src = Path(tmp) / f"{family}.cu"
-    src.write_text(_family_source(names))
+    src.write_text(codegen.family_source(names, "cuda"))
     gencode = [f"-gencode=arch=compute_{a},code=compute_{a}" for a in ARCHS]
     command = [NVCC, "-fatbin", *gencode, *compiler.OPTIONS, *CHECK_OPTIONS,
                "-o", str(src.with_suffix(".fatbin")), str(src)]  # fmt: skip
@@ -53,7 +38,7 @@ def _nvcc(family: str, names: list[str], tmp: str) -> subprocess.CompletedProces
 
 
 def test_every_module_compiles_for_sm80_and_sm90():
-    families = _families()
+    families = codegen.families()
     # Largest first, so the long translation unit starts at once.
     order = sorted(families, key=lambda f: -sum(len(codegen.body(n)) for n in families[f]))
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(os.cpu_count() or 1) as pool:
@@ -68,7 +53,7 @@ def test_every_module_compiles_for_sm80_and_sm90():
 
 def test_families_cover_every_kernel():
     """The families hold every module, and every kernel the glue can name is in one of them."""
-    bundled = {name for names in _families().values() for name in names}
+    bundled = {name for names in codegen.families().values() for name in names}
     assert bundled == set(codegen.module_names())
     for name in bundled:
         for kernel, _ in codegen.kernels(name):

@@ -3,7 +3,7 @@ CPU backend: Philox streams bit for bit, split reductions, the bitonic sort, eve
 index errors, pinned copies, fused nn kernels and a training step.
 
 This is no GPU run: the emulator executes the generated kernel modules compiled for the host
-(see ember_backend_cuda/emulator.py). A real device runs tests/backend_cuda/test_device.py and
+(see ember_backend_gpu/emulator.py). A real device runs tests/backend_cuda/test_device.py and
 the op suite with EMBER_TEST_DEVICES=cuda. Skips where no C++ compiler is installed.
 """
 

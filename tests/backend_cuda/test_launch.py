@@ -8,11 +8,11 @@ import struct
 
 import numpy as np
 import pytest
-from ember_backend_cuda import launch
-from ember_backend_cuda.codegen import elementwise, reduce
-from ember_backend_cuda.codegen.prelude import MAX_DIMS
-from ember_backend_cuda.kernels import _args
-from ember_backend_cuda.kernels.random import below
+from ember_backend_gpu import launch
+from ember_backend_gpu.codegen import elementwise, reduce
+from ember_backend_gpu.codegen.prelude import MAX_DIMS
+from ember_backend_gpu.kernels import _args
+from ember_backend_gpu.kernels.random import below
 
 
 def test_coalesce_merges_contiguous_dims_and_drops_ones():

@@ -14,7 +14,7 @@ import math
 import warnings
 
 from .. import launch
-from ..cublas import OP_N, OP_T
+from ..launch import OP_N, OP_T
 from ._args import DTYPE_NAMES, TOKENS, addr, run_strided
 
 BLAS_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -51,8 +51,8 @@ def build(rt) -> dict:
         blas = rt.make_blas()
     except (OSError, ImportError) as error:
         warnings.warn(
-            f"ember cuda backend: {error}; floating-point matrix products use ember's own "
-            "(slower) kernel",
+            f"ember {rt.device_type} backend: {error}; floating-point matrix products use "
+            "ember's own (slower) kernel",
             RuntimeWarning,
             stacklevel=2,
         )

@@ -1,8 +1,9 @@
 """CUDA C++ kernel sources for ember, generated for a target: ``"cuda"`` or ``"hip"``.
 
 No pycuda, no GPU: this package only produces text, so the ROCm plugin imports it as it is
-(``from ember_backend_cuda.codegen import source, module_names``) and CI compiles every module
-with nvcc. Kernels are grouped in *modules* (one compile unit each, compiled at first use):
+(``from ember_backend_gpu.codegen import source, module_names``) and CI compiles every module
+with nvcc and hiprtc. Kernels are grouped in *modules* (one compile unit each, compiled at first
+use):
 
     >>> source("ew.add", "cuda")          # the complete text of one module
     >>> kernels("ew.add")                  # [(kernel name, pycuda argument format), ...]
@@ -82,6 +83,25 @@ def module_of(kernel: str) -> str:
 
 def arg_format(kernel: str) -> str:
     return _index()[kernel][1]
+
+
+def families() -> dict[str, list[str]]:
+    """``{family: [module names]}``: modules grouped by their name's prefix ("ew", "reduce"...)."""
+    found: dict[str, list[str]] = {}
+    for name in module_names():
+        found.setdefault(name.split(".")[0], []).append(name)
+    return found
+
+
+def family_source(names: list[str], target: str = "cuda") -> str:
+    """One translation unit holding several modules (each in its own namespace, one prelude):
+    the compile matrices in CI build a family at once instead of module by module."""
+    parts = [prelude(target)]
+    for k, name in enumerate(names):
+        parts.append(f"// ---- module {name}\nnamespace em_module_{k} {{\n")
+        parts.append(body(name))
+        parts.append(f"\n}}  // namespace em_module_{k}\n")
+    return "".join(parts)
 
 
 def all_sources(target: str = "cuda") -> dict[str, str]:

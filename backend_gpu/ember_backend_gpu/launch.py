@@ -199,6 +199,11 @@ def sort_steps(length: int, chunk: int) -> list[tuple]:
     return steps
 
 
+# ``gemm``'s transpose arguments (``runtime.make_blas().gemm``): cuBLAS's values; another BLAS
+# maps them to its own (rocBLAS: 111, 112).
+OP_N, OP_T = 0, 1
+
+
 def blas_layout(rows: int, cols: int, s0: int, s1: int):
     """How a ``rows x cols`` matrix with element strides ``(s0, s1)`` reads in column-major BLAS
     terms: ``("rows", ld)`` (row-major: each row contiguous, ld = s0), ``("cols", ld)``

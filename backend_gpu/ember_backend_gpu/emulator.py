@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codegen, compiler
+from . import codegen, diskcache
 from .codegen.prelude import common
 from .gpu import DeviceProperties, GpuRuntime
 
@@ -175,7 +175,7 @@ def build_module(name: str) -> Path:
     """Compile a kernel module for the emulator (cached like the nvcc builds)."""
     source = module_source(name)
     key = hashlib.sha256(source.encode()).hexdigest()[:32]
-    path = compiler.cache_dir() / "emulator" / f"{name}-{key}.so"
+    path = diskcache.cache_dir("cuda") / "emulator" / f"{name}-{key}.so"
     if path.is_file():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -188,7 +188,7 @@ def build_module(name: str) -> Path:
                    "-o", str(out), str(src)]  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode:
-            raise compiler.CompileError(f"emulator build of {name} failed:\n{result.stderr}")
+            raise diskcache.CompileError(f"emulator build of {name} failed:\n{result.stderr}")
         fd, staged = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         os.close(fd)
         os.replace(out, staged)
