@@ -113,9 +113,11 @@ class _Serving:
     def __init__(self, module):
         self.module = module
 
+    @ember_backend_rocm.hookimpl
     def ember_backend_info(self):
         return self.module.ember_backend_info()
 
+    @ember_backend_rocm.hookimpl
     def ember_backend_load(self, device_type):
         runtime = EmulatedRuntime()
         return {"runtime": runtime, "kernels": build_table(runtime)}
