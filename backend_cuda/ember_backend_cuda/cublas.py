@@ -16,6 +16,8 @@ import ctypes.util
 import glob
 import os
 
+from ember_backend_gpu.libraries import BlasHandles, open_library
+
 CDEF = """
 typedef struct cublasContext *cublasHandle_t;
 typedef struct CUstream_st *cudaStream_t;
@@ -75,57 +77,22 @@ def library_candidates() -> list[str]:
     return found
 
 
-class Cublas:
+class Cublas(BlasHandles):
     """The few cuBLAS calls ember uses, for every device of one runtime."""
 
+    NAME = "cuBLAS"
+    HANDLE_TYPE, STREAM_TYPE = "cublasHandle_t", "cudaStream_t"
+    CREATE, SET_STREAM = "cublasCreate_v2", "cublasSetStream_v2"
+    STATUS = STATUS
+
     def __init__(self, runtime):
-        from cffi import FFI
-
-        self.ffi = FFI()
-        self.ffi.cdef(CDEF)
-        errors = []
-        self.lib = None
-        for path in library_candidates():
-            try:
-                self.lib = self.ffi.dlopen(path)
-                self.path = path
-                break
-            except OSError as exc:
-                errors.append(f"{path}: {exc}")
-        if self.lib is None:
-            detail = "; ".join(errors) or "no libcublas.so found"
-            raise OSError(
-                f"cuBLAS did not load ({detail}). Install it with `pip install nvidia-cublas` "
-                "or the CUDA toolkit's libcublas"
-            )
-        self.runtime = runtime
-        self._handles: dict = {}
-        self._streams: dict = {}
-        self._scalars = {
-            "float32": (self.ffi.new("float *", 1.0), self.ffi.new("float *", 0.0)),
-            "float64": (self.ffi.new("double *", 1.0), self.ffi.new("double *", 0.0)),
-        }
-
-    def _check(self, status: int, what: str) -> None:
-        if status:
-            raise RuntimeError(f"cuBLAS {what} failed: {STATUS.get(status, status)}")
-
-    def handle(self, index: int):
-        """The device's handle, bound to its current stream."""
-        handle = self._handles.get(index)
-        self.runtime.activate(index)
-        if handle is None:
-            box = self.ffi.new("cublasHandle_t *")
-            self._check(self.lib.cublasCreate_v2(box), "cublasCreate")
-            handle = self._handles[index] = box[0]
-        stream = self.runtime.current_stream(index).cuda_stream
-        if self._streams.get(index) != stream:
-            self._check(
-                self.lib.cublasSetStream_v2(handle, self.ffi.cast("cudaStream_t", stream)),
-                "cublasSetStream",
-            )
-            self._streams[index] = stream
-        return handle
+        ffi, lib, self.path = open_library(
+            CDEF,
+            library_candidates() or ["libcublas.so"],
+            "cuBLAS",
+            "Install it with `pip install nvidia-cublas` or the CUDA toolkit's libcublas",
+        )
+        super().__init__(runtime, ffi, lib)
 
     def gemm(
         self, index, dtype: str, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch: int

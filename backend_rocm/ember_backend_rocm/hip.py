@@ -14,6 +14,8 @@ import ctypes.util
 import glob
 import os
 
+from ember_backend_gpu.libraries import open_library
+
 CDEF = """
 typedef int hipError_t;
 typedef struct ihipStream_t *hipStream_t;
@@ -136,21 +138,6 @@ def library_candidates(stem: str = "amdhip64") -> list[str]:
     found.append(ctypes.util.find_library(stem) or f"lib{stem}.so")
     found += sorted(glob.glob(f"/usr/lib/*-linux-gnu/lib{stem}.so.*"), reverse=True)
     return found
-
-
-def open_library(cdef: str, candidates: list[str], what: str, fix: str):
-    """``(ffi, lib, path)`` of the first candidate that opens, or OSError naming the fix."""
-    from cffi import FFI
-
-    ffi = FFI()
-    ffi.cdef(cdef)
-    errors = []
-    for path in candidates:
-        try:
-            return ffi, ffi.dlopen(path), path
-        except OSError as exc:
-            errors.append(f"{path}: {exc}")
-    raise OSError(f"{what} did not load ({'; '.join(errors) or 'not found'}). {fix}")
 
 
 def load_hip() -> Hip:

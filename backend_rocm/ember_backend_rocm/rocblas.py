@@ -11,7 +11,9 @@ tiled kernel (``em_matmul_*``) instead.
 
 from __future__ import annotations
 
-from .hip import library_candidates, open_library
+from ember_backend_gpu.libraries import BlasHandles, open_library
+
+from .hip import library_candidates
 
 CDEF = """
 typedef struct _rocblas_handle *rocblas_handle;
@@ -40,43 +42,22 @@ STATUS = {
 }
 
 
-class Rocblas:
-    """``gemm`` with ``Cublas.gemm``'s signature (ember_backend_cuda/cublas.py), one handle per
-    device bound to the device's current stream."""
+class Rocblas(BlasHandles):
+    """``gemm`` with ``Cublas.gemm``'s signature (ember_backend_cuda/cublas.py)."""
+
+    NAME = "rocBLAS"
+    HANDLE_TYPE, STREAM_TYPE = "rocblas_handle", "hipStream_t"
+    CREATE, SET_STREAM = "rocblas_create_handle", "rocblas_set_stream"
+    STATUS = STATUS
 
     def __init__(self, runtime):
-        self.ffi, self.lib, self.path = open_library(
+        ffi, lib, self.path = open_library(
             CDEF,
             library_candidates("rocblas"),
             "rocBLAS (librocblas)",
             "Install ROCm's rocblas package for fast matrix products",
         )
-        self.runtime = runtime
-        self._handles: dict = {}
-        self._streams: dict = {}
-        ffi = self.ffi
-        self._scalars = {
-            "float32": (ffi.new("float *", 1.0), ffi.new("float *", 0.0)),
-            "float64": (ffi.new("double *", 1.0), ffi.new("double *", 0.0)),
-        }
-
-    def _check(self, status: int, what: str) -> None:
-        if status:
-            raise RuntimeError(f"rocBLAS {what} failed: {STATUS.get(status, status)}")
-
-    def handle(self, index: int):
-        handle = self._handles.get(index)
-        self.runtime.activate(index)
-        if handle is None:
-            box = self.ffi.new("rocblas_handle *")
-            self._check(self.lib.rocblas_create_handle(box), "rocblas_create_handle")
-            handle = self._handles[index] = box[0]
-        stream = self.runtime.current_stream(index).cuda_stream
-        if self._streams.get(index) != stream:
-            native = self.ffi.cast("hipStream_t", stream)
-            self._check(self.lib.rocblas_set_stream(handle, native), "rocblas_set_stream")
-            self._streams[index] = stream
-        return handle
+        super().__init__(runtime, ffi, lib)
 
     def gemm(
         self, index, dtype: str, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch: int

@@ -6,8 +6,9 @@ kernel that nvcc accepts but HIP rejects (warp width, shuffles, float16, builtin
 AMD machine. As for nvcc, each family ("ew", "reduce"...) is one program (modules in namespaces
 after one prelude; the elementwise family in chunks), compiled at -O0: the front end and the
 AMDGPU code generator see every kernel for both targets. Programs run in worker processes
-(hiprtc serialises compilations inside one process). The runtime's own path, ``compiler.compile_module`` (-O3, disk
-cache), is checked on one module. Skips, with the reason, where ROCm's libraries are absent.
+(hiprtc serialises compilations inside one process). The runtime's own path,
+``compiler.compile_module`` (-O3, disk cache), is checked on one module. Skips, with the reason,
+where ROCm's libraries are absent.
 """
 
 from __future__ import annotations
