@@ -36,21 +36,22 @@ def cnn(nn, torchlike):
     return model, opt, x, y
 
 
-def gpt(nn, torchlike):
-    """2 layers, d_model 128, 4 heads, seq 64, batch 16, vocab 256, AdamW."""
+def gpt(nn, torchlike, d=128, heads=4, layers=2, seq=64, batch=16, vocab=256, device="cpu"):
+    """GPT of ``layers`` pre-norm blocks (default: 2 layers, d_model 128, 4 heads, seq 64, batch
+    16, vocab 256), AdamW; bench_cuda.py scales it up on ``device``."""
     F = nn.functional
 
     class Block(nn.Module):
         def __init__(self):
             super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(128), nn.LayerNorm(128)
-            self.qkv, self.proj = nn.Linear(128, 384), nn.Linear(128, 128)
-            self.mlp = nn.Sequential(nn.Linear(128, 512), nn.GELU(), nn.Linear(512, 128))
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
 
         def forward(self, x):
             b, t, c = x.shape
             q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
-            q, k, v = (z.view(b, t, 4, c // 4).transpose(1, 2) for z in (q, k, v))
+            q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
             a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             x = x + self.proj(a.transpose(1, 2).reshape(b, t, c))
             return x + self.mlp(self.ln2(x))
@@ -58,18 +59,18 @@ def gpt(nn, torchlike):
     class GPT(nn.Module):
         def __init__(self):
             super().__init__()
-            self.tok, self.pos = nn.Embedding(256, 128), nn.Embedding(64, 128)
-            self.blocks = nn.Sequential(Block(), Block())
-            self.ln, self.head = nn.LayerNorm(128), nn.Linear(128, 256, bias=False)
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+            self.blocks = nn.Sequential(*[Block() for _ in range(layers)])
+            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
 
         def forward(self, idx):
-            x = self.tok(idx) + self.pos(torchlike.arange(idx.shape[1]))
-            return self.head(self.ln(self.blocks(x))).reshape(-1, 256)
+            x = self.tok(idx) + self.pos(torchlike.arange(idx.shape[1], device=idx.device))
+            return self.head(self.ln(self.blocks(x))).reshape(-1, vocab)
 
-    model = GPT()
+    model = GPT().to(device)
     opt = torchlike.optim.AdamW(model.parameters(), lr=3e-4)
-    x = torchlike.randint(0, 256, (16, 64))
-    y = torchlike.randint(0, 256, (16 * 64,))
+    x = torchlike.randint(0, vocab, (batch, seq), device=device)
+    y = torchlike.randint(0, vocab, (batch * seq,), device=device)
     return model, opt, x, y
 
 

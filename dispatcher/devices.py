@@ -46,6 +46,10 @@ class DeviceBackend:
         self.kernels = dict(loaded.get("kernels") or {})
         self.fallback = device_type != "cpu" and policy.cpu_fallback(record.name)
         self.cache_min_bytes = getattr(self.runtime, "cache_min_bytes", 0)
+        if hasattr(self.runtime, "flags"):
+            from ember.backends import flags
+
+            self.runtime.flags = flags(device_type)  # ember.backends.<type> switches, live
         self._allocators: dict = {}
         self._lock = threading.Lock()
 

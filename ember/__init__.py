@@ -75,7 +75,7 @@ Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
 # Last: these packages use the bound Tensor and the generated functions.
-from . import _accelerator, autograd, nn, optim, profiler, utils
+from . import _accelerator, autograd, backends, nn, optim, profiler, utils, version
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -89,4 +89,4 @@ from .serialization import load, save
 cuda = _accelerator.module("cuda")
 xpu = _accelerator.module("xpu")
 
-__version__ = "0.1.0"
+__version__ = version.__version__

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numbers
 
 from . import _dtype as dt
+from . import _pinned
 from ._device import device as Device
 from ._tensor import Tensor
 from .dispatcher.kinds._common import broadcast_shapes as _broadcast_shapes
@@ -245,24 +246,24 @@ def _to_args(self, args, kwargs):
             device = arg
         elif arg is not None:
             raise TypeError(f"to() received an invalid argument {arg!r}")
-    kwargs.pop("non_blocking", None)
+    non_blocking = bool(kwargs.pop("non_blocking", False))
     kwargs.pop("memory_format", None)
     copy = kwargs.pop("copy", False)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    return dtype, device, copy
+    return dtype, device, copy, non_blocking
 
 
 def to(self, *args, **kwargs):
     """Tensor.to(dtype) / to(device) / to(device, dtype) / to(other): converted, or self."""
     from .dispatcher.memory import normalize_device
 
-    dtype, device, copy = _to_args(self, args, kwargs)
+    dtype, device, copy, non_blocking = _to_args(self, args, kwargs)
     device = normalize_device(device) if device is not None else self.device
     dtype = dtype or self.dtype
     if not copy and dtype is self.dtype and device is self.device:
         return self
-    return OPS["_to_copy"](self, dtype, device)
+    return OPS["_to_copy"](self, dtype, device, non_blocking)
 
 
 def _caster(dtype):
@@ -281,7 +282,7 @@ def _device_method(device_type):
     def move(self, device=None, non_blocking=False):
         if isinstance(device, int):
             device = Device(device_type, device)
-        return to(self, device or device_type)
+        return to(self, device or device_type, non_blocking=non_blocking)
 
     move.__name__ = device_type
     return move
@@ -457,6 +458,8 @@ METHODS = {
     "unique": unique,
     "to": to,
     "cpu": cpu,
+    "pin_memory": _pinned.pin_memory,
+    "is_pinned": _pinned.is_pinned,
     "cuda": _device_method("cuda"),
     "xpu": _device_method("xpu"),
     "type": type_,

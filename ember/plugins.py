@@ -57,7 +57,10 @@ def _backend_rows() -> tuple[list, dict]:
                 try:
                     backend = REGISTRY.backend(device_type)
                 except RuntimeError as exc:
-                    states.append(f"{device_type}: unavailable ({_first_line(exc)})")
+                    # This plugin's own failure, when it was tried (two may serve one type).
+                    own = record.loads.get(device_type)
+                    why = root_cause(own) if isinstance(own, BaseException) else _first_line(exc)
+                    states.append(f"{device_type}: unavailable ({why})")
                     continue
                 if backend.record is record:
                     loaded[device_type] = backend

@@ -29,38 +29,59 @@ def _bytes(host: Tensor):
     return host_array(host).reshape(-1).view(np.uint8)
 
 
-def _to_host(src: Tensor) -> Tensor:
-    """A contiguous CPU tensor with ``src``'s values (src on another device)."""
+def _pinned_runtime(t: Tensor):
+    """The runtime of ``t``'s device when it can copy asynchronously through pinned memory."""
+    runtime = t._storage.runtime
+    return runtime if getattr(runtime, "host_alloc", None) is not None else None
+
+
+def _to_host(src: Tensor, non_blocking: bool = False) -> Tensor:
+    """A contiguous CPU tensor with ``src``'s values (src on another device). With
+    ``non_blocking`` on a device that pins, the copy lands in pinned memory and may still be
+    running when this returns (synchronize before reading it), as in PyTorch."""
     src = contiguous(src)
-    host = empty(src._shape, src._dtype, CPU)
+    runtime = _pinned_runtime(src) if non_blocking else None
+    if runtime is not None:
+        from ember._pinned import pinned_empty
+
+        host = pinned_empty(src._shape, src._dtype, runtime)
+    else:
+        host = empty(src._shape, src._dtype, CPU)
     if math.prod(src._shape):
+        extra = {"non_blocking": True} if runtime is not None else {}
         src._storage.runtime.copy_out(
-            _bytes(host), src._storage.handle, _byte_offset(src), src._storage.device.index
+            _bytes(host),
+            src._storage.handle,
+            _byte_offset(src),
+            src._storage.device.index,
+            **extra,
         )
     return host
 
 
-def _from_host(host: Tensor, device) -> Tensor:
-    """A contiguous tensor on ``device`` with the values of the contiguous CPU tensor ``host``."""
+def _from_host(host: Tensor, device, non_blocking: bool = False) -> Tensor:
+    """A contiguous tensor on ``device`` with the values of the contiguous CPU tensor ``host``;
+    asynchronous when asked and ``host`` is pinned."""
     out = empty(host._shape, host._dtype, device)
     if math.prod(host._shape):
-        out._storage.runtime.copy_in(
-            out._storage.handle, _byte_offset(out), _bytes(host), device.index
-        )
+        runtime = out._storage.runtime
+        pinned = non_blocking and _pinned_runtime(out) and runtime.is_pinned(host._storage.owner)
+        extra = {"non_blocking": True} if pinned else {}
+        runtime.copy_in(out._storage.handle, _byte_offset(out), _bytes(host), device.index, **extra)
     return out
 
 
-def transfer(src: Tensor, device, dtype=None) -> Tensor:
+def transfer(src: Tensor, device, dtype=None, non_blocking: bool = False) -> Tensor:
     """``src`` on ``device`` (contiguous), cast to ``dtype`` on whichever side is cheaper."""
     dtype = dtype or src._dtype
     if src._storage.device is device:
         return cast(src, dtype) if (src._dtype is not dtype or not src._contig) else src
     if src._storage.device is not CPU:
-        host = _to_host(src)
+        host = _to_host(src, non_blocking and device is CPU and src._dtype is dtype)
         host = cast(host, dtype) if host._dtype is not dtype else host
         return host if device is CPU else _from_host(host, device)
     host = cast(src, dtype) if (src._dtype is not dtype or not src._contig) else src
-    return _from_host(host, device)
+    return _from_host(host, device, non_blocking and host is src)
 
 
 def _broadcast_or_none(a: tuple, b: tuple):
@@ -89,7 +110,7 @@ def copy_(op, dst, src, non_blocking=False):
     check_no_internal_overlap("copy_", dst)
     dev = dst._storage.device
     if src._storage.device is not dev:
-        src = transfer(src, dev, dst._dtype)
+        src = transfer(src, dev, dst._dtype, non_blocking)
     if src._shape != dst._shape:
         src = expand_to(src, dst._shape)
     if math.prod(dst._shape):
@@ -104,7 +125,7 @@ def to_copy(op, x, dtype=None, device=None, non_blocking=False):
     device = x._storage.device if device is None else normalize_device(device)
     if device is x._storage.device:
         return cast(x, dtype)
-    return transfer(x, device, dtype)
+    return transfer(x, device, dtype, non_blocking)
 
 
 def flip(op, x, dims):

@@ -396,7 +396,7 @@ class Module(StateDict):
         """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``, ``to(t)``."""
         from ember._frontends import _to_args
 
-        dtype, device, _ = _to_args(None, args, dict(kwargs))
+        dtype, device, *_ = _to_args(None, args, dict(kwargs))
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, but got desired "

@@ -56,7 +56,7 @@ def test_report_lists_backends_with_status_and_reason(setup):
         "0",
         "ref: available (1 device)",
     ]
-    assert _row(text, "gpu")[-1] == "gpu: unavailable (gpu: OSError: no driver)"
+    assert _row(text, "gpu")[-1] == "gpu: unavailable (OSError: no driver)"
     assert _row(text, "off")[-1] == "disabled by plugins.toml"
     assert _row(text, "cpu")[:2] == ["cpu", ember.__version__]
 

@@ -1,0 +1,169 @@
+"""cuBLAS through cffi's ABI mode: the library is opened at run time, nothing is compiled.
+
+``libcublas`` comes from the ``nvidia-cublas`` wheel when installed, else from the CUDA toolkit
+($CUDA_HOME/lib64, /usr/local/cuda/lib64) or the loader's search path. One handle per device,
+created in the device's primary context and bound to the current stream before each call.
+float32 uses ``cublasSgemm_v2`` (TF32 only when ``ember.backends.cuda.matmul.allow_tf32`` is
+set, then ``cublasGemmEx`` with CUBLAS_COMPUTE_32F_FAST_TF32), float16/bfloat16
+``cublasGemmEx`` with float32 accumulation (transposes: ember_backend_gpu.launch.OP_N/OP_T are
+cuBLAS's values), float64 ``cublasDgemm_v2``; batches go through
+``cublasGemmStridedBatchedEx``.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import glob
+import os
+
+from ember_backend_gpu.libraries import BlasHandles, open_library
+
+CDEF = """
+typedef struct cublasContext *cublasHandle_t;
+typedef struct CUstream_st *cudaStream_t;
+int cublasCreate_v2(cublasHandle_t *handle);
+int cublasDestroy_v2(cublasHandle_t handle);
+int cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId);
+int cublasSgemm_v2(cublasHandle_t handle, int transa, int transb, int m, int n, int k,
+                   const float *alpha, const void *A, int lda, const void *B, int ldb,
+                   const float *beta, void *C, int ldc);
+int cublasDgemm_v2(cublasHandle_t handle, int transa, int transb, int m, int n, int k,
+                   const double *alpha, const void *A, int lda, const void *B, int ldb,
+                   const double *beta, void *C, int ldc);
+int cublasGemmEx(cublasHandle_t handle, int transa, int transb, int m, int n, int k,
+                 const void *alpha, const void *A, int Atype, int lda, const void *B, int Btype,
+                 int ldb, const void *beta, void *C, int Ctype, int ldc, int computeType,
+                 int algo);
+int cublasGemmStridedBatchedEx(cublasHandle_t handle, int transa, int transb, int m, int n,
+                               int k, const void *alpha, const void *A, int Atype, int lda,
+                               long long strideA, const void *B, int Btype, int ldb,
+                               long long strideB, const void *beta, void *C, int Ctype, int ldc,
+                               long long strideC, int batchCount, int computeType, int algo);
+"""
+
+GEMM_DEFAULT = -1
+# cudaDataType_t (library_types.h) and cublasComputeType_t (cublas_api.h) values.
+DATA_TYPE = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14}
+COMPUTE_32F, COMPUTE_32F_FAST_TF32, COMPUTE_64F = 68, 77, 70
+STATUS = {
+    1: "CUBLAS_STATUS_NOT_INITIALIZED",
+    3: "CUBLAS_STATUS_ALLOC_FAILED",
+    7: "CUBLAS_STATUS_INVALID_VALUE",
+    8: "CUBLAS_STATUS_ARCH_MISMATCH",
+    11: "CUBLAS_STATUS_MAPPING_ERROR",
+    13: "CUBLAS_STATUS_EXECUTION_FAILED",
+    14: "CUBLAS_STATUS_INTERNAL_ERROR",
+    15: "CUBLAS_STATUS_NOT_SUPPORTED",
+    16: "CUBLAS_STATUS_LICENSE_ERROR",
+}
+
+
+def library_candidates() -> list[str]:
+    """Paths to try for libcublas, best first."""
+    found = []
+    try:
+        import nvidia.cublas as wheel
+
+        for root in wheel.__path__:
+            found += sorted(glob.glob(os.path.join(root, "lib", "libcublas.so*")), reverse=True)
+    except ImportError:
+        pass
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root:
+            found += sorted(glob.glob(os.path.join(root, "lib64", "libcublas.so*")), reverse=True)
+    name = ctypes.util.find_library("cublas")
+    if name:
+        found.append(name)
+    return found
+
+
+class Cublas(BlasHandles):
+    """The few cuBLAS calls ember uses, for every device of one runtime."""
+
+    NAME = "cuBLAS"
+    HANDLE_TYPE, STREAM_TYPE = "cublasHandle_t", "cudaStream_t"
+    CREATE, SET_STREAM = "cublasCreate_v2", "cublasSetStream_v2"
+    STATUS = STATUS
+
+    def __init__(self, runtime):
+        ffi, lib, self.path = open_library(
+            CDEF,
+            library_candidates() or ["libcublas.so"],
+            "cuBLAS",
+            "Install it with `pip install nvidia-cublas` or the CUDA toolkit's libcublas",
+        )
+        super().__init__(runtime, ffi, lib)
+
+    def gemm(
+        self, index, dtype: str, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch: int
+    ) -> None:
+        """Column-major ``C = op(A) op(B)`` for ``batch`` matrices (strides in elements)."""
+        handle = self.handle(index)
+        lib, cast = self.lib, self.ffi.cast
+        pa, pb, pc = cast("void *", a), cast("void *", b), cast("void *", c)
+        one, zero = self._scalars["float64" if dtype == "float64" else "float32"]
+        tf32 = bool(self.runtime.flags.get("matmul.allow_tf32", False))
+        if dtype == "float64":
+            compute = COMPUTE_64F
+        else:
+            compute = COMPUTE_32F_FAST_TF32 if dtype == "float32" and tf32 else COMPUTE_32F
+        if batch == 1 and dtype == "float32" and not tf32:
+            status = lib.cublasSgemm_v2(
+                handle, ta, tb, m, n, k, one, pa, lda, pb, ldb, zero, pc, ldc
+            )
+            return self._check(status, "cublasSgemm_v2")
+        if batch == 1 and dtype == "float64":
+            status = lib.cublasDgemm_v2(
+                handle, ta, tb, m, n, k, one, pa, lda, pb, ldb, zero, pc, ldc
+            )
+            return self._check(status, "cublasDgemm_v2")
+        kind = DATA_TYPE[dtype]
+        if batch == 1:
+            status = lib.cublasGemmEx(
+                handle,
+                ta,
+                tb,
+                m,
+                n,
+                k,
+                one,
+                pa,
+                kind,
+                lda,
+                pb,
+                kind,
+                ldb,
+                zero,
+                pc,
+                kind,
+                ldc,
+                compute,
+                GEMM_DEFAULT,
+            )
+            return self._check(status, "cublasGemmEx")
+        status = lib.cublasGemmStridedBatchedEx(
+            handle,
+            ta,
+            tb,
+            m,
+            n,
+            k,
+            one,
+            pa,
+            kind,
+            lda,
+            sa,
+            pb,
+            kind,
+            ldb,
+            sb,
+            zero,
+            pc,
+            kind,
+            ldc,
+            sc,
+            batch,
+            compute,
+            GEMM_DEFAULT,
+        )
+        return self._check(status, "cublasGemmStridedBatchedEx")

@@ -1,0 +1,362 @@
+"""A CPU emulator of the ``cuda`` device, for testing the kernels and their glue without a GPU.
+
+``EMBER_CUDA_EMULATOR=1`` makes the plugin serve ``cuda`` with ``EmulatedRuntime``: the same
+generated kernel modules, compiled by the host C++ compiler with a small header that supplies
+CUDA's vocabulary (threadIdx, __syncthreads, shuffles, atomics), run one block at a time; threads
+of modules that synchronise are fibers (ucontext) switched at every barrier or shuffle, the others
+plain calls. "Device" memory is host memory that numpy cannot see (``host_memory = False``), so
+every transfer goes through ``copy_in``/``copy_out`` as on a GPU. cuBLAS is replaced by a numpy
+GEMM that reads its operands with cuBLAS's column-major conventions, so the layout logic of the
+matmul glue is exercised too.
+
+It is slow and it is not a GPU: it checks indexing, dtype handling, launch geometry, argument
+packing and the algorithms (tree reductions, scans, the bitonic sort), not timing, memory
+ordering between streams, or the device's math library.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import codegen, diskcache
+from .codegen.prelude import common
+from .gpu import DeviceProperties, GpuRuntime
+
+HEADER = r"""
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <ucontext.h>
+#include <cstdlib>
+using namespace std;
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __shared__ static
+struct em_dim3 { unsigned x, y, z; };
+struct emu_thread { ucontext_t ctx; em_dim3 tid; int linear; bool done; };
+static emu_thread *emu_cur;
+static emu_thread emu_single;
+static em_dim3 emu_block_idx, emu_block_dim, emu_grid_dim;
+static ucontext_t emu_sched;
+static bool emu_fibers;
+#define threadIdx (emu_cur->tid)
+#define blockIdx emu_block_idx
+#define blockDim emu_block_dim
+#define gridDim emu_grid_dim
+static inline void emu_yield() {
+    if (emu_fibers) swapcontext(&emu_cur->ctx, &emu_sched);
+}
+static inline void __syncthreads() { emu_yield(); }
+static unsigned long long emu_slots[1024];
+template <class T>
+static T emu_shfl(T v, int mode, int arg) {
+    const int t = emu_cur->linear, lane = t % 32, base = t - lane;
+    unsigned long long bits = 0;
+    memcpy(&bits, &v, sizeof(T));
+    emu_slots[t] = bits;
+    emu_yield();
+    int src = mode == 0 ? (lane >= arg ? lane - arg : lane)
+            : mode == 1 ? (lane + arg < 32 ? lane + arg : lane) : arg;
+    bits = emu_slots[base + src];
+    T r;
+    memcpy(&r, &bits, sizeof(T));
+    emu_yield();
+    return r;
+}
+#define EM_WARP 32
+#define EM_SHFL_UP(v, d) emu_shfl((v), 0, (d))
+#define EM_SHFL_DOWN(v, d) emu_shfl((v), 1, (d))
+#define EM_SHFL(v, l) emu_shfl((v), 2, (l))
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, 4); return i; }
+static inline double __longlong_as_double(long long i) { double f; memcpy(&f, &i, 8); return f; }
+static inline long long __double_as_longlong(double f) { long long i; memcpy(&i, &f, 8); return i; }
+static inline unsigned __umulhi(unsigned a, unsigned b) {
+    return (unsigned)(((unsigned long long)a * b) >> 32);
+}
+static inline unsigned atomicCAS(unsigned *p, unsigned c, unsigned v) {
+    unsigned old = *p; if (old == c) *p = v; return old;
+}
+static inline unsigned long long atomicCAS(unsigned long long *p, unsigned long long c,
+                                           unsigned long long v) {
+    unsigned long long old = *p; if (old == c) *p = v; return old;
+}
+template <class T> static inline T atomicAdd(T *p, T v) { T old = *p; *p = old + v; return old; }
+static inline float em_h2f(unsigned short h) { _Float16 v; memcpy(&v, &h, 2); return (float)v; }
+static inline unsigned short em_f2h(float f) {
+    _Float16 v = (_Float16)f; unsigned short h; memcpy(&h, &v, 2); return h;
+}
+static std::function<void()> *emu_body;
+static void emu_entry() { (*emu_body)(); emu_cur->done = true; }
+static void emu_run(em_dim3 grid, em_dim3 block, std::function<void()> body, bool fibers) {
+    const int n = (int)(block.x * block.y * block.z);
+    const size_t stack = 64 * 1024;
+    emu_grid_dim = grid;
+    emu_block_dim = block;
+    emu_fibers = fibers;
+    emu_body = &body;
+    emu_thread *threads = fibers ? (emu_thread *)calloc(n, sizeof(emu_thread)) : nullptr;
+    char *stacks = fibers ? (char *)malloc(stack * n) : nullptr;
+    for (unsigned bz = 0; bz < grid.z; bz++)
+    for (unsigned by = 0; by < grid.y; by++)
+    for (unsigned bx = 0; bx < grid.x; bx++) {
+        emu_block_idx = {bx, by, bz};
+        for (int t = 0; t < n; t++) {
+            emu_thread *th = fibers ? &threads[t] : &emu_single;
+            th->tid = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+            th->linear = t;
+            th->done = false;
+            if (!fibers) { emu_cur = th; body(); continue; }
+            getcontext(&th->ctx);
+            th->ctx.uc_stack.ss_sp = stacks + stack * t;
+            th->ctx.uc_stack.ss_size = stack;
+            th->ctx.uc_link = &emu_sched;
+            makecontext(&th->ctx, emu_entry, 0);
+        }
+        if (!fibers) continue;
+        for (bool live = true; live;) {
+            live = false;
+            for (int t = 0; t < n; t++) {
+                if (threads[t].done) continue;
+                emu_cur = &threads[t];
+                swapcontext(&emu_sched, &threads[t].ctx);
+                live = live || !threads[t].done;
+            }
+        }
+    }
+    free(threads);
+    free(stacks);
+}
+"""
+
+KERNEL = re.compile(r"EM_KERNEL (\w+)\(([^)]*)\)")
+
+
+def _launchers(body: str, fibers: bool) -> str:
+    """For each kernel: ``emu_<name>(args, grid, block)`` unpacking pycuda's argument buffer."""
+    out = []
+    for name, params in KERNEL.findall(body):
+        fields = [p.strip() for p in params.split(",") if p.strip()]
+        names = [f.split()[-1].lstrip("*") for f in fields]
+        decl = "".join(f"    {f};\n" for f in fields)
+        call = ", ".join(f"a.{n}" for n in names)
+        out.append(
+            f'extern "C" int emu_size_{name}(void) {{\n  struct A {{\n{decl}  }};\n'
+            f"  return (int)sizeof(A);\n}}\n"
+            f'extern "C" void emu_{name}(const char *buf, unsigned gx, unsigned gy, unsigned gz,'
+            f" unsigned bx, unsigned by, unsigned bz) {{\n  struct A {{\n{decl}  }} a;\n"
+            f"  memcpy(&a, buf, sizeof(A));\n"
+            f"  emu_run({{gx, gy, gz}}, {{bx, by, bz}}, [&] {{ {name}({call}); }}, "
+            f"{'true' if fibers else 'false'});\n}}\n"
+        )
+    return "".join(out)
+
+
+def module_source(name: str) -> str:
+    body = codegen.body(name)
+    fibers = "__syncthreads" in body or "EM_SHFL" in body or "em_block_reduce" in body
+    return HEADER + common() + body + _launchers(body, fibers)
+
+
+def build_module(name: str) -> Path:
+    """Compile a kernel module for the emulator (cached like the nvcc builds)."""
+    source = module_source(name)
+    key = hashlib.sha256(source.encode()).hexdigest()[:32]
+    path = diskcache.cache_dir("cuda") / "emulator" / f"{name}-{key}.so"
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ember-emu-") as tmp:
+        src = Path(tmp) / "module.cpp"
+        src.write_text(source)
+        out = Path(tmp) / "module.so"
+        cxx = os.environ.get("CXX", "g++")
+        command = [cxx, "-O1", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off", "-w",
+                   "-o", str(out), str(src)]  # fmt: skip
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode:
+            raise diskcache.CompileError(f"emulator build of {name} failed:\n{result.stderr}")
+        fd, staged = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        os.close(fd)
+        os.replace(out, staged)
+        os.replace(staged, path)
+    return path
+
+
+class PinnedBytes(bytearray):
+    """Host memory the emulator calls pinned."""
+
+
+class HostStream:
+    """A native stream of the emulator: work runs when issued, so it is always done."""
+
+    handle = 0
+
+    def __init__(self):
+        self.handle = id(self)
+
+    def is_done(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait_for_event(self, event) -> None:
+        pass
+
+
+class HostEvent:
+    """A native event of the emulator: records the host clock (not a device timing)."""
+
+    def __init__(self, enable_timing: bool, blocking: bool):
+        self.time = None
+
+    def record(self, stream) -> None:
+        self.time = time.perf_counter()
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
+
+    def time_since(self, start) -> float:
+        return (self.time - start.time) * 1000.0
+
+
+class EmulatedRuntime(GpuRuntime):
+    """The driver hooks of ``gpu.GpuRuntime`` over host memory, launching kernels on the CPU
+    (one device): everything above the hooks is the code the GPUs run."""
+
+    pinned_type = PinnedBytes
+
+    def __init__(self):
+        super().__init__(1)
+        self._host_lock = threading.RLock()
+
+    # ---- devices -----------------------------------------------------------------------------
+    def device_name(self, index=None) -> str:
+        return "ember CUDA emulator (CPU)"
+
+    def device_properties(self, index=None):
+        self.device_index(index)
+        return DeviceProperties(name=self.device_name(), major=8, minor=0,
+                                total_memory=1 << 34, multi_processor_count=1)  # fmt: skip
+
+    def mem_get_info(self, index=None) -> tuple[int, int]:
+        return 1 << 34, 1 << 34
+
+    def activate(self, index) -> None:
+        pass
+
+    def _sync(self, index) -> None:
+        pass
+
+    # ---- memory ------------------------------------------------------------------------------
+    def alloc(self, nbytes: int, index=None):
+        return np.empty(max(int(nbytes), 1) + 64, np.uint8)  # slack: vector reads past the end
+
+    def free(self, handle, index=None) -> None:
+        del handle
+
+    def address(self, handle) -> int:
+        return handle.ctypes.data
+
+    def _copy(self, kind: str, dst, src, nbytes: int, stream) -> None:
+        dst = dst.ctypes.data if isinstance(dst, np.ndarray) else dst
+        src = src.ctypes.data if isinstance(src, np.ndarray) else src
+        ctypes.memmove(dst, src, nbytes)
+
+    def memset(self, index, address: int, nbytes: int) -> None:
+        ctypes.memset(address, 0, nbytes)
+
+    def read(self, index, host, address: int) -> None:
+        ctypes.memmove(host.ctypes.data, address, host.nbytes)
+
+    def host_alloc(self, nbytes: int):
+        """ "Pinned" host memory: marked, so the core's non-blocking paths are exercised."""
+        return np.frombuffer(PinnedBytes(max(int(nbytes), 1)), np.uint8)
+
+    # ---- kernels and streams -----------------------------------------------------------------
+    def _load_module(self, index: int, module_name: str):
+        return ctypes.CDLL(str(build_module(module_name)))
+
+    def _get_function(self, module, kernel: str, arg_format: str):
+        return getattr(module, f"emu_{kernel}"), getattr(module, f"emu_size_{kernel}")(), arg_format
+
+    def _call(self, function, grid, block, stream, args, shared: int) -> None:
+        fn, expected, arg_format = function
+        packed = struct.pack(arg_format, *args)
+        if not expected - 8 < len(packed) <= expected:
+            raise RuntimeError(
+                f"{fn.__name__}: {len(packed)} argument bytes packed for a {expected}-byte "
+                "parameter list: the argument format does not match the kernel's signature"
+            )
+        buf = ctypes.create_string_buffer(packed + bytes(expected - len(packed) + 8))
+        with self._host_lock:  # the fibers' scheduler state is global in each module
+            fn(buf, *(ctypes.c_uint(v) for v in grid), *(ctypes.c_uint(v) for v in block))
+
+    def new_native_stream(self, index):
+        return HostStream()
+
+    def new_native_event(self, enable_timing: bool, blocking: bool):
+        return HostEvent(enable_timing, blocking)
+
+    def make_blas(self):
+        return EmulatedBlas()
+
+
+class EmulatedBlas:
+    """cuBLAS's column-major GEMM in numpy, reading operands as cuBLAS would."""
+
+    DTYPES = {"float16": np.float16, "bfloat16": np.uint16, "float32": np.float32,
+              "float64": np.float64}  # fmt: skip
+
+    @staticmethod
+    def _matrix(address, dtype, rows, cols, ld, trans):
+        """op(X) for a column-major X with leading dimension ld (rows x cols after op)."""
+        stored_rows, stored_cols = (cols, rows) if trans else (rows, cols)
+        size = np.dtype(dtype).itemsize
+        count = (stored_cols - 1) * ld + stored_rows if stored_rows * stored_cols else 0
+        buf = (ctypes.c_char * (count * size)).from_address(address)
+        flat = np.frombuffer(buf, dtype, count)
+        stored = np.lib.stride_tricks.as_strided(
+            flat, (stored_rows, stored_cols), (size, ld * size)
+        )
+        return stored.T if trans else stored
+
+    @staticmethod
+    def _load(matrix, dtype):
+        if dtype == "bfloat16":
+            return (matrix.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        return matrix.astype(np.float64)
+
+    @staticmethod
+    def _store(out, values, dtype):
+        if dtype == "bfloat16":
+            bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+            out[...] = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+        else:
+            out[...] = values.astype(out.dtype)
+
+    def gemm(self, index, dtype, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch):
+        np_type = self.DTYPES[dtype]
+        size = np.dtype(np_type).itemsize
+        for i in range(batch):
+            op_a = self._matrix(a + i * sa * size, np_type, m, k, lda, ta == 1)
+            op_b = self._matrix(b + i * sb * size, np_type, k, n, ldb, tb == 1)
+            out = self._matrix(c + i * sc * size, np_type, m, n, ldc, False)
+            self._store(out, self._load(op_a, dtype) @ self._load(op_b, dtype), dtype)

@@ -1,0 +1,83 @@
+"""Glue for the elementwise kernels: one closure per (op, dtype), built from codegen's table.
+
+Kernel convention (the op rows' ``kernel_args``): ``kernel(out, *operands, *params)``; operands
+are tensors of the compute dtype broadcast to ``out``'s shape, or Python scalars (passed to the
+kernel as their storage bits). Integer division by zero and negative integer powers are reported
+through the status word, read after the launch for the loops marked ``checked``.
+"""
+
+from __future__ import annotations
+
+from ..codegen import elementwise as ew
+from ..codegen.dtypes import BY_TOKEN
+from ._args import operand, raise_status, run_strided
+
+# Largest finite values (nan_to_num's defaults for infinities).
+FLOAT_MAX = {
+    "f16": 65504.0,
+    "bf16": 3.3895313892515355e38,
+    "f32": 3.4028234663852886e38,
+    "f64": 1.7976931348623157e308,
+}
+
+
+def _nan_to_num(token, nan=0.0, posinf=None, neginf=None):
+    high = FLOAT_MAX.get(token, 0.0)
+    return (
+        0.0 if nan is None else float(nan),
+        high if posinf is None else float(posinf),
+        -high if neginf is None else float(neginf),
+    )
+
+
+# Ops whose extra arguments become the kernel's (p0, p1, p2): f(dtype token, *args).
+PARAMS = {
+    "gelu": lambda t, approximate="none": (0.0 if approximate == "none" else 1.0, 0.0, 0.0),
+    "nan_to_num": _nan_to_num,
+    "elu": lambda t, alpha=1.0: (float(alpha), 0.0, 0.0),
+    "celu": lambda t, alpha=1.0: (float(alpha), 0.0, 0.0),
+    "leaky_relu": lambda t, negative_slope=0.01: (float(negative_slope), 0.0, 0.0),
+    "softplus": lambda t, beta=1.0, threshold=20.0: (float(beta), float(threshold), 0.0),
+    "hardtanh": lambda t, min_val=-1.0, max_val=1.0: (float(min_val), float(max_val), 0.0),
+}
+NO_PARAMS = (0.0, 0.0, 0.0)
+
+
+def make(rt, op: ew.Ew, token: str, loop: ew.Loop):
+    name = ew.kernel_name(op.name, token)
+    code = BY_TOKEN[token].code
+    params = PARAMS.get(op.name)
+    where = op.name == "where"
+    codes = (code, 0, code, code) if where else (code,) * 4  # where's condition is bool
+    arity = op.arity
+
+    def kernel(out, *args):
+        values, rest = args[:arity], args[arity:]
+        shape = out._shape or (1,)
+        dev = out._storage.device.index or 0
+        operands = [operand(out, code, shape)]
+        operands += [operand(v, codes[k + 1], shape) for k, v in enumerate(values)]
+        if arity == 1:
+            tail = params(token, *rest) if params is not None else NO_PARAMS
+        elif arity == 3 and not where:
+            tail = (float(rest[0]) if rest else 0.0,)
+        else:
+            tail = ()
+        status = () if where else (rt.status_word(dev),)
+        run_strided(rt, dev, name, shape, operands, status, tail)
+        if loop.checked:
+            found = rt.read_status(dev)
+            if found:
+                raise_status(found, op.name, BY_TOKEN[token].name)
+
+    kernel.__qualname__ = f"cuda.{op.name}"
+    return kernel
+
+
+def build(rt) -> dict:
+    table = {}
+    for op in ew.OPS.values():
+        table[op.name] = {
+            BY_TOKEN[token].name: make(rt, op, token, loop) for token, loop in op.dtypes().items()
+        }
+    return table
