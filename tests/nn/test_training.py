@@ -65,7 +65,7 @@ def transformer(lib):
 
         def forward(self, tokens):
             length = tokens.shape[1]
-            mask = nn.Transformer.generate_square_subsequent_mask(length)
+            mask = nn.Transformer.generate_square_subsequent_mask(length, device=tokens.device)
             return self.head(self.encoder(self.embed(tokens), mask=mask).mean(1))
 
     return Encoder(), lambda params: lib.optim.AdamW(params, lr=3e-3)
