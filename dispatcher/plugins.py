@@ -140,18 +140,27 @@ class PluginHost:
         return record
 
     def _call_one(self, record: PluginRecord, hook: str, **kwargs):
-        """Call ``hook`` on one plugin only (pluggy would call every plugin's, in its own order)."""
+        """Call ``hook`` on one plugin only (pluggy would call every plugin's, in its own order).
+
+        Like pluggy, pass only the arguments the implementation names: a hook spec can grow an
+        argument without breaking plugins written before it.
+        """
         for impl in getattr(self.manager.hook, hook).get_hookimpls():
             if impl.plugin is record.obj:
-                return impl.function(**kwargs)
+                return impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
         raise AttributeError(f"plugin '{record.name}' does not implement {hook}()")
 
     # ---- backends --------------------------------------------------------------------------------
-    def load(self, record: PluginRecord, device_type: str):
-        """Initialise ``record`` for ``device_type`` once; returns the dict or the exception."""
+    def load(self, record: PluginRecord, device_type: str, config: dict | None = None):
+        """Initialise ``record`` for ``device_type`` once; returns the dict or the exception.
+
+        ``config`` is the plugin's table of the policy (``[backends.<name>]``).
+        """
         if device_type not in record.loads:
             try:
-                result = self._call_one(record, "ember_backend_load", device_type=device_type)
+                result = self._call_one(
+                    record, "ember_backend_load", device_type=device_type, config=dict(config or {})
+                )
                 if not isinstance(result, dict) or "runtime" not in result:
                     raise TypeError(
                         f"ember_backend_load('{device_type}') must return a dict with 'runtime' "

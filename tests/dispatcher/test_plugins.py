@@ -219,6 +219,22 @@ def test_plugin_whose_load_returns_junk(plugins, result):
         ember.ones(1, device="ref")
 
 
+def test_load_receives_the_plugins_policy_table(plugins):
+    """A plugin reads its own [backends.<name>] settings at load without importing ember."""
+    seen = {}
+
+    class Configured(RefPlugin):
+        @hookimpl
+        def ember_backend_load(self, device_type, config):
+            seen.update(config)
+            return super().ember_backend_load(device_type)
+
+    settings = {"backends": {"ref": {"platforms": ["Acme CL"], "priority": 7}}}
+    plugins(("ref", Configured()), policy=fakes.policy(settings))
+    assert ember.ones(1, device="ref").tolist() == [1.0]
+    assert seen == {"platforms": ["Acme CL"], "priority": 7}
+
+
 class _NoInfo:
     @hookimpl
     def ember_backend_load(self, device_type):
