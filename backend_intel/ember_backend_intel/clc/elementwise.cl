@@ -1,0 +1,160 @@
+/* Elementwise kernels. kernels/elementwise.py compiles one program per (op, dtype), defining:
+ *   T      the operands' dtype token (compute type ct = CT_T)
+ *   A      the first operand's token: T, or b for where's condition
+ *   OUT    the result's token: T, or b for comparisons and tests
+ *   ARITY  1, 2 or 3
+ *   EXPR   the op's expression (the CPU plugin's .def line): it reads x (unary) or a, b, c, the
+ *          parameters p->f[0..2], and may report an error through p->status (HAS_STATUS)
+ * Each operand is a (buffer, element offset) pair or, when bit k of `scalars` is set, the scalar
+ * argument next to it. ew_contig walks contiguous operands; ew_strided any strides (up to 8
+ * merged dims: the glue splits what has more).
+ */
+
+/* ---- helpers with PyTorch's semantics (as in the CPU plugin's elementwise.c) ----------------- */
+inline long em_div_trunc_i(long a, long b, em_params *p) {
+    if (b == 0) { p->status = EM_ZERO_DIVISION; return 0; }
+    if (b == -1) return (long)(0UL - (ulong)a); /* INT_MIN / -1 wraps instead of trapping */
+    return a / b;
+}
+
+inline long em_div_floor_i(long a, long b, em_params *p) {
+    if (b == 0) { p->status = EM_ZERO_DIVISION; return 0; }
+    if (b == -1) return (long)(0UL - (ulong)a);
+    long q = a / b, r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) q--;
+    return q;
+}
+
+inline long em_remainder_i(long a, long b, em_params *p) {
+    if (b == 0) { p->status = EM_ZERO_DIVISION; return 0; }
+    if (b == -1) return 0;
+    long r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+
+inline long em_fmod_i(long a, long b, em_params *p) {
+    if (b == 0) { p->status = EM_ZERO_DIVISION; return 0; }
+    if (b == -1) return 0;
+    return a % b;
+}
+
+inline long em_pow_i(long a, long b, em_params *p) {
+    if (b < 0) {
+        if (a == 1) return 1;
+        if (a == -1) return (b & 1) ? -1 : 1;
+        p->status = EM_NEGATIVE_POWER;
+        return 0;
+    }
+    ulong result = 1, base = (ulong)a; /* unsigned: overflow wraps, as in PyTorch */
+    while (b) {
+        if (b & 1) result *= base;
+        base *= base;
+        b >>= 1;
+    }
+    return (long)result;
+}
+
+inline long em_shl_i(long a, long b, int bits) {
+    if (b < 0 || b >= bits) return 0;
+    return (long)((ulong)a << b);
+}
+
+inline long em_shr_i(long a, long b, int bits) {
+    if (b < 0 || b >= bits) return a < 0 ? -1 : 0;
+    return a >> b;
+}
+
+#define EM_FLOAT_HELPERS(F)                                                                       \
+    inline F __attribute__((overloadable)) em_floordiv_f(F a, F b) {                            \
+        if (b == 0) return a / b;                                                                 \
+        F mod = fmod(a, b);                                                                       \
+        F div = (a - mod) / b;                                                                    \
+        if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;                                        \
+        if (div == 0) return copysign((F)0, a / b);                                               \
+        F fl = floor(div);                                                                        \
+        if (div - fl > (F)0.5) fl += 1;                                                           \
+        return fl;                                                                                \
+    }                                                                                             \
+    inline F __attribute__((overloadable)) em_remainder_f(F a, F b) {                           \
+        F r = fmod(a, b);                                                                         \
+        if (r != 0 && ((b < 0) != (r < 0))) r += b;                                               \
+        return r;                                                                                 \
+    }                                                                                             \
+    inline F __attribute__((overloadable)) em_logaddexp(F a, F b) {                             \
+        if (a != a || b != b) return a + b;                                                       \
+        F m = a > b ? a : b;                                                                      \
+        if (isinf(m)) return m;                                                                   \
+        return m + log1p(exp(-fabs(a - b)));                                                      \
+    }
+EM_FLOAT_HELPERS(float)
+#ifdef EM_FP64
+EM_FLOAT_HELPERS(double)
+#endif
+/* min(max(a, lo), hi) with NaN from any operand propagating, as in PyTorch. */
+#define em_clamp(a, lo, hi) \
+    ((lo) != (lo) ? (lo) : (hi) != (hi) ? (hi) : (a) < (lo) ? ((lo) > (hi) ? (hi) : (lo)) \
+     : (a) > (hi) ? (hi) : (a))
+
+/* ---- the kernels ----------------------------------------------------------------------------- */
+#define ct CT(T)
+#define act CT(A)
+#define LDA(p, i) LD(A, p, i)
+#define LDT(p, i) LD(T, p, i)
+#define STORE(p, i, v) SV(OUT, p, i, v)
+
+#if ARITY == 1
+#define OPERANDS_IN(ia, ib, ic) act x = (scalars & 1) ? sa : LDA(pa, ia);
+#else
+#define FIRST(ia) act a = (scalars & 1) ? sa : LDA(pa, ia);
+#if ARITY == 2
+#define OPERANDS_IN(ia, ib, ic) FIRST(ia) ct b = (scalars & 2) ? sb : LDT(pb, ib);
+#else
+#define OPERANDS_IN(ia, ib, ic)                                                                   \
+    FIRST(ia) ct b = (scalars & 2) ? sb : LDT(pb, ib);                                            \
+    ct c = (scalars & 4) ? sc : LDT(pc, ic);
+#endif
+#endif
+
+#ifdef HAS_STATUS
+#define REPORT() if (P.status) em_fail(status, P.status, 0)
+#else
+#define REPORT() (void)status
+#endif
+
+#define PARAMS em_params P = {{p0, p1, p2, 0}, {0, 0, 0, 0}, 0}; em_params *p = &P; (void)p
+
+kernel void ew_contig(global ST(OUT) *o, long oo,
+                      global const ST(A) *pa, long ao, act sa,
+                      global const ST(T) *pb, long bo, ct sb,
+                      global const ST(T) *pc, long co, ct sc,
+                      int scalars, long n, em_real p0, em_real p1, em_real p2,
+                      global long *status) {
+    PARAMS;
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+        OPERANDS_IN(ao + i, bo + i, co + i)
+        STORE(o, oo + i, (EXPR));
+    }
+    REPORT();
+}
+
+kernel void ew_strided(global ST(OUT) *o, long oo, long8 so_,
+                       global const ST(A) *pa, long ao, long8 sa_,
+                       global const ST(T) *pb, long bo, long8 sb_,
+                       global const ST(T) *pc, long co, long8 sc_,
+                       long8 shape_, int nd, long n, act sa, ct sb, ct sc, int scalars,
+                       em_real p0, em_real p1, em_real p2, global long *status) {
+    PARAMS;
+    EM_UNPACK(shape, shape_);
+    EM_UNPACK(so, so_);
+    EM_UNPACK(s1, sa_);
+    EM_UNPACK(s2, sb_);
+    EM_UNPACK(s3, sc_);
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+        long at[8];
+        em_unravel(i, nd, shape, at);
+        OPERANDS_IN(ao + em_dot(nd, at, s1), bo + em_dot(nd, at, s2), co + em_dot(nd, at, s3))
+        STORE(o, oo + em_dot(nd, at, so), (EXPR));
+    }
+    REPORT();
+}
