@@ -92,6 +92,8 @@ class Device:
 
     def launch(self, kernel, n: int, *args) -> None:
         """Run ``kernel`` over ``n`` work-items (kernels skip or loop over the excess)."""
+        if n <= 0:
+            return
         local = kernel.local
         kernel.fn(self.queue, (self.groups(n, local),), (local,), *args)
 

@@ -60,6 +60,11 @@ def numel(t) -> int:
 
 def pack(values) -> bytes:
     """A long8 kernel argument (shape or strides), zero-padded."""
+    if len(values) > MAX_DIMS:
+        raise RuntimeError(
+            f"xpu kernels walk at most {MAX_DIMS} dims once merged; this layout needs "
+            f"{len(values)}: make the tensor contiguous first"
+        )
     return _LONG8(*values, *_ZEROS8[len(values) :])
 
 

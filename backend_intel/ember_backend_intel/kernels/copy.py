@@ -28,6 +28,23 @@ def _one_source(token: str) -> str:
     return f"#define T {token}\n" + source("copy.cl")
 
 
+def convert(dev, dst, dst_code: int, src, src_code: int, shape: tuple, strides: tuple) -> None:
+    """Write the elements of a strided layout into a contiguous one, casting between dtypes.
+
+    ``dst`` and ``src`` are ``(buffer, element offset)`` pairs; ``strides`` are src's, in elements
+    (matrix products pack and convert their operands with this).
+    """
+    s, d = TOKENS[src_code], TOKENS[dst_code]
+    kernels = dev.programs.get(("copy", s, d), lambda: _pair_source(s, d))
+    contiguous = []
+    step = 1
+    for size in reversed(shape):
+        contiguous.append(step)
+        step *= size
+    layouts = [(*dst, tuple(reversed(contiguous))), (*src, tuple(strides))]
+    run_strided(dev, kernels["copy_strided"], tuple(shape), layouts)
+
+
 def build(runtime) -> dict:
     cl = runtime._cl
 
