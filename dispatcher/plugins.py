@@ -22,8 +22,11 @@ OPS_GROUP = "ember.ops"
 
 
 def root_cause(exc: BaseException) -> str:
-    """``Type: message`` of the innermost exception in a chain."""
-    while exc.__cause__ is not None or exc.__context__ is not None:
+    """``Type: message`` of the innermost exception in a chain. ``raise ... from None`` ends the
+    chain, as in Python's tracebacks: the plugin says its message is the cause to show."""
+    while exc.__cause__ is not None or (
+        exc.__context__ is not None and not exc.__suppress_context__
+    ):
         exc = exc.__cause__ or exc.__context__
     return f"{type(exc).__name__}: {exc}"
 

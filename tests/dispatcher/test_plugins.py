@@ -207,6 +207,20 @@ def test_plugin_whose_load_fails_reports_the_root_cause(plugins):
     assert plugin.loaded == ["ref"]
 
 
+def test_load_failure_raised_from_none_is_its_own_root_cause(plugins):
+    """A plugin that rewords a low-level error (``raise ... from None``) is shown as it wrote it."""
+    try:
+        try:
+            raise OSError("clGetPlatformIDs failed")
+        except OSError:
+            raise RuntimeError("no OpenCL runtime found: install one") from None
+    except RuntimeError as exc:
+        error = exc
+    plugins(("ref", RefPlugin(load_error=error)))
+    with pytest.raises(DeviceUnavailableError, match="ref: RuntimeError: no OpenCL runtime found"):
+        ember.zeros(1, device="ref")
+
+
 @pytest.mark.parametrize("result", [None, {"kernels": {}}, "runtime"])
 def test_plugin_whose_load_returns_junk(plugins, result):
     class Junk(RefPlugin):
