@@ -34,9 +34,10 @@ def import_pyopencl():
     try:
         import pyopencl
     except ImportError as exc:
+        # from None: ember reports the innermost exception of a chain, and this one says more.
         raise RuntimeError(
             f"pyopencl is not installed ({exc}); install it with pip install pyopencl"
-        ) from exc
+        ) from None
     return pyopencl
 
 
@@ -51,7 +52,7 @@ def find_devices(config: dict | None = None) -> list:
             f"no OpenCL runtime found ({exc}). Install one: Intel GPUs need Intel's compute "
             "runtime (apt install intel-opencl-icd); any CPU can use PoCL (apt install "
             "pocl-opencl-icd)"
-        ) from exc
+        ) from None
     chosen = [p for p in platforms if any(pattern in p.name for pattern in patterns)]
     if not chosen:
         found = ", ".join(repr(p.name) for p in platforms) or "none"

@@ -70,9 +70,18 @@ class Programs:
         self.cache_dir = os.environ.get(CACHE_ENV) or None
 
     def get(self, key, make_source) -> dict:
-        """``{kernel name: Kernel}`` of the program for ``key``, built on first use."""
+        """``{kernel name: Kernel}`` of the program for ``key``, built on first use.
+
+        ``key`` is a tuple naming the program, with the dtype tokens it uses: a key holding
+        ``"f64"`` is refused on a device without double precision.
+        """
         found = self._found.get(key)
         if found is None:
+            if "f64" in key and not self._device.fp64:
+                raise TypeError(
+                    f"xpu:{self._device.index} ({self._device.name}) has no float64: the OpenCL "
+                    "device lacks cl_khr_fp64. Use float32 there, or keep float64 work on the CPU"
+                )
             found = self._build(key, make_source())
             self._found[key] = found
         return found
