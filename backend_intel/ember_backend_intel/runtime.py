@@ -21,6 +21,7 @@ from .programs import Programs
 
 LOCAL_SIZE = 256  # work-items per group, unless the device or kernel allows fewer
 SPARE_PER_CLASS = 4  # scratch buffers kept per size class
+PRUNE_UPLOADS = 16  # uploads in flight before the finished ones are dropped
 
 
 class Device:
@@ -55,6 +56,20 @@ class Device:
         self.programs = Programs(cl, self)
         self._cl = cl
         self._spare: dict = {}  # scratch buffers by size class, free for the next kernel
+        # Uploads in flight. pyopencl's event for a copy from host memory waits for the copy
+        # when it is dropped, so they are kept until done (pruned here, cleared on finish).
+        self.uploads: list = []
+
+    def keep_upload(self, event) -> None:
+        uploads = self.uploads
+        if len(uploads) >= PRUNE_UPLOADS:
+            done = self._cl.command_execution_status.COMPLETE
+            uploads[:] = [e for e in uploads if e.command_execution_status != done]
+        uploads.append(event)
+
+    def finish(self) -> None:
+        self.queue.finish()
+        self.uploads.clear()
 
     @contextlib.contextmanager
     def scratch(self, *sizes: int):
@@ -101,6 +116,7 @@ class Device:
         """(code, value) the kernels reported since the last read; resets it. Waits for them."""
         found = np.zeros(2, np.int64)
         self._cl.enqueue_copy(self.queue, found, self.status, is_blocking=True)
+        self.uploads.clear()  # the queue is in order: everything before the read has run
         if found[0]:
             zeros = np.zeros(2, np.int64)
             self._cl.enqueue_copy(self.queue, self.status, zeros, is_blocking=True)
@@ -199,16 +215,18 @@ class OpenCLRuntime:
     def copy_in(self, handle, byte_offset: int, src, index=None) -> None:
         staged = _host_bytes(src).copy()
         if staged.size:
-            self._cl.enqueue_copy(
-                self._device(index).queue, handle, staged, dst_offset=byte_offset, is_blocking=False
+            d = self._device(index)
+            event = self._cl.enqueue_copy(
+                d.queue, handle, staged, dst_offset=byte_offset, is_blocking=False
             )
+            d.keep_upload(event)
 
     def copy_out(self, dst, handle, byte_offset: int, index=None) -> None:
         view = _host_bytes(dst)
         if view.size:
-            self._cl.enqueue_copy(
-                self._device(index).queue, view, handle, src_offset=byte_offset, is_blocking=True
-            )
+            d = self._device(index)
+            self._cl.enqueue_copy(d.queue, view, handle, src_offset=byte_offset, is_blocking=True)
+            d.uploads.clear()  # the queue is in order: everything before the read has run
 
     def copy_between(self, dst, dst_offset, src, src_offset, nbytes, index=None) -> None:
         if not nbytes:
@@ -227,7 +245,7 @@ class OpenCLRuntime:
     def synchronize(self, index=None) -> None:
         targets = self.devices if index is None else [self.devices[index]]
         for d in targets:
-            d.queue.finish()
+            d.finish()
 
 
 def _host_bytes(array) -> np.ndarray:

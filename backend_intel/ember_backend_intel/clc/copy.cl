@@ -21,13 +21,14 @@
 #define FCVT_f32(v) (v)
 #define FCVT_f64(v) (v)
 
-kernel void copy_contig(global ST(D) *o, long oo, global const ST(S) *x, long xo, long n) {
-    for (long i = get_global_id(0); i < n; i += get_global_size(0))
-        SV(D, o, oo + i, CONVERT(LD(S, x, xo + i)));
-}
-
-kernel void copy_strided(global ST(D) *o, long oo, long8 so_, global const ST(S) *x, long xo,
-                         long8 sx_, long8 shape_, int nd, long n) {
+/* nd == 0: both contiguous with n elements; else any strides over `shape`. */
+kernel void copy(global ST(D) *o, long oo, long8 so_, global const ST(S) *x, long xo, long8 sx_,
+                 long8 shape_, int nd, long n) {
+    if (nd == 0) {
+        for (long i = get_global_id(0); i < n; i += get_global_size(0))
+            SV(D, o, oo + i, CONVERT(LD(S, x, xo + i)));
+        return;
+    }
     EM_UNPACK(shape, shape_);
     EM_UNPACK(so, so_);
     EM_UNPACK(sx, sx_);
@@ -41,12 +42,12 @@ kernel void copy_strided(global ST(D) *o, long oo, long8 so_, global const ST(S)
 
 #ifdef T
 /* `value` arrives as T's storage (half types as their bits). */
-kernel void fill_contig(global ST(T) *o, long oo, ST(T) value, long n) {
-    for (long i = get_global_id(0); i < n; i += get_global_size(0)) o[oo + i] = value;
-}
-
-kernel void fill_strided(global ST(T) *o, long oo, long8 so_, long8 shape_, int nd, long n,
-                         ST(T) value) {
+kernel void fill(global ST(T) *o, long oo, long8 so_, long8 shape_, int nd, long n,
+                 ST(T) value) {
+    if (nd == 0) {
+        for (long i = get_global_id(0); i < n; i += get_global_size(0)) o[oo + i] = value;
+        return;
+    }
     EM_UNPACK(shape, shape_);
     EM_UNPACK(so, so_);
     for (long i = get_global_id(0); i < n; i += get_global_size(0))

@@ -6,8 +6,7 @@
  *   EXPR   the op's expression (the CPU plugin's .def line): it reads x (unary) or a, b, c, the
  *          parameters p->f[0..2], and may report an error through p->status (HAS_STATUS)
  * Each operand is a (buffer, element offset) pair or, when bit k of `scalars` is set, the scalar
- * argument next to it. ew_contig walks contiguous operands; ew_strided any strides (up to 8
- * merged dims: the glue splits what has more).
+ * argument next to it.
  */
 
 /* ---- helpers with PyTorch's semantics (as in the CPU plugin's elementwise.c) ----------------- */
@@ -124,37 +123,33 @@ EM_FLOAT_HELPERS(double)
 
 #define PARAMS em_params P = {{p0, p1, p2, 0}, {0, 0, 0, 0}, 0}; em_params *p = &P; (void)p
 
-kernel void ew_contig(global ST(OUT) *o, long oo,
-                      global const ST(A) *pa, long ao, act sa,
-                      global const ST(T) *pb, long bo, ct sb,
-                      global const ST(T) *pc, long co, ct sc,
-                      int scalars, long n, em_real p0, em_real p1, em_real p2,
-                      global long *status) {
+/* nd == 0: every operand is contiguous with n elements (no index arithmetic); else operands
+ * have any strides over `shape` (up to 8 merged dims: the glue splits what has more). One kernel
+ * for both: PoCL compiles a work-group function per kernel, so fewer kernels compile faster. */
+kernel void ew(global ST(OUT) *o, long oo, long8 so_,
+               global const ST(A) *pa, long ao, long8 sa_,
+               global const ST(T) *pb, long bo, long8 sb_,
+               global const ST(T) *pc, long co, long8 sc_,
+               long8 shape_, int nd, long n, act sa, ct sb, ct sc, int scalars,
+               em_real p0, em_real p1, em_real p2, global long *status) {
     PARAMS;
-    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
-        OPERANDS_IN(ao + i, bo + i, co + i)
-        STORE(o, oo + i, (EXPR));
-    }
-    REPORT();
-}
-
-kernel void ew_strided(global ST(OUT) *o, long oo, long8 so_,
-                       global const ST(A) *pa, long ao, long8 sa_,
-                       global const ST(T) *pb, long bo, long8 sb_,
-                       global const ST(T) *pc, long co, long8 sc_,
-                       long8 shape_, int nd, long n, act sa, ct sb, ct sc, int scalars,
-                       em_real p0, em_real p1, em_real p2, global long *status) {
-    PARAMS;
-    EM_UNPACK(shape, shape_);
-    EM_UNPACK(so, so_);
-    EM_UNPACK(s1, sa_);
-    EM_UNPACK(s2, sb_);
-    EM_UNPACK(s3, sc_);
-    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
-        long at[8];
-        em_unravel(i, nd, shape, at);
-        OPERANDS_IN(ao + em_dot(nd, at, s1), bo + em_dot(nd, at, s2), co + em_dot(nd, at, s3))
-        STORE(o, oo + em_dot(nd, at, so), (EXPR));
+    if (nd == 0) {
+        for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+            OPERANDS_IN(ao + i, bo + i, co + i)
+            STORE(o, oo + i, (EXPR));
+        }
+    } else {
+        EM_UNPACK(shape, shape_);
+        EM_UNPACK(so, so_);
+        EM_UNPACK(s1, sa_);
+        EM_UNPACK(s2, sb_);
+        EM_UNPACK(s3, sc_);
+        for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+            long at[8];
+            em_unravel(i, nd, shape, at);
+            OPERANDS_IN(ao + em_dot(nd, at, s1), bo + em_dot(nd, at, s2), co + em_dot(nd, at, s3))
+            STORE(o, oo + em_dot(nd, at, so), (EXPR));
+        }
     }
     REPORT();
 }

@@ -5,8 +5,8 @@
  * for float64 outputs and 64-bit integer draws).
  *
  * Work-item t makes block offset + t and writes elements PER * t ... PER * t + PER - 1 of out in
- * row-major logical order, at offsets given by out's (merged) shape and strides; so element i
- * depends only on (seed, offset, i), never on the launch.
+ * row-major logical order, at offsets given by out's (merged) shape and strides (nd == 0: out is
+ * contiguous); so element i depends only on (seed, offset, i), never on the launch.
  */
 #define UNIFORM 1
 #define NORMAL 2
@@ -106,7 +106,7 @@ kernel void fill(global ST(T) *o, long oo, long8 so_, long8 shape_, int nd, long
 #endif
         for (int l = 0; l < PER; l++) {
             long i = t * PER + l;
-            if (i < n) SV(T, o, oo + em_offset(i, nd, shape, so), y[l]);
+            if (i < n) SV(T, o, oo + (nd ? em_offset(i, nd, shape, so) : i), y[l]);
         }
     }
 }

@@ -68,6 +68,9 @@ def pack(values) -> bytes:
     return _LONG8(*values, *_ZEROS8[len(values) :])
 
 
+NO_DIMS = _LONG8(*_ZEROS8)  # the long8 of a kernel call over contiguous operands (nd = 0)
+
+
 def merge_dims(shape, strides: list) -> tuple[tuple, list]:
     """Drop size-1 dims and merge neighbours that are contiguous for every operand; an empty shape
     stays empty (one element)."""

@@ -12,6 +12,7 @@ from ..programs import source
 from ._launch import (
     DTYPE_NAMES,
     FLOAT_CODES,
+    NO_DIMS,
     TOKENS,
     device_of,
     offset,
@@ -42,7 +43,7 @@ def convert(dev, dst, dst_code: int, src, src_code: int, shape: tuple, strides: 
         contiguous.append(step)
         step *= size
     layouts = [(*dst, tuple(reversed(contiguous))), (*src, tuple(strides))]
-    run_strided(dev, kernels["copy_strided"], tuple(shape), layouts)
+    run_strided(dev, kernels["copy"], tuple(shape), layouts)
 
 
 def build(runtime) -> dict:
@@ -64,15 +65,15 @@ def build(runtime) -> dict:
         )
         if dst._contig and src._contig:
             dev.launch(
-                kernels["copy_contig"], n, dst._storage.handle, offset(dst),
-                src._storage.handle, offset(src), n,
+                kernels["copy"], n, dst._storage.handle, offset(dst), NO_DIMS,
+                src._storage.handle, offset(src), NO_DIMS, NO_DIMS, 0, n,
             )  # fmt: skip
         else:
             layouts = [
                 (dst._storage.handle, offset(dst), dst._stride),
                 (src._storage.handle, offset(src), src._stride),
             ]
-            run_strided(dev, kernels["copy_strided"], dst._shape, layouts)
+            run_strided(dev, kernels["copy"], dst._shape, layouts)
 
     def fill_(out, value):
         dev = device_of(runtime, out)
@@ -83,10 +84,12 @@ def build(runtime) -> dict:
         bits = storage_scalar(code, float(value) if code in FLOAT_CODES else int(value))
         n = math.prod(out._shape)
         if out._contig:
-            dev.launch(kernels["fill_contig"], n, out._storage.handle, offset(out), bits, n)
+            dev.launch(
+                kernels["fill"], n, out._storage.handle, offset(out), NO_DIMS, NO_DIMS, 0, n, bits
+            )
         else:
             layouts = [(out._storage.handle, offset(out), out._stride)]
-            run_strided(dev, kernels["fill_strided"], out._shape, layouts, bits)
+            run_strided(dev, kernels["fill"], out._shape, layouts, bits)
 
     def arange(out, start, step):
         dev = device_of(runtime, out)

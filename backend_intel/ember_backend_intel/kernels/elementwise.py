@@ -15,6 +15,7 @@ from ..programs import source
 from . import _shared
 from ._launch import (
     DTYPE_NAMES,
+    NO_DIMS,
     SCALARS,
     TOKENS,
     check_status,
@@ -65,40 +66,40 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
             code = operands[0]._dtype.code if arity == 1 else out._dtype.code
         token = TOKENS[code]
         dev = devices[out._storage.device.index]
-        kernels = dev.programs.get(
-            ("ew", name, token), lambda: _source(arity, token, *lines[token])
-        )
+        fn = dev.programs.get(("ew", name, token), lambda: _source(arity, token, *lines[token]))[
+            "ew"
+        ]
         p0, p1, p2 = _params(name, arity, operands, extra)
         contig = out._contig
-        slots, scalars = [], 0
+        slots, values, scalars = [], [], 0
         for k, t in enumerate(operands):
             if t.__class__ in SCALARS:
                 first_bool = k == 0 and name == "where"
-                slots.append((dev.dummy, 0, compute_scalar(0 if first_bool else code, t)))
+                slots.append((dev.dummy, 0))
+                values.append(compute_scalar(0 if first_bool else code, t))
                 scalars |= 1 << k
             else:
-                slots.append((t._storage.handle, offset(t), 0))
+                slots.append((t._storage.handle, offset(t)))
+                values.append(0)
                 contig = contig and t._contig
         while len(slots) < 3:
-            slots.append((dev.dummy, 0, 0))
-            scalars |= 1 << len(slots) - 1
-        n = math.prod(out._shape)
-        if contig:
+            scalars |= 1 << len(slots)
+            slots.append((dev.dummy, 0))
+            values.append(0)
+        tail = (*values, scalars, p0, p1, p2, dev.status)
+        if contig:  # nd = 0: every operand contiguous, no index arithmetic
+            n = math.prod(out._shape)
             dev.launch(
-                kernels["ew_contig"], n, out._storage.handle, offset(out),
-                *slots[0], *slots[1], *slots[2], scalars, n, p0, p1, p2, dev.status,
+                fn, n, out._storage.handle, offset(out), NO_DIMS, *slots[0], NO_DIMS, *slots[1],
+                NO_DIMS, *slots[2], NO_DIMS, NO_DIMS, 0, n, *tail,
             )  # fmt: skip
         else:
             zeros = (0,) * len(out._shape)
             layouts = [(out._storage.handle, offset(out), out._stride)]
-            for k, (buffer, at, _scalar) in enumerate(slots):
-                strided = k < len(operands) and not scalars >> k & 1
+            for k, (buffer, at) in enumerate(slots):
+                strided = not scalars >> k & 1
                 layouts.append((buffer, at, operands[k]._stride if strided else zeros))
-            values = [scalar for _buffer, _at, scalar in slots]
-            run_strided(
-                dev, kernels["ew_strided"], out._shape, layouts, *values, scalars, p0, p1, p2,
-                dev.status,
-            )  # fmt: skip
+            run_strided(dev, fn, out._shape, layouts, *tail)
         if reports[token]:
             check_status(dev, name, DTYPE_NAMES[code])
 

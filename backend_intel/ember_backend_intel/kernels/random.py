@@ -60,7 +60,10 @@ def _make(runtime, name: str, fill: str, convert):
                 f"#define T {token}\n#define FILL {fill}\n#define PER {per}\n" + source("random.cl")
             ),
         )["fill"]
-        shape, (strides,) = merge_dims(out._shape, [out._stride])
+        if out._contig:
+            shape, strides = (), ()
+        else:
+            shape, (strides,) = merge_dims(out._shape, [out._stride])
         n = math.prod(out._shape)
         seed = int(seed) % _U64
         dev.launch(
