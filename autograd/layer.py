@@ -15,6 +15,7 @@ from ember._dtype import FLOATING
 from ember._tensor import Tensor
 
 from ..dispatcher.layers import Layer
+from ..dispatcher.opdef import Kind
 from .grad_mode import STATE
 from .node import Node, gradient_edge
 
@@ -44,10 +45,7 @@ class AutogradLayer(Layer):
                 return op.decomposition(*args)  # composite: its parts get recorded
             if not base.defn.differentiable:
                 return self.below(op, args)
-            raise RuntimeError(
-                f"the derivative for '{op.name}' is not implemented (add it to "
-                "autograd/formulas.py, or mark the op differentiable=False)"
-            )
+            raise RuntimeError(f"the derivative for '{op.name}' is not implemented ({_fix(base)})")
         if op.mutates:
             return self.record_inplace(op, base, formula, args)
         ctx = formula.context(op, args)
@@ -99,6 +97,12 @@ class AutogradLayer(Layer):
         _set_history(view_base, rebased, 0)
         _set_history(target, ViewOf(view_base, target, rebased), 0)
         return target
+
+
+def _fix(op) -> str:
+    if op.kind is Kind.LIBRARY:
+        return f"register one with ember.library.register_autograd('{op.name}', backward, ...)"
+    return "add it to autograd/formulas.py, or mark the op differentiable=False"
 
 
 def _edges(op, args) -> tuple[list, list]:
