@@ -6,7 +6,16 @@
  * half types, NaN payloads included); adds go through the compute type. The accumulating kernels
  * take dim out of the iteration space and walk it inside one work-item, as the CPU's loops do,
  * so work-items never write the same element and duplicates add up in order: no atomics.
+ *
+ * The accumulating kernels write into ST(OT): T itself, or with WIDE (half T, only for adds) a
+ * float32 copy of the destination that the glue narrows once at the end, as the CPU does, so
+ * repeated adds do not round at every step.
  */
+#ifdef WIDE
+#define OT f32
+#else
+#define OT T
+#endif
 
 /* out[p] = x[p with p[dim] = index[p]] for p over index's shape; out contiguous. */
 kernel void gather(global ST(T) *o, long oo, global const ST(T) *x, long xo, long8 xs_,
@@ -29,7 +38,7 @@ kernel void gather(global ST(T) *o, long oo, global const ST(T) *x, long xo, lon
 }
 
 /* out[p with p[dim] = index[p]] = src[p] (add: +=): one work-item per line along dim. */
-kernel void scatter(global ST(T) *o, long oo, long8 os_, global const long *ix, long io,
+kernel void scatter(global ST(OT) *o, long oo, long8 os_, global const long *ix, long io,
                     long8 is_, global const ST(T) *s, long so, long8 ss_, long8 shape_, int nd,
                     long lines, int dim, long count, long size, int add, global long *status) {
     EM_UNPACK(shape, shape_);
@@ -49,7 +58,7 @@ kernel void scatter(global ST(T) *o, long oo, long8 os_, global const long *ix, 
             }
             const long d = ob + v * os[dim], from = sb + k * ss[dim];
             if (add)
-                SV(T, o, d, LD(T, o, d) + LD(T, s, from));
+                SV(OT, o, d, LD(OT, o, d) + LD(T, s, from));
             else
                 o[d] = s[from];
         }
@@ -76,7 +85,7 @@ kernel void index_select(global ST(T) *o, long oo, global const ST(T) *x, long x
 }
 
 /* out[..., index[k], ...] += alpha * src[..., k, ...]: one work-item per line along dim. */
-kernel void index_add(global ST(T) *o, long oo, long8 os_, global const long *ix, long io,
+kernel void index_add(global ST(OT) *o, long oo, long8 os_, global const long *ix, long io,
                       long istep, global const ST(T) *s, long so, long8 ss_, long8 shape_, int nd,
                       long lines, int dim, long count, long size, em_real alpha_f, long alpha_i,
                       global long *status) {
@@ -99,7 +108,7 @@ kernel void index_add(global ST(T) *o, long oo, long8 os_, global const long *ix
 #else
             const CT(T) add = (CT(T))(alpha_i * LD(T, s, sb + k * ss[dim]));
 #endif
-            SV(T, o, d, LD(T, o, d) + add);
+            SV(OT, o, d, LD(OT, o, d) + add);
         }
     }
 }
@@ -139,7 +148,7 @@ kernel void put_check(global const long *ix, long io, long8 ishape_, long8 is_, 
 
 /* x.flatten()[index[p]] = src[p], or += in order by one work-item when accumulating (duplicate
  * indices must all count). src has index's shape and strides ss. */
-kernel void put(global ST(T) *x, long xo, FLAT_ARGS, global const long *ix, long io,
+kernel void put(global ST(OT) *x, long xo, FLAT_ARGS, global const long *ix, long io,
                 long8 ishape_, long8 is_, global const ST(T) *s, long so, long8 ss_, int ind,
                 long n, int accumulate) {
     FLAT_UNPACK;
@@ -151,7 +160,7 @@ kernel void put(global ST(T) *x, long xo, FLAT_ARGS, global const long *ix, long
         for (long i = 0; i < n; i++) {
             long v = ix[io + em_offset(i, ind, ishape, is)];
             const long d = xo + FLAT(v);
-            SV(T, x, d, LD(T, x, d) + LD(T, s, so + em_offset(i, ind, ishape, ss)));
+            SV(OT, x, d, LD(OT, x, d) + LD(T, s, so + em_offset(i, ind, ishape, ss)));
         }
         return;
     }

@@ -29,21 +29,37 @@ def _one_source(token: str) -> str:
     return f"#define T {token}\n" + source("copy.cl")
 
 
-def convert(dev, dst, dst_code: int, src, src_code: int, shape: tuple, strides: tuple) -> None:
-    """Write the elements of a strided layout into a contiguous one, casting between dtypes.
+def contiguous_strides(shape) -> tuple:
+    """Row-major strides (elements) of ``shape``."""
+    strides = []
+    step = 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
 
-    ``dst`` and ``src`` are ``(buffer, element offset)`` pairs; ``strides`` are src's, in elements
-    (matrix products pack and convert their operands with this).
+
+def convert(dev, dst, dst_code: int, src, src_code: int, shape, strides, dst_strides=None) -> None:
+    """Copy the elements of one strided layout into another (contiguous unless ``dst_strides``
+    is given), casting between dtypes.
+
+    ``dst`` and ``src`` are ``(buffer, element offset)`` pairs; strides are in elements (matrix
+    products pack and convert their operands with this, accumulating kernels widen half types).
     """
     s, d = TOKENS[src_code], TOKENS[dst_code]
     kernels = dev.programs.get(("copy", s, d), lambda: _pair_source(s, d))
-    contiguous = []
-    step = 1
-    for size in reversed(shape):
-        contiguous.append(step)
-        step *= size
-    layouts = [(*dst, tuple(reversed(contiguous))), (*src, tuple(strides))]
+    if dst_strides is None:
+        dst_strides = contiguous_strides(shape)
+    layouts = [(*dst, tuple(dst_strides)), (*src, tuple(strides))]
     run_strided(dev, kernels["copy"], tuple(shape), layouts)
+
+
+def _overlap(dst, src, nbytes: int) -> bool:
+    """Whether two contiguous ranges of one buffer overlap (clEnqueueCopyBuffer refuses them)."""
+    if dst._storage.handle != src._storage.handle:
+        return False
+    gap = (offset(dst) - offset(src)) * dst._dtype.itemsize
+    return abs(gap) < nbytes
 
 
 def build(runtime) -> dict:
@@ -53,8 +69,10 @@ def build(runtime) -> dict:
         dev = device_of(runtime, dst)
         dc, sc = dst._dtype.code, src._dtype.code
         n = math.prod(dst._shape)
-        if dst._contig and src._contig and dc == sc:
-            size = dst._dtype.itemsize
+        if not n:
+            return  # clEnqueueCopyBuffer refuses 0 bytes
+        size = dst._dtype.itemsize
+        if dst._contig and src._contig and dc == sc and not _overlap(dst, src, n * size):
             cl.enqueue_copy(
                 dev.queue, dst._storage.handle, src._storage.handle, byte_count=n * size,
                 src_offset=offset(src) * size, dst_offset=offset(dst) * size,

@@ -10,6 +10,7 @@ where a kernel indexes along a dim.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 from ..programs import source
@@ -25,18 +26,39 @@ from ._launch import (
     offset,
     pack,
 )
+from .copy import contiguous_strides, convert
+
+HALF = (6, 7)
+FLOAT32 = 8
 
 
 def _dims(t) -> tuple[tuple, tuple]:
     return (t._shape, t._stride) if t._shape else ((1,), (1,))
 
 
-def _kernels(dev, code: int) -> dict:
+def _kernels(dev, code: int, wide: bool = False) -> dict:
+    """The index program of dtype ``code``; ``wide``: its adds go into a float32 destination."""
     token = TOKENS[code]
-    return dev.programs.get(
-        ("index", token),
-        lambda: f"#define T {token}\n#define LOCAL {dev.local_size}\n" + source("index.cl"),
-    )
+    head = f"#define T {token}\n#define LOCAL {dev.local_size}\n" + ("#define WIDE 1\n" * wide)
+    return dev.programs.get(("index", token, wide), lambda: head + source("index.cl"))
+
+
+@contextlib.contextmanager
+def _accumulator(dev, t, add: bool = True):
+    """``(kernels, buffer, element offset, shape, strides)`` for adding into ``t``: ``t`` itself,
+    or for half dtypes a float32 copy narrowed back into ``t`` at the end, as the CPU does, so
+    repeated adds round once."""
+    code = t._dtype.code
+    shape, strides = _dims(t)
+    if not add or code not in HALF:
+        yield _kernels(dev, code), t._storage.handle, offset(t), shape, strides
+        return
+    wide_strides = contiguous_strides(shape)
+    here = (t._storage.handle, offset(t))
+    with dev.scratch(4 * math.prod(shape)) as (wide,):
+        convert(dev, (wide, 0), FLOAT32, here, code, shape, strides)
+        yield _kernels(dev, code, True), wide, 0, shape, wide_strides
+        convert(dev, here, code, (wide, 0), FLOAT32, shape, wide_strides, strides)
 
 
 def _check_rank(op: str, shape: tuple) -> None:
@@ -76,18 +98,18 @@ def build(runtime) -> dict:
         def scatter(out, dim, index, src):
             _shared.check_scatter_shapes(op, out, dim, index, src)
             dev = device_of(runtime, out)
-            oshape, ostride = _dims(out)
             ishape, istride = _dims(index)
             _, sstride = _dims(src)
             _check_rank(op, ishape)
             lines_shape = ishape[:dim] + (1,) + ishape[dim + 1 :]
             lines = math.prod(lines_shape) if math.prod(ishape) else 0
-            dev.launch(
-                _kernels(dev, out._dtype.code)["scatter"], lines, out._storage.handle,
-                offset(out), pack(ostride), index._storage.handle, offset(index), pack(istride),
-                src._storage.handle, offset(src), pack(sstride), pack(lines_shape),
-                len(lines_shape), lines, dim, ishape[dim], oshape[dim], add, dev.status,
-            )  # fmt: skip
+            with _accumulator(dev, out, add) as (kernels, buffer, at, oshape, ostride):
+                dev.launch(
+                    kernels["scatter"], lines, buffer, at, pack(ostride), index._storage.handle,
+                    offset(index), pack(istride), src._storage.handle, offset(src),
+                    pack(sstride), pack(lines_shape), len(lines_shape), lines, dim, ishape[dim],
+                    oshape[dim], add, dev.status,
+                )  # fmt: skip
             check_status(dev, op, out._dtype.name, _along_dim(dim, oshape[dim]))
 
         scatter.__qualname__ = f"xpu.{op}"
@@ -114,19 +136,18 @@ def build(runtime) -> dict:
         n = index._shape[0]
         _shared.check_index_add_shapes(out, dim, n, source)
         dev = device_of(runtime, out)
-        oshape, ostride = _dims(out)
         sshape, sstride = _dims(source)
         _check_rank("index_add", sshape)
         lines_shape = sshape[:dim] + (1,) + sshape[dim + 1 :]
         lines = math.prod(lines_shape) if n else 0
         floats = out._dtype.code in FLOAT_CODES
-        dev.launch(
-            _kernels(dev, out._dtype.code)["index_add"], lines, out._storage.handle,
-            offset(out), pack(ostride), index._storage.handle, offset(index), index._stride[0],
-            source._storage.handle, offset(source), pack(sstride), pack(lines_shape),
-            len(lines_shape), lines, dim, n, oshape[dim], float(alpha) if floats else 0.0,
-            0 if floats else int(alpha), dev.status,
-        )  # fmt: skip
+        with _accumulator(dev, out) as (kernels, buffer, at, oshape, ostride):
+            dev.launch(
+                kernels["index_add"], lines, buffer, at, pack(ostride), index._storage.handle,
+                offset(index), index._stride[0], source._storage.handle, offset(source),
+                pack(sstride), pack(lines_shape), len(lines_shape), lines, dim, n, oshape[dim],
+                float(alpha) if floats else 0.0, 0 if floats else int(alpha), dev.status,
+            )  # fmt: skip
         check_status(dev, "index_add", out._dtype.name, _along_dim(dim, oshape[dim]))
 
     def take(out, x, index):
@@ -148,18 +169,21 @@ def build(runtime) -> dict:
                 f"{list(index._shape)}"
             )
         dev = device_of(runtime, x)
-        kernels = _kernels(dev, x._dtype.code)
-        xshape, xstrides, xnd, size = _flat_layout(x)
         ishape, (istride, sstride) = merge_dims(index._shape, [index._stride, source._stride])
         n = math.prod(index._shape)
+        size = math.prod(x._shape)
         where = (index._storage.handle, offset(index), pack(ishape), pack(istride))
-        dev.launch(kernels["put_check"], n, *where, len(ishape), n, size, dev.status)
-        check_status(dev, "put_", x._dtype.name, _flat(size))
         dev.launch(
-            kernels["put"], 1 if accumulate else n, x._storage.handle, offset(x), xshape,
-            xstrides, xnd, size, *where, source._storage.handle, offset(source), pack(sstride),
-            len(ishape), n, int(accumulate),
-        )  # fmt: skip
+            _kernels(dev, x._dtype.code)["put_check"], n, *where, len(ishape), n, size, dev.status
+        )
+        check_status(dev, "put_", x._dtype.name, _flat(size))
+        with _accumulator(dev, x, accumulate) as (kernels, buffer, at, xshape, xstride):
+            xshape, (xstride,) = merge_dims(xshape, [xstride])
+            dev.launch(
+                kernels["put"], 1 if accumulate else n, buffer, at, pack(xshape), pack(xstride),
+                len(xshape), size, *where, source._storage.handle, offset(source),
+                pack(sstride), len(ishape), n, int(accumulate),
+            )  # fmt: skip
 
     def nonzero(out, x):
         if not x._shape:
