@@ -115,8 +115,8 @@ class Programs:
             name = fn.get_arg_info(i, cl.kernel_arg_info.TYPE_NAME).rstrip("\x00").strip()
             if name.endswith("*"):
                 dtypes.append(None)  # a buffer
-            elif name == "long8":
-                dtypes.append(cl.cltypes.long8)  # shapes and strides, packed by the glue
+            elif name in ("long8", "long16"):
+                dtypes.append(getattr(cl.cltypes, name))  # shapes, strides, metadata: packed
             else:
                 dtypes.append(_SCALARS[name])
         return dtypes

@@ -55,6 +55,7 @@ class Device:
         self.dummy = cl.Buffer(self.context, flags.READ_WRITE, 64)
         self.programs = Programs(cl, self)
         self._cl = cl
+        self._enqueue = cl.enqueue_nd_range_kernel
         self._spare: dict = {}  # scratch buffers by size class, free for the next kernel
         # Uploads in flight. pyopencl's event for a copy from host memory waits for the copy
         # when it is dropped, so they are kept until done (pruned here, cleared on finish).
@@ -111,6 +112,19 @@ class Device:
             return
         local = kernel.local
         kernel.fn(self.queue, (self.groups(n, local),), (local,), *args)
+
+    def relaunch(self, kernel, n: int, buffers: tuple, meta: bytes) -> None:
+        """Launch ``kernel`` again with new ``buffers`` (its first arguments) and packed ``meta``
+        (the next one); the others keep the values of its previous launch, as OpenCL keeps
+        them, which saves setting them. Bytes go in through pyopencl's ``_set_arg_buf`` (what
+        its own invokers use): ``set_arg`` takes 6 us to work out what a bytes object is."""
+        fn = kernel.fn
+        set_arg = fn.set_arg
+        for i, buffer in enumerate(buffers):
+            set_arg(i, buffer)
+        getattr(fn, "_set_arg_buf", set_arg)(len(buffers), meta)
+        local = kernel.local
+        self._enqueue(self.queue, fn, (self.groups(n, local),), (local,), None, None)
 
     def read_status(self) -> tuple[int, int]:
         """(code, value) the kernels reported since the last read; resets it. Waits for them."""

@@ -121,18 +121,40 @@ EM_FLOAT_HELPERS(double)
 #define REPORT() (void)status
 #endif
 
-#define PARAMS em_params P = {{p0, p1, p2, 0}, {0, 0, 0, 0}, 0}; em_params *p = &P; (void)p
+/* A scalar travelling in an 8-byte slot of `meta` (the glue packs float in the low 4 bytes,
+ * double whole, integers as long), read back in the type of `like`. */
+inline float __attribute__((overloadable)) em_slot(long v, float like) { return as_float((int)v); }
+#ifdef EM_FP64
+inline double __attribute__((overloadable)) em_slot(long v, double like) { return as_double(v); }
+#endif
+inline long __attribute__((overloadable)) em_slot(long v, long like) { return v; }
+inline int __attribute__((overloadable)) em_slot(long v, int like) { return (int)v; }
+inline short __attribute__((overloadable)) em_slot(long v, short like) { return (short)v; }
+inline char __attribute__((overloadable)) em_slot(long v, char like) { return (char)v; }
+inline uchar __attribute__((overloadable)) em_slot(long v, uchar like) { return (uchar)v; }
 
-/* nd == 0: every operand is contiguous with n elements (no index arithmetic); else operands
- * have any strides over `shape` (up to 8 merged dims: the glue splits what has more). One kernel
- * for both: PoCL compiles a work-group function per kernel, so fewer kernels compile faster. */
-kernel void ew(global ST(OUT) *o, long oo, long8 so_,
-               global const ST(A) *pa, long ao, long8 sa_,
-               global const ST(T) *pb, long bo, long8 sb_,
-               global const ST(T) *pc, long co, long8 sc_,
-               long8 shape_, int nd, long n, act sa, ct sb, ct sc, int scalars,
-               em_real p0, em_real p1, em_real p2, global long *status) {
-    PARAMS;
+/* `meta` holds what changes from call to call, so that a call on contiguous operands sets five
+ * arguments (OpenCL keeps the others from the previous call, and PoCL's launch cost grows with
+ * the argument count): element offsets oo ao bo co, n, nd, the scalar-operand bits, the scalar
+ * operands sa sb sc, the op parameters p0 p1 p2. nd == 0: every operand is contiguous with n
+ * elements (no index arithmetic); else operands have any strides over `shape` (up to 8 merged
+ * dims: the glue splits what has more). One kernel for both: PoCL compiles a work-group function
+ * per kernel, so fewer kernels compile faster. */
+kernel void ew(global ST(OUT) *o, global const ST(A) *pa, global const ST(T) *pb,
+               global const ST(T) *pc, long16 meta, long8 shape_, long8 so_, long8 sa_,
+               long8 sb_, long8 sc_, global long *status) {
+    long m[16];
+    vstore16(meta, 0, m);
+    const long oo = m[0], ao = m[1], bo = m[2], co = m[3], n = m[4];
+    const int nd = (int)m[5], scalars = (int)m[6];
+    const act sa = em_slot(m[7], (act)0);
+    const ct sb = em_slot(m[8], (ct)0), sc = em_slot(m[9], (ct)0);
+    em_params P = {{em_slot(m[10], (em_real)0), em_slot(m[11], (em_real)0),
+                    em_slot(m[12], (em_real)0), 0}, {0, 0, 0, 0}, 0};
+    em_params *p = &P;
+    (void)p;
+    (void)sb;
+    (void)sc;
     if (nd == 0) {
         for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
             OPERANDS_IN(ao + i, bo + i, co + i)

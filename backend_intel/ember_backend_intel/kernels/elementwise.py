@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 
 from ..programs import source
 from . import _shared
@@ -18,10 +19,12 @@ from ._launch import (
     NO_DIMS,
     SCALARS,
     TOKENS,
+    blocks,
     check_status,
     compute_scalar,
+    merge_dims,
     offset,
-    run_strided,
+    pack,
 )
 
 # where(cond, a, b) is not in the CPU's .def files (its loop copies raw storage); its one line:
@@ -29,6 +32,7 @@ WHERE = ("where", "ALL", "SAME", "a ? b : c")
 # An expression that passes `p` to a helper may report an error (integer division by zero...).
 _REPORTS = re.compile(r"\bp\s*\)")
 _NO_PARAMS = (0.0, 0.0, 0.0)
+_NO_LAYOUT = (NO_DIMS,) * 5  # shape and strides of a call on contiguous operands (nd = 0)
 
 
 def _source(arity: int, token: str, out: str, expression: str) -> str:
@@ -52,10 +56,44 @@ def _params(name: str, arity: int, operands, extra):
     return (float(extra[0]), 0.0, 0.0) if extra else _NO_PARAMS
 
 
+def _slot(token: str) -> str:
+    """struct format of a scalar in an 8-byte slot of the kernel's ``meta`` (clc's em_slot)."""
+    if token == "f64":
+        return "d"
+    return "f4x" if token in _shared.FAMILIES["FLOAT"] else "q"
+
+
+class _Program:
+    """One (device, op, dtype): its kernel, the packer of its ``meta`` argument, whether every
+    argument has been set once (then a contiguous call sets only the five that change)."""
+
+    __slots__ = ("kernel", "meta", "ready", "reports")
+
+    def __init__(self, kernel, meta, reports: bool):
+        self.kernel = kernel
+        self.meta = meta
+        self.ready = False
+        self.reports = reports
+
+
 def make_kernel(runtime, name: str, arity: int, lines: dict):
     """The glue of op ``name``; ``lines`` maps a dtype token to its (out kind, expression)."""
     devices = runtime.devices
-    reports = {tok: bool(_REPORTS.search(expr)) for tok, (_out, expr) in lines.items()}
+    programs: dict = {}  # (device index, dtype code) -> _Program
+    missing = 7 & ~((1 << arity) - 1)  # operands the op does not have read as scalars
+
+    def program(dev, code: int) -> _Program:
+        token = TOKENS[code]
+        out, expression = lines[token]
+        kernel = dev.programs.get(
+            ("ew", name, token), lambda: _source(arity, token, out, expression)
+        )
+        first = "b" if expression == WHERE[3] else token
+        real = "d" if dev.fp64 else "f4x"
+        meta = struct.Struct(f"<7q{_slot(first)}{_slot(token) * 2}{real * 3}24x").pack
+        found = _Program(kernel["ew"], meta, bool(_REPORTS.search(expression)))
+        programs[dev.index, code] = found
+        return found
 
     def kernel(out, *args):
         operands, extra = args[:arity], args[arity:]
@@ -64,43 +102,46 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
             code = ref._dtype.code
         else:
             code = operands[0]._dtype.code if arity == 1 else out._dtype.code
-        token = TOKENS[code]
         dev = devices[out._storage.device.index]
-        fn = dev.programs.get(("ew", name, token), lambda: _source(arity, token, *lines[token]))[
-            "ew"
-        ]
-        p0, p1, p2 = _params(name, arity, operands, extra)
+        prog = programs.get((dev.index, code)) or program(dev, code)
+        params = _params(name, arity, operands, extra) if extra or arity == 1 else _NO_PARAMS
         contig = out._contig
-        slots, values, scalars = [], [], 0
+        dummy = dev.dummy
+        buffers, offsets, values = [dummy, dummy, dummy], [0, 0, 0], [0, 0, 0]
+        scalars = missing
         for k, t in enumerate(operands):
             if t.__class__ in SCALARS:
-                first_bool = k == 0 and name == "where"
-                slots.append((dev.dummy, 0))
-                values.append(compute_scalar(0 if first_bool else code, t))
+                values[k] = compute_scalar(0 if k == 0 and name == "where" else code, t)
                 scalars |= 1 << k
             else:
-                slots.append((t._storage.handle, offset(t)))
-                values.append(0)
+                buffers[k] = t._storage.handle
+                offsets[k] = offset(t)
                 contig = contig and t._contig
-        while len(slots) < 3:
-            scalars |= 1 << len(slots)
-            slots.append((dev.dummy, 0))
-            values.append(0)
-        tail = (*values, scalars, p0, p1, p2, dev.status)
+        target = out._storage.handle
         if contig:  # nd = 0: every operand contiguous, no index arithmetic
             n = math.prod(out._shape)
-            dev.launch(
-                fn, n, out._storage.handle, offset(out), NO_DIMS, *slots[0], NO_DIMS, *slots[1],
-                NO_DIMS, *slots[2], NO_DIMS, NO_DIMS, 0, n, *tail,
-            )  # fmt: skip
+            meta = prog.meta(offset(out), *offsets, n, 0, scalars, *values, *params)
+            if prog.ready:
+                dev.relaunch(prog.kernel, n, (target, *buffers), meta)
+            else:
+                dev.launch(prog.kernel, n, target, *buffers, meta, *_NO_LAYOUT, dev.status)
         else:
             zeros = (0,) * len(out._shape)
-            layouts = [(out._storage.handle, offset(out), out._stride)]
-            for k, (buffer, at) in enumerate(slots):
-                strided = not scalars >> k & 1
-                layouts.append((buffer, at, operands[k]._stride if strided else zeros))
-            run_strided(dev, fn, out._shape, layouts, *tail)
-        if reports[token]:
+            layouts = [out._stride] + [
+                zeros if scalars >> k & 1 else operands[k]._stride for k in range(3)
+            ]
+            shape, layouts = merge_dims(out._shape, layouts)
+            starts = [offset(out), *offsets]
+            for deltas, sub_shape, sub in blocks(shape, layouts):
+                n = math.prod(sub_shape)
+                at = [start + delta for start, delta in zip(starts, deltas)]
+                meta = prog.meta(*at, n, len(sub_shape), scalars, *values, *params)
+                dev.launch(
+                    prog.kernel, n, target, *buffers, meta, pack(sub_shape), *map(pack, sub),
+                    dev.status,
+                )  # fmt: skip
+        prog.ready = True
+        if prog.reports:
             check_status(dev, name, DTYPE_NAMES[code])
 
     kernel.__qualname__ = f"xpu.{name}"
