@@ -14,22 +14,11 @@ import struct
 
 import numpy as np
 
+from ._shared import DTYPE_NAMES, FLOAT_CODES
+
 # Dtype tokens of clc/ember.h, by ember dtype code (bool=0 ... float64=9).
 TOKENS = ("b", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")
-DTYPE_NAMES = (
-    "bool",
-    "uint8",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-)
 TOKEN_OF_NAME = dict(zip(DTYPE_NAMES, TOKENS))
-FLOAT_CODES = frozenset((6, 7, 8, 9))
 INT_BITS = {1: (8, False), 2: (8, True), 3: (16, True), 4: (32, True), 5: (64, True)}
 SCALARS = (bool, int, float)
 MAX_DIMS = 8  # dims a kernel walks (shapes travel as long8)

@@ -1,12 +1,13 @@
 """What this plugin takes from the CPU plugin, all in one place, so the two cannot drift apart.
 
+- The dtype names by ember dtype code, and which codes are floating.
 - The elementwise op descriptions: the ``LOOP(name, family, out, expression)`` lines of the CPU
   plugin's ``csrc/unary.def``, ``binary.def`` and ``ternary.def``. Their C expressions are also
   OpenCL C once clc/ember.h and clc/elementwise.cl supply the helpers they call, so each op is
   written once for both backends.
 - ``UNARY_PARAMS``: how an op's extra arguments become the expressions' ``p->f[0..2]``.
 - ``below``: the bound ``H`` of the uniform transform (docs/random.md), computed on the host.
-- The scatter family's host-side shape rules.
+- The host-side shape rules of the scatter family and of searchsorted.
 
 ember-backend-cpu is always installed with ember (and is a dependency of this distribution); none
 of this loads its native library.
@@ -17,17 +18,22 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+from ember_backend_cpu.kernels._args import DTYPE_NAMES, FLOAT_CODES
 from ember_backend_cpu.kernels.elementwise import UNARY_PARAMS
 from ember_backend_cpu.kernels.index import _check_index_add_shapes as check_index_add_shapes
 from ember_backend_cpu.kernels.index import _check_scatter_shapes as check_scatter_shapes
 from ember_backend_cpu.kernels.random import below
+from ember_backend_cpu.kernels.sort import _check_sequence as check_sequence
 
 __all__ = [
+    "DTYPE_NAMES",
+    "FLOAT_CODES",
     "FAMILIES",
     "UNARY_PARAMS",
     "below",
     "check_index_add_shapes",
     "check_scatter_shapes",
+    "check_sequence",
     "op_descriptions",
 ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ..programs import source
+from . import _shared
 from ._launch import DTYPE_NAMES, MAX_DIMS, TOKENS, device_of, merge_dims, offset, pack
 
 INT32 = DTYPE_NAMES.index("int32")
@@ -60,12 +61,7 @@ def build(runtime) -> dict:
 
     def searchsorted(out, sorted_sequence, values, right):
         seq = sorted_sequence
-        if not seq._shape:
-            raise RuntimeError(
-                "searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
-                "dimensions of boundaries tensor and input value tensor must match, but we got "
-                f"boundaries tensor [] and input value tensor {list(values._shape)}"
-            )
+        _shared.check_sequence(seq, values)
         dev = device_of(runtime, values)
         kernels = _kernels(dev, seq._dtype.code)
         vshape = values._shape
