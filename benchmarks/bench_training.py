@@ -63,7 +63,7 @@ def gpt(nn, torchlike):
             self.ln, self.head = nn.LayerNorm(128), nn.Linear(128, 256, bias=False)
 
         def forward(self, idx):
-            x = self.tok(idx) + self.pos(torchlike.arange(idx.shape[1]))
+            x = self.tok(idx) + self.pos(torchlike.arange(idx.shape[1], device=idx.device))
             return self.head(self.ln(self.blocks(x))).reshape(-1, 256)
 
     model = GPT()
