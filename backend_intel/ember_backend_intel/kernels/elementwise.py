@@ -120,11 +120,14 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
         target = out._storage.handle
         if contig:  # nd = 0: every operand contiguous, no index arithmetic
             n = math.prod(out._shape)
+            if not n:
+                return
             meta = prog.meta(offset(out), *offsets, n, 0, scalars, *values, *params)
             if prog.ready:
                 dev.relaunch(prog.kernel, n, (target, *buffers), meta)
             else:
                 dev.launch(prog.kernel, n, target, *buffers, meta, *_NO_LAYOUT, dev.status)
+                prog.ready = True  # every argument has a value now
         else:
             zeros = (0,) * len(out._shape)
             layouts = [out._stride] + [
@@ -136,11 +139,12 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
                 n = math.prod(sub_shape)
                 at = [start + delta for start, delta in zip(starts, deltas)]
                 meta = prog.meta(*at, n, len(sub_shape), scalars, *values, *params)
-                dev.launch(
-                    prog.kernel, n, target, *buffers, meta, pack(sub_shape), *map(pack, sub),
-                    dev.status,
-                )  # fmt: skip
-        prog.ready = True
+                if n:
+                    dev.launch(
+                        prog.kernel, n, target, *buffers, meta, pack(sub_shape), *map(pack, sub),
+                        dev.status,
+                    )  # fmt: skip
+                    prog.ready = True
         if prog.reports:
             check_status(dev, name, DTYPE_NAMES[code])
 
