@@ -124,7 +124,7 @@ class Registry:
                 raise DeviceUnavailableError(self._failures[device_type])
             reasons = []
             for priority, record in self.candidates(device_type):
-                loaded = self.host.load(record, device_type)
+                loaded = self.host.load(record, device_type, self.policy.backend(record.name))
                 if isinstance(loaded, BaseException):
                     reasons.append(f"  {record.name}: {root_cause(loaded)}")
                     continue

@@ -28,10 +28,13 @@ def ember_backend_info():
 
 
 @hookspec
-def ember_backend_load(device_type):
+def ember_backend_load(device_type, config):
     """Initialise the backend for ``device_type`` (load libraries, probe devices).
 
     Called once, lazily; an exception is recorded as the reason the backend is unavailable.
+    ``config`` is the plugin's own table of the plugin policy (``[backends.<name>]`` of
+    ``plugins.toml`` merged with the user's file), so a plugin reads its settings without
+    importing ember; an implementation that needs none may leave the argument out.
 
     Returns:
         dict with ``runtime`` (see ``docs/plugins.md``: ``device_count()``, ``device_name(i)``,

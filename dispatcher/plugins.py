@@ -22,8 +22,11 @@ OPS_GROUP = "ember.ops"
 
 
 def root_cause(exc: BaseException) -> str:
-    """``Type: message`` of the innermost exception in a chain."""
-    while exc.__cause__ is not None or exc.__context__ is not None:
+    """``Type: message`` of the innermost exception in a chain. ``raise ... from None`` ends the
+    chain, as in Python's tracebacks: the plugin says its message is the cause to show."""
+    while exc.__cause__ is not None or (
+        exc.__context__ is not None and not exc.__suppress_context__
+    ):
         exc = exc.__cause__ or exc.__context__
     return f"{type(exc).__name__}: {exc}"
 
@@ -140,18 +143,27 @@ class PluginHost:
         return record
 
     def _call_one(self, record: PluginRecord, hook: str, **kwargs):
-        """Call ``hook`` on one plugin only (pluggy would call every plugin's, in its own order)."""
+        """Call ``hook`` on one plugin only (pluggy would call every plugin's, in its own order).
+
+        Like pluggy, pass only the arguments the implementation names: a hook spec can grow an
+        argument without breaking plugins written before it.
+        """
         for impl in getattr(self.manager.hook, hook).get_hookimpls():
             if impl.plugin is record.obj:
-                return impl.function(**kwargs)
+                return impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
         raise AttributeError(f"plugin '{record.name}' does not implement {hook}()")
 
     # ---- backends --------------------------------------------------------------------------------
-    def load(self, record: PluginRecord, device_type: str):
-        """Initialise ``record`` for ``device_type`` once; returns the dict or the exception."""
+    def load(self, record: PluginRecord, device_type: str, config: dict | None = None):
+        """Initialise ``record`` for ``device_type`` once; returns the dict or the exception.
+
+        ``config`` is the plugin's table of the policy (``[backends.<name>]``).
+        """
         if device_type not in record.loads:
             try:
-                result = self._call_one(record, "ember_backend_load", device_type=device_type)
+                result = self._call_one(
+                    record, "ember_backend_load", device_type=device_type, config=dict(config or {})
+                )
                 if not isinstance(result, dict) or "runtime" not in result:
                     raise TypeError(
                         f"ember_backend_load('{device_type}') must return a dict with 'runtime' "

@@ -194,6 +194,20 @@ def test_plugin_whose_load_fails_reports_the_root_cause(plugins):
     assert plugin.loaded == ["ref"]
 
 
+def test_load_failure_raised_from_none_is_its_own_root_cause(plugins):
+    """A plugin that rewords a low-level error (``raise ... from None``) is shown as it wrote it."""
+    try:
+        try:
+            raise OSError("clGetPlatformIDs failed")
+        except OSError:
+            raise RuntimeError("no OpenCL runtime found: install one") from None
+    except RuntimeError as exc:
+        error = exc
+    plugins(("ref", RefPlugin(load_error=error)))
+    with pytest.raises(DeviceUnavailableError, match="ref: RuntimeError: no OpenCL runtime found"):
+        ember.zeros(1, device="ref")
+
+
 @pytest.mark.parametrize("result", [None, {"kernels": {}}, "runtime"])
 def test_plugin_whose_load_returns_junk(plugins, result):
     class Junk(RefPlugin):
@@ -204,6 +218,22 @@ def test_plugin_whose_load_returns_junk(plugins, result):
     plugins(("ref", Junk()))
     with pytest.raises(DeviceUnavailableError, match="must return a dict with 'runtime'"):
         ember.ones(1, device="ref")
+
+
+def test_load_receives_the_plugins_policy_table(plugins):
+    """A plugin reads its own [backends.<name>] settings at load without importing ember."""
+    seen = {}
+
+    class Configured(RefPlugin):
+        @hookimpl
+        def ember_backend_load(self, device_type, config):
+            seen.update(config)
+            return super().ember_backend_load(device_type)
+
+    settings = {"backends": {"ref": {"platforms": ["Acme CL"], "priority": 7}}}
+    plugins(("ref", Configured()), policy=fakes.policy(settings))
+    assert ember.ones(1, device="ref").tolist() == [1.0]
+    assert seen == {"platforms": ["Acme CL"], "priority": 7}
 
 
 class _NoInfo:

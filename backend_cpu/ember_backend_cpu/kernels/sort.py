@@ -12,6 +12,16 @@ MAX_SORT_LENGTH = 2**32 - 1  # the kernel sorts 32-bit positions
 INT32 = DTYPE_NAMES.index("int32")
 
 
+def _check_sequence(seq, values) -> None:
+    """searchsorted's boundaries must have dims (the xpu plugin raises the same)."""
+    if not seq._shape:
+        raise RuntimeError(
+            "searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+            "dimensions of boundaries tensor and input value tensor must match, but we got "
+            f"boundaries tensor [] and input value tensor {list(values._shape)}"
+        )
+
+
 def build(ffi, lib) -> dict:
     null = ffi.NULL
 
@@ -32,12 +42,7 @@ def build(ffi, lib) -> dict:
 
     def searchsorted(out, sorted_sequence, values, right):
         seq = sorted_sequence
-        if not seq._shape:
-            raise RuntimeError(
-                "searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
-                "dimensions of boundaries tensor and input value tensor must match, but we got "
-                f"boundaries tensor [] and input value tensor {list(values._shape)}"
-            )
+        _check_sequence(seq, values)
         # One sequence row per value: rows follow the values' leading dims (stride 0 along the
         # values' last dim); a 1-D sequence is shared by all.
         rows = seq._stride[:-1] + (0,) if len(seq._shape) > 1 else null

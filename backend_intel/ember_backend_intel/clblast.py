@@ -1,0 +1,90 @@
+"""CLBlast's GEMM through cffi in ABI mode: the shared library is opened at run time (no compiler,
+no headers), and called on pyopencl's ``cl_mem`` and ``cl_command_queue`` handles, so its
+kernels run in ember's in-order queue between ember's own.
+
+The library is ``EMBER_CLBLAST_LIBRARY`` when set, else the system's ``libclblast`` (Debian and
+Ubuntu: ``apt install libclblast1``, or ``libclblast-dev``). ``EMBER_XPU_CLBLAST=0`` turns it off;
+without it, matrix products use the built-in tiled kernel (clc/gemm.cl), which is slower.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+
+LIBRARY_ENV = "EMBER_CLBLAST_LIBRARY"
+SWITCH_ENV = "EMBER_XPU_CLBLAST"
+
+ROW_MAJOR = 101
+NO_TRANS = 111
+TRANS = 112
+SUCCESS = 0
+# CLBlast statuses that mean the device ran out of memory.
+NO_MEMORY = (-4, -5, -6)
+
+_GEMM = """
+    int CLBlast{p}gemm(int layout, int a_transpose, int b_transpose, size_t m, size_t n, size_t k,
+        {t} alpha, const cl_mem a, size_t a_offset, size_t a_ld, const cl_mem b, size_t b_offset,
+        size_t b_ld, {t} beta, cl_mem c, size_t c_offset, size_t c_ld, cl_command_queue *queue,
+        cl_event *event);
+    int CLBlast{p}gemmStridedBatched(int layout, int a_transpose, int b_transpose, size_t m,
+        size_t n, size_t k, {t} alpha, const cl_mem a, size_t a_offset, size_t a_ld,
+        size_t a_stride, const cl_mem b, size_t b_offset, size_t b_ld, size_t b_stride, {t} beta,
+        cl_mem c, size_t c_offset, size_t c_ld, size_t c_stride, size_t batch_count,
+        cl_command_queue *queue, cl_event *event);
+"""
+CDEF = (
+    "typedef void *cl_mem; typedef void *cl_command_queue; typedef void *cl_event;\n"
+    + _GEMM.format(p="S", t="float")
+    + _GEMM.format(p="D", t="double")
+)
+
+
+def _candidates() -> list[str]:
+    given = os.environ.get(LIBRARY_ENV)
+    if given:
+        return [given]
+    found = ctypes.util.find_library("clblast")
+    names = ["libclblast.so.1", "libclblast.so", "libclblast.dylib", "clblast.dll"]
+    return ([found] if found else []) + names
+
+
+class CLBlast:
+    """The loaded library and the per-device queue handles it takes."""
+
+    def __init__(self, ffi, lib, path: str):
+        self.ffi = ffi
+        self.lib = lib
+        self.path = path
+        self._queues: dict = {}
+
+    def queue(self, dev):
+        """A ``cl_command_queue *`` for a device's queue (CLBlast takes a pointer to it)."""
+        found = self._queues.get(dev.index)
+        if found is None:
+            found = self.ffi.new("cl_command_queue *", self.ffi.cast("void *", dev.queue.int_ptr))
+            self._queues[dev.index] = found
+        return found
+
+    def mem(self, buffer):
+        return self.ffi.cast("cl_mem", buffer.int_ptr)
+
+
+def load() -> CLBlast:
+    """Open CLBlast; raises OSError naming what was tried (or that it is switched off)."""
+    if os.environ.get(SWITCH_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        raise OSError(f"CLBlast is switched off ({SWITCH_ENV}=0)")
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    errors = []
+    for path in _candidates():
+        try:
+            return CLBlast(ffi, ffi.dlopen(path), path)
+        except OSError as exc:
+            errors.append(f"{path}: {exc}")
+    raise OSError(
+        "CLBlast was not found (tried " + "; ".join(errors) + "). Install it (Debian/Ubuntu: "
+        f"apt install libclblast-dev) or point {LIBRARY_ENV} at libclblast"
+    )

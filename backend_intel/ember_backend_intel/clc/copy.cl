@@ -1,0 +1,89 @@
+/* Copies with casts, fill, arange and linspace. kernels/copy.py compiles one program per
+ * (source, destination) dtype pair for copies and one per dtype for the rest, defining S and D
+ * (copies) or T. Conversions follow the CPU plugin's copy.c: floats reach integers through int64
+ * (-1.0 -> uint8 gives 255), bool tests against zero (0.5 -> true).
+ */
+#ifdef S
+#if ISF(S)
+#define CONVERT(v) EM_CAT(FCVT_, D)(v)
+#else
+#define CONVERT(v) (v)
+#endif
+/* Float to D: a bool is v != 0, an integer goes through int64 first. */
+#define FCVT_b(v) (v)
+#define FCVT_u8(v) em_f2l(v)
+#define FCVT_i8(v) em_f2l(v)
+#define FCVT_i16(v) em_f2l(v)
+#define FCVT_i32(v) em_f2l(v)
+#define FCVT_i64(v) em_f2l(v)
+#define FCVT_f16(v) (v)
+#define FCVT_bf16(v) (v)
+#define FCVT_f32(v) (v)
+#define FCVT_f64(v) (v)
+
+/* nd == 0: both contiguous with n elements; else any strides over `shape`. */
+kernel void copy(global ST(D) *o, long oo, long8 so_, global const ST(S) *x, long xo, long8 sx_,
+                 long8 shape_, int nd, long n) {
+    if (nd == 0) {
+        for (long i = get_global_id(0); i < n; i += get_global_size(0))
+            SV(D, o, oo + i, CONVERT(LD(S, x, xo + i)));
+        return;
+    }
+    EM_UNPACK(shape, shape_);
+    EM_UNPACK(so, so_);
+    EM_UNPACK(sx, sx_);
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+        long at[8];
+        em_unravel(i, nd, shape, at);
+        SV(D, o, oo + em_dot(nd, at, so), CONVERT(LD(S, x, xo + em_dot(nd, at, sx))));
+    }
+}
+#endif
+
+#ifdef T
+/* `value` arrives as T's storage (half types as their bits). */
+kernel void fill(global ST(T) *o, long oo, long8 so_, long8 shape_, int nd, long n,
+                 ST(T) value) {
+    if (nd == 0) {
+        for (long i = get_global_id(0); i < n; i += get_global_size(0)) o[oo + i] = value;
+        return;
+    }
+    EM_UNPACK(shape, shape_);
+    EM_UNPACK(so, so_);
+    for (long i = get_global_id(0); i < n; i += get_global_size(0))
+        o[oo + em_offset(i, nd, shape, so)] = value;
+}
+
+#ifdef EM_FP64
+typedef double em_wide;
+#else
+typedef float em_wide;
+#endif
+
+/* out[k] = start + k * step: floats in double (float without fp64), integers in int64. */
+kernel void arange(global ST(T) *o, long oo, em_real start, em_real step, long istart, long istep,
+                   long n) {
+    for (long k = get_global_id(0); k < n; k += get_global_size(0)) {
+#if ISF(T)
+        SV(T, o, oo + k, (em_wide)start + (em_wide)step * (em_wide)k);
+#else
+        SV(T, o, oo + k, istart + istep * k);
+#endif
+    }
+}
+
+/* PyTorch's linspace: the first half steps up from start, the second half down from end. */
+kernel void linspace(global ST(T) *o, long oo, em_real start, em_real end, long n) {
+    em_wide step = n > 1 ? ((em_wide)end - (em_wide)start) / (em_wide)(n - 1) : 0;
+    long mid = n / 2;
+    for (long k = get_global_id(0); k < n; k += get_global_size(0)) {
+        em_wide v = k < mid ? (em_wide)start + step * (em_wide)k
+                             : (em_wide)end - step * (em_wide)(n - 1 - k);
+#if ISF(T)
+        SV(T, o, oo + k, v);
+#else
+        SV(T, o, oo + k, em_f2l(v));
+#endif
+    }
+}
+#endif

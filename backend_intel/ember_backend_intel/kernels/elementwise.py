@@ -1,0 +1,166 @@
+"""Elementwise kernels, generated from one description per op (see _shared.py) into
+clc/elementwise.cl: one program per (op, dtype), compiled on first use.
+
+Kernel convention (ember's op table): ``kernel(out, x, *params)`` (unary), ``kernel(out, a, b)``
+(binary), ``kernel(out, a, b, c, *params)`` (ternary); operands are tensors of the compute dtype
+broadcast to ``out``'s shape, or Python scalars.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+
+from ..programs import source
+from . import _shared
+from ._launch import (
+    DTYPE_NAMES,
+    NO_DIMS,
+    SCALARS,
+    TOKENS,
+    blocks,
+    check_status,
+    compute_scalar,
+    merge_dims,
+    offset,
+    pack,
+)
+
+# where(cond, a, b) is not in the CPU's .def files (its loop copies raw storage); its one line:
+WHERE = ("where", "ALL", "SAME", "a ? b : c")
+# An expression that passes `p` to a helper may report an error (integer division by zero...).
+_REPORTS = re.compile(r"\bp\s*\)")
+_NO_PARAMS = (0.0, 0.0, 0.0)
+_NO_LAYOUT = (NO_DIMS,) * 5  # shape and strides of a call on contiguous operands (nd = 0)
+
+
+def _source(arity: int, token: str, out: str, expression: str) -> str:
+    first = "b" if expression == WHERE[3] else token
+    lines = [
+        f"#define T {token}",
+        f"#define A {first}",
+        f"#define OUT {'b' if out == 'BOOL' else token}",
+        f"#define ARITY {arity}",
+        f"#define EXPR ({expression})",
+    ]
+    if _REPORTS.search(expression):
+        lines.append("#define HAS_STATUS 1")
+    return "\n".join(lines) + "\n" + source("elementwise.cl")
+
+
+def _params(name: str, arity: int, operands, extra):
+    if arity == 1:
+        rule = _shared.UNARY_PARAMS.get(name)
+        return rule(operands[0], *extra) if rule is not None else _NO_PARAMS
+    return (float(extra[0]), 0.0, 0.0) if extra else _NO_PARAMS
+
+
+def _slot(token: str) -> str:
+    """struct format of a scalar in an 8-byte slot of the kernel's ``meta`` (clc's em_slot)."""
+    if token == "f64":
+        return "d"
+    return "f4x" if token in _shared.FAMILIES["FLOAT"] else "q"
+
+
+class _Program:
+    """One (device, op, dtype): its kernel, the packer of its ``meta`` argument, whether every
+    argument has been set once (then a contiguous call sets only the five that change)."""
+
+    __slots__ = ("kernel", "meta", "ready", "reports")
+
+    def __init__(self, kernel, meta, reports: bool):
+        self.kernel = kernel
+        self.meta = meta
+        self.ready = False
+        self.reports = reports
+
+
+def make_kernel(runtime, name: str, arity: int, lines: dict):
+    """The glue of op ``name``; ``lines`` maps a dtype token to its (out kind, expression)."""
+    devices = runtime.devices
+    programs: dict = {}  # (device index, dtype code) -> _Program
+    missing = 7 & ~((1 << arity) - 1)  # operands the op does not have read as scalars
+
+    def program(dev, code: int) -> _Program:
+        token = TOKENS[code]
+        out, expression = lines[token]
+        kernel = dev.programs.get(
+            ("ew", name, token), lambda: _source(arity, token, out, expression)
+        )
+        first = "b" if expression == WHERE[3] else token
+        real = "d" if dev.fp64 else "f4x"
+        meta = struct.Struct(f"<7q{_slot(first)}{_slot(token) * 2}{real * 3}24x").pack
+        found = _Program(kernel["ew"], meta, bool(_REPORTS.search(expression)))
+        programs[dev.index, code] = found
+        return found
+
+    def kernel(out, *args):
+        operands, extra = args[:arity], args[arity:]
+        if arity == 2:
+            ref = operands[1] if operands[0].__class__ in SCALARS else operands[0]
+            code = ref._dtype.code
+        else:
+            code = operands[0]._dtype.code if arity == 1 else out._dtype.code
+        dev = devices[out._storage.device.index]
+        prog = programs.get((dev.index, code)) or program(dev, code)
+        params = _params(name, arity, operands, extra) if extra or arity == 1 else _NO_PARAMS
+        contig = out._contig
+        dummy = dev.dummy
+        buffers, offsets, values = [dummy, dummy, dummy], [0, 0, 0], [0, 0, 0]
+        scalars = missing
+        for k, t in enumerate(operands):
+            if t.__class__ in SCALARS:
+                values[k] = compute_scalar(0 if k == 0 and name == "where" else code, t)
+                scalars |= 1 << k
+            else:
+                buffers[k] = t._storage.handle
+                offsets[k] = offset(t)
+                contig = contig and t._contig
+        target = out._storage.handle
+        if contig:  # nd = 0: every operand contiguous, no index arithmetic
+            n = math.prod(out._shape)
+            if not n:
+                return
+            meta = prog.meta(offset(out), *offsets, n, 0, scalars, *values, *params)
+            if prog.ready:
+                dev.relaunch(prog.kernel, n, (target, *buffers), meta)
+            else:
+                dev.launch(prog.kernel, n, target, *buffers, meta, *_NO_LAYOUT, dev.status)
+                prog.ready = True  # every argument has a value now
+        else:
+            zeros = (0,) * len(out._shape)
+            layouts = [out._stride] + [
+                zeros if scalars >> k & 1 else operands[k]._stride for k in range(3)
+            ]
+            shape, layouts = merge_dims(out._shape, layouts)
+            starts = [offset(out), *offsets]
+            for deltas, sub_shape, sub in blocks(shape, layouts):
+                n = math.prod(sub_shape)
+                at = [start + delta for start, delta in zip(starts, deltas)]
+                meta = prog.meta(*at, n, len(sub_shape), scalars, *values, *params)
+                if n:
+                    dev.launch(
+                        prog.kernel, n, target, *buffers, meta, pack(sub_shape), *map(pack, sub),
+                        dev.status,
+                    )  # fmt: skip
+                    prog.ready = True
+        if prog.reports:
+            check_status(dev, name, DTYPE_NAMES[code])
+
+    kernel.__qualname__ = f"xpu.{name}"
+    return kernel
+
+
+def build(runtime) -> dict:
+    table: dict = {}
+    for arity in (1, 2, 3):
+        descriptions = _shared.op_descriptions(arity) + ([WHERE] if arity == 3 else [])
+        by_op: dict = {}
+        for name, family, out, expression in descriptions:
+            for token in _shared.FAMILIES[family]:
+                by_op.setdefault(name, {})[token] = (out, expression)
+        for name, lines in by_op.items():
+            kernel = make_kernel(runtime, name, arity, lines)
+            table[name] = {DTYPE_NAMES[TOKENS.index(tok)]: kernel for tok in lines}
+    return table

@@ -1,0 +1,149 @@
+"""The xpu runtime: device API, memory through the caching allocator, transfers, programs."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ember
+from ember.dispatcher.devices import REGISTRY
+
+DTYPES = [
+    ember.bool,
+    ember.uint8,
+    ember.int8,
+    ember.int16,
+    ember.int32,
+    ember.int64,
+    ember.float16,
+    ember.bfloat16,
+    ember.float32,
+    ember.float64,
+]
+
+
+def _runtime():
+    return REGISTRY.backend("xpu").runtime
+
+
+def test_device_api():
+    assert ember.xpu.is_available()
+    assert ember.xpu.unavailable_reason() is None
+    assert ember.xpu.device_count() >= 1
+    assert ember.xpu.get_device_name(0)
+    props = ember.xpu.get_device_properties(0)
+    assert props.total_memory > 0 and props.multi_processor_count > 0
+    assert props.platform and isinstance(props.has_fp64, bool)
+    major, _minor = ember.xpu.get_device_capability(0)
+    assert major >= 1
+    free, total = ember.xpu.mem_get_info(0)
+    assert 0 < free <= total
+    ember.xpu.synchronize()
+    x = ember.ones(3, device="xpu")
+    assert x.device == ember.device("xpu", 0) and x.is_xpu if hasattr(x, "is_xpu") else True
+
+
+def test_memory_goes_through_the_caching_allocator():
+    ember.xpu.synchronize()
+    before = ember.xpu.memory_allocated()
+    x = ember.empty(1 << 20, device="xpu")
+    assert ember.xpu.memory_allocated() >= before + 4 * (1 << 20)
+    assert ember.xpu.max_memory_allocated() >= ember.xpu.memory_allocated()
+    assert "xpu:0" in ember.xpu.memory_summary()
+    del x
+    assert ember.xpu.memory_allocated() == before
+    reserved = ember.xpu.memory_reserved()
+    ember.xpu.empty_cache()
+    assert ember.xpu.memory_reserved() <= reserved
+
+
+def test_out_of_memory_is_a_clear_error():
+    total = _runtime().device_properties(0).total_memory
+    with pytest.raises(ember.xpu.OutOfMemoryError, match="xpu:0 out of memory"):
+        ember.empty(2 * total // 4, dtype=ember.float32, device="xpu")
+    assert (ember.ones(2, device="xpu") + 1).tolist() == [2.0, 2.0]  # still usable
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_round_trip_keeps_every_bit(dtype, rng):
+    raw = rng.integers(0, 256, size=64 * dtype.itemsize, dtype=np.uint8)
+    if dtype is ember.bool:
+        raw = (raw & 1).astype(np.uint8)
+    np_dtype = ml_dtypes.bfloat16 if dtype is ember.bfloat16 else dtype.np
+    values = raw.view(np_dtype).reshape(8, 8)
+    back = ember.from_numpy(values).to("xpu").cpu().numpy()
+    assert back.dtype == values.dtype
+    assert back.tobytes() == values.tobytes()
+
+
+def test_views_on_device_memory(rng):
+    a = rng.standard_normal((6, 8)).astype(np.float32)
+    x = ember.from_numpy(a).to("xpu")
+    for view, want in [
+        (x[1:, ::2], a[1:, ::2]),
+        (x.t(), a.T),
+        (x[2], a[2]),
+        (x[:, 3], a[:, 3]),
+        (x.view(4, 12)[1:3], a.reshape(4, 12)[1:3]),
+    ]:
+        np.testing.assert_array_equal(view.cpu().numpy(), want)
+        np.testing.assert_array_equal((view * 1).cpu().numpy(), want)
+        assert view._storage is x._storage
+
+
+def test_copies_between_host_and_device(rng):
+    a = rng.standard_normal((5, 7)).astype(np.float32)
+    host = ember.from_numpy(a.copy())
+    dev = host.to("xpu")
+    host.add_(100)  # the upload was staged: changing the source afterwards changes nothing
+    np.testing.assert_array_equal(dev.cpu().numpy(), a)
+    target = ember.zeros(7, 5, device="xpu")
+    target.copy_(ember.from_numpy(a).t())  # strided host source into a device tensor
+    np.testing.assert_array_equal(target.cpu().numpy(), a.T)
+    back = ember.zeros(5, 7)
+    back.copy_(dev)
+    np.testing.assert_array_equal(back.numpy(), a)
+    as_half = dev.to(ember.float16)
+    np.testing.assert_array_equal(as_half.cpu().numpy(), a.astype(np.float16))
+    assert dev.to("xpu") is dev and dev.cpu().device == ember.device("cpu")
+
+
+def test_copy_between_overlapping_ranges():
+    runtime = _runtime()
+    x = ember.arange(16, dtype=ember.float32, device="xpu")
+    buffer, base = x._storage.handle, x._storage.byte_offset
+    runtime.copy_between(buffer, base + 8, buffer, base, 32, 0)
+    assert x.cpu().tolist()[:12] == [0, 1, 0, 1, 2, 3, 4, 5, 6, 7, 10, 11]
+
+
+def test_events_time_device_work():
+    start, end = ember.xpu.Event(enable_timing=True), ember.xpu.Event(enable_timing=True)
+    x = ember.ones(1 << 16, device="xpu")
+    start.record()
+    (x * 2).sum()
+    end.record()
+    end.synchronize()
+    assert end.query()
+    assert start.elapsed_time(end) >= 0.0
+
+
+def test_programs_are_built_once():
+    dev = _runtime().devices[0]
+    x = ember.ones(10, device="xpu")
+    y = ember.ones(3, 4, device="xpu").t()
+    for _ in range(2):
+        ((x * 2 + 1).exp().sum(), (y + 1).sum(0), y @ y.t(), x.sort())
+    ember.xpu.synchronize()
+    builds = dev.programs.builds
+    for _ in range(3):
+        ((x * 2 + 1).exp().sum(), (y + 1).sum(0), y @ y.t(), x.sort())
+    ember.xpu.synchronize()
+    assert dev.programs.builds == builds
+
+
+def test_float64_needs_the_extension(monkeypatch):
+    dev = _runtime().devices[0]
+    monkeypatch.setattr(dev, "fp64", False)
+    with pytest.raises(TypeError, match=r"no float64.*cl_khr_fp64"):
+        dev.programs.get(("test-only", "f64"), lambda: "")
