@@ -254,48 +254,34 @@ ROWS = [
         differentiable=False,
         samples="reduction",
     ),
-    OpDef(
-        "max(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
-        Kind.REDUCTION,
-        _with_indices(np.max, np.argmax),
-        promotion=Promotion.KEEP,
-        runner=run.reduce_with_indices,
-        frontend=True,
-        samples="reduction_one_dim",
-        kernel_args="(values, indices, x, dim): both outputs have x's rank, size 1 at dim",
-        notes="the public max() also covers max(x) (all) and max(x, other) (maximum)",
+    *(
+        OpDef(
+            f"{name}(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+            Kind.REDUCTION,
+            _with_indices(np_value, np_arg),
+            promotion=Promotion.KEEP,
+            runner=run.reduce_with_indices,
+            frontend=True,
+            samples="reduction_one_dim",
+            kernel_args="(values, indices, x, dim): both outputs have x's rank, size 1 at dim",
+            notes=f"the public {name}() also covers {name}(x) (all) and {name}(x, other) "
+            f"({name}imum)",
+        )
+        for name, np_value, np_arg in (("max", np.max, np.argmax), ("min", np.min, np.argmin))
     ),
-    OpDef(
-        "min(Tensor input, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
-        Kind.REDUCTION,
-        _with_indices(np.min, np.argmin),
-        promotion=Promotion.KEEP,
-        runner=run.reduce_with_indices,
-        frontend=True,
-        samples="reduction_one_dim",
-        kernel_args="(values, indices, x, dim): both outputs have x's rank, size 1 at dim",
-    ),
-    OpDef(
-        "argmax(Tensor input, int? dim=None, bool keepdim=False) -> Tensor",
-        Kind.REDUCTION,
-        _arg_reference(np.argmax),
-        promotion=Promotion.LONG,
-        dtypes=DTYPES_NUMERIC,
-        runner=run.arg_reduce,
-        differentiable=False,
-        samples="reduction_one_dim_optional",
-        kernel_args="(out_int64, x, dim): out has x's rank, size 1 at dim; first of ties",
-    ),
-    OpDef(
-        "argmin(Tensor input, int? dim=None, bool keepdim=False) -> Tensor",
-        Kind.REDUCTION,
-        _arg_reference(np.argmin),
-        promotion=Promotion.LONG,
-        dtypes=DTYPES_NUMERIC,
-        runner=run.arg_reduce,
-        differentiable=False,
-        samples="reduction_one_dim_optional",
-        kernel_args="(out_int64, x, dim): out has x's rank, size 1 at dim; first of ties",
+    *(
+        OpDef(
+            f"{name}(Tensor input, int? dim=None, bool keepdim=False) -> Tensor",
+            Kind.REDUCTION,
+            _arg_reference(np_arg),
+            promotion=Promotion.LONG,
+            dtypes=DTYPES_NUMERIC,
+            runner=run.arg_reduce,
+            differentiable=False,
+            samples="reduction_one_dim_optional",
+            kernel_args="(out_int64, x, dim): out has x's rank, size 1 at dim; first of ties",
+        )
+        for name, np_arg in (("argmax", np.argmax), ("argmin", np.argmin))
     ),
     OpDef(
         "cumsum(Tensor input, int dim, *, ScalarType? dtype=None) -> Tensor",
