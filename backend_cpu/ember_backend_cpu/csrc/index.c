@@ -264,6 +264,7 @@ int ember_index_select(int dtype, int ndim, int dim, const int64_t *xshape, intp
 }
 
 /* ---- scatter: operands (out, index, src, ctx); dim is walked inside the loop ----------------- */
+static inline int64_t em_abs_i64(int64_t v) { return v < 0 ? -v : v; }
 #define SCATTER_LOOP(KIND, A, B)                                                                 \
     static EM_CLONES void scatter_##KIND##_##A##_##B(int64_t n, char **ptrs, const int64_t *s,   \
                                                      em_params *p) {                             \
@@ -271,7 +272,8 @@ int ember_index_select(int dtype, int ndim, int dim, const int64_t *xshape, intp
         char *o = ptrs[0];                                                                       \
         const int64_t so = s[0], si = s[1], ss = s[2], size = c->size, ds = c->dim_stride;       \
         const int64_t count = c->count, istep = c->index_step, sstep = c->src_step;              \
-        for (int64_t k = 0; k < count; k++) {                                                    \
+        const int k_inner = si != 0 && em_abs_i64(istep) < em_abs_i64(si);                      \
+        for (int64_t k = 0; k < count && !k_inner; k++) {                                        \
             const char *ix = ptrs[1] + k * istep, *src = ptrs[2] + k * sstep;                    \
             if (si == 0) { /* one index for the whole run (index_add) */                         \
                 int64_t i = *(const int64_t *)ix;                                                \
@@ -279,12 +281,24 @@ int ember_index_select(int dtype, int ndim, int dim, const int64_t *xshape, intp
                 char *dst = o + i * ds;                                                          \
                 for (int64_t j = 0; j < n; j++)                                                  \
                     STORE_##KIND(A, B, dst + j * so, src + j * ss, c);                           \
-            } else {                                                                             \
+            } else if (!k_inner) {                                                               \
                 for (int64_t j = 0; j < n; j++) {                                                \
                     int64_t i = *(const int64_t *)(ix + j * si);                                 \
                     if (!IN_RANGE(i, size)) OUT_OF_RANGE(p);                                     \
                     STORE_##KIND(A, B, o + j * so + i * ds, src + j * ss, c);                    \
                 }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+        if (!k_inner) return;                                                                    \
+        /* dim is the faster-moving one (scatter along the last dim: max pooling's backward):  \
+         * walk it innermost, so each output row stays in cache while its entries land. */     \
+        for (int64_t j = 0; j < n; j++) {                                                        \
+            char *orow = o + j * so;                                                             \
+            const char *ix = ptrs[1] + j * si, *src = ptrs[2] + j * ss;                          \
+            for (int64_t k = 0; k < count; k++) {                                                \
+                int64_t i = *(const int64_t *)(ix + k * istep);                                  \
+                if (!IN_RANGE(i, size)) OUT_OF_RANGE(p);                                         \
+                STORE_##KIND(A, B, orow + i * ds, src + k * sstep, c);                           \
             }                                                                                    \
         }                                                                                        \
     }
