@@ -99,6 +99,11 @@ static int conv_geometry(const int64_t *g, em_conv_geometry *out) {
     return 1;
 }
 
+static inline int64_t em_ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
+static inline int64_t em_clamp_i64(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
 #define IM2COL_KERNEL(T, unused)                                                                  \
     static EM_CLONES void im2col_##T(ST_##T *cols, const ST_##T *x, em_conv_geometry g) {         \
         int64_t rows = g.n * g.c * g.kh * g.kw, plane = g.oh * g.ow;                              \
@@ -118,7 +123,9 @@ static int conv_geometry(const int64_t *g, em_conv_geometry *out) {
                 const ST_##T *in = src + row * g.w;                                               \
                 int64_t col0 = -g.pw + kj * g.dw;                                                 \
                 if (g.sw == 1 && col0 >= 0 && col0 + g.ow <= g.w) {                               \
-                    memcpy(line, in + col0, (size_t)g.ow * sizeof(ST_##T));                       \
+                    /* a plain loop: rows are short (11 floats in a small CNN), and a memcpy   \
+                     * call per row cost more than the copy */                                  \
+                    for (int64_t b = 0; b < g.ow; b++) line[b] = in[col0 + b];                   \
                     continue;                                                                     \
                 }                                                                                 \
                 for (int64_t b = 0; b < g.ow; b++) {                                              \
@@ -144,10 +151,12 @@ EM_FOR_FLOAT(IM2COL_KERNEL, 0)
                     for (int64_t a = 0; a < g.oh; a++) {                                          \
                         int64_t row = a * g.sh - g.ph + ki * g.dh;                                \
                         if (row < 0 || row >= g.h) continue;                                      \
-                        for (int64_t b = 0; b < g.ow; b++) {                                      \
-                            int64_t col = b * g.sw - g.pw + kj * g.dw;                            \
-                            if (col >= 0 && col < g.w) acc[row * g.w + col] += LD_##T(src[a * g.ow + b]); \
-                        }                                                                         \
+                        int64_t shift = kj * g.dw - g.pw; /* col = b sw + shift, kept in [0, w) */ \
+                        int64_t lo = em_clamp_i64(em_ceil_div(-shift, g.sw), 0, g.ow);            \
+                        int64_t hi = em_clamp_i64(em_ceil_div(g.w - shift, g.sw), 0, g.ow);       \
+                        ct *line = acc + row * g.w + shift;                                       \
+                        const ST_##T *from = src + a * g.ow;                                      \
+                        for (int64_t b = lo; b < hi; b++) line[b * g.sw] += LD_##T(from[b]);      \
                     }                                                                             \
                 }                                                                                 \
             ST_##T *dst = out + p * size;                                                         \
@@ -185,10 +194,6 @@ int ember_col2im(int dtype, intptr_t out, intptr_t cols, const int64_t *geometry
  * window offset, with selects rather than branches: the per-window loop's comparisons were
  * data-dependent branches that random activations mispredicted (about 20 ns per element). */
 #define EM_POOL_CHUNK 64
-static inline int64_t em_ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
-static inline int64_t em_clamp_i64(int64_t v, int64_t lo, int64_t hi) {
-    return v < lo ? lo : v > hi ? hi : v;
-}
 #define MAXPOOL_KERNEL(T, unused)                                                                 \
     static EM_CLONES void max_pool2d_##T(ST_##T *values, int64_t *indices, const ST_##T *x,      \
                                          em_conv_geometry g) {                                    \
