@@ -94,22 +94,27 @@ def _needed(root_nodes, targets: set) -> set | None:
     before it would run."""
     if targets is None:
         return None
-    memo: dict = {}
-    order, stack = [], list(root_nodes)
-    visited = set()
-    while stack:  # iterative post-order so deep graphs don't hit the recursion limit
+    parents: dict = defaultdict(list)
+    seen = set(root_nodes)
+    stack = list(root_nodes)
+    while stack:  # iterative, so deep graphs don't hit the recursion limit
         node = stack.pop()
-        if node in visited:
-            continue
-        visited.add(node)
-        order.append(node)
-        stack.extend(e[0] for e in node.next_functions if e is not None)
-    runs = set()
-    for node in reversed(order):
-        leads = any(e is not None and memo.get(e[0], False) for e in node.next_functions)
-        memo[node] = leads or node in targets
-        if leads:
-            runs.add(node)
+        for edge in node.next_functions:
+            if edge is None:
+                continue
+            parents[edge[0]].append(node)
+            if edge[0] not in seen:
+                seen.add(edge[0])
+                stack.append(edge[0])
+    # The ancestors of the targets, found by walking the edges backwards. (A depth-first visit
+    # order is no topological order when paths rejoin, so marking in it missed some paths.)
+    runs: set = set()
+    stack = [node for node in targets if node in seen]
+    while stack:
+        for parent in parents.pop(stack.pop(), ()):
+            if parent not in runs:
+                runs.add(parent)
+                stack.append(parent)
     return runs
 
 
