@@ -19,6 +19,13 @@ _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
+def _tensor(value, like):
+    """A Python scalar from a tensor position as a 0-dim tensor like ``like`` (tensors pass)."""
+    if isinstance(value, E.Tensor):
+        return value
+    return E.full((), value, dtype=like.dtype, device=like.device)
+
+
 def _unreduce(g, ctx, dims_arg="dim", keepdim_arg="keepdim"):
     """A reduction's output grad broadcast back over the input's reduced dims."""
     shape = ctx.shape("input")
@@ -131,22 +138,25 @@ def _min_max_pair(pick_first):
     """minimum/maximum/fmin/fmax: the gradient goes to the selected input, split on ties."""
 
     def fn(ctx, g):
-        a, b = ctx.input, ctx.other
+        a, b = _tensor(ctx.input, g), _tensor(ctx.other, g)
         first = pick_first(a, b).to(g.dtype)
         tie = (a == b).to(g.dtype)
         share_a = first + tie * 0.5 - tie * first
-        return g * share_a, g * (1 - share_a)
+        needs_a, needs_b = ctx.needs_input_grad
+        return (g * share_a if needs_a else None), (g * (1 - share_a) if needs_b else None)
 
     return fn
 
 
 def _pow(ctx, g):
-    a, b, result = ctx.input, ctx.other, ctx.result
-    grad_a = g * b * E.pow(a, b - 1) if ctx.needs_input_grad[0] else None
-    grad_b = None
-    if isinstance(b, E.Tensor):
-        safe = E.where((a == 0) & (b >= 0), E.zeros_like(result), result * E.log(a))
-        grad_b = g * safe
+    a, b, result = _tensor(ctx.input, g), _tensor(ctx.other, g), ctx.result
+    needs_a, needs_b = ctx.needs_input_grad
+    zero = E.zeros((), dtype=g.dtype, device=g.device)
+    grad_a = grad_b = None
+    if needs_a:  # x**0 is constant: no 0 * inf at x = 0
+        grad_a = E.where(b == 0, zero, g * b * E.pow(a, b - 1))
+    if needs_b:  # 0**y is 0 for y > 0 and 1 at y = 0: the limit of x**y * log(x) there is 0
+        grad_b = g * E.where((a == 0) & (b >= 0), zero, result * E.log(a))
     return grad_a, grad_b
 
 
@@ -456,6 +466,12 @@ def _div(ctx, g):
     return grad_a, -g * ctx.result / b
 
 
+def _copysign(ctx, g):
+    needs_a, needs_b = ctx.needs_input_grad
+    grad_a = g * E.sign(ctx.input) * E.sign(ctx.result) if needs_a else None
+    return grad_a, (E.zeros_like(g) if needs_b else None)
+
+
 def _remainder(ctx, g):
     a, b = ctx.input, ctx.other
     return g, (-g * E.floor_divide(a, b) if isinstance(b, E.Tensor) else None)
@@ -472,10 +488,12 @@ def _mul(ctx, g):
 
 
 def _xlogy(ctx, g):
-    a, b = ctx.input, ctx.other
+    a, b = _tensor(ctx.input, g), _tensor(ctx.other, g)
+    needs_a, needs_b = ctx.needs_input_grad
     zero = E.zeros((), dtype=g.dtype, device=g.device)
-    grad_a = E.where(a == 0, zero, g * E.log(b)) if isinstance(a, E.Tensor) else None
-    return grad_a, g * a / b
+    # d/da a*log(b) = log(b), also at a = 0 (PyTorch's convention); 0 where that is undefined
+    grad_a = E.where((a == 0) & (b <= 0), zero, E.xlogy(g, b)) if needs_a else None
+    return grad_a, (g * a / b if needs_b else None)
 
 
 def _addcmul(ctx, g):
@@ -597,10 +615,7 @@ FORMULAS = {
         lambda ctx, g: (g * ctx.input / ctx.result, g * ctx.other / ctx.result),
         save=("input", "other", "result"),
     ),
-    "copysign": F(
-        lambda ctx, g: (g * E.sign(ctx.input) * E.sign(ctx.result), E.zeros_like(g)),
-        save=("input", "result"),
-    ),
+    "copysign": F(_copysign, save=("input", "result")),
     "xlogy": F(_xlogy, save=("input", "other")),
     "logaddexp": F(
         lambda ctx, g: (g * E.sigmoid(ctx.input - ctx.other), g * E.sigmoid(ctx.other - ctx.input)),

@@ -1,0 +1,48 @@
+"""Backward formulas at the points the generated gradchecks keep away from (kinks, zeros, ties,
+empty and 0-dim inputs, Python scalars in tensor positions), against PyTorch's conventions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .oracle import compare
+
+
+def scalar(lib, value, like):
+    """``value`` as ember takes it (a Python scalar), or as a tensor where torch wants one."""
+    return value if lib.__name__ == "ember" else lib.full_like(like, value)
+
+
+A = np.array([[-1.5, 0.0, 0.5, 2.0], [3.0, -0.25, 1.0, 0.0]])
+B = np.array([[0.5, 0.0, -1.0, 2.0], [1.0, 2.0, 0.0, -3.0]])
+
+
+@pytest.mark.parametrize("exponent", [0.0, 2.0, 0.5])
+def test_pow_at_zero(device, exponent):
+    """x**0 has gradient 0 at x = 0 (not 0 * inf), and d/dy 0**y is 0 for y >= 0."""
+    base = np.array([0.0, 1.5, 0.0, 2.0])
+    compare(lambda lib, x: lib.pow(x, exponent), [base], device)
+    expo = np.array([0.0, 1.0, 2.0, 0.0])
+    compare(lambda lib, x, y: lib.pow(x, y), [base, expo], device)
+
+
+def test_scalar_first_operands(device):
+    """A Python scalar in a tensor position (2 ** x, xlogy(3, y)...) gets no gradient; the
+    tensor operand gets PyTorch's."""
+    x = np.abs(A) + 0.5
+    compare(lambda lib, t: lib.pow(2.5, t), [x], device)
+    compare(lambda lib, t: lib.xlogy(t, 3.0) + lib.xlogy(2.0, t), [x], device)
+    compare(lambda lib, t: lib.copysign(scalar(lib, 1.5, t), t), [A + 0.1], device)
+    compare(
+        lambda lib, t: lib.fmax(t, scalar(lib, 0.4, t)) + lib.fmin(t, scalar(lib, -0.2, t)),
+        [A],
+        device,
+    )
+    compare(lambda lib, t: lib.maximum(t, lib.zeros_like(t)), [A], device)
+
+
+def test_xlogy_at_zero(device):
+    """d/da xlogy(a, b) is log(b) at a = 0 too, and 0 where a = 0 and b <= 0."""
+    compare(lambda lib, a, b: lib.xlogy(a, b), [A, np.abs(B) + 0.5], device)
+    compare(lambda lib, a, b: lib.xlogy(a, b), [A, np.array([1.0, 0.0, 2.0, -1.0])], device)
