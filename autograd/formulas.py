@@ -173,19 +173,23 @@ def _where(ctx, g):
 
 
 def _clamp(ctx, g):
+    """clamp is min(max(x, low), high): where low > high the result is high everywhere."""
     x, low, high = ctx.input, ctx.min, ctx.max
-    inside = E.ones_like(g, dtype=E.bool)
-    grad_low = grad_high = None
+    needs_x, needs_low, needs_high = ctx.needs_input_grad
     zero = E.zeros((), dtype=g.dtype, device=g.device)
+    inside = E.ones_like(g, dtype=E.bool)
     if low is not None:
         inside = inside & (x >= low)
-        if isinstance(low, E.Tensor):
-            grad_low = E.where(x < low, g, zero)
     if high is not None:
         inside = inside & (x <= high)
-        if isinstance(high, E.Tensor):
-            grad_high = E.where(x > high, g, zero)
-    return E.where(inside, g, zero), grad_low, grad_high
+    grad_low = grad_high = None
+    if needs_low:
+        takes_low = x < low if high is None else (x < low) & (_tensor(low, g) < high)
+        grad_low = E.where(takes_low, g, zero)
+    if needs_high:
+        takes_high = x > high if low is None else (x > high) | (_tensor(high, g) < low)
+        grad_high = E.where(takes_high, g, zero)
+    return (E.where(inside, g, zero) if needs_x else None), grad_low, grad_high
 
 
 def _lerp(ctx, g):

@@ -18,6 +18,15 @@ A = np.array([[-1.5, 0.0, 0.5, 2.0], [3.0, -0.25, 1.0, 0.0]])
 B = np.array([[0.5, 0.0, -1.0, 2.0], [1.0, 2.0, 0.0, -3.0]])
 
 
+def test_clamp_with_min_above_max_gives_max(device):
+    """clamp(x, lo, hi) = min(max(x, lo), hi): where lo > hi the gradient goes to hi only."""
+    low = np.array([[0.0, 1.0, 2.0, 3.0], [-1.0, 1.0, 0.5, 0.0]])
+    high = np.array([[1.0, 0.0, 1.0, 4.0], [-2.0, 0.5, 2.0, 1.0]])
+    compare(lambda lib, x, lo, hi: lib.clamp(x, lo, hi), [A + 0.1, low, high], device)
+    compare(lambda lib, x, hi: lib.clamp(x, scalar(lib, 0.7, x), hi), [A + 0.1, high], device)
+    compare(lambda lib, x, lo: lib.clamp(x, lo, scalar(lib, 0.2, x)), [A + 0.1, low], device)
+
+
 @pytest.mark.parametrize("exponent", [0.0, 2.0, 0.5])
 def test_pow_at_zero(device, exponent):
     """x**0 has gradient 0 at x = 0 (not 0 * inf), and d/dy 0**y is 0 for y >= 0."""
