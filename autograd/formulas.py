@@ -50,6 +50,8 @@ def _prod(ctx, g):
     x = ctx.input
     g = _unreduce(g, ctx)
     shape = ctx.shape("input")
+    if x.numel() == 0:
+        return g  # no elements, no products of others
     dims = ctx.dim
     if dims is None or dims in ((), []):
         flat = x.reshape(-1)
@@ -110,6 +112,8 @@ def _extreme_dim(ctx, g_values, g_indices=None):
 
 def _cumprod(ctx, g):
     x, result, dim = ctx.input, ctx.result, ctx.dim
+    if x.ndim == 0:
+        return g
     if bool((x == 0).any()):
         # Zero-safe: d out_j / d x_i = prod_{k<=j, k!=i} x_k, built from exclusive products.
         n = x.shape[dim] if x.ndim else 1
@@ -131,7 +135,7 @@ def _cumprod(ctx, g):
 
 def _reverse_cumsum(ctx, g):
     dim = ctx.dim
-    return g.flip(dim).cumsum(dim).flip(dim)
+    return g.flip(dim).cumsum(dim).flip(dim) if g.ndim else g
 
 
 def _min_max_pair(pick_first):
@@ -430,8 +434,9 @@ def _index_add(ctx, g):
 
 def _take(ctx, g):
     shape = ctx.shape("input")
-    out = E.zeros(max(1, math.prod(shape)), dtype=g.dtype, device=g.device)
-    out.put_(ctx.index.reshape(-1), g.reshape(-1), accumulate=True)
+    out = E.zeros(math.prod(shape), dtype=g.dtype, device=g.device)
+    if g.numel():
+        out.put_(ctx.index.reshape(-1), g.reshape(-1), accumulate=True)
     return out.reshape(shape), None
 
 

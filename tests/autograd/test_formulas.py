@@ -51,7 +51,36 @@ def test_scalar_first_operands(device):
     compare(lambda lib, t: lib.maximum(t, lib.zeros_like(t)), [A], device)
 
 
+def test_ties_split_the_gradient(device):
+    compare(lambda lib, a, b: lib.maximum(a, b) + lib.minimum(a, b) * 3, [A, B], device)
+    compare(lambda lib, a: lib.amax(a, 1) + lib.amin(a, 0).sum(), [np.ones((2, 3))], device)
+
+
 def test_xlogy_at_zero(device):
     """d/da xlogy(a, b) is log(b) at a = 0 too, and 0 where a = 0 and b <= 0."""
     compare(lambda lib, a, b: lib.xlogy(a, b), [A, np.abs(B) + 0.5], device)
     compare(lambda lib, a, b: lib.xlogy(a, b), [A, np.array([1.0, 0.0, 2.0, -1.0])], device)
+
+
+def test_prod_and_cumprod_with_zeros(device):
+    """Zero-safe: the gradient at a zero is the product of the others."""
+    x = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 4.0], [1.5, 2.0, -1.0]])
+    compare(lambda lib, t: lib.prod(t), [x[2:]], device)
+    compare(lambda lib, t: lib.prod(t, 1), [x], device)
+    compare(lambda lib, t: lib.prod(t, 0, keepdim=True), [x], device)
+    compare(lambda lib, t: lib.cumprod(t, 1), [x], device)
+    compare(lambda lib, t: lib.cumprod(t, 0), [x], device)
+
+
+def test_zero_dim_and_empty_inputs(device):
+    compare(lambda lib, t: lib.cumsum(t, -1), [np.array(1.5)], device)
+    compare(lambda lib, t: lib.cumprod(t, 0), [np.array(1.5)], device)
+    compare(lambda lib, t: lib.prod(t, 1), [np.zeros((3, 0))], device)
+    compare(lambda lib, t: lib.prod(t), [np.zeros((0,))], device)
+    empty = np.zeros((0, 3))
+    compare(lambda lib, t: lib.take(t, lib.tensor([], dtype=lib.int64)), [empty], device)
+
+
+def test_abs_relu_sign_at_zero(device):
+    """At the kink PyTorch picks 0 for abs and relu (sign(0) = 0, relu's mask is x > 0)."""
+    compare(lambda lib, t: lib.abs(t) + lib.relu(t) + lib.sign(t), [A], device)
