@@ -16,7 +16,11 @@ from .node import SavedTensor
 
 
 class Context:
-    """What a formula sees of its forward call."""
+    """What a formula sees of its forward call.
+
+    ``_node`` is set only while the node applies the formula: a lasting reference would make a
+    cycle (node -> ctx -> node) and keep every graph alive until the garbage collector runs.
+    """
 
     __slots__ = ("_meta", "_node", "_saved", "_values", "needs_input_grad")
 
@@ -36,8 +40,9 @@ class Context:
         try:
             return self._values[name]
         except KeyError:
+            op = self._node.op.name if self._node is not None else "an op"
             raise AttributeError(
-                f"autograd formula of '{self._node.op.name}' reads '{name}', which it did not save"
+                f"autograd formula of '{op}' reads '{name}', which it did not save"
             ) from None
 
     def meta(self, name: str) -> tuple:
@@ -97,18 +102,22 @@ class Formula:
         ctx._saved = saved
         return ctx
 
-    def save_result(self, ctx: Context, node, out) -> None:
+    def save_result(self, ctx: Context, out) -> None:
         if "result" in self.save:
             if isinstance(out, tuple):
-                ctx._saved["result"] = tuple(SavedTensor(o, node) for o in out)
+                ctx._saved["result"] = tuple(SavedTensor(o, i) for i, o in enumerate(out))
             else:
-                ctx._saved["result"] = SavedTensor(out, node)
+                ctx._saved["result"] = SavedTensor(out, 0)
 
     def apply(self, node, grads: list) -> tuple:
         if all(g is None for g in grads):
             return (None,) * len(node.next_functions)
         ctx = node.ctx
-        result = self.fn(ctx, *grads)
+        ctx._node = node
+        try:
+            result = self.fn(ctx, *grads)
+        finally:
+            ctx._node = None
         if not isinstance(result, tuple):
             result = (result,)
         flat = []

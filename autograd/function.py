@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import weakref
 
 from ember._dtype import FLOATING
 from ember._tensor import Tensor
@@ -29,7 +30,19 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self) -> tuple:
-        return tuple(s.unpack(self._node) if isinstance(s, SavedTensor) else s for s in self._saved)
+        node = self._node() if self._node is not None else None
+        return tuple(s.unpack(node) if isinstance(s, SavedTensor) else s for s in self._saved)
+
+    def _saved_outputs_as_aliases(self, outputs: list) -> None:
+        """Saved outputs now hold this node as grad_fn: keep history-free aliases instead (as
+        the formula layer does), or node -> ctx -> output -> node is a reference cycle."""
+        index = {id(t): i for i, t in enumerate(outputs)}
+        self._saved = tuple(
+            SavedTensor(s.tensor, index[id(s.tensor)])
+            if isinstance(s, SavedTensor) and id(s.tensor) in index
+            else s
+            for s in self._saved
+        )
 
     def mark_non_differentiable(self, *tensors) -> None:
         self._non_differentiable.update(id(t) for t in tensors)
@@ -142,7 +155,7 @@ class Function:
         tensors = [t for t in outputs if isinstance(t, Tensor)]
         output_meta = [(t._shape, t._dtype, t._storage.device) for t in tensors]
         node = FunctionNode(cls, ctx, edges, meta, positions, output_meta)
-        ctx._node = node
+        ctx._node = weakref.ref(node)  # the node holds ctx: a strong reference back is a cycle
         _trace(node)
         inputs = {id(args[i]) for i in positions}
         result, index = [], 0
@@ -155,6 +168,7 @@ class Function:
                     _set_history(t, node, index)
                 index += 1
             result.append(t)
+        ctx._saved_outputs_as_aliases(tensors)
         return tuple(result) if isinstance(out, tuple) else result[0]
 
 

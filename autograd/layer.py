@@ -89,8 +89,7 @@ class AutogradLayer(Layer):
         old_base_edge = gradient_edge(view_base) if view_base is not None else None
         self.below(op, args)
         node = Node(base, formula, ctx, tuple(edges), tuple(meta))
-        ctx._node = node
-        formula.save_result(ctx, node, target)
+        formula.save_result(ctx, target)
         _trace(node)
         if view_base is None:
             _set_history(target, node, 0)
@@ -134,8 +133,7 @@ def _attach(op, formula, ctx, edges, meta, out):
     outputs = out if isinstance(out, tuple) else (out,)
     tensors = [t for t in outputs if isinstance(t, Tensor)]
     node = Node(op, formula, ctx, tuple(edges), tuple(meta), num_outputs=len(tensors) or 1)
-    ctx._node = node
-    formula.save_result(ctx, node, out)
+    formula.save_result(ctx, out)
     _trace(node)
     for index, t in enumerate(tensors):
         if t._dtype.category == FLOATING:

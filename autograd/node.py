@@ -47,37 +47,40 @@ def accumulator(t: Tensor) -> AccumulateGrad:
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
-    An op's own output is kept as a history-free alias (saving the tensor itself would make a
-    cycle through its grad_fn) and gets the node back as grad_fn when unpacked, so higher-order
-    gradients still flow through it.
+    An op's own output (``output_nr`` is its index) is kept as a history-free alias: saving the
+    tensor itself, or the node, would make a cycle node -> saved -> node that only the garbage
+    collector frees. The owner node passed to ``unpack`` becomes the alias's grad_fn again, so
+    higher-order gradients still flow through it.
     """
 
-    __slots__ = ("hooks", "node", "tensor", "version")
+    __slots__ = ("output_nr", "tensor", "version")
 
-    def __init__(self, t: Tensor, node=None):
+    def __init__(self, t: Tensor, output_nr: int | None = None):
         self.version = t._storage.version
-        self.node = node
-        if node is not None:  # an output of `node`: drop the history to avoid a cycle
+        self.output_nr = output_nr
+        if output_nr is not None:
             t = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
         self.tensor = t
-        self.hooks = None
 
     def unpack(self, owner) -> Tensor:
         t = self.tensor
         if t is None:
             raise RuntimeError(FREED)
         if t._storage.version != self.version:
+            saved_by = owner.name() if owner is not None else "a backward function"
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{t.dtype.name} tensor of shape {list(t._shape)}], which is "
-                f"saved by {owner.name()}, is at version {t._storage.version}; expected version "
+                f"saved by {saved_by}, is at version {t._storage.version}; expected version "
                 f"{self.version} instead. Hint: the operation that modified it was in-place "
                 "(a method ending in '_' or an indexed assignment)."
             )
-        if self.node is not None:
+        if self.output_nr is not None and owner is not None:
             alias = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
-            alias._grad_fn = self.node
+            alias._grad_fn = owner
             alias._requires_grad = True
+            if self.output_nr:
+                alias.__dict__["_output_nr"] = self.output_nr
             return alias
         return t
 
