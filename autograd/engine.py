@@ -149,85 +149,135 @@ def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, acc
     root_grads = _root_grads(outputs, grad_outputs)
     root_nodes = list({edge[0]: None for edge in root_edges})
     targets = None if capture is None else {edge[0] for edge in capture}
-    needed = _needed(root_nodes, targets)
-    deps = _dependencies(root_nodes)
-    buffers: dict = {}
-    captured: dict = {}
-    for (node, index), grad in zip(root_edges, root_grads):
-        _add(buffers, node, index, grad)
-    ready = [(-node.seq, id(node), node) for node in root_nodes if deps[node] == 0]
+    run = _Pass(_needed(root_nodes, targets), _dependencies(root_nodes), retain_graph, capture)
+    run.accumulate = accumulate and capture is None
+    given = _as_tuple(grad_outputs) if grad_outputs is not None else ()
+    for i, ((node, index), grad) in enumerate(zip(root_edges, root_grads)):
+        run.add(node, index, grad)
+        if i < len(given) and given[i] is grad:
+            run.shared.add(id(grad))  # the caller holds it too
+    ready = [(-node.seq, id(node), node) for node in root_nodes if run.deps[node] == 0]
     heapq.heapify(ready)
     previous = grad_mode.STATE.enabled
     grad_mode.STATE.enabled = create_graph
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
-            grads = buffers.pop(node, None) or [None] * max(node.num_outputs, 1)
-            grads = _run_pre_hooks(node, grads) if node.pre_hooks else grads
-            if capture is not None:
-                for index, grad in enumerate(grads):
-                    if (node, index) in capture:
-                        captured[(node, index)] = grad
-            runs = (needed is None or node in needed) and any(g is not None for g in grads)
-            if isinstance(node, AccumulateGrad):
-                if runs and accumulate and capture is None:
-                    node.apply(grads)
-                outputs_ = ()
-            elif runs:
-                outputs_ = node.apply(grads)
-                if node.hooks:
-                    for hook in node.hooks:
-                        replaced = hook(outputs_, tuple(grads))
-                        if replaced is not None:
-                            outputs_ = tuple(replaced)
-                if grad_mode.STATE.anomaly:
-                    _check_anomaly(node, outputs_)
-            else:
-                outputs_ = (None,) * len(node.next_functions)
-            if not retain_graph and not isinstance(node, AccumulateGrad):
-                node.release()
-            for edge, grad in zip(
-                node.next_functions, outputs_ or (None,) * len(node.next_functions)
-            ):
-                if edge is None:
-                    continue
-                nxt, index = edge
-                if grad is not None:
-                    _add(buffers, nxt, index, grad)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
+            node = heapq.heappop(ready)[2]
+            for nxt in run.step(node):
+                heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
     finally:
         grad_mode.STATE.enabled = previous
-    return captured
+    return run.captured
 
 
-def _add(buffers: dict, node, index: int, grad) -> None:
-    slots = buffers.get(node)
-    if slots is None:
-        slots = [None] * max(node.num_outputs, 1)
-        buffers[node] = slots
-    slots[index] = grad if slots[index] is None else slots[index] + grad
+class _Pass:
+    """The state of one backward pass.
+
+    ``shared`` holds the ids of gradients something else also references: the caller's
+    grad_outputs, tensors a hook has seen, captured ones, and one tensor a formula returned for
+    two inputs (add gives ``(g, g)``). A leaf may take over any other gradient as its ``.grad``,
+    but must copy a shared one, or a later in-place accumulation would write into the other
+    holder's tensor (PyTorch decides the same by reference count).
+    """
+
+    __slots__ = ("accumulate", "buffers", "capture", "captured", "deps", "needed", "retain")
+    __slots__ += ("shared",)
+
+    def __init__(self, needed, deps, retain_graph, capture):
+        self.needed = needed
+        self.deps = deps
+        self.retain = retain_graph
+        self.capture = capture
+        self.captured: dict = {}
+        self.buffers: dict = {}
+        self.shared: set = set()
+        self.accumulate = True
+
+    def add(self, node, index: int, grad) -> None:
+        slots = self.buffers.get(node)
+        if slots is None:
+            slots = [None] * max(node.num_outputs, 1)
+            self.buffers[node] = slots
+        slots[index] = grad if slots[index] is None else slots[index] + grad
+
+    def step(self, node) -> list:
+        """Run ``node`` on its gathered gradients; returns the nodes that became ready."""
+        grads = self.buffers.pop(node, None) or [None] * max(node.num_outputs, 1)
+        if node.pre_hooks:
+            grads = _run_pre_hooks(node, grads)
+            self.shared.update(id(g) for g in grads)
+        if self.capture is not None:
+            for index, grad in enumerate(grads):
+                if (node, index) in self.capture:
+                    self.captured[(node, index)] = grad
+                    self.shared.add(id(grad))
+        runs = (self.needed is None or node in self.needed) and any(g is not None for g in grads)
+        outputs = None
+        if isinstance(node, AccumulateGrad):
+            if runs and self.accumulate:
+                grad = grads[0]
+                accumulate_into_leaf(node.variable, grad, id(grad) not in self.shared)
+        elif runs:
+            outputs = self._apply(node, grads)
+        if not self.retain and not isinstance(node, AccumulateGrad):
+            node.release()
+        ready = []
+        for i, edge in enumerate(node.next_functions):
+            if edge is None:
+                continue
+            nxt = edge[0]
+            if outputs is not None and outputs[i] is not None:
+                self.add(nxt, edge[1], outputs[i])
+            self.deps[nxt] -= 1
+            if self.deps[nxt] == 0:
+                ready.append(nxt)
+        return ready
+
+    def _apply(self, node, grads: list) -> tuple:
+        outputs = node.apply(grads)
+        if node.hooks:
+            for hook in node.hooks:
+                replaced = hook(outputs, tuple(grads))
+                if replaced is not None:
+                    outputs = tuple(replaced)
+            self.shared.update(id(g) for g in outputs)
+        if len(outputs) > 1:
+            seen = set()
+            for g in outputs:
+                if g is not None:
+                    if id(g) in seen:
+                        self.shared.add(id(g))
+                    seen.add(id(g))
+        if grad_mode.STATE.anomaly:
+            _check_anomaly(node, outputs)
+        return outputs
 
 
-def accumulate_into_leaf(variable: Tensor, grad) -> None:
-    """``variable.grad += grad`` after the tensor's hooks (PyTorch's AccumulateGrad)."""
+def accumulate_into_leaf(variable: Tensor, grad, owned: bool = False) -> None:
+    """``variable.grad += grad`` after the tensor's hooks (PyTorch's AccumulateGrad).
+
+    ``owned``: nothing else references ``grad``, so it may become ``.grad`` without a copy.
+    """
     if grad is None:
         return
-    for hook in tensor_hooks(variable):
+    hooks = tensor_hooks(variable)
+    for hook in hooks:
         replaced = hook(grad)
         if replaced is not None:
             grad = replaced
+    owned = owned and not hooks
     if grad._shape != variable._shape:
         from .formula import sum_to_shape
 
         grad = sum_to_shape(grad, variable._shape)
+        owned = True
     if grad._dtype is not variable._dtype:
         grad = grad.to(variable._dtype)
+        owned = True
     create_graph = grad_mode.STATE.enabled
     current = variable._grad
     if current is None:
-        variable._grad = grad if create_graph else _detached(grad)
+        variable._grad = _own(grad, owned and not create_graph)
     elif create_graph:
         variable._grad = current + grad
     else:
@@ -235,12 +285,13 @@ def accumulate_into_leaf(variable: Tensor, grad) -> None:
             current.add_(grad)
 
 
-def _detached(grad: Tensor) -> Tensor:
-    """A gradient the leaf can own: a fresh tensor, not an alias of something else."""
-    if grad._grad_fn is None and not grad._requires_grad and grad._base is None:
+def _own(grad: Tensor, owned: bool) -> Tensor:
+    """``grad`` itself when the leaf may keep it, else a copy: views (which keep their base's
+    memory alive and may not be contiguous) and tensors someone else holds are copied. Under
+    create_graph the copy is recorded, so the gradient stays differentiable."""
+    if owned and grad._grad_fn is None and not grad._requires_grad and grad._base is None:
         return grad
-    with grad_mode.no_grad():
-        return grad.detach().clone()
+    return grad.clone()
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
