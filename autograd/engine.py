@@ -14,7 +14,7 @@ from collections import defaultdict
 from ember._tensor import Tensor
 
 from . import grad_mode
-from .node import AccumulateGrad, gradient_edge, tensor_hooks
+from .node import AccumulateGrad, gradient_edge, store_retained, tensor_hooks
 
 
 def _as_tuple(value):
@@ -206,6 +206,8 @@ class _Pass:
         if node.pre_hooks:
             grads = _run_pre_hooks(node, grads)
             self.shared.update(id(g) for g in grads)
+        if node.retains:
+            store_retained(node, grads)
         if self.capture is not None:
             for index, grad in enumerate(grads):
                 if (node, index) in self.capture:

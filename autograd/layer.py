@@ -16,7 +16,7 @@ from ember._tensor import Tensor
 
 from ..dispatcher.layers import Layer
 from .grad_mode import STATE
-from .node import Node, gradient_edge
+from .node import Node, gradient_edge, retain
 
 
 class AutogradLayer(Layer):
@@ -93,10 +93,14 @@ class AutogradLayer(Layer):
         _trace(node)
         if view_base is None:
             _set_history(target, node, 0)
-            return target
-        rebased = CopySlices(view_base, target, node, old_base_edge)
-        _set_history(view_base, rebased, 0)
-        _set_history(target, ViewOf(view_base, target, rebased), 0)
+        else:
+            rebased = CopySlices(view_base, target, node, old_base_edge)
+            _set_history(view_base, rebased, 0)
+            _set_history(target, ViewOf(view_base, target, rebased), 0)
+            if view_base.__dict__.get("_retains_grad"):
+                retain(view_base)
+        if target.__dict__.get("_retains_grad"):
+            retain(target)  # .grad is the gradient of the new value
         return target
 
 

@@ -103,6 +103,7 @@ class Node:
         "op",
         "pre_hooks",
         "released",
+        "retains",
         "seq",
         "trace",
     )
@@ -116,6 +117,7 @@ class Node:
         self.num_outputs = num_outputs
         self.seq = next(_SEQUENCE)
         self.pre_hooks = None
+        self.retains = None
         self.hooks = None
         self.released = False
         self.trace = None
@@ -191,6 +193,22 @@ class AccumulateGrad(Node):
 
         accumulate_into_leaf(self.variable, grads[0])
         return ()
+
+
+def retain(t: Tensor) -> None:
+    """Have ``t``'s grad_fn store the gradient of ``t`` in ``t.grad`` (weakly: no cycle)."""
+    node = t._grad_fn
+    node.retains = (node.retains or []) + [(output_nr(t), weakref.ref(t))]
+
+
+def store_retained(node, grads: list) -> None:
+    """After the node's hooks, as in PyTorch: ``.grad`` of the outputs that retain grad is a
+    copy of their gradient (accumulated over backward calls)."""
+    for index, ref in node.retains:
+        owner, grad = ref(), grads[index]
+        if owner is None or grad is None or owner._grad_fn is not node:
+            continue
+        owner._grad = grad.clone() if owner._grad is None else owner._grad + grad
 
 
 def tensor_hooks(t: Tensor) -> list:

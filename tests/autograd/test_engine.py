@@ -3,6 +3,7 @@ higher-order gradients, checked against PyTorch where it has the same API."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ember
@@ -57,3 +58,54 @@ def test_leaf_takes_over_a_fresh_gradient(device):
     x.grad = None
     x.mm(w).sum().backward()
     assert x.grad._base is None and x.grad.is_contiguous()
+
+
+# ---- hooks and retain_grad, against PyTorch ------------------------------------------------------
+def _hooks_and_retain(lib, device=None):
+    """A graph with tensor hooks (leaf and non-leaf), node hooks and retain_grad; returns what
+    every hook saw and every .grad."""
+    kw = {"device": device} if lib is ember else {}
+    log = []
+    x = lib.tensor([1.0, -2.0, 3.0], dtype=lib.float64, **kw).requires_grad_()
+    x.register_hook(lambda g: log.append(("x", g.tolist())))
+    y = x * x
+    y.retain_grad()
+    y.register_hook(lambda g: g * 10)  # runs before retain_grad stores .grad: .grad is 10x
+    handle = y.register_hook(lambda g: log.append(("never", g.tolist())))
+    handle.remove()
+    z = y.sin()
+    z.retain_grad()
+    z.grad_fn.register_hook(lambda gi, go: log.append(("node", [g.tolist() for g in gi])))
+    z.grad_fn.register_prehook(lambda go: log.append(("pre", [g.tolist() for g in go])))
+    w = z * 2
+    w.retain_grad()
+    w.mul_(3)  # retain_grad follows the new value: w.grad is the gradient after mul_
+    w.sum().backward()
+    (x * 2).sum().backward()
+    grads = [t.grad.tolist() for t in (x, y, z, w)]
+    return log, grads
+
+
+def test_hooks_and_retain_grad_match_pytorch(device):
+    torch = pytest.importorskip("torch")
+    ours, theirs = _hooks_and_retain(ember, device), _hooks_and_retain(torch)
+    assert len(ours[0]) == len(theirs[0])
+    for (name, got), (want_name, want) in zip(ours[0], theirs[0]):
+        assert name == want_name
+        np.testing.assert_allclose(got, want, err_msg=name)
+    for got, want in zip(ours[1], theirs[1]):
+        np.testing.assert_allclose(got, want)
+
+
+def test_retained_grad_is_a_copy(device):
+    """retain_grad stores a copy: later backward calls accumulate into it without touching the
+    caller's gradient."""
+    x = _leaf([1.0, 2.0], device)
+    y = x + 0
+    y.retain_grad()
+    given = ember.ones(2, dtype=ember.float64, device=device)
+    y.backward(given, retain_graph=True)
+    y.backward(given)
+    assert given.tolist() == [1.0, 1.0]
+    assert y.grad.tolist() == [2.0, 2.0] and x.grad.tolist() == [2.0, 2.0]
+    assert y.retains_grad and not x.retains_grad
