@@ -208,6 +208,11 @@ class _Pass:
             self.shared.update(id(g) for g in grads)
         if node.retains:
             store_retained(node, grads)
+        if isinstance(node, AccumulateGrad) and grads[0] is not None:
+            hooks = tensor_hooks(node.variable)
+            if hooks:  # before capture: autograd.grad returns what the leaf's hooks make of it
+                grads[0] = run_leaf_hooks(hooks, grads[0])
+                self.shared.add(id(grads[0]))
         if self.capture is not None:
             for index, grad in enumerate(grads):
                 if (node, index) in self.capture:
@@ -255,19 +260,22 @@ class _Pass:
         return outputs
 
 
+def run_leaf_hooks(hooks: list, grad):
+    """A leaf's tensor hooks in order; each may return a replacement gradient."""
+    for hook in hooks:
+        replaced = hook(grad)
+        if replaced is not None:
+            grad = replaced
+    return grad
+
+
 def accumulate_into_leaf(variable: Tensor, grad, owned: bool = False) -> None:
-    """``variable.grad += grad`` after the tensor's hooks (PyTorch's AccumulateGrad).
+    """``variable.grad += grad`` (PyTorch's AccumulateGrad; the leaf's hooks have run).
 
     ``owned``: nothing else references ``grad``, so it may become ``.grad`` without a copy.
     """
     if grad is None:
         return
-    hooks = tensor_hooks(variable)
-    for hook in hooks:
-        replaced = hook(grad)
-        if replaced is not None:
-            grad = replaced
-    owned = owned and not hooks
     if grad._shape != variable._shape:
         from .formula import sum_to_shape
 

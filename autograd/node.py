@@ -189,9 +189,12 @@ class AccumulateGrad(Node):
         return "AccumulateGrad"
 
     def apply(self, grads: list) -> tuple:
-        from .engine import accumulate_into_leaf
+        from .engine import accumulate_into_leaf, run_leaf_hooks
 
-        accumulate_into_leaf(self.variable, grads[0])
+        if grads[0] is not None:
+            accumulate_into_leaf(
+                self.variable, run_leaf_hooks(tensor_hooks(self.variable), grads[0])
+            )
         return ()
 
 

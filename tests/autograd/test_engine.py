@@ -97,6 +97,13 @@ def test_hooks_and_retain_grad_match_pytorch(device):
         np.testing.assert_allclose(got, want)
 
 
+def test_leaf_hooks_apply_to_autograd_grad(device):
+    x = _leaf([1.0, 2.0], device)
+    x.register_hook(lambda g: g * 10)
+    assert grad((x * x).sum(), x)[0].tolist() == [20.0, 40.0]
+    assert x.grad is None
+
+
 def test_retained_grad_is_a_copy(device):
     """retain_grad stores a copy: later backward calls accumulate into it without touching the
     caller's gradient."""
