@@ -14,6 +14,7 @@ import ember as E
 from ember._tensor import contiguous_strides
 
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
+from .views import scatter_back
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
@@ -332,25 +333,6 @@ def _movedim(ctx, g):
     return g.movedim(ctx.destination, ctx.source)
 
 
-def _strided_positions(shape, stride, offset, device):
-    """Flat storage positions of every element of an (as_strided) view, row-major."""
-    positions = E.full((), offset, dtype=E.int64, device=device)
-    for size, step in zip(shape, stride):
-        positions = positions.unsqueeze(-1) + E.arange(size, device=device) * step
-    return positions
-
-
-def _scatter_back(g, view, own, device):
-    """Accumulate ``g`` through the ``view`` geometry (shape, stride, offset) into a storage-like
-    buffer and read it back through the input's ``own`` geometry: the gradient of any view,
-    overlapping or not."""
-    from .layer import _storage_buffer
-
-    storage = _storage_buffer(g, view, own)
-    storage.put_(_strided_positions(*view, device).reshape(-1), g.reshape(-1), accumulate=True)
-    return storage.take(_strided_positions(*own, device))
-
-
 def _as_strided(ctx, g):
     x = ctx.input
     shape, _, device = ctx.meta("input")
@@ -358,7 +340,7 @@ def _as_strided(ctx, g):
         return E.zeros(shape, dtype=g.dtype, device=device)
     offset = x.storage_offset() if ctx.storage_offset is None else ctx.storage_offset
     view = (tuple(ctx.size), tuple(ctx.stride), offset)
-    return _scatter_back(g, view, (shape, x.stride(), x.storage_offset()), device)
+    return scatter_back(g, view, (shape, x.stride(), x.storage_offset()), device)
 
 
 def _unfold(ctx, g):
@@ -374,7 +356,7 @@ def _unfold(ctx, g):
         stride[:d] + (step_stride * ctx.step,) + stride[d + 1 :] + (step_stride,),
         0,
     )
-    return _scatter_back(g, view, (shape, stride, 0), device)
+    return scatter_back(g, view, (shape, stride, 0), device)
 
 
 def _to_copy(ctx, g):

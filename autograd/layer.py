@@ -17,6 +17,7 @@ from ember._tensor import Tensor
 from ..dispatcher.layers import Layer
 from .grad_mode import STATE
 from .node import Node, gradient_edge, retain
+from .views import CopySlices, ViewOf
 
 
 class AutogradLayer(Layer):
@@ -96,7 +97,7 @@ class AutogradLayer(Layer):
         else:
             rebased = CopySlices(view_base, target, node, old_base_edge)
             _set_history(view_base, rebased, 0)
-            _set_history(target, ViewOf(view_base, target, rebased), 0)
+            _set_history(target, ViewOf(view_base, target, (rebased, 0)), 0)
             if view_base.__dict__.get("_retains_grad"):
                 retain(view_base)
         if target.__dict__.get("_retains_grad"):
@@ -122,6 +123,8 @@ def _edges(op, args) -> tuple[list, list]:
 def _set_history(t: Tensor, node, index: int) -> None:
     t._grad_fn = node
     t._requires_grad = True
+    if t._base is not None:  # to notice an in-place change of the base later (view replay)
+        t.__dict__["_view_of"] = t._base._grad_fn
     if index:
         t.__dict__["_output_nr"] = index
     elif "_output_nr" in t.__dict__:
@@ -143,99 +146,6 @@ def _attach(op, formula, ctx, edges, meta, out):
         if t._dtype.category == FLOATING:
             _set_history(t, node, index)
     return out
-
-
-class CopySlices(Node):
-    """A base tensor's history after an in-place op wrote into one of its views.
-
-    Backward: the base's gradient outside the view passes through unchanged; inside the view it
-    goes through the in-place op's own backward, whose other inputs keep their gradients.
-    """
-
-    __slots__ = ("base_geometry", "inner", "view_geometry")
-
-    def __init__(self, base: Tensor, view: Tensor, inner: Node, base_edge):
-        edges = (base_edge,) + tuple(inner.next_functions[1:])
-        meta = ((base._shape, base._dtype, base._storage.device),) + tuple(inner.input_meta[1:])
-        Node.__init__(self, inner.op, None, inner.ctx, edges, meta)
-        self.base_geometry = _geometry(base)
-        self.view_geometry = _geometry(view)
-        self.inner = inner
-
-    def name(self) -> str:
-        return "CopySlices"
-
-    def release(self) -> None:
-        self.inner.release()
-        self.released = True
-
-    def apply(self, grads: list) -> tuple:
-        g = grads[0]
-        if g is None:
-            return (None,) * len(self.next_functions)
-        device = g.device
-        base_pos = _positions(self.base_geometry, device)
-        view_pos = _positions(self.view_geometry, device)
-        storage = _storage_buffer(g, self.base_geometry, self.view_geometry)
-        storage.put_(base_pos, g.reshape(-1))
-        view_grad = storage.take(view_pos).reshape(self.view_geometry[0])
-        inner = self.inner.apply([view_grad])
-        if inner[0] is not None:
-            storage.put_(view_pos, inner[0].reshape(-1))
-        else:
-            storage.put_(view_pos, 0.0)
-        return (storage.take(base_pos).reshape(self.base_geometry[0]),) + tuple(inner[1:])
-
-
-class ViewOf(Node):
-    """History of a view after an in-place op: a fresh view of its (rebased) base."""
-
-    __slots__ = ("base_geometry", "view_geometry")
-
-    def __init__(self, base: Tensor, view: Tensor, base_node: Node):
-        meta = ((base._shape, base._dtype, base._storage.device),)
-        Node.__init__(self, None, None, None, ((base_node, 0),), meta)
-        self.base_geometry = _geometry(base)
-        self.view_geometry = _geometry(view)
-
-    def name(self) -> str:
-        return "AsStridedBackward0"
-
-    def apply(self, grads: list) -> tuple:
-        g = grads[0]
-        if g is None:
-            return (None,)
-        base_pos = _positions(self.base_geometry, g.device)
-        view_pos = _positions(self.view_geometry, g.device)
-        storage = _storage_buffer(g, self.base_geometry, self.view_geometry)
-        storage.put_(view_pos, g.reshape(-1), accumulate=True)
-        return (storage.take(base_pos).reshape(self.base_geometry[0]),)
-
-
-def _geometry(t: Tensor) -> tuple:
-    return (t._shape, t._stride, t._offset)
-
-
-def _positions(geometry, device):
-    from .formulas import _strided_positions
-
-    shape, stride, offset = geometry
-    return _strided_positions(shape, stride, offset, device).reshape(-1)
-
-
-def _extent(geometry) -> int:
-    """One past the largest storage position a (shape, stride, offset) view touches."""
-    shape, stride, offset = geometry
-    if any(n == 0 for n in shape):
-        return offset
-    return 1 + offset + sum((n - 1) * s for n, s in zip(shape, stride) if s > 0)
-
-
-def _storage_buffer(g, *geometries):
-    import ember
-
-    extent = max(_extent(geometry) for geometry in geometries)
-    return ember.zeros(max(extent, 1), dtype=g.dtype, device=g.device)
 
 
 LAYER = AutogradLayer()

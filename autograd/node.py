@@ -27,11 +27,27 @@ def output_nr(t: Tensor) -> int:
 
 def gradient_edge(t: Tensor):
     """Where a gradient for ``t`` should flow: ``(node, output index)``, or None."""
-    if t._grad_fn is not None:
-        return (t._grad_fn, output_nr(t))
+    node = t._grad_fn
+    if node is not None:
+        if t._base is not None:
+            node = history(t)
+        return (node, output_nr(t))
     if t._requires_grad:
         return (accumulator(t), 0)
     return None
+
+
+def history(t: Tensor):
+    """``t``'s grad_fn; for a view whose base was changed in place after the view's history was
+    recorded, a new one over the base's current history (the view's values changed too)."""
+    node = t._grad_fn
+    base = t._base
+    stale = base is not None and base._grad_fn is not t.__dict__.get("_view_of", base._grad_fn)
+    if node is not None and stale:
+        from .views import replay
+
+        node = replay(t)
+    return node
 
 
 def accumulator(t: Tensor) -> AccumulateGrad:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ember._tensor import Tensor
 
 from .engine import backward as run_backward
-from .node import add_tensor_hook, output_nr, retain
+from .node import add_tensor_hook, history, output_nr, retain
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -56,3 +56,4 @@ def install() -> None:
     Tensor.retain_grad = retain_grad
     Tensor.retains_grad = property(retains_grad)
     Tensor.detach_ = detach_
+    Tensor.grad_fn = property(history, doc="The node that created this tensor (None for leaves).")
