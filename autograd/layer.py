@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import traceback
 
+import ember as E
 from ember._dtype import FLOATING
 from ember._tensor import Tensor
 
 from ..dispatcher.layers import Layer
+from .formula import Formula
 from .grad_mode import STATE
 from .node import Node, gradient_edge, retain
 from .views import CopySlices, ViewOf
+
+
+def _overwritten(ctx, g):
+    return (E.zeros_like(g),) + (None,) * (len(ctx.needs_input_grad) - 1)
+
+
+OVERWRITTEN = Formula(_overwritten)
+"""The formula of a non-differentiable in-place op on a tensor in the graph: zero gradient."""
 
 
 class AutogradLayer(Layer):
@@ -44,6 +54,9 @@ class AutogradLayer(Layer):
             if op.decomposition is not None:
                 return op.decomposition(*args)  # composite: its parts get recorded
             if not base.defn.differentiable:
+                if op.mutates and args[0]._requires_grad:
+                    # uniform_, normal_...: the old values no longer matter, as in PyTorch
+                    return self.record_inplace(op, base, OVERWRITTEN, args)
                 return self.below(op, args)
             raise RuntimeError(
                 f"the derivative for '{op.name}' is not implemented (add it to "

@@ -129,3 +129,27 @@ def _leaf_if_float(a):
     if isinstance(a, ember.Tensor) and a.is_floating_point():
         return a.detach().requires_grad_()
     return a
+
+
+NONDIFFERENTIABLE_INPLACE = sorted(
+    n
+    for n, op in OPS.items()
+    if not C.differentiable(op) and op.mutates and ember.float64 in op.dtypes
+)
+
+
+@pytest.mark.parametrize("name", NONDIFFERENTIABLE_INPLACE)
+def test_nondifferentiable_inplace_ops_zero_the_gradient(name, device, rng):
+    """uniform_, normal_... on a tensor in the graph: the old values, and so the inputs they came
+    from, get a zero gradient (as in PyTorch); on a leaf that requires grad they are an error."""
+    op = OPS[name]
+    sample = next(s for s in samples(op, ember.float64, device, rng) if s.args[0].values.size > 1)
+    args = list(sample.ember_args(device))
+    x = args[0].detach().clone().requires_grad_()
+    y = x * 2
+    op(y, *args[1:])
+    assert y.requires_grad and y.grad_fn is not None
+    (y * 3 + x).sum().backward()
+    assert x.grad.tolist() == ember.ones_like(x).tolist()
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        op(x, *args[1:])
