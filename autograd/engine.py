@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from ember._tensor import Tensor
 
-from . import grad_mode
+from . import anomaly, grad_mode
 from .node import AccumulateGrad, gradient_edge, store_retained, tensor_hooks
 
 
@@ -131,18 +131,6 @@ def _run_pre_hooks(node, grads: list) -> list:
     return grads
 
 
-def _check_anomaly(node, outputs) -> None:
-    for i, g in enumerate(outputs):
-        if g is not None and bool(g.isnan().any()):
-            trace = (
-                node.trace or "(run with ember.autograd.detect_anomaly() to see the forward call)"
-            )
-            raise RuntimeError(
-                f"Function '{node.name()}' returned nan values in its {i}th output.\n"
-                f"The forward call that created it:\n{trace}"
-            )
-
-
 def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, accumulate=True):
     """Run backward from ``outputs``. ``capture`` maps edges to slots for ``autograd.grad``."""
     root_edges = _roots(outputs)
@@ -241,7 +229,12 @@ class _Pass:
         return ready
 
     def _apply(self, node, grads: list) -> tuple:
-        outputs = node.apply(grads)
+        try:
+            outputs = node.apply(grads)
+        except Exception as exc:
+            if grad_mode.STATE.anomaly:
+                anomaly.note_origin(exc, node)
+            raise
         if node.hooks:
             for hook in node.hooks:
                 replaced = hook(outputs, tuple(grads))
@@ -256,7 +249,7 @@ class _Pass:
                         self.shared.add(id(g))
                     seen.add(id(g))
         if grad_mode.STATE.anomaly:
-            _check_anomaly(node, outputs)
+            anomaly.check_nan(node, outputs)
         return outputs
 
 

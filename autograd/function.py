@@ -9,8 +9,9 @@ from ember._dtype import FLOATING
 from ember._tensor import Tensor
 
 from . import grad_mode
+from .anomaly import record_trace
 from .formula import fit
-from .layer import _set_history, _trace
+from .layer import _set_history
 from .node import Node, SavedTensor, gradient_edge
 
 
@@ -156,7 +157,7 @@ class Function:
         output_meta = [(t._shape, t._dtype, t._storage.device) for t in tensors]
         node = FunctionNode(cls, ctx, edges, meta, positions, output_meta)
         ctx._node = weakref.ref(node)  # the node holds ctx: a strong reference back is a cycle
-        _trace(node)
+        record_trace(node)
         inputs = {id(args[i]) for i in positions}
         result, index = [], 0
         for t in outputs:

@@ -9,13 +9,12 @@ modified tensor; when that tensor is a view, its base's history is rebased (Copy
 
 from __future__ import annotations
 
-import traceback
-
 import ember as E
 from ember._dtype import FLOATING
 from ember._tensor import Tensor
 
 from ..dispatcher.layers import Layer
+from .anomaly import record_trace
 from .formula import Formula
 from .grad_mode import STATE
 from .node import Node, gradient_edge, retain
@@ -104,7 +103,7 @@ class AutogradLayer(Layer):
         self.below(op, args)
         node = Node(base, formula, ctx, tuple(edges), tuple(meta))
         formula.save_result(ctx, target)
-        _trace(node)
+        record_trace(node)
         if view_base is None:
             _set_history(target, node, 0)
         else:
@@ -144,17 +143,12 @@ def _set_history(t: Tensor, node, index: int) -> None:
         del t.__dict__["_output_nr"]
 
 
-def _trace(node) -> None:
-    if STATE.anomaly:
-        node.trace = "".join(traceback.format_stack()[:-3])
-
-
 def _attach(op, formula, ctx, edges, meta, out):
     outputs = out if isinstance(out, tuple) else (out,)
     tensors = [t for t in outputs if isinstance(t, Tensor)]
     node = Node(op, formula, ctx, tuple(edges), tuple(meta), num_outputs=len(tensors) or 1)
     formula.save_result(ctx, out)
-    _trace(node)
+    record_trace(node)
     for index, t in enumerate(tensors):
         if t._dtype.category == FLOATING:
             _set_history(t, node, index)
