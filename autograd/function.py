@@ -88,6 +88,13 @@ class FunctionNode(Node):
     def name(self) -> str:
         return f"{self.cls.__name__}Backward"
 
+    def __getattr__(self, name: str):
+        # In PyTorch a custom Function's grad_fn is its ctx: y.grad_fn.saved_tensors and
+        # attributes set on ctx in forward/backward read through it.
+        if name.startswith("__") or name == "ctx":
+            raise AttributeError(name)
+        return getattr(self.ctx, name)
+
     def apply(self, grads: list) -> tuple:
         import ember
 
