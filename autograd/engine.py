@@ -196,7 +196,8 @@ class _Pass:
             self.shared.update(id(g) for g in grads)
         if node.retains:
             store_retained(node, grads)
-        if isinstance(node, AccumulateGrad) and grads[0] is not None:
+        leaf = isinstance(node, AccumulateGrad)
+        if leaf and grads[0] is not None and node.variable is not None:
             hooks = tensor_hooks(node.variable)
             if hooks:  # before capture: autograd.grad returns what the leaf's hooks make of it
                 grads[0] = run_leaf_hooks(hooks, grads[0])
@@ -208,13 +209,13 @@ class _Pass:
                     self.shared.add(id(grad))
         runs = (self.needed is None or node in self.needed) and any(g is not None for g in grads)
         outputs = None
-        if isinstance(node, AccumulateGrad):
-            if runs and self.accumulate:
-                grad = grads[0]
-                accumulate_into_leaf(node.variable, grad, id(grad) not in self.shared)
+        if leaf:
+            variable = node.variable
+            if runs and self.accumulate and variable is not None:
+                accumulate_into_leaf(variable, grads[0], id(grads[0]) not in self.shared)
         elif runs:
             outputs = self._apply(node, grads)
-        if not self.retain and not isinstance(node, AccumulateGrad):
+        if not self.retain and not leaf:
             node.release()
         ready = []
         for i, edge in enumerate(node.next_functions):

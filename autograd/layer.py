@@ -13,7 +13,7 @@ import ember as E
 from ember._dtype import FLOATING
 from ember._tensor import Tensor
 
-from ..dispatcher.layers import Layer
+from ..dispatcher.layers import STACK, Layer
 from .anomaly import record_trace
 from .formula import Formula
 from .grad_mode import STATE
@@ -21,12 +21,8 @@ from .node import Node, gradient_edge, retain
 from .views import CopySlices, ViewOf
 
 
-def _overwritten(ctx, g):
+def _zero_for_target(ctx, g):
     return (E.zeros_like(g),) + (None,) * (len(ctx.needs_input_grad) - 1)
-
-
-OVERWRITTEN = Formula(_overwritten)
-"""The formula of a non-differentiable in-place op on a tensor in the graph: zero gradient."""
 
 
 class AutogradLayer(Layer):
@@ -55,7 +51,7 @@ class AutogradLayer(Layer):
             if not base.defn.differentiable:
                 if op.mutates and args[0]._requires_grad:
                     # uniform_, normal_...: the old values no longer matter, as in PyTorch
-                    return self.record_inplace(op, base, OVERWRITTEN, args)
+                    return self.record_inplace(op, base, _overwritten(base), args)
                 return self.below(op, args)
             raise RuntimeError(
                 f"the derivative for '{op.name}' is not implemented (add it to "
@@ -63,8 +59,7 @@ class AutogradLayer(Layer):
             )
         if op.mutates:
             return self.record_inplace(op, base, formula, args)
-        ctx = formula.context(op, args)
-        edges, meta = _edges(op, args)
+        ctx, edges, meta = formula.record(args)
         out = self.below(op, args)
         return _attach(op, formula, ctx, edges, meta, out)
 
@@ -72,6 +67,8 @@ class AutogradLayer(Layer):
         """Run the op under this layer with recording off (its kernels and decompositions)."""
         STATE.enabled = False
         try:
+            if STACK.layers[-1] is self:  # nothing between us and the backend: skip the search
+                return op.runner(op, *args)
             return op.redispatch(self, args)
         finally:
             STATE.enabled = True
@@ -96,8 +93,7 @@ class AutogradLayer(Layer):
         originals = {}
         if first in formula.save:  # the formula needs the value from before the write
             originals[first] = target.clone()
-        ctx = formula.context(base, args, originals)
-        edges, meta = _edges(base, args)
+        ctx, edges, meta = formula.record(args, originals)
         view_base = target._base
         old_base_edge = gradient_edge(view_base) if view_base is not None else None
         self.below(op, args)
@@ -117,21 +113,6 @@ class AutogradLayer(Layer):
         return target
 
 
-def _edges(op, args) -> tuple[list, list]:
-    edges, meta = [], []
-    for i in op.tensor_positions:
-        value = args[i] if i < len(args) else None
-        items = value if isinstance(value, (list, tuple)) else (value,)
-        for t in items:
-            if isinstance(t, Tensor):
-                edges.append(gradient_edge(t))
-                meta.append((t._shape, t._dtype, t._storage.device))
-            else:
-                edges.append(None)
-                meta.append(None)
-    return edges, meta
-
-
 def _set_history(t: Tensor, node, index: int) -> None:
     t._grad_fn = node
     t._requires_grad = True
@@ -144,15 +125,37 @@ def _set_history(t: Tensor, node, index: int) -> None:
 
 
 def _attach(op, formula, ctx, edges, meta, out):
-    outputs = out if isinstance(out, tuple) else (out,)
-    tensors = [t for t in outputs if isinstance(t, Tensor)]
-    node = Node(op, formula, ctx, tuple(edges), tuple(meta), num_outputs=len(tensors) or 1)
+    if isinstance(out, Tensor):  # the common case, kept short
+        node = Node(op, formula, ctx, tuple(edges), meta)
+        if formula.plan.saves_result:
+            formula.save_result(ctx, out)
+        if STATE.anomaly:
+            record_trace(node)
+        if out._dtype.category == FLOATING:
+            _set_history(out, node, 0)
+        return out
+    tensors = [t for t in out if isinstance(t, Tensor)]
+    node = Node(op, formula, ctx, tuple(edges), meta, num_outputs=len(tensors) or 1)
     formula.save_result(ctx, out)
     record_trace(node)
     for index, t in enumerate(tensors):
         if t._dtype.category == FLOATING:
             _set_history(t, node, index)
     return out
+
+
+_OVERWRITTEN: dict = {}
+
+
+def _overwritten(op) -> Formula:
+    """The formula of a non-differentiable in-place op on a tensor in the graph (uniform_,
+    normal_...): a zero gradient for the old values."""
+    found = _OVERWRITTEN.get(op.name)
+    if found is None:
+        found = Formula(_zero_for_target)
+        found.bind(op)
+        _OVERWRITTEN[op.name] = found
+    return found
 
 
 LAYER = AutogradLayer()

@@ -26,12 +26,16 @@ def output_nr(t: Tensor) -> int:
 
 
 def gradient_edge(t: Tensor):
-    """Where a gradient for ``t`` should flow: ``(node, output index)``, or None."""
+    """Where a gradient for ``t`` should flow: ``(node, output index)``, or None.
+
+    Runs for every tensor input of every recorded call: the common cases (a single-output
+    node, a leaf whose accumulator exists) read no more than a few attributes.
+    """
     node = t._grad_fn
     if node is not None:
         if t._base is not None:
             node = history(t)
-        return (node, output_nr(t))
+        return (node, output_nr(t) if node.num_outputs != 1 else 0)
     if t._requires_grad:
         return (accumulator(t), 0)
     return None
@@ -51,12 +55,12 @@ def history(t: Tensor):
 
 
 def accumulator(t: Tensor) -> AccumulateGrad:
-    """The leaf's AccumulateGrad node; the tensor only holds it weakly (no reference cycle)."""
-    ref = t.__dict__.get("_accumulator")
-    node = ref() if ref is not None else None
+    """The leaf's AccumulateGrad node, made once and kept by the leaf (which the node refers
+    to weakly: no cycle), so recording a call on a leaf does not build one each time."""
+    node = t.__dict__.get("_accumulator")
     if node is None:
         node = AccumulateGrad(t)
-        t.__dict__["_accumulator"] = weakref.ref(node)
+        t.__dict__["_accumulator"] = node
     return node
 
 
@@ -193,13 +197,21 @@ class _Handle:
 
 
 class AccumulateGrad(Node):
-    """Leaf node: adds the incoming gradient into ``variable.grad``."""
+    """Leaf node: adds the incoming gradient into ``variable.grad``.
 
-    __slots__ = ("variable",)
+    The leaf owns its accumulator; the accumulator refers back weakly (``variable`` is None once
+    the leaf is gone, and then there is nowhere to accumulate).
+    """
+
+    __slots__ = ("_variable",)
 
     def __init__(self, variable: Tensor):
         Node.__init__(self, None, None, None, (), ())
-        self.variable = variable
+        self._variable = weakref.ref(variable)
+
+    @property
+    def variable(self):
+        return self._variable()
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -207,10 +219,9 @@ class AccumulateGrad(Node):
     def apply(self, grads: list) -> tuple:
         from .engine import accumulate_into_leaf, run_leaf_hooks
 
-        if grads[0] is not None:
-            accumulate_into_leaf(
-                self.variable, run_leaf_hooks(tensor_hooks(self.variable), grads[0])
-            )
+        variable = self.variable
+        if grads[0] is not None and variable is not None:
+            accumulate_into_leaf(variable, run_leaf_hooks(tensor_hooks(variable), grads[0]))
         return ()
 
 
