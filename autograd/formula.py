@@ -76,7 +76,6 @@ class Plan:
         "op_name",
         "position",
         "saves",
-        "saves_result",
         "tensor_index",
         "tensor_positions",
     )
@@ -104,7 +103,6 @@ class Plan:
             for name, when in save.items()
             if name != "result"
         )
-        self.saves_result = "result" in save
 
 
 class Formula:
@@ -116,11 +114,12 @@ class Formula:
     run backward twice, as in PyTorch.
     """
 
-    __slots__ = ("fn", "plan", "save")
+    __slots__ = ("fn", "plan", "save", "saves_result")
 
     def __init__(self, fn, save=()):
         self.fn = fn
         self.save = dict(save) if isinstance(save, dict) else dict.fromkeys(save)
+        self.saves_result = "result" in self.save
         self.plan = None
 
     def bind(self, op) -> None:
@@ -131,44 +130,21 @@ class Formula:
         """The context of a call, and the gradient edge and metadata of each tensor input.
 
         ``originals``: values to save instead of arguments an in-place op is about to change.
-        This runs on every recorded call: keep it to one pass over the tensor arguments.
         """
         plan = self.plan
-        n = len(args)
-        edges, meta, needs = [], [], []
-        values = list(args)
-        spans = [] if plan.has_lists else None
-        for i in plan.tensor_positions:
-            value = args[i] if i < n else None
-            if spans is not None:
-                spans.append((len(meta), len(meta) + (len(value) if _is_list(value) else 1)))
-            if _is_list(value):
-                needs.append(any(_requires(t) for t in value))
-                for t in value:
-                    edges.append(gradient_edge(t) if isinstance(t, Tensor) else None)
-                    meta.append(_meta(t))
-                values[i] = None
-            elif isinstance(value, Tensor):
-                needs.append(value._requires_grad)
-                edges.append(gradient_edge(value))
-                meta.append((value._shape, value._dtype, value._storage.device))
-                values[i] = None
-            else:  # absent, None or a Python scalar (kept in values)
-                needs.append(False)
-                edges.append(None)
-                meta.append(None)
+        edges, meta, needs, values, spans = scan(plan, args)
         ctx = Context.__new__(Context)
         ctx._formula = self
         ctx._values = values
         ctx._meta = meta
         ctx._spans = spans
         ctx._node = None
-        ctx.needs_input_grad = tuple(needs)
-        ctx._saved = _keep(plan, args, n, needs, originals) if plan.saves else None
+        ctx.needs_input_grad = needs
+        ctx._saved = _keep(plan, args, needs, originals) if plan.saves else None
         return ctx, edges, meta
 
     def save_result(self, ctx: Context, out) -> None:
-        if self.plan.saves_result:
+        if self.saves_result:
             if ctx._saved is None:
                 ctx._saved = {}
             if isinstance(out, tuple):
@@ -203,9 +179,45 @@ class Formula:
         )
 
 
-def _keep(plan, args, n, needs, originals) -> dict:
+def scan(plan: Plan, args) -> tuple[list, list, tuple, list, list | None]:
+    """One pass over the tensor arguments of a call (it runs on every recorded call).
+
+    Returns the gradient edge and the (shape, dtype, device) of each tensor input, flat (a
+    Tensor[] argument gives one entry per tensor; None for an absent tensor or a Python scalar),
+    whether each tensor argument needs a gradient, the arguments with the tensors blanked out
+    (what a formula reads by name), and each tensor argument's span of the flat entries (None
+    when the op has no Tensor[] argument).
+    """
+    n = len(args)
+    edges, meta, needs = [], [], []
+    values = list(args)
+    spans = [] if plan.has_lists else None
+    for i in plan.tensor_positions:
+        value = args[i] if i < n else None
+        if spans is not None:
+            spans.append((len(meta), len(meta) + (len(value) if _is_list(value) else 1)))
+        if _is_list(value):
+            needs.append(any(_requires(t) for t in value))
+            for t in value:
+                edges.append(gradient_edge(t) if isinstance(t, Tensor) else None)
+                meta.append(_meta(t))
+            values[i] = None
+        elif isinstance(value, Tensor):
+            needs.append(value._requires_grad)
+            edges.append(gradient_edge(value))
+            meta.append((value._shape, value._dtype, value._storage.device))
+            values[i] = None
+        else:  # absent, None or a Python scalar (kept in values)
+            needs.append(False)
+            edges.append(None)
+            meta.append(None)
+    return edges, meta, tuple(needs), values, spans
+
+
+def _keep(plan, args, needs, originals) -> dict:
     """The SavedTensors of the arguments the formula saves (and needs, for conditional saves)."""
     saved = {}
+    n = len(args)
     for position, name, when in plan.saves:
         if position >= n or (when is not None and not needs[when]):
             continue

@@ -14,6 +14,7 @@ from ember._dtype import FLOATING
 from ember._tensor import Tensor
 
 from ..dispatcher.layers import STACK, Layer
+from ..dispatcher.opdef import Kind
 from .anomaly import record_trace
 from .formula import Formula
 from .grad_mode import STATE
@@ -53,10 +54,7 @@ class AutogradLayer(Layer):
                     # uniform_, normal_...: the old values no longer matter, as in PyTorch
                     return self.record_inplace(op, base, _overwritten(base), args)
                 return self.below(op, args)
-            raise RuntimeError(
-                f"the derivative for '{op.name}' is not implemented (add it to "
-                "autograd/formulas.py, or mark the op differentiable=False)"
-            )
+            raise RuntimeError(f"the derivative for '{op.name}' is not implemented ({_fix(base)})")
         if op.mutates:
             return self.record_inplace(op, base, formula, args)
         ctx, edges, meta = formula.record(args)
@@ -113,6 +111,12 @@ class AutogradLayer(Layer):
         return target
 
 
+def _fix(op) -> str:
+    if op.kind is Kind.LIBRARY:
+        return f"register one with ember.library.register_autograd('{op.name}', backward, ...)"
+    return "add it to autograd/formulas.py, or mark the op differentiable=False"
+
+
 def _set_history(t: Tensor, node, index: int) -> None:
     t._grad_fn = node
     t._requires_grad = True
@@ -127,7 +131,7 @@ def _set_history(t: Tensor, node, index: int) -> None:
 def _attach(op, formula, ctx, edges, meta, out):
     if isinstance(out, Tensor):  # the common case, kept short
         node = Node(op, formula, ctx, tuple(edges), meta)
-        if formula.plan.saves_result:
+        if formula.saves_result:
             formula.save_result(ctx, out)
         if STATE.anomaly:
             record_trace(node)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import registry
 from .devices import REGISTRY
-from .registry import EXTRA
 
 CATEGORIES = ("native", "decomposition", "core", "cpu fallback", "missing")
 
@@ -26,16 +26,21 @@ class Coverage:
         return sorted(name for name, cat in self.status.items() if cat == category)
 
 
+def _has_kernel(name: str, backend) -> bool:
+    """A kernel in the backend's table or one an op library registered for its device type."""
+    return name in backend.kernels or backend.device_type in registry.EXTRA.device_types(name)
+
+
 def classify(op, backend, cpu_backend) -> str:
     """The category of ``op`` on ``backend`` (in-place variants follow their functional op)."""
     base = op.inplace_of or op
     if base.core:
         return "core"
-    if base.name in backend.kernels or EXTRA.device_types(base.name) & {backend.device_type}:
+    if _has_kernel(base.name, backend):
         return "native"
     if base.decomposition is not None:
         return "decomposition"
-    if backend.fallback and cpu_backend is not None and base.name in cpu_backend.kernels:
+    if backend.fallback and cpu_backend is not None and _has_kernel(base.name, cpu_backend):
         return "cpu fallback"
     return "missing"
 
@@ -50,3 +55,23 @@ def coverage(device_type: str, ops: dict) -> Coverage:
     for name, op in ops.items():
         result.status[name] = classify(op, backend, cpu_backend)
     return result
+
+
+def primitives(ops: dict) -> list[str]:
+    """Ops a backend must implement to run every model natively: neither core nor composite
+    (in-place variants use their functional op's kernel). Anything missing falls back to the
+    CPU where the policy allows."""
+    return sorted(
+        name
+        for name, op in ops.items()
+        if op.inplace_of is None and not op.core and op.decomposition is None
+    )
+
+
+def fusable(ops: dict) -> list[str]:
+    """Composites whose rows document a kernel: a backend may replace the decomposition."""
+    return sorted(
+        name
+        for name, op in ops.items()
+        if op.inplace_of is None and op.decomposition is not None and op.defn.kernel_args
+    )

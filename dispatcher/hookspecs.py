@@ -45,8 +45,21 @@ def ember_backend_load(device_type):
 def ember_op_library():
     """Define third-party ops (the ``ember.ops`` entry-point group).
 
+    Called once, the first time a script touches ``ember.ops.<namespace>`` (or by
+    ``python -m ember.plugins``). A library registers as one unit: any malformed or conflicting
+    definition marks it broken with the reason, and none of its ops are defined.
+
     Returns:
-        a list of op definitions: dicts with ``schema`` (``"ns::name(Tensor x) -> Tensor"``),
-        and optionally ``kernels`` (``{device type: {dtype or "*": fn}}``), ``shape``
-        (meta rule), ``backward`` and ``setup_context`` (autograd), ``reference`` (numpy).
+        a list of op definitions, dicts with:
+        ``schema`` (``"ns::name(Tensor x, *, float alpha=1.0) -> Tensor"``);
+        ``kernels`` (``{device type: {dtype name or "*": kernel}}``, called as
+        ``kernel(*outs, *inputs, *params)``: outputs allocated from ``shape``, tensor inputs
+        contiguous on the device);
+        ``shape`` (required with kernels: arguments with tensors as TensorMeta -> ``(shape,
+        dtype)`` or a TensorMeta per output);
+        ``backward`` and ``setup_context`` (PyTorch's ``register_autograd`` convention; required
+        unless ``differentiable`` is False or there is a ``decomposition``);
+        and optionally ``dtypes`` (names; default all), ``decomposition`` (the op in ember ops,
+        for devices and dtypes without a kernel), ``reference`` (numpy, for ``opcheck``),
+        ``differentiable`` (default True) and ``priority`` (of its kernels, default 0).
     """

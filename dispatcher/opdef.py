@@ -25,6 +25,7 @@ class Kind(Enum):
     COPY = "copy"
     SHAPE = "shape"  # cat, stack, flip, roll...: data movement without arithmetic
     NN = "nn"  # softmax, norms, pooling, losses
+    LIBRARY = "library"  # third-party ops (ember.library): outputs come from their shape rule
 
 
 class Promotion(Enum):

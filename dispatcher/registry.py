@@ -31,25 +31,33 @@ class ExtraKernels:
         # (op name, device type) -> list of (priority, provider, {dtype name or "*": fn})
         self.entries: dict = {}
 
-    def add(self, op_name: str, device_type: str, table: dict, provider: str, priority: int = 0):
-        """Register ``{dtype name or "*": fn}`` for ``op_name`` on ``device_type``.
+    def check(self, op_name: str, device_type: str, table: dict, provider: str, priority: int = 0):
+        """Raise if ``table`` conflicts with another provider's kernels.
 
-        A provider registering again updates its own kernels (registering the same function is a
-        no-op); a different function for the same key from another provider is a conflict.
+        Two providers may serve one key when they declare different priorities (the higher one
+        wins); at the same priority a different function is a conflict, since nothing says which
+        should run. The same function again is never one.
         """
-        entries = self.entries.setdefault((op_name, device_type), [])
-        mine = None
-        for index, (_prio, other, other_table) in enumerate(entries):
-            if other == provider:
-                mine = index
+        for other_priority, other, other_table in self.entries.get((op_name, device_type), ()):
+            if other == provider or other_priority != priority:
                 continue
             for key, fn in table.items():
                 existing = other_table.get(key)
                 if existing is not None and existing is not fn:
                     raise RuntimeError(
                         f"kernel for '{op_name}' on {device_type} ({key}) is registered by both "
-                        f"'{other}' and '{provider}'"
+                        f"'{other}' and '{provider}' (give one a higher priority to prefer it)"
                     )
+
+    def add(self, op_name: str, device_type: str, table: dict, provider: str, priority: int = 0):
+        """Register ``{dtype name or "*": fn}`` for ``op_name`` on ``device_type``.
+
+        A provider registering again updates its own kernels and priority; conflicts with other
+        providers are refused (see ``check``) and nothing of the refused table is kept.
+        """
+        self.check(op_name, device_type, table, provider, priority)
+        entries = self.entries.setdefault((op_name, device_type), [])
+        mine = next((i for i, entry in enumerate(entries) if entry[1] == provider), None)
         if mine is None:
             entries.append((priority, provider, dict(table)))
         else:
@@ -68,6 +76,15 @@ class ExtraKernels:
 
     def device_types(self, op_name: str) -> set:
         return {dev for (name, dev) in self.entries if name == op_name}
+
+    def providers(self, op_name: str) -> list[tuple[str, str, list]]:
+        """``(device type, provider, dtype names)`` for every table registered for ``op_name``."""
+        return [
+            (dev, provider, sorted(table))
+            for (name, dev), entries in sorted(self.entries.items())
+            if name == op_name
+            for _prio, provider, table in entries
+        ]
 
 
 EXTRA = ExtraKernels()
@@ -146,8 +163,8 @@ def _missing_message(op, device_type: str, dtype, backend) -> str:
         table = loaded.kernels.get(op.name)
         if table:
             providers.append(f"{loaded.name} ({loaded.device_type}: {', '.join(sorted(table))})")
-    for dev in sorted(EXTRA.device_types(op.name)):
-        providers.append(f"op libraries ({dev})")
+    for dev, provider, dtypes in EXTRA.providers(op.name):
+        providers.append(f"{provider} ({dev}: {', '.join(dtypes)})")
     who = "; ".join(providers) if providers else "no loaded backend"
     hint = ""
     if device_type != "cpu" and not backend.fallback:
@@ -189,16 +206,20 @@ def make_fallback(op, cpu_kernel, device_type: str):
                 stacklevel=_user_stacklevel(),
             )
         on_cpu: dict = {}
-        cpu_args = []
-        for arg in args:
+
+        def to_cpu(arg):
             if isinstance(arg, _tensor.Tensor):
                 key = id(arg)
                 if key not in on_cpu:
                     on_cpu[key] = (arg, arg.cpu().contiguous())
-                cpu_args.append(on_cpu[key][1])
-            else:
-                cpu_args.append(arg)
-        result = cpu_kernel(*cpu_args)
+                return on_cpu[key][1]
+            if isinstance(arg, (list, tuple)) and any(
+                isinstance(item, _tensor.Tensor) for item in arg
+            ):  # Tensor[] arguments (library ops take them)
+                return [to_cpu(item) for item in arg]
+            return arg
+
+        result = cpu_kernel(*(to_cpu(arg) for arg in args))
         for original, copy in (
             on_cpu[id(a)] for a in args[:n_out] if isinstance(a, _tensor.Tensor)
         ):

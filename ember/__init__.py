@@ -7,6 +7,19 @@ provided by a backend plugin (``python -m ember.plugins`` lists them).
 
 from __future__ import annotations
 
+import os as _os
+
+# In a source checkout ember.dispatcher, ember.autograd and ember.nn live beside this folder
+# (dispatcher/, autograd/, nn/) and the installed wheel maps them under ember/. Running from the
+# checkout (``python -m pytest`` puts it first on sys.path, ahead of the installed copy) finds
+# this folder instead, so the checkout root joins the package path; installed copies are untouched.
+_checkout = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if not _os.path.isdir(_os.path.join(__path__[0], "dispatcher")) and _os.path.isfile(
+    _os.path.join(_checkout, "dispatcher", "opdef.py")
+):
+    __path__.append(_checkout)
+del _checkout
+
 from . import _bind, _dtype, _frontends, _indexing, ops, return_types
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (

@@ -211,6 +211,23 @@ def is_nonzero(input) -> bool:
     return bool(input.item())
 
 
+def _cpu_runtime():
+    from .dispatcher.memory import backend_for
+
+    return backend_for("cpu").runtime
+
+
+def set_num_threads(n: int) -> None:
+    """Threads used by CPU kernels (OpenMP) and, following them, OpenBLAS."""
+    if int(n) < 1:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
+    _cpu_runtime().set_num_threads(int(n))
+
+
+def get_num_threads() -> int:
+    return _cpu_runtime().num_threads()
+
+
 def result_type(tensor1, tensor2):
     return _result_type((tensor1, tensor2), Tensor)
 
@@ -416,6 +433,8 @@ FUNCTIONS = {
     "result_type": result_type,
     "promote_types": promote_types,
     "can_cast": can_cast,
+    "set_num_threads": set_num_threads,
+    "get_num_threads": get_num_threads,
 }
 
 METHODS = {

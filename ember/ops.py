@@ -26,22 +26,33 @@ class Namespace:
         return f"<ember.ops.{self._name}: {', '.join(sorted(self._ops))}>"
 
 
-NAMESPACES: dict = {}
-
-
 def __getattr__(name: str):
     found = OPS.get(name)
     if found is not None:
         return found
-    if name in NAMESPACES:
-        return NAMESPACES[name]
-    from .library import load_op_libraries
+    if name.startswith("__"):  # import machinery and copy/pickle probes: not namespaces
+        raise AttributeError(name)
+    from . import library  # late: it needs the whole of ember
 
-    load_op_libraries()
-    if name in NAMESPACES:
-        return NAMESPACES[name]
-    raise AttributeError(f"ember.ops has no op or namespace '{name}'")
+    library.load_op_libraries()
+    found = library.LIBRARY.namespaces.get(name)
+    if found is not None:
+        return found
+    raise AttributeError(f"ember.ops has no op or namespace '{name}'" + _broken_libraries())
+
+
+def _broken_libraries() -> str:
+    from .dispatcher.devices import REGISTRY
+    from .dispatcher.plugins import OPS_GROUP
+
+    broken = [r for r in REGISTRY.host.records(OPS_GROUP) if not r.ok]
+    if not broken:
+        return ""
+    lines = [f"  {r.name} ({r.distribution or r.target}): {r.error}" for r in broken]
+    return "; these op libraries failed to load:\n" + "\n".join(lines)
 
 
 def __dir__():
-    return sorted(OPS) + sorted(NAMESPACES)
+    from . import library
+
+    return sorted(OPS) + sorted(library.LIBRARY.namespaces)

@@ -11,11 +11,14 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 
 from .dispatcher import coverage as cov
-from .dispatcher.devices import REGISTRY
+from .dispatcher import registry
+from .dispatcher.devices import REGISTRY, DeviceUnavailableError
+from .dispatcher.opdef import Kind
 from .dispatcher.plugins import BACKENDS_GROUP, OPS_GROUP, root_cause
-from .dispatcher.registry import FALLBACK_COUNTS, explain
+from .dispatcher.registry import explain
 
 
 def _table(rows: list[list[str]], indent: str = "  ") -> str:
@@ -102,29 +105,77 @@ def _coverage_section(loaded: dict, ops: dict, verbose: bool) -> str:
             ]
         )
         for category in ("missing", "cpu fallback") + (("decomposition",) if verbose else ()):
-            names = result.ops(category)
+            # In-place variants share their functional op's kernel: listing both adds nothing.
+            names = [n for n in result.ops(category) if ops[n].inplace_of is None]
             if names:
-                details.append(f"  {category} on {device_type}: {', '.join(names)}")
+                details.append(
+                    textwrap.fill(
+                        ", ".join(names),
+                        width=100,
+                        initial_indent=f"  {category} on {device_type} ({len(names)}): ",
+                        subsequent_indent="    ",
+                    )
+                )
     return _table(rows) + ("\n" + "\n".join(details) if details else "")
 
 
-def _op_libraries() -> str:
+def _op_libraries(loaded: dict) -> str:
     lines = []
     for record in REGISTRY.host.records(OPS_GROUP):
-        source = record.distribution or "(in memory)"
         state = "ok" if record.ok else f"broken: {record.error}"
-        lines.append(f"  {record.name} from {source} ({record.target}): {state}")
-    from .library import REGISTERED
-
-    for name, provider in sorted(REGISTERED.items()):
-        lines.append(f"  op {name} (by {provider})")
+        if record.distribution:
+            source = f"from {record.distribution} {record.version or ''} ({record.target})"
+        else:
+            source = "(in memory)"
+        lines.append(f"  {record.name} {source}: {state}")
+    ops = _library_ops()
+    if ops:
+        lines += ["", _table(_library_rows(ops, loaded))]
     return "\n".join(lines) or "  none"
 
 
+def _library_ops() -> dict:
+    from .library import LIBRARY
+
+    return dict(sorted(LIBRARY.ops.items()))
+
+
+def _library_rows(ops: dict, loaded: dict) -> list:
+    """One row per third-party op: its provider, formula, shape rule and how each available
+    device runs it."""
+    from .library import LIBRARY
+
+    devices = sorted(loaded)
+    rows = [["op", "provided by", "autograd", "shape rule", *devices, "kernels"]]
+    try:
+        cpu = REGISTRY.backend("cpu")
+    except RuntimeError:
+        cpu = None
+    for name, op in ops.items():
+        kernels = "; ".join(
+            f"{dev}: {', '.join(dtypes)} ({provider})"
+            for dev, provider, dtypes in registry.EXTRA.providers(name)
+        )
+        rows.append(
+            [
+                name,
+                LIBRARY.provider(name) or "?",
+                "yes"
+                if op.formula is not None
+                else ("n/a" if not op.defn.differentiable else "no"),
+                "yes" if op.info.get("shape") is not None else "no",
+                *(cov.classify(op, loaded[d], cpu) for d in devices),
+                kernels or "none",
+            ]
+        )
+    return rows
+
+
 def _fallbacks() -> str:
-    if not FALLBACK_COUNTS:
+    counts = registry.FALLBACK_COUNTS
+    if not counts:
         return "  none"
-    return "\n".join(f"  {name}: {count}" for name, count in FALLBACK_COUNTS.most_common())
+    return "\n".join(f"  {name}: {count}" for name, count in counts.most_common())
 
 
 _CALL = re.compile(r"^\s*([\w:.]+)\s*\((.*)\)\s*$")
@@ -149,17 +200,20 @@ def explain_call(text: str, ops: dict) -> str:
     from .dispatcher.promotion import promote_types
 
     common = dtypes[0]
-    for other in dtypes[1:]:
+    promotes = op.kind is not Kind.LIBRARY  # library kernels are chosen by the first dtype
+    for other in dtypes[1:] if promotes else ():
         common = promote_types(common, other)
-    lines = [explain(op, device_type, common)]
-    if len(dtypes) > 1:
+    try:
+        lines = [explain(op, device_type, common)]
+    except DeviceUnavailableError as exc:
+        lines = [f"{op.name}({device_type} {common.name}): the device is unavailable. {exc}"]
+    if len(dtypes) > 1 and promotes:
         lines.insert(0, f"promotion: {' + '.join(d.name for d in dtypes)} -> {common.name}")
     return "\n".join(lines)
 
 
 def report(verbose: bool = False) -> str:
-    from .dispatcher.optable import OPS
-
+    ops = all_ops()
     rows, loaded = _backend_rows()
     policy = " + ".join(REGISTRY.policy.sources)
     parts = [
@@ -168,16 +222,25 @@ def report(verbose: bool = False) -> str:
         f"Backends (entry-point group {BACKENDS_GROUP}):",
         _table(rows),
         "",
-        f"Op coverage ({len(OPS)} ops in the table):",
-        _coverage_section(loaded, OPS, verbose) if loaded else "  no backend available",
+        f"Op coverage ({len(ops)} ops: the table and third-party ops):",
+        _coverage_section(loaded, ops, verbose) if loaded else "  no backend available",
         "",
         f"Op libraries (entry-point group {OPS_GROUP}):",
-        _op_libraries(),
+        _op_libraries(loaded),
         "",
         "CPU fallback calls in this process:",
         _fallbacks(),
     ]
     return "\n".join(parts)
+
+
+def all_ops() -> dict:
+    """The op table and every third-party op (installed op libraries are loaded), by name."""
+    from .dispatcher.optable import OPS
+    from .library import load_op_libraries
+
+    load_op_libraries()
+    return {**OPS, **_library_ops()}
 
 
 def main(argv=None) -> int:
@@ -186,9 +249,7 @@ def main(argv=None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="also list decompositions")
     args = parser.parse_args(argv)
     if args.explain:
-        from .dispatcher.optable import OPS
-
-        print(explain_call(args.explain, OPS))
+        print(explain_call(args.explain, all_ops()))
         return 0
     print(report(args.verbose))
     return 0

@@ -24,8 +24,26 @@ def ember_backend_info():
     }
 
 
+# OpenMP workers that spin while waiting for work steal the cores of everything else: on a shared
+# or oversubscribed machine (or next to OpenBLAS's own threads and DataLoader workers) an op then
+# waits milliseconds for a descheduled worker. Sleeping waiters cost a wake-up of a few
+# microseconds per parallel region instead, and only ops above the parallel threshold use one.
+# libgomp reads this when the kernels load, so it is set just before; a user's choice wins.
+THREAD_DEFAULTS = {"OMP_WAIT_POLICY": "passive"}
+
+
+def _thread_environment() -> None:
+    import os
+
+    if "GOMP_SPINCOUNT" in os.environ:
+        return
+    for key, value in THREAD_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
 @hookimpl
 def ember_backend_load(device_type):
+    _thread_environment()
     from . import _kernels
     from .kernels import build_table
     from .runtime import CpuRuntime, default_threads

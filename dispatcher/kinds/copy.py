@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ember._device import CPU
 from ember._tensor import Tensor, empty, host_array
 
@@ -21,13 +23,19 @@ def _byte_offset(t: Tensor) -> int:
     return t._storage.byte_offset + t._offset * t._dtype.itemsize
 
 
+def _bytes(host: Tensor):
+    """A contiguous host tensor as the flat uint8 array the runtime contract promises (a typed
+    bfloat16 array exports no buffer, so runtimes could not read it)."""
+    return host_array(host).reshape(-1).view(np.uint8)
+
+
 def _to_host(src: Tensor) -> Tensor:
     """A contiguous CPU tensor with ``src``'s values (src on another device)."""
     src = contiguous(src)
     host = empty(src._shape, src._dtype, CPU)
     if math.prod(src._shape):
         src._storage.runtime.copy_out(
-            host_array(host), src._storage.handle, _byte_offset(src), src._storage.device.index
+            _bytes(host), src._storage.handle, _byte_offset(src), src._storage.device.index
         )
     return host
 
@@ -37,7 +45,7 @@ def _from_host(host: Tensor, device) -> Tensor:
     out = empty(host._shape, host._dtype, device)
     if math.prod(host._shape):
         out._storage.runtime.copy_in(
-            out._storage.handle, _byte_offset(out), host_array(host), device.index
+            out._storage.handle, _byte_offset(out), _bytes(host), device.index
         )
     return out
 

@@ -238,12 +238,49 @@ def _fill_limits(op, operands: list, dtype) -> list:
     ]
 
 
+def _inplace_fast(op, target, args):
+    """The common in-place call, ``p.add_(g)`` / ``m.mul_(0.9)`` / ``v.addcmul_(g, g, value=b)``:
+    a contiguous target and operands of its dtype, device and shape, or Python numbers of its
+    category. ``op.fast`` holds (device, kernel, arity) once the full path has validated the dtype.
+    Returns None when the call doesn't qualify."""
+    entry = op.fast.get(target._dtype)
+    if entry is None or not target._contig or entry[0] is not target._storage.device:
+        return None
+    dev, kernel, arity = entry
+    dtype = target._dtype
+    floating = dtype.category == _FLOATING
+    prepared = [target, target]
+    for value in args[: arity - 1]:
+        cls = value.__class__
+        if cls is float:
+            if not floating:
+                return None
+        elif cls is int:
+            if floating:
+                value = float(value)
+        elif isinstance(value, Tensor):
+            if value._dtype is not dtype or value._shape != target._shape:
+                return None
+            if value._storage.device is not dev:
+                return None
+        else:
+            return None
+        prepared.append(value)
+    kernel(*prepared, *args[arity - 1 :])
+    target._storage.version += 1
+    return target
+
+
 def inplace(op, target, *args):
     """``a.add_(b)``: the functional op's kernel writing into ``target``.
 
     The result dtype must be castable to the target's (no float into int), and the broadcast
     shape must be the target's own. When the compute dtype differs, compute then copy back.
     """
+    if op.fast and isinstance(target, Tensor):
+        done = _inplace_fast(op, target, args)
+        if done is not None:
+            return done
     base = op.inplace_of
     if not isinstance(target, Tensor):
         raise TypeError(f"{op.name}(): self must be a Tensor")
@@ -296,6 +333,8 @@ def inplace(op, target, *args):
             prepared.append(value)
         kernel = base.kernel(dev.type, compute)
         if kernel is not None:
+            if check is None and not base.info.get("limits") and target._dtype.category != dt.BOOL:
+                op.fast[target._dtype] = (dev, kernel, arity)
             kernel(target, *prepared, *params)
             target._storage.version += 1
             return target

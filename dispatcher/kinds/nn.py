@@ -7,7 +7,7 @@ from __future__ import annotations
 from ember import _dtype as dt
 from ember._tensor import Tensor, empty
 
-from ._common import cast, wrap_dim
+from ._common import cast, contiguous, wrap_dim
 
 
 def _check_float(op, x) -> None:
@@ -29,7 +29,7 @@ def along_dim(op, x, dim, dtype=None):
         return op.decomposition(x, d)
     out = empty(x._shape, x._dtype, dev)
     if x._shape and 0 not in x._shape:
-        kernel(out, x, d)
+        kernel(out, contiguous(x), d)
     return out
 
 
@@ -78,7 +78,7 @@ def im2col(op, x, kernel_size, dilation, padding, stride):
     if kernel is None:
         return op.decomposition(x, k, d, p, s)
     out = empty((n, c * k[0] * k[1], oh * ow), x._dtype, dev)
-    kernel(out, x, k, d, p, s)
+    kernel(out, contiguous(x), k, d, p, s)
     return out
 
 
@@ -107,7 +107,7 @@ def col2im(op, x, output_size, kernel_size, dilation, padding, stride):
     if kernel is None:
         return op.decomposition(x, (h, w), k, d, p, s)
     out = empty((x._shape[0], x._shape[1] // (k[0] * k[1]), h, w), x._dtype, dev)
-    kernel(out, x, k, d, p, s)
+    kernel(out, contiguous(x), k, d, p, s)
     return out
 
 
@@ -138,7 +138,7 @@ def max_pool2d(op, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
 
     shape = x._shape[:-2] + (oh, ow)
     values, indices = empty(shape, x._dtype, dev), empty(shape, dt.int64, dev)
-    kernel(values, indices, x, k, s, p, d)
+    kernel(values, indices, contiguous(x), k, s, p, d)
     return ValuesIndices(values, indices)
 
 

@@ -50,7 +50,7 @@ def _check_nonempty(op, x: Tensor, dims: tuple) -> None:
     if op.info.get("identity", True):
         return
     for d in dims:
-        if x._shape[d] == 0:
+        if d < len(x._shape) and x._shape[d] == 0:
             raise IndexError(
                 f"{op.name}(): Expected reduction dim {d} to have non-zero size (input shape "
                 f"{list(x._shape)}); the operation has no identity"

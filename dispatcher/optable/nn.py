@@ -190,7 +190,7 @@ ROWS = [
         runner=run.along_dim,
         decomposition=_softmax,
         samples="along_dim",
-        kernel_args="(out, x, dim)",
+        kernel_args="(out, x, dim): x contiguous",
     ),
     OpDef(
         "log_softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor",
@@ -200,7 +200,7 @@ ROWS = [
         runner=run.along_dim,
         decomposition=_log_softmax,
         samples="along_dim",
-        kernel_args="(out, x, dim)",
+        kernel_args="(out, x, dim): x contiguous",
     ),
     OpDef(
         "im2col(Tensor input, int[] kernel_size, int[] dilation, int[] padding, int[] stride) "
@@ -213,7 +213,8 @@ ROWS = [
         function=False,
         method=False,
         samples="im2col",
-        kernel_args="(out, x, kernel, dilation, padding, stride): (N,C,H,W) -> (N,C*kh*kw,L)",
+        kernel_args="(out, x, kernel, dilation, padding, stride): x (N,C,H,W) contiguous, "
+        "out (N,C*kh*kw,L)",
         notes="nn.functional.unfold",
     ),
     OpDef(
@@ -227,7 +228,8 @@ ROWS = [
         function=False,
         method=False,
         samples="col2im",
-        kernel_args="(out, cols, kernel, dilation, padding, stride): sums overlapping blocks",
+        kernel_args="(out, cols, kernel, dilation, padding, stride): cols contiguous; sums "
+        "overlapping blocks",
         notes="nn.functional.fold",
     ),
     OpDef(
@@ -242,8 +244,8 @@ ROWS = [
         function=False,
         method=False,
         samples="max_pool2d",
-        kernel_args="(values, indices, x, kernel, stride, padding, dilation): indices flat in "
-        "each input (H, W) plane",
+        kernel_args="(values, indices, x, kernel, stride, padding, dilation): x contiguous; "
+        "indices flat in each input (H, W) plane",
     ),
     OpDef(
         "constant_pad_nd(Tensor input, int[] pad, Scalar value=0) -> Tensor",

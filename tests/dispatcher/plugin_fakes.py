@@ -1,61 +1,50 @@
 """In-memory backend plugins for the dispatcher tests.
 
 ``RefPlugin`` serves a device type (``"ref"`` by default) from host memory held in numpy arrays,
-with only the kernels a device cannot do without (``copy_`` and ``fill_``), written in numpy:
-everything else reaches it through the CPU fallback. Like a real plugin it never imports ember;
-its kernels read only the attributes of the kernel contract.
+with only the kernels a device cannot do without (``copy_`` and ``fill_``): everything else
+reaches it through the CPU fallback. Its runtime and kernels are those of the example backend
+(examples/ember-backend-example), loaded from the source tree under another module name, so the
+tests never depend on what is installed; like a real plugin they never import ember.
 """
 
 from __future__ import annotations
 
-import ctypes
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
 
 import ember_backend_cpu
-import ml_dtypes
-import numpy as np
 import pluggy
 
-from ember.dispatcher.plugins import BACKENDS_GROUP, extension
+from ember.dispatcher.plugins import BACKENDS_GROUP, OPS_GROUP, extension
 from ember.dispatcher.policy import DEFAULT_FILE, Policy, _merge
 
 hookimpl = pluggy.HookimplMarker("ember")
 
-_NP_DTYPES = {"bfloat16": np.dtype(ml_dtypes.bfloat16)}
+_EXAMPLE = Path(__file__).resolve().parents[2] / "examples/ember-backend-example/ember_backend_ref"
 
 
-def host_view(t) -> np.ndarray:
-    """A numpy array over a tensor's elements, built from the kernel-contract attributes only."""
-    np_dtype = _NP_DTYPES.get(t._dtype.name) or np.dtype(t._dtype.name)
-    itemsize = t._dtype.itemsize
-    shape, stride = t._shape, t._stride
-    if 0 in shape:
-        return np.empty(shape, np_dtype)
-    low = sum((n - 1) * s for n, s in zip(shape, stride) if s < 0)
-    high = sum((n - 1) * s for n, s in zip(shape, stride) if s > 0)
-    start = t._storage.ptr + (t._offset + low) * itemsize
-    raw = (ctypes.c_char * ((high - low + 1) * itemsize)).from_address(start)
-    return np.ndarray(
-        shape,
-        dtype=np_dtype,
-        buffer=raw,
-        offset=-low * itemsize,
-        strides=tuple(s * itemsize for s in stride),
-    )
+def _example_module(name: str):
+    """``ember_backend_ref.<name>`` from the source tree, as ``_ref_example.<name>``."""
+    if "_ref_example" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            "_ref_example", _EXAMPLE / "__init__.py", submodule_search_locations=[str(_EXAMPLE)]
+        )
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["_ref_example"] = package
+        spec.loader.exec_module(package)
+    return importlib.import_module(f"_ref_example.{name}")
 
 
-def copy_(dst, src):
-    host_view(dst)[...] = host_view(src)
+_kernels = _example_module("kernels")
+host_view = _kernels.host_view  # a numpy array over a tensor, from the kernel contract only
+REF_KERNELS = {"copy_": {"*": _kernels.copy_}, "fill_": {"*": _kernels.fill_}}
 
 
-def fill_(out, value):
-    host_view(out)[...] = value
-
-
-REF_KERNELS = {"copy_": {"*": copy_}, "fill_": {"*": fill_}}
-
-
-class RefRuntime:
-    """Host memory in numpy byte arrays; the runtime contract of docs/plugins.md."""
+class RefRuntime(_example_module("runtime").RefRuntime):
+    """The example's runtime, counting allocations, with ``count`` devices; host memory (numpy
+    reads it directly) and the caching allocator only for large requests, like the CPU's."""
 
     host_memory = True
     cache_min_bytes = 1 << 20
@@ -68,32 +57,12 @@ class RefRuntime:
     def device_count(self) -> int:
         return self.count
 
-    def device_name(self, index=None) -> str:
-        return "numpy reference device"
-
     def alloc(self, nbytes: int, index=None):
         self.allocs += 1
-        return np.empty(max(nbytes, 1), np.uint8)
+        return super().alloc(nbytes, index)
 
     def free(self, handle, index=None) -> None:
         self.frees += 1
-
-    def address(self, handle) -> int:
-        return handle.ctypes.data
-
-    def copy_in(self, handle, byte_offset: int, src, index=None) -> None:
-        data = np.frombuffer(memoryview(src).cast("B"), np.uint8)
-        handle[byte_offset : byte_offset + data.size] = data
-
-    def copy_out(self, dst, handle, byte_offset: int, index=None) -> None:
-        out = np.frombuffer(memoryview(dst).cast("B"), np.uint8)
-        out[...] = handle[byte_offset : byte_offset + out.size]
-
-    def copy_between(self, dst, dst_offset, src, src_offset, nbytes, index=None) -> None:
-        dst[dst_offset : dst_offset + nbytes] = src[src_offset : src_offset + nbytes]
-
-    def synchronize(self, index=None) -> None:
-        pass
 
 
 class RefPlugin:
@@ -138,6 +107,19 @@ class RefPlugin:
         return {"runtime": self.runtime, "kernels": dict(self.kernels)}
 
 
+class FakeManager:
+    """Stands in for stevedore's ExtensionManager: the given extensions load, the failures go to
+    ``on_load_failure_callback`` exactly as stevedore reports an import error."""
+
+    extensions_by_group: dict = {}
+    failures_by_group: dict = {}
+
+    def __init__(self, group, on_load_failure_callback):
+        self.extensions = list(self.extensions_by_group.get(group, ()))
+        for entry_point, exc in self.failures_by_group.get(group, ()):
+            on_load_failure_callback(self, entry_point, exc)
+
+
 def policy(override: dict | None = None) -> Policy:
     """The shipped policy with ``override`` merged over it (no user file, no environment)."""
     import tomllib
@@ -151,3 +133,25 @@ def backends(*named) -> dict:
     found = [extension("cpu", ember_backend_cpu)]
     found += [extension(name, plugin) for name, plugin in named]
     return {BACKENDS_GROUP: found}
+
+
+class OpLibrary:
+    """An op-library plugin (the ``ember.ops`` group): its hook returns ``definitions``, or
+    raises ``error``; ``calls`` counts the hook calls (loading must be lazy and happen once)."""
+
+    def __init__(self, definitions=(), error: BaseException | None = None):
+        self.definitions = list(definitions)
+        self.error = error
+        self.calls = 0
+
+    @hookimpl
+    def ember_op_library(self):
+        self.calls += 1
+        if self.error is not None:
+            raise self.error
+        return self.definitions
+
+
+def op_libraries(*named) -> dict:
+    """``{OPS_GROUP: [Extension]}`` for the given ``(name, plugin)`` pairs."""
+    return {OPS_GROUP: [extension(name, plugin) for name, plugin in named]}

@@ -113,19 +113,6 @@ def test_reset_forgets_memoised_kernels(plugins):
 
 
 # ---- plugins that fail ---------------------------------------------------------------------
-class _FakeManager:
-    """Stands in for stevedore's ExtensionManager: the given extensions load, the failures go to
-    ``on_load_failure_callback`` exactly as stevedore reports an import error."""
-
-    extensions_by_group: dict = {}
-    failures_by_group: dict = {}
-
-    def __init__(self, group, on_load_failure_callback):
-        self.extensions = list(self.extensions_by_group.get(group, ()))
-        for entry_point, exc in self.failures_by_group.get(group, ()):
-            on_load_failure_callback(self, entry_point, exc)
-
-
 def _chained(error: Exception, cause: Exception) -> Exception:
     """``error`` raised from ``cause``: the root cause is the one to report."""
     error.__cause__ = cause
@@ -138,13 +125,13 @@ def test_plugin_that_fails_to_import_is_recorded(plugins, monkeypatch):
         ImportError("No module named 'broken_native'"),
         OSError("libbroken.so: cannot open shared object file"),
     )
-    monkeypatch.setattr(_FakeManager, "extensions_by_group", fakes.backends())
+    monkeypatch.setattr(fakes.FakeManager, "extensions_by_group", fakes.backends())
     monkeypatch.setattr(
-        _FakeManager,
+        fakes.FakeManager,
         "failures_by_group",
         {BACKENDS_GROUP: [(entry_point, failure)]},
     )
-    monkeypatch.setattr(plugins_mod, "ExtensionManager", _FakeManager)
+    monkeypatch.setattr(plugins_mod, "ExtensionManager", fakes.FakeManager)
     reg = plugins(discover=True)  # through the (fake) entry points
     assert (ember.ones(2) + 1).tolist() == [2.0, 2.0]  # the CPU is unaffected
     record = _record(reg, "broken")

@@ -73,9 +73,24 @@ def reference(op, sample):
     base = op.inplace_of or op
     to_float = base.promotion is Promotion.INT_TO_FLOAT
     np_args = sample.numpy_args(base.name not in NATIVE_PRECISION, ints_too=to_float)
+    if base.promotion is Promotion.ALWAYS_BOOL:
+        np_args = _round_scalars(sample, np_args)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return base.defn.reference(*np_args)
+
+
+def _round_scalars(sample, np_args) -> tuple:
+    """A comparison with a Python float computes in the tensor's float dtype, the scalar rounded
+    to it first, as in PyTorch: bfloat16 ``x < -1.242`` compares with -1.2421875."""
+    floats = [
+        a.values.dtype
+        for a in sample.args
+        if isinstance(a, Arr) and dt.from_numpy_dtype(a.values.dtype).is_floating_point
+    ]
+    if not floats:
+        return np_args
+    return tuple(float(np.asarray(a, floats[0])) if type(a) is float else a for a in np_args)
 
 
 def as_outputs(result) -> tuple:

@@ -91,28 +91,38 @@
 
 /* max/min/argmax/argmin: does v replace the running extreme b? Strict, so the first occurrence
  * wins; the first NaN wins and stays. */
-#define BETTER_max(T, v, b) (((v) > (b)) | (ISNAN(T, v) & !ISNAN(T, b)))
-#define BETTER_min(T, v, b) (((v) < (b)) | (ISNAN(T, v) & !ISNAN(T, b)))
+#define BETTER_amax(T, v, b) (((v) > (b)) | (ISNAN(T, v) & !ISNAN(T, b)))
+#define BETTER_amin(T, v, b) (((v) < (b)) | (ISNAN(T, v) & !ISNAN(T, b)))
 
-/* X(name, reduce op) for scans; X(name, comparison, outputs before indices, dtype family). */
+/* X(name, reduce op) for scans; X(name, extreme op, outputs before indices, dtype family). */
 #define REDUCE_OPS(X) X(sum) X(prod) X(amax) X(amin) X(all) X(any)
 #define SCAN_OPS(X) X(cumsum, sum) X(cumprod, prod)
-#define INDEX_OPS(X) X(max, max, 1, ALL) X(min, min, 1, ALL) X(argmax, max, 0, NUM) X(argmin, min, 0, NUM)
+#define INDEX_OPS(X)                                                                              \
+    X(max, amax, 1, ALL) X(min, amin, 1, ALL) X(argmax, amax, 0, NUM) X(argmin, amin, 0, NUM)
 
-/* ---- tuning (work splits depend on these and on shapes only) ---------------------------------- */
-#define LANES 16             /* running partials per contiguous run (fills the AVX2 registers) */
+/* ---- tuning (work splits depend on these and on shapes only) --------------------------------- */
+#define LANES 16             /* running partials per contiguous run: independent chains
+                              * that hide the add or compare-select latency */
 #define PW_BLOCK 1024        /* elements per block; blocks then combine pairwise */
-#define BW_OUTER 512         /* outputs per block when whole rows are accumulated */
+#define BW_OUTER 4096        /* outputs per block when rows are accumulated (whole rows stream
+                              * from memory much faster than pieces of rows) */
 #define BW_INNER 64          /* outputs per block when each output folds its own run */
 #define MIN_BLOCKS 16        /* below this many blocks, the reduced elements are split too */
-#define PIECE 16384          /* reduced elements per piece when splitting */
+#define PIECE 65536          /* reduced elements per piece when splitting */
 #define PARTIAL_BUDGET 65536 /* most partial accumulators held at once */
-#define LINE_BW 256          /* lines processed together by a scan or max/min loop */
+#define LINE_BW 1024         /* lines processed together by a scan or max/min loop */
+#define GRAIN 32768          /* elements of work per dynamically scheduled grain of tasks */
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t abs64(int64_t a) { return a < 0 ? -a : a; }
 
 /* ---- reduction loops ----------------------------------------------------------------------------
  * init(acc, n): n identities. merge(dst, src, n): dst[j] = comb(dst[j], src[j]).
  * fold(acc, n, x, sx): *acc = comb(*acc, the n elements at x (byte stride sx)).
- * accum(acc, n, x, sx): acc[j] = comb(acc[j], x[j]) for n elements at stride sx.
+ * accum(acc, n, x, sx, m, rs): acc[j] = comb(acc[j], x[i][j]) over m rows (byte stride rs) of n
+ *     elements (byte stride sx); rows go four at a time through registers, which quarters the
+ *     accumulator traffic (a sum over dim 0 then runs at numpy's float speed, in double).
  * store(out, os, oc, acc, n): the accumulators into out (byte stride os) in dtype oc.
  */
 typedef struct {
@@ -120,38 +130,50 @@ typedef struct {
     void (*init)(char *acc, int64_t n);
     void (*merge)(char *dst, const char *src, int64_t n);
     void (*fold)(char *acc, int64_t n, const char *x, int64_t sx);
-    void (*accum)(char *acc, int64_t n, const char *x, int64_t sx);
+    void (*accum)(char *acc, int64_t n, const char *x, int64_t sx, int64_t m, int64_t rs);
     void (*store)(char *out, int64_t os, int oc, const char *acc, int64_t n);
 } reducer;
 
 #define AT_CONTIG(i) p_[i]
 #define AT_STRIDED(i) (*(const st *)(x + (i) * sx))
 
-/* `out` = the n elements read by ACCESS(i) combined: blocks of PW_BLOCK elements, each over
- * LANES running partials (independent chains the compiler vectorises), and the blocks combined
- * pairwise, by a binary counter over the block index. */
+/* `out` = the m elements from s read by ACCESS(i) (m <= PW_BLOCK), combined over LANES running
+ * partials: independent chains the compiler vectorises. */
+#define RD_BLOCK(T, OP, at, out, s, m, ACCESS)                                                    \
+    do {                                                                                          \
+        const int64_t start_ = (s), len_ = (m);                                                   \
+        at lane_[LANES];                                                                          \
+        for (int k_ = 0; k_ < LANES; k_++) lane_[k_] = ID_##OP(T);                                \
+        int64_t i_ = 0;                                                                           \
+        for (; i_ + LANES <= len_; i_ += LANES) {                                                 \
+            /* Kept as a loop, it vectorises as an elementwise update of lane_; unrolled, GCC      \
+             * cannot vectorise a chain of compare-selects (amax) and spills (sum). */            \
+            _Pragma("GCC unroll 1")                                                              \
+            for (int k_ = 0; k_ < LANES; k_++)                                                    \
+                lane_[k_] = COMB_##OP(T, lane_[k_], VAL_##OP(T, ACCESS(start_ + i_ + k_)));       \
+        }                                                                                         \
+        for (; i_ < len_; i_++)                                                                   \
+            lane_[0] = COMB_##OP(T, lane_[0], VAL_##OP(T, ACCESS(start_ + i_)));                  \
+        for (int w_ = LANES / 2; w_ > 0; w_ /= 2)                                                 \
+            for (int k_ = 0; k_ < w_; k_++) lane_[k_] = COMB_##OP(T, lane_[k_], lane_[k_ + w_]);  \
+        out = lane_[0];                                                                           \
+    } while (0)
+
+/* `out` = the n elements read by ACCESS(i) combined: blocks of PW_BLOCK elements (RD_BLOCK),
+ * combined pairwise by a binary counter over the block index (numpy's scheme). */
 #define RD_PAIRWISE(T, OP, at, out, n, ACCESS)                                                    \
     do {                                                                                          \
         at stack_[64];                                                                            \
         int top_ = 0;                                                                             \
         for (int64_t s_ = 0, b_ = 0; s_ < (n); s_ += PW_BLOCK, b_++) {                            \
-            int64_t m_ = (n) - s_ < PW_BLOCK ? (n) - s_ : PW_BLOCK;                               \
-            at lane_[LANES];                                                                      \
-            for (int k_ = 0; k_ < LANES; k_++) lane_[k_] = ID_##OP(T);                            \
-            int64_t i_ = 0;                                                                       \
-            for (; i_ + LANES <= m_; i_ += LANES)                                                 \
-                for (int k_ = 0; k_ < LANES; k_++)                                                \
-                    lane_[k_] = COMB_##OP(T, lane_[k_], VAL_##OP(T, ACCESS(s_ + i_ + k_)));       \
-            for (; i_ < m_; i_++) lane_[0] = COMB_##OP(T, lane_[0], VAL_##OP(T, ACCESS(s_ + i_))); \
-            for (int w_ = LANES / 2; w_ > 0; w_ /= 2)                                             \
-                for (int k_ = 0; k_ < w_; k_++)                                                   \
-                    lane_[k_] = COMB_##OP(T, lane_[k_], lane_[k_ + w_]);                          \
-            at v_ = lane_[0];                                                                     \
-            for (int64_t c_ = b_; c_ & 1; c_ >>= 1) v_ = COMB_##OP(T, stack_[--top_], v_);        \
+            at v_;                                                                                \
+            RD_BLOCK(T, OP, at, v_, s_, min64(PW_BLOCK, (n) - s_), ACCESS);                       \
+            for (int64_t c_ = b_; c_ & 1; c_ >>= 1, top_--) /* COMB reads its arguments twice */ \
+                v_ = COMB_##OP(T, stack_[top_ - 1], v_);                                          \
             stack_[top_++] = v_;                                                                  \
         }                                                                                         \
         out = stack_[--top_];                                                                     \
-        while (top_ > 0) out = COMB_##OP(T, stack_[--top_], out);                                 \
+        for (; top_ > 0; top_--) out = COMB_##OP(T, stack_[top_ - 1], out);                       \
     } while (0)
 
 #define STORE_AS(D)                                                                               \
@@ -173,7 +195,8 @@ typedef struct {
         typedef ST_##T st;                                                                        \
         at total = *(at *)acc, part;                                                              \
         if (n < LANES) {                                                                          \
-            for (int64_t i = 0; i < n; i++) total = COMB_##OP(T, total, VAL_##OP(T, AT_STRIDED(i))); \
+            for (int64_t i = 0; i < n; i++)                                                       \
+                total = COMB_##OP(T, total, VAL_##OP(T, AT_STRIDED(i)));                          \
         } else if (sx == (int64_t)sizeof(st)) {                                                   \
             const st *p_ = (const st *)x;                                                         \
             RD_PAIRWISE(T, OP, at, part, n, AT_CONTIG);                                           \
@@ -184,15 +207,34 @@ typedef struct {
         }                                                                                         \
         *(at *)acc = total;                                                                       \
     }                                                                                             \
-    static EM_CLONES void accum_##OP##_##T(char *acc, int64_t n, const char *x, int64_t sx) {    \
+    static EM_CLONES void accum_##OP##_##T(char *acc, int64_t n, const char *x, int64_t sx,       \
+                                           int64_t m, int64_t rs) {                               \
         typedef ST_##T st;                                                                        \
-        acc_##OP##_##T *a = (acc_##OP##_##T *)acc;                                                \
+        typedef acc_##OP##_##T at;                                                                \
+        at *a = (at *)acc;                                                                        \
+        int64_t i = 0;                                                                            \
         if (sx == (int64_t)sizeof(st)) {                                                          \
-            const st *p = (const st *)x;                                                          \
-            for (int64_t j = 0; j < n; j++) a[j] = COMB_##OP(T, a[j], VAL_##OP(T, p[j]));         \
+            for (; i + 4 <= m; i += 4) {                                                          \
+                const st *p0 = (const st *)(x + i * rs), *p1 = (const st *)(x + (i + 1) * rs);    \
+                const st *p2 = (const st *)(x + (i + 2) * rs);                                    \
+                const st *p3 = (const st *)(x + (i + 3) * rs);                                    \
+                for (int64_t j = 0; j < n; j++) { /* a chain: GCC vectorises it, not a tree */  \
+                    at v = COMB_##OP(T, a[j], VAL_##OP(T, p0[j]));                                \
+                    v = COMB_##OP(T, v, VAL_##OP(T, p1[j]));                                      \
+                    v = COMB_##OP(T, v, VAL_##OP(T, p2[j]));                                      \
+                    a[j] = COMB_##OP(T, v, VAL_##OP(T, p3[j]));                                   \
+                }                                                                                 \
+            }                                                                                     \
+            for (; i < m; i++) {                                                                  \
+                const st *p = (const st *)(x + i * rs);                                           \
+                for (int64_t j = 0; j < n; j++) a[j] = COMB_##OP(T, a[j], VAL_##OP(T, p[j]));     \
+            }                                                                                     \
         } else {                                                                                  \
-            for (int64_t j = 0; j < n; j++)                                                       \
-                a[j] = COMB_##OP(T, a[j], VAL_##OP(T, *(const st *)(x + j * sx)));                \
+            for (; i < m; i++) {                                                                  \
+                const char *row = x + i * rs;                                                     \
+                for (int64_t j = 0; j < n; j++)                                                   \
+                    a[j] = COMB_##OP(T, a[j], VAL_##OP(T, *(const st *)(row + j * sx)));          \
+            }                                                                                     \
         }                                                                                         \
     }                                                                                             \
     static void store_##OP##_##T(char *out, int64_t os, int oc, const char *acc, int64_t n) {    \
@@ -220,27 +262,67 @@ static const reducer REDUCERS[RED_COUNT][EM_NDTYPES] = {REDUCE_OPS(RED_ROW)};
  * starts at ptrs[k], steps sd[k] bytes along the dim and sv[k] bytes from one line to the next. */
 typedef void (*line_fn)(int64_t n, int64_t B, char **ptrs, const int64_t *sd, const int64_t *sv);
 
+/* at = the index of the first extreme (OP: amax or amin; NaN counts as the extreme) of the n
+ * elements read by ACCESS(i), in two vectorised passes: each block's extreme (remembering the
+ * first block that holds the overall one), then that block's elements, tested 64 at a time
+ * without branches. */
+#define EXTREME_AT(T, OP, at, n, ACCESS)                                                          \
+    do {                                                                                          \
+        ct best_ = ID_##OP(T), v_;                                                                \
+        int64_t from_ = 0;                                                                        \
+        for (int64_t s_ = 0; s_ < (n); s_ += PW_BLOCK) {                                          \
+            RD_BLOCK(T, OP, ct, v_, s_, min64(PW_BLOCK, (n) - s_), ACCESS);                       \
+            if (BETTER_##OP(T, v_, best_)) {                                                      \
+                best_ = v_;                                                                       \
+                from_ = s_;                                                                       \
+            }                                                                                     \
+        }                                                                                         \
+        const int nan_ = ISNAN(T, best_);                                                         \
+        at = from_;                                                                               \
+        for (int64_t s_ = from_; s_ < (n); s_ += 64) {                                            \
+            int64_t e_ = min64(s_ + 64, (n)), i_ = s_;                                            \
+            int hit_ = 0;                                                                         \
+            for (; i_ < e_; i_++) {                                                               \
+                ct u_ = LD_##T(ACCESS(i_));                                                       \
+                hit_ |= (u_ == best_) | (nan_ & ISNAN(T, u_));                                    \
+            }                                                                                     \
+            if (!hit_) continue;                                                                  \
+            for (i_ = s_; i_ < e_; i_++) {                                                        \
+                ct u_ = LD_##T(ACCESS(i_));                                                       \
+                if ((u_ == best_) | (nan_ & ISNAN(T, u_))) break;                                 \
+            }                                                                                     \
+            at = i_;                                                                              \
+            break;                                                                                \
+        }                                                                                         \
+    } while (0)
+
+/* Row i of B lines (byte stride XS, a constant on the contiguous path so that it vectorises)
+ * into their running extremes best[] and indices at[]. */
+#define EXTREME_ROW(T, OP, ROW, XS)                                                               \
+    for (int64_t j = 0; j < B; j++) {                                                             \
+        ct v = LD_##T(*(const st *)((ROW) + j * (XS)));                                           \
+        int better = BETTER_##OP(T, v, best[j]);                                                  \
+        best[j] = better ? v : best[j];                                                           \
+        at[j] = better ? i : at[j];                                                               \
+    }
+
 /* ptrs: [values,] indices, x. NV is 1 with values (max/min), 0 without (argmax/argmin). */
-#define INDEX_LINE(T, NAME, CMP, NV)                                                              \
+#define INDEX_LINE(T, NAME, OP, NV)                                                               \
     static EM_CLONES void line_##NAME##_##T(int64_t n, int64_t B, char **ptrs, const int64_t *sd, \
                                             const int64_t *sv) {                                  \
         typedef CT_##T ct;                                                                        \
         typedef ST_##T st;                                                                        \
         const char *x = ptrs[NV + 1];                                                             \
-        const int64_t xd = sd[NV + 1], xv = sv[NV + 1];                                           \
+        const int64_t sx = sd[NV + 1], xv = sv[NV + 1];                                           \
         if (B == 1) {                                                                             \
-            const char *where = x;                                                                \
-            ct best = LD_##T(*(const st *)x);                                                     \
-            int64_t at = 0;                                                                       \
-            for (int64_t i = 1; i < n; i++) {                                                     \
-                ct v = LD_##T(*(const st *)(x + i * xd));                                         \
-                if (BETTER_##CMP(T, v, best)) {                                                   \
-                    best = v;                                                                     \
-                    at = i;                                                                       \
-                    where = x + i * xd;                                                           \
-                }                                                                                 \
+            int64_t at;                                                                           \
+            if (sx == (int64_t)sizeof(st)) {                                                      \
+                const st *p_ = (const st *)x;                                                     \
+                EXTREME_AT(T, OP, at, n, AT_CONTIG);                                              \
+            } else {                                                                              \
+                EXTREME_AT(T, OP, at, n, AT_STRIDED);                                             \
             }                                                                                     \
-            if (NV) *(st *)ptrs[0] = *(const st *)where;                                          \
+            if (NV) *(st *)ptrs[0] = AT_STRIDED(at);                                              \
             *(int64_t *)ptrs[NV] = at;                                                            \
             return;                                                                               \
         }                                                                                         \
@@ -251,22 +333,10 @@ typedef void (*line_fn)(int64_t n, int64_t B, char **ptrs, const int64_t *sd, co
             at[j] = 0;                                                                            \
         }                                                                                         \
         for (int64_t i = 1; i < n; i++) {                                                         \
-            const char *row = x + i * xd;                                                         \
             if (xv == (int64_t)sizeof(st)) {                                                      \
-                const st *r = (const st *)row;                                                    \
-                for (int64_t j = 0; j < B; j++) {                                                 \
-                    ct v = LD_##T(r[j]);                                                          \
-                    int better = BETTER_##CMP(T, v, best[j]);                                     \
-                    best[j] = better ? v : best[j];                                               \
-                    at[j] = better ? i : at[j];                                                   \
-                }                                                                                 \
+                EXTREME_ROW(T, OP, x + i * sx, (int64_t)sizeof(st));                              \
             } else {                                                                              \
-                for (int64_t j = 0; j < B; j++) {                                                 \
-                    ct v = LD_##T(*(const st *)(row + j * xv));                                   \
-                    int better = BETTER_##CMP(T, v, best[j]);                                     \
-                    best[j] = better ? v : best[j];                                               \
-                    at[j] = better ? i : at[j];                                                   \
-                }                                                                                 \
+                EXTREME_ROW(T, OP, x + i * sx, xv);                                               \
             }                                                                                     \
         }                                                                                         \
         for (int64_t j = 0; j < B; j++) {                                                         \
@@ -274,8 +344,16 @@ typedef void (*line_fn)(int64_t n, int64_t B, char **ptrs, const int64_t *sd, co
             *(int64_t *)(ptrs[NV] + j * sv[NV]) = at[j];                                          \
         }                                                                                         \
     }
-#define INDEX_LINES_FOR(NAME, CMP, NV, FAM) EM_FOR_##FAM(INDEX_LINE, NAME, CMP, NV)
+#define INDEX_LINES_FOR(NAME, OP, NV, FAM) EM_FOR_##FAM(INDEX_LINE, NAME, OP, NV)
 INDEX_OPS(INDEX_LINES_FOR)
+
+/* Row i of B lines into their running values a[] and out (byte strides OS, XS: constants on the
+ * contiguous path so that it vectorises). */
+#define SCAN_ROW(T, OP, OUT, X, OS, XS)                                                           \
+    for (int64_t j = 0; j < B; j++) {                                                             \
+        a[j] = COMB_##OP(T, a[j], VAL_##OP(T, *(const st *)((X) + j * (XS))));                    \
+        *(st *)((OUT) + j * (OS)) = SV_##T(a[j]);                                                 \
+    }
 
 /* ptrs: out, x. The running value is the reduce op's accumulator (int64 or double). */
 #define SCAN_LINE(T, NAME, OP)                                                                    \
@@ -295,22 +373,13 @@ INDEX_OPS(INDEX_LINES_FOR)
         }                                                                                         \
         at a[LINE_BW];                                                                            \
         for (int64_t j = 0; j < B; j++) a[j] = ID_##OP(T);                                        \
-        const int contig = sv[0] == (int64_t)sizeof(st) && sv[1] == (int64_t)sizeof(st);          \
+        const int64_t one = sizeof(st);                                                           \
+        const int contig = sv[0] == one && sv[1] == one;                                          \
         for (int64_t i = 0; i < n; i++) {                                                         \
-            char *orow = o + i * sd[0];                                                           \
-            const char *xrow = x + i * sd[1];                                                     \
             if (contig) {                                                                         \
-                st *po = (st *)orow;                                                              \
-                const st *px = (const st *)xrow;                                                  \
-                for (int64_t j = 0; j < B; j++) {                                                 \
-                    a[j] = COMB_##OP(T, a[j], VAL_##OP(T, px[j]));                                \
-                    po[j] = SV_##T(a[j]);                                                         \
-                }                                                                                 \
+                SCAN_ROW(T, OP, o + i * sd[0], x + i * sd[1], one, one);                          \
             } else {                                                                              \
-                for (int64_t j = 0; j < B; j++) {                                                 \
-                    a[j] = COMB_##OP(T, a[j], VAL_##OP(T, *(const st *)(xrow + j * sv[1])));      \
-                    *(st *)(orow + j * sv[0]) = SV_##T(a[j]);                                     \
-                }                                                                                 \
+                SCAN_ROW(T, OP, o + i * sd[0], x + i * sd[1], sv[0], sv[1]);                      \
             }                                                                                     \
         }                                                                                         \
     }
@@ -321,14 +390,14 @@ SCAN_OPS(SCAN_LINES_FOR)
 enum { INDEX_OPS(LINE_CODE) INDEX_COUNT };
 enum { SCAN_OPS(LINE_CODE) SCAN_COUNT };
 #define LINE_ENTRY(T, NAME) [EMC_##T] = line_##NAME##_##T,
-#define INDEX_ROW(NAME, CMP, NV, FAM) [LN_##NAME] = {EM_FOR_##FAM(LINE_ENTRY, NAME)},
+#define INDEX_ROW(NAME, OP, NV, FAM) [LN_##NAME] = {EM_FOR_##FAM(LINE_ENTRY, NAME)},
 #define SCAN_ROW(NAME, OP) [LN_##NAME] = {EM_FOR_NUM(LINE_ENTRY, NAME)},
 static const line_fn INDEX_LINES[INDEX_COUNT][EM_NDTYPES] = {INDEX_OPS(INDEX_ROW)};
 static const line_fn SCAN_LINES[SCAN_COUNT][EM_NDTYPES] = {SCAN_OPS(SCAN_ROW)};
-#define INDEX_NV(NAME, CMP, NV, FAM) [LN_##NAME] = NV,
+#define INDEX_NV(NAME, OP, NV, FAM) [LN_##NAME] = NV,
 static const int INDEX_VALUES[INDEX_COUNT] = {INDEX_OPS(INDEX_NV)};
 
-/* ---- walking the blocks ------------------------------------------------------------------------ */
+/* ---- walking the blocks ---------------------------------------------------------------------- */
 #define WALK_OPS 3
 
 /* A multi-index over `nd` dims with a pointer per operand, moved by seek (any position) and
@@ -371,22 +440,13 @@ static void walk_next(walker *w) {
     }
 }
 
-/* This thread's share [lo, hi) of `tasks` (the whole range outside a parallel region). */
-static void thread_range(int64_t tasks, int64_t *lo, int64_t *hi) {
-#ifdef _OPENMP
-    int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-    int64_t t = 0, nt = 1;
-#endif
-    *lo = tasks * t / nt;
-    *hi = tasks * (t + 1) / nt;
+/* Tasks per grain: threads take grains of consecutive tasks dynamically, so that a thread the
+ * OS has descheduled (a loaded machine) does not hold the others up at the barrier. */
+static int64_t grain_tasks(int64_t work_per_task) {
+    return work_per_task >= GRAIN ? 1 : GRAIN / (work_per_task > 0 ? work_per_task : 1);
 }
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t abs64(int64_t a) { return a < 0 ? -a : a; }
-
-/* ---- the reduction driver ---------------------------------------------------------------------- */
+/* ---- the reduction driver -------------------------------------------------------------------- */
 typedef struct {
     const reducer *r;
     int oc;                    /* output dtype code */
@@ -403,8 +463,8 @@ typedef struct {
     int64_t ppo, piece;        /* pieces per block and reduced elements per piece */
 } plan;
 
-/* Reduced dims: strides made positive (the order of a reduction does not matter), sorted
- * outermost first, neighbours merged. Returns the count; 0 when nothing is reduced. */
+/* Reduced dims (strides already made positive: the order of a reduction does not matter):
+ * sorted outermost first, neighbours merged. Returns the count; 0 when nothing is reduced. */
 static int normalise_reduced(int nr, int64_t *shape, int64_t *st) {
     for (int i = 1; i < nr; i++) {
         for (int j = i; j > 0 && st[j] > st[j - 1]; j--) {
@@ -527,7 +587,7 @@ static void reduce_piece(const plan *pl, char *acc, int64_t B, const char *x, in
         int64_t m = min64(pl->rlen - col, e - a);
         const char *px = x + off + col * pl->rstride;
         if (pl->rows) {
-            for (int64_t i = 0; i < m; i++) r->accum(acc, B, px + i * pl->rstride, pl->vst[1]);
+            r->accum(acc, B, px, pl->vst[1], m, pl->rstride);
         } else {
             for (int64_t j = 0; j < B; j++)
                 r->fold(acc + j * r->acc_size, m, px + j * pl->vst[1], pl->rstride);
@@ -559,14 +619,15 @@ static void run_reduce(const plan *pl) {
         run_reduce(&whole);
         return;
     }
-    const int parallel = tasks > 1 && pl->nblocks * pl->chunk * pl->rtotal >= EM_PARALLEL_THRESHOLD;
-#pragma omp parallel if (parallel)
-    {
-        int64_t lo, hi;
-        thread_range(tasks, &lo, &hi);
+    const int64_t per = grain_tasks(pl->chunk * pl->piece), grains = ceil_div(tasks, per);
+    const int64_t work = pl->nblocks * pl->chunk * pl->rtotal;
+    const int parallel = grains > 1 && work >= EM_PARALLEL_THRESHOLD;
+#pragma omp parallel for schedule(dynamic) if (parallel)
+    for (int64_t g = 0; g < grains; g++) {
+        const int64_t lo = g * per, hi = min64(lo + per, tasks);
         walker w = pl->blocks;
         double buffer[BW_OUTER]; /* accumulators are at most 8 bytes */
-        if (lo < hi) walk_seek(&w, lo / ppo);
+        walk_seek(&w, lo / ppo);
         for (int64_t t = lo; t < hi; t++) {
             if (t > lo && t % ppo == 0) walk_next(&w);
             int64_t B = block_width(pl, &w);
@@ -589,7 +650,7 @@ static void run_reduce(const plan *pl) {
     free(partials);
 }
 
-/* ---- the line driver --------------------------------------------------------------------------- */
+/* ---- the line driver ------------------------------------------------------------------------- */
 /* Run f over every line along dim d. bst: nops rows of byte strides; x is the last operand. */
 static int run_lines(line_fn f, int nops, int ndim, const int64_t *shape, char **base,
                      int64_t bst[][EM_MAX_DIMS], int d) {
@@ -630,14 +691,14 @@ static int run_lines(line_fn f, int nops, int ndim, const int64_t *shape, char *
             walk_add(&w, nchunks, col);
         }
     }
-    const int64_t tasks = walk_size(&w);
-    const int parallel = tasks > 1 && tasks * chunk * n >= EM_PARALLEL_THRESHOLD;
-#pragma omp parallel if (parallel)
-    {
-        int64_t lo, hi;
-        thread_range(tasks, &lo, &hi);
+    const int64_t tasks = walk_size(&w), per = grain_tasks(chunk * n);
+    const int64_t grains = ceil_div(tasks, per);
+    const int parallel = grains > 1 && tasks * chunk * n >= EM_PARALLEL_THRESHOLD;
+#pragma omp parallel for schedule(dynamic) if (parallel)
+    for (int64_t g = 0; g < grains; g++) {
+        const int64_t lo = g * per, hi = min64(lo + per, tasks);
         walker mine = w;
-        if (lo < hi) walk_seek(&mine, lo);
+        walk_seek(&mine, lo);
         for (int64_t t = lo; t < hi; t++) {
             if (t > lo) walk_next(&mine);
             int64_t c = nchunks > 1 ? mine.idx[mine.nd - 1] : 0;
@@ -647,7 +708,7 @@ static int run_lines(line_fn f, int nops, int ndim, const int64_t *shape, char *
     return EM_OK;
 }
 
-/* ---- entry points ------------------------------------------------------------------------------ */
+/* ---- entry points ---------------------------------------------------------------------------- */
 static int valid_dtype(int d) { return d >= 0 && d < EM_NDTYPES; }
 
 #define NAME_OF(NAME, ...) #NAME ","

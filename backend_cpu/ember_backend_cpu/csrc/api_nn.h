@@ -1,0 +1,13 @@
+/* nn.c: fused nn kernels. Inputs contiguous (the core's runners guarantee it), outputs fresh and
+ * contiguous. geometry = {n, c, h, w, oh, ow, kh, kw, dh, dw, ph, pw, sh, sw}. */
+#ifndef EMBER_CPU_API_NN_H
+#define EMBER_CPU_API_NN_H
+#include <stdint.h>
+
+int ember_softmax(int dtype, intptr_t out, intptr_t x, int64_t outer, int64_t n, int64_t inner,
+                  int take_log);
+int ember_im2col(int dtype, intptr_t cols, intptr_t x, const int64_t *geometry);
+int ember_col2im(int dtype, intptr_t out, intptr_t cols, const int64_t *geometry);
+int ember_max_pool2d(int dtype, intptr_t values, intptr_t indices, intptr_t x,
+                     const int64_t *geometry);
+#endif

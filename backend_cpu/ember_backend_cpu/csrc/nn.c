@@ -1,0 +1,200 @@
+/* Fused kernels for nn ops that otherwise decompose into several passes: softmax/log_softmax
+ * along a dim, im2col/col2im (unfold/fold, the core of convolutions), and 2-D max pooling.
+ *
+ * Inputs are contiguous (the glue makes them so: these ops read every element, so a copy costs
+ * little next to a strided inner loop), outputs are fresh contiguous tensors. Half types load
+ * through float; accumulation is in float (double for float64).
+ */
+#include <stdlib.h>
+
+#include "ember_cpu.h"
+#include "api_nn.h"
+
+/* ---- softmax / log_softmax ------------------------------------------------------------------
+ * The tensor is seen as (outer, n, inner) around the softmax dim. inner == 1 (the last dim, the
+ * usual case) walks contiguous rows; otherwise each of the inner columns is a strided row. */
+#define SOFTMAX_KERNEL(T, unused)                                                                 \
+    static EM_CLONES void softmax_##T(ST_##T *out, const ST_##T *x, int64_t outer, int64_t n,     \
+                                      int64_t inner, int take_log) {                                   \
+        typedef CT_##T ct;                                                                        \
+        int64_t rows = outer * inner;                                                             \
+        _Pragma("omp parallel for schedule(static) if (rows * n > EM_PARALLEL_THRESHOLD)")        \
+        for (int64_t r = 0; r < rows; r++) {                                                      \
+            int64_t o = r / inner, i = r % inner;                                                 \
+            const ST_##T *row = x + o * n * inner + i;                                            \
+            ST_##T *dst = out + o * n * inner + i;                                                \
+            ct peak = LD_##T(row[0]);                                                             \
+            for (int64_t k = 1; k < n; k++) {                                                     \
+                ct v = LD_##T(row[k * inner]);                                                    \
+                if (v > peak || v != v) peak = v;                                                 \
+            }                                                                                     \
+            if (isinf(peak) && peak < 0) peak = 0; /* all -inf: avoid (-inf) - (-inf) */          \
+            ct total = 0;                                                                         \
+            for (int64_t k = 0; k < n; k++) total += exp(LD_##T(row[k * inner]) - peak);          \
+            if (take_log) {                                                                          \
+                ct shift = peak + log(total);                                                     \
+                for (int64_t k = 0; k < n; k++)                                                   \
+                    dst[k * inner] = SV_##T(LD_##T(row[k * inner]) - shift);                      \
+            } else {                                                                              \
+                ct scale = 1 / total;                                                             \
+                for (int64_t k = 0; k < n; k++)                                                   \
+                    dst[k * inner] = SV_##T(exp(LD_##T(row[k * inner]) - peak) * scale);          \
+            }                                                                                     \
+        }                                                                                         \
+    }
+EM_FOR_FLOAT(SOFTMAX_KERNEL, 0)
+
+#define SOFTMAX_CASE(T, unused)                                                                   \
+    case EMC_##T:                                                                                 \
+        softmax_##T((ST_##T *)out, (const ST_##T *)x, outer, n, inner, take_log);                      \
+        return EM_OK;
+
+int ember_softmax(int dtype, intptr_t out, intptr_t x, int64_t outer, int64_t n, int64_t inner,
+                  int take_log) {
+    if (outer * n * inner == 0) return EM_OK;
+    switch (dtype) { EM_FOR_FLOAT(SOFTMAX_CASE, 0) }
+    return EM_UNSUPPORTED;
+}
+
+/* ---- im2col / col2im ---------------------------------------------------------------------------
+ * im2col: x (N, C, H, W) -> cols (N, C*kh*kw, OH*OW); col2im sums cols back into (N, C, H, W).
+ * geometry: kh, kw, dh, dw (dilation), ph, pw (padding), sh, sw (stride). Each (n, c, ki, kj) row
+ * of cols is independent for im2col; col2im writes one (n, c) plane per task, so no races. */
+typedef struct {
+    int64_t n, c, h, w, oh, ow, kh, kw, dh, dw, ph, pw, sh, sw;
+} em_conv_geometry;
+
+static int conv_geometry(const int64_t *g, em_conv_geometry *out) {
+    em_conv_geometry q = {g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11],
+                          g[12], g[13]};
+    if (q.kh <= 0 || q.kw <= 0 || q.sh <= 0 || q.sw <= 0 || q.dh <= 0 || q.dw <= 0) return 0;
+    *out = q;
+    return 1;
+}
+
+#define IM2COL_KERNEL(T, unused)                                                                  \
+    static EM_CLONES void im2col_##T(ST_##T *cols, const ST_##T *x, em_conv_geometry g) {         \
+        int64_t rows = g.n * g.c * g.kh * g.kw, plane = g.oh * g.ow;                              \
+        const ST_##T zero = SV_##T(0);                                                            \
+        _Pragma("omp parallel for schedule(static) if (rows * plane > EM_PARALLEL_THRESHOLD)")    \
+        for (int64_t r = 0; r < rows; r++) {                                                      \
+            int64_t kj = r % g.kw, ki = (r / g.kw) % g.kh, nc = r / (g.kw * g.kh);                 \
+            const ST_##T *src = x + nc * g.h * g.w;                                               \
+            ST_##T *dst = cols + r * plane;                                                       \
+            for (int64_t a = 0; a < g.oh; a++) {                                                  \
+                int64_t row = a * g.sh - g.ph + ki * g.dh;                                        \
+                ST_##T *line = dst + a * g.ow;                                                    \
+                if (row < 0 || row >= g.h) {                                                      \
+                    for (int64_t b = 0; b < g.ow; b++) line[b] = zero;                            \
+                    continue;                                                                     \
+                }                                                                                 \
+                const ST_##T *in = src + row * g.w;                                               \
+                int64_t col0 = -g.pw + kj * g.dw;                                                 \
+                if (g.sw == 1 && col0 >= 0 && col0 + g.ow <= g.w) {                               \
+                    memcpy(line, in + col0, (size_t)g.ow * sizeof(ST_##T));                       \
+                    continue;                                                                     \
+                }                                                                                 \
+                for (int64_t b = 0; b < g.ow; b++) {                                              \
+                    int64_t col = b * g.sw + col0;                                                \
+                    line[b] = (col < 0 || col >= g.w) ? zero : in[col];                           \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }
+EM_FOR_FLOAT(IM2COL_KERNEL, 0)
+
+#define COL2IM_KERNEL(T, unused)                                                                  \
+    static EM_CLONES void col2im_##T(ST_##T *out, const ST_##T *cols, em_conv_geometry g) {       \
+        typedef CT_##T ct;                                                                        \
+        int64_t planes = g.n * g.c, plane = g.oh * g.ow, size = g.h * g.w;                        \
+        _Pragma("omp parallel for schedule(static) if (planes * size > EM_PARALLEL_THRESHOLD)")   \
+        for (int64_t p = 0; p < planes; p++) {                                                    \
+            ct *acc = (ct *)calloc((size_t)size, sizeof(ct));                                     \
+            if (!acc) continue;                                                                   \
+            for (int64_t ki = 0; ki < g.kh; ki++)                                                 \
+                for (int64_t kj = 0; kj < g.kw; kj++) {                                           \
+                    const ST_##T *src = cols + ((p * g.kh + ki) * g.kw + kj) * plane;             \
+                    for (int64_t a = 0; a < g.oh; a++) {                                          \
+                        int64_t row = a * g.sh - g.ph + ki * g.dh;                                \
+                        if (row < 0 || row >= g.h) continue;                                      \
+                        for (int64_t b = 0; b < g.ow; b++) {                                      \
+                            int64_t col = b * g.sw - g.pw + kj * g.dw;                            \
+                            if (col >= 0 && col < g.w) acc[row * g.w + col] += LD_##T(src[a * g.ow + b]); \
+                        }                                                                         \
+                    }                                                                             \
+                }                                                                                 \
+            ST_##T *dst = out + p * size;                                                         \
+            for (int64_t k = 0; k < size; k++) dst[k] = SV_##T(acc[k]);                           \
+            free(acc);                                                                            \
+        }                                                                                         \
+    }
+EM_FOR_FLOAT(COL2IM_KERNEL, 0)
+
+#define CONV_CASE(T, NAME, DST, SRC)                                                              \
+    case EMC_##T:                                                                                 \
+        NAME##_##T((ST_##T *)DST, (const ST_##T *)SRC, q);                                        \
+        return EM_OK;
+#define IM2COL_CASE(T, unused) CONV_CASE(T, im2col, cols, x)
+#define COL2IM_CASE(T, unused) CONV_CASE(T, col2im, out, cols)
+
+int ember_im2col(int dtype, intptr_t cols, intptr_t x, const int64_t *geometry) {
+    em_conv_geometry q;
+    if (!conv_geometry(geometry, &q)) return EM_BAD_ARGUMENT;
+    switch (dtype) { EM_FOR_FLOAT(IM2COL_CASE, 0) }
+    return EM_UNSUPPORTED;
+}
+
+int ember_col2im(int dtype, intptr_t out, intptr_t cols, const int64_t *geometry) {
+    em_conv_geometry q;
+    if (!conv_geometry(geometry, &q)) return EM_BAD_ARGUMENT;
+    switch (dtype) { EM_FOR_FLOAT(COL2IM_CASE, 0) }
+    return EM_UNSUPPORTED;
+}
+
+/* ---- max pooling ---------------------------------------------------------------------------
+ * One (n, c) plane per task; windows clipped to the input (padding never wins, as with -inf);
+ * NaN propagates with its index, like PyTorch. Indices are flat within the (H, W) plane. */
+#define MAXPOOL_KERNEL(T, unused)                                                                 \
+    static EM_CLONES void max_pool2d_##T(ST_##T *values, int64_t *indices, const ST_##T *x,      \
+                                         em_conv_geometry g) {                                    \
+        typedef CT_##T ct;                                                                        \
+        int64_t planes = g.n * g.c, plane = g.oh * g.ow, size = g.h * g.w;                        \
+        _Pragma("omp parallel for schedule(static) if (planes * plane * g.kh * g.kw > EM_PARALLEL_THRESHOLD)") \
+        for (int64_t p = 0; p < planes; p++) {                                                    \
+            const ST_##T *src = x + p * size;                                                     \
+            for (int64_t a = 0; a < g.oh; a++)                                                    \
+                for (int64_t b = 0; b < g.ow; b++) {                                              \
+                    ct best = 0;                                                                  \
+                    int64_t where = -1;                                                           \
+                    for (int64_t ki = 0; ki < g.kh; ki++) {                                       \
+                        int64_t row = a * g.sh - g.ph + ki * g.dh;                                \
+                        if (row < 0 || row >= g.h) continue;                                      \
+                        for (int64_t kj = 0; kj < g.kw; kj++) {                                   \
+                            int64_t col = b * g.sw - g.pw + kj * g.dw;                            \
+                            if (col < 0 || col >= g.w) continue;                                  \
+                            ct v = LD_##T(src[row * g.w + col]);                                  \
+                            if (where < 0 || v > best || (v != v && best == best)) {              \
+                                best = v;                                                         \
+                                where = row * g.w + col;                                          \
+                            }                                                                     \
+                        }                                                                         \
+                    }                                                                             \
+                    values[p * plane + a * g.ow + b] = SV_##T(best);                              \
+                    indices[p * plane + a * g.ow + b] = where;                                    \
+                }                                                                                 \
+        }                                                                                         \
+    }
+EM_FOR_FLOAT(MAXPOOL_KERNEL, 0)
+
+#define MAXPOOL_CASE(T, unused)                                                                   \
+    case EMC_##T:                                                                                 \
+        max_pool2d_##T((ST_##T *)values, (int64_t *)indices, (const ST_##T *)x, q);               \
+        return EM_OK;
+
+int ember_max_pool2d(int dtype, intptr_t values, intptr_t indices, intptr_t x,
+                     const int64_t *geometry) {
+    em_conv_geometry q;
+    if (!conv_geometry(geometry, &q)) return EM_BAD_ARGUMENT;
+    switch (dtype) { EM_FOR_FLOAT(MAXPOOL_CASE, 0) }
+    return EM_UNSUPPORTED;
+}
