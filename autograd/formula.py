@@ -194,23 +194,24 @@ def scan(plan: Plan, args) -> tuple[list, list, tuple, list, list | None]:
     spans = [] if plan.has_lists else None
     for i in plan.tensor_positions:
         value = args[i] if i < n else None
-        if spans is not None:
-            spans.append((len(meta), len(meta) + (len(value) if _is_list(value) else 1)))
-        if _is_list(value):
+        start = len(meta)
+        if isinstance(value, Tensor):  # the common case first
+            needs.append(value._requires_grad)
+            edges.append(gradient_edge(value))
+            meta.append((value._shape, value._dtype, value._storage.device))
+            values[i] = None
+        elif value.__class__ is list or value.__class__ is tuple:
             needs.append(any(_requires(t) for t in value))
             for t in value:
                 edges.append(gradient_edge(t) if isinstance(t, Tensor) else None)
                 meta.append(_meta(t))
             values[i] = None
-        elif isinstance(value, Tensor):
-            needs.append(value._requires_grad)
-            edges.append(gradient_edge(value))
-            meta.append((value._shape, value._dtype, value._storage.device))
-            values[i] = None
         else:  # absent, None or a Python scalar (kept in values)
             needs.append(False)
             edges.append(None)
             meta.append(None)
+        if spans is not None:
+            spans.append((start, len(meta)))
     return edges, meta, tuple(needs), values, spans
 
 
@@ -226,10 +227,6 @@ def _keep(plan, args, needs, originals) -> dict:
         if kept is not None:
             saved[name] = kept
     return saved
-
-
-def _is_list(value) -> bool:
-    return value.__class__ is list or value.__class__ is tuple
 
 
 def _requires(t) -> bool:
