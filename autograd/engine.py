@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 from collections import defaultdict
 
-from ember._tensor import Tensor
+from ember._tensor import Tensor, make
 
 from . import anomaly, grad_mode
 from .node import AccumulateGrad, gradient_edge, store_retained, tensor_hooks
@@ -290,12 +291,33 @@ def accumulate_into_leaf(variable: Tensor, grad, owned: bool = False) -> None:
 
 
 def _own(grad: Tensor, owned: bool) -> Tensor:
-    """``grad`` itself when the leaf may keep it, else a copy: views (which keep their base's
-    memory alive and may not be contiguous) and tensors someone else holds are copied. Under
+    """``grad`` itself when the leaf may keep it, else a copy: tensors someone else holds are
+    copied, and views unless nothing else reaches their memory (linear's weight gradient is the
+    transpose of a transposed product: the leaf takes an alias of it without the base). Under
     create_graph the copy is recorded, so the gradient stays differentiable."""
-    if owned and grad._grad_fn is None and not grad._requires_grad and grad._base is None:
-        return grad
+    if owned and grad._grad_fn is None and not grad._requires_grad:
+        if grad._base is None:
+            return grad
+        if _sole_view(grad):
+            return make(grad._storage, grad._shape, grad._stride, 0, grad._dtype, True)
     return grad.clone()
+
+
+def _sole_view(grad: Tensor) -> bool:
+    """Whether ``grad`` is a contiguous view of all of its base's memory, and nothing but
+    ``grad`` references the base or the storage (so a later in-place accumulation into the
+    leaf's ``.grad`` writes into no one else's tensor). PyTorch decides by reference count too.
+    """
+    storage = grad._storage
+    whole = grad._offset == 0 and storage.nbytes == grad.numel() * grad._dtype.itemsize
+    # The references counted: grad's and getrefcount's argument for the base; the base's,
+    # grad's and the argument for the storage (``storage`` here is one more).
+    return (
+        whole
+        and grad._contig
+        and sys.getrefcount(grad._base) == 2
+        and sys.getrefcount(storage) == 4
+    )
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):

@@ -25,7 +25,16 @@ class Context:
     cycle (node -> ctx -> node) and keep every graph alive until the garbage collector runs.
     """
 
-    __slots__ = ("_formula", "_meta", "_node", "_saved", "_spans", "_values", "needs_input_grad")
+    __slots__ = (
+        "_formula",
+        "_meta",
+        "_node",
+        "_saved",
+        "_spans",
+        "_strides",
+        "_values",
+        "needs_input_grad",
+    )
 
     def __getattr__(self, name: str):
         saved = self._saved.get(name) if self._saved else None
@@ -59,6 +68,11 @@ class Context:
 
     def shape(self, name: str = "input") -> tuple:
         return self._meta_of(name)[0]
+
+    def strides_of(self, name: str) -> tuple:
+        """Strides of tensor argument ``name`` at forward time (for formulas that ask for them
+        with ``strides=``: a gradient laid out like its input needs no copy later)."""
+        return self._strides[name]
 
     def release(self) -> None:
         if self._saved:
@@ -114,17 +128,21 @@ class Formula:
     run backward twice, as in PyTorch.
     """
 
-    __slots__ = ("fn", "plan", "save", "saves_result")
+    __slots__ = ("fn", "plan", "save", "saves_result", "strides")
 
-    def __init__(self, fn, save=()):
+    def __init__(self, fn, save=(), strides=()):
         self.fn = fn
         self.save = dict(save) if isinstance(save, dict) else dict.fromkeys(save)
         self.saves_result = "result" in self.save
+        self.strides = tuple(strides)
         self.plan = None
 
     def bind(self, op) -> None:
         """Attach to ``op`` (at install): its schema decides how calls are recorded."""
         self.plan = Plan(op, self.save)
+        unknown = sorted(set(self.strides) - set(self.plan.tensor_index))
+        if unknown:
+            raise ValueError(f"autograd formula of '{op.name}' asks strides of {unknown}")
 
     def record(self, args, originals: dict | None = None) -> tuple[Context, list, list]:
         """The context of a call, and the gradient edge and metadata of each tensor input.
@@ -141,6 +159,9 @@ class Formula:
         ctx._node = None
         ctx.needs_input_grad = needs
         ctx._saved = _keep(plan, args, needs, originals) if plan.saves else None
+        ctx._strides = None
+        if self.strides:
+            ctx._strides = {name: args[plan.position[name]]._stride for name in self.strides}
         return ctx, edges, meta
 
     def save_result(self, ctx: Context, out) -> None:

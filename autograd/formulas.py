@@ -438,9 +438,22 @@ def _sort(ctx, g_values, g_indices=None):
 
 
 def _mm(ctx, g):
-    grad_a = g.mm(ctx.mat2.t()) if ctx.needs_input_grad[0] else None
-    grad_b = ctx.input.t().mm(g) if ctx.needs_input_grad[1] else None
+    # A gradient laid out like its input: for linear's weight.t() the product is computed
+    # transposed, so that t's backward makes it contiguous again and the leaf takes it without
+    # a copy (PyTorch's mm_mat1_backward / mm_mat2_backward do the same).
+    grad_a = grad_b = None
+    if ctx.needs_input_grad[0]:
+        grad_a = ctx.mat2.mm(g.t()).t() if _transposed(ctx, "input") else g.mm(ctx.mat2.t())
+    if ctx.needs_input_grad[1]:
+        grad_b = g.t().mm(ctx.input).t() if _transposed(ctx, "mat2") else ctx.input.t().mm(g)
     return grad_a, grad_b
+
+
+def _transposed(ctx, name: str) -> bool:
+    """Whether 2-d argument ``name`` was the transpose of a contiguous matrix."""
+    rows, _ = ctx.shape(name)
+    stride = ctx.strides_of(name)
+    return stride[0] == 1 and stride[1] == rows and rows > 1
 
 
 def _bmm(ctx, g):
@@ -666,6 +679,6 @@ FORMULAS = {
     "max_pool2d_with_indices": F(_max_pool2d, save=("result",)),
     "constant_pad_nd": F(_constant_pad),
     # ---- matrix products ------------------------------------------------------------------------
-    "mm": F(_mm, save={"input": "mat2", "mat2": "input"}),
+    "mm": F(_mm, save={"input": "mat2", "mat2": "input"}, strides=("input", "mat2")),
     "bmm": F(_bmm, save={"input": "mat2", "mat2": "input"}),
 }

@@ -60,6 +60,26 @@ def test_leaf_takes_over_a_fresh_gradient(device):
     assert x.grad._base is None and x.grad.is_contiguous()
 
 
+def test_leaf_takes_over_a_view_nothing_else_holds(device, monkeypatch):
+    """linear's weight gradient is the transpose of a transposed product: contiguous, and
+    referenced by nothing else, so the leaf keeps its memory (as an alias without a base)
+    instead of copying it; a view of the caller's gradient is still copied."""
+    clones = []
+    clone = ember.Tensor.clone
+    monkeypatch.setattr(ember.Tensor, "clone", lambda t: clones.append(t) or clone(t))
+    lin = ember.nn.Linear(3, 4).to(device)
+    lin(ember.ones(2, 3, device=device)).sum().backward()
+    assert not clones
+    for grad in (lin.weight.grad, lin.bias.grad):
+        assert grad._base is None and grad.is_contiguous()
+    assert lin.weight.grad.tolist() == [[2.0] * 3] * 4 and lin.bias.grad.tolist() == [2.0] * 4
+    given = ember.ones(3, 2, device=device)
+    w = ember.zeros(2, 3, device=device).requires_grad_()
+    for _ in range(2):
+        w.t().backward(given)
+    assert given.tolist() == [[1.0] * 2] * 3 and w.grad.tolist() == [[2.0] * 3] * 2
+
+
 # ---- hooks and retain_grad, against PyTorch ------------------------------------------------------
 def _hooks_and_retain(lib, device=None):
     """A graph with tensor hooks (leaf and non-leaf), node hooks and retain_grad; returns what
