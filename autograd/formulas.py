@@ -154,7 +154,10 @@ def _min_max_pair(pick_first):
 
 
 def _pow(ctx, g):
-    a, b, result = _tensor(ctx.input, g), _tensor(ctx.other, g), ctx.result
+    b = ctx.other
+    if isinstance(b, (int, float)) and isinstance(ctx.input, E.Tensor):
+        return _pow_scalar(ctx.input, b, g), None
+    a, b, result = _tensor(ctx.input, g), _tensor(b, g), ctx.result
     needs_a, needs_b = ctx.needs_input_grad
     zero = E.zeros((), dtype=g.dtype, device=g.device)
     grad_a = grad_b = None
@@ -163,6 +166,18 @@ def _pow(ctx, g):
     if needs_b:  # 0**y is 0 for y > 0 and 1 at y = 0: the limit of x**y * log(x) there is 0
         grad_b = g * E.where((a == 0) & (b >= 0), zero, result * E.log(a))
     return grad_a, grad_b
+
+
+def _pow_scalar(a, b, g):
+    """x ** b for a Python number b, as PyTorch's pow_backward: x**0 is constant, and the
+    common small exponents skip the pow kernel."""
+    if b == 0:
+        return E.zeros_like(g)
+    if b == 1:
+        return g
+    if b == 2:
+        return g * (2 * a)
+    return g * (b * a.pow(b - 1))
 
 
 def _atan2(ctx, g):
@@ -553,7 +568,8 @@ FORMULAS = {
     "neg": F(lambda ctx, g: -g),
     "abs": _unary(lambda ctx, g: g * E.sign(ctx.input)),
     "sign": F(_zero),
-    "relu": _unary(lambda ctx, g: E.where(ctx.result > 0, g, E.zeros((), dtype=g.dtype)), "result"),
+    # zeros_like, not a 0-dim zero: the where kernel has a fast path for contiguous operands only
+    "relu": _unary(lambda ctx, g: E.where(ctx.result > 0, g, E.zeros_like(g)), "result"),
     "floor": F(_zero),
     "ceil": F(_zero),
     "round": F(_zero),
