@@ -1,6 +1,6 @@
 """The autograd issue's performance targets, ember vs PyTorch CPU in one run.
 
-    python benchmarks/bench_autograd.py [--repeat 7] [--threads 2]
+    python benchmarks/bench_autograd.py [--repeat 7] [--threads 1]
 
 - recording: ``x + y`` on 16 float32 elements that require grad, per call, against the same
   op without grad in ember (target <= 2x), with PyTorch's figures beside;
@@ -8,7 +8,9 @@
   alone (the forward runs outside the timer), target <= 1.5x PyTorch's.
 
 Each figure is the best of ``--repeat`` rounds (the minimum is the least disturbed by other load
-on a shared machine). PyTorch is only a reference here: ember never imports it.
+on a shared machine). One thread by default: on a loaded 2-core machine the worker threads of
+both libraries spin against each other and each other's load, and the figures mean nothing.
+PyTorch is only a reference here: ember never imports it.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def backward_timer(lib, number: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     import ember
 

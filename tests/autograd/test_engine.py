@@ -70,8 +70,8 @@ def test_leaf_takes_over_a_view_nothing_else_holds(device, monkeypatch):
     lin = ember.nn.Linear(3, 4).to(device)
     lin(ember.ones(2, 3, device=device)).sum().backward()
     assert not clones
-    for grad in (lin.weight.grad, lin.bias.grad):
-        assert grad._base is None and grad.is_contiguous()
+    for g in (lin.weight.grad, lin.bias.grad):
+        assert g._base is None and g.is_contiguous()
     assert lin.weight.grad.tolist() == [[2.0] * 3] * 4 and lin.bias.grad.tolist() == [2.0] * 4
     given = ember.ones(3, 2, device=device)
     w = ember.zeros(2, 3, device=device).requires_grad_()
