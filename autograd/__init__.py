@@ -33,6 +33,7 @@ def _install() -> None:
     if unknown:
         raise RuntimeError(f"autograd formulas for ops that are not in the table: {unknown}")
     for name, formula in FORMULAS.items():
+        formula.bind(OPS[name])
         OPS[name].formula = formula
     STACK.install(LAYER)
     tensor_api.install()

@@ -2,7 +2,58 @@
 
 from __future__ import annotations
 
+import os
+import traceback
+
 from . import grad_mode
+
+# Frames of the dispatch machinery say nothing about the user's code: traces leave them out.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_INTERNAL_DIRS = (
+    os.path.join(_HERE, ""),
+    os.path.join(os.path.dirname(_HERE), "dispatcher", ""),  # ember.dispatcher, a sibling
+)
+_INTERNAL_FILES = ("_tensor.py", "_bind.py", "_frontends.py", "_indexing.py")  # in ember/
+
+
+def _internal(filename: str) -> bool:
+    if filename == "<string>":  # the generated ember.* functions and Tensor methods
+        return True
+    if filename.startswith(_INTERNAL_DIRS):
+        return True
+    import ember
+
+    return os.path.dirname(filename) == os.path.dirname(ember.__file__) and (
+        os.path.basename(filename) in _INTERNAL_FILES
+    )
+
+
+def record_trace(node) -> None:
+    """In anomaly mode, keep the user's stack of the forward call that made ``node``."""
+    if grad_mode.STATE.anomaly:
+        frames = [f for f in traceback.extract_stack()[:-1] if not _internal(f.filename)]
+        node.trace = "".join(traceback.format_list(frames))
+
+
+def _origin(node) -> str:
+    op = node.op.name if getattr(node, "op", None) is not None else node.name()
+    trace = node.trace or "(run with ember.autograd.detect_anomaly() to see the forward call)\n"
+    return f"The forward call of '{op}' that created it:\n{trace}"
+
+
+def check_nan(node, outputs) -> None:
+    """Raise, naming the node and its forward call, if its backward produced NaN."""
+    for i, g in enumerate(outputs):
+        if g is not None and bool(g.isnan().any()):
+            raise RuntimeError(
+                f"Function '{node.name()}' returned nan values in its {i}th output.\n"
+                + _origin(node)
+            )
+
+
+def note_origin(exc: BaseException, node) -> None:
+    """An error in a node's backward gets the forward call that made the node as a note."""
+    exc.add_note(f"Error detected in {node.name()}. " + _origin(node))
 
 
 class detect_anomaly:  # noqa: N801 - PyTorch's name

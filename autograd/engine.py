@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 from collections import defaultdict
 
-from ember._tensor import Tensor
+from ember._tensor import Tensor, make
 
-from . import grad_mode
-from .node import AccumulateGrad, gradient_edge, tensor_hooks
+from . import anomaly, grad_mode
+from .node import AccumulateGrad, gradient_edge, store_retained, tensor_hooks
 
 
 def _as_tuple(value):
@@ -94,24 +95,27 @@ def _needed(root_nodes, targets: set) -> set | None:
     before it would run."""
     if targets is None:
         return None
-    memo: dict = {}
-    order, stack = [], list(root_nodes)
-    visited = set()
+    parents: dict = defaultdict(list)
+    seen = set(root_nodes)
+    stack = list(root_nodes)
     while stack:  # iterative, so deep graphs don't hit the recursion limit
         node = stack.pop()
-        if node in visited:
-            continue
-        visited.add(node)
-        order.append(node)
-        stack.extend(e[0] for e in node.next_functions if e is not None)
-    runs = set()
-    # Inputs before their users: a node's inputs were made before it, so have smaller seq (the
-    # reversed visit order is not topological where paths share a node: z = (x * x) * x).
-    for node in sorted(order, key=lambda n: n.seq):
-        leads = any(e is not None and memo.get(e[0], False) for e in node.next_functions)
-        memo[node] = leads or node in targets
-        if leads:
-            runs.add(node)
+        for edge in node.next_functions:
+            if edge is None:
+                continue
+            parents[edge[0]].append(node)
+            if edge[0] not in seen:
+                seen.add(edge[0])
+                stack.append(edge[0])
+    # The ancestors of the targets, found by walking the edges backwards. (A depth-first visit
+    # order is no topological order when paths rejoin, so marking in it missed some paths.)
+    runs: set = set()
+    stack = [node for node in targets if node in seen]
+    while stack:
+        for parent in parents.pop(stack.pop(), ()):
+            if parent not in runs:
+                runs.add(parent)
+                stack.append(parent)
     return runs
 
 
@@ -128,103 +132,157 @@ def _run_pre_hooks(node, grads: list) -> list:
     return grads
 
 
-def _check_anomaly(node, outputs) -> None:
-    for i, g in enumerate(outputs):
-        if g is not None and bool(g.isnan().any()):
-            trace = (
-                node.trace or "(run with ember.autograd.detect_anomaly() to see the forward call)"
-            )
-            raise RuntimeError(
-                f"Function '{node.name()}' returned nan values in its {i}th output.\n"
-                f"The forward call that created it:\n{trace}"
-            )
-
-
 def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, accumulate=True):
     """Run backward from ``outputs``. ``capture`` maps edges to slots for ``autograd.grad``."""
     root_edges = _roots(outputs)
     root_grads = _root_grads(outputs, grad_outputs)
     root_nodes = list({edge[0]: None for edge in root_edges})
     targets = None if capture is None else {edge[0] for edge in capture}
-    needed = _needed(root_nodes, targets)
-    deps = _dependencies(root_nodes)
-    buffers: dict = {}
-    captured: dict = {}
-    for (node, index), grad in zip(root_edges, root_grads):
-        _add(buffers, node, index, grad)
-    ready = [(-node.seq, id(node), node) for node in root_nodes if deps[node] == 0]
+    run = _Pass(_needed(root_nodes, targets), _dependencies(root_nodes), retain_graph, capture)
+    run.accumulate = accumulate and capture is None
+    given = _as_tuple(grad_outputs) if grad_outputs is not None else ()
+    for i, ((node, index), grad) in enumerate(zip(root_edges, root_grads)):
+        run.add(node, index, grad)
+        if i < len(given) and given[i] is grad:
+            run.shared.add(id(grad))  # the caller holds it too
+    ready = [(-node.seq, id(node), node) for node in root_nodes if run.deps[node] == 0]
     heapq.heapify(ready)
     previous = grad_mode.STATE.enabled
     grad_mode.STATE.enabled = create_graph
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
-            grads = buffers.pop(node, None) or [None] * max(node.num_outputs, 1)
-            grads = _run_pre_hooks(node, grads) if node.pre_hooks else grads
-            if capture is not None:
-                for index, grad in enumerate(grads):
-                    if (node, index) in capture:
-                        captured[(node, index)] = grad
-            runs = (needed is None or node in needed) and any(g is not None for g in grads)
-            if isinstance(node, AccumulateGrad):
-                if runs and accumulate and capture is None:
-                    node.apply(grads)
-                outputs_ = ()
-            elif runs:
-                outputs_ = node.apply(grads)
-                if node.hooks:
-                    for hook in node.hooks:
-                        replaced = hook(outputs_, tuple(grads))
-                        if replaced is not None:
-                            outputs_ = tuple(replaced)
-                if grad_mode.STATE.anomaly:
-                    _check_anomaly(node, outputs_)
-            else:
-                outputs_ = (None,) * len(node.next_functions)
-            if not retain_graph and not isinstance(node, AccumulateGrad):
-                node.release()
-            for edge, grad in zip(
-                node.next_functions, outputs_ or (None,) * len(node.next_functions)
-            ):
-                if edge is None:
-                    continue
-                nxt, index = edge
-                if grad is not None:
-                    _add(buffers, nxt, index, grad)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
+            node = heapq.heappop(ready)[2]
+            for nxt in run.step(node):
+                heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
     finally:
         grad_mode.STATE.enabled = previous
-    return captured
+    return run.captured
 
 
-def _add(buffers: dict, node, index: int, grad) -> None:
-    slots = buffers.get(node)
-    if slots is None:
-        slots = [None] * max(node.num_outputs, 1)
-        buffers[node] = slots
-    slots[index] = grad if slots[index] is None else slots[index] + grad
+class _Pass:
+    """The state of one backward pass.
+
+    ``shared`` holds the ids of gradients something else also references: the caller's
+    grad_outputs, tensors a hook has seen, captured ones, and one tensor a formula returned for
+    two inputs (add gives ``(g, g)``). A leaf may take over any other gradient as its ``.grad``,
+    but must copy a shared one, or a later in-place accumulation would write into the other
+    holder's tensor (PyTorch decides the same by reference count).
+    """
+
+    __slots__ = ("accumulate", "buffers", "capture", "captured", "deps", "needed", "retain")
+    __slots__ += ("shared",)
+
+    def __init__(self, needed, deps, retain_graph, capture):
+        self.needed = needed
+        self.deps = deps
+        self.retain = retain_graph
+        self.capture = capture
+        self.captured: dict = {}
+        self.buffers: dict = {}
+        self.shared: set = set()
+        self.accumulate = True
+
+    def add(self, node, index: int, grad) -> None:
+        slots = self.buffers.get(node)
+        if slots is None:
+            slots = [None] * max(node.num_outputs, 1)
+            self.buffers[node] = slots
+        slots[index] = grad if slots[index] is None else slots[index] + grad
+
+    def step(self, node) -> list:
+        """Run ``node`` on its gathered gradients; returns the nodes that became ready."""
+        grads = self.buffers.pop(node, None) or [None] * max(node.num_outputs, 1)
+        if node.pre_hooks:
+            grads = _run_pre_hooks(node, grads)
+            self.shared.update(id(g) for g in grads)
+        if node.retains:
+            store_retained(node, grads)
+        leaf = isinstance(node, AccumulateGrad)
+        if leaf and grads[0] is not None and node.variable is not None:
+            hooks = tensor_hooks(node.variable)
+            if hooks:  # before capture: autograd.grad returns what the leaf's hooks make of it
+                grads[0] = run_leaf_hooks(hooks, grads[0])
+                self.shared.add(id(grads[0]))
+        if self.capture is not None:
+            for index, grad in enumerate(grads):
+                if (node, index) in self.capture:
+                    self.captured[(node, index)] = grad
+                    self.shared.add(id(grad))
+        runs = (self.needed is None or node in self.needed) and any(g is not None for g in grads)
+        outputs = None
+        if leaf:
+            variable = node.variable
+            if runs and self.accumulate and variable is not None:
+                accumulate_into_leaf(variable, grads[0], id(grads[0]) not in self.shared)
+        elif runs:
+            outputs = self._apply(node, grads)
+        if not self.retain and not leaf:
+            node.release()
+        ready = []
+        for i, edge in enumerate(node.next_functions):
+            if edge is None:
+                continue
+            nxt = edge[0]
+            if outputs is not None and outputs[i] is not None:
+                self.add(nxt, edge[1], outputs[i])
+            self.deps[nxt] -= 1
+            if self.deps[nxt] == 0:
+                ready.append(nxt)
+        return ready
+
+    def _apply(self, node, grads: list) -> tuple:
+        try:
+            outputs = node.apply(grads)
+        except Exception as exc:
+            if grad_mode.STATE.anomaly:
+                anomaly.note_origin(exc, node)
+            raise
+        if node.hooks:
+            for hook in node.hooks:
+                replaced = hook(outputs, tuple(grads))
+                if replaced is not None:
+                    outputs = tuple(replaced)
+            self.shared.update(id(g) for g in outputs)
+        if len(outputs) > 1:
+            seen = set()
+            for g in outputs:
+                if g is not None:
+                    if id(g) in seen:
+                        self.shared.add(id(g))
+                    seen.add(id(g))
+        if grad_mode.STATE.anomaly:
+            anomaly.check_nan(node, outputs)
+        return outputs
 
 
-def accumulate_into_leaf(variable: Tensor, grad) -> None:
-    """``variable.grad += grad`` after the tensor's hooks (PyTorch's AccumulateGrad)."""
-    if grad is None:
-        return
-    for hook in tensor_hooks(variable):
+def run_leaf_hooks(hooks: list, grad):
+    """A leaf's tensor hooks in order; each may return a replacement gradient."""
+    for hook in hooks:
         replaced = hook(grad)
         if replaced is not None:
             grad = replaced
+    return grad
+
+
+def accumulate_into_leaf(variable: Tensor, grad, owned: bool = False) -> None:
+    """``variable.grad += grad`` (PyTorch's AccumulateGrad; the leaf's hooks have run).
+
+    ``owned``: nothing else references ``grad``, so it may become ``.grad`` without a copy.
+    """
+    if grad is None:
+        return
     if grad._shape != variable._shape:
         from .formula import sum_to_shape
 
         grad = sum_to_shape(grad, variable._shape)
+        owned = True
     if grad._dtype is not variable._dtype:
         grad = grad.to(variable._dtype)
+        owned = True
     create_graph = grad_mode.STATE.enabled
     current = variable._grad
     if current is None:
-        variable._grad = grad if create_graph else _detached(grad)
+        variable._grad = _own(grad, owned and not create_graph)
     elif create_graph:
         variable._grad = current + grad
     else:
@@ -232,12 +290,34 @@ def accumulate_into_leaf(variable: Tensor, grad) -> None:
             current.add_(grad)
 
 
-def _detached(grad: Tensor) -> Tensor:
-    """A gradient the leaf can own: a fresh tensor, not an alias of something else."""
-    if grad._grad_fn is None and not grad._requires_grad and grad._base is None:
-        return grad
-    with grad_mode.no_grad():
-        return grad.detach().clone()
+def _own(grad: Tensor, owned: bool) -> Tensor:
+    """``grad`` itself when the leaf may keep it, else a copy: tensors someone else holds are
+    copied, and views unless nothing else reaches their memory (linear's weight gradient is the
+    transpose of a transposed product: the leaf takes an alias of it without the base). Under
+    create_graph the copy is recorded, so the gradient stays differentiable."""
+    if owned and grad._grad_fn is None and not grad._requires_grad:
+        if grad._base is None:
+            return grad
+        if _sole_view(grad):
+            return make(grad._storage, grad._shape, grad._stride, 0, grad._dtype, True)
+    return grad.clone()
+
+
+def _sole_view(grad: Tensor) -> bool:
+    """Whether ``grad`` is a contiguous view of all of its base's memory, and nothing but
+    ``grad`` references the base or the storage (so a later in-place accumulation into the
+    leaf's ``.grad`` writes into no one else's tensor). PyTorch decides by reference count too.
+    """
+    storage = grad._storage
+    whole = grad._offset == 0 and storage.nbytes == grad.numel() * grad._dtype.itemsize
+    # The references counted: grad's and getrefcount's argument for the base; the base's,
+    # grad's and the argument for the storage (``storage`` here is one more).
+    return (
+        whole
+        and grad._contig
+        and sys.getrefcount(grad._base) == 2
+        and sys.getrefcount(storage) == 4
+    )
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):

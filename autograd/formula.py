@@ -12,45 +12,111 @@ from __future__ import annotations
 
 from ember._tensor import Tensor
 
-from .node import SavedTensor
+from .node import SavedTensor, gradient_edge
 
 
 class Context:
-    """What a formula sees of its forward call."""
+    """What a formula sees of its forward call.
 
-    __slots__ = ("_meta", "_node", "_saved", "_values", "needs_input_grad")
+    Built on every recorded call, so it keeps only references: the call's arguments with the
+    tensors blanked out (tensors are kept only when saved, as SavedTensor), the flat input
+    metadata it shares with its node, and the formula, whose ``plan`` maps names to positions.
+    ``_node`` is set only while the node applies the formula: a lasting reference would make a
+    cycle (node -> ctx -> node) and keep every graph alive until the garbage collector runs.
+    """
 
-    def __init__(self, values: dict, meta: dict, needs_input_grad: tuple):
-        self._node = None
-        self._values = values
-        self._saved: dict = {}
-        self._meta = meta
-        self.needs_input_grad = needs_input_grad
+    __slots__ = (
+        "_formula",
+        "_meta",
+        "_node",
+        "_saved",
+        "_spans",
+        "_strides",
+        "_values",
+        "needs_input_grad",
+    )
 
     def __getattr__(self, name: str):
-        saved = self._saved.get(name)
+        saved = self._saved.get(name) if self._saved else None
         if saved is not None:
             if isinstance(saved, tuple):
                 return [s.unpack(self._node) for s in saved]
             return saved.unpack(self._node)
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(
-                f"autograd formula of '{self._node.op.name}' reads '{name}', which it did not save"
-            ) from None
+        plan = self._formula.plan
+        position = plan.position.get(name)
+        if position is not None:
+            values = self._values
+            value = values[position] if position < len(values) else plan.defaults[position]
+            if value is not None or self._meta_of(name) is None:
+                return value
+        op = plan.op_name
+        raise AttributeError(f"autograd formula of '{op}' reads '{name}', which it did not save")
+
+    def _meta_of(self, name: str):
+        index = self._formula.plan.tensor_index.get(name)
+        if index is None:
+            return None
+        if self._spans is not None:
+            start, stop = self._spans[index]
+            return list(self._meta[start:stop])
+        return self._meta[index]
 
     def meta(self, name: str) -> tuple:
-        """(shape, dtype, device) of tensor argument ``name`` at forward time."""
-        return self._meta[name]
+        """(shape, dtype, device) of tensor argument ``name`` at forward time (a list of them
+        for a Tensor[] argument; None for an argument that was not a tensor)."""
+        return self._meta_of(name)
 
     def shape(self, name: str = "input") -> tuple:
-        return self._meta[name][0]
+        return self._meta_of(name)[0]
+
+    def strides_of(self, name: str) -> tuple:
+        """Strides of tensor argument ``name`` at forward time (for formulas that ask for them
+        with ``strides=``: a gradient laid out like its input needs no copy later)."""
+        return self._strides[name]
 
     def release(self) -> None:
-        for saved in self._saved.values():
-            for item in saved if isinstance(saved, tuple) else (saved,):
-                item.tensor = None
+        if self._saved:
+            for saved in self._saved.values():
+                for item in saved if isinstance(saved, tuple) else (saved,):
+                    item.tensor = None
+
+
+class Plan:
+    """What recording needs to know about an op's schema, worked out once per op."""
+
+    __slots__ = (
+        "defaults",
+        "has_lists",
+        "op_name",
+        "position",
+        "saves",
+        "tensor_index",
+        "tensor_positions",
+    )
+
+    def __init__(self, op, save: dict):
+        args = op.schema.args
+        self.op_name = op.name
+        self.position = {a.name: i for i, a in enumerate(args)}
+        self.defaults = tuple(
+            (tuple(a.default) if isinstance(a.default, list) else a.default)
+            if a.has_default
+            else None
+            for a in args
+        )
+        tensors = [(i, a) for i, a in enumerate(args) if a.is_tensor]
+        self.tensor_positions = tuple(i for i, _ in tensors)
+        self.tensor_index = {a.name: k for k, (_, a) in enumerate(tensors)}
+        self.has_lists = any(a.is_list for _, a in tensors)
+        unknown = sorted(set(save) - set(self.position) - {"result"})
+        if unknown:
+            raise ValueError(f"autograd formula of '{op.name}' saves unknown arguments {unknown}")
+        # (argument position, name, index of the tensor argument whose need decides, or None)
+        self.saves = tuple(
+            (self.position[name], name, None if when is None else self.tensor_index[when])
+            for name, when in save.items()
+            if name != "result"
+        )
 
 
 class Formula:
@@ -62,53 +128,60 @@ class Formula:
     run backward twice, as in PyTorch.
     """
 
-    __slots__ = ("fn", "save")
+    __slots__ = ("fn", "plan", "save", "saves_result", "strides")
 
-    def __init__(self, fn, save=()):
+    def __init__(self, fn, save=(), strides=()):
         self.fn = fn
         self.save = dict(save) if isinstance(save, dict) else dict.fromkeys(save)
+        self.saves_result = "result" in self.save
+        self.strides = tuple(strides)
+        self.plan = None
 
-    def context(self, op, args, inplace_originals: dict | None = None) -> Context:
-        values, meta, needs = {}, {}, []
-        saved = {}
-        for i, arg in enumerate(op.schema.args):
-            value = args[i] if i < len(args) else (arg.default if arg.has_default else None)
-            if arg.is_tensor:
-                if isinstance(value, (list, tuple)):
-                    meta[arg.name] = [_meta(t) for t in value]
-                    needs.append(any(_requires(t) for t in value))
-                else:
-                    meta[arg.name] = _meta(value) if isinstance(value, Tensor) else None
-                    needs.append(_requires(value))
-                    if not isinstance(value, Tensor):
-                        values[arg.name] = value  # a Python scalar in a tensor position
-                if arg.name in self.save and value is not None:
-                    original = (inplace_originals or {}).get(arg.name, value)
-                    kept = _save(original)
-                    if kept is not None:
-                        saved[arg.name] = kept
-            else:
-                values[arg.name] = value
-        names = [a.name for a in op.schema.args if a.is_tensor]
-        for name, condition in self.save.items():
-            if condition is not None and name in saved and not needs[names.index(condition)]:
-                del saved[name]
-        ctx = Context(values, meta, tuple(needs))
-        ctx._saved = saved
-        return ctx
+    def bind(self, op) -> None:
+        """Attach to ``op`` (at install): its schema decides how calls are recorded."""
+        self.plan = Plan(op, self.save)
+        unknown = sorted(set(self.strides) - set(self.plan.tensor_index))
+        if unknown:
+            raise ValueError(f"autograd formula of '{op.name}' asks strides of {unknown}")
 
-    def save_result(self, ctx: Context, node, out) -> None:
-        if "result" in self.save:
+    def record(self, args, originals: dict | None = None) -> tuple[Context, list, list]:
+        """The context of a call, and the gradient edge and metadata of each tensor input.
+
+        ``originals``: values to save instead of arguments an in-place op is about to change.
+        """
+        plan = self.plan
+        edges, meta, needs, values, spans = scan(plan, args)
+        ctx = Context.__new__(Context)
+        ctx._formula = self
+        ctx._values = values
+        ctx._meta = meta
+        ctx._spans = spans
+        ctx._node = None
+        ctx.needs_input_grad = needs
+        ctx._saved = _keep(plan, args, needs, originals) if plan.saves else None
+        ctx._strides = None
+        if self.strides:
+            ctx._strides = {name: args[plan.position[name]]._stride for name in self.strides}
+        return ctx, edges, meta
+
+    def save_result(self, ctx: Context, out) -> None:
+        if self.saves_result:
+            if ctx._saved is None:
+                ctx._saved = {}
             if isinstance(out, tuple):
-                ctx._saved["result"] = tuple(SavedTensor(o, node) for o in out)
+                ctx._saved["result"] = tuple(SavedTensor(o, i) for i, o in enumerate(out))
             else:
-                ctx._saved["result"] = SavedTensor(out, node)
+                ctx._saved["result"] = SavedTensor(out, 0)
 
     def apply(self, node, grads: list) -> tuple:
         if all(g is None for g in grads):
             return (None,) * len(node.next_functions)
         ctx = node.ctx
-        result = self.fn(ctx, *grads)
+        ctx._node = node
+        try:
+            result = self.fn(ctx, *grads)
+        finally:
+            ctx._node = None
         if not isinstance(result, tuple):
             result = (result,)
         flat = []
@@ -125,6 +198,56 @@ class Formula:
         return tuple(
             None if (g is None or m is None) else fit(g, m) for g, m in zip(flat, node.input_meta)
         )
+
+
+def scan(plan: Plan, args) -> tuple[list, list, tuple, list, list | None]:
+    """One pass over the tensor arguments of a call (it runs on every recorded call).
+
+    Returns the gradient edge and the (shape, dtype, device) of each tensor input, flat (a
+    Tensor[] argument gives one entry per tensor; None for an absent tensor or a Python scalar),
+    whether each tensor argument needs a gradient, the arguments with the tensors blanked out
+    (what a formula reads by name), and each tensor argument's span of the flat entries (None
+    when the op has no Tensor[] argument).
+    """
+    n = len(args)
+    edges, meta, needs = [], [], []
+    values = list(args)
+    spans = [] if plan.has_lists else None
+    for i in plan.tensor_positions:
+        value = args[i] if i < n else None
+        start = len(meta)
+        if isinstance(value, Tensor):  # the common case first
+            needs.append(value._requires_grad)
+            edges.append(gradient_edge(value))
+            meta.append((value._shape, value._dtype, value._storage.device))
+            values[i] = None
+        elif value.__class__ is list or value.__class__ is tuple:
+            needs.append(any(_requires(t) for t in value))
+            for t in value:
+                edges.append(gradient_edge(t) if isinstance(t, Tensor) else None)
+                meta.append(_meta(t))
+            values[i] = None
+        else:  # absent, None or a Python scalar (kept in values)
+            needs.append(False)
+            edges.append(None)
+            meta.append(None)
+        if spans is not None:
+            spans.append((start, len(meta)))
+    return edges, meta, tuple(needs), values, spans
+
+
+def _keep(plan, args, needs, originals) -> dict:
+    """The SavedTensors of the arguments the formula saves (and needs, for conditional saves)."""
+    saved = {}
+    n = len(args)
+    for position, name, when in plan.saves:
+        if position >= n or (when is not None and not needs[when]):
+            continue
+        value = args[position] if originals is None else originals.get(name, args[position])
+        kept = _save(value)
+        if kept is not None:
+            saved[name] = kept
+    return saved
 
 
 def _requires(t) -> bool:

@@ -14,9 +14,17 @@ import ember as E
 from ember._tensor import contiguous_strides
 
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
+from .views import scatter_back
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+def _tensor(value, like):
+    """A Python scalar from a tensor position as a 0-dim tensor like ``like`` (tensors pass)."""
+    if isinstance(value, E.Tensor):
+        return value
+    return E.full((), value, dtype=like.dtype, device=like.device)
 
 
 def _unreduce(g, ctx, dims_arg="dim", keepdim_arg="keepdim"):
@@ -43,6 +51,8 @@ def _prod(ctx, g):
     x = ctx.input
     g = _unreduce(g, ctx)
     shape = ctx.shape("input")
+    if x.numel() == 0:
+        return g  # no elements, no products of others
     dims = ctx.dim
     if dims is None or dims in ((), []):
         flat = x.reshape(-1)
@@ -103,6 +113,8 @@ def _extreme_dim(ctx, g_values, g_indices=None):
 
 def _cumprod(ctx, g):
     x, result, dim = ctx.input, ctx.result, ctx.dim
+    if x.ndim == 0:
+        return g
     if bool((x == 0).any()):
         # Zero-safe: d out_j / d x_i = prod_{k<=j, k!=i} x_k, built from exclusive products.
         n = x.shape[dim] if x.ndim else 1
@@ -124,30 +136,48 @@ def _cumprod(ctx, g):
 
 def _reverse_cumsum(ctx, g):
     dim = ctx.dim
-    return g.flip(dim).cumsum(dim).flip(dim)
+    return g.flip(dim).cumsum(dim).flip(dim) if g.ndim else g
 
 
 def _min_max_pair(pick_first):
     """minimum/maximum/fmin/fmax: the gradient goes to the selected input, split on ties."""
 
     def fn(ctx, g):
-        a, b = ctx.input, ctx.other
+        a, b = _tensor(ctx.input, g), _tensor(ctx.other, g)
         first = pick_first(a, b).to(g.dtype)
         tie = (a == b).to(g.dtype)
         share_a = first + tie * 0.5 - tie * first
-        return g * share_a, g * (1 - share_a)
+        needs_a, needs_b = ctx.needs_input_grad
+        return (g * share_a if needs_a else None), (g * (1 - share_a) if needs_b else None)
 
     return fn
 
 
 def _pow(ctx, g):
-    a, b, result = ctx.input, ctx.other, ctx.result
-    grad_a = g * b * E.pow(a, b - 1) if ctx.needs_input_grad[0] else None
-    grad_b = None
-    if isinstance(b, E.Tensor):
-        safe = E.where((a == 0) & (b >= 0), E.zeros_like(result), result * E.log(a))
-        grad_b = g * safe
+    b = ctx.other
+    if isinstance(b, (int, float)) and isinstance(ctx.input, E.Tensor):
+        return _pow_scalar(ctx.input, b, g), None
+    a, b, result = _tensor(ctx.input, g), _tensor(b, g), ctx.result
+    needs_a, needs_b = ctx.needs_input_grad
+    zero = E.zeros((), dtype=g.dtype, device=g.device)
+    grad_a = grad_b = None
+    if needs_a:  # x**0 is constant: no 0 * inf at x = 0
+        grad_a = E.where(b == 0, zero, g * b * E.pow(a, b - 1))
+    if needs_b:  # 0**y is 0 for y > 0 and 1 at y = 0: the limit of x**y * log(x) there is 0
+        grad_b = g * E.where((a == 0) & (b >= 0), zero, result * E.log(a))
     return grad_a, grad_b
+
+
+def _pow_scalar(a, b, g):
+    """x ** b for a Python number b, as PyTorch's pow_backward: x**0 is constant, and the
+    common small exponents skip the pow kernel."""
+    if b == 0:
+        return E.zeros_like(g)
+    if b == 1:
+        return g
+    if b == 2:
+        return g * (2 * a)
+    return g * (b * a.pow(b - 1))
 
 
 def _atan2(ctx, g):
@@ -163,19 +193,23 @@ def _where(ctx, g):
 
 
 def _clamp(ctx, g):
+    """clamp is min(max(x, low), high): where low > high the result is high everywhere."""
     x, low, high = ctx.input, ctx.min, ctx.max
-    inside = E.ones_like(g, dtype=E.bool)
-    grad_low = grad_high = None
+    needs_x, needs_low, needs_high = ctx.needs_input_grad
     zero = E.zeros((), dtype=g.dtype, device=g.device)
+    inside = E.ones_like(g, dtype=E.bool)
     if low is not None:
         inside = inside & (x >= low)
-        if isinstance(low, E.Tensor):
-            grad_low = E.where(x < low, g, zero)
     if high is not None:
         inside = inside & (x <= high)
-        if isinstance(high, E.Tensor):
-            grad_high = E.where(x > high, g, zero)
-    return E.where(inside, g, zero), grad_low, grad_high
+    grad_low = grad_high = None
+    if needs_low:
+        takes_low = x < low if high is None else (x < low) & (_tensor(low, g) < high)
+        grad_low = E.where(takes_low, g, zero)
+    if needs_high:
+        takes_high = x > high if low is None else (x > high) | (_tensor(high, g) < low)
+        grad_high = E.where(takes_high, g, zero)
+    return (E.where(inside, g, zero) if needs_x else None), grad_low, grad_high
 
 
 def _lerp(ctx, g):
@@ -314,25 +348,6 @@ def _movedim(ctx, g):
     return g.movedim(ctx.destination, ctx.source)
 
 
-def _strided_positions(shape, stride, offset, device):
-    """Flat storage positions of every element of an (as_strided) view, row-major."""
-    positions = E.full((), offset, dtype=E.int64, device=device)
-    for size, step in zip(shape, stride):
-        positions = positions.unsqueeze(-1) + E.arange(size, device=device) * step
-    return positions
-
-
-def _scatter_back(g, view, own, device):
-    """Accumulate ``g`` through the ``view`` geometry (shape, stride, offset) into a storage-like
-    buffer and read it back through the input's ``own`` geometry: the gradient of any view,
-    overlapping or not."""
-    from .layer import _storage_buffer
-
-    storage = _storage_buffer(g, view, own)
-    storage.put_(_strided_positions(*view, device).reshape(-1), g.reshape(-1), accumulate=True)
-    return storage.take(_strided_positions(*own, device))
-
-
 def _as_strided(ctx, g):
     x = ctx.input
     shape, _, device = ctx.meta("input")
@@ -340,7 +355,7 @@ def _as_strided(ctx, g):
         return E.zeros(shape, dtype=g.dtype, device=device)
     offset = x.storage_offset() if ctx.storage_offset is None else ctx.storage_offset
     view = (tuple(ctx.size), tuple(ctx.stride), offset)
-    return _scatter_back(g, view, (shape, x.stride(), x.storage_offset()), device)
+    return scatter_back(g, view, (shape, x.stride(), x.storage_offset()), device)
 
 
 def _unfold(ctx, g):
@@ -356,7 +371,7 @@ def _unfold(ctx, g):
         stride[:d] + (step_stride * ctx.step,) + stride[d + 1 :] + (step_stride,),
         0,
     )
-    return _scatter_back(g, view, (shape, stride, 0), device)
+    return scatter_back(g, view, (shape, stride, 0), device)
 
 
 def _to_copy(ctx, g):
@@ -416,8 +431,9 @@ def _index_add(ctx, g):
 
 def _take(ctx, g):
     shape = ctx.shape("input")
-    out = E.zeros(max(1, math.prod(shape)), dtype=g.dtype, device=g.device)
-    out.put_(ctx.index.reshape(-1), g.reshape(-1), accumulate=True)
+    out = E.zeros(math.prod(shape), dtype=g.dtype, device=g.device)
+    if g.numel():
+        out.put_(ctx.index.reshape(-1), g.reshape(-1), accumulate=True)
     return out.reshape(shape), None
 
 
@@ -437,9 +453,22 @@ def _sort(ctx, g_values, g_indices=None):
 
 
 def _mm(ctx, g):
-    grad_a = g.mm(ctx.mat2.t()) if ctx.needs_input_grad[0] else None
-    grad_b = ctx.input.t().mm(g) if ctx.needs_input_grad[1] else None
+    # A gradient laid out like its input: for linear's weight.t() the product is computed
+    # transposed, so that t's backward makes it contiguous again and the leaf takes it without
+    # a copy (PyTorch's mm_mat1_backward / mm_mat2_backward do the same).
+    grad_a = grad_b = None
+    if ctx.needs_input_grad[0]:
+        grad_a = ctx.mat2.mm(g.t()).t() if _transposed(ctx, "input") else g.mm(ctx.mat2.t())
+    if ctx.needs_input_grad[1]:
+        grad_b = g.t().mm(ctx.input).t() if _transposed(ctx, "mat2") else ctx.input.t().mm(g)
     return grad_a, grad_b
+
+
+def _transposed(ctx, name: str) -> bool:
+    """Whether 2-d argument ``name`` was the transpose of a contiguous matrix."""
+    rows, _ = ctx.shape(name)
+    stride = ctx.strides_of(name)
+    return stride[0] == 1 and stride[1] == rows and rows > 1
 
 
 def _bmm(ctx, g):
@@ -454,6 +483,12 @@ def _div(ctx, g):
     if not ctx.needs_input_grad[1]:
         return grad_a, None
     return grad_a, -g * ctx.result / b
+
+
+def _copysign(ctx, g):
+    needs_a, needs_b = ctx.needs_input_grad
+    grad_a = g * E.sign(ctx.input) * E.sign(ctx.result) if needs_a else None
+    return grad_a, (E.zeros_like(g) if needs_b else None)
 
 
 def _remainder(ctx, g):
@@ -472,10 +507,12 @@ def _mul(ctx, g):
 
 
 def _xlogy(ctx, g):
-    a, b = ctx.input, ctx.other
+    a, b = _tensor(ctx.input, g), _tensor(ctx.other, g)
+    needs_a, needs_b = ctx.needs_input_grad
     zero = E.zeros((), dtype=g.dtype, device=g.device)
-    grad_a = E.where(a == 0, zero, g * E.log(b)) if isinstance(a, E.Tensor) else None
-    return grad_a, g * a / b
+    # d/da a*log(b) = log(b), also at a = 0 (PyTorch's convention); 0 where that is undefined
+    grad_a = E.where((a == 0) & (b <= 0), zero, E.xlogy(g, b)) if needs_a else None
+    return grad_a, (g * a / b if needs_b else None)
 
 
 def _addcmul(ctx, g):
@@ -551,7 +588,8 @@ FORMULAS = {
     "neg": F(lambda ctx, g: -g),
     "abs": _unary(lambda ctx, g: g * E.sign(ctx.input)),
     "sign": F(_zero),
-    "relu": _unary(lambda ctx, g: E.where(ctx.result > 0, g, E.zeros((), dtype=g.dtype)), "result"),
+    # zeros_like, not a 0-dim zero: the where kernel has a fast path for contiguous operands only
+    "relu": _unary(lambda ctx, g: E.where(ctx.result > 0, g, E.zeros_like(g)), "result"),
     "floor": F(_zero),
     "ceil": F(_zero),
     "round": F(_zero),
@@ -617,10 +655,7 @@ FORMULAS = {
         lambda ctx, g: (g * ctx.input / ctx.result, g * ctx.other / ctx.result),
         save=("input", "other", "result"),
     ),
-    "copysign": F(
-        lambda ctx, g: (g * E.sign(ctx.input) * E.sign(ctx.result), E.zeros_like(g)),
-        save=("input", "result"),
-    ),
+    "copysign": F(_copysign, save=("input", "result")),
     "xlogy": F(_xlogy, save=("input", "other")),
     "logaddexp": F(
         lambda ctx, g: (g * E.sigmoid(ctx.input - ctx.other), g * E.sigmoid(ctx.other - ctx.input)),
@@ -681,6 +716,6 @@ FORMULAS = {
     "max_pool2d_with_indices": F(_max_pool2d, save=("result",)),
     "constant_pad_nd": F(_constant_pad),
     # ---- matrix products ------------------------------------------------------------------------
-    "mm": F(_mm, save={"input": "mat2", "mat2": "input"}),
+    "mm": F(_mm, save={"input": "mat2", "mat2": "input"}, strides=("input", "mat2")),
     "bmm": F(_bmm, save={"input": "mat2", "mat2": "input"}),
 }

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import functools
+import weakref
 
 from ember._dtype import FLOATING
 from ember._tensor import Tensor
 
 from . import grad_mode
+from .anomaly import record_trace
 from .formula import fit
-from .layer import _set_history, _trace
+from .layer import _set_history
 from .node import Node, SavedTensor, gradient_edge
 
 
@@ -29,7 +31,19 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self) -> tuple:
-        return tuple(s.unpack(self._node) if isinstance(s, SavedTensor) else s for s in self._saved)
+        node = self._node() if self._node is not None else None
+        return tuple(s.unpack(node) if isinstance(s, SavedTensor) else s for s in self._saved)
+
+    def _saved_outputs_as_aliases(self, outputs: list) -> None:
+        """Saved outputs now hold this node as grad_fn: keep history-free aliases instead (as
+        the formula layer does), or node -> ctx -> output -> node is a reference cycle."""
+        index = {id(t): i for i, t in enumerate(outputs)}
+        self._saved = tuple(
+            SavedTensor(s.tensor, index[id(s.tensor)])
+            if isinstance(s, SavedTensor) and id(s.tensor) in index
+            else s
+            for s in self._saved
+        )
 
     def mark_non_differentiable(self, *tensors) -> None:
         self._non_differentiable.update(id(t) for t in tensors)
@@ -73,6 +87,13 @@ class FunctionNode(Node):
 
     def name(self) -> str:
         return f"{self.cls.__name__}Backward"
+
+    def __getattr__(self, name: str):
+        # In PyTorch a custom Function's grad_fn is its ctx: y.grad_fn.saved_tensors and
+        # attributes set on ctx in forward/backward read through it.
+        if name.startswith("__") or name == "ctx":
+            raise AttributeError(name)
+        return getattr(self.ctx, name)
 
     def apply(self, grads: list) -> tuple:
         import ember
@@ -142,8 +163,8 @@ class Function:
         tensors = [t for t in outputs if isinstance(t, Tensor)]
         output_meta = [(t._shape, t._dtype, t._storage.device) for t in tensors]
         node = FunctionNode(cls, ctx, edges, meta, positions, output_meta)
-        ctx._node = node
-        _trace(node)
+        ctx._node = weakref.ref(node)  # the node holds ctx: a strong reference back is a cycle
+        record_trace(node)
         inputs = {id(args[i]) for i in positions}
         result, index = [], 0
         for t in outputs:
@@ -155,6 +176,7 @@ class Function:
                     _set_history(t, node, index)
                 index += 1
             result.append(t)
+        ctx._saved_outputs_as_aliases(tensors)
         return tuple(result) if isinstance(out, tuple) else result[0]
 
 

@@ -49,22 +49,7 @@ class _Mode:
 
     def __call__(self, fn):
         if inspect.isgeneratorfunction(fn):
-
-            @functools.wraps(fn)
-            def generator(*args, **kwargs):
-                gen = fn(*args, **kwargs)
-                with self.clone():
-                    response = gen.send(None)
-                while True:
-                    try:
-                        request = yield response
-                    except GeneratorExit:
-                        gen.close()
-                        raise
-                    with self.clone():
-                        response = gen.send(request)
-
-            return generator
+            return self._wrap_generator(fn)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -72,6 +57,34 @@ class _Mode:
                 return fn(*args, **kwargs)
 
         return wrapper
+
+    def _wrap_generator(self, fn):
+        """The mode holds while the generator runs, not while its caller does: each resumption
+        (next, send, throw, close) runs inside a fresh copy of this mode."""
+
+        @functools.wraps(fn)
+        def generator(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            try:
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    except BaseException as exc:  # thrown in by the caller: pass it on
+                        with self.clone():
+                            response = gen.throw(exc)
+                    else:
+                        with self.clone():
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
+
+        return generator
 
     def clone(self):
         return type(self)()
@@ -92,22 +105,39 @@ class enable_grad(_Mode):  # noqa: N801
 
 
 class set_grad_enabled(_Mode):  # noqa: N801
-    """Set grad mode to ``mode`` now; restores the previous mode on exit when used with ``with``."""
+    """Set grad mode to ``mode`` now; restores the previous mode on exit when used with ``with``.
+
+    As a decorator it leaves the current mode alone and sets ``mode`` around each call.
+    """
 
     def __init__(self, mode: bool):
         self.mode = bool(mode)
-        self._saved = (STATE.enabled, STATE.inference)
+        self._prev = STATE.enabled
         STATE.enabled = self.mode
+
+    def __enter__(self):
+        self._saved = (self._prev, STATE.inference)  # the mode from before construction
+        return self
+
+    def __call__(self, fn):
+        STATE.enabled = self._prev  # construction switched the mode; decorating must not
+        return super().__call__(fn)
+
+    def clone(self):
+        return _GradEnabled(self.mode)
+
+
+class _GradEnabled(_Mode):
+    """set_grad_enabled's form for each call of a decorated function (switches on enter)."""
+
+    def __init__(self, mode: bool):
+        self.mode = mode
 
     def _apply(self):
         STATE.enabled = self.mode
 
     def clone(self):
-        return set_grad_enabled.__new__(set_grad_enabled)._init_only(self.mode)
-
-    def _init_only(self, mode):
-        self.mode = mode
-        return self
+        return _GradEnabled(self.mode)
 
 
 class inference_mode(_Mode):  # noqa: N801
@@ -117,9 +147,10 @@ class inference_mode(_Mode):  # noqa: N801
         self.mode = bool(mode)
 
     def _apply(self):
-        if self.mode:
-            STATE.enabled = False
-            STATE.inference = True
+        # As PyTorch's InferenceMode guard: grad mode is the opposite of inference mode, so
+        # inference_mode(False) turns recording back on, even inside no_grad.
+        STATE.enabled = not self.mode
+        STATE.inference = self.mode
 
     def clone(self):
         return inference_mode(self.mode)

@@ -1,4 +1,9 @@
-"""Finite-difference checks of gradients: ``gradcheck`` and ``gradgradcheck`` (float64)."""
+"""Finite-difference checks of gradients: ``gradcheck`` and ``gradgradcheck`` (float64).
+
+As in PyTorch, only outputs that require grad are differentiated; every other floating output
+must not depend on the inputs at all (its numerical Jacobian is zero), which catches ops whose
+result silently drops out of the graph. Integer outputs (indices) are ignored.
+"""
 
 from __future__ import annotations
 
@@ -23,11 +28,17 @@ def _differentiable(inputs):
 
 
 def _outputs(func, inputs):
-    return [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)]
+    """The floating outputs of ``func``: the ones with a Jacobian."""
+    return [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor) and o.is_floating_point()]
+
+
+def _host(t: Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy().astype(np.float64).reshape(-1)
 
 
 def numerical_jacobian(func, inputs, eps=1e-6) -> list:
-    """One matrix per (input, output): d out / d in by central differences, in float64."""
+    """Per differentiable input, one matrix per floating output: d out / d in by central
+    differences, in float64 (rows: output elements, columns: input elements)."""
     inputs = _as_tuple(inputs)
     jacobians = []
     for i in _differentiable(inputs):
@@ -40,57 +51,79 @@ def numerical_jacobian(func, inputs, eps=1e-6) -> list:
             results = []
             for delta in (eps, -eps):
                 flat[j] = original + delta
-                with grad_mode.no_grad():
-                    x.detach().copy_(_from(values, x))
-                outs = _outputs(func, inputs)  # grad mode as the caller's: func may differentiate
-                results.append(
-                    [o.detach().cpu().numpy().astype(np.float64).reshape(-1) for o in outs]
-                )
+                _write(x, values)
+                # grad mode as the caller's: func may differentiate (gradgradcheck)
+                results.append([_host(o) for o in _outputs(func, inputs)])
             flat[j] = original
             columns.append([(p - m) / (2 * eps) for p, m in zip(*results)])
-        with grad_mode.no_grad():
-            x.detach().copy_(_from(values, x))
-        per_output = [
-            np.stack([c[k] for c in columns], axis=1) if columns else None
-            for k in range(len(columns[0]) if columns else 0)
-        ]
-        jacobians.append(per_output)
+        _write(x, values)
+        if columns:
+            jacobians.append([np.stack(c, axis=1) for c in zip(*columns)])
+        else:  # an empty input: every output's Jacobian has no columns
+            sizes = [o.numel() for o in _outputs(func, inputs)]
+            jacobians.append([np.zeros((n, 0)) for n in sizes])
     return jacobians
 
 
-def _from(values, like):
+def _write(x: Tensor, values: np.ndarray) -> None:
     from ember import tensor
 
-    return tensor(values, dtype=like.dtype, device=like.device)
+    with grad_mode.no_grad():
+        x.detach().copy_(tensor(values, dtype=x.dtype, device=x.device))
 
 
-def analytical_jacobian(func, inputs) -> list:
+def _backward_rows(out: Tensor, inputs: list) -> list:
+    """One row per element of ``out``: the gradient of that element w.r.t. each input."""
+    from ember import zeros
+
+    rows = []
+    for j in range(out.numel()):
+        with grad_mode.no_grad():
+            onehot = zeros(out.numel(), dtype=out.dtype, device=out.device)
+            onehot[j] = 1.0
+        grads = autograd_grad(
+            out, inputs, onehot.reshape(out.shape), retain_graph=True, allow_unused=True
+        )
+        rows.append([_checked(g, x, k) for k, (g, x) in enumerate(zip(grads, inputs))])
+    return rows
+
+
+def _checked(g, x: Tensor, k: int) -> np.ndarray:
+    if g is None:
+        return np.zeros(x.numel())
+    if tuple(g.shape) != tuple(x.shape) or g.dtype is not x.dtype or g.device != x.device:
+        raise GradcheckError(
+            f"gradient of input {k} is {g.dtype.name}{list(g.shape)} on {g.device}; the input is "
+            f"{x.dtype.name}{list(x.shape)} on {x.device}"
+        )
+    return _host(g)
+
+
+def analytical_jacobian(func, inputs, nondet_tol=0.0) -> list:
+    """Per differentiable input, one matrix per floating output, by backward passes with one-hot
+    output gradients (zeros for outputs that do not require grad). Runs the first backward of
+    each output twice: a formula that is not deterministic (reentrant) is an error."""
     inputs = _as_tuple(inputs)
     diff = _differentiable(inputs)
-    outs = _outputs(func, inputs)
-    from ember import zeros_like
-
-    rows = {i: [[] for _ in outs] for i in diff}
-    for k, out in enumerate(outs):
-        for j in range(out.numel()):
-            onehot = zeros_like(out).reshape(-1)
-            with grad_mode.no_grad():
-                onehot[j] = 1.0
-            grads = autograd_grad(
-                out,
-                [inputs[i] for i in diff],
-                onehot.reshape(out.shape),
-                retain_graph=True,
-                allow_unused=True,
-            )
-            for i, g in zip(diff, grads):
-                size = inputs[i].numel()
-                row = np.zeros(size) if g is None else g.detach().cpu().numpy().reshape(-1)
-                rows[i][k].append(row.astype(np.float64))
-    return [
-        [np.stack(r, axis=0) if r else np.zeros((0, inputs[i].numel())) for r in rows[i]]
-        for i in diff
-    ]
+    targets = [inputs[i] for i in diff]
+    table = [[] for _ in diff]
+    for k, out in enumerate(_outputs(func, inputs)):
+        if out.requires_grad:
+            rows = _backward_rows(out, targets)
+            if rows:
+                again = _backward_rows(out.reshape(-1)[0], targets)[0]
+                for i, (first, second) in enumerate(zip(rows[0], again)):
+                    if np.abs(first - second).max(initial=0) > nondet_tol:
+                        raise GradcheckError(
+                            f"backward is not reentrant: the gradient of output {k} w.r.t. "
+                            f"input {diff[i]} differs between two runs by more than {nondet_tol}"
+                        )
+        else:
+            rows = [[np.zeros(t.numel()) for t in targets] for _ in range(out.numel())]
+        for i, t in enumerate(targets):
+            matrix = np.stack([r[i] for r in rows]) if rows else np.zeros((0, t.numel()))
+            table[i].append(matrix)
+    return table
 
 
 def gradcheck(
@@ -108,8 +141,16 @@ def gradcheck(
 ) -> bool:
     """Compare autograd's Jacobian of ``func`` at ``inputs`` with central differences.
 
-    Inputs that require grad should be float64. Returns True, or raises GradcheckError (False with
-    ``raise_exception=False``).
+    Args:
+        func: takes ``inputs`` and returns a Tensor or a tuple of them.
+        inputs: tensors (and other arguments); those that require grad should be float64.
+        eps: finite-difference step.
+        atol, rtol: tolerances of the comparison.
+        raise_exception: raise GradcheckError on mismatch (else return False).
+        nondet_tol: how far two backward passes may differ.
+
+    Returns:
+        True when the Jacobians match.
     """
     inputs = _as_tuple(inputs)
     for i in _differentiable(inputs):
@@ -120,19 +161,29 @@ def gradcheck(
                 f"gradcheck: input {i} is {inputs[i].dtype.name}, not float64; expect noise",
                 stacklevel=2,
             )
-    numeric = numerical_jacobian(func, inputs, eps)
-    analytic = analytical_jacobian(func, inputs)
-    for n, (num_i, ana_i) in enumerate(zip(numeric, analytic)):
+    try:
+        numeric = numerical_jacobian(func, inputs, eps)
+        analytic = analytical_jacobian(func, inputs, nondet_tol)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+    tracked = [o.requires_grad for o in _outputs(func, inputs)]
+    for n, (num_i, ana_i) in zip(_differentiable(inputs), zip(numeric, analytic)):
         for k, (num, ana) in enumerate(zip(num_i, ana_i)):
-            if num is None:
+            if np.allclose(ana, num, rtol=rtol, atol=atol):
                 continue
-            if not np.allclose(ana, num, rtol=rtol, atol=atol):
-                if not raise_exception:
-                    return False
+            if not raise_exception:
+                return False
+            if not tracked[k]:
                 raise GradcheckError(
-                    f"Jacobian mismatch for output {k} with respect to input {n},\n"
-                    f"numerical:\n{num}\nanalytical:\n{ana}\n"
+                    f"output {k} does not require grad, but its numerical Jacobian with respect "
+                    f"to input {n} is not zero:\n{num}\n"
                 )
+            raise GradcheckError(
+                f"Jacobian mismatch for output {k} with respect to input {n},\n"
+                f"numerical:\n{num}\nanalytical:\n{ana}\n"
+            )
     return True
 
 
@@ -145,15 +196,20 @@ def gradgradcheck(
     atol=1e-5,
     rtol=1e-3,
     raise_exception=True,
+    nondet_tol=0.0,
     **_ignored,
 ) -> bool:
-    """gradcheck of the gradient of ``func``: checks second derivatives."""
+    """gradcheck of the gradient of ``func``: checks second derivatives.
+
+    ``grad_outputs`` (random when None) are the output gradients of the first backward, one per
+    output that requires grad; they take part in the check as inputs.
+    """
     from ember import randn
 
     inputs = _as_tuple(inputs)
     diff = _differentiable(inputs)
-    outs = _outputs(func, inputs)
     if grad_outputs is None:
+        outs = [o for o in _outputs(func, inputs) if o.requires_grad]
         grad_outputs = tuple(
             randn(o.shape, dtype=o.dtype, device=o.device).requires_grad_(True) for o in outs
         )
@@ -162,7 +218,9 @@ def gradgradcheck(
 
     def first_derivative(*args):
         xs, gs = args[:n_in], args[n_in:]
-        ys = _outputs(func, xs)
+        ys = [o for o in _outputs(func, xs) if o.requires_grad]
+        if not ys:
+            return ()
         grads = autograd_grad(ys, [xs[i] for i in diff], gs, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
@@ -173,4 +231,5 @@ def gradgradcheck(
         atol=atol,
         rtol=rtol,
         raise_exception=raise_exception,
+        nondet_tol=nondet_tol,
     )

@@ -9,15 +9,21 @@ modified tensor; when that tensor is a view, its base's history is rebased (Copy
 
 from __future__ import annotations
 
-import traceback
-
+import ember as E
 from ember._dtype import FLOATING
 from ember._tensor import Tensor
 
-from ..dispatcher.layers import Layer
+from ..dispatcher.layers import STACK, Layer
 from ..dispatcher.opdef import Kind
+from .anomaly import record_trace
+from .formula import Formula
 from .grad_mode import STATE
-from .node import Node, gradient_edge
+from .node import Node, gradient_edge, retain
+from .views import CopySlices, ViewOf
+
+
+def _zero_for_target(ctx, g):
+    return (E.zeros_like(g),) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 
 class AutogradLayer(Layer):
@@ -44,12 +50,14 @@ class AutogradLayer(Layer):
             if op.decomposition is not None:
                 return op.decomposition(*args)  # composite: its parts get recorded
             if not base.defn.differentiable:
+                if op.mutates and args[0]._requires_grad:
+                    # uniform_, normal_...: the old values no longer matter, as in PyTorch
+                    return self.record_inplace(op, base, _overwritten(base), args)
                 return self.below(op, args)
             raise RuntimeError(f"the derivative for '{op.name}' is not implemented ({_fix(base)})")
         if op.mutates:
             return self.record_inplace(op, base, formula, args)
-        ctx = formula.context(op, args)
-        edges, meta = _edges(op, args)
+        ctx, edges, meta = formula.record(args)
         out = self.below(op, args)
         return _attach(op, formula, ctx, edges, meta, out)
 
@@ -57,6 +65,8 @@ class AutogradLayer(Layer):
         """Run the op under this layer with recording off (its kernels and decompositions)."""
         STATE.enabled = False
         try:
+            if STACK.layers[-1] is self:  # nothing between us and the backend: skip the search
+                return op.runner(op, *args)
             return op.redispatch(self, args)
         finally:
             STATE.enabled = True
@@ -81,21 +91,23 @@ class AutogradLayer(Layer):
         originals = {}
         if first in formula.save:  # the formula needs the value from before the write
             originals[first] = target.clone()
-        ctx = formula.context(base, args, originals)
-        edges, meta = _edges(base, args)
+        ctx, edges, meta = formula.record(args, originals)
         view_base = target._base
         old_base_edge = gradient_edge(view_base) if view_base is not None else None
         self.below(op, args)
         node = Node(base, formula, ctx, tuple(edges), tuple(meta))
-        ctx._node = node
-        formula.save_result(ctx, node, target)
-        _trace(node)
+        formula.save_result(ctx, target)
+        record_trace(node)
         if view_base is None:
             _set_history(target, node, 0)
-            return target
-        rebased = CopySlices(view_base, target, node, old_base_edge)
-        _set_history(view_base, rebased, 0)
-        _set_history(target, ViewOf(view_base, target, rebased), 0)
+        else:
+            rebased = CopySlices(view_base, target, node, old_base_edge)
+            _set_history(view_base, rebased, 0)
+            _set_history(target, ViewOf(view_base, target, (rebased, 0)), 0)
+            if view_base.__dict__.get("_retains_grad"):
+                retain(view_base)
+        if target.__dict__.get("_retains_grad"):
+            retain(target)  # .grad is the gradient of the new value
         return target
 
 
@@ -105,139 +117,49 @@ def _fix(op) -> str:
     return "add it to autograd/formulas.py, or mark the op differentiable=False"
 
 
-def _edges(op, args) -> tuple[list, list]:
-    edges, meta = [], []
-    for i in op.tensor_positions:
-        value = args[i] if i < len(args) else None
-        items = value if isinstance(value, (list, tuple)) else (value,)
-        for t in items:
-            if isinstance(t, Tensor):
-                edges.append(gradient_edge(t))
-                meta.append((t._shape, t._dtype, t._storage.device))
-            else:
-                edges.append(None)
-                meta.append(None)
-    return edges, meta
-
-
 def _set_history(t: Tensor, node, index: int) -> None:
     t._grad_fn = node
     t._requires_grad = True
+    if t._base is not None:  # to notice an in-place change of the base later (view replay)
+        t.__dict__["_view_of"] = t._base._grad_fn
     if index:
         t.__dict__["_output_nr"] = index
     elif "_output_nr" in t.__dict__:
         del t.__dict__["_output_nr"]
 
 
-def _trace(node) -> None:
-    if STATE.anomaly:
-        node.trace = "".join(traceback.format_stack()[:-3])
-
-
 def _attach(op, formula, ctx, edges, meta, out):
-    outputs = out if isinstance(out, tuple) else (out,)
-    tensors = [t for t in outputs if isinstance(t, Tensor)]
-    node = Node(op, formula, ctx, tuple(edges), tuple(meta), num_outputs=len(tensors) or 1)
-    ctx._node = node
-    formula.save_result(ctx, node, out)
-    _trace(node)
+    if isinstance(out, Tensor):  # the common case, kept short
+        node = Node(op, formula, ctx, tuple(edges), meta)
+        if formula.saves_result:
+            formula.save_result(ctx, out)
+        if STATE.anomaly:
+            record_trace(node)
+        if out._dtype.category == FLOATING:
+            _set_history(out, node, 0)
+        return out
+    tensors = [t for t in out if isinstance(t, Tensor)]
+    node = Node(op, formula, ctx, tuple(edges), meta, num_outputs=len(tensors) or 1)
+    formula.save_result(ctx, out)
+    record_trace(node)
     for index, t in enumerate(tensors):
         if t._dtype.category == FLOATING:
             _set_history(t, node, index)
     return out
 
 
-class CopySlices(Node):
-    """A base tensor's history after an in-place op wrote into one of its views.
-
-    Backward: the base's gradient outside the view passes through unchanged; inside the view it
-    goes through the in-place op's own backward, whose other inputs keep their gradients.
-    """
-
-    __slots__ = ("base_geometry", "inner", "view_geometry")
-
-    def __init__(self, base: Tensor, view: Tensor, inner: Node, base_edge):
-        edges = (base_edge,) + tuple(inner.next_functions[1:])
-        meta = ((base._shape, base._dtype, base._storage.device),) + tuple(inner.input_meta[1:])
-        Node.__init__(self, inner.op, None, inner.ctx, edges, meta)
-        self.base_geometry = _geometry(base)
-        self.view_geometry = _geometry(view)
-        self.inner = inner
-
-    def name(self) -> str:
-        return "CopySlices"
-
-    def release(self) -> None:
-        self.inner.release()
-        self.released = True
-
-    def apply(self, grads: list) -> tuple:
-        g = grads[0]
-        if g is None:
-            return (None,) * len(self.next_functions)
-        device = g.device
-        base_pos = _positions(self.base_geometry, device)
-        view_pos = _positions(self.view_geometry, device)
-        storage = _storage_buffer(g, self.base_geometry, self.view_geometry)
-        storage.put_(base_pos, g.reshape(-1))
-        view_grad = storage.take(view_pos).reshape(self.view_geometry[0])
-        inner = self.inner.apply([view_grad])
-        if inner[0] is not None:
-            storage.put_(view_pos, inner[0].reshape(-1))
-        else:
-            storage.put_(view_pos, 0.0)
-        return (storage.take(base_pos).reshape(self.base_geometry[0]),) + tuple(inner[1:])
+_OVERWRITTEN: dict = {}
 
 
-class ViewOf(Node):
-    """History of a view after an in-place op: a fresh view of its (rebased) base."""
-
-    __slots__ = ("base_geometry", "view_geometry")
-
-    def __init__(self, base: Tensor, view: Tensor, base_node: Node):
-        meta = ((base._shape, base._dtype, base._storage.device),)
-        Node.__init__(self, None, None, None, ((base_node, 0),), meta)
-        self.base_geometry = _geometry(base)
-        self.view_geometry = _geometry(view)
-
-    def name(self) -> str:
-        return "AsStridedBackward0"
-
-    def apply(self, grads: list) -> tuple:
-        g = grads[0]
-        if g is None:
-            return (None,)
-        base_pos = _positions(self.base_geometry, g.device)
-        view_pos = _positions(self.view_geometry, g.device)
-        storage = _storage_buffer(g, self.base_geometry, self.view_geometry)
-        storage.put_(view_pos, g.reshape(-1), accumulate=True)
-        return (storage.take(base_pos).reshape(self.base_geometry[0]),)
-
-
-def _geometry(t: Tensor) -> tuple:
-    return (t._shape, t._stride, t._offset)
-
-
-def _positions(geometry, device):
-    from .formulas import _strided_positions
-
-    shape, stride, offset = geometry
-    return _strided_positions(shape, stride, offset, device).reshape(-1)
-
-
-def _extent(geometry) -> int:
-    """One past the largest storage position a (shape, stride, offset) view touches."""
-    shape, stride, offset = geometry
-    if any(n == 0 for n in shape):
-        return offset
-    return 1 + offset + sum((n - 1) * s for n, s in zip(shape, stride) if s > 0)
-
-
-def _storage_buffer(g, *geometries):
-    import ember
-
-    extent = max(_extent(geometry) for geometry in geometries)
-    return ember.zeros(max(extent, 1), dtype=g.dtype, device=g.device)
+def _overwritten(op) -> Formula:
+    """The formula of a non-differentiable in-place op on a tensor in the graph (uniform_,
+    normal_...): a zero gradient for the old values."""
+    found = _OVERWRITTEN.get(op.name)
+    if found is None:
+        found = Formula(_zero_for_target)
+        found.bind(op)
+        _OVERWRITTEN[op.name] = found
+    return found
 
 
 LAYER = AutogradLayer()

@@ -9,11 +9,10 @@ library ops like any other, and the engine undoes broadcasting and casts as usua
 
 from __future__ import annotations
 
-from ember._tensor import Tensor
+import weakref
 
-from .formula import fit
+from .formula import Plan, fit, scan
 from .function import FunctionCtx
-from .node import SavedTensor
 
 
 class LibraryContext(FunctionCtx):
@@ -23,52 +22,43 @@ class LibraryContext(FunctionCtx):
     def __init__(self, needs_input_grad: tuple):
         super().__init__()
         self.needs_input_grad = needs_input_grad
-        self._outputs: tuple = ()
         self._output_meta: tuple = ()
-
-    def save_for_backward(self, *tensors) -> None:
-        # The op's own outputs are saved history-free (as the table formulas' "result" is):
-        # holding them as they are would make a cycle through their grad_fn.
-        outputs = {id(t) for t in self._outputs}
-        self._saved = tuple(
-            SavedTensor(t, self._node if id(t) in outputs else None) if isinstance(t, Tensor) else t
-            for t in tensors
-        )
 
 
 class LibraryFormula:
     """``backward`` and ``setup_context`` as the Autograd layer's formula interface."""
 
-    __slots__ = ("backward", "save", "setup_context")
+    __slots__ = ("backward", "plan", "setup_context")
 
-    def __init__(self, backward, setup_context=None):
+    save: dict = {}  # read for in-place ops only; library ops are functional
+    saves_result = True  # setup_context runs once the output exists
+
+    def __init__(self, op, backward, setup_context=None):
         self.backward = backward
         self.setup_context = setup_context
-        self.save: dict = {}  # read for in-place ops only; library ops are functional
+        self.plan = Plan(op, {})
 
-    def context(self, op, args, inplace_originals=None) -> LibraryContext:
-        needs, widths = [], {}
-        for position, value in enumerate(args):
-            is_list = isinstance(value, (list, tuple))
-            items = value if is_list else (value,)
-            needs.append(any(isinstance(t, Tensor) and t._requires_grad for t in items))
-            widths[position] = len(value) if is_list else None
-        ctx = LibraryContext(tuple(needs))
+    def record(self, args, originals=None) -> tuple[LibraryContext, list, list]:
+        plan = self.plan
+        edges, meta, needs, _, spans = scan(plan, args)
+        per_argument = [False] * len(plan.position)
+        for k, position in enumerate(plan.tensor_positions):
+            per_argument[position] = needs[k]
+        ctx = LibraryContext(tuple(per_argument))
         ctx._inputs = args
-        ctx._widths = widths
-        return ctx
+        ctx._spans = spans
+        return ctx, edges, meta
 
-    def save_result(self, ctx: LibraryContext, node, out) -> None:
+    def save_result(self, ctx: LibraryContext, out) -> None:
         outputs = out if isinstance(out, tuple) else (out,)
-        ctx._node = node
-        ctx._outputs = outputs
         ctx._output_meta = tuple((t._shape, t._dtype, t._storage.device) for t in outputs)
         try:
             if self.setup_context is not None:
                 self.setup_context(ctx, ctx._inputs, out)
+            # Saved outputs get this node as grad_fn: keep history-free aliases (no cycle).
+            ctx._saved_outputs_as_aliases(list(outputs))
         finally:
             ctx._inputs = None
-            ctx._outputs = ()
 
     def apply(self, node, grads: list) -> tuple:
         if all(g is None for g in grads):
@@ -76,28 +66,32 @@ class LibraryFormula:
         import ember
 
         ctx = node.ctx
+        ctx._node = weakref.ref(node)  # saved outputs unpack with the node as their grad_fn
         grads = [  # PyTorch materialises the missing grads of multi-output ops as zeros
             g if g is not None else ember.zeros(m[0], dtype=m[1], device=m[2])
             for g, m in zip(grads, ctx._output_meta)
         ]
         result = self.backward(ctx, *grads)
         result = result if isinstance(result, tuple) else (result,)
-        op = node.op
-        positions = op.tensor_positions
-        if len(result) == len(op.schema.args):  # one per argument: keep the tensor ones
+        positions = self.plan.tensor_positions
+        if len(result) == len(self.plan.position):  # one per argument: keep the tensor ones
             result = [result[i] for i in positions]
         if len(result) != len(positions):
             raise RuntimeError(
-                f"backward of '{op.name}' returned {len(result)} gradients; expected one per "
-                f"argument ({len(op.schema.args)}) or per tensor argument ({len(positions)})"
+                f"backward of '{node.op.name}' returned {len(result)} gradients; expected one "
+                f"per argument ({len(self.plan.position)}) or per tensor argument "
+                f"({len(positions)})"
             )
-        flat = []  # the layer records Tensor[] arguments flat, one edge per tensor
-        for position, value in zip(positions, result):
-            width = ctx._widths.get(position)
-            if width is None:
-                flat.append(value)
-            else:
-                flat.extend(value if value is not None else [None] * width)
+        flat = list(result)
+        if ctx._spans is not None:  # the layer records Tensor[] arguments flat
+            flat = []
+            for (start, stop), value in zip(ctx._spans, result):
+                if isinstance(value, (list, tuple)):
+                    flat.extend(value)
+                elif stop - start == 1:
+                    flat.append(value)
+                else:
+                    flat.extend([None] * (stop - start))
         return tuple(
             None if (g is None or m is None) else fit(g, m) for g, m in zip(flat, node.input_meta)
         )

@@ -26,58 +26,81 @@ def output_nr(t: Tensor) -> int:
 
 
 def gradient_edge(t: Tensor):
-    """Where a gradient for ``t`` should flow: ``(node, output index)``, or None."""
-    if t._grad_fn is not None:
-        return (t._grad_fn, output_nr(t))
+    """Where a gradient for ``t`` should flow: ``(node, output index)``, or None.
+
+    Runs for every tensor input of every recorded call: the common cases (a single-output
+    node, a leaf whose accumulator exists) read no more than a few attributes.
+    """
+    node = t._grad_fn
+    if node is not None:
+        if t._base is not None:
+            node = history(t)
+        return (node, output_nr(t) if node.num_outputs != 1 else 0)
     if t._requires_grad:
         return (accumulator(t), 0)
     return None
 
 
+def history(t: Tensor):
+    """``t``'s grad_fn; for a view whose base was changed in place after the view's history was
+    recorded, a new one over the base's current history (the view's values changed too)."""
+    node = t._grad_fn
+    base = t._base
+    stale = base is not None and base._grad_fn is not t.__dict__.get("_view_of", base._grad_fn)
+    if node is not None and stale:
+        from .views import replay
+
+        node = replay(t)
+    return node
+
+
 def accumulator(t: Tensor) -> AccumulateGrad:
-    """The leaf's AccumulateGrad node; the tensor only holds it weakly (no reference cycle)."""
-    ref = t.__dict__.get("_accumulator")
-    node = ref() if ref is not None else None
+    """The leaf's AccumulateGrad node, made once and kept by the leaf (which the node refers
+    to weakly: no cycle), so recording a call on a leaf does not build one each time."""
+    node = t.__dict__.get("_accumulator")
     if node is None:
         node = AccumulateGrad(t)
-        t.__dict__["_accumulator"] = weakref.ref(node)
+        t.__dict__["_accumulator"] = node
     return node
 
 
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
-    An op's own output is kept as a history-free alias (saving the tensor itself would make a
-    cycle through its grad_fn) and gets the node back as grad_fn when unpacked, so higher-order
-    gradients still flow through it.
+    An op's own output (``output_nr`` is its index) is kept as a history-free alias: saving the
+    tensor itself, or the node, would make a cycle node -> saved -> node that only the garbage
+    collector frees. The owner node passed to ``unpack`` becomes the alias's grad_fn again, so
+    higher-order gradients still flow through it.
     """
 
-    __slots__ = ("hooks", "node", "tensor", "version")
+    __slots__ = ("output_nr", "tensor", "version")
 
-    def __init__(self, t: Tensor, node=None):
+    def __init__(self, t: Tensor, output_nr: int | None = None):
         self.version = t._storage.version
-        self.node = node
-        if node is not None:  # an output of `node`: drop the history to avoid a cycle
+        self.output_nr = output_nr
+        if output_nr is not None:
             t = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
         self.tensor = t
-        self.hooks = None
 
     def unpack(self, owner) -> Tensor:
         t = self.tensor
         if t is None:
             raise RuntimeError(FREED)
         if t._storage.version != self.version:
+            saved_by = owner.name() if owner is not None else "a backward function"
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{t.dtype.name} tensor of shape {list(t._shape)}], which is "
-                f"saved by {owner.name()}, is at version {t._storage.version}; expected version "
+                f"saved by {saved_by}, is at version {t._storage.version}; expected version "
                 f"{self.version} instead. Hint: the operation that modified it was in-place "
                 "(a method ending in '_' or an indexed assignment)."
             )
-        if self.node is not None:
+        if self.output_nr is not None and owner is not None:
             alias = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
-            alias._grad_fn = self.node
+            alias._grad_fn = owner
             alias._requires_grad = True
+            if self.output_nr:
+                alias.__dict__["_output_nr"] = self.output_nr
             return alias
         return t
 
@@ -100,6 +123,7 @@ class Node:
         "op",
         "pre_hooks",
         "released",
+        "retains",
         "seq",
         "trace",
     )
@@ -113,6 +137,7 @@ class Node:
         self.num_outputs = num_outputs
         self.seq = next(_SEQUENCE)
         self.pre_hooks = None
+        self.retains = None
         self.hooks = None
         self.released = False
         self.trace = None
@@ -172,22 +197,48 @@ class _Handle:
 
 
 class AccumulateGrad(Node):
-    """Leaf node: adds the incoming gradient into ``variable.grad``."""
+    """Leaf node: adds the incoming gradient into ``variable.grad``.
 
-    __slots__ = ("variable",)
+    The leaf owns its accumulator; the accumulator refers back weakly (``variable`` is None once
+    the leaf is gone, and then there is nowhere to accumulate).
+    """
+
+    __slots__ = ("_variable",)
 
     def __init__(self, variable: Tensor):
         Node.__init__(self, None, None, None, (), ())
-        self.variable = variable
+        self._variable = weakref.ref(variable)
+
+    @property
+    def variable(self):
+        return self._variable()
 
     def name(self) -> str:
         return "AccumulateGrad"
 
     def apply(self, grads: list) -> tuple:
-        from .engine import accumulate_into_leaf
+        from .engine import accumulate_into_leaf, run_leaf_hooks
 
-        accumulate_into_leaf(self.variable, grads[0])
+        variable = self.variable
+        if grads[0] is not None and variable is not None:
+            accumulate_into_leaf(variable, run_leaf_hooks(tensor_hooks(variable), grads[0]))
         return ()
+
+
+def retain(t: Tensor) -> None:
+    """Have ``t``'s grad_fn store the gradient of ``t`` in ``t.grad`` (weakly: no cycle)."""
+    node = t._grad_fn
+    node.retains = (node.retains or []) + [(output_nr(t), weakref.ref(t))]
+
+
+def store_retained(node, grads: list) -> None:
+    """After the node's hooks, as in PyTorch: ``.grad`` of the outputs that retain grad is a
+    copy of their gradient (accumulated over backward calls)."""
+    for index, ref in node.retains:
+        owner, grad = ref(), grads[index]
+        if owner is None or grad is None or owner._grad_fn is not node:
+            continue
+        owner._grad = grad.clone() if owner._grad is None else owner._grad + grad
 
 
 def tensor_hooks(t: Tensor) -> list:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ember._tensor import Tensor
 
 from .engine import backward as run_backward
-from .node import add_tensor_hook, output_nr
+from .node import add_tensor_hook, history, output_nr, retain
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -33,18 +33,8 @@ def retain_grad(self) -> None:
         return
     if self.__dict__.get("_retains_grad"):
         return
-    import weakref
-
-    ref = weakref.ref(self)
-
-    def keep(grad):
-        owner = ref()
-        if owner is not None:
-            owner._grad = grad if owner._grad is None else owner._grad + grad
-        return None
-
     self.__dict__["_retains_grad"] = True
-    self._grad_fn._add_pre_hook((output_nr(self), keep))
+    retain(self)
 
 
 def retains_grad(self) -> bool:
@@ -66,3 +56,4 @@ def install() -> None:
     Tensor.retain_grad = retain_grad
     Tensor.retains_grad = property(retains_grad)
     Tensor.detach_ = detach_
+    Tensor.grad_fn = property(history, doc="The node that created this tensor (None for leaves).")

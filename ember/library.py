@@ -283,7 +283,7 @@ def register_autograd(
     op = _library_op(name, "formula")
     with LIBRARY.lock:
         if _claim(op.name, "autograd formula", backward, provider or backward.__module__):
-            op.formula = LibraryFormula(backward, setup_context)
+            op.formula = LibraryFormula(op, backward, setup_context)
 
 
 # ---- entry points ----------------------------------------------------------------------------
