@@ -7,13 +7,20 @@ with this function. The cache (ember_backend_gpu.diskcache) lives in ``$EMBER_RO
 ``$XDG_CACHE_HOME/ember/rocm``, else ``~/.cache/ember/rocm``, keyed by source, options, target
 and the hiprtc/HIP versions.
 
+hiprtc brings its own clang (statically inside libamd_comgr); a process that already has
+libclang-cpp mapped (PoCL, the OpenCL runtime the xpu backend uses, loads it) aborts with
+"Option ... registered more than once" when comgr loads. There the compilation runs in a spawned
+helper process, which has only hiprtc's copy; the cache makes that a first-use cost.
+
 Options: ``-ffp-contract=off`` keeps ``a * b + c`` two roundings, as nvcc's ``-fmad=false`` and
 the CPU backend's build do (the Philox transforms depend on it to match bit for bit).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
+from concurrent.futures import ProcessPoolExecutor
 
 from ember_backend_gpu.diskcache import CompileError, cache_dir, cache_key, store
 
@@ -21,6 +28,25 @@ __all__ = ["OPTIONS", "CompileError", "compile_module"]
 
 OPTIONS = ("-O3", "-ffp-contract=off", "-std=c++17")
 _LOCK = threading.Lock()  # hiprtc programs are compiled one at a time per process
+
+
+_HELPER: list = []  # the spawned compile process, made on first need
+
+
+def _clang_loaded() -> bool:
+    """Whether another clang is mapped into this process (see the module docstring)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return any("libclang-cpp" in line for line in maps)
+    except OSError:
+        return False
+
+
+def _compile_in_helper(source: str, arch: str, options: tuple) -> bytes:
+    """Run in the spawned helper: a fresh interpreter with hiprtc's clang only."""
+    from . import hip
+
+    return compile_module(hip.load_hip(), source, arch, options, use_cache=False)
 
 
 def _hiprtc_version(hip) -> str:
@@ -56,6 +82,14 @@ def compile_module(
     path = cache_dir("rocm") / f"{key}.hsaco"
     if use_cache and path.is_file():
         return path.read_bytes()
+    if _clang_loaded():
+        if not _HELPER:
+            context = multiprocessing.get_context("spawn")
+            _HELPER.append(ProcessPoolExecutor(1, mp_context=context))
+        binary = _HELPER[0].submit(_compile_in_helper, source, arch, options).result()
+        if use_cache:
+            store(path, binary)
+        return binary
     ffi, lib = hip.ffi, hip.lib
     flags = [ffi.new("char[]", flag.encode()) for flag in (f"--offload-arch={arch}", *options)]
     box = ffi.new("hiprtcProgram *")

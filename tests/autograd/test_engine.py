@@ -279,7 +279,7 @@ def _gradient_penalty(lib, device=None):
     g2 = x.grad.clone()
     x.grad = None
     g2.sum().backward()
-    return [w.grad.numpy(), x.grad.numpy()]
+    return [w.grad.cpu().numpy(), x.grad.cpu().numpy()]
 
 
 @pytest.mark.filterwarnings("ignore:Using backward.. with create_graph=True")  # torch's own

@@ -78,7 +78,11 @@ def test_zero_dim_and_empty_inputs(device):
     compare(lambda lib, t: lib.prod(t, 1), [np.zeros((3, 0))], device)
     compare(lambda lib, t: lib.prod(t), [np.zeros((0,))], device)
     empty = np.zeros((0, 3))
-    compare(lambda lib, t: lib.take(t, lib.tensor([], dtype=lib.int64)), [empty], device)
+    compare(
+        lambda lib, t: lib.take(t, lib.tensor([], dtype=lib.int64, device=t.device)),
+        [empty],
+        device,
+    )
 
 
 def test_abs_relu_sign_at_zero(device):

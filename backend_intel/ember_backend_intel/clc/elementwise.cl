@@ -85,11 +85,36 @@ inline long em_shr_i(long a, long b, int bits) {
         F m = a > b ? a : b;                                                                      \
         if (isinf(m)) return m;                                                                   \
         return m + log1p(exp(-fabs(a - b)));                                                      \
+    }                                                                                             \
+    inline F __attribute__((overloadable)) em_sigmoid(F x) { return 1 / (1 + exp(-x)); }         \
+    inline F __attribute__((overloadable)) em_silu(F x) { return x / (1 + exp(-x)); }            \
+    /* log(1 + e^x) without overflow; fmax drops a NaN x but log1p(exp(NaN)) keeps it */          \
+    inline F __attribute__((overloadable)) em_softplus(F x) {                                    \
+        return fmax(x, (F)0) + log1p(exp(-fabs(x)));                                              \
+    }                                                                                             \
+    inline F __attribute__((overloadable)) em_mish(F x) { return x * tanh(em_softplus(x)); }     \
+    /* x Phi(x) as x erfc(-x / sqrt 2) / 2 (1 + erf would cancel), or the tanh form */            \
+    inline F __attribute__((overloadable)) em_gelu(F x, int tanh_form) {                         \
+        if (tanh_form)                                                                            \
+            return (F)0.5 * x * (1 + tanh((F)0.79788456080286535588 * (x + (F)0.044715 * x * x * x))); \
+        return (F)0.5 * x * erfc(-x * (F)0.70710678118654752440);                                \
     }
 EM_FLOAT_HELPERS(float)
 #ifdef EM_FP64
 EM_FLOAT_HELPERS(double)
 #endif
+/* The CPU's expressions (csrc/*.def) call its vmath.h functions, which exist so that GCC can
+ * vectorise them; OpenCL's own built-ins play that part here. */
+#define em_sel(c, a, b) ((c) ? (a) : (b))
+#define em_exp(x) exp(x)
+#define em_expm1(x) expm1(x)
+#define em_log(x) log(x)
+#define em_log1p(x) log1p(x)
+#define em_sin(x) sin(x)
+#define em_cos(x) cos(x)
+#define em_tanh(x) tanh(x)
+#define em_erf(x) erf(x)
+#define em_erfc(x) erfc(x)
 /* min(max(a, lo), hi) with NaN from any operand propagating, as in PyTorch. */
 #define em_clamp(a, lo, hi) \
     ((lo) != (lo) ? (lo) : (hi) != (hi) ? (hi) : (a) < (lo) ? ((lo) > (hi) ? (hi) : (lo)) \
