@@ -225,9 +225,12 @@ def _gelu(ctx, g):
         t = E.tanh(inner)
         d_inner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
         return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
-    cdf = 0.5 * (1 + E.erf(x * (1 / math.sqrt(2))))
-    pdf = _INV_SQRT_2PI * E.exp(-0.5 * x * x)
-    return g * (cdf + x * pdf)
+    # Phi(x) + x phi(x) in 9 passes over x instead of 11, the fresh intermediates updated in
+    # place: t = x / sqrt 2, Phi = (1 + erf t) / 2, phi = exp(-t^2) / sqrt(2 pi).
+    t = x * (1 / math.sqrt(2))
+    cdf = E.erf(t).add_(1).mul_(0.5)
+    bell = E.exp(E.square(t).neg_())
+    return E.addcmul(cdf, x, bell, value=_INV_SQRT_2PI).mul_(g)
 
 
 def _silu(ctx, g):
