@@ -30,9 +30,6 @@ OPTIONS = ("-O3", "-ffp-contract=off", "-std=c++17")
 _LOCK = threading.Lock()  # hiprtc programs are compiled one at a time per process
 
 
-_HELPER: list = []  # the spawned compile process, made on first need
-
-
 def _clang_loaded() -> bool:
     """Whether another clang is mapped into this process (see the module docstring)."""
     try:
@@ -83,10 +80,10 @@ def compile_module(
     if use_cache and path.is_file():
         return path.read_bytes()
     if _clang_loaded():
-        if not _HELPER:
-            context = multiprocessing.get_context("spawn")
-            _HELPER.append(ProcessPoolExecutor(1, mp_context=context))
-        binary = _HELPER[0].submit(_compile_in_helper, source, arch, options).result()
+        # A helper per compilation, shut down at once: one kept for later calls was left
+        # running at interpreter exit, where multiprocessing's exit hook waited on it forever.
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as helper:
+            binary = helper.submit(_compile_in_helper, source, arch, options).result()
         if use_cache:
             store(path, binary)
         return binary
