@@ -188,6 +188,20 @@ def _is_ember(module: str) -> bool:
     return module == "ember" or module.startswith("ember.")
 
 
+def _to_cpu(arg, on_cpu: dict, tensor_type):
+    """``arg`` with its tensors copied to the CPU once each (``on_cpu``: id -> (original, copy)).
+    A plain function, not a closure: a recursive closure is a reference cycle that kept the
+    originals alive until the next garbage collection."""
+    if isinstance(arg, tensor_type):
+        key = id(arg)
+        if key not in on_cpu:
+            on_cpu[key] = (arg, arg.cpu().contiguous())
+        return on_cpu[key][1]
+    if isinstance(arg, (list, tuple)) and any(isinstance(item, tensor_type) for item in arg):
+        return [_to_cpu(item, on_cpu, tensor_type) for item in arg]  # Tensor[] (library ops)
+    return arg
+
+
 def make_fallback(op, cpu_kernel, device_type: str):
     """Wrap a CPU kernel: copy tensor arguments to the CPU, run, copy the outputs back."""
     n_out = op.num_outputs
@@ -206,24 +220,15 @@ def make_fallback(op, cpu_kernel, device_type: str):
                 stacklevel=_user_stacklevel(),
             )
         on_cpu: dict = {}
-
-        def to_cpu(arg):
-            if isinstance(arg, _tensor.Tensor):
-                key = id(arg)
-                if key not in on_cpu:
-                    on_cpu[key] = (arg, arg.cpu().contiguous())
-                return on_cpu[key][1]
-            if isinstance(arg, (list, tuple)) and any(
-                isinstance(item, _tensor.Tensor) for item in arg
-            ):  # Tensor[] arguments (library ops take them)
-                return [to_cpu(item) for item in arg]
-            return arg
-
-        result = cpu_kernel(*(to_cpu(arg) for arg in args))
+        result = cpu_kernel(*(_to_cpu(arg, on_cpu, _tensor.Tensor) for arg in args))
         for original, copy in (
             on_cpu[id(a)] for a in args[:n_out] if isinstance(a, _tensor.Tensor)
         ):
+            # The result lands in the output the runner allocated: a fresh tensor's version
+            # stays where it was (copy_ counts a write; autograd would see a changed output).
+            version = original._storage.version
             original.copy_(copy)
+            original._storage.version = version
         return result
 
     fallback.__qualname__ = f"cpu_fallback[{name}]"
