@@ -69,9 +69,28 @@ def scatter(op, x, dim, index, src):
             )
     else:
         src = OPS["full"](index._shape, src, x._dtype, x._storage.device)
+    _check_scatter_shapes(op.name, x, d, index, src)
     out = _clone(x)
     op.kernel(x._storage.device.type, x._dtype)(out, d, index, src)
     return out
+
+
+def _check_scatter_shapes(name: str, x, dim: int, index, src) -> None:
+    """PyTorch's rule: index fits in src everywhere and in self apart from dim."""
+    ishape, sshape, oshape = index._shape, src._shape, x._shape
+    if len(sshape) != len(ishape):
+        raise RuntimeError(
+            f"{name}(): Index tensor must have the same number of dimensions as src tensor "
+            f"(index {list(ishape)}, src {list(sshape)})"
+        )
+    if math.prod(ishape) == 0:
+        return
+    for d, size in enumerate(ishape):
+        if size > sshape[d] or (d != dim and size > oshape[d]):
+            raise RuntimeError(
+                f"{name}(): Expected index {list(ishape)} to be smaller than self {list(oshape)} "
+                f"apart from dimension {dim} and to be smaller size than src {list(sshape)}"
+            )
 
 
 def index_select(op, x, dim, index):

@@ -8,6 +8,20 @@ import pytest
 import ember
 
 ERRORS = [
+    # scatter's index must fit in src, and in self apart from dim (checked in the core runner)
+    (
+        lambda: ember.zeros(3, 4).scatter(1, ember.zeros(2, 2, dtype=ember.int64), ember.ones(2)),
+        RuntimeError,
+        r"scatter\(\): Index tensor must have the same number of dimensions as src tensor",
+    ),
+    (
+        lambda: ember.zeros(3, 4).scatter_add(
+            1, ember.zeros(4, 2, dtype=ember.int64), ember.ones(4, 2)
+        ),
+        RuntimeError,
+        r"scatter_add\(\): Expected index \[4, 2\] to be smaller than self \[3, 4\] apart from "
+        r"dimension 1",
+    ),
     # shapes
     (
         lambda: ember.ones(2, 3) + ember.ones(4),

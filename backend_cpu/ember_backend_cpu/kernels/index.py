@@ -18,24 +18,6 @@ def _dims(t) -> tuple[tuple, tuple]:
     return (t._shape, t._stride) if t._shape else ((1,), (1,))
 
 
-def _check_scatter_shapes(op: str, out, dim: int, index, src) -> None:
-    """PyTorch's rule: index fits in src everywhere and in self apart from dim."""
-    ishape, sshape, oshape = index._shape, src._shape, out._shape
-    if len(sshape) != len(ishape):
-        raise RuntimeError(
-            f"{op}(): Index tensor must have the same number of dimensions as src tensor "
-            f"(index {list(ishape)}, src {list(sshape)})"
-        )
-    if math.prod(ishape) == 0:
-        return
-    for d, size in enumerate(ishape):
-        if size > sshape[d] or (d != dim and size > oshape[d]):
-            raise RuntimeError(
-                f"{op}(): Expected index {list(ishape)} to be smaller than self {list(oshape)} "
-                f"apart from dimension {dim} and to be smaller size than src {list(sshape)}"
-            )
-
-
 def _check_index_add_shapes(out, dim: int, n: int, source) -> None:
     oshape = out._shape or (1,)
     sshape = source._shape or (1,)
@@ -83,7 +65,6 @@ def build(ffi, lib) -> dict:
 
     def make_scatter(op: str, add: int):
         def scatter(out, dim, index, src):
-            _check_scatter_shapes(op, out, dim, index, src)
             oshape, ostride = _dims(out)
             ishape, istride = _dims(index)
             _, sstride = _dims(src)

@@ -47,24 +47,6 @@ def _ix(shape, a, i, s, size: int, dim: int, xshape=(), xndim=None) -> tuple:
     )
 
 
-def _check_scatter_shapes(op: str, out, dim: int, index, src) -> None:
-    """PyTorch's rule: index fits in src everywhere and in self apart from dim."""
-    ishape, sshape, oshape = index._shape, src._shape, out._shape
-    if len(sshape) != len(ishape):
-        raise RuntimeError(
-            f"{op}(): Index tensor must have the same number of dimensions as src tensor "
-            f"(index {list(ishape)}, src {list(sshape)})"
-        )
-    if math.prod(ishape) == 0:
-        return
-    for d, size in enumerate(ishape):
-        if size > sshape[d] or (d != dim and size > oshape[d]):
-            raise RuntimeError(
-                f"{op}(): Expected index {list(ishape)} to be smaller than self {list(oshape)} "
-                f"apart from dimension {dim} and to be smaller size than src {list(sshape)}"
-            )
-
-
 def build(rt) -> dict:
     def finish(dev, op, t, index, low, high, what) -> None:
         status = rt.read_status(dev)
@@ -140,7 +122,6 @@ def build(rt) -> dict:
 
     def make_scatter(op: str, add: bool):
         def scatter(out, dim, index, src):
-            _check_scatter_shapes(op, out, dim, index, src)
             shape, istr = dims(index)
             scatter_like(op, out, dim, index, src, shape, istr, 1, add)
 

@@ -21,7 +21,6 @@ from importlib import resources
 from ember_backend_cpu.kernels._args import DTYPE_NAMES, FLOAT_CODES
 from ember_backend_cpu.kernels.elementwise import UNARY_PARAMS
 from ember_backend_cpu.kernels.index import _check_index_add_shapes as check_index_add_shapes
-from ember_backend_cpu.kernels.index import _check_scatter_shapes as check_scatter_shapes
 from ember_backend_cpu.kernels.random import below
 from ember_backend_cpu.kernels.sort import _check_sequence as check_sequence
 
@@ -32,7 +31,6 @@ __all__ = [
     "UNARY_PARAMS",
     "below",
     "check_index_add_shapes",
-    "check_scatter_shapes",
     "check_sequence",
     "op_descriptions",
 ]
