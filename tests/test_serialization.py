@@ -13,20 +13,10 @@ import pluggy
 import pytest
 
 import ember
+from ember._dtype import ALL
 
 FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "torch_state_dict.pt"
-ALL_DTYPES = [
-    ember.bool,
-    ember.uint8,
-    ember.int8,
-    ember.int16,
-    ember.int32,
-    ember.int64,
-    ember.float16,
-    ember.bfloat16,
-    ember.float32,
-    ember.float64,
-]
+ALL_DTYPES = ALL  # every dtype, in code order
 
 
 @pytest.fixture(scope="module")

@@ -7,20 +7,10 @@ import numpy as np
 import pytest
 
 import ember
+from ember._dtype import ALL
 from ember.dispatcher.devices import REGISTRY
 
-DTYPES = [
-    ember.bool,
-    ember.uint8,
-    ember.int8,
-    ember.int16,
-    ember.int32,
-    ember.int64,
-    ember.float16,
-    ember.bfloat16,
-    ember.float32,
-    ember.float64,
-]
+DTYPES = ALL  # every dtype, in code order
 
 
 def _runtime():
