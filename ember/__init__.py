@@ -18,7 +18,7 @@ if not _os.path.isdir(_os.path.join(__path__[0], "dispatcher")) and _os.path.isf
     _os.path.join(_checkout, "dispatcher", "opdef.py")
 ):
     __path__.append(_checkout)
-del _checkout
+del _checkout, _os
 
 from . import _bind, _dtype, _frontends, _indexing, ops, return_types
 from ._device import device, get_default_device, set_default_device
