@@ -2,7 +2,13 @@
 
 Segments come from the backend and are split into blocks; a freed block goes back to a
 size-ordered free list (best fit, split on reuse, merged with free neighbours) instead of to the
-device, so steady training loops stop calling the driver. Releases arrive from ``__del__`` of
+device, so steady training loops stop calling the driver.
+
+Merging is lazy: a freed block is first parked under its exact size, and a request of that size
+takes it back without touching the free lists (the common case: a loop frees and reallocates the
+same shapes every step, and bisecting the lists cost more than the rest of a small op). Any other
+request first merges every parked block into the lists, so best fit sees the same merged free
+memory as with eager merging. Releases arrive from ``__del__`` of
 leases at arbitrary points (garbage collection can run inside ``alloc``), so they are only queued
 there and folded in by the next call that holds the lock: a native or finaliser path never
 re-enters the free lists.
@@ -110,6 +116,7 @@ class CachingAllocator:
         self.pending: deque = deque()
         self.lock = threading.Lock()
         self.pools = {True: _Pool(), False: _Pool()}
+        self.parked: dict = {}  # size -> freed blocks not merged yet (still marked in use)
         self.segments: list[Segment] = []
         self.current = dict.fromkeys(STAT_NAMES, 0)
         self.peak = dict.fromkeys(STAT_NAMES, 0)
@@ -118,28 +125,32 @@ class CachingAllocator:
     # ---- public -------------------------------------------------------------------------------
     def allocate(self, nbytes: int):
         """Return ``(segment handle, byte offset, lease)`` for at least ``nbytes`` bytes."""
-        size = max(ALIGN, -(-nbytes // ALIGN) * ALIGN)
-        small = size <= SMALL_LIMIT
+        size = -(-nbytes // ALIGN) * ALIGN or ALIGN
         with self.lock:
-            self._drain()
-            block = self.pools[small].best_fit(size)
-            if block is None:
-                block = self._new_segment(size, small)
-            else:
-                self.pools[small].remove(block)
-            self._split(block, size, small)
-            block.free = False
+            if self.pending:
+                self._drain()
+            parked = self.parked.get(size)
+            block = parked.pop() if parked else self._carve(size)
             block.requested = nbytes
+            # The stats, written out: this runs for every op's output on a device.
+            current, peak = self.current, self.peak
+            current["allocated_bytes"] += block.size
+            current["requested_bytes"] += nbytes
+            current["active_blocks"] += 1
             self.counts["alloc_requests"] += 1
-            self._bump("allocated_bytes", block.size)
-            self._bump("active_blocks", 1)
-            self._bump("requested_bytes", nbytes)
+            if current["allocated_bytes"] > peak["allocated_bytes"]:
+                peak["allocated_bytes"] = current["allocated_bytes"]
+            if current["requested_bytes"] > peak["requested_bytes"]:
+                peak["requested_bytes"] = current["requested_bytes"]
+            if current["active_blocks"] > peak["active_blocks"]:
+                peak["active_blocks"] = current["active_blocks"]
         return block.segment.handle, block.offset, Lease(self, block)
 
     def empty_cache(self) -> None:
         """Give every wholly free segment back to the device."""
         with self.lock:
             self._drain()
+            self._unpark()
             self._release_free_segments()
 
     def stats(self) -> dict:
@@ -186,6 +197,20 @@ class CachingAllocator:
         return "\n".join(lines)
 
     # ---- internals (lock held) ----------------------------------------------------------------
+    def _carve(self, size: int) -> Block:
+        """A block of ``size`` bytes from the merged free lists, or from a new segment."""
+        self._unpark()
+        small = size <= SMALL_LIMIT
+        pool = self.pools[small]
+        block = pool.best_fit(size)
+        if block is None:
+            block = self._new_segment(size, small)
+        else:
+            pool.remove(block)
+        self._split(block, size, small)
+        block.free = False
+        return block
+
     def _bump(self, name: str, delta: int) -> None:
         value = self.current[name] + delta
         self.current[name] = value
@@ -229,16 +254,31 @@ class CachingAllocator:
         self.pools[small].add(rest)
 
     def _drain(self) -> None:
-        pending = self.pending
+        pending, parked = self.pending, self.parked
+        current = self.current
         while pending:
-            self._free_block(pending.popleft())
+            block = pending.popleft()
+            current["allocated_bytes"] -= block.size
+            current["requested_bytes"] -= block.requested
+            current["active_blocks"] -= 1
+            found = parked.get(block.size)
+            if found is None:
+                parked[block.size] = [block]
+            else:
+                found.append(block)
+
+    def _unpark(self) -> None:
+        """Merge every parked block into the free lists."""
+        parked = self.parked
+        if not parked:
+            return
+        for blocks in parked.values():
+            for block in blocks:
+                self._free_block(block)
+        parked.clear()
 
     def _free_block(self, block: Block) -> None:
-        small = block.segment.small
-        pool = self.pools[small]
-        self._bump("allocated_bytes", -block.size)
-        self._bump("active_blocks", -1)
-        self._bump("requested_bytes", -block.requested)
+        pool = self.pools[block.segment.small]
         block.free = True
         for neighbour in (block.prev, block.next):
             if neighbour is not None and neighbour.free:

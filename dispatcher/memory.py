@@ -11,15 +11,16 @@ from .devices import REGISTRY, on_reset
 _BY_TYPE: dict = {}  # device type -> DeviceBackend, filled on first use
 
 
-# id(device) -> (alloc_addressed, cache_min_bytes, runtime): the fast path of ember._tensor.empty
-# for requests below the caching threshold. Keyed by id: devices are interned, and device.__hash__
-# runs Python code on every lookup.
-SMALL: dict = {}
+# id(device) -> (alloc_small, cache_min_bytes, runtime, alloc_cached): how ember._tensor.empty and
+# new_storage allocate on a device, memoised so that an op's output costs one dict lookup before
+# the allocation itself. Keyed by id: devices are interned, and device.__hash__ runs Python code
+# on every lookup.
+ROUTES: dict = {}
 
 
 def _forget() -> None:
     _BY_TYPE.clear()
-    SMALL.clear()
+    ROUTES.clear()
 
 
 on_reset(_forget)
@@ -33,37 +34,45 @@ def backend_for(device_type: str):
     return found
 
 
-def small_allocator(device):
-    """``(alloc_addressed, cache_min_bytes, runtime)`` for a device's small requests; memoised."""
-    found = SMALL.get(id(device))
+def allocation_route(device):
+    """``(alloc_small, cache_min_bytes, runtime, alloc_cached)`` of a device; memoised.
+
+    Requests below ``cache_min_bytes`` go straight to the runtime (``alloc_small(nbytes) ->
+    (handle, address)``; the handle frees itself when collected), larger ones through the
+    device's caching allocator (``alloc_cached(nbytes) -> Storage``).
+    """
+    found = ROUTES.get(id(device))
     if found is None:
         backend = backend_for(device.type)
         runtime = backend.runtime
         index = device.index
-        addressed = getattr(runtime, "alloc_addressed", None)
-        if addressed is None:
+        small = getattr(runtime, "alloc_addressed", None)
+        if small is None:
 
-            def addressed(nbytes, _alloc=runtime.alloc, _address=runtime.address):
+            def small(nbytes, _alloc=runtime.alloc, _address=runtime.address):
                 handle = _alloc(nbytes, index)
                 return handle, _address(handle)
 
-        found = (addressed, backend.cache_min_bytes, runtime)
-        SMALL[id(device)] = found
+        allocate, address = backend.allocator(index).allocate, runtime.address
+
+        def cached(nbytes):
+            handle, offset, lease = allocate(nbytes)
+            base = address(handle)
+            ptr = None if base is None else base + offset
+            return Storage(device, nbytes, handle, offset, ptr, lease, runtime)
+
+        found = (small, backend.cache_min_bytes, runtime, cached)
+        ROUTES[id(device)] = found
     return found
 
 
 def new_storage(device, nbytes: int) -> Storage:
     """Uninitialised storage of ``nbytes`` on ``device`` (a normalised device)."""
-    backend = _BY_TYPE.get(device.type) or backend_for(device.type)
-    runtime = backend.runtime
-    if nbytes >= backend.cache_min_bytes:
-        handle, offset, lease = backend.allocator(device.index).allocate(nbytes)
-        base = runtime.address(handle)
-        ptr = None if base is None else base + offset
-        return Storage(device, nbytes, handle, offset, ptr, lease, runtime)
-    # Below the caching threshold the runtime's handle frees itself when collected.
-    handle = runtime.alloc(nbytes, device.index)
-    return Storage(device, nbytes, handle, 0, runtime.address(handle), handle, runtime)
+    route = ROUTES.get(id(device)) or allocation_route(device)
+    if nbytes >= route[1]:
+        return route[3](nbytes)
+    handle, ptr = route[0](nbytes)
+    return Storage(device, nbytes, handle, 0, ptr, handle, route[2])
 
 
 def normalize_device(dev) -> Device:

@@ -385,16 +385,17 @@ def make(storage, shape: tuple, stride: tuple, offset: int, dtype, contig: bool)
 def empty(shape: tuple, dtype, device) -> Tensor:
     """An uninitialised contiguous tensor; ``device`` must already be normalised.
 
-    Every op's output comes from here, so small requests take a straight path (one runtime call,
-    no allocator bookkeeping) and the tensor is built inline.
+    Every op's output comes from here, so the device's allocation route is one dict lookup, small
+    requests take a straight path (one runtime call, no allocator bookkeeping) and the tensor is
+    built inline.
     """
     nbytes = math.prod(shape) * dtype.itemsize
-    small = _SMALL.get(id(device)) or small_allocator(device)
-    if nbytes < small[1]:
-        handle, ptr = small[0](nbytes)
-        storage = Storage(device, nbytes, handle, 0, ptr, handle, small[2])
+    route = _ROUTES.get(id(device)) or allocation_route(device)
+    if nbytes < route[1]:
+        handle, ptr = route[0](nbytes)
+        storage = Storage(device, nbytes, handle, 0, ptr, handle, route[2])
     else:
-        storage = new_storage(device, nbytes)
+        storage = route[3](nbytes)
     t = _new(Tensor)
     t._storage = storage
     t._shape = shape
@@ -421,5 +422,5 @@ def host_array(t: Tensor) -> np.ndarray:
 
 # Last: dispatcher.memory imports ember._storage and ember._device, not this module.
 from ._storage import Storage  # noqa: E402
-from .dispatcher.memory import SMALL as _SMALL  # noqa: E402
-from .dispatcher.memory import new_storage, small_allocator  # noqa: E402
+from .dispatcher.memory import ROUTES as _ROUTES  # noqa: E402
+from .dispatcher.memory import allocation_route  # noqa: E402

@@ -115,18 +115,18 @@ class Device:
         local = kernel.local
         kernel.fn(self.queue, (self.groups(n, local),), (local,), *args)
 
-    def relaunch(self, kernel, n: int, buffers: tuple, meta: bytes) -> None:
-        """Launch ``kernel`` again with new ``buffers`` (its first arguments) and packed ``meta``
-        (the next one); the others keep the values of its previous launch, as OpenCL keeps
-        them, which saves setting them. Bytes go in through pyopencl's ``_set_arg_buf`` (what
-        its own invokers use): ``set_arg`` takes 6 us to work out what a bytes object is."""
-        fn = kernel.fn
-        set_arg = fn.set_arg
-        for i, buffer in enumerate(buffers):
-            set_arg(i, buffer)
-        getattr(fn, "_set_arg_buf", set_arg)(len(buffers), meta)
+    def relaunch(self, kernel, n: int, o, a, b, c, meta: bytes) -> None:
+        """Launch an elementwise ``kernel`` again with new buffers ``o a b c`` (its first four
+        arguments) and packed ``meta`` (the fifth); the others keep the values of its previous
+        launch, as OpenCL keeps them, which saves setting them."""
+        set_arg = kernel.set_arg
+        set_arg(0, o)
+        set_arg(1, a)
+        set_arg(2, b)
+        set_arg(3, c)
+        kernel.set_bytes(4, meta)
         local = kernel.local
-        self._enqueue(self.queue, fn, (self.groups(n, local),), (local,), None, None)
+        self._enqueue(self.queue, kernel.fn, (-(-n // local) * local,), (local,), None, None)
 
     def read_status(self) -> tuple[int, int]:
         """(code, value) the kernels reported since the last read; resets it. Waits for them."""

@@ -126,6 +126,35 @@ def test_free_neighbours_merge(fake_device):
     assert cache.stats()["segments.current"] == 0
 
 
+def test_freed_block_of_the_same_size_comes_back_without_merging(fake_device):
+    cache = fake_device.allocator()
+    a = cache.allocate(64 * KB)
+    offset = a[1]
+    del a
+    assert cache.stats()["active_blocks.current"] == 0  # freed for the stats at once...
+    assert cache.parked == {64 * KB: [cache.parked[64 * KB][0]]}  # ...but parked, not merged
+    again = cache.allocate(64 * KB - 100)  # rounds to the parked size: taken back as it is
+    assert again[1] == offset
+    assert cache.parked == {64 * KB: []}
+    assert cache.stats()["requested_bytes.current"] == 64 * KB - 100
+    del again
+    cache.allocate(32 * KB)  # another size: the parked block merges with the free tail first
+    assert cache.parked == {}
+
+
+def test_parked_blocks_merge_before_the_device_is_asked_for_more():
+    fake_device = FakeDevice(capacity=4 * MB)
+    cache = fake_device.allocator()
+    halves = [cache.allocate(1 * MB) for _ in range(2)]  # fill the one small segment
+    del halves  # both parked, each 1 MiB
+    whole = cache.allocate(1 * MB - ALIGN)  # another size: unpark, merge, best fit in seg1
+    assert whole[0] == "seg1" and whole[1] == 0
+    assert fake_device.raw_allocs() == [SMALL_SEGMENT]
+    del whole
+    cache.allocate(3 * MB)  # no room next to seg1, whose parked block merges: seg1 goes, it fits
+    assert fake_device.calls[-3:] == [("alloc", 4 * MB), ("free", "seg1"), ("alloc", 4 * MB)]
+
+
 def test_stats_current_peak_and_reset(fake_device):
     cache = fake_device.allocator()
     a = cache.allocate(1000)

@@ -103,8 +103,8 @@ EM_FLOAT_HELPERS(float)
 #ifdef EM_FP64
 EM_FLOAT_HELPERS(double)
 #endif
-/* The CPU's expressions (csrc/*.def) call its vmath.h functions, which exist so that GCC can
- * vectorise them; OpenCL's own built-ins play that part here. */
+/* The CPU plugin's expressions (its csrc .def files) call its vmath.h functions, which exist so
+ * that GCC can vectorise them; OpenCL's own built-ins play that part here. */
 #define em_sel(c, a, b) ((c) ? (a) : (b))
 #define em_exp(x) exp(x)
 #define em_expm1(x) expm1(x)
@@ -158,45 +158,53 @@ inline short __attribute__((overloadable)) em_slot(long v, short like) { return 
 inline char __attribute__((overloadable)) em_slot(long v, char like) { return (char)v; }
 inline uchar __attribute__((overloadable)) em_slot(long v, uchar like) { return (uchar)v; }
 
-/* `meta` holds what changes from call to call, so that a call on contiguous operands sets five
- * arguments (OpenCL keeps the others from the previous call, and PoCL's launch cost grows with
- * the argument count): element offsets oo ao bo co, n, nd, the scalar-operand bits, the scalar
- * operands sa sb sc, the op parameters p0 p1 p2. nd == 0: every operand is contiguous with n
- * elements (no index arithmetic); else operands have any strides over `shape` (up to 8 merged
- * dims: the glue splits what has more). One kernel for both: PoCL compiles a work-group function
- * per kernel, so fewer kernels compile faster. */
-kernel void ew(global ST(OUT) *o, global const ST(A) *pa, global const ST(T) *pb,
-               global const ST(T) *pc, long16 meta, long8 shape_, long8 so_, long8 sa_,
-               long8 sb_, long8 sc_, global long *status) {
-    long m[16];
-    vstore16(meta, 0, m);
-    const long oo = m[0], ao = m[1], bo = m[2], co = m[3], n = m[4];
-    const int nd = (int)m[5], scalars = (int)m[6];
-    const act sa = em_slot(m[7], (act)0);
-    const ct sb = em_slot(m[8], (ct)0), sc = em_slot(m[9], (ct)0);
-    em_params P = {{em_slot(m[10], (em_real)0), em_slot(m[11], (em_real)0),
-                    em_slot(m[12], (em_real)0), 0}, {0, 0, 0, 0}, 0};
-    em_params *p = &P;
-    (void)p;
-    (void)sb;
+/* `meta` holds what changes from call to call: element offsets oo ao bo co, n, nd, the
+ * scalar-operand bits, the scalar operands sa sb sc, the op parameters p0 p1 p2. Two kernels:
+ * `ew` for contiguous operands (n elements from each offset, no index arithmetic) and
+ * `ew_strided` for any strides over `shape` (up to 8 merged dims: the glue splits what has more).
+ * They are separate because PoCL's launch cost grows with the argument count (its copies each
+ * one per launch): a contiguous call sets six arguments, and only the five that change. PoCL
+ * compiles each kernel's work-group function on its first launch, so a program that only ever
+ * sees contiguous operands never compiles the strided one. */
+#define EW_PROLOGUE                                                                               \
+    long m[16];                                                                                   \
+    vstore16(meta, 0, m);                                                                         \
+    const long oo = m[0], ao = m[1], bo = m[2], co = m[3], n = m[4];                              \
+    const int nd = (int)m[5], scalars = (int)m[6];                                                \
+    const act sa = em_slot(m[7], (act)0);                                                         \
+    const ct sb = em_slot(m[8], (ct)0), sc = em_slot(m[9], (ct)0);                                \
+    em_params P = {{em_slot(m[10], (em_real)0), em_slot(m[11], (em_real)0),                       \
+                    em_slot(m[12], (em_real)0), 0}, {0, 0, 0, 0}, 0};                             \
+    em_params *p = &P;                                                                            \
+    (void)p;                                                                                      \
+    (void)nd;                                                                                     \
+    (void)sb;                                                                                     \
     (void)sc;
-    if (nd == 0) {
-        for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
-            OPERANDS_IN(ao + i, bo + i, co + i)
-            STORE(o, oo + i, (EXPR));
-        }
-    } else {
-        EM_UNPACK(shape, shape_);
-        EM_UNPACK(so, so_);
-        EM_UNPACK(s1, sa_);
-        EM_UNPACK(s2, sb_);
-        EM_UNPACK(s3, sc_);
-        for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
-            long at[8];
-            em_unravel(i, nd, shape, at);
-            OPERANDS_IN(ao + em_dot(nd, at, s1), bo + em_dot(nd, at, s2), co + em_dot(nd, at, s3))
-            STORE(o, oo + em_dot(nd, at, so), (EXPR));
-        }
+
+kernel void ew(global ST(OUT) *o, global const ST(A) *pa, global const ST(T) *pb,
+               global const ST(T) *pc, long16 meta, global long *status) {
+    EW_PROLOGUE
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+        OPERANDS_IN(ao + i, bo + i, co + i)
+        STORE(o, oo + i, (EXPR));
+    }
+    REPORT();
+}
+
+kernel void ew_strided(global ST(OUT) *o, global const ST(A) *pa, global const ST(T) *pb,
+                       global const ST(T) *pc, long16 meta, long8 shape_, long8 so_, long8 sa_,
+                       long8 sb_, long8 sc_, global long *status) {
+    EW_PROLOGUE
+    EM_UNPACK(shape, shape_);
+    EM_UNPACK(so, so_);
+    EM_UNPACK(s1, sa_);
+    EM_UNPACK(s2, sb_);
+    EM_UNPACK(s3, sc_);
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+        long at[8];
+        em_unravel(i, nd, shape, at);
+        OPERANDS_IN(ao + em_dot(nd, at, s1), bo + em_dot(nd, at, s2), co + em_dot(nd, at, s3))
+        STORE(o, oo + em_dot(nd, at, so), (EXPR));
     }
     REPORT();
 }

@@ -16,7 +16,6 @@ from ..programs import source
 from . import _shared
 from ._launch import (
     DTYPE_NAMES,
-    NO_DIMS,
     SCALARS,
     TOKENS,
     blocks,
@@ -32,7 +31,6 @@ WHERE = ("where", "ALL", "SAME", "a ? b : c")
 # An expression that passes `p` to a helper may report an error (integer division by zero...).
 _REPORTS = re.compile(r"\bp\s*\)")
 _NO_PARAMS = (0.0, 0.0, 0.0)
-_NO_LAYOUT = (NO_DIMS,) * 5  # shape and strides of a call on contiguous operands (nd = 0)
 
 
 def _source(arity: int, token: str, out: str, expression: str) -> str:
@@ -64,13 +62,15 @@ def _slot(token: str) -> str:
 
 
 class _Program:
-    """One (device, op, dtype): its kernel, the packer of its ``meta`` argument, whether every
-    argument has been set once (then a contiguous call sets only the five that change)."""
+    """One (device, op, dtype): its two kernels (contiguous operands, any strides), the packer of
+    their ``meta`` argument, whether every argument of the contiguous kernel has been set once
+    (then a call sets only the five that change), whether the op can report an error."""
 
-    __slots__ = ("kernel", "meta", "ready", "reports")
+    __slots__ = ("flat", "meta", "ready", "reports", "strided")
 
-    def __init__(self, kernel, meta, reports: bool):
-        self.kernel = kernel
+    def __init__(self, kernels: dict, meta, reports: bool):
+        self.flat = kernels["ew"]
+        self.strided = kernels["ew_strided"]
         self.meta = meta
         self.ready = False
         self.reports = reports
@@ -81,22 +81,49 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
     devices = runtime.devices
     programs: dict = {}  # (device index, dtype code) -> _Program
     missing = 7 & ~((1 << arity) - 1)  # operands the op does not have read as scalars
+    where = name == "where"
 
     def program(dev, code: int) -> _Program:
         token = TOKENS[code]
         out, expression = lines[token]
-        kernel = dev.programs.get(
+        kernels = dev.programs.get(
             ("ew", name, token), lambda: _source(arity, token, out, expression)
         )
         first = "b" if expression == WHERE[3] else token
         real = "d" if dev.fp64 else "f4x"
         meta = struct.Struct(f"<7q{_slot(first)}{_slot(token) * 2}{real * 3}24x").pack
-        found = _Program(kernel["ew"], meta, bool(_REPORTS.search(expression)))
+        found = _Program(kernels, meta, bool(_REPORTS.search(expression)))
         programs[dev.index, code] = found
         return found
 
     def kernel(out, *args):
-        operands, extra = args[:arity], args[arity:]
+        if arity == 2 and len(args) == 2 and out._contig:
+            a, b = args
+            tensors = a.__class__ not in SCALARS and b.__class__ not in SCALARS
+            if tensors and a._contig and b._contig:
+                return tensors_contiguous(out, a, b)
+        return general(out, args)
+
+    def tensors_contiguous(out, a, b):
+        """The hot case of a binary op: two contiguous tensors, no scalars, no parameters."""
+        code = a._dtype.code
+        dev = devices[out._storage.device.index]
+        prog = programs.get((dev.index, code)) or program(dev, code)
+        n = math.prod(out._shape)
+        if not n:
+            return
+        meta = prog.meta(offset(out), offset(a), offset(b), 0, n, 0, 4, 0, 0, 0, *_NO_PARAMS)
+        target, ha, hb = out._storage.handle, a._storage.handle, b._storage.handle
+        if prog.ready:
+            dev.relaunch(prog.flat, n, target, ha, hb, dev.dummy, meta)
+        else:
+            dev.launch(prog.flat, n, target, ha, hb, dev.dummy, meta, dev.status)
+            prog.ready = True
+        if prog.reports:
+            check_status(dev, name, DTYPE_NAMES[code])
+
+    def general(out, args):
+        operands = args[:arity]
         if arity == 2:
             ref = operands[1] if operands[0].__class__ in SCALARS else operands[0]
             code = ref._dtype.code
@@ -104,6 +131,7 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
             code = operands[0]._dtype.code if arity == 1 else out._dtype.code
         dev = devices[out._storage.device.index]
         prog = programs.get((dev.index, code)) or program(dev, code)
+        extra = args[arity:]
         params = _params(name, arity, operands, extra) if extra or arity == 1 else _NO_PARAMS
         contig = out._contig
         dummy = dev.dummy
@@ -111,22 +139,22 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
         scalars = missing
         for k, t in enumerate(operands):
             if t.__class__ in SCALARS:
-                values[k] = compute_scalar(0 if k == 0 and name == "where" else code, t)
+                values[k] = compute_scalar(0 if k == 0 and where else code, t)
                 scalars |= 1 << k
             else:
                 buffers[k] = t._storage.handle
                 offsets[k] = offset(t)
                 contig = contig and t._contig
         target = out._storage.handle
-        if contig:  # nd = 0: every operand contiguous, no index arithmetic
+        if contig:
             n = math.prod(out._shape)
             if not n:
                 return
             meta = prog.meta(offset(out), *offsets, n, 0, scalars, *values, *params)
             if prog.ready:
-                dev.relaunch(prog.kernel, n, (target, *buffers), meta)
+                dev.relaunch(prog.flat, n, target, *buffers, meta)
             else:
-                dev.launch(prog.kernel, n, target, *buffers, meta, *_NO_LAYOUT, dev.status)
+                dev.launch(prog.flat, n, target, *buffers, meta, dev.status)
                 prog.ready = True  # every argument has a value now
         else:
             zeros = (0,) * len(out._shape)
@@ -141,10 +169,9 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
                 meta = prog.meta(*at, n, len(sub_shape), scalars, *values, *params)
                 if n:
                     dev.launch(
-                        prog.kernel, n, target, *buffers, meta, pack(sub_shape), *map(pack, sub),
-                        dev.status,
+                        prog.strided, n, target, *buffers, meta, pack(sub_shape),
+                        *map(pack, sub), dev.status,
                     )  # fmt: skip
-                    prog.ready = True
         if prog.reports:
             check_status(dev, name, DTYPE_NAMES[code])
 
