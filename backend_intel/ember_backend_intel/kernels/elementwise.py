@@ -106,18 +106,23 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
 
     def tensors_contiguous(out, a, b):
         """The hot case of a binary op: two contiguous tensors, no scalars, no parameters."""
+        so, sa, sb = out._storage, a._storage, b._storage
         code = a._dtype.code
-        dev = devices[out._storage.device.index]
+        dev = devices[so.device.index]
         prog = programs.get((dev.index, code)) or program(dev, code)
         n = math.prod(out._shape)
         if not n:
             return
-        meta = prog.meta(offset(out), offset(a), offset(b), 0, n, 0, 4, 0, 0, 0, *_NO_PARAMS)
-        target, ha, hb = out._storage.handle, a._storage.handle, b._storage.handle
+        meta = prog.meta(
+            so.byte_offset // out._dtype.itemsize + out._offset,
+            sa.byte_offset // a._dtype.itemsize + a._offset,
+            sb.byte_offset // b._dtype.itemsize + b._offset,
+            0, n, 0, 4, 0, 0, 0, 0.0, 0.0, 0.0,
+        )  # fmt: skip
         if prog.ready:
-            dev.relaunch(prog.flat, n, target, ha, hb, dev.dummy, meta)
+            dev.relaunch(prog.flat, n, so.handle, sa.handle, sb.handle, dev.dummy, meta)
         else:
-            dev.launch(prog.flat, n, target, ha, hb, dev.dummy, meta, dev.status)
+            dev.launch(prog.flat, n, so.handle, sa.handle, sb.handle, dev.dummy, meta, dev.status)
             prog.ready = True
         if prog.reports:
             check_status(dev, name, DTYPE_NAMES[code])
