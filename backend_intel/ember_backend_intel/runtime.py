@@ -45,7 +45,11 @@ class Device:
         allowed = min(LOCAL_SIZE, int(cl_device.max_work_group_size))
         self.local_size = 1 << (allowed.bit_length() - 1)
         # Enough groups to fill the device, for kernels that split work by groups (reductions).
-        self.max_groups = max(64, 32 * int(cl_device.max_compute_units))
+        self.compute_units = int(cl_device.max_compute_units)
+        self.max_groups = max(64, 32 * self.compute_units)
+        # A CPU device (PoCL) runs a work-group as a loop over its work-items, a barrier as the
+        # end of one such loop: kernels that sync inside groups cost more there than on a GPU.
+        self.cpu = bool(cl_device.type & cl.device_type.CPU)
         self.allocated = 0
         flags = cl.mem_flags
         # A 16-byte status word kernels report errors into (kept at zero between calls), and a

@@ -116,6 +116,37 @@ def test_reductions(layouts, rng):
     assert ember.from_numpy(ints).to("xpu").prod(0).dtype is ember.int64
 
 
+@pytest.mark.parametrize("shape", [(300, 200), (70, 3, 200)])
+def test_reductions_with_many_long_outputs(layouts, rng, shape):
+    """Enough outputs to fill the device, each over more than a few elements: one work-item per
+    output on a CPU device, or where the kept elements are adjacent; a work-group per output
+    otherwise (see kernels/reduce.py)."""
+    a = rng.standard_normal(shape).astype(np.float32)
+    for name, x in layouts(a).items():
+        for dim in range(a.ndim):
+            np.testing.assert_allclose(
+                x.sum(dim).cpu().numpy(), a.sum(dim), rtol=1e-5, atol=1e-4, err_msg=name
+            )
+            values, indices = x.max(dim)
+            np.testing.assert_array_equal(values.cpu().numpy(), a.max(dim), err_msg=name)
+            np.testing.assert_array_equal(indices.cpu().numpy(), a.argmax(dim), err_msg=name)
+            assert x.argmin(dim).tolist() == a.argmin(dim).tolist(), name
+
+
+def test_reduction_kernel_choice():
+    from types import SimpleNamespace
+
+    from ember_backend_intel.kernels.reduce import _per_item
+
+    gpu = SimpleNamespace(cpu=False, compute_units=8)
+    cpu = SimpleNamespace(cpu=True, compute_units=8)
+    assert _per_item(gpu, 4, 64, (1,))  # short: always one work-item per output
+    assert not _per_item(gpu, 511, 1000, (1,))  # too few outputs to fill the device
+    assert _per_item(gpu, 512, 1000, (1,))  # adjacent kept elements: coalesced reads
+    assert not _per_item(gpu, 512, 1000, (1000,))  # each output's elements adjacent: a group
+    assert _per_item(cpu, 512, 1000, (1000,))  # a CPU device avoids the group's tree
+
+
 def test_indexed_reductions_take_the_first_extreme():
     x = ember.tensor([[1.0, 3.0, 3.0, float("nan"), float("nan")], [2.0, 2.0, 1.0, 0.0, 2.0]])
     v, i = x.to("xpu").max(1)

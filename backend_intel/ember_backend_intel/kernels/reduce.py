@@ -7,9 +7,12 @@ Calling conventions (set by ember's reduction runners, which validate, wrap dims
 - max, min: ``kernel(values, indices, x, dim)``; argmax, argmin: ``kernel(indices, x, dim)``.
 - cumsum, cumprod: ``kernel(out, x, dim)``, ``out`` of x's shape and dtype.
 
-A reduction runs one work-item per output when each output folds few elements, else a work-group
-per output; when there are too few outputs to fill the device, each output is split in chunks
-whose partial results a second kernel folds in order.
+A reduction runs one work-item per output when each output folds few elements, or when there
+are enough outputs to fill the device and either the kept elements are adjacent in memory (neighbour
+work-items read neighbour elements: coalesced on a GPU, vector loads on a CPU) or the device is a
+CPU (where a work-group's tree costs a loop over its work-items per level: 8x slower there);
+else a work-group per output, and when there are too few outputs to fill the device, each output
+is split in chunks whose partial results a second kernel folds in order.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ INDEXED = {"max": ("greater", True), "min": ("less", True), "argmax": ("greater"
            "argmin": ("less", False)}  # fmt: skip
 SCANS = {"cumsum": "sum", "cumprod": "prod"}
 SHORT = 64  # reductions of at most this many elements run one work-item per output
+ITEMS_PER_UNIT = 64  # outputs per compute unit from which one work-item per output fills a device
 PER_ITEM = 16  # elements per work-item before a reduction is split over several groups
 MAX_SPLIT = 64
 ACC_BYTES = 8  # room for one partial result (reduce.cl's accumulators are at most 8 bytes)
@@ -59,6 +63,15 @@ def _split(dev, outputs: int, total: int) -> tuple[int, int]:
     return (-(-total // chunk) if total else 1), chunk
 
 
+def _per_item(dev, outputs: int, total: int, kst: tuple) -> bool:
+    """Whether one work-item per output beats a work-group per output (see the module's doc)."""
+    if total <= SHORT:
+        return True
+    if outputs < ITEMS_PER_UNIT * dev.compute_units:
+        return False
+    return dev.cpu or (bool(kst) and kst[-1] == 1)
+
+
 def _make_reduce(runtime, op: str):
     def kernel(out, x, dims):
         dev = device_of(runtime, x)
@@ -73,7 +86,7 @@ def _make_reduce(runtime, op: str):
             return
         walk = (pack(kshape), pack(kst), len(kshape), pack(rshape), pack(rst), len(rshape), total)
         o, oo, xb, xo = out._storage.handle, offset(out), x._storage.handle, offset(x)
-        if total <= SHORT:
+        if _per_item(dev, outputs, total, kst):
             dev.launch(kernels["reduce_items"], outputs, o, oo, xb, xo, *walk, outputs)
             return
         chunks, chunk = _split(dev, outputs, total)
@@ -105,7 +118,7 @@ def _make_indexed(runtime, op: str, cmp: str, with_values: bool):
         vb, vo = (values._storage.handle, offset(values)) if with_values else (dev.dummy, 0)
         head = (vb, vo, indices._storage.handle, offset(indices), int(with_values))
         xb, xo = x._storage.handle, offset(x)
-        if total <= SHORT:
+        if _per_item(dev, outputs, total, kst):
             dev.launch(kernels["index_items"], outputs, *head, xb, xo, *walk, outputs)
             return
         chunks, chunk = _split(dev, outputs, total)
