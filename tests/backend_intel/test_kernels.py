@@ -204,3 +204,21 @@ def test_nonzero_matches_numpy(rng):
     np.testing.assert_array_equal(got, np.stack(np.nonzero(a), 1))
     t = _xpu(a).t()
     np.testing.assert_array_equal(ember.nonzero(t).cpu().numpy(), np.stack(np.nonzero(a.T), 1))
+
+
+@pytest.mark.parametrize("name", ["erf", "erfc", "gelu"])
+def test_erf_family_within_one_ulp_of_the_cpu(name):
+    """The xpu computes them as the CPU does (in double from exp(-z^2) and a polynomial) where the
+    device has doubles, instead of OpenCL's float erfc: the two differ only through exp."""
+    import ember.nn.functional as F
+
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 10.5, -10.5, 1.0, -1.0]
+    a = np.concatenate([np.linspace(-12, 12, 100001), special]).astype(np.float32)
+    fn = F.gelu if name == "gelu" else getattr(ember.Tensor, name)
+    want = fn(ember.from_numpy(a)).numpy()
+    got = fn(ember.from_numpy(a).to("xpu")).cpu().numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    ulps = np.abs(got[finite].view(np.int32).astype(np.int64) - want[finite].view(np.int32))
+    assert ulps.max() <= 1, a[finite][ulps.argmax()]

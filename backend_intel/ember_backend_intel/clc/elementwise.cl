@@ -64,6 +64,62 @@ inline long em_shr_i(long a, long b, int bits) {
     return a >> b;
 }
 
+/* erf and erfc of float arguments as the CPU plugin computes them (its vmath.h), where the device
+ * has doubles: erfc(z) = exp(-z^2) P((z - 3) / (z + 3)) / (z + 3) in double, with z^2 exact for a
+ * float z, and erf(z) = z S(z^2) below 1. Same results as the CPU, and 4x faster than PoCL's
+ * float erfc (32 ns an element). Doubles keep the built-ins. */
+#ifdef EM_FP64
+constant double EM_ERF_P[8] = {0x1.20dd7504045d6p+0,  -0x1.81274665754c3p-2,
+                               0x1.ce2f08fec14fdp-4,  -0x1.b829c897922e5p-6,
+                               0x1.562a60ddba6e6p-8,  -0x1.bccf664d7f763p-11,
+                               0x1.d887505de3ba6p-14, -0x1.445f47d33d87bp-17};
+constant double EM_ERFC_P[10] = {
+    0x1.12f21dd8476b8p+0,  -0x1.c44c477688cdcp-1, 0x1.2e326c4bce711p-1,  -0x1.3deaef557a924p-2,
+    0x1.e995399ac424dp-4,  -0x1.b7b452787c55fp-6, -0x1.3f1588efa4d73p-10, 0x1.93a74eb5bf6f7p-9,
+    -0x1.04a54d3835a20p-11, -0x1.5d555e147488ep-12};
+
+inline double em_horner(double t, constant double *c, int n) {
+    double r = c[n - 1];
+    for (int i = n - 2; i >= 0; i--) r = r * t + c[i];
+    return r;
+}
+
+/* erfc(z) for z >= 0 to float accuracy (0 beyond 10.5, where float underflows); NaN stays NaN */
+inline double em_erfc_pos(double z) {
+    double zc = z > 10.5 ? 10.5 : z;
+    double t = (zc - 3) / (zc + 3);
+    double y = exp(-zc * zc) * ((1 - t) * (1.0 / 6) * em_horner(t, EM_ERFC_P, 10));
+    return z > 10.5 ? 0.0 : y;
+}
+
+inline double em_erfc_fa(double z) { /* any z, float accuracy */
+    double tail = em_erfc_pos(fabs(z));
+    return z < 0 ? 2 - tail : tail;
+}
+
+inline float __attribute__((overloadable)) em_erf(float x) {
+    double z = x, a = fabs(z);
+    return (float)(a < 1 ? z * em_horner(z * z, EM_ERF_P, 8) : copysign(1 - em_erfc_pos(a), z));
+}
+inline float __attribute__((overloadable)) em_erfc(float x) { return (float)em_erfc_fa(x); }
+inline double __attribute__((overloadable)) em_erf(double x) { return erf(x); }
+inline double __attribute__((overloadable)) em_erfc(double x) { return erfc(x); }
+
+/* x Phi(x) = x erfc(-x / sqrt 2) / 2, the argument formed in double (a float one would cost
+ * about x^2 ulp for x << 0) */
+inline float __attribute__((overloadable)) em_gelu_erf(float x) {
+    double xd = x;
+    return (float)(0.5 * xd * em_erfc_fa(-xd * 0x1.6a09e667f3bcdp-1));
+}
+inline double __attribute__((overloadable)) em_gelu_erf(double x) {
+    return 0.5 * x * erfc(-x * 0.70710678118654752440);
+}
+#else
+#define em_erf(x) erf(x)
+#define em_erfc(x) erfc(x)
+inline float em_gelu_erf(float x) { return 0.5f * x * erfc(-x * 0.70710678118654752440f); }
+#endif
+
 #define EM_FLOAT_HELPERS(F)                                                                       \
     inline F __attribute__((overloadable)) em_floordiv_f(F a, F b) {                            \
         if (b == 0) return a / b;                                                                 \
@@ -97,7 +153,7 @@ inline long em_shr_i(long a, long b, int bits) {
     inline F __attribute__((overloadable)) em_gelu(F x, int tanh_form) {                         \
         if (tanh_form)                                                                            \
             return (F)0.5 * x * (1 + tanh((F)0.79788456080286535588 * (x + (F)0.044715 * x * x * x))); \
-        return (F)0.5 * x * erfc(-x * (F)0.70710678118654752440);                                \
+        return em_gelu_erf(x);                                                                    \
     }
 EM_FLOAT_HELPERS(float)
 #ifdef EM_FP64
@@ -113,8 +169,6 @@ EM_FLOAT_HELPERS(double)
 #define em_sin(x) sin(x)
 #define em_cos(x) cos(x)
 #define em_tanh(x) tanh(x)
-#define em_erf(x) erf(x)
-#define em_erfc(x) erfc(x)
 /* min(max(a, lo), hi) with NaN from any operand propagating, as in PyTorch. */
 #define em_clamp(a, lo, hi) \
     ((lo) != (lo) ? (lo) : (hi) != (hi) ? (hi) : (a) < (lo) ? ((lo) > (hi) ? (hi) : (lo)) \
