@@ -29,13 +29,11 @@ kernel void copy(global ST(D) *o, long oo, long8 so_, global const ST(S) *x, lon
             SV(D, o, oo + i, CONVERT(LD(S, x, xo + i)));
         return;
     }
-    EM_UNPACK(shape, shape_);
-    EM_UNPACK(so, so_);
-    EM_UNPACK(sx, sx_);
+    const long8 shape = shape_, s0 = so_, s1 = sx_, s2 = 0, s3 = 0; /* o2, o3 go unused */
+    const int narrow = n <= UINT_MAX;
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
-        long at[8];
-        em_unravel(i, nd, shape, at);
-        SV(D, o, oo + em_dot(nd, at, so), CONVERT(LD(S, x, xo + em_dot(nd, at, sx))));
+        EM_OFFSETS4(i, narrow);
+        SV(D, o, oo + o0, CONVERT(LD(S, x, xo + o1)));
     }
 }
 #endif
@@ -48,10 +46,12 @@ kernel void fill(global ST(T) *o, long oo, long8 so_, long8 shape_, int nd, long
         for (long i = get_global_id(0); i < n; i += get_global_size(0)) o[oo + i] = value;
         return;
     }
-    EM_UNPACK(shape, shape_);
-    EM_UNPACK(so, so_);
-    for (long i = get_global_id(0); i < n; i += get_global_size(0))
-        o[oo + em_offset(i, nd, shape, so)] = value;
+    const long8 shape = shape_, s0 = so_, s1 = 0, s2 = 0, s3 = 0; /* o1..o3 go unused */
+    const int narrow = n <= UINT_MAX;
+    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
+        EM_OFFSETS4(i, narrow);
+        o[oo + o0] = value;
+    }
 }
 
 #ifdef EM_FP64

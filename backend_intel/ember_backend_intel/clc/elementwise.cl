@@ -246,19 +246,14 @@ kernel void ew(global ST(OUT) *o, global const ST(A) *pa, global const ST(T) *pb
 }
 
 kernel void ew_strided(global ST(OUT) *o, global const ST(A) *pa, global const ST(T) *pb,
-                       global const ST(T) *pc, long16 meta, long8 shape_, long8 so_, long8 sa_,
-                       long8 sb_, long8 sc_, global long *status) {
+                       global const ST(T) *pc, long16 meta, long8 shape, long8 s0, long8 s1,
+                       long8 s2, long8 s3, global long *status) {
     EW_PROLOGUE
-    EM_UNPACK(shape, shape_);
-    EM_UNPACK(so, so_);
-    EM_UNPACK(s1, sa_);
-    EM_UNPACK(s2, sb_);
-    EM_UNPACK(s3, sc_);
+    const int narrow = n <= UINT_MAX;
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
-        long at[8];
-        em_unravel(i, nd, shape, at);
-        OPERANDS_IN(ao + em_dot(nd, at, s1), bo + em_dot(nd, at, s2), co + em_dot(nd, at, s3))
-        STORE(o, oo + em_dot(nd, at, so), (EXPR));
+        EM_OFFSETS4(i, narrow);
+        OPERANDS_IN(ao + o1, bo + o2, co + o3)
+        STORE(o, oo + o0, (EXPR));
     }
     REPORT();
 }

@@ -162,6 +162,39 @@ inline long em_offset(long i, int nd, const long *shape, const long *stride) {
     return s;
 }
 
+/* Element i's offsets o0..o3 in four layouts s0..s3 (long8) over one shape (long8): an
+ * elementwise op's output and operands, in one pass. No index array, no division for the outermost
+ * dim, 32-bit division when the positions fit, and every dim a constant once expanded, so shapes
+ * and strides are read as vector components: in registers, not an indexed private array, which
+ * lets PoCL vectorise the work-items (2x faster). */
+#define EM_OFFSETS4_STEP(IT, d)                                                                   \
+    if ((d) < nd) {                                                                               \
+        IT size_ = (IT)shape.s##d, q_ = rest_ / size_, r_ = rest_ - q_ * size_;                   \
+        o0 += (long)r_ * s0.s##d;                                                                 \
+        o1 += (long)r_ * s1.s##d;                                                                 \
+        o2 += (long)r_ * s2.s##d;                                                                 \
+        o3 += (long)r_ * s3.s##d;                                                                 \
+        rest_ = q_;                                                                               \
+    }
+#define EM_OFFSETS4_AS(IT, i)                                                                     \
+    do {                                                                                          \
+        IT rest_ = (IT)(i);                                                                       \
+        EM_OFFSETS4_STEP(IT, 7) EM_OFFSETS4_STEP(IT, 6) EM_OFFSETS4_STEP(IT, 5)                   \
+        EM_OFFSETS4_STEP(IT, 4) EM_OFFSETS4_STEP(IT, 3) EM_OFFSETS4_STEP(IT, 2)                   \
+        EM_OFFSETS4_STEP(IT, 1)                                                                   \
+        o0 += (long)rest_ * s0.s0;                                                                \
+        o1 += (long)rest_ * s1.s0;                                                                \
+        o2 += (long)rest_ * s2.s0;                                                                \
+        o3 += (long)rest_ * s3.s0;                                                                \
+    } while (0)
+/* Declares and computes o0..o3 for element i; `narrow`: every position fits in 32 bits. */
+#define EM_OFFSETS4(i, narrow)                                                                    \
+    long o0 = 0, o1 = 0, o2 = 0, o3 = 0;                                                          \
+    if (narrow)                                                                                   \
+        EM_OFFSETS4_AS(uint, i);                                                                  \
+    else                                                                                          \
+        EM_OFFSETS4_AS(ulong, i)
+
 /* Report a failure to the glue: the first reporter's code and value win. */
 inline void em_fail(global long *status, int code, long value) {
     if (atomic_cmpxchg((volatile global int *)status, 0, code) == 0) status[1] = value;
