@@ -6,7 +6,8 @@
 Cases: matmul 1024 and 2048, ``a*b+a`` and ``sum`` over 16M float32, softmax over the rows of a
 4096x4096 matrix, one training step of each bench_training.py model (MLP, CNN, GPT), and the cost
 of one tiny op (launch and Python overhead). Each time is the best of ``--reps`` runs after a
-warm-up run (which compiles the programs); xpu runs end with ``ember.xpu.synchronize()``. The
+warm-up run (which compiles the programs), the devices taking turns run by run so that they
+share the machine's noise; xpu runs end with ``ember.xpu.synchronize()``. The
 last column counts the OpenCL programs compiled during the timed runs, which must stay 0: no
 per-call builds.
 
@@ -28,18 +29,25 @@ import ember.nn.functional as F
 from ember.dispatcher.devices import REGISTRY
 
 
-def best(fn, reps: int, sync=None) -> float:
-    fn()  # warm-up: compiles, allocates
-    if sync:
-        sync()
-    times = []
-    for _ in range(reps):
+def best_interleaved(fns: dict, reps: int, syncs: dict) -> dict:
+    """Best time of each ``fns[device]`` over ``reps`` rounds, each round running every device
+    once in turn, so that a noisy neighbour on a shared machine slows all of them alike instead of
+    whichever happened to be measured then. A warm-up run first compiles and allocates."""
+
+    def timed(device):
         start = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        fns[device]()
+        if syncs.get(device):
+            syncs[device]()
+        return time.perf_counter() - start
+
+    for device in fns:
+        timed(device)
+    times = dict.fromkeys(fns, float("inf"))
+    for _ in range(reps):
+        for device in fns:
+            times[device] = min(times[device], timed(device))
+    return times
 
 
 def _inputs(shape, count=2, seed=0):
@@ -160,17 +168,12 @@ def main(argv=None) -> int:
     print(header + f"{'xpu/numpy':>11}{'builds':>8}")
     for name in args.cases:
         label, run = CASES[name]()
-        times = {}
-        for device in ("numpy", "cpu", "xpu"):
-            fn = run(device)
-            if fn is None:
-                continue
-            sync = ember.xpu.synchronize if device == "xpu" else None
-            if device == "xpu":
-                fn()  # compile everything first, then count builds during the timed runs
-                ember.xpu.synchronize()
-                builds = programs.builds
-            times[device] = best(fn, args.reps, sync)
+        fns = {device: run(device) for device in ("numpy", "cpu", "xpu")}
+        fns = {device: fn for device, fn in fns.items() if fn is not None}
+        fns["xpu"]()  # compile everything first, then count builds during the timed runs
+        ember.xpu.synchronize()
+        builds = programs.builds
+        times = best_interleaved(fns, args.reps, {"xpu": ember.xpu.synchronize})
         new_builds = programs.builds - builds
         np_ms = f"{times['numpy'] * 1e3:10.2f}" if "numpy" in times else f"{'-':>10}"
         vs_np = f"{times['xpu'] / times['numpy']:11.2f}" if "numpy" in times else f"{'-':>11}"
