@@ -3,6 +3,8 @@ through float32, integers and the built-in tiled kernel."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from ember_backend_intel.kernels import linalg
@@ -70,3 +72,24 @@ def test_clblast_is_used_when_installed():
     if gemm.blas is None:
         pytest.skip(f"CLBlast is not installed here: {gemm.missing}")
     assert "clblast" in gemm.blas.path.lower()
+
+
+def test_cpu_devices_give_clblast_ember_parameters(rng):
+    """On a CPU-type device (PoCL) CLBlast takes ember's kernel parameters (it must accept every
+    one of them), and products large enough for its tiled kernel stay exact on any layout."""
+    from ember_backend_intel import clblast
+
+    gemm = linalg._Gemm(REGISTRY.backend("xpu").runtime)
+    if gemm.blas is None:
+        pytest.skip(f"CLBlast is not installed here: {gemm.missing}")
+    dev = REGISTRY.backend("xpu").runtime.devices[0]
+    if not dev.cpu:
+        pytest.skip(f"{dev.name} is not a CPU device: CLBlast keeps its own tuning there")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gemm.blas.tune(dev, clblast.CPU_PARAMETERS)
+    for dtype, tol in ((np.float32, 1e-4), (np.float64, 1e-10)):
+        a = rng.standard_normal((70, 130)).astype(dtype)
+        b = rng.standard_normal((90, 130)).astype(dtype)  # used transposed
+        got = ember.from_numpy(a).to("xpu") @ ember.from_numpy(b).to("xpu").t()
+        np.testing.assert_allclose(got.cpu().numpy(), a @ b.T, rtol=tol, atol=tol)
