@@ -118,7 +118,8 @@ OPT_COUNT };
 
 /* ---- loops --------------------------------------------------------------------------------- */
 #define UNARY_LOOP(T, NAME, OUTK, ...)                                                            \
-    static EM_CLONES void u_##NAME##_##T(int64_t n, char **ptrs, const int64_t *s, em_params *p) { \
+    static EM_CLONES_WIDE void u_##NAME##_##T(int64_t n, char **ptrs, const int64_t *s,            \
+                                              em_params *p) {                                      \
         typedef CT_##T ct;                                                                         \
         typedef ST_##T st;                                                                         \
         typedef OST_##OUTK(T) ot;                                                                  \

@@ -26,8 +26,8 @@
 #define SMX_LOG_f32 logf
 #define SMX_LOG_f64 log
 #define SOFTMAX_KERNEL(T, unused)                                                                 \
-    static EM_CLONES void softmax_##T(ST_##T *out, const ST_##T *x, int64_t outer, int64_t n,     \
-                                      int64_t inner, int take_log) {                              \
+    static EM_CLONES_WIDE void softmax_##T(ST_##T *out, const ST_##T *x, int64_t outer, int64_t n, \
+                                       int64_t inner, int take_log) {                              \
         typedef CT_##T ct;                                                                        \
         int64_t rows = outer * inner;                                                             \
         _Pragma("omp parallel if (rows * n > EM_PARALLEL_THRESHOLD)")                             \
