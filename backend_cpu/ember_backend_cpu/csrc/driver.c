@@ -51,6 +51,31 @@ static int max_threads(void) {
 #endif
 }
 
+/* Rows [first, last) of a coalesced layout: the row's position is found once (a division per
+ * outer dim), then the next rows follow with a carry counter. */
+static void run_rows(em_loop loop, int nops, int outer_dims, const int64_t *shape, char **ptrs_in,
+                     int64_t (*strides)[EM_MAX_DIMS], int64_t inner, const int64_t *inner_strides,
+                     int64_t first, int64_t last, em_params *p) {
+    char *ptrs[EM_MAX_OPERANDS];
+    int64_t idx[EM_MAX_DIMS] = {0};
+    for (int k = 0; k < nops; k++) ptrs[k] = ptrs_in[k];
+    int64_t rest = first;
+    for (int d = outer_dims - 1; d >= 0 && rest; d--) {
+        idx[d] = rest % shape[d];
+        rest /= shape[d];
+        for (int k = 0; k < nops; k++) ptrs[k] += idx[d] * strides[k][d];
+    }
+    for (int64_t row = first; row < last; row++) {
+        loop(inner, ptrs, inner_strides, p);
+        for (int d = outer_dims - 1; d >= 0; d--) {
+            for (int k = 0; k < nops; k++) ptrs[k] += strides[k][d];
+            if (++idx[d] < shape[d]) break;
+            for (int k = 0; k < nops; k++) ptrs[k] -= strides[k][d] * shape[d];
+            idx[d] = 0;
+        }
+    }
+}
+
 int em_run(em_loop loop, int nops, int ndim, const int64_t *shape_in, char **ptrs_in,
            const int64_t *strides_in, em_params *p) {
     int64_t shape[EM_MAX_DIMS];
@@ -74,32 +99,36 @@ int em_run(em_loop loop, int nops, int ndim, const int64_t *shape_in, char **ptr
 
     int threads = max_threads();
     if (total < EM_PARALLEL_THRESHOLD || threads < 2) {
-        /* Serial: walk the outer dims with a carry counter, no divisions. */
-        char *ptrs[EM_MAX_OPERANDS];
-        int64_t idx[EM_MAX_DIMS] = {0};
-        for (int k = 0; k < nops; k++) ptrs[k] = ptrs_in[k];
-        for (int64_t row = 0; row < outer; row++) {
-            loop(inner, ptrs, inner_strides, p);
-            for (int d = outer_dims - 1; d >= 0; d--) {
-                for (int k = 0; k < nops; k++) ptrs[k] += strides[k][d];
-                if (++idx[d] < shape[d]) break;
-                for (int k = 0; k < nops; k++) ptrs[k] -= strides[k][d] * shape[d];
-                idx[d] = 0;
+        run_rows(loop, nops, outer_dims, shape, ptrs_in, strides, inner, inner_strides, 0, outer,
+                 p);
+        return p->status;
+    }
+    /* Parallel, with enough rows: each task a block of consecutive rows, walked as above (a
+     * division per dim once per block, not once per row: short rows, such as a bias broadcast
+     * over 128 columns, spent as long finding their row as computing it). */
+    int status = EM_OK;
+    if (outer >= 2 * threads) {
+        const int64_t blocks = threads;
+#pragma omp parallel for schedule(static)
+        for (int64_t b = 0; b < blocks; b++) {
+            em_params local = *p;
+            run_rows(loop, nops, outer_dims, shape, ptrs_in, strides, inner, inner_strides,
+                     outer * b / blocks, outer * (b + 1) / blocks, &local);
+            if (local.status) {
+#pragma omp atomic write
+                status = local.status;
             }
         }
+        if (status) p->status = status;
         return p->status;
     }
 
-    /* Parallel: tasks are whole rows, or chunks of rows when there are too few rows. */
-    int64_t per_row = 1;
-    if (outer < 2 * threads) {
-        per_row = (2 * threads + outer - 1) / outer;
-        int64_t max_chunks = inner / 2048 > 0 ? inner / 2048 : 1;
-        if (per_row > max_chunks) per_row = max_chunks;
-    }
+    /* Too few rows: tasks are chunks of rows. */
+    int64_t per_row = (2 * threads + outer - 1) / outer;
+    int64_t max_chunks = inner / 2048 > 0 ? inner / 2048 : 1;
+    if (per_row > max_chunks) per_row = max_chunks;
     int64_t chunk = (inner + per_row - 1) / per_row;
     int64_t tasks = outer * per_row;
-    int status = EM_OK;
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < tasks; t++) {
         int64_t row = t / per_row, start = (t % per_row) * chunk;
