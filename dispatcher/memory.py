@@ -11,8 +11,8 @@ from .devices import REGISTRY, on_reset
 _BY_TYPE: dict = {}  # device type -> DeviceBackend, filled on first use
 
 
-# id(device) -> (alloc_small, cache_min_bytes, runtime, alloc_cached): how ember._tensor.empty and
-# new_storage allocate on a device, memoised so that an op's output costs one dict lookup before
+# id(device) -> (alloc_small, cache_min_bytes, runtime, alloc_cached): how ember._tensor.empty
+# allocates on a device, memoised so that an op's output costs one dict lookup before
 # the allocation itself. Keyed by id: devices are interned, and device.__hash__ runs Python code
 # on every lookup.
 ROUTES: dict = {}
@@ -64,15 +64,6 @@ def allocation_route(device):
         found = (small, backend.cache_min_bytes, runtime, cached)
         ROUTES[id(device)] = found
     return found
-
-
-def new_storage(device, nbytes: int) -> Storage:
-    """Uninitialised storage of ``nbytes`` on ``device`` (a normalised device)."""
-    route = ROUTES.get(id(device)) or allocation_route(device)
-    if nbytes >= route[1]:
-        return route[3](nbytes)
-    handle, ptr = route[0](nbytes)
-    return Storage(device, nbytes, handle, 0, ptr, handle, route[2])
 
 
 def normalize_device(dev) -> Device:
