@@ -8,10 +8,11 @@ Merging is lazy: a freed block is first parked under its exact size, and a reque
 takes it back without touching the free lists (the common case: a loop frees and reallocates the
 same shapes every step, and bisecting the lists cost more than the rest of a small op). Any other
 request first merges every parked block into the lists, so best fit sees the same merged free
-memory as with eager merging. Releases arrive from ``__del__`` of
-leases at arbitrary points (garbage collection can run inside ``alloc``), so they are only queued
-there and folded in by the next call that holds the lock: a native or finaliser path never
-re-enters the free lists.
+memory as with eager merging.
+
+Releases arrive from ``__del__`` of leases at arbitrary points (garbage collection can run inside
+``alloc``), so they are only queued there and folded in by the next call that holds the lock: a
+native or finaliser path never re-enters the free lists.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class _Pool:
 
 
 STAT_NAMES = ("allocated_bytes", "reserved_bytes", "active_blocks", "segments", "requested_bytes")
+IN_USE_STATS = ("allocated_bytes", "requested_bytes", "active_blocks")  # what allocate changes
 
 
 class CachingAllocator:
@@ -138,12 +140,9 @@ class CachingAllocator:
             current["requested_bytes"] += nbytes
             current["active_blocks"] += 1
             self.counts["alloc_requests"] += 1
-            if current["allocated_bytes"] > peak["allocated_bytes"]:
-                peak["allocated_bytes"] = current["allocated_bytes"]
-            if current["requested_bytes"] > peak["requested_bytes"]:
-                peak["requested_bytes"] = current["requested_bytes"]
-            if current["active_blocks"] > peak["active_blocks"]:
-                peak["active_blocks"] = current["active_blocks"]
+            for name in IN_USE_STATS:  # peaks only rise here
+                if current[name] > peak[name]:
+                    peak[name] = current[name]
         return block.segment.handle, block.offset, Lease(self, block)
 
     def empty_cache(self) -> None:

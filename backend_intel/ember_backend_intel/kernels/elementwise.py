@@ -104,6 +104,14 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
                 return tensors_contiguous(out, a, b)
         return general(out, args)
 
+    def launch_flat(dev, prog: _Program, n: int, o, a, b, c, meta: bytes) -> None:
+        """The contiguous kernel over ``n`` elements of buffers ``o a b c``."""
+        if prog.ready:
+            dev.relaunch(prog.flat, n, o, a, b, c, meta)
+        else:
+            dev.launch(prog.flat, n, o, a, b, c, meta, dev.status)
+            prog.ready = True  # every argument has a value now
+
     def tensors_contiguous(out, a, b):
         """The hot case of a binary op: two contiguous tensors, no scalars, no parameters."""
         so, sa, sb = out._storage, a._storage, b._storage
@@ -119,11 +127,7 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
             sb.byte_offset // b._dtype.itemsize + b._offset,
             0, n, 0, 4, 0, 0, 0, 0.0, 0.0, 0.0,
         )  # fmt: skip
-        if prog.ready:
-            dev.relaunch(prog.flat, n, so.handle, sa.handle, sb.handle, dev.dummy, meta)
-        else:
-            dev.launch(prog.flat, n, so.handle, sa.handle, sb.handle, dev.dummy, meta, dev.status)
-            prog.ready = True
+        launch_flat(dev, prog, n, so.handle, sa.handle, sb.handle, dev.dummy, meta)
         if prog.reports:
             check_status(dev, name, DTYPE_NAMES[code])
 
@@ -156,11 +160,7 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
             if not n:
                 return
             meta = prog.meta(offset(out), *offsets, n, 0, scalars, *values, *params)
-            if prog.ready:
-                dev.relaunch(prog.flat, n, target, *buffers, meta)
-            else:
-                dev.launch(prog.flat, n, target, *buffers, meta, dev.status)
-                prog.ready = True  # every argument has a value now
+            launch_flat(dev, prog, n, target, *buffers, meta)
         else:
             zeros = (0,) * len(out._shape)
             layouts = [out._stride] + [
