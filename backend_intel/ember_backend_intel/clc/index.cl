@@ -65,25 +65,6 @@ kernel void scatter(global ST(OT) *o, long oo, long8 os_, global const long *ix,
     }
 }
 
-/* out = x with dim replaced by x[..., index[k], ...]; out contiguous with shape `shape`. */
-kernel void index_select(global ST(T) *o, long oo, global const ST(T) *x, long xo, long8 xs_,
-                         global const long *ix, long io, long istep, long8 shape_, int nd, long n,
-                         int dim, long size, global long *status) {
-    EM_UNPACK(shape, shape_);
-    EM_UNPACK(xs, xs_);
-    for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
-        long at[8];
-        em_unravel(i, nd, shape, at);
-        long v = ix[io + at[dim] * istep];
-        if (v < 0 || v >= size) {
-            em_fail(status, EM_INDEX_OUT_OF_RANGE, v);
-            continue;
-        }
-        at[dim] = v;
-        o[oo + i] = x[xo + em_dot(nd, at, xs)];
-    }
-}
-
 /* out[..., index[k], ...] += alpha * src[..., k, ...]: one work-item per line along dim. */
 kernel void index_add(global ST(OT) *o, long oo, long8 os_, global const long *ix, long io,
                       long istep, global const ST(T) *s, long so, long8 ss_, long8 shape_, int nd,

@@ -81,18 +81,21 @@ def _flat_layout(x) -> tuple:
 
 
 def build(runtime) -> dict:
-    def gather(out, x, dim, index):
+    def launch_gather(op, out, x, dim, index, ishape, istride):
+        """out[p] = x[p with p[dim] = index at p (strides ``istride``)], p over ``ishape``."""
         dev = device_of(runtime, x)
         xshape, xstride = _dims(x)
-        ishape, istride = _dims(index)
-        _check_rank("gather", ishape)
+        _check_rank(op, ishape)
         n = math.prod(ishape)
         dev.launch(
             _kernels(dev, x._dtype.code)["gather"], n, out._storage.handle, offset(out),
             x._storage.handle, offset(x), pack(xstride), index._storage.handle, offset(index),
             pack(istride), pack(ishape), len(ishape), n, dim, xshape[dim], dev.status,
         )  # fmt: skip
-        check_status(dev, "gather", x._dtype.name, _along_dim(dim, xshape[dim]))
+        check_status(dev, op, x._dtype.name, _along_dim(dim, xshape[dim]))
+
+    def gather(out, x, dim, index):
+        launch_gather("gather", out, x, dim, index, *_dims(index))
 
     def make_scatter(op: str, add: int):
         def scatter(out, dim, index, src):
@@ -118,18 +121,11 @@ def build(runtime) -> dict:
         n = index._shape[0]
         if not x._shape and n != 1:
             raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {n}")
-        dev = device_of(runtime, x)
-        xshape, xstride = _dims(x)
+        xshape = _dims(x)[0]
         oshape = xshape[:dim] + (n,) + xshape[dim + 1 :]
-        _check_rank("index_select", oshape)
-        total = math.prod(oshape)
-        dev.launch(
-            _kernels(dev, x._dtype.code)["index_select"], total, out._storage.handle,
-            offset(out), x._storage.handle, offset(x), pack(xstride), index._storage.handle,
-            offset(index), index._stride[0], pack(oshape), len(oshape), total, dim, xshape[dim],
-            dev.status,
-        )  # fmt: skip
-        check_status(dev, "index_select", x._dtype.name, _along_dim(dim, xshape[dim]))
+        # A gather whose index walks dim only (stride 0 along the others).
+        istride = tuple(index._stride[0] if d == dim else 0 for d in range(len(oshape)))
+        launch_gather("index_select", out, x, dim, index, oshape, istride)
 
     def index_add(out, dim, index, source, alpha=1):
         n = index._shape[0]

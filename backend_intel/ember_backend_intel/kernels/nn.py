@@ -61,27 +61,24 @@ def _window(x_shape, kernel, dilation, padding, stride, out_hw, total) -> tuple:
 
 
 def build(runtime) -> dict:
-    def im2col(out, x, kernel, dilation, padding, stride):
-        dev = device_of(runtime, x)
+    def unfold_kernel(name, out, src, image, kernel, dilation, padding, stride):
+        """im2col (``image`` is the source) or col2im (``image`` is the output): one work-item
+        per element of ``out``, reading ``src`` through its strides."""
+        dev = device_of(runtime, src)
         total = math.prod(out._shape)
-        h, w = x._shape[-2:]
+        h, w = image._shape[-2:]
         out_hw = _out_hw(h, w, kernel, dilation, padding, stride)
         dev.launch(
-            _kernels(dev, x._dtype.code)["im2col"], total, out._storage.handle, offset(out),
-            x._storage.handle, offset(x), *x._stride,
-            *_window(x._shape, kernel, dilation, padding, stride, out_hw, total),
+            _kernels(dev, src._dtype.code)[name], total, out._storage.handle, offset(out),
+            src._storage.handle, offset(src), *src._stride,
+            *_window(image._shape, kernel, dilation, padding, stride, out_hw, total),
         )  # fmt: skip
 
+    def im2col(out, x, kernel, dilation, padding, stride):
+        unfold_kernel("im2col", out, x, x, kernel, dilation, padding, stride)
+
     def col2im(out, cols, kernel, dilation, padding, stride):
-        dev = device_of(runtime, cols)
-        total = math.prod(out._shape)
-        h, w = out._shape[-2:]
-        out_hw = _out_hw(h, w, kernel, dilation, padding, stride)
-        dev.launch(
-            _kernels(dev, cols._dtype.code)["col2im"], total, out._storage.handle, offset(out),
-            cols._storage.handle, offset(cols), *cols._stride,
-            *_window(out._shape, kernel, dilation, padding, stride, out_hw, total),
-        )  # fmt: skip
+        unfold_kernel("col2im", out, cols, out, kernel, dilation, padding, stride)
 
     def max_pool2d(values, indices, x, kernel, stride, padding, dilation):
         dev = device_of(runtime, x)
