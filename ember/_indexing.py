@@ -197,8 +197,7 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
     """``self[indices] = values``, or ``+=`` with ``accumulate`` (repeated indices add up).
 
     Args:
-        indices: a tuple of index tensors (long, int, byte or bool), one per leading dim; None
-            takes a whole dim.
+        indices: a tuple of index tensors (long, int, byte or bool), one per leading dim.
         values: a tensor of self's dtype, broadcast to the indexed shape.
         accumulate: add into self instead of overwriting.
 
@@ -217,7 +216,13 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
             f"{dt.SCALAR_NAMES[self.dtype]} for the destination and "
             f"{dt.SCALAR_NAMES[values.dtype]} for the source."
         )
-    view, advanced = _basic(self, tuple(slice(None) if i is None else i for i in indices))
+    for position, index in enumerate(indices):
+        if not isinstance(index, Tensor):
+            raise TypeError(
+                f"index_put_(): expected Tensor as element {position} in argument 0 (indices), "
+                f"but got {type(index).__name__}"
+            )
+    view, advanced = _basic(self, tuple(indices))
     if not advanced:
         view.add_(values) if accumulate else _assign(view, values)
     else:
@@ -259,9 +264,10 @@ def _put(view: Tensor, advanced: list, value: Tensor, accumulate: bool) -> None:
 def _assign(view: Tensor, value: Tensor) -> None:
     """``view[...] = value`` as PyTorch's copy_to: a value of another shape is broadcast first
     (leading size-1 dims dropped), and the stride-0 view that gives is too hard for the overlap
-    check to judge (``x[:] = x[0]`` is allowed; ``x[1:].copy_(x[:-1])`` is not)."""
-    if value._shape != view._shape:
-        shape = value._shape
+    check to judge (``x[:] = x[0]`` is allowed; ``x[1:].copy_(x[:-1])`` is not). Only a value
+    with more dims, or on the view's storage, needs that; copy_ broadcasts the others."""
+    shape = value._shape
+    if shape != view._shape and (len(shape) > len(view._shape) or value._storage is view._storage):
         while len(shape) > len(view._shape) and shape[0] == 1:
             shape = shape[1:]
         try:
