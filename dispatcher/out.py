@@ -48,9 +48,13 @@ def outputs(name: str, op, out) -> tuple:
 
 
 def _requires_grad(values) -> bool:
+    """Whether a tensor among ``values`` (or in a list among them, as cat takes) requires grad."""
     for value in values:
-        nested = value.__class__ is list or value.__class__ is tuple
-        if _requires_grad(value) if nested else isinstance(value, Tensor) and value._requires_grad:
+        if value.__class__ is list or value.__class__ is tuple:
+            found = _requires_grad(value)
+        else:
+            found = isinstance(value, Tensor) and value._requires_grad
+        if found:
             return True
     return False
 
