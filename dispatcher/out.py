@@ -14,6 +14,7 @@ import warnings
 from ember import _dtype as dt
 from ember._tensor import Tensor
 
+from .opdef import Kind
 from .overlap import check_inputs, check_internal
 from .promotion import can_cast
 from .registry import _user_stacklevel
@@ -29,6 +30,21 @@ _RESIZED = (
 
 def _name(d) -> str:
     return dt.SCALAR_NAMES[d]
+
+
+# The C++ type names PyTorch's "Expected out tensor to have dtype float" messages use.
+_CPP_NAMES = {
+    dt.bool_: "bool",
+    dt.uint8: "unsigned char",
+    dt.int8: "signed char",
+    dt.int16: "short int",
+    dt.int32: "int",
+    dt.int64: "long int",
+    dt.float16: "c10::Half",
+    dt.bfloat16: "c10::BFloat16",
+    dt.float32: "float",
+    dt.float64: "double",
+}
 
 
 def outputs(name: str, op, out) -> tuple:
@@ -72,29 +88,20 @@ def check_grad(name: str, op, inputs, outs) -> None:
         )
 
 
-def dtype_for(name: str, given, outs):
-    """The dtype a ``from_out`` op computes in: out's, or the one given when it agrees."""
+def dtype_for(name: str, op, given, outs):
+    """The dtype a ``from_out`` op computes in: out's, or the one given when it agrees (each
+    refusal in PyTorch's words: factories name the dtype argument, reductions the result)."""
     want = outs[0]._dtype
-    if given is not None and given is not want:
+    if given is None or given is want:
+        return want
+    if op.kind in (Kind.FACTORY, Kind.RANDOM):
         raise RuntimeError(
             f"{name}(): dtype {_name(given)} does not match dtype of out parameter ({_name(want)})"
         )
-    return want
-
-
-# The C++ type names PyTorch's "Expected out tensor to have dtype float" messages use.
-_CPP_NAMES = {
-    dt.bool_: "bool",
-    dt.uint8: "unsigned char",
-    dt.int8: "signed char",
-    dt.int16: "short int",
-    dt.int32: "int",
-    dt.int64: "long int",
-    dt.float16: "c10::Half",
-    dt.bfloat16: "c10::BFloat16",
-    dt.float32: "float",
-    dt.float64: "double",
-}
+    raise RuntimeError(
+        f"{name}(): Expected out tensor to have dtype {_CPP_NAMES[given]}, but got "
+        f"{_CPP_NAMES[want]} instead"
+    )
 
 
 def _check_dtype(name: str, rule: str, result: Tensor, out: Tensor) -> None:
@@ -161,7 +168,7 @@ def call(name: str, op, out, inputs, compute, dtype=None):
         check_internal(name, target)
         check_inputs(name, target, inputs, rule.overlap if rule is not None else None)
     if rule is not None and rule.dtype == "from_out":
-        result = compute(dtype_for(name, dtype, outs))
+        result = compute(dtype_for(name, op, dtype, outs))
     else:
         result = compute()
     return write(name, op, result, outs, out)

@@ -313,6 +313,10 @@ def test_out_overlapping_an_input_is_refused_where_pytorch_refuses_it(name, shif
             r"dtype Double does not match dtype of out parameter \(Float\)",
         ),
         (
+            lambda lib: lib.sum(lib.ones(2, 2), 0, dtype=lib.float64, out=lib.empty(2)),
+            "Expected out tensor to have dtype double, but got float instead",
+        ),
+        (
             lambda lib: lib.add(lib.ones(3, requires_grad=True), 1, out=lib.empty(3)),
             "add\\(\\): functions with out=... arguments don't support automatic "
             "differentiation, but one of the arguments requires grad.",
