@@ -21,6 +21,7 @@ import sys
 
 import numpy as np
 
+from ._atomic import atomic_write
 from ._device import CPU
 from ._serialization import DTYPE_NAMES, host_values
 from ._tensor import Tensor, empty, host_array
@@ -109,6 +110,9 @@ def save(tensors: dict, metadata: dict | None = None) -> bytes:
 def save_file(tensors: dict, filename, metadata: dict | None = None) -> None:
     """Write ``tensors`` to ``filename`` in the safetensors format.
 
+    The file is replaced atomically (written beside it, then renamed over it), so a crash or a
+    full disk mid-save keeps the previous file.
+
     Args:
         tensors: name -> contiguous tensor; tensors must not share memory.
         filename: the path to write.
@@ -119,7 +123,7 @@ def save_file(tensors: dict, filename, metadata: dict | None = None) -> None:
     """
     _check_tensors(tensors)
     header, order = _header(tensors, metadata)
-    with open(filename, "wb") as f:
+    with atomic_write(filename) as f:
         f.write(header)
         for _, t in order:
             f.write(_little_endian(t))

@@ -28,6 +28,7 @@ import zipfile
 import numpy as np
 
 from . import _dtype as dt
+from ._atomic import atomic_write
 from ._checkpoint_pickle import (
     CheckpointPickler,
     CheckpointUnpickler,
@@ -68,6 +69,9 @@ def save(obj, f, *, pickle_protocol: int = 2) -> None:
     Tensors on other devices are written from a CPU copy, with their device recorded, and come
     back on that device. Tensors sharing a storage are written once and share it again after
     loading.
+
+    A path is replaced atomically: the checkpoint is written to a temporary file beside it and
+    renamed over it once complete, so a crash or a full disk mid-save keeps the old file.
 
     Example:
         >>> ember.save({"weight": ember.randn(3, 4)}, "model.pt")
@@ -175,11 +179,12 @@ def load(f, map_location=None, *, weights_only: bool = True):
 
 @contextlib.contextmanager
 def _opened(f, mode: str):
-    if isinstance(f, (str, os.PathLike)):
-        with open(f, mode) as fileobj:
-            yield fileobj
-    else:
+    """``f`` itself when it is a file object; else the path opened (atomically for writing)."""
+    if not isinstance(f, (str, os.PathLike)):
         yield f
+        return
+    with atomic_write(f) if mode == "wb" else open(f, mode) as fileobj:
+        yield fileobj
 
 
 def _file_name(f) -> str:
