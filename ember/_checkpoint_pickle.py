@@ -122,13 +122,23 @@ def _encode(text: str, encoding: str = "latin1") -> bytes:
     return codecs.encode(text, "latin1")
 
 
+def _bytearray(source=b"", *encoding):
+    # Pickles rebuild a bytearray from its contents; bytearray(n) would allocate n bytes for a
+    # number the file chose, so only contents are accepted.
+    if not isinstance(source, (bytes, str)):
+        raise pickle.UnpicklingError(
+            f"bytearray() from a {type(source).__name__} is not allowed; only from its bytes"
+        )
+    return bytearray(source, *encoding)
+
+
 def torch_globals(rebuild_tensor, rebuild_tensor_v3, rebuild_parameter) -> dict:
     table = {
         ("collections", "OrderedDict"): collections.OrderedDict,
         ("builtins", "set"): set,
         ("builtins", "frozenset"): frozenset,
         ("builtins", "complex"): complex,
-        ("builtins", "bytearray"): bytearray,
+        ("builtins", "bytearray"): _bytearray,
         ("builtins", "slice"): slice,
         ("_codecs", "encode"): _encode,
         ("torch", "Size"): Size,
@@ -155,7 +165,8 @@ def _load_build(unpickler) -> None:
     inst = unpickler.stack[-2]
     if type(inst) not in (dict, collections.OrderedDict) or not isinstance(state, dict):
         raise Refused(
-            f"weights_only load refuses to set the state of a {type(inst).__name__} object"
+            f"{unpickler.what}: weights_only load refuses to set the state of a "
+            f"{type(inst).__name__} object"
         )
     pickle._Unpickler.dispatch[pickle.BUILD[0]](unpickler)
 

@@ -29,6 +29,7 @@ from ._tensor import Tensor, empty, host_array
 _CODES = {code: d for d, (_, code) in DTYPE_NAMES.items()}
 _MAX_HEADER = 100_000_000  # the reference implementation's limit
 _HEADER_ALIGN = 8
+_INT64_MAX = (1 << 63) - 1
 _LITTLE = sys.byteorder == "little"
 
 
@@ -146,11 +147,13 @@ def _parse_header(read, available: int, what: str) -> tuple[dict, dict, int]:
         raise SafetensorError(f"{what}: the header does not start with '{{'")
     try:
         header = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates)
-    except (UnicodeDecodeError, ValueError) as error:
+    except (ValueError, RecursionError) as error:  # RecursionError: absurdly deep nesting
         raise SafetensorError(f"{what}: invalid JSON header ({error})") from None
     if not isinstance(header, dict):
         raise SafetensorError(f"{what}: the header is not a JSON object")
     metadata = header.pop("__metadata__", None) or {}
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise SafetensorError(f"{what}: __metadata__ must map strings to strings")
     entries = {name: _entry(name, info, what) for name, info in header.items()}
     end = 0
     for name, (_, _, begin, stop) in sorted(entries.items(), key=lambda item: item[1][2:]):
@@ -189,12 +192,20 @@ def _entry(name: str, info, what: str):
         raise SafetensorError(f"{what}: tensor {name!r} lacks {error} in the header") from None
     except (TypeError, ValueError):
         raise SafetensorError(f"{what}: tensor {name!r} has a malformed header entry") from None
-    if not all(isinstance(v, int) and v >= 0 for v in (*shape, begin, end)) or begin > end:
+    numbers = (*shape, begin, end)
+    if not all(type(v) is int and v >= 0 for v in numbers) or begin > end:
         raise SafetensorError(f"{what}: tensor {name!r} has invalid shape or offsets")
-    if math.prod(shape) * dtype.itemsize != end - begin:
+    numel = math.prod(shape)
+    nbytes = numel * dtype.itemsize
+    if numel > _INT64_MAX:
+        raise SafetensorError(
+            f"{what}: tensor {name!r} of shape {list(shape)}: numel: integer multiplication "
+            "overflow"
+        )
+    if nbytes != end - begin:
         raise SafetensorError(
             f"{what}: tensor {name!r} of shape {list(shape)} and dtype {info['dtype']} needs "
-            f"{math.prod(shape) * dtype.itemsize} bytes, its offsets give {end - begin}"
+            f"{nbytes} bytes, its offsets give {end - begin}"
         )
     return dtype, shape, begin, end
 
