@@ -412,6 +412,10 @@ def gadgets(sentinel: str) -> dict:
             "unknown persistent id 'evil'",
         ),
         "rebuild with a forged storage": (_forged_rebuild(), "has no valid storage"),
+        "_rebuild_from_type_v2 of a set": (
+            _pickled(Raw(FROM_TYPE_V2, (set, TorchName("torch", "Tensor"), ((),), None))),
+            "must rebuild a tensor as a tensor type",
+        ),
     }
     return payloads
 
@@ -420,14 +424,19 @@ def _len(raw: bytes) -> bytes:
     return len(raw).to_bytes(4, "little")
 
 
-def _forged_rebuild() -> bytes:
+FROM_TYPE_V2 = TorchName("torch._tensor", "_rebuild_from_type_v2")
+
+
+def _pickled(obj) -> bytes:
     out = io.BytesIO()
+    CheckpointPickler(out, 2, None, None).dump(obj)
+    return out.getvalue()
+
+
+def _forged_rebuild() -> bytes:
     hooks = collections.OrderedDict()
     fake = Raw(TorchName("torch", "Size"), ((4,),))  # a Size where a storage belongs
-    CheckpointPickler(out, 2, None, None).dump(
-        Raw(REBUILD_TENSOR, (fake, 0, (4,), (1,), False, hooks))
-    )
-    return out.getvalue()
+    return _pickled(Raw(REBUILD_TENSOR, (fake, 0, (4,), (1,), False, hooks)))
 
 
 def test_malicious_pickles_are_refused_without_running(tmp_path, monkeypatch):

@@ -291,10 +291,26 @@ def test_weights_only_refuses_globals_without_running_them(tmp_path, monkeypatch
 
 
 def test_weights_only_false_allows_other_globals():
-    data = saved({"counts": collections.Counter("aab")})
-    with pytest.raises(pickle.UnpicklingError, match=r"collections\.Counter"):
+    data = saved({"counts": collections.defaultdict(list, a=[1])})
+    with pytest.raises(pickle.UnpicklingError, match=r"collections\.defaultdict"):
         ember.load(io.BytesIO(data))
-    assert ember.load(io.BytesIO(data), weights_only=False)["counts"] == {"a": 2, "b": 1}
+    assert ember.load(io.BytesIO(data), weights_only=False)["counts"] == {"a": [1]}
+
+
+def test_weights_only_allows_what_torch_allows(torch):
+    """torch.load's weights-only default also reads Counters and tensors with attributes."""
+    t = torch.arange(3.0)
+    t.note = {"step": 2}
+    t._storage = "not a storage"  # a saved attribute never replaces ember's own slots
+    buf = io.BytesIO()
+    torch.save({"counts": collections.Counter("aab"), "t": t}, buf)
+    buf.seek(0)
+    out = ember.load(buf)
+    assert (
+        out["counts"] == collections.Counter("aab") and type(out["counts"]) is collections.Counter
+    )
+    assert out["t"].tolist() == [0.0, 1.0, 2.0] and out["t"].note == {"step": 2}
+    assert type(out["t"]) is ember.Tensor
 
 
 def test_weights_only_refuses_build_outside_dicts():
