@@ -9,10 +9,11 @@ On Linux the temporary is an unnamed file (``O_TMPFILE``) that only gets a name 
 before the rename, so even a SIGKILL leaves no stray temporary behind; elsewhere it is a hidden
 ``.<name>.<random>.tmp`` file, removed on any error the process lives through.
 
-Permissions are what ``open(path, "wb")`` would give: an existing file keeps its mode, a new one
-gets ``0o666`` minus the umask. A target that is not a regular file (``/dev/null``, a FIFO) is
-written in place, as there is nothing to replace; a symlink is followed, so the file it points
-to is replaced. Hard links to the old file keep the old contents.
+Permissions are what ``open(path, "wb")`` would give: an existing file keeps its mode (and, where
+the process may, its owner), a new one gets ``0o666`` minus the umask. A target that is not a
+regular file (``/dev/null``, a FIFO) is written in place, as there is nothing to replace; a
+symlink is followed, so the file it points to is replaced. Hard links to the old file keep the
+old contents.
 """
 
 from __future__ import annotations
@@ -34,15 +35,17 @@ _NAMED_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 def atomic_write(path):
     """A binary file whose contents replace ``path`` when the block exits without an error."""
     target = os.path.realpath(os.fspath(path))
-    in_place, mode = _inspect_target(target)
+    in_place, old = _inspect_target(target)
     if in_place:
         with open(target, "wb") as f:
             yield f
         return
     folder = os.path.dirname(target)
-    fd, name = _create(folder, target, mode)
+    fd, name = _create(folder, target)
     try:
         with os.fdopen(fd, "wb") as f:
+            if old is not None:
+                _keep_mode_and_owner(fd, old)
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -57,22 +60,23 @@ def atomic_write(path):
     _sync_folder(folder)
 
 
-def _inspect_target(target: str) -> tuple[bool, int]:
-    """``(write in place, mode)``; raises what ``open(target, "wb")`` would raise up front."""
+def _inspect_target(target: str) -> tuple[bool, os.stat_result | None]:
+    """``(write in place, the existing file's stat or None)``; raises what
+    ``open(target, "wb")`` would raise up front."""
     try:
         info = os.stat(target)
     except FileNotFoundError:
-        return False, _NEW_FILE_MODE
+        return False, None
     if stat.S_ISDIR(info.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), target)
     if not stat.S_ISREG(info.st_mode):
-        return True, 0
+        return True, None
     if not os.access(target, os.W_OK):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), target)
-    return False, stat.S_IMODE(info.st_mode)
+    return False, info
 
 
-def _create(folder: str, target: str, mode: int) -> tuple[int, str | None]:
+def _create(folder: str, target: str) -> tuple[int, str | None]:
     """An open descriptor for the new contents, and its name (None while it has none)."""
     fd = None
     if _TMPFILE:
@@ -84,9 +88,17 @@ def _create(folder: str, target: str, mode: int) -> tuple[int, str | None]:
                 raise OSError(error.errno, error.strerror, target) from None
     if fd is None:
         fd, name = _named_temporary(target, lambda tmp: os.open(tmp, _NAMED_FLAGS, _NEW_FILE_MODE))
-    if mode != _NEW_FILE_MODE:
-        os.fchmod(fd, mode)
     return fd, name
+
+
+def _keep_mode_and_owner(fd: int, old: os.stat_result) -> None:
+    # What writing into the old file would have kept. Ownership is best effort: only root may
+    # give a file away, and then only on filesystems that have owners.
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, stat.S_IMODE(old.st_mode))
+    if hasattr(os, "fchown") and (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+        with contextlib.suppress(OSError):
+            os.fchown(fd, old.st_uid, old.st_gid)
 
 
 def _named_temporary(target: str, make):

@@ -176,11 +176,29 @@ def test_new_files_get_the_umask_mode_and_old_files_keep_theirs(tmp_path, tempor
         os.umask(old_umask)
     assert stat.S_IMODE(os.stat(tmp_path / "new.pt").st_mode) == 0o640
     assert os.stat(tmp_path / "new.pt").st_mode == os.stat(tmp_path / "reference").st_mode
-    kept = tmp_path / "kept.pt"
-    kept.write_bytes(b"")
-    kept.chmod(0o604)
-    ember.save(ember.ones(1), kept)
-    assert stat.S_IMODE(os.stat(kept).st_mode) == 0o604
+    for mode in (0o604, 0o666):  # kept whatever the umask says about new files
+        kept = tmp_path / f"kept{mode:o}.pt"
+        kept.write_bytes(b"")
+        kept.chmod(mode)
+        old_umask = os.umask(0o077)
+        try:
+            ember.save(ember.ones(1), kept)
+        finally:
+            os.umask(old_umask)
+        assert stat.S_IMODE(os.stat(kept).st_mode) == mode
+
+
+def test_the_owner_is_kept_where_the_process_may(tmp_path):
+    path = tmp_path / "model.pt"
+    ember.save(ember.zeros(1), path)
+    owner = (os.geteuid() + 1234, os.getegid() + 1234)
+    try:
+        os.chown(path, *owner)
+    except PermissionError:  # not root: a save cannot give the file away, nor can open()
+        owner = (os.geteuid(), os.getegid())
+    ember.save(ember.ones(1), path)
+    info = os.stat(path)
+    assert (info.st_uid, info.st_gid) == owner and ember.load(path).tolist() == [1.0]
 
 
 def test_a_symlink_is_followed(tmp_path):
