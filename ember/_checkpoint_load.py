@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import struct
 import sys
 import zipfile
@@ -99,6 +100,7 @@ class _Records:
     def __init__(self, zf: zipfile.ZipFile, what: str):
         self.zf, self.what = zf, what
         self.prefix = _archive_prefix(zf, what)
+        _check_no_overlap(zf, what)
 
     def info(self, name: str, default_ok: bool = False) -> zipfile.ZipInfo | None:
         """The record's entry, after checking its declared sizes can be true of this file."""
@@ -140,6 +142,22 @@ class _Records:
         return target
 
 
+def _check_no_overlap(zf: zipfile.ZipFile, what: str) -> None:
+    # Records sharing bytes would let a small file declare many full-size storages (the
+    # overlapping-entries zip bomb); zipfile only checks this from Python 3.12.
+    ordered = sorted(zf.infolist(), key=lambda info: info.header_offset)
+    for first, second in itertools.pairwise(ordered):
+        if _data_end(first) > second.header_offset:
+            raise CheckpointError(
+                f"{what}: records {first.filename} and {second.filename} overlap in the file"
+            )
+
+
+def _data_end(info: zipfile.ZipInfo) -> int:
+    """Where a record's data ends at the earliest (its local header's extra field is unknown)."""
+    return info.header_offset + _LOCAL_HEADER + len(info.orig_filename) + info.compress_size
+
+
 def _implausible(info: zipfile.ZipInfo, data_end: int) -> str | None:
     """Why the record's declared sizes cannot be true of an archive whose records end at
     ``data_end`` (where the central directory starts), or None."""
@@ -152,8 +170,7 @@ def _implausible(info: zipfile.ZipInfo, data_end: int) -> str | None:
     else:
         method = zipfile.compressor_names.get(info.compress_type, info.compress_type)
         return f"compression method {method}, which checkpoints do not use"
-    end = info.header_offset + _LOCAL_HEADER + len(info.orig_filename) + info.compress_size
-    if end > data_end:
+    if _data_end(info) > data_end:
         return f"it declares {info.compress_size} bytes, past the end of the archive's data"
     return None
 

@@ -96,10 +96,10 @@ def mutations(data: bytes, rng: random.Random):
     step = max(1, len(data) // 600)
     for cut in range(0, len(data), step):
         yield f"truncated at {cut}", data[:cut]
-    for _ in range(1500):
+    for _ in range(1000):
         at, bit = rng.randrange(len(data)), rng.randrange(8)
         yield f"bit {bit} of byte {at} flipped", _replace(data, at, bytes([data[at] ^ (1 << bit)]))
-    for _ in range(400):
+    for _ in range(300):
         at, run = rng.randrange(len(data)), rng.randrange(1, 9)
         value = rng.choice([b"\x00", b"\xff", b"\x7f", b"\x80"]) * run
         yield f"{run} bytes at {at} set to {value[:1]!r}", _replace(data, at, value)
@@ -212,21 +212,32 @@ def tensor_pickle(numel, offset, size, stride, dtype=dt.float32) -> bytes:
 def raw_zip(entries) -> bytes:
     """A zip archive written by hand: ``(name, payload, method, declared size, declared
     compressed size, crc)`` per record, so declared sizes can lie (zip64 fields when big)."""
-    out, central = bytearray(), bytearray()
+    out, central, offset = bytearray(), bytearray(), 0
     for name, payload, method, size, csize, crc in entries:
-        raw_name, offset = name.encode(), len(out)
+        raw_name = name.encode()
+        if payload is None:  # only a directory entry, for the previous record's bytes
+            central += central_entry(raw_name, offset, method, size, csize, crc)
+            continue
+        offset = len(out)
         zip64 = max(size, csize) >= 0xFFFFFFFF
         extra = struct.pack("<HHQQ", 1, 16, size, csize) if zip64 else b""
         small = (0xFFFFFFFF, 0xFFFFFFFF) if zip64 else (csize, size)
         local = struct.pack("<4s5H3I2H", b"PK\x03\x04", 45, 0, method, 0, 0x21, crc, *small,
                             len(raw_name), len(extra))  # fmt: skip
         out += local + raw_name + extra + payload
-        central += struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 45, 45, 0, method, 0, 0x21, crc,
-                               *small, len(raw_name), len(extra), 0, 0, 0, 0, offset)  # fmt: skip
-        central += raw_name + extra
+        central += central_entry(raw_name, offset, method, size, csize, crc)
     count = len(entries)
     end = struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, count, count, len(central), len(out), 0)
     return bytes(out + central + end)
+
+
+def central_entry(raw_name: bytes, offset: int, method: int, size: int, csize: int, crc: int):
+    zip64 = max(size, csize) >= 0xFFFFFFFF
+    extra = struct.pack("<HHQQ", 1, 16, size, csize) if zip64 else b""
+    small = (0xFFFFFFFF, 0xFFFFFFFF) if zip64 else (csize, size)
+    fields = (0x21, crc, *small, len(raw_name), len(extra), 0, 0, 0, 0, offset)
+    header = struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 45, 45, 0, method, 0, *fields)
+    return header + raw_name + extra
 
 
 def lying_archive(pickled: bytes, storage: bytes, size=None, csize=None, method=0, order=b"little"):
@@ -249,6 +260,7 @@ def _deflate(data: bytes) -> bytes:
 
 
 FOUR = bytes(16)  # a 4-element float32 storage
+PAIR = pickle.dumps(None)  # data.pkl of the overlap case (never reached)
 TB = 1 << 40
 
 LIES = {
@@ -269,6 +281,16 @@ LIES = {
             [("archive/data.pkl", b"\x80\x02N.", 0, TB, TB, zlib.crc32(b"\x80\x02N."))]
         ),
         "record archive/data.pkl is corrupt .*past the end of the archive's data",
+    ),
+    "records sharing their bytes": (
+        lambda: raw_zip(
+            [
+                ("archive/data.pkl", PAIR, 0, len(PAIR), len(PAIR), zlib.crc32(PAIR)),
+                ("archive/data/0", FOUR, 0, 16, 16, zlib.crc32(FOUR)),
+                ("archive/data/1", None, 0, 16, 16, zlib.crc32(FOUR)),
+            ]
+        ),
+        "records archive/data/0 and archive/data/1 overlap in the file",
     ),
     "stored sizes that disagree": (
         lambda: lying_archive(tensor_pickle(TB // 4, 0, (2,), (1,)), FOUR, size=TB),
