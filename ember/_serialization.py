@@ -1,7 +1,8 @@
 """Plain ``pickle`` and ``copy.deepcopy`` of tensors, and the dtype names the file formats use.
 
-``pickle.dumps(tensor)`` stores the values (contiguous bytes), dtype, shape, ``requires_grad``
-and, off the CPU, the device; unpickling rebuilds the tensor on that device, as PyTorch does.
+``pickle.dumps(tensor)`` stores the values (contiguous bytes), dtype, shape, ``requires_grad``,
+Python attributes and, off the CPU, the device; unpickling rebuilds the tensor on that device, as
+PyTorch does.
 Autograd history and storage sharing are not kept: ``ember.save`` is the format that keeps views
 sharing their storage. ``copy.deepcopy`` does keep sharing: tensors over one storage get copies
 over one new storage (the memo is keyed by storage, as in PyTorch).
@@ -57,6 +58,8 @@ def reduce_tensor(t):
     device = t._storage.device
     if device is not CPU:  # CPU pickles stay as they were, for readers of older ember
         args += (str(device),)
+    if t.__dict__:  # Python attributes, restored into __dict__ by pickle's BUILD
+        return (_rebuild_tensor, args, dict(t.__dict__))
     return (_rebuild_tensor, args)
 
 

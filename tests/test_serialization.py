@@ -529,6 +529,15 @@ def test_pickle_keeps_the_device(device):
         np.testing.assert_array_equal(out.detach().cpu().numpy(), obj.detach().cpu().numpy())
 
 
+def test_pickle_keeps_python_attributes(torch):
+    for lib in (ember, torch):
+        t = lib.ones(2)
+        t.note = {"step": 3}
+        assert pickle.loads(pickle.dumps(t)).note == {"step": 3}
+    buffer = pickle.loads(pickle.dumps(ember.nn.Buffer(ember.ones(1), persistent=False)))
+    assert type(buffer) is ember.nn.Buffer and buffer.persistent is False
+
+
 def test_unpickling_on_a_missing_device_says_so():
     from ember._serialization import _rebuild_tensor
 
