@@ -27,20 +27,24 @@ def _tensor(value, like):
     return E.full((), value, dtype=like.dtype, device=like.device)
 
 
-def _unreduce(g, ctx, dims_arg="dim", keepdim_arg="keepdim"):
-    """A reduction's output grad broadcast back over the input's reduced dims."""
+def _reduced_dims(ctx, dims_arg="dim") -> list:
+    """The sorted input dims a reduction folded; none for a 0-d input (dim 0 names no dim)."""
     shape = ctx.shape("input")
     dims = getattr(ctx, dims_arg)
-    keepdim = getattr(ctx, keepdim_arg)
+    if not shape:
+        return []
     if dims is None or dims == () or dims == []:
-        dims = tuple(range(len(shape)))
-    elif isinstance(dims, int):
-        dims = (dims,)
-    dims = sorted(d % max(len(shape), 1) for d in dims)
-    if not keepdim:
-        for d in dims:
+        return list(range(len(shape)))
+    dims = (dims,) if isinstance(dims, int) else dims
+    return sorted(d % len(shape) for d in dims)
+
+
+def _unreduce(g, ctx, dims_arg="dim", keepdim_arg="keepdim"):
+    """A reduction's output grad broadcast back over the input's reduced dims."""
+    if not getattr(ctx, keepdim_arg):
+        for d in _reduced_dims(ctx, dims_arg):
             g = g.unsqueeze(d)
-    return g.expand(shape)
+    return g.expand(ctx.shape("input"))
 
 
 def _sum(ctx, g):
@@ -53,12 +57,10 @@ def _prod(ctx, g):
     shape = ctx.shape("input")
     if x.numel() == 0:
         return g  # no elements, no products of others
-    dims = ctx.dim
-    if dims is None or dims in ((), []):
+    if ctx.dim is None or ctx.dim in ((), []) or not shape:
         flat = x.reshape(-1)
         return (g.reshape(-1) * _prod_others(flat, 0)).reshape(shape)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    dims = sorted(d % len(shape) for d in dims)
+    dims = _reduced_dims(ctx)
     keep = [d for d in range(len(shape)) if d not in dims]
     moved = x.permute(keep + dims)
     folded = moved.reshape(*moved.shape[: len(keep)], -1)

@@ -5,7 +5,7 @@ own autograd formula, so the graph holds one node either way."""
 from __future__ import annotations
 
 from ember import _dtype as dt
-from ember._tensor import Tensor, empty
+from ember._tensor import Tensor, empty, make
 
 from ._common import cast, contiguous, wrap_dim
 
@@ -28,9 +28,16 @@ def along_dim(op, x, dim, dtype=None):
     if kernel is None:
         return op.decomposition(x, d)
     out = empty(x._shape, x._dtype, dev)
-    if x._shape and 0 not in x._shape:
+    if not x._shape:  # one row of one element: the kernel must still write it
+        kernel(_as_vector(out), _as_vector(x), 0)
+    elif 0 not in x._shape:
         kernel(out, contiguous(x), d)
     return out
+
+
+def _as_vector(t: Tensor) -> Tensor:
+    """A 1-element 1-d view of a 0-d tensor."""
+    return make(t._storage, (1,), (1,), t._offset, t._dtype, True)
 
 
 def layer_norm(op, x, normalized_shape, weight=None, bias=None, eps=1e-5):
