@@ -69,8 +69,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     else:  # (G, out/G, K) @ (N, G, K, L): every group in one batched product
         per = out_c // groups
         out = OPS["matmul"](weight.reshape(groups, per, k), cols.view(n, groups, k, cols.shape[-1]))
-    oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
-    out = out.reshape(n, out_c, oh, -1)
+    oh, ow = ((size + 2 * padding[i] - spans[i]) // stride[i] + 1 for i, size in enumerate((h, w)))
+    out = out.reshape(n, out_c, oh, ow)  # sizes, not -1: an empty batch has no size to infer
     if bias is not None:
         out = out + bias.view(1, out_c, 1, 1)
     return out if batched else out.squeeze(0)

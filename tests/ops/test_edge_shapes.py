@@ -150,3 +150,98 @@ def test_zero_dim_softmax_is_written(name, device):
         del junk
         assert getattr(ember, name)(x, 0).item() == expected
         assert getattr(ember, name)(x, -1, dtype=ember.float64).item() == expected
+
+
+class P:
+    """A tensor argument of ``shape`` (values in [0.5, 1.5]), with a gradient unless ``grad``
+    is False (running statistics)."""
+
+    def __init__(self, *shape, grad: bool = True):
+        self.shape, self.grad = shape, grad
+
+
+# (function, input shape, further arguments (P for tensors), keyword arguments). Functions are
+# torch.nn.functional's, or torch's when F has none; ember has the same under the same name.
+EMPTY_BATCH_CASES = [
+    ("conv1d", (0, 2, 5), [P(3, 2, 3), P(3)], {}),
+    ("conv1d", (0, 4, 6), [P(4, 2, 3), P(4)], {"stride": 2, "padding": 1, "groups": 2}),
+    ("conv2d", (0, 2, 5, 5), [P(3, 2, 3, 3), P(3)], {"padding": 1}),
+    ("conv2d", (0, 4, 6, 6), [P(6, 2, 3, 3)], {"stride": 2, "dilation": 2, "groups": 2}),
+    ("conv2d", (0, 2, 5, 5), [P(3, 2, 2, 2)], {"padding": "same"}),
+    ("conv_transpose2d", (0, 2, 4, 4), [P(2, 3, 3, 3), P(3)], {"stride": 2, "output_padding": 1}),
+    ("conv_transpose2d", (0, 4, 3, 3), [P(4, 1, 2, 2)], {"groups": 2, "padding": 1}),
+    ("batch_norm", (0, 4, 3), [P(4, grad=False), P(4, grad=False), P(4), P(4)], {"training": True}),
+    ("batch_norm", (0, 4, 2, 2), [P(4, grad=False), P(4, grad=False), P(4), P(4)], {}),
+    ("group_norm", (0, 4, 3), [2, P(4), P(4)], {}),
+    ("group_norm", (0, 6, 2, 2), [3], {}),
+    ("instance_norm", (0, 4, 3), [], {}),
+    ("layer_norm", (0, 3, 4), [(4,), P(4), P(4)], {}),
+    ("max_pool1d", (0, 2, 4), [2], {}),
+    ("avg_pool1d", (0, 2, 4), [2], {}),
+    ("max_pool2d", (0, 2, 4, 4), [2], {"padding": 1}),
+    ("avg_pool2d", (0, 2, 4, 4), [3], {"stride": 1, "padding": 1}),
+    ("adaptive_avg_pool2d", (0, 2, 5, 5), [3], {}),
+    ("adaptive_max_pool2d", (0, 2, 5, 5), [3], {}),
+    ("adaptive_avg_pool1d", (0, 2, 5), [3], {}),
+    ("unfold", (0, 2, 4, 4), [2], {}),
+    ("fold", (0, 8, 9), [(4, 4), 2], {}),
+    ("linear", (0, 3), [P(2, 3), P(2)], {}),
+    ("matmul", (0, 2, 3), [P(0, 3, 4)], {}),
+    ("matmul", (0, 2, 3), [P(3, 4)], {}),
+    ("matmul", (2, 0, 3), [P(2, 3, 4)], {}),
+    ("matmul", (2, 2, 0), [P(2, 0, 4)], {}),
+    ("bmm", (0, 2, 3), [P(0, 3, 4)], {}),
+    ("bmm", (2, 3, 0), [P(2, 0, 4)], {}),
+]
+
+
+def _build(args, rng, device):
+    """Matching (ember, torch) argument lists: P becomes a random tensor in both."""
+    ours, theirs = [], []
+    for a in args:
+        if isinstance(a, P):
+            values = rng.uniform(0.5, 1.5, a.shape).astype(np.float32)
+            ours.append(ember.tensor(values, device=device, requires_grad=a.grad))
+            theirs.append(torch.tensor(values, requires_grad=a.grad))
+        else:
+            ours.append(a)
+            theirs.append(a)
+    return ours, theirs
+
+
+def _function(namespace, name):
+    return getattr(namespace.nn.functional, name, None) or getattr(namespace, name)
+
+
+def _case_id(name, shape, args, kwargs) -> str:
+    options = ",".join(f"{k}={v}" for k, v in kwargs.items())
+    return f"{name}-{'x'.join(map(str, shape))}" + (f"-{options}" if options else "")
+
+
+@pytest.mark.parametrize(
+    "name, shape, args, kwargs",
+    [pytest.param(*case, id=_case_id(*case)) for case in EMPTY_BATCH_CASES],
+)
+def test_empty_batches(name, shape, args, kwargs, device, rng):
+    """Zero-size batches (and zero-size inner dims) give PyTorch's empty result, and backward
+    gives the parameters PyTorch's (zero) gradients."""
+    ours, theirs = _build([P(*shape), *args], rng, device)
+    what = f"{name}{shape} with {kwargs} on {device}"
+    got = _function(ember, name)(*ours, **kwargs)
+    want = _function(torch, name)(*theirs, **kwargs)
+    assert_same(got, want, what)
+    got.sum().backward()
+    want.sum().backward()
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if isinstance(b, torch.Tensor) and b.requires_grad:
+            assert_same(a.grad, b.grad, f"{what}: gradient of argument {i}")
+
+
+def test_batch_norm_empty_batch_keeps_running_stats(device):
+    """PyTorch skips the statistics of an empty training batch: the running ones stay."""
+    mean, var = ember.zeros(3, device=device), ember.ones(3, device=device)
+    out = ember.nn.functional.batch_norm(ember.zeros(0, 3, device=device), mean, var, training=True)
+    assert out.shape == (0, 3)
+    assert mean.tolist() == [0.0] * 3 and var.tolist() == [1.0] * 3
+    with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
+        ember.nn.functional.batch_norm(ember.zeros(1, 3, device=device), mean, var, training=True)
