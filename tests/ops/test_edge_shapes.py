@@ -61,6 +61,8 @@ FLOATS = ("float32", "float64")
 def _np(t) -> np.ndarray:
     """A host float64 (or int64/bool) array of an ember or torch tensor, for comparison."""
     t = t.detach().cpu()
+    if 0 in t.shape:  # no data to read (a zero-size view's offset may lie past its storage)
+        return np.empty(tuple(t.shape))
     if t.dtype.is_floating_point:
         t = t.double()
     return np.asarray(t.numpy())
@@ -245,3 +247,53 @@ def test_batch_norm_empty_batch_keeps_running_stats(device):
     assert mean.tolist() == [0.0] * 3 and var.tolist() == [1.0] * 3
     with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
         ember.nn.functional.batch_norm(ember.zeros(1, 3, device=device), mean, var, training=True)
+
+
+ZERO_SIZE_VIEWS = {
+    "strided slice, then an empty narrow": lambda m: m.zeros(1)[::2].narrow(0, 1, 0),
+    "empty slice past the end": lambda m: m.zeros(3, dtype=m.int32)[5:],
+    "empty inner dim": lambda m: m.zeros(3, 0, 2)[:, :, 1:],
+    "column of an empty matrix": lambda m: m.zeros(0, 4)[:, 3],
+    "transposed empty": lambda m: m.zeros(2, 0, 3).transpose(0, 2)[::2],
+}
+
+
+@pytest.mark.parametrize("name", ZERO_SIZE_VIEWS)
+def test_zero_size_views_print(name, device):
+    """A zero-size view prints like PyTorch's, even where its offset lies past its storage."""
+    view = ZERO_SIZE_VIEWS[name](ember)
+    want = repr(ZERO_SIZE_VIEWS[name](torch)).replace("torch.", "ember.")
+    assert repr(view) == want
+    on_device = view.to(device) if device != "cpu" else view
+    assert repr(on_device).startswith("tensor([]")
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (0,), (2, 0, 3), (), (3,)], ids=str)
+@pytest.mark.parametrize("value", [0.0, 2.0])
+def test_nonzero_as_tuple(shape, value, device):
+    """One index vector per dim (a 0-d input counts as a 1-element vector), empty ones too."""
+    ours = ember.nonzero(ember.full(shape, value, device=device), as_tuple=True)
+    theirs = torch.nonzero(torch.full(shape, value), as_tuple=True)
+    assert_same(ours, theirs, f"nonzero({shape}, as_tuple=True) of {value} on {device}")
+    assert_same(ember.where(ember.full(shape, value, device=device) != 0), theirs, "where(c)")
+
+
+SPREAD_CALLS = [
+    ((True,), {}),
+    ((False,), {}),
+    ((1, True), {}),
+    ((1, False, True), {}),
+    ((0,), {"unbiased": False, "keepdim": True}),
+    (((0, 1),), {"correction": 0}),
+    ((), {"dim": 1, "correction": 2}),
+]
+
+
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+@pytest.mark.parametrize("args, kwargs", SPREAD_CALLS, ids=str)
+def test_spread_overloads(name, args, kwargs, device):
+    """``var(x, True)`` is PyTorch's ``var(input, bool unbiased)`` overload, in all four."""
+    values = np.arange(12.0).reshape(3, 4) ** 1.5
+    ours = getattr(ember, name)(ember.tensor(values, device=device), *args, **kwargs)
+    theirs = getattr(torch, name)(torch.tensor(values), *args, **kwargs)
+    assert_same(ours, theirs, f"{name}(x, *{args}, **{kwargs}) on {device}")
