@@ -113,6 +113,33 @@ def _extreme_dim(ctx, g_values, g_indices=None):
     )
 
 
+def _norm(ctx, g):
+    """PyTorch's norm_backward: no gradient through a zero norm, nor from zero elements where
+    |x|^(p-1) is infinite (p < 1); infinity norms share it between tied extremes."""
+    norm = _unreduce(ctx.result, ctx)
+    x = ctx.input.to(norm.dtype)
+    g = _unreduce(g, ctx)
+    p = 2.0 if ctx.p in ("fro", None) else float(ctx.p)
+    zero = E.zeros_like(norm)
+    if p == 0:
+        return None  # PyTorch: no gradient (a count of nonzeros)
+    if p == 1:
+        return E.sign(x) * g
+    if p == 2:
+        return g * E.where(norm == 0, zero, x / norm)
+    if math.isinf(p):
+        ties = (x.abs() == norm).to(norm.dtype)
+        dims = _reduced_dims(ctx)
+        count = _unreduce(ties.sum(dims, keepdim=True), _KeepCtx(ctx)) if dims else ties
+        return E.sign(x) * ties * g / count
+    if p < 1:
+        safe = E.where(x == 0, E.ones_like(x), x.abs())
+        scaled = E.sign(x) * E.where(x == 0, E.zeros_like(x), safe ** (p - 1))
+        return scaled * g * norm ** (1 - p)
+    scale = E.where(norm == 0, zero, g / norm ** (p - 1))
+    return (E.sign(x) * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)) * scale
+
+
 def _cumprod(ctx, g):
     x, result, dim = ctx.input, ctx.result, ctx.dim
     if x.ndim == 0:
@@ -676,6 +703,7 @@ FORMULAS = {
     "prod": F(_prod, save=("input",)),
     "amax": F(_extreme_all, save=("input", "result")),
     "amin": F(_extreme_all, save=("input", "result")),
+    "norm": F(_norm, save=("input", "result")),
     "max": F(_extreme_dim, save=("result",)),
     "min": F(_extreme_dim, save=("result",)),
     "cumsum": F(_reverse_cumsum),

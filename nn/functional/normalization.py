@@ -124,14 +124,10 @@ def instance_norm(
 
 
 def norm_at_least(input, p: float, dim: int, eps: float, keepdim: bool = False):
-    """``max(||input||_p, eps)`` along ``dim``, clamping ``sum |x|^p`` at ``eps^p`` before the
-    root: the same value, and at a zero vector PyTorch's gradient (none through the norm)
-    instead of 0 * inf = NaN."""
-    if p == math.inf:
-        return ember.clamp(input.abs().amax(dim, keepdim=keepdim), min=eps)
-    powered = input * input if p == 2 else input.abs() if p == 1 else input.abs() ** p
-    total = ember.clamp(powered.sum(dim, keepdim=keepdim), min=eps**p)
-    return ember.sqrt(total) if p == 2 else total if p == 1 else total ** (1.0 / p)
+    """``max(||input||_p, eps)`` along ``dim``, as PyTorch's ``norm(...).clamp_min(eps)``. The
+    norm's formula gives no gradient through a zero norm, so a zero vector gets PyTorch's
+    gradient instead of 0 * inf = NaN; clamping after the root keeps p <= 0 finite."""
+    return ember.clamp(ember.norm(input, p, dim, keepdim), min=eps)
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):

@@ -297,3 +297,71 @@ def test_spread_overloads(name, args, kwargs, device):
     ours = getattr(ember, name)(ember.tensor(values, device=device), *args, **kwargs)
     theirs = getattr(torch, name)(torch.tensor(values), *args, **kwargs)
     assert_same(ours, theirs, f"{name}(x, *{args}, **{kwargs}) on {device}")
+
+
+PADS_1D = [(-1, 2), (2, -3), (-2, -2), (3, -2), (-3, 1), (0, -8), (-2, 6), (-6, 1), (8, 0), (9, -1)]
+PADS_2D = [(-1, 2, 1, -1), (2, -1, -2, 2), (1, 1, -1, -1)]
+
+
+@pytest.mark.parametrize("mode", ["circular", "reflect", "replicate", "constant"])
+@pytest.mark.parametrize("pad", PADS_1D + PADS_2D, ids=str)
+def test_pad_negative(mode, pad, device):
+    """Negative pads crop (a circular pad wraps around what the crop keeps), values and
+    gradients as PyTorch's; where PyTorch refuses, ember refuses."""
+    shape = (1, 2, 8) if len(pad) == 2 else (1, 2, 5, 6)
+    values = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    ours_in = ember.tensor(values, device=device, requires_grad=True)
+    theirs_in = torch.tensor(values, requires_grad=True)
+    what = f"pad({shape}, {pad}, mode={mode}) on {device}"
+    ours, theirs = _both(
+        lambda: ember.nn.functional.pad(ours_in, pad, mode=mode),
+        lambda: torch.nn.functional.pad(theirs_in, pad, mode=mode),
+        what,
+    )
+    if theirs is None:
+        return
+    assert_same(ours, theirs, what)
+    weights = np.linspace(-1, 1, int(np.prod(theirs.shape)), dtype=np.float32)
+    (ours * ember.tensor(weights.reshape(theirs.shape), device=device)).sum().backward()
+    (theirs * torch.tensor(weights.reshape(theirs.shape))).sum().backward()
+    assert_same(ours_in.grad, theirs_in.grad, f"gradient of {what}")
+
+
+def test_circular_pad_wraps_a_crop_more_than_once(device):
+    """pad (-2, 7) keeps 6 elements and wraps them twice: PyTorch's values (its gradient
+    misses the second wrap, so the gradient is checked by counting)."""
+    values = np.arange(16, dtype=np.float32).reshape(1, 2, 8)
+    x = ember.tensor(values, device=device, requires_grad=True)
+    out = ember.nn.functional.pad(x, (-2, 7), mode="circular")
+    want = torch.nn.functional.pad(torch.tensor(values), (-2, 7), mode="circular")
+    assert_same(out, want, f"circular pad (-2, 7) on {device}")
+    out.sum().backward()
+    picks = np.bincount(2 + np.arange(13) % 6, minlength=8).astype(np.float64)
+    np.testing.assert_array_equal(_np(x.grad), np.broadcast_to(picks, (1, 2, 8)))
+
+
+NORM_ROWS = [[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [0.0, 2.0, -1.0], [-4.0, 4.0, 0.5]]
+ORDERS = [-2.5, -1, 0, 0.5, 1, 1.5, 2, 3, float("inf"), float("-inf")]
+
+
+@pytest.mark.parametrize("p", ORDERS, ids=str)
+@pytest.mark.parametrize("name", ["norm", "normalize"])
+def test_norm_orders_with_zeros(name, p, device):
+    """Every order, with zero vectors and zero elements: PyTorch's values (F.normalize with
+    p < 0 once gave 1e12-scaled garbage) and PyTorch's gradients (none through a zero norm,
+    none from a zero element where |x|^(p-1) is infinite), not NaN."""
+    ours_in = ember.tensor(NORM_ROWS, device=device, requires_grad=True)
+    theirs_in = torch.tensor(NORM_ROWS, requires_grad=True)
+    if name == "norm":
+        ours, theirs = ember.norm(ours_in, p, 1), torch.norm(theirs_in, p, 1)
+    else:
+        ours = ember.nn.functional.normalize(ours_in, p=p)
+        theirs = torch.nn.functional.normalize(theirs_in, p=p)
+    what = f"{name}(p={p}) on {device}"
+    assert_same(ours, theirs, what, rtol=1e-5, atol=1e-5)
+    ours.sum().backward()
+    theirs.sum().backward()
+    if theirs_in.grad is None:  # p=0: a count, no gradient at all
+        assert ours_in.grad is None, what
+    else:
+        assert_same(ours_in.grad, theirs_in.grad, f"gradient of {what}", rtol=1e-4, atol=1e-4)
