@@ -365,3 +365,79 @@ def test_norm_orders_with_zeros(name, p, device):
         assert ours_in.grad is None, what
     else:
         assert_same(ours_in.grad, theirs_in.grad, f"gradient of {what}", rtol=1e-4, atol=1e-4)
+
+
+# (input, repeats (a list: a tensor of them), dim, output_size)
+REPEAT_CASES = [
+    ([[1.0, 2.0], [3.0, 4.0]], [1, 2], 0, None),
+    ([[1.0, 2.0], [3.0, 4.0]], [0, 3], 1, None),
+    ([[1.0, 2.0], [3.0, 4.0]], [1, 2], 0, 3),
+    ([[1.0, 2.0], [3.0, 4.0]], [2], None, None),
+    ([[1.0, 2.0], [3.0, 4.0]], 2, None, 8),
+    ([[1.0, 2.0], [3.0, 4.0]], 0, 1, None),
+    ([1.0, 2.0, 3.0], [3, 0, 1], None, None),
+    ([[1.0, 2.0], [3.0, 4.0]], [1, -2], 0, None),
+    ([[1.0, 2.0], [3.0, 4.0]], [1, 2, 3], 0, None),
+    ([[1.0, 2.0], [3.0, 4.0]], [1, 2], 0, 4),
+    ([[1.0, 2.0], [3.0, 4.0]], -1, None, None),
+    ([[1.0, 2.0], [3.0, 4.0]], 2, None, 5),
+]
+
+
+@pytest.mark.parametrize("values, repeats, dim, output_size", REPEAT_CASES, ids=str)
+def test_repeat_interleave(values, repeats, dim, output_size, device):
+    """Int or tensor repeats, dim and output_size: PyTorch's values and gradients, and its
+    refusals (negative repeats, wrong sizes, an output_size that does not match)."""
+    x = ember.tensor(values, device=device, requires_grad=True)
+    tx = torch.tensor(values, requires_grad=True)
+    r = ember.tensor(repeats, device=device) if isinstance(repeats, list) else repeats
+    tr = torch.tensor(repeats) if isinstance(repeats, list) else repeats
+    what = f"repeat_interleave({values}, {repeats}, {dim}, output_size={output_size})"
+    ours, theirs = _both(
+        lambda: ember.repeat_interleave(x, r, dim, output_size=output_size),
+        lambda: torch.repeat_interleave(tx, tr, dim, output_size=output_size),
+        what,
+    )
+    if theirs is not None:
+        assert_same(ours, theirs, what)
+        assert_same(x.repeat_interleave(r, dim), tx.repeat_interleave(tr, dim), "method")
+        ours.sum().backward()
+        theirs.sum().backward()
+        assert_same(x.grad, tx.grad, f"gradient of {what}")
+
+
+@pytest.mark.parametrize("repeats", [[1, 2, 3], [0, 2], [], [4]], ids=str)
+def test_repeat_interleave_of_repeats(repeats, device):
+    """``repeat_interleave(repeats)``: position i, repeats[i] times (and with output_size)."""
+    ours = ember.repeat_interleave(ember.tensor(repeats, dtype=ember.int64, device=device))
+    theirs = torch.repeat_interleave(torch.tensor(repeats, dtype=torch.int64))
+    assert_same(ours, theirs, f"repeat_interleave({repeats})")
+    sized = ember.repeat_interleave(
+        ember.tensor(repeats, dtype=ember.int64, device=device), output_size=sum(repeats)
+    )
+    assert_same(sized, theirs, f"repeat_interleave({repeats}, output_size={sum(repeats)})")
+
+
+# (input shape, weight shape, keyword arguments)
+TRANSPOSED_CASES = [
+    ((2, 4, 5, 5), (4, 3, 3, 3), {"groups": 2, "stride": 2, "output_padding": 1, "padding": 1}),
+    ((2, 4, 5, 5), (4, 1, 3, 2), {"groups": 4, "stride": (2, 3), "output_padding": (1, 2)}),
+    ((1, 6, 4, 3), (6, 2, 3, 3), {"groups": 3, "stride": 3, "output_padding": (2, 1)}),
+    ((1, 4, 4, 3), (4, 2, 3, 3), {"groups": 2, "stride": 2, "output_padding": 1, "dilation": 2}),
+    ((4, 5, 5), (4, 3, 3, 3), {"groups": 2, "stride": 2, "output_padding": 1}),
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", TRANSPOSED_CASES, ids=str)
+def test_conv_transpose2d_output_padding_groups(x_shape, w_shape, kwargs, device, rng):
+    """output_padding with groups: values and the gradients of input, weight and bias."""
+    bias_size = w_shape[1] * kwargs["groups"]
+    ours, theirs = _build([P(*x_shape), P(*w_shape), P(bias_size)], rng, device)
+    got = ember.nn.functional.conv_transpose2d(*ours, **kwargs)
+    want = torch.nn.functional.conv_transpose2d(*theirs, **kwargs)
+    assert_same(got, want, f"conv_transpose2d {kwargs}", rtol=1e-4, atol=1e-4)
+    weights = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+    (got * ember.tensor(weights, device=device)).sum().backward()
+    (want * torch.tensor(weights)).sum().backward()
+    for name, a, b in zip(("input", "weight", "bias"), ours, theirs):
+        assert_same(a.grad, b.grad, f"gradient of {name}", rtol=1e-4, atol=1e-4)
