@@ -441,3 +441,44 @@ def test_conv_transpose2d_output_padding_groups(x_shape, w_shape, kwargs, device
     (want * torch.tensor(weights)).sum().backward()
     for name, a, b in zip(("input", "weight", "bias"), ours, theirs):
         assert_same(a.grad, b.grad, f"gradient of {name}", rtol=1e-4, atol=1e-4)
+
+
+# (function, input shape, weight shape, keyword arguments): every dimensionality, and
+# transposed ones with output_padding >= stride (allowed below the dilation).
+CONV_FAMILY_CASES = [
+    ("conv1d", (2, 4, 9), (6, 2, 3), {"stride": 2, "padding": 1, "groups": 2}),
+    ("conv3d", (2, 4, 5, 6, 5), (6, 2, 3, 2, 3), {"stride": (2, 1, 2), "padding": 1, "groups": 2}),
+    ("conv3d", (3, 5, 4, 6), (2, 3, 2, 3, 3), {"dilation": (2, 1, 2), "padding": "same"}),
+    ("conv3d", (0, 2, 4, 4, 4), (3, 2, 2, 2, 2), {}),
+    ("conv_transpose1d", (2, 4, 5), (4, 3, 3), {"stride": 3, "output_padding": 2, "groups": 2}),
+    ("conv_transpose1d", (2, 4, 5), (4, 3, 3), {"output_padding": 1, "dilation": 2}),
+    ("conv_transpose2d", (1, 4, 4, 3), (4, 2, 3, 3), {"output_padding": 1, "dilation": 2}),
+    ("conv_transpose2d", (1, 2, 3, 3), (2, 2, 3, 3), {"output_padding": (2, 0), "dilation": 3,
+                                                       "padding": 1, "stride": (1, 2)}),
+    ("conv_transpose3d", (2, 4, 3, 4, 3), (4, 1, 2, 3, 2), {"stride": 2, "output_padding": 1,
+                                                             "padding": (1, 0, 1), "groups": 2}),
+    ("conv_transpose3d", (1, 2, 3, 3, 3), (2, 2, 3, 2, 2), {"output_padding": (1, 0, 1),
+                                                             "dilation": (2, 1, 2)}),
+    ("conv_transpose3d", (0, 2, 3, 3, 3), (2, 2, 2, 2, 2), {"stride": 2}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, x_shape, w_shape, kwargs",
+    [pytest.param(*case, id=f"{case[0]}-{i}") for i, case in enumerate(CONV_FAMILY_CASES)],
+)
+def test_conv_family(name, x_shape, w_shape, kwargs, device, rng):
+    """conv1d/3d and conv_transpose1d/2d/3d against PyTorch: values and the gradients of
+    input, weight and bias (3-D ones are sums of 2-D ones per kernel depth)."""
+    transposed = name.startswith("conv_transpose")
+    out_channels = w_shape[1] * kwargs.get("groups", 1) if transposed else w_shape[0]
+    ours, theirs = _build([P(*x_shape), P(*w_shape), P(out_channels)], rng, device)
+    got = getattr(ember.nn.functional, name)(*ours, **kwargs)
+    want = getattr(torch.nn.functional, name)(*theirs, **kwargs)
+    what = f"{name}{x_shape} with {kwargs} on {device}"
+    assert_same(got, want, what, rtol=1e-4, atol=1e-4)
+    weights = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+    (got * ember.tensor(weights, device=device)).sum().backward()
+    (want * torch.tensor(weights)).sum().backward()
+    for arg, a, b in zip(("input", "weight", "bias"), ours, theirs):
+        assert_same(a.grad, b.grad, f"gradient of {arg}: {what}", rtol=1e-4, atol=1e-4)
