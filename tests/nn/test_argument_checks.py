@@ -258,12 +258,12 @@ def _factory(module, device=None):
     return lambda *shape: ember.randn(*shape, device=device)
 
 
-def _refused(call, phrase: str, device: str) -> None:
+def _refused(call, phrase: str, device: str, make=_factory) -> None:
     with pytest.raises(Exception) as theirs:
-        call(TF, _factory(torch))
+        call(TF, make(torch, None))
     assert phrase in str(theirs.value), f"the table's phrase is not PyTorch's: {theirs.value}"
     with pytest.raises(type(theirs.value)) as ours:
-        call(EF, _factory(ember, device))
+        call(EF, make(ember, device))
     assert phrase in str(ours.value), f"ember's message lacks PyTorch's {phrase!r}"
 
 
@@ -295,3 +295,89 @@ def test_window_rows_check_before_kernels(device_op, device):
     }
     with pytest.raises(RuntimeError, match="dilation should be greater than zero"):
         calls[device_op]()
+
+
+# id -> (call(m, f, v): m is torch or ember, f its nn.functional, v(values) a tensor of it;
+#        PyTorch's key phrase)
+NAN = float("nan")
+INF = float("inf")
+PROBABILITY_CASES = {
+    "multinomial negative": (
+        lambda m, f, v: m.multinomial(v([0.5, -0.1, 0.6]), 1),
+        "probability tensor contains either `inf`, `nan` or element < 0",
+    ),
+    "multinomial nan": (
+        lambda m, f, v: m.multinomial(v([[0.5, 0.5], [0.5, NAN]]), 1, True),
+        "probability tensor contains either `inf`, `nan` or element < 0",
+    ),
+    "multinomial inf": (
+        lambda m, f, v: m.multinomial(v([0.5, INF]), 1),
+        "probability tensor contains either `inf`, `nan` or element < 0",
+    ),
+    "multinomial all zero": (
+        lambda m, f, v: m.multinomial(v([0.0, 0.0]), 1, True),
+        "invalid multinomial distribution (sum of probabilities <= 0)",
+    ),
+    "multinomial a zero row": (
+        lambda m, f, v: m.multinomial(v([[0.2, 0.3], [0.0, 0.0]]), 1),
+        "invalid multinomial distribution (sum of probabilities <= 0)",
+    ),
+    "multinomial more than categories": (
+        lambda m, f, v: m.multinomial(v([0.5, 0.5]), 3),
+        "cannot sample n_sample > prob_dist.size(-1) samples without replacement",
+    ),
+    "multinomial no samples": (
+        lambda m, f, v: m.multinomial(v([0.5, 0.5]), 0),
+        "cannot sample n_sample <= 0 samples",
+    ),
+    "multinomial 3-D": (
+        lambda m, f, v: m.multinomial(v([[[0.5, 0.5]]]), 1),
+        "prob_dist must be 1 or 2 dim",
+    ),
+    "bernoulli above 1": (
+        lambda m, f, v: m.bernoulli(v([0.5, 1.5])),
+        "Expected p_in >= 0 && p_in <= 1 to be true, but got false",
+    ),
+    "bernoulli below 0": (
+        lambda m, f, v: m.bernoulli(v([[0.5], [-0.5]])),
+        "Expected p_in >= 0 && p_in <= 1 to be true, but got false",
+    ),
+    "bernoulli nan": (
+        lambda m, f, v: m.bernoulli(v([0.5, NAN])),
+        "Expected p_in >= 0 && p_in <= 1 to be true, but got false",
+    ),
+    "bernoulli float p": (
+        lambda m, f, v: m.bernoulli(v([0.0, 0.0]), p=1.5),
+        "expects p to be in [0, 1], but got p=1.5",
+    ),
+    "bernoulli_ float p": (
+        lambda m, f, v: v([0.0, 0.0]).bernoulli_(1.5),
+        "expects p to be in [0, 1], but got p=1.5",
+    ),
+    "bernoulli_ tensor p": (
+        lambda m, f, v: v([0.0, 0.0]).bernoulli_(v([0.5, -1.0])),
+        "Expected p_in >= 0 && p_in <= 1 to be true, but got false",
+    ),
+    "dropout above 1": (
+        lambda m, f, v: f.dropout(v([1.0, 2.0]), 1.5),
+        "dropout probability has to be between 0 and 1, but got 1.5",
+    ),
+    "dropout below 0": (
+        lambda m, f, v: f.dropout(v([1.0, 2.0]), -0.1, training=False),
+        "dropout probability has to be between 0 and 1, but got -0.1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", PROBABILITY_CASES)
+def test_probability_arguments_refused(case, device):
+    """Sampling from impossible probabilities is refused as PyTorch refuses it (these checks
+    read the whole tensor, with one reduction, as PyTorch's do)."""
+    call, phrase = PROBABILITY_CASES[case]
+    _refused(lambda f, v: call(torch if f is TF else ember, f, v), phrase, device, _values)
+
+
+def _values(module, device=None):
+    if module is torch:
+        return lambda values: torch.tensor(values)
+    return lambda values: ember.tensor(values, device=device)
