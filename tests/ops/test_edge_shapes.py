@@ -482,3 +482,46 @@ def test_conv_family(name, x_shape, w_shape, kwargs, device, rng):
     (want * torch.tensor(weights)).sum().backward()
     for arg, a, b in zip(("input", "weight", "bias"), ours, theirs):
         assert_same(a.grad, b.grad, f"gradient of {arg}: {what}", rtol=1e-4, atol=1e-4)
+
+
+# Every dim sliced with a step: no two dims merge, so a kernel walks all 10 (xpu's kernels
+# walk at most 8 at once, and used to refuse such layouts).
+TEN_DIMS = (slice(None, None, 2),) * 10
+INDEX_PAST_EIGHT = {
+    "gather": lambda m, x, i, dim, on: m.gather(x, dim, i),
+    "scatter_add": lambda m, x, i, dim, on: m.zeros((4,) * 10, **on)[TEN_DIMS].scatter_add(
+        dim, i, x
+    ),
+    "index_select": lambda m, x, i, dim, on: m.index_select(x, dim, i.flatten()[:3] % 2),
+    "index_add": lambda m, x, i, dim, on: m.zeros((4,) * 10, **on)[TEN_DIMS].index_add(
+        dim, m.arange(1, -1, -1, **on), x.narrow(dim, 0, 2)
+    ),
+}
+
+
+@pytest.mark.parametrize("dim", [0, 4, 9])
+@pytest.mark.parametrize("name", INDEX_PAST_EIGHT)
+def test_index_ops_past_eight_dims(name, dim, device, rng):
+    """Index ops over 10-dim layouts that cannot be merged, along a leading, middle or last dim."""
+    values = rng.standard_normal((4,) * 10).astype(np.float32)
+    index = rng.integers(0, 2, size=(4,) * 10)
+    theirs = INDEX_PAST_EIGHT[name](
+        torch, torch.tensor(values)[TEN_DIMS], torch.tensor(index)[TEN_DIMS], dim, {}
+    )
+    x = ember.tensor(values, device=device)[TEN_DIMS]
+    i = ember.tensor(index, device=device)[TEN_DIMS]
+    ours = INDEX_PAST_EIGHT[name](ember, x, i, dim, {"device": device})
+    assert_same(ours, theirs, f"{name} along dim {dim} of a 10-dim layout on {device}")
+
+
+def test_nonzero_past_eight_dims(device):
+    """nonzero writes one coordinate per dim: where a device cannot (xpu past 8 dims) it says
+    so, naming the op, the device and the rank; elsewhere it answers as PyTorch."""
+    x = ember.ones((1,) * 9 + (2,), device=device)
+    try:
+        ours = ember.nonzero(x)
+    except RuntimeError as exc:
+        assert device.startswith("xpu"), f"only xpu may refuse: {exc}"
+        assert "nonzero" in str(exc) and "10-dim" in str(exc) and "xpu:0" in str(exc)
+        return
+    assert_same(ours, torch.nonzero(torch.ones((1,) * 9 + (2,))), f"nonzero on {device}")
