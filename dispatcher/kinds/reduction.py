@@ -69,7 +69,9 @@ def reduce(op, x, dim=None, keepdim=False, dtype=None):
     _check_tensor(op, x)
     if x._dtype not in op.dtypes:
         raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name}')
-    dims = reduced_dims(dim, len(x._shape), op.name)
+    dims = wrap_dims(dim if dim != () else None, len(x._shape), op.name)
+    if not x._shape:
+        dims = ()  # dim 0 of a 0-d tensor names no dim to fold (see reduced_dims)
     _check_nonempty(op, x, dims)
     out_dtype = result_dtype(op, x._dtype, dtype)
     if dtype is not None and x._dtype is not dtype:
