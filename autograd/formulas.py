@@ -394,6 +394,8 @@ def _unfold(ctx, g):
     shape, _, device = ctx.meta("input")
     if math.prod(shape) == 0 or g.numel() == 0:
         return E.zeros(shape, dtype=g.dtype, device=device)
+    if not shape:  # every window of a 0-d input is that one element
+        return g.sum()
     stride = contiguous_strides(shape)
     d = ctx.dimension % max(len(shape), 1) if shape else 0
     length, step_stride = (shape[d], stride[d]) if shape else (1, 1)
