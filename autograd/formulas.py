@@ -27,20 +27,24 @@ def _tensor(value, like):
     return E.full((), value, dtype=like.dtype, device=like.device)
 
 
-def _unreduce(g, ctx, dims_arg="dim", keepdim_arg="keepdim"):
-    """A reduction's output grad broadcast back over the input's reduced dims."""
+def _reduced_dims(ctx, dims_arg="dim") -> list:
+    """The sorted input dims a reduction folded; none for a 0-d input (dim 0 names no dim)."""
     shape = ctx.shape("input")
     dims = getattr(ctx, dims_arg)
-    keepdim = getattr(ctx, keepdim_arg)
+    if not shape:
+        return []
     if dims is None or dims == () or dims == []:
-        dims = tuple(range(len(shape)))
-    elif isinstance(dims, int):
-        dims = (dims,)
-    dims = sorted(d % max(len(shape), 1) for d in dims)
-    if not keepdim:
-        for d in dims:
+        return list(range(len(shape)))
+    dims = (dims,) if isinstance(dims, int) else dims
+    return sorted(d % len(shape) for d in dims)
+
+
+def _unreduce(g, ctx, dims_arg="dim", keepdim_arg="keepdim"):
+    """A reduction's output grad broadcast back over the input's reduced dims."""
+    if not getattr(ctx, keepdim_arg):
+        for d in _reduced_dims(ctx, dims_arg):
             g = g.unsqueeze(d)
-    return g.expand(shape)
+    return g.expand(ctx.shape("input"))
 
 
 def _sum(ctx, g):
@@ -53,12 +57,10 @@ def _prod(ctx, g):
     shape = ctx.shape("input")
     if x.numel() == 0:
         return g  # no elements, no products of others
-    dims = ctx.dim
-    if dims is None or dims in ((), []):
+    if ctx.dim is None or ctx.dim in ((), []) or not shape:
         flat = x.reshape(-1)
         return (g.reshape(-1) * _prod_others(flat, 0)).reshape(shape)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    dims = sorted(d % len(shape) for d in dims)
+    dims = _reduced_dims(ctx)
     keep = [d for d in range(len(shape)) if d not in dims]
     moved = x.permute(keep + dims)
     folded = moved.reshape(*moved.shape[: len(keep)], -1)
@@ -109,6 +111,33 @@ def _extreme_dim(ctx, g_values, g_indices=None):
     return E.zeros(shape, dtype=g_values.dtype, device=g_values.device).scatter(
         ctx.dim, indices, g_values
     )
+
+
+def _norm(ctx, g):
+    """PyTorch's norm_backward: no gradient through a zero norm, nor from zero elements where
+    |x|^(p-1) is infinite (p < 1); infinity norms share it between tied extremes."""
+    norm = _unreduce(ctx.result, ctx)
+    x = ctx.input.to(norm.dtype)
+    g = _unreduce(g, ctx)
+    p = 2.0 if ctx.p in ("fro", None) else float(ctx.p)
+    zero = E.zeros_like(norm)
+    if p == 0:
+        return None  # PyTorch: no gradient (a count of nonzeros)
+    if p == 1:
+        return E.sign(x) * g
+    if p == 2:
+        return g * E.where(norm == 0, zero, x / norm)
+    if math.isinf(p):
+        ties = (x.abs() == norm).to(norm.dtype)
+        dims = _reduced_dims(ctx)
+        count = _unreduce(ties.sum(dims, keepdim=True), _KeepCtx(ctx)) if dims else ties
+        return E.sign(x) * ties * g / count
+    if p < 1:
+        safe = E.where(x == 0, E.ones_like(x), x.abs())
+        scaled = E.sign(x) * E.where(x == 0, E.zeros_like(x), safe ** (p - 1))
+        return scaled * g * norm ** (1 - p)
+    scale = E.where(norm == 0, zero, g / norm ** (p - 1))
+    return (E.sign(x) * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)) * scale
 
 
 def _cumprod(ctx, g):
@@ -365,6 +394,8 @@ def _unfold(ctx, g):
     shape, _, device = ctx.meta("input")
     if math.prod(shape) == 0 or g.numel() == 0:
         return E.zeros(shape, dtype=g.dtype, device=device)
+    if not shape:  # every window of a 0-d input is that one element
+        return g.sum()
     stride = contiguous_strides(shape)
     d = ctx.dimension % max(len(shape), 1) if shape else 0
     length, step_stride = (shape[d], stride[d]) if shape else (1, 1)
@@ -674,6 +705,7 @@ FORMULAS = {
     "prod": F(_prod, save=("input",)),
     "amax": F(_extreme_all, save=("input", "result")),
     "amin": F(_extreme_all, save=("input", "result")),
+    "norm": F(_norm, save=("input", "result")),
     "max": F(_extreme_dim, save=("result",)),
     "min": F(_extreme_dim, save=("result",)),
     "cumsum": F(_reverse_cumsum),

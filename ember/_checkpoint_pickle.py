@@ -122,13 +122,43 @@ def _encode(text: str, encoding: str = "latin1") -> bytes:
     return codecs.encode(text, "latin1")
 
 
+def _bytearray(source=b"", *encoding):
+    # Pickles rebuild a bytearray from its contents; bytearray(n) would allocate n bytes for a
+    # number the file chose, so only contents are accepted.
+    if not isinstance(source, (bytes, str)):
+        raise pickle.UnpicklingError(
+            f"bytearray() from a {type(source).__name__} is not allowed; only from its bytes"
+        )
+    return bytearray(source, *encoding)
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    """How torch.save writes a tensor with Python attributes (or of a subclass): the tensor
+    from ``func(*args)``, as ``new_type``, with ``state`` as its attributes."""
+    made = func(*args) if isinstance(args, tuple) else None
+    if not isinstance(made, Tensor) or not (
+        isinstance(new_type, type) and issubclass(new_type, Tensor)
+    ):
+        raise pickle.UnpicklingError("_rebuild_from_type_v2 must rebuild a tensor as a tensor type")
+    if type(made) is not new_type:
+        made = made.as_subclass(new_type)
+    if isinstance(state, tuple) and len(state) == 2 and not state[1]:
+        state = state[0]  # (attributes, no slots)
+    if state is not None and not isinstance(state, dict):
+        raise pickle.UnpicklingError(f"a tensor's saved attributes must be a dict, not {state!r}")
+    # Into __dict__ directly: an entry there can never shadow the tensor's own slots.
+    made.__dict__.update(state or {})
+    return made
+
+
 def torch_globals(rebuild_tensor, rebuild_tensor_v3, rebuild_parameter) -> dict:
     table = {
         ("collections", "OrderedDict"): collections.OrderedDict,
+        ("collections", "Counter"): collections.Counter,
         ("builtins", "set"): set,
         ("builtins", "frozenset"): frozenset,
         ("builtins", "complex"): complex,
-        ("builtins", "bytearray"): bytearray,
+        ("builtins", "bytearray"): _bytearray,
         ("builtins", "slice"): slice,
         ("_codecs", "encode"): _encode,
         ("torch", "Size"): Size,
@@ -137,7 +167,11 @@ def torch_globals(rebuild_tensor, rebuild_tensor_v3, rebuild_parameter) -> dict:
         ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor,
         ("torch._utils", "_rebuild_tensor_v3"): rebuild_tensor_v3,
         ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
+        ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+        ("torch", "Tensor"): Tensor,
     }
+    if parameter_class() is not None:
+        table["torch.nn.parameter", "Parameter"] = parameter_class()
     for d, (storage, _) in DTYPE_NAMES.items():
         table["torch", storage] = StorageType(d)
         table["torch", d.name] = d
@@ -155,7 +189,8 @@ def _load_build(unpickler) -> None:
     inst = unpickler.stack[-2]
     if type(inst) not in (dict, collections.OrderedDict) or not isinstance(state, dict):
         raise Refused(
-            f"weights_only load refuses to set the state of a {type(inst).__name__} object"
+            f"{unpickler.what}: weights_only load refuses to set the state of a "
+            f"{type(inst).__name__} object"
         )
     pickle._Unpickler.dispatch[pickle.BUILD[0]](unpickler)
 

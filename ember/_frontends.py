@@ -146,12 +146,17 @@ def _correction(unbiased, correction):
     return 0 if unbiased is False else 1
 
 
+def _unbiased_overload(dim, unbiased):
+    """PyTorch's ``var(input, bool unbiased)`` overload (also std, var_mean, std_mean): a bool
+    second argument is ``unbiased``, not a dim."""
+    return (None, dim) if isinstance(dim, bool) else (dim, unbiased)
+
+
 def _spread(name):
     """The function and the method ``var``/``std`` (``unbiased`` positional, as in PyTorch)."""
 
     def method(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        if isinstance(dim, bool):  # var(x, unbiased)
-            dim, unbiased = None, dim
+        dim, unbiased = _unbiased_overload(dim, unbiased)
         return OPS[name](input, dim, _correction(unbiased, correction), keepdim)
 
     def spread(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
@@ -169,12 +174,14 @@ std, _std = _spread("std")
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    dim, unbiased = _unbiased_overload(dim, unbiased)
     return _var(input, dim, unbiased, keepdim, correction=correction), OPS["mean"](
         input, dim, keepdim
     )
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    dim, unbiased = _unbiased_overload(dim, unbiased)
     return _std(input, dim, unbiased, keepdim, correction=correction), OPS["mean"](
         input, dim, keepdim
     )
@@ -208,8 +215,8 @@ def _nonzero(input, *, as_tuple=False):
     found = OPS["nonzero"](input)
     if not as_tuple:
         return found
-    if input.ndim == 0:
-        return (found.reshape(-1),)
+    if input.ndim == 0:  # PyTorch answers as for the 1-element vector
+        return (OPS["nonzero"](input.reshape(1)).reshape(-1),)
     return tuple(found[:, i] for i in range(input.ndim))
 
 

@@ -148,20 +148,20 @@ def _with_suffixes(text: str, suffixes: list, indent: int) -> str:
 def tensor_repr(t) -> str:
     prefix = "tensor("
     indent = len(prefix)
-    array = t.detach().cpu().numpy()
     floating = t.dtype.is_floating_point
-    if floating:
-        array = array.astype(np.float64)  # float16/bfloat16 print through float64, as in PyTorch
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
-    if array.size == 0:
+    if 0 in t.shape:  # nothing to read: a zero-size view's offset may lie past its storage
         body = "[]"
-        if array.ndim != 1:
-            suffixes.append(f"size={tuple(array.shape)}")
+        if len(t.shape) != 1:
+            suffixes.append(f"size={tuple(t.shape)}")
         if t.dtype is not dt.DEFAULTS.float:  # nothing to infer the dtype from
             suffixes.append(f"dtype={t.dtype!r}")
     else:
+        array = t.detach().cpu().numpy()
+        if floating:  # float16/bfloat16 print through float64, as in PyTorch
+            array = array.astype(np.float64)
         if not PrintOptions.edgeitems:
             suffixes.append(f"size={tuple(array.shape)}")
         if t.dtype not in (dt.DEFAULTS.float, dt.int64, dt.bool_):

@@ -1,16 +1,22 @@
-"""Plain ``pickle`` support for tensors, and the dtype names the checkpoint formats use.
+"""Plain ``pickle`` and ``copy.deepcopy`` of tensors, and the dtype names the file formats use.
 
-``pickle.dumps(tensor)`` stores the values (contiguous bytes), dtype, shape and
-``requires_grad``; unpickling rebuilds a CPU tensor. Autograd history and storage sharing are
-not kept: ``ember.save`` is the format that keeps views sharing their storage.
+``pickle.dumps(tensor)`` stores the values (contiguous bytes), dtype, shape, ``requires_grad``,
+Python attributes and, off the CPU, the device; unpickling rebuilds the tensor on that device, as
+PyTorch does.
+Autograd history and storage sharing are not kept: ``ember.save`` is the format that keeps views
+sharing their storage. ``copy.deepcopy`` does keep sharing: tensors over one storage get copies
+over one new storage (the memo is keyed by storage, as in PyTorch).
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 
 from . import _dtype as dt
 from ._device import CPU
+from ._device import device as Device
 from ._tensor import Tensor, host_array, make
 
 # How each file format names ember's dtypes: PyTorch's storage classes in checkpoints
@@ -46,17 +52,72 @@ def storage_bytes(storage) -> np.ndarray:
 
 
 def reduce_tensor(t):
-    """``Tensor.__reduce_ex__``: rebuild from bytes + dtype + shape (+ the subclass)."""
+    """``Tensor.__reduce_ex__``: rebuild from bytes + dtype + shape (+ subclass, + device)."""
     cls = None if type(t) is Tensor else type(t)
-    return (_rebuild_tensor, (host_values(t).tobytes(), t._dtype, t._shape, t._requires_grad, cls))
+    args = (host_values(t).tobytes(), t._dtype, t._shape, t._requires_grad, cls)
+    device = t._storage.device
+    if device is not CPU:  # CPU pickles stay as they were, for readers of older ember
+        args += (str(device),)
+    if t.__dict__:  # Python attributes, restored into __dict__ by pickle's BUILD
+        return (_rebuild_tensor, args, dict(t.__dict__))
+    return (_rebuild_tensor, args)
 
 
-def _rebuild_tensor(data: bytes, dtype, shape: tuple, requires_grad: bool, cls=None):
+def _rebuild_tensor(data: bytes, dtype, shape: tuple, requires_grad: bool, cls=None, device=None):
     from ._factories import from_numpy
 
     # A bytearray copy, so the tensor owns writable memory (bytes are immutable).
     array = np.frombuffer(bytearray(data), dtype=dtype.np).reshape(shape)
     t = from_numpy(array)
+    if device is not None:
+        t = t.to(_unpickling_device(device))
     if requires_grad:
         t.requires_grad_(True)
     return t if cls is None else t.as_subclass(cls)
+
+
+def _unpickling_device(name: str):
+    from .dispatcher.memory import normalize_device
+
+    try:
+        return normalize_device(Device(name))
+    except (RuntimeError, KeyError, TypeError, ValueError) as error:
+        raise RuntimeError(
+            f"Attempting to deserialize a tensor on device {name}, which is not available here "
+            f"({error}); pickle t.cpu() instead, or save it with ember.save and load it with "
+            "map_location='cpu'"
+        ) from None
+
+
+_STORAGES = "ember.storages"  # the deepcopy memo entry: id(storage) -> (copy, original)
+
+
+def deepcopy_tensor(t, memo: dict):
+    """``Tensor.__deepcopy__``: a copy with the same view over a copy of the storage; tensors
+    sharing a storage in one deepcopy share the copy."""
+    if t._grad_fn is not None:
+        raise RuntimeError(
+            "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+            "protocol at the moment. This one was computed by autograd (grad_fn="
+            f"{t._grad_fn.name()}); deepcopy t.detach() instead, or, in a module, "
+            "recompute it after the copy"
+        )
+    storages = memo.setdefault(_STORAGES, {})
+    found = storages.get(id(t._storage))
+    if found is None:  # the original is kept in the memo too, so its id cannot be reused
+        found = storages[id(t._storage)] = (_copy_storage(t._storage), t._storage)
+    copied = make(found[0], t._shape, t._stride, t._offset, t._dtype, t._contig)
+    if type(t) is not Tensor:
+        copied = copied.as_subclass(type(t))
+    copied._requires_grad = t._requires_grad
+    memo[id(t)] = copied
+    if t._grad is not None:
+        copied._grad = copy.deepcopy(t._grad, memo)
+    if t.__dict__:
+        copied.__dict__.update(copy.deepcopy(t.__dict__, memo))
+    return copied
+
+
+def _copy_storage(storage):
+    whole = make(storage, (storage.nbytes,), (1,), 0, dt.uint8, True)
+    return whole.clone()._storage

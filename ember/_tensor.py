@@ -324,15 +324,9 @@ class Tensor:
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
-        from .autograd import no_grad
+        from ._serialization import deepcopy_tensor
 
-        with no_grad():
-            copied = self.clone()
-        copied._requires_grad = self._requires_grad and self._grad_fn is None
-        if self._grad is not None:
-            copied._grad = self._grad.__deepcopy__(memo)
-        memo[id(self)] = copied
-        return copied
+        return deepcopy_tensor(self, memo)
 
     def as_subclass(self, cls):
         """The same data and metadata as an instance of ``cls`` (a Tensor subclass)."""

@@ -21,6 +21,7 @@ import sys
 
 import numpy as np
 
+from ._atomic import atomic_write
 from ._device import CPU
 from ._serialization import DTYPE_NAMES, host_values
 from ._tensor import Tensor, empty, host_array
@@ -28,6 +29,7 @@ from ._tensor import Tensor, empty, host_array
 _CODES = {code: d for d, (_, code) in DTYPE_NAMES.items()}
 _MAX_HEADER = 100_000_000  # the reference implementation's limit
 _HEADER_ALIGN = 8
+_INT64_MAX = (1 << 63) - 1
 _LITTLE = sys.byteorder == "little"
 
 
@@ -109,6 +111,9 @@ def save(tensors: dict, metadata: dict | None = None) -> bytes:
 def save_file(tensors: dict, filename, metadata: dict | None = None) -> None:
     """Write ``tensors`` to ``filename`` in the safetensors format.
 
+    The file is replaced atomically (written beside it, then renamed over it), so a crash or a
+    full disk mid-save keeps the previous file.
+
     Args:
         tensors: name -> contiguous tensor; tensors must not share memory.
         filename: the path to write.
@@ -119,7 +124,7 @@ def save_file(tensors: dict, filename, metadata: dict | None = None) -> None:
     """
     _check_tensors(tensors)
     header, order = _header(tensors, metadata)
-    with open(filename, "wb") as f:
+    with atomic_write(filename) as f:
         f.write(header)
         for _, t in order:
             f.write(_little_endian(t))
@@ -142,11 +147,13 @@ def _parse_header(read, available: int, what: str) -> tuple[dict, dict, int]:
         raise SafetensorError(f"{what}: the header does not start with '{{'")
     try:
         header = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates)
-    except (UnicodeDecodeError, ValueError) as error:
+    except (ValueError, RecursionError) as error:  # RecursionError: absurdly deep nesting
         raise SafetensorError(f"{what}: invalid JSON header ({error})") from None
     if not isinstance(header, dict):
         raise SafetensorError(f"{what}: the header is not a JSON object")
     metadata = header.pop("__metadata__", None) or {}
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise SafetensorError(f"{what}: __metadata__ must map strings to strings")
     entries = {name: _entry(name, info, what) for name, info in header.items()}
     end = 0
     for name, (_, _, begin, stop) in sorted(entries.items(), key=lambda item: item[1][2:]):
@@ -185,12 +192,20 @@ def _entry(name: str, info, what: str):
         raise SafetensorError(f"{what}: tensor {name!r} lacks {error} in the header") from None
     except (TypeError, ValueError):
         raise SafetensorError(f"{what}: tensor {name!r} has a malformed header entry") from None
-    if not all(isinstance(v, int) and v >= 0 for v in (*shape, begin, end)) or begin > end:
+    numbers = (*shape, begin, end)
+    if not all(type(v) is int and v >= 0 for v in numbers) or begin > end:
         raise SafetensorError(f"{what}: tensor {name!r} has invalid shape or offsets")
-    if math.prod(shape) * dtype.itemsize != end - begin:
+    numel = math.prod(shape)
+    nbytes = numel * dtype.itemsize
+    if numel > _INT64_MAX:
+        raise SafetensorError(
+            f"{what}: tensor {name!r} of shape {list(shape)}: numel: integer multiplication "
+            "overflow"
+        )
+    if nbytes != end - begin:
         raise SafetensorError(
             f"{what}: tensor {name!r} of shape {list(shape)} and dtype {info['dtype']} needs "
-            f"{math.prod(shape) * dtype.itemsize} bytes, its offsets give {end - begin}"
+            f"{nbytes} bytes, its offsets give {end - begin}"
         )
     return dtype, shape, begin, end
 

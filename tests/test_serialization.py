@@ -291,10 +291,26 @@ def test_weights_only_refuses_globals_without_running_them(tmp_path, monkeypatch
 
 
 def test_weights_only_false_allows_other_globals():
-    data = saved({"counts": collections.Counter("aab")})
-    with pytest.raises(pickle.UnpicklingError, match=r"collections\.Counter"):
+    data = saved({"counts": collections.defaultdict(list, a=[1])})
+    with pytest.raises(pickle.UnpicklingError, match=r"collections\.defaultdict"):
         ember.load(io.BytesIO(data))
-    assert ember.load(io.BytesIO(data), weights_only=False)["counts"] == {"a": 2, "b": 1}
+    assert ember.load(io.BytesIO(data), weights_only=False)["counts"] == {"a": [1]}
+
+
+def test_weights_only_allows_what_torch_allows(torch):
+    """torch.load's weights-only default also reads Counters and tensors with attributes."""
+    t = torch.arange(3.0)
+    t.note = {"step": 2}
+    t._storage = "not a storage"  # a saved attribute never replaces ember's own slots
+    buf = io.BytesIO()
+    torch.save({"counts": collections.Counter("aab"), "t": t}, buf)
+    buf.seek(0)
+    out = ember.load(buf)
+    assert (
+        out["counts"] == collections.Counter("aab") and type(out["counts"]) is collections.Counter
+    )
+    assert out["t"].tolist() == [0.0, 1.0, 2.0] and out["t"].note == {"step": 2}
+    assert type(out["t"]) is ember.Tensor
 
 
 def test_weights_only_refuses_build_outside_dicts():
@@ -426,8 +442,8 @@ def test_other_devices_pickle_and_safetensors_through_the_host(side_device):
     from ember import safetensors
 
     t = ember.arange(6).reshape(2, 3).to(side_device)
-    unpickled = pickle.loads(pickle.dumps(t))  # rebuilt on the CPU
-    assert unpickled.device == ember.device("cpu") and unpickled.tolist() == t.cpu().tolist()
+    unpickled = pickle.loads(pickle.dumps(t))  # rebuilt on its device, as torch does
+    assert unpickled.device == side_device and unpickled.tolist() == t.cpu().tolist()
     assert safetensors.load(safetensors.save({"t": t}))["t"].tolist() == t.cpu().tolist()
 
 
@@ -502,3 +518,122 @@ def test_pickle_keeps_requires_grad_and_deepcopy_copies():
     c = copy.deepcopy({"a": t})["a"]
     assert c.requires_grad and c._storage is not t._storage
     assert pickle.loads(pickle.dumps(ember.zeros(0, 2))).shape == (0, 2)
+
+
+def test_pickle_keeps_the_device(device):
+    t = ember.arange(6.0, device=device).reshape(2, 3).requires_grad_()
+    for obj in (t, t.detach().t(), ember.nn.Parameter(t.detach())):
+        out = pickle.loads(pickle.dumps(obj))
+        assert out.device == obj.device and type(out) is type(obj)
+        assert out.requires_grad == obj.requires_grad and out.is_leaf
+        np.testing.assert_array_equal(out.detach().cpu().numpy(), obj.detach().cpu().numpy())
+
+
+def test_pickle_keeps_python_attributes(torch):
+    for lib in (ember, torch):
+        t = lib.ones(2)
+        t.note = {"step": 3}
+        assert pickle.loads(pickle.dumps(t)).note == {"step": 3}
+    buffer = pickle.loads(pickle.dumps(ember.nn.Buffer(ember.ones(1), persistent=False)))
+    assert type(buffer) is ember.nn.Buffer and buffer.persistent is False
+
+
+def test_unpickling_on_a_missing_device_says_so():
+    from ember._serialization import _rebuild_tensor
+
+    data = pickle.dumps(
+        Reduced(_rebuild_tensor, (bytes(8), ember.float32, (2,), False, None, "fakedev:0"))
+    )
+    with pytest.raises(RuntimeError, match="deserialize a tensor on device fakedev:0"):
+        pickle.loads(data)
+
+
+class Reduced:
+    def __init__(self, *reduction):
+        self.reduction = reduction
+
+    def __reduce__(self):
+        return self.reduction
+
+
+def test_save_load_keeps_the_device_and_honours_map_location(device):
+    base = ember.arange(12.0, device=device).reshape(3, 4)
+    data = saved({"base": base, "row": base[1]})
+    out = ember.load(io.BytesIO(data))
+    assert out["base"].device == base.device and out["row"]._storage is out["base"]._storage
+    np.testing.assert_array_equal(out["row"].cpu().numpy(), [4.0, 5.0, 6.0, 7.0])
+    location = str(base.device)
+    for target in ("cpu", ember.device("cpu"), {location: "cpu"}, lambda s, loc: "cpu"):
+        on_cpu = ember.load(io.BytesIO(data), map_location=target)
+        assert on_cpu["base"].device == ember.device("cpu")
+        assert on_cpu["row"]._storage is on_cpu["base"]._storage
+    moved = ember.load(io.BytesIO(saved(ember.ones(2))), map_location={"cpu": location})
+    assert moved.device == base.device and moved.cpu().tolist() == [1.0, 1.0]
+    assert ember.load(io.BytesIO(saved(ember.ones(2))), map_location=device).device == base.device
+
+
+# ---- deepcopy ------------------------------------------------------------------------------
+
+
+def storage_key(t):
+    """Which storage a tensor of either library uses (ember: the Storage object; torch: its
+    data pointer)."""
+    return t._storage if isinstance(t, ember.Tensor) else t.untyped_storage().data_ptr()
+
+
+def sharing(tensors) -> list:
+    """For each tensor, the index of the first tensor with the same storage."""
+    keys = [storage_key(t) for t in tensors]
+    return [next(i for i, k in enumerate(keys) if k is key or k == key) for key in keys]
+
+
+def views(lib, device="cpu"):
+    base = lib.arange(12.0, device=device).reshape(3, 4)
+    other = lib.arange(3.0, device=device)
+    return [base, base[1:], base.t(), base[:, 2], other, other[::2], base]
+
+
+def test_deepcopy_keeps_views_sharing_one_new_storage(torch, device):
+    ours, theirs = views(ember, device), views(torch)
+    copied, expected = copy.deepcopy(ours), copy.deepcopy(theirs)
+    assert sharing(copied) == sharing(expected) == [0, 0, 0, 0, 4, 4, 0]
+    assert copied[0] is copied[-1]
+    for c, t, original in zip(copied, expected, ours):
+        assert c._storage is not original._storage and c.device == original.device
+        assert (c.stride(), c.storage_offset(), c.shape) == (
+            t.stride(),
+            t.storage_offset(),
+            t.shape,
+        )
+        np.testing.assert_array_equal(c.cpu().numpy(), t.numpy())
+    copied[0][1, 0] = -1.0  # the copies are views of each other, not of the originals
+    assert copied[1][0, 0].item() == -1.0 and copied[2][0, 1].item() == -1.0
+    assert ours[1][0, 0].item() == 4.0
+
+
+def test_deepcopy_of_dicts_and_modules_keeps_sharing(torch):
+    def build(lib):
+        module = lib.nn.Module()
+        module.register_buffer("table", lib.arange(8.0))
+        module.register_buffer("tail", module.table[4:])
+        return {"module": module, "head": module.table[:2]}
+
+    ours, theirs = copy.deepcopy(build(ember)), copy.deepcopy(build(torch))
+    tensors = [ours["module"].table, ours["module"].tail, ours["head"]]
+    expected = [theirs["module"].table, theirs["module"].tail, theirs["head"]]
+    assert sharing(tensors) == sharing(expected) == [0, 0, 0]
+
+
+def test_deepcopy_keeps_leaf_state_and_refuses_non_leaves(torch):
+    t = ember.ones(2, requires_grad=True)
+    t.grad = ember.full((2,), 3.0)
+    t.note = {"self": t}
+    c = copy.deepcopy(t)
+    assert c.requires_grad and c.is_leaf and c.grad.tolist() == [3.0, 3.0]
+    assert c.grad._storage is not t.grad._storage and c.note["self"] is c
+    with pytest.raises(RuntimeError, match=r"graph leaves\) support the deepcopy"):
+        copy.deepcopy(t * 2)
+    with pytest.raises(RuntimeError, match=r"graph leaves\) support the deepcopy"):
+        copy.deepcopy(torch.ones(2, requires_grad=True) * 2)
+    buffer = copy.deepcopy(ember.nn.Buffer(ember.ones(1), persistent=False))
+    assert type(buffer) is ember.nn.Buffer and buffer.persistent is False

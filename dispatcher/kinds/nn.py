@@ -5,9 +5,10 @@ own autograd formula, so the graph holds one node either way."""
 from __future__ import annotations
 
 from ember import _dtype as dt
-from ember._tensor import Tensor, empty
+from ember._tensor import Tensor, empty, make
 
 from ._common import cast, contiguous, wrap_dim
+from .window import check_output_size, check_pool, check_unfold, pooled_size
 
 
 def _check_float(op, x) -> None:
@@ -28,9 +29,16 @@ def along_dim(op, x, dim, dtype=None):
     if kernel is None:
         return op.decomposition(x, d)
     out = empty(x._shape, x._dtype, dev)
-    if x._shape and 0 not in x._shape:
+    if not x._shape:  # one row of one element: the kernel must still write it
+        kernel(_as_vector(out), _as_vector(x), 0)
+    elif 0 not in x._shape:
         kernel(out, contiguous(x), d)
     return out
+
+
+def _as_vector(t: Tensor) -> Tensor:
+    """A 1-element 1-d view of a 0-d tensor."""
+    return make(t._storage, (1,), (1,), t._offset, t._dtype, True)
 
 
 def layer_norm(op, x, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -52,15 +60,6 @@ def _pair(values, name) -> tuple:
     return values
 
 
-def pooled_size(size, kernel, stride, padding, dilation, ceil_mode=False) -> int:
-    span = dilation * (kernel - 1) + 1
-    numerator = size + 2 * padding - span
-    out = (-(-numerator // stride) if ceil_mode else numerator // stride) + 1
-    if ceil_mode and (out - 1) * stride >= size + padding:
-        out -= 1  # the last window must start inside the input or left padding (PyTorch)
-    return out
-
-
 def im2col(op, x, kernel_size, dilation, padding, stride):
     """unfold, (N, C, H, W) -> (N, C*kh*kw, L).
 
@@ -78,6 +77,7 @@ def im2col(op, x, kernel_size, dilation, padding, stride):
             (stride, "stride"),
         )
     )
+    check_unfold("unfold()", k, d, p, s)
     n, c, h, w = x._shape
     oh, ow = (pooled_size(size, k[i], s[i], p[i], d[i]) for i, size in enumerate((h, w)))
     if oh <= 0 or ow <= 0:
@@ -107,6 +107,7 @@ def col2im(op, x, output_size, kernel_size, dilation, padding, stride):
         )
     )
     h, w = _pair(output_size, "output_size")
+    check_unfold("fold()", k, d, p, s)
     if len(x._shape) != 3 or x._shape[1] % (k[0] * k[1]):
         raise RuntimeError(f"fold(): expected input (N, C*{k[0]}*{k[1]}, L), got {list(x._shape)}")
     oh, ow = (pooled_size(size, k[i], s[i], p[i], d[i]) for i, size in enumerate((h, w)))
@@ -132,16 +133,10 @@ def max_pool2d(op, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
     k = _pair(kernel_size, "kernel_size")
     s = _pair(stride, "stride") if stride not in (None, (), []) else k
     p, d = _pair(padding, "padding"), _pair(dilation, "dilation")
-    if any(2 * p[i] > k[i] for i in range(2)):
-        raise RuntimeError(
-            f"max_pool2d(): pad should be at most half of kernel size, got {p} and {k}"
-        )
+    check_pool("max_pool2d()", k, s, p, d)
     h, w = x._shape[-2:]
     oh, ow = (pooled_size(size, k[i], s[i], p[i], d[i], ceil_mode) for i, size in enumerate((h, w)))
-    if oh <= 0 or ow <= 0:
-        raise RuntimeError(
-            f"max_pool2d(): output size would be {oh}x{ow} for input {list(x._shape)}"
-        )
+    check_output_size("max_pool2d()", x._shape, (oh, ow))
     dev = x._storage.device
     kernel = op.kernel(dev.type, x._dtype)
     if kernel is None:

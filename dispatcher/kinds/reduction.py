@@ -39,6 +39,13 @@ def result_dtype(op, x_dtype, dtype=None):
     return x_dtype
 
 
+def reduced_dims(dim, ndim: int, op_name: str) -> tuple:
+    """The sorted dims a reduction folds; None or () means every dim. A 0-d tensor accepts dim 0
+    or -1 (PyTorch) but has no dim to fold, so kernels and formulas never index its shape."""
+    dims = wrap_dims(dim if dim != () else None, ndim, op_name)
+    return dims if ndim else ()
+
+
 def squeeze_dims(t: Tensor, dims: tuple) -> Tensor:
     """A view of ``t`` without the (size-1) ``dims``."""
     shape = tuple(s for i, s in enumerate(t._shape) if i not in dims)
@@ -50,7 +57,7 @@ def _check_nonempty(op, x: Tensor, dims: tuple) -> None:
     if op.info.get("identity", True):
         return
     for d in dims:
-        if d < len(x._shape) and x._shape[d] == 0:
+        if x._shape[d] == 0:
             raise IndexError(
                 f"{op.name}(): Expected reduction dim {d} to have non-zero size (input shape "
                 f"{list(x._shape)}); the operation has no identity"
@@ -63,6 +70,8 @@ def reduce(op, x, dim=None, keepdim=False, dtype=None):
     if x._dtype not in op.dtypes:
         raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name}')
     dims = wrap_dims(dim if dim != () else None, len(x._shape), op.name)
+    if not x._shape:
+        dims = ()  # dim 0 of a 0-d tensor names no dim to fold (see reduced_dims)
     _check_nonempty(op, x, dims)
     out_dtype = result_dtype(op, x._dtype, dtype)
     if dtype is not None and x._dtype is not dtype:

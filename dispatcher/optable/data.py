@@ -113,11 +113,71 @@ def _tile(x, dims):
     return _repeat(x, dims)
 
 
-def _repeat_interleave(x, repeats, dim=None):
+def _repeat_interleave(x, repeats=None, dim=None, output_size=None):
+    if repeats is None:  # repeat_interleave(repeats): each position, repeats[i] times
+        return _repeated_positions(x, output_size)
     if dim is None:
         x, dim = x.flatten(), 0
-    index = ember.arange(x.shape[dim], device=x.device).unsqueeze(1).expand(-1, repeats).flatten()
-    return ember.index_select(x, dim, index)
+    size = x.shape[dim] if x.ndim else 1
+    if isinstance(repeats, ember.Tensor):
+        _check_repeats(repeats, size, dim)
+        if repeats.numel() != 1:
+            return ember.index_select(x, dim, _repeated_positions(repeats, output_size))
+        repeats = int(repeats.item())  # one count for every position
+    if repeats < 0:
+        raise RuntimeError(f"repeat_interleave(): Repeats must be non-negative, got {repeats}")
+    if output_size is not None and output_size != size * repeats:
+        raise RuntimeError(
+            f"repeat_interleave: Invalid output_size, expected {size * repeats} but got "
+            f"{output_size}"
+        )
+    index = ember.arange(size, device=x.device).unsqueeze(1).expand(size, repeats)
+    return ember.index_select(x, dim, index.flatten())
+
+
+def _check_repeats(repeats, size: int, dim: int) -> None:
+    if repeats.dtype not in (ember.int32, ember.int64):
+        raise NotImplementedError(
+            f'"repeat_interleave" not implemented for {repeats.dtype.name} repeats (int32 or '
+            "int64 only)"
+        )
+    if repeats.ndim > 1:
+        raise RuntimeError(
+            f"repeat_interleave(): repeats must be 0-dim or 1-dim tensor, got shape "
+            f"{list(repeats.shape)}"
+        )
+    if repeats.numel() not in (1, size):
+        raise RuntimeError(
+            f"repeat_interleave(): repeats must have the same size as input along dim, but got "
+            f"repeats.size(0) = {repeats.numel()} and input.size({dim}) = {size}"
+        )
+
+
+def _repeated_positions(repeats, output_size=None):
+    """``[0] * repeats[0] + [1] * repeats[1] + ...``: where each output position reads from."""
+    if repeats.ndim != 1:
+        raise RuntimeError(
+            f"repeat_interleave only accept 1D vector as repeat, got shape {list(repeats.shape)}"
+        )
+    if repeats.dtype not in (ember.int32, ember.int64):
+        raise NotImplementedError(f'"repeat_interleave" not implemented for {repeats.dtype.name}')
+    if repeats.numel() and bool((repeats < 0).any()):
+        raise RuntimeError("repeat_interleave(): repeats can not be negative")
+    ends = ember.cumsum(repeats, 0)
+    total = int(ends[-1].item()) if repeats.numel() else 0
+    if output_size is not None and output_size != total:
+        raise RuntimeError(
+            f"repeat_interleave(): allocated size does not match required size: output_size "
+            f"{output_size}, repeats sum to {total}"
+        )
+    steps = ember.arange(total, dtype=ends.dtype, device=repeats.device)
+    return ember.searchsorted(ends, steps, right=True)
+
+
+def _np_repeat_interleave(x, repeats=None, dim=None, output_size=None):
+    if repeats is None:
+        return np.repeat(np.arange(len(x)), x)
+    return np.repeat(x, np.asarray(repeats).reshape(-1) if np.ndim(repeats) else repeats, dim)
 
 
 def _masked_fill(x, mask, value):
@@ -333,10 +393,13 @@ ROWS = [
     ),
     OpDef("tile(Tensor input, int[] dims) -> Tensor", Kind.SHAPE, np.tile, decomposition=_tile),
     OpDef(
-        "repeat_interleave(Tensor input, int repeats, int? dim=None) -> Tensor",
+        "repeat_interleave(Tensor input, Tensor? repeats=None, int? dim=None, *, "
+        "int? output_size=None) -> Tensor",
         Kind.SHAPE,
-        lambda x, r, dim=None: np.repeat(x, r, axis=dim),
+        _np_repeat_interleave,
         decomposition=_repeat_interleave,
+        notes="repeats is a Tensor or an int (PyTorch's overloads); repeat_interleave(repeats) "
+        "alone repeats each position repeats[i] times",
     ),
     OpDef(
         "masked_fill(Tensor input, Tensor mask, Scalar value) -> Tensor",

@@ -23,9 +23,41 @@ RANDOM_ARGS = (
 )
 
 
-def _bernoulli(p, generator=None):
-    u = ember.rand(p.shape, dtype=p.dtype, device=p.device, generator=generator)
-    return (u < p).to(p.dtype)
+def _holds(condition) -> bool:
+    """Whether ``condition`` (a bool tensor) holds everywhere: one reduction, one read back.
+    Probability checks read the whole tensor, as PyTorch's do."""
+    return bool(ember.all(condition).item()) if condition.numel() else True
+
+
+def _check_probability(p: float, op: str) -> None:
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"{op} expects p to be in [0, 1], but got p={p}")
+
+
+def _bernoulli(input, p=None, generator=None):
+    """Draws 1 with probability ``input`` (or the float ``p``) per element, else 0."""
+    if p is not None:
+        _check_probability(p, "bernoulli_")
+        return _bernoulli_(ember.empty_like(input), p, generator)
+    if not _holds((input >= 0) & (input <= 1)):  # NaN fails both comparisons
+        raise RuntimeError(
+            f"bernoulli(): Expected p_in >= 0 && p_in <= 1 to be true, but got false (a "
+            f"probability of {input.dtype.name} shape {list(input.shape)} is outside [0, 1])"
+        )
+    u = ember.rand(input.shape, dtype=input.dtype, device=input.device, generator=generator)
+    return (u < input).to(input.dtype)
+
+
+def _bernoulli_(self, p=0.5, generator=None):
+    """Fills ``self`` with 1 at probability ``p`` (a float, or a tensor broadcast to self)."""
+    if isinstance(p, ember.Tensor):
+        p = p if p.dtype.is_floating_point else p.to(ember.get_default_dtype())
+        drawn = _bernoulli(p.expand(self.shape), None, generator)
+    else:
+        _check_probability(p, "bernoulli_")
+        u = ember.rand(self.shape, dtype=ember.float32, device=self.device, generator=generator)
+        drawn = u < p
+    return self.copy_(drawn)
 
 
 def _eye(n, m=None, dtype=None, device=None):
@@ -34,14 +66,33 @@ def _eye(n, m=None, dtype=None, device=None):
     return out
 
 
+def _check_distribution(rows, num_samples: int, replacement: bool) -> None:
+    """PyTorch's refusals; the values are checked with one reduction and one read back."""
+    if num_samples <= 0:
+        raise RuntimeError(f"multinomial(): cannot sample n_sample <= 0 samples, got {num_samples}")
+    if not replacement and num_samples > rows.shape[-1]:
+        raise RuntimeError(
+            f"multinomial(): cannot sample n_sample > prob_dist.size(-1) samples without "
+            f"replacement ({num_samples} > {rows.shape[-1]})"
+        )
+    # inf - inf is NaN, so one comparison finds negatives, infinities and NaN alike.
+    finite = (rows >= 0) & (rows - rows == 0)
+    flags = ember.stack([finite.all(), (rows.sum(-1) > 0).all()]).tolist() if rows.numel() else []
+    if flags and not flags[0]:
+        raise RuntimeError(
+            "multinomial(): probability tensor contains either `inf`, `nan` or element < 0"
+        )
+    if flags and not flags[1]:
+        raise RuntimeError(
+            "multinomial(): invalid multinomial distribution (sum of probabilities <= 0)"
+        )
+
+
 def _multinomial(probs, num_samples, replacement=False, generator=None):
     if probs.ndim not in (1, 2):
         raise RuntimeError(f"multinomial(): prob_dist must be 1 or 2 dim, got {probs.ndim}")
     rows = probs if probs.ndim == 2 else probs.unsqueeze(0)
-    if not replacement and num_samples > rows.shape[-1]:
-        raise RuntimeError(
-            "multinomial(): cannot sample n_sample > prob_dist.size(-1) samples without replacement"
-        )
+    _check_distribution(rows, num_samples, replacement)
     if replacement:
         cdf = rows.cumsum(-1)
         cdf = cdf / cdf[:, -1:]
@@ -161,7 +212,7 @@ ROWS = [
         kernel_args=RANDOM_ARGS,
     ),
     OpDef(
-        "bernoulli(Tensor input, *, Generator? generator=None) -> Tensor",
+        "bernoulli(Tensor input, float? p=None, *, Generator? generator=None) -> Tensor",
         Kind.RANDOM,
         None,
         dtypes=DTYPES_FLOAT,
@@ -169,6 +220,17 @@ ROWS = [
         differentiable=False,
         samples="random",
         out=OUT_ELEMENTWISE,
+        notes="input holds the probabilities; with p, input gives only the shape (PyTorch)",
+    ),
+    OpDef(
+        "bernoulli_(Tensor self, Tensor p=0.5, *, Generator? generator=None) -> Tensor",
+        Kind.RANDOM,
+        None,
+        decomposition=_bernoulli_,
+        function=False,
+        differentiable=False,
+        samples="random",
+        notes="p is a float or a tensor of probabilities broadcast to self",
     ),
     OpDef(
         "multinomial(Tensor input, int num_samples, bool replacement=False, *, "

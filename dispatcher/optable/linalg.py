@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import ember
@@ -31,11 +33,12 @@ def _matmul(a, b):
     if b.ndim == 1:
         return _matmul(a, b.unsqueeze(-1)).squeeze(-1)
     if b.ndim == 2:  # (..., n, k) @ (k, p): one big mm over the folded batch
-        folded = a.reshape(-1, a.shape[-1])
+        folded = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
         return ember.mm(folded, b).view(*a.shape[:-1], b.shape[-1])
+    # Folded sizes spelled out: -1 cannot be inferred next to a zero-size dim.
     batch = ember.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    a3 = a.expand(*batch, *a.shape[-2:]).reshape(-1, *a.shape[-2:])
-    b3 = b.expand(*batch, *b.shape[-2:]).reshape(-1, *b.shape[-2:])
+    a3 = a.expand(*batch, *a.shape[-2:]).reshape(math.prod(batch), *a.shape[-2:])
+    b3 = b.expand(*batch, *b.shape[-2:]).reshape(math.prod(batch), *b.shape[-2:])
     return ember.bmm(a3, b3).view(*batch, a.shape[-2], b.shape[-1])
 
 

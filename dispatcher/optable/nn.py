@@ -109,7 +109,7 @@ def _col2im(cols, output_size, kernel, dilation, padding, stride):
         c, hp, wp, tuple(kernel), tuple(dilation), tuple(stride), out_hw, str(cols.device)
     )
     flat = ember.zeros(n, c * hp * wp, dtype=cols.dtype, device=cols.device)
-    flat = flat.index_add(1, index, cols.reshape(n, -1))
+    flat = flat.index_add(1, index, cols.reshape(n, cols.shape[1] * cols.shape[2]))
     return flat.view(n, c, hp, wp).narrow(2, padding[0], h).narrow(3, padding[1], w).contiguous()
 
 
@@ -138,7 +138,7 @@ def _max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     pads = (padding[1], max(need_w, 0), padding[0], max(need_h, 0))
     padded = ember.ops.constant_pad_nd(x, pads, float("-inf"))
     windows = _windows(padded, kernel, dilation, stride, out_hw)
-    flat = windows.permute(0, 1, 4, 5, 2, 3).reshape(n, c, out_hw[0], out_hw[1], -1)
+    flat = windows.permute(0, 1, 4, 5, 2, 3).reshape(n, c, *out_hw, kernel[0] * kernel[1])
     values, local = ember.max(flat, -1)
     corners, cells = _pool_positions(
         w, out_hw, tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), str(x.device)

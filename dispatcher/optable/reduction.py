@@ -57,7 +57,7 @@ def _mean(x, dim=None, keepdim=False, dtype=None):
         )
     if dtype is None and x.dtype in _HALF:
         return _mean(x.to(ember.float32), dim, keepdim).to(x.dtype)
-    dims = run.wrap_dims(dim if dim != () else None, x.ndim, "mean")
+    dims = run.reduced_dims(dim, x.ndim, "mean")
     # An empty reduction divides by zero and gives NaN, as in PyTorch.
     return ember.sum(x, dims, keepdim, dtype=dtype) / _count(x, dims)
 
@@ -65,7 +65,7 @@ def _mean(x, dim=None, keepdim=False, dtype=None):
 def _var(x, dim=None, correction=1, keepdim=False):
     if x.dtype in _HALF:
         return _var(x.to(ember.float32), dim, correction, keepdim).to(x.dtype)
-    dims = run.wrap_dims(dim if dim != () else None, x.ndim, "var")
+    dims = run.reduced_dims(dim, x.ndim, "var")
     n = _count(x, dims)
     correction = 1 if correction is None else correction
     centred = x - ember.mean(x, dims, keepdim=True)
@@ -79,7 +79,7 @@ def _std(x, dim=None, correction=1, keepdim=False):
 
 
 def _logsumexp(x, dim, keepdim=False):
-    dims = run.wrap_dims(dim, x.ndim, "logsumexp")
+    dims = run.reduced_dims(dim, x.ndim, "logsumexp")
     if x.dtype.category != ember.float32.category:
         x = x.to(ember.get_default_dtype())
     if x.dtype in _HALF:
@@ -99,7 +99,7 @@ def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
         raise RuntimeError(f"norm(): input dtype should be floating point, got {x.dtype.name}")
     if x.dtype in _HALF:
         return _norm(x.to(ember.float32), p, dim, keepdim).to(x.dtype)
-    dims = run.wrap_dims(dim if dim != () else None, x.ndim, "norm")
+    dims = run.reduced_dims(dim, x.ndim, "norm")
     if p in ("fro", 2, 2.0):
         return ember.sqrt(ember.sum(x * x, dims, keepdim))
     if p in (math.inf, float("inf")):

@@ -25,7 +25,16 @@ from .activation import (
     threshold,
 )
 from .attention import scaled_dot_product_attention
-from .conv import conv1d, conv2d, conv_transpose2d, fold, unfold
+from .conv import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    fold,
+    unfold,
+)
 from .linear import bilinear, dropout, embedding, embedding_bag, linear, one_hot
 from .loss import (
     binary_cross_entropy,

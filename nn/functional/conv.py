@@ -1,16 +1,20 @@
-"""Convolutions as im2col + one matmul (all groups at once), transposed convolution as matmul +
-col2im, and unfold/fold, over the op table's im2col/col2im rows."""
+"""Convolutions as im2col + one matmul (all groups at once), transposed convolutions as matmul +
+col2im, and unfold/fold, over the op table's im2col/col2im rows. 1-D ones run as 2-D over a
+height of 1; 3-D ones as one 2-D convolution per kernel depth, summed.
+
+Every public function checks its arguments with dispatcher/kinds/window.py (PyTorch's messages)
+before any kernel runs; the private ``_convNd`` functions take checked, batched arguments.
+"""
 
 from __future__ import annotations
 
+import ember
+from ember.dispatcher.kinds.window import check_conv, check_conv_shapes, expand
 from ember.dispatcher.optable import OPS
 
 
-def _tuple(value, n: int, name: str) -> tuple:
-    value = (value,) * n if isinstance(value, int) else tuple(value)
-    if len(value) != n:
-        raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {value}")
-    return value
+def _tuple(value, n: int, name: str, op: str = "conv") -> tuple:
+    return expand(value, n, name, op)
 
 
 def _batch(name: str, input, dims: int):
@@ -20,48 +24,65 @@ def _batch(name: str, input, dims: int):
     if input.ndim == dims + 1:
         return input.unsqueeze(0), False
     raise RuntimeError(
-        f"{name}: Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input, but got input "
-        f"of size: {list(input.shape)}"
+        f"{name}: Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to {name}, but "
+        f"got input of size: {list(input.shape)}"
     )
 
 
-def _padding(padding, kernel, dilation):
+def _padding(op: str, padding, kernel, dilation, stride):
     """``(padding, extra)``: symmetric padding per dim and the extra right/bottom padding that
     padding='same' needs when ``dilation * (kernel - 1)`` is odd (PyTorch pads the input)."""
     if padding == "valid":
         return (0,) * len(kernel), None
+    if not isinstance(padding, str):
+        return expand(padding, len(kernel), "padding", op), None
     if padding != "same":
-        return _tuple(padding, len(kernel), "padding"), None
+        raise RuntimeError(f"{op}: Invalid padding string: '{padding}'")
+    if any(s != 1 for s in stride):
+        raise RuntimeError(f"{op}: padding='same' is not supported for strided convolutions")
     totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
     extra = [t % 2 for t in totals]
     return tuple(t // 2 for t in totals), (extra if any(extra) else None)
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-D convolution of (N, C_in, H, W) (or unbatched (C_in, H, W)) by weight
-    (C_out, C_in/groups, kH, kW)."""
-    x, batched = _batch("conv2d", input, 2)
-    if weight.ndim != 4:
-        raise RuntimeError(f"conv2d: weight must be 4-D, got {list(weight.shape)}")
-    out_c, c_per_group, kh, kw = weight.shape
-    if x.shape[1] != c_per_group * groups:
+def _joined(sizes) -> str:
+    return " x ".join(str(s) for s in sizes)
+
+
+def _convolution(op, spatial, input, weight, bias, stride, padding, dilation, groups):
+    """Checks, then ``_CONV[spatial]`` on a batched input, then the bias."""
+    x, batched = _batch(op, input, spatial)
+    if weight.ndim != spatial + 2:
         raise RuntimeError(
-            f"conv2d: Given groups={groups}, weight of size {list(weight.shape)}, expected input"
-            f"{list(x.shape)} to have {c_per_group * groups} channels, but got {x.shape[1]} "
-            "channels instead"
+            f"{op}: expected weight to be {spatial + 2}-D (out_channels, in_channels/groups, "
+            f"*kernel), but got weight of size {list(weight.shape)}"
         )
-    stride, dilation = _tuple(stride, 2, "stride"), _tuple(dilation, 2, "dilation")
-    padding, extra = _padding(padding, (kh, kw), dilation)
+    kernel = tuple(weight.shape[2:])
+    stride = expand(stride, spatial, "stride", op)
+    dilation = expand(dilation, spatial, "dilation", op)
+    padding, extra = _padding(op, padding, kernel, dilation, stride)
+    check_conv(op, stride, padding, dilation, groups)
+    check_conv_shapes(op, x, weight, bias, groups, transposed=False)
     if extra:
-        x = OPS["constant_pad_nd"](x, (0, extra[1], 0, extra[0]), 0)
-    n, _, h, w = x.shape
-    spans = [d * (k - 1) + 1 for k, d in zip((kh, kw), dilation)]
-    if h + 2 * padding[0] < spans[0] or w + 2 * padding[1] < spans[1]:
+        pads = [v for e in reversed(extra) for v in (0, e)]
+        x = OPS["constant_pad_nd"](x, tuple(pads), 0)
+    padded = [s + 2 * p for s, p in zip(x.shape[2:], padding)]
+    spans = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+    if any(s < k for s, k in zip(padded, spans)):
         raise RuntimeError(
-            f"conv2d: Calculated padded input size per channel: ({h + 2 * padding[0]} x "
-            f"{w + 2 * padding[1]}). Kernel size: ({spans[0]} x {spans[1]}). Kernel size can't be "
-            f"greater than actual input size (input of shape {list(input.shape)})"
+            f"{op}: Calculated padded input size per channel: ({_joined(padded)}). Kernel size: "
+            f"({_joined(spans)}). Kernel size can't be greater than actual input size (input of "
+            f"shape {list(input.shape)})"
         )
+    out = _CONV[spatial](x, weight, stride, padding, dilation, groups)
+    if bias is not None:
+        out = out + bias.view(1, -1, *(1,) * spatial)
+    return out if batched else out.squeeze(0)
+
+
+def _conv2d(x, weight, stride, padding, dilation, groups):
+    n, _, h, w = x.shape
+    out_c, c_per_group, kh, kw = weight.shape
     cols = OPS["im2col"](x, (kh, kw), dilation, padding, stride)  # (N, C*kh*kw, L)
     k = c_per_group * kh * kw
     if groups == 1:
@@ -69,37 +90,190 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     else:  # (G, out/G, K) @ (N, G, K, L): every group in one batched product
         per = out_c // groups
         out = OPS["matmul"](weight.reshape(groups, per, k), cols.view(n, groups, k, cols.shape[-1]))
-    oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
-    out = out.reshape(n, out_c, oh, -1)
-    if bias is not None:
-        out = out + bias.view(1, out_c, 1, 1)
-    return out if batched else out.squeeze(0)
+    spans = [d * (k - 1) + 1 for k, d in zip((kh, kw), dilation)]
+    oh, ow = ((size + 2 * padding[i] - spans[i]) // stride[i] + 1 for i, size in enumerate((h, w)))
+    return out.reshape(n, out_c, oh, ow)  # sizes, not -1: an empty batch has no size to infer
+
+
+def _conv1d(x, weight, stride, padding, dilation, groups):
+    return _conv2d(
+        x.unsqueeze(-2),
+        weight.unsqueeze(-2),
+        (1, *stride),
+        (0, *padding),
+        (1, *dilation),
+        groups,
+    ).squeeze(-2)
+
+
+def _conv3d(x, weight, stride, padding, dilation, groups):
+    """One 2-D convolution per kernel depth i, over the depth planes it meets (every output
+    depth's plane at ``o * stride + i * dilation`` folded into the batch), summed."""
+    n, c, depth = x.shape[:3]
+    if padding[0]:
+        x = OPS["constant_pad_nd"](x, (0, 0, 0, 0, padding[0], padding[0]), 0)
+        depth += 2 * padding[0]
+    out_d = (depth - dilation[0] * (weight.shape[2] - 1) - 1) // stride[0] + 1
+    out = None
+    for i in range(weight.shape[2]):
+        planes = x.narrow(2, i * dilation[0], (out_d - 1) * stride[0] + 1)[:, :, :: stride[0]]
+        planes = planes.transpose(1, 2).reshape(n * out_d, c, *x.shape[3:])
+        part = _conv2d(planes, weight[:, :, i], stride[1:], padding[1:], dilation[1:], groups)
+        out = part if out is None else out + part
+    return out.reshape(n, out_d, *out.shape[1:]).transpose(1, 2)
+
+
+_CONV = {1: _conv1d, 2: _conv2d, 3: _conv3d}
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of (N, C_in, L) (or unbatched (C_in, L)) by weight (C_out, C_in/groups, k),
     as a 2-D convolution over a height of 1."""
-    x, batched = _batch("conv1d", input, 1)
-    if weight.ndim != 3:
-        raise RuntimeError(f"conv1d: weight must be 3-D, got {list(weight.shape)}")
-    if x.shape[1] != weight.shape[1] * groups:
+    return _convolution("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution of (N, C_in, H, W) (or unbatched (C_in, H, W)) by weight
+    (C_out, C_in/groups, kH, kW)."""
+    return _convolution("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution of (N, C_in, D, H, W) (or unbatched (C_in, D, H, W)) by weight
+    (C_out, C_in/groups, kD, kH, kW)."""
+    return _convolution("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _transposed(
+    op, spatial, input, weight, bias, stride, padding, output_padding, groups, dilation
+):
+    """Checks, then ``_CONV_T[spatial]`` on a batched input, then the bias."""
+    x, batched = _batch(op, input, spatial)
+    if weight.ndim != spatial + 2:
         raise RuntimeError(
-            f"conv1d: Given groups={groups}, weight of size {list(weight.shape)}, expected input"
-            f"{list(x.shape)} to have {weight.shape[1] * groups} channels, but got {x.shape[1]} "
-            "channels instead"
+            f"{op}: expected weight to be {spatial + 2}-D (in_channels, out_channels/groups, "
+            f"*kernel), but got weight of size {list(weight.shape)}"
         )
-    if not isinstance(padding, str):
-        padding = (0, _tuple(padding, 1, "padding")[0])
-    out = conv2d(
+    stride, padding, output_padding, dilation = (
+        expand(value, spatial, name, op)
+        for value, name in (
+            (stride, "stride"),
+            (padding, "padding"),
+            (output_padding, "output_padding"),
+            (dilation, "dilation"),
+        )
+    )
+    check_conv(op, stride, padding, dilation, groups, output_padding)
+    check_conv_shapes(op, x, weight, bias, groups, transposed=True)
+    sizes = [
+        (size - 1) * s - 2 * p + d * (k - 1) + o + 1
+        for size, k, s, p, d, o in zip(
+            x.shape[2:], weight.shape[2:], stride, padding, dilation, output_padding
+        )
+    ]
+    if any(s <= 0 for s in sizes):
+        raise RuntimeError(
+            f"{op}: Given input size per channel: ({_joined(x.shape[2:])}). Calculated output "
+            f"size per channel: ({_joined(sizes)}). Output size is too small"
+        )
+    out = _CONV_T[spatial](x, weight, stride, padding, output_padding, groups, dilation)
+    if bias is not None:
+        out = out + bias.view(1, -1, *(1,) * spatial)
+    return out if batched else out.squeeze(0)
+
+
+def _crop(out, padding, sizes):
+    """``out``, an uncropped transposed convolution, without ``padding`` on each side of its
+    spatial dims 2, 3...: cut or zero-filled to ``sizes`` (output_padding may reach past the
+    end). Spatial dims beyond ``len(sizes)`` are kept."""
+    pads = [0, 0] * (out.ndim - 2 - len(sizes))
+    for dim in reversed(range(len(sizes))):
+        pads += [-padding[dim], sizes[dim] + padding[dim] - out.shape[2 + dim]]
+    return OPS["constant_pad_nd"](out, tuple(pads), 0)
+
+
+def _conv_transpose2d(x, weight, stride, padding, output_padding, groups, dilation):
+    n, c_in, h, w = x.shape
+    _, c_out_g, kh, kw = weight.shape
+    per_in = c_in // groups
+    k = c_out_g * kh * kw
+    # (G, K, C_in/G) @ (N, G, C_in/G, H*W) -> columns (N, G*K, H*W), then overlapping sums.
+    wg = weight.reshape(groups, per_in, k).transpose(1, 2)
+    cols = OPS["matmul"](wg, x.reshape(n, groups, per_in, h * w)).reshape(n, groups * k, h * w)
+    # Uncropped sizes: every block of every input position lands inside them.
+    full = [
+        (size - 1) * s + d * (kk - 1) + 1 for size, kk, s, d in _zip4(x, weight, stride, dilation)
+    ]
+    sizes = [f - 2 * p + o for f, p, o in zip(full, padding, output_padding)]
+    if all(o < s for o, s in zip(output_padding, stride)):  # col2im counts exactly h x w blocks
+        return OPS["col2im"](cols, tuple(sizes), (kh, kw), dilation, padding, stride)
+    # output_padding >= stride (allowed below the dilation): fold it all, then crop and fill
+    out = OPS["col2im"](cols, tuple(full), (kh, kw), dilation, (0, 0), stride)
+    return _crop(out, padding, sizes)
+
+
+def _zip4(x, weight, stride, dilation):
+    return zip(x.shape[2:], weight.shape[2:], stride, dilation)
+
+
+def _conv_transpose1d(x, weight, stride, padding, output_padding, groups, dilation):
+    return _conv_transpose2d(
         x.unsqueeze(-2),
         weight.unsqueeze(-2),
-        bias,
-        (1, _tuple(stride, 1, "stride")[0]),
-        padding,
-        (1, _tuple(dilation, 1, "dilation")[0]),
+        (1, *stride),
+        (0, *padding),
+        (0, *output_padding),
         groups,
+        (1, *dilation),
     ).squeeze(-2)
-    return out if batched else out.squeeze(0)
+
+
+def _conv_transpose3d(x, weight, stride, padding, output_padding, groups, dilation):
+    """One transposed 2-D convolution per kernel depth i over every input plane (folded into
+    the batch), added at depths ``d * stride + i * dilation``; then the depth padding cropped."""
+    n, c_in, depth = x.shape[:3]
+    kd = weight.shape[2]
+    planes = x.transpose(1, 2).reshape(n * depth, c_in, *x.shape[3:])
+    full = (depth - 1) * stride[0] + dilation[0] * (kd - 1) + 1
+    out = None
+    for i in range(kd):
+        part = _conv_transpose2d(
+            planes,
+            weight[:, :, i],
+            stride[1:],
+            padding[1:],
+            output_padding[1:],
+            groups,
+            dilation[1:],
+        )
+        part = part.reshape(n, depth, *part.shape[1:])
+        if out is None:
+            out = ember.zeros(n, full, *part.shape[2:], dtype=part.dtype, device=part.device)
+        at = ember.arange(depth, device=x.device) * stride[0] + i * dilation[0]
+        out = out.index_add(1, at, part)
+    return _crop(out.transpose(1, 2), padding[:1], (full - 2 * padding[0] + output_padding[0],))
+
+
+_CONV_T = {1: _conv_transpose1d, 2: _conv_transpose2d, 3: _conv_transpose3d}
+
+
+def conv_transpose1d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    """Transposed 1-D convolution (the gradient of conv1d with respect to its input); weight
+    (C_in, C_out/groups, k)."""
+    return _transposed(
+        "conv_transpose1d",
+        1,
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
 
 
 def conv_transpose2d(
@@ -107,29 +281,37 @@ def conv_transpose2d(
 ):
     """Transposed 2-D convolution (the gradient of conv2d with respect to its input); weight
     (C_in, C_out/groups, kH, kW)."""
-    x, batched = _batch("conv_transpose2d", input, 2)
-    n, c_in, h, w = x.shape
-    if weight.ndim != 4 or weight.shape[0] != c_in:
-        raise RuntimeError(
-            f"conv_transpose2d: Given transposed=1, weight of size {list(weight.shape)}, expected "
-            f"input{list(x.shape)} to have {weight.shape[0]} channels, but got {c_in} channels "
-            "instead"
-        )
-    _, c_out_g, kh, kw = weight.shape
-    stride, padding = _tuple(stride, 2, "stride"), _tuple(padding, 2, "padding")
-    dilation = _tuple(dilation, 2, "dilation")
-    output_padding = _tuple(output_padding, 2, "output_padding")
-    out_h = (h - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kh - 1) + output_padding[0] + 1
-    out_w = (w - 1) * stride[1] - 2 * padding[1] + dilation[1] * (kw - 1) + output_padding[1] + 1
-    per_in = c_in // groups
-    k = c_out_g * kh * kw
-    # (G, K, C_in/G) @ (N, G, C_in/G, H*W) -> columns (N, G*K, H*W), then overlapping sums.
-    wg = weight.reshape(groups, per_in, k).transpose(1, 2)
-    cols = OPS["matmul"](wg, x.reshape(n, groups, per_in, h * w)).reshape(n, groups * k, h * w)
-    out = OPS["col2im"](cols, (out_h, out_w), (kh, kw), dilation, padding, stride)
-    if bias is not None:
-        out = out + bias.view(1, -1, 1, 1)
-    return out if batched else out.squeeze(0)
+    return _transposed(
+        "conv_transpose2d",
+        2,
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
+
+
+def conv_transpose3d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    """Transposed 3-D convolution (the gradient of conv3d with respect to its input); weight
+    (C_in, C_out/groups, kD, kH, kW)."""
+    return _transposed(
+        "conv_transpose3d",
+        3,
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+    )
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
@@ -137,10 +319,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x, batched = _batch("unfold", input, 2)
     out = OPS["im2col"](
         x,
-        _tuple(kernel_size, 2, "kernel_size"),
-        _tuple(dilation, 2, "dilation"),
-        _tuple(padding, 2, "padding"),
-        _tuple(stride, 2, "stride"),
+        _tuple(kernel_size, 2, "kernel_size", "unfold"),
+        _tuple(dilation, 2, "dilation", "unfold"),
+        _tuple(padding, 2, "padding", "unfold"),
+        _tuple(stride, 2, "stride", "unfold"),
     )
     return out if batched else out.squeeze(0)
 
@@ -150,10 +332,10 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     x, batched = _batch("fold", input, 1)
     out = OPS["col2im"](
         x,
-        _tuple(output_size, 2, "output_size"),
-        _tuple(kernel_size, 2, "kernel_size"),
-        _tuple(dilation, 2, "dilation"),
-        _tuple(padding, 2, "padding"),
-        _tuple(stride, 2, "stride"),
+        _tuple(output_size, 2, "output_size", "fold"),
+        _tuple(kernel_size, 2, "kernel_size", "fold"),
+        _tuple(dilation, 2, "dilation", "fold"),
+        _tuple(padding, 2, "padding", "fold"),
+        _tuple(stride, 2, "stride", "fold"),
     )
     return out if batched else out.squeeze(0)

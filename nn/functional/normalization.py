@@ -25,12 +25,14 @@ def batch_norm(
     dims = [0] + list(range(2, input.ndim))
     shape = [1, input.shape[1]] + [1] * (input.ndim - 2)
     if training:
-        count = input.numel() // input.shape[1]
-        if count <= 1:
+        count = math.prod(input.shape[:1] + input.shape[2:])
+        if count == 1:
             raise ValueError(
                 f"Expected more than 1 value per channel when training, got input size "
                 f"{list(input.shape)}"
             )
+        if count == 0:  # an empty batch: no statistics, running ones untouched (PyTorch)
+            return _affine(input, weight, bias, shape)
         mean = input.mean(dims)
         var = input.var(dims, correction=0)
         if running_mean is not None:
@@ -102,7 +104,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                 f"channels in input, but got {name} of shape {list(param.shape)} and input of "
                 f"shape {list(input.shape)}"
             )
-    grouped = input.reshape(n, num_groups, -1)  # each group is one layer_norm row
+    # each group is one layer_norm row; its size spelled out, as an empty batch infers none
+    grouped = input.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))
     out = OPS["layer_norm"](grouped, grouped.shape[-1:], None, None, eps).view(input.shape)
     return _affine(out, weight, bias, [1, c] + [1] * (input.ndim - 2))
 
@@ -121,14 +124,10 @@ def instance_norm(
 
 
 def norm_at_least(input, p: float, dim: int, eps: float, keepdim: bool = False):
-    """``max(||input||_p, eps)`` along ``dim``, clamping ``sum |x|^p`` at ``eps^p`` before the
-    root: the same value, and at a zero vector PyTorch's gradient (none through the norm)
-    instead of 0 * inf = NaN."""
-    if p == math.inf:
-        return ember.clamp(input.abs().amax(dim, keepdim=keepdim), min=eps)
-    powered = input * input if p == 2 else input.abs() if p == 1 else input.abs() ** p
-    total = ember.clamp(powered.sum(dim, keepdim=keepdim), min=eps**p)
-    return ember.sqrt(total) if p == 2 else total if p == 1 else total ** (1.0 / p)
+    """``max(||input||_p, eps)`` along ``dim``, as PyTorch's ``norm(...).clamp_min(eps)``. The
+    norm's formula gives no gradient through a zero norm, so a zero vector gets PyTorch's
+    gradient instead of 0 * inf = NaN; clamping after the root keeps p <= 0 finite."""
+    return ember.clamp(ember.norm(input, p, dim, keepdim), min=eps)
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):

@@ -6,14 +6,19 @@ from __future__ import annotations
 import functools
 
 import ember
-from ember.dispatcher.kinds.nn import pooled_size
+from ember.dispatcher.kinds.window import check_output_size, check_pool, expand, pooled_size
 from ember.dispatcher.optable import OPS
 
-from .conv import _batch, _tuple
+from .conv import _batch
 
 
-def _stride(stride, kernel, n):
-    return _tuple(stride, n, "stride") if stride not in (None, ()) else kernel
+def _geometry(op: str, n: int, kernel_size, stride, padding, dilation=1) -> tuple:
+    """Checked (kernel, stride, padding, dilation) n-tuples; stride defaults to the kernel."""
+    kernel = expand(kernel_size, n, "kernel_size", op)
+    stride = expand(stride, n, "stride", op) if stride not in (None, ()) else kernel
+    padding, dilation = expand(padding, n, "padding", op), expand(dilation, n, "dilation", op)
+    check_pool(op, kernel, stride, padding, dilation)
+    return kernel, stride, padding, dilation
 
 
 def _result(values, indices, return_indices):
@@ -23,15 +28,8 @@ def _result(values, indices, return_indices):
 def max_pool2d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
-    kernel = _tuple(kernel_size, 2, "kernel_size")
-    values, indices = OPS["max_pool2d_with_indices"](
-        input,
-        kernel,
-        _stride(stride, kernel, 2),
-        _tuple(padding, 2, "padding"),
-        _tuple(dilation, 2, "dilation"),
-        ceil_mode,
-    )
+    geometry = _geometry("max_pool2d", 2, kernel_size, stride, padding, dilation)
+    values, indices = OPS["max_pool2d_with_indices"](input, *geometry, ceil_mode)
     return _result(values, indices, return_indices)
 
 
@@ -39,14 +37,9 @@ def max_pool1d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
     _batch("max_pool1d", input, 1)
-    k = _tuple(kernel_size, 1, "kernel_size")
+    k, s, p, d = _geometry("max_pool1d", 1, kernel_size, stride, padding, dilation)
     values, indices = OPS["max_pool2d_with_indices"](
-        input.unsqueeze(-2),
-        (1, k[0]),
-        (1, _stride(stride, k, 1)[0]),
-        (0, _tuple(padding, 1, "padding")[0]),
-        (1, _tuple(dilation, 1, "dilation")[0]),
-        ceil_mode,
+        input.unsqueeze(-2), (1, *k), (1, *s), (0, *p), (1, *d), ceil_mode
     )
     return _result(values.squeeze(-2), indices.squeeze(-2), return_indices)
 
@@ -76,15 +69,31 @@ def avg_pool2d(
 ):
     """Average over windows; PyTorch's rules for padding and ceil_mode in the divisor."""
     x, batched = _batch("avg_pool2d", input, 2)
+    k, s, p, _ = _geometry("avg_pool2d", 2, kernel_size, stride, padding)
+    out = _avg_pool2d("avg_pool2d", x, k, s, p, ceil_mode, count_include_pad, divisor_override)
+    return out if batched else out.squeeze(0)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    x, batched = _batch("avg_pool1d", input, 1)
+    k, s, p, _ = _geometry("avg_pool1d", 1, kernel_size, stride, padding)
+    out = _avg_pool2d(
+        "avg_pool1d", x.unsqueeze(-2), (1, *k), (1, *s), (0, *p), ceil_mode, count_include_pad
+    ).squeeze(-2)
+    return out if batched else out.squeeze(0)
+
+
+def _avg_pool2d(op, x, k, s, p, ceil_mode, count_include_pad, divisor=None):
+    """Average pooling of a batched (N, C, H, W) ``x`` with checked window tuples."""
+    if divisor == 0:
+        raise RuntimeError(f"{op}: divisor must be not zero")
     n, c, h, w = x.shape
-    k = _tuple(kernel_size, 2, "kernel_size")
-    s = _stride(stride, k, 2)
-    p = _tuple(padding, 2, "padding")
     counts = [
         _window_counts(size, k[i], s[i], p[i], ceil_mode, count_include_pad)
         for i, size in enumerate((h, w))
     ]
     oh, ow = len(counts[0]), len(counts[1])
+    check_output_size(op, x.shape, (oh, ow))
     # Zeros on every side, plus on the right/bottom for ceil_mode's last (partial) windows.
     extra_h = max(0, (oh - 1) * s[0] + k[0] - h - 2 * p[0])
     extra_w = max(0, (ow - 1) * s[1] + k[1] - w - 2 * p[1])
@@ -92,34 +101,33 @@ def avg_pool2d(
         x.reshape(n * c, 1, h, w), (p[1], p[1] + extra_w, p[0], p[0] + extra_h), 0
     )
     sums = OPS["im2col"](padded, k, (1, 1), (0, 0), s).sum(1).view(n, c, oh, ow)
-    if divisor_override:
-        out = sums / divisor_override
-    elif len(set(counts[0])) == 1 and len(set(counts[1])) == 1:
-        out = sums / (counts[0][0] * counts[1][0])
-    else:
-        rows = ember.tensor(counts[0], dtype=x.dtype, device=x.device).view(-1, 1)
-        cols = ember.tensor(counts[1], dtype=x.dtype, device=x.device)
-        out = sums / (rows * cols)
-    return out if batched else out.squeeze(0)
+    if divisor:
+        return sums / divisor
+    if len(set(counts[0])) == 1 and len(set(counts[1])) == 1:
+        return sums / (counts[0][0] * counts[1][0])
+    rows = ember.tensor(counts[0], dtype=x.dtype, device=x.device).view(-1, 1)
+    cols = ember.tensor(counts[1], dtype=x.dtype, device=x.device)
+    return sums / (rows * cols)
 
 
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    _batch("avg_pool1d", input, 1)
-    k = _tuple(kernel_size, 1, "kernel_size")
-    out = avg_pool2d(
-        input.unsqueeze(-2),
-        (1, k[0]),
-        (1, _stride(stride, k, 1)[0]),
-        (0, _tuple(padding, 1, "padding")[0]),
-        ceil_mode,
-        count_include_pad,
-    )
-    return out.squeeze(-2)
-
-
-def _adaptive_size(output_size, h, w):
-    out_h, out_w = (output_size, output_size) if isinstance(output_size, int) else output_size
-    return out_h or h, out_w or w
+def _adaptive_size(op: str, output_size, x) -> tuple:
+    """(out_h, out_w), None meaning the input's size; PyTorch's refusals of negative sizes and
+    of inputs with an empty non-batch dim (no window to average)."""
+    h, w = x.shape[-2:]
+    sizes = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    sizes = tuple(size if out is None else out for out, size in zip(sizes, (h, w)))
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(
+            f"{op}: elements of output_size must be greater than or equal to 0 but received "
+            f"{list(sizes)}"
+        )
+    for dim in range(1, x.ndim):
+        if x.shape[dim] == 0:
+            raise RuntimeError(
+                f"{op}(): Expected input to have non-zero size for non-batch dimensions, but "
+                f"input has sizes {list(x.shape)} with dimension {dim} being empty"
+            )
+    return sizes
 
 
 @functools.lru_cache(maxsize=256)
@@ -135,15 +143,18 @@ def adaptive_avg_pool2d(input, output_size):
     an integral image otherwise."""
     x, batched = _batch("adaptive_avg_pool2d", input, 2)
     h, w = x.shape[-2:]
-    out_h, out_w = _adaptive_size(output_size, h, w)
+    out_h, out_w = _adaptive_size("adaptive_avg_pool2d", output_size, x)
     if (out_h, out_w) == (1, 1):
         out = x.mean((-2, -1), keepdim=True)
-    elif h % out_h == 0 and w % out_w == 0:
+    elif out_h and out_w and h % out_h == 0 and w % out_w == 0:
         out = avg_pool2d(x, (h // out_h, w // out_w))
     else:
         integral = OPS["constant_pad_nd"](x.cumsum(-2).cumsum(-1), (1, 0, 1, 0), 0)
         (r0, r1), (c0, c1) = (
-            [ember.tensor(e, device=x.device) for e in _adaptive_edges(size, out)]
+            [
+                ember.tensor(e, dtype=ember.int64, device=x.device)
+                for e in _adaptive_edges(size, out)
+            ]
             for size, out in ((h, out_h), (w, out_w))
         )
 
@@ -174,11 +185,17 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Maxima over PyTorch's adaptive windows, with flat (H*W) indices like max_pool2d's."""
     x, batched = _batch("adaptive_max_pool2d", input, 2)
     n, c, h, w = x.shape
-    out_h, out_w = _adaptive_size(output_size, h, w)
+    out_h, out_w = _adaptive_size("adaptive_max_pool2d", output_size, x)
+    if not out_h or not out_w:  # no windows: empty results
+        shape = (n, c, out_h, out_w)[0 if batched else 1 :]
+        values = ember.zeros(shape, dtype=x.dtype, device=x.device)
+        return _result(
+            values, ember.zeros(shape, dtype=ember.int64, device=x.device), return_indices
+        )
     if h % out_h == 0 and w % out_w == 0:
         return max_pool2d(input, (h // out_h, w // out_w), return_indices=return_indices)
     rows, cols = (
-        ember.tensor(_adaptive_rows(size, out), device=x.device)
+        ember.tensor(_adaptive_rows(size, out), dtype=ember.int64, device=x.device)
         for size, out in ((h, out_h), (w, out_w))
     )
     kh, kw = rows.shape[1], cols.shape[1]

@@ -19,25 +19,51 @@ from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 _PAD_MODES = ("reflect", "replicate", "circular")
 
 
-@functools.lru_cache(maxsize=256)
-def _pad_index(size: int, before: int, after: int, mode: str, device: str):
-    """Source position of each output position along one padded dim."""
+_DIM_LETTERS = ("W", "H", "D")
+
+
+def _check_pad(shape, dim: int, before: int, after: int, mode: str) -> None:
+    """PyTorch's refusals for one padded dim (``dim`` counted from the end as 0, 1, 2)."""
+    size, out = shape[len(shape) - 1 - dim], shape[len(shape) - 1 - dim] + before + after
+    letter = _DIM_LETTERS[dim] if dim < len(_DIM_LETTERS) else f"dim {len(shape) - 1 - dim}"
     if mode == "reflect" and (before >= size or after >= size):
         raise RuntimeError(
-            f"pad(reflect): padding ({before}, {after}) should be smaller than the input size "
-            f"({size})"
+            f"pad(reflect): Argument #4: Padding size should be less than the corresponding "
+            f"input dimension, but got: padding ({before}, {after}) at dimension "
+            f"{len(shape) - 1 - dim} of input {list(shape)}"
         )
-    if mode == "circular" and (before > size or after > size):
+    if mode != "circular" and out <= 0:
         raise RuntimeError(
-            f"pad(circular): padding ({before}, {after}) should be at most the input size ({size})"
+            f"pad({mode}): input ({letter}: {size}) is too small. Calculated output {letter}: {out}"
         )
+    if mode != "circular":
+        return
+    if before > size or after > size:
+        raise RuntimeError(
+            f"pad(circular): Padding value causes wrapping around more than once: padding "
+            f"({before}, {after}) of size {size}"
+        )
+    kept = size - max(-before, 0) - max(-after, 0)  # what is left after negative pads crop
+    if out < 0 or (out > 0 and kept <= 0):  # PyTorch returns uninitialised memory for the latter
+        raise RuntimeError(
+            f"pad(circular): Negative padding value is resulting in an empty dimension: padding "
+            f"({before}, {after}) of size {size}"
+        )
+
+
+@functools.lru_cache(maxsize=256)
+def _pad_index(size: int, before: int, after: int, mode: str, device: str):
+    """Source position of each output position along one padded dim. Negative pads crop; a
+    circular pad wraps around what the crop keeps, as often as needed (PyTorch)."""
+    start = max(-before, 0)
+    kept = size - start - max(-after, 0)
     period = 2 * (size - 1) if size > 1 else 1
     positions = []
     for p in range(-before, size + after):
         if mode == "replicate":
             positions.append(min(max(p, 0), size - 1))
         elif mode == "circular":
-            positions.append(p % size)
+            positions.append(start + (p - start) % kept)
         else:
             folded = abs(p) % period
             positions.append(period - folded if folded >= size else folded)
@@ -61,6 +87,7 @@ def pad(input, pad, mode: str = "constant", value=None):
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i
         before, after = pad[2 * i], pad[2 * i + 1]
+        _check_pad(tuple(input.shape), i, before, after, mode)
         if before or after:
             index = _pad_index(input.shape[dim], before, after, mode, str(input.device))
             out = out.index_select(dim, index)

@@ -71,7 +71,8 @@ RANDOM_ARGS = {
     "uniform_": [{}, {"from": -2.0, "to": 3.0}],
     "normal_": [{}, {"mean": 1.0, "std": 2.0}],
     "random_": [{}, {"from": -3, "to": 7}],
-    "bernoulli": [{}],
+    "bernoulli": [{}, {"p": 0.25}],
+    "bernoulli_": [{}, {"p": 0.25}],
     "multinomial": [
         {"num_samples": 3, "replacement": True},
         {"num_samples": 4, "replacement": False},

@@ -173,9 +173,14 @@ def random_(op, dtype, device, sample):
 
 
 def bernoulli(op, dtype, device, sample):
+    """bernoulli(probabilities), bernoulli(x, p) and x.bernoulli_(p): zeros and ones in the
+    input's dtype (in place for bernoulli_), with the mean of the probabilities."""
     p = sample.args[0].values.astype(np.float64).reshape(-1)
-    _args, out = _run(op, sample, device)
+    if sample.args[1] is not None:  # a float p: the input gives only the shape
+        p = np.full(p.shape, float(sample.args[1]))
+    (x, *_), out = _run(op, sample, device)
     assert out.dtype is dtype
+    assert out is x or not op.mutates, f"{op.name} must return self"
     got = checks.host(out).astype(np.float64).reshape(-1)
     assert np.isin(got, (0.0, 1.0)).all(), "bernoulli: values other than 0 and 1"
     if got.size >= 1000:
@@ -219,6 +224,7 @@ PROPERTIES = {
     "normal_": normal_,
     "random_": random_,
     "bernoulli": bernoulli,
+    "bernoulli_": bernoulli,
     "multinomial": multinomial,
     "randperm": randperm,
 }

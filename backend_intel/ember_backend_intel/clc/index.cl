@@ -18,10 +18,11 @@
 #endif
 
 /* out[p] = x[p with p[dim] = index[p]] for p over index's shape; out contiguous. */
-kernel void gather(global ST(T) *o, long oo, global const ST(T) *x, long xo, long8 xs_,
-                   global const long *ix, long io, long8 is_, long8 shape_, int nd, long n,
-                   int dim, long size, global long *status) {
+kernel void gather(global ST(T) *o, long oo, long8 os_, global const ST(T) *x, long xo,
+                   long8 xs_, global const long *ix, long io, long8 is_, long8 shape_, int nd,
+                   long n, int dim, long size, global long *status) {
     EM_UNPACK(shape, shape_);
+    EM_UNPACK(os, os_);
     EM_UNPACK(xs, xs_);
     EM_UNPACK(is, is_);
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
@@ -32,8 +33,9 @@ kernel void gather(global ST(T) *o, long oo, global const ST(T) *x, long xo, lon
             em_fail(status, EM_INDEX_OUT_OF_RANGE, v);
             continue;
         }
+        const long to = oo + em_dot(nd, at, os); /* before at[dim] becomes the index */
         at[dim] = v;
-        o[oo + i] = x[xo + em_dot(nd, at, xs)];
+        o[to] = x[xo + em_dot(nd, at, xs)];
     }
 }
 

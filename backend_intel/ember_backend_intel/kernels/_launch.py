@@ -94,6 +94,27 @@ def blocks(shape: tuple, strides: list):
         yield deltas, shape[lead:], tails
 
 
+def fold_around(shape: tuple, strides: list, dim: int):
+    """Pieces of a layout for kernels that walk ``shape`` and index along ``dim``: the other
+    dims merged where every operand allows (``dim`` stays a dim of its own), then, past
+    MAX_DIMS, a loop over leading dims other than ``dim``, as in blocks(). Yields
+    ``(element offsets, shape, strides, dim)`` per piece, so no rank is refused."""
+    before, head = merge_dims(shape[:dim], [s[:dim] for s in strides])
+    after, tail = merge_dims(shape[dim + 1 :], [s[dim + 1 :] for s in strides])
+    shape = (*before, shape[dim], *after)
+    strides = [(*h, s[dim], *t) for h, s, t in zip(head, strides, tail)]
+    dim = len(before)
+    if len(shape) <= MAX_DIMS:
+        yield [0] * len(strides), shape, strides, dim
+        return
+    loop = [d for d in range(len(shape)) if d != dim][: len(shape) - MAX_DIMS]
+    keep = [d for d in range(len(shape)) if d not in loop]
+    kept = [tuple(s[d] for d in keep) for s in strides]
+    for index in itertools.product(*(range(shape[d]) for d in loop)):
+        deltas = [sum(i * s[d] for i, d in zip(index, loop)) for s in strides]
+        yield deltas, tuple(shape[d] for d in keep), kept, keep.index(dim)
+
+
 def run_strided(dev, kernel, shape: tuple, layouts: list, *tail) -> None:
     """Launch a kernel over ``shape`` whose operands have any strides.
 

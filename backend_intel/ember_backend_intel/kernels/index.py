@@ -22,6 +22,7 @@ from ._launch import (
     TOKENS,
     check_status,
     device_of,
+    fold_around,
     merge_dims,
     offset,
     pack,
@@ -61,9 +62,14 @@ def _accumulator(dev, t, add: bool = True):
         convert(dev, here, code, (wide, 0), FLOAT32, shape, wide_strides, strides)
 
 
-def _check_rank(op: str, shape: tuple) -> None:
-    if len(shape) > MAX_DIMS:
-        raise RuntimeError(f"{op}: the xpu kernel handles at most {MAX_DIMS} dims, got {shape}")
+def _check_rank(op: str, x) -> None:
+    """nonzero writes one coordinate per dim, so its dims cannot be merged or looped over."""
+    if len(x._shape) > MAX_DIMS:
+        raise RuntimeError(
+            f"{op}: the xpu kernel handles tensors of at most {MAX_DIMS} dims, got a "
+            f"{len(x._shape)}-dim {x._dtype.name} tensor of shape {list(x._shape)} on "
+            f"{x._storage.device}; move it to the CPU for this op, or reshape it to fewer dims"
+        )
 
 
 def _along_dim(dim: int, size: int):
@@ -80,18 +86,26 @@ def _flat_layout(x) -> tuple:
     return pack(shape), pack(strides), len(shape), math.prod(x._shape)
 
 
+def _lines(shape: tuple, dim: int) -> tuple[tuple, int]:
+    """The shape of the lines along ``dim`` (size 1 there) and their count (0 when empty)."""
+    lines_shape = shape[:dim] + (1,) + shape[dim + 1 :]
+    return lines_shape, math.prod(lines_shape) if math.prod(shape) else 0
+
+
 def build(runtime) -> dict:
     def launch_gather(op, out, x, dim, index, ishape, istride):
         """out[p] = x[p with p[dim] = index at p (strides ``istride``)], p over ``ishape``."""
         dev = device_of(runtime, x)
         xshape, xstride = _dims(x)
-        _check_rank(op, ishape)
-        n = math.prod(ishape)
-        dev.launch(
-            _kernels(dev, x._dtype.code)["gather"], n, out._storage.handle, offset(out),
-            x._storage.handle, offset(x), pack(xstride), index._storage.handle, offset(index),
-            pack(istride), pack(ishape), len(ishape), n, dim, xshape[dim], dev.status,
-        )  # fmt: skip
+        kernel = _kernels(dev, x._dtype.code)["gather"]
+        layout = [contiguous_strides(ishape), xstride, istride]
+        for (do, dx, di), shape, (os, xs, ist), d in fold_around(ishape, layout, dim):
+            n = math.prod(shape)
+            dev.launch(
+                kernel, n, out._storage.handle, offset(out) + do, pack(os), x._storage.handle,
+                offset(x) + dx, pack(xs), index._storage.handle, offset(index) + di, pack(ist),
+                pack(shape), len(shape), n, d, xshape[dim], dev.status,
+            )  # fmt: skip
         check_status(dev, op, x._dtype.name, _along_dim(dim, xshape[dim]))
 
     def gather(out, x, dim, index):
@@ -102,16 +116,16 @@ def build(runtime) -> dict:
             dev = device_of(runtime, out)
             ishape, istride = _dims(index)
             _, sstride = _dims(src)
-            _check_rank(op, ishape)
-            lines_shape = ishape[:dim] + (1,) + ishape[dim + 1 :]
-            lines = math.prod(lines_shape) if math.prod(ishape) else 0
             with _accumulator(dev, out, add) as (kernels, buffer, at, oshape, ostride):
-                dev.launch(
-                    kernels["scatter"], lines, buffer, at, pack(ostride), index._storage.handle,
-                    offset(index), pack(istride), src._storage.handle, offset(src),
-                    pack(sstride), pack(lines_shape), len(lines_shape), lines, dim, ishape[dim],
-                    oshape[dim], add, dev.status,
-                )  # fmt: skip
+                layout = [ostride, istride, sstride]
+                for (do, di, ds), shape, (os, ist, ss), d in fold_around(ishape, layout, dim):
+                    lines_shape, lines = _lines(shape, d)
+                    dev.launch(
+                        kernels["scatter"], lines, buffer, at + do, pack(os),
+                        index._storage.handle, offset(index) + di, pack(ist), src._storage.handle,
+                        offset(src) + ds, pack(ss), pack(lines_shape), len(lines_shape), lines, d,
+                        shape[d], oshape[dim], add, dev.status,
+                    )  # fmt: skip
             check_status(dev, op, out._dtype.name, _along_dim(dim, oshape[dim]))
 
         scatter.__qualname__ = f"xpu.{op}"
@@ -132,17 +146,17 @@ def build(runtime) -> dict:
         _shared.check_index_add_shapes(out, dim, n, source)
         dev = device_of(runtime, out)
         sshape, sstride = _dims(source)
-        _check_rank("index_add", sshape)
-        lines_shape = sshape[:dim] + (1,) + sshape[dim + 1 :]
-        lines = math.prod(lines_shape) if n else 0
         floats = out._dtype.code in FLOAT_CODES
+        scale = (float(alpha), 0) if floats else (0.0, int(alpha))
         with _accumulator(dev, out) as (kernels, buffer, at, oshape, ostride):
-            dev.launch(
-                kernels["index_add"], lines, buffer, at, pack(ostride), index._storage.handle,
-                offset(index), index._stride[0], source._storage.handle, offset(source),
-                pack(sstride), pack(lines_shape), len(lines_shape), lines, dim, n, oshape[dim],
-                float(alpha) if floats else 0.0, 0 if floats else int(alpha), dev.status,
-            )  # fmt: skip
+            for (do, ds), shape, (os, ss), d in fold_around(sshape, [ostride, sstride], dim):
+                lines_shape, lines = _lines(shape, d)
+                dev.launch(
+                    kernels["index_add"], lines, buffer, at + do, pack(os), index._storage.handle,
+                    offset(index), index._stride[0], source._storage.handle, offset(source) + ds,
+                    pack(ss), pack(lines_shape), len(lines_shape), lines, d, n, oshape[dim],
+                    *scale, dev.status,
+                )  # fmt: skip
         check_status(dev, "index_add", out._dtype.name, _along_dim(dim, oshape[dim]))
 
     def take(out, x, index):
@@ -183,7 +197,7 @@ def build(runtime) -> dict:
     def nonzero(out, x):
         if not x._shape:
             return  # a 0-d input gives rows of no coordinates
-        _check_rank("nonzero", x._shape)
+        _check_rank("nonzero", x)
         dev = device_of(runtime, x)
         kernel = _kernels(dev, x._dtype.code)["nonzero"]
         kernel.fn(
