@@ -51,6 +51,7 @@ class Op:
         "mutates",
         "name",
         "num_outputs",
+        "out",
         "promotion",
         "runner",
         "schema",
@@ -78,6 +79,7 @@ class Op:
         # PyTorch's convention: a trailing underscore writes into the first argument.
         self.mutates = self.name.endswith("_") and not self.name.startswith("_")
         self.info: dict = dict(defn.attrs)  # static data for the runner (elementwise arity...)
+        self.out = defn.out_rule  # the public function's out= rule (dispatcher/out.py), or None
         _ALL_OPS.add(self)
 
     def __call__(self, *args):

@@ -9,6 +9,7 @@ import numpy as np
 from . import _dtype as dt
 from ._device import CPU
 from ._tensor import Tensor, is_contiguous, make
+from .dispatcher import out as _out_arg
 from .dispatcher.memory import backend_for, normalize_device
 from .dispatcher.optable import OPS
 
@@ -153,25 +154,48 @@ def _dtype_arg(dtype):
         raise TypeError(f"dtype must be an ember.dtype, got {dtype!r}") from None
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
+def _into(name: str, op_name: str, out, dtype, device, make, requires_grad: bool) -> Tensor:
+    """A factory called with ``out=``: made in out's dtype and on out's device (unless given;
+    a dtype that differs from out's is refused), then written into ``out``."""
+
+    def compute(dtype):
+        return make(dtype, out.device if device is None else device)
+
+    written = _out_arg.call(name, OPS[op_name], out, (), compute, _dtype_arg(dtype))
+    return _finish(written, requires_grad)
+
+
+def empty(*size, out=None, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
     """An uninitialised tensor of the given size."""
+    if out is not None:
+        make = lambda d, dev: empty(*size, dtype=d, device=dev)  # noqa: E731
+        return _into("empty", "empty", out, dtype, device, make, requires_grad)
     return _finish(OPS["empty"](_size_args(size), _dtype_arg(dtype), device), requires_grad)
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full(size, fill_value, *, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
+    if out is not None:
+        make = lambda d, dev: full(size, fill_value, dtype=d, device=dev)  # noqa: E731
+        return _into("full", "full", out, dtype, device, make, requires_grad)
     out = OPS["full"](_size_args((size,)), fill_value, _dtype_arg(dtype), device)
     return _finish(out, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def zeros(*size, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor of zeros (default dtype unless given)."""
+    if out is not None:
+        make = lambda d, dev: zeros(*size, dtype=d, device=dev)  # noqa: E731
+        return _into("zeros", "full", out, dtype, device, make, requires_grad)
     out = OPS["full"](_size_args(size), 0, _dtype_arg(dtype) or dt.DEFAULTS.float, device)
     return _finish(out, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(*size, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor of ones (default dtype unless given)."""
+    if out is not None:
+        make = lambda d, dev: ones(*size, dtype=d, device=dev)  # noqa: E731
+        return _into("ones", "full", out, dtype, device, make, requires_grad)
     out = OPS["full"](_size_args(size), 1, _dtype_arg(dtype) or dt.DEFAULTS.float, device)
     return _finish(out, requires_grad)
 
@@ -208,36 +232,62 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     )
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def arange(
+    start, end=None, step=1, *, out=None, dtype=None, device=None, requires_grad=False
+) -> Tensor:
     """Values from ``start`` up to (excluding) ``end`` every ``step``; ``arange(n)`` is 0..n-1."""
+    if out is not None:
+        make = lambda d, dev: arange(start, end, step, dtype=d, device=dev)  # noqa: E731
+        return _into("arange", "arange", out, dtype, device, make, requires_grad)
     out = OPS["arange"](start, end, step, _dtype_arg(dtype), device)
     return _finish(out, requires_grad)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def linspace(
+    start, end, steps, *, out=None, dtype=None, device=None, requires_grad=False
+) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if out is not None:
+        make = lambda d, dev: linspace(start, end, steps, dtype=d, device=dev)  # noqa: E731
+        return _into("linspace", "linspace", out, dtype, device, make, requires_grad)
     return _finish(OPS["linspace"](start, end, steps, _dtype_arg(dtype), device), requires_grad)
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def eye(n, m=None, *, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
+    if out is not None:
+        make = lambda d, dev: eye(n, m, dtype=d, device=dev)  # noqa: E731
+        return _into("eye", "eye", out, dtype, device, make, requires_grad)
     return _finish(OPS["eye"](n, m, _dtype_arg(dtype), device), requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform samples in [0, 1)."""
+    if out is not None:
+        make = lambda d, dev: rand(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
+        return _into("rand", "empty", out, dtype, device, make, requires_grad)
     out = OPS["empty"](_size_args(size), _dtype_arg(dtype), device)
     return _finish(OPS["uniform_"](out, 0.0, 1.0, generator), requires_grad)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randn(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples."""
+    if out is not None:
+        make = lambda d, dev: randn(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
+        return _into("randn", "empty", out, dtype, device, make, requires_grad)
     out = OPS["empty"](_size_args(size), _dtype_arg(dtype), device)
     return _finish(OPS["normal_"](out, 0.0, 1.0, generator), requires_grad)
 
 
-def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+def randint(
+    *args, size=None, generator=None, out=None, dtype=None, device=None, requires_grad=False
+):
     """Integers uniform in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
+    if out is not None:
+        make = lambda d, dev: randint(  # noqa: E731
+            *args, size=size, generator=generator, dtype=d, device=dev
+        )
+        return _into("randint", "empty", out, dtype, device, make, requires_grad)
     if size is not None:
         args = (*args, size)
     if len(args) == 2:
@@ -250,8 +300,13 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
     return _finish(OPS["random_"](out, int(low), int(high), generator), requires_grad)
 
 
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randperm(
+    n, *, generator=None, out=None, dtype=None, device=None, requires_grad=False
+) -> Tensor:
     """A random permutation of 0..n-1."""
+    if out is not None:
+        make = lambda d, dev: randperm(n, generator=generator, dtype=d, device=dev)  # noqa: E731
+        return _into("randperm", "randperm", out, dtype, device, make, requires_grad)
     out = OPS["randperm"](n, generator, _dtype_arg(dtype), normalize_device(device))
     return _finish(out, requires_grad)
 
@@ -277,8 +332,13 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
     )
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None):
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None):
     """Normal samples: ``normal(mean, std, size)`` with floats, or elementwise tensor mean/std."""
+    if out is not None:
+        make = lambda d, dev: normal(  # noqa: E731
+            mean, std, size, generator=generator, dtype=d, device=dev
+        )
+        return _into("normal", "empty", out, dtype, device, make, False)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         noise = randn(ref.shape, generator=generator, dtype=ref.dtype, device=ref.device)

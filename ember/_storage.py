@@ -48,12 +48,16 @@ class Storage:
 
 
 class _HostBytes:
-    """numpy keeps this object as the array's base, and it keeps the storage (and memory) alive."""
+    """numpy keeps this object as the array's base, and it keeps the storage (and memory) alive.
 
-    __slots__ = ("__array_interface__", "storage")
+    The memory's owner is held too: ``Tensor.resize_`` may move the storage to a larger
+    allocation, and the array must not be left pointing at freed memory."""
+
+    __slots__ = ("__array_interface__", "owner", "storage")
 
     def __init__(self, storage: Storage):
         self.storage = storage
+        self.owner = storage.owner
         self.__array_interface__ = {
             "data": (storage.ptr, False),
             "shape": (storage.nbytes,),

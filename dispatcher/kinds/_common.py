@@ -7,6 +7,7 @@ from ember._device import CPU
 from ember._tensor import Tensor, contiguous_strides, empty, is_contiguous, make
 
 from ..opdef import Promotion
+from ..overlap import check_inputs
 
 # Filled by dispatcher.table once the ops exist (runners look ops up by name at call time).
 OPS: dict = {}
@@ -157,22 +158,12 @@ def strides_of(shape: tuple) -> tuple:
     return contiguous_strides(shape)
 
 
-def check_no_internal_overlap(op_name: str, t: Tensor) -> None:
-    """In-place writes into broadcast views would race: PyTorch refuses them too. An empty
-    tensor gets no writes (numpy gives empty arrays stride 0, and from_numpy keeps it)."""
-    if 0 in t._shape:
-        return
-    for size, step in zip(t._shape, t._stride):
-        if step == 0 and size > 1:
-            raise RuntimeError(
-                f"{op_name}: unsupported operation: more than one element of the written-to tensor "
-                "refers to a single memory location. Please clone() the tensor before performing "
-                "the operation."
-            )
-
-
 def inplace_via_copy(op, target, *args):
-    """An in-place op as its functional op followed by a copy into ``target`` (below autograd)."""
+    """An in-place op as its functional op followed by a copy into ``target`` (below autograd).
+
+    These are index ops (scatter_, index_add_): like PyTorch, their index and source tensors may
+    share no memory with ``target``, even though the copy would make the result well defined."""
+    check_inputs(op.name, target, args, "any")
     result = op.inplace_of.backend((target, *args))
     OPS["copy_"].backend((target, result))
     return target

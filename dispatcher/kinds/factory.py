@@ -9,8 +9,9 @@ from ember._random import generator_for
 from ember._tensor import Tensor, empty
 
 from ..memory import normalize_device
+from ..overlap import check_internal
 from ..promotion import scalar_dtype
-from ._common import check_no_internal_overlap, fill
+from ._common import fill
 
 
 def _size(op, size) -> tuple:
@@ -89,7 +90,7 @@ def _per_block(dtype, wide: bool = False) -> int:
 def _random_fill(op, x, a, b, generator, wide=False):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op.name}(): self must be a Tensor")
-    check_no_internal_overlap(op.name, x)
+    check_internal(op.name, x)
     n = math.prod(x._shape)
     gen = generator or generator_for(x._storage.device)
     if n:

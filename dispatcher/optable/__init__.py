@@ -37,6 +37,7 @@ def _inplace_def(defn: OpDef, name: str) -> OpDef:
         method=True,
         frontend=False,
         decomposition=None,
+        out=None,
         notes=f"in-place form of {head}",
     )
 
