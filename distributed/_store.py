@@ -11,6 +11,7 @@ of fields) then each field as ``!I`` length + bytes; reply ``!BI`` (status, leng
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import socket
 import socketserver
@@ -107,6 +108,7 @@ class _Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         sock = self.request
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.connections.add(sock)
         try:
             while True:
                 op, count = _HEADER.unpack(_read_exact(sock, _HEADER.size))
@@ -121,6 +123,8 @@ class _Handler(socketserver.BaseRequestHandler):
                 sock.sendall(_HEADER.pack(status, len(payload)) + payload)
         except (ConnectionError, OSError):
             return
+        finally:
+            self.server.connections.discard(sock)
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -130,6 +134,15 @@ class _Server(socketserver.ThreadingTCPServer):
     def __init__(self, host: str, port: int):
         super().__init__((host, port), _Handler)
         self.table = _Table()
+        self.connections: set = set()
+
+    def close(self) -> None:
+        """Stop serving and drop every client, as the master process's exit would."""
+        self.shutdown()
+        self.server_close()
+        for sock in list(self.connections):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class Store:
@@ -248,8 +261,7 @@ class TCPStore(Store):
     def close(self) -> None:
         self._sock.close()
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.close()
             self._server = None
 
 
