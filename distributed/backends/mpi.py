@@ -66,8 +66,14 @@ def ember_collective_backend_create(options):
     world = mpi.COMM_WORLD
     ranks = list(options["global_ranks"])
     if ranks == list(range(world.Get_size())):
-        comm = world.Dup()
-    else:
+        # Nonblocking: a peer that never reaches its first collective is an error in time.
+        comm, request = world.Idup()
+        if not Request(request).wait(options["timeout"]):
+            raise TimeoutError(
+                f"creating the MPI communicator timed out after {options['timeout']:g} s: a "
+                "peer did not reach its first collective"
+            )
+    else:  # MPI has no nonblocking way to make a communicator of some ranks only
         comm = world.Create_group(world.Get_group().Incl(ranks))
     comm.Set_errhandler(mpi.ERRORS_RETURN)
     return Communicator(mpi, comm)
