@@ -73,7 +73,7 @@ def test_dtype_and_op_mapping_is_torchs():
     buf = nccl._Buffer(0, 4, "bool", 0, 0)
     assert comm._args(buf, "sum") == (abi.DATA_TYPES["ncclUint8"], abi.RED_OPS["ncclMax"])
     assert comm._args(buf, "product") == (abi.DATA_TYPES["ncclUint8"], abi.RED_OPS["ncclMin"])
-    with pytest.raises(ValueError, match="Cannot use ReduceOp.AVG with NCCL on bool"):
+    with pytest.raises(ValueError, match=r"Cannot use ReduceOp.AVG with NCCL on bool"):
         comm._args(buf, "avg")
     half = nccl._Buffer(0, 4, "bfloat16", 0, 0)
     assert comm._args(half, "avg") == (abi.DATA_TYPES["ncclBfloat16"], abi.RED_OPS["ncclAvg"])
@@ -87,7 +87,7 @@ def test_no_device_is_a_clear_error(lib):
     try:
         abi.cuda()
     except (OSError, RuntimeError) as exc:
-        with pytest.raises(type(exc), match="CUDA driver|cuInit|GPU"):
+        with pytest.raises(type(exc), match=r"CUDA driver|cuInit|GPU"):
             nccl.ember_collective_backend_create(
                 {"rank": 0, "world_size": 1, "store": None, "timeout": 1.0, "device_index": 0}
             )
