@@ -46,15 +46,19 @@ class ReduceOp:
     PREMUL_SUM = _RedOpType.PREMUL_SUM
 
 
+_OP_NAMES = {m: m.name.lower() for m in _RedOpType if m is not _RedOpType.PREMUL_SUM}
+_OP_NAMES[_RedOpType.PRODUCT] = "product"
+
+
 def op_name(op) -> str:
-    """The hook spec's name of a reduction (``"sum"``...), from a ReduceOp."""
-    try:
-        member = _RedOpType(op)
-    except ValueError:
-        raise ValueError(f"Invalid reduce op: {op!r}") from None
-    if member is _RedOpType.PREMUL_SUM:
+    """The hook spec's name of a reduction (``"sum"``...), from a ReduceOp (a dict lookup:
+    every collective call pays it)."""
+    name = _OP_NAMES.get(op)
+    if name is not None:
+        return name
+    if op == _RedOpType.PREMUL_SUM:
         raise ValueError("ReduceOp.PREMUL_SUM is not supported: scale the tensor, then use SUM")
-    return "product" if member is _RedOpType.PRODUCT else member.name.lower()
+    raise ValueError(f"Invalid reduce op: {op!r}")
 
 
 class Backend(str):

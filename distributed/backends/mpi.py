@@ -238,8 +238,15 @@ class Communicator:
             self.comm.Free()
 
 
+_DTYPE_NAMES: dict = {}
+
+
 def _dtype_name(array: np.ndarray) -> str:
-    return "bfloat16" if array.dtype.name == "bfloat16" else array.dtype.name
+    """``array``'s dtype name, cached: numpy computes ``dtype.name`` in Python each time."""
+    name = _DTYPE_NAMES.get(array.dtype)
+    if name is None:
+        name = _DTYPE_NAMES[array.dtype] = array.dtype.name
+    return name
 
 
 def launcher_environment() -> dict:
