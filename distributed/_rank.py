@@ -45,7 +45,9 @@ def main() -> None:
     except SystemExit as exc:
         if exc.code in (None, 0):
             raise
-        _leave(exc, 1 if not isinstance(exc.code, int) else exc.code)
+        if not isinstance(exc.code, int):
+            print(exc.code, file=sys.stderr)  # sys.exit("message"), as Python prints it
+        _leave(exc, exc.code if isinstance(exc.code, int) else 1)
     except BaseException as exc:
         _strip_entry_frames(exc)
         traceback.print_exception(exc)

@@ -13,9 +13,6 @@ import traceback
 from dataclasses import dataclass, field
 
 import pluggy
-from stevedore import ExtensionManager
-
-from ember.dispatcher.plugins import root_cause
 
 from . import hookspecs
 
@@ -63,6 +60,8 @@ class Registry:
         return self._records
 
     def _candidates(self):
+        from stevedore import ExtensionManager  # discovery is lazy, and so is its import
+
         if self._given is not None:
             for name, plugin in self._given.items():
                 yield name, "<in memory>", lambda plugin=plugin: plugin
@@ -95,6 +94,8 @@ class Registry:
                 )
             record.info = info
         except Exception as exc:
+            from ember.dispatcher.plugins import root_cause
+
             record.error = root_cause(exc)
             record.error_detail = "".join(traceback.format_exception(exc))
         return record

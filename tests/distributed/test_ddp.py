@@ -60,3 +60,9 @@ def test_unused_parameter_without_find_unused_raises_like_torch(ranks):
         assert "Expected to have finished reduction in the prior iteration" in message
         assert "find_unused_parameters=True" in message
         assert "did not receive grad for rank" in message
+
+
+def test_different_models_are_refused_at_construction(ranks):
+    for _, checks in ranks:
+        assert "DDP expects same model across all ranks" in checks["mismatch_error"]
+        assert "(2, 3)" in checks["mismatch_error"] and "(3, 3)" in checks["mismatch_error"]

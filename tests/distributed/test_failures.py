@@ -66,3 +66,10 @@ def test_direct_launcher_restarts_the_job():
     assert done.returncode == 0, done.stderr
     assert "restarting the job (1/1)" in done.stderr
     assert "rank 0 finished attempt 1" in done.stdout and "rank 1 finished attempt 1" in done.stdout
+
+
+def test_mpi_backend_explains_ranks_it_did_not_start():
+    done, seconds = run_job("failures.py", 2, "direct_mpi", launcher="direct")
+    assert done.returncode == 1 and seconds < LIMIT
+    assert "backend 'mpi': it sees this process alone" in done.stderr
+    assert "emberrun --launcher mpi --nproc-per-node 2" in done.stderr

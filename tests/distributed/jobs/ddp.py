@@ -32,6 +32,10 @@ try:
     ddp(x).sum().backward()
 except RuntimeError as exc:
     checks["unused_error"] = str(exc)
+try:  # a different model on rank 1: reported at construction, before any gradient
+    nn.parallel.DistributedDataParallel(nn.Linear(3, 2 + rank))
+except RuntimeError as exc:
+    checks["mismatch_error"] = str(exc)
 np.savez(f"{out}/rank{rank}.npz", **arrays)
 with open(f"{out}/rank{rank}.json", "w") as f:
     json.dump(checks, f)

@@ -12,6 +12,8 @@ import ember
 import ember.distributed as dist
 
 scenario = sys.argv[1]
+if scenario == "direct_mpi":  # ranks the MPI launcher did not start cannot form an MPI world
+    dist.init_process_group("mpi")
 if scenario.startswith("direct"):
     rank = int(os.environ["RANK"])
     attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
