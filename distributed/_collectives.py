@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ._launch import (
     check_blocks,
+    check_root_list,
     check_tensor,
     check_tensor_list,
     concat,
@@ -126,11 +127,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
         return None
     root = group_root(pg, dst, group_dst, "dst")
     on_root = pg.rank() == root
-    if on_root:
-        check_tensor_list(gather_list, "gather_list")
-        check_blocks("gather", gather_list, tensor, pg.size(), "gather_list")
-    elif gather_list:
-        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    check_root_list("gather", pg, root, gather_list, tensor, "gather_list", "destination")
 
     def start(comm, memory):
         send = staged(tensor, memory, read_only=True)
@@ -158,11 +155,7 @@ def scatter(
         return None
     root = group_root(pg, src, group_src, "src")
     on_root = pg.rank() == root
-    if on_root:
-        check_tensor_list(scatter_list, "scatter_list")
-        check_blocks("scatter", scatter_list, tensor, pg.size(), "scatter_list")
-    elif scatter_list:
-        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    check_root_list("scatter", pg, root, scatter_list, tensor, "scatter_list", "source")
 
     def start(comm, memory):
         recv = staged(tensor, memory)

@@ -58,6 +58,15 @@ def check_blocks(op: str, tensors, like, count: int, name: str) -> None:
             )
 
 
+def check_root_list(op: str, pg, root: int, tensors, like, name: str, role: str) -> None:
+    """A gather's or scatter's list: one tensor per rank on the root, nothing elsewhere."""
+    if pg.rank() == root:
+        check_tensor_list(tensors, name)
+        check_blocks(op, tensors, like, pg.size(), name)
+    elif tensors:
+        raise ValueError(f"Argument ``{name}`` must NOT be specified on non-{role} ranks.")
+
+
 def group_root(pg, rank, group_rank, name: str) -> int:
     """The group rank of a ``src``/``dst`` given as a world rank or a group rank."""
     if rank is not None and group_rank is not None:
