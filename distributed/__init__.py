@@ -36,7 +36,16 @@ from ._objects import (
     gather_object,
     scatter_object_list,
 )
-from ._p2p import barrier, irecv, isend, monitored_barrier, recv, send
+from ._p2p import (
+    P2POp,
+    barrier,
+    batch_isend_irecv,
+    irecv,
+    isend,
+    monitored_barrier,
+    recv,
+    send,
+)
 from ._store import PrefixStore, Store, TCPStore
 from ._types import Backend, ReduceOp, default_pg_timeout
 from ._work import Work
@@ -96,6 +105,7 @@ __all__ = [
     "DistNetworkError",
     "DistStoreError",
     "GroupMember",
+    "P2POp",
     "PrefixStore",
     "ProcessGroup",
     "ReduceOp",
@@ -109,6 +119,7 @@ __all__ = [
     "all_to_all",
     "all_to_all_single",
     "barrier",
+    "batch_isend_irecv",
     "broadcast",
     "broadcast_object_list",
     "default_pg_timeout",

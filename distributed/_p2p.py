@@ -72,6 +72,35 @@ def recv(tensor, src=None, group=None, tag: int = 0, group_src=None) -> int:
     return pg._ranks[work.source_rank()] if group_src is None else work.source_rank()
 
 
+class P2POp:
+    """One send or receive for ``batch_isend_irecv``: ``op`` is ``isend`` or ``irecv``."""
+
+    def __init__(self, op, tensor, peer=None, group=None, tag: int = 0, group_peer=None):
+        if op not in (isend, irecv):
+            raise ValueError(
+                "Invalid ``op``. Expected ``op`` to be of type ``ember.distributed.isend`` or "
+                "``ember.distributed.irecv``."
+            )
+        self.op, self.tensor, self.peer, self.group = op, tensor, peer, group
+        self.tag, self.group_peer = tag, group_peer
+
+
+def batch_isend_irecv(p2p_op_list: list) -> list:
+    """Start every send and receive of ``p2p_op_list``; returns their Works (PyTorch's order).
+
+    MPI matches messages by peer and tag, so the order of the list need not match across ranks.
+    """
+    if not p2p_op_list or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to be of type P2POp.")
+    works = []
+    for p in p2p_op_list:
+        if p.op is isend:
+            works.append(isend(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+        else:
+            works.append(irecv(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+    return works
+
+
 def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):
     """Wait until every rank of the group has entered the barrier (``timeout``, a timedelta,
     overrides the group's)."""

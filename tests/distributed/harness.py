@@ -29,8 +29,10 @@ def job_env(extra: dict | None = None) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env.update(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
-    # Loopback only: Open MPI's out-of-band and TCP transports stay on lo.
-    env.update(OMPI_MCA_btl_tcp_if_include="lo", OMPI_MCA_oob_tcp_if_include="lo")
+    # Loopback only, and over TCP: Open MPI's shared-memory transport would put segments in
+    # /dev/shm, which the shared-memory leak tests of ember.multiprocessing watch.
+    env.update(OMPI_MCA_btl="self,tcp", OMPI_MCA_btl_tcp_if_include="lo")
+    env.update(OMPI_MCA_oob_tcp_if_include="lo")
     env.update(extra or {})
     return env
 

@@ -112,6 +112,7 @@ def test_all_to_all(ranks, dtype):
 def test_send_recv_ring(ranks, dtype):
     for r, (arrays, _, _) in enumerate(ranks):
         assert_close(arrays[f"ring/{dtype}#0"], cases.value((r - 1) % W, dtype, "ring"), dtype)
+        assert_close(arrays[f"batched/{dtype}#0"], cases.value((r + 1) % W, dtype, "ring"), dtype)
 
 
 def test_subgroup(ranks):

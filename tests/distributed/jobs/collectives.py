@@ -127,7 +127,18 @@ def point_to_point(dtype):
         recv.wait()
         return out
 
+    def batched():
+        out = ember.zeros(SHAPE, dtype=getattr(ember, dtype))
+        ops = [
+            dist.P2POp(dist.irecv, out, (RANK + 1) % WORLD, tag=9),
+            dist.P2POp(dist.isend, tensor(RANK, dtype, "ring"), (RANK - 1) % WORLD, tag=9),
+        ]
+        for work in dist.batch_isend_irecv(ops):
+            work.wait()
+        return out
+
     record(f"ring/{dtype}", ring)
+    record(f"batched/{dtype}", batched)
 
 
 def groups_and_objects():
