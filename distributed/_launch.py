@@ -10,6 +10,7 @@ import ember
 
 from . import _debug
 from ._buffers import Staged
+from ._errors import DistBackendError
 from ._work import Work
 from ._world import current, resolve_group, warn_non_member
 
@@ -96,7 +97,7 @@ def launch(pg, op: str, tensors, start, async_op: bool, result=(), meta=None):
     except (TypeError, ValueError):
         raise
     except Exception as exc:
-        raise RuntimeError(f"{op} on {pg.group_name} failed to start: {exc}") from exc
+        raise DistBackendError(f"{op} on {pg.group_name} failed to start: {exc}") from exc
     requests = requests if isinstance(requests, list) else [requests]
     work = Work(pg, op, requests, finish, result)
     if async_op:

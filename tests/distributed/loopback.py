@@ -49,6 +49,8 @@ class Loopback:
         self.closed = False
 
     def _req(self, name, action=None):
+        if self.plugin.fail_start:
+            raise OSError("loopback device gone")
         self.calls.append(name)
         return Request(action, hang=self.plugin.hang, fail=self.plugin.fail)
 
@@ -107,7 +109,7 @@ class LoopbackPlugin:
 
     def __init__(self, name="loopback", device_types=("cpu",), needs_store=False):
         self.name, self.device_types, self.needs_store = name, list(device_types), needs_store
-        self.hang = self.fail = False
+        self.hang = self.fail = self.fail_start = False
         self.created: list[Loopback] = []
 
     @hookimpl

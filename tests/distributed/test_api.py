@@ -136,6 +136,12 @@ def test_backend_failure_is_a_dist_backend_error(loopback):
     assert isinstance(work.exception(), dist.DistBackendError)
 
 
+def test_backend_failing_to_start_is_a_dist_backend_error(loopback):
+    loopback.fail_start = True
+    with pytest.raises(dist.DistBackendError, match="all_reduce on default_pg failed to start"):
+        dist.all_reduce(ember.ones(2))
+
+
 def test_argument_checks_like_torch(loopback):
     x = ember.ones(2)
     with pytest.raises(TypeError, match=r"Expected parameter `tensor` of type ember.Tensor"):
