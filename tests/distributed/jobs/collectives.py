@@ -192,7 +192,30 @@ def async_and_barriers():
         OBJECTS["xpu_skip"] = ember.xpu.unavailable_reason()
 
 
+def large():
+    """Messages past the MPI backend's thread threshold (its blocking calls on a worker
+    thread), and a small collective started while a large one is in flight."""
+    n = 300_000  # 1.2 MB of float32
+    big = ember.full((n,), float(RANK + 1))
+    work = dist.all_reduce(big, async_op=True)
+    small = ember.ones(3)
+    dist.all_reduce(small)  # must queue behind the large one on every rank
+    work.wait()
+    OUT["large/all_reduce#0"] = big.numpy()[[0, n - 1]]
+    OUT["large/small#0"] = small.numpy()
+    b = ember.full((n,), float(RANK))
+    dist.broadcast(b, src=2)
+    OUT["large/broadcast#0"] = b.numpy()[[0, n - 1]]
+    gathered = ember.zeros(WORLD * n)
+    dist.all_gather_into_tensor(gathered, ember.full((n,), float(RANK)))
+    OUT["large/all_gather#0"] = gathered.numpy()[[0, n, 2 * n, 3 * n - 1]]
+    half = ember.full((n,), 0.5, dtype=ember.bfloat16)
+    dist.all_reduce(half, op=dist.ReduceOp.AVG)
+    OUT["large/avg_bf16#0"] = half.float().numpy()[[0, n - 1]]
+
+
 OBJECTS: dict = {}
+large()
 for dtype in DTYPES:
     reductions(dtype)
     movement(dtype)

@@ -31,8 +31,10 @@ if rank == 1 and scenario == "raise":
     raise ValueError("rank 1 fails on purpose")
 if rank == 1 and scenario == "kill":
     os.kill(os.getpid(), signal.SIGKILL)
-if rank == 1 and scenario == "hang":
+if rank == 1 and scenario in ("hang", "hang_large"):
     time.sleep(600)
+if scenario == "hang_large":  # the MPI backend's worker-thread path times out the same way
+    dist.all_reduce(ember.ones(1_000_000))
 if scenario == "monitored":
     if rank == 2:
         time.sleep(4)
