@@ -4,6 +4,8 @@ restarts. Each job runs on this machine with a bound on its time."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from .harness import mpi_or_skip, run_job
@@ -43,7 +45,8 @@ def test_hung_peer_times_out_with_an_error(scenario):
 def test_monitored_barrier_names_the_late_rank():
     done, seconds = run_job("failures.py", 3, "monitored")
     assert done.returncode != 0 and seconds < LIMIT
-    assert "Ranks 2 failed to pass monitoredBarrier in 1000 ms" in done.stderr
+    # rank 1 arrives with rank 0 (a machine so loaded that it lags 2 s may name it too)
+    assert re.search(r"Ranks (1, )?2 failed to pass monitoredBarrier in 2000 ms", done.stderr)
 
 
 def test_mismatched_collectives_are_reported_in_detail_mode():

@@ -37,8 +37,8 @@ if scenario == "hang_large":  # the MPI backend's worker-thread path times out t
     dist.all_reduce(ember.ones(1_000_000))
 if scenario == "monitored":
     if rank == 2:
-        time.sleep(4)
-    dist.monitored_barrier(timeout=datetime.timedelta(seconds=1), wait_all_ranks=True)
+        time.sleep(6)
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=2), wait_all_ranks=True)
 if scenario == "mismatch":
     dist.all_reduce(ember.ones(2 + rank))
 dist.all_reduce(ember.ones(4))
