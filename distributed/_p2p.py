@@ -133,7 +133,9 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) ->
     if pg.rank() != 0:
         limit = datetime.timedelta(seconds=seconds)
         Work(pg, "monitored_barrier", [comm.send(buffer, 0, _MONITOR_TAG)]).wait(limit)
-        Work(pg, "monitored_barrier", [comm.recv(buffer, 0, _MONITOR_TAG)]).wait(limit)
+        # Longer than rank 0's wait, so that rank 0's report of who is missing comes first.
+        answer = [comm.recv(buffer, 0, _MONITOR_TAG)]
+        Work(pg, "monitored_barrier", answer).wait(2 * limit + datetime.timedelta(seconds=1))
         return
     pending = {r: comm.recv(buffer.copy(), r, _MONITOR_TAG) for r in range(1, pg.size())}
     deadline = time.monotonic() + seconds
