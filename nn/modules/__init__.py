@@ -19,6 +19,7 @@ from .pooling import (
     MaxPool2d,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
+from .sync_batchnorm import SyncBatchNorm
 from .transformer import (
     MultiheadAttention,
     Transformer,
