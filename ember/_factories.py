@@ -8,27 +8,45 @@ import numpy as np
 
 from . import _dtype as dt
 from ._device import CPU
+from ._pinned import pin_result
 from ._tensor import Tensor, is_contiguous, make
+from .dispatcher.kinds._limits import check_scalar_fits, check_shape
 from .dispatcher.memory import backend_for, normalize_device
 from .dispatcher.optable import OPS
 
 
-def _size_args(size) -> tuple:
-    """``zeros(2, 3)``, ``zeros((2, 3))``, ``zeros([2, 3])`` and ``zeros(Size)`` all mean (2, 3)."""
+def _size_args(size, op: str, dtype=None) -> tuple:
+    """``zeros(2, 3)``, ``zeros((2, 3))``, ``zeros([2, 3])`` and ``zeros(Size)`` all mean (2, 3);
+    checked here so that errors name the public factory (see check_shape)."""
     if len(size) == 1 and not isinstance(size[0], numbers.Integral):
         size = size[0]
         if isinstance(size, Tensor):
             size = size.tolist()
     try:
-        return tuple(int(s.__index__()) for s in size)
+        shape = tuple(int(s.__index__()) for s in size)
     except (AttributeError, TypeError):
-        raise TypeError(f"size must be a sequence of ints, got {size!r}") from None
+        raise TypeError(f"{op}(): size must be a sequence of ints, got {size!r}") from None
+    check_shape(op, shape, (dtype or dt.DEFAULTS.float).itemsize)
+    return shape
 
 
-def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+def _finish(t: Tensor, requires_grad: bool, pin_memory: bool = False, op: str = "") -> Tensor:
+    if pin_memory:
+        t = pin_result(t, pin_memory, op)
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _no_layout(op: str, layout, memory_format) -> None:
+    """torch's ``layout=``/``memory_format=``: ember has strided, contiguous tensors only, and
+    no objects to name others by, so anything but None is refused rather than ignored."""
+    for name, value in (("layout", layout), ("memory_format", memory_format)):
+        if value is not None:
+            raise TypeError(
+                f"{op}(): ember tensors are strided and contiguous; {name}={value!r} is not "
+                "supported (leave it out)"
+            )
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -89,7 +107,12 @@ def _infer_array(data, dtype):
         else:
             inferred = dt.from_numpy_dtype(array.dtype)
     target = dtype or inferred
-    return np.asarray(array, dtype=target.np), target
+    python_data = not isinstance(data, (np.ndarray, np.generic))  # numpy data wraps, as in torch
+    if python_data and target.category == dt.INTEGRAL and array.size and array.dtype.kind in "iuf":
+        for value in (array.min().item(), array.max().item()):  # numpy would wrap
+            check_scalar_fits("tensor", value, target)
+    with np.errstate(over="ignore"):  # 1e300 as float32 is inf, silently, as in torch
+        return np.asarray(array, dtype=target.np), target
 
 
 def tensor(
@@ -112,7 +135,7 @@ def tensor(
     device = normalize_device(device)
     if device is not CPU:
         out = OPS["_to_copy"](out, None, device)
-    return _finish(out, requires_grad)
+    return _finish(out, requires_grad, pin_memory, "tensor")
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
@@ -153,90 +176,150 @@ def _dtype_arg(dtype):
         raise TypeError(f"dtype must be an ember.dtype, got {dtype!r}") from None
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
+def empty(
+    *size,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    layout=None,
+    pin_memory=False,
+    memory_format=None,
+) -> Tensor:
     """An uninitialised tensor of the given size."""
-    return _finish(OPS["empty"](_size_args(size), _dtype_arg(dtype), device), requires_grad)
+    _no_layout("empty", layout, memory_format)
+    dtype = _dtype_arg(dtype)
+    out = OPS["empty"](_size_args(size, "empty", dtype), dtype, device)
+    return _finish(out, requires_grad, pin_memory, "empty")
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full(
+    size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
+) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
-    out = OPS["full"](_size_args((size,)), fill_value, _dtype_arg(dtype), device)
-    return _finish(out, requires_grad)
+    _no_layout("full", layout, None)
+    dtype = _dtype_arg(dtype)
+    out = OPS["full"](_size_args((size,), "full", dtype), fill_value, dtype, device)
+    return _finish(out, requires_grad, pin_memory, "full")
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def _constant(op: str, value, size, dtype, device, requires_grad, layout, pin_memory) -> Tensor:
+    _no_layout(op, layout, None)
+    dtype = _dtype_arg(dtype) or dt.DEFAULTS.float
+    out = OPS["full"](_size_args(size, op, dtype), value, dtype, device)
+    return _finish(out, requires_grad, pin_memory, op)
+
+
+def zeros(
+    *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
+) -> Tensor:
     """A tensor of zeros (default dtype unless given)."""
-    out = OPS["full"](_size_args(size), 0, _dtype_arg(dtype) or dt.DEFAULTS.float, device)
-    return _finish(out, requires_grad)
+    return _constant("zeros", 0, size, dtype, device, requires_grad, layout, pin_memory)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(
+    *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
+) -> Tensor:
     """A tensor of ones (default dtype unless given)."""
-    out = OPS["full"](_size_args(size), 1, _dtype_arg(dtype) or dt.DEFAULTS.float, device)
-    return _finish(out, requires_grad)
+    return _constant("ones", 1, size, dtype, device, requires_grad, layout, pin_memory)
 
 
-def _like(fn, input, dtype, device, requires_grad, *args):
+def _like(fn, input, dtype, device, requires_grad, memory_format, pin_memory, *args):
+    _no_layout(fn.__name__ + "_like", None, memory_format)
     return fn(
         input.shape,
         *args,
         dtype=_dtype_arg(dtype) or input.dtype,
         device=input.device if device is None else device,
         requires_grad=requires_grad,
+        pin_memory=pin_memory,
     )
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
-    return _like(empty, input, dtype, device, requires_grad)
+def empty_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+) -> Tensor:
+    return _like(empty, input, dtype, device, requires_grad, memory_format, pin_memory)
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
-    return _like(zeros, input, dtype, device, requires_grad)
+def zeros_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+) -> Tensor:
+    return _like(zeros, input, dtype, device, requires_grad, memory_format, pin_memory)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
-    return _like(ones, input, dtype, device, requires_grad)
+def ones_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+) -> Tensor:
+    return _like(ones, input, dtype, device, requires_grad, memory_format, pin_memory)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, **_ignored):
-    return full(
-        input.shape,
-        fill_value,
-        dtype=_dtype_arg(dtype) or input.dtype,
-        device=input.device if device is None else device,
-        requires_grad=requires_grad,
-    )
+def full_like(
+    input,
+    fill_value,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    memory_format=None,
+    pin_memory=False,
+):
+    return _like(full, input, dtype, device, requires_grad, memory_format, pin_memory, fill_value)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def arange(
+    start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, pin_memory=False
+) -> Tensor:
     """Values from ``start`` up to (excluding) ``end`` every ``step``; ``arange(n)`` is 0..n-1."""
     out = OPS["arange"](start, end, step, _dtype_arg(dtype), device)
-    return _finish(out, requires_grad)
+    return _finish(out, requires_grad, pin_memory, "arange")
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def linspace(
+    start, end, steps, *, dtype=None, device=None, requires_grad=False, pin_memory=False
+) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    return _finish(OPS["linspace"](start, end, steps, _dtype_arg(dtype), device), requires_grad)
+    out = OPS["linspace"](start, end, steps, _dtype_arg(dtype), device)
+    return _finish(out, requires_grad, pin_memory, "linspace")
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
-    return _finish(OPS["eye"](n, m, _dtype_arg(dtype), device), requires_grad)
+    out = OPS["eye"](n, m, _dtype_arg(dtype), device)
+    return _finish(out, requires_grad, pin_memory, "eye")
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def _sampled(op: str, fill: str, size, dtype, device, *params) -> Tensor:
+    """A new tensor of ``size`` filled in place by the random op ``fill``."""
+    dtype = _dtype_arg(dtype)
+    out = OPS["empty"](_size_args(size, op, dtype), dtype, device)
+    return OPS[fill](out, *params)
+
+
+def rand(
+    *size, generator=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+) -> Tensor:
     """Uniform samples in [0, 1)."""
-    out = OPS["empty"](_size_args(size), _dtype_arg(dtype), device)
-    return _finish(OPS["uniform_"](out, 0.0, 1.0, generator), requires_grad)
+    out = _sampled("rand", "uniform_", size, dtype, device, 0.0, 1.0, generator)
+    return _finish(out, requires_grad, pin_memory, "rand")
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randn(
+    *size, generator=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+) -> Tensor:
     """Standard normal samples."""
-    out = OPS["empty"](_size_args(size), _dtype_arg(dtype), device)
-    return _finish(OPS["normal_"](out, 0.0, 1.0, generator), requires_grad)
+    out = _sampled("randn", "normal_", size, dtype, device, 0.0, 1.0, generator)
+    return _finish(out, requires_grad, pin_memory, "randn")
 
 
-def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+def randint(
+    *args,
+    size=None,
+    generator=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+):
     """Integers uniform in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
     if size is not None:
         args = (*args, size)
@@ -246,27 +329,45 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
         low, high, size = args
     else:
         raise TypeError("randint() expects (high, size) or (low, high, size)")
-    out = OPS["empty"](_size_args((size,)), _dtype_arg(dtype) or dt.int64, device)
-    return _finish(OPS["random_"](out, int(low), int(high), generator), requires_grad)
+    dtype = _dtype_arg(dtype) or dt.int64
+    out = _sampled("randint", "random_", (size,), dtype, device, int(low), int(high), generator)
+    return _finish(out, requires_grad, pin_memory, "randint")
 
 
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randperm(
+    n, *, generator=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+) -> Tensor:
     """A random permutation of 0..n-1."""
     out = OPS["randperm"](n, generator, _dtype_arg(dtype), normalize_device(device))
-    return _finish(out, requires_grad)
+    return _finish(out, requires_grad, pin_memory, "randperm")
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
-    return _like(rand, input, dtype, device, requires_grad)
+def rand_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+) -> Tensor:
+    return _like(rand, input, dtype, device, requires_grad, memory_format, pin_memory)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
-    return _like(randn, input, dtype, device, requires_grad)
+def randn_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+) -> Tensor:
+    return _like(randn, input, dtype, device, requires_grad, memory_format, pin_memory)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+def randint_like(
+    input,
+    low=0,
+    high=None,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    memory_format=None,
+    pin_memory=False,
+):
     if high is None:
         low, high = 0, low
+    _no_layout("randint_like", None, memory_format)
     return randint(
         low,
         high,
@@ -274,6 +375,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
         dtype=_dtype_arg(dtype) or input.dtype,
         device=input.device if device is None else device,
         requires_grad=requires_grad,
+        pin_memory=pin_memory,
     )
 
 
@@ -283,8 +385,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         ref = mean if isinstance(mean, Tensor) else std
         noise = randn(ref.shape, generator=generator, dtype=ref.dtype, device=ref.device)
         return noise * std + mean
-    out = OPS["empty"](_size_args((size,)), _dtype_arg(dtype), device)
-    return OPS["normal_"](out, float(mean), float(std), generator)
+    return _sampled("normal", "normal_", (size,), dtype, device, float(mean), float(std), generator)
 
 
 def is_tensor(obj) -> bool:

@@ -364,6 +364,7 @@ def _wrap_dim(dim: int, ndim: int, op: str) -> int:
 
 
 _new = object.__new__
+_MAX_BYTES = (1 << 63) - 1
 
 
 def make(storage, shape: tuple, stride: tuple, offset: int, dtype, contig: bool) -> Tensor:
@@ -395,6 +396,10 @@ def empty(shape: tuple, dtype, device) -> Tensor:
         handle, ptr = route[0](nbytes)
         storage = Storage(device, nbytes, handle, 0, ptr, handle, route[2])
     else:
+        if nbytes > _MAX_BYTES:  # outputs of broadcasts, repeats, cats: no factory checked them
+            from .dispatcher.kinds._limits import storage_overflow
+
+            raise storage_overflow(None, shape)
         storage = route[3](nbytes)
     t = _new(Tensor)
     t._storage = storage

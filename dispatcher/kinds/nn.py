@@ -8,6 +8,7 @@ from ember import _dtype as dt
 from ember._tensor import Tensor, empty
 
 from ._common import cast, contiguous, wrap_dim
+from ._limits import check_window
 
 
 def _check_float(op, x) -> None:
@@ -53,6 +54,7 @@ def _pair(values, name) -> tuple:
 
 
 def pooled_size(size, kernel, stride, padding, dilation, ceil_mode=False) -> int:
+    check_window(size, kernel, stride, dilation)
     span = dilation * (kernel - 1) + 1
     numerator = size + 2 * padding - span
     out = (-(-numerator // stride) if ceil_mode else numerator // stride) + 1
