@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -49,10 +50,19 @@ def _no_layout(op: str, layout, memory_format) -> None:
             )
 
 
+_NOT_WRITABLE = (
+    "The given NumPy array is not writable: the tensor shares its memory and is read-only, so "
+    "in-place writes to it raise (PyTorch would write anyway, with undefined behavior). You may "
+    "want to copy the array to protect its data or make it writable before converting it to a "
+    "tensor."
+)
+
+
 def from_numpy(array: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with a numpy array (writes show on both sides).
 
-    Negative strides are kept (ember's strides are signed), unlike in PyTorch.
+    Negative strides are kept (ember's strides are signed), unlike in PyTorch. A non-writable
+    array gives a read-only tensor (with a warning, as PyTorch's): in-place ops on it raise.
     """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy(): expected np.ndarray (got {type(array).__name__})")
@@ -78,9 +88,13 @@ def from_numpy(array: np.ndarray) -> Tensor:
     base = address + low * itemsize
     nbytes = (high - low + 1) * itemsize if array.size else 0
     runtime = backend_for("cpu").runtime
-    from ._storage import Storage
+    from ._storage import ReadOnlyStorage, Storage
 
-    storage = Storage(CPU, nbytes, base, 0, base, array, runtime)
+    if array.flags.writeable:
+        storage = Storage(CPU, nbytes, base, 0, base, array, runtime)
+    else:
+        warnings.warn(_NOT_WRITABLE, UserWarning, stacklevel=2)
+        storage = ReadOnlyStorage(CPU, nbytes, base, 0, base, array, runtime)
     shape = tuple(array.shape)
     return make(storage, shape, strides, -low, dtype, is_contiguous(shape, strides))
 

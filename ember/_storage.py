@@ -18,6 +18,11 @@ class Storage:
 
     __slots__ = ("byte_offset", "device", "handle", "nbytes", "owner", "ptr", "runtime", "version")
 
+    # Memory ember must never write (a read-only numpy array: bytes, a read-only mmap). A class
+    # attribute, so that the storage of every op's output costs nothing more to build; writers
+    # read it where they already check the written-to tensor (see ReadOnlyStorage).
+    readonly = False
+
     def __init__(self, device, nbytes, handle, byte_offset, ptr, owner, runtime):
         self.device = device
         self.nbytes = nbytes
@@ -38,13 +43,35 @@ class Storage:
         return f"ember.UntypedStorage(device={self.device}, nbytes={self.nbytes})"
 
     def host_bytes(self) -> np.ndarray:
-        """A uint8 numpy array over these bytes that keeps the storage alive (host memory only)."""
+        """A uint8 numpy array over these bytes that keeps the storage alive (host memory only);
+        read-only when the storage is."""
         if self.ptr is None or not getattr(self.runtime, "host_memory", False):
             raise TypeError(
                 f"can't view {self.device} memory from numpy: copy the tensor to the host with "
                 ".cpu() first"
             )
         return np.asarray(_HostBytes(self))
+
+
+class ReadOnlyStorage(Storage):
+    """A storage over memory that must not be written: ``from_numpy`` of a non-writable array.
+
+    Writing there would corrupt immutable Python objects (``np.frombuffer(b"...")``) or crash the
+    process (a read-only ``mmap``), so every write path refuses it (``read_only_error``), and
+    numpy views of it are read-only too."""
+
+    __slots__ = ()
+    readonly = True
+
+    def __repr__(self) -> str:
+        return f"ember.UntypedStorage(device={self.device}, nbytes={self.nbytes}, read-only)"
+
+
+def read_only_error(op_name: str) -> RuntimeError:
+    return RuntimeError(
+        f"{op_name}(): the tensor's memory is read-only (it was made from a read-only numpy "
+        "array); clone() it first, or make the array writable before ember.from_numpy()"
+    )
 
 
 class _HostBytes:
@@ -55,7 +82,7 @@ class _HostBytes:
     def __init__(self, storage: Storage):
         self.storage = storage
         self.__array_interface__ = {
-            "data": (storage.ptr, False),
+            "data": (storage.ptr, storage.readonly),
             "shape": (storage.nbytes,),
             "typestr": "|u1",
             "version": 3,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ember import _dtype as dt
 from ember._device import CPU
+from ember._storage import read_only_error
 from ember._tensor import Tensor, contiguous_strides, empty, is_contiguous, make
 
 from ..opdef import Promotion
@@ -157,9 +158,19 @@ def strides_of(shape: tuple) -> tuple:
     return contiguous_strides(shape)
 
 
+def check_writable(op_name: str, t: Tensor) -> None:
+    """Refuse writing into read-only memory (from a non-writable numpy array): a kernel writing
+    there would corrupt an immutable object (``bytes``) or crash on a read-only mapping."""
+    if t._storage.readonly:
+        raise read_only_error(op_name)
+
+
 def check_no_internal_overlap(op_name: str, t: Tensor) -> None:
-    """In-place writes into broadcast views would race: PyTorch refuses them too. An empty
-    tensor gets no writes (numpy gives empty arrays stride 0, and from_numpy keeps it)."""
+    """The check of every tensor an op writes into (in place, copy_, fill_, random fills): it
+    must be writable (``check_writable``), and in-place writes into broadcast views would race:
+    PyTorch refuses them too. An empty tensor gets no writes (numpy gives empty
+    arrays stride 0, and from_numpy keeps it)."""
+    check_writable(op_name, t)
     if 0 in t._shape:
         return
     for size, step in zip(t._shape, t._stride):
@@ -173,6 +184,8 @@ def check_no_internal_overlap(op_name: str, t: Tensor) -> None:
 
 def inplace_via_copy(op, target, *args):
     """An in-place op as its functional op followed by a copy into ``target`` (below autograd)."""
+    if isinstance(target, Tensor):
+        check_writable(op.name, target)  # before computing, and naming this op, not copy_
     result = op.inplace_of.backend((target, *args))
     OPS["copy_"].backend((target, result))
     return target

@@ -13,7 +13,7 @@ import math
 from ember import _dtype as dt
 from ember._tensor import Tensor, empty
 
-from ._common import OPS, cast, common_device, wrap_dim
+from ._common import OPS, cast, check_writable, common_device, wrap_dim
 
 
 def _index_tensor(op, index, device) -> Tensor:
@@ -126,6 +126,7 @@ def take(op, x, index):
 
 def put_(op, x, index, source, accumulate=False):
     """x.view(-1)[index] = source (or +=), for any strides of x: ``kernel(x, index, src, acc)``."""
+    check_writable("put_", x)
     index = _index_tensor(op, index, x._storage.device)
     if not isinstance(source, Tensor):
         source = OPS["full"](index._shape, source, x._dtype, x._storage.device)
