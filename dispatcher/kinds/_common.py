@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 from ember import _dtype as dt
 from ember._device import CPU
 from ember._storage import read_only_error
@@ -94,6 +96,51 @@ def common_device(op_name: str, tensors) -> object:
                 f"devices, {device} and {dev}!"
             )
     return CPU if device is None else device
+
+
+def bad_tensor_argument(op, args) -> TypeError | None:
+    """PyTorch's TypeError for an argument that ``op``'s schema types Tensor but ``args`` holds
+    something else, e.g. "linear(): argument 'input' (position 1) must be Tensor, not list";
+    None when every Tensor argument is one.
+
+    Op.__call__ asks only after a runner failed with AttributeError or TypeError, so the common
+    path pays nothing. Numbers are blamed last: elementwise ops take them for tensors.
+    """
+    suspects = []
+    for i, arg in enumerate(op.schema.args):
+        if not arg.is_tensor or i >= len(args):
+            continue
+        value = args[i]
+        if value is None and arg.optional:
+            continue
+        if arg.is_list:
+            found = _bad_tensor_list(op, arg, i, value)
+            if found is not None:
+                return found
+        elif not isinstance(value, Tensor):
+            suspects.append((isinstance(value, numbers.Number), i, arg.name, value))
+    if not suspects:
+        return None
+    _, i, name, value = min(suspects, key=lambda s: s[:2])
+    return TypeError(
+        f"{op.name}(): argument '{name}' (position {i + 1}) must be Tensor, not "
+        f"{type(value).__name__}"
+    )
+
+
+def _bad_tensor_list(op, arg, i: int, value) -> TypeError | None:
+    if not isinstance(value, (list, tuple)):
+        return TypeError(
+            f"{op.name}(): argument '{arg.name}' (position {i + 1}) must be tuple of Tensors, "
+            f"not {type(value).__name__}"
+        )
+    for j, item in enumerate(value):
+        if not isinstance(item, Tensor) and not (item is None and arg.optional):
+            return TypeError(
+                f"{op.name}(): expected Tensor as element {j} in argument {i} ('{arg.name}'), "
+                f"but got {type(item).__name__}"
+            )
+    return None
 
 
 def unsupported_dtype(op, dtype) -> RuntimeError:
