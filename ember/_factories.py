@@ -200,7 +200,8 @@ def empty(
     memory_format=None,
 ) -> Tensor:
     """An uninitialised tensor of the given size."""
-    _no_layout("empty", layout, memory_format)
+    if layout is not None or memory_format is not None:
+        _no_layout("empty", layout, memory_format)
     dtype = _dtype_arg(dtype)
     out = OPS["empty"](_size_args(size, "empty", dtype), dtype, device)
     return _finish(out, requires_grad, pin_memory, "empty")
@@ -210,14 +211,16 @@ def full(
     size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
 ) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
-    _no_layout("full", layout, None)
+    if layout is not None:
+        _no_layout("full", layout, None)
     dtype = _dtype_arg(dtype)
     out = OPS["full"](_size_args((size,), "full", dtype), fill_value, dtype, device)
     return _finish(out, requires_grad, pin_memory, "full")
 
 
 def _constant(op: str, value, size, dtype, device, requires_grad, layout, pin_memory) -> Tensor:
-    _no_layout(op, layout, None)
+    if layout is not None:
+        _no_layout(op, layout, None)
     dtype = _dtype_arg(dtype) or dt.DEFAULTS.float
     out = OPS["full"](_size_args(size, op, dtype), value, dtype, device)
     return _finish(out, requires_grad, pin_memory, op)
@@ -238,7 +241,8 @@ def ones(
 
 
 def _like(fn, input, dtype, device, requires_grad, memory_format, pin_memory, *args):
-    _no_layout(fn.__name__ + "_like", None, memory_format)
+    if memory_format is not None:
+        _no_layout(fn.__name__ + "_like", None, memory_format)
     return fn(
         input.shape,
         *args,
@@ -381,7 +385,8 @@ def randint_like(
 ):
     if high is None:
         low, high = 0, low
-    _no_layout("randint_like", None, memory_format)
+    if memory_format is not None:
+        _no_layout("randint_like", None, memory_format)
     return randint(
         low,
         high,

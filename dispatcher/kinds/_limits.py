@@ -22,7 +22,19 @@ def check_shape(op_name: str, shape: tuple, itemsize: int | None = None) -> None
     More than 64 dims, a negative size, or sizes whose product overflows int64 (with ``itemsize``:
     the bytes of a new storage) raise RuntimeError naming the op and the sizes. Zero sizes do not
     excuse an overflow: the strides of the other dims must still fit in int64 (PyTorch agrees).
+    A length, a product and a minimum when the shape is fine: views call it too.
     """
+    if (
+        shape
+        and len(shape) <= MAX_DIMS
+        and min(shape) > 0
+        and math.prod(shape) * (itemsize or 1) <= INT64_MAX
+    ):
+        return
+    _refuse_shape(op_name, shape, itemsize)
+
+
+def _refuse_shape(op_name: str, shape: tuple, itemsize: int | None) -> None:
     if len(shape) > MAX_DIMS:
         raise RuntimeError(
             f"{op_name}(): ember supports at most {MAX_DIMS} dims, got {len(shape)}: {list(shape)}"
@@ -34,7 +46,7 @@ def check_shape(op_name: str, shape: tuple, itemsize: int | None = None) -> None
         raise RuntimeError(
             f"{op_name}(): Trying to create tensor with negative dimension {size}: {list(shape)}"
         )
-    count = math.prod(shape) or math.prod(s for s in shape if s)
+    count = math.prod(s for s in shape if s)  # zero-size shapes: the other dims' strides
     if itemsize is None:
         if count > INT64_MAX:
             raise RuntimeError(

@@ -36,10 +36,11 @@ def full(op, size, fill_value, dtype=None, device=None):
         fill_value = fill_value.item()
     dtype = dtype or scalar_dtype(fill_value)
     check_scalar_fits(op.name, fill_value, dtype)
-    from ._common import OPS
-
-    out = empty(_size(op, size, dtype), dtype, normalize_device(device))
-    return OPS["fill_"](out, fill_value)
+    shape = _size(op, size, dtype)
+    out = empty(shape, dtype, normalize_device(device))
+    if 0 not in shape:  # the kernel directly: the value is checked, the tensor new
+        fill(out, fill_value)
+    return out
 
 
 def _scalar(value):

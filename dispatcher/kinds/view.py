@@ -178,7 +178,7 @@ def expand(op, x, size):
         if have == target:
             shape.append(have)
             stride.append(step)
-        elif have == 1:
+        elif have == 1 and target >= 0:
             shape.append(target)
             stride.append(0)
         else:
@@ -188,7 +188,8 @@ def expand(op, x, size):
                 f"Tensor sizes: {list(x._shape)}"
             )
     shape = tuple(shape)
-    check_shape("expand", shape)
+    if not 0 < math.prod(shape) <= INT64_MAX or len(shape) > MAX_DIMS:  # sizes are >= 0 here
+        check_shape("expand", shape)
     return _view(x, shape, tuple(stride), x._offset)
 
 
