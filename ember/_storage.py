@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 
@@ -41,6 +43,35 @@ class Storage:
 
     def __repr__(self) -> str:
         return f"ember.UntypedStorage(device={self.device}, nbytes={self.nbytes})"
+
+    def is_shared(self) -> bool:
+        """Whether the bytes are in shared memory (``share_memory_``, DataLoader workers' batches);
+        CUDA memory counts as shared, as in PyTorch."""
+        from .utils.data._shared_memory import _Mapping
+
+        return isinstance(self.owner, _Mapping) or self.device.type == "cuda"
+
+    def share_memory_(self) -> Storage:
+        """Move the bytes into shared memory, in place: every tensor over this storage follows,
+        and processes forked afterwards write the same memory (Hogwild training). A no-op when
+        already shared and for device memory, as in PyTorch. A read-only storage's copy is
+        writable (it no longer aliases the read-only array)."""
+        if self.device.type != "cpu" or self.is_shared():
+            return self
+        from .utils.data._shared_memory import _Attached, _Mapping
+
+        segment = _Attached(create=True, size=max(self.nbytes, 1))
+        segment.unlink()  # forked children inherit the mapping; no name outlives the process
+        mapping = _Mapping(segment)
+        address = mapping.array.ctypes.data
+        if self.nbytes:
+            ctypes.memmove(address, self.ptr, self.nbytes)
+        self.handle = self.ptr = address
+        self.byte_offset = 0
+        self.owner = mapping
+        if self.readonly:
+            self.__class__ = Storage
+        return self
 
     def host_bytes(self) -> np.ndarray:
         """A uint8 numpy array over these bytes that keeps the storage alive (host memory only);

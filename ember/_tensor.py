@@ -143,6 +143,15 @@ class Tensor:
     def untyped_storage(self):
         return self._storage
 
+    def share_memory_(self) -> Tensor:
+        """Move the storage to shared memory (CPU; a no-op for device tensors), so processes
+        forked afterwards see and make the same writes. Views of it follow."""
+        self._storage.share_memory_()
+        return self
+
+    def is_shared(self) -> bool:
+        return self._storage.is_shared()
+
     @property
     def is_cuda(self) -> bool:
         return self._storage.device.type == "cuda"

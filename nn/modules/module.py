@@ -573,4 +573,10 @@ class Module(StateDict):
             self.__dict__.setdefault(name, set())
 
     def share_memory(self):
+        """Move every parameter, gradient and buffer to shared memory (``Tensor.share_memory_``),
+        in place: processes forked afterwards train the same weights."""
+        for t in itertools.chain(self.parameters(), self.buffers()):
+            t.share_memory_()
+            if t.grad is not None:
+                t.grad.share_memory_()
         return self
