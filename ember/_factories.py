@@ -11,24 +11,30 @@ from . import _dtype as dt
 from ._device import CPU
 from ._pinned import pin_result
 from ._tensor import Tensor, is_contiguous, make
-from .dispatcher.kinds._limits import check_scalar_fits, check_shape
+from .dispatcher.kinds._limits import check_scalar_fits
 from .dispatcher.memory import backend_for, normalize_device
 from .dispatcher.optable import OPS
 
 
-def _size_args(size, op: str, dtype=None) -> tuple:
-    """``zeros(2, 3)``, ``zeros((2, 3))``, ``zeros([2, 3])`` and ``zeros(Size)`` all mean (2, 3);
-    checked here so that errors name the public factory (see check_shape)."""
+def _size_args(size, op: str) -> tuple:
+    """``zeros(2, 3)``, ``zeros((2, 3))``, ``zeros([2, 3])`` and ``zeros(Size)`` all mean (2, 3).
+    The runner checks the sizes (check_shape); see ``_as_factory`` for the name its errors use."""
     if len(size) == 1 and not isinstance(size[0], numbers.Integral):
         size = size[0]
         if isinstance(size, Tensor):
             size = size.tolist()
     try:
-        shape = tuple(int(s.__index__()) for s in size)
+        return tuple(int(s.__index__()) for s in size)
     except (AttributeError, TypeError):
         raise TypeError(f"{op}(): size must be a sequence of ints, got {size!r}") from None
-    check_shape(op, shape, (dtype or dt.DEFAULTS.float).itemsize)
-    return shape
+
+
+def _as_factory(exc: RuntimeError, runner: str, op: str) -> RuntimeError:
+    """The runner's error for ``zeros(2**62)`` says "full(): ..."; the user called zeros()."""
+    text = str(exc)
+    if op == runner or not text.startswith(f"{runner}(): "):
+        return exc
+    return RuntimeError(f"{op}(): {text[len(runner) + 4 :]}")
 
 
 def _finish(t: Tensor, requires_grad: bool, pin_memory: bool = False, op: str = "") -> Tensor:
@@ -203,7 +209,7 @@ def empty(
     if layout is not None or memory_format is not None:
         _no_layout("empty", layout, memory_format)
     dtype = _dtype_arg(dtype)
-    out = OPS["empty"](_size_args(size, "empty", dtype), dtype, device)
+    out = OPS["empty"](_size_args(size, "empty"), dtype, device)
     return _finish(out, requires_grad, pin_memory, "empty")
 
 
@@ -214,7 +220,10 @@ def full(
     if layout is not None:
         _no_layout("full", layout, None)
     dtype = _dtype_arg(dtype)
-    out = OPS["full"](_size_args((size,), "full", dtype), fill_value, dtype, device)
+    try:
+        out = OPS["full"](_size_args((size,), "full"), fill_value, dtype, device)
+    except RuntimeError as exc:  # fill_'s refusal of the value is full's
+        raise _as_factory(exc, "fill_", "full") from exc.__cause__
     return _finish(out, requires_grad, pin_memory, "full")
 
 
@@ -222,7 +231,10 @@ def _constant(op: str, value, size, dtype, device, requires_grad, layout, pin_me
     if layout is not None:
         _no_layout(op, layout, None)
     dtype = _dtype_arg(dtype) or dt.DEFAULTS.float
-    out = OPS["full"](_size_args(size, op, dtype), value, dtype, device)
+    try:
+        out = OPS["full"](_size_args(size, op), value, dtype, device)
+    except RuntimeError as exc:
+        raise _as_factory(exc, "full", op) from exc.__cause__
     return _finish(out, requires_grad, pin_memory, op)
 
 
@@ -309,7 +321,10 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, pin_memory=F
 def _sampled(op: str, fill: str, size, dtype, device, *params) -> Tensor:
     """A new tensor of ``size`` filled in place by the random op ``fill``."""
     dtype = _dtype_arg(dtype)
-    out = OPS["empty"](_size_args(size, op, dtype), dtype, device)
+    try:
+        out = OPS["empty"](_size_args(size, op), dtype, device)
+    except RuntimeError as exc:
+        raise _as_factory(exc, "empty", op) from exc.__cause__
     return OPS[fill](out, *params)
 
 

@@ -11,7 +11,7 @@ from ember._tensor import Tensor, empty
 from ..memory import normalize_device
 from ..promotion import scalar_dtype
 from ._common import check_no_internal_overlap, fill
-from ._limits import check_scalar_fits, check_shape
+from ._limits import check_shape
 
 
 def _size(op, size, dtype) -> tuple:
@@ -35,12 +35,10 @@ def full(op, size, fill_value, dtype=None, device=None):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dtype = dtype or scalar_dtype(fill_value)
-    check_scalar_fits(op.name, fill_value, dtype)
-    shape = _size(op, size, dtype)
-    out = empty(shape, dtype, normalize_device(device))
-    if 0 not in shape:  # the kernel directly: the value is checked, the tensor new
-        fill(out, fill_value)
-    return out
+    from ._common import OPS  # fill_ refuses values the dtype cannot hold
+
+    out = empty(_size(op, size, dtype), dtype, normalize_device(device))
+    return OPS["fill_"](out, fill_value)
 
 
 def _scalar(value):
