@@ -11,7 +11,7 @@ from . import _dtype as dt
 from ._device import CPU
 from ._pinned import pin_result
 from ._tensor import Tensor, is_contiguous, make
-from .dispatcher.kinds._limits import check_scalar_fits
+from .dispatcher.kinds._limits import MAX_DIMS, check_scalar_fits
 from .dispatcher.memory import backend_for, normalize_device
 from .dispatcher.optable import OPS
 
@@ -105,6 +105,13 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return make(storage, shape, strides, -low, dtype, is_contiguous(shape, strides))
 
 
+def _depth(data) -> int:
+    depth = 0
+    while isinstance(data, (list, tuple)) and data:
+        data, depth = data[0], depth + 1
+    return depth
+
+
 def _infer_array(data, dtype):
     """A numpy array for ``data`` with PyTorch's dtype inference for Python values."""
     if isinstance(data, Tensor):
@@ -113,7 +120,14 @@ def _infer_array(data, dtype):
         array = np.asarray(data)
         inferred = dt.from_numpy_dtype(array.dtype) if array.dtype != object else None
     else:
-        array = np.array(data)
+        try:
+            array = np.array(data)
+        except ValueError as exc:
+            if "maximum number of dimension" not in str(exc):
+                raise
+            raise RuntimeError(
+                f"tensor(): ember supports at most {MAX_DIMS} dims, got {_depth(data)}"
+            ) from None
         if array.dtype == object:
             raise TypeError(f"tensor(): can't infer a dtype for {type(data).__name__} data")
         if array.dtype.kind == "f":

@@ -116,7 +116,15 @@ DEEP = [
     ("unfold", lambda: ember.zeros(*[1] * 64).unfold(0, 1, 1)),
     ("as_strided", lambda: ember.zeros(1).as_strided([1] * 65, [1] * 65)),
     ("getitem", lambda: ember.zeros(*[1] * 64)[None]),
+    ("tensor", lambda: ember.tensor(_nested(65))),
 ]
+
+
+def _nested(depth: int):
+    data = 1.0
+    for _ in range(depth):
+        data = [data]
+    return data
 
 
 @pytest.mark.parametrize("make", [c[1] for c in DEEP], ids=[c[0] for c in DEEP])
