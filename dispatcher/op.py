@@ -86,12 +86,12 @@ class Op:
                 if layer.wants(self, args):
                     return layer.handle(self, args)
             return self.runner(self, *args)  # the Backend layer (see backend()), inlined: hot path
-        except (AttributeError, TypeError):
+        except (AttributeError, TypeError) as error:
             # A list where the schema says Tensor fails deep inside a runner ("'list' object has
             # no attribute '_shape'"): say which argument, as PyTorch does. try costs nothing.
             from .kinds._common import bad_tensor_argument
 
-            found = bad_tensor_argument(self, args)
+            found = bad_tensor_argument(self, args, error)
             if found is not None:
                 raise found from None
             raise

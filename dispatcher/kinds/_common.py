@@ -98,13 +98,14 @@ def common_device(op_name: str, tensors) -> object:
     return CPU if device is None else device
 
 
-def bad_tensor_argument(op, args) -> TypeError | None:
+def bad_tensor_argument(op, args, error: Exception) -> TypeError | None:
     """PyTorch's TypeError for an argument that ``op``'s schema types Tensor but ``args`` holds
     something else, e.g. "linear(): argument 'input' (position 1) must be Tensor, not list";
-    None when every Tensor argument is one.
+    None when no such argument explains ``error``.
 
     Op.__call__ asks only after a runner failed with AttributeError or TypeError, so the common
-    path pays nothing. Numbers are blamed last: elementwise ops take them for tensors.
+    path pays nothing. Many ops take numbers for tensors (elementwise ops, scatter's src...), so
+    a number is blamed only when ``error`` names its type ("'float' object has no attribute").
     """
     suspects = []
     for i, arg in enumerate(op.schema.args):
@@ -118,7 +119,9 @@ def bad_tensor_argument(op, args) -> TypeError | None:
             if found is not None:
                 return found
         elif not isinstance(value, Tensor):
-            suspects.append((isinstance(value, numbers.Number), i, arg.name, value))
+            number = isinstance(value, numbers.Number)
+            if not number or f"'{type(value).__name__}'" in str(error):
+                suspects.append((number, i, arg.name, value))
     if not suspects:
         return None
     _, i, name, value = min(suspects, key=lambda s: s[:2])

@@ -155,3 +155,13 @@ def test_user_modules_keep_their_errors():
 
     with pytest.raises(AttributeError, match="'list' object has no attribute 'shape'"):
         Mine()([1.0])
+
+
+def test_a_number_is_blamed_only_when_it_caused_the_error():
+    """scatter takes a number for src; a bad dim must not be reported as a bad src."""
+    x, index = ember.zeros(2, 3), ember.tensor([[0, 1, 0]])
+    with pytest.raises(TypeError) as info:
+        ember.scatter(x, "a", index, 1.0)
+    assert "argument 'src'" not in str(info.value)
+    with pytest.raises(TypeError, match=r"matmul\(\): argument 'input' \(position 1\) must be"):
+        ember.matmul(2.0, x)
