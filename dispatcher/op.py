@@ -83,10 +83,20 @@ class Op:
         _ALL_OPS.add(self)
 
     def __call__(self, *args):
-        for layer in STACK.layers:
-            if layer.wants(self, args):
-                return layer.handle(self, args)
-        return self.runner(self, *args)  # the Backend layer (see backend()), inlined: hot path
+        try:
+            for layer in STACK.layers:
+                if layer.wants(self, args):
+                    return layer.handle(self, args)
+            return self.runner(self, *args)  # the Backend layer (see backend()), inlined: hot path
+        except (AttributeError, TypeError) as error:
+            # A list where the schema says Tensor fails deep inside a runner ("'list' object has
+            # no attribute '_shape'"): say which argument, as PyTorch does. try costs nothing.
+            from .kinds._common import bad_tensor_argument
+
+            found = bad_tensor_argument(self, args, error)
+            if found is not None:
+                raise found from None
+            raise
 
     def redispatch(self, current, args):
         """Continue below ``current``: the next lower active layer, or the Backend layer."""

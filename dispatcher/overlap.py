@@ -18,6 +18,7 @@ identity test and cost nothing in the common case.
 
 from __future__ import annotations
 
+from ember._storage import read_only_error
 from ember._tensor import Tensor
 
 NO, FULL, PARTIAL, TOO_HARD = "no", "full", "partial", "too hard"
@@ -91,8 +92,12 @@ def _detail(out: Tensor, other: Tensor, what: str) -> str:
 
 
 def check_internal(op_name: str, out: Tensor) -> None:
-    """Refuse writes into tensors whose elements share memory (broadcast views). An empty
-    tensor gets no writes (numpy gives empty arrays stride 0, and from_numpy keeps it)."""
+    """The check of every tensor an op writes into: its memory must be writable (not from a
+    read-only numpy array, which a kernel would corrupt or crash on), and its elements must not
+    share memory (broadcast views). An empty tensor gets no writes (numpy gives empty arrays
+    stride 0, and from_numpy keeps it)."""
+    if out._storage.readonly:
+        raise read_only_error(op_name)
     if out._contig:
         return
     for size, step in zip(out._shape, out._stride):

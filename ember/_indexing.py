@@ -101,7 +101,7 @@ def _basic(t: Tensor, index) -> tuple[Tensor, list]:
         elif isinstance(item, slice):
             if item != slice(None):
                 step = 1 if item.step is None else int(item.step)
-                if step <= 0:
+                if step < 0:  # zero: the slice op raises "slice step cannot be zero"
                     raise ValueError("step must be greater than zero")
                 view = OPS["slice"](view, dim, item.start, item.stop, step)
             dim += 1

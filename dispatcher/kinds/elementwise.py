@@ -247,6 +247,8 @@ def _inplace_fast(op, target, args):
     entry = op.fast.get(target._dtype)
     if entry is None or not target._contig or entry[0] is not target._storage.device:
         return None
+    if target._storage.readonly:  # the full path refuses it, naming the op
+        return None
     dev, kernel, arity = entry
     dtype = target._dtype
     floating = dtype.category == _FLOATING

@@ -14,7 +14,7 @@ from ember import _dtype as dt
 from ember._tensor import Tensor, empty
 
 from ..overlap import check_none
-from ._common import OPS, cast, common_device, wrap_dim
+from ._common import OPS, cast, check_writable, common_device, wrap_dim
 
 # PyTorch's index dtypes: int64 only for take/put_, int32 or int64 for the others, each with
 # PyTorch's wording.
@@ -143,6 +143,7 @@ def take(op, x, index):
 
 def put_(op, x, index, source, accumulate=False):
     """x.view(-1)[index] = source (or +=), for any strides of x: ``kernel(x, index, src, acc)``."""
+    check_writable("put_", x)
     check_none(op.name, x, index, "index")
     check_none(op.name, x, source, "source")
     index = _index_tensor(op, index, x._storage.device)

@@ -40,6 +40,7 @@ def _activation(name: str, fn, params: dict, doc: str):
             "extra_repr": extra_repr,
             "__doc__": doc,
             "__module__": __name__,
+            "_op_name": fn.__name__,
         },
     )
 

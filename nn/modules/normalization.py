@@ -35,6 +35,7 @@ class _Normalization(Module):
 
 class _BatchNorm(_Normalization):
     _input_dims = (2, 3)
+    _op_name = "batch_norm"
 
     def __init__(
         self,
