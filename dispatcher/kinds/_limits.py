@@ -112,19 +112,3 @@ def check_scalar_fits(op_name: str, value, dtype) -> None:
         f"{op_name}(): value cannot be converted to type {_C_TYPES[dtype]} without overflow "
         f"(value {value!r}, dtype {dtype.name})"
     )
-
-
-def check_window(size: int, kernel: int, stride: int, dilation: int) -> None:
-    """Sliding windows (pooling, unfold, convolution) need a positive kernel, stride and dilation:
-    the output size divides by the stride (a bare ZeroDivisionError otherwise)."""
-    if stride > 0 and kernel > 0 and dilation > 0:
-        return
-    name, value = next(
-        (n, v)
-        for n, v in (("stride", stride), ("kernel size", kernel), ("dilation", dilation))
-        if v <= 0
-    )
-    raise RuntimeError(
-        f"non-positive {name} is not supported: {name} should be greater than zero, but got "
-        f"{value} (kernel {kernel}, stride {stride}, dilation {dilation}, input size {size})"
-    )
