@@ -98,8 +98,8 @@ def dim_lists(ndim: int):
 
 def dim_argument(arg, ndim: int):
     """A value for a schema argument named ``dim``: ``int``, ``int?``, ``int[]`` or ``int[]?``."""
-    if arg.is_list:
-        lists = dim_lists(ndim)
+    if arg.is_list:  # a list or a tuple: PyTorch reads both alike
+        lists = dim_lists(ndim).flatmap(lambda dims: st.sampled_from((dims, tuple(dims))))
         return st.one_of(st.none(), lists) if arg.optional else lists
     return st.one_of(st.none(), one_dim(ndim)) if arg.optional else one_dim(ndim)
 
