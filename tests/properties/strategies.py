@@ -56,6 +56,7 @@ OPERAND_SPECS = {
     "binary_positive": lambda d: {0: {"zeros": 0.3}, 1: {"low": 0.1, "high": 4.0}},
     "pow": _pow_specs,
     "shift": _shift_specs,
+    "ternary_nonzero": lambda d: {2: {"nonzero": True}},
 }
 
 
