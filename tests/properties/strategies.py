@@ -18,8 +18,6 @@ from ember import _dtype as dt
 
 from ..ops.sampling import LAYOUTS, Arr, arr, layout_fits
 
-torch = None  # imported on first use: the oracle is only needed for refusals
-
 
 def examples(count: int):
     """``settings`` for ``count`` examples under the default profile (60 examples), scaled with
@@ -106,12 +104,17 @@ def dim_argument(arg, ndim: int):
 
 
 # ---- PyTorch as the oracle for what is refused ---------------------------------------------------
+def torch_module():
+    """PyTorch, imported on first use (importing it costs seconds; only the oracle needs it)."""
+    import torch
+
+    return torch
+
+
 def torch_tensor(values: np.ndarray):
-    """``values`` as a torch tensor (bfloat16 and other numpy-less dtypes through float32)."""
-    global torch
-    if torch is None:
-        import torch
-    if values.dtype.kind == "V" or values.dtype.name == "bfloat16":
+    """``values`` as a torch tensor (bfloat16, which numpy lacks, through float32)."""
+    torch = torch_module()
+    if values.dtype.name == "bfloat16":
         return torch.from_numpy(values.astype(np.float32)).to(torch.bfloat16)
     return torch.from_numpy(np.array(values))
 

@@ -28,6 +28,7 @@ from .strategies import (
     layouts,
     seeds,
     shapes,
+    torch_module,
     torch_refusal,
     torch_tensor,
 )
@@ -105,8 +106,7 @@ def _as_numpy_sees_it(op, sample) -> Sample:
 
 def _torch_call(op, sample):
     """The same call in PyTorch, by keyword (None arguments left to PyTorch's defaults)."""
-    import torch
-
+    torch = torch_module()
     names = [arg.name for arg in op.schema.args]
     kwargs = {n: a for n, a in zip(names[1:], sample.args[1:]) if a is not None}
     return lambda: getattr(torch, op.name)(torch_tensor(sample.args[0].values), **kwargs)
@@ -150,8 +150,7 @@ def test_reduction_matches_numpy(device, case):
 )
 @pytest.mark.parametrize("name", ["amax", "amin", "argmax", "argmin"])
 def test_empty_reduction_over_every_dim_raises_like_torch(name, device):
-    import torch
-
+    torch = torch_module()
     error = RuntimeError if name in ("amax", "amin") else IndexError
     with pytest.raises(error, match="Expected reduction dim to be specified"):
         getattr(torch, name)(torch.zeros(0, 2))  # the expectation holds in PyTorch
@@ -173,8 +172,7 @@ def test_empty_inf_norm_raises_like_torch(device):
 def test_no_dims_reduce_like_torch(device):
     """PyTorch reads dim=[] as dim=(): every dim, except all/any, which reduce none (ember
     reduces none for [] and every dim for (), whatever the op)."""
-    import torch
-
+    torch = torch_module()
     wrong = []
     for name in ("sum", "amax", "count_nonzero", "std", "all"):
         for dims in ([], ()):
