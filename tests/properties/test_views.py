@@ -306,7 +306,8 @@ def view_chains(draw):
     one piece of a multi-output op (unbind, split, chunk). A step PyTorch refuses ends it."""
     shape = draw(shapes(max_dims=4, max_side=4), "base shape")
     numel = math.prod(shape)
-    current, steps = torch_module().arange(numel, dtype=torch_module().float32).reshape(shape), []
+    torch = torch_module()
+    current, steps = torch.arange(numel, dtype=torch.float32).reshape(shape), []
     for _ in range(draw(st.integers(1, 3), "chain length")):
         name = draw(st.sampled_from(VIEW_OPS), "op")
         args = ARGS[name](draw, tuple(current.shape), numel)
@@ -335,7 +336,8 @@ class Chain:
         self.storage = np.arange(numel)
         self.positions = self.storage.reshape(shape)
         self.base = ember.arange(numel, dtype=ember.float32, device=device).reshape(shape)
-        self.torch_base = torch_module().arange(numel, dtype=torch_module().float32).reshape(shape)
+        torch = torch_module()
+        self.torch_base = torch.arange(numel, dtype=torch.float32).reshape(shape)
         self.view, self.torch_view = self.base, self.torch_base
 
     def step(self, name, args, pick):
@@ -482,7 +484,7 @@ def test_empty_view_at_the_end_of_its_storage_reads():
 
 
 # Found by the property and not among the defects being fixed elsewhere: these fail until fixed.
-def test_narrow_past_the_end_raises_liketorch_module():
+def test_narrow_past_the_end_raises_like_torch():
     with pytest.raises(RuntimeError, match=r"start \(1\) \+ length \(1\) exceeds dimension size"):
         ember.zeros(1).narrow(0, 1, 1)
     with pytest.raises(IndexError, match=r"start out of range .* but got -4"):
