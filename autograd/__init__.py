@@ -7,10 +7,11 @@ differentiated again; the engine (autograd/engine.py) runs nodes in reverse orde
 
 from __future__ import annotations
 
+from ember import _factories
 from ember.dispatcher.layers import STACK
 from ember.dispatcher.optable import OPS
 
-from . import functional, tensor_api
+from . import batch_random, functional, tensor_api
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import backward, grad
 from .formulas import FORMULAS
@@ -37,6 +38,7 @@ def _install() -> None:
         OPS[name].formula = formula
     STACK.install(LAYER)
     tensor_api.install()
+    _factories.RANDOM_TARGET = batch_random.factory_target
 
 
 _install()
