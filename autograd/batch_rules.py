@@ -53,6 +53,11 @@ class DataDependentError(RuntimeError):
     back to running once per sample."""
 
 
+class InplaceUnbatchedError(RuntimeError):
+    """An in-place op would write per-sample values into a tensor that is not batched (a
+    composite filling a fresh ``zeros`` does): composites fall back to one run per sample."""
+
+
 # ---- helpers --------------------------------------------------------------------------------
 def batch_size(level: int) -> int:
     return level_of(level).batch_size
@@ -63,8 +68,10 @@ def wrap_result(out, level: int):
     if isinstance(out, Tensor):
         return wrap(out, level)
     if isinstance(out, tuple):
-        return type(out)(*(wrap_result(o, level) for o in out)) if hasattr(out, "_fields") else (
-            tuple(wrap_result(o, level) for o in out)
+        return (
+            type(out)(*(wrap_result(o, level) for o in out))
+            if hasattr(out, "_fields")
+            else (tuple(wrap_result(o, level) for o in out))
         )
     if isinstance(out, list):
         return [wrap_result(o, level) for o in out]
@@ -109,7 +116,7 @@ def full_args(op, args) -> list:
 
 
 def inplace_unbatched(op, name: str) -> RuntimeError:
-    return RuntimeError(
+    return InplaceUnbatchedError(
         f"vmap: {op.name}(self, *extra_args) is not possible because there exists a Tensor "
         f"`{name}` in extra_args that has more elements than `self`. This happened due to "
         f"`{name}` being vmapped over but `self` not being vmapped over in a vmap. Please try to "
@@ -202,8 +209,10 @@ def _reshape_scalar(out):
     if isinstance(out, Tensor):
         return out.reshape(out._shape[:1])
     if isinstance(out, tuple):
-        return type(out)(*(_reshape_scalar(o) for o in out)) if hasattr(out, "_fields") else (
-            tuple(_reshape_scalar(o) for o in out)
+        return (
+            type(out)(*(_reshape_scalar(o) for o in out))
+            if hasattr(out, "_fields")
+            else (tuple(_reshape_scalar(o) for o in out))
         )
     return out
 
@@ -212,7 +221,9 @@ def _reshape_scalar(out):
 def decompose(op, args, level: int):
     try:
         return op.decomposition(*args)
-    except DataDependentError:
+    except (DataDependentError, InplaceUnbatchedError):
+        if op.mutates:
+            raise
         return loop(op, args, level)
 
 

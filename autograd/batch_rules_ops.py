@@ -20,17 +20,7 @@ from .batch_rules import (
     wrap_dim,
     wrap_result,
 )
-from .batched import BatchedTensor, peel, wrap
-
-
-def _any_batched(args, level: int) -> bool:
-    for a in args:
-        if a.__class__ is BatchedTensor and a._level == level:
-            return True
-        if a.__class__ is list or a.__class__ is tuple:
-            if _any_batched(a, level):
-                return True
-    return False
+from .batched import peel, wrap
 
 
 # ---- views with sizes -----------------------------------------------------------------------
@@ -40,6 +30,11 @@ def _sized_view(op, args, level: int):
     size = args[1]
     size = [size] if isinstance(size, int) else list(size)
     return wrap(op(x, [x._shape[0], *size]), level)
+
+
+def _permute(op, args, level: int):
+    x, _ = peel(args[0], level)
+    return wrap(op(x, [0, *shift(list(args[1]), len(args[0]._shape), op)]), level)
 
 
 def _expand(op, args, level: int):
@@ -89,6 +84,17 @@ def _unflatten(op, args, level: int):
     return wrap(op(x, shift(args[1], len(args[0]._shape), op), args[2]), level)
 
 
+def _as_strided(op, args, level: int):
+    """Each sample's view starts where its sample starts: sample b reads from the given offset
+    plus b batch strides (its own offset when none is given), as if each were its own tensor."""
+    full = full_args(op, args)
+    x, _ = peel(full[0], level)
+    offset = x._offset if full[3] is None else full[3]
+    size = [x._shape[0], *full[1]]
+    stride = [x._stride[0], *full[2]]
+    return wrap(op(x, size, stride, offset), level)
+
+
 def _argextreme(op, args, level: int):
     """argmax/argmin: no dim means over the flattened sample."""
     x, _ = peel(args[0], level)
@@ -132,7 +138,9 @@ def _scatter(op, args, level: int):
     size = batch_size(level)
     x, dim, index, src = args[0], args[1], args[2], args[3]
     src = physical(src, level, size) if hasattr(src, "_shape") else src
-    out = op(physical(x, level, size), shift(dim, len(x._shape), op), physical(index, level, size), src)
+    out = op(
+        physical(x, level, size), shift(dim, len(x._shape), op), physical(index, level, size), src
+    )
     return x if op.mutates else wrap(out, level)
 
 
@@ -192,7 +200,8 @@ def _mm(op, args, level: int):
         return wrap(OPS["bmm"](pa, pb), level)
     if batched_a:  # the batch joins the rows
         size, n, k = pa._shape
-        return wrap(OPS["mm"](pa.reshape(size * n, k), pb).view(size, n, -1), level)
+        m = pb._shape[1]
+        return wrap(OPS["mm"](pa.reshape(size * n, k), pb).view(size, n, m), level)
     size, k, m = pb._shape  # the batch joins the columns
     cols = pb.permute(1, 0, 2).reshape(k, size * m)
     out = OPS["mm"](pa, cols).view(pa._shape[0], size, m)
@@ -248,12 +257,13 @@ EXPLICIT = {
     "view": _sized_view,
     "reshape": _sized_view,
     "expand": _expand,
+    "permute": _permute,
     "t": _t,
     "squeeze": _squeeze,
     "unsqueeze": _unsqueeze,
     "flatten": _flatten,
     "unflatten": _unflatten,
-    "as_strided": _per_sample,
+    "as_strided": _as_strided,
     "argmax": _argextreme,
     "argmin": _argextreme,
     "cat": _cat,

@@ -72,22 +72,22 @@ class BatchedTensor(Tensor):
         return wrap(self._value.data, self._level)
 
     def numpy(self, *, force: bool = False):
-        raise RuntimeError(_ITEM)
+        raise _data_dependent(_ITEM)
 
     def __array__(self, dtype=None, copy=None):
-        raise RuntimeError(_ITEM)
+        raise _data_dependent(_ITEM)
 
     def item(self):
-        raise RuntimeError(_ITEM)
+        raise _data_dependent(_ITEM)
 
     def tolist(self):
-        raise RuntimeError(_ITEM)
+        raise _data_dependent(_ITEM)
 
     def data_ptr(self) -> int:
         raise RuntimeError("vmap: data_ptr of a BatchedTensor has no meaning (one per sample)")
 
     def __bool__(self) -> bool:
-        raise RuntimeError(_CONTROL_FLOW)
+        raise _data_dependent(_CONTROL_FLOW)
 
     def __repr__(self) -> str:
         value = repr(self._value).replace("\n", "\n    ")
@@ -121,6 +121,12 @@ _CONTROL_FLOW = (
     "We don't support that yet, please file an issue at https://github.com/pytorch/pytorch/"
     "issues ."
 )
+
+
+def _data_dependent(message: str) -> RuntimeError:
+    from .batch_rules import DataDependentError
+
+    return DataDependentError(message)
 
 
 def _new_like(t: BatchedTensor, method: str, size, kwargs) -> Tensor:
@@ -184,26 +190,16 @@ def expand_to_levels(t: Tensor, levels: list) -> Tensor:
     """The physical tensor of ``t`` batched at every one of ``levels`` (outermost first):
     levels ``t`` is not batched at get an expanded (stride-0) batch dim."""
     physical, have = unwrap_all(t)
-    if have == [lv.id for lv in levels]:
+    ids = [lv.id for lv in levels]
+    if have == ids:
         return physical
-    logical_rank = len(physical._shape) - len(have)
-    dims = {level: i for i, level in enumerate(have)}
-    # Bring the present batch dims into the order of ``levels`` and add the missing ones.
-    pieces, sizes = [], []
-    for level in levels:
-        pieces.append(dims.get(level.id))
-        sizes.append(level.batch_size)
-    extra = [lv for lv in have if lv not in {level.id for level in levels}]
-    if extra:
-        raise RuntimeError(f"vmap: tensor batched at levels {extra} that are not active")
-    order = [d for d in pieces if d is not None]
-    rest = list(range(len(have), len(have) + logical_rank))
-    physical = physical.permute(order + rest) if order != list(range(len(order))) else physical
-    shape = list(physical._shape)
-    position = 0
-    for d, size in zip(pieces, sizes):
-        if d is None:
-            physical = physical.unsqueeze(position)
-            shape.insert(position, size)
-        position += 1
-    return physical.expand(shape)
+    if any(level not in ids for level in have):
+        raise RuntimeError("vmap: a tensor is batched at a level that is not active")
+    rank = len(physical._shape)
+    order = [have.index(i) for i in ids if i in have] + list(range(len(have), rank))
+    if order != list(range(rank)):
+        physical = physical.permute(order)
+    for i, level in enumerate(ids):
+        if level not in have:
+            physical = physical.unsqueeze(i)
+    return physical.expand(tuple(lv.batch_size for lv in levels) + physical._shape[len(ids) :])

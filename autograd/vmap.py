@@ -116,8 +116,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
         _check_out_dims(out_dims, func)
         size, flat_in_dims, flat_args, spec = _batched_inputs(in_dims, args, func)
         if chunk_size is not None and chunk_size < size:
-            return _chunked(func, flat_in_dims, flat_args, spec, out_dims, randomness, size,
-                            chunk_size, kwargs)
+            return _chunked(
+                func, flat_in_dims, flat_args, spec, out_dims, randomness, size, chunk_size, kwargs
+            )
         return _flat_vmap(func, size, flat_in_dims, flat_args, spec, out_dims, randomness, kwargs)
 
     return wrapped
@@ -266,7 +267,9 @@ def _chunked(func, flat_in_dims, flat_args, spec, out_dims, randomness, size, ch
     results = []
     for start in range(0, size, chunk):
         length = min(chunk, size - start)
-        part = [a if d is None else a.narrow(d, start, length) for a, d in zip(flat_args, flat_in_dims)]
+        part = [
+            a if d is None else a.narrow(d, start, length) for a, d in zip(flat_args, flat_in_dims)
+        ]
         if state is not None:
             set_rng_state(state)
         results.append(
