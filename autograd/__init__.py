@@ -11,7 +11,7 @@ from ember import _factories
 from ember.dispatcher.layers import STACK
 from ember.dispatcher.optable import OPS
 
-from . import batch_random, functional, tensor_api
+from . import batch_random, forward_ad, functional, tensor_api
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .engine import backward, grad
 from .formulas import FORMULAS

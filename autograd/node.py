@@ -101,6 +101,9 @@ class SavedTensor:
             alias._requires_grad = True
             if self.output_nr:
                 alias.__dict__["_output_nr"] = self.output_nr
+            tangents = t.__dict__.get("_fw")
+            if tangents:  # forward AD shared the output's tangents with this copy
+                alias.__dict__["_fw"] = tangents
             return alias
         return t
 
