@@ -186,6 +186,27 @@ def wrap_all(physical: Tensor, level_ids: list) -> Tensor:
     return t
 
 
+def wrap_at(t: Tensor, level: int) -> Tensor:
+    """``t`` (its logical dim 0 the batch dim of ``level``) batched at ``level``, also when
+    ``t`` is batched at inner levels: their wrappers stay outside, as nesting requires."""
+    if t.__class__ is not BatchedTensor or t._level < level:
+        return wrap(t, level)
+    outer = t._level
+    inner = t._value  # dim 0: the outer level's batch; dim 1: ``level``'s
+    return wrap(wrap_at(inner.movedim(1, 0), level), outer)
+
+
+def to_physical(t: Tensor, level: int, size: int) -> Tensor:
+    """The tensor that stands for ``t`` under a wrapper of ``level``: its batch dim at
+    ``level`` as logical dim 0 (expanded when ``t`` is not batched there)."""
+    if t.__class__ is not BatchedTensor or t._level < level:
+        return t.unsqueeze(0).expand((size, *t.shape))
+    if t._level == level:
+        return t._value
+    inner = to_physical(t._value, level, size)  # [level's batch, t's outer level's batch, ...]
+    return wrap(inner.movedim(0, 1), t._level)
+
+
 def expand_to_levels(t: Tensor, levels: list) -> Tensor:
     """The physical tensor of ``t`` batched at every one of ``levels`` (outermost first):
     levels ``t`` is not batched at get an expanded (stride-0) batch dim."""

@@ -351,7 +351,7 @@ def _permute(ctx, g):
 def _embed(ctx, g, view_fn):
     """Gradient of a view: zeros of the input's shape with ``g`` written into the viewed part."""
     shape, _, device = ctx.meta("input")
-    out = E.zeros(shape, dtype=g.dtype, device=device)
+    out = g.new_zeros(shape, dtype=g.dtype, device=device)  # batched when g is (under vmap)
     view_fn(out).copy_(g)
     return out
 
@@ -465,7 +465,7 @@ def _index_add(ctx, g):
 
 def _take(ctx, g):
     shape = ctx.shape("input")
-    out = E.zeros(math.prod(shape), dtype=g.dtype, device=g.device)
+    out = g.new_zeros(math.prod(shape), dtype=g.dtype, device=g.device)
     if g.numel():
         out.put_(ctx.index.reshape(-1), g.reshape(-1), accumulate=True)
     return out.reshape(shape), None

@@ -1,14 +1,16 @@
 """Forward-mode AD (``ember.autograd.forward_ad``): dual tensors and the forward-AD layer.
 
-A dual tensor carries a tangent per level in ``t.__dict__["_fw"]`` (``{level: tangent}``). The
-forward-AD layer (priority 270, the highest of the transforms: above vmap, so tangents are
-batched independently of their primals, as ``jacfwd`` needs) takes any op with a tangent at an
-open level: it runs the op below with that level *suspended*, computes the output's tangent with
-the op's JVP rule (autograd/jvp_rules.py, beside the VJP formulas) also with the level
-suspended, and attaches it. Suspension is what makes nesting work: ops inside see only the
-other levels, so ``jvp`` of ``jvp`` (and of ``grad``) propagates each level once. Calls that
-JVP rules make go through autograd below, so reverse-over-forward differentiates them; backward
-formulas run on saved dual tensors, so forward-over-reverse (``jacfwd(jacrev(f))``) works too.
+A dual tensor carries a tangent per level in ``t.__dict__["_fw"]`` (``{level: tangent}``), always
+on a *physical* tensor: ``make_dual`` of a BatchedTensor puts the tangent on the tensor it wraps,
+so vmap never needs to know about tangents. The forward-AD layer (priority 150: below vmap, which
+hands it physical ops, above autograd, which records what the JVP rules compute, so reverse over
+forward works) takes any op with a tangent at an open level: it runs the op below with that level
+*suspended*, computes the output's tangent with the op's JVP rule (autograd/jvp_rules.py, beside
+the VJP formulas) also with the level suspended, and attaches it. A tangent may itself be
+batched when its primal is not (``jacfwd`` maps over tangents); the ops of the JVP rules then go
+through vmap. Suspension is what makes nesting work: ops inside see only the other levels, so
+``jvp`` of ``jvp`` (and of ``grad``) propagates each level once. Backward formulas run on saved
+dual tensors, so forward-over-reverse (``jacfwd(jacrev(f))``) works too.
 
 ``dual_level`` is one level at a time, as in PyTorch; ``ember.func.jvp`` nests its own.
 """
@@ -22,6 +24,7 @@ from typing import NamedTuple
 from ember._tensor import Tensor
 
 from ..dispatcher.layers import STACK, Layer
+from .batched import BatchedTensor, level_of, to_physical, wrap, wrap_at
 
 
 class _State(threading.local):
@@ -105,6 +108,12 @@ def set_tangent(t: Tensor, level: int, tangent) -> None:
     STATE.registry[level].add(t)
 
 
+def copy_tangents(source: Tensor, target: Tensor) -> None:
+    """Give ``target`` every tangent ``source`` has (a fresh leaf standing for ``source``)."""
+    for level, tangent in (source.__dict__.get("_fw") or {}).items():
+        set_tangent(target, level, tangent)
+
+
 # ---- the public API ---------------------------------------------------------------------------
 def enter_dual_level() -> int:
     """Enter a new forward grad level (one at a time); returns its number."""
@@ -156,7 +165,9 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level=None) -> Tensor:
             "enter_dual_level() first."
         )
     if not tensor.is_floating_point():
-        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
+        raise ValueError(
+            f"Expected primal to be floating point or complex, but got: {tensor.dtype}"
+        )
     if not tangent.is_floating_point():
         raise ValueError(
             f"Expected tangent to be floating point or complex, but got: {tangent.dtype}"
@@ -168,6 +179,10 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level=None) -> Tensor:
             f"{list(tensor.shape)} while the given forward gradient is of size "
             f"{list(tangent.shape)}."
         )
+    if tensor.__class__ is BatchedTensor:  # the tangent goes on the physical tensor
+        size = level_of(tensor._level).batch_size
+        inner = make_dual(tensor._value, to_physical(tangent, tensor._level, size), level=level)
+        return wrap(inner, tensor._level)
     if tangent_of(tensor, level) is not None:
         raise RuntimeError(
             "Making a dual Tensor based on a Tensor that already has a forward gradient at the "
@@ -193,6 +208,11 @@ def unpack_dual(tensor: Tensor, *, level=None) -> UnpackedDualTensor:
     level = current_level() if level is None else level
     if level < 0:
         return UnpackedDualTensor(tensor, None)
+    if tensor.__class__ is BatchedTensor:
+        primal, tangent = unpack_dual(tensor._value, level=level)
+        if tangent is not None:
+            tangent = wrap_at(tangent, tensor._level)
+        return UnpackedDualTensor(wrap(primal, tensor._level), tangent)
     tangent = tangent_of(tensor, level)
     if tangent is None:
         return UnpackedDualTensor(tensor, None)
@@ -204,7 +224,7 @@ def unpack_dual(tensor: Tensor, *, level=None) -> UnpackedDualTensor:
 # ---- the layer --------------------------------------------------------------------------------
 class ForwardADLayer(Layer):
     name = "forward_ad"
-    priority = 270
+    priority = 150
 
     def wants(self, op, args) -> bool:
         open_levels = STATE.open

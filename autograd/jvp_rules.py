@@ -26,13 +26,11 @@ from ..dispatcher.opdef import Kind
 from .forward_ad import STATE, set_tangent, suspended, tangent_of
 
 LINEAR = frozenset(
-    {
-        "sum", "cumsum", "view", "reshape", "permute", "transpose", "t", "expand",
-        "narrow", "slice", "select", "squeeze", "unsqueeze", "flatten", "unflatten", "diagonal",
-        "movedim", "unfold", "_to_copy", "flip", "cat", "gather", "scatter", "scatter_add",
-        "index_select", "index_add", "take", "put_", "im2col", "col2im", "trace", "diag", "tril", "triu", "roll", "repeat", "tile", "clone", "contiguous",
-    }
-)  # fmt: skip
+    "sum cumsum view reshape permute transpose t expand narrow slice select squeeze unsqueeze "  # noqa: SIM905
+    "flatten unflatten diagonal movedim unfold _to_copy flip cat gather scatter scatter_add "
+    "index_select index_add take put_ im2col col2im trace diag tril triu roll repeat tile clone "
+    "contiguous".split()
+)
 MULTILINEAR = frozenset({"mm", "bmm", "mul", "dot", "mv", "outer", "matmul", "einsum"})
 
 
@@ -46,7 +44,7 @@ def run_with_tangents(layer, op, args, level: int):
     with suspended(level):
         if op.mutates:
             return _inplace(layer, op, rule, args, tangents, level)
-        out = op.redispatch(layer, args)
+        out = _below(layer, op, args)
         if rule is None or not _any(tangents):
             return out
         tangent = rule(op, args, tangents, out)
@@ -57,7 +55,7 @@ def run_with_tangents(layer, op, args, level: int):
 def _inplace(layer, op, rule, args, tangents, level: int):
     target = args[0]
     before = target.clone() if rule is not None else target
-    op.redispatch(layer, args)
+    _below(layer, op, args)
     if rule is not None and _any(tangents):
         base = op.inplace_of or op
         tangent = rule(base, [before, *args[1:]], tangents, target)
@@ -66,6 +64,14 @@ def _inplace(layer, op, rule, args, tangents, level: int):
     elif target.__dict__.get("_fw"):
         target.__dict__["_fw"].pop(level, None)  # overwritten by a non-differentiable op
     return target
+
+
+def _below(layer, op, args):
+    """The op with the level being handled suspended: other levels' tangents still propagate
+    (nested jvp), then the layers below."""
+    if layer.wants(op, args):
+        return layer.handle(op, args)
+    return op.redispatch(layer, args)
 
 
 def _tangents(a, level: int):
@@ -273,7 +279,7 @@ def _log_softmax(op, args, tangents, out):
 def _picked_by_indices(op, args, tangents, out):
     """max/min along a dim and sort: the tangent at the chosen positions (values only)."""
     t = tangents[0]
-    values, indices = out[0], out[1]
+    indices = out[1]
     dim = args[1] if len(args) > 1 else -1
     if not len(t._shape):
         return (t, None)

@@ -128,4 +128,5 @@ def _extent(geometry) -> int:
 
 def storage_buffer(g, *geometries):
     extent = max(_extent(geometry) for geometry in geometries)
-    return ember.zeros(max(extent, 1), dtype=g.dtype, device=g.device)
+    # new_zeros: batched when g is (jacrev runs backward formulas on batched gradients)
+    return g.new_zeros(max(extent, 1), dtype=g.dtype, device=g.device)

@@ -1,14 +1,13 @@
 """``vmap``: run a function written for one sample over a batch, as a dispatch layer.
 
-Layer priority 250: above autocast (200) and autograd (100), below tracing (300), as PyTorch's
-FuncTorchBatched key sits above its Autocast and Autograd keys. The vmap layer takes any op
-with a BatchedTensor among its arguments, applies the op's batching rule at the innermost level
-present (autograd/batch_rules.py) and calls ops on the physical tensors from the top of the
-stack again. So autograd only ever records physical ops (``grad`` of ``vmap`` differentiates the
-batched computation; ``vmap`` of ``grad`` is ember.func.grad batching its leaves), autocast casts
-physical operands, and the forward-AD layer above (270) sees the logical op first, so tangents
-can be batched independently of their primals (``jacfwd`` is a vmap over tangents). The layer is
-in the stack only while a vmap runs.
+Layer priority 250: above autocast (200), forward AD (150) and autograd (100), below tracing
+(300), as PyTorch's FuncTorchBatched key sits above its Autocast and Autograd keys. The vmap layer
+takes any op with a BatchedTensor among its arguments, applies the op's batching rule at the
+innermost level present (autograd/batch_rules.py) and calls ops on the physical tensors from the
+top of the stack again. So autograd only ever records physical ops (``grad`` of ``vmap``
+differentiates the batched computation; ``vmap`` of ``grad`` is ember.func.grad batching its
+leaves), forward AD propagates tangents of physical tensors, and autocast casts physical
+operands. The layer is in the stack only while a vmap runs.
 """
 
 from __future__ import annotations

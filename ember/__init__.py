@@ -75,7 +75,7 @@ Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
 # Last: these packages use the bound Tensor and the generated functions.
-from . import _accelerator, autograd, backends, nn, optim, profiler, utils, version
+from . import _accelerator, autograd, backends, func, nn, optim, profiler, utils, version
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -84,6 +84,7 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .func import vmap
 from .serialization import load, save
 
 cuda = _accelerator.module("cuda")
