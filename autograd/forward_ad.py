@@ -32,7 +32,9 @@ class _State(threading.local):
         self.levels: list = []  # active level ids, innermost last
         self.public = 0  # how many of them came from enter_dual_level
         self.open: frozenset = frozenset()  # active and not suspended
-        self.registry: dict = {}  # level -> WeakSet of tensors with a tangent there
+        # level -> {id: weakref} of the tensors with a tangent there (not a WeakSet: tensors
+        # compare elementwise)
+        self.registry: dict = {}
 
 
 STATE = _State()
@@ -66,7 +68,7 @@ def enter_level(public: bool = False) -> int:
         STACK.install(LAYER)
     STATE.levels.append(level)
     STATE.public += public
-    STATE.registry[level] = weakref.WeakSet()
+    STATE.registry[level] = {}
     STATE.open = STATE.open | {level}
     return level
 
@@ -81,8 +83,9 @@ def exit_level(level: int, public: bool = False) -> None:
     STATE.levels.pop()
     STATE.public -= public
     STATE.open = STATE.open - {level}
-    for t in STATE.registry.pop(level, ()):
-        tangents = t.__dict__.get("_fw")
+    for ref in STATE.registry.pop(level, {}).values():
+        t = ref()
+        tangents = None if t is None else t.__dict__.get("_fw")
         if tangents is not None:
             tangents.pop(level, None)
             if not tangents:
@@ -105,7 +108,7 @@ def set_tangent(t: Tensor, level: int, tangent) -> None:
     if tangents is None:
         tangents = t.__dict__["_fw"] = {}
     tangents[level] = tangent
-    STATE.registry[level].add(t)
+    STATE.registry[level][id(t)] = weakref.ref(t)
 
 
 def copy_tangents(source: Tensor, target: Tensor) -> None:

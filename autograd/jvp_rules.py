@@ -60,10 +60,53 @@ def _inplace(layer, op, rule, args, tangents, level: int):
         base = op.inplace_of or op
         tangent = rule(base, [before, *args[1:]], tangents, target)
         if tangent is not None:
-            set_tangent(target, level, _fit(tangent, target))
+            _write_tangent(target, _fit(tangent, target), level)
     elif target.__dict__.get("_fw"):
         target.__dict__["_fw"].pop(level, None)  # overwritten by a non-differentiable op
     return target
+
+
+def _write_tangent(target: Tensor, tangent: Tensor, level: int) -> None:
+    """An in-place op's new tangent, written where it belongs, as in PyTorch: into the tangent
+    of the view's base (the view's tangent is that region of it), and into an existing tangent
+    in place, so that views of the tangent see the change."""
+    from .batched import BatchedTensor
+
+    root = target._base if target._base is not None else target
+    if tangent.__class__ is BatchedTensor:  # batched tangents (jacfwd): the target's own only
+        set_tangent(target, level, tangent)
+        return
+    whole = tangent_of(root, level)
+    if whole is None or whole._stride != root._stride or _overlaps(whole):
+        whole = _laid_out_like(root, whole)
+        set_tangent(root, level, whole)
+    if root is target:
+        whole.copy_(tangent)
+        return
+    region = whole.as_strided(target._shape, target._stride, _start(whole, root, target))
+    region.copy_(tangent)
+    set_tangent(target, level, region)
+
+
+def _overlaps(t: Tensor) -> bool:
+    return any(step == 0 and size > 1 for size, step in zip(t._shape, t._stride))
+
+
+def _laid_out_like(root: Tensor, values) -> Tensor:
+    """Zeros (or ``values``) with ``root``'s strides, so that any view geometry of ``root``
+    names the same elements in it."""
+    low = sum(min(0, (n - 1) * s) for n, s in zip(root._shape, root._stride) if n)
+    high = sum(max(0, (n - 1) * s) for n, s in zip(root._shape, root._stride) if n)
+    size = high - low + 1 if all(root._shape) else 0
+    buffer = E.zeros(size, dtype=root.dtype, device=root.device)
+    out = buffer.as_strided(root._shape, root._stride, -low)
+    if values is not None:
+        out.copy_(values)
+    return out
+
+
+def _start(whole: Tensor, root: Tensor, target: Tensor) -> int:
+    return whole._offset + target._offset - root._offset
 
 
 def _below(layer, op, args):
