@@ -23,7 +23,7 @@ import ember as E
 from ember._tensor import Tensor
 
 from ..dispatcher.opdef import Kind
-from .forward_ad import STATE, set_tangent, suspended, tangent_of
+from .forward_ad import STATE, copy_tangents, set_tangent, suspended, tangent_of
 
 LINEAR = frozenset(
     "sum cumsum view reshape permute transpose t expand narrow slice select squeeze unsqueeze "  # noqa: SIM905
@@ -278,7 +278,11 @@ def transpose(op, args, tangents, out):
         if t is None:
             continue
         keep = keep or a.requires_grad or t.requires_grad
-        leaf = a.view_as(a) if a.requires_grad else a.detach().requires_grad_()
+        if a.requires_grad:
+            leaf = a.view_as(a)
+        else:
+            leaf = a.detach().requires_grad_()
+            copy_tangents(a, leaf)  # other levels' tangents still flow (nested jvp)
         _replace(call, i, j, leaf)
         leaves.append(leaf)
         given.append(t)
