@@ -83,7 +83,7 @@ def _dependencies(root_nodes) -> dict:
     stack = list(root_nodes)
     while stack:
         node = stack.pop()
-        for edge in node.next_functions:
+        for edge in node.edges:
             if edge is None:
                 continue
             nxt = edge[0]
@@ -106,7 +106,7 @@ def _needed(root_nodes, targets: set) -> set | None:
     stack = list(root_nodes)
     while stack:  # iterative, so deep graphs don't hit the recursion limit
         node = stack.pop()
-        for edge in node.next_functions:
+        for edge in node.edges:
             if edge is None:
                 continue
             parents[edge[0]].append(node)
@@ -226,7 +226,7 @@ class _Pass:
         if not self.retain and not leaf:
             node.release()
         ready = []
-        for i, edge in enumerate(node.next_functions):
+        for i, edge in enumerate(node.edges):
             if edge is None:
                 continue
             nxt = edge[0]

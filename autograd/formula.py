@@ -175,7 +175,7 @@ class Formula:
 
     def apply(self, node, grads: list) -> tuple:
         if all(g is None for g in grads):
-            return (None,) * len(node.next_functions)
+            return (None,) * len(node.edges)
         ctx = node.ctx
         ctx._node = node
         try:

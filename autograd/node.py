@@ -111,17 +111,22 @@ class SavedTensor:
 class Node:
     """A backward function: applies an op's formula to incoming gradients.
 
-    ``next_functions`` holds, per differentiable input, the ``(node, output index)`` its gradient
-    flows to (None for inputs that need none), as in PyTorch.
+    ``edges`` holds, per tensor input, the ``(node, output index)`` its gradient flows to (None
+    for inputs that need none): what the engine walks. ``next_functions`` shows them as PyTorch
+    does (``(None, 0)`` for inputs without one, only the inputs the op's PyTorch node has), and
+    ``name()`` is PyTorch's node name (autograd/graph_names.py). ``_saved_<argument>`` reads
+    what the node saved for backward (``_saved_self`` is the first argument, as in PyTorch).
     """
 
     __slots__ = (
         "__weakref__",
+        "_metadata",
         "ctx",
+        "display",
+        "edges",
         "formula",
         "hooks",
         "input_meta",
-        "next_functions",
         "num_outputs",
         "op",
         "pre_hooks",
@@ -131,11 +136,11 @@ class Node:
         "trace",
     )
 
-    def __init__(self, op, formula, ctx, next_functions, input_meta, num_outputs=1):
+    def __init__(self, op, formula, ctx, edges, input_meta, num_outputs=1):
         self.op = op
         self.formula = formula
         self.ctx = ctx
-        self.next_functions = next_functions
+        self.edges = edges
         self.input_meta = input_meta
         self.num_outputs = num_outputs
         self.seq = next(_SEQUENCE)
@@ -144,12 +149,38 @@ class Node:
         self.hooks = None
         self.released = False
         self.trace = None
+        self.display = None  # (name, edges) a composite's node is shown with
 
     def name(self) -> str:
-        return f"{camel(self.op.name)}Backward0"
+        if self.display is not None:
+            return self.display[0]
+        from .graph_names import describe
+
+        return describe(self)[0]
+
+    @property
+    def next_functions(self) -> tuple:
+        """``((node, output index), ...)`` per input of the PyTorch node, ``(None, 0)`` for
+        inputs that need no gradient."""
+        if self.display is not None:
+            edges = self.display[1]
+        elif self.formula is not None and hasattr(self.op, "schema"):
+            from .graph_names import describe
+
+            edges = describe(self)[1]
+        else:
+            edges = self.edges
+        return tuple((None, 0) if e is None else e for e in edges)
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"
+
+    def __getattr__(self, name: str):
+        if name.startswith("_raw_saved_"):
+            return _saved_entry(self, name[len("_raw_saved_") :], raw=True)
+        if name.startswith("_saved_"):
+            return _saved_entry(self, name[len("_saved_") :], raw=False)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def register_hook(self, hook):
         """``hook(grad_inputs, grad_outputs)`` after this node runs; may return new grad_inputs."""
@@ -176,7 +207,39 @@ class Node:
 
     @property
     def metadata(self) -> dict:
-        return {}
+        """A dict of the user's, kept with the node (PyTorch's ``Node.metadata``)."""
+        try:
+            return self._metadata
+        except AttributeError:
+            self._metadata = {}
+            return self._metadata
+
+
+def _saved_entry(node, name: str, raw: bool):
+    """``node._saved_<name>``: a saved tensor (unpacked, or the SavedTensor when ``raw``), or
+    the value of a non-tensor argument, under PyTorch's names (``self`` is the first one)."""
+    ctx = node.ctx
+    formula = node.formula
+    if formula is None or ctx is None or not hasattr(ctx, "_formula"):
+        raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{name}'")
+    args = node.op.schema.args
+    own = args[0].name if name == "self" and args else name
+    saved = ctx._saved.get(own) if ctx._saved else None
+    if saved is not None:
+        items = saved if isinstance(saved, tuple) else (saved,)
+        if raw:
+            return items if isinstance(saved, tuple) else items[0]
+        unpacked = [s.unpack(node) for s in items]
+        return unpacked if isinstance(saved, tuple) else unpacked[0]
+    plan = formula.plan
+    position = plan.position.get(own)
+    if position is None or own in plan.tensor_index or raw:
+        raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{name}'")
+    values = ctx._values
+    value = values[position] if position < len(values) else plan.defaults[position]
+    if isinstance(value, int) and not isinstance(value, bool) and args[position].is_list:
+        return (value,)  # an int[] argument given as one int
+    return tuple(value) if isinstance(value, list) else value
 
 
 class _Handle:

@@ -111,7 +111,7 @@ def connected_outside(outputs, start: int, leaves) -> bool:
             continue
         if current.seq < start:
             return True
-        stack.extend(edge[0] for edge in current.next_functions if edge is not None)
+        stack.extend(edge[0] for edge in current.edges if edge is not None)
     return False
 
 

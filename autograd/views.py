@@ -42,7 +42,7 @@ class CopySlices(Node):
     __slots__ = ("base_geometry", "inner", "view_geometry")
 
     def __init__(self, base: Tensor, view: Tensor, inner: Node, base_edge):
-        edges = (base_edge,) + tuple(inner.next_functions[1:])
+        edges = (base_edge,) + tuple(inner.edges[1:])
         meta = ((base._shape, base._dtype, base._storage.device),) + tuple(inner.input_meta[1:])
         Node.__init__(self, inner.op, None, inner.ctx, edges, meta)
         self.base_geometry = _geometry(base)
@@ -59,7 +59,7 @@ class CopySlices(Node):
     def apply(self, grads: list) -> tuple:
         g = grads[0]
         if g is None:
-            return (None,) * len(self.next_functions)
+            return (None,) * len(self.edges)
         device = g.device
         base_pos = _positions(self.base_geometry, device)
         view_pos = _positions(self.view_geometry, device)

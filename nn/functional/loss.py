@@ -6,6 +6,7 @@ import warnings
 
 import ember
 from ember.autograd import Function
+from ember.autograd.graph_names import present
 from ember.dispatcher.optable import OPS
 
 from .activation import log_softmax
@@ -64,7 +65,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = legacy_reduction(size_average, reduce, reduction)
     _warn_broadcast("mse_loss", input, target)
     diff = input - target
-    return _weighted(diff * diff, weight, reduction)
+    return present(_weighted(diff * diff, weight, reduction), "MseLossBackward0", input, target)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
