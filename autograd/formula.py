@@ -78,7 +78,7 @@ class Context:
         if self._saved:
             for saved in self._saved.values():
                 for item in saved if isinstance(saved, tuple) else (saved,):
-                    item.tensor = None
+                    item.free()
 
 
 class Plan:

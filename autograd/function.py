@@ -65,7 +65,7 @@ class FunctionCtx:
     def release(self) -> None:
         for saved in self._saved:
             if isinstance(saved, SavedTensor):
-                saved.tensor = None
+                saved.free()
 
 
 class _FunctionOp:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 
 from ember._tensor import Tensor, make
@@ -64,6 +65,18 @@ def accumulator(t: Tensor) -> AccumulateGrad:
     return node
 
 
+class _SavedHooks(threading.local):
+    """The saved-tensor hook pairs in effect (``autograd.graph.saved_tensors_hooks``)."""
+
+    def __init__(self):
+        self.stack: list = []
+        self.disabled: str | None = None  # the message disable_saved_tensors_hooks gave
+
+
+SAVED_HOOKS = _SavedHooks()
+_UNSET = object()
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
@@ -71,18 +84,44 @@ class SavedTensor:
     tensor itself, or the node, would make a cycle node -> saved -> node that only the garbage
     collector frees. The owner node passed to ``unpack`` becomes the alias's grad_fn again, so
     higher-order gradients still flow through it.
+
+    Under ``saved_tensors_hooks`` the pack hook's result is kept instead of the tensor, and the
+    unpack hook turns it back into a tensor when backward needs it (checkpointing, offloading).
     """
 
-    __slots__ = ("output_nr", "tensor", "version")
+    __slots__ = ("output_nr", "packed", "tensor", "unpack_hook", "version")
 
     def __init__(self, t: Tensor, output_nr: int | None = None):
         self.version = t._storage.version
         self.output_nr = output_nr
+        self.unpack_hook = None
+        if SAVED_HOOKS.stack:
+            pack, self.unpack_hook = SAVED_HOOKS.stack[-1]
+            self.packed = pack(t)
+            self.tensor = None
+            return
         if output_nr is not None:
             t = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
         self.tensor = t
 
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        """Pack the saved tensor now with ``pack_hook``; ``unpack_hook`` gives it back."""
+        if self.unpack_hook is not None:
+            raise RuntimeError("Hooks were already registered on this SavedTensor")
+        if self.tensor is None:
+            raise RuntimeError(FREED)
+        self.packed = pack_hook(self.tensor)
+        self.unpack_hook = unpack_hook
+        self.tensor = None
+
+    def free(self) -> None:
+        self.tensor = None
+        if self.unpack_hook is not None:
+            self.packed = _UNSET
+
     def unpack(self, owner) -> Tensor:
+        if self.unpack_hook is not None:
+            return self._unpack_hooked(owner)
         t = self.tensor
         if t is None:
             raise RuntimeError(FREED)
@@ -95,6 +134,20 @@ class SavedTensor:
                 f"{self.version} instead. Hint: the operation that modified it was in-place "
                 "(a method ending in '_' or an indexed assignment)."
             )
+        return self._as_output(t, owner)
+
+    def _unpack_hooked(self, owner) -> Tensor:
+        if self.packed is _UNSET:
+            raise RuntimeError(FREED)
+        t = self.unpack_hook(self.packed)
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                "Output of saved tensor unpack_hook expected to be a Tensor but got result of "
+                f"type {type(t).__name__}"
+            )
+        return self._as_output(t, owner)
+
+    def _as_output(self, t: Tensor, owner) -> Tensor:
         if self.output_nr is not None and owner is not None:
             alias = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
             alias._grad_fn = owner
