@@ -225,8 +225,8 @@ class Node:
             edges = self.edges
         return tuple((None, 0) if e is None else e for e in edges)
 
-    def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+    def __repr__(self) -> str:  # PyTorch's class name: the name without its namespace
+        return f"<{self.name().rpartition('::')[2]} object at {id(self):#x}>"
 
     def __getattr__(self, name: str):
         if name.startswith("_raw_saved_"):
@@ -333,7 +333,7 @@ class AccumulateGrad(Node):
         return self._variable()
 
     def name(self) -> str:
-        return "AccumulateGrad"
+        return "torch::autograd::AccumulateGrad"  # PyTorch's node name, namespace included
 
     def apply(self, grads: list) -> tuple:
         from .engine import accumulate_into_leaf, run_leaf_hooks

@@ -50,7 +50,7 @@ class CopySlices(Node):
         self.inner = inner
 
     def name(self) -> str:
-        return "CopySlices"
+        return "torch::autograd::CopySlices"
 
     def release(self) -> None:
         self.inner.release()

@@ -137,6 +137,8 @@ class Module(StateDict):
         setattr_(self, "_forward_pre_hooks_with_kwargs", set())
         setattr_(self, "_forward_hooks_with_kwargs", set())
         setattr_(self, "_forward_hooks_always_called", set())
+        setattr_(self, "_backward_hooks", OrderedDict())
+        setattr_(self, "_backward_pre_hooks", OrderedDict())
         setattr_(self, "_state_dict_hooks", OrderedDict())
 
     def forward(self, *args, **kwargs):
@@ -146,7 +148,12 @@ class Module(StateDict):
 
     def __call__(self, *args, **kwargs):
         try:
-            if not self._forward_pre_hooks and not self._forward_hooks:
+            if not (
+                self._forward_pre_hooks
+                or self._forward_hooks
+                or self._backward_hooks
+                or self._backward_pre_hooks
+            ):
                 return self.forward(*args, **kwargs)
             return self._call_with_hooks(args, kwargs)
         except _LAYER_ERRORS as exc:
@@ -501,6 +508,26 @@ class Module(StateDict):
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_output)`` when the gradients of the module's outputs are known,
+        before those of its inputs are computed; may return replacement ``grad_output``."""
+        handle = _Handle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_input, grad_output)`` when the gradients of the module's
+        positional inputs are computed (of its outputs when no input requires grad); may return
+        replacement ``grad_input``. The forward sees views of the inputs, the caller views of
+        the outputs (ember.autograd.module_hooks)."""
+        handle = _Handle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
     def _call_with_hooks(self, args, kwargs):
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -516,6 +543,14 @@ class Module(StateDict):
                 replaced = hook(self, args)
                 if replaced is not None:
                     args = replaced if isinstance(replaced, tuple) else (replaced,)
+        backward_hook = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            from ember.autograd.module_hooks import BackwardHook
+
+            backward_hook = BackwardHook(
+                self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values())
+            )
+            args = backward_hook.setup_input_hook(args)
         called = set()
         result = None
         try:
@@ -525,6 +560,8 @@ class Module(StateDict):
                 replaced = self._run_forward_hook(hook_id, hook, args, kwargs, result)
                 if replaced is not None:
                     result = replaced
+            if backward_hook is not None:
+                result = backward_hook.setup_output_hook(result)
         except Exception:
             for hook_id, hook in list(self._forward_hooks.items()):
                 if hook_id in self._forward_hooks_always_called and hook_id not in called:
@@ -571,6 +608,8 @@ class Module(StateDict):
             "_forward_hooks_always_called",
         ):
             self.__dict__.setdefault(name, set())
+        for name in ("_backward_hooks", "_backward_pre_hooks"):
+            self.__dict__.setdefault(name, OrderedDict())
 
     def share_memory(self):
         """Move every parameter, gradient and buffer to shared memory (``Tensor.share_memory_``),
