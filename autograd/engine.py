@@ -153,15 +153,17 @@ def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, acc
             run.shared.add(id(grad))  # the caller holds it too
     ready = [(-node.seq, id(node), node) for node in root_nodes if run.deps[node] == 0]
     heapq.heapify(ready)
-    previous = grad_mode.STATE.enabled
-    grad_mode.STATE.enabled = create_graph
+    state = grad_mode.STATE
+    previous, valid = state.enabled, state.checkpoint_valid
+    state.enabled = create_graph
+    state.checkpoint_valid = capture is None
     try:
         while ready:
             node = heapq.heappop(ready)[2]
             for nxt in run.step(node):
                 heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
     finally:
-        grad_mode.STATE.enabled = previous
+        state.enabled, state.checkpoint_valid = previous, valid
     return run.captured
 
 

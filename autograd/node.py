@@ -115,9 +115,11 @@ class SavedTensor:
         self.tensor = None
 
     def free(self) -> None:
+        # The hooks go too: what they hold (a checkpoint's recomputed tensors) is freed with
+        # the last node that saved into it, not with the whole graph.
         self.tensor = None
-        if self.unpack_hook is not None:
-            self.packed = _UNSET
+        self.packed = _UNSET
+        self.unpack_hook = None
 
     def unpack(self, owner) -> Tensor:
         if self.unpack_hook is not None:

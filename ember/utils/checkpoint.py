@@ -1,0 +1,24 @@
+"""``ember.utils.checkpoint``: activation checkpointing, as ``torch.utils.checkpoint`` (the
+implementation is ember.autograd.checkpoint)."""
+
+from __future__ import annotations
+
+from ember.autograd.checkpoint import (
+    CheckpointError,
+    CheckpointFunction,
+    check_backward_validity,
+    checkpoint,
+    checkpoint_sequential,
+    detach_variable,
+    noop_context_fn,
+)
+
+__all__ = [
+    "CheckpointError",
+    "CheckpointFunction",
+    "check_backward_validity",
+    "checkpoint",
+    "checkpoint_sequential",
+    "detach_variable",
+    "noop_context_fn",
+]

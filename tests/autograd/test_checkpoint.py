@@ -1,0 +1,147 @@
+"""ember.utils.checkpoint: both variants give the gradients of the plain computation (dropout
+included: the RNG state is replayed), keep no activations, and behave as PyTorch's (warnings,
+errors, keyword arguments, context_fn, autograd.grad)."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.checkpoint as TC
+
+import ember
+from ember.utils import checkpoint as EC
+
+
+def _model():
+    ember.manual_seed(0)
+    nn = ember.nn
+    return nn.Sequential(
+        nn.Linear(4, 8), nn.Tanh(), nn.Dropout(0.3), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2)
+    )
+
+
+def _grads(model, x, run) -> list:
+    model.zero_grad(set_to_none=True)
+    x.grad = None
+    ember.manual_seed(1)
+    run().pow(2).sum().backward()
+    return [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_gradients_equal_the_plain_computation(reentrant):
+    model = _model()
+    x = ember.randn(5, 4, requires_grad=True)
+    plain = _grads(model, x, lambda: model(x))
+    runs = [
+        lambda: EC.checkpoint(model, x, use_reentrant=reentrant),
+        lambda: EC.checkpoint_sequential(model, 3, x, use_reentrant=reentrant),
+        lambda: EC.checkpoint(
+            lambda a: EC.checkpoint(model, a, use_reentrant=reentrant), x, use_reentrant=reentrant
+        ),
+    ]
+    for run in runs:
+        for got, want in zip(_grads(model, x, run), plain):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_nonreentrant_keeps_no_activations():
+    model = _model()
+    x = ember.randn(5, 4, requires_grad=True)
+    out = EC.checkpoint(model, x, use_reentrant=False)
+    kept, seen, stack = [], set(), [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        saved = getattr(node.ctx, "_saved", None) if node.ctx is not None else None
+        for value in (saved or {}).values():
+            items = value if isinstance(value, tuple) else (value,)
+            kept.extend(item.tensor for item in items if item.tensor is not None)
+        stack.extend(edge[0] for edge in node.edges if edge is not None)
+    assert len(seen) > 5 and not kept
+
+
+def test_nonreentrant_works_with_autograd_grad_and_kwargs():
+    x = ember.randn(3, requires_grad=True)
+    out = EC.checkpoint(lambda a, scale: (a.sin() * scale).sum(), x, scale=2.0, use_reentrant=False)
+    (g,) = ember.autograd.grad(out, x)
+    np.testing.assert_allclose(g.numpy(), 2 * np.cos(x.detach().numpy()), rtol=1e-6)
+
+
+def test_context_fn_runs_in_forward_and_recomputation():
+    entered = []
+
+    @contextlib.contextmanager
+    def tag(name):
+        entered.append(name)
+        yield
+
+    x = ember.randn(3, requires_grad=True)
+    out = EC.checkpoint(
+        lambda a: a.exp().sum(),
+        x,
+        use_reentrant=False,
+        context_fn=lambda: (tag("forward"), tag("recompute")),
+    )
+    assert entered == ["forward"]
+    out.backward()
+    assert entered == ["forward", "recompute"]
+
+
+def test_changed_recomputation_is_reported():
+    calls = []
+
+    def grows(a):
+        calls.append(1)
+        return (a.repeat(len(calls)).exp()).sum()
+
+    out = EC.checkpoint(grows, ember.randn(3, requires_grad=True), use_reentrant=False)
+    with pytest.raises(EC.CheckpointError, match="different metadata than during the forward"):
+        out.backward()
+
+
+def _error(lib_checkpoint, call):
+    try:
+        call(lib_checkpoint)
+    except Exception as exc:  # the comparison is the point: any error type
+        return f"{type(exc).__name__}: {exc}"
+    return "no error"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["kwargs with reentrant", "context_fn with reentrant", "grad through reentrant"],
+)
+def test_errors_match_torch(name):
+    def call(lib, module):
+        x = lib.ones(3, requires_grad=True)
+        fn = lambda a, **kw: (a * 2).sum()  # noqa: E731
+        if name == "kwargs with reentrant":
+            return module.checkpoint(fn, x, use_reentrant=True, extra=1)
+        if name == "context_fn with reentrant":
+            return module.checkpoint(
+                fn, x, use_reentrant=True, context_fn=lambda: (contextlib.nullcontext(),) * 2
+            )
+        out = module.checkpoint(fn, x, use_reentrant=True)
+        return lib.autograd.grad(out, x)
+
+    ours = _error(EC, lambda m: call(ember, m))
+    theirs = _error(TC, lambda m: call(torch, m))
+    assert ours == theirs
+
+
+def test_warnings_match_torch():
+    messages = []
+    for lib, module in ((ember, EC), (torch, TC)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module.checkpoint(lambda a: a * 2, lib.ones(3))
+            module.checkpoint_sequential([lambda a: a * 2, lambda a: a + 1], 2, lib.ones(3))
+        messages.append([str(w.message) for w in caught])
+    assert messages[0] == messages[1]
