@@ -160,11 +160,25 @@ class Function:
         )
 
     setup_context = None
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """Under ``vmap``: ``(outputs, out_dims)`` from the physical arguments (``in_dims``
+        holds each one's batch dim, or None). Override it, or set ``generate_vmap_rule``."""
+        raise NotImplementedError(
+            "To use autograd.Function with vmap, you must either override the vmap staticmethod "
+            "or set generate_vmap_rule=True."
+        )
 
     @classmethod
     def apply(cls, *args, **kwargs):
         from .forward_ad import suspended
+        from .function_vmap import apply_batched, batched_level
 
+        batched = batched_level(args)
+        if batched is not None:  # under vmap: the Function's vmap rule
+            return apply_batched(cls, args, kwargs, batched)
         level = _tangent_level(args)
         ctx = FunctionCtx()
         positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]

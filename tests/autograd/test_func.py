@@ -356,3 +356,57 @@ def test_functional_call_semantics():
         F.functional_call(model, {"weight": w}, (ember.ones(1, 2),), strict=True)
     with pytest.raises(RuntimeError, match="same class"):
         F.stack_module_state([ember.nn.Linear(2, 2), ember.nn.Tanh()])
+
+
+# ---- custom Functions under the transforms -------------------------------------------------------
+class _Cube(ember.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return x**3
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * g
+
+
+class _Square(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+    @staticmethod
+    def vmap(info, in_dims, x):
+        assert info.batch_size == 4 and info.randomness == "error"
+        return _Square.apply(x), in_dims[0]
+
+
+class _NoRule(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_custom_functions_under_vmap_and_grad():
+    xs = ember.randn(4, 3, dtype=ember.float64)
+    _close(F.vmap(_Cube.apply)(xs), xs**3)
+    _close(F.vmap(F.grad(lambda x: _Cube.apply(x).sum()))(xs), 3 * xs**2)
+    _close(F.vmap(F.grad(lambda x: _Square.apply(x).sum()))(xs), 2 * xs)
+    with pytest.raises(RuntimeError, match="does not have vmap support"):
+        F.vmap(_NoRule.apply)(xs)
