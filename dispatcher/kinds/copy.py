@@ -142,7 +142,7 @@ def fill_(op, x, value):
                 f"fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{len(value._shape)} dimensions."
             )
-        value = value.item()
+        value = 0 if x._storage.device.type == "meta" else value.item()  # meta: nothing to fill
     check_no_internal_overlap("fill_", x)
     if math.prod(x._shape):
         op.kernel(x._storage.device.type, x._dtype)(x, value)

@@ -1,0 +1,1 @@
+"""Tests of ember.jit (graph IR, tracing, serialization, passes), ember.fx, ember.export and the meta device."""
