@@ -419,7 +419,7 @@ class Module(StateDict):
 
         if recurse:
             return self._apply(empty_on)
-        for name, param in self._parameters.items():
+        for param in self._parameters.values():
             if param is not None:
                 param.data = empty_on(param)
         for name, buf in self._buffers.items():

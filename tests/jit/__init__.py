@@ -1,1 +1,1 @@
-"""Tests of ember.jit (graph IR, tracing, serialization, passes), ember.fx, ember.export and the meta device."""
+"""Tests of ember.jit (IR, tracing, serialization, passes), ember.fx, ember.export, meta."""
