@@ -1,0 +1,18 @@
+"""ember.jit: the graph IR, capture by tracing, serialization and graph passes.
+
+See docs/jit.md. Public entry points: ``trace``, ``trace_module``, ``save``, ``load``,
+``freeze``, ``optimize_for_inference``; the IR itself is ``ember.jit.ir`` (Graph, Node, Value)
+with types in ``ember.jit.types``.
+"""
+
+from __future__ import annotations
+
+from .script_module import (
+    RecursiveScriptModule,
+    ScriptFunction,
+    ScriptModule,
+    TopLevelTracedModule,
+    TracedModule,
+)
+from .trace import TracingCheckError, trace, trace_module
+from .tracer import TracerWarning, is_tracing
