@@ -14,5 +14,6 @@ from .script_module import (
     TopLevelTracedModule,
     TracedModule,
 )
+from .serialize import ArchiveError, load, save
 from .trace import TracingCheckError, trace, trace_module
 from .tracer import TracerWarning, is_tracing

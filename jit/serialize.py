@@ -1,0 +1,373 @@
+"""``ember.jit.save`` / ``ember.jit.load``: a ScriptModule as a zip archive of data, no code.
+
+Layout (under the folder ``archive/``)::
+
+    model.json            format name and version, the module tree (submodule names, original
+                          class names, training flags, parameter and buffer names), the methods
+                          (graph JSON of ``jit.graph_json`` plus input/output structure)
+    tensors.safetensors   parameters, buffers and the graphs' constant tensors (safetensors)
+    extra/<name>          ``_extra_files``
+
+Nothing is pickled and no Python source is stored: loading rebuilds graphs from JSON, checks
+every record against the archive before reading it (``ember._checkpoint_load``'s checks),
+validates the JSON, the tensor file and every graph (ops that exist, values defined before use,
+attributes that name parameters), and only then generates code from the graph with names of its
+own. A corrupt or hostile archive raises ``ArchiveError`` naming the file and the problem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import zipfile
+
+from ember import safetensors
+from ember._atomic import atomic_write
+from ember._checkpoint_load import _ZIP_ERRORS, CheckpointError, _Records
+from ember._device import device as Device
+from ember._tensor import Tensor
+from ember.dispatcher.memory import normalize_device
+from ember.nn.parameter import Parameter
+
+from . import pytree
+from .graph_json import GraphFormatError, GraphReader, GraphWriter
+from .script_module import Method, RecursiveScriptModule, ScriptFunction, ScriptModule
+
+FORMAT = "ember.jit"
+VERSION = 1
+_MODEL = "model.json"
+_TENSORS = "tensors.safetensors"
+_MAX_JSON = 256 << 20
+
+
+class ArchiveError(RuntimeError):
+    """An ember.jit archive that is corrupt, hostile, or from a newer ember."""
+
+
+# ---- saving -------------------------------------------------------------------------------------
+def save(m, f, _extra_files=None) -> None:
+    """Save a ScriptModule or ScriptFunction to ``f`` (a path, replaced atomically, or a
+    writable binary file).
+
+    Args:
+        m: what ``ember.jit.trace`` (or ``freeze``...) returned.
+        f: a path or a binary file object.
+        _extra_files: name -> bytes or str, stored beside the model (``load`` fills them back).
+
+    Example:
+        >>> ember.jit.save(ember.jit.trace(model, x), "model.pt")
+    """
+    if not isinstance(m, (ScriptModule, ScriptFunction)):
+        raise TypeError(
+            "ember.jit.save: expected a ScriptModule or ScriptFunction (from ember.jit.trace), "
+            f"got {type(m).__name__}"
+        )
+    writer = GraphWriter()
+    tensors: dict = {}
+    model = {"format": FORMAT, "version": VERSION}
+    if isinstance(m, ScriptFunction):
+        model["kind"] = "function"
+        model["methods"] = {"forward": _method_json(m._method, writer)}
+    else:
+        model["kind"] = "module"
+        model["module"] = _module_json(m, "", tensors, {})
+        model["methods"] = {name: _method_json(meth, writer) for name, meth in m._methods.items()}
+    for key, t in writer.tensors.items():
+        tensors[key] = {"tensor": t, "device": str(t.device)}
+    model["tensors"] = {key: {"device": entry["device"]} for key, entry in tensors.items()}
+    blob = safetensors.save(_host_copies(tensors))
+    records = {_MODEL: json.dumps(model).encode(), _TENSORS: blob}
+    for name, data in (_extra_files or {}).items():
+        records[f"extra/{name}"] = data.encode() if isinstance(data, str) else bytes(data)
+    with _output(f) as fileobj, zipfile.ZipFile(fileobj, "w", zipfile.ZIP_STORED) as zf:
+        for name, data in records.items():
+            zf.writestr(f"archive/{name}", data)
+
+
+@contextlib.contextmanager
+def _output(f):
+    if isinstance(f, (str, os.PathLike)):
+        with atomic_write(f) as fileobj:
+            yield fileobj
+    else:
+        yield f
+
+
+def _method_json(method: Method, writer: GraphWriter) -> dict:
+    return {
+        "graph": writer.graph(method.graph),
+        "in_spec": method.in_spec,
+        "out_spec": method.out_spec,
+    }
+
+
+def _module_json(module, prefix: str, tensors: dict, seen: dict) -> dict:
+    """The module tree; each parameter and buffer names its key in the tensor file (a tensor
+    reachable under two names, such as tied weights, is stored once)."""
+    entry = {
+        "type": getattr(module, "original_name", type(module).__name__),
+        "training": bool(module.training),
+        "parameters": {},
+        "buffers": {},
+        "non_persistent": sorted(module._non_persistent_buffers_set),
+        "children": {},
+    }
+    for kind, table in (("parameters", module._parameters), ("buffers", module._buffers)):
+        for name, t in table.items():
+            if t is None:
+                entry[kind][name] = None
+                continue
+            key = seen.get(id(t))
+            if key is None:
+                key = seen[id(t)] = f"{prefix}{name}"
+                tensors[key] = {"tensor": t, "device": str(t.device)}
+            entry[kind][name] = {"key": key, "requires_grad": bool(t.requires_grad)}
+    for name, child in module._modules.items():
+        entry["children"][name] = (
+            None if child is None else _module_json(child, f"{prefix}{name}.", tensors, seen)
+        )
+    return entry
+
+
+def _host_copies(tensors: dict) -> dict:
+    """Contiguous CPU tensors with storages of their own (safetensors refuses shared ones)."""
+    out, storages = {}, set()
+    for key, entry in tensors.items():
+        t = entry["tensor"].detach().cpu().contiguous()
+        if id(t._storage) in storages:
+            t = t.clone()
+        storages.add(id(t._storage))
+        out[key] = t
+    return out
+
+
+# ---- loading ------------------------------------------------------------------------------------
+def load(f, map_location=None, _extra_files=None) -> RecursiveScriptModule:
+    """Load what ``ember.jit.save`` wrote; no Python class of the model is needed.
+
+    Args:
+        f: a path or a readable binary file object.
+        map_location: a device (or string) to put every tensor on; default: where it was saved.
+        _extra_files: a dict whose keys name extra files to read; their contents fill it.
+
+    Returns:
+        a ``RecursiveScriptModule`` (a saved function loads as a module whose ``forward`` it is).
+
+    Example:
+        >>> model = ember.jit.load("model.pt", map_location="cpu")
+    """
+    if map_location is not None and not isinstance(map_location, (str, Device)):
+        raise TypeError(
+            f"map_location should be a string or a device, got {type(map_location).__name__}"
+        )
+    what = f if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<file>")
+    with _input(f) as fileobj:
+        try:
+            zf = zipfile.ZipFile(fileobj)
+        except _ZIP_ERRORS:
+            raise ArchiveError(
+                f"ember.jit.load: {what}: not an ember.jit archive (not a zip)"
+            ) from None
+        with zf:
+            try:
+                records = _Records(zf, f"ember.jit.load: {what}", marker=_MODEL)
+                model = _parse_json(records.read(_MODEL), what)
+                target = None if map_location is None else normalize_device(map_location)
+                tensors = _read_tensors(records, model, what, target)
+                module = _Loader(model, tensors, what, target).module()
+                _read_extra(records, _extra_files)
+            except CheckpointError as exc:
+                raise ArchiveError(str(exc)) from None
+    return module
+
+
+@contextlib.contextmanager
+def _input(f):
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fileobj:
+            yield fileobj
+    else:
+        yield f
+
+
+def _parse_json(raw: bytes, what) -> dict:
+    if len(raw) > _MAX_JSON:
+        raise ArchiveError(f"ember.jit.load: {what}: {_MODEL} is implausibly large")
+    try:
+        model = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ArchiveError(f"ember.jit.load: {what}: {_MODEL} is not valid JSON ({exc})") from None
+    if not isinstance(model, dict) or model.get("format") != FORMAT:
+        raise ArchiveError(f"ember.jit.load: {what}: not an ember.jit archive")
+    version = model.get("version")
+    if not isinstance(version, int) or version < 1:
+        raise ArchiveError(f"ember.jit.load: {what}: malformed format version {version!r}")
+    if version > VERSION:
+        raise ArchiveError(
+            f"ember.jit.load: {what}: the archive has format version {version}, newer than this "
+            f"ember reads ({VERSION}); upgrade ember to load it"
+        )
+    return model
+
+
+def _read_tensors(records, model: dict, what, target) -> dict:
+    try:
+        loaded = safetensors.load(records.read(_TENSORS))
+    except (safetensors.SafetensorError, ValueError, KeyError, TypeError) as exc:
+        raise ArchiveError(f"ember.jit.load: {what}: {_TENSORS} is corrupt ({exc})") from None
+    declared = model.get("tensors")
+    if not isinstance(declared, dict) or set(declared) != set(loaded):
+        raise ArchiveError(f"ember.jit.load: {what}: the tensor list does not match {_TENSORS}")
+    placed = {}
+    for key, t in loaded.items():
+        info = declared[key]
+        device = info.get("device") if isinstance(info, dict) else None
+        if not isinstance(device, str):
+            raise ArchiveError(f"ember.jit.load: {what}: tensor {key!r} has no device")
+        placed[key] = t.to(target if target is not None else _saved_device(device, what))
+    return placed
+
+
+def _saved_device(name: str, what):
+    try:
+        return normalize_device(name)
+    except Exception as exc:
+        raise ArchiveError(
+            f"ember.jit.load: {what}: tensors were saved on {name}, which is unavailable here "
+            f"({exc}); pass map_location='cpu' (or another device)"
+        ) from None
+
+
+def _read_extra(records, extra_files) -> None:
+    if extra_files is None:
+        return
+    for name in list(extra_files):
+        extra_files[name] = records.read(f"extra/{name}", b"")
+
+
+class _Loader:
+    """Builds the module tree and the methods from validated JSON."""
+
+    def __init__(self, model: dict, tensors: dict, what, device=None):
+        self.model, self.tensors, self.what, self.device = model, tensors, what, device
+        self.params: dict = {}  # tensor key -> Parameter
+        self.reader = GraphReader({k: v for k, v in tensors.items() if k.startswith("constants.")})
+
+    def fail(self, message: str):
+        return ArchiveError(f"ember.jit.load: {self.what}: {message}")
+
+    def module(self) -> RecursiveScriptModule:
+        kind = self.model.get("kind")
+        if kind == "module":
+            root = RecursiveScriptModule()
+            self.fill(root, self.model.get("module"), 0)
+        elif kind == "function":
+            root = RecursiveScriptModule("function")
+        else:
+            raise self.fail(f"unknown archive kind {kind!r}")
+        methods = self.model.get("methods")
+        if not isinstance(methods, dict) or (kind == "function" and "forward" not in methods):
+            raise self.fail("malformed methods")
+        names = {name for name, _ in root.named_parameters(remove_duplicate=False)}
+        names |= {name for name, _ in root.named_buffers(remove_duplicate=False)}
+        for name, entry in methods.items():
+            root._add_method(self.method(name, entry, names))
+        return root
+
+    def method(self, name, entry, attr_names: set) -> Method:
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise self.fail(f"malformed method name {name!r}")
+        if not isinstance(entry, dict) or set(entry) != {"graph", "in_spec", "out_spec"}:
+            raise self.fail(f"malformed method {name}")
+        try:
+            graph = self.reader.graph(entry["graph"])
+            pytree.check_spec(entry["in_spec"])
+            pytree.check_spec(entry["out_spec"])
+        except (GraphFormatError, ValueError, RecursionError) as exc:
+            raise self.fail(f"method {name}: {exc}") from None
+        if pytree.num_leaves(entry["in_spec"]) != len(graph.inputs()):
+            raise self.fail(f"method {name}: the input structure does not match the graph")
+        if pytree.num_leaves(entry["out_spec"]) != len(graph.outputs()):
+            raise self.fail(f"method {name}: the output structure does not match the graph")
+        for node in graph.findAllNodes("prim::GetAttr"):
+            if node["name"] not in attr_names:
+                raise self.fail(f"method {name} reads {node['name']!r}, which the module lacks")
+        if self.device is not None:
+            retarget_devices(graph, self.device)
+        return Method(name, graph, entry["in_spec"], entry["out_spec"])
+
+    def fill(self, module: ScriptModule, entry, depth: int) -> None:
+        fields = {"type", "training", "parameters", "buffers", "non_persistent", "children"}
+        if depth > 100 or not isinstance(entry, dict) or set(entry) != fields:
+            raise self.fail("malformed module tree")
+        if not isinstance(entry["type"], str) or not isinstance(entry["training"], bool):
+            raise self.fail("malformed module tree")
+        object.__setattr__(module, "original_name", entry["type"][:200])
+        object.__setattr__(module, "training", entry["training"])
+        try:
+            for name, info in _items(entry["parameters"]):
+                module.register_parameter(name, self.parameter(info))
+            for name, info in _items(entry["buffers"]):
+                persistent = name not in (entry["non_persistent"] or ())
+                module.register_buffer(name, self.tensor(info), persistent=persistent)
+            for name, child in _items(entry["children"]):
+                made = None if child is None else RecursiveScriptModule()
+                module.add_module(name, made)
+                if made is not None:
+                    self.fill(made, child, depth + 1)
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
+            raise self.fail(f"malformed module tree ({exc})") from None
+
+    def tensor(self, info) -> Tensor | None:
+        if info is None:
+            return None
+        if not isinstance(info, dict) or not isinstance(info.get("key"), str):
+            raise self.fail("malformed tensor entry")
+        found = self.tensors.get(info["key"])
+        if found is None or info["key"].startswith("constants."):
+            raise self.fail(f"unknown tensor {info['key']!r}")
+        return found
+
+    def parameter(self, info):
+        t = self.tensor(info)
+        if t is None:
+            return None
+        shared = self.params.get(info["key"])
+        if shared is None:  # tied weights: one Parameter under both names, as saved
+            shared = Parameter(t, requires_grad=bool(info.get("requires_grad", True)))
+            self.params[info["key"]] = shared
+        return shared
+
+
+def retarget_devices(graph, device) -> None:
+    """Put a graph on ``device``: device constants (``ember.rand(..., device=x.device)`` baked
+    in by the trace) and the devices of value types (``map_location``)."""
+    from .types import TensorType
+
+    for node in graph.all_nodes():
+        if node.kind() == "prim::Constant" and isinstance(node["value"], Device):
+            node.setAttr("value", device)
+    for value in _all_values(graph):
+        if isinstance(value.type(), TensorType) and value.type().device() is not None:
+            value.setType(value.type().with_(device=device))
+
+
+def _all_values(graph):
+    yield from graph.inputs()
+    for node in graph.all_nodes():
+        for block in node.blocks():
+            yield from block.inputs()
+        yield from node.outputs()
+
+
+def _items(table):
+    if not isinstance(table, dict):
+        raise TypeError("expected an object")
+    return list(table.items())
+
+
+# In-memory round trips (tests, copy): bytes -> module.
+def loads(data: bytes, map_location=None) -> RecursiveScriptModule:
+    return load(io.BytesIO(data), map_location)
