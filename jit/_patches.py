@@ -9,6 +9,7 @@ defer to the originals for tensors the trace does not know.
 from __future__ import annotations
 
 import contextlib
+import sys
 import warnings
 
 from ember._size import Size
@@ -55,7 +56,14 @@ def _warn(message: str) -> None:
 
 
 def _traced(state, t):
-    return state.env.get(id(t)) if state.recording() else None
+    """The value of a traced tensor whose sizes may vary (not a parameter's: those are fixed,
+    and reading them as constants keeps graphs simple)."""
+    if not state.recording():
+        return None
+    value = state.env.get(id(t))
+    if value is None or value.node().kind() == "prim::GetAttr":
+        return None
+    return value
 
 
 def _size(state, value, t, dim: int) -> SymInt:
@@ -135,7 +143,7 @@ def tracing_patches(state):
     original_call = Module.__call__
 
     def tensor(*args, **kwargs):
-        if state.recording():
+        if state.recording() and not _called_from_ember():
             _warn(_TENSOR_CONSTANT)
         return original_tensor(*args, **kwargs)
 
@@ -151,14 +159,40 @@ def tracing_patches(state):
         finally:
             state.scope.pop()
 
+    caches = _shape_caches()
     try:
         for name, fn in replacements.items():
             setattr(Tensor, name, fn)
         ember.tensor = _factories.tensor = tensor
         Module.__call__ = call
+        for module, name, cached in caches:
+            setattr(module, name, cached.__wrapped__)
         yield
     finally:
         for name, fn in originals.items():
             setattr(Tensor, name, fn)
         ember.tensor = _factories.tensor = original_tensor
         Module.__call__ = original_call
+        for module, name, cached in caches:
+            setattr(module, name, cached)
+
+
+def _shape_caches() -> list:
+    """``(module, name, function)`` for the memoised helpers of ember.nn (masks, pooling
+    windows, padding indices, all keyed by sizes). A trace calls them uncached: a cached result
+    computed for other sizes, or by another trace, would be baked into the graph, and what
+    they compute from a traced size must be recorded."""
+    found = []
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("ember.nn") or module is None:
+            continue
+        for name, value in list(vars(module).items()):
+            if hasattr(value, "cache_info") and hasattr(value, "__wrapped__"):
+                found.append((module, name, value))
+    return found
+
+
+def _called_from_ember() -> bool:
+    """Whether ember.tensor's caller is ember itself (a library helper, not the user's model)."""
+    caller = sys._getframe(2).f_globals.get("__name__") or ""
+    return caller == "ember" or caller.startswith("ember.")

@@ -342,16 +342,28 @@ class _Loader:
 
 
 def retarget_devices(graph, device) -> None:
-    """Put a graph on ``device``: device constants (``ember.rand(..., device=x.device)`` baked
-    in by the trace) and the devices of value types (``map_location``)."""
+    """Put a graph on ``device`` (``map_location``): the constants given to ``Device``
+    arguments of ops (``ember.rand(..., device=x.device)`` baked in by the trace), any other
+    device constant, and the devices in value types."""
     from .types import TensorType
 
-    for node in graph.all_nodes():
-        if node.kind() == "prim::Constant" and isinstance(node["value"], Device):
+    for node in list(graph.all_nodes()):
+        op = node.op()
+        if op is not None:
+            for i, arg in enumerate(op.schema.args):
+                source = node.inputsAt(i).node()
+                if arg.type == "Device" and source.kind() == "prim::Constant":
+                    if source["value"] is not None:
+                        with graph.insert_point_guard(node):
+                            node.replaceInput(i, graph.insertConstant(device))
+        elif node.kind() == "prim::Constant" and isinstance(node["value"], Device):
             node.setAttr("value", device)
     for value in _all_values(graph):
         if isinstance(value.type(), TensorType) and value.type().device() is not None:
             value.setType(value.type().with_(device=device))
+    from .passes.dce import eliminate_dead_code
+
+    eliminate_dead_code(graph)
 
 
 def _all_values(graph):

@@ -64,9 +64,10 @@ class TracingState:
         self.scope: list = []
         self.suspended = 0
         self.thread = threading.get_ident()
+        self.live = True  # False once the trace ends: its SymInts become plain ints
 
     def recording(self) -> bool:
-        return self.suspended == 0 and self.thread == threading.get_ident()
+        return self.live and self.suspended == 0 and self.thread == threading.get_ident()
 
     # ---- building ----------------------------------------------------------------------------
     def insert(self, kind: str, inputs, type_=None, num_outputs: int = 1, **attrs) -> Node:
@@ -271,6 +272,7 @@ def capture(
     finally:
         STACK.remove(layer)
         _ACTIVE.remove(state)
+        state.live = False
     outputs, out_spec = pytree.flatten(result)
     _check_outputs(result, outputs, strict)
     for leaf in outputs:
