@@ -352,10 +352,10 @@ def retarget_devices(graph, device) -> None:
         if op is not None:
             for i, arg in enumerate(op.schema.args):
                 source = node.inputsAt(i).node()
-                if arg.type == "Device" and source.kind() == "prim::Constant":
-                    if source["value"] is not None:
-                        with graph.insert_point_guard(node):
-                            node.replaceInput(i, graph.insertConstant(device))
+                constant = source.kind() == "prim::Constant" and source["value"] is not None
+                if arg.type == "Device" and constant:
+                    with graph.insert_point_guard(node):
+                        node.replaceInput(i, graph.insertConstant(device))
         elif node.kind() == "prim::Constant" and isinstance(node["value"], Device):
             node.setAttr("value", device)
     for value in _all_values(graph):
