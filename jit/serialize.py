@@ -345,25 +345,17 @@ def retarget_devices(graph, device) -> None:
     """Put a graph on ``device`` (``map_location``): the constants given to ``Device``
     arguments of ops (``ember.rand(..., device=x.device)`` baked in by the trace), any other
     device constant, and the devices in value types."""
+    from .passes.shape_prop import device_constants
     from .types import TensorType
 
-    for node in list(graph.all_nodes()):
-        op = node.op()
-        if op is not None:
-            for i, arg in enumerate(op.schema.args):
-                source = node.inputsAt(i).node()
-                constant = source.kind() == "prim::Constant" and source["value"] is not None
-                if arg.type == "Device" and constant:
-                    with graph.insert_point_guard(node):
-                        node.replaceInput(i, graph.insertConstant(device))
-        elif node.kind() == "prim::Constant" and isinstance(node["value"], Device):
+    device_args = device_constants(graph)
+    for node in graph.findAllNodes("prim::Constant"):
+        value = node["value"]
+        if isinstance(value, Device) or (node in device_args and value is not None):
             node.setAttr("value", device)
     for value in _all_values(graph):
         if isinstance(value.type(), TensorType) and value.type().device() is not None:
             value.setType(value.type().with_(device=device))
-    from .passes.dce import eliminate_dead_code
-
-    eliminate_dead_code(graph)
 
 
 def _all_values(graph):
