@@ -9,6 +9,8 @@ statistics into a scale and a shift), common subexpressions, dead code and, with
 
 from __future__ import annotations
 
+import contextlib
+
 from .passes.constant_fold import fold_constants
 from .passes.conv_bn import fold_conv_batch_norm
 from .passes.cse import eliminate_common_subexpressions
@@ -76,10 +78,9 @@ def _refresh_types(graph) -> None:
     from .types import TensorType
 
     if all(isinstance(v.type(), TensorType) and v.type().is_complete() for v in graph.inputs()):
-        try:
+        # A graph valid only for its traced sizes keeps its traced types.
+        with contextlib.suppress(Exception):
             propagate_shapes(graph)
-        except Exception:  # a graph valid only for its traced sizes keeps its traced types
-            pass
 
 
 def optimize_for_inference(mod, other_methods=None):

@@ -15,7 +15,6 @@ from ..interpreter import GraphInterpreter
 from ..types import TensorType, type_of
 from .freeze import attribute_of
 
-
 META = Device("meta")
 
 

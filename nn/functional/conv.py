@@ -39,7 +39,12 @@ def _padding(padding, kernel, dilation):
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of (N, C_in, H, W) (or unbatched (C_in, H, W)) by weight
-    (C_out, C_in/groups, kH, kW)."""
+    (C_out, C_in/groups, kH, kW): the op table's ``conv2d`` (one node in a captured graph)."""
+    return OPS["conv2d"](input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d_im2col(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """conv2d's decomposition: im2col and one matmul (all groups at once)."""
     x, batched = _batch("conv2d", input, 2)
     if weight.ndim != 4:
         raise RuntimeError(f"conv2d: weight must be 4-D, got {list(weight.shape)}")
