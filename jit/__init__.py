@@ -7,6 +7,9 @@ with types in ``ember.jit.types``.
 
 from __future__ import annotations
 
+from . import ir, types
+from .freezing import freeze, optimize_for_inference
+from .ir import Graph, Node, Value
 from .script_module import (
     RecursiveScriptModule,
     ScriptFunction,
@@ -17,3 +20,24 @@ from .script_module import (
 from .serialize import ArchiveError, load, save
 from .trace import TracingCheckError, trace, trace_module
 from .tracer import TracerWarning, is_tracing
+
+__all__ = [
+    "ArchiveError",
+    "Graph",
+    "Node",
+    "RecursiveScriptModule",
+    "ScriptFunction",
+    "ScriptModule",
+    "TopLevelTracedModule",
+    "TracedModule",
+    "TracerWarning",
+    "TracingCheckError",
+    "Value",
+    "freeze",
+    "is_tracing",
+    "load",
+    "optimize_for_inference",
+    "save",
+    "trace",
+    "trace_module",
+]

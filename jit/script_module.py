@@ -53,6 +53,24 @@ class Method:
         return pytree.unflatten(flat, self.out_spec)
 
 
+class _Bound:
+    """A traced method other than forward, bound to its module."""
+
+    def __init__(self, owner, method: Method):
+        self.owner, self.method = owner, method
+
+    def __call__(self, *args, **kwargs):
+        return self.method.call(self.owner, args, kwargs)
+
+    @property
+    def graph(self) -> Graph:
+        return self.method.graph
+
+    @property
+    def code(self) -> str:
+        return self.method.code
+
+
 def _describe(spec: dict) -> str:
     """``(Tensor, (Tensor, Tensor)), {}``-like text of an (args, kwargs) spec."""
     kind = spec["type"]
@@ -77,6 +95,8 @@ class ScriptModule(Module):
     # ---- methods -----------------------------------------------------------------------------
     def _add_method(self, method: Method) -> None:
         self._methods[method.name] = method
+        if method.name != "forward":  # an instance attribute: it wins over Module's methods
+            object.__setattr__(self, method.name, _Bound(self, method))
 
     def _method(self, name: str) -> Method:
         found = self._methods.get(name)
@@ -90,13 +110,6 @@ class ScriptModule(Module):
 
     def forward(self, *args, **kwargs):
         return self._method("forward").call(self, args, kwargs)
-
-    def __getattr__(self, name: str):
-        methods = self.__dict__.get("_methods")
-        if methods and name in methods and name != "forward":
-            method = methods[name]
-            return lambda *args, **kwargs: method.call(self, args, kwargs)
-        return super().__getattr__(name)
 
     @property
     def graph(self) -> Graph:

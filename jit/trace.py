@@ -93,7 +93,8 @@ def trace(
         )
     owner = getattr(func, "__self__", None)
     if isinstance(owner, Module) and inspect.ismethod(func):
-        return trace_module(
+        # PyTorch returns the traced method itself (bound to a ScriptModule holding it).
+        module = trace_module(
             owner,
             {func.__name__: example_inputs},
             None,
@@ -103,6 +104,7 @@ def trace(
             strict,
             example_inputs_is_kwarg=example_kwarg_inputs,
         )
+        return module if func.__name__ == "forward" else getattr(module, func.__name__)
     args, kwargs = _arguments(example_inputs, example_kwarg_inputs)
     captured = capture(func, args, kwargs, strict=strict)
     name = getattr(func, "__name__", "fn")
@@ -111,7 +113,7 @@ def trace(
     traced = ScriptFunction(name, method)
     if check_trace:
         inputs = check_inputs or [(args, kwargs)]
-        _check(func, traced, method, inputs, check_tolerance, strict, root=None)
+        _check(func, traced, method, inputs, check_tolerance, root=None)
     return traced
 
 
@@ -149,7 +151,8 @@ def trace_module(
         traced._add_method(method)
         if check_trace:
             checks = _method_check_inputs(check_inputs, name) or [(args, kwargs)]
-            _check(_module_call(mod, name), traced, method, checks, check_tolerance, strict, mod)
+            run = getattr(traced, name) if name != "forward" else traced
+            _check(_module_call(mod, name), run, method, checks, check_tolerance, mod)
     return traced
 
 
@@ -204,7 +207,8 @@ def _clone(tree):
     return pytree.unflatten([t.clone() if isinstance(t, Tensor) else t for t in leaves], spec)
 
 
-def _check(func, traced, method, inputs, tolerance, strict, root) -> None:
+def _check(func, traced, method, inputs, tolerance, root) -> None:
+    """``traced``: calls the traced method; ``func``: the original."""
     with no_grad():
         for entry in inputs:
             args, kwargs = entry if _is_pair(entry) else _arguments(entry, None)
