@@ -279,9 +279,9 @@ class Node:
                     f"can't destroy {self._kind}: output %{value.debugName()} is used by {users}"
                 )
         for block in self._blocks:
+            block._return.removeAllInputs()
             for node in reversed(block._nodes):
                 node._force_destroy()
-            block._return.removeAllInputs()
         self.removeAllInputs()
         if self._owner is not None:
             self._owner._nodes.remove(self)

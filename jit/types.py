@@ -324,13 +324,12 @@ def type_of(value) -> Type:
 
 
 def _common(types) -> Type:
-    """The element type of a list: tensors unify to what they share, mixed scalars to Any."""
+    """The element type of a list: ``Tensor`` for tensors, Any for mixed scalars."""
     found = None
     for t in types:
+        t = Tensor if isinstance(t, TensorType) else t  # a list's tensors vary: no details
         if found is None:
             found = t
-        elif isinstance(found, TensorType) and isinstance(t, TensorType):
-            found = Tensor if found != t else found
         elif found != t:
             return AnyType
     return found or AnyType

@@ -48,7 +48,7 @@ def _fold(graph, node) -> bool:
     with graph.insert_point_guard(node):
         inputs = conv.inputs()
         inputs[1] = graph.insertConstant(weight, TensorType.of(weight))
-        inputs[2] = graph.insertConstant(bias, TensorType.of(bias))
+        inputs[2] = graph.insertConstant(bias, None if bias is None else TensorType.of(bias))
         folded = graph.insert(_CONV, inputs)
     folded.setScope(conv.scopeName()).setSourceRange(conv.sourceRange())
     folded.output().setType(node.output().type())

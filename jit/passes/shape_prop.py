@@ -48,6 +48,10 @@ class _Recorder(GraphInterpreter):
         return value
 
     def on_value(self, value, result) -> None:
+        if value.node().kind() == "prim::Constant" and not isinstance(result, Tensor):
+            # A device argument runs as meta here; its type is the constant's own.
+            value.setType(type_of(value.node()["value"]))
+            return
         found = type_of(result)
         if isinstance(found, TensorType):
             device = value.type().device() if isinstance(value.type(), TensorType) else None
