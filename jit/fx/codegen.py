@@ -137,7 +137,7 @@ def python_code(graph) -> PythonCode:
             body.append(f"return {writer.arg(node.args[0])}")
             continue
         line = f"{node.name} = {writer.call(node)}"
-        dead = [n.name for n in last_use.get(node, ()) if n.op != "placeholder" or True]
+        dead = [n.name for n in last_use.get(node, ())]
         if dead:
             line += f";  {' = '.join(dead)} = None"
         body.append(line)

@@ -47,14 +47,12 @@ class Node:
                  return_type=None):  # fmt: skip
         if op not in OPCODES:
             raise ValueError(f"invalid op {op!r}: expected one of {OPCODES}")
-        if op in ("call_method", "call_module", "get_attr", "placeholder") and not isinstance(
-            target, str
-        ):
-            raise ValueError(f"Node [graph = {graph}, name = '{name}'] target {target} has type "
-                             f"{type(target)} but a {op} node requires a string target")  # fmt: skip
+        where = f"Node [graph = {graph}, name = '{name}'] target {target} has type {type(target)}"
+        named = op in ("call_method", "call_module", "get_attr", "placeholder")
+        if named and not isinstance(target, str):
+            raise ValueError(f"{where} but a {op} node requires a string target")
         if op == "call_function" and not callable(target):
-            raise ValueError(f"Node [graph = {graph}, name = '{name}'] target {target} has type "
-                             f"{type(target)} but a Callable is expected")  # fmt: skip
+            raise ValueError(f"{where} but a Callable is expected")
         self.graph = graph
         self.name = name
         self.op = op
