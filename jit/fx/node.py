@@ -179,6 +179,8 @@ class Node:
         head = f"%{self.name} : {users} = {self.op}[target={_target_name(self.target)}]"
         if self.op == "placeholder":
             return head + (f"(default={self.args[0]})" if self.args else "")
+        if self.op == "get_attr":
+            return head
         return head + f"(args = {_format_arg(self.args)}, kwargs = {_format_arg(self.kwargs)})"
 
 
