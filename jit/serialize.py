@@ -1,49 +1,31 @@
-"""``ember.jit.save`` / ``ember.jit.load``: a ScriptModule as a zip archive of data, no code.
+"""``ember.jit.save`` / ``ember.jit.load``: a ScriptModule as an archive of data, no code.
 
-Layout (under the folder ``archive/``)::
+The archive (``jit.archive``) holds ``model.json``: the module tree (submodule names, original
+class names, training flags, parameter and buffer names and keys) and the methods (graph JSON of
+``jit.graph_json`` plus input/output structure); and ``tensors.safetensors``: parameters,
+buffers and the graphs' constant tensors.
 
-    model.json            format name and version, the module tree (submodule names, original
-                          class names, training flags, parameter and buffer names), the methods
-                          (graph JSON of ``jit.graph_json`` plus input/output structure)
-    tensors.safetensors   parameters, buffers and the graphs' constant tensors (safetensors)
-    extra/<name>          ``_extra_files``
-
-Nothing is pickled and no Python source is stored: loading rebuilds graphs from JSON, checks
-every record against the archive before reading it (``ember._checkpoint_load``'s checks),
-validates the JSON, the tensor file and every graph (ops that exist, values defined before use,
-attributes that name parameters), and only then generates code from the graph with names of its
-own. A corrupt or hostile archive raises ``ArchiveError`` naming the file and the problem.
+Nothing is pickled and no Python source is stored: loading rebuilds graphs from JSON after the
+archive's checks, validates every graph (ops that exist, values defined before use, attributes
+that name parameters), and only then generates code from the graph with names of its own. A
+corrupt or hostile archive raises ``ArchiveError`` naming the file and the problem.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
-import json
-import os
-import zipfile
 
-from ember import safetensors
-from ember._atomic import atomic_write
-from ember._checkpoint_load import _ZIP_ERRORS, CheckpointError, _Records
 from ember._device import device as Device
 from ember._tensor import Tensor
 from ember.dispatcher.memory import normalize_device
 from ember.nn.parameter import Parameter
 
 from . import pytree
+from .archive import ArchiveError, read_archive, write_archive
 from .graph_json import GraphFormatError, GraphReader, GraphWriter
 from .script_module import Method, RecursiveScriptModule, ScriptFunction, ScriptModule
 
 FORMAT = "ember.jit"
-VERSION = 1
-_MODEL = "model.json"
-_TENSORS = "tensors.safetensors"
-_MAX_JSON = 256 << 20
-
-
-class ArchiveError(RuntimeError):
-    """An ember.jit archive that is corrupt, hostile, or from a newer ember."""
 
 
 # ---- saving -------------------------------------------------------------------------------------
@@ -66,33 +48,12 @@ def save(m, f, _extra_files=None) -> None:
         )
     writer = GraphWriter()
     tensors: dict = {}
-    model = {"format": FORMAT, "version": VERSION}
     if isinstance(m, ScriptFunction):
-        model["kind"] = "function"
-        model["methods"] = {"forward": _method_json(m._method, writer)}
+        model = {"kind": "function", "methods": {"forward": _method_json(m._method, writer)}}
     else:
-        model["kind"] = "module"
-        model["module"] = _module_json(m, "", tensors, {})
+        model = {"kind": "module", "module": _module_json(m, "", tensors, {})}
         model["methods"] = {name: _method_json(meth, writer) for name, meth in m._methods.items()}
-    for key, t in writer.tensors.items():
-        tensors[key] = {"tensor": t, "device": str(t.device)}
-    model["tensors"] = {key: {"device": entry["device"]} for key, entry in tensors.items()}
-    blob = safetensors.save(_host_copies(tensors))
-    records = {_MODEL: json.dumps(model).encode(), _TENSORS: blob}
-    for name, data in (_extra_files or {}).items():
-        records[f"extra/{name}"] = data.encode() if isinstance(data, str) else bytes(data)
-    with _output(f) as fileobj, zipfile.ZipFile(fileobj, "w", zipfile.ZIP_STORED) as zf:
-        for name, data in records.items():
-            zf.writestr(f"archive/{name}", data)
-
-
-@contextlib.contextmanager
-def _output(f):
-    if isinstance(f, (str, os.PathLike)):
-        with atomic_write(f) as fileobj:
-            yield fileobj
-    else:
-        yield f
+    write_archive(f, FORMAT, model, {**tensors, **writer.tensors}, _extra_files)
 
 
 def _method_json(method: Method, writer: GraphWriter) -> dict:
@@ -122,25 +83,13 @@ def _module_json(module, prefix: str, tensors: dict, seen: dict) -> dict:
             key = seen.get(id(t))
             if key is None:
                 key = seen[id(t)] = f"{prefix}{name}"
-                tensors[key] = {"tensor": t, "device": str(t.device)}
+                tensors[key] = t
             entry[kind][name] = {"key": key, "requires_grad": bool(t.requires_grad)}
     for name, child in module._modules.items():
         entry["children"][name] = (
             None if child is None else _module_json(child, f"{prefix}{name}.", tensors, seen)
         )
     return entry
-
-
-def _host_copies(tensors: dict) -> dict:
-    """Contiguous CPU tensors with storages of their own (safetensors refuses shared ones)."""
-    out, storages = {}, set()
-    for key, entry in tensors.items():
-        t = entry["tensor"].detach().cpu().contiguous()
-        if id(t._storage) in storages:
-            t = t.clone()
-        storages.add(id(t._storage))
-        out[key] = t
-    return out
 
 
 # ---- loading ------------------------------------------------------------------------------------
@@ -162,89 +111,11 @@ def load(f, map_location=None, _extra_files=None) -> RecursiveScriptModule:
         raise TypeError(
             f"map_location should be a string or a device, got {type(map_location).__name__}"
         )
-    what = f if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<file>")
-    with _input(f) as fileobj:
-        try:
-            zf = zipfile.ZipFile(fileobj)
-        except _ZIP_ERRORS:
-            raise ArchiveError(
-                f"ember.jit.load: {what}: not an ember.jit archive (not a zip)"
-            ) from None
-        with zf:
-            try:
-                records = _Records(zf, f"ember.jit.load: {what}", marker=_MODEL)
-                model = _parse_json(records.read(_MODEL), what)
-                target = None if map_location is None else normalize_device(map_location)
-                tensors = _read_tensors(records, model, what, target)
-                module = _Loader(model, tensors, what, target).module()
-                _read_extra(records, _extra_files)
-            except CheckpointError as exc:
-                raise ArchiveError(str(exc)) from None
+    with read_archive(f, FORMAT, "ember.jit.load", map_location) as archive:
+        target = None if map_location is None else normalize_device(map_location)
+        module = _Loader(archive.model, archive.tensors, archive.what, target).module()
+        archive.extra(_extra_files)
     return module
-
-
-@contextlib.contextmanager
-def _input(f):
-    if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as fileobj:
-            yield fileobj
-    else:
-        yield f
-
-
-def _parse_json(raw: bytes, what) -> dict:
-    if len(raw) > _MAX_JSON:
-        raise ArchiveError(f"ember.jit.load: {what}: {_MODEL} is implausibly large")
-    try:
-        model = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ArchiveError(f"ember.jit.load: {what}: {_MODEL} is not valid JSON ({exc})") from None
-    if not isinstance(model, dict) or model.get("format") != FORMAT:
-        raise ArchiveError(f"ember.jit.load: {what}: not an ember.jit archive")
-    version = model.get("version")
-    if not isinstance(version, int) or version < 1:
-        raise ArchiveError(f"ember.jit.load: {what}: malformed format version {version!r}")
-    if version > VERSION:
-        raise ArchiveError(
-            f"ember.jit.load: {what}: the archive has format version {version}, newer than this "
-            f"ember reads ({VERSION}); upgrade ember to load it"
-        )
-    return model
-
-
-def _read_tensors(records, model: dict, what, target) -> dict:
-    try:
-        loaded = safetensors.load(records.read(_TENSORS))
-    except (safetensors.SafetensorError, ValueError, KeyError, TypeError) as exc:
-        raise ArchiveError(f"ember.jit.load: {what}: {_TENSORS} is corrupt ({exc})") from None
-    declared = model.get("tensors")
-    if not isinstance(declared, dict) or set(declared) != set(loaded):
-        raise ArchiveError(f"ember.jit.load: {what}: the tensor list does not match {_TENSORS}")
-    placed = {}
-    for key, t in loaded.items():
-        info = declared[key]
-        device = info.get("device") if isinstance(info, dict) else None
-        if not isinstance(device, str):
-            raise ArchiveError(f"ember.jit.load: {what}: tensor {key!r} has no device")
-        placed[key] = t.to(target if target is not None else _saved_device(device, what))
-    return placed
-
-
-def _saved_device(name: str, what):
-    try:
-        return normalize_device(name)
-    except Exception as exc:
-        raise ArchiveError(
-            f"ember.jit.load: {what}: tensors were saved on {name}, which is unavailable here "
-            f"({exc}); pass map_location='cpu' (or another device)"
-        ) from None
-
-
-def _read_extra(records, extra_files) -> None:
-    if extra_files is None:
-        return
-    for name in list(extra_files):
-        extra_files[name] = records.read(f"extra/{name}", b"")
 
 
 class _Loader:
@@ -256,7 +127,7 @@ class _Loader:
         self.reader = GraphReader({k: v for k, v in tensors.items() if k.startswith("constants.")})
 
     def fail(self, message: str):
-        return ArchiveError(f"ember.jit.load: {self.what}: {message}")
+        return ArchiveError(f"{self.what}: {message}")
 
     def module(self) -> RecursiveScriptModule:
         kind = self.model.get("kind")
