@@ -362,6 +362,15 @@ class Block:
     def addInput(self, name: str | None = None, type_: T.Type = T.Tensor) -> Value:  # noqa: N802
         return self._param.addOutput(type_).setDebugName(name)
 
+    def insertInput(self, i: int, name: str | None = None, type_: T.Type = T.Tensor) -> Value:  # noqa: N802
+        """A new parameter at position ``i`` (the later ones move up by one)."""
+        param = self._param
+        value = Value(param, i, type_, self._graph._next_unique()).setDebugName(name)
+        param._outputs.insert(i, value)
+        for offset, later in enumerate(param._outputs):
+            later._offset = offset
+        return value
+
     def eraseInput(self, i: int) -> None:  # noqa: N802
         self._param.eraseOutput(i)
 
