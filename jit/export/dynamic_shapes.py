@@ -165,17 +165,18 @@ def _check_equal_dims(found: list, leaves: list) -> None:
             )
 
 
-def perturbed(args: tuple, kwargs: dict, found: list, ranges: dict):
-    """The example inputs with every dynamic dim changed to another size in its range (what
-    a trace must not notice), or None when no range allows it."""
+def perturbed(args: tuple, kwargs: dict, found: list, ranges: dict, step: int):
+    """The example inputs with every dynamic dim moved by ``step`` within its range (what a
+    trace must not notice), or None when a range does not allow it."""
     leaves, spec = pytree.flatten((tuple(args), dict(kwargs)))
     new_sizes: dict = {}
     for d in found:
         size = leaves[d.leaf].shape[d.dim]
         if d.symbol not in new_sizes:
             bounds = ranges[d.symbol]
-            choice = size + 1 if size + 1 <= bounds.upper else size - 1
-            if choice < bounds.lower or choice < 2:  # 0 and 1 change broadcasting: not a probe
+            choice = size + step
+            # 0 and 1 change broadcasting, so they are no probe of a general size
+            if not max(bounds.lower, 2) <= choice <= bounds.upper:
                 return None
             new_sizes[d.symbol] = choice
     out = list(leaves)

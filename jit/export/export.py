@@ -85,29 +85,35 @@ def _user_input_names(graph, in_spec, names) -> list[str]:
 
 
 def _check_dynamic(mod, args, kwargs, graph, found, ranges) -> None:
+    """Trace again one size above and one below: the graph must not change."""
     if not found:
         return
-    probe = perturbed(args, kwargs, found, ranges)
-    if probe is None:
-        return
-    try:
-        with no_grad():
-            again = capture(mod, *probe, root=mod, strict=False)
-        failure = None
-    except Exception as exc:  # the program does not run at another size at all
-        again, failure = None, f"{type(exc).__name__}: {exc}"
-    if again is None or canonical_text(again.graph) != canonical_text(graph):
-        symbols = sorted({d.symbol for d in found})
-        marked = ", ".join(d.path for d in found)
-        leaves = pytree.flatten((tuple(args), kwargs))[0]
-        sizes = ", ".join(f"{d.path} = {leaves[d.leaf].shape[d.dim]}" for d in found)
-        raise ConstraintViolationError(
-            f"Constraints violated ({', '.join(symbols)})! You marked {marked} as dynamic but "
-            f"your code specialized it to be a constant ({sizes}): tracing at another size "
-            "records a different program (Python control flow or a size read into Python). "
-            "Mark the dims static (Dim.STATIC), or make the code size-independent."
-            + (f" At another size it fails: {failure}" if failure else "")
-        )
+    for step in (1, -1):
+        probe = perturbed(args, kwargs, found, ranges, step)
+        if probe is None:
+            continue
+        try:
+            with no_grad():
+                again = capture(mod, *probe, root=mod, strict=False)
+            failure = None
+        except Exception as exc:  # the program does not run at another size at all
+            again, failure = None, f"{type(exc).__name__}: {exc}"
+        if again is None or canonical_text(again.graph) != canonical_text(graph):
+            _violation(args, kwargs, found, failure)
+
+
+def _violation(args, kwargs, found, failure) -> None:
+    symbols = sorted({d.symbol for d in found})
+    marked = ", ".join(d.path for d in found)
+    leaves = pytree.flatten((tuple(args), kwargs))[0]
+    sizes = ", ".join(f"{d.path} = {leaves[d.leaf].shape[d.dim]}" for d in found)
+    raise ConstraintViolationError(
+        f"Constraints violated ({', '.join(symbols)})! You marked {marked} as dynamic but your "
+        f"code specialized it to be a constant ({sizes}): tracing at another size records a "
+        "different program (Python control flow or a size read into Python). Mark the dims "
+        "static (Dim.STATIC), or make the code size-independent."
+        + (f" At another size it fails: {failure}" if failure else "")
+    )
 
 
 def _lift(graph, mod, user_names: list[str]):

@@ -62,24 +62,24 @@ class ExportGraphSignature:
         self.input_specs = input_specs
         self.output_specs = output_specs
 
-    def _targets(self, kind) -> list:
-        return [s.target for s in self.input_specs if s.kind is kind]
+    def _targets(self, kind) -> tuple:
+        return tuple(s.target for s in self.input_specs if s.kind is kind)
 
     @property
-    def parameters(self) -> list[str]:
+    def parameters(self) -> tuple:
         return self._targets(InputKind.PARAMETER)
 
     @property
-    def buffers(self) -> list[str]:
+    def buffers(self) -> tuple:
         return self._targets(InputKind.BUFFER)
 
     @property
-    def user_inputs(self) -> list[str]:
-        return [s.arg.name for s in self.input_specs if s.kind is InputKind.USER_INPUT]
+    def user_inputs(self) -> tuple:
+        return tuple(s.arg.name for s in self.input_specs if s.kind is InputKind.USER_INPUT)
 
     @property
-    def user_outputs(self) -> list[str]:
-        return [s.arg.name for s in self.output_specs if s.kind is OutputKind.USER_OUTPUT]
+    def user_outputs(self) -> tuple:
+        return tuple(s.arg.name for s in self.output_specs if s.kind is OutputKind.USER_OUTPUT)
 
     @property
     def inputs_to_parameters(self) -> dict:
