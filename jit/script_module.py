@@ -111,6 +111,23 @@ class ScriptModule(Module):
     def forward(self, *args, **kwargs):
         return self._method("forward").call(self, args, kwargs)
 
+    def to(self, *args, **kwargs):
+        """As ``Module.to``; moving to a device also moves the devices the trace baked into
+        the graphs (``ember.arange(n, device=x.device)``), as ``load(map_location=)`` does."""
+        from ember._frontends import _to_args
+        from ember.dispatcher.memory import normalize_device
+
+        from .serialize import retarget_devices
+
+        super().to(*args, **kwargs)
+        device = _to_args(None, args, dict(kwargs))[1]
+        if device is not None:
+            target = normalize_device(device)
+            for method in self._methods.values():
+                retarget_devices(method.graph, target)
+                method.recompile()
+        return self
+
     @property
     def graph(self) -> Graph:
         return self._method("forward").graph

@@ -309,3 +309,15 @@ def test_declared_sizes_are_checked_before_reading(mlp_archive):
     data[size_field : size_field + 4] = (info.file_size * 1000).to_bytes(4, "little")
     with pytest.raises(ArchiveError, match="corrupt"):
         _load(bytes(data))
+
+
+@pytest.mark.parametrize("name", ["cnn", "gpt"])
+def test_load_onto_each_device(name, device, archives):
+    """Traced on the CPU, loaded with map_location onto every available device."""
+    case = CASES[name]
+    loaded = _load(archives[name], map_location=device)
+    assert all(p.device.type == device for p in loaded.parameters())
+    args = [a.to(device) for a in case.others[0]]
+    got = loaded(*args)
+    assert got.device.type == device
+    assert_same(got.cpu(), case.model(*case.others[0]), atol=1e-4)

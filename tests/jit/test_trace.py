@@ -257,3 +257,16 @@ def test_tracing_does_not_leak_into_other_threads():
     fn_traced = ember.jit.trace(fn, ember.ones(2), check_trace=False)
     assert [n.kind() for n in fn_traced.graph.nodes()] == ["prim::Constant", "ember::mul"]
     assert other[0].tolist() == [2.0, 2.0]
+
+
+def test_moving_a_traced_module_moves_its_baked_devices(device):
+    import copy
+
+    case = CASES["gpt"]
+    model = copy.deepcopy(case.model)  # a traced module shares its parameters with the model
+    traced = ember.jit.trace(model, case.example).to(device)
+    arange = traced.graph.findNode("ember::arange")
+    assert arange.inputsAt(4).node()["value"].type == device
+    out = traced(case.example[0].to(device))
+    assert out.device.type == device
+    assert_same(out.cpu(), case.model(*case.example), atol=1e-4)
