@@ -159,22 +159,18 @@ def tracing_patches(state):
         finally:
             state.scope.pop()
 
-    caches = _shape_caches()
+    patched = [(Tensor, name, fn, originals[name]) for name, fn in replacements.items()]
+    patched += [(ember, "tensor", tensor, original_tensor)]
+    patched += [(_factories, "tensor", tensor, original_tensor)]
+    patched += [(Module, "__call__", call, original_call)]
+    patched += [(m, name, cached.__wrapped__, cached) for m, name, cached in _shape_caches()]
     try:
-        for name, fn in replacements.items():
-            setattr(Tensor, name, fn)
-        ember.tensor = _factories.tensor = tensor
-        Module.__call__ = call
-        for module, name, cached in caches:
-            setattr(module, name, cached.__wrapped__)
+        for owner, name, replacement, _original in patched:
+            setattr(owner, name, replacement)
         yield
     finally:
-        for name, fn in originals.items():
-            setattr(Tensor, name, fn)
-        ember.tensor = _factories.tensor = original_tensor
-        Module.__call__ = original_call
-        for module, name, cached in caches:
-            setattr(module, name, cached)
+        for owner, name, _replacement, original in patched:
+            setattr(owner, name, original)
 
 
 def _shape_caches() -> list:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
+from ._paths import parent
 from .passes.constant_fold import fold_constants
 from .passes.conv_bn import fold_conv_batch_norm
 from .passes.cse import eliminate_common_subexpressions
@@ -110,13 +111,7 @@ def _size(graph) -> int:
 def _register(module, qualified: str, tensor) -> None:
     from ember.nn.parameter import Parameter
 
-    *path, leaf = qualified.split(".")
-    for part in path:
-        child = module._modules.get(part)
-        if child is None:
-            child = RecursiveScriptModule(part)
-            module.add_module(part, child)
-        module = child
+    module, leaf = parent(module, qualified, create=True)
     if isinstance(tensor, Parameter):
         module.register_parameter(leaf, tensor)
     else:

@@ -42,6 +42,15 @@ def copy_node(node: Node, graph: Graph, mapping: dict) -> Node:
     return made
 
 
+def all_values(graph: Graph):
+    """Every value: graph inputs, then node outputs and block parameters in program order."""
+    yield from graph.inputs()
+    for node in graph.all_nodes():
+        for block in node.blocks():
+            yield from block.inputs()
+        yield from node.outputs()
+
+
 def lint(graph: Graph) -> None:
     """Raise GraphError unless every invariant of the IR holds."""
     _Linter(graph).block(graph.block(), set())

@@ -23,6 +23,7 @@ from ember.nn.parameter import Parameter
 from . import pytree
 from .archive import ArchiveError, read_archive, write_archive
 from .graph_json import GraphFormatError, GraphReader, GraphWriter
+from .graph_utils import all_values
 from .script_module import Method, RecursiveScriptModule, ScriptFunction, ScriptModule
 
 FORMAT = "ember.jit"
@@ -224,17 +225,9 @@ def retarget_devices(graph, device) -> None:
         value = node["value"]
         if isinstance(value, Device) or (node in device_args and value is not None):
             node.setAttr("value", device)
-    for value in _all_values(graph):
+    for value in all_values(graph):
         if isinstance(value.type(), TensorType) and value.type().device() is not None:
             value.setType(value.type().with_(device=device))
-
-
-def _all_values(graph):
-    yield from graph.inputs()
-    for node in graph.all_nodes():
-        for block in node.blocks():
-            yield from block.inputs()
-        yield from node.outputs()
 
 
 def _items(table):

@@ -20,6 +20,7 @@ from ember.autograd import no_grad
 from ember.nn.modules.module import Module
 
 from . import pytree
+from .graph_utils import all_values
 from .script_module import Method, ScriptFunction, mirror
 from .tracer import TracerWarning, capture
 
@@ -233,22 +234,14 @@ def canonical_text(graph) -> str:
     for node in stripped.all_nodes():
         node.setScope("")
         node.setSourceRange("")
-    for number, value in enumerate(_values(stripped)):
+    for number, value in enumerate(all_values(stripped)):
         value.setDebugName(str(number))
     from .types import Tensor as AnyTensor
 
-    for value in _values(stripped):
+    for value in all_values(stripped):
         if hasattr(value.type(), "sizes"):
             value.setType(AnyTensor)
     return graph_text(stripped, print_source_locations=False)
-
-
-def _values(graph):
-    yield from graph.inputs()
-    for node in graph.all_nodes():
-        for block in node.blocks():
-            yield from block.inputs()
-        yield from node.outputs()
 
 
 def _graph_differences(traced_graph, check_graph):

@@ -185,8 +185,13 @@ class TensorType(Type):
 Tensor = TensorType()  # nothing known
 
 
-class ListType(Type):
+class _Of(Type):
+    """A type of one element type: ``int[]`` / ``List[int]``, ``Tensor?`` / ``Optional[...]``."""
+
     __slots__ = ("elem",)
+    tag = ""
+    suffix = ""
+    wrapper = ""
 
     def __init__(self, elem: Type):
         self.elem = elem
@@ -195,13 +200,23 @@ class ListType(Type):
         return self.elem
 
     def __str__(self) -> str:
-        return f"{self.elem.annotation()}[]"
+        return f"{self.elem.annotation()}{self.suffix}"
 
     def annotation(self) -> str:
-        return f"List[{self.elem.annotation()}]"
+        return f"{self.wrapper}[{self.elem.annotation()}]"
 
     def to_json(self):
-        return {"list": self.elem.to_json()}
+        return {self.tag: self.elem.to_json()}
+
+
+class ListType(_Of):
+    __slots__ = ()
+    tag, suffix, wrapper = "list", "[]", "List"
+
+
+class OptionalType(_Of):
+    __slots__ = ()
+    tag, suffix, wrapper = "optional", "?", "Optional"
 
 
 class TupleType(Type):
@@ -221,25 +236,6 @@ class TupleType(Type):
 
     def to_json(self):
         return {"tuple": [e.to_json() for e in self.elems]}
-
-
-class OptionalType(Type):
-    __slots__ = ("elem",)
-
-    def __init__(self, elem: Type):
-        self.elem = elem
-
-    def _key(self):
-        return self.elem
-
-    def __str__(self) -> str:
-        return f"{self.elem.annotation()}?"
-
-    def annotation(self) -> str:
-        return f"Optional[{self.elem.annotation()}]"
-
-    def to_json(self):
-        return {"optional": self.elem.to_json()}
 
 
 def from_json(data) -> Type:

@@ -15,6 +15,7 @@ from ember.autograd import no_grad
 from ember.nn.modules.module import Module
 
 from .. import pytree
+from .._paths import tensor_at
 from ..trace import canonical_text
 from ..tracer import capture
 from .dynamic_shapes import ConstraintViolationError, perturbed, resolve
@@ -127,7 +128,7 @@ def _lift(graph, mod, user_names: list[str]):
             target = node["name"]
             kind = InputKind.PARAMETER if target in params else InputKind.BUFFER
             prefix = "p_" if kind is InputKind.PARAMETER else "b_"
-            value = _attribute(mod, target)
+            value = tensor_at(mod, target)
             if kind is InputKind.PARAMETER or target in persistent:
                 state[target] = value
             else:
@@ -159,14 +160,6 @@ def _lift(graph, mod, user_names: list[str]):
     outputs = [OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(f"output_{i}"), None)
                for i in range(len(graph.outputs()))]  # fmt: skip
     return ExportGraphSignature(ordered + user, outputs), state, constants
-
-
-def _attribute(mod, target: str):
-    *path, leaf = target.split(".")
-    for part in path:
-        mod = mod._modules[part]
-    found = mod._parameters.get(leaf)
-    return found if found is not None else mod._buffers[leaf]
 
 
 def _mark_symbols(graph, signature, found) -> None:

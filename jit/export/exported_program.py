@@ -11,6 +11,7 @@ from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
 from .. import pytree
+from .._paths import parent, tensor_at
 from ..fx.graph_module import GraphModule
 from .dynamic_shapes import check_guards
 from .to_fx import to_fx
@@ -205,23 +206,11 @@ class _ExportedModule(Module):
     def _lifted(self, spec):
         if spec.kind is InputKind.CONSTANT_TENSOR:
             return self._program.constants[spec.target]
-        module = self
-        *path, leaf = spec.target.split(".")
-        for part in path:
-            module = module._modules[part]
-        found = module._parameters.get(leaf)
-        return found if found is not None else module._buffers[leaf]
+        return tensor_at(self, spec.target)
 
 
 def _place(root: Module, target: str, tensor, parameter: bool, persistent=True) -> None:
-    *path, leaf = target.split(".")
-    module = root
-    for part in path:
-        child = module._modules.get(part)
-        if child is None:
-            child = Module()
-            module.add_module(part, child)
-        module = child
+    module, leaf = parent(root, target, create=True)
     if parameter:
         module.register_parameter(
             leaf, tensor if isinstance(tensor, Parameter) else Parameter(tensor)

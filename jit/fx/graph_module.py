@@ -14,6 +14,7 @@ import types
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 
+from .._paths import parent
 from .graph import Graph
 
 _COUNTER = itertools.count()
@@ -99,24 +100,15 @@ class GraphModule(Module):
         return super().__repr__() + "\n\n\n" + self.code
 
     def add_submodule(self, target: str, m: Module) -> bool:
-        *path, leaf = target.split(".")
-        module = self
-        for part in path:
-            child = module._modules.get(part)
-            if child is None:
-                child = Module()
-                module.add_module(part, child)
-            module = child
+        module, leaf = parent(self, target, create=True)
         module.add_module(leaf, m)
         return True
 
     def delete_submodule(self, target: str) -> bool:
-        *path, leaf = target.split(".")
-        module = self
-        for part in path:
-            module = module._modules.get(part)
-            if module is None:
-                return False
+        try:
+            module, leaf = parent(self, target)
+        except KeyError:
+            return False
         return module._modules.pop(leaf, None) is not None
 
     def __deepcopy__(self, memo):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._paths import tensor_at
 from ..types import TensorType
 
 
@@ -21,10 +22,4 @@ def inline_attributes(graph, module, preserved: set = frozenset()):
     return graph
 
 
-def attribute_of(module, qualified: str):
-    """The parameter or buffer of ``module`` called ``qualified`` (``"layer.0.weight"``)."""
-    *path, leaf = qualified.split(".")
-    for part in path:
-        module = module._modules[part]
-    found = module._parameters.get(leaf)
-    return found if found is not None else module._buffers[leaf]
+attribute_of = tensor_at  # the parameter or buffer a prim::GetAttr names
