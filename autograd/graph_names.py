@@ -146,6 +146,11 @@ def _composite_name(op, args):
     if name == "split":
         sizes = values.get("split_size_or_sections")
         return "SplitBackward0" if isinstance(sizes, int) else "SplitWithSizesBackward0"
+    if name == "linear":  # PyTorch's linear is addmm (mm without a bias) on matrices
+        x, bias = values.get("input"), values.get("bias")
+        if isinstance(x, Tensor) and x.dim() == 2:
+            return "MmBackward0" if bias is None else "AddmmBackward0"
+        return None
     if name in ("diag", "matmul"):
         tensors = [v for v in values.values() if isinstance(v, Tensor)]
         dims = tuple(t.dim() for t in tensors)

@@ -13,10 +13,12 @@ def linear(input, weight, bias=None):
             f"linear: input features {input.shape[-1]} don't match weight {list(weight.shape)} "
             f"(input shape {list(input.shape)})"
         )
-    flat = input if input.ndim == 2 else input.reshape(-1, input.shape[-1])
-    # addmm with a bias: the graph shows PyTorch's AddmmBackward0 node
-    out = OPS["mm"](flat, weight.t()) if bias is None else OPS["addmm"](bias, flat, weight.t())
-    return out if input.ndim == 2 else out.view(*input.shape[:-1], weight.shape[0])
+    if input.ndim == 2:
+        out = OPS["mm"](input, weight.t())
+    else:
+        out = OPS["mm"](input.reshape(-1, input.shape[-1]), weight.t())
+        out = out.view(*input.shape[:-1], weight.shape[0])
+    return out if bias is None else out + bias
 
 
 def bilinear(input1, input2, weight, bias=None):
