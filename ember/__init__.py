@@ -75,7 +75,8 @@ Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
 # Last: these packages use the bound Tensor and the generated functions.
-from . import _accelerator, autograd, backends, nn, optim, profiler, utils, version
+from . import _accelerator, amp, autograd, backends, nn, optim, profiler, utils, version
+from .amp import autocast
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -84,9 +85,21 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .dispatcher.autocast import (
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from .serialization import load, save
 
 cuda = _accelerator.module("cuda")
 xpu = _accelerator.module("xpu")
+cpu = _accelerator.module("cpu")
 
 __version__ = version.__version__
