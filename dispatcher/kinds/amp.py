@@ -23,12 +23,12 @@ def _check_scalar(name: str, what: str, t, dtype, device_type: str) -> None:
     if not isinstance(t, Tensor):
         raise TypeError(f"{name}(): argument '{what}' must be Tensor, not {type(t).__name__}")
     if t._storage.device.type != device_type:
-        raise RuntimeError(f"{what} must be a {device_type.upper()} tensor.")
+        raise RuntimeError(f"{name}: {what} must be a {device_type.upper()} tensor.")
     if t.numel() != 1:
-        raise RuntimeError(f"{what} must be a 1-element tensor.")
+        raise RuntimeError(f"{name}: {what} must be a 1-element tensor.")
     if t._dtype is not dtype:
         kind = {dt.float32: "float", dt.int32: "int"}[dtype]
-        raise RuntimeError(f"{what} must be a {kind} tensor.")
+        raise RuntimeError(f"{name}: {what} must be a {kind} tensor (got {t._dtype.name}).")
 
 
 def _check_grads(grads) -> tuple:

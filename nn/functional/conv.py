@@ -39,7 +39,11 @@ def _padding(padding, kernel, dilation):
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of (N, C_in, H, W) (or unbatched (C_in, H, W)) by weight
-    (C_out, C_in/groups, kH, kW)."""
+    (C_out, C_in/groups, kH, kW); ``padding`` also 'same' or 'valid'."""
+    return OPS["conv2d"](input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x, batched = _batch("conv2d", input, 2)
     if weight.ndim != 4:
         raise RuntimeError(f"conv2d: weight must be 4-D, got {list(weight.shape)}")
@@ -77,8 +81,13 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D convolution of (N, C_in, L) (or unbatched (C_in, L)) by weight (C_out, C_in/groups, k),
-    as a 2-D convolution over a height of 1."""
+    """1-D convolution of (N, C_in, L) (or unbatched (C_in, L)) by weight (C_out, C_in/groups, k);
+    ``padding`` also 'same' or 'valid'."""
+    return OPS["conv1d"](input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """A 2-D convolution over a height of 1."""
     x, batched = _batch("conv1d", input, 1)
     if weight.ndim != 3:
         raise RuntimeError(f"conv1d: weight must be 3-D, got {list(weight.shape)}")
@@ -90,7 +99,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         )
     if not isinstance(padding, str):
         padding = (0, _tuple(padding, 1, "padding")[0])
-    out = conv2d(
+    out = _conv2d(
         x.unsqueeze(-2),
         weight.unsqueeze(-2),
         bias,
@@ -107,6 +116,14 @@ def conv_transpose2d(
 ):
     """Transposed 2-D convolution (the gradient of conv2d with respect to its input); weight
     (C_in, C_out/groups, kH, kW)."""
+    return OPS["conv_transpose2d"](
+        input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
+
+
+def _conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
     x, batched = _batch("conv_transpose2d", input, 2)
     n, c_in, h, w = x.shape
     if weight.ndim != 4 or weight.shape[0] != c_in:

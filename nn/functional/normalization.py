@@ -85,6 +85,10 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each of ``num_groups`` channel groups of each sample."""
+    return OPS["group_norm"](input, num_groups, weight, bias, eps)
+
+
+def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.ndim < 2:
         raise RuntimeError(
             f"group_norm: Expected at least 2 dimensions for input tensor but received {input.ndim}"
@@ -117,7 +121,7 @@ def instance_norm(
     momentum=0.1,
     eps=1e-5,
 ):
-    return group_norm(input, input.shape[1], weight, bias, eps)
+    return _group_norm(input, input.shape[1], weight, bias, eps)
 
 
 def norm_at_least(input, p: float, dim: int, eps: float, keepdim: bool = False):
