@@ -239,6 +239,8 @@ def _cast_args(policy, op, args, device_type: str) -> tuple:
         return _with_float32_dtype(op, args, device_type)
     if policy is Cast.BANNED:
         raise RuntimeError(BANNED_MESSAGE)
+    if policy is Cast.OPAQUE:
+        return args
     return _cast_all(policy, args, device_type)  # a library op's cast_inputs dtype
 
 

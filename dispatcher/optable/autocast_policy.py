@@ -31,6 +31,7 @@ class Cast(Enum):
     FP32_APPEND_DTYPE = "fp32_append_dtype"  # norm: float32 as an appended ``dtype`` argument
     PROMOTE = "promote"  # floating inputs to the widest of them (cat, addcmul...)
     BANNED = "banned"  # unsafe to autocast: an error that names the safe alternative
+    OPAQUE = "opaque"  # no cast, and autocast off inside (see _OPAQUE)
 
 
 # aten/src/ATen/autocast_mode.h: the lists CUDA and XPU (and ember's plugin devices) register.
@@ -92,6 +93,12 @@ _CPU = {
     Cast.PROMOTE: "stack cat index_copy",
 }
 
+# ember's own entries, not PyTorch's: ops PyTorch computes in one kernel, unlisted on a device,
+# that ember decomposes into listed ops (dot and mv into mm). Without the entry their parts would
+# be cast (mm to bfloat16) where PyTorch's kernel keeps its inputs' dtype; so they run with
+# autocast off, as one kernel would.
+_OPAQUE = {"cpu": "dot mv"}
+
 # The autocast dtype of each device type until ``set_autocast_dtype`` (PyTorch's defaults);
 # other device types (plugins) get float16, like PyTorch's PrivateUse1.
 DEFAULT_DTYPES = {"cpu": dt.bfloat16, "cuda": dt.float16, "xpu": dt.float16}
@@ -113,7 +120,11 @@ def _table(lists: dict) -> dict:
 
 # device type -> {op name -> Cast, or a dtype (a library op's ``cast_inputs``)}. Device types
 # not listed use the GPU lists.
-POLICIES = {"cpu": _table(_CPU), "cuda": _table(_GPU), "xpu": _table(_GPU)}
+POLICIES = {
+    "cpu": _table({**_CPU, Cast.OPAQUE: _OPAQUE["cpu"]}),
+    "cuda": _table(_GPU),
+    "xpu": _table(_GPU),
+}
 GPU_LISTS = "cuda"
 
 # Every name with an entry on some device type: the autocast layer's first, cheap test.
