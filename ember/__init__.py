@@ -101,5 +101,8 @@ from .serialization import load, save
 cuda = _accelerator.module("cuda")
 xpu = _accelerator.module("xpu")
 cpu = _accelerator.module("cpu")
+for _name in amp._deprecated.DEVICE_TYPES:  # ``import ember.cuda.amp`` finds them in sys.modules
+    amp._deprecated.module(_name)
+del _name
 
 __version__ = version.__version__

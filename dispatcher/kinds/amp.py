@@ -27,8 +27,8 @@ def _check_scalar(name: str, what: str, t, dtype, device_type: str) -> None:
     if t.numel() != 1:
         raise RuntimeError(f"{name}: {what} must be a 1-element tensor.")
     if t._dtype is not dtype:
-        kind = {dt.float32: "float", dt.int32: "int"}[dtype]
-        raise RuntimeError(f"{name}: {what} must be a {kind} tensor (got {t._dtype.name}).")
+        kind = {dt.float32: "a float", dt.int32: "an int"}[dtype]
+        raise RuntimeError(f"{name}: {what} must be {kind} tensor (got {t._dtype.name}).")
 
 
 def _check_grads(grads) -> tuple:

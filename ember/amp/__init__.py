@@ -5,6 +5,7 @@
 op per device and dtype.
 """
 
+from . import _deprecated
 from .autocast_mode import autocast, custom_bwd, custom_fwd, is_autocast_available
 from .grad_scaler import GradScaler
 
