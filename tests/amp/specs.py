@@ -117,4 +117,14 @@ UNLISTED = {
     "batch_norm": lambda lib, t: _F(lib).batch_norm(t(2, 3, 2), t(3), t(3, low=0.5, high=1.0)),
     "mean": lambda lib, t: lib.mean(t(3)),
     "where": lambda lib, t: lib.where(t.long([True, False]), t(2), t(2)),
+    # activations in the autocast dtype with a model's float32 parameters
+    "layer_norm_float32_params": lambda lib, t: _F(lib).layer_norm(
+        t(2, 4), (4,), t(4).float(), t(4).float()
+    ),
+    "group_norm_float32_params": lambda lib, t: _F(lib).group_norm(
+        t(2, 4, 3), 2, t(4).float(), t(4).float()
+    ),
+    "batch_norm_float32_params": lambda lib, t: _F(lib).batch_norm(
+        t(2, 3, 2), t(3).float(), t(3, low=0.5).float(), t(3).float(), t(3).float(), True
+    ),
 }
