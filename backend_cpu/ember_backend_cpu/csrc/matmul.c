@@ -5,10 +5,11 @@
  * dlopens the wheel's library at run time and hands its function pointers to
  * ember_matmul_set_blas. An operand whose layout BLAS can express (rows or columns contiguous,
  * with a leading dimension) is passed in place, column-major ones with CblasTrans; the others
- * (broadcast, negative or two non-unit strides) are packed first. float16 and bfloat16 are
- * converted to float32 for sgemm and rounded back. Integers, and every dtype when OpenBLAS is
- * missing or a size exceeds its 32-bit ints, use a C loop: integers accumulate in int64 and wrap
- * like PyTorch.
+ * (broadcast, negative or two non-unit strides) are packed first. float16 and bfloat16 go
+ * through sgemm on float32 copies, block by block for products larger than one block (see
+ * matmul_half_blocked), accumulating in float32 and rounding once. Integers, and every dtype when
+ * OpenBLAS is missing or a size exceeds its 32-bit ints, use a C loop: integers accumulate in
+ * int64 and wrap like PyTorch.
  *
  * OpenBLAS runs its own thread pool, so no BLAS call is made from inside an OpenMP region (the two
  * pools would fight over the cores); OpenBLAS follows ember's thread count instead.
@@ -178,6 +179,75 @@ static int matmul_blas(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p
     return status;
 }
 
+/* ---- float16 / bfloat16 products larger than one block ---------------------------------------
+ * OpenBLAS (scipy-openblas32) has no half-precision GEMM. A product larger than one block goes
+ * block by block: an MC x KC block of a and a KC x NC block of b are converted to float32,
+ * packed contiguous, right before sgemm multiplies them, accumulating into an MC x NC float32
+ * block of the result over all of k (beta 1 after the first k block), which is rounded to the
+ * output dtype once. Accumulation is float32 end to end, as PyTorch's; the scratch is three
+ * blocks (5 MiB) whatever the sizes, where converting whole operands took a float32 copy of
+ * each (3 x 64 MiB at 4096^3), and each block is still in cache when sgemm reads it. The b
+ * block is converted again for every MC rows: 4% more work at these block sizes. */
+#define HALF_MC 512
+#define HALF_KC 512
+#define HALF_NC 1024
+
+static int half_fits_one_block(int64_t n, int64_t k, int64_t p) {
+    return n <= HALF_MC && k <= HALF_KC && p <= HALF_NC;
+}
+
+/* rows x cols of dtype `from` at src (element strides rs, cs) -> contiguous float32 at dst. */
+static int to_float_block(int from, const char *src, int64_t rows, int64_t cols, int64_t rs,
+                          int64_t cs, float *dst) {
+    int64_t shape[2] = {rows, cols}, strides[2] = {rs, cs};
+    return ember_copy(EM_F32, from, 0, 2, shape, (intptr_t)dst, NULL, (intptr_t)src, strides);
+}
+
+/* One MC x NC block of out[m]: the sum over k blocks, then one rounding into `dtype`. */
+static int half_block(int dtype, int64_t k, int64_t p, const char *am, const char *bm, char *om,
+                      const em_operand *a, const em_operand *b, int64_t i0, int64_t j0,
+                      int64_t mc, int64_t nc, float *pa, float *pb, float *pc) {
+    int item = em_itemsize(dtype), status = EM_OK;
+    for (int64_t l0 = 0; l0 < k && !status; l0 += HALF_KC) {
+        int64_t kc = k - l0 < HALF_KC ? k - l0 : HALF_KC;
+        status = to_float_block(dtype, am + (i0 * a->rs + l0 * a->cs) * item, mc, kc, a->rs,
+                                a->cs, pa);
+        if (!status)
+            status = to_float_block(dtype, bm + (l0 * b->rs + j0 * b->cs) * item, kc, nc, b->rs,
+                                    b->cs, pb);
+        if (!status)
+            blas.gemm_f32(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_NO_TRANS, (int)mc, (int)nc,
+                          (int)kc, 1, pa, (int)kc, pb, (int)nc, l0 ? 1 : 0, pc, (int)nc);
+    }
+    int64_t shape[2] = {mc, nc}, so[2] = {p, 1};
+    if (!status)
+        status = ember_copy(dtype, EM_F32, 0, 2, shape, (intptr_t)(om + (i0 * p + j0) * item), so,
+                            (intptr_t)pc, NULL);
+    return status;
+}
+
+static int matmul_half_blocked(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p,
+                               intptr_t out, const em_operand *a, const em_operand *b) {
+    float *pa = malloc(sizeof(float) * HALF_MC * HALF_KC);
+    float *pb = malloc(sizeof(float) * HALF_KC * HALF_NC);
+    float *pc = malloc(sizeof(float) * HALF_MC * HALF_NC);
+    int item = em_itemsize(dtype), status = pa && pb && pc ? EM_OK : EMBER_MATMUL_NO_MEMORY;
+    blas_follow_threads();
+    for (int64_t m = 0; m < batch && !status; m++) {
+        const char *am = a->ptr + m * a->bs * item, *bm = b->ptr + m * b->bs * item;
+        char *om = (char *)out + m * n * p * item;
+        for (int64_t j0 = 0; j0 < p && !status; j0 += HALF_NC)
+            for (int64_t i0 = 0; i0 < n && !status; i0 += HALF_MC)
+                status = half_block(dtype, k, p, am, bm, om, a, b, i0, j0,
+                                    n - i0 < HALF_MC ? n - i0 : HALF_MC,
+                                    p - j0 < HALF_NC ? p - j0 : HALF_NC, pa, pb, pc);
+    }
+    free(pa);
+    free(pb);
+    free(pc);
+    return status;
+}
+
 /* ---- the C loop ----------------------------------------------------------------------------
  * out[r, j] for rows r of the folded (batch * n) output: a's row times b, packed contiguous in
  * the accumulator type, MM_TILE output columns at a time so the accumulators stay in registers
@@ -252,7 +322,10 @@ int ember_matmul(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intp
     em_operand B = {(const char *)b, sb[0], sb[1], sb[2]};
     int has_blas = dtype == EM_F64 ? blas.gemm_f64 != NULL
                                    : dtype >= EM_F16 && blas.gemm_f32 != NULL;
-    if (has_blas && fits_int(n) && fits_int(k) && fits_int(p))
+    if (has_blas && fits_int(n) && fits_int(k) && fits_int(p)) {
+        if ((dtype == EM_F16 || dtype == EM_BF16) && !half_fits_one_block(n, k, p))
+            return matmul_half_blocked(dtype, batch, n, k, p, out, &A, &B);
         return matmul_blas(dtype, batch, n, k, p, out, &A, &B);
+    }
     return matmul_loop(dtype, batch, n, k, p, out, &A, &B);
 }
