@@ -97,6 +97,13 @@ def test_scenario_on_xpu_matches_cpu():
     assert [g[:3] for g in got] == [w[:3] for w in want]
 
 
+def test_scenario_on_emulated_cuda_matches_cpu(emulated_cuda):
+    scenario = SCENARIOS["inf_and_nan"]
+    got, _ = _run(ember, scenario, "cuda")
+    want, _ = _run(ember, scenario, "cpu")
+    assert [g[:3] for g in got] == [w[:3] for w in want]
+
+
 class Calls(Layer):
     name = "calls"
     priority = 250
