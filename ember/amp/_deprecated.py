@@ -36,6 +36,7 @@ def _autocast_class(device_type: str, default_dtype):
             super().__init__(device_type, enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
 
     autocast.__module__ = f"ember.{device_type}.amp"
+    autocast.__qualname__ = "autocast"  # pickle finds it as ember.<device>.amp.autocast
     return autocast
 
 
@@ -62,6 +63,7 @@ def _grad_scaler_class(device_type: str):
             )
 
     GradScaler.__module__ = f"ember.{device_type}.amp"
+    GradScaler.__qualname__ = "GradScaler"
     return GradScaler
 
 

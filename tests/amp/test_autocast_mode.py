@@ -4,6 +4,7 @@ library ops, and the deprecated ember.cuda.amp / ember.cpu.amp spellings."""
 
 from __future__ import annotations
 
+import pickle
 import threading
 import warnings
 
@@ -227,6 +228,7 @@ def test_deprecated_spellings_warn_and_work():
         scaler = ember.cuda.amp.GradScaler(enabled=False)  # nanoGPT's train.py on a CPU
     assert [w.category for w in caught] == [FutureWarning]
     assert not scaler.is_enabled()
+    assert type(pickle.loads(pickle.dumps(scaler))) is ember.cuda.amp.GradScaler
     if not ember.cuda.is_available():
         with pytest.warns(UserWarning, match="CUDA is not available.  Disabling"):
             assert not ember.cuda.amp.GradScaler().is_enabled()
