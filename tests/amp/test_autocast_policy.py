@@ -121,10 +121,10 @@ def test_cuda_autocast_applies_the_gpu_lists(emulated_cuda):
     _check_gpu_lists("cuda", "float16")
 
 
-def test_policy_lists_name_each_op_once_per_device():
-    for device in ("cpu", "cuda", "xpu"):
+def test_builtin_entries_are_policies_and_float64_is_never_cast():
+    for device in ("cpu", "cuda", "xpu"):  # library ops may add dtypes (register_autocast)
         table = policy_table(device)
-        assert all(isinstance(c, Cast) for c in table.values())
+        assert all(isinstance(c, Cast) for name, c in table.items() if name in OPS)
     # float32 inputs and eligibility: float64 is never cast.
     x = ember.tensor(np.ones((2, 2)), dtype=ember.float64)
     with ember.autocast("cpu"):
