@@ -212,17 +212,22 @@ def test_mm_half_precision_rounds_a_float32_product(dtype):
     ids=["k-blocks", "row-and-column-blocks", "batched"],
 )
 def test_half_products_larger_than_a_block(dtype, sizes, layout_a, layout_b):
-    """float16/bfloat16 products past matmul.c's block sizes (512 x 512 x 1024) go through sgemm
-    block by block, accumulating in float32 over all of k: with exact small-integer sums the
-    result is the exact product rounded once, bit for bit."""
+    """Large float16/bfloat16 products go through sgemm block by block (512 x 512 x 1024),
+    accumulating in float32 over all of k: with exact small-integer sums the result is the exact
+    product rounded once, bit for bit. The size that switches to blocks is lowered to 0 here, so
+    that these products, over several blocks, take that path."""
     batch, n, k, p = sizes
     a_np, b_np = values((batch, n, k), dtype, 30), values((batch, k, p), dtype, 31)
     a, a_np = _batch_layout(layout_a, a_np)
     b, b_np = _batch_layout(layout_b, b_np)
-    if batch == 1:
-        check(a_np[0], b_np[0], a[0], b[0], dtype)
-    else:
-        check(a_np, b_np, a, b, dtype, ember.bmm)
+    lib.ember_matmul_set_half_whole_max(0)
+    try:
+        if batch == 1:
+            check(a_np[0], b_np[0], a[0], b[0], dtype)
+        else:
+            check(a_np, b_np, a, b, dtype, ember.bmm)
+    finally:
+        lib.ember_matmul_set_half_whole_max(1 << 24)
 
 
 def test_mm_nan_and_inf_propagate():
