@@ -8,6 +8,11 @@ from ember.dispatcher.optable import OPS
 
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``; input (*, in_features), weight (out_features, in_features)."""
+    return OPS["linear"](input, weight, bias)
+
+
+def _linear(input, weight, bias=None):
+    """The ``linear`` row's decomposition: one mm over the folded leading dims."""
     if input.shape[-1] != weight.shape[-1]:
         raise RuntimeError(
             f"linear: input features {input.shape[-1]} don't match weight {list(weight.shape)} "
@@ -23,6 +28,10 @@ def linear(input, weight, bias=None):
 
 def bilinear(input1, input2, weight, bias=None):
     """``y_k = x1^T W_k x2 + b_k``; weight (out, in1, in2)."""
+    return OPS["bilinear"](input1, input2, weight, bias)
+
+
+def _bilinear(input1, input2, weight, bias=None):
     if input1.shape[:-1] != input2.shape[:-1] or (input1.shape[-1], input2.shape[-1]) != tuple(
         weight.shape[1:]
     ):

@@ -63,6 +63,10 @@ def _weighted(loss, weight, reduction):
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _warn_broadcast("mse_loss", input, target)
+    return OPS["mse_loss"](input, target, reduction, weight)
+
+
+def _mse_loss(input, target, reduction="mean", weight=None):
     diff = input - target
     return _weighted(diff * diff, weight, reduction)
 
@@ -70,12 +74,20 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _warn_broadcast("l1_loss", input, target)
+    return OPS["l1_loss"](input, target, reduction, weight)
+
+
+def _l1_loss(input, target, reduction="mean", weight=None):
     return _weighted(ember.abs(input - target), weight, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _warn_broadcast("smooth_l1_loss", input, target)
+    return OPS["smooth_l1_loss"](input, target, reduction, beta)
+
+
+def _smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     diff = ember.abs(input - target)
     if beta == 0:
         return _reduce(diff, reduction)
@@ -85,6 +97,10 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _warn_broadcast("huber_loss", input, target)
+    return OPS["huber_loss"](input, target, reduction, delta, weight)
+
+
+def _huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     diff = ember.abs(input - target)
     loss = ember.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
     return _weighted(loss, weight, reduction)
@@ -136,6 +152,10 @@ def nll_loss(
 ):
     """Negative log likelihood from log-probabilities ``input`` (N, C, ...) and class ``target``."""
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["nll_loss"](input, target, weight, reduction, ignore_index)
+
+
+def _nll_loss(input, target, weight=None, reduction="mean", ignore_index=-100):
     if input.ndim < 1:
         raise ValueError("nll_loss: input must have at least 1 dimension")
     input, target, unbatched = _batched(input, target)
@@ -155,6 +175,14 @@ def cross_entropy(
 ):
     """Cross entropy of logits ``input`` (N, C, ...) with class indices or class probabilities."""
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["cross_entropy_loss"](
+        input, target, weight, reduction, ignore_index, label_smoothing
+    )
+
+
+def _cross_entropy_loss(
+    input, target, weight=None, reduction="mean", ignore_index=-100, label_smoothing=0.0
+):
     input, target, unbatched = _batched(input, target)
     logp = log_softmax(input, 1)
     classes = input.shape[1]
@@ -208,6 +236,10 @@ def binary_cross_entropy(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["binary_cross_entropy"](input, target, weight, reduction)
+
+
+def _binary_cross_entropy(input, target, weight=None, reduction="mean"):
     _check_same("binary_cross_entropy", input, target)
     return _weighted(_BinaryCrossEntropy.apply(input, target), weight, reduction)
 
@@ -216,6 +248,12 @@ def binary_cross_entropy_with_logits(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
 ):
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["binary_cross_entropy_with_logits"](input, target, weight, pos_weight, reduction)
+
+
+def _binary_cross_entropy_with_logits(
+    input, target, weight=None, pos_weight=None, reduction="mean"
+):
     _check_same("binary_cross_entropy_with_logits", input, target)
     log_sig = OPS["logsigmoid"](input)
     log_one_minus = OPS["logsigmoid"](-input)
@@ -226,6 +264,10 @@ def binary_cross_entropy_with_logits(
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["kl_div"](input, target, reduction, log_target)
+
+
+def _kl_div(input, target, reduction="mean", log_target=False):
     if log_target:
         loss = ember.exp(target) * (target - input)
     else:
@@ -237,6 +279,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     """``x1 . x2 / (max(||x1||, eps) max(||x2||, eps))`` along ``dim`` (broadcasting)."""
+    return OPS["cosine_similarity"](x1, x2, dim, eps)
+
+
+def _cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     norms = norm_at_least(x1, 2, dim, eps) * norm_at_least(x2, 2, dim, eps)
     return (x1 * x2).sum(dim) / norms
 
@@ -245,6 +291,10 @@ def cosine_embedding_loss(
     input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
 ):
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["cosine_embedding_loss"](input1, input2, target, margin, reduction)
+
+
+def _cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     dim = 1 if input1.ndim > 1 else 0
     # PyTorch's formula: 1e-12 added to each squared norm (finite at zero vectors).
     squares = ((input1 * input1).sum(dim) + 1e-12) * ((input2 * input2).sum(dim) + 1e-12)

@@ -8,6 +8,14 @@ import ember
 from ember.dispatcher.optable import OPS
 
 
+def _mixed(input, *params) -> bool:
+    """A float16/bfloat16 input with float32 parameters (an autocast region's activations with a
+    model's weights): PyTorch's norms compute in float32 and return the input's dtype."""
+    return input.dtype in (ember.float16, ember.bfloat16) and any(
+        p is not None and p.dtype is ember.float32 for p in params
+    )
+
+
 def _affine(out, weight, bias, shape):
     if weight is not None:
         out = out * weight.view(shape)
@@ -20,6 +28,10 @@ def batch_norm(
     input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
 ):
     """Normalise over the batch (and spatial) dims per channel (dim 1)."""
+    if _mixed(input, running_mean, weight, bias):
+        out = batch_norm(input.float(), running_mean, running_var, weight, bias, training,
+                         momentum, eps)  # fmt: skip
+        return out.to(input.dtype)
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got {input.ndim}D")
     dims = [0] + list(range(2, input.ndim))
@@ -87,6 +99,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each of ``num_groups`` channel groups of each sample."""
+    return OPS["group_norm"](input, num_groups, weight, bias, eps)
+
+
+def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if _mixed(input, weight, bias):
+        return _group_norm(input.float(), num_groups, weight, bias, eps).to(input.dtype)
     if input.ndim < 2:
         raise RuntimeError(
             f"group_norm: Expected at least 2 dimensions for input tensor but received {input.ndim}"
@@ -120,7 +138,7 @@ def instance_norm(
     momentum=0.1,
     eps=1e-5,
 ):
-    return group_norm(input, input.shape[1], weight, bias, eps)
+    return _group_norm(input, input.shape[1], weight, bias, eps)
 
 
 def norm_at_least(input, p: float, dim: int, eps: float, keepdim: bool = False):
