@@ -49,7 +49,15 @@ from .conv import (
     fold,
     unfold,
 )
-from .linear import bilinear, dropout, embedding, embedding_bag, linear, one_hot
+from .dropout import (
+    alpha_dropout,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
+from .linear import bilinear, embedding, embedding_bag, linear, one_hot
 from .loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,

@@ -1,4 +1,4 @@
-"""linear, bilinear, embedding, dropout, one_hot."""
+"""linear, bilinear, embedding, one_hot."""
 
 from __future__ import annotations
 
@@ -170,20 +170,6 @@ def embedding_bag(
         return total
     count = indices.shape[1] if keep is None else keep.sum(1, keepdim=True).clamp(min=1)
     return total / count
-
-
-def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero elements with probability ``p`` and scale the rest by 1/(1-p) (identity in eval)."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        out = input * 0
-    else:  # one mask of 0 and 1/(1-p), so the output is a single multiply
-        keep = ember.rand(input.shape, dtype=input.dtype, device=input.device) >= p
-        out = input * keep.to(input.dtype).mul_(1.0 / (1.0 - p))
-    return input.copy_(out) if inplace else out
 
 
 def one_hot(tensor, num_classes: int = -1):

@@ -4,10 +4,18 @@ from .activation import *  # noqa: F403 - the table in activation.py lists them
 from .activation import ACTIVATIONS
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .dropout import (
+    AlphaDropout,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
 from .linear import Bilinear, Identity, Linear
 from .loss import *  # noqa: F403 - the table in loss.py lists them
 from .loss import LOSSES
-from .misc import Dropout, Embedding, EmbeddingBag, Flatten, Unflatten
+from .misc import Embedding, EmbeddingBag, Flatten, Unflatten
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
 from .pooling import (

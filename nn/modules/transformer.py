@@ -10,8 +10,8 @@ from .. import functional as F
 from .. import init
 from ..functional.attention import attention_weights
 from ..parameter import Parameter
+from .dropout import Dropout
 from .linear import Linear, NonDynamicallyQuantizableLinear
-from .misc import Dropout
 from .module import Module
 from .normalization import LayerNorm
 
