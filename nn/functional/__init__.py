@@ -49,6 +49,7 @@ from .conv import (
     fold,
     unfold,
 )
+from .ctc import ctc_loss
 from .dropout import (
     alpha_dropout,
     dropout,
@@ -64,13 +65,25 @@ from .loss import (
     cosine_embedding_loss,
     cosine_similarity,
     cross_entropy,
+    gaussian_nll_loss,
     huber_loss,
     kl_div,
     l1_loss,
     mse_loss,
     nll_loss,
     pairwise_distance,
+    poisson_nll_loss,
     smooth_l1_loss,
+)
+from .margin import (
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
 )
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, normalize, rms_norm
 from .pooling import (

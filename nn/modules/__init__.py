@@ -4,6 +4,7 @@ from .activation import *  # noqa: F403 - the table in activation.py lists them
 from .activation import ACTIVATIONS
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import (
     AlphaDropout,
     Dropout,

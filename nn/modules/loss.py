@@ -8,6 +8,7 @@ import inspect
 from .. import functional as F
 from ..functional.loss import legacy_reduction
 from ._signature import signature
+from .distance import PairwiseDistance
 from .module import Module
 
 # Tensors a loss keeps as buffers (so ``.to(device)`` moves them), as PyTorch does.
@@ -42,10 +43,10 @@ class _Loss(Module):
         return type(self)._fn(*inputs, reduction=self.reduction, **options)
 
 
-def _loss(name, fn, arguments, inputs=("input", "target")):
-    """A ``_Loss`` subclass: constructor ``(self, *arguments)`` and ``forward(self, *inputs)``
-    with those names and defaults."""
-    init = signature(defaults=arguments)
+def _loss(name, fn, arguments, inputs=("input", "target"), keyword_only=()):
+    """A ``_Loss`` subclass: constructor ``(self, *arguments, *, *keyword_only)`` and
+    ``forward(self, *inputs)`` with those names and defaults."""
+    init = signature(defaults=arguments, keyword_only=keyword_only)
 
     def forward(self, *args):
         return _Loss.forward(self, *args)
@@ -71,6 +72,7 @@ def _loss(name, fn, arguments, inputs=("input", "target")):
 
 
 _WEIGHT = (("weight", None),)
+_TRIPLET = ("anchor", "positive", "negative")
 _CLASSES = (("weight", None), ("size_average", None), ("ignore_index", -100), ("reduce", None))
 
 # name -> (functional form, constructor arguments in PyTorch's order, forward's input names)
@@ -95,10 +97,76 @@ LOSSES = {
         (("margin", 0.0),) + _LEGACY,
         ("input1", "input2", "target"),
     ),
+    "PoissonNLLLoss": (
+        F.poisson_nll_loss,
+        (("log_input", True), ("full", False), ("size_average", None), ("eps", 1e-8)) + _LEGACY[1:],
+        ("log_input", "target"),
+    ),
+    "GaussianNLLLoss": (
+        F.gaussian_nll_loss,
+        (),
+        ("input", "target", "var"),
+        (("full", False), ("eps", 1e-6), ("reduction", "mean")),
+    ),
+    "SoftMarginLoss": (F.soft_margin_loss, _LEGACY),
+    "MultiLabelSoftMarginLoss": (F.multilabel_soft_margin_loss, _WEIGHT + _LEGACY),
+    "MultiLabelMarginLoss": (F.multilabel_margin_loss, _LEGACY),
+    "MultiMarginLoss": (
+        F.multi_margin_loss,
+        (("p", 1), ("margin", 1.0)) + _WEIGHT + _LEGACY,
+    ),
+    "HingeEmbeddingLoss": (F.hinge_embedding_loss, (("margin", 1.0),) + _LEGACY),
+    "MarginRankingLoss": (
+        F.margin_ranking_loss,
+        (("margin", 0.0),) + _LEGACY,
+        ("input1", "input2", "target"),
+    ),
+    "TripletMarginLoss": (
+        F.triplet_margin_loss,
+        (("margin", 1.0), ("p", 2.0), ("eps", 1e-6), ("swap", False)) + _LEGACY,
+        _TRIPLET,
+    ),
+    "CTCLoss": (
+        F.ctc_loss,
+        (("blank", 0), ("reduction", "mean"), ("zero_infinity", False)),
+        ("log_probs", "targets", "input_lengths", "target_lengths"),
+    ),
 }
 
 for _name, _row in LOSSES.items():
     globals()[_name] = _loss(_name, *_row)
 del _name, _row
 
-__all__ = list(LOSSES)
+
+class NLLLoss2d(NLLLoss):  # noqa: F821 - made from LOSSES above
+    """PyTorch's deprecated name for NLLLoss over (N, C, H, W)."""
+
+
+class TripletMarginWithDistanceLoss(Module):
+    """Triplet loss with any distance; a PairwiseDistance child module by default."""
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__()
+        if margin <= 0:
+            raise ValueError(
+                f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                f"{margin} instead"
+            )
+        if distance_function is None:
+            distance_function = PairwiseDistance()
+        self.distance_function = distance_function
+        self.margin, self.swap, self.reduction = margin, swap, reduction
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(
+            anchor,
+            positive,
+            negative,
+            distance_function=self.distance_function,
+            margin=self.margin,
+            swap=self.swap,
+            reduction=self.reduction,
+        )
+
+
+__all__ = [*LOSSES, "NLLLoss2d", "TripletMarginWithDistanceLoss"]

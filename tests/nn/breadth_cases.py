@@ -12,34 +12,46 @@ import numpy as np
 import pytest
 
 
+def _generator(make, grad=False):
+    """``make(rng, dtype)`` marked with whether its (float) values get a gradient; generated
+    values are targets, lengths and variances, without one unless asked."""
+    make.grad = grad
+    return make
+
+
 def ints(high, shape, low=0):
     """Integer (int64) inputs in [low, high)."""
-    return lambda rng, dtype: rng.integers(low, high, size=shape).astype(np.int64)
+    return _generator(lambda rng, dtype: rng.integers(low, high, size=shape).astype(np.int64))
 
 
-def positive(shape, low=0.1):
+def positive(shape, low=0.1, grad=False):
     """Floats in [low, low + 2)."""
-    return lambda rng, dtype: (rng.random(shape) * 2 + low).astype(dtype)
+    return _generator(lambda rng, dtype: (rng.random(shape) * 2 + low).astype(dtype), grad)
 
 
-def unit(shape):
+def unit(shape, grad=False):
     """Floats in (0, 1), e.g. probabilities."""
-    return lambda rng, dtype: (rng.random(shape) * 0.98 + 0.01).astype(dtype)
+    return _generator(lambda rng, dtype: (rng.random(shape) * 0.98 + 0.01).astype(dtype), grad)
 
 
 def signs(shape):
     """-1 or 1 (as floats), the targets of margin losses."""
-    return lambda rng, dtype: rng.choice([-1.0, 1.0], size=shape).astype(dtype)
+    return _generator(lambda rng, dtype: rng.choice([-1.0, 1.0], size=shape).astype(dtype))
 
 
-def const(value):
+def const(value, grad=False):
     """A fixed array (its dtype kept, except floats that follow the case's dtype)."""
 
     def make(rng, dtype):
         array = np.asarray(value)
         return array.astype(dtype) if array.dtype.kind == "f" else array
 
-    return make
+    return _generator(make, grad)
+
+
+def grads_for(specs) -> list:
+    """Which inputs get gradients: shapes do, generators when marked."""
+    return [getattr(spec, "grad", False) if callable(spec) else True for spec in specs]
 
 
 def inputs_for(specs, rng, dtype) -> list:
@@ -93,5 +105,113 @@ ACTIVATION_FUNCTIONS = [
     fcase("threshold", {"threshold": 0.5, "value": -3.0}),
 ]
 
-MODULES = ACTIVATION_MODULES
-FUNCTIONS = ACTIVATION_FUNCTIONS
+
+def labels(classes, shape):
+    """Multi-label targets: each row lists distinct classes, then -1 and arbitrary values
+    (which PyTorch ignores after the first -1)."""
+
+    def make(rng, dtype):
+        rows = []
+        for _ in range(int(np.prod(shape[:-1]))):
+            row = rng.permutation(classes)[: shape[-1]]
+            cut = rng.integers(0, shape[-1] + 1)
+            if cut < shape[-1]:
+                row[cut] = -1
+            rows.append(row)
+        return np.array(rows, dtype=np.int64).reshape(shape)
+
+    return make
+
+
+W4 = const([0.5, 1.0, 2.0, 0.25])
+
+LOSS_MODULES = [
+    mcase("PoissonNLLLoss", inputs=[(3, 4), positive((3, 4))]),
+    mcase(
+        "PoissonNLLLoss", (False, True), inputs=[positive((3, 4), grad=True), positive((3, 4), 0.0)]
+    ),
+    mcase("PoissonNLLLoss", (True, True), {"reduction": "none"}, [(2, 5), positive((2, 5))]),
+    mcase("GaussianNLLLoss", inputs=[(3, 4), (3, 4), positive((3, 4), grad=True)]),
+    mcase("GaussianNLLLoss", (), {"full": True}, [(3, 4), (3, 4), positive((3,), grad=True)]),
+    mcase(
+        "GaussianNLLLoss", (), {"reduction": "sum"}, [(3, 4), (3, 4), positive((3, 1), grad=True)]
+    ),
+    mcase("GaussianNLLLoss", (), {"eps": 0.5}, [(2, 3), (2, 3), unit((2, 3), grad=True)]),
+    mcase("SoftMarginLoss", inputs=[(3, 4), signs((3, 4))]),
+    mcase("SoftMarginLoss", (), {"reduction": "none"}, [(5,), signs((5,))]),
+    mcase("MultiLabelSoftMarginLoss", inputs=[(3, 4), ints(2, (3, 4))]),
+    mcase("MultiLabelSoftMarginLoss", (W4,), {"reduction": "sum"}, [(3, 4), unit((3, 4))]),
+    mcase("MultiLabelMarginLoss", inputs=[(5, 4), labels(4, (5, 4))]),
+    mcase("MultiLabelMarginLoss", (), {"reduction": "none"}, [(4,), labels(4, (4,))]),
+    mcase("MultiMarginLoss", inputs=[(5, 4), ints(4, (5,))]),
+    mcase("MultiMarginLoss", (2, 0.5), inputs=[(5, 4), ints(4, (5,))]),
+    mcase("MultiMarginLoss", (1, 1.0, W4), {"reduction": "none"}, [(5, 4), ints(4, (5,))]),
+    mcase("MultiMarginLoss", (), {"reduction": "none"}, [(4,), const(2)]),
+    mcase("HingeEmbeddingLoss", inputs=[(3, 4), signs((3, 4))]),
+    mcase("HingeEmbeddingLoss", (0.5,), {"reduction": "sum"}, [(6,), signs((6,))]),
+    mcase("MarginRankingLoss", inputs=[(5,), (5,), signs((5,))]),
+    mcase("MarginRankingLoss", (0.3,), {"reduction": "none"}, [(5,), (5,), signs((5,))]),
+    mcase("TripletMarginLoss", inputs=[(4, 3), (4, 3), (4, 3)]),
+    mcase("TripletMarginLoss", (2.0, 1.0), {"swap": True}, [(4, 3), (4, 3), (4, 3)]),
+    mcase("TripletMarginLoss", (), {"p": 3, "reduction": "none"}, [(4, 3), (4, 3), (4, 3)]),
+    mcase("TripletMarginWithDistanceLoss", (), {"margin": 3.0}, [(4, 3), (4, 3), (4, 3)]),
+    mcase("TripletMarginWithDistanceLoss", (), {"swap": True}, [(4, 3), (4, 3), (4, 3)]),
+    mcase("NLLLoss2d", inputs=[(2, 3, 4, 4), ints(3, (2, 4, 4))]),
+    mcase("PairwiseDistance", inputs=[(4, 3), (4, 3)]),
+    mcase("PairwiseDistance", (1.0, 0.0, True), inputs=[(2, 4, 3), (4, 3)]),
+    mcase("CosineSimilarity", inputs=[(4, 3), (4, 3)]),
+    mcase("CosineSimilarity", (-1, 0.1), inputs=[(2, 4, 3), (1, 3)]),
+    mcase(
+        "CTCLoss",
+        inputs=[(8, 3, 5), ints(5, (3, 4), 1), const([8, 6, 7]), const([4, 2, 3])],
+    ),
+    mcase(
+        "CTCLoss",
+        (4, "sum"),
+        inputs=[(6, 2, 5), ints(4, (5,)), const([6, 6]), const([3, 2])],
+        id="CTCLoss-concatenated",
+    ),
+    mcase(
+        "CTCLoss",
+        (0, "none", True),
+        inputs=[
+            (5, 3, 4),
+            const([[1, 1, 1], [1, 2, 1], [2, 3, 0]]),
+            const([3, 5, 5]),
+            const([3, 3, 0]),
+        ],
+        id="CTCLoss-impossible-zero_infinity",
+    ),
+    mcase(
+        "CTCLoss",
+        (),
+        {"reduction": "none"},
+        inputs=[(7, 4), const([1, 2, 2]), const(7), const(3)],
+        id="CTCLoss-unbatched",
+    ),
+]
+
+LOSS_FUNCTIONS = [
+    fcase(
+        "poisson_nll_loss",
+        {"log_input": False, "eps": 0.1},
+        [positive((4,), grad=True), positive((4,))],
+    ),
+    fcase("gaussian_nll_loss", {"var": 0.5}, [(3, 2), (3, 2)], id="gaussian_nll_loss-float-var"),
+    fcase("soft_margin_loss", {"reduction": "sum"}, [(3, 4), signs((3, 4))]),
+    fcase("multilabel_soft_margin_loss", {}, [(4,), ints(2, (4,))]),
+    fcase("multilabel_margin_loss", {"reduction": "sum"}, [(3, 5), labels(5, (3, 5))]),
+    fcase("multi_margin_loss", {"p": 2, "margin": 2.0}, [(6, 3), ints(3, (6,))]),
+    fcase("hinge_embedding_loss", {"margin": 2.0}, [(3, 4), const([1.0, -1.0, 0.0, 1.0])]),
+    fcase("margin_ranking_loss", {"margin": 0.1}, [(2, 3), (2, 3), signs((2, 3))]),
+    fcase("triplet_margin_loss", {"eps": 0.0, "swap": True}, [(5,), (5,), (5,)]),
+    fcase("triplet_margin_with_distance_loss", {"reduction": "none"}, [(3, 5), (3, 5), (3, 5)]),
+    fcase(
+        "ctc_loss",
+        {"input_lengths": [5, 4], "target_lengths": [2, 2], "reduction": "mean"},
+        [(5, 2, 3), const([[1, 2], [2, 2]])],
+    ),
+]
+
+MODULES = ACTIVATION_MODULES + LOSS_MODULES
+FUNCTIONS = ACTIVATION_FUNCTIONS + LOSS_FUNCTIONS

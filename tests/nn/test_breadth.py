@@ -4,18 +4,43 @@ and in float64 (tight tolerances, where formula slips show) on the CPU."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ember
 
-from .breadth_cases import FUNCTIONS, MODULES, inputs_for
-from .oracle import check_module, pair
+from .breadth_cases import FUNCTIONS, MODULES, grads_for, inputs_for
+from .oracle import check_module, pair, to_ember, to_torch
 
 torch = pytest.importorskip("torch")
 
 
+def _tensor_args(args, kwargs, dtype):
+    """Generated arguments (class weights...) made concrete: the same numpy array for both."""
+    rng = np.random.default_rng(0)
+    args = [a(rng, dtype) if callable(a) else a for a in args]
+    kwargs = {k: v(rng, dtype) if callable(v) else v for k, v in kwargs.items()}
+    return args, kwargs
+
+
 def _module_pair(name, args, kwargs, device, dtype):
-    ours, theirs = pair(name, *args, device=device, dtype=dtype, **kwargs)
+    import torch
+
+    args, kwargs = _tensor_args(args, kwargs, dtype)
+    if not any(isinstance(v, np.ndarray) for v in [*args, *kwargs.values()]):
+        ours, theirs = pair(name, *args, device=device, dtype=dtype, **kwargs)
+    else:  # tensors among the arguments: each framework gets its own
+        ours = getattr(ember.nn, name)(
+            *[to_ember(a, device) if isinstance(a, np.ndarray) else a for a in args],
+            **{
+                k: to_ember(v, device) if isinstance(v, np.ndarray) else v
+                for k, v in kwargs.items()
+            },
+        )
+        theirs = getattr(torch.nn, name)(
+            *[to_torch(a) if isinstance(a, np.ndarray) else a for a in args],
+            **{k: to_torch(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()},
+        )
     if name in EVAL:  # random in training: their deterministic evaluation form is compared
         ours.eval()
         theirs.eval()
@@ -28,7 +53,8 @@ EVAL = {"RReLU"}
 @pytest.mark.parametrize("name, args, kwargs, inputs, forward, f64", MODULES)
 def test_module(device, rng, name, args, kwargs, inputs, forward, f64):
     ours, theirs = _module_pair(name, args, kwargs, device, "float32")
-    check_module(ours, theirs, inputs_for(inputs, rng, "float32"), device, forward)
+    values = inputs_for(inputs, rng, "float32")
+    check_module(ours, theirs, values, device, forward, grad_inputs=grads_for(inputs))
 
 
 @pytest.mark.parametrize("name, args, kwargs, inputs, forward, f64", MODULES)
@@ -37,31 +63,36 @@ def test_module_float64(rng, name, args, kwargs, inputs, forward, f64):
         pytest.skip("float32 only")
     ours, theirs = _module_pair(name, args, kwargs, "cpu", "float64")
     values = inputs_for(inputs, rng, "float64")
-    check_module(ours, theirs, values, "cpu", forward, dtype="float64")
+    check_module(
+        ours, theirs, values, "cpu", forward, dtype="float64", grad_inputs=grads_for(inputs)
+    )
 
 
 @pytest.mark.parametrize("name, args, kwargs, inputs, forward, f64", MODULES)
 def test_module_repr(name, args, kwargs, inputs, forward, f64):
-    torch.manual_seed(0)
-    assert repr(getattr(ember.nn, name)(*args, **kwargs)) == repr(
-        getattr(torch.nn, name)(*args, **kwargs)
-    )
+    ours, theirs = _module_pair(name, args, kwargs, "cpu", "float32")
+    assert repr(ours) == repr(theirs)
 
 
 def _functions(name, kwargs):
     def ours(*args):
-        return getattr(ember.nn.functional, name)(*args, **kwargs)
+        return getattr(ember.nn.functional, name)(*args, **_framework(kwargs, to_ember))
 
     def theirs(*args):
-        return getattr(torch.nn.functional, name)(*args, **kwargs)
+        return getattr(torch.nn.functional, name)(*args, **_framework(kwargs, to_torch))
 
     return ours, theirs
+
+
+def _framework(kwargs, convert):
+    return {k: convert(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
 
 
 @pytest.mark.parametrize("name, kwargs, inputs, f64", FUNCTIONS)
 def test_function(device, rng, name, kwargs, inputs, f64):
     ours, theirs = _functions(name, kwargs)
-    check_module(ours, theirs, inputs_for(inputs, rng, "float32"), device)
+    values = inputs_for(inputs, rng, "float32")
+    check_module(ours, theirs, values, device, grad_inputs=grads_for(inputs))
 
 
 @pytest.mark.parametrize("name, kwargs, inputs, f64", FUNCTIONS)
@@ -69,4 +100,5 @@ def test_function_float64(rng, name, kwargs, inputs, f64):
     if not f64:
         pytest.skip("float32 only")
     ours, theirs = _functions(name, kwargs)
-    check_module(ours, theirs, inputs_for(inputs, rng, "float64"), "cpu", dtype="float64")
+    values = inputs_for(inputs, rng, "float64")
+    check_module(ours, theirs, values, "cpu", dtype="float64", grad_inputs=grads_for(inputs))
