@@ -95,4 +95,5 @@ from .pooling import (
     max_pool1d,
     max_pool2d,
 )
-from .vision import interpolate, pad
+from .shuffle import channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle
+from .vision import interpolate, pad, upsample, upsample_bilinear, upsample_nearest

@@ -34,6 +34,12 @@ def unit(shape, grad=False):
     return _generator(lambda rng, dtype: (rng.random(shape) * 0.98 + 0.01).astype(dtype), grad)
 
 
+def normal(shape, grad=False):
+    """Normal floats, without a gradient unless asked (for functions PyTorch cannot
+    differentiate)."""
+    return _generator(lambda rng, dtype: rng.standard_normal(shape).astype(dtype), grad)
+
+
 def signs(shape):
     """-1 or 1 (as floats), the targets of margin losses."""
     return _generator(lambda rng, dtype: rng.choice([-1.0, 1.0], size=shape).astype(dtype))
@@ -213,5 +219,48 @@ LOSS_FUNCTIONS = [
     ),
 ]
 
-MODULES = ACTIVATION_MODULES + LOSS_MODULES
-FUNCTIONS = ACTIVATION_FUNCTIONS + LOSS_FUNCTIONS
+PAD_MODULES = [
+    mcase("ConstantPad1d", (2, 3.5), inputs=[(2, 3, 4)]),
+    mcase("ConstantPad2d", ((1, 0, 2, -1), -1.0), inputs=[(2, 3, 4)]),
+    mcase("ConstantPad3d", (1, 0.0), inputs=[(1, 2, 2, 3, 2)]),
+    mcase("ZeroPad1d", ((0, 2),), inputs=[(3, 4)]),
+    mcase("ZeroPad2d", (1,), inputs=[(2, 3, 4, 2)]),
+    mcase("ZeroPad3d", ((1, 0, 0, 1, 2, 0),), inputs=[(2, 2, 3, 2)]),
+    mcase("ReflectionPad1d", (2,), inputs=[(2, 3, 4)]),
+    mcase("ReflectionPad2d", ((1, 2, 0, 2),), inputs=[(2, 3, 4, 3)]),
+    mcase("ReflectionPad3d", (1,), inputs=[(1, 2, 3, 3, 2)]),
+    mcase("ReplicationPad1d", ((3, 1),), inputs=[(3, 4)]),
+    mcase("ReplicationPad2d", (2,), inputs=[(3, 2, 3)]),
+    mcase("ReplicationPad3d", ((1, 0, 2, 1, 0, 1),), inputs=[(1, 2, 2, 3, 2)]),
+    mcase("CircularPad1d", (2,), inputs=[(2, 3, 4)]),
+    mcase("CircularPad2d", ((1, 0, 2, 1),), inputs=[(2, 3, 4)]),
+    mcase("CircularPad3d", (1,), inputs=[(1, 2, 2, 3, 2)]),
+]
+
+VISION_MODULES = [
+    mcase("PixelShuffle", (2,), inputs=[(2, 8, 3, 4)]),
+    mcase("PixelShuffle", (3,), inputs=[(9, 2, 2)]),
+    mcase("PixelUnshuffle", (2,), inputs=[(2, 3, 4, 6)]),
+    mcase("PixelUnshuffle", (3,), inputs=[(2, 1, 2, 3, 6)]),
+    mcase("ChannelShuffle", (2,), inputs=[(2, 6, 3)]),
+    mcase("ChannelShuffle", (3,), inputs=[(1, 6, 2, 2)]),
+    mcase("Upsample", (None, 2), inputs=[(2, 3, 4)]),
+    mcase("Upsample", ((5, 3),), {"mode": "bilinear"}, [(1, 2, 3, 4)]),
+    mcase("Upsample", (None, 1.5), {"mode": "trilinear", "align_corners": True}, [(1, 2, 2, 3, 2)]),
+    mcase("UpsamplingNearest2d", (None, (2, 3)), inputs=[(1, 2, 3, 2)]),
+    mcase("UpsamplingBilinear2d", (6,), inputs=[(2, 2, 3, 4)]),
+    mcase("Fold", ((4, 5), 2), inputs=[(2, 12, 12)]),
+    mcase("Fold", (5, (2, 3), 1, 1, 2), inputs=[(1, 6, 9)]),
+    mcase("Unfold", (2,), inputs=[(2, 3, 4, 5)]),
+    mcase("Unfold", ((2, 3), 2, 1, (1, 2)), inputs=[(3, 5, 6)]),
+]
+
+VISION_FUNCTIONS = [
+    fcase("pixel_shuffle", {"upscale_factor": 2}, [(4, 2, 2)]),
+    fcase("pixel_unshuffle", {"downscale_factor": 2}, [(1, 1, 4, 4)]),
+    fcase("channel_shuffle", {"groups": 2}, [(2, 4, 2)]),
+    fcase("native_channel_shuffle", {"groups": 3}, [normal((1, 6, 2, 1))]),  # no torch gradient
+]
+
+MODULES = ACTIVATION_MODULES + LOSS_MODULES + PAD_MODULES + VISION_MODULES
+FUNCTIONS = ACTIVATION_FUNCTIONS + LOSS_FUNCTIONS + VISION_FUNCTIONS
