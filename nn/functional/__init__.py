@@ -58,6 +58,12 @@ from .dropout import (
     dropout3d,
     feature_alpha_dropout,
 )
+from .fractional import (
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
 from .linear import bilinear, embedding, embedding_bag, linear, one_hot
 from .loss import (
     binary_cross_entropy,
@@ -86,14 +92,31 @@ from .margin import (
     triplet_margin_with_distance_loss,
 )
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, normalize, rms_norm
+from .pool_nd import (
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    avg_pool3d,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_pool3d,
+    max_pool3d_with_indices,
+)
 from .pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
     avg_pool1d,
     avg_pool2d,
     max_pool1d,
     max_pool2d,
 )
 from .shuffle import channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle
+from .unpool import max_unpool1d, max_unpool2d, max_unpool3d
 from .vision import interpolate, pad, upsample, upsample_bilinear, upsample_nearest

@@ -210,3 +210,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     row = rows.view(out_h, 1, kh).expand(*shape[:-1], kh).gather(-1, (local // kw).view(shape))
     col = cols.view(1, out_w, kw).expand(*shape[:-1], kw).gather(-1, (local % kw).view(shape))
     return values, (row * w + col).squeeze(-1)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool2d(input, output_size, return_indices=True)

@@ -262,5 +262,124 @@ VISION_FUNCTIONS = [
     fcase("native_channel_shuffle", {"groups": 3}, [normal((1, 6, 2, 1))]),  # no torch gradient
 ]
 
-MODULES = ACTIVATION_MODULES + LOSS_MODULES + PAD_MODULES + VISION_MODULES
-FUNCTIONS = ACTIVATION_FUNCTIONS + LOSS_FUNCTIONS + VISION_FUNCTIONS
+
+def unpool_indices(pooled, kernel, stride, padding=None):
+    """Flat indices a max pool with ``kernel`` and ``stride`` could have returned for a pooled
+    shape (N, C, *out): one random cell of each window (windows may overlap; distinct picks
+    keep the scatter deterministic, so each window picks a cell no other window picked)."""
+
+    def make(rng, dtype):
+        n = len(kernel)
+        out = pooled[-n:]
+        pad = padding or (0,) * n
+        sizes = [(o - 1) * s + k - 2 * p for o, k, s, p in zip(out, kernel, stride, pad)]
+        flat = np.zeros(pooled, dtype=np.int64)
+        for lead in np.ndindex(*pooled[:-n]):
+            taken = set()
+            for cell in np.ndindex(*out):
+                while True:
+                    coord = [
+                        min(max(c * s - p + rng.integers(k), 0), size - 1)
+                        for c, k, s, p, size in zip(cell, kernel, stride, pad, sizes)
+                    ]
+                    index = int(np.ravel_multi_index(coord, sizes))
+                    if index not in taken:
+                        break
+                taken.add(index)
+                flat[(*lead, *cell)] = index
+        return flat
+
+    return _generator(make)
+
+
+POOL_MODULES = [
+    mcase("MaxPool3d", (2,), inputs=[(2, 2, 4, 4, 4)]),
+    mcase("MaxPool3d", ((3, 2, 2), (2, 1, 2), 1), {"ceil_mode": True}, [(1, 2, 5, 4, 5)]),
+    mcase("MaxPool3d", (2, 1, 0, 2), {"return_indices": True}, [(2, 4, 5, 4)]),
+    mcase("AvgPool3d", (2,), inputs=[(2, 2, 4, 4, 4)]),
+    mcase("AvgPool3d", (3, 2, 1), {"count_include_pad": False}, [(1, 2, 5, 4, 5)]),
+    mcase("AvgPool3d", (3, 2, 1), {"ceil_mode": True, "divisor_override": 4}, [(2, 5, 4, 6)]),
+    mcase("AdaptiveAvgPool3d", ((2, 3, 2),), inputs=[(2, 2, 5, 4, 3)]),
+    mcase("AdaptiveAvgPool3d", (1,), inputs=[(2, 3, 4, 3)]),
+    mcase("AdaptiveAvgPool3d", ((None, 3, 1),), inputs=[(1, 2, 3, 5, 4)]),
+    mcase("AdaptiveMaxPool1d", (3,), inputs=[(2, 3, 7)]),
+    mcase("AdaptiveMaxPool1d", (4, True), inputs=[(3, 8)]),
+    mcase("AdaptiveMaxPool2d", ((3, 2), True), inputs=[(2, 2, 7, 5)]),
+    mcase("AdaptiveMaxPool2d", (2,), inputs=[(2, 4, 4)]),
+    mcase("AdaptiveMaxPool3d", ((2, 3, 2), True), inputs=[(1, 2, 5, 4, 3)]),
+    mcase("AdaptiveMaxPool3d", (2,), inputs=[(2, 4, 4, 4)]),
+    mcase("LPPool1d", (2, 3), inputs=[(2, 3, 7)]),
+    mcase("LPPool1d", (1.5, 2, 1, True), inputs=[positive((2, 3, 6), grad=True)]),
+    mcase("LPPool2d", (2, 2), inputs=[(2, 3, 4, 6)]),
+    mcase("LPPool2d", (3, (2, 3), (1, 2)), inputs=[(2, 5, 5)]),
+    mcase("LPPool3d", (2, 2), inputs=[(1, 2, 4, 4, 4)]),
+    mcase("LPPool3d", (1, 2, 1, True), inputs=[positive((2, 3, 3, 3), grad=True)]),
+    mcase(
+        "FractionalMaxPool2d",
+        (2, (4, 5)),
+        {"_random_samples": unit((2, 3, 2))},
+        [(2, 3, 9, 11)],
+        id="FractionalMaxPool2d-size",
+    ),
+    mcase(
+        "FractionalMaxPool2d",
+        ((3, 2),),
+        {"output_ratio": 0.5, "return_indices": True, "_random_samples": unit((1, 2, 2))},
+        [(2, 8, 9)],
+        id="FractionalMaxPool2d-ratio",
+    ),
+    mcase(
+        "FractionalMaxPool3d",
+        (2, (3, 4, 2)),
+        {"_random_samples": unit((2, 2, 3)), "return_indices": True},
+        [(2, 2, 7, 8, 5)],
+        id="FractionalMaxPool3d-size",
+    ),
+    mcase(
+        "MaxUnpool1d",
+        (2,),
+        inputs=[(2, 3, 4), unpool_indices((2, 3, 4), (2,), (2,))],
+    ),
+    mcase(
+        "MaxUnpool2d",
+        (2,),
+        inputs=[(2, 3, 2, 3), unpool_indices((2, 3, 2, 3), (2, 2), (2, 2))],
+        forward={"output_size": [5, 7]},
+    ),
+    mcase(
+        "MaxUnpool2d",
+        (3, 2, 1),
+        inputs=[(1, 2, 3, 3), unpool_indices((1, 2, 3, 3), (3, 3), (2, 2), (1, 1))],
+    ),
+    mcase(
+        "MaxUnpool3d",
+        (2,),
+        inputs=[(1, 2, 2, 2, 3), unpool_indices((1, 2, 2, 2, 3), (2, 2, 2), (2, 2, 2))],
+    ),
+]
+
+POOL_FUNCTIONS = [
+    fcase("max_pool3d", {"kernel_size": 2, "stride": 1, "dilation": (1, 2, 1)}, [(1, 2, 3, 5, 3)]),
+    fcase("max_pool1d_with_indices", {"kernel_size": 3, "stride": 2}, [(2, 3, 9)]),
+    fcase("max_pool2d_with_indices", {"kernel_size": 2, "padding": 1}, [(2, 3, 5, 5)]),
+    fcase("max_pool3d_with_indices", {"kernel_size": 2}, [(2, 2, 4, 4, 2)]),
+    fcase("avg_pool3d", {"kernel_size": (1, 2, 3)}, [(2, 2, 2, 4, 6)]),
+    fcase("adaptive_max_pool1d_with_indices", {"output_size": 3}, [(2, 3, 8)]),
+    fcase("adaptive_max_pool2d_with_indices", {"output_size": (2, 3)}, [(1, 2, 5, 7)]),
+    fcase("adaptive_max_pool3d_with_indices", {"output_size": 2}, [(1, 2, 3, 5, 4)]),
+    fcase("lp_pool2d", {"norm_type": float("inf"), "kernel_size": 2}, [(1, 2, 4, 4)]),
+    fcase("lp_pool1d", {"norm_type": -float("inf"), "kernel_size": 2}, [(1, 2, 6)]),
+    fcase(
+        "fractional_max_pool2d_with_indices",
+        {"kernel_size": 2, "output_size": 3, "_random_samples": unit((1, 2, 2))},
+        [(1, 2, 6, 6)],
+    ),
+    fcase(
+        "max_unpool2d",
+        {"kernel_size": 2},
+        [(1, 2, 2, 2), unpool_indices((1, 2, 2, 2), (2, 2), (2, 2))],
+    ),
+]
+
+MODULES = ACTIVATION_MODULES + LOSS_MODULES + PAD_MODULES + VISION_MODULES + POOL_MODULES
+FUNCTIONS = ACTIVATION_FUNCTIONS + LOSS_FUNCTIONS + VISION_FUNCTIONS + POOL_FUNCTIONS

@@ -74,23 +74,25 @@ def test_module_repr(name, args, kwargs, inputs, forward, f64):
     assert repr(ours) == repr(theirs)
 
 
-def _functions(name, kwargs):
+def _functions(name, kwargs, device, dtype):
+    _, kwargs = _tensor_args((), kwargs, dtype)
+    ours_kwargs = {
+        k: to_ember(v, device) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()
+    }
+    theirs_kwargs = {k: to_torch(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+
     def ours(*args):
-        return getattr(ember.nn.functional, name)(*args, **_framework(kwargs, to_ember))
+        return getattr(ember.nn.functional, name)(*args, **ours_kwargs)
 
     def theirs(*args):
-        return getattr(torch.nn.functional, name)(*args, **_framework(kwargs, to_torch))
+        return getattr(torch.nn.functional, name)(*args, **theirs_kwargs)
 
     return ours, theirs
 
 
-def _framework(kwargs, convert):
-    return {k: convert(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
-
-
 @pytest.mark.parametrize("name, kwargs, inputs, f64", FUNCTIONS)
 def test_function(device, rng, name, kwargs, inputs, f64):
-    ours, theirs = _functions(name, kwargs)
+    ours, theirs = _functions(name, kwargs, device, "float32")
     values = inputs_for(inputs, rng, "float32")
     check_module(ours, theirs, values, device, grad_inputs=grads_for(inputs))
 
@@ -99,6 +101,6 @@ def test_function(device, rng, name, kwargs, inputs, f64):
 def test_function_float64(rng, name, kwargs, inputs, f64):
     if not f64:
         pytest.skip("float32 only")
-    ours, theirs = _functions(name, kwargs)
+    ours, theirs = _functions(name, kwargs, "cpu", "float64")
     values = inputs_for(inputs, rng, "float64")
     check_module(ours, theirs, values, "cpu", dtype="float64", grad_inputs=grads_for(inputs))
