@@ -91,7 +91,15 @@ from .margin import (
     triplet_margin_loss,
     triplet_margin_with_distance_loss,
 )
-from .normalization import batch_norm, group_norm, instance_norm, layer_norm, normalize, rms_norm
+from .normalization import (
+    batch_norm,
+    group_norm,
+    instance_norm,
+    layer_norm,
+    local_response_norm,
+    normalize,
+    rms_norm,
+)
 from .pool_nd import (
     adaptive_avg_pool3d,
     adaptive_max_pool1d,

@@ -3,7 +3,7 @@
 from .activation import *  # noqa: F403 - the table in activation.py lists them
 from .activation import ACTIVATIONS
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import (
     AlphaDropout,
@@ -13,12 +13,27 @@ from .dropout import (
     Dropout3d,
     FeatureAlphaDropout,
 )
+from .instancenorm import (
+    CrossMapLRN2d,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LocalResponseNorm,
+)
 from .linear import Bilinear, Identity, Linear
 from .loss import *  # noqa: F403 - the table in loss.py lists them
 from .loss import LOSSES
 from .misc import Embedding, EmbeddingBag, Flatten, Unflatten
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    LayerNorm,
+    RMSNorm,
+    SyncBatchNorm,
+)
 from .padding import *  # noqa: F403 - the table in padding.py lists them
 from .pooling import (
     AdaptiveAvgPool1d,
@@ -42,7 +57,7 @@ from .pooling import (
     MaxUnpool2d,
     MaxUnpool3d,
 )
-from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import (
     MultiheadAttention,
     Transformer,

@@ -1,4 +1,4 @@
-"""BatchNorm1d/2d, LayerNorm, GroupNorm, RMSNorm."""
+"""BatchNorm1d/2d/3d, SyncBatchNorm, LayerNorm, GroupNorm, RMSNorm."""
 
 from __future__ import annotations
 
@@ -79,12 +79,15 @@ class _BatchNorm(_Normalization):
         self.reset_running_stats()
         super().reset_parameters()
 
-    def forward(self, input):
+    def _check_input_dim(self, input) -> None:
         if input.ndim not in self._input_dims:
             raise ValueError(
                 f"expected {' or '.join(f'{d}D' for d in self._input_dims)} input (got "
                 f"{input.ndim}D input)"
             )
+
+    def forward(self, input):
+        self._check_input_dim(input)
         if input.shape[1] != self.num_features:
             raise RuntimeError(
                 f"running_mean should contain {input.shape[1]} elements not {self.num_features} "
@@ -126,6 +129,67 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalisation over (N, C, H, W)."""
 
     _input_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation over (N, C, D, H, W)."""
+
+    _input_dims = (5,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation over (N, C, *) whose statistics would be synchronised across a
+    process group. Without an initialised multi-process group (ember has no process groups
+    yet) PyTorch falls back to plain batch norm, and so does this."""
+
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        process_group=None,
+        device=None,
+        dtype=None,
+        *,
+        bias=True,
+    ):
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
+        self.process_group = process_group
+
+    def _check_input_dim(self, input) -> None:
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every batch norm layer in it replaced by a SyncBatchNorm sharing its
+        parameters and running statistics."""
+        output = module
+        if isinstance(module, _BatchNorm):
+            output = cls(
+                module.num_features,
+                module.eps,
+                module.momentum,
+                module.affine,
+                module.track_running_stats,
+                process_group,
+                bias=module.bias is not None,
+            )
+            if module.affine:
+                output.weight, output.bias = module.weight, module.bias
+            output.running_mean = module.running_mean
+            output.running_var = module.running_var
+            output.num_batches_tracked = module.num_batches_tracked
+            output.training = module.training
+        for name, child in module.named_children():
+            output.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return output
 
 
 def _shape(normalized_shape):

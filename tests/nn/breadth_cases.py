@@ -12,37 +12,61 @@ import numpy as np
 import pytest
 
 
-def _generator(make, grad=False):
-    """``make(rng, dtype)`` marked with whether its (float) values get a gradient; generated
-    values are targets, lengths and variances, without one unless asked."""
-    make.grad = grad
-    return make
+class _Generated:
+    """``make(rng, dtype)`` marked with whether its (float) values get a gradient (generated
+    values are targets, lengths and variances, without one unless asked), with a stable repr
+    for test ids (pytest-xdist workers must collect the same ids)."""
+
+    def __init__(self, make, grad, label):
+        self.make, self.grad, self.label = make, grad, label
+
+    def __call__(self, rng, dtype):
+        return self.make(rng, dtype)
+
+    def __repr__(self) -> str:
+        return self.label
+
+
+def _generator(make, grad=False, label="generated"):
+    return _Generated(make, grad, label)
 
 
 def ints(high, shape, low=0):
     """Integer (int64) inputs in [low, high)."""
-    return _generator(lambda rng, dtype: rng.integers(low, high, size=shape).astype(np.int64))
+    return _generator(
+        lambda rng, dtype: rng.integers(low, high, size=shape).astype(np.int64),
+        label=f"ints({high}, {shape})",
+    )
 
 
 def positive(shape, low=0.1, grad=False):
     """Floats in [low, low + 2)."""
-    return _generator(lambda rng, dtype: (rng.random(shape) * 2 + low).astype(dtype), grad)
+    return _generator(
+        lambda rng, dtype: (rng.random(shape) * 2 + low).astype(dtype), grad, f"positive({shape})"
+    )
 
 
 def unit(shape, grad=False):
     """Floats in (0, 1), e.g. probabilities."""
-    return _generator(lambda rng, dtype: (rng.random(shape) * 0.98 + 0.01).astype(dtype), grad)
+    return _generator(
+        lambda rng, dtype: (rng.random(shape) * 0.98 + 0.01).astype(dtype), grad, f"unit({shape})"
+    )
 
 
 def normal(shape, grad=False):
     """Normal floats, without a gradient unless asked (for functions PyTorch cannot
     differentiate)."""
-    return _generator(lambda rng, dtype: rng.standard_normal(shape).astype(dtype), grad)
+    return _generator(
+        lambda rng, dtype: rng.standard_normal(shape).astype(dtype), grad, f"normal({shape})"
+    )
 
 
 def signs(shape):
     """-1 or 1 (as floats), the targets of margin losses."""
-    return _generator(lambda rng, dtype: rng.choice([-1.0, 1.0], size=shape).astype(dtype))
+    return _generator(
+        lambda rng, dtype: rng.choice([-1.0, 1.0], size=shape).astype(dtype),
+        label=f"signs({shape})",
+    )
 
 
 def const(value, grad=False):
@@ -52,7 +76,7 @@ def const(value, grad=False):
         array = np.asarray(value)
         return array.astype(dtype) if array.dtype.kind == "f" else array
 
-    return _generator(make, grad)
+    return _generator(make, grad, f"const({value})")
 
 
 def grads_for(specs) -> list:
@@ -126,7 +150,7 @@ def labels(classes, shape):
             rows.append(row)
         return np.array(rows, dtype=np.int64).reshape(shape)
 
-    return make
+    return _generator(make, label=f"labels({classes}, {shape})")
 
 
 W4 = const([0.5, 1.0, 2.0, 0.25])
@@ -260,6 +284,7 @@ VISION_FUNCTIONS = [
     fcase("pixel_unshuffle", {"downscale_factor": 2}, [(1, 1, 4, 4)]),
     fcase("channel_shuffle", {"groups": 2}, [(2, 4, 2)]),
     fcase("native_channel_shuffle", {"groups": 3}, [normal((1, 6, 2, 1))]),  # no torch gradient
+    fcase("local_response_norm", {"size": 3, "k": 2.0}, [(2, 4, 3)]),
 ]
 
 
@@ -289,7 +314,7 @@ def unpool_indices(pooled, kernel, stride, padding=None):
                 flat[(*lead, *cell)] = index
         return flat
 
-    return _generator(make)
+    return _generator(make, label=f"unpool_indices({pooled}, {kernel}, {stride})")
 
 
 POOL_MODULES = [
@@ -381,5 +406,49 @@ POOL_FUNCTIONS = [
     ),
 ]
 
-MODULES = ACTIVATION_MODULES + LOSS_MODULES + PAD_MODULES + VISION_MODULES + POOL_MODULES
+CONV_NORM_MODULES = [
+    mcase("Conv3d", (2, 3, 2), inputs=[(2, 2, 4, 5, 3)]),
+    mcase(
+        "Conv3d",
+        (4, 2, (3, 2, 1)),
+        {"stride": (2, 1, 1), "padding": 1, "groups": 2},
+        [(1, 4, 5, 3, 3)],
+    ),
+    mcase("Conv3d", (2, 2, 3), {"padding": "same", "padding_mode": "reflect"}, [(2, 4, 4, 3)]),
+    mcase("ConvTranspose1d", (3, 2, 3), inputs=[(2, 3, 5)]),
+    mcase("ConvTranspose1d", (4, 2, 3), {"stride": 2, "output_padding": 1, "groups": 2}, [(4, 6)]),
+    mcase("ConvTranspose1d", (2, 3, 2), {"stride": 3}, [(1, 2, 4)], forward={"output_size": [12]}),
+    mcase("ConvTranspose3d", (2, 3, 2), inputs=[(1, 2, 2, 3, 2)]),
+    mcase(
+        "ConvTranspose3d",
+        (2, 2, (2, 3, 2)),
+        {"stride": 2, "padding": (1, 0, 1), "dilation": (1, 2, 1), "bias": False},
+        [(1, 2, 3, 2, 3)],
+    ),
+    mcase("BatchNorm3d", (3,), inputs=[(2, 3, 2, 3, 2)]),
+    mcase("BatchNorm3d", (3,), {"affine": False, "momentum": None}, [(2, 3, 2, 2, 2)]),
+    mcase("SyncBatchNorm", (3,), inputs=[(4, 3)]),
+    mcase("SyncBatchNorm", (3,), {"track_running_stats": False}, [(2, 3, 4, 2, 2)]),
+    mcase("InstanceNorm1d", (3,), inputs=[(2, 3, 5)]),
+    mcase("InstanceNorm1d", (3,), {"affine": True, "track_running_stats": True}, [(3, 6)]),
+    mcase("InstanceNorm2d", (3,), {"affine": True}, [(2, 3, 4, 5)]),
+    mcase("InstanceNorm2d", (3,), {"track_running_stats": True, "momentum": 0.3}, [(2, 3, 4, 4)]),
+    mcase("InstanceNorm3d", (2,), {"affine": True, "eps": 1e-3}, [(2, 2, 3, 3, 2)]),
+    mcase("InstanceNorm3d", (2,), inputs=[(2, 3, 2, 4)]),
+    mcase("LocalResponseNorm", (3,), inputs=[(2, 5, 4)]),
+    mcase("LocalResponseNorm", (2, 0.1, 0.5, 2.0), inputs=[(2, 6, 3, 3)]),
+    mcase("LocalResponseNorm", (4, 0.2), inputs=[(1, 5, 2, 2, 3)]),
+    mcase("CrossMapLRN2d", (3, 0.5), inputs=[(2, 5, 3, 3)]),
+    mcase("CrossMapLRN2d", (4, 0.1, 0.5, 2.0), inputs=[(2, 7, 2, 2)]),
+    mcase("CrossMapLRN2d", (5, 0.3, 0.75, 1), inputs=[(1, 3, 2, 3)]),
+]
+
+MODULES = (
+    ACTIVATION_MODULES
+    + LOSS_MODULES
+    + PAD_MODULES
+    + VISION_MODULES
+    + POOL_MODULES
+    + CONV_NORM_MODULES
+)
 FUNCTIONS = ACTIVATION_FUNCTIONS + LOSS_FUNCTIONS + VISION_FUNCTIONS + POOL_FUNCTIONS

@@ -10,7 +10,7 @@ import pytest
 import ember
 
 from .breadth_cases import FUNCTIONS, MODULES, grads_for, inputs_for
-from .oracle import check_module, pair, to_ember, to_torch
+from .oracle import assert_close, check_module, pair, to_ember, to_torch
 
 torch = pytest.importorskip("torch")
 
@@ -55,6 +55,8 @@ def test_module(device, rng, name, args, kwargs, inputs, forward, f64):
     ours, theirs = _module_pair(name, args, kwargs, device, "float32")
     values = inputs_for(inputs, rng, "float32")
     check_module(ours, theirs, values, device, forward, grad_inputs=grads_for(inputs))
+    for key, value in theirs.state_dict().items():  # running statistics, counters
+        assert_close(ours.state_dict()[key], value, key)
 
 
 @pytest.mark.parametrize("name, args, kwargs, inputs, forward, f64", MODULES)
