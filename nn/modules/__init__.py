@@ -20,6 +20,22 @@ from .instancenorm import (
     InstanceNorm3d,
     LocalResponseNorm,
 )
+from .lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+    LazyModuleMixin,
+)
 from .linear import Bilinear, Identity, Linear
 from .loss import *  # noqa: F403 - the table in loss.py lists them
 from .loss import LOSSES
