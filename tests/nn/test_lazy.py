@@ -57,7 +57,7 @@ def test_uninitialized_parameter_behaviour():
     assert isinstance(layer.weight, ember.nn.Parameter) and layer.weight.requires_grad
     assert repr(layer.weight) == "<UninitializedParameter>"
     with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized"):
-        layer.weight.shape
+        _ = layer.weight.shape
     with pytest.raises(ValueError, match="uninitialized parameter in numel"):
         layer.weight.numel()
     state = layer.state_dict()
