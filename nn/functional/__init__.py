@@ -65,6 +65,7 @@ from .fractional import (
     fractional_max_pool3d_with_indices,
 )
 from .linear import bilinear, embedding, embedding_bag, linear, one_hot
+from .linear_loss import linear_cross_entropy
 from .loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,

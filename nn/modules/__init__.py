@@ -2,8 +2,17 @@
 
 from .activation import *  # noqa: F403 - the table in activation.py lists them
 from .activation import ACTIVATIONS
-from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .adaptive import AdaptiveLogSoftmaxWithLoss
+from .container import (
+    Container,
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .data_parallel import DataParallel
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import (
     AlphaDropout,

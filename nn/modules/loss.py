@@ -4,11 +4,13 @@ constructor signatures."""
 from __future__ import annotations
 
 import inspect
+import math
 
 from .. import functional as F
 from ..functional.loss import legacy_reduction
 from ._signature import signature
 from .distance import PairwiseDistance
+from .linear import Linear
 from .module import Module
 
 # Tensors a loss keeps as buffers (so ``.to(device)`` moves them), as PyTorch does.
@@ -169,4 +171,65 @@ class TripletMarginWithDistanceLoss(Module):
         )
 
 
-__all__ = [*LOSSES, "NLLLoss2d", "TripletMarginWithDistanceLoss"]
+class LinearCrossEntropyLoss(Module):
+    """Cross entropy of a Linear layer's logits, fused so that with ``options`` the logits are
+    never held whole; the Linear is the ``linear`` child (num_classes * prod(out_features)
+    outputs), as in PyTorch."""
+
+    def __init__(
+        self,
+        in_features,
+        num_classes,
+        *,
+        out_features=(),
+        bias=False,
+        device=None,
+        dtype=None,
+        reduction="mean",
+        weight=None,
+        ignore_index=None,
+        label_smoothing=0.0,
+        options=None,
+    ):
+        super().__init__()
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(
+                f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}"
+            )
+        if not 0 <= label_smoothing <= 1.0:
+            raise RuntimeError(
+                f"expected label_smoothing to be in range [0, 1], got {label_smoothing}"
+            )
+        self.register_buffer("weight", weight)
+        self.reduction = reduction
+        self.num_classes, self.out_features = num_classes, out_features
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+        outputs = math.prod(out_features) * num_classes
+        self.linear = Linear(in_features, outputs, bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        shape = (self.num_classes, *self.out_features)
+        bias = self.linear.bias
+        return F.linear_cross_entropy(
+            input,
+            self.linear.weight.reshape(*shape, self.linear.in_features),
+            target,
+            linear_bias=None if bias is None else bias.reshape(shape),
+            weight=self.weight,
+            reduction=self.reduction,
+            ignore_index=self.ignore_index,
+            label_smoothing=self.label_smoothing,
+            options=self.options,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+            f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+            f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+            f"label_smoothing={self.label_smoothing}, options={self.options}"
+        )
+
+
+__all__ = [*LOSSES, "NLLLoss2d", "TripletMarginWithDistanceLoss", "LinearCrossEntropyLoss"]
