@@ -92,6 +92,7 @@ from .margin import (
     triplet_margin_loss,
     triplet_margin_with_distance_loss,
 )
+from .mha import multi_head_attention_forward
 from .normalization import (
     batch_norm,
     group_norm,
