@@ -1,5 +1,14 @@
 """ember.nn.functional: the functional forms of layers, activations and losses."""
 
+from ._overrides import (
+    Optional,
+    assert_int_or_pair,
+    boolean_dispatch,
+    handle_torch_function,
+    has_torch_function,
+    has_torch_function_unary,
+    has_torch_function_variadic,
+)
 from .activation import (
     celu,
     celu_,
@@ -43,6 +52,7 @@ from .conv import (
     conv1d,
     conv2d,
     conv3d,
+    conv_tbc,
     conv_transpose1d,
     conv_transpose2d,
     conv_transpose3d,
@@ -64,7 +74,8 @@ from .fractional import (
     fractional_max_pool3d,
     fractional_max_pool3d_with_indices,
 )
-from .linear import bilinear, embedding, embedding_bag, linear, one_hot
+from .grid import affine_grid, grid_sample
+from .linear import bilinear, embedding, embedding_bag, grouped_mm, linear, one_hot
 from .linear_loss import linear_cross_entropy
 from .loss import (
     binary_cross_entropy,
@@ -79,6 +90,7 @@ from .loss import (
     mse_loss,
     nll_loss,
     pairwise_distance,
+    pdist,
     poisson_nll_loss,
     smooth_l1_loss,
 )

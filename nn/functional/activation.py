@@ -105,10 +105,14 @@ def glu(input, dim: int = -1):
     return a * ember.sigmoid(b)
 
 
-def threshold(input, threshold: float, value: float, inplace: bool = False):
-    """``input`` where it exceeds ``threshold``, else ``value`` (no gradient there)."""
+def _threshold(input, threshold: float, value: float, inplace: bool):
     below = input <= threshold
     return input.masked_fill_(below, value) if inplace else input.masked_fill(below, value)
+
+
+def threshold(input, threshold: float, value: float, inplace: bool = False):
+    """``input`` where it exceeds ``threshold``, else ``value`` (no gradient there)."""
+    return _threshold(input, threshold, value, inplace)
 
 
 def hardshrink(input, lambd: float = 0.5):
@@ -214,8 +218,8 @@ def hardtanh_(input, min_val: float = -1.0, max_val: float = 1.0):
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
-def threshold_(input, threshold_value: float, value: float):
-    return threshold(input, threshold_value, value, inplace=True)
+def threshold_(input, threshold: float, value: float):
+    return _threshold(input, threshold, value, True)
 
 
 def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
+
+import numpy as np
 
 import ember
 from ember.autograd import Function
@@ -256,6 +259,30 @@ def cosine_embedding_loss(
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+@functools.lru_cache(maxsize=64)
+def _upper_pairs(n: int, device: str):
+    """Row indices (i, j), i < j, in PyTorch's pdist order."""
+    rows, cols = np.triu_indices(n, 1)
+    return (
+        ember.tensor(rows, dtype=ember.int64, device=device),
+        ember.tensor(cols, dtype=ember.int64, device=device),
+    )
+
+
+def pdist(input, p: float = 2):
+    """p-norm distances between every pair of rows of (N, M) ``input``: N (N - 1) / 2 values,
+    the upper triangle of the distance matrix read row by row."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    rows, cols = _upper_pairs(input.shape[0], str(input.device))
+    diff = input.index_select(0, rows) - input.index_select(0, cols)
+    if p == 0:  # a count of differing entries; PyTorch's gradient is a zero tensor
+        return (diff != 0).sum(-1).to(diff.dtype) + (diff * 0).sum(-1)
+    return diff.norm(p, -1)
 
 
 def poisson_nll_loss(

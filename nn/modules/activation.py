@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import ember
 
 from .. import functional as F
@@ -70,11 +72,6 @@ ACTIVATIONS = {
     "Tanh": (F.tanh, {}, "tanh(x)"),
     "Hardswish": (F.hardswish, {"inplace": False}, "x * relu6(x + 3) / 6"),
     "Hardsigmoid": (F.hardsigmoid, {"inplace": False}, "relu6(x + 3) / 6"),
-    "Hardtanh": (
-        F.hardtanh,
-        {"min_val": -1.0, "max_val": 1.0, "inplace": False},
-        "clamp(x, min, max)",
-    ),
     "LeakyReLU": (
         F.leaky_relu,
         {"negative_slope": 0.01, "inplace": False},
@@ -115,6 +112,38 @@ for _name, _row in ACTIVATIONS.items():
 del _name, _row
 
 
+class Hardtanh(Module):
+    """``clamp(x, min_val, max_val)``; ``min_value``/``max_value`` are PyTorch's deprecated
+    names for the bounds."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
+        super().__init__()
+        for old, new, given in (
+            ("min_value", "min_val", min_value),
+            ("max_value", "max_val", max_value),
+        ):
+            if given is not None:
+                warnings.warn(
+                    f"keyword argument `{old}` is deprecated and renamed to `{new}`",
+                    FutureWarning,
+                    stacklevel=2,
+                )
+        self.min_val = min_val if min_value is None else min_value
+        self.max_val = max_val if max_value is None else max_value
+        self.inplace = inplace
+        if self.max_val <= self.min_val:
+            raise AssertionError(
+                f"max_val ({self.max_val}) must be greater than min_val ({self.min_val})"
+            )
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        text = f"min_val={self.min_val}, max_val={self.max_val}"
+        return text + (", inplace=True" if self.inplace else "")
+
+
 class PReLU(Module):
     """``max(0, x) + a * min(0, x)`` with a learned slope ``a`` (one, or one per channel)."""
 
@@ -150,4 +179,4 @@ class RReLU(Module):
         return text + (", inplace=True" if self.inplace else "")
 
 
-__all__ = [*ACTIVATIONS, "PReLU", "RReLU"]
+__all__ = [*ACTIVATIONS, "Hardtanh", "PReLU", "RReLU"]

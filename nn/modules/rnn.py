@@ -290,15 +290,16 @@ class GRU(RNNBase):
 class RNNCellBase(Module):
     _mode = "RNN_TANH"
 
-    def __init__(self, input_size, hidden_size, bias, gates, device=None, dtype=None):
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         factory = {"device": device, "dtype": dtype}
-        self.weight_ih = Parameter(ember.empty(gates * hidden_size, input_size, **factory))
-        self.weight_hh = Parameter(ember.empty(gates * hidden_size, hidden_size, **factory))
+        rows = num_chunks * hidden_size  # one block of rows per gate
+        self.weight_ih = Parameter(ember.empty(rows, input_size, **factory))
+        self.weight_hh = Parameter(ember.empty(rows, hidden_size, **factory))
         if bias:
-            self.bias_ih = Parameter(ember.empty(gates * hidden_size, **factory))
-            self.bias_hh = Parameter(ember.empty(gates * hidden_size, **factory))
+            self.bias_ih = Parameter(ember.empty(rows, **factory))
+            self.bias_hh = Parameter(ember.empty(rows, **factory))
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)

@@ -285,6 +285,23 @@ VISION_FUNCTIONS = [
     fcase("channel_shuffle", {"groups": 2}, [(2, 4, 2)]),
     fcase("native_channel_shuffle", {"groups": 3}, [normal((1, 6, 2, 1))]),  # no torch gradient
     fcase("local_response_norm", {"size": 3, "k": 2.0}, [(2, 4, 3)]),
+    fcase("affine_grid", {"size": [2, 3, 4, 5], "align_corners": False}, [(2, 2, 3)]),
+    fcase("affine_grid", {"size": [1, 2, 3, 2, 4], "align_corners": True}, [(1, 3, 4)]),
+    fcase("grid_sample", {"align_corners": False}, [(2, 3, 4, 5), unit((2, 3, 2, 2), grad=True)]),
+    fcase(
+        "grid_sample",
+        {"mode": "bicubic", "padding_mode": "reflection", "align_corners": True},
+        [(1, 2, 4, 4), (1, 3, 3, 2)],
+    ),
+    fcase(
+        "grid_sample",
+        {"mode": "nearest", "padding_mode": "border", "align_corners": False},
+        [(1, 2, 3, 4, 3), (1, 2, 2, 2, 3)],
+    ),
+    fcase("pdist", {}, [(5, 3)]),
+    fcase("pdist", {"p": 1.5}, [(4, 2)]),
+    fcase("conv_tbc", {"pad": 1}, [(6, 2, 3), (3, 3, 4), (4,)]),
+    fcase("hardtanh_", {"min_val": -0.5}, [normal((2, 3))]),  # in place: no leaf gradient
 ]
 
 

@@ -9,121 +9,13 @@ import pytest
 
 import ember
 
+from . import coverage
+
 torch = pytest.importorskip("torch")
 
-LAYERS = [
-    "Linear",
-    "Bilinear",
-    "Identity",
-    "Flatten",
-    "Unflatten",
-    "Conv1d",
-    "Conv2d",
-    "ConvTranspose2d",
-    "MaxPool1d",
-    "MaxPool2d",
-    "AvgPool1d",
-    "AvgPool2d",
-    "AdaptiveAvgPool1d",
-    "AdaptiveAvgPool2d",
-    "BatchNorm1d",
-    "BatchNorm2d",
-    "LayerNorm",
-    "GroupNorm",
-    "RMSNorm",
-    "Dropout",
-    "Embedding",
-    "EmbeddingBag",
-    "RNN",
-    "LSTM",
-    "GRU",
-    "RNNCell",
-    "LSTMCell",
-    "GRUCell",
-    "MultiheadAttention",
-    "TransformerEncoderLayer",
-    "TransformerDecoderLayer",
-    "TransformerEncoder",
-    "TransformerDecoder",
-    "Transformer",
-    "ReLU",
-    "GELU",
-    "SiLU",
-    "Tanh",
-    "Sigmoid",
-    "Softmax",
-    "LogSoftmax",
-    "LeakyReLU",
-    "ELU",
-    "Mish",
-    "Hardswish",
-    "Softplus",
-    "Sequential",
-    "ModuleList",
-    "ModuleDict",
-    "ParameterList",
-    "ParameterDict",
-    "MSELoss",
-    "L1Loss",
-    "SmoothL1Loss",
-    "HuberLoss",
-    "CrossEntropyLoss",
-    "NLLLoss",
-    "BCELoss",
-    "BCEWithLogitsLoss",
-    "KLDivLoss",
-    "CosineEmbeddingLoss",
-]
-
-FUNCTIONAL = [
-    "linear",
-    "bilinear",
-    "conv1d",
-    "conv2d",
-    "conv_transpose2d",
-    "max_pool1d",
-    "max_pool2d",
-    "avg_pool1d",
-    "avg_pool2d",
-    "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d",
-    "batch_norm",
-    "layer_norm",
-    "group_norm",
-    "rms_norm",
-    "dropout",
-    "embedding",
-    "embedding_bag",
-    "relu",
-    "gelu",
-    "silu",
-    "tanh",
-    "sigmoid",
-    "softmax",
-    "log_softmax",
-    "leaky_relu",
-    "elu",
-    "mish",
-    "hardswish",
-    "softplus",
-    "mse_loss",
-    "l1_loss",
-    "smooth_l1_loss",
-    "huber_loss",
-    "cross_entropy",
-    "nll_loss",
-    "binary_cross_entropy",
-    "binary_cross_entropy_with_logits",
-    "kl_div",
-    "cosine_embedding_loss",
-    "scaled_dot_product_attention",
-    "pad",
-    "interpolate",
-    "one_hot",
-    "normalize",
-    "unfold",
-    "fold",
-]
+# Every class and function torch.nn has (coverage.py lists them from the installed PyTorch).
+LAYERS = coverage.torch_classes()
+FUNCTIONAL = [n for n in coverage.torch_functions() if n not in coverage.EXCLUDED]
 
 INIT = [
     "uniform_",
@@ -148,26 +40,39 @@ OMITTED = {
 }
 
 
-def _documented(fn):
+# Builtins whose docstrings give no signature line: the arguments their docs describe.
+UNDOCUMENTED = {
+    "conv_tbc": "input, weight, bias, pad=0",
+    "has_torch_function": "relevant_args",
+    "has_torch_function_unary": "input",
+    "has_torch_function_variadic": "*args",
+}
+
+
+def _documented(fn, name=None):
     """A stand-in with the signature a builtin's docstring opens with (torch's C functions have
     no inspectable signature; their docs start ``conv2d(input, weight, ...) -> Tensor``)."""
+    name = name or fn.__name__
+    namespace = {}
+    if name in UNDOCUMENTED:
+        exec(f"def stand_in({UNDOCUMENTED[name]}): pass", namespace)
+        return namespace["stand_in"]
     doc = fn.__doc__ or ""
-    start = doc.index(fn.__name__ + "(") + len(fn.__name__) + 1
+    start = doc.index(name + "(") + len(name) + 1
     depth, end = 1, start
     while depth:
         depth += {"(": 1, ")": -1}.get(doc[end], 0)
         end += 1
-    namespace = {}
     exec(f"def stand_in({' '.join(doc[start : end - 1].split())}): pass", namespace)
     return namespace["stand_in"]
 
 
-def _parameters(fn):
+def _parameters(fn, name=None):
     """(name, default) of the arguments a caller can pass, in order; *args/**kwargs excluded."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
-        signature = inspect.signature(_documented(fn))
+        signature = inspect.signature(_documented(fn, name))
     return [
         (p.name, p.default if p.default is not inspect.Parameter.empty else "<required>")
         for p in signature.parameters.values()
@@ -176,7 +81,7 @@ def _parameters(fn):
 
 
 def _same(ours, theirs, label):
-    theirs_params = [(n, d) for n, d in _parameters(theirs) if (label, n) not in OMITTED]
+    theirs_params = [(n, d) for n, d in _parameters(theirs, label) if (label, n) not in OMITTED]
     ours_params = _parameters(ours)
     names = [n for n, _ in theirs_params]
     assert [n for n, _ in ours_params][: len(names)] == names, f"{label}: argument names/order"
