@@ -352,4 +352,4 @@ def test_multi_head_attention_forward_static_kv(device, rng):
         return run
 
     q, k = _normal(rng, length, batch, e), _normal(rng, source, batch, e)
-    check_module(call(ember, None), call(torch, None), [q, k, k, *weights, *static], device)
+    check_module(call(ember), call(torch), [q, k, k, *weights, *static], device)
