@@ -20,6 +20,8 @@ MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
 def _decompose(op, *args):
     """Backend layer of a composite without a runner: its decomposition, in ember ops."""
     _common.check_dtypes(op, args)
+    if op.mutates and args and isinstance(args[0], _common.Tensor):
+        _common.check_writable(op.name, args[0])  # before any partial write, naming this op
     return op.decomposition(*args)
 
 
@@ -37,6 +39,7 @@ def _inplace_def(defn: OpDef, name: str) -> OpDef:
         method=True,
         frontend=False,
         decomposition=None,
+        out=None,
         notes=f"in-place form of {head}",
     )
 

@@ -8,7 +8,15 @@ import numpy as np
 import ember
 
 from ..kinds import factory as run
-from ..opdef import DTYPES_FLOAT, DTYPES_NUMERIC, Kind, OpDef
+from ..opdef import (
+    DTYPES_FLOAT,
+    DTYPES_NUMERIC,
+    OUT_ELEMENTWISE,
+    OUT_EXACT,
+    OUT_FROM_OUT,
+    Kind,
+    OpDef,
+)
 
 RANDOM_ARGS = (
     "(out, seed, offset, a, b): fill out per docs/random.md (Philox 4x32-10 at block offset)"
@@ -211,6 +219,7 @@ ROWS = [
         decomposition=_bernoulli,
         differentiable=False,
         samples="random",
+        out=OUT_ELEMENTWISE,
         notes="input holds the probabilities; with p, input gives only the shape (PyTorch)",
     ),
     OpDef(
@@ -232,6 +241,7 @@ ROWS = [
         decomposition=_multinomial,
         differentiable=False,
         samples="random",
+        out=OUT_EXACT,
     ),
     OpDef(
         "randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, "
@@ -244,5 +254,6 @@ ROWS = [
         method=False,
         differentiable=False,
         samples="random",
+        out=OUT_FROM_OUT,
     ),
 ]

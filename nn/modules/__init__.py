@@ -12,7 +12,6 @@ from .container import (
     Sequential,
 )
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from .data_parallel import DataParallel
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import (
     AlphaDropout,
@@ -57,7 +56,6 @@ from .normalization import (
     GroupNorm,
     LayerNorm,
     RMSNorm,
-    SyncBatchNorm,
 )
 from .padding import *  # noqa: F403 - the table in padding.py lists them
 from .pooling import (
@@ -83,6 +81,7 @@ from .pooling import (
     MaxUnpool3d,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .sync_batchnorm import SyncBatchNorm
 from .transformer import (
     MultiheadAttention,
     Transformer,

@@ -52,6 +52,7 @@ def _activation(name: str, fn, params: dict, doc: str, shown: str | None = None)
             "extra_repr": extra_repr,
             "__doc__": doc,
             "__module__": __name__,
+            "_op_name": fn.__name__,
         },
     )
 

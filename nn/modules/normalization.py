@@ -1,4 +1,4 @@
-"""BatchNorm1d/2d/3d, SyncBatchNorm, LayerNorm, GroupNorm, RMSNorm."""
+"""BatchNorm1d/2d/3d, LayerNorm, GroupNorm, RMSNorm."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class _Normalization(Module):
 
 class _BatchNorm(_Normalization):
     _input_dims = (2, 3)
+    _op_name = "batch_norm"
 
     def __init__(
         self,
@@ -135,61 +136,6 @@ class BatchNorm3d(_BatchNorm):
     """Batch normalisation over (N, C, D, H, W)."""
 
     _input_dims = (5,)
-
-
-class SyncBatchNorm(_BatchNorm):
-    """Batch normalisation over (N, C, *) whose statistics would be synchronised across a
-    process group. Without an initialised multi-process group (ember has no process groups
-    yet) PyTorch falls back to plain batch norm, and so does this."""
-
-    def __init__(
-        self,
-        num_features,
-        eps=1e-5,
-        momentum=0.1,
-        affine=True,
-        track_running_stats=True,
-        process_group=None,
-        device=None,
-        dtype=None,
-        *,
-        bias=True,
-    ):
-        super().__init__(
-            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
-        )
-        self.process_group = process_group
-
-    def _check_input_dim(self, input) -> None:
-        if input.ndim < 2:
-            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
-        if input.shape[1] == 0:
-            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
-
-    @classmethod
-    def convert_sync_batchnorm(cls, module, process_group=None):
-        """``module`` with every batch norm layer in it replaced by a SyncBatchNorm sharing its
-        parameters and running statistics."""
-        output = module
-        if isinstance(module, _BatchNorm):
-            output = cls(
-                module.num_features,
-                module.eps,
-                module.momentum,
-                module.affine,
-                module.track_running_stats,
-                process_group,
-                bias=module.bias is not None,
-            )
-            if module.affine:
-                output.weight, output.bias = module.weight, module.bias
-            output.running_mean = module.running_mean
-            output.running_var = module.running_var
-            output.num_batches_tracked = module.num_batches_tracked
-            output.training = module.training
-        for name, child in module.named_children():
-            output.add_module(name, cls.convert_sync_batchnorm(child, process_group))
-        return output
 
 
 def _shape(normalized_shape):

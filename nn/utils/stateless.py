@@ -97,7 +97,7 @@ def reparametrize_module(module, parameters_and_buffers: dict, tie_weights=False
 def _functional_call(
     module, parameters_and_buffers, args=None, kwargs=None, *, tie_weights=True, strict=False
 ):
-    from ..modules.data_parallel import DataParallel
+    from ..parallel import DataParallel
 
     if isinstance(module, DataParallel):
         raise RuntimeError("The stateless API can't be used with nn.DataParallel module")
