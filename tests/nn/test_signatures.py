@@ -3,6 +3,7 @@ a script that passes arguments by position or relies on a default must get the s
 
 from __future__ import annotations
 
+import importlib
 import inspect
 
 import pytest
@@ -32,7 +33,32 @@ INIT = [
     "calculate_gain",
 ]
 
-UTILS = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+# torch.nn.utils and its submodules' public functions and classes ("module.name" for those in
+# a submodule); the submodules themselves are namespaces, not callables.
+_UTIL_MODULES = ("rnn", "parametrize", "parametrizations", "prune", "stateless")
+UTILS = [
+    n
+    for n in torch.nn.utils.__all__
+    if n not in _UTIL_MODULES and callable(getattr(torch.nn.utils, n))
+]
+
+
+def _public(module) -> list:
+    """A module's __all__, or (prune has none) the names it defines itself."""
+    names = getattr(module, "__all__", None) or [
+        n
+        for n in dir(module)
+        if not n.startswith("_")
+        and getattr(getattr(module, n), "__module__", "") == module.__name__
+    ]
+    return [n for n in names if callable(getattr(module, n))]
+
+
+UTILS += [
+    f"{m}.{n}"
+    for m in _UTIL_MODULES
+    for n in _public(importlib.import_module(f"torch.nn.utils.{m}"))
+]
 
 # Arguments PyTorch has that ember leaves out on purpose, as data: (name, argument) -> why.
 OMITTED = {
@@ -115,9 +141,15 @@ def test_init(name):
     _same(getattr(ember.nn.init, name), getattr(torch.nn.init, name), name)
 
 
+def _dotted(root, name):
+    for part in name.split("."):
+        root = getattr(root, part)
+    return root
+
+
 @pytest.mark.parametrize("name", UTILS)
 def test_utils(name):
-    _same(getattr(ember.nn.utils, name), getattr(torch.nn.utils, name), name)
+    _same(_dotted(ember.nn.utils, name), _dotted(torch.nn.utils, name), name)
 
 
 @pytest.mark.parametrize(
