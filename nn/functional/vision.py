@@ -1,5 +1,5 @@
 """pad (constant, reflect, replicate, circular) and interpolate (nearest, nearest-exact, linear,
-bilinear, trilinear, area).
+bilinear, bicubic, trilinear, area; antialias for bilinear and bicubic).
 
 The non-constant pads and the resizes are gathers (index_select) along one dim at a time; the
 positions and weights they use depend only on the sizes, so they are computed in Python once
@@ -15,6 +15,7 @@ import warnings
 import ember
 from ember.dispatcher.optable import OPS
 
+from ._resample import apply_along, resample_matrix
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _PAD_MODES = ("reflect", "replicate", "circular")
@@ -148,6 +149,7 @@ _MODES = {
     "area": None,
     "linear": 3,
     "bilinear": 4,
+    "bicubic": 4,
     "trilinear": 5,
 }
 
@@ -169,8 +171,11 @@ def _check_interpolate(input, mode, align_corners, antialias):
             "align_corners option can only be set with the interpolating modes: linear | "
             "bilinear | bicubic | trilinear"
         )
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
+            "tensor as input"
+        )
 
 
 def interpolate(
@@ -202,6 +207,12 @@ def interpolate(
         if mode in ("nearest", "nearest-exact"):
             index = _nearest_index(target, in_size, scale, mode == "nearest-exact", device)
             out = out.index_select(dim, index)
+            continue
+        if mode == "bicubic" or antialias:
+            matrix = resample_matrix(
+                in_size, target, mode, bool(align_corners), scale, antialias, device, input.dtype
+            )
+            out = apply_along(out, dim, matrix)
             continue
         low, high, frac = _linear_weights(
             target, in_size, bool(align_corners), scale, device, input.dtype

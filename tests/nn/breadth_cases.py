@@ -272,6 +272,8 @@ VISION_MODULES = [
     mcase("Upsample", ((5, 3),), {"mode": "bilinear"}, [(1, 2, 3, 4)]),
     mcase("Upsample", (None, 1.5), {"mode": "trilinear", "align_corners": True}, [(1, 2, 2, 3, 2)]),
     mcase("UpsamplingNearest2d", (None, (2, 3)), inputs=[(1, 2, 3, 2)]),
+    mcase("Upsample", (None, 1.6), {"mode": "bicubic"}, [(1, 2, 4, 5)]),
+    mcase("Upsample", ((7, 3),), {"mode": "bicubic", "align_corners": True}, [(2, 1, 4, 5)]),
     mcase("UpsamplingBilinear2d", (6,), inputs=[(2, 2, 3, 4)]),
     mcase("Fold", ((4, 5), 2), inputs=[(2, 12, 12)]),
     mcase("Fold", (5, (2, 3), 1, 1, 2), inputs=[(1, 6, 9)]),
@@ -284,6 +286,11 @@ VISION_FUNCTIONS = [
     fcase("pixel_unshuffle", {"downscale_factor": 2}, [(1, 1, 4, 4)]),
     fcase("channel_shuffle", {"groups": 2}, [(2, 4, 2)]),
     fcase("native_channel_shuffle", {"groups": 3}, [normal((1, 6, 2, 1))]),  # no torch gradient
+    fcase("interpolate", {"size": (3, 4), "mode": "bilinear", "antialias": True}, [(2, 2, 9, 7)]),
+    fcase(
+        "interpolate", {"scale_factor": 0.4, "mode": "bicubic", "antialias": True}, [(1, 2, 8, 8)]
+    ),
+    fcase("interpolate", {"size": 9, "mode": "bicubic", "antialias": True}, [(1, 1, 5, 6)]),
     fcase("local_response_norm", {"size": 3, "k": 2.0}, [(2, 4, 3)]),
     fcase("affine_grid", {"size": [2, 3, 4, 5], "align_corners": False}, [(2, 2, 3)]),
     fcase("affine_grid", {"size": [1, 2, 3, 2, 4], "align_corners": True}, [(1, 3, 4)]),
