@@ -1,6 +1,6 @@
-"""Connectionist temporal classification loss: the forward (alpha) recursion of Graves et al.
-in log space, vectorised over the batch and the extended label positions, one step per time
-frame; autograd through it gives the alpha-beta gradient.
+"""Connectionist temporal classification loss: the forward (alpha) and backward (beta)
+recursions of Graves et al. in log space, vectorised over the batch and the extended label
+positions, one step per time frame; the gradient is the alpha-beta posterior.
 
 Log zero is a large negative finite number rather than -inf, so that logaddexp's gradient stays
 finite on unreachable positions (exp(-inf - -inf) would be NaN); a loss that reached it is
@@ -10,6 +10,7 @@ infinite, as in PyTorch.
 from __future__ import annotations
 
 import ember
+from ember.autograd import Function
 from ember.dispatcher.optable import OPS
 
 _LOG_ZERO = -1e30
@@ -73,31 +74,94 @@ def _extended(targets, target_lengths, blank):
 
 
 def _shift(alpha, by: int):
+    """Each position takes the value ``by`` positions before it (log zero at the start)."""
     return OPS["constant_pad_nd"](alpha[:, : alpha.shape[1] - by], (by, 0), _LOG_ZERO)
 
 
-def _log_likelihood(log_probs, ext, skip, input_lengths, target_lengths):
-    """log p(target | input) per sample, by the alpha recursion over the time frames."""
-    steps, batch, _ = log_probs.shape
-    width = ext.shape[1]
-    emit = log_probs.gather(2, ext.unsqueeze(0).expand(steps, batch, width))
-    position = ember.arange(width, device=ext.device)
-    log_zero = ember.full((), _LOG_ZERO, dtype=log_probs.dtype, device=log_probs.device)
+def _unshift(beta, by: int):
+    """Each position takes the value ``by`` positions after it (log zero at the end)."""
+    return OPS["constant_pad_nd"](beta[:, by:], (0, by), _LOG_ZERO)
+
+
+def _alphas(emit, skip, input_lengths, log_zero):
+    """alpha_t for every frame t (T, N, L): log-probabilities of the label prefixes ending at
+    each extended position; frozen past each sample's length."""
+    steps, batch, width = emit.shape
+    position = ember.arange(width, device=emit.device)
     if steps:
         alpha = ember.where(position < 2, emit[0], log_zero)
     else:
-        alpha = ember.full((batch, width), _LOG_ZERO, dtype=log_probs.dtype, device=ext.device)
+        alpha = ember.full((batch, width), _LOG_ZERO, dtype=emit.dtype, device=emit.device)
     # an empty input has probability 1 of the empty target: alpha = log 1 on the first blank
     alpha = ember.where((input_lengths == 0).view(-1, 1) & (position == 0), 0.0, alpha)
+    alphas = [alpha]
     for t in range(1, steps):
         reach = ember.logaddexp(alpha, _shift(alpha, 1))
         reach = ember.logaddexp(reach, ember.where(skip, _shift(alpha, 2), log_zero))
         alpha = ember.where((input_lengths > t).view(-1, 1), reach + emit[t], alpha)
-    last = (2 * target_lengths).view(-1, 1)
-    end_blank = alpha.gather(1, last).squeeze(1)
-    end_label = alpha.gather(1, (last - 1).clamp(min=0)).squeeze(1)
-    end_label = ember.where(target_lengths > 0, end_label, log_zero)
-    return ember.logaddexp(end_blank, end_label)
+        alphas.append(alpha)
+    return ember.stack(alphas) if steps else alpha.unsqueeze(0)
+
+
+def _betas(emit, skip, input_lengths, ends, log_zero):
+    """beta_t (T, N, L): log-probabilities of the label suffixes from each extended position
+    at frame t to the end of each sample (log zero past it)."""
+    steps = emit.shape[0]
+    skip_after = OPS["constant_pad_nd"](skip[:, 2:], (0, 2), False)  # s -> s + 2 allowed
+    last_frame = (input_lengths - 1).view(-1, 1)
+    beta = ember.full(emit.shape[1:], _LOG_ZERO, dtype=emit.dtype, device=emit.device)
+    betas = [None] * steps
+    for t in range(steps - 1, -1, -1):
+        reach = ember.logaddexp(beta, _unshift(beta, 1))
+        reach = ember.logaddexp(reach, ember.where(skip_after, _unshift(beta, 2), log_zero))
+        start = ember.where(ends, emit[t], log_zero)
+        beta = ember.where(
+            last_frame == t, start, ember.where(last_frame > t, reach + emit[t], log_zero)
+        )
+        betas[t] = beta
+    return ember.stack(betas)
+
+
+class _LogLikelihood(Function):
+    """log p(target | input) per sample by the alpha recursion, and its gradient with respect
+    to the log-probabilities from the alpha-beta posteriors (Graves et al., eq. 14): one pass
+    each way over the frames, without recording a graph of every step."""
+
+    @staticmethod
+    def forward(ctx, log_probs, ext, skip, input_lengths, target_lengths):
+        steps, batch, _ = log_probs.shape
+        emit = log_probs.gather(2, ext.unsqueeze(0).expand(steps, batch, ext.shape[1]))
+        log_zero = ember.full((), _LOG_ZERO, dtype=log_probs.dtype, device=log_probs.device)
+        alphas = _alphas(emit, skip, input_lengths, log_zero)
+        last = (2 * target_lengths).view(-1, 1)
+        final = alphas[-1]
+        end_blank = final.gather(1, last).squeeze(1)
+        end_label = final.gather(1, (last - 1).clamp(min=0)).squeeze(1)
+        end_label = ember.where(target_lengths > 0, end_label, log_zero)
+        ll = ember.logaddexp(end_blank, end_label)
+        ctx.save_for_backward(emit, alphas, ext, skip, input_lengths, target_lengths, ll)
+        ctx.classes = log_probs.shape[2]
+        return ll
+
+    @staticmethod
+    def backward(ctx, grad):
+        emit, alphas, ext, skip, input_lengths, target_lengths, ll = ctx.saved_tensors
+        steps, batch, width = emit.shape
+        log_zero = ember.full((), _LOG_ZERO, dtype=emit.dtype, device=emit.device)
+        position = ember.arange(width, device=emit.device)
+        last = (2 * target_lengths).view(-1, 1)
+        ends = (position == last) | ((position == last - 1) & (target_lengths > 0).view(-1, 1))
+        betas = _betas(emit, skip, input_lengths, ends, log_zero)
+        frames = ember.arange(steps, device=emit.device).view(-1, 1, 1)
+        possible = (ll > -_IMPOSSIBLE) & (input_lengths > 0)
+        inside = (frames < input_lengths.view(1, -1, 1)) & possible.view(1, -1, 1)
+        # d ll / d emit_t(s) = exp(alpha_t(s) + beta_t(s) - emit_t(s) - ll): the posterior
+        posterior = ember.exp(alphas + betas - emit - ll.view(1, -1, 1))
+        weight = ember.where(possible, grad, 0.0).view(1, -1, 1)
+        posterior = ember.where(inside, posterior, 0.0) * weight
+        index = ext.unsqueeze(0).expand(steps, batch, width)
+        zeros = ember.zeros(steps, batch, ctx.classes, dtype=emit.dtype, device=emit.device)
+        return zeros.scatter_add(2, index, posterior), None, None, None, None
 
 
 def _softmax_gradient(log_probs, input_lengths):
@@ -136,7 +200,7 @@ def ctc_loss(
     _check(lp, targets, input_lengths, target_lengths, blank)
     padded = _padded_targets(targets, target_lengths)
     ext, skip = _extended(padded, target_lengths, blank)
-    loss = -_log_likelihood(lp, ext, skip, input_lengths, target_lengths)
+    loss = -_LogLikelihood.apply(lp, ext, skip, input_lengths, target_lengths)
     loss = loss + _softmax_gradient(lp, input_lengths)
     impossible = loss > _IMPOSSIBLE
     loss = ember.where(impossible, 0.0 if zero_infinity else float("inf"), loss)

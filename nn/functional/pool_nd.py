@@ -1,8 +1,8 @@
-"""N-d pooling over strided windows (``Tensor.unfold`` per spatial dim, a view): max_pool3d
-with PyTorch's flat indices, avg_pool3d, LP pooling, and the 3-D adaptive pools.
-
-The 1-D and 2-D max/avg pools have their own rows and kernels (pooling.py); 3-D ones are rarer
-and run as compositions, so every device runs them and autograd derives their gradients.
+"""3-D and LP pooling and the adaptive pools pooling.py lacks: max_pool3d (with PyTorch's flat
+indices) and avg_pool3d as two passes of the 2-D pooling rows (max and sum are separable),
+LP pooling as PyTorch's average-based formula, adaptive 3-D averages as one averaging matrix
+per dim, adaptive maxima over gathered windows. Compositions of table ops, so every device
+runs them and autograd derives their gradients.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 import ember
-from ember.dispatcher.kinds.window import check_output_size, pooled_size
+from ember.dispatcher.kinds.window import check_output_size
 from ember.dispatcher.optable import OPS
 
 from .activation import relu
@@ -31,63 +31,30 @@ from .pooling import (
 )
 
 
-def _lowest(dtype):
-    """The fill that never wins a max: -inf, or the integer type's minimum."""
-    if dtype.is_floating_point:
-        return float("-inf")
-    return int(np.iinfo(dtype.np).min)
-
-
-def _windows(x, kernel, stride, dilation):
-    """(N, C, *out, *kernel): the windows of an already padded (N, C, *spatial) tensor."""
-    for i, (k, s, d) in enumerate(zip(kernel, stride, dilation)):
-        x = x.unfold(2 + i, d * (k - 1) + 1, s)
-        if d > 1:
-            x = x[..., ::d]
-    return x
-
-
-def _padded(op, x, kernel, stride, padding, dilation, ceil_mode, fill):
-    """``x`` padded by ``padding`` on each side, plus on the far side what ceil_mode's last
-    windows need; and the output sizes."""
-    sizes = x.shape[2:]
-    out = [
-        pooled_size(n, k, s, p, d, ceil_mode)
-        for n, k, s, p, d in zip(sizes, kernel, stride, padding, dilation)
-    ]
-    check_output_size(op, x.shape, out)
-    pads = []
-    for n, o, k, s, p, d in reversed(list(zip(sizes, out, kernel, stride, padding, dilation))):
-        extra = max(0, (o - 1) * s + d * (k - 1) + 1 - n - 2 * p)
-        pads += [p, p + extra]
-    return OPS["constant_pad_nd"](x, tuple(pads), fill), out
-
-
-def _flat_indices(local, out, kernel, stride, padding, dilation, sizes, device):
-    """Flat positions in the unpadded input of each window's pick ``local`` (its index in the
-    flattened window)."""
-    flat = None
-    rest = local
-    coords = []
-    for i in reversed(range(len(kernel))):
-        offset = rest % kernel[i]
-        rest = rest // kernel[i]
-        shape = [1] * len(out)
-        shape[i] = out[i]
-        start = ember.arange(out[i], device=device).view(shape) * stride[i] - padding[i]
-        coords.append(start + offset * dilation[i])
-    for i, coord in enumerate(reversed(coords)):
-        flat = coord if flat is None else flat * sizes[i] + coord
-    return flat
-
-
-def _max_pool_nd(op, n, input, kernel_size, stride, padding, dilation, ceil_mode):
-    x, batched = _batch(op, input, n)
-    kernel, stride, padding, dilation = _geometry(op, n, kernel_size, stride, padding, dilation)
-    padded, out = _padded(op, x, kernel, stride, padding, dilation, ceil_mode, _lowest(x.dtype))
-    windows = _windows(padded, kernel, stride, dilation)
-    values, local = windows.reshape(*windows.shape[: 2 + n], math.prod(kernel)).max(-1)
-    indices = _flat_indices(local, out, kernel, stride, padding, dilation, x.shape[2:], x.device)
+def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode):
+    """Max over (kD, kH, kW) windows as two passes of the max_pool2d kernel (a max is
+    separable): (kH, kW) over every depth plane, then (kD, 1) over (D, H_out * W_out); the
+    flat D*H*W index of each pick is its plane's 2-D index plus its depth times H*W."""
+    x, batched = _batch("max_pool3d", input, 3)
+    kernel, stride, padding, dilation = _geometry(
+        "max_pool3d", 3, kernel_size, stride, padding, dilation
+    )
+    n, c, depth, height, width = x.shape
+    planes = x.reshape(n * c * depth, 1, height, width)
+    values, plane_index = OPS["max_pool2d_with_indices"](
+        planes, kernel[1:], stride[1:], padding[1:], dilation[1:], ceil_mode
+    )
+    out_h, out_w = values.shape[-2:]
+    columns = values.reshape(n * c, 1, depth, out_h * out_w)
+    values, picked = OPS["max_pool2d_with_indices"](
+        columns, (kernel[0], 1), (stride[0], 1), (padding[0], 0), (dilation[0], 1), ceil_mode
+    )
+    out_d = values.shape[2]
+    check_output_size("max_pool3d", x.shape, (out_d, out_h, out_w))
+    plane = picked // (out_h * out_w)  # the depth each pick came from
+    within = plane_index.reshape(n * c, 1, depth, out_h * out_w).gather(2, plane)
+    indices = (plane * (height * width) + within).reshape(n, c, out_d, out_h, out_w)
+    values = values.reshape(n, c, out_d, out_h, out_w)
     if not batched:
         values, indices = values.squeeze(0), indices.squeeze(0)
     return values, indices
@@ -97,7 +64,7 @@ def max_pool3d_with_indices(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
     """Max over sliding windows of (N, C, D, H, W) (or unbatched), with flat D*H*W indices."""
-    return _max_pool_nd("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def max_pool3d(
@@ -130,13 +97,20 @@ def avg_pool3d(
     count_include_pad=True,
     divisor_override=None,
 ):
-    """Average over sliding windows of (N, C, D, H, W); PyTorch's divisor rules."""
+    """Average over sliding windows of (N, C, D, H, W); PyTorch's divisor rules. The window
+    sums are separable: avg_pool2d's sums (divisor 1) over (H, W), then over (D, 1)."""
     x, batched = _batch("avg_pool3d", input, 3)
     kernel, stride, padding, _ = _geometry("avg_pool3d", 3, kernel_size, stride, padding)
     if divisor_override == 0:
         raise RuntimeError("avg_pool3d: divisor must be not zero")
-    padded, _ = _padded("avg_pool3d", x, kernel, stride, padding, (1, 1, 1), ceil_mode, 0)
-    sums = _windows(padded, kernel, stride, (1, 1, 1)).sum((-3, -2, -1))
+    n, c, depth, height, width = x.shape
+    sums = _sums2d(x.reshape(n * c * depth, 1, height, width), kernel[1:], stride[1:],
+                   padding[1:], ceil_mode)  # fmt: skip
+    out_h, out_w = sums.shape[-2:]
+    sums = _sums2d(sums.reshape(n * c, 1, depth, out_h * out_w), (kernel[0], 1),
+                   (stride[0], 1), (padding[0], 0), ceil_mode)  # fmt: skip
+    sums = sums.reshape(n, c, sums.shape[2], out_h, out_w)
+    check_output_size("avg_pool3d", x.shape, tuple(sums.shape[2:]))
     if divisor_override:
         result = sums / divisor_override
     else:
@@ -144,6 +118,11 @@ def avg_pool3d(
             tuple(x.shape[2:]), kernel, stride, padding, ceil_mode, count_include_pad, x
         )
     return result if batched else result.squeeze(0)
+
+
+def _sums2d(x, kernel, stride, padding, ceil_mode):
+    """Window sums of (B, 1, H, W): avg_pool2d with a divisor of 1."""
+    return avg_pool2d(x, kernel, stride, padding, ceil_mode, True, 1)
 
 
 def _divisors(sizes, kernel, stride, padding, ceil_mode, count_include_pad, x):
