@@ -86,6 +86,19 @@ from .autograd import (
 )
 from .serialization import load, save
 
+# Subsystems that load on first use: ``ember.jit.trace(...)`` works after ``import ember`` alone,
+# without ``import ember`` paying for them.
+_LAZY = ("jit", "fx", "export")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"ember.{name}")
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")
+
+
 cuda = _accelerator.module("cuda")
 xpu = _accelerator.module("xpu")
 

@@ -134,7 +134,12 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of (N, C_in, H, W) (or unbatched (C_in, H, W)) by weight
-    (C_out, C_in/groups, kH, kW)."""
+    (C_out, C_in/groups, kH, kW): the op table's ``conv2d`` (one node in a captured graph)."""
+    return OPS["conv2d"](input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d_im2col(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """conv2d's decomposition: im2col and one matmul (all groups at once)."""
     return _convolution("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 

@@ -81,6 +81,7 @@ GENERATORS = {
     "im2col": nn.im2col,
     "col2im": nn.col2im,
     "max_pool2d": nn.max_pool2d,
+    "conv2d": nn.conv2d,
     # factories and random
     "factory": fac.factory,
     "arange": fac.arange,
