@@ -2,27 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import warnings
 
 import ember
-
-# Above 0 inside skipping(): the random and constant fills leave tensors as allocated
-# (nn.utils.skip_init builds a module without paying for its initialisation).
-_skip_depth = 0
-
-
-@contextlib.contextmanager
-def skipping():
-    """Within the block uniform_, normal_ and constant_ (and the initialisers built on them)
-    return their tensor untouched."""
-    global _skip_depth
-    _skip_depth += 1
-    try:
-        yield
-    finally:
-        _skip_depth -= 1
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
@@ -69,22 +52,16 @@ def _fan(tensor, mode):
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
-    if _skip_depth:
-        return tensor
     with ember.no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
-    if _skip_depth:
-        return tensor
     with ember.no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
 def constant_(tensor, val):
-    if _skip_depth:
-        return tensor
     with ember.no_grad():
         return tensor.fill_(val)
 
