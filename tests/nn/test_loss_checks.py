@@ -102,3 +102,29 @@ def test_legacy_reduction_flags(rng):
     with pytest.warns(UserWarning):
         theirs = torch.nn.SoftMarginLoss(size_average=False)(to_torch(x), to_torch(y))
     assert_close(ours, theirs, "legacy size_average=False")
+
+
+def test_new_backward_formulas_pass_gradcheck(rng):
+    """The hand-written backwards (CTC's alpha-beta posteriors, the chunked linear cross
+    entropy) against finite differences in float64. CTC's gradient follows PyTorch's convention
+    (exact through a log_softmax), so it is checked with respect to the logits."""
+    from ember.autograd import gradcheck
+    from ember.nn.functional.linear_loss import LinearCrossEntropyOptions
+
+    logits = ember.tensor(rng.standard_normal((6, 2, 4)), requires_grad=True)
+    targets = ember.tensor([[1, 1, 2], [3, 2, 0]])
+
+    def ctc(x):
+        return F.ctc_loss(x.log_softmax(2), targets, [6, 5], [3, 2], reduction="sum")
+
+    assert gradcheck(ctc, (logits,))
+    x = ember.tensor(rng.standard_normal((5, 3)), requires_grad=True)
+    weight = ember.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    bias = ember.tensor(rng.standard_normal(4), requires_grad=True)
+    labels = ember.tensor([0, 3, 1, 1, 2])
+    options = LinearCrossEntropyOptions(batch_chunk_size=2)
+
+    def chunked(x, w, b):
+        return F.linear_cross_entropy(x, w, labels, linear_bias=b, options=options)
+
+    assert gradcheck(chunked, (x, weight, bias))
