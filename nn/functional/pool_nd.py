@@ -175,35 +175,13 @@ def _averaging(size: int, out: int, device: str, dtype):
 def adaptive_avg_pool3d(input, output_size):
     """Adaptive averages over (N, C, D, H, W): separable, one averaging matrix per dim."""
     x, batched = _batch("adaptive_avg_pool3d", input, 3)
-    sizes = _adaptive_size_nd("adaptive_avg_pool3d", output_size, x, 3)
+    sizes = _adaptive_size("adaptive_avg_pool3d", output_size, x, 3)
     out = x
     for i, target in enumerate(sizes):
         dim = 2 + i
         matrix = _averaging(x.shape[dim], target, str(x.device), x.dtype)
         out = OPS["matmul"](matrix, out.movedim(dim, -2)).movedim(-2, dim)
     return out if batched else out.squeeze(0)
-
-
-def _adaptive_size_nd(op, output_size, x, n):
-    """Output sizes for an n-d adaptive pool (None keeps the input's), checked as PyTorch."""
-    if n == 2:
-        return _adaptive_size(op, output_size, x)
-    sizes = (output_size,) * n if isinstance(output_size, int) else tuple(output_size)
-    if len(sizes) != n:
-        raise RuntimeError(f"{op}: output_size must be {n}, got {list(sizes)}")
-    sizes = tuple(s if o is None else o for o, s in zip(sizes, x.shape[2:]))
-    if any(s < 0 for s in sizes):
-        raise RuntimeError(
-            f"{op}: elements of output_size must be greater than or equal to 0 but received "
-            f"{list(sizes)}"
-        )
-    for dim in range(1, x.ndim):
-        if x.shape[dim] == 0:
-            raise RuntimeError(
-                f"{op}(): Expected input to have non-zero size for non-batch dimensions, but "
-                f"input has sizes {list(x.shape)} with dimension {dim} being empty"
-            )
-    return sizes
 
 
 @functools.lru_cache(maxsize=128)
@@ -218,7 +196,7 @@ def _adaptive_positions(size: int, out: int, device: str):
 
 def _adaptive_max_nd(op, n, input, output_size):
     x, batched = _batch(op, input, n)
-    sizes = _adaptive_size_nd(op, output_size, x, n)
+    sizes = _adaptive_size(op, output_size, x, n)
     lead = tuple(x.shape[:2])
     if not all(sizes):
         shape = lead + tuple(sizes)

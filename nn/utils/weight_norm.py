@@ -67,11 +67,16 @@ def weight_norm(module, name: str = "weight", dim: int = 0):
     return module
 
 
-def remove_weight_norm(module, name: str = "weight"):
-    """Undo weight_norm: ``<name>`` becomes one parameter again."""
+def remove_hook(module, kind, name: str, what: str):
+    """Remove the ``kind`` forward pre-hook acting on ``name`` (undoing what it set up)."""
     for key, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[key]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{what} of '{name}' not found in {module}")
+
+
+def remove_weight_norm(module, name: str = "weight"):
+    """Undo weight_norm: ``<name>`` becomes one parameter again."""
+    return remove_hook(module, WeightNorm, name, "weight_norm")
