@@ -8,7 +8,7 @@ import math
 import ember
 
 from .activation import softmax
-from .linear import dropout
+from .dropout import dropout
 
 
 @functools.lru_cache(maxsize=8)

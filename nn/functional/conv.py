@@ -360,3 +360,22 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         _tuple(stride, 2, "stride", "fold"),
     )
     return out if batched else out.squeeze(0)
+
+
+def conv_tbc(input, weight, bias, pad: int = 0):
+    """1-D convolution of time-major input (T, B, C_in) by weight (K, C_in, C_out), output
+    (T + 2 pad - K + 1, B, C_out): conv1d over (B, C_in, T)."""
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError(
+            "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels."
+        )
+    if bias.ndim != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if bias.shape[0] != weight.shape[2]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)

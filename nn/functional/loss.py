@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import math
 import warnings
+
+import numpy as np
 
 import ember
 from ember.autograd import Function
@@ -305,3 +309,86 @@ def _cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean")
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+@functools.lru_cache(maxsize=64)
+def _upper_pairs(n: int, device: str):
+    """Row indices (i, j), i < j, in PyTorch's pdist order."""
+    rows, cols = np.triu_indices(n, 1)
+    return (
+        ember.tensor(rows, dtype=ember.int64, device=device),
+        ember.tensor(cols, dtype=ember.int64, device=device),
+    )
+
+
+def pdist(input, p: float = 2):
+    """p-norm distances between every pair of rows of (N, M) ``input``: N (N - 1) / 2 values,
+    the upper triangle of the distance matrix read row by row."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    rows, cols = _upper_pairs(input.shape[0], str(input.device))
+    diff = input.index_select(0, rows) - input.index_select(0, cols)
+    if p == 0:  # a count of differing entries; PyTorch's gradient is a zero tensor
+        return (diff != 0).sum(-1).to(diff.dtype) + (diff * 0).sum(-1)
+    return diff.norm(p, -1)
+
+
+def poisson_nll_loss(
+    input,
+    target,
+    log_input=True,
+    full=False,
+    size_average=None,
+    eps=1e-8,
+    reduce=None,
+    reduction="mean",
+):
+    """Negative log likelihood of ``target`` under Poisson(rate): ``exp(input) - target * input``
+    with log rates, ``input - target * log(input + eps)`` otherwise; ``full`` adds Stirling's
+    approximation of log(target!) where target > 1."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_input:
+        loss = ember.exp(input) - target * input
+    else:
+        loss = input - target * ember.log(input + eps)
+    if full:
+        stirling = target * ember.log(target) - target + 0.5 * ember.log(2 * math.pi * target)
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _reduce(loss, reduction)
+
+
+def _gaussian_var(input, var):
+    """``var`` shaped to broadcast over ``input`` by PyTorch's rules (one dim short, or one
+    mismatched dim), after checking it is non-negative."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        return ember.full(input.shape, float(var), dtype=input.dtype, device=input.device)
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) == tuple(input.shape):
+        return var
+    if tuple(input.shape[:-1]) == tuple(var.shape):
+        return var.unsqueeze(-1)
+    mismatched = [v for i, v in zip(input.shape, var.shape) if i != v]
+    if input.ndim == var.ndim and sum(mismatched) == 1:
+        return var
+    raise ValueError("var is of incorrect size")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """``0.5 (log var + (input - target)^2 / var)`` (plus ``0.5 log 2 pi`` with ``full``); var
+    is clamped at ``eps`` for the value only, its gradient passing as PyTorch's does."""
+    var = _gaussian_var(input, var)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not valid")
+    # PyTorch clamps a clone in place under no_grad: the clamped value, the identity gradient
+    var = var + (ember.clamp(var, min=eps) - var).detach()
+    loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
