@@ -22,6 +22,7 @@ import warnings
 
 from ember._tensor import Tensor
 
+from ..dispatcher.kinds.functional import call_decomposition, runs_decomposition
 from ..dispatcher.opdef import Kind
 from ..dispatcher.promotion import result_type
 from .batched import BatchedTensor, level_of, peel, wrap
@@ -220,7 +221,7 @@ def _reshape_scalar(out):
 # ---- composites and the fallback ----------------------------------------------------------------
 def decompose(op, args, level: int):
     try:
-        return op.decomposition(*args)
+        return call_decomposition(op, args)
     except (DataDependentError, InplaceUnbatchedError):
         if op.mutates:
             raise
@@ -293,8 +294,8 @@ def derive(op):
         return random_rule
     if op.kind is Kind.ELEMENTWISE:
         return elementwise
-    if op.decomposition is not None and op.defn.runner is None:
-        return decompose  # a plain composite (one with a runner may take other arguments)
+    if runs_decomposition(op):
+        return decompose  # a composite (one with another runner may take other arguments)
     positions = op.schema.tensor_positions
     if positions == (0,) and not op.schema.args[0].is_list and op.kind in PER_SAMPLE_KINDS:
         return DimRule(op)

@@ -27,6 +27,10 @@ TRANSPARENT = frozenset(
     {
         "einsum", "outer", "swapaxes", "swapdims", "hstack", "vstack", "tile",
         "chunk", "contiguous", "argsort", "repeat_interleave", "softsign", "eye",
+        # nn.functional rows whose PyTorch forms are compositions too (linear is addmm or mm
+        # over a folded view, in nn/functional/linear._linear as there)
+        "linear", "bilinear", "l1_loss", "kl_div", "cosine_similarity",
+        "cosine_embedding_loss", "scaled_dot_product_attention",
     }
 )  # fmt: skip
 
@@ -134,38 +138,76 @@ RULES = {
 _MATMUL = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0"}
 
 
+def _nll_name(values) -> str:
+    x = values.get("input")
+    return "NllLoss2DBackward0" if isinstance(x, Tensor) and x.dim() >= 3 else "NllLossBackward0"
+
+
+def _class_loss(values):
+    target = values.get("target")
+    if isinstance(target, Tensor) and target.dtype.is_floating_point:
+        return None  # probability targets: PyTorch composes them from parts
+    if values.get("label_smoothing"):
+        return None
+    return _nll_name(values), ("input",)
+
+
+def _unweighted(name: str):
+    """Losses PyTorch runs as one op without a weight and composes from parts with one."""
+    return lambda values: None if values.get("weight") is not None else (name, ("input", "target"))
+
+
+# nn.functional rows: the node PyTorch's call makes, over which of the row's arguments
+# (None: all its tensor arguments, an absent optional one shown as None as there).
+_FUNCTIONAL = {
+    "conv1d": lambda values: ("ConvolutionBackward0", None),
+    "conv2d": lambda values: ("ConvolutionBackward0", None),
+    "conv_transpose2d": lambda values: ("ConvolutionBackward0", None),
+    "group_norm": lambda values: ("NativeGroupNormBackward0", None),
+    "mse_loss": _unweighted("MseLossBackward0"),
+    "huber_loss": _unweighted("HuberLossBackward0"),
+    "smooth_l1_loss": lambda values: ("SmoothL1LossBackward0", ("input", "target")),
+    "binary_cross_entropy": lambda values: ("BinaryCrossEntropyBackward0", ("input", "target")),
+    "binary_cross_entropy_with_logits": lambda values: (
+        "BinaryCrossEntropyWithLogitsBackward0",
+        ("input", "target"),
+    ),
+    "nll_loss": lambda values: (_nll_name(values), ("input",)),
+    "cross_entropy_loss": _class_loss,
+}
+
+
 def _composite_name(op, args):
-    """The node name PyTorch gives the call ``op(*args)`` of a composite ember decomposed
-    (None: PyTorch decomposes this call too, its parts show)."""
+    """``(name, shown argument names or None for all)`` of the node PyTorch gives the call
+    ``op(*args)`` of a composite ember decomposed (None: PyTorch decomposes this call too, its
+    parts show)."""
     name = op.name
     if name in TRANSPARENT:
         return None
     values = dict(zip((a.name for a in op.schema.args), args))
+    if name in _FUNCTIONAL:
+        return _FUNCTIONAL[name](values)
     if name == "mean":
-        return "MeanBackward0" if values.get("dim") is None else "MeanBackward1"
+        return ("MeanBackward0" if values.get("dim") is None else "MeanBackward1"), None
     if name == "split":
         sizes = values.get("split_size_or_sections")
-        return "SplitBackward0" if isinstance(sizes, int) else "SplitWithSizesBackward0"
-    if name == "linear":  # PyTorch's linear is addmm (mm without a bias) on matrices
-        x, bias = values.get("input"), values.get("bias")
-        if isinstance(x, Tensor) and x.dim() == 2:
-            return "MmBackward0" if bias is None else "AddmmBackward0"
-        return None
+        return ("SplitBackward0" if isinstance(sizes, int) else "SplitWithSizesBackward0"), None
     if name in ("diag", "matmul"):
         tensors = [v for v in values.values() if isinstance(v, Tensor)]
         dims = tuple(t.dim() for t in tensors)
         if name == "diag":
-            return "DiagEmbedBackward0" if dims == (1,) else "DiagonalBackward0"
-        return _MATMUL.get(dims)
-    return f"{camel(name)}Backward0"
+            return ("DiagEmbedBackward0" if dims == (1,) else "DiagonalBackward0"), None
+        return (_MATMUL[dims], None) if dims in _MATMUL else None
+    return f"{camel(name)}Backward0", None
 
 
 def present_composite(op, args, out, start: int) -> None:
     """Show the nodes a composite's decomposition made last as the composite's node: its
     PyTorch name, over the composite's own inputs."""
-    name = _composite_name(op, args)
-    if name is None:
+    shown_as = _composite_name(op, args)
+    if shown_as is None:
         return
+    name, shown = shown_as
     outputs = out if isinstance(out, (tuple, list)) else (out,)
     nodes = [o._grad_fn for o in outputs if isinstance(o, Tensor) and o._grad_fn is not None]
     nodes = [n for n in nodes if n.seq > start]
@@ -173,7 +215,7 @@ def present_composite(op, args, out, start: int) -> None:
         return
     edges = []
     for a, value in zip(op.schema.args, args):
-        if not a.is_tensor or a.name in HIDDEN:
+        if not a.is_tensor or a.name in HIDDEN or (shown is not None and a.name not in shown):
             continue
         items = value if a.is_list and isinstance(value, (list, tuple)) else (value,)
         for t in items:

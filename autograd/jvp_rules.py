@@ -22,6 +22,7 @@ from __future__ import annotations
 import ember as E
 from ember._tensor import Tensor
 
+from ..dispatcher.kinds.functional import call_decomposition, runs_decomposition
 from ..dispatcher.opdef import Kind
 from .forward_ad import STATE, copy_tangents, set_tangent, suspended, tangent_of
 
@@ -39,7 +40,7 @@ def run_with_tangents(layer, op, args, level: int):
     """The forward-AD layer's work: the op below, then its output's tangent at ``level``."""
     rule = rule_for(op)
     if rule is decompose:
-        return op.decomposition(*args)  # the parts carry the tangents
+        return call_decomposition(op, args)  # the parts carry the tangents
     tangents = [_tangents(a, level) for a in args]
     with suspended(level):
         if op.mutates:
@@ -388,7 +389,7 @@ def derive(op):
         return linear
     if base.formula is not None and base.kind is Kind.ELEMENTWISE:
         return from_vjp
-    if base.decomposition is not None and base.defn.runner is None:
+    if runs_decomposition(base):
         return decompose
     if base.formula is not None:
         return transpose
