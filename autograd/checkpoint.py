@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 
+import ember as E
 from ember._random import default_generator, generator_for
 from ember._tensor import Tensor
 
@@ -68,14 +69,36 @@ def check_backward_validity(inputs) -> None:
 
 
 # ---- RNG state ----------------------------------------------------------------------------------
+class DefaultDeviceType:
+    """The device type whose RNG state a checkpoint keeps when no argument is on a non-CPU
+    device (PyTorch's: the current accelerator's type, else ``"cpu"``)."""
+
+    _default_device_type: str | None = None
+
+    @staticmethod
+    def set_device_type(device: str = "cuda") -> None:
+        DefaultDeviceType._default_device_type = device
+
+    @staticmethod
+    def get_device_type() -> str:
+        if not DefaultDeviceType._default_device_type:
+            from ember._accelerator import current_accelerator
+
+            DefaultDeviceType._default_device_type = current_accelerator() or "cpu"
+        return DefaultDeviceType._default_device_type
+
+
 def _generators(args) -> list:
-    """The default generators the block may draw from: the CPU one and its tensors' devices'."""
+    """The default generators the block may draw from: the CPU one and its tensors' devices'
+    (the default device type's when none is on another device)."""
     found = [default_generator]
     for a in args:
         if isinstance(a, Tensor) and a.device.type != "cpu":
             gen = generator_for(a.device)
             if gen not in found:
                 found.append(gen)
+    if len(found) == 1 and DefaultDeviceType.get_device_type() != "cpu":
+        found.append(generator_for(E.device(DefaultDeviceType.get_device_type())))
     return found
 
 
@@ -245,12 +268,30 @@ def _without_reentrant(function, preserve, context_fn, determinism_check, early_
         with _replayed_rng(states, preserve), grad_mode.enable_grad(), recompute_context:
             function(*inputs, **kwargs)
 
+    if _EARLY_STOP[0] is not None:
+        early_stop = _EARLY_STOP[0]
     frame = _Frame(recompute, _CHECKS[determinism_check], early_stop)
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
         return function(*args, **kwargs)
 
 
 # ---- the public functions ---------------------------------------------------------------------
+_EARLY_STOP: list = [None]  # set_checkpoint_early_stop's override (None: each call's argument)
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool):
+    """Whether the non-reentrant checkpoints run in this context stop recomputing as soon as
+    every needed tensor is there (overrides their ``early_stop``; only the forward needs to be
+    inside)."""
+    previous = _EARLY_STOP[0]
+    _EARLY_STOP[0] = enable
+    try:
+        yield
+    finally:
+        _EARLY_STOP[0] = previous
+
+
 def checkpoint(
     function,
     *args,

@@ -145,3 +145,47 @@ def test_warnings_match_torch():
             module.checkpoint_sequential([lambda a: a * 2, lambda a: a + 1], 2, lib.ones(3))
         messages.append([str(w.message) for w in caught])
     assert messages[0] == messages[1]
+
+
+def _recomputed_steps(lib, checkpoint_module, early_stop, enable=None) -> list:
+    """Which steps of the block the recomputation ran (the forward's are cleared)."""
+    steps = []
+
+    def block(x):
+        y = x.sin()  # the last tensor backward needs is saved here
+        steps.append("after sin")
+        return y * 2
+
+    x = lib.tensor([0.5, 1.0], requires_grad=True)
+    context = (
+        contextlib.nullcontext()
+        if enable is None
+        else checkpoint_module.set_checkpoint_early_stop(enable)
+    )
+    with context:
+        out = checkpoint_module.checkpoint(block, x, use_reentrant=False, early_stop=early_stop)
+    steps.clear()
+    out.sum().backward()
+    return steps
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+@pytest.mark.parametrize("enable", [None, True, False])
+def test_early_stop_and_its_global_override_match_torch(early_stop, enable):
+    ours = _recomputed_steps(ember, EC, early_stop, enable)
+    assert ours == _recomputed_steps(torch, TC, early_stop, enable)
+    stops = early_stop if enable is None else enable
+    assert ours == ([] if stops else ["after sin"])
+
+
+def test_default_device_type_as_torch():
+    from ember._accelerator import current_accelerator
+
+    default = current_accelerator() or "cpu"  # as PyTorch: the accelerator's type, else cpu
+    assert EC.DefaultDeviceType.get_device_type() == default
+    try:
+        EC.DefaultDeviceType.set_device_type("xpu")
+        assert EC.DefaultDeviceType.get_device_type() == "xpu"
+    finally:
+        EC.DefaultDeviceType.set_device_type(None)
+    assert EC.DefaultDeviceType.get_device_type() == default
