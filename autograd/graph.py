@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from ember._tensor import Tensor
 
+from . import engine
 from .node import SAVED_HOOKS, Node, gradient_edge
 
 
@@ -107,12 +108,77 @@ def increment_version(tensor) -> None:
         t._storage.version += 1
 
 
+class _MultiHandle:
+    """Removes the hooks ``register_multi_grad_hook`` put on each tensor."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _grad_fn_or_grad_acc(t: Tensor):
+    if t.requires_grad and t.grad_fn is None:
+        return gradient_edge(t)[0]  # a leaf: its AccumulateGrad node
+    return t.grad_fn
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """Call ``fn`` once per backward pass over ``tensors``' gradients: with ``mode="all"``,
+    ``fn(grads)`` after every gradient the pass computes for them is there (None for the
+    tensors it does not reach); with ``mode="any"``, ``fn(grad)`` on the first one.
+
+    Example:
+        >>> handle = register_multi_grad_hook((a, b), lambda grads: print(grads))
+    """
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    if mode == "any":
+        seen: set = set()
+
+        def first(grad):
+            task = engine.current_graph_task_id()
+            if task not in seen:
+                seen.add(task)
+                fn(grad)
+
+        return _MultiHandle(tuple(t.register_hook(first) for t in tensors if t.requires_grad))
+    nodes = [_grad_fn_or_grad_acc(t) for t in tensors]
+    expected: dict = {}  # per pass: how many of the hooks it runs, and the gradients so far
+    buffers: dict = {}
+
+    def hook_for(index: int):
+        def hook(grad):
+            task = engine.current_graph_task_id()
+            if task not in expected:  # the first of this pass: count what it will run
+                expected[task] = sum(map(engine.will_engine_execute_node, nodes))
+                buffers[task] = [None] * len(nodes)
+            buffers[task][index] = grad
+            expected[task] -= 1
+            if expected[task] == 0:
+                del expected[task]
+                fn(buffers.pop(task))
+
+        return hook
+
+    return _MultiHandle(tuple(t.register_hook(hook_for(i)) for i, t in enumerate(tensors)))
+
+
 __all__ = [
     "GradientEdge",
     "Node",
     "disable_saved_tensors_hooks",
     "get_gradient_edge",
     "increment_version",
+    "register_multi_grad_hook",
     "save_on_cpu",
     "saved_tensors_hooks",
 ]

@@ -294,3 +294,67 @@ def test_autograd_profiler_aliases():
     ):
         ember.ones(3).sum()
     assert "block" in prof.key_averages().table()
+
+
+def _multi_grad_calls(lib, mode, run):
+    """What ``register_multi_grad_hook`` over (a, b, a non-leaf) reports in one backward."""
+    a = lib.tensor([1.0, 2.0], requires_grad=True)
+    b = lib.tensor([3.0], requires_grad=True)
+    c = a * b
+    calls = []
+
+    def fn(grads):
+        if mode == "any":
+            calls.append(grads.tolist())
+        else:
+            calls.append([None if g is None else g.tolist() for g in grads])
+
+    handle = lib.autograd.graph.register_multi_grad_hook((a, b, c), fn, mode=mode)
+    run(lib, a, b, c)
+    run(lib, a, b, c)  # a second pass reports again
+    handle.remove()
+    run(lib, a, b, c)
+    return calls
+
+
+MULTI_GRAD_RUNS = {
+    "all reached": lambda lib, a, b, c: (c * c).sum().backward(retain_graph=True),
+    "one leaf": lambda lib, a, b, c: (a * 2).sum().backward(),
+    "grad of a": lambda lib, a, b, c: lib.autograd.grad((c * 2).sum(), a, retain_graph=True),
+    "leaves only": lambda lib, a, b, c: (a.sum() + b.sum()).backward(),
+}
+
+
+@pytest.mark.parametrize("mode", ["all", "any"])
+@pytest.mark.parametrize("run", sorted(MULTI_GRAD_RUNS))
+def test_register_multi_grad_hook_matches_torch(mode, run):
+    fn = MULTI_GRAD_RUNS[run]
+    if run == "grad of a" and mode == "all":  # PyTorch refuses leaves under autograd.grad
+        for lib in (ember, torch):
+            with pytest.raises(RuntimeError, match="A leaf node was passed to _will_engine"):
+                _multi_grad_calls(lib, mode, fn)
+        return
+    ours = _multi_grad_calls(ember, mode, fn)
+    assert ours == _multi_grad_calls(torch, mode, fn)
+    assert len(ours) == 2
+
+
+def test_register_multi_grad_hook_non_leaves_under_autograd_grad():
+    calls = {}
+    for lib in (ember, torch):
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        c, d = a * 2, a * 3
+        found = calls.setdefault(lib.__name__, [])
+        lib.autograd.graph.register_multi_grad_hook(
+            (c, d), lambda grads, found=found: found.append([g is not None for g in grads])
+        )
+        lib.autograd.grad((c * d).sum(), a, retain_graph=True)
+        lib.autograd.grad(c.sum(), a)
+    assert calls["ember"] == calls["torch"] == [[True, True], [True, False]]
+
+
+def test_register_multi_grad_hook_errors_match_torch():
+    for lib in (ember, torch):
+        x = lib.ones(2, requires_grad=True)
+        with pytest.raises(ValueError, match="Expects mode to be one of"):
+            lib.autograd.graph.register_multi_grad_hook((x,), print, mode="some")
