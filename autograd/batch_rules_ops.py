@@ -7,6 +7,7 @@ the rows or columns, two use bmm), and the ops that cannot be batched at all (dy
 
 from __future__ import annotations
 
+import ember as E
 from ember.dispatcher.optable import OPS
 
 from .batch_rules import (
@@ -146,10 +147,22 @@ def _scatter(op, args, level: int):
 
 def _index_select(op, args, level: int):
     x, dim, index = args[0], args[1], args[2]
-    if peel(index, level)[1]:
+    rank = len(x._shape)
+    if not peel(index, level)[1]:
+        value, _ = peel(x, level)
+        return wrap(op(value, shift(dim, rank, op), index), level)
+    if rank == 0:
         return loop(op, args, level)
-    value, _ = peel(x, level)
-    return wrap(op(value, shift(dim, len(x._shape), op), index), level)
+    # Each sample's own indices: a gather along the dim, the indices spread over the others.
+    size = batch_size(level)
+    moved = shift(dim, rank, op)
+    value = physical(x, level, size)
+    indices = physical(index, level, size).reshape(size, -1).to(E.int64)
+    spread = [size] + [1] * rank
+    spread[moved] = indices.shape[1]
+    target = list(value.shape)
+    target[moved] = indices.shape[1]
+    return wrap(OPS["gather"](value, moved, indices.view(spread).expand(target)), level)
 
 
 def _index_add(op, args, level: int):

@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 import ember
+from ember.autograd import batch_rules, jvp_rules
 from ember.autograd.vmap import vmap
+from ember.dispatcher.kinds import functional as functional_kind
 from ember.dispatcher.opdef import Kind
 from ember.dispatcher.optable import OPS
 
@@ -122,7 +124,7 @@ def _stack(results):
     return type(first)(*parts) if hasattr(first, "_fields") else type(first)(parts)
 
 
-def _check(op, args, mode, rng) -> bool:
+def _check(op, args, mode, rng, fallback="ignore") -> bool:
     per_sample, inputs, slots, in_dims = _case(op, args, mode, rng)
     try:
         expected = _stack([op(*sample) for sample in per_sample])
@@ -141,7 +143,8 @@ def _check(op, args, mode, rng) -> bool:
     if op.mutates and in_dims[0] != 0:
         return False  # the target is compared as batch-first below
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the loop fallback's performance warning
+        # the loop fallback's performance warning ("error": the op must batch without it)
+        warnings.filterwarnings(fallback, message="There is a performance drop")
         got = vmap(mapped, in_dims=in_dims)(*inputs)
     _compare(got, expected, f"{op.name} ({mode}) with {[tuple(t.shape) for t in inputs]}")
     return True
@@ -169,3 +172,37 @@ def test_dynamic_shapes_are_refused(name, device):
     args = (x,) if name == "nonzero" else (x, x > 0)
     with pytest.raises(RuntimeError, match="dynamic shape"):
         vmap(lambda *a: OPS[name](*a))(*args)
+
+
+FUNCTIONAL_ROWS = sorted(name for name, op in OPS.items() if op.defn.runner is functional_kind.run)
+
+
+@pytest.mark.parametrize("name", FUNCTIONAL_ROWS)
+def test_functional_rows_batch_and_forward_by_their_parts(name, rng):
+    """The nn.functional rows (linear, conv*, sdpa, the losses) run as their decomposition under
+    vmap and forward AD, so no loop fallback (no warning) and no transposed-VJP rule."""
+    op = OPS[name]
+    assert batch_rules.rule_for(op) is batch_rules.decompose
+    assert jvp_rules.rule_for(op) is jvp_rules.decompose
+    sample = samples(op, ember.float64, "cpu", rng)[0]
+    args = list(sample.ember_args("cpu"))
+    assert _check(op, args, "all", rng, fallback="error")
+
+
+@pytest.mark.parametrize("in_dims", [(0, 0), (None, 0), (0, None)])
+def test_advanced_indexing_under_vmap_matches_torch(in_dims):
+    """``w[i]`` with tensor indices (negative ones too) per sample, as torch.func.vmap."""
+    import torch
+
+    w = np.arange(24.0).reshape(2, 3, 4)
+    i = np.array([[0, -1, 2, 2], [1, 0, -3, 1]])
+    ws, is_ = (w if in_dims[0] == 0 else w[0]), (i if in_dims[1] == 0 else i[0])
+
+    def index(lib, a, b):
+        return lib.func.vmap(lambda x, k: x[k, 1:], in_dims=in_dims)(a, b)
+
+    ours = index(ember, ember.from_numpy(ws), ember.from_numpy(is_))
+    theirs = index(torch, torch.from_numpy(ws), torch.from_numpy(is_))
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    with pytest.raises(IndexError, match="out of bounds"):
+        index(ember, ember.from_numpy(ws), ember.from_numpy(is_ + 3))
