@@ -228,6 +228,12 @@ def decompose(op, args, level: int):
         return loop(op, args, level)
 
 
+def no_fallback(op, args, level: int):
+    raise RuntimeError(
+        f"Batching rule not implemented for aten::{op.name}. We could not generate a fallback."
+    )
+
+
 _WARNED: set = set()
 
 
@@ -292,6 +298,8 @@ def derive(op):
         return EXPLICIT[op.inplace_of.name]
     if op.kind is Kind.RANDOM:
         return random_rule
+    if not op.schema.returns:
+        return no_fallback  # writes its arguments and returns nothing: no loop can stack it
     if op.kind is Kind.ELEMENTWISE:
         return elementwise
     if runs_decomposition(op):
