@@ -25,6 +25,7 @@ from ember._tensor import Tensor
 
 from . import grad_mode
 from .engine import backward as autograd_backward
+from .engine import current_graph_task_id
 from .function import Function
 from .graph import saved_tensors_hooks
 
@@ -194,16 +195,21 @@ class _Frame:
         self.metadata_fn = metadata_fn
         self.early_stop = early_stop
         self.saved_metadata: list = []
-        self.recomputed: list | None = None
+        self.recomputed: dict = {}  # backward pass id -> its recomputed tensors
 
     def pack(self, t: Tensor) -> int:
         self.saved_metadata.append(self.metadata_fn(t))
         return len(self.saved_metadata) - 1
 
     def unpack(self, index: int) -> Tensor:
-        if self.recomputed is None:
-            self._recompute()
-        return self.recomputed[index]
+        # Each backward pass recomputes (a retained graph's second backward too, as PyTorch);
+        # an earlier pass's tensors are dropped then.
+        task = current_graph_task_id()
+        found = self.recomputed.get(task)
+        if found is None:
+            found = self._recompute()
+            self.recomputed = {task: found}
+        return found[index]
 
     def _recompute(self) -> None:
         found: list = []
@@ -226,7 +232,7 @@ class _Frame:
         except _StopRecomputation:
             pass
         self._check(found)
-        self.recomputed = found
+        return found
 
     def _check(self, found: list) -> None:
         if len(found) != len(self.saved_metadata):

@@ -14,8 +14,16 @@ from ember.autograd.checkpoint import (
     noop_context_fn,
     set_checkpoint_early_stop,
 )
+from ember.autograd.checkpoint_selective import (
+    CheckpointPolicy,
+    SelectiveCheckpointContext,
+    create_selective_checkpoint_contexts,
+)
 
 __all__ = [
+    "CheckpointPolicy",
+    "SelectiveCheckpointContext",
+    "create_selective_checkpoint_contexts",
     "CheckpointError",
     "CheckpointFunction",
     "DefaultDeviceType",

@@ -189,3 +189,21 @@ def test_default_device_type_as_torch():
     finally:
         EC.DefaultDeviceType.set_device_type(None)
     assert EC.DefaultDeviceType.get_device_type() == default
+
+
+def test_each_backward_of_a_retained_graph_recomputes_as_torch():
+    counts = []
+    for lib, module in ((ember, EC), (torch, TC)):
+        calls = []
+
+        def block(x, calls=calls):
+            calls.append(1)
+            return x.sin().exp()
+
+        x = lib.tensor([0.5, 1.0], requires_grad=True)
+        out = module.checkpoint(block, x, use_reentrant=False).sum()
+        out.backward(retain_graph=True)
+        out.backward()
+        counts.append((len(calls), x.grad.tolist()))
+    assert counts[0][0] == counts[1][0] == 3
+    np.testing.assert_allclose(counts[0][1], counts[1][1], rtol=1e-6)
