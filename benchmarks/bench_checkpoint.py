@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
 
+# The variants import the checkout's ember (not an installed one) wherever they are started.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = ("plain", "sequential-nonreentrant", "sequential-reentrant", "per-layer-nonreentrant")
 
 
@@ -94,7 +97,8 @@ def main() -> None:
             "--segments",
             str(args.segments),
         ]
-        found = subprocess.run(command, capture_output=True, text=True, check=True)
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        found = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
         results[variant] = json.loads(found.stdout.strip().splitlines()[-1])
     plain = results["plain"]
     activation = args.batch * args.width * 4 / 2**20
