@@ -108,6 +108,14 @@ def increment_version(tensor) -> None:
         t._storage.version += 1
 
 
+def allow_mutation_on_saved_tensors():
+    """A block in which tensors saved for backward may change in place (backward sees their
+    saved values): autograd/saved_mutation.py."""
+    from .saved_mutation import allow_mutation_on_saved_tensors as allow
+
+    return allow()
+
+
 class _MultiHandle:
     """Removes the hooks ``register_multi_grad_hook`` put on each tensor."""
 
@@ -174,6 +182,7 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
 
 __all__ = [
     "GradientEdge",
+    "allow_mutation_on_saved_tensors",
     "Node",
     "disable_saved_tensors_hooks",
     "get_gradient_edge",
