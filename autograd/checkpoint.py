@@ -24,6 +24,7 @@ from ember._random import default_generator, generator_for
 from ember._tensor import Tensor
 
 from . import grad_mode
+from .checkpoint_debug import debug_context_and_callback
 from .engine import backward as autograd_backward
 from .engine import current_graph_task_id
 from .function import Function
@@ -196,6 +197,7 @@ class _Frame:
         self.early_stop = early_stop
         self.saved_metadata: list = []
         self.recomputed: dict = {}  # backward pass id -> its recomputed tensors
+        self.error_cb = None
 
     def pack(self, t: Tensor) -> int:
         self.saved_metadata.append(self.metadata_fn(t))
@@ -207,7 +209,12 @@ class _Frame:
         task = current_graph_task_id()
         found = self.recomputed.get(task)
         if found is None:
-            found = self._recompute()
+            try:
+                found = self._recompute()
+            except CheckpointError as error:
+                if self.error_cb is None:
+                    raise
+                self.error_cb(error)  # debug=True: raises with the logs of both runs
             self.recomputed = {task: found}
         return found[index]
 
@@ -261,7 +268,8 @@ class _Frame:
 _CHECKS = {"default": _metadata, "none": lambda _: None}
 
 
-def _without_reentrant(function, preserve, context_fn, determinism_check, early_stop, args, kwargs):
+def _without_reentrant(function, preserve, contexts, determinism_check, early_stop, args, kwargs):
+    context_fn, error_cb = contexts
     if determinism_check not in _CHECKS:
         raise ValueError(
             f"determinism_check should be one of {list(_CHECKS)}, but got {determinism_check}"
@@ -277,25 +285,37 @@ def _without_reentrant(function, preserve, context_fn, determinism_check, early_
     if _EARLY_STOP[0] is not None:
         early_stop = _EARLY_STOP[0]
     frame = _Frame(recompute, _CHECKS[determinism_check], early_stop)
+    frame.error_cb = error_cb
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
         return function(*args, **kwargs)
 
 
 # ---- the public functions ---------------------------------------------------------------------
 _EARLY_STOP: list = [None]  # set_checkpoint_early_stop's override (None: each call's argument)
+_DEBUG: list = [None]  # set_checkpoint_debug_enabled's override
 
 
 @contextlib.contextmanager
+def _overriding(cell: list, value):
+    previous = cell[0]
+    cell[0] = value
+    try:
+        yield
+    finally:
+        cell[0] = previous
+
+
 def set_checkpoint_early_stop(enable: bool):
     """Whether the non-reentrant checkpoints run in this context stop recomputing as soon as
     every needed tensor is there (overrides their ``early_stop``; only the forward needs to be
     inside)."""
-    previous = _EARLY_STOP[0]
-    _EARLY_STOP[0] = enable
-    try:
-        yield
-    finally:
-        _EARLY_STOP[0] = previous
+    return _overriding(_EARLY_STOP, enable)
+
+
+def set_checkpoint_debug_enabled(enabled: bool | None):
+    """Overrides ``debug`` of the non-reentrant checkpoints run in this context (None: each
+    call's own)."""
+    return _overriding(_DEBUG, enabled)
 
 
 def checkpoint(
@@ -319,7 +339,9 @@ def checkpoint(
             (non-reentrant only).
         determinism_check: ``"default"`` compares the shapes, dtypes and devices of the
             recomputed tensors with the forward's; ``"none"`` skips it.
-        debug: accepted for PyTorch compatibility (non-reentrant only).
+        debug: on a recomputation that differs from the forward, list the ops of both runs
+            and where they were called (non-reentrant only; set_checkpoint_debug_enabled
+            overrides it).
         early_stop: stop recomputing once every needed tensor is there.
         preserve_rng_state: (keyword) restore the RNG state before recomputing (default True).
 
@@ -345,8 +367,13 @@ def checkpoint(
                 "Passing `context_fn` or `debug` is only supported when use_reentrant=False."
             )
         return CheckpointFunction.apply(function, preserve, *args)
+    error_cb = None
+    if _DEBUG[0] if _DEBUG[0] is not None else debug:
+        if context_fn is not noop_context_fn:
+            raise ValueError("debug=True is incompatible with non-default context_fn")
+        context_fn, error_cb = debug_context_and_callback(CheckpointError)
     return _without_reentrant(
-        function, preserve, context_fn, determinism_check, early_stop, args, kwargs
+        function, preserve, (context_fn, error_cb), determinism_check, early_stop, args, kwargs
     )
 
 

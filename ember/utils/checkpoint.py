@@ -12,6 +12,7 @@ from ember.autograd.checkpoint import (
     checkpoint_sequential,
     detach_variable,
     noop_context_fn,
+    set_checkpoint_debug_enabled,
     set_checkpoint_early_stop,
 )
 from ember.autograd.checkpoint_selective import (
@@ -32,5 +33,6 @@ __all__ = [
     "checkpoint_sequential",
     "detach_variable",
     "noop_context_fn",
+    "set_checkpoint_debug_enabled",
     "set_checkpoint_early_stop",
 ]

@@ -5,6 +5,7 @@ errors, keyword arguments, context_fn, autograd.grad)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import warnings
 
 import numpy as np
@@ -207,3 +208,59 @@ def test_each_backward_of_a_retained_graph_recomputes_as_torch():
         counts.append((len(calls), x.grad.tolist()))
     assert counts[0][0] == counts[1][0] == 3
     np.testing.assert_allclose(counts[0][1], counts[1][1], rtol=1e-6)
+
+
+def _diverging(lib, module, debug, enable):
+    """A block whose recomputation saves a tensor of another shape than its forward did."""
+    runs = []
+
+    def block(x):
+        runs.append(1)
+        return (x.reshape(2, 1) if len(runs) > 1 else x).sin().sum()
+
+    x = lib.tensor([0.5, 1.0], requires_grad=True)
+    context = (
+        contextlib.nullcontext() if enable is None else module.set_checkpoint_debug_enabled(enable)
+    )
+    with context:
+        out = module.checkpoint(block, x, use_reentrant=False, debug=debug)
+    with pytest.raises(module.CheckpointError) as caught:
+        out.sum().backward()
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(("debug", "enable"), [(True, None), (False, True), (True, False)])
+def test_debug_mode_dumps_both_runs_as_torch(debug, enable):
+    ours = _diverging(ember, EC, debug, enable)
+    # PyTorch logs the ops through `logging` with records that pytest's capture cannot format
+    torch_log = logging.getLogger("LoggingTensor")
+    torch_log.propagate = False
+    try:
+        theirs = _diverging(torch, TC, debug, enable)
+    finally:
+        torch_log.propagate = True
+    dumped = enable if enable is not None else debug
+    for message in (ours, theirs):
+        assert ("Operations executed during the original forward:" in message) is dumped
+        assert ("Detected non-determinism" in message) is dumped
+    if dumped:
+        forward, recompute = ours.split("Operations executed during recomputation:")
+        forward = forward.split("Operations executed during the original forward:")[1]
+        recompute = recompute.split("+---")[0]
+        assert "sin(" in forward
+        assert "reshape(" not in forward and "view(" not in forward
+        assert "reshape(" in recompute or "view(" in recompute
+        assert "test_checkpoint.py" in ours  # where the program called the ops
+
+
+def test_debug_refuses_a_context_fn_as_torch():
+    for lib, module in ((ember, EC), (torch, TC)):
+        x = lib.ones(2, requires_grad=True)
+        with pytest.raises(ValueError, match="debug=True is incompatible with non-default"):
+            module.checkpoint(
+                lambda t: t.sin(),
+                x,
+                use_reentrant=False,
+                debug=True,
+                context_fn=lambda: (contextlib.nullcontext(), contextlib.nullcontext()),
+            )
