@@ -39,6 +39,11 @@ def run(op, *args):
     schema_args = op.schema.args
     for i in op.tensor_positions:
         t = args[i] if i < len(args) else None
+        if isinstance(t, (list, tuple)):  # the decomposition might take it as data
+            raise TypeError(
+                f"{op.name}(): argument '{schema_args[i].name}' (position {i + 1}) must be "
+                f"Tensor, not {type(t).__name__}"
+            )
         computed = isinstance(t, Tensor) and schema_args[i].name not in _NOT_COMPUTED
         if computed and t._dtype not in op.dtypes:
             raise unsupported_dtype(op, t._dtype)
