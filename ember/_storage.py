@@ -66,13 +66,13 @@ class Storage:
         """Move the bytes into shared memory, in place: every tensor over this storage follows,
         and processes forked afterwards, or sent it through ``ember.multiprocessing``, write
         the same memory (Hogwild training). The segment's kind follows the sharing strategy.
-        A no-op when already shared and for CUDA memory, as in PyTorch; other device memory
-        cannot be shared. A read-only storage's copy is writable (it no longer aliases the
-        read-only array)."""
+        A no-op when already shared and for device memory that travels by inter-process handle
+        (CUDA), as in PyTorch; other device memory (xpu) cannot be shared. A read-only storage's
+        copy is writable (it no longer aliases the read-only array)."""
         if self.device.type == "cpu":
             if not self.is_shared():
                 self._share(_shm.strategy == "file_system")
-        elif self.device.type != "cuda":
+        elif not (self.device.type == "cuda" or hasattr(self.runtime, "ipc_handle")):
             raise RuntimeError(
                 f"share_memory_(): {self.device.type} memory cannot be shared between "
                 "processes (its runtime has no inter-process handles); share a CPU copy: "
