@@ -30,6 +30,7 @@ from multiprocessing.reduction import ForkingPickler
 
 from .. import _shm
 from .._device import CPU
+from .._serialization import python_state
 from .._storage import ReadOnlyStorage, Storage
 from .._tensor import Tensor, is_contiguous, make
 from ..dispatcher.memory import backend_for
@@ -160,7 +161,7 @@ def reduce_tensor(tensor: Tensor):
             "data, call detach() on the tensor before serializing (e.g., putting it on the queue)."
         )
     device = tensor._storage.device
-    state = dict(tensor.__dict__) or None  # Python attributes (nn.Buffer's persistent flag)
+    state = python_state(tensor)  # Python attributes (nn.Buffer's persistent flag)
     if device.type != "cpu":
         if _device.shares(tensor._storage.runtime):
             return _device.reduce_device_tensor(tensor, state)

@@ -75,4 +75,4 @@ def hogwild(rank: int, name: str, model, x, y, steps: int, counter) -> None:
         loss.backward()
         optimizer.step()
         with m.no_grad():
-            counter.add_(1)
+            counter[rank].add_(1)  # its own slot: concurrent read-modify-writes would race

@@ -229,3 +229,28 @@ def test_reductions_are_registered_for_every_tensor_class():
         assert stdlib_mp.reduction.ForkingPickler.loads(
             stdlib_mp.reduction.ForkingPickler.dumps(ember.ones(2))
         ).tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    "name, pickler", [("ember", "pickle"), ("torch", "pickle"), ("ember", "ForkingPickler")]
+)
+def test_attributes_travel_and_autograd_state_does_not(name, pickler):
+    """After backward a leaf holds autograd's links and hooks (weak references): pickling
+    carries its Python attributes only, as PyTorch's pickle does (a model trained, then sent).
+    Through queues PyTorch drops the attributes too; ember keeps them, as pickle does."""
+    import pickle
+
+    m, _ = LIBS[name]
+    t = m.ones(2, requires_grad=True)
+    t.note, t._private = "kept", 2
+    t.register_hook(lambda g: g)
+    t.retain_grad()
+    (t * 2).sum().backward()
+    forking = stdlib_mp.reduction.ForkingPickler
+    dumps, loads = (
+        (pickle.dumps, pickle.loads) if pickler == "pickle" else (forking.dumps, forking.loads)
+    )
+    with pytest.warns(UserWarning, match="backward hook .* will not be serialized"):
+        got = loads(dumps(t))
+    assert got.__dict__ == {"note": "kept", "_private": 2}
+    assert got.requires_grad and got.tolist() == [1.0, 1.0]
