@@ -130,8 +130,7 @@ def pack(obj):
     if not pickler.tensors:
         return buf.getvalue(), None, (), ()
     regions, metas, size = _plan(pickler.tensors)
-    prefix = f"{segment_prefix(os.getppid())}{os.getpid()}_"
-    segment = _shm.named(size, prefix=prefix, counted=False)
+    segment = _shm.named(size, prefix=segment_prefix(os.getppid()), counted=False)
     try:
         view = np.frombuffer(segment.buffer(), np.uint8)
         _fill(view, regions)
