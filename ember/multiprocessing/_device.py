@@ -21,6 +21,9 @@ from .._tensor import Tensor, is_contiguous, make
 from ..dispatcher.memory import backend_for, normalize_device
 
 _opened: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # (device, data) -> handle
+# (device, data, offset, nbytes) -> Storage: what this process sent, so that a tensor coming
+# back maps to its own storage (a driver refuses to open its own process's handles).
+_storages: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 
 
@@ -31,19 +34,26 @@ def shares(runtime) -> bool:
 def reduce_device_tensor(tensor: Tensor, state):
     storage = tensor._storage
     index = storage.device.index or 0
-    data = storage.runtime.ipc_handle(storage.handle, index)
+    if isinstance(storage.owner, _Opened):  # received: forward the exporter's own handle
+        data = storage.owner.data
+    else:
+        data = storage.runtime.ipc_handle(storage.handle, index)
     meta = (tensor._offset, tensor._shape, tensor._stride, tensor._requires_grad)
     where = (str(storage.device), data, storage.byte_offset, storage.nbytes)
+    with _lock:
+        _storages[where] = storage
     return (rebuild_device_tensor, (type(tensor), tensor._dtype, meta, where), state)
 
 
 class _Opened:
-    """An opened handle; weakly cached so that every storage over it shares one opening."""
+    """An opened handle and the exporter's handle ``data`` it came from; weakly cached so that
+    every storage over it shares one opening (drivers refuse to re-export opened memory)."""
 
-    __slots__ = ("__weakref__", "handle")
+    __slots__ = ("__weakref__", "data", "handle")
 
-    def __init__(self, handle):
+    def __init__(self, handle, data: bytes):
         self.handle = handle
+        self.data = data
 
 
 def _open(device, runtime, data: bytes) -> _Opened:
@@ -51,21 +61,30 @@ def _open(device, runtime, data: bytes) -> _Opened:
     with _lock:
         found = _opened.get(key)
         if found is None:
-            found = _Opened(runtime.open_ipc_handle(data, device.index or 0))
+            found = _Opened(runtime.open_ipc_handle(data, device.index or 0), data)
             _opened[key] = found
         return found
 
 
-def rebuild_device_tensor(cls, dtype, metadata, where) -> Tensor:
-    from .reductions import finish
-
-    name, data, byte_offset, nbytes = where
+def _storage(name: str, data: bytes, byte_offset: int, nbytes: int) -> Storage:
     device = normalize_device(Device(name))
     runtime = backend_for(device.type).runtime
     opened = _open(device, runtime, data)
     base = runtime.address(opened.handle)
     ptr = None if base is None else base + byte_offset
     storage = Storage(device, nbytes, opened.handle, byte_offset, ptr, opened, runtime)
+    with _lock:
+        _storages[name, data, byte_offset, nbytes] = storage
+    return storage
+
+
+def rebuild_device_tensor(cls, dtype, metadata, where) -> Tensor:
+    from .reductions import finish
+
+    with _lock:
+        storage = _storages.get(where)
+    if storage is None:
+        storage = _storage(*where)
     offset, shape, stride, requires_grad = metadata
     t = make(storage, shape, stride, offset, dtype, is_contiguous(shape, stride))
     return finish(t, cls, requires_grad)
