@@ -254,3 +254,12 @@ def test_attributes_travel_and_autograd_state_does_not(name, pickler):
         got = loads(dumps(t))
     assert got.__dict__ == {"note": "kept", "_private": 2}
     assert got.requires_grad and got.tolist() == [1.0, 1.0]
+
+
+def test_shared_storage_is_not_resizable():
+    """Other processes map exactly its bytes (PyTorch crashes here; ember says why)."""
+    x = ember.zeros(2).share_memory_()
+    with pytest.raises(RuntimeError, match="not resizable"):
+        x.resize_(10)
+    x.resize_(1)  # shrinking keeps the storage
+    assert x.tolist() == [0.0]
