@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import subprocess
 import sys
 import time
@@ -13,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
+import ember
+import ember.multiprocessing as mp
 from ember.utils.data._shared_memory import segment_prefix
+
+from . import children
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="/dev/shm and /proc are Linux's")
 
@@ -58,3 +63,24 @@ def test_killed_dataloader_worker_leaves_no_segment():
     seen = run("killed_loader_worker", "file_descriptor")
     assert "exited unexpectedly" in seen["error"]
     assert gone(f"/dev/shm/{segment_prefix(seen['pid'])}*") == []
+
+
+def test_a_child_exiting_with_a_tensor_still_held_gives_its_reference_back():
+    """file_system: a reference held until the interpreter exits is released at exit, so the
+    name goes as soon as the parent lets go too (no wait for the tree to exit)."""
+    mp.set_sharing_strategy("file_system")
+    try:
+        ctx = mp.get_context("fork")
+        inbox, done = ctx.Queue(), ctx.Queue()
+        child = ctx.Process(target=children.keep_until_exit, args=(inbox, done))
+        child.start()
+        x = ember.ones(8)
+        inbox.put(x)
+        done.get(timeout=60)
+        child.join(60)
+        name = x._storage.owner.name
+        assert child.exitcode == 0 and os.path.exists(f"/dev/shm{name}")
+        del x
+        assert not os.path.exists(f"/dev/shm{name}")
+    finally:
+        mp.set_sharing_strategy("file_descriptor")
