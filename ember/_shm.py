@@ -53,6 +53,15 @@ strategy = STRATEGIES[0]
 
 # POSIX record locks belong to the process, so its threads must also exclude each other.
 _lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # a thread of the parent may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 _owned: weakref.WeakSet = weakref.WeakSet()  # named segments this process holds a reference to
 _finalizer_pid = None
 
@@ -85,8 +94,7 @@ class Segment:
     def __del__(self):
         if self.fd is not None:
             os.close(self.fd)
-        if self._pid is not None and self._pid == os.getpid():
-            self.release()
+        self.release()
 
     def buffer(self) -> memoryview:
         """The bytes storages may use, writable."""
@@ -131,7 +139,8 @@ class Segment:
             util.Finalize(None, _release_all, exitpriority=-100)
 
     def release(self) -> None:
-        if self._pid is not None:
+        """Give back this process's reference (a forked child's copy holds none)."""
+        if self._pid is not None and self._pid == os.getpid():
             self._pid = None
             _owned.discard(self)
             self.decref()

@@ -85,3 +85,14 @@ def keep_until_exit(inbox, done) -> None:
     """Hold a received tensor in a global: only the exit gives its reference back."""
     KEPT.append(inbox.get())
     done.put(os.getpid())
+
+
+def drop_inherited_and_receive(inbox, done, inherited) -> None:
+    """A forked child drops its copy of the parent's shared tensor (it holds no reference of
+    its own) and holds a received one until exit."""
+    import gc
+
+    inherited.clear()
+    gc.collect()
+    KEPT.append(inbox.get())
+    done.put(os.getpid())

@@ -84,3 +84,25 @@ def test_a_child_exiting_with_a_tensor_still_held_gives_its_reference_back():
         assert not os.path.exists(f"/dev/shm{name}")
     finally:
         mp.set_sharing_strategy("file_descriptor")
+
+
+def test_a_forked_child_never_gives_back_its_parents_references():
+    mp.set_sharing_strategy("file_system")
+    try:
+        x = ember.ones(4).share_memory_()
+        y = ember.zeros(4)
+        name = x._storage.owner.name
+        ctx = mp.get_context("fork")
+        inbox, done = ctx.Queue(), ctx.Queue()
+        child = ctx.Process(target=children.drop_inherited_and_receive, args=(inbox, done, [x]))
+        child.start()
+        inbox.put(y)
+        done.get(timeout=60)
+        child.join(60)
+        assert child.exitcode == 0
+        assert os.path.exists(f"/dev/shm{name}")  # still the parent's: count 1, not 0
+        x.add_(1)
+        del x
+        assert not os.path.exists(f"/dev/shm{name}")
+    finally:
+        mp.set_sharing_strategy("file_descriptor")
