@@ -7,7 +7,8 @@ A CPU tensor travels as its metadata plus its storage; the storage moves into sh
 its first send (in place: the sender's tensors follow it) and travels as
 
 - ``file_descriptor``: a duplicate of the segment's descriptor, handed over a Unix socket by
-  ``multiprocessing.reduction.DupFd`` (the sender must still be alive when the message is read);
+  ``multiprocessing``'s resource sharer (the sender must still be alive when the message is
+  read; pool workers wait at exit until theirs are: ``_inflight``);
 - ``file_system``: the segment's name, plus one reference that the receiver adopts.
 
 Each process keeps weak maps from a segment's identity (its inode) to its mapping and from
@@ -19,8 +20,6 @@ Device tensors travel as inter-process handles where the runtime has them (CUDA,
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.resource_sharer  # loaded before any fork: DupFd needs it whole
 import os
 import threading
 import warnings
@@ -34,7 +33,7 @@ from .._serialization import python_state
 from .._storage import ReadOnlyStorage, Storage
 from .._tensor import Tensor, is_contiguous, make
 from ..dispatcher.memory import backend_for
-from . import _device
+from . import _device, _inflight
 
 
 class SharedCache:
@@ -97,7 +96,7 @@ def reduce_storage(storage: Storage):
     segment, offset = storage._share(named=False)
     fd, opened = segment.descriptor()
     try:
-        handle = multiprocessing.reduction.DupFd(fd)
+        handle = _inflight.dup_fd(fd)
     finally:
         if opened:
             os.close(fd)

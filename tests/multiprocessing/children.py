@@ -96,3 +96,32 @@ def drop_inherited_and_receive(inbox, done, inherited) -> None:
     gc.collect()
     KEPT.append(inbox.get())
     done.put(os.getpid())
+
+
+BOARD: list = []
+
+
+def keep_board(board) -> None:
+    """A pool initializer: every task of this worker writes into ``board``."""
+    BOARD.append(board)
+
+
+def mark(i: int, t):
+    BOARD[0][i] = i + 1
+    return t * t
+
+
+def descriptors_in_flight(report) -> None:
+    """What ``_inflight`` counts in a fresh process (a fork starts with nothing in flight):
+    one descriptor sent, then collected (here, by this process itself)."""
+    from ember.multiprocessing import _inflight
+
+    seen = [_inflight.pending()]
+    fd = os.memfd_create("in-flight")
+    handle = _inflight.SharedFd(fd)
+    seen += [_inflight.pending(), _inflight.wait_for_receivers(timeout=0.05)]
+    os.close(handle.detach())
+    seen.append(_inflight.wait_for_receivers(timeout=120))  # the sharer closes just after
+    seen.append(_inflight.pending())
+    os.close(fd)
+    report.put(seen)

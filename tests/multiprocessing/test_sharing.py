@@ -26,14 +26,6 @@ FORK = mp.get_context("fork")
 LIBS = {"ember": (ember, mp), "torch": (torch, torch_mp)}
 
 
-@pytest.fixture(params=["file_descriptor", "file_system"])
-def strategy(request):
-    before = mp.get_sharing_strategy()
-    mp.set_sharing_strategy(request.param)
-    yield request.param
-    mp.set_sharing_strategy(before)
-
-
 def round_trip(obj):
     """``obj`` sent to a forked child and back (the child stays alive while it is read)."""
     inbox, outbox = FORK.Queue(), FORK.Queue()
@@ -41,10 +33,10 @@ def round_trip(obj):
     child.start()
     try:
         inbox.put(obj)
-        return outbox.get(timeout=30)
+        return outbox.get(timeout=120)
     finally:
         inbox.put(None)
-        child.join(30)
+        child.join(120)
 
 
 def test_strategies_are_pytorchs():
@@ -76,10 +68,10 @@ def test_child_writes_are_seen_and_views_come_back_as_views(name, strategy):
         child.start()
         x = m.arange(4.0)
         inbox.put(x)
-        back = outbox.get(timeout=30)
-        assert outbox.get(timeout=30)[0] == "done"
+        back = outbox.get(timeout=120)
+        assert outbox.get(timeout=120)[0] == "done"
         inbox.put(None)
-        child.join(30)
+        child.join(120)
         assert x.is_shared()  # moved into shared memory, in place, on its first send
         assert x.tolist() == [1.0, 2.0, 3.0, 4.0]
         assert back.tolist() == [2.0, 3.0, 4.0]
@@ -156,14 +148,6 @@ def test_simple_queue_and_pipe():
     assert right.recv()._storage is x._storage
 
 
-def test_pool_maps_over_shared_tensors(strategy):
-    xs = [ember.full((3,), float(i)) for i in range(4)]
-    with FORK.Pool(2) as pool:
-        out = pool.map(children.square, xs)
-    assert [t.tolist() for t in out] == [[float(i * i)] * 3 for i in range(4)]
-    assert all(t.is_shared() for t in xs + out)
-
-
 def test_spawned_process_writes_into_its_argument():
     shared = ember.zeros(2)
     mp.spawn(children.fill_rank, args=(shared,), nprocs=2)
@@ -175,9 +159,10 @@ def test_dead_sender_is_a_clear_error():
     queue = FORK.Queue()
     child = FORK.Process(target=_put_and_exit, args=(queue,))
     child.start()
-    child.join(30)
+    child.join(120)
+    assert child.exitcode == 0  # gone before its message is read
     with pytest.raises(RuntimeError, match=r"exited before it was received.*file_system"):
-        queue.get(timeout=30)
+        queue.get(timeout=120)
 
 
 def _put_and_exit(queue) -> None:
