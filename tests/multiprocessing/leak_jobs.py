@@ -23,7 +23,7 @@ def _receive_and_wait(inbox, ready) -> None:
     t = inbox.get()
     t.fill_(7)
     ready.put(os.getpid())
-    time.sleep(60)  # killed before this ends
+    time.sleep(600)  # killed before this ends
 
 
 def memfds() -> tuple[int, int]:
@@ -40,13 +40,13 @@ def killed_receiver() -> dict:
     """A child maps a shared tensor, writes it, and is killed while holding it."""
     before = memfds()
     inbox, ready = FORK.Queue(), FORK.Queue()
-    child = FORK.Process(target=_receive_and_wait, args=(inbox, ready))
+    child = FORK.Process(target=_receive_and_wait, args=(inbox, ready), daemon=True)
     child.start()
     x = ember.zeros(1 << 16)
     inbox.put(x)
-    ready.get(timeout=60)
+    ready.get(timeout=120)
     os.kill(child.pid, signal.SIGKILL)
-    child.join(60)
+    child.join(120)
     seen = {"child_exitcode": child.exitcode, "written": x[0].item()}
     seen["name"] = x._storage.owner.name
     seen["while_held"] = memfds()
@@ -54,7 +54,7 @@ def killed_receiver() -> dict:
     gc.collect()
     if seen["name"]:
         seen["name_after_drop"] = os.path.exists(f"/dev/shm{seen['name']}")
-    deadline = time.monotonic() + 10  # the descriptor-sharing thread closes its copy just after
+    deadline = time.monotonic() + 60  # the descriptor-sharing thread closes its copy just after
     while memfds() != before and time.monotonic() < deadline:
         time.sleep(0.05)
     seen["left"] = [now - then for now, then in zip(memfds(), before)]

@@ -57,7 +57,7 @@ def test_a_child_writes_a_cuda_tensor_in_place():
         back = outbox.get(timeout=120)
     finally:
         inbox.put(None)
-        child.join(60)
+        child.join(120)
     assert child.exitcode == 0 and device == "cuda"
     assert seen == [30.0, 40.0, 50.0]
     assert x.cpu().tolist() == [10.0, 20.0, 30.0, 40.0, 50.0]

@@ -54,7 +54,8 @@ def test_a_child_exiting_non_zero_stops_the_others(code):
     assert type(ours) is mp.ProcessExitedException
     assert str(ours) == str(theirs) == f"process 0 terminated with exit code {code}"
     assert (ours.exit_code, ours.error_index, ours.signal_name) == (code, 0, None)
-    assert seconds < 30  # the sleeping siblings were terminated, not waited for
+    # The siblings were terminated, not waited for (they would sleep for SIBLING_SLEEP).
+    assert seconds < children.SIBLING_SLEEP / 2
 
 
 def test_a_child_killed_by_a_signal():
@@ -70,7 +71,7 @@ def test_join_false_returns_the_context():
         children.fill_rank, (shared,), nprocs=2, join=False, start_method="fork"
     )
     assert isinstance(context, mp.ProcessContext) and len(context.pids()) == 2
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300
     while not context.join(timeout=1):
         assert time.monotonic() < deadline
     assert context.join() and shared.tolist() == [1.0, 2.0]
