@@ -7,7 +7,8 @@ CUDA (``cuIpcGetMemHandle``), HIP (``hipIpcGetMemHandle``) and the CUDA emulator
 The handle names the whole allocation, which the caching allocator may have split, so the
 storage's offset in it travels too. As in PyTorch, the sending process must keep the tensor
 alive while receivers use it, and a process opens each handle once (the driver's rule), so
-storages from one allocation share one opened handle.
+storages from one allocation share one opened handle. The sender's queued work on the device
+is finished before a handle leaves, so the receiver reads what the sender wrote.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ def shares(runtime) -> bool:
 def reduce_device_tensor(tensor: Tensor, state):
     storage = tensor._storage
     index = storage.device.index or 0
+    # Kernels this process queued may still be writing the tensor when the receiver reads it:
+    # finish them first (PyTorch sends an IPC event to wait on; a send-time sync is simpler).
+    storage.runtime.synchronize(index)
     if isinstance(storage.owner, _Opened):  # received: forward the exporter's own handle
         data = storage.owner.data
     else:

@@ -83,3 +83,14 @@ def test_a_handle_of_a_dead_process_is_a_clear_error():
     dead = (2**22 + 12345).to_bytes(8, "little") + handle[8:]  # no such pid
     with pytest.raises(RuntimeError, match="cannot open the IPC handle of process"):
         runtime.open_ipc_handle(dead, 0)
+
+
+def test_queued_work_is_finished_before_a_handle_leaves(monkeypatch):
+    """The receiver must read what the sender's kernels wrote, not what they will write."""
+    x = ember.ones(8, device="cuda") * 3
+    runtime = x._storage.runtime
+    calls = []
+    real = runtime.synchronize
+    monkeypatch.setattr(runtime, "synchronize", lambda index=None: (calls.append(index), real()))
+    PICKLER.dumps(x)
+    assert calls == [0]
