@@ -94,3 +94,13 @@ def test_exceptions_pickle_with_their_fields():
     )  # fmt: skip
     raised = pickle.loads(pickle.dumps(mp.ProcessRaisedException("trace", 1, 7)))
     assert (str(raised), raised.error_index, raised.pid) == ("trace", 1, 7)
+
+
+def test_spawn_raises_a_spawned_childs_traceback():
+    """The real spawn start method (a fresh interpreter): the traceback crosses too."""
+    with pytest.raises(mp.ProcessRaisedException) as caught:
+        mp.spawn(children.raise_value_error, args=(0,), nprocs=1)
+    text = str(caught.value)
+    assert text.startswith("\n\n-- Process 0 terminated with the following error:\n")
+    assert 'children.py", line' in text and "ValueError: rank 0 refuses" in text
+    assert caught.value.error_index == 0
