@@ -144,6 +144,8 @@ class GraphBuilder:
         the first input's). ``attrs``: ONNX attributes (None values are left out).
         """
         names = ["" if x is None else x.name for x in inputs]
+        while names and not names[-1]:  # trailing optional inputs are left out, not ""
+            names.pop()
         if dtype is _SAME:
             dtype = next((x.dtype for x in inputs if x is not None), None)
         if sizes is None and op_type in _ELEMENTWISE and all(x.sizes == () for x in inputs):

@@ -13,11 +13,11 @@ from ember import _dtype as dt
 from ember._tensor import Tensor
 
 from .. import types as T
-from ..ops import PREFIX
+from ..ops import PREFIX, mutates
 from ..prims import PRIMS
 from .builder import GraphBuilder, V, static_int
 from .errors import UnsupportedOperatorError
-from .table import TABLE
+from .table import TABLE, UNMAPPED
 
 
 class Converter:
@@ -58,7 +58,10 @@ class Converter:
         name = base.name if kind.startswith(PREFIX) else kind
         rule = TABLE.get(name)
         if rule is None:
-            raise UnsupportedOperatorError(kind, self.g.opset, None)
+            error = UnsupportedOperatorError(kind, self.g.opset, None)
+            if name in UNMAPPED:
+                error.args = (f"{error.args[0]} ({UNMAPPED[name]})",)
+            raise error
         args = [self.env[v] for v in node.inputs()]
         result = rule(self.g, *args)
         outputs = node.outputs()
@@ -68,7 +71,7 @@ class Converter:
             result = (list(result),)
         for value, produced in zip(outputs, result):
             self.env[value] = self._typed(value, produced)
-        if op.inplace_of is not None or base.name == "copy_":
+        if mutates(op):
             # a write: later readers of the argument see the result
             self.env[node.inputsAt(0)] = self.env[outputs[0]]
 

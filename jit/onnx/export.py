@@ -20,7 +20,7 @@ from ember.nn.modules.module import Module
 
 from .. import types as T
 from .._paths import tensor_at
-from ..tracer import capture
+from ..tracer import _input_names, capture
 from .builder import GraphBuilder, V, elem_type, onnx_module
 from .convert import Converter
 from .errors import OnnxExporterError
@@ -115,6 +115,9 @@ def export(
     args, kwargs = _arguments(args, kwargs)
     with _export_mode(model, training), no_grad():
         captured = capture(model, args, kwargs, root=model if isinstance(model, Module) else None)
+        forward = model.forward if isinstance(model, Module) else model
+        for value, name in zip(captured.graph.inputs(), _input_names(forward, captured.in_spec)):
+            value.setDebugName(name)  # the parameters' names: x, hidden.0, hidden.1
         graph = _prepare(captured.graph, model, export_params, do_constant_folding)
         proto = _build(
             graph,

@@ -26,3 +26,26 @@ def _join(families) -> dict:
 
 
 TABLE = _join(FAMILIES)
+
+_RANDOM = "a random op: ONNX's generators are not ember's Philox streams, export in eval mode"
+# Ops with no mapping, and why (the error says it). A test checks that every op-table op is in
+# TABLE or here, so a new op gets a decision.
+UNMAPPED = {
+    "as_strided": "ONNX tensors have no strides",
+    "unfold": "no ONNX op takes overlapping windows of a dim",
+    "diagonal": "no ONNX op reads a diagonal of a tensor of any rank",
+    "diag": "no ONNX op builds or reads a diagonal of any offset",
+    "cumprod": "ONNX has CumSum but no cumulative product",
+    "searchsorted": "ONNX has no binary search",
+    "nextafter": "ONNX has no float-bit stepping op",
+    "bitwise_left_shift": "ONNX's BitShift takes unsigned integers only",
+    "bitwise_right_shift": "ONNX's BitShift takes unsigned integers only",
+    "put_": "writes through flat indices into a tensor in place",
+    "bernoulli": _RANDOM,
+    "bernoulli_": _RANDOM,
+    "multinomial": _RANDOM,
+    "normal_": _RANDOM,
+    "uniform_": _RANDOM,
+    "random_": _RANDOM,
+    "randperm": _RANDOM,
+}

@@ -19,6 +19,11 @@ def _dim(d: int, rank: int) -> int:
     return d + rank if d < 0 else d
 
 
+def _ints(value) -> list:
+    """An ``int[]`` argument as a list (a lone int stands for a list of one)."""
+    return [value] if isinstance(value, int) else list(value)
+
+
 def reshape(g, x, sizes):
     """``Reshape``; a literal 0 in PyTorch's sizes is an empty dim, not "copy" (allowzero)."""
     allowzero = None
@@ -57,7 +62,7 @@ def unflatten(g, x, dim, sizes):
 
 def permute(g, x, dims):
     rank = x.rank
-    return g.op("Transpose", x, perm=[_dim(d, rank) for d in dims])
+    return g.op("Transpose", x, perm=[_dim(d, rank) for d in _ints(dims)])
 
 
 def transpose(g, x, dim0, dim1):
@@ -211,6 +216,7 @@ def hstack(g, tensors):
 
 
 def flip(g, x, dims):
+    dims = _ints(dims)
     k = len(dims)
     axes = g.const([_dim(d, x.rank) for d in dims], dt.int64)
     starts, ends = g.const([-1] * k, dt.int64), g.const([INT64_MIN] * k, dt.int64)
@@ -221,7 +227,7 @@ def roll(g, x, shifts, dims=None):
     if not dims:
         flat = reshape(g, x, [-1])
         return g.op("Reshape", roll(g, flat, shifts, [0]), g.shape(x))
-    for shift, dim in zip(shifts, dims):
+    for shift, dim in zip(_ints(shifts), _ints(dims)):
         size = g.size(x, dim)
         cut = g.op("Sub", size, g.op("Mod", g.const(shift, dt.int64), size, fmod=0))
         tail = _slice(g, x, dim, cut, None)
@@ -231,14 +237,14 @@ def roll(g, x, shifts, dims=None):
 
 
 def repeat(g, x, repeats):
-    repeats = list(repeats) if isinstance(repeats, (list, tuple)) else repeats
+    repeats = _ints(repeats) if not isinstance(repeats, V) else repeats
     if isinstance(repeats, list) and len(repeats) > x.rank:
         x = g.unsqueeze(x, list(range(len(repeats) - x.rank)))
     return g.op("Tile", x, g.ints(repeats))
 
 
 def tile(g, x, dims):
-    dims = list(dims)
+    dims = _ints(dims)
     if len(dims) < x.rank:
         dims = [1] * (x.rank - len(dims)) + dims
     return repeat(g, x, dims)
@@ -266,6 +272,28 @@ def copy_(g, target, src, non_blocking=False):
 def zero_(g, x):
     zero = g.onnx.numpy_helper.from_array(np.zeros(1, dtype=x.dtype.np))
     return g.op("ConstantOfShape", g.shape(x), value=zero)
+
+
+def fill_(g, x, value):
+    return g.op("Expand", g.scalar(value, x.dtype), g.shape(x))
+
+
+def repeat_interleave(g, x, repeats=None, dim=None, output_size=None):
+    """Each element ``repeats`` times in a row: a new axis after ``dim``, expanded, merged."""
+    if repeats is None or (isinstance(repeats, V) and repeats.sizes != ()):
+        raise g.unsupported("repeat_interleave with a tensor of repeats")
+    if dim is None:
+        x, dim = reshape(g, x, [-1]), 0
+        x.sizes = (None,)
+    dim = _dim(dim, x.rank)
+    spread = g.unsqueeze(x, dim + 1)
+    times = g.ints([repeats])
+    shape = g.op("Concat", g.dims(spread, 0, dim + 1), times, g.dims(spread, dim + 2), axis=0)
+    expanded = g.op("Expand", spread, shape)
+    merged = [g.dims(x, 0, dim), g.const([-1], dt.int64)]
+    if dim + 1 < x.rank:
+        merged.append(g.dims(x, dim + 1))
+    return g.op("Reshape", expanded, g.op("Concat", *merged, axis=0))
 
 
 def constant_pad_nd(g, x, pad, value=0):
@@ -320,5 +348,7 @@ TABLE = {
     "_to_copy": to_copy,
     "copy_": copy_,
     "zero_": zero_,
+    "fill_": fill_,
+    "repeat_interleave": repeat_interleave,
     "constant_pad_nd": constant_pad_nd,
 }
