@@ -217,17 +217,6 @@ class GraphBuilder:
         out.traced = None if None in traced else traced
         return out
 
-    def static(self, value):
-        """The int(s) ``value`` had in the trace: an argument ONNX needs as an attribute
-        (a kernel size computed from an input size keeps its traced value, as in PyTorch)."""
-        if isinstance(value, V):
-            if value.traced is None:
-                raise self.unsupported(f"value '{value.name}' must be known at export time")
-            return value.traced
-        if isinstance(value, (list, tuple)):
-            return [self.static(v) for v in value]
-        return value
-
     def size_of_list(self, sizes: V, i: int) -> V:
         """Entry ``i`` of a 1-D int64 tensor of sizes, as a 0-d tensor."""
         return self.op("Gather", sizes, self.const(i, dt.int64), axis=0, sizes=())

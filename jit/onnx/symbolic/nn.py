@@ -12,23 +12,23 @@ import numpy as np
 
 from ember import _dtype as dt
 
-from ..builder import V
+from ..builder import V, static_int
 from ..errors import OnnxExporterError
 
 
 def _pair(value) -> list[int]:
-    """Two ints from an int or a list of one or two (as the traced values, for ONNX needs
-    kernel sizes, strides and pads as attributes)."""
-    if isinstance(value, V):
+    """Two ints from an int or a list of one or two. Sizes computed at run time give their
+    traced values: ONNX takes kernel sizes, strides and pads as attributes (PyTorch's tracer
+    bakes them in the same way)."""
+    if isinstance(value, V) and isinstance(value.traced, list):  # an int[] built at run time
         value = value.traced
-    if isinstance(value, int):
-        return [value, value]
-    value = [v.traced if isinstance(v, V) else v for v in value]
-    if None in value:
+    items = [value] if isinstance(value, (int, V)) else list(value)
+    items = [static_int(v) for v in items]
+    if None in items:
         raise OnnxExporterError(
-            "ONNX export: a kernel size, stride or padding unknown at export time"
+            "ONNX export: a kernel size, stride or padding is unknown at export time"
         )
-    return value * 2 if len(value) == 1 else value
+    return items * 2 if len(items) == 1 else items
 
 
 def _batched(g, x, rule):
