@@ -39,21 +39,26 @@ def _batched(g, x, rule):
     return rule(x)
 
 
-def conv2d(g, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def _conv(g, x4, weight, bias, stride, padding, dilation, groups: int, kernel: list):
     pads = _pair(padding)
+    return g.op(
+        "Conv",
+        x4,
+        weight,
+        bias,
+        strides=_pair(stride),
+        pads=pads + pads,
+        dilations=_pair(dilation),
+        group=groups,
+        kernel_shape=kernel,
+    )
+
+
+def conv2d(g, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    kernel = list(weight.sizes[2:])
 
     def rule(x4):
-        return g.op(
-            "Conv",
-            x4,
-            weight,
-            bias,
-            strides=_pair(stride),
-            pads=pads + pads,
-            dilations=_pair(dilation),
-            group=groups,
-            kernel_shape=list(weight.sizes[2:]),
-        )
+        return _conv(g, x4, weight, bias, stride, padding, dilation, groups, kernel)
 
     return _batched(g, x, rule)
 
@@ -65,28 +70,13 @@ def im2col(g, x, kernel_size, dilation, padding, stride):
     kh, kw = _pair(kernel_size)
     eye = np.eye(kh * kw, dtype=x.dtype.np).reshape(kh * kw, 1, kh, kw)
     weight = g.const(np.tile(eye, (channels, 1, 1, 1)), x.dtype)
-    pads = _pair(padding)
 
     def rule(x4):
-        cols = g.op(
-            "Conv",
-            x4,
-            weight,
-            strides=_pair(stride),
-            pads=pads + pads,
-            dilations=_pair(dilation),
-            group=channels,
-            kernel_shape=[kh, kw],
-        )
-        shape = g.op(
-            "Concat", g.dims(x4, 0, 1), g.const([channels * kh * kw, -1], dt.int64), axis=0
-        )
-        return g.op("Reshape", cols, shape)
+        cols = _conv(g, x4, weight, None, stride, padding, dilation, channels, [kh, kw])
+        blocks = g.const([channels * kh * kw, -1], dt.int64)
+        return g.op("Reshape", cols, g.op("Concat", g.dims(x4, 0, 1), blocks, axis=0))
 
-    if x.rank == 3:
-        out = rule(g.unsqueeze(x, 0))
-        return g.op("Squeeze", out, g.const([0], dt.int64))
-    return rule(x)
+    return _batched(g, x, rule)
 
 
 def col2im(g, x, output_size, kernel_size, dilation, padding, stride):
