@@ -41,7 +41,7 @@ def eager(model, args) -> list:
     with ember.no_grad():
         out = model(*args)
     leaves, _ = pytree.flatten(out)
-    return [leaf.numpy() for leaf in leaves]
+    return [leaf.detach().numpy() for leaf in leaves]
 
 
 def assert_close(got: list, want: list, rtol: float = 1e-4, atol: float = 1e-5) -> None:

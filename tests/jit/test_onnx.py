@@ -121,6 +121,26 @@ def test_word_language_model_export(rnn_type, tmp_path):
     assert_close(run(session(path.read_bytes()), (tokens, hidden)), eager(model, (tokens, hidden)))
 
 
+class _Passthrough(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return x, self.fc(x), self.fc.weight, x
+
+
+def test_outputs_that_are_inputs_weights_or_repeated():
+    model, x = _Passthrough().eval(), ember.randn(2, 3)
+    for folding in (True, False):
+        model_bytes = export_bytes(
+            model, (x,), output_names=["a", "b", "c", "d"], do_constant_folding=folding
+        )
+        proto = check_model(model_bytes)
+        assert [v.name for v in proto.graph.output] == ["a", "b", "c", "d"]
+        assert_close(run(session(model_bytes), (x,)), eager(model, (x,)))
+
+
 def test_names_and_dynamic_axes_as_a_list():
     model = CASES["mlp"].model
     with pytest.warns(UserWarning, match="Automatically generated names"):
