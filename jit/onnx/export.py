@@ -128,7 +128,7 @@ def export(
             export_params=export_params,
             keep_initializers_as_inputs=bool(keep_initializers_as_inputs),
         )
-    proto = finish_model(proto, graph, opset, dynamic_axes or {}, custom_opsets or {})
+    proto = finish_model(proto, opset, dynamic_axes or {}, custom_opsets or {})
     if verbose:
         print(onnx.helper.printable_graph(proto.graph))
     if f is not None:

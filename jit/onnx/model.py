@@ -14,7 +14,8 @@ import ember
 from .builder import onnx_module
 
 
-def finish_model(graph, ir_graph, opset: int, dynamic_axes: dict, custom_opsets: dict):
+def finish_model(graph, opset: int, dynamic_axes: dict, custom_opsets: dict):
+    """The checked ModelProto of ``graph``: opset imports, IR version, named dynamic dims."""
     onnx = onnx_module()
     inputs = [v.name for v in graph.input]
     outputs = [v.name for v in graph.output]
