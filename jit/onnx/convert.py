@@ -16,7 +16,7 @@ from .. import types as T
 from ..ops import PREFIX, mutates
 from ..prims import PRIMS
 from .builder import GraphBuilder, V, static_int
-from .errors import UnsupportedOperatorError
+from .errors import OnnxExporterError, UnsupportedOperatorError
 from .table import TABLE, UNMAPPED
 
 
@@ -39,16 +39,24 @@ class Converter:
             self.g.scope = node.scopeName()
             self.g.kind = node.kind()
             self.g.node = node
-            if node.blocks():
-                raise UnsupportedOperatorError(node.kind(), self.g.opset, None)
-            handler = _PRIMS.get(node.kind())
-            if handler is not None:
-                handler(self, node)
-            elif node.kind().startswith("prim::"):
-                self._prim_arithmetic(node)
-            else:
-                self._op(node)
+            try:
+                self._convert(node)
+            except OnnxExporterError as error:
+                if node.sourceRange() and len(error.args) == 1:
+                    error.args = (f"{error.args[0]}\n    (node defined in {node.sourceRange()})",)
+                raise
         return [self.env[v] for v in graph.outputs()]
+
+    def _convert(self, node) -> None:
+        if node.blocks():
+            raise UnsupportedOperatorError(node.kind(), self.g.opset, None)
+        handler = _PRIMS.get(node.kind())
+        if handler is not None:
+            handler(self, node)
+        elif node.kind().startswith("prim::"):
+            self._prim_arithmetic(node)
+        else:
+            self._op(node)
 
     # ---- op-table ops --------------------------------------------------------------------
     def _op(self, node) -> None:
