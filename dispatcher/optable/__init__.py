@@ -12,9 +12,9 @@ from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
-from . import conv, data, elementwise, factory, linalg, nn, reduction, view
+from . import amp, data, elementwise, factory, functional, linalg, nn, reduction, view
 
-MODULES = (elementwise, reduction, view, data, linalg, factory, nn, conv)
+MODULES = (elementwise, reduction, view, data, linalg, factory, nn, functional, amp)
 
 
 def _decompose(op, *args):

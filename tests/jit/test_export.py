@@ -60,7 +60,7 @@ def test_graph_is_op_table_ops_with_lifted_placeholders():
     assert not [n for n in nodes if n.op == "get_attr"]
     calls = [n.target for n in nodes if n.op == "call_function"]
     assert all(isinstance(t, type(ember.ops.add)) for t in calls)
-    assert "ember.ops.mm(" in ep.graph_module.code
+    assert "ember.ops.linear(" in ep.graph_module.code
     assert str(ep).startswith("ExportedProgram:")
     assert "Range constraints: {s0: VR[1, 64]}" in str(ep)
 

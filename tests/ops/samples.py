@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from ember.dispatcher.opdef import Kind
 
+from . import gen_amp as amp
 from . import gen_elementwise as ew
 from . import gen_factory as fac
+from . import gen_functional as functional
 from . import gen_index as idx
 from . import gen_linalg as la
 from . import gen_nn as nn
@@ -87,6 +89,10 @@ GENERATORS = {
     "arange": fac.arange,
     "linspace": fac.linspace,
     "random": fac.random,
+    # nn.functional rows
+    **functional.GENERATORS,
+    # GradScaler's ops
+    **amp.GENERATORS,
 }
 
 # The generator of rows that name none, by kind (elementwise rows always name theirs).
