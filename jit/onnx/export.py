@@ -25,6 +25,7 @@ from .builder import GraphBuilder, V, elem_type, onnx_module
 from .convert import Converter
 from .errors import OnnxExporterError
 from .model import finish_model
+from .table import expands
 
 # PyTorch 2.13's TorchScript exporter: default opset 20; ember writes opset 17 and later.
 DEFAULT_OPSET = 20
@@ -114,7 +115,8 @@ def export(
     onnx = onnx_module()
     args, kwargs = _arguments(args, kwargs)
     with _export_mode(model, training), no_grad():
-        captured = capture(model, args, kwargs, root=model if isinstance(model, Module) else None)
+        root = model if isinstance(model, Module) else None
+        captured = capture(model, args, kwargs, root=root, expand=expands)
         forward = model.forward if isinstance(model, Module) else model
         for value, name in zip(captured.graph.inputs(), _input_names(forward, captured.in_spec)):
             value.setDebugName(name)  # the parameters' names: x, hidden.0, hidden.1

@@ -6,6 +6,11 @@ One table keyed by op name, as the op table is; each family's module holds its p
 for several outputs, a list for ``Tensor[]``). In-place variants (``relu_``) use their
 functional op's rule. An op absent here raises ``UnsupportedOperatorError`` naming the op and
 the opset; a rule raises the same, with the first opset that has it, when the target is older.
+
+A composite op with no rule (its row has a decomposition, as the nn.functional rows'
+``from_nn``) is traced as the ops of its decomposition (``expands``), as PyTorch's exporter
+inlines a function it has no symbolic for; a rule of its own is written where ONNX has one op
+for it (``linear`` as ``Gemm``, convolutions as ``Conv``).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ def _join(families) -> dict:
 
 TABLE = _join(FAMILIES)
 
+_TRAINING = "an optimizer step's op (GradScaler): exported models run inference"
 _RANDOM = "a random op: ONNX's generators are not ember's Philox streams, export in eval mode"
 # Ops with no mapping, and why (the error says it). A test checks that every op-table op is in
 # TABLE or here, so a new op gets a decision.
@@ -48,4 +54,13 @@ UNMAPPED = {
     "uniform_": _RANDOM,
     "random_": _RANDOM,
     "randperm": _RANDOM,
+    "_amp_foreach_non_finite_check_and_unscale_": _TRAINING,
+    "_amp_update_scale_": _TRAINING,
 }
+
+
+def expands(op) -> bool:
+    """Whether the exporter records ``op``'s decomposition instead of ``op``: it has one, no
+    rule, and no reason in UNMAPPED."""
+    name = (op.inplace_of or op).name
+    return op.decomposition is not None and name not in TABLE and name not in UNMAPPED
