@@ -206,6 +206,28 @@ def test_constant_folding_folds_batch_norm_into_the_convolutions():
         assert_close(got, eager(case.model, case.example))
 
 
+def test_layers_export_as_their_onnx_ops_and_losses_as_their_decomposition():
+    """linear is Gemm, conv_transpose2d ConvTranspose (rules of their own); a loss, which has
+    none, is traced as its decomposition's ops for export only (jit.trace keeps one node)."""
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    ops = [n.op_type for n in check_model(export_bytes(model, (ember.randn(5, 3),))).graph.node]
+    assert ops.count("Gemm") == 2 and "MatMul" not in ops
+    up = nn.ConvTranspose2d(3, 2, 3, stride=2)
+    ops = [n.op_type for n in check_model(export_bytes(up, (ember.randn(1, 3, 4, 4),))).graph.node]
+    assert ops == ["ConvTranspose"]
+
+    def loss(a, t):
+        return F.cross_entropy(a, t, label_smoothing=0.1)
+
+    args = (ember.randn(4, 5), ember.randint(0, 5, (4,)))
+    model_bytes = export_bytes(loss, args)
+    ops = {n.op_type for n in check_model(model_bytes).graph.node}
+    assert {"LogSoftmax", "GatherElements", "ReduceSum"} <= ops, ops
+    assert_close(run(session(model_bytes), args), eager(loss, args))
+    kinds = [n.kind() for n in ember.jit.trace(loss, args).graph.nodes()]
+    assert "ember::cross_entropy_loss" in kinds and "ember::log_softmax" not in kinds
+
+
 def test_exports_in_eval_mode_and_restores_the_mode():
     model = CASES["cnn"].model
     model.train()

@@ -245,9 +245,36 @@ CASES = [
     ("conv2d_unbatched", lambda x, w: F.conv2d(x, w), lambda: (_r(3, 5, 5), _r(2, 3, 3, 3))),
     ("conv1d", lambda x, w: F.conv1d(x, w, padding=1), lambda: (_r(2, 3, 9), _r(4, 3, 3))),
     (
+        "conv1d_same_unbatched",
+        lambda x, w, b: F.conv1d(x, w, b, padding="same", dilation=3),
+        lambda: (_r(3, 9), _r(4, 3, 4), _r(4)),
+    ),
+    (
+        "conv2d_same_odd",
+        lambda x, w: F.conv2d(x, w, padding="same"),
+        lambda: (_r(1, 2, 6, 5), _r(3, 2, 4, 2)),
+    ),
+    (
+        "conv2d_valid",
+        lambda x, w: F.conv2d(x, w, padding="valid"),
+        lambda: (_r(1, 2, 5, 5), _r(3, 2, 3, 3)),
+    ),
+    (
         "conv_transpose2d",
         lambda x, w: F.conv_transpose2d(x, w, stride=2),
         lambda: (_r(1, 3, 4, 4), _r(3, 2, 3, 3)),
+    ),
+    (
+        "conv_transpose2d_full",
+        lambda x, w, b: F.conv_transpose2d(
+            x, w, b, stride=(2, 3), padding=(1, 0), output_padding=(1, 2), groups=2, dilation=2
+        ),
+        lambda: (_r(2, 4, 3, 4), _r(4, 3, 3, 2), _r(6)),
+    ),
+    (
+        "conv_transpose2d_unbatched",
+        lambda x, w: F.conv_transpose2d(x, w, padding=1),
+        lambda: (_r(3, 4, 4), _r(3, 2, 3, 3)),
     ),
     ("avg_pool2d", lambda x: F.avg_pool2d(x, 2), lambda: (_r(2, 3, 8, 8),)),
     ("avg_pool2d_pad", lambda x: F.avg_pool2d(x, 3, 2, 1), lambda: (_r(2, 3, 7, 7),)),
@@ -269,6 +296,11 @@ CASES = [
     ),
     ("group_norm", lambda x: F.group_norm(x, 2), lambda: (_r(2, 4, 3, 3),)),
     (
+        "group_norm_affine",
+        lambda x, w, b: F.group_norm(x, 3, w, b, eps=1e-3),
+        lambda: (_r(2, 6, 5), _r(6), _r(6)),
+    ),
+    (
         "batch_norm_eval",
         lambda x, m, v: F.batch_norm(x, m, v),
         lambda: (_r(2, 3, 4, 4), _r(3), _pos(3)),
@@ -278,6 +310,11 @@ CASES = [
         "sdpa_causal",
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
         lambda: (_r(2, 2, 5, 4), _r(2, 2, 5, 4), _r(2, 2, 5, 4)),
+    ),
+    (
+        "sdpa_mask",
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3),
+        lambda: (_r(2, 3, 4), _r(2, 5, 4), _r(2, 5, 6), ember.rand(3, 5) > 0.3),
     ),
     ("embedding", lambda t, w: F.embedding(t, w), lambda: (ember.randint(0, 6, (2, 3)), _r(6, 4))),
     ("one_hot", lambda t: F.one_hot(t, 5), lambda: (ember.randint(0, 5, (4,)),)),
@@ -298,12 +335,39 @@ CASES = [
         lambda a, t: F.nll_loss(a.log_softmax(-1), t, reduction="none"),
         lambda: (_r(4, 5), ember.randint(0, 5, (4,))),
     ),
+    (
+        "nll_loss_weighted",
+        lambda a, t, w: F.nll_loss(a, t, w, ignore_index=1),
+        lambda: (_r(4, 3, 2), ember.tensor([[0, 1], [2, 2], [1, 0], [0, 2]]), _pos(3)),
+    ),
+    (
+        "cross_entropy_probabilities",
+        lambda a, t: F.cross_entropy(a, t, reduction="none"),
+        lambda: (_r(4, 5), _r(4, 5).softmax(-1)),
+    ),
     ("mse_loss", F.mse_loss, lambda: (_r(4, 5), _r(4, 5))),
+    ("mse_loss_none", lambda a, b: F.mse_loss(a, b, reduction="none"), lambda: (_r(3), _r(3))),
     ("l1_loss", F.l1_loss, lambda: (_r(4, 5), _r(4, 5))),
     ("smooth_l1_loss", F.smooth_l1_loss, lambda: (_r(4, 5), _r(4, 5))),
     ("huber_loss", F.huber_loss, lambda: (_r(4, 5) * 2, _r(4, 5))),
     ("bce", F.binary_cross_entropy, lambda: (ember.rand(4, 5), ember.rand(4, 5))),
     ("bce_with_logits", F.binary_cross_entropy_with_logits, lambda: (_r(4, 5), ember.rand(4, 5))),
+    (
+        "bce_with_logits_weights",
+        lambda a, t, w, p: F.binary_cross_entropy_with_logits(a, t, w, pos_weight=p),
+        lambda: (_r(4, 5), ember.rand(4, 5), _pos(5), _pos(5)),
+    ),
+    (
+        "bce_weighted",
+        lambda a, t, w: F.binary_cross_entropy(a, t, w, reduction="sum"),
+        lambda: (ember.rand(4, 5), ember.rand(4, 5), _pos(4, 5)),
+    ),
+    ("cosine_similarity", F.cosine_similarity, lambda: (_r(4, 5), _r(4, 5))),
+    (
+        "cosine_embedding_loss",
+        lambda a, b, t: F.cosine_embedding_loss(a, b, t, margin=0.2),
+        lambda: (_r(4, 5), _r(4, 5), ember.tensor([1.0, -1.0, -1.0, 1.0])),
+    ),
     (
         "kl_div",
         lambda a, b: F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean"),
@@ -329,6 +393,10 @@ CASES = [
     ("einsum", lambda x, y: ember.einsum("bij,bjk->bik", x, y), lambda: (_r(2, 2, 3), _r(2, 3, 4))),
     ("trace", ember.trace, lambda: (_r(3, 3),)),
     ("linear", F.linear, lambda: (_r(2, 3), _r(4, 3), _r(4))),
+    ("linear_3d", F.linear, lambda: (_r(2, 5, 3), _r(4, 3), _r(4))),
+    ("linear_no_bias", F.linear, lambda: (_r(2, 3), _r(4, 3))),
+    ("linear_1d", F.linear, lambda: (_r(3), _r(4, 3), _r(4))),
+    ("bilinear", F.bilinear, lambda: (_r(2, 3), _r(2, 4), _r(5, 3, 4), _r(5))),
     # indexing
     (
         "index_select",

@@ -1,4 +1,4 @@
-"""Neural-network ops: convolution, im2col/col2im, max pooling, layer norm.
+"""Neural-network ops: linear, convolutions, im2col/col2im, max pooling, layer norm.
 
 ``im2col`` (what ember's average pooling and 1-d convolutions are written in) has no ONNX op; it
 is a grouped convolution whose kernels are one-hot (each output channel copies one kernel
@@ -16,8 +16,8 @@ from ..builder import V, static_int
 from ..errors import OnnxExporterError
 
 
-def _pair(value) -> list[int]:
-    """Two ints from an int or a list of one or two. Sizes computed at run time give their
+def _ints(value, n: int = 2) -> list[int]:
+    """``n`` ints from an int or a list of one or ``n``. Sizes computed at run time give their
     traced values: ONNX takes kernel sizes, strides and pads as attributes (PyTorch's tracer
     bakes them in the same way)."""
     if isinstance(value, V) and isinstance(value.traced, list):  # an int[] built at run time
@@ -28,39 +28,99 @@ def _pair(value) -> list[int]:
         raise OnnxExporterError(
             "ONNX export: a kernel size, stride or padding is unknown at export time"
         )
-    return items * 2 if len(items) == 1 else items
+    return items * n if len(items) == 1 else items
 
 
-def _batched(g, x, rule):
-    """Run ``rule`` on a 4-d input; an unbatched 3-d input gets a batch dim of 1 around it."""
-    if x.rank == 3:
+def _pair(value) -> list[int]:
+    return _ints(value, 2)
+
+
+def _pads(padding, kernel: list, dilation: list) -> list[int]:
+    """ONNX's ``pads`` (all begins, then all ends); 'same' puts the odd one at the end, as
+    PyTorch pads the input."""
+    if padding == "valid":
+        return [0] * 2 * len(kernel)
+    if padding == "same":
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return [t // 2 for t in totals] + [t - t // 2 for t in totals]
+    pads = _ints(padding, len(kernel))
+    return pads + pads
+
+
+def _batched(g, x, rule, spatial: int = 2):
+    """Run ``rule`` on a batched input; an unbatched one gets a batch dim of 1 around it."""
+    if x.rank == spatial + 1:
         out = rule(g.unsqueeze(x, 0))
         return g.op("Squeeze", out, g.const([0], dt.int64))
     return rule(x)
 
 
-def _conv(g, x4, weight, bias, stride, padding, dilation, groups: int, kernel: list):
-    pads = _pair(padding)
+def _conv(g, x, weight, bias, stride, padding, dilation, groups: int, kernel: list):
+    n = len(kernel)
+    dilations = _ints(dilation, n)
     return g.op(
         "Conv",
-        x4,
+        x,
         weight,
         bias,
-        strides=_pair(stride),
-        pads=pads + pads,
-        dilations=_pair(dilation),
+        strides=_ints(stride, n),
+        pads=_pads(padding, kernel, dilations),
+        dilations=dilations,
         group=groups,
         kernel_shape=kernel,
     )
 
 
-def conv2d(g, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def _operands(g, x, weight, bias):
+    """The operands in the node's output dtype (ONNX convolutions take one float type)."""
+    out = g.out_dtype()
+    return g.cast(x, out), g.cast(weight, out), None if bias is None else g.cast(bias, out)
+
+
+def convolution(g, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """``Conv`` for conv1d and conv2d (the spatial rank is the weight's)."""
+    x, weight, bias = _operands(g, x, weight, bias)
     kernel = list(weight.sizes[2:])
 
-    def rule(x4):
-        return _conv(g, x4, weight, bias, stride, padding, dilation, groups, kernel)
+    def rule(batched):
+        return _conv(g, batched, weight, bias, stride, padding, dilation, groups, kernel)
 
-    return _batched(g, x, rule)
+    return _batched(g, x, rule, len(kernel))
+
+
+def conv_transpose2d(
+    g, x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    x, weight, bias = _operands(g, x, weight, bias)
+    kernel = list(weight.sizes[2:])
+    n = len(kernel)
+    dilations = _ints(dilation, n)
+
+    def rule(batched):
+        return g.op(
+            "ConvTranspose",
+            batched,
+            weight,
+            bias,
+            strides=_ints(stride, n),
+            pads=_pads(padding, kernel, dilations),
+            output_padding=_ints(output_padding, n),
+            dilations=dilations,
+            group=groups,
+            kernel_shape=kernel,
+        )
+
+    return _batched(g, x, rule, n)
+
+
+def linear(g, x, weight, bias=None):
+    """``Gemm`` for a 2-d input with a bias, else ``MatMul`` by the transposed weight and
+    ``Add``, as PyTorch's symbolic writes it."""
+    x, weight, bias = _operands(g, x, weight, bias)
+    if x.rank == 2 and bias is not None:
+        return g.op("Gemm", x, weight, bias, transB=1)
+    product = g.op("MatMul", x, g.op("Transpose", weight, perm=[1, 0]))
+    return product if bias is None else g.op("Add", product, bias)
 
 
 def im2col(g, x, kernel_size, dilation, padding, stride):
@@ -149,7 +209,10 @@ def layer_norm(g, x, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 TABLE = {
-    "conv2d": conv2d,
+    "linear": linear,
+    "conv1d": convolution,
+    "conv2d": convolution,
+    "conv_transpose2d": conv_transpose2d,
     "im2col": im2col,
     "col2im": col2im,
     "max_pool2d_with_indices": max_pool2d_with_indices,
