@@ -18,6 +18,14 @@ def lib(name: str):
     return importlib.import_module(name)
 
 
+def start(ctx, target, *extra, daemon=None):
+    """A child of ``ctx`` running ``target(inbox, outbox, *extra)``, and those two queues."""
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=target, args=(inbox, outbox, *extra), daemon=daemon)
+    child.start()
+    return inbox, outbox, child
+
+
 def add_one_and_send_back(inbox, outbox) -> None:
     t = inbox.get()
     t.add_(1)

@@ -16,6 +16,8 @@ import ember
 import ember.multiprocessing as mp
 from ember.utils.data import DataLoader, Dataset
 
+from . import children
+
 FORK = mp.get_context("fork")
 
 
@@ -39,9 +41,7 @@ def memfds() -> tuple[int, int]:
 def killed_receiver() -> dict:
     """A child maps a shared tensor, writes it, and is killed while holding it."""
     before = memfds()
-    inbox, ready = FORK.Queue(), FORK.Queue()
-    child = FORK.Process(target=_receive_and_wait, args=(inbox, ready), daemon=True)
-    child.start()
+    inbox, ready, child = children.start(FORK, _receive_and_wait, daemon=True)
     x = ember.zeros(1 << 16)
     inbox.put(x)
     ready.get(timeout=120)

@@ -16,6 +16,8 @@ import ember
 import ember.multiprocessing as mp
 from ember.dispatcher.devices import REGISTRY
 
+from . import children
+
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="memfds are Linux's")
 
 FORK = mp.get_context("fork")
@@ -48,9 +50,7 @@ def test_the_emulator_offers_ipc_handles():
 def test_a_child_writes_a_cuda_tensor_in_place():
     x = ember.arange(6.0, device="cuda")[1:]  # an offset into an allocator segment
     assert x.is_shared() and x.share_memory_() is x  # CUDA memory: shared already
-    inbox, outbox = FORK.Queue(), FORK.Queue()
-    child = FORK.Process(target=_child, args=(inbox, outbox))
-    child.start()
+    inbox, outbox, child = children.start(FORK, _child)
     try:
         inbox.put(x)
         device, seen = outbox.get(timeout=120)

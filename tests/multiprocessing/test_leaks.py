@@ -65,44 +65,34 @@ def test_killed_dataloader_worker_leaves_no_segment():
     assert gone(f"/dev/shm/{segment_prefix(seen['pid'])}*") == []
 
 
-def test_a_child_exiting_with_a_tensor_still_held_gives_its_reference_back():
+@pytest.mark.parametrize("strategy", ["file_system"], indirect=True)
+def test_a_child_exiting_with_a_tensor_still_held_gives_its_reference_back(strategy):
     """file_system: a reference held until the interpreter exits is released at exit, so the
     name goes as soon as the parent lets go too (no wait for the tree to exit)."""
-    mp.set_sharing_strategy("file_system")
-    try:
-        ctx = mp.get_context("fork")
-        inbox, done = ctx.Queue(), ctx.Queue()
-        child = ctx.Process(target=children.keep_until_exit, args=(inbox, done))
-        child.start()
-        x = ember.ones(8)
-        inbox.put(x)
-        done.get(timeout=120)
-        child.join(120)
-        name = x._storage.owner.name
-        assert child.exitcode == 0 and os.path.exists(f"/dev/shm{name}")
-        del x
-        assert not os.path.exists(f"/dev/shm{name}")
-    finally:
-        mp.set_sharing_strategy("file_descriptor")
+    ctx = mp.get_context("fork")
+    inbox, done, child = children.start(ctx, children.keep_until_exit)
+    x = ember.ones(8)
+    inbox.put(x)
+    done.get(timeout=120)
+    child.join(120)
+    name = x._storage.owner.name
+    assert child.exitcode == 0 and os.path.exists(f"/dev/shm{name}")
+    del x
+    assert not os.path.exists(f"/dev/shm{name}")
 
 
-def test_a_forked_child_never_gives_back_its_parents_references():
-    mp.set_sharing_strategy("file_system")
-    try:
-        x = ember.ones(4).share_memory_()
-        y = ember.zeros(4)
-        name = x._storage.owner.name
-        ctx = mp.get_context("fork")
-        inbox, done = ctx.Queue(), ctx.Queue()
-        child = ctx.Process(target=children.drop_inherited_and_receive, args=(inbox, done, [x]))
-        child.start()
-        inbox.put(y)
-        done.get(timeout=120)
-        child.join(120)
-        assert child.exitcode == 0
-        assert os.path.exists(f"/dev/shm{name}")  # still the parent's: count 1, not 0
-        x.add_(1)
-        del x
-        assert not os.path.exists(f"/dev/shm{name}")
-    finally:
-        mp.set_sharing_strategy("file_descriptor")
+@pytest.mark.parametrize("strategy", ["file_system"], indirect=True)
+def test_a_forked_child_never_gives_back_its_parents_references(strategy):
+    x = ember.ones(4).share_memory_()
+    y = ember.zeros(4)
+    name = x._storage.owner.name
+    ctx = mp.get_context("fork")
+    inbox, done, child = children.start(ctx, children.drop_inherited_and_receive, [x])
+    inbox.put(y)
+    done.get(timeout=120)
+    child.join(120)
+    assert child.exitcode == 0
+    assert os.path.exists(f"/dev/shm{name}")  # still the parent's: count 1, not 0
+    x.add_(1)
+    del x
+    assert not os.path.exists(f"/dev/shm{name}")

@@ -29,9 +29,7 @@ LIBS = {"ember": (ember, mp), "torch": (torch, torch_mp)}
 def round_trip(obj, pids=None):
     """``obj`` sent to a forked child and back (the child stays alive while it is read);
     the child's pid is appended to ``pids``."""
-    inbox, outbox = FORK.Queue(), FORK.Queue()
-    child = FORK.Process(target=children.echo, args=(inbox, outbox))
-    child.start()
+    inbox, outbox, child = children.start(FORK, children.echo)
     if pids is not None:
         pids.append(child.pid)
     try:
@@ -66,9 +64,7 @@ def test_child_writes_are_seen_and_views_come_back_as_views(name, strategy):
     lib_mp.set_sharing_strategy(strategy)
     try:
         ctx = lib_mp.get_context("fork")
-        inbox, outbox = ctx.Queue(), ctx.Queue()
-        child = ctx.Process(target=children.add_one_and_send_back, args=(inbox, outbox))
-        child.start()
+        inbox, outbox, child = children.start(ctx, children.add_one_and_send_back)
         x = m.arange(4.0)
         inbox.put(x)
         back = outbox.get(timeout=120)
@@ -186,18 +182,15 @@ def test_xpu_tensors_are_copied_with_a_warning():
     assert x.tolist() == [0.0, 1.0, 2.0]
 
 
-def test_file_system_names_go_when_the_last_user_lets_go():
-    mp.set_sharing_strategy("file_system")
-    try:
-        x = ember.ones(5)
-        got = round_trip(x)
-        assert got._storage is x._storage
-        name = x._storage.owner.name
-        assert os.path.exists(f"/dev/shm{name}")
-        del x, got
-        assert not os.path.exists(f"/dev/shm{name}")
-    finally:
-        mp.set_sharing_strategy("file_descriptor")
+@pytest.mark.parametrize("strategy", ["file_system"], indirect=True)
+def test_file_system_names_go_when_the_last_user_lets_go(strategy):
+    x = ember.ones(5)
+    got = round_trip(x)
+    assert got._storage is x._storage
+    name = x._storage.owner.name
+    assert os.path.exists(f"/dev/shm{name}")
+    del x, got
+    assert not os.path.exists(f"/dev/shm{name}")
 
 
 def test_file_descriptor_sharing_names_nothing():
