@@ -24,8 +24,9 @@ def strategy(request):
 def no_child_left_behind():
     """Every child a test starts has exited when it ends; one still running after ``GRACE``
     seconds is killed (it is ours) and fails the test, so none outlives the session."""
+    before = set(multiprocessing.active_children())  # another test's are not this one's
     yield
-    left = multiprocessing.active_children()
+    left = [child for child in multiprocessing.active_children() if child not in before]
     for child in left:
         child.join(GRACE)
     stuck = [child for child in left if child.is_alive()]
