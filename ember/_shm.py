@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import itertools
 import mmap
 import os
@@ -36,8 +35,9 @@ from multiprocessing import resource_tracker, util
 
 try:
     import _posixshmem
+    import fcntl
 except ImportError:  # Windows: no POSIX shared memory; sharing CPU storages is unsupported
-    _posixshmem = None
+    _posixshmem = fcntl = None
 
 HEADER = 64  # named segments: the reference count, then the data from the next cache line
 _COUNT = struct.Struct("q")

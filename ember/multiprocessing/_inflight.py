@@ -30,7 +30,8 @@ def _after_fork_in_child() -> None:
     _lock, _pending = threading.Lock(), 0  # the parent's messages are the parent's to wait for
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # POSIX; Windows neither forks nor passes descriptors
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _count(delta: int) -> None:
@@ -44,7 +45,7 @@ def pending() -> int:
     return _pending
 
 
-class SharedFd(resource_sharer.DupFd):
+class SharedFd(getattr(resource_sharer, "DupFd", object)):  # Windows: never made (no "fd")
     """``resource_sharer.DupFd`` that counts itself in flight until its receiver has it
     (``detach``, inherited, redeems it in the receiver)."""
 
