@@ -224,3 +224,11 @@ def expand_to_levels(t: Tensor, levels: list) -> Tensor:
         if level not in have:
             physical = physical.unsqueeze(i)
     return physical.expand(tuple(lv.batch_size for lv in levels) + physical._shape[len(ids) :])
+
+
+def debug_unwrap(tensor, *, recurse: bool = True):
+    """The tensor a BatchedTensor wraps (every level's, with ``recurse``), for printing inside
+    a vmapped function (``torch.func.debug_unwrap``); other values come back as they are."""
+    if tensor.__class__ is not BatchedTensor:
+        return tensor
+    return unwrap_all(tensor)[0] if recurse else tensor._value

@@ -177,3 +177,18 @@ def stack_module_state(models) -> tuple[dict, dict]:
         {k: stacked([p[k] for p in params], k) for k in params[0]},
         {k: stacked([b[k] for b in buffers], k) for k in buffers[0]},
     )
+
+
+def replace_all_batch_norm_modules_(root):
+    """In place: every BatchNorm module in ``root`` stops tracking running statistics
+    (``running_mean``, ``running_var`` and ``num_batches_tracked`` None), so it normalises with
+    each batch's own, which vmap can map over; returns ``root`` (``torch.func``'s)."""
+    from ember.nn.modules.normalization import _BatchNorm
+
+    for module in root.modules():
+        if isinstance(module, _BatchNorm) and module.track_running_stats:
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root

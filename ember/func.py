@@ -11,12 +11,18 @@ module_state.py).
 
 from __future__ import annotations
 
+from .autograd.batched import debug_unwrap
 from .autograd.jacobians import hessian, jacfwd, jacrev, linearize
-from .autograd.module_state import functional_call, stack_module_state
+from .autograd.module_state import (
+    functional_call,
+    replace_all_batch_norm_modules_,
+    stack_module_state,
+)
 from .autograd.transforms import grad, grad_and_value, jvp, vjp
 from .autograd.vmap import vmap
 
 __all__ = [
+    "debug_unwrap",
     "functional_call",
     "grad",
     "grad_and_value",
@@ -25,6 +31,7 @@ __all__ = [
     "jacrev",
     "jvp",
     "linearize",
+    "replace_all_batch_norm_modules_",
     "stack_module_state",
     "vjp",
     "vmap",

@@ -90,3 +90,49 @@ def test_hessian_of_cross_entropy_matches_torch_func():
     ours = ember.func.hessian(loss(ember))(ember.tensor(Q[0, :2, :3]))
     theirs = torch.func.hessian(loss(torch))(torch.tensor(Q[0, :2, :3]))
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-9)
+
+
+def _batch_norm_net(lib):
+    nn = lib.nn
+    lib.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.BatchNorm1d(4))
+
+
+def test_replace_all_batch_norm_modules_matches_torch_func():
+    x = RNG.standard_normal((2, 3, 3)).astype(np.float32)
+    theirs_net, ours_net = _batch_norm_net(torch), _batch_norm_net(ember)
+    ours_net.load_state_dict(
+        {k: ember.from_numpy(v.numpy()) for k, v in theirs_net.state_dict().items()}
+    )
+    found = []
+    for lib, net in ((ember, ours_net), (torch, theirs_net)):
+        assert lib.func.replace_all_batch_norm_modules_(net) is net
+        bn = net[1]
+        found.append(
+            (bn.running_mean, bn.running_var, bn.num_batches_tracked, bn.track_running_stats)
+        )
+        # each group of 3 samples normalised with its own statistics, under vmap
+        params = {k: v.detach() for k, v in net.named_parameters()}
+        out = lib.func.vmap(
+            lambda p, b, lib=lib, net=net: lib.func.functional_call(net, p, (b,)),
+            in_dims=(None, 0),
+        )(params, lib.tensor(x))
+        found.append(out.detach().numpy())
+    assert found[0] == found[2] == (None, None, None, False)
+    np.testing.assert_allclose(found[1], found[3], rtol=1e-5, atol=1e-6)
+
+
+def test_debug_unwrap_matches_torch_func():
+    shapes = []
+    for lib in (ember, torch):
+        seen = []
+
+        def f(x, lib=lib, seen=seen):
+            seen.append(tuple(lib.func.debug_unwrap(x).shape))
+            seen.append(tuple(lib.func.debug_unwrap(x, recurse=False).shape))
+            return x.sum()
+
+        lib.func.vmap(lib.func.vmap(f))(lib.ones(2, 3, 4))
+        assert lib.func.debug_unwrap(lib.ones(2)) is not None
+        shapes.append(seen)
+    assert shapes[0] == shapes[1]
