@@ -24,6 +24,7 @@ from ember._random import default_generator, generator_for
 from ember._tensor import Tensor
 
 from . import grad_mode
+from ._pytree import tree_flatten
 from .checkpoint_debug import debug_context_and_callback
 from .engine import backward as autograd_backward
 from .engine import current_graph_task_id
@@ -102,6 +103,27 @@ def _generators(args) -> list:
     if len(found) == 1 and DefaultDeviceType.get_device_type() != "cpu":
         found.append(generator_for(E.device(DefaultDeviceType.get_device_type())))
     return found
+
+
+def get_device_states(*args) -> tuple[list, list]:
+    """The device indexes of the tensors among ``args`` that are not on the CPU (one per
+    tensor, as PyTorch), and the RNG state of each."""
+    ids, device_type = [], None
+    for leaf in tree_flatten(args)[0]:
+        if isinstance(leaf, Tensor) and leaf.device.type not in ("cpu", "meta"):
+            ids.append(leaf.get_device())
+            device_type = device_type or leaf.device.type
+    return ids, [generator_for(E.device(device_type, i)).get_state() for i in ids]
+
+
+def set_device_states(devices, states, *, device_type=None) -> None:
+    """Restore ``get_device_states``' states on those devices (of ``device_type``, by default
+    DefaultDeviceType's)."""
+    device_type = device_type or DefaultDeviceType.get_device_type()
+    if device_type == "meta":
+        return
+    for index, state in zip(devices, states):
+        generator_for(E.device(device_type, index)).set_state(state)
 
 
 def _rng_states(args) -> list:

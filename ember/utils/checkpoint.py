@@ -11,9 +11,11 @@ from ember.autograd.checkpoint import (
     checkpoint,
     checkpoint_sequential,
     detach_variable,
+    get_device_states,
     noop_context_fn,
     set_checkpoint_debug_enabled,
     set_checkpoint_early_stop,
+    set_device_states,
 )
 from ember.autograd.checkpoint_selective import (
     CheckpointPolicy,
@@ -32,7 +34,9 @@ __all__ = [
     "checkpoint",
     "checkpoint_sequential",
     "detach_variable",
+    "get_device_states",
     "noop_context_fn",
     "set_checkpoint_debug_enabled",
     "set_checkpoint_early_stop",
+    "set_device_states",
 ]

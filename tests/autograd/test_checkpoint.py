@@ -264,3 +264,15 @@ def test_debug_refuses_a_context_fn_as_torch():
                 debug=True,
                 context_fn=lambda: (contextlib.nullcontext(), contextlib.nullcontext()),
             )
+
+
+def test_device_states_round_trip(device):
+    x = ember.ones(3, device=device)
+    ids, states = EC.get_device_states(x, [x, 1.0])
+    if x.device.type == "cpu":  # as PyTorch: only tensors off the CPU count
+        assert (ids, states) == ([], []) == TC.get_device_states(torch.ones(3), [torch.ones(3)])
+        return
+    assert ids == [x.get_device()] * 2 and len(states) == 2
+    first = ember.rand(4, device=device).cpu().numpy()
+    EC.set_device_states(ids, states, device_type=x.device.type)
+    np.testing.assert_array_equal(ember.rand(4, device=device).cpu().numpy(), first)
