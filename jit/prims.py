@@ -103,6 +103,19 @@ PRIMS: dict[str, Prim] = {
     "prim::max": Prim(max, _call("max")),
     "prim::If": Prim(None, None, outputs=None, doc="if cond: block0 else: block1"),
     "prim::Loop": Prim(None, None, outputs=None, doc="for i < max_trip while cond: block0"),
+    "prim::len": Prim(len, _call("len")),
+    # Optional refinement (``if x is not None``): the same object under a narrower type.
+    "prim::unchecked_cast": Prim(lambda x: x, lambda x: x),
+    # The value of a variable on a path that raised (never read).
+    "prim::Uninitialized": Prim(None, lambda: "None"),
+    "prim::shape": Prim(lambda t: list(t.shape), lambda t: f"list({t}.shape)"),
+    "prim::is": Prim(operator.is_, _infix("is")),
+    "prim::isnot": Prim(operator.is_not, _infix("is not")),
+    # A call into Python (``@ember.jit.ignore``): the callable is a constant, so a graph holding
+    # one runs in-process but cannot be saved (the archive writer refuses the constant).
+    "prim::PythonOp": Prim(
+        None, lambda fn, *args: f"{fn}({', '.join(args)})", effects=True, outputs=None
+    ),
     "prim::RaiseException": Prim(
         None, lambda msg: f"_raise({msg})", effects=True, outputs=0, extra={"run": _raise}
     ),
