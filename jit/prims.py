@@ -114,7 +114,11 @@ PRIMS: dict[str, Prim] = {
     # A call into Python (``@ember.jit.ignore``): the callable is a constant, so a graph holding
     # one runs in-process but cannot be saved (the archive writer refuses the constant).
     "prim::PythonOp": Prim(
-        None, lambda fn, *args: f"{fn}({', '.join(args)})", effects=True, outputs=None
+        None,
+        lambda fn, *args: f"{fn}({', '.join(args)})",
+        effects=True,
+        outputs=None,
+        extra={"in_process": True},
     ),
     "prim::RaiseException": Prim(
         None, lambda msg: f"_raise({msg})", effects=True, outputs=0, extra={"run": _raise}

@@ -252,12 +252,34 @@ def special(fn):
         return None
 
 
-def library_op(fn):
+def library_op(fn, args=(), kwargs=None):
     """The op a public ``ember``/``ember.nn.functional`` function stands for, by its name."""
     module = getattr(fn, "__module__", "") or ""
     if not (module == "ember" or module.startswith("ember.")):
         return None
-    return OPS.get(getattr(fn, "__name__", ""))
+    return overload(getattr(fn, "__name__", ""), args, kwargs or {})
+
+
+# max(x) / max(x, dim) / max(x, other): PyTorch's overloads are separate rows here.
+_OVERLOADS = {"max": ("amax", "maximum"), "min": ("amin", "minimum")}
+
+
+def overload(name: str, args, kwargs: dict):
+    """The op for a call of ``name`` with these arguments (the receiver first), or None."""
+    found = _OVERLOADS.get(name)
+    if found is not None:
+        whole, elementwise = found
+        if len(args) == 1 and not kwargs:
+            return OPS[whole]
+        if (
+            len(args) == 2
+            and isinstance(args[1], Value)
+            and isinstance(args[1].type(), T.TensorType)
+        ):
+            return OPS[elementwise]
+        if "other" in kwargs:
+            return OPS[elementwise]
+    return OPS.get(name)
 
 
 # Tensor methods that convert dtypes: x.float() is x.to(ember.float32).

@@ -147,7 +147,7 @@ class Calls:
             return self.to(value, args, kwargs, node)
         if name in ("item", "tolist"):
             raise self.source.not_supported(f"Tensor.{name}() isn't supported yet", node)
-        op = OPS.get(name)
+        op = lib.overload(name, [value, *args], kwargs)
         if op is None:
             raise self.source.not_supported(
                 f"Tensor method '{name}' has no op-table row ember.jit.script can call", node
@@ -182,7 +182,7 @@ class Calls:
         special = lib.special(fn)
         if special is not None:
             return special(self, list(args), dict(kwargs), fn)
-        op = lib.library_op(fn)
+        op = lib.library_op(fn, args, kwargs)
         if op is not None:
             return lib.emit_op(self, op, list(args), dict(kwargs), fn)
         if isinstance(fn, type) and issubclass(fn, Module):

@@ -54,7 +54,9 @@ class ScriptMethod(Method):
     def call(self, owner, args, kwargs):
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        return super().call(owner, tuple(bound.arguments.values()), {})
+        fn = self.generated.fn
+        args = tuple(bound.arguments.values())
+        return (fn(owner, *args) if self.is_method else fn(*args))[0]
 
 
 class Unit:
@@ -199,6 +201,7 @@ def _prefix_attributes(node, prefix: str) -> None:
         return
     if node.kind() == "prim::GetAttr":
         node.setAttr("name", f"{prefix}.{node['name']}")
+        node.output().setDebugName(node["name"])
     for block in node.blocks():
         for inner in block.nodes():
             _prefix_attributes(inner, prefix)

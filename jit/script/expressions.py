@@ -81,6 +81,8 @@ class Expressions(Calls):
     def require_constant(self, value, what: str):
         if isinstance(value, PyObj):
             return value.obj
+        if not isinstance(value, (Value, Sugar)):  # a Python default, from a signature
+            return value
         if not self.is_constant(value):
             raise self.source.not_supported(f"{what} must be a constant", self.current)
         return value.node()["value"]
