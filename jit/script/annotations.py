@@ -25,6 +25,15 @@ _SCALARS = {
 }
 
 
+_NAMES = {
+    "Tensor": EmberTensor,
+    "List": typing.List,  # noqa: UP006
+    "Tuple": typing.Tuple,  # noqa: UP006
+    "Optional": typing.Optional,
+    "Final": typing.Final,
+}
+
+
 class AnnotationError(TypeError):
     """An annotation with no graph type."""
 
@@ -32,8 +41,10 @@ class AnnotationError(TypeError):
 def resolve(annotation, namespace: dict) -> T.Type:
     """The graph type an annotation (object or string) names."""
     if isinstance(annotation, str):
+        scope = dict(_NAMES)  # TorchScript knows these names wherever the source is
+        scope.update(namespace)
         try:
-            annotation = eval(annotation, dict(namespace))  # as typing.get_type_hints does
+            annotation = eval(annotation, scope)  # as typing.get_type_hints does
         except Exception as e:
             raise AnnotationError(f"Unknown type annotation: '{annotation}'") from e
     return to_type(annotation)

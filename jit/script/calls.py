@@ -178,7 +178,7 @@ class Calls:
         from ..script_module import ScriptFunction
 
         if isinstance(fn, ScriptFunction):
-            return self.unit.inline_graph(self, fn._method, None, "", args, kwargs, node)
+            return self.unit.inline_graph(self, fn._method, None, args, kwargs, node)
         special = lib.special(fn)
         if special is not None:
             return special(self, list(args), dict(kwargs), fn)

@@ -19,7 +19,7 @@ from ..graph_utils import copy_node
 from ..ir import Graph, Value
 from ..script_module import Method, RecursiveScriptModule, ScriptFunction, ScriptModule, mirror
 from . import api, modules
-from .annotations import AnnotationError, is_final, resolve
+from .annotations import AnnotationError, is_final, resolve, to_type
 from .emitter import Emitter
 from .frontend import NotSupportedError, Source, namespace_of
 from .sugar import ModuleRef, PyObj, Sugar, SugarTuple
@@ -76,7 +76,7 @@ class Unit:
         scope = namespace_of(fn)
         kept = []
         for param in params:
-            kind = _param_type(source, param, scope)
+            kind = _param_type(source, param, scope, fn)
             env[param.arg] = graph.addInput(param.arg, kind)
             kept.append(param.arg)
         signature = _signature(fn, kept)
@@ -123,7 +123,7 @@ class Unit:
             if value is inspect.Parameter.empty:
                 value = PyObj(_default_of(fn, param.arg))
             if param.annotation is not None and not isinstance(value, Sugar):
-                value = caller.coerce(value, _param_type(source, param, scope), node)
+                value = caller.coerce(value, _param_type(source, param, scope, fn), node)
             env[param.arg] = value
         return self.emit(source, definition, caller.graph, env, self_ref, fn)
 
@@ -231,12 +231,15 @@ def _parameters(source, definition, skip_self: bool):
     return params[1:] if skip_self else params
 
 
-def _param_type(source, param, scope) -> T.Type:
+def _param_type(source, param, scope, fn) -> T.Type:
     if param.annotation is None:
         return T.Tensor  # TorchScript's default for unannotated parameters
     import ast
 
+    evaluated = getattr(getattr(fn, "__func__", fn), "__annotations__", {}).get(param.arg)
     try:
+        if evaluated is not None and not isinstance(evaluated, str):
+            return to_type(evaluated)
         return resolve(ast.unparse(param.annotation), scope)
     except AnnotationError as e:
         raise source.error(str(e), param.annotation) from None

@@ -1,0 +1,206 @@
+"""Models and functions for tests/jit/test_script*.py, written once against a library (torch
+or ember): both compile the same source with their jit.script."""
+# ruff: noqa: UP006, UP035, UP045 - typing.List/Tuple/Optional, as TorchScript sources spell them
+
+from typing import List, Optional, Tuple
+
+
+def build(lib):
+    nn = lib.nn
+    F = lib.nn.functional
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(8, 16)
+            self.fc2 = nn.Linear(16, 4)
+
+        def forward(self, x):
+            h = F.relu(self.fc1(x))
+            return F.log_softmax(self.fc2(h), dim=1)
+
+    class CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, 1)
+            self.conv2 = nn.Conv2d(4, 8, 3, 1)
+            self.dropout = nn.Dropout(0.25)
+            self.fc = nn.Linear(8 * 5 * 5, 10)
+
+        def forward(self, x):
+            x = F.relu(self.conv1(x))
+            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+            x = self.dropout(x)
+            x = lib.flatten(x, 1)
+            return F.log_softmax(self.fc(x), dim=1)
+
+    class LSTMLoop(nn.Module):
+        def __init__(self, n_in: int = 3, hidden: int = 5):
+            super().__init__()
+            self.hidden = hidden
+            self.ih = nn.Linear(n_in, 4 * hidden)
+            self.hh = nn.Linear(hidden, 4 * hidden)
+
+        def forward(self, xs, state: Optional[Tuple[lib.Tensor, lib.Tensor]] = None):
+            if state is None:
+                h = lib.zeros(xs.size(1), self.hidden)
+                c = lib.zeros(xs.size(1), self.hidden)
+            else:
+                h, c = state
+            outputs: List[lib.Tensor] = []
+            for t in range(xs.size(0)):
+                gates = self.ih(xs[t]) + self.hh(h)
+                i, f, g, o = gates.chunk(4, 1)
+                c = lib.sigmoid(f) * c + lib.sigmoid(i) * lib.tanh(g)
+                h = lib.sigmoid(o) * lib.tanh(c)
+                outputs.append(h)
+            return lib.stack(outputs), (h, c)
+
+    def data_dependent(x, y):
+        if x.sum() > 0:
+            z = x * y
+        else:
+            z = x - y
+        k = 0
+        while k < 3 and z.abs().max() < 100:
+            z = z * 2
+            k += 1
+        return z, k
+
+    return MLP, CNN, LSTMLoop, data_dependent
+
+
+def functions(lib):
+    """Functions covering the subset's control flow and types; each is scripted by ember and
+    by torch from this same source, and run on inputs that take each path."""
+    from typing import List, Optional, Tuple
+
+    Tensor = lib.Tensor
+    F = lib.nn.functional
+
+    def branches(x, y):
+        if x.sum() > 0:
+            z = x * y
+        else:
+            z = x - y
+        k = 0
+        while k < 3 and z.abs().max() < 100:
+            z = z * 2
+            k += 1
+        return z, k
+
+    def early_return(x, limit: float):
+        if x.sum() > limit:
+            return x * 2
+        elif x.sum() < -limit:
+            return -x
+        y = x + 1
+        return y
+
+    def break_continue(x, n: int):
+        total = lib.zeros_like(x)
+        for i in range(n):
+            if i % 2 == 1:
+                continue
+            total = total + x * i
+            if total.sum() > 20:
+                break
+        return total
+
+    def ranges(x, start: int, stop: int):
+        acc = x
+        for i in range(start, stop, 2):
+            acc = acc + i
+        for j in range(stop, start, -3):
+            acc = acc * 0.5 + j
+        return acc
+
+    def lists(xs: List[Tensor], scale: float):
+        out: List[Tensor] = []
+        for i, x in enumerate(xs):
+            out.append(x * scale + i)
+        squares = [x * x for x in out]
+        total = squares[0]
+        for a, b in zip(squares, out):
+            total = total + a - b
+        return lib.stack(out), total, len(xs)
+
+    def optional(x, bias: Optional[Tensor] = None, times: int = 2):
+        y = x
+        if bias is not None:
+            y = y + bias
+        for _ in range(times):
+            y = F.relu(y - 0.1)
+        return y
+
+    def helper(a, b: float):
+        return lib.tanh(a) * b
+
+    def calls(x):
+        h = helper(x, 2.0)
+        return helper(h, 0.5) + helper(x, 1.0)
+
+    def tuples(x) -> Tuple[Tensor, Tensor]:
+        a, b = x.chunk(2, 0)
+        pair = (a.sum(0), b.sum(0))
+        first, second = pair
+        return second, first
+
+    def scalars(x, n: int, f: float):
+        m = n * 3 // 2 - 1
+        g = f / 2 + m
+        if n > 2 and f < 1.5:
+            g = g * 2
+        return x * g + float(m), int(g)
+
+    def indexing(x):
+        y = x[1:, :2]
+        z = x[0]
+        return y.sum(1) + z[:2] + x[-1, 1] + x[:, None].sum()
+
+    def ternary(x, flag: bool):
+        y = x.relu() if flag else x.sigmoid()
+        return y if not flag or y.sum() > 0 else -y
+
+    def views(x):
+        n = x.size(0)
+        y = x.view(n, -1).transpose(0, 1).contiguous()
+        return y.reshape(-1, 2), x.shape[1], x.dim()
+
+    def scripting_flags(x):
+        if lib.jit.is_scripting():
+            return x + 1
+        return x - 1
+
+    def annotated(x):
+        sizes = lib.jit.annotate(List[int], [])
+        for i in range(x.dim()):
+            sizes.append(x.size(i) * 2)
+        return sizes
+
+    def while_break(x):
+        steps = 0
+        while True:
+            x = x * 0.5
+            steps += 1
+            if x.abs().max() < 1:
+                break
+        return x, steps
+
+    return {
+        "branches": branches,
+        "early_return": early_return,
+        "break_continue": break_continue,
+        "ranges": ranges,
+        "lists": lists,
+        "optional": optional,
+        "calls": calls,
+        "tuples": tuples,
+        "scalars": scalars,
+        "indexing": indexing,
+        "ternary": ternary,
+        "views": views,
+        "scripting_flags": scripting_flags,
+        "annotated": annotated,
+        "while_break": while_break,
+    }
