@@ -35,6 +35,15 @@ class GraphWriter:
         self.tensors: dict = {}
 
     def graph(self, graph: Graph) -> dict:
+        for node in graph.all_nodes():
+            if _in_process(node.kind()):
+                where = node.sourceRange() or "no source location"
+                callee = node.inputsAt(0).node()["value"]
+                raise RuntimeError(
+                    f"ember.jit.save: can't save {node.kind()} ({where}): it calls the Python "
+                    f"function {callee!r} (@ember.jit.ignore), and archives hold no code. Use "
+                    "@ember.jit.unused, or make the function scriptable"
+                )
         ids: dict = {}
         inputs = [self.define(v, ids) for v in graph.inputs()]
         nodes = [self.node(n, ids) for n in graph.nodes()]
@@ -45,14 +54,6 @@ class GraphWriter:
         return {"name": value._debug_name, "type": value.type().to_json()}
 
     def node(self, node, ids: dict) -> dict:
-        if _in_process(node.kind()):
-            where = node.sourceRange() or "no source location"
-            callee = node.inputsAt(0).node()["value"]
-            raise RuntimeError(
-                f"ember.jit.save: can't save {node.kind()} ({where}): it calls the Python "
-                f"function {callee!r} (@ember.jit.ignore), and archives hold no code. Use "
-                "@ember.jit.unused, or make the function scriptable"
-            )
         entry = {"kind": node.kind(), "inputs": [ids[v] for v in node.inputs()]}
         if node.attributeNames():
             entry["attrs"] = {k: self.constant(node[k], node) for k in node.attributeNames()}

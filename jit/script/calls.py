@@ -221,6 +221,7 @@ class Calls:
             raise self.source.not_supported("keyword arguments to @ignore'd functions", node)
         callee = self.constant(fn, T.AnyType)
         op = self.graph.insert("prim::PythonOp", [callee, *(self.materialize(a) for a in args)])
+        op.setSourceRange(self.where(node))
         returns = inspect.signature(fn).return_annotation
         kind = T.Tensor
         if returns is not inspect.Signature.empty:

@@ -89,6 +89,7 @@ class Expressions(Calls):
 
     def prim(self, kind: str, inputs, type_) -> Value:
         node = self.graph.insert(kind, [self.materialize(v) for v in inputs])
+        node.setSourceRange(self.where())
         return node.output().setType(type_)
 
     def where(self, node=None) -> str:

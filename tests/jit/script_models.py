@@ -204,3 +204,42 @@ def functions(lib):
         "annotated": annotated,
         "while_break": while_break,
     }
+
+
+def features(lib):
+    """A module using the module-level features: ModuleList/Sequential iteration, constants
+    (``__constants__`` and ``Final``), an exported method, an ignored and an unused one."""
+    nn = lib.nn
+
+    class Blocks(nn.Module):
+        __constants__ = ["depth"]
+        scale: lib.jit.Final[float]
+
+        def __init__(self):
+            super().__init__()
+            self.depth = 2
+            self.scale = 0.5
+            self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+            self.seq = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+            self.register_buffer("offset", lib.ones(4))
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = lib.relu(layer(x)) * self.scale
+            for i, layer in enumerate(self.layers):
+                if i < self.depth:
+                    x = x + layer(x)
+            if self.training:
+                x = self.not_scriptable(x)
+            return self.seq(x) + self.offset
+
+        @lib.jit.export
+        def double(self, x):
+            return self.forward(x) * 2
+
+        @lib.jit.unused
+        def not_scriptable(self, x):
+            with lib.no_grad():
+                return x
+
+    return Blocks

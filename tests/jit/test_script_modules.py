@@ -1,0 +1,254 @@
+"""ember.jit.script of modules: the pytorch/examples-style models (MLP, CNN, an LSTM cell
+unrolled by a for loop over time steps) against eager ember and torch.jit.script on the same
+source; module features (ModuleList, Sequential, constants, export/unused); save/load in a
+fresh process; scripted and traced code calling each other."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember import safetensors
+
+from .script_models import build, features
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+EMBER_MODELS = dict(zip(("mlp", "cnn", "lstm_loop"), build(ember)[:3]))
+TORCH_MODELS = dict(zip(("mlp", "cnn", "lstm_loop"), build(torch)[:3]))
+SHAPES = {
+    "mlp": [(2, 8), (5, 8)],
+    "cnn": [(2, 1, 14, 14), (1, 1, 14, 14)],
+    "lstm_loop": [(6, 2, 3), (1, 4, 3)],
+}
+R = np.random.default_rng(1)
+
+
+def pair(name):
+    """The ember model and a torch model holding the same weights, both in eval mode."""
+    mine = EMBER_MODELS[name]().eval()
+    theirs = TORCH_MODELS[name]().eval()
+    with torch.no_grad():
+        for key, value in mine.state_dict().items():
+            theirs.state_dict()[key].copy_(torch.from_numpy(value.numpy().copy()))
+    return mine, theirs
+
+
+def flat(tree):
+    return ember.jit.pytree.flatten(tree)[0]
+
+
+def assert_close(got, want):
+    got, want = flat(got), flat(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(EMBER_MODELS))
+def test_model_matches_eager_and_torch_script(name):
+    mine, theirs = pair(name)
+    scripted, reference = ember.jit.script(mine), torch.jit.script(theirs)
+    assert isinstance(scripted, ember.jit.RecursiveScriptModule)
+    assert scripted.original_name == type(mine).__name__
+    scripted.graph.lint()
+    for shape in SHAPES[name]:
+        x = R.standard_normal(shape).astype(np.float32)
+        got = scripted(ember.tensor(x))
+        assert_close(got, reference(torch.tensor(x)))
+        assert_close(got, mine(ember.tensor(x)))
+
+
+def test_lstm_loop_is_one_loop_over_time_with_state_input():
+    mine, theirs = pair("lstm_loop")
+    scripted = ember.jit.script(mine)
+    loops = scripted.graph.findAllNodes("prim::Loop")
+    assert len(loops) == 1
+    assert "prim::GetAttr" in str(scripted.graph) and "ember::linear" in str(scripted.graph)
+    xs = R.standard_normal((4, 2, 3)).astype(np.float32)
+    h, c = (R.standard_normal((2, 5)).astype(np.float32) for _ in range(2))
+    got = scripted(ember.tensor(xs), (ember.tensor(h), ember.tensor(c)))
+    assert_close(
+        got, torch.jit.script(theirs)(torch.tensor(xs), (torch.tensor(h), torch.tensor(c)))
+    )
+
+
+def test_parameters_are_shared_with_the_original_module():
+    mine, _ = pair("mlp")
+    scripted = ember.jit.script(mine)
+    assert scripted.fc1.weight is mine.fc1.weight
+    with ember.no_grad():
+        mine.fc1.weight.mul_(0)
+    x = ember.randn(2, 8)
+    assert_close(scripted(x), mine(x))
+
+
+def test_gradients_flow_through_a_scripted_module():
+    mine, _ = pair("mlp")
+    scripted = ember.jit.script(mine)
+    x = ember.randn(3, 8)
+    scripted(x).sum().backward()
+    got = mine.fc1.weight.grad.numpy().copy()
+    mine.zero_grad()
+    mine(x).sum().backward()
+    np.testing.assert_allclose(got, mine.fc1.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_module_features_match_torch_script():
+    mine, theirs = features(ember)().eval(), features(torch)().eval()
+    with torch.no_grad():
+        for key, value in mine.state_dict().items():
+            theirs.state_dict()[key].copy_(torch.from_numpy(value.numpy().copy()))
+    scripted, reference = ember.jit.script(mine), torch.jit.script(theirs)
+    x = R.standard_normal((3, 4)).astype(np.float32)
+    assert_close(scripted(ember.tensor(x)), reference(torch.tensor(x)))
+    assert_close(scripted.double(ember.tensor(x)), reference.double(torch.tensor(x)))
+    assert scripted.method_names() == ["double", "forward"]
+    assert "prim::Loop" not in str(scripted.graph)  # loops over modules unroll, as in TorchScript
+
+
+def test_unused_method_raises_when_reached():
+    module = features(ember)()  # training: forward reaches the @unused method
+    scripted = ember.jit.script(module)
+    with pytest.raises(RuntimeError, match="not_scriptable"):
+        scripted(ember.randn(2, 4))
+
+
+def test_non_constant_in_constants_is_refused_as_torch_does():
+    class Bad(ember.nn.Module):
+        __constants__ = ["table"]
+
+        def __init__(self):
+            super().__init__()
+            self.table = {"a": 1}
+
+        def forward(self, x):
+            return x
+
+    with pytest.raises(TypeError, match="is not a valid constant"):
+        ember.jit.script(Bad())
+
+
+def test_ignored_method_runs_python_and_is_not_saved(tmp_path):
+    class WithIgnore(ember.nn.Module):
+        def forward(self, x):
+            return self.eager_only(x) + 1
+
+        @ember.jit.ignore
+        def eager_only(self, x) -> ember.Tensor:
+            return ember.tensor(np.asarray(x.numpy()) * 3)
+
+    scripted = ember.jit.script(WithIgnore())
+    x = ember.randn(3)
+    np.testing.assert_allclose(scripted(x).numpy(), x.numpy() * 3 + 1, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="can't save prim::PythonOp"):
+        scripted.save(tmp_path / "m.pt")
+
+
+def test_save_and_load_in_memory_keeps_control_flow():
+    mine, _ = pair("lstm_loop")
+    scripted = ember.jit.script(mine)
+    buffer = io.BytesIO()
+    ember.jit.save(scripted, buffer)
+    loaded = ember.jit.load(io.BytesIO(buffer.getvalue()))
+    xs = ember.randn(3, 2, 3)
+    assert_close(loaded(xs), scripted(xs))  # the Optional state defaults to None
+    state = (ember.randn(2, 5), ember.randn(2, 5))
+    assert_close(loaded(xs, state), scripted(xs, state))
+    assert len(loaded.graph.findAllNodes("prim::Loop")) == 1
+
+
+def test_scripted_function_saves_and_loads():
+    fn = ember.jit.script(build(ember)[3])
+    buffer = io.BytesIO()
+    fn.save(buffer)
+    loaded = ember.jit.load(io.BytesIO(buffer.getvalue()))
+    for sign in (1.0, -1.0):
+        x, y = ember.full((3,), sign), ember.randn(3)
+        assert_close(loaded(x, y)[0], fn(x, y)[0])
+        assert loaded(x, y)[1] == fn(x, y)[1]
+
+
+def test_loaded_in_a_fresh_process_without_the_classes(tmp_path):
+    """The subprocess imports ember only: the models' source is not importable there."""
+    tensors = {}
+    for name in sorted(EMBER_MODELS):
+        mine, _ = pair(name)
+        ember.jit.script(mine).save(tmp_path / f"{name}.pt")
+        x = ember.tensor(R.standard_normal(SHAPES[name][1]).astype(np.float32))
+        tensors[f"{name}.in"] = x
+        for i, out in enumerate(flat(mine(x))):
+            tensors[f"{name}.out.{i}"] = out.detach().contiguous()
+    safetensors.save_file(tensors, tmp_path / "io.safetensors")
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import numpy as np
+        import ember
+        from ember import safetensors
+        from ember.jit import pytree
+        io = safetensors.load_file("io.safetensors")
+        for name in {sorted(EMBER_MODELS)!r}:
+            model = ember.jit.load(f"{{name}}.pt")
+            outs = pytree.flatten(model(io[f"{{name}}.in"]))[0]
+            for i, out in enumerate(outs):
+                want = io[f"{{name}}.out.{{i}}"].numpy()
+                np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-5, atol=1e-5)
+        assert "script_models" not in sys.modules
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_script_calls_traced_and_trace_calls_scripted():
+    MLP = build(ember)[0]
+
+    class Outer(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = ember.jit.trace(MLP().eval(), ember.randn(2, 8))
+            self.post = ember.nn.Linear(4, 2)
+
+        def forward(self, x):
+            y = self.inner(x)
+            if y.sum() > 0:
+                y = y * 2
+            return self.post(y)
+
+    outer = Outer().eval()
+    scripted = ember.jit.script(outer)
+    x = ember.randn(3, 8)
+    assert_close(scripted(x), outer(x))
+    assert 'name="inner.fc1.weight"' in str(scripted.graph)
+
+    class Wrapper(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = ember.jit.script(MLP().eval())
+
+        def forward(self, x):
+            return self.body(x) + 1
+
+    wrapper = Wrapper()
+    traced = ember.jit.trace(wrapper, ember.randn(2, 8))
+    assert_close(traced(x), wrapper(x))
+    assert 'name="body.fc1.weight"' in str(traced.graph)
