@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import (
     export,  # the package; calling it is the @export decorator (see there)
+    frontend,
     ir,
     types,
 )
@@ -18,7 +19,6 @@ from .ir import Graph, Node, Value
 from .script import (
     Final,
     annotate,
-    frontend,
     ignore,
     is_scripting,
     script,

@@ -45,8 +45,12 @@ def resolve(annotation, namespace: dict) -> T.Type:
         scope.update(namespace)
         try:
             annotation = eval(annotation, scope)  # as typing.get_type_hints does
+        except NameError as e:
+            raise AnnotationError(f"Unknown type name '{e.name}'") from None
         except Exception as e:
             raise AnnotationError(f"Unknown type annotation: '{annotation}'") from e
+        if isinstance(annotation, str):  # a quoted annotation: x: "Tensor"
+            return resolve(annotation, namespace)
     return to_type(annotation)
 
 

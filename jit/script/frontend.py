@@ -95,6 +95,7 @@ class Source:
         self.filename = filename
         self.first_line = first
         self.lines = dedented.splitlines()
+        self.raw_lines = text.splitlines()  # as in the file: errors quote these
         self.tree = ast.parse(dedented)
         self.fn = fn
 
@@ -105,17 +106,15 @@ class Source:
         return node
 
     def highlight(self, node) -> str:
-        """``File "...", line N`` and the line with ``node`` underlined."""
+        """``File "...", line N``, the line with ``node`` underlined and the lines around it
+        in the function (up to 3 before and 2 after), as TorchScript prints them."""
         row = getattr(node, "lineno", 1)
         col = getattr(node, "col_offset", 0)
         width = _width(node, self.lines[row - 1], col)
         out = [f'  File "{self.filename}", line {row + self.first_line - 1}']
-        if row >= 2:
-            out.append(self.lines[row - 2])
-        out.append(self.lines[row - 1])
-        out.append(" " * col + "~" * width + " <--- HERE")
-        if row < len(self.lines):
-            out.append(self.lines[row])
+        out += self.raw_lines[max(0, row - 4) : row]
+        out.append(" " * (col + self.indent) + "~" * width + " <--- HERE")
+        out += self.raw_lines[row : row + 2]
         return "\n".join(out) + "\n"
 
     def unsupported(self, node) -> UnsupportedNodeError:

@@ -243,3 +243,43 @@ def features(lib):
                 return x
 
     return Blocks
+
+
+def errors(lib):
+    """Functions outside the subset, or ill-typed: both compilers refuse them."""
+
+    def try_block(x):
+        try:
+            y = x + 1
+        except Exception:
+            y = x
+        return y
+
+    def global_statement(x):
+        global COUNTER
+        return x
+
+    def lambda_call(x):
+        return (lambda a: a)(x)
+
+    def undefined_name(x):
+        return x + y  # noqa: F821 - the error under test
+
+    def branch_types(x, n: int):
+        if n > 0:
+            z = x
+        else:
+            z = 1
+        return z
+
+    def bad_annotation(x: "NoSuchType"):  # noqa: F821 - the error under test
+        return x
+
+    return {
+        "try_block": try_block,
+        "global_statement": global_statement,
+        "lambda_call": lambda_call,
+        "undefined_name": undefined_name,
+        "branch_types": branch_types,
+        "bad_annotation": bad_annotation,
+    }
