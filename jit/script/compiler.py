@@ -10,6 +10,7 @@ are inlined too, their attribute reads prefixed with the submodule's qualified n
 from __future__ import annotations
 
 import inspect
+import itertools
 
 from ember.nn.modules.module import Module
 
@@ -20,8 +21,9 @@ from ..ir import Graph, Value
 from ..script_module import Method, RecursiveScriptModule, ScriptFunction, ScriptModule, mirror
 from . import api, modules
 from .annotations import AnnotationError, is_final, resolve, to_type
+from .builtins import BindError
 from .emitter import Emitter
-from .frontend import NotSupportedError, Source, namespace_of
+from .frontend import FrontendError, NotSupportedError, ScriptError, Source, namespace_of
 from .sugar import ModuleRef, PyObj, Sugar, SugarTuple
 
 _SOURCES: dict = {}
@@ -188,9 +190,15 @@ class Unit:
         found = self.attrs.get((graph, qualified))
         if found is None:
             top = graph.block()
+            node = graph.create("prim::GetAttr", name=qualified)
+            leading = list(itertools.takewhile(lambda n: n.kind() == "prim::GetAttr", top.nodes()))
             first = next(top.nodes(), None)
-            with graph.insert_point_guard(first if first is not None else top):
-                node = graph.insert("prim::GetAttr", name=qualified)
+            if leading:
+                node.insertAfter(leading[-1])
+            elif first is not None:
+                node.insertBefore(first)
+            else:
+                top.appendNode(node)
             found = node.output().setType(T.Tensor).setDebugName(qualified)
             self.attrs[(graph, qualified)] = found
         return found
@@ -259,17 +267,60 @@ def _default_of(fn, name):
 def script_module(module: Module) -> RecursiveScriptModule:
     made = mirror(module, RecursiveScriptModule, RecursiveScriptModule)
     _keep_script_methods(made, module)
-    ref = ModuleRef(module, "")
-    unit = Unit()
-    names = ["forward"] + [n for n in _exported(module) if n != "forward"]
-    for name in names:
-        fn = getattr(module, name)
-        if isinstance(module, ScriptModule):
-            continue
-        method = unit.function(fn, self_ref=ref, name=name)
-        made._add_method(method)
-    _check_constants(module)
+    _compile_methods(made, module, root=True)
     return made
+
+
+def _compile_methods(made, module, root: bool) -> None:
+    """Graphs for ``forward`` and the exported methods of ``module`` and of each submodule (so
+    ``scripted.encoder(x)`` runs, as in PyTorch). A submodule whose forward is outside the
+    subset gets no graph unless it is the root: its parent may still call only what compiles."""
+    _check_constants(module)
+    if not isinstance(module, ScriptModule):
+        unit, ref = Unit(), ModuleRef(module, "")
+        lower = modules.lowering(module)
+        names = ["forward"] + [n for n in _exported(module) if n != "forward"]
+        try:
+            if lower is not None:
+                made._add_method(_lowered_forward(unit, ref, lower))
+            else:
+                for name in names:
+                    made._add_method(unit.function(getattr(module, name), self_ref=ref, name=name))
+        except (FrontendError, ScriptError, OSError):
+            if root:
+                raise
+    for name, child in module._modules.items():
+        if child is not None:
+            _compile_methods(made._modules[name], child, root=False)
+
+
+class _LayerSource:
+    """Where an ember layer's lowering reports from (it has no TorchScript source)."""
+
+    def __init__(self, module):
+        self.fn = type(module).forward
+        self.filename = f"<{type(module).__name__}.forward>"
+        self.first_line = 1
+
+    def error(self, message, node=None):
+        return ScriptError(f"{message} ({self.filename})")
+
+    not_supported = error
+
+
+def _lowered_forward(unit, ref, lower) -> ScriptMethod:
+    graph = Graph()
+    emitter = Emitter(unit, _LayerSource(ref.module), graph, {}, ref)
+    x = graph.addInput("input", T.Tensor)
+    try:
+        result = lower(emitter, ref, [x], {})
+    except BindError as e:
+        raise ScriptError(str(e)) from None
+    graph.registerOutput(emitter.materialize(result))
+    signature = inspect.Signature(
+        [inspect.Parameter("input", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    )
+    return ScriptMethod("forward", graph, signature)
 
 
 def _exported(module) -> list[str]:

@@ -252,3 +252,26 @@ def test_script_calls_traced_and_trace_calls_scripted():
     traced = ember.jit.trace(wrapper, ember.randn(2, 8))
     assert_close(traced(x), wrapper(x))
     assert 'name="body.fc1.weight"' in str(traced.graph)
+
+
+def test_submodules_have_graphs_of_their_own():
+    mine, theirs = pair("cnn")
+    scripted, reference = ember.jit.script(mine), torch.jit.script(theirs)
+    x = R.standard_normal((2, 1, 14, 14)).astype(np.float32)
+    assert_close(scripted.conv1(ember.tensor(x)), reference.conv1(torch.tensor(x)))
+    assert "ember::conv2d" in str(scripted.conv1.graph)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda lib: lib.nn.Conv2d(2, 3, 3, padding=1), lambda lib: lib.nn.Linear(3, 2)],
+    ids=["conv2d", "linear"],
+)
+def test_an_ember_layer_scripts_alone(make):
+    mine, theirs = make(ember), make(torch)
+    with torch.no_grad():
+        for key, value in mine.state_dict().items():
+            theirs.state_dict()[key].copy_(torch.from_numpy(value.numpy().copy()))
+    shape = (1, 2, 5, 5) if isinstance(mine, ember.nn.Conv2d) else (4, 3)
+    x = R.standard_normal(shape).astype(np.float32)
+    assert_close(ember.jit.script(mine)(ember.tensor(x)), torch.jit.script(theirs)(torch.tensor(x)))
