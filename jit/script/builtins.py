@@ -182,12 +182,22 @@ def _dropout(em, args, kwargs, pyfn):
     bound = inspect.signature(pyfn).bind(*args, **kwargs)
     bound.apply_defaults()
     training = em.require_constant(bound.arguments["training"], "dropout's training")
-    if training:
-        raise BindError(
-            "dropout in training mode is not supported by ember.jit.script yet (script the "
-            "module in eval mode)"
-        )
-    return bound.arguments["input"]
+    p = em.require_constant(bound.arguments["p"], "dropout's p")
+    return dropout_nodes(em, bound.arguments["input"], p, training)
+
+
+def dropout_nodes(em, x, p: float, training: bool):
+    """Dropout as op nodes: identity in eval, else ``x * bernoulli(1 - p) / (1 - p)`` (the
+    same distribution as eager dropout; ``inplace`` gives the same values, out of place)."""
+    if not 0.0 <= p <= 1.0:
+        raise BindError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return emit_op(em, OPS["mul"], [x, em.constant(0.0)], {})
+    mask = emit_op(em, OPS["bernoulli"], [x, em.constant(1.0 - p)], {})
+    kept = emit_op(em, OPS["mul"], [x, mask], {})
+    return emit_op(em, OPS["mul"], [kept, em.constant(1.0 / (1.0 - p))], {})
 
 
 def _factory(fill):

@@ -77,12 +77,7 @@ def _identity(em, ref, args, kwargs):
 
 def _dropout(em, ref, args, kwargs):
     x = _one(args, kwargs, "Dropout")
-    if ref.module.training and ref.module.p > 0:
-        raise lib.BindError(
-            f"{type(ref.module).__name__} in training mode isn't supported by ember.jit.script "
-            "yet: call .eval() before scripting"
-        )
-    return x
+    return lib.dropout_nodes(em, x, float(ref.module.p), bool(ref.module.training))
 
 
 def _max_pool2d(em, ref, args, kwargs):
@@ -141,7 +136,6 @@ LOWERINGS = {
     nn.LogSoftmax: _unary("log_softmax", "dim"),
     nn.Identity: _identity,
     nn.Dropout: _dropout,
-    nn.Dropout2d: _dropout,
     nn.MaxPool2d: _max_pool2d,
     nn.Flatten: _flatten,
     nn.LayerNorm: _layer_norm,

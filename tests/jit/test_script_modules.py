@@ -275,3 +275,15 @@ def test_an_ember_layer_scripts_alone(make):
     shape = (1, 2, 5, 5) if isinstance(mine, ember.nn.Conv2d) else (4, 3)
     x = R.standard_normal(shape).astype(np.float32)
     assert_close(ember.jit.script(mine)(ember.tensor(x)), torch.jit.script(theirs)(torch.tensor(x)))
+
+
+def test_dropout_in_training_keeps_or_scales_each_element():
+    mine, _ = pair("cnn")
+    mine.train()
+    scripted = ember.jit.script(mine)
+    assert "ember::bernoulli" in str(scripted.graph)
+    x = ember.ones(20000)
+    out = ember.jit.script(ember.nn.Dropout(0.25))(x).numpy()
+    kept = out[out != 0]
+    np.testing.assert_allclose(kept, np.full_like(kept, 1 / 0.75), rtol=1e-6)
+    assert abs((out == 0).mean() - 0.25) < 0.02
