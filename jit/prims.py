@@ -104,6 +104,12 @@ PRIMS: dict[str, Prim] = {
     "prim::If": Prim(None, None, outputs=None, doc="if cond: block0 else: block1"),
     "prim::Loop": Prim(None, None, outputs=None, doc="for i < max_trip while cond: block0"),
     "prim::len": Prim(len, _call("len")),
+    "prim::contains": Prim(lambda items, key: key in items, lambda c, k: f"({k} in {c})"),
+    "prim::DictKeys": Prim(lambda d: list(d), lambda d: f"list({d}.keys())"),
+    "prim::DictValues": Prim(lambda d: list(d.values()), lambda d: f"list({d}.values())"),
+    "prim::DictItems": Prim(lambda d: list(d.items()), lambda d: f"list({d}.items())"),
+    # d[k] = v on a scripted dict: a new dict (values are immutable in the graph, as lists).
+    "prim::DictSet": Prim(lambda d, k, v: {**d, k: v}, lambda d, k, v: f"{{**{d}, {k}: {v}}}"),
     # Optional refinement (``if x is not None``): the same object under a narrower type.
     "prim::unchecked_cast": Prim(lambda x: x, lambda x: x),
     # The value of a variable on a path that raised (never read).

@@ -29,6 +29,7 @@ _NAMES = {
     "Tensor": EmberTensor,
     "List": typing.List,  # noqa: UP006
     "Tuple": typing.Tuple,  # noqa: UP006
+    "Dict": typing.Dict,  # noqa: UP006
     "Optional": typing.Optional,
     "Final": typing.Final,
 }
@@ -65,6 +66,8 @@ def to_type(annotation) -> T.Type:
         return to_type(args[0]) if args else T.AnyType
     if origin in (list, typing.List) and len(args) == 1:  # noqa: UP006
         return T.ListType(to_type(args[0]))
+    if origin in (dict, typing.Dict) and len(args) == 2:  # noqa: UP006
+        return T.DictType(to_type(args[0]), to_type(args[1]))
     if origin in (tuple, typing.Tuple):  # noqa: UP006
         if len(args) == 2 and args[1] is Ellipsis:
             raise AnnotationError(f"Unknown type annotation: '{annotation}'")

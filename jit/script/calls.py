@@ -64,6 +64,8 @@ class Calls:
             if name == "T":
                 return self.call_op("permute", [owner, self.reversed_dims(owner)], {})
             return TensorMethod(owner, name)
+        if isinstance(kind, T.DictType) and name in ("keys", "values", "items", "get"):
+            return TensorMethod(owner, name)
         if isinstance(kind, T.ListType) and name in ("append",):
             raise self.source.not_supported("append() on a list that is not a local variable", node)
         raise self.source.error(
@@ -124,6 +126,9 @@ class Calls:
             if isinstance(func, ModuleRef):
                 return self.unit.call_module(self, func, args, kwargs, node)
             if isinstance(func, MethodRef):
+                view = self.module_dict_view(func)
+                if view is not None:
+                    return view
                 return self.unit.call_method(self, func, args, kwargs, node)
             if isinstance(func, PyObj):
                 return self.call_python(func.obj, args, kwargs, node)
@@ -131,10 +136,49 @@ class Calls:
             raise self.source.error(str(e), node) from None
         raise self.source.error(f"{func.describe()} is not callable", node)
 
+    def module_dict_view(self, func):
+        """``self.blocks.items()`` / ``keys()`` / ``values()`` of a ModuleDict: unrolled."""
+        from ember.nn.modules.container import ModuleDict
+
+        owner = func.owner
+        if not isinstance(owner.module, ModuleDict) or func.name not in ("items", "keys", "values"):
+            return None
+        children = owner.module._modules.items()
+        refs = [(self.constant(k), ModuleRef(m, owner.qualified(k))) for k, m in children]
+        if func.name == "keys":
+            return SugarTuple([k for k, _ in refs])
+        if func.name == "values":
+            return SugarTuple([m for _, m in refs])
+        return SugarTuple([SugarTuple([k, m]) for k, m in refs])
+
     def call_op(self, name: str, args, kwargs, pyfn=None):
         return lib.emit_op(self, OPS[name], list(args), dict(kwargs), pyfn)
 
+    def dict_method(self, value, name, args, node):
+        kind = value.type()
+        if name == "get":
+            key = self.coerce(args[0], kind.key, node)
+            default = args[1] if len(args) > 1 else self.constant(None)
+            found = self.prim("prim::contains", [value, key], T.BoolType)
+            cond = self.graph.insert("prim::If", [found], num_outputs=0)
+            then, other = cond.addBlock(), cond.addBlock()
+            with self.graph.insert_point_guard(then):
+                then.registerOutput(self.prim("prim::DictIndex", [value, key], kind.value))
+            with self.graph.insert_point_guard(other):
+                other.registerOutput(self.materialize(default))
+            return cond.addOutput(self.unify(kind.value, other.outputs()[0].type(), "get", node))
+        if args:
+            raise self.source.error(f"{name}() takes no arguments", node)
+        if name == "keys":
+            return self.prim("prim::DictKeys", [value], T.ListType(kind.key))
+        if name == "values":
+            return self.prim("prim::DictValues", [value], T.ListType(kind.value))
+        pair = T.TupleType([kind.key, kind.value])
+        return self.prim("prim::DictItems", [value], T.ListType(pair))
+
     def tensor_method(self, value, name, args, kwargs, node):
+        if isinstance(value.type(), T.DictType):
+            return self.dict_method(value, name, [self.materialize(a) for a in args], node)
         if name == "size":
             if not args:
                 return self.prim("prim::shape", [value], T.ListType(T.IntType))

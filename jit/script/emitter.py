@@ -132,6 +132,8 @@ class Emitter(Expressions):
                 if not value.hasDebugName():
                     value.setDebugName(target.id)
             self.env[target.id] = value
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            self.assign_item(target, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = self.unpack(value, len(target.elts), target)
             for elt, item in zip(target.elts, items):
@@ -140,6 +142,20 @@ class Emitter(Expressions):
             raise self.source.not_supported(
                 f"assignment to {type(target).__name__.lower()} targets isn't supported", target
             )
+
+    def assign_item(self, target, value) -> None:
+        """``d[k] = v`` on a dict variable rebinds it to the updated dict (see prim::DictSet)."""
+        name = target.value.id
+        current = self.env.get(name)
+        kind = current.type() if isinstance(current, Value) else None
+        if not isinstance(kind, T.DictType):
+            raise self.source.not_supported(
+                "assignment to subscripts is only supported on dict variables", target
+            )
+        key = self.coerce(self.value(target.slice), kind.key, target)
+        item = self.coerce(value, kind.value, target)
+        updated = self.prim("prim::DictSet", [current, key, item], kind).setDebugName(name)
+        self.env[name] = updated
 
     def stmt_Return(self, stmt):  # noqa: N802
         if self.in_loop:
@@ -358,6 +374,9 @@ def _assigned_names(stmt) -> list[str]:
     for node in ast.walk(stmt):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.append(node.id)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name):
+                names.append(node.value.id)  # d[k] = v rebinds d
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             owner = node.func.value
             if node.func.attr in ("append", "extend", "insert") and isinstance(owner, ast.Name):

@@ -223,9 +223,20 @@ class Expressions(Calls):
         return self.list_value(items, elem)
 
     def expr_Dict(self, node, wanted=None):  # noqa: N802
-        raise self.source.not_supported(
-            "dict literals aren't supported by ember.jit.script yet", node
-        )
+        if any(k is None for k in node.keys):
+            raise self.source.not_supported("dict unpacking (**) isn't supported", node)
+        keys = [self.value(k) for k in node.keys]
+        values = [self.value(v) for v in node.values]
+        if isinstance(wanted, T.DictType):
+            kind = wanted
+        elif keys:
+            kind = T.DictType(
+                T._common(k.type() for k in keys), T._common(v.type() for v in values)
+            )
+        else:
+            kind = T.DictType(T.StrType, T.Tensor)  # TorchScript's type of {}
+        pairs = [item for pair in zip(keys, values) for item in pair]
+        return self.prim("prim::DictConstruct", pairs, kind)
 
     def expr_JoinedStr(self, node, wanted=None):  # noqa: N802
         raise self.source.not_supported("f-strings aren't supported", node)
@@ -313,7 +324,9 @@ class Expressions(Calls):
         if isinstance(op, (ast.Is, ast.IsNot)):
             return self.identity(left, self.expr(right), isinstance(op, ast.IsNot), node)
         if isinstance(op, (ast.In, ast.NotIn)):
-            raise self.source.not_supported("'in' comparisons aren't supported yet", node)
+            return self.contains(
+                self.value(right), self.value(node.left), isinstance(op, ast.NotIn), node
+            )
         return self.compare(op, self.materialize(left), self.value(right), node)
 
     def compare(self, op, left, right, node) -> Value:
@@ -328,6 +341,14 @@ class Expressions(Calls):
             fold.update({ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge})
             return self.constant(fold[type(op)](self.known(left), self.known(right)))
         return self.prim(prim, [left, right], T.BoolType)
+
+    def contains(self, container, item, negate: bool, node) -> Value:
+        """``k in d`` / ``x in xs`` for dicts and lists of scalars."""
+        kind = container.type()
+        if not isinstance(kind, (T.DictType, T.ListType)) or isinstance(item.type(), T.TensorType):
+            raise self.source.not_supported("'in' is supported on dicts and lists of scalars", node)
+        found = self.prim("prim::contains", [container, item], T.BoolType)
+        return self.prim("prim::not", [found], T.BoolType) if negate else found
 
     def identity(self, left, right, negate: bool, node) -> Value:
         """``x is None``: static unless ``x`` is Optional."""
@@ -450,6 +471,9 @@ class Expressions(Calls):
                 raise self.source.not_supported("list slicing isn't supported yet", node)
             index = self.value(node.slice)
             return self.prim("prim::ListIndex", [base, index], kind.elem)
+        if isinstance(kind, T.DictType):
+            key = self.coerce(self.value(node.slice), kind.key, node)
+            return self.prim("prim::DictIndex", [base, key], kind.value)
         raise self.source.error(f"'{kind.annotation()}' object is not subscriptable", node)
 
     def static_index(self, base, node):
@@ -583,6 +607,9 @@ class Expressions(Calls):
             return Iteration(trip, lambda i: self.prim("prim::ListIndex", [value, i], kind.elem))
         if isinstance(kind, T.TupleType):
             return Iteration(unrolled=[self.tuple_index(value, i) for i in range(len(kind.elems))])
+        if isinstance(kind, T.DictType):  # iterates over the keys, as Python does
+            keys = self.prim("prim::DictKeys", [value], T.ListType(kind.key))
+            return self.iteration(keys, node)
         if isinstance(kind, T.TensorType):
             trip = self.prim("prim::size", [value, self.constant(0)], T.IntType)
             return Iteration(

@@ -192,6 +192,7 @@ def functions(lib):
         "scripting_flags": scripting_flags,
         "annotated": annotated,
         "while_break": while_break,
+        "dict_ops": dicts(lib),
     }
 
 
@@ -272,3 +273,24 @@ def errors(lib):
         "branch_types": branch_types,
         "bad_annotation": bad_annotation,
     }
+
+
+def dicts(lib):
+    """Dict types: literals, annotations, indexing, assignment, iteration, ``in``, ``get``."""
+    from typing import Dict, List
+
+    Tensor = lib.Tensor
+
+    def dict_ops(x, weights: Dict[str, float]):
+        scaled: Dict[str, Tensor] = {}
+        for name, w in weights.items():
+            scaled[name] = x * w
+        total = x * 0
+        for key in scaled:
+            total = total + scaled[key]
+        if "bias" in weights:
+            total = total + weights["bias"]
+        names: List[str] = scaled.keys()
+        return total, len(names), weights.get("missing", 2.5)
+
+    return dict_ops

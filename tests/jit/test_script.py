@@ -42,6 +42,10 @@ CALLS = {
     "views": [(arr(4, 3),), (arr(2, 5),)],
     "scripting_flags": [(arr(3),)],
     "annotated": [(arr(2, 3),), (arr(4),)],
+    "dict_ops": [
+        (arr(2), {"a": 1.0, "b": -2.0}),
+        (arr(2), {"a": 0.5, "bias": 3.0, "missing": 7.0}),
+    ],
     "while_break": [(arr(3, scale=40),), (arr(3, scale=0.1),)],
 }
 

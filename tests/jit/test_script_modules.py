@@ -287,3 +287,26 @@ def test_dropout_in_training_keeps_or_scales_each_element():
     kept = out[out != 0]
     np.testing.assert_allclose(kept, np.full_like(kept, 1 / 0.75), rtol=1e-6)
     assert abs((out == 0).mean() - 0.25) < 0.02
+
+
+def test_module_dict_items_unroll_like_torch_script():
+    def make(lib):
+        class Heads(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.heads = lib.nn.ModuleDict({"a": lib.nn.Linear(3, 2), "b": lib.nn.Linear(3, 2)})
+
+            def forward(self, x):
+                out = lib.zeros(x.size(0), 2)
+                for name, head in self.heads.items():
+                    out = out + head(x) * (2.0 if name == "a" else 1.0)
+                return out
+
+        return Heads().eval()
+
+    mine, theirs = make(ember), make(torch)
+    with torch.no_grad():
+        for key, value in mine.state_dict().items():
+            theirs.state_dict()[key].copy_(torch.from_numpy(value.numpy().copy()))
+    x = R.standard_normal((4, 3)).astype(np.float32)
+    assert_close(ember.jit.script(mine)(ember.tensor(x)), torch.jit.script(theirs)(torch.tensor(x)))
