@@ -126,6 +126,7 @@ PRIMS: dict[str, Prim] = {
         outputs=None,
         extra={"in_process": True},
     ),
+    "prim::Print": Prim(None, _call("print"), effects=True, outputs=0),
     "prim::RaiseException": Prim(
         None, lambda msg: f"_raise({msg})", effects=True, outputs=0, extra={"run": _raise}
     ),

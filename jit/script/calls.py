@@ -385,7 +385,10 @@ def _zip(em, args, kwargs, node):
 
 
 def _print(em, args, kwargs, node):
-    raise em.source.not_supported("print() isn't supported by ember.jit.script", node)
+    if kwargs:
+        raise em.source.not_supported("print() with keyword arguments isn't supported", node)
+    em.graph.insert("prim::Print", [em.materialize(a) for a in args], num_outputs=0)
+    return em.constant(None)
 
 
 _BUILTINS = {

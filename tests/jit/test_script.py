@@ -166,3 +166,19 @@ def test_eager_helpers_behave_as_pytorch():
     assert ember.jit.is_scripting() is False and torch.jit.is_scripting() is False
     assert ember.jit.annotate(list, [1]) == [1]
     assert ember.jit.Final is torch.jit.Final or str(ember.jit.Final) == "typing.Final"
+
+
+def test_print_is_a_graph_node_that_runs_after_loading(capsys):
+    import io
+
+    def shout(x, n: int):
+        print("n is", n)
+        return x * n
+
+    scripted = ember.jit.script(shout)
+    assert "prim::Print" in str(scripted.graph)
+    buffer = io.BytesIO()
+    scripted.save(buffer)
+    loaded = ember.jit.load(io.BytesIO(buffer.getvalue()))
+    np.testing.assert_allclose(loaded(ember.ones(2), 3).numpy(), [3.0, 3.0])
+    assert capsys.readouterr().out == "n is 3\n"
