@@ -12,6 +12,7 @@ from __future__ import annotations
 import ember.nn as nn
 import ember.nn.functional as F
 
+from .. import types as T
 from . import builtins as lib
 
 
@@ -111,6 +112,46 @@ def _layer_norm(em, ref, args, kwargs):
     return em.call_op("layer_norm", [*inputs, em.constant(float(m.eps))], {})
 
 
+def _batch_norm(em, ref, args, kwargs):
+    """Eval-mode batch norm as ``x * scale + shift`` over the channel dim (dim 1): the input is
+    viewed channels-last with ``transpose(1, -1)``, which is the identity for (N, C)."""
+    x = _one(args, kwargs, "BatchNorm")
+    m = ref.module
+    if m.training or not m.track_running_stats:
+        raise lib.BindError(
+            f"{type(m).__name__} in training mode (or without running stats) isn't supported by "
+            "ember.jit.script: call .eval() before scripting"
+        )
+    var = em.call_op("add", [_attr(em, ref, "running_var"), em.constant(float(m.eps))], {})
+    scale = em.call_op("rsqrt", [var], {})
+    if m.affine:
+        scale = em.call_op("mul", [scale, _attr(em, ref, "weight")], {})
+    shift = em.call_op("mul", [_attr(em, ref, "running_mean"), scale], {})
+    shift = em.call_op("neg", [shift], {})
+    if m.affine:
+        shift = em.call_op("add", [shift, _attr(em, ref, "bias")], {})
+    last = [em.constant(1), em.constant(-1)]
+    moved = em.call_op("transpose", [x, *last], {})
+    out = em.call_op("add", [em.call_op("mul", [moved, scale], {}), shift], {})
+    return em.call_op("transpose", [out, *last], {})
+
+
+def embedding_nodes(em, indices, weight):
+    """``weight[indices]``: rows picked by index_select, viewed as ``indices.shape + [dim]``."""
+    flat = em.call_op("reshape", [indices, em.constant([-1])], {})
+    rows = em.call_op("index_select", [weight, em.constant(0), flat], {})
+    shape = em.prim("prim::shape", [indices], T.ListType(T.IntType))
+    full = em.prim("prim::add", [shape, em.constant([-1])], T.ListType(T.IntType))
+    return em.call_op("reshape", [rows, full], {})
+
+
+def _embedding(em, ref, args, kwargs):
+    m = ref.module
+    if m.max_norm is not None:
+        raise lib.BindError("Embedding with max_norm isn't supported by ember.jit.script")
+    return embedding_nodes(em, _one(args, kwargs, "Embedding"), _attr(em, ref, "weight"))
+
+
 def _sequential(em, ref, args, kwargs):
     from .sugar import ModuleRef
 
@@ -140,6 +181,10 @@ LOWERINGS = {
     nn.Flatten: _flatten,
     nn.LayerNorm: _layer_norm,
     nn.Sequential: _sequential,
+    nn.BatchNorm1d: _batch_norm,
+    nn.BatchNorm2d: _batch_norm,
+    nn.BatchNorm3d: _batch_norm,
+    nn.Embedding: _embedding,
 }
 
 

@@ -310,3 +310,27 @@ def test_module_dict_items_unroll_like_torch_script():
             theirs.state_dict()[key].copy_(torch.from_numpy(value.numpy().copy()))
     x = R.standard_normal((4, 3)).astype(np.float32)
     assert_close(ember.jit.script(mine)(ember.tensor(x)), torch.jit.script(theirs)(torch.tensor(x)))
+
+
+@pytest.mark.parametrize(
+    "make, shape, integer",
+    [
+        (lambda lib: lib.nn.BatchNorm2d(3), (2, 3, 4, 5), False),
+        (lambda lib: lib.nn.BatchNorm1d(3), (4, 3), False),
+        (lambda lib: lib.nn.BatchNorm1d(3, affine=False), (4, 3, 6), False),
+        (lambda lib: lib.nn.Embedding(10, 4), (2, 7), True),
+    ],
+    ids=["batch_norm2d", "batch_norm1d", "batch_norm1d_3d_no_affine", "embedding"],
+)
+def test_lowered_layers_match_torch_script(make, shape, integer):
+    mine, theirs = make(ember), make(torch)
+    with torch.no_grad():
+        for key, value in mine.state_dict().items():
+            data = value.numpy().copy()
+            if key.endswith(("running_mean", "running_var", "weight", "bias")):
+                data = (R.random(data.shape) + 0.5).astype(data.dtype)
+                value.copy_(ember.tensor(data))
+            theirs.state_dict()[key].copy_(torch.from_numpy(data))
+    mine.eval(), theirs.eval()
+    x = R.integers(0, 10, shape) if integer else R.standard_normal(shape).astype(np.float32)
+    assert_close(ember.jit.script(mine)(ember.tensor(x)), torch.jit.script(theirs)(torch.tensor(x)))
