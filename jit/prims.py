@@ -104,6 +104,10 @@ PRIMS: dict[str, Prim] = {
     "prim::If": Prim(None, None, outputs=None, doc="if cond: block0 else: block1"),
     "prim::Loop": Prim(None, None, outputs=None, doc="for i < max_trip while cond: block0"),
     "prim::len": Prim(len, _call("len")),
+    "prim::ListSlice": Prim(
+        lambda xs, a, b, s: xs[a:b:s], lambda xs, a, b, s: f"{xs}[{a}:{b}:{s}]"
+    ),
+    "prim::item": Prim(lambda t: t.item(), lambda t: f"{t}.item()"),
     "prim::contains": Prim(lambda items, key: key in items, lambda c, k: f"({k} in {c})"),
     "prim::DictKeys": Prim(lambda d: list(d), lambda d: f"list({d}.keys())"),
     "prim::DictValues": Prim(lambda d: list(d.values()), lambda d: f"list({d}.values())"),

@@ -234,6 +234,15 @@ def _factory_like(fill):
     return lower
 
 
+def _embedding(em, args, kwargs, pyfn):
+    from .modules import embedding_nodes
+
+    bound = inspect.signature(pyfn).bind(*args, **kwargs)
+    if em.require_constant(bound.arguments.get("max_norm"), "embedding's max_norm") is not None:
+        raise BindError("embedding with max_norm isn't supported by ember.jit.script")
+    return embedding_nodes(em, bound.arguments["input"], bound.arguments["weight"])
+
+
 def _special_functions() -> dict:
     import ember
     import ember.nn.functional as F
@@ -241,6 +250,7 @@ def _special_functions() -> dict:
     table = {
         F.max_pool2d: _max_pool(2),
         F.dropout: _dropout,
+        F.embedding: _embedding,
         ember.zeros: _factory(0.0),
         ember.ones: _factory(1.0),
         ember.zeros_like: _factory_like(0.0),

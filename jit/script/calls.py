@@ -189,8 +189,10 @@ class Calls:
             return self.call_op("_to_copy", [value], {"dtype": self.constant(lib.CASTS[name])})
         if name == "to":
             return self.to(value, args, kwargs, node)
-        if name in ("item", "tolist"):
-            raise self.source.not_supported(f"Tensor.{name}() isn't supported yet", node)
+        if name == "item" and not args and not kwargs:
+            return self.prim("prim::item", [value], T.NumberType)
+        if name == "tolist":
+            raise self.source.not_supported("Tensor.tolist() isn't supported", node)
         op = lib.overload(name, [value, *args], kwargs)
         if op is None:
             raise self.source.not_supported(

@@ -468,7 +468,9 @@ class Expressions(Calls):
             raise self.source.not_supported("tuple slicing isn't supported", node)
         if isinstance(kind, T.ListType):
             if isinstance(node.slice, ast.Slice):
-                raise self.source.not_supported("list slicing isn't supported yet", node)
+                parts = (node.slice.lower, node.slice.upper, node.slice.step)
+                bounds = [self.constant(None) if p is None else self.value(p) for p in parts]
+                return self.prim("prim::ListSlice", [base, *bounds], kind)
             index = self.value(node.slice)
             return self.prim("prim::ListIndex", [base, index], kind.elem)
         if isinstance(kind, T.DictType):

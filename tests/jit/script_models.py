@@ -167,6 +167,13 @@ def functions(lib):
             sizes.append(x.size(i) * 2)
         return sizes
 
+    def list_slices(xs: List[Tensor], emb):
+        head = xs[:2]
+        tail = xs[1:]
+        total = xs[-1] * xs[0].sum().item()
+        picked = F.embedding(lib.argmax(emb, 1), emb)
+        return lib.stack(head).sum(0) + lib.stack(tail[::2]).sum(0) + total, len(tail), picked
+
     def while_break(x):
         steps = 0
         while True:
@@ -193,6 +200,7 @@ def functions(lib):
         "annotated": annotated,
         "while_break": while_break,
         "dict_ops": dicts(lib),
+        "list_slices": list_slices,
     }
 
 

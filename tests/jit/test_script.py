@@ -46,6 +46,7 @@ CALLS = {
         (arr(2), {"a": 1.0, "b": -2.0}),
         (arr(2), {"a": 0.5, "bias": 3.0, "missing": 7.0}),
     ],
+    "list_slices": [([arr(3), arr(3), arr(3), arr(3)], arr(3, 3)), ([arr(2), arr(2)], arr(2, 2))],
     "while_break": [(arr(3, scale=40),), (arr(3, scale=0.1),)],
 }
 
