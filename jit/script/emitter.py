@@ -132,7 +132,7 @@ class Emitter(Expressions):
                 if not value.hasDebugName():
                     value.setDebugName(target.id)
             self.env[target.id] = value
-        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        elif isinstance(target, ast.Subscript):
             self.assign_item(target, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = self.unpack(value, len(target.elts), target)
@@ -144,13 +144,22 @@ class Emitter(Expressions):
             )
 
     def assign_item(self, target, value) -> None:
-        """``d[k] = v`` on a dict variable rebinds it to the updated dict (see prim::DictSet)."""
-        name = target.value.id
-        current = self.env.get(name)
+        """``x[i, 1:] = v`` writes into the tensor (``copy_``/``fill_`` of the view, as PyTorch
+        does); ``d[k] = v`` on a dict variable rebinds it to the updated dict (prim::DictSet)."""
+        base = self.expr(target.value)
+        if isinstance(base, Value) and isinstance(base.type(), T.TensorType):
+            view = self.tensor_index(base, target.slice, target)
+            value = self.materialize(value)
+            if isinstance(value.type(), T.TensorType):
+                self.call_op("copy_", [view, value], {})
+            else:
+                self.call_op("fill_", [view, value], {})
+            return
+        current, name = base, getattr(target.value, "id", None)
         kind = current.type() if isinstance(current, Value) else None
-        if not isinstance(kind, T.DictType):
+        if not isinstance(kind, T.DictType) or name is None:
             raise self.source.not_supported(
-                "assignment to subscripts is only supported on dict variables", target
+                "assignment to subscripts is supported on tensors and dict variables", target
             )
         key = self.coerce(self.value(target.slice), kind.key, target)
         item = self.coerce(value, kind.value, target)

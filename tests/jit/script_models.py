@@ -174,6 +174,12 @@ def functions(lib):
         picked = F.embedding(lib.argmax(emb, 1), emb)
         return lib.stack(head).sum(0) + lib.stack(tail[::2]).sum(0) + total, len(tail), picked
 
+    def set_items(x):
+        y = x.clone()
+        y[0] = 5.0
+        y[1:, 0] = x[1:, 1] * 2
+        return y
+
     def while_break(x):
         steps = 0
         while True:
@@ -201,6 +207,7 @@ def functions(lib):
         "while_break": while_break,
         "dict_ops": dicts(lib),
         "list_slices": list_slices,
+        "set_items": set_items,
     }
 
 
