@@ -107,6 +107,7 @@ PRIMS: dict[str, Prim] = {
     "prim::ListSlice": Prim(
         lambda xs, a, b, s: xs[a:b:s], lambda xs, a, b, s: f"{xs}[{a}:{b}:{s}]"
     ),
+    "prim::requires_grad": Prim(None, lambda t: f"{t}.requires_grad"),
     "prim::item": Prim(lambda t: t.item(), lambda t: f"{t}.item()"),
     "prim::contains": Prim(lambda items, key: key in items, lambda c, k: f"({k} in {c})"),
     "prim::DictKeys": Prim(lambda d: list(d), lambda d: f"list({d}.keys())"),
@@ -129,6 +130,11 @@ PRIMS: dict[str, Prim] = {
         effects=True,
         outputs=None,
         extra={"in_process": True},
+    ),
+    # Grad mode around a ``with ember.no_grad()`` / ``enable_grad()`` block of scripted code.
+    "prim::is_grad_enabled": Prim(None, lambda: "ember.is_grad_enabled()", effects=True),
+    "prim::set_grad_enabled": Prim(
+        None, lambda flag: f"ember.set_grad_enabled({flag})", effects=True, outputs=0
     ),
     "prim::Print": Prim(None, _call("print"), effects=True, outputs=0),
     "prim::RaiseException": Prim(

@@ -36,6 +36,7 @@ _PROPERTIES = {
     "ndim": ("prim::dim", T.IntType),
     "dtype": ("prim::dtype", T.ScalarTypeType),
     "device": ("prim::device", T.DeviceObjType),
+    "requires_grad": ("prim::requires_grad", T.BoolType),
 }
 _PURE_MODULES = (math,)
 

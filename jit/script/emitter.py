@@ -166,6 +166,40 @@ class Emitter(Expressions):
         updated = self.prim("prim::DictSet", [current, key, item], kind).setDebugName(name)
         self.env[name] = updated
 
+    def stmt_With(self, stmt):  # noqa: N802
+        """``with ember.no_grad():`` / ``enable_grad()`` / ``set_grad_enabled(b)``: the grad
+        mode is set before the body and restored after it (also when the body returns: a
+        return only ends the block's code generation, the graph runs on)."""
+        if len(stmt.items) != 1 or stmt.items[0].optional_vars is not None:
+            raise self.source.unsupported(stmt)
+        flag = self.grad_mode(stmt.items[0].context_expr)
+        if flag is None:
+            raise self.source.not_supported(
+                "with statements are supported for ember.no_grad(), ember.enable_grad() and "
+                "ember.set_grad_enabled() only",
+                stmt,
+            )
+        previous = self.prim("prim::is_grad_enabled", [], T.BoolType)
+        self.graph.insert("prim::set_grad_enabled", [flag], num_outputs=0)
+        ended = self.body(stmt.body)
+        self.graph.insert("prim::set_grad_enabled", [previous], num_outputs=0)
+        return ended
+
+    def grad_mode(self, expr):
+        import ember
+
+        if not isinstance(expr, ast.Call):
+            return None
+        func = self.expr(expr.func)
+        target = getattr(func, "obj", None)
+        if target is ember.no_grad and not expr.args:
+            return self.constant(False)
+        if target is ember.enable_grad and not expr.args:
+            return self.constant(True)
+        if target is ember.set_grad_enabled and len(expr.args) == 1:
+            return self.coerce(self.value(expr.args[0]), T.BoolType, expr)
+        return None
+
     def stmt_Return(self, stmt):  # noqa: N802
         if self.in_loop:
             raise self.source.not_supported("return statements inside loops aren't supported", stmt)

@@ -61,6 +61,9 @@ class TensorMethod(Sugar):
     value: Value
     name: str
 
+    def describe(self) -> str:
+        return f"the method or attribute '{self.name}' of a {self.value.type().annotation()}"
+
 
 @dataclass
 class Range(Sugar):

@@ -184,3 +184,25 @@ def test_print_is_a_graph_node_that_runs_after_loading(capsys):
     loaded = ember.jit.load(io.BytesIO(buffer.getvalue()))
     np.testing.assert_allclose(loaded(ember.ones(2), 3).numpy(), [3.0, 3.0])
     assert capsys.readouterr().out == "n is 3\n"
+
+
+def test_no_grad_block_sets_and_restores_grad_mode_as_eager_torch():
+    def make(lib):
+        def partly_frozen(x, w):
+            with lib.no_grad():
+                y = x * w
+            return y + x * w, y.requires_grad
+
+        return partly_frozen
+
+    # Eager torch is the oracle: torch.jit.script merges the two products across the block
+    # (common subexpressions), so its result does not require grad.
+    mine, theirs = ember.jit.script(make(ember)), make(torch)
+    x, w = arr(3), arr(3)
+    ex, ew = ember.tensor(x, requires_grad=True), ember.tensor(w, requires_grad=True)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    (got, frozen), (want, t_frozen) = mine(ex, ew), theirs(tx, tw)
+    assert frozen is t_frozen is False and ember.is_grad_enabled()
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_allclose(ew.grad.numpy(), tw.grad.numpy(), rtol=1e-6)

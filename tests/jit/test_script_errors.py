@@ -69,13 +69,15 @@ def test_library_call_without_lowering_names_the_call_and_line():
     assert "x.numpy()" in str(error)
 
 
-def test_with_statement_is_refused_with_its_name():
-    def with_no_grad(x):
-        with ember.no_grad():
+def test_with_statement_other_than_grad_mode_is_refused():
+    def with_autocast(x):
+        with ember.autocast("cpu"):
             return x * 2
 
-    error = caught(ember.jit.script, with_no_grad)
-    assert str(error).startswith("with statements aren't supported:")
+    error = caught(ember.jit.script, with_autocast)
+    assert isinstance(error, NotSupportedError)
+    assert str(error).startswith("with statements are supported for ember.no_grad()")
+    assert 'with ember.autocast("cpu"):' in str(error)
 
 
 def test_wrong_argument_types_are_script_errors():
