@@ -19,7 +19,7 @@ from .. import types as T
 from ..graph_utils import copy_node
 from ..ir import Graph, Value
 from ..script_module import Method, RecursiveScriptModule, ScriptFunction, ScriptModule, mirror
-from . import api, modules
+from . import api, arguments, modules
 from .annotations import AnnotationError, is_final, resolve, to_type
 from .builtins import BindError
 from .emitter import Emitter
@@ -41,7 +41,7 @@ class ScriptMethod(Method):
     """A compiled method: calls bind arguments by the Python signature (defaults, keywords)
     before running the graph."""
 
-    def __init__(self, name, graph, signature, method=True):
+    def __init__(self, name, graph, signature, method=True, inferred=frozenset()):
         count = len(graph.inputs())
         in_spec = {
             "type": "tuple",
@@ -52,12 +52,11 @@ class ScriptMethod(Method):
         }
         super().__init__(name, graph, in_spec, dict(pytree.LEAF), method)
         self.signature = signature
+        self.inferred = set(inferred)  # unannotated parameters (typed Tensor)
 
     def call(self, owner, args, kwargs):
-        bound = self.signature.bind(*args, **kwargs)
-        bound.apply_defaults()
+        args = arguments.bind(self.name, self.signature, self.graph, self.inferred, args, kwargs)
         fn = self.generated.fn
-        args = tuple(bound.arguments.values())
         return (fn(owner, *args) if self.is_method else fn(*args))[0]
 
 
@@ -76,8 +75,10 @@ class Unit:
         env = {}
         params = _parameters(source, definition, skip_self=self_ref is not None)
         scope = namespace_of(fn)
-        kept = []
+        kept, inferred = [], set()
         for param in params:
+            if param.annotation is None:
+                inferred.add(param.arg)
             kind = _param_type(source, param, scope, fn)
             env[param.arg] = graph.addInput(param.arg, kind)
             kept.append(param.arg)
@@ -88,7 +89,8 @@ class Unit:
 
         eliminate_dead_code(graph)
         graph.lint()
-        return ScriptMethod(name or definition.name, graph, signature, method=self_ref is not None)
+        name = name or definition.name
+        return ScriptMethod(name, graph, signature, self_ref is not None, inferred)
 
     def emit(self, source, definition, graph, env, self_ref, fn) -> Value:
         key = getattr(fn, "__func__", fn)

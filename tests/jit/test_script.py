@@ -139,8 +139,32 @@ def test_defaults_and_keywords_bind_like_python(scripted):
     x, b = arr(3), arr(3)
     want = theirs(torch.tensor(x), times=3, bias=torch.tensor(b))
     assert_same(mine(ember.tensor(x), times=3, bias=ember.tensor(b)), want)
-    with pytest.raises(TypeError):
-        mine(ember.tensor(x), nonsense=1)
+    for call in (lambda f, t: f(t(x), nonsense=1), lambda f, t: f(t(x), None, 2, 3)):
+        with pytest.raises(RuntimeError) as error:
+            call(mine, ember.tensor)
+        with pytest.raises(RuntimeError) as expected:
+            call(theirs, torch.tensor)
+        assert str(error.value) == str(expected.value)
+
+
+ARGUMENT_ERRORS = [
+    ("lists", lambda t: ([t(arr(2))], "2.0")),  # a str for a float
+    ("scalars", lambda t: (t(arr(2)), 1.5, 1.0)),  # a float for an int
+    ("calls", lambda t: (1,)),  # an int for an unannotated (Tensor) parameter
+    ("lists", lambda t: ([1.0], 2.0)),  # a list of floats for List[Tensor]
+    ("scalars", lambda t: (t(arr(2)),)),  # missing arguments
+]
+
+
+@pytest.mark.parametrize("name, make", ARGUMENT_ERRORS)
+def test_wrong_arguments_raise_torch_scripts_message(name, make, scripted):
+    mine, theirs = scripted[name]
+    with pytest.raises(RuntimeError) as error:
+        mine(*make(ember.tensor))
+    with pytest.raises(RuntimeError) as expected:
+        theirs(*make(torch.tensor))
+    want = str(expected.value).split("\nCast error details")[0]
+    assert str(error.value) == want
 
 
 def test_decorator_form_and_calling_other_scripted_functions():
