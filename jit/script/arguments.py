@@ -19,47 +19,62 @@ from .. import types as T
 def bind(name: str, signature, graph, inferred: set, args: tuple, kwargs: dict) -> tuple:
     """The graph's inputs for ``name(*args, **kwargs)``; RuntimeError when they do not fit."""
     params = signature.parameters
-    declared = declaration(name, signature, graph)
+    if not kwargs and len(args) == len(params):
+        values = args  # the common call: every argument positionally (no binding to do)
+    else:
+        values = _bound(name, signature, graph, args, kwargs)
+    inputs = graph.inputs()
+    for position, value in enumerate(values):
+        kind = inputs[position]._type
+        if value.__class__ is Tensor and isinstance(kind, T.TensorType):
+            continue
+        if not fits(value, kind):
+            raise RuntimeError(_mismatch(name, signature, graph, inferred, position, value))
+    return values
+
+
+def _bound(name, signature, graph, args, kwargs) -> tuple:
+    params = signature.parameters
     if len(args) + len(kwargs) > len(params):
         raise RuntimeError(
             f"{name}() expected at most {len(params)} argument(s) but received "
-            f"{len(args) + len(kwargs)} argument(s). Declaration: {declared}"
+            f"{len(args) + len(kwargs)} argument(s). "
+            f"Declaration: {declaration(name, signature, graph)}"
         )
     for key in kwargs:
         if key not in params:
             raise RuntimeError(
-                f"Unknown keyword argument '{key}' for operator '{name}'. Schema: {declared}"
+                f"Unknown keyword argument '{key}' for operator '{name}'. "
+                f"Schema: {declaration(name, signature, graph)}"
             )
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as e:
         missing = _missing(signature, args, kwargs)
-        if missing is None:
-            raise RuntimeError(f"{name}() {e}. Declaration: {declared}") from None
+        text = f"{e}" if missing is None else f"is missing value for argument '{missing}'"
         raise RuntimeError(
-            f"{name}() is missing value for argument '{missing}'. Declaration: {declared}"
+            f"{name}() {text}. Declaration: {declaration(name, signature, graph)}"
         ) from None
     bound.apply_defaults()
-    values = tuple(bound.arguments.values())
-    for position, (param, value, arg) in enumerate(
-        zip(signature.parameters, values, graph.inputs())
-    ):
-        kind = arg.type()
-        if not fits(value, kind):
-            shown = f"{kind.annotation()} (inferred)" if param in inferred else kind.annotation()
-            lines = [
-                f"{name}() Expected a value of type '{shown}' for argument '{param}' but instead "
-                f"found type '{_type_name(value)}'."
-            ]
-            if param in inferred:
-                lines.append(
-                    f"Inferred '{param}' to be of type 'Tensor' because it was not annotated "
-                    "with an explicit type."
-                )
-            lines += [f"Position: {position}", f"Value: {value!r}"]
-            lines.append(f"Declaration: {declared}")
-            raise RuntimeError("\n".join(lines))
-    return values
+    return tuple(bound.arguments.values())
+
+
+def _mismatch(name, signature, graph, inferred, position, value) -> str:
+    param = list(signature.parameters)[position]
+    kind = graph.inputs()[position].type()
+    shown = f"{kind.annotation()} (inferred)" if param in inferred else kind.annotation()
+    lines = [
+        f"{name}() Expected a value of type '{shown}' for argument '{param}' but instead "
+        f"found type '{_type_name(value)}'."
+    ]
+    if param in inferred:
+        lines.append(
+            f"Inferred '{param}' to be of type 'Tensor' because it was not annotated with an "
+            "explicit type."
+        )
+    lines += [f"Position: {position}", f"Value: {value!r}"]
+    lines.append(f"Declaration: {declaration(name, signature, graph)}")
+    return "\n".join(lines)
 
 
 def fits(value, kind) -> bool:
