@@ -309,3 +309,35 @@ def dicts(lib):
         return total, len(names), weights.get("missing", 2.5)
 
     return dict_ops
+
+
+def recurrent(lib, kind: str):
+    """word_language_model's shape: embedding, a 2-layer recurrent net, a decoder."""
+    from typing import Tuple
+
+    Tensor = lib.Tensor
+    nn = lib.nn
+
+    class LanguageModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Embedding(20, 8)
+            self.rnn = getattr(nn, kind)(8, 12, num_layers=2, batch_first=True)
+            self.decoder = nn.Linear(12, 20)
+
+        def forward(self, tokens, hidden: Tuple[Tensor, Tensor]):
+            out, state = self.rnn(self.encoder(tokens), hidden)
+            return self.decoder(out), state
+
+    class Plain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Embedding(20, 8)
+            self.rnn = getattr(nn, kind)(8, 12, num_layers=2, batch_first=True)
+            self.decoder = nn.Linear(12, 20)
+
+        def forward(self, tokens, hidden):
+            out, state = self.rnn(self.encoder(tokens), hidden)
+            return self.decoder(out), state
+
+    return (LanguageModel if kind == "LSTM" else Plain)().eval()
