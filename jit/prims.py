@@ -8,6 +8,7 @@ are written by the code generator itself; their records only describe them.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -107,6 +108,7 @@ PRIMS: dict[str, Prim] = {
     "prim::ListSlice": Prim(
         lambda xs, a, b, s: xs[a:b:s], lambda xs, a, b, s: f"{xs}[{a}:{b}:{s}]"
     ),
+    "prim::sqrt": Prim(math.sqrt, lambda x: f"({x} ** 0.5)"),  # math.sqrt of a run-time number
     "prim::requires_grad": Prim(None, lambda t: f"{t}.requires_grad"),
     "prim::item": Prim(lambda t: t.item(), lambda t: f"{t}.item()"),
     "prim::contains": Prim(lambda items, key: key in items, lambda c, k: f"({k} in {c})"),

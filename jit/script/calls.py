@@ -249,6 +249,8 @@ class Calls:
         plain = [
             self.known(self.materialize(a)) if not isinstance(a, PyObj) else a.obj for a in args
         ]
+        if fn is math.sqrt and len(args) == 1 and not self.is_constant(self.materialize(args[0])):
+            return self.prim("prim::sqrt", [args[0]], T.FloatType)
         if not all(self.is_constant(self.materialize(a)) for a in args) or kwargs:
             raise self.source.not_supported(
                 f"{getattr(fn, '__name__', fn)}() of values only known at run time isn't supported",

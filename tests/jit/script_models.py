@@ -73,6 +73,7 @@ def build(lib):
 def functions(lib):
     """Functions covering the subset's control flow and types; each is scripted by ember and
     by torch from this same source, and run on inputs that take each path."""
+    import math
     from typing import List, Optional, Tuple
 
     Tensor = lib.Tensor
@@ -174,6 +175,10 @@ def functions(lib):
         picked = F.embedding(lib.argmax(emb, 1), emb)
         return lib.stack(head).sum(0) + lib.stack(tail[::2]).sum(0) + total, len(tail), picked
 
+    def attention_scale(q, k):
+        scores = lib.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+        return F.softmax(scores * math.pi / math.sqrt(4.0), dim=-1)
+
     def set_items(x):
         y = x.clone()
         y[0] = 5.0
@@ -208,6 +213,7 @@ def functions(lib):
         "dict_ops": dicts(lib),
         "list_slices": list_slices,
         "set_items": set_items,
+        "attention_scale": attention_scale,
     }
 
 

@@ -47,6 +47,7 @@ CALLS = {
         (arr(2), {"a": 0.5, "bias": 3.0, "missing": 7.0}),
     ],
     "list_slices": [([arr(3), arr(3), arr(3), arr(3)], arr(3, 3)), ([arr(2), arr(2)], arr(2, 2))],
+    "attention_scale": [(arr(2, 3, 4), arr(2, 5, 4))],
     "set_items": [(arr(3, 4),)],
     "while_break": [(arr(3, scale=40),), (arr(3, scale=0.1),)],
 }
