@@ -366,3 +366,25 @@ def test_recurrent_layer_alone_with_default_state():
     x = R.standard_normal((7, 2, 4)).astype(np.float32)
     # eager torch: torch.jit.script(nn.GRU) has no callable forward (its forward is overloaded)
     assert_close(ember.jit.script(mine)(ember.tensor(x)), theirs(torch.tensor(x)))
+
+
+@pytest.mark.parametrize("name", sorted(EMBER_MODELS))
+def test_freeze_and_optimize_for_inference_keep_outputs(name):
+    mine, _ = pair(name)
+    scripted = ember.jit.script(mine)
+    x = ember.tensor(R.standard_normal(SHAPES[name][0]).astype(np.float32))
+    for transform in (ember.jit.freeze, ember.jit.optimize_for_inference):
+        optimized = transform(scripted)
+        assert not optimized.graph.findAllNodes("prim::GetAttr")  # weights are constants
+        assert_close(optimized(x), mine(x))
+
+
+def test_exported_methods_survive_save_and_load():
+    module = features(ember)().eval()
+    scripted = ember.jit.script(module)
+    buffer = io.BytesIO()
+    scripted.save(buffer)
+    loaded = ember.jit.load(io.BytesIO(buffer.getvalue()))
+    x = ember.randn(2, 4)
+    assert loaded.method_names() == ["double", "forward"]
+    assert_close(loaded.double(x), module.double(x))
