@@ -494,34 +494,43 @@ class Expressions(Calls):
         return ModuleRef(module._modules[key], base.qualified(key))
 
     def tensor_index(self, base, index, node) -> Value:
+        """Basic indexing as views: ints select, slices slice, None unsqueezes; after an
+        ``...`` the items count from the last dim (their dims are negative)."""
         items = index.elts if isinstance(index, ast.Tuple) else [index]
-        dim = 0
-        result = base
-        for item in items:
-            if isinstance(item, ast.Slice):
-                parts = [item.lower, item.upper, item.step]
-                start, end, step = (
-                    self.constant(None) if p is None else self.value(p) for p in parts
-                )
-                if self.known(step) is None and self.is_constant(step):
-                    step = self.constant(1)
-                full = item.lower is None and item.upper is None and item.step is None
-                if not full:
-                    result = self.call_op(
-                        "slice", [result, self.constant(dim), start, end, step], {}
-                    )
-                dim += 1
-            elif isinstance(item, ast.Constant) and item.value is None:
-                result = self.call_op("unsqueeze", [result, self.constant(dim)], {})
-                dim += 1
-            else:
-                position = self.value(item)
-                if isinstance(position.type(), T.TensorType):
-                    raise self.source.not_supported(
-                        "indexing with tensors isn't supported yet", node
-                    )
-                result = self.call_op("select", [result, self.constant(dim), position], {})
+        ellipsis = [i for i, item in enumerate(items) if _is_ellipsis(item)]
+        if len(ellipsis) > 1:
+            raise self.source.error("an index can only have a single ellipsis ('...')", node)
+        head = items[: ellipsis[0]] if ellipsis else items
+        tail = items[ellipsis[0] + 1 :] if ellipsis else []
+        result, dim = base, 0
+        for item in head:
+            result, kept = self.index_item(result, item, dim, node)
+            dim += kept
+        kept_right = 0
+        for item in reversed(tail):
+            if isinstance(item, ast.Constant) and item.value is None:
+                raise self.source.not_supported("None after '...' in an index", node)
+            result, kept = self.index_item(result, item, -1 - kept_right, node)
+            kept_right += kept
         return result
+
+    def index_item(self, tensor, item, dim: int, node):
+        """One index item at ``dim``: (the result, 1 if the dim is kept else 0)."""
+        if isinstance(item, ast.Slice):
+            if item.lower is None and item.upper is None and item.step is None:
+                return tensor, 1
+            parts = [item.lower, item.upper, item.step]
+            start, end, step = (self.constant(None) if p is None else self.value(p) for p in parts)
+            if item.step is None:
+                step = self.constant(1)
+            args = [tensor, self.constant(dim), start, end, step]
+            return self.call_op("slice", args, {}), 1
+        if isinstance(item, ast.Constant) and item.value is None:
+            return self.call_op("unsqueeze", [tensor, self.constant(dim)], {}), 1
+        position = self.value(item)
+        if isinstance(position.type(), T.TensorType):
+            raise self.source.not_supported("indexing with tensors isn't supported yet", node)
+        return self.call_op("select", [tensor, self.constant(dim), position], {}), 0
 
     def unpack(self, value, count: int, node) -> list:
         if isinstance(value, SugarTuple):
@@ -695,6 +704,10 @@ class Expressions(Calls):
         grown.setDebugName(func.value.id)
         self.env[func.value.id] = grown
         return True
+
+
+def _is_ellipsis(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis
 
 
 def _is_none(node) -> bool:

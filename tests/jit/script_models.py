@@ -146,7 +146,7 @@ def functions(lib):
     def indexing(x):
         y = x[1:, :2]
         z = x[0]
-        return y.sum(1) + z[:2] + x[-1, 1] + x[:, None].sum()
+        return y.sum(1) + z[:2] + x[-1, 1] + x[:, None].sum() + x[..., 1:3][1] + x[..., -1][:2]
 
     def ternary(x, flag: bool):
         y = x.relu() if flag else x.sigmoid()
