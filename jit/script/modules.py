@@ -14,7 +14,7 @@ import ember.nn.functional as F
 
 from .. import types as T
 from . import builtins as lib
-from . import recurrent
+from . import pooling, recurrent
 
 
 def _attr(em, ref, name):
@@ -153,20 +153,6 @@ def _embedding(em, ref, args, kwargs):
     return embedding_nodes(em, _one(args, kwargs, "Embedding"), _attr(em, ref, "weight"))
 
 
-def _global_avg_pool(em, ref, args, kwargs):
-    """AdaptiveAvgPool2d to 1 x 1 (the classifier head's global pooling): a mean over the
-    last two dims. Other output sizes depend on the input size: not scripted."""
-    x = _one(args, kwargs, "AdaptiveAvgPool2d")
-    size = ref.module.output_size
-    if size not in (1, (1, 1), [1, 1]):
-        raise lib.BindError(
-            f"AdaptiveAvgPool2d with output_size={size} isn't supported by ember.jit.script "
-            "(only 1)"
-        )
-    dims = em.constant([-2, -1])
-    return em.call_op("mean", [x, dims, em.constant(True)], {})
-
-
 def _sequential(em, ref, args, kwargs):
     from .sugar import ModuleRef
 
@@ -200,7 +186,7 @@ LOWERINGS = {
     nn.BatchNorm2d: _batch_norm,
     nn.BatchNorm3d: _batch_norm,
     nn.Embedding: _embedding,
-    nn.AdaptiveAvgPool2d: _global_avg_pool,
+    nn.AdaptiveAvgPool2d: pooling.lower,
     nn.RNN: recurrent.lower,
     nn.LSTM: recurrent.lower,
     nn.GRU: recurrent.lower,

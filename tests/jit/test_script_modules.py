@@ -319,8 +319,17 @@ def test_module_dict_items_unroll_like_torch_script():
         (lambda lib: lib.nn.BatchNorm1d(3), (4, 3), False),
         (lambda lib: lib.nn.BatchNorm1d(3, affine=False), (4, 3, 6), False),
         (lambda lib: lib.nn.Embedding(10, 4), (2, 7), True),
+        (lambda lib: lib.nn.AdaptiveAvgPool2d((2, 3)), (2, 3, 7, 5), False),
+        (lambda lib: lib.nn.AdaptiveAvgPool2d(1), (2, 3, 4, 4), False),
     ],
-    ids=["batch_norm2d", "batch_norm1d", "batch_norm1d_3d_no_affine", "embedding"],
+    ids=[
+        "batch_norm2d",
+        "batch_norm1d",
+        "batch_norm1d_3d_no_affine",
+        "embedding",
+        "adaptive_avg_pool2d",
+        "global_avg_pool",
+    ],
 )
 def test_lowered_layers_match_torch_script(make, shape, integer):
     mine, theirs = make(ember), make(torch)
