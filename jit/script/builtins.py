@@ -83,6 +83,8 @@ def _check(em, op, arg, value) -> Value:
     if isinstance(value, Sugar):
         value = em.materialize(value)
     kind = value.type()
+    if isinstance(kind, T.OptionalType) and arg.optional:
+        kind = kind.elem  # None or a value: the op takes both
     if kind == T.NoneType:
         if arg.optional:
             return value

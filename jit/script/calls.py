@@ -293,6 +293,8 @@ def _hashable(obj) -> bool:
 
 def _is_library(fn) -> bool:
     module = getattr(fn, "__module__", "") or ""
+    if module.startswith("ember.jit.script."):
+        return False  # the subset sources of this compiler (attention, recurrent, pooling)
     return module == "ember" or module.startswith(("ember.", "jit.", "nn.", "typing"))
 
 

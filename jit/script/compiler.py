@@ -152,14 +152,20 @@ class Unit:
         if lower is not None:
             return lower(caller, ref, list(args), dict(kwargs))
         forward = type(module).forward
-        if (type(module).__module__ or "").startswith("ember."):
-            raise caller.source.not_supported(
-                f"ember.jit.script has no lowering for the layer {type(module).__name__}", node
-            )
         if forward is Module.forward:
             raise caller.source.error(f"Module '{type(module).__name__}' has no forward", node)
         bound = forward.__get__(module)
-        return self.call_function(caller, bound, args, kwargs, node, self_ref=ref)
+        if not (type(module).__module__ or "").startswith("ember."):
+            return self.call_function(caller, bound, args, kwargs, node, self_ref=ref)
+        try:  # an ember layer without a lowering: its own forward may be in the subset
+            return self.call_function(caller, bound, args, kwargs, node, self_ref=ref)
+        except (FrontendError, ScriptError) as e:
+            reason = str(e).splitlines()[0].rstrip(":")
+            raise caller.source.not_supported(
+                f"ember.jit.script has no lowering for the layer {type(module).__name__}, and "
+                f"its forward is outside the subset ({reason})",
+                node,
+            ) from None
 
     def inline_graph(self, caller, method, ref, args, kwargs, node):
         """A compiled graph's nodes copied into the caller's graph."""
@@ -243,7 +249,7 @@ def _parameters(source, definition, skip_self: bool):
 
 def _param_type(source, param, scope, fn) -> T.Type:
     if param.annotation is None:
-        return T.Tensor  # TorchScript's default for unannotated parameters
+        return _unannotated(fn, param.arg)
     import ast
 
     evaluated = getattr(getattr(fn, "__func__", fn), "__annotations__", {}).get(param.arg)
@@ -253,6 +259,23 @@ def _param_type(source, param, scope, fn) -> T.Type:
         return resolve(ast.unparse(param.annotation), scope)
     except AnnotationError as e:
         raise source.error(str(e), param.annotation) from None
+
+
+_DEFAULT_TYPES = {bool: T.BoolType, int: T.IntType, float: T.FloatType, str: T.StrType}
+
+
+def _unannotated(fn, name: str) -> T.Type:
+    """Tensor, TorchScript's type for an unannotated parameter; ember's own layers (whose
+    sources carry no annotations) get the type their default implies (None: Optional[Tensor])."""
+    module = getattr(fn, "__module__", "") or ""
+    if module.startswith("ember."):
+        default = inspect.signature(fn).parameters[name].default
+        if default is None:
+            return T.OptionalType(T.Tensor)
+        found = _DEFAULT_TYPES.get(type(default))
+        if found is not None:
+            return found
+    return T.Tensor
 
 
 def _signature(fn, names) -> inspect.Signature:
@@ -283,7 +306,10 @@ def _compile_methods(made, module, root: bool) -> None:
         lower = modules.lowering(module)
         names = ["forward"] + [n for n in _exported(module) if n != "forward"]
         try:
-            if lower is not None:
+            source = getattr(lower, "source", None)  # a forward written in the subset
+            if source is not None:
+                made._add_method(unit.function(source, self_ref=ref, name="forward"))
+            elif lower is not None:
                 made._add_method(_lowered_forward(unit, ref, lower))
             else:
                 for name in names:

@@ -150,6 +150,8 @@ class Expressions(Calls):
     def fits(self, have, wanted) -> bool:
         if have == wanted:
             return True
+        if isinstance(wanted, T.OptionalType):
+            return have == T.NoneType or self.fits(have, wanted.elem)
         if isinstance(have, T.TensorType) and isinstance(wanted, T.TensorType):
             return True
         if isinstance(have, T.TupleType) and isinstance(wanted, T.TupleType):

@@ -13,8 +13,8 @@ import ember.nn as nn
 import ember.nn.functional as F
 
 from .. import types as T
+from . import attention, pooling, recurrent
 from . import builtins as lib
-from . import pooling, recurrent
 
 
 def _attr(em, ref, name):
@@ -187,6 +187,7 @@ LOWERINGS = {
     nn.BatchNorm3d: _batch_norm,
     nn.Embedding: _embedding,
     nn.AdaptiveAvgPool2d: pooling.lower,
+    nn.MultiheadAttention: attention.lower,
     nn.RNN: recurrent.lower,
     nn.LSTM: recurrent.lower,
     nn.GRU: recurrent.lower,
