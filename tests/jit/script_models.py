@@ -347,3 +347,23 @@ def recurrent(lib, kind: str):
             return self.decoder(out), state
 
     return (LanguageModel if kind == "LSTM" else Plain)().eval()
+
+
+def transformer(lib):
+    """A TransformerEncoder with a head, masks passed through (PyTorch's own layers)."""
+    from typing import Optional
+
+    Tensor = lib.Tensor
+    nn = lib.nn
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.head = nn.Linear(16, 4)
+
+        def forward(self, x, mask: Optional[Tensor] = None, padding: Optional[Tensor] = None):
+            return self.head(self.encoder(x, mask=mask, src_key_padding_mask=padding))
+
+    return Encoder().eval()

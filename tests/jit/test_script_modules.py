@@ -19,7 +19,7 @@ import torch
 import ember
 from ember import safetensors
 
-from .script_models import build, features, recurrent
+from .script_models import build, features, recurrent, transformer
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
@@ -397,3 +397,33 @@ def test_exported_methods_survive_save_and_load():
     x = ember.randn(2, 4)
     assert loaded.method_names() == ["double", "forward"]
     assert_close(loaded.double(x), module.double(x))
+
+
+def test_transformer_encoder_with_masks_matches_torch_script():
+    mine, theirs = transformer(ember), transformer(torch)
+    with torch.no_grad():
+        for key, value in mine.state_dict().items():
+            theirs.state_dict()[key].copy_(torch.from_numpy(value.numpy().copy()))
+    scripted, reference = ember.jit.script(mine), torch.jit.script(theirs)
+    x = R.standard_normal((2, 5, 16)).astype(np.float32)
+    causal = np.triu(np.full((5, 5), -np.inf, np.float32), 1)
+    padding = np.array([[False] * 5, [False] * 3 + [True] * 2])
+    for masks in ((), (causal,), (None, padding)):
+        got = scripted(ember.tensor(x), *(m if m is None else ember.tensor(m) for m in masks))
+        want = reference(torch.tensor(x), *(m if m is None else torch.tensor(m) for m in masks))
+        np.testing.assert_allclose(
+            got.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-5
+        )
+
+
+def test_multihead_attention_weights_match_torch():
+    mine, theirs = ember.nn.MultiheadAttention(8, 2), torch.nn.MultiheadAttention(8, 2)
+    with torch.no_grad():
+        for key, value in mine.state_dict().items():
+            theirs.state_dict()[key].copy_(torch.from_numpy(value.numpy().copy()))
+    mine.eval(), theirs.eval()
+    q, kv = R.standard_normal((3, 2, 8)).astype(np.float32), R.standard_normal((4, 2, 8))
+    kv = kv.astype(np.float32)
+    got = ember.jit.script(mine)(ember.tensor(q), ember.tensor(kv), ember.tensor(kv))
+    want = theirs(torch.tensor(q), torch.tensor(kv), torch.tensor(kv))
+    assert_close(got, want)
