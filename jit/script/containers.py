@@ -129,59 +129,54 @@ class Containers:
         return list(items)
 
     def iteration(self, iterable, node) -> Iteration:
+        """How ``for`` walks ``iterable`` (see ``Iteration``)."""
         if isinstance(iterable, Range):
-
-            def item(i):
-                if self.known(iterable.start) == 0 and iterable.step_value == 1:
-                    return i
-                scaled = (
-                    i
-                    if iterable.step_value == 1
-                    else self.prim("prim::mul", [i, iterable.step], T.IntType)
-                )
-                return self.prim("prim::add", [iterable.start, scaled], T.IntType)
-
-            return Iteration(self.range_length(iterable), item)
+            return Iteration(self.range_length(iterable), lambda i: self.range_item(iterable, i))
         if isinstance(iterable, ModuleRef):
-            module = iterable.module
-            return Iteration(
-                unrolled=[ModuleRef(m, iterable.qualified(k)) for k, m in module._modules.items()]
-            )
+            children = iterable.module._modules.items()
+            return Iteration(unrolled=[ModuleRef(m, iterable.qualified(k)) for k, m in children])
         if isinstance(iterable, SugarTuple):
             return Iteration(unrolled=list(iterable.items))
         if isinstance(iterable, PyObj) and isinstance(iterable.obj, (tuple, list)):
             return Iteration(unrolled=[PyObj(v) for v in iterable.obj])
         if isinstance(iterable, Enumerate):
-            inner = self.iteration(iterable.inner, node)
-            if inner.unrolled is not None:
-                pairs = [
-                    SugarTuple([self.constant(i + iterable.start), v])
-                    for i, v in enumerate(inner.unrolled)
-                ]
-                return Iteration(unrolled=pairs)
-
-            def pair(i):
-                index = (
-                    i
-                    if iterable.start == 0
-                    else self.prim("prim::add", [i, self.constant(iterable.start)], T.IntType)
-                )
-                return SugarTuple([index, inner.item(i)])
-
-            return Iteration(inner.trip, pair)
+            return self.enumerated(iterable, node)
         if isinstance(iterable, Zip):
-            parts = [self.iteration(v, node) for v in iterable.items]
-            if all(p.unrolled is not None for p in parts):
-                return Iteration(
-                    unrolled=[SugarTuple(list(t)) for t in zip(*(p.unrolled for p in parts))]
-                )
-            if any(p.unrolled is not None for p in parts):
-                raise self.source.not_supported("zip of modules with lists isn't supported", node)
-            trip = parts[0].trip
-            for other in parts[1:]:
-                trip = self.prim("prim::min", [trip, other.trip], T.IntType)
-            return Iteration(trip, lambda i: SugarTuple([p.item(i) for p in parts]))
-        value = self.materialize(iterable)
+            return self.zipped(iterable, node)
+        return self.value_iteration(self.materialize(iterable), node)
+
+    def range_item(self, r: Range, i) -> Value:
+        if self.known(r.start) == 0 and r.step_value == 1:
+            return i
+        scaled = i if r.step_value == 1 else self.prim("prim::mul", [i, r.step], T.IntType)
+        return self.prim("prim::add", [r.start, scaled], T.IntType)
+
+    def enumerated(self, iterable: Enumerate, node) -> Iteration:
+        inner = self.iteration(iterable.inner, node)
+        start = iterable.start
+        if inner.unrolled is not None:
+            items = enumerate(inner.unrolled, start)
+            return Iteration(unrolled=[SugarTuple([self.constant(i), v]) for i, v in items])
+
+        def pair(i):
+            shifted = self.prim("prim::add", [i, self.constant(start)], T.IntType)
+            return SugarTuple([i if start == 0 else shifted, inner.item(i)])
+
+        return Iteration(inner.trip, pair)
+
+    def zipped(self, iterable: Zip, node) -> Iteration:
+        parts = [self.iteration(v, node) for v in iterable.items]
+        if all(p.unrolled is not None for p in parts):
+            rows = zip(*(p.unrolled for p in parts))
+            return Iteration(unrolled=[SugarTuple(list(row)) for row in rows])
+        if any(p.unrolled is not None for p in parts):
+            raise self.source.not_supported("zip of modules with lists isn't supported", node)
+        trip = parts[0].trip
+        for other in parts[1:]:
+            trip = self.prim("prim::min", [trip, other.trip], T.IntType)
+        return Iteration(trip, lambda i: SugarTuple([p.item(i) for p in parts]))
+
+    def value_iteration(self, value, node) -> Iteration:
         kind = value.type()
         if isinstance(kind, T.ListType):
             trip = self.prim("prim::len", [value], T.IntType)
@@ -190,12 +185,11 @@ class Containers:
             return Iteration(unrolled=[self.tuple_index(value, i) for i in range(len(kind.elems))])
         if isinstance(kind, T.DictType):  # iterates over the keys, as Python does
             keys = self.prim("prim::DictKeys", [value], T.ListType(kind.key))
-            return self.iteration(keys, node)
+            return self.value_iteration(keys, node)
         if isinstance(kind, T.TensorType):
             trip = self.prim("prim::size", [value, self.constant(0)], T.IntType)
-            return Iteration(
-                trip, lambda i: self.call_op("select", [value, self.constant(0), i], {})
-            )
+            dim = self.constant(0)
+            return Iteration(trip, lambda i: self.call_op("select", [value, dim, i], {}))
         raise self.source.error(f"'{kind.annotation()}' object is not iterable", node)
 
     def range_length(self, r: Range) -> Value:

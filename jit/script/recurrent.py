@@ -51,18 +51,11 @@ def gru_layer(x, h, w_ih, w_hh, b_ih: Optional[Tensor], b_hh: Optional[Tensor]):
     return ember.stack(outputs), h
 
 
-def rnn_tanh_layer(x, h, w_ih, w_hh, b_ih: Optional[Tensor], b_hh: Optional[Tensor]):
+def rnn_layer(x, h, w_ih, w_hh, b_ih: Optional[Tensor], b_hh: Optional[Tensor], relu: bool = False):
     outputs: List[Tensor] = []
     for t in range(x.size(0)):
-        h = ember.tanh(F.linear(x[t], w_ih, b_ih) + F.linear(h, w_hh, b_hh))
-        outputs.append(h)
-    return ember.stack(outputs), h
-
-
-def rnn_relu_layer(x, h, w_ih, w_hh, b_ih: Optional[Tensor], b_hh: Optional[Tensor]):
-    outputs: List[Tensor] = []
-    for t in range(x.size(0)):
-        h = ember.relu(F.linear(x[t], w_ih, b_ih) + F.linear(h, w_hh, b_hh))
+        pre = F.linear(x[t], w_ih, b_ih) + F.linear(h, w_hh, b_hh)
+        h = ember.relu(pre) if relu else ember.tanh(pre)
         outputs.append(h)
     return ember.stack(outputs), h
 
@@ -71,12 +64,7 @@ def zero_state(x, layers: int, hidden: int):
     return ember.zeros(layers, x.size(1), hidden, dtype=x.dtype, device=x.device)
 
 
-LAYERS = {
-    "LSTM": lstm_layer,
-    "GRU": gru_layer,
-    "RNN_TANH": rnn_tanh_layer,
-    "RNN_RELU": rnn_relu_layer,
-}
+LAYERS = {"LSTM": lstm_layer, "GRU": gru_layer, "RNN_TANH": rnn_layer, "RNN_RELU": rnn_layer}
 
 
 def lower(em, ref, args, kwargs):
@@ -99,7 +87,8 @@ def lower(em, ref, args, kwargs):
         weights = [_weight(em, ref, f"{kind}_l{layer}") for kind in _WEIGHTS]
         first = [em.call_op("select", [s, em.constant(0), em.constant(layer)], {}) for s in states]
         fn = LAYERS[m.mode]
-        result = em.unit.call_function(em, fn, [x, *first, *weights], {}, em.current)
+        extra = {"relu": em.constant(True)} if m.mode == "RNN_RELU" else {}
+        result = em.unit.call_function(em, fn, [x, *first, *weights], extra, em.current)
         x, *last = em.unpack(result, 1 + len(states), em.current)
         for kept, value in zip(finals, last):
             kept.append(value)

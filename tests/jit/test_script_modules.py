@@ -367,8 +367,13 @@ def test_recurrent_language_model_matches_torch_script(kind):
         assert_close(got, mine(*args_e))
 
 
-def test_recurrent_layer_alone_with_default_state():
-    mine, theirs = ember.nn.GRU(4, 6), torch.nn.GRU(4, 6)
+@pytest.mark.parametrize(
+    "make",
+    [lambda lib: lib.nn.GRU(4, 6), lambda lib: lib.nn.RNN(4, 6, nonlinearity="relu")],
+    ids=["gru", "rnn_relu"],
+)
+def test_recurrent_layer_alone_with_default_state(make):
+    mine, theirs = make(ember), make(torch)
     with torch.no_grad():
         for key, value in mine.state_dict().items():
             theirs.state_dict()[key].copy_(torch.from_numpy(value.numpy().copy()))
