@@ -25,6 +25,11 @@ def _additive(mask: Optional[Tensor], like):
     return mask
 
 
+def _heads(x, w, b: Optional[Tensor], heads: int):
+    """(L, N, E) projected and split into heads: (N, heads, L, E / heads)."""
+    return F.linear(x, w, b).reshape(x.size(0), x.size(1), heads, -1).permute(1, 2, 0, 3)
+
+
 def mha_forward(
     self,
     query,
@@ -50,9 +55,9 @@ def mha_forward(
     b_v: Optional[Tensor] = None
     if self.in_proj_bias is not None:
         b_q, b_k, b_v = self.in_proj_bias.chunk(3, 0)
-    q = F.linear(query, w_q, b_q).reshape(length, batch, heads, -1).permute(1, 2, 0, 3)
-    k = F.linear(key, w_k, b_k).reshape(source, batch, heads, -1).permute(1, 2, 0, 3)
-    v = F.linear(value, w_v, b_v).reshape(source, batch, heads, -1).permute(1, 2, 0, 3)
+    q = _heads(query, w_q, b_q, heads)
+    k = _heads(key, w_k, b_k, heads)
+    v = _heads(value, w_v, b_v, heads)
     scores_like = ember.zeros(batch, heads, length, source, dtype=q.dtype, device=q.device)
     mask = _additive(attn_mask, scores_like)
     if key_padding_mask is not None:
