@@ -19,7 +19,7 @@ from .. import types as T
 from ..graph_utils import copy_node
 from ..ir import Graph, Value
 from ..script_module import Method, RecursiveScriptModule, ScriptFunction, ScriptModule, mirror
-from . import api, arguments, modules
+from . import api, arguments, modules, tracing
 from .annotations import AnnotationError, is_final, resolve, to_type
 from .builtins import BindError
 from .emitter import Emitter
@@ -57,7 +57,16 @@ class ScriptMethod(Method):
     def call(self, owner, args, kwargs):
         args = arguments.bind(self.name, self.signature, self.graph, self.inferred, args, kwargs)
         fn = self.generated.fn
-        return (fn(owner, *args) if self.is_method else fn(*args))[0]
+
+        def run():
+            return (fn(owner, *args) if self.is_method else fn(*args))[0]
+
+        state = tracing.active_trace()
+        if state is not None:
+            recorded = tracing.record(state, self, owner if self.is_method else None, args, run)
+            if recorded is not None:
+                return recorded
+        return run()
 
 
 class Unit:

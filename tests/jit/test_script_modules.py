@@ -432,3 +432,49 @@ def test_multihead_attention_weights_match_torch():
     got = ember.jit.script(mine)(ember.tensor(q), ember.tensor(kv), ember.tensor(kv))
     want = theirs(torch.tensor(q), torch.tensor(kv), torch.tensor(kv))
     assert_close(got, want)
+
+
+def test_tracing_keeps_the_control_flow_of_scripted_code():
+    class Gate(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = ember.nn.Linear(3, 3)
+
+        def forward(self, x):
+            y = self.fc(x)
+            if y.sum() > 0:
+                return y * 2
+            return -y
+
+    class Outer(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = ember.jit.script(Gate())
+
+        def forward(self, x):
+            return self.gate(x) + 1
+
+    outer = Outer()
+    traced = ember.jit.trace(outer, ember.randn(2, 3))
+    assert traced.graph.findNode("prim::If") is not None  # as PyTorch's tracer keeps it
+    signs = set()
+    base = ember.randn(2, 3) * 100  # x and -x: the linear part dominates the bias
+    for x in (base, -base):
+        signs.add(bool(outer.gate.fc(x).sum() > 0))
+        assert_close(traced(x), outer(x))
+    assert signs == {True, False}
+
+    @ember.jit.script
+    def clip(x, limit: float):
+        while x.abs().max() > limit:
+            x = x * 0.5
+        return x
+
+    def uses_clip(x):
+        return clip(x, 1.0) * 3
+
+    traced_fn = ember.jit.trace(uses_clip, ember.randn(4) * 10)
+    assert traced_fn.graph.findNode("prim::Loop") is not None
+    for scale in (0.1, 100.0):
+        x = ember.randn(4) * scale
+        assert_close(traced_fn(x), uses_clip(x))
