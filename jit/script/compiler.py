@@ -401,30 +401,8 @@ def _check_constants(module) -> None:
             )
 
 
-def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
-    """Compile a function or an ``nn.Module`` from its Python source into a graph.
-
-    Args:
-        obj: a function (annotated: unannotated parameters are Tensors) or a module (its
-            ``forward`` and ``@ember.jit.export`` methods are compiled, with the submodules,
-            parameters and buffers they use).
-
-    Returns:
-        ``ScriptFunction`` or ``RecursiveScriptModule``, with ``.graph``, ``.code`` and
-        ``.save()``; calls run the graph.
-
-    Raises:
-        NotSupportedError: a construct outside the TorchScript subset (the message names the
-            file, the line and the construct).
-
-    Example:
-        >>> @ember.jit.script
-        ... def f(x, n: int):
-        ...     for _ in range(n):
-        ...         if x.sum() > 0:
-        ...             x = x - 1
-        ...     return x
-    """
+def script(obj):
+    """See ``ember.jit.script`` (``jit/script/__init__.py``)."""
     if isinstance(obj, ScriptModule | ScriptFunction):
         return obj
     if isinstance(obj, Module):
