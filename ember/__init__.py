@@ -82,6 +82,7 @@ from . import (
     amp,
     autograd,
     backends,
+    func,
     multiprocessing,
     nn,
     optim,
@@ -109,6 +110,7 @@ from .dispatcher.autocast import (
     set_autocast_dtype,
     set_autocast_enabled,
 )
+from .func import vmap
 from .serialization import load, save
 
 # Subsystems that load on first use: ``ember.jit.trace(...)`` works after ``import ember`` alone,
