@@ -9,6 +9,7 @@ import ember
 from ..kinds import copy as run_copy
 from ..kinds import index as run_index
 from ..kinds import shape as run_shape
+from ..kinds._limits import check_scalar_fits
 from ..opdef import DTYPES_NUMERIC, OUT_EXACT, Kind, OpDef, Out, Promotion
 
 CORE = "none: implemented by the core over copy_ (and narrow views)"
@@ -181,11 +182,22 @@ def _np_repeat_interleave(x, repeats=None, dim=None, output_size=None):
 
 
 def _masked_fill(x, mask, value):
-    value = (
-        value
-        if isinstance(value, ember.Tensor)
-        else ember.tensor(value, dtype=x.dtype, device=x.device)
-    )
+    if isinstance(mask, ember.Tensor) and mask.dtype is not ember.bool:
+        raise RuntimeError(
+            "masked_fill(): masked_fill_ only supports boolean masks, but got mask with dtype "
+            f"{mask.dtype.name} (shape {list(mask.shape)})"
+        )
+    if not isinstance(value, ember.Tensor):
+        check_scalar_fits("masked_fill", value, x.dtype)
+        value = ember.tensor(value, dtype=x.dtype, device=x.device)
+    elif value.ndim:
+        raise RuntimeError(
+            "masked_fill(): masked_fill_ only supports a 0-dimensional value tensor, but got "
+            f"tensor with {value.ndim} dimension(s)."
+        )
+    elif value.dtype is not x.dtype and value.device.type == "cpu":
+        # PyTorch reads a CPU value as a number (checked); a device value converts as a tensor.
+        check_scalar_fits("masked_fill", value.item(), x.dtype)
     return ember.where(mask, value.to(x.dtype), x)
 
 

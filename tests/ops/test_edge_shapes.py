@@ -514,14 +514,25 @@ def test_index_ops_past_eight_dims(name, dim, device, rng):
     assert_same(ours, theirs, f"{name} along dim {dim} of a 10-dim layout on {device}")
 
 
-def test_nonzero_past_eight_dims(device):
-    """nonzero writes one coordinate per dim: where a device cannot (xpu past 8 dims) it says
-    so, naming the op, the device and the rank; elsewhere it answers as PyTorch."""
-    x = ember.ones((1,) * 9 + (2,), device=device)
-    try:
-        ours = ember.nonzero(x)
-    except RuntimeError as exc:
-        assert device.startswith("xpu"), f"only xpu may refuse: {exc}"
-        assert "nonzero" in str(exc) and "10-dim" in str(exc) and "xpu:0" in str(exc)
-        return
-    assert_same(ours, torch.nonzero(torch.ones((1,) * 9 + (2,))), f"nonzero on {device}")
+@pytest.mark.parametrize("layout", ["strided", "size-1 dims"])
+def test_nonzero_past_eight_dims(layout, device, rng):
+    """nonzero writes one coordinate per dim, past the 8 dims an xpu kernel walks too."""
+    if layout == "strided":
+        values = rng.integers(0, 2, size=(4,) * 10).astype(np.float32)
+        index = TEN_DIMS
+    else:
+        values, index = np.ones((1,) * 9 + (2,), np.float32), ...
+    ours = ember.nonzero(ember.tensor(values, device=device)[index])
+    assert_same(ours, torch.nonzero(torch.tensor(values)[index]), f"nonzero on {device}")
+
+
+def test_searchsorted_past_eight_dims(device, rng):
+    """Values of 10 unmergeable dims, each row of its own sequence (the leading 9 dims)."""
+    seq = np.sort(rng.standard_normal((4,) * 9 + (5,)).astype(np.float32), axis=-1)
+    values = rng.standard_normal((4,) * 10).astype(np.float32)
+    cut = TEN_DIMS[:9] + (slice(None),)
+    ours = ember.searchsorted(
+        ember.tensor(seq, device=device)[cut], ember.tensor(values, device=device)[TEN_DIMS]
+    )
+    theirs = torch.searchsorted(torch.tensor(seq)[cut], torch.tensor(values)[TEN_DIMS])
+    assert_same(ours, theirs, f"searchsorted on {device}")
