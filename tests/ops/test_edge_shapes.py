@@ -35,21 +35,8 @@ DIM_OPS = [
     and "dim" in _arg_names(op)
     and op.schema.args[0].is_tensor
 ]
-# (op, dtype) -> why ember differs from PyTorch on purpose or for now; strict: a fix shows.
-KNOWN_DIFFERENCES = {
-    (name, "uint8"): "PyTorch's all/any keep uint8 for uint8 inputs (legacy); ember returns bool"
-    for name in ("all", "any")
-}
 ZERO_D_CASES = [
-    pytest.param(
-        name,
-        d.name,
-        dim,
-        keepdim,
-        marks=[pytest.mark.xfail(reason=KNOWN_DIFFERENCES[name, d.name], strict=True)]
-        if (name, d.name) in KNOWN_DIFFERENCES
-        else [],
-    )
+    (name, d.name, dim, keepdim)
     for name in DIM_OPS
     for d in accepted_dtypes(OPS[name])
     for dim in (0, -1)
@@ -123,7 +110,7 @@ def test_zero_dim_through_dim_ops(name, dtype, dim, keepdim, device):
 
 GRAD_CASES = [
     (name, dtype, dim, keepdim)
-    for name, dtype, dim, keepdim in (case.values for case in ZERO_D_CASES)
+    for name, dtype, dim, keepdim in ZERO_D_CASES
     if dtype in FLOATS and OPS[name].defn.differentiable
 ]
 
