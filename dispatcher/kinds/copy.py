@@ -16,7 +16,7 @@ from ember._tensor import Tensor, empty, host_array
 
 from ..memory import normalize_device
 from ..overlap import check_internal, check_partial
-from ._common import OPS, broadcast_shapes, cast, contiguous, expand_to
+from ._common import OPS, broadcast_shapes, cast, check_writable, contiguous, expand_to
 from ._limits import check_scalar_fits
 from .view import negative_stride_view
 
@@ -149,7 +149,8 @@ def fill_(op, x, value):
         value = value.item()
     else:
         check_scalar_fits("fill_", value, x._dtype)  # a tensor's value wraps, as in torch
-    check_internal("fill_", x)
+    # Filling is idempotent: PyTorch lets elements sharing memory (expanded views) be filled.
+    check_writable("fill_", x)
     if math.prod(x._shape):
         op.kernel(x._storage.device.type, x._dtype)(x, value)
     x._storage.version += 1
