@@ -8,6 +8,7 @@ happens on a device that has the kernel for it.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -98,6 +99,12 @@ def copy_(op, dst, src, non_blocking=False):
     if not isinstance(dst, Tensor):
         raise TypeError(f"copy_(): self must be a Tensor, got {type(dst).__name__}")
     if not isinstance(src, Tensor):
+        if not isinstance(src, (numbers.Number, np.generic)):  # PyTorch takes numbers only
+            error = TypeError(
+                f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}"
+            )
+            error.names_argument = True  # PyTorch's words: Op.__call__ keeps them
+            raise error
         from ember._factories import tensor as make_tensor
 
         src = make_tensor(src, dtype=dst._dtype)

@@ -19,6 +19,7 @@ MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
 
 def _decompose(op, *args):
     """Backend layer of a composite without a runner: its decomposition, in ember ops."""
+    _common.check_tensor_lists(op, args)
     _common.check_dtypes(op, args)
     if op.mutates and args and isinstance(args[0], _common.Tensor):
         _common.check_writable(op.name, args[0])  # before any partial write, naming this op

@@ -1,5 +1,6 @@
 """ember.nn.functional: the functional forms of layers, activations and losses."""
 
+from ._arguments import names_bad_tensors as _names_bad_tensors
 from .activation import (
     celu,
     elu,
@@ -61,3 +62,9 @@ from .pooling import (
     max_pool2d,
 )
 from .vision import interpolate, pad
+
+# Every public functional names a non-tensor given for a tensor as PyTorch does.
+for _name, _value in list(globals().items()):
+    if callable(_value) and not _name.startswith("_") and _value.__module__.startswith(__name__):
+        globals()[_name] = _names_bad_tensors(_value)
+del _name, _value
