@@ -12,9 +12,9 @@ from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
-from . import data, elementwise, factory, linalg, nn, reduction, view
+from . import data, elementwise, factory, fill, linalg, nn, reduction, view
 
-MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
+MODULES = (elementwise, reduction, view, data, fill, linalg, factory, nn)
 
 
 def _decompose(op, *args):
@@ -24,6 +24,16 @@ def _decompose(op, *args):
     if op.mutates and args and isinstance(args[0], _common.Tensor):
         _common.check_writable(op.name, args[0])  # before any partial write, naming this op
     return op.decomposition(*args)
+
+
+def _written_back(composite):
+    """The in-place form of a composite (not elementwise): its result copied into the target,
+    so autograd records the parts and the copy (index_fill_)."""
+
+    def decomposition(target, *args):
+        return target.copy_(composite(target, *args))
+
+    return decomposition
 
 
 def _inplace_def(defn: OpDef, name: str) -> OpDef:
@@ -39,7 +49,9 @@ def _inplace_def(defn: OpDef, name: str) -> OpDef:
         function=False,
         method=True,
         frontend=False,
-        decomposition=None,
+        decomposition=None
+        if defn.kind is Kind.ELEMENTWISE or defn.decomposition is None
+        else _written_back(defn.decomposition),
         out=None,
         notes=f"in-place form of {head}",
     )

@@ -9,8 +9,8 @@ import ember
 from ..kinds import copy as run_copy
 from ..kinds import index as run_index
 from ..kinds import shape as run_shape
-from ..kinds._limits import check_scalar_fits
 from ..opdef import DTYPES_NUMERIC, OUT_EXACT, Kind, OpDef, Out, Promotion
+from .fill import fill_value
 
 CORE = "none: implemented by the core over copy_ (and narrow views)"
 OUT_JOIN = Out("cast", "any")  # cat and friends: out may not share memory with any input
@@ -187,18 +187,7 @@ def _masked_fill(x, mask, value):
             "masked_fill(): masked_fill_ only supports boolean masks, but got mask with dtype "
             f"{mask.dtype.name} (shape {list(mask.shape)})"
         )
-    if not isinstance(value, ember.Tensor):
-        check_scalar_fits("masked_fill", value, x.dtype)
-        value = ember.tensor(value, dtype=x.dtype, device=x.device)
-    elif value.ndim:
-        raise RuntimeError(
-            "masked_fill(): masked_fill_ only supports a 0-dimensional value tensor, but got "
-            f"tensor with {value.ndim} dimension(s)."
-        )
-    elif value.dtype is not x.dtype and value.device.type == "cpu":
-        # PyTorch reads a CPU value as a number (checked); a device value converts as a tensor.
-        check_scalar_fits("masked_fill", value.item(), x.dtype)
-    return ember.where(mask, value.to(x.dtype), x)
+    return ember.where(mask, fill_value("masked_fill", x, value), x)
 
 
 def _masked_select(x, mask):

@@ -71,6 +71,20 @@ CASES = {
     ),
     "masked_fill 1-d value": lambda m: m.zeros(2).masked_fill(m.tensor([True, False]), m.ones(1)),
     "setitem 300 into uint8": lambda m: m.zeros(2, dtype=m.uint8).__setitem__(0, 300),
+    # index_fill: the same value checks, int64 indices in range, a vector or scalar index
+    "index_fill": lambda m: m.zeros(3, 4).index_fill(1, m.tensor([0, 2, -1]), 5.0),
+    "index_fill_ 0-d value": lambda m: m.zeros(3, 4).index_fill_(0, m.tensor(1), m.tensor(7.0)),
+    "index_fill 300 into uint8": lambda m: m.zeros(2, dtype=m.uint8).index_fill(
+        0, m.tensor([0]), 300
+    ),
+    "index_fill 0-d 300 into uint8": lambda m: m.zeros(2, dtype=m.uint8).index_fill(
+        0, m.tensor([0]), m.tensor(300)
+    ),
+    "index_fill 1-d value": lambda m: m.zeros(2).index_fill(0, m.tensor([0]), m.ones(1)),
+    "index_fill int32 index": lambda m: m.zeros(2).index_fill(0, m.tensor([0], dtype=m.int32), 1.0),
+    "index_fill index past the end": lambda m: m.zeros(3, 4).index_fill(1, m.tensor([4]), 1.0),
+    "index_fill 2-d index": lambda m: m.zeros(3, 4).index_fill(1, m.tensor([[0]]), 1.0),
+    "index_fill of a 0-d tensor": lambda m: m.index_fill(m.zeros(()), 0, m.tensor([0]), 2.0),
 }
 
 
