@@ -12,9 +12,9 @@ from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
-from . import data, elementwise, factory, fill, linalg, nn, reduction, view
+from . import amp, data, elementwise, factory, fill, functional, linalg, nn, reduction, view
 
-MODULES = (elementwise, reduction, view, data, fill, linalg, factory, nn)
+MODULES = (elementwise, reduction, view, data, fill, linalg, factory, nn, functional, amp)
 
 
 def _decompose(op, *args):
