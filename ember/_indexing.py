@@ -133,10 +133,13 @@ def _basic(t: Tensor, index) -> tuple[Tensor, list]:
                 if index_tensor.ndim == 0:  # PyTorch: a size-1 dim indexed by [0] or by []
                     view = OPS["unsqueeze"](view, dim)
                     index_tensor = tensor([0] if index_tensor.item() else [], dtype=dt.int64)
-                else:
-                    _check_mask_shape(index_tensor, view, dim)
             advanced.append((dim, index_tensor))
             dim += index_tensor.ndim if _is_mask(index_tensor) else 1
+    # PyTorch applies every basic item before it looks at the masks' shapes (later items only
+    # change dims after a mask's, so its recorded dims still hold).
+    for at, index_tensor in advanced:
+        if _is_mask(index_tensor):
+            _check_mask_shape(index_tensor, view, at)
     return view, advanced
 
 
@@ -145,12 +148,12 @@ def _is_mask(index: Tensor) -> bool:
 
 
 def _check_mask_shape(mask: Tensor, view: Tensor, dim: int) -> None:
-    expected = view.shape[dim : dim + mask.ndim]
-    if tuple(mask.shape) != tuple(expected):
-        raise IndexError(
-            f"The shape of the mask {list(mask.shape)} at index {dim} does not match "
-            f"the shape of the indexed tensor {list(view.shape)}"
-        )
+    for j, size in enumerate(mask.shape):
+        if size != view.shape[dim + j]:
+            raise IndexError(
+                f"The shape of the mask {list(mask.shape)} at index {j} does not match "
+                f"the shape of the indexed tensor {list(view.shape)} at index {dim + j}"
+            )
 
 
 def _columns(view: Tensor, advanced: list) -> list:
