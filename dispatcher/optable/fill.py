@@ -38,7 +38,7 @@ def _positions(x, dim: int, index):
         )
     size = x.shape[dim] if x.ndim else 1
     index = index.reshape(-1).to(x.device)
-    if index.numel():
+    if index.numel() and index.device.type != "meta":  # meta has shapes, not values
         low, high = int(index.min().item()), int(index.max().item())
         if low < -size or high >= size:
             bad = high if high >= size else low
