@@ -11,7 +11,6 @@ functions, which load after the op table; a row names its decomposition by modul
 from __future__ import annotations
 
 import importlib
-from numbers import Number
 
 from ember._tensor import Tensor
 
@@ -36,18 +35,17 @@ def from_nn(module: str, name: str):
 
 
 def run(op, *args):
-    """Refuse computed tensors of dtypes outside the row, and data where a tensor goes (a list
-    target could compare unequal to 1 everywhere and give a loss), then run the decomposition."""
+    """Refuse non-tensors where the schema says Tensor (a decomposition could compute silently
+    wrong numbers from a list) and computed tensors of dtypes outside the row, then decompose."""
     schema_args = op.schema.args
     for i in op.tensor_positions:
         t = args[i] if i < len(args) else None
-        if not isinstance(t, Tensor):
-            if t is not None and not schema_args[i].is_list and not isinstance(t, Number):
-                raise TypeError(
-                    f"{op.name}(): argument '{schema_args[i].name}' (position {i + 1}) must be "
-                    f"Tensor, not {type(t).__name__}"
-                )
-            continue
-        if schema_args[i].name not in _NOT_COMPUTED and t._dtype not in op.dtypes:
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(
+                f"{op.name}(): argument '{schema_args[i].name}' (position {i + 1}) must be "
+                f"Tensor, not {type(t).__name__}"
+            )
+        computed = isinstance(t, Tensor) and schema_args[i].name not in _NOT_COMPUTED
+        if computed and t._dtype not in op.dtypes:
             raise unsupported_dtype(op, t._dtype)
     return op.decomposition(*args)
