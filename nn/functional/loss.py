@@ -27,7 +27,7 @@ def legacy_reduction(size_average, reduce, reduction: str) -> str:
     warnings.warn(
         "size_average and reduce args will be deprecated, please use "
         f"reduction='{reduction}' instead.",
-        stacklevel=3,
+        stacklevel=4,  # past the functional and its argument check (_arguments.py)
     )
     return reduction
 
@@ -56,7 +56,7 @@ def _warn_broadcast(name, input, target) -> None:
             f"{name}: Using a target size ({list(target.shape)}) that is different to the input "
             f"size ({list(input.shape)}). This will likely lead to incorrect results due to "
             "broadcasting. Please ensure they have the same size.",
-            stacklevel=3,
+            stacklevel=4,  # past the functional and its argument check (_arguments.py)
         )
 
 
