@@ -75,7 +75,7 @@ Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
 # Last: these packages use the bound Tensor and the generated functions.
-from . import _accelerator, amp, autograd, backends, nn, optim, profiler, utils, version
+from . import _accelerator, amp, autograd, backends, compiler, nn, optim, profiler, utils, version
 from .amp import autocast
 from .autograd import (
     enable_grad,
@@ -85,6 +85,7 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .compiler import compile  # cheap: the capture machinery loads on the first compiled call
 from .dispatcher.autocast import (
     autocast_decrement_nesting,
     autocast_increment_nesting,
@@ -100,7 +101,7 @@ from .serialization import load, save
 
 # Subsystems that load on first use: ``ember.jit.trace(...)`` works after ``import ember`` alone,
 # without ``import ember`` paying for them.
-_LAZY = ("jit", "fx", "export", "onnx")
+_LAZY = ("jit", "fx", "export", "onnx", "_dynamo")
 
 
 def __getattr__(name: str):
