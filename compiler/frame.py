@@ -14,9 +14,8 @@ import inspect
 import logging
 import weakref
 
-from ember._tensor import Tensor
 from ember.jit import pytree
-from ember.jit.tracer import current
+from ember.jit.tracer import _ACTIVE, current
 
 from . import config, guards, logs
 from .exc import FailOnRecompileLimitHit
@@ -57,20 +56,22 @@ class CompiledFunction:
         _INSTANCES.add(self)
 
     def __call__(self, *args, **kwargs):
-        if not config.enabled or current() is not None:  # inside a capture: inline, as dynamo
-            return self._fn(*args, **kwargs)
-        if not kwargs and all(isinstance(a, Tensor) for a in args):
-            leaves, spec_key, positions = list(args), len(args), None
+        if (_ACTIVE and current() is not None) or not config.enabled:
+            return self._fn(*args, **kwargs)  # inside a capture: inline, as dynamo does
+        key = None if kwargs else guards.fast_key(args)
+        if key is not None:
+            leaves, positions = args, None
         else:
             leaves, spec, positions = split(args, kwargs)
-            spec_key = repr(spec)
-        key = (spec_key, guards.call_key(leaves))
+            key = (repr(spec), guards.call_key(leaves))
         for entry in self._cache.get(key, ()):
-            if entry.matches():
-                if entry.region is None:
-                    return self._fn(*args, **kwargs)
-                tensors = leaves if positions is None else [leaves[i] for i in positions]
-                return entry.region.run(self._root, tensors)
+            if entry.modules and not entry.matches():
+                continue
+            if entry.region is None:
+                return self._fn(*args, **kwargs)
+            tensors = leaves if positions is None else [leaves[i] for i in positions]
+            return entry.region.run(self._root, tensors)
+        guards.remember_devices(leaves)
         return self._miss(key, leaves, args, kwargs)
 
     # ---- compiling ---------------------------------------------------------------------------

@@ -15,8 +15,31 @@ from ember.autograd.grad_mode import STATE as GRAD
 _BY_VALUE = (int, float, bool, str, type(None))
 
 
+# id(device) -> device: keys hold the device's id (devices are interned; hashing the object
+# costs a Python call per tensor per call), messages need the device back
+DEVICES: dict = {}
+
+
 def tensor_key(t: Tensor) -> tuple:
-    return (t._shape, t._dtype, t._storage.device, t._requires_grad)
+    return (t._shape, t._dtype, id(t._storage.device), t._requires_grad)
+
+
+def fast_key(args: tuple):
+    """The key of a call whose arguments are all tensors, or None (the hot path)."""
+    try:
+        leaves = tuple(
+            [(t._shape, t._dtype, id(t._storage.device), t._requires_grad) for t in args]
+        )
+    except AttributeError:
+        return None
+    return (len(args), (GRAD.enabled, leaves))
+
+
+def remember_devices(leaves) -> None:
+    for leaf in leaves:
+        if isinstance(leaf, Tensor):
+            device = leaf._storage.device
+            DEVICES[id(device)] = device
 
 
 def leaf_key(leaf):
@@ -32,7 +55,7 @@ def call_key(leaves: list) -> tuple:
 
 
 def training_flags(modules) -> tuple:
-    return tuple(m.training for m in modules)
+    return tuple([m.training for m in modules])
 
 
 def describe(key: tuple, names: list) -> list[str]:
@@ -42,6 +65,7 @@ def describe(key: tuple, names: list) -> list[str]:
     for name, leaf in zip(names, leaves):
         if len(leaf) == 4:
             shape, dtype, device, requires_grad = leaf
+            device = DEVICES.get(device, device)
             lines.append(
                 f"TENSOR_MATCH: {name!r} size={list(shape)} dtype={dtype} device={device} "
                 f"requires_grad={requires_grad}"
@@ -80,5 +104,6 @@ def _leaf_failure(name: str, old, new) -> str:
     if dtype != dtype2:
         return f"tensor {name!r} dtype mismatch. expected {dtype}, actual {dtype2}"
     if device != device2:
+        device, device2 = DEVICES.get(device, device), DEVICES.get(device2, device2)
         return f"tensor {name!r} device mismatch. expected {device}, actual {device2}"
     return f"tensor {name!r} requires_grad mismatch. expected requires_grad={int(grad)}"

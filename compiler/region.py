@@ -38,9 +38,19 @@ class Region:
         self.out_leaves = [None if isinstance(leaf, Tensor) else leaf for leaf in out_leaves]
         self.out_spec = out_spec
         self.compile_seconds = seconds
+        # the common outputs rebuilt without the general unflatten: one tensor, a tuple of them
+        self.single = out_spec == pytree.LEAF and self.positions == [0]
+        self.flat_tuple = out_spec == {
+            "type": "tuple",
+            "children": [pytree.LEAF] * len(out_leaves),
+        } and len(self.positions) == len(out_leaves)
 
-    def run(self, root, tensors: list):
+    def run(self, root, tensors):
         flat = self.fn(root, *tensors) if root is not None else self.fn(*tensors)
+        if self.single:
+            return flat[0]
+        if self.flat_tuple:
+            return flat
         leaves = list(self.out_leaves)
         for position, value in zip(self.positions, flat):
             leaves[position] = value
