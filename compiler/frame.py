@@ -21,6 +21,7 @@ from . import config, guards, logs
 from .exc import FailOnRecompileLimitHit
 from .observer import COMPILE, FULLGRAPH, Observer
 from .region import record, split
+from .split import compiled_children
 
 WARN = logging.getLogger("ember._dynamo.convert_frame")
 _INSTANCES: weakref.WeakSet = weakref.WeakSet()
@@ -52,6 +53,7 @@ class CompiledFunction:
         self._count = 0
         self._last = None  # the key of the newest entry (for recompile reasons)
         self._limit_warned = False
+        self._children = None  # id(child module) -> its CompiledFunction, once a capture broke
         functools.update_wrapper(self, fn, updated=())
         _INSTANCES.add(self)
 
@@ -68,11 +70,26 @@ class CompiledFunction:
             if entry.modules and not entry.matches():
                 continue
             if entry.region is None:
-                return self._fn(*args, **kwargs)
+                return self._eager(args, kwargs)
             tensors = leaves if positions is None else [leaves[i] for i in positions]
             return entry.region.run(self._root, tensors)
         guards.remember_devices(leaves)
         return self._miss(key, leaves, args, kwargs)
+
+    def _eager(self, args, kwargs):
+        """A guard set whose capture broke: a module runs its children compiled (split.py), a
+        function runs eagerly."""
+        root = self._root
+        if root is None or not root._modules:
+            return self._fn(*args, **kwargs)
+        if self._children is None:
+            self._children = {
+                id(child): CompiledFunction(child._call_impl, self._options, root=child)
+                for child in root._modules.values()
+                if child is not None
+            }
+        with compiled_children(self._children):
+            return self._fn(*args, **kwargs)
 
     # ---- compiling ---------------------------------------------------------------------------
     def _miss(self, key, leaves, args, kwargs):
@@ -157,6 +174,7 @@ class CompiledFunction:
         return names
 
     def _reset(self) -> None:
+        self._children = None
         self._cache.clear()
         self._count = 0
         self._last = None

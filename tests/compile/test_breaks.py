@@ -150,3 +150,30 @@ def test_explain_without_breaks():
     assert (explained.graph_count, explained.graph_break_count) == (1, 0)
     assert explained.ops_per_graph == [["ember::linear", "ember::relu"]]
     assert explained.op_count == 2 and len(explained.graphs) == 1
+
+
+class _Noisy(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # a data-dependent branch: this module cannot be one graph
+            return x * 2
+        return x - 1
+
+
+def test_module_break_keeps_the_other_children_compiled():
+    model = nn.Sequential(nn.Linear(4, 4), _Noisy(), nn.Sequential(nn.Linear(4, 4), nn.Tanh()))
+    compiled = ember.compile(model)
+    for _ in range(3):
+        x = ember.randn(2, 4)
+        np.testing.assert_allclose(
+            compiled(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6
+        )
+    children = compiled._compiled._children
+    assert children is not None
+    regions = {
+        type(model[i]).__name__: [
+            e.region for es in children[id(model[i])]._cache.values() for e in es
+        ]
+        for i in range(3)
+    }
+    assert all(r is not None for r in regions["Linear"] + regions["Sequential"])
+    assert regions["_Noisy"] and all(r is None for r in regions["_Noisy"])
