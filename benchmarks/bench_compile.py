@@ -8,6 +8,8 @@ model with ``ember.compile`` / ``torch.compile`` in the compiled modes (the loss
 optimizer step stay eager, as in nanoGPT's ``model = torch.compile(model)``), times the first
 step (capture or compilation included) and the median of ``--steps`` steps after it, and prints
 ratios against eager ember and PyTorch eager. ``tiny`` is a per-op-bound MLP (width 32, batch 8).
+A process over ``--timeout`` seconds (torch.compile's first compilation can be slow on small
+machines) is reported as missing.
 """
 
 from __future__ import annotations
@@ -61,7 +63,11 @@ def worker(lib_name: str, compiled: bool, model_name: str, steps: int, threads: 
 def measure(lib: str, compiled: bool, model: str, args) -> dict | None:
     command = [sys.executable, __file__, "--worker", lib, str(int(compiled)), model]
     command += ["--steps", str(args.steps), "--threads", str(args.threads)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"  {lib} {'compiled' if compiled else 'eager'} {model}: over {args.timeout} s")
+        return None
     if done.returncode != 0:
         last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "?"
         print(f"  {lib} {'compiled' if compiled else 'eager'} {model}: failed ({last})")
@@ -74,6 +80,7 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--models", nargs="+", default=list(ALL), choices=list(ALL))
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per process")
     parser.add_argument("--worker", nargs=3, metavar=("LIB", "COMPILED", "MODEL"))
     args = parser.parse_args(argv)
     if args.worker:
