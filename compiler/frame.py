@@ -30,16 +30,16 @@ _INSTANCES: weakref.WeakSet = weakref.WeakSet()
 class Entry:
     """One guard set: the region to replay (None: run eagerly) and the module flags it assumed."""
 
-    __slots__ = ("modules", "reasons", "region", "training")
+    __slots__ = ("modules", "reasons", "region", "state")
 
     def __init__(self, region, modules: list, reasons: list):
         self.region = region
         self.modules = modules
-        self.training = guards.training_flags(modules)
+        self.state = guards.module_state(modules)
         self.reasons = reasons
 
     def matches(self) -> bool:
-        return guards.training_flags(self.modules) == self.training
+        return guards.module_state(self.modules) == self.state
 
 
 class CompiledFunction:
@@ -102,7 +102,10 @@ class CompiledFunction:
         mode = FULLGRAPH if self._options.fullgraph else COMPILE
         observer = Observer(mode, None)
         result, region = record(self._fn, args, kwargs, self._root, observer)
-        entry = Entry(region, list(observer.modules.values()), observer.reasons)
+        modules = list(observer.modules.values())
+        if self._root is not None and id(self._root) not in observer.modules:
+            modules.insert(0, self._root)  # called through _call_impl, so not observed
+        entry = Entry(region, modules, observer.reasons)
         self._cache.setdefault(key, []).append(entry)
         self._count += 1
         self._last = key
@@ -135,7 +138,10 @@ class CompiledFunction:
         if self._last[0] != key[0]:
             return ["the arguments' structure changed"]
         found = guards.failures(self._last[1], key[1], names)
-        return found or ["___check_obj_id / training flags of a module changed"]
+        if not found and self._cache.get(key):
+            entry = self._cache[key][-1]
+            found = [guards.module_failure(entry.modules, entry.state)]
+        return found or ["the guards of an earlier entry failed"]
 
     def _recompile_text(self, reasons) -> str:
         code = getattr(self._fn, "__code__", None)

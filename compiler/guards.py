@@ -2,9 +2,11 @@
 
 A key holds grad mode, and per argument leaf: for a tensor its sizes, dtype, device and
 ``requires_grad``; for a Python scalar, string or None its value; for anything else its
-identity. Module training flags are checked per cached entry (the modules a capture called are
-known only after it). Comparing two keys gives PyTorch's guard-failure text
-(``tensor 'x' size mismatch at index 0. expected 4, actual 8``).
+identity. The modules a capture called are checked per cached entry (they are known only after
+the capture): their Python scalar attributes (``training``, a flag or a size a ``forward`` reads)
+must hold the values they had, as dynamo guards the attributes it read. Comparing two keys
+gives PyTorch's guard-failure text (``tensor 'x' size mismatch at index 0. expected 4, actual
+8``).
 """
 
 from __future__ import annotations
@@ -54,8 +56,23 @@ def call_key(leaves: list) -> tuple:
     return (GRAD.enabled, tuple(map(leaf_key, leaves)))
 
 
-def training_flags(modules) -> tuple:
-    return tuple([m.training for m in modules])
+_SCALARS = frozenset({int, float, bool, str, type(None)})
+
+
+def module_state(modules) -> tuple:
+    """Each module's Python scalar attributes, ``training`` among them."""
+    return tuple(
+        [tuple([(k, v) for k, v in m.__dict__.items() if type(v) in _SCALARS]) for m in modules]
+    )
+
+
+def module_failure(modules, expected: tuple) -> str:
+    for module, old, new in zip(modules, expected, module_state(modules)):
+        if old != new:
+            changed = sorted(set(old) ^ set(new))
+            name = changed[0][0] if changed else "?"
+            return f"{type(module).__name__}.{name} changed (guarded: {dict(old).get(name)!r})"
+    return "a module attribute changed"
 
 
 def describe(key: tuple, names: list) -> list[str]:

@@ -110,3 +110,28 @@ def test_ember_logs_environment(monkeypatch):
             logs.from_env("bogus")
     finally:
         logs.from_env("")
+
+
+class _Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = 2.0
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.fc(x) * self.scale
+
+
+def test_module_attributes_read_are_guarded(capsys):
+    model = _Scaled()
+    compiled = ember.compile(model)
+    x = ember.randn(2, 3)
+    compiled(x)
+    model.scale = 3.0
+    logs.set_logs(recompiles=True)
+    try:
+        _close(compiled(x), model(x))
+    finally:
+        logs.set_logs(recompiles=False)
+    assert compiled._compiled._count == 2
+    assert "_Scaled.scale changed (guarded: 2.0)" in capsys.readouterr().err
