@@ -167,3 +167,34 @@ def test_config_is_one_module():
 
     assert dynamo_config is ember.compiler.config
     assert dynamo_config.recompile_limit == 8 == torch._dynamo.config.recompile_limit
+
+
+def test_autocast_applies_at_replay():
+    model = _mlp()
+    compiled = ember.compile(model)
+    x = ember.randn(3, 4)
+    compiled(x)  # captured outside autocast
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        got, want = compiled(x), model(x)
+    assert got.dtype == want.dtype == ember.bfloat16
+    _close(got.float(), want.float())
+
+
+def test_dict_and_keyword_inputs():
+    def f(batch, *, bias):
+        return {"out": batch["x"] @ batch["w"] + bias}
+
+    compiled = ember.compile(f)
+    batch = {"x": ember.randn(2, 3), "w": ember.randn(3, 4)}
+    for _ in range(2):
+        _close(compiled(batch, bias=ember.ones(4))["out"], f(batch, bias=ember.ones(4))["out"])
+    assert compiled._count == 1
+
+
+def test_compiled_module_inside_jit_trace_is_inlined():
+    model = _mlp()
+    model.compile()
+    x = ember.randn(2, 4)
+    traced = ember.jit.trace(model, x)
+    assert any(n.kind() == "ember::linear" for n in traced.graph.nodes())
+    _close(traced(x), model(x))
