@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import config, exc
 from .api import compile, disable
+from .marks import allow_in_graph
 from .options import list_backends
 
 
@@ -28,4 +29,16 @@ def is_compiling() -> bool:
     return compiling()
 
 
-__all__ = ["compile", "config", "disable", "exc", "is_compiling", "list_backends", "reset"]
+is_dynamo_compiling = is_compiling  # PyTorch's other name
+
+__all__ = [
+    "allow_in_graph",
+    "compile",
+    "config",
+    "disable",
+    "exc",
+    "is_compiling",
+    "is_dynamo_compiling",
+    "list_backends",
+    "reset",
+]

@@ -13,3 +13,6 @@ cache_size_limit = recompile_limit  # PyTorch's older name; read when recompile_
 accumulated_recompile_limit = 256
 # False: ember.compile(...) returns calls that run eagerly (as ``disable=True``)
 enabled = True
+# PyTorch's switch to turn compiler errors into eager fallbacks; ember falls back at graph breaks
+# always and raises only for fullgraph=True, so it is read by nothing yet
+suppress_errors = False

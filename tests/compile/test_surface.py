@@ -198,3 +198,16 @@ def test_compiled_module_inside_jit_trace_is_inlined():
     traced = ember.jit.trace(model, x)
     assert any(n.kind() == "ember::linear" for n in traced.graph.nodes())
     _close(traced(x), model(x))
+
+
+def test_pytorch_marks_and_aliases_run_unchanged():
+    x = ember.randn(4, 3)
+    ember._dynamo.mark_dynamic(x, 0)
+    ember._dynamo.maybe_mark_dynamic(x, -1)
+    ember._dynamo.mark_static(x)
+    assert x._dynamo_dynamic_indices == {0} and x._dynamo_static_indices == {0, 1}
+    with pytest.raises(IndexError):
+        ember._dynamo.mark_dynamic(x, 2)
+    assert ember.compiler.allow_in_graph(_f) is _f
+    assert ember.compiler.is_dynamo_compiling() is False
+    _close(ember.compile(_f)(x), _f(x))
