@@ -82,6 +82,7 @@ from . import (
     amp,
     autograd,
     backends,
+    compiler,
     func,
     multiprocessing,
     nn,
@@ -99,6 +100,7 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .compiler import compile  # cheap: the capture machinery loads on the first compiled call
 from .dispatcher.autocast import (
     autocast_decrement_nesting,
     autocast_increment_nesting,
@@ -115,7 +117,7 @@ from .serialization import load, save
 
 # Subsystems that load on first use: ``ember.jit.trace(...)`` works after ``import ember`` alone,
 # without ``import ember`` paying for them.
-_LAZY = ("jit", "fx", "export", "onnx")
+_LAZY = ("jit", "fx", "export", "onnx", "_dynamo")
 
 
 def __getattr__(name: str):

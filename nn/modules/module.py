@@ -173,7 +173,15 @@ class Module(StateDict):
             f'Module [{type(self).__name__}] is missing the "forward" function'
         )
 
+    _compiled_call_impl = None  # set by compile(): the compiled call replaces this one
+
     def __call__(self, *args, **kwargs):
+        compiled = self._compiled_call_impl
+        if compiled is not None:
+            return compiled(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
         try:
             if not (
                 self._forward_pre_hooks
@@ -407,6 +415,13 @@ class Module(StateDict):
         return module._buffers[name]
 
     # ---- modes and conversions ----------------------------------------------------------------
+    def compile(self, *args, **kwargs) -> None:
+        """Compile this module's calls in place with ``ember.compile`` (same arguments); the
+        module keeps its class, attributes and ``state_dict`` keys."""
+        from ember.compiler.api import compile_module
+
+        compile_module(self, *args, **kwargs)
+
     def train(self, mode: bool = True):
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
