@@ -75,7 +75,19 @@ Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
 # Last: these packages use the bound Tensor and the generated functions.
-from . import _accelerator, amp, autograd, backends, nn, optim, profiler, utils, version
+from . import (
+    _accelerator,
+    amp,
+    autograd,
+    backends,
+    fft,
+    nn,
+    optim,
+    profiler,
+    special,
+    utils,
+    version,
+)
 from .amp import autocast
 from .autograd import (
     enable_grad,

@@ -12,9 +12,9 @@ from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
-from . import amp, data, elementwise, factory, functional, linalg, nn, reduction, view
+from . import amp, data, elementwise, factory, fft, functional, linalg, nn, reduction, special, view
 
-MODULES = (elementwise, reduction, view, data, linalg, factory, nn, functional, amp)
+MODULES = (elementwise, reduction, view, data, linalg, factory, nn, functional, amp, special, fft)
 
 
 def _decompose(op, *args):
