@@ -54,7 +54,9 @@ def _i1e(ctx, g):
 
 
 def _xlog1py(ctx, g):
-    x, y = ctx.input, ctx.other
+    from .formulas import _tensor  # formulas.py imports this module
+
+    x, y = _tensor(ctx.input, g), _tensor(ctx.other, g)
     needs_x, needs_y = ctx.needs_input_grad
     grad_x = None
     if needs_x:

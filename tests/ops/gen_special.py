@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import ember
+
 from . import gen_elementwise as ew
 from .sampling import Arr, Sample, arr, integral_floats, scalar
 
@@ -25,6 +27,8 @@ def logit(op, dtype, device, rng):
 
 
 def mvlgamma(op, dtype, device, rng):
+    if dtype is ember.bool:
+        return  # no bool satisfies x > (p - 1) / 2 for every p; the check is tested elsewhere
     for p in (1, 2, 3, 5):
         for shape, layout in ew.UNARY_CASES[::3]:
             yield Sample((arr(dtype, shape, rng, layout, low=p / 2, high=p / 2 + 6), p))
@@ -60,11 +64,13 @@ def polynomial(op, dtype, device, rng):
 
 
 def _degrees(dtype, shape, layout, rng) -> Arr:
-    """Whole numbers in [-1, 7] as ``dtype``, in ``layout`` (expanded: one row broadcast)."""
+    """Whole numbers in [-1, 7] ([0, 7] unsigned) as ``dtype``, in ``layout`` (expanded: one row
+    broadcast)."""
+    low = 0 if dtype in (ember.uint8, ember.bool) else -1
     if layout == "expanded" and shape:
-        row = integral_floats(dtype, (1, *shape[1:]), rng, -1, 7)
+        row = integral_floats(dtype, (1, *shape[1:]), rng, low, 7)
         return Arr(np.broadcast_to(row, shape), layout)
-    return Arr(integral_floats(dtype, shape, rng, -1, 7), layout)
+    return Arr(integral_floats(dtype, shape, rng, low, 7), layout)
 
 
 GENERATORS = {
