@@ -198,7 +198,7 @@ ROWS = [
         "igamma",
         _gamma_inc("gammainc"),
         dtypes=DTYPES_FLOAT,
-        promotion=I2F,
+        promotion=Promotion.DEFAULT,  # PyTorch refuses integer operands rather than promoting
         samples="gamma_inc",
         differentiable=False,  # PyTorch differentiates in x only; ember not yet (see _NO_GRADIENT)
         notes="ember.special.gammainc",
@@ -207,7 +207,7 @@ ROWS = [
         "igammac",
         _gamma_inc("gammaincc"),
         dtypes=DTYPES_FLOAT,
-        promotion=I2F,
+        promotion=Promotion.DEFAULT,  # PyTorch refuses integer operands rather than promoting
         samples="gamma_inc",
         differentiable=False,
         notes="ember.special.gammaincc",

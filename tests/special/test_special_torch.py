@@ -282,3 +282,24 @@ def test_polygamma_and_xlog1py_gradients_match_torch(device):
     (torch.polygamma(2, tx) + torch.special.xlog1py(tx, ty)).sum().backward()
     _check(x.grad, tx.grad, "float64", "d polygamma + xlog1py / dx")
     _check(y.grad, ty.grad, "float64", "d xlog1py / dy")
+
+
+def test_xpu_runs_special_functions_through_the_declared_cpu_fallback():
+    """xpu's OpenCL codegen leaves special.c's functions out: they are CPU fallbacks, counted,
+    and their results come back on the device."""
+    from ember.dispatcher import coverage
+    from ember.dispatcher.optable import OPS
+    from ember.dispatcher.registry import FALLBACK_COUNTS
+
+    from ..conftest import available_device_types
+
+    if "xpu" not in available_device_types():
+        pytest.skip("no xpu device")
+    table = coverage.coverage("xpu", OPS)
+    for name in ("lgamma", "special_i0e", "special_zeta", "special_airy_ai", "_fft_r2c"):
+        assert table.status[name] == "cpu fallback", name
+    before = FALLBACK_COUNTS["special_i0e"]
+    x = ember.tensor([0.5, 2.0], device="xpu")
+    y = ember.special.i0e(x)
+    assert y.device.type == "xpu"
+    assert FALLBACK_COUNTS["special_i0e"] == before + 1
