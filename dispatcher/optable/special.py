@@ -108,7 +108,7 @@ def _gamma_inc(name):
 
 
 # name, reference, domain: the sampled range of the generated tests (the edge values, poles and
-# large arguments are in tests/ops/test_special.py against PyTorch).
+# large arguments are in tests/special/test_special_torch.py, against PyTorch).
 _UNARY = (
     ("special_erfcx", scipy_ref("erfcx"), (-5, 30)),
     ("special_i0e", scipy_ref("i0e"), (-30, 30)),
@@ -194,24 +194,18 @@ ROWS = [
         tolerances={dt.float16: (4e-3, 4e-2), dt.bfloat16: (3e-2, 0.3)},  # p lgammas summed
         notes="ember.special.multigammaln",
     ),
-    binary(
-        "igamma",
-        _gamma_inc("gammainc"),
-        dtypes=DTYPES_FLOAT,
-        promotion=Promotion.DEFAULT,  # PyTorch refuses integer operands rather than promoting
-        samples="gamma_inc",
-        differentiable=False,  # PyTorch differentiates in x only; ember not yet (see _NO_GRADIENT)
-        notes="ember.special.gammainc",
-    ),
-    binary(
-        "igammac",
-        _gamma_inc("gammaincc"),
-        dtypes=DTYPES_FLOAT,
-        promotion=Promotion.DEFAULT,  # PyTorch refuses integer operands rather than promoting
-        samples="gamma_inc",
-        differentiable=False,
-        notes="ember.special.gammaincc",
-    ),
+    *[
+        binary(
+            row,
+            _gamma_inc(scipy_name),
+            dtypes=DTYPES_FLOAT,
+            promotion=Promotion.DEFAULT,  # PyTorch refuses integer operands, not promotes them
+            samples="gamma_inc",
+            differentiable=False,  # PyTorch differentiates in x only (see _NO_GRADIENT)
+            notes=f"ember.special.{scipy_name}",
+        )
+        for row, scipy_name in (("igamma", "gammainc"), ("igammac", "gammaincc"))
+    ],
     # ---- ember.special only --------------------------------------------------------------------
     *[
         _special_unary(
