@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -58,6 +59,8 @@ def _inputs(domain: str, n: int):
 
 
 def worker(lib_name: str, name: str, n: int, repeat: int, threads: int) -> dict:
+    # the checkout's ember (its ember.special), not an older installed copy
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     lib = __import__(lib_name)
     lib.set_num_threads(threads)
     if name == "rfft":
