@@ -13,7 +13,9 @@ import math
 import ember as E
 from ember._tensor import contiguous_strides
 
+from .fft_formulas import FORMULAS as FFT_FORMULAS
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
+from .special_formulas import FORMULAS as SPECIAL_FORMULAS
 from .views import scatter_back
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
@@ -772,3 +774,7 @@ FORMULAS = {
     "addmm": F(_addmm, save={"mat1": "mat2", "mat2": "mat1"}, strides=("mat1", "mat2")),
     "bmm": F(_bmm, save={"input": "mat2", "mat2": "input"}),
 }
+# ---- special functions (autograd/special_formulas.py) ---------------------------------------
+FORMULAS.update(SPECIAL_FORMULAS)
+# ---- FFT primitives (autograd/fft_formulas.py) ----------------------------------------------
+FORMULAS.update(FFT_FORMULAS)

@@ -27,6 +27,7 @@ class Kind(Enum):
     NN = "nn"  # softmax, norms, pooling, losses
     LIBRARY = "library"  # third-party ops (ember.library): outputs come from their shape rule
     FOREACH = "foreach"  # one call over a list of tensors (GradScaler's fused unscale)
+    FFT = "fft"  # discrete Fourier transforms (complex tensors as their real view)
 
 
 class Promotion(Enum):

@@ -83,11 +83,13 @@ from . import (
     autograd,
     backends,
     compiler,
+    fft,
     func,
     multiprocessing,
     nn,
     optim,
     profiler,
+    special,
     utils,
     version,
 )

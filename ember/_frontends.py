@@ -10,7 +10,7 @@ import numbers
 import types
 
 from . import _dtype as dt
-from . import _indexing, _pinned, _resize
+from . import _indexing, _pinned, _resize, _special, _windows
 from ._device import device as Device
 from ._tensor import Tensor
 from .dispatcher import out as _out_arg
@@ -497,6 +497,8 @@ def _mt(self):
 
 
 FUNCTIONS = {
+    **_special.FUNCTIONS,
+    **_windows.FUNCTIONS,
     "add": add,
     "sub": sub,
     "subtract": sub,
@@ -531,6 +533,7 @@ FUNCTIONS = {
 }
 
 METHODS = {
+    **_special.METHODS,
     "add": _method(_add, "add"),
     "sub": _method(_sub, "sub"),
     "subtract": _method(_sub, "subtract"),

@@ -12,9 +12,35 @@ from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
-from . import amp, data, elementwise, factory, fill, functional, linalg, nn, reduction, view
+from . import (
+    amp,
+    data,
+    elementwise,
+    factory,
+    fft,
+    fill,
+    functional,
+    linalg,
+    nn,
+    reduction,
+    special,
+    view,
+)
 
-MODULES = (elementwise, reduction, view, data, fill, linalg, factory, nn, functional, amp)
+MODULES = (
+    elementwise,
+    reduction,
+    view,
+    data,
+    fill,
+    linalg,
+    factory,
+    nn,
+    functional,
+    amp,
+    special,
+    fft,
+)
 
 
 def _decompose(op, *args):

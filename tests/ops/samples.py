@@ -14,11 +14,13 @@ from ember.dispatcher.opdef import Kind
 from . import gen_amp as amp
 from . import gen_elementwise as ew
 from . import gen_factory as fac
+from . import gen_fft as fft
 from . import gen_functional as functional
 from . import gen_index as idx
 from . import gen_linalg as la
 from . import gen_nn as nn
 from . import gen_reduction as red
+from . import gen_special as special
 from . import gen_structure as st
 from .sampling import Sample
 
@@ -94,6 +96,10 @@ GENERATORS = {
     **functional.GENERATORS,
     # GradScaler's ops
     **amp.GENERATORS,
+    # ember.special rows
+    **special.GENERATORS,
+    # FFT primitives
+    **fft.GENERATORS,
 }
 
 # The generator of rows that name none, by kind (elementwise rows always name theirs).

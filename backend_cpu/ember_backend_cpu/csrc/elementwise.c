@@ -6,6 +6,7 @@
 #include "ember_cpu.h"
 #include "api_core.h"
 #include "vmath.h"
+#include "special.h"
 
 #define EM_FOR_b(M, ...) M(b, __VA_ARGS__)
 

@@ -45,6 +45,7 @@ UNARY_PARAMS = {
     "leaky_relu": lambda x, negative_slope=0.01: (float(negative_slope), 0.0, 0.0),
     "softplus": lambda x, beta=1.0, threshold=20.0: (float(beta), float(threshold), 0.0),
     "hardtanh": lambda x, min_val=-1.0, max_val=1.0: (float(min_val), float(max_val), 0.0),
+    "polygamma": lambda x, n: (float(n), 0.0, 0.0),
 }
 
 

@@ -70,8 +70,15 @@ def _split_call(text: str, start: int) -> tuple[list[str], int]:
     raise ValueError(f"unbalanced parentheses in an op description: {text[start : start + 80]!r}")
 
 
+# The special functions' loops call the CPU plugin's special.c (em_sp_*: 3,500 lines of branchy
+# double code, not in this backend's OpenCL prelude): they run here through the declared CPU
+# fallback, like the LAPACK ops.
+_CPU_ONLY = re.compile(r"\b(em_sp_|EM_SP_)")
+
+
 def op_descriptions(arity: int) -> list[tuple[str, str, str, str]]:
-    """``(op, family, out, expression)`` per LOOP line of the CPU plugin's .def for ``arity``."""
+    """``(op, family, out, expression)`` per LOOP line of the CPU plugin's .def for ``arity``,
+    except the CPU-only special functions."""
     name = {1: "unary.def", 2: "binary.def", 3: "ternary.def"}[arity]
     text = resources.files("ember_backend_cpu").joinpath("csrc", name).read_text()
     text = _COMMENT.sub(" ", text)
@@ -80,5 +87,6 @@ def op_descriptions(arity: int) -> list[tuple[str, str, str, str]]:
         args, _end = _split_call(text, match.end() - 1)
         op, family, out = args[:3]
         expression = " ".join(",".join(args[3:]).split())
-        found.append((op, family, out, expression))
+        if not _CPU_ONLY.search(expression):
+            found.append((op, family, out, expression))
     return found

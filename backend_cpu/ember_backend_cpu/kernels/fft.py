@@ -1,0 +1,74 @@
+"""FFT kernels: numpy's pocketfft (``numpy.fft``) on the tensors' memory, without copies in or out
+beyond what pocketfft makes.
+
+numpy >= 2 computes float32 / complex64 in single precision (numpy 1 promoted to double): the
+plugin requires numpy >= 2 already, so float32 stays float32 here. pocketfft is the FFT numpy and
+SciPy ship (SciPy's is the same C++ library with more threads); using numpy's adds no dependency
+to the plugin. Complex tensors are their real view, a trailing dim of 2 (see the runner,
+ember's dispatcher/kinds/fft.py).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+NP_DTYPES = {"float32": np.float32, "float64": np.float64}
+NORM_FORWARD = ("backward", "ortho", "forward")
+NORM_INVERSE = ("forward", "ortho", "backward")
+
+
+def _array(t) -> np.ndarray:
+    """A numpy view of tensor ``t``'s memory (any strides)."""
+    dtype = np.dtype(NP_DTYPES[t._dtype.name])
+    shape, strides = tuple(t._shape), tuple(s * dtype.itemsize for s in t._stride)
+    if 0 in shape:
+        return np.empty(shape, dtype)
+    start = t._storage.ptr + t._offset * dtype.itemsize
+    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    raw = (ctypes.c_char * (high - low + dtype.itemsize)).from_address(start + low)
+    flat = np.frombuffer(raw, dtype=dtype)
+    return np.lib.stride_tricks.as_strided(flat[-low // dtype.itemsize :], shape, strides)
+
+
+def _complex(x: np.ndarray) -> np.ndarray:
+    ctype = np.complex64 if x.dtype == np.float32 else np.complex128
+    if x.strides[-1] == x.itemsize and x.flags.c_contiguous:
+        return x.view(ctype)[..., 0]
+    return (x[..., 0] + 1j * x[..., 1]).astype(ctype)
+
+
+def _store(out, z: np.ndarray) -> None:
+    target = _array(out)
+    if np.iscomplexobj(z):
+        target = target.view(np.complex64 if target.dtype == np.float32 else np.complex128)
+        target = target[..., 0]
+    np.copyto(target, z, casting="same_kind")
+
+
+def r2c(out, x, dims, normalization, onesided):
+    a = _array(x)
+    norm = NORM_FORWARD[normalization]
+    z = np.fft.rfftn(a, axes=dims, norm=norm) if onesided else np.fft.fftn(a, axes=dims, norm=norm)
+    _store(out, z)
+
+
+def c2r(out, x, dims, normalization, last_dim_size):
+    z = _complex(_array(x))
+    sizes = [z.shape[d] for d in dims[:-1]] + [last_dim_size]
+    _store(out, np.fft.irfftn(z, s=sizes, axes=dims, norm=NORM_INVERSE[normalization]))
+
+
+def c2c(out, x, dims, normalization, forward):
+    z = _complex(_array(x))
+    if forward:
+        _store(out, np.fft.fftn(z, axes=dims, norm=NORM_FORWARD[normalization]))
+    else:
+        _store(out, np.fft.ifftn(z, axes=dims, norm=NORM_INVERSE[normalization]))
+
+
+def build(ffi, lib) -> dict:
+    kernels = {"_fft_r2c": r2c, "_fft_c2r": c2r, "_fft_c2c": c2c}
+    return {name: dict.fromkeys(NP_DTYPES, fn) for name, fn in kernels.items()}
