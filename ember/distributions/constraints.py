@@ -52,7 +52,7 @@ class Constraint:
     event_dim = 0
 
     def check(self, value):
-        """Return a byte tensor of ``sample_shape + batch_shape`` saying whether each event is valid."""
+        """Return a bool tensor of ``sample_shape + batch_shape``: whether each event is valid."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -138,7 +138,7 @@ class _IndependentConstraint(Constraint):
 
     def __repr__(self) -> str:
         return (
-            f"{self.__class__.__name__[1:]}({repr(self.base_constraint)}, "
+            f"{self.__class__.__name__[1:]}({self.base_constraint!r}, "
             f"{self.reinterpreted_batch_ndims})"
         )
 

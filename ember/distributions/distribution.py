@@ -18,8 +18,8 @@ class Distribution:
     Args:
         batch_shape (ember.Size): the shape over which parameters are batched.
         event_shape (ember.Size): the shape of a single sample (without batching).
-        validate_args (bool, optional): whether to validate arguments. Default: None (the class default,
-            on unless Python runs with ``-O``).
+        validate_args (bool, optional): whether to validate arguments. Default: None (the class
+            default, on unless Python runs with ``-O``).
     """
 
     has_rsample = False
@@ -63,8 +63,8 @@ class Distribution:
                 raise ValueError(
                     f"Expected parameter {param} "
                     f"({type(value).__name__} of shape {tuple(value.shape)}) "
-                    f"of distribution {repr(self)} "
-                    f"to satisfy the constraint {repr(constraint)}, "
+                    f"of distribution {self!r} "
+                    f"to satisfy the constraint {constraint!r}, "
                     f"but found invalid values:\n{value}"
                 )
 
@@ -137,7 +137,7 @@ class Distribution:
         raise NotImplementedError
 
     def enumerate_support(self, expand: bool = True):
-        """All values of a discrete distribution's support, as ``(cardinality,) + batch + event``."""
+        """Values of a discrete support, shaped ``(cardinality,) + batch_shape + event_shape``."""
         raise NotImplementedError
 
     def entropy(self):
@@ -181,8 +181,8 @@ class Distribution:
             raise ValueError(
                 "Expected value argument "
                 f"({type(value).__name__} of shape {tuple(value.shape)}) "
-                f"to be within the support ({repr(support)}) "
-                f"of the distribution {repr(self)}, "
+                f"to be within the support ({support!r}) "
+                f"of the distribution {self!r}, "
                 f"but found invalid values:\n{value}"
             )
 
@@ -197,7 +197,7 @@ class Distribution:
     def _expand_params(self, cls, batch_shape, _instance, names, param_event=()):
         """``expand`` for distributions whose state is the tensors ``names``.
 
-        Each has shape ``batch_shape + param_event``; a ``_param`` attribute follows whichever of the
+        Each has shape ``batch_shape + param_event``; ``_param`` follows whichever of the
         names the instance holds (probs/logits parameterized distributions).
         """
         new = self._get_checked_instance(cls, _instance)

@@ -100,7 +100,7 @@ def probs_to_logits(probs, is_binary: bool = False):
     return ember.log(ps_clamped)
 
 
-class lazy_property:
+class lazy_property:  # noqa: N801 (torch.distributions.utils name)
     """A property computed once on first access and then stored on the instance."""
 
     def __init__(self, wrapped):
@@ -116,7 +116,7 @@ class lazy_property:
         return value
 
 
-class _lazy_property_and_property(lazy_property, property):
+class _lazy_property_and_property(lazy_property, property):  # noqa: N801
     # Lets a class-level lookup (done by Distribution.__init__ validation) see a property.
     def __init__(self, wrapped):
         property.__init__(self, wrapped)
