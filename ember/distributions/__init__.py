@@ -12,8 +12,15 @@ from .cauchy import Cauchy
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_normal import HalfCauchy, HalfNormal
+from .independent import Independent
 from .laplace import Laplace
+from .log_normal import LogNormal
 from .normal import Normal
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 
 __all__ = [
@@ -23,8 +30,17 @@ __all__ = [
     "Distribution",
     "ExponentialFamily",
     "Exponential",
+    "Geometric",
+    "Gumbel",
+    "HalfCauchy",
+    "HalfNormal",
+    "Independent",
     "Laplace",
+    "LogNormal",
     "Normal",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "TransformedDistribution",
     "Uniform",
     "constraints",
     "transforms",

@@ -1,0 +1,64 @@
+"""Distribution records shared by the tests: constructor parameters and points to evaluate.
+
+Each record builds the same distribution in ember and in torch (the oracle) from float64 arrays;
+``values`` lie in the support, ``probs`` in (0, 1) for ``icdf``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+LOC = [0.3, -1.2, 2.0]
+SCALE = [0.5, 1.3, 2.0]
+POS = [0.7, 1.5, 3.0]
+PROBS = [0.2, 0.5, 0.9]
+REALS = [-0.4, 0.1, 1.7]
+SIMPLEX = [[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]
+
+
+@dataclass
+class Case:
+    name: str
+    params: dict
+    values: list
+    probs: list = field(default_factory=lambda: [0.1, 0.5, 0.8])
+    id: str = ""
+    # Sample moments converge too slowly to check (infinite or huge higher moments).
+    heavy_tailed: bool = False
+
+    def __post_init__(self):
+        self.id = self.id or self.name
+
+
+CASES = [
+    Case("Normal", {"loc": LOC, "scale": SCALE}, REALS),
+    Case("Normal", {"loc": 0.5, "scale": 2.0}, REALS, id="Normal-scalar"),
+    Case("Uniform", {"low": [-1.0, -2.0, 0.0], "high": [1.0, 3.0, 2.0]}, [0.2, -1.5, 1.9]),
+    Case("Exponential", {"rate": POS}, [0.1, 1.0, 2.5]),
+    Case("Laplace", {"loc": LOC, "scale": SCALE}, REALS),
+    Case("Cauchy", {"loc": LOC, "scale": SCALE}, REALS, heavy_tailed=True),
+    Case("LogNormal", {"loc": LOC, "scale": SCALE}, POS, heavy_tailed=True),
+    Case("LogNormal", {"loc": LOC, "scale": [0.2, 0.4, 0.3]}, POS, id="LogNormal-narrow"),
+    Case("Gumbel", {"loc": LOC, "scale": SCALE}, REALS),
+    Case("HalfNormal", {"scale": SCALE}, POS),
+    Case("HalfCauchy", {"scale": SCALE}, POS, heavy_tailed=True),
+    Case("Bernoulli", {"probs": PROBS}, [1.0, 0.0, 1.0]),
+    Case("Bernoulli", {"logits": REALS}, [0.0, 1.0, 1.0], id="Bernoulli-logits"),
+    Case("Geometric", {"probs": PROBS}, [0.0, 3.0, 1.0]),
+    Case("Categorical", {"probs": SIMPLEX}, [2, 0]),
+    Case("Categorical", {"logits": [[0.1, -2.0, 1.0]]}, [[1], [2]], id="Categorical-logits"),
+    Case("OneHotCategorical", {"probs": SIMPLEX}, [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]),
+]
+
+
+def as_array(value):
+    return np.asarray(value, dtype=np.int64 if _is_index(value) else np.float64)
+
+
+def _is_index(value) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(v, int) or (isinstance(v, list) and all(isinstance(w, int) for w in v))
+        for v in value
+    )
