@@ -5,7 +5,8 @@ Parameterizable distributions with PyTorch's API: ``sample``/``rsample``, ``log_
 ``transforms`` and a ``kl_divergence`` registry.
 """
 
-from . import constraints, transforms
+# _kl_pairs registers the closed-form KL divergences with the registry in kl.
+from . import _kl_pairs, constraints, transforms
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .cauchy import Cauchy
@@ -16,6 +17,7 @@ from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_normal import HalfCauchy, HalfNormal
 from .independent import Independent
+from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .normal import Normal
@@ -43,5 +45,7 @@ __all__ = [
     "TransformedDistribution",
     "Uniform",
     "constraints",
+    "kl_divergence",
+    "register_kl",
     "transforms",
 ]
