@@ -10,9 +10,11 @@ from . import _kl_pairs, constraints, transforms
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .dirichlet import Beta, Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .gamma import Chi2, Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_normal import HalfCauchy, HalfNormal
@@ -27,11 +29,15 @@ from .uniform import Uniform
 
 __all__ = [
     "Bernoulli",
+    "Beta",
     "Categorical",
     "Cauchy",
+    "Chi2",
+    "Dirichlet",
     "Distribution",
     "ExponentialFamily",
     "Exponential",
+    "Gamma",
     "Geometric",
     "Gumbel",
     "HalfCauchy",
