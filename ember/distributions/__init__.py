@@ -22,8 +22,16 @@ from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .pareto import Kumaraswamy, Pareto, Weibull
+from .relaxed import (
+    ExpRelaxedCategorical,
+    LogitRelaxedBernoulli,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+)
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 
@@ -37,19 +45,27 @@ __all__ = [
     "Distribution",
     "ExponentialFamily",
     "Exponential",
+    "ExpRelaxedCategorical",
     "Gamma",
     "Geometric",
     "Gumbel",
     "HalfCauchy",
     "HalfNormal",
     "Independent",
+    "Kumaraswamy",
     "Laplace",
+    "LogitRelaxedBernoulli",
+    "LogisticNormal",
     "LogNormal",
     "Normal",
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",
+    "Pareto",
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
     "TransformedDistribution",
     "Uniform",
+    "Weibull",
     "constraints",
     "kl_divergence",
     "register_kl",

@@ -33,6 +33,8 @@ class Case:
     heavy_tailed: bool = False
     # Methods torch has and ember does not yet, with the reason; tests expect NotImplementedError.
     ember_lacks: dict = field(default_factory=dict)
+    # torch has no closed-form mean (relaxed and logistic-normal families): no moment check.
+    moments: bool = True
 
     def __post_init__(self):
         self.id = self.id or self.name
@@ -65,6 +67,22 @@ CASES = [
         {"concentration": [[0.5, 1.0, 2.0], [3.0, 0.7, 1.2]]},
         SIMPLEX,
         ember_lacks=GAMMA,
+    ),
+    Case("Pareto", {"scale": SCALE, "alpha": [6.0, 8.0, 10.0]}, [0.6, 1.5, 2.5]),
+    Case("Weibull", {"scale": SCALE, "concentration": [0.8, 1.5, 3.0]}, POS),
+    Case("Kumaraswamy", {"concentration1": POS, "concentration0": SCALE}, PROBS),
+    Case("LogisticNormal", {"loc": LOC, "scale": SCALE}, [[0.1, 0.2, 0.3, 0.4]], moments=False),
+    Case(
+        "RelaxedBernoulli",
+        {"temperature": [0.5], "probs": PROBS},
+        [0.3, 0.6, 0.9],
+        moments=False,
+    ),
+    Case(
+        "RelaxedOneHotCategorical",
+        {"temperature": [0.7], "probs": SIMPLEX},
+        [[0.1, 0.3, 0.6], [0.5, 0.2, 0.3]],
+        moments=False,
     ),
     Case("OneHotCategorical", {"probs": SIMPLEX}, [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]),
 ]
