@@ -8,6 +8,7 @@ Parameterizable distributions with PyTorch's API: ``sample``/``rsample``, ``log_
 # _kl_pairs registers the closed-form KL divergences with the registry in kl.
 from . import _kl_pairs, constraints, transforms
 from .bernoulli import Bernoulli
+from .binomial import Binomial, Multinomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .dirichlet import Beta, Dirichlet
@@ -23,9 +24,11 @@ from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
+from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .pareto import Kumaraswamy, Pareto, Weibull
+from .poisson import Poisson
 from .relaxed import (
     ExpRelaxedCategorical,
     LogitRelaxedBernoulli,
@@ -38,6 +41,7 @@ from .uniform import Uniform
 __all__ = [
     "Bernoulli",
     "Beta",
+    "Binomial",
     "Categorical",
     "Cauchy",
     "Chi2",
@@ -57,10 +61,13 @@ __all__ = [
     "LogitRelaxedBernoulli",
     "LogisticNormal",
     "LogNormal",
+    "Multinomial",
+    "NegativeBinomial",
     "Normal",
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",
     "Pareto",
+    "Poisson",
     "RelaxedBernoulli",
     "RelaxedOneHotCategorical",
     "TransformedDistribution",

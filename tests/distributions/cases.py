@@ -35,6 +35,8 @@ class Case:
     ember_lacks: dict = field(default_factory=dict)
     # torch has no closed-form mean (relaxed and logistic-normal families): no moment check.
     moments: bool = True
+    # Tolerance of entropy where torch rounds through float32.
+    entropy_rtol: float = 1e-9
 
     def __post_init__(self):
         self.id = self.id or self.name
@@ -83,6 +85,25 @@ CASES = [
         {"temperature": [0.7], "probs": SIMPLEX},
         [[0.1, 0.3, 0.6], [0.5, 0.2, 0.3]],
         moments=False,
+    ),
+    Case("Poisson", {"rate": [0.5, 3.0, 25.0]}, [0.0, 2.0, 30.0]),
+    Case("Binomial", {"total_count": [5.0, 10.0, 20.0], "probs": PROBS}, [1.0, 5.0, 18.0]),
+    Case(
+        "Binomial",
+        {"total_count": [8.0, 8.0], "logits": [0.3, -1.0]},
+        [3.0, 8.0],
+        id="Binomial-logits",
+    ),
+    Case(
+        "NegativeBinomial",
+        {"total_count": [3.0, 5.0, 0.5], "probs": [0.3, 0.55, 0.2]},
+        [0.0, 4.0, 2.0],
+    ),
+    Case(
+        "Multinomial",
+        {"total_count": 10, "probs": SIMPLEX},
+        [[2.0, 3.0, 5.0], [6.0, 3.0, 1.0]],
+        entropy_rtol=1e-6,  # torch takes lgamma(total_count + 1) in float32
     ),
     Case("OneHotCategorical", {"probs": SIMPLEX}, [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]),
 ]
