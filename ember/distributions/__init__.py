@@ -20,10 +20,12 @@ from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_normal import HalfCauchy, HalfNormal
 from .independent import Independent
+from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
+from .mixture_same_family import MixtureSameFamily
 from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
@@ -35,6 +37,7 @@ from .relaxed import (
     RelaxedBernoulli,
     RelaxedOneHotCategorical,
 )
+from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 
@@ -56,11 +59,13 @@ __all__ = [
     "HalfCauchy",
     "HalfNormal",
     "Independent",
+    "InverseGamma",
     "Kumaraswamy",
     "Laplace",
     "LogitRelaxedBernoulli",
     "LogisticNormal",
     "LogNormal",
+    "MixtureSameFamily",
     "Multinomial",
     "NegativeBinomial",
     "Normal",
@@ -70,6 +75,7 @@ __all__ = [
     "Poisson",
     "RelaxedBernoulli",
     "RelaxedOneHotCategorical",
+    "StudentT",
     "TransformedDistribution",
     "Uniform",
     "Weibull",

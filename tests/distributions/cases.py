@@ -105,6 +105,26 @@ CASES = [
         [[2.0, 3.0, 5.0], [6.0, 3.0, 1.0]],
         entropy_rtol=1e-6,  # torch takes lgamma(total_count + 1) in float32
     ),
+    Case(
+        "StudentT",
+        {"df": [0.8, 1.5, 6.0], "loc": LOC, "scale": SCALE},
+        REALS,
+        heavy_tailed=True,
+        ember_lacks={"rsample": "samples go through Chi2"},
+    ),
+    Case(
+        "StudentT",
+        {"df": [9.0, 12.0, 20.0], "loc": LOC, "scale": SCALE},
+        REALS,
+        id="StudentT-light",
+        ember_lacks={"rsample": "samples go through Chi2"},
+    ),
+    Case(
+        "InverseGamma",
+        {"concentration": [5.0, 6.0, 9.0], "rate": POS},
+        POS,
+        ember_lacks=GAMMA,
+    ),
     Case("OneHotCategorical", {"probs": SIMPLEX}, [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]),
 ]
 
