@@ -15,6 +15,7 @@ from .dirichlet import Beta, Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
 from .gamma import Chi2, Gamma
 from .geometric import Geometric
 from .gumbel import Gumbel
@@ -53,6 +54,7 @@ __all__ = [
     "ExponentialFamily",
     "Exponential",
     "ExpRelaxedCategorical",
+    "FisherSnedecor",
     "Gamma",
     "Geometric",
     "Gumbel",

@@ -125,6 +125,12 @@ CASES = [
         POS,
         ember_lacks=GAMMA,
     ),
+    Case(
+        "FisherSnedecor",
+        {"df1": [3.0, 5.0, 10.0], "df2": [12.0, 15.0, 20.0]},
+        POS,
+        ember_lacks={"rsample": "implicit gamma gradient"},
+    ),
     Case("OneHotCategorical", {"probs": SIMPLEX}, [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]),
 ]
 
