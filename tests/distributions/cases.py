@@ -131,6 +131,10 @@ CASES = [
         POS,
         ember_lacks={"rsample": "implicit gamma gradient"},
     ),
+    Case("ContinuousBernoulli", {"probs": [0.2, 0.4995, 0.9]}, [0.1, 0.5, 0.95]),
+    Case(
+        "ContinuousBernoulli", {"logits": REALS}, [0.1, 0.5, 0.95], id="ContinuousBernoulli-logits"
+    ),
     Case("OneHotCategorical", {"probs": SIMPLEX}, [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]),
 ]
 
