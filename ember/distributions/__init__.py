@@ -5,8 +5,8 @@ Parameterizable distributions with PyTorch's API: ``sample``/``rsample``, ``log_
 ``transforms`` and a ``kl_divergence`` registry.
 """
 
-# _kl_pairs registers the closed-form KL divergences with the registry in kl.
-from . import _kl_pairs, constraints, transforms
+# _kl_pairs* register the closed-form KL divergences with the registry in kl.
+from . import _kl_pairs, _kl_pairs_gamma, constraints, transforms
 from .bernoulli import Bernoulli
 from .binomial import Binomial, Multinomial
 from .categorical import Categorical

@@ -30,6 +30,25 @@ DISTS = {
     "Geometric": ({"probs": PROBS}, {"probs": [0.7, 0.3, 0.4]}),
     "Categorical": ({"probs": SIMPLEX}, {"logits": [[0.3, -1.0, 2.0], [0.0, 0.5, 1.0]]}),
     "OneHotCategorical": ({"probs": SIMPLEX}, {"probs": [[0.1, 0.1, 0.8], [0.3, 0.3, 0.4]]}),
+    "Gamma": (
+        {"concentration": [0.3, 1.0, 4.5], "rate": POS},
+        {"concentration": [1.2, 0.5, 2.0], "rate": SCALE},
+    ),
+    "Beta": (
+        {"concentration1": POS, "concentration0": SCALE},
+        {"concentration1": SCALE, "concentration0": POS},
+    ),
+    "Dirichlet": (
+        {"concentration": SIMPLEX},
+        {"concentration": [[1.0, 2.0, 0.5], [0.3, 3.0, 1.0]]},
+    ),
+    "Poisson": ({"rate": POS}, {"rate": SCALE}),
+    "Pareto": ({"scale": SCALE, "alpha": POS}, {"scale": [0.4, 1.5, 1.0], "alpha": SCALE}),
+    "Binomial": (
+        {"total_count": [5.0, 10.0, 10.0], "probs": PROBS},
+        {"total_count": [5.0, 8.0, 10.0], "probs": [0.4, 0.3, 0.6]},
+    ),
+    "ContinuousBernoulli": ({"probs": [0.2, 0.4995, 0.9]}, {"probs": [0.6, 0.3, 0.5002]}),
 }
 PAIRS = [(name, name) for name in DISTS] + [
     ("Uniform", "Normal"),
