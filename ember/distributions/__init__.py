@@ -11,6 +11,7 @@ from .bernoulli import Bernoulli
 from .binomial import Binomial, Multinomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .constraint_registry import biject_to, transform_to
 from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Beta, Dirichlet
 from .distribution import Distribution
@@ -83,8 +84,10 @@ __all__ = [
     "TransformedDistribution",
     "Uniform",
     "Weibull",
+    "biject_to",
     "constraints",
     "kl_divergence",
     "register_kl",
+    "transform_to",
     "transforms",
 ]

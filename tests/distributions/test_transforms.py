@@ -124,3 +124,43 @@ def test_transformed_distribution_over_a_vector_event():
     sample = e.sample((5,))
     assert tuple(sample.shape) == (5, 4)
     assert bool(e.support.check(sample).all())
+
+
+REGISTRY_CONSTRAINTS = [
+    ("real", ()),
+    ("positive", ()),
+    ("nonnegative", ()),
+    ("unit_interval", ()),
+    ("simplex", ()),
+    ("real_vector", ()),
+    ("greater_than", (1.5,)),
+    ("less_than", (-0.5,)),
+    ("interval", (-1.0, 3.0)),
+    ("lower_cholesky", ()),
+]
+
+
+@pytest.mark.parametrize("registry", ["biject_to", "transform_to"])
+@pytest.mark.parametrize(
+    "name,args", REGISTRY_CONSTRAINTS, ids=[c[0] for c in REGISTRY_CONSTRAINTS]
+)
+def test_constraint_registry_matches_torch(registry, name, args):
+    from ember.distributions import constraints
+
+    e_con = getattr(constraints, name)
+    t_con = getattr(torch.distributions.constraints, name)
+    if args:
+        e_con, t_con = e_con(*args), t_con(*args)
+    t_registry = getattr(torch.distributions, registry)
+    try:
+        t_transform = t_registry(t_con)
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError, match="Cannot transform"):
+            getattr(ed, registry)(e_con)
+        return
+    e_transform = getattr(ed, registry)(e_con)
+    shape = (2, 3, 3) if name == "lower_cholesky" else (2, 3)
+    x = _input("real", shape)
+    ey = e_transform(ember.tensor(x))
+    assert_close(ey, t_transform(torch.tensor(x)))
+    assert bool(e_con.check(ey).all())
