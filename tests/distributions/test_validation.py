@@ -141,3 +141,12 @@ def test_parameterized_constraints_match_torch():
     assert constraints.is_dependent(constraints.dependent)
     with pytest.raises(ValueError, match="Cannot determine validity of dependent constraint"):
         constraints.dependent.check(ember.zeros(1))
+
+
+def test_reachable_as_an_attribute_like_torch_distributions():
+    import subprocess
+    import sys
+
+    code = "import ember; print(ember.distributions.Normal(0.0, 1.0).batch_shape)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ember.Size([])"
