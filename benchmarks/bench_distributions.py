@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
+
+# The checkout's ember (this branch), not an installed copy.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CASES = {
     "Normal.rsample": ("Normal", {"loc": 0.0, "scale": 1.0}, "rsample"),
@@ -30,6 +34,7 @@ CASES = {
 
 
 def worker(lib_name: str, n: int, reps: int, threads: int) -> dict:
+    sys.path.insert(0, ROOT)
     lib = __import__(lib_name)
     lib.set_num_threads(threads)
     lib.manual_seed(0)
