@@ -43,6 +43,7 @@ from .relaxed import (
 from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
+from .von_mises import VonMises
 
 __all__ = [
     "Bernoulli",
@@ -83,6 +84,7 @@ __all__ = [
     "StudentT",
     "TransformedDistribution",
     "Uniform",
+    "VonMises",
     "Weibull",
     "biject_to",
     "constraints",

@@ -133,3 +133,15 @@ def test_expand(case):
     ev, tv = _values(case, "cpu")
     assert_close(e2.log_prob(ev), t2.log_prob(tv))
     assert tuple(e2.sample().shape) == tuple(t2.sample().shape)
+
+
+def test_von_mises_circular_moments():
+    # E[cos(X - loc)] = I1(k) / I0(k) = 1 - circular variance; E[sin(X - loc)] = 0.
+    loc, conc = np.array([0.3, -2.5, 3.0]), np.array([0.7, 1.5, 8.0])
+    e = ember.distributions.VonMises(ember.tensor(loc), ember.tensor(conc))
+    n = 40000
+    x = to_numpy(e.sample((n,)))
+    assert np.all(np.abs(x) <= np.pi)
+    bound = 6 / np.sqrt(n)  # |cos|, |sin| <= 1 bound the standard deviations
+    assert np.all(np.abs(np.cos(x - loc).mean(0) - (1 - to_numpy(e.variance))) <= bound)
+    assert np.all(np.abs(np.sin(x - loc).mean(0)) <= bound)
