@@ -8,16 +8,14 @@ import ember
 import ember.nn.functional as F
 
 from . import constraints
+from ._binary import BinaryProbsLogits
 from ._count_samplers import binomial
 from .categorical import Categorical
 from .distribution import Distribution
 from .utils import (
     _probs_or_logits,
     broadcast_all,
-    lazy_property,
     lgamma,
-    logits_to_probs,
-    probs_to_logits,
 )
 
 __all__ = ["Binomial", "Multinomial"]
@@ -28,7 +26,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(BinaryProbsLogits, Distribution):
     """Binomial distribution: successes in ``total_count`` trials with probability ``probs``.
 
     Args:
@@ -74,18 +72,6 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -6,21 +6,19 @@ import ember
 import ember.nn.functional as F
 
 from . import constraints
+from ._binary import BinaryProbsLogits
 from .distribution import Distribution
 from .utils import (
     _batch_shape,
     _probs_or_logits,
     broadcast_all,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
     tiny,
 )
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(BinaryProbsLogits, Distribution):
     """Geometric distribution over ``{0, 1, ...}`` with success probability ``probs``.
 
     ``P(X = k) = (1 - p)^k p``.
@@ -40,7 +38,7 @@ class Geometric(Distribution):
         else:
             (self.logits,) = broadcast_all(logits)
         raw = probs if probs is not None else logits
-        param = self.probs if probs is not None else self.logits
+        self._param = param = self.probs if probs is not None else self.logits
         super().__init__(_batch_shape((raw,), (param,)), validate_args=validate_args)
         if self._validate_args and probs is not None:
             value = self.probs
@@ -67,14 +65,6 @@ class Geometric(Distribution):
     @property
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -6,6 +6,7 @@ import ember
 import ember.nn.functional as F
 
 from . import constraints
+from ._binary import BinaryProbsLogits
 from ._count_samplers import poisson
 from .distribution import Distribution
 from .gamma import Gamma
@@ -14,14 +15,12 @@ from .utils import (
     broadcast_all,
     lazy_property,
     lgamma,
-    logits_to_probs,
-    probs_to_logits,
 )
 
 __all__ = ["NegativeBinomial"]
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(BinaryProbsLogits, Distribution):
     """Number of successes before ``total_count`` failures, success probability ``probs``.
 
     Args:
@@ -63,18 +62,6 @@ class NegativeBinomial(Distribution):
     @property
     def variance(self):
         return self.mean / ember.sigmoid(-self.logits)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @lazy_property
     def _gamma(self):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ember
 
 from . import constraints
+from ._binary import BinaryProbsLogits
 from ._transforms_elementwise import ExpTransform, SigmoidTransform
 from .categorical import Categorical
 from .distribution import Distribution
@@ -14,10 +15,7 @@ from .utils import (
     _probs_or_logits,
     broadcast_all,
     clamp_probs,
-    lazy_property,
     lgamma,
-    logits_to_probs,
-    probs_to_logits,
 )
 
 __all__ = [
@@ -28,7 +26,7 @@ __all__ = [
 ]
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(BinaryProbsLogits, Distribution):
     """The logit of a RelaxedBernoulli sample (Maddison et al., 2017).
 
     Args:
@@ -56,18 +54,6 @@ class LogitRelaxedBernoulli(Distribution):
         new = self._expand_params(LogitRelaxedBernoulli, batch_shape, _instance, names)
         new.temperature = self.temperature
         return new
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))

@@ -144,43 +144,14 @@ def lgamma(x):
 
 
 def _erfinv_fallback(y):
-    """Inverse error function: Giles' single-precision polynomial, then two Newton steps on erf.
+    """Inverse error function through nn.init's private one (Giles + Newton), inf at +-1.
 
     Private fallback: REPLACE with ember.erfinv once ember.special (branch fftspecial) lands.
     """
-    w = -ember.log((1.0 - y) * (1.0 + y))
-    central = w - 2.5
-    p = 2.81022636e-08
-    for c in (
-        3.43273939e-07,
-        -3.5233877e-06,
-        -4.39150654e-06,
-        0.00021858087,
-        -0.00125372503,
-        -0.00417768164,
-        0.246640727,
-        1.50140941,
-    ):
-        p = c + p * central
-    tail = ember.sqrt(w.clamp(min=5.0)) - 3.0
-    q = -0.000200214257
-    for c in (
-        0.000100950558,
-        0.00134934322,
-        -0.00367342844,
-        0.00573950773,
-        -0.0076224613,
-        0.00943887047,
-        1.00167406,
-        2.83297682,
-    ):
-        q = c + q * tail
-    x = ember.where(w < 5.0, p, q) * y
-    two_over_sqrt_pi = 2.0 / math.sqrt(math.pi)
-    for _ in range(2):
-        x = x - (ember.erf(x) - y) / (two_over_sqrt_pi * ember.exp(-x * x))
+    from ember.nn.init import _erfinv
+
     # Newton's step is inf/inf at y = +-1; erfinv(+-1) is +-inf.
-    return ember.where(y.abs() == 1, y * math.inf, x)
+    return ember.where(y.abs() == 1, y * math.inf, _erfinv(y))
 
 
 def erfinv(y):
