@@ -82,6 +82,8 @@ from . import (
     amp,
     autograd,
     backends,
+    compiler,
+    func,
     multiprocessing,
     nn,
     optim,
@@ -98,6 +100,7 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .compiler import compile  # cheap: the capture machinery loads on the first compiled call
 from .dispatcher.autocast import (
     autocast_decrement_nesting,
     autocast_increment_nesting,
@@ -109,11 +112,12 @@ from .dispatcher.autocast import (
     set_autocast_dtype,
     set_autocast_enabled,
 )
+from .func import vmap
 from .serialization import load, save
 
 # Subsystems that load on first use: ``ember.jit.trace(...)`` works after ``import ember`` alone,
 # without ``import ember`` paying for them.
-_LAZY = ("jit", "fx", "export", "onnx", "distributions")
+_LAZY = ("jit", "fx", "export", "onnx", "_dynamo", "distributions")
 
 
 def __getattr__(name: str):

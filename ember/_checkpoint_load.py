@@ -23,6 +23,7 @@ from ._checkpoint_pickle import (
     CheckpointUnpickler,
     Refused,
     StorageType,
+    apply_state,
     parameter_class,
     torch_globals,
 )
@@ -334,7 +335,7 @@ def view_problem(shape: tuple, stride: tuple, offset: int, nbytes: int, itemsize
 
 
 def _parameter(data, requires_grad, hooks, state=None):
+    """torch's _rebuild_parameter (and _rebuild_parameter_with_state: its attributes too)."""
     cls = parameter_class()
-    if cls is not None:
-        return cls(data, requires_grad)
-    return data.requires_grad_(requires_grad)
+    made = cls(data, requires_grad) if cls is not None else data.requires_grad_(requires_grad)
+    return apply_state(made, state)

@@ -43,6 +43,9 @@ class TorchName:
 
 REBUILD_TENSOR = TorchName("torch._utils", "_rebuild_tensor_v2")
 REBUILD_PARAMETER = TorchName("torch._utils", "_rebuild_parameter")
+REBUILD_PARAMETER_WITH_STATE = TorchName("torch._utils", "_rebuild_parameter_with_state")
+REBUILD_FROM_TYPE = TorchName("torch._tensor", "_rebuild_from_type_v2")
+TENSOR_TYPE = TorchName("torch", "Tensor")
 STORAGE_CLASS = {d: TorchName("torch", storage) for d, (storage, _) in DTYPE_NAMES.items()}
 
 
@@ -82,19 +85,61 @@ class CheckpointPickler(pickle._Pickler):
 
     def reducer_override(self, obj):
         if isinstance(obj, Tensor):
-            hooks = collections.OrderedDict()
-            if self.parameter_class is not None and isinstance(obj, self.parameter_class):
-                data = obj.detach().as_subclass(Tensor)  # a plain tensor, or this recurses
-                return REBUILD_PARAMETER, (data, obj.requires_grad, hooks)
-            return REBUILD_TENSOR, (*self.describe(obj), obj.requires_grad, hooks)
+            return self._reduce_tensor(obj)
         if isinstance(obj, Device):
             return TorchName("torch", "device"), (str(obj),)
         if isinstance(obj, Size):
             return TorchName("torch", "Size"), (tuple(obj),)
         return NotImplemented
 
+    def _reduce_tensor(self, obj: Tensor):
+        """torch.save's reductions: a plain tensor; a parameter; and, for one with Python
+        attributes or of a subclass, the tensor rebuilt as its type with the attributes as
+        state (``_rebuild_from_type_v2``). A Buffer is saved as torch saves its: a plain
+        tensor marked ``_is_buffer``."""
+        hooks = collections.OrderedDict()
+        state = saved_attributes(obj)
+        if self.parameter_class is not None and isinstance(obj, self.parameter_class):
+            data = obj.detach().as_subclass(Tensor)  # a plain tensor, or this recurses
+            if state:
+                return REBUILD_PARAMETER_WITH_STATE, (data, obj.requires_grad, hooks, state)
+            return REBUILD_PARAMETER, (data, obj.requires_grad, hooks)
+        args = (*self.describe(obj), obj.requires_grad, hooks)
+        if type(obj) is Tensor and not state:
+            return REBUILD_TENSOR, args
+        plain = type(obj) is Tensor or isinstance(obj, buffer_class() or ())
+        return REBUILD_FROM_TYPE, (REBUILD_TENSOR, TENSOR_TYPE if plain else type(obj), args, state)
+
     def persistent_id(self, obj):
         return obj.pid if isinstance(obj, StorageRef) else None
+
+
+# What ember's autograd keeps in a tensor's __dict__ (PyTorch keeps it in C++, so torch.save
+# never writes it): retain_grad, hooks, the view and output bookkeeping of autograd/*.py.
+_AUTOGRAD_ATTRIBUTES = frozenset(
+    {"_retains_grad", "_hooks", "_post_accumulate_hooks", "_view_of", "_output_nr", "_accumulator"}
+)
+
+
+def saved_attributes(t: Tensor) -> dict:
+    """The Python attributes torch.save keeps with a tensor (its __dict__), ember's autograd
+    bookkeeping left out; a Buffer is marked as torch.nn.Buffer marks one."""
+    found = {k: v for k, v in t.__dict__.items() if k not in _AUTOGRAD_ATTRIBUTES}
+    if isinstance(t, buffer_class() or ()):
+        found["_is_buffer"] = True
+    return found
+
+
+def apply_state(made: Tensor, state) -> Tensor:
+    """A checkpoint's saved attributes set on the rebuilt tensor (a dict, or torch's pair of
+    (attributes, slots) when slots are empty)."""
+    if isinstance(state, tuple) and len(state) == 2 and not state[1]:
+        state = state[0]  # (attributes, no slots)
+    if state is not None and not isinstance(state, dict):
+        raise pickle.UnpicklingError(f"a tensor's saved attributes must be a dict, not {state!r}")
+    # Into __dict__ directly: an entry there can never shadow the tensor's own slots.
+    made.__dict__.update(state or {})
+    return made
 
 
 class StorageRef:
@@ -142,13 +187,7 @@ def _rebuild_from_type_v2(func, new_type, args, state):
         raise pickle.UnpicklingError("_rebuild_from_type_v2 must rebuild a tensor as a tensor type")
     if type(made) is not new_type:
         made = made.as_subclass(new_type)
-    if isinstance(state, tuple) and len(state) == 2 and not state[1]:
-        state = state[0]  # (attributes, no slots)
-    if state is not None and not isinstance(state, dict):
-        raise pickle.UnpicklingError(f"a tensor's saved attributes must be a dict, not {state!r}")
-    # Into __dict__ directly: an entry there can never shadow the tensor's own slots.
-    made.__dict__.update(state or {})
-    return made
+    return apply_state(made, state)
 
 
 def torch_globals(rebuild_tensor, rebuild_tensor_v3, rebuild_parameter) -> dict:
@@ -167,6 +206,7 @@ def torch_globals(rebuild_tensor, rebuild_tensor_v3, rebuild_parameter) -> dict:
         ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor,
         ("torch._utils", "_rebuild_tensor_v3"): rebuild_tensor_v3,
         ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
+        ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter,
         ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
         ("torch", "Tensor"): Tensor,
     }
@@ -241,3 +281,8 @@ _TORCH_DTYPES = frozenset(
 def parameter_class():
     """``ember.nn.Parameter`` once nn defines it (checkpoints then keep parameters as such)."""
     return getattr(sys.modules.get("ember.nn"), "Parameter", None)
+
+
+def buffer_class():
+    """``ember.nn.Buffer`` once nn defines it."""
+    return getattr(sys.modules.get("ember.nn"), "Buffer", None)

@@ -35,24 +35,42 @@ def _method(fn, name: str):
     return method
 
 
+def _scaled(name: str, input, other, alpha):
+    """``other`` times ``alpha``, with PyTorch's checks of alpha (a number; a float only for a
+    floating result, a bool only for a bool one)."""
+    if alpha.__class__ is int and alpha == 1:
+        return other
+    if not isinstance(alpha, numbers.Number):
+        raise TypeError(f"{name}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
+    result = _result_type((input, other), Tensor)
+    if isinstance(alpha, bool) and result is not dt.bool_:
+        raise RuntimeError(f"{name}(): Boolean alpha only supported for Boolean results.")
+    if isinstance(alpha, float) and result.category < dt.FLOATING:
+        raise RuntimeError(
+            f"{name}(): For integral input tensors, argument alpha must not be a floating point "
+            f"number. (alpha {alpha}, result dtype {result.name})"
+        )
+    return other * alpha
+
+
 def _add(input, other, *, alpha=1):
-    return OPS["add"](input, other if alpha == 1 else other * alpha)
+    return OPS["add"](input, _scaled("add", input, other, alpha))
 
 
 def _sub(input, other, *, alpha=1):
-    return OPS["sub"](input, other if alpha == 1 else other * alpha)
+    return OPS["sub"](input, _scaled("sub", input, other, alpha))
 
 
 def add(input, other, *, alpha=1, out=None):
     if out is not None:
         return _into("add", "add", out, (input, other), lambda: _add(input, other, alpha=alpha))
-    return OPS["add"](input, other if alpha == 1 else other * alpha)
+    return OPS["add"](input, _scaled("add", input, other, alpha))
 
 
 def sub(input, other, *, alpha=1, out=None):
     if out is not None:
         return _into("sub", "sub", out, (input, other), lambda: _sub(input, other, alpha=alpha))
-    return OPS["sub"](input, other if alpha == 1 else other * alpha)
+    return OPS["sub"](input, _scaled("sub", input, other, alpha))
 
 
 def rsub(input, other, *, alpha=1):
@@ -60,11 +78,11 @@ def rsub(input, other, *, alpha=1):
 
 
 def add_(self, other, *, alpha=1):
-    return OPS["add_"](self, other if alpha == 1 else other * alpha)
+    return OPS["add_"](self, _scaled("add_", self, other, alpha))
 
 
 def sub_(self, other, *, alpha=1):
-    return OPS["sub_"](self, other if alpha == 1 else other * alpha)
+    return OPS["sub_"](self, _scaled("sub_", self, other, alpha))
 
 
 _ROUNDING = {None: "div", "trunc": "div_trunc", "floor": "floor_divide"}

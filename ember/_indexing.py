@@ -9,12 +9,14 @@ write lands in the original storage. Both are ops with gradients, so indexing is
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from . import _dtype as dt
 from ._tensor import Tensor
 from .dispatcher.kinds._common import broadcast_shapes
+from .dispatcher.kinds._limits import check_scalar_fits
 from .dispatcher.optable import OPS
 from .dispatcher.overlap import check_none
 
@@ -23,6 +25,9 @@ _INDEX_DTYPES = (dt.int64, dt.int32, dt.uint8, dt.bool_)  # PyTorch's long, int,
 
 
 def _as_index_tensor(item, device) -> Tensor:
+    """An index item as a tensor: tensors stay where they are (on the CPU or on ``device``, as
+    PyTorch allows), sequences become tensors on ``device``: bool or uint8 ones are masks,
+    anything else is read as int64, floats truncated (PyTorch's indexing_tensor_from_data)."""
     from ._factories import tensor
 
     if isinstance(item, Tensor):
@@ -31,6 +36,12 @@ def _as_index_tensor(item, device) -> Tensor:
                 "tensors used as indices must be long, int, byte or bool tensors (got a "
                 f"{item._dtype.name} tensor of shape {list(item._shape)})"
             )
+        where = item._storage.device
+        if where is not device and where.type != "cpu":
+            raise RuntimeError(
+                f"indices should be either on cpu or on the same device as the indexed tensor "
+                f"({device}); got an index on {where}"
+            )
         return item
     if not isinstance(item, _SEQUENCES):
         raise IndexError(
@@ -38,14 +49,12 @@ def _as_index_tensor(item, device) -> Tensor:
             f"tensors are valid indices (got {type(item).__name__})"
         )
     array = np.asarray(item)
-    if array.dtype.kind not in "biu":
-        if array.size == 0:
-            array = array.astype(np.int64)
-        else:
-            raise IndexError(
-                "tensors used as indices must be long, int, byte or bool tensors, got "
-                f"{array.dtype}"
+    if array.dtype.kind not in "bu" or array.dtype.itemsize != 1:
+        if array.size and array.dtype.kind not in "iuf":
+            raise TypeError(
+                f"index: a sequence of {array.dtype} cannot be interpreted as integer indices"
             )
+        array = array.astype(np.int64)
     return tensor(array, device=device)
 
 
@@ -84,7 +93,10 @@ def _expand_ellipsis(index: tuple, ndim: int) -> list:
 
 
 def _basic(t: Tensor, index) -> tuple[Tensor, list]:
-    """Apply basic indices as views; return the view and [(dim, index tensor)] still to apply."""
+    """Apply basic indices as views; return the view and [(dim, index tensor or mask)] still to
+    apply (a mask covers as many dims as it has, from ``dim``)."""
+    from ._factories import tensor
+
     items = _expand_ellipsis(_normalize(index), t.ndim)
     view, dim, advanced = t, 0, []
     source = 0  # dims of t consumed so far, the current item's included (for messages)
@@ -117,24 +129,60 @@ def _basic(t: Tensor, index) -> tuple[Tensor, list]:
         else:
             index_tensor = _as_index_tensor(item, view.device)
             if index_tensor.dtype is dt.bool_ or index_tensor.dtype is dt.uint8:
-                mask = index_tensor.to(dt.bool_)
-                source += mask.ndim - 1  # a mask consumes one dim of t per dim of its own
-                if mask.ndim == 0:
+                source += index_tensor.ndim - 1  # a mask consumes one dim of t per dim of its own
+                if index_tensor.ndim == 0:  # PyTorch: a size-1 dim indexed by [0] or by []
                     view = OPS["unsqueeze"](view, dim)
-                    mask = mask.reshape(1)
-                expected = view.shape[dim : dim + mask.ndim]
-                if tuple(mask.shape) != tuple(expected):
-                    raise IndexError(
-                        f"The shape of the mask {list(mask.shape)} at index {dim} does not match "
-                        f"the shape of the indexed tensor {list(view.shape)}"
-                    )
-                for column in OPS["nonzero"](mask).unbind(1):
-                    advanced.append((dim, column))
-                    dim += 1
-            else:
-                advanced.append((dim, index_tensor))
-                dim += 1
+                    index_tensor = tensor([0] if index_tensor.item() else [], dtype=dt.int64)
+            advanced.append((dim, index_tensor))
+            dim += index_tensor.ndim if _is_mask(index_tensor) else 1
+    # PyTorch applies every basic item before it looks at the masks' shapes (later items only
+    # change dims after a mask's, so its recorded dims still hold).
+    for at, index_tensor in advanced:
+        if _is_mask(index_tensor):
+            _check_mask_shape(index_tensor, view, at)
     return view, advanced
+
+
+def _extremes(index: Tensor) -> tuple[int, int]:
+    """The smallest and largest index; under vmap, over every sample's (the physical tensor:
+    the bounds check needs numbers, which a batched tensor refuses to give)."""
+    from ember.autograd.batched import unwrap_all
+
+    values = unwrap_all(index)[0]
+    return int(values.min().item()), int(values.max().item())
+
+
+def _is_mask(index: Tensor) -> bool:
+    return index._dtype is dt.bool_ or index._dtype is dt.uint8
+
+
+def _check_mask_shape(mask: Tensor, view: Tensor, dim: int) -> None:
+    for j, size in enumerate(mask.shape):
+        if size != view.shape[dim + j]:
+            raise IndexError(
+                f"The shape of the mask {list(mask.shape)} at index {j} does not match "
+                f"the shape of the indexed tensor {list(view.shape)} at index {dim + j}"
+            )
+
+
+def _columns(view: Tensor, advanced: list) -> list:
+    """``[(dim, int index on view's device)]``: each mask becomes the index columns of its
+    nonzero positions (found where the mask is, then moved, as PyTorch does)."""
+    out = []
+    for dim, index in advanced:
+        if _is_mask(index):
+            if index._dtype is dt.uint8:
+                warnings.warn(
+                    "indexing with dtype ember.uint8 is now deprecated, please use a dtype "
+                    "ember.bool instead.",
+                    UserWarning,
+                    stacklevel=4,
+                )
+            columns = OPS["nonzero"](index.to(dt.bool_)).unbind(1)
+            out.extend((dim + i, c.to(view.device)) for i, c in enumerate(columns))
+        else:
+            out.append((dim, index.to(view.device)))
+    return out
 
 
 def _linear_index(view: Tensor, advanced: list):
@@ -149,7 +197,7 @@ def _linear_index(view: Tensor, advanced: list):
         size = view.shape[d]
         index = index.to(dt.int64)
         if index.numel() and index.device.type != "meta":  # meta has shapes, not values
-            low, high = int(index.min().item()), int(index.max().item())
+            low, high = _extremes(index)
             if low < -size or high >= size:
                 bad = high if high >= size else low
                 raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
@@ -169,7 +217,7 @@ def getitem(self: Tensor, index):
         if view is self:  # x[...] and x[:] are new views, as in PyTorch
             return OPS["as_strided"](self, self.shape, self.stride(), self.storage_offset())
         return view
-    permuted, linear, shape, count, place = _linear_index(view, advanced)
+    permuted, linear, shape, count, place = _linear_index(view, _columns(view, advanced))
     rest = tuple(permuted.shape[count:])
     folded = permuted.reshape((math.prod(permuted.shape[:count]),) + rest)
     picked = OPS["index_select"](folded, 0, linear.reshape(-1))
@@ -182,15 +230,56 @@ def getitem(self: Tensor, index):
 
 
 def setitem(self: Tensor, index, value) -> None:
+    """``self[index] = value`` as PyTorch: basic indices copy into the view (casting the value);
+    advanced ones put the value, which must have self's dtype (a Python number or a list is
+    made one), leading size-1 dims dropped. One mask with a one-element CPU value is
+    ``masked_fill_`` (which casts), as PyTorch's index_put_ does."""
     from ._factories import tensor
 
     view, advanced = _basic(self, index)
     if not isinstance(value, Tensor):
+        if isinstance(value, (int, float)):  # PyTorch's checked conversion of a number
+            check_scalar_fits("setitem", value, self.dtype)
         value = tensor(value, dtype=self.dtype, device=self.device)
     if not advanced:
         _assign(view, value)
         return
-    _put(view, advanced, value.to(self.dtype), False)
+    shape = value.shape
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    _index_put(self, view, advanced, value.reshape(shape) if shape != value.shape else value)
+
+
+def _index_put(self: Tensor, view: Tensor, advanced: list, value: Tensor, accumulate=False):
+    """PyTorch's _index_put_impl_: one mask and a one-element CPU value is ``masked_fill_``
+    (which casts the value); otherwise the value must have self's dtype."""
+    mask = None if accumulate else _lone_mask(view, advanced)
+    if mask is not None and value.numel() == 1 and value.device.type == "cpu":
+        view.masked_fill_(mask, value.reshape(()))
+        return
+    _check_dtypes(self, value)
+    _put(view, advanced, value, bool(accumulate))
+
+
+def _lone_mask(view: Tensor, advanced: list):
+    """The mask of an index whose only advanced item is a mask on view's device, shaped to
+    broadcast against ``view`` (trailing size-1 dims); else None."""
+    if len(advanced) != 1 or not _is_mask(advanced[0][1]):
+        return None
+    dim, mask = advanced[0]
+    if mask.device != view.device:
+        return None
+    trailing = view.ndim - dim - mask.ndim
+    return mask.reshape(tuple(mask.shape) + (1,) * trailing) if trailing else mask
+
+
+def _check_dtypes(self: Tensor, values: Tensor) -> None:
+    if values.dtype is not self.dtype:
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{dt.SCALAR_NAMES[self.dtype]} for the destination and "
+            f"{dt.SCALAR_NAMES[values.dtype]} for the source."
+        )
 
 
 def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tensor:
@@ -210,12 +299,6 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
         raise TypeError(
             f"index_put_(): argument 'values' must be Tensor, not {type(values).__name__}"
         )
-    if values.dtype is not self.dtype:
-        raise RuntimeError(
-            "Index put requires the source and destination dtypes match, got "
-            f"{dt.SCALAR_NAMES[self.dtype]} for the destination and "
-            f"{dt.SCALAR_NAMES[values.dtype]} for the source."
-        )
     for position, index in enumerate(indices):
         if not isinstance(index, Tensor):
             raise TypeError(
@@ -224,9 +307,10 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
             )
     view, advanced = _basic(self, tuple(indices))
     if not advanced:
+        _check_dtypes(self, values)
         view.add_(values) if accumulate else _assign(view, values)
     else:
-        _put(view, advanced, values, bool(accumulate))
+        _index_put(self, view, advanced, values, accumulate)
     return self
 
 
@@ -241,7 +325,7 @@ def _put(view: Tensor, advanced: list, value: Tensor, accumulate: bool) -> None:
     for _, index_tensor in advanced:
         check_none("index_put_", view, index_tensor, "index")
     check_none("index_put_", view, value, "value")
-    permuted, linear, shape, count, place = _linear_index(view, advanced)
+    permuted, linear, shape, count, place = _linear_index(view, _columns(view, advanced))
     rest = tuple(permuted.shape[count:])
     target_shape = shape + rest
     if place:

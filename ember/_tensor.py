@@ -429,9 +429,10 @@ def host_array(t: Tensor) -> np.ndarray:
     raw = t._storage.host_bytes()
     itemsize = t._dtype.itemsize
     byte_strides = tuple(s * itemsize for s in t._stride)
-    return np.ndarray(
-        t._shape, dtype=t._dtype.np, buffer=raw, offset=t._offset * itemsize, strides=byte_strides
-    )
+    # An empty view may point at or past its storage's end (zeros(2, 0)[1]): it reads nothing,
+    # so its offset is not numpy's to check.
+    offset = t._offset * itemsize if 0 not in t._shape else 0
+    return np.ndarray(t._shape, dtype=t._dtype.np, buffer=raw, offset=offset, strides=byte_strides)
 
 
 # Last: dispatcher.memory imports ember._storage and ember._device, not this module.

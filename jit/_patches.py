@@ -66,6 +66,11 @@ def _traced(state, t):
     return value
 
 
+def _in_graph(state, t) -> bool:
+    """Whether ``t`` is a graph value or a parameter/buffer of the traced module."""
+    return id(t) in state.env or id(t) in state.attrs
+
+
 def _size(state, value, t, dim: int) -> SymInt:
     key = (value, dim)
     found = state.sizes.get(key)
@@ -106,6 +111,9 @@ def _read_methods(state, originals: dict) -> dict:
         original = originals[name]
 
         def method(self, *args, **kwargs):
+            observer = state.observer
+            if observer is not None and state.recording() and _in_graph(state, self):
+                observer.read(name)  # ember.compile: the read ends the graph (raises)
             if _traced(state, self) is None:
                 return original(self, *args, **kwargs)
             _warn(what + _SUFFIX)
@@ -153,6 +161,8 @@ def tracing_patches(state):
         name = state.module_names.get(id(module))
         if name is None:  # a module the traced one does not own (built in forward)
             name = type(module).__name__
+        if state.observer is not None:
+            state.observer.module(module)
         state.scope.append(name)
         try:
             return original_call(module, *args, **kwargs)

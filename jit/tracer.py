@@ -53,7 +53,13 @@ def is_tracing() -> bool:
 class TracingState:
     """The graph being recorded and what maps Python objects to its values."""
 
-    def __init__(self, attrs: dict | None = None, module_names: dict | None = None, expand=None):
+    def __init__(
+        self,
+        attrs: dict | None = None,
+        module_names: dict | None = None,
+        expand=None,
+        observer=None,
+    ):
         self.graph = Graph()
         self.env: dict = {}  # id(tensor) -> Value
         self.keep: list = []  # the traced tensors, so ids stay unique while tracing
@@ -66,6 +72,10 @@ class TracingState:
         self.thread = threading.get_ident()
         self.live = True  # False once the trace ends: its SymInts become plain ints
         self.expand = expand  # op -> bool: record its decomposition's ops instead of it
+        # ember.compile's hooks (None for jit.trace/export): ``read(name)`` when the code reads
+        # a graph tensor's data, ``module(m)`` per module call, ``closure`` (true: tensors that
+        # require grad and are no parameter of the root are held by reference, as a closure's)
+        self.observer = observer
 
     def recording(self) -> bool:
         return self.live and self.suspended == 0 and self.thread == threading.get_ident()
@@ -137,7 +147,7 @@ class TracingState:
                 self.attr_values[name] = value
             self.bind(t, value)
             return value
-        if t._requires_grad:
+        if t._requires_grad and not (self.observer is not None and self.observer.closure):
             raise RuntimeError(
                 "Cannot insert a Tensor that requires grad as a constant. Consider making it a "
                 "parameter or input, or detaching the gradient"
@@ -253,6 +263,7 @@ def capture(
     root=None,
     strict: bool = True,
     expand=None,
+    observer=None,
 ) -> Capture:
     """Run ``fn(*args, **kwargs)`` recording a graph whose inputs are the tensors in ``args``
     (nested tuples/lists/dicts) and whose outputs are the tensors ``fn`` returns.
@@ -260,6 +271,7 @@ def capture(
     ``root``: the module whose parameters and buffers become ``prim::GetAttr`` nodes.
     ``expand``: ``op -> bool``, true for composite ops to record as the ops of their
     decomposition rather than as one node (the ONNX exporter's ops that have no rule).
+    ``observer``: ember.compile's hooks (see ``TracingState``).
     """
     kwargs = kwargs or {}
     leaves, in_spec = pytree.flatten((tuple(args), kwargs))
@@ -271,7 +283,7 @@ def capture(
             )
     if current() is not None:
         raise RuntimeError("ember.jit.trace: tracing inside a trace is not supported")
-    state = TracingState(*_module_tables(root), expand=expand)
+    state = TracingState(*_module_tables(root), expand=expand, observer=observer)
     names = _input_names(fn, in_spec)
     for leaf, name in zip(leaves, names):
         state.add_input(leaf, name)

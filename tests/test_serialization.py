@@ -240,6 +240,53 @@ def test_parameters_stay_parameters(torch):
     assert ours["again"] is ours["weight"]
 
 
+def _with_attributes(lib):
+    t = lib.ones(2)
+    t.note = {"step": 3}
+    p = lib.nn.Parameter(lib.ones(2))
+    p.tag = "encoder"
+    return {"t": t, "p": p, "b": lib.nn.Buffer(lib.ones(1), persistent=False), "plain": lib.ones(1)}
+
+
+def _attributes(loaded: dict) -> dict:
+    return {k: (type(v).__name__, dict(v.__dict__)) for k, v in loaded.items()}
+
+
+def test_python_attributes_are_saved_as_torch_saves_them(torch):
+    """torch.save keeps a tensor's (and a parameter's) attributes; a Buffer is a tensor marked
+    _is_buffer. Files cross both ways, weights-only loads included."""
+    buf = io.BytesIO()
+    torch.save(_with_attributes(torch), buf)
+    want = _attributes(torch.load(io.BytesIO(buf.getvalue()), weights_only=True))
+    assert want["t"] == ("Tensor", {"note": {"step": 3}})  # the expectation holds in torch
+    ours = saved(_with_attributes(ember))
+    assert _attributes(torch.load(io.BytesIO(ours), weights_only=True)) == want
+    assert _attributes(ember.load(io.BytesIO(ours))) == want
+    assert _attributes(ember.load(io.BytesIO(buf.getvalue()))) == want
+
+
+def test_autograd_bookkeeping_is_not_saved(torch):
+    x = ember.ones(2, requires_grad=True) * 2
+    x.retain_grad()
+    x.register_hook(lambda g: g)
+    loaded = torch.load(io.BytesIO(saved({"x": x})), weights_only=True)["x"]
+    assert loaded.__dict__ == {} and type(loaded) is torch.Tensor
+
+
+class NamedTensor(ember.Tensor):
+    """A tensor subclass of the user's own: saved by reference, loaded with weights_only=False."""
+
+
+def test_tensor_subclasses_keep_their_type():
+    t = ember.arange(3.0).as_subclass(NamedTensor)
+    t.names = ("x",)
+    data = saved(t)
+    with pytest.raises(pickle.UnpicklingError, match="refuses"):
+        ember.load(io.BytesIO(data))
+    loaded = ember.load(io.BytesIO(data), weights_only=False)
+    assert type(loaded) is NamedTensor and loaded.names == ("x",) and loaded.tolist() == [0, 1, 2]
+
+
 def test_module_state_dicts_cross_both_ways(torch):
     ours = ember.nn.Linear(3, 2)
     theirs = torch.nn.Linear(3, 2)

@@ -108,6 +108,8 @@ def bad_tensor_argument(op, args, error: Exception) -> TypeError | None:
     path pays nothing. Many ops take numbers for tensors (elementwise ops, scatter's src...), so
     a number is blamed only when ``error`` names its type ("'float' object has no attribute").
     """
+    if getattr(error, "names_argument", False):
+        return None  # the runner named the argument as PyTorch does (copy_ takes numbers)
     suspects = []
     for i, arg in enumerate(op.schema.args):
         if not arg.is_tensor or i >= len(args):
@@ -130,6 +132,23 @@ def bad_tensor_argument(op, args, error: Exception) -> TypeError | None:
         f"{op.name}(): argument '{name}' (position {i + 1}) must be Tensor, not "
         f"{type(value).__name__}"
     )
+
+
+_LIST_POSITIONS: dict = {}  # op -> positions of its Tensor[] arguments
+
+
+def check_tensor_lists(op, args) -> None:
+    """A tensor where the schema takes a list of tensors (``cat(x)``) would be iterated row by
+    row; refuse it as PyTorch does: "must be tuple of Tensors, not Tensor"."""
+    positions = _LIST_POSITIONS.get(op)
+    if positions is None:
+        args_ = op.schema.args
+        positions = _LIST_POSITIONS[op] = [
+            i for i, a in enumerate(args_) if a.is_tensor and a.is_list
+        ]
+    for i in positions:
+        if i < len(args) and isinstance(args[i], Tensor):
+            raise _bad_tensor_list(op, op.schema.args[i], i, args[i])
 
 
 def _bad_tensor_list(op, arg, i: int, value) -> TypeError | None:

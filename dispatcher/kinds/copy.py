@@ -8,6 +8,7 @@ happens on a device that has the kernel for it.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from ember._tensor import Tensor, empty, host_array
 
 from ..memory import normalize_device
 from ..overlap import check_internal, check_partial
-from ._common import OPS, broadcast_shapes, cast, contiguous, expand_to
+from ._common import OPS, broadcast_shapes, cast, check_writable, contiguous, expand_to
 from ._limits import check_scalar_fits
 from .view import negative_stride_view
 
@@ -98,6 +99,12 @@ def copy_(op, dst, src, non_blocking=False):
     if not isinstance(dst, Tensor):
         raise TypeError(f"copy_(): self must be a Tensor, got {type(dst).__name__}")
     if not isinstance(src, Tensor):
+        if not isinstance(src, (numbers.Number, np.generic)):  # PyTorch takes numbers only
+            error = TypeError(
+                f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}"
+            )
+            error.names_argument = True  # PyTorch's words: Op.__call__ keeps them
+            raise error
         from ember._factories import tensor as make_tensor
 
         src = make_tensor(src, dtype=dst._dtype)
@@ -149,7 +156,8 @@ def fill_(op, x, value):
         value = 0 if x._storage.device.type == "meta" else value.item()  # meta: nothing to fill
     else:
         check_scalar_fits("fill_", value, x._dtype)  # a tensor's value wraps, as in torch
-    check_internal("fill_", x)
+    # Filling is idempotent: PyTorch lets elements sharing memory (expanded views) be filled.
+    check_writable("fill_", x)
     if math.prod(x._shape):
         op.kernel(x._storage.device.type, x._dtype)(x, value)
     x._storage.version += 1

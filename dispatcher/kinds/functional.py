@@ -49,3 +49,16 @@ def run(op, *args):
         if computed and t._dtype not in op.dtypes:
             raise unsupported_dtype(op, t._dtype)
     return op.decomposition(*args)
+
+
+def runs_decomposition(op) -> bool:
+    """Whether ``op`` computes by its decomposition alone: a plain composite, or a row of this
+    kind (its runner only checks its arguments first). The transforms (vmap, forward AD) run such an
+    op as its parts, which carry the batch dims and tangents."""
+    return op.decomposition is not None and op.defn.runner in (None, run)
+
+
+def call_decomposition(op, args):
+    """Run an op for which ``runs_decomposition`` holds, with its runner's checks."""
+    runner = op.defn.runner
+    return op.decomposition(*args) if runner is None else runner(op, *args)

@@ -28,7 +28,8 @@ def result_dtype(op, x_dtype, dtype=None):
     if kind is Promotion.BOOL_TO_LONG and x_dtype.category != dt.FLOATING:
         return dt.int64
     if kind is Promotion.ALWAYS_BOOL:
-        return dt.bool_
+        # all/any keep uint8 (PyTorch's legacy byte masks); every other input gives bool
+        return dt.uint8 if x_dtype is dt.uint8 and op.info.get("keeps_uint8") else dt.bool_
     if kind is Promotion.LONG:
         return dt.int64
     if kind is Promotion.FLOAT_ONLY and x_dtype.category != dt.FLOATING:
@@ -39,10 +40,19 @@ def result_dtype(op, x_dtype, dtype=None):
     return x_dtype
 
 
-def reduced_dims(dim, ndim: int, op_name: str) -> tuple:
-    """The sorted dims a reduction folds; None or () means every dim. A 0-d tensor accepts dim 0
-    or -1 (PyTorch) but has no dim to fold, so kernels and formulas never index its shape."""
-    dims = wrap_dims(dim if dim != () else None, ndim, op_name)
+def no_dims(dim) -> bool:
+    """Whether ``dim`` is None or an empty list or tuple: PyTorch reduces every dim for those
+    (all and any reduce none for an empty one)."""
+    return dim is None or (isinstance(dim, (list, tuple)) and not dim)
+
+
+def reduced_dims(dim, ndim: int, op_name: str, empty_is_every: bool = True) -> tuple:
+    """The sorted dims a reduction folds; None, [] and () mean every dim (with
+    ``empty_is_every`` False, [] and () mean none). A 0-d tensor accepts dim 0 or -1 (PyTorch)
+    but has no dim to fold, so kernels and formulas never index its shape."""
+    if no_dims(dim):
+        dim = None if dim is None or empty_is_every else ()
+    dims = wrap_dims(dim, ndim, op_name)
     return dims if ndim else ()
 
 
@@ -53,14 +63,21 @@ def squeeze_dims(t: Tensor, dims: tuple) -> Tensor:
     return make(t._storage, shape, stride, t._offset, t._dtype, t._contig)
 
 
-def _check_nonempty(op, x: Tensor, dims: tuple) -> None:
+def _check_nonempty(op, x: Tensor, dim, dims: tuple) -> None:
+    """An op without an identity (amax, amin) refuses to fold an empty dim, as PyTorch does:
+    a RuntimeError when no dim was named, else an IndexError naming the dim."""
     if op.info.get("identity", True):
         return
+    if no_dims(dim) and 0 in x._shape:
+        raise RuntimeError(
+            f"{op.name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+            f"the reduction dim with the 'dim' argument. (input shape {list(x._shape)})"
+        )
     for d in dims:
         if x._shape[d] == 0:
             raise IndexError(
-                f"{op.name}(): Expected reduction dim {d} to have non-zero size (input shape "
-                f"{list(x._shape)}); the operation has no identity"
+                f"{op.name}(): Expected reduction dim {d} to have non-zero size. (input shape "
+                f"{list(x._shape)}; the operation has no identity)"
             )
 
 
@@ -69,10 +86,8 @@ def reduce(op, x, dim=None, keepdim=False, dtype=None):
     _check_tensor(op, x)
     if x._dtype not in op.dtypes:
         raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name}')
-    dims = wrap_dims(dim if dim != () else None, len(x._shape), op.name)
-    if not x._shape:
-        dims = ()  # dim 0 of a 0-d tensor names no dim to fold (see reduced_dims)
-    _check_nonempty(op, x, dims)
+    dims = reduced_dims(dim, len(x._shape), op.name, op.info.get("empty_dims_reduce", True))
+    _check_nonempty(op, x, dim, dims)
     out_dtype = result_dtype(op, x._dtype, dtype)
     if dtype is not None and x._dtype is not dtype:
         x = cast(x, dtype)
@@ -81,8 +96,11 @@ def reduce(op, x, dim=None, keepdim=False, dtype=None):
     kernel = op.kernel(dev.type, x._dtype)
     if kernel is None:
         return op.decomposition(x, dim, keepdim, dtype)
-    out = empty(keep_shape, out_dtype, dev)
+    # Kernels of all/any write bool; a uint8 result (see result_dtype) is cast from it.
+    wrote = dt.bool_ if op.promotion is Promotion.ALWAYS_BOOL else out_dtype
+    out = empty(keep_shape, wrote, dev)
     kernel(out, x, dims)
+    out = out if wrote is out_dtype else cast(out, out_dtype)
     return out if keepdim else squeeze_dims(out, dims)
 
 
@@ -94,7 +112,7 @@ def reduce_with_indices(op, x, dim, keepdim=False):
     d = wrap_dim(dim, len(x._shape), op.name)
     if x._shape and x._shape[d] == 0:
         raise IndexError(
-            f"{op.name}(): Expected reduction dim {d} to have non-zero size (input shape "
+            f"{op.name}(): Expected reduction dim {d} to have non-zero size. (input shape "
             f"{list(x._shape)})"
         )
     keep_shape = tuple(1 if i == d else s for i, s in enumerate(x._shape))
@@ -117,8 +135,9 @@ def arg_reduce(op, x, dim=None, keepdim=False):
         raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name}')
     if dim is None:
         if math.prod(x._shape) == 0:
-            raise RuntimeError(
-                f"{op.name}(): Expected reduction dim to be specified for input.numel() == 0."
+            raise IndexError(
+                f"{op.name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                f"(input shape {list(x._shape)})"
             )
         flat = contiguous(x)
         flat = make(flat._storage, (math.prod(x._shape),), (1,), flat._offset, x._dtype, True)
@@ -130,7 +149,7 @@ def arg_reduce(op, x, dim=None, keepdim=False):
     d = wrap_dim(dim, len(x._shape), op.name)
     if x._shape and x._shape[d] == 0:
         raise IndexError(
-            f"{op.name}(): Expected reduction dim {d} to have non-zero size (input shape "
+            f"{op.name}(): Expected reduction dim {d} to have non-zero size. (input shape "
             f"{list(x._shape)})"
         )
     keep_shape = tuple(1 if i == d else s for i, s in enumerate(x._shape))

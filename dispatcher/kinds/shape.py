@@ -5,11 +5,12 @@ from __future__ import annotations
 from ember._tensor import Tensor, empty
 
 from ..promotion import result_type
-from ._common import OPS, common_device, wrap_dim
+from ._common import OPS, check_tensor_lists, common_device, wrap_dim
 from .view import narrow
 
 
 def cat(op, tensors, dim=0):
+    check_tensor_lists(op, (tensors,))
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("cat(): expected a non-empty list of Tensors")

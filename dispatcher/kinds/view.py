@@ -194,16 +194,26 @@ def expand(op, x, size):
 
 
 def narrow(op, x, dim, start, length):
+    """PyTorch's checks in its order: a dim, a length >= 0, a start within [-size, size]
+    (IndexError), then the end within the dim."""
     _check(op, x)
+    if not x._shape:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, len(x._shape), "narrow")
-    size = x._shape[d]
-    start = int(start)
+    size, start, length = x._shape[d], int(start), int(length)
+    if length < 0:
+        raise RuntimeError(f"narrow(): length must be non-negative. (got {length})")
+    if not -size <= start <= size:
+        raise IndexError(
+            f"start out of range (expected to be in range of [{-size}, {size}], but got {start}) "
+            f"(narrow() of dim {d} of shape {list(x._shape)})"
+        )
     if start < 0:
         start += size
-    if not (0 <= start <= size) or length < 0 or start + length > size:
-        raise IndexError(
-            f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}) of "
-            f"dim {d} (shape {list(x._shape)})"
+    if start + length > size:
+        raise RuntimeError(
+            f"start ({start}) + length ({length}) exceeds dimension size ({size}). (narrow() of "
+            f"dim {d} of shape {list(x._shape)})"
         )
     shape = x._shape[:d] + (length,) + x._shape[d + 1 :]
     return _view(x, shape, x._stride, x._offset + start * x._stride[d])
@@ -274,7 +284,10 @@ def flatten(op, x, start_dim=0, end_dim=-1):
 def unflatten(op, x, dim, sizes):
     _check(op, x)
     d = wrap_dim(dim, len(x._shape), "unflatten")
-    sizes = infer_size("unflatten", _ints(op, sizes, "sizes"), x._shape[d])
+    sizes = _ints(op, sizes, "sizes")
+    if not sizes:
+        raise RuntimeError(f"unflatten: sizes must be non-empty (dim {d} of {list(x._shape)})")
+    sizes = infer_size("unflatten", sizes, x._shape[d])
     return view(op, x, x._shape[:d] + sizes + x._shape[d + 1 :])
 
 
@@ -340,6 +353,8 @@ def movedim(op, x, source, destination):
     for name, dims, given in (("source", src, source), ("destination", dst, destination)):
         if len(set(dims)) != len(dims):
             raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(given)})")
+    if not ndim:  # a 0-d tensor takes dims 0 and -1 and has nothing to move
+        return permute(op, x, ())
     order = [None] * ndim
     for s, d in zip(src, dst):
         order[d] = s
@@ -352,7 +367,7 @@ def unfold(op, x, dimension, size, step):
     """Sliding windows of ``size`` every ``step`` along ``dimension``, as a new last dim."""
     _check(op, x)
     ndim = len(x._shape)
-    d = wrap_dim(dimension, ndim, "unfold") if ndim else 0
+    d = wrap_dim(dimension, ndim, "unfold")  # a 0-d tensor takes 0 and -1
     length = x._shape[d] if ndim else 1
     check_dims("unfold", ndim + 1)
     if size < 0:
@@ -363,10 +378,11 @@ def unfold(op, x, dimension, size, step):
         )
     if step <= 0:
         raise RuntimeError(f"unfold(): step is {step} but must be > 0")
+    if not ndim:  # PyTorch: the window alone, no dim of windows
+        return _view(x, (size,), (1,), x._offset)
     count = (length - size) // step + 1
-    step_stride = x._stride[d] if ndim else 1
     shape = x._shape[:d] + (count,) + x._shape[d + 1 :] + (size,)
-    stride = x._stride[:d] + (step_stride * step,) + x._stride[d + 1 :] + (step_stride,)
+    stride = x._stride[:d] + (x._stride[d] * step,) + x._stride[d + 1 :] + (x._stride[d],)
     return _view(x, shape, stride, x._offset)
 
 

@@ -12,17 +12,28 @@ from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
-from . import amp, data, elementwise, factory, functional, linalg, nn, reduction, view
+from . import amp, data, elementwise, factory, fill, functional, linalg, nn, reduction, view
 
-MODULES = (elementwise, reduction, view, data, linalg, factory, nn, functional, amp)
+MODULES = (elementwise, reduction, view, data, fill, linalg, factory, nn, functional, amp)
 
 
 def _decompose(op, *args):
     """Backend layer of a composite without a runner: its decomposition, in ember ops."""
+    _common.check_tensor_lists(op, args)
     _common.check_dtypes(op, args)
     if op.mutates and args and isinstance(args[0], _common.Tensor):
         _common.check_writable(op.name, args[0])  # before any partial write, naming this op
     return op.decomposition(*args)
+
+
+def _written_back(composite):
+    """The in-place form of a composite (not elementwise): its result copied into the target,
+    so autograd records the parts and the copy (index_fill_)."""
+
+    def decomposition(target, *args):
+        return target.copy_(composite(target, *args))
+
+    return decomposition
 
 
 def _inplace_def(defn: OpDef, name: str) -> OpDef:
@@ -38,7 +49,9 @@ def _inplace_def(defn: OpDef, name: str) -> OpDef:
         function=False,
         method=True,
         frontend=False,
-        decomposition=None,
+        decomposition=None
+        if defn.kind is Kind.ELEMENTWISE or defn.decomposition is None
+        else _written_back(defn.decomposition),
         out=None,
         notes=f"in-place form of {head}",
     )

@@ -10,6 +10,7 @@ from ..kinds import copy as run_copy
 from ..kinds import index as run_index
 from ..kinds import shape as run_shape
 from ..opdef import DTYPES_NUMERIC, OUT_EXACT, Kind, OpDef, Out, Promotion
+from .fill import fill_value
 
 CORE = "none: implemented by the core over copy_ (and narrow views)"
 OUT_JOIN = Out("cast", "any")  # cat and friends: out may not share memory with any input
@@ -181,12 +182,12 @@ def _np_repeat_interleave(x, repeats=None, dim=None, output_size=None):
 
 
 def _masked_fill(x, mask, value):
-    value = (
-        value
-        if isinstance(value, ember.Tensor)
-        else ember.tensor(value, dtype=x.dtype, device=x.device)
-    )
-    return ember.where(mask, value.to(x.dtype), x)
+    if isinstance(mask, ember.Tensor) and mask.dtype is not ember.bool:
+        raise RuntimeError(
+            "masked_fill(): masked_fill_ only supports boolean masks, but got mask with dtype "
+            f"{mask.dtype.name} (shape {list(mask.shape)})"
+        )
+    return ember.where(mask, fill_value("masked_fill", x, value), x)
 
 
 def _masked_select(x, mask):

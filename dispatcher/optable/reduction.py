@@ -25,16 +25,29 @@ from ..opdef import (
 REDUCE_ARGS = "(out, x, dims): out has x's rank with the reduced dims (sorted tuple) of size 1"
 
 
-def _axis(dim, ndim):
-    if dim is None or dim == ():
-        return None
+def _axis(dim, ndim, empty_is_every=True):
+    """numpy's axis for a dim argument: None, [] and () are every dim (numpy's None), as in
+    PyTorch; with ``empty_is_every`` False (all, any) [] and () are none (numpy's ())."""
+    if run.no_dims(dim):
+        return None if dim is None or empty_is_every else ()
     return tuple(dim) if isinstance(dim, (tuple, list)) else dim
 
 
-def _np_reduce(fn, **extra):
+def _np_reduce(fn, empty_is_every=True, **extra):
     def reference(x, dim=None, keepdim=False, dtype=None):
-        result = fn(x, axis=_axis(dim, x.ndim), keepdims=keepdim, **extra)
+        result = fn(x, axis=_axis(dim, x.ndim, empty_is_every), keepdims=keepdim, **extra)
         return np.asarray(result)
+
+    return reference
+
+
+def _np_all_any(fn):
+    """all/any: an empty dim list reduces nothing; uint8 inputs give uint8, as in PyTorch."""
+    reduce_ = _np_reduce(fn, empty_is_every=False)
+
+    def reference(x, dim=None, keepdim=False):
+        result = reduce_(x, dim, keepdim)
+        return result.astype(np.uint8) if x.dtype == np.uint8 else result
 
     return reference
 
@@ -100,6 +113,8 @@ def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     if x.dtype in _HALF:
         return _norm(x.to(ember.float32), p, dim, keepdim).to(x.dtype)
     dims = run.reduced_dims(dim, x.ndim, "norm")
+    if not x.numel() and not isinstance(p, str) and (p < 0 or p == math.inf):
+        _check_empty_norm(x, p, dim, dims)
     if p in ("fro", 2, 2.0):
         return ember.sqrt(ember.sum(x * x, dims, keepdim))
     if p in (math.inf, float("inf")):
@@ -111,6 +126,23 @@ def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     if p == 0:
         return ember.sum((x != 0).to(x.dtype), dims, keepdim)
     return ember.sum(ember.abs(x) ** p, dims, keepdim) ** (1.0 / p)
+
+
+def _check_empty_norm(x, p, dim, dims) -> None:
+    """inf and negative orders have no identity: PyTorch's vector_norm refuses to fold an empty
+    dim with them."""
+    if run.no_dims(dim):
+        raise RuntimeError(
+            f"linalg.vector_norm cannot compute the {p:g} norm on an empty tensor because the "
+            f"operation does not have an identity (norm of shape {list(x.shape)})"
+        )
+    for d in dims:
+        if not x.shape[d]:
+            raise RuntimeError(
+                f"linalg.vector_norm cannot compute the {p:g} norm on the dimension {d}because "
+                f"this dimension is empty and the operation does not have an identity (norm of "
+                f"shape {list(x.shape)})"
+            )
 
 
 def _np_norm(x, p="fro", dim=None, keepdim=False, dtype=None):
@@ -147,7 +179,9 @@ def _arg_reference(fn):
     return reference
 
 
-def reduce(name, ref, promotion, dtypes=DTYPES_ALL, identity=True, with_dtype=True, **kw) -> OpDef:
+def reduce(
+    name, ref, promotion, dtypes=DTYPES_ALL, identity=True, with_dtype=True, attrs=None, **kw
+) -> OpDef:
     tail = ", *, ScalarType? dtype=None" if with_dtype else ""
     # out= computes in out's dtype where the op takes one (sum, prod); else it must match.
     kw.setdefault("out", OUT_FROM_OUT if with_dtype else OUT_EXACT)
@@ -159,10 +193,15 @@ def reduce(name, ref, promotion, dtypes=DTYPES_ALL, identity=True, with_dtype=Tr
         dtypes=dtypes,
         runner=run.reduce,
         samples="reduction",
-        attrs={"identity": identity},
+        attrs={"identity": identity, **(attrs or {})},
         kernel_args=REDUCE_ARGS,
         **kw,
     )
+
+
+# all/any over dim=[] or () reduce nothing (every other reduction reduces every dim), and keep
+# uint8 inputs uint8 (PyTorch's legacy byte masks).
+ALL_ANY = {"empty_dims_reduce": False, "keeps_uint8": True}
 
 
 def _np_scan(fn):
@@ -192,11 +231,16 @@ ROWS = [
     reduce("prod", _prod_ref, Promotion.BOOL_TO_LONG),
     reduce("amax", _np_reduce(np.max), Promotion.KEEP, identity=False, with_dtype=False),
     reduce("amin", _np_reduce(np.min), Promotion.KEEP, identity=False, with_dtype=False),
-    reduce(
-        "all", _np_reduce(np.all), Promotion.ALWAYS_BOOL, with_dtype=False, differentiable=False
-    ),
-    reduce(
-        "any", _np_reduce(np.any), Promotion.ALWAYS_BOOL, with_dtype=False, differentiable=False
+    *(
+        reduce(
+            name,
+            _np_all_any(fn),
+            Promotion.ALWAYS_BOOL,
+            with_dtype=False,
+            differentiable=False,
+            attrs=ALL_ANY,
+        )
+        for name, fn in (("all", np.all), ("any", np.any))
     ),
     OpDef(
         "mean(Tensor input, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import ember
@@ -38,7 +40,7 @@ def _np_slice(x, dim=0, start=None, end=None, step=1):
 
 
 def _np_squeeze(x, dim=None):
-    if dim is None:
+    if dim is None or not x.ndim:  # a 0-d tensor takes dim 0 or -1 and stays as it is
         return np.squeeze(x)
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     dims = tuple(d for d in dims if x.shape[d] == 1)
@@ -50,14 +52,29 @@ def _np_flatten(x, start_dim=0, end_dim=-1):
         return x.reshape(1)
     end = end_dim % x.ndim
     start = start_dim % x.ndim
-    return x.reshape(x.shape[:start] + (-1,) + x.shape[end + 1 :])
+    # The flattened size spelt out: numpy cannot infer a -1 among 0 elements.
+    return x.reshape(x.shape[:start] + (math.prod(x.shape[start : end + 1]),) + x.shape[end + 1 :])
+
+
+def _np_unflatten(x, dim, sizes):
+    d = dim % x.ndim
+    known = math.prod(s for s in sizes if s != -1)
+    sizes = tuple(x.shape[d] // known if s == -1 else s for s in sizes)  # -1 within dim d only
+    return x.reshape(x.shape[:d] + sizes + x.shape[d + 1 :])
 
 
 def _np_unfold(x, dimension, size, step):
+    if not x.ndim:  # PyTorch: the window alone (of 0 or 1 element)
+        return x.reshape(1)[:size]
+    dimension %= x.ndim  # a negative one would name the windows' dim below
     windows = np.lib.stride_tricks.sliding_window_view(x, size, axis=dimension)
     index = [slice(None)] * windows.ndim
     index[dimension] = slice(None, None, step)
     return windows[tuple(index)]
+
+
+def _np_swapaxes(x, dim0, dim1):
+    return np.swapaxes(x, dim0, dim1) if x.ndim else x  # a 0-d tensor takes dims 0 and -1
 
 
 def _swap(x, dim0, dim1):
@@ -65,6 +82,8 @@ def _swap(x, dim0, dim1):
 
 
 def _unbind(x, dim=0):
+    if not x.ndim:
+        raise IndexError("unbind(): Dimension specified as 0 but tensor has no dimensions")
     return tuple(ember.select(x, dim, i) for i in range(x.shape[dim]))
 
 
@@ -90,11 +109,14 @@ def _split(x, split_size_or_sections, dim=0):
 
 
 def _chunk(x, chunks, dim=0):
+    if not x.ndim:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     length = x.shape[dim]
-    step = -(-length // chunks) if length else 1
-    return _split(x, max(step, 1), dim)
+    if not length:  # PyTorch: `chunks` empty pieces (a split of size 0 would give one)
+        return _split(x, [0] * chunks, dim)
+    return _split(x, -(-length // chunks), dim)
 
 
 ROWS = [
@@ -114,7 +136,7 @@ ROWS = [
     view_op(
         "permute(Tensor input, int[] dims) -> Tensor", run.permute, np.transpose, varargs="dims"
     ),
-    view_op("transpose(Tensor input, int dim0, int dim1) -> Tensor", run.transpose, np.swapaxes),
+    view_op("transpose(Tensor input, int dim0, int dim1) -> Tensor", run.transpose, _np_swapaxes),
     view_op("t(Tensor input) -> Tensor", run.t, lambda x: x.T),
     view_op(
         "expand(Tensor input, int[] size) -> Tensor",
@@ -153,7 +175,7 @@ ROWS = [
     view_op(
         "unflatten(Tensor input, int dim, int[] sizes) -> Tensor",
         run.unflatten,
-        lambda x, d, s: x.reshape(x.shape[: d % x.ndim] + tuple(s) + x.shape[d % x.ndim + 1 :]),
+        _np_unflatten,
     ),
     view_op(
         "as_strided(Tensor input, int[] size, int[] stride, int? storage_offset=None) -> Tensor",
@@ -167,7 +189,9 @@ ROWS = [
         np.diagonal,
     ),
     view_op(
-        "movedim(Tensor input, int[] source, int[] destination) -> Tensor", run.movedim, np.moveaxis
+        "movedim(Tensor input, int[] source, int[] destination) -> Tensor",
+        run.movedim,
+        lambda x, s, d: np.moveaxis(x, s, d) if x.ndim else x,
     ),
     view_op(
         "unfold(Tensor input, int dimension, int size, int step) -> Tensor",
@@ -179,14 +203,14 @@ ROWS = [
     OpDef(
         "swapaxes(Tensor input, int axis0, int axis1) -> Tensor",
         Kind.VIEW,
-        np.swapaxes,
+        _np_swapaxes,
         decomposition=_swap,
         samples="view",
     ),
     OpDef(
         "swapdims(Tensor input, int dim0, int dim1) -> Tensor",
         Kind.VIEW,
-        np.swapaxes,
+        _np_swapaxes,
         decomposition=_swap,
         samples="view",
     ),

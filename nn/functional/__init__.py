@@ -1,5 +1,6 @@
 """ember.nn.functional: the functional forms of layers, activations and losses."""
 
+from ._arguments import names_bad_tensors as _names_bad_tensors
 from ._overrides import (
     Optional,
     assert_int_or_pair,
@@ -142,3 +143,16 @@ from .pooling import (
 from .shuffle import channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle
 from .unpool import max_unpool1d, max_unpool2d, max_unpool3d
 from .vision import interpolate, pad, upsample, upsample_bilinear, upsample_nearest
+
+# Every public functional names a non-tensor given for a tensor as PyTorch does (the
+# __torch_function__ helpers are no functionals).
+for _name, _value in list(globals().items()):
+    _module = getattr(_value, "__module__", "") or ""
+    if (
+        callable(_value)
+        and not _name.startswith("_")
+        and _module.startswith(__name__)
+        and not _module.endswith("._overrides")
+    ):
+        globals()[_name] = _names_bad_tensors(_value)
+del _name, _value, _module

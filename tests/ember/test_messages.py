@@ -15,7 +15,7 @@ from tests.ops.samples import generator_name, samples
 
 # (op, argument): where ember deliberately takes more than a Tensor, with the reason.
 TAKES_DATA = {
-    ("copy_", "src"): "copy_ converts any data to the destination's dtype (setitem relies on it)",
+    ("copy_", "src"): "copy_ refuses data in the words of PyTorch's method ('other', position 1)",
 }
 
 

@@ -6,6 +6,8 @@ Advanced indexing runs on the reduction, nonzero, index_select and put_ kernels.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -160,7 +162,8 @@ def test_assignment_through_a_view_reaches_the_base():
         (1.5, IndexError, r"only integers, slices .* are valid indices \(got float\)"),
         ("a", IndexError, r"are valid indices \(got str\)"),
         ({}, IndexError, r"are valid indices \(got dict\)"),
-        ([0.5], IndexError, "tensors used as indices must be long, int, byte or bool tensors"),
+        (ember.tensor([0.5]), IndexError, "tensors used as indices must be long, int, byte"),
+        ([1j], TypeError, "complex.* cannot be interpreted as integer"),
         (slice(None, None, -1), ValueError, "step must be greater than zero"),
         (slice(None, None, 0), ValueError, "slice step cannot be zero"),
         ([0, 2], IndexError, "index 2 is out of bounds for dimension 0 with size 2"),
@@ -172,6 +175,13 @@ def test_index_errors(index, error, message):
     x, _ = _pair()
     with pytest.raises(error, match=message):
         x[index]
+
+
+def test_a_list_of_floats_indexes_by_their_integer_parts():
+    """PyTorch reads a list index as int64, floats truncated (a float tensor is refused)."""
+    x, a = _pair()
+    assert x[[1.9, -0.5]].tolist() == a[[1, 0]].tolist()
+    assert x[np.array([1.0])].tolist() == a[[1]].tolist()
 
 
 def test_indexing_a_0d_tensor():
@@ -208,3 +218,72 @@ def test_iteration_and_len_follow_the_first_dim():
     assert [r.tolist() for r in rows] == a.tolist()
     with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
         iter(ember.tensor(1))
+
+
+# x[index] = value where PyTorch's rules differ by path: basic indices cast the value; advanced
+# ones need the destination's dtype, except one mask with a one-element CPU value, which is
+# masked_fill_ (bool masks only); uint8 masks index with a deprecation warning.
+F64 = {"dtype": "float64"}
+SETITEM_CASES = {
+    "int-list-f64-value": ([0, 1], ("ones", (2,), F64)),
+    "int-list-f64-0d": ([0], ("tensor", 1.0, F64)),
+    "int-list-i64-value": ([0, 1], ("ones", (2,), {"dtype": "int64"})),
+    "mask-f64-0d": ("mask", ("tensor", 1.0, F64)),
+    "mask-f64-one": ("mask", ("ones", (1,), F64)),
+    "mask-f64-two": ("mask", ("ones", (2,), F64)),
+    "mask-leading-ones": ("mask", ("ones", (1, 2), {})),
+    "mask-tuple-f64-0d": (("mask",), ("tensor", 2.0, F64)),
+    "row-mask-f64-0d": ((slice(None), "mask"), ("tensor", 2.0, F64)),
+    "uint8-mask-scalar": ("uint8", 1.5),
+    "uint8-mask-tensor": ("uint8", ("ones", (2,), {})),
+    "slice-f64-value": (slice(0, 2), ("ones", (2,), F64)),
+    "scalar-overflow": ([0], 1e300),
+}
+
+
+def _setitem(lib, index, value):
+    x = lib.zeros(3, 3) if isinstance(index, tuple) and len(index) == 2 else lib.zeros(3)
+
+    def item(i):
+        if i == "mask":
+            return lib.tensor([True, False, True])
+        if i == "uint8":
+            return lib.tensor([1, 0, 1], dtype=lib.uint8)
+        return i
+
+    index = tuple(item(i) for i in index) if isinstance(index, tuple) else item(index)
+    if isinstance(value, tuple):
+        name, arg, kw = value
+        kw = {k: getattr(lib, v) for k, v in kw.items()}
+        value = lib.tensor(arg, **kw) if name == "tensor" else getattr(lib, name)(*arg, **kw)
+    x[index] = value
+    return x
+
+
+@pytest.mark.parametrize("index, value", list(SETITEM_CASES.values()), ids=list(SETITEM_CASES))
+def test_setitem_value_dtypes_as_torch(index, value):
+    torch = pytest.importorskip("torch")
+    try:
+        want = _setitem(torch, index, value)
+    except RuntimeError as exc:
+        with pytest.raises(RuntimeError, match=re.escape(str(exc)[:30])):
+            _setitem(ember, index, value)
+        return
+    assert _setitem(ember, index, value).tolist() == want.tolist()
+
+
+def test_uint8_masks_are_deprecated_as_in_torch():
+    x = ember.zeros(3)
+    with pytest.warns(UserWarning, match="indexing with dtype ember.uint8 is now deprecated"):
+        assert x[ember.tensor([1, 0, 1], dtype=ember.uint8)].shape == (2,)
+
+
+def test_indices_on_another_device_than_cpu_are_refused_for_a_cpu_tensor(device):
+    """CPU indices may index a tensor on any device; an index on another device may not index
+    a CPU tensor (PyTorch's error)."""
+    index = ember.tensor([1], device=device)
+    if device == "cpu":
+        assert ember.arange(3.0)[index].tolist() == [1.0]
+        return
+    with pytest.raises(RuntimeError, match="indices should be either on cpu or on the same"):
+        ember.arange(3.0)[index]

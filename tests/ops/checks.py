@@ -44,7 +44,8 @@ def result_dtype(op, dtype):
     if kind is Promotion.INT_TO_FLOAT and not floating:
         return ember.get_default_dtype()
     if kind is Promotion.ALWAYS_BOOL:
-        return ember.bool
+        keeps = dtype is ember.uint8 and op.info.get("keeps_uint8")  # all/any of uint8
+        return ember.uint8 if keeps else ember.bool
     if kind is Promotion.LONG or (kind is Promotion.BOOL_TO_LONG and not floating):
         return ember.int64
     return dtype

@@ -1,5 +1,5 @@
 """Sample generators for indexing and sorting ops: gather/scatter, index_select/index_add,
-take/put_, masked ops, nonzero, sort/topk, searchsorted.
+take/put_, masked ops, index_fill, nonzero, sort/topk, searchsorted.
 
 Index tensors are int64 and in range (out-of-range indices are error tests, not samples).
 Writes that could collide (scatter, put_ without accumulate) use distinct indices, so the result
@@ -134,6 +134,22 @@ def masked(op, dtype, device, rng):
     if any(a.name == "value" for a in op.schema.args):
         zero_dim = Arr(values(dtype, (), rng))
         yield Sample((arr(dtype, (3, 4), rng), arr(ember.bool, (3, 4), rng), zero_dim))
+
+
+def index_fill(op, dtype, device, rng):
+    """index_fill(x, dim, index, value): repeated and negative positions, a 0-d index, an
+    empty one, a 0-d input, and a 0-d tensor value."""
+    value = scalar(dtype, rng)
+    for shape, layout, dim, index in (
+        ((3, 4), C, 1, Arr(np.array([0, 2, 0], np.int64))),
+        ((3, 4), T, 0, Arr(np.array([-1], np.int64))),
+        ((2, 3, 4), N, -1, _index(rng, 4, ())),
+        ((5,), S, 0, _index(rng, 5, (0,))),
+        ((), C, 0, Arr(np.array([0], np.int64))),
+    ):
+        yield Sample((arr(dtype, shape, rng, layout), dim, index, value))
+    zero_dim = Arr(values(dtype, (), rng))
+    yield Sample((arr(dtype, (3, 4), rng), 0, _index(rng, 3, (2,)), zero_dim))
 
 
 def nonzero(op, dtype, device, rng):

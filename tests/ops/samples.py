@@ -62,6 +62,7 @@ GENERATORS = {
     "take": idx.take,
     "put": idx.put,
     "masked": idx.masked,
+    "index_fill": idx.index_fill,
     "nonzero": idx.nonzero,
     "sort": idx.sort,
     "topk": idx.topk,

@@ -35,21 +35,8 @@ DIM_OPS = [
     and "dim" in _arg_names(op)
     and op.schema.args[0].is_tensor
 ]
-# (op, dtype) -> why ember differs from PyTorch on purpose or for now; strict: a fix shows.
-KNOWN_DIFFERENCES = {
-    (name, "uint8"): "PyTorch's all/any keep uint8 for uint8 inputs (legacy); ember returns bool"
-    for name in ("all", "any")
-}
 ZERO_D_CASES = [
-    pytest.param(
-        name,
-        d.name,
-        dim,
-        keepdim,
-        marks=[pytest.mark.xfail(reason=KNOWN_DIFFERENCES[name, d.name], strict=True)]
-        if (name, d.name) in KNOWN_DIFFERENCES
-        else [],
-    )
+    (name, d.name, dim, keepdim)
     for name in DIM_OPS
     for d in accepted_dtypes(OPS[name])
     for dim in (0, -1)
@@ -123,7 +110,7 @@ def test_zero_dim_through_dim_ops(name, dtype, dim, keepdim, device):
 
 GRAD_CASES = [
     (name, dtype, dim, keepdim)
-    for name, dtype, dim, keepdim in (case.values for case in ZERO_D_CASES)
+    for name, dtype, dim, keepdim in ZERO_D_CASES
     if dtype in FLOATS and OPS[name].defn.differentiable
 ]
 
@@ -514,14 +501,25 @@ def test_index_ops_past_eight_dims(name, dim, device, rng):
     assert_same(ours, theirs, f"{name} along dim {dim} of a 10-dim layout on {device}")
 
 
-def test_nonzero_past_eight_dims(device):
-    """nonzero writes one coordinate per dim: where a device cannot (xpu past 8 dims) it says
-    so, naming the op, the device and the rank; elsewhere it answers as PyTorch."""
-    x = ember.ones((1,) * 9 + (2,), device=device)
-    try:
-        ours = ember.nonzero(x)
-    except RuntimeError as exc:
-        assert device.startswith("xpu"), f"only xpu may refuse: {exc}"
-        assert "nonzero" in str(exc) and "10-dim" in str(exc) and "xpu:0" in str(exc)
-        return
-    assert_same(ours, torch.nonzero(torch.ones((1,) * 9 + (2,))), f"nonzero on {device}")
+@pytest.mark.parametrize("layout", ["strided", "size-1 dims"])
+def test_nonzero_past_eight_dims(layout, device, rng):
+    """nonzero writes one coordinate per dim, past the 8 dims an xpu kernel walks too."""
+    if layout == "strided":
+        values = rng.integers(0, 2, size=(4,) * 10).astype(np.float32)
+        index = TEN_DIMS
+    else:
+        values, index = np.ones((1,) * 9 + (2,), np.float32), ...
+    ours = ember.nonzero(ember.tensor(values, device=device)[index])
+    assert_same(ours, torch.nonzero(torch.tensor(values)[index]), f"nonzero on {device}")
+
+
+def test_searchsorted_past_eight_dims(device, rng):
+    """Values of 10 unmergeable dims, each row of its own sequence (the leading 9 dims)."""
+    seq = np.sort(rng.standard_normal((4,) * 9 + (5,)).astype(np.float32), axis=-1)
+    values = rng.standard_normal((4,) * 10).astype(np.float32)
+    cut = TEN_DIMS[:9] + (slice(None),)
+    ours = ember.searchsorted(
+        ember.tensor(seq, device=device)[cut], ember.tensor(values, device=device)[TEN_DIMS]
+    )
+    theirs = torch.searchsorted(torch.tensor(seq)[cut], torch.tensor(values)[TEN_DIMS])
+    assert_same(ours, theirs, f"searchsorted on {device}")

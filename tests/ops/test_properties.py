@@ -65,7 +65,9 @@ def as_strided(op, dtype, device, sample):
 
 def _split_points(length: int, op_name: str, how) -> list:
     if op_name == "chunk":
-        how = -(-length // how) if length else 1
+        if not length:  # PyTorch: ``chunks`` empty pieces
+            return [0] * (how - 1)
+        how = -(-length // how)
     if isinstance(how, int):
         return list(range(how, length, how))
     return list(np.cumsum(how)[:-1])

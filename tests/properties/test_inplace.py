@@ -143,7 +143,7 @@ def test_inplace_op_writes_its_target_like_numpy(device, case):
         checks.assert_matches(base, base_values, dtype, op.defn.tolerance(dtype), f"{what}: base")
 
 
-# ---- defects the property keeps out ------------------------------------------------------------
+# ---- partial overlap, which the property keeps out ------------------------------------------
 BINARY_INPLACE = [
     n
     for n in INPLACE
@@ -152,11 +152,6 @@ BINARY_INPLACE = [
 OVERLAP = "some elements of the input tensor and the written-to tensor refer to a single memory"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="partial overlap, being fixed elsewhere: x = ember.arange(6.0); x[1:].mul_(x[:-1]) "
-    "(and copy_, x[1:] = x[:-1]) run and give wrong values; PyTorch refuses",
-)
 @pytest.mark.parametrize("write", ["op", "copy_", "setitem"])
 def test_partially_overlapping_operands_are_refused(write, device):
     """Target and operand share some memory but are not the same view: PyTorch refuses."""

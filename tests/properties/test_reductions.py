@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 import ember
@@ -75,33 +75,7 @@ def reduction_calls(draw):
             named["correction"] = draw(st.integers(0, 2), "correction")
         elif arg.name == "p":
             named["p"] = draw(st.sampled_from(NORM_ORDERS), "p")
-    assume(not _known_defect(op, shape, named))
     return op, dtype, Sample(call_args(op, **named))
-
-
-def _known_defect(op, shape, named) -> bool:
-    """Empty reductions without an identity refused with another error than PyTorch's: being
-    fixed elsewhere, pinned by the xfail tests below."""
-    if 0 not in shape:
-        return False
-    every_dim = named.get("dim") is None and op.info.get("identity", False) is False
-    return every_dim or named.get("p") in (math.inf, -math.inf)
-
-
-# PyTorch's all/any over no dims (dim=() or []) reduce nothing; every other reduction reduces
-# every dim. The table's references read () as every dim and [] as none.
-NO_DIMS_REDUCE_NOTHING = frozenset({"all", "any"})
-
-
-def _as_numpy_sees_it(op, sample) -> Sample:
-    """The reference's arguments: the dim list (or tuple) spelt as the reference reads it."""
-
-    def spelt(arg):
-        if not isinstance(arg, (list, tuple)):
-            return arg
-        return list(arg) if not arg and op.name in NO_DIMS_REDUCE_NOTHING else tuple(arg)
-
-    return Sample(tuple(spelt(a) if i else a for i, a in enumerate(sample.args)))
 
 
 def _torch_call(op, sample):
@@ -114,7 +88,7 @@ def _torch_call(op, sample):
 
 def _numpy_refusal(op, sample):
     try:
-        checks.reference(op, _as_numpy_sees_it(op, sample))
+        checks.reference(op, sample)
     except ValueError:  # no identity over an empty dim: PyTorch raises an IndexError for those
         return IndexError()
     return None
@@ -133,7 +107,7 @@ def test_reduction_matches_numpy(device, case):
             op(*sample.ember_args(device))
         return
     got = checks.as_outputs(op(*sample.ember_args(device)))
-    want = checks.as_outputs(checks.reference(op, _as_numpy_sees_it(op, sample)))
+    want = checks.as_outputs(checks.reference(op, sample))
     dtypes = checks.output_dtypes(op, dtype, len(got))
     assert len(got) == len(want), f"{what}: {len(got)} outputs"
     for i, (g, w, d) in enumerate(zip(got, want, dtypes)):
@@ -141,13 +115,7 @@ def test_reduction_matches_numpy(device, case):
         checks.assert_matches(g, w, d, op.defn.tolerance(d), f"{what}, output {i}")
 
 
-# ---- defects the property meets ----------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="ember.amax(ember.zeros(0, 2)) raises IndexError and "
-    "ember.argmax(ember.zeros(0, 2)) RuntimeError; PyTorch raises RuntimeError and "
-    "IndexError",
-)
+# ---- defects the property met ----------------------------------------------------------------
 @pytest.mark.parametrize("name", ["amax", "amin", "argmax", "argmin"])
 def test_empty_reduction_over_every_dim_raises_like_torch(name, device):
     torch = torch_module()
@@ -158,20 +126,16 @@ def test_empty_reduction_over_every_dim_raises_like_torch(name, device):
         getattr(ember, name)(ember.zeros(0, 2, device=device))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ember.norm(ember.zeros(0), p=math.inf) raises amax's "
-    "IndexError; PyTorch a RuntimeError naming vector_norm",
-)
-def test_empty_inf_norm_raises_like_torch(device):
-    with pytest.raises(RuntimeError, match="cannot compute the inf norm on an empty tensor"):
-        ember.norm(ember.zeros(0, device=device), p=math.inf)
+@pytest.mark.parametrize("p", [math.inf, -math.inf, -1.0])
+def test_empty_norm_without_identity_raises_like_torch(p, device):
+    for dim, where in ((None, "on an empty tensor"), (0, "on the dimension 0")):
+        with pytest.raises(RuntimeError, match=f"cannot compute the {p:g} norm {where}"):
+            ember.norm(ember.zeros(0, 2, device=device), p=p, dim=dim)
+    assert ember.norm(ember.zeros(0, 2, device=device), p=p, dim=1).shape == (0,)
 
 
-# Found by the property and not among the defects being fixed elsewhere: fail until fixed.
 def test_no_dims_reduce_like_torch(device):
-    """PyTorch reads dim=[] as dim=(): every dim, except all/any, which reduce none (ember
-    reduces none for [] and every dim for (), whatever the op)."""
+    """PyTorch reads dim=[] as dim=(): every dim, except all/any, which reduce none."""
     torch = torch_module()
     wrong = []
     for name in ("sum", "amax", "count_nonzero", "std", "all"):

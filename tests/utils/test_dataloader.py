@@ -166,6 +166,50 @@ def test_options_are_locked_after_init():
     loader.num_workers = 0  # not a locked option
 
 
-def test_pin_memory_is_accepted():
-    batches = list(DataLoader(TensorDataset(ember.arange(4)), batch_size=2, pin_memory=True))
+def test_pin_memory_without_accelerator_warns_as_torch(monkeypatch):
+    """Without an accelerator PyTorch warns once per iterator and loads unpinned batches."""
+    torch = pytest.importorskip("torch")
+    from ember import _accelerator
+
+    monkeypatch.setattr(_accelerator, "BUILTIN", ("nodevice",))
+    with pytest.warns(UserWarning) as theirs:
+        list(torch.utils.data.DataLoader(list(range(4)), batch_size=2, pin_memory=True))
+    loader = DataLoader(TensorDataset(ember.arange(4)), batch_size=2, pin_memory=True)
+    with pytest.warns(UserWarning) as ours:
+        batches = list(loader)
+    assert [str(w.message) for w in ours] == [str(w.message) for w in theirs]
+    assert ours[0].filename == __file__  # the warning points at the loop, not at ember
     assert [b[0].tolist() for b in batches] == [[0, 1], [2, 3]]
+
+
+class _PinningRuntime:
+    """A runtime whose host_alloc hands out numpy memory it remembers as pinned."""
+
+    def __init__(self):
+        self.pinned = []
+
+    def host_alloc(self, nbytes):
+        raw = np.empty(max(nbytes, 1), np.uint8)
+        self.pinned.append(raw)
+        return raw
+
+    def is_pinned(self, owner) -> bool:
+        return any(owner is raw or getattr(owner, "base", None) is raw for raw in self.pinned)
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_pin_memory_pins_every_tensor_of_a_batch(monkeypatch, num_workers):
+    """With an accelerator that pins, batches come back pinned, structure kept (PyTorch)."""
+    from ember import _accelerator, _pinned
+    from ember.utils.data import _pin
+
+    runtime = _PinningRuntime()
+    monkeypatch.setattr(_accelerator, "current_accelerator", lambda: "cuda")
+    monkeypatch.setattr(_pinned, "pinning_runtime", lambda device=None: runtime)
+    monkeypatch.setattr(_pin, "pinning_runtime", lambda device=None: runtime)
+    samples = [{"x": ember.full((2,), float(i)), "y": (i, "label")} for i in range(4)]
+    loader = DataLoader(samples, batch_size=2, pin_memory=True, num_workers=num_workers)
+    batches = list(loader)
+    assert [b["x"].tolist() for b in batches] == [[[0.0] * 2, [1.0] * 2], [[2.0] * 2, [3.0] * 2]]
+    assert all(b["x"].is_pinned() and b["y"][0].is_pinned() for b in batches)
+    assert [b["y"][1] for b in batches] == [("label", "label")] * 2  # a tuple stays a tuple

@@ -156,7 +156,7 @@ kernel void put(global ST(OT) *x, long xo, FLAT_ARGS, global const long *ix, lon
 /* Row-major coordinates of the non-zero elements of x into o [count, nd]: one work-group; each
  * work-item counts a contiguous run of positions, a scan gives each run its first row. */
 kernel void nonzero(global long *o, long oo, global const ST(T) *x, long xo, long8 shape_,
-                    long8 xs_, int nd, long n, long count) {
+                    long8 xs_, int nd, long n, long count, int flat) {
     local long first[LOCAL];
     EM_UNPACK(shape, shape_);
     EM_UNPACK(xs, xs_);
@@ -179,10 +179,26 @@ kernel void nonzero(global long *o, long oo, global const ST(T) *x, long xo, lon
     long row = first[lid];
     for (long i = begin; i < end && row < count; i++) {
         if (LD(T, x, xo + em_offset(i, nd, shape, xs)) != 0) {
+            if (flat) { /* the row-major position; `unravel` makes coordinates of it */
+                o[oo + row++] = i;
+                continue;
+            }
             long at[8];
             em_unravel(i, nd, shape, at);
             for (int d = 0; d < nd; d++) o[oo + row * nd + d] = at[d];
             row++;
         }
+    }
+}
+
+/* Columns col..col+nd-1 of `count` rows of `width` coordinates: those of the dims of `shape`
+ * (a run of a tensor's dims, `inner` elements after it) at row-major positions lin[r]. */
+kernel void unravel(global long *o, long oo, int width, int col, global const long *lin,
+                    long inner, long8 shape_, int nd, long count) {
+    EM_UNPACK(shape, shape_);
+    for (long r = get_global_id(0); r < count; r += get_global_size(0)) {
+        long at[8];
+        em_unravel(lin[r] / inner, nd, shape, at);
+        for (int d = 0; d < nd; d++) o[oo + r * width + col + d] = at[d];
     }
 }

@@ -62,14 +62,25 @@ def _accumulator(dev, t, add: bool = True):
         convert(dev, here, code, (wide, 0), FLOAT32, shape, wide_strides, strides)
 
 
-def _check_rank(op: str, x) -> None:
-    """nonzero writes one coordinate per dim, so its dims cannot be merged or looped over."""
-    if len(x._shape) > MAX_DIMS:
-        raise RuntimeError(
-            f"{op}: the xpu kernel handles tensors of at most {MAX_DIMS} dims, got a "
-            f"{len(x._shape)}-dim {x._dtype.name} tensor of shape {list(x._shape)} on "
-            f"{x._storage.device}; move it to the CPU for this op, or reshape it to fewer dims"
-        )
+def _find_nonzero(dev, kernels, dst, x, count: int, flat: bool) -> None:
+    """The nonzero kernel (one work-group) over ``x``: into ``dst`` = (buffer, element offset)
+    the coordinates of ``count`` nonzeros, or with ``flat`` their row-major positions, found
+    walking x's dims merged (through a contiguous copy if they stay past MAX_DIMS)."""
+    n = math.prod(x._shape)
+    source = (x._storage.handle, offset(x))
+    shape, strides = x._shape, x._stride
+    if flat:
+        shape, (strides,) = merge_dims(shape, [strides])
+    with contextlib.ExitStack() as stack:
+        if len(shape) > MAX_DIMS:
+            (copy,) = stack.enter_context(dev.scratch(x._dtype.itemsize * n))
+            convert(dev, (copy, 0), x._dtype.code, source, x._dtype.code, x._shape, x._stride)
+            source, shape, strides = (copy, 0), (n,), (1,)
+        kernel = kernels["nonzero"]
+        kernel.fn(
+            dev.queue, (kernel.local,), (kernel.local,), *dst, *source, pack(shape),
+            pack(strides), len(shape), n, count, int(flat),
+        )  # fmt: skip
 
 
 def _along_dim(dim: int, size: int):
@@ -197,14 +208,23 @@ def build(runtime) -> dict:
     def nonzero(out, x):
         if not x._shape:
             return  # a 0-d input gives rows of no coordinates
-        _check_rank("nonzero", x)
         dev = device_of(runtime, x)
-        kernel = _kernels(dev, x._dtype.code)["nonzero"]
-        kernel.fn(
-            dev.queue, (kernel.local,), (kernel.local,), out._storage.handle, offset(out),
-            x._storage.handle, offset(x), pack(x._shape), pack(x._stride), len(x._shape),
-            math.prod(x._shape), out._shape[0],
-        )  # fmt: skip
+        kernels = _kernels(dev, x._dtype.code)
+        if len(x._shape) <= MAX_DIMS:
+            _find_nonzero(dev, kernels, (out._storage.handle, offset(out)), x, out._shape[0], False)
+            return
+        # More dims than a kernel walks: find the row-major positions (x's dims merged), then
+        # write the coordinates of at most MAX_DIMS dims per launch.
+        count = out._shape[0]
+        with dev.scratch(8 * count) as (positions,):
+            _find_nonzero(dev, kernels, (positions, 0), x, count, True)
+            for first in range(0, len(x._shape), MAX_DIMS):
+                dims = x._shape[first : first + MAX_DIMS]
+                inner = math.prod(x._shape[first + MAX_DIMS :])
+                dev.launch(
+                    kernels["unravel"], count, out._storage.handle, offset(out), len(x._shape),
+                    first, positions, inner, pack(dims), len(dims), count,
+                )  # fmt: skip
 
     kernels = {
         "gather": gather,

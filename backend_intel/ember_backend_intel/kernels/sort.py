@@ -11,7 +11,8 @@ import math
 
 from ..programs import source
 from . import _shared
-from ._launch import DTYPE_NAMES, MAX_DIMS, TOKENS, device_of, merge_dims, offset, pack
+from ._launch import DTYPE_NAMES, MAX_DIMS, TOKENS, blocks, device_of, merge_dims, offset, pack
+from .copy import contiguous_strides
 
 INT32 = DTYPE_NAMES.index("int32")
 
@@ -64,19 +65,21 @@ def build(runtime) -> dict:
         _shared.check_sequence(seq, values)
         dev = device_of(runtime, values)
         kernels = _kernels(dev, seq._dtype.code)
-        vshape = values._shape
-        if len(vshape) > MAX_DIMS:
-            raise RuntimeError(f"searchsorted: at most {MAX_DIMS} dims, got {list(vshape)}")
         # One sequence row per value: rows follow the values' leading dims (stride 0 along the
-        # values' last dim); a 1-D sequence is shared by all.
+        # values' last dim); a 1-D sequence is shared by all. out is contiguous; dims merge
+        # where all three layouts allow, and past MAX_DIMS leading ones are looped over.
+        vshape = values._shape
         rows = seq._stride[:-1] + (0,) if len(seq._shape) > 1 else (0,) * len(vshape)
         name = "searchsorted32" if out._dtype.code == INT32 else "searchsorted64"
-        n = math.prod(vshape)
-        dev.launch(
-            kernels[name], n, out._storage.handle, offset(out), values._storage.handle,
-            offset(values), pack(values._stride), seq._storage.handle, offset(seq), pack(rows),
-            seq._shape[-1], seq._stride[-1], pack(vshape), len(vshape), n, int(right),
-        )  # fmt: skip
+        layout = [contiguous_strides(vshape), values._stride, rows]
+        shape, strides = merge_dims(vshape, layout)
+        for (do, dv, dr), sub, (_os, vs, rs) in blocks(shape, strides):
+            n = math.prod(sub)
+            dev.launch(
+                kernels[name], n, out._storage.handle, offset(out) + do, values._storage.handle,
+                offset(values) + dv, pack(vs), seq._storage.handle, offset(seq) + dr, pack(rs),
+                seq._shape[-1], seq._stride[-1], pack(sub), len(sub), n, int(right),
+            )  # fmt: skip
 
     sort.__qualname__, searchsorted.__qualname__ = "xpu.sort", "xpu.searchsorted"
     return {

@@ -18,6 +18,7 @@ from multiprocessing import resource_tracker
 from . import _shared_memory
 from ._collate import default_collate, default_convert
 from ._fetch import ITERABLE, MAP, create_fetcher
+from ._pin import pin, pin_device
 from ._pool import WORKER_EXITED, WorkerPool
 from ._worker import (
     ExceptionWrapper,
@@ -53,7 +54,8 @@ class DataLoader:
             ``sampler`` and ``drop_last``).
         num_workers: worker processes; 0 loads in the main process.
         collate_fn: turns a list of samples into a batch (default: ``default_collate``).
-        pin_memory: accepted for compatibility; host memory needs no pinning here.
+        pin_memory: copy batches into page-locked memory (an accelerator that pins, CUDA,
+            must be there; without one PyTorch's warning says it won't be used).
         drop_last: drop the last incomplete batch.
         timeout: seconds to wait for a batch from the workers (0: wait forever).
         worker_init_fn: called as ``worker_init_fn(worker_id)`` in each worker after seeding.
@@ -62,7 +64,7 @@ class DataLoader:
         generator: the generator of the shuffle order and of the workers' base seed.
         prefetch_factor: tasks in flight per worker (default 2 with workers).
         persistent_workers: keep the workers alive between epochs.
-        pin_memory_device: accepted for compatibility.
+        pin_memory_device: the device whose runtime pins (default: the current accelerator).
         in_order: accepted for compatibility (batches always come in sampler order).
 
     Each worker seeds ``ember``, ``random`` and ``numpy`` with ``base_seed + worker_id``, where
@@ -261,6 +263,7 @@ class _BaseIter:
         self._sampler_iter = iter(self._index_sampler)
         # Drawn with or without workers, so that both consume the generator alike.
         self._base_seed = draw_seed(loader.generator)
+        self._pin_device = pin_device(loader)  # warns when pinning is asked for but can't be
 
     def __iter__(self):
         return self
@@ -272,7 +275,8 @@ class _BaseIter:
         return next(self._sampler_iter)
 
     def __next__(self):
-        return self._next_data()
+        data = self._next_data()
+        return pin(data, self._pin_device) if self._pin_device else data
 
     def __len__(self) -> int:
         return len(self._index_sampler)

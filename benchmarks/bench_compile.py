@@ -1,0 +1,103 @@
+"""Training-step time: eager ember, compiled ember, PyTorch eager, torch.compile.
+
+    python benchmarks/bench_compile.py [--steps 20] [--threads 2] [--models tiny mlp cnn gpt]
+
+Each (library, mode, model) runs in its own process (so one library's threads, allocator and
+compile caches never touch another's), builds the model of bench_training.py, compiles the
+model with ``ember.compile`` / ``torch.compile`` in the compiled modes (the loss, backward and
+optimizer step stay eager, as in nanoGPT's ``model = torch.compile(model)``), times the first
+step (capture or compilation included) and the median of ``--steps`` steps after it, and prints
+ratios against eager ember and PyTorch eager. ``tiny`` is a per-op-bound MLP (width 32, batch 8).
+A process over ``--timeout`` seconds (torch.compile's first compilation can be slow on small
+machines) is reported as missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_training import MODELS  # the same models as the training benchmark
+
+
+def tiny(nn, lib):
+    model = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(32, 32), nn.GELU())])
+    opt = lib.optim.SGD(model.parameters(), lr=0.01)
+    return model, opt, lib.randn(8, 32), lib.randint(0, 32, (8,))
+
+
+ALL = {"tiny": tiny, **MODELS}
+RUNS = [("ember", False), ("ember", True), ("torch", False), ("torch", True)]
+
+
+def worker(lib_name: str, compiled: bool, model_name: str, steps: int, threads: int) -> dict:
+    lib = __import__(lib_name)
+    lib.set_num_threads(threads)
+    lib.manual_seed(0)
+    model, opt, x, y = ALL[model_name](lib.nn, lib)
+    run = lib.compile(model) if compiled else model
+
+    def step():
+        opt.zero_grad()
+        loss = lib.nn.functional.cross_entropy(run(x), y)
+        loss.backward()
+        opt.step()
+
+    start = time.perf_counter()
+    step()
+    first = time.perf_counter() - start
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return {"first": first, "median": statistics.median(times)}
+
+
+def measure(lib: str, compiled: bool, model: str, args) -> dict | None:
+    command = [sys.executable, __file__, "--worker", lib, str(int(compiled)), model]
+    command += ["--steps", str(args.steps), "--threads", str(args.threads)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"  {lib} {'compiled' if compiled else 'eager'} {model}: over {args.timeout} s")
+        return None
+    if done.returncode != 0:
+        last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "?"
+        print(f"  {lib} {'compiled' if compiled else 'eager'} {model}: failed ({last})")
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--models", nargs="+", default=list(ALL), choices=list(ALL))
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per process")
+    parser.add_argument("--worker", nargs=3, metavar=("LIB", "COMPILED", "MODEL"))
+    args = parser.parse_args(argv)
+    if args.worker:
+        lib, compiled, model = args.worker
+        print(json.dumps(worker(lib, compiled == "1", model, args.steps, args.threads)))
+        return
+    header = f"{'model':6s} {'ember':>9s} {'compiled':>9s} {'torch':>9s} {'t.compile':>9s}"
+    print(header + f" {'c/ember':>8s} {'c/torch':>8s} {'1st call':>9s}   (ms per step)")
+    for model in args.models:
+        found = [measure(lib, compiled, model, args) for lib, compiled in RUNS]
+        ms = [f"{r['median'] * 1e3:9.2f}" if r else f"{'n/a':>9s}" for r in found]
+        ours, compiled = found[0], found[1]
+        c_e = compiled["median"] / ours["median"] if ours and compiled else float("nan")
+        c_t = compiled["median"] / found[2]["median"] if found[2] and compiled else float("nan")
+        first = f"{compiled['first']:8.2f}s" if compiled else "n/a"
+        print(f"{model:6s} {' '.join(ms)} {c_e:7.2f}x {c_t:7.2f}x {first:>9s}")
+
+
+if __name__ == "__main__":
+    main()

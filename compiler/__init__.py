@@ -1,0 +1,44 @@
+"""ember.compiler: ``ember.compile`` captures calls into graphs, guards them and replays them.
+
+See docs/compile.md. ``ember.compile`` and ``nn.Module.compile`` are the entry points;
+``reset``, ``is_compiling``, ``disable`` and ``list_backends`` are PyTorch's ``torch.compiler``
+functions; ``ember._dynamo`` holds ``explain``, ``config`` and ``exc`` under PyTorch's names.
+Importing this package is cheap: the capture machinery loads on the first compiled call.
+"""
+
+from __future__ import annotations
+
+from . import config, exc
+from .api import compile, disable
+from .marks import allow_in_graph
+from .options import list_backends
+
+
+def reset() -> None:
+    """Forget every compiled graph: the next call of each compiled function captures again."""
+    from .frame import reset_all
+
+    reset_all()
+
+
+def is_compiling() -> bool:
+    """Whether the calling code runs inside an ember.compile capture (PyTorch's
+    ``torch.compiler.is_compiling``); False in eager code and in replays."""
+    from .region import is_compiling as compiling
+
+    return compiling()
+
+
+is_dynamo_compiling = is_compiling  # PyTorch's other name
+
+__all__ = [
+    "allow_in_graph",
+    "compile",
+    "config",
+    "disable",
+    "exc",
+    "is_compiling",
+    "is_dynamo_compiling",
+    "list_backends",
+    "reset",
+]

@@ -1,0 +1,196 @@
+"""A compiled function: a cache of regions keyed by guards, recompiling on a guard failure.
+
+Each call computes its guard key (``guards.call_key``); a hit replays the region's generated
+code; a miss captures the call (its result is the capture's eager run), up to
+``config.recompile_limit`` entries, after which new guard sets run eagerly with PyTorch's
+warning. A capture that broke (``.item()``, ``print`` of a tensor...) caches an eager entry
+that records the reason, so the break is paid once.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import weakref
+
+from ember.jit import pytree
+from ember.jit.tracer import _ACTIVE, current
+
+from . import config, guards, logs
+from .exc import FailOnRecompileLimitHit
+from .observer import COMPILE, FULLGRAPH, Observer
+from .region import record, split
+from .split import compiled_children
+
+WARN = logging.getLogger("ember._dynamo.convert_frame")
+_INSTANCES: weakref.WeakSet = weakref.WeakSet()
+
+
+class Entry:
+    """One guard set: the region to replay (None: run eagerly) and the module flags it assumed."""
+
+    __slots__ = ("modules", "reasons", "region", "state")
+
+    def __init__(self, region, modules: list, reasons: list):
+        self.region = region
+        self.modules = modules
+        self.state = guards.module_state(modules)
+        self.reasons = reasons
+
+    def matches(self) -> bool:
+        return guards.module_state(self.modules) == self.state
+
+
+class CompiledFunction:
+    """What ``ember.compile(fn)`` returns for a function (and holds for a module)."""
+
+    def __init__(self, fn, options, root=None):
+        self._fn = fn
+        self._options = options
+        self._root = root
+        self._cache: dict = {}
+        self._count = 0
+        self._last = None  # the key of the newest entry (for recompile reasons)
+        self._limit_warned = False
+        self._children = None  # id(child module) -> its CompiledFunction, once a capture broke
+        functools.update_wrapper(self, fn, updated=())
+        _INSTANCES.add(self)
+
+    def __call__(self, *args, **kwargs):
+        if (_ACTIVE and current() is not None) or not config.enabled:
+            return self._fn(*args, **kwargs)  # inside a capture: inline, as dynamo does
+        key = None if kwargs else guards.fast_key(args)
+        if key is not None:
+            leaves, positions = args, None
+        else:
+            leaves, spec, positions = split(args, kwargs)
+            key = (repr(spec), guards.call_key(leaves))
+        for entry in self._cache.get(key, ()):
+            if entry.modules and not entry.matches():
+                continue
+            if entry.region is None:
+                return self._eager(args, kwargs)
+            tensors = leaves if positions is None else [leaves[i] for i in positions]
+            return entry.region.run(self._root, tensors)
+        guards.remember_devices(leaves)
+        return self._miss(key, leaves, args, kwargs)
+
+    def _eager(self, args, kwargs):
+        """A guard set whose capture broke: a module runs its children compiled (split.py), a
+        function runs eagerly."""
+        root = self._root
+        if root is None or not root._modules:
+            return self._fn(*args, **kwargs)
+        if self._children is None:
+            self._children = {
+                id(child): CompiledFunction(child._call_impl, self._options, root=child)
+                for child in root._modules.values()
+                if child is not None
+            }
+        with compiled_children(self._children):
+            return self._fn(*args, **kwargs)
+
+    # ---- compiling ---------------------------------------------------------------------------
+    def _miss(self, key, leaves, args, kwargs):
+        names = self._leaf_names(args, kwargs)
+        reasons = self._reasons(key, names)
+        if self._count >= _limit():
+            return self._over_limit(reasons, args, kwargs)
+        if self._count and logs.enabled("recompiles"):
+            logs.log("recompiles", self._recompile_text(reasons))
+        mode = FULLGRAPH if self._options.fullgraph else COMPILE
+        observer = Observer(mode, None)
+        result, region = record(self._fn, args, kwargs, self._root, observer)
+        modules = list(observer.modules.values())
+        if self._root is not None and id(self._root) not in observer.modules:
+            modules.insert(0, self._root)  # called through _call_impl, so not observed
+        entry = Entry(region, modules, observer.reasons)
+        self._cache.setdefault(key, []).append(entry)
+        self._count += 1
+        self._last = key
+        self._log(region, key, names, observer)
+        return result
+
+    def _over_limit(self, reasons, args, kwargs):
+        if self._options.fullgraph:
+            raise FailOnRecompileLimitHit(
+                f"Hard failure due to fullgraph=True: {self.__qualname__} hit "
+                f"config.recompile_limit ({_limit()})"
+            )
+        if not self._limit_warned:
+            self._limit_warned = True
+            code = getattr(self._fn, "__code__", None)
+            where = f"'{code.co_name}' ({code.co_filename}:{code.co_firstlineno})" if code else "?"
+            WARN.warning(
+                "ember._dynamo hit config.recompile_limit (%s)\n   function: %s\n   last reason: "
+                '%s\nTo log all recompilation reasons, use EMBER_LOGS="recompiles".\nTo diagnose '
+                "recompilation issues, see docs/compile.md",
+                _limit(),
+                where,
+                f"0/{self._count - 1}: {reasons[0] if reasons else 'guard failure'}",
+            )
+        return self._fn(*args, **kwargs)
+
+    def _reasons(self, key, names) -> list[str]:
+        if self._last is None:
+            return []
+        if self._last[0] != key[0]:
+            return ["the arguments' structure changed"]
+        found = guards.failures(self._last[1], key[1], names)
+        if not found and self._cache.get(key):
+            entry = self._cache[key][-1]
+            found = [guards.module_failure(entry.modules, entry.state)]
+        return found or ["the guards of an earlier entry failed"]
+
+    def _recompile_text(self, reasons) -> str:
+        code = getattr(self._fn, "__code__", None)
+        where = f"{code.co_name} in {code.co_filename}:{code.co_firstlineno}" if code else "?"
+        lines = [
+            f"Recompiling function {where}",
+            "    triggered by the following guard failure(s):",
+        ]
+        lines += [f"    - {self._count - 1}/0: {reason}" for reason in reasons]
+        return "\n".join(lines)
+
+    def _log(self, region, key, names, observer) -> None:
+        if region is None:
+            logs.log("graphs", f"{self.__qualname__}: no graph (graph break), runs eagerly")
+            return
+        logs.log("graphs", f"graph of {self.__qualname__}:\n{region.graph}")
+        logs.log("guards", "\n".join(guards.describe(key[1], names)))
+        ops = sum(1 for n in region.graph.nodes() if not n.kind().startswith("prim::"))
+        logs.log(
+            "fusion", f"{self.__qualname__}: no fused kernels yet; {ops} ops replay one by one"
+        )
+
+    def _leaf_names(self, args, kwargs) -> list[str]:
+        _leaves, spec, _ = split(args, kwargs)
+        try:
+            params = [p.name for p in inspect.signature(self._fn).parameters.values()]
+        except (TypeError, ValueError):
+            params = []
+        names = []
+        for path in pytree.leaf_paths(spec):
+            group, index, *rest = path.split(".")
+            if group == "0":
+                i = int(index)
+                index = params[i] if i < len(params) else f"args[{i}]"
+            names.append(".".join([index, *rest]))
+        return names
+
+    def _reset(self) -> None:
+        self._children = None
+        self._cache.clear()
+        self._count = 0
+        self._last = None
+        self._limit_warned = False
+
+
+def _limit() -> int:
+    return getattr(config, "recompile_limit", None) or config.cache_size_limit
+
+
+def reset_all() -> None:
+    for instance in list(_INSTANCES):
+        instance._reset()

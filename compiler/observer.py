@@ -1,0 +1,130 @@
+"""What a capture for ember.compile watches: reads of graph tensors' data, module calls, and the
+calls that end a graph (print of a tensor, ``backward``, an optimizer step, a disabled
+function). The tracer calls ``read``/``module``; ``watching`` patches the rest for the
+duration of one capture.
+
+A graph break ends the recording and the function runs on eagerly from there: the call's
+result is the eager one, computed once (an in-place update or a random draw is never done
+twice), and the guard set that broke runs eagerly from then on. ``fullgraph=True`` raises
+``Unsupported`` instead; ``explain()`` records the reason and keeps recording, to count graphs.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+
+from ember._tensor import Tensor
+
+from . import logs
+from .exc import Unsupported
+from .reasons import CONSTRUCTS, GraphCompileReason, message, user_stack
+
+COMPILE, FULLGRAPH, EXPLAIN = "compile", "fullgraph", "explain"
+
+
+class Observer:
+    closure = True  # tensors the function closes over are held by reference (see the tracer)
+
+    def __init__(self, mode: str, entry_code):
+        self.mode = mode
+        self.entry_code = entry_code  # the frame where user code starts (for user stacks)
+        self.state = None
+        self.reasons: list = []
+        self.modules: dict = {}  # id -> module called during the capture, in call order
+        self.segments: list = []  # explain: the op kinds of each graph between breaks
+        self._counted = 0
+        self.broken = False
+
+    # ---- tracer hooks ------------------------------------------------------------------------
+    def module(self, module) -> None:
+        self.modules.setdefault(id(module), module)
+
+    def read(self, name: str) -> None:
+        self.graph_break(name)
+
+    # ---- breaks ------------------------------------------------------------------------------
+    def graph_break(self, construct: str, name: str = "") -> None:
+        record = CONSTRUCTS[construct]
+        text = message(record, user_stack(self.entry_code), name)
+        if self.mode == FULLGRAPH:
+            raise Unsupported(text, record.gb_type, record.explanation, record.hints)
+        logs.log("graph_breaks", text)
+        self.reasons.append(GraphCompileReason(text, user_stack(self.entry_code)))
+        self.close_segment()
+        if self.mode == COMPILE and not self.broken:
+            self.broken = True
+            self.state.suspended += 1  # for good: the rest of the call runs eagerly
+
+    def close_segment(self) -> None:
+        nodes = list(self.state.graph.nodes()) if self.state is not None else []
+        ops = [n.kind() for n in nodes if not n.kind().startswith("prim::")]
+        self.segments.append(ops[self._counted :])
+        self._counted = len(ops)
+
+    def active(self) -> bool:
+        return self.state is not None and self.state.recording()
+
+    def is_graph_tensor(self, t) -> bool:
+        state = self.state
+        return id(t) in state.env or id(t) in state.attrs
+
+
+@contextlib.contextmanager
+def watching(observer: Observer):
+    """Patch the calls that end a graph while ``observer``'s capture runs."""
+    from ember import autograd
+    from ember.optim.optimizer import Optimizer
+
+    tensor_args = lambda args: any(  # noqa: E731 - a one-line predicate
+        isinstance(a, Tensor) and observer.is_graph_tensor(a) for a in args
+    )
+    patches = [
+        (builtins, "print", "print", tensor_args),
+        (Tensor, "__repr__", "repr", tensor_args),
+        (Tensor, "__str__", "repr", tensor_args),
+        (Tensor, "__format__", "repr", tensor_args),
+        (Tensor, "backward", "backward", None),
+        (autograd, "backward", "backward", None),
+        (autograd, "grad", "autograd.grad", None),
+    ]
+    patches += [(cls, "step", "optimizer.step", None) for cls in _subclasses(Optimizer)]
+    saved = []
+    try:
+        for owner, attr, construct, applies in patches:
+            if isinstance(owner, type) and attr not in owner.__dict__:
+                continue  # inherited (object.__str__ calls the patched __repr__)
+            original = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
+            saved.append((owner, attr, original))
+            setattr(owner, attr, _breaking(observer, original, construct, applies))
+        yield
+    finally:
+        for owner, attr, original in reversed(saved):
+            setattr(owner, attr, original)
+
+
+def _breaking(observer: Observer, original, construct: str, applies):
+    def call(*args, **kwargs):
+        if observer.active() and (applies is None or applies(args)):
+            observer.graph_break(construct)
+        state = observer.state
+        state.suspended += 1  # its own ops (a backward pass, a tensor's repr) are not the model's
+        try:
+            return original(*args, **kwargs)
+        finally:
+            state.suspended -= 1
+
+    call.__name__ = getattr(original, "__name__", "call")
+    call.__wrapped__ = original
+    return call
+
+
+def _subclasses(cls) -> list:
+    """``cls`` and every subclass that defines its own ``step``."""
+    found, todo = [], [cls]
+    while todo:
+        klass = todo.pop()
+        if "step" in klass.__dict__:
+            found.append(klass)
+        todo.extend(klass.__subclasses__())
+    return found

@@ -1,0 +1,132 @@
+"""Why a construct cannot be captured: one record per construct, PyTorch's titles where it has
+one (``Data-dependent branching``, ``Failed to trace builtin operator``...)."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from dataclasses import dataclass, field
+
+_READ = (
+    "reads the tensor's data into Python, which a graph cannot hold: the value may differ on "
+    "the next call"
+)
+_SCALAR_HINT = (
+    "Keep the value a tensor (`x.sum()` rather than `x.sum().item()`) and use ember ops on it."
+)
+
+
+@dataclass(frozen=True)
+class Construct:
+    gb_type: str
+    explanation: str
+    hints: tuple = ()
+
+
+CONSTRUCTS = {
+    "item": Construct(
+        "Unsupported Tensor.item() call", f"`Tensor.item()` {_READ}.", (_SCALAR_HINT,)
+    ),
+    "tolist": Construct(
+        "Unsupported Tensor.tolist() call", f"`Tensor.tolist()` {_READ}.", (_SCALAR_HINT,)
+    ),
+    "__bool__": Construct(
+        "Data-dependent branching",
+        "Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`). ember.compile does "
+        "not support tracing dynamic control flow.",
+        (
+            "Make the code branchless: `ember.where`, `ember.clamp` and `ember.nan_to_num` compile "
+            "without graph breaks.",
+        ),
+    ),
+    "__int__": Construct(
+        "Unsupported Tensor conversion to int", f"`int(tensor)` {_READ}.", (_SCALAR_HINT,)
+    ),
+    "__float__": Construct(
+        "Unsupported Tensor conversion to float", f"`float(tensor)` {_READ}.", (_SCALAR_HINT,)
+    ),
+    "__index__": Construct(
+        "Unsupported Tensor.__index__() call",
+        f"Using a tensor as a Python index {_READ}.",
+        (_SCALAR_HINT,),
+    ),
+    "numpy": Construct(
+        "Unsupported Tensor.numpy() call", f"Converting a tensor to a NumPy array {_READ}.", ()
+    ),
+    "__array__": Construct(
+        "Unsupported Tensor.numpy() call", f"Converting a tensor to a NumPy array {_READ}.", ()
+    ),
+    "print": Construct(
+        "Failed to trace builtin operator",
+        "ember.compile does not know how to trace builtin operator `print` with argument types "
+        "['Tensor']",
+        (
+            "Avoid calling builtin `print` with argument types ['Tensor']; print outside the "
+            "compiled function.",
+        ),
+    ),
+    "repr": Construct(
+        "Unsupported Tensor.__repr__() call", f"Formatting a tensor as text {_READ}.", ()
+    ),
+    "backward": Construct(
+        "Unsupported Tensor.backward() call",
+        "ember.compile captures forward computations; the backward pass it starts runs eagerly.",
+        ("Compile the model or its forward and call `loss.backward()` outside it.",),
+    ),
+    "autograd.grad": Construct(
+        "Unsupported call to ember.autograd.grad",
+        "ember.compile captures forward computations; the backward pass it starts runs eagerly.",
+        (),
+    ),
+    "optimizer.step": Construct(
+        "Unsupported Optimizer.step() call",
+        "Compiled optimizer steps are not implemented yet: the step runs eagerly.",
+        (),
+    ),
+    "disable": Construct(
+        "Skip calling `ember.compiler.disable()`d function",
+        "Skip calling function {name} since it was wrapped with `ember.compiler.disable`.",
+        ("Remove the `ember.compiler.disable` call",),
+    ),
+    "output": Construct(
+        "Unsupported output",
+        "The function returned a {name}; compiled functions return tensors, Python scalars, "
+        "None and tuples, lists and dicts of them.",
+        (),
+    ),
+}
+
+
+@dataclass
+class GraphCompileReason:
+    """One graph break (PyTorch's record in ``explain()``'s ``break_reasons``)."""
+
+    reason: str
+    user_stack: list = field(default_factory=list)
+    graph_break: bool = True
+
+
+def message(construct: Construct, stack: list, name: str = "") -> str:
+    lines = [construct.gb_type, f"  Explanation: {construct.explanation.format(name=name)}"]
+    lines += [f"  Hint: {hint}" for hint in construct.hints]
+    if stack:
+        lines += ["", "from user code:"]
+        lines += [
+            f'   File "{f.filename}", line {f.lineno}, in {f.name}\n    {f.line or ""}'.rstrip()
+            for f in stack
+        ]
+    return "\n".join(lines)
+
+
+def user_stack(entry_code) -> list:
+    """The frames between the compiled function's entry (``entry_code``) and the break, without
+    ember's own machinery (the tracer, the tensor class, this package)."""
+    frames = []
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not entry_code:
+        module = frame.f_globals.get("__name__") or ""
+        internal = module == "ember" or module.startswith("ember.")
+        if not internal or module.startswith("ember.nn"):
+            frames.append((frame, frame.f_lineno))
+        frame = frame.f_back
+    return list(reversed(traceback.StackSummary.extract(frames)))

@@ -1,0 +1,128 @@
+"""One compiled region: capture a call into a graph, then replay the graph's generated code.
+
+The arguments are flattened (tuples, lists, dicts); tensors become graph inputs, anything else
+is a Python constant the guards compare. The outputs are flattened the same way: tensors are
+graph outputs, Python scalars and None are kept as they were returned.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+
+from ember._tensor import Tensor
+from ember.jit import pytree
+from ember.jit.codegen import generate
+from ember.jit.tracer import TracerWarning, capture, current
+
+from .observer import Observer, watching
+
+_CONSTANT_OUTPUTS = (int, float, bool, str, type(None))
+_COMPILING = threading.local()
+
+
+def is_compiling() -> bool:
+    """Whether the calling code runs inside an ember.compile capture (PyTorch's
+    ``torch.compiler.is_compiling``)."""
+    return getattr(_COMPILING, "depth", 0) > 0
+
+
+class Region:
+    """A captured graph and how to rebuild the user's outputs from its results."""
+
+    def __init__(self, graph, fn, out_leaves: list, out_spec: dict, seconds: float):
+        self.graph = graph
+        self.fn = fn  # generated: fn(root, *tensors) or fn(*tensors)
+        self.positions = [i for i, leaf in enumerate(out_leaves) if isinstance(leaf, Tensor)]
+        self.out_leaves = [None if isinstance(leaf, Tensor) else leaf for leaf in out_leaves]
+        self.out_spec = out_spec
+        self.compile_seconds = seconds
+        # the common outputs rebuilt without the general unflatten: one tensor, a tuple of them
+        self.single = out_spec == pytree.LEAF and self.positions == [0]
+        self.flat_tuple = out_spec == {
+            "type": "tuple",
+            "children": [pytree.LEAF] * len(out_leaves),
+        } and len(self.positions) == len(out_leaves)
+
+    def run(self, root, tensors):
+        flat = self.fn(root, *tensors) if root is not None else self.fn(*tensors)
+        if self.single:
+            return flat[0]
+        if self.flat_tuple:
+            return flat
+        leaves = list(self.out_leaves)
+        for position, value in zip(self.positions, flat):
+            leaves[position] = value
+        return pytree.unflatten(leaves, self.out_spec)
+
+
+def split(args: tuple, kwargs: dict):
+    """``(leaves, spec, tensor positions)`` of a call's arguments."""
+    leaves, spec = pytree.flatten((tuple(args), dict(kwargs)))
+    return leaves, spec, [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
+
+
+def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
+    """Run ``fn(*args, **kwargs)`` once under the tracing layer.
+
+    Returns ``(result, region)``: the call's (eager) result and the Region to replay it, or
+    None for the region when the capture broke (the reasons are in ``observer``).
+    """
+    start = time.perf_counter()
+    leaves, spec, positions = split(args, kwargs)
+    held: dict = {}
+
+    def user_call(*tensors):
+        full = list(leaves)
+        for position, tensor in zip(positions, tensors):
+            full[position] = tensor
+        call_args, call_kwargs = pytree.unflatten(full, spec)
+        observer.state = current()
+        result = fn(*call_args, **call_kwargs)
+        held["result"] = result
+        observer.close_segment()
+        out_leaves, out_spec = pytree.flatten(result)
+        held["out"] = (out_leaves, out_spec)
+        bad = [leaf for leaf in out_leaves if not isinstance(leaf, (Tensor, *_CONSTANT_OUTPUTS))]
+        if bad and observer.active():
+            observer.graph_break("output", type(bad[0]).__name__)
+        return tuple(leaf for leaf in out_leaves if isinstance(leaf, Tensor))
+
+    observer.entry_code = user_call.__code__
+    _COMPILING.depth = getattr(_COMPILING, "depth", 0) + 1
+    try:
+        with watching(observer), warnings.catch_warnings():
+            # a trace's warnings about baked-in values are graph breaks here, reported as such
+            warnings.simplefilter("ignore", TracerWarning)
+            captured = capture(
+                user_call, tuple(leaves[i] for i in positions), root=root, strict=False,
+                observer=observer,
+            )  # fmt: skip
+    finally:
+        _COMPILING.depth -= 1
+    if observer.broken:
+        return held["result"], None
+    graph = captured.graph
+    _name_inputs(graph, leaves, spec, positions, fn)
+    generated = generate(graph, "compiled", method=root is not None)
+    out_leaves, out_spec = held["out"]
+    region = Region(graph, generated.fn, out_leaves, out_spec, time.perf_counter() - start)
+    return held["result"], region
+
+
+def _name_inputs(graph, leaves, spec, positions, fn) -> None:
+    """Graph inputs named after the function's parameters (``x``, ``batch.0``)."""
+    import inspect
+
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()]
+    except (TypeError, ValueError):
+        params = []
+    paths = pytree.leaf_paths(spec)
+    for value, position in zip(graph.inputs(), positions):
+        group, index, *rest = paths[position].split(".")
+        if group == "0":
+            i = int(index)
+            index = params[i] if i < len(params) else f"input{i}"
+        value.setDebugName("_".join([index, *rest]))

@@ -1,0 +1,10 @@
+"""``ember._dynamo.exc``: the compiler's errors under PyTorch's module name."""
+
+from ember.compiler.exc import (
+    FailOnRecompileLimitHit,
+    InvalidBackend,
+    TorchDynamoException,
+    Unsupported,
+)
+
+__all__ = ["FailOnRecompileLimitHit", "InvalidBackend", "TorchDynamoException", "Unsupported"]

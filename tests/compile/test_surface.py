@@ -1,0 +1,213 @@
+"""ember.compile's surface against torch.compile's: arguments, errors, decorators, modules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+import ember.nn as nn
+from ember._dynamo.exc import InvalidBackend
+
+
+def _f(x):
+    return x.sin() * 2 + x.cos()
+
+
+def _close(a, b):
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+def _torch_error(**kwargs):
+    with pytest.raises(Exception) as info:
+        torch.compile(lambda x: x, **kwargs)(torch.ones(1))
+    return info.value
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"mode": "fast"}, {"mode": "default", "options": {"a": 1}}],
+    ids=["unknown-mode", "mode-and-options"],
+)
+def test_argument_errors_match_torch(kwargs):
+    expected = _torch_error(**kwargs)
+    with pytest.raises(type(expected)) as info:
+        ember.compile(_f, **kwargs)
+    assert str(info.value) == str(expected)
+
+
+def test_unknown_backend_raises_invalid_backend():
+    expected = str(_torch_error(backend="nope")).replace("torch", "ember")
+    with pytest.raises(InvalidBackend) as info:
+        ember.compile(_f, backend="nope")
+    assert str(info.value) == expected
+
+
+def test_accepted_backends_and_modes_run():
+    x = ember.randn(5)
+    for backend in ["inductor", "eager", "aot_eager", "cudagraphs", "ember"]:
+        _close(ember.compile(_f, backend=backend)(x), _f(x))
+    for mode in ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]:
+        _close(ember.compile(_f, mode=mode)(x), _f(x))
+    assert {"inductor", "ember"} <= set(ember.compiler.list_backends())
+    assert {"eager", "aot_eager"} <= set(ember.compiler.list_backends(None))
+    assert "eager" not in ember.compiler.list_backends()
+
+
+def test_decorator_forms_and_disable():
+    x = ember.randn(3)
+
+    @ember.compile
+    def bare(x):
+        return _f(x)
+
+    @ember.compile(fullgraph=True, mode="max-autotune")
+    def called(x):
+        return _f(x)
+
+    _close(bare(x), _f(x))
+    _close(called(x), _f(x))
+    assert bare.__name__ == "bare"
+    assert ember.compile(_f, disable=True) is _f
+    with pytest.raises(RuntimeError, match="Model can't be None"):
+        ember.compile()(None)
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 3))
+
+
+def test_optimized_module_is_torchs_shape():
+    model = _mlp()
+    compiled = ember.compile(model)
+    reference = torch.compile(torch.nn.Sequential(torch.nn.Linear(4, 8)))
+    assert type(compiled).__name__ == type(reference).__name__ == "OptimizedModule"
+    assert compiled._orig_mod is model
+    assert list(compiled.state_dict()) == [f"_orig_mod.{k}" for k in model.state_dict()]
+    assert getattr(compiled, "0") is model[0]  # attributes read through to the original
+    x = ember.randn(2, 4)
+    _close(compiled(x), model(x))
+
+
+def test_module_compile_in_place():
+    model = _mlp()
+    keys = list(model.state_dict())
+    assert model.compile() is None
+    assert type(model) is nn.Sequential and list(model.state_dict()) == keys
+    x = ember.randn(6, 4, requires_grad=True)
+    out = model(x)  # captures
+    again = model(x)  # replays
+    model._compiled_call_impl = None
+    eager = model(x)
+    _close(out, eager)
+    _close(again, eager)
+    again.sum().backward()
+    assert x.grad is not None and model[0].weight.grad is not None
+
+
+def test_reset_captures_again():
+    compiled = ember.compile(_f)
+    x = ember.randn(4)
+    compiled(x)
+    compiled(x)
+    assert compiled._count == 1
+    ember.compiler.reset()
+    assert compiled._count == 0
+    compiled(x)
+    assert compiled._count == 1
+
+
+def test_is_compiling_true_only_while_capturing():
+    seen = []
+
+    def f(x):
+        seen.append(ember.compiler.is_compiling())
+        return x + 1
+
+    compiled = ember.compile(f)
+    x = ember.randn(2)
+    compiled(x)
+    compiled(x)  # the replay runs the graph, not f
+    assert seen == [True]
+    assert ember.compiler.is_compiling() is False
+    assert ember._dynamo.is_compiling() is False
+
+
+def test_disable_runs_eagerly_and_breaks_the_graph():
+    @ember.compiler.disable
+    def helper(x):
+        return x * 3
+
+    def f(x):
+        return helper(x.sin()).cos()
+
+    x = ember.randn(3)
+    _close(ember.compile(f)(x), f(x))
+    explained = ember._dynamo.explain(f)(x)
+    assert explained.graph_break_count == 1
+    assert "disable" in explained.break_reasons[0].reason
+
+
+def test_non_tensor_arguments_and_outputs():
+    def f(x, scale, name=None, pair=(1, 2)):
+        return {"y": x * scale + pair[1], "tag": name, "n": 3}
+
+    compiled = ember.compile(f)
+    x = ember.randn(3)
+    for scale in (2.0, 2.0, 5.0):
+        got, want = compiled(x, scale, name="a"), f(x, scale, name="a")
+        _close(got["y"], want["y"])
+        assert (got["tag"], got["n"]) == ("a", 3)
+    assert compiled._count == 2  # the float is guarded by value
+
+
+def test_config_is_one_module():
+    import ember._dynamo.config as dynamo_config
+
+    assert dynamo_config is ember.compiler.config
+    assert dynamo_config.recompile_limit == 8 == torch._dynamo.config.recompile_limit
+
+
+def test_autocast_applies_at_replay():
+    model = _mlp()
+    compiled = ember.compile(model)
+    x = ember.randn(3, 4)
+    compiled(x)  # captured outside autocast
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        got, want = compiled(x), model(x)
+    assert got.dtype == want.dtype == ember.bfloat16
+    _close(got.float(), want.float())
+
+
+def test_dict_and_keyword_inputs():
+    def f(batch, *, bias):
+        return {"out": batch["x"] @ batch["w"] + bias}
+
+    compiled = ember.compile(f)
+    batch = {"x": ember.randn(2, 3), "w": ember.randn(3, 4)}
+    for _ in range(2):
+        _close(compiled(batch, bias=ember.ones(4))["out"], f(batch, bias=ember.ones(4))["out"])
+    assert compiled._count == 1
+
+
+def test_compiled_module_inside_jit_trace_is_inlined():
+    model = _mlp()
+    model.compile()
+    x = ember.randn(2, 4)
+    traced = ember.jit.trace(model, x)
+    assert any(n.kind() == "ember::linear" for n in traced.graph.nodes())
+    _close(traced(x), model(x))
+
+
+def test_pytorch_marks_and_aliases_run_unchanged():
+    x = ember.randn(4, 3)
+    ember._dynamo.mark_dynamic(x, 0)
+    ember._dynamo.maybe_mark_dynamic(x, -1)
+    ember._dynamo.mark_static(x)
+    assert x._dynamo_dynamic_indices == {0} and x._dynamo_static_indices == {0, 1}
+    with pytest.raises(IndexError):
+        ember._dynamo.mark_dynamic(x, 2)
+    assert ember.compiler.allow_in_graph(_f) is _f
+    assert ember.compiler.is_dynamo_compiling() is False
+    _close(ember.compile(_f)(x), _f(x))
