@@ -1,0 +1,95 @@
+"""Probability distributions and sampling, as ``torch.distributions``.
+
+Parameterizable distributions with PyTorch's API: ``sample``/``rsample``, ``log_prob``, ``entropy``,
+``mean``/``variance``, ``cdf``/``icdf``, argument validation against ``constraints``, bijective
+``transforms`` and a ``kl_divergence`` registry.
+"""
+
+# _kl_pairs* register the closed-form KL divergences with the registry in kl.
+from . import _kl_pairs, _kl_pairs_gamma, constraints, transforms
+from .bernoulli import Bernoulli
+from .binomial import Binomial, Multinomial
+from .categorical import Categorical
+from .cauchy import Cauchy
+from .constraint_registry import biject_to, transform_to
+from .continuous_bernoulli import ContinuousBernoulli
+from .dirichlet import Beta, Dirichlet
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
+from .gamma import Chi2, Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_normal import HalfCauchy, HalfNormal
+from .independent import Independent
+from .inverse_gamma import InverseGamma
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
+from .mixture_same_family import MixtureSameFamily
+from .negative_binomial import NegativeBinomial
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .pareto import Kumaraswamy, Pareto, Weibull
+from .poisson import Poisson
+from .relaxed import (
+    ExpRelaxedCategorical,
+    LogitRelaxedBernoulli,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+)
+from .student_t import StudentT
+from .transformed_distribution import TransformedDistribution
+from .uniform import Uniform
+from .von_mises import VonMises
+
+__all__ = [
+    "Bernoulli",
+    "Beta",
+    "Binomial",
+    "Categorical",
+    "Cauchy",
+    "Chi2",
+    "ContinuousBernoulli",
+    "Dirichlet",
+    "Distribution",
+    "ExponentialFamily",
+    "Exponential",
+    "ExpRelaxedCategorical",
+    "FisherSnedecor",
+    "Gamma",
+    "Geometric",
+    "Gumbel",
+    "HalfCauchy",
+    "HalfNormal",
+    "Independent",
+    "InverseGamma",
+    "Kumaraswamy",
+    "Laplace",
+    "LogitRelaxedBernoulli",
+    "LogisticNormal",
+    "LogNormal",
+    "MixtureSameFamily",
+    "Multinomial",
+    "NegativeBinomial",
+    "Normal",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "Pareto",
+    "Poisson",
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
+    "StudentT",
+    "TransformedDistribution",
+    "Uniform",
+    "VonMises",
+    "Weibull",
+    "biject_to",
+    "constraints",
+    "kl_divergence",
+    "register_kl",
+    "transform_to",
+    "transforms",
+]

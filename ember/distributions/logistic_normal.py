@@ -1,0 +1,41 @@
+"""LogisticNormal: a Normal pushed onto the simplex by stick breaking."""
+
+from __future__ import annotations
+
+from . import constraints
+from ._transforms_simplex import StickBreakingTransform
+from .normal import Normal
+from .transformed_distribution import TransformedDistribution
+
+__all__ = ["LogisticNormal"]
+
+
+class LogisticNormal(TransformedDistribution):
+    """Logistic-normal distribution: ``StickBreakingTransform()(X)`` for ``X ~ Normal(loc, scale)``.
+
+    Args:
+        loc (float or Tensor): mean of the base distribution.
+        scale (float or Tensor): standard deviation of the base distribution.
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args: bool | None = None) -> None:
+        base_dist = Normal(loc, scale, validate_args=validate_args)
+        if not base_dist.batch_shape:
+            base_dist = base_dist.expand([1])
+        super().__init__(base_dist, StickBreakingTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(LogisticNormal, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def loc(self):
+        return self.base_dist.base_dist.loc
+
+    @property
+    def scale(self):
+        return self.base_dist.base_dist.scale
