@@ -18,6 +18,7 @@ from . import gen_linalg as la
 from . import gen_nn as nn
 from . import gen_reduction as red
 from . import gen_structure as st
+from . import gen_surface as surface
 from .sampling import Sample
 
 GENERATORS = {
@@ -86,6 +87,8 @@ GENERATORS = {
     "arange": fac.arange,
     "linspace": fac.linspace,
     "random": fac.random,
+    # PyTorch's core surface (dispatcher/optable/surface_*.py)
+    **surface.GENERATORS,
 }
 
 # The generator of rows that name none, by kind (elementwise rows always name theirs).

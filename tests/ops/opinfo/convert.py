@@ -114,8 +114,8 @@ class Converter:
             return {k: self(v) for k, v in value.items()}
         if isinstance(value, torch.dtype):
             return ember_dtype(value)
-        if isinstance(value, torch.device):
-            return self.device
+        if isinstance(value, torch.device) or (isinstance(value, str) and value == "cpu"):
+            return self.device  # the samples name the CPU: the run's device stands for it
         if isinstance(value, (torch.memory_format, torch.layout)):
             name = str(value).split(".")[-1]
             if not hasattr(ember, name):
