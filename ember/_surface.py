@@ -128,6 +128,20 @@ median, _median = _median_of("median")
 nanmedian, _nanmedian = _median_of("nanmedian")
 
 
+def _atleast(op_name: str):
+    """atleast_Nd(x) -> a tensor; atleast_Nd(x, y, ...) or ([x, y]) -> a tuple of them."""
+
+    def function(*tensors):
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+            tensors = tuple(tensors[0])
+        elif len(tensors) == 1:
+            return OPS[op_name](tensors[0])
+        return tuple(OPS[op_name](t) for t in tensors)
+
+    function.__name__ = op_name
+    return function
+
+
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     return bool(OPS["isclose"](input, other, rtol, atol, equal_nan).all())
 
@@ -142,6 +156,7 @@ def equal(input, other) -> bool:
 
 
 FUNCTIONS = {
+    **{f"atleast_{n}d": _atleast(f"atleast_{n}d") for n in (1, 2, 3)},
     "median": median,
     "nanmedian": nanmedian,
     "allclose": allclose,

@@ -12,11 +12,22 @@ from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
-from . import data, elementwise, factory, linalg, nn, reduction, surface_math, surface_reduce, view
+from . import (
+    data,
+    elementwise,
+    factory,
+    linalg,
+    nn,
+    reduction,
+    surface_math,
+    surface_reduce,
+    surface_shape,
+    view,
+)
 
 MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
 # PyTorch's core surface (issue 13), in modules of their own
-MODULES += (surface_math, surface_reduce)
+MODULES += (surface_math, surface_reduce, surface_shape)
 
 
 def _decompose(op, *args):

@@ -11,7 +11,7 @@ import ember
 from . import gen_elementwise as ew
 from . import gen_linalg as la
 from . import gen_reduction as red
-from .sampling import LARGE, Arr, Sample, arr, call_args, integral_floats
+from .sampling import LARGE, Arr, Sample, arr, call_args, integral_floats, layout_fits
 
 C, T, S, N = "contiguous", "transposed", "sliced", "negative"
 
@@ -186,7 +186,74 @@ def bincount(op, dtype, device, rng):
         )
 
 
+# ---- data movement (surface_shape.py): (input shape, args after the input, layouts) -----------
+ALL = (C, T, S, N)
+SHAPE_CASES = {
+    "rot90": [((3, 4), (), ALL), ((2, 3, 4), (2, (1, 2)), ALL), ((3, 4), (-1, (1, 0)), ALL)]
+    + [((3, 4), (3,), ALL), ((0, 2), (4,), (C,))],
+    "fliplr": [((3, 4), (), ALL), ((2, 3, 4), (), ALL), ((0, 2), (), (C,))],
+    "flipud": [((3, 4), (), ALL), ((5,), (), ALL), ((LARGE,), (), (C,))],
+    "ravel": [((3, 4), (), ALL), ((), (), (C,)), ((2, 0, 3), (), (C,))],
+    "msort": [((5, 3), (), ALL), ((4,), (), ALL), ((0, 2), (), (C,))],
+    "atleast_1d": [((), (), (C,)), ((3,), (), ALL), ((2, 3), (), ALL)],
+    "atleast_2d": [((), (), (C,)), ((3,), (), ALL), ((2, 3), (), ALL), ((2, 3, 4), (), (C,))],
+    "atleast_3d": [((), (), (C,)), ((3,), (), ALL), ((2, 3), (), ALL), ((2, 3, 4), (), ALL)],
+    "tensor_split": [
+        ((7, 3), (3,), ALL),
+        ((3, 7), (4, 1), ALL),
+        ((7,), ((1, 4, 10),), ALL),
+        ((2, 6), ((-2, 1), -1), ALL),
+        ((0, 3), (2,), (C,)),
+    ],
+    "hsplit": [((4, 6), (3,), ALL), ((6,), (2,), ALL), ((3, 5), ((1, 3),), ALL)],
+    "vsplit": [((6, 4), (2,), ALL), ((5, 3), ((2, 4),), ALL)],
+    "dsplit": [((2, 3, 4), (2,), ALL), ((2, 3, 5), ((1, 3),), ALL)],
+    "diag_embed": [
+        ((3,), (), ALL),
+        ((2, 3), (1,), ALL),
+        ((2, 3), (-2, 0, 2), ALL),
+        ((2, 3, 4), (0, -1, 0), ALL),
+        ((0, 2), (), (C,)),
+    ],
+    "diagflat": [((3,), (), ALL), ((2, 3), (1,), ALL), ((2, 2), (-2,), ALL), ((), (), (C,))],
+}
+
+
+def cases(op, dtype, device, rng):
+    """``SHAPE_CASES[op.name]``: each case in every layout that fits its shape."""
+    for shape, args, layouts in SHAPE_CASES[op.name]:
+        for layout in layouts:
+            if layout_fits(shape, layout):
+                yield Sample((arr(dtype, shape, rng, layout), *args))
+
+
+def diff(op, dtype, device, rng):
+    for shape, layout, n, dim in (((5,), C, 1, -1), ((3, 6), T, 2, 1), ((4, 3), N, 1, 0)):
+        yield Sample((arr(dtype, shape, rng, layout), n, dim))
+    x = arr(dtype, (3, 4), rng, S)
+    yield Sample((x, 1, 1, arr(dtype, (3, 2), rng), arr(dtype, (3, 1), rng, T)))
+    yield Sample((arr(dtype, (4,), rng), 3, 0, arr(dtype, (2,), rng)), desc="prepend")
+    yield Sample((arr(dtype, (4, 0), rng), 1, 0), desc="empty")
+    yield Sample((arr(dtype, (3,), rng), 0, 0), desc="n=0")
+
+
+def take_along_dim(op, dtype, device, rng):
+    for shape, layout, dim, i_shape in (
+        ((3, 4), C, 1, (3, 2)),
+        ((3, 4), T, 0, (5, 1)),
+        ((2, 3, 4), N, -1, (1, 3, 6)),
+        ((3, 4), S, None, (7,)),
+    ):
+        x = arr(dtype, shape, rng, layout)
+        bound = shape[dim] if dim is not None else int(np.prod(shape))
+        index = Arr(rng.integers(0, bound, size=i_shape).astype(np.int64))
+        yield Sample((x, index, dim))
+
+
 GENERATORS = {
+    "cases": cases,
+    "diff": diff,
+    "take_along_dim": take_along_dim,
     "tensor_first": tensor_first,
     "float_power": float_power,
     "same_dtype_pair": same_dtype_pair,
