@@ -142,6 +142,25 @@ def _atleast(op_name: str):
     return function
 
 
+def _tensor_list(tensors) -> list:
+    """``f(a, b, c)`` or ``f([a, b, c])``: the tensors either way."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return list(tensors[0])
+    return list(tensors)
+
+
+def meshgrid(*tensors, indexing=None):
+    return OPS["meshgrid"](_tensor_list(tensors), indexing)
+
+
+def cartesian_prod(*tensors):
+    return OPS["cartesian_prod"](_tensor_list(tensors))
+
+
+def block_diag(*tensors):
+    return OPS["block_diag"](_tensor_list(tensors))
+
+
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     return bool(OPS["isclose"](input, other, rtol, atol, equal_nan).all())
 
@@ -156,6 +175,9 @@ def equal(input, other) -> bool:
 
 
 FUNCTIONS = {
+    "meshgrid": meshgrid,
+    "cartesian_prod": cartesian_prod,
+    "block_diag": block_diag,
     **{f"atleast_{n}d": _atleast(f"atleast_{n}d") for n in (1, 2, 3)},
     "median": median,
     "nanmedian": nanmedian,

@@ -22,12 +22,13 @@ from . import (
     surface_math,
     surface_reduce,
     surface_shape,
+    surface_stats,
     view,
 )
 
 MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
 # PyTorch's core surface (issue 13), in modules of their own
-MODULES += (surface_math, surface_reduce, surface_shape)
+MODULES += (surface_math, surface_reduce, surface_shape, surface_stats)
 
 
 def _decompose(op, *args):

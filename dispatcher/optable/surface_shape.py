@@ -360,3 +360,113 @@ ROWS = [
         out=OUT_JOIN,
     ),
 ]
+
+
+# ---- grids and blocks ---------------------------------------------------------------------------
+def _meshgrid(tensors, indexing=None):
+    indexing = "ij" if indexing is None else indexing
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(
+            f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
+        )
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(
+                f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t.ndim}D"
+            )
+    sizes = [t.numel() for t in tensors]
+    places = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) > 1:  # the first two axes trade places
+        places[0], places[1] = 1, 0
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    grids = []
+    for t, place in zip(tensors, places):
+        shape = [1] * len(tensors)
+        shape[place] = -1
+        grids.append(t.reshape(shape).expand(sizes))
+    return tuple(grids)
+
+
+def _np_meshgrid(tensors, indexing=None):
+    return tuple(np.meshgrid(*tensors, indexing=indexing or "ij"))
+
+
+def _cartesian_prod(tensors):
+    tensors = list(tensors)
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = _meshgrid(tensors, "ij")
+    return ember.stack([g.reshape(-1) for g in grids], 1)
+
+
+def _np_cartesian_prod(tensors):
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = np.meshgrid(*tensors, indexing="ij")
+    return np.stack([g.reshape(-1) for g in grids], 1)
+
+
+def _as_block(t):
+    return t.reshape(1, -1) if t.ndim < 2 else t
+
+
+def _block_diag(tensors):
+    blocks = [_as_block(t) for t in tensors]
+    for i, b in enumerate(blocks):
+        if b.ndim > 2:
+            raise RuntimeError(
+                f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                f"{b.ndim} dimensions"
+            )
+    if not blocks:
+        return ember.empty((1, 0))
+    dtype = blocks[0].dtype
+    for b in blocks[1:]:
+        dtype = ember.promote_types(dtype, b.dtype)
+    width = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        right = width - left - b.shape[1]
+        pad = [ember.zeros((b.shape[0], n), dtype=dtype, device=b.device) for n in (left, right)]
+        rows.append(ember.cat([pad[0], b.to(dtype), pad[1]], 1))
+        left += b.shape[1]
+    return ember.cat(rows, 0)
+
+
+def _np_block_diag(tensors):
+    blocks = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
+    dtype = np.result_type(*blocks)
+    out = np.zeros((sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)), dtype)
+    r = c = 0
+    for b in blocks:
+        out[r : r + b.shape[0], c : c + b.shape[1]] = b
+        r, c = r + b.shape[0], c + b.shape[1]
+    return out
+
+
+ROWS += [
+    _shape_row(
+        "meshgrid(Tensor[] tensors, *, str? indexing=None) -> Tensor[]",
+        _np_meshgrid,
+        _meshgrid,
+        "vectors",
+        method=False,
+    ),
+    _shape_row(
+        "cartesian_prod(Tensor[] tensors) -> Tensor",
+        _np_cartesian_prod,
+        _cartesian_prod,
+        "vectors",
+        method=False,
+    ),
+    _shape_row(
+        "block_diag(Tensor[] tensors) -> Tensor",
+        _np_block_diag,
+        _block_diag,
+        "vectors",
+        method=False,
+    ),
+]

@@ -250,7 +250,68 @@ def take_along_dim(op, dtype, device, rng):
         yield Sample((x, index, dim))
 
 
+def vectors(op, dtype, device, rng):
+    """meshgrid, cartesian_prod, block_diag: lists of 0-d and 1-d tensors (2-d for block_diag)."""
+    cases = [[((3,), C), ((4,), N)], [((2,), S), ((), C), ((3,), C)], [((5,), C)]]
+    cases.append([((0,), C), ((2,), C)])
+    if op.name == "block_diag":
+        cases.append([((2, 3), T), ((1, 1), C), ((3,), C)])
+    for pieces in cases:
+        tensors = [arr(dtype, shape, rng, layout) for shape, layout in pieces]
+        if op.name == "meshgrid":
+            for indexing in ("ij", "xy"):
+                yield Sample(call_args(op, tensors=tensors, indexing=indexing))
+        else:
+            yield Sample(call_args(op, tensors=tensors))
+
+
+def cov(op, dtype, device, rng):
+    for shape, layout in (((3, 5), C), ((4, 6), T), ((7,), C), ((2, 1), C), ((), C)):
+        x = arr(dtype, shape, rng, layout)
+        yield Sample(call_args(op, input=x))
+        if op.name == "cov" and len(shape) == 2 and shape[1] > 2:
+            n = shape[1]
+            fw = Arr(rng.integers(1, 4, size=(n,)).astype(np.int64))
+            aw = arr(ember.float64 if dtype is ember.float64 else ember.float32, (n,), rng)
+            aw = Arr(np.abs(aw.values) + 0.1)
+            yield Sample(call_args(op, input=x, correction=0, fweights=fw))
+            if dtype.is_floating_point:
+                aw = Arr(aw.values.astype(dtype.np))
+                yield Sample(call_args(op, input=x, correction=2, fweights=fw, aweights=aw))
+
+
+def cdist(op, dtype, device, rng):
+    for a, b, p in (
+        (((3, 4), C), ((5, 4), T), 2.0),
+        (((2, 3, 4), C), ((2, 2, 4), N), 1.0),
+        (((3, 2), S), ((4, 2), C), 0.0),
+        (((3, 2), C), ((4, 2), C), float("inf")),
+        (((3, 2), C), ((0, 2), C), 3.0),
+    ):
+        x1, x2 = arr(dtype, a[0], rng, a[1]), arr(dtype, b[0], rng, b[1])
+        yield Sample(call_args(op, x1=x1, x2=x2, p=p))
+
+
+def dist(op, dtype, device, rng):
+    for a, b, p in (
+        ((3, 4), (3, 4), 2),
+        ((3, 4), (4,), 1),
+        ((2, 3), (2, 3), 0),
+        ((5,), (5,), float("inf")),
+        ((2, 3), (3,), 3.5),
+    ):
+        yield Sample(
+            call_args(
+                op, input=arr(dtype, a, rng, T if len(a) > 1 else C), other=arr(dtype, b, rng), p=p
+            )
+        )
+
+
 GENERATORS = {
+    "vectors": vectors,
+    "cov": cov,
+    "cdist": cdist,
+    "dist": dist,
     "cases": cases,
     "diff": diff,
     "take_along_dim": take_along_dim,
