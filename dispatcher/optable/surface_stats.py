@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 import ember
+from ember import _dtype as dt
 
 from ..opdef import DTYPES_FLOAT, DTYPES_NUMERIC, OUT_EXACT, Kind, OpDef, Promotion
 
@@ -144,7 +145,7 @@ def _np_dist(x, other, p=2):
 
 
 # float16 sums of products: the reference rounds once, ember once per product
-HALF_TOLERANCES = {ember.float16: (1e-2, 1e-2), ember.bfloat16: (5e-2, 5e-2)}
+HALF_TOLERANCES = {dt.float16: (1e-2, 1e-2), dt.bfloat16: (5e-2, 5e-2)}
 
 ROWS = [
     OpDef(
