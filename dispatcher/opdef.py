@@ -26,6 +26,7 @@ class Kind(Enum):
     SHAPE = "shape"  # cat, stack, flip, roll...: data movement without arithmetic
     NN = "nn"  # softmax, norms, pooling, losses
     LIBRARY = "library"  # third-party ops (ember.library): outputs come from their shape rule
+    FOREACH = "foreach"  # one call over a list of tensors (GradScaler's fused unscale)
 
 
 class Promotion(Enum):

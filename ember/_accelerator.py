@@ -16,6 +16,7 @@ what needs the device (``synchronize``, ``current_device``, ``get_device_name``.
 from __future__ import annotations
 
 import contextlib
+import sys
 import types
 
 from .dispatcher.allocator import OutOfMemoryError
@@ -220,6 +221,18 @@ class DeviceModule(types.ModuleType):
     def mem_get_info(self, device=None) -> tuple[int, int]:
         return self._feature("mem_get_info")(self._index(device))
 
+    # ---- mixed precision ---------------------------------------------------------------------
+    @property
+    def amp(self):
+        """``ember.cuda.amp`` / ``ember.cpu.amp``: the deprecated spellings of ``ember.amp``
+        (other device types have none, as in PyTorch: ``hasattr`` says False)."""
+        from .amp import _deprecated
+
+        found = _deprecated.module(self.device_type)
+        if found is None:
+            raise AttributeError(f"module 'ember.{self.device_type}' has no attribute 'amp'")
+        return found
+
     # ---- random numbers ------------------------------------------------------------------------
     def manual_seed(self, seed: int) -> None:
         from ._device import device as Device
@@ -264,7 +277,7 @@ def current_accelerator() -> str | None:
 
 
 # The device types ember exposes as modules; a plugin's device type is reachable with module(name).
-BUILTIN = ("cuda", "xpu")
+BUILTIN = ("cuda", "xpu", "cpu")
 _MODULES: dict = {}
 
 
@@ -273,4 +286,6 @@ def module(device_type: str) -> DeviceModule:
     if found is None:
         found = DeviceModule(device_type)
         _MODULES[device_type] = found
+        # ``import ember.cuda.amp`` finds the module objects there.
+        sys.modules.setdefault(found.__name__, found)
     return found

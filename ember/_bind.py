@@ -128,7 +128,8 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
     if reflected:
 
         def method(self, other):
-            if other.__class__ not in numbers and not isinstance(other, tensor_type):
+            # int and float subclasses (numpy scalars, sizes a trace records) are numbers
+            if other.__class__ not in numbers and not isinstance(other, (tensor_type, int, float)):
                 other = _numpy_operand(other)
                 if other is None:
                     return NotImplemented
@@ -136,7 +137,8 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
     else:
 
         def method(self, other):
-            if other.__class__ not in numbers and not isinstance(other, tensor_type):
+            # int and float subclasses (numpy scalars, sizes a trace records) are numbers
+            if other.__class__ not in numbers and not isinstance(other, (tensor_type, int, float)):
                 other = _numpy_operand(other)
                 if other is None:
                     return NotImplemented

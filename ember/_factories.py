@@ -25,9 +25,16 @@ def _size_args(size, op: str) -> tuple:
         if isinstance(size, Tensor):
             size = size.tolist()
     try:
-        return tuple(int(s.__index__()) for s in size)
+        return tuple(_dim(s) for s in size)
     except (AttributeError, TypeError):
         raise TypeError(f"{op}(): size must be a sequence of ints, got {size!r}") from None
+
+
+def _dim(s) -> int:
+    # int subclasses stay as they are: a trace records the sizes it reads (ember.jit.symbolic)
+    if isinstance(s, int) and s.__class__ is not bool:
+        return s
+    return int(s.__index__())
 
 
 def _as_factory(exc: RuntimeError, runner: str, op: str) -> RuntimeError:

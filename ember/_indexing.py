@@ -148,7 +148,7 @@ def _linear_index(view: Tensor, advanced: list):
     for d, index in advanced:
         size = view.shape[d]
         index = index.to(dt.int64)
-        if index.numel():
+        if index.numel() and index.device.type != "meta":  # meta has shapes, not values
             low, high = int(index.min().item()), int(index.max().item())
             if low < -size or high >= size:
                 bad = high if high >= size else low

@@ -160,6 +160,10 @@ class Tensor:
     def is_cpu(self) -> bool:
         return self._storage.device.type == "cpu"
 
+    @property
+    def is_meta(self) -> bool:
+        return self._storage.device.type == "meta"
+
     def is_floating_point(self) -> bool:
         return self._dtype.category == dt.FLOATING
 
@@ -271,6 +275,8 @@ class Tensor:
             raise RuntimeError(
                 f"a Tensor with {math.prod(self._shape)} elements cannot be converted to Scalar"
             )
+        if self._storage.device.type == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return self.detach().cpu().numpy().reshape(()).item()
 
     def tolist(self):

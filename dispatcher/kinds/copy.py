@@ -146,7 +146,7 @@ def fill_(op, x, value):
                 f"fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{len(value._shape)} dimensions."
             )
-        value = value.item()
+        value = 0 if x._storage.device.type == "meta" else value.item()  # meta: nothing to fill
     else:
         check_scalar_fits("fill_", value, x._dtype)  # a tensor's value wraps, as in torch
     check_internal("fill_", x)

@@ -13,9 +13,11 @@ from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
 from . import (
+    amp,
     data,
     elementwise,
     factory,
+    functional,
     linalg,
     nn,
     reduction,
@@ -26,7 +28,7 @@ from . import (
     view,
 )
 
-MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
+MODULES = (elementwise, reduction, view, data, linalg, factory, nn, functional, amp)
 # PyTorch's core surface (issue 13), in modules of their own
 MODULES += (surface_math, surface_reduce, surface_shape, surface_stats)
 

@@ -25,8 +25,10 @@ RANDOM_ARGS = (
 
 def _holds(condition) -> bool:
     """Whether ``condition`` (a bool tensor) holds everywhere: one reduction, one read back.
-    Probability checks read the whole tensor, as PyTorch's do."""
-    return bool(ember.all(condition).item()) if condition.numel() else True
+    Probability checks read the whole tensor, as PyTorch's do; meta tensors have no values."""
+    if not condition.numel() or condition.is_meta:
+        return True
+    return bool(ember.all(condition).item())
 
 
 def _check_probability(p: float, op: str) -> None:
@@ -77,7 +79,8 @@ def _check_distribution(rows, num_samples: int, replacement: bool) -> None:
         )
     # inf - inf is NaN, so one comparison finds negatives, infinities and NaN alike.
     finite = (rows >= 0) & (rows - rows == 0)
-    flags = ember.stack([finite.all(), (rows.sum(-1) > 0).all()]).tolist() if rows.numel() else []
+    readable = rows.numel() and not rows.is_meta  # meta tensors have no values to check
+    flags = ember.stack([finite.all(), (rows.sum(-1) > 0).all()]).tolist() if readable else []
     if flags and not flags[0]:
         raise RuntimeError(
             "multinomial(): probability tensor contains either `inf`, `nan` or element < 0"

@@ -439,6 +439,24 @@ class Module(StateDict):
 
         return self._apply(convert)
 
+    def to_empty(self, *, device, recurse: bool = True):
+        """Move parameters and buffers to ``device`` without copying their values (they are
+        uninitialised there): how a module built on the ``meta`` device gets real memory."""
+        import ember
+
+        def empty_on(t):
+            return ember.empty_like(t, device=device)
+
+        if recurse:
+            return self._apply(empty_on)
+        for param in self._parameters.values():
+            if param is not None:
+                param.data = empty_on(param)
+        for name, buf in self._buffers.items():
+            if buf is not None:
+                self._buffers[name] = empty_on(buf)
+        return self
+
     def cpu(self):
         return self.to("cpu")
 
