@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 import ember
+from ember import _dtype as dt
 
 from ..kinds._common import wrap_dim
 from ..opdef import (
@@ -24,6 +25,7 @@ from ..opdef import (
     Promotion,
 )
 
+DTYPES_SINGLE_DOUBLE = frozenset((dt.float32, dt.float64))  # quantile refuses half precision
 OUT_PAIR = Out("exact", "partial")  # (values, indices) outputs, as max(dim) takes them
 
 
@@ -244,7 +246,7 @@ def _quantile(x, q, dim=None, keepdim=False, interpolation="linear", ignore_nan=
 
 
 def _check_quantile_args(name, x, q, interpolation) -> None:
-    if not x.is_floating_point():
+    if x.dtype not in DTYPES_SINGLE_DOUBLE:
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in INTERPOLATIONS:
         raise RuntimeError(
@@ -385,8 +387,6 @@ def _np_cum_extreme(larger: bool):
 def _logcumsumexp(x, dim):
     """A log-depth scan of logaddexp: exact where one global shift would underflow."""
     dim = wrap_dim(dim, x.ndim, "logcumsumexp")
-    if not x.is_floating_point():
-        x = x.to(ember.get_default_dtype())
     if x.dtype in (ember.float16, ember.bfloat16):  # each round rounds: accumulate in float32
         return _logcumsumexp(x.to(ember.float32), dim).to(x.dtype)
     if x.ndim == 0:
@@ -551,7 +551,7 @@ ROWS = [
             Kind.REDUCTION,
             _np_quantile(np_fn),
             promotion=Promotion.KEEP,
-            dtypes=DTYPES_FLOAT,
+            dtypes=DTYPES_SINGLE_DOUBLE,
             decomposition=fn,
             samples="quantile",
             out=OUT_EXACT,
@@ -579,7 +579,7 @@ ROWS = [
         "logcumsumexp(Tensor input, int dim) -> Tensor",
         Kind.SCAN,
         _np_logcumsumexp,
-        promotion=Promotion.INT_TO_FLOAT,
+        promotion=Promotion.KEEP,
         dtypes=DTYPES_FLOAT,
         decomposition=_logcumsumexp,
         samples="scan_extreme",
