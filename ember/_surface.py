@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from . import _dtype as dt
+from . import _unique
 from ._tensor import Tensor
 from .dispatcher import out as _out_arg
 from .dispatcher.optable import OPS
@@ -175,6 +176,7 @@ def equal(input, other) -> bool:
 
 
 FUNCTIONS = {
+    **_unique.FUNCTIONS,
     "meshgrid": meshgrid,
     "cartesian_prod": cartesian_prod,
     "block_diag": block_diag,
@@ -186,6 +188,7 @@ FUNCTIONS = {
 }
 
 METHODS = {
+    **_unique.METHODS,
     "median": _median,
     "nanmedian": _nanmedian,
     "allclose": allclose,

@@ -408,8 +408,6 @@ XFAILS = {
     "unbind_copy": "core: missing: ember.unbind_copy",
     "unfold": "core: unfold of a 0-d tensor has the wrong shape",
     "unfold_copy": "core: missing: ember.unfold_copy",
-    "unique": "core: unique(dim=) is not supported",
-    "unique_consecutive": "core: missing: ember.unique_consecutive",
     "unravel_index": "core: missing: ember.unravel_index",
     "unsafe_chunk": "core: missing: ember.unsafe_chunk",
     "unsafe_split": "core: missing: ember.unsafe_split",
