@@ -99,6 +99,7 @@ INPLACE_NAMES = (
     "triu",
     "true_divide",
     "logaddexp2",
+    "scatter_reduce",
 )
 
 

@@ -307,7 +307,25 @@ def dist(op, dtype, device, rng):
         )
 
 
+def scatter_reduce(op, dtype, device, rng):
+    """Colliding targets, an index shorter than src, each reduction with and without self."""
+    from .gen_index import _index_along
+
+    cases = (((4, 5), C, 0, 3), ((3, 6), T, 1, 8), ((2, 3, 4), N, 2, 5), ((5,), S, 0, 0))
+    for i, (shape, layout, dim, size) in enumerate(cases):
+        x = arr(dtype, shape, rng, layout)
+        index = _index_along(rng, shape, dim, size, unique=False)
+        src_shape = tuple(n + 1 for n in index.shape)  # only the index's corner of src is used
+        src = arr(dtype, src_shape, rng)
+        for reduce in ("sum", "mean", "amax", "amin"):
+            if reduce == "mean" and dtype is ember.bool:  # PyTorch has no bool mean
+                continue
+            include_self = (i + len(reduce)) % 2 == 0
+            yield Sample((x, dim, Arr(index), src, reduce, include_self))
+
+
 GENERATORS = {
+    "scatter_reduce": scatter_reduce,
     "vectors": vectors,
     "cov": cov,
     "cdist": cdist,
