@@ -22,6 +22,7 @@ from . import (
     nn,
     reduction,
     surface_math,
+    surface_quantile,
     surface_reduce,
     surface_scatter,
     surface_shape,
@@ -31,7 +32,14 @@ from . import (
 
 MODULES = (elementwise, reduction, view, data, linalg, factory, nn, functional, amp)
 # PyTorch's core surface (issue 13), in modules of their own
-MODULES += (surface_math, surface_reduce, surface_scatter, surface_shape, surface_stats)
+MODULES += (
+    surface_math,
+    surface_quantile,
+    surface_reduce,
+    surface_scatter,
+    surface_shape,
+    surface_stats,
+)
 
 
 def _decompose(op, *args):
