@@ -21,6 +21,7 @@ from . import (
     linalg,
     nn,
     reduction,
+    surface_copies,
     surface_math,
     surface_quantile,
     surface_reduce,
@@ -33,6 +34,7 @@ from . import (
 MODULES = (elementwise, reduction, view, data, linalg, factory, nn, functional, amp)
 # PyTorch's core surface (issue 13), in modules of their own
 MODULES += (
+    surface_copies,
     surface_math,
     surface_quantile,
     surface_reduce,

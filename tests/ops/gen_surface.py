@@ -324,7 +324,19 @@ def scatter_reduce(op, dtype, device, rng):
             yield Sample((x, dim, Arr(index), src, reduce, include_self))
 
 
+def copy_of_view(op, dtype, device, rng):
+    """``<view>_copy``: the view's own samples."""
+    from ember.dispatcher.optable import OPS
+
+    from .samples import GENERATORS as ALL
+    from .samples import generator_name
+
+    view = OPS[op.name.removesuffix("_copy")]
+    yield from ALL[generator_name(view)](view, dtype, device, rng)
+
+
 GENERATORS = {
+    "copy_of_view": copy_of_view,
     "scatter_reduce": scatter_reduce,
     "vectors": vectors,
     "cov": cov,

@@ -112,7 +112,7 @@ def sample_limit() -> int | None:
     return None if value == "all" else max(int(value), 1)
 
 
-DEFAULT_SAMPLES = 4
+DEFAULT_SAMPLES = 2
 
 
 def spread(count: int, limit: int | None) -> list[int]:
