@@ -103,6 +103,38 @@ INPLACE_NAMES = (
 )
 
 
+# ---- in-place views: self takes the view's shape, strides and offset -----------------------
+def _inplace_view(name: str):
+    def method(self, *args, **kwargs):
+        if self.requires_grad:
+            raise RuntimeError(
+                f"{name}_(): changing the shape of a tensor that requires grad in place is not "
+                f"supported; use {name}() (a view) instead"
+            )
+        view = getattr(self, name)(*args, **kwargs)
+        self._shape, self._stride, self._offset = view._shape, view._stride, view._offset
+        return self
+
+    method.__name__ = method.__qualname__ = f"{name}_"
+    return method
+
+
+def _split_alias(op_name: str):
+    """split_with_sizes, unsafe_split, unsafe_chunk: PyTorch's other names of split/chunk."""
+
+    def function(input, *args, **kwargs):
+        return getattr(_ember(), op_name)(input, *args, **kwargs)
+
+    return function
+
+
+SPLIT_ALIASES = {
+    "split_with_sizes": _split_alias("split"),
+    "unsafe_split": _split_alias("split"),
+    "unsafe_chunk": _split_alias("chunk"),
+}
+
+
 # ---- overloads ----------------------------------------------------------------------------
 def _median_of(op_name: str):
     """median/nanmedian: ``(x)`` is the lower median of all elements; ``(x, dim, keepdim)``
@@ -177,6 +209,7 @@ def equal(input, other) -> bool:
 
 
 FUNCTIONS = {
+    **SPLIT_ALIASES,
     **_unique.FUNCTIONS,
     "meshgrid": meshgrid,
     "cartesian_prod": cartesian_prod,
@@ -189,6 +222,9 @@ FUNCTIONS = {
 }
 
 METHODS = {
+    **SPLIT_ALIASES,
+    **{f"{name}_": _inplace_view(name) for name in ("unsqueeze", "squeeze", "t", "transpose")},
+    "as_strided_": _inplace_view("as_strided"),
     **_unique.METHODS,
     "median": _median,
     "nanmedian": _nanmedian,
