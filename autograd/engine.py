@@ -8,6 +8,7 @@ afterwards unless ``retain_graph``, and record a graph of the backward pass when
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import sys
 from collections import defaultdict
@@ -83,7 +84,7 @@ def _dependencies(root_nodes) -> dict:
     stack = list(root_nodes)
     while stack:
         node = stack.pop()
-        for edge in node.next_functions:
+        for edge in node.edges:
             if edge is None:
                 continue
             nxt = edge[0]
@@ -106,7 +107,7 @@ def _needed(root_nodes, targets: set) -> set | None:
     stack = list(root_nodes)
     while stack:  # iterative, so deep graphs don't hit the recursion limit
         node = stack.pop()
-        for edge in node.next_functions:
+        for edge in node.edges:
             if edge is None:
                 continue
             parents[edge[0]].append(node)
@@ -145,6 +146,7 @@ def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, acc
     root_nodes = list({edge[0]: None for edge in root_edges})
     targets = None if capture is None else {edge[0] for edge in capture}
     run = _Pass(_needed(root_nodes, targets), _dependencies(root_nodes), retain_graph, capture)
+    run.roots = set(root_nodes)
     run.accumulate = accumulate and capture is None
     given = _as_tuple(grad_outputs) if grad_outputs is not None else ()
     for i, ((node, index), grad) in enumerate(zip(root_edges, root_grads)):
@@ -153,16 +155,49 @@ def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, acc
             run.shared.add(id(grad))  # the caller holds it too
     ready = [(-node.seq, id(node), node) for node in root_nodes if run.deps[node] == 0]
     heapq.heapify(ready)
-    previous = grad_mode.STATE.enabled
-    grad_mode.STATE.enabled = create_graph
+    state = grad_mode.STATE
+    previous, valid = state.enabled, state.checkpoint_valid
+    state.enabled = create_graph
+    state.checkpoint_valid = capture is None
+    _RUNNING.append(run)
     try:
         while ready:
             node = heapq.heappop(ready)[2]
             for nxt in run.step(node):
                 heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
     finally:
-        grad_mode.STATE.enabled = previous
+        _RUNNING.pop()
+        state.enabled, state.checkpoint_valid = previous, valid
     return run.captured
+
+
+_RUNNING: list = []  # the passes under way, innermost last (a hook may run a nested backward)
+_PASS_IDS = itertools.count()
+
+
+def current_graph_task_id() -> int:
+    """The id of the backward pass running now (-1 outside one); PyTorch's
+    ``torch._C._current_graph_task_id``."""
+    return _RUNNING[-1].task_id if _RUNNING else -1
+
+
+def will_engine_execute_node(node) -> bool:
+    """Whether the running backward pass runs ``node`` (or, for ``autograd.grad``, gives its
+    gradient back); PyTorch's ``torch._C._will_engine_execute_node``."""
+    if not _RUNNING:
+        raise RuntimeError(
+            "_will_engine_execute_node should only be called during the backward pass"
+        )
+    run = _RUNNING[-1]
+    if run.needed is None:
+        return node in run.roots or node in run.deps
+    if isinstance(node, AccumulateGrad):
+        raise RuntimeError(
+            "A leaf node was passed to _will_engine_execute_node but we are currently running "
+            "autograd.grad(). This is currently not supported."
+        )
+    captured = run.capture is not None and any(node is edge[0] for edge in run.capture)
+    return node in run.needed or captured
 
 
 class _Pass:
@@ -176,7 +211,7 @@ class _Pass:
     """
 
     __slots__ = ("accumulate", "buffers", "capture", "captured", "deps", "needed", "retain")
-    __slots__ += ("shared",)
+    __slots__ += ("roots", "shared", "task_id")
 
     def __init__(self, needed, deps, retain_graph, capture):
         self.needed = needed
@@ -187,6 +222,8 @@ class _Pass:
         self.buffers: dict = {}
         self.shared: set = set()
         self.accumulate = True
+        self.roots: set = set()
+        self.task_id = next(_PASS_IDS)
 
     def add(self, node, index: int, grad) -> None:
         slots = self.buffers.get(node)
@@ -226,7 +263,7 @@ class _Pass:
         if not self.retain and not leaf:
             node.release()
         ready = []
-        for i, edge in enumerate(node.next_functions):
+        for i, edge in enumerate(node.edges):
             if edge is None:
                 continue
             nxt = edge[0]

@@ -78,7 +78,7 @@ class Context:
         if self._saved:
             for saved in self._saved.values():
                 for item in saved if isinstance(saved, tuple) else (saved,):
-                    item.tensor = None
+                    item.free()
 
 
 class Plan:
@@ -175,7 +175,7 @@ class Formula:
 
     def apply(self, node, grads: list) -> tuple:
         if all(g is None for g in grads):
-            return (None,) * len(node.next_functions)
+            return (None,) * len(node.edges)
         ctx = node.ctx
         ctx._node = node
         try:

@@ -351,7 +351,7 @@ def _permute(ctx, g):
 def _embed(ctx, g, view_fn):
     """Gradient of a view: zeros of the input's shape with ``g`` written into the viewed part."""
     shape, _, device = ctx.meta("input")
-    out = E.zeros(shape, dtype=g.dtype, device=device)
+    out = g.new_zeros(shape, dtype=g.dtype, device=device)  # batched when g is (under vmap)
     view_fn(out).copy_(g)
     return out
 
@@ -465,7 +465,7 @@ def _index_add(ctx, g):
 
 def _take(ctx, g):
     shape = ctx.shape("input")
-    out = E.zeros(math.prod(shape), dtype=g.dtype, device=g.device)
+    out = g.new_zeros(math.prod(shape), dtype=g.dtype, device=g.device)
     if g.numel():
         out.put_(ctx.index.reshape(-1), g.reshape(-1), accumulate=True)
     return out.reshape(shape), None
@@ -487,15 +487,32 @@ def _sort(ctx, g_values, g_indices=None):
 
 
 def _mm(ctx, g):
-    # A gradient laid out like its input: for linear's weight.t() the product is computed
-    # transposed, so that t's backward makes it contiguous again and the leaf takes it without
-    # a copy (PyTorch's mm_mat1_backward / mm_mat2_backward do the same).
+    return _product_grads(ctx, g, "input", "mat2", 0)
+
+
+def _product_grads(ctx, g, first: str, second: str, at: int):
+    """The gradients of the matrices ``first @ second`` (tensor arguments ``at``, ``at + 1``).
+
+    A gradient laid out like its input: for linear's weight.t() the product is computed
+    transposed, so that t's backward makes it contiguous again and the leaf takes it without
+    a copy (PyTorch's mm_mat1_backward / mm_mat2_backward do the same)."""
     grad_a = grad_b = None
-    if ctx.needs_input_grad[0]:
-        grad_a = ctx.mat2.mm(g.t()).t() if _transposed(ctx, "input") else g.mm(ctx.mat2.t())
-    if ctx.needs_input_grad[1]:
-        grad_b = g.t().mm(ctx.input).t() if _transposed(ctx, "mat2") else ctx.input.t().mm(g)
+    if ctx.needs_input_grad[at]:
+        b = getattr(ctx, second)
+        grad_a = b.mm(g.t()).t() if _transposed(ctx, first) else g.mm(b.t())
+    if ctx.needs_input_grad[at + 1]:
+        a = getattr(ctx, first)
+        grad_b = g.t().mm(a).t() if _transposed(ctx, second) else a.t().mm(g)
     return grad_a, grad_b
+
+
+def _addmm(ctx, g):
+    """``beta * input + alpha * mat1 @ mat2``: one node, as PyTorch's AddmmBackward0 (the
+    input's gradient is reduced to its broadcast shape by the engine)."""
+    beta, alpha = ctx.beta, ctx.alpha
+    grad_input = (g if beta == 1 else g * beta) if ctx.needs_input_grad[0] else None
+    grads = _product_grads(ctx, g if alpha == 1 else g * alpha, "mat1", "mat2", 1)
+    return (grad_input, *grads)
 
 
 def _transposed(ctx, name: str) -> bool:
@@ -752,5 +769,6 @@ FORMULAS = {
     "constant_pad_nd": F(_constant_pad),
     # ---- matrix products ------------------------------------------------------------------------
     "mm": F(_mm, save={"input": "mat2", "mat2": "input"}, strides=("input", "mat2")),
+    "addmm": F(_addmm, save={"mat1": "mat2", "mat2": "mat1"}, strides=("mat1", "mat2")),
     "bmm": F(_bmm, save={"input": "mat2", "mat2": "input"}),
 }

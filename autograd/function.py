@@ -25,12 +25,16 @@ class FunctionCtx:
         self._dirty: set = set()
         self.materialize_grads = True
         self._node = None
+        self._saved_forward: tuple = ()
+        self._in_jvp = False
 
     def save_for_backward(self, *tensors) -> None:
         self._saved = tuple(SavedTensor(t) if isinstance(t, Tensor) else t for t in tensors)
 
     @property
     def saved_tensors(self) -> tuple:
+        if self._in_jvp:
+            return self._saved_forward
         node = self._node() if self._node is not None else None
         return tuple(s.unpack(node) if isinstance(s, SavedTensor) else s for s in self._saved)
 
@@ -45,6 +49,10 @@ class FunctionCtx:
             for s in self._saved
         )
 
+    def save_for_forward(self, *tensors) -> None:
+        """Tensors for ``jvp`` (forward AD), read there as ``ctx.saved_tensors``."""
+        self._saved_forward = tuple(tensors)
+
     def mark_non_differentiable(self, *tensors) -> None:
         self._non_differentiable.update(id(t) for t in tensors)
 
@@ -57,7 +65,7 @@ class FunctionCtx:
     def release(self) -> None:
         for saved in self._saved:
             if isinstance(saved, SavedTensor):
-                saved.tensor = None
+                saved.free()
 
 
 class _FunctionOp:
@@ -141,24 +149,57 @@ class Function:
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("a Function subclass must implement backward")
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """Forward AD: the tangents of the outputs from the inputs' (zeros for tensors without
+        one, None for other arguments). Tensors saved with ``ctx.save_for_forward`` are
+        ``ctx.saved_tensors`` here."""
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with "
+            "forward mode AD."
+        )
+
     setup_context = None
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """Under ``vmap``: ``(outputs, out_dims)`` from the physical arguments (``in_dims``
+        holds each one's batch dim, or None). Override it, or set ``generate_vmap_rule``."""
+        raise NotImplementedError(
+            "To use autograd.Function with vmap, you must either override the vmap staticmethod "
+            "or set generate_vmap_rule=True."
+        )
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        from .forward_ad import suspended
+        from .function_vmap import apply_batched, batched_level
+
+        batched = batched_level(args)
+        if batched is not None:  # under vmap: the Function's vmap rule
+            return apply_batched(cls, args, kwargs, batched)
+        level = _tangent_level(args)
         ctx = FunctionCtx()
         positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         record = grad_mode.STATE.enabled and any(ctx.needs_input_grad)
         edges = [gradient_edge(args[i]) if record else None for i in positions]
         meta = [(args[i]._shape, args[i]._dtype, args[i]._storage.device) for i in positions]
-        with grad_mode.no_grad():
+        with grad_mode.no_grad(), suspended(level):
             if cls.setup_context is not None:
                 out = cls.forward(*args, **kwargs)
                 cls.setup_context(ctx, args, out)
             else:
                 out = cls.forward(ctx, *args, **kwargs)
-        if not record:
-            return out
+        if record:
+            out = cls._record(ctx, args, out, positions, edges, meta)
+        if level >= 0:
+            _forward_tangents(cls, ctx, args, out, level)
+        return out
+
+    @classmethod
+    def _record(cls, ctx, args, out, positions, edges, meta):
         outputs = out if isinstance(out, tuple) else (out,)
         tensors = [t for t in outputs if isinstance(t, Tensor)]
         output_meta = [(t._shape, t._dtype, t._storage.device) for t in tensors]
@@ -178,6 +219,44 @@ class Function:
             result.append(t)
         ctx._saved_outputs_as_aliases(tensors)
         return tuple(result) if isinstance(out, tuple) else result[0]
+
+
+def _tangent_level(args) -> int:
+    """The innermost open forward-AD level among the arguments' tangents (-1: none)."""
+    from .forward_ad import STATE
+
+    if not STATE.open:
+        return -1
+    found = -1
+    for a in args:
+        if isinstance(a, Tensor):
+            for level in a.__dict__.get("_fw") or ():
+                if level in STATE.open and level > found:
+                    found = level
+    return found
+
+
+def _forward_tangents(cls, ctx, args, out, level: int) -> None:
+    """Run ``cls.jvp`` (with the level suspended) and give its tangents to the outputs."""
+    import ember
+
+    from .forward_ad import suspended, tangent_of
+    from .jvp_rules import attach
+
+    grads = []
+    for a in args:
+        if isinstance(a, Tensor):
+            t = tangent_of(a, level)
+            grads.append(ember.zeros_like(a) if t is None else t)
+        else:
+            grads.append(None)
+    ctx._in_jvp = True
+    try:
+        with suspended(level):
+            tangents = cls.jvp(ctx, *grads)
+    finally:
+        ctx._in_jvp = False
+    attach(out, tangents, level)
 
 
 def once_differentiable(backward):

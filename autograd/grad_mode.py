@@ -18,6 +18,9 @@ class _State(threading.local):
         self.inference = False
         self.anomaly = False
         self.anomaly_check_nan = True
+        # False while the engine runs for autograd.grad or backward(inputs=...): the reentrant
+        # checkpoint cannot work there (PyTorch's _is_checkpoint_valid)
+        self.checkpoint_valid = True
 
 
 STATE = _State()

@@ -18,7 +18,8 @@ from ..dispatcher.opdef import Kind
 from .anomaly import record_trace
 from .formula import Formula
 from .grad_mode import STATE
-from .node import Node, gradient_edge, retain
+from .graph_names import present_composite
+from .node import _SEQUENCE, Node, gradient_edge, retain
 from .views import CopySlices, ViewOf
 
 
@@ -47,8 +48,11 @@ class AutogradLayer(Layer):
         base = op.inplace_of or op
         formula = base.formula
         if formula is None:
-            if op.decomposition is not None:
-                return op.decomposition(*args)  # composite: its parts get recorded
+            if op.decomposition is not None:  # composite: its parts get recorded
+                start = next(_SEQUENCE)
+                out = op.decomposition(*args)
+                present_composite(op, args, out, start)  # shown as PyTorch's one node
+                return out
             if not base.defn.differentiable:
                 if op.mutates and args[0]._requires_grad:
                     # uniform_, normal_...: the old values no longer matter, as in PyTorch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 
 from ember._tensor import Tensor, make
@@ -64,6 +65,18 @@ def accumulator(t: Tensor) -> AccumulateGrad:
     return node
 
 
+class _SavedHooks(threading.local):
+    """The saved-tensor hook pairs in effect (``autograd.graph.saved_tensors_hooks``)."""
+
+    def __init__(self):
+        self.stack: list = []
+        self.disabled: str | None = None  # the message disable_saved_tensors_hooks gave
+
+
+SAVED_HOOKS = _SavedHooks()
+_UNSET = object()
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
@@ -71,18 +84,46 @@ class SavedTensor:
     tensor itself, or the node, would make a cycle node -> saved -> node that only the garbage
     collector frees. The owner node passed to ``unpack`` becomes the alias's grad_fn again, so
     higher-order gradients still flow through it.
+
+    Under ``saved_tensors_hooks`` the pack hook's result is kept instead of the tensor, and the
+    unpack hook turns it back into a tensor when backward needs it (checkpointing, offloading).
     """
 
-    __slots__ = ("output_nr", "tensor", "version")
+    __slots__ = ("output_nr", "packed", "tensor", "unpack_hook", "version")
 
     def __init__(self, t: Tensor, output_nr: int | None = None):
         self.version = t._storage.version
         self.output_nr = output_nr
+        self.unpack_hook = None
+        if SAVED_HOOKS.stack:
+            pack, self.unpack_hook = SAVED_HOOKS.stack[-1]
+            self.packed = pack(t)
+            self.tensor = None
+            return
         if output_nr is not None:
             t = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
         self.tensor = t
 
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        """Pack the saved tensor now with ``pack_hook``; ``unpack_hook`` gives it back."""
+        if self.unpack_hook is not None:
+            raise RuntimeError("Hooks were already registered on this SavedTensor")
+        if self.tensor is None:
+            raise RuntimeError(FREED)
+        self.packed = pack_hook(self.tensor)
+        self.unpack_hook = unpack_hook
+        self.tensor = None
+
+    def free(self) -> None:
+        # The hooks go too: what they hold (a checkpoint's recomputed tensors) is freed with
+        # the last node that saved into it, not with the whole graph.
+        self.tensor = None
+        self.packed = _UNSET
+        self.unpack_hook = None
+
     def unpack(self, owner) -> Tensor:
+        if self.unpack_hook is not None:
+            return self._unpack_hooked(owner)
         t = self.tensor
         if t is None:
             raise RuntimeError(FREED)
@@ -95,12 +136,29 @@ class SavedTensor:
                 f"{self.version} instead. Hint: the operation that modified it was in-place "
                 "(a method ending in '_' or an indexed assignment)."
             )
+        return self._as_output(t, owner)
+
+    def _unpack_hooked(self, owner) -> Tensor:
+        if self.packed is _UNSET:
+            raise RuntimeError(FREED)
+        t = self.unpack_hook(self.packed)
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                "Output of saved tensor unpack_hook expected to be a Tensor but got result of "
+                f"type {type(t).__name__}"
+            )
+        return self._as_output(t, owner)
+
+    def _as_output(self, t: Tensor, owner) -> Tensor:
         if self.output_nr is not None and owner is not None:
             alias = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
             alias._grad_fn = owner
             alias._requires_grad = True
             if self.output_nr:
                 alias.__dict__["_output_nr"] = self.output_nr
+            tangents = t.__dict__.get("_fw")
+            if tangents:  # forward AD shared the output's tangents with this copy
+                alias.__dict__["_fw"] = tangents
             return alias
         return t
 
@@ -108,17 +166,22 @@ class SavedTensor:
 class Node:
     """A backward function: applies an op's formula to incoming gradients.
 
-    ``next_functions`` holds, per differentiable input, the ``(node, output index)`` its gradient
-    flows to (None for inputs that need none), as in PyTorch.
+    ``edges`` holds, per tensor input, the ``(node, output index)`` its gradient flows to (None
+    for inputs that need none): what the engine walks. ``next_functions`` shows them as PyTorch
+    does (``(None, 0)`` for inputs without one, only the inputs the op's PyTorch node has), and
+    ``name()`` is PyTorch's node name (autograd/graph_names.py). ``_saved_<argument>`` reads
+    what the node saved for backward (``_saved_self`` is the first argument, as in PyTorch).
     """
 
     __slots__ = (
         "__weakref__",
+        "_metadata",
         "ctx",
+        "display",
+        "edges",
         "formula",
         "hooks",
         "input_meta",
-        "next_functions",
         "num_outputs",
         "op",
         "pre_hooks",
@@ -128,11 +191,11 @@ class Node:
         "trace",
     )
 
-    def __init__(self, op, formula, ctx, next_functions, input_meta, num_outputs=1):
+    def __init__(self, op, formula, ctx, edges, input_meta, num_outputs=1):
         self.op = op
         self.formula = formula
         self.ctx = ctx
-        self.next_functions = next_functions
+        self.edges = edges
         self.input_meta = input_meta
         self.num_outputs = num_outputs
         self.seq = next(_SEQUENCE)
@@ -141,12 +204,38 @@ class Node:
         self.hooks = None
         self.released = False
         self.trace = None
+        self.display = None  # (name, edges) a composite's node is shown with
 
     def name(self) -> str:
-        return f"{camel(self.op.name)}Backward0"
+        if self.display is not None:
+            return self.display[0]
+        from .graph_names import describe
 
-    def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        return describe(self)[0]
+
+    @property
+    def next_functions(self) -> tuple:
+        """``((node, output index), ...)`` per input of the PyTorch node, ``(None, 0)`` for
+        inputs that need no gradient."""
+        if self.display is not None:
+            edges = self.display[1]
+        elif self.formula is not None and hasattr(self.op, "schema"):
+            from .graph_names import describe
+
+            edges = describe(self)[1]
+        else:
+            edges = self.edges
+        return tuple((None, 0) if e is None else e for e in edges)
+
+    def __repr__(self) -> str:  # PyTorch's class name: the name without its namespace
+        return f"<{self.name().rpartition('::')[2]} object at {id(self):#x}>"
+
+    def __getattr__(self, name: str):
+        if name.startswith("_raw_saved_"):
+            return _saved_entry(self, name[len("_raw_saved_") :], raw=True)
+        if name.startswith("_saved_"):
+            return _saved_entry(self, name[len("_saved_") :], raw=False)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def register_hook(self, hook):
         """``hook(grad_inputs, grad_outputs)`` after this node runs; may return new grad_inputs."""
@@ -173,7 +262,39 @@ class Node:
 
     @property
     def metadata(self) -> dict:
-        return {}
+        """A dict of the user's, kept with the node (PyTorch's ``Node.metadata``)."""
+        try:
+            return self._metadata
+        except AttributeError:
+            self._metadata = {}
+            return self._metadata
+
+
+def _saved_entry(node, name: str, raw: bool):
+    """``node._saved_<name>``: a saved tensor (unpacked, or the SavedTensor when ``raw``), or
+    the value of a non-tensor argument, under PyTorch's names (``self`` is the first one)."""
+    ctx = node.ctx
+    formula = node.formula
+    if formula is None or ctx is None or not hasattr(ctx, "_formula"):
+        raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{name}'")
+    args = node.op.schema.args
+    own = args[0].name if name == "self" and args else name
+    saved = ctx._saved.get(own) if ctx._saved else None
+    if saved is not None:
+        items = saved if isinstance(saved, tuple) else (saved,)
+        if raw:
+            return items if isinstance(saved, tuple) else items[0]
+        unpacked = [s.unpack(node) for s in items]
+        return unpacked if isinstance(saved, tuple) else unpacked[0]
+    plan = formula.plan
+    position = plan.position.get(own)
+    if position is None or own in plan.tensor_index or raw:
+        raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{name}'")
+    values = ctx._values
+    value = values[position] if position < len(values) else plan.defaults[position]
+    if isinstance(value, int) and not isinstance(value, bool) and args[position].is_list:
+        return (value,)  # an int[] argument given as one int
+    return tuple(value) if isinstance(value, list) else value
 
 
 class _Handle:
@@ -214,7 +335,7 @@ class AccumulateGrad(Node):
         return self._variable()
 
     def name(self) -> str:
-        return "AccumulateGrad"
+        return "torch::autograd::AccumulateGrad"  # PyTorch's node name, namespace included
 
     def apply(self, grads: list) -> tuple:
         from .engine import accumulate_into_leaf, run_leaf_hooks

@@ -42,7 +42,7 @@ class CopySlices(Node):
     __slots__ = ("base_geometry", "inner", "view_geometry")
 
     def __init__(self, base: Tensor, view: Tensor, inner: Node, base_edge):
-        edges = (base_edge,) + tuple(inner.next_functions[1:])
+        edges = (base_edge,) + tuple(inner.edges[1:])
         meta = ((base._shape, base._dtype, base._storage.device),) + tuple(inner.input_meta[1:])
         Node.__init__(self, inner.op, None, inner.ctx, edges, meta)
         self.base_geometry = _geometry(base)
@@ -50,7 +50,7 @@ class CopySlices(Node):
         self.inner = inner
 
     def name(self) -> str:
-        return "CopySlices"
+        return "torch::autograd::CopySlices"
 
     def release(self) -> None:
         self.inner.release()
@@ -59,7 +59,7 @@ class CopySlices(Node):
     def apply(self, grads: list) -> tuple:
         g = grads[0]
         if g is None:
-            return (None,) * len(self.next_functions)
+            return (None,) * len(self.edges)
         device = g.device
         base_pos = _positions(self.base_geometry, device)
         view_pos = _positions(self.view_geometry, device)
@@ -128,4 +128,5 @@ def _extent(geometry) -> int:
 
 def storage_buffer(g, *geometries):
     extent = max(_extent(geometry) for geometry in geometries)
-    return ember.zeros(max(extent, 1), dtype=g.dtype, device=g.device)
+    # new_zeros: batched when g is (jacrev runs backward formulas on batched gradients)
+    return g.new_zeros(max(extent, 1), dtype=g.dtype, device=g.device)

@@ -75,8 +75,22 @@ Tensor.__setitem__ = _indexing.setitem
 Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target, _module
 
-# Last: these packages use the bound Tensor and the generated functions.
-from . import _accelerator, amp, autograd, backends, nn, optim, profiler, utils, version
+# Last: these packages use the bound Tensor and the generated functions. multiprocessing
+# registers its pickler reductions, as torch's does on import: tensors sent through any
+# multiprocessing queue, pipe or process argument share memory instead of being copied.
+from . import (
+    _accelerator,
+    amp,
+    autograd,
+    backends,
+    func,
+    multiprocessing,
+    nn,
+    optim,
+    profiler,
+    utils,
+    version,
+)
 from .amp import autocast
 from .autograd import (
     enable_grad,
@@ -97,6 +111,7 @@ from .dispatcher.autocast import (
     set_autocast_dtype,
     set_autocast_enabled,
 )
+from .func import vmap
 from .serialization import load, save
 
 # Subsystems that load on first use: ``ember.jit.trace(...)`` works after ``import ember`` alone,

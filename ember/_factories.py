@@ -399,11 +399,22 @@ def eye(
     return _finish(out, requires_grad, pin_memory, "eye")
 
 
+# Inside ember.func.vmap, what a random factory fills: the autograd package sets this to a
+# function returning a tensor batched at the levels that ask for different randomness (each
+# sample draws its own numbers), or None for an ordinary new tensor.
+RANDOM_TARGET = None
+
+
 def _sampled(op: str, fill: str, size, dtype, device, *params) -> Tensor:
     """A new tensor of ``size`` filled in place by the random op ``fill``."""
     dtype = _dtype_arg(dtype)
+    out = None
     try:
-        out = OPS["empty"](_size_args(size, op), dtype, device)
+        shape = _size_args(size, op)
+        if RANDOM_TARGET is not None:
+            out = RANDOM_TARGET(shape, dtype, device)
+        if out is None:
+            out = OPS["empty"](shape, dtype, device)
     except RuntimeError as exc:
         raise _as_factory(exc, "empty", op) from exc.__cause__
     return OPS[fill](out, *params)

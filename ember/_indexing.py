@@ -137,6 +137,15 @@ def _basic(t: Tensor, index) -> tuple[Tensor, list]:
     return view, advanced
 
 
+def _extremes(index: Tensor) -> tuple[int, int]:
+    """The smallest and largest index; under vmap, over every sample's (the physical tensor:
+    the bounds check needs numbers, which a batched tensor refuses to give)."""
+    from ember.autograd.batched import unwrap_all
+
+    values = unwrap_all(index)[0]
+    return int(values.min().item()), int(values.max().item())
+
+
 def _linear_index(view: Tensor, advanced: list):
     """Permute the advanced dims of ``view`` to the front; one int64 index over them (wrapped,
     bounds-checked) with the broadcast shape of the index tensors."""
@@ -149,7 +158,7 @@ def _linear_index(view: Tensor, advanced: list):
         size = view.shape[d]
         index = index.to(dt.int64)
         if index.numel() and index.device.type != "meta":  # meta has shapes, not values
-            low, high = int(index.min().item()), int(index.max().item())
+            low, high = _extremes(index)
             if low < -size or high >= size:
                 bad = high if high >= size else low
                 raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")

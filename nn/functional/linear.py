@@ -12,18 +12,16 @@ def linear(input, weight, bias=None):
 
 
 def _linear(input, weight, bias=None):
-    """The ``linear`` row's decomposition: one mm over the folded leading dims."""
+    """The ``linear`` row's decomposition, PyTorch's: ``addmm`` with a bias (``mm`` without) over
+    the folded leading dims, so the graph shows its nodes (``AddmmBackward0``...)."""
     if input.shape[-1] != weight.shape[-1]:
         raise RuntimeError(
             f"linear: input features {input.shape[-1]} don't match weight {list(weight.shape)} "
             f"(input shape {list(input.shape)})"
         )
-    if input.ndim == 2:
-        out = OPS["mm"](input, weight.t())
-    else:
-        out = OPS["mm"](input.reshape(-1, input.shape[-1]), weight.t())
-        out = out.view(*input.shape[:-1], weight.shape[0])
-    return out if bias is None else out + bias
+    flat = input if input.ndim == 2 else input.reshape(-1, input.shape[-1])
+    out = OPS["mm"](flat, weight.t()) if bias is None else OPS["addmm"](bias, flat, weight.t())
+    return out if input.ndim == 2 else out.view(*input.shape[:-1], weight.shape[0])
 
 
 def bilinear(input1, input2, weight, bias=None):

@@ -219,21 +219,47 @@ class _BinaryCrossEntropy(Function):
     clamped logs would give 0 * inf = NaN."""
 
     @staticmethod
-    def forward(ctx, input, target):
-        ctx.save_for_backward(input, target)
+    def forward(input, target):
         log_p = ember.clamp(ember.log(input), min=-100)
         log_q = ember.clamp(ember.log1p(-input), min=-100)
         return -(target * log_p + (1 - target) * log_q)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+        ctx.save_for_forward(*inputs)
 
     @staticmethod
     def backward(ctx, grad):
         input, target = ctx.saved_tensors
         grad_input = grad_target = None
         if ctx.needs_input_grad[0]:
-            grad_input = grad * (input - target) / ember.clamp(input * (1 - input), min=1e-12)
-        if ctx.needs_input_grad[1]:  # unclamped, as PyTorch's (infinite at 0 and 1)
-            grad_target = grad * (ember.log1p(-input) - ember.log(input))
+            grad_input = _BinaryCrossEntropy._d_input(grad, input, target)
+        if ctx.needs_input_grad[1]:
+            grad_target = _BinaryCrossEntropy._d_target(grad, input)
         return grad_input, grad_target
+
+    @staticmethod
+    def jvp(ctx, input_t, target_t):  # elementwise: the VJP's factors times the tangents
+        input, target = ctx.saved_tensors
+        return _BinaryCrossEntropy._d_input(input_t, input, target) + (
+            _BinaryCrossEntropy._d_target(target_t, input)
+        )
+
+    @staticmethod
+    def vmap(info, in_dims, input, target):  # elementwise: batch both first, once
+        def first(x, d):
+            return x.movedim(d, 0) if d is not None else x.expand(info.batch_size, *x.shape)
+
+        return _BinaryCrossEntropy.apply(first(input, in_dims[0]), first(target, in_dims[1])), 0
+
+    @staticmethod
+    def _d_input(grad, input, target):
+        return grad * (input - target) / ember.clamp(input * (1 - input), min=1e-12)
+
+    @staticmethod
+    def _d_target(grad, input):  # unclamped, as PyTorch's (infinite at 0 and 1)
+        return grad * (ember.log1p(-input) - ember.log(input))
 
 
 def binary_cross_entropy(

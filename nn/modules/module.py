@@ -9,6 +9,7 @@ import warnings
 from collections import OrderedDict
 
 from ember._tensor import Tensor
+from ember.autograd import module_hooks as _bw
 
 from ..parameter import Buffer, Parameter
 from ._state import StateDict
@@ -33,6 +34,31 @@ class _Handle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+def register_module_full_backward_hook(hook):
+    """A full backward hook of every module (run before the module's own); PyTorch's, meant for
+    debugging and profiling."""
+    _bw.choose_kind(None, full=True)
+    handle = _Handle(_bw.GLOBAL_BACKWARD_HOOKS)
+    _bw.GLOBAL_BACKWARD_HOOKS[handle.id] = hook
+    return handle
+
+
+def register_module_backward_hook(hook):
+    """Deprecated (use ``register_module_full_backward_hook``): a legacy backward hook of every
+    module."""
+    _bw.choose_kind(None, full=False)
+    handle = _Handle(_bw.GLOBAL_BACKWARD_HOOKS)
+    _bw.GLOBAL_BACKWARD_HOOKS[handle.id] = hook
+    return handle
+
+
+def register_module_full_backward_pre_hook(hook):
+    """A backward pre-hook of every module (run before the module's own)."""
+    handle = _Handle(_bw.GLOBAL_BACKWARD_PRE_HOOKS)
+    _bw.GLOBAL_BACKWARD_PRE_HOOKS[handle.id] = hook
+    return handle
 
 
 # Errors a layer's forward raises for bad input; the innermost library layer adds its name.
@@ -137,6 +163,9 @@ class Module(StateDict):
         setattr_(self, "_forward_pre_hooks_with_kwargs", set())
         setattr_(self, "_forward_hooks_with_kwargs", set())
         setattr_(self, "_forward_hooks_always_called", set())
+        setattr_(self, "_backward_hooks", OrderedDict())
+        setattr_(self, "_backward_pre_hooks", OrderedDict())
+        setattr_(self, "_is_full_backward_hook", None)
         setattr_(self, "_state_dict_hooks", OrderedDict())
 
     def forward(self, *args, **kwargs):
@@ -146,7 +175,14 @@ class Module(StateDict):
 
     def __call__(self, *args, **kwargs):
         try:
-            if not self._forward_pre_hooks and not self._forward_hooks:
+            if not (
+                self._forward_pre_hooks
+                or self._forward_hooks
+                or self._backward_hooks
+                or self._backward_pre_hooks
+                or _bw.GLOBAL_BACKWARD_HOOKS
+                or _bw.GLOBAL_BACKWARD_PRE_HOOKS
+            ):
                 return self.forward(*args, **kwargs)
             return self._call_with_hooks(args, kwargs)
         except _LAYER_ERRORS as exc:
@@ -519,6 +555,36 @@ class Module(StateDict):
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_output)`` when the gradients of the module's outputs are known,
+        before those of its inputs are computed; may return replacement ``grad_output``."""
+        handle = _Handle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """``hook(module, grad_input, grad_output)`` when the gradients of the module's
+        positional inputs are computed (of its outputs when no input requires grad); may return
+        replacement ``grad_input``. The forward sees views of the inputs, the caller views of
+        the outputs (ember.autograd.module_hooks)."""
+        _bw.choose_kind(self, full=True)
+        handle = _Handle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        """Deprecated (use ``register_full_backward_hook``): ``hook(module, grad_input,
+        grad_output)`` on the node of the output's last op, so ``grad_input`` are that op's
+        input gradients; warns where they differ from the module's, as PyTorch."""
+        _bw.choose_kind(self, full=False)
+        handle = _Handle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
     def _call_with_hooks(self, args, kwargs):
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -534,6 +600,11 @@ class Module(StateDict):
                 replaced = hook(self, args)
                 if replaced is not None:
                     args = replaced if isinstance(replaced, tuple) else (replaced,)
+        backward_hook = None
+        full, legacy, pre = _bw.split_hooks(self)
+        if full or pre:
+            backward_hook = _bw.BackwardHook(self, full, pre)
+            args = backward_hook.setup_input_hook(args)
         called = set()
         result = None
         try:
@@ -543,6 +614,10 @@ class Module(StateDict):
                 replaced = self._run_forward_hook(hook_id, hook, args, kwargs, result)
                 if replaced is not None:
                     result = replaced
+            if backward_hook is not None:
+                result = backward_hook.setup_output_hook(result)
+            if legacy:
+                _bw.attach_legacy(self, legacy, args, result)
         except Exception:
             for hook_id, hook in list(self._forward_hooks.items()):
                 if hook_id in self._forward_hooks_always_called and hook_id not in called:
@@ -589,6 +664,9 @@ class Module(StateDict):
             "_forward_hooks_always_called",
         ):
             self.__dict__.setdefault(name, set())
+        for name in ("_backward_hooks", "_backward_pre_hooks"):
+            self.__dict__.setdefault(name, OrderedDict())
+        self.__dict__.setdefault("_is_full_backward_hook", None)
 
     def share_memory(self):
         """Move every parameter, gradient and buffer to shared memory (``Tensor.share_memory_``),

@@ -39,7 +39,7 @@ def _reached_leaves(outputs) -> set[int]:
         variable = getattr(node, "variable", None)
         if variable is not None:
             found.add(id(variable))
-        stack.extend(edge[0] for edge in node.next_functions if edge is not None)
+        stack.extend(edge[0] for edge in node.next_functions if edge[0] is not None)
     return found
 
 

@@ -117,3 +117,83 @@ def test_create_graph_keeps_results_differentiable(device):
 def test_vector_needed_for_non_scalar_outputs(device):
     with pytest.raises(RuntimeError, match="v can only be None"):
         _run(ember, device, "vjp", one_to_one, (X,))
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"vectorize": True}, {"vectorize": True, "strategy": "forward-mode"}],
+    ids=["vectorized", "forward-mode"],
+)
+def test_jacobian_strategies_match_pytorch(device, kw):
+    for name, fn, inputs, _, _ in CASES:
+        ours = _run(ember, device, "jacobian", fn, inputs, **kw)
+        theirs = _run(torch, device, "jacobian", fn, inputs, **kw)
+        _same(ours, theirs, f"jacobian {kw} of {name}")
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"vectorize": True}, {"vectorize": True, "outer_jacobian_strategy": "forward-mode"}],
+    ids=["vectorized", "forward-over-reverse"],
+)
+def test_hessian_strategies_match_pytorch(device, kw):
+    for name, fn, inputs, _ in SCALARS:
+        ours = _run(ember, device, "hessian", fn, inputs, **kw)
+        theirs = _run(torch, device, "hessian", fn, inputs, **kw)
+        _same(ours, theirs, f"hessian {kw} of {name}")
+
+
+def _message(lib, call) -> str:
+    try:
+        call(lib)
+    except Exception as exc:  # the comparison is the point: any error type
+        return f"{type(exc).__name__}: {exc}".replace("torch.Size", "Size").replace(
+            "ember.Size", "Size"
+        )
+    return "no error"
+
+
+MISUSES = {
+    "hvp of a vector function": lambda lib: lib.autograd.functional.hvp(
+        lambda a: a * 2, lib.tensor(X), lib.tensor(X)
+    ),
+    "v of the wrong size": lambda lib: lib.autograd.functional.jvp(
+        lambda a: a * 2, lib.tensor(X), lib.tensor(Y)
+    ),
+    "v of the wrong length": lambda lib: lib.autograd.functional.vjp(
+        lambda a, b: (a, b), (lib.tensor(X), lib.tensor(Y)), (lib.tensor(X),)
+    ),
+    "strict, constant output": lambda lib: lib.autograd.functional.vjp(
+        lambda a: lib.ones((), dtype=lib.float64), lib.tensor(X), strict=True
+    ),
+    "strict, linear hvp": lambda lib: lib.autograd.functional.hvp(
+        lambda a: (a * 2).sum(), lib.tensor(X), lib.tensor(X), strict=True
+    ),
+    "strict, jvp of unused input": lambda lib: lib.autograd.functional.jvp(
+        lambda a, b: a * 2,
+        (lib.tensor(X), lib.tensor(Y)),
+        (lib.tensor(X), lib.tensor(Y)),
+        strict=True,
+    ),
+    "non-tensor input": lambda lib: lib.autograd.functional.jvp(
+        lambda a, b: a * 2, (lib.tensor(X), 3)
+    ),
+    "vhp without v": lambda lib: lib.autograd.functional.vhp(lambda a: a.sum(), lib.tensor(X)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MISUSES))
+def test_errors_match_pytorch(name):
+    assert _message(ember, MISUSES[name]) == _message(torch, MISUSES[name])
+
+
+def test_hvp_and_vhp_create_graph(device):
+    x = ember.tensor(X, device=device).requires_grad_()
+    v = ember.tensor(V3, device=device)
+    for method in ("hvp", "vhp"):
+        _, result = getattr(ember.autograd.functional, method)(
+            lambda t: (t**4).sum(), x, v, create_graph=True
+        )
+        assert result.requires_grad
+        (third,) = ember.autograd.grad(result.sum(), x)
+        np.testing.assert_allclose(third.cpu().numpy(), 24 * X * V3)

@@ -1,0 +1,259 @@
+"""How a graph node presents itself, as PyTorch's would: its name and its ``next_functions``.
+
+PyTorch names a node after the overload of the op that made it (``PowBackward0`` for a number
+exponent, ``PowBackward1`` for a tensor one, ``RsubBackward1`` for ``1 - x``) and lists only
+the inputs that overload differentiates (``where``'s condition and ``gather``'s index are not
+inputs of its node). ember has one row per op, so the row's call decides: a rule here takes the
+node and returns ``(name, argument names to hide)``; ops without one are ``<CamelName>Backward0``
+over all their tensor arguments but the integer ones named in ``HIDDEN``.
+
+Composites that PyTorch also computes as one node keep that node's name when ember decomposes
+them (``mean`` is ``MeanBackward0`` over ``x``, not ``DivBackward0`` over a sum); the
+autograd layer presents their last node that way (``present_composite``). Those PyTorch itself
+decomposes (``TRANSPARENT``) show their parts, as there.
+"""
+
+from __future__ import annotations
+
+from ember._tensor import Tensor
+
+from .node import camel, gradient_edge
+
+# Tensor arguments that are never differentiable inputs of a node (indices, masks...).
+HIDDEN = frozenset({"index", "mask", "condition", "indices", "sorter", "sorted_sequence"})
+
+# Composites PyTorch computes from other ops too: their parts' nodes show.
+TRANSPARENT = frozenset(
+    {
+        "einsum", "outer", "swapaxes", "swapdims", "hstack", "vstack", "tile",
+        "chunk", "contiguous", "argsort", "repeat_interleave", "softsign", "eye",
+        # nn.functional rows whose PyTorch forms are compositions too (linear is addmm or mm
+        # over a folded view, in nn/functional/linear._linear as there)
+        "linear", "bilinear", "l1_loss", "kl_div", "cosine_similarity",
+        "cosine_embedding_loss", "scaled_dot_product_attention",
+    }
+)  # fmt: skip
+
+
+class _Call:
+    """What a node's forward call looked like: which arguments were tensors, and the others'
+    values."""
+
+    def __init__(self, node):
+        self.node = node
+        self.args = node.op.schema.args
+        self.plan = node.formula.plan if node.formula is not None else None
+
+    def was_tensor(self, name: str) -> bool:
+        index = self.plan.tensor_index.get(name)
+        if index is None or index >= len(self.node.input_meta):
+            return False
+        return self.node.input_meta[index] is not None
+
+    def value(self, name: str):
+        position = self.plan.position[name]
+        values = self.node.ctx._values
+        return values[position] if position < len(values) else self.plan.defaults[position]
+
+
+def _by_dim(base: str, dim_arg: str = "dim"):
+    def rule(call):
+        return (f"{base}Backward0" if call.value(dim_arg) is None else f"{base}Backward1"), ()
+
+    return rule
+
+
+def _pow(call):
+    if not call.was_tensor("input"):
+        return "PowBackward2", ("input",)
+    if not call.was_tensor("other"):
+        return "PowBackward0", ("other",)
+    return "PowBackward1", ()
+
+
+def _sub(call):
+    if not call.was_tensor("input"):
+        return "RsubBackward1", ("input",)
+    return "SubBackward0", ()
+
+
+def _clamp(call):
+    if call.was_tensor("min") or call.was_tensor("max"):
+        return "ClampBackward0", ()
+    return "ClampBackward1", ("min", "max")
+
+
+def _lerp(call):
+    if call.was_tensor("weight"):
+        return "LerpBackward1", ()
+    return "LerpBackward0", ("weight",)
+
+
+def _squeeze(call):
+    dim = call.value("dim")
+    if dim is None:
+        return "SqueezeBackward0", ()
+    if isinstance(dim, int) or len(dim) == 1:
+        return "SqueezeBackward1", ()
+    return "SqueezeBackward2", ()
+
+
+def _fill(call):
+    return ("FillBackward3" if call.was_tensor("value") else "FillBackward2"), ("value",)
+
+
+def _fixed(name: str, hide=()):
+    return lambda call: (name, hide)
+
+
+RULES = {
+    "sum": _by_dim("Sum"),
+    "prod": _by_dim("Prod"),
+    "pow": _pow,
+    "square": _fixed("PowBackward0"),
+    "sub": _sub,
+    "clamp": _clamp,
+    "lerp": _lerp,
+    "squeeze": _squeeze,
+    "fill_": _fill,
+    "copy_": _fixed("CopyBackwards"),
+    "view": _fixed("ViewBackward0"),
+    "reshape": _fixed("ViewBackward0"),
+    "flatten": _fixed("ViewBackward0"),
+    "unflatten": _fixed("ViewBackward0"),
+    "movedim": _fixed("PermuteBackward0"),
+    "narrow": _fixed("SliceBackward0"),
+    "div_trunc": _fixed("DivBackward2"),
+    "relu6": _fixed("HardtanhBackward0"),
+    "selu": _fixed("EluBackward0"),
+    "logsigmoid": _fixed("LogSigmoidBackward0"),
+    "max_pool2d_with_indices": _fixed("MaxPool2DWithIndicesBackward0"),
+    "im2col": _fixed("Im2ColBackward0"),
+    "col2im": _fixed("Col2ImBackward0"),
+    "layer_norm": _fixed("NativeLayerNormBackward0"),
+    "norm": _fixed("LinalgVectorNormBackward0"),
+}
+
+
+_MATMUL = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0"}
+
+
+def _nll_name(values) -> str:
+    x = values.get("input")
+    return "NllLoss2DBackward0" if isinstance(x, Tensor) and x.dim() >= 3 else "NllLossBackward0"
+
+
+def _class_loss(values):
+    target = values.get("target")
+    if isinstance(target, Tensor) and target.dtype.is_floating_point:
+        return None  # probability targets: PyTorch composes them from parts
+    if values.get("label_smoothing"):
+        return None
+    return _nll_name(values), ("input",)
+
+
+def _unweighted(name: str):
+    """Losses PyTorch runs as one op without a weight and composes from parts with one."""
+    return lambda values: None if values.get("weight") is not None else (name, ("input", "target"))
+
+
+# nn.functional rows: the node PyTorch's call makes, over which of the row's arguments
+# (None: all its tensor arguments, an absent optional one shown as None as there).
+_FUNCTIONAL = {
+    "conv1d": lambda values: ("ConvolutionBackward0", None),
+    "conv2d": lambda values: ("ConvolutionBackward0", None),
+    "conv_transpose2d": lambda values: ("ConvolutionBackward0", None),
+    "group_norm": lambda values: ("NativeGroupNormBackward0", None),
+    "mse_loss": _unweighted("MseLossBackward0"),
+    "huber_loss": _unweighted("HuberLossBackward0"),
+    "smooth_l1_loss": lambda values: ("SmoothL1LossBackward0", ("input", "target")),
+    "binary_cross_entropy": lambda values: ("BinaryCrossEntropyBackward0", ("input", "target")),
+    "binary_cross_entropy_with_logits": lambda values: (
+        "BinaryCrossEntropyWithLogitsBackward0",
+        ("input", "target"),
+    ),
+    "nll_loss": lambda values: (_nll_name(values), ("input",)),
+    "cross_entropy_loss": _class_loss,
+}
+
+
+def _composite_name(op, args):
+    """``(name, shown argument names or None for all)`` of the node PyTorch gives the call
+    ``op(*args)`` of a composite ember decomposed (None: PyTorch decomposes this call too, its
+    parts show)."""
+    name = op.name
+    if name in TRANSPARENT:
+        return None
+    values = dict(zip((a.name for a in op.schema.args), args))
+    if name in _FUNCTIONAL:
+        return _FUNCTIONAL[name](values)
+    if name == "mean":
+        return ("MeanBackward0" if values.get("dim") is None else "MeanBackward1"), None
+    if name == "split":
+        sizes = values.get("split_size_or_sections")
+        return ("SplitBackward0" if isinstance(sizes, int) else "SplitWithSizesBackward0"), None
+    if name in ("diag", "matmul"):
+        tensors = [v for v in values.values() if isinstance(v, Tensor)]
+        dims = tuple(t.dim() for t in tensors)
+        if name == "diag":
+            return ("DiagEmbedBackward0" if dims == (1,) else "DiagonalBackward0"), None
+        return (_MATMUL[dims], None) if dims in _MATMUL else None
+    return f"{camel(name)}Backward0", None
+
+
+def present_composite(op, args, out, start: int) -> None:
+    """Show the nodes a composite's decomposition made last as the composite's node: its
+    PyTorch name, over the composite's own inputs."""
+    shown_as = _composite_name(op, args)
+    if shown_as is None:
+        return
+    name, shown = shown_as
+    outputs = out if isinstance(out, (tuple, list)) else (out,)
+    nodes = [o._grad_fn for o in outputs if isinstance(o, Tensor) and o._grad_fn is not None]
+    nodes = [n for n in nodes if n.seq > start]
+    if not nodes:
+        return
+    edges = []
+    for a, value in zip(op.schema.args, args):
+        if not a.is_tensor or a.name in HIDDEN or (shown is not None and a.name not in shown):
+            continue
+        items = value if a.is_list and isinstance(value, (list, tuple)) else (value,)
+        for t in items:
+            edges.append(gradient_edge(t) if isinstance(t, Tensor) else None)
+    shown = (name, tuple(edges))
+    for node in nodes:
+        node.display = shown
+
+
+def describe(node) -> tuple[str, tuple]:
+    """``(name, edges shown as next_functions)`` of a table op's node."""
+    if node.display is not None:
+        return node.display
+    op = node.op
+    base = op.inplace_of or op if op is not None else None
+    rule = RULES.get(base.name) if base is not None else None
+    name, hide = (None, ())
+    if rule is not None and node.formula is not None:
+        name, hide = rule(_Call(node))
+    if name is None:
+        name = f"{camel(base.name)}Backward0"
+    plan = node.formula.plan if node.formula is not None else None
+    if plan is None or plan.has_lists:
+        return name, node.edges  # Tensor[] arguments: every tensor is an input
+    hidden = HIDDEN.union(hide)
+    tensor_args = [a for a in op.schema.args if a.is_tensor]
+    if not any(a.name in hidden for a in tensor_args):
+        return name, node.edges
+    return name, tuple(e for e, a in zip(node.edges, tensor_args) if a.name not in hidden)
+
+
+def present(out, name: str, *inputs):
+    """Show ``out``'s node as PyTorch's fused op ``name`` over ``inputs`` (for functions that
+    compute a fused op from parts, such as ``nn.functional.mse_loss``); returns ``out``."""
+    node = out._grad_fn if isinstance(out, Tensor) else None
+    if node is not None:
+        node.display = (
+            name,
+            tuple(gradient_edge(t) if isinstance(t, Tensor) else None for t in inputs),
+        )
+    return out

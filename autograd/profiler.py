@@ -1,0 +1,7 @@
+"""``ember.autograd.profiler``: the legacy profiler names, aliases of ``ember.profiler``'s."""
+
+from __future__ import annotations
+
+from ember.profiler import profile, record_function
+
+__all__ = ["profile", "record_function"]

@@ -1,0 +1,223 @@
+"""Every op of the table through vmap: the batched result equals the per-sample results stacked.
+
+Samples come from the op suite (tests/ops/samples.py). A batch holds the sample's tensors and
+two shuffles of their values (still valid indices, still in the op's domain), so each sample
+differs. Three ways of batching: every tensor argument batched along dim 0, only the first one
+(the others shared by all samples), and the first one batched along its last dim (a strided
+physical tensor). In-place ops batch their target, which each sample writes into.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+from ember.autograd import batch_rules, jvp_rules
+from ember.autograd.vmap import vmap
+from ember.dispatcher.kinds import functional as functional_kind
+from ember.dispatcher.opdef import Kind
+from ember.dispatcher.optable import OPS
+
+from ..ops.samples import samples
+
+BATCH = 3
+SAMPLES_PER_OP = 3
+DYNAMIC_SHAPE = {"nonzero", "masked_select"}
+# Ops returning nothing (they write their arguments: GradScaler's unscale): PyTorch's vmap
+# refuses them, as ember's.
+NO_RESULT = sorted(name for name, op in OPS.items() if not op.schema.returns)
+BATCHED = sorted(
+    name
+    for name, op in OPS.items()
+    if op.schema.tensor_positions
+    and (op.inplace_of or op).kind is not Kind.RANDOM
+    and name not in DYNAMIC_SHAPE
+    and name not in NO_RESULT
+)
+MODES = ("all", "first", "last_dim")
+
+
+def _dtype(op):
+    accepted = (op.inplace_of or op).dtypes
+    for d in (ember.float64, ember.float32, ember.int64, ember.bool):
+        if d in accepted:
+            return d
+    return sorted(accepted, key=lambda d: d.name)[0]
+
+
+def _variants(t: ember.Tensor, rng) -> list:
+    """The tensor and two shuffles of its values (same shape, dtype and multiset)."""
+    values = t.detach().cpu().numpy().copy()
+    out = [values]
+    for _ in range(BATCH - 1):
+        flat = values.reshape(-1).copy()
+        rng.shuffle(flat)
+        out.append(flat.reshape(values.shape))
+    return [ember.from_numpy(np.ascontiguousarray(v)).to(t.device) for v in out]
+
+
+def _tensor_slots(args) -> list:
+    """(position, index in a list or None) of every tensor argument."""
+    slots = []
+    for i, a in enumerate(args):
+        if isinstance(a, ember.Tensor):
+            slots.append((i, None))
+        elif isinstance(a, (list, tuple)):
+            slots.extend((i, j) for j, x in enumerate(a) if isinstance(x, ember.Tensor))
+    return slots
+
+
+def _get(args, slot):
+    i, j = slot
+    return args[i] if j is None else args[i][j]
+
+
+def _put(args, slot, value) -> None:
+    i, j = slot
+    if j is None:
+        args[i] = value
+    else:
+        args[i] = list(args[i])
+        args[i][j] = value
+
+
+def _case(op, args, mode, rng):
+    """(per-sample argument lists, flat batched inputs, in_dims, rebuild) for one mode."""
+    slots = _tensor_slots(args)
+    if mode != "all":
+        slots = slots[:1]
+    per_sample = [list(args) for _ in range(BATCH)]
+    inputs, in_dims = [], []
+    for slot in slots:
+        variants = _variants(_get(args, slot), rng)
+        for b in range(BATCH):
+            _put(per_sample[b], slot, variants[b].clone())
+        stacked = ember.stack(variants)
+        if mode == "last_dim":
+            stacked = stacked.movedim(0, -1)
+            in_dims.append(stacked.dim() - 1)
+        else:
+            in_dims.append(0)
+        inputs.append(stacked)
+    return per_sample, inputs, slots, tuple(in_dims)
+
+
+def _compare(got, expected, what) -> None:
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(got, (tuple, list)) and len(got) == len(expected), what
+        for g, e in zip(got, expected):
+            _compare(g, e, what)
+        return
+    assert tuple(got.shape) == tuple(expected.shape), f"{what}: {got.shape} != {expected.shape}"
+    assert got.dtype is expected.dtype, f"{what}: {got.dtype} != {expected.dtype}"
+    g, e = got.detach().cpu().numpy(), expected.detach().cpu().numpy()
+    if e.dtype.kind == "f":
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(g, e, err_msg=what)
+
+
+def _stack(results):
+    first = results[0]
+    if isinstance(first, ember.Tensor):
+        return ember.stack(results)
+    parts = [_stack([r[i] for r in results]) for i in range(len(first))]
+    return type(first)(*parts) if hasattr(first, "_fields") else type(first)(parts)
+
+
+def _check(op, args, mode, rng, fallback="ignore") -> bool:
+    per_sample, inputs, slots, in_dims = _case(op, args, mode, rng)
+    try:
+        expected = _stack([op(*sample) for sample in per_sample])
+        if op.mutates:
+            expected = _stack([sample[0] for sample in per_sample])
+    except (RuntimeError, TypeError, ValueError, IndexError, ZeroDivisionError):
+        return False  # a shuffle the op refuses (or a refused sample): nothing to compare
+
+    def mapped(*batched):
+        call = list(args)
+        for slot, value in zip(slots, batched):
+            _put(call, slot, value)
+        out = op(*call)
+        return call[0] if op.mutates else out
+
+    if op.mutates and in_dims[0] != 0:
+        return False  # the target is compared as batch-first below
+    with warnings.catch_warnings():
+        # the loop fallback's performance warning ("error": the op must batch without it)
+        warnings.filterwarnings(fallback, message="There is a performance drop")
+        got = vmap(mapped, in_dims=in_dims)(*inputs)
+    _compare(got, expected, f"{op.name} ({mode}) with {[tuple(t.shape) for t in inputs]}")
+    return True
+
+
+@pytest.mark.parametrize("name", BATCHED)
+def test_vmap_matches_per_sample(name, device, rng):
+    op = OPS[name]
+    dtype = _dtype(op)
+    checked = 0
+    for sample in samples(op, dtype, device, rng)[:SAMPLES_PER_OP]:
+        args = list(sample.ember_args(device))
+        if op.mutates:
+            args[0] = args[0].contiguous() if isinstance(args[0], ember.Tensor) else args[0]
+        if not _tensor_slots(args):
+            continue
+        for mode in MODES:
+            checked += _check(op, list(args), mode, rng)
+    assert checked, f"{name}: no sample could be compared"
+
+
+@pytest.mark.parametrize("name", sorted(DYNAMIC_SHAPE))
+def test_dynamic_shapes_are_refused(name, device):
+    x = ember.tensor([[0.0, 1.0], [2.0, 0.0]], device=device)
+    args = (x,) if name == "nonzero" else (x, x > 0)
+    with pytest.raises(RuntimeError, match="dynamic shape"):
+        vmap(lambda *a: OPS[name](*a))(*args)
+
+
+FUNCTIONAL_ROWS = sorted(name for name, op in OPS.items() if op.defn.runner is functional_kind.run)
+
+
+@pytest.mark.parametrize("name", FUNCTIONAL_ROWS)
+def test_functional_rows_batch_and_forward_by_their_parts(name, rng):
+    """The nn.functional rows (linear, conv*, sdpa, the losses) run as their decomposition under
+    vmap and forward AD, so no loop fallback (no warning) and no transposed-VJP rule."""
+    op = OPS[name]
+    assert batch_rules.rule_for(op) is batch_rules.decompose
+    assert jvp_rules.rule_for(op) is jvp_rules.decompose
+    sample = samples(op, ember.float64, "cpu", rng)[0]
+    args = list(sample.ember_args("cpu"))
+    assert _check(op, args, "all", rng, fallback="error")
+
+
+@pytest.mark.parametrize("in_dims", [(0, 0), (None, 0), (0, None)])
+def test_advanced_indexing_under_vmap_matches_torch(in_dims):
+    """``w[i]`` with tensor indices (negative ones too) per sample, as torch.func.vmap."""
+    import torch
+
+    w = np.arange(24.0).reshape(2, 3, 4)
+    i = np.array([[0, -1, 2, 2], [1, 0, -3, 1]])
+    ws, is_ = (w if in_dims[0] == 0 else w[0]), (i if in_dims[1] == 0 else i[0])
+
+    def index(lib, a, b):
+        return lib.func.vmap(lambda x, k: x[k, 1:], in_dims=in_dims)(a, b)
+
+    ours = index(ember, ember.from_numpy(ws), ember.from_numpy(is_))
+    theirs = index(torch, torch.from_numpy(ws), torch.from_numpy(is_))
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    with pytest.raises(IndexError, match="out of bounds"):
+        index(ember, ember.from_numpy(ws), ember.from_numpy(is_ + 3))
+
+
+@pytest.mark.parametrize("name", NO_RESULT)
+def test_ops_without_results_are_refused_as_torch(name):
+    import torch
+
+    for lib in (ember, torch):
+        op = getattr(lib, name)
+        found, scale = lib.zeros(1), lib.ones(1)
+        with pytest.raises(RuntimeError, match=f"Batching rule not implemented for aten::{name}"):
+            lib.func.vmap(lambda x, op=op, f=found, s=scale: op([x], f, s))(lib.ones(3, 2))
