@@ -85,6 +85,8 @@ def _np_heaviside(x, values):
 def _as_tensor_like(value, like):
     if isinstance(value, ember.Tensor):
         return value
+    if not isinstance(value, (bool, int, float)):  # the op names the argument (Op.__call__)
+        raise TypeError(f"expected a Tensor or a number, not {type(value).__name__}")
     return ember.tensor(value, dtype=like.dtype, device=like.device)
 
 
