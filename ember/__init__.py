@@ -20,7 +20,7 @@ if not _os.path.isdir(_os.path.join(__path__[0], "dispatcher")) and _os.path.isf
     __path__.append(_checkout)
 del _checkout, _os
 
-from . import _bind, _dtype, _frontends, _indexing, ops, return_types
+from . import _bind, _dtype, _frontends, _indexing, _surface, ops, return_types
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (
     bfloat16,
@@ -60,10 +60,11 @@ int = int32
 long = int64
 
 _bind.bind(_OPS, Tensor, globals())
-for _name, _fn in _frontends.FUNCTIONS.items():
-    globals()[_name] = _fn
-for _name, _fn in _frontends.METHODS.items():
-    setattr(Tensor, _name, _fn)
+for _module in (_frontends, _surface):
+    for _name, _fn in _module.FUNCTIONS.items():
+        globals()[_name] = _fn
+    for _name, _fn in _module.METHODS.items():
+        setattr(Tensor, _name, _fn)
 for _alias, _target in _frontends.ALIASES.items():
     if _target in globals():
         globals()[_alias] = globals()[_target]
@@ -72,7 +73,7 @@ for _alias, _target in _frontends.ALIASES.items():
 Tensor.__getitem__ = _indexing.getitem
 Tensor.__setitem__ = _indexing.setitem
 Tensor.__pos__ = lambda self: self
-del _name, _fn, _alias, _target
+del _name, _fn, _alias, _target, _module
 
 # Last: these packages use the bound Tensor and the generated functions. multiprocessing
 # registers its pickler reductions, as torch's does on import: tensors sent through any

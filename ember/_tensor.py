@@ -428,6 +428,8 @@ def host_array(t: Tensor) -> np.ndarray:
     """A numpy view of a host tensor that keeps its storage alive."""
     raw = t._storage.host_bytes()
     itemsize = t._dtype.itemsize
+    if 0 in t._shape:  # an empty view may start at the end of its storage: numpy refuses that
+        return np.empty(t._shape, dtype=t._dtype.np)
     byte_strides = tuple(s * itemsize for s in t._stride)
     # An empty view may point at or past its storage's end (zeros(2, 0)[1]): it reads nothing,
     # so its offset is not numpy's to check.

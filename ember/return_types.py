@@ -13,3 +13,21 @@ class ValuesIndices(NamedTuple):
 
 
 max = min = sort = topk = kthvalue = mode = median = cummax = cummin = ValuesIndices
+
+
+class Frexp(NamedTuple):
+    """``(mantissa, exponent)``: returned by frexp."""
+
+    mantissa: object
+    exponent: object
+
+
+class Aminmax(NamedTuple):
+    """``(min, max)``: returned by aminmax."""
+
+    min: object
+    max: object
+
+
+frexp = Frexp
+aminmax = Aminmax

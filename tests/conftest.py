@@ -26,6 +26,9 @@ import ember
 from ember.dispatcher.devices import REGISTRY
 from ember.dispatcher.plugins import BACKENDS_GROUP
 
+# The OpInfo suite's pass counts, printed at the end of a run (also under xdist).
+pytest_plugins = ("tests.ops.opinfo.report",)
+
 settings.register_profile(
     "ember",
     max_examples=60,

@@ -167,8 +167,9 @@ def _bad_tensor_list(op, arg, i: int, value) -> TypeError | None:
 
 
 def unsupported_dtype(op, dtype) -> RuntimeError:
+    """PyTorch's error for a dtype without a kernel: NotImplementedError (a RuntimeError)."""
     names = ", ".join(sorted(d.name for d in op.dtypes))
-    return RuntimeError(f'"{op.name}" not implemented for {dtype.name} (supported: {names})')
+    return NotImplementedError(f'"{op.name}" not implemented for {dtype.name} (supported: {names})')
 
 
 def check_dtypes(op, args) -> None:

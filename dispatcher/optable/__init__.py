@@ -24,6 +24,13 @@ from . import (
     nn,
     reduction,
     special,
+    surface_copies,
+    surface_math,
+    surface_quantile,
+    surface_reduce,
+    surface_scatter,
+    surface_shape,
+    surface_stats,
     view,
 )
 
@@ -40,6 +47,16 @@ MODULES = (
     amp,
     special,
     fft,
+)
+# PyTorch's core surface (issue 13), in modules of their own
+MODULES += (
+    surface_copies,
+    surface_math,
+    surface_quantile,
+    surface_reduce,
+    surface_scatter,
+    surface_shape,
+    surface_stats,
 )
 
 

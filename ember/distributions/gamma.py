@@ -84,14 +84,9 @@ class Gamma(ExponentialFamily):
         return lgamma(x + 1) + (x + 1) * ember.log(-y.reciprocal())
 
     def cdf(self, value):
-        special = getattr(ember, "special", None)
-        if special is None or not hasattr(special, "gammainc"):
-            raise NotImplementedError(
-                f"{type(self).__name__}.cdf needs ember.special.gammainc, not available yet"
-            )
         if self._validate_args:
             self._validate_sample(value)
-        return special.gammainc(self.concentration, self.rate * value)
+        return ember.special.gammainc(self.concentration, self.rate * value)
 
 
 class Chi2(Gamma):

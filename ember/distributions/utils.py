@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from functools import update_wrapper
 from numbers import Number
 
@@ -122,44 +121,6 @@ class _lazy_property_and_property(lazy_property, property):  # noqa: N801
         property.__init__(self, wrapped)
 
 
-def _lgamma_fallback(x):
-    """Log-gamma through Stirling's series after shifting ``x`` up by 6 (recurrence).
-
-    Private fallback: REPLACE with ember.lgamma once ember.special (branch fftspecial) lands.
-    Valid for x > 0, accurate to ~1e-13 in float64.
-    """
-    shift = x * (x + 1) * (x + 2) * (x + 3) * (x + 4) * (x + 5)
-    z = x + 6
-    zi = 1.0 / z
-    zi2 = zi * zi
-    inner = 1 / 1680 - zi2 * (1 / 1188 - zi2 * 691 / 360360)
-    series = zi * (1 / 12 - zi2 * (1 / 360 - zi2 * (1 / 1260 - zi2 * inner)))
-    return (z - 0.5) * ember.log(z) - z + 0.5 * math.log(2 * math.pi) + series - ember.log(shift)
-
-
-def lgamma(x):
-    """ember.lgamma where it exists, else the private fallback above."""
-    fn = getattr(ember, "lgamma", None)
-    return fn(x) if fn is not None else _lgamma_fallback(x)
-
-
-def _erfinv_fallback(y):
-    """Inverse error function through nn.init's private one (Giles + Newton), inf at +-1.
-
-    Private fallback: REPLACE with ember.erfinv once ember.special (branch fftspecial) lands.
-    """
-    from ember.nn.init import _erfinv
-
-    # Newton's step is inf/inf at y = +-1; erfinv(+-1) is +-inf.
-    return ember.where(y.abs() == 1, y * math.inf, _erfinv(y))
-
-
-def erfinv(y):
-    """ember.erfinv where it exists, else the private fallback above."""
-    fn = getattr(ember, "erfinv", None)
-    return fn(y) if fn is not None else _erfinv_fallback(y)
-
-
 def _batch_shape(raw, broadcasted):
     """Batch shape of parameters ``raw`` after broadcasting: () when all were Python numbers."""
     if all(isinstance(r, Number) for r in raw):
@@ -167,30 +128,15 @@ def _batch_shape(raw, broadcasted):
     return broadcasted[0].size()
 
 
-def _digamma_fallback(x):
-    """Digamma via the recurrence psi(x) = psi(x + 6) - sum 1/(x + k) and the asymptotic series.
-
-    Private fallback: REPLACE with ember.digamma once ember.special (branch fftspecial) lands.
-    Valid for x > 0, accurate to ~1e-13 in float64.
-    """
-    shift = 0.0
-    for k in range(6):
-        shift = shift + 1.0 / (x + k)
-    z = x + 6
-    zi2 = 1.0 / (z * z)
-    inner = 1 / 240 - zi2 * (1 / 132 - zi2 * 691 / 32760)
-    series = zi2 * (1 / 12 - zi2 * (1 / 120 - zi2 * (1 / 252 - zi2 * inner)))
-    return ember.log(z) - 0.5 / z - series - shift
-
-
-def digamma(x):
-    """ember.digamma where it exists, else the private fallback above."""
-    fn = getattr(ember, "digamma", None)
-    return fn(x) if fn is not None else _digamma_fallback(x)
-
-
 def xlogy(x, y):
     """``x * log(y)``, 0 where x == 0 (as torch.xlogy)."""
     if not isinstance(x, ember.Tensor):
         x = ember.full_like(y, x)
     return ember.xlogy(x, y)
+
+
+# ember.special's functions under the names the distributions use (PyTorch's modules call
+# torch.lgamma / torch.digamma / torch.erfinv the same way).
+lgamma = ember.lgamma
+digamma = ember.digamma
+erfinv = ember.erfinv

@@ -17,9 +17,8 @@ PROBS = [0.2, 0.5, 0.9]
 REALS = [-0.4, 0.1, 1.7]
 SIMPLEX = [[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]
 
-# Gamma-based samplers: no implicit reparameterization gradient yet; no ember.special.gammainc
-# (Gamma.cdf) until the ember.special branch lands.
-GAMMA = {"rsample": "implicit gamma gradient", "cdf": "ember.special.gammainc"}
+# Gamma-based samplers: no implicit reparameterization gradient yet.
+GAMMA = {"rsample": "implicit gamma gradient"}
 
 
 @dataclass

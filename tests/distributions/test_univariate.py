@@ -56,7 +56,12 @@ def test_cdf_icdf(case, device):
         return
     assert_close(e.cdf(ev), expected)
     p = np.asarray(case.probs, dtype=np.float64)
-    assert_close(e.icdf(ember.tensor(p, device=device)), t.icdf(torch.tensor(p)), rtol=1e-8)
+    expected = torch_or_error(lambda: t.icdf(torch.tensor(p)))
+    if expected is NotImplementedError:  # Gamma's family: a cdf, no icdf
+        with pytest.raises(NotImplementedError):
+            e.icdf(ember.tensor(p, device=device))
+        return
+    assert_close(e.icdf(ember.tensor(p, device=device)), expected, rtol=1e-8)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

@@ -51,11 +51,15 @@ def result_dtype(op, dtype):
     return dtype
 
 
+# Returns whose dtype is fixed by their name, whatever the inputs.
+FIXED_RETURNS = {"indices": ember.int64, "exponent": ember.int32}
+
+
 def output_dtypes(op, dtype, count: int, first=None) -> list:
-    """Expected dtypes of ``count`` outputs: returns named ``indices`` are int64."""
+    """Expected dtypes of ``count`` outputs: returns named ``indices`` are int64 (FIXED_RETURNS)."""
     main = first or result_dtype(op, dtype)
     names = [name for _typ, name in op.schema.returns]
-    return [ember.int64 if i < len(names) and names[i] == "indices" else main for i in range(count)]
+    return [FIXED_RETURNS.get(names[i] if i < len(names) else "", main) for i in range(count)]
 
 
 def mutates(op) -> bool:

@@ -22,6 +22,7 @@ from . import gen_nn as nn
 from . import gen_reduction as red
 from . import gen_special as special
 from . import gen_structure as st
+from . import gen_surface as surface
 from .sampling import Sample
 
 GENERATORS = {
@@ -100,6 +101,8 @@ GENERATORS = {
     **special.GENERATORS,
     # FFT primitives
     **fft.GENERATORS,
+    # PyTorch's core surface (dispatcher/optable/surface_*.py)
+    **surface.GENERATORS,
 }
 
 # The generator of rows that name none, by kind (elementwise rows always name theirs).

@@ -78,8 +78,12 @@ def _both(fn_ours, fn_theirs, what: str):
     return fn_ours(), theirs
 
 
+# Required arguments besides the input and dim, for the rows that have them.
+EXTRA_ARGS = {"kthvalue": {"k": 1}, "quantile": {"q": 0.5}, "nanquantile": {"q": 0.5}}
+
+
 def _zero_d_kwargs(name: str, dim: int, keepdim) -> dict:
-    kwargs = {"dim": dim}
+    kwargs = {**EXTRA_ARGS.get(name, {}), "dim": dim}
     if keepdim is not None:
         kwargs["keepdim"] = keepdim
     return kwargs

@@ -1,0 +1,237 @@
+"""Public functions and in-place methods of PyTorch's core surface that are not one op call:
+overloads (``median(x)`` / ``median(x, dim)``), Python results (``allclose``, ``equal``), and
+the in-place forms of composite ops (``x.clamp_min_(0)``: the op, then a checked copy into x).
+``FUNCTIONS`` and ``METHODS`` say where each goes; ember/__init__.py binds them."""
+
+from __future__ import annotations
+
+import sys
+
+from . import _dtype as dt
+from . import _unique
+from ._tensor import Tensor
+from .dispatcher import out as _out_arg
+from .dispatcher.optable import OPS
+from .dispatcher.promotion import can_cast
+
+
+def _ember():
+    return sys.modules["ember"]
+
+
+def _into(name: str, op_name: str, out, inputs: tuple, compute):
+    return _out_arg.call(name, OPS[op_name], out, inputs, compute)
+
+
+# ---- in-place forms of composites ----------------------------------------------------------
+def write_back(name: str, self: Tensor, result: Tensor) -> Tensor:
+    """``self.copy_(result)`` after PyTorch's in-place checks: the result keeps self's shape
+    and is castable to its dtype (recorded by autograd as the in-place copy it is)."""
+    if tuple(result.shape) != tuple(self.shape):
+        raise RuntimeError(
+            f"{name}(): output with shape {list(self.shape)} doesn't match the broadcast shape "
+            f"{list(result.shape)}"
+        )
+    if not can_cast(result.dtype, self.dtype):
+        raise RuntimeError(
+            f"{name}(): result type {dt.SCALAR_NAMES[result.dtype]} can't be cast to the "
+            f"desired output type {dt.SCALAR_NAMES[self.dtype]}"
+        )
+    return self.copy_(result)
+
+
+def inplace(name: str):
+    """``Tensor.<name>_``: ``ember.<name>(self, ...)`` written back into self."""
+
+    def method(self, *args, **kwargs):
+        result = getattr(_ember(), name)(self, *args, **kwargs)
+        return write_back(f"{name}_", self, result)
+
+    method.__name__ = method.__qualname__ = f"{name}_"
+    return method
+
+
+def _inplace_keep_dtype(name: str):
+    """cumsum_/cumprod_: computed in self's dtype (PyTorch passes it as ``dtype``)."""
+
+    def method(self, dim, *, dtype=None):
+        result = getattr(_ember(), name)(self, dim, dtype=dtype or self.dtype)
+        return write_back(f"{name}_", self, result)
+
+    method.__name__ = method.__qualname__ = f"{name}_"
+    return method
+
+
+def float_power_(self, exponent):
+    if self.dtype is not dt.float64:
+        raise RuntimeError(
+            f"the base given to float_power_ has dtype {dt.SCALAR_NAMES[self.dtype]} but the "
+            "operation's result requires dtype Double"
+        )
+    return write_back("float_power_", self, _ember().float_power(self, exponent))
+
+
+INPLACE_NAMES = (
+    "clamp_min",
+    "clamp_max",
+    "heaviside",
+    "gcd",
+    "lcm",
+    "ldexp",
+    "deg2rad",
+    "rad2deg",
+    "addmv",
+    "addr",
+    "addbmm",
+    "addmm",
+    "baddbmm",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "logical_not",
+    "tril",
+    "triu",
+    "true_divide",
+    "logaddexp2",
+    "scatter_reduce",
+)
+
+
+# ---- in-place views: self takes the view's shape, strides and offset -----------------------
+def _inplace_view(name: str):
+    def method(self, *args, **kwargs):
+        if self.requires_grad:
+            raise RuntimeError(
+                f"{name}_(): changing the shape of a tensor that requires grad in place is not "
+                f"supported; use {name}() (a view) instead"
+            )
+        view = getattr(self, name)(*args, **kwargs)
+        self._shape, self._stride, self._offset = view._shape, view._stride, view._offset
+        return self
+
+    method.__name__ = method.__qualname__ = f"{name}_"
+    return method
+
+
+def _split_alias(op_name: str):
+    """split_with_sizes, unsafe_split, unsafe_chunk: PyTorch's other names of split/chunk."""
+
+    def function(input, *args, **kwargs):
+        return getattr(_ember(), op_name)(input, *args, **kwargs)
+
+    return function
+
+
+SPLIT_ALIASES = {
+    "split_with_sizes": _split_alias("split"),
+    "unsafe_split": _split_alias("split"),
+    "unsafe_chunk": _split_alias("chunk"),
+}
+
+
+# ---- overloads ----------------------------------------------------------------------------
+def _median_of(op_name: str):
+    """median/nanmedian: ``(x)`` is the lower median of all elements; ``(x, dim, keepdim)``
+    gives ``(values, indices)``."""
+
+    def method(input, dim=None, keepdim=False):
+        if dim is None:
+            flat = input.reshape(-1)
+            if flat.numel() == 0:
+                return OPS["full"]((), float("nan"), input.dtype, input.device)
+            return OPS[op_name](flat, 0, False).values.reshape(())
+        return OPS[op_name](input, dim, keepdim)
+
+    def function(input, dim=None, keepdim=False, *, out=None):
+        if out is not None:
+            compute = lambda: method(input, dim, keepdim)  # noqa: E731
+            return _into(op_name, op_name, out, (input,), compute)
+        return method(input, dim, keepdim)
+
+    function.__name__ = method.__name__ = op_name
+    return function, method
+
+
+median, _median = _median_of("median")
+nanmedian, _nanmedian = _median_of("nanmedian")
+
+
+def _atleast(op_name: str):
+    """atleast_Nd(x) -> a tensor; atleast_Nd(x, y, ...) or ([x, y]) -> a tuple of them."""
+
+    def function(*tensors):
+        if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+            tensors = tuple(tensors[0])
+        elif len(tensors) == 1:
+            return OPS[op_name](tensors[0])
+        return tuple(OPS[op_name](t) for t in tensors)
+
+    function.__name__ = op_name
+    return function
+
+
+def _tensor_list(tensors) -> list:
+    """``f(a, b, c)`` or ``f([a, b, c])``: the tensors either way."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return list(tensors[0])
+    return list(tensors)
+
+
+def meshgrid(*tensors, indexing=None):
+    return OPS["meshgrid"](_tensor_list(tensors), indexing)
+
+
+def cartesian_prod(*tensors):
+    return OPS["cartesian_prod"](_tensor_list(tensors))
+
+
+def block_diag(*tensors):
+    return OPS["block_diag"](_tensor_list(tensors))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    return bool(OPS["isclose"](input, other, rtol, atol, equal_nan).all())
+
+
+def equal(input, other) -> bool:
+    """Same shape and same values (after promotion), as ``torch.equal``."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"equal(): argument 'other' must be Tensor, not {type(other).__name__}")
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return bool(OPS["eq"](input, other).all())
+
+
+FUNCTIONS = {
+    **SPLIT_ALIASES,
+    **_unique.FUNCTIONS,
+    "meshgrid": meshgrid,
+    "cartesian_prod": cartesian_prod,
+    "block_diag": block_diag,
+    **{f"atleast_{n}d": _atleast(f"atleast_{n}d") for n in (1, 2, 3)},
+    "median": median,
+    "nanmedian": nanmedian,
+    "allclose": allclose,
+    "equal": equal,
+}
+
+METHODS = {
+    **SPLIT_ALIASES,
+    **{f"{name}_": _inplace_view(name) for name in ("unsqueeze", "squeeze", "t", "transpose")},
+    "as_strided_": _inplace_view("as_strided"),
+    **_unique.METHODS,
+    "median": _median,
+    "nanmedian": _nanmedian,
+    "allclose": allclose,
+    "equal": equal,
+    "float_power_": float_power_,
+    "cumsum_": _inplace_keep_dtype("cumsum"),
+    "cumprod_": _inplace_keep_dtype("cumprod"),
+    **{f"{name}_": inplace(name) for name in INPLACE_NAMES},
+}

@@ -1,0 +1,234 @@
+"""Between torch and ember: sample values in, results out, and ember's callable for a record.
+
+A record's variants are found by the public name PyTorch uses: ``torch.add`` is ``ember.add``,
+``torch.Tensor.add_`` is the method ``add_``, ``torch.linalg.norm`` is ``ember.linalg.norm``.
+Records whose op is a lambda of PyTorch's test suite (``lambda x, shape: x.view(shape)``) run
+that same lambda with ``torch`` bound to ember, so the call is exactly the one PyTorch tests.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import ml_dtypes
+import numpy as np
+import torch
+
+import ember
+
+
+class MissingError(Exception):
+    """ember lacks a public name (or a value type) a record needs."""
+
+
+def ember_dtype(d: torch.dtype):
+    name = str(d).split(".")[-1]
+    found = getattr(ember, name, None)
+    if not isinstance(found, ember.dtype):
+        raise MissingError(f"dtype torch.{name}")
+    return found
+
+
+def torch_dtype(d):
+    return getattr(torch, d.name)
+
+
+def _host_array(t: torch.Tensor) -> np.ndarray:
+    t = t.detach().cpu().resolve_conj().resolve_neg()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def tensor_to_ember(t: torch.Tensor, device: str):
+    if t.is_complex():
+        raise MissingError(f"complex tensors ({t.dtype})")
+    if t.layout != torch.strided:
+        raise MissingError(f"{t.layout} tensors")
+    made = ember.tensor(_host_array(t).copy(), dtype=ember_dtype(t.dtype), device=device)
+    if not t.is_contiguous() and t.dim() > 1 and t.numel() > 1:
+        # keep the sample's memory layout: the same strides over a storage of the same extent
+        made = _strided_like(made, t, device)
+    if t.requires_grad:
+        made.requires_grad_(True)
+    return made
+
+
+def _strided_like(made, t: torch.Tensor, device: str):
+    extent = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()))
+    if any(st < 0 for st in t.stride()) or extent > 4 * t.numel() + 64:
+        return made
+    base = ember.zeros(extent, dtype=made.dtype, device=device)
+    view = base.as_strided(tuple(t.shape), tuple(t.stride()))
+    view.copy_(made)
+    return view
+
+
+class _Shim(types.ModuleType):
+    """``torch`` (or ``torch.nn``...) as seen by a PyTorch test lambda: ember's names."""
+
+    def __init__(self, target, path: str):
+        super().__init__(path)
+        self._target = target
+        self._path = path
+
+    def __getattr__(self, name: str):
+        if name == "Tensor" and self._target is ember:
+            return ember.Tensor
+        found = getattr(self._target, name, None)
+        if found is None:
+            raise MissingError(f"{self._path}.{name}")
+        if isinstance(found, types.ModuleType):
+            return _Shim(found, f"{self._path}.{name}")
+        return found
+
+
+TORCH_SHIM = _Shim(ember, "ember")
+
+
+class Converter:
+    """torch values to ember values on one device, keeping aliasing (the same torch tensor
+    twice is the same ember tensor twice) and the pairs of leaves for gradients."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.memo: dict = {}
+        self.leaves: list = []  # (torch leaf, ember leaf) that require grad
+
+    def __call__(self, value):
+        if isinstance(value, torch.Tensor):
+            key = id(value)
+            if key not in self.memo:
+                made = tensor_to_ember(value, self.device)
+                self.memo[key] = (value, made)
+                if value.requires_grad:
+                    self.leaves.append((value, made))
+            return self.memo[key][1]
+        if isinstance(value, torch.Size):
+            return ember.Size(value)
+        if isinstance(value, (list, tuple)):
+            items = [self(v) for v in value]
+            return type(value)(items) if type(value) in (list, tuple) else type(value)(*items)
+        if isinstance(value, dict):
+            return {k: self(v) for k, v in value.items()}
+        if isinstance(value, torch.dtype):
+            return ember_dtype(value)
+        if isinstance(value, torch.device) or (isinstance(value, str) and value == "cpu"):
+            return self.device  # the samples name the CPU: the run's device stands for it
+        if isinstance(value, (torch.memory_format, torch.layout)):
+            name = str(value).split(".")[-1]
+            if not hasattr(ember, name):
+                raise MissingError(f"torch.{name}")
+            return getattr(ember, name)
+        if isinstance(value, torch.Generator):
+            raise MissingError("torch.Generator arguments")
+        return value
+
+
+def to_torch(value):
+    """An ember result as torch values, for ``torch.testing.assert_close``."""
+    if isinstance(value, ember.Tensor):
+        array = np.array(value.detach().cpu().numpy(), order="C")  # keeps 0-d arrays 0-d
+        if array.dtype == ml_dtypes.bfloat16:
+            return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(array)
+    if isinstance(value, ember.Size):
+        return torch.Size(value)
+    if isinstance(value, ember.dtype):
+        return torch_dtype(value)
+    if isinstance(value, (list, tuple)):
+        return [to_torch(v) for v in value]
+    return value
+
+
+def normalise_torch(value):
+    """torch results in the same shape ``to_torch`` gives (named tuples and tuples as lists)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
+        return [normalise_torch(v) for v in value]
+    return value
+
+
+# ---- the ember callable of each variant ------------------------------------------------------
+def _from_test_suite(fn) -> bool:
+    return getattr(fn, "__module__", "") and fn.__module__.startswith("torch.testing")
+
+
+def rebind(fn):
+    """A PyTorch test-suite function with ``torch`` meaning ember (same code, same closure)."""
+    scope = dict(fn.__globals__)
+    scope["torch"] = TORCH_SHIM
+    made = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    made.__kwdefaults__ = fn.__kwdefaults__
+    return made
+
+
+def _public(path: str):
+    """``ember.<path>`` (dotted: ``nn.functional.relu``, ``linalg.norm``), else None."""
+    found = ember
+    for part in path.split("."):
+        found = getattr(found, part, None)
+        if found is None:
+            return None
+    return found
+
+
+def _method(name: str):
+    def call(self, *args, **kwargs):
+        bound = getattr(self, name, None)
+        if bound is None:
+            raise MissingError(f"Tensor.{name}")
+        return bound(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+def function_variant(record):
+    fn = record.op
+    if _from_test_suite(fn):
+        return rebind(fn)
+    if isinstance(fn, torch._ops.OpOverload | torch._ops.OpOverloadPacket):
+        # torch.ops.aten.<op>: ember's every-op namespace, ember.ops.<op>
+        name = fn._opname if isinstance(fn, torch._ops.OpOverload) else fn._qualified_op_name
+        found = getattr(ember.ops, name.split("::")[-1], None)
+        if found is None:
+            raise MissingError(f"ember.ops.{name.split('::')[-1]}")
+        return found
+    found = _public(record.name)
+    if found is not None:
+        return found
+    if hasattr(ember.Tensor, record.name):
+        return _method(record.name)
+    raise MissingError(f"ember.{record.name}")
+
+
+def variant(fn):
+    """ember's form of one of a record's variants (a torch callable), or None."""
+    if fn is None:
+        return None
+    if isinstance(fn, functools.partial):  # F.relu with inplace=True, for one
+        return functools.partial(variant(fn.func), *fn.args, **fn.keywords)
+    if _from_test_suite(fn):
+        return rebind(fn)
+    if getattr(fn, "__module__", None) in ("_operator", "operator"):
+        return fn  # operator.add works on ember tensors as it does on torch's
+    module = getattr(fn, "__module__", None) or ""
+    qualname = getattr(fn, "__qualname__", "")
+    if module.startswith("torch.nn.functional"):
+        found = _public(f"nn.functional.{fn.__name__}")
+        if found is None:
+            raise MissingError(f"ember.nn.functional.{fn.__name__}")
+        return found
+    if qualname.startswith(("Tensor.", "TensorBase.")) or type(fn).__name__ in (
+        "method_descriptor",
+        "wrapper_descriptor",
+        "getset_descriptor",
+    ):
+        return _method(fn.__name__)
+    found = _public(fn.__name__)
+    if found is None:
+        raise MissingError(f"ember.{fn.__name__}")
+    return found

@@ -1,0 +1,466 @@
+"""One OpInfo record on one device: its sample inputs (every one with
+``EMBER_OPINFO_SAMPLES=all``), through every variant PyTorch has
+(function, Tensor method, in-place method, operator, ``out=``), compared with PyTorch in values,
+dtypes and shapes, and in input gradients for float64 samples."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import traceback
+
+import numpy as np
+import torch
+from torch.testing._internal import common_utils
+
+import ember
+
+from . import convert
+from .convert import Converter, MissingError, normalise_torch, to_torch
+
+# PyTorch's CPU kernels spin up OpenMP threads that starve each other (and ember's) on a busy
+# machine: one thread made the suite four times faster on two cores.
+torch.set_num_threads(1)
+
+
+def _seed_cpu_only(seed=None):
+    """PyTorch's sample iterators reseed before every sample through ``torch.manual_seed``,
+    which also queues a lazy CUDA/XPU seeding with a captured stack (a third of the suite's
+    time); the samples come from the CPU generator alone, so that is the one seeded."""
+    seed = common_utils.SEED if seed is None else seed
+    torch.default_generator.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed)
+
+
+common_utils.set_rng_seed = _seed_cpu_only
+
+# Dtypes each record is checked in, where PyTorch's CPU kernels support them: gradients in
+# float64, values in every one of them.
+DTYPES = (torch.float64, torch.float32, torch.int64, torch.bool)
+
+# Records whose values are random or uninitialised: results are compared in shape and dtype
+# (and device); their distributions are tested in tests/ops/test_properties.py.
+VALUES_UNCOMPARED = {
+    "bernoulli": "random",
+    "cauchy": "random",
+    "exponential": "random",
+    "geometric": "random",
+    "log_normal": "random",
+    "multinomial": "random",
+    "normal": "random",
+    "normal.in_place": "random",
+    "normal.number_mean": "random",
+    "uniform": "random",
+    "rand_like": "random",
+    "randint": "random",
+    "randint_like": "random",
+    "randn": "random",
+    "randn_like": "random",
+    "nn.functional.dropout": "random",
+    "nn.functional.dropout2d": "random",
+    "nn.functional.dropout3d": "random",
+    "nn.functional.alpha_dropout": "random",
+    "nn.functional.feature_alpha_dropout.with_train": "random",
+    "nn.functional.fractional_max_pool2d": "random",
+    "nn.functional.fractional_max_pool3d": "random",
+    "nn.functional.rrelu": "random",
+    "svd_lowrank": "random",
+    "pca_lowrank": "random",
+    "empty": "uninitialised",
+    "empty_like": "uninitialised",
+    "empty_permuted": "uninitialised",
+    "empty_strided": "uninitialised",
+    "new_empty": "uninitialised",
+    "new_empty_strided": "uninitialised",
+}
+
+
+def _arg(position: int, name: str, default):
+    """A sample's argument (after the input) by position or keyword."""
+
+    def find(sample):
+        if name in sample.kwargs:
+            return sample.kwargs[name]
+        return sample.args[position] if len(sample.args) > position else default
+
+    return find
+
+
+# Records whose indices are PyTorch's choice among equal values (quickselect, unstable sorts):
+# ember's indices must point at the same values, not necessarily the same places. Each entry
+# finds the sample's dim.
+TIED_INDICES = {
+    "kthvalue": _arg(1, "dim", -1),
+    "mode": _arg(0, "dim", -1),
+    "topk": _arg(1, "dim", -1),
+    "sort": _arg(0, "dim", -1),
+    "argsort": _arg(0, "dim", -1),
+    "median": _arg(0, "dim", None),
+    "nanmedian": _arg(0, "dim", None),
+}
+
+
+def sample_limit() -> int | None:
+    """Samples checked per record and dtype: ``EMBER_OPINFO_SAMPLES`` (``all``: every one).
+
+    The default keeps the suite within CI's budget (every sample of ~700 records on every
+    device took most of an hour on 2 cores); the ones checked are spread evenly over PyTorch's
+    list, its first and last included, so the edge cases OpInfo puts last stay in."""
+    value = os.environ.get("EMBER_OPINFO_SAMPLES", str(DEFAULT_SAMPLES)).strip().lower()
+    return None if value == "all" else max(int(value), 1)
+
+
+DEFAULT_SAMPLES = 2
+
+
+def spread(count: int, limit: int | None) -> list[int]:
+    """At most ``limit`` of ``range(count)``, evenly spaced, first and last included."""
+    if limit is None or count <= limit:
+        return list(range(count))
+    if limit == 1:
+        return [0]
+    step = (count - 1) / (limit - 1)
+    return [round(i * step) for i in range(limit)]
+
+
+def record_id(record) -> str:
+    variant = record.variant_test_name
+    return f"{record.name}.{variant}" if variant else record.name
+
+
+@dataclasses.dataclass
+class Outcome:
+    samples: int = 0
+    passed: int = 0
+    failures: list = dataclasses.field(default_factory=list)
+
+
+def dtypes_for(record) -> list:
+    supported = record.supported_dtypes("cpu")
+    chosen = [d for d in DTYPES if d in supported]
+    if not chosen:  # ints or halves only: the first of them ember has
+        for d in sorted(supported, key=str):
+            try:
+                convert.ember_dtype(d)
+            except MissingError:
+                continue
+            chosen.append(d)
+            break
+    return chosen
+
+
+def _tensors(value) -> list:
+    if isinstance(value, (torch.Tensor, ember.Tensor)):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _structure(value):
+    """What is compared for random and uninitialised results: shapes and dtypes."""
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), value.dtype)
+    if isinstance(value, (list, tuple)):
+        return [_structure(v) for v in value]
+    return type(value).__name__
+
+
+# Comparison tolerances (rtol, atol): assert_close's defaults, except float32, where two sound
+# summation orders (matmul, conv) differ by ~2e-5 near zero.
+TOLERANCES = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-4),
+    torch.float64: (1e-7, 1e-7),
+}
+
+
+def _tolerance(expected) -> dict:
+    found = [TOLERANCES.get(t.dtype, (0.0, 0.0)) for t in _tensors(expected)]
+    if not found:
+        return {}
+    return {"rtol": max(r for r, _ in found), "atol": max(a for _, a in found)}
+
+
+def _close(actual, expected, rtol: float, atol: float) -> bool:
+    """The common case of assert_close, fast: equal structure, dtypes, shapes, close values."""
+    if isinstance(expected, torch.Tensor):
+        return (
+            isinstance(actual, torch.Tensor)
+            and actual.dtype == expected.dtype
+            and actual.shape == expected.shape
+            and (
+                torch.equal(actual, expected)
+                or torch.allclose(actual, expected, rtol, atol, equal_nan=True)
+            )
+        )
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(expected)
+            and all(_close(a, e, rtol, atol) for a, e in zip(actual, expected))
+        )
+    return False  # scalars and the rest: assert_close decides
+
+
+def compare(actual, expected, exact_values: bool, what: str) -> None:
+    actual = to_torch(actual)
+    expected = normalise_torch(expected)
+    if not exact_values:
+        if _structure(actual) != _structure(expected):
+            raise AssertionError(
+                f"{what}: got {_structure(actual)}, PyTorch {_structure(expected)}"
+            )
+        return
+    tolerance = _tolerance(expected)
+    if tolerance and _close(actual, expected, tolerance["rtol"], tolerance["atol"]):
+        return
+    try:
+        torch.testing.assert_close(
+            actual, expected, equal_nan=True, check_device=False, **tolerance
+        )
+    except (AssertionError, TypeError, ValueError) as exc:
+        raise AssertionError(f"{what}: {exc}") from None
+
+
+class _Sample:
+    """One sample in torch and, converted, in ember."""
+
+    def __init__(self, sample, device: str, detach: bool = False):
+        self.torch = sample
+        prepare = (lambda v: v.detach().clone()) if detach else (lambda v: v)
+        self.t_input = _map_tensors(sample.input, prepare)
+        self.t_args = _map_tensors(sample.args, lambda v: v.detach() if detach else v)
+        self.t_kwargs = _map_tensors(sample.kwargs, lambda v: v.detach() if detach else v)
+        self.conv = Converter(device)
+        self.e_input = self.conv(self.t_input)
+        self.e_args = self.conv(self.t_args)
+        self.e_kwargs = self.conv(self.t_kwargs)
+
+
+def _map_tensors(value, fn):
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
+        items = [_map_tensors(v, fn) for v in value]
+        return type(value)(items) if type(value) in (list, tuple) else type(value)(*items)
+    if isinstance(value, dict):
+        return {k: _map_tensors(v, fn) for k, v in value.items()}
+    return value
+
+
+class RecordRun:
+    """Runs the samples of one record on one device; ``outcome`` counts and explains."""
+
+    def __init__(self, record, device: str):
+        self.record = record
+        self.device = device
+        self.id = record_id(record)
+        self.exact = self.id not in VALUES_UNCOMPARED and record.name not in VALUES_UNCOMPARED
+        self.outcome = Outcome()
+        self.limit = sample_limit()
+        self.operator = record.operator_variant
+        self.inplace_operator = record.inplace_operator_variant
+        try:
+            self.function = convert.function_variant(record)
+            self.method = convert.variant(record.method_variant)
+            self.inplace = convert.variant(record.inplace_variant)
+            self.missing = None
+        except MissingError as exc:  # every sample then fails for this reason (and is counted)
+            self.missing = exc
+
+    def run(self) -> Outcome:
+        dtypes = dtypes_for(self.record)
+        if not dtypes:
+            supported = sorted(str(d) for d in self.record.supported_dtypes("cpu"))
+            self.outcome.failures.append(f"no CPU dtype that ember has: {supported}")
+        for dtype in dtypes:
+            torch.manual_seed(0)
+            grads = dtype == torch.float64 and self.record.supports_autograd and self.exact
+            samples = list(self.record.sample_inputs("cpu", dtype, requires_grad=grads))
+            for index in spread(len(samples), self.limit):
+                self._sample(samples[index], dtype, index, grads)
+        return self.outcome
+
+    def _sample(self, sample, dtype, index: int, grads: bool) -> None:
+        self.outcome.samples += 1
+        try:
+            self._check(sample, grads)
+        except Exception as exc:  # any failure of any variant fails this sample, with its cause
+            where = f"{str(dtype).split('.')[-1]} sample {index} ({_describe(sample)})"
+            self.outcome.failures.append(f"{where}: {_reason(exc)}")
+            return
+        self.outcome.passed += 1
+
+    def _check(self, sample, grads: bool) -> None:
+        if self.missing is not None:
+            raise self.missing
+        record = self.record
+        one = _Sample(sample, self.device)
+        expected = record.op(one.t_input, *one.t_args, **one.t_kwargs)
+        actual = self.function(one.e_input, *one.e_args, **one.e_kwargs)
+        self._compare(sample, actual, expected, "function")
+        if grads:
+            self._gradients(sample, one, expected, actual)
+        with torch.no_grad(), ember.no_grad():
+            # operators take no keyword arguments (PyTorch's tests skip those samples too)
+            operator = self.operator if not sample.kwargs else None
+            for name, fn in (("method", self.method), ("operator", operator)):
+                if fn is not None:
+                    view = _Sample(sample, self.device, detach=True)
+                    result = fn(view.e_input, *view.e_args, **view.e_kwargs)
+                    self._compare(sample, result, expected, name)
+            for name, fn, torch_fn in (
+                ("in-place", self.inplace, record.inplace_variant),
+                ("in-place operator", self.inplace_operator, self.inplace_operator),
+            ):
+                if name == "in-place operator" and sample.kwargs:
+                    continue
+                if fn is not None and isinstance(sample.input, torch.Tensor):
+                    self._inplace(sample, name, fn, torch_fn)
+            if record.supports_out and self.exact:
+                self._out(sample, expected)
+
+    def _compare(self, sample, actual, expected, what: str) -> None:
+        compare(self._untie(sample, actual, expected), expected, self.exact, what)
+
+    def _untie(self, sample, actual, expected):
+        """For TIED_INDICES records: ember's result with its indices replaced by PyTorch's where
+        both point at equal values (then a plain comparison checks everything else)."""
+        find = TIED_INDICES.get(self.record.name)
+        dim = find(sample) if find is not None else None
+        source = sample.input
+        if dim is None or not isinstance(source, torch.Tensor) or source.ndim == 0:
+            return actual
+        if isinstance(expected, torch.Tensor):  # argsort: indices only
+            return self._same_places(source, dim, actual, expected)
+        pair = isinstance(expected, (tuple, list)) and isinstance(actual, (tuple, list))
+        if pair and len(expected) == 2 and len(actual) == 2:
+            return (actual[0], self._same_places(source, dim, actual[1], expected[1]))
+        return actual
+
+    @staticmethod
+    def _same_places(source, dim, e_indices, t_indices):
+        e_indices = to_torch(e_indices)
+        if e_indices.shape != t_indices.shape or e_indices.dtype != t_indices.dtype:
+            return e_indices
+        keep = e_indices.ndim == source.ndim
+        if e_indices.numel() == 0 or e_indices.min() < 0 or e_indices.max() >= source.shape[dim]:
+            return e_indices
+
+        def at(idx):
+            idx = idx if keep else idx.unsqueeze(dim)
+            return torch.take_along_dim(source.detach(), idx, dim)
+
+        same = (at(e_indices) == at(t_indices)) | (at(e_indices).isnan() & at(t_indices).isnan())
+        same = same if keep else same.squeeze(dim)
+        return torch.where(same, t_indices, e_indices)
+
+    def _inplace(self, sample, name, fn, torch_fn) -> None:
+        own = _Sample(sample, self.device, detach=True)
+        expected = _same_outcome(
+            name,
+            lambda: torch_fn(own.t_input, *own.t_args, **own.t_kwargs),
+            lambda: fn(own.e_input, *own.e_args, **own.e_kwargs),
+        )
+        if expected is _REFUSED:
+            return
+        actual = fn(own.e_input, *own.e_args, **own.e_kwargs)
+        compare(actual, expected, self.exact, name)
+        compare(own.e_input, own.t_input, self.exact, f"{name} (the written input)")
+        if self.exact and actual is not own.e_input and isinstance(expected, torch.Tensor):
+            raise AssertionError(f"{name}: did not return its input")
+
+    def _out(self, sample, expected) -> None:
+        if not all(isinstance(t, torch.Tensor) for t in _tensors(expected)):
+            return
+        own = _Sample(sample, self.device, detach=True)
+        t_outs = [torch.empty_like(t) for t in _tensors(expected)]
+        t_out = t_outs[0] if isinstance(expected, torch.Tensor) else tuple(t_outs)
+        e_out = own.conv(t_out)
+        call = lambda fn, out: fn(own.e_input, *own.e_args, **own.e_kwargs, out=out)  # noqa: E731
+        expected = _same_outcome(
+            "out=",
+            lambda: self.record.op(own.t_input, *own.t_args, **own.t_kwargs, out=t_out),
+            lambda: call(self.function, e_out),
+        )
+        if expected is _REFUSED:
+            return
+        returned = call(self.function, e_out)
+        self._compare(sample, returned, expected, "out= (returned)")
+        self._compare(sample, e_out, t_out, "out= (written)")
+
+    def _gradients(self, sample, one: _Sample, expected, actual) -> None:
+        process = sample.output_process_fn_grad
+        e_process = convert.rebind(process) if convert._from_test_suite(process) else process
+        t_outs = [t for t in _tensors(process(expected)) if t.requires_grad]
+        e_outs = [t for t in _tensors(e_process(actual)) if t.requires_grad]
+        if not t_outs or not one.conv.leaves:
+            return
+        if len(t_outs) != len(e_outs):
+            raise AssertionError(
+                f"gradients: {len(e_outs)} outputs require grad, PyTorch has {len(t_outs)}"
+            )
+        generator = torch.Generator().manual_seed(1)
+        t_seeds = [torch.randn(t.shape, dtype=t.dtype, generator=generator) for t in t_outs]
+        e_seeds = [one.conv(s) for s in t_seeds]
+        t_leaves = [pair[0] for pair in one.conv.leaves]
+        e_leaves = [pair[1] for pair in one.conv.leaves]
+        try:
+            t_grads = torch.autograd.grad(t_outs, t_leaves, t_seeds, allow_unused=True)
+        except RuntimeError:  # no derivative in PyTorch either (nextafter): nothing to compare
+            return
+        e_grads = ember.autograd.grad(e_outs, e_leaves, e_seeds, allow_unused=True)
+        t_grads = [torch.zeros_like(t) if g is None else g for t, g in zip(t_leaves, t_grads)]
+        e_grads = [ember.zeros_like(e) if g is None else g for e, g in zip(e_leaves, e_grads)]
+        compare(e_grads, t_grads, True, "gradients")
+
+
+_REFUSED = object()
+
+
+def _same_outcome(name: str, torch_call, ember_call):
+    """PyTorch's result, or _REFUSED when PyTorch raised and ember raised the same type (a
+    refused in-place dtype change, out= of the wrong kind); else the difference, raised."""
+    try:
+        return torch_call()
+    except Exception as exc:  # whatever PyTorch raises, ember must match
+        try:
+            ember_call()
+        except type(exc):
+            return _REFUSED
+        except Exception as other:
+            raise AssertionError(
+                f"{name}: raised {type(other).__name__} where PyTorch raised "
+                f"{type(exc).__name__}: {other}"
+            ) from None
+        raise AssertionError(f"{name}: PyTorch raised {type(exc).__name__}: {exc}") from None
+
+
+def _describe(sample) -> str:
+    def show(value):
+        if isinstance(value, torch.Tensor):
+            if value.layout != torch.strided:
+                return f"{list(value.shape)} {value.layout}"
+            return f"{list(value.shape)}" + ("" if value.is_contiguous() else " strided")
+        if isinstance(value, (list, tuple)):
+            return "[" + ", ".join(show(v) for v in value) + "]"
+        return repr(value)
+
+    parts = [show(sample.input)] + [show(a) for a in sample.args]
+    parts += [f"{k}={show(v)}" for k, v in sample.kwargs.items()]
+    return ", ".join(parts)[:160]
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, MissingError):
+        return f"missing: {exc}"
+    text = str(exc).strip().splitlines()
+    head = " ".join(text[:4])[:400]
+    if isinstance(exc, AssertionError):
+        return head
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{type(exc).__name__}: {head} [{frame.filename.split('/')[-1]}:{frame.lineno}]"
