@@ -1,8 +1,9 @@
 """Corrupt and malicious checkpoints: a clear error, never a crash, never code run, bounded memory.
 
-Covers ``ember.load`` (PyTorch's zip format, and the legacy format it recognises and explains)
-and ``ember.safetensors`` (``load``, ``load_file``, ``safe_open``). Random mutations come from a
-fixed seed, so a failure reproduces; the case's seed and mutation are in the assertion message.
+Covers ``ember.load`` (PyTorch's zip format, and the legacy format it recognises and explains),
+``ember.jit.load`` (graph archives) and ``ember.safetensors`` (``load``, ``load_file``,
+``safe_open``). Random mutations come from a fixed seed, so a failure reproduces; the case's seed
+and mutation are in the assertion message.
 """
 
 import collections
@@ -145,6 +146,27 @@ def test_damaged_torch_checkpoints():
         torch.save(state, buf, _use_new_zipfile_serialization=not legacy)
         for what, mutated in list(mutations(buf.getvalue(), rng))[::3]:
             outcome(load_zip, mutated, f"seed {SEED + 1}, legacy={legacy}, {what}")
+
+
+def jit_archive() -> bytes:
+    model = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.ReLU(), ember.nn.Linear(4, 2))
+    buf = io.BytesIO()
+    ember.jit.save(ember.jit.trace(model, ember.ones(2, 3)), buf)
+    return buf.getvalue()
+
+
+def load_and_run_jit(data: bytes):
+    """A loaded archive must also run: a damaged graph may only fail with a clear error."""
+    loaded = ember.jit.load(Named(data))
+    return loaded(ember.ones(2, 3))
+
+
+def test_damaged_jit_archives():
+    data = jit_archive()
+    rng = random.Random(SEED + 3)
+    with peak_memory_below(MEMORY_BOUND):
+        for what, mutated in list(mutations(data, rng))[::2]:
+            outcome(load_and_run_jit, mutated, f"seed {SEED + 3}, {what}")
 
 
 def safetensors_blob() -> bytes:
