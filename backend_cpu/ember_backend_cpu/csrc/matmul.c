@@ -51,8 +51,9 @@ void ember_matmul_set_blas(intptr_t sgemm, intptr_t dgemm, intptr_t sgemm_batch,
 }
 
 /* OpenBLAS takes ember's thread count (ember.set_num_threads, EMBER_NUM_THREADS), so one
- * setting governs both pools. Cheap: it only calls OpenBLAS when the count changed. */
-static void blas_follow_threads(void) {
+ * setting governs both pools. Cheap: it only calls OpenBLAS when the count changed. lapack.c
+ * calls it too. */
+void ember_blas_follow_threads(void) {
 #ifdef _OPENMP
     int now = omp_get_max_threads();
     if (blas.set_num_threads && now != blas.threads) {
@@ -164,7 +165,7 @@ static int matmul_blas(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p
         if (!c) status = EMBER_MATMUL_NO_MEMORY;
     }
     if (!status) {
-        blas_follow_threads();
+        ember_blas_follow_threads();
         if (to == EM_F64)
             blas_product_f64(batch, n, k, p, &A, &B, (double *)c);
         else
