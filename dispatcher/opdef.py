@@ -26,6 +26,7 @@ class Kind(Enum):
     SHAPE = "shape"  # cat, stack, flip, roll...: data movement without arithmetic
     NN = "nn"  # softmax, norms, pooling, losses
     LIBRARY = "library"  # third-party ops (ember.library): outputs come from their shape rule
+    LINALG = "linalg"  # factorizations and solves (ember.linalg): LAPACK-style kernels
 
 
 class Promotion(Enum):

@@ -12,9 +12,9 @@ from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
-from . import data, elementwise, factory, linalg, nn, reduction, view
+from . import data, elementwise, factory, lapack, linalg, nn, reduction, view
 
-MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
+MODULES = (elementwise, reduction, view, data, linalg, factory, nn, lapack)
 
 
 def _decompose(op, *args):

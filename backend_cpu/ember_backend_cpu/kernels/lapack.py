@@ -133,7 +133,7 @@ def build(ffi, lib) -> dict:
     def solve_triangular(x, a, upper, left, unitriangular):
         batch, ncols, nrows = x._shape
         # A row-major A is its transpose column-major: solve with op(A^T), the other triangle.
-        row_major = a._shape[-1] > 1 and a._stride[-1] == 1
+        row_major = a._shape[-1] > 1 and a._stride[-1] != 1
         status = lib.ember_lapack_trsm(
             x._dtype.code,
             batch,

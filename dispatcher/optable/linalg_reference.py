@@ -1,0 +1,156 @@
+"""numpy oracles of the linalg rows (scipy's where numpy has no such routine), with the rows'
+names and arguments: the generated op tests compare ember with these. scipy is a test-only
+dependency, imported when a reference runs, never by ember itself."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def each(fn, arrays, cores):
+    """``fn`` over the matrices of ``arrays`` (their last ``cores[i]`` dims), the leading dims
+    broadcast; every output stacked back over them (a tuple when ``fn`` returns one)."""
+    arrays = [np.asarray(a) for a in arrays]
+    batch = np.broadcast_shapes(*(a.shape[: a.ndim - c] for a, c in zip(arrays, cores)))
+    arrays = [np.broadcast_to(a, batch + a.shape[a.ndim - c :]) for a, c in zip(arrays, cores)]
+    if not batch:
+        return fn(*arrays)
+    sample = fn(*(np.ones(a.shape[len(batch) :], a.dtype) for a in arrays))
+    single = not isinstance(sample, tuple)
+    sample = (sample,) if single else sample
+    outs = [np.zeros(batch + np.shape(s), np.asarray(s).dtype) for s in sample]
+    for index in np.ndindex(*batch):
+        got = fn(*(a[index] for a in arrays))
+        for out, value in zip(outs, (got,) if single else got):
+            out[index] = value
+    return outs[0] if single else tuple(outs)
+
+
+def _first_zero_diagonal(m) -> np.int32:
+    zeros = np.flatnonzero(np.diagonal(m) == 0)
+    return np.int32(zeros[0] + 1 if zeros.size else 0)
+
+
+def lu_factor_ex(a, pivot=True, check_errors=False):
+    from scipy.linalg import lu_factor
+
+    def one(m):
+        if m.size == 0:
+            return m.copy(), np.zeros(min(m.shape), np.int32), np.int32(0)
+        lu, piv = lu_factor(m, check_finite=False)
+        return lu, (piv + 1).astype(np.int32), _first_zero_diagonal(lu)
+
+    return each(one, [a], [2])
+
+
+def lu_solve(lu, pivots, b, left=True, adjoint=False):
+    from scipy.linalg import lu_solve as solve
+
+    def one(f, p, rhs):
+        if rhs.size == 0:
+            return rhs.copy()
+        if left:
+            return solve((f, p - 1), rhs, trans=1 if adjoint else 0, check_finite=False)
+        return solve((f, p - 1), rhs.T, trans=0 if adjoint else 1, check_finite=False).T
+
+    return each(one, [lu, pivots, b], [2, 1, 2])
+
+
+def cholesky_ex(a, upper=False, check_errors=False):
+    factor = np.linalg.cholesky(a)
+    return (np.swapaxes(factor, -1, -2) if upper else factor), np.zeros(a.shape[:-2], np.int32)
+
+
+def _triangle(a, upper, unitriangular):
+    t = np.triu(a) if upper else np.tril(a)
+    if unitriangular:
+        t = t - np.diagonal(t, 0, -2, -1)[..., None] * np.eye(a.shape[-1]) + np.eye(a.shape[-1])
+    return t
+
+
+def solve_triangular(a, b, upper, left=True, unitriangular=False):
+    t = _triangle(a, upper, unitriangular)
+    if left:
+        return np.linalg.solve(t, b)
+    return np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+
+
+def geqrf(a):
+    def one(m):
+        if m.size == 0:
+            return m.copy(), np.zeros(min(m.shape), m.dtype)
+        h, tau = np.linalg.qr(m, mode="raw")
+        return h.T, tau
+
+    return each(one, [a], [2])
+
+
+def householder_product(a, tau):
+    """Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i = (0, ..., 1, a[i+1:, i]): its n columns."""
+
+    def one(m, t):
+        rows, cols = m.shape
+        q = np.eye(rows, dtype=m.dtype)
+        for i in range(t.shape[0]):
+            v = np.concatenate([np.zeros(i), [1.0], m[i + 1 :, i]])
+            q = q @ (np.eye(rows) - t[i] * np.outer(v, v))
+        return q[:, :cols]
+
+    return each(one, [a, tau], [2, 1])
+
+
+def svd(a, full_matrices=False, compute_uv=True, driver=None):
+    if not compute_uv:
+        return np.zeros(0, a.dtype), np.linalg.svd(a, compute_uv=False), np.zeros(0, a.dtype)
+    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    return u, s, vh
+
+
+def eigh(a, UPLO="L", compute_v=True):  # noqa: N803 - PyTorch's argument name
+    w, v = np.linalg.eigh(a, UPLO)
+    return (w, v) if compute_v else (w, np.zeros(0, a.dtype))
+
+
+def lstsq(a, b, rcond=None, driver=None):
+    """PyTorch's outputs: rank for every driver but gels, singular values for gelsd/gelss,
+    squared residuals when m > n, the driver is not gelsy and every matrix has full rank."""
+    driver = driver or "gelsy"
+    vector = b.ndim == a.ndim - 1
+    b = b[..., None] if vector else b
+    m, n = a.shape[-2:]
+    solution = each(lambda x, y: np.linalg.lstsq(x, y, rcond=rcond)[0], [a, b], [2, 2])
+    sv = np.linalg.svd(a, compute_uv=False)
+    tol = (rcond if rcond is not None else np.finfo(np.float32).eps * max(m, n)) * sv[..., :1]
+    rank = (sv > tol).sum(-1).astype(np.int64)
+    residuals = np.zeros(0, a.dtype)
+    if m > n and driver != "gelsy" and (driver == "gels" or (rank == n).all()):
+        residuals = (np.square(a @ solution - b)).sum(-2)
+    return (
+        solution[..., 0] if vector else solution,
+        residuals,
+        rank if driver != "gels" else np.zeros(0, np.int64),
+        sv if driver in ("gelsd", "gelss") else np.zeros(0, a.dtype),
+    )
+
+
+def ldl_factor_ex(a, hermitian=False, check_errors=False):
+    from scipy.linalg.lapack import dsytrf
+
+    def one(m):
+        if m.size == 0:
+            return m.copy(), np.zeros(0, np.int32), np.int32(0)
+        ld, ipiv, info = dsytrf(m, lower=1)
+        return np.tril(ld), ipiv.astype(np.int32), np.int32(info)
+
+    return each(one, [a], [2])
+
+
+def ldl_solve(ld, pivots, b, hermitian=False):
+    from scipy.linalg.lapack import dsytrs
+
+    def one(f, p, rhs):
+        if rhs.size == 0:
+            return rhs.copy()
+        return dsytrs(f, p, rhs, lower=1)[0]
+
+    return each(one, [ld, pivots, b], [2, 1, 2])
