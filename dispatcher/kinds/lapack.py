@@ -7,6 +7,7 @@ as ``(*batch, rows, cols)`` views with column-major strides, as PyTorch does. A 
 LinAlgError naming the batch element. Everything here runs below autograd.
 """
 
+# ruff: noqa: N803, N806 - matrices keep their mathematical names (A, B, LU), as in PyTorch
 from __future__ import annotations
 
 from ember import _dtype as dt
@@ -181,7 +182,7 @@ def householder_product(op, A, tau):
     return as_matrices(q, batch, m, n)
 
 
-# ---- SVD and symmetric eigendecomposition ---------------------------------------------------------
+# ---- SVD and symmetric eigendecomposition ---------------------------------------------------
 def no_convergence(what: str):
     def message(code: int) -> str:
         return (
@@ -238,7 +239,10 @@ def _svd_message(A):
         from ._common import OPS
 
         if not bool(OPS["isfinite"](A).all()):
-            return "The algorithm failed to converge because the input matrix contained non-finite values."
+            return (
+                "The algorithm failed to converge because the input matrix contained non-finite "
+                "values."
+            )
         return no_convergence("singular values")(code)
 
     return message

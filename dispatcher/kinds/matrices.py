@@ -9,6 +9,7 @@ kernel as a ``[B, cols, rows]`` tensor whose last two dims are contiguous (matri
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from ember import _dtype as dt
@@ -134,7 +135,7 @@ def _folded_stride(shape: tuple, strides: tuple) -> int | None:
         return 0
     if all(s == 0 for _, s in dims):
         return 0
-    for (_, outer), (n, inner) in zip(dims, dims[1:]):
+    for (_, outer), (n, inner) in itertools.pairwise(dims):
         if outer != inner * n:
             return None
     return dims[-1][1]
