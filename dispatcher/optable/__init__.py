@@ -12,9 +12,9 @@ from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
-from . import data, elementwise, factory, lapack, linalg, nn, reduction, view
+from . import data, elementwise, factory, lapack, linalg, linalg_solve, nn, reduction, view
 
-MODULES = (elementwise, reduction, view, data, linalg, factory, nn, lapack)
+MODULES = (elementwise, reduction, view, data, linalg, factory, nn, lapack, linalg_solve)
 
 
 def _decompose(op, *args):

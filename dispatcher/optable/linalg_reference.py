@@ -154,3 +154,101 @@ def ldl_solve(ld, pivots, b, hermitian=False):
         return dsytrs(f, p, rhs, lower=1)[0]
 
     return each(one, [ld, pivots, b], [2, 1, 2])
+
+
+def _is_vector_rhs(a, b) -> bool:
+    return b.ndim == 1 or (a.ndim - 1 == b.ndim and b.shape == a.shape[:-1])
+
+
+def solve(a, b, left=True):
+    vector = _is_vector_rhs(a, b)
+    rhs = b[..., None] if vector else b
+    if left:
+        x = np.linalg.solve(a, rhs)
+    else:
+        x = np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(rhs, -1, -2)), -1, -2)
+    return x[..., 0] if vector else x
+
+
+def solve_ex(a, b, left=True, check_errors=False):
+    return solve(a, b, left), np.zeros(a.shape[:-2], np.int32)
+
+
+def inv(a):
+    return np.linalg.inv(a)
+
+
+def inv_ex(a, check_errors=False):
+    return inv(a), np.zeros(a.shape[:-2], np.int32)
+
+
+def det(a):
+    return np.linalg.det(a)
+
+
+def slogdet(a):
+    sign, logabsdet = np.linalg.slogdet(a)
+    return sign, logabsdet
+
+
+def logdet(a):
+    sign, logabsdet = np.linalg.slogdet(a)
+    return np.where(sign < 0, np.nan, logabsdet)
+
+
+def lu_factor(a, pivot=True):
+    lu, pivots, _ = lu_factor_ex(a)
+    return lu, pivots
+
+
+def lu_unpack(lu, pivots, unpack_data=True, unpack_pivots=True):
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    lower = np.tril(lu[..., :, :k], -1) + np.eye(m, k)
+    upper = np.triu(lu[..., :k, :])
+
+    def permutation(p):
+        perm = np.arange(m)
+        for i, j in enumerate(p - 1):
+            perm[[i, j]] = perm[[j, i]]
+        out = np.zeros((m, m), lu.dtype)
+        out[perm, np.arange(m)] = 1
+        return out
+
+    perms = each(permutation, [pivots], [1])
+    empty = np.zeros(0, lu.dtype)
+    return (
+        perms if unpack_pivots else empty,
+        lower if unpack_data else empty,
+        upper if unpack_data else empty,
+    )
+
+
+def lu(a, pivot=True):
+    factors, pivots, _ = lu_factor_ex(a)
+    return lu_unpack(factors, pivots)
+
+
+def lu_solve_old(b, lu_data, lu_pivots):
+    return lu_solve(lu_data, lu_pivots, b)
+
+
+def cholesky(a, upper=False):
+    return cholesky_ex(a, upper)[0]
+
+
+def cholesky_solve(b, factor, upper=False):
+    lower = np.swapaxes(factor, -1, -2) if upper else np.tril(factor)
+    return np.linalg.solve(lower @ np.swapaxes(lower, -1, -2), b)
+
+
+def cholesky_inverse(factor, upper=False):
+    lower = np.swapaxes(np.triu(factor), -1, -2) if upper else np.tril(factor)
+    return np.linalg.inv(lower @ np.swapaxes(lower, -1, -2))
+
+
+def triangular_solve(b, a, upper=True, transpose=False, unitriangular=False):
+    t = _triangle(a, upper, unitriangular)
+    t = np.swapaxes(t, -1, -2) if transpose else t
+    x = np.linalg.solve(t, b)
+    return x, np.broadcast_to(a, x.shape[:-2] + a.shape[-2:]).copy()
