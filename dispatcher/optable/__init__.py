@@ -12,9 +12,24 @@ from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
-from . import data, elementwise, factory, lapack, linalg, linalg_solve, nn, reduction, view
+from . import (
+    data,
+    elementwise,
+    factory,
+    lapack,
+    linalg,
+    linalg_norms,
+    linalg_products,
+    linalg_solve,
+    linalg_spectral,
+    nn,
+    reduction,
+    view,
+)
 
-MODULES = (elementwise, reduction, view, data, linalg, factory, nn, lapack, linalg_solve)
+MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
+# ember.linalg: LAPACK primitives, then the composites over them.
+MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products)
 
 
 def _decompose(op, *args):

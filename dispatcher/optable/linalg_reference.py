@@ -252,3 +252,138 @@ def triangular_solve(b, a, upper=True, transpose=False, unitriangular=False):
     t = np.swapaxes(t, -1, -2) if transpose else t
     x = np.linalg.solve(t, b)
     return x, np.broadcast_to(a, x.shape[:-2] + a.shape[-2:]).copy()
+
+
+def linalg_svd(a, full_matrices=True, driver=None):
+    return np.linalg.svd(a, full_matrices=full_matrices)
+
+
+def svdvals(a, driver=None):
+    return np.linalg.svd(a, compute_uv=False)
+
+
+def svd_old(a, some=True, compute_uv=True):
+    if not compute_uv:
+        m, n = a.shape[-2:]
+        zeros = np.zeros
+        return zeros(a.shape[:-2] + (m, m)), svdvals(a), zeros(a.shape[:-2] + (n, n))
+    u, s, vh = np.linalg.svd(a, full_matrices=not some)
+    return u, s, np.swapaxes(vh, -1, -2)
+
+
+def linalg_eigh(a, UPLO="L"):  # noqa: N803 - PyTorch's argument name
+    return np.linalg.eigh(a, UPLO)
+
+
+def eigvalsh(a, UPLO="L"):  # noqa: N803 - PyTorch's argument name
+    return np.linalg.eigvalsh(a, UPLO)
+
+
+def qr(a, mode="reduced"):
+    if mode == "r":
+        return np.zeros(0, a.dtype), np.linalg.qr(a, mode="r")
+    return tuple(np.linalg.qr(a, mode=mode))
+
+
+def qr_old(a, some=True):
+    return qr(a, "reduced" if some else "complete")
+
+
+def _tolerance(s, m, n, atol, rtol):
+    if rtol is None:
+        rtol = np.finfo(np.float32).eps * max(m, n) if atol is None else 0.0
+    largest = s.max(-1, keepdims=True) if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
+    return np.maximum(0.0 if atol is None else atol, rtol * largest)
+
+
+def pinv(a, atol=None, rtol=None, hermitian=False):
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    tol = _tolerance(s, *a.shape[-2:], atol, rtol)
+    inverse = np.where(s > tol, 1 / np.where(s > tol, s, 1), 0)
+    return (np.swapaxes(vh, -1, -2) * inverse[..., None, :]) @ np.swapaxes(u, -1, -2)
+
+
+def pinverse(a, rcond=1e-15):
+    return pinv(a, rtol=rcond)
+
+
+def matrix_rank(a, atol=None, rtol=None, hermitian=False):
+    s = np.linalg.svd(a, compute_uv=False)
+    return (s > _tolerance(s, *a.shape[-2:], atol, rtol)).sum(-1).astype(np.int64)
+
+
+def cond(a, p=None):
+    return np.linalg.cond(a, p)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
+    x = np.abs(x.astype(np.float64))
+    axis = None if dim is None else tuple(np.atleast_1d(dim))
+    if ord == np.inf:
+        return x.max(axis=axis, keepdims=keepdim)
+    if ord == -np.inf:
+        return x.min(axis=axis, keepdims=keepdim)
+    if ord == 0:
+        return (x != 0).sum(axis=axis, keepdims=keepdim).astype(np.float64)
+    return (x**ord).sum(axis=axis, keepdims=keepdim) ** (1.0 / ord)
+
+
+def matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
+    return np.linalg.norm(a, ord=ord, axis=tuple(dim), keepdims=keepdim)
+
+
+def norm(a, ord=None, dim=None, keepdim=False, dtype=None):
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is None and ord is not None:
+        dim = tuple(range(a.ndim))
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(a, "fro" if ord is None else ord, dim, keepdim)
+    return vector_norm(a, 2 if ord is None else ord, dim, keepdim)
+
+
+def cross(a, b, dim=-1):
+    a, b = np.broadcast_arrays(a, b)
+    return np.moveaxis(np.cross(np.moveaxis(a, dim, -1), np.moveaxis(b, dim, -1)), -1, dim)
+
+
+def cross_old(a, b, dim=None):
+    if dim is None:
+        dim = next(i for i, n in enumerate(np.broadcast_shapes(a.shape, b.shape)) if n == 3)
+    return cross(a, b, dim)
+
+
+def vecdot(x, y, dim=-1):
+    return (x * y).sum(dim)
+
+
+def multi_dot(tensors):
+    return np.linalg.multi_dot(tensors)
+
+
+def matrix_power(a, n):
+    return np.linalg.matrix_power(a, n)
+
+
+def tensorinv(a, ind=2):
+    return np.linalg.tensorinv(a, ind)
+
+
+def tensorsolve(a, b, dims=None):
+    return np.linalg.tensorsolve(a, b, dims)
+
+
+def vander(x, N=None):  # noqa: N803 - PyTorch's argument name
+    return (
+        np.vander(x, N, increasing=True)
+        if x.ndim == 1
+        else each(lambda v: np.vander(v, N, increasing=True), [x], [1])
+    )
+
+
+def diagonal(a, offset=0, dim1=-2, dim2=-1):
+    return np.diagonal(a, offset, dim1, dim2)
+
+
+def tensordot(a, b, dims_self, dims_other):
+    return np.tensordot(a, b, (list(dims_self), list(dims_other)))
