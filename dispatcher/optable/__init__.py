@@ -18,6 +18,7 @@ from . import (
     factory,
     lapack,
     linalg,
+    linalg_exp,
     linalg_norms,
     linalg_products,
     linalg_solve,
@@ -29,7 +30,7 @@ from . import (
 
 MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
 # ember.linalg: LAPACK primitives, then the composites over them.
-MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products)
+MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products, linalg_exp)
 
 
 def _decompose(op, *args):

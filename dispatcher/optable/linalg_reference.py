@@ -387,3 +387,9 @@ def diagonal(a, offset=0, dim1=-2, dim2=-1):
 
 def tensordot(a, b, dims_self, dims_other):
     return np.tensordot(a, b, (list(dims_self), list(dims_other)))
+
+
+def matrix_exp(a):
+    from scipy.linalg import expm
+
+    return expm(a) if a.size else a.copy()
