@@ -14,6 +14,7 @@ import ember as E
 from ember._tensor import contiguous_strides
 
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
+from .linalg_formulas import FORMULAS as LINALG_FORMULAS
 from .views import scatter_back
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
@@ -754,3 +755,5 @@ FORMULAS = {
     "mm": F(_mm, save={"input": "mat2", "mat2": "input"}, strides=("input", "mat2")),
     "bmm": F(_bmm, save={"input": "mat2", "mat2": "input"}),
 }
+# ---- linalg: factorizations and solves (autograd/linalg_formulas.py) -----------------------------
+FORMULAS.update(LINALG_FORMULAS)

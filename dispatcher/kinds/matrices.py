@@ -183,6 +183,7 @@ def host_ints(t: Tensor):
     """A small integer tensor (info, rank) as numpy on the host (one device read)."""
     import numpy as np
 
+    t = t.detach()
     return np.asarray(t.cpu().numpy() if t._storage.device.type != "cpu" else t.numpy())
 
 
