@@ -75,7 +75,7 @@ Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
 # Last: these packages use the bound Tensor and the generated functions.
-from . import _accelerator, autograd, backends, nn, optim, profiler, utils, version
+from . import _accelerator, autograd, backends, linalg, nn, optim, profiler, utils, version
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -85,6 +85,11 @@ from .autograd import (
     set_grad_enabled,
 )
 from .serialization import load, save
+
+globals().update(linalg.TOP_LEVEL)  # torch.lu, torch.tensordot: Python functions there too
+for _name, _fn in linalg.TENSOR_METHODS.items():
+    setattr(Tensor, _name, _fn)
+del _name, _fn
 
 cuda = _accelerator.module("cuda")
 xpu = _accelerator.module("xpu")

@@ -22,7 +22,7 @@ LAYOUT = (
 )
 
 
-def _row(schema, runner, reference, display, args, samples, differentiable=True, **extra):
+def _row(schema, runner, reference, display, args, samples, differentiable=True, old=False):
     return OpDef(
         schema,
         Kind.LINALG,
@@ -30,12 +30,12 @@ def _row(schema, runner, reference, display, args, samples, differentiable=True,
         dtypes=DTYPES,
         differentiable=differentiable,
         runner=runner,
-        function=False,
-        method=False,
+        function=old,  # old: also PyTorch's top-level name and Tensor method (torch.geqrf)
+        method=old,
         kernel_args=f"{args}; {LAYOUT}",
         samples=samples,
         tolerances=TOLERANCES,
-        attrs={"display": display, **extra},
+        attrs={"display": display},
     )
 
 
@@ -84,6 +84,7 @@ ROWS = [
         "(a, tau): geqrf",
         "rectangular",
         differentiable=False,
+        old=True,
     ),
     _row(
         "linalg_householder_product(Tensor input, Tensor tau) -> Tensor",
