@@ -202,7 +202,7 @@ def _identity_into(t, count: int) -> None:
 
 
 def svd(op, A, full_matrices=True, compute_uv=True, driver=None):
-    """``kernel(u, s, vh, info, a, job)``: gesdd on a copy of A; job 'A', 'S' or 'N'."""
+    """``kernel(u, s, vh, a, job) -> info``: gesdd on a copy of A; job 'A', 'S' or 'N'."""
     name = display(op)
     check_matrix(name, A)
     if driver is not None and A._storage.device.type != "cuda":
@@ -220,16 +220,16 @@ def svd(op, A, full_matrices=True, compute_uv=True, driver=None):
     u = empty((count, ucols, m), A._dtype, dev)
     vh = empty((count, n, vrows), A._dtype, dev)
     s = empty((count, k), A._dtype, dev)
-    info = _ints((count,), dev)
-    if k == 0:
+    if k == 0:  # LAPACK returns at once: U or V of a matrix with a zero dim is the identity
         for t, size in ((u, m), (vh, n)):
             if t._shape[-1] == t._shape[-2] and t._storage.nbytes:
                 _identity_into(t, size)
     else:
-        _kernel(op, A)(u, s, vh, info, column_major(A), job)
+        info = _kernel(op, A)(u, s, vh, column_major(A), job)
         raise_info(info, "linalg.svd", _svd_message(A), bool(batch))
     if job == "N":
-        return as_matrices(u, batch, 0, 0), as_batch(s, batch, (k,)), as_matrices(vh, batch, 0, 0)
+        nothing = empty((0,), A._dtype, dev)
+        return nothing, as_batch(s, batch, (k,)), nothing
     U = as_matrices(u, batch, m, ucols)
     return U, as_batch(s, batch, (k,)), as_matrices(vh, batch, vrows, n)
 
@@ -249,7 +249,7 @@ def _svd_message(A):
 
 
 def eigh(op, A, UPLO="L", compute_v=True):
-    """``kernel(w, v, info, upper, vectors)``: syevd in place on a copy of A."""
+    """``kernel(w, v, upper, vectors) -> info``: syevd in place on a copy of A."""
     name = display(op)
     check_matrix(name, A, square=True)
     if UPLO not in ("L", "U"):
@@ -258,8 +258,7 @@ def eigh(op, A, UPLO="L", compute_v=True):
     batch, dev = tuple(batch), A._storage.device
     v = column_major(A)
     w = empty((batch_size(batch), n), A._dtype, dev)
-    info = _ints((batch_size(batch),), dev)
-    _kernel(op, A)(w, v, info, UPLO == "U", bool(compute_v))
+    info = _kernel(op, A)(w, v, UPLO == "U", bool(compute_v))
     raise_info(info, name, no_convergence("eigenvalues"), bool(batch))
     vectors = as_matrices(v, batch, n, n) if compute_v else empty((0,), A._dtype, dev)
     return as_batch(w, batch, (n,)), vectors
@@ -270,14 +269,16 @@ LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
 def lstsq(op, A, B, rcond=None, driver=None):
-    """``kernel(x, rank, sv, info, a, driver, rcond)``: x is B padded to max(m, n) rows."""
+    """``kernel(x, rank, sv, a, driver, rcond) -> info``: x is B padded to max(m, n) rows."""
     name = display(op)
     check_tensor(name, A, "input")
     check_tensor(name, B, "b")
     if len(A._shape) < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
     if A._dtype not in (dt.float32, dt.float64):
-        raise RuntimeError("This function doesn't handle types other than float and double")
+        raise RuntimeError(
+            f"{name}: This function doesn't handle types other than float and double"
+        )
     check_same(name, A, B, "b")
     driver = driver or "gelsy"
     if driver not in LSTSQ_DRIVERS:
@@ -303,8 +304,7 @@ def lstsq(op, A, B, rcond=None, driver=None):
     has_rank, has_sv = driver != "gels", driver in ("gelsd", "gelss")
     rank = empty((count,) if has_rank else (0,), dt.int64, dev)
     sv = empty((count, min(m, n)) if has_sv else (0,), A._dtype, dev)
-    info = _ints((count,), dev)
-    _kernel(op, A)(x, rank, sv, info, column_major(A, batch), driver, float(rcond))
+    info = _kernel(op, A)(x, rank, sv, column_major(A, batch), driver, float(rcond))
     if driver == "gels":
         raise_info(info, name, _not_full_rank, bool(batch))
     solution = as_matrices(x, batch, rows, nrhs).narrow(-2, 0, n)

@@ -187,12 +187,17 @@ def host_ints(t: Tensor):
     return np.asarray(t.cpu().numpy() if t._storage.device.type != "cpu" else t.numpy())
 
 
-def raise_info(info: Tensor, name: str, message, batched: bool, error=LinAlgError) -> None:
-    """Raise ``error`` for the first matrix whose ``info`` is non-zero: ``message(code)`` says why,
-    and a batched call names the (flat) batch element, as PyTorch does."""
-    if not info._storage.nbytes:
-        return
-    codes = host_ints(info).reshape(-1)
+def raise_info(info, name: str, message, batched: bool, error=LinAlgError) -> None:
+    """Raise ``error`` for the first matrix whose ``info`` (a tensor, or host integers from a
+    kernel) is non-zero: ``message(code)`` says why, and a batched call names the (flat) batch
+    element, as PyTorch does."""
+    if isinstance(info, Tensor):
+        if not info._storage.nbytes:
+            return
+        info = host_ints(info)
+    import numpy as np
+
+    codes = np.asarray(info).reshape(-1)
     bad = codes.nonzero()[0]
     if not bad.size:
         return

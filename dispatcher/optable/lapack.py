@@ -16,13 +16,20 @@ from . import linalg_reference as ref
 # on the well-conditioned samples (condition numbers up to ~100).
 TOLERANCES = {dt.float32: (1e-4, 1e-4)}
 
+# Singular vectors and eigenvectors are defined up to sign: output -> the dim each vector runs
+# along (U's columns, Vh's rows), for the tests.
+SVD_SIGNS = {0: -2, 2: -1}
+EIGH_SIGNS = {1: -2}
+
 LAYOUT = (
     "matrices as [B, cols, rows] tensors with contiguous last two dims (column-major, as LAPACK); "
     "outputs first, written in place"
 )
 
 
-def _row(schema, runner, reference, display, args, samples, differentiable=True, old=False):
+def _row(
+    schema, runner, reference, display, args, samples, differentiable=True, old=False, signs=None
+):
     return OpDef(
         schema,
         Kind.LINALG,
@@ -35,7 +42,7 @@ def _row(schema, runner, reference, display, args, samples, differentiable=True,
         kernel_args=f"{args}; {LAYOUT}",
         samples=samples,
         tolerances=TOLERANCES,
-        attrs={"display": display},
+        attrs={"display": display, **({"signs": signs} if signs else {})},
     )
 
 
@@ -59,7 +66,7 @@ ROWS = [
         "lu_solve",
     ),
     _row(
-        "linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) "
+        "linalg_cholesky_ex(Tensor input, *, bool upper=False, bool check_errors=False) "
         "-> (Tensor L, Tensor info)",
         run.cholesky_ex,
         ref.cholesky_ex,
@@ -68,7 +75,7 @@ ROWS = [
         "positive_definite",
     ),
     _row(
-        "linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, "
+        "linalg_solve_triangular(Tensor input, Tensor B, *, bool upper, bool left=True, "
         "bool unitriangular=False) -> Tensor",
         run.solve_triangular,
         ref.solve_triangular,
@@ -77,7 +84,7 @@ ROWS = [
         "solve_triangular",
     ),
     _row(
-        "geqrf(Tensor self) -> (Tensor a, Tensor tau)",
+        "geqrf(Tensor input) -> (Tensor a, Tensor tau)",
         run.geqrf,
         ref.geqrf,
         "torch.geqrf",
@@ -100,8 +107,9 @@ ROWS = [
         run.svd,
         ref.svd,
         "linalg.svd",
-        "(u, s, vh, info, a, job 'A'/'S'/'N'): gesdd on a scratch copy a",
+        "(u, s, vh, a, job 'A'/'S'/'N') -> host info: gesdd on a scratch copy a",
         "svd",
+        signs=SVD_SIGNS,
     ),
     _row(
         '_linalg_eigh(Tensor A, str UPLO="L", bool compute_v=True) '
@@ -109,21 +117,22 @@ ROWS = [
         run.eigh,
         ref.eigh,
         "linalg.eigh",
-        "(w, v, info, upper, vectors): syevd",
+        "(w, v, upper, vectors) -> host info: syevd",
         "symmetric",
+        signs=EIGH_SIGNS,
     ),
     _row(
-        "linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) "
+        "linalg_lstsq(Tensor input, Tensor b, float? rcond=None, *, str? driver=None) "
         "-> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)",
         run.lstsq,
         ref.lstsq,
         "torch.linalg.lstsq",
-        "(x, rank int64, sv, info, a, driver, rcond): gels/gelsy/gelsd/gelss; x holds b padded "
-        "to max(m, n) rows",
+        "(x, rank int64, sv, a, driver, rcond) -> host info: gels/gelsy/gelsd/gelss; x holds b "
+        "padded to max(m, n) rows",
         "lstsq",
     ),
     _row(
-        "linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) "
+        "linalg_ldl_factor_ex(Tensor input, *, bool hermitian=False, bool check_errors=False) "
         "-> (Tensor LD, Tensor pivots, Tensor info)",
         run.ldl_factor_ex,
         ref.ldl_factor_ex,

@@ -88,8 +88,8 @@ def _matrix_exp_old(A):
 
 
 ROWS = [
-    composite("linalg_matrix_exp(Tensor self) -> Tensor", _matrix_exp, ref.matrix_exp,
+    composite("linalg_matrix_exp(Tensor input) -> Tensor", _matrix_exp, ref.matrix_exp,
               "matrix_exp"),
-    composite("matrix_exp(Tensor self) -> Tensor", _matrix_exp_old, ref.matrix_exp, "matrix_exp",
+    composite("matrix_exp(Tensor input) -> Tensor", _matrix_exp_old, ref.matrix_exp, "matrix_exp",
               old=True, display="linalg.matrix_exp"),
 ]  # fmt: skip

@@ -115,13 +115,13 @@ def _norm(A, ord=None, dim=None, keepdim=False, dtype=None):
 
 
 ROWS = [
-    composite("linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, "
+    composite("linalg_vector_norm(Tensor input, Scalar ord=2, int[1]? dim=None, "
               "bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", _vector_norm,
               ref.vector_norm, "vector_norm", dtypes=NORM_DTYPES),
-    composite("linalg_matrix_norm(Tensor self, Scalar ord='fro', int[] dim=[-2, -1], "
+    composite("linalg_matrix_norm(Tensor input, Scalar ord='fro', int[] dim=[-2, -1], "
               "bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", _matrix_norm,
-              ref.matrix_norm, "matrix_norm"),
-    composite("linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, "
+              ref.matrix_norm, "matrix_norm", dtypes=NORM_DTYPES),
+    composite("linalg_norm(Tensor input, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, "
               "*, ScalarType? dtype=None) -> Tensor", _norm, ref.norm, "linalg_norm",
-              display="linalg."),
+              display="linalg.", dtypes=NORM_DTYPES),
 ]  # fmt: skip

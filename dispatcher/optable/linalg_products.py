@@ -254,27 +254,27 @@ def _tensordot(a, b, dims_self, dims_other):
 
 
 ROWS = [
-    composite("linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor", _cross,
+    composite("linalg_cross(Tensor input, Tensor other, *, int dim=-1) -> Tensor", _cross,
               ref.cross, "cross", dtypes=NUMERIC),
-    composite("cross(Tensor self, Tensor other, int? dim=None) -> Tensor", _cross_old,
+    composite("cross(Tensor input, Tensor other, int? dim=None) -> Tensor", _cross_old,
               ref.cross_old, "cross", old=True, dtypes=NUMERIC, display="linalg.cross"),
     composite("linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor", _vecdot,
               ref.vecdot, "vecdot", dtypes=FLOATS),
     composite("linalg_multi_dot(Tensor[] tensors) -> Tensor", _multi_dot, ref.multi_dot,
               "multi_dot", dtypes=NUMERIC, display="multi_dot"),
-    composite("linalg_matrix_power(Tensor self, int n) -> Tensor", _matrix_power,
+    composite("linalg_matrix_power(Tensor input, int n) -> Tensor", _matrix_power,
               ref.matrix_power, "matrix_power", dtypes=NUMERIC),
-    composite("matrix_power(Tensor self, int n) -> Tensor", _matrix_power, ref.matrix_power,
+    composite("matrix_power(Tensor input, int n) -> Tensor", _matrix_power, ref.matrix_power,
               "matrix_power", old=True, dtypes=NUMERIC, display="linalg.matrix_power"),
-    composite("linalg_tensorinv(Tensor self, int ind=2) -> Tensor", _tensorinv, ref.tensorinv,
+    composite("linalg_tensorinv(Tensor input, int ind=2) -> Tensor", _tensorinv, ref.tensorinv,
               "tensorinv", display="linalg.inv"),
-    composite("linalg_tensorsolve(Tensor self, Tensor other, int[]? dims=None) -> Tensor",
+    composite("linalg_tensorsolve(Tensor input, Tensor other, int[]? dims=None) -> Tensor",
               _tensorsolve, ref.tensorsolve, "tensorsolve", display="linalg.solve"),
     composite("linalg_vander(Tensor x, *, int? N=None) -> Tensor", _vander, ref.vander,
               "vander", dtypes=NUMERIC | FLOATS),
     composite("linalg_diagonal(Tensor A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor",
               _diagonal, ref.diagonal, "diagonal", dtypes=dt.ALL),
-    composite("tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) "
+    composite("tensordot(Tensor input, Tensor other, int[] dims_self, int[] dims_other) "
               "-> Tensor", _tensordot, ref.tensordot, "tensordot", display="tensordot",
               dtypes=NUMERIC),
 ]  # fmt: skip

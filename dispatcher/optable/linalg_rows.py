@@ -2,6 +2,8 @@
 
 A composite's decomposition checks its own arguments with PyTorch's messages (as the LAPACK
 runners do), so its runner calls the decomposition directly instead of the generic dtype check.
+``signs`` says which outputs are vectors defined up to sign (singular and eigenvectors): output
+index -> the dim along which each vector lies, so that tests compare them up to that sign.
 ``old=True`` marks PyTorch's top-level names (``ember.inverse``, ``Tensor.det``...); the others are
 reached through ``ember.linalg`` only.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 from ember import _dtype as dt
 
 from ..kinds.matrices import DTYPES
-from ..opdef import Kind, OpDef
+from ..opdef import Kind, OpDef, Promotion
 
 # Results of factorizations in float32 differ from the float64 references by condition number
 # times float32's epsilon; the samples keep condition numbers below ~100.
@@ -34,6 +36,8 @@ def composite(
     display: str | None = None,
     differentiable: bool = True,
     tolerances: dict | None = None,
+    promotion: Promotion = Promotion.DEFAULT,
+    signs: dict | None = None,
     notes: str = "",
 ) -> OpDef:
     name = schema.partition("(")[0]
@@ -41,6 +45,7 @@ def composite(
         schema,
         Kind.LINALG,
         reference,
+        promotion=promotion,
         dtypes=frozenset(dtypes),
         differentiable=differentiable,
         decomposition=decomposition,
@@ -49,7 +54,7 @@ def composite(
         method=old if method is None else method,
         samples=samples,
         tolerances=TOLERANCES if tolerances is None else tolerances,
-        attrs={"display": display or _display(name, old)},
+        attrs={"display": display or _display(name, old), **({"signs": signs} if signs else {})},
         notes=notes,
     )
 

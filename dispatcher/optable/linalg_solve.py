@@ -6,6 +6,8 @@ come from those primitives' formulas (double backward included).
 # ruff: noqa: N803, N806 - matrices keep their mathematical names (A, B, LU), as in PyTorch
 from __future__ import annotations
 
+import math
+
 import ember
 from ember import return_types as rt
 
@@ -133,7 +135,8 @@ def _lu_factor(A, pivot=True):
             "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: "
             f"{list(A.shape)} instead"
         )
-    LU, pivots, _ = OPS["linalg_lu_factor_ex"](A, pivot, True)
+    LU, pivots, info = OPS["linalg_lu_factor_ex"](A, pivot, False)
+    raise_info(info, "torch.linalg.lu_factor", _lu_singular_message, A.ndim > 2, RuntimeError)
     return rt.linalg_lu_factor(LU, pivots)
 
 
@@ -155,8 +158,8 @@ def permutation_of(pivots, m: int):
 
     from ..kinds.matrices import host_ints
 
-    swaps = host_ints(pivots).astype(np.int64).reshape(-1, pivots.shape[-1]) - 1
-    batch = swaps.shape[0]
+    batch = math.prod(pivots.shape[:-1])
+    swaps = host_ints(pivots).astype(np.int64).reshape(batch, pivots.shape[-1]) - 1
     perm = np.tile(np.arange(m), (batch, 1))
     rows = np.arange(batch)
     for i in range(swaps.shape[1]):
@@ -276,16 +279,16 @@ ROWS = [
     composite("linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, "
               "Tensor info)", _inv_ex, ref.inv_ex, "square"),
     composite("linalg_inv(Tensor A) -> Tensor", _inv, ref.inv, "square"),
-    composite("inverse(Tensor self) -> Tensor", _inv, ref.inv, "square", old=True,
+    composite("inverse(Tensor input) -> Tensor", _inv, ref.inv, "square", old=True,
               display="linalg.inv"),
     composite("linalg_det(Tensor A) -> Tensor", _det, ref.det, "square"),
-    composite("det(Tensor self) -> Tensor", _det_old, ref.det, "square", old=True,
+    composite("det(Tensor input) -> Tensor", _det_old, ref.det, "square", old=True,
               display="linalg.det"),
     composite("linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)", _slogdet,
               ref.slogdet, "square"),
-    composite("slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)", _slogdet_old,
+    composite("slogdet(Tensor input) -> (Tensor sign, Tensor logabsdet)", _slogdet_old,
               ref.slogdet, "square", old=True, display="linalg.slogdet"),
-    composite("logdet(Tensor self) -> Tensor", _logdet, ref.logdet, "positive_definite",
+    composite("logdet(Tensor input) -> Tensor", _logdet, ref.logdet, "positive_definite",
               old=True),
     composite("linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor LU, Tensor pivots)",
               _lu_factor, ref.lu_factor, "lu_factor", display="torch.linalg.lu_factor"),
@@ -294,18 +297,18 @@ ROWS = [
     composite("lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, "
               "bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)", _lu_unpack,
               ref.lu_unpack, "lu_unpack", old=True, method=False),
-    composite("lu_solve(Tensor self, Tensor LU_data, Tensor LU_pivots) -> Tensor",
+    composite("lu_solve(Tensor input, Tensor LU_data, Tensor LU_pivots) -> Tensor",
               _lu_solve_old, ref.lu_solve_old, "lu_solve_old", old=True,
               display="torch.linalg.lu_solve"),
-    composite("linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor", _cholesky,
+    composite("linalg_cholesky(Tensor input, *, bool upper=False) -> Tensor", _cholesky,
               ref.cholesky, "positive_definite", display="linalg.cholesky"),
-    composite("cholesky(Tensor self, bool upper=False) -> Tensor", _cholesky_old, ref.cholesky,
+    composite("cholesky(Tensor input, bool upper=False) -> Tensor", _cholesky_old, ref.cholesky,
               "positive_definite", old=True),
-    composite("cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor",
+    composite("cholesky_solve(Tensor input, Tensor input2, bool upper=False) -> Tensor",
               _cholesky_solve, ref.cholesky_solve, "cholesky_solve", old=True),
-    composite("cholesky_inverse(Tensor self, bool upper=False) -> Tensor", _cholesky_inverse,
+    composite("cholesky_inverse(Tensor input, bool upper=False) -> Tensor", _cholesky_inverse,
               ref.cholesky_inverse, "cholesky_factor", old=True),
-    composite("triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, "
+    composite("triangular_solve(Tensor input, Tensor A, bool upper=True, bool transpose=False, "
               "bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)",
               _triangular_solve, ref.triangular_solve, "triangular_solve_old", old=True,
               display="linalg.solve_triangular"),

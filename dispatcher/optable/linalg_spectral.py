@@ -14,7 +14,9 @@ from ember import return_types as rt
 
 from ..kinds._common import OPS
 from ..kinds.matrices import check_matrix
+from ..opdef import Promotion
 from . import linalg_reference as ref
+from .lapack import EIGH_SIGNS, SVD_SIGNS
 from .linalg_rows import composite
 
 
@@ -184,29 +186,30 @@ def _cond(A, p=None):
 
 ROWS = [
     composite("linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) "
-              "-> (Tensor U, Tensor S, Tensor Vh)", _svd, ref.linalg_svd, "svd"),
+              "-> (Tensor U, Tensor S, Tensor Vh)", _svd, ref.linalg_svd, "svd", signs=SVD_SIGNS),
     composite("linalg_svdvals(Tensor A, *, str? driver=None) -> Tensor", _svdvals,
               ref.svdvals, "svd", display="linalg.svd"),
-    composite("svd(Tensor self, bool some=True, bool compute_uv=True) "
+    composite("svd(Tensor input, bool some=True, bool compute_uv=True) "
               "-> (Tensor U, Tensor S, Tensor V)", _svd_old, ref.svd_old, "svd", old=True,
-              display="linalg.svd"),
-    composite("linalg_eigh(Tensor self, str UPLO=\"L\") "
+              display="linalg.svd", signs={0: -2, 2: -2}),
+    composite("linalg_eigh(Tensor input, str UPLO=\"L\") "
               "-> (Tensor eigenvalues, Tensor eigenvectors)", _eigh, ref.linalg_eigh,
-              "symmetric"),
-    composite("linalg_eigvalsh(Tensor self, str UPLO=\"L\") -> Tensor", _eigvalsh,
+              "symmetric", signs=EIGH_SIGNS),
+    composite("linalg_eigvalsh(Tensor input, str UPLO=\"L\") -> Tensor", _eigvalsh,
               ref.eigvalsh, "symmetric", display="linalg.eigh"),
     composite("linalg_qr(Tensor A, str mode=\"reduced\") -> (Tensor Q, Tensor R)", _qr,
               ref.qr, "qr"),
-    composite("qr(Tensor self, bool some=True) -> (Tensor Q, Tensor R)", _qr_old, ref.qr_old,
+    composite("qr(Tensor input, bool some=True) -> (Tensor Q, Tensor R)", _qr_old, ref.qr_old,
               "rectangular", old=True, display="linalg.qr"),
-    composite("orgqr(Tensor self, Tensor input2) -> Tensor", _orgqr, ref.householder_product,
+    composite("orgqr(Tensor input, Tensor input2) -> Tensor", _orgqr, ref.householder_product,
               "householder", old=True, display="torch.linalg.householder_product"),
-    composite("linalg_pinv(Tensor self, *, float? atol=None, float? rtol=None, "
+    composite("linalg_pinv(Tensor input, *, float? atol=None, float? rtol=None, "
               "bool hermitian=False) -> Tensor", _pinv, ref.pinv, "pinv"),
-    composite("pinverse(Tensor self, float rcond=1e-15) -> Tensor", _pinverse, ref.pinverse,
+    composite("pinverse(Tensor input, float rcond=1e-15) -> Tensor", _pinverse, ref.pinverse,
               "rectangular", old=True, display="linalg.pinv"),
-    composite("linalg_matrix_rank(Tensor self, *, float? atol=None, float? rtol=None, "
+    composite("linalg_matrix_rank(Tensor input, *, float? atol=None, float? rtol=None, "
               "bool hermitian=False) -> Tensor", _matrix_rank, ref.matrix_rank, "pinv",
-              display="torch.linalg.matrix_rank", differentiable=False),
-    composite("linalg_cond(Tensor self, Scalar? p=None) -> Tensor", _cond, ref.cond, "cond"),
+              display="torch.linalg.matrix_rank", differentiable=False,
+              promotion=Promotion.LONG),
+    composite("linalg_cond(Tensor input, Scalar? p=None) -> Tensor", _cond, ref.cond, "cond"),
 ]  # fmt: skip

@@ -14,6 +14,7 @@ from ember.dispatcher.opdef import Kind
 from . import gen_elementwise as ew
 from . import gen_factory as fac
 from . import gen_index as idx
+from . import gen_lapack as lapack
 from . import gen_linalg as la
 from . import gen_nn as nn
 from . import gen_reduction as red
@@ -87,6 +88,8 @@ GENERATORS = {
     "linspace": fac.linspace,
     "random": fac.random,
 }
+
+GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)
 
 # The generator of rows that name none, by kind (elementwise rows always name theirs).
 DEFAULT_BY_KIND = {
