@@ -113,7 +113,7 @@ def _cholesky_ex(ctx, gL, g_info=None):
 
 
 def _solve_triangular_formula(ctx, gX):
-    A, X, upper, left, unit = ctx.self, ctx.result, ctx.upper, ctx.left, ctx.unitriangular
+    A, X, upper, left, unit = ctx.input, ctx.result, ctx.upper, ctx.left, ctx.unitriangular
     need_a, _ = ctx.needs_input_grad
     gB = _solve_triangular(A.mH, gX, not upper, left, unit)
     if not need_a:
@@ -280,7 +280,7 @@ def pinv_backward(g, pinvA, A):
 
 
 def _lstsq(ctx, gX, g_residuals=None, g_rank=None, g_sv=None):
-    A, B = ctx.self, ctx.b
+    A, B = ctx.input, ctx.b
     need_a, need_b = ctx.needs_input_grad
     vector = B.ndim == A.ndim - 1
     B = B.unsqueeze(-1) if vector else B
@@ -330,7 +330,7 @@ def _det(ctx, g):
 
 def _matrix_exp(ctx, g):
     """The adjoint of the Frechet derivative: the upper-right block of exp([[A^H, G], [0, A^H]])."""
-    A = ctx.self
+    A = ctx.input
     n = A.shape[-1]
     top = E.cat([A.mH, g], -1)
     bottom = E.cat([E.zeros_like(A), A.mH], -1)
@@ -342,12 +342,12 @@ FORMULAS = {
     "linalg_lu_factor_ex": F(_lu_factor_ex, save=("result",)),
     "linalg_lu_solve": F(_lu_solve, save=("LU", "pivots", "result")),
     "linalg_cholesky_ex": F(_cholesky_ex, save=("result",)),
-    "linalg_solve_triangular": F(_solve_triangular_formula, save=("self", "result")),
+    "linalg_solve_triangular": F(_solve_triangular_formula, save=("input", "result")),
     "linalg_qr": F(_qr, save=("A", "result")),
     "linalg_householder_product": F(_householder_product, save=("input", "tau")),
     "_linalg_svd": F(_svd, save=("result",)),
     "_linalg_eigh": F(_eigh, save=("result",)),
-    "linalg_lstsq": F(_lstsq, save=("self", "b", "result")),
+    "linalg_lstsq": F(_lstsq, save=("input", "b", "result")),
     "linalg_det": F(_det, save=("A", "result")),
-    "linalg_matrix_exp": F(_matrix_exp, save=("self",)),
+    "linalg_matrix_exp": F(_matrix_exp, save=("input",)),
 }

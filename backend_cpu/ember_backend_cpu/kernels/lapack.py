@@ -9,7 +9,8 @@ Kernel convention (the runners in ember's dispatcher/kinds/lapack.py prepare eve
 batch of matrices is a tensor ``[B, cols, rows]`` whose last two dims are contiguous, i.e. each
 matrix column-major as LAPACK wants it. Buffers a kernel writes are packed; read-only operands may
 have any batch stride (0 broadcasts one matrix). Outputs come first, so the dispatcher's CPU
-fallback copies them back to another device.
+fallback copies them back to another device. svd, eigh and lstsq return LAPACK's info per
+matrix as host integers (their runners check it at once, as PyTorch does).
 """
 
 from __future__ import annotations
@@ -173,25 +174,39 @@ def build(ffi, lib) -> dict:
         )
         check("linalg_householder_product", status, q, info)
 
-    def svd(u, s, vh, info, a, job):
+    def svd(u, s, vh, a, job):
         batch, n, m = a._shape
+        info = _scratch_info(batch)
         status = lib.ember_lapack_gesdd(
-            a._dtype.code, batch, m, n, ord(job), addr(a), addr(s), addr(u), addr(vh), addr(info)
+            a._dtype.code,
+            batch,
+            m,
+            n,
+            ord(job),
+            addr(a),
+            addr(s),
+            addr(u),
+            addr(vh),
+            info.ctypes.data,
         )
         check("_linalg_svd", status, a)
+        return info
 
-    def eigh(w, v, info, upper, vectors):
+    def eigh(w, v, upper, vectors):
         batch, n, _ = v._shape
+        info = _scratch_info(batch)
         status = lib.ember_lapack_syevd(
-            v._dtype.code, batch, n, int(upper), int(vectors), addr(v), addr(w), addr(info)
+            v._dtype.code, batch, n, int(upper), int(vectors), addr(v), addr(w), info.ctypes.data
         )
         check("_linalg_eigh", status, v)
+        return info
 
-    def lstsq(x, rank, sv, info, a, driver, rcond):
+    def lstsq(x, rank, sv, a, driver, rcond):
         batch, n, m = a._shape
         nrhs = x._shape[1]
         rank_ptr = addr(rank) if rank.numel() else 0
         sv_ptr = addr(sv) if sv.numel() else 0
+        info = _scratch_info(batch)
         status = lib.ember_lapack_gels(
             a._dtype.code,
             LSTSQ_DRIVERS[driver],
@@ -204,9 +219,10 @@ def build(ffi, lib) -> dict:
             addr(x),
             rank_ptr,
             sv_ptr,
-            addr(info),
+            info.ctypes.data,
         )
         check("linalg_lstsq", status, a)
+        return info
 
     def ldl_factor(ld, pivots, info, hermitian):
         batch, n, _ = ld._shape
