@@ -15,7 +15,13 @@ from collections import defaultdict
 from ember._tensor import Tensor, make
 
 from . import anomaly, grad_mode
-from .node import AccumulateGrad, gradient_edge, store_retained, tensor_hooks
+from .node import (
+    AccumulateGrad,
+    gradient_edge,
+    run_post_accumulate_hooks,
+    store_retained,
+    tensor_hooks,
+)
 
 
 def _as_tuple(value):
@@ -214,6 +220,7 @@ class _Pass:
             variable = node.variable
             if runs and self.accumulate and variable is not None:
                 accumulate_into_leaf(variable, grads[0], id(grads[0]) not in self.shared)
+                run_post_accumulate_hooks(variable)
         elif runs:
             outputs = self._apply(node, grads)
         if not self.retain and not leaf:

@@ -222,6 +222,7 @@ class AccumulateGrad(Node):
         variable = self.variable
         if grads[0] is not None and variable is not None:
             accumulate_into_leaf(variable, run_leaf_hooks(tensor_hooks(variable), grads[0]))
+            run_post_accumulate_hooks(variable)
         return ()
 
 
@@ -245,7 +246,15 @@ def tensor_hooks(t: Tensor) -> list:
     return t.__dict__.get("_hooks") or []
 
 
-def add_tensor_hook(t: Tensor, hook):
-    hooks = t.__dict__.setdefault("_hooks", [])
+def add_tensor_hook(t: Tensor, hook, table: str = "_hooks"):
+    hooks = t.__dict__.setdefault(table, [])
     hooks.append(hook)
-    return _Handle(t, "_hooks", hook)
+    return _Handle(t, table, hook)
+
+
+def run_post_accumulate_hooks(variable: Tensor) -> None:
+    """After ``variable.grad`` took this pass's gradient (PyTorch's post-accumulate-grad hooks:
+    DDP starts a bucket's all-reduce from them)."""
+    for hook in variable.__dict__.get("_post_accumulate_hooks") or ():
+        if hook(variable) is not None:
+            raise RuntimeError("a post accumulate grad hook must return None")

@@ -25,6 +25,20 @@ def register_hook(self, hook):
     return self._grad_fn._add_pre_hook((output_nr(self), hook))
 
 
+def register_post_accumulate_grad_hook(self, hook):
+    """Call ``hook(tensor)`` after a backward pass accumulated into this leaf's ``.grad``.
+
+    The hook returns None; it runs once per backward pass that reaches the leaf (not under
+    ``autograd.grad``, which accumulates nothing). Returns a handle whose ``remove()``
+    unregisters it.
+    """
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self._grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    return add_tensor_hook(self, hook, "_post_accumulate_hooks")
+
+
 def retain_grad(self) -> None:
     """Keep ``.grad`` for this non-leaf tensor after backward."""
     if self._grad_fn is None:
@@ -53,6 +67,7 @@ def detach_(self):
 def install() -> None:
     Tensor.backward = backward
     Tensor.register_hook = register_hook
+    Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
     Tensor.retain_grad = retain_grad
     Tensor.retains_grad = property(retains_grad)
     Tensor.detach_ = detach_

@@ -122,6 +122,10 @@ class Registry:
                 return self._backends[device_type]
             if device_type in self._failures:
                 raise DeviceUnavailableError(self._failures[device_type])
+            if device_type in BUILTIN:
+                chosen = BUILTIN[device_type](self.policy)
+                self._backends[device_type] = chosen
+                return chosen
             reasons = []
             for priority, record in self.candidates(device_type):
                 loaded = self.host.load(record, device_type, self.policy.backend(record.name))
@@ -169,6 +173,19 @@ class Registry:
 
 
 _RESET_LISTENERS: list = []
+
+# Device types the core serves itself, whatever plugins are installed: device type -> a loader
+# ``(policy) -> DeviceBackend``. Not plugin records, so tests that enumerate devices skip them.
+BUILTIN: dict = {}
+
+
+def _load_meta(policy):
+    from .meta import load_backend
+
+    return load_backend(policy)
+
+
+BUILTIN["meta"] = _load_meta
 
 
 def on_reset(listener) -> None:

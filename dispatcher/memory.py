@@ -83,6 +83,8 @@ def normalize_device(dev) -> Device:
     if dev.type == "cpu":
         return CPU
     backend = _BY_TYPE.get(dev.type) or backend_for(dev.type)
+    if getattr(backend.runtime, "indexed", True) is False:  # meta: no index, like cpu
+        return Device(dev.type)
     if dev.index is None:
         current = getattr(backend.runtime, "current_device", None)
         return Device(dev.type, current() if current else 0)

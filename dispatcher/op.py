@@ -51,6 +51,7 @@ class Op:
         "mutates",
         "name",
         "num_outputs",
+        "out",
         "promotion",
         "runner",
         "schema",
@@ -78,13 +79,24 @@ class Op:
         # PyTorch's convention: a trailing underscore writes into the first argument.
         self.mutates = self.name.endswith("_") and not self.name.startswith("_")
         self.info: dict = dict(defn.attrs)  # static data for the runner (elementwise arity...)
+        self.out = defn.out_rule  # the public function's out= rule (dispatcher/out.py), or None
         _ALL_OPS.add(self)
 
     def __call__(self, *args):
-        for layer in STACK.layers:
-            if layer.wants(self, args):
-                return layer.handle(self, args)
-        return self.runner(self, *args)  # the Backend layer (see backend()), inlined: hot path
+        try:
+            for layer in STACK.layers:
+                if layer.wants(self, args):
+                    return layer.handle(self, args)
+            return self.runner(self, *args)  # the Backend layer (see backend()), inlined: hot path
+        except (AttributeError, TypeError) as error:
+            # A list where the schema says Tensor fails deep inside a runner ("'list' object has
+            # no attribute '_shape'"): say which argument, as PyTorch does. try costs nothing.
+            from .kinds._common import bad_tensor_argument
+
+            found = bad_tensor_argument(self, args, error)
+            if found is not None:
+                raise found from None
+            raise
 
     def redispatch(self, current, args):
         """Continue below ``current``: the next lower active layer, or the Backend layer."""

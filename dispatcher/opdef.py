@@ -27,6 +27,7 @@ class Kind(Enum):
     NN = "nn"  # softmax, norms, pooling, losses
     LIBRARY = "library"  # third-party ops (ember.library): outputs come from their shape rule
     LINALG = "linalg"  # factorizations and solves (ember.linalg): LAPACK-style kernels
+    FOREACH = "foreach"  # one call over a list of tensors (GradScaler's fused unscale)
 
 
 class Promotion(Enum):
@@ -40,6 +41,45 @@ class Promotion(Enum):
     LONG = "long"  # always int64 (argmax, nonzero)
     FLOAT_ONLY = "float_only"  # no promotion; floating inputs only (mean, softmax)
 
+
+@dataclass(frozen=True)
+class Out:
+    """How an op's public function checks its ``out=`` tensors (PyTorch's rules vary by family).
+
+    Attributes:
+        dtype: ``"cast"``: the result's dtype must be castable to out's (TensorIterator ops:
+            ``add(ints, ints, out=floats)`` is fine); ``"same"``: out's dtype must be the
+            result's, for the elementwise ops PyTorch keeps in one dtype (neg, floor, where...);
+            ``"exact"``: the same rule for the others (matmul, sort, gather...), each with
+            PyTorch's wording; ``"from_out"``: out's dtype is what the op computes in, its
+            ``dtype`` argument (sum, cumsum, the factories).
+        overlap: which overlap of out with an input is refused: ``"partial"`` (out may be an
+            input exactly, ``add(x, 1, out=x)``), ``"any"`` (index ops, cat), or None (PyTorch
+            does not check).
+    """
+
+    dtype: str = "cast"
+    overlap: str | None = "partial"
+
+
+OUT_ELEMENTWISE = Out("cast", "partial")
+OUT_SAME_DTYPE = Out("same", "partial")
+OUT_EXACT = Out("exact", None)
+OUT_INDEX = Out("exact", "any")
+OUT_FROM_OUT = Out("from_out", None)
+
+# The out= rule of each kind's public functions; rows override it (``out=None``: no out=, as for
+# relu and argsort). Views, copies and layouts never take out= in PyTorch.
+OUT_BY_KIND = {
+    Kind.ELEMENTWISE: OUT_ELEMENTWISE,
+    Kind.REDUCTION: Out("cast", None),
+    Kind.SCAN: Out("from_out", "partial"),
+    Kind.MATMUL: OUT_EXACT,
+    Kind.INDEX: OUT_INDEX,
+    Kind.SORT: Out("exact", "partial"),
+    Kind.FACTORY: OUT_FROM_OUT,
+}
+BY_KIND = "by kind"  # OpDef.out's default: OUT_BY_KIND's entry for the row's kind
 
 DTYPES_ALL = frozenset(dt.ALL)
 DTYPES_FLOAT = frozenset(dt.FLOATS)
@@ -84,6 +124,8 @@ class OpDef:
         domain: (low, high) for sampled inputs of partial functions (log, sqrt, acos).
         attrs: static data for the runner (elementwise arity, whether a reduction has an
             identity...), copied to ``Op.info``.
+        out: the ``out=`` rule of the public function (see Out); None when PyTorch's function
+            takes no out=. Defaults to the kind's (OUT_BY_KIND).
         varargs: the ``int[]`` argument that Tensor methods also accept unpacked
             (``x.view(2, 3)`` as well as ``x.view((2, 3))``).
         notes: anything a reader of the table should know.
@@ -109,11 +151,17 @@ class OpDef:
     domain: tuple | None = None
     attrs: dict = field(default_factory=dict)
     varargs: str | None = None
+    out: Out | str | None = BY_KIND
     notes: str = ""
 
     @property
     def is_composite(self) -> bool:
         return self.decomposition is not None
+
+    @property
+    def out_rule(self) -> Out | None:
+        """The row's out= rule, the kind's default resolved."""
+        return OUT_BY_KIND.get(self.kind) if self.out == BY_KIND else self.out
 
     def tolerance(self, d) -> tuple[float, float]:
         return self.tolerances.get(d, TOLERANCES.get(d, (0.0, 0.0)))

@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass, field
 
 import pluggy
-from stevedore import ExtensionManager
+from stevedore import ExtensionManager as _StevedoreManager
 from stevedore.extension import Extension
 
 from . import hookspecs
@@ -27,8 +27,44 @@ def root_cause(exc: BaseException) -> str:
     while exc.__cause__ is not None or (
         exc.__context__ is not None and not exc.__suppress_context__
     ):
+        if isinstance(exc, PluginExitError):  # its message says more than "SystemExit: 3"
+            break
         exc = exc.__cause__ or exc.__context__
     return f"{type(exc).__name__}: {exc}"
+
+
+class PluginExitError(Exception):
+    """A plugin raised a BaseException that is not an Exception (``sys.exit()`` at import, say).
+
+    It is contained like any failure: one plugin must not end the process nor every op call."""
+
+
+def contained(exc: BaseException, what: str) -> Exception:
+    """``exc`` as an Exception to record. KeyboardInterrupt is the user's and propagates."""
+    if isinstance(exc, Exception):
+        return exc
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
+    wrapped = PluginExitError(
+        f"{what} raised {type(exc).__name__}({', '.join(map(repr, exc.args))}); a plugin must "
+        "raise an Exception, never exit the process"
+    )
+    wrapped.__cause__ = exc
+    return wrapped
+
+
+class ExtensionManager(_StevedoreManager):
+    """stevedore's manager, except that a plugin whose import raises SystemExit (or another
+    BaseException) is reported to ``on_load_failure_callback`` like one raising ImportError;
+    stevedore lets those escape, and discovery would then fail on every op call."""
+
+    def _load_one_plugin(self, ep, *args, **kwargs):
+        try:
+            return super()._load_one_plugin(ep, *args, **kwargs)
+        except Exception:
+            raise
+        except BaseException as exc:
+            raise contained(exc, f"importing plugin '{ep.name}' ({ep.value})") from exc
 
 
 @dataclass
@@ -137,7 +173,8 @@ class PluginHost:
                     )
                 record.info = info
                 record.version = record.version or info.get("version")
-        except Exception as exc:
+        except BaseException as raised:
+            exc = contained(raised, f"plugin '{record.name}' registering")
             record.error = root_cause(exc)
             record.error_detail = "".join(traceback.format_exception(exc))
         return record
@@ -170,7 +207,8 @@ class PluginHost:
                         f"and 'kernels', got {type(result).__name__}"
                     )
                 record.loads[device_type] = result
-            except Exception as exc:
+            except BaseException as raised:
+                exc = contained(raised, f"plugin '{record.name}' loading '{device_type}'")
                 exc.ember_detail = "".join(traceback.format_exception(exc))
                 record.loads[device_type] = exc
         return record.loads[device_type]
@@ -183,7 +221,8 @@ class PluginHost:
                 continue
             try:
                 out.append((record, list(self._call_one(record, "ember_op_library") or ())))
-            except Exception as exc:
+            except BaseException as raised:
+                exc = contained(raised, f"plugin '{record.name}' describing its ops")
                 record.error = root_cause(exc)
                 record.error_detail = "".join(traceback.format_exception(exc))
         return out

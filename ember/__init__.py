@@ -75,7 +75,8 @@ Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
 # Last: these packages use the bound Tensor and the generated functions.
-from . import _accelerator, autograd, backends, linalg, nn, optim, profiler, utils, version
+from . import _accelerator, amp, autograd, backends, linalg, nn, optim, profiler, utils, version
+from .amp import autocast
 from .autograd import (
     enable_grad,
     inference_mode,
@@ -84,6 +85,17 @@ from .autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .dispatcher.autocast import (
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from .serialization import load, save
 
 globals().update(linalg.TOP_LEVEL)  # torch.lu, torch.tensordot: Python functions there too
@@ -91,7 +103,24 @@ for _name, _fn in linalg.TENSOR_METHODS.items():
     setattr(Tensor, _name, _fn)
 del _name, _fn
 
+# Subsystems that load on first use: ``ember.jit.trace(...)`` works after ``import ember`` alone,
+# without ``import ember`` paying for them.
+_LAZY = ("jit", "fx", "export")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"ember.{name}")
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")
+
+
 cuda = _accelerator.module("cuda")
 xpu = _accelerator.module("xpu")
+cpu = _accelerator.module("cpu")
+for _name in amp._deprecated.DEVICE_TYPES:  # ``import ember.cuda.amp`` finds them in sys.modules
+    amp._deprecated.module(_name)
+del _name
 
 __version__ = version.__version__

@@ -11,6 +11,7 @@ import keyword
 
 import numpy as np
 
+from .dispatcher.out import call_op
 from .dispatcher.schema import Schema
 
 # Python operators and the ops behind them: (forward, reflected, in-place).
@@ -65,20 +66,42 @@ def _signature(schema: Schema, first: str | None, varargs: str | None) -> tuple[
     return ", ".join(params), names
 
 
+def _dtype_position(op) -> int | None:
+    """Where the ``dtype`` argument of an op whose out= computes in out's dtype is."""
+    if op.out.dtype != "from_out":
+        return None
+    for i, arg in enumerate(op.schema.args):
+        if arg.name == "dtype":
+            return i
+    raise ValueError(f"op table: '{op.name}' computes out= in out's dtype but takes no dtype")
+
+
 def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
-    """A function (or Tensor method when ``method``) that calls ``op`` with positional args."""
+    """A function (or Tensor method when ``method``) that calls ``op`` with positional args.
+
+    Functions of ops with an out= rule also take ``out=`` (Tensor methods never do, as in
+    PyTorch); a call without it pays one ``is None`` test."""
     schema = op.schema
     use_varargs = varargs if method else None
     params, names = _signature(schema, "self" if method else None, use_varargs)
+    call = f"({', '.join(names)})"
+    takes_out = not method and op.out is not None
+    if takes_out:
+        star = any(arg.kwarg_only for arg in schema.args)
+        params += ", out=None" if star else ", *, out=None"
     lines = [f"def {name}({params}):"]
     if use_varargs:
         v = _param(use_varargs)
         lines.append(f"    if len({v}) == 1 and not isinstance({v}[0], int):")
         lines.append(f"        {v} = {v}[0]")
-    lines.append(f"    return _op({', '.join(names)})")
+    if takes_out:
+        lines.append("    if out is not None:")
+        lines.append(f"        return _out(_op, out, {call[:-1]},), {_dtype_position(op)})")
+    lines.append(f"    return _op{call}")
     namespace: dict = {}
     # __name__ marks the frames of generated functions as ember's (warnings skip them).
-    exec("\n".join(lines), {"_op": op, "__name__": "ember"}, namespace)
+    scope = {"_op": op, "_out": call_op, "__name__": "ember"}
+    exec("\n".join(lines), scope, namespace)
     fn = namespace[name]
     fn.__doc__ = f"{schema.text}\n\n{op.defn.notes}".strip()
     fn.__qualname__ = f"Tensor.{name}" if method else name
@@ -105,7 +128,8 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
     if reflected:
 
         def method(self, other):
-            if other.__class__ not in numbers and not isinstance(other, tensor_type):
+            # int and float subclasses (numpy scalars, sizes a trace records) are numbers
+            if other.__class__ not in numbers and not isinstance(other, (tensor_type, int, float)):
                 other = _numpy_operand(other)
                 if other is None:
                     return NotImplemented
@@ -113,7 +137,8 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
     else:
 
         def method(self, other):
-            if other.__class__ not in numbers and not isinstance(other, tensor_type):
+            # int and float subclasses (numpy scalars, sizes a trace records) are numbers
+            if other.__class__ not in numbers and not isinstance(other, (tensor_type, int, float)):
                 other = _numpy_operand(other)
                 if other is None:
                     return NotImplemented

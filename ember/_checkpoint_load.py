@@ -97,9 +97,9 @@ def _byteorder(record: bytes, what: str) -> str:
 class _Records:
     """The records of one archive, each checked against the file before it is read."""
 
-    def __init__(self, zf: zipfile.ZipFile, what: str):
+    def __init__(self, zf: zipfile.ZipFile, what: str, marker: str = "data.pkl"):
         self.zf, self.what = zf, what
-        self.prefix = _archive_prefix(zf, what)
+        self.prefix = _archive_prefix(zf, what, marker)
         _check_no_overlap(zf, what)
 
     def info(self, name: str, default_ok: bool = False) -> zipfile.ZipInfo | None:
@@ -175,13 +175,14 @@ def _implausible(info: zipfile.ZipInfo, data_end: int) -> str | None:
     return None
 
 
-def _archive_prefix(zf: zipfile.ZipFile, what: str) -> str:
-    """The folder the records live in ("archive/" from torch.save; older files used others)."""
+def _archive_prefix(zf: zipfile.ZipFile, what: str, marker: str = "data.pkl") -> str:
+    """The folder the records live in ("archive/" from torch.save; older files used others):
+    where the ``marker`` record is (ember.jit archives reuse these checks with their own)."""
     for name in zf.namelist():
         folder, _, base = name.rpartition("/")
-        if base == "data.pkl" and "/" not in folder:
+        if base == marker and "/" not in folder:
             return f"{folder}/" if folder else ""
-    raise CheckpointError(f"{what}: not a checkpoint: the zip archive has no data.pkl record")
+    raise CheckpointError(f"{what}: not a checkpoint: the zip archive has no {marker} record")
 
 
 class _Loaded:

@@ -67,6 +67,20 @@ ALIASES = {
     "long": int64,
 }
 
+# PyTorch's ScalarType names, which its error messages use ("result type Float can't be cast...").
+SCALAR_NAMES = {
+    bool_: "Bool",
+    uint8: "Byte",
+    int8: "Char",
+    int16: "Short",
+    int32: "Int",
+    int64: "Long",
+    float16: "Half",
+    bfloat16: "BFloat16",
+    float32: "Float",
+    float64: "Double",
+}
+
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}
 

@@ -3,38 +3,80 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
 from . import _dtype as dt
 from ._device import CPU
+from ._pinned import pin_result
 from ._tensor import Tensor, is_contiguous, make
+from .dispatcher import out as _out_arg
+from .dispatcher.kinds._limits import MAX_DIMS, check_scalar_fits
 from .dispatcher.memory import backend_for, normalize_device
 from .dispatcher.optable import OPS
 
 
-def _size_args(size) -> tuple:
-    """``zeros(2, 3)``, ``zeros((2, 3))``, ``zeros([2, 3])`` and ``zeros(Size)`` all mean (2, 3)."""
+def _size_args(size, op: str) -> tuple:
+    """``zeros(2, 3)``, ``zeros((2, 3))``, ``zeros([2, 3])`` and ``zeros(Size)`` all mean (2, 3).
+    The runner checks the sizes (check_shape); see ``_as_factory`` for the name its errors use."""
     if len(size) == 1 and not isinstance(size[0], numbers.Integral):
         size = size[0]
         if isinstance(size, Tensor):
             size = size.tolist()
     try:
-        return tuple(int(s.__index__()) for s in size)
+        return tuple(_dim(s) for s in size)
     except (AttributeError, TypeError):
-        raise TypeError(f"size must be a sequence of ints, got {size!r}") from None
+        raise TypeError(f"{op}(): size must be a sequence of ints, got {size!r}") from None
 
 
-def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+def _dim(s) -> int:
+    # int subclasses stay as they are: a trace records the sizes it reads (ember.jit.symbolic)
+    if isinstance(s, int) and s.__class__ is not bool:
+        return s
+    return int(s.__index__())
+
+
+def _as_factory(exc: RuntimeError, runner: str, op: str) -> RuntimeError:
+    """The runner's error for ``zeros(2**62)`` says "full(): ..."; the user called zeros()."""
+    text = str(exc)
+    if op == runner or not text.startswith(f"{runner}(): "):
+        return exc
+    return RuntimeError(f"{op}(): {text[len(runner) + 4 :]}")
+
+
+def _finish(t: Tensor, requires_grad: bool, pin_memory: bool = False, op: str = "") -> Tensor:
+    if pin_memory:
+        t = pin_result(t, pin_memory, op)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
+def _no_layout(op: str, layout, memory_format) -> None:
+    """torch's ``layout=``/``memory_format=``: ember has strided, contiguous tensors only, and
+    no objects to name others by, so anything but None is refused rather than ignored."""
+    for name, value in (("layout", layout), ("memory_format", memory_format)):
+        if value is not None:
+            raise TypeError(
+                f"{op}(): ember tensors are strided and contiguous; {name}={value!r} is not "
+                "supported (leave it out)"
+            )
+
+
+_NOT_WRITABLE = (
+    "The given NumPy array is not writable: the tensor shares its memory and is read-only, so "
+    "in-place writes to it raise (PyTorch would write anyway, with undefined behavior). You may "
+    "want to copy the array to protect its data or make it writable before converting it to a "
+    "tensor."
+)
+
+
 def from_numpy(array: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with a numpy array (writes show on both sides).
 
-    Negative strides are kept (ember's strides are signed), unlike in PyTorch.
+    Negative strides are kept (ember's strides are signed), unlike in PyTorch. A non-writable
+    array gives a read-only tensor (with a warning, as PyTorch's): in-place ops on it raise.
     """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy(): expected np.ndarray (got {type(array).__name__})")
@@ -60,11 +102,22 @@ def from_numpy(array: np.ndarray) -> Tensor:
     base = address + low * itemsize
     nbytes = (high - low + 1) * itemsize if array.size else 0
     runtime = backend_for("cpu").runtime
-    from ._storage import Storage
+    from ._storage import ReadOnlyStorage, Storage
 
-    storage = Storage(CPU, nbytes, base, 0, base, array, runtime)
+    if array.flags.writeable:
+        storage = Storage(CPU, nbytes, base, 0, base, array, runtime)
+    else:
+        warnings.warn(_NOT_WRITABLE, UserWarning, stacklevel=2)
+        storage = ReadOnlyStorage(CPU, nbytes, base, 0, base, array, runtime)
     shape = tuple(array.shape)
     return make(storage, shape, strides, -low, dtype, is_contiguous(shape, strides))
+
+
+def _depth(data) -> int:
+    depth = 0
+    while isinstance(data, (list, tuple)) and data:
+        data, depth = data[0], depth + 1
+    return depth
 
 
 def _infer_array(data, dtype):
@@ -75,7 +128,14 @@ def _infer_array(data, dtype):
         array = np.asarray(data)
         inferred = dt.from_numpy_dtype(array.dtype) if array.dtype != object else None
     else:
-        array = np.array(data)
+        try:
+            array = np.array(data)
+        except ValueError as exc:
+            if "maximum number of dimension" not in str(exc):
+                raise
+            raise RuntimeError(
+                f"tensor(): ember supports at most {MAX_DIMS} dims, got {_depth(data)}"
+            ) from None
         if array.dtype == object:
             raise TypeError(f"tensor(): can't infer a dtype for {type(data).__name__} data")
         if array.dtype.kind == "f":
@@ -89,7 +149,12 @@ def _infer_array(data, dtype):
         else:
             inferred = dt.from_numpy_dtype(array.dtype)
     target = dtype or inferred
-    return np.asarray(array, dtype=target.np), target
+    python_data = not isinstance(data, (np.ndarray, np.generic))  # numpy data wraps, as in torch
+    if python_data and target.category == dt.INTEGRAL and array.size and array.dtype.kind in "iuf":
+        for value in (array.min().item(), array.max().item()):  # numpy would wrap
+            check_scalar_fits("tensor", value, target)
+    with np.errstate(over="ignore"):  # 1e300 as float32 is inf, silently, as in torch
+        return np.asarray(array, dtype=target.np), target
 
 
 def tensor(
@@ -112,7 +177,7 @@ def tensor(
     device = normalize_device(device)
     if device is not CPU:
         out = OPS["_to_copy"](out, None, device)
-    return _finish(out, requires_grad)
+    return _finish(out, requires_grad, pin_memory, "tensor")
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
@@ -153,91 +218,235 @@ def _dtype_arg(dtype):
         raise TypeError(f"dtype must be an ember.dtype, got {dtype!r}") from None
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
+def _into(name: str, op_name: str, out, dtype, device, make, requires_grad: bool) -> Tensor:
+    """A factory called with ``out=``: made in out's dtype and on out's device (unless given;
+    a dtype that differs from out's is refused), then written into ``out``."""
+
+    def compute(dtype):
+        return make(dtype, out.device if device is None else device)
+
+    written = _out_arg.call(name, OPS[op_name], out, (), compute, _dtype_arg(dtype))
+    return _finish(written, requires_grad)
+
+
+def empty(
+    *size,
+    out=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    layout=None,
+    pin_memory=False,
+    memory_format=None,
+) -> Tensor:
     """An uninitialised tensor of the given size."""
-    return _finish(OPS["empty"](_size_args(size), _dtype_arg(dtype), device), requires_grad)
+    if layout is not None or memory_format is not None:
+        _no_layout("empty", layout, memory_format)
+    if out is not None:
+        make = lambda d, dev: empty(*size, dtype=d, device=dev)  # noqa: E731
+        return _into("empty", "empty", out, dtype, device, make, requires_grad)
+    dtype = _dtype_arg(dtype)
+    out = OPS["empty"](_size_args(size, "empty"), dtype, device)
+    return _finish(out, requires_grad, pin_memory, "empty")
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full(
+    size,
+    fill_value,
+    *,
+    out=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    layout=None,
+    pin_memory=False,
+) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
-    out = OPS["full"](_size_args((size,)), fill_value, _dtype_arg(dtype), device)
-    return _finish(out, requires_grad)
+    if layout is not None:
+        _no_layout("full", layout, None)
+    if out is not None:
+        make = lambda d, dev: full(size, fill_value, dtype=d, device=dev)  # noqa: E731
+        return _into("full", "full", out, dtype, device, make, requires_grad)
+    dtype = _dtype_arg(dtype)
+    try:
+        out = OPS["full"](_size_args((size,), "full"), fill_value, dtype, device)
+    except RuntimeError as exc:  # fill_'s refusal of the value is full's
+        raise _as_factory(exc, "fill_", "full") from exc.__cause__
+    return _finish(out, requires_grad, pin_memory, "full")
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def _constant(op: str, value, size, dtype, device, requires_grad, layout, pin_memory) -> Tensor:
+    if layout is not None:
+        _no_layout(op, layout, None)
+    dtype = _dtype_arg(dtype) or dt.DEFAULTS.float
+    try:
+        out = OPS["full"](_size_args(size, op), value, dtype, device)
+    except RuntimeError as exc:
+        raise _as_factory(exc, "full", op) from exc.__cause__
+    return _finish(out, requires_grad, pin_memory, op)
+
+
+def zeros(
+    *size, out=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
+) -> Tensor:
     """A tensor of zeros (default dtype unless given)."""
-    out = OPS["full"](_size_args(size), 0, _dtype_arg(dtype) or dt.DEFAULTS.float, device)
-    return _finish(out, requires_grad)
+    if out is not None:
+        make = lambda d, dev: zeros(*size, dtype=d, device=dev)  # noqa: E731
+        return _into("zeros", "full", out, dtype, device, make, requires_grad)
+    return _constant("zeros", 0, size, dtype, device, requires_grad, layout, pin_memory)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(
+    *size, out=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
+) -> Tensor:
     """A tensor of ones (default dtype unless given)."""
-    out = OPS["full"](_size_args(size), 1, _dtype_arg(dtype) or dt.DEFAULTS.float, device)
-    return _finish(out, requires_grad)
+    if out is not None:
+        make = lambda d, dev: ones(*size, dtype=d, device=dev)  # noqa: E731
+        return _into("ones", "full", out, dtype, device, make, requires_grad)
+    return _constant("ones", 1, size, dtype, device, requires_grad, layout, pin_memory)
 
 
-def _like(fn, input, dtype, device, requires_grad, *args):
+def _like(fn, input, dtype, device, requires_grad, memory_format, pin_memory, *args):
+    if memory_format is not None:
+        _no_layout(fn.__name__ + "_like", None, memory_format)
     return fn(
         input.shape,
         *args,
         dtype=_dtype_arg(dtype) or input.dtype,
         device=input.device if device is None else device,
         requires_grad=requires_grad,
+        pin_memory=pin_memory,
     )
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
-    return _like(empty, input, dtype, device, requires_grad)
+def empty_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+) -> Tensor:
+    return _like(empty, input, dtype, device, requires_grad, memory_format, pin_memory)
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
-    return _like(zeros, input, dtype, device, requires_grad)
+def zeros_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+) -> Tensor:
+    return _like(zeros, input, dtype, device, requires_grad, memory_format, pin_memory)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
-    return _like(ones, input, dtype, device, requires_grad)
+def ones_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+) -> Tensor:
+    return _like(ones, input, dtype, device, requires_grad, memory_format, pin_memory)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, **_ignored):
-    return full(
-        input.shape,
-        fill_value,
-        dtype=_dtype_arg(dtype) or input.dtype,
-        device=input.device if device is None else device,
-        requires_grad=requires_grad,
-    )
+def full_like(
+    input,
+    fill_value,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    memory_format=None,
+    pin_memory=False,
+):
+    return _like(full, input, dtype, device, requires_grad, memory_format, pin_memory, fill_value)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def arange(
+    start,
+    end=None,
+    step=1,
+    *,
+    out=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+) -> Tensor:
     """Values from ``start`` up to (excluding) ``end`` every ``step``; ``arange(n)`` is 0..n-1."""
+    if out is not None:
+        make = lambda d, dev: arange(start, end, step, dtype=d, device=dev)  # noqa: E731
+        return _into("arange", "arange", out, dtype, device, make, requires_grad)
     out = OPS["arange"](start, end, step, _dtype_arg(dtype), device)
-    return _finish(out, requires_grad)
+    return _finish(out, requires_grad, pin_memory, "arange")
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def linspace(
+    start,
+    end,
+    steps,
+    *,
+    out=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    return _finish(OPS["linspace"](start, end, steps, _dtype_arg(dtype), device), requires_grad)
+    if out is not None:
+        make = lambda d, dev: linspace(start, end, steps, dtype=d, device=dev)  # noqa: E731
+        return _into("linspace", "linspace", out, dtype, device, make, requires_grad)
+    out = OPS["linspace"](start, end, steps, _dtype_arg(dtype), device)
+    return _finish(out, requires_grad, pin_memory, "linspace")
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def eye(
+    n, m=None, *, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
-    return _finish(OPS["eye"](n, m, _dtype_arg(dtype), device), requires_grad)
+    if out is not None:
+        make = lambda d, dev: eye(n, m, dtype=d, device=dev)  # noqa: E731
+        return _into("eye", "eye", out, dtype, device, make, requires_grad)
+    out = OPS["eye"](n, m, _dtype_arg(dtype), device)
+    return _finish(out, requires_grad, pin_memory, "eye")
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def _sampled(op: str, fill: str, size, dtype, device, *params) -> Tensor:
+    """A new tensor of ``size`` filled in place by the random op ``fill``."""
+    dtype = _dtype_arg(dtype)
+    try:
+        out = OPS["empty"](_size_args(size, op), dtype, device)
+    except RuntimeError as exc:
+        raise _as_factory(exc, "empty", op) from exc.__cause__
+    return OPS[fill](out, *params)
+
+
+def rand(
+    *size, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+) -> Tensor:
     """Uniform samples in [0, 1)."""
-    out = OPS["empty"](_size_args(size), _dtype_arg(dtype), device)
-    return _finish(OPS["uniform_"](out, 0.0, 1.0, generator), requires_grad)
+    if out is not None:
+        make = lambda d, dev: rand(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
+        return _into("rand", "empty", out, dtype, device, make, requires_grad)
+    out = _sampled("rand", "uniform_", size, dtype, device, 0.0, 1.0, generator)
+    return _finish(out, requires_grad, pin_memory, "rand")
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randn(
+    *size, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+) -> Tensor:
     """Standard normal samples."""
-    out = OPS["empty"](_size_args(size), _dtype_arg(dtype), device)
-    return _finish(OPS["normal_"](out, 0.0, 1.0, generator), requires_grad)
+    if out is not None:
+        make = lambda d, dev: randn(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
+        return _into("randn", "empty", out, dtype, device, make, requires_grad)
+    out = _sampled("randn", "normal_", size, dtype, device, 0.0, 1.0, generator)
+    return _finish(out, requires_grad, pin_memory, "randn")
 
 
-def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+def randint(
+    *args,
+    size=None,
+    generator=None,
+    out=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+):
     """Integers uniform in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
+    if out is not None:
+        make = lambda d, dev: randint(  # noqa: E731
+            *args, size=size, generator=generator, dtype=d, device=dev
+        )
+        return _into("randint", "empty", out, dtype, device, make, requires_grad)
     if size is not None:
         args = (*args, size)
     if len(args) == 2:
@@ -246,27 +455,49 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
         low, high, size = args
     else:
         raise TypeError("randint() expects (high, size) or (low, high, size)")
-    out = OPS["empty"](_size_args((size,)), _dtype_arg(dtype) or dt.int64, device)
-    return _finish(OPS["random_"](out, int(low), int(high), generator), requires_grad)
+    dtype = _dtype_arg(dtype) or dt.int64
+    out = _sampled("randint", "random_", (size,), dtype, device, int(low), int(high), generator)
+    return _finish(out, requires_grad, pin_memory, "randint")
 
 
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randperm(
+    n, *, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+) -> Tensor:
     """A random permutation of 0..n-1."""
+    if out is not None:
+        make = lambda d, dev: randperm(n, generator=generator, dtype=d, device=dev)  # noqa: E731
+        return _into("randperm", "randperm", out, dtype, device, make, requires_grad)
     out = OPS["randperm"](n, generator, _dtype_arg(dtype), normalize_device(device))
-    return _finish(out, requires_grad)
+    return _finish(out, requires_grad, pin_memory, "randperm")
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
-    return _like(rand, input, dtype, device, requires_grad)
+def rand_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+) -> Tensor:
+    return _like(rand, input, dtype, device, requires_grad, memory_format, pin_memory)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, **_ignored) -> Tensor:
-    return _like(randn, input, dtype, device, requires_grad)
+def randn_like(
+    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+) -> Tensor:
+    return _like(randn, input, dtype, device, requires_grad, memory_format, pin_memory)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+def randint_like(
+    input,
+    low=0,
+    high=None,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    memory_format=None,
+    pin_memory=False,
+):
     if high is None:
         low, high = 0, low
+    if memory_format is not None:
+        _no_layout("randint_like", None, memory_format)
     return randint(
         low,
         high,
@@ -274,17 +505,22 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
         dtype=_dtype_arg(dtype) or input.dtype,
         device=input.device if device is None else device,
         requires_grad=requires_grad,
+        pin_memory=pin_memory,
     )
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None):
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None):
     """Normal samples: ``normal(mean, std, size)`` with floats, or elementwise tensor mean/std."""
+    if out is not None:
+        make = lambda d, dev: normal(  # noqa: E731
+            mean, std, size, generator=generator, dtype=d, device=dev
+        )
+        return _into("normal", "empty", out, dtype, device, make, False)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         noise = randn(ref.shape, generator=generator, dtype=ref.dtype, device=ref.device)
         return noise * std + mean
-    out = OPS["empty"](_size_args((size,)), _dtype_arg(dtype), device)
-    return OPS["normal_"](out, float(mean), float(std), generator)
+    return _sampled("normal", "normal_", (size,), dtype, device, float(mean), float(std), generator)
 
 
 def is_tensor(obj) -> bool:

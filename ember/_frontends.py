@@ -1,31 +1,62 @@
 """Public functions whose PyTorch signatures are overloaded (``max(x)`` / ``max(x, dim)`` /
 ``max(x, other)``), or take arguments the ops do not (``alpha``, ``rounding_mode``, ``decimals``).
-Each one sorts out its arguments and calls ops; ``FUNCTIONS`` and ``METHODS`` say where they go."""
+Each one sorts out its arguments and calls ops; ``FUNCTIONS`` and ``METHODS`` say where they go.
+Those whose PyTorch function takes ``out=`` hand it, with the op whose out rule applies, to
+``dispatcher/out.py``."""
 
 from __future__ import annotations
 
 import numbers
+import types
 
 from . import _dtype as dt
-from . import _pinned
+from . import _indexing, _pinned, _resize
 from ._device import device as Device
 from ._tensor import Tensor
+from .dispatcher import out as _out_arg
 from .dispatcher.kinds._common import broadcast_shapes as _broadcast_shapes
 from .dispatcher.optable import OPS
+from .dispatcher.overlap import check_partial
 from .dispatcher.promotion import can_cast, promote_types
 from .dispatcher.promotion import result_type as _result_type
 
 
-def add(input, other, *, alpha=1):
+def _into(name: str, op_name: str, out, inputs: tuple, compute):
+    """An out= call of the function ``name``, by the out rule of the op ``op_name``."""
+    return _out_arg.call(name, OPS[op_name], out, inputs, compute)
+
+
+def _method(fn, name: str):
+    """A copy of ``fn`` named as the Tensor method ``name``. Methods are the functions' bodies
+    without out=, which PyTorch's methods refuse ("unexpected keyword argument 'out'")."""
+    method = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    method.__kwdefaults__ = fn.__kwdefaults__
+    method.__qualname__ = f"Tensor.{name}"
+    return method
+
+
+def _add(input, other, *, alpha=1):
     return OPS["add"](input, other if alpha == 1 else other * alpha)
 
 
-def sub(input, other, *, alpha=1):
+def _sub(input, other, *, alpha=1):
+    return OPS["sub"](input, other if alpha == 1 else other * alpha)
+
+
+def add(input, other, *, alpha=1, out=None):
+    if out is not None:
+        return _into("add", "add", out, (input, other), lambda: _add(input, other, alpha=alpha))
+    return OPS["add"](input, other if alpha == 1 else other * alpha)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    if out is not None:
+        return _into("sub", "sub", out, (input, other), lambda: _sub(input, other, alpha=alpha))
     return OPS["sub"](input, other if alpha == 1 else other * alpha)
 
 
 def rsub(input, other, *, alpha=1):
-    return sub(other, input, alpha=alpha)
+    return _sub(other, input, alpha=alpha)
 
 
 def add_(self, other, *, alpha=1):
@@ -50,7 +81,14 @@ def _rounding_op(rounding_mode, inplace=False):
     return OPS[f"{name}_" if inplace else name]
 
 
-def div(input, other, *, rounding_mode=None):
+def _div(input, other, *, rounding_mode=None):
+    return _rounding_op(rounding_mode)(input, other)
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    if out is not None:
+        compute = lambda: _div(input, other, rounding_mode=rounding_mode)  # noqa: E731
+        return _into("div", "div", out, (input, other), compute)
     return _rounding_op(rounding_mode)(input, other)
 
 
@@ -58,12 +96,20 @@ def div_(self, other, *, rounding_mode=None):
     return _rounding_op(rounding_mode, inplace=True)(self, other)
 
 
-def true_divide(input, other):
+def _true_divide(input, other):
+    return OPS["div"](input, other)
+
+
+def true_divide(input, other, *, out=None):
+    if out is not None:
+        return _into("true_divide", "div", out, (input, other), lambda: OPS["div"](input, other))
     return OPS["div"](input, other)
 
 
 def _extreme(reduce_all, along_dim, elementwise):
-    def extreme(input, dim=None, keepdim=False, *, out=None):
+    """The function and the method ``max``/``min``, over their three PyTorch overloads."""
+
+    def method(input, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
             return OPS[elementwise](input, dim)
         if dim is None:
@@ -75,16 +121,23 @@ def _extreme(reduce_all, along_dim, elementwise):
             return OPS[reduce_all](input)
         return OPS[along_dim](input, dim, keepdim)
 
+    def extreme(input, dim=None, keepdim=False, *, out=None):
+        if out is not None:
+            rule = elementwise if isinstance(dim, Tensor) else reduce_all if dim is None else None
+            compute = lambda: method(input, dim, keepdim)  # noqa: E731
+            return _into(along_dim, rule or along_dim, out, (input, dim), compute)
+        return method(input, dim, keepdim)
+
     extreme.__name__ = along_dim
     extreme.__doc__ = (
         f"{along_dim}(input) over all elements; {along_dim}(input, dim, keepdim=False) -> "
         f"(values, indices); {along_dim}(input, other) elementwise ({elementwise})."
     )
-    return extreme
+    return extreme, _method(method, along_dim)
 
 
-max = _extreme("amax", "max", "maximum")
-min = _extreme("amin", "min", "minimum")
+max, _max = _extreme("amax", "max", "maximum")
+min, _min = _extreme("amin", "min", "minimum")
 
 
 def _correction(unbiased, correction):
@@ -100,52 +153,79 @@ def _unbiased_overload(dim, unbiased):
 
 
 def _spread(name):
-    def spread(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The function and the method ``var``/``std`` (``unbiased`` positional, as in PyTorch)."""
+
+    def method(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         dim, unbiased = _unbiased_overload(dim, unbiased)
         return OPS[name](input, dim, _correction(unbiased, correction), keepdim)
 
+    def spread(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+        if out is not None:
+            compute = lambda: method(input, dim, unbiased, keepdim, correction=correction)  # noqa: E731
+            return _into(name, name, out, (input,), compute)
+        return method(input, dim, unbiased, keepdim, correction=correction)
+
     spread.__name__ = name
-    return spread
+    return spread, _method(method, name)
 
 
-var = _spread("var")
-std = _spread("std")
+var, _var = _spread("var")
+std, _std = _spread("std")
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, unbiased = _unbiased_overload(dim, unbiased)
-    return var(input, dim, unbiased, keepdim, correction=correction), OPS["mean"](
+    return _var(input, dim, unbiased, keepdim, correction=correction), OPS["mean"](
         input, dim, keepdim
     )
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, unbiased = _unbiased_overload(dim, unbiased)
-    return std(input, dim, unbiased, keepdim, correction=correction), OPS["mean"](
+    return _std(input, dim, unbiased, keepdim, correction=correction), OPS["mean"](
         input, dim, keepdim
     )
 
 
-def round(input, *, decimals=0):
+def _round(input, *, decimals=0):
     if decimals == 0:
         return OPS["round"](input)
     scale = 10.0**decimals
     return OPS["round"](input * scale) / scale
 
 
-def where(condition, input=None, other=None):
+def round(input, *, decimals=0, out=None):
+    if out is not None:
+        return _into("round", "round", out, (input,), lambda: _round(input, decimals=decimals))
+    return _round(input, decimals=decimals)
+
+
+def where(condition, input=None, other=None, *, out=None):
     if input is None and other is None:
+        if out is not None:
+            raise TypeError("where(condition) takes no out= argument (only where(c, x, y) does)")
         return nonzero(condition, as_tuple=True)
+    if out is not None:
+        compute = lambda: OPS["where"](condition, input, other)  # noqa: E731
+        return _into("where", "where", out, (condition, input, other), compute)
     return OPS["where"](condition, input, other)
 
 
-def nonzero(input, *, as_tuple=False):
+def _nonzero(input, *, as_tuple=False):
     found = OPS["nonzero"](input)
     if not as_tuple:
         return found
     if input.ndim == 0:  # PyTorch answers as for the 1-element vector
         return (OPS["nonzero"](input.reshape(1)).reshape(-1),)
     return tuple(found[:, i] for i in range(input.ndim))
+
+
+def nonzero(input, *, out=None, as_tuple=False):
+    if out is not None:
+        if as_tuple:
+            raise TypeError("nonzero(as_tuple=True) takes no out= argument")
+        return _into("nonzero", "nonzero", out, (input,), lambda: OPS["nonzero"](input))
+    return _nonzero(input, as_tuple=as_tuple)
 
 
 def argwhere(input):
@@ -295,28 +375,13 @@ def _device_method(device_type):
     return move
 
 
-# PyTorch's legacy tensor type names, which Tensor.type() returns.
-_TYPE_NAMES = {
-    "bool": "Bool",
-    "uint8": "Byte",
-    "int8": "Char",
-    "int16": "Short",
-    "int32": "Int",
-    "int64": "Long",
-    "float16": "Half",
-    "bfloat16": "BFloat16",
-    "float32": "Float",
-    "float64": "Double",
-}
-
-
 def type_(self, dtype=None, non_blocking=False):
     """``x.type()`` is ``'ember.FloatTensor'`` (``'ember.cuda.FloatTensor'``...); ``x.type(dtype)``
     converts."""
     if dtype is None:
         device = self.device.type
         where = "" if device == "cpu" else f"{device}."
-        return f"ember.{where}{_TYPE_NAMES[self.dtype.name]}Tensor"
+        return f"ember.{where}{dt.SCALAR_NAMES[self.dtype]}Tensor"  # PyTorch's legacy names
     return to(self, dtype)
 
 
@@ -357,6 +422,7 @@ def tensor_where(self, condition, other):
 
 
 def masked_fill_(self, mask, value):
+    check_partial("masked_fill_", self, mask, "mask")  # PyTorch's check of the mask
     return self.copy_(OPS["masked_fill"](self, mask, value))
 
 
@@ -441,26 +507,27 @@ FUNCTIONS = {
     "result_type": result_type,
     "promote_types": promote_types,
     "can_cast": can_cast,
+    "index_put": _indexing.index_put,
     "set_num_threads": set_num_threads,
     "get_num_threads": get_num_threads,
 }
 
 METHODS = {
-    "add": add,
-    "sub": sub,
-    "subtract": sub,
+    "add": _method(_add, "add"),
+    "sub": _method(_sub, "sub"),
+    "subtract": _method(_sub, "subtract"),
     "add_": add_,
     "sub_": sub_,
-    "div": div,
-    "divide": div,
+    "div": _method(_div, "div"),
+    "divide": _method(_div, "divide"),
     "div_": div_,
-    "true_divide": true_divide,
-    "max": max,
-    "min": min,
-    "var": var,
-    "std": std,
-    "round": round,
-    "nonzero": nonzero,
+    "true_divide": _method(_true_divide, "true_divide"),
+    "max": _max,
+    "min": _min,
+    "var": _var,
+    "std": _std,
+    "round": _method(_round, "round"),
+    "nonzero": _method(_nonzero, "nonzero"),
     "argwhere": argwhere,
     "unique": unique,
     "to": to,
@@ -477,6 +544,10 @@ METHODS = {
     "expand_as": expand_as,
     "where": tensor_where,
     "masked_fill_": masked_fill_,
+    "index_put_": _indexing.index_put_,
+    "index_put": _indexing.index_put,
+    "resize_": _resize.resize_,
+    "resize_as_": _resize.resize_as_,
     "new_tensor": new_tensor,
     "new_zeros": _new("zeros"),
     "new_ones": _new("ones"),

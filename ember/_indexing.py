@@ -16,14 +16,21 @@ from . import _dtype as dt
 from ._tensor import Tensor
 from .dispatcher.kinds._common import broadcast_shapes
 from .dispatcher.optable import OPS
+from .dispatcher.overlap import check_none
 
 _SEQUENCES = (Tensor, np.ndarray, list, tuple)
+_INDEX_DTYPES = (dt.int64, dt.int32, dt.uint8, dt.bool_)  # PyTorch's long, int, byte, bool
 
 
 def _as_index_tensor(item, device) -> Tensor:
     from ._factories import tensor
 
     if isinstance(item, Tensor):
+        if item._dtype not in _INDEX_DTYPES:
+            raise IndexError(
+                "tensors used as indices must be long, int, byte or bool tensors (got a "
+                f"{item._dtype.name} tensor of shape {list(item._shape)})"
+            )
         return item
     if not isinstance(item, _SEQUENCES):
         raise IndexError(
@@ -94,7 +101,7 @@ def _basic(t: Tensor, index) -> tuple[Tensor, list]:
         elif isinstance(item, slice):
             if item != slice(None):
                 step = 1 if item.step is None else int(item.step)
-                if step <= 0:
+                if step < 0:  # zero: the slice op raises "slice step cannot be zero"
                     raise ValueError("step must be greater than zero")
                 view = OPS["slice"](view, dim, item.start, item.stop, step)
             dim += 1
@@ -141,7 +148,7 @@ def _linear_index(view: Tensor, advanced: list):
     for d, index in advanced:
         size = view.shape[d]
         index = index.to(dt.int64)
-        if index.numel():
+        if index.numel() and index.device.type != "meta":  # meta has shapes, not values
             low, high = int(index.min().item()), int(index.max().item())
             if low < -size or high >= size:
                 bad = high if high >= size else low
@@ -181,8 +188,59 @@ def setitem(self: Tensor, index, value) -> None:
     if not isinstance(value, Tensor):
         value = tensor(value, dtype=self.dtype, device=self.device)
     if not advanced:
-        view.copy_(value)
+        _assign(view, value)
         return
+    _put(view, advanced, value.to(self.dtype), False)
+
+
+def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    """``self[indices] = values``, or ``+=`` with ``accumulate`` (repeated indices add up).
+
+    Args:
+        indices: a tuple of index tensors (long, int, byte or bool), one per leading dim.
+        values: a tensor of self's dtype, broadcast to the indexed shape.
+        accumulate: add into self instead of overwriting.
+
+    Example:
+        >>> x = ember.zeros(3)
+        >>> x.index_put_((ember.tensor([0, 0, 2]),), ember.tensor(1.0), accumulate=True)
+        tensor([2., 0., 1.])
+    """
+    if not isinstance(values, Tensor):
+        raise TypeError(
+            f"index_put_(): argument 'values' must be Tensor, not {type(values).__name__}"
+        )
+    if values.dtype is not self.dtype:
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{dt.SCALAR_NAMES[self.dtype]} for the destination and "
+            f"{dt.SCALAR_NAMES[values.dtype]} for the source."
+        )
+    for position, index in enumerate(indices):
+        if not isinstance(index, Tensor):
+            raise TypeError(
+                f"index_put_(): expected Tensor as element {position} in argument 0 (indices), "
+                f"but got {type(index).__name__}"
+            )
+    view, advanced = _basic(self, tuple(indices))
+    if not advanced:
+        view.add_(values) if accumulate else _assign(view, values)
+    else:
+        _put(view, advanced, values, bool(accumulate))
+    return self
+
+
+def index_put(self: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    """Out-of-place ``index_put_``: a copy of ``self`` with ``values`` put at ``indices``."""
+    return index_put_(self.clone(), indices, values, accumulate)
+
+
+def _put(view: Tensor, advanced: list, value: Tensor, accumulate: bool) -> None:
+    """Write ``value`` (view's dtype) at the advanced indices of ``view`` with one put_."""
+    # PyTorch's index_put_: neither the indices nor the value may share memory with the view.
+    for _, index_tensor in advanced:
+        check_none("index_put_", view, index_tensor, "index")
+    check_none("index_put_", view, value, "value")
     permuted, linear, shape, count, place = _linear_index(view, advanced)
     rest = tuple(permuted.shape[count:])
     target_shape = shape + rest
@@ -197,10 +255,28 @@ def setitem(self: Tensor, index, value) -> None:
                 + list(range(place + nb, value.ndim))
             )
             value = OPS["permute"](value, order)
-    value = value.to(self.dtype).expand(target_shape)
+    value = value.expand(target_shape)
     span = math.prod(rest)
-    positions = linear.reshape(-1, 1) * span + OPS["arange"](span, None, 1, None, self.device)
-    OPS["put_"](permuted, positions.reshape(-1), value.reshape(-1), False)
+    positions = linear.reshape(-1, 1) * span + OPS["arange"](span, None, 1, None, view.device)
+    OPS["put_"](permuted, positions.reshape(-1), value.reshape(-1), accumulate)
+
+
+def _assign(view: Tensor, value: Tensor) -> None:
+    """``view[...] = value`` as PyTorch's copy_to: a value of another shape is broadcast first
+    (leading size-1 dims dropped), and the stride-0 view that gives is too hard for the overlap
+    check to judge (``x[:] = x[0]`` is allowed; ``x[1:].copy_(x[:-1])`` is not). Only a value
+    with more dims, or on the view's storage, needs that; copy_ broadcasts the others."""
+    shape = value._shape
+    if shape != view._shape and (len(shape) > len(view._shape) or value._storage is view._storage):
+        while len(shape) > len(view._shape) and shape[0] == 1:
+            shape = shape[1:]
+        try:
+            fits = broadcast_shapes("setitem", view._shape, shape) == view._shape
+        except RuntimeError:
+            fits = False
+        if fits:
+            value = value.reshape(shape).expand(view._shape)
+    view.copy_(value)
 
 
 def _placed_shape(shape: tuple, rest: tuple, place: int) -> tuple:

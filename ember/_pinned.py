@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import math
 
+NO_ACCELERATOR = "Cannot access accelerator device when none is available."  # torch's words
+NO_PINNED_ALLOCATOR = (
+    "pin_memory=True requires a CUDA or other accelerator backend; no pinned memory allocator is "
+    "available on this system."
+)
+
 
 def pinning_runtime(device=None):
-    """The runtime of the accelerator that pins for ``device`` (default "cuda")."""
+    """The runtime of the accelerator that pins for ``device`` (default: the current one)."""
+    from ._accelerator import current_accelerator
     from ._device import device as Device
     from .dispatcher.devices import REGISTRY
 
-    device_type = "cuda" if device is None else Device(device).type
+    device_type = current_accelerator() if device is None else Device(device).type
+    if device_type is None:
+        raise RuntimeError(NO_ACCELERATOR)
     runtime = REGISTRY.backend(device_type).runtime
     if getattr(runtime, "host_alloc", None) is None:
         raise RuntimeError(f"pin_memory(): the {device_type} backend cannot pin host memory")
@@ -53,6 +62,19 @@ def pin_memory(self, device=None):
     out = from_numpy(array)
     out.copy_(self.detach())
     return out
+
+
+def pin_result(t, pin: bool, op: str):
+    """A factory's ``pin_memory=`` argument: the tensor pinned, or torch's refusal."""
+    if not pin:
+        return t
+    from ._accelerator import current_accelerator
+
+    if current_accelerator() is None:
+        raise RuntimeError(NO_PINNED_ALLOCATOR)
+    if t.device.type != "cpu":
+        raise RuntimeError(f"{op}(): only CPU tensors can be pinned, not {t.device} ones")
+    return pin_memory(t)
 
 
 def pinned_empty(shape: tuple, dtype, runtime):

@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-DEFAULT_SEED = 67280421310721  # PyTorch's initial seed, so "unseeded" runs look familiar
+DEFAULT_SEED = 67280421310721  # a new Generator's seed, as torch.Generator()'s
 
 
 class Generator:
@@ -85,6 +85,9 @@ class Generator:
 
 
 default_generator = Generator()
+# Unseeded programs must differ from run to run (torch seeds its default generator from the OS at
+# startup); ``manual_seed`` makes them repeat.
+default_generator.seed()
 _DEVICE_GENERATORS: dict = {}
 
 

@@ -145,9 +145,20 @@ def _with_suffixes(text: str, suffixes: list, indent: int) -> str:
     return "".join(parts) + ")"
 
 
+def _meta_repr(t, prefix: str, indent: int) -> str:
+    suffixes = ["device='meta'", f"size={tuple(t.shape)}"]
+    if t.dtype is not dt.DEFAULTS.float:
+        suffixes.append(f"dtype={t.dtype!r}")
+    if t.requires_grad:
+        suffixes.append("requires_grad=True")
+    return _with_suffixes(prefix + "...", suffixes, indent)
+
+
 def tensor_repr(t) -> str:
     prefix = "tensor("
     indent = len(prefix)
+    if t.device.type == "meta":  # no values to show, as PyTorch prints it
+        return _meta_repr(t, prefix, indent)
     floating = t.dtype.is_floating_point
     suffixes = []
     if t.device.type != "cpu":

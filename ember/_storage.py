@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 
@@ -17,6 +19,11 @@ class Storage:
     """
 
     __slots__ = ("byte_offset", "device", "handle", "nbytes", "owner", "ptr", "runtime", "version")
+
+    # Memory ember must never write (a read-only numpy array: bytes, a read-only mmap). A class
+    # attribute, so that the storage of every op's output costs nothing more to build; writers
+    # read it where they already check the written-to tensor (see ReadOnlyStorage).
+    readonly = False
 
     def __init__(self, device, nbytes, handle, byte_offset, ptr, owner, runtime):
         self.device = device
@@ -37,8 +44,38 @@ class Storage:
     def __repr__(self) -> str:
         return f"ember.UntypedStorage(device={self.device}, nbytes={self.nbytes})"
 
+    def is_shared(self) -> bool:
+        """Whether the bytes are in shared memory (``share_memory_``, DataLoader workers' batches);
+        CUDA memory counts as shared, as in PyTorch."""
+        from .utils.data._shared_memory import _Mapping
+
+        return isinstance(self.owner, _Mapping) or self.device.type == "cuda"
+
+    def share_memory_(self) -> Storage:
+        """Move the bytes into shared memory, in place: every tensor over this storage follows,
+        and processes forked afterwards write the same memory (Hogwild training). A no-op when
+        already shared and for device memory, as in PyTorch. A read-only storage's copy is
+        writable (it no longer aliases the read-only array)."""
+        if self.device.type != "cpu" or self.is_shared():
+            return self
+        from .utils.data._shared_memory import _Attached, _Mapping
+
+        segment = _Attached(create=True, size=max(self.nbytes, 1))
+        segment.unlink()  # forked children inherit the mapping; no name outlives the process
+        mapping = _Mapping(segment)
+        address = mapping.array.ctypes.data
+        if self.nbytes:
+            ctypes.memmove(address, self.ptr, self.nbytes)
+        self.handle = self.ptr = address
+        self.byte_offset = 0
+        self.owner = mapping
+        if self.readonly:
+            self.__class__ = Storage
+        return self
+
     def host_bytes(self) -> np.ndarray:
-        """A uint8 numpy array over these bytes that keeps the storage alive (host memory only)."""
+        """A uint8 numpy array over these bytes that keeps the storage alive (host memory only);
+        read-only when the storage is."""
         if self.ptr is None or not getattr(self.runtime, "host_memory", False):
             raise TypeError(
                 f"can't view {self.device} memory from numpy: copy the tensor to the host with "
@@ -47,15 +84,40 @@ class Storage:
         return np.asarray(_HostBytes(self))
 
 
-class _HostBytes:
-    """numpy keeps this object as the array's base, and it keeps the storage (and memory) alive."""
+class ReadOnlyStorage(Storage):
+    """A storage over memory that must not be written: ``from_numpy`` of a non-writable array.
 
-    __slots__ = ("__array_interface__", "storage")
+    Writing there would corrupt immutable Python objects (``np.frombuffer(b"...")``) or crash the
+    process (a read-only ``mmap``), so every write path refuses it (``read_only_error``), and
+    numpy views of it are read-only too."""
+
+    __slots__ = ()
+    readonly = True
+
+    def __repr__(self) -> str:
+        return f"ember.UntypedStorage(device={self.device}, nbytes={self.nbytes}, read-only)"
+
+
+def read_only_error(op_name: str) -> RuntimeError:
+    return RuntimeError(
+        f"{op_name}(): the tensor's memory is read-only (it was made from a read-only numpy "
+        "array); clone() it first, or make the array writable before ember.from_numpy()"
+    )
+
+
+class _HostBytes:
+    """numpy keeps this object as the array's base, and it keeps the storage (and memory) alive.
+
+    The memory's owner is held too: ``Tensor.resize_`` may move the storage to a larger
+    allocation, and the array must not be left pointing at freed memory."""
+
+    __slots__ = ("__array_interface__", "owner", "storage")
 
     def __init__(self, storage: Storage):
         self.storage = storage
+        self.owner = storage.owner
         self.__array_interface__ = {
-            "data": (storage.ptr, False),
+            "data": (storage.ptr, storage.readonly),
             "shape": (storage.nbytes,),
             "typestr": "|u1",
             "version": 3,

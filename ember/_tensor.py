@@ -143,6 +143,15 @@ class Tensor:
     def untyped_storage(self):
         return self._storage
 
+    def share_memory_(self) -> Tensor:
+        """Move the storage to shared memory (CPU; a no-op for device tensors), so processes
+        forked afterwards see and make the same writes. Views of it follow."""
+        self._storage.share_memory_()
+        return self
+
+    def is_shared(self) -> bool:
+        return self._storage.is_shared()
+
     @property
     def is_cuda(self) -> bool:
         return self._storage.device.type == "cuda"
@@ -150,6 +159,10 @@ class Tensor:
     @property
     def is_cpu(self) -> bool:
         return self._storage.device.type == "cpu"
+
+    @property
+    def is_meta(self) -> bool:
+        return self._storage.device.type == "meta"
 
     def is_floating_point(self) -> bool:
         return self._dtype.category == dt.FLOATING
@@ -262,6 +275,8 @@ class Tensor:
             raise RuntimeError(
                 f"a Tensor with {math.prod(self._shape)} elements cannot be converted to Scalar"
             )
+        if self._storage.device.type == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return self.detach().cpu().numpy().reshape(()).item()
 
     def tolist(self):
@@ -358,6 +373,7 @@ def _wrap_dim(dim: int, ndim: int, op: str) -> int:
 
 
 _new = object.__new__
+_MAX_BYTES = (1 << 63) - 1
 
 
 def make(storage, shape: tuple, stride: tuple, offset: int, dtype, contig: bool) -> Tensor:
@@ -389,6 +405,10 @@ def empty(shape: tuple, dtype, device) -> Tensor:
         handle, ptr = route[0](nbytes)
         storage = Storage(device, nbytes, handle, 0, ptr, handle, route[2])
     else:
+        if nbytes > _MAX_BYTES:  # outputs of broadcasts, repeats, cats: no factory checked them
+            from .dispatcher.kinds._limits import storage_overflow
+
+            raise storage_overflow(None, shape)
         storage = route[3](nbytes)
     t = _new(Tensor)
     t._storage = storage

@@ -44,6 +44,7 @@ __all__ = [
     "define",
     "impl",
     "opcheck",
+    "register_autocast",
     "register_autograd",
     "register_shape",
 ]
@@ -61,6 +62,7 @@ DEFINITION_KEYS = frozenset(
         "dtypes",
         "differentiable",
         "priority",
+        "autocast",
     )
 )
 
@@ -286,6 +288,40 @@ def register_autograd(
             op.formula = LibraryFormula(op, backward, setup_context)
 
 
+def register_autocast(name, device_type: str, cast_inputs, *, provider=None) -> None:
+    """Give library op ``name`` an autocast rule on ``device_type``, as
+    ``torch.library.register_autocast``: inside ``ember.autocast(device_type)`` its floating
+    tensor inputs on that device are cast to ``cast_inputs`` and it runs with autocast off.
+
+    ``cast_inputs`` is a dtype, or a built-in policy by name: ``"lower_precision_fp"`` (the
+    region's autocast dtype), ``"fp32"``, ``"promote"`` (the widest input).
+    """
+    from .dispatcher.optable import autocast_policy
+
+    op = _library_op(name, "autocast rule")
+    cast = _autocast_cast(op.name, cast_inputs)
+    with LIBRARY.lock:
+        who = provider or _caller_module()
+        if _claim(op.name, f"autocast rule on {device_type}", cast, who):
+            autocast_policy.register(op.name, device_type, cast)
+
+
+def _autocast_cast(name: str, cast_inputs):
+    from .dispatcher.optable.autocast_policy import Cast
+
+    if isinstance(cast_inputs, dt.dtype) and cast_inputs.is_floating_point:
+        return cast_inputs
+    if isinstance(cast_inputs, str):
+        for cast in Cast:
+            if cast.value == cast_inputs and cast not in (Cast.BANNED, Cast.OPAQUE):
+                return cast
+    known = ", ".join(c.value for c in Cast if c not in (Cast.BANNED, Cast.OPAQUE))
+    raise ValueError(
+        f"register_autocast('{name}'): cast_inputs must be a floating dtype or one of {known}, "
+        f"got {cast_inputs!r}"
+    )
+
+
 # ---- entry points ----------------------------------------------------------------------------
 def load_op_libraries() -> None:
     """Register the ops of every installed ``ember.ops`` plugin, once per plugin host.
@@ -337,6 +373,8 @@ def register_definitions(definitions, provider: str) -> list:
             )
         for device_type, table in (d.get("kernels") or {}).items():
             registry.EXTRA.add(name, device_type, _keyed(table), provider, d.get("priority", 0))
+        for device_type, cast in (d.get("autocast") or {}).items():
+            register_autocast(name, device_type, cast, provider=provider)
     return functions
 
 
@@ -373,4 +411,6 @@ def _check_definition(d, provider: str):
         if outside:
             raise ValueError(f"'{name}' has {device_type} kernels for dtypes it excludes {outside}")
         registry.EXTRA.check(name, device_type, _keyed(table), provider, d.get("priority", 0))
+    for cast in (d.get("autocast") or {}).values():
+        _autocast_cast(name, cast)
     return parsed, d

@@ -5,86 +5,101 @@ backward formulas run, optimizer updates) is timed, and ``prof.key_averages().ta
 count, total and self time per op, self time being what remains after the ops the op called
 itself (a composite's decomposition, a backward formula's parts). ``record_function(name)`` marks
 a user region the same way. The layer sits at the top of the stack (priority 400), so an op's time
-includes the autograd recording below it; outside a ``profile`` block it is not installed and
-costs nothing.
+includes the autograd recording below it; outside a ``profile`` block (or outside the recording
+steps of its ``schedule``) it is not installed and costs nothing.
+
+PyTorch's options are honoured: ``record_shapes`` (``key_averages(group_by_input_shape=True)``),
+``profile_memory`` (bytes of the storages each op creates, self and total, per host or device),
+``with_stack`` (``group_by_stack_n``), ``with_flops`` (matrix products), ``schedule`` and
+``on_trace_ready``. What ember cannot do is said with a warning: device activities are timed as
+their host calls, and module hierarchies (``with_modules``) are not recorded.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+import enum
+import warnings
+from collections.abc import Callable
 
+from ._profiler_events import EventList, FunctionEventAvg, Recorder
 from .dispatcher.layers import STACK, Layer
 
-__all__ = ["EventList", "FunctionEventAvg", "profile", "record_function"]
+__all__ = [
+    "EventList",
+    "FunctionEventAvg",
+    "ProfilerAction",
+    "ProfilerActivity",
+    "profile",
+    "record_function",
+    "schedule",
+]
 
 
-@dataclass
-class FunctionEventAvg:
-    """Times of one op (or region) summed over its calls, in microseconds as PyTorch reports."""
+class ProfilerActivity(enum.Enum):
+    """What to profile, as torch names it. ember times host calls for every device."""
 
-    key: str
-    count: int = 0
-    cpu_time_total: float = 0.0
-    self_cpu_time_total: float = 0.0
-
-    @property
-    def cpu_time(self) -> float:
-        return self.cpu_time_total / self.count if self.count else 0.0
+    CPU = 0
+    XPU = 1
+    MTIA = 2
+    CUDA = 3
+    HPU = 4
+    PrivateUse1 = 5
 
 
-class EventList(list):
-    """The per-key averages, with PyTorch's ``table(sort_by=, row_limit=)``."""
-
-    def table(self, sort_by: str = "self_cpu_time_total", row_limit: int = 100) -> str:
-        rows = sorted(self, key=lambda event: -getattr(event, sort_by))[:row_limit]
-        total = sum(event.self_cpu_time_total for event in self) or 1.0
-        width = max([len("Name"), *(len(event.key) for event in rows)])
-        header = f"{'Name':<{width}}  {'Self CPU %':>10}  {'Self CPU':>12}  {'CPU total':>12}"
-        lines = [header + f"  {'# Calls':>8}", "-" * (len(header) + 10)]
-        for event in rows:
-            lines.append(
-                f"{event.key:<{width}}  {100 * event.self_cpu_time_total / total:>9.2f}%  "
-                f"{_us(event.self_cpu_time_total):>12}  {_us(event.cpu_time_total):>12}  "
-                f"{event.count:>8}"
-            )
-        lines.append(f"Self CPU time total: {_us(total)}")
-        return "\n".join(lines)
+class ProfilerAction(enum.Enum):
+    NONE = 0
+    WARMUP = 1
+    RECORD = 2
+    RECORD_AND_SAVE = 3
 
 
-def _us(value: float) -> str:
-    return f"{value / 1000:.3f}ms" if value >= 1000 else f"{value:.3f}us"
+def schedule(
+    *,
+    wait: int,
+    warmup: int,
+    active: int,
+    repeat: int = 0,
+    skip_first: int = 0,
+    skip_first_wait: int = 0,
+) -> Callable[[int], ProfilerAction]:
+    """PyTorch's step schedule: skip ``skip_first`` steps, then cycles of ``wait`` idle,
+    ``warmup`` and ``active`` recorded steps, ``repeat`` times (0: forever). ``on_trace_ready``
+    runs at the end of every active span."""
+    if min(wait, warmup, skip_first) < 0 or active <= 0 or repeat < 0:
+        raise ValueError(
+            "schedule(): wait, warmup, skip_first and repeat must be >= 0 and active > 0, got "
+            f"wait={wait}, warmup={warmup}, active={active}, repeat={repeat}, "
+            f"skip_first={skip_first}"
+        )
+
+    def action(step: int) -> ProfilerAction:
+        if step < skip_first:
+            return ProfilerAction.NONE
+        step -= skip_first
+        if skip_first_wait and step < wait:  # the first cycle skips its wait
+            step += wait
+        cycle = wait + warmup + active
+        if repeat and step // cycle >= repeat:
+            return ProfilerAction.NONE
+        position = step % cycle
+        if position < wait:
+            return ProfilerAction.NONE
+        if position < wait + warmup:
+            return ProfilerAction.WARMUP
+        return ProfilerAction.RECORD if position < cycle - 1 else ProfilerAction.RECORD_AND_SAVE
+
+    return action
 
 
-class _Recorder:
-    """Accumulates (count, inclusive ns, self ns) per key; a stack of child time gives self time."""
-
-    def __init__(self):
-        self.stats: dict[str, list] = {}
-        self.children: list[int] = []  # time spent in nested events, per open event
-
-    def enter(self) -> int:
-        self.children.append(0)
-        return time.perf_counter_ns()
-
-    def leave(self, key: str, start: int) -> None:
-        elapsed = time.perf_counter_ns() - start
-        nested = self.children.pop()
-        if self.children:
-            self.children[-1] += elapsed
-        entry = self.stats.get(key)
-        if entry is None:
-            entry = self.stats[key] = [0, 0, 0]
-        entry[0] += 1
-        entry[1] += elapsed
-        entry[2] += elapsed - nested
+def _always(step: int) -> ProfilerAction:
+    return ProfilerAction.RECORD
 
 
 class ProfilingLayer(Layer):
     name = "profiling"
     priority = 400
 
-    def __init__(self, recorder: _Recorder):
+    def __init__(self, recorder: Recorder):
         self.recorder = recorder
 
     def wants(self, op, args) -> bool:
@@ -92,51 +107,172 @@ class ProfilingLayer(Layer):
 
     def handle(self, op, args):
         recorder = self.recorder
-        start = recorder.enter()
+        start = recorder.enter(args)
+        result = None
         try:
-            return op.redispatch(self, args)
+            result = op.redispatch(self, args)
+            return result
         finally:
-            recorder.leave(op.name, start)
+            recorder.leave(op.name, start, args, result)
 
 
-_ACTIVE: list[_Recorder] = []
+_ACTIVE: list[Recorder] = []
+_RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
 
 class profile:  # noqa: N801 - PyTorch's name
-    """Profile the ops run inside the block. Arguments PyTorch accepts are accepted; CPU time is
-    what is measured (device ops are timed as their host calls)."""
+    """Profile the ops run inside the block (torch.profiler.profile's arguments).
 
-    def __init__(self, activities=None, record_shapes=False, profile_memory=False, **_ignored):
-        self.recorder = _Recorder()
+    Args:
+        activities: ProfilerActivity values; device ones are timed as their host calls (warned).
+        schedule: ``step -> ProfilerAction`` (see ``schedule``); ``prof.step()`` advances it.
+            Without one, the whole block is recorded.
+        on_trace_ready: called with the profiler at the end of each recorded span.
+        record_shapes: keep input shapes (``key_averages(group_by_input_shape=True)``).
+        profile_memory: bytes of the storages each op creates (``cpu_memory_usage``...).
+        with_stack: keep the caller's source lines (``key_averages(group_by_stack_n=n)``).
+        with_flops: floating-point operations of matrix products (``flops``).
+        with_modules: not recorded by ember (warned).
+
+    Example:
+        >>> with ember.profiler.profile(record_shapes=True) as prof:
+        ...     model(x)
+        >>> print(prof.key_averages(group_by_input_shape=True).table(row_limit=10))
+    """
+
+    def __init__(
+        self,
+        *,
+        activities=None,
+        schedule: Callable[[int], ProfilerAction] | None = None,
+        on_trace_ready: Callable | None = None,
+        record_shapes: bool = False,
+        profile_memory: bool = False,
+        with_stack: bool = False,
+        with_flops: bool = False,
+        with_modules: bool = False,
+        experimental_config=None,
+        execution_trace_observer=None,
+        acc_events: bool = False,
+        use_cuda: bool | None = None,
+        custom_trace_id_callback=None,
+        post_processing_timeout_s: float | None = None,
+    ):
+        _warn_unsupported(
+            activities,
+            with_modules=with_modules,
+            experimental_config=experimental_config,
+            execution_trace_observer=execution_trace_observer,
+            use_cuda=use_cuda,
+            custom_trace_id_callback=custom_trace_id_callback,
+        )
+        self.options = {
+            "shapes": bool(record_shapes),
+            "memory": bool(profile_memory),
+            "stack": bool(with_stack),
+            "flops": bool(with_flops),
+        }
+        self.schedule = schedule or _always
+        self.on_trace_ready = on_trace_ready
+        self.step_num = 0
+        self.current_action = ProfilerAction.NONE
+        self.recorder = Recorder(**self.options)
+        self.saved = self.recorder
         self.layer = ProfilingLayer(self.recorder)
 
-    def __enter__(self):
+    # ---- recording spans -------------------------------------------------------------------
+    def _start(self) -> None:
+        self.recorder = Recorder(**self.options)
+        self.layer = ProfilingLayer(self.recorder)
         STACK.install(self.layer)
         _ACTIVE.append(self.recorder)
+
+    def _stop(self, save: bool) -> None:
+        STACK.remove(self.layer)
+        if self.recorder in _ACTIVE:
+            _ACTIVE.remove(self.recorder)
+        self.saved = self.recorder
+        if save and self.on_trace_ready is not None:
+            self.on_trace_ready(self)
+
+    def _move_to(self, action: ProfilerAction) -> None:
+        before, self.current_action = self.current_action, action
+        if before in _RECORDING and (
+            action not in _RECORDING or before is ProfilerAction.RECORD_AND_SAVE
+        ):
+            self._stop(save=before is ProfilerAction.RECORD_AND_SAVE)
+            before = ProfilerAction.NONE
+        if action in _RECORDING and before not in _RECORDING:
+            self._start()
+
+    def start(self) -> None:
+        self.step_num = 0
+        self._move_to(self.schedule(0))
+
+    def stop(self) -> None:
+        if self.current_action in _RECORDING:
+            self._stop(save=True)
+        self.current_action = ProfilerAction.NONE
+
+    def step(self) -> None:
+        """End a training step: the schedule decides whether the next one is recorded."""
+        self.step_num += 1
+        self._move_to(self.schedule(self.step_num))
+
+    def __enter__(self):
+        self.start()
         return self
 
     def __exit__(self, *exc):
-        STACK.remove(self.layer)
-        _ACTIVE.remove(self.recorder)
+        self.stop()
 
-    def key_averages(self) -> EventList:
-        return EventList(
-            FunctionEventAvg(key, count, total / 1000, own / 1000)
-            for key, (count, total, own) in self.recorder.stats.items()
+    # ---- results ---------------------------------------------------------------------------
+    def key_averages(
+        self, group_by_input_shape: bool = False, group_by_stack_n: int = 0, **_options
+    ) -> EventList:
+        """Per-op (and per input shape / call site, when asked and recorded) totals."""
+        if group_by_input_shape and not self.options["shapes"]:
+            raise RuntimeError(
+                "key_averages(group_by_input_shape=True) needs profile(record_shapes=True)"
+            )
+        if group_by_stack_n and not self.options["stack"]:
+            raise RuntimeError("key_averages(group_by_stack_n=...) needs profile(with_stack=True)")
+        return self.saved.averages(group_by_input_shape, group_by_stack_n, self.options)
+
+    def events(self) -> EventList:
+        return self.saved.averages(self.options["shapes"], 5 * self.options["stack"], self.options)
+
+
+def _warn_unsupported(activities, **options) -> None:
+    devices = [a for a in activities or () if a is not ProfilerActivity.CPU]
+    if devices or options.pop("use_cuda"):
+        names = ", ".join(str(a) for a in devices) or "use_cuda"
+        warnings.warn(
+            f"ember.profiler: {names}: ember times device ops as their host calls (kernel times "
+            "on the device are not recorded separately)",
+            UserWarning,
+            stacklevel=3,
+        )
+    given = [name for name, value in options.items() if value]
+    if given:
+        warnings.warn(
+            f"ember.profiler: {', '.join(given)} not supported by ember (ignored)",
+            UserWarning,
+            stacklevel=3,
         )
 
 
 class record_function:  # noqa: N801 - PyTorch's name
     """Time a user region under ``name`` in every active profile (a no-op otherwise)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, args: str | None = None):
         self.name = name
         self.starts: list = []
 
     def __enter__(self):
-        self.starts = [(recorder, recorder.enter()) for recorder in _ACTIVE]
+        self.starts = [(recorder, recorder.enter(())) for recorder in _ACTIVE]
         return self
 
     def __exit__(self, *exc):
         for recorder, start in self.starts:
-            recorder.leave(self.name, start)
+            recorder.leave(self.name, start, (), None)

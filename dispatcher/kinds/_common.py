@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import numbers
+
 from ember import _dtype as dt
 from ember._device import CPU
+from ember._storage import read_only_error
 from ember._tensor import Tensor, contiguous_strides, empty, is_contiguous, make
 
 from ..opdef import Promotion
+from ..overlap import check_inputs
 
 # Filled by dispatcher.table once the ops exist (runners look ops up by name at call time).
 OPS: dict = {}
@@ -95,6 +99,54 @@ def common_device(op_name: str, tensors) -> object:
     return CPU if device is None else device
 
 
+def bad_tensor_argument(op, args, error: Exception) -> TypeError | None:
+    """PyTorch's TypeError for an argument that ``op``'s schema types Tensor but ``args`` holds
+    something else, e.g. "linear(): argument 'input' (position 1) must be Tensor, not list";
+    None when no such argument explains ``error``.
+
+    Op.__call__ asks only after a runner failed with AttributeError or TypeError, so the common
+    path pays nothing. Many ops take numbers for tensors (elementwise ops, scatter's src...), so
+    a number is blamed only when ``error`` names its type ("'float' object has no attribute").
+    """
+    suspects = []
+    for i, arg in enumerate(op.schema.args):
+        if not arg.is_tensor or i >= len(args):
+            continue
+        value = args[i]
+        if value is None and arg.optional:
+            continue
+        if arg.is_list:
+            found = _bad_tensor_list(op, arg, i, value)
+            if found is not None:
+                return found
+        elif not isinstance(value, Tensor):
+            number = isinstance(value, numbers.Number)
+            if not number or f"'{type(value).__name__}'" in str(error):
+                suspects.append((number, i, arg.name, value))
+    if not suspects:
+        return None
+    _, i, name, value = min(suspects, key=lambda s: s[:2])
+    return TypeError(
+        f"{op.name}(): argument '{name}' (position {i + 1}) must be Tensor, not "
+        f"{type(value).__name__}"
+    )
+
+
+def _bad_tensor_list(op, arg, i: int, value) -> TypeError | None:
+    if not isinstance(value, (list, tuple)):
+        return TypeError(
+            f"{op.name}(): argument '{arg.name}' (position {i + 1}) must be tuple of Tensors, "
+            f"not {type(value).__name__}"
+        )
+    for j, item in enumerate(value):
+        if not isinstance(item, Tensor) and not (item is None and arg.optional):
+            return TypeError(
+                f"{op.name}(): expected Tensor as element {j} in argument {i} ('{arg.name}'), "
+                f"but got {type(item).__name__}"
+            )
+    return None
+
+
 def unsupported_dtype(op, dtype) -> RuntimeError:
     names = ", ".join(sorted(d.name for d in op.dtypes))
     return RuntimeError(f'"{op.name}" not implemented for {dtype.name} (supported: {names})')
@@ -157,22 +209,21 @@ def strides_of(shape: tuple) -> tuple:
     return contiguous_strides(shape)
 
 
-def check_no_internal_overlap(op_name: str, t: Tensor) -> None:
-    """In-place writes into broadcast views would race: PyTorch refuses them too. An empty
-    tensor gets no writes (numpy gives empty arrays stride 0, and from_numpy keeps it)."""
-    if 0 in t._shape:
-        return
-    for size, step in zip(t._shape, t._stride):
-        if step == 0 and size > 1:
-            raise RuntimeError(
-                f"{op_name}: unsupported operation: more than one element of the written-to tensor "
-                "refers to a single memory location. Please clone() the tensor before performing "
-                "the operation."
-            )
+def check_writable(op_name: str, t: Tensor) -> None:
+    """Refuse writing into read-only memory (from a non-writable numpy array): a kernel writing
+    there would corrupt an immutable object (``bytes``) or crash on a read-only mapping."""
+    if t._storage.readonly:
+        raise read_only_error(op_name)
 
 
 def inplace_via_copy(op, target, *args):
-    """An in-place op as its functional op followed by a copy into ``target`` (below autograd)."""
+    """An in-place op as its functional op followed by a copy into ``target`` (below autograd).
+
+    These are index ops (scatter_, index_add_): like PyTorch, their index and source tensors may
+    share no memory with ``target``, even though the copy would make the result well defined."""
+    if isinstance(target, Tensor):
+        check_writable(op.name, target)  # before computing, and naming this op, not copy_
+    check_inputs(op.name, target, args, "any")
     result = op.inplace_of.backend((target, *args))
     OPS["copy_"].backend((target, result))
     return target

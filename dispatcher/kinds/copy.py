@@ -15,7 +15,9 @@ from ember._device import CPU
 from ember._tensor import Tensor, empty, host_array
 
 from ..memory import normalize_device
-from ._common import OPS, broadcast_shapes, cast, check_no_internal_overlap, contiguous, expand_to
+from ..overlap import check_internal, check_partial
+from ._common import OPS, broadcast_shapes, cast, contiguous, expand_to
+from ._limits import check_scalar_fits
 from .view import negative_stride_view
 
 
@@ -107,7 +109,9 @@ def copy_(op, dst, src, non_blocking=False):
             f"copy_(): the source of shape {list(src._shape)} can't be broadcast to the "
             f"destination of shape {list(dst._shape)}"
         )
-    check_no_internal_overlap("copy_", dst)
+    check_internal("copy_", dst)
+    if src._storage is dst._storage:
+        check_partial("copy_", dst, src, "source")
     dev = dst._storage.device
     if src._storage.device is not dev:
         src = transfer(src, dev, dst._dtype, non_blocking)
@@ -142,8 +146,10 @@ def fill_(op, x, value):
                 f"fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{len(value._shape)} dimensions."
             )
-        value = value.item()
-    check_no_internal_overlap("fill_", x)
+        value = 0 if x._storage.device.type == "meta" else value.item()  # meta: nothing to fill
+    else:
+        check_scalar_fits("fill_", value, x._dtype)  # a tensor's value wraps, as in torch
+    check_internal("fill_", x)
     if math.prod(x._shape):
         op.kernel(x._storage.device.type, x._dtype)(x, value)
     x._storage.version += 1

@@ -14,11 +14,11 @@ from ember import _dtype as dt
 from ember._tensor import Tensor, empty
 
 from ..opdef import Promotion
+from ..overlap import check_inputs, check_internal
 from ..promotion import can_cast, result_type
 from ._common import (
     broadcast_shapes,
     cast,
-    check_no_internal_overlap,
     common_device,
     expand_to,
     unsupported_dtype,
@@ -242,9 +242,12 @@ def _inplace_fast(op, target, args):
     """The common in-place call, ``p.add_(g)`` / ``m.mul_(0.9)`` / ``v.addcmul_(g, g, value=b)``:
     a contiguous target and operands of its dtype, device and shape, or Python numbers of its
     category. ``op.fast`` holds (device, kernel, arity) once the full path has validated the dtype.
-    Returns None when the call doesn't qualify."""
+    An operand that is the target itself (``x.mul_(x)``) qualifies; another view of its storage
+    goes to the full path, which checks the overlap. Returns None when the call doesn't qualify."""
     entry = op.fast.get(target._dtype)
     if entry is None or not target._contig or entry[0] is not target._storage.device:
+        return None
+    if target._storage.readonly:  # the full path refuses it, naming the op
         return None
     dev, kernel, arity = entry
     dtype = target._dtype
@@ -261,7 +264,8 @@ def _inplace_fast(op, target, args):
         elif isinstance(value, Tensor):
             if value._dtype is not dtype or value._shape != target._shape:
                 return None
-            if value._storage.device is not dev:
+            storage = value._storage
+            if storage.device is not dev or (storage is target._storage and value is not target):
                 return None
         else:
             return None
@@ -305,8 +309,8 @@ def inplace(op, target, *args):
         operands = tuple(_fill_limits(base, list(operands), compute))
     if not can_cast(result, target._dtype):
         raise RuntimeError(
-            f"{op.name}: result type {result.name} can't be cast to the desired output type "
-            f"{target._dtype.name}"
+            f"{op.name}: result type {dt.SCALAR_NAMES[result]} can't be cast to the desired "
+            f"output type {dt.SCALAR_NAMES[target._dtype]}"
         )
     shapes = [t._shape for t in operands if isinstance(t, Tensor)]
     shape = broadcast_shapes(base.name, *shapes)
@@ -315,7 +319,8 @@ def inplace(op, target, *args):
             f"{op.name}: output with shape {list(target._shape)} doesn't match the broadcast shape "
             f"{list(shape)}"
         )
-    check_no_internal_overlap(op.name, target)
+    check_internal(op.name, target)
+    check_inputs(op.name, target, others, "partial")
     dev = common_device(op.name, [t for t in operands if isinstance(t, Tensor)])
     if compute is target._dtype and result is target._dtype and target._storage.device is dev:
         prepared = [target]

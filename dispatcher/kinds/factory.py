@@ -9,35 +9,36 @@ from ember._random import generator_for
 from ember._tensor import Tensor, empty
 
 from ..memory import normalize_device
+from ..overlap import check_internal
 from ..promotion import scalar_dtype
-from ._common import check_no_internal_overlap, fill
+from ._common import fill
+from ._limits import check_shape
 
 
-def _size(op, size) -> tuple:
+def _size(op, size, dtype) -> tuple:
+    """``size`` as a tuple of ints that a new ``dtype`` storage can have (see check_shape)."""
     if isinstance(size, int):
         size = (size,)
     try:
         size = tuple(int(s.__index__()) for s in size)
     except (AttributeError, TypeError):
         raise TypeError(f"{op.name}(): size must be a tuple of ints, got {size!r}") from None
-    if any(s < 0 for s in size):
-        raise RuntimeError(
-            f"{op.name}(): Trying to create tensor with negative dimension: {list(size)}"
-        )
+    check_shape(op.name, size, dtype.itemsize)
     return size
 
 
 def empty_(op, size, dtype=None, device=None):
-    return empty(_size(op, size), dtype or dt.DEFAULTS.float, normalize_device(device))
+    dtype = dtype or dt.DEFAULTS.float
+    return empty(_size(op, size, dtype), dtype, normalize_device(device))
 
 
 def full(op, size, fill_value, dtype=None, device=None):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dtype = dtype or scalar_dtype(fill_value)
-    from ._common import OPS
+    from ._common import OPS  # fill_ refuses values the dtype cannot hold
 
-    out = empty(_size(op, size), dtype, normalize_device(device))
+    out = empty(_size(op, size, dtype), dtype, normalize_device(device))
     return OPS["fill_"](out, fill_value)
 
 
@@ -60,6 +61,7 @@ def arange(op, start, end=None, step=1, dtype=None, device=None):
             f"({step})"
         )
     count = max(0, math.ceil((end - start) / step))
+    check_shape("arange", (count,), dtype.itemsize)
     dev = normalize_device(device)
     out = empty((count,), dtype, dev)
     if count:
@@ -72,6 +74,7 @@ def linspace(op, start, end, steps, dtype=None, device=None):
     if steps < 0:
         raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
     dtype = dtype or dt.DEFAULTS.float
+    check_shape("linspace", (int(steps),), dtype.itemsize)
     dev = normalize_device(device)
     out = empty((int(steps),), dtype, dev)
     if steps == 1:  # PyTorch gives [start]; kernels may count the last element from the end
@@ -89,7 +92,7 @@ def _per_block(dtype, wide: bool = False) -> int:
 def _random_fill(op, x, a, b, generator, wide=False):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op.name}(): self must be a Tensor")
-    check_no_internal_overlap(op.name, x)
+    check_internal(op.name, x)
     n = math.prod(x._shape)
     gen = generator or generator_for(x._storage.device)
     if n:

@@ -13,14 +13,31 @@ import math
 from ember import _dtype as dt
 from ember._tensor import Tensor, empty
 
-from ._common import OPS, cast, common_device, wrap_dim
+from ..overlap import check_none
+from ._common import OPS, cast, check_writable, common_device, wrap_dim
+
+# PyTorch's index dtypes: int64 only for take/put_, int32 or int64 for the others, each with
+# PyTorch's wording.
+_LONG_ONLY = ("take", "put_")
+_INDEX_MESSAGE = {
+    "take": "Expected a long tensor for index, but got {got}",
+    "put_": "Expected a long tensor for index, but got {got}",
+    "index_select": "Expected dtype int32 or int64 for index, but got {got}",
+    "index_add": "Expected dtype int32/int64 for index but got: {got}",
+    "index_add_": "Expected dtype int32/int64 for index but got: {got}",
+}
 
 
 def _index_tensor(op, index, device) -> Tensor:
     if not isinstance(index, Tensor):
         raise TypeError(f"{op.name}(): index must be a Tensor, got {type(index).__name__}")
-    if index._dtype.category != dt.INTEGRAL:
-        raise RuntimeError(f"{op.name}(): Expected dtype int64 for index, got {index._dtype.name}")
+    d = index._dtype
+    if d is not dt.int64 and (d is not dt.int32 or op.name in _LONG_ONLY):
+        message = _INDEX_MESSAGE.get(op.name, "Expected dtype int32/int64 for index, but got {got}")
+        raise RuntimeError(
+            f"{op.name}(): {message.format(got=dt.SCALAR_NAMES[d])} (index of shape "
+            f"{list(index._shape)})"
+        )
     if index._storage.device is not device:
         raise RuntimeError(
             f"{op.name}(): index is on {index._storage.device} but the input is on {device}"
@@ -126,6 +143,9 @@ def take(op, x, index):
 
 def put_(op, x, index, source, accumulate=False):
     """x.view(-1)[index] = source (or +=), for any strides of x: ``kernel(x, index, src, acc)``."""
+    check_writable("put_", x)
+    check_none(op.name, x, index, "index")
+    check_none(op.name, x, source, "source")
     index = _index_tensor(op, index, x._storage.device)
     if not isinstance(source, Tensor):
         source = OPS["full"](index._shape, source, x._dtype, x._storage.device)

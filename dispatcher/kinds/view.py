@@ -8,6 +8,7 @@ import math
 from ember._tensor import Tensor, contiguous_strides, is_contiguous, make
 
 from ._common import contiguous, wrap_dim, wrap_dims
+from ._limits import INT64_MAX, MAX_DIMS, check_dims, check_shape
 
 
 def _view(x: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
@@ -35,9 +36,14 @@ def infer_size(op_name: str, shape: tuple, numel: int) -> tuple:
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
         raise RuntimeError(f"{op_name}: only one dimension can be inferred")
-    if any(s < -1 for s in shape):
-        raise RuntimeError(f"{op_name}: invalid shape dimension in {list(shape)}")
+    if shape and min(shape) < -1:
+        i = next(i for i, s in enumerate(shape) if s < -1)
+        raise RuntimeError(
+            f"{op_name}: invalid shape dimension {shape[i]} at index {i} of shape {list(shape)}"
+        )
     known = math.prod(s for s in shape if s != -1)
+    if known > INT64_MAX or not known or len(shape) > MAX_DIMS:  # rare: say which limit
+        check_shape(op_name, tuple(1 if s == -1 else s for s in shape))
     if unknown:
         if known == 0 or numel % known:
             raise RuntimeError(
@@ -119,7 +125,7 @@ def permute(op, x, dims):
         )
     order = tuple(wrap_dim(d, ndim, "permute") for d in dims)
     if len(set(order)) != ndim:
-        raise RuntimeError(f"permute(): repeated dim in {list(dims)}")
+        raise RuntimeError(f"permute(): duplicate dims are not allowed. Got dims {list(dims)}")
     return _view(
         x, tuple(x._shape[d] for d in order), tuple(x._stride[d] for d in order), x._offset
     )
@@ -172,7 +178,7 @@ def expand(op, x, size):
         if have == target:
             shape.append(have)
             stride.append(step)
-        elif have == 1:
+        elif have == 1 and target >= 0:
             shape.append(target)
             stride.append(0)
         else:
@@ -181,7 +187,10 @@ def expand(op, x, size):
                 f"size ({have}) at non-singleton dimension {i}. Target sizes: {list(size)}. "
                 f"Tensor sizes: {list(x._shape)}"
             )
-    return _view(x, tuple(shape), tuple(stride), x._offset)
+    shape = tuple(shape)
+    if not 0 < math.prod(shape) <= INT64_MAX or len(shape) > MAX_DIMS:  # sizes are >= 0 here
+        check_shape("expand", shape)
+    return _view(x, shape, tuple(stride), x._offset)
 
 
 def narrow(op, x, dim, start, length):
@@ -204,8 +213,9 @@ def slice_(op, x, dim=0, start=None, end=None, step=1):
     """``x[start:end:step]`` along ``dim`` (Python slice rules; step > 0)."""
     _check(op, x)
     d = wrap_dim(dim, len(x._shape), "slice")
-    if step <= 0:
-        raise ValueError(f"slice step must be positive, got {step} (use flip() to reverse)")
+    if step <= 0:  # PyTorch's ValueErrors; ember's message adds the way out
+        reason = "slice step cannot be zero" if step == 0 else "step must be greater than zero"
+        raise ValueError(f"{reason} (slice(): got step {step}; flip() reverses a tensor)")
     begin, stop, step = slice(start, end, step).indices(x._shape[d])
     length = max(0, (stop - begin + step - 1) // step)
     shape = x._shape[:d] + (length,) + x._shape[d + 1 :]
@@ -241,6 +251,7 @@ def squeeze(op, x, dim=None):
 def unsqueeze(op, x, dim):
     _check(op, x)
     ndim = len(x._shape)
+    check_dims("unsqueeze", ndim + 1)
     d = wrap_dim(dim, ndim + 1, "unsqueeze")
     step = x._shape[d] * x._stride[d] if d < ndim else 1
     return _view(
@@ -275,8 +286,16 @@ def as_strided(op, x, size, stride, storage_offset=None):
             f"as_strided(): mismatch in length of strides ({len(stride)}) and shape ({len(size)})"
         )
     offset = x._offset if storage_offset is None else int(storage_offset)
-    if any(s < 0 for s in size):
-        raise RuntimeError(f"as_strided(): negative size in {list(size)}")
+    check_shape("as_strided", size)
+    # A tensor from a reversed numpy array keeps its negative strides (ember allows those), and
+    # restating such a geometry is fine; new negative strides are refused, as in PyTorch.
+    if stride and min(stride) < 0 and (not x._stride or min(x._stride) >= 0):
+        raise RuntimeError(
+            f"as_strided: Negative strides are not supported at the moment, got strides: "
+            f"{list(stride)}"
+        )
+    if offset < 0:
+        raise RuntimeError(f"as_strided(): Tensor: invalid storage offset {offset}")
     if math.prod(size):
         lo = offset + sum((n - 1) * s for n, s in zip(size, stride) if s < 0)
         hi = offset + sum((n - 1) * s for n, s in zip(size, stride) if s > 0)
@@ -310,13 +329,17 @@ def diagonal(op, x, offset=0, dim1=0, dim2=1):
 def movedim(op, x, source, destination):
     _check(op, x)
     ndim = len(x._shape)
-    src = [wrap_dim(d, ndim, "movedim") for d in _ints(op, source, "source")]
-    dst = [wrap_dim(d, ndim, "movedim") for d in _ints(op, destination, "destination")]
-    if len(src) != len(dst):
+    source, destination = _ints(op, source, "source"), _ints(op, destination, "destination")
+    if len(source) != len(destination):
         raise RuntimeError(
             f"movedim: Invalid source or destination dims: source ({list(source)} dims) should "
             f"contain the same number of dims as destination ({list(destination)} dims)"
         )
+    src = [wrap_dim(d, ndim, "movedim") for d in source]
+    dst = [wrap_dim(d, ndim, "movedim") for d in destination]
+    for name, dims, given in (("source", src, source), ("destination", dst, destination)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(given)})")
     order = [None] * ndim
     for s, d in zip(src, dst):
         order[d] = s
@@ -331,6 +354,9 @@ def unfold(op, x, dimension, size, step):
     ndim = len(x._shape)
     d = wrap_dim(dimension, ndim, "unfold") if ndim else 0
     length = x._shape[d] if ndim else 1
+    check_dims("unfold", ndim + 1)
+    if size < 0:
+        raise RuntimeError(f"unfold(): size is {size} but must be >= 0")
     if size > length:
         raise RuntimeError(
             f"unfold(): maximum size for tensor at dimension {d} is {length} but size is {size}"

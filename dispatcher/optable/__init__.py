@@ -13,9 +13,11 @@ from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
 from . import (
+    amp,
     data,
     elementwise,
     factory,
+    functional,
     lapack,
     linalg,
     linalg_exp,
@@ -28,7 +30,7 @@ from . import (
     view,
 )
 
-MODULES = (elementwise, reduction, view, data, linalg, factory, nn)
+MODULES = (elementwise, reduction, view, data, linalg, factory, nn, functional, amp)
 # ember.linalg: LAPACK primitives, then the composites over them.
 MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products, linalg_exp)
 
@@ -36,6 +38,8 @@ MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products
 def _decompose(op, *args):
     """Backend layer of a composite without a runner: its decomposition, in ember ops."""
     _common.check_dtypes(op, args)
+    if op.mutates and args and isinstance(args[0], _common.Tensor):
+        _common.check_writable(op.name, args[0])  # before any partial write, naming this op
     return op.decomposition(*args)
 
 
@@ -53,6 +57,7 @@ def _inplace_def(defn: OpDef, name: str) -> OpDef:
         method=True,
         frontend=False,
         decomposition=None,
+        out=None,
         notes=f"in-place form of {head}",
     )
 

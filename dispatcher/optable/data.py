@@ -9,9 +9,11 @@ import ember
 from ..kinds import copy as run_copy
 from ..kinds import index as run_index
 from ..kinds import shape as run_shape
-from ..opdef import DTYPES_NUMERIC, Kind, OpDef, Promotion
+from ..opdef import DTYPES_NUMERIC, OUT_EXACT, Kind, OpDef, Out, Promotion
 
 CORE = "none: implemented by the core over copy_ (and narrow views)"
+OUT_JOIN = Out("cast", "any")  # cat and friends: out may not share memory with any input
+OUT_INTO_COPY = Out("exact", "partial")  # scatter and index_add: out may be the input itself
 
 
 def _clone(x):
@@ -335,6 +337,7 @@ ROWS = [
         core=True,
         method=False,
         samples="cat",
+        out=OUT_JOIN,
         kernel_args=CORE,
     ),
     OpDef(
@@ -344,6 +347,7 @@ ROWS = [
         decomposition=_stack,
         method=False,
         samples="cat",
+        out=OUT_JOIN,
     ),
     OpDef(
         "hstack(Tensor[] tensors) -> Tensor",
@@ -352,6 +356,7 @@ ROWS = [
         decomposition=_hstack,
         method=False,
         samples="cat",
+        out=OUT_JOIN,
     ),
     OpDef(
         "vstack(Tensor[] tensors) -> Tensor",
@@ -360,6 +365,7 @@ ROWS = [
         decomposition=_vstack,
         method=False,
         samples="cat",
+        out=OUT_JOIN,
     ),
     OpDef(
         "tril(Tensor input, int diagonal=0) -> Tensor",
@@ -367,6 +373,7 @@ ROWS = [
         np.tril,
         decomposition=_tril,
         samples="matrix",
+        out=OUT_EXACT,
     ),
     OpDef(
         "triu(Tensor input, int diagonal=0) -> Tensor",
@@ -374,6 +381,7 @@ ROWS = [
         np.triu,
         decomposition=_triu,
         samples="matrix",
+        out=OUT_EXACT,
     ),
     OpDef(
         "repeat(Tensor input, int[] repeats) -> Tensor",
@@ -399,6 +407,7 @@ ROWS = [
         lambda x, m, v: np.where(m, v, x),
         decomposition=_masked_fill,
         samples="masked",
+        out=None,
     ),
     OpDef(
         "masked_select(Tensor input, Tensor mask) -> Tensor",
@@ -424,6 +433,7 @@ ROWS = [
         runner=run_index.scatter,
         samples="scatter",
         inplace=True,
+        out=OUT_INTO_COPY,
         kernel_args="(out, dim, index, src): writes src into out (a copy of input) in place",
     ),
     OpDef(
@@ -433,6 +443,7 @@ ROWS = [
         runner=run_index.scatter,
         samples="scatter",
         inplace=True,
+        out=OUT_INTO_COPY,
         kernel_args="(out, dim, index, src): adds src into out (a copy of input) in place",
     ),
     OpDef(
@@ -451,6 +462,7 @@ ROWS = [
         runner=run_index.index_add,
         samples="index_add",
         inplace=True,
+        out=OUT_INTO_COPY,
         kernel_args="(out, dim, index, source, alpha): adds into out (a copy of input)",
     ),
     OpDef(
@@ -498,6 +510,7 @@ ROWS = [
         decomposition=_argsort,
         differentiable=False,
         samples="sort",
+        out=None,
     ),
     OpDef(
         "topk(Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True) -> "
@@ -517,6 +530,7 @@ ROWS = [
         runner=run_index.searchsorted,
         differentiable=False,
         samples="searchsorted",
+        out=OUT_EXACT,
         kernel_args="(out, sorted_sequence, values, right): sequence rows match values rows",
     ),
 ]

@@ -20,6 +20,7 @@ from ..opdef import (
     DTYPES_INT,
     DTYPES_INT_BOOL,
     DTYPES_NUMERIC,
+    OUT_SAME_DTYPE,
     Kind,
     OpDef,
     Promotion,
@@ -186,9 +187,10 @@ ROWS = [
         promotion=FLOAT,
         params=", *, str approximate='none'",
         inplace=False,
+        out=None,  # torch.nn.functional.gelu's out= is not part of PyTorch's documented API
         notes="approximate: 'none' (erf) or 'tanh'",
     ),
-    unary("silu", lambda x: x * _sigmoid(x), promotion=FLOAT),
+    unary("silu", lambda x: x * _sigmoid(x), promotion=FLOAT, out=None),
     # nn activations: ember.nn.functional exposes them; no top-level function or method.
     unary(
         "elu",
@@ -273,26 +275,34 @@ ROWS = [
         method=False,
     ),
     # ---- unary, same dtype -----------------------------------------------------------------
-    unary("neg", np.negative, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT),
-    unary("abs", np.abs, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT),
-    unary("sign", _sign, dtypes=DTYPES_ALL, promotion=Promotion.DEFAULT),
+    unary(
+        "neg", np.negative, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT, out=OUT_SAME_DTYPE
+    ),
+    unary("abs", np.abs, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT, out=OUT_SAME_DTYPE),
+    unary("sign", _sign, dtypes=DTYPES_ALL, promotion=Promotion.DEFAULT, out=OUT_SAME_DTYPE),
     unary(
         "relu",
         lambda x: np.maximum(x, 0).astype(x.dtype),
         dtypes=DTYPES_NUMERIC,
         promotion=Promotion.DEFAULT,
+        out=None,  # torch.relu takes no out=
     ),
-    unary("floor", np.floor, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT),
-    unary("ceil", np.ceil, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT),
+    unary(
+        "floor", np.floor, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT, out=OUT_SAME_DTYPE
+    ),
+    unary("ceil", np.ceil, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT, out=OUT_SAME_DTYPE),
     unary(
         "round",
         np.round,
         dtypes=DTYPES_NUMERIC,
         promotion=Promotion.DEFAULT,
+        out=OUT_SAME_DTYPE,
         notes="half to even; the public round(x, decimals=d) scales around it",
     ),
-    unary("trunc", np.trunc, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT),
-    unary("frac", lambda x: x - np.trunc(x), promotion=Promotion.DEFAULT),
+    unary(
+        "trunc", np.trunc, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT, out=OUT_SAME_DTYPE
+    ),
+    unary("frac", lambda x: x - np.trunc(x), promotion=Promotion.DEFAULT, out=OUT_SAME_DTYPE),
     unary("square", np.square, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT),
     unary(
         "bitwise_not",
@@ -300,6 +310,7 @@ ROWS = [
         dtypes=DTYPES_INT_BOOL,
         promotion=Promotion.DEFAULT,
         differentiable=False,
+        out=OUT_SAME_DTYPE,
     ),
     unary(
         "nan_to_num",
@@ -308,6 +319,7 @@ ROWS = [
         promotion=Promotion.DEFAULT,
         params=", float? nan=0.0, float? posinf=None, float? neginf=None",
         samples="unary_special",
+        out=OUT_SAME_DTYPE,
     ),
     # ---- unary, bool results ---------------------------------------------------------------
     unary("logical_not", np.logical_not, dtypes=DTYPES_ALL, promotion=BOOL, differentiable=False),
@@ -318,6 +330,7 @@ ROWS = [
         promotion=BOOL,
         differentiable=False,
         samples="unary_special",
+        out=None,
     ),
     unary(
         "isinf",
@@ -326,6 +339,7 @@ ROWS = [
         promotion=BOOL,
         differentiable=False,
         samples="unary_special",
+        out=None,
     ),
     unary(
         "isfinite",
@@ -334,6 +348,7 @@ ROWS = [
         promotion=BOOL,
         differentiable=False,
         samples="unary_special",
+        out=None,
     ),
     # ---- binary ---------------------------------------------------------------------------------
     binary("add", np.add, notes="the public add(a, b, alpha=2) computes a + 2 * b"),
@@ -404,6 +419,7 @@ ROWS = [
         attrs={"condition": True},
         samples="where",
         method=False,
+        out=OUT_SAME_DTYPE,
     ),
     nary(
         "lerp(Tensor input, Tensor end, Tensor weight) -> Tensor",
@@ -420,6 +436,7 @@ ROWS = [
         samples="clamp",
         inplace=True,
         attrs={"limits": True},
+        out=OUT_SAME_DTYPE,
         notes="a missing bound becomes the dtype's limit before the kernel",
     ),
     nary(

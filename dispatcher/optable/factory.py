@@ -8,7 +8,15 @@ import numpy as np
 import ember
 
 from ..kinds import factory as run
-from ..opdef import DTYPES_FLOAT, DTYPES_NUMERIC, Kind, OpDef
+from ..opdef import (
+    DTYPES_FLOAT,
+    DTYPES_NUMERIC,
+    OUT_ELEMENTWISE,
+    OUT_EXACT,
+    OUT_FROM_OUT,
+    Kind,
+    OpDef,
+)
 
 RANDOM_ARGS = (
     "(out, seed, offset, a, b): fill out per docs/random.md (Philox 4x32-10 at block offset)"
@@ -17,8 +25,10 @@ RANDOM_ARGS = (
 
 def _holds(condition) -> bool:
     """Whether ``condition`` (a bool tensor) holds everywhere: one reduction, one read back.
-    Probability checks read the whole tensor, as PyTorch's do."""
-    return bool(ember.all(condition).item()) if condition.numel() else True
+    Probability checks read the whole tensor, as PyTorch's do; meta tensors have no values."""
+    if not condition.numel() or condition.is_meta:
+        return True
+    return bool(ember.all(condition).item())
 
 
 def _check_probability(p: float, op: str) -> None:
@@ -69,7 +79,8 @@ def _check_distribution(rows, num_samples: int, replacement: bool) -> None:
         )
     # inf - inf is NaN, so one comparison finds negatives, infinities and NaN alike.
     finite = (rows >= 0) & (rows - rows == 0)
-    flags = ember.stack([finite.all(), (rows.sum(-1) > 0).all()]).tolist() if rows.numel() else []
+    readable = rows.numel() and not rows.is_meta  # meta tensors have no values to check
+    flags = ember.stack([finite.all(), (rows.sum(-1) > 0).all()]).tolist() if readable else []
     if flags and not flags[0]:
         raise RuntimeError(
             "multinomial(): probability tensor contains either `inf`, `nan` or element < 0"
@@ -211,6 +222,7 @@ ROWS = [
         decomposition=_bernoulli,
         differentiable=False,
         samples="random",
+        out=OUT_ELEMENTWISE,
         notes="input holds the probabilities; with p, input gives only the shape (PyTorch)",
     ),
     OpDef(
@@ -232,6 +244,7 @@ ROWS = [
         decomposition=_multinomial,
         differentiable=False,
         samples="random",
+        out=OUT_EXACT,
     ),
     OpDef(
         "randperm(int n, *, Generator? generator=None, ScalarType? dtype=None, "
@@ -244,5 +257,6 @@ ROWS = [
         method=False,
         differentiable=False,
         samples="random",
+        out=OUT_FROM_OUT,
     ),
 ]

@@ -10,7 +10,7 @@ import ember
 from ember import _dtype as dt
 
 from ..kinds import linalg as run
-from ..opdef import DTYPES_NUMERIC, Kind, OpDef, Promotion
+from ..opdef import DTYPES_NUMERIC, OUT_ELEMENTWISE, Kind, OpDef, Out, Promotion
 
 # addmm/baddbmm round three times in float16 (the product, alpha * it, the sum with beta * c)
 # where the reference rounds once: 1e-3 fails about one draw in fifty.
@@ -221,6 +221,7 @@ ROWS = [
         dtypes=DTYPES_NUMERIC,
         decomposition=_outer,
         samples="dot",
+        out=OUT_ELEMENTWISE,  # PyTorch's outer is a broadcast mul
     ),
     OpDef(
         "addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
@@ -229,6 +230,7 @@ ROWS = [
         dtypes=DTYPES_NUMERIC,
         decomposition=_addmm,
         samples="addmm",
+        out=Out("exact", "partial"),  # out may be the input it adds to
         tolerances=_ADD_PRODUCT_TOLERANCES,
     ),
     OpDef(
@@ -239,6 +241,7 @@ ROWS = [
         dtypes=DTYPES_NUMERIC,
         decomposition=_baddbmm,
         samples="baddbmm",
+        out=Out("exact", "partial"),  # out may be the input it adds to
         tolerances=_ADD_PRODUCT_TOLERANCES,
     ),
     OpDef(
@@ -248,6 +251,7 @@ ROWS = [
         promotion=Promotion.BOOL_TO_LONG,
         decomposition=_trace,
         samples="matrix",
+        out=None,
     ),
     OpDef(
         "diag(Tensor input, int diagonal=0) -> Tensor",
@@ -265,5 +269,6 @@ ROWS = [
         frontend=True,
         method=False,
         samples="einsum",
+        out=None,
     ),
 ]

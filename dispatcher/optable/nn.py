@@ -13,7 +13,7 @@ import numpy as np
 import ember
 
 from ..kinds import nn as run
-from ..opdef import DTYPES_FLOAT, Kind, OpDef
+from ..opdef import DTYPES_FLOAT, OUT_EXACT, Kind, OpDef
 
 
 def _softmax(x, dim):
@@ -247,6 +247,7 @@ ROWS = [
         runner=run.along_dim,
         decomposition=_softmax,
         samples="along_dim",
+        out=OUT_EXACT,
         kernel_args="(out, x, dim): x contiguous",
     ),
     OpDef(
@@ -257,6 +258,7 @@ ROWS = [
         runner=run.along_dim,
         decomposition=_log_softmax,
         samples="along_dim",
+        out=OUT_EXACT,
         kernel_args="(out, x, dim): x contiguous",
     ),
     OpDef(

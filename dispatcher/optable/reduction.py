@@ -10,7 +10,17 @@ import ember
 from ember import _dtype as dt
 
 from ..kinds import reduction as run
-from ..opdef import DTYPES_ALL, DTYPES_FLOAT, DTYPES_NUMERIC, Kind, OpDef, Promotion
+from ..opdef import (
+    DTYPES_ALL,
+    DTYPES_FLOAT,
+    DTYPES_NUMERIC,
+    OUT_EXACT,
+    OUT_FROM_OUT,
+    Kind,
+    OpDef,
+    Out,
+    Promotion,
+)
 
 REDUCE_ARGS = "(out, x, dims): out has x's rank with the reduced dims (sorted tuple) of size 1"
 
@@ -139,6 +149,8 @@ def _arg_reference(fn):
 
 def reduce(name, ref, promotion, dtypes=DTYPES_ALL, identity=True, with_dtype=True, **kw) -> OpDef:
     tail = ", *, ScalarType? dtype=None" if with_dtype else ""
+    # out= computes in out's dtype where the op takes one (sum, prod); else it must match.
+    kw.setdefault("out", OUT_FROM_OUT if with_dtype else OUT_EXACT)
     return OpDef(
         f"{name}(Tensor input, int[]? dim=None, bool keepdim=False{tail}) -> Tensor",
         Kind.REDUCTION,
@@ -195,6 +207,7 @@ ROWS = [
         dtypes=DTYPES_FLOAT,
         decomposition=_mean,
         samples="reduction",
+        out=OUT_FROM_OUT,
     ),
     OpDef(
         "var(Tensor input, int[]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> Tensor",
@@ -244,6 +257,7 @@ ROWS = [
         dtypes=DTYPES_FLOAT,
         decomposition=_norm,
         samples="norm",
+        out=OUT_EXACT,
     ),
     OpDef(
         "count_nonzero(Tensor input, int[]? dim=None) -> Tensor",
@@ -253,6 +267,7 @@ ROWS = [
         decomposition=_count_nonzero,
         differentiable=False,
         samples="reduction",
+        out=None,
     ),
     *(
         OpDef(
@@ -263,6 +278,7 @@ ROWS = [
             runner=run.reduce_with_indices,
             frontend=True,
             samples="reduction_one_dim",
+            out=Out("exact", "partial"),
             kernel_args="(values, indices, x, dim): both outputs have x's rank, size 1 at dim",
             notes=f"the public {name}() also covers {name}(x) (all) and {name}(x, other) "
             f"({name}imum)",
@@ -279,6 +295,7 @@ ROWS = [
             runner=run.arg_reduce,
             differentiable=False,
             samples="reduction_one_dim_optional",
+            out=OUT_EXACT,
             kernel_args="(out_int64, x, dim): out has x's rank, size 1 at dim; first of ties",
         )
         for name, np_arg in (("argmax", np.argmax), ("argmin", np.argmin))

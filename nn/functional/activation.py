@@ -105,7 +105,122 @@ def glu(input, dim: int = -1):
     return a * ember.sigmoid(b)
 
 
-def threshold(input, threshold: float, value: float, inplace: bool = False):
-    """``input`` where it exceeds ``threshold``, else ``value`` (no gradient there)."""
+def _threshold(input, threshold: float, value: float, inplace: bool):
     below = input <= threshold
     return input.masked_fill_(below, value) if inplace else input.masked_fill(below, value)
+
+
+def threshold(input, threshold: float, value: float, inplace: bool = False):
+    """``input`` where it exceeds ``threshold``, else ``value`` (no gradient there)."""
+    return _threshold(input, threshold, value, inplace)
+
+
+def hardshrink(input, lambd: float = 0.5):
+    """``input`` where ``|input| > lambd``, else 0."""
+    return input.masked_fill(input.abs() <= lambd, 0)
+
+
+def softshrink(input, lambd: float = 0.5):
+    """``input`` moved ``lambd`` towards 0, and 0 where ``|input| <= lambd``."""
+    if lambd < 0:
+        raise RuntimeError(
+            f"softshrink: lambda must be in range [0, inf) for input dtype "
+            f"{input.dtype.name}, but found {lambd}"
+        )
+    return (input - input.sign() * lambd).masked_fill(input.abs() <= lambd, 0)
+
+
+def tanhshrink(input):
+    return input - ember.tanh(input)
+
+
+def prelu(input, weight):
+    """``max(0, x) + weight * min(0, x)``, ``weight`` one value or one per channel (dim 1)."""
+    if weight.ndim > 1:
+        raise RuntimeError(
+            f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.ndim}"
+        )
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if weight.numel() not in (1, channels):
+        raise RuntimeError(
+            f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+            f"{weight.numel()} and channel size = {channels}."
+        )
+    if weight.numel() != 1:
+        weight = weight.view([channels] + [1] * (input.ndim - 2))
+    elif weight.ndim:
+        weight = weight.reshape(())
+    return ember.where(input > 0, input, weight * input)
+
+
+def _rrelu_slopes(input, lower, upper, training):
+    """Per element slope for the negatives: uniform in [lower, upper] while training, their
+    mean otherwise (a Python number); 1 for the non-negatives."""
+    if not training:
+        return (lower + upper) / 2
+    noise = ember.rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower)
+    return ember.where(input > 0, 1.0, noise + lower)  # PyTorch draws for x <= 0
+
+
+def rrelu(
+    input,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+):
+    """Randomised leaky ReLU: negative slopes drawn from U(lower, upper) while training, their
+    mean in evaluation."""
+    slopes = _rrelu_slopes(input, lower, upper, training)
+    if not training:
+        return leaky_relu(input, slopes, inplace)
+    out = input * slopes
+    return input.copy_(out) if inplace else out
+
+
+def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1):
+    """Samples from the Gumbel-softmax distribution; ``hard`` gives one-hot samples whose
+    gradient is the soft sample's (straight-through)."""
+    uniform = ember.rand(logits.shape, dtype=logits.dtype, device=logits.device)
+    # -log of an Exp(1) sample -log(1 - U); ``eps`` (what it was for in PyTorch's first
+    # version) keeps U = 0 from giving +inf
+    gumbels = -ember.log((-ember.log1p(-uniform)).clamp(min=eps))
+    soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return soft
+    index = soft.argmax(dim, keepdim=True)
+    one_hot = ember.zeros_like(logits).scatter_(dim, index, 1.0)
+    return one_hot - soft.detach() + soft
+
+
+# In-place functional forms (torch.nn.functional.relu_ etc.).
+def relu_(input):
+    return relu(input, inplace=True)
+
+
+def elu_(input, alpha: float = 1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def celu_(input, alpha: float = 1.0):
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def leaky_relu_(input, negative_slope: float = 0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val: float = -1.0, max_val: float = 1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input, threshold: float, value: float):
+    return _threshold(input, threshold, value, True)
+
+
+def rrelu_(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False):
+    return rrelu(input, lower, upper, training, inplace=True)

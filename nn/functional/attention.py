@@ -8,7 +8,7 @@ import math
 import ember
 
 from .activation import softmax
-from .linear import dropout
+from .dropout import dropout
 
 
 @functools.lru_cache(maxsize=8)
@@ -46,6 +46,14 @@ def scaled_dot_product_attention(
     Shapes: query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev). A boolean
     ``attn_mask`` says where attention may go (True); a float one is added to the scores.
     """
+    return ember.ops.scaled_dot_product_attention(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
+    )
+
+
+def _scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
         raise RuntimeError(
             f"scaled_dot_product_attention: query {list(query.shape)}, key {list(key.shape)} "

@@ -80,7 +80,7 @@ def _convolution(op, spatial, input, weight, bias, stride, padding, dilation, gr
     return out if batched else out.squeeze(0)
 
 
-def _conv2d(x, weight, stride, padding, dilation, groups):
+def _cols_conv2d(x, weight, stride, padding, dilation, groups):
     n, _, h, w = x.shape
     out_c, c_per_group, kh, kw = weight.shape
     cols = OPS["im2col"](x, (kh, kw), dilation, padding, stride)  # (N, C*kh*kw, L)
@@ -95,8 +95,8 @@ def _conv2d(x, weight, stride, padding, dilation, groups):
     return out.reshape(n, out_c, oh, ow)  # sizes, not -1: an empty batch has no size to infer
 
 
-def _conv1d(x, weight, stride, padding, dilation, groups):
-    return _conv2d(
+def _cols_conv1d(x, weight, stride, padding, dilation, groups):
+    return _cols_conv2d(
         x.unsqueeze(-2),
         weight.unsqueeze(-2),
         (1, *stride),
@@ -106,7 +106,7 @@ def _conv1d(x, weight, stride, padding, dilation, groups):
     ).squeeze(-2)
 
 
-def _conv3d(x, weight, stride, padding, dilation, groups):
+def _cols_conv3d(x, weight, stride, padding, dilation, groups):
     """One 2-D convolution per kernel depth i, over the depth planes it meets (every output
     depth's plane at ``o * stride + i * dilation`` folded into the batch), summed."""
     n, c, depth = x.shape[:3]
@@ -118,23 +118,35 @@ def _conv3d(x, weight, stride, padding, dilation, groups):
     for i in range(weight.shape[2]):
         planes = x.narrow(2, i * dilation[0], (out_d - 1) * stride[0] + 1)[:, :, :: stride[0]]
         planes = planes.transpose(1, 2).reshape(n * out_d, c, *x.shape[3:])
-        part = _conv2d(planes, weight[:, :, i], stride[1:], padding[1:], dilation[1:], groups)
+        part = _cols_conv2d(planes, weight[:, :, i], stride[1:], padding[1:], dilation[1:], groups)
         out = part if out is None else out + part
     return out.reshape(n, out_d, *out.shape[1:]).transpose(1, 2)
 
 
-_CONV = {1: _conv1d, 2: _conv2d, 3: _conv3d}
+_CONV = {1: _cols_conv1d, 2: _cols_conv2d, 3: _cols_conv3d}
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of (N, C_in, L) (or unbatched (C_in, L)) by weight (C_out, C_in/groups, k),
-    as a 2-D convolution over a height of 1."""
-    return _convolution("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+    as a 2-D convolution over a height of 1; ``padding`` also 'same' or 'valid'. The op table's
+    ``conv1d`` row (one node in a captured graph, one autocast cast)."""
+    return OPS["conv1d"](input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution of (N, C_in, H, W) (or unbatched (C_in, H, W)) by weight
-    (C_out, C_in/groups, kH, kW)."""
+    (C_out, C_in/groups, kH, kW); ``padding`` also 'same' or 'valid'. The op table's ``conv2d``
+    row."""
+    return OPS["conv2d"](input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """The ``conv1d`` row's decomposition."""
+    return _convolution("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """The ``conv2d`` row's decomposition: im2col and one matmul (all groups at once)."""
     return _convolution("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -192,7 +204,7 @@ def _crop(out, padding, sizes):
     return OPS["constant_pad_nd"](out, tuple(pads), 0)
 
 
-def _conv_transpose2d(x, weight, stride, padding, output_padding, groups, dilation):
+def _cols_conv_transpose2d(x, weight, stride, padding, output_padding, groups, dilation):
     n, c_in, h, w = x.shape
     _, c_out_g, kh, kw = weight.shape
     per_in = c_in // groups
@@ -216,8 +228,8 @@ def _zip4(x, weight, stride, dilation):
     return zip(x.shape[2:], weight.shape[2:], stride, dilation)
 
 
-def _conv_transpose1d(x, weight, stride, padding, output_padding, groups, dilation):
-    return _conv_transpose2d(
+def _cols_conv_transpose1d(x, weight, stride, padding, output_padding, groups, dilation):
+    return _cols_conv_transpose2d(
         x.unsqueeze(-2),
         weight.unsqueeze(-2),
         (1, *stride),
@@ -228,7 +240,7 @@ def _conv_transpose1d(x, weight, stride, padding, output_padding, groups, dilati
     ).squeeze(-2)
 
 
-def _conv_transpose3d(x, weight, stride, padding, output_padding, groups, dilation):
+def _cols_conv_transpose3d(x, weight, stride, padding, output_padding, groups, dilation):
     """One transposed 2-D convolution per kernel depth i over every input plane (folded into
     the batch), added at depths ``d * stride + i * dilation``; then the depth padding cropped."""
     n, c_in, depth = x.shape[:3]
@@ -237,7 +249,7 @@ def _conv_transpose3d(x, weight, stride, padding, output_padding, groups, dilati
     full = (depth - 1) * stride[0] + dilation[0] * (kd - 1) + 1
     out = None
     for i in range(kd):
-        part = _conv_transpose2d(
+        part = _cols_conv_transpose2d(
             planes,
             weight[:, :, i],
             stride[1:],
@@ -254,7 +266,7 @@ def _conv_transpose3d(x, weight, stride, padding, output_padding, groups, dilati
     return _crop(out.transpose(1, 2), padding[:1], (full - 2 * padding[0] + output_padding[0],))
 
 
-_CONV_T = {1: _conv_transpose1d, 2: _conv_transpose2d, 3: _conv_transpose3d}
+_CONV_T = {1: _cols_conv_transpose1d, 2: _cols_conv_transpose2d, 3: _cols_conv_transpose3d}
 
 
 def conv_transpose1d(
@@ -280,7 +292,16 @@ def conv_transpose2d(
     input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
 ):
     """Transposed 2-D convolution (the gradient of conv2d with respect to its input); weight
-    (C_in, C_out/groups, kH, kW)."""
+    (C_in, C_out/groups, kH, kW). The op table's ``conv_transpose2d`` row."""
+    return OPS["conv_transpose2d"](
+        input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
+
+
+def _conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
+    """The ``conv_transpose2d`` row's decomposition."""
     return _transposed(
         "conv_transpose2d",
         2,
@@ -339,3 +360,22 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         _tuple(stride, 2, "stride", "fold"),
     )
     return out if batched else out.squeeze(0)
+
+
+def conv_tbc(input, weight, bias, pad: int = 0):
+    """1-D convolution of time-major input (T, B, C_in) by weight (K, C_in, C_out), output
+    (T + 2 pad - K + 1, B, C_out): conv1d over (B, C_in, T)."""
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError(
+            "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels."
+        )
+    if bias.ndim != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if bias.shape[0] != weight.shape[2]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)

@@ -1,4 +1,4 @@
-"""linear, bilinear, embedding, dropout, one_hot."""
+"""linear, bilinear, embedding, one_hot."""
 
 from __future__ import annotations
 
@@ -8,6 +8,11 @@ from ember.dispatcher.optable import OPS
 
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``; input (*, in_features), weight (out_features, in_features)."""
+    return OPS["linear"](input, weight, bias)
+
+
+def _linear(input, weight, bias=None):
+    """The ``linear`` row's decomposition: one mm over the folded leading dims."""
     if input.shape[-1] != weight.shape[-1]:
         raise RuntimeError(
             f"linear: input features {input.shape[-1]} don't match weight {list(weight.shape)} "
@@ -23,6 +28,10 @@ def linear(input, weight, bias=None):
 
 def bilinear(input1, input2, weight, bias=None):
     """``y_k = x1^T W_k x2 + b_k``; weight (out, in1, in2)."""
+    return OPS["bilinear"](input1, input2, weight, bias)
+
+
+def _bilinear(input1, input2, weight, bias=None):
     if input1.shape[:-1] != input2.shape[:-1] or (input1.shape[-1], input2.shape[-1]) != tuple(
         weight.shape[1:]
     ):
@@ -172,20 +181,6 @@ def embedding_bag(
     return total / count
 
 
-def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """Zero elements with probability ``p`` and scale the rest by 1/(1-p) (identity in eval)."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
-    if p == 1.0:
-        out = input * 0
-    else:  # one mask of 0 and 1/(1-p), so the output is a single multiply
-        keep = ember.rand(input.shape, dtype=input.dtype, device=input.device) >= p
-        out = input * keep.to(input.dtype).mul_(1.0 / (1.0 - p))
-    return input.copy_(out) if inplace else out
-
-
 def one_hot(tensor, num_classes: int = -1):
     """int64 tensor with a trailing dim of size ``num_classes`` holding one 1 per position."""
     if tensor.dtype is not ember.int64:
@@ -207,3 +202,48 @@ def one_hot(tensor, num_classes: int = -1):
         raise RuntimeError("Can not infer total number of classes from empty tensor.")
     out = ember.zeros(*tensor.shape, num_classes, dtype=ember.int64, device=tensor.device)
     return out.scatter(-1, tensor.unsqueeze(-1), 1)
+
+
+def _grouped_offsets(offs, mat_a, mat_b):
+    if (offs is None) != (mat_a.ndim == 3 and mat_b.ndim == 3):
+        raise RuntimeError(
+            "Have to provide offsets if there is a 2d matrix, or no offset if both matrices are 3d"
+        )
+    if offs is None:
+        return None
+    if offs.dtype is not ember.int32:
+        raise RuntimeError("Offsets have to be int32")
+    ends = [int(e) for e in offs.tolist()]
+    return list(zip([0] + ends[:-1], ends))
+
+
+def grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):
+    """Groups of matrix products, the groups cut by the cumulative ``offs`` (int32): a 2-D
+    ``mat_a`` by rows against a 3-D ``mat_b`` (one matrix per group), a 3-D ``mat_a`` against a
+    2-D ``mat_b`` by columns, two 2-D matrices by the shared dim (one result per group), or
+    two 3-D stacks (a batched product). Rows past the last offset are zeros (PyTorch leaves
+    them unwritten)."""
+    if bias is not None:
+        raise RuntimeError("Bias not supported yet")
+    if not mat_a.dtype.is_floating_point:
+        raise RuntimeError(
+            f"Expected mat_a to be Float32, BFloat16 or Float16 matrix, got {mat_a.dtype.name}"
+        )
+    if mat_a.shape[-1] != mat_b.shape[-2]:
+        raise RuntimeError("contraction dimension of mat_a and mat_b must match")
+    groups = _grouped_offsets(offs, mat_a, mat_b)
+    if groups is None:
+        out = ember.matmul(mat_a, mat_b)
+    elif mat_a.ndim == 2 and mat_b.ndim == 3:
+        parts = [mat_a[s:e] @ mat_b[g] for g, (s, e) in enumerate(groups)]
+        rest = mat_a.shape[0] - (groups[-1][1] if groups else 0)
+        parts.append(mat_a.new_zeros(rest, mat_b.shape[-1]))
+        out = ember.cat(parts, 0)
+    elif mat_a.ndim == 3 and mat_b.ndim == 2:
+        parts = [mat_a[g] @ mat_b[:, s:e] for g, (s, e) in enumerate(groups)]
+        rest = mat_b.shape[1] - (groups[-1][1] if groups else 0)
+        parts.append(mat_a.new_zeros(mat_a.shape[1], rest))
+        out = ember.cat(parts, 1)
+    else:
+        out = ember.stack([mat_a[:, s:e] @ mat_b[s:e] for s, e in groups])
+    return out if out_dtype is None else out.to(out_dtype)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import math
 import warnings
+
+import numpy as np
 
 import ember
 from ember.autograd import Function
@@ -63,6 +67,10 @@ def _weighted(loss, weight, reduction):
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _warn_broadcast("mse_loss", input, target)
+    return OPS["mse_loss"](input, target, reduction, weight)
+
+
+def _mse_loss(input, target, reduction="mean", weight=None):
     diff = input - target
     return _weighted(diff * diff, weight, reduction)
 
@@ -70,12 +78,20 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _warn_broadcast("l1_loss", input, target)
+    return OPS["l1_loss"](input, target, reduction, weight)
+
+
+def _l1_loss(input, target, reduction="mean", weight=None):
     return _weighted(ember.abs(input - target), weight, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _warn_broadcast("smooth_l1_loss", input, target)
+    return OPS["smooth_l1_loss"](input, target, reduction, beta)
+
+
+def _smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     diff = ember.abs(input - target)
     if beta == 0:
         return _reduce(diff, reduction)
@@ -85,6 +101,10 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _warn_broadcast("huber_loss", input, target)
+    return OPS["huber_loss"](input, target, reduction, delta, weight)
+
+
+def _huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     diff = ember.abs(input - target)
     loss = ember.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
     return _weighted(loss, weight, reduction)
@@ -136,6 +156,10 @@ def nll_loss(
 ):
     """Negative log likelihood from log-probabilities ``input`` (N, C, ...) and class ``target``."""
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["nll_loss"](input, target, weight, reduction, ignore_index)
+
+
+def _nll_loss(input, target, weight=None, reduction="mean", ignore_index=-100):
     if input.ndim < 1:
         raise ValueError("nll_loss: input must have at least 1 dimension")
     input, target, unbatched = _batched(input, target)
@@ -155,6 +179,14 @@ def cross_entropy(
 ):
     """Cross entropy of logits ``input`` (N, C, ...) with class indices or class probabilities."""
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["cross_entropy_loss"](
+        input, target, weight, reduction, ignore_index, label_smoothing
+    )
+
+
+def _cross_entropy_loss(
+    input, target, weight=None, reduction="mean", ignore_index=-100, label_smoothing=0.0
+):
     input, target, unbatched = _batched(input, target)
     logp = log_softmax(input, 1)
     classes = input.shape[1]
@@ -208,6 +240,10 @@ def binary_cross_entropy(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean"
 ):
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["binary_cross_entropy"](input, target, weight, reduction)
+
+
+def _binary_cross_entropy(input, target, weight=None, reduction="mean"):
     _check_same("binary_cross_entropy", input, target)
     return _weighted(_BinaryCrossEntropy.apply(input, target), weight, reduction)
 
@@ -216,6 +252,12 @@ def binary_cross_entropy_with_logits(
     input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
 ):
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["binary_cross_entropy_with_logits"](input, target, weight, pos_weight, reduction)
+
+
+def _binary_cross_entropy_with_logits(
+    input, target, weight=None, pos_weight=None, reduction="mean"
+):
     _check_same("binary_cross_entropy_with_logits", input, target)
     log_sig = OPS["logsigmoid"](input)
     log_one_minus = OPS["logsigmoid"](-input)
@@ -226,6 +268,10 @@ def binary_cross_entropy_with_logits(
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["kl_div"](input, target, reduction, log_target)
+
+
+def _kl_div(input, target, reduction="mean", log_target=False):
     if log_target:
         loss = ember.exp(target) * (target - input)
     else:
@@ -237,6 +283,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     """``x1 . x2 / (max(||x1||, eps) max(||x2||, eps))`` along ``dim`` (broadcasting)."""
+    return OPS["cosine_similarity"](x1, x2, dim, eps)
+
+
+def _cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     norms = norm_at_least(x1, 2, dim, eps) * norm_at_least(x2, 2, dim, eps)
     return (x1 * x2).sum(dim) / norms
 
@@ -245,6 +295,10 @@ def cosine_embedding_loss(
     input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
 ):
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return OPS["cosine_embedding_loss"](input1, input2, target, margin, reduction)
+
+
+def _cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     dim = 1 if input1.ndim > 1 else 0
     # PyTorch's formula: 1e-12 added to each squared norm (finite at zero vectors).
     squares = ((input1 * input1).sum(dim) + 1e-12) * ((input2 * input2).sum(dim) + 1e-12)
@@ -255,3 +309,86 @@ def cosine_embedding_loss(
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+@functools.lru_cache(maxsize=64)
+def _upper_pairs(n: int, device: str):
+    """Row indices (i, j), i < j, in PyTorch's pdist order."""
+    rows, cols = np.triu_indices(n, 1)
+    return (
+        ember.tensor(rows, dtype=ember.int64, device=device),
+        ember.tensor(cols, dtype=ember.int64, device=device),
+    )
+
+
+def pdist(input, p: float = 2):
+    """p-norm distances between every pair of rows of (N, M) ``input``: N (N - 1) / 2 values,
+    the upper triangle of the distance matrix read row by row."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    rows, cols = _upper_pairs(input.shape[0], str(input.device))
+    diff = input.index_select(0, rows) - input.index_select(0, cols)
+    if p == 0:  # a count of differing entries; PyTorch's gradient is a zero tensor
+        return (diff != 0).sum(-1).to(diff.dtype) + (diff * 0).sum(-1)
+    return diff.norm(p, -1)
+
+
+def poisson_nll_loss(
+    input,
+    target,
+    log_input=True,
+    full=False,
+    size_average=None,
+    eps=1e-8,
+    reduce=None,
+    reduction="mean",
+):
+    """Negative log likelihood of ``target`` under Poisson(rate): ``exp(input) - target * input``
+    with log rates, ``input - target * log(input + eps)`` otherwise; ``full`` adds Stirling's
+    approximation of log(target!) where target > 1."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_input:
+        loss = ember.exp(input) - target * input
+    else:
+        loss = input - target * ember.log(input + eps)
+    if full:
+        stirling = target * ember.log(target) - target + 0.5 * ember.log(2 * math.pi * target)
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _reduce(loss, reduction)
+
+
+def _gaussian_var(input, var):
+    """``var`` shaped to broadcast over ``input`` by PyTorch's rules (one dim short, or one
+    mismatched dim), after checking it is non-negative."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        return ember.full(input.shape, float(var), dtype=input.dtype, device=input.device)
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) == tuple(input.shape):
+        return var
+    if tuple(input.shape[:-1]) == tuple(var.shape):
+        return var.unsqueeze(-1)
+    mismatched = [v for i, v in zip(input.shape, var.shape) if i != v]
+    if input.ndim == var.ndim and sum(mismatched) == 1:
+        return var
+    raise ValueError("var is of incorrect size")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """``0.5 (log var + (input - target)^2 / var)`` (plus ``0.5 log 2 pi`` with ``full``); var
+    is clamped at ``eps`` for the value only, its gradient passing as PyTorch's does."""
+    var = _gaussian_var(input, var)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not valid")
+    # PyTorch clamps a clone in place under no_grad: the clamped value, the identity gradient
+    var = var + (ember.clamp(var, min=eps) - var).detach()
+    loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)

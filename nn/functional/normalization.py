@@ -4,8 +4,22 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import ember
+from ember.autograd import Function
 from ember.dispatcher.optable import OPS
+
+from .pool_nd import avg_pool3d
+from .pooling import avg_pool2d
+
+
+def _mixed(input, *params) -> bool:
+    """A float16/bfloat16 input with float32 parameters (an autocast region's activations with a
+    model's weights): PyTorch's norms compute in float32 and return the input's dtype."""
+    return input.dtype in (ember.float16, ember.bfloat16) and any(
+        p is not None and p.dtype is ember.float32 for p in params
+    )
 
 
 def _affine(out, weight, bias, shape):
@@ -20,6 +34,10 @@ def batch_norm(
     input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
 ):
     """Normalise over the batch (and spatial) dims per channel (dim 1)."""
+    if _mixed(input, running_mean, weight, bias):
+        out = batch_norm(input.float(), running_mean, running_var, weight, bias, training,
+                         momentum, eps)  # fmt: skip
+        return out.to(input.dtype)
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got {input.ndim}D")
     dims = [0] + list(range(2, input.ndim))
@@ -87,6 +105,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each of ``num_groups`` channel groups of each sample."""
+    return OPS["group_norm"](input, num_groups, weight, bias, eps)
+
+
+def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if _mixed(input, weight, bias):
+        return _group_norm(input.float(), num_groups, weight, bias, eps).to(input.dtype)
     if input.ndim < 2:
         raise RuntimeError(
             f"group_norm: Expected at least 2 dimensions for input tensor but received {input.ndim}"
@@ -120,7 +144,56 @@ def instance_norm(
     momentum=0.1,
     eps=1e-5,
 ):
-    return group_norm(input, input.shape[1], weight, bias, eps)
+    """Normalise each channel of each sample over its spatial dims (with ``use_input_stats``,
+    updating the running statistics by their mean over the batch, as PyTorch), or by the
+    running statistics."""
+    if use_input_stats:
+        if math.prod(input.shape[2:]) == 1:
+            raise ValueError(
+                f"Expected more than 1 spatial element when training, got input size "
+                f"{list(input.shape)}"
+            )
+        if running_mean is not None or running_var is not None:
+            _track_instance_stats(input, running_mean, running_var, momentum)
+        return _group_norm(input, input.shape[1], weight, bias, eps)
+    shape = [1, input.shape[1]] + [1] * (input.ndim - 2)
+    out = (input - running_mean.view(shape)) * ember.rsqrt(running_var.view(shape) + eps)
+    return _affine(out, weight, bias, shape)
+
+
+def _track_instance_stats(input, running_mean, running_var, momentum) -> None:
+    """PyTorch's instance norm runs batch norm over (1, N * C, *): each instance's mean and
+    unbiased variance, averaged over the batch, move the running statistics."""
+    dims = list(range(2, input.ndim))
+    count = math.prod(input.shape[2:])
+    with ember.no_grad():
+        x = input.detach()
+        if running_mean is not None:
+            running_mean.lerp_(x.mean(dims).mean(0), momentum)
+        if running_var is not None:
+            unbiased = x.var(dims, correction=0) * (count / (count - 1))
+            running_var.lerp_(unbiased.mean(0), momentum)
+
+
+def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+    """``x / (k + alpha * mean of x^2 over ``size`` neighbouring channels)^beta``."""
+    if input.ndim < 3:
+        raise ValueError(
+            f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)"
+        )
+    if input.numel() == 0:
+        return input
+    div = input * input
+    pads = (size // 2, (size - 1) // 2)
+    if input.ndim == 3:
+        div = OPS["constant_pad_nd"](div.unsqueeze(1), (0, 0, *pads), 0)
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.shape
+        div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = OPS["constant_pad_nd"](div, (0, 0, 0, 0, *pads), 0)
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).view(sizes)
+    return input / (div * alpha + k).pow(beta)
 
 
 def norm_at_least(input, p: float, dim: int, eps: float, keepdim: bool = False):
@@ -133,3 +206,63 @@ def norm_at_least(input, p: float, dim: int, eps: float, keepdim: bool = False):
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
     """``input / max(||input||_p, eps)`` along ``dim``."""
     return input / norm_at_least(input, p, dim, eps, keepdim=True)
+
+
+def _cross_map_windows(channels: int, size: int):
+    """The channel windows of PyTorch's legacy CrossMapLRN2d as 0/1 matrices: the forward's
+    (its running sum never drops channel 0 once past the first window) and the backward's
+    (shifted by ``size - (size - 1) / 2``), kept as PyTorch computes them."""
+    pre = int((size - 1) / 2 + 1)
+    forward = np.zeros((channels, channels))
+    for c in range(channels):
+        high = min(c + pre - 1, channels - 1)
+        if c <= pre:
+            forward[c, : high + 1] = 1
+        else:
+            forward[c, c - pre + 1 : high + 1] = 1
+            forward[c, 0] = 1
+    shift = int(size - (size - 1) / 2)
+    backward = np.zeros((channels, channels))
+    for c in range(channels):
+        backward[c, max(c - shift, 0) : min(c + size - 1 - shift, channels - 1) + 1] = 1
+    return forward, backward
+
+
+def _channel_mix(matrix, x):
+    """``sum_j matrix[c, j] x[:, j]`` for (N, C, H, W) ``x``."""
+    return OPS["matmul"](matrix, x.movedim(1, -2)).movedim(-2, 1)
+
+
+class _CrossMapLRN2d(Function):
+    """PyTorch's CrossMapLRN2d: its forward, and its hand-written backward (not the exact
+    gradient of that forward; PyTorch's own autograd Function)."""
+
+    @staticmethod
+    def forward(ctx, input, size, alpha, beta, k):
+        forward, backward = (
+            ember.tensor(m, dtype=input.dtype, device=input.device)
+            for m in _cross_map_windows(input.shape[1], size)
+        )
+        scale = _channel_mix(forward, input * input) * (alpha / size) + k
+        output = input * scale.pow(-beta)
+        ctx.save_for_backward(input, output, scale, backward)
+        ctx.coefficient, ctx.beta = 2 * alpha * beta / size, beta
+        return output
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, output, scale, backward = ctx.saved_tensors
+        ratio = _channel_mix(backward, grad * output / scale)
+        return scale.pow(-ctx.beta) * grad - ctx.coefficient * input * ratio, None, None, None, None
+
+
+def cross_map_lrn2d(input, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1):
+    """Local response normalisation across channels of (N, C, H, W), PyTorch's legacy form."""
+    if input.ndim != 4:
+        raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D instead.")
+    if size > 1:
+        return _CrossMapLRN2d.apply(input, size, alpha, beta, k)
+    # PyTorch's backward fails for size 1; this is the exact gradient of its forward
+    forward, _ = _cross_map_windows(input.shape[1], size)
+    matrix = ember.tensor(forward, dtype=input.dtype, device=input.device)
+    return input * (_channel_mix(matrix, input * input) * (alpha / size) + k).pow(-beta)

@@ -110,12 +110,14 @@ def _avg_pool2d(op, x, k, s, p, ceil_mode, count_include_pad, divisor=None):
     return sums / (rows * cols)
 
 
-def _adaptive_size(op: str, output_size, x) -> tuple:
-    """(out_h, out_w), None meaning the input's size; PyTorch's refusals of negative sizes and
-    of inputs with an empty non-batch dim (no window to average)."""
-    h, w = x.shape[-2:]
-    sizes = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
-    sizes = tuple(size if out is None else out for out, size in zip(sizes, (h, w)))
+def _adaptive_size(op: str, output_size, x, n: int = 2) -> tuple:
+    """The n output sizes of an adaptive pool over the last n dims, None meaning the input's
+    size; PyTorch's refusals of negative sizes and of inputs with an empty non-batch dim (no
+    window to pool)."""
+    sizes = (output_size,) * n if isinstance(output_size, int) else tuple(output_size)
+    if len(sizes) != n:
+        raise RuntimeError(f"{op}: output_size must be {n}, got {list(sizes)}")
+    sizes = tuple(size if out is None else out for out, size in zip(sizes, x.shape[-n:]))
     if any(s < 0 for s in sizes):
         raise RuntimeError(
             f"{op}: elements of output_size must be greater than or equal to 0 but received "
@@ -210,3 +212,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     row = rows.view(out_h, 1, kh).expand(*shape[:-1], kh).gather(-1, (local // kw).view(shape))
     col = cols.view(1, out_w, kw).expand(*shape[:-1], kw).gather(-1, (local % kw).view(shape))
     return values, (row * w + col).squeeze(-1)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool2d(input, output_size, return_indices=True)

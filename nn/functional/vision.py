@@ -1,5 +1,5 @@
 """pad (constant, reflect, replicate, circular) and interpolate (nearest, nearest-exact, linear,
-bilinear, trilinear, area).
+bilinear, bicubic, trilinear, area; antialias for bilinear and bicubic).
 
 The non-constant pads and the resizes are gathers (index_select) along one dim at a time; the
 positions and weights they use depend only on the sizes, so they are computed in Python once
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import ember
 from ember.dispatcher.optable import OPS
 
+from ._resample import apply_along, resample_matrix
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _PAD_MODES = ("reflect", "replicate", "circular")
@@ -83,6 +85,14 @@ def pad(input, pad, mode: str = "constant", value=None):
             f"pad: padding length must be even and at most 2 * ndim, got {len(pad)} for input of "
             f"shape {list(input.shape)}"
         )
+    if input.ndim not in (len(pad) // 2 + 1, len(pad) // 2 + 2):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+        )
     out = input
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i
@@ -139,6 +149,7 @@ _MODES = {
     "area": None,
     "linear": 3,
     "bilinear": 4,
+    "bicubic": 4,
     "trilinear": 5,
 }
 
@@ -160,8 +171,11 @@ def _check_interpolate(input, mode, align_corners, antialias):
             "align_corners option can only be set with the interpolating modes: linear | "
             "bilinear | bicubic | trilinear"
         )
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D "
+            "tensor as input"
+        )
 
 
 def interpolate(
@@ -194,6 +208,12 @@ def interpolate(
             index = _nearest_index(target, in_size, scale, mode == "nearest-exact", device)
             out = out.index_select(dim, index)
             continue
+        if mode == "bicubic" or antialias:
+            matrix = resample_matrix(
+                in_size, target, mode, bool(align_corners), scale, antialias, device, input.dtype
+            )
+            out = apply_along(out, dim, matrix)
+            continue
         low, high, frac = _linear_weights(
             target, in_size, bool(align_corners), scale, device, input.dtype
         )
@@ -201,3 +221,30 @@ def interpolate(
         start = out.index_select(dim, low)
         out = start + (out.index_select(dim, high) - start) * frac
     return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated name of :func:`interpolate` (with PyTorch's warning)."""
+    warnings.warn(
+        "`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(..., mode='nearest')``."""
+    warnings.warn(
+        "`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    warnings.warn(
+        "`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

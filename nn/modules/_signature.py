@@ -8,8 +8,13 @@ import inspect
 _KEYWORD = inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 
-def signature(required=(), defaults=()) -> inspect.Signature:
-    """``(self, *required, *defaults)``: names without defaults, then ``(name, default)`` pairs."""
+def signature(required=(), defaults=(), keyword_only=()) -> inspect.Signature:
+    """``(self, *required, *defaults, *, *keyword_only)``: names without defaults, then
+    ``(name, default)`` pairs, then keyword-only ``(name, default)`` pairs."""
     params = [inspect.Parameter(name, _KEYWORD) for name in ("self", *required)]
     params += [inspect.Parameter(name, _KEYWORD, default=value) for name, value in defaults]
+    params += [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=value)
+        for name, value in keyword_only
+    ]
     return inspect.Signature(params)

@@ -69,10 +69,38 @@ class StateDict:
                     destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
                 )
         for hook in self._state_dict_hooks.values():
-            replaced = hook(self, destination, prefix)
+            replaced = hook(self, destination, prefix, {})  # PyTorch's (module, sd, prefix, meta)
             if replaced is not None:
                 destination = replaced
         return destination
+
+    # ---- state-dict hooks (PyTorch's; weight_norm and spectral_norm convert old keys) ---------
+    def _register_state_dict_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata)`` after this module's state_dict;
+        may return a replacement dict."""
+        from .module import _Handle
+
+        handle = _Handle(self._state_dict_hooks)
+        self._state_dict_hooks[handle.id] = hook
+        return handle
+
+    register_state_dict_post_hook = _register_state_dict_hook
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False):
+        """``hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` (with ``module`` first when ``with_module``) before this module loads its
+        own entries; it may rewrite ``state_dict``."""
+        from .module import _Handle
+
+        hooks = self.__dict__.setdefault("_load_state_dict_pre_hooks", OrderedDict())
+        handle = _Handle(hooks)
+        hooks[handle.id] = (hook, with_module)  # the module is passed at call time (deepcopy)
+        return handle
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before this module loads its own entries."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def _load_from_state_dict(
         self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
@@ -155,6 +183,9 @@ class StateDict:
             local_metadata = dict(metadata.get(prefix[:-1], {}))
             if assign:
                 local_metadata["assign_to_params_buffers"] = True
+            for hook, with_module in module.__dict__.get("_load_state_dict_pre_hooks", {}).values():
+                args = (state_dict, prefix, local_metadata, True, missing, unexpected, errors)
+                hook(module, *args) if with_module else hook(*args)
             module._load_from_state_dict(
                 state_dict, prefix, local_metadata, True, missing, unexpected, errors
             )

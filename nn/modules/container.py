@@ -1,7 +1,8 @@
-"""Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict."""
+"""Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, Container."""
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 
@@ -9,6 +10,23 @@ from ember._tensor import Tensor
 
 from ..parameter import Parameter
 from .module import Module
+
+
+class Container(Module):
+    """PyTorch's deprecated container: keyword arguments become child modules."""
+
+    _names_errors = False
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        warnings.warn(
+            "`nn.Container` is deprecated. All of its functionality is now implemented in "
+            "`nn.Module`. Subclass that instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class Sequential(Module):

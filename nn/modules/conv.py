@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d, ConvTranspose2d."""
+"""Conv1d/2d/3d and ConvTranspose1d/2d/3d."""
 
 from __future__ import annotations
 
@@ -154,10 +154,21 @@ class Conv2d(_ConvNd):
         return self._conv(F.conv2d, input)
 
 
-class ConvTranspose2d(_ConvNd):
-    """Transposed 2-D convolution (the gradient of Conv2d with respect to its input)."""
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C_in, D, H, W)."""
+
+    _dims = 3
+
+    def forward(self, input):
+        return self._conv(F.conv3d, input)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """Transposed convolution (the gradient of the convolution with respect to its input);
+    ``forward(input, output_size)`` picks the output_padding that reaches ``output_size``."""
 
     _transposed = True
+    _fn = None
 
     def __init__(
         self,
@@ -189,26 +200,65 @@ class ConvTranspose2d(_ConvNd):
             output_padding,
         )
 
-    def forward(self, input, output_size=None):
-        output_padding = self.output_padding
-        if output_size is not None:
-            output_padding = tuple(
-                output_size[-2 + i]
-                - (
-                    (input.shape[-2 + i] - 1) * self.stride[i]
-                    - 2 * self.padding[i]
-                    + self.dilation[i] * (k - 1)
-                    + 1
-                )
-                for i, k in enumerate(self.kernel_size)
+    def _output_padding(self, input, output_size):
+        """PyTorch's rule: ``output_size`` (spatial, or with the leading dims) minus the
+        smallest size the geometry gives, checked against the range the stride allows."""
+        if output_size is None:
+            return self.output_padding
+        n = self._dims
+        lead = 2 if input.ndim == n + 2 else 1
+        output_size = list(output_size)
+        if len(output_size) == lead + n:
+            output_size = output_size[lead:]
+        if len(output_size) != n:
+            raise ValueError(
+                f"ConvTranspose{n}D: for {input.ndim}D input, output_size must have {n} or "
+                f"{lead + n} elements (got {len(output_size)})"
             )
-        return F.conv_transpose2d(
+        smallest = [
+            (input.shape[lead + d] - 1) * self.stride[d]
+            - 2 * self.padding[d]
+            + self.dilation[d] * (self.kernel_size[d] - 1)
+            + 1
+            for d in range(n)
+        ]
+        largest = [size + self.stride[d] - 1 for d, size in enumerate(smallest)]
+        for size, low, high in zip(output_size, smallest, largest):
+            if not low <= size <= high:
+                raise ValueError(
+                    f"requested an output size of {output_size}, but valid sizes range from "
+                    f"{smallest} to {largest} (for an input of {list(input.shape[lead:])})"
+                )
+        return tuple(size - low for size, low in zip(output_size, smallest))
+
+    def forward(self, input, output_size=None):
+        return type(self)._fn(
             input,
             self.weight,
             self.bias,
             self.stride,
             self.padding,
-            output_padding,
+            self._output_padding(input, output_size),
             self.groups,
             self.dilation,
         )
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """Transposed 1-D convolution over (N, C_in, L)."""
+
+    _dims = 1
+    _fn = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-D convolution over (N, C_in, H, W)."""
+
+    _fn = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-D convolution over (N, C_in, D, H, W)."""
+
+    _dims = 3
+    _fn = staticmethod(F.conv_transpose3d)

@@ -4,10 +4,13 @@ constructor signatures."""
 from __future__ import annotations
 
 import inspect
+import math
 
 from .. import functional as F
 from ..functional.loss import legacy_reduction
 from ._signature import signature
+from .distance import PairwiseDistance
+from .linear import Linear
 from .module import Module
 
 # Tensors a loss keeps as buffers (so ``.to(device)`` moves them), as PyTorch does.
@@ -42,10 +45,10 @@ class _Loss(Module):
         return type(self)._fn(*inputs, reduction=self.reduction, **options)
 
 
-def _loss(name, fn, arguments, inputs=("input", "target")):
-    """A ``_Loss`` subclass: constructor ``(self, *arguments)`` and ``forward(self, *inputs)``
-    with those names and defaults."""
-    init = signature(defaults=arguments)
+def _loss(name, fn, arguments, inputs=("input", "target"), keyword_only=()):
+    """A ``_Loss`` subclass: constructor ``(self, *arguments, *, *keyword_only)`` and
+    ``forward(self, *inputs)`` with those names and defaults."""
+    init = signature(defaults=arguments, keyword_only=keyword_only)
 
     def forward(self, *args):
         return _Loss.forward(self, *args)
@@ -71,6 +74,7 @@ def _loss(name, fn, arguments, inputs=("input", "target")):
 
 
 _WEIGHT = (("weight", None),)
+_TRIPLET = ("anchor", "positive", "negative")
 _CLASSES = (("weight", None), ("size_average", None), ("ignore_index", -100), ("reduce", None))
 
 # name -> (functional form, constructor arguments in PyTorch's order, forward's input names)
@@ -95,10 +99,137 @@ LOSSES = {
         (("margin", 0.0),) + _LEGACY,
         ("input1", "input2", "target"),
     ),
+    "PoissonNLLLoss": (
+        F.poisson_nll_loss,
+        (("log_input", True), ("full", False), ("size_average", None), ("eps", 1e-8)) + _LEGACY[1:],
+        ("log_input", "target"),
+    ),
+    "GaussianNLLLoss": (
+        F.gaussian_nll_loss,
+        (),
+        ("input", "target", "var"),
+        (("full", False), ("eps", 1e-6), ("reduction", "mean")),
+    ),
+    "SoftMarginLoss": (F.soft_margin_loss, _LEGACY),
+    "MultiLabelSoftMarginLoss": (F.multilabel_soft_margin_loss, _WEIGHT + _LEGACY),
+    "MultiLabelMarginLoss": (F.multilabel_margin_loss, _LEGACY),
+    "MultiMarginLoss": (
+        F.multi_margin_loss,
+        (("p", 1), ("margin", 1.0)) + _WEIGHT + _LEGACY,
+    ),
+    "HingeEmbeddingLoss": (F.hinge_embedding_loss, (("margin", 1.0),) + _LEGACY),
+    "MarginRankingLoss": (
+        F.margin_ranking_loss,
+        (("margin", 0.0),) + _LEGACY,
+        ("input1", "input2", "target"),
+    ),
+    "TripletMarginLoss": (
+        F.triplet_margin_loss,
+        (("margin", 1.0), ("p", 2.0), ("eps", 1e-6), ("swap", False)) + _LEGACY,
+        _TRIPLET,
+    ),
+    "CTCLoss": (
+        F.ctc_loss,
+        (("blank", 0), ("reduction", "mean"), ("zero_infinity", False)),
+        ("log_probs", "targets", "input_lengths", "target_lengths"),
+    ),
 }
 
 for _name, _row in LOSSES.items():
     globals()[_name] = _loss(_name, *_row)
 del _name, _row
 
-__all__ = list(LOSSES)
+
+class NLLLoss2d(NLLLoss):  # noqa: F821 - made from LOSSES above
+    """PyTorch's deprecated name for NLLLoss over (N, C, H, W)."""
+
+
+class TripletMarginWithDistanceLoss(Module):
+    """Triplet loss with any distance; a PairwiseDistance child module by default."""
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__()
+        if margin <= 0:
+            raise ValueError(
+                f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got "
+                f"{margin} instead"
+            )
+        if distance_function is None:
+            distance_function = PairwiseDistance()
+        self.distance_function = distance_function
+        self.margin, self.swap, self.reduction = margin, swap, reduction
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(
+            anchor,
+            positive,
+            negative,
+            distance_function=self.distance_function,
+            margin=self.margin,
+            swap=self.swap,
+            reduction=self.reduction,
+        )
+
+
+class LinearCrossEntropyLoss(Module):
+    """Cross entropy of a Linear layer's logits, fused so that with ``options`` the logits are
+    never held whole; the Linear is the ``linear`` child (num_classes * prod(out_features)
+    outputs), as in PyTorch."""
+
+    def __init__(
+        self,
+        in_features,
+        num_classes,
+        *,
+        out_features=(),
+        bias=False,
+        device=None,
+        dtype=None,
+        reduction="mean",
+        weight=None,
+        ignore_index=None,
+        label_smoothing=0.0,
+        options=None,
+    ):
+        super().__init__()
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(
+                f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}"
+            )
+        if not 0 <= label_smoothing <= 1.0:
+            raise RuntimeError(
+                f"expected label_smoothing to be in range [0, 1], got {label_smoothing}"
+            )
+        self.register_buffer("weight", weight)
+        self.reduction = reduction
+        self.num_classes, self.out_features = num_classes, out_features
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+        outputs = math.prod(out_features) * num_classes
+        self.linear = Linear(in_features, outputs, bias=bias, device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        shape = (self.num_classes, *self.out_features)
+        bias = self.linear.bias
+        return F.linear_cross_entropy(
+            input,
+            self.linear.weight.reshape(*shape, self.linear.in_features),
+            target,
+            linear_bias=None if bias is None else bias.reshape(shape),
+            weight=self.weight,
+            reduction=self.reduction,
+            ignore_index=self.ignore_index,
+            label_smoothing=self.label_smoothing,
+            options=self.options,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+            f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+            f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+            f"label_smoothing={self.label_smoothing}, options={self.options}"
+        )
+
+
+__all__ = [*LOSSES, "NLLLoss2d", "TripletMarginWithDistanceLoss", "LinearCrossEntropyLoss"]

@@ -1,4 +1,4 @@
-"""Dropout, Flatten, Unflatten, Embedding, EmbeddingBag."""
+"""Flatten, Unflatten, Embedding, EmbeddingBag."""
 
 from __future__ import annotations
 
@@ -8,22 +8,6 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
-
-
-class Dropout(Module):
-    """Zero elements with probability ``p`` during training, scaling the others by 1/(1-p)."""
-
-    def __init__(self, p: float = 0.5, inplace: bool = False):
-        super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = p, inplace
-
-    def forward(self, input):
-        return F.dropout(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Flatten(Module):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import re
 import warnings
 from collections import OrderedDict
 
@@ -68,6 +70,29 @@ def _name_layer(module, args, exc) -> None:
     exc._ember_layer = True
 
 
+_WORDS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def _refuse_non_tensor(module, args, kwargs) -> None:
+    """An ember.nn layer given a list (say) fails deep inside with an AttributeError; raise what
+    PyTorch says instead: "linear(): argument 'input' (position 1) must be Tensor, not list".
+    The functional's name is the class's ``_op_name``, else its own in snake case (MaxPool2d:
+    max_pool2d, MSELoss: mse_loss)."""
+    cls = type(module)
+    if not cls._names_errors or not cls.__module__.startswith("ember.nn."):
+        return
+    if not args or isinstance(args[0], Tensor):
+        return
+    try:  # a call that does not fit forward's signature says so itself ("missing argument")
+        inspect.signature(module.forward).bind(*args, **kwargs)
+    except TypeError:
+        return
+    name = cls._op_name or _WORDS.sub("_", cls.__name__).lower()
+    raise TypeError(
+        f"{name}(): argument 'input' (position 1) must be Tensor, not {type(args[0]).__name__}"
+    )
+
+
 def _addindent(text: str, spaces: int) -> str:
     lines = text.split("\n")
     if len(lines) == 1:
@@ -93,6 +118,7 @@ class Module(StateDict):
 
     training: bool
     _names_errors = True  # see _name_layer; containers of other modules set it False
+    _op_name: str | None = None  # the functional a layer's errors name (see _refuse_non_tensor)
 
     def __init__(self, *args, **kwargs) -> None:
         if args or kwargs:
@@ -125,6 +151,10 @@ class Module(StateDict):
             return self._call_with_hooks(args, kwargs)
         except _LAYER_ERRORS as exc:
             _name_layer(self, args, exc)
+            raise
+        except (AttributeError, TypeError) as exc:
+            if "must be Tensor" not in str(exc):  # else an op inside already named the argument
+                _refuse_non_tensor(self, args, kwargs)
             raise
 
     # ---- registration -----------------------------------------------------------------------
@@ -409,6 +439,24 @@ class Module(StateDict):
 
         return self._apply(convert)
 
+    def to_empty(self, *, device, recurse: bool = True):
+        """Move parameters and buffers to ``device`` without copying their values (they are
+        uninitialised there): how a module built on the ``meta`` device gets real memory."""
+        import ember
+
+        def empty_on(t):
+            return ember.empty_like(t, device=device)
+
+        if recurse:
+            return self._apply(empty_on)
+        for param in self._parameters.values():
+            if param is not None:
+                param.data = empty_on(param)
+        for name, buf in self._buffers.items():
+            if buf is not None:
+                self._buffers[name] = empty_on(buf)
+        return self
+
     def cpu(self):
         return self.to("cpu")
 
@@ -543,4 +591,10 @@ class Module(StateDict):
             self.__dict__.setdefault(name, set())
 
     def share_memory(self):
+        """Move every parameter, gradient and buffer to shared memory (``Tensor.share_memory_``),
+        in place: processes forked afterwards train the same weights."""
+        for t in itertools.chain(self.parameters(), self.buffers()):
+            t.share_memory_()
+            if t.grad is not None:
+                t.grad.share_memory_()
         return self

@@ -1,4 +1,4 @@
-"""BatchNorm1d/2d, LayerNorm, GroupNorm, RMSNorm."""
+"""BatchNorm1d/2d/3d, LayerNorm, GroupNorm, RMSNorm."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class _Normalization(Module):
 
 class _BatchNorm(_Normalization):
     _input_dims = (2, 3)
+    _op_name = "batch_norm"
 
     def __init__(
         self,
@@ -79,12 +80,15 @@ class _BatchNorm(_Normalization):
         self.reset_running_stats()
         super().reset_parameters()
 
-    def forward(self, input):
+    def _check_input_dim(self, input) -> None:
         if input.ndim not in self._input_dims:
             raise ValueError(
                 f"expected {' or '.join(f'{d}D' for d in self._input_dims)} input (got "
                 f"{input.ndim}D input)"
             )
+
+    def forward(self, input):
+        self._check_input_dim(input)
         if input.shape[1] != self.num_features:
             raise RuntimeError(
                 f"running_mean should contain {input.shape[1]} elements not {self.num_features} "
@@ -126,6 +130,12 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalisation over (N, C, H, W)."""
 
     _input_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation over (N, C, D, H, W)."""
+
+    _input_dims = (5,)
 
 
 def _shape(normalized_shape):

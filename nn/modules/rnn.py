@@ -13,6 +13,7 @@ import ember
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 from .module import Module
 
 GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -149,28 +150,79 @@ class RNNBase(Module):
             get(f"weight_hr{suffix}"),
         )
 
-    def _run(self, step, inputs, state, weights, reverse):
-        """One layer and direction over the sequence: (outputs (T, B, H), final state)."""
+    def _run(self, step, inputs, state, weights, reverse, active=None):
+        """One layer and direction over the sequence: (outputs (T, B, H), final state).
+        ``active`` (T, B, 1) marks the steps of packed sequences: elsewhere the state is
+        kept (so a reversed sequence starts at its own last step) and the output is 0."""
         w_ih, w_hh, b_ih, b_hh, w_hr = weights
         gates = F.linear(inputs, w_ih, b_ih)  # every time step's input products at once
         steps = inputs.shape[0]
         outputs = [None] * steps
+        lstm = self.mode == "LSTM"
         for t in range(steps - 1, -1, -1) if reverse else range(steps):
-            state = step(gates[t], state, w_hh, b_hh)
+            new = step(gates[t], state, w_hh, b_hh)
             if w_hr is not None:  # LSTM with proj_size: h is projected, c is not
-                state = (F.linear(state[0], w_hr), state[1])
-            outputs[t] = state[0] if self.mode == "LSTM" else state
+                new = (F.linear(new[0], w_hr), new[1])
+            if active is not None:
+                keep = active[t]
+                out = (new[0] if lstm else new) * keep
+                new = (
+                    tuple(ember.where(keep, n, o) for n, o in zip(new, state))
+                    if lstm
+                    else ember.where(keep, new, state)
+                )
+                outputs[t] = out
+            else:
+                outputs[t] = new[0] if lstm else new
+            state = new
         if not steps:
             return inputs.new_zeros(0, inputs.shape[1], self._real_hidden_size), state
         return ember.stack(outputs), state
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         batched = _check_input(input, 3, self.input_size)
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
             x = x.transpose(0, 1)
+        output, h_n, c_n = self._layers(x, self._initial_state(hx, x, batched), None)
+        if batched and self.batch_first:
+            output = output.transpose(0, 1)
+        if not batched:
+            output, h_n = output.squeeze(1), h_n.squeeze(1)
+            c_n = None if c_n is None else c_n.squeeze(1)
+        return (output, (h_n, c_n)) if self.mode == "LSTM" else (output, h_n)
+
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence through the layers: padded, run with each sequence's own steps,
+        packed again; the initial and final states in the caller's batch order."""
+        _check_input(packed.data, 2, self.input_size)
+        # padded in the packed (sorted) batch order, where lengths decrease
+        padded, lengths = pad_packed_sequence(PackedSequence(packed.data, packed.batch_sizes))
+        if hx is not None and packed.sorted_indices is not None:
+            order = packed.sorted_indices
+            hx = (
+                tuple(h.index_select(1, order) for h in hx)
+                if self.mode == "LSTM"
+                else (hx.index_select(1, order))
+            )
+        steps = ember.arange(padded.shape[0], device=padded.device).view(-1, 1, 1)
+        active = steps < lengths.to(padded.device).view(1, -1, 1)
+        output, h_n, c_n = self._layers(padded, self._initial_state(hx, padded, True), active)
+        data = pack_padded_sequence(output, lengths).data
+        output = PackedSequence(
+            data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices
+        )
+        if packed.unsorted_indices is not None:
+            h_n = h_n.index_select(1, packed.unsorted_indices)
+            c_n = None if c_n is None else c_n.index_select(1, packed.unsorted_indices)
+        return (output, (h_n, c_n)) if self.mode == "LSTM" else (output, h_n)
+
+    def _layers(self, x, initial, active):
+        """Every layer and direction over time-major ``x``: (output, h_n, c_n or None)."""
+        h0, c0 = initial
         directions = 2 if self.bidirectional else 1
-        h0, c0 = self._initial_state(hx, x, directions, batched)
         step = _step(self.mode)
         finals_h, finals_c = [], []
         layer_input = x
@@ -180,7 +232,7 @@ class RNNBase(Module):
                 index = layer * directions + direction
                 state = (h0[index], c0[index]) if self.mode == "LSTM" else h0[index]
                 weights = self._weights(layer, direction)
-                out, state = self._run(step, layer_input, state, weights, direction == 1)
+                out, state = self._run(step, layer_input, state, weights, direction == 1, active)
                 outputs.append(out)
                 finals_h.append(state[0] if self.mode == "LSTM" else state)
                 if self.mode == "LSTM":
@@ -188,19 +240,12 @@ class RNNBase(Module):
             layer_input = outputs[0] if directions == 1 else ember.cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
-        output = layer_input
-        if batched and self.batch_first:
-            output = output.transpose(0, 1)
-        h_n = ember.stack(finals_h)
-        if not batched:
-            output, h_n = output.squeeze(1), h_n.squeeze(1)
-        if self.mode == "LSTM":
-            c_n = ember.stack(finals_c)
-            return output, (h_n, c_n if batched else c_n.squeeze(1))
-        return output, h_n
+        c_n = ember.stack(finals_c) if self.mode == "LSTM" else None
+        return layer_input, ember.stack(finals_h), c_n
 
-    def _initial_state(self, hx, x, directions, batched):
+    def _initial_state(self, hx, x, batched):
         """``(h0, c0)`` as (layers * directions, batch, hidden); zeros when ``hx`` is None."""
+        directions = 2 if self.bidirectional else 1
         lead = (self.num_layers * directions, x.shape[1])
         sizes = (lead + (self._real_hidden_size,), lead + (self.hidden_size,))
         if hx is None:
@@ -290,15 +335,16 @@ class GRU(RNNBase):
 class RNNCellBase(Module):
     _mode = "RNN_TANH"
 
-    def __init__(self, input_size, hidden_size, bias, gates, device=None, dtype=None):
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         factory = {"device": device, "dtype": dtype}
-        self.weight_ih = Parameter(ember.empty(gates * hidden_size, input_size, **factory))
-        self.weight_hh = Parameter(ember.empty(gates * hidden_size, hidden_size, **factory))
+        rows = num_chunks * hidden_size  # one block of rows per gate
+        self.weight_ih = Parameter(ember.empty(rows, input_size, **factory))
+        self.weight_hh = Parameter(ember.empty(rows, hidden_size, **factory))
         if bias:
-            self.bias_ih = Parameter(ember.empty(gates * hidden_size, **factory))
-            self.bias_hh = Parameter(ember.empty(gates * hidden_size, **factory))
+            self.bias_ih = Parameter(ember.empty(rows, **factory))
+            self.bias_hh = Parameter(ember.empty(rows, **factory))
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)

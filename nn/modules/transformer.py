@@ -8,10 +8,9 @@ import ember
 
 from .. import functional as F
 from .. import init
-from ..functional.attention import attention_weights
 from ..parameter import Parameter
+from .dropout import Dropout
 from .linear import Linear, NonDynamicallyQuantizableLinear
-from .misc import Dropout
 from .module import Module
 from .normalization import LayerNorm
 
@@ -40,8 +39,6 @@ class MultiheadAttention(Module):
         super().__init__()
         if embed_dim % num_heads:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("add_bias_kv / add_zero_attn are not supported yet")
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.batch_first, self.head_dim = batch_first, embed_dim // num_heads
         self.kdim, self.vdim = kdim or embed_dim, vdim or embed_dim
@@ -62,6 +59,12 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory)
+        if add_bias_kv:  # one learned extra key and value position, appended to every sequence
+            self.bias_k = Parameter(ember.empty(1, 1, embed_dim, **factory))
+            self.bias_v = Parameter(ember.empty(1, 1, embed_dim, **factory))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
@@ -73,26 +76,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
-
-    def _project(self, query, key, value):
-        e = self.embed_dim
-        b = self.in_proj_bias
-        bq, bk, bv = (None, None, None) if b is None else (b[:e], b[e : 2 * e], b[2 * e :])
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            if query is key and key is value:
-                q, k, v = F.linear(query, w, b).chunk(3, -1)
-                return q, k, v
-            return (
-                F.linear(query, w[:e], bq),
-                F.linear(key, w[e : 2 * e], bk),
-                F.linear(value, w[2 * e :], bv),
-            )
-        return (
-            F.linear(query, self.q_proj_weight, bq),
-            F.linear(key, self.k_proj_weight, bk),
-            F.linear(value, self.v_proj_weight, bv),
-        )
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(
         self,
@@ -105,69 +91,50 @@ class MultiheadAttention(Module):
         average_attn_weights=True,
         is_causal=False,
     ):
-        if query.shape[-1] != self.embed_dim:
-            raise AssertionError(
-                f"was expecting embedding dimension of {self.embed_dim}, but got "
-                f"{query.shape[-1]} (query of shape {list(query.shape)})"
-            )
-        if key.shape[:-1] != value.shape[:-1]:
-            raise AssertionError(
-                f"key shape {list(key.shape)} does not match value shape {list(value.shape)}"
-            )
         batched = query.ndim == 3
-        if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        length, batch, _ = query.shape
-        source = key.shape[0]
-        q, k, v = self._project(query, key, value)
-        heads, dim = self.num_heads, self.head_dim
-
-        def split(t, size):  # (L, N, E) -> (N, H, L, D)
-            return t.reshape(size, batch, heads, dim).permute(1, 2, 0, 3)
-
-        q, k, v = split(q, length), split(k, source), split(v, source)
-        blocked, additive = self._masks(attn_mask, key_padding_mask, batch, length, source)
-        weights = attention_weights(
-            q,
-            k,
-            blocked=blocked,
-            additive=additive,
-            is_causal=is_causal and attn_mask is None,
-            dropout_p=self.dropout if self.training else 0.0,
+        if self.batch_first and batched:
+            # transposed once each, keeping self-attention's shared input shared
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(0, 1)
+                else:
+                    query, key = query.transpose(0, 1), key.transpose(0, 1)
+                    value = key
+            else:
+                query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        separate = {}
+        if not self._qkv_same_embed_dim:
+            separate = {
+                "use_separate_proj_weight": True,
+                "q_proj_weight": self.q_proj_weight,
+                "k_proj_weight": self.k_proj_weight,
+                "v_proj_weight": self.v_proj_weight,
+            }
+        out, weights = F.multi_head_attention_forward(
+            query,
+            key,
+            value,
+            self.embed_dim,
+            self.num_heads,
+            self.in_proj_weight,
+            self.in_proj_bias,
+            self.bias_k,
+            self.bias_v,
+            self.add_zero_attn,
+            self.dropout,
+            self.out_proj.weight,
+            self.out_proj.bias,
+            training=self.training,
+            key_padding_mask=key_padding_mask,
+            need_weights=need_weights,
+            attn_mask=attn_mask,
+            average_attn_weights=average_attn_weights,
+            is_causal=is_causal,
+            **separate,
         )
-        out = ember.matmul(weights, v).permute(2, 0, 1, 3).reshape(length, batch, self.embed_dim)
-        out = self.out_proj(out)
         if self.batch_first and batched:
             out = out.transpose(0, 1)
-        if not batched:
-            out = out.squeeze(1)
-        if not need_weights:
-            return out, None
-        weights = weights.mean(1) if average_attn_weights else weights
-        return out, (weights if batched else weights.squeeze(0))
-
-    @staticmethod
-    def _masks(attn_mask, key_padding_mask, batch, length, source):
-        """``(blocked, additive)`` for attention_weights: boolean masks (True: may not attend)
-        OR-ed, float masks summed, each broadcastable to (N, H, L, S), or None."""
-        blocked = additive = None
-        for mask, shape in (
-            (attn_mask, (batch, -1, length, source)),
-            (key_padding_mask, (batch, 1, 1, source)),
-        ):
-            if mask is None:
-                continue
-            if mask is key_padding_mask or mask.ndim == 3:
-                mask = mask.view(shape)
-            if mask.dtype is ember.bool:
-                blocked = mask if blocked is None else blocked | mask
-            else:
-                additive = mask if additive is None else additive + mask
-        return blocked, additive
+        return out, weights
 
 
 def _activation(activation):

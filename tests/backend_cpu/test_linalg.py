@@ -201,6 +201,35 @@ def test_mm_half_precision_rounds_a_float32_product(dtype):
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2)
 
 
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16], ids=str)
+@pytest.mark.parametrize(
+    ("sizes", "layout_a", "layout_b"),
+    [
+        ((1, 600, 1100, 40), "contiguous", "transposed"),  # k over two blocks, a ragged third
+        ((1, 1030, 70, 1100), "transposed", "strided"),  # rows and columns over several blocks
+        ((2, 520, 530, 20), "batch-broadcast", "reversed-batch"),
+    ],
+    ids=["k-blocks", "row-and-column-blocks", "batched"],
+)
+def test_half_products_larger_than_a_block(dtype, sizes, layout_a, layout_b):
+    """Large float16/bfloat16 products go through sgemm block by block (512 x 512 x 1024),
+    accumulating in float32 over all of k: with exact small-integer sums the result is the exact
+    product rounded once, bit for bit. The size that switches to blocks is lowered to 0 here, so
+    that these products, over several blocks, take that path."""
+    batch, n, k, p = sizes
+    a_np, b_np = values((batch, n, k), dtype, 30), values((batch, k, p), dtype, 31)
+    a, a_np = _batch_layout(layout_a, a_np)
+    b, b_np = _batch_layout(layout_b, b_np)
+    lib.ember_matmul_set_half_whole_max(0)
+    try:
+        if batch == 1:
+            check(a_np[0], b_np[0], a[0], b[0], dtype)
+        else:
+            check(a_np, b_np, a, b, dtype, ember.bmm)
+    finally:
+        lib.ember_matmul_set_half_whole_max(1 << 24)
+
+
 def test_mm_nan_and_inf_propagate():
     a = ember.from_numpy(np.array([[np.nan, 1.0], [np.inf, 1.0]], np.float32))
     b = ember.from_numpy(np.array([[1.0], [1.0]], np.float32))

@@ -27,12 +27,13 @@ silu sin sinh softplus softsign sort sqrt square sub sum take tan tanh trunc uni
 xlogy
 """
 PRIMITIVES = PRIMITIVE_NAMES.split()
-FUSED = ["softmax", "log_softmax", "im2col", "col2im", "max_pool2d_with_indices"]
+FUSED = ["softmax", "log_softmax", "im2col", "col2im", "max_pool2d_with_indices",
+         "_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_"]  # fmt: skip
 
 # C type of each pycuda format character, for checking formats against signatures.
 FORMAT_SIZES = {"P": 8, "q": 8, "Q": 8, "d": 8, "i": 4}
 STRUCT_SIZES = {"em_nd": 688, "em_red": 680, "em_rows": 424, "em_ix": 672, "em_lines": 560,
-                "em_search": 552, "em_conv": 160, "em_mm": 80}  # fmt: skip
+                "em_search": 552, "em_conv": 160, "em_mm": 80, "em_amp_list": 520}  # fmt: skip
 PARAM_SIZES = {"double": 8, "em_i64": 8, "em_u64": 8, "int": 4, **STRUCT_SIZES}
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.dispatcher.kinds.view import negative_stride_view
 
 from ..conftest import unavailable_reason
 
@@ -27,9 +28,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 def flipped(t):
-    """A view of ``t`` (contiguous) that walks dim 0 backwards: a negative stride."""
-    stride = t.stride()
-    return t.as_strided(t.shape, (-stride[0], *stride[1:]), (t.shape[0] - 1) * stride[0])
+    """A view of ``t`` (contiguous) that walks dim 0 backwards: a negative stride (as_strided
+    refuses new negative strides, as in PyTorch)."""
+    return negative_stride_view(t, (0,))
 
 
 def _layouts(a: np.ndarray) -> dict:

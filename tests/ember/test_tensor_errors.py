@@ -80,7 +80,7 @@ ERRORS = [
     (
         lambda: ember.arange(3).add_(1.5),
         RuntimeError,
-        "add_: result type float32 can't be cast to the desired output type int64",
+        "add_: result type Float can't be cast to the desired output type Long",
     ),
     (
         lambda: ember.ones(2) & ember.ones(2),
@@ -123,27 +123,27 @@ ERRORS = [
     (
         lambda: ember.add(ember.ones(2), "a"),
         TypeError,
-        r"add\(\): argument 'other' \(position 2\) must be Tensor or a number, not str",
+        r"add\(\): argument 'other' \(position 2\) must be Tensor, not str",
     ),
     (
         lambda: ember.add(None, ember.ones(2)),
         TypeError,
-        r"add\(\): argument 'input' \(position 1\) must be Tensor or a number, not NoneType",
+        r"add\(\): argument 'input' \(position 1\) must be Tensor, not NoneType",
     ),
     (
         lambda: ember.ones(2).add_("a"),
         TypeError,
-        r"add\(\): argument 'other' \(position 2\) must be Tensor or a number, not str",
+        r"add_\(\): argument 'other' \(position 2\) must be Tensor, not str",
     ),
     (
         lambda: ember.clamp(ember.ones(2), "a"),
         TypeError,
-        r"clamp\(\): argument 'min' \(position 2\) must be Tensor or a number, not str",
+        r"clamp\(\): argument 'min' \(position 2\) must be Tensor, not str",
     ),
     (
         lambda: ember.exp([1.0]),
         TypeError,
-        r"exp\(\): argument 'input' must be Tensor, not list",
+        r"exp\(\): argument 'input' \(position 1\) must be Tensor, not list",
     ),
     (lambda: ember.ones(2) + [1, 2], TypeError, r"unsupported operand type\(s\) for \+"),
     (lambda: ember.ones(2) < "a", TypeError, "'<' not supported"),

@@ -202,7 +202,7 @@ def test_dtype_arguments_accept_names_and_numpy_dtypes():
 @pytest.mark.parametrize(
     "make, error, message",
     [
-        (lambda: ember.zeros(-1), RuntimeError, r"negative dimension: \[-1\]"),
+        (lambda: ember.zeros(-1), RuntimeError, r"negative dimension -1: \[-1\]"),
         (lambda: ember.zeros(2, "3"), TypeError, "size must be a sequence of ints"),
         (lambda: ember.zeros(2.5), TypeError, "size must be a sequence of ints"),
         (lambda: ember.full((2,), "x"), TypeError, "expected a Tensor or a Python number"),

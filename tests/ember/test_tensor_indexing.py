@@ -162,7 +162,7 @@ def test_assignment_through_a_view_reaches_the_base():
         ({}, IndexError, r"are valid indices \(got dict\)"),
         ([0.5], IndexError, "tensors used as indices must be long, int, byte or bool tensors"),
         (slice(None, None, -1), ValueError, "step must be greater than zero"),
-        (slice(None, None, 0), ValueError, "step must be greater than zero"),
+        (slice(None, None, 0), ValueError, "slice step cannot be zero"),
         ([0, 2], IndexError, "index 2 is out of bounds for dimension 0 with size 2"),
         ((slice(None), [-4]), IndexError, "index -4 is out of bounds for dimension 1 with size 3"),
         ([True, False, True], IndexError, r"shape of the mask \[3\] at index 0 does not match"),

@@ -66,19 +66,19 @@ def _is_float(array) -> bool:
 def run_both(ours, theirs, inputs, device, kwargs=None, rng=None, grad_inputs=True):
     """Forward both modules (or functions) on the same inputs, then backward the same random
     cotangents through every floating output. Returns ``(our leaves, their leaves, our outputs,
-    their outputs)`` where leaves are the input tensors (float inputs require grad)."""
+    their outputs)`` where leaves are the input tensors (float inputs require grad, unless
+    ``grad_inputs`` is False or a list of flags, one per input)."""
     import torch
 
     rng = rng or np.random.default_rng(0)
     kwargs = kwargs or {}
+    if not isinstance(grad_inputs, (list, tuple)):
+        grad_inputs = [grad_inputs] * len(inputs)
+    wants = [g and isinstance(a, np.ndarray) and _is_float(a) for a, g in zip(inputs, grad_inputs)]
     ours_in = [
-        to_ember(a, device, grad_inputs and _is_float(a)) if isinstance(a, np.ndarray) else a
-        for a in inputs
+        to_ember(a, device, w) if isinstance(a, np.ndarray) else a for a, w in zip(inputs, wants)
     ]
-    theirs_in = [
-        to_torch(a, grad_inputs and _is_float(a)) if isinstance(a, np.ndarray) else a
-        for a in inputs
-    ]
+    theirs_in = [to_torch(a, w) if isinstance(a, np.ndarray) else a for a, w in zip(inputs, wants)]
     ours_kw = {
         k: to_ember(v, device) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()
     }
@@ -102,15 +102,27 @@ def run_both(ours, theirs, inputs, device, kwargs=None, rng=None, grad_inputs=Tr
 
 
 def check_module(
-    ours, theirs, inputs, device, kwargs=None, dtype="float32", rtol=None, atol=None, rng=None
+    ours,
+    theirs,
+    inputs,
+    device,
+    kwargs=None,
+    dtype="float32",
+    rtol=None,
+    atol=None,
+    rng=None,
+    grad_inputs=True,
 ):
     """Outputs, input gradients and parameter gradients of ``ours`` equal ``theirs``'s.
 
     ``ours`` and ``theirs`` are modules (their parameters are compared by name) or functions.
-    ``inputs`` are numpy arrays (floating ones get gradients) or other values passed as they are.
+    ``inputs`` are numpy arrays (floating ones get gradients, unless ``grad_inputs`` says not)
+    or other values passed as they are.
     """
     tol = {"dtype": dtype, "rtol": rtol, "atol": atol}
-    ours_in, theirs_in, ours_out, theirs_out = run_both(ours, theirs, inputs, device, kwargs, rng)
+    ours_in, theirs_in, ours_out, theirs_out = run_both(
+        ours, theirs, inputs, device, kwargs, rng, grad_inputs
+    )
     for i, (a, b) in enumerate(zip(flatten(ours_out), flatten(theirs_out))):
         assert_close(a, b, f"output {i}", **tol)
     for i, (a, b) in enumerate(zip(ours_in, theirs_in)):

@@ -169,6 +169,10 @@ MHA_CONFIGS = [
     ({}, {"key_padding_mask": "bool"}),
     ({}, {"key_padding_mask": "float", "attn_mask": "float"}),
     ({}, {"is_causal": True, "attn_mask": "causal"}),
+    ({"add_bias_kv": True}, {}),
+    ({"add_zero_attn": True}, {"key_padding_mask": "bool"}),
+    ({"add_bias_kv": True, "add_zero_attn": True, "batch_first": True}, {"attn_mask": "float"}),
+    ({"add_bias_kv": True, "kdim": 5, "vdim": 3}, {"key_padding_mask": "float"}),
 ]
 
 
@@ -312,3 +316,40 @@ def test_transformer_repr_matches_torch():
         assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == [
             (k, tuple(v.shape)) for k, v in theirs.state_dict().items()
         ]
+
+
+def test_multi_head_attention_forward_static_kv(device, rng):
+    """The functional form with separate projections and static keys and values."""
+    e, heads, batch, length, source = 6, 2, 3, 4, 5
+    weights = [_normal(rng, e, e) for _ in range(3)] + [_normal(rng, e, e)]
+    static = [_normal(rng, batch * heads, source, e // heads) for _ in range(2)]
+
+    def call(framework):
+        def run(q, k, v, wq, wk, wv, wo, sk, sv):
+            return framework.nn.functional.multi_head_attention_forward(
+                q,
+                k,
+                v,
+                e,
+                heads,
+                None,
+                None,
+                None,
+                None,
+                False,
+                0.0,
+                wo,
+                None,
+                use_separate_proj_weight=True,
+                q_proj_weight=wq,
+                k_proj_weight=wk,
+                v_proj_weight=wv,
+                static_k=sk,
+                static_v=sv,
+                average_attn_weights=False,
+            )
+
+        return run
+
+    q, k = _normal(rng, length, batch, e), _normal(rng, source, batch, e)
+    check_module(call(ember), call(torch), [q, k, k, *weights, *static], device)

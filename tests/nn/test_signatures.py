@@ -3,127 +3,20 @@ a script that passes arguments by position or relies on a default must get the s
 
 from __future__ import annotations
 
+import importlib
 import inspect
 
 import pytest
 
 import ember
 
+from . import coverage
+
 torch = pytest.importorskip("torch")
 
-LAYERS = [
-    "Linear",
-    "Bilinear",
-    "Identity",
-    "Flatten",
-    "Unflatten",
-    "Conv1d",
-    "Conv2d",
-    "ConvTranspose2d",
-    "MaxPool1d",
-    "MaxPool2d",
-    "AvgPool1d",
-    "AvgPool2d",
-    "AdaptiveAvgPool1d",
-    "AdaptiveAvgPool2d",
-    "BatchNorm1d",
-    "BatchNorm2d",
-    "LayerNorm",
-    "GroupNorm",
-    "RMSNorm",
-    "Dropout",
-    "Embedding",
-    "EmbeddingBag",
-    "RNN",
-    "LSTM",
-    "GRU",
-    "RNNCell",
-    "LSTMCell",
-    "GRUCell",
-    "MultiheadAttention",
-    "TransformerEncoderLayer",
-    "TransformerDecoderLayer",
-    "TransformerEncoder",
-    "TransformerDecoder",
-    "Transformer",
-    "ReLU",
-    "GELU",
-    "SiLU",
-    "Tanh",
-    "Sigmoid",
-    "Softmax",
-    "LogSoftmax",
-    "LeakyReLU",
-    "ELU",
-    "Mish",
-    "Hardswish",
-    "Softplus",
-    "Sequential",
-    "ModuleList",
-    "ModuleDict",
-    "ParameterList",
-    "ParameterDict",
-    "MSELoss",
-    "L1Loss",
-    "SmoothL1Loss",
-    "HuberLoss",
-    "CrossEntropyLoss",
-    "NLLLoss",
-    "BCELoss",
-    "BCEWithLogitsLoss",
-    "KLDivLoss",
-    "CosineEmbeddingLoss",
-]
-
-FUNCTIONAL = [
-    "linear",
-    "bilinear",
-    "conv1d",
-    "conv2d",
-    "conv_transpose2d",
-    "max_pool1d",
-    "max_pool2d",
-    "avg_pool1d",
-    "avg_pool2d",
-    "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d",
-    "batch_norm",
-    "layer_norm",
-    "group_norm",
-    "rms_norm",
-    "dropout",
-    "embedding",
-    "embedding_bag",
-    "relu",
-    "gelu",
-    "silu",
-    "tanh",
-    "sigmoid",
-    "softmax",
-    "log_softmax",
-    "leaky_relu",
-    "elu",
-    "mish",
-    "hardswish",
-    "softplus",
-    "mse_loss",
-    "l1_loss",
-    "smooth_l1_loss",
-    "huber_loss",
-    "cross_entropy",
-    "nll_loss",
-    "binary_cross_entropy",
-    "binary_cross_entropy_with_logits",
-    "kl_div",
-    "cosine_embedding_loss",
-    "scaled_dot_product_attention",
-    "pad",
-    "interpolate",
-    "one_hot",
-    "normalize",
-    "unfold",
-    "fold",
-]
+# Every class and function torch.nn has (coverage.py lists them from the installed PyTorch).
+LAYERS = coverage.torch_classes()
+FUNCTIONAL = [n for n in coverage.torch_functions() if n not in coverage.EXCLUDED]
 
 INIT = [
     "uniform_",
@@ -140,7 +33,32 @@ INIT = [
     "calculate_gain",
 ]
 
-UTILS = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+# torch.nn.utils and its submodules' public functions and classes ("module.name" for those in
+# a submodule); the submodules themselves are namespaces, not callables.
+_UTIL_MODULES = ("rnn", "parametrize", "parametrizations", "prune", "stateless")
+UTILS = [
+    n
+    for n in torch.nn.utils.__all__
+    if n not in _UTIL_MODULES and callable(getattr(torch.nn.utils, n))
+]
+
+
+def _public(module) -> list:
+    """A module's __all__, or (prune has none) the names it defines itself."""
+    names = getattr(module, "__all__", None) or [
+        n
+        for n in dir(module)
+        if not n.startswith("_")
+        and getattr(getattr(module, n), "__module__", "") == module.__name__
+    ]
+    return [n for n in names if callable(getattr(module, n))]
+
+
+UTILS += [
+    f"{m}.{n}"
+    for m in _UTIL_MODULES
+    for n in _public(importlib.import_module(f"torch.nn.utils.{m}"))
+]
 
 # Arguments PyTorch has that ember leaves out on purpose, as data: (name, argument) -> why.
 OMITTED = {
@@ -148,26 +66,39 @@ OMITTED = {
 }
 
 
-def _documented(fn):
+# Builtins whose docstrings give no signature line: the arguments their docs describe.
+UNDOCUMENTED = {
+    "conv_tbc": "input, weight, bias, pad=0",
+    "has_torch_function": "relevant_args",
+    "has_torch_function_unary": "input",
+    "has_torch_function_variadic": "*args",
+}
+
+
+def _documented(fn, name=None):
     """A stand-in with the signature a builtin's docstring opens with (torch's C functions have
     no inspectable signature; their docs start ``conv2d(input, weight, ...) -> Tensor``)."""
+    name = name or fn.__name__
+    namespace = {}
+    if name in UNDOCUMENTED:
+        exec(f"def stand_in({UNDOCUMENTED[name]}): pass", namespace)
+        return namespace["stand_in"]
     doc = fn.__doc__ or ""
-    start = doc.index(fn.__name__ + "(") + len(fn.__name__) + 1
+    start = doc.index(name + "(") + len(name) + 1
     depth, end = 1, start
     while depth:
         depth += {"(": 1, ")": -1}.get(doc[end], 0)
         end += 1
-    namespace = {}
     exec(f"def stand_in({' '.join(doc[start : end - 1].split())}): pass", namespace)
     return namespace["stand_in"]
 
 
-def _parameters(fn):
+def _parameters(fn, name=None):
     """(name, default) of the arguments a caller can pass, in order; *args/**kwargs excluded."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
-        signature = inspect.signature(_documented(fn))
+        signature = inspect.signature(_documented(fn, name))
     return [
         (p.name, p.default if p.default is not inspect.Parameter.empty else "<required>")
         for p in signature.parameters.values()
@@ -176,7 +107,7 @@ def _parameters(fn):
 
 
 def _same(ours, theirs, label):
-    theirs_params = [(n, d) for n, d in _parameters(theirs) if (label, n) not in OMITTED]
+    theirs_params = [(n, d) for n, d in _parameters(theirs, label) if (label, n) not in OMITTED]
     ours_params = _parameters(ours)
     names = [n for n, _ in theirs_params]
     assert [n for n, _ in ours_params][: len(names)] == names, f"{label}: argument names/order"
@@ -210,9 +141,15 @@ def test_init(name):
     _same(getattr(ember.nn.init, name), getattr(torch.nn.init, name), name)
 
 
+def _dotted(root, name):
+    for part in name.split("."):
+        root = getattr(root, part)
+    return root
+
+
 @pytest.mark.parametrize("name", UTILS)
 def test_utils(name):
-    _same(getattr(ember.nn.utils, name), getattr(torch.nn.utils, name), name)
+    _same(_dotted(ember.nn.utils, name), _dotted(torch.nn.utils, name), name)
 
 
 @pytest.mark.parametrize(

@@ -122,3 +122,29 @@ def max_pool2d(op, dtype, device, rng):
                 ceil_mode=ceil_mode,
             )
         )
+
+
+def conv2d(op, dtype, device, rng):
+    """Bias or not, strides, padding (ints, pairs, 'same', 'valid'), dilation, groups, and an
+    unbatched input."""
+    cases = (
+        ((1, 1, 4, 4), (2, 1, 2, 2), True, 1, 0, 1, 1),
+        ((2, 3, 5, 6), (4, 3, 3, 3), False, (1, 2), (1, 0), 1, 1),
+        ((2, 4, 7, 7), (6, 2, 3, 2), True, 2, 1, (2, 1), 2),
+        ((1, 2, 6, 5), (2, 2, 3, 3), True, 1, "same", 2, 1),
+        ((2, 3, 5, 5), (2, 3, 2, 2), False, 1, "valid", 1, 1),
+        ((3, 6, 6), (4, 3, 3, 3), True, 1, 1, 1, 1),
+    )
+    for shape, w_shape, bias, stride, padding, dilation, groups in cases:
+        yield Sample(
+            call_args(
+                op,
+                input=arr(dtype, shape, rng, S, low=-2.0, high=2.0),
+                weight=arr(dtype, w_shape, rng, C, low=-1.0, high=1.0),
+                bias=arr(dtype, (w_shape[0],), rng) if bias else None,
+                stride=stride,
+                padding=padding,
+                dilation=dilation,
+                groups=groups,
+            )
+        )

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from ember.dispatcher.opdef import Kind
 
+from . import gen_amp as amp
 from . import gen_elementwise as ew
 from . import gen_factory as fac
+from . import gen_functional as functional
 from . import gen_index as idx
 from . import gen_lapack as lapack
 from . import gen_linalg as la
@@ -82,11 +84,16 @@ GENERATORS = {
     "im2col": nn.im2col,
     "col2im": nn.col2im,
     "max_pool2d": nn.max_pool2d,
+    "conv2d": nn.conv2d,
     # factories and random
     "factory": fac.factory,
     "arange": fac.arange,
     "linspace": fac.linspace,
     "random": fac.random,
+    # nn.functional rows
+    **functional.GENERATORS,
+    # GradScaler's ops
+    **amp.GENERATORS,
 }
 
 GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)

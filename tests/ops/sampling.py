@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import ember
+from ember.dispatcher.kinds.view import negative_stride_view
 from ember.dispatcher.optable import OPS
 
 LARGE = 40_000  # elements: above the CPU backend's OpenMP threshold (EM_PARALLEL_THRESHOLD)
@@ -174,10 +175,7 @@ def build(a: Arr, device: str):
         t = _on(stored, device)
         if not v.shape[0]:
             return t
-        stride = t.stride()
-        return OPS["as_strided"](
-            t, v.shape, (-stride[0],) + stride[1:], (v.shape[0] - 1) * stride[0]
-        )
+        return negative_stride_view(t, (0,))  # as_strided refuses negative strides (torch)
     # expanded: keep one element along every stride-0 dim, then broadcast back.
     small = v[tuple(slice(0, 1) if s == 0 else slice(None) for s in v.strides)]
     return OPS["expand"](_on(small, device), v.shape)

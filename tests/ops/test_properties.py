@@ -16,6 +16,7 @@ import ember
 from ember.dispatcher.optable import OPS
 
 from . import checks
+from .gen_amp import PROPERTIES as AMP_PROPERTIES
 from .samples import samples
 from .sampling import Arr, Seed
 
@@ -227,6 +228,7 @@ PROPERTIES = {
     "bernoulli_": bernoulli,
     "multinomial": multinomial,
     "randperm": randperm,
+    **AMP_PROPERTIES,
 }
 
 UNREFERENCED = [name for name, op in OPS.items() if op.defn.reference is None]

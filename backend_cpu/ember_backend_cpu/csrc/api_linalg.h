@@ -15,4 +15,8 @@ void ember_matmul_set_blas(intptr_t sgemm, intptr_t dgemm, intptr_t sgemm_batch,
  * contiguous; a and b have any strides (sa, sb: 3 each, zero and negative allowed). */
 int ember_matmul(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intptr_t out,
                  intptr_t a, const int64_t *sa, intptr_t b, const int64_t *sb);
+
+/* float16/bfloat16 products whose float32 copies would exceed this many elements are computed
+ * block by block (bounded scratch); tests lower it to exercise that path on small products. */
+void ember_matmul_set_half_whole_max(int64_t elements);
 #endif

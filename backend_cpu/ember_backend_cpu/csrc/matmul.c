@@ -5,10 +5,11 @@
  * dlopens the wheel's library at run time and hands its function pointers to
  * ember_matmul_set_blas. An operand whose layout BLAS can express (rows or columns contiguous,
  * with a leading dimension) is passed in place, column-major ones with CblasTrans; the others
- * (broadcast, negative or two non-unit strides) are packed first. float16 and bfloat16 are
- * converted to float32 for sgemm and rounded back. Integers, and every dtype when OpenBLAS is
- * missing or a size exceeds its 32-bit ints, use a C loop: integers accumulate in int64 and wrap
- * like PyTorch.
+ * (broadcast, negative or two non-unit strides) are packed first. float16 and bfloat16 go
+ * through sgemm on float32 copies, block by block for products larger than one block (see
+ * matmul_half_blocked), accumulating in float32 and rounding once. Integers, and every dtype when
+ * OpenBLAS is missing or a size exceeds its 32-bit ints, use a C loop: integers accumulate in
+ * int64 and wrap like PyTorch.
  *
  * OpenBLAS runs its own thread pool, so no BLAS call is made from inside an OpenMP region (the two
  * pools would fight over the cores); OpenBLAS follows ember's thread count instead.
@@ -109,17 +110,26 @@ static int64_t distinct_copies(int64_t batch, const em_operand *m) {
     return m->bs == 0 ? 1 : batch;
 }
 
-/* Describe m to BLAS as dtype `to`, packing it into *scratch when its layout (or dtype) needs. */
+/* Describe m to BLAS as dtype `to`, packing it into *scratch when its layout (or dtype) needs.
+ * A column-major operand converted to another dtype is converted as it is stored (a contiguous
+ * read, where packing it row-major transposed it element by element) and handed to BLAS
+ * transposed: linear's bfloat16 product at 128x512x512 went from 1.4x sgemm's time to 1.1x. */
 static int blas_operand(int dtype, int to, int64_t batch, int64_t rows, int64_t cols,
                         const em_operand *m, em_blas_operand *op, void **scratch) {
     int64_t ld = 0;
-    int trans = to == dtype ? blas_layout(rows, cols, m->rs, m->cs, &ld) : 0;
-    if (trans) {
+    int trans = blas_layout(rows, cols, m->rs, m->cs, &ld);
+    if (trans && to == dtype) {
         *op = (em_blas_operand){m->ptr, trans, ld, batch == 1 ? 0 : m->bs};
         return EM_OK;
     }
     int status = EM_OK;
     int64_t copies = distinct_copies(batch, m);
+    if (trans == CBLAS_TRANS) {
+        em_operand stored = {m->ptr, m->bs, m->cs, m->rs};
+        *scratch = pack(to, dtype, copies, cols, rows, &stored, &status);
+        *op = (em_blas_operand){*scratch, CBLAS_TRANS, rows, copies == 1 ? 0 : rows * cols};
+        return status;
+    }
     *scratch = pack(to, dtype, copies, rows, cols, m, &status);
     *op = (em_blas_operand){*scratch, CBLAS_NO_TRANS, cols, copies == 1 ? 0 : rows * cols};
     return status;
@@ -176,6 +186,92 @@ static int matmul_blas(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p
     free(scratch_a);
     free(scratch_b);
     free(scratch_c);
+    return status;
+}
+
+/* ---- large float16 / bfloat16 products --------------------------------------------------------
+ * OpenBLAS (scipy-openblas32) has no half-precision GEMM. Products whose float32 copies would
+ * take more than half_whole_max elements go block by block: an MC x KC block of a and a KC x NC
+ * block of b are converted to float32 right before sgemm multiplies them, accumulating into an
+ * MC x NC float32 block of the result over all of k (beta 1 after the first k block), which is
+ * rounded to the output dtype once. Accumulation is float32 end to end, as PyTorch's; the
+ * scratch is three blocks (5 MiB) whatever the sizes, where whole copies take 3 x 64 MiB at
+ * 4096^3. Smaller products convert whole operands (matmul_blas): one sgemm call and no
+ * re-conversion, measured 1.2-1.5x faster at linear-layer sizes (128x784x512, 1024x512x128). */
+#define HALF_MC 512
+#define HALF_KC 512
+#define HALF_NC 1024
+static int64_t half_whole_max = (int64_t)1 << 24; /* elements: 64 MiB of float32 copies */
+
+void ember_matmul_set_half_whole_max(int64_t elements) { half_whole_max = elements; }
+
+static int half_whole_fits(int64_t batch, int64_t n, int64_t k, int64_t p) {
+    return batch * (n * k + k * p + n * p) <= half_whole_max;
+}
+
+/* A rows x cols block of dtype `from` at src (element strides rs, cs) as contiguous float32 at
+ * dst, in the order it is stored: row-major (returns CBLAS_NO_TRANS, leading dimension cols)
+ * or, for a column-major operand, column-major (CBLAS_TRANS, leading dimension rows), so the
+ * conversion reads memory in order. *status gets the copy's status. */
+static int to_float_block(int from, const char *src, int64_t rows, int64_t cols, int64_t rs,
+                          int64_t cs, float *dst, int column_major, int *status) {
+    int64_t shape[2] = {rows, cols}, strides[2] = {rs, cs};
+    if (column_major) {
+        shape[0] = cols, shape[1] = rows, strides[0] = cs, strides[1] = rs;
+    }
+    *status = ember_copy(EM_F32, from, 0, 2, shape, (intptr_t)dst, NULL, (intptr_t)src, strides);
+    return column_major ? CBLAS_TRANS : CBLAS_NO_TRANS;
+}
+
+static int column_major(int64_t rows, int64_t cols, const em_operand *m) {
+    int64_t ld = 0;
+    return blas_layout(rows, cols, m->rs, m->cs, &ld) == CBLAS_TRANS;
+}
+
+/* One MC x NC block of out[m]: the sum over k blocks, then one rounding into `dtype`. */
+static int half_block(int dtype, int64_t k, int64_t p, const char *am, const char *bm, char *om,
+                      const em_operand *a, const em_operand *b, int64_t i0, int64_t j0,
+                      int64_t mc, int64_t nc, float *pa, float *pb, float *pc) {
+    int item = em_itemsize(dtype), status = EM_OK, sa = EM_OK, sb = EM_OK;
+    int a_cols = column_major(mc, k, a), b_cols = column_major(k, nc, b);
+    for (int64_t l0 = 0; l0 < k && !status; l0 += HALF_KC) {
+        int64_t kc = k - l0 < HALF_KC ? k - l0 : HALF_KC;
+        int ta = to_float_block(dtype, am + (i0 * a->rs + l0 * a->cs) * item, mc, kc, a->rs,
+                                a->cs, pa, a_cols, &sa);
+        int tb = to_float_block(dtype, bm + (l0 * b->rs + j0 * b->cs) * item, kc, nc, b->rs,
+                                b->cs, pb, b_cols, &sb);
+        status = sa ? sa : sb;
+        if (!status)
+            blas.gemm_f32(CBLAS_ROW_MAJOR, ta, tb, (int)mc, (int)nc, (int)kc, 1, pa,
+                          (int)(a_cols ? mc : kc), pb, (int)(b_cols ? kc : nc), l0 ? 1 : 0, pc,
+                          (int)nc);
+    }
+    int64_t shape[2] = {mc, nc}, so[2] = {p, 1};
+    if (!status)
+        status = ember_copy(dtype, EM_F32, 0, 2, shape, (intptr_t)(om + (i0 * p + j0) * item), so,
+                            (intptr_t)pc, NULL);
+    return status;
+}
+
+static int matmul_half_blocked(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p,
+                               intptr_t out, const em_operand *a, const em_operand *b) {
+    float *pa = malloc(sizeof(float) * HALF_MC * HALF_KC);
+    float *pb = malloc(sizeof(float) * HALF_KC * HALF_NC);
+    float *pc = malloc(sizeof(float) * HALF_MC * HALF_NC);
+    int item = em_itemsize(dtype), status = pa && pb && pc ? EM_OK : EMBER_MATMUL_NO_MEMORY;
+    ember_blas_follow_threads();
+    for (int64_t m = 0; m < batch && !status; m++) {
+        const char *am = a->ptr + m * a->bs * item, *bm = b->ptr + m * b->bs * item;
+        char *om = (char *)out + m * n * p * item;
+        for (int64_t j0 = 0; j0 < p && !status; j0 += HALF_NC)
+            for (int64_t i0 = 0; i0 < n && !status; i0 += HALF_MC)
+                status = half_block(dtype, k, p, am, bm, om, a, b, i0, j0,
+                                    n - i0 < HALF_MC ? n - i0 : HALF_MC,
+                                    p - j0 < HALF_NC ? p - j0 : HALF_NC, pa, pb, pc);
+    }
+    free(pa);
+    free(pb);
+    free(pc);
     return status;
 }
 
@@ -253,7 +349,10 @@ int ember_matmul(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intp
     em_operand B = {(const char *)b, sb[0], sb[1], sb[2]};
     int has_blas = dtype == EM_F64 ? blas.gemm_f64 != NULL
                                    : dtype >= EM_F16 && blas.gemm_f32 != NULL;
-    if (has_blas && fits_int(n) && fits_int(k) && fits_int(p))
+    if (has_blas && fits_int(n) && fits_int(k) && fits_int(p)) {
+        if ((dtype == EM_F16 || dtype == EM_BF16) && !half_whole_fits(batch, n, k, p))
+            return matmul_half_blocked(dtype, batch, n, k, p, out, &A, &B);
         return matmul_blas(dtype, batch, n, k, p, out, &A, &B);
+    }
     return matmul_loop(dtype, batch, n, k, p, out, &A, &B);
 }

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import functools
 
-from . import copy, elementwise, index, linalg, nn, random, reduce, sort
+from . import amp, copy, elementwise, index, linalg, nn, random, reduce, sort
 from .prelude import prelude
 
-FAMILIES = (elementwise, copy, reduce, index, sort, random, nn, linalg)
+FAMILIES = (elementwise, copy, reduce, index, sort, random, nn, linalg, amp)
 
 
 @functools.cache

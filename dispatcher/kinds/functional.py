@@ -1,0 +1,45 @@
+"""Runner of the nn.functional rows (linear, conv2d, the losses...): a dtype check, then the
+decomposition.
+
+These ops are rows so that the dispatch layers see them whole: autocast casts ``linear``'s
+inputs once (bias included) as PyTorch does, rather than ``mm``'s and then promoting at the bias
+add, and the profiler names them. Their code stays in ``ember.nn.functional`` beside the public
+functions, which load after the op table; a row names its decomposition by module and function
+(``from_nn``) and the first call imports it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ember._tensor import Tensor
+
+from ._common import unsupported_dtype
+
+# Tensor arguments whose dtype is not what the op computes in (class indices, boolean masks).
+_NOT_COMPUTED = frozenset(("target", "attn_mask"))
+
+
+def from_nn(module: str, name: str):
+    """The function ``name`` of ``ember.nn.functional.<module>``, imported at its first call."""
+    where = f"ember.nn.functional.{module}"
+    found: list = []
+
+    def decomposition(*args):
+        if not found:
+            found.append(getattr(importlib.import_module(where), name))
+        return found[0](*args)
+
+    decomposition.__qualname__ = f"{where}.{name}"
+    return decomposition
+
+
+def run(op, *args):
+    """Refuse computed tensors of dtypes outside the row, then run the decomposition."""
+    schema_args = op.schema.args
+    for i in op.tensor_positions:
+        t = args[i] if i < len(args) else None
+        computed = isinstance(t, Tensor) and schema_args[i].name not in _NOT_COMPUTED
+        if computed and t._dtype not in op.dtypes:
+            raise unsupported_dtype(op, t._dtype)
+    return op.decomposition(*args)

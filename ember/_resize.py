@@ -1,0 +1,87 @@
+"""``Tensor.resize_``: new sizes (and contiguous strides) over the same storage, grown if needed.
+
+``out=`` arguments depend on it: an out tensor of the wrong shape is resized to the result's.
+As in PyTorch, the storage grows in place, so every view of it sees the new memory, the bytes it
+held are kept, and memory ember did not allocate (``from_numpy`` arrays, shared memory) cannot
+grow.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from . import _dtype as dt
+from ._tensor import Tensor, contiguous_strides, empty, make
+from .dispatcher.allocator import Lease
+
+
+def _sizes(args) -> tuple:
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        args = tuple(args[0])
+    try:
+        sizes = tuple(int(s.__index__()) for s in args)
+    except (AttributeError, TypeError):
+        raise TypeError(f"resize_(): size must be a sequence of ints, got {args!r}") from None
+    if any(s < 0 for s in sizes):
+        bad = next(s for s in sizes if s < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: {list(sizes)}")
+    return sizes
+
+
+def _resizable(storage) -> bool:
+    """Whether ember allocated the storage's memory (a raw handle that frees itself, or a lease
+    from the caching allocator), and so may swap it for a larger allocation."""
+    return storage.owner is storage.handle or isinstance(storage.owner, Lease)
+
+
+def _grow(storage, nbytes: int) -> None:
+    """Move ``storage`` to a new allocation of ``nbytes``, keeping its bytes; in place, so that
+    all the tensors on it follow."""
+    if not _resizable(storage):
+        raise RuntimeError(
+            f"Trying to resize storage that is not resizable (it holds {storage.nbytes} bytes "
+            f"of memory ember did not allocate; {nbytes} are needed)"
+        )
+    fresh = empty((nbytes,), dt.uint8, storage.device)._storage
+    if storage.nbytes:
+        old = make(storage, (storage.nbytes,), (1,), 0, dt.uint8, True)
+        new = make(fresh, (storage.nbytes,), (1,), 0, dt.uint8, True)
+        from .dispatcher.optable import OPS
+
+        OPS["copy_"].kernel(storage.device.type, dt.uint8)(new, old)
+    storage.handle, storage.byte_offset, storage.ptr = fresh.handle, fresh.byte_offset, fresh.ptr
+    storage.owner, storage.nbytes = fresh.owner, fresh.nbytes
+
+
+def resize_(self: Tensor, *size, memory_format=None) -> Tensor:
+    """Give this tensor the sizes ``size`` (contiguous strides, same storage offset).
+
+    The storage grows when the new sizes need more memory (the old bytes are kept, new ones are
+    uninitialised); a tensor that keeps its sizes keeps its strides too.
+
+    Example:
+        >>> x = ember.arange(6.)
+        >>> x.resize_(2, 2)
+        tensor([[0., 1.],
+                [2., 3.]])
+    """
+    sizes = _sizes(size)
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if sizes == self._shape:
+        return self
+    itemsize = self._dtype.itemsize
+    numel = math.prod(sizes)
+    needed = (self._offset + numel) * itemsize if numel else 0
+    if needed > self._storage.nbytes:
+        _grow(self._storage, needed)
+    self._shape = sizes
+    self._stride = contiguous_strides(sizes)
+    self._contig = True
+    return self
+
+
+def resize_as_(self: Tensor, other: Tensor, memory_format=None) -> Tensor:
+    """``self.resize_(other.shape)``."""
+    return resize_(self, other._shape)

@@ -1,0 +1,28 @@
+"""Qualified names (``"blocks.0.attn.weight"``) inside module trees."""
+
+from __future__ import annotations
+
+
+def parent(root, qualified: str, create: bool = False):
+    """``(module, leaf name)`` holding ``qualified``; with ``create``, missing submodules on the
+    way are added as empty modules."""
+    from ember.nn.modules.module import Module
+
+    *path, leaf = qualified.split(".")
+    module = root
+    for part in path:
+        child = module._modules.get(part)
+        if child is None:
+            if not create:
+                raise KeyError(f"no submodule {part!r} on the way to {qualified!r}")
+            child = Module()
+            module.add_module(part, child)
+        module = child
+    return module, leaf
+
+
+def tensor_at(root, qualified: str):
+    """The parameter or buffer called ``qualified``."""
+    module, leaf = parent(root, qualified)
+    found = module._parameters.get(leaf)
+    return found if found is not None else module._buffers[leaf]

@@ -1,0 +1,331 @@
+"""The types of graph values: tensors with what is known of their shape, dtype, device and
+``requires_grad``, and the Python scalars, containers and options ops take.
+
+A ``TensorType`` dimension is an int (known), a string (a named symbolic size, such as an
+``ember.export.Dim``) or None (unknown). Types are immutable and compare by value; each has a
+JSON form (``to_json``/``from_json``) used by the serializer, and the annotation it shows in
+generated code.
+"""
+
+from __future__ import annotations
+
+from ember import _dtype as dt
+from ember._device import device as Device
+
+# TorchScript's names for scalar types, as graphs print them: Float(2, 3).
+SCALAR_NAMES = {
+    dt.bool_: "Bool",
+    dt.uint8: "Byte",
+    dt.int8: "Char",
+    dt.int16: "Short",
+    dt.int32: "Int",
+    dt.int64: "Long",
+    dt.float16: "Half",
+    dt.bfloat16: "BFloat16",
+    dt.float32: "Float",
+    dt.float64: "Double",
+}
+DTYPES = {d.name: d for d in dt.ALL}
+
+
+class Type:
+    """Base of value types."""
+
+    __slots__ = ()
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._key()))
+
+    def _key(self):
+        return ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def annotation(self) -> str:
+        return str(self)
+
+    def to_json(self):
+        raise NotImplementedError
+
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+class _Named(Type):
+    """A type that is only a name: int, float, bool, str, NoneType, Device, ScalarType..."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def _key(self):
+        return self.name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_json(self):
+        return self.name
+
+
+IntType = _Named("int")
+FloatType = _Named("float")
+BoolType = _Named("bool")
+StrType = _Named("str")
+NoneType = _Named("NoneType")
+DeviceObjType = _Named("Device")
+ScalarTypeType = _Named("ScalarType")
+GeneratorType = _Named("Generator")
+NumberType = _Named("Scalar")  # int or float, known only at run time
+AnyType = _Named("Any")
+NAMED = {
+    t.name: t
+    for t in (
+        IntType,
+        FloatType,
+        BoolType,
+        StrType,
+        NoneType,
+        DeviceObjType,
+        ScalarTypeType,
+        GeneratorType,
+        NumberType,
+        AnyType,
+    )
+}
+
+
+class TensorType(Type):
+    """A tensor; any of its facts may be unknown (None)."""
+
+    __slots__ = ("_device", "_dtype", "_requires_grad", "_sizes")
+
+    def __init__(self, dtype=None, sizes=None, device=None, requires_grad=None):
+        self._dtype = dtype
+        self._sizes = None if sizes is None else tuple(sizes)
+        self._device = None if device is None else Device(device)
+        self._requires_grad = requires_grad
+
+    @classmethod
+    def of(cls, t) -> TensorType:
+        """The exact type of tensor ``t``."""
+        return cls(t._dtype, t._shape, t._storage.device, t._requires_grad)
+
+    def _key(self):
+        return (self._dtype, self._sizes, self._device, self._requires_grad)
+
+    def dtype(self):
+        return self._dtype
+
+    scalarType = dtype  # noqa: N815 - TorchScript's name
+
+    def sizes(self):
+        return self._sizes
+
+    def dim(self):
+        return None if self._sizes is None else len(self._sizes)
+
+    def device(self):
+        return self._device
+
+    def requires_grad(self):
+        return self._requires_grad
+
+    requiresGrad = requires_grad  # noqa: N815
+
+    def is_complete(self) -> bool:
+        """Whether dtype, device and every size are known integers."""
+        return (
+            self._dtype is not None
+            and self._device is not None
+            and self._sizes is not None
+            and all(isinstance(s, int) for s in self._sizes)
+        )
+
+    def with_(self, **changes) -> TensorType:
+        facts = {
+            "dtype": self._dtype,
+            "sizes": self._sizes,
+            "device": self._device,
+            "requires_grad": self._requires_grad,
+        }
+        facts.update(changes)
+        return TensorType(**facts)
+
+    def __str__(self) -> str:
+        if self._dtype is None and self._sizes is None:
+            return "Tensor"
+        head = SCALAR_NAMES.get(self._dtype, "Tensor")
+        parts = [] if self._sizes is None else ["*" if s is None else str(s) for s in self._sizes]
+        if self._requires_grad:
+            parts.append("requires_grad=1")
+        if self._device is not None:
+            parts.append(f"device={self._device}")
+        return f"{head}({', '.join(parts)})"
+
+    def annotation(self) -> str:
+        return "Tensor"
+
+    def to_json(self):
+        return {
+            "tensor": {
+                "dtype": None if self._dtype is None else self._dtype.name,
+                "sizes": None if self._sizes is None else list(self._sizes),
+                "device": None if self._device is None else str(self._device),
+                "requires_grad": self._requires_grad,
+            }
+        }
+
+
+Tensor = TensorType()  # nothing known
+
+
+class _Of(Type):
+    """A type of one element type: ``int[]`` / ``List[int]``, ``Tensor?`` / ``Optional[...]``."""
+
+    __slots__ = ("elem",)
+    tag = ""
+    suffix = ""
+    wrapper = ""
+
+    def __init__(self, elem: Type):
+        self.elem = elem
+
+    def _key(self):
+        return self.elem
+
+    def __str__(self) -> str:
+        return f"{self.elem.annotation()}{self.suffix}"
+
+    def annotation(self) -> str:
+        return f"{self.wrapper}[{self.elem.annotation()}]"
+
+    def to_json(self):
+        return {self.tag: self.elem.to_json()}
+
+
+class ListType(_Of):
+    __slots__ = ()
+    tag, suffix, wrapper = "list", "[]", "List"
+
+
+class OptionalType(_Of):
+    __slots__ = ()
+    tag, suffix, wrapper = "optional", "?", "Optional"
+
+
+class TupleType(Type):
+    __slots__ = ("elems",)
+
+    def __init__(self, elems):
+        self.elems = tuple(elems)
+
+    def _key(self):
+        return self.elems
+
+    def __str__(self) -> str:
+        return f"({', '.join(e.annotation() for e in self.elems)})"
+
+    def annotation(self) -> str:
+        return f"Tuple[{', '.join(e.annotation() for e in self.elems)}]"
+
+    def to_json(self):
+        return {"tuple": [e.to_json() for e in self.elems]}
+
+
+def from_json(data) -> Type:
+    """The type a ``to_json`` form describes; ValueError for anything else."""
+    if isinstance(data, str):
+        found = NAMED.get(data)
+        if found is None:
+            raise ValueError(f"unknown type name {data!r}")
+        return found
+    if not isinstance(data, dict) or len(data) != 1:
+        raise ValueError(f"malformed type {data!r}")
+    ((tag, body),) = data.items()
+    if tag == "tensor":
+        return _tensor_from_json(body)
+    if tag == "list":
+        return ListType(from_json(body))
+    if tag == "optional":
+        return OptionalType(from_json(body))
+    if tag == "tuple" and isinstance(body, list):
+        return TupleType(from_json(item) for item in body)
+    raise ValueError(f"malformed type {data!r}")
+
+
+def _tensor_from_json(body) -> TensorType:
+    if not isinstance(body, dict) or set(body) - {"dtype", "sizes", "device", "requires_grad"}:
+        raise ValueError(f"malformed tensor type {body!r}")
+    dtype = body.get("dtype")
+    if dtype is not None and dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}")
+    sizes = body.get("sizes")
+    if sizes is not None and (not isinstance(sizes, list) or not all(map(_is_dim, sizes))):
+        raise ValueError(f"malformed sizes {sizes!r}")
+    device = body.get("device")
+    if device is not None and not isinstance(device, str):
+        raise ValueError(f"malformed device {device!r}")
+    grad = body.get("requires_grad")
+    if grad is not None and not isinstance(grad, bool):
+        raise ValueError(f"malformed requires_grad {grad!r}")
+    return TensorType(
+        None if dtype is None else DTYPES[dtype],
+        sizes,
+        None if device is None else Device(device),
+        grad,
+    )
+
+
+def _is_dim(size) -> bool:
+    if size is None or isinstance(size, str):
+        return True
+    return isinstance(size, int) and not isinstance(size, bool) and size >= 0
+
+
+def type_of(value) -> Type:
+    """The type of a Python value as a graph sees it (constants, outputs)."""
+    from ember._tensor import Tensor as EmberTensor
+
+    if isinstance(value, EmberTensor):
+        return TensorType.of(value)
+    if value is None:
+        return NoneType
+    if isinstance(value, bool):
+        return BoolType
+    if isinstance(value, int):
+        return IntType
+    if isinstance(value, float):
+        return FloatType
+    if isinstance(value, str):
+        return StrType
+    if isinstance(value, dt.dtype):
+        return ScalarTypeType
+    if isinstance(value, Device):
+        return DeviceObjType
+    if isinstance(value, list):
+        return ListType(_common(type_of(v) for v in value))
+    if isinstance(value, tuple):
+        return TupleType(type_of(v) for v in value)
+    from ember._random import Generator
+
+    if isinstance(value, Generator):
+        return GeneratorType
+    return AnyType
+
+
+def _common(types) -> Type:
+    """The element type of a list: ``Tensor`` for tensors, Any for mixed scalars."""
+    found = None
+    for t in types:
+        t = Tensor if isinstance(t, TensorType) else t  # a list's tensors vary: no details
+        if found is None:
+            found = t
+        elif found != t:
+            return AnyType
+    return found or AnyType

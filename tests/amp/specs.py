@@ -1,0 +1,130 @@
+"""One call per op with an autocast policy, written once for both libraries.
+
+``spec(lib, t)`` calls the op through its public spelling in ``lib`` (ember or torch);
+``t(*shape)`` makes the next floating tensor argument, in the dtype the test's combination gives
+that position, with the same values in both libraries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+
+class Maker:
+    """Makes tensor arguments: the i-th in ``dtypes[i % len(dtypes)]``, values from a fixed seed."""
+
+    def __init__(self, lib, dtypes, device="cpu"):
+        self.lib = lib
+        self.dtypes = dtypes
+        self.device = device
+        self.count = 0
+        self.rng = np.random.default_rng(0)
+        self.created: list = []
+
+    def __call__(self, *shape, low=-1.0, high=1.0):
+        dtype = self.dtypes[self.count % len(self.dtypes)]
+        self.count += 1
+        self.created.append(dtype)
+        values = self.rng.uniform(low, high, shape).astype(np.float32)
+        return self.lib.tensor(values).to(self.device).to(getattr(self.lib, dtype))
+
+    def long(self, values):
+        return self.lib.tensor(values).to(self.device)
+
+    def record(self, spec) -> list:
+        """The dtypes of the tensors ``spec`` makes (the call itself may fail)."""
+        with contextlib.suppress(RuntimeError, TypeError, ValueError):
+            spec(self.lib, self)
+        return self.created
+
+
+def _F(lib):
+    return lib.nn.functional
+
+
+def _unary(fn_name, low=0.1, high=0.9):
+    return lambda lib, t: getattr(lib, fn_name)(t(3, low=low, high=high))
+
+
+_UNARY = "acos asin cosh exp expm1 log log10 log1p log2 reciprocal rsqrt sinh tan"
+
+SPECS = {
+    **{name: _unary(name) for name in _UNARY.split()},
+    "softplus": lambda lib, t: _F(lib).softplus(t(3)),
+    "pow": lambda lib, t: lib.pow(t(3, low=0.1, high=2.0), t(3)),
+    "addcmul": lambda lib, t: lib.addcmul(t(3), t(3), t(3)),
+    "addcdiv": lambda lib, t: lib.addcdiv(t(3), t(3), t(3, low=0.5, high=1.0)),
+    "atan2": lambda lib, t: lib.atan2(t(3), t(3)),
+    "mm": lambda lib, t: lib.mm(t(2, 3), t(3, 2)),
+    "bmm": lambda lib, t: lib.bmm(t(2, 2, 3), t(2, 3, 2)),
+    "matmul": lambda lib, t: lib.matmul(t(2, 3), t(3, 2)),
+    "mv": lambda lib, t: lib.mv(t(2, 3), t(3)),
+    "dot": lambda lib, t: lib.dot(t(3), t(3)),
+    "einsum": lambda lib, t: lib.einsum("ij,jk->ik", t(2, 3), t(3, 2)),
+    "addmm": lambda lib, t: lib.addmm(t(2, 2), t(2, 3), t(3, 2)),
+    "baddbmm": lambda lib, t: lib.baddbmm(t(2, 2, 2), t(2, 2, 3), t(2, 3, 2)),
+    "trace": lambda lib, t: lib.trace(t(3, 3)),
+    "linear": lambda lib, t: _F(lib).linear(t(2, 3), t(4, 3), t(4)),
+    "bilinear": lambda lib, t: _F(lib).bilinear(t(2, 3), t(2, 2), t(4, 3, 2), t(4)),
+    "conv1d": lambda lib, t: _F(lib).conv1d(t(1, 2, 5), t(3, 2, 2), t(3)),
+    "conv2d": lambda lib, t: _F(lib).conv2d(t(1, 2, 4, 4), t(3, 2, 2, 2), t(3)),
+    "conv_transpose2d": lambda lib, t: _F(lib).conv_transpose2d(t(1, 2, 3, 3), t(2, 3, 2, 2)),
+    "scaled_dot_product_attention": lambda lib, t: _F(lib).scaled_dot_product_attention(
+        t(1, 2, 3, 4), t(1, 2, 3, 4), t(1, 2, 3, 4)
+    ),
+    "cat": lambda lib, t: lib.cat([t(2), t(3)]),
+    "stack": lambda lib, t: lib.stack([t(2), t(2)]),
+    "scatter_add": lambda lib, t: lib.scatter_add(t(3), 0, t.long([0, 1, 0]), t(3)),
+    "sum": lambda lib, t: lib.sum(t(3)),
+    "prod": lambda lib, t: lib.prod(t(3)),
+    "cumsum": lambda lib, t: lib.cumsum(t(4), 0),
+    "cumprod": lambda lib, t: lib.cumprod(t(4), 0),
+    "softmax": lambda lib, t: lib.softmax(t(2, 3), -1),
+    "log_softmax": lambda lib, t: lib.log_softmax(t(2, 3), -1),
+    "logsumexp": lambda lib, t: lib.logsumexp(t(2, 3), 1),
+    "norm": lambda lib, t: lib.norm(t(3)),
+    "layer_norm": lambda lib, t: _F(lib).layer_norm(t(2, 4), (4,), t(4), t(4)),
+    "group_norm": lambda lib, t: _F(lib).group_norm(t(2, 4, 3), 2, t(4), t(4)),
+    "cosine_similarity": lambda lib, t: _F(lib).cosine_similarity(t(3, 4), t(3, 4)),
+    "mse_loss": lambda lib, t: _F(lib).mse_loss(t(3), t(3)),
+    "l1_loss": lambda lib, t: _F(lib).l1_loss(t(3), t(3)),
+    "smooth_l1_loss": lambda lib, t: _F(lib).smooth_l1_loss(t(3), t(3)),
+    "huber_loss": lambda lib, t: _F(lib).huber_loss(t(3), t(3)),
+    "kl_div": lambda lib, t: _F(lib).kl_div(
+        t(3, 4, low=-3.0, high=-0.1), t(3, 4, low=0.0, high=1.0), reduction="batchmean"
+    ),
+    "nll_loss": lambda lib, t: _F(lib).nll_loss(t(3, 4, low=-3.0, high=-0.1), t.long([0, 1, 3])),
+    "cross_entropy_loss": lambda lib, t: _F(lib).cross_entropy(t(3, 4), t.long([0, 1, 3])),
+    "binary_cross_entropy": lambda lib, t: _F(lib).binary_cross_entropy(
+        t(4, low=0.1, high=0.9), t(4, low=0.0, high=1.0)
+    ),
+    "binary_cross_entropy_with_logits": lambda lib, t: _F(lib).binary_cross_entropy_with_logits(
+        t(4), t(4, low=0.0, high=1.0)
+    ),
+    "cosine_embedding_loss": lambda lib, t: _F(lib).cosine_embedding_loss(
+        t(3, 4), t(3, 4), t.long([1, -1, 1])
+    ),
+}
+
+# Ops on no list: autocast must leave them alone (their own promotion rules decide).
+UNLISTED = {
+    "add": lambda lib, t: lib.add(t(3), t(3)),
+    "relu": lambda lib, t: _F(lib).relu(t(3)),
+    "gelu": lambda lib, t: _F(lib).gelu(t(3)),
+    "embedding": lambda lib, t: _F(lib).embedding(t.long([0, 2]), t(3, 2)),
+    "batch_norm": lambda lib, t: _F(lib).batch_norm(t(2, 3, 2), t(3), t(3, low=0.5, high=1.0)),
+    "mean": lambda lib, t: lib.mean(t(3)),
+    "where": lambda lib, t: lib.where(t.long([True, False]), t(2), t(2)),
+    # activations in the autocast dtype with a model's float32 parameters
+    "layer_norm_float32_params": lambda lib, t: _F(lib).layer_norm(
+        t(2, 4), (4,), t(4).float(), t(4).float()
+    ),
+    "group_norm_float32_params": lambda lib, t: _F(lib).group_norm(
+        t(2, 4, 3), 2, t(4).float(), t(4).float()
+    ),
+    "batch_norm_float32_params": lambda lib, t: _F(lib).batch_norm(
+        t(2, 3, 2), t(3).float(), t(3, low=0.5).float(), t(3).float(), t(3).float(), True
+    ),
+}
