@@ -1,5 +1,6 @@
 """The product-shaped ops of ember.linalg: cross, vecdot, multi_dot, matrix_power, tensorinv,
-tensorsolve, vander, diagonal, and tensordot; composites of matmul, elementwise ops and the solves.
+tensorsolve, vander, diagonal, tensordot and kron; composites of matmul, elementwise ops and the
+solves.
 """
 
 # ruff: noqa: N803, N806 - matrices keep their mathematical names (A, B), as in PyTorch
@@ -253,6 +254,19 @@ def _tensordot(a, b, dims_self, dims_other):
     return out.reshape(*[a.shape[d] for d in keep_a], *[b.shape[d] for d in keep_b])
 
 
+def _kron(a, b):
+    """Each element of a scales a copy of b: a's dims interleaved with b's, then merged."""
+    name = "kron"
+    check_tensor(name, a, "input")
+    check_tensor(name, b, "other")
+    ndim = max(a.ndim, b.ndim)
+    sa = (1,) * (ndim - a.ndim) + tuple(a.shape)
+    sb = (1,) * (ndim - b.ndim) + tuple(b.shape)
+    left = a.reshape([n for size in sa for n in (size, 1)])
+    right = b.reshape([n for size in sb for n in (1, size)])
+    return (left * right).reshape([x * y for x, y in zip(sa, sb)])
+
+
 ROWS = [
     composite("linalg_cross(Tensor input, Tensor other, *, int dim=-1) -> Tensor", _cross,
               ref.cross, "cross", dtypes=NUMERIC),
@@ -277,4 +291,6 @@ ROWS = [
     composite("tensordot(Tensor input, Tensor other, int[] dims_self, int[] dims_other) "
               "-> Tensor", _tensordot, ref.tensordot, "tensordot", display="tensordot",
               dtypes=NUMERIC),
+    composite("kron(Tensor input, Tensor other) -> Tensor", _kron, ref.kron, "kron", old=True,
+              dtypes=dt.ALL, display="kron"),
 ]  # fmt: skip

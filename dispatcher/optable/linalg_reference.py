@@ -389,6 +389,10 @@ def tensordot(a, b, dims_self, dims_other):
     return np.tensordot(a, b, (list(dims_self), list(dims_other)))
 
 
+def kron(a, b):
+    return np.kron(a, b)
+
+
 def matrix_exp(a):
     from scipy.linalg import expm
 

@@ -253,6 +253,8 @@ CASES = [
          inputs(uniform(2, 3, 4), uniform(3, 5, 2))),
     Case("tensordot int", lambda L, a, b: L.tensordot(a, b, 1), inputs(uniform(2, 3),
                                                                          uniform(3, 4))),
+    Case("kron", lambda L, a, b: L.kron(a, b), inputs(uniform(2, 3), uniform(2, 1, 2))),
+    Case("Tensor.kron", lambda L, a, b: a.kron(b), inputs(uniform(3), uniform(2, 2))),
     Case("trace", lambda L, A: L.trace(A), inputs(uniform(3, 4))),
     Case("triangular_solve", lambda L, B, A: L.triangular_solve(B, A.triu()),
          inputs(uniform(2, 3, 2), well_conditioned(3, 3))),

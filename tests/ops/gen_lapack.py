@@ -338,6 +338,12 @@ def tensordot(op, dtype, device, rng):
     yield Sample((a, b, [], []))
 
 
+def kron(op, dtype, device, rng):
+    yield Sample((_integral(dtype, (2, 3), rng), _integral(dtype, (3, 2), rng, T)))
+    yield Sample((_integral(dtype, (2, 1, 3), rng), _integral(dtype, (4,), rng)))
+    yield Sample((_integral(dtype, (), rng), _integral(dtype, (0, 2), rng)))
+
+
 def matrix_exp(op, dtype, device, rng):
     for shape, scale in (((3, 3), 0.01), ((2, 4, 4), 0.5), ((3, 3), 2.0), ((2, 2, 2), 6.0),
                          ((1, 1), 1.0), ((0, 0), 1.0)):  # fmt: skip
@@ -352,6 +358,6 @@ GENERATORS = {
         "cholesky_factor", "solve", "householder", "svd", "qr", "lstsq", "ldl_solve", "pinv",
         "cond", "vector_norm", "matrix_norm", "linalg_norm", "cross", "vecdot", "multi_dot",
         "matrix_power", "tensorinv", "tensorsolve", "vander", "diagonal", "tensordot",
-        "matrix_exp",
+        "kron", "matrix_exp",
     ]
 }  # fmt: skip
