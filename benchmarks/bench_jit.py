@@ -8,9 +8,12 @@ For a GEMM-bound size (batch 8 x context 64) and a dispatch-bound one (batch 1 x
 - traced: ``ember.jit.trace``, then saved and loaded (what a deployment runs);
 - optimized: the loaded module through ``ember.jit.optimize_for_inference``;
 - export: ``ember.export.export(...).module()``;
+- onnxruntime: the model written by ``ember.onnx.export`` (batch and sequence as dynamic
+  axes), run by onnxruntime's CPU provider in its own process (its thread pool and allocator
+  stay out of ember's); skipped with a note when ``ember[onnx]`` is not installed;
 
-and the time of tracing, saving + loading, optimizing and exporting. All modes are ember, so
-they share one process and take turns round by round (load on a shared machine then falls on
+and the time of tracing, saving + loading, optimizing, exporting and ONNX export. The ember
+modes share one process and take turns round by round (load on a shared machine then falls on
 all alike); each figure is the best round. Ratios are against eager ember.
 """
 
@@ -20,7 +23,9 @@ import argparse
 import importlib.util
 import io
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -28,7 +33,7 @@ sys.path.insert(0, ROOT)  # this checkout's ember, not an older installed copy
 
 import ember  # noqa: E402
 
-MODES = ("eager", "traced", "optimized", "export")
+MODES = ("eager", "traced", "optimized", "export", "onnxruntime")
 
 
 def gpt(context: int):
@@ -60,13 +65,61 @@ def prepare(batch: int, context: int) -> tuple[dict, dict]:
     loaded, costs["save+load"] = timed(save_load)
     optimized, costs["optimize"] = timed(lambda: ember.jit.optimize_for_inference(save_load()))
     exported, costs["export"] = timed(lambda: ember.export.export(model, (idx,)).module())
+    onnx_bytes, costs["onnx export"] = timed(lambda: onnx_export(model, idx))
     calls = {
         "eager": lambda: model(idx),
         "traced": lambda: loaded(idx),
         "optimized": lambda: optimized(idx),
         "export": lambda: exported(idx),
     }
-    return calls, costs
+    return calls, costs, onnx_bytes
+
+
+def onnx_export(model, idx) -> bytes | None:
+    """The model as ONNX bytes, or None without the onnx package."""
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        return None
+    buffer = io.BytesIO()
+    axes = {"idx": {0: "batch", 1: "seq"}}
+    ember.onnx.export(model, (idx,), buffer, input_names=["idx"], dynamic_axes=axes)
+    return buffer.getvalue()
+
+
+def onnxruntime_best(model_bytes, batch: int, context: int, repeat: int, number: int):
+    """Best seconds per call of onnxruntime on the model, measured in a child process."""
+    if model_bytes is None:
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".onnx", delete=False) as f:
+        f.write(model_bytes)
+    try:
+        out = subprocess.run(
+            [sys.executable, __file__, "--onnxruntime", f.name, "--repeat", str(repeat)]
+            + ["--shape", str(batch), str(context), "--number", str(number)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.unlink(f.name)
+    if out.returncode != 0:
+        print(f"  onnxruntime: failed: {out.stderr.strip().splitlines()[-1:]}")
+        return None
+    return float(out.stdout.split()[-1])
+
+
+def onnxruntime_child(path: str, shape, repeat: int, number: int) -> None:
+    """Child process: time onnxruntime alone and print the best seconds per call."""
+    import numpy as np
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    sess = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    feeds = {"idx": np.random.default_rng(0).integers(0, 256, shape, dtype=np.int64)}
+    best = best_rounds({"ort": lambda: sess.run(None, feeds)}, repeat, number)
+    print(best["ort"])
 
 
 def best_rounds(calls: dict, repeat: int, number: int) -> dict:
@@ -84,15 +137,29 @@ def best_rounds(calls: dict, repeat: int, number: int) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--onnxruntime", help=argparse.SUPPRESS)  # the child's model file
+    parser.add_argument("--shape", type=int, nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--number", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.onnxruntime:
+        onnxruntime_child(args.onnxruntime, args.shape, args.repeat, args.number)
+        return
     with ember.no_grad():
         for batch, context, number in ((8, 64, 3), (1, 8, 20)):
-            calls, costs = prepare(batch, context)
+            calls, costs, onnx_bytes = prepare(batch, context)
             best = best_rounds(calls, args.repeat, number)
+            ort = onnxruntime_best(onnx_bytes, batch, context, args.repeat, number)
+            if ort is not None:
+                best["onnxruntime"] = ort
             print(f"GPT inference, batch {batch} x context {context} (best of {args.repeat})")
             for mode in MODES:
+                if mode not in best:
+                    print(f"  {mode:<11} not run (pip install 'ember[onnx]')")
+                    continue
                 ratio = best[mode] / best["eager"]
-                print(f"  {mode:<10} {best[mode] * 1e3:8.2f} ms   {ratio:5.2f}x eager")
+                print(f"  {mode:<11} {best[mode] * 1e3:8.2f} ms   {ratio:5.2f}x eager")
+            if onnx_bytes is None:
+                del costs["onnx export"]
             print("  capture: " + ", ".join(f"{k} {v * 1e3:.0f} ms" for k, v in costs.items()))
 
 

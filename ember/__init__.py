@@ -105,7 +105,7 @@ del _name, _fn
 
 # Subsystems that load on first use: ``ember.jit.trace(...)`` works after ``import ember`` alone,
 # without ``import ember`` paying for them.
-_LAZY = ("jit", "fx", "export")
+_LAZY = ("jit", "fx", "export", "onnx")
 
 
 def __getattr__(name: str):

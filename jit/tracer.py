@@ -53,7 +53,7 @@ def is_tracing() -> bool:
 class TracingState:
     """The graph being recorded and what maps Python objects to its values."""
 
-    def __init__(self, attrs: dict | None = None, module_names: dict | None = None):
+    def __init__(self, attrs: dict | None = None, module_names: dict | None = None, expand=None):
         self.graph = Graph()
         self.env: dict = {}  # id(tensor) -> Value
         self.keep: list = []  # the traced tensors, so ids stay unique while tracing
@@ -65,6 +65,7 @@ class TracingState:
         self.suspended = 0
         self.thread = threading.get_ident()
         self.live = True  # False once the trace ends: its SymInts become plain ints
+        self.expand = expand  # op -> bool: record its decomposition's ops instead of it
 
     def recording(self) -> bool:
         return self.live and self.suspended == 0 and self.thread == threading.get_ident()
@@ -147,6 +148,9 @@ class TracingState:
 
     # ---- recording an op call ----------------------------------------------------------------
     def record(self, op, args, layer):
+        if self.expand is not None and self.expand(op):
+            # its decomposition's ops reach this layer in turn (sizes stay SymInts)
+            return op.decomposition(*args)
         schema_args = op.schema.args
         if len(args) < len(schema_args):  # operators pass fewer: a node holds every argument
             rest = schema_args[len(args) :]
@@ -242,12 +246,20 @@ class Capture:
 
 
 def capture(
-    fn, args: tuple, kwargs: dict | None = None, *, root=None, strict: bool = True
+    fn,
+    args: tuple,
+    kwargs: dict | None = None,
+    *,
+    root=None,
+    strict: bool = True,
+    expand=None,
 ) -> Capture:
     """Run ``fn(*args, **kwargs)`` recording a graph whose inputs are the tensors in ``args``
     (nested tuples/lists/dicts) and whose outputs are the tensors ``fn`` returns.
 
     ``root``: the module whose parameters and buffers become ``prim::GetAttr`` nodes.
+    ``expand``: ``op -> bool``, true for composite ops to record as the ops of their
+    decomposition rather than as one node (the ONNX exporter's ops that have no rule).
     """
     kwargs = kwargs or {}
     leaves, in_spec = pytree.flatten((tuple(args), kwargs))
@@ -259,7 +271,7 @@ def capture(
             )
     if current() is not None:
         raise RuntimeError("ember.jit.trace: tracing inside a trace is not supported")
-    state = TracingState(*_module_tables(root))
+    state = TracingState(*_module_tables(root), expand=expand)
     names = _input_names(fn, in_spec)
     for leaf, name in zip(leaves, names):
         state.add_input(leaf, name)

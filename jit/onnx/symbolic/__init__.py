@@ -1,0 +1,1 @@
+"""The ONNX rules of each op family; ``jit.onnx.table`` joins their tables."""
