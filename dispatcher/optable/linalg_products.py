@@ -16,6 +16,7 @@ from ..kinds.matrices import SCALAR_NAMES, check_tensor
 from ..opdef import DTYPES_NUMERIC
 from . import linalg_reference as ref
 from .linalg_rows import composite
+from .linalg_solve import inv_checked
 
 FLOATS = frozenset(dt.FLOATS)
 NUMERIC = frozenset(DTYPES_NUMERIC)
@@ -194,7 +195,7 @@ def _tensorinv(A, ind=2):
             "Expected self to satisfy the requirement prod(self.shape[ind:]) == "
             f"prod(self.shape[:ind]), but got {q} != {p}"
         )
-    return OPS["linalg_inv"](A.reshape(p, q)).reshape(*cols, *rows)
+    return inv_checked(A.reshape(p, q), "inv").inverse.reshape(*cols, *rows)
 
 
 def _tensorsolve(A, B, dims=None):

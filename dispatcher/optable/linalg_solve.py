@@ -42,6 +42,11 @@ def singular_inverse(code: int) -> str:
 
 
 def _solve_ex(A, B, left=True, check_errors=False):
+    return _solve_checked(A, B, left, "torch.linalg.solve_ex" if check_errors else None)
+
+
+def _solve_checked(A, B, left, error_name):
+    """solve_ex; a singular matrix raises LinAlgError naming ``error_name`` unless it is None."""
     name = "linalg.solve"
     check_matrix(name, A, square=True)
     check_tensor(name, B, "B")
@@ -58,29 +63,36 @@ def _solve_ex(A, B, left=True, check_errors=False):
             f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {shape})"
         )
     LU, pivots, info = OPS["linalg_lu_factor_ex"](A)
-    if check_errors:
-        raise_info(info, "torch.linalg.solve", singular_solve, A.ndim > 2)
+    if error_name:
+        raise_info(info, error_name, singular_solve, A.ndim > 2)
     X = OPS["linalg_lu_solve"](LU, pivots, rhs, True, not left)
     X = X.mT if not left else X
     return rt.linalg_solve_ex(X.squeeze(-1) if vector else X, info)
 
 
 def _solve(A, B, left=True):
-    return _solve_ex(A, B, left, True).result
+    return _solve_checked(A, B, left, "torch.linalg.solve").result
 
 
 def _inv_ex(A, check_errors=False):
+    return inv_checked(A, "linalg.inv_ex" if check_errors else None)
+
+
+def inv_checked(A, error_name):
+    """inv_ex; a singular matrix raises LinAlgError naming ``error_name`` unless it is None
+    (PyTorch's messages name the function called: ``linalg.inv``, ``linalg.inv_ex``, and
+    ``inv`` for tensorinv)."""
     check_matrix("linalg.inv", A, square=True)
     LU, pivots, info = OPS["linalg_lu_factor_ex"](A)
-    if check_errors:
-        raise_info(info, "linalg.inv", singular_inverse, A.ndim > 2)
+    if error_name:
+        raise_info(info, error_name, singular_inverse, A.ndim > 2)
     n = A.shape[-1]
     eye = ember.eye(n, dtype=A.dtype, device=A.device).expand(*A.shape)
     return rt.linalg_inv_ex(OPS["linalg_lu_solve"](LU, pivots, eye), info)
 
 
 def _inv(A):
-    return _inv_ex(A, True).inverse
+    return inv_checked(A, "linalg.inv").inverse
 
 
 # ---- determinants --------------------------------------------------------------------------------
@@ -250,6 +262,10 @@ def _cholesky_solve(B, L, upper=False):
 
 def _cholesky_inverse(L, upper=False):
     check_matrix("cholesky_inverse", L, square=True)
+    # LAPACK's potri refuses a zero on the factor's diagonal (info: its 1-based index), as here.
+    zero = L.diagonal(0, -2, -1) == 0
+    info = ember.where(zero.any(-1), zero.to(ember.int32).argmax(-1) + 1, 0)
+    raise_info(info, "cholesky_inverse", singular_inverse, L.ndim > 2)
     n = L.shape[-1]
     eye = ember.eye(n, dtype=L.dtype, device=L.device).expand(*L.shape)
     return _cholesky_solve(eye, L, upper)

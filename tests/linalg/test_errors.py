@@ -43,7 +43,15 @@ LINALG_ERRORS = [
     ("cholesky", lambda L, A: L.linalg.cholesky(A), [NOT_PD]),
     ("cholesky one", lambda L, A: L.linalg.cholesky(A), [NOT_PD[1]]),
     ("matrix_power", lambda L, A: L.linalg.matrix_power(A, -1), [SINGULAR]),
-]
+    ("solve_ex check_errors", lambda L, A, B: L.linalg.solve_ex(A, B, check_errors=True),
+     [SINGULAR, np.ones((2, 3))]),
+    ("inv_ex check_errors", lambda L, A: L.linalg.inv_ex(A, check_errors=True), [SINGULAR]),
+    ("tensorinv", lambda L, A: L.linalg.tensorinv(A, ind=1), [SINGULAR[1]]),
+    ("cholesky_inverse", lambda L, A: L.cholesky_inverse(A), [SINGULAR]),
+    ("cholesky_inverse one", lambda L, A: L.cholesky_inverse(A, upper=True), [SINGULAR[1]]),
+    ("svd non-finite", lambda L, A: L.linalg.svd(A), [np.stack([np.eye(3), np.full((3, 3),
+                                                                                     np.nan)])]),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("name,fn,arrays", LINALG_ERRORS, ids=[c[0] for c in LINALG_ERRORS])
