@@ -263,9 +263,10 @@ def _cholesky_solve(B, L, upper=False):
 def _cholesky_inverse(L, upper=False):
     check_matrix("cholesky_inverse", L, square=True)
     # LAPACK's potri refuses a zero on the factor's diagonal (info: its 1-based index), as here.
-    zero = L.diagonal(0, -2, -1) == 0
-    info = ember.where(zero.any(-1), zero.to(ember.int32).argmax(-1) + 1, 0)
-    raise_info(info, "cholesky_inverse", singular_inverse, L.ndim > 2)
+    if L.shape[-1]:
+        zero = L.diagonal(0, -2, -1) == 0
+        info = ember.where(zero.any(-1), zero.to(ember.int32).argmax(-1) + 1, 0)
+        raise_info(info, "cholesky_inverse", singular_inverse, L.ndim > 2)
     n = L.shape[-1]
     eye = ember.eye(n, dtype=L.dtype, device=L.device).expand(*L.shape)
     return _cholesky_solve(eye, L, upper)
