@@ -74,8 +74,22 @@ Tensor.__setitem__ = _indexing.setitem
 Tensor.__pos__ = lambda self: self
 del _name, _fn, _alias, _target
 
-# Last: these packages use the bound Tensor and the generated functions.
-from . import _accelerator, amp, autograd, backends, linalg, nn, optim, profiler, utils, version
+# Last: these packages use the bound Tensor and the generated functions. multiprocessing
+# registers its pickler reductions, as torch's does on import: tensors sent through any
+# multiprocessing queue, pipe or process argument share memory instead of being copied.
+from . import (
+    _accelerator,
+    amp,
+    autograd,
+    backends,
+    linalg,
+    multiprocessing,
+    nn,
+    optim,
+    profiler,
+    utils,
+    version,
+)
 from .amp import autocast
 from .autograd import (
     enable_grad,

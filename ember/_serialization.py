@@ -11,6 +11,7 @@ over one new storage (the memo is keyed by storage, as in PyTorch).
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 
@@ -51,6 +52,22 @@ def storage_bytes(storage) -> np.ndarray:
     return host_array(whole.cpu())
 
 
+# What autograd keeps in a tensor's __dict__ (graph links, hooks, flags): not the tensor's data,
+# and not picklable (weak references). PyTorch pickles neither; user attributes do travel.
+_AUTOGRAD_STATE = frozenset(
+    ("_accumulator", "_hooks", "_output_nr", "_post_accumulate_hooks", "_retains_grad", "_view_of")
+)
+
+
+def python_state(t) -> dict | None:
+    """The Python attributes of ``t`` that pickling carries (None when there are none); warns
+    about backward hooks, which stay behind, as PyTorch does."""
+    for hook in t.__dict__.get("_hooks") or ():
+        warnings.warn(f"backward hook {hook!r} on tensor will not be serialized.", stacklevel=3)
+    state = {k: v for k, v in t.__dict__.items() if k not in _AUTOGRAD_STATE}
+    return state or None
+
+
 def reduce_tensor(t):
     """``Tensor.__reduce_ex__``: rebuild from bytes + dtype + shape (+ subclass, + device)."""
     cls = None if type(t) is Tensor else type(t)
@@ -58,8 +75,9 @@ def reduce_tensor(t):
     device = t._storage.device
     if device is not CPU:  # CPU pickles stay as they were, for readers of older ember
         args += (str(device),)
-    if t.__dict__:  # Python attributes, restored into __dict__ by pickle's BUILD
-        return (_rebuild_tensor, args, dict(t.__dict__))
+    state = python_state(t)
+    if state:  # Python attributes, restored into __dict__ by pickle's BUILD
+        return (_rebuild_tensor, args, state)
     return (_rebuild_tensor, args)
 
 

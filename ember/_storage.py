@@ -6,6 +6,8 @@ import ctypes
 
 import numpy as np
 
+from . import _shm
+
 
 class Storage:
     """Bytes on one device.
@@ -18,7 +20,17 @@ class Storage:
     caching-allocator lease, a numpy array given to ``from_numpy``, or a raw backend allocation.
     """
 
-    __slots__ = ("byte_offset", "device", "handle", "nbytes", "owner", "ptr", "runtime", "version")
+    __slots__ = (
+        "__weakref__",  # ember.multiprocessing maps a segment sent back to its storage
+        "byte_offset",
+        "device",
+        "handle",
+        "nbytes",
+        "owner",
+        "ptr",
+        "runtime",
+        "version",
+    )
 
     # Memory ember must never write (a read-only numpy array: bytes, a read-only mmap). A class
     # attribute, so that the storage of every op's output costs nothing more to build; writers
@@ -45,33 +57,45 @@ class Storage:
         return f"ember.UntypedStorage(device={self.device}, nbytes={self.nbytes})"
 
     def is_shared(self) -> bool:
-        """Whether the bytes are in shared memory (``share_memory_``, DataLoader workers' batches);
-        CUDA memory counts as shared, as in PyTorch."""
-        from .utils.data._shared_memory import _Mapping
-
-        return isinstance(self.owner, _Mapping) or self.device.type == "cuda"
+        """Whether the bytes are in shared memory (``share_memory_``, sent through
+        ``ember.multiprocessing``, DataLoader workers' batches); CUDA memory counts as shared,
+        as in PyTorch."""
+        return isinstance(self.owner, _shm.Segment) or self.device.type == "cuda"
 
     def share_memory_(self) -> Storage:
         """Move the bytes into shared memory, in place: every tensor over this storage follows,
-        and processes forked afterwards write the same memory (Hogwild training). A no-op when
-        already shared and for device memory, as in PyTorch. A read-only storage's copy is
-        writable (it no longer aliases the read-only array)."""
-        if self.device.type != "cpu" or self.is_shared():
-            return self
-        from .utils.data._shared_memory import _Attached, _Mapping
+        and processes forked afterwards, or sent it through ``ember.multiprocessing``, write
+        the same memory (Hogwild training). The segment's kind follows the sharing strategy.
+        A no-op when already shared and for device memory that travels by inter-process handle
+        (CUDA), as in PyTorch; other device memory (xpu) cannot be shared. A read-only storage's
+        copy is writable (it no longer aliases the read-only array)."""
+        if self.device.type == "cpu":
+            if not self.is_shared():
+                self._share(_shm.strategy == "file_system")
+        elif not (self.device.type == "cuda" or hasattr(self.runtime, "ipc_handle")):
+            raise RuntimeError(
+                f"share_memory_(): {self.device.type} memory cannot be shared between "
+                "processes (its runtime has no inter-process handles); share a CPU copy: "
+                "t.cpu().share_memory_()"
+            )
+        return self
 
-        segment = _Attached(create=True, size=max(self.nbytes, 1))
-        segment.unlink()  # forked children inherit the mapping; no name outlives the process
-        mapping = _Mapping(segment)
-        address = mapping.array.ctypes.data
+    def _share(self, named: bool) -> tuple[_shm.Segment, int]:
+        """The segment holding these bytes, of the kind asked for (``named``: one that travels
+        by name, else by descriptor), and their offset in it; moves them into a new one first
+        when needed (processes that mapped the old one no longer see this one's writes)."""
+        segment = self.owner
+        if isinstance(segment, _shm.Segment) and (segment.name is not None or not named):
+            return segment, self.ptr - segment.address
+        segment = _shm.named(self.nbytes) if named else _shm.anonymous(self.nbytes)
         if self.nbytes:
-            ctypes.memmove(address, self.ptr, self.nbytes)
-        self.handle = self.ptr = address
+            ctypes.memmove(segment.data, self.ptr, self.nbytes)
+        self.handle = self.ptr = segment.data
         self.byte_offset = 0
-        self.owner = mapping
+        self.owner = segment
         if self.readonly:
             self.__class__ = Storage
-        return self
+        return segment, segment.data - segment.address
 
     def host_bytes(self) -> np.ndarray:
         """A uint8 numpy array over these bytes that keeps the storage alive (host memory only);

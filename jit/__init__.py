@@ -1,15 +1,29 @@
 """ember.jit: the graph IR, capture by tracing, serialization and graph passes.
 
 See docs/jit.md. Public entry points: ``trace``, ``trace_module``, ``save``, ``load``,
-``freeze``, ``optimize_for_inference``; the IR itself is ``ember.jit.ir`` (Graph, Node, Value)
+``freeze``, ``optimize_for_inference``, ``script`` (with ``ignore``, ``unused``, ``export``,
+``annotate``, ``is_scripting``, ``Final``); the IR itself is ``ember.jit.ir`` (Graph, Node, Value)
 with types in ``ember.jit.types``.
 """
 
 from __future__ import annotations
 
-from . import ir, types
+from . import (
+    export,  # the package; calling it is the @export decorator (see there)
+    frontend,
+    ir,
+    types,
+)
 from .freezing import freeze, optimize_for_inference
 from .ir import Graph, Node, Value
+from .script import (
+    Final,
+    annotate,
+    ignore,
+    is_scripting,
+    script,
+    unused,
+)
 from .script_module import (
     RecursiveScriptModule,
     ScriptFunction,
@@ -23,6 +37,7 @@ from .tracer import TracerWarning, is_tracing
 
 __all__ = [
     "ArchiveError",
+    "Final",
     "Graph",
     "Node",
     "RecursiveScriptModule",
@@ -33,11 +48,18 @@ __all__ = [
     "TracerWarning",
     "TracingCheckError",
     "Value",
+    "annotate",
+    "export",
+    "frontend",
+    "ignore",
+    "is_scripting",
     "freeze",
     "is_tracing",
     "load",
     "optimize_for_inference",
     "save",
+    "script",
     "trace",
     "trace_module",
+    "unused",
 ]

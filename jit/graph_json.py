@@ -35,6 +35,15 @@ class GraphWriter:
         self.tensors: dict = {}
 
     def graph(self, graph: Graph) -> dict:
+        for node in graph.all_nodes():
+            if _in_process(node.kind()):
+                where = node.sourceRange() or "no source location"
+                callee = node.inputsAt(0).node()["value"]
+                raise RuntimeError(
+                    f"ember.jit.save: can't save {node.kind()} ({where}): it calls the Python "
+                    f"function {callee!r} (@ember.jit.ignore), and archives hold no code. Use "
+                    "@ember.jit.unused, or make the function scriptable"
+                )
         ids: dict = {}
         inputs = [self.define(v, ids) for v in graph.inputs()]
         nodes = [self.node(n, ids) for n in graph.nodes()]
@@ -123,6 +132,8 @@ class GraphReader:
         kind = entry["kind"]
         if not isinstance(kind, str) or len(kind) > 200:
             raise GraphFormatError(f"malformed node kind {kind!r}")
+        if _in_process(kind):
+            raise GraphFormatError(f"unknown prim '{kind}' (archives never call Python)")
         inputs = [self.ref(values, i) for i in _list(entry["inputs"], f"{kind} inputs")]
         node = graph.create(kind, inputs, 0)
         node.setScope(_text(entry.get("scope", ""), "scope"))
@@ -202,6 +213,12 @@ class GraphReader:
         if tag == "tensor" and isinstance(body, str) and body in self.tensors:
             return self.tensors[body]
         raise GraphFormatError(f"malformed constant {str(raw)[:80]}")
+
+
+def _in_process(kind: str) -> bool:
+    """Prims that only exist in a running process (a call into Python)."""
+    spec = PRIMS.get(kind)
+    return spec is not None and spec.extra.get("in_process", False)
 
 
 def _dict(data, what: str, allowed: set, required: set | None = None) -> dict:

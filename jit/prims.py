@@ -8,6 +8,7 @@ are written by the code generator itself; their records only describe them.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -103,6 +104,41 @@ PRIMS: dict[str, Prim] = {
     "prim::max": Prim(max, _call("max")),
     "prim::If": Prim(None, None, outputs=None, doc="if cond: block0 else: block1"),
     "prim::Loop": Prim(None, None, outputs=None, doc="for i < max_trip while cond: block0"),
+    "prim::len": Prim(len, _call("len")),
+    "prim::ListSlice": Prim(
+        lambda xs, a, b, s: xs[a:b:s], lambda xs, a, b, s: f"{xs}[{a}:{b}:{s}]"
+    ),
+    "prim::sqrt": Prim(math.sqrt, lambda x: f"({x} ** 0.5)"),  # math.sqrt of a run-time number
+    "prim::requires_grad": Prim(None, lambda t: f"{t}.requires_grad"),
+    "prim::item": Prim(lambda t: t.item(), lambda t: f"{t}.item()"),
+    "prim::contains": Prim(lambda items, key: key in items, lambda c, k: f"({k} in {c})"),
+    "prim::DictKeys": Prim(lambda d: list(d), lambda d: f"list({d}.keys())"),
+    "prim::DictValues": Prim(lambda d: list(d.values()), lambda d: f"list({d}.values())"),
+    "prim::DictItems": Prim(lambda d: list(d.items()), lambda d: f"list({d}.items())"),
+    # d[k] = v on a scripted dict: a new dict (values are immutable in the graph, as lists).
+    "prim::DictSet": Prim(lambda d, k, v: {**d, k: v}, lambda d, k, v: f"{{**{d}, {k}: {v}}}"),
+    # Optional refinement (``if x is not None``): the same object under a narrower type.
+    "prim::unchecked_cast": Prim(lambda x: x, lambda x: x),
+    # The value of a variable on a path that raised (never read).
+    "prim::Uninitialized": Prim(None, lambda: "None"),
+    "prim::shape": Prim(lambda t: list(t.shape), lambda t: f"list({t}.shape)"),
+    "prim::is": Prim(operator.is_, _infix("is")),
+    "prim::isnot": Prim(operator.is_not, _infix("is not")),
+    # A call into Python (``@ember.jit.ignore``): the callable is a constant, so a graph holding
+    # one runs in-process but cannot be saved (the archive writer refuses the constant).
+    "prim::PythonOp": Prim(
+        None,
+        lambda fn, *args: f"{fn}({', '.join(args)})",
+        effects=True,
+        outputs=None,
+        extra={"in_process": True},
+    ),
+    # Grad mode around a ``with ember.no_grad()`` / ``enable_grad()`` block of scripted code.
+    "prim::is_grad_enabled": Prim(None, lambda: "ember.is_grad_enabled()", effects=True),
+    "prim::set_grad_enabled": Prim(
+        None, lambda flag: f"ember.set_grad_enabled({flag})", effects=True, outputs=0
+    ),
+    "prim::Print": Prim(None, _call("print"), effects=True, outputs=0),
     "prim::RaiseException": Prim(
         None, lambda msg: f"_raise({msg})", effects=True, outputs=0, extra={"run": _raise}
     ),

@@ -14,6 +14,7 @@ from ember.nn.modules.module import Module
 from . import pytree
 from .codegen import generate
 from .ir import Graph
+from .types import OptionalType, TensorType
 
 
 class Method:
@@ -42,15 +43,38 @@ class Method:
         return self.generated.source
 
     def call(self, owner, args: tuple, kwargs: dict):
-        leaves, spec = pytree.flatten((tuple(args), dict(kwargs)))
+        leaves = self._leaves(tuple(args), dict(kwargs))
+        fn = self.generated.fn
+        flat = fn(owner, *leaves) if self.is_method else fn(*leaves)
+        return pytree.unflatten(flat, self.out_spec)
+
+    def _leaves(self, args: tuple, kwargs: dict) -> list:
+        """The graph's inputs for a call. A graph whose inputs are the positional arguments
+        themselves (scripted methods: an input may be a tuple or None) takes them as they are;
+        otherwise the arguments are flattened and must have the recorded structure."""
+        inputs = self.graph.inputs()
+        if not kwargs and _positional_leaves(self.in_spec) == len(inputs):
+            args = self._pad_optional(args)
+            if len(args) == len(inputs) and all(map(_fits, args, inputs)):
+                return list(args)
+        leaves, spec = pytree.flatten((args, kwargs))
         if spec != self.in_spec:
             raise TypeError(
                 f"{self.name}(): expected arguments structured as {_describe(self.in_spec)}, "
                 f"got {_describe(spec)}"
             )
-        fn = self.generated.fn
-        flat = fn(owner, *leaves) if self.is_method else fn(*leaves)
-        return pytree.unflatten(flat, self.out_spec)
+        return leaves
+
+    def _pad_optional(self, args: tuple) -> tuple:
+        """Trailing ``Optional`` inputs of a flat signature default to None (a scripted
+        ``state: Optional[Tensor] = None`` after loading, when the Python defaults are gone)."""
+        inputs = self.graph.inputs()
+        if len(args) >= len(inputs) or pytree.num_leaves(self.in_spec) != len(inputs):
+            return args
+        rest = inputs[len(args) :]
+        if not all(isinstance(v.type(), OptionalType) for v in rest):
+            return args
+        return (*args, *(None for _ in rest))
 
 
 class _Bound:
@@ -69,6 +93,21 @@ class _Bound:
     @property
     def code(self) -> str:
         return self.method.code
+
+
+def _positional_leaves(spec: dict) -> int | None:
+    """n for the spec of ``(leaf_1, ..., leaf_n), {}``, else None."""
+    positional, keywords = spec["children"]
+    if keywords["children"] or any(c["type"] != "leaf" for c in positional["children"]):
+        return None
+    return len(positional["children"])
+
+
+def _fits(arg, value) -> bool:
+    """Whether an argument may be passed as the graph input ``value`` as it is."""
+    from ember._tensor import Tensor
+
+    return isinstance(arg, Tensor) or not isinstance(value.type(), TensorType)
 
 
 def _describe(spec: dict) -> str:

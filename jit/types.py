@@ -238,6 +238,27 @@ class TupleType(Type):
         return {"tuple": [e.to_json() for e in self.elems]}
 
 
+class DictType(Type):
+    """``Dict[str, Tensor]``: keys of one type, values of one type (scripted code)."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: Type, value: Type):
+        self.key, self.value = key, value
+
+    def _key(self):
+        return (self.key, self.value)
+
+    def __str__(self) -> str:
+        return f"Dict({self.key.annotation()}, {self.value.annotation()})"
+
+    def annotation(self) -> str:
+        return f"Dict[{self.key.annotation()}, {self.value.annotation()}]"
+
+    def to_json(self):
+        return {"dict": [self.key.to_json(), self.value.to_json()]}
+
+
 def from_json(data) -> Type:
     """The type a ``to_json`` form describes; ValueError for anything else."""
     if isinstance(data, str):
@@ -254,6 +275,8 @@ def from_json(data) -> Type:
         return ListType(from_json(body))
     if tag == "optional":
         return OptionalType(from_json(body))
+    if tag == "dict" and isinstance(body, list) and len(body) == 2:
+        return DictType(from_json(body[0]), from_json(body[1]))
     if tag == "tuple" and isinstance(body, list):
         return TupleType(from_json(item) for item in body)
     raise ValueError(f"malformed type {data!r}")

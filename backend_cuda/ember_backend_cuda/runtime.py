@@ -105,6 +105,17 @@ class CudaRuntime(GpuRuntime):
     def address(self, handle) -> int:
         return int(handle)
 
+    def ipc_handle(self, handle, index=None) -> bytes:
+        """``cuIpcGetMemHandle`` of an allocation (a ``mem_alloc`` base, as the allocator's
+        segments are): 64 bytes another process opens with ``open_ipc_handle``."""
+        self.activate(index)
+        return bytes(self.driver.mem_get_ipc_handle(int(handle)))
+
+    def open_ipc_handle(self, data: bytes, index=None):
+        """``cuIpcOpenMemHandle`` (peer access enabled lazily); closed when collected."""
+        self.activate(index)
+        return self.driver.IPCMemoryHandle(bytearray(data))
+
     def _copy(self, kind: str, dst, src, nbytes: int, stream) -> None:
         """One copy; ``stream`` False: synchronous (pageable host memory), else asynchronous
         on that native stream (None: the default stream)."""

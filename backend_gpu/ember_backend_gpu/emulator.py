@@ -5,9 +5,11 @@ generated kernel modules, compiled by the host C++ compiler with a small header 
 CUDA's vocabulary (threadIdx, __syncthreads, shuffles, atomics), run one block at a time; threads
 of modules that synchronise are fibers (ucontext) switched at every barrier or shuffle, the others
 plain calls. "Device" memory is host memory that numpy cannot see (``host_memory = False``), so
-every transfer goes through ``copy_in``/``copy_out`` as on a GPU. cuBLAS is replaced by a numpy
-GEMM that reads its operands with cuBLAS's column-major conventions, so the layout logic of the
-matmul glue is exercised too.
+every transfer goes through ``copy_in``/``copy_out`` as on a GPU. Each allocation is a memfd, so
+that another process can open it from an inter-process handle as CUDA's IPC does (the handle
+names the exporter's pid and descriptor; the importer opens ``/proc/<pid>/fd/<fd>``). cuBLAS is
+replaced by a numpy GEMM that reads its operands with cuBLAS's column-major conventions, so the
+layout logic of the matmul glue is exercised too.
 
 It is slow and it is not a GPU: it checks indexing, dtype handling, launch geometry, argument
 packing and the algorithms (tree reductions, scans, the bitonic sort), not timing, memory
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import mmap
 import os
 import re
 import struct
@@ -25,6 +28,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -200,6 +204,28 @@ class PinnedBytes(bytearray):
     """Host memory the emulator calls pinned."""
 
 
+class DeviceMemory(np.ndarray):
+    """An emulated device allocation: a memfd's mapping (``fd`` open while it lives)."""
+
+    fd = -1
+
+
+IPC_HANDLE = struct.Struct("<qqq")  # exporter pid, descriptor, size; padded to CUDA's 64 bytes
+
+
+def map_memfd(fd: int) -> DeviceMemory:
+    """The whole of the memfd ``fd`` as device memory; it owns (and closes) the descriptor."""
+    try:
+        size = os.fstat(fd).st_size
+        memory = np.frombuffer(mmap.mmap(fd, size), np.uint8).view(DeviceMemory)
+    except BaseException:
+        os.close(fd)
+        raise
+    memory.fd = fd
+    weakref.finalize(memory, os.close, fd)
+    return memory
+
+
 class HostStream:
     """A native stream of the emulator: work runs when issued, so it is always done."""
 
@@ -267,7 +293,27 @@ class EmulatedRuntime(GpuRuntime):
 
     # ---- memory ------------------------------------------------------------------------------
     def alloc(self, nbytes: int, index=None):
-        return np.empty(max(int(nbytes), 1) + 64, np.uint8)  # slack: vector reads past the end
+        fd = os.memfd_create("ember-cuda-emulator", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(fd, max(int(nbytes), 1) + 64)  # slack: vector reads past the end
+        except BaseException:
+            os.close(fd)
+            raise
+        return map_memfd(fd)
+
+    def ipc_handle(self, handle, index=None) -> bytes:
+        """An allocation's inter-process handle (64 bytes, as cuIpcGetMemHandle's)."""
+        return IPC_HANDLE.pack(os.getpid(), handle.fd, handle.size).ljust(64, b"\0")
+
+    def open_ipc_handle(self, data: bytes, index=None) -> DeviceMemory:
+        """The exporter's allocation, mapped here (unmapped when the result is collected)."""
+        pid, fd, _ = IPC_HANDLE.unpack_from(data)
+        try:
+            return map_memfd(os.open(f"/proc/{pid}/fd/{fd}", os.O_RDWR))
+        except FileNotFoundError:
+            raise RuntimeError(
+                f"cannot open the IPC handle of process {pid}: it exited, or freed the memory"
+            ) from None
 
     def free(self, handle, index=None) -> None:
         del handle

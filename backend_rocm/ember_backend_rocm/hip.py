@@ -23,6 +23,7 @@ typedef struct ihipEvent_t *hipEvent_t;
 typedef struct ihipModule_t *hipModule_t;
 typedef struct ihipModuleSymbol_t *hipFunction_t;
 typedef struct _hiprtcProgram *hiprtcProgram;
+typedef struct { char reserved[64]; } hipIpcMemHandle_t;
 
 const char *hipGetErrorName(hipError_t error);
 const char *hipGetErrorString(hipError_t error);
@@ -44,6 +45,9 @@ hipError_t hipHostFree(void *ptr);
 hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind);
 hipError_t hipMemcpyAsync(void *dst, const void *src, size_t size, int kind, hipStream_t stream);
 hipError_t hipMemsetAsync(void *dst, int value, size_t size, hipStream_t stream);
+hipError_t hipIpcGetMemHandle(hipIpcMemHandle_t *handle, void *devPtr);
+hipError_t hipIpcOpenMemHandle(void **devPtr, hipIpcMemHandle_t handle, unsigned int flags);
+hipError_t hipIpcCloseMemHandle(void *devPtr);
 
 hipError_t hipModuleLoadData(hipModule_t *module, const void *image);
 hipError_t hipModuleGetFunction(hipFunction_t *function, hipModule_t module, const char *name);
@@ -83,6 +87,7 @@ INVALID_DEVICE = 101
 NOT_READY = 600
 MEMCPY = {"htod": 1, "dtoh": 2, "dtod": 3}
 EVENT_BLOCKING_SYNC, EVENT_DISABLE_TIMING = 1, 2
+IPC_HANDLE_SIZE, IPC_LAZY_ENABLE_PEER_ACCESS = 64, 0  # HIP 5-6 define the flag as 0
 ATTRIBUTE = {"major": 23, "minor": 61, "multi_processor_count": 63}
 # hipGetDeviceProperties (the symbol kept with ROCm 5's layout) fills a struct of 792 bytes on
 # ROCm 5; gcnArchName ("gfx90a:sramecc+:xnack-") is at byte 396. EMBER_ROCM_ARCH overrides it.

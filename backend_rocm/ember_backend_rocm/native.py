@@ -101,3 +101,27 @@ class PinnedBuffer:
     def __del__(self):
         with contextlib.suppress(Exception):  # at interpreter exit the library may be gone
             self.runtime.lib.hipHostFree(self.pointer)
+
+
+class IpcMapping:
+    """Another process's allocation opened from its IPC handle (``hipIpcOpenMemHandle``);
+    ``int()`` of it is the device address here, closed with its last user."""
+
+    def __init__(self, runtime, data: bytes, index: int):
+        ffi = runtime.ffi
+        if len(data) != hip.IPC_HANDLE_SIZE:
+            raise ValueError(f"a HIP IPC handle has {hip.IPC_HANDLE_SIZE} bytes, not {len(data)}")
+        value = ffi.new("hipIpcMemHandle_t *")
+        ffi.memmove(value, data, len(data))
+        box = ffi.new("void **")
+        flags = hip.IPC_LAZY_ENABLE_PEER_ACCESS
+        runtime.check(runtime.lib.hipIpcOpenMemHandle(box, value[0], flags), "hipIpcOpenMemHandle")
+        self.runtime, self.index, self.pointer = runtime, index, box[0]
+
+    def __int__(self) -> int:
+        return int(self.runtime.ffi.cast("uintptr_t", self.pointer))
+
+    def __del__(self):
+        with contextlib.suppress(Exception):  # at interpreter exit the library may be gone
+            self.runtime.activate(self.index)
+            self.runtime.lib.hipIpcCloseMemHandle(self.pointer)

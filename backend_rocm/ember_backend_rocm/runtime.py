@@ -20,7 +20,7 @@ from ember_backend_gpu import codegen
 from ember_backend_gpu.gpu import DeviceProperties, GpuRuntime
 
 from . import compiler, hip
-from .native import HipEvent, HipStream, PinnedBuffer
+from .native import HipEvent, HipStream, IpcMapping, PinnedBuffer
 
 
 class HipRuntime(GpuRuntime):
@@ -119,6 +119,19 @@ class HipRuntime(GpuRuntime):
 
     def address(self, handle) -> int:
         return int(handle)
+
+    def ipc_handle(self, handle, index=None) -> bytes:
+        """``hipIpcGetMemHandle`` of an allocation (a ``hipMalloc`` base, as the allocator's
+        segments are): 64 bytes another process opens with ``open_ipc_handle``."""
+        self.activate(index)
+        box = self.ffi.new("hipIpcMemHandle_t *")
+        status = self.lib.hipIpcGetMemHandle(box, self.ffi.cast("void *", handle))
+        self.check(status, "hipIpcGetMemHandle")
+        return bytes(self.ffi.buffer(box))
+
+    def open_ipc_handle(self, data: bytes, index=None) -> IpcMapping:
+        self.activate(index)
+        return IpcMapping(self, data, index)
 
     def _pointer(self, place):
         """A void* for a device address (int) or a host numpy array."""

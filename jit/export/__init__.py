@@ -5,6 +5,9 @@ constraints for the dimensions marked dynamic with ``Dim``. ``save``/``load`` us
 
 from __future__ import annotations
 
+import sys
+import types
+
 from .dynamic_shapes import ConstraintViolationError, Dim, ValueRange, dims
 from .export import export
 from .exported_program import (
@@ -34,3 +37,16 @@ __all__ = [
     "load",
     "save",
 ]
+
+
+class _ExportPackage(types.ModuleType):
+    """``ember.jit.export`` names both this package (``ember.export``'s implementation) and
+    PyTorch's ``@torch.jit.export`` decorator; calling the package is the decorator."""
+
+    def __call__(self, fn):
+        from ..script.api import export as decorator
+
+        return decorator(fn)
+
+
+sys.modules[__name__].__class__ = _ExportPackage

@@ -1,7 +1,7 @@
 """The numbers hip.py declares (cffi ABI mode has no headers) against the installed
 hip_runtime_api.h, when a header and a C++ compiler are there (Debian's libamdhip64-dev, which
-hipcc brings): error codes, memcpy kinds, event flags, device attributes, launch-buffer markers
-and the offset of gcnArchName in hipDeviceProp_t."""
+hipcc brings): error codes, memcpy kinds, event flags, device attributes, launch-buffer markers,
+the offset of gcnArchName in hipDeviceProp_t and the IPC handle's size and flag."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ int main() {
     printf("%zu %zu\n", offsetof(hipDeviceProp_t, gcnArchName), sizeof(hipDeviceProp_t));
     printf("%zu %zu %zu\n", (size_t)HIP_LAUNCH_PARAM_BUFFER_POINTER,
            (size_t)HIP_LAUNCH_PARAM_BUFFER_SIZE, (size_t)HIP_LAUNCH_PARAM_END);
+    printf("%zu %d\n", sizeof(hipIpcMemHandle_t), (int)hipIpcMemLazyEnablePeerAccess);
 }
 """
 
@@ -47,3 +48,4 @@ def test_declared_values_match_the_header(tmp_path):
     assert values[3] == list(hip.ATTRIBUTE.values())
     assert values[4][0] == hip.ARCH_OFFSET and values[4][1] <= hip.PROPS_BYTES
     assert values[5] == [hip.LAUNCH_BUFFER_POINTER, hip.LAUNCH_BUFFER_SIZE, hip.LAUNCH_END]
+    assert values[6] == [hip.IPC_HANDLE_SIZE, hip.IPC_LAZY_ENABLE_PEER_ACCESS]

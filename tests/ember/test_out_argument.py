@@ -177,6 +177,8 @@ def _comparable(name, device, rng) -> list:
 def _torch_takes_out(name, sample) -> bool:
     fn, args, kwargs = _torch_call(name, sample)
     plain = as_outputs(fn(*args, **kwargs))
+    if not all(isinstance(t, torch.Tensor) for t in plain):  # in place, returns None: no out=
+        return False
     out = tuple(torch.empty_like(t) for t in plain)
     fn, args, kwargs = _torch_call(name, sample)
     try:

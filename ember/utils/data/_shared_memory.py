@@ -2,22 +2,21 @@
 
 The batch is pickled with every tensor replaced by a persistent id, so pickle carries only the
 structure and small metadata; the tensors' bytes are copied once into one shared-memory segment
-per batch. The main process maps the segment and unlinks its name at once: the mapping outlives
-the name, so no segment can outlive the tensors built over it, even if the process dies. Tensors
-that share a storage in the worker share one in the main process.
+per batch (``ember._shm``'s transient named segments). The main process maps the segment and
+unlinks its name at once: the mapping outlives the name, so no segment can outlive the tensors
+built over it, even if the process dies. Tensors that share a storage in the worker share one in
+the main process.
 """
 
 from __future__ import annotations
 
 import io
-import itertools
 import os
 import pickle
-from multiprocessing import shared_memory
 
 import numpy as np
 
-from ... import _dtype
+from ... import _dtype, _shm
 from ..._device import CPU
 from ..._serialization import storage_bytes
 from ..._storage import Storage
@@ -25,7 +24,6 @@ from ..._tensor import Tensor, contiguous_strides, host_array, is_contiguous, ma
 from ...dispatcher.memory import backend_for
 
 _ALIGN = 64  # every storage starts on a cache line (and on any element size)
-_COUNTER = itertools.count()
 
 
 class _Pickler(pickle.Pickler):
@@ -121,15 +119,6 @@ def segment_prefix(parent_pid: int) -> str:
     return f"ember_{parent_pid}_"
 
 
-def _create(size: int) -> shared_memory.SharedMemory:
-    while True:
-        name = f"{segment_prefix(os.getppid())}{os.getpid()}_{next(_COUNTER)}"
-        try:
-            return shared_memory.SharedMemory(name=name, create=True, size=size)
-        except FileExistsError:  # left by a dead process whose pid was reused
-            continue
-
-
 def pack(obj):
     """A picklable message for ``obj``; its tensors' bytes go to a new shared-memory segment.
 
@@ -141,45 +130,14 @@ def pack(obj):
     if not pickler.tensors:
         return buf.getvalue(), None, (), ()
     regions, metas, size = _plan(pickler.tensors)
-    segment = _create(max(size, 1))
+    segment = _shm.named(size, prefix=segment_prefix(os.getppid()), counted=False)
     try:
-        view = np.frombuffer(segment.buf, dtype=np.uint8)
+        view = np.frombuffer(segment.buffer(), np.uint8)
         _fill(view, regions)
-        del view  # close() refuses while numpy holds the buffer
     except BaseException:
-        segment.close()
-        segment.unlink()
+        _shm.discard(segment.name)
         raise
-    segment.close()
     return buf.getvalue(), segment.name, [region[:2] for region in regions], metas
-
-
-class _Attached(shared_memory.SharedMemory):
-    """A received segment. Only its ``_Mapping`` closes it: the garbage collector may finalize
-    a cycle's objects in any order, and closing while numpy still views the buffer fails."""
-
-    def __del__(self):
-        pass
-
-
-class _Mapping:
-    """Keeps a received segment mapped while any storage over it lives; the last one unmaps it."""
-
-    __slots__ = ("array", "segment")
-
-    def __init__(self, segment: _Attached):
-        self.segment = segment
-        self.array = np.frombuffer(segment.buf, dtype=np.uint8)
-
-    def __del__(self):
-        self.array = None  # release numpy's hold on the buffer first, or close() refuses
-        self.segment.close()
-
-
-def _attach(name: str) -> _Mapping:
-    segment = _Attached(name=name)
-    segment.unlink()  # the name goes now; the memory stays until the mapping goes
-    return _Mapping(segment)
 
 
 def unpack(message):
@@ -187,11 +145,11 @@ def unpack(message):
     payload, name, storages, metas = message
     tensors = []
     if name is not None:
-        mapping = _attach(name)
+        segment = _shm.take(name)
         runtime = backend_for("cpu").runtime
-        base = mapping.array.ctypes.data
+        base = segment.data
         made = [
-            Storage(CPU, nbytes, base + start, 0, base + start, mapping, runtime)
+            Storage(CPU, nbytes, base + start, 0, base + start, segment, runtime)
             for start, nbytes in storages
         ]
         tensors = [_rebuild(made, *meta) for meta in metas]
@@ -212,12 +170,5 @@ def _rebuild(storages, index, shape, stride, offset, dtype_name, requires_grad, 
 
 def discard(message) -> None:
     """Free the segment of a message that will never be unpacked."""
-    name = message[1]
-    if name is None:
-        return
-    try:
-        segment = shared_memory.SharedMemory(name=name)
-    except FileNotFoundError:
-        return
-    segment.unlink()
-    segment.close()
+    if message[1] is not None:
+        _shm.discard(message[1])

@@ -1,7 +1,7 @@
 """The DataLoader worker process: seeding, the fetch loop, and what travels back to the parent.
 
 A worker reads ``(task index, sampler index)`` pairs from its own index queue, fetches and
-collates, and sends ``(task index, packed batch)`` through the shared ``ResultPipe`` (tensor
+collates, and sends ``(task index, packed batch)`` through its own ``_pool.ResultPipe`` (tensor
 bytes in shared memory, see ``_shared_memory``). ``None`` on the index queue means "exit"; a
 ``ResumeIteration`` starts a new epoch for persistent workers.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import pickle
 import queue
 import random
 import sys
@@ -89,34 +88,6 @@ class _KeyErrorMessage(str):
 def _importable(cls) -> bool:
     module = sys.modules.get(cls.__module__)
     return getattr(module, cls.__qualname__, None) is cls
-
-
-class ResultPipe:
-    """Workers to main process. A put is written to the pipe before it returns (there is no
-    feeder thread, unlike ``multiprocessing.Queue``): a worker that dies abruptly cannot take
-    queued messages, and the shared-memory segments they name, down with it."""
-
-    def __init__(self, context):
-        self._reader, self._writer = context.Pipe(duplex=False)
-        self._lock = context.Lock()
-
-    def put(self, obj) -> None:
-        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        with self._lock:
-            self._writer.send_bytes(data)
-
-    def get(self, timeout: float):
-        """The next message; ``queue.Empty`` after ``timeout`` seconds without one."""
-        if not self._reader.poll(timeout):
-            raise queue.Empty
-        return pickle.loads(self._reader.recv_bytes())
-
-    def close_reader(self) -> None:
-        self._reader.close()  # in workers: the parent's end, so its death breaks the pipe
-
-    def close(self) -> None:
-        self._reader.close()
-        self._writer.close()
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,16 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import queue
-import time
+import weakref
 from multiprocessing import resource_tracker
 
 from . import _shared_memory
 from ._collate import default_collate, default_convert
 from ._fetch import ITERABLE, MAP, create_fetcher
+from ._pool import WORKER_EXITED, WorkerPool
 from ._worker import (
     ExceptionWrapper,
     IterableDatasetStopIteration,
-    ResultPipe,
     ResumeIteration,
     worker_loop,
 )
@@ -30,8 +30,6 @@ from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, dr
 
 # How long a blocked get waits before checking that the workers are alive (seconds).
 STATUS_CHECK_INTERVAL = 1.0
-# How long shutdown waits for workers to finish their current task before terminating them.
-SHUTDOWN_TIMEOUT = 10.0
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -310,24 +308,21 @@ class _MultiProcessIter(_BaseIter):
         # Forked workers must report their shared-memory segments to the parent's resource
         # tracker (the one that sees them unlinked), not start trackers of their own.
         resource_tracker.ensure_running()
-        self._data_queue = ResultPipe(context)
-        self._done_event = context.Event()
-        self._index_queues, self._workers = [], []
-        self._shutdown = False
+        self._pool = WorkerPool(context)
+        self._shutdown_workers = weakref.finalize(self, self._pool.shutdown)
+        self._index_queues = self._pool.index_queues
         for worker_id in range(self._num_workers):
-            self._start_worker(context, worker_id, loader.worker_init_fn)
+            self._start_worker(worker_id, loader.worker_init_fn)
+        self._workers = self._pool.workers
         self._reset(loader, first_iter=True)
 
-    def _start_worker(self, context, worker_id: int, init_fn) -> None:
-        index_queue = context.Queue()
-        index_queue.cancel_join_thread()  # exiting must not wait on tasks nobody will read
-        args = (self._dataset_kind, self._dataset, index_queue, self._data_queue)
-        args += (self._done_event, self._auto_collation, self._collate_fn, self._drop_last)
-        args += (self._base_seed, init_fn, worker_id, self._num_workers)
-        worker = context.Process(target=worker_loop, args=args, daemon=True)
-        self._index_queues.append(index_queue)
-        worker.start()
-        self._workers.append(worker)
+    def _start_worker(self, worker_id: int, init_fn) -> None:
+        def args_of(index_queue, pipe):
+            args = (self._dataset_kind, self._dataset, index_queue, pipe)
+            args += (self._pool.done_event, self._auto_collation, self._collate_fn)
+            return args + (self._drop_last, self._base_seed, init_fn, worker_id, self._num_workers)
+
+        self._pool.start(worker_loop, args_of)
 
     def _reset(self, loader: DataLoader, first_iter: bool = False) -> None:
         super()._reset(loader)
@@ -366,7 +361,7 @@ class _MultiProcessIter(_BaseIter):
         interval = self._timeout if self._timeout > 0 else STATUS_CHECK_INTERVAL
         while True:
             try:
-                idx, message = self._data_queue.get(timeout=interval)
+                got = self._pool.receive(self._workers_status, interval)
             except queue.Empty:
                 self._check_workers_alive()
                 if self._timeout > 0:
@@ -374,17 +369,18 @@ class _MultiProcessIter(_BaseIter):
                         f"DataLoader timed out after {self._timeout} seconds"
                     ) from None
                 continue
+            if got is WORKER_EXITED:  # an active worker's exit is an error; others are done
+                self._check_workers_alive()
+                continue
+            idx, message = got
             return idx, None if message is None else _shared_memory.unpack(message)
 
     def _check_workers_alive(self) -> None:
-        dead = [
-            str(w.pid)
-            for w, active in zip(self._workers, self._workers_status)
-            if active and not w.is_alive()
-        ]
+        dead = self._pool.dead(self._workers_status)
         if dead:
             self._shutdown_workers()
-            raise RuntimeError(f"DataLoader worker (pid(s) {', '.join(dead)}) exited unexpectedly")
+            pids = ", ".join(map(str, dead))
+            raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly")
 
     def _next_data(self):
         while True:
@@ -424,37 +420,3 @@ class _MultiProcessIter(_BaseIter):
         self._workers_status[worker_id] = False
         if not self._persistent_workers:
             self._index_queues[worker_id].put(None)
-
-    def _shutdown_workers(self) -> None:
-        """Stop the workers and free every segment still in flight; safe to call twice."""
-        if self._shutdown:
-            return
-        self._shutdown = True
-        self._done_event.set()
-        for index_queue in self._index_queues:
-            index_queue.put(None)
-        # Workers finish their current task; keep reading, or a full pipe would block them.
-        deadline = time.monotonic() + SHUTDOWN_TIMEOUT
-        while any(w.is_alive() for w in self._workers) and time.monotonic() < deadline:
-            self._drain(0.05)
-        for worker in self._workers:
-            if worker.is_alive():
-                worker.terminate()
-            worker.join()
-        self._drain(0)
-        self._data_queue.close()
-        for index_queue in self._index_queues:
-            index_queue.close()
-
-    def _drain(self, timeout: float) -> None:
-        while True:
-            try:
-                _, message = self._data_queue.get(timeout=timeout)
-            except queue.Empty:
-                return
-            if message is not None:
-                _shared_memory.discard(message)
-
-    def __del__(self):
-        if not getattr(self, "_shutdown", True):
-            self._shutdown_workers()

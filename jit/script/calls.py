@@ -1,0 +1,414 @@
+"""Attributes and calls: ``self.fc``, ``x.shape``, ``F.relu(x)``, ``x.view(n, -1)``,
+``self.helper(x)``, ``range``/``len``/``int``..., ``ember.jit.annotate``, ``@ignore``d and
+``@unused`` functions, and other scripted or traced functions (inlined).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import math
+
+from ember._tensor import Tensor
+from ember.dispatcher.optable import OPS
+from ember.nn.modules.module import Module
+
+from .. import types as T
+from ..ir import Value
+from . import api
+from . import builtins as lib
+from .sugar import (
+    Enumerate,
+    MethodRef,
+    ModuleRef,
+    PyObj,
+    Range,
+    Sugar,
+    SugarTuple,
+    TensorMethod,
+    Zip,
+)
+
+# Tensor properties and the prims that read them.
+_PROPERTIES = {
+    "shape": ("prim::shape", T.ListType(T.IntType)),
+    "ndim": ("prim::dim", T.IntType),
+    "dtype": ("prim::dtype", T.ScalarTypeType),
+    "device": ("prim::device", T.DeviceObjType),
+    "requires_grad": ("prim::requires_grad", T.BoolType),
+}
+_PURE_MODULES = (math,)
+
+
+class Calls:
+    # ---- attributes -------------------------------------------------------------------------
+    def attribute(self, owner, name: str, node):
+        if isinstance(owner, ModuleRef):
+            return self.module_attribute(owner, name, node)
+        if isinstance(owner, PyObj):
+            try:
+                return PyObj(getattr(owner.obj, name))
+            except AttributeError:
+                raise self.source.error(
+                    f"Module '{getattr(owner.obj, '__name__', owner.obj)}' has no attribute "
+                    f"'{name}'",
+                    node,
+                ) from None
+        if isinstance(owner, Sugar):
+            raise self.source.error(f"{owner.describe()} has no attribute '{name}'", node)
+        kind = owner.type()
+        if isinstance(kind, T.TensorType):
+            if name in _PROPERTIES:
+                prim, type_ = _PROPERTIES[name]
+                return self.prim(prim, [owner], type_)
+            if name == "T":
+                return self.call_op("permute", [owner, self.reversed_dims(owner)], {})
+            return TensorMethod(owner, name)
+        if isinstance(kind, T.DictType) and name in ("keys", "values", "items", "get"):
+            return TensorMethod(owner, name)
+        if isinstance(kind, T.ListType) and name in ("append",):
+            raise self.source.not_supported("append() on a list that is not a local variable", node)
+        raise self.source.error(
+            f"Tried to access nonexistent attribute or method '{name}' of type "
+            f"'{kind.annotation()}'",
+            node,
+        )
+
+    def reversed_dims(self, tensor) -> Value:
+        raise self.source.not_supported("Tensor.T isn't supported yet", self.current)
+
+    def module_attribute(self, ref: ModuleRef, name: str, node):
+        module = ref.module
+        if name in module._parameters or name in module._buffers:
+            tensor = module._parameters.get(name, module._buffers.get(name))
+            if tensor is None:
+                return self.constant(None)
+            return self.unit.get_attr(self.graph, ref.qualified(name))
+        if name in module._modules:
+            child = module._modules[name]
+            return self.constant(None) if child is None else ModuleRef(child, ref.qualified(name))
+        if name == "training":
+            return self.constant(bool(module.training))
+        try:
+            value = getattr(module, name)
+        except AttributeError:
+            raise self.source.error(
+                f"Module '{type(module).__name__}' has no attribute '{name}'", node
+            ) from None
+        if inspect.ismethod(value) and value.__self__ is module:
+            return MethodRef(ref, name, value)
+        if isinstance(value, Tensor):
+            raise self.source.not_supported(
+                f"attribute '{name}' is a tensor that is neither a parameter nor a buffer "
+                "(register it with register_buffer)",
+                node,
+            )
+        return PyObj(value)
+
+    # ---- calls ------------------------------------------------------------------------------
+    def expr_Call(self, node, wanted=None):  # noqa: N802
+        func = self.expr(node.func)
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        ):
+            raise self.source.not_supported("*args and **kwargs in calls aren't supported", node)
+        if isinstance(func, PyObj) and func.obj is api.annotate:
+            wanted = self.annotation(node.args[0])
+            return self.coerce(self.expr(node.args[1], wanted), wanted, node)
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        return self.call(func, args, kwargs, node)
+
+    def call(self, func, args, kwargs, node):
+        try:
+            if isinstance(func, TensorMethod):
+                return self.tensor_method(func.value, func.name, args, kwargs, node)
+            if isinstance(func, ModuleRef):
+                return self.unit.call_module(self, func, args, kwargs, node)
+            if isinstance(func, MethodRef):
+                view = self.module_dict_view(func)
+                if view is not None:
+                    return view
+                return self.unit.call_method(self, func, args, kwargs, node)
+            if isinstance(func, PyObj):
+                return self.call_python(func.obj, args, kwargs, node)
+        except lib.BindError as e:
+            raise self.source.error(str(e), node) from None
+        raise self.source.error(f"{func.describe()} is not callable", node)
+
+    def module_dict_view(self, func):
+        """``self.blocks.items()`` / ``keys()`` / ``values()`` of a ModuleDict: unrolled."""
+        from ember.nn.modules.container import ModuleDict
+
+        owner = func.owner
+        if not isinstance(owner.module, ModuleDict) or func.name not in ("items", "keys", "values"):
+            return None
+        children = owner.module._modules.items()
+        refs = [(self.constant(k), ModuleRef(m, owner.qualified(k))) for k, m in children]
+        if func.name == "keys":
+            return SugarTuple([k for k, _ in refs])
+        if func.name == "values":
+            return SugarTuple([m for _, m in refs])
+        return SugarTuple([SugarTuple([k, m]) for k, m in refs])
+
+    def call_op(self, name: str, args, kwargs, pyfn=None):
+        return lib.emit_op(self, OPS[name], list(args), dict(kwargs), pyfn)
+
+    def dict_method(self, value, name, args, node):
+        kind = value.type()
+        if name == "get":
+            key = self.coerce(args[0], kind.key, node)
+            default = args[1] if len(args) > 1 else self.constant(None)
+            found = self.prim("prim::contains", [value, key], T.BoolType)
+            cond = self.graph.insert("prim::If", [found], num_outputs=0)
+            then, other = cond.addBlock(), cond.addBlock()
+            with self.graph.insert_point_guard(then):
+                then.registerOutput(self.prim("prim::DictIndex", [value, key], kind.value))
+            with self.graph.insert_point_guard(other):
+                other.registerOutput(self.materialize(default))
+            return cond.addOutput(self.unify(kind.value, other.outputs()[0].type(), "get", node))
+        if args:
+            raise self.source.error(f"{name}() takes no arguments", node)
+        if name == "keys":
+            return self.prim("prim::DictKeys", [value], T.ListType(kind.key))
+        if name == "values":
+            return self.prim("prim::DictValues", [value], T.ListType(kind.value))
+        pair = T.TupleType([kind.key, kind.value])
+        return self.prim("prim::DictItems", [value], T.ListType(pair))
+
+    def tensor_method(self, value, name, args, kwargs, node):
+        if isinstance(value.type(), T.DictType):
+            return self.dict_method(value, name, [self.materialize(a) for a in args], node)
+        if name == "size":
+            if not args:
+                return self.prim("prim::shape", [value], T.ListType(T.IntType))
+            return self.prim("prim::size", [value, args[0]], T.IntType)
+        if name in ("dim", "numel") and not args:
+            return self.prim(f"prim::{name}", [value], T.IntType)
+        if name in lib.CASTS and not args and not kwargs:
+            return self.call_op("_to_copy", [value], {"dtype": self.constant(lib.CASTS[name])})
+        if name == "to":
+            return self.to(value, args, kwargs, node)
+        if name == "item" and not args and not kwargs:
+            return self.prim("prim::item", [value], T.NumberType)
+        if name == "tolist":
+            raise self.source.not_supported("Tensor.tolist() isn't supported", node)
+        op = lib.overload(name, [value, *args], kwargs)
+        if op is None:
+            raise self.source.not_supported(
+                f"Tensor method '{name}' has no op-table row ember.jit.script can call", node
+            )
+        return lib.emit_op(self, op, [value, *args], kwargs, getattr(Tensor, name, None))
+
+    def to(self, value, args, kwargs, node):
+        if len(args) == 1 and not kwargs and args[0].type() == T.ScalarTypeType:
+            return self.call_op("_to_copy", [value], {"dtype": args[0]})
+        if len(args) == 1 and not kwargs and args[0].type() == T.DeviceObjType:
+            return self.call_op("_to_copy", [value], {"device": args[0]})
+        if not args and set(kwargs) <= {"dtype", "device", "non_blocking"}:
+            return self.call_op("_to_copy", [value], kwargs)
+        raise self.source.not_supported("this form of Tensor.to() isn't supported", node)
+
+    # ---- Python callables -------------------------------------------------------------------
+    def call_python(self, fn, args, kwargs, node):
+        handler = _BUILTINS.get(fn) if _hashable(fn) else None
+        if handler is not None:
+            return handler(self, args, kwargs, node)
+        if fn is api.is_scripting:
+            return self.constant(True)
+        modifier = api.modifier(fn) if callable(fn) else None
+        if modifier is api.FunctionModifiers.UNUSED:
+            return self.unused(fn, node)
+        if modifier is api.FunctionModifiers.IGNORE:
+            return self.python_op(fn, args, kwargs, node)
+        from ..script_module import ScriptFunction
+
+        if isinstance(fn, ScriptFunction):
+            return self.unit.inline_graph(self, fn._method, None, args, kwargs, node)
+        special = lib.special(fn)
+        if special is not None:
+            return special(self, list(args), dict(kwargs), fn)
+        op = lib.library_op(fn, args, kwargs)
+        if op is not None:
+            return lib.emit_op(self, op, list(args), dict(kwargs), fn)
+        if isinstance(fn, type) and issubclass(fn, Module):
+            raise self.source.not_supported(
+                "creating modules inside scripted code isn't supported", node
+            )
+        if inspect.isfunction(fn) and not _is_library(fn):
+            return self.unit.call_function(self, fn, args, kwargs, node)
+        if getattr(fn, "__module__", None) in ("math",) or fn in _FOLDABLE:
+            return self.fold(fn, args, kwargs, node)
+        raise self.source.not_supported(
+            f"Python builtin {fn!r} is currently not supported in Torchscript", node
+        )
+
+    def fold(self, fn, args, kwargs, node):
+        """A pure function of constants (``math.sqrt(2.0)``) runs now."""
+        plain = [
+            self.known(self.materialize(a)) if not isinstance(a, PyObj) else a.obj for a in args
+        ]
+        if fn is math.sqrt and len(args) == 1 and not self.is_constant(self.materialize(args[0])):
+            return self.prim("prim::sqrt", [args[0]], T.FloatType)
+        if not all(self.is_constant(self.materialize(a)) for a in args) or kwargs:
+            raise self.source.not_supported(
+                f"{getattr(fn, '__name__', fn)}() of values only known at run time isn't supported",
+                node,
+            )
+        return self.constant(fn(*plain))
+
+    def unused(self, fn, node):
+        name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
+        self.graph.insert(
+            "prim::RaiseException", [self.constant(f"Exception: {name} is @unused")], num_outputs=0
+        )
+        return self.graph.insert("prim::Uninitialized").output().setType(T.Tensor)
+
+    def python_op(self, fn, args, kwargs, node):
+        if kwargs:
+            raise self.source.not_supported("keyword arguments to @ignore'd functions", node)
+        callee = self.constant(fn, T.AnyType)
+        op = self.graph.insert("prim::PythonOp", [callee, *(self.materialize(a) for a in args)])
+        op.setSourceRange(self.where(node))
+        returns = inspect.signature(fn).return_annotation
+        kind = T.Tensor
+        if returns is not inspect.Signature.empty:
+            from .annotations import AnnotationError, resolve
+
+            try:
+                kind = resolve(returns, getattr(fn, "__globals__", {}))
+            except AnnotationError:
+                kind = T.AnyType
+        return op.output().setType(kind)
+
+
+def _hashable(obj) -> bool:
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def _is_library(fn) -> bool:
+    module = getattr(fn, "__module__", "") or ""
+    if module.startswith("ember.jit.script."):
+        return False  # the subset sources of this compiler (attention, recurrent, pooling)
+    return module == "ember" or module.startswith(("ember.", "jit.", "nn.", "typing"))
+
+
+# ---- Python builtins ----------------------------------------------------------------------------
+def _range(em, args, kwargs, node):
+    if kwargs or not 1 <= len(args) <= 3:
+        raise em.source.error("range expected at most 3 arguments", node)
+    values = [em.materialize(a) for a in args]
+    for v in values:
+        if v.type() != T.IntType:
+            raise em.source.error(
+                f"range(): expected int arguments, got {v.type().annotation()}", node
+            )
+    if len(values) == 1:
+        values = [em.constant(0), values[0]]
+    step = values[2] if len(values) == 3 else em.constant(1)
+    step_value = em.require_constant(step, "range()'s step")
+    if step_value == 0:
+        raise em.source.error("range() arg 3 must not be zero", node)
+    return Range(values[0], values[1], step, step_value)
+
+
+def _len(em, args, kwargs, node):
+    (value,) = args
+    if isinstance(value, ModuleRef):
+        return em.constant(len(value.module._modules))
+    if isinstance(value, SugarTuple):
+        return em.constant(len(value.items))
+    value = em.materialize(value)
+    kind = value.type()
+    if isinstance(kind, T.TupleType):
+        return em.constant(len(kind.elems))
+    if isinstance(kind, T.TensorType):
+        return em.prim("prim::size", [value, em.constant(0)], T.IntType)
+    return em.prim("prim::len", [value], T.IntType)
+
+
+def _convert(kind, prim):
+    def lower(em, args, kwargs, node):
+        (value,) = args
+        value = em.materialize(value)
+        if value.type() == kind:
+            return value
+        if em.is_constant(value):
+            return em.constant(builtins.__dict__[kind.name](em.known(value)))
+        return em.prim(prim, [value], kind)
+
+    return lower
+
+
+def _extreme(prim, fold):
+    def lower(em, args, kwargs, node):
+        values = [em.materialize(a) for a in args]
+        if len(values) != 2 or any(isinstance(v.type(), T.TensorType) for v in values):
+            raise em.source.not_supported(
+                f"{fold.__name__}() of these arguments isn't supported", node
+            )
+        if all(em.is_constant(v) for v in values):
+            return em.constant(fold(em.known(v) for v in values))
+        kind = T.FloatType if T.FloatType in (values[0].type(), values[1].type()) else T.IntType
+        return em.prim(prim, values, kind)
+
+    return lower
+
+
+def _isinstance(em, args, kwargs, node):
+    value, classes = args
+    value = em.materialize(value)
+    classes = classes.obj if isinstance(classes, PyObj) else None
+    classes = classes if isinstance(classes, tuple) else (classes,)
+    kind = value.type()
+    wanted = set()
+    for cls in classes:
+        if isinstance(cls, type) and issubclass(cls, Tensor):
+            wanted.add("tensor")
+        elif cls in (int, float, bool, str, list, tuple):
+            wanted.add(cls.__name__)
+    have = {T.IntType: "int", T.FloatType: "float", T.BoolType: "bool", T.StrType: "str"}.get(kind)
+    if isinstance(kind, T.TensorType):
+        have = "tensor"
+    elif isinstance(kind, T.ListType):
+        have = "list"
+    elif isinstance(kind, T.TupleType):
+        have = "tuple"
+    return em.constant(have in wanted)
+
+
+def _enumerate(em, args, kwargs, node):
+    start = em.require_constant(args[1], "enumerate()'s start") if len(args) > 1 else 0
+    return Enumerate(args[0], start)
+
+
+def _zip(em, args, kwargs, node):
+    return Zip(list(args))
+
+
+def _print(em, args, kwargs, node):
+    if kwargs:
+        raise em.source.not_supported("print() with keyword arguments isn't supported", node)
+    em.graph.insert("prim::Print", [em.materialize(a) for a in args], num_outputs=0)
+    return em.constant(None)
+
+
+_BUILTINS = {
+    range: _range,
+    len: _len,
+    int: _convert(T.IntType, "prim::int"),
+    float: _convert(T.FloatType, "prim::float"),
+    bool: _convert(T.BoolType, "prim::bool"),
+    min: _extreme("prim::min", min),
+    max: _extreme("prim::max", max),
+    isinstance: _isinstance,
+    enumerate: _enumerate,
+    zip: _zip,
+    print: _print,
+}
+_FOLDABLE = {abs, round}

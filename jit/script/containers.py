@@ -1,0 +1,274 @@
+"""Subscripts, unpacking and iteration: tensor indexing as views (select/slice/unsqueeze),
+tuple/list/dict indexing, ``for`` plans (a trip count and the item at each counter, or items
+unrolled for modules and tuples), list comprehensions and ``append``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .. import types as T
+from ..ir import Value
+from .sugar import Enumerate, ModuleRef, PyObj, Range, SugarTuple, Zip
+
+
+@dataclass
+class Iteration:
+    """How a ``for`` loop walks its iterable: a trip count and the item at counter ``i``, or
+    (for modules and tuples) the items themselves, unrolled."""
+
+    trip: Value | None = None
+    item: object = None
+    unrolled: list | None = None
+
+
+class Containers:
+    def expr_Subscript(self, node, wanted=None):  # noqa: N802
+        base = self.expr(node.value)
+        if isinstance(base, (ModuleRef, SugarTuple, PyObj)):
+            return self.static_index(base, node)
+        kind = base.type()
+        if isinstance(kind, T.TensorType):
+            return self.tensor_index(base, node.slice, node)
+        if isinstance(kind, T.TupleType):
+            index = self.require_constant(self.expr(node.slice), "tuple indices")
+            if isinstance(index, int):
+                return self.tuple_index(base, index)
+            raise self.source.not_supported("tuple slicing isn't supported", node)
+        if isinstance(kind, T.ListType):
+            if isinstance(node.slice, ast.Slice):
+                parts = (node.slice.lower, node.slice.upper, node.slice.step)
+                bounds = [self.constant(None) if p is None else self.value(p) for p in parts]
+                return self.prim("prim::ListSlice", [base, *bounds], kind)
+            index = self.value(node.slice)
+            return self.prim("prim::ListIndex", [base, index], kind.elem)
+        if isinstance(kind, T.DictType):
+            key = self.coerce(self.value(node.slice), kind.key, node)
+            return self.prim("prim::DictIndex", [base, key], kind.value)
+        raise self.source.error(f"'{kind.annotation()}' object is not subscriptable", node)
+
+    def static_index(self, base, node):
+        index = self.require_constant(self.expr(node.slice), "indices of modules and tuples")
+        if isinstance(base, SugarTuple):
+            return base.items[index]
+        if isinstance(base, PyObj):
+            return PyObj(base.obj[index])
+        module = base.module
+        from ember.nn.modules.container import ModuleDict
+
+        key = str(index) if not isinstance(module, ModuleDict) else index
+        if isinstance(index, int):
+            names = list(module._modules)
+            key = names[index]
+        return ModuleRef(module._modules[key], base.qualified(key))
+
+    def tensor_index(self, base, index, node) -> Value:
+        """Basic indexing as views: ints select, slices slice, None unsqueezes; after an
+        ``...`` the items count from the last dim (their dims are negative)."""
+        items = index.elts if isinstance(index, ast.Tuple) else [index]
+        ellipsis = [i for i, item in enumerate(items) if _is_ellipsis(item)]
+        if len(ellipsis) > 1:
+            raise self.source.error("an index can only have a single ellipsis ('...')", node)
+        head = items[: ellipsis[0]] if ellipsis else items
+        tail = items[ellipsis[0] + 1 :] if ellipsis else []
+        result, dim = base, 0
+        for item in head:
+            result, kept = self.index_item(result, item, dim, node)
+            dim += kept
+        kept_right = 0
+        for item in reversed(tail):
+            if isinstance(item, ast.Constant) and item.value is None:
+                raise self.source.not_supported("None after '...' in an index", node)
+            result, kept = self.index_item(result, item, -1 - kept_right, node)
+            kept_right += kept
+        return result
+
+    def index_item(self, tensor, item, dim: int, node):
+        """One index item at ``dim``: (the result, 1 if the dim is kept else 0)."""
+        if isinstance(item, ast.Slice):
+            if item.lower is None and item.upper is None and item.step is None:
+                return tensor, 1
+            parts = [item.lower, item.upper, item.step]
+            start, end, step = (self.constant(None) if p is None else self.value(p) for p in parts)
+            if item.step is None:
+                step = self.constant(1)
+            args = [tensor, self.constant(dim), start, end, step]
+            return self.call_op("slice", args, {}), 1
+        if isinstance(item, ast.Constant) and item.value is None:
+            return self.call_op("unsqueeze", [tensor, self.constant(dim)], {}), 1
+        position = self.value(item)
+        if isinstance(position.type(), T.TensorType):
+            raise self.source.not_supported("indexing with tensors isn't supported yet", node)
+        return self.call_op("select", [tensor, self.constant(dim), position], {}), 0
+
+    def unpack(self, value, count: int, node) -> list:
+        if isinstance(value, SugarTuple):
+            items = value.items
+        elif isinstance(value, PyObj) and isinstance(value.obj, (tuple, list)):
+            items = [PyObj(v) for v in value.obj]
+        else:
+            value = self.materialize(value)
+            kind = value.type()
+            if isinstance(kind, T.TupleType):
+                items = self.graph.insert(
+                    "prim::TupleUnpack", [value], num_outputs=len(kind.elems)
+                ).outputs()
+                for out, elem in zip(items, kind.elems):
+                    out.setType(elem)
+            elif isinstance(kind, T.ListType):
+                items = self.graph.insert("prim::ListUnpack", [value], num_outputs=count).outputs()
+                for out in items:
+                    out.setType(kind.elem)
+            else:
+                raise self.source.error(f"cannot unpack a value of type {kind.annotation()}", node)
+        if len(items) != count:
+            raise self.source.error(
+                f"too many values to unpack: need {count} but found {len(items)}", node
+            )
+        return list(items)
+
+    def iteration(self, iterable, node) -> Iteration:
+        """How ``for`` walks ``iterable`` (see ``Iteration``)."""
+        if isinstance(iterable, Range):
+            return Iteration(self.range_length(iterable), lambda i: self.range_item(iterable, i))
+        if isinstance(iterable, ModuleRef):
+            children = iterable.module._modules.items()
+            return Iteration(unrolled=[ModuleRef(m, iterable.qualified(k)) for k, m in children])
+        if isinstance(iterable, SugarTuple):
+            return Iteration(unrolled=list(iterable.items))
+        if isinstance(iterable, PyObj) and isinstance(iterable.obj, (tuple, list)):
+            return Iteration(unrolled=[PyObj(v) for v in iterable.obj])
+        if isinstance(iterable, Enumerate):
+            return self.enumerated(iterable, node)
+        if isinstance(iterable, Zip):
+            return self.zipped(iterable, node)
+        return self.value_iteration(self.materialize(iterable), node)
+
+    def range_item(self, r: Range, i) -> Value:
+        if self.known(r.start) == 0 and r.step_value == 1:
+            return i
+        scaled = i if r.step_value == 1 else self.prim("prim::mul", [i, r.step], T.IntType)
+        return self.prim("prim::add", [r.start, scaled], T.IntType)
+
+    def enumerated(self, iterable: Enumerate, node) -> Iteration:
+        inner = self.iteration(iterable.inner, node)
+        start = iterable.start
+        if inner.unrolled is not None:
+            items = enumerate(inner.unrolled, start)
+            return Iteration(unrolled=[SugarTuple([self.constant(i), v]) for i, v in items])
+
+        def pair(i):
+            shifted = self.prim("prim::add", [i, self.constant(start)], T.IntType)
+            return SugarTuple([i if start == 0 else shifted, inner.item(i)])
+
+        return Iteration(inner.trip, pair)
+
+    def zipped(self, iterable: Zip, node) -> Iteration:
+        parts = [self.iteration(v, node) for v in iterable.items]
+        if all(p.unrolled is not None for p in parts):
+            rows = zip(*(p.unrolled for p in parts))
+            return Iteration(unrolled=[SugarTuple(list(row)) for row in rows])
+        if any(p.unrolled is not None for p in parts):
+            raise self.source.not_supported("zip of modules with lists isn't supported", node)
+        trip = parts[0].trip
+        for other in parts[1:]:
+            trip = self.prim("prim::min", [trip, other.trip], T.IntType)
+        return Iteration(trip, lambda i: SugarTuple([p.item(i) for p in parts]))
+
+    def value_iteration(self, value, node) -> Iteration:
+        kind = value.type()
+        if isinstance(kind, T.ListType):
+            trip = self.prim("prim::len", [value], T.IntType)
+            return Iteration(trip, lambda i: self.prim("prim::ListIndex", [value, i], kind.elem))
+        if isinstance(kind, T.TupleType):
+            return Iteration(unrolled=[self.tuple_index(value, i) for i in range(len(kind.elems))])
+        if isinstance(kind, T.DictType):  # iterates over the keys, as Python does
+            keys = self.prim("prim::DictKeys", [value], T.ListType(kind.key))
+            return self.value_iteration(keys, node)
+        if isinstance(kind, T.TensorType):
+            trip = self.prim("prim::size", [value, self.constant(0)], T.IntType)
+            dim = self.constant(0)
+            return Iteration(trip, lambda i: self.call_op("select", [value, dim, i], {}))
+        raise self.source.error(f"'{kind.annotation()}' object is not iterable", node)
+
+    def range_length(self, r: Range) -> Value:
+        step = r.step_value
+        if self.is_constant(r.start) and self.is_constant(r.stop):
+            return self.constant(len(range(self.known(r.start), self.known(r.stop), step)))
+        if self.known(r.start) == 0 and step == 1:
+            return r.stop  # a negative count runs no iteration, as range() does
+        if step > 0:
+            span = self.prim("prim::sub", [r.stop, r.start], T.IntType)
+            offset = self.constant(step - 1)
+        else:
+            span = self.prim("prim::sub", [r.start, r.stop], T.IntType)
+            offset = self.constant(-step - 1)
+        padded = self.prim("prim::add", [span, offset], T.IntType)
+        count = self.prim("prim::floordiv", [padded, self.constant(abs(step))], T.IntType)
+        return self.prim("prim::max", [count, self.constant(0)], T.IntType)
+
+    def expr_ListComp(self, node, wanted=None):  # noqa: N802
+        if len(node.generators) != 1 or node.generators[0].ifs or node.generators[0].is_async:
+            raise self.source.not_supported("comprehensions with conditions or nested loops", node)
+        gen = node.generators[0]
+        plan = self.iteration(self.expr(gen.iter), gen.iter)
+        saved = dict(self.env)
+        try:
+            if plan.unrolled is not None:
+                items = []
+                for item in plan.unrolled:
+                    self.assign(gen.target, item)
+                    items.append(self.value(node.elt))
+                return self.list_value(items)
+            result = self.list_value([], T.Tensor)
+            loop = self.graph.insert(
+                "prim::Loop", [plan.trip, self.constant(True), result], num_outputs=0
+            )
+            body = loop.addBlock()
+            body.addInput("i", T.IntType)
+            carried = body.addInput("acc", result.type())
+            with self.graph.insert_point_guard(body):
+                self.assign(gen.target, plan.item(body.inputs()[0]))
+                element = self.value(node.elt)
+                kind = T.ListType(element.type())
+                grown = self.prim("prim::add", [carried, self.list_value([element])], kind)
+                body.registerOutput(self.constant(True))
+                body.registerOutput(grown)
+            for value in (result, carried):
+                value.setType(kind)
+            return loop.addOutput(kind)
+        finally:
+            self.env = saved
+
+    def list_append(self, call) -> bool:
+        """``xs.append(v)`` on a list variable: rebinds ``xs`` to ``xs + [v]`` (lists are
+        values in the graph; the rebinding makes the loop carry the list)."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and func.attr == "append"
+            and isinstance(func.value, ast.Name)
+        ):
+            return False
+        current = self.env.get(func.value.id)
+        if not isinstance(current, Value) or not isinstance(current.type(), T.ListType):
+            return False
+        if len(call.args) != 1 or call.keywords:
+            raise self.source.error("append() takes exactly one argument", call)
+        item = self.value(call.args[0])
+        elem = current.type().elem
+        if self.is_empty_list(current) and elem != item.type() and not self.fits(item.type(), elem):
+            raise self.source.error(
+                f"Could not append a value of type {item.type().annotation()} to a list of "
+                f"{elem.annotation()} (annotate the empty list: ember.jit.annotate(List[...], []))",
+                call,
+            )
+        grown = self.prim("prim::add", [current, self.list_value([item], elem)], current.type())
+        grown.setDebugName(func.value.id)
+        self.env[func.value.id] = grown
+        return True
+
+
+def _is_ellipsis(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is Ellipsis

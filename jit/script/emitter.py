@@ -1,0 +1,427 @@
+"""Statements to IR: assignments, ``if`` as ``prim::If``, ``for``/``while`` as ``prim::Loop``,
+``break``/``continue``/early ``return``, ``raise``/``assert``.
+
+One ``Emitter`` compiles one function body into the graph at the current insertion point, with
+an environment mapping names to graph values or compile-time values (``sugar``). Calls of
+other scripted functions and submodules run a nested Emitter on the same graph (inlining, as
+TorchScript's ``inlined_graph``).
+
+Early exits are structured the way TorchScript's exit transform leaves them: when one branch
+of an ``if`` ends in ``return``/``break``/``continue``/``raise`` and the other does not, the
+statements after the ``if`` move into the other branch, so both branches end the same way and
+the returned value (``$return``) or the loop's continue flag (``$continue``) is an output of the
+``prim::If``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .. import types as T
+from ..ir import Value
+from .expressions import Expressions
+from .sugar import Sugar
+
+RETURN, BREAK, CONTINUE, RAISE = "return", "break", "continue", "raise"
+_MAX_TRIP = 9223372036854775807  # while loops: TorchScript's max trip count
+_SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Pass)
+
+
+def terminator(stmts) -> str | None:
+    """How a statement list ends: return/break/continue/raise, or None (falls through)."""
+    if not stmts:
+        return None
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return RETURN
+    if isinstance(last, ast.Break):
+        return BREAK
+    if isinstance(last, ast.Continue):
+        return CONTINUE
+    if isinstance(last, ast.Raise):
+        return RAISE
+    if isinstance(last, ast.If):
+        a, b = terminator(last.body), terminator(last.orelse)
+        if a and b:
+            return _join(a, b)
+    return None
+
+
+def _join(a: str, b: str) -> str:
+    if a == RAISE:
+        return b
+    if b == RAISE:
+        return a
+    return a if a in (b, RETURN) else CONTINUE if BREAK not in (a, b) else BREAK
+
+
+class Emitter(Expressions):
+    """Compiles statements of one function into ``graph`` (see the module docstring)."""
+
+    def __init__(self, unit, source, graph, env: dict, self_ref=None, in_loop=False):
+        self.unit = unit  # the compilation: caches, the stack of functions being inlined
+        self.source = source
+        self.graph = graph
+        self.env = env
+        self.self_ref = self_ref
+        self.in_loop = in_loop
+        self.current = None  # the ast node being compiled (errors, source ranges)
+        self.return_type = None
+
+    # ---- statement lists --------------------------------------------------------------------
+    def body(self, stmts) -> str | None:
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, ast.If):
+                a, b = terminator(stmt.body), terminator(stmt.orelse)
+                rest = stmts[i + 1 :]
+                if rest and (a is None) != (b is None):
+                    body = stmt.body if a else stmt.body + rest
+                    orelse = stmt.orelse if b else stmt.orelse + rest
+                    return self.if_(stmt, body, orelse)
+                ended = self.if_(stmt, stmt.body, stmt.orelse)
+            else:
+                ended = self.statement(stmt)
+            if ended:
+                return ended
+        return None
+
+    def statement(self, stmt) -> str | None:
+        self.current = stmt
+        method = getattr(self, f"stmt_{type(stmt).__name__}", None)
+        if method is None:
+            raise self.source.unsupported(stmt)
+        return method(stmt)
+
+    # ---- simple statements ------------------------------------------------------------------
+    def stmt_Pass(self, stmt):  # noqa: N802
+        return None
+
+    def stmt_Expr(self, stmt):  # noqa: N802
+        value = stmt.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            return None  # a docstring
+        if isinstance(value, ast.Call) and self.list_append(value):
+            return None
+        self.expr(value)
+        return None
+
+    def stmt_Assign(self, stmt):  # noqa: N802
+        value = self.expr(stmt.value)
+        for target in stmt.targets:
+            self.assign(target, value)
+
+    def stmt_AnnAssign(self, stmt):  # noqa: N802
+        if stmt.value is None:
+            raise self.source.not_supported("declarations without a value aren't supported", stmt)
+        wanted = self.annotation(stmt.annotation)
+        self.assign(stmt.target, self.expr(stmt.value, wanted), wanted)
+
+    def stmt_AugAssign(self, stmt):  # noqa: N802
+        if not isinstance(stmt.target, ast.Name):
+            raise self.source.not_supported("augmented assignment to this target", stmt)
+        current = self.name(stmt.target.id, stmt.target)
+        other = self.expr(stmt.value)
+        value = self.binary(stmt.op, current, other, stmt, inplace=True)
+        self.assign(stmt.target, value)
+
+    def assign(self, target, value, wanted=None) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, Value):
+                if wanted is not None:
+                    value = self.coerce(value, wanted, target)
+                if not value.hasDebugName():
+                    value.setDebugName(target.id)
+            self.env[target.id] = value
+        elif isinstance(target, ast.Subscript):
+            self.assign_item(target, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            items = self.unpack(value, len(target.elts), target)
+            for elt, item in zip(target.elts, items):
+                self.assign(elt, item)
+        else:
+            raise self.source.not_supported(
+                f"assignment to {type(target).__name__.lower()} targets isn't supported", target
+            )
+
+    def assign_item(self, target, value) -> None:
+        """``x[i, 1:] = v`` writes into the tensor (``copy_``/``fill_`` of the view, as PyTorch
+        does); ``d[k] = v`` on a dict variable rebinds it to the updated dict (prim::DictSet)."""
+        base = self.expr(target.value)
+        if isinstance(base, Value) and isinstance(base.type(), T.TensorType):
+            view = self.tensor_index(base, target.slice, target)
+            value = self.materialize(value)
+            if isinstance(value.type(), T.TensorType):
+                self.call_op("copy_", [view, value], {})
+            else:
+                self.call_op("fill_", [view, value], {})
+            return
+        current, name = base, getattr(target.value, "id", None)
+        kind = current.type() if isinstance(current, Value) else None
+        if not isinstance(kind, T.DictType) or name is None:
+            raise self.source.not_supported(
+                "assignment to subscripts is supported on tensors and dict variables", target
+            )
+        key = self.coerce(self.value(target.slice), kind.key, target)
+        item = self.coerce(value, kind.value, target)
+        updated = self.prim("prim::DictSet", [current, key, item], kind).setDebugName(name)
+        self.env[name] = updated
+
+    def stmt_With(self, stmt):  # noqa: N802
+        """``with ember.no_grad():`` / ``enable_grad()`` / ``set_grad_enabled(b)``: the grad
+        mode is set before the body and restored after it (also when the body returns: a
+        return only ends the block's code generation, the graph runs on)."""
+        if len(stmt.items) != 1 or stmt.items[0].optional_vars is not None:
+            raise self.source.unsupported(stmt)
+        flag = self.grad_mode(stmt.items[0].context_expr)
+        if flag is None:
+            raise self.source.not_supported(
+                "with statements are supported for ember.no_grad(), ember.enable_grad() and "
+                "ember.set_grad_enabled() only",
+                stmt,
+            )
+        previous = self.prim("prim::is_grad_enabled", [], T.BoolType)
+        self.graph.insert("prim::set_grad_enabled", [flag], num_outputs=0)
+        ended = self.body(stmt.body)
+        self.graph.insert("prim::set_grad_enabled", [previous], num_outputs=0)
+        return ended
+
+    def grad_mode(self, expr):
+        import ember
+
+        if not isinstance(expr, ast.Call):
+            return None
+        func = self.expr(expr.func)
+        target = getattr(func, "obj", None)
+        if target is ember.no_grad and not expr.args:
+            return self.constant(False)
+        if target is ember.enable_grad and not expr.args:
+            return self.constant(True)
+        if target is ember.set_grad_enabled and len(expr.args) == 1:
+            return self.coerce(self.value(expr.args[0]), T.BoolType, expr)
+        return None
+
+    def stmt_Return(self, stmt):  # noqa: N802
+        if self.in_loop:
+            raise self.source.not_supported("return statements inside loops aren't supported", stmt)
+        value = self.constant(None) if stmt.value is None else self.expr(stmt.value)
+        value = self.materialize(value)
+        if self.return_type is not None:
+            value = self.coerce(value, self.return_type, stmt)
+        self.env["$return"] = value
+        return RETURN
+
+    def stmt_Break(self, stmt):  # noqa: N802
+        if not self.in_loop:
+            raise self.source.error("'break' outside loop", stmt)
+        self.env["$continue"] = self.constant(False)
+        return BREAK
+
+    def stmt_Continue(self, stmt):  # noqa: N802
+        if not self.in_loop:
+            raise self.source.error("'continue' not properly in loop", stmt)
+        return CONTINUE
+
+    def stmt_Raise(self, stmt):  # noqa: N802
+        message = "Exception"
+        exc = stmt.exc
+        if isinstance(exc, ast.Call) and isinstance(exc.func, ast.Name):
+            text = ""
+            if exc.args and isinstance(exc.args[0], ast.Constant):
+                text = str(exc.args[0].value)
+            message = f"{exc.func.id}: {text}" if text else exc.func.id
+        elif isinstance(exc, ast.Name):
+            message = exc.id
+        self.graph.insert("prim::RaiseException", [self.constant(message)], num_outputs=0)
+        return RAISE
+
+    def stmt_Assert(self, stmt):  # noqa: N802
+        cond = self.condition(stmt.test)
+        text = "AssertionError: "
+        if stmt.msg is not None:
+            if not isinstance(stmt.msg, ast.Constant):
+                raise self.source.not_supported("assert messages must be constant strings", stmt)
+            text += str(stmt.msg.value)
+        raise_ = ast.Raise(exc=None, cause=None)
+        known = self.known(cond)
+        if known is True:
+            return None
+        node = self.graph.insert("prim::If", [cond], num_outputs=0)
+        node.addBlock()
+        with self.graph.insert_point_guard(node.addBlock()):
+            self.graph.insert("prim::RaiseException", [self.constant(text)], num_outputs=0)
+        del raise_
+        return None
+
+    # ---- if ---------------------------------------------------------------------------------
+    def if_(self, stmt, body, orelse) -> str | None:
+        self.current = stmt
+        cond, refine_true, refine_false = self.condition_with_refinement(stmt.test)
+        known = self.known(cond)
+        if known is not None:  # metaprogramming on constants: only the branch taken exists
+            self.env.update(refine_true if known else refine_false)
+            return self.body(body if known else orelse)
+        node = self.graph.insert("prim::If", [cond], num_outputs=0)
+        node.setSourceRange(self.where(stmt))
+        before = self.env
+        results = []
+        for stmts, refine in ((body, refine_true), (orelse, refine_false)):
+            block = node.addBlock()
+            self.env = dict(before)
+            self.env.update(refine)
+            with self.graph.insert_point_guard(block):
+                ended = self.body(stmts)
+            results.append((block, self.env, ended))
+        self.env = before
+        self.merge(node, before, results, stmt)
+        ends = [r[2] for r in results]
+        return _join(*ends) if all(ends) else None
+
+    def merge(self, node, before: dict, results, stmt) -> None:
+        """Names bound differently by the branches become outputs of the ``prim::If``."""
+        (b0, env0, end0), (b1, env1, end1) = results
+        names = [n for n in dict.fromkeys([*env0, *env1]) if env0.get(n) is not env1.get(n)]
+        for name in names:
+            v0 = env0.get(name) if end0 != RAISE else None
+            v1 = env1.get(name) if end1 != RAISE else None
+            if (end0 == RAISE and v1 is not None) or (end1 == RAISE and v0 is not None):
+                live = v0 if v1 is None else v1
+                if isinstance(live, Sugar):
+                    self.env[name] = live
+                    continue
+                v0 = v0 if v0 is not None else self.uninitialized(b0, live.type())
+                v1 = v1 if v1 is not None else self.uninitialized(b1, live.type())
+            if v0 is None or v1 is None:
+                self.env.pop(name, None)  # defined on one path only: not visible after
+                continue
+            if isinstance(v0, Sugar) or isinstance(v1, Sugar):
+                if v0 == v1:
+                    self.env[name] = v0
+                    continue
+                raise self.source.error(
+                    f"{name} is bound to different compile-time values in the branches", stmt
+                )
+            kind = self.unify(v0.type(), v1.type(), name, stmt)
+            b0.registerOutput(v0)
+            b1.registerOutput(v1)
+            out = node.addOutput(kind)
+            if not name.startswith("$"):
+                out.setDebugName(name)
+            self.env[name] = out
+
+    def uninitialized(self, block, kind) -> Value:
+        with self.graph.insert_point_guard(block):
+            return self.graph.insert("prim::Uninitialized").output().setType(kind)
+
+    def unify(self, a, b, name: str, stmt):
+        if a == b:
+            return a
+        if isinstance(a, T.TensorType) and isinstance(b, T.TensorType):
+            return T.Tensor
+        if a == T.NoneType or b == T.NoneType:
+            other = b if a == T.NoneType else a
+            return other if isinstance(other, T.OptionalType) else T.OptionalType(other)
+        if (isinstance(a, T.OptionalType) and a.elem == b) or (
+            isinstance(b, T.OptionalType) and b.elem == a
+        ):
+            return a if isinstance(a, T.OptionalType) else b
+        what = "the value returned" if name == "$return" else name
+        raise self.source.error(
+            f"Type mismatch: {what} is set to type {a.annotation()} in the true branch and "
+            f"type {b.annotation()} in the false branch",
+            stmt,
+        )
+
+    # ---- loops ------------------------------------------------------------------------------
+    def stmt_While(self, stmt):  # noqa: N802
+        if stmt.orelse:
+            raise self.source.not_supported("else branches of while loops aren't supported", stmt)
+        cond = self.condition(stmt.test)
+        if self.known(cond) is False:
+            return None
+        trip = self.constant(_MAX_TRIP)
+
+        def next_cond(flag):
+            test = self.condition(stmt.test)
+            return test if self.known(flag) is True else self.and_values(flag, lambda: test)
+
+        self.loop(stmt, trip, cond, lambda counter: None, stmt.body, next_cond)
+        return None
+
+    def stmt_For(self, stmt):  # noqa: N802
+        if stmt.orelse:
+            raise self.source.not_supported("else branches of for loops aren't supported", stmt)
+        iterable = self.expr(stmt.iter)
+        plan = self.iteration(iterable, stmt.iter)
+        if plan.unrolled is not None:
+            return self.unrolled(stmt, plan.unrolled)
+        self.loop(
+            stmt,
+            plan.trip,
+            self.constant(True),
+            lambda i: self.assign(stmt.target, plan.item(i)),
+            stmt.body,
+            None,
+        )
+        return None
+
+    def unrolled(self, stmt, items) -> None:
+        for item in items:
+            self.assign(stmt.target, item)
+            ended = self.body(stmt.body)
+            if ended in (BREAK, CONTINUE):
+                raise self.source.not_supported(
+                    "break/continue in loops over modules or tuples (unrolled) aren't supported",
+                    stmt,
+                )
+            if ended:
+                return ended
+        return None
+
+    def loop(self, stmt, trip, cond, bind_target, stmts, next_cond) -> None:
+        assigned = _assigned_names(stmt)
+        carried = [n for n in assigned if isinstance(self.env.get(n), Value)]
+        node = self.graph.insert(
+            "prim::Loop", [trip, cond, *(self.env[n] for n in carried)], num_outputs=0
+        )
+        node.setSourceRange(self.where(stmt))
+        block = node.addBlock()
+        counter = block.addInput("i", T.IntType)
+        before = self.env
+        self.env = dict(before)
+        for name in carried:
+            self.env[name] = block.addInput(name, before[name].type())
+        saved_loop, self.in_loop = self.in_loop, True
+        with self.graph.insert_point_guard(block):
+            self.env["$continue"] = self.constant(True)
+            bind_target(counter)
+            ended = self.body(stmts)
+            flag = self.env["$continue"] if ended != RAISE else self.constant(False)
+            block.registerOutput(flag if next_cond is None else next_cond(flag))
+            for name in carried:
+                value = self.env.get(name)
+                if not isinstance(value, Value):
+                    raise self.source.error(
+                        f"{name} is not defined at the end of the loop body", stmt
+                    )
+                self.unify(before[name].type(), value.type(), name, stmt)
+                block.registerOutput(value)
+        self.in_loop = saved_loop
+        self.env = before
+        for name in carried:
+            self.env[name] = node.addOutput(before[name].type()).setDebugName(name)
+
+
+def _assigned_names(stmt) -> list[str]:
+    """Names a loop (its target and body) binds, in order of appearance."""
+    names = []
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.append(node.id)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name):
+                names.append(node.value.id)  # d[k] = v rebinds d
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if node.func.attr in ("append", "extend", "insert") and isinstance(owner, ast.Name):
+                names.append(owner.id)  # lists grow by rebinding (see Expressions.list_append)
+    return list(dict.fromkeys(names))

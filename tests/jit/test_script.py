@@ -1,0 +1,233 @@
+"""ember.jit.script against torch.jit.script on the same source: functions with control flow
+(each path taken), the subset's types, graphs with prim::If/prim::Loop, and generated code."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+from .script_models import functions
+
+EMBER_FNS = functions(ember)
+TORCH_FNS = functions(torch)
+R = np.random.default_rng(0)
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+
+
+def arr(*shape, scale=1.0):
+    return (R.standard_normal(shape) * scale).astype(np.float32)
+
+
+# Each function's argument lists: arrays become tensors of each library, lists of arrays lists
+# of tensors; chosen so that every branch and loop exit is taken by some call.
+CALLS = {
+    "branches": [(arr(4), arr(4)), (-np.abs(arr(4)), arr(4)), (arr(4, scale=80), arr(4))],
+    "early_return": [
+        (np.full(3, 2, np.float32), 1.0),
+        (np.full(3, -2, np.float32), 1.0),
+        (arr(3), 100.0),
+    ],
+    "break_continue": [(arr(3), 0), (arr(3), 5), (np.full(3, 3, np.float32), 9)],
+    "ranges": [(arr(2), 0, 7), (arr(2), 3, 4), (arr(2), 5, 1)],
+    "lists": [([arr(3), arr(3), arr(3)], 2.0), ([arr(2)], -1.0)],
+    "optional": [(arr(5), None), (arr(5), arr(5)), (arr(5), arr(5), 0)],
+    "calls": [(arr(2, 3),)],
+    "tuples": [(arr(4, 3),)],
+    "scalars": [(arr(2), 1, 1.0), (arr(2), 5, 0.5), (arr(2), 4, 3.0)],
+    "indexing": [(arr(3, 4),)],
+    "ternary": [(arr(4), True), (arr(4), False), (-np.abs(arr(4)), True)],
+    "views": [(arr(4, 3),), (arr(2, 5),)],
+    "scripting_flags": [(arr(3),)],
+    "annotated": [(arr(2, 3),), (arr(4),)],
+    "dict_ops": [
+        (arr(2), {"a": 1.0, "b": -2.0}),
+        (arr(2), {"a": 0.5, "bias": 3.0, "missing": 7.0}),
+    ],
+    "list_slices": [([arr(3), arr(3), arr(3), arr(3)], arr(3, 3)), ([arr(2), arr(2)], arr(2, 2))],
+    "attention_scale": [(arr(2, 3, 4), arr(2, 5, 4))],
+    "set_items": [(arr(3, 4),)],
+    "while_break": [(arr(3, scale=40),), (arr(3, scale=0.1),)],
+}
+
+
+def to_lib(value, lib):
+    if isinstance(value, np.ndarray):
+        return lib.tensor(value)
+    if isinstance(value, list):
+        return [to_lib(v, lib) for v in value]
+    return value
+
+
+def assert_same(got, want):
+    if isinstance(want, (tuple, list)):
+        assert type(got) is type(want) and len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_same(g, w)
+    elif isinstance(want, torch.Tensor):
+        assert isinstance(got, ember.Tensor), type(got)
+        assert tuple(got.shape) == tuple(want.shape) and str(got.dtype) == str(want.dtype).replace(
+            "torch", "ember"
+        )
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    else:
+        assert type(got) is type(want) and got == want, (got, want)
+
+
+@pytest.fixture(scope="module")
+def scripted():
+    return {
+        name: (ember.jit.script(fn), torch.jit.script(TORCH_FNS[name]))
+        for name, fn in EMBER_FNS.items()
+    }
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_function_matches_torch_script_and_eager(name, scripted):
+    mine, theirs = scripted[name]
+    assert isinstance(mine, ember.jit.ScriptFunction)
+    mine.graph.lint()
+    for args in CALLS[name]:
+        want = theirs(*(to_lib(a, torch) for a in args))
+        assert_same(mine(*(to_lib(a, ember) for a in args)), want)
+        eager = EMBER_FNS[name](*(to_lib(a, ember) for a in args))
+        if name != "scripting_flags":  # is_scripting() is False in eager, True when scripted
+            assert_same(eager, want)
+
+
+def test_every_function_is_covered():
+    assert sorted(CALLS) == sorted(EMBER_FNS)
+
+
+@pytest.mark.parametrize(
+    "name, kinds",
+    [
+        ("branches", {"prim::If", "prim::Loop"}),
+        ("break_continue", {"prim::If", "prim::Loop"}),
+        ("early_return", {"prim::If"}),
+        ("lists", {"prim::Loop", "prim::ListConstruct"}),
+        ("optional", {"prim::If", "prim::unchecked_cast", "prim::isnot"}),
+    ],
+)
+def test_control_flow_is_structured_in_the_graph(name, kinds, scripted):
+    graph = scripted[name][0].graph
+    found = {node.kind() for node in graph.all_nodes()}
+    assert kinds <= found, found
+    assert "ember::" in str(graph)
+
+
+def test_data_dependent_if_takes_both_branches_as_torch_does(scripted):
+    mine, theirs = scripted["branches"]
+    for sign in (1.0, -1.0):
+        x, y = np.full(4, sign, np.float32), arr(4)
+        assert_same(
+            mine(ember.tensor(x), ember.tensor(y)), theirs(torch.tensor(x), torch.tensor(y))
+        )
+    text = str(mine.graph)
+    assert "prim::bool" in text and "prim::If" in text and "prim::Loop" in text
+
+
+def test_code_is_python_with_if_and_while(scripted):
+    code = scripted["break_continue"][0].code
+    assert code.startswith("def break_continue(x: Tensor, n: int)")
+    assert "while " in code and "if " in code and "ops.add(" in code
+
+
+def test_defaults_and_keywords_bind_like_python(scripted):
+    mine, theirs = scripted["optional"]
+    x, b = arr(3), arr(3)
+    want = theirs(torch.tensor(x), times=3, bias=torch.tensor(b))
+    assert_same(mine(ember.tensor(x), times=3, bias=ember.tensor(b)), want)
+    for call in (lambda f, t: f(t(x), nonsense=1), lambda f, t: f(t(x), None, 2, 3)):
+        with pytest.raises(RuntimeError) as error:
+            call(mine, ember.tensor)
+        with pytest.raises(RuntimeError) as expected:
+            call(theirs, torch.tensor)
+        assert str(error.value) == str(expected.value)
+
+
+ARGUMENT_ERRORS = [
+    ("lists", lambda t: ([t(arr(2))], "2.0")),  # a str for a float
+    ("scalars", lambda t: (t(arr(2)), 1.5, 1.0)),  # a float for an int
+    ("calls", lambda t: (1,)),  # an int for an unannotated (Tensor) parameter
+    ("lists", lambda t: ([1.0], 2.0)),  # a list of floats for List[Tensor]
+    ("scalars", lambda t: (t(arr(2)),)),  # missing arguments
+]
+
+
+@pytest.mark.parametrize("name, make", ARGUMENT_ERRORS)
+def test_wrong_arguments_raise_torch_scripts_message(name, make, scripted):
+    mine, theirs = scripted[name]
+    with pytest.raises(RuntimeError) as error:
+        mine(*make(ember.tensor))
+    with pytest.raises(RuntimeError) as expected:
+        theirs(*make(torch.tensor))
+    want = str(expected.value).split("\nCast error details")[0]
+    assert str(error.value) == want
+
+
+def test_decorator_form_and_calling_other_scripted_functions():
+    @ember.jit.script
+    def inner(x, k: int):
+        for _ in range(k):
+            x = x * 2
+        return x
+
+    def outer(x):
+        return inner(x, 3) + 1
+
+    scripted = ember.jit.script(outer)
+    x = ember.randn(3)
+    np.testing.assert_allclose(scripted(x).numpy(), (x * 8 + 1).numpy(), rtol=1e-6)
+    assert "prim::Loop" in str(scripted.graph)  # inlined, as TorchScript's inlined_graph
+
+
+def test_script_of_a_script_function_is_itself(scripted):
+    fn = scripted["calls"][0]
+    assert ember.jit.script(fn) is fn
+
+
+def test_eager_helpers_behave_as_pytorch():
+    assert ember.jit.is_scripting() is False and torch.jit.is_scripting() is False
+    assert ember.jit.annotate(list, [1]) == [1]
+    assert ember.jit.Final is torch.jit.Final or str(ember.jit.Final) == "typing.Final"
+
+
+def test_print_is_a_graph_node_that_runs_after_loading(capsys):
+    import io
+
+    def shout(x, n: int):
+        print("n is", n)
+        return x * n
+
+    scripted = ember.jit.script(shout)
+    assert "prim::Print" in str(scripted.graph)
+    buffer = io.BytesIO()
+    scripted.save(buffer)
+    loaded = ember.jit.load(io.BytesIO(buffer.getvalue()))
+    np.testing.assert_allclose(loaded(ember.ones(2), 3).numpy(), [3.0, 3.0])
+    assert capsys.readouterr().out == "n is 3\n"
+
+
+def test_no_grad_block_sets_and_restores_grad_mode_as_eager_torch():
+    def make(lib):
+        def partly_frozen(x, w):
+            with lib.no_grad():
+                y = x * w
+            return y + x * w, y.requires_grad
+
+        return partly_frozen
+
+    # Eager torch is the oracle: torch.jit.script merges the two products across the block
+    # (common subexpressions), so its result does not require grad.
+    mine, theirs = ember.jit.script(make(ember)), make(torch)
+    x, w = arr(3), arr(3)
+    ex, ew = ember.tensor(x, requires_grad=True), ember.tensor(w, requires_grad=True)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    (got, frozen), (want, t_frozen) = mine(ex, ew), theirs(tx, tw)
+    assert frozen is t_frozen is False and ember.is_grad_enabled()
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_allclose(ew.grad.numpy(), tw.grad.numpy(), rtol=1e-6)
