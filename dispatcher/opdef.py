@@ -78,6 +78,7 @@ OUT_BY_KIND = {
     Kind.INDEX: OUT_INDEX,
     Kind.SORT: Out("exact", "partial"),
     Kind.FACTORY: OUT_FROM_OUT,
+    Kind.LINALG: OUT_EXACT,
 }
 BY_KIND = "by kind"  # OpDef.out's default: OUT_BY_KIND's entry for the row's kind
 

@@ -9,8 +9,9 @@ from ember import _dtype as dt
 
 from ..kinds import lapack as run
 from ..kinds.matrices import DTYPES
-from ..opdef import Kind, OpDef
+from ..opdef import BY_KIND, Kind, OpDef
 from . import linalg_reference as ref
+from .linalg_rows import OUT_RULES
 
 # Factorizations compare with float64 references: a float32 LAPACK differs by a few thousand ulps
 # on the well-conditioned samples (condition numbers up to ~100).
@@ -43,6 +44,7 @@ def _row(
         samples=samples,
         tolerances=TOLERANCES,
         attrs={"display": display, **({"signs": signs} if signs else {})},
+        out=OUT_RULES.get(schema.partition("(")[0], BY_KIND),
     )
 
 

@@ -13,11 +13,21 @@ from __future__ import annotations
 from ember import _dtype as dt
 
 from ..kinds.matrices import DTYPES
-from ..opdef import Kind, OpDef, Promotion
+from ..opdef import BY_KIND, OUT_ELEMENTWISE, Kind, OpDef, Out, Promotion
 
 # Results of factorizations in float32 differ from the float64 references by condition number
 # times float32's epsilon; the samples keep condition numbers below ~100.
 TOLERANCES = {dt.float32: (1e-4, 1e-4), dt.float64: (1e-7, 1e-7)}
+
+# out= of the public functions where PyTorch's differs from the kind's (exact dtype, no overlap
+# check): no out= at all, or an out of another dtype the result is cast into.
+_CAST = Out("cast", None)
+OUT_RULES = {
+    "det": None, "logdet": None, "matrix_exp": None, "pinverse": None,
+    "cholesky": _CAST, "cholesky_inverse": _CAST, "cholesky_solve": _CAST,
+    "matrix_power": _CAST, "geqrf": _CAST, "orgqr": _CAST, "kron": OUT_ELEMENTWISE,
+    "cross": Out("exact", "any"),
+}  # fmt: skip
 
 
 def run_decomposition(op, *args):
@@ -55,6 +65,7 @@ def composite(
         samples=samples,
         tolerances=TOLERANCES if tolerances is None else tolerances,
         attrs={"display": display or _display(name, old), **({"signs": signs} if signs else {})},
+        out=OUT_RULES.get(name, BY_KIND),
         notes=notes,
     )
 
