@@ -15,6 +15,7 @@ from ember._tensor import contiguous_strides
 
 from .fft_formulas import FORMULAS as FFT_FORMULAS
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
+from .linalg_formulas import FORMULAS as LINALG_FORMULAS
 from .special_formulas import FORMULAS as SPECIAL_FORMULAS
 from .views import scatter_back
 
@@ -778,3 +779,5 @@ FORMULAS = {
 FORMULAS.update(SPECIAL_FORMULAS)
 # ---- FFT primitives (autograd/fft_formulas.py) ----------------------------------------------
 FORMULAS.update(FFT_FORMULAS)
+# ---- linalg: factorizations and solves (autograd/linalg_formulas.py) -----------------------------
+FORMULAS.update(LINALG_FORMULAS)

@@ -26,6 +26,7 @@ class Kind(Enum):
     SHAPE = "shape"  # cat, stack, flip, roll...: data movement without arithmetic
     NN = "nn"  # softmax, norms, pooling, losses
     LIBRARY = "library"  # third-party ops (ember.library): outputs come from their shape rule
+    LINALG = "linalg"  # factorizations and solves (ember.linalg): LAPACK-style kernels
     FOREACH = "foreach"  # one call over a list of tensors (GradScaler's fused unscale)
     FFT = "fft"  # discrete Fourier transforms (complex tensors as their real view)
 
@@ -78,6 +79,7 @@ OUT_BY_KIND = {
     Kind.INDEX: OUT_INDEX,
     Kind.SORT: Out("exact", "partial"),
     Kind.FACTORY: OUT_FROM_OUT,
+    Kind.LINALG: OUT_EXACT,
 }
 BY_KIND = "by kind"  # OpDef.out's default: OUT_BY_KIND's entry for the row's kind
 

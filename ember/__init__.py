@@ -86,6 +86,7 @@ from . import (
     compiler,
     fft,
     func,
+    linalg,
     multiprocessing,
     nn,
     optim,
@@ -117,6 +118,11 @@ from .dispatcher.autocast import (
 )
 from .func import vmap
 from .serialization import load, save
+
+globals().update(linalg.TOP_LEVEL)  # torch.lu, torch.tensordot: Python functions there too
+for _name, _fn in linalg.TENSOR_METHODS.items():
+    setattr(Tensor, _name, _fn)
+del _name, _fn
 
 # Subsystems that load on first use: ``ember.jit.trace(...)`` works after ``import ember`` alone,
 # without ``import ember`` paying for them.

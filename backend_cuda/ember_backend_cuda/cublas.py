@@ -7,7 +7,8 @@ float32 uses ``cublasSgemm_v2`` (TF32 only when ``ember.backends.cuda.matmul.all
 set, then ``cublasGemmEx`` with CUBLAS_COMPUTE_32F_FAST_TF32), float16/bfloat16
 ``cublasGemmEx`` with float32 accumulation (transposes: ember_backend_gpu.launch.OP_N/OP_T are
 cuBLAS's values), float64 ``cublasDgemm_v2``; batches go through
-``cublasGemmStridedBatchedEx``.
+``cublasGemmStridedBatchedEx``. ``trsm`` (``cublas[SD]trsm_v2``) serves ember.linalg's
+triangular solves.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ int cublasGemmEx(cublasHandle_t handle, int transa, int transb, int m, int n, in
                  const void *alpha, const void *A, int Atype, int lda, const void *B, int Btype,
                  int ldb, const void *beta, void *C, int Ctype, int ldc, int computeType,
                  int algo);
+int cublasStrsm_v2(cublasHandle_t handle, int side, int uplo, int trans, int diag, int m, int n,
+                   const float *alpha, const void *A, int lda, void *B, int ldb);
+int cublasDtrsm_v2(cublasHandle_t handle, int side, int uplo, int trans, int diag, int m, int n,
+                   const double *alpha, const void *A, int lda, void *B, int ldb);
 int cublasGemmStridedBatchedEx(cublasHandle_t handle, int transa, int transb, int m, int n,
                                int k, const void *alpha, const void *A, int Atype, int lda,
                                long long strideA, const void *B, int Btype, int ldb,
@@ -167,3 +172,28 @@ class Cublas(BlasHandles):
             GEMM_DEFAULT,
         )
         return self._check(status, "cublasGemmStridedBatchedEx")
+
+    def trsm(self, index, dtype: str, batch, m, n, left, upper, trans, unit, a, a_bs, b) -> None:
+        """Column-major ``op(A) X = B`` (left) or ``X op(A) = B`` in place of B (m x n, packed),
+        for ``batch`` matrices; A's batch stride ``a_bs`` is in elements (0: one A)."""
+        handle = self.handle(index)
+        one, _ = self._scalars[dtype]
+        fn = self.lib.cublasStrsm_v2 if dtype == "float32" else self.lib.cublasDtrsm_v2
+        item = 4 if dtype == "float32" else 8
+        # cublasSideMode_t, cublasFillMode_t, cublasOperation_t, cublasDiagType_t values
+        flags = (0 if left else 1, 1 if upper else 0, 1 if trans else 0, 1 if unit else 0)
+        lda, ldb = max(1, m if left else n), max(1, m)
+        cast = self.ffi.cast
+        for i in range(batch):
+            status = fn(
+                handle,
+                *flags,
+                m,
+                n,
+                one,
+                cast("void *", a + i * a_bs * item),
+                lda,
+                cast("void *", b + i * m * n * item),
+                ldb,
+            )
+            self._check(status, "trsm")

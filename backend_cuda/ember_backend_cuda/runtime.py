@@ -170,6 +170,13 @@ class CudaRuntime(GpuRuntime):
 
         return Cublas(self)
 
+    def make_solver(self):
+        """cuSOLVER bound to this runtime, for ember.linalg (OSError/ImportError: those ops run
+        through the CPU fallback, with a warning)."""
+        from .cusolver import Cusolver
+
+        return Cusolver(self)
+
     def new_native_stream(self, index):
         return self.driver.Stream()
 

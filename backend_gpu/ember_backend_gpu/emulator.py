@@ -364,6 +364,11 @@ class EmulatedRuntime(GpuRuntime):
     def make_blas(self):
         return EmulatedBlas()
 
+    def make_solver(self):
+        from .emulated_solver import EmulatedSolver
+
+        return EmulatedSolver()
+
 
 class EmulatedBlas:
     """cuBLAS's column-major GEMM in numpy, reading operands as cuBLAS would."""

@@ -55,7 +55,10 @@ def runs_decomposition(op) -> bool:
     """Whether ``op`` computes by its decomposition alone: a plain composite, or a row of this
     kind (its runner only checks its arguments first). The transforms (vmap, forward AD) run such an
     op as its parts, which carry the batch dims and tangents."""
-    return op.decomposition is not None and op.defn.runner in (None, run)
+    runner = op.defn.runner
+    return op.decomposition is not None and (
+        runner in (None, run) or getattr(runner, "only_decomposes", False)
+    )
 
 
 def call_decomposition(op, args):

@@ -20,7 +20,13 @@ from . import (
     fft,
     fill,
     functional,
+    lapack,
     linalg,
+    linalg_exp,
+    linalg_norms,
+    linalg_products,
+    linalg_solve,
+    linalg_spectral,
     nn,
     reduction,
     special,
@@ -58,6 +64,8 @@ MODULES += (
     surface_shape,
     surface_stats,
 )
+# ember.linalg: LAPACK primitives, then the composites over them.
+MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products, linalg_exp)
 
 
 def _decompose(op, *args):

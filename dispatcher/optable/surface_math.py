@@ -1,6 +1,7 @@
 """Arithmetic of PyTorch's core surface, as compositions of existing ops: clamp_min/max,
 float_power, heaviside, gcd/lcm, ldexp, logaddexp2, frexp, sign tests, isclose, and the
-products (addmv, addr, addbmm, inner, vdot, kron). Autograd comes from the parts."""
+products (addmv, addr, addbmm, inner, vdot; kron is ember.linalg's, in linalg_products.py).
+Autograd comes from the parts."""
 
 from __future__ import annotations
 
@@ -279,18 +280,6 @@ def _vdot(a, b):
     return ember.dot(a, b)
 
 
-def _kron(a, b):
-    ndim = max(a.ndim, b.ndim)
-    a = a.reshape((1,) * (ndim - a.ndim) + tuple(a.shape))
-    b = b.reshape((1,) * (ndim - b.ndim) + tuple(b.shape))
-    a_shape, b_shape = [], []
-    for sa, sb in zip(a.shape, b.shape):
-        a_shape += [sa, 1]
-        b_shape += [1, sb]
-    product = a.reshape(a_shape) * b.reshape(b_shape)
-    return product.reshape([sa * sb for sa, sb in zip(a.shape, b.shape)])
-
-
 def _np_product_sum(c, x, y, beta=1, alpha=1, combine=np.matmul):
     product = combine(x, y)
     if product.dtype == np.bool_:
@@ -462,14 +451,6 @@ ROWS = [
         dtypes=DTYPES_NUMERIC,
         decomposition=_vdot,
         samples="dot",
-        out=OUT_EXACT,
-    ),
-    OpDef(
-        "kron(Tensor input, Tensor other) -> Tensor",
-        Kind.MATMUL,
-        np.kron,
-        decomposition=_kron,
-        samples="kron",
         out=OUT_EXACT,
     ),
 ]

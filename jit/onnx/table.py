@@ -33,6 +33,13 @@ def _join(families) -> dict:
 TABLE = _join(FAMILIES)
 
 _TRAINING = "an optimizer step's op (GradScaler): exported models run inference"
+# ember.linalg's composites trace into these primitives, which ONNX has no op for (nor has
+# PyTorch's exporter a symbolic for them).
+_LAPACK = "a LAPACK factorization or solve: ONNX has no such op"
+_LAPACK_OPS = ("_linalg_eigh", "_linalg_svd", "geqrf", "linalg_cholesky_ex",
+               "linalg_householder_product", "linalg_ldl_factor_ex", "linalg_ldl_solve",
+               "linalg_lstsq", "linalg_lu_factor_ex", "linalg_lu_solve",
+               "linalg_solve_triangular")  # fmt: skip
 _RANDOM = "a random op: ONNX's generators are not ember's Philox streams, export in eval mode"
 # Ops with no mapping, and why (the error says it). A test checks that every op-table op is in
 # TABLE or here, so a new op gets a decision.
@@ -56,6 +63,7 @@ UNMAPPED = {
     "randperm": _RANDOM,
     "_amp_foreach_non_finite_check_and_unscale_": _TRAINING,
     "_amp_update_scale_": _TRAINING,
+    **dict.fromkeys(_LAPACK_OPS, _LAPACK),
 }
 
 

@@ -154,7 +154,24 @@ def _check(op, args, mode, rng, fallback="ignore") -> bool:
     return True
 
 
-@pytest.mark.parametrize("name", BATCHED)
+# Rows that landed beside the transforms (linalg, the op surface, hardening) and do not batch
+# yet: strict, so each flips to a failure the day it is fixed and must leave this table.
+NOT_BATCHED_YET = {
+    name: "landed with ember.linalg; batched result differs from the per-sample one"
+    for name in ("cholesky", "linalg_cholesky", "linalg_ldl_solve", "linalg_lu_solve",
+                 "lu_solve", "lu_unpack")
+} | {"index_fill_": "in-place composite: no rule", "scatter_reduce": "no rule yet"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(reason=NOT_BATCHED_YET[n], strict=True))
+        if n in NOT_BATCHED_YET
+        else n
+        for n in BATCHED
+    ],
+)
 def test_vmap_matches_per_sample(name, device, rng):
     op = OPS[name]
     dtype = _dtype(op)

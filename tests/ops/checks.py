@@ -51,15 +51,18 @@ def result_dtype(op, dtype):
     return dtype
 
 
-# Returns whose dtype is fixed by their name, whatever the inputs.
-FIXED_RETURNS = {"indices": ember.int64, "exponent": ember.int32}
+# Integer results named in schemas: argmax-style indices, LAPACK's pivots and infos, ranks.
+NAMED_INTEGER_RESULTS = {"indices": ember.int64, "rank": ember.int64, "pivots": ember.int32,
+                         "info": ember.int32, "exponent": ember.int32}  # fmt: skip
 
 
 def output_dtypes(op, dtype, count: int, first=None) -> list:
-    """Expected dtypes of ``count`` outputs: returns named ``indices`` are int64 (FIXED_RETURNS)."""
+    """Expected dtypes of ``count`` outputs: NAMED_INTEGER_RESULTS, else the main dtype."""
     main = first or result_dtype(op, dtype)
     names = [name for _typ, name in op.schema.returns]
-    return [FIXED_RETURNS.get(names[i] if i < len(names) else "", main) for i in range(count)]
+    return [
+        NAMED_INTEGER_RESULTS.get(names[i], main) if i < len(names) else main for i in range(count)
+    ]
 
 
 def mutates(op) -> bool:
@@ -131,6 +134,24 @@ def assert_matches(got, want, dtype, tolerance, what: str) -> None:
         )
     else:
         np.testing.assert_array_equal(actual, want, err_msg=what)
+
+
+def align_signs(op, got, want) -> tuple:
+    """Outputs a row declares defined up to sign (``attrs['signs']``: output -> the dim its
+    vectors run along), each of ``got``'s vectors flipped to point like ``want``'s."""
+    signs = (op.inplace_of or op).info.get("signs")
+    if not signs:
+        return got
+    got = list(got)
+    for index, dim in signs.items():
+        t = got[index]
+        actual = host(t).astype(np.float64)
+        if actual.size == 0:
+            continue
+        dot = (actual * np.asarray(want[index], np.float64)).sum(axis=dim, keepdims=True)
+        flipped = np.where(dot < 0, -actual, actual).astype(t.dtype.np)
+        got[index] = ember.from_numpy(np.ascontiguousarray(flipped))
+    return tuple(got)
 
 
 def target_of(sample):

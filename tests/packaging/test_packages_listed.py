@@ -12,7 +12,8 @@ tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MAPPED = {"ember": "ember", "dispatcher": "ember.dispatcher", "autograd": "ember.autograd",
-          "nn": "ember.nn", "distributed": "ember.distributed", "jit": "ember.jit"}  # fmt: skip
+          "nn": "ember.nn", "distributed": "ember.distributed", "jit": "ember.jit",
+          "linalg": "ember.linalg"}  # fmt: skip
 
 
 def python_folders():

@@ -52,8 +52,9 @@ void ember_matmul_set_blas(intptr_t sgemm, intptr_t dgemm, intptr_t sgemm_batch,
 }
 
 /* OpenBLAS takes ember's thread count (ember.set_num_threads, EMBER_NUM_THREADS), so one
- * setting governs both pools. Cheap: it only calls OpenBLAS when the count changed. */
-static void blas_follow_threads(void) {
+ * setting governs both pools. Cheap: it only calls OpenBLAS when the count changed. lapack.c
+ * calls it too. */
+void ember_blas_follow_threads(void) {
 #ifdef _OPENMP
     int now = omp_get_max_threads();
     if (blas.set_num_threads && now != blas.threads) {
@@ -174,7 +175,7 @@ static int matmul_blas(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p
         if (!c) status = EMBER_MATMUL_NO_MEMORY;
     }
     if (!status) {
-        blas_follow_threads();
+        ember_blas_follow_threads();
         if (to == EM_F64)
             blas_product_f64(batch, n, k, p, &A, &B, (double *)c);
         else
@@ -258,7 +259,7 @@ static int matmul_half_blocked(int dtype, int64_t batch, int64_t n, int64_t k, i
     float *pb = malloc(sizeof(float) * HALF_KC * HALF_NC);
     float *pc = malloc(sizeof(float) * HALF_MC * HALF_NC);
     int item = em_itemsize(dtype), status = pa && pb && pc ? EM_OK : EMBER_MATMUL_NO_MEMORY;
-    blas_follow_threads();
+    ember_blas_follow_threads();
     for (int64_t m = 0; m < batch && !status; m++) {
         const char *am = a->ptr + m * a->bs * item, *bm = b->ptr + m * b->bs * item;
         char *om = (char *)out + m * n * p * item;

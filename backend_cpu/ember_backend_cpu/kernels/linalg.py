@@ -24,28 +24,36 @@ BLAS_SYMBOLS = (
     "scipy_openblas_set_num_threads",
 )
 _openblas = None  # the loaded library, kept so it is never unloaded while C holds its pointers
+_openblas_error = None
+
+
+def openblas_library():
+    """The scipy-openblas32 library (BLAS and LAPACK), loaded once; None when it cannot load."""
+    global _openblas, _openblas_error
+    if _openblas is None and _openblas_error is None:
+        try:
+            import scipy_openblas32
+
+            name = scipy_openblas32.get_library(True)
+            _openblas = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(), name))
+        except (ImportError, OSError) as error:
+            _openblas_error = error
+            warnings.warn(
+                f"ember cpu backend: OpenBLAS (scipy-openblas32) did not load ({error}); float "
+                "matrix products fall back to slow C loops and ember.linalg has no CPU kernels",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    return _openblas
 
 
 def openblas_addresses() -> tuple[int, ...]:
     """The addresses of BLAS_SYMBOLS (0 for any missing), all 0 when OpenBLAS cannot load."""
-    global _openblas
-    try:
-        import scipy_openblas32
-
-        path = os.path.join(scipy_openblas32.get_lib_dir(), scipy_openblas32.get_library(True))
-        _openblas = ctypes.CDLL(path)
-    except (ImportError, OSError) as error:
-        warnings.warn(
-            f"ember cpu backend: OpenBLAS (scipy-openblas32) did not load ({error}); float "
-            "matrix products fall back to slow C loops",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+    library = openblas_library()
+    if library is None:
         return (0,) * len(BLAS_SYMBOLS)
     return tuple(
-        ctypes.cast(getattr(_openblas, name), ctypes.c_void_p).value
-        if hasattr(_openblas, name)
-        else 0
+        ctypes.cast(getattr(library, name), ctypes.c_void_p).value if hasattr(library, name) else 0
         for name in BLAS_SYMBOLS
     )
 

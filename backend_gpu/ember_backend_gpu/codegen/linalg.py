@@ -1,5 +1,6 @@
 """Matrix products without cuBLAS: every numeric dtype (cuBLAS has no integer GEMM, and this is
-also the path when cuBLAS cannot load). One module, ``linalg``.
+also the path when cuBLAS cannot load). One module, ``linalg``; and ``linalg.triangle``, which
+clears the triangle cuSOLVER's potrf leaves as it was (ember.linalg.cholesky returns zeros there).
 
 16x16 output tiles through shared memory; integers accumulate in 64 bits (wrapping, so the
 stored low bits are the CPU's), float16/bfloat16/float32 in float, float64 in double.
@@ -65,5 +66,32 @@ def _module() -> tuple[str, list]:
     return "".join(parts), kernels
 
 
+TRIANGLE_ARGS = "Pqqq"
+TRIANGLE = r"""
+/* Zero the triangle above (upper = 0) or below (upper = 1) the diagonal of `batch` packed
+ * column-major n x n matrices. */
+template <class T>
+EM_DEV void em_clear_triangle(char *a, em_i64 batch, em_i64 n, em_i64 upper) {
+    typename T::st *m = (typename T::st *)a;
+    EM_FOR_EACH(k, batch * n * n) {
+        em_i64 col = (k / n) % n, row = k % n;
+        if (upper ? row > col : row < col) m[k] = T::sv((typename T::ct)0);
+    }
+}
+"""
+
+
+def _triangle_module() -> tuple[str, list]:
+    parts, kernels = [TRIANGLE], []
+    for d in family("FLOAT")[2:]:  # float32 and float64: the dtypes the solvers compute in
+        name = f"em_clear_triangle_{d.token}"
+        parts.append(
+            f"EM_KERNEL {name}(char *a, em_i64 batch, em_i64 n, em_i64 upper) {{\n"
+            f"    em_clear_triangle<{traits(d.token)}>(a, batch, n, upper);\n}}\n"
+        )
+        kernels.append((name, TRIANGLE_ARGS))
+    return "".join(parts), kernels
+
+
 def modules() -> dict:
-    return {"linalg": _module}
+    return {"linalg": _module, "linalg.triangle": _triangle_module}
