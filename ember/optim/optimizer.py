@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import struct
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
@@ -32,8 +33,9 @@ _HOOK_TABLES = (
     "_optimizer_load_state_dict_post_hooks",
 )
 
-# State entries that are Python floats here and 0-d float32 tensors in PyTorch's state dicts.
-SCALAR_STATE_KEYS = ("step",)
+# State entries that are Python floats here and 0-d float32 tensors in PyTorch's state dicts
+# (NAdam's mu_product, ASGD's eta and mu besides every optimizer's step).
+SCALAR_STATE_KEYS = ("step", "mu_product", "eta", "mu")
 
 
 class _Required:
@@ -65,6 +67,19 @@ def check_nonnegative(**values) -> None:
         if not value >= 0.0:
             what = {"lr": "learning rate", "eps": "epsilon value"}.get(name, f"{name} value")
             raise ValueError(f"Invalid {what}: {value}")
+
+
+def check_betas(betas) -> None:
+    """PyTorch's ``Invalid beta parameter at index i`` checks (each beta in [0, 1))."""
+    for index, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {index}: {beta}")
+
+
+def float32(value: float) -> float:
+    """``value`` rounded to float32: scalar state PyTorch keeps in 0-d float32 tensors
+    (NAdam's mu_product, ASGD's eta) rounds each step, and the trajectory follows it."""
+    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 def scalar(value) -> float:
