@@ -6,7 +6,7 @@ backend has the elementwise kernels, and follows PyTorch's formulas step for ste
 
 from __future__ import annotations
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -40,4 +40,5 @@ __all__ = [
     "SparseAdam",
     "lr_scheduler",
     "required",
+    "swa_utils",
 ]
