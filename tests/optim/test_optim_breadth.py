@@ -6,6 +6,8 @@ computed in numpy from each side's own parameters).
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from test_optimizers import (
@@ -50,6 +52,15 @@ CONFIGS = [
     ("Adafactor", {"lr": 0.05, "beta2_decay": -0.5, "d": 2.0}),
     ("Adafactor", {"lr": 0.05, "eps": (1e-5, 1e-2), "weight_decay": 0.1}),
     ("Adafactor", {"lr": 0.05, "maximize": True}),
+    # foreach: accepted and stored in the groups; the same trajectory as torch's foreach path.
+    # (torch's differentiable=True refuses leaf parameters in step(), so it has no oracle here.)
+    ("NAdam", {"lr": 0.05, "foreach": True}),
+    ("RAdam", {"lr": 0.05, "foreach": True}),
+    ("Adamax", {"lr": 0.05, "foreach": True}),
+    ("Adadelta", {"foreach": True}),
+    ("Rprop", {"lr": 0.05, "foreach": True}),
+    ("ASGD", {"lr": 0.05, "t0": 5, "foreach": True}),
+    ("Adafactor", {"lr": 0.05, "foreach": True}),
 ]
 
 
@@ -177,6 +188,31 @@ def test_sparse_adam_refuses_dense_gradients_like_torch():
     assert str(got.value) == str(want.value)
     assert "dense gradients" in str(got.value)
     assert set(opt.param_groups[0]) == set(ref.param_groups[0])
+
+
+NAMES = ["NAdam", "RAdam", "Adamax", "Adadelta", "Rprop", "ASGD", "SparseAdam", "Adafactor"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_constructor_signature_is_torchs(name):
+    """Every keyword of torch's constructor (foreach, fused, maximize, capturable,
+    differentiable, decoupled_weight_decay...), in torch's order, kinds and defaults."""
+
+    def shape(cls):
+        params = inspect.signature(cls.__init__).parameters.values()
+        return [(p.name, p.kind, p.default) for p in params]
+
+    assert shape(getattr(ember.optim, name)) == shape(getattr(torch.optim, name))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_defaults_are_torchs(name):
+    opt = getattr(ember.optim, name)([ember.zeros(2).requires_grad_()])
+    ref = getattr(torch.optim, name)([torch.zeros(2, requires_grad=True)])
+    assert opt.defaults == ref.defaults
+    assert {k: v for k, v in opt.param_groups[0].items() if k != "params"} == {
+        k: v for k, v in ref.param_groups[0].items() if k != "params"
+    }
 
 
 def test_every_torch_optimizer_exists():
