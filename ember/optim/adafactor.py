@@ -16,6 +16,8 @@ _MACHINE_EPS = {
 
 
 def _check(lr, beta2_decay, eps, d, weight_decay) -> None:
+    if isinstance(lr, ember.Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
     checks = (
         (lr >= 0.0, f"Learning rate should be >= 0 but is: {lr}"),
         (beta2_decay <= 0.0, f"beta2_decay should be <= 0 but is: {beta2_decay}"),

@@ -64,6 +64,8 @@ class RemovableHandle:
 def check_nonnegative(**values) -> None:
     """PyTorch's argument checks: ``ValueError("Invalid <what>: <value>")`` for a negative one."""
     for name, value in values.items():
+        if name == "lr" and isinstance(value, Tensor) and value.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         if not value >= 0.0:
             what = {"lr": "learning rate", "eps": "epsilon value"}.get(name, f"{name} value")
             raise ValueError(f"Invalid {what}: {value}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, check_nonnegative, grads_of, run_closure
+from .optimizer import Optimizer, check_nonnegative, grads_of, run_closure, scalar
 
 
 class Rprop(Optimizer):
@@ -60,7 +60,7 @@ class Rprop(Optimizer):
         if not state:
             state["step"] = 0.0
             state["prev"] = ember.zeros_like(p)
-            state["step_size"] = ember.full_like(grad, lr)
+            state["step_size"] = ember.full_like(grad, scalar(lr))
         return state
 
     def step(self, closure=None):

@@ -190,6 +190,24 @@ def test_sparse_adam_refuses_dense_gradients_like_torch():
     assert set(opt.param_groups[0]) == set(ref.param_groups[0])
 
 
+@pytest.mark.parametrize(
+    "name", ["NAdam", "RAdam", "Adamax", "Adadelta", "Rprop", "ASGD", "Adafactor"]
+)
+def test_tensor_lr_like_torch(name):
+    """A 1-element tensor lr works as its value; a longer one is refused as torch does."""
+    problem = Problem("float32", seed=14)
+    ours, theirs = problem.ember_params(), problem.torch_params()
+    opt = getattr(ember.optim, name)(ours, lr=ember.tensor(0.03))
+    ref = getattr(torch.optim, name)(theirs, lr=torch.tensor(0.03))
+    got = _run(problem, opt, ours, 5, _ember_grad)
+    want = _run(problem, ref, theirs, 5, torch.from_numpy)
+    _assert_trajectory(got, want, "float32")
+    with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
+        getattr(torch.optim, name)(theirs, lr=torch.tensor([0.1, 0.2]))
+    with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
+        getattr(ember.optim, name)(ours, lr=ember.tensor([0.1, 0.2]))
+
+
 NAMES = ["NAdam", "RAdam", "Adamax", "Adadelta", "Rprop", "ASGD", "SparseAdam", "Adafactor"]
 
 
