@@ -180,3 +180,58 @@ def test_swalr_validation_is_torchs(kwargs):
 
 def test_swa_utils_names_are_torchs():
     assert sorted(swa.__all__) == sorted(torch.optim.swa_utils.__all__)
+
+
+def _train_swa(nn, optim, tensor, ours_model, batches):
+    """The torch SWA tutorial's loop: warm-restart cosine schedule, then SWA with SWALR, an
+    EMA alongside, BatchNorm statistics recomputed for the averaged weights at the end."""
+    opt = optim.NAdam(ours_model.parameters(), lr=0.02)
+    sched = optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=2)
+    swa_model = optim.swa_utils.AveragedModel(ours_model)
+    ema_model = optim.swa_utils.AveragedModel(
+        ours_model, multi_avg_fn=optim.swa_utils.get_ema_multi_avg_fn(0.9)
+    )
+    swa_sched = optim.swa_utils.SWALR(opt, swa_lr=0.01, anneal_epochs=2)
+    loader = [(tensor(x), tensor(y)) for x, y in batches]
+    for epoch in range(8):
+        for x, y in loader:
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(ours_model(x), y)
+            loss.backward()
+            opt.step()
+            ema_model.update_parameters(ours_model)
+        if epoch >= 4:
+            swa_model.update_parameters(ours_model)
+            swa_sched.step()
+        else:
+            sched.step()
+    optim.swa_utils.update_bn(loader, swa_model)
+    return swa_model, ema_model, float(loss.item())
+
+
+def test_swa_training_program_matches_torch():
+    rng = np.random.default_rng(5)
+
+    def build(nn):
+        # BatchNorm first: a bias right before it has a ~0 gradient that NAdam would turn
+        # into rounding noise of lr's size.
+        return nn.Sequential(nn.BatchNorm1d(3), nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+
+    ours, ref = build(ember.nn), build(torch.nn)
+    _copy(ours, ref)
+    batches = [
+        (
+            rng.standard_normal((6, 3)).astype(np.float32),
+            rng.standard_normal((6, 2)).astype(np.float32),
+        )
+        for _ in range(3)
+    ]
+    got = _train_swa(ember.nn, ember.optim, ember.from_numpy, ours, batches)
+    want = _train_swa(torch.nn, torch.optim, torch.from_numpy, ref, batches)
+    assert got[2] == pytest.approx(want[2], rel=1e-4)
+    for mine, theirs in zip(got[:2], want[:2]):
+        expected = theirs.state_dict()
+        for key, value in mine.state_dict().items():
+            np.testing.assert_allclose(
+                value.numpy(), expected[key].numpy(), rtol=1e-4, atol=1e-5, err_msg=key
+            )
