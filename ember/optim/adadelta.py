@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-import ember
-
-from .optimizer import Optimizer, add_scaled_, check_nonnegative, grads_of, run_closure, scalar
+from .optimizer import (
+    Optimizer,
+    add_scaled_,
+    check_nonnegative,
+    grads_of,
+    lazy_state,
+    run_closure,
+    scalar,
+)
 
 
 class Adadelta(Optimizer):
@@ -58,14 +64,6 @@ class Adadelta(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def _state_for(self, p) -> dict:
-        state = self.state[p]
-        if not state:
-            state["step"] = 0.0
-            state["square_avg"] = ember.zeros_like(p)
-            state["acc_delta"] = ember.zeros_like(p)
-        return state
-
     def step(self, closure=None):
         """Perform a single optimization step (``closure`` re-evaluates the model)."""
         loss = run_closure(closure)
@@ -73,7 +71,7 @@ class Adadelta(Optimizer):
             lr = scalar(group["lr"])
             rho, eps = group["rho"], group["eps"]
             for p, grad in grads_of(group, group["weight_decay"]):
-                state = self._state_for(p)
+                state = lazy_state(self.state, p, "square_avg", "acc_delta")
                 state["step"] += 1.0
                 square_avg = state["square_avg"].mul_(rho).addcmul_(grad, grad, value=1 - rho)
                 std = square_avg.add(eps).sqrt_()

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-import ember
-
-from .optimizer import Optimizer, check_betas, check_nonnegative, grads_of, run_closure, scalar
+from .optimizer import (
+    Optimizer,
+    check_betas,
+    check_nonnegative,
+    grads_of,
+    lazy_state,
+    run_closure,
+    scalar,
+)
 
 
 class Adamax(Optimizer):
@@ -55,14 +61,6 @@ class Adamax(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def _state_for(self, p) -> dict:
-        state = self.state[p]
-        if not state:
-            state["step"] = 0.0
-            state["exp_avg"] = ember.zeros_like(p)
-            state["exp_inf"] = ember.zeros_like(p)
-        return state
-
     def step(self, closure=None):
         """Perform a single optimization step (``closure`` re-evaluates the model)."""
         loss = run_closure(closure)
@@ -70,7 +68,7 @@ class Adamax(Optimizer):
             lr = scalar(group["lr"])
             beta1, beta2 = group["betas"]
             for p, grad in grads_of(group, group["weight_decay"]):
-                state = self._state_for(p)
+                state = lazy_state(self.state, p, "exp_avg", "exp_inf")
                 step = state["step"] = state["step"] + 1.0
                 exp_avg = state["exp_avg"].lerp_(grad, 1 - beta1)
                 exp_inf = state["exp_inf"].mul_(beta2).maximum_(grad.abs().add_(group["eps"]))

@@ -114,6 +114,18 @@ def grads_of(group: dict, weight_decay: float = 0):
         yield p, grad
 
 
+def lazy_state(states, p: Tensor, *buffers: str, **scalars) -> dict:
+    """``states[p]``, created on first use: ``step`` 0, the given scalars, and a zero tensor
+    like ``p`` for each name in ``buffers`` (PyTorch's lazy per-parameter state)."""
+    state = states[p]
+    if not state:
+        state["step"] = 0.0
+        state.update(scalars)
+        for name in buffers:
+            state[name] = ember.zeros_like(p)
+    return state
+
+
 def run_closure(closure):
     """The closure's loss, evaluated with gradients on (``step`` itself runs under no_grad)."""
     if closure is None:

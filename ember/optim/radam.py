@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-import ember
-
-from .optimizer import Optimizer, check_betas, check_nonnegative, grads_of, run_closure, scalar
+from .optimizer import (
+    Optimizer,
+    check_betas,
+    check_nonnegative,
+    grads_of,
+    lazy_state,
+    run_closure,
+    scalar,
+)
 
 
 class RAdam(Optimizer):
@@ -62,14 +68,6 @@ class RAdam(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def _state_for(self, p) -> dict:
-        state = self.state[p]
-        if not state:
-            state["step"] = 0.0
-            state["exp_avg"] = ember.zeros_like(p)
-            state["exp_avg_sq"] = ember.zeros_like(p)
-        return state
-
     def step(self, closure=None):
         """Perform a single optimization step (``closure`` re-evaluates the model)."""
         loss = run_closure(closure)
@@ -80,7 +78,7 @@ class RAdam(Optimizer):
             decoupled = group["decoupled_weight_decay"]
             rho_inf = 2 / (1 - beta2) - 1
             for p, grad in grads_of(group, 0 if decoupled else weight_decay):
-                state = self._state_for(p)
+                state = lazy_state(self.state, p, "exp_avg", "exp_avg_sq")
                 step = state["step"] = state["step"] + 1.0
                 if decoupled and weight_decay != 0:
                     p.mul_(1 - lr * weight_decay)
