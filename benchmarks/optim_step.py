@@ -27,6 +27,13 @@ CONFIGS = [
     ("AdamW", {"lr": 1e-3}),
     ("RMSprop", {"lr": 1e-3}),
     ("Adagrad", {"lr": 1e-2}),
+    ("NAdam", {"lr": 2e-3}),
+    ("RAdam", {"lr": 1e-3}),
+    ("Adamax", {"lr": 2e-3}),
+    ("Adadelta", {}),
+    ("Rprop", {"lr": 1e-2}),
+    ("ASGD", {"lr": 1e-2}),
+    ("Adafactor", {"lr": 1e-2}),
 ]
 
 

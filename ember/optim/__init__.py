@@ -6,22 +6,39 @@ backend has the elementwise kernels, and follows PyTorch's formulas step for ste
 
 from __future__ import annotations
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
+from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .adamax import Adamax
+from .asgd import ASGD
 from .lbfgs import LBFGS
+from .nadam import NAdam
 from .optimizer import Optimizer, required
+from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = [
+    "ASGD",
     "LBFGS",
     "SGD",
+    "Adadelta",
+    "Adafactor",
     "Adagrad",
     "Adam",
     "AdamW",
+    "Adamax",
+    "NAdam",
     "Optimizer",
+    "RAdam",
     "RMSprop",
+    "Rprop",
+    "SparseAdam",
     "lr_scheduler",
     "required",
+    "swa_utils",
 ]

@@ -14,6 +14,7 @@ from bisect import bisect_right
 from collections import Counter
 from typing import Any
 
+from ._cyclic import CyclicLR
 from ._onecycle import OneCycleLR
 from ._plateau import ReduceLROnPlateau
 from ._scheduler import (
@@ -22,6 +23,7 @@ from ._scheduler import (
     group_values,
     set_group_value,
 )
+from ._warm_restarts import CosineAnnealingWarmRestarts
 from .optimizer import Optimizer
 
 
@@ -461,6 +463,8 @@ __all__ = [
     "ChainedScheduler",
     "ConstantLR",
     "CosineAnnealingLR",
+    "CosineAnnealingWarmRestarts",
+    "CyclicLR",
     "ExponentialLR",
     "LRScheduler",
     "LambdaLR",

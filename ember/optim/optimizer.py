@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import struct
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
@@ -32,8 +33,9 @@ _HOOK_TABLES = (
     "_optimizer_load_state_dict_post_hooks",
 )
 
-# State entries that are Python floats here and 0-d float32 tensors in PyTorch's state dicts.
-SCALAR_STATE_KEYS = ("step",)
+# State entries that are Python floats here and 0-d float32 tensors in PyTorch's state dicts
+# (NAdam's mu_product, ASGD's eta and mu besides every optimizer's step).
+SCALAR_STATE_KEYS = ("step", "mu_product", "eta", "mu")
 
 
 class _Required:
@@ -62,9 +64,24 @@ class RemovableHandle:
 def check_nonnegative(**values) -> None:
     """PyTorch's argument checks: ``ValueError("Invalid <what>: <value>")`` for a negative one."""
     for name, value in values.items():
+        if name == "lr" and isinstance(value, Tensor) and value.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         if not value >= 0.0:
             what = {"lr": "learning rate", "eps": "epsilon value"}.get(name, f"{name} value")
             raise ValueError(f"Invalid {what}: {value}")
+
+
+def check_betas(betas) -> None:
+    """PyTorch's ``Invalid beta parameter at index i`` checks (each beta in [0, 1))."""
+    for index, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {index}: {beta}")
+
+
+def float32(value: float) -> float:
+    """``value`` rounded to float32: scalar state PyTorch keeps in 0-d float32 tensors
+    (NAdam's mu_product, ASGD's eta) rounds each step, and the trajectory follows it."""
+    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 def scalar(value) -> float:
@@ -95,6 +112,18 @@ def grads_of(group: dict, weight_decay: float = 0):
         if weight_decay != 0:
             grad = add_scaled(grad, p, weight_decay)
         yield p, grad
+
+
+def lazy_state(states, p: Tensor, *buffers: str, **scalars) -> dict:
+    """``states[p]``, created on first use: ``step`` 0, the given scalars, and a zero tensor
+    like ``p`` for each name in ``buffers`` (PyTorch's lazy per-parameter state)."""
+    state = states[p]
+    if not state:
+        state["step"] = 0.0
+        state.update(scalars)
+        for name in buffers:
+            state[name] = ember.zeros_like(p)
+    return state
 
 
 def run_closure(closure):
