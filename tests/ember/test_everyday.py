@@ -1,0 +1,110 @@
+"""Issue 15's everyday helpers against PyTorch: ``ember.testing``, determinism and precision
+switches, ``ember.backends`` flags, ``ember.functional``, ``ember.hub``, ``utils.benchmark``,
+safe globals and parameter swapping."""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.testing import assert_close, make_tensor
+
+
+def _to_torch(x):
+    if isinstance(x, ember.Tensor):
+        name = str(x.dtype).split(".")[1]
+        wide = x.to(ember.float32) if name == "bfloat16" else x  # NumPy has no bfloat16
+        return torch.from_numpy(np.array(wide.numpy())).to(getattr(torch, name))
+    if isinstance(x, list):
+        return [_to_torch(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _to_torch(v) for k, v in x.items()}
+    return x
+
+
+def _message(fn, a, b, **kw):
+    try:
+        fn(a, b, **kw)
+    except (AssertionError, ValueError, TypeError) as error:
+        return type(error).__name__, re.sub(r"\b(torch|ember)\.", "", str(error))
+    return None
+
+
+E = ember
+CASES = [
+    (lambda: (E.tensor([1.0, 2, 3]), E.tensor([1.0, 2.5, 3])), {}),
+    (lambda: (E.tensor([1.0, 2, 3]), E.tensor([1.0, 2 + 1e-7, 3])), {}),
+    (lambda: (E.tensor([1, 2, 3]), E.tensor([1, 4, 3])), {}),
+    (lambda: (E.tensor([[1.0, 2], [3, 4]]), E.tensor([[1.0, 2], [3, 9]])), {}),
+    (lambda: (E.tensor([1.0, 2], dtype=E.float64), E.tensor([1.0, 2 + 1e-6], dtype=E.float64)), {}),
+    (lambda: (E.tensor([1.0, 2], dtype=E.float16), E.tensor([1.0, 2.001], dtype=E.float16)), {}),
+    (lambda: (E.tensor([1.0, 2], dtype=E.bfloat16), E.tensor([1.0, 2.5], dtype=E.bfloat16)), {}),
+    (lambda: (E.tensor([1.0, 2]), E.tensor([1.0, 2.5])), {"rtol": 0.3, "atol": 0.0}),
+    (lambda: (E.tensor([1.0, 2]), E.tensor([1.0, 2.5])), {"rtol": 0.1}),
+    (lambda: (E.tensor([1.0, float("nan")]), E.tensor([1.0, float("nan")])), {}),
+    (lambda: (E.tensor([1.0, float("nan")]), E.tensor([1.0, float("nan")])), {"equal_nan": True}),
+    (lambda: (E.tensor(True), E.tensor(False)), {}),
+    (lambda: (E.tensor(1.0), E.tensor(1.5)), {}),
+    (lambda: (1.0, 1.5), {}),
+    (lambda: (3, 4), {}),
+    (lambda: (1, 1.0), {}),
+    (lambda: (E.ones(2), E.ones(3)), {}),
+    (lambda: (E.ones(2), E.ones(2, dtype=E.float64)), {}),
+    (lambda: (E.ones(2), E.ones(2, dtype=E.float64) * 1.5), {"check_dtype": False}),
+    (lambda: ([E.ones(2), E.ones(1)], [E.ones(2), E.zeros(1)]), {}),
+    (lambda: ({"a": E.ones(2)}, {"a": E.zeros(2)}), {}),
+    (lambda: (E.ones(2), E.zeros(2)), {"msg": "custom"}),
+    (lambda: (E.zeros(2, 3), E.zeros(2, 3)), {}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_assert_close_matches_torch(case):
+    make, kw = CASES[case]
+    a, b = make()
+    ours = _message(assert_close, a, b, **kw)
+    theirs = _message(torch.testing.assert_close, _to_torch(a), _to_torch(b), **kw)
+    assert ours == theirs
+
+
+def test_assert_close_callable_msg_and_type_error():
+    with pytest.raises(AssertionError, match=r"^wrapped: Tensor-likes are not close!"):
+        assert_close(E.ones(2), E.zeros(2), msg=lambda m: "wrapped: " + m)
+    with pytest.raises(TypeError, match="No comparison pair"):
+        assert_close(E.ones(2), [1.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    "dtype,low,high,lo,hi",
+    [("float32", None, None, -9, 9), ("float64", 0, 1, 0, 1), ("int64", None, None, -9, 9),
+     ("uint8", None, None, 0, 9), ("int8", -1000, 1000, -128, 127), ("bfloat16", -2, 2, -2, 2)],
+)  # fmt: skip
+def test_make_tensor_ranges(dtype, low, high, lo, hi):
+    t = make_tensor(40, 50, dtype=getattr(ember, dtype), device="cpu", low=low, high=high)
+    ref = torch.testing.make_tensor(
+        40, 50, dtype=getattr(torch, dtype), device="cpu", low=low, high=high
+    )
+    assert tuple(t.shape) == tuple(ref.shape) == (40, 50)
+    assert str(t.dtype).split(".")[1] == str(ref.dtype).split(".")[1]
+    values = t.to(ember.float64).numpy()
+    assert values.min() >= lo and values.max() <= hi
+    assert len(np.unique(values)) > 5  # random, not a constant
+
+
+def test_make_tensor_flags():
+    t = make_tensor((3, 4), dtype=ember.float32, device="cpu", noncontiguous=True,
+                    exclude_zero=True, requires_grad=True)  # fmt: skip
+    ref = torch.testing.make_tensor((3, 4), dtype=torch.float32, device="cpu", noncontiguous=True)
+    assert t.is_contiguous() == ref.is_contiguous() is False
+    assert t.requires_grad and bool((t != 0).all())
+    b = make_tensor(100, dtype=ember.bool, device="cpu")
+    assert b.dtype == ember.bool and 0 < int(b.sum()) < 100
+    z = make_tensor(1000, dtype=ember.int64, device="cpu", low=-1, high=1, exclude_zero=True)
+    assert bool((z != 0).all())
+    for fn, dt in ((make_tensor, ember.int64), (torch.testing.make_tensor, torch.int64)):
+        with pytest.raises(ValueError, match="requires_grad"):
+            fn(2, dtype=dt, device="cpu", requires_grad=True)
+    with pytest.raises(ValueError, match=r"low.*less than or equal"):
+        make_tensor(2, dtype=ember.float32, device="cpu", low=2, high=1)
