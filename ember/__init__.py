@@ -94,6 +94,7 @@ from . import (
     utils,
     version,
 )
+from ._determinism import *  # noqa: F403 - issue 15: deterministic and matmul precision switches
 from .amp import autocast
 from .autograd import (
     enable_grad,

@@ -108,3 +108,79 @@ def test_make_tensor_flags():
             fn(2, dtype=dt, device="cpu", requires_grad=True)
     with pytest.raises(ValueError, match=r"low.*less than or equal"):
         make_tensor(2, dtype=ember.float32, device="cpu", low=2, high=1)
+
+
+@pytest.fixture
+def restore_switches():
+    yield
+    for lib in (ember, torch):
+        lib.use_deterministic_algorithms(False)
+        lib.set_float32_matmul_precision("highest")
+        lib.backends.cuda.matmul.allow_tf32 = False
+
+
+def test_deterministic_algorithms_switch(restore_switches):
+    for lib in (ember, torch):
+        seen = [(lib.are_deterministic_algorithms_enabled(),
+                 lib.is_deterministic_algorithms_warn_only_enabled())]  # fmt: skip
+        lib.use_deterministic_algorithms(True, warn_only=True)
+        seen.append((lib.are_deterministic_algorithms_enabled(),
+                     lib.is_deterministic_algorithms_warn_only_enabled()))  # fmt: skip
+        lib.use_deterministic_algorithms(True)
+        seen.append((lib.are_deterministic_algorithms_enabled(),
+                     lib.is_deterministic_algorithms_warn_only_enabled()))  # fmt: skip
+        with pytest.raises(TypeError, match=r"argument 'mode'.*must be bool, not str"):
+            lib.use_deterministic_algorithms("yes")
+        if lib is ember:
+            ours = seen
+    assert ours == seen == [(False, False), (True, True), (True, False)]
+
+
+def test_float32_matmul_precision(restore_switches):
+    for lib in (ember, torch):
+        seen = [lib.get_float32_matmul_precision()]
+        for value in ("high", "medium", "highest"):
+            lib.set_float32_matmul_precision(value)
+            seen.append((lib.get_float32_matmul_precision(), lib.backends.cuda.matmul.allow_tf32))
+        with pytest.warns(UserWarning, match="low is not one of 'highest', 'high', or 'medium'"):
+            lib.set_float32_matmul_precision("low")
+        lib.backends.cuda.matmul.allow_tf32 = True  # the same switch, seen from the other side
+        seen.append(lib.get_float32_matmul_precision())
+        if lib is ember:
+            ours = seen
+    assert ours == seen
+
+
+FLAGS = [("cudnn", "enabled"), ("cudnn", "benchmark"), ("cudnn", "deterministic"),
+         ("cudnn", "allow_tf32"), ("cuda.matmul", "allow_tf32"),
+         ("cuda.matmul", "allow_bf16_reduced_precision_reduction"),
+         ("cuda.matmul", "allow_fp16_reduced_precision_reduction"),
+         ("mkldnn", "enabled")]  # fmt: skip
+
+
+@pytest.mark.parametrize("where,flag", FLAGS)
+def test_backend_flags_default_and_settable(where, flag):
+    def holder(lib):
+        obj = lib.backends
+        for part in where.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+    ours, theirs = holder(ember), holder(torch)
+    default = getattr(theirs, flag)
+    assert getattr(ours, flag) == default
+    try:
+        setattr(ours, flag, not default)
+        assert getattr(ours, flag) is (not default)
+    finally:
+        setattr(ours, flag, default)
+
+
+def test_backend_availability_queries():
+    b = ember.backends
+    assert b.mps.is_available() is torch.backends.mps.is_available() is False
+    assert b.cudnn.is_available() is False and b.cudnn.version() is None
+    assert b.mkldnn.is_available() is False and b.mkl.is_available() is False
+    assert isinstance(b.openmp.is_available(), bool) and isinstance(b.cuda.is_built(), bool)
+    with pytest.raises(AttributeError, match=r"no switch cudnn\.benchmrk"):
+        b.cudnn.benchmrk = True
