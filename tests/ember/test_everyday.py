@@ -184,3 +184,62 @@ def test_backend_availability_queries():
     assert isinstance(b.openmp.is_available(), bool) and isinstance(b.cuda.is_built(), bool)
     with pytest.raises(AttributeError, match=r"no switch cudnn\.benchmrk"):
         b.cudnn.benchmrk = True
+
+
+def _t(x):
+    return torch.from_numpy(np.array(x.numpy()))
+
+
+def test_functional_names_are_ember_functions():
+    import torch.functional as tf
+
+    F = ember.functional
+    ported = [n for n in tf.__all__ if hasattr(F, n)]
+    missing = {"istft", "lu", "pca_lowrank", "stft", "svd_lowrank"}
+    assert set(tf.__all__) - set(ported) == missing
+    for name in ported:
+        if hasattr(ember, name):
+            assert getattr(F, name) is getattr(ember, name)
+
+
+@pytest.mark.parametrize(
+    "shape_a,shape_b,dims",
+    [((3, 4, 5), (4, 5, 2), 2), ((3, 4), (4, 2), 1), ((2, 3), (4,), 0),
+     ((3, 4, 5), (5, 3, 2), ([0, 2], [1, 0])), ((3, 4, 5), (5, 2), ([-1], [0]))],
+)  # fmt: skip
+def test_tensordot_matches_torch(shape_a, shape_b, dims):
+    a = ember.randn(*shape_a, dtype=ember.float64, requires_grad=True)
+    b = ember.randn(*shape_b, dtype=ember.float64)
+    ours = ember.functional.tensordot(a, b, dims)
+    ta = _t(a.detach()).requires_grad_()
+    theirs = torch.tensordot(ta, _t(b), dims)
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-12)
+    ours.sum().backward()
+    theirs.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-12)
+
+
+def test_tensordot_errors_match_torch():
+    for lib, fn in ((ember, ember.functional.tensordot), (torch, torch.tensordot)):
+        with pytest.raises(RuntimeError, match="contracted dimensions need to match"):
+            fn(lib.ones(2, 3), lib.ones(4, 2), 1)
+
+
+@pytest.mark.filterwarnings("ignore:.*chain_matmul is deprecated")
+def test_chain_matmul_and_unravel_index_match_torch():
+    with pytest.warns(UserWarning, match="chain_matmul is deprecated"):
+        ember.functional.chain_matmul(ember.ones(2, 2))
+    ms = [ember.randn(2, 3, dtype=ember.float64), ember.randn(3, 4, dtype=ember.float64),
+          ember.randn(4, 2, dtype=ember.float64)]  # fmt: skip
+    ours = ember.functional.chain_matmul(*ms)
+    theirs = torch.chain_matmul(*[_t(m) for m in ms])
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    for lib, fn in ((ember, ember.functional.chain_matmul), (torch, torch.chain_matmul)):
+        with pytest.raises(RuntimeError, match="Tensor dimension is 1, expected 2 instead"):
+            fn(lib.ones(2, 2), lib.ones(2))
+        with pytest.raises(RuntimeError, match="Expected one or more matrices"):
+            fn()
+    for idx, shape in (([5, 7, -1, 0], (2, 4)), ([11, 3], (3, 2, 2)), (4, 6)):
+        ours = ember.functional.unravel_index(ember.tensor(idx), shape)
+        theirs = torch.unravel_index(torch.tensor(idx), shape)
+        assert [o.tolist() for o in ours] == [t.tolist() for t in theirs]
