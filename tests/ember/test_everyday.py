@@ -243,3 +243,72 @@ def test_chain_matmul_and_unravel_index_match_torch():
         ours = ember.functional.unravel_index(ember.tensor(idx), shape)
         theirs = torch.unravel_index(torch.tensor(idx), shape)
         assert [o.tolist() for o in ours] == [t.tolist() for t in theirs]
+
+
+HUBCONF = '''
+"""A hub for the tests."""
+import helper_for_hub  # found next to hubconf.py: the directory is on sys.path while loading
+
+dependencies = ["numpy"]
+
+
+def tiny(width, scale=1.0):
+    """A tiny model."""
+    import ember
+
+    return ember.nn.Linear(width, width) if scale else helper_for_hub.VALUE
+
+
+def _private():
+    return 0
+
+
+NOT_CALLABLE = 3
+'''
+
+
+@pytest.fixture
+def hub_dir(tmp_path):
+    (tmp_path / "hubconf.py").write_text(HUBCONF)
+    (tmp_path / "helper_for_hub.py").write_text("VALUE = 'helper'\n")
+    return str(tmp_path)
+
+
+def test_hub_load_local(hub_dir):
+    model = ember.hub.load(hub_dir, "tiny", 3, source="local", scale=2.0)
+    assert isinstance(model, ember.nn.Linear) and tuple(model.weight.shape) == (3, 3)
+    assert ember.hub.load(hub_dir, "tiny", 3, source="local", scale=0) == "helper"
+    assert torch.hub.load(hub_dir, "tiny", 3, source="local", scale=0) == "helper"
+    assert ember.hub.list(hub_dir) == ["tiny"]
+    assert ember.hub.help(hub_dir, "tiny") == "A tiny model."
+
+
+@pytest.mark.parametrize(
+    "model,kw,error",
+    [("missing", {"source": "local"}, RuntimeError),
+     ("NOT_CALLABLE", {"source": "local"}, RuntimeError),
+     (3, {"source": "local"}, ValueError), ("tiny", {"source": "svn"}, ValueError)],
+)  # fmt: skip
+def test_hub_errors_match_torch(hub_dir, model, kw, error):
+    messages = []
+    for hub in (ember.hub, torch.hub):
+        with pytest.raises(error) as info:
+            hub.load(hub_dir, model, 3, **kw)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_hub_missing_dependency_and_no_network(tmp_path):
+    (tmp_path / "hubconf.py").write_text(
+        "dependencies = ['no_such_module_xyz']\ndef m():\n    pass\n"
+    )
+    for hub in (ember.hub, torch.hub):
+        with pytest.raises(RuntimeError, match="Missing dependencies: no_such_module_xyz"):
+            hub.load(str(tmp_path), "m", source="local")
+    with pytest.raises(RuntimeError, match="does not download"):
+        ember.hub.load("pytorch/vision", "resnet18")
+    ember.hub.set_dir(tmp_path / "h")
+    try:
+        assert ember.hub.get_dir() == str(tmp_path / "h")
+    finally:
+        ember.hub._hub_dir["value"] = None
