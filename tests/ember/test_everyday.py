@@ -312,3 +312,45 @@ def test_hub_missing_dependency_and_no_network(tmp_path):
         assert ember.hub.get_dir() == str(tmp_path / "h")
     finally:
         ember.hub._hub_dir["value"] = None
+
+
+def test_measurement_statistics_match_torch():
+    from torch.utils.benchmark.utils.common import Measurement as TorchMeasurement
+    from torch.utils.benchmark.utils.common import TaskSpec as TorchTaskSpec
+
+    from ember.utils.benchmark import Measurement, TaskSpec
+
+    raw = [1.0e-3, 1.2e-3, 0.9e-3, 1.5e-3, 1.1e-3, 1.05e-3, 2.0e-3]
+    for raw_times in (raw, raw[:1], raw[:4], [1e-6] * 5):
+        ours = Measurement(10, raw_times, TaskSpec("x + 1", "pass"))
+        theirs = TorchMeasurement(10, raw_times, TorchTaskSpec("x + 1", "pass"))
+        for attr in ("times", "median", "mean", "iqr"):
+            assert getattr(ours, attr) == pytest.approx(getattr(theirs, attr), rel=1e-12), attr
+        for attr in ("has_warnings", "significant_figures", "title", "number_per_run"):
+            assert getattr(ours, attr) == getattr(theirs, attr), attr
+        assert ours.meets_confidence(0.2) == theirs.meets_confidence(0.2)
+    tail = lambda m: repr(m).split("\n", 1)[1]  # noqa: E731 - drop the object address line
+    spec = ("x+1", "x=2", "", "L", "S", "D")
+    assert tail(Measurement(10, raw, TaskSpec(*spec))) == tail(
+        TorchMeasurement(10, raw, TorchTaskSpec(*spec))
+    )
+    assert tail(Measurement(10, raw[:1], TaskSpec(*spec))) == tail(
+        TorchMeasurement(10, raw[:1], TorchTaskSpec(*spec))
+    )
+
+
+def test_timer_runs_with_globals_and_setup():
+    from ember.utils.benchmark import Timer
+
+    x = ember.ones(8)
+    calls = []
+    m = Timer("x + x", globals={"x": x}, label="add").blocked_autorange(
+        callback=lambda number, spent: calls.append(number), min_run_time=0.02)  # fmt: skip
+    assert m.number_per_run >= 1 and sum(m.raw_times) >= 0.02 and m.median > 0
+    assert calls and all(n == m.number_per_run for n in calls) and m.title == "add"
+    one = Timer("y * 2", setup="y = ember.ones(4)").timeit(50)
+    assert one.number_per_run == 50 and len(one.times) == 1 and one.median > 0
+    adaptive = Timer("sum(range(100))").adaptive_autorange(min_run_time=0.01, max_run_time=0.5)
+    assert len(adaptive.times) >= 1 and adaptive.mean > 0
+    with pytest.raises(NotImplementedError, match="blocked_autorange"):
+        Timer().autorange()
