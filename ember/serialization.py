@@ -29,6 +29,7 @@ from ._atomic import atomic_write
 from ._checkpoint_load import CheckpointError, read_checkpoint
 from ._checkpoint_pickle import CheckpointPickler, StorageRef, parameter_class
 from ._device import CPU
+from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._serialization import storage_bytes
 
 _ALIGN = 64
@@ -38,6 +39,7 @@ _ZIP64_EXTRA = 20  # the zip64 field zipfile appends to a local header
 _PADDING_ID = 0x4246  # "FB": the extra-field id PyTorch pads with
 
 __all__ = ["CheckpointError", "load", "save"]
+__all__ += ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
 
 
 def save(obj, f, *, pickle_protocol: int = 2) -> None:

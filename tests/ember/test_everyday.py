@@ -354,3 +354,41 @@ def test_timer_runs_with_globals_and_setup():
     assert len(adaptive.times) >= 1 and adaptive.mean > 0
     with pytest.raises(NotImplementedError, match="blocked_autorange"):
         Timer().autorange()
+
+
+class SavedConfig:
+    def __init__(self, width):
+        self.width = width
+
+
+class RenamedConfig:
+    pass
+
+
+def test_safe_globals_allow_weights_only_loads(tmp_path):
+    from ember import serialization as S
+
+    for lib, ser in ((ember, S), (torch, torch.serialization)):
+        path = tmp_path / f"{lib.__name__}.pt"
+        lib.save({"config": SavedConfig(7), "w": lib.ones(2)}, path)
+        ser.clear_safe_globals()
+        with pytest.raises(Exception, match="SavedConfig"):
+            lib.load(path, weights_only=True)
+        with ser.safe_globals([SavedConfig]):
+            assert ser.get_safe_globals() == [SavedConfig]
+            assert lib.load(path, weights_only=True)["config"].width == 7
+        assert ser.get_safe_globals() == []
+        ser.add_safe_globals([SavedConfig])
+        try:
+            loaded = lib.load(path, weights_only=True)
+            assert loaded["config"].width == 7 and loaded["w"].tolist() == [1.0, 1.0]
+        finally:
+            ser.clear_safe_globals()
+    with pytest.raises(TypeError, match="callables or"):
+        S.add_safe_globals([3])
+    # A pair allows an object saved under another name.
+    path = tmp_path / "renamed.pt"
+    ember.save(SavedConfig(3), path)
+    with S.safe_globals([(RenamedConfig, f"{SavedConfig.__module__}.SavedConfig")]):
+        loaded = ember.load(path)
+    assert type(loaded) is RenamedConfig and loaded.width == 3
