@@ -122,7 +122,7 @@ from .serialization import load, save
 # Subsystems that load on first use: ``ember.jit.trace(...)`` works after ``import ember`` alone,
 # without ``import ember`` paying for them.
 _LAZY = ("jit", "fx", "export", "onnx", "_dynamo", "distributions")
-_LAZY += ("testing", "functional", "hub")  # issue 15 everyday helpers
+_LAZY += ("testing", "functional", "hub", "__future__")  # issue 15 everyday helpers
 
 
 def __getattr__(name: str):

@@ -392,3 +392,49 @@ def test_safe_globals_allow_weights_only_loads(tmp_path):
     with S.safe_globals([(RenamedConfig, f"{SavedConfig.__module__}.SavedConfig")]):
         loaded = ember.load(path)
     assert type(loaded) is RenamedConfig and loaded.width == 3
+
+
+def test_swap_tensors_matches_torch():
+    for lib in (ember, torch):
+        a, b = lib.nn.Parameter(lib.ones(2)), lib.zeros(3, 1)
+        a.note = "on a"
+        lib.utils.swap_tensors(a, b)
+        result = (type(a).__name__, type(b).__name__, tuple(a.shape), tuple(b.shape),
+                  b.note, hasattr(a, "note"), a.requires_grad, b.requires_grad)  # fmt: skip
+        if lib is ember:
+            ours = result
+    assert ours == result
+    import weakref
+
+    for lib in (ember, torch):
+        a, b = lib.ones(1), lib.ones(1)
+        ref = weakref.ref(a)  # noqa: F841 - held while swapping
+        with pytest.raises(RuntimeError, match="Cannot swap t1 because it has weakref"):
+            lib.utils.swap_tensors(a, b)
+
+
+@pytest.fixture
+def future_flags():
+    yield
+    for lib in (ember, torch):
+        lib.__future__.set_swap_module_params_on_conversion(False)
+        lib.__future__.set_overwrite_module_params_on_conversion(False)
+
+
+@pytest.mark.parametrize("mode", ["default", "swap", "overwrite"])
+def test_module_conversion_under_future_flags(mode, future_flags):
+    results = []
+    for lib in (ember, torch):
+        fut = lib.__future__
+        fut.set_swap_module_params_on_conversion(mode == "swap")
+        fut.set_overwrite_module_params_on_conversion(mode == "overwrite")
+        assert fut.get_swap_module_params_on_conversion() is (mode == "swap")
+        lin = lib.nn.Linear(2, 3)
+        lin.weight.grad = lib.ones(3, 2)
+        weight, grad = lin.weight, lin.weight.grad
+        lin.double()
+        name = lambda t: str(t.dtype).split(".")[1]  # noqa: E731
+        results.append((lin.weight is weight, lin.weight.grad is grad, name(lin.weight),
+                        name(lin.weight.grad), name(weight), type(lin.weight).__name__,
+                        lin.weight.requires_grad))  # fmt: skip
+    assert results[0] == results[1]
