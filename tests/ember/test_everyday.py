@@ -438,3 +438,36 @@ def test_module_conversion_under_future_flags(mode, future_flags):
                         name(lin.weight.grad), name(weight), type(lin.weight).__name__,
                         lin.weight.requires_grad))  # fmt: skip
     assert results[0] == results[1]
+
+
+def test_load_mmap_maps_the_file(tmp_path):
+    path = tmp_path / "w.pt"
+    weights = {"w": torch.arange(12.0).reshape(3, 4), "b": torch.ones(3, dtype=torch.float64)}
+    torch.save(weights, path)
+    loaded = ember.load(path, mmap=True)
+    for key, value in weights.items():
+        assert loaded[key].tolist() == value.tolist()
+    assert isinstance(loaded["w"]._storage.owner, np.memmap)  # the file's pages, not a copy
+    loaded["w"][0, 0] = 100.0  # copy-on-write: the file keeps its bytes
+    assert ember.load(path)["w"][0, 0].item() == 0.0
+    assert torch.load(path, mmap=True)["w"][0, 0].item() == 0.0
+    for lib in (ember, torch):
+        with open(path, "rb") as f, pytest.raises(ValueError, match="f must be a file path"):
+            lib.load(f, mmap=True)
+
+
+def test_to_empty_and_assign_load_match_torch():
+    results = []
+    for lib in (ember, torch):
+        with lib.device("meta"):
+            lin = lib.nn.Linear(2, 3)
+        lin.to_empty(device="cpu")
+        shape, device = tuple(lin.weight.shape), str(lin.weight.device)
+        state = {
+            "weight": lib.ones(3, 2, dtype=lib.float64),
+            "bias": lib.zeros(3, dtype=lib.float64),
+        }
+        lin.load_state_dict(state, assign=True)
+        results.append((shape, device, str(lin.weight.dtype).split(".")[1],
+                        type(lin.weight).__name__, lin.weight.requires_grad))  # fmt: skip
+    assert results[0] == results[1]
