@@ -95,6 +95,7 @@ from . import (
     utils,
     version,
 )
+from ._determinism import *  # noqa: F403 - issue 15: deterministic and matmul precision switches
 from .amp import autocast
 from .autograd import (
     enable_grad,
@@ -127,6 +128,7 @@ del _name, _fn
 # Subsystems that load on first use: ``ember.jit.trace(...)`` works after ``import ember`` alone,
 # without ``import ember`` paying for them.
 _LAZY = ("jit", "fx", "export", "onnx", "_dynamo", "distributions")
+_LAZY += ("testing", "functional", "hub", "__future__")  # issue 15 everyday helpers
 
 
 def __getattr__(name: str):

@@ -49,7 +49,7 @@ class CheckpointError(RuntimeError):
     """A checkpoint file that is truncated, corrupt or not a checkpoint at all."""
 
 
-def read_checkpoint(fileobj, what: str, map_location, weights_only: bool):
+def read_checkpoint(fileobj, what: str, map_location, weights_only: bool, file_map=None):
     """The object in the checkpoint archive ``fileobj`` (``what`` names it in errors)."""
     try:
         zf = zipfile.ZipFile(fileobj)
@@ -59,6 +59,7 @@ def read_checkpoint(fileobj, what: str, map_location, weights_only: bool):
         records = _Records(zf, what)
         swap = _byteorder(records.read("byteorder", b"little"), what) != sys.byteorder
         reader = _StorageReader(records, swap, map_location)
+        reader.file_map = None if swap else file_map  # mmap=True: storages over the file
         table = torch_globals(reader.rebuild_tensor, reader.rebuild_tensor_v3, _parameter)
         data = io.BytesIO(records.read("data.pkl"))
         try:
@@ -210,6 +211,7 @@ class _StorageReader:
         self.records, self.what, self.swap = records, records.what, swap
         self.map_location = map_location
         self.loaded: dict = {}
+        self.file_map = None
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
@@ -233,6 +235,11 @@ class _StorageReader:
                 f"{self.what}: record {info.filename} holds {info.file_size} bytes, but its "
                 f"storage is {numel} {dtype.name} elements ({nbytes} bytes)"
             )
+        mapped = self.file_map and self.file_map.record(self.records.zf.fp, info)
+        if mapped is not None:
+            from ._factories import from_numpy
+
+            return from_numpy(mapped)._storage
         raw = empty((nbytes,), dt.uint8, CPU)  # the record's size was checked against the file
         target = self.records.read_into(info, host_array(raw))
         if self.swap and dtype.itemsize > 1:

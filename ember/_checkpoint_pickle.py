@@ -17,6 +17,7 @@ import pickle
 import sys
 
 from . import _dtype as dt
+from . import _safe_globals
 from ._device import device as Device
 from ._serialization import DTYPE_NAMES
 from ._size import Size
@@ -227,7 +228,8 @@ class Refused(pickle.UnpicklingError):
 def _load_build(unpickler) -> None:
     state = unpickler.stack[-1]
     inst = unpickler.stack[-2]
-    if type(inst) not in (dict, collections.OrderedDict) or not isinstance(state, dict):
+    plain = type(inst) in (dict, collections.OrderedDict) and isinstance(state, dict)
+    if not plain and not _safe_globals.allows_state_of(inst):
         raise Refused(
             f"{unpickler.what}: weights_only load refuses to set the state of a "
             f"{type(inst).__name__} object"
@@ -257,6 +259,8 @@ class CheckpointUnpickler(pickle._Unpickler):
         found = self.globals_table.get((module, name))
         if found is not None:
             return found
+        if self.weights_only and (allowed := _safe_globals.lookup(module, name)) is not None:
+            return allowed
         if self.weights_only:
             unsupported = module == "torch" and (name.endswith("Storage") or name in _TORCH_DTYPES)
             detail = (

@@ -27,8 +27,10 @@ import zipfile
 
 from ._atomic import atomic_write
 from ._checkpoint_load import CheckpointError, read_checkpoint
+from ._checkpoint_mmap import FileMap
 from ._checkpoint_pickle import CheckpointPickler, StorageRef, parameter_class
 from ._device import CPU
+from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._serialization import storage_bytes
 
 _ALIGN = 64
@@ -38,6 +40,7 @@ _ZIP64_EXTRA = 20  # the zip64 field zipfile appends to a local header
 _PADDING_ID = 0x4246  # "FB": the extra-field id PyTorch pads with
 
 __all__ = ["CheckpointError", "load", "save"]
+__all__ += ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
 
 
 def save(obj, f, *, pickle_protocol: int = 2) -> None:
@@ -111,7 +114,7 @@ def _write_record(zf: zipfile.ZipFile, name: str, data) -> None:
         out.write(data)
 
 
-def load(f, map_location=None, *, weights_only: bool = True):
+def load(f, map_location=None, *, weights_only: bool = True, mmap: bool | None = None):
     """Load an object saved by ``ember.save`` or ``torch.save`` (zip format, PyTorch >= 1.6).
 
     Args:
@@ -123,6 +126,8 @@ def load(f, map_location=None, *, weights_only: bool = True):
         weights_only: allow only tensors, containers, numbers, strings and dtypes (True, the
             default, is safe on untrusted files); False also imports and calls any other
             global the file names, like ``pickle``.
+        mmap: map the file (copy-on-write) instead of reading it: CPU tensors then share the
+            file's pages and load without reading their bytes; ``f`` must be a path.
 
     Returns:
         The saved object, with tensors as ember tensors.
@@ -138,8 +143,13 @@ def load(f, map_location=None, *, weights_only: bool = True):
         >>> state = ember.load("model.pt", map_location="cpu")
     """
     what = _file_name(f)
+    file_map = None
+    if mmap:
+        if not isinstance(f, (str, os.PathLike)):
+            raise ValueError("f must be a file path in order to use the mmap argument")
+        file_map = FileMap(os.fspath(f))
     with _opened(f, "rb") as fileobj:
-        return read_checkpoint(fileobj, what, map_location, weights_only)
+        return read_checkpoint(fileobj, what, map_location, weights_only, file_map)
 
 
 @contextlib.contextmanager

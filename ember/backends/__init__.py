@@ -41,10 +41,62 @@ class Switches:
 
 
 class _Cuda:
-    matmul = Switches("cuda", "matmul.", {"allow_tf32": False})
+    # The cuBLAS runtime reads allow_tf32; the reduced-precision-reduction switches are accepted
+    # so PyTorch scripts run, and are no-ops (ember's half/bfloat16 GEMMs accumulate in float32).
+    matmul = Switches("cuda", "matmul.", {
+        "allow_tf32": False,
+        "allow_bf16_reduced_precision_reduction": True,
+        "allow_fp16_reduced_precision_reduction": True,
+    })  # fmt: skip
+
+    @staticmethod
+    def is_built() -> bool:
+        """Whether an ember CUDA backend is installed (``torch.backends.cuda.is_built``)."""
+        import importlib.util
+
+        return importlib.util.find_spec("ember_backend_cuda") is not None
+
+
+class _Unused(Switches):
+    """A PyTorch backend library ember does not use: flags accepted, ``is_available()`` False."""
+
+    def is_available(self) -> bool:
+        return False
+
+    def is_built(self) -> bool:
+        return False
+
+    def version(self):
+        return None
+
+
+class _OpenMP:
+    @staticmethod
+    def is_available() -> bool:
+        """Whether the CPU kernels were compiled with OpenMP (they call into ``GOMP_``)."""
+        return _cpu_kernels_use_openmp()
+
+
+def _cpu_kernels_use_openmp() -> bool:
+    import glob
+    import importlib.util
+
+    spec = importlib.util.find_spec("ember_backend_cpu")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    for path in glob.glob(f"{spec.submodule_search_locations[0]}/*.so"):
+        with open(path, "rb") as f:
+            if b"GOMP_" in f.read():
+                return True
+    return False
 
 
 cuda = _Cuda()
-# Accepted so that PyTorch scripts setting them run; no ember backend uses cuDNN.
-cudnn = Switches("cuda", "cudnn.", {"enabled": True, "benchmark": False,
-                                     "deterministic": False, "allow_tf32": True})  # fmt: skip
+# Accepted so that PyTorch scripts setting them run; no ember backend uses cuDNN, oneDNN
+# (mkldnn), MKL or Metal (mps): setting their flags changes nothing.
+cudnn = _Unused("cuda", "cudnn.", {"enabled": True, "benchmark": False,
+                                    "deterministic": False, "allow_tf32": True})  # fmt: skip
+mkldnn = _Unused("cpu", "mkldnn.", {"enabled": True, "deterministic": False})
+mkl = _Unused("cpu", "mkl.", {})
+mps = _Unused("mps", "mps.", {})
+openmp = _OpenMP()

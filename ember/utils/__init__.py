@@ -1,6 +1,7 @@
 """Utilities with PyTorch's names: ``ember.utils.data`` (datasets, samplers, DataLoader),
 ``ember.utils.checkpoint`` (activation checkpointing)."""
 
-from . import checkpoint, data
+from .._swap import swap_tensors
+from . import benchmark, checkpoint, data
 
-__all__ = ["checkpoint", "data"]
+__all__ = ["benchmark", "checkpoint", "data", "swap_tensors"]

@@ -449,17 +449,14 @@ class Module(StateDict):
 
     def _apply(self, fn):
         """Apply ``fn`` to every parameter, gradient and buffer, keeping Parameter objects."""
+        from ember.__future__ import convert_parameter
         from ember.autograd import no_grad
 
         for module in self.children():
             module._apply(fn)
-        for param in self._parameters.values():
-            if param is None:
-                continue
-            with no_grad():
-                param.data = fn(param)
-                if param.grad is not None:
-                    param.grad.data = fn(param.grad)
+        for key, param in list(self._parameters.items()):
+            if param is not None:  # .data, swap or overwrite: ember.__future__'s switches
+                convert_parameter(self._parameters, key, fn)
         for name, buf in self._buffers.items():
             if buf is not None:
                 with no_grad():
