@@ -172,8 +172,8 @@ def _np_kthvalue(x, k, dim=-1, keepdim=False):
 
 def _mode(x, dim=-1, keepdim=False):
     """The most frequent value (the smallest of equally frequent ones) and its last index: runs
-    of equal values in the stable sort, each element's run length counted by comparison (n^2
-    per slice, as the slices OpInfo and models use are short)."""
+    of equal values in the stable sort, each run's length counted by a scatter-add over run ids
+    (linear in the slice: a pairwise comparison took n^2 memory and ran CI out of memory)."""
     from ember.return_types import ValuesIndices
 
     dim = wrap_dim(dim, x.ndim, "mode")
@@ -187,7 +187,9 @@ def _mode(x, dim=-1, keepdim=False):
     if n > 1:
         starts = ember.cat([starts, values[..., 1:] != values[..., :-1]], -1)
     run = ember.cumsum(starts.to(ember.int64), -1)
-    counts = (run.unsqueeze(-1) == run.unsqueeze(-2)).sum(-1)
+    per_run = ember.zeros(run.shape[:-1] + (n + 1,), dtype=ember.int64, device=x.device)
+    per_run = per_run.scatter_add(-1, run, ember.ones_like(run))
+    counts = ember.gather(per_run, -1, run)
     best = counts.amax(-1, keepdim=True)
     chosen = ember.where(counts == best, run, ember.full_like(run, n + 1)).amin(-1, keepdim=True)
     steps = ember.arange(n, device=x.device).expand(run.shape)
