@@ -108,6 +108,72 @@ SPECS = {
     ),
 }
 
+
+# The op surface's and ember.linalg's rows on autocast's lists (matrices kept well conditioned:
+# a diagonal shift makes them positive definite whatever t's values).
+def _spd(lib, t, n=3):
+    a = t(n, n)
+    return a @ a.mT + n * lib.eye(n, dtype=a.dtype)
+
+
+def _la(lib):
+    return lib.linalg
+
+
+SPECS.update({
+    "addbmm": lambda lib, t: lib.addbmm(t(2, 2), t(3, 2, 3), t(3, 3, 2)),
+    "addmv": lambda lib, t: lib.addmv(t(2), t(2, 3), t(3)),
+    "addr": lambda lib, t: lib.addr(t(2, 3), t(2), t(3)),
+    "cdist": lambda lib, t: lib.cdist(t(2, 3), t(4, 3)),
+    "dist": lambda lib, t: lib.dist(t(3), t(3)),
+    "cross": lambda lib, t: lib.cross(t(2, 3), t(2, 3), dim=1),
+    "vdot": lambda lib, t: lib.vdot(t(3), t(3)),
+    "tensordot": lambda lib, t: lib.tensordot(t(2, 3), t(3, 2), dims=1),
+    "erfinv": lambda lib, t: lib.erfinv(t(3, low=-0.9, high=0.9)),
+    "quantile": lambda lib, t: lib.quantile(t(5), t(2, low=0.1, high=0.9)),
+    "nanquantile": lambda lib, t: lib.nanquantile(t(5), t(2, low=0.1, high=0.9)),
+    "cholesky": lambda lib, t: lib.cholesky(_spd(lib, t)),
+    "cholesky_inverse": lambda lib, t: lib.cholesky_inverse(lib.linalg.cholesky(_spd(lib, t))),
+    "cholesky_solve": lambda lib, t: lib.cholesky_solve(t(3, 2), lib.linalg.cholesky(_spd(lib, t))),
+    "inverse": lambda lib, t: lib.inverse(_spd(lib, t)),
+    "pinverse": lambda lib, t: lib.pinverse(t(3, 2)),
+    "svd": lambda lib, t: lib.svd(t(3, 2)),
+    "qr": lambda lib, t: lib.qr(t(3, 2)),
+    "geqrf": lambda lib, t: lib.geqrf(t(3, 2)),
+    "orgqr": lambda lib, t: lib.orgqr(*lib.geqrf(t(3, 2))),
+    "triangular_solve": lambda lib, t: lib.triangular_solve(t(3, 2), _spd(lib, t).triu()),
+    "lu_solve": lambda lib, t: lib.lu_solve(t(3, 2), *lib.linalg.lu_factor(_spd(lib, t))),
+    "linalg_cholesky": lambda lib, t: _la(lib).cholesky(_spd(lib, t)),
+    "linalg_cholesky_ex": lambda lib, t: _la(lib).cholesky_ex(_spd(lib, t)),
+    "linalg_cond": lambda lib, t: _la(lib).cond(_spd(lib, t)),
+    "linalg_eigh": lambda lib, t: _la(lib).eigh(_spd(lib, t)),
+    "linalg_eigvalsh": lambda lib, t: _la(lib).eigvalsh(_spd(lib, t)),
+    "linalg_householder_product": lambda lib, t: _la(lib).householder_product(t(3, 2), t(2)),
+    "linalg_inv": lambda lib, t: _la(lib).inv(_spd(lib, t)),
+    "linalg_inv_ex": lambda lib, t: _la(lib).inv_ex(_spd(lib, t)),
+    "linalg_lstsq": lambda lib, t: _la(lib).lstsq(t(3, 2), t(3, 1)),
+    "linalg_matrix_norm": lambda lib, t: _la(lib).matrix_norm(t(3, 3)),
+    "linalg_matrix_rank": lambda lib, t: _la(lib).matrix_rank(t(3, 3)),
+    "linalg_multi_dot": lambda lib, t: _la(lib).multi_dot([t(2, 3), t(3, 3), t(3, 2)]),
+    "linalg_qr": lambda lib, t: _la(lib).qr(t(3, 2)),
+    "linalg_solve": lambda lib, t: _la(lib).solve(_spd(lib, t), t(3, 2)),
+    "linalg_svd": lambda lib, t: _la(lib).svd(t(3, 2)),
+    "linalg_svdvals": lambda lib, t: _la(lib).svdvals(t(3, 2)),
+    "linalg_tensorinv": lambda lib, t: _la(lib).tensorinv(_spd(lib, t, 4).reshape(4, 2, 2), ind=1),
+    "linalg_tensorsolve": lambda lib, t: _la(lib).tensorsolve(
+        _spd(lib, t, 4).reshape(2, 2, 4), t(2, 2)
+    ),
+    "linalg_vecdot": lambda lib, t: _la(lib).vecdot(t(2, 3), t(2, 3)),
+    "linalg_vector_norm": lambda lib, t: _la(lib).vector_norm(t(3)),
+})  # fmt: skip
+
+# Autocast outcomes that differ from torch's on these new rows (found when the specs above were
+# written; not yet reconciled): the dtype test is a strict xfail for them, so a fix must remove it.
+NOT_AS_TORCH_YET = frozenset((
+    "geqrf", "cross", "linalg_inv_ex", "linalg_lstsq", "linalg_cholesky_ex", "linalg_qr",
+    "linalg_svd", "linalg_eigh", "lu_solve", "qr", "svd", "tensordot", "triangular_solve",
+))  # fmt: skip
+
 # Ops on no list: autocast must leave them alone (their own promotion rules decide).
 UNLISTED = {
     "add": lambda lib, t: lib.add(t(3), t(3)),

@@ -17,7 +17,7 @@ import ember
 from ember.dispatcher.optable import OPS
 from ember.dispatcher.optable.autocast_policy import NAMES, Cast, policy_table
 
-from .specs import SPECS, UNLISTED, Maker
+from .specs import NOT_AS_TORCH_YET, SPECS, UNLISTED, Maker
 
 torch = pytest.importorskip("torch")
 
@@ -59,7 +59,15 @@ def test_every_policy_op_has_a_spec():
 
 
 @pytest.mark.parametrize("lower", LOWER)
-@pytest.mark.parametrize("name", sorted(SPECS) + sorted(UNLISTED))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(reason="autocast dtype differs", strict=True))
+        if n in NOT_AS_TORCH_YET
+        else n
+        for n in sorted(SPECS) + sorted(UNLISTED)
+    ],
+)
 def test_cpu_autocast_dtypes_match_pytorch(name, lower):
     spec = SPECS.get(name) or UNLISTED[name]
     for combo in COMBOS:
