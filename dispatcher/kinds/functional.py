@@ -34,17 +34,24 @@ def from_nn(module: str, name: str):
     return decomposition
 
 
-def run(op, *args):
-    """Refuse non-tensors where the schema says Tensor (a decomposition could compute silently
-    wrong numbers from a list) and computed tensors of dtypes outside the row, then decompose."""
-    schema_args = op.schema.args
+def refuse_non_tensors(op, args) -> None:
+    """PyTorch's TypeError for a non-tensor (a list...) where the schema says Tensor."""
     for i in op.tensor_positions:
         t = args[i] if i < len(args) else None
         if t is not None and not isinstance(t, Tensor):
             raise TypeError(
-                f"{op.name}(): argument '{schema_args[i].name}' (position {i + 1}) must be "
+                f"{op.name}(): argument '{op.schema.args[i].name}' (position {i + 1}) must be "
                 f"Tensor, not {type(t).__name__}"
             )
+
+
+def run(op, *args):
+    """Refuse non-tensors where the schema says Tensor (a decomposition could compute silently
+    wrong numbers from a list) and computed tensors of dtypes outside the row, then decompose."""
+    refuse_non_tensors(op, args)
+    schema_args = op.schema.args
+    for i in op.tensor_positions:
+        t = args[i] if i < len(args) else None
         computed = isinstance(t, Tensor) and schema_args[i].name not in _NOT_COMPUTED
         if computed and t._dtype not in op.dtypes:
             raise unsupported_dtype(op, t._dtype)

@@ -31,6 +31,9 @@ OUT_RULES = {
 
 
 def run_decomposition(op, *args):
+    from ..kinds.functional import refuse_non_tensors
+
+    refuse_non_tensors(op, args)
     return op.decomposition(*args)
 
 
