@@ -36,11 +36,12 @@ def from_nn(module: str, name: str):
 
 def refuse_non_tensors(op, args) -> None:
     """PyTorch's TypeError for a non-tensor (a list...) where the schema says Tensor."""
+    schema_args = op.schema.args
     for i in op.tensor_positions:
         t = args[i] if i < len(args) else None
-        if t is not None and not isinstance(t, Tensor):
+        if t is not None and not schema_args[i].is_list and not isinstance(t, Tensor):
             raise TypeError(
-                f"{op.name}(): argument '{op.schema.args[i].name}' (position {i + 1}) must be "
+                f"{op.name}(): argument '{schema_args[i].name}' (position {i + 1}) must be "
                 f"Tensor, not {type(t).__name__}"
             )
 
