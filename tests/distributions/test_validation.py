@@ -21,6 +21,17 @@ INVALID_PARAMS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def torch_validates():
+    """torch's own default (validation on): torch._dynamo switches it off for the whole process
+    when it patches torch (tests/compile and tests/jit use torch.compile and torch.export in
+    the same worker), and then torch raises nothing to compare with."""
+    before = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(before)
+
+
 def _message(fn):
     """The ValueError's message, with torch's type names spelled as ember's (torch.Size)."""
     with pytest.raises(ValueError) as info:
