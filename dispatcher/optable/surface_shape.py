@@ -11,9 +11,8 @@ import numpy as np
 import ember
 
 from ..kinds._common import wrap_dim
-from ..opdef import DTYPES_ALL, OUT_EXACT, Kind, OpDef, Out
-
-OUT_JOIN = OUT_EXACT
+from ..opdef import DTYPES_ALL, OUT_EXACT, OUT_INDEX, Kind, OpDef, Out
+from .data import OUT_JOIN
 
 
 # ---- differences and rotations -------------------------------------------------------------
@@ -42,6 +41,12 @@ def _as_tensor(value, like, dim):
     shape = list(like.shape)
     shape[dim] = 1
     return ember.full(shape, value, dtype=like.dtype, device=like.device)
+
+
+def _diff_reads(x, n=1, dim=-1, prepend=None, append=None) -> tuple:
+    """What PyTorch's diff writes out= from: two slices of the input for one plain difference;
+    for more (or with prepend/append) a fresh intermediate, which out never overlaps."""
+    return ((x,),) if n == 1 and prepend is None and append is None else ((),)
 
 
 def _np_diff(x, n=1, dim=-1, prepend=None, append=None):
@@ -292,7 +297,7 @@ ROWS = [
         _np_diff,
         _diff,
         "diff",
-        out=Out("cast", None),
+        out=Out("cast", "partial", reads=_diff_reads),
     ),
     _shape_row(
         "rot90(Tensor input, int k=1, int[] dims=[0,1]) -> Tensor",
@@ -342,7 +347,7 @@ ROWS = [
         _np_take_along_dim,
         _take_along_dim,
         "take_along_dim",
-        out=OUT_EXACT,
+        out=OUT_INDEX,  # a gather: out may share no memory with the input
     ),
     _shape_row(
         "diag_embed(Tensor input, int offset=0, int dim1=-2, int dim2=-1) -> Tensor",
