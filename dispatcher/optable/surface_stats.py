@@ -135,8 +135,10 @@ def _np_p_norm(a, p, axis):
 
 
 def _dist(x, other, p=2):
-    diff = x - other
-    return _p_norm(diff, float(p), tuple(range(diff.ndim)))
+    # PyTorch's dist is norm(x - other, p): the difference rounded to the dtype, then one
+    # float32-accumulated norm for half types, rounded once (a power, a sum and a root each
+    # rounded to float16 came out ulps off), and vector_norm's refusals on empty tensors.
+    return ember.linalg.vector_norm(x - other, float(p))
 
 
 def _np_dist(x, other, p=2):
