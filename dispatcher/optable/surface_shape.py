@@ -22,6 +22,9 @@ def _diff(x, n=1, dim=-1, prepend=None, append=None):
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     dim = wrap_dim(dim, x.ndim, "diff")
+    if n == 0:  # PyTorch's: the input itself, prepend and append ignored
+        return x.clone()
+    given = x
     pieces = [t for t in (prepend, x, append) if t is not None]
     if len(pieces) > 1:
         x = ember.cat([_as_tensor(t, x, dim) for t in pieces], dim)
@@ -31,7 +34,7 @@ def _diff(x, n=1, dim=-1, prepend=None, append=None):
             break
         later, earlier = x.narrow(dim, 1, length - 1), x.narrow(dim, 0, length - 1)
         x = later != earlier if x.dtype is ember.bool else later - earlier
-    return x if n else x.clone()
+    return x.clone() if x is given else x  # an empty input: still a new tensor
 
 
 def _as_tensor(value, like, dim):
@@ -44,9 +47,10 @@ def _as_tensor(value, like, dim):
 
 
 def _diff_reads(x, n=1, dim=-1, prepend=None, append=None) -> tuple:
-    """What PyTorch's diff writes out= from: two slices of the input for one plain difference;
-    for more (or with prepend/append) a fresh intermediate, which out never overlaps."""
-    return ((x,),) if n == 1 and prepend is None and append is None else ((),)
+    """What PyTorch's diff writes out= from: the input for order 0 (a copy) and for one plain
+    difference (two slices of it); otherwise a fresh intermediate, which out never overlaps."""
+    direct = n == 0 or (n == 1 and prepend is None and append is None)
+    return ((x,),) if direct else ((),)
 
 
 def _np_diff(x, n=1, dim=-1, prepend=None, append=None):
