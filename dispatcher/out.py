@@ -180,6 +180,19 @@ def write(name: str, op, result, outs: tuple, out, rule: str = "exact"):
     return type(result)(*outs)
 
 
+def copy_recorded(name: str, result: Tensor, out: Tensor) -> Tensor:
+    """out= of a function PyTorch writes in Python as ``out.copy_(result)`` (tensordot): out's
+    dtype must be the result's, out is resized, and the copy is recorded by autograd (no
+    refusal of inputs that require grad)."""
+    if out._dtype is not result._dtype:
+        raise RuntimeError(
+            f"{name}: Expected the output tensor to have dtype {_name(result._dtype)}, but got an "
+            f"output tensor with dtype {_name(out._dtype)}"
+        )
+    _resize(out, result._shape)
+    return out.copy_(result)
+
+
 def _check_count(name: str, op, results, outs) -> None:
     if returns_list(op) and len(results) != len(outs):
         raise RuntimeError(
