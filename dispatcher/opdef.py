@@ -53,14 +53,24 @@ class Out:
             result's, for the elementwise ops PyTorch keeps in one dtype (neg, floor, where...);
             ``"exact"``: the same rule for the others (matmul, sort, gather...), each with
             PyTorch's wording; ``"from_out"``: out's dtype is what the op computes in, its
-            ``dtype`` argument (sum, cumsum, the factories).
+            ``dtype`` argument (sum, cumsum, the factories). Or a function of the call's
+            arguments giving one of these, where PyTorch's overloads differ (clamp_min casts
+            for a tensor bound, keeps the dtype for a number).
         overlap: which overlap of out with an input is refused: ``"partial"`` (out may be an
             input exactly, ``add(x, 1, out=x)``), ``"any"`` (index ops, cat), or None (PyTorch
             does not check).
+        reads: where PyTorch's out= path writes from intermediates rather than the arguments
+            (a composite), a function of the call's arguments giving, per output, the tensors
+            that output is checked against (diff of order 2 reads a fresh difference, none of
+            the arguments; unbind_copy copies each piece into its out); None: the arguments.
+        message: PyTorch's own words for a ``"same"``/``"exact"`` refusal, where it has them
+            (``{name}``, ``{got}``, ``{want}``: the function and the two dtypes' names).
     """
 
-    dtype: str = "cast"
+    dtype: str | Callable[..., str] = "cast"
     overlap: str | None = "partial"
+    reads: Callable[..., tuple] | None = None
+    message: str | None = None
 
 
 OUT_ELEMENTWISE = Out("cast", "partial")

@@ -47,8 +47,27 @@ _CPP_NAMES = {
 }
 
 
+def returns_list(op) -> bool:
+    """Whether the op returns a ``Tensor[]`` (unbind_copy): its out= is a list of tensors, one
+    per piece, and the function returns None, as PyTorch's does."""
+    return op.schema.returns[0][0] == "Tensor[]"
+
+
 def outputs(name: str, op, out) -> tuple:
-    """``out`` as a tuple of tensors, checked against the op's number of results."""
+    """``out`` as a tuple of tensors, checked against the op's number of results (a list
+    op's count is known after the call: ``check_count``)."""
+    if returns_list(op):
+        if not isinstance(out, (tuple, list)):
+            raise TypeError(
+                f"{name}(): argument 'out' must be tuple of Tensors, not {type(out).__name__}"
+            )
+        for i, item in enumerate(out):
+            if not isinstance(item, Tensor):
+                raise TypeError(
+                    f"{name}(): expected Tensor as element {i} in argument 'out', but got "
+                    f"{type(item).__name__}"
+                )
+        return tuple(out)
     count = op.num_outputs
     if count == 1:
         if not isinstance(out, Tensor):
@@ -104,7 +123,7 @@ def dtype_for(name: str, op, given, outs):
     )
 
 
-def _check_dtype(name: str, rule: str, result: Tensor, out: Tensor) -> None:
+def _check_dtype(name: str, rule: str, result: Tensor, out: Tensor, message=None) -> None:
     """The dtype rule of the op's row (opdef.Out), with PyTorch's message for each."""
     want, got = result._dtype, out._dtype
     if rule == "cast":
@@ -114,6 +133,8 @@ def _check_dtype(name: str, rule: str, result: Tensor, out: Tensor) -> None:
                 f"{_name(got)}"
             )
     elif want is not got:
+        if message is not None:
+            raise RuntimeError(message.format(name=name, got=_name(got), want=_name(want)))
         if rule == "same":
             raise RuntimeError(f"{name}(): Found dtype {_name(got)} but expected {_name(want)}")
         raise RuntimeError(
@@ -133,15 +154,16 @@ def _resize(out: Tensor, shape: tuple) -> None:
     resize_(out, shape)
 
 
-def write(name: str, op, result, outs: tuple, out):
-    """Copy the results of a call into ``outs`` (after the dtype, device and shape rules);
-    returns what the function returns: ``out``, or the result's named tuple over ``outs``."""
+def write(name: str, op, result, outs: tuple, out, rule: str = "exact"):
+    """Copy the results of a call into ``outs`` (after the dtype rule ``rule``, the device and
+    shape rules); returns what the function returns: ``out``, the result's named tuple over
+    ``outs``, or None for a list op (as PyTorch's)."""
     from .kinds._common import OPS
 
     results = (result,) if isinstance(result, Tensor) else tuple(result)
-    rule = op.out.dtype if op.out is not None else "exact"
+    message = op.out.message if op.out is not None else None
     for res, target in zip(results, outs):
-        _check_dtype(name, rule, res, target)
+        _check_dtype(name, rule, res, target, message)
         if res._storage.device is not target._storage.device:
             raise RuntimeError(
                 f"{name}(): Expected all tensors to be on the same device, but found at least two "
@@ -153,7 +175,39 @@ def write(name: str, op, result, outs: tuple, out):
         copy.backend((target, res))
     if isinstance(result, Tensor):
         return outs[0]
+    if returns_list(op):
+        return None
     return type(result)(*outs)
+
+
+def copy_recorded(name: str, result: Tensor, out: Tensor) -> Tensor:
+    """out= of a function PyTorch writes in Python as ``out.copy_(result)`` (tensordot): out's
+    dtype must be the result's, out is resized, and the copy is recorded by autograd (no
+    refusal of inputs that require grad)."""
+    if out._dtype is not result._dtype:
+        raise RuntimeError(
+            f"{name}: Expected the output tensor to have dtype {_name(result._dtype)}, but got an "
+            f"output tensor with dtype {_name(out._dtype)}"
+        )
+    _resize(out, result._shape)
+    return out.copy_(result)
+
+
+def _check_count(name: str, op, results, outs) -> None:
+    if returns_list(op) and len(results) != len(outs):
+        raise RuntimeError(
+            f"{name}(): expected an out= argument of size {len(results)}, got size {len(outs)}"
+        )
+
+
+def _check_overlap(name: str, rule, outs: tuple, inputs) -> None:
+    """Each out against what it is written from: the inputs, or the row's ``reads`` of them."""
+    overlap = rule.overlap if rule is not None else None
+    reads = rule.reads(*inputs) if rule is not None and rule.reads is not None else None
+    for i, target in enumerate(outs):
+        check_internal(name, target)
+        sources = inputs if reads is None else (reads[i] if i < len(reads) else ())
+        check_inputs(name, target, sources, overlap)
 
 
 def call(name: str, op, out, inputs, compute, dtype=None):
@@ -164,14 +218,19 @@ def call(name: str, op, out, inputs, compute, dtype=None):
     outs = outputs(name, op, out)
     check_grad(name, op, inputs, outs)
     rule = op.out
-    for target in outs:
-        check_internal(name, target)
-        check_inputs(name, target, inputs, rule.overlap if rule is not None else None)
-    if rule is not None and rule.dtype == "from_out":
+    kind = "exact" if rule is None else rule.dtype
+    if callable(kind):  # an overload's rule: the row's function of the arguments
+        kind = kind(*inputs)
+    if rule is None or rule.reads is None:
+        _check_overlap(name, rule, outs, inputs)
+    if kind == "from_out":
         result = compute(dtype_for(name, op, dtype, outs))
     else:
         result = compute()
-    return write(name, op, result, outs, out)
+    _check_count(name, op, result, outs)
+    if rule is not None and rule.reads is not None:  # a list op's count is known only now
+        _check_overlap(name, rule, outs, inputs)
+    return write(name, op, result, outs, out, kind)
 
 
 def call_op(op, out, args, dtype_at: int | None):

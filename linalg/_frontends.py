@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ember import return_types as rt
 from ember.dispatcher.optable import OPS
+from ember.dispatcher.out import copy_recorded
 
 
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
@@ -67,17 +68,16 @@ eigvals = _complex_needed("eigvals")
 def tensordot(a, b, dims=2, out=None):
     """Contract ``dims`` dims: the last ``dims`` of a with the first of b, or the two lists of
     dims ``([dims of a], [dims of b])``."""
-    if out is not None:
-        raise TypeError("tensordot(): out= is not supported")
+    if hasattr(dims, "ndim") and dims.ndim == 0:
+        dims = int(dims)
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
-    elif hasattr(dims, "ndim") and dims.ndim == 0:
-        return tensordot(a, b, int(dims))
     else:
         dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
-    return OPS["tensordot"](a, b, [int(d) for d in dims_a], [int(d) for d in dims_b])
+    result = OPS["tensordot"](a, b, [int(d) for d in dims_a], [int(d) for d in dims_b])
+    return result if out is None else copy_recorded("tensordot", result, out)
 
 
 def lu(A, pivot=True, get_infos=False, out=None):

@@ -10,7 +10,7 @@ import numpy as np
 
 import ember
 
-from ..opdef import OUT_EXACT, Kind, OpDef
+from ..opdef import OUT_EXACT, Kind, OpDef, Out
 from . import view as _view
 
 # Views whose copies PyTorch has (as_strided_copy waits for a numpy reference of as_strided).
@@ -55,6 +55,23 @@ def _np_copy_of(reference):
     return copy
 
 
+def _pieces_of(name: str):
+    """The reads of a list copy's out=: PyTorch copies each piece of the view into its out
+    (``out[i].copy_(piece[i])``), so out[i] may be that piece exactly, not overlap it partly."""
+
+    def reads(*args):
+        return tuple((piece,) for piece in getattr(ember.ops, name)(*args))
+
+    return reads
+
+
+def _out_rule(name: str, view_row: OpDef) -> Out:
+    """A copy writes out= from a fresh tensor (no overlap check), a list copy piece by piece."""
+    if view_row.schema.rsplit("->", 1)[1].strip() == "Tensor[]":
+        return Out("exact", "partial", reads=_pieces_of(name))
+    return OUT_EXACT
+
+
 def _copy_row(view_row: OpDef) -> OpDef:
     name = view_row.schema.split("(", 1)[0]
     return dataclasses.replace(
@@ -69,7 +86,7 @@ def _copy_row(view_row: OpDef) -> OpDef:
         method=name == "narrow",  # the one PyTorch also binds as a Tensor method
         function=True,
         varargs=None,
-        out=OUT_EXACT,
+        out=_out_rule(name, view_row),
         notes=f"{name}, then a contiguous copy of its values",
     )
 

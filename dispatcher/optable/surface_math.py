@@ -32,6 +32,22 @@ BOOL = Promotion.ALWAYS_BOOL
 OUT_INTO_INPUT = Out("exact", "partial")  # addmv and friends: out may be the input they add to
 
 
+def _by_bound(x, bound) -> str:
+    """clamp_min/clamp_max: PyTorch's Tensor overload casts into out, its Scalar overload keeps
+    the dtype."""
+    return "cast" if isinstance(bound, ember.Tensor) else "same"
+
+
+def _ldexp_rule(x, other) -> str:
+    """A floating input scaled by integer exponents is written by PyTorch's ldexp kernel, which
+    takes no other out dtype (2.13 refuses it); anything else goes through mul, which casts."""
+    integral = isinstance(other, ember.Tensor) and not other.is_floating_point()
+    return "same" if integral and x.is_floating_point() else "cast"
+
+
+OUT_CLAMP_BOUND = Out(_by_bound, "partial")
+
+
 def _elementwise(schema, ref, decomposition, dtypes=DTYPES_ALL, **kw) -> OpDef:
     kw.setdefault("out", OUT_ELEMENTWISE)
     return OpDef(
@@ -292,19 +308,24 @@ ROWS = [
         "clamp_min(Tensor input, Tensor min) -> Tensor",
         np.maximum,
         _clamp_min,
-        out=OUT_SAME_DTYPE,
+        out=OUT_CLAMP_BOUND,
     ),
     _elementwise(
         "clamp_max(Tensor input, Tensor max) -> Tensor",
         np.minimum,
         _clamp_max,
-        out=OUT_SAME_DTYPE,
+        out=OUT_CLAMP_BOUND,
     ),
     _elementwise(
         "float_power(Tensor input, Tensor exponent) -> Tensor",
         _np_float_power,
         _float_power,
         samples="float_power",
+        out=Out(
+            "same",
+            message="the output given to {name} has dtype {got} but the operation's result "
+            "requires dtype {want}",
+        ),
         notes="computes and returns float64 whatever the inputs",
     ),
     _elementwise(
@@ -313,6 +334,9 @@ ROWS = [
         _heaviside,
         differentiable=False,
         samples="same_dtype_pair",
+        out=Out(
+            "same", message="heaviside is not yet implemented for tensors with different dtypes."
+        ),
     ),
     _elementwise(
         "gcd(Tensor input, Tensor other) -> Tensor", np.gcd, _gcd, DTYPES_INT, differentiable=False
@@ -332,6 +356,7 @@ ROWS = [
         DTYPES_NUMERIC,
         promotion=I2F,
         samples="ldexp",
+        out=Out(_ldexp_rule, "partial"),
     ),
     _elementwise(
         "logaddexp2(Tensor input, Tensor other) -> Tensor",
@@ -420,7 +445,7 @@ ROWS = [
         lambda c, x, y, beta=1, alpha=1: _np_product_sum(c, x, y, beta, alpha, np.outer),
         decomposition=_addr,
         samples="addr",
-        out=OUT_INTO_INPUT,
+        out=OUT_ELEMENTWISE,  # unlike addmv, PyTorch's addr casts into out
     ),
     OpDef(
         "addbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) "

@@ -11,7 +11,8 @@ import numpy as np
 import ember
 
 from ..kinds._common import wrap_dim
-from ..opdef import DTYPES_ALL, OUT_INDEX, Kind, OpDef
+from ..opdef import DTYPES_ALL, Kind, OpDef
+from .data import OUT_INTO_COPY
 
 # ---- scatter_reduce ---------------------------------------------------------------------------
 SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
@@ -116,6 +117,6 @@ ROWS = [
         dtypes=DTYPES_ALL,
         decomposition=_scatter_reduce,
         samples="scatter_reduce",
-        out=OUT_INDEX,
+        out=OUT_INTO_COPY,
     ),
 ]

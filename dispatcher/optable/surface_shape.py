@@ -11,9 +11,8 @@ import numpy as np
 import ember
 
 from ..kinds._common import wrap_dim
-from ..opdef import DTYPES_ALL, OUT_EXACT, Kind, OpDef, Out
-
-OUT_JOIN = OUT_EXACT
+from ..opdef import DTYPES_ALL, OUT_EXACT, OUT_INDEX, Kind, OpDef, Out
+from .data import OUT_JOIN
 
 
 # ---- differences and rotations -------------------------------------------------------------
@@ -23,6 +22,9 @@ def _diff(x, n=1, dim=-1, prepend=None, append=None):
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     dim = wrap_dim(dim, x.ndim, "diff")
+    if n == 0:  # PyTorch's: the input itself, prepend and append ignored
+        return x.clone()
+    given = x
     pieces = [t for t in (prepend, x, append) if t is not None]
     if len(pieces) > 1:
         x = ember.cat([_as_tensor(t, x, dim) for t in pieces], dim)
@@ -32,7 +34,7 @@ def _diff(x, n=1, dim=-1, prepend=None, append=None):
             break
         later, earlier = x.narrow(dim, 1, length - 1), x.narrow(dim, 0, length - 1)
         x = later != earlier if x.dtype is ember.bool else later - earlier
-    return x if n else x.clone()
+    return x.clone() if x is given else x  # an empty input: still a new tensor
 
 
 def _as_tensor(value, like, dim):
@@ -42,6 +44,13 @@ def _as_tensor(value, like, dim):
     shape = list(like.shape)
     shape[dim] = 1
     return ember.full(shape, value, dtype=like.dtype, device=like.device)
+
+
+def _diff_reads(x, n=1, dim=-1, prepend=None, append=None) -> tuple:
+    """What PyTorch's diff writes out= from: the input for order 0 (a copy) and for one plain
+    difference (two slices of it); otherwise a fresh intermediate, which out never overlaps."""
+    direct = n == 0 or (n == 1 and prepend is None and append is None)
+    return ((x,),) if direct else ((),)
 
 
 def _np_diff(x, n=1, dim=-1, prepend=None, append=None):
@@ -292,7 +301,7 @@ ROWS = [
         _np_diff,
         _diff,
         "diff",
-        out=Out("cast", None),
+        out=Out("cast", "partial", reads=_diff_reads),
     ),
     _shape_row(
         "rot90(Tensor input, int k=1, int[] dims=[0,1]) -> Tensor",
@@ -342,7 +351,7 @@ ROWS = [
         _np_take_along_dim,
         _take_along_dim,
         "take_along_dim",
-        out=OUT_EXACT,
+        out=OUT_INDEX,  # a gather: out may share no memory with the input
     ),
     _shape_row(
         "diag_embed(Tensor input, int offset=0, int dim1=-2, int dim2=-1) -> Tensor",

@@ -195,7 +195,7 @@ def test_functional_names_are_ember_functions():
 
     F = ember.functional
     ported = [n for n in tf.__all__ if hasattr(F, n)]
-    missing = {"istft", "lu", "pca_lowrank", "stft", "svd_lowrank"}
+    missing = {"istft", "pca_lowrank", "stft", "svd_lowrank"}
     assert set(tf.__all__) - set(ported) == missing
     for name in ported:
         if hasattr(ember, name):
@@ -223,6 +223,17 @@ def test_tensordot_errors_match_torch():
     for lib, fn in ((ember, ember.functional.tensordot), (torch, torch.tensordot)):
         with pytest.raises(RuntimeError, match="contracted dimensions need to match"):
             fn(lib.ones(2, 3), lib.ones(4, 2), 1)
+
+
+def test_tensordot_out_matches_torch():
+    for lib in (ember, torch):
+        a, b = lib.ones(3, 4, requires_grad=True), lib.ones(4, 2)
+        out = lib.empty(0)
+        assert lib.tensordot(a, b, 1, out=out) is out and out.shape == (3, 2)
+        assert out.requires_grad and out.tolist() == [[4.0] * 2] * 3  # a recorded copy
+        with pytest.raises(RuntimeError, match="tensordot: Expected the output tensor to have "
+                           "dtype Float, but got an output tensor with dtype Long"):  # fmt: skip
+            lib.tensordot(a, b, 1, out=lib.empty(3, 2, dtype=lib.int64))
 
 
 @pytest.mark.filterwarnings("ignore:.*chain_matmul is deprecated")

@@ -16,8 +16,9 @@ from .sampling import Arr
 ALL_DTYPES = dt.ALL
 BY_NAME = {d.name: d for d in ALL_DTYPES}
 
-# Ops whose reference must run in the input's own float dtype: the answer depends on its format.
-NATIVE_PRECISION = frozenset({"nextafter", "nan_to_num"})
+# Ops whose reference must run in the input's own float dtype: the answer depends on its format
+# (diff: PyTorch rounds each order's differences to the dtype before the next order).
+NATIVE_PRECISION = frozenset({"nextafter", "nan_to_num", "diff"})
 
 
 def accepted_dtypes(op) -> list:
