@@ -247,7 +247,6 @@ XFAILS = {
     "transpose@xpu": "core: transpose_ of a strided input copied to the device reads elsewhere",
     "tril_indices": "core: missing: ember.tril_indices",
     "triu_indices": "core: missing: ember.triu_indices",
-    "unbind_copy": "core: unbind_copy(out=) takes no tensor list yet",
     "unravel_index": "core: missing: ember.unravel_index",
     "view_as_complex": COMPLEX,
     "view_as_real": COMPLEX,
