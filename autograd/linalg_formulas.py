@@ -165,6 +165,8 @@ def _householder_product(ctx, gQ):
     left_i right_i^H, so g tau_i = -v_i^H left_i right_i^H v_i and g v_i =
     -tau_i (left_i right_i^H + right_i left_i^H) v_i (real dtypes), in O(m n) per reflector."""
     A, tau = ctx.input, ctx.tau
+    if A.numel() == 0 or tau.numel() == 0:
+        return None, None  # Q is the identity's first columns: no gradient, as in PyTorch
     m, n = A.shape[-2:]
     k = tau.shape[-1]
     like = {"dtype": A.dtype, "device": A.device}

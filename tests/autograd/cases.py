@@ -15,6 +15,7 @@ too: the case returns the written view and the whole buffer.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ import ember
 from ember.dispatcher.optable import OPS
 
 from ..ops.samples import samples
-from ..ops.sampling import Arr, Sample
+from ..ops.sampling import Arr, Sample, complete
 
 # Cases stay small: finite differences cost two calls per input element and the analytical
 # Jacobian one backward per output element.
@@ -58,6 +59,96 @@ class Case:
     @property
     def size(self) -> int:
         return sum(t.numel() for t in self.leaves)
+
+
+# ---- what OpInfo adds to a sample for a gradient check ------------------------------------------
+# Finite differences perturb one entry at a time, so they leave the sets some ops live on: an op
+# that reads one triangle of a Hermitian input sees no change in the other, and outputs defined
+# up to a sign (singular and eigen vectors) may flip. PyTorch's OpInfo checks these ops through a
+# gradcheck_wrapper (on the arguments) and an output_process_fn_grad (on the outputs); the same
+# here, from one table.
+
+
+def _same(x):
+    return x
+
+
+@dataclass(frozen=True)
+class Harness:
+    """``wrap`` rewrites the op's arguments inside the checked function (OpInfo's
+    gradcheck_wrapper), ``outputs`` maps its result to the outputs checked (OpInfo's
+    output_process_fn_grad), and ``refuses`` names the samples PyTorch raises for when
+    differentiated, which OpInfo does not generate (it gets the complete argument tuple)."""
+
+    wrap: Callable[[list], list] = _same
+    outputs: Callable = _same
+    refuses: Callable[[tuple], bool] = lambda args: False
+
+
+def _hermitian(args: list) -> list:
+    """gradcheck_wrapper_hermitian_input: op(A + A^H, ...), Hermitian under any perturbation."""
+    a = args[0]
+    return [a + a.mH, *args[1:]]
+
+
+def _hermitian_if_asked(args: list) -> list:
+    """linalg.pinv's 'hermitian' variant: only hermitian=True reads a single triangle."""
+    return _hermitian(args) if len(args) > 3 and args[3] else args
+
+
+def _q_inside(args: list) -> list:
+    """quantile's q, (nudged) samples 0.05, 0.3, 0.5, 1, moved to 0.11, 0.31, 0.47, 0.87: inside
+    [0, 1] under perturbation, and off the kinks of the interpolations (q (n - 1) an integer or
+    a half, for the sampled n of 4 to 6), as OpInfo's random q in (0, 1) is."""
+    q = args[1]
+    if not isinstance(q, ember.Tensor):
+        return args
+    return [args[0], 0.07 + 0.8 * q, *args[2:]]
+
+
+def _uniform_svd(u, s, vh) -> tuple:
+    """sample_inputs_svd's processing: the first k singular vectors (full_matrices' others are
+    arbitrary), and functions of them free of each pair's common sign: |U|, |Vh| and U Vh."""
+    k = s.shape[-1]
+    u, vh = u[..., :k], vh[..., :k, :]
+    return u.abs(), s, vh.abs(), u @ vh
+
+
+def _eigh_outputs(out) -> tuple:
+    return out[0], out[1].abs()  # eigenvectors are defined up to sign
+
+
+def _qr_refused(args: tuple) -> bool:
+    """PyTorch: 'The derivative of linalg.qr depends on Q, which is not computed when mode='r''
+    and 'The QR decomposition is not differentiable when mode='complete' and nrows > ncols'."""
+    m, n = args[0].values.shape[-2:]
+    return args[1] == "r" or (args[1] == "complete" and m > n)
+
+
+def _uv_not_computed(args: tuple) -> bool:
+    """compute_uv / compute_v=False: PyTorch's backward needs the vectors and fails without them
+    (_linalg_svd: 'U.dim() >= 2 && Vh.dim() >= 2 INTERNAL ASSERT FAILED'; _linalg_eigh:
+    'tensor.mH is only supported on matrices')."""
+    return not args[2]
+
+
+HARNESS = {
+    "cholesky": Harness(_hermitian),
+    "linalg_cholesky": Harness(_hermitian),
+    "linalg_cholesky_ex": Harness(_hermitian),
+    "linalg_eigh": Harness(_hermitian, _eigh_outputs),
+    "_linalg_eigh": Harness(_hermitian, _eigh_outputs, _uv_not_computed),
+    "linalg_eigvalsh": Harness(_hermitian),
+    "linalg_pinv": Harness(_hermitian_if_asked),
+    "svd": Harness(outputs=lambda usv: _uniform_svd(usv[0], usv[1], usv[2].mH)),
+    "linalg_svd": Harness(outputs=lambda usv: _uniform_svd(*usv)),
+    "_linalg_svd": Harness(outputs=lambda usv: _uniform_svd(*usv), refuses=_uv_not_computed),
+    "linalg_qr": Harness(refuses=_qr_refused),
+    # linalg.lstsq's 'grad_oriented' variant: rank and singular values are not differentiable
+    "linalg_lstsq": Harness(outputs=lambda out: out[:2]),
+    "quantile": Harness(_q_inside),
+    "nanquantile": Harness(_q_inside),
+}
 
 
 # ---- layouts as differentiable functions of a contiguous buffer -------------------------------
@@ -137,6 +228,9 @@ def build(op, sample: Sample, device: str) -> Case | None:
         not np.all(np.isfinite(a.values)) or np.abs(a.values).max(initial=0) > 1e6 for a in floats
     ):
         return None  # special values: nothing to differentiate
+    harness = HARNESS.get(op.name, Harness())
+    if harness.refuses(complete(op, sample.args)):
+        return None
     builder = _Builder(op, device)
     makers = [builder.argument(i, arg) for i, arg in enumerate(sample.args)]
     if not builder.leaves or sum(t.numel() for t in builder.leaves) > MAX_INPUT_ELEMENTS:
@@ -149,9 +243,9 @@ def build(op, sample: Sample, device: str) -> Case | None:
             return None  # writing into a broadcast tensor is an error, tested elsewhere
 
     def fn(*leaves):
-        args = [make(leaves) for make in makers]
+        args = harness.wrap([make(leaves) for make in makers])
         if not op.mutates:
-            return _float_outputs(op(*args))
+            return _float_outputs(harness.outputs(op(*args)))
         buffer = leaves[0].clone()
         view = builder.views[0]
         target = view(buffer) if view is not None else buffer

@@ -31,8 +31,7 @@ DELIBERATE_CUTS = {
 # (a composite reaching a non-differentiable op; a row marked non-differentiable that records a
 # graph): strict xfails until reconciled, so a fix must remove the entry.
 NOT_WIRED_YET = frozenset(("scatter_reduce", "cummax", "cummin", "frexp", "heaviside", "mode",
-                           "lu_solve", "lu_unpack", "nanquantile", "quantile",
-                           "linalg_ldl_solve"))  # fmt: skip
+                           "nanquantile", "quantile"))  # fmt: skip
 
 
 def _known(names):
