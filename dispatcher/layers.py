@@ -53,7 +53,8 @@ class LayerStack:
         self.layers: tuple = ()
         self.grad_only_layers: tuple | None = self.layers  # see the module docstring
 
-    def _set(self, layers: tuple) -> None:
+    def replace(self, layers: tuple) -> None:
+        """Install exactly ``layers`` (highest priority first), e.g. to restore a saved stack."""
         self.layers = layers
         self.grad_only_layers = layers if all(layer.grad_only for layer in layers) else None
 
@@ -63,10 +64,10 @@ class LayerStack:
         if any(other.priority == layer.priority for other in self.layers):
             clash = next(o for o in self.layers if o.priority == layer.priority)
             raise ValueError(f"dispatch layer {layer!r} has the same priority as {clash!r}")
-        self._set(tuple(sorted(self.layers + (layer,), key=lambda item: -item.priority)))
+        self.replace(tuple(sorted(self.layers + (layer,), key=lambda item: -item.priority)))
 
     def remove(self, layer: Layer) -> None:
-        self._set(tuple(item for item in self.layers if item is not layer))
+        self.replace(tuple(item for item in self.layers if item is not layer))
 
     def installed(self, layer: Layer) -> bool:
         return layer in self.layers
