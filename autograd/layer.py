@@ -30,6 +30,7 @@ def _zero_for_target(ctx, g):
 class AutogradLayer(Layer):
     name = "autograd"
     priority = 100
+    grad_only = True  # wants() below: grad mode on and some tensor requires grad
 
     def wants(self, op, args) -> bool:
         if not STATE.enabled:

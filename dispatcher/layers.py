@@ -13,6 +13,14 @@ the checkpoint layers below autograd so they see what autograd records: docs/fun
 A layer is active when its ``wants(op, args)`` says so; keep that to a few attribute reads, since it
 runs on every op call while the layer is installed. Layers that are off (autocast outside
 ``autocast()``) should be removed from the stack rather than answer False.
+
+A layer that wants only calls where some tensor argument requires grad (autograd) says so with
+``grad_only = True``. While every installed layer does, ``STACK.grad_only_layers is
+STACK.layers``, and a call site that already knows its tensor arguments (``a + b``, ``a.exp()``)
+may check their ``_requires_grad`` itself and go straight to the Backend layer: the saving is the
+layer loop, a method call per layer and the scan of the arguments (docs/eager_overhead.md). An
+identity test of the tuple, not a flag, so that a stack whose ``layers`` is assigned directly
+(tests restore it so) is never mistaken for a grad-only one.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ class Layer:
 
     name = "layer"
     priority = 0
+    # True when wants() is False for every call in which no tensor argument requires grad.
+    grad_only = False
 
     def wants(self, op, args) -> bool:
         return True
@@ -37,10 +47,16 @@ class Layer:
 class LayerStack:
     """The installed layers, highest priority first, as a tuple read on every call."""
 
-    __slots__ = ("layers",)
+    __slots__ = ("grad_only_layers", "layers")
 
     def __init__(self):
         self.layers: tuple = ()
+        self.grad_only_layers: tuple | None = self.layers  # see the module docstring
+
+    def replace(self, layers: tuple) -> None:
+        """Install exactly ``layers`` (highest priority first), e.g. to restore a saved stack."""
+        self.layers = layers
+        self.grad_only_layers = layers if all(layer.grad_only for layer in layers) else None
 
     def install(self, layer: Layer) -> None:
         if layer in self.layers:
@@ -48,10 +64,10 @@ class LayerStack:
         if any(other.priority == layer.priority for other in self.layers):
             clash = next(o for o in self.layers if o.priority == layer.priority)
             raise ValueError(f"dispatch layer {layer!r} has the same priority as {clash!r}")
-        self.layers = tuple(sorted(self.layers + (layer,), key=lambda item: -item.priority))
+        self.replace(tuple(sorted(self.layers + (layer,), key=lambda item: -item.priority)))
 
     def remove(self, layer: Layer) -> None:
-        self.layers = tuple(item for item in self.layers if item is not layer)
+        self.replace(tuple(item for item in self.layers if item is not layer))
 
     def installed(self, layer: Layer) -> bool:
         return layer in self.layers

@@ -89,14 +89,21 @@ class Op:
                     return layer.handle(self, args)
             return self.runner(self, *args)  # the Backend layer (see backend()), inlined: hot path
         except (AttributeError, TypeError) as error:
-            # A list where the schema says Tensor fails deep inside a runner ("'list' object has
-            # no attribute '_shape'"): say which argument, as PyTorch does. try costs nothing.
-            from .kinds._common import bad_tensor_argument
-
-            found = bad_tensor_argument(self, args, error)
-            if found is not None:
-                raise found from None
+            self.argument_error(args, error)
             raise
+
+    def argument_error(self, args, error: Exception) -> None:
+        """Raise PyTorch's TypeError when ``error`` (from a runner) comes from an argument of the
+        wrong type; return when it does not (the caller re-raises ``error``).
+
+        A list where the schema says Tensor fails deep inside a runner ("'list' object has no
+        attribute '_shape'"): say which argument, as PyTorch does. Callers ask in an ``except``
+        clause, so the common path pays nothing."""
+        from .kinds._common import bad_tensor_argument
+
+        found = bad_tensor_argument(self, args, error)
+        if found is not None:
+            raise found from None
 
     def redispatch(self, current, args):
         """Continue below ``current``: the next lower active layer, or the Backend layer."""

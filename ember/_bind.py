@@ -11,6 +11,8 @@ import keyword
 
 import numpy as np
 
+from ._tensor import Tensor
+from .dispatcher.layers import STACK
 from .dispatcher.out import call_op
 from .dispatcher.schema import Schema
 
@@ -97,10 +99,21 @@ def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
     if takes_out:
         lines.append("    if out is not None:")
         lines.append(f"        return _out(_op, out, {call[:-1]},), {_dtype_position(op)})")
+    if _single_tensor(schema):
+        # exp(x), x.relu(): the one argument decides whether a layer wants the call (the
+        # operators' check in _operator; dispatcher/layers.py says why it may be skipped)
+        x = names[0]
+        lines.append(f"    if ({x}.__class__ is _Tensor and not {x}._requires_grad")
+        lines.append("            and _stack.layers is _stack.grad_only_layers):")
+        lines.append("        try:")
+        lines.append(f"            return _op.runner(_op, {x})")
+        lines.append("        except (AttributeError, TypeError) as error:")
+        lines.append(f"            _op.argument_error(({x},), error)")
+        lines.append("            raise")
     lines.append(f"    return _op{call}")
     namespace: dict = {}
     # __name__ marks the frames of generated functions as ember's (warnings skip them).
-    scope = {"_op": op, "_out": call_op, "__name__": "ember"}
+    scope = {"_op": op, "_out": call_op, "__name__": "ember", "_stack": STACK, "_Tensor": Tensor}
     exec("\n".join(lines), scope, namespace)
     fn = namespace[name]
     fn.__doc__ = f"{schema.text}\n\n{op.defn.notes}".strip()
@@ -108,6 +121,11 @@ def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
     fn.__module__ = "ember"
     fn._ember_op = op
     return fn
+
+
+def _single_tensor(schema: Schema) -> bool:
+    """Whether the op takes one argument, a Tensor (exp, relu, neg...)."""
+    return len(schema.args) == 1 and schema.args[0].is_tensor and not schema.args[0].is_list
 
 
 def _numpy_operand(other):
@@ -124,12 +142,25 @@ def _numpy_operand(other):
 
 def _operator(op, dunder: str, reflected: bool, tensor_type):
     numbers = (bool, int, float)
+    stack = STACK
 
     if reflected:
 
         def method(self, other):
+            cls = other.__class__
+            if cls is float or cls is int or cls is tensor_type:
+                # No layer wants a call where nothing requires grad: run the Backend layer.
+                if stack.layers is stack.grad_only_layers and not (
+                    self._requires_grad or (cls is tensor_type and other._requires_grad)
+                ):
+                    try:
+                        return op.runner(op, other, self)
+                    except (AttributeError, TypeError) as error:
+                        op.argument_error((other, self), error)
+                        raise
+                return op(other, self)
             # int and float subclasses (numpy scalars, sizes a trace records) are numbers
-            if other.__class__ not in numbers and not isinstance(other, (tensor_type, int, float)):
+            if cls not in numbers and not isinstance(other, (tensor_type, int, float)):
                 other = _numpy_operand(other)
                 if other is None:
                     return NotImplemented
@@ -137,8 +168,20 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
     else:
 
         def method(self, other):
+            cls = other.__class__
+            if cls is tensor_type or cls is float or cls is int:
+                # No layer wants a call where nothing requires grad: run the Backend layer.
+                if stack.layers is stack.grad_only_layers and not (
+                    self._requires_grad or (cls is tensor_type and other._requires_grad)
+                ):
+                    try:
+                        return op.runner(op, self, other)
+                    except (AttributeError, TypeError) as error:
+                        op.argument_error((self, other), error)
+                        raise
+                return op(self, other)
             # int and float subclasses (numpy scalars, sizes a trace records) are numbers
-            if other.__class__ not in numbers and not isinstance(other, (tensor_type, int, float)):
+            if cls not in numbers and not isinstance(other, (tensor_type, int, float)):
                 other = _numpy_operand(other)
                 if other is None:
                     return NotImplemented
@@ -150,7 +193,15 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
 
 
 def _unary_operator(op, dunder: str):
+    stack = STACK
+
     def method(self):
+        if stack.layers is stack.grad_only_layers and not self._requires_grad:
+            try:
+                return op.runner(op, self)
+            except (AttributeError, TypeError) as error:
+                op.argument_error((self,), error)
+                raise
         return op(self)
 
     method.__name__ = dunder

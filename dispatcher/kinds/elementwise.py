@@ -70,18 +70,29 @@ def _coerce(op, value, position: int):
 
 
 def unary(op, x, *params):
+    # Fast path: ``op.fast`` maps a dtype the full path below validated, and that needs no
+    # cast, to (device, kernel, result dtype), as in binary().
+    if not params:
+        entry = op.fast.get(x.__class__ is Tensor and x._dtype)  # False for a non-Tensor: no key
+        if entry is not None and entry[0] is x._storage.device:
+            out = empty(x._shape, entry[2], entry[0])
+            entry[1](out, x)
+            return out
     if not isinstance(x, Tensor):
         raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
-    compute, result = _types(op, x._dtype)
+    source = x._dtype
+    compute, result = _types(op, source)
     check = op.info.get("check")
     if check is not None:
         check(x, *params)
-    if compute is not x._dtype:
+    if compute is not source:
         x = cast(x, compute)
     dev = x._storage.device
     kernel = op.kernel(dev.type, compute)
     if kernel is None:
         return op.decomposition(x, *params)
+    if not params and check is None and compute is source:
+        op.fast[compute] = (dev, kernel, result)
     out = empty(x._shape, result, dev)
     kernel(out, x, *params)
     return out

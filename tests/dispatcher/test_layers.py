@@ -32,7 +32,7 @@ def before():
     """The layers ember installs itself (autograd...); tests add theirs above them."""
     layers_before = STACK.layers
     yield layers_before
-    STACK.layers = layers_before
+    STACK.replace(layers_before)
 
 
 def test_layer_wraps_every_call(before):
@@ -135,3 +135,33 @@ def test_redispatch_from_the_lowest_layer_reaches_the_backend():
 
 def test_layer_repr():
     assert repr(Recorder("rec", 7, [])) == "<layer rec priority=7>"
+
+
+class GradOnlyRecorder(Recorder):
+    grad_only = True
+
+    def wants(self, op, args) -> bool:
+        return any(isinstance(a, ember.Tensor) and a.requires_grad for a in args)
+
+
+def test_operators_skip_the_stack_only_while_every_layer_is_grad_only(before):
+    """``a + b`` goes straight to the Backend layer when no operand requires grad and every
+    installed layer says it wants nothing else (dispatcher/layers.py); any other layer sees it."""
+    log: list = []
+    x, w = ember.ones(3), ember.ones(3, requires_grad=True)
+    with layers.installed(GradOnlyRecorder("grad", 1003, log)):
+        assert STACK.grad_only_layers is STACK.layers
+        x + x, -x, x.exp(), ember.exp(x)
+        assert log == []
+        x + w
+        assert log == ["grad:add"]
+        with layers.installed(Recorder("all", 1004, log)):
+            assert STACK.grad_only_layers is None
+            x * 2.0, ember.exp(x)
+    assert log[1:] == ["all:mul", "all:exp"]
+    assert STACK.grad_only_layers is STACK.layers
+    STACK.layers = tuple(list(before))  # assigned directly: not known to be grad-only
+    assert STACK.grad_only_layers is not STACK.layers
+    x + x
+    STACK.replace(before)
+    assert STACK.grad_only_layers is STACK.layers
