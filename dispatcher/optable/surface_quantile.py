@@ -22,7 +22,14 @@ INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _quantile(x, q, dim=None, keepdim=False, interpolation="linear", ignore_nan=False):
     name = "nanquantile" if ignore_nan else "quantile"
-    _check_quantile_args(name, x, q, interpolation)
+    check_quantile_args(name, x, q, interpolation)
+    _check_q_values(name, q)
+    return quantile_of(x, q, dim, keepdim, interpolation, ignore_nan)
+
+
+def quantile_of(x, q, dim, keepdim, interpolation, ignore_nan):
+    """Quantiles of checked arguments; reads no values before the kernels (meta_rules.py)."""
+    name = "nanquantile" if ignore_nan else "quantile"
     scalar_q = not isinstance(q, ember.Tensor)
     if scalar_q:
         qs = ember.full((1,), float(q), dtype=x.dtype, device=x.device)
@@ -42,7 +49,7 @@ def _quantile(x, q, dim=None, keepdim=False, interpolation="linear", ignore_nan=
     )
 
 
-def _check_quantile_args(name, x, q, interpolation) -> None:
+def check_quantile_args(name, x, q, interpolation) -> None:
     if x.dtype not in DTYPES_SINGLE_DOUBLE:
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in INTERPOLATIONS:
@@ -55,9 +62,10 @@ def _check_quantile_args(name, x, q, interpolation) -> None:
             raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
         if q.dtype is not x.dtype:
             raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
-        values = q.reshape(-1).tolist()
-    else:
-        values = [float(q)]
+
+
+def _check_q_values(name, q) -> None:
+    values = q.reshape(-1).tolist() if isinstance(q, ember.Tensor) else [float(q)]
     if any(not 0 <= v <= 1 for v in values):
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
 

@@ -304,16 +304,22 @@ def _np_logcumsumexp(x, dim):
 
 
 # ---- counting ----------------------------------------------------------------------------------
-def _histc(x, bins=100, min=0, max=0):
+def check_histc(bins, min, max) -> None:
     if bins <= 0:
         raise RuntimeError(f"histc(): bins must be > 0, but got {bins} for dimension 0")
+    if float(min) > float(max):
+        raise RuntimeError(
+            f"histc(): max must be larger than min, got min={float(min)} max={float(max)}"
+        )
+
+
+def _histc(x, bins=100, min=0, max=0):
+    check_histc(bins, min, max)
     low, high = float(min), float(max)
     if low == high and x.numel():
         low, high = float(x.min()), float(x.max())
     if low == high:
         low, high = low - 1, high + 1
-    if low > high:
-        raise RuntimeError(f"histc(): max must be larger than min, got min={low} max={high}")
     flat = x.detach().reshape(-1).to(ember.float64)  # bin edges computed as PyTorch: in double
     inside = (flat >= low) & (flat <= high)
     position = ((flat - low) * (bins / (high - low))).floor().to(ember.int64)
