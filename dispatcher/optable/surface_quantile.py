@@ -40,8 +40,6 @@ def quantile_of(x, q, dim, keepdim, interpolation, ignore_nan):
     else:
         dim_ = wrap_dim(dim, x.ndim, name)
         source = x if x.ndim else x.reshape(1)
-    if source.shape[dim_] == 0:
-        raise IndexError(f"{name}() input tensor must be non-empty")
     result = _quantile_along(source, qs, dim_, interpolation, ignore_nan)
     result = _quantile_shape(result, x, dim, dim_, keepdim)
     return (
@@ -50,6 +48,8 @@ def quantile_of(x, q, dim, keepdim, interpolation, ignore_nan):
 
 
 def check_quantile_args(name, x, q, interpolation) -> None:
+    if x.numel() == 0:  # PyTorch refuses any empty input, even along a non-empty dim
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
     if x.dtype not in DTYPES_SINGLE_DOUBLE:
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in INTERPOLATIONS:
@@ -120,6 +120,8 @@ def _nanquantile(x, q, dim=None, keepdim=False, interpolation="linear"):
 def _np_quantile(fn):
     def reference(x, q, dim=None, keepdim=False, interpolation="linear"):
         q = np.asarray(q, np.float64)
+        if np.ndim(x) == 0 and dim is not None:  # PyTorch takes dim 0 (or -1) of a scalar
+            x, dim, keepdim = np.reshape(x, 1), 0, False
         with np.errstate(all="ignore"):
             return np.asarray(fn(x, q, axis=dim, keepdims=keepdim, method=interpolation))
 

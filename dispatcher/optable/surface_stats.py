@@ -4,12 +4,14 @@ cdist, dist. Autograd comes from the parts."""
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
 import ember
 from ember import _dtype as dt
 
+from ..kinds._common import OPS
 from ..opdef import DTYPES_FLOAT, DTYPES_NUMERIC, OUT_EXACT, Kind, OpDef, Promotion
 
 
@@ -135,13 +137,17 @@ def _np_p_norm(a, p, axis):
 
 
 def _dist(x, other, p=2):
-    diff = x - other
-    return _p_norm(diff, float(p), tuple(range(diff.ndim)))
+    if isinstance(p, str) or not isinstance(p, numbers.Number):  # PyTorch's argument parser
+        raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {type(p).__name__}")
+    try:  # PyTorch's norm of the difference: -inf, and inf of an empty input, included
+        return OPS["linalg_vector_norm"](x - other, p)
+    except RuntimeError as error:  # the empty inf norm: PyTorch's message, naming dist
+        raise RuntimeError(f"dist(): {error}") from None
 
 
 def _np_dist(x, other, p=2):
-    diff = np.abs(np.asarray(x - other, np.float64))
-    return np.asarray(_np_p_norm(diff.reshape(-1), float(p), 0), np.result_type(x, other))
+    diff = np.asarray(x - other, np.float64).reshape(-1)
+    return np.asarray(np.linalg.norm(diff, ord=float(p)), np.result_type(x, other))
 
 
 # float16 sums of products: the reference rounds once, ember once per product
