@@ -62,8 +62,8 @@ _SPECIAL = {
     "special_zeta": "ONNX has no Hurwitz zeta function",
     "erfinv": "ONNX has no inverse error function",
     "special_ndtri": "ONNX has no inverse error function (ndtri is sqrt(2) erfinv(2p - 1))",
-    "special_erfcx": _NO_ERFC + " (x > 4: exp(x^2) erfc(x) becomes 0)",
-    "special_log_ndtr": _NO_ERFC + " (x < -6: log(ndtr(x)) becomes -inf)",
+    "special_erfcx": _NO_ERFC + " (x > 3.9: exp(x^2) erfc(x) becomes 0)",
+    "special_log_ndtr": _NO_ERFC + " (x < -5.5: log(ndtr(x)) becomes -inf)",
     **dict.fromkeys(
         ("i0", "special_i0e", "special_i1", "special_i1e", "special_modified_bessel_i0",
          "special_modified_bessel_i1", "special_modified_bessel_k0", "special_modified_bessel_k1",
