@@ -17,8 +17,15 @@ from .plugins import BACKENDS_GROUP, PluginRecord
 
 DEVICE_TYPE = "meta"
 
-# Ops whose output *shape* depends on the input values: no data-independent rule exists.
-DATA_DEPENDENT = frozenset({"nonzero", "masked_select"})
+# Ops whose output *shape* depends on the input values: no data-independent rule exists, so they
+# refuse meta tensors (PyTorch has no meta kernel for them either). Op name -> what depends on what.
+VALUES_SHAPE = "its output shape depends on the input values"
+DATA_DEPENDENT = {
+    "nonzero": VALUES_SHAPE,
+    "masked_select": VALUES_SHAPE,
+    "bincount": "its output length is the largest input value plus one",
+    "linalg_lstsq": "the shape of its residuals depends on the rank of the input",
+}
 
 
 class MetaRuntime:
@@ -66,11 +73,13 @@ def _nothing(*_args):
     return None
 
 
-def _refuse(name: str):
+def refuse(name: str):
+    """A function that raises, for an op of DATA_DEPENDENT called with meta tensors."""
+
     def kernel(*_args):
         raise NotImplementedError(
-            f"'{name}' can't run on the meta device: its output shape depends on the input "
-            "values, which meta tensors do not have"
+            f"'{name}' can't run on the meta device: {DATA_DEPENDENT[name]}, and meta tensors "
+            "have no values"
         )
 
     kernel.__qualname__ = f"meta.refused[{name}]"
@@ -85,7 +94,7 @@ class MetaKernels(dict):
 
     def get(self, name, default=None):
         if name in DATA_DEPENDENT:
-            return {"*": _refuse(name)}
+            return {"*": refuse(name)}
         return self._ANY
 
     def __contains__(self, name) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .. import meta_rules
 from ..kinds import _common
 from ..kinds import elementwise as run_elementwise
 from ..op import Op
@@ -124,6 +125,7 @@ def build() -> dict:
             if defn.inplace:
                 name = f"{op.name}_"
                 ops[name] = Op(_inplace_def(defn, name), _inplace_runner(op), inplace_of=op)
+    meta_rules.install(ops)
     _common.OPS.clear()
     _common.OPS.update(ops)
     return ops

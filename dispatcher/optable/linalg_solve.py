@@ -153,6 +153,11 @@ def _lu_factor(A, pivot=True):
 
 
 def _lu(A, pivot=True):
+    return lu_of(A, pivot, permutation_matrix)
+
+
+def lu_of(A, pivot, permutation):
+    """linalg.lu, P built by ``permutation(pivots, m, LU)`` (on meta: meta_rules.py)."""
     check_tensor("linalg.lu", A)
     if A.ndim < 2:
         raise RuntimeError(
@@ -160,7 +165,7 @@ def _lu(A, pivot=True):
             "instead"
         )
     LU, pivots, _ = OPS["linalg_lu_factor_ex"](A, pivot)
-    return rt.linalg_lu(*_lu_unpack(LU, pivots))
+    return rt.linalg_lu(*unpack_lu(LU, pivots, True, True, permutation))
 
 
 def permutation_of(pivots, m: int):
@@ -182,7 +187,22 @@ def permutation_of(pivots, m: int):
     return perm
 
 
+def permutation_matrix(pivots, m: int, LU):
+    """P with ``A = P L U``, from LAPACK's pivots (built on the host)."""
+    import numpy as np
+
+    perm = permutation_of(pivots, m)
+    P = np.zeros((perm.shape[0], m, m), LU.dtype.np)
+    P[np.arange(perm.shape[0])[:, None], perm, np.arange(m)[None, :]] = 1
+    return ember.from_numpy(P.reshape(*LU.shape[:-2], m, m)).to(LU.device)
+
+
 def _lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    return unpack_lu(LU_data, LU_pivots, unpack_data, unpack_pivots, permutation_matrix)
+
+
+def unpack_lu(LU_data, LU_pivots, unpack_data, unpack_pivots, permutation):
+    """lu_unpack, P built by ``permutation(pivots, m, LU)`` (on meta: meta_rules.py)."""
     name = "lu_unpack"
     check_matrix(name, LU_data, what="LU_data")
     m, n = LU_data.shape[-2:]
@@ -202,13 +222,7 @@ def _lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
             f"{name}: Expected LU_pivots.shape[-1] to be {k} and the batch dims of LU_data and "
             f"LU_pivots to match, got {list(LU_pivots.shape)}"
         )
-    perm = permutation_of(LU_pivots, m)
-    import numpy as np
-
-    P = np.zeros((perm.shape[0], m, m), LU_data.dtype.np)
-    P[np.arange(perm.shape[0])[:, None], perm, np.arange(m)[None, :]] = 1
-    P = ember.from_numpy(P.reshape(*batch, m, m)).to(LU_data.device)
-    return rt.lu_unpack(P, L, U)
+    return rt.lu_unpack(permutation(LU_pivots, m, LU_data), L, U)
 
 
 def _lu_solve_old(b, LU_data, LU_pivots):

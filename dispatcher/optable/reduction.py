@@ -10,6 +10,7 @@ import ember
 from ember import _dtype as dt
 
 from ..kinds import reduction as run
+from ..kinds._common import OPS
 from ..opdef import (
     DTYPES_ALL,
     DTYPES_FLOAT,
@@ -106,6 +107,10 @@ def _logsumexp(x, dim, keepdim=False):
 
 
 def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
+    if isinstance(p, str) and not (p == "fro" and (dim is None or _few_dims(dim))):
+        # PyTorch's torch.norm: 'nuc', and 'fro' over more than two dims, are matrix norms
+        dims = list(range(x.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+        return OPS["linalg_matrix_norm"](x, p, dims, keepdim, dtype)
     if dtype is not None:
         x = x.to(dtype)
     if x.dtype.category != ember.float32.category:
@@ -126,6 +131,10 @@ def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     if p == 0:
         return ember.sum((x != 0).to(x.dtype), dims, keepdim)
     return ember.sum(ember.abs(x) ** p, dims, keepdim) ** (1.0 / p)
+
+
+def _few_dims(dim) -> bool:
+    return isinstance(dim, int) or len(dim) <= 2
 
 
 def _check_empty_norm(x, p, dim, dims) -> None:

@@ -76,10 +76,14 @@ def _mvlgamma_ref(x, p):
     )
 
 
-def _mvlgamma(input, p):
-    """PyTorch's check and sum of lgamma(x - j/2), j < p, plus log(pi) p (p - 1) / 4."""
+def check_mvlgamma_order(p) -> None:
     if p < 1:
         raise RuntimeError("mvlgamma: p has to be greater than or equal to 1")
+
+
+def _mvlgamma(input, p):
+    """PyTorch's check and sum of lgamma(x - j/2), j < p, plus log(pi) p (p - 1) / 4."""
+    check_mvlgamma_order(p)
     if input.numel() and not bool((input > 0.5 * (p - 1)).all()):
         raise RuntimeError(f"mvlgamma: All elements must be greater than (p-1)/2 (p={p})")
     input = _as_float(input)

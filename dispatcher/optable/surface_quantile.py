@@ -22,7 +22,14 @@ INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _quantile(x, q, dim=None, keepdim=False, interpolation="linear", ignore_nan=False):
     name = "nanquantile" if ignore_nan else "quantile"
-    _check_quantile_args(name, x, q, interpolation)
+    check_quantile_args(name, x, q, interpolation)
+    _check_q_values(name, q)
+    return quantile_of(x, q, dim, keepdim, interpolation, ignore_nan)
+
+
+def quantile_of(x, q, dim, keepdim, interpolation, ignore_nan):
+    """Quantiles of checked arguments; reads no values before the kernels (meta_rules.py)."""
+    name = "nanquantile" if ignore_nan else "quantile"
     scalar_q = not isinstance(q, ember.Tensor)
     if scalar_q:
         qs = ember.full((1,), float(q), dtype=x.dtype, device=x.device)
@@ -33,8 +40,6 @@ def _quantile(x, q, dim=None, keepdim=False, interpolation="linear", ignore_nan=
     else:
         dim_ = wrap_dim(dim, x.ndim, name)
         source = x if x.ndim else x.reshape(1)
-    if source.shape[dim_] == 0:
-        raise IndexError(f"{name}() input tensor must be non-empty")
     result = _quantile_along(source, qs, dim_, interpolation, ignore_nan)
     result = _quantile_shape(result, x, dim, dim_, keepdim)
     return (
@@ -42,7 +47,9 @@ def _quantile(x, q, dim=None, keepdim=False, interpolation="linear", ignore_nan=
     )
 
 
-def _check_quantile_args(name, x, q, interpolation) -> None:
+def check_quantile_args(name, x, q, interpolation) -> None:
+    if x.numel() == 0:  # PyTorch refuses any empty input, even along a non-empty dim
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
     if x.dtype not in DTYPES_SINGLE_DOUBLE:
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in INTERPOLATIONS:
@@ -55,9 +62,10 @@ def _check_quantile_args(name, x, q, interpolation) -> None:
             raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
         if q.dtype is not x.dtype:
             raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
-        values = q.reshape(-1).tolist()
-    else:
-        values = [float(q)]
+
+
+def _check_q_values(name, q) -> None:
+    values = q.reshape(-1).tolist() if isinstance(q, ember.Tensor) else [float(q)]
     if any(not 0 <= v <= 1 for v in values):
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
 
@@ -112,6 +120,8 @@ def _nanquantile(x, q, dim=None, keepdim=False, interpolation="linear"):
 def _np_quantile(fn):
     def reference(x, q, dim=None, keepdim=False, interpolation="linear"):
         q = np.asarray(q, np.float64)
+        if np.ndim(x) == 0 and dim is not None:  # PyTorch takes dim 0 (or -1) of a scalar
+            x, dim, keepdim = np.reshape(x, 1), 0, False
         with np.errstate(all="ignore"):
             return np.asarray(fn(x, q, axis=dim, keepdims=keepdim, method=interpolation))
 

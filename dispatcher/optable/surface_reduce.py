@@ -29,7 +29,8 @@ OUT_PAIR = Out("exact", "partial")  # (values, indices) outputs, as max(dim) tak
 
 
 def _axis(dim):
-    if dim is None or dim == ():
+    """numpy's axis: None, [] and () reduce every dim, as in PyTorch."""
+    if dim is None or (isinstance(dim, (tuple, list)) and not dim):
         return None
     return tuple(dim) if isinstance(dim, (tuple, list)) else dim
 
@@ -43,6 +44,8 @@ def _aminmax(x, dim=None, keepdim=False):
             "aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
             "identity."
         )
+    if dim is not None:
+        _check_nonempty("aminmax", x, wrap_dim(dim, x.ndim, "aminmax"))
     dims = None if dim is None else (dim,)
     return Aminmax(ember.amin(x, dims, keepdim), ember.amax(x, dims, keepdim))
 
@@ -149,9 +152,10 @@ def _kept(shape, dim):
 
 def _kthvalue(x, k, dim=-1, keepdim=False):
     dim = wrap_dim(dim, x.ndim, "kthvalue")
+    _check_nonempty("kthvalue", x, dim)
     size = x.shape[dim] if x.ndim else 1
     if not 1 <= k <= size:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {dim}")
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
     if x.ndim == 0:
         return _pick(x, None, None, dim, keepdim)
     _, order = ember.sort(x, dim, stable=True)
@@ -304,16 +308,22 @@ def _np_logcumsumexp(x, dim):
 
 
 # ---- counting ----------------------------------------------------------------------------------
-def _histc(x, bins=100, min=0, max=0):
+def check_histc(bins, min, max) -> None:
     if bins <= 0:
         raise RuntimeError(f"histc(): bins must be > 0, but got {bins} for dimension 0")
+    if float(min) > float(max):
+        raise RuntimeError(
+            f"histc(): max must be larger than min, got min={float(min)} max={float(max)}"
+        )
+
+
+def _histc(x, bins=100, min=0, max=0):
+    check_histc(bins, min, max)
     low, high = float(min), float(max)
     if low == high and x.numel():
         low, high = float(x.min()), float(x.max())
     if low == high:
         low, high = low - 1, high + 1
-    if low > high:
-        raise RuntimeError(f"histc(): max must be larger than min, got min={low} max={high}")
     flat = x.detach().reshape(-1).to(ember.float64)  # bin edges computed as PyTorch: in double
     inside = (flat >= low) & (flat <= high)
     position = ((flat - low) * (bins / (high - low))).floor().to(ember.int64)

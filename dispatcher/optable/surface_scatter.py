@@ -45,7 +45,7 @@ def _segment_extremes(flat_targets, values, larger: bool):
     return targets[last], ordered[last]
 
 
-def _scatter_reduce(x, dim, index, src, reduce, include_self=True):
+def check_scatter_reduce(x, reduce) -> None:
     if reduce not in SCATTER_REDUCTIONS:
         raise RuntimeError(
             f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
@@ -56,6 +56,10 @@ def _scatter_reduce(x, dim, index, src, reduce, include_self=True):
         raise NotImplementedError(
             "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'"
         )
+
+
+def _scatter_reduce(x, dim, index, src, reduce, include_self=True):
+    check_scatter_reduce(x, reduce)
     if x.dtype is ember.bool:  # sum and amax are or, amin is and: in integers, then back
         wide = _scatter_reduce(
             x.to(ember.int64), dim, index, src.to(ember.int64), reduce, include_self

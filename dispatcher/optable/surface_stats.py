@@ -4,12 +4,14 @@ cdist, dist. Autograd comes from the parts."""
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
 import ember
 from ember import _dtype as dt
 
+from ..kinds._common import OPS
 from ..opdef import DTYPES_FLOAT, DTYPES_NUMERIC, Kind, OpDef, Promotion
 
 
@@ -137,13 +139,16 @@ def _np_p_norm(a, p, axis):
 def _dist(x, other, p=2):
     # PyTorch's dist is norm(x - other, p): the difference rounded to the dtype, then one
     # float32-accumulated norm for half types, rounded once (a power, a sum and a root each
-    # rounded to float16 came out ulps off), and vector_norm's refusals on empty tensors.
-    return ember.linalg.vector_norm(x - other, float(p))
+    # rounded to float16 came out ulps off), with vector_norm's refusals (and messages) for
+    # the inf norm of an empty tensor; -inf included.
+    if isinstance(p, str) or not isinstance(p, numbers.Number):  # PyTorch's argument parser
+        raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {type(p).__name__}")
+    return OPS["linalg_vector_norm"](x - other, p)
 
 
 def _np_dist(x, other, p=2):
-    diff = np.abs(np.asarray(x - other, np.float64))
-    return np.asarray(_np_p_norm(diff.reshape(-1), float(p), 0), np.result_type(x, other))
+    diff = np.asarray(x - other, np.float64).reshape(-1)
+    return np.asarray(np.linalg.norm(diff, ord=float(p)), np.result_type(x, other))
 
 
 # float16 sums of products: the reference rounds once, ember once per product

@@ -15,9 +15,9 @@ for it (``linear`` as ``Gemm``, convolutions as ``Conv``).
 
 from __future__ import annotations
 
-from .symbolic import elementwise, factory, index, linalg, nn, reduction, shape
+from .symbolic import elementwise, factory, index, linalg, nn, reduction, shape, special
 
-FAMILIES = (elementwise, reduction, shape, nn, linalg, index, factory)
+FAMILIES = (elementwise, reduction, shape, nn, linalg, index, factory, special)
 
 
 def _join(families) -> dict:
@@ -41,6 +41,47 @@ _LAPACK_OPS = ("_linalg_eigh", "_linalg_svd", "geqrf", "linalg_cholesky_ex",
                "linalg_lstsq", "linalg_lu_factor_ex", "linalg_lu_solve",
                "linalg_solve_triangular")  # fmt: skip
 _RANDOM = "a random op: ONNX's generators are not ember's Philox streams, export in eval mode"
+_FFT = (
+    "complex tensors: ONNX's DFT carries them as a trailing dim of (real, imaginary), and "
+    "ember's exporter has no complex value type"
+)
+_BESSEL = "ONNX has no Bessel or Airy function (PyTorch evaluates them by Chebyshev series)"
+_POLYNOMIAL = (
+    "the degree n is a tensor, per element: the recurrence runs as long as the values say, "
+    "which no ONNX op does (nor has PyTorch's exporter a symbolic for it)"
+)
+_NO_ERFC = "ONNX has no erfc: 1 - erf(x) rounds to 0 in float32 where the result is still finite"
+# ember.special's functions that ONNX has neither an op nor a closed form for (the others are
+# in symbolic/special.py).
+_SPECIAL = {
+    "lgamma": "ONNX has no log-gamma op",
+    "digamma": "ONNX has no digamma (psi) op",
+    "polygamma": "ONNX has no polygamma op",
+    "igamma": "ONNX has no incomplete gamma function",
+    "igammac": "ONNX has no incomplete gamma function",
+    "special_zeta": "ONNX has no Hurwitz zeta function",
+    "erfinv": "ONNX has no inverse error function",
+    "special_ndtri": "ONNX has no inverse error function (ndtri is sqrt(2) erfinv(2p - 1))",
+    "special_erfcx": _NO_ERFC + " (x > 3.9: exp(x^2) erfc(x) becomes 0)",
+    "special_log_ndtr": _NO_ERFC + " (x < -5.5: log(ndtr(x)) becomes -inf)",
+    **dict.fromkeys(
+        ("i0", "special_i0e", "special_i1", "special_i1e", "special_modified_bessel_i0",
+         "special_modified_bessel_i1", "special_modified_bessel_k0", "special_modified_bessel_k1",
+         "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
+         "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
+         "special_airy_ai"),
+        _BESSEL,
+    ),
+    **dict.fromkeys(
+        ("special_chebyshev_polynomial_t", "special_chebyshev_polynomial_u",
+         "special_chebyshev_polynomial_v", "special_chebyshev_polynomial_w",
+         "special_shifted_chebyshev_polynomial_t", "special_shifted_chebyshev_polynomial_u",
+         "special_shifted_chebyshev_polynomial_v", "special_shifted_chebyshev_polynomial_w",
+         "special_hermite_polynomial_h", "special_hermite_polynomial_he",
+         "special_laguerre_polynomial_l", "special_legendre_polynomial_p"),
+        _POLYNOMIAL,
+    ),
+}  # fmt: skip
 # Ops with no mapping, and why (the error says it). A test checks that every op-table op is in
 # TABLE or here, so a new op gets a decision.
 UNMAPPED = {
@@ -64,6 +105,8 @@ UNMAPPED = {
     "_amp_foreach_non_finite_check_and_unscale_": _TRAINING,
     "_amp_update_scale_": _TRAINING,
     **dict.fromkeys(_LAPACK_OPS, _LAPACK),
+    **dict.fromkeys(("_fft_c2c", "_fft_r2c", "_fft_c2r"), _FFT),
+    **_SPECIAL,
 }
 
 

@@ -53,8 +53,8 @@ def test_op_on_meta_matches_cpu_metadata(name, dtype_name):
     for sample, meta_sample in zip(on_cpu, on_meta, strict=True):
         cpu_out, cpu_error = _call(op, sample.ember_args("cpu"))
         meta_args = meta_sample.ember_args("meta")
-        if (op.inplace_of or op).name in DATA_DEPENDENT:
-            with pytest.raises((NotImplementedError, RuntimeError), match="meta"):
+        if (op.inplace_of or op).name in DATA_DEPENDENT:  # PyTorch has no meta kernel for them
+            with pytest.raises(NotImplementedError, match="meta device"):
                 op(*meta_args)
             continue
         meta_out, meta_error = _call(op, meta_args)
@@ -74,6 +74,58 @@ def test_op_on_meta_matches_cpu_metadata(name, dtype_name):
             if w.numel() and (w.is_contiguous() or name == "as_strided"):
                 assert g.stride() == w.stride(), f"{name}{sample!r}: strides"
             assert g.untyped_storage().data_ptr() == 0
+
+
+# The ops of dispatcher/meta_rules.py (their CPU path reads values) next to torch on meta: one
+# call each, from the same empty inputs. Shapes, dtypes and contiguous strides as torch's.
+def _m(*shape, dtype="float32", lib=torch):
+    return lib.empty(*shape, dtype=getattr(lib, dtype), device="meta")
+
+
+RULE_CALLS = {
+    "gcd": lambda lib: lib.gcd(_m(3, 4, dtype="int32", lib=lib), _m(4, dtype="int64", lib=lib)),
+    "lcm": lambda lib: lib.lcm(_m(2, 1, dtype="int32", lib=lib), _m(5, dtype="int32", lib=lib)),
+    "mvlgamma": lambda lib: lib.mvlgamma(_m(3, 4, dtype="int32", lib=lib), 3),
+    "matrix_exp": lambda lib: lib.linalg.matrix_exp(_m(2, 3, 3, lib=lib)),
+    "histc": lambda lib: lib.histc(_m(7, dtype="float64", lib=lib), bins=5),
+    "quantile": lambda lib: lib.quantile(_m(3, 4, lib=lib), _m(2, lib=lib), dim=0),
+    "nanquantile": lambda lib: lib.nanquantile(_m(3, 4, lib=lib), 0.5, dim=1, keepdim=True),
+    "scatter_reduce": lambda lib: lib.scatter_reduce(
+        _m(4, 5, lib=lib), 0, _m(3, 5, dtype="int64", lib=lib), _m(4, 6, lib=lib), "amax"
+    ),
+    "lu_unpack": lambda lib: lib.lu_unpack(_m(2, 5, 3, lib=lib), _m(2, 3, dtype="int32", lib=lib)),
+    "linalg_lu": lambda lib: lib.linalg.lu(_m(2, 3, 4, lib=lib)),
+    "inv": lambda lib: lib.linalg.inv(_m(2, 3, 3, lib=lib)),
+    "cholesky": lambda lib: lib.linalg.cholesky(_m(3, 3, lib=lib)),
+    "solve": lambda lib: lib.linalg.solve(_m(3, 3, lib=lib), _m(3, 2, lib=lib)),
+}
+
+
+@pytest.mark.parametrize("name", RULE_CALLS)
+def test_value_reading_ops_on_meta_like_torch(name):
+    got, want = _outputs(RULE_CALLS[name](ember)), RULE_CALLS[name](torch)
+    want = [want] if isinstance(want, torch.Tensor) else list(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.device.type == "meta"
+        assert (tuple(g.shape), g.dtype.name) == (tuple(w.shape), str(w.dtype)[len("torch.") :])
+        if w.is_contiguous():
+            assert g.stride() == w.stride(), name
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib: lib.bincount(_m(5, dtype="int64", lib=lib)),
+        lambda lib: lib.linalg.lstsq(_m(5, 3, lib=lib), _m(5, 2, lib=lib)),
+        lambda lib: lib.nonzero(_m(5, lib=lib)),
+    ],
+)
+def test_value_shaped_ops_refuse_meta_like_torch(call):
+    with pytest.raises(NotImplementedError):
+        call(torch)
+    with pytest.raises(NotImplementedError, match="meta device"):
+        call(ember)
 
 
 def test_meta_tensors_hold_no_memory():

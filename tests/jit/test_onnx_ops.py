@@ -137,6 +137,28 @@ CASES = [
     ("logaddexp", ember.logaddexp, lambda: (_r(4) * 30, _r(4))),
     ("xlogy", ember.xlogy, lambda: (ember.tensor([0.0, 1.0, 2.0]), ember.tensor([0.0, 2.0, 3.0]))),
     ("lerp", ember.lerp, lambda: (_r(4), _r(4), ember.rand(4))),
+    # special functions with a closed form, their special points (0, inf, negative) included
+    ("sinc", ember.sinc, lambda: (ember.cat([_r(8) * 3, ember.tensor([0.0, 1.0, -2.0])]),)),
+    ("sinc_int", ember.sinc, lambda: (_i(6),)),
+    (
+        "spherical_bessel_j0",
+        ember.special.spherical_bessel_j0,
+        lambda: (ember.cat([_r(8) * 5, ember.tensor([0.0, math.inf, -math.inf, 0.3])]),),
+    ),
+    (
+        "entr",
+        ember.special.entr,
+        lambda: (ember.cat([_pos(6), ember.tensor([0.0, -1.0, math.nan, 3.0])]),),
+    ),
+    (
+        "xlog1py",
+        ember.special.xlog1py,
+        lambda: (
+            ember.tensor([0.0, 0.0, 1.0, 2.0, -1.5]),
+            ember.tensor([0.5, math.nan, 2.0, 0.1, 3.0]),
+        ),
+    ),
+    ("ndtr", ember.special.ndtr, lambda: (_r(12) * 3,)),
     ("addcmul", lambda a, b, c: ember.addcmul(a, b, c, value=0.5), lambda: (_r(3), _r(3), _r(3))),
     ("addcdiv", lambda a, b, c: ember.addcdiv(a, b, c, value=2), lambda: (_r(3), _r(3), _pos(3))),
     ("where", ember.where, lambda: (_b(3, 4), _r(3, 4), _r(4))),

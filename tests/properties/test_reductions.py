@@ -73,8 +73,17 @@ def reduction_calls(draw):
             named["keepdim"] = draw(st.booleans(), "keepdim")
         elif arg.name == "correction":
             named["correction"] = draw(st.integers(0, 2), "correction")
-        elif arg.name == "p":
-            named["p"] = draw(st.sampled_from(NORM_ORDERS), "p")
+        elif arg.name == "p":  # a string order is norm's only (dist's p is a Number)
+            orders = NORM_ORDERS if op.name == "norm" else NORM_ORDERS[1:]
+            named["p"] = draw(st.sampled_from(orders), "p")
+        elif arg.name == "other":  # dist: a second input of the same shape and dtype
+            named["other"] = Arr(_values(op.name, dtype, shape, draw(seeds(), "other seed")))
+        elif arg.name == "q":  # quantiles: a scalar or a 1-D tensor of them, in [0, 1]
+            q_shape = draw(st.sampled_from([(), (1,), (3,)]), "q shape")
+            q = np.random.default_rng(draw(seeds(), "q seed")).random(q_shape)
+            named["q"] = Arr(q.astype(dtype.np))
+        elif arg.name == "k":  # kthvalue: out of range past the dim's size, as PyTorch refuses
+            named["k"] = draw(st.integers(1, 4), "k")
     return op, dtype, Sample(call_args(op, **named))
 
 
@@ -82,7 +91,11 @@ def _torch_call(op, sample):
     """The same call in PyTorch, by keyword (None arguments left to PyTorch's defaults)."""
     torch = torch_module()
     names = [arg.name for arg in op.schema.args]
-    kwargs = {n: a for n, a in zip(names[1:], sample.args[1:]) if a is not None}
+    kwargs = {
+        n: torch_tensor(a.values) if isinstance(a, Arr) else a
+        for n, a in zip(names[1:], sample.args[1:])
+        if a is not None
+    }
     return lambda: getattr(torch, op.name)(torch_tensor(sample.args[0].values), **kwargs)
 
 

@@ -179,6 +179,7 @@ ARGS = {
     "swapdims": _dims2,
     "t": lambda draw, shape, numel: (),
     "detach": lambda draw, shape, numel: (),
+    "positive": lambda draw, shape, numel: (),
     "expand": _expand,
     "narrow": _narrow,
     "slice": _slice,

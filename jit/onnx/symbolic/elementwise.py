@@ -302,8 +302,13 @@ def logaddexp(g, a, b):
 
 
 def xlogy(g, a, b):
+    return x_log(g, a, b, 0)
+
+
+def x_log(g, a, b, shift: float):
+    """a log(b + shift), 0 where a == 0 unless b is NaN (xlogy; shift 1: xlog1py)."""
     a, b = _operands(g, a, b)
-    product = g.op("Mul", a, g.op("Log", b))
+    product = g.op("Mul", a, g.op("Log", g.op("Add", b, _c(g, shift, b)) if shift else b))
     is_zero = g.op("Equal", a, _c(g, 0, a), dtype=dt.bool_)
     keep_nan = g.op("And", is_zero, g.op("Not", g.op("IsNaN", b, dtype=dt.bool_)))
     return g.op("Where", keep_nan, _c(g, 0, a), product)
