@@ -226,3 +226,50 @@ def test_ember_imports_without_tensorboard():
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
     )
     assert "ImportError: TensorBoard logging requires TensorBoard" in result.stdout
+
+
+def graph_summary(path):
+    """(IO nodes, compute nodes) of the logged GraphDef: compute nodes as (module scope, op name
+    without its namespace, output shapes); constants and attribute reads differ by design."""
+    graph_def = accumulate(path).Graph()
+    io_nodes, compute = [], []
+    for node in graph_def.node:
+        shapes = [[d.size for d in s.dim] for s in node.attr["_output_shapes"].list.shape]
+        if node.op == "IO Node":
+            io_nodes.append((node.name, shapes))
+        elif not node.op.startswith("prim::"):
+            compute.append((node.name.rsplit("/", 1)[0], node.op.split("::")[1], shapes))
+    return io_nodes, compute
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace")
+def test_add_graph_matches_torch_structure(tmp_path):
+    def build(nn):
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Sequential(nn.Linear(4, 3), nn.Tanh())
+                self.act = nn.ReLU()
+
+            def forward(self, x):
+                return self.act(self.fc(x)) * 2
+
+        return Block()
+
+    for nn, path, writer_cls, x in (
+        (ember.nn, tmp_path / "e", SummaryWriter, ember.randn(2, 4)),
+        (torch.nn, tmp_path / "t", TorchWriter, torch.randn(2, 4)),
+    ):
+        model = build(nn)
+        with writer_cls(path) as writer:
+            writer.add_graph(model, x)
+        assert model.training  # traced in eval mode, then restored
+    ours, theirs = graph_summary(tmp_path / "e"), graph_summary(tmp_path / "t")
+    assert ours[0] == theirs[0] == [("input/x", [[2, 4]]), ("output/output.1", [[2, 3]])]
+    assert ours[1] == theirs[1]
+    assert [(scope, op) for scope, op, _ in ours[1]] == [
+        ("Block/Sequential[fc]/Linear[0]", "linear"),
+        ("Block/Sequential[fc]/Tanh[1]", "tanh"),
+        ("Block/ReLU[act]", "relu"),
+        ("Block", "mul"),
+    ]
