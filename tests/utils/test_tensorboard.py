@@ -56,7 +56,8 @@ def log_everything(writer, to_tensor):
     writer.add_histogram("w/fd", a["normal"][0], 3, bins="fd", max_bins=4)
     writer.add_histogram("w/max", a["normal"], 4, max_bins=7)
     writer.add_histogram("w/numpy", arrays()["hw"], 5)
-    writer.add_histogram_raw("w/raw", 0.0, 3.0, 6, 9.0, 21.0, [1.0, 2.0, 3.0], [1, 2, 3], 6)
+    writer.add_histogram("w/bf16", a["normal"].bfloat16(), 6)  # numpy via float16, as PyTorch
+    writer.add_histogram_raw("w/raw", 0.0, 3.0, 6, 9.0, 21.0, [1.0, 2.0, 3.0], [1, 2, 3], 7)
     writer.add_image("img/chw", a["chw"], 0)
     writer.add_image("img/hwc", a["hwc_u8"], 1, dataformats="HWC")
     writer.add_image("img/hw", a["hw"], 2, dataformats="HW")
@@ -131,7 +132,7 @@ def test_scalars_read_back(logdirs):
 
 def test_histograms_read_back(logdirs):
     ours, theirs = map(accumulate, logdirs)
-    tags = ["w/auto", "w/fd", "w/max", "w/numpy", "w/raw", "w/ten", "w/tf"]
+    tags = ["w/auto", "w/bf16", "w/fd", "w/max", "w/numpy", "w/raw", "w/ten", "w/tf"]
     assert sorted(ours.Tags()["histograms"]) == sorted(theirs.Tags()["histograms"]) == tags
     for tag in tags:
         (mine,), (reference,) = ours.Histograms(tag), theirs.Histograms(tag)
