@@ -274,3 +274,38 @@ def test_add_graph_matches_torch_structure(tmp_path):
         ("Block/ReLU[act]", "relu"),
         ("Block", "mul"),
     ]
+
+
+def projector_files(root):
+    """{relative path: bytes} of every file but the event files."""
+    files = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            if "tfevents" not in name:
+                path = os.path.join(directory, name)
+                files[os.path.relpath(path, root)] = pathlib.Path(path).read_bytes()
+    return files
+
+
+def test_add_embedding_files_match_torch(tmp_path):
+    rng = np.random.default_rng(1)
+    mat = rng.standard_normal((5, 3)).astype(np.float32)
+    images = rng.random((5, 3, 4, 4)).astype(np.float32)
+    rows = [[i, f"c{i % 2}"] for i in range(5)]
+    for cls, to_tensor, path in (
+        (SummaryWriter, ember_tensor, tmp_path / "e"),
+        (TorchWriter, torch_tensor, tmp_path / "t"),
+    ):
+        with cls(path) as writer:
+            writer.add_embedding(
+                to_tensor(mat), metadata=list("abcde"), label_img=to_tensor(images)
+            )
+            writer.add_embedding(mat, rows, global_step=3, tag="a/b", metadata_header=["i", "c"])
+    ours, theirs = projector_files(tmp_path / "e"), projector_files(tmp_path / "t")
+    expected = {"projector_config.pbtxt", "00003/a%2fb/metadata.tsv", "00003/a%2fb/tensors.tsv"}
+    expected |= {f"00000/default/{name}" for name in ("metadata.tsv", "sprite.png", "tensors.tsv")}
+    assert set(ours) == set(theirs) == expected
+    for name in expected:
+        assert ours[name] == theirs[name], name
+    with SummaryWriter(tmp_path / "bad") as writer, pytest.raises(AssertionError, match="#labels"):
+        writer.add_embedding(mat, metadata=["x"])

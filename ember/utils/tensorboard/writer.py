@@ -205,6 +205,19 @@ class SummaryWriter:
 
         self._get_file_writer().add_graph(graph(model, input_to_model, verbose, use_strict_trace))
 
+    def add_embedding(
+        self, mat, metadata=None, label_img=None, global_step=None, tag="default",
+        metadata_header=None,
+    ) -> None:  # fmt: skip
+        """Write an (N, D) embedding for the projector, with optional per-point ``metadata``
+        (labels, or rows under ``metadata_header``) and ``label_img`` (N, C, H, W) sprites."""
+        from ._embedding import write_embedding
+
+        self._projector_config = write_embedding(
+            self._get_file_writer().get_logdir(), getattr(self, "_projector_config", None), mat,
+            metadata, label_img, global_step, tag, metadata_header,
+        )  # fmt: skip
+
     def flush(self) -> None:
         """Write pending events of every run directory to disk."""
         if self.all_writers is None:
