@@ -203,6 +203,7 @@ def test_errors_match_torch(tmp_path):
         lambda w: w.add_hparams({"a": [1]}, {}),
         lambda w: w.add_hparams({"a": 1}, {}, {"a": ["x"]}),
         lambda w: w.add_histogram("h", np.zeros(0)),
+        lambda w: w.add_histogram("h", [1.0, 2.0]),  # lists are not converted, as in PyTorch
         lambda w: w.add_image("i", np.zeros((2, 3)), dataformats="HWC"),
         lambda w: w.add_histogram_raw("h", 0, 1, 1, 1, 1, [1.0], [1, 2]),
     ]
