@@ -18,10 +18,12 @@ their host calls, and module hierarchies (``with_modules``) are not recorded.
 from __future__ import annotations
 
 import enum
+import functools
 import warnings
 from collections.abc import Callable
 
 from ._profiler_events import EventList, FunctionEventAvg, Recorder
+from ._profiler_trace import tensorboard_trace_handler, write_chrome_trace
 from .dispatcher.layers import STACK, Layer
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "profile",
     "record_function",
     "schedule",
+    "tensorboard_trace_handler",
 ]
 
 
@@ -63,23 +66,19 @@ def schedule(
     skip_first_wait: int = 0,
 ) -> Callable[[int], ProfilerAction]:
     """PyTorch's step schedule: skip ``skip_first`` steps, then cycles of ``wait`` idle,
-    ``warmup`` and ``active`` recorded steps, ``repeat`` times (0: forever). ``on_trace_ready``
-    runs at the end of every active span."""
-    if min(wait, warmup, skip_first) < 0 or active <= 0 or repeat < 0:
-        raise ValueError(
-            "schedule(): wait, warmup, skip_first and repeat must be >= 0 and active > 0, got "
-            f"wait={wait}, warmup={warmup}, active={active}, repeat={repeat}, "
-            f"skip_first={skip_first}"
-        )
+    ``warmup`` and ``active`` recorded steps, ``repeat`` times (0: forever); ``skip_first_wait``
+    shifts every cycle left by ``wait``. ``on_trace_ready`` runs at the end of every active span."""
 
-    def action(step: int) -> ProfilerAction:
+    def schedule_fn(step: int) -> ProfilerAction:
+        if step < 0:
+            raise AssertionError(f"Step must be non-negative. Got {step}.")
         if step < skip_first:
             return ProfilerAction.NONE
         step -= skip_first
-        if skip_first_wait and step < wait:  # the first cycle skips its wait
+        if skip_first_wait != 0:
             step += wait
         cycle = wait + warmup + active
-        if repeat and step // cycle >= repeat:
+        if repeat > 0 and step // cycle >= repeat:
             return ProfilerAction.NONE
         position = step % cycle
         if position < wait:
@@ -88,7 +87,17 @@ def schedule(
             return ProfilerAction.WARMUP
         return ProfilerAction.RECORD if position < cycle - 1 else ProfilerAction.RECORD_AND_SAVE
 
-    return action
+    if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
+        raise AssertionError(
+            f"Invalid profiler schedule arguments. Got wait={wait} (need >= 0), "
+            f"warmup={warmup} (need >= 0), active={active} (need > 0), repeat={repeat} "
+            f"(need >= 0), skip_first={skip_first} (need >= 0)."
+        )
+    if warmup == 0:
+        warnings.warn(
+            "Profiler won't be using warmup, this can skew profiler results", stacklevel=2
+        )
+    return schedule_fn
 
 
 def _always(step: int) -> ProfilerAction:
@@ -239,6 +248,11 @@ class profile:  # noqa: N801 - PyTorch's name
             raise RuntimeError("key_averages(group_by_stack_n=...) needs profile(with_stack=True)")
         return self.saved.averages(group_by_input_shape, group_by_stack_n, self.options)
 
+    def export_chrome_trace(self, path: str) -> None:
+        """Write the last recorded span as Chrome trace-event JSON (Perfetto, chrome://tracing,
+        TensorBoard); gzip-compressed when ``path`` ends in ``.gz``."""
+        write_chrome_trace(self.saved.trace, self.options, path)
+
     def events(self) -> EventList:
         return self.saved.averages(self.options["shapes"], 5 * self.options["stack"], self.options)
 
@@ -263,16 +277,26 @@ def _warn_unsupported(activities, **options) -> None:
 
 
 class record_function:  # noqa: N801 - PyTorch's name
-    """Time a user region under ``name`` in every active profile (a no-op otherwise)."""
+    """Time a user region under ``name`` in every active profile (a no-op otherwise); a context
+    manager or, as PyTorch's, a decorator timing each call of the function."""
 
     def __init__(self, name: str, args: str | None = None):
         self.name = name
-        self.starts: list = []
+        self.args = args
+        self.starts: list[list] = []  # one entry per open use, so recursion nests
 
     def __enter__(self):
-        self.starts = [(recorder, recorder.enter(())) for recorder in _ACTIVE]
+        self.starts.append([(recorder, recorder.enter(())) for recorder in _ACTIVE])
         return self
 
     def __exit__(self, *exc):
-        for recorder, start in self.starts:
-            recorder.leave(self.name, start, (), None)
+        for recorder, start in self.starts.pop():
+            recorder.leave(self.name, start, (), None, "user_annotation")
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapped(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+
+        return wrapped
