@@ -25,6 +25,9 @@ class FunctionEventAvg:
     device_memory_usage: int = 0
     self_device_memory_usage: int = 0
     flops: int = 0
+    # ember times device ops as their host calls: the device columns PyTorch has stay zero.
+    device_time_total: float = 0.0
+    self_device_time_total: float = 0.0
 
     @property
     def cpu_time(self) -> float:
@@ -38,6 +41,20 @@ class EventList(list):
     def __init__(self, events=(), profile_memory: bool = False):
         super().__init__(events)
         self.profile_memory = profile_memory
+
+    def export_stacks(self, path: str, metric: str) -> None:
+        """PyTorch's flame-graph lines: ``outer;...;inner <metric as int>`` per call site."""
+        if metric not in STACK_METRICS:
+            raise ValueError("metric should be one of: " + str(STACK_METRICS))
+        attribute = metric.replace("cuda", "device").replace("xpu", "device")
+        attribute = attribute.replace("privateuse1", "device")
+        blanks = str.maketrans(" ;\t\n", "____")
+        with open(path, "w") as file:
+            for event in self:
+                value = int(getattr(event, attribute))
+                if event.stack and value > 0:
+                    frames = ";".join(line.translate(blanks) for line in reversed(event.stack))
+                    file.write(f"{frames} {value}\n")
 
     def table(self, sort_by: str | None = None, row_limit: int = 100, **_layout) -> str:
         from ._profiler_table import table
@@ -74,6 +91,12 @@ FLOPS = {
 }
 
 _STACK_DEPTH = 16
+STACK_METRICS = [
+    "self_cpu_time_total",
+    "self_cuda_time_total",
+    "self_xpu_time_total",
+    "self_privateuse1_time_total",
+]
 
 
 def _caller_stack() -> tuple:

@@ -22,7 +22,7 @@ import functools
 import warnings
 from collections.abc import Callable
 
-from ._profiler_events import EventList, FunctionEventAvg, Recorder
+from ._profiler_events import _STACK_DEPTH, EventList, FunctionEventAvg, Recorder
 from ._profiler_trace import tensorboard_trace_handler, write_chrome_trace
 from .dispatcher.layers import STACK, Layer
 
@@ -252,6 +252,11 @@ class profile:  # noqa: N801 - PyTorch's name
         """Write the last recorded span as Chrome trace-event JSON (Perfetto, chrome://tracing,
         TensorBoard); gzip-compressed when ``path`` ends in ``.gz``."""
         write_chrome_trace(self.saved.trace, self.options, path)
+
+    def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
+        """Write the call sites' times as flame-graph lines (``with_stack=True`` needed for any)."""
+        calls = self.saved.averages(self.options["shapes"], _STACK_DEPTH, self.options)
+        calls.export_stacks(path, metric)
 
     def events(self) -> EventList:
         return self.saved.averages(self.options["shapes"], 5 * self.options["stack"], self.options)

@@ -331,3 +331,27 @@ def test_chrome_trace_gz_and_tensorboard_handler(tmp_path):
     plain(prof)
     (path,) = (tmp_path / "plain").iterdir()
     assert path.name.endswith(".pt.trace.json") and json.loads(path.read_text())["traceEvents"]
+
+
+def test_export_stacks_writes_flame_graph_lines(tmp_path):
+    def inner(x):
+        return x.exp()
+
+    def outer(x):
+        return inner(x) * 2
+
+    x = ember.ones(64)
+    with ember.profiler.profile(with_stack=True) as prof:
+        outer(x)
+    path = tmp_path / "stacks.txt"
+    prof.export_stacks(str(path), "self_cpu_time_total")
+    innermost = {}
+    for line in path.read_text().splitlines():
+        frames, value = line.rsplit(" ", 1)  # outermost first; then whole microseconds
+        assert int(value) > 0 and " " not in frames
+        innermost[frames.split(";")[-1].split(":_")[-1]] = frames.split(";")
+    assert set(innermost) >= {"inner", "outer"}  # exp's call site, then mul's
+    assert innermost["inner"][-2].endswith(":_outer")
+    assert innermost["inner"][-1].startswith(__file__.replace(" ", "_"))
+    with pytest.raises(ValueError, match="metric should be one of"):
+        prof.export_stacks(str(path), "cpu_time_total")
