@@ -56,10 +56,35 @@ class EventList(list):
                     frames = ";".join(line.translate(blanks) for line in reversed(event.stack))
                     file.write(f"{frames} {value}\n")
 
-    def table(self, sort_by: str | None = None, row_limit: int = 100, **_layout) -> str:
+    def table(
+        self,
+        sort_by: str | None = None,
+        row_limit: int = 100,
+        max_src_column_width: int = 75,
+        max_name_column_width: int = 55,
+        max_shapes_column_width: int = 80,
+        header: str | None = None,
+        top_level_events_only: bool = False,
+        time_unit: str | None = None,
+    ) -> str:
         from ._profiler_table import table
 
-        return table(self, sort_by, row_limit, self.profile_memory)
+        if top_level_events_only:
+            raise NotImplementedError(
+                "EventList.table(top_level_events_only=True): ember's averages do not keep "
+                "which calls were nested"
+            )
+        return table(
+            self,
+            sort_by,
+            row_limit,
+            self.profile_memory,
+            max_src_column_width=max_src_column_width,
+            max_name_column_width=max_name_column_width,
+            max_shapes_column_width=max_shapes_column_width,
+            header=header,
+            time_unit=time_unit,
+        )
 
 
 @dataclass

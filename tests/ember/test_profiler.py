@@ -355,3 +355,25 @@ def test_export_stacks_writes_flame_graph_lines(tmp_path):
     assert innermost["inner"][-1].startswith(__file__.replace(" ", "_"))
     with pytest.raises(ValueError, match="metric should be one of"):
         prof.export_stacks(str(path), "cpu_time_total")
+
+
+def test_table_layout_options_match_torch():
+    import torch
+
+    tables = []
+    for lib in (torch, ember):
+        x = lib.ones(4, 4)
+        with lib.profiler.profile() as prof, lib.profiler.record_function("r" * 70):
+            x + 1
+        events = prof.key_averages()
+        tables.append(events.table(sort_by="cpu_time_total", row_limit=1, header="hdr"))
+        assert "r" * 70 not in events.table(sort_by="cpu_time_total")  # cut to 52 + "..."
+        assert ("r" * 52 + "...") in events.table(sort_by="cpu_time_total")
+        for unit in ("s", "ms", "us"):
+            row = events.table(sort_by="cpu_time_total", row_limit=1, time_unit=unit)
+            assert row.splitlines()[3].split()[2].endswith(unit)
+        assert len(events.table(row_limit=0).splitlines()) == 3 + 2  # no rows, as torch
+    ours, theirs = tables[1].splitlines(), tables[0].splitlines()
+    assert ours[1] == theirs[1] == "hdr" and set(ours[0]) == set(theirs[0]) == {"="}
+    assert len(ours[0]) == len(ours[2].rstrip())
+    assert ours[5].split()[0] == theirs[5].split()[0] == "r" * 52 + "..."
