@@ -137,6 +137,7 @@ class profile:  # noqa: N801 - PyTorch's name
         schedule: ``step -> ProfilerAction`` (see ``schedule``); ``prof.step()`` advances it.
             Without one, the whole block is recorded.
         on_trace_ready: called with the profiler at the end of each recorded span.
+        acc_events: keep the events of every span (by default each span starts afresh).
         record_shapes: keep input shapes (``key_averages(group_by_input_shape=True)``).
         profile_memory: bytes of the storages each op creates (``cpu_memory_usage``...).
         with_stack: keep the caller's source lines (``key_averages(group_by_stack_n=n)``).
@@ -188,10 +189,20 @@ class profile:  # noqa: N801 - PyTorch's name
         self.recorder = Recorder(**self.options)
         self.saved = self.recorder
         self.layer = ProfilingLayer(self.recorder)
+        self.acc_events = bool(acc_events)
+        self.spans = 0  # recording spans started
 
     # ---- recording spans -------------------------------------------------------------------
     def _start(self) -> None:
-        self.recorder = Recorder(**self.options)
+        if self.spans and not self.acc_events:
+            _warn_once(
+                "Warning: Profiler clears events at the end of each cycle. "
+                "Only events from the current cycle will be reported. "
+                "To keep events across cycles, set acc_events=True."
+            )
+        if not (self.spans and self.acc_events):  # acc_events: one recorder for every cycle
+            self.recorder = Recorder(**self.options)
+        self.spans += 1
         self.layer = ProfilingLayer(self.recorder)
         STACK.install(self.layer)
         _ACTIVE.append(self.recorder)
@@ -260,6 +271,16 @@ class profile:  # noqa: N801 - PyTorch's name
 
     def events(self) -> EventList:
         return self.saved.averages(self.options["shapes"], 5 * self.options["stack"], self.options)
+
+
+_WARNINGS_SHOWN: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """PyTorch's profiler says some things once per process."""
+    if message not in _WARNINGS_SHOWN:
+        _WARNINGS_SHOWN.add(message)
+        warnings.warn(message, UserWarning, stacklevel=5)  # the caller of prof.step()
 
 
 def _warn_unsupported(activities, **options) -> None:

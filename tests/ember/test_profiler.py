@@ -377,3 +377,52 @@ def test_table_layout_options_match_torch():
     assert ours[1] == theirs[1] == "hdr" and set(ours[0]) == set(theirs[0]) == {"="}
     assert len(ours[0]) == len(ours[2].rstrip())
     assert ours[5].split()[0] == theirs[5].split()[0] == "r" * 52 + "..."
+
+
+def _trace_ready_calls(lib, settings, steps, **options):
+    """(step_num, adds recorded) at each on_trace_ready call."""
+    seen = []
+
+    def ready(prof):
+        adds = [e.count for e in prof.key_averages() if e.key in ("add", "aten::add")]
+        seen.append((prof.step_num, sum(adds)))
+
+    x = lib.ones(2)
+    sched = lib.profiler.schedule(**settings) if settings else None
+    with lib.profiler.profile(schedule=sched, on_trace_ready=ready, **options) as prof:
+        for _ in range(steps):
+            x + 1
+            prof.step()
+    return seen
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(wait=1, warmup=1, active=2),
+        dict(wait=1, warmup=1, active=2, repeat=1),
+        dict(wait=2, warmup=2, active=1, skip_first=1),
+        None,
+    ],
+)
+def test_step_drives_on_trace_ready_as_torch(settings):
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Profiler clears events at the end of each cycle"
+        for steps, acc_events in ((0, False), (3, False), (7, False), (7, True)):
+            ours = _trace_ready_calls(ember, settings, steps, acc_events=acc_events)
+            theirs = _trace_ready_calls(torch, settings, steps, acc_events=acc_events)
+            assert ours == theirs, (settings, steps, acc_events)
+
+
+def test_second_cycle_warns_once_unless_acc_events():
+    message = "Profiler clears events at the end of each cycle"
+    ember.profiler._WARNINGS_SHOWN.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _trace_ready_calls(ember, dict(wait=0, warmup=1, active=1), 6, acc_events=True)
+        assert not [w for w in caught if message in str(w.message)]
+        for _ in range(2):
+            _trace_ready_calls(ember, dict(wait=0, warmup=1, active=1), 6)
+    assert len([w for w in caught if message in str(w.message)]) == 1
