@@ -11,8 +11,11 @@ steps of its ``schedule``) it is not installed and costs nothing.
 PyTorch's options are honoured: ``record_shapes`` (``key_averages(group_by_input_shape=True)``),
 ``profile_memory`` (bytes of the storages each op creates, self and total, per host or device),
 ``with_stack`` (``group_by_stack_n``), ``with_flops`` (matrix products), ``schedule`` and
-``on_trace_ready``. What ember cannot do is said with a warning: device activities are timed as
-their host calls, and module hierarchies (``with_modules``) are not recorded.
+``on_trace_ready``. ``prof.export_chrome_trace(path)`` writes PyTorch's Chrome trace-event JSON
+(Perfetto, chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per recorded span, and
+``prof.export_stacks(path)`` flame-graph lines. What ember cannot do is said with a warning:
+device activities are timed as their host calls, and module hierarchies (``with_modules``) are
+not recorded.
 """
 
 from __future__ import annotations
