@@ -426,3 +426,42 @@ def test_second_cycle_warns_once_unless_acc_events():
         for _ in range(2):
             _trace_ready_calls(ember, dict(wait=0, warmup=1, active=1), 6)
     assert len([w for w in caught if message in str(w.message)]) == 1
+
+
+def _properly_nested(events) -> bool:
+    """Perfetto draws the complete events of one thread as a stack of slices: any two must be
+    disjoint or one inside the other."""
+    open_ends: list[float] = []
+    for event in sorted(events, key=lambda e: (e["ts"], -e["dur"])):
+        while open_ends and open_ends[-1] <= event["ts"]:
+            open_ends.pop()
+        if open_ends and event["ts"] + event["dur"] > open_ends[-1]:
+            return False
+        open_ends.append(event["ts"] + event["dur"])
+    return True
+
+
+def test_recipe_training_step_trace_is_well_formed(tmp_path):
+    """The profiler recipe's program: a model's forward and backward in a named region."""
+    model = ember.nn.Sequential(ember.nn.Linear(8, 16), ember.nn.ReLU(), ember.nn.Linear(16, 2))
+    x = ember.randn(4, 8)
+    activities = [ember.profiler.ProfilerActivity.CPU]
+    with (
+        ember.profiler.profile(activities=activities, record_shapes=True) as prof,
+        ember.profiler.record_function("model_inference"),
+    ):
+        model(x).sum().backward()
+    doc = _trace(prof, tmp_path)
+    events = _complete(doc)
+    assert _properly_nested(events)
+    assert _properly_nested([{"ts": 0.0, "dur": 2.0}, {"ts": 1.0, "dur": 2.0}]) is False
+    (region,) = [e for e in events if e["name"] == "model_inference"]
+    assert region["dur"] == max(e["dur"] for e in events)
+    names = {e["name"] for e in events}
+    assert {"linear", "relu", "sum"} <= names
+    assert len(events) == sum(e.count for e in prof.key_averages())
+    table = prof.key_averages(group_by_input_shape=True).table(
+        sort_by="cpu_time_total", row_limit=10
+    )
+    assert table.splitlines()[3].split()[0] == "model_inference"
+    assert len(table.splitlines()) == 3 + 10 + 2
