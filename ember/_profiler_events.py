@@ -25,62 +25,80 @@ class FunctionEventAvg:
     device_memory_usage: int = 0
     self_device_memory_usage: int = 0
     flops: int = 0
+    # ember times device ops as their host calls: the device columns PyTorch has stay zero.
+    device_time_total: float = 0.0
+    self_device_time_total: float = 0.0
 
     @property
     def cpu_time(self) -> float:
         return self.cpu_time_total / self.count if self.count else 0.0
 
 
-def _us(value: float) -> str:
-    return f"{value / 1000:.3f}ms" if value >= 1000 else f"{value:.3f}us"
-
-
-def _bytes(value: int) -> str:
-    for unit, size in (("Gb", 1 << 30), ("Mb", 1 << 20), ("Kb", 1 << 10)):
-        if abs(value) >= size:
-            return f"{value / size:.2f} {unit}"
-    return f"{value} b"
-
-
 class EventList(list):
     """The per-key averages, with PyTorch's ``table(sort_by=, row_limit=)``; the memory, flops,
     input-shape and source columns appear when the profile recorded them."""
 
-    def table(self, sort_by: str | None = None, row_limit: int = 100, **_layout) -> str:
-        sort_by = sort_by or "self_cpu_time_total"
-        rows = sorted(self, key=lambda event: -getattr(event, sort_by))[:row_limit]
-        total = sum(event.self_cpu_time_total for event in self) or 1.0
-        columns = [
-            ("Name", lambda e: e.key, "<"),
-            ("Self CPU %", lambda e: f"{100 * e.self_cpu_time_total / total:.2f}%", ">"),
-            ("Self CPU", lambda e: _us(e.self_cpu_time_total), ">"),
-            ("CPU total", lambda e: _us(e.cpu_time_total), ">"),
-        ]
-        if any(e.cpu_memory_usage or e.device_memory_usage for e in self):
-            columns += [
-                ("CPU Mem", lambda e: _bytes(e.cpu_memory_usage), ">"),
-                ("Self CPU Mem", lambda e: _bytes(e.self_cpu_memory_usage), ">"),
-                ("Device Mem", lambda e: _bytes(e.device_memory_usage), ">"),
-            ]
-        if any(e.flops for e in self):
-            columns.append(("Total MFLOPs", lambda e: f"{e.flops / 1e6:.3f}", ">"))
-        columns.append(("# Calls", lambda e: str(e.count), ">"))
-        if any(e.input_shapes is not None for e in rows):
-            columns.append(("Input Shapes", lambda e: str(e.input_shapes), "<"))
-        if any(e.stack for e in rows):
-            columns.append(("Source Location", lambda e: (e.stack or [""])[0], "<"))
-        cells = [[get(e) for _, get, _ in columns] for e in rows]
-        widths = [
-            max([len(name)] + [len(r[i]) for r in cells]) for i, (name, _, _) in enumerate(columns)
-        ]
+    def __init__(self, events=(), profile_memory: bool = False):
+        super().__init__(events)
+        self.profile_memory = profile_memory
 
-        def line(values):
-            return "  ".join(f"{v:{a}{w}}" for v, w, (_, _, a) in zip(values, widths, columns))
+    def export_stacks(self, path: str, metric: str) -> None:
+        """PyTorch's flame-graph lines: ``outer;...;inner <metric as int>`` per call site."""
+        if metric not in STACK_METRICS:
+            raise ValueError("metric should be one of: " + str(STACK_METRICS))
+        attribute = metric.replace("cuda", "device").replace("xpu", "device")
+        attribute = attribute.replace("privateuse1", "device")
+        blanks = str.maketrans(" ;\t\n", "____")
+        with open(path, "w") as file:
+            for event in self:
+                value = int(getattr(event, attribute))
+                if event.stack and value > 0:
+                    frames = ";".join(line.translate(blanks) for line in reversed(event.stack))
+                    file.write(f"{frames} {value}\n")
 
-        header = line([name for name, _, _ in columns])
-        lines = [header, "-" * len(header), *(line(r) for r in cells)]
-        lines.append(f"Self CPU time total: {_us(total)}")
-        return "\n".join(lines)
+    def table(
+        self,
+        sort_by: str | None = None,
+        row_limit: int = 100,
+        max_src_column_width: int = 75,
+        max_name_column_width: int = 55,
+        max_shapes_column_width: int = 80,
+        header: str | None = None,
+        top_level_events_only: bool = False,
+        time_unit: str | None = None,
+    ) -> str:
+        from ._profiler_table import table
+
+        if top_level_events_only:
+            raise NotImplementedError(
+                "EventList.table(top_level_events_only=True): ember's averages do not keep "
+                "which calls were nested"
+            )
+        return table(
+            self,
+            sort_by,
+            row_limit,
+            self.profile_memory,
+            max_src_column_width=max_src_column_width,
+            max_name_column_width=max_name_column_width,
+            max_shapes_column_width=max_shapes_column_width,
+            header=header,
+            time_unit=time_unit,
+        )
+
+
+@dataclass
+class TraceEvent:
+    """One call as the Chrome trace shows it: times in ns of ``time.perf_counter_ns``, the
+    inputs' (dims, type) when shapes are recorded, and the bytes it created itself."""
+
+    name: str
+    category: str
+    start_ns: int
+    duration_ns: int
+    inputs: tuple | None
+    host_bytes: int
+    device_bytes: int
 
 
 def _mm(a, b):
@@ -98,6 +116,12 @@ FLOPS = {
 }
 
 _STACK_DEPTH = 16
+STACK_METRICS = [
+    "self_cpu_time_total",
+    "self_cuda_time_total",
+    "self_xpu_time_total",
+    "self_privateuse1_time_total",
+]
 
 
 def _caller_stack() -> tuple:
@@ -115,6 +139,39 @@ def _caller_stack() -> tuple:
 
 def _shapes(args) -> tuple:
     return tuple(tuple(a._shape) if isinstance(a, Tensor) else () for a in args)
+
+
+def _input(value) -> tuple:
+    """An input's ``(dims, type)`` as PyTorch's trace writes them ("Input Dims", "Input type")."""
+    if isinstance(value, Tensor):
+        return list(value._shape), TYPE_NAMES.get(value.dtype.name, value.dtype.name)
+    if value is None:
+        return [], ""
+    if isinstance(value, (tuple, list)):
+        tensors = all(isinstance(item, Tensor) for item in value) and value
+        return [], "TensorList" if tensors else "ScalarList"
+    return [], "Scalar"
+
+
+def _inputs(args) -> tuple:
+    return tuple(_input(a) for a in args)
+
+
+# ember's dtype names -> the C++ scalar type names PyTorch's trace writes ("Input type").
+TYPE_NAMES = {
+    "float32": "float",
+    "float64": "double",
+    "float16": "c10::Half",
+    "bfloat16": "c10::BFloat16",
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "bool": "bool",
+    "complex64": "c10::complex<float>",
+    "complex128": "c10::complex<double>",
+}
 
 
 def _tensors(value):
@@ -136,6 +193,7 @@ class Recorder:
         self.stats: dict[tuple, list] = {}
         self.children: list[list] = []  # per open event: [ns, host bytes, device bytes]
         self.seen: set = set()  # ids of storages already counted (or given as inputs)
+        self.trace: list[TraceEvent] = []  # every call, in the order they ended
 
     def enter(self, args) -> tuple:
         self.children.append([0, 0, 0])
@@ -144,7 +202,7 @@ class Recorder:
         where = _caller_stack() if self.stack else None
         return time.perf_counter_ns(), where
 
-    def leave(self, name: str, start: tuple, args, result) -> None:
+    def leave(self, name: str, start: tuple, args, result, category: str = "cpu_op") -> None:
         elapsed = time.perf_counter_ns() - start[0]
         nested = self.children.pop()
         host, device = self._created(result) if self.memory else (0, 0)
@@ -154,6 +212,8 @@ class Recorder:
                 self.children[-1][i] += value
         else:
             self.seen.clear()  # a top-level call is over: its storages' ids may be reused
+        inputs = _inputs(args) if self.shapes else None
+        self.trace.append(TraceEvent(name, category, start[0], elapsed, inputs, host, device))
         key = (name, _shapes(args) if self.shapes else None, start[1])
         entry = self.stats.get(key)
         if entry is None:
@@ -191,7 +251,7 @@ class Recorder:
                 event.input_shapes = [list(s) for s in shapes] if by_shape else None
                 event.stack = list(key[2]) if key[2] else ([] if options["stack"] else None)
             _add(event, entry)
-        return EventList(groups.values())
+        return EventList(groups.values(), profile_memory=options["memory"])
 
 
 def _add(event: FunctionEventAvg, entry: list) -> None:

@@ -11,17 +11,22 @@ steps of its ``schedule``) it is not installed and costs nothing.
 PyTorch's options are honoured: ``record_shapes`` (``key_averages(group_by_input_shape=True)``),
 ``profile_memory`` (bytes of the storages each op creates, self and total, per host or device),
 ``with_stack`` (``group_by_stack_n``), ``with_flops`` (matrix products), ``schedule`` and
-``on_trace_ready``. What ember cannot do is said with a warning: device activities are timed as
-their host calls, and module hierarchies (``with_modules``) are not recorded.
+``on_trace_ready``. ``prof.export_chrome_trace(path)`` writes PyTorch's Chrome trace-event JSON
+(Perfetto, chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per recorded span, and
+``prof.export_stacks(path)`` flame-graph lines. What ember cannot do is said with a warning:
+device activities are timed as their host calls, and module hierarchies (``with_modules``) are
+not recorded.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import warnings
 from collections.abc import Callable
 
-from ._profiler_events import EventList, FunctionEventAvg, Recorder
+from ._profiler_events import _STACK_DEPTH, EventList, FunctionEventAvg, Recorder
+from ._profiler_trace import tensorboard_trace_handler, write_chrome_trace
 from .dispatcher.layers import STACK, Layer
 
 __all__ = [
@@ -32,6 +37,7 @@ __all__ = [
     "profile",
     "record_function",
     "schedule",
+    "tensorboard_trace_handler",
 ]
 
 
@@ -63,23 +69,19 @@ def schedule(
     skip_first_wait: int = 0,
 ) -> Callable[[int], ProfilerAction]:
     """PyTorch's step schedule: skip ``skip_first`` steps, then cycles of ``wait`` idle,
-    ``warmup`` and ``active`` recorded steps, ``repeat`` times (0: forever). ``on_trace_ready``
-    runs at the end of every active span."""
-    if min(wait, warmup, skip_first) < 0 or active <= 0 or repeat < 0:
-        raise ValueError(
-            "schedule(): wait, warmup, skip_first and repeat must be >= 0 and active > 0, got "
-            f"wait={wait}, warmup={warmup}, active={active}, repeat={repeat}, "
-            f"skip_first={skip_first}"
-        )
+    ``warmup`` and ``active`` recorded steps, ``repeat`` times (0: forever); ``skip_first_wait``
+    shifts every cycle left by ``wait``. ``on_trace_ready`` runs at the end of every active span."""
 
-    def action(step: int) -> ProfilerAction:
+    def schedule_fn(step: int) -> ProfilerAction:
+        if step < 0:
+            raise AssertionError(f"Step must be non-negative. Got {step}.")
         if step < skip_first:
             return ProfilerAction.NONE
         step -= skip_first
-        if skip_first_wait and step < wait:  # the first cycle skips its wait
+        if skip_first_wait != 0:
             step += wait
         cycle = wait + warmup + active
-        if repeat and step // cycle >= repeat:
+        if repeat > 0 and step // cycle >= repeat:
             return ProfilerAction.NONE
         position = step % cycle
         if position < wait:
@@ -88,7 +90,17 @@ def schedule(
             return ProfilerAction.WARMUP
         return ProfilerAction.RECORD if position < cycle - 1 else ProfilerAction.RECORD_AND_SAVE
 
-    return action
+    if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
+        raise AssertionError(
+            f"Invalid profiler schedule arguments. Got wait={wait} (need >= 0), "
+            f"warmup={warmup} (need >= 0), active={active} (need > 0), repeat={repeat} "
+            f"(need >= 0), skip_first={skip_first} (need >= 0)."
+        )
+    if warmup == 0:
+        warnings.warn(
+            "Profiler won't be using warmup, this can skew profiler results", stacklevel=2
+        )
+    return schedule_fn
 
 
 def _always(step: int) -> ProfilerAction:
@@ -128,6 +140,7 @@ class profile:  # noqa: N801 - PyTorch's name
         schedule: ``step -> ProfilerAction`` (see ``schedule``); ``prof.step()`` advances it.
             Without one, the whole block is recorded.
         on_trace_ready: called with the profiler at the end of each recorded span.
+        acc_events: keep the events of every span (by default each span starts afresh).
         record_shapes: keep input shapes (``key_averages(group_by_input_shape=True)``).
         profile_memory: bytes of the storages each op creates (``cpu_memory_usage``...).
         with_stack: keep the caller's source lines (``key_averages(group_by_stack_n=n)``).
@@ -179,10 +192,20 @@ class profile:  # noqa: N801 - PyTorch's name
         self.recorder = Recorder(**self.options)
         self.saved = self.recorder
         self.layer = ProfilingLayer(self.recorder)
+        self.acc_events = bool(acc_events)
+        self.spans = 0  # recording spans started
 
     # ---- recording spans -------------------------------------------------------------------
     def _start(self) -> None:
-        self.recorder = Recorder(**self.options)
+        if self.spans and not self.acc_events:
+            _warn_once(
+                "Warning: Profiler clears events at the end of each cycle. "
+                "Only events from the current cycle will be reported. "
+                "To keep events across cycles, set acc_events=True."
+            )
+        if not (self.spans and self.acc_events):  # acc_events: one recorder for every cycle
+            self.recorder = Recorder(**self.options)
+        self.spans += 1
         self.layer = ProfilingLayer(self.recorder)
         STACK.install(self.layer)
         _ACTIVE.append(self.recorder)
@@ -239,8 +262,28 @@ class profile:  # noqa: N801 - PyTorch's name
             raise RuntimeError("key_averages(group_by_stack_n=...) needs profile(with_stack=True)")
         return self.saved.averages(group_by_input_shape, group_by_stack_n, self.options)
 
+    def export_chrome_trace(self, path: str) -> None:
+        """Write the last recorded span as Chrome trace-event JSON (Perfetto, chrome://tracing,
+        TensorBoard); gzip-compressed when ``path`` ends in ``.gz``."""
+        write_chrome_trace(self.saved.trace, self.options, path)
+
+    def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
+        """Write the call sites' times as flame-graph lines (``with_stack=True`` needed for any)."""
+        calls = self.saved.averages(self.options["shapes"], _STACK_DEPTH, self.options)
+        calls.export_stacks(path, metric)
+
     def events(self) -> EventList:
         return self.saved.averages(self.options["shapes"], 5 * self.options["stack"], self.options)
+
+
+_WARNINGS_SHOWN: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """PyTorch's profiler says some things once per process."""
+    if message not in _WARNINGS_SHOWN:
+        _WARNINGS_SHOWN.add(message)
+        warnings.warn(message, UserWarning, stacklevel=5)  # the caller of prof.step()
 
 
 def _warn_unsupported(activities, **options) -> None:
@@ -263,16 +306,26 @@ def _warn_unsupported(activities, **options) -> None:
 
 
 class record_function:  # noqa: N801 - PyTorch's name
-    """Time a user region under ``name`` in every active profile (a no-op otherwise)."""
+    """Time a user region under ``name`` in every active profile (a no-op otherwise); a context
+    manager or, as PyTorch's, a decorator timing each call of the function."""
 
     def __init__(self, name: str, args: str | None = None):
         self.name = name
-        self.starts: list = []
+        self.args = args
+        self.starts: list[list] = []  # one entry per open use, so recursion nests
 
     def __enter__(self):
-        self.starts = [(recorder, recorder.enter(())) for recorder in _ACTIVE]
+        self.starts.append([(recorder, recorder.enter(())) for recorder in _ACTIVE])
         return self
 
     def __exit__(self, *exc):
-        for recorder, start in self.starts:
-            recorder.leave(self.name, start, (), None)
+        for recorder, start in self.starts.pop():
+            recorder.leave(self.name, start, (), None, "user_annotation")
+
+    def __call__(self, func):
+        @functools.wraps(func)
+        def wrapped(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+
+        return wrapped

@@ -1,0 +1,143 @@
+"""The Chrome trace-event JSON PyTorch's profiler writes (``prof.export_chrome_trace(path)``,
+``tensorboard_trace_handler``), loadable by Perfetto, chrome://tracing and TensorBoard's plugin.
+
+Each recorded call is a complete event (``"ph": "X"``, ``ts``/``dur`` in microseconds) on the
+recording thread, ``cpu_op`` for ops and ``user_annotation`` for ``record_function`` regions, with
+"Input Dims"/"Input type" when shapes were recorded; with ``profile_memory`` the bytes an op
+created are an instant ``[memory]`` event as PyTorch's allocator reports (ember records
+allocations only, so "Total Allocated" only grows). The top-level keys are PyTorch's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import socket
+import threading
+import time
+
+# PyTorch's c10::DeviceType numbers for the memory events' "Device Type".
+_CPU, _DEVICE = 0, 1
+
+
+def _metadata(pid: int, tid: int, ts: float) -> list[dict]:
+    def meta(name, tid_, args):
+        return {"ph": "M", "name": name, "ts": ts, "pid": pid, "tid": tid_, "args": args}
+
+    return [
+        meta("process_name", 0, {"name": "python"}),
+        meta("process_labels", 0, {"labels": "CPU"}),
+        meta("process_sort_index", 0, {"sort_index": pid}),
+        meta("thread_name", tid, {"name": f"thread {tid} (python)"}),
+        meta("thread_sort_index", tid, {"sort_index": tid}),
+    ]
+
+
+def _op_event(event, index: int, pid: int, tid: int) -> dict:
+    args = {"External id": index + 1, "Record function id": 0, "Ev Idx": index}
+    if event.inputs is not None and event.category == "cpu_op":  # regions have no inputs
+        args["Input type"] = [kind for _, kind in event.inputs]
+        args["Input Dims"] = [dims for dims, _ in event.inputs]
+    return {
+        "ph": "X",
+        "cat": event.category,
+        "name": event.name,
+        "pid": pid,
+        "tid": tid,
+        "ts": event.start_ns / 1000,
+        "dur": event.duration_ns / 1000,
+        "args": args,
+    }
+
+
+def _memory_events(events, first_index: int, pid: int, tid: int) -> list[dict]:
+    out, allocated = [], {_CPU: 0, _DEVICE: 0}
+    for event in sorted(events, key=lambda e: e.start_ns + e.duration_ns):
+        for device, nbytes in ((_CPU, event.host_bytes), (_DEVICE, event.device_bytes)):
+            if not nbytes:
+                continue
+            allocated[device] += nbytes
+            args = {
+                "Total Reserved": 0,
+                "Total Allocated": allocated[device],
+                "Bytes": nbytes,
+                "Device Id": -1 if device == _CPU else 0,
+                "Device Type": device,
+                "Ev Idx": first_index + len(out),
+            }
+            out.append(
+                {
+                    "ph": "i",
+                    "cat": "cpu_instant_event",
+                    "s": "t",
+                    "name": "[memory]",
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": (event.start_ns + event.duration_ns) / 1000,
+                    "args": args,
+                }
+            )
+    return out
+
+
+def chrome_trace(events, options: dict, path: str) -> dict:
+    """The trace document for ``events`` (a Recorder's ``trace``), as PyTorch writes it."""
+    pid, tid = os.getpid(), threading.get_native_id()
+    ordered = sorted(events, key=lambda e: (e.start_ns, -e.duration_ns))
+    start = ordered[0].start_ns / 1000 if ordered else 0.0
+    trace = _metadata(pid, tid, start)
+    trace += [_op_event(e, i, pid, tid) for i, e in enumerate(ordered)]
+    if options["memory"]:
+        trace += _memory_events(ordered, len(ordered), pid, tid)
+    return {
+        "schemaVersion": 1,
+        "deviceProperties": [],
+        "with_stack": int(options["stack"]),
+        "profile_memory": int(options["memory"]),
+        "record_shapes": int(options["shapes"]),
+        "host_name": socket.gethostname(),
+        "displayTimeUnit": "ms",
+        # perf_counter's origin is arbitrary: this puts the ts values on the wall clock.
+        "baseTimeNanoseconds": time.time_ns() - time.perf_counter_ns(),
+        "traceEvents": trace,
+        "traceName": path,
+    }
+
+
+def write_chrome_trace(events, options: dict, path: str) -> None:
+    """Write the trace to ``path``; gzip-compressed when it ends in ``.gz``, as PyTorch does."""
+    text = json.dumps(chrome_trace(events, options, path))
+    if path.endswith(".gz"):
+        with gzip.open(path, "wt", encoding="utf-8") as file:
+            file.write(text)
+    else:
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+
+
+def tensorboard_trace_handler(
+    dir_name: str,
+    worker_name: str | None = None,
+    use_gzip: bool = False,
+    use_python_export: bool = False,
+):
+    """An ``on_trace_ready`` handler writing ``<worker_name>.<time_ns>.pt.trace.json[.gz]`` into
+    ``dir_name`` (TensorBoard's profiler plugin reads that folder); ``worker_name`` defaults to
+    ``<hostname>_<pid>``. ``use_python_export`` is accepted (ember always writes from Python)."""
+
+    def handler_fn(prof) -> None:
+        nonlocal worker_name
+        if not os.path.isdir(dir_name):
+            try:
+                os.makedirs(dir_name, exist_ok=True)
+            except Exception as e:
+                raise RuntimeError("Can't create directory: " + dir_name) from e
+        if not worker_name:
+            worker_name = f"{socket.gethostname()}_{os.getpid()}"
+        file_name = f"{worker_name}.{time.time_ns()}.pt.trace.json"
+        if use_gzip:
+            file_name = file_name + ".gz"
+        prof.export_chrome_trace(os.path.join(dir_name, file_name))
+
+    return handler_fn
