@@ -80,7 +80,7 @@ def _link_command(spec, objects: list, target: Path) -> list:
     linker = _compiler("CXX", "c++") if cxx else _compiler("CC", "cc")
     flags = ["-undefined", "dynamic_lookup"] if sys.platform == "darwin" else []
     if spec.cuda:
-        flags += [f"-L{_cuda_home(spec.name) / 'lib64'}", "-lcudart"]
+        flags += _cuda_libraries(spec.name)
     return [*linker, "-shared", *objects, "-o", str(target), *flags, *spec.ldflags]
 
 
@@ -126,6 +126,13 @@ def _nvcc(name: str) -> str:
     return found
 
 
-def _cuda_home(name: str) -> Path:
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    return Path(home) if home else Path(_nvcc(name)).resolve().parent.parent
+def _cuda_libraries(name: str) -> list:
+    """Linker flags for the CUDA runtime, from the first CUDA home that has it (torch's order:
+    $CUDA_HOME, $CUDA_PATH, above nvcc, /usr/local/cuda); nvcc may be a wrapper script."""
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    homes += [str(Path(_nvcc(name)).resolve().parent.parent), "/usr/local/cuda"]
+    for home in filter(None, homes):
+        for lib in (Path(home) / "lib64", Path(home) / "lib"):
+            if any(lib.glob("libcudart.so*")) or any(lib.glob("libcudart.dylib")):
+                return [f"-L{lib}", f"-Wl,-rpath,{lib}", "-lcudart"]
+    return ["-lcudart"]  # the linker's search path, or its error names what is missing

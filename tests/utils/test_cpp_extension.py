@@ -192,3 +192,24 @@ def test_registered_as_an_op_with_a_formula(ext):
     ((ta - 1.5 * tb) ** 2).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-12)
     np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH: no CUDA build to check")
+def test_cuda_sources_build_with_nvcc(tmp_path):
+    """nvcc builds and links the .cu file; only host code runs (this checks no GPU execution)."""
+    cuda = """
+    __global__ void add_one(float* x) { x[threadIdx.x] += 1.0f; }
+    EMBER_EXPORT int twice_on_host(int n) { return 2 * n; }
+    """
+    ext = load_inline("cuda_build_ext", "", cuda_sources=cuda, build_directory=str(tmp_path))
+    assert ext.twice_on_host(21) == 42
+
+
+def test_is_python_module_false_loads_the_library(ext, build_dir):
+    source = "EMBER_EXPORT int identity(int a) { return a; }"
+    assert (
+        load_inline(
+            "plain_lib", source, build_directory=str(build_dir / "plain"), is_python_module=False
+        )
+        is None
+    )
