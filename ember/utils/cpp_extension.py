@@ -133,16 +133,14 @@ def load_inline(
     return load(
         name,
         [str(s) for s in sources],
-        extra_cflags,
-        extra_cuda_cflags,
-        None,
-        extra_ldflags,
-        extra_include_paths,
-        str(root),
-        verbose,
-        with_cuda,
-        None,
-        is_python_module,
+        extra_cflags=extra_cflags,
+        extra_cuda_cflags=extra_cuda_cflags,
+        extra_ldflags=extra_ldflags,
+        extra_include_paths=extra_include_paths,
+        build_directory=str(root),
+        verbose=verbose,
+        with_cuda=with_cuda,
+        is_python_module=is_python_module,
         keep_intermediates=keep_intermediates,
         functions=functions,
     )
@@ -276,7 +274,7 @@ def _declarations(name: str, functions, texts: dict) -> dict:
     items = functions.items() if isinstance(functions, dict) else _listed(functions)
     found = {}
     for key, value in items:
-        if value is not None and "(" in value:
+        if _is_declaration(key, value):
             decl = " ".join(value.strip().rstrip(";").split())
             fn = _function_name(name, decl)
             if key is not None and key != fn:
@@ -290,6 +288,13 @@ def _declarations(name: str, functions, texts: dict) -> dict:
                 f"(exported: {sorted(exported)}); give its C declaration instead"
             )
     return found
+
+
+def _is_declaration(key, value) -> bool:
+    """A list item with parentheses, or a dict value declaring its key (else a docstring)."""
+    if value is None or "(" not in value:
+        return False
+    return key is None or re.search(rf"\b{re.escape(key)}\s*\(", value) is not None
 
 
 def _listed(functions):

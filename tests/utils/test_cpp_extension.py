@@ -213,3 +213,15 @@ def test_is_python_module_false_loads_the_library(ext, build_dir):
         )
         is None
     )
+
+
+def test_functions_as_a_dict_of_docstrings_and_declarations(build_dir):
+    functions = {
+        "ext_sum": "Sum of the first n elements (in double).",
+        "plain_dot": "double plain_dot(const double* a, const double* b, int64_t n)",
+    }
+    ext = load_inline("dict_ext", SOURCE, functions=functions, build_directory=str(build_dir))
+    assert ext.ext_sum.__doc__ == "Sum of the first n elements (in double)."
+    assert not hasattr(ext, "ext_add")
+    x = ember.arange(4, dtype=ember.float64)
+    assert ext.plain_dot(x, x, 4) == 14.0 and ext.ext_sum(x, 4) == 6.0
