@@ -64,10 +64,18 @@ def _converter(ffi, tensor_type, where: str, index: int, arg, devices):
         pointee = "int64_t" if ffi.sizeof("long") == 8 else "int32_t"
     dtypes = None if pointee == "void" else _POINTEE_DTYPES.get(pointee, ())
     check = functools.partial(_tensor_pointer, where, index, arg.cname, dtypes, devices)
+    cast = ffi.cast
 
     def convert(value):
         if isinstance(value, tensor_type):
-            return ffi.cast(arg, check(value))
+            # the common case in private attributes (a call is ~3 us of Python otherwise)
+            if (
+                value._contig
+                and (dtypes is None or value._dtype.name in dtypes)
+                and value._storage.device.type in devices
+            ):
+                return cast(arg, value._storage.data_ptr() + value._offset * value._dtype.itemsize)
+            return cast(arg, check(value))
         if value is None:
             return ffi.NULL
         if isinstance(value, int):  # a raw address
