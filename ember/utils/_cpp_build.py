@@ -18,6 +18,8 @@ import sysconfig
 from pathlib import Path
 
 _CXX_SUFFIXES = frozenset((".cpp", ".cc", ".cxx", ".c++", ".C"))
+# Headers among the sources are scanned for EMBER_EXPORT declarations and hashed, not compiled.
+_HEADER_SUFFIXES = frozenset((".h", ".hh", ".hpp", ".hxx", ".cuh"))
 _OPT = "-O2"
 
 
@@ -29,7 +31,8 @@ def build(spec, module_name: str, root: Path, library: Path, verbose: bool, keep
     _emit_glue(spec, module_name, glue)
     includes = [f"-I{root}"] + [f"-I{p}" for p in spec.includes]
     commands = [_glue_command(glue, includes)]
-    commands += [_compile_command(spec, p, work, includes) for p in spec.paths]
+    compiled = [p for p in spec.paths if p.suffix not in _HEADER_SUFFIXES]
+    commands += [_compile_command(spec, p, work, includes) for p in compiled]
     _run_all(spec.name, commands, verbose)
     objects = [command[-1] for command in commands]
     target = work / library.name

@@ -311,6 +311,8 @@ def _function_name(name: str, decl: str) -> str:
 
 
 def _build_or_reuse(spec: _Spec, texts: dict, root: Path, verbose, keep) -> Path:
+    if os.name == "nt":
+        raise NotImplementedError("ember.utils.cpp_extension builds on Linux and macOS only")
     import fcntl
 
     root.mkdir(parents=True, exist_ok=True)

@@ -115,17 +115,24 @@ EMBER_EXPORT void scale(const float* x, float* out, int64_t n, float factor) {
 def test_load_from_files_and_a_changed_source_rebuilds(tmp_path, caplog):
     source = tmp_path / "scale.c"
     source.write_text(SCALE_C.replace("OFFSET", "0"))
-    build = str(tmp_path / "build")
-    first = load("scale_ext", [str(source)], build_directory=build)
+    header = tmp_path / "shift.h"  # a header's EMBER_EXPORT declarations count; it is not compiled
+    header.write_text('#include "ember_extension.h"\nEMBER_EXPORT float shift(float x);\n')
+    (tmp_path / "shift.c").write_text(
+        '#include "shift.h"\nfloat shift(float x) { return x + 1; }\n'
+    )
+    files = [str(source), str(header), str(tmp_path / "shift.c")]
+    kwargs = {"extra_include_paths": [str(tmp_path)], "build_directory": str(tmp_path / "build")}
+    first = load("scale_ext", files, **kwargs)
+    assert first.shift(2.5) == 3.5
     x, out = ember.randn(6), ember.empty(6)
     first.scale(x, out, 6, 3.0)
     np.testing.assert_allclose(out.numpy(), (x * 3.0).numpy(), rtol=1e-6)
     with caplog.at_level(logging.DEBUG, logger="ember.utils.cpp_extension"):
-        assert load("scale_ext", str(source), build_directory=build) is first
+        assert load("scale_ext", files, **kwargs) is first
         assert "skipping build step" in caplog.text
         caplog.clear()
         source.write_text(SCALE_C.replace("OFFSET", "1"))
-        second = load("scale_ext", [str(source)], build_directory=build)
+        second = load("scale_ext", files, **kwargs)
         assert "skipping build step" not in caplog.text
     assert second.__file__ != first.__file__ and not os.path.exists(first.__file__)
     second.scale(x, out, 6, 3.0)
@@ -144,6 +151,13 @@ def test_declarations_are_checked_before_building(tmp_path):
         load_inline("none_ext", "int x;", build_directory=str(tmp_path))
     with pytest.raises(ValueError, match="no EMBER_EXPORT function 'missing'"):
         load_inline("some_ext", SOURCE, functions=["missing"], build_directory=str(tmp_path))
+    with pytest.raises(ValueError, match="cffi cannot parse the declarations"):
+        load_inline(
+            "cxx_ext",
+            SOURCE,
+            functions=["void f(std::vector<int>& v)"],
+            build_directory=str(tmp_path),
+        )
     with pytest.raises(ValueError, match="must be a Python identifier"):
         load("not-a-name", [], build_directory=str(tmp_path))
 
