@@ -83,7 +83,7 @@ def polynomial(name: str):
     arg, first, second, step = POLYNOMIALS[name]
 
     def one(x: float, n: float) -> float:
-        if np.isnan(n) or np.isinf(n) or n < 0:
+        if np.isnan(n) or np.isinf(n) or np.trunc(n) < 0:  # PyTorch truncates, then tests
             return 0.0 if not np.isnan(x) else x
         if name.startswith("hermite") and n > 128:
             return np.nan  # PyTorch's limit in float (512 in double; the samples stay below)
