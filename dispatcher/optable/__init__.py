@@ -33,6 +33,7 @@ from . import (
     special,
     surface_copies,
     surface_math,
+    surface_more,
     surface_quantile,
     surface_reduce,
     surface_scatter,
@@ -59,6 +60,7 @@ MODULES = (
 MODULES += (
     surface_copies,
     surface_math,
+    surface_more,
     surface_quantile,
     surface_reduce,
     surface_scatter,

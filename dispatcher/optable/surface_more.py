@@ -1,0 +1,207 @@
+"""Scatters into views and index copies of PyTorch's core surface: select_scatter,
+slice_scatter, diagonal_scatter, index_copy, and dstack. Each is PyTorch's own decomposition:
+a clone of the input whose view is overwritten (``copy_``), so autograd records the copy into
+the slice (CopySlices) and every device runs it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+
+from ..kinds._common import wrap_dim
+from ..opdef import DTYPES_ALL, Kind, OpDef
+from .data import OUT_INTO_COPY, OUT_JOIN
+
+
+# ---- scatters into a view -------------------------------------------------------------------
+def _scatter_into(x, src, view):
+    """``x`` with ``view(x)`` replaced by src (cast to x's dtype), after PyTorch's shape check."""
+    out = x.clone()
+    part = view(out)
+    if tuple(src.shape) != tuple(part.shape):
+        raise RuntimeError(
+            "expected src to have a size equal to the slice of self. src size = "
+            f"{list(src.shape)}, slice size = {list(part.shape)}"
+        )
+    part.copy_(src)
+    return out
+
+
+def _select_scatter(x, src, dim, index):
+    return _scatter_into(x, src, lambda t: t.select(dim, index))
+
+
+def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
+    return _scatter_into(x, src, lambda t: _slice(t, dim, start, end, step))
+
+
+def _slice(t, dim, start, end, step):
+    dim = wrap_dim(dim, t.ndim, "slice_scatter")
+    at = [slice(None)] * t.ndim
+    at[dim] = slice(start, end, step)
+    return t[tuple(at)]
+
+
+def _diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
+    return _scatter_into(x, src, lambda t: t.diagonal(offset, dim1, dim2))
+
+
+def _np_scatter_into(view):
+    def reference(x, src, *args):
+        out = np.array(x, copy=True)
+        view(out, src, *args)
+        return out
+
+    return reference
+
+
+def _np_select(t, src, dim, index):
+    at = [slice(None)] * t.ndim
+    at[dim] = index
+    t[tuple(at)] = src
+
+
+def _np_slice(t, src, dim=0, start=None, end=None, step=1):
+    at = [slice(None)] * t.ndim
+    at[dim] = slice(start, end, step)
+    t[tuple(at)] = src
+
+
+def _np_diagonal(t, src, offset=0, dim1=0, dim2=1):
+    moved = np.moveaxis(t, (dim1, dim2), (-2, -1))  # a view: writes reach t
+    rows, cols = moved.shape[-2:]
+    length = max(min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols), 0)
+    moved[..., np.arange(length) + max(-offset, 0), np.arange(length) + max(offset, 0)] = src
+
+
+# ---- index_copy ------------------------------------------------------------------------------
+def _check_index_copy(x, dim, index, source) -> None:
+    if index.dtype is not ember.int64:
+        raise RuntimeError(
+            "index_copy_(): Expected a long tensor for index, but got "
+            f"{ember_scalar_name(index.dtype)}"
+        )
+    if index.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
+    if source.dtype is not x.dtype:
+        raise RuntimeError(
+            "index_copy_(): self and source expected to have the same dtype, but got (self) "
+            f"{ember_scalar_name(x.dtype)} and (source) {ember_scalar_name(source.dtype)}"
+        )
+    count = index.numel()
+    along = source.shape[dim] if source.ndim else 1
+    if count != along:
+        raise IndexError(
+            f"index_copy_(): Number of indices ({count}) should be equal to source.size(dim) "
+            f"({along})"
+        )
+    _check_slices(x, dim, source)
+    size = x.shape[dim] if x.ndim else 1
+    if count and index.device.type != "meta":
+        low, high = int(index.min().item()), int(index.max().item())
+        if low < 0 or high >= size:
+            bad = high if high >= size else low
+            raise IndexError(
+                f"index_copy_(): index {bad} is out of bounds for dimension {dim} with size {size}"
+            )
+
+
+def _check_slices(x, dim, source) -> None:
+    if x.ndim != source.ndim and x.numel() and source.numel():
+        if max(x.ndim, 1) == max(source.ndim, 1):
+            return
+        raise IndexError(
+            "index_copy_(): When source and destination are not scalars, their dimensionality "
+            f"must match. Source dimensionality ({source.ndim}), destination dimensionality "
+            f"({x.ndim})"
+        )
+    for d in range(x.ndim):
+        if d != dim and x.shape[d] != source.shape[d]:
+            raise RuntimeError(
+                "index_copy_(): Source/destination tensor must have same slice shapes. "
+                f"Destination slice shape: {x.shape[d]} at dimension {d} and source slice "
+                f"shape: {source.shape[d]} at dimension {d}."
+            )
+
+
+def ember_scalar_name(dtype) -> str:
+    from ember import _dtype as dt
+
+    return dt.SCALAR_NAMES[dtype]
+
+
+def _index_copy(x, dim, index, source):
+    dim = wrap_dim(dim, x.ndim, "index_copy")
+    _check_index_copy(x, dim, index, source)
+    if x.ndim == 0:
+        return source.reshape(()).clone() if index.numel() else x.clone()
+    out = x.clone()
+    out.movedim(dim, 0)[index.reshape(-1)] = source.movedim(dim, 0)
+    return out
+
+
+def _np_index_copy(x, dim, index, source):
+    out = np.array(x, copy=True)
+    if not x.ndim:
+        return np.array(source, x.dtype).reshape(()) if np.size(index) else out
+    np.moveaxis(out, dim, 0)[np.reshape(index, -1)] = np.moveaxis(source, dim, 0)
+    return out
+
+
+# ---- dstack ----------------------------------------------------------------------------------
+def _dstack(tensors):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("dstack expects a non-empty TensorList")
+    return ember.cat(ember.atleast_3d(tensors), 2)
+
+
+ROWS = [
+    OpDef(
+        "select_scatter(Tensor input, Tensor src, int dim, int index) -> Tensor",
+        Kind.SHAPE,
+        _np_scatter_into(_np_select),
+        dtypes=DTYPES_ALL,
+        decomposition=_select_scatter,
+        samples="select_scatter",
+        out=None,
+    ),
+    OpDef(
+        "slice_scatter(Tensor input, Tensor src, int dim=0, int? start=None, int? end=None, "
+        "int step=1) -> Tensor",
+        Kind.SHAPE,
+        _np_scatter_into(_np_slice),
+        decomposition=_slice_scatter,
+        samples="slice_scatter",
+        out=None,
+    ),
+    OpDef(
+        "diagonal_scatter(Tensor input, Tensor src, int offset=0, int dim1=0, int dim2=1) "
+        "-> Tensor",
+        Kind.SHAPE,
+        _np_scatter_into(_np_diagonal),
+        decomposition=_diagonal_scatter,
+        samples="diagonal_scatter",
+        out=None,
+    ),
+    OpDef(
+        "index_copy(Tensor input, int dim, Tensor index, Tensor source) -> Tensor",
+        Kind.INDEX,
+        _np_index_copy,
+        decomposition=_index_copy,
+        samples="index_copy",
+        inplace=True,
+        out=OUT_INTO_COPY,
+        notes="duplicate indices: one of the sources wins, as in PyTorch",
+    ),
+    OpDef(
+        "dstack(Tensor[] tensors) -> Tensor",
+        Kind.SHAPE,
+        np.dstack,
+        decomposition=_dstack,
+        method=False,
+        samples="cat",
+        out=OUT_JOIN,
+    ),
+]

@@ -1,0 +1,79 @@
+"""Sample generators for dispatcher/optable/surface_more.py: scatters into views (src of the
+view's shape, in another layout) and index_copy (distinct positions, so the result is defined)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .gen_index import _index
+from .sampling import Arr, Sample, arr
+
+C, T, S, N = "contiguous", "transposed", "sliced", "negative"
+
+
+def _view_shape(shape, view) -> tuple:
+    return np.empty(shape, np.int8)[view].shape
+
+
+def select_scatter(op, dtype, device, rng):
+    for shape, layout, dim, index in (
+        ((3, 4), C, 0, 1),
+        ((3, 4), T, 1, -1),
+        ((2, 3, 4), N, -2, 2),
+        ((5,), S, 0, 4),
+    ):
+        at = [slice(None)] * len(shape)
+        at[dim] = index
+        src = arr(dtype, _view_shape(shape, tuple(at)), rng, T if len(shape) > 2 else C)
+        yield Sample((arr(dtype, shape, rng, layout), src, dim, index))
+
+
+def slice_scatter(op, dtype, device, rng):
+    for shape, layout, dim, start, end, step in (
+        ((4, 5), C, 0, None, None, 1),
+        ((4, 5), T, 1, 1, 4, 2),
+        ((2, 6, 3), N, -2, -4, None, 3),
+        ((6,), S, 0, 2, 100, 1),
+        ((3, 4), C, 1, 3, 1, 1),
+    ):
+        at = [slice(None)] * len(shape)
+        at[dim] = slice(start, end, step)
+        src = arr(dtype, _view_shape(shape, tuple(at)), rng)
+        yield Sample((arr(dtype, shape, rng, layout), src, dim, start, end, step))
+
+
+def diagonal_scatter(op, dtype, device, rng):
+    for shape, layout, offset, dim1, dim2 in (
+        ((3, 4), C, 0, 0, 1),
+        ((3, 4), T, 1, 0, 1),
+        ((4, 3), N, -2, 1, 0),
+        ((2, 3, 4), S, 0, -1, 0),
+        ((2, 3), C, 5, 0, 1),
+    ):
+        view = np.empty(shape, np.int8).diagonal(offset, dim1, dim2)
+        src = arr(dtype, view.shape, rng)
+        yield Sample((arr(dtype, shape, rng, layout), src, offset, dim1, dim2))
+
+
+def index_copy(op, dtype, device, rng):
+    for shape, layout, dim, count in (
+        ((5, 4), C, 0, 3),
+        ((5, 4), T, 1, 4),
+        ((2, 3, 4), N, -1, 2),
+        ((2, 3, 4), S, 1, 0),
+    ):
+        index = _index(rng, shape[dim], (count,), unique=True)
+        src_shape = list(shape)
+        src_shape[dim] = count
+        yield Sample((arr(dtype, shape, rng, layout), dim, index, arr(dtype, src_shape, rng)))
+    zero_d = Arr(np.array(0, np.int64))
+    yield Sample((arr(dtype, (3, 2), rng), 0, zero_d, arr(dtype, (1, 2), rng)))
+    yield Sample((arr(dtype, (), rng), 0, Arr(np.array([0], np.int64)), arr(dtype, (), rng)))
+
+
+GENERATORS = {
+    "select_scatter": select_scatter,
+    "slice_scatter": slice_scatter,
+    "diagonal_scatter": diagonal_scatter,
+    "index_copy": index_copy,
+}
