@@ -10,7 +10,7 @@ import numpy as np
 import ember
 
 from ..kinds._common import wrap_dim
-from ..opdef import DTYPES_ALL, Kind, OpDef
+from ..opdef import DTYPES_ALL, OUT_EXACT, Kind, OpDef
 from .data import OUT_INTO_COPY, OUT_JOIN
 
 
@@ -174,7 +174,7 @@ ROWS = [
         _np_scatter_into(_np_slice),
         decomposition=_slice_scatter,
         samples="slice_scatter",
-        out=None,
+        out=OUT_EXACT,
     ),
     OpDef(
         "diagonal_scatter(Tensor input, Tensor src, int offset=0, int dim1=0, int dim2=1) "
