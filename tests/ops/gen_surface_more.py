@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import ember
+
 from .gen_index import _index
 from .sampling import Arr, Sample, arr
 
@@ -71,9 +73,30 @@ def index_copy(op, dtype, device, rng):
     yield Sample((arr(dtype, (), rng), 0, Arr(np.array([0], np.int64)), arr(dtype, (), rng)))
 
 
+def _small(dtype) -> dict:
+    """Integers that sum without wrapping in 8 bits (PyTorch adds them in the input's dtype)."""
+    if dtype.is_floating_point or dtype is ember.bool:
+        return {}
+    return {"low": -3, "high": 4} if dtype.is_signed else {"low": 0, "high": 5}
+
+
+def trapezoid(op, dtype, device, rng):
+    """y alone, with a spacing, with sample points of y's length or y's shape, along any dim."""
+    for shape, layout, dim in (((3, 4), C, -1), ((3, 4), T, 0), ((2, 3, 5), N, 1), ((4,), S, 0)):
+        y = arr(dtype, shape, rng, layout, **_small(dtype))
+        yield Sample((y, None, None, dim))
+        yield Sample((y, None, 0.5, dim))
+        # increasing points: unsigned differences would wrap (in PyTorch too)
+        points = np.sort(arr(dtype, (shape[dim],), rng, **_small(dtype)).values)
+        yield Sample((y, Arr(points), None, dim))
+        grid = np.sort(arr(dtype, shape, rng, **_small(dtype)).values, axis=dim)
+        yield Sample((y, Arr(grid), None, dim))
+
+
 GENERATORS = {
     "select_scatter": select_scatter,
     "slice_scatter": slice_scatter,
     "diagonal_scatter": diagonal_scatter,
     "index_copy": index_copy,
+    "trapezoid": trapezoid,
 }
