@@ -10,7 +10,7 @@ import numpy as np
 import ember
 
 from ..kinds._common import wrap_dim
-from ..opdef import DTYPES_ALL, OUT_EXACT, Kind, OpDef
+from ..opdef import DTYPES_ALL, DTYPES_NUMERIC, OUT_EXACT, Kind, OpDef, Promotion
 from .data import OUT_INTO_COPY, OUT_JOIN
 
 
@@ -157,7 +157,64 @@ def _dstack(tensors):
     return ember.cat(ember.atleast_3d(tensors), 2)
 
 
+# ---- membership and buckets ------------------------------------------------------------------
+def _isin(elements, test_elements, assume_unique=False, invert=False):
+    for t in (elements, test_elements):
+        if isinstance(t, ember.Tensor) and t.dtype is ember.bool:
+            raise RuntimeError("Unsupported input type encountered for isin(): Bool")
+    if not isinstance(elements, ember.Tensor):
+        elements = ember.tensor(elements, device=test_elements.device)
+    if not isinstance(test_elements, ember.Tensor):
+        test_elements = ember.tensor(test_elements, device=elements.device)
+    pairs = elements.reshape(-1, 1) == test_elements.reshape(1, -1)
+    found = pairs.any(1).reshape(elements.shape)
+    return ember.logical_not(found) if invert else found
+
+
+def _np_isin(elements, test_elements, assume_unique=False, invert=False):
+    return np.isin(elements, test_elements, invert=invert)
+
+
+def _bucketize(x, boundaries, out_int32=False, right=False):
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    return ember.searchsorted(boundaries, x, out_int32=out_int32, right=right)
+
+
+def _np_bucketize(x, boundaries, out_int32=False, right=False):
+    found = np.searchsorted(boundaries, x, side="right" if right else "left")
+    return np.asarray(found, np.int32 if out_int32 else np.int64)
+
+
 ROWS = [
+    OpDef(
+        "isin(Tensor elements, Tensor test_elements, *, bool assume_unique=False, "
+        "bool invert=False) -> Tensor",
+        Kind.SORT,
+        _np_isin,
+        promotion=Promotion.ALWAYS_BOOL,
+        dtypes=DTYPES_NUMERIC,
+        differentiable=False,
+        decomposition=_isin,
+        method=False,
+        samples="isin",
+        out=OUT_EXACT,
+        notes="every element against every test element: PyTorch's small-input path",
+    ),
+    OpDef(
+        "bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False) "
+        "-> Tensor",
+        Kind.SORT,
+        _np_bucketize,
+        promotion=Promotion.LONG,
+        dtypes=DTYPES_NUMERIC,
+        differentiable=False,
+        decomposition=_bucketize,
+        method=False,
+        samples="bucketize",
+        out=OUT_EXACT,
+        notes="searchsorted(boundaries, input), as PyTorch",
+    ),
     OpDef(
         "select_scatter(Tensor input, Tensor src, int dim, int index) -> Tensor",
         Kind.SHAPE,

@@ -93,10 +93,41 @@ def trapezoid(op, dtype, device, rng):
         yield Sample((y, Arr(grid), None, dim))
 
 
+def isin(op, dtype, device, rng):
+    """Repeats on both sides, and test elements drawn from the elements (so some are found)."""
+    for shape, layout, test_shape, invert in (
+        ((3, 4), C, (5,), False),
+        ((3, 4), T, (2, 3), True),
+        ((6,), S, (0,), False),
+        ((), C, (4,), True),
+    ):
+        elements = arr(dtype, shape, rng, layout, **_small(dtype))
+        drawn = arr(dtype, test_shape, rng, **_small(dtype)).values.copy()
+        picked = np.asarray(elements.values).reshape(-1)[: min(2, drawn.size)]
+        drawn.reshape(-1)[: picked.size] = picked
+        tests = drawn
+        yield Sample((elements, Arr(tests), False, invert))
+
+
+def bucketize(op, dtype, device, rng):
+    for shape, layout, count, out_int32, right in (
+        ((3, 4), C, 5, False, False),
+        ((3, 4), T, 3, True, True),
+        ((7,), S, 0, False, True),
+        ((), C, 4, False, False),
+    ):
+        boundaries = np.sort(arr(dtype, (count,), rng).values)
+        x = arr(dtype, shape, rng, layout)
+        sample_dtype = ember.int32 if out_int32 else None
+        yield Sample((x, Arr(boundaries), out_int32, right), dtype=sample_dtype)
+
+
 GENERATORS = {
     "select_scatter": select_scatter,
     "slice_scatter": slice_scatter,
     "diagonal_scatter": diagonal_scatter,
     "index_copy": index_copy,
     "trapezoid": trapezoid,
+    "isin": isin,
+    "bucketize": bucketize,
 }
