@@ -53,7 +53,6 @@ XFAILS = {
     "complex": COMPLEX,
     "conj": COMPLEX,
     "conj_physical": COMPLEX,
-    "constant_pad_nd": "core: missing: ember.constant_pad_nd",
     "double": "core: missing: torch.contiguous_format",
     "einsum": "core: einsum's '...' (ellipsis) is not supported",
     "empty_permuted": "core: missing: ember.empty_permuted",
