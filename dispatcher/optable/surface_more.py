@@ -10,7 +10,7 @@ import numpy as np
 import ember
 
 from ..kinds._common import wrap_dim
-from ..opdef import DTYPES_ALL, DTYPES_NUMERIC, OUT_EXACT, Kind, OpDef, Promotion
+from ..opdef import DTYPES_ALL, DTYPES_FLOAT, DTYPES_NUMERIC, OUT_EXACT, Kind, OpDef, Promotion
 from .data import OUT_INTO_COPY, OUT_JOIN
 
 
@@ -186,7 +186,48 @@ def _np_bucketize(x, boundaries, out_int32=False, right=False):
     return np.asarray(found, np.int32 if out_int32 else np.int64)
 
 
+# ---- renorm ------------------------------------------------------------------------------------
+def _check_renorm(x, p, dim, maxnorm) -> None:
+    if float(p) <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if float(maxnorm) < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {float(maxnorm):g}")
+    if x.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {x.ndim} dimensions")
+
+
+def _renorm(x, p, dim, maxnorm):
+    _check_renorm(x, p, dim, maxnorm)
+    dim = wrap_dim(dim, x.ndim, "renorm")
+    others = [d for d in range(x.ndim) if d != dim]
+    # half and bfloat16 norms accumulate in float32, as PyTorch's
+    wide = ember.float32 if x.dtype in (ember.float16, ember.bfloat16) else None
+    norm = ember.linalg.vector_norm(x, float(p), others, True, dtype=wide)
+    factor = ember.where(norm > maxnorm, maxnorm / (norm + 1e-7), ember.ones_like(norm))
+    return x * factor.to(x.dtype)
+
+
+def _np_renorm(x, p, dim, maxnorm):
+    flat = np.moveaxis(x, dim, 0).reshape(x.shape[dim], -1)
+    norm = np.linalg.norm(flat, float(p), axis=1).reshape(
+        [-1 if d == dim % x.ndim else 1 for d in range(x.ndim)]
+    )
+    factor = np.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+    return (x * factor).astype(x.dtype)
+
+
 ROWS = [
+    OpDef(
+        "renorm(Tensor input, Scalar p, int dim, Scalar maxnorm) -> Tensor",
+        Kind.NN,
+        _np_renorm,
+        dtypes=DTYPES_FLOAT,
+        decomposition=_renorm,
+        samples="renorm",
+        inplace=True,
+        out=OUT_INTO_COPY,
+        notes="each slice along dim scaled down to norm maxnorm (PyTorch's 1e-7 guard)",
+    ),
     OpDef(
         "isin(Tensor elements, Tensor test_elements, *, bool assume_unique=False, "
         "bool invert=False) -> Tensor",

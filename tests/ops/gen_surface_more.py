@@ -122,6 +122,18 @@ def bucketize(op, dtype, device, rng):
         yield Sample((x, Arr(boundaries), out_int32, right), dtype=sample_dtype)
 
 
+def renorm(op, dtype, device, rng):
+    """Slices above and below maxnorm, each p, and a maxnorm of 0 (every slice zeroed)."""
+    for shape, layout, p, dim, maxnorm in (
+        ((3, 4), C, 2, 0, 1.0),
+        ((3, 4), T, 1, 1, 2.5),
+        ((2, 3, 4), N, float("inf"), -1, 0.8),
+        ((4, 5), S, 0.5, 0, 6.0),
+        ((2, 3), C, 3, 1, 0.0),
+    ):
+        yield Sample((arr(dtype, shape, rng, layout), p, dim, maxnorm))
+
+
 GENERATORS = {
     "select_scatter": select_scatter,
     "slice_scatter": slice_scatter,
@@ -130,4 +142,5 @@ GENERATORS = {
     "trapezoid": trapezoid,
     "isin": isin,
     "bucketize": bucketize,
+    "renorm": renorm,
 }

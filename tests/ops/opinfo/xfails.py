@@ -194,7 +194,6 @@ XFAILS = {
     "polygamma.polygamma_n_4": POLYGAMMA_F32,
     "put": "core: missing: ember.put",
     "real": COMPLEX,
-    "renorm": "core: missing: ember.renorm",
     "resize_as_": "core: missing: ember.resize_as_",
     "resolve_conj": COMPLEX,
     "resolve_neg": COMPLEX,
