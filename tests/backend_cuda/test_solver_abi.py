@@ -2,11 +2,12 @@
 their real cffi calls without a GPU, against a stub library built from their own declarations.
 
 The emulator (test_cuda_linalg.py) replaces the Cusolver class with scipy, so only this test
-executes cusolver.py's methods in CI: every call goes through cffi's ABI mode with the declared C types, so
-a wrong argument count or type (an int for a pointer, a missing ``lwork``) raises here instead of
-on a GPU machine. The stub exports every declared function; each logs its name, the bufferSize
-queries answer a workspace size and the Create functions a handle. Whether the declarations match
-NVIDIA's headers is the one thing left to a GPU run (CI has neither the headers nor the libraries).
+executes cusolver.py's methods in CI: every call goes through cffi's ABI mode with the declared C
+types, so a wrong argument count or type (an int for a pointer, a missing ``lwork``) raises here
+instead of on a GPU machine. The stub exports every declared function; each logs its name, the
+bufferSize queries answer a workspace size and the Create functions a handle. Whether the
+declarations match NVIDIA's headers is the one thing left to a GPU run (CI has neither the headers
+nor the libraries).
 """
 
 from __future__ import annotations
