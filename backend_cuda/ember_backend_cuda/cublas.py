@@ -13,11 +13,9 @@ triangular solves.
 
 from __future__ import annotations
 
-import ctypes.util
-import glob
-import os
-
 from ember_backend_gpu.libraries import BlasHandles, open_library
+
+from .toolkit import library_paths
 
 CDEF = """
 typedef struct cublasContext *cublasHandle_t;
@@ -65,21 +63,7 @@ STATUS = {
 
 def library_candidates() -> list[str]:
     """Paths to try for libcublas, best first."""
-    found = []
-    try:
-        import nvidia.cublas as wheel
-
-        for root in wheel.__path__:
-            found += sorted(glob.glob(os.path.join(root, "lib", "libcublas.so*")), reverse=True)
-    except ImportError:
-        pass
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root:
-            found += sorted(glob.glob(os.path.join(root, "lib64", "libcublas.so*")), reverse=True)
-    name = ctypes.util.find_library("cublas")
-    if name:
-        found.append(name)
-    return found
+    return library_paths("cublas")
 
 
 class Cublas(BlasHandles):

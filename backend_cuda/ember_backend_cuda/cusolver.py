@@ -11,11 +11,9 @@ the same signatures.
 
 from __future__ import annotations
 
-import ctypes.util
-import glob
-import os
-
 from ember_backend_gpu.libraries import BlasHandles, open_library
+
+from .toolkit import library_paths
 
 _ROUTINES = """
 int cusolverDn{L}getrf_bufferSize(cusolverDnHandle_t h, int m, int n, {T} *A, int lda, int *lwork);
@@ -77,21 +75,7 @@ STATUS = {
 
 def library_candidates() -> list[str]:
     """Paths to try for libcusolver, best first."""
-    found = []
-    try:
-        import nvidia.cusolver as wheel
-
-        for root in wheel.__path__:
-            found += sorted(glob.glob(os.path.join(root, "lib", "libcusolver.so*")), reverse=True)
-    except ImportError:
-        pass
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root:
-            found += sorted(glob.glob(os.path.join(root, "lib64", "libcusolver.so*")), reverse=True)
-    name = ctypes.util.find_library("cusolver")
-    if name:
-        found.append(name)
-    return found
+    return library_paths("cusolver")
 
 
 class Cusolver(BlasHandles):
