@@ -14,8 +14,7 @@ Example:
 from __future__ import annotations
 
 import ember as _E
-from ember._bind import make_callable as _make_callable
-from ember.dispatcher.optable import OPS as _OPS
+from ember._namespace import export_rows as _export_rows
 
 from ._special import polygamma as polygamma
 
@@ -75,15 +74,7 @@ _ROWS = {
 }
 
 
-def _public(name: str, row: str):
-    fn = _make_callable(_OPS[row], name, method=False)
-    fn.__module__ = "ember.special"
-    return fn
-
-
-for _name, _row in _ROWS.items():
-    globals()[_name] = _public(_name, _row)
-del _name, _row
+_export_rows(_ROWS, "ember.special", globals())
 
 
 def round(input, *, decimals: int = 0, out=None):

@@ -17,9 +17,8 @@ Example:
 
 from __future__ import annotations
 
-from ember._bind import make_callable as _make_callable
+from ember._namespace import export_rows as _export_rows
 from ember.dispatcher.kinds.matrices import LinAlgError
-from ember.dispatcher.optable import OPS as _OPS
 
 from ._frontends import TENSOR_METHODS, TOP_LEVEL, eig, eigvals, ldl_factor, matrix_rank, pinv
 
@@ -64,14 +63,6 @@ ROWS = {
 }
 
 
-def _public(name: str, row: str):
-    fn = _make_callable(_OPS[row], name, method=False)
-    fn.__module__ = "ember.linalg"
-    return fn
-
-
-for _name, _row in ROWS.items():
-    globals()[_name] = _public(_name, _row)
-del _name, _row
+_export_rows(ROWS, "ember.linalg", globals())
 
 __all__ = sorted([*ROWS, "LinAlgError", "eig", "eigvals", "ldl_factor", "matrix_rank", "pinv"])
