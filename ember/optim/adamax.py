@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from .optimizer import (
     Optimizer,
-    check_betas,
-    check_nonnegative,
+    adam_family_defaults,
     grads_of,
     lazy_state,
     run_closure,
@@ -46,19 +45,16 @@ class Adamax(Optimizer):
         differentiable: bool = False,
         capturable: bool = False,
     ) -> None:
-        check_nonnegative(lr=lr, eps=eps)
-        check_betas(betas)
-        check_nonnegative(weight_decay=weight_decay)
-        defaults = {
-            "lr": lr,
-            "betas": betas,
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "foreach": foreach,
-            "maximize": maximize,
-            "differentiable": differentiable,
-            "capturable": capturable,
-        }
+        defaults = adam_family_defaults(
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            foreach=foreach,
+            maximize=maximize,
+            differentiable=differentiable,
+            capturable=capturable,
+        )
         super().__init__(params, defaults)
 
     def step(self, closure=None):

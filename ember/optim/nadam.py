@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from .optimizer import (
     Optimizer,
-    check_betas,
-    check_nonnegative,
+    adam_family_defaults,
     float32,
     grads_of,
     lazy_state,
@@ -55,21 +54,19 @@ class NAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        check_nonnegative(lr=lr, eps=eps)
-        check_betas(betas)
-        check_nonnegative(weight_decay=weight_decay, momentum_decay=momentum_decay)
-        defaults = {
-            "lr": lr,
-            "betas": betas,
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "momentum_decay": momentum_decay,
-            "decoupled_weight_decay": decoupled_weight_decay,
-            "maximize": maximize,
-            "foreach": foreach,
-            "capturable": capturable,
-            "differentiable": differentiable,
-        }
+        defaults = adam_family_defaults(
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            momentum_decay=momentum_decay,
+            decoupled_weight_decay=decoupled_weight_decay,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            nonnegative=("momentum_decay",),
+        )
         super().__init__(params, defaults)
 
     def step(self, closure=None):

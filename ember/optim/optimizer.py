@@ -78,6 +78,16 @@ def check_betas(betas) -> None:
             raise ValueError(f"Invalid beta parameter at index {index}: {beta}")
 
 
+def adam_family_defaults(*, lr, betas, eps, weight_decay, nonnegative=(), **rest) -> dict:
+    """The defaults dict of an Adam-style optimizer, after PyTorch's checks in PyTorch's order
+    (lr, eps, betas, weight_decay, then the ``nonnegative`` names of ``rest``); ``rest`` keeps
+    the order given, which is the order of the group's keys in ``state_dict()``."""
+    check_nonnegative(lr=lr, eps=eps)
+    check_betas(betas)
+    check_nonnegative(weight_decay=weight_decay, **{name: rest[name] for name in nonnegative})
+    return {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, **rest}
+
+
 def float32(value: float) -> float:
     """``value`` rounded to float32: scalar state PyTorch keeps in 0-d float32 tensors
     (NAdam's mu_product, ASGD's eta) rounds each step, and the trajectory follows it."""

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from .optimizer import (
     Optimizer,
-    check_betas,
-    check_nonnegative,
+    adam_family_defaults,
     grads_of,
     lazy_state,
     run_closure,
@@ -52,20 +51,17 @@ class RAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        check_nonnegative(lr=lr, eps=eps)
-        check_betas(betas)
-        check_nonnegative(weight_decay=weight_decay)
-        defaults = {
-            "lr": lr,
-            "betas": betas,
-            "eps": eps,
-            "weight_decay": weight_decay,
-            "maximize": maximize,
-            "foreach": foreach,
-            "capturable": capturable,
-            "decoupled_weight_decay": decoupled_weight_decay,
-            "differentiable": differentiable,
-        }
+        defaults = adam_family_defaults(
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            decoupled_weight_decay=decoupled_weight_decay,
+            differentiable=differentiable,
+        )
         super().__init__(params, defaults)
 
     def step(self, closure=None):
