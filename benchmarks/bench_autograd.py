@@ -1,4 +1,4 @@
-"""The autograd issue's performance targets, ember vs PyTorch CPU in one run.
+"""The autograd issue's performance targets, ember vs PyTorch CPU, each in its own process.
 
     python benchmarks/bench_autograd.py [--repeat 7] [--threads 1]
 
@@ -8,15 +8,19 @@
   alone (the forward runs outside the timer), target <= 1.5x PyTorch's.
 
 Each figure is the best of ``--repeat`` rounds (the minimum is the least disturbed by other load
-on a shared machine). One thread by default: on a loaded 2-core machine the worker threads of
-both libraries spin against each other and each other's load, and the figures mean nothing.
+on a shared machine). One thread by default: on a loaded 2-core machine worker threads spin
+against the machine's other load, and the figures mean nothing.
 PyTorch is only a reference here: ember never imports it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
+
+from isolate import in_own_process, load_library
 
 
 def timer(fn, number: int, setup=None):
@@ -80,33 +84,36 @@ def backward_timer(lib, number: int):
     return timer(lambda loss: loss.backward(), number, setup=forward)
 
 
-def main() -> None:
+def worker(name: str, threads: int, repeat: int) -> dict:
+    """This library's best rounds (run in a process of its own)."""
+    lib = load_library(name, threads)
+    lib.manual_seed(0)
+    rounds = {**add_timers(lib, 20), "backward": backward_timer(lib, 5)}
+    return interleaved(rounds, repeat)
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    import ember
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.threads, args.repeat)))
+        return
+    best = {}
+    for name in ("ember", "torch"):
+        try:
+            best[name] = in_own_process(
+                __file__, name, ["--repeat", str(args.repeat)], args.threads
+            )
+        except RuntimeError as exc:  # PyTorch not installed: ember's figures only
+            print(f"{name}: skipped ({str(exc).splitlines()[-1]})", file=sys.stderr)
+    libs = list(best)
+    adds = {name: (best[name]["plain"] / 100, best[name]["grad"] / 100) for name in libs}
+    backward = {name: best[name]["backward"] for name in libs}
 
-    libs = {"ember": ember}
-    try:
-        import torch
-
-        torch.set_num_threads(args.threads)
-        libs["torch"] = torch
-    except ImportError:
-        print("PyTorch is not installed: ember figures only")
-    ember.set_num_threads(args.threads)
-    ember.manual_seed(0)
-    rounds = {}
-    for name, lib in libs.items():
-        for kind, round_ in add_timers(lib, 20).items():
-            rounds[name, kind] = round_
-        rounds[name, "backward"] = backward_timer(lib, 5)
-    best = interleaved(rounds, args.repeat)
-    adds = {name: (best[name, "plain"] / 100, best[name, "grad"] / 100) for name in libs}
-    backward = {name: best[name, "backward"] for name in libs}
-
-    print(f"{'':34}{'ember':>12}{'torch':>12}")
+    print(f"{'':34}" + "".join(f"{name:>12}" for name in libs))
     for label, index in (("x + y, 16 elements, no grad", 0), ("x + y, requires_grad", 1)):
         figures = "".join(f"{adds[n][index] * 1e6:10.2f}us" for n in libs)
         print(f"{label:34}{figures}")

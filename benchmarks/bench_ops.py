@@ -1,6 +1,6 @@
-"""The foundation's performance targets, ember vs PyTorch CPU vs numpy in one run.
+"""The foundation's performance targets: ember vs PyTorch CPU vs numpy, each in its own process.
 
-    python benchmarks/bench_ops.py [--repeat 7] [--threads 2]
+    python benchmarks/bench_ops.py [--repeat 7] [--threads 2] [--libs ember,torch,numpy]
 
 - a tiny op (``x + y`` on 16 float32 elements, no grad): per-call time; target <= 3x PyTorch;
 - ``matmul`` float32 at n=1024 and 2048: GFLOPS; target >= 95% of numpy's;
@@ -13,97 +13,78 @@ a shared machine). Ratios are ember / reference: below 1 is faster for times, ab
 from __future__ import annotations
 
 import argparse
-import time
+import json
+import sys
 
 import numpy as np
+from isolate import best, in_own_process, load_library, ratio
+
+LIBRARIES = ("ember", "torch", "numpy")
+# (case, unit): a case's figure is a time in us, or a rate (GFLOPS, GB/s) computed from its time.
+CASES = {
+    "x + y, 16 float32": "us",
+    "matmul 1024 float32": "GFLOPS",
+    "matmul 2048 float32": "GFLOPS",
+    "a * b + a, 16M float32": "GB/s",
+    "sum, 16M float32": "GB/s",
+}
 
 
-def best(fn, number: int, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - start) / number)
-    return min(times)
+def _from_numpy(name: str, lib, array):
+    return array if name == "numpy" else lib.from_numpy(array)
 
 
-def row(name: str, unit: str, ours: float, torch_v, numpy_v) -> None:
-    """One line: the three figures and ember / reference ratios."""
+def worker(name: str, threads: int, repeat: int) -> dict:
+    """This library's figure for each case (run in a process of its own)."""
+    lib = load_library(name, threads)
+    figures = {}
+    x = _from_numpy(name, lib, np.ones(16, np.float32))
+    figures["x + y, 16 float32"] = best(lambda: x + x, 20000, repeat) * 1e6
+    for n in (1024, 2048):
+        a = _from_numpy(name, lib, np.random.default_rng(0).standard_normal((n, n), np.float32))
+        figures[f"matmul {n} float32"] = 2 * n**3 / 1e9 / best(lambda a=a: a @ a, 3, repeat)
+    size = 16 * 1024 * 1024
+    rng = np.random.default_rng(1)
+    a = _from_numpy(name, lib, rng.standard_normal(size, dtype=np.float32))
+    b = _from_numpy(name, lib, rng.standard_normal(size, dtype=np.float32))
+    figures["a * b + a, 16M float32"] = 2 * size * 4 / 1e9 / best(lambda: a * b + a, 3, repeat)
+    figures["sum, 16M float32"] = size * 4 / 1e9 / best(lambda: a.sum(), 5, repeat)
+    return figures
 
-    def ratio(ref):
-        if ref is None or ref != ref:
-            return "     n/a"
-        return f"{ours / ref:7.2f}x"
 
-    fmt = lambda v: "       n/a" if v is None else f"{v:10.3f}"  # noqa: E731
-    print(
-        f"{name:28s} {unit:7s} {fmt(ours)} {fmt(torch_v)} {fmt(numpy_v)} "
-        f"{ratio(torch_v)} {ratio(numpy_v)}"
-    )
+def table(results: dict) -> str:
+    """One line per case: each library's figure and ember / reference ratios."""
+    names = list(results)
+    refs = [n for n in names if n != "ember"]
+    head = f"{'benchmark':26s} {'unit':7s}" + "".join(f"{n:>10s}" for n in names)
+    lines = [head + "".join(f"{'vs ' + n:>10s}" for n in refs)]
+    for case, unit in CASES.items():
+        figures = [results[n].get(case) for n in names]
+        line = f"{case:26s} {unit:7s}" + "".join(f"{v:10.3f}" for v in figures)
+        ours = results.get("ember", {}).get(case)
+        lines.append(line + "".join(f"{ratio(ours, results[n].get(case)):>10s}" for n in refs))
+    return "\n".join(lines)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--libs", default=",".join(LIBRARIES))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-
-    import ember
-
-    ember.set_num_threads(args.threads)
-    try:
-        import torch
-
-        torch.set_num_threads(args.threads)
-    except ImportError:
-        torch = None
-    print(
-        f"{'benchmark':28s} {'unit':7s} {'ember':>10s} {'torch':>10s} {'numpy':>10s} "
-        f"{'vs torch':>8s} {'vs numpy':>8s}"
-    )
-
-    x, y = ember.ones(16), ember.ones(16)
-    tiny = best(lambda: x + y, 20000, args.repeat) * 1e6
-    tiny_t = None
-    if torch:
-        tx, ty = torch.ones(16), torch.ones(16)
-        tiny_t = best(lambda: tx + ty, 20000, args.repeat) * 1e6
-    nx, ny = np.ones(16, np.float32), np.ones(16, np.float32)
-    tiny_n = best(lambda: nx + ny, 20000, args.repeat) * 1e6
-    row("x + y, 16 float32", "us", tiny, tiny_t, tiny_n)
-
-    for n in (1024, 2048):
-        a = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
-        ea = ember.from_numpy(a)
-        flops = 2 * n**3 / 1e9
-        ours = flops / best(lambda ea=ea: ea @ ea, 3, args.repeat)
-        theirs = None
-        if torch:
-            ta = torch.from_numpy(a)
-            theirs = flops / best(lambda ta=ta: ta @ ta, 3, args.repeat)
-        mine = flops / best(lambda a=a: a @ a, 3, args.repeat)
-        row(f"matmul {n} float32", "GFLOPS", ours, theirs, mine)
-
-    size = 16 * 1024 * 1024
-    a = np.random.default_rng(1).standard_normal(size, dtype=np.float32)
-    b = np.random.default_rng(2).standard_normal(size, dtype=np.float32)
-    ea, eb = ember.from_numpy(a), ember.from_numpy(b)
-    gb = 2 * size * 4 / 1e9
-    ours = gb / best(lambda: ea * eb + ea, 3, args.repeat)
-    theirs = None
-    if torch:
-        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-        theirs = gb / best(lambda: ta * tb + ta, 3, args.repeat)
-    mine = gb / best(lambda: a * b + a, 3, args.repeat)
-    row("a * b + a, 16M float32", "GB/s", ours, theirs, mine)
-
-    gb = size * 4 / 1e9
-    ours = gb / best(lambda: ea.sum(), 5, args.repeat)
-    theirs = gb / best(lambda: ta.sum(), 5, args.repeat) if torch else None
-    mine = gb / best(lambda: a.sum(), 5, args.repeat)
-    row("sum, 16M float32", "GB/s", ours, theirs, mine)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.threads, args.repeat)))
+        return
+    results = {}
+    for name in args.libs.split(","):
+        try:
+            results[name] = in_own_process(
+                __file__, name, ["--repeat", str(args.repeat)], args.threads
+            )
+        except RuntimeError as exc:  # e.g. PyTorch not installed: the other columns still print
+            print(f"{name}: skipped ({str(exc).splitlines()[-1]})", file=sys.stderr)
+    print(table(results))
 
 
 if __name__ == "__main__":

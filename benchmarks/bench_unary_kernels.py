@@ -1,9 +1,9 @@
 """Elementwise transcendental functions: ember's CPU kernels against numpy and PyTorch.
 
-Times each function on the same float32 input (16M elements by default) in one run and prints
-milliseconds (best of --repeat, output allocation included for all three) and the ratios
-numpy / ember and torch / ember (above 1: ember is faster). numpy has no erf: its column uses
-scipy.special when installed, and is left empty otherwise.
+Times each function on the same float32 input (16M elements by default), each library in its own
+process, and prints milliseconds (best of --repeat, output allocation included for all three) and
+the ratios numpy / ember and torch / ember (above 1: ember is faster). numpy has no erf: its
+column uses scipy.special when installed, and is left empty otherwise.
 
     python benchmarks/bench_unary_kernels.py [--n 16777216] [--repeat 7] [--only exp,tanh]
 """
@@ -11,25 +11,20 @@ scipy.special when installed, and is left empty otherwise.
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import sys
 import time
 
 import numpy as np
+from isolate import in_own_process, load_library
 
-import ember
-
-try:
-    import torch
-    import torch.nn.functional as TF
-except ImportError:
-    torch = None
 try:
     from scipy.special import erf as np_erf
     from scipy.special import erfc as np_erfc
 except ImportError:
     np_erf = np_erfc = None
 
-E = ember.ops
 SQRT_2_OVER_PI = np.float32(math.sqrt(2 / math.pi))
 RSQRT2 = np.float32(1 / math.sqrt(2))
 
@@ -42,39 +37,29 @@ def _np_sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-# name: (input domain, ember, numpy or None, torch or None)
+# name: (input domain, the call in ember and torch given (lib, lib.nn.functional, *inputs),
+#        numpy's or None)
 FUNCTIONS = {
-    "exp": ("normal", ember.exp, np.exp, "exp"),
-    "expm1": ("normal", ember.expm1, np.expm1, "expm1"),
-    "log": ("positive", ember.log, np.log, "log"),
-    "log1p": ("positive", ember.log1p, np.log1p, "log1p"),
-    "tanh": ("normal", ember.tanh, np.tanh, "tanh"),
-    "sigmoid": ("normal", ember.sigmoid, _np_sigmoid, "sigmoid"),
-    "silu": ("normal", E.silu, lambda x: x * _np_sigmoid(x), lambda t: TF.silu(t)),
+    "exp": ("normal", lambda lib, nnf, x: lib.exp(x), np.exp),
+    "expm1": ("normal", lambda lib, nnf, x: lib.expm1(x), np.expm1),
+    "log": ("positive", lambda lib, nnf, x: lib.log(x), np.log),
+    "log1p": ("positive", lambda lib, nnf, x: lib.log1p(x), np.log1p),
+    "tanh": ("normal", lambda lib, nnf, x: lib.tanh(x), np.tanh),
+    "sigmoid": ("normal", lambda lib, nnf, x: lib.sigmoid(x), _np_sigmoid),
+    "silu": ("normal", lambda lib, nnf, x: nnf.silu(x), lambda x: x * _np_sigmoid(x)),
     "gelu": (
         "normal",
-        E.gelu,
+        lambda lib, nnf, x: nnf.gelu(x),
         np_erf and (lambda x: 0.5 * x * (1 + np_erf(x * RSQRT2))),
-        lambda t: TF.gelu(t),
     ),
-    "gelu_tanh": (
-        "normal",
-        lambda t: E.gelu(t, "tanh"),
-        _np_gelu_tanh,
-        lambda t: TF.gelu(t, approximate="tanh"),
-    ),
-    "erf": ("normal", ember.erf, np_erf, "erf"),
-    "erfc": ("normal", ember.erfc, np_erfc, "erfc"),
-    "sin": ("wide", ember.sin, np.sin, "sin"),
-    "cos": ("wide", ember.cos, np.cos, "cos"),
-    "softplus": ("normal", E.softplus, lambda x: np.logaddexp(0, x), lambda t: TF.softplus(t)),
-    "mish": (
-        "normal",
-        E.mish,
-        lambda x: x * np.tanh(np.logaddexp(0, x)),
-        lambda t: TF.mish(t),
-    ),
-    "logaddexp": ("pair", ember.logaddexp, np.logaddexp, "logaddexp"),
+    "gelu_tanh": ("normal", lambda lib, nnf, x: nnf.gelu(x, approximate="tanh"), _np_gelu_tanh),
+    "erf": ("normal", lambda lib, nnf, x: lib.erf(x), np_erf),
+    "erfc": ("normal", lambda lib, nnf, x: lib.erfc(x), np_erfc),
+    "sin": ("wide", lambda lib, nnf, x: lib.sin(x), np.sin),
+    "cos": ("wide", lambda lib, nnf, x: lib.cos(x), np.cos),
+    "softplus": ("normal", lambda lib, nnf, x: nnf.softplus(x), lambda x: np.logaddexp(0, x)),
+    "mish": ("normal", lambda lib, nnf, x: nnf.mish(x), lambda x: x * np.tanh(np.logaddexp(0, x))),
+    "logaddexp": ("pair", lambda lib, nnf, x, y: lib.logaddexp(x, y), np.logaddexp),
 }
 
 
@@ -99,10 +84,24 @@ def _best_ms(fn, args, repeat: int) -> float:
     return best * 1e3
 
 
-def _torch_fn(spec):
-    if torch is None or spec is None:
-        return None
-    return getattr(torch, spec) if isinstance(spec, str) else spec
+def worker(name: str, n: int, repeat: int, only: list[str]) -> dict:
+    """Milliseconds per function for one library (run in a process of its own); the same
+    inputs in every process (same seed)."""
+    lib = None if name == "numpy" else load_library(name, threads=1)
+    rng = np.random.default_rng(0)
+    found = {}
+    for function in only:
+        domain, call, numpy_fn = FUNCTIONS[function]
+        arrays = _inputs(domain, n, rng)
+        if lib is None:
+            if numpy_fn is not None:
+                with np.errstate(all="ignore"):
+                    found[function] = _best_ms(numpy_fn, arrays, repeat)
+            continue
+        inputs = [lib.from_numpy(a) for a in arrays]
+        fn = lambda *xs, call=call: call(lib, lib.nn.functional, *xs)  # noqa: E731
+        found[function] = _best_ms(fn, inputs, repeat)
+    return found
 
 
 def main() -> None:
@@ -110,23 +109,27 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1 << 24, help="elements (float32)")
     parser.add_argument("--repeat", type=int, default=7, help="timed runs; the best is shown")
     parser.add_argument("--only", default="", help="comma-separated function names")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     names = args.only.split(",") if args.only else list(FUNCTIONS)
-    rng = np.random.default_rng(0)
-    torch_note = f"torch {torch.__version__}, {torch.get_num_threads()} threads" if torch else ""
-    print(f"{args.n} float32 elements, best of {args.repeat}; {torch_note or 'no torch'}")
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.n, args.repeat, names)))
+        return
+    options = ["--n", str(args.n), "--repeat", str(args.repeat), "--only", ",".join(names)]
+    ms = {}
+    for lib in ("ember", "numpy", "torch"):
+        try:
+            ms[lib] = in_own_process(__file__, lib, options, args.threads)
+        except RuntimeError as exc:  # PyTorch not installed: its column stays empty
+            print(f"{lib}: skipped ({str(exc).splitlines()[-1]})", file=sys.stderr)
+            ms[lib] = {}
+    print(f"{args.n} float32 elements, best of {args.repeat}, {args.threads} thread(s)")
     print(f"{'function':<10} {'ember ms':>9} {'numpy ms':>9} {'torch ms':>9} {'np/ember':>9} "
           f"{'torch/ember':>12}")  # fmt: skip
     for name in names:
-        domain, ember_fn, numpy_fn, torch_spec = FUNCTIONS[name]
-        arrays = _inputs(domain, args.n, rng)
-        ember_ms = _best_ms(ember_fn, [ember.from_numpy(a) for a in arrays], args.repeat)
-        with np.errstate(all="ignore"):
-            numpy_ms = _best_ms(numpy_fn, arrays, args.repeat) if numpy_fn else None
-        torch_fn = _torch_fn(torch_spec)
-        torch_args = [torch.from_numpy(a) for a in arrays] if torch_fn else None
-        torch_ms = _best_ms(torch_fn, torch_args, args.repeat) if torch_fn else None
-        times = [_cell(ms, 9) for ms in (ember_ms, numpy_ms, torch_ms)]
+        ember_ms, numpy_ms, torch_ms = (ms[lib].get(name) for lib in ("ember", "numpy", "torch"))
+        times = [_cell(value, 9) for value in (ember_ms, numpy_ms, torch_ms)]
         ratios = [
             _cell(numpy_ms and numpy_ms / ember_ms, 9),
             _cell(torch_ms and torch_ms / ember_ms, 12),
