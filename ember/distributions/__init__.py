@@ -6,7 +6,7 @@ Parameterizable distributions with PyTorch's API: ``sample``/``rsample``, ``log_
 """
 
 # _kl_pairs* register the closed-form KL divergences with the registry in kl.
-from . import _kl_pairs, _kl_pairs_gamma, constraints, transforms
+from . import _kl_pairs, _kl_pairs_gamma, _kl_pairs_mvn, constraints, transforms
 from .bernoulli import Bernoulli
 from .binomial import Binomial, Multinomial
 from .categorical import Categorical
@@ -28,7 +28,9 @@ from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
+from .multivariate_normal import MultivariateNormal
 from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
@@ -71,8 +73,10 @@ __all__ = [
     "LogitRelaxedBernoulli",
     "LogisticNormal",
     "LogNormal",
+    "LowRankMultivariateNormal",
     "MixtureSameFamily",
     "Multinomial",
+    "MultivariateNormal",
     "NegativeBinomial",
     "Normal",
     "OneHotCategorical",

@@ -16,6 +16,11 @@ POS = [0.7, 1.5, 3.0]
 PROBS = [0.2, 0.5, 0.9]
 REALS = [-0.4, 0.1, 1.7]
 SIMPLEX = [[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]
+# A positive-definite 3x3 matrix, its lower Cholesky factor and a rank-2 covariance factor.
+COV = [[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]]
+COV_TRIL = [[1.2, 0.0, 0.0], [0.4, 0.9, 0.0], [-0.3, 0.2, 0.7]]
+COV_FACTOR = [[0.5, -0.2], [1.0, 0.3], [-0.4, 0.8]]
+VECTORS = [[0.1, -0.3, 0.5], [1.0, 2.0, -0.7]]
 
 # Gamma-based samplers: no implicit reparameterization gradient yet.
 GAMMA = {"rsample": "implicit gamma gradient"}
@@ -137,6 +142,24 @@ CASES = [
     # Circular: sample moments are circular too, so no linear moment check.
     Case("VonMises", {"loc": LOC, "concentration": POS}, REALS, moments=False),
     Case("OneHotCategorical", {"probs": SIMPLEX}, [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]),
+    Case("MultivariateNormal", {"loc": VECTORS, "covariance_matrix": COV}, VECTORS),
+    Case(
+        "MultivariateNormal",
+        {"loc": VECTORS, "precision_matrix": COV},
+        VECTORS,
+        id="MultivariateNormal-precision",
+    ),
+    Case(
+        "MultivariateNormal",
+        {"loc": [0.3, -0.2, 1.0], "scale_tril": [COV_TRIL, COV_TRIL]},
+        VECTORS,
+        id="MultivariateNormal-scale_tril",
+    ),
+    Case(
+        "LowRankMultivariateNormal",
+        {"loc": VECTORS, "cov_factor": COV_FACTOR, "cov_diag": [0.5, 1.2, 0.8]},
+        VECTORS,
+    ),
 ]
 
 
