@@ -44,6 +44,9 @@ from .relaxed import (
 )
 from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
+
+# torch.distributions exports every transform at its top level too.
+from .transforms import *  # noqa: F403
 from .uniform import Uniform
 from .von_mises import VonMises
 
@@ -97,3 +100,4 @@ __all__ = [
     "transform_to",
     "transforms",
 ]
+__all__ += transforms.__all__

@@ -36,6 +36,7 @@ __all__ = [
     "real_vector",
     "simplex",
     "square",
+    "stack",
     "unit_interval",
 ]
 
@@ -359,6 +360,35 @@ class _Cat(Constraint):
         return ember.cat(checks, self.dim)
 
 
+class _Stack(Constraint):
+    """Applies ``cseq`` to the slices along ``dim``, as ``ember.stack``."""
+
+    def __init__(self, cseq, dim: int = 0):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:
+        dim = max(c.event_dim for c in self.cseq)
+        # A negative stacking dim that falls inside the event makes the event one dim larger.
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        if not (-value.dim() <= self.dim < value.dim()):
+            raise AssertionError(
+                f"dim {self.dim} out of range for value with {value.dim()} dimensions"
+            )
+        slices = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return ember.stack([c.check(v) for v, c in zip(slices, self.cseq)], self.dim)
+
+
 # Public interface, as torch.distributions.constraints.
 dependent = _Dependent()
 dependent_property = _DependentProperty
@@ -386,3 +416,4 @@ corr_cholesky = _CorrCholesky()
 square = _Square()
 positive_definite = _PositiveDefinite()
 cat = _Cat
+stack = _Stack
