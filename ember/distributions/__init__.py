@@ -27,6 +27,7 @@ from .independent import Independent
 from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -75,6 +76,7 @@ __all__ = [
     "InverseGamma",
     "Kumaraswamy",
     "Laplace",
+    "LKJCholesky",
     "LogitRelaxedBernoulli",
     "LogisticNormal",
     "LogNormal",

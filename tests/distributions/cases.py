@@ -21,6 +21,7 @@ COV = [[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]]
 COV_TRIL = [[1.2, 0.0, 0.0], [0.4, 0.9, 0.0], [-0.3, 0.2, 0.7]]
 COV_FACTOR = [[0.5, -0.2], [1.0, 0.3], [-0.4, 0.8]]
 VECTORS = [[0.1, -0.3, 0.5], [1.0, 2.0, -0.7]]
+CORR_TRIL = [[1.0, 0.0, 0.0], [0.6, 0.8, 0.0], [0.0, 0.6, 0.8]]  # rows of unit norm
 
 # Gamma-based samplers: no implicit reparameterization gradient yet.
 GAMMA = {"rsample": "implicit gamma gradient"}
@@ -154,6 +155,12 @@ CASES = [
         {"loc": [0.3, -0.2, 1.0], "scale_tril": [COV_TRIL, COV_TRIL]},
         VECTORS,
         id="MultivariateNormal-scale_tril",
+    ),
+    Case(
+        "LKJCholesky",
+        {"dim": 3, "concentration": [0.5, 2.0]},
+        [CORR_TRIL, [[1.0, 0.0, 0.0], [-0.28, 0.96, 0.0], [0.48, 0.6, 0.64]]],
+        moments=False,  # torch has no mean: moments are checked in test_multivariate
     ),
     Case(
         "LowRankMultivariateNormal",
