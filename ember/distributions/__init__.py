@@ -51,6 +51,7 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import *  # noqa: F403
 from .uniform import Uniform
 from .von_mises import VonMises
+from .wishart import Wishart
 
 __all__ = [
     "Bernoulli",
@@ -97,6 +98,7 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "Wishart",
     "biject_to",
     "constraints",
     "kl_divergence",

@@ -163,6 +163,12 @@ CASES = [
         moments=False,  # torch has no mean: moments are checked in test_multivariate
     ),
     Case(
+        "Wishart",
+        {"df": [3.5, 6.0], "covariance_matrix": COV},
+        [COV, [[1.0, 0.2, 0.0], [0.2, 2.0, 0.3], [0.0, 0.3, 1.5]]],
+        ember_lacks=GAMMA,
+    ),
+    Case(
         "LowRankMultivariateNormal",
         {"loc": VECTORS, "cov_factor": COV_FACTOR, "cov_diag": [0.5, 1.2, 0.8]},
         VECTORS,
