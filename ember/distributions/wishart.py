@@ -51,9 +51,7 @@ class Wishart(ExponentialFamily):
     """
 
     support = constraints.positive_definite
-    # torch reparameterizes through Chi2.rsample, i.e. the implicit gamma gradient, which
-    # ember's gamma sampler does not have yet: samples carry no gradient.
-    has_rsample = False
+    has_rsample = True
     _mean_carrier_measure = 0
 
     @property
@@ -171,35 +169,28 @@ class Wishart(ExponentialFamily):
 
     def _bartlett_sampling(self, sample_shape=()):
         p = self._event_shape[-1]
-        chi = self._dist_chi2.sample(sample_shape).sqrt()
+        chi = self._dist_chi2.rsample(sample_shape).sqrt()
         diagonal = ember.diag_embed(chi.clamp(min=eps(chi.dtype)))
         below_shape = tuple(sample_shape) + tuple(self._batch_shape) + (p * (p - 1) // 2,)
         below = ember.randn(below_shape, dtype=chi.dtype, device=chi.device)
         chol = self._unbroadcasted_scale_tril @ (diagonal + vec_to_tril_matrix(below, diag=-1))
         return chol @ chol.transpose(-2, -1)
 
-    def sample(self, sample_shape=(), max_try_correction=None):
+    def rsample(self, sample_shape=(), max_try_correction=None):
         """Samples by the Bartlett decomposition; singular ones (rare, for df < ndim) are
         redrawn up to ``max_try_correction`` times (default 10), as torch."""
         max_try_correction = 10 if max_try_correction is None else max_try_correction
-        with ember.no_grad():
-            sample = self._bartlett_sampling(sample_shape)
-            is_singular = ~self.support.check(sample)
-            if bool(is_singular.any()):
-                warnings.warn("Singular sample detected.", stacklevel=2)
-                for _ in range(max_try_correction):
-                    redraw = is_singular.reshape(tuple(is_singular.shape) + (1, 1))
-                    sample = ember.where(redraw, self._bartlett_sampling(sample_shape), sample)
-                    is_singular = ~self.support.check(sample)
-                    if not bool(is_singular.any()):
-                        break
-            return sample
-
-    def rsample(self, sample_shape=(), max_try_correction=None):
-        raise NotImplementedError(
-            "Wishart.rsample: reparameterized samples need Chi2.rsample (the implicit gamma "
-            "gradient), which ember does not have yet; use sample()"
-        )
+        sample = self._bartlett_sampling(sample_shape)
+        is_singular = ~self.support.check(sample)
+        if bool(is_singular.any()):
+            warnings.warn("Singular sample detected.", stacklevel=2)
+            for _ in range(max_try_correction):
+                redraw = is_singular.reshape(tuple(is_singular.shape) + (1, 1))
+                sample = ember.where(redraw, self._bartlett_sampling(sample_shape), sample)
+                is_singular = ~self.support.check(sample)
+                if not bool(is_singular.any()):
+                    break
+        return sample
 
     def _log_scale_det(self):
         p = self._event_shape[-1]
