@@ -23,9 +23,6 @@ COV_FACTOR = [[0.5, -0.2], [1.0, 0.3], [-0.4, 0.8]]
 VECTORS = [[0.1, -0.3, 0.5], [1.0, 2.0, -0.7]]
 CORR_TRIL = [[1.0, 0.0, 0.0], [0.6, 0.8, 0.0], [0.0, 0.6, 0.8]]  # rows of unit norm
 
-# Dirichlet-based samplers: no implicit reparameterization gradient of the Dirichlet yet.
-DIRICHLET = {"rsample": "implicit dirichlet gradient"}
-
 
 @dataclass
 class Case:
@@ -66,12 +63,11 @@ CASES = [
     Case("Categorical", {"logits": [[0.1, -2.0, 1.0]]}, [[1], [2]], id="Categorical-logits"),
     Case("Gamma", {"concentration": [0.3, 1.0, 4.5], "rate": [1.0, 2.0, 0.5]}, POS),
     Case("Chi2", {"df": [0.8, 2.0, 5.0]}, POS),
-    Case("Beta", {"concentration1": POS, "concentration0": SCALE}, PROBS, ember_lacks=DIRICHLET),
+    Case("Beta", {"concentration1": POS, "concentration0": SCALE}, PROBS),
     Case(
         "Dirichlet",
         {"concentration": [[0.5, 1.0, 2.0], [3.0, 0.7, 1.2]]},
         SIMPLEX,
-        ember_lacks=DIRICHLET,
     ),
     Case("Pareto", {"scale": SCALE, "alpha": [6.0, 8.0, 10.0]}, [0.6, 1.5, 2.5]),
     Case("Weibull", {"scale": SCALE, "concentration": [0.8, 1.5, 3.0]}, POS),

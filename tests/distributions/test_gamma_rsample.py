@@ -59,6 +59,8 @@ def test_pathwise_gradient_is_unbiased(concentration, rate):
         ("InverseGamma", {"concentration": [3.0, 5.0], "rate": [1.0, 2.0]}),
         ("StudentT", {"df": [3.0, 8.0]}),
         ("FisherSnedecor", {"df1": [3.0, 6.0], "df2": [5.0, 9.0]}),
+        ("Beta", {"concentration1": [0.5, 2.0], "concentration0": [1.5, 3.0]}),
+        ("Dirichlet", {"concentration": [[0.5, 2.0, 1.0], [3.0, 0.2, 1.0]]}),
     ],
 )
 def test_gamma_family_rsample_like_torch(name, params):
@@ -71,6 +73,17 @@ def test_gamma_family_rsample_like_torch(name, params):
     for key, value in e_params.items():
         assert value.grad is not None and np.all(np.isfinite(to_numpy(value.grad))), key
     assert dist.sample((3,)).requires_grad is False
+
+
+def test_dirichlet_pathwise_gradient_is_unbiased():
+    # E[x_0] = a_0 / sum(a): d/da_0 = (sum(a) - a_0) / sum(a)^2, d/da_1 = -a_0 / sum(a)^2.
+    n, a = 20000, np.array([0.7, 2.0, 1.3])
+    conc = ember.tensor(np.tile(a, (n, 1)), requires_grad=True)
+    ed.Dirichlet(conc).rsample()[:, 0].sum().backward()
+    g = to_numpy(conc.grad)
+    total = a.sum()
+    expected = np.array([(total - a[0]) / total**2, -a[0] / total**2, -a[0] / total**2])
+    assert np.all(np.abs(g.mean(0) - expected) <= 6 * g.std(0) / np.sqrt(n))
 
 
 def test_wishart_rsample_carries_gradients():
