@@ -47,6 +47,25 @@ def _precision_to_scale_tril(prec):
     return ember.linalg.solve_triangular(l_inv, eye, upper=False)
 
 
+_MATRIX_PARAMETERS = ("covariance_matrix", "scale_tril", "precision_matrix")
+
+
+def _scale_tril_of(covariance_matrix, precision_matrix, scale_tril):
+    """The lower Cholesky factor of the covariance, from whichever of the three was given."""
+    if scale_tril is not None:
+        return scale_tril
+    if covariance_matrix is not None:
+        return ember.linalg.cholesky(covariance_matrix)
+    return _precision_to_scale_tril(precision_matrix)
+
+
+def _expand_matrices(old, new, shape):
+    """Copy the matrix parameterizations ``old`` holds onto ``new``, expanded to ``shape``."""
+    for name in _MATRIX_PARAMETERS:
+        if name in old.__dict__:
+            setattr(new, name, old.__dict__[name].expand(shape))
+
+
 def _matrix_batch(name, matrix, loc):
     if matrix.dim() < 2:
         raise ValueError(
@@ -108,12 +127,9 @@ class MultivariateNormal(Distribution):
             self.precision_matrix = precision_matrix.expand(tuple(batch_shape) + (-1, -1))
         self.loc = loc.expand(tuple(batch_shape) + (-1,))
         super().__init__(batch_shape, self.loc.shape[-1:], validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = _scale_tril_of(
+            covariance_matrix, precision_matrix, scale_tril
+        )
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(MultivariateNormal, _instance)
@@ -121,9 +137,7 @@ class MultivariateNormal(Distribution):
         cov_shape = tuple(batch_shape) + tuple(self.event_shape) * 2
         new.loc = self.loc.expand(tuple(batch_shape) + tuple(self.event_shape))
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(cov_shape))
+        _expand_matrices(self, new, cov_shape)
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

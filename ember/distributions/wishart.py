@@ -11,7 +11,7 @@ import ember
 from . import constraints
 from .exp_family import ExponentialFamily
 from .gamma import Chi2
-from .multivariate_normal import _precision_to_scale_tril
+from .multivariate_normal import _expand_matrices, _scale_tril_of
 from .utils import digamma, eps, lazy_property, vec_to_tril_matrix
 
 __all__ = ["Wishart"]
@@ -106,12 +106,9 @@ class Wishart(ExponentialFamily):
             )
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
         self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = _scale_tril_of(
+            covariance_matrix, precision_matrix, scale_tril
+        )
         self._dist_chi2 = _chi2_of_rows(self.df, p, self._unbroadcasted_scale_tril, batch_shape)
 
     def expand(self, batch_shape, _instance=None):
@@ -121,9 +118,7 @@ class Wishart(ExponentialFamily):
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(cov_shape)
         new.df = self.df.expand(batch_shape)
         new._batch_dims = [-(x + 1) for x in range(len(batch_shape))]
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(cov_shape))
+        _expand_matrices(self, new, cov_shape)
         p = self.event_shape[-1]
         new._dist_chi2 = _chi2_of_rows(new.df, p, new._unbroadcasted_scale_tril, batch_shape)
         ExponentialFamily.__init__(new, batch_shape, self.event_shape, validate_args=False)
