@@ -31,12 +31,14 @@ __all__ = [
     "one_hot",
     "positive",
     "positive_definite",
+    "positive_semidefinite",
     "positive_integer",
     "real",
     "real_vector",
     "simplex",
     "square",
     "stack",
+    "symmetric",
     "unit_interval",
 ]
 
@@ -321,17 +323,34 @@ class _Square(Constraint):
         )
 
 
-class _PositiveDefinite(_Square):
+class _Symmetric(_Square):
+    """Square matrices equal to their transpose up to torch's tolerance (atol 1e-6)."""
+
+    def check(self, value):
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        return ember.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    """Symmetric matrices with nonnegative eigenvalues."""
+
+    def check(self, value):
+        sym = super().check(value)
+        if not bool(sym.all()):
+            return sym
+        return ember.linalg.eigvalsh(value).ge(0).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
     """Symmetric positive-definite matrices, checked through a Cholesky factorization."""
 
     def check(self, value):
-        sym = _Square.check(self, value) & (value == value.transpose(-2, -1)).reshape(
-            tuple(value.shape[:-2]) + (-1,)
-        ).all(-1)
+        sym = super().check(value)
         if not bool(sym.all()):
             return sym
-        info = ember.linalg.cholesky_ex(value).info
-        return info == 0
+        return ember.linalg.cholesky_ex(value).info.eq(0)
 
 
 class _Cat(Constraint):
@@ -414,6 +433,8 @@ lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 corr_cholesky = _CorrCholesky()
 square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
 cat = _Cat
 stack = _Stack

@@ -160,12 +160,26 @@ def test_cumulative_distribution_transform_matches_torch():
     assert repr(e.domain) == repr(t.domain) and repr(e.codomain) == repr(t.codomain)
 
 
+def test_cat_and_stack_constraints_map_piecewise_like_torch():
+    for registry in ("biject_to", "transform_to"):
+        e_reg, t_reg = getattr(ed, registry), getattr(torch.distributions, registry)
+        ec, tc = ed.constraints, torch.distributions.constraints
+        pairs = [
+            (ec.cat([ec.positive, ec.real], 0, [2, 1]), tc.cat([tc.positive, tc.real], 0, [2, 1])),
+            (
+                ec.stack([ec.positive, ec.unit_interval], 1),
+                tc.stack([tc.positive, tc.unit_interval], 1),
+            ),
+        ]
+        x = _input("real", (3, 2))
+        for e_con, t_con in pairs:
+            ey = e_reg(e_con)(ember.tensor(x))
+            assert_close(ey, t_reg(t_con)(torch.tensor(x)))
+            assert bool(e_con.check(ey).all())
+
+
 def test_transforms_exported_at_top_level_like_torch():
-    assert set(torch.distributions.__all__) <= set(ed.__all__) | {
-        "GeneralizedPareto",
-        "LKJCholesky",
-        "Wishart",
-    }
+    assert set(torch.distributions.__all__) <= set(ed.__all__)
     for name in torch.distributions.transforms.__all__:
         assert getattr(ed, name) is getattr(et, name), name
 
@@ -227,6 +241,9 @@ REGISTRY_CONSTRAINTS = [
     ("less_than", (-0.5,)),
     ("interval", (-1.0, 3.0)),
     ("lower_cholesky", ()),
+    ("positive_definite", ()),
+    ("positive_semidefinite", ()),
+    ("corr_cholesky", ()),
 ]
 
 
@@ -249,7 +266,8 @@ def test_constraint_registry_matches_torch(registry, name, args):
             getattr(ed, registry)(e_con)
         return
     e_transform = getattr(ed, registry)(e_con)
-    shape = (2, 3, 3) if name == "lower_cholesky" else (2, 3)
+    square = ("lower_cholesky", "positive_definite", "positive_semidefinite")
+    shape = (2, 3, 3) if name in square else (2, 3)
     x = _input("real", shape)
     ey = e_transform(ember.tensor(x))
     assert_close(ey, t_transform(torch.tensor(x)))
