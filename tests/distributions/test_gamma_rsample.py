@@ -86,6 +86,16 @@ def test_dirichlet_pathwise_gradient_is_unbiased():
     assert np.all(np.abs(g.mean(0) - expected) <= 6 * g.std(0) / np.sqrt(n))
 
 
+def test_wishart_pathwise_df_gradient_is_unbiased():
+    # E[W] = df * V: d E[W_00] / d df = V_00, through the Bartlett factor's Chi2 rsample.
+    n = 20000
+    df = ember.tensor([4.0] * n, dtype=ember.float64, requires_grad=True)
+    cov = ember.tensor([[2.0, 0.3], [0.3, 1.0]], dtype=ember.float64)
+    ed.Wishart(df, covariance_matrix=cov).rsample()[:, 0, 0].sum().backward()
+    g = to_numpy(df.grad)
+    assert abs(g.mean() - 2.0) <= 6 * g.std() / np.sqrt(n)
+
+
 def test_wishart_rsample_carries_gradients():
     df = ember.tensor([4.0], dtype=ember.float64, requires_grad=True)
     tril = ember.tensor([[1.2, 0.0], [0.3, 0.8]], dtype=ember.float64, requires_grad=True)
