@@ -6,7 +6,7 @@ Parameterizable distributions with PyTorch's API: ``sample``/``rsample``, ``log_
 """
 
 # _kl_pairs* register the closed-form KL divergences with the registry in kl.
-from . import _kl_pairs, _kl_pairs_gamma, constraints, transforms
+from . import _kl_pairs, _kl_pairs_gamma, _kl_pairs_mvn, constraints, transforms
 from .bernoulli import Bernoulli
 from .binomial import Binomial, Multinomial
 from .categorical import Categorical
@@ -19,6 +19,7 @@ from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .fishersnedecor import FisherSnedecor
 from .gamma import Chi2, Gamma
+from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_normal import HalfCauchy, HalfNormal
@@ -26,9 +27,12 @@ from .independent import Independent
 from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
+from .multivariate_normal import MultivariateNormal
 from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
@@ -42,8 +46,12 @@ from .relaxed import (
 )
 from .student_t import StudentT
 from .transformed_distribution import TransformedDistribution
+
+# torch.distributions exports every transform at its top level too.
+from .transforms import *  # noqa: F403
 from .uniform import Uniform
 from .von_mises import VonMises
+from .wishart import Wishart
 
 __all__ = [
     "Bernoulli",
@@ -60,6 +68,7 @@ __all__ = [
     "ExpRelaxedCategorical",
     "FisherSnedecor",
     "Gamma",
+    "GeneralizedPareto",
     "Geometric",
     "Gumbel",
     "HalfCauchy",
@@ -68,11 +77,14 @@ __all__ = [
     "InverseGamma",
     "Kumaraswamy",
     "Laplace",
+    "LKJCholesky",
     "LogitRelaxedBernoulli",
     "LogisticNormal",
     "LogNormal",
+    "LowRankMultivariateNormal",
     "MixtureSameFamily",
     "Multinomial",
+    "MultivariateNormal",
     "NegativeBinomial",
     "Normal",
     "OneHotCategorical",
@@ -86,6 +98,7 @@ __all__ = [
     "Uniform",
     "VonMises",
     "Weibull",
+    "Wishart",
     "biject_to",
     "constraints",
     "kl_divergence",
@@ -93,3 +106,4 @@ __all__ = [
     "transform_to",
     "transforms",
 ]
+__all__ += transforms.__all__

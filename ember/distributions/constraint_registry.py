@@ -127,3 +127,37 @@ def _transform_to_simplex(constraint):
 @transform_to.register(constraints.lower_cholesky)
 def _transform_to_lower_cholesky(constraint):
     return transforms.LowerCholeskyTransform()
+
+
+@biject_to.register(constraints.corr_cholesky)
+@transform_to.register(constraints.corr_cholesky)
+def _transform_to_corr_cholesky(constraint):
+    return transforms.CorrCholeskyTransform()
+
+
+@transform_to.register(constraints.positive_semidefinite)
+@transform_to.register(constraints.positive_definite)
+def _transform_to_positive_definite(constraint):
+    return transforms.PositiveDefiniteTransform()
+
+
+def _registry_cat(registry):
+    def factory(constraint):
+        parts = [registry(c) for c in constraint.cseq]
+        return transforms.CatTransform(parts, constraint.dim, constraint.lengths)
+
+    return factory
+
+
+def _registry_stack(registry):
+    def factory(constraint):
+        return transforms.StackTransform([registry(c) for c in constraint.cseq], constraint.dim)
+
+    return factory
+
+
+# Concatenated and stacked constraints map piecewise, through the same registry.
+biject_to.register(constraints.cat, _registry_cat(biject_to))
+transform_to.register(constraints.cat, _registry_cat(transform_to))
+biject_to.register(constraints.stack, _registry_stack(biject_to))
+transform_to.register(constraints.stack, _registry_stack(transform_to))

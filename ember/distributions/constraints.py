@@ -31,11 +31,14 @@ __all__ = [
     "one_hot",
     "positive",
     "positive_definite",
+    "positive_semidefinite",
     "positive_integer",
     "real",
     "real_vector",
     "simplex",
     "square",
+    "stack",
+    "symmetric",
     "unit_interval",
 ]
 
@@ -320,17 +323,34 @@ class _Square(Constraint):
         )
 
 
-class _PositiveDefinite(_Square):
+class _Symmetric(_Square):
+    """Square matrices equal to their transpose up to torch's tolerance (atol 1e-6)."""
+
+    def check(self, value):
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        return ember.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    """Symmetric matrices with nonnegative eigenvalues."""
+
+    def check(self, value):
+        sym = super().check(value)
+        if not bool(sym.all()):
+            return sym
+        return ember.linalg.eigvalsh(value).ge(0).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
     """Symmetric positive-definite matrices, checked through a Cholesky factorization."""
 
     def check(self, value):
-        sym = _Square.check(self, value) & (value == value.transpose(-2, -1)).reshape(
-            tuple(value.shape[:-2]) + (-1,)
-        ).all(-1)
+        sym = super().check(value)
         if not bool(sym.all()):
             return sym
-        info = ember.linalg.cholesky_ex(value).info
-        return info == 0
+        return ember.linalg.cholesky_ex(value).info.eq(0)
 
 
 class _Cat(Constraint):
@@ -359,6 +379,35 @@ class _Cat(Constraint):
         return ember.cat(checks, self.dim)
 
 
+class _Stack(Constraint):
+    """Applies ``cseq`` to the slices along ``dim``, as ``ember.stack``."""
+
+    def __init__(self, cseq, dim: int = 0):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:
+        dim = max(c.event_dim for c in self.cseq)
+        # A negative stacking dim that falls inside the event makes the event one dim larger.
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        if not (-value.dim() <= self.dim < value.dim()):
+            raise AssertionError(
+                f"dim {self.dim} out of range for value with {value.dim()} dimensions"
+            )
+        slices = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return ember.stack([c.check(v) for v, c in zip(slices, self.cseq)], self.dim)
+
+
 # Public interface, as torch.distributions.constraints.
 dependent = _Dependent()
 dependent_property = _DependentProperty
@@ -384,5 +433,8 @@ lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 corr_cholesky = _CorrCholesky()
 square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
 cat = _Cat
+stack = _Stack

@@ -8,7 +8,7 @@ import ember
 import ember.nn.functional as F
 
 from . import constraints
-from ._gamma_sampler import standard_gamma
+from ._gamma_grad import standard_gamma_rsample
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, digamma, lgamma, tiny, xlogy
 
@@ -24,7 +24,9 @@ class Dirichlet(ExponentialFamily):
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
-    has_rsample = False  # see Gamma.has_rsample
+    # Pathwise gradients through the normalized reparameterized gammas. torch differentiates the
+    # Dirichlet's own marginal cdf instead; both are unbiased, per-sample values differ.
+    has_rsample = True
 
     def __init__(self, concentration, validate_args: bool | None = None) -> None:
         if concentration.dim() < 1:
@@ -39,17 +41,13 @@ class Dirichlet(ExponentialFamily):
             Dirichlet, batch_shape, _instance, ("concentration",), param_event=event
         )
 
-    def sample(self, sample_shape=()):
-        shape = tuple(self._extended_shape(sample_shape))
-        gammas = standard_gamma(self.concentration.expand(shape))
-        out = gammas / gammas.sum(-1, keepdim=True)
-        return out.clamp(min=tiny(out.dtype), max=1 - tiny(out.dtype))
-
     def rsample(self, sample_shape=()):
-        raise NotImplementedError(
-            f"{type(self).__name__}.rsample: reparameterized samples need the implicit gradient "
-            "of the gamma sampler, which ember does not have yet; use sample()"
-        )
+        shape = tuple(self._extended_shape(sample_shape))
+        gammas = standard_gamma_rsample(self.concentration.expand(shape))
+        out = gammas / gammas.sum(-1, keepdim=True)
+        # Keep the values off the simplex's boundary, and the gradient of the unclamped values.
+        clamped = out.clamp(min=tiny(out.dtype), max=1 - tiny(out.dtype))
+        return out + (clamped - out).detach()
 
     def log_prob(self, value):
         if self._validate_args:
@@ -109,7 +107,7 @@ class Beta(ExponentialFamily):
         "concentration0": constraints.positive,
     }
     support = constraints.unit_interval
-    has_rsample = False  # see Gamma.has_rsample
+    has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args: bool | None = None) -> None:
         if isinstance(concentration1, Number) and isinstance(concentration0, Number):
@@ -144,7 +142,7 @@ class Beta(ExponentialFamily):
         return self._dirichlet.sample(sample_shape).select(-1, 0)
 
     def rsample(self, sample_shape=()):
-        return self._dirichlet.rsample(sample_shape)
+        return self._dirichlet.rsample(sample_shape).select(-1, 0)
 
     def log_prob(self, value):
         if self._validate_args:

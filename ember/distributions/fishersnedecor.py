@@ -24,7 +24,7 @@ class FisherSnedecor(Distribution):
 
     arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
     support = constraints.positive
-    has_rsample = False  # a ratio of gammas, see Gamma.has_rsample
+    has_rsample = True
 
     def __init__(self, df1, df2, validate_args: bool | None = None) -> None:
         self.df1, self.df2 = broadcast_all(df1, df2)
@@ -53,15 +53,12 @@ class FisherSnedecor(Distribution):
         df2 = ember.where(self.df2 <= 4, math.nan, self.df2)
         return 2 * df2.pow(2) * (self.df1 + df2 - 2) / (self.df1 * (df2 - 2).pow(2) * (df2 - 4))
 
-    def sample(self, sample_shape=()):
+    def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        x1 = self._gamma1.sample(sample_shape).reshape(shape)
-        x2 = self._gamma2.sample(sample_shape).reshape(shape)
+        x1 = self._gamma1.rsample(sample_shape).reshape(shape)
+        x2 = self._gamma2.rsample(sample_shape).reshape(shape)
         t = tiny(x2.dtype)
         return (x1 / x2.clamp(min=t)).clamp(min=t)
-
-    def rsample(self, sample_shape=()):
-        return self._gamma1.rsample(sample_shape)  # refuses with the reason
 
     def log_prob(self, value):
         if self._validate_args:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ember
 
 from . import constraints
-from ._gamma_sampler import standard_gamma
+from ._gamma_grad import standard_gamma_rsample
 from .exp_family import ExponentialFamily
-from .utils import _batch_shape, broadcast_all, digamma, lgamma, xlogy
+from .utils import _batch_shape, broadcast_all, digamma, lgamma, tiny, xlogy
 
 __all__ = ["Chi2", "Gamma"]
 
@@ -22,9 +22,8 @@ class Gamma(ExponentialFamily):
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
-    # torch reparameterizes through implicit gradients of its sampler kernel; ember has no such
-    # gradient yet, so samples carry no gradient (see rsample).
-    has_rsample = False
+    # Reparameterized through the implicit gradient of the sampler (see _gamma_grad), as torch.
+    has_rsample = True
     _mean_carrier_measure = 0
 
     def __init__(self, concentration, rate, validate_args: bool | None = None) -> None:
@@ -48,15 +47,11 @@ class Gamma(ExponentialFamily):
     def variance(self):
         return self.concentration / self.rate.pow(2)
 
-    def sample(self, sample_shape=()):
-        shape = tuple(self._extended_shape(sample_shape))
-        return standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
-
     def rsample(self, sample_shape=()):
-        raise NotImplementedError(
-            f"{type(self).__name__}.rsample: reparameterized gamma samples need the implicit "
-            "gradient of the sampler, which ember does not have yet; use sample()"
-        )
+        shape = tuple(self._extended_shape(sample_shape))
+        value = standard_gamma_rsample(self.concentration.expand(shape)) / self.rate.expand(shape)
+        # Clamp the value away from 0 but keep the gradient of the unclamped sample, as torch.
+        return value + (value.clamp(min=tiny(value.dtype)) - value).detach()
 
     def log_prob(self, value):
         if self._validate_args:

@@ -25,7 +25,7 @@ class InverseGamma(TransformedDistribution):
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.positive
-    has_rsample = False  # see Gamma.has_rsample
+    has_rsample = True
 
     def __init__(self, concentration, rate, validate_args: bool | None = None) -> None:
         base_dist = Gamma(concentration, rate, validate_args=validate_args)

@@ -29,7 +29,7 @@ class StudentT(Distribution):
         "scale": constraints.positive,
     }
     support = constraints.real
-    has_rsample = False  # samples go through Chi2, see Gamma.has_rsample
+    has_rsample = True
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args: bool | None = None) -> None:
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
@@ -56,15 +56,11 @@ class StudentT(Distribution):
         result = ember.where(df > 2, finite, math.inf)
         return ember.where(df <= 1, math.nan, result)
 
-    def sample(self, sample_shape=()):
-        shape = tuple(self._extended_shape(sample_shape))
-        with ember.no_grad():
-            x = _standard_normal(shape, dtype=self.df.dtype, device=self.df.device)
-            z = self._chi2.sample(sample_shape)
-            return self.loc + self.scale * x * ember.rsqrt(z / self.df)
-
     def rsample(self, sample_shape=()):
-        return self._chi2.rsample(sample_shape)  # refuses with the reason
+        shape = tuple(self._extended_shape(sample_shape))
+        x = _standard_normal(shape, dtype=self.df.dtype, device=self.df.device)
+        z = self._chi2.rsample(sample_shape)
+        return self.loc + self.scale * x * ember.rsqrt(z / self.df)
 
     def log_prob(self, value):
         if self._validate_args:

@@ -10,19 +10,32 @@ from ._transforms_elementwise import (
     SoftplusTransform,
     TanhTransform,
 )
+from ._transforms_matrix import CorrCholeskyTransform, PositiveDefiniteTransform
 from ._transforms_simplex import LowerCholeskyTransform, SoftmaxTransform, StickBreakingTransform
+from ._transforms_structured import (
+    CatTransform,
+    CumulativeDistributionTransform,
+    ReshapeTransform,
+    StackTransform,
+)
 
 __all__ = [
     "AbsTransform",
     "AffineTransform",
+    "CatTransform",
     "ComposeTransform",
+    "CorrCholeskyTransform",
+    "CumulativeDistributionTransform",
     "ExpTransform",
     "IndependentTransform",
     "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
     "PowerTransform",
+    "ReshapeTransform",
     "SigmoidTransform",
     "SoftmaxTransform",
     "SoftplusTransform",
+    "StackTransform",
     "StickBreakingTransform",
     "TanhTransform",
     "Transform",

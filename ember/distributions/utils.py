@@ -135,6 +135,40 @@ def xlogy(x, y):
     return ember.xlogy(x, y)
 
 
+def _tril_flat_index(n: int, diag: int, device):
+    """Flat (row-major) positions of the lower triangle ``j < i + diag + 1`` of an n x n matrix."""
+    flat = [i * n + j for i in range(n) for j in range(n) if j < i + diag + 1]
+    return ember.tensor(flat, dtype=ember.int64, device=device)
+
+
+def tril_matrix_to_vec(mat, diag: int = 0):
+    """The lower-triangular elements of (a batch of) D x D matrices, in row order."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    flat = mat.reshape(tuple(mat.shape[:-2]) + (n * n,))
+    return flat.index_select(-1, _tril_flat_index(n, diag, mat.device))
+
+
+def vec_to_tril_matrix(vec, diag: int = 0):
+    """(A batch of) lower-triangular D x D matrices holding ``vec``'s elements in row order."""
+    # Positive root of D**2 + (1 + 2 diag) D - |diag| (diag + 1) - 2 len(vec) = 0.
+    b = 1 + 2 * diag
+    n = (-b + (b**2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > eps(vec.dtype):
+        raise ValueError(
+            f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as "
+            "the lower triangular part of a square D x D matrix."
+        )
+    n = round(n)
+    # Gather from vec with one trailing zero: positions off the triangle read the zero.
+    padded = ember.cat([vec, vec.new_zeros(tuple(vec.shape[:-1]) + (1,))], -1)
+    source = ember.full((n * n,), vec.shape[-1], dtype=ember.int64, device=vec.device)
+    flat = _tril_flat_index(n, diag, vec.device)
+    source[flat] = ember.arange(flat.numel(), device=vec.device)
+    return padded.index_select(-1, source).reshape(tuple(vec.shape[:-1]) + (n, n))
+
+
 # ember.special's functions under the names the distributions use (PyTorch's modules call
 # torch.lgamma / torch.digamma / torch.erfinv the same way).
 lgamma = ember.lgamma

@@ -16,9 +16,12 @@ POS = [0.7, 1.5, 3.0]
 PROBS = [0.2, 0.5, 0.9]
 REALS = [-0.4, 0.1, 1.7]
 SIMPLEX = [[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]
-
-# Gamma-based samplers: no implicit reparameterization gradient yet.
-GAMMA = {"rsample": "implicit gamma gradient"}
+# A positive-definite 3x3 matrix, its lower Cholesky factor and a rank-2 covariance factor.
+COV = [[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]]
+COV_TRIL = [[1.2, 0.0, 0.0], [0.4, 0.9, 0.0], [-0.3, 0.2, 0.7]]
+COV_FACTOR = [[0.5, -0.2], [1.0, 0.3], [-0.4, 0.8]]
+VECTORS = [[0.1, -0.3, 0.5], [1.0, 2.0, -0.7]]
+CORR_TRIL = [[1.0, 0.0, 0.0], [0.6, 0.8, 0.0], [0.0, 0.6, 0.8]]  # rows of unit norm
 
 
 @dataclass
@@ -58,16 +61,13 @@ CASES = [
     Case("Geometric", {"probs": PROBS}, [0.0, 3.0, 1.0]),
     Case("Categorical", {"probs": SIMPLEX}, [2, 0]),
     Case("Categorical", {"logits": [[0.1, -2.0, 1.0]]}, [[1], [2]], id="Categorical-logits"),
-    Case(
-        "Gamma", {"concentration": [0.3, 1.0, 4.5], "rate": [1.0, 2.0, 0.5]}, POS, ember_lacks=GAMMA
-    ),
-    Case("Chi2", {"df": [0.8, 2.0, 5.0]}, POS, ember_lacks=GAMMA),
-    Case("Beta", {"concentration1": POS, "concentration0": SCALE}, PROBS, ember_lacks=GAMMA),
+    Case("Gamma", {"concentration": [0.3, 1.0, 4.5], "rate": [1.0, 2.0, 0.5]}, POS),
+    Case("Chi2", {"df": [0.8, 2.0, 5.0]}, POS),
+    Case("Beta", {"concentration1": POS, "concentration0": SCALE}, PROBS),
     Case(
         "Dirichlet",
         {"concentration": [[0.5, 1.0, 2.0], [3.0, 0.7, 1.2]]},
         SIMPLEX,
-        ember_lacks=GAMMA,
     ),
     Case("Pareto", {"scale": SCALE, "alpha": [6.0, 8.0, 10.0]}, [0.6, 1.5, 2.5]),
     Case("Weibull", {"scale": SCALE, "concentration": [0.8, 1.5, 3.0]}, POS),
@@ -109,26 +109,22 @@ CASES = [
         {"df": [0.8, 1.5, 6.0], "loc": LOC, "scale": SCALE},
         REALS,
         heavy_tailed=True,
-        ember_lacks={"rsample": "samples go through Chi2"},
     ),
     Case(
         "StudentT",
         {"df": [9.0, 12.0, 20.0], "loc": LOC, "scale": SCALE},
         REALS,
         id="StudentT-light",
-        ember_lacks={"rsample": "samples go through Chi2"},
     ),
     Case(
         "InverseGamma",
         {"concentration": [5.0, 6.0, 9.0], "rate": POS},
         POS,
-        ember_lacks=GAMMA,
     ),
     Case(
         "FisherSnedecor",
         {"df1": [3.0, 5.0, 10.0], "df2": [12.0, 15.0, 20.0]},
         POS,
-        ember_lacks={"rsample": "implicit gamma gradient"},
     ),
     Case("ContinuousBernoulli", {"probs": [0.2, 0.4995, 0.9]}, [0.1, 0.5, 0.95]),
     Case(
@@ -137,6 +133,35 @@ CASES = [
     # Circular: sample moments are circular too, so no linear moment check.
     Case("VonMises", {"loc": LOC, "concentration": POS}, REALS, moments=False),
     Case("OneHotCategorical", {"probs": SIMPLEX}, [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]),
+    Case("MultivariateNormal", {"loc": VECTORS, "covariance_matrix": COV}, VECTORS),
+    Case(
+        "MultivariateNormal",
+        {"loc": VECTORS, "precision_matrix": COV},
+        VECTORS,
+        id="MultivariateNormal-precision",
+    ),
+    Case(
+        "MultivariateNormal",
+        {"loc": [0.3, -0.2, 1.0], "scale_tril": [COV_TRIL, COV_TRIL]},
+        VECTORS,
+        id="MultivariateNormal-scale_tril",
+    ),
+    Case(
+        "LKJCholesky",
+        {"dim": 3, "concentration": [0.5, 2.0]},
+        [CORR_TRIL, [[1.0, 0.0, 0.0], [-0.28, 0.96, 0.0], [0.48, 0.6, 0.64]]],
+        moments=False,  # torch has no mean: moments are checked in test_multivariate
+    ),
+    Case(
+        "Wishart",
+        {"df": [3.5, 6.0], "covariance_matrix": COV},
+        [COV, [[1.0, 0.2, 0.0], [0.2, 2.0, 0.3], [0.0, 0.3, 1.5]]],
+    ),
+    Case(
+        "LowRankMultivariateNormal",
+        {"loc": VECTORS, "cov_factor": COV_FACTOR, "cov_diag": [0.5, 1.2, 0.8]},
+        VECTORS,
+    ),
 ]
 
 

@@ -8,7 +8,7 @@ import torch
 import ember
 import ember.distributions as ed
 
-from .cases import LOC, POS, PROBS, REALS, SCALE, SIMPLEX, Case
+from .cases import COV, COV_FACTOR, COV_TRIL, LOC, POS, PROBS, REALS, SCALE, SIMPLEX, VECTORS, Case
 from .helpers import assert_close, build
 
 OTHER_LOC = [1.0, 0.4, -0.5]
@@ -49,6 +49,22 @@ DISTS = {
         {"total_count": [5.0, 8.0, 10.0], "probs": [0.4, 0.3, 0.6]},
     ),
     "ContinuousBernoulli": ({"probs": [0.2, 0.4995, 0.9]}, {"probs": [0.6, 0.3, 0.5002]}),
+    # p batched over its loc, q over its factor: the pairs broadcast batch shapes as torch does.
+    "MultivariateNormal": (
+        {"loc": VECTORS, "covariance_matrix": COV},
+        {
+            "loc": [0.4, 0.1, -1.0],
+            "scale_tril": [COV_TRIL, [[0.8, 0.0, 0.0], [-0.5, 1.4, 0.0], [0.2, 0.1, 1.1]]],
+        },
+    ),
+    "LowRankMultivariateNormal": (
+        {"loc": VECTORS, "cov_factor": COV_FACTOR, "cov_diag": [0.5, 1.2, 0.8]},
+        {
+            "loc": [0.4, 0.1, -1.0],
+            "cov_factor": [[1.0], [0.2], [-0.5]],
+            "cov_diag": [1.0, 0.3, 2.0],
+        },
+    ),
 }
 PAIRS = [(name, name) for name in DISTS] + [
     ("Uniform", "Normal"),
@@ -59,6 +75,8 @@ PAIRS = [(name, name) for name in DISTS] + [
     ("Exponential", "Normal"),
     ("Exponential", "Gumbel"),
     ("Laplace", "Normal"),
+    ("MultivariateNormal", "LowRankMultivariateNormal"),
+    ("LowRankMultivariateNormal", "MultivariateNormal"),
 ]
 
 

@@ -26,7 +26,12 @@ TRANSFORMS = [
     ("SoftmaxTransform", (), "real"),
     ("StickBreakingTransform", (), "real"),
     ("LowerCholeskyTransform", (), "real"),
+    ("PositiveDefiniteTransform", (), "real"),
+    ("CorrCholeskyTransform", (), "real"),  # (2, 3): two vectors of a 3 x 3 factor's lower part
+    ("ReshapeTransform", ((3,), (3, 1)), "real"),
 ]
+# Transforms of matrices: their inputs are (2, 3, 3).
+MATRIX_INPUT = {"LowerCholeskyTransform", "PositiveDefiniteTransform"}
 
 
 def _input(kind, shape=(2, 3)):
@@ -36,7 +41,7 @@ def _input(kind, shape=(2, 3)):
 
 @pytest.mark.parametrize("name,args,kind", TRANSFORMS, ids=[t[0] for t in TRANSFORMS])
 def test_transform_matches_torch(name, args, kind, device):
-    shape = (2, 3, 3) if name == "LowerCholeskyTransform" else (2, 3)
+    shape = (2, 3, 3) if name in MATRIX_INPUT else (2, 3)
     x = _input(kind, shape)
     e, t = getattr(et, name)(*args), getattr(tt, name)(*args)
     ex, tx = ember.tensor(x, device=device), torch.tensor(x)
@@ -47,7 +52,7 @@ def test_transform_matches_torch(name, args, kind, device):
     assert repr(e.codomain) == repr(t.codomain)
     assert e.bijective == t.bijective
     assert tuple(e.forward_shape(shape)) == tuple(t.forward_shape(shape))
-    assert tuple(e.inverse_shape(shape)) == tuple(t.inverse_shape(shape))
+    assert tuple(e.inverse_shape(tuple(ey.shape))) == tuple(t.inverse_shape(tuple(ty.shape)))
     try:
         expected = t.log_abs_det_jacobian(tx, ty)
     except NotImplementedError:
@@ -78,6 +83,105 @@ def test_compose_and_independent_match_torch():
         ei.log_abs_det_jacobian(ember.tensor(x), ey), ti.log_abs_det_jacobian(torch.tensor(x), ty)
     )
     assert et.identity_transform(ember.tensor(x)) is not None
+
+
+def _pair(build):
+    """The same transform built over ember's and over torch's transforms module."""
+    return build(et), build(tt)
+
+
+# Transforms over pieces of their input: (id, builder over a transforms module, input shape).
+STRUCTURED = [
+    (
+        "cat-dim0",
+        lambda m: m.CatTransform([m.ExpTransform(), m.AffineTransform(1.0, 2.0)], 0, [1, 2]),
+        (3, 2),
+    ),
+    (
+        "cat-event",
+        lambda m: m.CatTransform(
+            [
+                m.IndependentTransform(m.ExpTransform(), 1),
+                m.IndependentTransform(m.TanhTransform(), 1),
+            ],
+            -1,
+            [2, 2],
+        ),
+        (2, 4),
+    ),
+    ("stack-dim1", lambda m: m.StackTransform([m.ExpTransform(), m.TanhTransform()], 1), (3, 2)),
+    (
+        "stack-dim-1",
+        lambda m: m.StackTransform([m.SigmoidTransform(), m.PowerTransform(1.0)], -1),
+        (3, 2),
+    ),
+]
+
+
+@pytest.mark.parametrize("build,shape", [s[1:] for s in STRUCTURED], ids=[s[0] for s in STRUCTURED])
+def test_structured_transforms_match_torch(build, shape):
+    e, t = _pair(build)
+    x = np.abs(_input("real", shape)) + 0.1
+    ex, tx = ember.tensor(x), torch.tensor(x)
+    ey, ty = e(ex), t(tx)
+    assert_close(ey, ty, rtol=1e-12, atol=1e-12)
+    assert_close(e.inv(ey), t.inv(ty), rtol=1e-10, atol=1e-12)
+    assert_close(e.log_abs_det_jacobian(ex, ey), t.log_abs_det_jacobian(tx, ty), rtol=1e-10)
+    assert e.bijective == t.bijective
+    assert e.event_dim == t.event_dim
+    assert e.domain.event_dim == t.domain.event_dim
+    assert_close(e.codomain.check(ey), t.codomain.check(ty))
+
+
+def test_structured_transform_errors_match_torch():
+    for m, lib in ((et, ember), (tt, torch)):
+        bad = m.CatTransform([m.ExpTransform()], 0, [2])
+        with pytest.raises(AssertionError, match=r"x.size\(0\) = 3 must equal length 2"):
+            bad(lib.zeros(3))
+        with pytest.raises(ValueError, match="different numbers of elements"):
+            m.ReshapeTransform((2, 3), (4,))
+        with pytest.raises(ValueError, match="Shape mismatch"):
+            m.ReshapeTransform((2, 3), (6,)).forward_shape((5, 3, 2))
+
+
+def test_cumulative_distribution_transform_matches_torch():
+    loc, scale = np.array([0.3, -1.0]), np.array([1.5, 0.5])
+    e = et.CumulativeDistributionTransform(ed.Normal(ember.tensor(loc), ember.tensor(scale)))
+    t = tt.CumulativeDistributionTransform(
+        torch.distributions.Normal(torch.tensor(loc), torch.tensor(scale))
+    )
+    x = _input("real", (3, 2))
+    ey, ty = e(ember.tensor(x)), t(torch.tensor(x))
+    assert_close(ey, ty)
+    assert_close(e.inv(ey), t.inv(ty), rtol=1e-8)
+    assert_close(
+        e.log_abs_det_jacobian(ember.tensor(x), ey), t.log_abs_det_jacobian(torch.tensor(x), ty)
+    )
+    assert repr(e.domain) == repr(t.domain) and repr(e.codomain) == repr(t.codomain)
+
+
+def test_cat_and_stack_constraints_map_piecewise_like_torch():
+    for registry in ("biject_to", "transform_to"):
+        e_reg, t_reg = getattr(ed, registry), getattr(torch.distributions, registry)
+        ec, tc = ed.constraints, torch.distributions.constraints
+        pairs = [
+            (ec.cat([ec.positive, ec.real], 0, [2, 1]), tc.cat([tc.positive, tc.real], 0, [2, 1])),
+            (
+                ec.stack([ec.positive, ec.unit_interval], 1),
+                tc.stack([tc.positive, tc.unit_interval], 1),
+            ),
+        ]
+        x = _input("real", (3, 2))
+        for e_con, t_con in pairs:
+            ey = e_reg(e_con)(ember.tensor(x))
+            assert_close(ey, t_reg(t_con)(torch.tensor(x)))
+            assert bool(e_con.check(ey).all())
+
+
+def test_transforms_exported_at_top_level_like_torch():
+    assert set(torch.distributions.__all__) <= set(ed.__all__)
+    for name in torch.distributions.transforms.__all__:
+        assert getattr(ed, name) is getattr(et, name), name
 
 
 def test_cache_returns_the_same_input():
@@ -137,6 +241,9 @@ REGISTRY_CONSTRAINTS = [
     ("less_than", (-0.5,)),
     ("interval", (-1.0, 3.0)),
     ("lower_cholesky", ()),
+    ("positive_definite", ()),
+    ("positive_semidefinite", ()),
+    ("corr_cholesky", ()),
 ]
 
 
@@ -159,7 +266,8 @@ def test_constraint_registry_matches_torch(registry, name, args):
             getattr(ed, registry)(e_con)
         return
     e_transform = getattr(ed, registry)(e_con)
-    shape = (2, 3, 3) if name == "lower_cholesky" else (2, 3)
+    square = ("lower_cholesky", "positive_definite", "positive_semidefinite")
+    shape = (2, 3, 3) if name in square else (2, 3)
     x = _input("real", shape)
     ey = e_transform(ember.tensor(x))
     assert_close(ey, t_transform(torch.tensor(x)))

@@ -121,6 +121,10 @@ CONSTRAINT_CASES = [
     ("lower_cholesky", [[[1.0, 0.0], [2.0, 3.0]], [[1.0, 1.0], [0.0, 1.0]]]),
     ("lower_triangular", [[[1.0, 0.0], [2.0, 3.0]], [[1.0, 1.0], [0.0, 1.0]]]),
     ("square", [[[1.0, 0.0], [2.0, 3.0]]]),
+    # Symmetric up to torch's atol 1e-6; an indefinite one; a singular semidefinite one.
+    ("symmetric", [[[1.0, 2.0], [2.0 + 5e-7, 3.0]], [[1.0, 2.0], [2.1, 3.0]]]),
+    ("positive_definite", [[[2.0, 1.0], [1.0 + 5e-7, 2.0]], [[1.0, 2.0], [2.0, 1.0]]]),
+    ("positive_semidefinite", [[[1.0, 1.0], [1.0, 1.0]], [[1.0, 2.0], [2.0, 1.0]]]),
 ]
 
 
