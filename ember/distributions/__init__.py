@@ -107,3 +107,32 @@ __all__ = [
     "transforms",
 ]
 __all__ += transforms.__all__
+
+# torch.distributions has one module per family (``from torch.distributions.beta import Beta``);
+# ember keeps related families together, so those module names are aliases of where each lives.
+_MODULE_ALIASES = {
+    "beta": ["Beta"],
+    "chi2": ["Chi2"],
+    "half_cauchy": ["HalfCauchy"],
+    "kumaraswamy": ["Kumaraswamy"],
+    "multinomial": ["Multinomial"],
+    "relaxed_bernoulli": ["LogitRelaxedBernoulli", "RelaxedBernoulli"],
+    "relaxed_categorical": ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"],
+    "studentT": ["StudentT"],
+    "weibull": ["Weibull"],
+}
+
+
+def _alias_modules() -> None:
+    import sys
+    import types
+
+    for name, classes in _MODULE_ALIASES.items():
+        module = types.ModuleType(f"{__name__}.{name}", f"torch.distributions.{name}'s names.")
+        module.__all__ = classes
+        module.__dict__.update({cls: globals()[cls] for cls in classes})
+        sys.modules[module.__name__] = module
+        globals()[name] = module
+
+
+_alias_modules()

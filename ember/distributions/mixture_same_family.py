@@ -11,31 +11,6 @@ from .distribution import Distribution
 __all__ = ["MixtureSameFamily"]
 
 
-class _MixtureSameFamilyConstraint(constraints.Constraint):
-    # The component support, checked for every component and required of all of them.
-    def __init__(self, base_constraint):
-        self.base_constraint = base_constraint
-        super().__init__()
-
-    @property
-    def is_discrete(self) -> bool:
-        return self.base_constraint.is_discrete
-
-    @property
-    def event_dim(self) -> int:
-        return self.base_constraint.event_dim
-
-    def check(self, value):
-        unsqueezed = value.unsqueeze(-1 - self.event_dim)
-        result = self.base_constraint.check(unsqueezed)
-        if value.dim() < self.event_dim:
-            return result
-        return result.all(-1)
-
-    def __repr__(self) -> str:
-        return f"MixtureSameFamilyConstraint({self.base_constraint!r})"
-
-
 def _check_shapes(mixture, component):
     if not isinstance(mixture, Categorical):
         raise ValueError(
@@ -100,7 +75,7 @@ class MixtureSameFamily(Distribution):
 
     @constraints.dependent_property
     def support(self):
-        return _MixtureSameFamilyConstraint(self._component_distribution.support)
+        return constraints.MixtureSameFamilyConstraint(self._component_distribution.support)
 
     @property
     def mixture_distribution(self):
