@@ -9,7 +9,9 @@ includes the autograd recording below it; outside a ``profile`` block (or outsid
 steps of its ``schedule``) it is not installed and costs nothing.
 
 PyTorch's options are honoured: ``record_shapes`` (``key_averages(group_by_input_shape=True)``),
-``profile_memory`` (bytes of the storages each op creates, self and total, per host or device),
+``profile_memory`` (bytes each op allocates less bytes freed, self and total, per host or
+device, from the allocation routes of the caching allocator, and each allocation and free as a
+``[memory]`` event in the trace),
 ``with_stack`` (``group_by_stack_n``), ``with_flops`` (matrix products), ``schedule`` and
 ``on_trace_ready``. ``prof.export_chrome_trace(path)`` writes PyTorch's Chrome trace-event JSON
 (Perfetto, chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per recorded span, and
@@ -27,6 +29,7 @@ from collections.abc import Callable
 
 from ._profiler_events import _STACK_DEPTH, EventList, FunctionEventAvg, Recorder
 from ._profiler_trace import tensorboard_trace_handler, write_chrome_trace
+from .dispatcher import memory
 from .dispatcher.layers import STACK, Layer
 
 __all__ = [
@@ -142,7 +145,7 @@ class profile:  # noqa: N801 - PyTorch's name
         on_trace_ready: called with the profiler at the end of each recorded span.
         acc_events: keep the events of every span (by default each span starts afresh).
         record_shapes: keep input shapes (``key_averages(group_by_input_shape=True)``).
-        profile_memory: bytes of the storages each op creates (``cpu_memory_usage``...).
+        profile_memory: bytes each op allocates less bytes freed (``cpu_memory_usage``...).
         with_stack: keep the caller's source lines (``key_averages(group_by_stack_n=n)``).
         with_flops: floating-point operations of matrix products (``flops``).
         with_modules: not recorded by ember (warned).
@@ -209,11 +212,14 @@ class profile:  # noqa: N801 - PyTorch's name
         self.layer = ProfilingLayer(self.recorder)
         STACK.install(self.layer)
         _ACTIVE.append(self.recorder)
+        if self.options["memory"]:
+            _watch_memory(self.recorder)
 
     def _stop(self, save: bool) -> None:
         STACK.remove(self.layer)
         if self.recorder in _ACTIVE:
             _ACTIVE.remove(self.recorder)
+        _unwatch_memory(self.recorder)
         self.saved = self.recorder
         if save and self.on_trace_ready is not None:
             self.on_trace_ready(self)
@@ -265,7 +271,7 @@ class profile:  # noqa: N801 - PyTorch's name
     def export_chrome_trace(self, path: str) -> None:
         """Write the last recorded span as Chrome trace-event JSON (Perfetto, chrome://tracing,
         TensorBoard); gzip-compressed when ``path`` ends in ``.gz``."""
-        write_chrome_trace(self.saved.trace, self.options, path)
+        write_chrome_trace(self.saved.trace, self.saved.memory_events, self.options, path)
 
     def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
         """Write the call sites' times as flame-graph lines (``with_stack=True`` needed for any)."""
@@ -274,6 +280,31 @@ class profile:  # noqa: N801 - PyTorch's name
 
     def events(self) -> EventList:
         return self.saved.averages(self.options["shapes"], 5 * self.options["stack"], self.options)
+
+
+_MEMORY: list[Recorder] = []  # the recording spans of profile(profile_memory=True)
+
+
+def _report_memory(nbytes: int, address, device) -> None:
+    reserved = 0  # PyTorch reports none for host memory
+    if device.type != "cpu":
+        allocator = memory.backend_for(device.type).allocator(device.index)
+        reserved = allocator.current["reserved_bytes"]
+    for recorder in _MEMORY:
+        recorder.allocation(nbytes, address, device, reserved)
+
+
+def _watch_memory(recorder: Recorder) -> None:
+    if not _MEMORY:
+        memory.observe(_report_memory)
+    _MEMORY.append(recorder)
+
+
+def _unwatch_memory(recorder: Recorder) -> None:
+    if recorder in _MEMORY:
+        _MEMORY.remove(recorder)
+        if not _MEMORY:
+            memory.observe(None)
 
 
 _WARNINGS_SHOWN: set[str] = set()

@@ -72,7 +72,7 @@ def test_grouping_by_what_was_not_recorded_raises():
         prof.key_averages(group_by_stack_n=1)
 
 
-def test_profile_memory_counts_the_bytes_each_op_creates():
+def test_profile_memory_counts_the_bytes_each_op_allocates():
     x = ember.ones(4, 4)
     with ember.profiler.profile(profile_memory=True) as prof:
         x + 1  # 64 new bytes
@@ -84,8 +84,8 @@ def test_profile_memory_counts_the_bytes_each_op_creates():
     assert events["add"].cpu_memory_usage == 64
     assert events["view"].cpu_memory_usage == 0
     assert events["add_"].cpu_memory_usage == 0
-    for event in events.values():
-        assert event.cpu_memory_usage >= event.self_cpu_memory_usage >= 0
+    # x + 1 and the softmax freed when their statements end, outside every op
+    assert (events["[memory]"].cpu_memory_usage, events["[memory]"].count) == (-128, 2)
     assert "CPU Mem" in prof.key_averages().table()
 
 
@@ -98,6 +98,50 @@ def test_memory_of_a_composite_is_its_parts():
     assert events["mm"].self_cpu_memory_usage == 8 * 4 * 4
     assert events["matmul"].cpu_memory_usage == 8 * 4 * 4
     assert events["matmul"].self_cpu_memory_usage == 0
+
+
+def _memory_by_op(lib):
+    x, w = lib.ones(8, 16), lib.ones(16, 4)
+    with lib.profiler.profile(profile_memory=True, record_shapes=True) as prof:
+        with lib.profiler.record_function("step"):
+            y = x.exp()
+            z = lib.mm(y, w)
+            del y  # freed inside the region, outside any op: the region's self memory
+            out = z.relu()
+        del out  # freed outside every op: PyTorch's "[memory]" row
+    events = prof.key_averages(group_by_input_shape=True)
+    return {e.key.replace("aten::", ""): (e.cpu_memory_usage, e.self_cpu_memory_usage, e.count)
+            for e in events}  # fmt: skip
+
+
+def test_memory_allocations_and_frees_match_torch():
+    import torch
+
+    theirs, ours = _memory_by_op(torch), _memory_by_op(ember)
+    for key in ("step", "exp", "mm", "[memory]"):
+        assert ours[key] == theirs[key], key
+    assert ours["step"] == (512 + 128 + 128 - 512, -512, 1)
+    assert ours["relu"][0] == theirs["relu"][0] == 128  # torch's relu runs clamp_min inside
+    assert ours["[memory]"] == (-128, -128, 1)
+
+
+def test_memory_reporting_is_off_outside_a_memory_profile():
+    from ember.dispatcher import memory
+
+    plain = ember.ones(300, 300)  # both allocation routes: small (malloc) and cached (1 MiB up)
+    with ember.profiler.profile(profile_memory=True) as prof:
+        small, large = ember.ones(4), ember.ones(600, 600)
+        kept = ember.ones(5)
+    assert memory._OBSERVER[0] is None
+    with ember.profiler.profile(profile_memory=True) as later:
+        del small, large
+    del kept  # freed after every profile: nobody's event
+    assert [e.nbytes for e in prof.saved.memory_events] == [16, 1440000, 20]
+    assert [e.nbytes for e in later.saved.memory_events] == [-16, -1440000]
+    with ember.profiler.profile() as prof:  # no profile_memory: nothing reported
+        del plain
+        ember.ones(600, 600)
+    assert prof.saved.memory_events == []
 
 
 def test_with_stack_records_the_callers_line():
@@ -303,9 +347,18 @@ def test_chrome_trace_has_torchs_structure(tmp_path):
     assert block[0]["cat"] == "user_annotation"
     memory = [e for e in ours["traceEvents"] if e["name"] == "[memory]"]
     their_memory = [e for e in theirs["traceEvents"] if e["name"] == "[memory]"]
-    assert [e["args"]["Bytes"] for e in memory] == [64, 4]  # the sum's result, then the add's
-    assert set(memory[0]["args"]) <= set(their_memory[0]["args"]) | {"Ev Idx"}
+    # The add's result, the sum's, then their frees when the statement ends; torch also
+    # allocates (and frees) the Python 1 wrapped in a tensor, then cast to float.
+    assert [e["args"]["Bytes"] for e in memory] == [64, 4, -64, -4]
+    assert [e["args"]["Total Allocated"] for e in memory] == [64, 68, 4, 0]
+    their_bytes = [e["args"]["Bytes"] for e in their_memory]
+    assert [b for b in their_bytes if abs(b) == 64] == [64, -64]
+    assert their_bytes[-3:] == [4, -64, -4]
+    assert set(memory[0]["args"]) == set(their_memory[0]["args"])
     assert memory[0]["cat"] == their_memory[0]["cat"] and memory[0]["s"] == "t"
+    frees = {e["args"]["Addr"]: e["ts"] for e in memory if e["args"]["Bytes"] < 0}
+    for event in memory[:2]:  # each free names the address its allocation reported
+        assert frees[event["args"]["Addr"]] > event["ts"]
 
 
 def test_chrome_trace_gz_and_tensorboard_handler(tmp_path):
