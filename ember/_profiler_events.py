@@ -206,6 +206,11 @@ class Recorder:
         where = _caller_stack() if self.stack else None
         return time.perf_counter_ns(), where
 
+    def enter_python(self) -> tuple:
+        """A Python call's start: its own call site is its parent event, so no stack."""
+        self.children.append([0, 0, 0, 0, 0])
+        return time.perf_counter_ns(), None
+
     def leave(self, name: str, start: tuple, args, result, category: str = "cpu_op") -> None:
         elapsed = time.perf_counter_ns() - start[0]
         nested = self.children.pop()

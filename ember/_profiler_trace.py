@@ -36,11 +36,28 @@ def _metadata(pid: int, tid: int, ts: float) -> list[dict]:
     ]
 
 
-def _op_event(event, index: int, pid: int, tid: int) -> dict:
+def _op_args(event, index: int) -> dict:
     args = {"External id": index + 1, "Record function id": 0, "Ev Idx": index}
     if event.inputs is not None and event.category == "cpu_op":  # regions have no inputs
         args["Input type"] = [kind for _, kind in event.inputs]
         args["Input Dims"] = [dims for dims, _ in event.inputs]
+    return args
+
+
+def _python_args(python_events, first_index: int) -> list[dict]:
+    """PyTorch's "Python id" (1, 2, ... in start order) and "Python parent id" (the innermost
+    Python call enclosing it, or None) of each ``with_stack`` event."""
+    out, open_calls = [], []  # open_calls: (end ns, Python id)
+    for i, event in enumerate(python_events):
+        while open_calls and open_calls[-1][0] < event.start_ns + event.duration_ns:
+            open_calls.pop()
+        parent = open_calls[-1][1] if open_calls else None
+        out.append({"Python parent id": parent, "Python id": i + 1, "Ev Idx": first_index + i})
+        open_calls.append((event.start_ns + event.duration_ns, i + 1))
+    return out
+
+
+def _complete_event(event, args: dict, pid: int, tid: int) -> dict:
     return {
         "ph": "X",
         "cat": event.category,
@@ -84,7 +101,11 @@ def chrome_trace(events, memory_events, options: dict, path: str) -> dict:
     ordered = sorted(events, key=lambda e: (e.start_ns, -e.duration_ns))
     start = ordered[0].start_ns / 1000 if ordered else 0.0
     trace = _metadata(pid, tid, start)
-    trace += [_op_event(e, i, pid, tid) for i, e in enumerate(ordered)]
+    ops = [e for e in ordered if e.category != "python_function"]
+    trace += [_complete_event(e, _op_args(e, i), pid, tid) for i, e in enumerate(ops)]
+    python = [e for e in ordered if e.category == "python_function"]
+    for event, args in zip(python, _python_args(python, len(ops))):
+        trace.append(_complete_event(event, args, pid, tid))
     first = len(ordered)
     trace += [_memory_event(e, first + i, pid, tid) for i, e in enumerate(memory_events)]
     return {

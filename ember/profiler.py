@@ -11,9 +11,10 @@ steps of its ``schedule``) it is not installed and costs nothing.
 PyTorch's options are honoured: ``record_shapes`` (``key_averages(group_by_input_shape=True)``),
 ``profile_memory`` (bytes each op allocates less bytes freed, self and total, per host or
 device, from the allocation routes of the caching allocator, and each allocation and free as a
-``[memory]`` event in the trace),
-``with_stack`` (``group_by_stack_n``), ``with_flops`` (matrix products), ``schedule`` and
-``on_trace_ready``. ``prof.export_chrome_trace(path)`` writes PyTorch's Chrome trace-event JSON
+``[memory]`` event in the trace), ``with_stack`` (the user's Python calls as PyTorch's Python
+tracer records them: ``python_function`` events enclosing the ops in the trace and rows of their
+own; each op's call site for ``group_by_stack_n``), ``with_flops`` (matrix products),
+``schedule`` and ``on_trace_ready``. ``prof.export_chrome_trace(path)`` writes PyTorch's Chrome trace-event JSON
 (Perfetto, chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per recorded span, and
 ``prof.export_stacks(path)`` flame-graph lines. What ember cannot do is said with a warning:
 device activities are timed as their host calls, and module hierarchies (``with_modules``) are
@@ -28,6 +29,7 @@ import warnings
 from collections.abc import Callable
 
 from ._profiler_events import _STACK_DEPTH, EventList, FunctionEventAvg, Recorder
+from ._profiler_python import PythonTracer
 from ._profiler_trace import tensorboard_trace_handler, write_chrome_trace
 from .dispatcher import memory
 from .dispatcher.layers import STACK, Layer
@@ -146,7 +148,8 @@ class profile:  # noqa: N801 - PyTorch's name
         acc_events: keep the events of every span (by default each span starts afresh).
         record_shapes: keep input shapes (``key_averages(group_by_input_shape=True)``).
         profile_memory: bytes each op allocates less bytes freed (``cpu_memory_usage``...).
-        with_stack: keep the caller's source lines (``key_averages(group_by_stack_n=n)``).
+        with_stack: record the Python calls (trace events and rows) and each op's call site
+            (``key_averages(group_by_stack_n=n)``).
         with_flops: floating-point operations of matrix products (``flops``).
         with_modules: not recorded by ember (warned).
 
@@ -197,6 +200,7 @@ class profile:  # noqa: N801 - PyTorch's name
         self.layer = ProfilingLayer(self.recorder)
         self.acc_events = bool(acc_events)
         self.spans = 0  # recording spans started
+        self.tracer: PythonTracer | None = None
 
     # ---- recording spans -------------------------------------------------------------------
     def _start(self) -> None:
@@ -214,8 +218,14 @@ class profile:  # noqa: N801 - PyTorch's name
         _ACTIVE.append(self.recorder)
         if self.options["memory"]:
             _watch_memory(self.recorder)
+        if self.options["stack"]:
+            self.tracer = PythonTracer(self.recorder)
+            self.tracer.start()
 
     def _stop(self, save: bool) -> None:
+        if self.tracer is not None:
+            self.tracer.stop()
+            self.tracer = None
         STACK.remove(self.layer)
         if self.recorder in _ACTIVE:
             _ACTIVE.remove(self.recorder)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import pytest
@@ -155,6 +156,58 @@ def test_with_stack_records_the_callers_line():
     assert mul.stack[0].endswith(": model")
 
 
+def _python_calls(lib, tmp_path):
+    import json
+
+    def inner(x):
+        return len([x]) and x * 2
+
+    def outer(x):
+        return inner(x) + inner(x)
+
+    x = lib.ones(3)
+    with lib.profiler.profile(with_stack=True) as prof:
+        outer(x)
+    path = tmp_path / f"{lib.__name__}.json"
+    prof.export_chrome_trace(str(path))
+    doc = json.loads(path.read_text())
+    calls = [e for e in doc["traceEvents"] if e.get("cat") == "python_function"]
+    ids = {e["args"]["Python id"]: e for e in calls}
+    mine = [e for e in calls if e["name"].endswith((": outer", ": inner", "function len>"))]
+
+    def parent(e):
+        up = ids.get(e["args"]["Python parent id"])
+        return up["name"].rsplit("/", 1)[-1] if up else None
+
+    return [(e["name"].rsplit("/", 1)[-1], parent(e)) for e in mine], doc, prof
+
+
+def test_with_stack_python_calls_match_torch(tmp_path):
+    import torch
+
+    theirs, _, _ = _python_calls(torch, tmp_path)
+    ours, doc, prof = _python_calls(ember, tmp_path)
+    assert ours == theirs
+    assert [name.split("): ")[-1] for name, _ in ours] == [
+        "outer",
+        "inner",
+        "<built-in function len>",
+        "inner",
+        "<built-in function len>",
+    ]
+    assert doc["with_stack"] == 1
+    # ops nest in their Python callers; ember's internals (kernels, dispatch) are not calls
+    calls = [e for e in doc["traceEvents"] if e.get("cat") == "python_function"]
+    assert not any("ember" in e["name"] and "test_profiler" not in e["name"] for e in calls)
+    (mul,) = [e for e in _complete(doc) if e["name"] == "mul"][:1]
+    inner = [e for e in calls if e["name"].endswith(": inner")][0]
+    assert inner["ts"] <= mul["ts"] and mul["ts"] + mul["dur"] <= inner["ts"] + inner["dur"]
+    rows = {e.key: e for e in prof.key_averages()}
+    (inner_row,) = [e for k, e in rows.items() if k.endswith(": inner")]
+    assert inner_row.count == 2 and inner_row.self_cpu_time_total < inner_row.cpu_time_total
+    assert sys.getprofile() is None
+
+
 def test_with_flops_counts_matrix_products():
     x, w = ember.ones(8, 16), ember.ones(16, 4)
     with ember.profiler.profile(with_flops=True) as prof:
@@ -266,18 +319,25 @@ def _headers(table: str) -> list[str]:
 def test_table_columns_match_torch(options, grouping):
     import torch
 
-    tables = []
+    tables, keys = [], []
     for lib in (torch, ember):
         x = lib.ones(4, 4)
         with lib.profiler.profile(**options) as prof:
             (x + 1).sum()
         tables.append(prof.key_averages(**grouping).table(sort_by="cpu_time_total", row_limit=1))
+        keys.append({e.key for e in prof.key_averages()})
     theirs, ours = ([h.strip() for h in _headers(t)] for t in tables)
     if options.get("with_stack"):
         # torch attaches call sites to ops only with experimental_config verbose=True; ember
         # always does, so its table has PyTorch's Source Location column: each frame on a line.
         assert ours == [*theirs, "Source Location"]
-        assert len(tables[1].splitlines()) == 3 + 2 + 1 + 2  # a row per frame, then a blank
+        # with_stack records the Python calls, as torch: the frames open around the block (the
+        # same here), named alike; the top row is one of them, with no call site (then a blank).
+        calls = {key for key in keys[1] if "): " in key}
+        assert calls and calls <= keys[0]
+        top = tables[1].splitlines()[3][: len(tables[1].split("  ")[0])].strip()
+        assert top in {key if len(key) < 52 else key[:52] + "..." for key in calls}  # trimmed
+        assert len(tables[1].splitlines()) == 3 + 2 + 2
     else:
         assert ours == theirs
         assert len(tables[1].splitlines()) == 3 + 1 + 2  # rules and headers, one row, the total
