@@ -154,15 +154,37 @@ def _shapes(args) -> tuple:
 
 
 def _input(value) -> tuple:
-    """An input's ``(dims, type)`` as PyTorch's trace writes them ("Input Dims", "Input type")."""
+    """An input as PyTorch's trace writes it: ("Input Dims", "Input type", "Input Strides",
+    "Concrete Inputs") entries."""
     if isinstance(value, Tensor):
-        return list(value._shape), TYPE_NAMES.get(value.dtype.name, value.dtype.name)
+        kind = TYPE_NAMES.get(value.dtype.name, value.dtype.name)
+        return list(value._shape), kind, list(value._stride), ""
     if value is None:
-        return [], ""
+        return [], "", [], ""
     if isinstance(value, (tuple, list)):
-        tensors = all(isinstance(item, Tensor) for item in value) and value
-        return [], "TensorList" if tensors else "ScalarList"
-    return [], "Scalar"
+        if value and all(isinstance(item, Tensor) for item in value):
+            dims = [list(t._shape) for t in value]
+            return dims, "TensorList", [list(t._stride) for t in value], ""
+        return [], "ScalarList", [], "[" + ", ".join(_concrete(v) for v in value) + "]"
+    return [], "Scalar", [], _concrete(value)
+
+
+def _concrete(value) -> str:
+    """A scalar as c10 prints it: ``1``, ``0.5``, ``2.`` (an integral float), ``False``, a
+    dtype as its ScalarType number."""
+    if isinstance(value, float) and value.is_integer():
+        return f"{int(value)}."
+    name = getattr(value, "name", None)
+    if name in SCALAR_TYPES and not isinstance(value, (int, float, str)):
+        return str(SCALAR_TYPES[name])
+    return str(value)
+
+
+# c10::ScalarType numbers, which PyTorch's trace writes for a dtype argument.
+SCALAR_TYPES = {
+    "uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5, "float32": 6,
+    "float64": 7, "complex64": 9, "complex128": 10, "bool": 11, "bfloat16": 15,
+}  # fmt: skip
 
 
 def _inputs(args) -> tuple:

@@ -3,10 +3,11 @@
 
 Each recorded call is a complete event (``"ph": "X"``, ``ts``/``dur`` in microseconds) on the
 recording thread, ``cpu_op`` for ops and ``user_annotation`` for ``record_function`` regions, with
-"Input Dims"/"Input type" when shapes were recorded; with ``profile_memory`` every allocation and
-free is an instant ``[memory]`` event at the time the allocator's route reported it, with
-PyTorch's args (positive or negative "Bytes", "Addr", the running "Total Allocated"). The
-top-level keys are PyTorch's.
+"Input Dims", "Input type", "Input Strides" and "Concrete Inputs" when shapes were recorded;
+``with_stack`` adds the Python calls as ``python_function`` events (with "Python id" and "Python
+parent id"); with ``profile_memory`` every allocation and free is an instant ``[memory]`` event
+at the time the allocator's route reported it, with PyTorch's args (positive or negative
+"Bytes", "Addr", the running "Total Allocated"). The top-level keys are PyTorch's.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ def _metadata(pid: int, tid: int, ts: float) -> list[dict]:
 def _op_args(event, index: int) -> dict:
     args = {"External id": index + 1, "Record function id": 0, "Ev Idx": index}
     if event.inputs is not None and event.category == "cpu_op":  # regions have no inputs
-        args["Input type"] = [kind for _, kind in event.inputs]
-        args["Input Dims"] = [dims for dims, _ in event.inputs]
+        args["Concrete Inputs"] = [value for _, _, _, value in event.inputs]
+        args["Input type"] = [kind for _, kind, _, _ in event.inputs]
+        args["Input Strides"] = [strides for _, _, strides, _ in event.inputs]
+        args["Input Dims"] = [dims for dims, _, _, _ in event.inputs]
     return args
 
 

@@ -14,11 +14,11 @@ device, from the allocation routes of the caching allocator, and each allocation
 ``[memory]`` event in the trace), ``with_stack`` (the user's Python calls as PyTorch's Python
 tracer records them: ``python_function`` events enclosing the ops in the trace and rows of their
 own; each op's call site for ``group_by_stack_n``), ``with_flops`` (matrix products),
-``schedule`` and ``on_trace_ready``. ``prof.export_chrome_trace(path)`` writes PyTorch's Chrome trace-event JSON
-(Perfetto, chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per recorded span, and
-``prof.export_stacks(path)`` flame-graph lines. What ember cannot do is said with a warning:
-device activities are timed as their host calls, and module hierarchies (``with_modules``) are
-not recorded.
+``schedule`` and ``on_trace_ready``. ``prof.export_chrome_trace(path)`` writes PyTorch's Chrome
+trace-event JSON (Perfetto, chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per
+recorded span, and ``prof.export_stacks(path)`` flame-graph lines. What ember cannot do is said
+with a warning: device activities are timed as their host calls, and module hierarchies
+(``with_modules``) are not recorded.
 """
 
 from __future__ import annotations

@@ -401,6 +401,7 @@ def test_chrome_trace_has_torchs_structure(tmp_path):
     assert add["dur"] >= 0 and isinstance(add["ts"], float)
     # torch's add also lists its alpha, and wraps the Python 1 in a long tensor ember doesn't make
     assert add["args"]["Input Dims"] == their_add["args"]["Input Dims"][:2]
+    assert set(add["args"]) == set(their_add["args"]) - {"Sequence number", "Fwd thread id"}
     assert add["args"]["Input type"] == ["float", "Scalar"]
     assert their_add["args"]["Input type"][0] == "float"
     block = [e for e in _complete(ours) if e["name"] == "block"]
@@ -419,6 +420,33 @@ def test_chrome_trace_has_torchs_structure(tmp_path):
     frees = {e["args"]["Addr"]: e["ts"] for e in memory if e["args"]["Bytes"] < 0}
     for event in memory[:2]:  # each free names the address its allocation reported
         assert frees[event["args"]["Addr"]] > event["ts"]
+
+
+_INPUT_ARGS = ("Concrete Inputs", "Input type", "Input Strides", "Input Dims")
+
+
+def test_record_shapes_trace_args_match_torch(tmp_path):
+    """Ops whose argument lists are the same in both libraries: the same four lists."""
+    import torch
+
+    docs = []
+    for lib in (torch, ember):
+        x = lib.ones(3, 4)
+        with lib.profiler.profile(record_shapes=True) as prof:
+            lib.clamp(x, 0.5)
+            x.t().transpose(0, 1)
+            lib.cat([x, x.t().t()], 1)
+            x.pow(2)
+            lib.full((2,), 2.0)
+        docs.append(_trace(prof, tmp_path, f"{lib.__name__}.json"))
+    theirs, ours = ({e["name"].removeprefix("aten::"): e for e in _complete(d)} for d in docs)
+    for name in ("clamp", "transpose", "cat", "pow"):
+        mine, reference = ours[name]["args"], theirs[name]["args"]
+        assert [mine[k] for k in _INPUT_ARGS] == [reference[k] for k in _INPUT_ARGS], name
+        assert list(mine).index("Concrete Inputs") < list(mine).index("Input Dims")
+    assert ours["transpose"]["args"]["Input Strides"] == [[1, 4], [], []]  # the input's view
+    assert ours["cat"]["args"]["Input Dims"] == [[[3, 4], [3, 4]], []]
+    assert ours["full"]["args"]["Concrete Inputs"][:2] == ["[2]", "2."]
 
 
 def test_chrome_trace_gz_and_tensorboard_handler(tmp_path):
