@@ -126,6 +126,24 @@ def test_memory_allocations_and_frees_match_torch():
     assert ours["[memory]"] == (-128, -128, 1)
 
 
+def test_memory_events_on_each_device(device, tmp_path):
+    x = ember.ones(64, 64, device=device)
+    with ember.profiler.profile(profile_memory=True) as prof:
+        y = x * 2
+        del y
+    host = device == "cpu"
+    (mul,) = [e for e in prof.key_averages() if e.key == "mul"]
+    created = (mul.cpu_memory_usage, mul.device_memory_usage)
+    assert created == ((64 * 64 * 4, 0) if host else (0, 64 * 64 * 4))
+    memory = [e for e in _trace(prof, tmp_path)["traceEvents"] if e["name"] == "[memory]"]
+    assert [e["args"]["Bytes"] for e in memory] == [64 * 64 * 4, -64 * 64 * 4]
+    device_type = {"cpu": 0, "cuda": 1, "xpu": 12}.get(device, 20)
+    assert {e["args"]["Device Type"] for e in memory} == {device_type}
+    assert {e["args"]["Device Id"] for e in memory} == {-1 if host else 0}
+    if not host:  # the caching allocator's reserve, which PyTorch reports for devices
+        assert memory[0]["args"]["Total Reserved"] >= 64 * 64 * 4
+
+
 def test_memory_reporting_is_off_outside_a_memory_profile():
     from ember.dispatcher import memory
 
