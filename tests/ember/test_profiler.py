@@ -217,8 +217,8 @@ def test_with_stack_python_calls_match_torch(tmp_path):
     # ops nest in their Python callers; ember's internals (kernels, dispatch) are not calls
     calls = [e for e in doc["traceEvents"] if e.get("cat") == "python_function"]
     assert not any("ember" in e["name"] and "test_profiler" not in e["name"] for e in calls)
-    (mul,) = [e for e in _complete(doc) if e["name"] == "mul"][:1]
-    inner = [e for e in calls if e["name"].endswith(": inner")][0]
+    mul = next(e for e in _complete(doc) if e["name"] == "mul")
+    inner = next(e for e in calls if e["name"].endswith(": inner"))
     assert inner["ts"] <= mul["ts"] and mul["ts"] + mul["dur"] <= inner["ts"] + inner["dur"]
     rows = {e.key: e for e in prof.key_averages()}
     (inner_row,) = [e for k, e in rows.items() if k.endswith(": inner")]
