@@ -425,6 +425,25 @@ def fake_moviepy(monkeypatch):
     monkeypatch.setitem(sys.modules, "moviepy.editor", editor)
 
 
+def test_add_tensor_matches_torch(tmp_path):
+    from tensorboard.util import tensor_util
+
+    base = np.random.default_rng(3).standard_normal((2, 3)) * 4
+    dtypes = ["float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32"]
+    dtypes += ["int64", "bool"]
+    for cls, lib, path in (
+        (SummaryWriter, ember, tmp_path / "e"),
+        (TorchWriter, torch, tmp_path / "t"),
+    ):
+        with cls(path) as writer:
+            for step, name in enumerate(dtypes):
+                values = lib.tensor(base > 0 if name == "bool" else base)
+                writer.add_tensor(f"t/{name}", values.to(getattr(lib, name)), step)
+    assert events_by_run(tmp_path / "e") == events_by_run(tmp_path / "t")
+    proto = accumulate(tmp_path / "e").Tensors("t/float64")[0].tensor_proto
+    np.testing.assert_array_equal(tensor_util.make_ndarray(proto), base)
+
+
 def test_add_video_matches_torch(tmp_path, fake_moviepy):
     rng = np.random.default_rng(2)
     clips = {

@@ -1,8 +1,9 @@
 """Plugin summaries as ``torch.utils.tensorboard.summary`` builds them: precision-recall curves,
-custom-scalar layouts and meshes, each a tensor under the plugin's name with the plugin's own
-metadata protobuf (from the ``tensorboard`` package)."""
+custom-scalar layouts, meshes and whole tensors, each a tensor under the plugin's name with the
+plugin's own metadata protobuf (from the ``tensorboard`` package)."""
 
 import json
+import struct
 
 import numpy as np
 from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
@@ -141,3 +142,44 @@ def mesh(tag, vertices, colors, faces, config_dict, display_name=None, descripti
         for tensor, kind in parts
     ]
     return Summary(value=values)
+
+
+def _half_bits(values) -> list[int]:
+    """PyTorch's ``half_to_int``: each value's float32 bit pattern, stored in ``half_val``."""
+    return [struct.unpack("i", struct.pack("f", v))[0] for v in values]
+
+
+# ember dtype name -> (TensorProto dtype, value field, half-precision packing), as PyTorch maps
+_TENSOR_TYPES = {
+    "float16": ("DT_HALF", "half_val", True),
+    "bfloat16": ("DT_BFLOAT16", "half_val", True),
+    "float32": ("DT_FLOAT", "float_val", False),
+    "float64": ("DT_DOUBLE", "double_val", False),
+    "int8": ("DT_INT8", "int_val", False),
+    "uint8": ("DT_UINT8", "uint32_val", False),
+    "int16": ("DT_INT16", "int_val", False),
+    "int32": ("DT_INT32", "int_val", False),
+    "int64": ("DT_INT64", "int64_val", False),
+    "complex64": ("DT_COMPLEX64", "scomplex_val", False),
+    "complex128": ("DT_COMPLEX128", "dcomplex_val", False),
+    "bool": ("DT_BOOL", "bool_val", False),
+}
+
+
+def tensor_proto(tag, tensor):
+    """A ``Summary`` with the whole tensor under the ``tensor`` plugin (``add_tensor``)."""
+    if tensor.numel() * tensor.dtype.itemsize >= (1 << 31):
+        raise ValueError("tensor is bigger than protocol buffer's hard limit of 2GB in size")
+    if tensor.dtype.name not in _TENSOR_TYPES:
+        raise ValueError(f"{tag} has unsupported tensor dtype {tensor.dtype}")
+    dtype, field, half = _TENSOR_TYPES[tensor.dtype.name]
+    array = make_np(tensor)
+    if array.dtype.kind == "c":  # real and imaginary parts interleaved, as view_as_real
+        array = np.stack([array.real, array.imag], axis=-1)
+    values = array.reshape(-1).tolist()
+    shape = TensorShapeProto(dim=[TensorShapeProto.Dim(size=size) for size in tensor.shape])
+    proto = TensorProto(
+        dtype=dtype, tensor_shape=shape, **{field: _half_bits(values) if half else values}
+    )
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="tensor"))
+    return Summary(value=[Summary.Value(tag=tag, metadata=metadata, tensor=proto)])

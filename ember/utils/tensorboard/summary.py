@@ -13,7 +13,14 @@ from tensorboard.plugins.text.plugin_data_pb2 import TextPluginData
 from ._convert import convert_to_HWC, make_np
 from ._hparams import hparams
 from ._media import audio, image_boxes, video
-from ._plugins import compute_curve, custom_scalars, mesh, pr_curve, pr_curve_raw
+from ._plugins import (
+    compute_curve,
+    custom_scalars,
+    mesh,
+    pr_curve,
+    pr_curve_raw,
+    tensor_proto,
+)
 
 __all__ = [
     "audio",
@@ -29,6 +36,7 @@ __all__ = [
     "pr_curve",
     "pr_curve_raw",
     "scalar",
+    "tensor_proto",
     "text",
     "video",
 ]

@@ -20,6 +20,7 @@ from .summary import (
     pr_curve,
     pr_curve_raw,
     scalar,
+    tensor_proto,
     text,
     video,
 )
@@ -164,6 +165,10 @@ class SummaryWriter:
         ``new_style`` stores it as a tensor (float64 with ``double_precision``)."""
         summary = scalar(tag, scalar_value, new_style=new_style, double_precision=double_precision)
         self._get_file_writer().add_summary(summary, global_step, walltime)
+
+    def add_tensor(self, tag, tensor, global_step=None, walltime=None) -> None:
+        """Log a whole ember tensor (its values and shape) under the ``tensor`` plugin."""
+        self._get_file_writer().add_summary(tensor_proto(tag, tensor), global_step, walltime)
 
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None) -> None:
         """Log several numbers under ``main_tag``, each in its own run directory
