@@ -4,7 +4,6 @@ flops, and their per-key averages with PyTorch's names (``FunctionEventAvg``,
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 
@@ -98,6 +97,7 @@ class TraceEvent:
     start_ns: int
     duration_ns: int
     inputs: tuple | None
+    stack: tuple | None = None  # the call site's frames, innermost first (with_stack)
 
 
 @dataclass
@@ -127,26 +127,13 @@ FLOPS = {
     "dot": lambda a, *_: 2 * a[0],
 }
 
-_STACK_DEPTH = 16
+_STACK_DEPTH = 1 << 16  # export_stacks keeps whole call stacks, as PyTorch's does
 STACK_METRICS = [
     "self_cpu_time_total",
     "self_cuda_time_total",
     "self_xpu_time_total",
     "self_privateuse1_time_total",
 ]
-
-
-def _caller_stack() -> tuple:
-    """The caller's frames, innermost first, without ember's own (its modules, and the op
-    functions generated into them, all live in the ``ember`` package namespace)."""
-    frames, frame = [], sys._getframe(1)
-    while frame is not None and len(frames) < _STACK_DEPTH:
-        module = frame.f_globals.get("__name__", "")
-        if module != "ember" and not module.startswith("ember."):
-            code = frame.f_code
-            frames.append(f"{code.co_filename}({frame.f_lineno}): {code.co_name}")
-        frame = frame.f_back
-    return tuple(frames)
 
 
 def _shapes(args) -> tuple:
@@ -216,6 +203,7 @@ class Recorder:
 
     def __init__(self, shapes=False, memory=False, stack=False, flops=False):
         self.shapes, self.memory, self.stack, self.flops = shapes, memory, stack, flops
+        self.tracer = None  # the PythonTracer of the span being recorded (with_stack)
         self.stats: dict[tuple, list] = {}
         # per open event: [nested ns, nested host bytes, nested device bytes, own host, own device]
         self.children: list[list] = []
@@ -225,7 +213,9 @@ class Recorder:
 
     def enter(self, args) -> tuple:
         self.children.append([0, 0, 0, 0, 0])
-        where = _caller_stack() if self.stack else None
+        # with_stack: the Python calls open around the op, innermost first, as PyTorch's
+        # stacks are its Python tracer's open calls.
+        where = self.tracer.stack() if self.tracer is not None else None
         return time.perf_counter_ns(), where
 
     def enter_python(self) -> tuple:
@@ -243,7 +233,7 @@ class Recorder:
             for i, value in enumerate(totals):
                 parent[i] += value
         inputs = _inputs(args) if self.shapes else None
-        self.trace.append(TraceEvent(name, category, start[0], elapsed, inputs))
+        self.trace.append(TraceEvent(name, category, start[0], elapsed, inputs, start[1]))
         key = (name, _shapes(args) if self.shapes else None, start[1])
         entry = self.stats.get(key)
         if entry is None:

@@ -12,6 +12,7 @@ Names are PyTorch's: ``path/file.py(first line): function`` with the ``sys.path`
 
 from __future__ import annotations
 
+import functools
 import os
 import site
 import sys
@@ -19,11 +20,20 @@ import sysconfig
 import weakref
 
 
-def _prefixes() -> list[str]:
+@functools.cache
+def _prefixes() -> tuple[str, ...]:
     """PyTorch's ``_prefix_regex``: the site and sys.path folders, longest first."""
     raw = site.getsitepackages() + sys.path + [site.getuserbase(), site.getusersitepackages()]
     raw.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return [p + os.sep for p in sorted({os.path.abspath(p) for p in raw}, reverse=True)]
+    return tuple(p + os.sep for p in sorted({os.path.abspath(p) for p in raw}, reverse=True))
+
+
+def short_path(path: str) -> str:
+    """A source file as PyTorch's profiler names it: without its ``sys.path`` folder."""
+    for prefix in _prefixes():
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return path
 
 
 def _ours(frame) -> bool:
@@ -54,7 +64,6 @@ class PythonTracer:
 
     def __init__(self, recorder):
         self.recorder = recorder
-        self.prefixes = _prefixes()
         self.library = _library_folders()
         self.names: dict = {}  # code object -> event name
         self.user: dict = {}  # code object -> whether it is the user's (not installed) code
@@ -65,12 +74,7 @@ class PythonTracer:
     def _name(self, code, line: int | None = None) -> str:
         name = self.names.get(code) if line is None else None
         if name is None:
-            path = code.co_filename
-            for prefix in self.prefixes:
-                if path.startswith(prefix):
-                    path = path[len(prefix) :]
-                    break
-            name = f"{path}({line or code.co_firstlineno}): {code.co_name}"
+            name = f"{short_path(code.co_filename)}({line or code.co_firstlineno}): {code.co_name}"
             if line is None:
                 self.names[code] = name
         return name
@@ -95,6 +99,10 @@ class PythonTracer:
             self.open.append([builtin, frame, None, None])
         else:
             self.open.append([builtin, frame, name(), self.recorder.enter_python()])
+
+    def stack(self) -> tuple:
+        """The recorded calls open now, innermost first: an op's call stack."""
+        return tuple(entry[2] for entry in reversed(self.open) if entry[2] is not None)
 
     def _pop(self) -> None:
         _, _, name, start = self.open.pop()

@@ -44,6 +44,8 @@ def _op_args(event, index: int) -> dict:
         args["Input type"] = [kind for _, kind, _, _ in event.inputs]
         args["Input Strides"] = [strides for _, _, strides, _ in event.inputs]
         args["Input Dims"] = [dims for dims, _, _, _ in event.inputs]
+    if event.stack:  # as PyTorch writes it with experimental_config verbose=True
+        args["Call stack"] = "".join(frame + ";" for frame in event.stack)
     return args
 
 

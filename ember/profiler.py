@@ -219,13 +219,13 @@ class profile:  # noqa: N801 - PyTorch's name
         if self.options["memory"]:
             _watch_memory(self.recorder)
         if self.options["stack"]:
-            self.tracer = PythonTracer(self.recorder)
+            self.tracer = self.recorder.tracer = PythonTracer(self.recorder)
             self.tracer.start()
 
     def _stop(self, save: bool) -> None:
         if self.tracer is not None:
             self.tracer.stop()
-            self.tracer = None
+            self.tracer = self.recorder.tracer = None
         STACK.remove(self.layer)
         if self.recorder in _ACTIVE:
             _ACTIVE.remove(self.recorder)
