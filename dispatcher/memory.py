@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import weakref
+
 from ember._device import CPU
 from ember._device import device as Device
 from ember._storage import Storage
@@ -16,6 +19,50 @@ _BY_TYPE: dict = {}  # device type -> DeviceBackend, filled on first use
 # the allocation itself. Keyed by id: devices are interned, and device.__hash__ runs Python code
 # on every lookup.
 ROUTES: dict = {}
+
+# ember.profiler's profile_memory: told of every allocation and free while set (see observe).
+_OBSERVER: list = [None]
+
+
+def observe(callback) -> None:
+    """Tell ``callback(nbytes, address, device)`` of every storage allocated from now on, and
+    of its free when the memory goes back (negative ``nbytes``); ``None`` stops. The routes are
+    rebuilt, so outside a memory profile the allocation path has no reporting in it at all."""
+    _OBSERVER[0] = callback
+    ROUTES.clear()
+
+
+def _freed(nbytes: int, address, device) -> None:
+    callback = _OBSERVER[0]
+    if callback is not None:  # a free after the profile ended is nobody's event
+        callback(-nbytes, address, device)
+
+
+def _report(nbytes: int, address, owner, device) -> None:
+    callback = _OBSERVER[0]
+    if callback is None or nbytes == 0:
+        return
+    callback(nbytes, address, device)
+    # The owner's death is the free: a cffi buffer, or the cached block's Storage; an owner
+    # without weak references (TypeError) leaves its free unreported.
+    with contextlib.suppress(TypeError):
+        weakref.finalize(owner, _freed, nbytes, address, device).atexit = False
+
+
+def _reporting(small, cached, device):
+    """The two allocation routes of ``device``, reporting to the observer."""
+
+    def small_reported(nbytes):
+        handle, address = small(nbytes)
+        _report(nbytes, address, handle, device)
+        return handle, address
+
+    def cached_reported(nbytes):
+        storage = cached(nbytes)
+        _report(nbytes, storage.ptr, storage, device)
+        return storage
+
+    return small_reported, cached_reported
 
 
 def _forget() -> None:
@@ -61,6 +108,8 @@ def allocation_route(device):
             ptr = None if base is None else base + offset
             return Storage(device, nbytes, handle, offset, ptr, lease, runtime)
 
+        if _OBSERVER[0] is not None:
+            small, cached = _reporting(small, cached, device)
         found = (small, backend.cache_min_bytes, runtime, cached)
         ROUTES[id(device)] = found
     return found

@@ -1,9 +1,9 @@
-"""What ember.profiler records: per-call times, shapes, call sites, created bytes and flops, and
-their per-key averages with PyTorch's names (``FunctionEventAvg``, ``EventList.table``)."""
+"""What ember.profiler records: per-call times, shapes, call sites, allocated and freed bytes and
+flops, and their per-key averages with PyTorch's names (``FunctionEventAvg``,
+``EventList.table``)."""
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 
@@ -89,16 +89,28 @@ class EventList(list):
 
 @dataclass
 class TraceEvent:
-    """One call as the Chrome trace shows it: times in ns of ``time.perf_counter_ns``, the
-    inputs' (dims, type) when shapes are recorded, and the bytes it created itself."""
+    """One call as the Chrome trace shows it: times in ns of ``time.perf_counter_ns`` and the
+    inputs' (dims, type) when shapes are recorded."""
 
     name: str
     category: str
     start_ns: int
     duration_ns: int
     inputs: tuple | None
-    host_bytes: int
-    device_bytes: int
+    stack: tuple | None = None  # the call site's frames, innermost first (with_stack)
+
+
+@dataclass
+class MemoryEvent:
+    """One allocation (positive ``nbytes``) or free (negative) as the caching allocator's route
+    reported it, with the bytes this profile has seen allocated on that device after it."""
+
+    time_ns: int
+    nbytes: int
+    address: int | None
+    device: object
+    total_allocated: int
+    total_reserved: int
 
 
 def _mm(a, b):
@@ -115,7 +127,7 @@ FLOPS = {
     "dot": lambda a, *_: 2 * a[0],
 }
 
-_STACK_DEPTH = 16
+_STACK_DEPTH = 1 << 16  # export_stacks keeps whole call stacks, as PyTorch's does
 STACK_METRICS = [
     "self_cpu_time_total",
     "self_cuda_time_total",
@@ -124,33 +136,42 @@ STACK_METRICS = [
 ]
 
 
-def _caller_stack() -> tuple:
-    """The caller's frames, innermost first, without ember's own (its modules, and the op
-    functions generated into them, all live in the ``ember`` package namespace)."""
-    frames, frame = [], sys._getframe(1)
-    while frame is not None and len(frames) < _STACK_DEPTH:
-        module = frame.f_globals.get("__name__", "")
-        if module != "ember" and not module.startswith("ember."):
-            code = frame.f_code
-            frames.append(f"{code.co_filename}({frame.f_lineno}): {code.co_name}")
-        frame = frame.f_back
-    return tuple(frames)
-
-
 def _shapes(args) -> tuple:
     return tuple(tuple(a._shape) if isinstance(a, Tensor) else () for a in args)
 
 
 def _input(value) -> tuple:
-    """An input's ``(dims, type)`` as PyTorch's trace writes them ("Input Dims", "Input type")."""
+    """An input as PyTorch's trace writes it: ("Input Dims", "Input type", "Input Strides",
+    "Concrete Inputs") entries."""
     if isinstance(value, Tensor):
-        return list(value._shape), TYPE_NAMES.get(value.dtype.name, value.dtype.name)
+        kind = TYPE_NAMES.get(value.dtype.name, value.dtype.name)
+        return list(value._shape), kind, list(value._stride), ""
     if value is None:
-        return [], ""
+        return [], "", [], ""
     if isinstance(value, (tuple, list)):
-        tensors = all(isinstance(item, Tensor) for item in value) and value
-        return [], "TensorList" if tensors else "ScalarList"
-    return [], "Scalar"
+        if value and all(isinstance(item, Tensor) for item in value):
+            dims = [list(t._shape) for t in value]
+            return dims, "TensorList", [list(t._stride) for t in value], ""
+        return [], "ScalarList", [], "[" + ", ".join(_concrete(v) for v in value) + "]"
+    return [], "Scalar", [], _concrete(value)
+
+
+def _concrete(value) -> str:
+    """A scalar as c10 prints it: ``1``, ``0.5``, ``2.`` (an integral float), ``False``, a
+    dtype as its ScalarType number."""
+    if isinstance(value, float) and value.is_integer():
+        return f"{int(value)}."
+    name = getattr(value, "name", None)
+    if name in SCALAR_TYPES and not isinstance(value, (int, float, str)):
+        return str(SCALAR_TYPES[name])
+    return str(value)
+
+
+# c10::ScalarType numbers, which PyTorch's trace writes for a dtype argument.
+SCALAR_TYPES = {
+    "uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5, "float32": 6,
+    "float64": 7, "complex64": 9, "complex128": 10, "bool": 11, "bfloat16": 15,
+}  # fmt: skip
 
 
 def _inputs(args) -> tuple:
@@ -174,68 +195,72 @@ TYPE_NAMES = {
 }
 
 
-def _tensors(value):
-    if isinstance(value, Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            if isinstance(item, Tensor):
-                yield item
-
-
 class Recorder:
-    """Accumulates per (name, input shapes, call site): count, inclusive and self ns, created
-    bytes (host, device; inclusive and self) and flops. A stack of the nested events' totals
-    gives self figures; a storage is counted by the innermost op that returned it first."""
+    """Accumulates per (name, input shapes, call site): count, inclusive and self ns, bytes
+    allocated less bytes freed (host, device; inclusive and self) and flops. A stack of the open
+    events gives self figures: an allocation or free counts for the innermost open op, as
+    PyTorch's profiler attributes its allocator's reports."""
 
     def __init__(self, shapes=False, memory=False, stack=False, flops=False):
         self.shapes, self.memory, self.stack, self.flops = shapes, memory, stack, flops
+        self.tracer = None  # the PythonTracer of the span being recorded (with_stack)
         self.stats: dict[tuple, list] = {}
-        self.children: list[list] = []  # per open event: [ns, host bytes, device bytes]
-        self.seen: set = set()  # ids of storages already counted (or given as inputs)
+        # per open event: [nested ns, nested host bytes, nested device bytes, own host, own device]
+        self.children: list[list] = []
         self.trace: list[TraceEvent] = []  # every call, in the order they ended
+        self.memory_events: list[MemoryEvent] = []
+        self.allocated: dict[tuple, int] = {}  # (device type, index) -> bytes seen in use
 
     def enter(self, args) -> tuple:
-        self.children.append([0, 0, 0])
-        if self.memory:
-            self.seen.update(id(t._storage) for t in _tensors(args))
-        where = _caller_stack() if self.stack else None
+        self.children.append([0, 0, 0, 0, 0])
+        # with_stack: the Python calls open around the op, innermost first, as PyTorch's
+        # stacks are its Python tracer's open calls.
+        where = self.tracer.stack() if self.tracer is not None else None
         return time.perf_counter_ns(), where
+
+    def enter_python(self) -> tuple:
+        """A Python call's start: its own call site is its parent event, so no stack."""
+        self.children.append([0, 0, 0, 0, 0])
+        return time.perf_counter_ns(), None
 
     def leave(self, name: str, start: tuple, args, result, category: str = "cpu_op") -> None:
         elapsed = time.perf_counter_ns() - start[0]
         nested = self.children.pop()
-        host, device = self._created(result) if self.memory else (0, 0)
-        totals = (elapsed, host + nested[1], device + nested[2])
+        own = (elapsed - nested[0], nested[3], nested[4])
+        totals = (elapsed, nested[1] + own[1], nested[2] + own[2])
         if self.children:
+            parent = self.children[-1]
             for i, value in enumerate(totals):
-                self.children[-1][i] += value
-        else:
-            self.seen.clear()  # a top-level call is over: its storages' ids may be reused
+                parent[i] += value
         inputs = _inputs(args) if self.shapes else None
-        self.trace.append(TraceEvent(name, category, start[0], elapsed, inputs, host, device))
+        self.trace.append(TraceEvent(name, category, start[0], elapsed, inputs, start[1]))
         key = (name, _shapes(args) if self.shapes else None, start[1])
         entry = self.stats.get(key)
         if entry is None:
             entry = self.stats[key] = [0] * 8
-        own = (elapsed - nested[0], host, device)
         for i, value in enumerate((1, totals[0], own[0], totals[1], own[1], totals[2], own[2])):
             entry[i] += value
         if self.flops and name in FLOPS:
             entry[7] += _flops(name, args)
 
-    def _created(self, result) -> tuple:
-        host = device = 0
-        for t in _tensors(result):
-            storage = t._storage
-            if id(storage) in self.seen:
-                continue
-            self.seen.add(id(storage))
-            if storage.device.type == "cpu":
-                host += storage.nbytes
-            else:
-                device += storage.nbytes
-        return host, device
+    def allocation(self, nbytes: int, address, device, reserved: int) -> None:
+        """An allocation (or, negative, a free) the allocator reported while recording; outside
+        every op it counts for a row of its own, ``[memory]``, as in PyTorch."""
+        host = device.type == "cpu"
+        if self.children:
+            self.children[-1][3 if host else 4] += nbytes
+        else:
+            key = ("[memory]", () if self.shapes else None, None)
+            entry = self.stats.get(key)
+            if entry is None:
+                entry = self.stats[key] = [0] * 8
+            entry[0] += 1
+            for i in (3, 4) if host else (5, 6):
+                entry[i] += nbytes
+        key = (device.type, device.index)
+        total = self.allocated[key] = self.allocated.get(key, 0) + nbytes
+        event = MemoryEvent(time.perf_counter_ns(), nbytes, address, device, total, reserved)
+        self.memory_events.append(event)
 
     def averages(self, by_shape: bool, stack_n: int, options: dict) -> EventList:
         groups: dict[tuple, FunctionEventAvg] = {}

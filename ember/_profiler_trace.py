@@ -3,9 +3,11 @@
 
 Each recorded call is a complete event (``"ph": "X"``, ``ts``/``dur`` in microseconds) on the
 recording thread, ``cpu_op`` for ops and ``user_annotation`` for ``record_function`` regions, with
-"Input Dims"/"Input type" when shapes were recorded; with ``profile_memory`` the bytes an op
-created are an instant ``[memory]`` event as PyTorch's allocator reports (ember records
-allocations only, so "Total Allocated" only grows). The top-level keys are PyTorch's.
+"Input Dims", "Input type", "Input Strides" and "Concrete Inputs" when shapes were recorded;
+``with_stack`` adds the Python calls as ``python_function`` events (with "Python id" and "Python
+parent id"); with ``profile_memory`` every allocation and free is an instant ``[memory]`` event
+at the time the allocator's route reported it, with PyTorch's args (positive or negative
+"Bytes", "Addr", the running "Total Allocated"). The top-level keys are PyTorch's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import threading
 import time
 
 # PyTorch's c10::DeviceType numbers for the memory events' "Device Type".
-_CPU, _DEVICE = 0, 1
+DEVICE_TYPES = {"cpu": 0, "cuda": 1, "hip": 6, "xpu": 12, "mps": 13, "meta": 14}
+_PRIVATE_USE = 20  # any other device type, as PyTorch numbers an out-of-tree backend
 
 
 def _metadata(pid: int, tid: int, ts: float) -> list[dict]:
@@ -34,11 +37,32 @@ def _metadata(pid: int, tid: int, ts: float) -> list[dict]:
     ]
 
 
-def _op_event(event, index: int, pid: int, tid: int) -> dict:
+def _op_args(event, index: int) -> dict:
     args = {"External id": index + 1, "Record function id": 0, "Ev Idx": index}
     if event.inputs is not None and event.category == "cpu_op":  # regions have no inputs
-        args["Input type"] = [kind for _, kind in event.inputs]
-        args["Input Dims"] = [dims for dims, _ in event.inputs]
+        args["Concrete Inputs"] = [value for _, _, _, value in event.inputs]
+        args["Input type"] = [kind for _, kind, _, _ in event.inputs]
+        args["Input Strides"] = [strides for _, _, strides, _ in event.inputs]
+        args["Input Dims"] = [dims for dims, _, _, _ in event.inputs]
+    if event.stack:  # as PyTorch writes it with experimental_config verbose=True
+        args["Call stack"] = "".join(frame + ";" for frame in event.stack)
+    return args
+
+
+def _python_args(python_events, first_index: int) -> list[dict]:
+    """PyTorch's "Python id" (1, 2, ... in start order) and "Python parent id" (the innermost
+    Python call enclosing it, or None) of each ``with_stack`` event."""
+    out, open_calls = [], []  # open_calls: (end ns, Python id)
+    for i, event in enumerate(python_events):
+        while open_calls and open_calls[-1][0] < event.start_ns + event.duration_ns:
+            open_calls.pop()
+        parent = open_calls[-1][1] if open_calls else None
+        out.append({"Python parent id": parent, "Python id": i + 1, "Ev Idx": first_index + i})
+        open_calls.append((event.start_ns + event.duration_ns, i + 1))
+    return out
+
+
+def _complete_event(event, args: dict, pid: int, tid: int) -> dict:
     return {
         "ph": "X",
         "cat": event.category,
@@ -51,45 +75,44 @@ def _op_event(event, index: int, pid: int, tid: int) -> dict:
     }
 
 
-def _memory_events(events, first_index: int, pid: int, tid: int) -> list[dict]:
-    out, allocated = [], {_CPU: 0, _DEVICE: 0}
-    for event in sorted(events, key=lambda e: e.start_ns + e.duration_ns):
-        for device, nbytes in ((_CPU, event.host_bytes), (_DEVICE, event.device_bytes)):
-            if not nbytes:
-                continue
-            allocated[device] += nbytes
-            args = {
-                "Total Reserved": 0,
-                "Total Allocated": allocated[device],
-                "Bytes": nbytes,
-                "Device Id": -1 if device == _CPU else 0,
-                "Device Type": device,
-                "Ev Idx": first_index + len(out),
-            }
-            out.append(
-                {
-                    "ph": "i",
-                    "cat": "cpu_instant_event",
-                    "s": "t",
-                    "name": "[memory]",
-                    "pid": pid,
-                    "tid": tid,
-                    "ts": (event.start_ns + event.duration_ns) / 1000,
-                    "args": args,
-                }
-            )
-    return out
+def _memory_event(event, index: int, pid: int, tid: int) -> dict:
+    device = event.device
+    args = {
+        "Total Reserved": event.total_reserved,
+        "Total Allocated": event.total_allocated,
+        "Bytes": event.nbytes,
+        "Device Id": -1 if device.type == "cpu" else (device.index or 0),
+        "Device Type": DEVICE_TYPES.get(device.type, _PRIVATE_USE),
+        "Addr": event.address or 0,
+        "finished": False,
+        "Ev Idx": index,
+    }
+    return {
+        "ph": "i",
+        "cat": "cpu_instant_event",
+        "s": "t",
+        "name": "[memory]",
+        "pid": pid,
+        "tid": tid,
+        "ts": event.time_ns / 1000,
+        "args": args,
+    }
 
 
-def chrome_trace(events, options: dict, path: str) -> dict:
-    """The trace document for ``events`` (a Recorder's ``trace``), as PyTorch writes it."""
+def chrome_trace(events, memory_events, options: dict, path: str) -> dict:
+    """The trace document for ``events`` and ``memory_events`` (a Recorder's ``trace`` and
+    ``memory_events``), as PyTorch writes it."""
     pid, tid = os.getpid(), threading.get_native_id()
     ordered = sorted(events, key=lambda e: (e.start_ns, -e.duration_ns))
     start = ordered[0].start_ns / 1000 if ordered else 0.0
     trace = _metadata(pid, tid, start)
-    trace += [_op_event(e, i, pid, tid) for i, e in enumerate(ordered)]
-    if options["memory"]:
-        trace += _memory_events(ordered, len(ordered), pid, tid)
+    ops = [e for e in ordered if e.category != "python_function"]
+    trace += [_complete_event(e, _op_args(e, i), pid, tid) for i, e in enumerate(ops)]
+    python = [e for e in ordered if e.category == "python_function"]
+    for event, args in zip(python, _python_args(python, len(ops))):
+        trace.append(_complete_event(event, args, pid, tid))
+    first = len(ordered)
+    trace += [_memory_event(e, first + i, pid, tid) for i, e in enumerate(memory_events)]
     return {
         "schemaVersion": 1,
         "deviceProperties": [],
@@ -105,9 +128,9 @@ def chrome_trace(events, options: dict, path: str) -> dict:
     }
 
 
-def write_chrome_trace(events, options: dict, path: str) -> None:
+def write_chrome_trace(events, memory_events, options: dict, path: str) -> None:
     """Write the trace to ``path``; gzip-compressed when it ends in ``.gz``, as PyTorch does."""
-    text = json.dumps(chrome_trace(events, options, path))
+    text = json.dumps(chrome_trace(events, memory_events, options, path))
     if path.endswith(".gz"):
         with gzip.open(path, "wt", encoding="utf-8") as file:
             file.write(text)

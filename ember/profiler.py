@@ -9,13 +9,16 @@ includes the autograd recording below it; outside a ``profile`` block (or outsid
 steps of its ``schedule``) it is not installed and costs nothing.
 
 PyTorch's options are honoured: ``record_shapes`` (``key_averages(group_by_input_shape=True)``),
-``profile_memory`` (bytes of the storages each op creates, self and total, per host or device),
-``with_stack`` (``group_by_stack_n``), ``with_flops`` (matrix products), ``schedule`` and
-``on_trace_ready``. ``prof.export_chrome_trace(path)`` writes PyTorch's Chrome trace-event JSON
-(Perfetto, chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per recorded span, and
-``prof.export_stacks(path)`` flame-graph lines. What ember cannot do is said with a warning:
-device activities are timed as their host calls, and module hierarchies (``with_modules``) are
-not recorded.
+``profile_memory`` (bytes each op allocates less bytes freed, self and total, per host or
+device, from the allocation routes of the caching allocator, and each allocation and free as a
+``[memory]`` event in the trace), ``with_stack`` (the user's Python calls as PyTorch's Python
+tracer records them: ``python_function`` events enclosing the ops in the trace and rows of their
+own; each op's call site for ``group_by_stack_n``), ``with_flops`` (matrix products),
+``schedule`` and ``on_trace_ready``. ``prof.export_chrome_trace(path)`` writes PyTorch's Chrome
+trace-event JSON (Perfetto, chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per
+recorded span, and ``prof.export_stacks(path)`` flame-graph lines. What ember cannot do is said
+with a warning: device activities are timed as their host calls, and module hierarchies
+(``with_modules``) are not recorded.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import warnings
 from collections.abc import Callable
 
 from ._profiler_events import _STACK_DEPTH, EventList, FunctionEventAvg, Recorder
+from ._profiler_python import PythonTracer
 from ._profiler_trace import tensorboard_trace_handler, write_chrome_trace
+from .dispatcher import memory
 from .dispatcher.layers import STACK, Layer
 
 __all__ = [
@@ -142,8 +147,9 @@ class profile:  # noqa: N801 - PyTorch's name
         on_trace_ready: called with the profiler at the end of each recorded span.
         acc_events: keep the events of every span (by default each span starts afresh).
         record_shapes: keep input shapes (``key_averages(group_by_input_shape=True)``).
-        profile_memory: bytes of the storages each op creates (``cpu_memory_usage``...).
-        with_stack: keep the caller's source lines (``key_averages(group_by_stack_n=n)``).
+        profile_memory: bytes each op allocates less bytes freed (``cpu_memory_usage``...).
+        with_stack: record the Python calls (trace events and rows) and each op's call site
+            (``key_averages(group_by_stack_n=n)``).
         with_flops: floating-point operations of matrix products (``flops``).
         with_modules: not recorded by ember (warned).
 
@@ -194,6 +200,7 @@ class profile:  # noqa: N801 - PyTorch's name
         self.layer = ProfilingLayer(self.recorder)
         self.acc_events = bool(acc_events)
         self.spans = 0  # recording spans started
+        self.tracer: PythonTracer | None = None
 
     # ---- recording spans -------------------------------------------------------------------
     def _start(self) -> None:
@@ -209,11 +216,20 @@ class profile:  # noqa: N801 - PyTorch's name
         self.layer = ProfilingLayer(self.recorder)
         STACK.install(self.layer)
         _ACTIVE.append(self.recorder)
+        if self.options["memory"]:
+            _watch_memory(self.recorder)
+        if self.options["stack"]:
+            self.tracer = self.recorder.tracer = PythonTracer(self.recorder)
+            self.tracer.start()
 
     def _stop(self, save: bool) -> None:
+        if self.tracer is not None:
+            self.tracer.stop()
+            self.tracer = self.recorder.tracer = None
         STACK.remove(self.layer)
         if self.recorder in _ACTIVE:
             _ACTIVE.remove(self.recorder)
+        _unwatch_memory(self.recorder)
         self.saved = self.recorder
         if save and self.on_trace_ready is not None:
             self.on_trace_ready(self)
@@ -265,7 +281,7 @@ class profile:  # noqa: N801 - PyTorch's name
     def export_chrome_trace(self, path: str) -> None:
         """Write the last recorded span as Chrome trace-event JSON (Perfetto, chrome://tracing,
         TensorBoard); gzip-compressed when ``path`` ends in ``.gz``."""
-        write_chrome_trace(self.saved.trace, self.options, path)
+        write_chrome_trace(self.saved.trace, self.saved.memory_events, self.options, path)
 
     def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
         """Write the call sites' times as flame-graph lines (``with_stack=True`` needed for any)."""
@@ -274,6 +290,31 @@ class profile:  # noqa: N801 - PyTorch's name
 
     def events(self) -> EventList:
         return self.saved.averages(self.options["shapes"], 5 * self.options["stack"], self.options)
+
+
+_MEMORY: list[Recorder] = []  # the recording spans of profile(profile_memory=True)
+
+
+def _report_memory(nbytes: int, address, device) -> None:
+    reserved = 0  # PyTorch reports none for host memory
+    if device.type != "cpu":
+        allocator = memory.backend_for(device.type).allocator(device.index)
+        reserved = allocator.current["reserved_bytes"]
+    for recorder in _MEMORY:
+        recorder.allocation(nbytes, address, device, reserved)
+
+
+def _watch_memory(recorder: Recorder) -> None:
+    if not _MEMORY:
+        memory.observe(_report_memory)
+    _MEMORY.append(recorder)
+
+
+def _unwatch_memory(recorder: Recorder) -> None:
+    if recorder in _MEMORY:
+        _MEMORY.remove(recorder)
+        if not _MEMORY:
+            memory.observe(None)
 
 
 _WARNINGS_SHOWN: set[str] = set()

@@ -36,6 +36,13 @@ def arrays(seed=0):
         "hw": rng.random((5, 9)),
         "nchw": rng.random((5, 1, 4, 6)).astype(np.float32),
         "nhwc": rng.random((3, 4, 6, 3)).astype(np.float32),
+        "boxes": np.array([[1, 1, 6, 5], [2, 0, 9, 7]], dtype=np.float32),
+        "sound": np.sin(np.arange(400) / 7).reshape(1, 400).astype(np.float32),
+        "labels": rng.integers(0, 2, 60),
+        "scores": rng.random(60),
+        "vertices": rng.standard_normal((1, 4, 3)).astype(np.float32),
+        "faces": np.array([[[0, 2, 3], [0, 3, 1], [0, 1, 2], [1, 3, 2]]], dtype=np.int32),
+        "colors": rng.integers(0, 256, (1, 4, 3), dtype=np.int32),
     }
 
 
@@ -64,11 +71,38 @@ def log_everything(writer, to_tensor):
     writer.add_images("img/nchw", a["nchw"], 3)
     writer.add_images("img/nhwc", a["nhwc"], 4, dataformats="NHWC")
     writer.add_text("note", "**hello** ünïcode", 7)
+    log_media_and_plugins(writer, a)
     hp = {"lr": 0.1, "bsize": 16, "opt": "adam", "nesterov": True, "beta": a["normal"][0, 2:3]}
     hp["skipped"] = None
     domains = {"opt": ["adam", "sgd"], "bsize": [16, 32]}
     writer.add_hparams(hp, {"hparam/acc": 0.9}, domains, run_name="trial", global_step=8)
     writer.flush()
+
+
+def log_media_and_plugins(writer, a):
+    writer.add_image_with_boxes("boxes/plain", a["chw"], a["boxes"], 0)
+    writer.add_image_with_boxes("boxes/labels", a["chw"], a["boxes"], 1, labels=["cat", "dog"])
+    writer.add_image_with_boxes("boxes/one", a["hwc_u8"], a["boxes"][:1], 2, rescale=2,
+                                dataformats="HWC", labels="solo")  # fmt: skip
+    writer.add_image_with_boxes("boxes/dropped", a["chw"], a["boxes"], 3, labels=["x"])
+    writer.add_audio("sound/sine", a["sound"], 0)
+    writer.add_audio("sound/loud", a["sound"] * 3, 1, sample_rate=8000)  # clipped
+    writer.add_pr_curve("pr/default", a["labels"], a["scores"], 0)
+    writer.add_pr_curve("pr/weighted", a["labels"], a["scores"], 1, num_thresholds=10,
+                        weights=np.linspace(0, 1, 60))  # fmt: skip
+    writer.add_pr_curve("pr/capped", a["labels"], a["scores"], 2, num_thresholds=500)
+    counts = [np.arange(5.0) + i for i in range(4)]
+    writer.add_pr_curve_raw("pr/raw", *counts, np.linspace(0, 1, 5), np.linspace(1, 0, 5), 3,
+                            num_thresholds=5)  # fmt: skip
+    writer.add_mesh("mesh/full", a["vertices"], colors=a["colors"], faces=a["faces"],
+                    config_dict={"camera": {"cls": "PerspectiveCamera", "fov": 75}})  # fmt: skip
+    writer.add_mesh("mesh/cloud", a["vertices"], global_step=4)
+    writer.add_custom_scalars(
+        {"A": {"lines": ["Multiline", ["loss", "acc/new"]]},
+         "B": {"band": ["Margin", ["loss", "w/low", "w/high"]]}}
+    )  # fmt: skip
+    writer.add_custom_scalars_multilinechart(["loss", "acc/new"], category="C", title="t")
+    writer.add_custom_scalars_marginchart(["loss", "w/low", "w/high"])
 
 
 def ember_tensor(array):
@@ -150,7 +184,9 @@ def test_images_read_back(logdirs):
     ours, theirs = map(accumulate, logdirs)
     shapes = {"img/chw": (8, 10, 3), "img/hwc": (6, 7, 3), "img/hw": (5, 9, 3)}
     shapes |= {"img/nchw": (4, 30, 3), "img/nhwc": (4, 18, 3)}  # one row: up to 8 per row
-    assert sorted(ours.Tags()["images"]) == sorted(theirs.Tags()["images"]) == sorted(shapes)
+    images = [t for t in ours.Tags()["images"] if t.startswith("img/")]
+    assert images == [t for t in theirs.Tags()["images"] if t.startswith("img/")]
+    assert sorted(images) == sorted(shapes)
     for tag, shape in shapes.items():
         (mine,), (reference,) = ours.Images(tag), theirs.Images(tag)
         assert (mine.step, mine.height, mine.width) == (reference.step, *shape[:2])
@@ -159,6 +195,55 @@ def test_images_read_back(logdirs):
         assert mine.encoded_image_string == reference.encoded_image_string, tag
     hwc = np.asarray(Image.open(io.BytesIO(ours.Images("img/hwc")[0].encoded_image_string)))
     np.testing.assert_array_equal(hwc, arrays()["hwc_u8"])
+
+
+def test_media_read_back(logdirs):
+    import wave
+
+    from PIL import Image
+
+    ours, theirs = map(accumulate, logdirs)
+    tags = ["boxes/dropped", "boxes/labels", "boxes/one", "boxes/plain"]
+    assert sorted(t for t in ours.Tags()["images"] if t.startswith("boxes/")) == tags
+    plain = np.asarray(Image.open(io.BytesIO(ours.Images("boxes/plain")[0].encoded_image_string)))
+    assert tuple(plain[1, 3]) == (255, 0, 0)  # on the first box's top edge, drawn in red
+    one = ours.Images("boxes/one")[0]
+    assert (one.height, one.width) == (6, 7)  # the original size; the PNG is rescaled
+    assert Image.open(io.BytesIO(one.encoded_image_string)).size == (14, 12)
+    assert (
+        sorted(ours.Tags()["audio"])
+        == sorted(theirs.Tags()["audio"])
+        == ["sound/loud", "sound/sine"]
+    )
+    loud = ours.Audio("sound/loud")[0]
+    assert (loud.sample_rate, loud.length_frames, loud.content_type) == (8000, 400, "audio/wav")
+    with wave.open(io.BytesIO(loud.encoded_audio_string)) as sound:
+        samples = np.frombuffer(sound.readframes(400), dtype="<i2")
+    expected = (np.clip(arrays()["sound"][0] * 3, -1, 1) * 32767).astype("<i2")
+    np.testing.assert_array_equal(samples, expected)
+
+
+def test_plugins_read_back(logdirs):
+    from tensorboard.plugins.custom_scalar import layout_pb2
+    from tensorboard.util import tensor_util
+
+    ours, theirs = map(accumulate, logdirs)
+    for tag in ("pr/default", "pr/weighted", "pr/capped", "pr/raw", "mesh/full_VERTEX"):
+        assert ours.Tensors(tag)[0].tensor_proto == theirs.Tensors(tag)[0].tensor_proto, tag
+    curve = tensor_util.make_ndarray(ours.Tensors("pr/default")[0].tensor_proto)
+    labels = arrays()["labels"]
+    assert curve.shape == (6, 127)
+    assert (curve[0, 0], curve[1, 0]) == (labels.sum(), len(labels) - labels.sum())  # tp, fp
+    assert tensor_util.make_ndarray(ours.Tensors("pr/capped")[0].tensor_proto).shape == (6, 127)
+    mesh_tags = {"mesh/full_VERTEX", "mesh/full_FACE", "mesh/full_COLOR", "mesh/cloud_VERTEX"}
+    assert mesh_tags <= set(ours.Tags()["tensors"])
+    faces = tensor_util.make_ndarray(ours.Tensors("mesh/full_FACE")[0].tensor_proto)
+    np.testing.assert_array_equal(faces, arrays()["faces"])
+    layouts = ours.Tensors("custom_scalars__config__")
+    assert len(layouts) == 3
+    layout = layout_pb2.Layout.FromString(layouts[0].tensor_proto.string_val[0])
+    assert [c.title for c in layout.category] == ["A", "B"]
+    assert layout.category[1].chart[0].margin.series[0].upper == "w/high"
 
 
 def test_text_and_hparams_read_back(logdirs):
@@ -206,6 +291,10 @@ def test_errors_match_torch(tmp_path):
         lambda w: w.add_histogram("h", [1.0, 2.0]),  # lists are not converted, as in PyTorch
         lambda w: w.add_image("i", np.zeros((2, 3)), dataformats="HWC"),
         lambda w: w.add_histogram_raw("h", 0, 1, 1, 1, 1, [1.0], [1, 2]),
+        lambda w: w.add_audio("a", np.zeros((2, 3))),
+        lambda w: w.add_custom_scalars_marginchart(["a", "b"]),
+        lambda w: w.add_custom_scalars({"c": {"t": ["Margin", ["a"]]}}),
+        lambda w: w.add_image_with_boxes("i", np.zeros((3, 4, 4)), np.zeros(4)),
     ]
     with SummaryWriter(tmp_path / "e") as ours, TorchWriter(tmp_path / "t") as theirs:
         for case in cases:
@@ -310,3 +399,99 @@ def test_add_embedding_files_match_torch(tmp_path):
         assert ours[name] == theirs[name], name
     with SummaryWriter(tmp_path / "bad") as writer, pytest.raises(AssertionError, match="#labels"):
         writer.add_embedding(mat, metadata=["x"])
+
+
+class FakeClip:
+    """moviepy 1.x's ImageSequenceClip as PyTorch calls it, writing the frames it was given
+    (raw bytes after a header) instead of a GIF: the test checks what reaches the encoder."""
+
+    def __init__(self, frames, fps):
+        self.frames, self.fps = np.stack(frames), fps
+
+    def write_gif(self, filename, verbose=True, logger="bar"):
+        header = f"{self.fps}:{self.frames.shape}:{self.frames.dtype}\n".encode()
+        pathlib.Path(filename).write_bytes(header + self.frames.tobytes())
+
+
+@pytest.fixture
+def fake_moviepy(monkeypatch):
+    import types
+
+    editor = types.ModuleType("moviepy.editor")
+    editor.ImageSequenceClip = FakeClip
+    package = types.ModuleType("moviepy")
+    package.editor = editor
+    monkeypatch.setitem(sys.modules, "moviepy", package)
+    monkeypatch.setitem(sys.modules, "moviepy.editor", editor)
+
+
+def test_add_tensor_matches_torch(tmp_path):
+    from tensorboard.util import tensor_util
+
+    base = np.random.default_rng(3).standard_normal((2, 3)) * 4
+    dtypes = ["float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32"]
+    dtypes += ["int64", "bool"]
+    for cls, lib, path in (
+        (SummaryWriter, ember, tmp_path / "e"),
+        (TorchWriter, torch, tmp_path / "t"),
+    ):
+        with cls(path) as writer:
+            for step, name in enumerate(dtypes):
+                values = lib.tensor(base > 0 if name == "bool" else base)
+                writer.add_tensor(f"t/{name}", values.to(getattr(lib, name)), step)
+    assert events_by_run(tmp_path / "e") == events_by_run(tmp_path / "t")
+    proto = accumulate(tmp_path / "e").Tensors("t/float64")[0].tensor_proto
+    np.testing.assert_array_equal(tensor_util.make_ndarray(proto), base)
+
+
+def test_add_video_matches_torch(tmp_path, fake_moviepy):
+    rng = np.random.default_rng(2)
+    clips = {
+        "float": rng.random((3, 2, 3, 4, 5)).astype(np.float32),  # 3 clips: padded to 4
+        "uint8": rng.integers(0, 256, (1, 3, 1, 2, 2), dtype=np.uint8),
+        "grid": rng.random((8, 1, 3, 2, 3)),
+    }
+    for cls, to_tensor, path in (
+        (SummaryWriter, ember_tensor, tmp_path / "e"),
+        (TorchWriter, torch_tensor, tmp_path / "t"),
+    ):
+        with cls(path) as writer:
+            for step, (tag, clip) in enumerate(clips.items()):
+                writer.add_video(tag, to_tensor(clip), step, fps=step + 2)
+    ours, theirs = events_by_run(tmp_path / "e"), events_by_run(tmp_path / "t")
+    assert ours == theirs
+    (grid,) = accumulate(tmp_path / "e").Images("grid")
+    assert (grid.height, grid.width) == (4, 12)  # 8 clips: 2 rows of 4
+    assert grid.encoded_image_string.startswith(b"4:(1, 4, 12, 3):uint8\n")
+
+
+def test_add_video_and_figure_need_their_packages(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "moviepy", None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with SummaryWriter(tmp_path) as writer:
+        with pytest.raises(ImportError, match=r"add_video needs package moviepy"):
+            writer.add_video("v", np.zeros((1, 1, 3, 2, 2)))
+        with pytest.raises(ImportError, match=r"add_figure needs package matplotlib"):
+            writer.add_figure("f", object())
+
+
+def test_add_figure_matches_torch(tmp_path):
+    matplotlib = pytest.importorskip("matplotlib")  # in the tensorboard extra
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def figure(seed):
+        fig = plt.figure(figsize=(2, 1.5), dpi=40)
+        plt.plot(np.random.default_rng(seed).random(10))
+        return fig
+
+    for cls, path in ((SummaryWriter, tmp_path / "e"), (TorchWriter, tmp_path / "t")):
+        with cls(path) as writer:
+            writer.add_figure("one", figure(0), 0)
+            kept = figure(1)
+            writer.add_figure("many", [kept, figure(2)], 1, close=False)
+            assert plt.fignum_exists(kept.number)
+            plt.close("all")
+    assert events_by_run(tmp_path / "e") == events_by_run(tmp_path / "t")
+    (many,) = accumulate(tmp_path / "e").Images("many")
+    assert (many.height, many.width) == (60, 160)  # two 80x60 figures side by side

@@ -1,5 +1,6 @@
 """Summary protobufs as ``torch.utils.tensorboard.summary`` builds them: scalars, histograms,
-images, text and hparams, each a ``tensorboard.compat.proto`` ``Summary``."""
+images, text and hparams, each a ``tensorboard.compat.proto`` ``Summary`` (media in ``_media``,
+plugin summaries in ``_plugins``, re-exported here under PyTorch's names)."""
 
 import io
 
@@ -11,8 +12,34 @@ from tensorboard.plugins.text.plugin_data_pb2 import TextPluginData
 
 from ._convert import convert_to_HWC, make_np
 from ._hparams import hparams
+from ._media import audio, image_boxes, video
+from ._plugins import (
+    compute_curve,
+    custom_scalars,
+    mesh,
+    pr_curve,
+    pr_curve_raw,
+    tensor_proto,
+)
 
-__all__ = ["hparams", "histogram", "histogram_raw", "image", "make_histogram", "scalar", "text"]
+__all__ = [
+    "audio",
+    "compute_curve",
+    "custom_scalars",
+    "hparams",
+    "histogram",
+    "histogram_raw",
+    "image",
+    "image_boxes",
+    "make_histogram",
+    "mesh",
+    "pr_curve",
+    "pr_curve_raw",
+    "scalar",
+    "tensor_proto",
+    "text",
+    "video",
+]
 
 
 def scalar(name, tensor, collections=None, new_style=False, double_precision=False):
@@ -95,12 +122,17 @@ def image(tag, tensor, rescale=1, dataformats="NCHW"):
     return Summary(value=[Summary.Value(tag=tag, image=make_image(tensor, rescale=rescale))])
 
 
-def make_image(tensor, rescale=1):
-    """An HWC uint8 array as a PNG ``Summary.Image`` (Pillow encodes it)."""
+def make_image(tensor, rescale=1, rois=None, labels=None):
+    """An HWC uint8 array as a PNG ``Summary.Image`` (Pillow encodes it), with the boxes
+    ``rois`` (N, 4) drawn on it when given."""
     from PIL import Image
 
     height, width, channel = tensor.shape
     picture = Image.fromarray(tensor)
+    if rois is not None:
+        from ._media import draw_boxes
+
+        picture = draw_boxes(picture, rois, labels=labels)
     size = (int(width * rescale), int(height * rescale))
     picture = picture.resize(size, Image.Resampling.LANCZOS)
     output = io.BytesIO()

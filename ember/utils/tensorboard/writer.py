@@ -8,7 +8,22 @@ from tensorboard.compat.proto import event_pb2
 from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-from .summary import histogram, histogram_raw, hparams, image, scalar, text
+from .summary import (
+    audio,
+    custom_scalars,
+    histogram,
+    histogram_raw,
+    hparams,
+    image,
+    image_boxes,
+    mesh,
+    pr_curve,
+    pr_curve_raw,
+    scalar,
+    tensor_proto,
+    text,
+    video,
+)
 
 __all__ = ["FileWriter", "SummaryWriter"]
 
@@ -151,6 +166,10 @@ class SummaryWriter:
         summary = scalar(tag, scalar_value, new_style=new_style, double_precision=double_precision)
         self._get_file_writer().add_summary(summary, global_step, walltime)
 
+    def add_tensor(self, tag, tensor, global_step=None, walltime=None) -> None:
+        """Log a whole ember tensor (its values and shape) under the ``tensor`` plugin."""
+        self._get_file_writer().add_summary(tensor_proto(tag, tensor), global_step, walltime)
+
     def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None) -> None:
         """Log several numbers under ``main_tag``, each in its own run directory
         ``<log_dir>/<main_tag>_<tag>`` so that TensorBoard draws them on one chart."""
@@ -195,6 +214,41 @@ class SummaryWriter:
         summary = image(tag, img_tensor, dataformats=dataformats)
         self._get_file_writer().add_summary(summary, global_step, walltime)
 
+    def add_image_with_boxes(
+        self, tag, img_tensor, box_tensor, global_step=None, walltime=None, rescale=1,
+        dataformats="CHW", labels=None,
+    ) -> None:  # fmt: skip
+        """Log one image with red boxes ``box_tensor`` (N, 4) as (xmin, ymin, xmax, ymax), each
+        with its entry of ``labels`` (dropped unless there is one per box)."""
+        if labels is not None:
+            if isinstance(labels, str):
+                labels = [labels]
+            if len(labels) != box_tensor.shape[0]:
+                labels = None
+        summary = image_boxes(
+            tag, img_tensor, box_tensor, rescale=rescale, dataformats=dataformats, labels=labels
+        )
+        self._get_file_writer().add_summary(summary, global_step, walltime)
+
+    def add_figure(self, tag, figure, global_step=None, close=True, walltime=None) -> None:
+        """Log a matplotlib figure (or a list of them, tiled) rendered as an image; needs
+        matplotlib. ``close`` closes the figures afterwards."""
+        from ._media import figure_to_image
+
+        dataformats = "NCHW" if isinstance(figure, list) else "CHW"
+        picture = figure_to_image(figure, close)
+        self.add_image(tag, picture, global_step, walltime, dataformats=dataformats)
+
+    def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None) -> None:
+        """Log (N, T, C, H, W) clips (uint8 in [0, 255] or float in [0, 1]) as one animated GIF,
+        the clips tiled per frame; needs moviepy."""
+        self._get_file_writer().add_summary(video(tag, vid_tensor, fps), global_step, walltime)
+
+    def add_audio(self, tag, snd_tensor, global_step=None, sample_rate=44100, walltime=None):
+        """Log a (1, L) sound in [-1, 1] as a mono 16-bit WAV at ``sample_rate`` Hz."""
+        summary = audio(tag, snd_tensor, sample_rate=sample_rate)
+        self._get_file_writer().add_summary(summary, global_step, walltime)
+
     def add_text(self, tag, text_string, global_step=None, walltime=None) -> None:
         """Log a (markdown) string."""
         self._get_file_writer().add_summary(text(tag, text_string), global_step, walltime)
@@ -217,6 +271,57 @@ class SummaryWriter:
             self._get_file_writer().get_logdir(), getattr(self, "_projector_config", None), mat,
             metadata, label_img, global_step, tag, metadata_header,
         )  # fmt: skip
+
+    def add_pr_curve(
+        self, tag, labels, predictions, global_step=None, num_thresholds=127, weights=None,
+        walltime=None,
+    ) -> None:  # fmt: skip
+        """Log the precision-recall curve of binary ``labels`` against ``predictions`` in
+        [0, 1] over ``num_thresholds`` thresholds (at most 127)."""
+        from ._convert import make_np
+
+        labels, predictions = make_np(labels), make_np(predictions)
+        summary = pr_curve(tag, labels, predictions, num_thresholds, weights)
+        self._get_file_writer().add_summary(summary, global_step, walltime)
+
+    def add_pr_curve_raw(
+        self, tag, true_positive_counts, false_positive_counts, true_negative_counts,
+        false_negative_counts, precision, recall, global_step=None, num_thresholds=127,
+        weights=None, walltime=None,
+    ) -> None:  # fmt: skip
+        """Log a precision-recall curve given by its counts, precision and recall per
+        threshold."""
+        summary = pr_curve_raw(
+            tag, true_positive_counts, false_positive_counts, true_negative_counts,
+            false_negative_counts, precision, recall, num_thresholds, weights,
+        )  # fmt: skip
+        self._get_file_writer().add_summary(summary, global_step, walltime)
+
+    def add_custom_scalars_multilinechart(self, tags, category="default", title="untitled"):
+        """One custom-scalars chart drawing the scalar ``tags`` together."""
+        layout = {category: {title: ["Multiline", tags]}}
+        self._get_file_writer().add_summary(custom_scalars(layout))
+
+    def add_custom_scalars_marginchart(self, tags, category="default", title="untitled"):
+        """One custom-scalars chart: the value, lower and upper bound ``tags`` (exactly 3)."""
+        if len(tags) != 3:
+            raise AssertionError(f"Expected 3 tags, got {len(tags)}.")
+        layout = {category: {title: ["Margin", tags]}}
+        self._get_file_writer().add_summary(custom_scalars(layout))
+
+    def add_custom_scalars(self, layout) -> None:
+        """The custom-scalars dashboard's layout, ``{category: {chart: [kind, tags]}}`` with
+        kind ``"Multiline"`` or ``"Margin"``; call once per writer."""
+        self._get_file_writer().add_summary(custom_scalars(layout))
+
+    def add_mesh(
+        self, tag, vertices, colors=None, faces=None, config_dict=None, global_step=None,
+        walltime=None,
+    ) -> None:  # fmt: skip
+        """Log a mesh or point cloud for the Mesh dashboard (Three.js): (B, N, 3) ``vertices``,
+        optional ``colors`` and ``faces``, and Three.js settings in ``config_dict``."""
+        summary = mesh(tag, vertices, colors, faces, config_dict)
+        self._get_file_writer().add_summary(summary, global_step, walltime)
 
     def flush(self) -> None:
         """Write pending events of every run directory to disk."""
