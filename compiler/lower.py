@@ -65,7 +65,7 @@ def _trace(op, inputs, build):
     try:
         with warnings.catch_warnings(), no_grad():
             warnings.simplefilter("error", TracerWarning)
-            graph = capture(body, tuple(tensors), strict=False, expand=_expand).graph
+            graph = capture(body, tuple(tensors), strict=False, expand=expand).graph
     except Exception:  # any failure leaves the node to its runner
         return None
     if any(has_side_effects(n) or n.blocks() for n in graph.block().nodes()):
@@ -73,5 +73,6 @@ def _trace(op, inputs, build):
     return build(graph)
 
 
-def _expand(op) -> bool:
+def expand(op) -> bool:
+    """Whether a trace records ``op`` as the ops of its decomposition (it runs it anyway)."""
     return not op.mutates and runs_decomposition(op)

@@ -17,7 +17,7 @@ from ember.jit import pytree
 from ember.jit.codegen import generate
 from ember.jit.tracer import TracerWarning, capture, current
 
-from . import replay
+from . import joint, replay
 from .observer import Observer, watching
 
 _CONSTANT_OUTPUTS = (int, float, bool, str, type(None))
@@ -43,6 +43,7 @@ class Region:
         self.out_spec = out_spec
         self.compile_seconds = seconds
         self.fast = _UNBUILT  # replay.build's program, made at the first replay
+        self.joint = _UNBUILT  # joint.build's pair, made at the first replay that records grad
         # the common outputs rebuilt without the general unflatten: one tensor, a tuple of them
         self.single = out_spec == pytree.LEAF and self.positions == [0]
         self.flat_tuple = out_spec == {
@@ -57,6 +58,8 @@ class Region:
         flat = None
         if fast is not None and STACK.grad_only_layers is STACK.layers:
             flat = fast(root, *tensors) if root is not None else fast(*tensors)
+        elif fast is None and STACK.grad_only_layers is STACK.layers:
+            flat = self.train(root, tensors)
         if flat is None:  # a layer to run (autocast, profiler...) or a gradient to record
             flat = self.fn(root, *tensors) if root is not None else self.fn(*tensors)
         if self.single:
@@ -67,6 +70,13 @@ class Region:
         for position, value in zip(self.positions, flat):
             leaves[position] = value
         return pytree.unflatten(leaves, self.out_spec)
+
+    def train(self, root, tensors):
+        """The outputs through the compiled forward/backward pair, or None."""
+        pair = self.joint
+        if pair is _UNBUILT:
+            pair = self.joint = joint.build(self, root, tensors)
+        return None if pair is None else pair.run(root, tensors)
 
     def program(self):
         """The dispatch-free program, or None when the graph records gradients (its outputs
