@@ -273,5 +273,8 @@ class _restored:  # noqa: N801 - used like a function
         with no_grad():
             for buffer, saved in self.buffers:
                 buffer.copy_(saved)
+                # the graph replays a running-statistics update without the no_grad block
+                # around it, so the tracing run recorded history on the buffer: drop it
+                buffer.detach_()
         for generator, state in self.states:
             generator.set_state(state)
