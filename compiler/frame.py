@@ -160,9 +160,8 @@ class CompiledFunction:
         logs.log("graphs", f"graph of {self.__qualname__}:\n{region.graph}")
         logs.log("guards", "\n".join(guards.describe(key[1], names)))
         ops = sum(1 for n in region.graph.nodes() if not n.kind().startswith("prim::"))
-        logs.log(
-            "fusion", f"{self.__qualname__}: no fused kernels yet; {ops} ops replay one by one"
-        )
+        text = f"no fused kernels yet; {ops} ops replay one by one, kernels pre-resolved"
+        logs.log("fusion", f"{self.__qualname__}: {text}")
 
     def _leaf_names(self, args, kwargs) -> list[str]:
         _leaves, spec, _ = split(args, kwargs)
