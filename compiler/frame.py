@@ -30,16 +30,17 @@ _INSTANCES: weakref.WeakSet = weakref.WeakSet()
 class Entry:
     """One guard set: the region to replay (None: run eagerly) and the module flags it assumed."""
 
-    __slots__ = ("modules", "reasons", "region", "state")
+    __slots__ = ("modules", "probe", "reasons", "region", "state")
 
     def __init__(self, region, modules: list, reasons: list):
         self.region = region
         self.modules = modules
-        self.state = guards.module_state(modules)
+        self.state = guards.module_state(modules)  # for the recompile reason
+        self.probe = guards.module_probe(modules)
         self.reasons = reasons
 
     def matches(self) -> bool:
-        return guards.module_state(self.modules) == self.state
+        return guards.probe_matches(self.probe)
 
 
 class CompiledFunction:

@@ -52,10 +52,10 @@ class Joint:
     )
 
     def __init__(self, forward, backward, params, frozen, inputs_grad, diff, n_out, saved):
-        self.forward = forward  # fn([self,] *inputs) -> (*outputs, *saved)
+        self.forward = forward  # fn(*inputs, *params, *frozen) -> (*outputs, *saved)
         self.backward = backward  # fn(*saved, *grads of differentiable outputs) -> grads
-        self.params = params  # qualified names of the parameters it differentiates
-        self.frozen = frozen  # names of the tensors it reads without differentiating
+        self.params = [name.split(".") for name in params]  # the parameters it differentiates
+        self.frozen = [name.split(".") for name in frozen]  # tensors read without gradient
         self.inputs_grad = inputs_grad  # positions of the inputs it differentiates
         self.diff = diff  # positions of the outputs that require grad
         self.n_out = n_out
@@ -64,17 +64,17 @@ class Joint:
     def run(self, root, tensors):
         """The call's outputs, or None when a tensor read without gradient now requires one
         (the dispatching replay records it)."""
-        if any(_attribute(root, name)._requires_grad for name in self.frozen):
+        frozen = [_attribute(root, path) for path in self.frozen]
+        if any(t._requires_grad for t in frozen):
             return None
-        params = [_attribute(root, name) for name in self.params]
-        return _Step.apply(self, root, len(tensors), *tensors, *params)
+        params = [_attribute(root, path) for path in self.params]
+        return _Step.apply(self, len(tensors), *tensors, *params, *frozen)
 
 
 class _Step(Function):
     @staticmethod
-    def forward(ctx, joint, root, n, *tensors):
-        inputs = tensors[:n]
-        flat = joint.forward(root, *inputs) if root is not None else joint.forward(*inputs)
+    def forward(ctx, joint, n, *tensors):
+        flat = joint.forward(*tensors)
         ctx.joint = joint
         ctx.saved = flat[joint.n_out :]
         ctx.n = n
@@ -96,7 +96,7 @@ class _Step(Function):
         for position, g in zip(joint.inputs_grad, found):
             inputs[position] = g
         params = list(found[len(joint.inputs_grad) :])
-        return (None, None, None, *inputs, *params)
+        return (None, None, *inputs, *params, *[None] * len(joint.frozen))
 
 
 def build(region, root, tensors) -> Joint | None:
@@ -120,7 +120,7 @@ def build(region, root, tensors) -> Joint | None:
         return _refuse("a backward formula reads a tensor the trace cannot recompute")
     if not all(present):
         return _refuse("an input or parameter gets no gradient")
-    return _partition(graph, forward_nodes, wanted, params, diff, n_out, root is not None)
+    return _partition(graph, forward_nodes, wanted, params, diff, n_out)
 
 
 def _trace(region, root, tensors):
@@ -139,7 +139,7 @@ def _trace(region, root, tensors):
         ins, grads = flat[: len(inputs)], flat[len(inputs) :]
         outputs = region.fn(root, *ins) if root is not None else region.fn(*ins)
         forward_nodes.update(current().graph.block().nodes())
-        wrt = [ins[i] for i in wanted] + [_attribute(root, name) for name in params]
+        wrt = [ins[i] for i in wanted] + [_attribute(root, n.split(".")) for n in params]
         found = ember.autograd.grad([outputs[i] for i in diff], wrt, list(grads), allow_unused=True)
         present.extend(g is not None for g in found)
         return (*outputs, *[g for g in found if g is not None])
@@ -151,14 +151,22 @@ def _trace(region, root, tensors):
     return captured.graph, forward_nodes, present, wanted, params, diff, len(outs), constants
 
 
-def _partition(graph, forward_nodes, wanted, params, diff, n_out, method):
+def _partition(graph, forward_nodes, wanted, params, diff, n_out):
     nodes = list(graph.block().nodes())
-    ahead = [n for n in nodes if n in forward_nodes]
+    reads = {v.node()["name"]: v for v in _read(graph)}
+    frozen = [name for name, v in reads.items() if not v.type().requires_grad()]
+    if sorted(params) != sorted(n for n in reads if n not in frozen):
+        return _refuse("the parameters read changed")
+    # the module's tensors are arguments of the forward program (read once per call)
+    ahead = [n for n in nodes if n in forward_nodes and n.kind() != "prim::GetAttr"]
     after = [n for n in nodes if n not in forward_nodes]
+    if any(n.kind() == "prim::GetAttr" for n in after):
+        return _refuse("the backward reads a module tensor the forward did not")
     n_in = len(graph.inputs()) - len(diff)
     inputs, seeds = graph.inputs()[:n_in], graph.inputs()[n_in:]
     outputs, grads = graph.outputs()[:n_out], graph.outputs()[n_out:]
-    defined = set(inputs) | {v for n in ahead for v in n.outputs()}
+    taken = [reads[name] for name in params + frozen]
+    defined = set(inputs) | set(taken) | {v for n in ahead for v in n.outputs()}
     constants = [n for n in ahead if n.kind() == "prim::Constant"]
     inline = {n.output() for n in constants}
     saved: list = []
@@ -166,14 +174,13 @@ def _partition(graph, forward_nodes, wanted, params, diff, n_out, method):
         if value in defined and value not in inline and value not in saved:
             saved.append(value)
     forward = replay.build(
-        graph, inputs, ahead, [*outputs, *saved], method=method, name="compiled_forward"
+        graph, [*inputs, *taken], ahead, [*outputs, *saved], name="compiled_forward"
     )
     backward = replay.build(
         graph, [*saved, *seeds], constants + after, list(grads), name="compiled_backward"
     )
     if forward is None or backward is None:
         return _refuse("control flow")
-    frozen = [v.node()["name"] for v in _read(graph) if not v.type().requires_grad()]
     saved_bytes = _bytes(saved)
     logs.log("graphs", f"compiled backward: {len(after)} ops, {saved_bytes} bytes saved")
     return Joint(forward, backward, params, frozen, wanted, diff, n_out, saved_bytes)
@@ -236,8 +243,8 @@ def _read(graph) -> list:
     ]
 
 
-def _attribute(root, name: str):
-    for part in name.split("."):
+def _attribute(root, path: list):
+    for part in path:
         root = getattr(root, part)
     return root
 
