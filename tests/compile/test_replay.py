@@ -47,13 +47,19 @@ def _mlp():
     return nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4), nn.Tanh())
 
 
-def test_plain_nodes_call_kernels_and_composites_are_lowered():
+def _replayed():
+    """An MLP, compiled, and its input, after a capture and a first replay without grad."""
     model = _mlp()
     compiled = ember.compile(model)
     x = ember.randn(3, 8)
     with ember.no_grad():
         compiled(x)
         compiled(x)
+    return model, compiled, x
+
+
+def test_plain_nodes_call_kernels_and_composites_are_lowered():
+    _model, compiled, _x = _replayed()
     (program,) = _programs(compiled)
     # gelu and tanh: a kernel on an output from empty(); linear: its lowered mm + add
     assert program.source.count("= empty(") == 2
@@ -91,12 +97,8 @@ class _Count(Layer):
 
 
 def test_an_installed_layer_sees_every_op_of_a_replay():
-    model = _mlp()
-    compiled = ember.compile(model)
-    x = ember.randn(3, 8)
+    model, compiled, x = _replayed()
     with ember.no_grad():
-        compiled(x)
-        compiled(x)
         layer = _Count()
         with installed(layer):
             got = compiled(x)
@@ -106,14 +108,9 @@ def test_an_installed_layer_sees_every_op_of_a_replay():
 
 
 def test_autocast_replay_matches_eager_autocast():
-    model = _mlp()
-    compiled = ember.compile(model)
-    x = ember.randn(3, 8)
-    with ember.no_grad():
-        compiled(x)
-        compiled(x)
-        with ember.autocast("cpu", dtype=ember.bfloat16):
-            got, want = compiled(x), model(x)
+    model, compiled, x = _replayed()
+    with ember.no_grad(), ember.autocast("cpu", dtype=ember.bfloat16):
+        got, want = compiled(x), model(x)
     assert got.dtype == want.dtype
     _close(got.float(), want.float())
 
