@@ -1,6 +1,7 @@
 """Training-step time: eager ember, compiled ember, PyTorch eager, torch.compile.
 
     python benchmarks/bench_compile.py [--steps 20] [--threads 2] [--models tiny mlp cnn gpt]
+    python benchmarks/bench_compile.py --interleaved --steps 300 --models tiny
 
 Each (library, mode, model) runs in its own process (so one library's threads, allocator and
 compile caches never touch another's), builds the model of bench_training.py, compiles the
@@ -60,6 +61,37 @@ def worker(lib_name: str, compiled: bool, model_name: str, steps: int, threads: 
     return {"first": first, "median": statistics.median(times)}
 
 
+def interleaved(model_name: str, steps: int, threads: int) -> None:
+    """Eager and compiled ember steps alternated in one process (``--interleaved``): on a shared
+    machine whose load changes from second to second, the ratio of the two medians is steadier
+    than that of two processes run minutes apart."""
+    import ember
+
+    ember.set_num_threads(threads)
+    runs = {}
+    for compiled in (False, True):
+        ember.manual_seed(0)
+        model, opt, x, y = ALL[model_name](ember.nn, ember)
+        run = ember.compile(model) if compiled else model
+
+        def step(run=run, opt=opt, x=x, y=y):
+            opt.zero_grad()
+            ember.nn.functional.cross_entropy(run(x), y).backward()
+            opt.step()
+
+        for _ in range(3):  # capture, build the compiled pair, first replay
+            step()
+        runs[compiled] = (step, [])
+    for _ in range(steps):
+        for step, times in runs.values():
+            start = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - start)
+    eager, compiled = (statistics.median(times) * 1e3 for _, times in runs.values())
+    print(f"{model_name}: eager {eager:.3f} ms, compiled {compiled:.3f} ms per training step "
+          f"(medians of {steps} interleaved steps): {compiled / eager:.2f}x")  # fmt: skip
+
+
 def measure(lib: str, compiled: bool, model: str, args) -> dict | None:
     command = [sys.executable, __file__, "--worker", lib, str(int(compiled)), model]
     command += ["--steps", str(args.steps), "--threads", str(args.threads)]
@@ -82,7 +114,14 @@ def main(argv=None) -> None:
     parser.add_argument("--models", nargs="+", default=list(ALL), choices=list(ALL))
     parser.add_argument("--timeout", type=float, default=600, help="seconds per process")
     parser.add_argument("--worker", nargs=3, metavar=("LIB", "COMPILED", "MODEL"))
+    parser.add_argument(
+        "--interleaved", action="store_true", help="eager vs compiled ember in one process"
+    )
     args = parser.parse_args(argv)
+    if args.interleaved:
+        for model in args.models:
+            interleaved(model, args.steps, args.threads)
+        return
     if args.worker:
         lib, compiled, model = args.worker
         print(json.dumps(worker(lib, compiled == "1", model, args.steps, args.threads)))

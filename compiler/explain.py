@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from .observer import EXPLAIN, Observer
 from .region import record
+from .replay import plan_memory
 
 
 @dataclass
@@ -24,6 +25,9 @@ class ExplainOutput:
     ops_per_graph: list = field(default_factory=list)
     out_guards: list = field(default_factory=list)
     compile_times: str = ""
+    # the replay's memory plan (compiler/replay.py): intermediates live at once, allocated in all
+    peak_bytes: int = 0
+    total_bytes: int = 0
 
     def __str__(self) -> str:
         lines = [
@@ -42,6 +46,10 @@ class ExplainOutput:
         lines.append("Out Guards:")
         lines += [f"  Guard {i}: {guard}" for i, guard in enumerate(self.out_guards, 1)]
         lines.append(f"Compile Times: {self.compile_times}")
+        lines.append(
+            f"Peak Memory: {self.peak_bytes} bytes of intermediates ({self.total_bytes} "
+            "allocated in all)"
+        )
         return "\n".join(lines) + "\n"
 
 
@@ -68,6 +76,7 @@ def explain(f, *extra_args, **extra_kwargs):
         from .region import split
 
         leaves, _spec, _ = split(args, kwargs)
+        memory = plan_memory(region.graph) if region is not None else {"peak": 0, "total": 0}
         return ExplainOutput(
             graphs=[region.graph] if region is not None else [],
             graph_count=len(segments),
@@ -79,6 +88,8 @@ def explain(f, *extra_args, **extra_kwargs):
                 guards.call_key(leaves), [f"L[{i}]" for i in range(len(leaves))]
             ),
             compile_times=f"capture {seconds:.4f} s",
+            peak_bytes=memory["peak"],
+            total_bytes=memory["total"],
         )
 
     if extra_args or extra_kwargs:

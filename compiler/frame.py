@@ -30,16 +30,17 @@ _INSTANCES: weakref.WeakSet = weakref.WeakSet()
 class Entry:
     """One guard set: the region to replay (None: run eagerly) and the module flags it assumed."""
 
-    __slots__ = ("modules", "reasons", "region", "state")
+    __slots__ = ("modules", "probe", "reasons", "region", "state")
 
     def __init__(self, region, modules: list, reasons: list):
         self.region = region
         self.modules = modules
-        self.state = guards.module_state(modules)
+        self.state = guards.module_state(modules)  # for the recompile reason
+        self.probe = guards.module_probe(modules)
         self.reasons = reasons
 
     def matches(self) -> bool:
-        return guards.module_state(self.modules) == self.state
+        return guards.probe_matches(self.probe)
 
 
 class CompiledFunction:
@@ -160,9 +161,8 @@ class CompiledFunction:
         logs.log("graphs", f"graph of {self.__qualname__}:\n{region.graph}")
         logs.log("guards", "\n".join(guards.describe(key[1], names)))
         ops = sum(1 for n in region.graph.nodes() if not n.kind().startswith("prim::"))
-        logs.log(
-            "fusion", f"{self.__qualname__}: no fused kernels yet; {ops} ops replay one by one"
-        )
+        text = f"no fused kernels yet; {ops} ops replay one by one, kernels pre-resolved"
+        logs.log("fusion", f"{self.__qualname__}: {text}")
 
     def _leaf_names(self, args, kwargs) -> list[str]:
         _leaves, spec, _ = split(args, kwargs)

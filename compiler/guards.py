@@ -11,6 +11,8 @@ gives PyTorch's guard-failure text (``tensor 'x' size mismatch at index 0. expec
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from ember._tensor import Tensor
 from ember.autograd.grad_mode import STATE as GRAD
 
@@ -64,6 +66,30 @@ def module_state(modules) -> tuple:
     return tuple(
         [tuple([(k, v) for k, v in m.__dict__.items() if type(v) in _SCALARS]) for m in modules]
     )
+
+
+def module_probe(modules) -> list:
+    """What ``probe_matches`` checks at each call, cheaper than recomputing ``module_state``:
+    per module its attribute count (a new attribute changes it) and the values of its Python
+    scalar attributes read by one ``itemgetter``."""
+    probe = []
+    for m in modules:
+        names = [k for k, v in m.__dict__.items() if type(v) in _SCALARS]
+        getter = itemgetter(*names) if names else None
+        values = getter(m.__dict__) if getter else None
+        probe.append((m, len(m.__dict__), getter, values))
+    return probe
+
+
+def probe_matches(probe) -> bool:
+    try:
+        for m, count, getter, values in probe:
+            d = m.__dict__
+            if len(d) != count or (getter is not None and getter(d) != values):
+                return False
+    except KeyError:  # an attribute was deleted and another added
+        return False
+    return True
 
 
 def module_failure(modules, expected: tuple) -> str:

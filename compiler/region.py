@@ -12,13 +12,16 @@ import time
 import warnings
 
 from ember._tensor import Tensor
+from ember.dispatcher.layers import STACK
 from ember.jit import pytree
 from ember.jit.codegen import generate
 from ember.jit.tracer import TracerWarning, capture, current
 
+from . import joint, replay
 from .observer import Observer, watching
 
 _CONSTANT_OUTPUTS = (int, float, bool, str, type(None))
+_UNBUILT = object()
 _COMPILING = threading.local()
 
 
@@ -31,13 +34,16 @@ def is_compiling() -> bool:
 class Region:
     """A captured graph and how to rebuild the user's outputs from its results."""
 
-    def __init__(self, graph, fn, out_leaves: list, out_spec: dict, seconds: float):
+    def __init__(self, graph, fn, out_leaves: list, out_spec: dict, seconds: float, method=False):
         self.graph = graph
+        self.method = method
         self.fn = fn  # generated: fn(root, *tensors) or fn(*tensors)
         self.positions = [i for i, leaf in enumerate(out_leaves) if isinstance(leaf, Tensor)]
         self.out_leaves = [None if isinstance(leaf, Tensor) else leaf for leaf in out_leaves]
         self.out_spec = out_spec
         self.compile_seconds = seconds
+        self.fast = _UNBUILT  # replay.build's program, made at the first replay
+        self.joint = _UNBUILT  # joint.build's pair, made at the first replay that records grad
         # the common outputs rebuilt without the general unflatten: one tensor, a tuple of them
         self.single = out_spec == pytree.LEAF and self.positions == [0]
         self.flat_tuple = out_spec == {
@@ -46,7 +52,16 @@ class Region:
         } and len(self.positions) == len(out_leaves)
 
     def run(self, root, tensors):
-        flat = self.fn(root, *tensors) if root is not None else self.fn(*tensors)
+        fast = self.fast
+        if fast is _UNBUILT:
+            fast = self.fast = self.program()
+        flat = None
+        if fast is not None and STACK.grad_only_layers is STACK.layers:
+            flat = fast(root, *tensors) if root is not None else fast(*tensors)
+        elif fast is None and STACK.grad_only_layers is STACK.layers:
+            flat = self.train(root, tensors)
+        if flat is None:  # a layer to run (autocast, profiler...) or a gradient to record
+            flat = self.fn(root, *tensors) if root is not None else self.fn(*tensors)
         if self.single:
             return flat[0]
         if self.flat_tuple:
@@ -55,6 +70,21 @@ class Region:
         for position, value in zip(self.positions, flat):
             leaves[position] = value
         return pytree.unflatten(leaves, self.out_spec)
+
+    def train(self, root, tensors):
+        """The outputs through the compiled forward/backward pair, or None."""
+        pair = self.joint
+        if pair is _UNBUILT:
+            pair = self.joint = joint.build(self, root, tensors)
+        return None if pair is None else pair.run(root, tensors)
+
+    def program(self):
+        """The dispatch-free program, or None when the graph records gradients (its outputs
+        require grad) or has control flow."""
+        outputs = self.graph.outputs()
+        if any(getattr(v.type(), "requires_grad", lambda: None)() for v in outputs):
+            return None
+        return replay.build(self.graph, method=self.method)
 
 
 def split(args: tuple, kwargs: dict):
@@ -107,7 +137,8 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
     _name_inputs(graph, leaves, spec, positions, fn)
     generated = generate(graph, "compiled", method=root is not None)
     out_leaves, out_spec = held["out"]
-    region = Region(graph, generated.fn, out_leaves, out_spec, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    region = Region(graph, generated.fn, out_leaves, out_spec, seconds, root is not None)
     return held["result"], region
 
 

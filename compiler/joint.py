@@ -1,0 +1,287 @@
+"""Training: a region's forward and backward compiled as one autograd node.
+
+The backward formulas are ember ops, so the tracing layer records them: the region's forward
+is traced once more followed by ``autograd.grad`` of its outputs, on detached copies of the
+call's tensors, giving one joint graph (forward ops, then backward ops). The partition: the
+forward program is the nodes recorded before ``grad`` was called, and it returns the outputs
+plus what the backward reads of them (saved); everything after runs in the backward program,
+including the formulas' elementwise work on saved values that needs no incoming gradient
+(recomputed in the backward rather than saved). Both programs are replay.build's, and they run
+as one ``autograd.Function`` node, so per call autograd records one node instead of one per op.
+
+Module buffers and the random generators are restored after the tracing run, so the call that
+builds the pair updates running statistics and draws random numbers once, like eager.
+
+Left to the dispatching replay (``build`` returns None): tensors the function closes over that
+require grad (a global model's parameters), graphs with control flow, a trace that fails.
+Double backward (``create_graph=True``) through the node raises.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ember
+from ember import _factories as factories
+from ember import _random
+from ember._tensor import Tensor
+from ember.autograd.function import Function
+from ember.autograd.grad_mode import STATE as GRAD
+from ember.autograd.grad_mode import no_grad
+from ember.autograd.graph import saved_tensors_hooks
+from ember.autograd.node import SavedTensor
+from ember.jit.tracer import capture, current
+from ember.jit.types import TensorType
+
+from . import logs, replay
+from .lower import expand
+
+
+class Joint:
+    """The compiled forward/backward pair of a region (see the module docstring)."""
+
+    __slots__ = (
+        "backward",
+        "diff",
+        "forward",
+        "frozen",
+        "inputs_grad",
+        "n_out",
+        "params",
+        "saved_bytes",
+    )
+
+    def __init__(self, forward, backward, params, frozen, inputs_grad, diff, n_out, saved):
+        self.forward = forward  # fn(*inputs, *params, *frozen) -> (*outputs, *saved)
+        self.backward = backward  # fn(*saved, *grads of differentiable outputs) -> grads
+        self.params = [name.split(".") for name in params]  # the parameters it differentiates
+        self.frozen = [name.split(".") for name in frozen]  # tensors read without gradient
+        self.inputs_grad = inputs_grad  # positions of the inputs it differentiates
+        self.diff = diff  # positions of the outputs that require grad
+        self.n_out = n_out
+        self.saved_bytes = saved
+
+    def run(self, root, tensors):
+        """The call's outputs, or None when a tensor read without gradient now requires one
+        (the dispatching replay records it)."""
+        frozen = [_attribute(root, path) for path in self.frozen]
+        if any(t._requires_grad for t in frozen):
+            return None
+        params = [_attribute(root, path) for path in self.params]
+        return _Step.apply(self, len(tensors), *tensors, *params, *frozen)
+
+
+class _Step(Function):
+    @staticmethod
+    def forward(ctx, joint, n, *tensors):
+        flat = joint.forward(*tensors)
+        ctx.joint = joint
+        ctx.saved = flat[joint.n_out :]
+        ctx.n = n
+        outputs = flat[: joint.n_out]
+        diff = set(joint.diff)
+        ctx.mark_non_differentiable(*[t for i, t in enumerate(outputs) if i not in diff])
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        joint = ctx.joint
+        if GRAD.enabled:
+            raise RuntimeError(
+                "ember.compile: double backward (create_graph=True) through a compiled region "
+                "is not supported yet; run the model eagerly for higher-order gradients"
+            )
+        found = joint.backward(*ctx.saved, *[grads[i] for i in joint.diff])
+        inputs = [None] * ctx.n
+        for position, g in zip(joint.inputs_grad, found):
+            inputs[position] = g
+        params = list(found[len(joint.inputs_grad) :])
+        return (None, None, *inputs, *params, *[None] * len(joint.frozen))
+
+
+def build(region, root, tensors) -> Joint | None:
+    """The pair for ``region`` called with ``tensors`` (the call that asks for it), or None."""
+    graph = region.graph
+    for node in graph.block().nodes():
+        value = node["value"] if node.kind() == "prim::Constant" else None
+        if isinstance(value, Tensor) and value._requires_grad:
+            return _refuse("it closes over tensors that require grad")
+        if node.blocks():
+            return _refuse("control flow")
+    try:
+        with _restored(root):
+            traced = _trace(region, root, tensors)
+    except Exception as error:  # any failure leaves the region to the dispatching replay
+        return _refuse(f"{type(error).__name__}: {error}")
+    graph, forward_nodes, present, wanted, params, diff, n_out, constants = traced
+    known = {id(v) for v in constants}
+    if any(id(v) not in known for v in _tensor_constants(graph)):
+        # a tensor made where the tracer did not see it (inside a kernel's runner), baked in
+        return _refuse("a backward formula reads a tensor the trace cannot recompute")
+    if not all(present):
+        return _refuse("an input or parameter gets no gradient")
+    return _partition(graph, forward_nodes, wanted, params, diff, n_out)
+
+
+def _trace(region, root, tensors):
+    inputs = [t.detach().requires_grad_(t._requires_grad) for t in tensors]
+    wanted = [i for i, t in enumerate(tensors) if t._requires_grad]
+    params = [v.node()["name"] for v in _read(region.graph) if v.type().requires_grad()]
+    outs = [v.type() for v in region.graph.outputs()]
+    diff = [i for i, typ in enumerate(outs) if typ.requires_grad()]
+    seeds = [
+        ember.ones(t.sizes(), dtype=t.dtype(), device=t.device()) for t in outs if t.requires_grad()
+    ]
+    forward_nodes: set = set()
+    present: list = []
+
+    def joint(*flat):
+        ins, grads = flat[: len(inputs)], flat[len(inputs) :]
+        outputs = region.fn(root, *ins) if root is not None else region.fn(*ins)
+        forward_nodes.update(current().graph.block().nodes())
+        wrt = [ins[i] for i in wanted] + [_attribute(root, n.split(".")) for n in params]
+        found = ember.autograd.grad([outputs[i] for i in diff], wrt, list(grads), allow_unused=True)
+        present.extend(g is not None for g in found)
+        return (*outputs, *[g for g in found if g is not None])
+
+    with _tracing_backward() as made:
+        # composites as their ops: their formulas save tensors made inside them (weight.t())
+        captured = capture(joint, (*inputs, *seeds), root=root, strict=False, expand=expand)
+    constants = [*_tensor_constants(region.graph), *made.made]
+    return captured.graph, forward_nodes, present, wanted, params, diff, len(outs), constants
+
+
+def _partition(graph, forward_nodes, wanted, params, diff, n_out):
+    nodes = list(graph.block().nodes())
+    reads = {v.node()["name"]: v for v in _read(graph)}
+    frozen = [name for name, v in reads.items() if not v.type().requires_grad()]
+    if sorted(params) != sorted(n for n in reads if n not in frozen):
+        return _refuse("the parameters read changed")
+    # the module's tensors are arguments of the forward program (read once per call)
+    ahead = [n for n in nodes if n in forward_nodes and n.kind() != "prim::GetAttr"]
+    after = [n for n in nodes if n not in forward_nodes]
+    if any(n.kind() == "prim::GetAttr" for n in after):
+        return _refuse("the backward reads a module tensor the forward did not")
+    n_in = len(graph.inputs()) - len(diff)
+    inputs, seeds = graph.inputs()[:n_in], graph.inputs()[n_in:]
+    outputs, grads = graph.outputs()[:n_out], graph.outputs()[n_out:]
+    taken = [reads[name] for name in params + frozen]
+    defined = set(inputs) | set(taken) | {v for n in ahead for v in n.outputs()}
+    constants = [n for n in ahead if n.kind() == "prim::Constant"]
+    inline = {n.output() for n in constants}
+    saved: list = []
+    for value in [v for n in after for v in n.inputs()] + list(grads):
+        if value in defined and value not in inline and value not in saved:
+            saved.append(value)
+    forward = replay.build(
+        graph, [*inputs, *taken], ahead, [*outputs, *saved], name="compiled_forward"
+    )
+    backward = replay.build(
+        graph, [*saved, *seeds], constants + after, list(grads), name="compiled_backward"
+    )
+    if forward is None or backward is None:
+        return _refuse("control flow")
+    saved_bytes = _bytes(saved)
+    logs.log("graphs", f"compiled backward: {len(after)} ops, {saved_bytes} bytes saved")
+    return Joint(forward, backward, params, frozen, wanted, diff, n_out, saved_bytes)
+
+
+def _tensor_constants(graph) -> list:
+    return [
+        n["value"]
+        for n in graph.block().nodes()
+        if n.kind() == "prim::Constant" and isinstance(n["value"], Tensor)
+    ]
+
+
+class _tracing_backward:  # noqa: N801 - used like a function
+    """For the tracing run only. Saved tensors unpacked as the very tensors saved (not as
+    history-free aliases of an op's output), so the tracer knows each one's value (the backward
+    it records needs no history on them: no create_graph). And the tensors that the constant
+    factories make (``full((), 0.0)`` in a formula) listed in ``made``: the trace bakes them
+    in, which is right for them alone."""
+
+    def __init__(self):
+        self.made: list = []
+
+    def __enter__(self):
+        self.hooks = saved_tensors_hooks(_same, _same)
+        self.hooks.__enter__()
+        self.alias = SavedTensor._as_output
+        SavedTensor._as_output = _same_output
+        self.finish = factories._finish  # where full, zeros, ones... end
+        made = self.made
+
+        def finish(*args):
+            t = self.finish(*args)
+            made.append(t)
+            return t
+
+        factories._finish = finish
+        return self
+
+    def __exit__(self, *exc):
+        factories._finish = self.finish
+        SavedTensor._as_output = self.alias
+        self.hooks.__exit__(*exc)
+
+
+def _same(t):
+    return t
+
+
+def _same_output(_saved, t, _owner):
+    return t
+
+
+def _read(graph) -> list:
+    """The tensors the graph reads from its module (``prim::GetAttr``)."""
+    return [
+        n.output()
+        for n in graph.block().nodes()
+        if n.kind() == "prim::GetAttr" and isinstance(n.output().type(), TensorType)
+    ]
+
+
+def _attribute(root, path: list):
+    for part in path:
+        root = getattr(root, part)
+    return root
+
+
+def _bytes(values) -> int:
+    total = 0
+    for value in values:
+        typ = value.type()
+        if isinstance(typ, TensorType) and typ.is_complete():
+            total += math.prod(typ.sizes()) * typ.dtype().itemsize
+    return total
+
+
+def _refuse(why: str):
+    logs.log("graphs", f"no compiled backward ({why}): the region's ops record autograd")
+    return None
+
+
+class _restored:  # noqa: N801 - used like a function
+    """Buffers and random generators as they were before the block."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def __enter__(self):
+        with no_grad():
+            buffers = list(self.root.buffers()) if self.root is not None else []
+            self.buffers = [(b, b.clone()) for b in buffers]
+        generators = [_random.default_generator, *_random._DEVICE_GENERATORS.values()]
+        self.states = [(g, g.get_state()) for g in generators]
+
+    def __exit__(self, *exc):
+        with no_grad():
+            for buffer, saved in self.buffers:
+                buffer.copy_(saved)
+                # the graph replays a running-statistics update without the no_grad block
+                # around it, so the tracing run recorded history on the buffer: drop it
+                buffer.detach_()
+        for generator, state in self.states:
+            generator.set_state(state)

@@ -1,0 +1,78 @@
+"""Composite nodes lowered to the primitive ops of their decomposition, for the replay.
+
+A composite (``linear`` is ``addmm``, itself ``mm`` and ``add``) costs a Python call per level
+of its decomposition on each eager call. Its decomposition is traced once, on tensors of the
+node's (guarded) types, with every composite expanded; the replay then runs that flat
+sub-program. A decomposition that reads its inputs' values (a trace warning), draws random
+numbers or writes into an argument is left to its runner.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import ember
+from ember.autograd.grad_mode import no_grad
+from ember.dispatcher.kinds.functional import runs_decomposition
+from ember.jit.ops import has_side_effects
+from ember.jit.tracer import TracerWarning, capture
+from ember.jit.types import TensorType
+
+_CACHE: dict = {}  # (kind, argument types and constants) -> sub-program or None
+
+
+def lowered(op, node, build):
+    """The sub-program ``fn(*tensor inputs) -> tuple`` for composite ``node``, or None.
+
+    ``build(graph)``: replay.build, passed in (replay imports this module)."""
+    if op.mutates or not runs_decomposition(op):
+        return None
+    inputs = node.inputs()
+    constants = []
+    for value in inputs:
+        typ = value.type()
+        if isinstance(typ, TensorType):
+            if not typ.is_complete():
+                return None
+            constants.append((typ.dtype(), typ.sizes(), typ.device()))
+        elif value.node().kind() == "prim::Constant":
+            constants.append(("=", repr(value.node()["value"])))
+        else:
+            return None
+    key = (node.kind(), tuple(constants))
+    if key not in _CACHE:
+        _CACHE[key] = _trace(op, inputs, build)
+    return _CACHE[key]
+
+
+def _trace(op, inputs, build):
+    tensors = []
+    args = []
+    for value in inputs:
+        typ = value.type()
+        if isinstance(typ, TensorType):
+            tensor = ember.zeros(typ.sizes(), dtype=typ.dtype(), device=typ.device())
+            tensors.append(tensor)
+            args.append(tensor)
+        else:
+            args.append(value.node()["value"])
+
+    def body(*ts):
+        it = iter(ts)
+        call = [next(it) if isinstance(a, ember.Tensor) else a for a in args]
+        return op.decomposition(*call)
+
+    try:
+        with warnings.catch_warnings(), no_grad():
+            warnings.simplefilter("error", TracerWarning)
+            graph = capture(body, tuple(tensors), strict=False, expand=expand).graph
+    except Exception:  # any failure leaves the node to its runner
+        return None
+    if any(has_side_effects(n) or n.blocks() for n in graph.block().nodes()):
+        return None
+    return build(graph)
+
+
+def expand(op) -> bool:
+    """Whether a trace records ``op`` as the ops of its decomposition (it runs it anyway)."""
+    return not op.mutates and runs_decomposition(op)

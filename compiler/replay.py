@@ -1,0 +1,234 @@
+"""Dispatch-free replay: a captured graph as Python that calls pre-resolved kernels.
+
+The graph is specialised (sizes, dtypes, devices are guarded), so what the dispatcher works
+out on every eager call is known when the region is built: which runner serves each node and,
+for plain elementwise nodes (operands of the output's dtype and shape, no cast, no check),
+which kernel. Those nodes become ``out = empty(shape, dtype, device); kernel(out, a, b)``; the
+others call their runner directly (the Backend layer, skipping the layer loop). Each
+intermediate is deleted after its last use, so its buffer goes back to the caching allocator
+and the next node of its size reuses it (memory planning by liveness; ``plan_memory`` gives
+the peak that order reaches, which ``explain()`` reports).
+
+The program is used only where the layer loop would have found nothing to do: no layer but
+autograd installed (no autocast, profiler, vmap...) and no gradient to record; elsewhere the
+region replays through the dispatcher (``jit.codegen``'s code).
+"""
+
+from __future__ import annotations
+
+import math
+
+import ember
+from ember._tensor import empty
+from ember.autograd.grad_mode import STATE as GRAD
+from ember.dispatcher.kinds import elementwise
+from ember.dispatcher.kinds._common import expand_to
+from ember.jit.codegen import _Writer
+from ember.jit.ops import is_view, resolve
+from ember.jit.prims import PRIMS
+from ember.jit.types import TensorType
+
+from . import lower
+
+_ELEMENTWISE = (elementwise.unary, elementwise.binary)
+
+
+def build(graph, inputs=None, nodes=None, outputs=None, method: bool = False, name="replay"):
+    """The compiled program of ``nodes`` (default: the graph's), or None when the graph has
+    control flow. ``fn(self, *inputs)`` (``fn(*inputs)`` when not ``method``) returns the
+    tuple of ``outputs``, or None when a parameter it read now requires grad (recompute
+    through the dispatcher: autograd must record)."""
+    nodes = list(graph.block().nodes()) if nodes is None else nodes
+    if any(node.blocks() for node in nodes):
+        return None
+    writer = _Program(graph, nodes)
+    inputs = graph.inputs() if inputs is None else inputs
+    outputs = graph.outputs() if outputs is None else outputs
+    lines = writer.program(name, inputs, outputs, method)
+    source = "\n".join(lines) + "\n"
+    namespace = {
+        "ops": writer.ops,
+        "CONSTANTS": writer.constants,
+        "empty": empty,
+        "expand_to": expand_to,
+        "GRAD": GRAD,
+        "ember": ember,
+        "_raise": PRIMS["prim::RaiseException"].extra["run"],
+    }
+    namespace.update(writer.globals)
+    exec(compile(source, f"<ember.compile {name}>", "exec"), namespace)  # our own source
+    fn = namespace[name]
+    fn.source = source
+    return fn
+
+
+class _Program(_Writer):
+    """jit.codegen's writer with op nodes bound to their runner or kernel and ``del`` after
+    each value's last use."""
+
+    def __init__(self, graph, nodes):
+        super().__init__(graph)
+        self.nodes = nodes
+        self.globals: dict = {}
+        self.last = _last_uses(nodes)
+        self.kept: set = set()  # values that must outlive the body (outputs)
+        self.params: list = []  # names of tensors read with prim::GetAttr
+        self.taken |= {"empty", "expand_to", "GRAD"}
+
+    def bind(self, value, base: str) -> str:
+        """A global name for ``value`` in the generated module."""
+        found, n = base, 0
+        while found in self.taken:
+            n += 1
+            found = f"{base}{n}"
+        self.taken.add(found)
+        self.globals[found] = value
+        return found
+
+    def program(self, name, inputs, outputs, method: bool) -> list:
+        params = ["self"] if method else []
+        params += [self.name(v) for v in inputs]
+        self.kept = set(outputs) | set(inputs)
+        body: list = []
+        for index, node in enumerate(self.nodes):
+            self.node(node, "    ", body)
+            if node.kind() == "prim::GetAttr" and isinstance(node.output().type(), TensorType):
+                self.params.append(self.name(node.output()))
+                if node.output().type().requires_grad() is False:
+                    guard = f"    if GRAD.enabled and {self.params[-1]}._requires_grad:"
+                    body += [guard, "        return None"]
+            dead = [v for v in self.last.get(index, ()) if v not in self.kept]
+            dead = [self.names[v] for v in dead if v in self.names]
+            if dead:
+                body.append(f"    del {', '.join(dead)}")
+        results = "".join(f"{self.expr(v)}, " for v in outputs)
+        body.append(f"    return ({results})")
+        return [f"def {name}({', '.join(params)}):", *body]
+
+    def node(self, node, indent: str, out: list) -> None:
+        kind = node.kind()
+        op = None if kind.startswith("prim::") else resolve(kind)
+        if op is None or op.runner is None:
+            return super().node(node, indent, out)
+        args = [self.expr(v) for v in node.inputs()]
+        targets = ", ".join(self.name(v) for v in node.outputs())
+        plain = _plain_kernel(op, node)
+        if plain is not None:
+            kernel, broadcast = plain
+            result = node.output().type()
+            shape = self.bind(result.sizes(), "S")
+            for i, value in enumerate(node.inputs()):
+                if value in broadcast:
+                    args[i] = f"expand_to({args[i]}, {shape})"
+            dtype = self.bind(result.dtype(), "D")
+            device = self.bind(result.device(), "DEV")
+            out.append(f"{indent}{targets} = empty({shape}, {dtype}, {device})")
+            out.append(f"{indent}{self.bind(kernel, 'K')}({targets}, {', '.join(args)})")
+            return
+        sub = lower.lowered(op, node, build)
+        if sub is not None:
+            tensors = [self.expr(v) for v in node.inputs() if isinstance(v.type(), TensorType)]
+            out.append(f"{indent}{targets}, = {self.bind(sub, 'SUB')}({', '.join(tensors)})")
+            return
+        runner = self.bind(op.runner, "R")
+        call = f"{runner}({', '.join([self.bind(op, 'OP'), *args])})"
+        out.append(f"{indent}{targets} = {call}" if targets else f"{indent}{call}")
+
+
+def _plain_kernel(op, node):
+    """``(kernel, inputs to broadcast)`` for an elementwise node that needs no promotion, cast
+    or check (what the eager fast path runs, plus broadcast views), or None."""
+    if op.runner not in _ELEMENTWISE or op.mutates or op.info.get("check") is not None:
+        return None
+    outs = node.outputs()
+    if len(outs) != 1 or not isinstance(outs[0].type(), TensorType):
+        return None
+    result = outs[0].type()
+    if not result.is_complete() or not result.dtype().is_floating_point:
+        return None
+    inputs = node.inputs()
+    if not isinstance(inputs[0].type(), TensorType):
+        return None
+    binary = op.runner is elementwise.binary
+    if binary and not _float_or_tensor(inputs[1]):
+        return None
+    broadcast = []
+    for value in inputs[: 2 if binary else 1]:
+        typ = value.type()
+        if not isinstance(typ, TensorType):
+            continue  # a float constant (_float_or_tensor)
+        if (typ.dtype(), typ.device()) != (result.dtype(), result.device()):
+            return None
+        if typ.sizes() != result.sizes():
+            if not binary or not _broadcasts(typ.sizes(), result.sizes()):
+                return None
+            broadcast.append(value)
+    compute, out_dtype = elementwise._types(op, result.dtype())
+    if compute is not result.dtype() or out_dtype is not result.dtype():
+        return None
+    kernel = op.kernel(result.device().type, compute)
+    return None if kernel is None else (kernel, broadcast)
+
+
+def _broadcasts(sizes, target) -> bool:
+    if sizes is None or len(sizes) > len(target):
+        return False
+    tail = target[len(target) - len(sizes) :]
+    return all(s == t or s == 1 for s, t in zip(sizes, tail))
+
+
+def _float_or_tensor(value) -> bool:
+    """A binary op's second operand the kernel takes as is: a tensor (checked by the caller)
+    or a float constant (an int would be converted by the runner)."""
+    if isinstance(value.type(), TensorType):
+        return True
+    node = value.node()
+    return node.kind() == "prim::Constant" and type(node["value"]) is float
+
+
+def _last_uses(nodes) -> dict:
+    """``{node index: [values whose last use is that node]}``, values produced and never used
+    listed at their producer."""
+    last: dict = {}
+    for index, node in enumerate(nodes):
+        for value in node.outputs():
+            last[value] = index
+        for value in node.inputs():
+            last[value] = index
+    by_node: dict = {}
+    for value, index in last.items():
+        by_node.setdefault(index, []).append(value)
+    return by_node
+
+
+def plan_memory(graph) -> dict:
+    """Bytes of intermediates: ``peak`` live at once in the replay's order (each freed after
+    its last use; a view keeps its base alive), and ``total`` allocated over the call."""
+    nodes = list(graph.block().nodes())
+    kept = set(graph.outputs())
+    base: dict = {}  # value -> the value that owns its memory
+    size: dict = {}
+    for node in nodes:
+        op = None if node.kind().startswith("prim::") else resolve(node.kind())
+        for value in node.outputs():
+            typ = value.type()
+            if op is not None and is_view(op) and node.inputs():
+                base[value] = base.get(node.inputs()[0], node.inputs()[0])
+            elif op is not None and isinstance(typ, TensorType) and typ.is_complete():
+                size[value] = math.prod(typ.sizes()) * typ.dtype().itemsize
+    kept |= {base[value] for value in kept if value in base}
+    last: dict = {}
+    for index, node in enumerate(nodes):
+        for value in node.inputs():
+            last[base.get(value, value)] = index
+    live = peak = 0
+    for index, node in enumerate(nodes):
+        live += sum(size.get(value, 0) for value in node.outputs())
+        peak = max(peak, live)
+        for value in node.outputs():
+            if value in size and value not in kept and last.get(value, index) <= index:
+                live -= size[value]
+        for owner in {base.get(value, value) for value in node.inputs()}:
+            if owner in size and owner not in kept and last.get(owner) == index:
+                live -= size[owner]
+    return {"peak": peak, "total": sum(size.values())}

@@ -1,0 +1,129 @@
+"""The dispatch-free replay (compiler/replay.py, compiler/lower.py): the same numbers as eager on
+every device, the layers and gradients it must not skip, and the memory plan."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+from ember.dispatcher.layers import STACK, Layer, installed
+from tests.compile.test_zoo import _flat, _numpy, _on
+from tests.jit.zoo import CASES
+
+
+def _programs(compiled):
+    inner = compiled._compiled if hasattr(compiled, "_compiled") else compiled
+    return [e.region.fast for es in inner._cache.values() for e in es if e.region is not None]
+
+
+def _close(got, want):
+    np.testing.assert_allclose(
+        np.concatenate([np.ravel(a) for a in _flat(_numpy(got))]),
+        np.concatenate([np.ravel(a) for a in _flat(_numpy(want))]),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_zoo_replay_matches_eager_without_grad(name, device):
+    case = CASES[name]
+    model = copy.deepcopy(case.model).to(device)
+    compiled = ember.compile(model)
+    with ember.no_grad():
+        for args in [case.example, case.example, case.example, *case.others, *case.others]:
+            args = _on(args, device)
+            _close(compiled(*args), model(*args))
+    programs = _programs(compiled)
+    assert programs and all(p is not None for p in programs)
+
+
+def _mlp():
+    ember.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4), nn.Tanh())
+
+
+def _replayed():
+    """An MLP, compiled, and its input, after a capture and a first replay without grad."""
+    model = _mlp()
+    compiled = ember.compile(model)
+    x = ember.randn(3, 8)
+    with ember.no_grad():
+        compiled(x)
+        compiled(x)
+    return model, compiled, x
+
+
+def test_plain_nodes_call_kernels_and_composites_are_lowered():
+    _model, compiled, _x = _replayed()
+    (program,) = _programs(compiled)
+    # gelu and tanh: a kernel on an output from empty(); linear: its lowered mm + add
+    assert program.source.count("= empty(") == 2
+    assert program.source.count("SUB") == 2
+    assert "del " in program.source
+
+
+def test_a_parameter_that_starts_requiring_grad_gets_its_gradient():
+    model = _mlp()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    compiled = ember.compile(model)
+    x = ember.randn(3, 8)
+    compiled(x)
+    compiled(x)
+    assert _programs(compiled)[0] is not None
+    model[0].weight.requires_grad_(True)
+    compiled(x).sum().backward()
+    want = model[0].weight.grad.clone()
+    model[0].weight.grad = None
+    model(x).sum().backward()
+    np.testing.assert_allclose(want.numpy(), model[0].weight.grad.numpy(), rtol=1e-6)
+
+
+class _Count(Layer):
+    name = "count"
+    priority = 350
+
+    def __init__(self):
+        self.calls = 0
+
+    def handle(self, op, args):
+        self.calls += 1
+        return op.redispatch(self, args)
+
+
+def test_an_installed_layer_sees_every_op_of_a_replay():
+    model, compiled, x = _replayed()
+    with ember.no_grad():
+        layer = _Count()
+        with installed(layer):
+            got = compiled(x)
+        assert layer.calls >= 4  # linear, gelu, linear, tanh went through the layer
+        assert STACK.grad_only_layers is STACK.layers
+        _close(got, model(x))
+
+
+def test_autocast_replay_matches_eager_autocast():
+    model, compiled, x = _replayed()
+    with ember.no_grad(), ember.autocast("cpu", dtype=ember.bfloat16):
+        got, want = compiled(x), model(x)
+    assert got.dtype == want.dtype
+    _close(got.float(), want.float())
+
+
+def test_explain_reports_the_peak_of_the_memory_plan():
+    def chain(x):
+        for _ in range(6):
+            x = (x * 2.0).sin()
+        return x
+
+    out = ember._dynamo.explain(chain)(ember.randn(64, 64))
+    one = 64 * 64 * 4
+    assert out.total_bytes == 12 * one
+    # each intermediate dies at its only use: at most the one being read and the one written
+    assert out.peak_bytes == 2 * one
+    assert f"Peak Memory: {2 * one} bytes" in str(out)
