@@ -22,8 +22,9 @@ from ember._device import device as Device
 
 from .ops import PREFIX, resolve
 from .prims import PRIMS
+from .scalars import RUNTIME
 
-_RESERVED = {"self", "ops", "ember", "CONSTANTS", "_raise", "annotations"}
+_RESERVED = {"self", "ops", "ember", "CONSTANTS", "_raise", "_rt", "annotations"}
 _COUNTER = itertools.count()
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -84,6 +85,7 @@ def generate(graph, name: str = "forward", method: bool = True) -> GeneratedCode
         "ember": ember,
         "CONSTANTS": writer.constants,
         "_raise": PRIMS["prim::RaiseException"].extra["run"],
+        "_rt": RUNTIME,
         "__name__": "ember.jit.generated",
     }
     code = compile(full, filename, "exec")

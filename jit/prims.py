@@ -13,6 +13,8 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .scalars import SCALAR_PRIMS
+
 
 @dataclass(frozen=True)
 class Prim:
@@ -108,7 +110,7 @@ PRIMS: dict[str, Prim] = {
     "prim::ListSlice": Prim(
         lambda xs, a, b, s: xs[a:b:s], lambda xs, a, b, s: f"{xs}[{a}:{b}:{s}]"
     ),
-    "prim::sqrt": Prim(math.sqrt, lambda x: f"({x} ** 0.5)"),  # math.sqrt of a run-time number
+    "prim::sqrt": Prim(math.sqrt, lambda x: f"({x} ** 0.5)"),  # archives from before prim::math_*
     "prim::requires_grad": Prim(None, lambda t: f"{t}.requires_grad"),
     "prim::item": Prim(lambda t: t.item(), lambda t: f"{t}.item()"),
     "prim::contains": Prim(lambda items, key: key in items, lambda c, k: f"({k} in {c})"),
@@ -145,6 +147,11 @@ PRIMS: dict[str, Prim] = {
 }
 for _name, (_fn, _symbol) in _BINARY.items():
     PRIMS[f"prim::{_name}"] = Prim(_fn, _infix(_symbol))
+
+
+# math.* and str methods on run-time values (jit/scalars.py): generated code calls ``_rt.<name>``.
+for _kind, (_run, _code) in SCALAR_PRIMS.items():
+    PRIMS[_kind] = Prim(_run, _code)
 
 # Python operators -> prim kinds, for recording arithmetic on traced sizes (jit.symbolic).
 OPERATORS = {fn: f"prim::{name}" for name, (fn, _symbol) in _BINARY.items()}

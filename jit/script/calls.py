@@ -16,8 +16,11 @@ from ember.nn.modules.module import Module
 
 from .. import types as T
 from ..ir import Value
+from ..scalars import MATH, RUNTIME
+from ..tracer import is_tracing
 from . import api
 from . import builtins as lib
+from .strings import is_str_method
 from .sugar import (
     Enumerate,
     MethodRef,
@@ -66,6 +69,8 @@ class Calls:
                 return self.call_op("permute", [owner, self.reversed_dims(owner)], {})
             return TensorMethod(owner, name)
         if isinstance(kind, T.DictType) and name in ("keys", "values", "items", "get"):
+            return TensorMethod(owner, name)
+        if kind == T.StrType and is_str_method(name):
             return TensorMethod(owner, name)
         if isinstance(kind, T.ListType) and name in ("append",):
             raise self.source.not_supported("append() on a list that is not a local variable", node)
@@ -180,6 +185,8 @@ class Calls:
     def tensor_method(self, value, name, args, kwargs, node):
         if isinstance(value.type(), T.DictType):
             return self.dict_method(value, name, [self.materialize(a) for a in args], node)
+        if value.type() == T.StrType:
+            return self.str_method(value, name, args, kwargs, node)
         if name == "size":
             if not args:
                 return self.prim("prim::shape", [value], T.ListType(T.IntType))
@@ -217,6 +224,8 @@ class Calls:
             return handler(self, args, kwargs, node)
         if fn is api.is_scripting:
             return self.constant(True)
+        if fn is is_tracing:  # scripted code never traces itself (TorchScript folds it too)
+            return self.constant(False)
         modifier = api.modifier(fn) if callable(fn) else None
         if modifier is api.FunctionModifiers.UNUSED:
             return self.unused(fn, node)
@@ -249,14 +258,29 @@ class Calls:
         plain = [
             self.known(self.materialize(a)) if not isinstance(a, PyObj) else a.obj for a in args
         ]
-        if fn is math.sqrt and len(args) == 1 and not self.is_constant(self.materialize(args[0])):
-            return self.prim("prim::sqrt", [args[0]], T.FloatType)
+        name = getattr(fn, "__name__", "")
+        if getattr(math, name, None) is fn and name in MATH and len(args) == MATH[name]:
+            return self.math_call(name, [self.materialize(a) for a in args], node)
         if not all(self.is_constant(self.materialize(a)) for a in args) or kwargs:
             raise self.source.not_supported(
                 f"{getattr(fn, '__name__', fn)}() of values only known at run time isn't supported",
                 node,
             )
         return self.constant(fn(*plain))
+
+    def math_call(self, name: str, args, node):
+        """``math.exp(x)`` of numbers: folded when constant, else a ``prim::math_exp`` node (C's
+        results, as TorchScript: ``math.log(-1.0)`` is nan)."""
+        for value in args:
+            if value.type() not in (T.IntType, T.FloatType, T.BoolType):
+                raise self.source.error(
+                    f"math.{name}() expects numbers, got {value.type().annotation()}", node
+                )
+        run = getattr(RUNTIME, name)
+        if all(self.is_constant(a) for a in args):
+            return self.constant(run(*(self.known(a) for a in args)))
+        kind = _MATH_RESULTS.get(name, T.FloatType)
+        return self.prim(f"prim::math_{name}", args, kind)
 
     def unused(self, fn, node):
         name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
@@ -372,14 +396,21 @@ def _isinstance(em, args, kwargs, node):
             wanted.add("tensor")
         elif cls in (int, float, bool, str, list, tuple):
             wanted.add(cls.__name__)
-    have = {T.IntType: "int", T.FloatType: "float", T.BoolType: "bool", T.StrType: "str"}.get(kind)
+    if isinstance(kind, T.OptionalType):  # a run-time test, refined as `is not None` is
+        if _kind_name(kind.elem) in wanted:
+            return em.prim("prim::isnot", [value, em.constant(None)], T.BoolType)
+        return em.constant(type(None) in classes)
+    return em.constant(_kind_name(kind) in wanted)
+
+
+def _kind_name(kind) -> str | None:
     if isinstance(kind, T.TensorType):
-        have = "tensor"
-    elif isinstance(kind, T.ListType):
-        have = "list"
-    elif isinstance(kind, T.TupleType):
-        have = "tuple"
-    return em.constant(have in wanted)
+        return "tensor"
+    if isinstance(kind, T.ListType):
+        return "list"
+    if isinstance(kind, T.TupleType):
+        return "tuple"
+    return {T.IntType: "int", T.FloatType: "float", T.BoolType: "bool", T.StrType: "str"}.get(kind)
 
 
 def _enumerate(em, args, kwargs, node):
@@ -410,5 +441,10 @@ _BUILTINS = {
     enumerate: _enumerate,
     zip: _zip,
     print: _print,
+    str: lambda em, args, kwargs, node: em.to_text(args[0]),
 }
 _FOLDABLE = {abs, round}
+_MATH_RESULTS = {
+    **dict.fromkeys(("floor", "ceil", "factorial", "gcd"), T.IntType),
+    **dict.fromkeys(("isnan", "isinf", "isfinite"), T.BoolType),
+}

@@ -166,6 +166,15 @@ class Emitter(Expressions):
         updated = self.prim("prim::DictSet", [current, key, item], kind).setDebugName(name)
         self.env[name] = updated
 
+    def stmt_Delete(self, stmt):  # noqa: N802
+        """``del name`` unbinds the name (a later read is an undefined value, as TorchScript)."""
+        for target in stmt.targets:
+            if not isinstance(target, ast.Name):
+                raise self.source.not_supported("del of targets other than names", target)
+            if target.id not in self.env:
+                raise self.source.error(f"undefined value {target.id}", target)
+            del self.env[target.id]
+
     def stmt_With(self, stmt):  # noqa: N802
         """``with ember.no_grad():`` / ``enable_grad()`` / ``set_grad_enabled(b)``: the grad
         mode is set before the body and restored after it (also when the body returns: a

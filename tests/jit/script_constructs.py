@@ -1,0 +1,59 @@
+"""More of the TorchScript subset real models use (issue 16's script gaps), written once
+against a library: ``isinstance`` refinement, ``del``, ``math.*`` of run-time numbers,
+f-strings, ``str.format`` and string methods, ``jit.is_tracing``, ``assert``."""
+# ruff: noqa: UP006, UP032, UP035, UP045 - typing.List/Optional and str.format, as TorchScript
+# sources spell them
+
+import math
+from typing import List, Optional
+
+
+def constructs(lib):
+    def isinstance_refine(x, k: Optional[int], w: Optional[float] = None):
+        if isinstance(k, int):
+            x = x * k
+        if not isinstance(w, float):
+            return x
+        return x + w
+
+    def del_name(x):
+        y = x * 2
+        z = y + 1
+        del y
+        return z
+
+    def math_runtime(x, a: float, n: int):
+        scale = math.exp(a) + math.tanh(a) + math.atan2(a, 2.0) + math.pow(a, n)
+        ints = math.floor(a * 10) + math.ceil(a) + math.gcd(n, 6) + math.factorial(n)
+        return x * scale, math.log(a), ints, math.isnan(a), math.fabs(-a) + math.pi
+
+    def strings(name: str, n: int, a: float):
+        first = f"{name}-{n}: {a}"
+        second = "{} and {}".format(name, [n, n])
+        parts = name.split("-")
+        return (
+            first + "!" + second,
+            str(a) + str(n),
+            "/".join(parts).upper(),
+            name.startswith("a"),
+            name.replace("-", "_").find("_"),
+        )
+
+    def tracing_flag(x):
+        if lib.jit.is_tracing():
+            return x
+        return x + 1
+
+    def assert_checks(x, n: int, names: List[str]):
+        assert n > 0, "n must be positive"
+        assert len(names) == n
+        return x * n
+
+    return {
+        "isinstance_refine": isinstance_refine,
+        "del_name": del_name,
+        "math_runtime": math_runtime,
+        "strings": strings,
+        "tracing_flag": tracing_flag,
+        "assert_checks": assert_checks,
+    }
