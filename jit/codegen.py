@@ -172,8 +172,11 @@ class _Writer:
             return self.loop(node, indent, out)
         targets = ", ".join(self.name(v) for v in node.outputs())
         args = [self.expr(v) for v in node.inputs()]
-        if kind == "prim::GetAttr":
+        if kind in ("prim::GetAttr", "prim::ModuleAttr"):
             value = self.attribute(node["name"])
+        elif kind == "prim::SetModuleAttr":
+            out.append(f"{indent}{self.attribute(node['name'])} = {args[0]}")
+            return
         elif kind in ("prim::ListUnpack", "prim::TupleUnpack"):
             if not node.outputs():
                 return

@@ -84,6 +84,11 @@ _BINARY = {
 PRIMS: dict[str, Prim] = {
     "prim::Constant": Prim(None, None, attrs=("value",), doc="a constant value"),
     "prim::GetAttr": Prim(None, None, attrs=("name",), doc="a parameter or buffer, by its name"),
+    # Non-tensor module state read and written where the code runs (jit/script/attributes.py).
+    "prim::ModuleAttr": Prim(None, None, attrs=("name",), effects=True, doc="self.<name>"),
+    "prim::SetModuleAttr": Prim(
+        None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = value"
+    ),
     "prim::ListConstruct": Prim(lambda *xs: list(xs), _sequence("[", "]")),
     "prim::TupleConstruct": Prim(lambda *xs: tuple(xs), _sequence("(", ")")),
     "prim::DictConstruct": Prim(lambda *xs: dict(zip(xs[::2], xs[1::2])), _dict_pairs),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from . import frontend
 from .api import Final, FunctionModifiers, annotate, export, ignore, is_scripting, unused
+from .attributes import Attribute
 
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
@@ -46,6 +47,7 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
 
 
 __all__ = [
+    "Attribute",
     "Final",
     "FunctionModifiers",
     "annotate",

@@ -20,6 +20,7 @@ from ..scalars import MATH, RUNTIME
 from ..tracer import is_tracing
 from . import api
 from . import builtins as lib
+from .attributes import is_runtime
 from .strings import is_str_method
 from .sugar import (
     Enumerate,
@@ -93,6 +94,8 @@ class Calls:
         if name in module._modules:
             child = module._modules[name]
             return self.constant(None) if child is None else ModuleRef(child, ref.qualified(name))
+        if is_runtime(module, name):
+            return self.read_attribute(ref, name, node)
         if name == "training":
             return self.constant(bool(module.training))
         try:
@@ -284,9 +287,8 @@ class Calls:
 
     def unused(self, fn, node):
         name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
-        self.graph.insert(
-            "prim::RaiseException", [self.constant(f"Exception: {name} is @unused")], num_outputs=0
-        )
+        message = f"{_UNUSED} ({name} is @ember.jit.unused)"
+        self.graph.insert("prim::RaiseException", [self.constant(message)], num_outputs=0)
         return self.graph.insert("prim::Uninitialized").output().setType(T.Tensor)
 
     def python_op(self, fn, args, kwargs, node):
@@ -444,6 +446,7 @@ _BUILTINS = {
     str: lambda em, args, kwargs, node: em.to_text(args[0]),
 }
 _FOLDABLE = {abs, round}
+_UNUSED = "This Python function is annotated to be ignored and cannot be run"  # TorchScript's
 _MATH_RESULTS = {
     **dict.fromkeys(("floor", "ceil", "factorial", "gcd"), T.IntType),
     **dict.fromkeys(("isnan", "isinf", "isfinite"), T.BoolType),

@@ -117,12 +117,18 @@ class Emitter(Expressions):
         self.assign(stmt.target, self.expr(stmt.value, wanted), wanted)
 
     def stmt_AugAssign(self, stmt):  # noqa: N802
-        if not isinstance(stmt.target, ast.Name):
+        target = stmt.target
+        if isinstance(target, ast.Name):
+            current = self.name(target.id, target)
+        elif isinstance(target, ast.Attribute):
+            current = self.expr(target)
+        else:
             raise self.source.not_supported("augmented assignment to this target", stmt)
-        current = self.name(stmt.target.id, stmt.target)
         other = self.expr(stmt.value)
         value = self.binary(stmt.op, current, other, stmt, inplace=True)
-        self.assign(stmt.target, value)
+        if isinstance(target, ast.Attribute) and value.node().kind().endswith("_"):
+            return None  # self.buf += v: the in-place op wrote into the buffer
+        self.assign(target, value)
 
     def assign(self, target, value, wanted=None) -> None:
         if isinstance(target, ast.Name):
@@ -134,6 +140,8 @@ class Emitter(Expressions):
             self.env[target.id] = value
         elif isinstance(target, ast.Subscript):
             self.assign_item(target, value)
+        elif isinstance(target, ast.Attribute):
+            self.assign_attribute(target, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = self.unpack(value, len(target.elts), target)
             for elt, item in zip(target.elts, items):

@@ -17,6 +17,7 @@ from ember.dispatcher.optable import OPS
 from .. import types as T
 from ..ir import Value
 from . import annotations
+from .attributes import ModuleState
 from .calls import Calls
 from .conditions import Conditions
 from .containers import Containers
@@ -41,7 +42,7 @@ BINARY = {
 _SCALARS = (T.IntType, T.FloatType, T.BoolType, T.NumberType)
 
 
-class Expressions(Calls, Conditions, Containers, Strings):
+class Expressions(Calls, Conditions, Containers, Strings, ModuleState):
     # ---- constants and helpers --------------------------------------------------------------
     def constant(self, value, type_=None) -> Value:
         if type_ is None:
