@@ -57,3 +57,38 @@ def constructs(lib):
         "tracing_flag": tracing_flag,
         "assert_checks": assert_checks,
     }
+
+
+def stateful(lib):
+    """Modules whose scripted code reads and writes module state at run time."""
+    nn = lib.nn
+    F = lib.nn.functional
+
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+            self.scale = 0.5
+            self.log = lib.jit.Attribute([], List[str])
+            self.register_buffer("steps", lib.zeros(1))
+
+        def forward(self, x):
+            self.calls += 1
+            self.steps += 1
+            self.log.append(f"call {self.calls}")
+            if self.calls > 2:
+                self.scale = self.scale * 2
+            return x * self.scale + self.steps, len(self.log)
+
+    class Modal(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = F.dropout(self.fc(x), 0.5, self.training)
+            if self.training:
+                return y * 0.0
+            return y + 1
+
+    return {"counter": Counter, "modal": Modal}
