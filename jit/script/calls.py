@@ -20,6 +20,7 @@ from ..scalars import MATH, RUNTIME
 from ..tracer import is_tracing
 from . import api
 from . import builtins as lib
+from .annotations import AnnotationError, is_named_tuple, named_tuple_type
 from .attributes import is_runtime
 from .strings import is_str_method
 from .sugar import (
@@ -73,6 +74,8 @@ class Calls:
             return TensorMethod(owner, name)
         if kind == T.StrType and is_str_method(name):
             return TensorMethod(owner, name)
+        if isinstance(kind, T.NamedTupleType) and name in kind.fields:
+            return self.tuple_index(owner, kind.fields.index(name))
         if isinstance(kind, T.ListType) and name in ("append",):
             raise self.source.not_supported("append() on a list that is not a local variable", node)
         raise self.source.error(
@@ -229,6 +232,8 @@ class Calls:
             return self.constant(True)
         if fn is is_tracing:  # scripted code never traces itself (TorchScript folds it too)
             return self.constant(False)
+        if is_named_tuple(fn):
+            return self.named_tuple(fn, args, kwargs, node)
         modifier = api.modifier(fn) if callable(fn) else None
         if modifier is api.FunctionModifiers.UNUSED:
             return self.unused(fn, node)
@@ -271,6 +276,33 @@ class Calls:
             )
         return self.constant(fn(*plain))
 
+    def named_tuple(self, cls, args, kwargs, node):
+        """``Point(x, y=1)``: a tuple of the NamedTuple's type (defaults as the class has)."""
+        try:
+            kind = named_tuple_type(cls)
+        except AnnotationError as e:
+            raise self.source.error(str(e), node) from None
+        defaults = cls._field_defaults
+        try:
+            bound = inspect.Signature(
+                [
+                    inspect.Parameter(
+                        f,
+                        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                        default=defaults.get(f, inspect.Parameter.empty),
+                    )
+                    for f in kind.fields
+                ]
+            ).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.source.error(f"{cls.__name__}(): {e}", node) from None
+        bound.apply_defaults()
+        items = [
+            self.coerce(self.materialize(_as_value(self, bound.arguments[f])), elem, node)
+            for f, elem in zip(kind.fields, kind.elems)
+        ]
+        return self.prim("prim::TupleConstruct", items, kind)
+
     def math_call(self, name: str, args, node):
         """``math.exp(x)`` of numbers: folded when constant, else a ``prim::math_exp`` node (C's
         results, as TorchScript: ``math.log(-1.0)`` is nan)."""
@@ -307,6 +339,11 @@ class Calls:
             except AnnotationError:
                 kind = T.AnyType
         return op.output().setType(kind)
+
+
+def _as_value(em, value):
+    """A class default (a Python value) as a graph constant; graph values as they are."""
+    return value if isinstance(value, (Value, Sugar)) else em.constant(value)
 
 
 def _hashable(obj) -> bool:

@@ -60,7 +60,8 @@ class ScriptMethod(Method):
         fn = self.generated.fn
 
         def run():
-            return (fn(owner, *args) if self.is_method else fn(*args))[0]
+            result = (fn(owner, *args) if self.is_method else fn(*args))[0]
+            return result if self._named is None else T.rebuild_named_tuples(result, self._named)
 
         state = tracing.active_trace()
         if state is not None:

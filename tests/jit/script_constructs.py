@@ -5,10 +5,23 @@ f-strings, ``str.format`` and string methods, ``jit.is_tracing``, ``assert``."""
 # sources spell them
 
 import math
-from typing import List, Optional
+from typing import List, NamedTuple, Optional
 
 
 def constructs(lib):
+    Tensor = lib.Tensor
+
+    class Pair(NamedTuple):
+        a: Tensor
+        n: int
+        label: str = "pair"
+
+    def named_tuples(x, n: int) -> Pair:
+        p = Pair(x, n)
+        q = Pair(p.a * p.n, n=p[1] + 1, label=p.label + "!")
+        a, k, _ = q
+        return Pair(a + k, k, q.label)
+
     def isinstance_refine(x, k: Optional[int], w: Optional[float] = None):
         if isinstance(k, int):
             x = x * k
@@ -56,6 +69,7 @@ def constructs(lib):
         "strings": strings,
         "tracing_flag": tracing_flag,
         "assert_checks": assert_checks,
+        "named_tuples": named_tuples,
     }
 
 

@@ -59,6 +59,7 @@ CALLS = {
     "strings": [("ab-cd", 3, 0.1), ("x", 0, 1.0), ("a-b-c", -2, 1e20)],
     "tracing_flag": [(arr(2),)],
     "assert_checks": [(arr(2), 1, ["a"]), (arr(2), 2, ["a", "b"])],
+    "named_tuples": [(arr(3), 2), (arr(2, 2), -1)],
 }
 
 # Where TorchScript itself gives other results than eager Python (the test checks scripted only).
@@ -77,8 +78,9 @@ def to_lib(value, lib):
 
 
 def assert_same(got, want):
-    if isinstance(want, (tuple, list)):
-        assert type(got) is type(want) and len(got) == len(want)
+    if isinstance(want, (tuple, list)):  # NamedTuples: each library's class of that name
+        assert type(got).__name__ == type(want).__name__ and len(got) == len(want)
+        assert getattr(got, "_fields", None) == getattr(want, "_fields", None)
         for g, w in zip(got, want):
             assert_same(g, w)
     elif isinstance(want, torch.Tensor):
