@@ -108,6 +108,7 @@ PRIMS: dict[str, Prim] = {
     "prim::float": Prim(float, _call("float")),
     "prim::bool": Prim(bool, _call("bool")),
     "prim::min": Prim(min, _call("min")),
+    "prim::abs": Prim(abs, _call("abs")),
     "prim::max": Prim(max, _call("max")),
     "prim::If": Prim(None, None, outputs=None, doc="if cond: block0 else: block1"),
     "prim::Loop": Prim(None, None, outputs=None, doc="for i < max_trip while cond: block0"),

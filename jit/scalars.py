@@ -132,6 +132,36 @@ def format_(fmt: str, *args) -> str:
     return fmt.format(*(to_str(a) for a in args))
 
 
+def _list_op(name: str):
+    """``xs.<name>(...)`` on a copy: the new list (the graph's lists are values)."""
+
+    def run(items, *args):
+        items = list(items)
+        getattr(items, name)(*args)
+        return items
+
+    return run
+
+
+def _list_set(items, index, value):
+    items = list(items)
+    items[index] = value
+    return items
+
+
+# List prims: name -> function (lists.py in the script compiler emits them).
+LISTS = {
+    **{n: _list_op(n) for n in ("insert", "extend", "pop", "reverse", "sort", "remove", "clear")},
+    "copy": list,
+    "index": lambda items, v: items.index(v),
+    "count": lambda items, v: items.count(v),
+    "set": _list_set,
+    "sum": sum,
+    "min": min,
+    "max": max,
+}
+
+
 class RUNTIME:
     str = staticmethod(to_str)
     format = staticmethod(format_)
@@ -139,6 +169,8 @@ class RUNTIME:
 
 for _name in MATH:
     setattr(RUNTIME, _name, staticmethod(_c_math(getattr(math, _name))))
+for _name, _fn in LISTS.items():
+    setattr(RUNTIME, f"list_{_name}", staticmethod(_fn))
 
 
 def _rt_code(name: str):
@@ -156,6 +188,7 @@ def _method_run(name: str):
 SCALAR_PRIMS = {
     **{f"prim::math_{n}": (getattr(RUNTIME, n), _rt_code(n)) for n in MATH},
     **{f"prim::str_{n}": (_method_run(n), _method_code(n)) for n in STR_METHODS},
+    **{f"prim::list_{n}": (fn, _rt_code(f"list_{n}")) for n, fn in LISTS.items()},
     "prim::str": (to_str, _rt_code("str")),
     "prim::format": (format_, _rt_code("format")),
 }

@@ -22,6 +22,7 @@ from . import api
 from . import builtins as lib
 from .annotations import AnnotationError, is_named_tuple, named_tuple_type
 from .attributes import is_runtime
+from .lists import is_list_method
 from .strings import is_str_method
 from .sugar import (
     Enumerate,
@@ -76,6 +77,8 @@ class Calls:
             return TensorMethod(owner, name)
         if isinstance(kind, T.NamedTupleType) and name in kind.fields:
             return self.tuple_index(owner, kind.fields.index(name))
+        if isinstance(kind, T.ListType) and is_list_method(name):
+            return TensorMethod(owner, name)
         if isinstance(kind, T.ListType) and name in ("append",):
             raise self.source.not_supported("append() on a list that is not a local variable", node)
         raise self.source.error(
@@ -193,6 +196,8 @@ class Calls:
             return self.dict_method(value, name, [self.materialize(a) for a in args], node)
         if value.type() == T.StrType:
             return self.str_method(value, name, args, kwargs, node)
+        if isinstance(value.type(), T.ListType):
+            return self.list_method(value, name, args, kwargs, node)
         if name == "size":
             if not args:
                 return self.prim("prim::shape", [value], T.ListType(T.IntType))
@@ -411,6 +416,8 @@ def _convert(kind, prim):
 def _extreme(prim, fold):
     def lower(em, args, kwargs, node):
         values = [em.materialize(a) for a in args]
+        if len(values) == 1 and isinstance(values[0].type(), T.ListType):
+            return em.list_reduce(fold.__name__, values[0], node)
         if len(values) != 2 or any(isinstance(v.type(), T.TensorType) for v in values):
             raise em.source.not_supported(
                 f"{fold.__name__}() of these arguments isn't supported", node
@@ -452,6 +459,24 @@ def _kind_name(kind) -> str | None:
     return {T.IntType: "int", T.FloatType: "float", T.BoolType: "bool", T.StrType: "str"}.get(kind)
 
 
+def _abs(em, args, kwargs, node):
+    (value,) = [em.materialize(a) for a in args]
+    if isinstance(value.type(), T.TensorType):
+        return em.call_op("abs", [value], {})
+    if em.is_constant(value):
+        return em.constant(abs(em.known(value)))
+    if value.type() not in (T.IntType, T.FloatType):
+        raise em.source.error(f"abs() of a {value.type().annotation()}", node)
+    return em.prim("prim::abs", [value], value.type())
+
+
+def _sum(em, args, kwargs, node):
+    values = [em.materialize(a) for a in args]
+    if len(values) != 1 or kwargs or not isinstance(values[0].type(), T.ListType):
+        raise em.source.not_supported("sum() of arguments other than one list", node)
+    return em.list_reduce("sum", values[0], node)
+
+
 def _enumerate(em, args, kwargs, node):
     start = em.require_constant(args[1], "enumerate()'s start") if len(args) > 1 else 0
     return Enumerate(args[0], start)
@@ -481,8 +506,10 @@ _BUILTINS = {
     zip: _zip,
     print: _print,
     str: lambda em, args, kwargs, node: em.to_text(args[0]),
+    sum: _sum,
+    abs: _abs,
 }
-_FOLDABLE = {abs, round}
+_FOLDABLE = {round}
 _UNUSED = "This Python function is annotated to be ignored and cannot be run"  # TorchScript's
 _MATH_RESULTS = {
     **dict.fromkeys(("floor", "ceil", "factorial", "gcd"), T.IntType),

@@ -120,14 +120,14 @@ class Emitter(Expressions):
         target = stmt.target
         if isinstance(target, ast.Name):
             current = self.name(target.id, target)
-        elif isinstance(target, ast.Attribute):
+        elif isinstance(target, (ast.Attribute, ast.Subscript)):
             current = self.expr(target)
         else:
             raise self.source.not_supported("augmented assignment to this target", stmt)
         other = self.expr(stmt.value)
         value = self.binary(stmt.op, current, other, stmt, inplace=True)
-        if isinstance(target, ast.Attribute) and value.node().kind().endswith("_"):
-            return None  # self.buf += v: the in-place op wrote into the buffer
+        if not isinstance(target, ast.Name) and value.node().kind().endswith("_"):
+            return None  # self.buf += v, x[i] += v: the in-place op wrote into the tensor
         self.assign(target, value)
 
     def assign(self, target, value, wanted=None) -> None:
@@ -165,6 +165,8 @@ class Emitter(Expressions):
             return
         current, name = base, getattr(target.value, "id", None)
         kind = current.type() if isinstance(current, Value) else None
+        if isinstance(kind, T.ListType):
+            return self.set_list_item(target, value)
         if not isinstance(kind, T.DictType) or name is None:
             raise self.source.not_supported(
                 "assignment to subscripts is supported on tensors and dict variables", target
@@ -428,6 +430,9 @@ class Emitter(Expressions):
             self.env[name] = node.addOutput(before[name].type()).setDebugName(name)
 
 
+_MUTATORS = ("append", "extend", "insert", "pop", "reverse", "sort", "remove", "clear")
+
+
 def _assigned_names(stmt) -> list[str]:
     """Names a loop (its target and body) binds, in order of appearance."""
     names = []
@@ -439,6 +444,6 @@ def _assigned_names(stmt) -> list[str]:
                 names.append(node.value.id)  # d[k] = v rebinds d
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             owner = node.func.value
-            if node.func.attr in ("append", "extend", "insert") and isinstance(owner, ast.Name):
+            if node.func.attr in _MUTATORS and isinstance(owner, ast.Name):
                 names.append(owner.id)  # lists grow by rebinding (see Expressions.list_append)
     return list(dict.fromkeys(names))

@@ -22,6 +22,7 @@ from .calls import Calls
 from .conditions import Conditions
 from .containers import Containers
 from .frontend import namespace_of
+from .lists import Lists
 from .strings import Strings
 from .sugar import PyObj, Sugar, SugarTuple
 
@@ -42,7 +43,7 @@ BINARY = {
 _SCALARS = (T.IntType, T.FloatType, T.BoolType, T.NumberType)
 
 
-class Expressions(Calls, Conditions, Containers, Strings, ModuleState):
+class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists):
     # ---- constants and helpers --------------------------------------------------------------
     def constant(self, value, type_=None) -> Value:
         if type_ is None:

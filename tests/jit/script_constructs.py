@@ -62,7 +62,29 @@ def constructs(lib):
         assert len(names) == n
         return x * n
 
+    def list_methods(xs: List[int], k: int, x):
+        ys = xs.copy()
+        ys.insert(0, k)
+        ys.extend([1, 2])
+        last = ys.pop()
+        first = ys.pop(0)
+        ys.reverse()
+        zs = ys.copy()
+        zs.sort()
+        ys[0] += 10
+        ys[1] = -1
+        zs.remove(zs[0])
+        for i in range(len(zs)):
+            zs[i] = zs[i] * 2
+            if zs[i] > 100:
+                zs.clear()
+                break
+        x[0] += k
+        sums = sum(ys) + abs(min(ys) - k) + max(xs) + xs.index(xs[-1]) + xs.count(1)
+        return ys, zs, last, first, sums, x
+
     return {
+        "list_methods": list_methods,
         "isinstance_refine": isinstance_refine,
         "del_name": del_name,
         "math_runtime": math_runtime,
