@@ -94,6 +94,13 @@ def generate(graph, name: str = "forward", method: bool = True) -> GeneratedCode
     return GeneratedCode(source, namespace[name], writer.constants.values)
 
 
+def _field(name: str) -> str:
+    """An object's field name, checked: it is written into generated code."""
+    if not _IDENTIFIER.match(name) or keyword.iskeyword(name):
+        raise ValueError(f"malformed field name {name!r}")
+    return name
+
+
 class _Writer:
     def __init__(self, graph):
         self.graph = graph
@@ -174,6 +181,11 @@ class _Writer:
         args = [self.expr(v) for v in node.inputs()]
         if kind in ("prim::GetAttr", "prim::ModuleAttr"):
             value = self.attribute(node["name"])
+        elif kind == "prim::GetObjAttr":
+            value = f"{args[0]}.{_field(node['name'])}"
+        elif kind == "prim::SetObjAttr":
+            out.append(f"{indent}{args[0]}.{_field(node['name'])} = {args[1]}")
+            return
         elif kind == "prim::SetModuleAttr":
             out.append(f"{indent}{self.attribute(node['name'])} = {args[0]}")
             return

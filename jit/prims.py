@@ -84,6 +84,12 @@ _BINARY = {
 PRIMS: dict[str, Prim] = {
     "prim::Constant": Prim(None, None, attrs=("value",), doc="a constant value"),
     "prim::GetAttr": Prim(None, None, attrs=("name",), doc="a parameter or buffer, by its name"),
+    # Objects of user classes (jit/script/classes.py): run-time namespaces.
+    "prim::CreateObject": Prim(None, lambda: "_rt.new_object()", effects=True),
+    "prim::GetObjAttr": Prim(None, None, attrs=("name",), effects=True, doc="obj.<name>"),
+    "prim::SetObjAttr": Prim(
+        None, None, attrs=("name",), effects=True, outputs=0, doc="obj.<name> = value"
+    ),
     # Non-tensor module state read and written where the code runs (jit/script/attributes.py).
     "prim::ModuleAttr": Prim(None, None, attrs=("name",), effects=True, doc="self.<name>"),
     "prim::SetModuleAttr": Prim(

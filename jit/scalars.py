@@ -162,9 +162,16 @@ LISTS = {
 }
 
 
+def _new_object():
+    import types
+
+    return types.SimpleNamespace()
+
+
 class RUNTIME:
     str = staticmethod(to_str)
     format = staticmethod(format_)
+    new_object = staticmethod(_new_object)
 
 
 for _name in MATH:

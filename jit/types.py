@@ -295,6 +295,28 @@ def _namedtuple(name: str, fields):
     return collections.namedtuple(name, fields)
 
 
+class ClassType(Type):
+    """A user class in scripted code: named fields of fixed types (filled while ``__init__``
+    compiles; ``complete`` after it). ``cls`` is the Python class when known."""
+
+    __slots__ = ("cls", "complete", "fields", "name")
+
+    def __init__(self, name: str, fields: dict, cls=None, complete: bool = False):
+        self.name, self.fields, self.cls, self.complete = name, fields, cls, complete
+
+    def _key(self):
+        return self.name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def annotation(self) -> str:
+        return self.name
+
+    def to_json(self):
+        return {"class": [self.name, [[k, v.to_json()] for k, v in self.fields.items()]]}
+
+
 class DictType(Type):
     """``Dict[str, Tensor]``: keys of one type, values of one type (scripted code)."""
 
@@ -336,6 +358,13 @@ def from_json(data) -> Type:
         return DictType(from_json(body[0]), from_json(body[1]))
     if tag == "tuple" and isinstance(body, list):
         return TupleType(from_json(item) for item in body)
+    if tag == "class" and isinstance(body, list) and len(body) == 2:
+        name, fields = body
+        if not isinstance(name, str) or not isinstance(fields, list):
+            raise ValueError(f"malformed class type {data!r}")
+        if not all(isinstance(f, list) and len(f) == 2 and isinstance(f[0], str) for f in fields):
+            raise ValueError(f"malformed class type {data!r}")
+        return ClassType(name, {k: from_json(v) for k, v in fields}, complete=True)
     if tag == "named_tuple" and isinstance(body, list) and len(body) == 3:
         name, fields, elems = body
         names = [name, *fields] if isinstance(fields, list) else [None]

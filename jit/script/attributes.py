@@ -16,6 +16,7 @@ import textwrap
 from typing import Any, NamedTuple
 
 from .. import types as T
+from ..ir import Value
 
 READ, WRITE = "prim::ModuleAttr", "prim::SetModuleAttr"
 _PLAIN = (bool, int, float, str, type(None))
@@ -120,8 +121,10 @@ class ModuleState:
     def assign_attribute(self, target, value) -> None:
         """``self.x = v``: a ``prim::SetModuleAttr`` of a run-time attribute."""
         ref = self.expr(target.value)
-        module = getattr(ref, "module", None)
         name = target.attr
+        if isinstance(ref, Value) and isinstance(ref.type(), T.ClassType):
+            return self.set_object_attribute(ref, name, value, target)
+        module = getattr(ref, "module", None)
         if module is None:
             raise self.source.not_supported("assignment to attributes of non-modules", target)
         if name in module._parameters or name in module._buffers:

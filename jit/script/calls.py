@@ -22,6 +22,7 @@ from . import api
 from . import builtins as lib
 from .annotations import AnnotationError, is_named_tuple, named_tuple_type
 from .attributes import is_runtime
+from .classes import BoundMethod, is_script_class
 from .lists import is_list_method
 from .strings import is_str_method
 from .sugar import (
@@ -75,6 +76,8 @@ class Calls:
             return TensorMethod(owner, name)
         if kind == T.StrType and is_str_method(name):
             return TensorMethod(owner, name)
+        if isinstance(kind, T.ClassType):
+            return self.object_attribute(owner, name, node)
         if isinstance(kind, T.NamedTupleType) and name in kind.fields:
             return self.tuple_index(owner, kind.fields.index(name))
         if isinstance(kind, T.ListType) and is_list_method(name):
@@ -147,6 +150,8 @@ class Calls:
                 return self.unit.call_method(self, func, args, kwargs, node)
             if isinstance(func, PyObj):
                 return self.call_python(func.obj, args, kwargs, node)
+            if isinstance(func, BoundMethod):
+                return self.call_bound(func, args, kwargs, node)
         except lib.BindError as e:
             raise self.source.error(str(e), node) from None
         raise self.source.error(f"{func.describe()} is not callable", node)
@@ -239,6 +244,8 @@ class Calls:
             return self.constant(False)
         if is_named_tuple(fn):
             return self.named_tuple(fn, args, kwargs, node)
+        if is_script_class(fn):
+            return self.construct(fn, args, kwargs, node)
         modifier = api.modifier(fn) if callable(fn) else None
         if modifier is api.FunctionModifiers.UNUSED:
             return self.unused(fn, node)

@@ -20,7 +20,7 @@ from .. import types as T
 from ..graph_utils import copy_node
 from ..ir import Graph, Value
 from ..script_module import Method, RecursiveScriptModule, ScriptFunction, ScriptModule, mirror
-from . import api, arguments, attributes, modules, tracing
+from . import api, arguments, attributes, classes, modules, tracing
 from .annotations import AnnotationError, is_final, resolve, to_type
 from .builtins import BindError
 from .emitter import Emitter
@@ -431,6 +431,8 @@ def script(obj):
         return obj
     if isinstance(obj, Module):
         return script_module(obj)
+    if classes.is_script_class(obj):
+        return obj  # compiled where scripted code constructs it (its fields come from there)
     if isinstance(obj, type):
         raise NotSupportedError(
             f"ember.jit.script of a class ({obj.__name__}): script an instance of the module"

@@ -19,6 +19,7 @@ from ..ir import Value
 from . import annotations
 from .attributes import ModuleState
 from .calls import Calls
+from .classes import Classes
 from .conditions import Conditions
 from .containers import Containers
 from .frontend import namespace_of
@@ -43,7 +44,7 @@ BINARY = {
 _SCALARS = (T.IntType, T.FloatType, T.BoolType, T.NumberType)
 
 
-class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists):
+class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Classes):
     # ---- constants and helpers --------------------------------------------------------------
     def constant(self, value, type_=None) -> Value:
         if type_ is None:

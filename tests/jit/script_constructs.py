@@ -16,6 +16,28 @@ def constructs(lib):
         n: int
         label: str = "pair"
 
+    @lib.jit.script
+    class Tracker:
+        def __init__(self, start: int, x):
+            self.value = start
+            self.history: List[int] = []
+            self.total = x * 0
+
+        def push(self, by: int, x) -> int:
+            self.value += by
+            self.history.append(self.value)
+            self.total = self.total + x
+            return self.value
+
+    def user_class(x, n: int):
+        tracker = Tracker(n, x)
+        last = 0
+        for i in range(3):
+            last = tracker.push(i, x)
+            if tracker.value > 7:
+                break
+        return tracker.total * tracker.value, tracker.history, last
+
     def named_tuples(x, n: int) -> Pair:
         p = Pair(x, n)
         q = Pair(p.a * p.n, n=p[1] + 1, label=p.label + "!")
@@ -92,6 +114,7 @@ def constructs(lib):
         "tracing_flag": tracing_flag,
         "assert_checks": assert_checks,
         "named_tuples": named_tuples,
+        "user_class": user_class,
     }
 
 

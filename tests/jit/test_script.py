@@ -60,6 +60,7 @@ CALLS = {
     "tracing_flag": [(arr(2),)],
     "assert_checks": [(arr(2), 1, ["a"]), (arr(2), 2, ["a", "b"])],
     "named_tuples": [(arr(3), 2), (arr(2, 2), -1)],
+    "user_class": [(arr(2), 5), (arr(3), 0)],
     "list_methods": [([1, 2, 3], 5, arr(2)), ([1, 1], -3, arr(3)), ([60, 1, 70], 40, arr(1))],
 }
 
