@@ -33,13 +33,14 @@ class Attribute(NamedTuple):
 
 def is_runtime(module, name: str) -> bool:
     """Read at run time: the training flag of a user module, an ``Attribute``, or an
-    attribute that a method of the module's class assigns."""
+    attribute that a method of the module's class assigns and that holds a plain value
+    (others, such as functions, stay compile-time constants)."""
     value = module.__dict__.get(name)
     if isinstance(value, Attribute):
         return True
     if name == "training":
         return not _is_library_class(type(module))
-    return name in assigned_attributes(type(module))
+    return name in assigned_attributes(type(module)) and _storable(value)
 
 
 def _is_library_class(cls) -> bool:
@@ -134,7 +135,12 @@ class ModuleState:
                 target,
             )
         if not is_runtime(module, name):
-            raise self.source.not_supported(f"assignment to attribute '{name}'", target)
+            raise self.source.not_supported(
+                f"assignment to attribute '{name}' (scripted attributes hold bool, int, float, "
+                "str, None or non-empty lists and dicts of them; declare others with "
+                "ember.jit.Attribute(value, type))",
+                target,
+            )
         kind = attribute_type(self, module, name, target)
         value = self.coerce(self.materialize(value), kind, target)
         self.graph.insert(WRITE, [value], num_outputs=0, name=ref.qualified(name))
