@@ -5,7 +5,7 @@ f-strings, ``str.format`` and string methods, ``jit.is_tracing``, ``assert``."""
 # sources spell them
 
 import math
-from typing import List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 
 def constructs(lib):
@@ -74,6 +74,19 @@ def constructs(lib):
             name.replace("-", "_").find("_"),
         )
 
+    def iteration_forms(pairs: List[Tuple[Tensor, int]], d: Dict[str, Tensor]):
+        acc = pairs[0][0] * 0
+        for t, k in pairs:
+            acc = acc + t * k
+        for i, (t, k) in enumerate(pairs):
+            acc = acc + t * (k + i)
+        for key in d:
+            acc = acc + d[key]
+        for key, value in d.items():
+            acc = acc * value.sum() if key == "scale" else acc
+        squares = [k * k for _, k in pairs]
+        return acc, squares, [t.sum() for t in d.values()]
+
     def tracing_flag(x):
         if lib.jit.is_tracing():
             return x
@@ -112,6 +125,7 @@ def constructs(lib):
         "math_runtime": math_runtime,
         "strings": strings,
         "tracing_flag": tracing_flag,
+        "iteration_forms": iteration_forms,
         "assert_checks": assert_checks,
         "named_tuples": named_tuples,
         "user_class": user_class,

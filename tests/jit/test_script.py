@@ -61,6 +61,7 @@ CALLS = {
     "assert_checks": [(arr(2), 1, ["a"]), (arr(2), 2, ["a", "b"])],
     "named_tuples": [(arr(3), 2), (arr(2, 2), -1)],
     "user_class": [(arr(2), 5), (arr(3), 0)],
+    "iteration_forms": [([(arr(2), 2), (arr(2), -1)], {"scale": arr(2), "b": arr(2)})],
     "list_methods": [([1, 2, 3], 5, arr(2)), ([1, 1], -3, arr(3)), ([60, 1, 70], 40, arr(1))],
 }
 
@@ -74,8 +75,10 @@ EAGER_DIFFERS = {
 def to_lib(value, lib):
     if isinstance(value, np.ndarray):
         return lib.tensor(value)
-    if isinstance(value, list):
-        return [to_lib(v, lib) for v in value]
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_lib(v, lib) for v in value)
+    if isinstance(value, dict):
+        return {k: to_lib(v, lib) for k, v in value.items()}
     return value
 
 
