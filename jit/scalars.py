@@ -143,6 +143,13 @@ def _list_op(name: str):
     return run
 
 
+def _without(items, key):
+    """``del items[key]`` on a copy (a list or a dict)."""
+    items = items.copy()
+    del items[key]
+    return items
+
+
 def _list_set(items, index, value):
     items = list(items)
     items[index] = value
@@ -156,6 +163,7 @@ LISTS = {
     "index": lambda items, v: items.index(v),
     "count": lambda items, v: items.count(v),
     "set": _list_set,
+    "delete": _without,
     "sum": sum,
     "min": min,
     "max": max,
@@ -196,6 +204,7 @@ SCALAR_PRIMS = {
     **{f"prim::math_{n}": (getattr(RUNTIME, n), _rt_code(n)) for n in MATH},
     **{f"prim::str_{n}": (_method_run(n), _method_code(n)) for n in STR_METHODS},
     **{f"prim::list_{n}": (fn, _rt_code(f"list_{n}")) for n, fn in LISTS.items()},
+    "prim::dict_delete": (_without, _rt_code("list_delete")),
     "prim::str": (to_str, _rt_code("str")),
     "prim::format": (format_, _rt_code("format")),
 }

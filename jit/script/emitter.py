@@ -177,8 +177,12 @@ class Emitter(Expressions):
         self.env[name] = updated
 
     def stmt_Delete(self, stmt):  # noqa: N802
-        """``del name`` unbinds the name (a later read is an undefined value, as TorchScript)."""
+        """``del name`` unbinds the name (a later read is an undefined value, as TorchScript);
+        ``del xs[i]`` / ``del d[k]`` rebind the list or dict variable without the item."""
         for target in stmt.targets:
+            if isinstance(target, ast.Subscript):
+                self.delete_item(target)
+                continue
             if not isinstance(target, ast.Name):
                 raise self.source.not_supported("del of targets other than names", target)
             if target.id not in self.env:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from .. import types as T
+from ..ir import Value
 
 # method -> (mutates, result): result "elem", "int", "list", or None (the call is None).
 METHODS = {
@@ -71,6 +72,20 @@ class Lists:
         index = self.coerce(self.value(target.slice), T.IntType, target)
         item = self.coerce(self.materialize(value), kind.elem, target)
         self.assign(target.value, self.prim("prim::list_set", [current, index, item], kind))
+
+    def delete_item(self, target) -> None:
+        """``del xs[i]`` / ``del d[k]`` on a variable: rebinds it to the container without
+        the item."""
+        current = self.expr(target.value)
+        kind = current.type() if isinstance(current, Value) else None
+        if not isinstance(target.value, ast.Name) or not isinstance(kind, (T.ListType, T.DictType)):
+            raise self.source.not_supported(
+                "del of items of containers other than variables", target
+            )
+        wanted = T.IntType if isinstance(kind, T.ListType) else kind.key
+        key = self.coerce(self.value(target.slice), wanted, target)
+        prim = "prim::list_delete" if isinstance(kind, T.ListType) else "prim::dict_delete"
+        self.assign(target.value, self.prim(prim, [current, key], kind))
 
     def list_reduce(self, fn_name: str, value, node):
         """``sum(xs)`` / ``min(xs)`` / ``max(xs)`` of a list of numbers."""

@@ -51,11 +51,13 @@ def constructs(lib):
             return x
         return x + w
 
-    def del_name(x):
+    def del_name(x, xs: List[int], d: Dict[str, int]):
         y = x * 2
         z = y + 1
         del y
-        return z
+        del xs[0], d["a"]
+        del xs[-1]
+        return z, xs, d
 
     def math_runtime(x, a: float, n: int):
         scale = math.exp(a) + math.tanh(a) + math.atan2(a, 2.0) + math.pow(a, n)

@@ -54,7 +54,7 @@ CALLS = {
     "set_items": [(arr(3, 4),)],
     "while_break": [(arr(3, scale=40),), (arr(3, scale=0.1),)],
     "isinstance_refine": [(arr(3), 3), (arr(3), None), (arr(3), None, 0.5), (arr(3), 2, -1.0)],
-    "del_name": [(arr(3),)],
+    "del_name": [(arr(3), [1, 2, 3, 4], {"a": 1, "b": 2})],
     "math_runtime": [(arr(2), 0.25, 0), (arr(2), 1.5, 3), (arr(2), 0.1, 5)],
     "strings": [("ab-cd", 3, 0.1), ("x", 0, 1.0), ("a-b-c", -2, 1e20)],
     "tracing_flag": [(arr(2),)],
