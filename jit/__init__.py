@@ -17,6 +17,7 @@ from . import (
 from .freezing import freeze, optimize_for_inference
 from .ir import Graph, Node, Value
 from .script import (
+    Attribute,
     Final,
     annotate,
     ignore,
@@ -36,6 +37,7 @@ from .trace import TracingCheckError, trace, trace_module
 from .tracer import TracerWarning, is_tracing
 
 __all__ = [
+    "Attribute",
     "ArchiveError",
     "Final",
     "Graph",

@@ -22,8 +22,9 @@ from ember._device import device as Device
 
 from .ops import PREFIX, resolve
 from .prims import PRIMS
+from .scalars import RUNTIME
 
-_RESERVED = {"self", "ops", "ember", "CONSTANTS", "_raise", "annotations"}
+_RESERVED = {"self", "ops", "ember", "CONSTANTS", "_raise", "_rt", "annotations"}
 _COUNTER = itertools.count()
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -84,12 +85,20 @@ def generate(graph, name: str = "forward", method: bool = True) -> GeneratedCode
         "ember": ember,
         "CONSTANTS": writer.constants,
         "_raise": PRIMS["prim::RaiseException"].extra["run"],
+        "_rt": RUNTIME,
         "__name__": "ember.jit.generated",
     }
     code = compile(full, filename, "exec")
     linecache.cache[filename] = (len(full), None, full.splitlines(True), filename)
     exec(code, namespace)  # the source is ours: see the module docstring
     return GeneratedCode(source, namespace[name], writer.constants.values)
+
+
+def _field(name: str) -> str:
+    """An object's field name, checked: it is written into generated code."""
+    if not _IDENTIFIER.match(name) or keyword.iskeyword(name):
+        raise ValueError(f"malformed field name {name!r}")
+    return name
 
 
 class _Writer:
@@ -170,8 +179,16 @@ class _Writer:
             return self.loop(node, indent, out)
         targets = ", ".join(self.name(v) for v in node.outputs())
         args = [self.expr(v) for v in node.inputs()]
-        if kind == "prim::GetAttr":
+        if kind in ("prim::GetAttr", "prim::ModuleAttr"):
             value = self.attribute(node["name"])
+        elif kind == "prim::GetObjAttr":
+            value = f"{args[0]}.{_field(node['name'])}"
+        elif kind == "prim::SetObjAttr":
+            out.append(f"{indent}{args[0]}.{_field(node['name'])} = {args[1]}")
+            return
+        elif kind == "prim::SetModuleAttr":
+            out.append(f"{indent}{self.attribute(node['name'])} = {args[0]}")
+            return
         elif kind in ("prim::ListUnpack", "prim::TupleUnpack"):
             if not node.outputs():
                 return

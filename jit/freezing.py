@@ -16,7 +16,7 @@ from .passes.constant_fold import fold_constants
 from .passes.conv_bn import fold_conv_batch_norm
 from .passes.cse import eliminate_common_subexpressions
 from .passes.dce import eliminate_dead_code
-from .passes.freeze import inline_attributes
+from .passes.freeze import inline_attributes, inline_module_state
 from .passes.shape_prop import propagate_shapes
 from .script_module import Method, RecursiveScriptModule, ScriptModule
 
@@ -52,10 +52,20 @@ def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True):
         if name != "forward" and name not in preserved:
             continue
         graph = inline_attributes(method.graph.copy(), mod, preserved)
+        for qualified in inline_module_state(graph, mod):
+            _keep_state(frozen, mod, qualified)
         run_frozen_optimizations(graph, optimize_numerics)
         frozen._add_method(Method(name, graph, method.in_spec, method.out_spec))
     object.__setattr__(frozen, "_frozen", True)
     return frozen
+
+
+def _keep_state(frozen, mod, qualified: str) -> None:
+    """An attribute the frozen graph writes (``self.count += 1``) stays one."""
+    owner, leaf = parent(mod, qualified)
+    target, _ = parent(frozen, qualified, create=True)
+    object.__setattr__(target, leaf, getattr(owner, leaf))
+    target.__dict__.setdefault("_script_attributes", set()).add(leaf)
 
 
 def run_frozen_optimizations(graph, optimize_numerics: bool = True):

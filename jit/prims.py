@@ -13,6 +13,8 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .scalars import SCALAR_PRIMS
+
 
 @dataclass(frozen=True)
 class Prim:
@@ -82,6 +84,17 @@ _BINARY = {
 PRIMS: dict[str, Prim] = {
     "prim::Constant": Prim(None, None, attrs=("value",), doc="a constant value"),
     "prim::GetAttr": Prim(None, None, attrs=("name",), doc="a parameter or buffer, by its name"),
+    # Objects of user classes (jit/script/classes.py): run-time namespaces.
+    "prim::CreateObject": Prim(None, lambda: "_rt.new_object()", effects=True),
+    "prim::GetObjAttr": Prim(None, None, attrs=("name",), effects=True, doc="obj.<name>"),
+    "prim::SetObjAttr": Prim(
+        None, None, attrs=("name",), effects=True, outputs=0, doc="obj.<name> = value"
+    ),
+    # Non-tensor module state read and written where the code runs (jit/script/attributes.py).
+    "prim::ModuleAttr": Prim(None, None, attrs=("name",), effects=True, doc="self.<name>"),
+    "prim::SetModuleAttr": Prim(
+        None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = value"
+    ),
     "prim::ListConstruct": Prim(lambda *xs: list(xs), _sequence("[", "]")),
     "prim::TupleConstruct": Prim(lambda *xs: tuple(xs), _sequence("(", ")")),
     "prim::DictConstruct": Prim(lambda *xs: dict(zip(xs[::2], xs[1::2])), _dict_pairs),
@@ -101,6 +114,7 @@ PRIMS: dict[str, Prim] = {
     "prim::float": Prim(float, _call("float")),
     "prim::bool": Prim(bool, _call("bool")),
     "prim::min": Prim(min, _call("min")),
+    "prim::abs": Prim(abs, _call("abs")),
     "prim::max": Prim(max, _call("max")),
     "prim::If": Prim(None, None, outputs=None, doc="if cond: block0 else: block1"),
     "prim::Loop": Prim(None, None, outputs=None, doc="for i < max_trip while cond: block0"),
@@ -108,7 +122,7 @@ PRIMS: dict[str, Prim] = {
     "prim::ListSlice": Prim(
         lambda xs, a, b, s: xs[a:b:s], lambda xs, a, b, s: f"{xs}[{a}:{b}:{s}]"
     ),
-    "prim::sqrt": Prim(math.sqrt, lambda x: f"({x} ** 0.5)"),  # math.sqrt of a run-time number
+    "prim::sqrt": Prim(math.sqrt, lambda x: f"({x} ** 0.5)"),  # archives from before prim::math_*
     "prim::requires_grad": Prim(None, lambda t: f"{t}.requires_grad"),
     "prim::item": Prim(lambda t: t.item(), lambda t: f"{t}.item()"),
     "prim::contains": Prim(lambda items, key: key in items, lambda c, k: f"({k} in {c})"),
@@ -145,6 +159,11 @@ PRIMS: dict[str, Prim] = {
 }
 for _name, (_fn, _symbol) in _BINARY.items():
     PRIMS[f"prim::{_name}"] = Prim(_fn, _infix(_symbol))
+
+
+# math.* and str methods on run-time values (jit/scalars.py): generated code calls ``_rt.<name>``.
+for _kind, (_run, _code) in SCALAR_PRIMS.items():
+    PRIMS[_kind] = Prim(_run, _code)
 
 # Python operators -> prim kinds, for recording arithmetic on traced sizes (jit.symbolic).
 OPERATORS = {fn: f"prim::{name}" for name, (fn, _symbol) in _BINARY.items()}

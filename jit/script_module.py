@@ -14,7 +14,7 @@ from ember.nn.modules.module import Module
 from . import pytree
 from .codegen import generate
 from .ir import Graph
-from .types import OptionalType, TensorType
+from .types import OptionalType, TensorType, has_named_tuple, rebuild_named_tuples
 
 
 class Method:
@@ -27,6 +27,7 @@ class Method:
         self.out_spec = out_spec
         self.is_method = method
         self._generated = None
+        self._named = None
 
     def recompile(self) -> None:
         """Regenerate the code after the graph changed."""
@@ -36,6 +37,9 @@ class Method:
     def generated(self):
         if self._generated is None:
             self._generated = generate(self.graph, self.name, self.is_method)
+            outputs = self.graph.outputs()
+            named = any(has_named_tuple(o.type()) for o in outputs)
+            self._named = outputs[0].type() if named else None
         return self._generated
 
     @property
@@ -46,7 +50,16 @@ class Method:
         leaves = self._leaves(tuple(args), dict(kwargs))
         fn = self.generated.fn
         flat = fn(owner, *leaves) if self.is_method else fn(*leaves)
+        if self._named is not None:
+            flat = [rebuild_named_tuples(v, o.type()) for v, o in zip(flat, self.graph.outputs())]
         return pytree.unflatten(flat, self.out_spec)
+
+    @property
+    def named(self):
+        """The first output's type when some output holds NamedTuples (results are rebuilt
+        as their classes), else None."""
+        self.generated  # noqa: B018 - computes it with the code
+        return self._named
 
     def _leaves(self, args: tuple, kwargs: dict) -> list:
         """The graph's inputs for a call. A graph whose inputs are the positional arguments

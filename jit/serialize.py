@@ -75,6 +75,7 @@ def _module_json(module, prefix: str, tensors: dict, seen: dict) -> dict:
         "buffers": {},
         "non_persistent": sorted(module._non_persistent_buffers_set),
         "children": {},
+        "attributes": {n: getattr(module, n) for n in sorted(_script_attributes(module))},
     }
     for kind, table in (("parameters", module._parameters), ("buffers", module._buffers)):
         for name, t in table.items():
@@ -91,6 +92,11 @@ def _module_json(module, prefix: str, tensors: dict, seen: dict) -> dict:
             None if child is None else _module_json(child, f"{prefix}{name}.", tensors, seen)
         )
     return entry
+
+
+def _script_attributes(module) -> set:
+    """Non-tensor attributes scripted code reads or writes at run time (jit/script/attributes)."""
+    return module.__dict__.get("_script_attributes", set())
 
 
 # ---- loading ------------------------------------------------------------------------------------
@@ -125,6 +131,7 @@ class _Loader:
     def __init__(self, model: dict, tensors: dict, what, device=None):
         self.model, self.tensors, self.what, self.device = model, tensors, what, device
         self.params: dict = {}  # tensor key -> Parameter
+        self.state_names: set = {"training"}  # qualified names of run-time module attributes
         self.reader = GraphReader({k: v for k, v in tensors.items() if k.startswith("constants.")})
 
     def fail(self, message: str):
@@ -166,19 +173,27 @@ class _Loader:
         for node in graph.findAllNodes("prim::GetAttr"):
             if node["name"] not in attr_names:
                 raise self.fail(f"method {name} reads {node['name']!r}, which the module lacks")
+        for kind in ("prim::ModuleAttr", "prim::SetModuleAttr"):
+            for node in graph.findAllNodes(kind):
+                if node["name"] not in self.state_names:
+                    raise self.fail(f"method {name} uses {node['name']!r}, which the module lacks")
         if self.device is not None:
             retarget_devices(graph, self.device)
         return Method(name, graph, entry["in_spec"], entry["out_spec"])
 
-    def fill(self, module: ScriptModule, entry, depth: int) -> None:
+    def fill(self, module: ScriptModule, entry, depth: int, prefix: str = "") -> None:
         fields = {"type", "training", "parameters", "buffers", "non_persistent", "children"}
-        if depth > 100 or not isinstance(entry, dict) or set(entry) != fields:
+        if depth > 100 or not isinstance(entry, dict) or set(entry) - {"attributes"} != fields:
             raise self.fail("malformed module tree")
+        self.state_names.add(f"{prefix}training")
         if not isinstance(entry["type"], str) or not isinstance(entry["training"], bool):
             raise self.fail("malformed module tree")
         object.__setattr__(module, "original_name", entry["type"][:200])
         object.__setattr__(module, "training", entry["training"])
         try:
+            for name, value in _items(entry.get("attributes", {})):
+                self.attribute(module, name, value)
+                self.state_names.add(prefix + name)
             for name, info in _items(entry["parameters"]):
                 module.register_parameter(name, self.parameter(info))
             for name, info in _items(entry["buffers"]):
@@ -188,9 +203,18 @@ class _Loader:
                 made = None if child is None else RecursiveScriptModule()
                 module.add_module(name, made)
                 if made is not None:
-                    self.fill(made, child, depth + 1)
+                    self.fill(made, child, depth + 1, f"{prefix}{name}.")
         except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
             raise self.fail(f"malformed module tree ({exc})") from None
+
+    def attribute(self, module, name, value) -> None:
+        """A run-time attribute: a plain JSON value under a name no module member has."""
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise self.fail(f"malformed attribute name {name!r}")
+        if hasattr(type(module), name) or name in module.__dict__:
+            raise self.fail(f"attribute {name!r} would shadow a module member")
+        object.__setattr__(module, name, value)
+        module.__dict__.setdefault("_script_attributes", set()).add(name)
 
     def tensor(self, info) -> Tensor | None:
         if info is None:

@@ -238,6 +238,85 @@ class TupleType(Type):
         return {"tuple": [e.to_json() for e in self.elems]}
 
 
+class NamedTupleType(TupleType):
+    """A ``typing.NamedTuple`` class in scripted code: a tuple whose items have names. ``cls``
+    is the Python class when known (results are made of it), None after loading."""
+
+    __slots__ = ("cls", "fields", "name")
+
+    def __init__(self, name: str, fields, elems, cls=None):
+        super().__init__(elems)
+        self.name, self.fields, self.cls = name, tuple(fields), cls
+
+    def _key(self):
+        return (self.name, self.fields, self.elems)
+
+    def annotation(self) -> str:
+        return self.name
+
+    def to_json(self):
+        return {"named_tuple": [self.name, list(self.fields), [e.to_json() for e in self.elems]]}
+
+    def make(self, values):
+        """The result object: the class, else a ``collections.namedtuple`` of the same name."""
+        cls = self.cls
+        if cls is None:
+            cls = self.cls = _namedtuple(self.name, self.fields)
+        return cls(*values)
+
+
+def has_named_tuple(kind) -> bool:
+    if isinstance(kind, NamedTupleType):
+        return True
+    if isinstance(kind, TupleType):
+        return any(has_named_tuple(e) for e in kind.elems)
+    if isinstance(kind, (ListType, OptionalType)):
+        return has_named_tuple(kind.elem)
+    return False
+
+
+def rebuild_named_tuples(value, kind):
+    """A result with its NamedTuple items made of their classes (the graph holds tuples)."""
+    if value is None:
+        return None
+    if isinstance(kind, OptionalType):
+        return rebuild_named_tuples(value, kind.elem)
+    if isinstance(kind, ListType):
+        return [rebuild_named_tuples(v, kind.elem) for v in value]
+    if isinstance(kind, TupleType):
+        items = [rebuild_named_tuples(v, k) for v, k in zip(value, kind.elems)]
+        return kind.make(items) if isinstance(kind, NamedTupleType) else tuple(items)
+    return value
+
+
+def _namedtuple(name: str, fields):
+    import collections
+
+    return collections.namedtuple(name, fields)
+
+
+class ClassType(Type):
+    """A user class in scripted code: named fields of fixed types (filled while ``__init__``
+    compiles; ``complete`` after it). ``cls`` is the Python class when known."""
+
+    __slots__ = ("cls", "complete", "fields", "name")
+
+    def __init__(self, name: str, fields: dict, cls=None, complete: bool = False):
+        self.name, self.fields, self.cls, self.complete = name, fields, cls, complete
+
+    def _key(self):
+        return self.name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def annotation(self) -> str:
+        return self.name
+
+    def to_json(self):
+        return {"class": [self.name, [[k, v.to_json()] for k, v in self.fields.items()]]}
+
+
 class DictType(Type):
     """``Dict[str, Tensor]``: keys of one type, values of one type (scripted code)."""
 
@@ -279,6 +358,21 @@ def from_json(data) -> Type:
         return DictType(from_json(body[0]), from_json(body[1]))
     if tag == "tuple" and isinstance(body, list):
         return TupleType(from_json(item) for item in body)
+    if tag == "class" and isinstance(body, list) and len(body) == 2:
+        name, fields = body
+        if not isinstance(name, str) or not isinstance(fields, list):
+            raise ValueError(f"malformed class type {data!r}")
+        if not all(isinstance(f, list) and len(f) == 2 and isinstance(f[0], str) for f in fields):
+            raise ValueError(f"malformed class type {data!r}")
+        return ClassType(name, {k: from_json(v) for k, v in fields}, complete=True)
+    if tag == "named_tuple" and isinstance(body, list) and len(body) == 3:
+        name, fields, elems = body
+        names = [name, *fields] if isinstance(fields, list) else [None]
+        if not all(isinstance(n, str) and n.isidentifier() for n in names):
+            raise ValueError(f"malformed named tuple type {data!r}")
+        if not isinstance(elems, list) or len(elems) != len(fields):
+            raise ValueError(f"malformed named tuple type {data!r}")
+        return NamedTupleType(name, fields, [from_json(item) for item in elems])
     raise ValueError(f"malformed type {data!r}")
 
 

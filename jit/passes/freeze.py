@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._paths import tensor_at
+from .._paths import parent, tensor_at
 from ..types import TensorType
 
 
@@ -20,6 +20,22 @@ def inline_attributes(graph, module, preserved: set = frozenset()):
         node.output().replaceAllUsesWith(value)
         node.destroy()
     return graph
+
+
+def inline_module_state(graph, module) -> set:
+    """Replace reads of run-time module attributes (``prim::ModuleAttr``: ``self.training``,
+    scripted attributes) by their current values, except those the graph writes; returns the
+    names it writes (they stay attributes of the frozen module, as PyTorch keeps them)."""
+    written = {node["name"] for node in graph.findAllNodes("prim::SetModuleAttr")}
+    for node in graph.findAllNodes("prim::ModuleAttr"):
+        if node["name"] in written:
+            continue
+        owner, leaf = parent(module, node["name"])
+        with graph.insert_point_guard(node):
+            value = graph.insertConstant(getattr(owner, leaf), node.output().type())
+        node.output().replaceAllUsesWith(value)
+        node.destroy()
+    return written
 
 
 attribute_of = tensor_at  # the parameter or buffer a prim::GetAttr names

@@ -3,17 +3,20 @@ IR that tracing produces (see docs/jit.md).
 
 One concept per module: ``frontend`` (source, ``ast``, errors), ``annotations`` (types),
 ``sugar`` (compile-time values), ``emitter`` (statements and control flow), ``expressions``,
-``conditions``, ``containers``, ``calls`` (attributes and calls), ``builtins`` (library calls
-as op-table nodes), ``modules`` (ember's layers; ``recurrent``, ``attention``, ``pooling``
-hold the layers written in the subset), ``arguments`` (calling a compiled function),
-``tracing`` (scripted code under ``ember.jit.trace``), ``compiler`` (the entry point and
-inlining), ``api`` (decorators). The compiler loads on the first ``script`` call.
+``conditions``, ``containers``, ``lists`` (list methods), ``strings``, ``classes`` (user
+classes), ``attributes`` (run-time module state), ``calls`` (attributes and calls),
+``pybuiltins`` (Python's builtins), ``builtins`` (library calls as op-table nodes),
+``modules`` (ember's layers; ``recurrent``, ``attention``, ``pooling`` hold the layers
+written in the subset), ``arguments`` (calling a compiled function), ``tracing`` (scripted
+code under ``ember.jit.trace``), ``compiler`` (the entry point and inlining), ``api``
+(decorators). The compiler loads on the first ``script`` call.
 """
 
 from __future__ import annotations
 
 from . import frontend
 from .api import Final, FunctionModifiers, annotate, export, ignore, is_scripting, unused
+from .attributes import Attribute
 
 
 def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
@@ -46,6 +49,7 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
 
 
 __all__ = [
+    "Attribute",
     "Final",
     "FunctionModifiers",
     "annotate",

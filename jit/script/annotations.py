@@ -60,6 +60,8 @@ def to_type(annotation) -> T.Type:
         return _SCALARS[annotation]
     if isinstance(annotation, type) and issubclass(annotation, EmberTensor):
         return T.Tensor
+    if is_named_tuple(annotation):
+        return named_tuple_type(annotation)
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Final:
@@ -77,6 +79,25 @@ def to_type(annotation) -> T.Type:
         if len(rest) == 1 and len(args) == 2:
             return T.OptionalType(to_type(rest[0]))
     raise AnnotationError(f"Unknown type annotation: '{annotation}'")
+
+
+def is_named_tuple(obj) -> bool:
+    return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
+
+
+def named_tuple_type(cls) -> T.NamedTupleType:
+    """A ``typing.NamedTuple`` class's type (its fields must be annotated, as TorchScript asks)."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception as e:
+        raise AnnotationError(f"Unknown type annotation: '{cls.__name__}' ({e})") from None
+    missing = [f for f in cls._fields if f not in hints]
+    if missing:
+        raise AnnotationError(
+            f"NamedTuple {cls.__name__}: fields without a type annotation: {', '.join(missing)}"
+        )
+    elems = [to_type(hints[f]) for f in cls._fields]
+    return T.NamedTupleType(cls.__name__, cls._fields, elems, cls)
 
 
 def is_final(annotation) -> bool:

@@ -183,9 +183,23 @@ def _max_pool(n):
 def _dropout(em, args, kwargs, pyfn):
     bound = inspect.signature(pyfn).bind(*args, **kwargs)
     bound.apply_defaults()
-    training = em.require_constant(bound.arguments["training"], "dropout's training")
     p = em.require_constant(bound.arguments["p"], "dropout's p")
+    training = bound.arguments["training"]
+    if isinstance(training, Value) and not em.is_constant(training):
+        return _runtime_dropout(em, bound.arguments["input"], p, training)
+    training = em.require_constant(training, "dropout's training")
     return dropout_nodes(em, bound.arguments["input"], p, training)
+
+
+def _runtime_dropout(em, x, p: float, training: Value):
+    """``F.dropout(x, p, self.training)`` with the flag known at run time: a ``prim::If``
+    between the masked and the unchanged input."""
+    node = em.graph.insert("prim::If", [training], num_outputs=0)
+    for flag in (True, False):
+        block = node.addBlock()
+        with em.graph.insert_point_guard(block):
+            block.registerOutput(em.materialize(dropout_nodes(em, x, p, flag)))
+    return node.addOutput(x.type())
 
 
 def dropout_nodes(em, x, p: float, training: bool):

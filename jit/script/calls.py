@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import ast
-import builtins
 import inspect
 import math
 
@@ -16,18 +15,23 @@ from ember.nn.modules.module import Module
 
 from .. import types as T
 from ..ir import Value
+from ..scalars import MATH, RUNTIME
+from ..tracer import is_tracing
 from . import api
 from . import builtins as lib
+from .annotations import AnnotationError, is_named_tuple, named_tuple_type
+from .attributes import is_runtime
+from .classes import BoundMethod, is_script_class
+from .lists import is_list_method
+from .pybuiltins import BUILTINS
+from .strings import is_str_method
 from .sugar import (
-    Enumerate,
     MethodRef,
     ModuleRef,
     PyObj,
-    Range,
     Sugar,
     SugarTuple,
     TensorMethod,
-    Zip,
 )
 
 # Tensor properties and the prims that read them.
@@ -67,6 +71,14 @@ class Calls:
             return TensorMethod(owner, name)
         if isinstance(kind, T.DictType) and name in ("keys", "values", "items", "get"):
             return TensorMethod(owner, name)
+        if kind == T.StrType and is_str_method(name):
+            return TensorMethod(owner, name)
+        if isinstance(kind, T.ClassType):
+            return self.object_attribute(owner, name, node)
+        if isinstance(kind, T.NamedTupleType) and name in kind.fields:
+            return self.tuple_index(owner, kind.fields.index(name))
+        if isinstance(kind, T.ListType) and is_list_method(name):
+            return TensorMethod(owner, name)
         if isinstance(kind, T.ListType) and name in ("append",):
             raise self.source.not_supported("append() on a list that is not a local variable", node)
         raise self.source.error(
@@ -88,6 +100,8 @@ class Calls:
         if name in module._modules:
             child = module._modules[name]
             return self.constant(None) if child is None else ModuleRef(child, ref.qualified(name))
+        if is_runtime(module, name):
+            return self.read_attribute(ref, name, node)
         if name == "training":
             return self.constant(bool(module.training))
         try:
@@ -133,6 +147,8 @@ class Calls:
                 return self.unit.call_method(self, func, args, kwargs, node)
             if isinstance(func, PyObj):
                 return self.call_python(func.obj, args, kwargs, node)
+            if isinstance(func, BoundMethod):
+                return self.call_bound(func, args, kwargs, node)
         except lib.BindError as e:
             raise self.source.error(str(e), node) from None
         raise self.source.error(f"{func.describe()} is not callable", node)
@@ -180,6 +196,10 @@ class Calls:
     def tensor_method(self, value, name, args, kwargs, node):
         if isinstance(value.type(), T.DictType):
             return self.dict_method(value, name, [self.materialize(a) for a in args], node)
+        if value.type() == T.StrType:
+            return self.str_method(value, name, args, kwargs, node)
+        if isinstance(value.type(), T.ListType):
+            return self.list_method(value, name, args, kwargs, node)
         if name == "size":
             if not args:
                 return self.prim("prim::shape", [value], T.ListType(T.IntType))
@@ -212,11 +232,17 @@ class Calls:
 
     # ---- Python callables -------------------------------------------------------------------
     def call_python(self, fn, args, kwargs, node):
-        handler = _BUILTINS.get(fn) if _hashable(fn) else None
+        handler = BUILTINS.get(fn) if _hashable(fn) else None
         if handler is not None:
             return handler(self, args, kwargs, node)
         if fn is api.is_scripting:
             return self.constant(True)
+        if fn is is_tracing:  # scripted code never traces itself (TorchScript folds it too)
+            return self.constant(False)
+        if is_named_tuple(fn):
+            return self.named_tuple(fn, args, kwargs, node)
+        if is_script_class(fn):
+            return self.construct(fn, args, kwargs, node)
         modifier = api.modifier(fn) if callable(fn) else None
         if modifier is api.FunctionModifiers.UNUSED:
             return self.unused(fn, node)
@@ -249,8 +275,9 @@ class Calls:
         plain = [
             self.known(self.materialize(a)) if not isinstance(a, PyObj) else a.obj for a in args
         ]
-        if fn is math.sqrt and len(args) == 1 and not self.is_constant(self.materialize(args[0])):
-            return self.prim("prim::sqrt", [args[0]], T.FloatType)
+        name = getattr(fn, "__name__", "")
+        if getattr(math, name, None) is fn and name in MATH and len(args) == MATH[name]:
+            return self.math_call(name, [self.materialize(a) for a in args], node)
         if not all(self.is_constant(self.materialize(a)) for a in args) or kwargs:
             raise self.source.not_supported(
                 f"{getattr(fn, '__name__', fn)}() of values only known at run time isn't supported",
@@ -258,11 +285,51 @@ class Calls:
             )
         return self.constant(fn(*plain))
 
+    def named_tuple(self, cls, args, kwargs, node):
+        """``Point(x, y=1)``: a tuple of the NamedTuple's type (defaults as the class has)."""
+        try:
+            kind = named_tuple_type(cls)
+        except AnnotationError as e:
+            raise self.source.error(str(e), node) from None
+        defaults = cls._field_defaults
+        try:
+            bound = inspect.Signature(
+                [
+                    inspect.Parameter(
+                        f,
+                        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                        default=defaults.get(f, inspect.Parameter.empty),
+                    )
+                    for f in kind.fields
+                ]
+            ).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.source.error(f"{cls.__name__}(): {e}", node) from None
+        bound.apply_defaults()
+        items = [
+            self.coerce(self.materialize(_as_value(self, bound.arguments[f])), elem, node)
+            for f, elem in zip(kind.fields, kind.elems)
+        ]
+        return self.prim("prim::TupleConstruct", items, kind)
+
+    def math_call(self, name: str, args, node):
+        """``math.exp(x)`` of numbers: folded when constant, else a ``prim::math_exp`` node (C's
+        results, as TorchScript: ``math.log(-1.0)`` is nan)."""
+        for value in args:
+            if value.type() not in (T.IntType, T.FloatType, T.BoolType):
+                raise self.source.error(
+                    f"math.{name}() expects numbers, got {value.type().annotation()}", node
+                )
+        run = getattr(RUNTIME, name)
+        if all(self.is_constant(a) for a in args):
+            return self.constant(run(*(self.known(a) for a in args)))
+        kind = _MATH_RESULTS.get(name, T.FloatType)
+        return self.prim(f"prim::math_{name}", args, kind)
+
     def unused(self, fn, node):
         name = getattr(fn, "__qualname__", getattr(fn, "__name__", "fn"))
-        self.graph.insert(
-            "prim::RaiseException", [self.constant(f"Exception: {name} is @unused")], num_outputs=0
-        )
+        message = f"{_UNUSED} ({name} is @ember.jit.unused)"
+        self.graph.insert("prim::RaiseException", [self.constant(message)], num_outputs=0)
         return self.graph.insert("prim::Uninitialized").output().setType(T.Tensor)
 
     def python_op(self, fn, args, kwargs, node):
@@ -283,6 +350,11 @@ class Calls:
         return op.output().setType(kind)
 
 
+def _as_value(em, value):
+    """A class default (a Python value) as a graph constant; graph values as they are."""
+    return value if isinstance(value, (Value, Sugar)) else em.constant(value)
+
+
 def _hashable(obj) -> bool:
     try:
         hash(obj)
@@ -298,117 +370,9 @@ def _is_library(fn) -> bool:
     return module == "ember" or module.startswith(("ember.", "jit.", "nn.", "typing"))
 
 
-# ---- Python builtins ----------------------------------------------------------------------------
-def _range(em, args, kwargs, node):
-    if kwargs or not 1 <= len(args) <= 3:
-        raise em.source.error("range expected at most 3 arguments", node)
-    values = [em.materialize(a) for a in args]
-    for v in values:
-        if v.type() != T.IntType:
-            raise em.source.error(
-                f"range(): expected int arguments, got {v.type().annotation()}", node
-            )
-    if len(values) == 1:
-        values = [em.constant(0), values[0]]
-    step = values[2] if len(values) == 3 else em.constant(1)
-    step_value = em.require_constant(step, "range()'s step")
-    if step_value == 0:
-        raise em.source.error("range() arg 3 must not be zero", node)
-    return Range(values[0], values[1], step, step_value)
-
-
-def _len(em, args, kwargs, node):
-    (value,) = args
-    if isinstance(value, ModuleRef):
-        return em.constant(len(value.module._modules))
-    if isinstance(value, SugarTuple):
-        return em.constant(len(value.items))
-    value = em.materialize(value)
-    kind = value.type()
-    if isinstance(kind, T.TupleType):
-        return em.constant(len(kind.elems))
-    if isinstance(kind, T.TensorType):
-        return em.prim("prim::size", [value, em.constant(0)], T.IntType)
-    return em.prim("prim::len", [value], T.IntType)
-
-
-def _convert(kind, prim):
-    def lower(em, args, kwargs, node):
-        (value,) = args
-        value = em.materialize(value)
-        if value.type() == kind:
-            return value
-        if em.is_constant(value):
-            return em.constant(builtins.__dict__[kind.name](em.known(value)))
-        return em.prim(prim, [value], kind)
-
-    return lower
-
-
-def _extreme(prim, fold):
-    def lower(em, args, kwargs, node):
-        values = [em.materialize(a) for a in args]
-        if len(values) != 2 or any(isinstance(v.type(), T.TensorType) for v in values):
-            raise em.source.not_supported(
-                f"{fold.__name__}() of these arguments isn't supported", node
-            )
-        if all(em.is_constant(v) for v in values):
-            return em.constant(fold(em.known(v) for v in values))
-        kind = T.FloatType if T.FloatType in (values[0].type(), values[1].type()) else T.IntType
-        return em.prim(prim, values, kind)
-
-    return lower
-
-
-def _isinstance(em, args, kwargs, node):
-    value, classes = args
-    value = em.materialize(value)
-    classes = classes.obj if isinstance(classes, PyObj) else None
-    classes = classes if isinstance(classes, tuple) else (classes,)
-    kind = value.type()
-    wanted = set()
-    for cls in classes:
-        if isinstance(cls, type) and issubclass(cls, Tensor):
-            wanted.add("tensor")
-        elif cls in (int, float, bool, str, list, tuple):
-            wanted.add(cls.__name__)
-    have = {T.IntType: "int", T.FloatType: "float", T.BoolType: "bool", T.StrType: "str"}.get(kind)
-    if isinstance(kind, T.TensorType):
-        have = "tensor"
-    elif isinstance(kind, T.ListType):
-        have = "list"
-    elif isinstance(kind, T.TupleType):
-        have = "tuple"
-    return em.constant(have in wanted)
-
-
-def _enumerate(em, args, kwargs, node):
-    start = em.require_constant(args[1], "enumerate()'s start") if len(args) > 1 else 0
-    return Enumerate(args[0], start)
-
-
-def _zip(em, args, kwargs, node):
-    return Zip(list(args))
-
-
-def _print(em, args, kwargs, node):
-    if kwargs:
-        raise em.source.not_supported("print() with keyword arguments isn't supported", node)
-    em.graph.insert("prim::Print", [em.materialize(a) for a in args], num_outputs=0)
-    return em.constant(None)
-
-
-_BUILTINS = {
-    range: _range,
-    len: _len,
-    int: _convert(T.IntType, "prim::int"),
-    float: _convert(T.FloatType, "prim::float"),
-    bool: _convert(T.BoolType, "prim::bool"),
-    min: _extreme("prim::min", min),
-    max: _extreme("prim::max", max),
-    isinstance: _isinstance,
-    enumerate: _enumerate,
-    zip: _zip,
-    print: _print,
+_FOLDABLE = {round}
+_UNUSED = "This Python function is annotated to be ignored and cannot be run"  # TorchScript's
+_MATH_RESULTS = {
+    **dict.fromkeys(("floor", "ceil", "factorial", "gcd"), T.IntType),
+    **dict.fromkeys(("isnan", "isinf", "isfinite"), T.BoolType),
 }
-_FOLDABLE = {abs, round}

@@ -9,6 +9,7 @@ are inlined too, their attribute reads prefixed with the submodule's qualified n
 
 from __future__ import annotations
 
+import copy
 import inspect
 import itertools
 
@@ -19,7 +20,7 @@ from .. import types as T
 from ..graph_utils import copy_node
 from ..ir import Graph, Value
 from ..script_module import Method, RecursiveScriptModule, ScriptFunction, ScriptModule, mirror
-from . import api, arguments, modules, tracing
+from . import api, arguments, attributes, classes, modules, tracing
 from .annotations import AnnotationError, is_final, resolve, to_type
 from .builtins import BindError
 from .emitter import Emitter
@@ -59,7 +60,8 @@ class ScriptMethod(Method):
         fn = self.generated.fn
 
         def run():
-            return (fn(owner, *args) if self.is_method else fn(*args))[0]
+            result = (fn(owner, *args) if self.is_method else fn(*args))[0]
+            return result if self._named is None else T.rebuild_named_tuples(result, self._named)
 
         state = tracing.active_trace()
         if state is not None:
@@ -302,7 +304,29 @@ def script_module(module: Module) -> RecursiveScriptModule:
     made = mirror(module, RecursiveScriptModule, RecursiveScriptModule)
     _keep_script_methods(made, module)
     _compile_methods(made, module, root=True)
+    _copy_runtime_attributes(made, module)
     return made
+
+
+def _copy_runtime_attributes(made, module) -> None:
+    """The attributes the graphs read or write at run time, copied onto the scripted module
+    (as PyTorch's scripted modules hold their own); ``training`` is there already."""
+    from .._paths import parent
+
+    for method in made._methods.values():
+        for kind in (attributes.READ, attributes.WRITE):
+            for node in method.graph.findAllNodes(kind):
+                owner, leaf = parent(module, node["name"])
+                target, _ = parent(made, node["name"])
+                value = owner.__dict__.get(leaf)
+                if leaf == "training" and not isinstance(value, attributes.Attribute):
+                    continue
+                value = attributes.plain_value(getattr(owner, leaf))
+                object.__setattr__(target, leaf, copy.deepcopy(value))
+                target.__dict__.setdefault("_script_attributes", set()).add(leaf)
+    for name, child in module._modules.items():
+        if child is not None and made._modules.get(name) is not None:
+            _copy_runtime_attributes(made._modules[name], child)
 
 
 def _compile_methods(made, module, root: bool) -> None:
@@ -407,6 +431,8 @@ def script(obj):
         return obj
     if isinstance(obj, Module):
         return script_module(obj)
+    if classes.is_script_class(obj):
+        return obj  # compiled where scripted code constructs it (its fields come from there)
     if isinstance(obj, type):
         raise NotSupportedError(
             f"ember.jit.script of a class ({obj.__name__}): script an instance of the module"

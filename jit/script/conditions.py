@@ -88,18 +88,23 @@ class Conditions:
         return (cond, {name: refined}, {}) if negate else (cond, {}, {name: refined})
 
     def refinement(self, node):
-        """``x is not None`` on an Optional name: (name, narrowed value, is-not)."""
-        if not (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name)):
+        """``x is not None`` (or ``isinstance(x, T)``) on an Optional name: (name, narrowed
+        value, whether the narrowing holds when the condition is true)."""
+        if _is_isinstance(node):
+            name, positive = node.args[0].id, True
+        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name):
+            (op,), (right,) = node.ops, node.comparators
+            if not isinstance(op, (ast.Is, ast.IsNot)) or not _is_none(right):
+                return None
+            name, positive = node.left.id, isinstance(op, ast.IsNot)
+        else:
             return None
-        (op,), (right,) = node.ops, node.comparators
-        if not isinstance(op, (ast.Is, ast.IsNot)) or not _is_none(right):
-            return None
-        value = self.env.get(node.left.id)
+        value = self.env.get(name)
         if not isinstance(value, Value) or not isinstance(value.type(), T.OptionalType):
             return None
         narrowed = self.prim("prim::unchecked_cast", [value], value.type().elem)
-        narrowed.setDebugName(node.left.id)
-        return node.left.id, narrowed, isinstance(op, ast.IsNot)
+        narrowed.setDebugName(name)
+        return name, narrowed, positive
 
     def bool_op(self, node):
         is_and = isinstance(node.op, ast.And)
@@ -147,6 +152,16 @@ class Conditions:
         return cond
 
     # ---- subscripts, unpacking, iteration ---------------------------------------------------
+
+
+def _is_isinstance(node) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and len(node.args) == 2
+        and isinstance(node.args[0], ast.Name)
+    )
 
 
 def _is_none(node) -> bool:

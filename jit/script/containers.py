@@ -245,13 +245,14 @@ class Containers:
         """``xs.append(v)`` on a list variable: rebinds ``xs`` to ``xs + [v]`` (lists are
         values in the graph; the rebinding makes the loop carry the list)."""
         func = call.func
-        if not (
-            isinstance(func, ast.Attribute)
-            and func.attr == "append"
-            and isinstance(func.value, ast.Name)
-        ):
+        if not isinstance(func, ast.Attribute) or func.attr != "append":
             return False
-        current = self.env.get(func.value.id)
+        if isinstance(func.value, ast.Name):
+            current = self.env.get(func.value.id)
+        elif _is_self_attribute(func.value):  # self.names.append(v): a run-time attribute
+            current = self.expr(func.value)
+        else:
+            return False
         if not isinstance(current, Value) or not isinstance(current.type(), T.ListType):
             return False
         if len(call.args) != 1 or call.keywords:
@@ -265,9 +266,20 @@ class Containers:
                 call,
             )
         grown = self.prim("prim::add", [current, self.list_value([item], elem)], current.type())
+        if isinstance(func.value, ast.Attribute):
+            self.assign_attribute(func.value, grown)
+            return True
         grown.setDebugName(func.value.id)
         self.env[func.value.id] = grown
         return True
+
+
+def _is_self_attribute(node) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
 
 
 def _is_ellipsis(node) -> bool:

@@ -117,12 +117,18 @@ class Emitter(Expressions):
         self.assign(stmt.target, self.expr(stmt.value, wanted), wanted)
 
     def stmt_AugAssign(self, stmt):  # noqa: N802
-        if not isinstance(stmt.target, ast.Name):
+        target = stmt.target
+        if isinstance(target, ast.Name):
+            current = self.name(target.id, target)
+        elif isinstance(target, (ast.Attribute, ast.Subscript)):
+            current = self.expr(target)
+        else:
             raise self.source.not_supported("augmented assignment to this target", stmt)
-        current = self.name(stmt.target.id, stmt.target)
         other = self.expr(stmt.value)
         value = self.binary(stmt.op, current, other, stmt, inplace=True)
-        self.assign(stmt.target, value)
+        if not isinstance(target, ast.Name) and value.node().kind().endswith("_"):
+            return None  # self.buf += v, x[i] += v: the in-place op wrote into the tensor
+        self.assign(target, value)
 
     def assign(self, target, value, wanted=None) -> None:
         if isinstance(target, ast.Name):
@@ -134,6 +140,8 @@ class Emitter(Expressions):
             self.env[target.id] = value
         elif isinstance(target, ast.Subscript):
             self.assign_item(target, value)
+        elif isinstance(target, ast.Attribute):
+            self.assign_attribute(target, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = self.unpack(value, len(target.elts), target)
             for elt, item in zip(target.elts, items):
@@ -157,6 +165,8 @@ class Emitter(Expressions):
             return
         current, name = base, getattr(target.value, "id", None)
         kind = current.type() if isinstance(current, Value) else None
+        if isinstance(kind, T.ListType):
+            return self.set_list_item(target, value)
         if not isinstance(kind, T.DictType) or name is None:
             raise self.source.not_supported(
                 "assignment to subscripts is supported on tensors and dict variables", target
@@ -165,6 +175,19 @@ class Emitter(Expressions):
         item = self.coerce(value, kind.value, target)
         updated = self.prim("prim::DictSet", [current, key, item], kind).setDebugName(name)
         self.env[name] = updated
+
+    def stmt_Delete(self, stmt):  # noqa: N802
+        """``del name`` unbinds the name (a later read is an undefined value, as TorchScript);
+        ``del xs[i]`` / ``del d[k]`` rebind the list or dict variable without the item."""
+        for target in stmt.targets:
+            if isinstance(target, ast.Subscript):
+                self.delete_item(target)
+                continue
+            if not isinstance(target, ast.Name):
+                raise self.source.not_supported("del of targets other than names", target)
+            if target.id not in self.env:
+                raise self.source.error(f"undefined value {target.id}", target)
+            del self.env[target.id]
 
     def stmt_With(self, stmt):  # noqa: N802
         """``with ember.no_grad():`` / ``enable_grad()`` / ``set_grad_enabled(b)``: the grad
@@ -411,6 +434,9 @@ class Emitter(Expressions):
             self.env[name] = node.addOutput(before[name].type()).setDebugName(name)
 
 
+_MUTATORS = ("append", "extend", "insert", "pop", "reverse", "sort", "remove", "clear")
+
+
 def _assigned_names(stmt) -> list[str]:
     """Names a loop (its target and body) binds, in order of appearance."""
     names = []
@@ -422,6 +448,6 @@ def _assigned_names(stmt) -> list[str]:
                 names.append(node.value.id)  # d[k] = v rebinds d
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             owner = node.func.value
-            if node.func.attr in ("append", "extend", "insert") and isinstance(owner, ast.Name):
+            if node.func.attr in _MUTATORS and isinstance(owner, ast.Name):
                 names.append(owner.id)  # lists grow by rebinding (see Expressions.list_append)
     return list(dict.fromkeys(names))

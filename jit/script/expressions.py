@@ -17,10 +17,14 @@ from ember.dispatcher.optable import OPS
 from .. import types as T
 from ..ir import Value
 from . import annotations
+from .attributes import ModuleState
 from .calls import Calls
+from .classes import Classes
 from .conditions import Conditions
 from .containers import Containers
 from .frontend import namespace_of
+from .lists import Lists
+from .strings import Strings
 from .sugar import PyObj, Sugar, SugarTuple
 
 # Python operator -> (op-table op for tensors, prim for scalars, Python function for folding)
@@ -40,7 +44,7 @@ BINARY = {
 _SCALARS = (T.IntType, T.FloatType, T.BoolType, T.NumberType)
 
 
-class Expressions(Calls, Conditions, Containers):
+class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Classes):
     # ---- constants and helpers --------------------------------------------------------------
     def constant(self, value, type_=None) -> Value:
         if type_ is None:
@@ -220,9 +224,6 @@ class Expressions(Calls, Conditions, Containers):
         pairs = [item for pair in zip(keys, values) for item in pair]
         return self.prim("prim::DictConstruct", pairs, kind)
 
-    def expr_JoinedStr(self, node, wanted=None):  # noqa: N802
-        raise self.source.not_supported("f-strings aren't supported", node)
-
     def expr_IfExp(self, node, wanted=None):  # noqa: N802
         cond, refine_true, refine_false = self.condition_with_refinement(node.test)
         known = self.known(cond)
@@ -281,6 +282,10 @@ class Expressions(Calls, Conditions, Containers):
             return self.call_op(name, [left, right], {})
         if isinstance(lt, T.ListType) and isinstance(rt, T.ListType) and isinstance(op, ast.Add):
             return self.prim("prim::add", [left, right], lt)
+        if lt == rt == T.StrType and isinstance(op, ast.Add):
+            if self.is_constant(left) and self.is_constant(right):
+                return self.constant(self.known(left) + self.known(right))
+            return self.prim("prim::add", [left, right], T.StrType)
         if prim is None or lt not in _SCALARS or rt not in _SCALARS:
             raise self.source.error(
                 f"Arguments for call are not valid: unsupported operand types for {name}: "

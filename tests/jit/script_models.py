@@ -4,6 +4,8 @@ or ember): both compile the same source with their jit.script."""
 
 from typing import List, Optional, Tuple
 
+from .script_constructs import constructs
+
 
 def build(lib):
     nn = lib.nn
@@ -214,6 +216,7 @@ def functions(lib):
         "list_slices": list_slices,
         "set_items": set_items,
         "attention_scale": attention_scale,
+        **constructs(lib),
     }
 
 

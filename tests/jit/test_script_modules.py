@@ -117,10 +117,17 @@ def test_module_features_match_torch_script():
 
 
 def test_unused_method_raises_when_reached():
-    module = features(ember)()  # training: forward reaches the @unused method
-    scripted = ember.jit.script(module)
-    with pytest.raises(RuntimeError, match="not_scriptable"):
+    # training: forward reaches the @unused method (self.training is read at run time)
+    scripted, reference = ember.jit.script(features(ember)()), torch.jit.script(features(torch)())
+    text = "This Python function is annotated to be ignored and cannot be run"
+    with pytest.raises(RuntimeError, match=f"{text} .*not_scriptable"):
         scripted(ember.randn(2, 4))
+    with pytest.raises(torch.jit.Error, match=text):
+        reference(torch.randn(2, 4))
+    scripted.eval()
+    reference.eval()
+    x = R.standard_normal((3, 4)).astype(np.float32)
+    assert scripted(ember.tensor(x)).shape == tuple(reference(torch.tensor(x)).shape)
 
 
 def test_non_constant_in_constants_is_refused_as_torch_does():

@@ -1,0 +1,210 @@
+"""Scripted code's functions on run-time numbers and strings: ``math.*``, ``str()``,
+f-strings and ``str.format``, and string methods (TorchScript's ``aten::exp.float``,
+``aten::format``, ``aten::upper``...), with TorchScript's results where Python's differ.
+
+``SCALAR_PRIMS`` maps each ``prim::`` kind to its (run, code) pair for ``jit.prims``; generated
+code reaches the functions as ``_rt.<name>`` (``RUNTIME``).
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def _c_math(fn):
+    """``math.fn`` with C's results where Python raises (TorchScript calls libm: ``log(-1.0)``
+    is nan, ``exp(1000.0)`` is inf)."""
+
+    def run(*args):
+        try:
+            return fn(*args)
+        except ValueError:
+            return math.nan
+        except OverflowError:
+            return math.inf
+
+    run.__name__ = fn.__name__
+    return run
+
+
+# ``math.<name>`` TorchScript runs on numbers: name -> arity.
+MATH = {
+    **dict.fromkeys(
+        [
+            "exp",
+            "log",
+            "log10",
+            "log1p",
+            "expm1",
+            "sqrt",
+            "sin",
+            "cos",
+            "tan",
+            "asin",
+            "acos",
+            "atan",
+            "sinh",
+            "cosh",
+            "tanh",
+            "asinh",
+            "acosh",
+            "atanh",
+            "floor",
+            "ceil",
+            "fabs",
+            "erf",
+            "erfc",
+            "gamma",
+            "lgamma",
+            "isnan",
+            "isinf",
+            "isfinite",
+            "degrees",
+            "radians",
+            "factorial",
+        ],
+        1,
+    ),
+    **dict.fromkeys(["atan2", "pow", "fmod", "copysign", "ldexp", "gcd"], 2),
+}
+
+# str methods -> result type name ("str", "bool", "int", "List[str]"): Python's own semantics.
+STR_METHODS = {
+    **dict.fromkeys(
+        [
+            "upper",
+            "lower",
+            "strip",
+            "lstrip",
+            "rstrip",
+            "replace",
+            "capitalize",
+            "title",
+            "swapcase",
+            "zfill",
+            "center",
+            "ljust",
+            "rjust",
+        ],
+        "str",
+    ),
+    **dict.fromkeys(
+        [
+            "startswith",
+            "endswith",
+            "isdigit",
+            "isalpha",
+            "isalnum",
+            "isspace",
+            "isupper",
+            "islower",
+            "istitle",
+            "isdecimal",
+            "isnumeric",
+            "isidentifier",
+            "isprintable",
+        ],
+        "bool",
+    ),
+    **dict.fromkeys(["find", "rfind", "count", "index", "rindex"], "int"),
+    **dict.fromkeys(["split", "rsplit", "splitlines"], "List[str]"),
+    "join": "str",
+}
+
+
+def to_str(value) -> str:
+    """``str(value)`` as TorchScript prints it: floats with 17 significant digits and a point
+    (``1.``, ``0.10000000000000001``), containers item by item."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        text = f"{value:.17g}"
+        return text + "." if text.lstrip("-").isdigit() else text
+    if isinstance(value, list):
+        return "[" + ", ".join(to_str(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(to_str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return str(value)
+
+
+def format_(fmt: str, *args) -> str:
+    """``aten::format``: each ``{}`` takes the next argument, printed as ``to_str`` does."""
+    return fmt.format(*(to_str(a) for a in args))
+
+
+def _list_op(name: str):
+    """``xs.<name>(...)`` on a copy: the new list (the graph's lists are values)."""
+
+    def run(items, *args):
+        items = list(items)
+        getattr(items, name)(*args)
+        return items
+
+    return run
+
+
+def _without(items, key):
+    """``del items[key]`` on a copy (a list or a dict)."""
+    items = items.copy()
+    del items[key]
+    return items
+
+
+def _list_set(items, index, value):
+    items = list(items)
+    items[index] = value
+    return items
+
+
+# List prims: name -> function (lists.py in the script compiler emits them).
+LISTS = {
+    **{n: _list_op(n) for n in ("insert", "extend", "pop", "reverse", "sort", "remove", "clear")},
+    "copy": list,
+    "index": lambda items, v: items.index(v),
+    "count": lambda items, v: items.count(v),
+    "set": _list_set,
+    "delete": _without,
+    "sum": sum,
+    "min": min,
+    "max": max,
+}
+
+
+def _new_object():
+    import types
+
+    return types.SimpleNamespace()
+
+
+class RUNTIME:
+    str = staticmethod(to_str)
+    format = staticmethod(format_)
+    new_object = staticmethod(_new_object)
+
+
+for _name in MATH:
+    setattr(RUNTIME, _name, staticmethod(_c_math(getattr(math, _name))))
+for _name, _fn in LISTS.items():
+    setattr(RUNTIME, f"list_{_name}", staticmethod(_fn))
+
+
+def _rt_code(name: str):
+    return lambda *args: f"_rt.{name}({', '.join(args)})"
+
+
+def _method_code(name: str):
+    return lambda text, *args: f"{text}.{name}({', '.join(args)})"
+
+
+def _method_run(name: str):
+    return lambda text, *args: getattr(text, name)(*args)
+
+
+SCALAR_PRIMS = {
+    **{f"prim::math_{n}": (getattr(RUNTIME, n), _rt_code(n)) for n in MATH},
+    **{f"prim::str_{n}": (_method_run(n), _method_code(n)) for n in STR_METHODS},
+    **{f"prim::list_{n}": (fn, _rt_code(f"list_{n}")) for n, fn in LISTS.items()},
+    "prim::dict_delete": (_without, _rt_code("list_delete")),
+    "prim::str": (to_str, _rt_code("str")),
+    "prim::format": (format_, _rt_code("format")),
+}

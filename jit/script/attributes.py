@@ -1,0 +1,146 @@
+"""Module state read and written at run time: ``self.training`` of user modules, attributes
+that methods assign (``self.count += 1``) and ``ember.jit.Attribute`` values, as TorchScript's
+``prim::GetAttr``/``prim::SetAttr`` on non-tensor attributes.
+
+Other plain attributes stay compile-time constants (see docs/jit.md). The values live on the
+scripted module (copied from the original when scripting, as PyTorch copies them), are saved in
+the archive's module tree and restored on load.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+from typing import Any, NamedTuple
+
+from .. import types as T
+from ..ir import Value
+
+READ, WRITE = "prim::ModuleAttr", "prim::SetModuleAttr"
+_PLAIN = (bool, int, float, str, type(None))
+_MUTATORS = ("append",)
+
+
+class Attribute(NamedTuple):
+    """``self.names = ember.jit.Attribute([], List[str])``: an attribute of a scripted module
+    with the given type (PyTorch's ``torch.jit.Attribute``; in eager code it is this pair)."""
+
+    value: Any
+    type: Any
+
+
+def is_runtime(module, name: str) -> bool:
+    """Read at run time: the training flag of a user module, an ``Attribute``, or an
+    attribute that a method of the module's class assigns and that holds a plain value
+    (others, such as functions, stay compile-time constants)."""
+    value = module.__dict__.get(name)
+    if isinstance(value, Attribute):
+        return True
+    if name == "training":
+        return not _is_library_class(type(module))
+    return name in assigned_attributes(type(module)) and _storable(value)
+
+
+def _is_library_class(cls) -> bool:
+    return (cls.__module__ or "").startswith(("ember.", "nn."))
+
+
+@functools.cache
+def assigned_attributes(cls) -> frozenset:
+    """Names ``self.<name>`` is assigned to in the methods of ``cls`` other than __init__."""
+    names = set()
+    for klass in cls.__mro__:
+        if _is_library_class(klass) or klass is object:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef) or fn.name == "__init__":
+                continue
+            for node in ast.walk(fn):
+                if _is_self(node) and isinstance(node.ctx, ast.Store):
+                    names.add(node.attr)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    owner = node.func.value  # self.names.append(v) mutates self.names
+                    if node.func.attr in _MUTATORS and _is_self(owner):
+                        names.add(owner.attr)
+    return frozenset(names)
+
+
+def _is_self(node) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def attribute_type(em, module, name: str, node):
+    """The static type of a run-time attribute (``Attribute``'s type, else its value's)."""
+    value = module.__dict__.get(name, getattr(module, name, None))
+    if isinstance(value, Attribute):
+        from .annotations import resolve
+
+        return resolve(value.type, {})
+    if not _storable(value):
+        raise em.source.not_supported(
+            f"attribute '{name}' is assigned in a method but holds a "
+            f"{type(value).__name__}; scripted attributes hold bool, int, float, str, None or "
+            "lists and dicts of them",
+            node,
+        )
+    return T.type_of(value)
+
+
+def plain_value(value):
+    """The value a scripted module holds for an attribute (an ``Attribute``'s value)."""
+    return value.value if isinstance(value, Attribute) else value
+
+
+def _storable(value) -> bool:
+    if isinstance(value, _PLAIN):
+        return True
+    if isinstance(value, list):  # non-empty: an empty list's type needs an Attribute
+        return bool(value) and all(_storable(v) for v in value)
+    if isinstance(value, dict):
+        return bool(value) and all(isinstance(k, str) and _storable(v) for k, v in value.items())
+    return False
+
+
+class ModuleState:
+    """Emitter methods reading and writing run-time attributes."""
+
+    def read_attribute(self, ref, name: str, node):
+        kind = attribute_type(self, ref.module, name, node)
+        value = self.graph.insert(READ, [], name=ref.qualified(name)).output().setType(kind)
+        return value
+
+    def assign_attribute(self, target, value) -> None:
+        """``self.x = v``: a ``prim::SetModuleAttr`` of a run-time attribute."""
+        ref = self.expr(target.value)
+        name = target.attr
+        if isinstance(ref, Value) and isinstance(ref.type(), T.ClassType):
+            return self.set_object_attribute(ref, name, value, target)
+        module = getattr(ref, "module", None)
+        if module is None:
+            raise self.source.not_supported("assignment to attributes of non-modules", target)
+        if name in module._parameters or name in module._buffers:
+            raise self.source.not_supported(
+                f"assignment to the parameter or buffer '{name}' (update it in place: "
+                f"self.{name}.copy_(v) or self.{name} += v)",
+                target,
+            )
+        if not is_runtime(module, name):
+            raise self.source.not_supported(
+                f"assignment to attribute '{name}' (scripted attributes hold bool, int, float, "
+                "str, None or non-empty lists and dicts of them; declare others with "
+                "ember.jit.Attribute(value, type))",
+                target,
+            )
+        kind = attribute_type(self, module, name, target)
+        value = self.coerce(self.materialize(value), kind, target)
+        self.graph.insert(WRITE, [value], num_outputs=0, name=ref.qualified(name))

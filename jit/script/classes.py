@@ -1,0 +1,100 @@
+"""User classes in scripted code (``@ember.jit.script class Counter: ...``, or any plain class
+scripted code constructs): objects with typed fields and methods, as TorchScript's classes.
+
+An object is a graph value of a ``ClassType``: ``Counter(3)`` is ``prim::CreateObject``
+followed by ``__init__`` inlined with ``self`` bound to it; ``obj.x`` is
+``prim::GetObjAttr[name=x]`` and ``obj.x = v`` ``prim::SetObjAttr`` (objects are mutable, so
+neither is merged or folded); methods are inlined. Field types come from ``__init__``'s
+assignments (or the class's annotations), in order, as TorchScript infers them. At run time an
+object is a ``types.SimpleNamespace``, so saved graphs need no class to load.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from .. import types as T
+from ..ir import Value
+from .sugar import Sugar
+
+CREATE, GET, SET = "prim::CreateObject", "prim::GetObjAttr", "prim::SetObjAttr"
+_TYPES: dict = {}  # class -> its ClassType, fields filled in while __init__ compiles
+
+
+def is_script_class(obj) -> bool:
+    """A plain user class scripted code may construct."""
+    from ember.nn.modules.module import Module
+
+    if not inspect.isclass(obj) or issubclass(obj, (Module, tuple, BaseException)):
+        return False
+    module = obj.__module__ or ""
+    if module in ("builtins", "typing") or module.startswith(("ember", "jit.", "nn.", "torch")):
+        return False
+    return "__init__" in vars(obj)
+
+
+class BoundMethod(Sugar):
+    """``obj.method`` before the call."""
+
+    def __init__(self, obj: Value, fn):
+        self.obj, self.fn = obj, fn
+
+    def describe(self) -> str:
+        return f"method {self.fn.__qualname__}"
+
+
+class Classes:
+    def construct(self, cls, args, kwargs, node):
+        kind = _TYPES.get(cls)
+        fresh = kind is None
+        if fresh:
+            kind = _TYPES[cls] = T.ClassType(cls.__name__, {}, cls)
+            for name, hint in getattr(cls, "__annotations__", {}).items():
+                kind.fields[name] = self.annotation_object(hint, node)
+        obj = self.graph.insert(CREATE, []).output().setType(kind)
+        try:
+            self.unit.call_function(self, cls.__init__, args, kwargs, node, self_ref=obj)
+        except BaseException:
+            if fresh:
+                del _TYPES[cls]
+            raise
+        kind.complete = True
+        return obj
+
+    def object_attribute(self, obj: Value, name: str, node):
+        kind = obj.type()
+        if name in kind.fields:
+            return self.graph.insert(GET, [obj], name=name).output().setType(kind.fields[name])
+        fn = getattr(kind.cls, name, None) if kind.cls is not None else None
+        if inspect.isfunction(fn):
+            return BoundMethod(obj, fn)
+        raise self.source.error(
+            f"Tried to access nonexistent attribute or method '{name}' of type "
+            f"'{kind.annotation()}'.",
+            node,
+        )
+
+    def call_bound(self, method: BoundMethod, args, kwargs, node):
+        return self.unit.call_function(self, method.fn, args, kwargs, node, self_ref=method.obj)
+
+    def set_object_attribute(self, obj: Value, name: str, value, node) -> None:
+        kind = obj.type()
+        value = self.materialize(value)
+        if name not in kind.fields:
+            if kind.complete:
+                raise self.source.error(
+                    f"Tried to set nonexistent attribute: {name}. Did you forget to initialize "
+                    "it in __init__()?",
+                    node,
+                )
+            kind.fields[name] = value.type()
+        value = self.coerce(value, kind.fields[name], node)
+        self.graph.insert(SET, [obj, value], num_outputs=0, name=name)
+
+    def annotation_object(self, hint, node):
+        from .annotations import AnnotationError, resolve
+
+        try:
+            return resolve(hint, {})
+        except AnnotationError as e:
+            raise self.source.error(str(e), node) from None

@@ -1,0 +1,157 @@
+"""Python's builtins in scripted code: ``range``, ``len``, ``int``/``float``/``bool``/``str``,
+``min``/``max``/``sum``/``abs``, ``isinstance``, ``enumerate``, ``zip``, ``print`` (``BUILTINS``:
+function -> lowering ``(emitter, args, kwargs, node) -> value``).
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from ember._tensor import Tensor
+
+from .. import types as T
+from .sugar import Enumerate, ModuleRef, PyObj, Range, SugarTuple, Zip
+
+
+def _range(em, args, kwargs, node):
+    if kwargs or not 1 <= len(args) <= 3:
+        raise em.source.error("range expected at most 3 arguments", node)
+    values = [em.materialize(a) for a in args]
+    for v in values:
+        if v.type() != T.IntType:
+            raise em.source.error(
+                f"range(): expected int arguments, got {v.type().annotation()}", node
+            )
+    if len(values) == 1:
+        values = [em.constant(0), values[0]]
+    step = values[2] if len(values) == 3 else em.constant(1)
+    step_value = em.require_constant(step, "range()'s step")
+    if step_value == 0:
+        raise em.source.error("range() arg 3 must not be zero", node)
+    return Range(values[0], values[1], step, step_value)
+
+
+def _len(em, args, kwargs, node):
+    (value,) = args
+    if isinstance(value, ModuleRef):
+        return em.constant(len(value.module._modules))
+    if isinstance(value, SugarTuple):
+        return em.constant(len(value.items))
+    value = em.materialize(value)
+    kind = value.type()
+    if isinstance(kind, T.TupleType):
+        return em.constant(len(kind.elems))
+    if isinstance(kind, T.TensorType):
+        return em.prim("prim::size", [value, em.constant(0)], T.IntType)
+    return em.prim("prim::len", [value], T.IntType)
+
+
+def _convert(kind, prim):
+    def lower(em, args, kwargs, node):
+        (value,) = args
+        value = em.materialize(value)
+        if value.type() == kind:
+            return value
+        if em.is_constant(value):
+            return em.constant(builtins.__dict__[kind.name](em.known(value)))
+        return em.prim(prim, [value], kind)
+
+    return lower
+
+
+def _extreme(prim, fold):
+    def lower(em, args, kwargs, node):
+        values = [em.materialize(a) for a in args]
+        if len(values) == 1 and isinstance(values[0].type(), T.ListType):
+            return em.list_reduce(fold.__name__, values[0], node)
+        if len(values) != 2 or any(isinstance(v.type(), T.TensorType) for v in values):
+            raise em.source.not_supported(
+                f"{fold.__name__}() of these arguments isn't supported", node
+            )
+        if all(em.is_constant(v) for v in values):
+            return em.constant(fold(em.known(v) for v in values))
+        kind = T.FloatType if T.FloatType in (values[0].type(), values[1].type()) else T.IntType
+        return em.prim(prim, values, kind)
+
+    return lower
+
+
+def _isinstance(em, args, kwargs, node):
+    value, classes = args
+    value = em.materialize(value)
+    classes = classes.obj if isinstance(classes, PyObj) else None
+    classes = classes if isinstance(classes, tuple) else (classes,)
+    kind = value.type()
+    wanted = set()
+    for cls in classes:
+        if isinstance(cls, type) and issubclass(cls, Tensor):
+            wanted.add("tensor")
+        elif cls in (int, float, bool, str, list, tuple):
+            wanted.add(cls.__name__)
+    if isinstance(kind, T.OptionalType):  # a run-time test, refined as `is not None` is
+        if _kind_name(kind.elem) in wanted:
+            return em.prim("prim::isnot", [value, em.constant(None)], T.BoolType)
+        return em.constant(type(None) in classes)
+    return em.constant(_kind_name(kind) in wanted)
+
+
+def _kind_name(kind) -> str | None:
+    if isinstance(kind, T.TensorType):
+        return "tensor"
+    if isinstance(kind, T.ListType):
+        return "list"
+    if isinstance(kind, T.TupleType):
+        return "tuple"
+    return {T.IntType: "int", T.FloatType: "float", T.BoolType: "bool", T.StrType: "str"}.get(kind)
+
+
+def _abs(em, args, kwargs, node):
+    (value,) = [em.materialize(a) for a in args]
+    if isinstance(value.type(), T.TensorType):
+        return em.call_op("abs", [value], {})
+    if em.is_constant(value):
+        return em.constant(abs(em.known(value)))
+    if value.type() not in (T.IntType, T.FloatType):
+        raise em.source.error(f"abs() of a {value.type().annotation()}", node)
+    return em.prim("prim::abs", [value], value.type())
+
+
+def _sum(em, args, kwargs, node):
+    values = [em.materialize(a) for a in args]
+    if len(values) != 1 or kwargs or not isinstance(values[0].type(), T.ListType):
+        raise em.source.not_supported("sum() of arguments other than one list", node)
+    return em.list_reduce("sum", values[0], node)
+
+
+def _enumerate(em, args, kwargs, node):
+    start = em.require_constant(args[1], "enumerate()'s start") if len(args) > 1 else 0
+    return Enumerate(args[0], start)
+
+
+def _zip(em, args, kwargs, node):
+    return Zip(list(args))
+
+
+def _print(em, args, kwargs, node):
+    if kwargs:
+        raise em.source.not_supported("print() with keyword arguments isn't supported", node)
+    em.graph.insert("prim::Print", [em.materialize(a) for a in args], num_outputs=0)
+    return em.constant(None)
+
+
+BUILTINS = {
+    range: _range,
+    len: _len,
+    int: _convert(T.IntType, "prim::int"),
+    float: _convert(T.FloatType, "prim::float"),
+    bool: _convert(T.BoolType, "prim::bool"),
+    min: _extreme("prim::min", min),
+    max: _extreme("prim::max", max),
+    isinstance: _isinstance,
+    enumerate: _enumerate,
+    zip: _zip,
+    print: _print,
+    str: lambda em, args, kwargs, node: em.to_text(args[0]),
+    sum: _sum,
+    abs: _abs,
+}

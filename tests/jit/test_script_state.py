@@ -1,0 +1,121 @@
+"""Scripted modules with run-time state, against torch.jit.script on the same source:
+``self.training`` read when the code runs (train()/eval() after scripting), attributes that
+methods assign, ``jit.Attribute``, buffers updated in place; save/load keeps the state."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+from .script_constructs import stateful
+
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+X = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+
+
+def scripted_pair(name):
+    mine, theirs = stateful(ember)[name](), stateful(torch)[name]()
+    with torch.no_grad():
+        for key, value in mine.state_dict().items():
+            theirs.state_dict()[key].copy_(torch.from_numpy(value.numpy().copy()))
+    return ember.jit.script(mine), torch.jit.script(theirs)
+
+
+def assert_same(got, want):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_same(g, w)
+    elif isinstance(want, torch.Tensor):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), atol=1e-6)
+    else:
+        assert got == want, (got, want)
+
+
+def roundtrip(module):
+    buffer = io.BytesIO()
+    module.save(buffer)
+    return ember.jit.load(io.BytesIO(buffer.getvalue()))
+
+
+def test_attributes_assigned_in_forward_persist_across_calls_as_torch():
+    mine, theirs = scripted_pair("counter")
+    for _ in range(4):
+        assert_same(mine(ember.tensor(X)), theirs(torch.tensor(X)))
+    assert mine.calls == theirs.calls == 4 and mine.scale == theirs.scale == 2.0
+    assert mine.log == list(theirs.log) == [f"call {i}" for i in range(1, 5)]
+    kinds = {node.kind() for node in mine.graph.all_nodes()}
+    assert {"prim::ModuleAttr", "prim::SetModuleAttr", "ember::add_"} <= kinds
+
+
+def test_state_is_saved_and_restored():
+    mine, theirs = scripted_pair("counter")
+    for _ in range(2):
+        mine(ember.tensor(X)), theirs(torch.tensor(X))
+    loaded = roundtrip(mine)
+    assert loaded.calls == 2 and loaded.log == ["call 1", "call 2"]
+    for _ in range(2):
+        assert_same(loaded(ember.tensor(X)), theirs(torch.tensor(X)))
+
+
+def test_training_flag_is_read_at_run_time_as_torch():
+    mine, theirs = scripted_pair("modal")
+    for mode in (True, False, True, False):
+        mine.train(mode)
+        theirs.train(mode)
+        assert_same(mine(ember.tensor(X)), theirs(torch.tensor(X)))
+        assert_same(roundtrip(mine)(ember.tensor(X)), theirs(torch.tensor(X)))
+
+
+def test_freeze_inlines_the_training_flag():
+    mine, theirs = scripted_pair("modal")
+    frozen = ember.jit.freeze(mine.eval())
+    assert "prim::ModuleAttr" not in str(frozen.graph)
+    assert_same(frozen(ember.tensor(X)), theirs.eval()(torch.tensor(X)))
+
+
+def test_frozen_module_keeps_the_attributes_it_writes():
+    mine, theirs = scripted_pair("counter")
+    frozen = ember.jit.freeze(mine.eval())
+    for _ in range(3):
+        assert_same(frozen(ember.tensor(X))[1], theirs(torch.tensor(X))[1])
+
+
+def test_assigning_a_buffer_is_refused_with_the_in_place_alternative():
+    class Reset(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("total", ember.zeros(1))
+
+        def forward(self, x):
+            self.total = x.sum()
+            return x
+
+    with pytest.raises(ember.jit.frontend.NotSupportedError, match=r"self.total.copy_\(v\)"):
+        ember.jit.script(Reset())
+
+
+def test_hostile_attribute_names_are_refused_on_load():
+    import json
+    import zipfile
+
+    mine, _ = scripted_pair("counter")
+    buffer = io.BytesIO()
+    mine.save(buffer)
+    source = zipfile.ZipFile(io.BytesIO(buffer.getvalue()))
+    forged = io.BytesIO()
+    with zipfile.ZipFile(forged, "w") as out:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            if info.filename.endswith("model.json"):
+                model = json.loads(data)
+                model["module"]["attributes"]["forward"] = 1
+                data = json.dumps(model).encode()
+            out.writestr(info, data)
+    with pytest.raises(ember.jit.ArchiveError, match="forward"):
+        ember.jit.load(io.BytesIO(forged.getvalue()))
