@@ -77,10 +77,10 @@ def test_user_no_grad_block_matches_torch(under_no_grad, autocast):
     buffer = ember.zeros(3, dtype=ember.float64)
     compiled = ember.compile(lambda x, w: _user_fn(ember, x, w, buffer))
     for _ in range(3):  # capture, then replays
-        with ember.set_grad_enabled(not under_no_grad):
-            # float64 is no autocast dtype: the block only forces the dispatching replay
-            with ember.autocast("cpu", dtype=ember.bfloat16, enabled=autocast):
-                got = compiled(xe, we)
+        # float64 is no autocast dtype: autocast only forces the dispatching replay
+        cast = ember.autocast("cpu", dtype=ember.bfloat16, enabled=autocast)
+        with ember.set_grad_enabled(not under_no_grad), cast:
+            got = compiled(xe, we)
         assert ember.is_grad_enabled()
     for g, t in zip(got, want):
         assert g.requires_grad == t.requires_grad
