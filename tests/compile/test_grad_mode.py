@@ -11,6 +11,12 @@ import torch
 
 import ember
 import ember.nn as nn
+from ember.compiler.joint import Joint
+
+
+def _regions(compiled):
+    cache = getattr(compiled, "_compiled", compiled)._cache  # a module's or a function's
+    return [e.region for es in cache.values() for e in es if e.region]
 
 
 def _bn_model():
@@ -18,33 +24,33 @@ def _bn_model():
     return nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 2))
 
 
-def _step(run, x, extra):
-    """One training step's forward and backward; ``extra`` is a closed-over tensor needing
-    grad (refuses the joint pair: the dispatching replay records the step)."""
-    out = run(x)
-    loss = (out * extra).sum() if extra is not None else out.sum()
-    loss.backward()
+def _step(run, x):
+    run(x).sum().backward()
 
 
 @pytest.mark.parametrize("mode", ["autocast", "closure", "joint"])
 def test_batchnorm_running_stats_get_no_history(mode):
     eager, model = _bn_model(), _bn_model()
-    extra = ember.ones(2, requires_grad=True) if mode == "closure" else None
-    compiled = ember.compile(lambda x: model(x) * extra if extra is not None else model(x))
-    plain = lambda x: eager(x) * extra if extra is not None else eager(x)  # noqa: E731
+    if mode == "closure":  # the function closes over the parameters: no joint pair
+        compiled, plain = ember.compile(lambda x: model(x)), lambda x: eager(x)
+    else:
+        compiled, plain = ember.compile(model), eager
     x = ember.randn(8, 4, generator=ember.Generator().manual_seed(1))
     for _ in range(4):
         for run in (plain, compiled):
             if mode == "autocast":
                 with ember.autocast("cpu", dtype=ember.bfloat16):
-                    _step(run, x, None)
+                    _step(run, x)
             else:
-                _step(run, x, None)
+                _step(run, x)
     for name in ("running_mean", "running_var"):
         got, want = getattr(model[1], name), getattr(eager[1], name)
         assert got.grad_fn is None and not got.requires_grad, name
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
     assert model[1].num_batches_tracked.item() == eager[1].num_batches_tracked.item() == 4
+    (region,) = _regions(compiled)
+    if mode != "autocast":  # the pair was built (joint) or refused (closure)
+        assert isinstance(region.joint, Joint) == (mode == "joint")
 
 
 def _user_fn(lib, x, w, buffer):
@@ -125,7 +131,7 @@ def test_dispatch_free_program_keeps_grad_mode():
     for _ in range(3):
         got, want = compiled(x), eager(x)
         assert ember.is_grad_enabled()
-    (region,) = [e.region for es in compiled._compiled._cache.values() for e in es if e.region]
+    (region,) = _regions(compiled)
     assert region.fast is not None and "set_grad_enabled(False)" in region.fast.source
     assert not got.requires_grad
     # unfrozen after the capture: the program leaves the call to the dispatching replay
