@@ -9,8 +9,9 @@ including the formulas' elementwise work on saved values that needs no incoming 
 (recomputed in the backward rather than saved). Both programs are replay.build's, and they run
 as one ``autograd.Function`` node, so per call autograd records one node instead of one per op.
 
-Module buffers and the random generators are restored after the tracing run, so the call that
-builds the pair updates running statistics and draws random numbers once, like eager.
+Module buffers, tensors the function closes over and the random generators are restored after
+the tracing run, so the call that builds the pair updates running statistics (or a closure's
+state) and draws random numbers once, like eager.
 
 Left to the dispatching replay (``build`` returns None): tensors the function closes over that
 require grad (a global model's parameters), graphs with control flow, a trace that fails.
@@ -109,7 +110,7 @@ def build(region, root, tensors) -> Joint | None:
         if node.blocks():
             return _refuse("control flow")
     try:
-        with _restored(root):
+        with _restored(root, _tensor_constants(graph)):
             traced = _trace(region, root, tensors)
     except Exception as error:  # any failure leaves the region to the dispatching replay
         return _refuse(f"{type(error).__name__}: {error}")
@@ -264,15 +265,17 @@ def _refuse(why: str):
 
 
 class _restored:  # noqa: N801 - used like a function
-    """Buffers and random generators as they were before the block."""
+    """Buffers, tensors the graph closes over (a function's state updated in place) and
+    random generators as they were before the block."""
 
-    def __init__(self, root):
+    def __init__(self, root, constants: list):
         self.root = root
+        self.constants = constants
 
     def __enter__(self):
         with no_grad():
             buffers = list(self.root.buffers()) if self.root is not None else []
-            self.buffers = [(b, b.clone()) for b in buffers]
+            self.buffers = [(b, b.clone()) for b in [*buffers, *self.constants]]
         generators = [_random.default_generator, *_random._DEVICE_GENERATORS.values()]
         self.states = [(g, g.get_state()) for g in generators]
 
@@ -280,8 +283,5 @@ class _restored:  # noqa: N801 - used like a function
         with no_grad():
             for buffer, saved in self.buffers:
                 buffer.copy_(saved)
-                # the graph replays a running-statistics update without the no_grad block
-                # around it, so the tracing run recorded history on the buffer: drop it
-                buffer.detach_()
         for generator, state in self.states:
             generator.set_state(state)

@@ -90,13 +90,15 @@ class _Program(_Writer):
         params += [self.name(v) for v in inputs]
         self.kept = set(outputs) | set(inputs)
         body: list = []
+        entry = None  # the caller's grad mode, known once a prim::set_grad_enabled changed it
         for index, node in enumerate(self.nodes):
             self.node(node, "    ", body)
+            if node.kind() == "prim::set_grad_enabled" and entry is None:
+                entry = not node.inputsAt(0).node()["value"]
             if node.kind() == "prim::GetAttr" and isinstance(node.output().type(), TensorType):
                 self.params.append(self.name(node.output()))
                 if node.output().type().requires_grad() is False:
-                    guard = f"    if GRAD.enabled and {self.params[-1]}._requires_grad:"
-                    body += [guard, "        return None"]
+                    body += _guard(self.params[-1], entry)
             dead = [v for v in self.last.get(index, ()) if v not in self.kept]
             dead = [self.names[v] for v in dead if v in self.names]
             if dead:
@@ -133,6 +135,16 @@ class _Program(_Writer):
         runner = self.bind(op.runner, "R")
         call = f"{runner}({', '.join([self.bind(op, 'OP'), *args])})"
         out.append(f"{indent}{targets} = {call}" if targets else f"{indent}{call}")
+
+
+def _guard(param: str, entry) -> list:
+    """Lines that return None when ``param`` now requires grad and autograd would record it.
+    Inside a grad-mode block (``entry`` known) the mode there says nothing about the ops
+    outside it: any such parameter returns, after restoring the caller's mode."""
+    if entry is None:
+        return [f"    if GRAD.enabled and {param}._requires_grad:", "        return None"]
+    restore = f"        ember.set_grad_enabled({entry})"
+    return [f"    if {param}._requires_grad:", restore, "        return None"]
 
 
 def _plain_kernel(op, node):

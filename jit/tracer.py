@@ -18,6 +18,7 @@ import warnings
 from dataclasses import dataclass
 
 from ember._tensor import Tensor
+from ember.autograd.grad_mode import STATE as GRAD
 from ember.dispatcher.layers import STACK, Layer
 
 from . import pytree
@@ -76,6 +77,10 @@ class TracingState:
         # a graph tensor's data, ``module(m)`` per module call, ``closure`` (true: tensors that
         # require grad and are no parameter of the root are held by reference, as a closure's)
         self.observer = observer
+        # ember.compile's captures record grad mode (see ``follow_grad_mode``); jit.trace's
+        # graphs do not, as PyTorch's traces
+        self.entry_grad = GRAD.enabled
+        self.grad_mode = GRAD.enabled if observer is not None else None
 
     def recording(self) -> bool:
         return self.live and self.suspended == 0 and self.thread == threading.get_ident()
@@ -98,6 +103,15 @@ class TracingState:
         if id(tensor) not in self.env:
             self.bind(tensor, value)
         return value
+
+    def follow_grad_mode(self, mode: bool) -> None:
+        """A ``prim::set_grad_enabled`` node where grad mode differs from the previous op's (a
+        ``no_grad`` block of the user's code), so that replays run those ops without recording
+        autograd history, as eager did (TorchScript and dynamo keep grad mode the same way)."""
+        if self.grad_mode is None or mode == self.grad_mode:
+            return
+        self.grad_mode = mode
+        self.insert("prim::set_grad_enabled", [self.constant(mode)], num_outputs=0)
 
     # ---- Python objects as values ------------------------------------------------------------
     def value_of(self, obj, elem_type=None) -> Value:
@@ -172,6 +186,7 @@ class TracingState:
             out = op.redispatch(layer, tuple(plain(a) for a in args))
         finally:
             self.suspended -= 1
+        self.follow_grad_mode(GRAD.enabled)
         node = self.insert(kind_of(op), inputs, num_outputs=0)
         self.bind_outputs(op, node, out)
         return out
@@ -297,6 +312,7 @@ def capture(
         STACK.remove(layer)
         _ACTIVE.remove(state)
         state.live = False
+    state.follow_grad_mode(state.entry_grad)  # a block still open at the last op ends here
     outputs, out_spec = pytree.flatten(result)
     _check_outputs(result, outputs, strict)
     for leaf in outputs:
