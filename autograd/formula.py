@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ember._tensor import Tensor
 
-from .node import SavedTensor, gradient_edge
+from .node import SavedTensor, accumulator, gradient_edge
 
 
 class Context:
@@ -209,10 +209,12 @@ def scan(plan: Plan, args) -> tuple[list, list, tuple, list, list | None]:
     (what a formula reads by name), and each tensor argument's span of the flat entries (None
     when the op has no Tensor[] argument).
     """
+    if not plan.has_lists:
+        return _scan_plain(plan.tensor_positions, args)
     n = len(args)
     edges, meta, needs = [], [], []
     values = list(args)
-    spans = [] if plan.has_lists else None
+    spans = []
     for i in plan.tensor_positions:
         value = args[i] if i < n else None
         start = len(meta)
@@ -231,9 +233,35 @@ def scan(plan: Plan, args) -> tuple[list, list, tuple, list, list | None]:
             needs.append(False)
             edges.append(None)
             meta.append(None)
-        if spans is not None:
-            spans.append((start, len(meta)))
+        spans.append((start, len(meta)))
     return edges, meta, tuple(needs), values, spans
+
+
+def _scan_plain(positions: tuple, args) -> tuple[list, list, tuple, list, None]:
+    """``scan`` for ops without a Tensor[] argument (nearly every recorded call): no spans, and
+    the two common edges (a leaf's accumulator, a plain tensor's single-output node) inline."""
+    n = len(args)
+    edges, meta, needs = [], [], []
+    values = list(args)
+    for i in positions:
+        value = args[i] if i < n else None
+        if isinstance(value, Tensor):
+            requires = value._requires_grad
+            needs.append(requires)
+            node = value._grad_fn
+            if node is None:
+                edges.append((accumulator(value), 0) if requires else None)
+            elif value._base is None and node.num_outputs == 1:
+                edges.append((node, 0))
+            else:  # a view's history may need a replay; a multi-output node its index
+                edges.append(gradient_edge(value))
+            meta.append((value._shape, value._dtype, value._storage.device))
+            values[i] = None
+        else:  # absent, None or a Python scalar (kept in values)
+            needs.append(False)
+            edges.append(None)
+            meta.append(None)
+    return edges, meta, tuple(needs), values, None
 
 
 def _keep(plan, args, needs, originals) -> dict:

@@ -403,7 +403,17 @@ def empty(shape: tuple, dtype, device) -> Tensor:
     route = _ROUTES.get(id(device)) or allocation_route(device)
     if nbytes < route[1]:
         handle, ptr = route[0](nbytes)
-        storage = Storage(device, nbytes, handle, 0, ptr, handle, route[2])
+        # Storage(device, nbytes, handle, 0, ptr, handle, runtime) without its __init__ frame
+        # (a third of this path's own time): keep in step with Storage.__init__.
+        storage = _new(Storage)
+        storage.device = device
+        storage.nbytes = nbytes
+        storage.handle = handle
+        storage.byte_offset = 0
+        storage.ptr = ptr
+        storage.owner = handle
+        storage.runtime = route[2]
+        storage.version = 0
     else:
         if nbytes > _MAX_BYTES:  # outputs of broadcasts, repeats, cats: no factory checked them
             from .dispatcher.kinds._limits import storage_overflow

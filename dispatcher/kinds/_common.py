@@ -172,6 +172,11 @@ def unsupported_dtype(op, dtype) -> RuntimeError:
     return NotImplementedError(f'"{op.name}" not implemented for {dtype.name} (supported: {names})')
 
 
+# op -> position of its ``dtype`` argument (a position past any call's arguments when it has none)
+_DTYPE_POSITION: dict = {}
+_NONE = 1 << 30
+
+
 def check_dtypes(op, args) -> None:
     """Refuse tensors of dtypes outside the op's row up front (a composite would otherwise fail
     deep inside, naming another op, or return numbers for a dtype it does not define).
@@ -182,14 +187,22 @@ def check_dtypes(op, args) -> None:
     allowed = op.dtypes
     if len(allowed) == len(dt.ALL):
         return
-    for i, arg in enumerate(op.schema.args):
-        if arg.name == "dtype" and i < len(args) and args[i] is not None:
-            if args[i] not in allowed:
-                raise unsupported_dtype(op, args[i])
-            return
+    n = len(args)
+    position = _DTYPE_POSITION.get(op)
+    if position is None:  # found once per op: composites run this on every call
+        names = [arg.name for arg in op.schema.args]
+        position = _DTYPE_POSITION[op] = names.index("dtype") if "dtype" in names else _NONE
+    if position < n and args[position] is not None:
+        if args[position] not in allowed:
+            raise unsupported_dtype(op, args[position])
+        return
     promotes = op.promotion is Promotion.INT_TO_FLOAT
     for i in op.tensor_positions:
-        value = args[i] if i < len(args) else None
+        value = args[i] if i < n else None
+        if isinstance(value, Tensor):  # the common case, without building a tuple
+            if value._dtype in allowed or (promotes and value._dtype.category != dt.FLOATING):
+                continue
+            raise unsupported_dtype(op, value._dtype)
         for t in value if isinstance(value, (list, tuple)) else (value,):
             if not isinstance(t, Tensor) or t._dtype in allowed:
                 continue

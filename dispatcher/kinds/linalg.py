@@ -29,6 +29,29 @@ def _check(op, a, b, rank: int) -> None:
 
 
 def mm(op, a, b):
+    # Fast path: 2-D tensors of one dtype and device whose kernel the full path below found
+    # (``op.fast``: dtype -> (device, kernel), cleared with the kernel memo on a registry reset).
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        sa = a._shape
+        sb = b._shape
+        dtype = a._dtype
+        dev = a._storage.device
+        if (
+            len(sa) == 2
+            and len(sb) == 2
+            and sa[1] == sb[0]
+            and dtype is b._dtype
+            and dev is b._storage.device
+        ):
+            entry = op.fast.get(dtype)
+            if entry is not None and entry[0] is dev:
+                out = empty((sa[0], sb[1]), dtype, dev)
+                entry[1](out, a, b)
+                return out
+    return _mm(op, a, b)
+
+
+def _mm(op, a, b):
     _check(op, a, b, 2)
     if a._shape[1] != b._shape[0]:
         raise RuntimeError(
@@ -37,7 +60,10 @@ def mm(op, a, b):
         )
     dev = common_device(op.name, (a, b))
     out = empty((a._shape[0], b._shape[1]), a._dtype, dev)
-    op.kernel(dev.type, a._dtype)(out, a, b)
+    kernel = op.kernel(dev.type, a._dtype)
+    kernel(out, a, b)
+    if dev is a._storage.device and dev is b._storage.device:  # not a 0-dim CPU operand
+        op.fast[a._dtype] = (dev, kernel)
     return out
 
 

@@ -20,14 +20,16 @@ MM_ARGS = "(out, a, b): out contiguous [n, p] (mm) or [B, n, p] (bmm); a, b any 
 
 
 def _matmul(a, b):
-    if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError(
-            f"matmul(): both arguments need at least 1 dimension, got {a.ndim}D and {b.ndim}D"
-        )
-    if a.ndim == 1 and b.ndim == 1:
-        return _dot(a, b)
-    if a.ndim == 2 and b.ndim == 2:
+    ra = len(a._shape)  # not .ndim: every eager a @ b comes here, a property costs a frame
+    rb = len(b._shape)
+    if ra == 2 and rb == 2:
         return ember.mm(a, b)
+    if ra == 0 or rb == 0:
+        raise RuntimeError(
+            f"matmul(): both arguments need at least 1 dimension, got {ra}D and {rb}D"
+        )
+    if ra == 1 and rb == 1:
+        return _dot(a, b)
     if a.ndim == 1:
         return _matmul(a.unsqueeze(0), b).squeeze(-2)
     if b.ndim == 1:
