@@ -215,12 +215,17 @@ def test_half_products_larger_than_a_block(dtype, sizes, layout_a, layout_b):
     """Large float16/bfloat16 products go through sgemm block by block (512 x 512 x 1024),
     accumulating in float32 over all of k: with exact small-integer sums the result is the exact
     product rounded once, bit for bit. The size that switches to blocks is lowered to 0 here, so
-    that these products, over several blocks, take that path."""
+    that these products, over several blocks, take that path (oneDNN, which takes bfloat16 ones
+    first, is switched off)."""
+    from ember_backend_cpu._kernels import ffi
+    from ember_backend_cpu.kernels import linalg
+
     batch, n, k, p = sizes
     a_np, b_np = values((batch, n, k), dtype, 30), values((batch, k, p), dtype, 31)
     a, a_np = _batch_layout(layout_a, a_np)
     b, b_np = _batch_layout(layout_b, b_np)
     lib.ember_matmul_set_half_whole_max(0)
+    linalg.use_dnnl(ffi, lib, False)
     try:
         if batch == 1:
             check(a_np[0], b_np[0], a[0], b[0], dtype)
@@ -228,6 +233,7 @@ def test_half_products_larger_than_a_block(dtype, sizes, layout_a, layout_b):
             check(a_np, b_np, a, b, dtype, ember.bmm)
     finally:
         lib.ember_matmul_set_half_whole_max(1 << 24)
+        linalg.use_dnnl(ffi, lib)
 
 
 def test_mm_nan_and_inf_propagate():

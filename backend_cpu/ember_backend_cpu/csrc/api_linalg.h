@@ -11,6 +11,12 @@ enum { EMBER_MATMUL_NO_MEMORY = 16 };
 void ember_matmul_set_blas(intptr_t sgemm, intptr_t dgemm, intptr_t sgemm_batch,
                            intptr_t dgemm_batch, intptr_t set_num_threads);
 
+/* Hand over oneDNN's entry points (count addresses, in the order of the Python glue's
+ * DNNL_SYMBOLS) for bfloat16 products; a zero address, or count 0, leaves bf16 on the sgemm
+ * path. Returns
+ * a status (EM_UNSUPPORTED: oneDNN has no CPU engine here). */
+int ember_matmul_set_dnnl(const intptr_t *fns, int count);
+
 /* out[b, i, j] = sum_l a[b, i, l] * b[b, l, j] for b < batch, i < n, l < k, j < p. out is
  * contiguous; a and b have any strides (sa, sb: 3 each, zero and negative allowed). */
 int ember_matmul(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intptr_t out,

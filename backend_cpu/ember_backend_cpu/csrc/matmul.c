@@ -5,8 +5,9 @@
  * dlopens the wheel's library at run time and hands its function pointers to
  * ember_matmul_set_blas. An operand whose layout BLAS can express (rows or columns contiguous,
  * with a leading dimension) is passed in place, column-major ones with CblasTrans; the others
- * (broadcast, negative or two non-unit strides) are packed first. float16 and bfloat16 go
- * through sgemm on float32 copies, block by block for products larger than one block (see
+ * (broadcast, negative or two non-unit strides) are packed first. bfloat16 goes to oneDNN when
+ * it is loaded (matmul_dnnl.c); float16, and bfloat16 without oneDNN, go through sgemm on
+ * float32 copies, block by block for products larger than one block (see
  * matmul_half_blocked), accumulating in float32 and rounding once. Integers, and every dtype when
  * OpenBLAS is missing or a size exceeds its 32-bit ints, use a C loop: integers accumulate in
  * int64 and wrap like PyTorch.
@@ -17,6 +18,7 @@
 #include "ember_cpu.h"
 #include "api_core.h"
 #include "api_linalg.h"
+#include "matmul_dnnl.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -349,6 +351,9 @@ int ember_matmul(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intp
     em_operand B = {(const char *)b, sb[0], sb[1], sb[2]};
     int has_blas = dtype == EM_F64 ? blas.gemm_f64 != NULL
                                    : dtype >= EM_F16 && blas.gemm_f32 != NULL;
+    if (dtype == EM_BF16 && em_matmul_dnnl(dtype, batch, n, k, p, (void *)out, (const void *)a,
+                                           sa, (const void *)b, sb) == EM_OK)
+        return EM_OK;
     if (has_blas && fits_int(n) && fits_int(k) && fits_int(p)) {
         if ((dtype == EM_F16 || dtype == EM_BF16) && !half_whole_fits(batch, n, k, p))
             return matmul_half_blocked(dtype, batch, n, k, p, out, &A, &B);

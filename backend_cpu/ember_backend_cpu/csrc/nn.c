@@ -25,6 +25,28 @@
 #define SMX_LOG_bf16 logf
 #define SMX_LOG_f32 logf
 #define SMX_LOG_f64 log
+/* Half types: the row widened to float32 in e first, then float loops only. Converting inside
+ * the exp loop kept it from vectorising, and scalar exps that underflow to subnormals (a causal
+ * mask's -inf scores) are slow: a bf16 attention softmax took 15x float32's time. */
+#define SOFTMAX_WIDENED(T, unused)                                                                \
+    static EM_CLONES_WIDE void softmax_widened_##T(ST_##T *dst, const ST_##T *row, int64_t n,      \
+                                                   int64_t inner, float *e) {                     \
+        for (int64_t k = 0; k < n; k++) e[k] = LD_##T(row[k * inner]);                           \
+        float peak = e[0], total = 0;                                                             \
+        for (int64_t k = 1; k < n; k++) peak = (e[k] > peak || e[k] != e[k]) ? e[k] : peak;       \
+        if (isinf(peak) && peak < 0) peak = 0; /* all -inf: avoid (-inf) - (-inf) */             \
+        for (int64_t k = 0; k < n; k++) {                                                         \
+            e[k] = em_exp_f32(e[k] - peak);                                                       \
+            total += e[k];                                                                        \
+        }                                                                                         \
+        float scale = 1 / total;                                                                  \
+        for (int64_t k = 0; k < n; k++) dst[k * inner] = SV_##T(e[k] * scale);                   \
+    }
+SOFTMAX_WIDENED(f16, 0)
+SOFTMAX_WIDENED(bf16, 0)
+#define softmax_widened_f32(...) (void)0 /* never called: sizeof tests fold */
+#define softmax_widened_f64(...) (void)0
+
 #define SOFTMAX_KERNEL(T, unused)                                                                 \
     static EM_CLONES_WIDE void softmax_##T(ST_##T *out, const ST_##T *x, int64_t outer, int64_t n, \
                                        int64_t inner, int take_log) {                              \
@@ -38,6 +60,10 @@
                 int64_t o = r / inner, i = r % inner;                                             \
                 const ST_##T *row = x + o * n * inner + i;                                        \
                 ST_##T *dst = out + o * n * inner + i;                                            \
+                if (e && sizeof(ST_##T) < sizeof(ct)) {                                           \
+                    softmax_widened_##T(dst, row, n, inner, e);                                   \
+                    continue;                                                                     \
+                }                                                                                 \
                 ct peak = LD_##T(row[0]);                                                         \
                 for (int64_t k = 1; k < n; k++) {                                                 \
                     ct v = LD_##T(row[k * inner]);                                                \

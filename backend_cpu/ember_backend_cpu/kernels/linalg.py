@@ -9,6 +9,7 @@ entry points go to C as addresses (see csrc/matmul.c).
 from __future__ import annotations
 
 import ctypes
+import importlib.metadata
 import os
 import warnings
 
@@ -58,6 +59,61 @@ def openblas_addresses() -> tuple[int, ...]:
     )
 
 
+# What matmul_dnnl.c takes from oneDNN (the onednn-cpu-gomp wheel), in its struct's order.
+DNNL_SYMBOLS = (
+    "dnnl_engine_create",
+    "dnnl_stream_create",
+    "dnnl_memory_desc_create_with_strides",
+    "dnnl_memory_desc_destroy",
+    "dnnl_matmul_primitive_desc_create",
+    "dnnl_primitive_desc_query",
+    "dnnl_primitive_desc_destroy",
+    "dnnl_primitive_create",
+    "dnnl_primitive_execute",
+    "dnnl_memory_create",
+    "dnnl_memory_set_data_handle",
+)
+_dnnl = None  # kept loaded for the same reason as _openblas
+# oneDNN is handed to C on the first bfloat16 product, not at import: loading it costs 0.3 s
+# and 12 MiB that a process without bf16 products never needs to pay.
+_dnnl_decided = False
+BF16 = DTYPE_NAMES.index("bfloat16")
+
+
+def dnnl_library():
+    """oneDNN's libdnnl from the onednn-cpu-gomp wheel, or None when it is not installed (then
+    bfloat16 products go through sgemm on float32 copies: correct, only slower)."""
+    global _dnnl
+    if _dnnl is None and not os.environ.get("EMBER_NO_DNNL"):
+        try:
+            files = importlib.metadata.distribution("onednn-cpu-gomp").files or ()
+            path = next(f for f in files if f.name.startswith("libdnnl.so"))
+            _dnnl = ctypes.CDLL(str(path.locate()))
+        except (importlib.metadata.PackageNotFoundError, StopIteration, OSError):
+            _dnnl = False
+    return _dnnl or None
+
+
+def dnnl_addresses() -> list[int]:
+    library = dnnl_library()
+    return [
+        ctypes.cast(getattr(library, name), ctypes.c_void_p).value
+        if library is not None and hasattr(library, name)
+        else 0
+        for name in DNNL_SYMBOLS
+    ]
+
+
+def use_dnnl(ffi, lib, enabled: bool = True) -> bool:
+    """Send bfloat16 products to oneDNN (when it loads) or, not enabled, to sgemm on float32
+    copies; whether oneDNN now takes them."""
+    global _dnnl_decided
+    _dnnl_decided = True
+    addresses = dnnl_addresses() if enabled else []
+    status = lib.ember_matmul_set_dnnl(ffi.new("intptr_t[]", addresses), len(addresses))
+    return enabled and status == 0 and all(addresses)
+
+
 def build(ffi, lib) -> dict:
     lib.ember_matmul_set_blas(*openblas_addresses())
     call = lib.ember_matmul
@@ -65,6 +121,8 @@ def build(ffi, lib) -> dict:
 
     def product(name, out, a, b, batch, sa, sb):
         code = a._dtype.code
+        if code == BF16 and not _dnnl_decided:
+            use_dnnl(ffi, lib)
         n, k = a._shape[-2:]
         p = b._shape[-1]
         status = call(code, batch, n, k, p, addr(out), addr(a), sa, addr(b), sb)
