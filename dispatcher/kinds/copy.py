@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from ember import _dtype as dt
 from ember._device import CPU
 from ember._tensor import Tensor, empty, host_array
 
@@ -19,6 +20,7 @@ from ..memory import normalize_device
 from ..overlap import check_internal, check_partial
 from ._common import OPS, broadcast_shapes, cast, check_writable, contiguous, expand_to
 from ._limits import check_scalar_fits
+from .complex import real_part
 from .view import negative_stride_view
 
 
@@ -124,6 +126,8 @@ def copy_(op, dst, src, non_blocking=False):
         src = transfer(src, dev, dst._dtype, non_blocking)
     if src._shape != dst._shape:
         src = expand_to(src, dst._shape)
+    if src._dtype.category == dt.COMPLEX and dst._dtype.category != dt.COMPLEX:
+        src = real_part(src)  # PyTorch keeps the real parts (and warns)
     if math.prod(dst._shape):
         op.kernel(dev.type, dst._dtype)(dst, src)
     dst._storage.version += 1
