@@ -82,7 +82,7 @@ def _parts(name: str, first: str, a, second: str, b) -> None:
         )
 
 
-def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001 - PyTorch's name
+def complex(real: Tensor, imag: Tensor) -> Tensor:
     """A complex tensor from real and imaginary parts of one float dtype (broadcast).
 
     Example:
@@ -95,7 +95,7 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:  # noqa: A001 - PyTorch's nam
     return OPS["view_as_complex"](ember.stack([real, imag], -1))
 
 
-def polar(abs: Tensor, angle: Tensor) -> Tensor:  # noqa: A002 - PyTorch's names
+def polar(abs: Tensor, angle: Tensor) -> Tensor:
     """``abs * (cos(angle) + i sin(angle))``, complex of the parts' float dtype."""
     _parts("polar", "abs", abs, "angle", angle)
     return complex(abs * OPS["cos"](angle), abs * OPS["sin"](angle))

@@ -110,7 +110,7 @@ def widen(ops: dict) -> None:
     real results, and register the complex CPU kernels."""
     from .. import complex_cpu
 
-    for name, op in ops.items():
+    for op in ops.values():
         base = op.inplace_of or op
         if base.name in WIDEN:
             op.dtypes = op.dtypes | COMPLEX
