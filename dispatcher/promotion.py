@@ -1,5 +1,6 @@
 """PyTorch's type promotion: categories (bool < integer < floating < complex), and within the
-winning category, dimensioned tensors over zero-dim tensors over Python scalars (which are "weak")."""
+winning category, dimensioned tensors over zero-dim tensors over Python scalars (which are
+"weak")."""
 
 from __future__ import annotations
 
