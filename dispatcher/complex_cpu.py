@@ -89,6 +89,18 @@ def _reduce(fn):
     return kernel
 
 
+def _where(out, condition, a, b):
+    pick = [x if isinstance(x, (bool, int, float, complex)) else host_array(x) for x in (a, b)]
+    host_array(out)[...] = np.where(host_array(condition), *pick)
+
+
+def _scan(fn):
+    def kernel(out, x, dim):
+        fn(host_array(x), axis=dim, out=host_array(out))
+
+    return kernel
+
+
 def _copy(out, src):
     values = host_array(src)
     if values.dtype.kind == "V" or values.dtype.name == "bfloat16":  # ml_dtypes: via float32
@@ -121,6 +133,9 @@ def kernels() -> dict:
     table.update({name: _binary(fn) for name, fn in BINARY.items()})
     table["sum"] = _reduce(np.sum)
     table["prod"] = _reduce(np.prod)
+    table["cumsum"] = _scan(np.cumsum)
+    table["cumprod"] = _scan(np.cumprod)
+    table["where"] = _where
     table["copy_"] = _copy
     table["fill_"] = _fill
     table["mm"] = complex_gemm.mm

@@ -197,7 +197,7 @@ class Tensor:
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
-        if value and self._dtype.category != dt.FLOATING:
+        if value and self._dtype.category < dt.FLOATING:
             raise RuntimeError(
                 "only Tensors of floating point dtype can require gradients "
                 f"(got {self._dtype.name})"

@@ -29,6 +29,7 @@ WIDEN = frozenset(
     {"neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tan"}
     | {"sinh", "cosh", "tanh", "sigmoid", "abs", "add", "sub", "mul", "div", "pow", "eq", "ne"}
     | {"sum", "prod", "mean", "mm", "bmm", "matmul", "copy_", "fill_", "clone", "contiguous"}
+    | {"where", "cumsum", "cumprod"}
 )
 # Rows whose complex inputs give real results (|z| and arg z).
 REAL_RESULT = frozenset({"abs", "angle"})

@@ -17,6 +17,7 @@ from . import gen_factory as fac
 from . import gen_fft as fft
 from . import gen_functional as functional
 from . import gen_index as idx
+from . import gen_complex as complex_rows
 from . import gen_lapack as lapack
 from . import gen_linalg as la
 from . import gen_nn as nn
@@ -107,6 +108,7 @@ GENERATORS = {
 }
 
 GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)
+GENERATORS.update(complex_rows.GENERATORS)  # complex dtypes' rows (tests/ops/gen_complex.py)
 
 # The generator of rows that name none, by kind (elementwise rows always name theirs).
 DEFAULT_BY_KIND = {

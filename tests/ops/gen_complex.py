@@ -1,0 +1,18 @@
+"""Sample generators for the complex rows (dispatcher/optable/complex.py) that take real tensors:
+``view_as_complex`` needs pairs of parts (a last dim of 2, unit stride), and gives complex."""
+
+from __future__ import annotations
+
+from .sampling import Arr, Sample
+
+SHAPES = ((2,), (3, 2), (2, 4, 2), (0, 2))
+
+
+def complex_parts(op, dtype, device, rng):
+    result = dtype.to_complex() if dtype.is_floating_point and dtype.itemsize >= 4 else None
+    for shape in SHAPES:
+        values = rng.uniform(-2, 2, shape).astype(dtype.np)
+        yield Sample((Arr(values),), dtype=result)
+
+
+GENERATORS = {"complex_parts": complex_parts}
