@@ -12,12 +12,12 @@ from __future__ import annotations
 from ember.dispatcher.opdef import Kind
 
 from . import gen_amp as amp
+from . import gen_complex as complex_rows
 from . import gen_elementwise as ew
 from . import gen_factory as fac
 from . import gen_fft as fft
 from . import gen_functional as functional
 from . import gen_index as idx
-from . import gen_complex as complex_rows
 from . import gen_lapack as lapack
 from . import gen_linalg as la
 from . import gen_nn as nn

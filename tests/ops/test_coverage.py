@@ -10,11 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ember._dtype import COMPLEX_TYPES
 from ember.dispatcher.devices import REGISTRY
 from ember.dispatcher.optable import OPS
 from ember.dispatcher.registry import EXTRA
-
-from ember._dtype import COMPLEX_TYPES
 
 from ..complex.test_views import COMPLEX_ROWS_TESTED
 from ..conftest import available_device_types
