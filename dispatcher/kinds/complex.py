@@ -31,11 +31,16 @@ def view_as_complex(op, x):
         raise TypeError(
             f"view_as_complex(): argument 'input' must be Tensor, not {type(x).__name__}"
         )
+    if x._dtype is dt.float16:
+        raise RuntimeError(
+            "view_as_complex: ember has no complex32 (ComplexHalf) dtype for half tensors; "
+            "convert to float32 first"
+        )
     if x._dtype not in (dt.float32, dt.float64):
         name = dt.SCALAR_NAMES.get(x._dtype, x._dtype.name)
         raise RuntimeError(
-            "view_as_complex is only supported for float and double tensors, but got a tensor "
-            f"of scalar type: {name}"
+            "view_as_complex is only supported for half, float and double tensors, but got a "
+            f"tensor of scalar type: {name}"
         )
     if not x._shape or x._shape[-1] != 2:
         raise RuntimeError("view_as_complex: Tensor must have a last dimension of size 2")
