@@ -113,8 +113,14 @@ def test_conj_semantics(dtype):
 def test_complex_and_polar(dtype):
     rng = np.random.default_rng(1)
     a, b = rng.uniform(0.1, 2, (2, 3)), rng.uniform(-3, 3, (3,))
-    ea, eb = ember.tensor(a, dtype=getattr(ember, dtype)), ember.tensor(b, dtype=getattr(ember, dtype))
-    ta, tb = torch.tensor(a, dtype=getattr(torch, dtype)), torch.tensor(b, dtype=getattr(torch, dtype))
+    ea, eb = (
+        ember.tensor(a, dtype=getattr(ember, dtype)),
+        ember.tensor(b, dtype=getattr(ember, dtype)),
+    )
+    ta, tb = (
+        torch.tensor(a, dtype=getattr(torch, dtype)),
+        torch.tensor(b, dtype=getattr(torch, dtype)),
+    )
     _same(ember.complex(ea, eb), torch.complex(ta, tb))
     _same(ember.polar(ea, eb), torch.polar(ta, tb))
 
