@@ -45,15 +45,15 @@ def test_promote_types_matches_torch(a, b):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda T: T.ones(2) + 1j,
-        lambda T: T.ones(2, dtype=T.float64) + 1j,
-        lambda T: T.ones(2, dtype=T.int64) * (2 - 1j),
-        lambda T: T.ones(2) + T.tensor(1j, dtype=T.complex128),
-        lambda T: T.ones(2, dtype=T.float64) + T.tensor(1j, dtype=T.complex64),
-        lambda T: T.ones(2, dtype=T.complex64) + T.ones(2, dtype=T.float64),
-        lambda T: T.ones(2, dtype=T.complex64) * 2.5,
-        lambda T: T.ones(2, dtype=T.complex128) + T.tensor(1.0),
-        lambda T: 1j * T.ones(2, dtype=T.bool),
+        lambda T: T.ones(2) + 1j,  # noqa: N803
+        lambda T: T.ones(2, dtype=T.float64) + 1j,  # noqa: N803
+        lambda T: T.ones(2, dtype=T.int64) * (2 - 1j),  # noqa: N803
+        lambda T: T.ones(2) + T.tensor(1j, dtype=T.complex128),  # noqa: N803
+        lambda T: T.ones(2, dtype=T.float64) + T.tensor(1j, dtype=T.complex64),  # noqa: N803
+        lambda T: T.ones(2, dtype=T.complex64) + T.ones(2, dtype=T.float64),  # noqa: N803
+        lambda T: T.ones(2, dtype=T.complex64) * 2.5,  # noqa: N803
+        lambda T: T.ones(2, dtype=T.complex128) + T.tensor(1.0),  # noqa: N803
+        lambda T: 1j * T.ones(2, dtype=T.bool),  # noqa: N803
     ],
 )
 def test_result_dtypes_match_torch(make):

@@ -74,12 +74,12 @@ def test_view_as_real_and_back(dtype):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda T: T.ones(3, 2, dtype=T.int32),  # not float
-        lambda T: T.ones(3, 3),  # last dim not 2
-        lambda T: T.ones(2, 3).t(),  # last dim stride not 1
-        lambda T: T.ones(7)[1:].reshape(3, 2),  # odd storage offset
-        lambda T: T.ones(3, 3, 2).transpose(0, 1)[:, 1:],  # fine: a strided control
-        lambda T: T.ones(3, 5)[:, 1:3],  # odd row stride
+        lambda T: T.ones(3, 2, dtype=T.int32),  # not float  # noqa: N803
+        lambda T: T.ones(3, 3),  # last dim not 2  # noqa: N803
+        lambda T: T.ones(2, 3).t(),  # last dim stride not 1  # noqa: N803
+        lambda T: T.ones(7)[1:].reshape(3, 2),  # odd storage offset  # noqa: N803
+        lambda T: T.ones(3, 3, 2).transpose(0, 1)[:, 1:],  # fine: a strided control  # noqa: N803
+        lambda T: T.ones(3, 5)[:, 1:3],  # odd row stride  # noqa: N803
     ],
 )
 def test_view_as_complex_refusals_match_torch(make):
