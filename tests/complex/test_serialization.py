@@ -9,6 +9,7 @@ import safetensors.numpy
 import torch
 
 import ember
+from ember import safetensors as ember_safetensors
 
 DTYPES = ("complex64", "complex128")
 
@@ -55,12 +56,12 @@ def test_a_real_view_of_a_complex_storage_is_refused_as_in_torch(tmp_path):
 def test_safetensors_both_ways(tmp_path, dtype):
     values = _values(2).astype(getattr(np, dtype))
     path = tmp_path / "weights.safetensors"
-    ember.safetensors.save_file({"z": ember.tensor(values)}, str(path))
+    ember_safetensors.save_file({"z": ember.tensor(values)}, str(path))
     header = path.read_bytes()[8:200].decode("latin-1")
     assert '"dtype":"C64"' in header if dtype == "complex64" else '"dtype":"C128"' in header
     np.testing.assert_array_equal(safetensors.numpy.load_file(str(path))["z"], values)
     other = tmp_path / "numpy.safetensors"
     safetensors.numpy.save_file({"z": values}, str(other))
-    loaded = ember.safetensors.load_file(str(other))["z"]
+    loaded = ember_safetensors.load_file(str(other))["z"]
     assert loaded.dtype is getattr(ember, dtype)
     np.testing.assert_array_equal(loaded.numpy(), values)
