@@ -34,7 +34,7 @@ DTYPE_NAMES = {
     dt.float32: ("FloatStorage", "F32"),
     dt.float64: ("DoubleStorage", "F64"),
     dt.complex64: ("ComplexFloatStorage", "C64"),
-    dt.complex128: ("ComplexDoubleStorage", "C128"),
+    dt.complex128: ("ComplexDoubleStorage", None),  # safetensors has no complex128 (only C64)
 }
 
 

@@ -52,16 +52,22 @@ def test_a_real_view_of_a_complex_storage_is_refused_as_in_torch(tmp_path):
         ember.save({"z": z, "real": z.real}, tmp_path / "x.pt")
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_safetensors_both_ways(tmp_path, dtype):
-    values = _values(2).astype(getattr(np, dtype))
+def test_safetensors_both_ways(tmp_path):
+    values = _values(2).astype(np.complex64)
     path = tmp_path / "weights.safetensors"
     ember_safetensors.save_file({"z": ember.tensor(values)}, str(path))
-    header = path.read_bytes()[8:200].decode("latin-1")
-    assert '"dtype":"C64"' in header if dtype == "complex64" else '"dtype":"C128"' in header
+    assert '"dtype":"C64"' in path.read_bytes()[8:200].decode("latin-1")
     np.testing.assert_array_equal(safetensors.numpy.load_file(str(path))["z"], values)
     other = tmp_path / "numpy.safetensors"
     safetensors.numpy.save_file({"z": values}, str(other))
     loaded = ember_safetensors.load_file(str(other))["z"]
-    assert loaded.dtype is getattr(ember, dtype)
+    assert loaded.dtype is ember.complex64
     np.testing.assert_array_equal(loaded.numpy(), values)
+
+
+def test_safetensors_refuses_complex128_as_the_library_does(tmp_path):
+    values = _values(3)  # the format's dtypes stop at C64: the library refuses complex128 too
+    with pytest.raises(Exception, match="complex128|C128"):
+        safetensors.numpy.save_file({"z": values}, str(tmp_path / "numpy.safetensors"))
+    with pytest.raises(ValueError, match="no complex128 dtype"):
+        ember_safetensors.save_file({"z": ember.tensor(values)}, str(tmp_path / "e.safetensors"))
