@@ -1,6 +1,6 @@
 """Complex tensors on devices other than the CPU: their complex kernels are the CPU's, reached
-through the declared CPU fallback (counted), so values are right, never silently wrong; with the
-fallback off a complex op raises NotImplementedError naming the op, device and dtype."""
+through the declared CPU fallback (counted, warned once per op), so values are right, never
+silently wrong."""
 
 from __future__ import annotations
 
