@@ -66,6 +66,11 @@ def is_neg(input: Tensor) -> bool:
     return False
 
 
+def is_complex(input: Tensor) -> bool:
+    """Whether ``input``'s dtype is complex64 or complex128."""
+    return input.is_complex()
+
+
 def _parts(name: str, first: str, a, second: str, b) -> None:
     for arg, x in ((first, a), (second, b)):
         if not isinstance(x, Tensor):
@@ -125,6 +130,7 @@ FUNCTIONS = {
     "resolve_neg": resolve_neg,
     "is_conj": is_conj,
     "is_neg": is_neg,
+    "is_complex": is_complex,
     "complex": complex,
     "polar": polar,
 }

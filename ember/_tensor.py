@@ -168,7 +168,7 @@ class Tensor:
         return self._dtype.category == dt.FLOATING
 
     def is_complex(self) -> bool:
-        return False
+        return self._dtype.category == dt.COMPLEX
 
     def get_device(self) -> int:
         index = self._storage.device.index

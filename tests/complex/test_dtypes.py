@@ -143,3 +143,9 @@ def test_casting_complex_to_real_keeps_the_real_part_and_warns():
     np.testing.assert_array_equal(
         ember.tensor([1, 2]).to(ember.complex64).numpy(), np.array([1, 2], np.complex64)
     )
+
+
+def test_is_complex():
+    z, x = ember.ones(2, dtype=ember.complex64), ember.ones(2)
+    assert ember.is_complex(z) and z.is_complex() and not ember.is_floating_point(z)
+    assert not ember.is_complex(x) and not x.is_complex()
