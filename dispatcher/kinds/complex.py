@@ -7,7 +7,7 @@ from __future__ import annotations
 import warnings
 
 from ember import _dtype as dt
-from ember._tensor import Tensor, is_contiguous, make
+from ember._tensor import Tensor, contiguous_strides, is_contiguous, make
 
 
 def _as_view_of(x: Tensor, shape: tuple, stride: tuple, offset: int, dtype) -> Tensor:
@@ -44,6 +44,9 @@ def view_as_complex(op, x):
         )
     if not x._shape or x._shape[-1] != 2:
         raise RuntimeError("view_as_complex: Tensor must have a last dimension of size 2")
+    if 0 in x._shape:  # no element to lay out: an empty tensor's strides say nothing
+        shape = x._shape[:-1]
+        return _as_view_of(x, shape, contiguous_strides(shape), 0, x._dtype.to_complex())
     if x._stride[-1] != 1:
         raise RuntimeError("view_as_complex: Tensor must have a last dimension with stride 1")
     if any(s % 2 for s in x._stride[:-1]):
