@@ -19,7 +19,7 @@ from ember import _dtype as dt
 
 from ..kinds import complex as run
 from ..kinds import elementwise as run_elementwise
-from ..opdef import DTYPES_ALL, DTYPES_FLOAT, Kind, OpDef, Promotion
+from ..opdef import DTYPES_ALL, DTYPES_FLOAT, OUT_SAME_DTYPE, Kind, OpDef, Promotion
 
 COMPLEX = frozenset(dt.COMPLEX_TYPES)
 
@@ -67,7 +67,7 @@ ROWS = [
         _np_view_as_real,
         runner=run.view_as_real,
         dtypes=COMPLEX,
-        samples="unary",
+        samples="complex_values",
         kernel_args="none: a view of the same storage, reals twice as many",
         notes="complex only: real inputs are refused, as in PyTorch",
     ),
@@ -89,6 +89,7 @@ ROWS = [
         runner=run_elementwise.unary,
         samples="unary",
         attrs={"arity": 1},
+        out=OUT_SAME_DTYPE,
         notes="complex: numpy CPU kernel; real dtypes: a copy",
     ),
     OpDef(

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .sampling import Arr, Sample
 
 SHAPES = ((2,), (3, 2), (2, 4, 2), (0, 2))
@@ -15,4 +17,13 @@ def complex_parts(op, dtype, device, rng):
         yield Sample((Arr(values),), dtype=result)
 
 
-GENERATORS = {"complex_parts": complex_parts}
+def complex_values(op, dtype, device, rng):
+    """Complex tensors for the complex-only rows (real ones, for other dtypes, to be refused)."""
+    for shape in ((3,), (2, 3), ()):
+        values = rng.uniform(-2, 2, shape)
+        if dtype.is_complex:
+            values = values + 1j * rng.uniform(-2, 2, shape)
+        yield Sample((Arr(np.asarray(values).astype(dtype.np)),))
+
+
+GENERATORS = {"complex_parts": complex_parts, "complex_values": complex_values}
