@@ -32,7 +32,6 @@ XFAILS = {
     "_unsafe_masked_index": "core: missing: ember._unsafe_masked_index",
     "_unsafe_masked_index_put_accumulate": "core: missing: its ember name",
     "_upsample_bilinear2d_aa": "nn: missing: ember.ops._upsample_bilinear2d_aa",
-    "angle": COMPLEX,
     "as_strided@ref": "core: as_strided_ of a strided input copied to the device reads elsewhere",
     "as_strided@xpu": "core: as_strided_ of a strided input copied to the device reads elsewhere",
     "as_strided.partial_views": "core: as_strided of a view of a larger storage",
