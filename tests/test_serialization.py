@@ -309,7 +309,7 @@ def test_unsupported_torch_dtype_is_named(torch):
     buf = io.BytesIO()
     torch.save({"d": torch.complex32}, buf)  # complex64/128 load now; complex32 does not
     buf.seek(0)
-    with pytest.raises(pickle.UnpicklingError, match="no equivalent of torch.complex32"):
+    with pytest.raises(pickle.UnpicklingError, match=r"no equivalent of torch\.complex32"):
         ember.load(buf)
 
 
