@@ -10,6 +10,7 @@ the input's dtype and device, so formulas never deal with either.
 
 from __future__ import annotations
 
+from ember import _dtype as dt
 from ember._tensor import Tensor
 
 from .node import SavedTensor, accumulator, gradient_edge
@@ -315,7 +316,9 @@ def fit(grad, meta) -> Tensor:
         raise TypeError(f"autograd formula returned {type(grad).__name__}, expected a Tensor")
     if grad._shape != shape:
         grad = sum_to_shape(grad, shape)
-    if grad._dtype is not dtype and dtype.is_floating_point:
+    if grad._dtype is not dtype and dtype.category >= dt.FLOATING:
+        if grad._dtype.category == dt.COMPLEX and dtype.category != dt.COMPLEX:
+            grad = grad.real  # a real input's gradient is the real part (PyTorch's rule)
         grad = grad.to(dtype)
     if grad._storage.device is not device:
         grad = grad.to(device)

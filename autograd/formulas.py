@@ -13,6 +13,7 @@ import math
 import ember as E
 from ember._tensor import contiguous_strides
 
+from .complex_formulas import install as install_complex
 from .fft_formulas import FORMULAS as FFT_FORMULAS
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
 from .linalg_formulas import FORMULAS as LINALG_FORMULAS
@@ -196,7 +197,7 @@ def _pow(ctx, g):
     if needs_a:  # x**0 is constant: no 0 * inf at x = 0
         grad_a = E.where(b == 0, zero, g * b * E.pow(a, b - 1))
     if needs_b:  # 0**y is 0 for y > 0 and 1 at y = 0: the limit of x**y * log(x) there is 0
-        grad_b = g * E.where((a == 0) & (b >= 0), zero, result * E.log(a))
+        grad_b = g * E.where((a == 0) & (E.real(b) >= 0), zero, result * E.log(a))
     return grad_a, grad_b
 
 
@@ -781,3 +782,5 @@ FORMULAS.update(SPECIAL_FORMULAS)
 FORMULAS.update(FFT_FORMULAS)
 # ---- linalg: factorizations and solves (autograd/linalg_formulas.py) -----------------------------
 FORMULAS.update(LINALG_FORMULAS)
+# ---- complex inputs: conjugate Wirtinger derivatives (autograd/complex_formulas.py) ------------
+install_complex(FORMULAS)

@@ -140,7 +140,7 @@ def _attach(op, formula, ctx, edges, meta, out):
             formula.save_result(ctx, out)
         if STATE.anomaly:
             record_trace(node)
-        if out._dtype.category == FLOATING:
+        if out._dtype.category >= FLOATING:
             _set_history(out, node, 0)
         return out
     tensors = [t for t in out if isinstance(t, Tensor)]
@@ -148,7 +148,7 @@ def _attach(op, formula, ctx, edges, meta, out):
     formula.save_result(ctx, out)
     record_trace(node)
     for index, t in enumerate(tensors):
-        if t._dtype.category == FLOATING:
+        if t._dtype.category >= FLOATING:
             _set_history(t, node, index)
     return out
 

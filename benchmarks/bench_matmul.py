@@ -2,6 +2,7 @@
 
     python benchmarks/bench_matmul.py                    # float32, n = 256 .. 2048
     python benchmarks/bench_matmul.py --dtype float64 --sizes 512 1024 --check 0.95
+    python benchmarks/bench_matmul.py --dtype complex64   # cgemm (zgemm: complex128)
     OMP_NUM_THREADS=1 python benchmarks/bench_matmul.py --clock cpu   # on a busy machine
 
 Each size is timed in alternating rounds (numpy, then ember), keeping the best time of each:
@@ -35,11 +36,17 @@ def best_time(fn, reps: int, clock) -> float:
     return best
 
 
+def _random(rng, n: int, dtype: str) -> np.ndarray:
+    values = rng.standard_normal((n, n))
+    if dtype.startswith("complex"):
+        values = values + 1j * rng.standard_normal((n, n))
+    return values.astype(dtype)
+
+
 def measure(n: int, dtype: str, rounds: int, pause: float, clock) -> tuple[float, float]:
     """Best seconds per n x n x n product for numpy and for ember."""
     rng = np.random.default_rng(0)
-    a_np = rng.standard_normal((n, n)).astype(dtype)
-    b_np = rng.standard_normal((n, n)).astype(dtype)
+    a_np, b_np = (_random(rng, n, dtype) for _ in range(2))
     a, b = ember.from_numpy(a_np), ember.from_numpy(b_np)
     reps = max(2, int(2e9 / (2 * n**3)))  # about a second of work per round at 100 GFLOPS
     t_np = t_ember = float("inf")
@@ -54,7 +61,9 @@ def measure(n: int, dtype: str, rounds: int, pause: float, clock) -> tuple[float
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048])
-    parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    parser.add_argument(
+        "--dtype", default="float32", choices=["float32", "float64", "complex64", "complex128"]
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--pause", type=float, default=0.3, help="seconds between rounds")
     parser.add_argument("--clock", default="wall", choices=sorted(CLOCKS))
@@ -72,7 +81,7 @@ def main(argv=None) -> int:
     worst = float("inf")
     for n in args.sizes:
         t_np, t_ember = measure(n, args.dtype, args.rounds, args.pause, CLOCKS[args.clock])
-        flops = 2.0 * n**3
+        flops = (8.0 if args.dtype.startswith("complex") else 2.0) * n**3
         ratio = t_np / t_ember
         worst = min(worst, ratio)
         print(f"{n:>6} {flops / t_np / 1e9:>13.1f} {flops / t_ember / 1e9:>13.1f} {ratio:>7.3f}")

@@ -1,5 +1,6 @@
-"""PyTorch's type promotion: categories (bool < integer < floating), and within the winning
-category, dimensioned tensors over zero-dim tensors over Python scalars (which are "weak")."""
+"""PyTorch's type promotion: categories (bool < integer < floating < complex), and within the
+winning category, dimensioned tensors over zero-dim tensors over Python scalars (which are
+"weak")."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from .opdef import Promotion
 def _promote_pair(a: dt.dtype, b: dt.dtype) -> dt.dtype:
     if a is b:
         return a
+    if dt.COMPLEX in (a.category, b.category):
+        return _promote_complex(a, b)
     if a.category != b.category:
         return a if a.category > b.category else b
     if a.category == dt.FLOATING:
@@ -24,7 +27,14 @@ def _promote_pair(a: dt.dtype, b: dt.dtype) -> dt.dtype:
     return found
 
 
-PROMOTE = {(a, b): _promote_pair(a, b) for a in dt.ALL for b in dt.ALL}
+def _promote_complex(a: dt.dtype, b: dt.dtype) -> dt.dtype:
+    """Complex wins; its parts are as wide as the widest floating part (float64 with complex64
+    is complex128, as in PyTorch)."""
+    parts = [d.to_real() for d in (a, b) if d.category >= dt.FLOATING]
+    return dt.complex128 if any(d is dt.float64 for d in parts) else dt.complex64
+
+
+PROMOTE = {(a, b): _promote_pair(a, b) for a in dt.EVERY for b in dt.EVERY}
 
 
 def promote_types(a: dt.dtype, b: dt.dtype) -> dt.dtype:
@@ -51,6 +61,8 @@ def scalar_dtype(value) -> dt.dtype:
         return dt.int64
     if isinstance(value, float):
         return dt.DEFAULTS.float
+    if isinstance(value, complex):
+        return dt.default_complex()
     raise TypeError(f"expected a Tensor or a Python number, got {type(value).__name__}")
 
 
@@ -60,6 +72,11 @@ def _combine(higher, lower):
         return lower
     if lower is None:
         return higher
+    if higher.category == dt.COMPLEX:
+        return higher
+    if lower.category == dt.COMPLEX:
+        # A complex operand of a lower priority keeps the higher one's float width.
+        return higher.to_complex() if higher.category == dt.FLOATING else lower
     if higher.category == dt.FLOATING:
         return higher
     if higher.category == dt.BOOL or lower.category == dt.FLOATING:
@@ -88,7 +105,7 @@ def result_type(operands, tensor_type) -> dt.dtype:
 
 def compute_and_out(kind: Promotion, common: dt.dtype) -> tuple[dt.dtype, dt.dtype]:
     """``(compute dtype, result dtype)`` for an elementwise promotion kind."""
-    if kind is Promotion.INT_TO_FLOAT and common.category != dt.FLOATING:
+    if kind is Promotion.INT_TO_FLOAT and common.category < dt.FLOATING:
         return dt.DEFAULTS.float, dt.DEFAULTS.float
     if kind is Promotion.ALWAYS_BOOL:
         return common, dt.bool_

@@ -20,10 +20,12 @@ if not _os.path.isdir(_os.path.join(__path__[0], "dispatcher")) and _os.path.isf
     __path__.append(_checkout)
 del _checkout, _os
 
-from . import _bind, _dtype, _frontends, _indexing, _surface, ops, return_types
+from . import _bind, _complex, _dtype, _frontends, _indexing, _surface, ops, return_types
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (
     bfloat16,
+    complex64,
+    complex128,
     dtype,
     float16,
     float32,
@@ -58,9 +60,11 @@ double = float64
 short = int16
 int = int32
 long = int64
+cfloat = complex64
+cdouble = complex128
 
 _bind.bind(_OPS, Tensor, globals())
-for _module in (_frontends, _surface):
+for _module in (_frontends, _surface, _complex):
     for _name, _fn in _module.FUNCTIONS.items():
         globals()[_name] = _fn
     for _name, _fn in _module.METHODS.items():
@@ -136,6 +140,10 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(f"ember.{name}")
+    if name in ("complex32", "chalf"):
+        raise AttributeError(
+            f"ember.{name}: ember has no complex32 (ComplexHalf) dtype; use ember.complex64"
+        )
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 

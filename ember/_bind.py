@@ -141,7 +141,7 @@ def _numpy_operand(other):
 
 
 def _operator(op, dunder: str, reflected: bool, tensor_type):
-    numbers = (bool, int, float)
+    numbers = (bool, int, float, complex)
     stack = STACK
 
     if reflected:

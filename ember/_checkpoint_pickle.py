@@ -265,7 +265,7 @@ class CheckpointUnpickler(pickle._Unpickler):
             unsupported = module == "torch" and (name.endswith("Storage") or name in _TORCH_DTYPES)
             detail = (
                 f"ember has no equivalent of torch.{name} (supported dtypes: "
-                f"{', '.join(d.name for d in dt.ALL)})"
+                f"{', '.join(d.name for d in dt.EVERY)})"
                 if unsupported
                 else "only tensors, storages, containers, numbers, strings and dtypes are "
                 "allowed; pass weights_only=False only if you trust the file"
@@ -276,7 +276,7 @@ class CheckpointUnpickler(pickle._Unpickler):
 
 # PyTorch dtypes ember does not have, so a weights-only load can say why it refuses them.
 _TORCH_DTYPES = frozenset(
-    {"uint16", "uint32", "uint64", "complex32", "complex64", "complex128", "cfloat", "cdouble"}
+    {"uint16", "uint32", "uint64", "complex32"}
     | {"chalf", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"}
     | {"qint8", "quint8", "qint32"}
 )

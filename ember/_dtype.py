@@ -1,4 +1,7 @@
-"""Data types: the ten dtypes ember supports, their numpy twins, and the default dtype."""
+"""Data types: the dtypes ember supports, their numpy twins, and the default dtype.
+
+``ALL`` is the ten real dtypes that op rows default to (and generated tests iterate); the complex
+dtypes are ``COMPLEX``, which a row names to accept them, and ``EVERY`` is both."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import ml_dtypes
 import numpy as np
 
 # Promotion categories, lowest first (PyTorch: bool < integral < floating < complex).
-BOOL, INTEGRAL, FLOATING = 0, 1, 2
+BOOL, INTEGRAL, FLOATING, COMPLEX = 0, 1, 2, 3
 
 
 class dtype:  # noqa: N801 - PyTorch's name
@@ -29,10 +32,23 @@ class dtype:  # noqa: N801 - PyTorch's name
 
     @property
     def is_complex(self) -> bool:
-        return False
+        return self.category == COMPLEX
 
     def to_real(self) -> dtype:
-        return self
+        """The real dtype of this complex dtype's parts (itself for real dtypes)."""
+        return _TO_REAL.get(self, self)
+
+    def to_complex(self) -> dtype:
+        """The complex dtype with parts of this floating dtype (itself for complex dtypes)."""
+        if self.category == COMPLEX:
+            return self
+        found = _TO_COMPLEX.get(self)
+        if found is None:
+            raise RuntimeError(
+                f"to_complex is not supported for {self} (ember has complex64 and "
+                "complex128, from float32 and float64)"
+            )
+        return found
 
     def __repr__(self) -> str:
         return f"ember.{self.name}"
@@ -51,10 +67,16 @@ float16 = dtype("float16", np.float16, FLOATING, True, 6)
 bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, FLOATING, True, 7)
 float32 = dtype("float32", np.float32, FLOATING, True, 8)
 float64 = dtype("float64", np.float64, FLOATING, True, 9)
+complex64 = dtype("complex64", np.complex64, COMPLEX, True, 10)
+complex128 = dtype("complex128", np.complex128, COMPLEX, True, 11)
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 FLOATS = (float16, bfloat16, float32, float64)
 INTS = (uint8, int8, int16, int32, int64)
+COMPLEX_TYPES = (complex64, complex128)
+EVERY = ALL + COMPLEX_TYPES
+_TO_REAL = {complex64: float32, complex128: float64}
+_TO_COMPLEX = {float32: complex64, float64: complex128}
 
 # PyTorch's aliases.
 ALIASES = {
@@ -65,6 +87,8 @@ ALIASES = {
     "short": int16,
     "int": int32,
     "long": int64,
+    "cfloat": complex64,
+    "cdouble": complex128,
 }
 
 # PyTorch's ScalarType names, which its error messages use ("result type Float can't be cast...").
@@ -79,10 +103,12 @@ SCALAR_NAMES = {
     bfloat16: "BFloat16",
     float32: "Float",
     float64: "Double",
+    complex64: "ComplexFloat",
+    complex128: "ComplexDouble",
 }
 
-_BY_NAME = {d.name: d for d in ALL}
-_BY_NP = {d.np: d for d in ALL}
+_BY_NAME = {d.name: d for d in EVERY}
+_BY_NP = {d.np: d for d in EVERY}
 
 
 def _by_name(name: str) -> dtype:
@@ -93,7 +119,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
     """The ember dtype for a numpy dtype, or TypeError naming the unsupported one."""
     found = _BY_NP.get(np.dtype(np_dtype))
     if found is None:
-        supported = ", ".join(d.name for d in ALL)
+        supported = ", ".join(d.name for d in EVERY)
         raise TypeError(f"numpy dtype {np.dtype(np_dtype)} is not supported by ember ({supported})")
     return found
 
@@ -106,6 +132,11 @@ class _Defaults:
 
 
 DEFAULTS = _Defaults()
+
+
+def default_complex() -> dtype:
+    """The dtype of Python complex numbers: complex128 when the default float is float64."""
+    return complex128 if DEFAULTS.float is float64 else complex64
 
 
 def get_default_dtype() -> dtype:

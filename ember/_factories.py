@@ -144,6 +144,8 @@ def _infer_array(data, dtype):
             inferred = dt.int64
         elif array.dtype.kind == "b":
             inferred = dt.bool_
+        elif array.dtype.kind == "c":
+            inferred = dt.default_complex()
         elif array.dtype.kind == "U" or array.dtype.kind == "S":
             raise TypeError("tensor(): strings are not supported")
         else:

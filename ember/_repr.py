@@ -91,6 +91,29 @@ class _Formatter:
         return text.rjust(self.width)
 
 
+class _ComplexFormatter:
+    """PyTorch's complex elements: the real and imaginary parts each formatted as floats (their
+    own style and width), joined as ``a+bj``."""
+
+    __slots__ = ("imag", "real", "width")
+
+    def __init__(self, values: np.ndarray):
+        self.real = _Formatter(values.real.astype(np.float64), True)
+        self.imag = _Formatter(values.imag.astype(np.float64), True)
+        self.width = self.real.width + self.imag.width + 1
+
+    def format(self, value) -> str:
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        sign = "" if imag[0] in "+-" else "+"
+        return self.real.format(value.real) + sign + imag
+
+
+def _formatter(values: np.ndarray, floating: bool):
+    if values.dtype.kind == "c":
+        return _ComplexFormatter(values)
+    return _Formatter(values, floating)
+
+
 def _summarized(array: np.ndarray) -> np.ndarray:
     """Only the elements a summarised print shows (the formatter's width comes from them)."""
     edge = PrintOptions.edgeitems
@@ -175,10 +198,10 @@ def tensor_repr(t) -> str:
             array = array.astype(np.float64)
         if not PrintOptions.edgeitems:
             suffixes.append(f"size={tuple(array.shape)}")
-        if t.dtype not in (dt.DEFAULTS.float, dt.int64, dt.bool_):
+        if t.dtype not in (dt.DEFAULTS.float, dt.default_complex(), dt.int64, dt.bool_):
             suffixes.append(f"dtype={t.dtype!r}")
         summarize = array.size > PrintOptions.threshold
-        fmt = _Formatter((_summarized(array) if summarize else array).reshape(-1), floating)
+        fmt = _formatter((_summarized(array) if summarize else array).reshape(-1), floating)
         body = _nested(array, indent, summarize, fmt)
     grad_fn = getattr(t, "_grad_fn", None)
     if grad_fn is not None:

@@ -33,6 +33,8 @@ DTYPE_NAMES = {
     dt.bfloat16: ("BFloat16Storage", "BF16"),
     dt.float32: ("FloatStorage", "F32"),
     dt.float64: ("DoubleStorage", "F64"),
+    dt.complex64: ("ComplexFloatStorage", "C64"),
+    dt.complex128: ("ComplexDoubleStorage", None),  # safetensors has no complex128 (only C64)
 }
 
 

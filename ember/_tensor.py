@@ -168,7 +168,7 @@ class Tensor:
         return self._dtype.category == dt.FLOATING
 
     def is_complex(self) -> bool:
-        return False
+        return self._dtype.category == dt.COMPLEX
 
     def get_device(self) -> int:
         index = self._storage.device.index
@@ -197,7 +197,7 @@ class Tensor:
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
-        if value and self._dtype.category != dt.FLOATING:
+        if value and self._dtype.category < dt.FLOATING:
             raise RuntimeError(
                 "only Tensors of floating point dtype can require gradients "
                 f"(got {self._dtype.name})"

@@ -26,7 +26,7 @@ from ._device import CPU
 from ._serialization import DTYPE_NAMES, host_values
 from ._tensor import Tensor, empty, host_array
 
-_CODES = {code: d for d, (_, code) in DTYPE_NAMES.items()}
+_CODES = {code: d for d, (_, code) in DTYPE_NAMES.items() if code is not None}
 _MAX_HEADER = 100_000_000  # the reference implementation's limit
 _HEADER_ALIGN = 8
 _INT64_MAX = (1 << 63) - 1
@@ -47,6 +47,11 @@ def _check_tensors(tensors) -> None:
         if not isinstance(t, Tensor):
             raise ValueError(
                 f"Key `{name}` is invalid, expected ember.Tensor but received {type(t)}"
+            )
+        if DTYPE_NAMES[t._dtype][1] is None:
+            raise ValueError(
+                f"`{name}`: the safetensors format has no {t._dtype.name} dtype (its complex "
+                "dtype is C64 only); save it as complex64 or as its view_as_real"
             )
         if not t.is_contiguous():
             raise ValueError(

@@ -212,6 +212,10 @@ def check_dtypes(op, args) -> None:
 
 def cast(t: Tensor, dtype) -> Tensor:
     """A contiguous copy of ``t`` in ``dtype`` (below autograd: no graph is recorded)."""
+    if t._dtype.category == dt.COMPLEX and dtype.category != dt.COMPLEX:
+        from .complex import real_part
+
+        t = real_part(t)  # PyTorch keeps the real parts (and warns)
     out = empty(t._shape, dtype, t._storage.device)
     OPS["copy_"].kernel(t._storage.device.type, dtype)(out, t)
     return out

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from ember import _dtype as dt
 from ember._device import CPU
 from ember._tensor import Tensor, empty, host_array
 
@@ -19,6 +20,7 @@ from ..memory import normalize_device
 from ..overlap import check_internal, check_partial
 from ._common import OPS, broadcast_shapes, cast, check_writable, contiguous, expand_to
 from ._limits import check_scalar_fits
+from .complex import part, real_part, view_as_real
 from .view import negative_stride_view
 
 
@@ -124,10 +126,24 @@ def copy_(op, dst, src, non_blocking=False):
         src = transfer(src, dev, dst._dtype, non_blocking)
     if src._shape != dst._shape:
         src = expand_to(src, dst._shape)
-    if math.prod(dst._shape):
+    if src._dtype.category == dt.COMPLEX and dst._dtype.category != dt.COMPLEX:
+        src = real_part(src)  # PyTorch keeps the real parts (and warns)
+    if dst._dtype.category == dt.COMPLEX and dev.type != "cpu":
+        _copy_parts(op, dst, src)  # complex kernels are CPU only: copy the parts as reals
+    elif math.prod(dst._shape):
         op.kernel(dev.type, dst._dtype)(dst, src)
     dst._storage.version += 1
     return dst
+
+
+def _copy_parts(op, dst, src) -> None:
+    """A copy into a complex tensor on a device without complex kernels, over the real kernels
+    of its parts (the CPU fallback of copy_ itself would call copy_ again to copy back)."""
+    if src._dtype.category == dt.COMPLEX:
+        copy_(op, view_as_real(None, dst), view_as_real(None, src))
+        return
+    copy_(op, part(dst, 0), src)
+    OPS["fill_"](part(dst, 1), 0)
 
 
 def to_copy(op, x, dtype=None, device=None, non_blocking=False):

@@ -27,18 +27,20 @@ from ._common import (
 _INT_TO_FLOAT = Promotion.INT_TO_FLOAT
 _ALWAYS_BOOL = Promotion.ALWAYS_BOOL
 _FLOATING = dt.FLOATING
-_SCALARS = (bool, int, float)
+_SCALARS = (bool, int, float, complex)
 _OPERANDS = (Tensor, *_SCALARS)
 
 
 def _types(op, common):
     """(compute dtype, result dtype) for the op's promotion kind; validates the dtype."""
     kind = op.promotion
-    if kind is _INT_TO_FLOAT and common.category != _FLOATING:
+    if kind is _INT_TO_FLOAT and common.category < _FLOATING:
         common = dt.DEFAULTS.float
         result = common
     elif kind is _ALWAYS_BOOL:
         result = dt.bool_
+    elif common.category == dt.COMPLEX and "complex_to_real" in op.info:
+        result = common.to_real()  # abs and angle of complex numbers are real
     else:
         result = common
     if common not in op.dtypes:
@@ -50,6 +52,8 @@ def _scalar_for(value, dtype):
     """A Python scalar in the category of ``dtype`` (what kernels expect)."""
     if dtype.category == _FLOATING:
         return float(value)
+    if dtype.category == dt.COMPLEX:
+        return complex(value)
     if dtype.category == dt.BOOL:
         return bool(value)
     if isinstance(value, float):
@@ -155,7 +159,7 @@ def _binary(op, a, b, *params):
         common = (
             da
             if (da.category >= dt.INTEGRAL and b.__class__ is int)
-            or (da.category == _FLOATING and b.__class__ is not bool)
+            or (da.category == _FLOATING and (b.__class__ is float or b.__class__ is int))
             else result_type((a, b), Tensor)
         )
         dev = a._storage.device

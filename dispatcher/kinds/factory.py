@@ -114,6 +114,12 @@ def uniform_(op, x, low=0.0, high=1.0, generator=None):
 
 
 def normal_(op, x, mean=0.0, std=1.0, generator=None):
+    if x._dtype.is_complex:
+        # PyTorch's complex normal: each part gets half the variance, so E|z|^2 is std^2.
+        from .complex import view_as_real
+
+        normal_(op, view_as_real(None, x), mean, std / math.sqrt(2), generator)
+        return x
     if x._dtype.category != dt.FLOATING:
         raise RuntimeError(f'"normal_" not implemented for {x._dtype.name}')
     if std < 0:

@@ -25,14 +25,14 @@ def result_dtype(op, x_dtype, dtype=None):
     if dtype is not None:
         return dtype
     kind = op.promotion
-    if kind is Promotion.BOOL_TO_LONG and x_dtype.category != dt.FLOATING:
+    if kind is Promotion.BOOL_TO_LONG and x_dtype.category < dt.FLOATING:
         return dt.int64
     if kind is Promotion.ALWAYS_BOOL:
         # all/any keep uint8 (PyTorch's legacy byte masks); every other input gives bool
         return dt.uint8 if x_dtype is dt.uint8 and op.info.get("keeps_uint8") else dt.bool_
     if kind is Promotion.LONG:
         return dt.int64
-    if kind is Promotion.FLOAT_ONLY and x_dtype.category != dt.FLOATING:
+    if kind is Promotion.FLOAT_ONLY and x_dtype.category < dt.FLOATING:
         raise RuntimeError(
             f"{op.name}(): could not infer output dtype. Input dtype must be either a floating "
             f"point or complex dtype. Got: {x_dtype.name}"

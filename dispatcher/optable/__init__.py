@@ -15,6 +15,7 @@ from ..op import Op
 from ..opdef import Kind, OpDef
 from . import (
     amp,
+    complex,
     data,
     elementwise,
     factory,
@@ -67,6 +68,8 @@ MODULES += (
 )
 # ember.linalg: LAPACK primitives, then the composites over them.
 MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products, linalg_exp)
+# complex dtypes (issue 14): their views and conjugate; complex.widen adds them to other rows.
+MODULES += (complex,)
 
 
 def _decompose(op, *args):
@@ -125,6 +128,7 @@ def build() -> dict:
             if defn.inplace:
                 name = f"{op.name}_"
                 ops[name] = Op(_inplace_def(defn, name), _inplace_runner(op), inplace_of=op)
+    complex.widen(ops)
     meta_rules.install(ops)
     _common.OPS.clear()
     _common.OPS.update(ops)

@@ -64,7 +64,7 @@ _HALF = (dt.float16, dt.bfloat16)
 
 def _mean(x, dim=None, keepdim=False, dtype=None):
     target = dtype or x.dtype
-    if target.category != ember.float32.category:
+    if target.category < ember.float32.category:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or "
             f"complex dtype. Got: {target.name}"

@@ -95,6 +95,8 @@ UNMAPPED = {
     "bitwise_left_shift": "ONNX's BitShift takes unsigned integers only",
     "bitwise_right_shift": "ONNX's BitShift takes unsigned integers only",
     "put_": "writes through flat indices into a tensor in place",
+    "view_as_real": "ONNX has no complex element types",
+    "view_as_complex": "ONNX has no complex element types",
     "bernoulli": _RANDOM,
     "bernoulli_": _RANDOM,
     "multinomial": _RANDOM,

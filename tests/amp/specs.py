@@ -66,6 +66,7 @@ SPECS = {
     "addmm": lambda lib, t: lib.addmm(t(2, 2), t(2, 3), t(3, 2)),
     "baddbmm": lambda lib, t: lib.baddbmm(t(2, 2, 2), t(2, 2, 3), t(2, 3, 2)),
     "trace": lambda lib, t: lib.trace(t(3, 3)),
+    "view_as_complex": lambda lib, t: lib.view_as_real(lib.view_as_complex(t(3, 2))),
     "linear": lambda lib, t: _F(lib).linear(t(2, 3), t(4, 3), t(4)),
     "bilinear": lambda lib, t: _F(lib).bilinear(t(2, 3), t(2, 2), t(4, 3, 2), t(4)),
     "conv1d": lambda lib, t: _F(lib).conv1d(t(1, 2, 5), t(3, 2, 2), t(3)),

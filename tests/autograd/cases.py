@@ -41,7 +41,12 @@ def differentiable(op) -> bool:
     return (op.inplace_of or op).defn.differentiable
 
 
-DIFFERENTIABLE = sorted(name for name, op in OPS.items() if differentiable(op))
+# Rows with complex inputs or outputs: this float64 harness cannot sample them, and
+# tests/complex/test_autograd.py gradchecks them through real views instead.
+COMPLEX_VIEWS = frozenset({"view_as_real", "view_as_complex"})
+DIFFERENTIABLE = sorted(
+    name for name, op in OPS.items() if differentiable(op) and name not in COMPLEX_VIEWS
+)
 
 
 @dataclass

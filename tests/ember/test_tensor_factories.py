@@ -166,7 +166,7 @@ def test_from_numpy_views_and_scalars():
     [
         ([1, 2], TypeError, r"from_numpy\(\): expected np.ndarray \(got list\)"),
         (np.array(["a"]), TypeError, "numpy dtype <U1 is not supported"),
-        (np.array([1 + 2j]), TypeError, "numpy dtype complex128 is not supported"),
+        (np.array([1 + 2j], dtype=np.complex256), TypeError, "numpy dtype complex256 is not"),
         (np.array([1.0], dtype=">f8"), ValueError, "non-native byte order"),
     ],
     ids=["list", "str", "complex", "big-endian"],
@@ -195,8 +195,8 @@ def test_dtype_arguments_accept_names_and_numpy_dtypes():
     assert ember.zeros(1, dtype="float64").dtype is ember.float64
     assert ember.zeros(1, dtype=np.int8).dtype is ember.int8
     assert ember.tensor([1], dtype=np.dtype("uint8")).dtype is ember.uint8
-    with pytest.raises(TypeError, match=r"dtype must be an ember\.dtype, got 'complex'"):
-        ember.zeros(1, dtype="complex")
+    with pytest.raises(TypeError, match=r"dtype must be an ember\.dtype, got 'complex256'"):
+        ember.zeros(1, dtype="complex256")
 
 
 @pytest.mark.parametrize(

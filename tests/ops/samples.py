@@ -12,6 +12,7 @@ from __future__ import annotations
 from ember.dispatcher.opdef import Kind
 
 from . import gen_amp as amp
+from . import gen_complex as complex_rows
 from . import gen_elementwise as ew
 from . import gen_factory as fac
 from . import gen_fft as fft
@@ -107,6 +108,7 @@ GENERATORS = {
 }
 
 GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)
+GENERATORS.update(complex_rows.GENERATORS)  # complex dtypes' rows (tests/ops/gen_complex.py)
 
 # The generator of rows that name none, by kind (elementwise rows always name theirs).
 DEFAULT_BY_KIND = {

@@ -1,0 +1,84 @@
+"""Gradients of complex inputs, with PyTorch's convention: the gradient is the conjugate
+Wirtinger derivative, ``grad_z = conj(df/dz) * grad`` for holomorphic ``f`` (so ``grad`` of a
+real loss points along steepest ascent, and real inputs get PyTorch's real gradients back).
+
+The real formulas of the holomorphic rows are ``grad * f'(z)``, linear in ``grad`` and built from
+holomorphic ops of ``z``; so ``conj(formula(conj(grad)))`` is ``grad * conj(f'(z))``, the right
+complex gradient, and HOLOMORPHIC rows get that wrapper instead of a second formula each. The
+others (abs, angle, the views, the conjugate) have their own formulas below.
+"""
+
+from __future__ import annotations
+
+import ember as E
+from ember import _dtype as dt
+
+from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
+
+HOLOMORPHIC = frozenset(
+    {"neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tan"}
+    | {"sinh", "cosh", "tanh", "sigmoid", "add", "sub", "mul", "div", "pow", "sum", "prod"}
+    | {"mm", "bmm"}
+)
+
+
+def _conj(value):
+    if isinstance(value, E.Tensor) and value.dtype.category == dt.COMPLEX:
+        return E.conj_physical(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_conj(v) for v in value)
+    return value
+
+
+def _holomorphic(fn):
+    def formula(ctx, *grads):
+        if not any(g is not None and g.dtype.category == dt.COMPLEX for g in grads):
+            return fn(ctx, *grads)
+        return _conj(fn(ctx, *_conj(grads)))
+
+    formula.__name__ = getattr(fn, "__name__", "formula")
+    return formula
+
+
+def _sgn(z):
+    """z / |z|, 0 at 0 (PyTorch's sgn)."""
+    magnitude = E.abs(z)
+    zero = magnitude == 0
+    return E.where(zero, E.zeros_like(z), z / E.where(zero, E.ones_like(magnitude), magnitude))
+
+
+def _abs(real_formula):
+    def formula(ctx, g):
+        z = ctx.input
+        if z.dtype.category == dt.COMPLEX:
+            return g * _sgn(z)
+        return real_formula(ctx, g)
+
+    return formula
+
+
+def _angle(ctx, g):
+    z = ctx.input
+    if z.dtype.category != dt.COMPLEX:
+        return E.zeros_like(z)
+    # d arg(z): PyTorch's angle_backward, grad * i z / |z|^2, 0 at 0
+    magnitude = E.abs(z)
+    zero = magnitude == 0
+    safe = E.where(zero, E.ones_like(magnitude), magnitude)
+    return E.where(zero, E.zeros_like(z), g * z * 1j / (safe * safe))
+
+
+FORMULAS = {
+    "view_as_real": F(lambda ctx, g: E.view_as_complex(g.contiguous())),
+    "view_as_complex": F(lambda ctx, g: E.view_as_real(g)),
+    "conj_physical": F(lambda ctx, g: E.conj_physical(g)),
+    "angle": F(_angle, save=("input",)),
+}
+
+
+def install(formulas: dict) -> None:
+    """Make the holomorphic rows' formulas and abs's complex-aware; add the complex rows'."""
+    for name in HOLOMORPHIC:
+        formulas[name].fn = _holomorphic(formulas[name].fn)
+    formulas["abs"].fn = _abs(formulas["abs"].fn)
+    formulas.update(FORMULAS)

@@ -1,0 +1,155 @@
+"""CPU kernels for complex64/complex128: numpy's complex arithmetic, and GEMM through OpenBLAS.
+
+The C plugin has no complex kernels yet. Until it does, these are the CPU implementation of the
+complex dtypes, declared in the op table (``optable/complex.py`` names every op that has one) and
+registered as extra CPU kernels of the provider ``PROVIDER``; other devices have none, so a
+complex call there raises NotImplementedError naming the op, device and dtype (no silent numbers).
+Matrix products call ``cblas_cgemm``/``cblas_zgemm`` of the CPU plugin's scipy-openblas32 through
+cffi, as the plugin does for sgemm/dgemm: numpy's own matmul would be a second BLAS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember._tensor import host_array
+
+PROVIDER = "ember-complex-numpy"
+COMPLEX_NAMES = ("complex64", "complex128")
+
+
+def _sigmoid(x, out):
+    np.divide(1, 1 + np.exp(-x), out=out)
+
+
+def _sgn(x, out):
+    magnitude = np.abs(x)
+    np.divide(x, np.where(magnitude == 0, 1, magnitude), out=out)
+
+
+def _rsqrt(x, out):
+    np.divide(1, np.sqrt(x), out=out)
+
+
+def _angle(x, out):
+    out[...] = np.angle(x)
+
+
+def _unary(fn):
+    def kernel(out, x):
+        fn(host_array(x), out=host_array(out))
+
+    return kernel
+
+
+def _binary(fn):
+    def kernel(out, a, b):
+        a = host_array(a) if not isinstance(a, (bool, int, float, complex)) else a
+        b = host_array(b) if not isinstance(b, (bool, int, float, complex)) else b
+        fn(a, b, out=host_array(out))
+
+    return kernel
+
+
+UNARY = {
+    "neg": np.negative,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": _rsqrt,
+    "reciprocal": np.reciprocal,
+    "square": np.square,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "abs": np.abs,
+    "angle": _angle,
+    "sgn": _sgn,
+    "conj_physical": np.conjugate,
+}
+BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.true_divide,
+    "pow": np.power,
+    "eq": np.equal,
+    "ne": np.not_equal,
+}
+
+
+def _reduce(fn):
+    def kernel(out, x, dims):
+        fn(host_array(x), axis=tuple(dims), keepdims=True, out=host_array(out))
+
+    return kernel
+
+
+def _where(out, condition, a, b):
+    pick = [x if isinstance(x, (bool, int, float, complex)) else host_array(x) for x in (a, b)]
+    host_array(out)[...] = np.where(host_array(condition), *pick)
+
+
+def _scan(fn):
+    def kernel(out, x, dim):
+        fn(host_array(x), axis=dim, out=host_array(out))
+
+    return kernel
+
+
+def _copy(out, src):
+    values = host_array(src)
+    if values.dtype.kind == "V" or values.dtype.name == "bfloat16":  # ml_dtypes: via float32
+        values = values.astype(np.float32)
+    host_array(out)[...] = values
+
+
+def _fill(out, value):
+    host_array(out)[...] = value
+
+
+def _complex(out, real, imag):
+    target = host_array(out)
+    target.real = host_array(real)
+    target.imag = host_array(imag)
+
+
+def _polar(out, magnitude, angle):
+    r, theta = host_array(magnitude), host_array(angle)
+    target = host_array(out)
+    target.real = r * np.cos(theta)
+    target.imag = r * np.sin(theta)
+
+
+def kernels() -> dict:
+    """``{op name: {dtype name: kernel}}`` of every complex CPU kernel (gemm's included)."""
+    from . import complex_gemm
+
+    table = {name: _unary(fn) for name, fn in UNARY.items()}
+    table.update({name: _binary(fn) for name, fn in BINARY.items()})
+    table["sum"] = _reduce(np.sum)
+    table["prod"] = _reduce(np.prod)
+    table["cumsum"] = _scan(np.cumsum)
+    table["cumprod"] = _scan(np.cumprod)
+    table["where"] = _where
+    table["copy_"] = _copy
+    table["fill_"] = _fill
+    table["mm"] = complex_gemm.mm
+    table["bmm"] = complex_gemm.bmm
+    return {name: dict.fromkeys(COMPLEX_NAMES, fn) for name, fn in table.items()} | {
+        # complex(real, imag) and polar(abs, angle) take float parts: keyed by the parts' dtype
+        "complex": {"float32": _complex, "float64": _complex},
+        "polar": {"float32": _polar, "float64": _polar},
+    }
+
+
+def register() -> None:
+    """Add the kernels to the CPU's extra kernels (once per op table build)."""
+    from .registry import EXTRA
+
+    for name, table in kernels().items():
+        EXTRA.add(name, "cpu", table, PROVIDER)
