@@ -32,7 +32,9 @@ from . import (
     reduction,
     special,
     surface_copies,
+    surface_integrate,
     surface_math,
+    surface_more,
     surface_quantile,
     surface_reduce,
     surface_scatter,
@@ -58,7 +60,9 @@ MODULES = (
 # PyTorch's core surface (issue 13), in modules of their own
 MODULES += (
     surface_copies,
+    surface_integrate,
     surface_math,
+    surface_more,
     surface_quantile,
     surface_reduce,
     surface_scatter,
