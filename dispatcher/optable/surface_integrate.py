@@ -36,17 +36,22 @@ def _spacing(name, y, x, dim):
         x = x.view(shape)
     elif x.ndim < y.ndim:
         x = x.view((1,) * (y.ndim - x.ndim) + tuple(x.shape))
-    length = x.shape[dim]
-    return x.narrow(dim, 1, max(length - 1, 0)) - x.narrow(dim, 0, max(length - 1, 0))
+    left, right = _pairs(x, dim)
+    return right - left
 
 
 def _pairs(y, dim):
+    """y[..., :-1] and y[..., 1:] along dim (both empty when y has no samples there, as
+    PyTorch's clamped slices)."""
     length = y.shape[dim]
-    return y.narrow(dim, 0, max(length - 1, 0)), y.narrow(dim, 1, max(length - 1, 0))
+    count = max(length - 1, 0)
+    return y.narrow(dim, 0, count), y.narrow(dim, min(length, 1), count)
 
 
 def _trapezoid_of(name):
     def trapezoid(y, x=None, dx=None, dim=-1):
+        if y.ndim == 0:  # PyTorch's y.size(dim), which takes no dim of a 0-d tensor
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         dim = wrap_dim(dim, y.ndim, name)
         if y.shape[dim] == 0:  # numpy's 0 for no samples, in y's dtype
             shape = tuple(s for d, s in enumerate(y.shape) if d != dim)
@@ -64,8 +69,10 @@ def _trapezoid_of(name):
 
 
 def _cumulative_trapezoid(y, x=None, dx=None, dim=-1):
-    dim = wrap_dim(dim, y.ndim, "cumulative_trapezoid")
     _check("cumulative_trapezoid", y, x, dx)
+    if y.ndim == 0:  # PyTorch slices y along dim
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    dim = wrap_dim(dim, y.ndim, "cumulative_trapezoid")
     left, right = _pairs(y, dim)
     if x is None:
         dx = 1.0 if dx is None else float(dx)

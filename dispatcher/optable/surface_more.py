@@ -5,6 +5,8 @@ the slice (CopySlices) and every device runs it."""
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 import ember
@@ -162,13 +164,24 @@ def _isin(elements, test_elements, assume_unique=False, invert=False):
     for t in (elements, test_elements):
         if isinstance(t, ember.Tensor) and t.dtype is ember.bool:
             raise RuntimeError("Unsupported input type encountered for isin(): Bool")
-    if not isinstance(elements, ember.Tensor):
-        elements = ember.tensor(elements, device=test_elements.device)
-    if not isinstance(test_elements, ember.Tensor):
-        test_elements = ember.tensor(test_elements, device=elements.device)
+    if not isinstance(elements, ember.Tensor) and not isinstance(test_elements, ember.Tensor):
+        raise TypeError("isin(): expected a Tensor for elements or test_elements, got two numbers")
+    elements = _isin_operand(elements, test_elements)
+    test_elements = _isin_operand(test_elements, elements)
     pairs = elements.reshape(-1, 1) == test_elements.reshape(1, -1)
     found = pairs.any(1).reshape(elements.shape)
     return ember.logical_not(found) if invert else found
+
+
+def _isin_operand(value, other):
+    """A tensor, or a number as a 0-d tensor (PyTorch's Scalar overloads); a list is refused
+    (Op.__call__ turns this TypeError into PyTorch's message naming the argument)."""
+    if isinstance(value, ember.Tensor):
+        return value
+    if not isinstance(value, numbers.Number):
+        raise TypeError(f"isin(): '{type(value).__name__}' is not a Tensor or a number")
+    device = other.device if isinstance(other, ember.Tensor) else None
+    return ember.tensor(value, device=device)
 
 
 def _np_isin(elements, test_elements, assume_unique=False, invert=False):
