@@ -38,6 +38,7 @@ from . import (
     surface_quantile,
     surface_reduce,
     surface_scatter,
+    surface_select,
     surface_shape,
     surface_stats,
     view,
@@ -66,6 +67,7 @@ MODULES += (
     surface_quantile,
     surface_reduce,
     surface_scatter,
+    surface_select,
     surface_shape,
     surface_stats,
 )

@@ -173,6 +173,7 @@ def _check(op, args, mode, rng, fallback="ignore") -> bool:
 NOT_BATCHED_YET = {
     "index_fill_": "in-place composite: no rule",
     "index_copy_": "in-place composite: no rule (its index bounds check reads values)",
+    "masked_scatter_": "in-place composite: no rule (its source size check reads values)",
     "scatter_reduce": "no rule yet",
 }
 

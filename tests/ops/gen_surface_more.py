@@ -134,6 +134,34 @@ def renorm(op, dtype, device, rng):
         yield Sample((arr(dtype, shape, rng, layout), p, dim, maxnorm))
 
 
+def masked_scatter(op, dtype, device, rng):
+    """Masks of input's shape, broadcast up to it, or broadcasting input up (the functional
+    form expands both); sources with more elements than set positions, and none at all."""
+    for shape, layout, mask_shape, source_shape in (
+        ((3, 4), C, (3, 4), (3, 4)),
+        ((3, 4), T, (4,), (13,)),
+        ((4,), S, (2, 4), (2, 5)),
+        ((), C, (), (1,)),
+    ):
+        mask = Arr(rng.random(mask_shape) < 0.5)
+        source = arr(dtype, source_shape, rng, T if len(source_shape) == 2 else C)
+        yield Sample((arr(dtype, shape, rng, layout), mask, source))
+    none_set = Arr(np.zeros((2, 3), bool))
+    yield Sample((arr(dtype, (2, 3), rng, N), none_set, arr(dtype, (0,), rng)))
+
+
+def combinations(op, dtype, device, rng):
+    for length, layout, r, with_replacement in (
+        (4, C, 2, False),
+        (4, S, 3, True),
+        (3, N, 1, False),
+        (2, C, 3, False),
+        (3, C, 0, True),
+        (0, C, 2, False),
+    ):
+        yield Sample((arr(dtype, (length,), rng, layout), r, with_replacement))
+
+
 GENERATORS = {
     "select_scatter": select_scatter,
     "slice_scatter": slice_scatter,
@@ -143,4 +171,6 @@ GENERATORS = {
     "isin": isin,
     "bucketize": bucketize,
     "renorm": renorm,
+    "masked_scatter": masked_scatter,
+    "combinations": combinations,
 }

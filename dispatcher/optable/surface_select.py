@@ -1,0 +1,110 @@
+"""Selections of PyTorch's core surface: masked_scatter (source's elements, in order, where a
+mask is set) and combinations (every r-subset of a vector's elements). Both decompose into
+indexing, so autograd and every device come from the parts."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+import ember
+
+from ..kinds._common import broadcast_shapes
+from ..opdef import DTYPES_ALL, Kind, OpDef
+from .surface_more import ember_scalar_name
+
+
+# ---- masked_scatter --------------------------------------------------------------------------
+def _check_masked_scatter(x, mask, source) -> None:
+    if mask.dtype is not ember.bool:
+        raise RuntimeError(
+            "masked_scatter_ only supports boolean masks, but got mask with dtype "
+            f"{ember_scalar_name(mask.dtype)}"
+        )
+    if source.dtype is not x.dtype:
+        raise RuntimeError(
+            "masked_scatter: expected self and source to have same dtypes but got"
+            f"{ember_scalar_name(x.dtype)} and {ember_scalar_name(source.dtype)}"
+        )
+
+
+def _masked_scatter(x, mask, source):
+    """PyTorch's functional form: self and mask expanded to one shape, then the k-th set
+    position takes source's k-th element (a gather by the mask's running count, so no
+    boolean indexing and one sync, for PyTorch's check of source's size)."""
+    _check_masked_scatter(x, mask, source)
+    shape = broadcast_shapes("masked_scatter", tuple(x.shape), tuple(mask.shape))
+    x, mask = x.expand(shape), mask.expand(shape)
+    flat = mask.reshape(-1)
+    if mask.device.type != "meta":
+        count = int(flat.sum().item())
+        if count > source.numel():
+            raise RuntimeError("Number of elements of source < number of ones in mask")
+        if count == 0:
+            return x.clone()
+    positions = (flat.cumsum(0) - 1).clamp(min=0)
+    taken = source.reshape(-1)[positions].reshape(shape)
+    return ember.where(mask, taken, x)
+
+
+def _np_masked_scatter(x, mask, source):
+    x, mask = np.broadcast_arrays(x, mask)
+    out = np.array(x, copy=True)
+    out[mask] = np.reshape(source, -1)[: int(mask.sum())]
+    return out
+
+
+# ---- combinations ----------------------------------------------------------------------------
+def _check_combinations(x, r) -> None:
+    if x.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(x.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+
+
+def _subsets(n: int, r: int, with_replacement: bool) -> list:
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    return list(pick(range(n), r))
+
+
+def _combinations(x, r=2, with_replacement=False):
+    _check_combinations(x, r)
+    if r == 0:  # PyTorch: an empty vector, not (1, 0)
+        return x[:0].clone()
+    rows = _subsets(x.shape[0], r, with_replacement)
+    index = ember.tensor(rows, dtype=ember.int64, device=x.device).reshape(len(rows), r)
+    return x[index]
+
+
+def _np_combinations(x, r=2, with_replacement=False):
+    if r == 0:
+        return x[:0].copy()
+    rows = _subsets(x.shape[0], r, with_replacement)
+    return x[np.asarray(rows, np.int64).reshape(len(rows), r)]
+
+
+ROWS = [
+    OpDef(
+        "masked_scatter(Tensor input, Tensor mask, Tensor source) -> Tensor",
+        Kind.INDEX,
+        _np_masked_scatter,
+        dtypes=DTYPES_ALL,
+        decomposition=_masked_scatter,
+        samples="masked_scatter",
+        inplace=True,
+        out=None,
+        notes="source's elements in order where mask (broadcast to input) is set",
+    ),
+    OpDef(
+        "combinations(Tensor input, int r=2, bool with_replacement=False) -> Tensor",
+        Kind.SHAPE,
+        _np_combinations,
+        dtypes=DTYPES_ALL,
+        decomposition=_combinations,
+        method=False,
+        samples="combinations",
+        out=None,
+        notes="rows of every r-subset, in itertools' (and PyTorch's) order",
+    ),
+]
