@@ -1,6 +1,6 @@
 """Selections of PyTorch's core surface: masked_scatter (source's elements, in order, where a
-mask is set) and combinations (every r-subset of a vector's elements). Both decompose into
-indexing, so autograd and every device come from the parts."""
+mask is set), put (put_'s functional form) and combinations (every r-subset of a vector's
+elements). Each decomposes into indexing, so autograd and every device come from the parts."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import ember
 
 from ..kinds._common import broadcast_shapes
 from ..opdef import DTYPES_ALL, Kind, OpDef
+from .data import _np_put
 from .surface_more import ember_scalar_name
 
 
@@ -55,6 +56,13 @@ def _np_masked_scatter(x, mask, source):
     return out
 
 
+# ---- put -------------------------------------------------------------------------------------
+def _put(x, index, source, accumulate=False):
+    """PyTorch's functional put: a copy of input with put_ (the row with the kernel, its checks
+    and its formula) applied."""
+    return x.clone().put_(index, source, accumulate)
+
+
 # ---- combinations ----------------------------------------------------------------------------
 def _check_combinations(x, r) -> None:
     if x.ndim != 1:
@@ -95,6 +103,16 @@ ROWS = [
         inplace=True,
         out=None,
         notes="source's elements in order where mask (broadcast to input) is set",
+    ),
+    OpDef(
+        "put(Tensor input, Tensor index, Tensor source, bool accumulate=False) -> Tensor",
+        Kind.INDEX,
+        _np_put,
+        dtypes=DTYPES_ALL,
+        decomposition=_put,
+        samples="put",
+        out=None,
+        notes="flat indices into input; duplicates without accumulate: one wins, as PyTorch",
     ),
     OpDef(
         "combinations(Tensor input, int r=2, bool with_replacement=False) -> Tensor",

@@ -175,7 +175,6 @@ XFAILS = {
     "polygamma.polygamma_n_2": POLYGAMMA_F32,
     "polygamma.polygamma_n_3": POLYGAMMA_F32,
     "polygamma.polygamma_n_4": POLYGAMMA_F32,
-    "put": "core: missing: ember.put",
     "real": COMPLEX,
     "resize_as_": "core: missing: ember.resize_as_",
     "resolve_conj": COMPLEX,
