@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 
 import ember
+from ember import _dtype as dt
 
 from ..kinds._common import broadcast_shapes
 from ..opdef import DTYPES_ALL, Kind, OpDef
@@ -92,6 +93,67 @@ def _np_combinations(x, r=2, with_replacement=False):
     return x[np.asarray(rows, np.int64).reshape(len(rows), r)]
 
 
+# ---- tril_indices, triu_indices ----------------------------------------------------------------
+_INDEX_DTYPES = frozenset({dt.int32, dt.int64})
+
+
+def _triangle(row: int, col: int, offset: int, lower: bool) -> np.ndarray:
+    """The (2, N) coordinates in row-major order: row i keeps columns [0, i + offset] (lower)
+    or [i + offset, col) (upper), clipped to the matrix. Computed on the host from the sizes
+    alone, as PyTorch's, so every device (meta too) gets the same values."""
+    rows = np.arange(row)
+    if lower:
+        starts = np.zeros(row, np.int64)
+        ends = np.clip(rows + offset + 1, 0, col)
+    else:
+        starts = np.clip(rows + offset, 0, col)
+        ends = np.full(row, col)
+    counts = np.maximum(ends - starts, 0)
+    firsts = np.cumsum(counts) - counts  # where each row's run begins in the output
+    cols = np.arange(counts.sum()) - np.repeat(firsts, counts) + np.repeat(starts, counts)
+    return np.stack([np.repeat(rows, counts), cols]).astype(np.int64).reshape(2, -1)
+
+
+def _tri_indices(name: str, lower: bool):
+    def indices(row, col, offset=0, dtype=None, device=None):
+        for what, size in (("row", row), ("col", col)):
+            if size < 0:
+                raise RuntimeError(f"{what} must be non-negative, got{size}")
+        dtype = ember.int64 if dtype is None else dtype
+        if dtype not in _INDEX_DTYPES:
+            raise NotImplementedError(
+                f"\"{name}\" not implemented for '{ember_scalar_name(dtype)}'"
+            )
+        return ember.tensor(_triangle(row, col, offset, lower), dtype=dtype, device=device)
+
+    indices.__name__ = name
+    return indices
+
+
+def _np_tri_indices(lower: bool):
+    def reference(row, col, offset=0, dtype=None, device=None):
+        found = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
+        return np.stack(found).astype(np.int64).reshape(2, -1)
+
+    return reference
+
+
+def _tri_row(name: str, lower: bool) -> OpDef:
+    return OpDef(
+        f"{name}(int row, int col, int offset=0, *, ScalarType? dtype=None, Device? device=None)"
+        " -> Tensor",
+        Kind.FACTORY,
+        _np_tri_indices(lower),
+        dtypes=_INDEX_DTYPES,
+        decomposition=_tri_indices(name, lower),
+        method=False,
+        differentiable=False,
+        samples="tri_indices",
+        out=None,
+        notes="int64 by default, as PyTorch",
+    )
+
+
 ROWS = [
     OpDef(
         "masked_scatter(Tensor input, Tensor mask, Tensor source) -> Tensor",
@@ -125,4 +187,6 @@ ROWS = [
         out=None,
         notes="rows of every r-subset, in itertools' (and PyTorch's) order",
     ),
+    _tri_row("tril_indices", lower=True),
+    _tri_row("triu_indices", lower=False),
 ]

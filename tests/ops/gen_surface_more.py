@@ -162,6 +162,12 @@ def combinations(op, dtype, device, rng):
         yield Sample((arr(dtype, (length,), rng, layout), r, with_replacement))
 
 
+def tri_indices(op, dtype, device, rng):
+    """Square, wide and tall shapes, offsets inside and past the matrix, and no rows."""
+    for row, col, offset in ((3, 3, 0), (3, 5, 1), (5, 2, -2), (4, 4, 9), (0, 3, 0), (2, 3, -5)):
+        yield Sample((row, col, offset, dtype, device), dtype=dtype)
+
+
 GENERATORS = {
     "select_scatter": select_scatter,
     "slice_scatter": slice_scatter,
@@ -173,4 +179,5 @@ GENERATORS = {
     "renorm": renorm,
     "masked_scatter": masked_scatter,
     "combinations": combinations,
+    "tri_indices": tri_indices,
 }

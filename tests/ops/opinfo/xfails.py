@@ -213,8 +213,6 @@ XFAILS = {
     "torch.ops.aten._safe_softmax.default": PRIVATE,
     "transpose@ref": "core: transpose_ of a strided input copied to the device reads elsewhere",
     "transpose@xpu": "core: transpose_ of a strided input copied to the device reads elsewhere",
-    "tril_indices": "core: missing: ember.tril_indices",
-    "triu_indices": "core: missing: ember.triu_indices",
     "unravel_index": "core: missing: ember.unravel_index",
     "view_as_complex": COMPLEX,
     "view_as_real": COMPLEX,
