@@ -40,6 +40,13 @@ from ._dtype import (
 )
 from ._dtype import bool_ as bool
 from ._factories import *  # noqa: F403 - the factories' __all__ is deliberate
+from ._memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from ._random import (
     Generator,
     default_generator,

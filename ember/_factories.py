@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as dt
+from . import _memory_format
 from ._device import CPU
 from ._pinned import pin_result
 from ._tensor import Tensor, is_contiguous, make
@@ -54,14 +55,14 @@ def _finish(t: Tensor, requires_grad: bool, pin_memory: bool = False, op: str = 
 
 
 def _no_layout(op: str, layout, memory_format) -> None:
-    """torch's ``layout=``/``memory_format=``: ember has strided, contiguous tensors only, and
-    no objects to name others by, so anything but None is refused rather than ignored."""
-    for name, value in (("layout", layout), ("memory_format", memory_format)):
-        if value is not None:
-            raise TypeError(
-                f"{op}(): ember tensors are strided and contiguous; {name}={value!r} is not "
-                "supported (leave it out)"
-            )
+    """torch's ``layout=``/``memory_format=``: ember has strided, contiguous tensors only, so a
+    layout, or a memory format other than the contiguous ones, is refused rather than ignored."""
+    _memory_format.check(op, memory_format)
+    if layout is not None:
+        raise TypeError(
+            f"{op}(): ember tensors are strided and contiguous; layout={layout!r} is not "
+            "supported (leave it out)"
+        )
 
 
 _NOT_WRITABLE = (

@@ -10,7 +10,7 @@ import numbers
 import types
 
 from . import _dtype as dt
-from . import _indexing, _pinned, _resize, _special, _windows
+from . import _indexing, _memory_format, _pinned, _resize, _special, _windows
 from ._device import device as Device
 from ._tensor import Tensor
 from .dispatcher import out as _out_arg
@@ -342,6 +342,14 @@ def result_type(tensor1, tensor2):
 def _to_args(self, args, kwargs):
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
+    flags = [a for a in args if isinstance(a, bool)]  # PyTorch's positional non_blocking, copy
+    if len(flags) > 2:
+        raise TypeError(f"to() received an invalid argument {flags[2]!r}")
+    args = [a for a in args if not isinstance(a, bool)]
+    if flags:
+        kwargs.setdefault("non_blocking", flags[0])
+    if len(flags) > 1:
+        kwargs.setdefault("copy", flags[1])
     for arg in args:
         if isinstance(arg, dt.dtype):
             dtype = arg
@@ -352,7 +360,7 @@ def _to_args(self, args, kwargs):
         elif arg is not None:
             raise TypeError(f"to() received an invalid argument {arg!r}")
     non_blocking = bool(kwargs.pop("non_blocking", False))
-    kwargs.pop("memory_format", None)
+    _memory_format.check_hint("to", kwargs.pop("memory_format", None))
     copy = kwargs.pop("copy", False)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
@@ -373,6 +381,7 @@ def to(self, *args, **kwargs):
 
 def _caster(dtype):
     def cast(self, memory_format=None):
+        _memory_format.check_hint(dtype.name, memory_format)
         return to(self, dtype)
 
     cast.__name__ = dtype.name

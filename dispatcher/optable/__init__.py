@@ -33,10 +33,13 @@ from . import (
     reduction,
     special,
     surface_copies,
+    surface_integrate,
     surface_math,
+    surface_more,
     surface_quantile,
     surface_reduce,
     surface_scatter,
+    surface_select,
     surface_shape,
     surface_stats,
     view,
@@ -59,10 +62,13 @@ MODULES = (
 # PyTorch's core surface (issue 13), in modules of their own
 MODULES += (
     surface_copies,
+    surface_integrate,
     surface_math,
+    surface_more,
     surface_quantile,
     surface_reduce,
     surface_scatter,
+    surface_select,
     surface_shape,
     surface_stats,
 )
@@ -83,10 +89,15 @@ def _decompose(op, *args):
 
 def _written_back(composite):
     """The in-place form of a composite (not elementwise): its result copied into the target,
-    so autograd records the parts and the copy (index_fill_)."""
+    so autograd records the parts and the copy (index_fill_).
+
+    A target that requires grad is read through a clone: the parts may save it for backward
+    (renorm's product and norm), and the copy would then bump the version they saved, where
+    PyTorch's in-place formulas save a clone of self."""
 
     def decomposition(target, *args):
-        return target.copy_(composite(target, *args))
+        source = target.clone() if target.requires_grad else target
+        return target.copy_(composite(source, *args))
 
     return decomposition
 

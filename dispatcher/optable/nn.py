@@ -312,7 +312,6 @@ ROWS = [
         _np_constant_pad,
         runner=run.constant_pad,
         core=True,
-        function=False,
         method=False,
         samples="pad",
         kernel_args="none: the core fills and copies",

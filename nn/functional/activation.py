@@ -5,6 +5,12 @@ from __future__ import annotations
 import ember
 from ember.dispatcher.optable import OPS
 
+from ._out import into
+
+# The shrinks have no row of their own: their out= follows gelu's, PyTorch's structured unary
+# activations' (out's dtype must be the result's).
+_SHRINK_RULE = "gelu"
+
 
 def _apply(name: str, input, inplace: bool, *args):
     """``OPS[name]`` out of place, or its in-place row ``name_`` (whose autograd formula works
@@ -20,10 +26,10 @@ def relu6(input, inplace: bool = False):
     return _apply("relu6", input, inplace)
 
 
-def gelu(input, approximate: str = "none"):
+def gelu(input, approximate: str = "none", *, out=None):
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got '{approximate}'")
-    return OPS["gelu"](input, approximate)
+    return into("gelu", "gelu", out, (input,), lambda: OPS["gelu"](input, approximate))
 
 
 def silu(input, inplace: bool = False):
@@ -70,16 +76,18 @@ def selu(input, inplace: bool = False):
     return _apply("selu", input, inplace)
 
 
-def softplus(input, beta: float = 1.0, threshold: float = 20.0):
-    return OPS["softplus"](input, beta, threshold)
+def softplus(input, beta: float = 1.0, threshold: float = 20.0, *, out=None):
+    return into(
+        "softplus", "softplus", out, (input,), lambda: OPS["softplus"](input, beta, threshold)
+    )
 
 
 def softsign(input):
     return OPS["softsign"](input)
 
 
-def logsigmoid(input):
-    return OPS["logsigmoid"](input)
+def logsigmoid(input, *, out=None):
+    return into("logsigmoid", "logsigmoid", out, (input,), lambda: OPS["logsigmoid"](input))
 
 
 def _softmax_dim(input, dim):
@@ -115,18 +123,26 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):
     return _threshold(input, threshold, value, inplace)
 
 
-def hardshrink(input, lambd: float = 0.5):
+def hardshrink(input, lambd: float = 0.5, *, out=None):
     """``input`` where ``|input| > lambd``, else 0."""
+    return into("hardshrink", _SHRINK_RULE, out, (input,), lambda: _hardshrink(input, lambd))
+
+
+def _hardshrink(input, lambd):
     return input.masked_fill(input.abs() <= lambd, 0)
 
 
-def softshrink(input, lambd: float = 0.5):
+def softshrink(input, lambd: float = 0.5, *, out=None):
     """``input`` moved ``lambd`` towards 0, and 0 where ``|input| <= lambd``."""
     if lambd < 0:
         raise RuntimeError(
             f"softshrink: lambda must be in range [0, inf) for input dtype "
             f"{input.dtype.name}, but found {lambd}"
         )
+    return into("softshrink", _SHRINK_RULE, out, (input,), lambda: _softshrink(input, lambd))
+
+
+def _softshrink(input, lambd):
     return (input - input.sign() * lambd).masked_fill(input.abs() <= lambd, 0)
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import ember
 from ember.dispatcher.optable import OPS
 
+from ._out import into
 
-def linear(input, weight, bias=None):
+
+def linear(input, weight, bias=None, *, out=None):
     """``input @ weight.T + bias``; input (*, in_features), weight (out_features, in_features)."""
-    return OPS["linear"](input, weight, bias)
+    inputs = (input, weight, bias)
+    return into("linear", "linear", out, inputs, lambda: OPS["linear"](*inputs))
 
 
 def _linear(input, weight, bias=None):

@@ -203,9 +203,12 @@ def norm_at_least(input, p: float, dim: int, eps: float, keepdim: bool = False):
     return ember.clamp(ember.norm(input, p, dim, keepdim), min=eps)
 
 
-def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
-    """``input / max(||input||_p, eps)`` along ``dim``."""
-    return input / norm_at_least(input, p, dim, eps, keepdim=True)
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+    """``input / max(||input||_p, eps)`` along ``dim`` (``out=``: PyTorch's ``div`` into it)."""
+    denominator = norm_at_least(input, p, dim, eps, keepdim=True)
+    if out is None:
+        return input / denominator
+    return ember.div(input, denominator.expand_as(input), out=out)
 
 
 def _cross_map_windows(channels: int, size: int):

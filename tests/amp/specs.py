@@ -127,6 +127,8 @@ SPECS.update({
     "addr": lambda lib, t: lib.addr(t(2, 3), t(2), t(3)),
     "cdist": lambda lib, t: lib.cdist(t(2, 3), t(4, 3)),
     "dist": lambda lib, t: lib.dist(t(3), t(3)),
+    "renorm": lambda lib, t: lib.renorm(t(2, 3), 2, 0, 0.5),
+    "index_copy": lambda lib, t: lib.index_copy(t(3, 2), 0, t.long([2, 0]), t(2, 2)),
     "cross": lambda lib, t: lib.cross(t(2, 3), t(2, 3), dim=1),
     "vdot": lambda lib, t: lib.vdot(t(3), t(3)),
     "tensordot": lambda lib, t: lib.tensordot(t(2, 3), t(3, 2), dims=1),

@@ -1,0 +1,47 @@
+"""ember's memory format constants, against PyTorch's behaviour where values can be compared."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+
+import ember
+
+NAMES = ("contiguous_format", "preserve_format", "channels_last", "channels_last_3d")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_constants_are_named_and_pickle_as_themselves(name):
+    value = getattr(ember, name)
+    assert isinstance(value, ember.memory_format)
+    assert repr(value) == f"ember.{name}" and str(getattr(torch, name)) == f"torch.{name}"
+    assert pickle.loads(pickle.dumps(value)) is value
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_casts_take_any_memory_format_and_give_pytorchs_values(name):
+    t = torch.arange(24.0).reshape(1, 2, 3, 4)
+    if name == "channels_last_3d":
+        t = t.unsqueeze(0)
+    e = ember.tensor(t.numpy())
+    got = e.double(memory_format=getattr(ember, name))
+    want = t.double(memory_format=getattr(torch, name))
+    assert got.dtype is ember.float64 and got.tolist() == want.tolist()
+    moved = e.to("cpu", ember.int32, False, True, memory_format=getattr(ember, name))
+    assert moved.dtype is ember.int32 and moved.tolist() == t.to(torch.int32).tolist()
+
+
+def test_factories_keep_contiguous_formats_and_refuse_channels_last():
+    assert ember.empty(2, 3, memory_format=ember.contiguous_format).shape == (2, 3)
+    assert ember.zeros_like(ember.ones(2), memory_format=ember.preserve_format).tolist() == [0, 0]
+    with pytest.raises(TypeError, match="channels_last is not supported"):
+        ember.empty(1, 2, 3, 4, memory_format=ember.channels_last)
+
+
+def test_a_non_format_is_refused():
+    with pytest.raises(TypeError, match=r"must be torch\.memory_format, not str"):
+        ember.ones(2).float(memory_format="contiguous")
+    with pytest.raises(TypeError, match="invalid argument"):
+        ember.ones(2).to(ember.float64, True, True, True)
