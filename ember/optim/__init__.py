@@ -14,6 +14,7 @@ from .adam import Adam, AdamW
 from .adamax import Adamax
 from .asgd import ASGD
 from .lbfgs import LBFGS
+from .muon import Muon
 from .nadam import NAdam
 from .optimizer import Optimizer, required
 from .radam import RAdam
@@ -25,6 +26,7 @@ from .sparse_adam import SparseAdam
 __all__ = [
     "ASGD",
     "LBFGS",
+    "Muon",
     "SGD",
     "Adadelta",
     "Adafactor",

@@ -235,5 +235,4 @@ def test_defaults_are_torchs(name):
 
 def test_every_torch_optimizer_exists():
     names = [n for n in torch.optim.__all__ if n[0].isupper() and n != "Optimizer"]
-    # Muon (new in torch 2.9+) is not on issue 15's list: a known gap, reported.
-    assert [n for n in names if not hasattr(ember.optim, n)] == ["Muon"]
+    assert [n for n in names if not hasattr(ember.optim, n)] == []
