@@ -102,6 +102,29 @@ class TestEmulated:
                    [ember.linalg.solve_triangular(A, B, upper=upper, left=left,
                                                   unitriangular=unit)])  # fmt: skip
 
+    def test_empty_problems_are_answered_by_the_glue(self):
+        """cuSOLVER fails a launch of no blocks and the error surfaces in the next call (seen on
+        an H200: a 0x0 inverse, then CUSOLVER_STATUS_EXECUTION_FAILED in a 3x3 one): the glue
+        answers empty problems itself, as LAPACK's quick returns do (the emulator's scipy calls
+        refuse empty matrices, so a call that reaches it fails here)."""
+        empty = {"square": (2, 0, 0), "wide": (2, 0, 3), "tall": (2, 3, 0)}
+        (Z,), (Zg,) = _pair([np.zeros(empty["square"])])
+        _close(
+            [ember.linalg.inv(Zg), ember.linalg.det(Zg)], [ember.linalg.inv(Z), ember.linalg.det(Z)]
+        )
+        _close([ember.linalg.cholesky(Zg)], [ember.linalg.cholesky(Z)])
+        LU, piv = ember.linalg.lu_factor(Zg)
+        _close([ember.linalg.lu_solve(LU, piv, Zg)], [Z])
+        for shape in (empty["wide"], empty["tall"]):
+            (A,), (Ag,) = _pair([np.zeros(shape)])
+            _close(ember.linalg.qr(Ag, mode="complete"), ember.linalg.qr(A, mode="complete"))
+        rng = _rng()
+        (A, T), (Ag, Tg) = _pair([rng.standard_normal((2, 4, 3)), np.zeros((2, 0))])
+        _close([ember.linalg.householder_product(Ag, Tg)], [ember.linalg.householder_product(A, T)])
+        a = rng.standard_normal((3, 3)) + 3 * np.eye(3)  # the solver still answers afterwards
+        (A,), (Ag,) = _pair([a])
+        _close([ember.linalg.inv(Ag)], [ember.linalg.inv(A)])
+
     @pytest.mark.parametrize("shape", [(2, 5, 3), (3, 5), (4, 4)])
     def test_qr_svd_eigh(self, shape):
         a = _rng().standard_normal(shape)

@@ -57,20 +57,34 @@ def build(rt) -> dict:
         )
         return {}
 
+    # cuSOLVER refuses empty problems (a launch of no blocks fails) where LAPACK returns at once:
+    # each kernel returns before calling it when there is nothing to compute, with info 0.
     def lu_factor(lu, pivots, info):
         batch, n, m = lu._shape
+        if not batch * m * n:
+            _clear(info)
+            return
         solver.getrf(device(lu), lu._dtype.name, batch, m, n, addr(lu), addr(pivots), addr(info))
 
     def lu_solve(x, lu, pivots, trans):
         batch, nrhs, n = x._shape
         dev = device(x)
+        if not batch * n * nrhs:
+            return
         with _temporary(rt, dev, 4 * batch) as info:
             solver.getrs(dev, x._dtype.name, batch, n, nrhs, (OP_N, OP_T, OP_C)[trans], addr(lu),
                          _bs(lu), addr(pivots), _bs(pivots), addr(x), info)  # fmt: skip
 
+    def _clear(info):
+        if info._shape[0]:
+            rt.memset(device(info), addr(info), 4 * info._shape[0])
+
     def cholesky(factor, info, upper):
         batch, n, _ = factor._shape
         dev = device(factor)
+        if not batch * n:
+            _clear(info)
+            return
         solver.potrf(dev, factor._dtype.name, batch, n, upper, addr(factor), addr(info))
         if batch * n:  # potrf leaves the other triangle as it was
             kernel = f"em_clear_triangle_{TOKENS[factor._dtype.code]}"
@@ -85,12 +99,22 @@ def build(rt) -> dict:
     def geqrf(a, tau):
         batch, n, m = a._shape
         dev = device(a)
+        if not batch * min(m, n):
+            return
         with _temporary(rt, dev, 4 * batch) as info:
             solver.geqrf(dev, a._dtype.name, batch, m, n, addr(a), addr(tau), info)
 
     def householder_product(q, tau):
         batch, n, m = q._shape
         dev = device(q)
+        if not batch * m * n:
+            return
+        if not tau._shape[-1]:  # no reflectors: Q is the identity's first n columns
+            eye = np.eye(n, m, dtype=q._dtype.np)  # column-major m x n: n rows of m
+            host = np.ascontiguousarray(np.broadcast_to(eye, (batch, n, m))).view(np.uint8)
+            handle = q._storage.handle
+            rt.copy_in(handle, addr(q) - rt.address(handle), host.ravel(), dev)
+            return
         with _temporary(rt, dev, 4 * batch) as info:
             solver.orgqr(dev, q._dtype.name, batch, m, n, tau._shape[-1], addr(q), addr(tau),
                          _bs(tau), info)  # fmt: skip
