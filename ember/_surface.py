@@ -113,6 +113,7 @@ def _inplace_view(name: str):
             )
         view = getattr(self, name)(*args, **kwargs)
         self._shape, self._stride, self._offset = view._shape, view._stride, view._offset
+        self._contig = view._contig  # copies and kernels trust the flag over the strides
         return self
 
     method.__name__ = method.__qualname__ = f"{name}_"
