@@ -328,8 +328,11 @@ def _histc(x, bins=100, min=0, max=0):
     inside = (flat >= low) & (flat <= high)
     position = ((flat - low) * (bins / (high - low))).floor().to(ember.int64)
     position = ember.clamp(position, 0, bins - 1)
-    counts = ember.zeros(bins, dtype=x.dtype, device=x.device)
-    return counts.index_add(0, position, inside.to(x.dtype))
+    # Counted in float32 at least: a float16 count stops at 2048 (2048 + 1 rounds back), and a
+    # GPU's atomics add in the counts' dtype
+    wide = ember.float64 if x.dtype is ember.float64 else ember.float32
+    counts = ember.zeros(bins, dtype=wide, device=x.device)
+    return counts.index_add(0, position, inside.to(wide)).to(x.dtype)
 
 
 def _np_histc(x, bins=100, min=0, max=0):
