@@ -4,6 +4,8 @@ nn.utils.stateless.functional_call, against PyTorch."""
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -109,7 +111,10 @@ def test_linear_cross_entropy_chunked_matches_reference(rng, reduction, chunk):
     check_module(ours, theirs, [x, weight, bias], "cpu", dtype="float64")
 
 
-def test_container_and_data_parallel(rng):
+def test_container_and_data_parallel(rng, monkeypatch):
+    # torch's DataParallel without accelerators (where torch has CUDA it would move to cuda:0)
+    module = importlib.import_module("torch.nn.parallel.data_parallel")
+    monkeypatch.setattr(module, "_get_available_device_type", lambda: None)
     with pytest.warns(FutureWarning, match="nn.Container"):
         box = ember.nn.Container(a=ember.nn.Linear(2, 3))
     assert repr(box) == repr(torch.nn.Container(a=torch.nn.Linear(2, 3)))

@@ -143,9 +143,11 @@ def to_torch(value):
 
 
 def normalise_torch(value):
-    """torch results in the same shape ``to_torch`` gives (named tuples and tuples as lists)."""
+    """torch results in the same shape ``to_torch`` gives (named tuples and tuples as lists), on
+    the CPU as ``to_torch``'s are (where torch has CUDA, samples such as full_like's
+    ``device='cuda'`` leave its result there)."""
     if isinstance(value, torch.Tensor):
-        return value.detach()
+        return value.detach().cpu()
     if isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
         return [normalise_torch(v) for v in value]
     return value
