@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Run HERE, from the project root, before a device call: ../shared/gpu/prepare.sh (the wheels the
+# GPU machine's image lacks, pycuda's source), then the test-only expecttest wheel, the CPU
+# backend built as a Python 3.12 wheel (the image's Python; its C build is serial and took
+# three minutes of device time when built there) and this folder's scripts, all into .whl/
+# (git-ignored, carried with carry: [".whl"]).
+set -euo pipefail
+bash ../shared/gpu/prepare.sh
+python3 -m pip download -q --no-deps --only-binary=:all: -d .whl expecttest
+py312=$(command -v python3.12 || ls -d /root/.pyenv/versions/3.12*/bin/python 2>/dev/null | head -1 || true)
+if [ -n "$py312" ]; then
+    venv=$(mktemp -d)
+    "$py312" -m venv "$venv" && "$venv/bin/pip" install -q cffi setuptools wheel
+    "$venv/bin/pip" wheel -q --no-deps --no-build-isolation -w .whl ./backend_cpu
+else
+    echo "! no Python 3.12 here: on-device.sh builds the CPU backend there (about 3 minutes)" >&2
+fi
+cp .ci/device/on-device.sh .ci/device/acceptance.sh .whl/
+ls -la .whl
