@@ -191,6 +191,16 @@ def _dropout(em, args, kwargs, pyfn):
     return dropout_nodes(em, bound.arguments["input"], p, training)
 
 
+def module_dropout(em, ref, x, p: float):
+    """Dropout of a library module (nn.Dropout, between RNN layers): its ``training`` flag read
+    at run time, so ``scripted.train()``/``.eval()`` switch it as in PyTorch's scripted modules."""
+    if not 0.0 <= p <= 1.0:
+        raise BindError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0.0:
+        return x
+    return _runtime_dropout(em, x, p, em.read_attribute(ref, "training", None))
+
+
 def _runtime_dropout(em, x, p: float, training: Value):
     """``F.dropout(x, p, self.training)`` with the flag known at run time: a ``prim::If``
     between the masked and the unchanged input."""

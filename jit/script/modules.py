@@ -79,7 +79,7 @@ def _identity(em, ref, args, kwargs):
 
 def _dropout(em, ref, args, kwargs):
     x = _one(args, kwargs, "Dropout")
-    return lib.dropout_nodes(em, x, float(ref.module.p), bool(ref.module.training))
+    return lib.module_dropout(em, ref, x, float(ref.module.p))
 
 
 def _max_pool2d(em, ref, args, kwargs):

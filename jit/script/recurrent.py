@@ -93,7 +93,7 @@ def lower(em, ref, args, kwargs):
         for kept, value in zip(finals, last):
             kept.append(value)
         if layer < m.num_layers - 1:
-            x = lib.dropout_nodes(em, x, float(m.dropout), bool(m.training))
+            x = lib.module_dropout(em, ref, x, float(m.dropout))
     if m.batch_first:
         x = em.call_op("transpose", [x, em.constant(0), em.constant(1)], {})
     stacked = [em.call_op("stack", [em.list_value(k, T.Tensor)], {}) for k in finals]

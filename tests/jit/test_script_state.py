@@ -72,6 +72,37 @@ def test_training_flag_is_read_at_run_time_as_torch():
         assert_same(roundtrip(mine)(ember.tensor(X)), theirs(torch.tensor(X)))
 
 
+def _dropping_net(nn):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop = nn.Dropout(0.5)
+            self.rnn = nn.GRU(4, 4, num_layers=2, dropout=0.5)
+
+        def forward(self, x):
+            out, _ = self.rnn(self.drop(x).unsqueeze(1))
+            return out
+
+    return Net()
+
+
+@pytest.mark.parametrize("scripted_in_training", [True, False])
+def test_library_dropout_follows_train_and_eval_after_scripting(scripted_in_training):
+    """nn.Dropout and the dropout between RNN layers read the flag at run time, as PyTorch's
+    scripted modules do: eval() after scripting in training mode stops dropping, train() after
+    scripting in eval mode starts; the archive keeps the switch."""
+    eager = _dropping_net(ember.nn).train(scripted_in_training)
+    scripted = ember.jit.script(eager)
+    x = ember.tensor(np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32))
+    for module in (scripted, roundtrip(scripted)):
+        module.eval()
+        want = eager.eval()(x).detach().numpy()
+        np.testing.assert_allclose(module(x).detach().numpy(), want, atol=1e-6)
+        module.train()
+        first, second = module(x).detach().numpy(), module(x).detach().numpy()
+        assert not np.array_equal(first, second), "train(): dropout draws a new mask per call"
+
+
 def test_freeze_inlines_the_training_flag():
     mine, theirs = scripted_pair("modal")
     frozen = ember.jit.freeze(mine.eval())
