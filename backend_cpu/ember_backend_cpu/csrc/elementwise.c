@@ -151,7 +151,6 @@ OPT_COUNT };
         typedef CT_##T ct;                                                                         \
         typedef ST_##T st;                                                                         \
         typedef OST_##OUTK(T) ot;                                                                  \
-        (void)p;                                                                                   \
         const int64_t so = sizeof(ot), si = sizeof(st);                                            \
         if (s[0] == so && s[1] == si && s[2] == si) {                                              \
             ot *o = (ot *)ptrs[0];                                                                 \
@@ -164,7 +163,7 @@ OPT_COUNT };
         } else if (s[0] == so && s[1] == si && s[2] == 0) {                                        \
             ot *o = (ot *)ptrs[0];                                                                 \
             const st *A = (const st *)ptrs[1];                                                     \
-            const ct b = LD_##T(*(const st *)ptrs[2]);                                             \
+            const ct b = p->i[3] ? (ct)p->f[3] : LD_##T(*(const st *)ptrs[2]);                     \
             for (int64_t i = 0; i < n; i++) {                                                      \
                 ct a = LD_##T(A[i]);                                                               \
                 o[i] = OSV_##OUTK(T, (__VA_ARGS__));                                               \
@@ -182,7 +181,7 @@ OPT_COUNT };
             const char *pa = ptrs[1], *pb = ptrs[2];                                               \
             for (int64_t i = 0; i < n; i++, o += s[0], pa += s[1], pb += s[2]) {                    \
                 ct a = LD_##T(*(const st *)pa);                                                    \
-                ct b = LD_##T(*(const st *)pb);                                                    \
+                ct b = p->i[3] ? (ct)p->f[3] : LD_##T(*(const st *)pb);                            \
                 *(ot *)o = OSV_##OUTK(T, (__VA_ARGS__));                                           \
             }                                                                                      \
         }                                                                                          \
@@ -386,6 +385,13 @@ int ember_binary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, i
                  double scalar_f, int64_t scalar_i) {
     if (!valid(op, OPB_COUNT, dtype) || !BINARY[op][dtype]) return EM_UNSUPPORTED;
     em_params p = {{0, 0, 0, 0}, {0, 0, 0, 0}, 0};
+    /* A float16/bfloat16 op whose scalar second operand the glue marks (scalar_i 1, unused for
+     * floats) reads it unrounded in float32 from p.f[3]: PyTorch's opmath scalar of mul and the
+     * divisions (kernels/elementwise.py OPMATH_SCALAR). Others store it in the dtype. */
+    if (b == 0 && scalar_i == 1 && (dtype == EM_F16 || dtype == EM_BF16)) {
+        p.f[3] = (float)scalar_f;
+        p.i[3] = 1;
+    }
     int dtypes[3] = {BINARY_BOOL_OUT[op] ? EM_BOOL : dtype, dtype, dtype};
     intptr_t ptrs[3] = {out, a, b};
     const int64_t *strides[3] = {so, sa, sb};

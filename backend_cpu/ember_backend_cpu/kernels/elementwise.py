@@ -84,9 +84,17 @@ def make_unary(ffi, lib, code: int, name: str):
     return kernel
 
 
+# Ops that take a Python scalar second operand unrounded in float16/bfloat16, in float32, as
+# PyTorch's opmath kernels do; add, sub, remainder and the rest round it to the dtype first, as
+# PyTorch does. The xpu and GPU backends read this set too.
+OPMATH_SCALAR = frozenset({"mul", "div", "div_trunc", "floor_divide"})
+HALF_CODES = frozenset(code for code, n in enumerate(DTYPE_NAMES) if n in ("float16", "bfloat16"))
+
+
 def make_binary(ffi, lib, code: int, name: str):
     call = lib.ember_binary
     null = ffi.NULL
+    opmath = name in OPMATH_SCALAR
 
     def kernel(out, a, b):
         sf, si = 0.0, 0
@@ -99,6 +107,8 @@ def make_binary(ffi, lib, code: int, name: str):
             pa, sa, ca = a._storage.ptr + a._offset * a._dtype.itemsize, a._stride, a._contig
         if b.__class__ in SCALARS:
             sf, si = scalar_parts(dcode, b)
+            if opmath and dcode in HALF_CODES:
+                si = 1  # read unrounded (ember_binary)
             pb, sb, cb = 0, null, True
         else:
             pb, sb, cb = b._storage.ptr + b._offset * b._dtype.itemsize, b._stride, b._contig

@@ -198,7 +198,7 @@ EM_DEV void em_binary_loop(char *out, const char *a, const char *b, const em_nd 
         em_i64 off[3];
         em_offsets<3>(nd, i, off);
         typename T::ct va = em_load<T>(a, off[1], nd.scalar[1]);
-        typename T::ct vb = em_load<T>(b, off[2], nd.scalar[2]);
+        typename T::ct vb = em_load_c<T>(b, off[2], nd.scalar[2]);
         *(typename O::st *)(out + off[0]) = O::sv(f(va, vb));
     }
 }

@@ -194,6 +194,13 @@ EM_DEV typename T::ct em_load(const char *p, em_i64 off, em_u64 scalar) {
     return T::ld(p ? *(const typename T::st *)(p + off) : em_bits<typename T::st>(scalar));
 }
 
+/* The same with the scalar in the compute type's bits (float32 for float16/bfloat16): the second
+ * operand of the binary loops, so mul and the divisions can take a Python scalar unrounded. */
+template <class T>
+EM_DEV typename T::ct em_load_c(const char *p, em_i64 off, em_u64 scalar) {
+    return p ? T::ld(*(const typename T::st *)(p + off)) : em_bits<typename T::ct>(scalar);
+}
+
 /* Float -> integer conversions go through int64 (-1.0 -> uint8 is 255), as in PyTorch: the
  * generator sets VIA_INT64 for those (source, destination) pairs only. */
 template <class D, bool VIA_INT64>

@@ -111,10 +111,31 @@ def run_strided(rt, dev: int, kernel: str, shape, operands, after=(), tail=()) -
         rt.launch_1d(dev, kernel, math.prod(inner_shape), *ptrs, *after, *nd, *tail)
 
 
-def operand(value, dtype_code: int, shape) -> tuple:
+def compute_bits(value, dtype_code: int, unrounded: bool) -> int:
+    """A scalar's bits in the dtype's compute type (float32 for float16 and bfloat16: the second
+    operand of the binary loops, em_load_c): ``unrounded`` keeps its float32 value (PyTorch's
+    opmath scalar of mul and the divisions), else it is rounded through the dtype first."""
+    token = BY_CODE[dtype_code].token
+    if token == "bf16":
+        value = (
+            float(value)
+            if unrounded
+            else float(np.uint32(_bf16_bits(value) << 16).view(np.float32))
+        )
+    elif token == "f16":
+        value = float(value) if unrounded else float(np.float16(np.float32(value)))
+    else:
+        return scalar_bits(value, dtype_code)
+    return int(np.float32(value).view(np.uint32))
+
+
+def operand(value, dtype_code: int, shape, unrounded=None) -> tuple:
     """``(address, byte strides, scalar bits)`` of a tensor broadcast to ``shape``, or of a
-    scalar (address 0, stride 0)."""
+    scalar (address 0, stride 0): its storage bits, or with ``unrounded`` given (True or False)
+    its compute type's (see compute_bits)."""
     if value.__class__ in SCALARS:
+        if unrounded is not None:
+            return 0, (0,) * max(len(shape), 1), compute_bits(value, dtype_code, unrounded)
         return 0, (0,) * max(len(shape), 1), scalar_bits(value, dtype_code)
     if not value._shape:
         return addr(value), (0,) * max(len(shape), 1), 0

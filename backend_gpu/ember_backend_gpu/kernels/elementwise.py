@@ -41,6 +41,9 @@ PARAMS = {
     "hardtanh": lambda t, min_val=-1.0, max_val=1.0: (float(min_val), float(max_val), 0.0),
 }
 NO_PARAMS = (0.0, 0.0, 0.0)
+# Ops that take a Python scalar second operand unrounded in float16/bfloat16 (as PyTorch's opmath
+# kernels do): the same set as the CPU backend's kernels/elementwise.py OPMATH_SCALAR.
+OPMATH_SCALAR = frozenset({"mul", "div", "div_trunc", "floor_divide"})
 
 
 def make(rt, op: ew.Ew, token: str, loop: ew.Loop):
@@ -50,13 +53,17 @@ def make(rt, op: ew.Ew, token: str, loop: ew.Loop):
     where = op.name == "where"
     codes = (code, 0, code, code) if where else (code,) * 4  # where's condition is bool
     arity = op.arity
+    opmath = op.name in OPMATH_SCALAR  # the binary loops read their second operand with em_load_c
 
     def kernel(out, *args):
         values, rest = args[:arity], args[arity:]
         shape = out._shape or (1,)
         dev = out._storage.device.index or 0
         operands = [operand(out, code, shape)]
-        operands += [operand(v, codes[k + 1], shape) for k, v in enumerate(values)]
+        operands += [
+            operand(v, codes[k + 1], shape, opmath if arity == 2 and k == 1 else None)
+            for k, v in enumerate(values)
+        ]
         if arity == 1:
             tail = params(token, *rest) if params is not None else NO_PARAMS
         elif arity == 3 and not where:

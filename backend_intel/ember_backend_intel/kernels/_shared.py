@@ -19,7 +19,7 @@ import re
 from importlib import resources
 
 from ember_backend_cpu.kernels._args import DTYPE_NAMES, FLOAT_CODES
-from ember_backend_cpu.kernels.elementwise import UNARY_PARAMS
+from ember_backend_cpu.kernels.elementwise import HALF_CODES, OPMATH_SCALAR, UNARY_PARAMS
 from ember_backend_cpu.kernels.index import _check_index_add_shapes as check_index_add_shapes
 from ember_backend_cpu.kernels.random import below
 from ember_backend_cpu.kernels.sort import _check_sequence as check_sequence
@@ -28,6 +28,8 @@ __all__ = [
     "DTYPE_NAMES",
     "FLOAT_CODES",
     "FAMILIES",
+    "HALF_CODES",
+    "OPMATH_SCALAR",
     "UNARY_PARAMS",
     "below",
     "check_index_add_shapes",

@@ -12,6 +12,8 @@ import math
 import re
 import struct
 
+import numpy as np
+
 from ..programs import source
 from . import _shared
 from ._launch import (
@@ -25,6 +27,7 @@ from ._launch import (
     offset,
     pack,
 )
+from ._shared import HALF_CODES, OPMATH_SCALAR
 
 # where(cond, a, b) is not in the CPU's .def files (its loop copies raw storage); its one line:
 WHERE = ("where", "ALL", "SAME", "a ? b : c")
@@ -82,6 +85,7 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
     programs: dict = {}  # (device index, dtype code) -> _Program
     missing = 7 & ~((1 << arity) - 1)  # operands the op does not have read as scalars
     where = name == "where"
+    opmath = arity == 2 and name in OPMATH_SCALAR
 
     def program(dev, code: int) -> _Program:
         token = TOKENS[code]
@@ -148,7 +152,10 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
         scalars = missing
         for k, t in enumerate(operands):
             if t.__class__ in SCALARS:
-                values[k] = compute_scalar(0 if k == 0 and where else code, t)
+                if opmath and k == 1 and code in HALF_CODES:  # float32, unrounded
+                    values[k] = float(np.float32(t))
+                else:
+                    values[k] = compute_scalar(0 if k == 0 and where else code, t)
                 scalars |= 1 << k
             else:
                 buffers[k] = t._storage.handle
