@@ -13,7 +13,7 @@ import ember.nn as nn
 import ember.nn.functional as F
 
 from .. import types as T
-from . import attention, pooling, recurrent
+from . import attention, batchnorm, pooling, recurrent
 from . import builtins as lib
 
 
@@ -113,30 +113,6 @@ def _layer_norm(em, ref, args, kwargs):
     return em.call_op("layer_norm", [*inputs, em.constant(float(m.eps))], {})
 
 
-def _batch_norm(em, ref, args, kwargs):
-    """Eval-mode batch norm as ``x * scale + shift`` over the channel dim (dim 1): the input is
-    viewed channels-last with ``transpose(1, -1)``, which is the identity for (N, C)."""
-    x = _one(args, kwargs, "BatchNorm")
-    m = ref.module
-    if m.training or not m.track_running_stats:
-        raise lib.BindError(
-            f"{type(m).__name__} in training mode (or without running stats) isn't supported by "
-            "ember.jit.script: call .eval() before scripting"
-        )
-    var = em.call_op("add", [_attr(em, ref, "running_var"), em.constant(float(m.eps))], {})
-    scale = em.call_op("rsqrt", [var], {})
-    if m.affine:
-        scale = em.call_op("mul", [scale, _attr(em, ref, "weight")], {})
-    shift = em.call_op("mul", [_attr(em, ref, "running_mean"), scale], {})
-    shift = em.call_op("neg", [shift], {})
-    if m.affine:
-        shift = em.call_op("add", [shift, _attr(em, ref, "bias")], {})
-    last = [em.constant(1), em.constant(-1)]
-    moved = em.call_op("transpose", [x, *last], {})
-    out = em.call_op("add", [em.call_op("mul", [moved, scale], {}), shift], {})
-    return em.call_op("transpose", [out, *last], {})
-
-
 def embedding_nodes(em, indices, weight):
     """``weight[indices]``: rows picked by index_select, viewed as ``indices.shape + [dim]``."""
     flat = em.call_op("reshape", [indices, em.constant([-1])], {})
@@ -182,9 +158,9 @@ LOWERINGS = {
     nn.Flatten: _flatten,
     nn.LayerNorm: _layer_norm,
     nn.Sequential: _sequential,
-    nn.BatchNorm1d: _batch_norm,
-    nn.BatchNorm2d: _batch_norm,
-    nn.BatchNorm3d: _batch_norm,
+    nn.BatchNorm1d: batchnorm.lower,
+    nn.BatchNorm2d: batchnorm.lower,
+    nn.BatchNorm3d: batchnorm.lower,
     nn.Embedding: _embedding,
     nn.AdaptiveAvgPool2d: pooling.lower,
     nn.MultiheadAttention: attention.lower,

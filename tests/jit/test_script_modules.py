@@ -352,6 +352,29 @@ def test_lowered_layers_match_torch_script(make, shape, integer):
     assert_close(ember.jit.script(mine)(ember.tensor(x)), torch.jit.script(theirs)(torch.tensor(x)))
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"momentum": None}, {"track_running_stats": False}, {"affine": False, "momentum": 0.3}],
+    ids=["default", "cumulative", "batch_stats_only", "no_affine"],
+)
+def test_batch_norm_follows_train_and_eval_as_torch_script(kwargs):
+    """Scripted BatchNorm reads ``training`` at run time: batch statistics and the running
+    update (momentum, or the cumulative average for None) in train(), the running statistics in
+    eval(); the archive keeps it."""
+    mine, theirs = ember.nn.BatchNorm2d(3, **kwargs), torch.nn.BatchNorm2d(3, **kwargs)
+    scripted, reference = ember.jit.script(mine), torch.jit.script(theirs)
+    for step, mode in enumerate((True, True, False, True, False)):
+        scripted.train(mode), reference.train(mode)
+        x = R.standard_normal((4, 3, 5, 5)).astype(np.float32)
+        assert_close(scripted(ember.tensor(x)), reference(torch.tensor(x)))
+        for name, buffer in reference.named_buffers():
+            assert_close(getattr(scripted, name), buffer)
+        if step == 1:
+            buffer = io.BytesIO()
+            scripted.save(buffer)
+            scripted = ember.jit.load(io.BytesIO(buffer.getvalue()))
+
+
 @pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
 def test_recurrent_language_model_matches_torch_script(kind):
     mine, theirs = recurrent(ember, kind), recurrent(torch, kind)
