@@ -204,6 +204,13 @@ def tolist(tensor, dim: int, element: int):
 class RUNTIME:
     str = staticmethod(to_str)
     tolist = staticmethod(tolist)
+
+    @staticmethod
+    def isinstance(value, names: str) -> bool:
+        from .script.unions import run_isinstance
+
+        return run_isinstance(value, names)
+
     format = staticmethod(format_)
     new_object = staticmethod(_new_object)
 
@@ -233,5 +240,6 @@ SCALAR_PRIMS = {
     "prim::dict_delete": (_without, _rt_code("list_delete")),
     "prim::str": (to_str, _rt_code("str")),
     "prim::tolist": (None, _rt_code("tolist")),
+    "prim::isinstance": (None, _rt_code("isinstance")),
     "prim::format": (format_, _rt_code("format")),
 }

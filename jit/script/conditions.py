@@ -10,6 +10,7 @@ import operator
 
 from .. import types as T
 from ..ir import Value
+from . import unions
 
 COMPARE = {
     ast.Eq: ("eq", "prim::eq"),
@@ -51,7 +52,9 @@ class Conditions:
             left, right, lt, rt = right, left, rt, lt
         if rt != T.NoneType:
             raise self.source.not_supported("'is' comparisons are only supported with None", node)
-        if not isinstance(lt, T.OptionalType):
+        if isinstance(lt, T.UnionType) and T.NoneType in lt.elems:
+            pass  # a run-time test, narrowed by unions.refinement
+        elif not isinstance(lt, T.OptionalType):
             return self.constant((lt == T.NoneType) != negate)
         return self.prim("prim::isnot" if negate else "prim::is", [left, right], T.BoolType)
 
@@ -81,6 +84,9 @@ class Conditions:
         if isinstance(node, ast.Compare) and len(node.ops) > 1:
             return self.chained(node), {}, {}
         cond = self.to_bool(self.expr(node), node)
+        narrowed = unions.refinement(self, node)
+        if narrowed is not None:
+            return (cond, *narrowed)
         refine = self.refinement(node)
         if refine is None:
             return cond, {}, {}

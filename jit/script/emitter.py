@@ -22,6 +22,7 @@ from ..ir import Value
 from .expressions import Expressions
 from .returns import PENDING, LoopReturns, may_return
 from .sugar import Sugar
+from .unions import only_narrowed
 
 RETURN, BREAK, CONTINUE, RAISE = "return", "break", "continue", "raise"
 _MAX_TRIP = 9223372036854775807  # while loops: TorchScript's max trip count
@@ -331,6 +332,9 @@ class Emitter(Expressions, LoopReturns):
                 raise self.source.error(
                     f"{name} is bound to different compile-time values in the branches", stmt
                 )
+            if only_narrowed(before.get(name), (v0, v1)):
+                self.env[name] = before[name]
+                continue
             kind = self.unify(v0.type(), v1.type(), name, stmt)
             b0.registerOutput(v0)
             b1.registerOutput(v1)
@@ -348,6 +352,9 @@ class Emitter(Expressions, LoopReturns):
             return a
         if a == PENDING:
             return b
+        declared = self.return_type if name == "$return" else None
+        if declared is not None and self.fits(a, declared) and self.fits(b, declared):
+            return declared  # Union/Any/Optional results: the declared type
         if isinstance(a, T.TensorType) and isinstance(b, T.TensorType):
             return T.Tensor
         if a == T.NoneType or b == T.NoneType:

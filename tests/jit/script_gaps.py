@@ -1,9 +1,10 @@
 """Functions for tests/jit/test_script_gaps.py (issue 16's next script gaps: ``return`` inside
 loops, ``Tensor.tolist()``, ``Union``/``Any``), written once against a library: torch and ember
 script this same source."""
-# ruff: noqa: UP006, UP035, UP045 - typing.List/Optional, as TorchScript sources spell them
+# ruff: noqa: UP006, UP007, UP035, UP045 - typing.List/Optional/Union, as TorchScript sources
+# spell them
 
-from typing import List, Optional
+from typing import Any, List, Optional, Union
 
 
 def loop_returns(lib):
@@ -129,3 +130,40 @@ def tolists(lib):
         return y * 2
 
     return {f.__name__: f for f in (floats, int_rows, returned, scalar)}
+
+
+def unions(lib):
+    """``Union``/``Optional`` of several types narrowed by ``isinstance``/``is None``, and
+    ``Any`` passed through."""
+
+    Tensor = lib.Tensor
+
+    def describe(x: Union[int, float, Tensor], y: Optional[Union[int, str]]) -> float:
+        if isinstance(x, int):
+            a = float(x + 1)
+        elif isinstance(x, float):
+            a = x * 2.0
+        else:
+            a = float(x.sum().item())
+        if y is None:
+            return a
+        if isinstance(y, str):
+            return a + len(y)
+        return a + y
+
+    def doubled(x: Union[int, str]) -> Union[int, str]:
+        if isinstance(x, int):
+            return x * 2
+        return x + "!"
+
+    def passed(x: Any, n: int) -> Any:
+        if n > 0:
+            return x
+        return n
+
+    def tensor_or_list(x: Union[List[int], Tensor], scale: float):
+        if isinstance(x, Tensor):
+            return x * scale
+        return lib.zeros(len(x)) + scale
+
+    return {f.__name__: f for f in (describe, doubled, passed, tensor_or_list)}

@@ -14,7 +14,7 @@ import torch
 
 import ember
 
-from .script_gaps import early_exit_stack, loop_returns, tolists
+from .script_gaps import early_exit_stack, loop_returns, tolists, unions
 from .test_script import assert_same, to_lib
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
@@ -151,3 +151,44 @@ def test_tolist_needs_a_supported_annotation():
         for lib in (torch, ember):
             with pytest.raises(RuntimeError, match=re.escape(words)):
                 lib.jit.script(fn)
+
+
+UNION_CALLS = {
+    "describe": [(3, None), (2.5, "ab"), (ONE, 4), (-1, 7), (TWO, "")],
+    "doubled": [(2,), ("a",)],
+    "passed": [([1, 2], 1), ("s", 2), (ONE, 3), (None, 1), (1.5, 0)],
+    "tensor_or_list": [(ONE, 2.0), ([1, 2, 3], 0.5)],
+}
+
+
+@pytest.fixture(scope="module")
+def scripted_unions():
+    mine, theirs = unions(ember), unions(torch)
+    return {n: (ember.jit.script(f), torch.jit.script(theirs[n]), f) for n, f in mine.items()}
+
+
+@pytest.mark.parametrize("name", sorted(UNION_CALLS))
+def test_union_and_any_match_torch_script(name, scripted_unions):
+    mine, theirs, eager = scripted_unions[name]
+    mine.graph.lint()
+    _check(mine, theirs, eager, UNION_CALLS[name])
+    _check(_roundtrip(mine), theirs, eager, UNION_CALLS[name])
+
+
+def test_isinstance_on_a_union_is_a_run_time_test(scripted_unions):
+    mine = scripted_unions["describe"][0]
+    assert mine.graph.findAllNodes("prim::isinstance", recurse=True)
+    assert "Union[" in mine.graph.inputs()[0].type().annotation()
+
+
+@pytest.mark.parametrize("args", [("bad", None), (1, 2.5), (ONE, ONE)])
+def test_union_argument_mismatch_is_torch_scripts_error(args, scripted_unions):
+    mine, theirs, _ = scripted_unions["describe"]
+    position = 0 if isinstance(args[0], str) else 1
+    param = "xy"[position]
+    words = "describe() Expected a value of type 'Union["
+    tail = f"for argument '{param}' but instead found type"
+    for run, lib in ((theirs, torch), (mine, ember)):  # loaded graphs check no types
+        with pytest.raises(RuntimeError) as caught:
+            run(*(to_lib(a, lib) for a in args))
+        assert words in str(caught.value) and tail in str(caught.value)
