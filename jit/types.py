@@ -229,7 +229,7 @@ class UnionType(Type):
         flat = []
         for e in elems:
             flat += e.elems if isinstance(e, UnionType) else [e]
-        self.elems = tuple(dict.fromkeys(flat))
+        self.elems = tuple(sorted(dict.fromkeys(flat), key=_union_rank))
 
     def _key(self):
         return self.elems
@@ -242,6 +242,16 @@ class UnionType(Type):
 
     def to_json(self):
         return {"union": [e.to_json() for e in self.elems]}
+
+
+def _union_rank(kind) -> int:
+    """TorchScript orders a Union's members by their type kind (c10's TypeKind order)."""
+    order = (TensorType, TupleType, ListType, DictType, NumberType, FloatType, IntType)
+    order += (NoneType, StrType, GeneratorType, BoolType, OptionalType)
+    for rank, entry in enumerate(order):
+        if kind == entry or (isinstance(entry, type) and isinstance(kind, entry)):
+            return rank
+    return len(order)
 
 
 def union_of(elems) -> Type:

@@ -96,7 +96,7 @@ class Conditions:
     def refinement(self, node):
         """``x is not None`` (or ``isinstance(x, T)``) on an Optional name: (name, narrowed
         value, whether the narrowing holds when the condition is true)."""
-        if _is_isinstance(node):
+        if unions.is_isinstance(node):
             name, positive = node.args[0].id, True
         elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name):
             (op,), (right,) = node.ops, node.comparators
@@ -158,16 +158,6 @@ class Conditions:
         return cond
 
     # ---- subscripts, unpacking, iteration ---------------------------------------------------
-
-
-def _is_isinstance(node) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "isinstance"
-        and len(node.args) == 2
-        and isinstance(node.args[0], ast.Name)
-    )
 
 
 def _is_none(node) -> bool:

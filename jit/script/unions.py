@@ -80,7 +80,7 @@ def run_isinstance(value, names: str) -> bool:
 def refinement(em, node):
     """``(when true, when false)`` narrowings of a Union name by ``isinstance(x, C)``,
     ``x is None`` or ``x is not None``; None when ``node`` is no such test."""
-    if _is_isinstance(node):
+    if is_isinstance(node):
         name = node.args[0].id
         classes = em.expr(node.args[1])
         names = class_names(getattr(classes, "obj", None))
@@ -125,7 +125,8 @@ def _cast(em, value, members, name) -> dict:
     return {name: cast.setDebugName(name)}
 
 
-def _is_isinstance(node) -> bool:
+def is_isinstance(node) -> bool:
+    """``isinstance(name, classes)``."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
