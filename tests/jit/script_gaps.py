@@ -167,3 +167,29 @@ def unions(lib):
         return lib.zeros(len(x)) + scale
 
     return {f.__name__: f for f in (describe, doubled, passed, tensor_or_list)}
+
+
+def searching_module(lib):
+    """A module whose forward calls a function that returns from a loop (inlined) and returns
+    from a ``while`` inside a ``for`` itself."""
+
+    def find(xs: List[int], t: int) -> int:
+        for i, v in enumerate(xs):
+            if v == t:
+                return i
+        return -1
+
+    class Search(lib.nn.Module):
+        def forward(self, x, xs: List[int]):
+            k = find(xs, 3)
+            out = x
+            for j in range(4):
+                out = out + k
+                if j == k:
+                    while True:
+                        out = out * 2
+                        if bool(out.sum() > 50):
+                            return out
+            return out - 1
+
+    return Search()

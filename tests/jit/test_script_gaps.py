@@ -14,7 +14,7 @@ import torch
 
 import ember
 
-from .script_gaps import early_exit_stack, loop_returns, tolists, unions
+from .script_gaps import early_exit_stack, loop_returns, searching_module, tolists, unions
 from .test_script import assert_same, to_lib
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
@@ -94,6 +94,14 @@ def test_return_inside_an_unrolled_module_loop_skips_the_later_layers():
             want = their_scripted(torch.tensor(x), limit)
             for run in (scripted, mine, loaded):
                 assert_same(run(ember.tensor(x), limit), want)
+
+
+def test_module_returning_from_loops_and_an_inlined_function():
+    mine, theirs = searching_module(ember), torch.jit.script(searching_module(torch))
+    scripted = ember.jit.script(mine)
+    calls = [(ONE, [1, 3]), (ONE, [3]), (ONE, [5]), (ONE, [0, 0, 0, 3])]
+    _check(scripted, theirs, mine, calls)
+    _check(_roundtrip(scripted), theirs, mine, calls)
 
 
 TOLIST_CALLS = {
