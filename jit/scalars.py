@@ -176,8 +176,41 @@ def _new_object():
     return types.SimpleNamespace()
 
 
+# prim::tolist's element codes (TorchScript's): the annotation's element type.
+TOLIST_ELEMENTS = {"int": 0, "float": 1, "bool": 2}
+_TOLIST_NAMES = ("Long", "Float", "Bool")
+_TOLIST_DTYPES = (("Long",), ("Float", "Double"), ("Bool",))
+
+
+def tolist(tensor, dim: int, element: int):
+    """``Tensor.tolist()`` under an annotation: its dim and element type are checked against
+    the tensor's at run time with TorchScript's messages (float16 is refused where TorchScript
+    fails an internal assert)."""
+    from ember._dtype import SCALAR_NAMES
+
+    name = SCALAR_NAMES[tensor.dtype]
+    if name not in _TOLIST_DTYPES[element]:
+        raise RuntimeError(
+            "Output annotation element type and runtime tensor element type must match for "
+            f"tolist(): {_TOLIST_NAMES[element]} vs {name}"
+        )
+    if tensor.dim() != dim:
+        raise RuntimeError(
+            "Output annotation list dimension and runtime tensor dimension must match for tolist()"
+        )
+    return tensor.detach().tolist()
+
+
 class RUNTIME:
     str = staticmethod(to_str)
+    tolist = staticmethod(tolist)
+
+    @staticmethod
+    def isinstance(value, names: str) -> bool:
+        from .script.unions import run_isinstance
+
+        return run_isinstance(value, names)
+
     format = staticmethod(format_)
     new_object = staticmethod(_new_object)
 
@@ -206,5 +239,7 @@ SCALAR_PRIMS = {
     **{f"prim::list_{n}": (fn, _rt_code(f"list_{n}")) for n, fn in LISTS.items()},
     "prim::dict_delete": (_without, _rt_code("list_delete")),
     "prim::str": (to_str, _rt_code("str")),
+    "prim::tolist": (None, _rt_code("tolist")),
+    "prim::isinstance": (None, _rt_code("isinstance")),
     "prim::format": (format_, _rt_code("format")),
 }

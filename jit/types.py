@@ -219,6 +219,52 @@ class OptionalType(_Of):
     tag, suffix, wrapper = "optional", "?", "Optional"
 
 
+class UnionType(Type):
+    """``Union[int, str]`` (and ``Optional`` of several types: NoneType is a member); a value
+    of it is narrowed by ``isinstance``/``is None`` (``prim::unchecked_cast``)."""
+
+    __slots__ = ("elems",)
+
+    def __init__(self, elems):
+        flat = []
+        for e in elems:
+            flat += e.elems if isinstance(e, UnionType) else [e]
+        self.elems = tuple(sorted(dict.fromkeys(flat), key=_union_rank))
+
+    def _key(self):
+        return self.elems
+
+    def __str__(self) -> str:
+        return f"Union({', '.join(e.annotation() for e in self.elems)})"
+
+    def annotation(self) -> str:
+        return f"Union[{', '.join(e.annotation() for e in self.elems)}]"
+
+    def to_json(self):
+        return {"union": [e.to_json() for e in self.elems]}
+
+
+def _union_rank(kind) -> int:
+    """TorchScript orders a Union's members by their type kind (c10's TypeKind order)."""
+    order = (TensorType, TupleType, ListType, DictType, NumberType, FloatType, IntType)
+    order += (NoneType, StrType, GeneratorType, BoolType, OptionalType)
+    for rank, entry in enumerate(order):
+        if kind == entry or (isinstance(entry, type) and isinstance(kind, entry)):
+            return rank
+    return len(order)
+
+
+def union_of(elems) -> Type:
+    """The narrowest type holding ``elems``: one type, ``Optional[T]``, or a Union."""
+    elems = list(dict.fromkeys(elems))
+    rest = [e for e in elems if e != NoneType]
+    if len(elems) == 1:
+        return elems[0]
+    if len(rest) == 1:
+        return OptionalType(rest[0])
+    return UnionType(elems)
+
+
 class TupleType(Type):
     __slots__ = ("elems",)
 
@@ -358,6 +404,8 @@ def from_json(data) -> Type:
         return DictType(from_json(body[0]), from_json(body[1]))
     if tag == "tuple" and isinstance(body, list):
         return TupleType(from_json(item) for item in body)
+    if tag == "union" and isinstance(body, list) and len(body) >= 2:
+        return UnionType(from_json(item) for item in body)
     if tag == "class" and isinstance(body, list) and len(body) == 2:
         name, fields = body
         if not isinstance(name, str) or not isinstance(fields, list):

@@ -31,6 +31,8 @@ _NAMES = {
     "Tuple": typing.Tuple,  # noqa: UP006
     "Dict": typing.Dict,  # noqa: UP006
     "Optional": typing.Optional,
+    "Union": typing.Union,
+    "Any": typing.Any,
     "Final": typing.Final,
 }
 
@@ -78,6 +80,9 @@ def to_type(annotation) -> T.Type:
         rest = [a for a in args if a is not type(None)]
         if len(rest) == 1 and len(args) == 2:
             return T.OptionalType(to_type(rest[0]))
+        return T.union_of(to_type(a) for a in args)
+    if annotation is typing.Any:
+        return T.AnyType
     raise AnnotationError(f"Unknown type annotation: '{annotation}'")
 
 

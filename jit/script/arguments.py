@@ -83,6 +83,8 @@ def fits(value, kind) -> bool:
         return isinstance(value, Tensor)
     if isinstance(kind, T.OptionalType):
         return value is None or fits(value, kind.elem)
+    if isinstance(kind, T.UnionType):
+        return any(fits(value, member) for member in kind.elems)
     if isinstance(kind, T.ListType):
         return isinstance(value, list) and all(fits(v, kind.elem) for v in value)
     if isinstance(kind, T.TupleType):

@@ -15,7 +15,7 @@ from ember.nn.modules.module import Module
 
 from .. import types as T
 from ..ir import Value
-from ..scalars import MATH, RUNTIME
+from ..scalars import MATH, RUNTIME, TOLIST_ELEMENTS
 from ..tracer import is_tracing
 from . import api
 from . import builtins as lib
@@ -132,7 +132,28 @@ class Calls:
             return self.coerce(self.expr(node.args[1], wanted), wanted, node)
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if isinstance(func, TensorMethod) and func.name == "tolist" and not args and not kwargs:
+            return self.tolist(func.value, wanted, node)
         return self.call(func, args, kwargs, node)
+
+    def tolist(self, value, wanted, node):
+        """``y: List[List[float]] = x.tolist()``: TorchScript's prim::tolist, typed by the
+        annotation (or the return type), whose dim and element type are checked at run time."""
+        if not isinstance(value.type(), T.TensorType):
+            return self.call(TensorMethod(value, "tolist"), [], {}, node)
+        if wanted is None:
+            raise self.source.error("Expected type hint for result of tolist()", node)
+        dim, elem = 0, wanted
+        while isinstance(elem, T.ListType):
+            dim, elem = dim + 1, elem.elem
+        code = TOLIST_ELEMENTS.get(str(elem))
+        if code is None:
+            raise self.source.error(
+                f"{elem.annotation()} is not one of the supported element types for tolist: "
+                "int, float, complex, bool",
+                node,
+            )
+        return self.prim("prim::tolist", [value, self.constant(dim), self.constant(code)], wanted)
 
     def call(self, func, args, kwargs, node):
         try:
@@ -213,7 +234,7 @@ class Calls:
         if name == "item" and not args and not kwargs:
             return self.prim("prim::item", [value], T.NumberType)
         if name == "tolist":
-            raise self.source.not_supported("Tensor.tolist() isn't supported", node)
+            raise self.source.error("Expected type hint for result of tolist()", node)
         op = lib.overload(name, [value, *args], kwargs)
         if op is None:
             raise self.source.not_supported(

@@ -23,8 +23,9 @@ from ..script_module import Method, RecursiveScriptModule, ScriptFunction, Scrip
 from . import api, arguments, attributes, classes, modules, tracing
 from .annotations import AnnotationError, is_final, resolve, to_type
 from .builtins import BindError
-from .emitter import Emitter
+from .emitter import Emitter, terminator
 from .frontend import FrontendError, NotSupportedError, ScriptError, Source, namespace_of
+from .returns import returns_in_loops, with_final_return
 from .sugar import ModuleRef, PyObj, Sugar, SugarTuple
 
 _SOURCES: dict = {}
@@ -116,9 +117,16 @@ class Unit:
             emitter = Emitter(self, source, graph, env, self_ref)
             if definition.returns is not None:
                 emitter.return_type = emitter.annotation(definition.returns)
-            emitter.body(definition.body)
+            body = definition.body
+            if returns_in_loops(definition):
+                emitter.start_loop_returns()
+                body = with_final_return(body, terminator(body) is not None)
+            emitter.body(body)
             result = emitter.env.get("$return")
-            return emitter.constant(None) if result is None else emitter.materialize(result)
+            result = emitter.constant(None) if result is None else emitter.materialize(result)
+            if emitter.loop_returns:
+                emitter.settle_return_start(result.type())
+            return result
         finally:
             self.stack.pop()
 

@@ -10,6 +10,7 @@ import operator
 
 from .. import types as T
 from ..ir import Value
+from . import unions
 
 COMPARE = {
     ast.Eq: ("eq", "prim::eq"),
@@ -51,7 +52,9 @@ class Conditions:
             left, right, lt, rt = right, left, rt, lt
         if rt != T.NoneType:
             raise self.source.not_supported("'is' comparisons are only supported with None", node)
-        if not isinstance(lt, T.OptionalType):
+        if isinstance(lt, T.UnionType) and T.NoneType in lt.elems:
+            pass  # a run-time test, narrowed by unions.refinement
+        elif not isinstance(lt, T.OptionalType):
             return self.constant((lt == T.NoneType) != negate)
         return self.prim("prim::isnot" if negate else "prim::is", [left, right], T.BoolType)
 
@@ -81,6 +84,9 @@ class Conditions:
         if isinstance(node, ast.Compare) and len(node.ops) > 1:
             return self.chained(node), {}, {}
         cond = self.to_bool(self.expr(node), node)
+        narrowed = unions.refinement(self, node)
+        if narrowed is not None:
+            return (cond, *narrowed)
         refine = self.refinement(node)
         if refine is None:
             return cond, {}, {}
@@ -90,7 +96,7 @@ class Conditions:
     def refinement(self, node):
         """``x is not None`` (or ``isinstance(x, T)``) on an Optional name: (name, narrowed
         value, whether the narrowing holds when the condition is true)."""
-        if _is_isinstance(node):
+        if unions.is_isinstance(node):
             name, positive = node.args[0].id, True
         elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name):
             (op,), (right,) = node.ops, node.comparators
@@ -152,16 +158,6 @@ class Conditions:
         return cond
 
     # ---- subscripts, unpacking, iteration ---------------------------------------------------
-
-
-def _is_isinstance(node) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "isinstance"
-        and len(node.args) == 2
-        and isinstance(node.args[0], ast.Name)
-    )
 
 
 def _is_none(node) -> bool:

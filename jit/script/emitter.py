@@ -20,7 +20,9 @@ import ast
 from .. import types as T
 from ..ir import Value
 from .expressions import Expressions
+from .returns import PENDING, LoopReturns, may_return
 from .sugar import Sugar
+from .unions import only_narrowed
 
 RETURN, BREAK, CONTINUE, RAISE = "return", "break", "continue", "raise"
 _MAX_TRIP = 9223372036854775807  # while loops: TorchScript's max trip count
@@ -55,7 +57,7 @@ def _join(a: str, b: str) -> str:
     return a if a in (b, RETURN) else CONTINUE if BREAK not in (a, b) else BREAK
 
 
-class Emitter(Expressions):
+class Emitter(Expressions, LoopReturns):
     """Compiles statements of one function into ``graph`` (see the module docstring)."""
 
     def __init__(self, unit, source, graph, env: dict, self_ref=None, in_loop=False):
@@ -67,6 +69,7 @@ class Emitter(Expressions):
         self.in_loop = in_loop
         self.current = None  # the ast node being compiled (errors, source ranges)
         self.return_type = None
+        self.loop_returns = False  # the function returns from a loop (returns.py)
 
     # ---- statement lists --------------------------------------------------------------------
     def body(self, stmts) -> str | None:
@@ -83,6 +86,9 @@ class Emitter(Expressions):
                 ended = self.statement(stmt)
             if ended:
                 return ended
+            rest = stmts[i + 1 :]
+            if self.loop_returns and may_return(stmt) and (rest or self.in_loop):
+                return self.guard_rest(stmt, lambda rest=rest: self.body(rest))
         return None
 
     def statement(self, stmt) -> str | None:
@@ -224,13 +230,16 @@ class Emitter(Expressions):
         return None
 
     def stmt_Return(self, stmt):  # noqa: N802
-        if self.in_loop:
-            raise self.source.not_supported("return statements inside loops aren't supported", stmt)
-        value = self.constant(None) if stmt.value is None else self.expr(stmt.value)
+        value = (
+            self.constant(None) if stmt.value is None else self.expr(stmt.value, self.return_type)
+        )
         value = self.materialize(value)
         if self.return_type is not None:
             value = self.coerce(value, self.return_type, stmt)
-        self.env["$return"] = value
+        if self.loop_returns:
+            self.return_in_loop(value)
+        else:
+            self.env["$return"] = value
         return RETURN
 
     def stmt_Break(self, stmt):  # noqa: N802
@@ -323,6 +332,9 @@ class Emitter(Expressions):
                 raise self.source.error(
                     f"{name} is bound to different compile-time values in the branches", stmt
                 )
+            if only_narrowed(before.get(name), (v0, v1)):
+                self.env[name] = before[name]
+                continue
             kind = self.unify(v0.type(), v1.type(), name, stmt)
             b0.registerOutput(v0)
             b1.registerOutput(v1)
@@ -336,8 +348,13 @@ class Emitter(Expressions):
             return self.graph.insert("prim::Uninitialized").output().setType(kind)
 
     def unify(self, a, b, name: str, stmt):
-        if a == b:
+        if a == b or b == PENDING:
             return a
+        if a == PENDING:
+            return b
+        declared = self.return_type if name == "$return" else None
+        if declared is not None and self.fits(a, declared) and self.fits(b, declared):
+            return declared  # Union/Any/Optional results: the declared type
         if isinstance(a, T.TensorType) and isinstance(b, T.TensorType):
             return T.Tensor
         if a == T.NoneType or b == T.NoneType:
@@ -388,7 +405,7 @@ class Emitter(Expressions):
         return None
 
     def unrolled(self, stmt, items) -> None:
-        for item in items:
+        for index, item in enumerate(items):
             self.assign(stmt.target, item)
             ended = self.body(stmt.body)
             if ended in (BREAK, CONTINUE):
@@ -398,11 +415,15 @@ class Emitter(Expressions):
                 )
             if ended:
                 return ended
+            if self.loop_returns and may_return(stmt) and index + 1 < len(items):
+                remaining = items[index + 1 :]
+                return self.guard_rest(stmt, lambda rest=remaining: self.unrolled(stmt, rest))
         return None
 
     def loop(self, stmt, trip, cond, bind_target, stmts, next_cond) -> None:
         assigned = _assigned_names(stmt)
         carried = [n for n in assigned if isinstance(self.env.get(n), Value)]
+        carried += self.carried_returns(stmt)
         node = self.graph.insert(
             "prim::Loop", [trip, cond, *(self.env[n] for n in carried)], num_outputs=0
         )
@@ -432,6 +453,7 @@ class Emitter(Expressions):
         self.env = before
         for name in carried:
             self.env[name] = node.addOutput(before[name].type()).setDebugName(name)
+        self.settle_return_type(block, node, carried)
 
 
 _MUTATORS = ("append", "extend", "insert", "pop", "reverse", "sort", "remove", "clear")

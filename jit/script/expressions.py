@@ -132,8 +132,12 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
         )
 
     def fits(self, have, wanted) -> bool:
-        if have == wanted:
+        if have == wanted or wanted == T.AnyType:
             return True
+        if isinstance(have, T.UnionType):
+            return all(self.fits(member, wanted) for member in have.elems)
+        if isinstance(wanted, T.UnionType):
+            return any(self.fits(have, member) for member in wanted.elems)
         if isinstance(wanted, T.OptionalType):
             return have == T.NoneType or self.fits(have, wanted.elem)
         if isinstance(have, T.TensorType) and isinstance(wanted, T.TensorType):

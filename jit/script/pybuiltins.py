@@ -10,6 +10,7 @@ import builtins
 from ember._tensor import Tensor
 
 from .. import types as T
+from . import unions
 from .sugar import Enumerate, ModuleRef, PyObj, Range, SugarTuple, Zip
 
 
@@ -82,6 +83,8 @@ def _isinstance(em, args, kwargs, node):
     classes = classes.obj if isinstance(classes, PyObj) else None
     classes = classes if isinstance(classes, tuple) else (classes,)
     kind = value.type()
+    if isinstance(kind, T.UnionType):
+        return unions.isinstance_test(em, value, unions.class_names(classes))
     wanted = set()
     for cls in classes:
         if isinstance(cls, type) and issubclass(cls, Tensor):

@@ -94,14 +94,3 @@ def test_no_source_is_an_os_error_as_in_torch():
     exec("def made(x):\n    return x\n", namespace)
     with pytest.raises(OSError, match="Can't get source for"):
         ember.jit.script(namespace["made"])
-
-
-def test_return_inside_a_loop_is_refused():
-    def loop_return(x, n: int):
-        for _ in range(n):
-            return x
-        return x
-
-    error = caught(ember.jit.script, loop_return)
-    assert isinstance(error, NotSupportedError)
-    assert "return statements inside loops" in str(error)
