@@ -209,6 +209,21 @@ def equal(input, other) -> bool:
     return bool(OPS["eq"](input, other).all())
 
 
+def zero_(input: Tensor) -> Tensor:
+    """``torch.zero_(x)``: the method as a function."""
+    return input.zero_()
+
+
+def resize_as_(input: Tensor, the_template: Tensor, *, memory_format=None) -> Tensor:
+    """``torch.resize_as_(x, y)``: the method as a function."""
+    return input.resize_as_(the_template, memory_format=memory_format)
+
+
+def __rdiv__(self: Tensor, other) -> Tensor:
+    """``other / self``, under Python 2's name, which PyTorch keeps."""
+    return self.__rtruediv__(other)
+
+
 FUNCTIONS = {
     **SPLIT_ALIASES,
     **_unique.FUNCTIONS,
@@ -220,9 +235,12 @@ FUNCTIONS = {
     "nanmedian": nanmedian,
     "allclose": allclose,
     "equal": equal,
+    "zero_": zero_,
+    "resize_as_": resize_as_,
 }
 
 METHODS = {
+    "__rdiv__": __rdiv__,
     **SPLIT_ALIASES,
     **{f"{name}_": _inplace_view(name) for name in ("unsqueeze", "squeeze", "t", "transpose")},
     "as_strided_": _inplace_view("as_strided"),
