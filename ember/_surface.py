@@ -219,7 +219,7 @@ def resize_as_(input: Tensor, the_template: Tensor, *, memory_format=None) -> Te
     return input.resize_as_(the_template, memory_format=memory_format)
 
 
-def __rdiv__(self: Tensor, other) -> Tensor:
+def _rdiv(self: Tensor, other) -> Tensor:
     """``other / self``, under Python 2's name, which PyTorch keeps."""
     return self.__rtruediv__(other)
 
@@ -240,7 +240,7 @@ FUNCTIONS = {
 }
 
 METHODS = {
-    "__rdiv__": __rdiv__,
+    "__rdiv__": _rdiv,
     **SPLIT_ALIASES,
     **{f"{name}_": _inplace_view(name) for name in ("unsqueeze", "squeeze", "t", "transpose")},
     "as_strided_": _inplace_view("as_strided"),
