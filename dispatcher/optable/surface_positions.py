@@ -10,7 +10,7 @@ import numpy as np
 
 import ember
 
-from ..opdef import DTYPES_INT, Kind, OpDef, Promotion
+from ..opdef import DTYPES_INT, Kind, OpDef, Out, Promotion
 from .fill import fill_value
 
 
@@ -28,14 +28,20 @@ def _np_fill(x, value):
 
 # ---- nonzero_static --------------------------------------------------------------------------
 def _nonzero_static(x, size, fill_value=-1):
+    """Static shapes throughout (no nonzero, whose shape reads values), so that meta tensors
+    and vmap run it: each hit goes to its rank's row, every other element to a spare row."""
     if size < 0:
         raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
-    found = ember.nonzero(x)
-    count = found.shape[0]
-    if count >= size:
-        return found[:size].contiguous()
-    pad = ember.full((size - count, x.ndim), fill_value, dtype=ember.int64, device=found.device)
-    return ember.cat([found, pad], 0)
+    hit = (x != 0).reshape(-1)
+    rank = hit.to(ember.int64).cumsum(0) - 1
+    row = ember.where(hit, ember.clamp(rank, max=size), size)
+    places = ember.arange(hit.shape[0], device=x.device)
+    coords = ember.stack(_unravel_index(places, tuple(x.shape)), -1) if x.ndim else None
+    if coords is None:  # a 0-d input: rows of no coordinates
+        coords = ember.zeros((hit.shape[0], 0), dtype=ember.int64, device=x.device)
+    out = ember.full((size + 1, x.ndim), fill_value, dtype=ember.int64, device=x.device)
+    out = out.scatter(0, row.unsqueeze(-1).expand(coords.shape), coords)
+    return out[:size].contiguous()
 
 
 def _np_nonzero_static(x, size, fill_value=-1):
@@ -107,7 +113,12 @@ ROWS = [
         differentiable=False,
         decomposition=_nonzero_static,
         samples="nonzero_static",
-        out=None,
+        out=Out(
+            "exact",
+            None,
+            message="nonzero_static: Expected out tensor to have scalar type {want} but got "
+            "scalar type{got}",
+        ),
         notes="nonzero's first size rows, padded with fill_value rows up to size",
     ),
     OpDef(

@@ -13,7 +13,6 @@ import ember
 
 from ..kinds._common import wrap_dim
 from ..opdef import OUT_EXACT, Kind, OpDef, Out, Promotion
-from .data import OUT_JOIN
 
 
 # ---- as_strided_copy / as_strided_scatter ----------------------------------------------------
@@ -185,7 +184,7 @@ ROWS = [
         _np_as_strided_scatter,
         decomposition=_as_strided_scatter,
         samples="as_strided_scatter",
-        out=OUT_EXACT,
+        out=None,
         notes="a contiguous input's copy with src written where as_strided points: a scatter "
         "over the flat positions, so the gradient is scatter's",
     ),
@@ -206,7 +205,7 @@ ROWS = [
         decomposition=_chunk_cat,
         method=False,
         samples="chunk_cat",
-        out=OUT_JOIN,
+        out=Out("cast", None),
         notes="each tensor padded along dim to a multiple of num_chunks, viewed as "
         "(..., num_chunks, -1) and concatenated along dim + 1 (FSDP2's all-gather layout)",
     ),
