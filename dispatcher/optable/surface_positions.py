@@ -51,12 +51,16 @@ def _np_nonzero_static(x, size, fill_value=-1):
 
 
 # ---- unravel_index ---------------------------------------------------------------------------
-def _unravel_shape(indices, shape) -> tuple:
-    """PyTorch's checks (torch/functional.py), each with its error type and words."""
-    if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype is ember.bool:
+def check_unravel_indices(indices) -> None:
+    """PyTorch's TypeError, before the row's dtype check (ember.unravel_index calls it)."""
+    if isinstance(indices, ember.Tensor) and indices.dtype not in DTYPES_INT:
         raise TypeError(
             f"expected 'indices' to be integer dtype, but got torch.{indices.dtype.name}"
         )
+
+
+def _unravel_shape(indices, shape) -> tuple:
+    """PyTorch's checks of shape (torch/functional.py), each with its error type and words."""
     if isinstance(shape, numbers.Integral):
         shape = (shape,)
     elif not isinstance(shape, (list, tuple)):
@@ -131,6 +135,7 @@ ROWS = [
         decomposition=_unravel_index,
         method=False,
         samples="unravel_index",
+        frontend=True,
         out=None,
         notes="floor_divide by each dim's stride, modulo its size (PyTorch's formula); "
         "a flat index out of range wraps, as in PyTorch",
