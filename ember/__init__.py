@@ -20,7 +20,17 @@ if not _os.path.isdir(_os.path.join(__path__[0], "dispatcher")) and _os.path.isf
     __path__.append(_checkout)
 del _checkout, _os
 
-from . import _bind, _complex, _dtype, _frontends, _indexing, _surface, ops, return_types
+from . import (
+    _bind,
+    _complex,
+    _dtype,
+    _factories_more,
+    _frontends,
+    _indexing,
+    _surface,
+    ops,
+    return_types,
+)
 from ._device import device, get_default_device, set_default_device
 from ._dtype import (
     bfloat16,
@@ -71,7 +81,7 @@ cfloat = complex64
 cdouble = complex128
 
 _bind.bind(_OPS, Tensor, globals())
-for _module in (_frontends, _surface, _complex):
+for _module in (_frontends, _surface, _complex, _factories_more):
     for _name, _fn in _module.FUNCTIONS.items():
         globals()[_name] = _fn
     for _name, _fn in _module.METHODS.items():

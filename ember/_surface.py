@@ -12,6 +12,7 @@ from . import _unique
 from ._tensor import Tensor
 from .dispatcher import out as _out_arg
 from .dispatcher.optable import OPS
+from .dispatcher.optable.surface_positions import check_unravel_indices
 from .dispatcher.promotion import can_cast
 
 
@@ -209,6 +210,32 @@ def equal(input, other) -> bool:
     return bool(OPS["eq"](input, other).all())
 
 
+def unravel_index(indices: Tensor, shape) -> tuple:
+    """Flat indices into a tensor of ``shape`` as one coordinate tensor per dim.
+
+    Example:
+        >>> ember.unravel_index(ember.tensor([4, 1]), (3, 2))
+        (tensor([2, 0]), tensor([0, 1]))
+    """
+    check_unravel_indices(indices)  # PyTorch's TypeError, before the row's dtype check
+    return OPS["unravel_index"](indices, shape)
+
+
+def zero_(input: Tensor) -> Tensor:
+    """``torch.zero_(x)``: the method as a function."""
+    return input.zero_()
+
+
+def resize_as_(input: Tensor, the_template: Tensor, *, memory_format=None) -> Tensor:
+    """``torch.resize_as_(x, y)``: the method as a function."""
+    return input.resize_as_(the_template, memory_format=memory_format)
+
+
+def _rdiv(self: Tensor, other) -> Tensor:
+    """``other / self``, under Python 2's name, which PyTorch keeps."""
+    return self.__rtruediv__(other)
+
+
 FUNCTIONS = {
     **SPLIT_ALIASES,
     **_unique.FUNCTIONS,
@@ -220,9 +247,13 @@ FUNCTIONS = {
     "nanmedian": nanmedian,
     "allclose": allclose,
     "equal": equal,
+    "zero_": zero_,
+    "unravel_index": unravel_index,
+    "resize_as_": resize_as_,
 }
 
 METHODS = {
+    "__rdiv__": _rdiv,
     **SPLIT_ALIASES,
     **{f"{name}_": _inplace_view(name) for name in ("unsqueeze", "squeeze", "t", "transpose")},
     "as_strided_": _inplace_view("as_strided"),

@@ -36,12 +36,15 @@ from . import (
     surface_integrate,
     surface_math,
     surface_more,
+    surface_positions,
     surface_quantile,
+    surface_random,
     surface_reduce,
     surface_scatter,
     surface_select,
     surface_shape,
     surface_stats,
+    surface_strided,
     view,
 )
 
@@ -72,6 +75,8 @@ MODULES += (
     surface_shape,
     surface_stats,
 )
+# issue 13, batch A: strided copies and scatters, positions and fills, in-place samplers
+MODULES += (surface_strided, surface_positions, surface_random)
 # ember.linalg: LAPACK primitives, then the composites over them.
 MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products, linalg_exp)
 # complex dtypes (issue 14): their views and conjugate; complex.widen adds them to other rows.

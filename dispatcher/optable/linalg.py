@@ -75,6 +75,8 @@ def _addmm(c, a, b, beta=1, alpha=1):
 
 def _baddbmm(c, a, b, beta=1, alpha=1):
     product = ember.bmm(a, b)
+    if not product.dtype.is_floating_point:  # PyTorch reads the scalars in the integer dtype
+        beta, alpha = int(beta), int(alpha)
     if alpha != 1:
         product = product * alpha
     return product if beta == 0 else product + (c if beta == 1 else c * beta)

@@ -78,6 +78,10 @@ RANDOM_ARGS = {
         {"num_samples": 4, "replacement": False},
     ],
     "randperm": [{"n": 100}, {"n": 1}, {"n": 0}],
+    "cauchy_": [{}, {"median": -2.0, "sigma": 0.5}],
+    "exponential_": [{}, {"lambd": 2.5}],
+    "geometric_": [{"p": 0.5}, {"p": 0.2}],
+    "log_normal_": [{}, {"mean": 0.5, "std": 0.25}],
 }
 
 

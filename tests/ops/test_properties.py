@@ -214,6 +214,47 @@ def randperm(op, dtype, device, sample):
     _check_draws(op, sample, device, got)
 
 
+def cauchy_(op, dtype, device, sample):
+    """The sample median and quartiles of a Cauchy law: median and median +- sigma."""
+    median, sigma = sample.args[1], sample.args[2]
+    got = _fill_values(op, sample, device)
+    if got.size >= 1000:
+        low, mid, high = np.quantile(got, (0.25, 0.5, 0.75))
+        # a quantile's spread is 1 / (2 f(q)) / sqrt(n): f(median) = 1 / (pi sigma)
+        _within("cauchy_ median", mid, median, math.pi * sigma / 2, got.size)
+        _within("cauchy_ quartile spread", (high - low) / 2, sigma, 2 * math.pi * sigma, got.size)
+    _check_draws(op, sample, device, got)
+
+
+def exponential_(op, dtype, device, sample):
+    lambd = sample.args[1]
+    got = _fill_values(op, sample, device)
+    assert (got >= 0).all(), "exponential_: negative values"
+    if got.size >= 1000:
+        _within("exponential_ mean", got.mean(), 1 / lambd, 1 / lambd, got.size)
+    _check_draws(op, sample, device, got)
+
+
+def geometric_(op, dtype, device, sample):
+    p = sample.args[1]
+    got = _fill_values(op, sample, device)
+    assert (got == np.round(got)).all() and (got >= 1).all(), "geometric_: not a count >= 1"
+    if got.size >= 1000 and dtype.itemsize > 1:  # int8 and uint8 wrap rare long runs
+        _within("geometric_ mean", got.mean(), 1 / p, math.sqrt(1 - p) / p, got.size)
+    _check_draws(op, sample, device, got)
+
+
+def log_normal_(op, dtype, device, sample):
+    mean, std = sample.args[1], sample.args[2]
+    got = _fill_values(op, sample, device)
+    assert (got > 0).all(), "log_normal_: values must be positive"
+    if got.size >= 1000:
+        logs = np.log(got)
+        _within("log_normal_ log mean", logs.mean(), mean, std, got.size)
+        _within("log_normal_ log std", logs.std(), std, std, got.size)
+    _check_draws(op, sample, device, got)
+
+
 PROPERTIES = {
     "copy_": copy_,
     "fill_": fill_,
@@ -230,6 +271,10 @@ PROPERTIES = {
     "bernoulli_": bernoulli,
     "multinomial": multinomial,
     "randperm": randperm,
+    "cauchy_": cauchy_,
+    "exponential_": exponential_,
+    "geometric_": geometric_,
+    "log_normal_": log_normal_,
     **AMP_PROPERTIES,
 }
 
