@@ -33,6 +33,7 @@ from . import (
     reduction,
     special,
     surface_copies,
+    surface_gradient,
     surface_integrate,
     surface_math,
     surface_more,
@@ -76,6 +77,8 @@ MODULES += (
 MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products, linalg_exp)
 # complex dtypes (issue 14): their views and conjugate; complex.widen adds them to other rows.
 MODULES += (complex,)
+# PyTorch's core surface, batch B (issue 13): composites of existing ops
+MODULES += (surface_gradient,)
 
 
 def _decompose(op, *args):

@@ -25,6 +25,7 @@ from . import gen_reduction as red
 from . import gen_special as special
 from . import gen_structure as st
 from . import gen_surface as surface
+from . import gen_surface4b as surface4b
 from . import gen_surface_more as surface_more
 from .sampling import Sample
 
@@ -107,6 +108,7 @@ GENERATORS = {
     # PyTorch's core surface (dispatcher/optable/surface_*.py)
     **surface.GENERATORS,
     **surface_more.GENERATORS,
+    **surface4b.GENERATORS,
 }
 
 GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)

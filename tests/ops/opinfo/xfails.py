@@ -71,7 +71,6 @@ XFAILS = {
     "fmax": "core: fmax refuses integers (PyTorch: maximum)",
     "fmin": "core: fmin refuses integers (PyTorch: minimum)",
     "geometric": "core: missing: Tensor.geometric_",
-    "gradient": "core: missing: ember.gradient",
     "grid_sampler_2d": "nn: missing: ember.grid_sampler_2d",
     "grid_sampler_3d": "nn: missing: ember.grid_sampler_3d",
     "hash_tensor": "core: missing: ember.hash_tensor",
