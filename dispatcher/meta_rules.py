@@ -93,6 +93,14 @@ def _scatter_reduce(op, x, dim, index, src, reduce, include_self=True):
     return _new(x, x._shape)
 
 
+@_rule("index_reduce", "index_reduce_")
+def _index_reduce(op, x, dim, index, source, reduce, include_self=True):
+    from .optable.surface_index_reduce import check_index_reduce
+
+    check_index_reduce(x, wrap_dim(dim, x.ndim, "index_reduce"), index, source, reduce)
+    return x if op.mutates else _new(x, x._shape)
+
+
 def _meta_permutation(pivots, m: int, LU) -> Tensor:
     return _new(LU, (*LU._shape[:-2], m, m))
 
