@@ -75,6 +75,17 @@ def _histc(op, x, bins=100, min=0, max=0):
     return _new(x, (bins,))
 
 
+@_rule("histogram", "histogramdd")
+def _histogram(op, x, bins, range=None, weight=None, density=False):
+    """Shapes from the bin counts: the edges' values need the input's."""
+    from .optable.surface_histogram import bin_counts
+
+    counts = bin_counts(x, bins, op.name)
+    hist = _new(x, counts)
+    edges = [_new(x, (n + 1,)) for n in counts]
+    return (hist, edges[0]) if op.name == "histogram" else [hist, *edges]
+
+
 @_rule("quantile", "nanquantile")
 def _quantile(op, x, q, dim=None, keepdim=False, interpolation="linear"):
     """The decomposition itself, less the check that q's values lie in [0, 1]."""

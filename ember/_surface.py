@@ -196,6 +196,14 @@ def block_diag(*tensors):
     return OPS["block_diag"](_tensor_list(tensors))
 
 
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
+    """PyTorch's (hist, bin_edges) pair over the op's flat [hist, *edges]."""
+    from .dispatcher.optable.surface_histogram import histogramdd_result
+
+    hist, *edges = OPS["histogramdd"](input, bins, range, weight, density)
+    return histogramdd_result(hist, tuple(edges))
+
+
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     return bool(OPS["isclose"](input, other, rtol, atol, equal_nan).all())
 
@@ -215,6 +223,7 @@ FUNCTIONS = {
     "meshgrid": meshgrid,
     "cartesian_prod": cartesian_prod,
     "block_diag": block_diag,
+    "histogramdd": histogramdd,
     **{f"atleast_{n}d": _atleast(f"atleast_{n}d") for n in (1, 2, 3)},
     "median": median,
     "nanmedian": nanmedian,

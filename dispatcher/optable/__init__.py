@@ -34,6 +34,7 @@ from . import (
     special,
     surface_copies,
     surface_gradient,
+    surface_histogram,
     surface_index_reduce,
     surface_integrate,
     surface_math,
@@ -79,7 +80,7 @@ MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products
 # complex dtypes (issue 14): their views and conjugate; complex.widen adds them to other rows.
 MODULES += (complex,)
 # PyTorch's core surface, batch B (issue 13): composites of existing ops
-MODULES += (surface_gradient, surface_index_reduce)
+MODULES += (surface_gradient, surface_index_reduce, surface_histogram)
 
 
 def _decompose(op, *args):

@@ -51,7 +51,44 @@ def index_reduce(op, dtype, device, rng):
         yield Sample((scalar, 0, one, arr(dtype, (), rng, **small), reduce, True), desc="0-d")
 
 
+def _edges(count: int, dtype, rng) -> Arr:
+    return Arr(np.sort(rng.uniform(-3, 3, count + 1)).astype(dtype.np))
+
+
+def histogram(op, dtype, device, rng):
+    """Bin counts over the extremes or a range, edge tensors, weights, densities, a 0-d and
+    an empty input."""
+    for shape, layout, bins, range_, weighted, density in (
+        ((5, 4), C, 3, None, False, False),
+        ((4, 6), T, 4, [-1.0, 2.0], True, False),
+        ((7,), S, 2, None, True, True),
+        ((), C, 1, None, False, True),
+        ((3, 0), C, 2, None, False, False),
+    ):
+        x = arr(dtype, shape, rng, layout)
+        weight = arr(dtype, shape, rng, low=0.0, high=2.0) if weighted else None
+        yield Sample((x, bins, range_, weight, density))
+        yield Sample((x, _edges(bins, dtype, rng), None, weight, density), desc="edges")
+
+
+def histogramdd(op, dtype, device, rng):
+    """Points of 1 to 3 dims: counts per dim or one for all, a range, edge tensors, weights."""
+    for shape, bins, range_, weighted, density in (
+        ((6, 2), [2, 3], None, False, False),
+        ((2, 5, 3), 2, [-1.0, 1.0, -2.0, 2.0, 0.0, 3.0], True, False),
+        ((4, 1), [3], None, True, True),
+        ((0, 2), [1, 2], None, False, False),
+    ):
+        x = arr(dtype, shape, rng)
+        weight = arr(dtype, shape[:-1], rng, low=0.0, high=2.0) if weighted else None
+        yield Sample((x, bins, range_, weight, density))
+        edges = [_edges(b, dtype, rng) for b in ([bins] * shape[-1] if type(bins) is int else bins)]
+        yield Sample((x, edges, None, weight, density), desc="edges")
+
+
 GENERATORS = {
+    "histogram": histogram,
+    "histogramdd": histogramdd,
     "index_reduce": index_reduce,
     "gradient": gradient,
 }

@@ -74,8 +74,6 @@ XFAILS = {
     "grid_sampler_2d": "nn: missing: ember.grid_sampler_2d",
     "grid_sampler_3d": "nn: missing: ember.grid_sampler_3d",
     "hash_tensor": "core: missing: ember.hash_tensor",
-    "histogram": "core: missing: ember.histogram",
-    "histogramdd": "core: missing: ember.histogramdd",
     "imag": COMPLEX,
     "isreal": COMPLEX,
     "istft": FFT,
