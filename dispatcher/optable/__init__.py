@@ -30,6 +30,7 @@ from . import (
     linalg_solve,
     linalg_spectral,
     nn,
+    nn_native,
     reduction,
     special,
     surface_copies,
@@ -80,7 +81,7 @@ MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products
 # complex dtypes (issue 14): their views and conjugate; complex.widen adds them to other rows.
 MODULES += (complex,)
 # PyTorch's core surface, batch B (issue 13): composites of existing ops
-MODULES += (surface_gradient, surface_index_reduce, surface_histogram)
+MODULES += (surface_gradient, surface_index_reduce, surface_histogram, nn_native)
 
 
 def _decompose(op, *args):

@@ -86,7 +86,50 @@ def histogramdd(op, dtype, device, rng):
         yield Sample((x, edges, None, weight, density), desc="edges")
 
 
+def _params(dtype, count: int, rng, present: bool):
+    return arr(dtype, (count,), rng) if present else None
+
+
+def native_layer_norm(op, dtype, device, rng):
+    for shape, layout, normalized, affine in (
+        ((3, 4), C, [4], True),
+        ((2, 3, 5), T, [3, 5], False),
+        ((4, 6), N, [4, 6], True),
+    ):
+        x = arr(dtype, shape, rng, layout)
+        weight = arr(dtype, normalized, rng) if affine else None
+        bias = arr(dtype, normalized, rng) if affine else None
+        yield Sample((x, normalized, weight, bias, 1e-5))
+
+
+def native_group_norm(op, dtype, device, rng):
+    for shape, layout, group, affine in (((2, 4, 3), C, 2, True), ((3, 6, 2, 2), T, 3, False)):
+        x = arr(dtype, shape, rng, layout)
+        n, c = shape[:2]
+        hxw = int(np.prod(shape[2:]))
+        w, b = _params(dtype, c, rng, affine), _params(dtype, c, rng, affine)
+        yield Sample((x, w, b, n, c, hxw, group, 1e-5))
+
+
+def native_batch_norm(op, dtype, device, rng):
+    """Training (the running statistics, when given, updated) and evaluation."""
+    for shape, layout, training, affine, running in (
+        ((4, 3), C, True, True, True),
+        ((3, 2, 5), T, True, False, False),
+        ((2, 3, 2, 2), C, False, True, True),
+    ):
+        c = shape[1]
+        mean = arr(dtype, (c,), rng) if running else None
+        var = Arr(rng.uniform(0.5, 2.0, c).astype(dtype.np)) if running else None
+        x = arr(dtype, shape, rng, layout)
+        w, b = _params(dtype, c, rng, affine), _params(dtype, c, rng, affine)
+        yield Sample((x, w, b, mean, var, training, 0.1, 1e-5))
+
+
 GENERATORS = {
+    "native_layer_norm": native_layer_norm,
+    "native_group_norm": native_group_norm,
+    "native_batch_norm": native_batch_norm,
     "histogram": histogram,
     "histogramdd": histogramdd,
     "index_reduce": index_reduce,
