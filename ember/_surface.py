@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from . import _dtype as dt
-from . import _unique
+from . import _lowrank, _unique
 from ._tensor import Tensor
 from .dispatcher import out as _out_arg
 from .dispatcher.optable import OPS
@@ -220,6 +220,7 @@ def equal(input, other) -> bool:
 FUNCTIONS = {
     **SPLIT_ALIASES,
     **_unique.FUNCTIONS,
+    **_lowrank.FUNCTIONS,
     "meshgrid": meshgrid,
     "cartesian_prod": cartesian_prod,
     "block_diag": block_diag,
