@@ -26,6 +26,7 @@ from . import (
     linalg,
     linalg_exp,
     linalg_norms,
+    linalg_ormqr,
     linalg_products,
     linalg_solve,
     linalg_spectral,
@@ -81,7 +82,7 @@ MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products
 # complex dtypes (issue 14): their views and conjugate; complex.widen adds them to other rows.
 MODULES += (complex,)
 # PyTorch's core surface, batch B (issue 13): composites of existing ops
-MODULES += (surface_gradient, surface_index_reduce, surface_histogram, nn_native)
+MODULES += (surface_gradient, surface_index_reduce, surface_histogram, nn_native, linalg_ormqr)
 
 
 def _decompose(op, *args):

@@ -126,7 +126,20 @@ def native_batch_norm(op, dtype, device, rng):
         yield Sample((x, w, b, mean, var, training, 0.1, 1e-5))
 
 
+def ormqr(op, dtype, device, rng):
+    """geqrf's reflectors of tall, wide and batched inputs times matrices from either side,
+    Q or its transpose."""
+    for (m, n), batch, cols in (((5, 3), (), 2), ((3, 4), (), 3), ((4, 4), (2,), 1)):
+        a = rng.uniform(-1, 1, (*batch, m, n))
+        tau = rng.uniform(0.5, 1.5, (*batch, min(m, n)))
+        for left, transpose in ((True, False), (True, True), (False, False), (False, True)):
+            c_shape = (*batch, m, cols) if left else (*batch, cols, m)
+            c = rng.uniform(-1, 1, c_shape)
+            yield Sample(tuple(Arr(v.astype(dtype.np)) for v in (a, tau, c)) + (left, transpose))
+
+
 GENERATORS = {
+    "ormqr": ormqr,
     "native_layer_norm": native_layer_norm,
     "native_group_norm": native_group_norm,
     "native_batch_norm": native_batch_norm,

@@ -152,7 +152,6 @@ XFAILS = {
     "nn.functional.unfold": "nn: unfold refuses bool (im2col is float-only)",
     "nonzero_static": "core: missing: ember.nonzero_static",
     "norm.nuc": "core: norm(p='nuc') is not supported",
-    "ormqr": "linalg: missing: ember.ormqr",
     "outer": "core: outer refuses bool",
     "polar": COMPLEX,
     "polygamma.polygamma_n_0": POLYGAMMA_F32,
