@@ -75,6 +75,17 @@ def _histc(op, x, bins=100, min=0, max=0):
     return _new(x, (bins,))
 
 
+@_rule("histogram", "histogramdd")
+def _histogram(op, x, bins, range=None, weight=None, density=False):
+    """Shapes from the bin counts: the edges' values need the input's."""
+    from .optable.surface_histogram import bin_counts
+
+    counts = bin_counts(x, bins, op.name)
+    hist = _new(x, counts)
+    edges = [_new(x, (n + 1,)) for n in counts]
+    return (hist, edges[0]) if op.name == "histogram" else [hist, *edges]
+
+
 @_rule("quantile", "nanquantile")
 def _quantile(op, x, q, dim=None, keepdim=False, interpolation="linear"):
     """The decomposition itself, less the check that q's values lie in [0, 1]."""
@@ -91,6 +102,14 @@ def _scatter_reduce(op, x, dim, index, src, reduce, include_self=True):
     check_scatter_reduce(x, reduce)
     wrap_dim(dim, x.ndim, op.name)
     return _new(x, x._shape)
+
+
+@_rule("index_reduce", "index_reduce_")
+def _index_reduce(op, x, dim, index, source, reduce, include_self=True):
+    from .optable.surface_index_reduce import check_index_reduce
+
+    check_index_reduce(x, wrap_dim(dim, x.ndim, "index_reduce"), index, source, reduce)
+    return x if op.mutates else _new(x, x._shape)
 
 
 def _meta_permutation(pivots, m: int, LU) -> Tensor:

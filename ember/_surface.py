@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from . import _dtype as dt
-from . import _unique
+from . import _lowrank, _unique
 from ._tensor import Tensor
 from .dispatcher import out as _out_arg
 from .dispatcher.optable import OPS
@@ -197,6 +197,14 @@ def block_diag(*tensors):
     return OPS["block_diag"](_tensor_list(tensors))
 
 
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
+    """PyTorch's (hist, bin_edges) pair over the op's flat [hist, *edges]."""
+    from .dispatcher.optable.surface_histogram import histogramdd_result
+
+    hist, *edges = OPS["histogramdd"](input, bins, range, weight, density)
+    return histogramdd_result(hist, tuple(edges))
+
+
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     return bool(OPS["isclose"](input, other, rtol, atol, equal_nan).all())
 
@@ -239,9 +247,11 @@ def _rdiv(self: Tensor, other) -> Tensor:
 FUNCTIONS = {
     **SPLIT_ALIASES,
     **_unique.FUNCTIONS,
+    **_lowrank.FUNCTIONS,
     "meshgrid": meshgrid,
     "cartesian_prod": cartesian_prod,
     "block_diag": block_diag,
+    "histogramdd": histogramdd,
     **{f"atleast_{n}d": _atleast(f"atleast_{n}d") for n in (1, 2, 3)},
     "median": median,
     "nanmedian": nanmedian,

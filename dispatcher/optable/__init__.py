@@ -26,13 +26,18 @@ from . import (
     linalg,
     linalg_exp,
     linalg_norms,
+    linalg_ormqr,
     linalg_products,
     linalg_solve,
     linalg_spectral,
     nn,
+    nn_native,
     reduction,
     special,
     surface_copies,
+    surface_gradient,
+    surface_histogram,
+    surface_index_reduce,
     surface_integrate,
     surface_math,
     surface_more,
@@ -81,6 +86,8 @@ MODULES += (surface_strided, surface_positions, surface_random)
 MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products, linalg_exp)
 # complex dtypes (issue 14): their views and conjugate; complex.widen adds them to other rows.
 MODULES += (complex,)
+# PyTorch's core surface, batch B (issue 13): composites of existing ops
+MODULES += (surface_gradient, surface_index_reduce, surface_histogram, nn_native, linalg_ormqr)
 
 
 def _decompose(op, *args):

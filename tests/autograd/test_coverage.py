@@ -24,6 +24,8 @@ COMPOSITES = sorted(
 # (composite, op it reaches) -> why cutting the gradient there is right.
 DELIBERATE_CUTS = {
     ("logsumexp", "detach"): "the max subtracted for stability cancels out of the gradient",
+    ("native_layer_norm", "detach"): "PyTorch's mean and rstd outputs are not differentiable",
+    ("native_batch_norm", "detach"): "PyTorch's saved mean and invstd are not differentiable",
 }
 
 

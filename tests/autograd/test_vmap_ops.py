@@ -191,6 +191,7 @@ NOT_BATCHED_YET = {
     "index_copy_": "in-place composite: no rule (its index bounds check reads values)",
     "masked_scatter_": "in-place composite: no rule (its source size check reads values)",
     "scatter_reduce": "no rule yet",
+    "index_reduce_": "in-place composite: no rule (its rounds per repeated index read values)",
 }
 
 

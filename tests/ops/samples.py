@@ -25,6 +25,7 @@ from . import gen_reduction as red
 from . import gen_special as special
 from . import gen_structure as st
 from . import gen_surface as surface
+from . import gen_surface4b as surface4b
 from . import gen_surface_more as surface_more
 from . import gen_surface_strided as surface_strided
 from .sampling import Sample
@@ -109,6 +110,7 @@ GENERATORS = {
     **surface.GENERATORS,
     **surface_more.GENERATORS,
     **surface_strided.GENERATORS,
+    **surface4b.GENERATORS,
 }
 
 GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)
