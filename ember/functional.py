@@ -1,9 +1,9 @@
 """``ember.functional``: the names of ``torch.functional``, as ember's functions.
 
 Most are ember's top-level functions re-exported (``torch.functional.einsum is torch.einsum``;
-``tensordot`` and ``lu`` are ember.linalg's). ``chain_matmul`` and ``unravel_index`` are composed
-here from ember ops (matmul, integer division), so they run on every device and differentiate.
-PyTorch's ``stft``/``istft``, ``pca_lowrank`` and ``svd_lowrank`` are not in ember yet.
+``tensordot`` and ``lu`` are ember.linalg's). ``chain_matmul`` is composed
+here from ember ops (matmul), so it runs on every device and differentiates.
+PyTorch's ``stft``/``istft`` are not in ember.functional yet.
 """
 
 from __future__ import annotations
@@ -25,16 +25,20 @@ from ember import (
     lu,
     meshgrid,
     norm,
+    pca_lowrank,
     split,
+    svd_lowrank,
     tensordot,
     unique,
     unique_consecutive,
+    unravel_index,
 )
 
 __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
     "broadcast_tensors", "cartesian_prod", "cdist", "chain_matmul", "einsum", "lu", "meshgrid",
-    "norm", "split", "tensordot", "unique", "unique_consecutive", "unravel_index",
+    "norm", "pca_lowrank", "split", "svd_lowrank", "tensordot", "unique", "unique_consecutive",
+    "unravel_index",
 ]  # fmt: skip
 
 
@@ -57,21 +61,3 @@ def chain_matmul(*matrices, out=None):
         out.copy_(result)
         return out
     return result
-
-
-def unravel_index(indices, shape):
-    """Flat ``indices`` as a tuple of coordinate tensors into ``shape`` (row-major)."""
-    if isinstance(shape, int):
-        shape = (shape,)
-    if not isinstance(indices, ember.Tensor):
-        indices = ember.tensor(indices)
-    if indices.dtype.is_floating_point or indices.dtype == ember.bool:
-        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
-    if any(s < 0 for s in shape):
-        raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
-    coords = []
-    rest = indices.to(ember.int64)
-    for size in reversed(shape):
-        coords.append(ember.remainder(rest, size))
-        rest = ember.div(rest, size, rounding_mode="floor")
-    return tuple(reversed(coords))

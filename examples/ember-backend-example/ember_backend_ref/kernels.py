@@ -71,12 +71,22 @@ ELEMENTWISE = {
 }
 
 
+# Ops that take a Python scalar beside a 16-bit float unrounded (PyTorch's opmath scalar); the
+# others round it to the tensor's dtype first, as PyTorch does.
+OPMATH_SCALAR = (np.multiply,)
+
+
 def _elementwise(ufunc):
     def kernel(out, *operands):
         view = host_view(out)
         compute = _COMPUTE.get(out._dtype.name, view.dtype)
+        scalar_dtype = compute if ufunc in OPMATH_SCALAR else view.dtype
+        values = [
+            _operand(x, scalar_dtype if isinstance(x, (bool, int, float)) else compute)
+            for x in operands
+        ]
         with np.errstate(all="ignore"):  # overflow wraps and NaNs propagate, as on the CPU
-            view[...] = ufunc(*(_operand(x, compute) for x in operands))
+            view[...] = ufunc(*(v.astype(compute, copy=False) for v in values))
 
     kernel.__qualname__ = f"ref.{ufunc.__name__}"
     return kernel
