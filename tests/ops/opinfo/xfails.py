@@ -67,7 +67,6 @@ XFAILS = {
     "grid_sampler_2d": "nn: missing: ember.grid_sampler_2d",
     "grid_sampler_3d": "nn: missing: ember.grid_sampler_3d",
     "hash_tensor": "core: missing: ember.hash_tensor",
-    "imag": COMPLEX,
     "isreal": COMPLEX,
     "istft": FFT,
     "jiterator_2inputs_2outputs": JITERATOR,
@@ -175,8 +174,6 @@ XFAILS = {
     "torch._scaled_mm": PRIVATE,
     "torch._scaled_mm_v2": PRIVATE,
     "torch.ops.aten._safe_softmax.default": PRIVATE,
-    "view_as_complex": COMPLEX,
-    "view_as_real": COMPLEX,
 }
 
 
