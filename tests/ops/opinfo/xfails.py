@@ -15,7 +15,6 @@ INT_INPLACE_CAST = (
 POLYGAMMA_F32 = "special: float32 polygamma near poles differs by 1e-2"
 LCE_OPTIONS = "nn: linear_cross_entropy's LinearCrossEntropyOptions"
 COMPLEX = "owned by complex dtypes (complex64/complex128, conj, real/imag...): not yet landed"
-MASKED = "torch.masked (a prototype API of masked reductions): not in ember"
 SPARSE = "sparse layouts: ember tensors are strided"
 JITERATOR = "torch.cuda.jiterator compiles CUDA source at run time: no ember counterpart"
 PRIVATE = "a private PyTorch entry point (float8 scaled matmul, fused attention kernels)"
@@ -89,25 +88,6 @@ XFAILS = {
     "linalg.vander": "linalg: vander(N=...) refuses samples PyTorch accepts (0-d, N=1)",
     "logit": INT_INPLACE_CAST,
     "lu": "linalg: lu(out=) writes the wrong values",
-    "masked.amax": MASKED,
-    "masked.amin": MASKED,
-    "masked.argmax": MASKED,
-    "masked.argmin": MASKED,
-    "masked.cumprod": MASKED,
-    "masked.cumsum": MASKED,
-    "masked.log_softmax": MASKED,
-    "masked.logaddexp": MASKED,
-    "masked.logsumexp": MASKED,
-    "masked.mean": MASKED,
-    "masked.median": MASKED,
-    "masked.norm": MASKED,
-    "masked.normalize": MASKED,
-    "masked.prod": MASKED,
-    "masked.softmax": MASKED,
-    "masked.softmin": MASKED,
-    "masked.std": MASKED,
-    "masked.sum": MASKED,
-    "masked.var": MASKED,
     "matrix_exp": "linalg: float32 matrix_exp of a batch is off by up to 0.08",
     "max_pool2d_with_indices_backward": "nn: missing: aten.max_pool2d_with_indices_backward",
     "mvlgamma.mvlgamma_p_1": INT_INPLACE_CAST,
