@@ -104,7 +104,7 @@ def step_of(node):
     typ = outs[0].type() if len(outs) == 1 else None
     if not isinstance(typ, TensorType) or not typ.is_complete():
         return "its result's type is not fully known"
-    dtype = str(typ.dtype()).replace("ember.", "")
+    dtype = typ.dtype().name
     if dtype not in (("bool",) if name in COMPARE else FLOATS):
         return f"{dtype} (fusion takes float32/float64)"
     inputs = list(node.inputs())
@@ -134,7 +134,7 @@ def step_of(node):
 
 
 def _dtype(value) -> str:
-    return str(value.type().dtype()).replace("ember.", "")
+    return value.type().dtype().name
 
 
 # ---- chains --------------------------------------------------------------------------------------
