@@ -20,6 +20,8 @@ sys.path.insert(0, str(HERE))
 from _toolchain import BASE_FLAGS, has_openmp  # noqa: E402
 from _toolchain import compiler as _compiler  # noqa: E402
 
+sys.path.remove(str(HERE))  # the package's other modules must not shadow top-level names
+
 CSRC = HERE / "csrc"
 
 
