@@ -110,7 +110,10 @@ def step_of(node):
     inputs = list(node.inputs())
     params: dict = {}
     if name == "gelu" and len(inputs) == 2:
-        params["approximate"] = inputs.pop().node()["value"]
+        approximate = inputs.pop().node()
+        if approximate.kind() != "prim::Constant":
+            return "a non-constant approximate="
+        params["approximate"] = approximate["value"]
     arity = 3 if name == "where" else 1 if name in UNARY else 2
     if len(inputs) != arity:
         return f"{len(inputs)} arguments (alpha or out=)"
