@@ -144,35 +144,22 @@ def _dtype(value) -> str:
 def plan(nodes, outputs) -> tuple[list, list]:
     """``(chains, reasons)``: the chains of two or more fusible nodes, and a line per
     elementwise node left out saying why."""
-    uses: dict = {}
+    users: dict = {}  # value -> the nodes reading it (a node once per argument)
     for node in nodes:
         for value in node.inputs():
-            uses[value] = uses.get(value, 0) + 1
-    for value in outputs:
-        uses[value] = uses.get(value, 0) + 1
-    group: dict = {}  # node -> its chain (a list shared by the chain's nodes)
-    reasons = []
-    for node in nodes:
-        step = step_of(node)
-        if not isinstance(step, tuple):
-            if step is not None:
-                reasons.append(f"{node.kind()}: {step}")
-            continue
-        args = step[1]
-        chain = [node]
-        for value in args:
-            producer = None if isinstance(value, tuple) else value.node()
-            if producer in group and uses.get(value) == 1 and _joins(value, node):
-                chain = [n for n in group[producer] if n not in chain] + chain
-        for member in chain:
-            group[member] = chain
+            users.setdefault(value, []).append(node)
+    returned = set(outputs)
+    reasons: list = []
+    group = _grow(nodes, users, returned, reasons)
+    _absorb(nodes, group, users, returned)
+    order = {node: i for i, node in enumerate(nodes)}
     chains, seen = [], set()
     for node in nodes:
         chain = group.get(node)
         if chain is None or id(chain) in seen:
             continue
         seen.add(id(chain))
-        chain.sort(key=nodes.index)
+        chain.sort(key=order.__getitem__)
         if len(chain) < 2:
             reasons.append(f"{node.kind()}: alone (no fusible neighbour uses only its result)")
         elif _dtype(chain[-1].output()) not in FLOATS:
@@ -180,6 +167,51 @@ def plan(nodes, outputs) -> tuple[list, list]:
         else:
             chains.append(Chain(chain))
     return chains, reasons
+
+
+def _grow(nodes, users, returned, reasons) -> dict:
+    """node -> its chain (a list shared by the chain's nodes): each fusible node joins the
+    chains of the operands that only it reads."""
+    group: dict = {}
+    for node in nodes:
+        step = step_of(node)
+        if not isinstance(step, tuple):
+            if step is not None:
+                reasons.append(f"{node.kind()}: {step}")
+            continue
+        chain = [node]
+        for value in step[1]:
+            producer = None if isinstance(value, tuple) else value.node()
+            if producer not in group or value in returned or len(users[value]) != 1:
+                continue
+            if _joins(value, node):
+                chain = [n for n in group[producer] if n not in chain] + chain
+        for member in chain:
+            group[member] = chain
+    return group
+
+
+def _absorb(nodes, group, users, returned) -> None:
+    """Merge a chain into the one chain that reads its result more than once (``z`` in
+    ``where(x > 0, z, -z)``, ``y * sigmoid(y)``): the result stays in registers."""
+    changed = True
+    while changed:
+        changed = False
+        for chain in {id(c): c for c in group.values()}.values():
+            last = max(chain, key=nodes.index)
+            value = last.output()
+            readers = users.get(value, [])
+            if value in returned or not readers or any(r not in group for r in readers):
+                continue
+            target = group[readers[0]]
+            if target is chain or any(group[r] is not target for r in readers):
+                continue
+            if all(_joins(value, r) for r in readers):
+                target.extend(chain)
+                for member in chain:
+                    group[member] = target
+                changed = True
+                break
 
 
 def _joins(value, node) -> bool:
