@@ -26,7 +26,7 @@ OUT_RULES = {
     "det": None, "logdet": None, "matrix_exp": None, "pinverse": None,
     "cholesky": _CAST, "cholesky_inverse": _CAST, "cholesky_solve": _CAST,
     "matrix_power": _CAST, "geqrf": _CAST, "orgqr": _CAST, "kron": OUT_ELEMENTWISE,
-    "cross": Out("exact", "any"),
+    "cross": Out("exact", "any"), "linalg_pinv": _CAST, "linalg_matrix_rank": _CAST,
 }  # fmt: skip
 
 
