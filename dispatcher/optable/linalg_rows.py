@@ -55,6 +55,7 @@ def composite(
     tolerances: dict | None = None,
     promotion: Promotion = Promotion.DEFAULT,
     signs: dict | None = None,
+    check=None,
     notes: str = "",
 ) -> OpDef:
     name = schema.partition("(")[0]
@@ -71,7 +72,11 @@ def composite(
         method=old if method is None else method,
         samples=samples,
         tolerances=TOLERANCES if tolerances is None else tolerances,
-        attrs={"display": display or _display(name, old), **({"signs": signs} if signs else {})},
+        attrs={
+            "display": display or _display(name, old),
+            **({"signs": signs} if signs else {}),
+            **({"check": check} if check else {}),  # a refusal the dtypes cannot say (tests)
+        },
         out=OUT_RULES.get(name, BY_KIND),
         notes=notes,
     )
