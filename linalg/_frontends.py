@@ -60,6 +60,27 @@ def ldl_factor(A, *, hermitian=False, out=None):
     return rt.linalg_ldl_factor(LD, pivots)
 
 
+def lstsq(input, b, rcond=None, *, driver=None, out=None):
+    """The least-squares solution of ``input @ X = b`` through LAPACK's ``driver``.
+
+    Args:
+        input: tensor of shape ``(*, m, n)``.
+        b: tensor of shape ``(*, m, k)``.
+        rcond: singular values below ``rcond * largest`` count as zero (gelsy/gelsd/gelss).
+        driver: ``"gels"`` (the default), ``"gelsy"``, ``"gelsd"`` or ``"gelss"``.
+
+    Returns:
+        ``(solution, residuals, rank, singular_values)``; only the first two are
+        differentiable, as in PyTorch.
+    """
+    args = (input, b, rcond, driver)
+    if out is not None:
+        return call_op(OPS["linalg_lstsq"], out, args, None)
+    solution, residuals, rank, singular_values = OPS["linalg_lstsq"](*args)
+    # PyTorch's derivatives.yaml marks rank and singular_values not differentiable.
+    return rt.linalg_lstsq(solution, residuals, rank, singular_values.detach())
+
+
 def _complex_needed(name: str):
     def fn(A):
         raise NotImplementedError(
@@ -96,8 +117,17 @@ def tensordot(a, b, dims=2, out=None):
 
 def lu(A, pivot=True, get_infos=False, out=None):
     """The old ``torch.lu``: ``(LU, pivots)``, or ``(LU, pivots, infos)`` with ``get_infos``."""
-    LU, pivots, infos = OPS["linalg_lu_factor_ex"](A, pivot, not get_infos)
-    return (LU, pivots, infos) if get_infos else (LU, pivots)
+    result = OPS["linalg_lu_factor_ex"](A, pivot, not get_infos)
+    if out is None:
+        return tuple(result) if get_infos else tuple(result[:2])
+    # PyTorch's Python lu: a size check, then each out resized and copied into (a cast).
+    if len(out) - int(get_infos) != 2:
+        raise TypeError(f"expected tuple of {2 + int(get_infos)} elements but got {len(out)}")
+    if not isinstance(out, (tuple, list)):
+        raise TypeError(f"argument 'out' must be tuple of Tensors, not {type(out).__name__}")
+    for target, value in zip(out, result):
+        target.resize_as_(value).copy_(value)
+    return out
 
 
 TOP_LEVEL = {"tensordot": tensordot, "lu": lu}
