@@ -96,6 +96,18 @@ def _hermitian(args: list) -> list:
     return [a + a.mH, *args[1:]]
 
 
+def _triangular(at: int):
+    """gradcheck_wrapper_triangular_input: the factor at ``at`` cut to the triangle its
+    ``upper`` flag names, as the op reads it (PyTorch's formula is not masked to it)."""
+
+    def wrap(args: list) -> list:
+        upper = len(args) > at + 1 and args[at + 1]
+        factor = args[at].triu() if upper else args[at].tril()
+        return [*args[:at], factor, *args[at + 1 :]]
+
+    return wrap
+
+
 def _hermitian_if_asked(args: list) -> list:
     """linalg.pinv's 'hermitian' variant: only hermitian=True reads a single triangle."""
     return _hermitian(args) if len(args) > 3 and args[3] else args
@@ -139,6 +151,8 @@ def _uv_not_computed(args: tuple) -> bool:
 
 HARNESS = {
     "cholesky": Harness(_hermitian),
+    "cholesky_inverse": Harness(_triangular(0)),
+    "cholesky_solve": Harness(_triangular(1)),
     "linalg_cholesky": Harness(_hermitian),
     "linalg_cholesky_ex": Harness(_hermitian),
     "linalg_eigh": Harness(_hermitian, _eigh_outputs),

@@ -38,8 +38,6 @@ XFAILS = {
     "cdouble": COMPLEX,
     "cfloat": COMPLEX,
     "chalf": COMPLEX,
-    "cholesky_inverse": "linalg: cholesky_inverse(upper=True)'s gradient differs from PyTorch's",
-    "cholesky_solve": "linalg: cholesky_solve(upper=True)'s gradient differs from PyTorch's",
     "complex": COMPLEX,
     "conj_physical": COMPLEX,
     "einsum": "core: einsum's '...' (ellipsis) is not supported",
