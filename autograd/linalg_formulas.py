@@ -305,6 +305,12 @@ def pinv_backward(g, pinvA, A):
     return -(K @ pinvA).mH + (gh - A @ K) @ pinvA @ pinvAh + pinvAhK - pinvAhK @ pinvA @ A
 
 
+def _pinv(ctx, g):
+    """PyTorch's pinv_backward for every path (hermitian too): finite at singular inputs, where
+    differentiating through the factorization divides by equal or zero singular values."""
+    return pinv_backward(g, ctx.result, ctx.input)
+
+
 def _lstsq(ctx, gX, g_residuals=None, g_rank=None, g_sv=None):
     A, B = ctx.input, ctx.b
     need_a, need_b = ctx.needs_input_grad
@@ -375,6 +381,7 @@ FORMULAS = {
     "linalg_householder_product": F(_householder_product, save=("input", "tau")),
     "_linalg_svd": F(_svd, save=("result",)),
     "_linalg_eigh": F(_eigh, save=("result",)),
+    "linalg_pinv": F(_pinv, save=("input", "result")),
     "linalg_lstsq": F(_lstsq, save=("input", "b", "result")),
     "linalg_det": F(_det, save=("A", "result")),
     "linalg_matrix_exp": F(_matrix_exp, save=("input",)),

@@ -75,8 +75,6 @@ XFAILS = {
     "jiterator_unary": JITERATOR,
     "linalg.eig": "linalg: eig needs complex dtypes (ember has none yet)",
     "linalg.eigvals": "linalg: eigvals needs complex dtypes (ember has none yet)",
-    "linalg.pinv.hermitian": "linalg: pinv(hermitian=True)'s gradient differs from PyTorch's",
-    "linalg.pinv.singular": "linalg: pinv's gradient at a singular input is nan",
     "logit": INT_INPLACE_CAST,
     "masked.amax": MASKED,
     "masked.amin": MASKED,
