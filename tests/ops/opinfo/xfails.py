@@ -12,7 +12,6 @@ FFT = "fft: complex transforms and stft need complex dtypes (ember has none yet)
 INT_INPLACE_CAST = (
     "special: the in-place op on an integer tensor does not raise PyTorch's cast error"
 )
-POLYGAMMA_F32 = "special: float32 polygamma near poles differs by 1e-2"
 LCE_OPTIONS = "nn: linear_cross_entropy's LinearCrossEntropyOptions"
 COMPLEX = "owned by complex dtypes (complex64/complex128, conj, real/imag...): not yet landed"
 MASKED = "torch.masked (a prototype API of masked reductions): not in ember"
@@ -128,11 +127,6 @@ XFAILS = {
     "norm.nuc": "core: norm(p='nuc') is not supported",
     "outer": "core: outer refuses bool",
     "polar": COMPLEX,
-    "polygamma.polygamma_n_0": POLYGAMMA_F32,
-    "polygamma.polygamma_n_1": POLYGAMMA_F32,
-    "polygamma.polygamma_n_2": POLYGAMMA_F32,
-    "polygamma.polygamma_n_3": POLYGAMMA_F32,
-    "polygamma.polygamma_n_4": POLYGAMMA_F32,
     "round.decimals_0": "core: round_(decimals=) is not supported",
     "round.decimals_3": "core: round_(decimals=) is not supported",
     "round.decimals_neg_3": "core: round_(decimals=) is not supported",
@@ -153,7 +147,6 @@ XFAILS = {
     "slice": "core: missing: ember.ops.slice resolution",
     "sparse.mm.reduce": SPARSE,
     "sparse.sampled_addmm": SPARSE,
-    "special.polygamma.special_polygamma_n_0": POLYGAMMA_F32,
     "square": "core: square refuses bool (PyTorch: int64 result)",
     "stft": FFT,
     "tensordot": "linalg: tensordot takes no out=",
