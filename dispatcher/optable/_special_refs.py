@@ -119,6 +119,6 @@ def trigamma_f32(x):
             result = (result + f(1) / (x * x)).astype(f)
             x = (x + f(1)).astype(f)
         ixx = (f(1) / (x * x)).astype(d)
-        tail = ((f(1) + f(1) / (f(2) * x)).astype(d) + ixx * (1 / 6 - ixx * (1 / 30 - ixx / 42)))
+        tail = (f(1) + f(1) / (f(2) * x)).astype(d) + ixx * (1 / 6 - ixx * (1 / 30 - ixx / 42))
         result = (result.astype(d) + tail / x.astype(d)).astype(f)
     return np.where(reflect, -result, result)

@@ -94,7 +94,12 @@ XFAILS = {
     "masked.std": MASKED,
     "masked.sum": MASKED,
     "masked.var": MASKED,
-    "matrix_exp": "linalg: float32 matrix_exp of a batch is off by up to 0.08",
+    "matrix_exp": (
+        "linalg: float32 matrix_exp of a [5, 5, 5] batch with norms ~27 (results ~1e5) differs "
+        "by up to 0.08 at small entries: float32 rounding, not the algorithm (PyTorch's own error "
+        "there is 0.05, ember's Pade 0.03); PyTorch's degree-18 Taylor (s = 4) written in torch "
+        "ops reproduces it exactly, but in ember's OpenBLAS matmuls still differs by 0.04"
+    ),
     "max_pool2d_with_indices_backward": "nn: missing: aten.max_pool2d_with_indices_backward",
     "mvlgamma.mvlgamma_p_1": INT_INPLACE_CAST,
     "mvlgamma.mvlgamma_p_3": INT_INPLACE_CAST,
