@@ -12,7 +12,6 @@ FFT = "fft: complex transforms and stft need complex dtypes (ember has none yet)
 INT_INPLACE_CAST = (
     "special: the in-place op on an integer tensor does not raise PyTorch's cast error"
 )
-POLYGAMMA_F32 = "special: float32 polygamma near poles differs by 1e-2"
 LCE_OPTIONS = "nn: linear_cross_entropy's LinearCrossEntropyOptions"
 COMPLEX = "owned by complex dtypes (complex64/complex128, conj, real/imag...): not yet landed"
 SPARSE = "sparse layouts: ember tensors are strided"
@@ -37,8 +36,6 @@ XFAILS = {
     "cdouble": COMPLEX,
     "cfloat": COMPLEX,
     "chalf": COMPLEX,
-    "cholesky_inverse": "linalg: cholesky_inverse(upper=True)'s gradient differs from PyTorch's",
-    "cholesky_solve": "linalg: cholesky_solve(upper=True)'s gradient differs from PyTorch's",
     "complex": COMPLEX,
     "conj_physical": COMPLEX,
     "einsum": "core: einsum's '...' (ellipsis) is not supported",
@@ -74,21 +71,14 @@ XFAILS = {
     "jiterator_binary_return_by_ref": JITERATOR,
     "jiterator_unary": JITERATOR,
     "linalg.eig": "linalg: eig needs complex dtypes (ember has none yet)",
-    "linalg.eigh": "linalg: eigh(UPLO='U') of a non-symmetric input reads the wrong triangle",
     "linalg.eigvals": "linalg: eigvals needs complex dtypes (ember has none yet)",
-    "linalg.ldl_factor": "linalg: linalg.ldl_factor takes no out=",
-    "linalg.lstsq": "linalg: lstsq's gels path marks 3 outputs as requiring grad (PyTorch: 2)",
-    "linalg.matrix_power": "linalg: matrix_power(A, 0) returns a tensor that does not require grad",
-    "linalg.matrix_rank": "linalg: linalg.matrix_rank takes no out=",
-    "linalg.matrix_rank.hermitian": "linalg: linalg.matrix_rank takes no out=",
-    "linalg.norm.subgradients_at_zero": "linalg: norm(ord=2) of a [0, n] matrix raises in amax",
-    "linalg.pinv": "linalg: linalg.pinv takes no out=",
-    "linalg.pinv.hermitian": "linalg: pinv(hermitian=True)'s gradient differs from PyTorch's",
-    "linalg.pinv.singular": "linalg: pinv's gradient at a singular input is nan",
-    "linalg.vander": "linalg: vander(N=...) refuses samples PyTorch accepts (0-d, N=1)",
     "logit": INT_INPLACE_CAST,
-    "lu": "linalg: lu(out=) writes the wrong values",
-    "matrix_exp": "linalg: float32 matrix_exp of a batch is off by up to 0.08",
+    "matrix_exp": (
+        "linalg: float32 matrix_exp of a [5, 5, 5] batch with norms ~27 (results ~1e5) differs "
+        "by up to 0.08 at small entries: float32 rounding, not the algorithm (PyTorch's own error "
+        "there is 0.05, ember's Pade 0.03); PyTorch's degree-18 Taylor (s = 4) written in torch "
+        "ops reproduces it exactly, but in ember's OpenBLAS matmuls still differs by 0.04"
+    ),
     "max_pool2d_with_indices_backward": "nn: missing: aten.max_pool2d_with_indices_backward",
     "mvlgamma.mvlgamma_p_1": INT_INPLACE_CAST,
     "mvlgamma.mvlgamma_p_3": INT_INPLACE_CAST,
@@ -121,11 +111,6 @@ XFAILS = {
     "norm.nuc": "core: norm(p='nuc') is not supported",
     "outer": "core: outer refuses bool",
     "polar": COMPLEX,
-    "polygamma.polygamma_n_0": POLYGAMMA_F32,
-    "polygamma.polygamma_n_1": POLYGAMMA_F32,
-    "polygamma.polygamma_n_2": POLYGAMMA_F32,
-    "polygamma.polygamma_n_3": POLYGAMMA_F32,
-    "polygamma.polygamma_n_4": POLYGAMMA_F32,
     "round.decimals_0": "core: round_(decimals=) is not supported",
     "round.decimals_3": "core: round_(decimals=) is not supported",
     "round.decimals_neg_3": "core: round_(decimals=) is not supported",
@@ -146,7 +131,6 @@ XFAILS = {
     "slice": "core: missing: ember.ops.slice resolution",
     "sparse.mm.reduce": SPARSE,
     "sparse.sampled_addmm": SPARSE,
-    "special.polygamma.special_polygamma_n_0": POLYGAMMA_F32,
     "square": "core: square refuses bool (PyTorch: int64 result)",
     "stft": FFT,
     "tensordot": "linalg: tensordot takes no out=",
