@@ -205,6 +205,8 @@ TOLERANCES = {
     torch.bfloat16: (1.6e-2, 1e-5),
     torch.float32: (1.3e-6, 1e-4),
     torch.float64: (1e-7, 1e-7),
+    torch.complex64: (1.3e-6, 1e-4),  # as float32 (the FFTs sum in different orders)
+    torch.complex128: (1e-7, 1e-7),
 }
 
 
