@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import ember as E
+
 from . import _dtype as dt
 from ._tensor import Tensor
 
@@ -40,20 +42,14 @@ def promote(x: Tensor, require_complex: bool) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"fft: argument 'input' must be Tensor, not {type(x).__name__}")
     if is_complex(x):
-        return _ember().view_as_real(x)
+        return E.view_as_real(x)
     if not x.dtype.is_floating_point:
         x = x.to(dt.get_default_dtype())
     if x.dtype.itemsize == 2:
-        raise RuntimeError(f"fft: {x.dtype} is not supported (ember's FFT kernels: float32, float64)")
+        raise RuntimeError(f"fft: {x.dtype} is not supported (the FFT kernels: float32, float64)")
     if require_complex:
-        return _ember().stack((x, _ember().zeros_like(x)), -1)
+        return E.stack((x, E.zeros_like(x)), -1)
     return x
-
-
-def _ember():
-    import ember
-
-    return ember
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
@@ -101,7 +97,6 @@ def shape_and_dims(x: Tensor, s, dim) -> tuple[list[int], list[int]]:
 def resize(r: Tensor, dims: Sequence[int], sizes: Sequence[int]) -> Tensor:
     """ATen's resize_fft_input on the (real view of the) signal: zero-pad or trim each of
     ``dims`` to its size."""
-    E = _ember()
     for d, n in zip(dims, sizes):
         have = r.shape[d]
         if n < have:
@@ -115,11 +110,11 @@ def resize(r: Tensor, dims: Sequence[int], sizes: Sequence[int]) -> Tensor:
 
 def conj(r: Tensor) -> Tensor:
     """The conjugate of a complex tensor's real view."""
-    return _ember().stack((r[..., 0], r[..., 1].neg()), -1)
+    return E.stack((r[..., 0], r[..., 1].neg()), -1)
 
 
 def as_complex(r: Tensor) -> Tensor:
-    return _ember().view_as_complex(r if r.is_contiguous() else r.contiguous())
+    return E.view_as_complex(r if r.is_contiguous() else r.contiguous())
 
 
 def finish(result: Tensor, out) -> Tensor:
@@ -136,7 +131,6 @@ def finish(result: Tensor, out) -> Tensor:
 
 def c2c(name, x, s, dim, norm, forward: bool, out, one_dim: bool):
     """fft/ifft family: complex to complex; a real input is taken through r2c, full-sided."""
-    E = _ember()
     shape, dims = _dims(x, s, dim, one_dim)
     if not is_complex(x):
         r = resize(promote(x, False), dims, shape)
@@ -148,7 +142,6 @@ def c2c(name, x, s, dim, norm, forward: bool, out, one_dim: bool):
 
 def r2c(name, x, s, dim, norm, forward: bool, out, one_dim: bool):
     """rfft (forward) and ihfft (inverse, conjugated): a real input, the one-sided half."""
-    E = _ember()
     if is_complex(x):
         raise RuntimeError(f"{name} expects a real input tensor, but got {_aten_name(x.dtype)}")
     shape, dims = _dims(x, s, dim, one_dim)
@@ -168,7 +161,6 @@ def r2c(name, x, s, dim, norm, forward: bool, out, one_dim: bool):
 def c2r(name, x, s, dim, norm, forward: bool, out, one_dim: bool):
     """irfft (inverse) and hfft (forward, of the conjugate): a Hermitian half to a real signal
     of ``2 (m - 1)`` points along the last dim unless ``n``/``s`` says otherwise."""
-    E = _ember()
     shape, dims = _dims(x, s, dim, one_dim)
     if not shape:
         raise RuntimeError(f"{name} must transform at least one axis")

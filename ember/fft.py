@@ -63,8 +63,8 @@ def _transform(name: str, compose, forward: bool, default_dim):
     transform.__doc__ = (
         f"torch.fft.{name}: the {'forward' if forward else 'inverse'} discrete Fourier "
         f"transform, {kind}, over ``_fft_*`` primitive rows.\n\n    Args:\n        {size}.\n"
-        "        dim: the dims transformed.\n        norm: ``\"backward\"`` (default), "
-        "``\"ortho\"`` or ``\"forward\"``: which direction is scaled by 1/n (both by "
+        '        dim: the dims transformed.\n        norm: ``"backward"`` (default), '
+        '``"ortho"`` or ``"forward"``: which direction is scaled by 1/n (both by '
         "1/sqrt(n) for ortho).\n\n    Example:\n        >>> ember.fft.rfft(ember.ones(4))\n"
         "        tensor([4.+0.j, 0.+0.j, 0.+0.j])\n"
     )
