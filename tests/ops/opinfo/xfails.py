@@ -8,7 +8,6 @@ area (core, nn, linalg, special, fft...) and what fails, as the record's run rep
 
 from __future__ import annotations
 
-FFT = "fft: complex transforms and stft need complex dtypes (ember has none yet)"
 INT_INPLACE_CAST = (
     "special: the in-place op on an integer tensor does not raise PyTorch's cast error"
 )
@@ -50,7 +49,6 @@ XFAILS = {
     "grid_sampler_3d": "nn: missing: ember.grid_sampler_3d",
     "hash_tensor": "core: missing: ember.hash_tensor",
     "isreal": COMPLEX,
-    "istft": FFT,
     "jiterator_2inputs_2outputs": JITERATOR,
     "jiterator_4inputs_with_extra_args": JITERATOR,
     "jiterator_binary": JITERATOR,
@@ -139,7 +137,6 @@ XFAILS = {
     "sparse.sampled_addmm": SPARSE,
     "special.polygamma.special_polygamma_n_0": POLYGAMMA_F32,
     "square": "core: square refuses bool (PyTorch: int64 result)",
-    "stft": FFT,
     "tensordot": "linalg: tensordot takes no out=",
     "to_sparse": SPARSE,
     "torch._scaled_mm": PRIVATE,
