@@ -243,9 +243,13 @@ def general_hamming(
     )
 
 
-def _cosine_sum(name: str, coefficients: list, doc: str):
+def _cosine_sum(name: str, coefficients: list, doc: str, own_checks: bool = False):
+    """A fixed cosine-sum window; PyTorch checks M and dtype under the window's own name only
+    for blackman (the others report general_cosine's)."""
+
     def window(M: int, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):  # noqa: N803
-        _checks(name, M, dtype, layout)
+        if own_checks:
+            _checks(name, M, dtype, layout)
         return general_cosine(
             M,
             a=coefficients,
@@ -266,7 +270,7 @@ hamming = _cosine_sum(
 )
 hann = _cosine_sum("hann", [0.5, 0.5], "Hann window: ``general_hamming`` with 0.5.")
 blackman = _cosine_sum(
-    "blackman", [0.42, 0.5, 0.08], "Blackman window: cosine sum 0.42, 0.5, 0.08."
+    "blackman", [0.42, 0.5, 0.08], "Blackman window: cosine sum 0.42, 0.5, 0.08.", True
 )
 nuttall = _cosine_sum(
     "nuttall",
