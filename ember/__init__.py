@@ -112,6 +112,7 @@ from . import (
     nn,
     optim,
     profiler,
+    signal,
     special,
     utils,
     version,

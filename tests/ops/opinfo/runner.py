@@ -77,6 +77,15 @@ VALUES_UNCOMPARED = {
     "new_empty_strided": "uninitialised",
 }
 
+# Records whose out= variant PyTorch computes wrongly: ember's out= is compared with PyTorch's
+# function result instead.
+OUT_WRONG_IN_PYTORCH = {
+    # over one dim, ATen's ihfftn calls conj_physical_out(tmp, out) with its arguments swapped:
+    # out is left unwritten (its old memory comes back) and the transform is overwritten
+    "fft.ihfft2": "out= over one dim returns out unwritten",
+    "fft.ihfftn": "out= over one dim returns out unwritten",
+}
+
 
 def _arg(position: int, name: str, default):
     """A sample's argument (after the input) by position or keyword."""
@@ -176,6 +185,8 @@ TOLERANCES = {
     torch.bfloat16: (1.6e-2, 1e-5),
     torch.float32: (1.3e-6, 1e-4),
     torch.float64: (1e-7, 1e-7),
+    torch.complex64: (1.3e-6, 1e-4),  # as float32 (the FFTs sum in different orders)
+    torch.complex128: (1e-7, 1e-7),
 }
 
 
@@ -383,6 +394,7 @@ class RecordRun:
     def _out(self, sample, expected) -> None:
         if not all(isinstance(t, torch.Tensor) for t in _tensors(expected)):
             return
+        function_result = expected
         own = _Sample(sample, self.device, detach=True)
         t_outs = [torch.empty_like(t) for t in _tensors(expected)]
         t_out = t_outs[0] if isinstance(expected, torch.Tensor) else tuple(t_outs)
@@ -395,6 +407,8 @@ class RecordRun:
         )
         if expected is _REFUSED:
             return
+        if self.id in OUT_WRONG_IN_PYTORCH:  # ember's out= against PyTorch's function result
+            expected = t_out = function_result
         returned = call(self.function, e_out)
         self._compare(sample, returned, expected, "out= (returned)")
         self._compare(sample, e_out, t_out, "out= (written)")
