@@ -22,6 +22,10 @@ def _sigmoid(x, out):
     np.divide(1, 1 + np.exp(-x), out=out)
 
 
+def _silu(x, out):
+    np.divide(x, 1 + np.exp(-x), out=out)
+
+
 def _sgn(x, out):
     magnitude = np.abs(x)
     np.divide(x, np.where(magnitude == 0, 1, magnitude), out=out)
@@ -66,6 +70,7 @@ UNARY = {
     "cosh": np.cosh,
     "tanh": np.tanh,
     "sigmoid": _sigmoid,
+    "silu": _silu,
     "abs": np.abs,
     "angle": _angle,
     "sgn": _sgn,

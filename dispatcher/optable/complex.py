@@ -29,7 +29,7 @@ WIDEN = frozenset(
     {"neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tan"}
     | {"sinh", "cosh", "tanh", "sigmoid", "abs", "add", "sub", "mul", "div", "pow", "eq", "ne"}
     | {"sum", "prod", "mean", "mm", "bmm", "matmul", "copy_", "fill_", "clone", "contiguous"}
-    | {"where", "cumsum", "cumprod"}
+    | {"where", "cumsum", "cumprod", "silu"}
 )
 # Rows whose complex inputs give real results (|z| and arg z).
 REAL_RESULT = frozenset({"abs", "angle"})
@@ -89,6 +89,7 @@ ROWS = [
         runner=run_elementwise.unary,
         samples="unary",
         attrs={"arity": 1},
+        inplace=True,
         out=OUT_SAME_DTYPE,
         notes="complex: numpy CPU kernel; real dtypes: a copy",
     ),

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .sampling import Arr, Sample
+import ember
+
+from .gen_elementwise import BINARY_CASES
+from .sampling import Arr, Sample, arr
 
 SHAPES = ((2,), (3, 2), (2, 4, 2), (0, 2))
 
@@ -26,4 +29,16 @@ def complex_values(op, dtype, device, rng):
         yield Sample((Arr(np.asarray(values).astype(dtype.np)),))
 
 
-GENERATORS = {"complex_parts": complex_parts, "complex_values": complex_values}
+def complex_pair(op, dtype, device, rng):
+    """complex(real, imag) and polar(abs, angle): two parts of one float dtype, broadcast."""
+    result = dtype.to_complex() if dtype in (ember.float32, ember.float64) else None
+    for case in BINARY_CASES:
+        parts = (arr(dtype, shape, rng, layout) for shape, layout in case)
+        yield Sample(tuple(parts), dtype=result)
+
+
+GENERATORS = {
+    "complex_parts": complex_parts,
+    "complex_values": complex_values,
+    "complex_pair": complex_pair,
+}

@@ -199,12 +199,15 @@ def _structure(value):
 
 
 # Comparison tolerances (rtol, atol): assert_close's defaults, except float32, where two sound
-# summation orders (matmul, conv) differ by ~2e-5 near zero.
+# summation orders (matmul, conv) differ by ~2e-5 near zero. Complex dtypes take their parts'
+# (as assert_close does): another complex exp or division differs in the last bits.
 TOLERANCES = {
     torch.float16: (1e-3, 1e-5),
     torch.bfloat16: (1.6e-2, 1e-5),
     torch.float32: (1.3e-6, 1e-4),
     torch.float64: (1e-7, 1e-7),
+    torch.complex64: (1.3e-6, 1e-4),
+    torch.complex128: (1e-7, 1e-7),
 }
 
 
