@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ember as E
 
+from .eig_formula import FORMULAS as EIG_FORMULAS
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
 
 
@@ -352,4 +353,5 @@ FORMULAS = {
     "linalg_lstsq": F(_lstsq, save=("input", "b", "result")),
     "linalg_det": F(_det, save=("A", "result")),
     "linalg_matrix_exp": F(_matrix_exp, save=("input",)),
+    **EIG_FORMULAS,
 }

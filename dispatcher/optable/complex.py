@@ -57,7 +57,12 @@ def _angle(x):
 
 
 def _conj_physical(x):
-    return x.clone()  # real dtypes: the conjugate is the value itself, in a new tensor
+    """Devices without the complex kernel: the imaginary parts negated through the real view
+    (real dtypes: the value itself, in a new tensor)."""
+    if not x.dtype.is_complex:
+        return x.clone()
+    parts = ember.view_as_real(x)
+    return ember.view_as_complex(ember.stack([parts[..., 0], -parts[..., 1]], -1))
 
 
 ROWS = [

@@ -37,8 +37,22 @@ def complex_pair(op, dtype, device, rng):
         yield Sample(tuple(parts), dtype=result)
 
 
+def eig(op, dtype, device, rng):
+    """linalg.eig: upper triangular matrices with well-separated diagonals, whose eigenvalues
+    (the diagonal) and eigenvectors come out of geev the same in single and double precision
+    (a general matrix's eigenvectors are defined up to a phase each: tests/ops/opinfo compares
+    those with PyTorch's, aligning phases)."""
+    result = dtype.to_complex() if dtype in (ember.float32, ember.float64) else None
+    for shape in ((3, 3), (2, 4, 4), (0, 0)):
+        n = shape[-1]
+        values = np.triu(rng.uniform(-1, 1, shape)) * 0.5
+        values = values + np.eye(n) * np.arange(1, n + 1) if n else values
+        yield Sample((Arr(values.astype(dtype.np)),), dtype=result)
+
+
 GENERATORS = {
     "complex_parts": complex_parts,
     "complex_values": complex_values,
     "complex_pair": complex_pair,
+    "eig": eig,
 }
