@@ -68,11 +68,25 @@ def _angle(ctx, g):
     return E.where(zero, E.zeros_like(z), g * z * 1j / (safe * safe))
 
 
+def _sgn_formula(ctx, g):
+    """PyTorch's sgn_backward: (g - s Re(conj(s) g)) / |z| for s = z/|z| (the real-linear map
+    is its own adjoint), 0 at 0; real inputs: 0, as sign's."""
+    z = ctx.input
+    if z.dtype.category != dt.COMPLEX:
+        return E.zeros_like(z)
+    s = _sgn(z)
+    magnitude = E.abs(z)
+    zero = magnitude == 0
+    safe = E.where(zero, E.ones_like(magnitude), magnitude)
+    return E.where(zero, E.zeros_like(z), (g - s * E.real(E.conj_physical(s) * g)) / safe)
+
+
 FORMULAS = {
     "view_as_real": F(lambda ctx, g: E.view_as_complex(g.contiguous())),
     "view_as_complex": F(lambda ctx, g: E.view_as_real(g)),
     "conj_physical": F(lambda ctx, g: E.conj_physical(g)),
     "angle": F(_angle, save=("input",)),
+    "sgn": F(_sgn_formula, save=("input",)),
 }
 
 

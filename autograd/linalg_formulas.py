@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ember as E
 
+from .eig_formula import FORMULAS as EIG_FORMULAS
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
 from .formula import sum_to_shape
 
@@ -385,4 +386,5 @@ FORMULAS = {
     "linalg_lstsq": F(_lstsq, save=("input", "b", "result")),
     "linalg_det": F(_det, save=("A", "result")),
     "linalg_matrix_exp": F(_matrix_exp, save=("input",)),
+    **EIG_FORMULAS,
 }

@@ -22,6 +22,10 @@ def _sigmoid(x, out):
     np.divide(1, 1 + np.exp(-x), out=out)
 
 
+def _silu(x, out):
+    np.divide(x, 1 + np.exp(-x), out=out)
+
+
 def _sgn(x, out):
     magnitude = np.abs(x)
     np.divide(x, np.where(magnitude == 0, 1, magnitude), out=out)
@@ -66,6 +70,7 @@ UNARY = {
     "cosh": np.cosh,
     "tanh": np.tanh,
     "sigmoid": _sigmoid,
+    "silu": _silu,
     "abs": np.abs,
     "angle": _angle,
     "sgn": _sgn,
@@ -127,7 +132,7 @@ def _polar(out, magnitude, angle):
 
 def kernels() -> dict:
     """``{op name: {dtype name: kernel}}`` of every complex CPU kernel (gemm's included)."""
-    from . import complex_gemm
+    from . import complex_gemm, lapack_geev
 
     table = {name: _unary(fn) for name, fn in UNARY.items()}
     table.update({name: _binary(fn) for name, fn in BINARY.items()})
@@ -144,6 +149,8 @@ def kernels() -> dict:
         # complex(real, imag) and polar(abs, angle) take float parts: keyed by the parts' dtype
         "complex": {"float32": _complex, "float64": _complex},
         "polar": {"float32": _polar, "float64": _polar},
+        # geev of real or complex matrices (complex results)
+        "_linalg_eig": dict.fromkeys(("float32", "float64", *COMPLEX_NAMES), lapack_geev.eig),
     }
 
 

@@ -1,5 +1,6 @@
 """The complex-number functions that are compositions of ops: ``real``/``imag`` (views through
-``view_as_real``), ``conj``, ``complex``, ``polar``, and the conjugate-bit queries.
+``view_as_real``), ``conj``, the ``cfloat``/``cdouble`` casts, the conjugate-bit queries, and
+``complex``/``polar`` (the decompositions of their rows in ``optable/complex_surface.py``).
 
 ember conjugates eagerly: ``conj`` of a complex tensor is ``conj_physical`` (a new tensor), so
 ``is_conj()`` is always False and ``resolve_conj`` returns its input. Values, dtypes and
@@ -9,6 +10,7 @@ gradients are PyTorch's; what differs is only that writing into ``z.conj()`` doe
 from __future__ import annotations
 
 from . import _dtype as dt
+from ._frontends import _caster
 from ._tensor import Tensor
 from .dispatcher.optable import OPS
 
@@ -131,8 +133,6 @@ FUNCTIONS = {
     "is_conj": is_conj,
     "is_neg": is_neg,
     "is_complex": is_complex,
-    "complex": complex,
-    "polar": polar,
 }
 METHODS = {
     "conj": conj,
@@ -142,4 +142,6 @@ METHODS = {
     "is_neg": is_neg,
     "real": property(_real_property, _set_real),
     "imag": property(_imag_property, _set_imag),
+    "cfloat": _caster(dt.complex64),
+    "cdouble": _caster(dt.complex128),
 }

@@ -81,22 +81,6 @@ def lstsq(input, b, rcond=None, *, driver=None, out=None):
     return rt.linalg_lstsq(solution, residuals, rank, singular_values.detach())
 
 
-def _complex_needed(name: str):
-    def fn(A):
-        raise NotImplementedError(
-            f"linalg.{name}: the eigenvalues of a general real matrix are complex, and ember has "
-            "no complex dtypes yet; use linalg.eigh/eigvalsh for symmetric matrices"
-        )
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__module__ = "ember.linalg"
-    return fn
-
-
-eig = _complex_needed("eig")
-eigvals = _complex_needed("eigvals")
-
-
 # ---- PyTorch's old top-level names that are Python functions there too ---------------------------
 
 

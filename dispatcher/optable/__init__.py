@@ -16,6 +16,7 @@ from ..opdef import Kind, OpDef
 from . import (
     amp,
     complex,
+    complex_surface,
     data,
     elementwise,
     factory,
@@ -24,6 +25,7 @@ from . import (
     functional,
     lapack,
     linalg,
+    linalg_eig,
     linalg_exp,
     linalg_norms,
     linalg_ormqr,
@@ -86,6 +88,8 @@ MODULES += (surface_strided, surface_positions, surface_random)
 MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products, linalg_exp)
 # complex dtypes (issue 14): their views and conjugate; complex.widen adds them to other rows.
 MODULES += (complex,)
+# issue 13, complex batch: sgn, isreal, complex/polar as rows (out=); linalg.eig/eigvals
+MODULES += (complex_surface, linalg_eig)
 # PyTorch's core surface, batch B (issue 13): composites of existing ops
 MODULES += (surface_gradient, surface_index_reduce, surface_histogram, nn_native, linalg_ormqr)
 

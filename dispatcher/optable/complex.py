@@ -29,7 +29,7 @@ WIDEN = frozenset(
     {"neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tan"}
     | {"sinh", "cosh", "tanh", "sigmoid", "abs", "add", "sub", "mul", "div", "pow", "eq", "ne"}
     | {"sum", "prod", "mean", "mm", "bmm", "matmul", "copy_", "fill_", "clone", "contiguous"}
-    | {"where", "cumsum", "cumprod"}
+    | {"where", "cumsum", "cumprod", "silu"}
 )
 # Rows whose complex inputs give real results (|z| and arg z).
 REAL_RESULT = frozenset({"abs", "angle"})
@@ -57,7 +57,12 @@ def _angle(x):
 
 
 def _conj_physical(x):
-    return x.clone()  # real dtypes: the conjugate is the value itself, in a new tensor
+    """Devices without the complex kernel: the imaginary parts negated through the real view
+    (real dtypes: the value itself, in a new tensor)."""
+    if not x.dtype.is_complex:
+        return x.clone()
+    parts = ember.view_as_real(x)
+    return ember.view_as_complex(ember.stack([parts[..., 0], -parts[..., 1]], -1))
 
 
 ROWS = [
@@ -89,6 +94,7 @@ ROWS = [
         runner=run_elementwise.unary,
         samples="unary",
         attrs={"arity": 1},
+        inplace=True,
         out=OUT_SAME_DTYPE,
         notes="complex: numpy CPU kernel; real dtypes: a copy",
     ),

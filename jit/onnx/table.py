@@ -36,7 +36,7 @@ _TRAINING = "an optimizer step's op (GradScaler): exported models run inference"
 # ember.linalg's composites trace into these primitives, which ONNX has no op for (nor has
 # PyTorch's exporter a symbolic for them).
 _LAPACK = "a LAPACK factorization or solve: ONNX has no such op"
-_LAPACK_OPS = ("_linalg_eigh", "_linalg_svd", "geqrf", "linalg_cholesky_ex",
+_LAPACK_OPS = ("_linalg_eig", "_linalg_eigh", "_linalg_svd", "geqrf", "linalg_cholesky_ex",
                "linalg_householder_product", "linalg_ldl_factor_ex", "linalg_ldl_solve",
                "linalg_lstsq", "linalg_lu_factor_ex", "linalg_lu_solve",
                "linalg_solve_triangular")  # fmt: skip

@@ -45,6 +45,10 @@ FUNCTIONS = {
     "polar": lambda T, a, b: T.polar(a.abs(), b.angle()),  # noqa: N803
     "complex": lambda T, a, b: T.complex(a.real, b.imag) * a,  # noqa: N803
     "real_with_complex": lambda T, a, b: a.real * b,  # noqa: N803
+    "sgn": lambda T, a, b: T.sgn(a) * b,  # noqa: N803
+    "eigvals": lambda T, a, b: T.linalg.eigvals(a) * b[0],  # noqa: N803
+    # a loss of the eigenvectors' moduli: independent of their phases, so it has a gradient
+    "eig": lambda T, a, b: T.linalg.eig(a)[1].abs() * b + T.linalg.eig(a)[0],  # noqa: N803
 }
 
 

@@ -223,6 +223,8 @@ def _other_dtype(d):
         ember.float64: ember.float32,  # float_power computes in float64 whatever its inputs
         ember.int64: ember.float32,
         ember.bool: ember.int64,
+        ember.complex64: ember.complex128,
+        ember.complex128: ember.complex64,
     }[d]
 
 

@@ -123,11 +123,12 @@ def assert_matches(got, want, dtype, tolerance, what: str) -> None:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = want.astype(dtype.np)
-    if dtype.is_floating_point:
+    if dtype.is_floating_point or dtype.is_complex:
         rtol, atol = tolerance
+        wide = np.complex128 if dtype.is_complex else np.float64
         np.testing.assert_allclose(
-            actual.astype(np.float64),
-            want.astype(np.float64),
+            actual.astype(wide),
+            want.astype(wide),
             rtol=rtol,
             atol=atol,
             equal_nan=True,

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .sampling import Arr, Sample
+import ember
+
+from .gen_elementwise import BINARY_CASES
+from .sampling import Arr, Sample, arr
 
 SHAPES = ((2,), (3, 2), (2, 4, 2), (0, 2))
 
@@ -26,4 +29,30 @@ def complex_values(op, dtype, device, rng):
         yield Sample((Arr(np.asarray(values).astype(dtype.np)),))
 
 
-GENERATORS = {"complex_parts": complex_parts, "complex_values": complex_values}
+def complex_pair(op, dtype, device, rng):
+    """complex(real, imag) and polar(abs, angle): two parts of one float dtype, broadcast."""
+    result = dtype.to_complex() if dtype in (ember.float32, ember.float64) else None
+    for case in BINARY_CASES:
+        parts = (arr(dtype, shape, rng, layout) for shape, layout in case)
+        yield Sample(tuple(parts), dtype=result)
+
+
+def eig(op, dtype, device, rng):
+    """linalg.eig: upper triangular matrices with well-separated diagonals, whose eigenvalues
+    (the diagonal) and eigenvectors come out of geev the same in single and double precision
+    (a general matrix's eigenvectors are defined up to a phase each: tests/ops/opinfo compares
+    those with PyTorch's, aligning phases)."""
+    result = dtype.to_complex() if dtype in (ember.float32, ember.float64) else None
+    for shape in ((3, 3), (2, 4, 4), (0, 0)):
+        n = shape[-1]
+        values = np.triu(rng.uniform(-1, 1, shape)) * 0.5
+        values = values + np.eye(n) * np.arange(1, n + 1) if n else values
+        yield Sample((Arr(values.astype(dtype.np)),), dtype=result)
+
+
+GENERATORS = {
+    "complex_parts": complex_parts,
+    "complex_values": complex_values,
+    "complex_pair": complex_pair,
+    "eig": eig,
+}

@@ -198,7 +198,7 @@ def function_variant(record):
             raise MissingError(f"ember.ops.{name.split('::')[-1]}")
         return found
     found = _public(record.name)
-    if found is not None:
+    if callable(found):  # not ember.cfloat, the dtype, for the record of Tensor.cfloat
         return found
     if hasattr(ember.Tensor, record.name):
         return _method(record.name)
