@@ -14,11 +14,6 @@ INT_INPLACE_CAST = (
 LCE_OPTIONS = "nn: linear_cross_entropy's LinearCrossEntropyOptions"
 SPARSE = "sparse layouts: ember tensors are strided"
 JITERATOR = "torch.cuda.jiterator compiles CUDA source at run time: no ember counterpart"
-XPU_COMPLEX_STRIDED = (
-    "complex on xpu: the gradient reads a non-contiguous complex tensor back to the host, and "
-    "copy.py's _to_host makes it contiguous with xpu's copy_, whose CPU fallback calls .cpu() "
-    "again: endless recursion (core: complex copies on devices without complex kernels)"
-)
 PRIVATE = "a private PyTorch entry point (float8 scaled matmul, fused attention kernels)"
 
 XFAILS = {
@@ -57,8 +52,6 @@ XFAILS = {
         "(a 3x3 complex sample: 10x off), so the gradient through abs(eigenvectors) differs; "
         "eig's own formula agrees on ref (eigenvalue seeds pass)"
     ),
-    "linalg.eig@xpu": XPU_COMPLEX_STRIDED,
-    "linalg.eigvals@xpu": XPU_COMPLEX_STRIDED,
     "logit": INT_INPLACE_CAST,
     "matrix_exp": (
         "linalg: float32 matrix_exp of a [5, 5, 5] batch with norms ~27 (results ~1e5) differs "
