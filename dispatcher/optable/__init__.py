@@ -34,6 +34,7 @@ from . import (
     nn_native,
     reduction,
     special,
+    surface5_ops5nn,
     surface_copies,
     surface_gradient,
     surface_histogram,
@@ -88,6 +89,8 @@ MODULES += (lapack, linalg_solve, linalg_spectral, linalg_norms, linalg_products
 MODULES += (complex,)
 # PyTorch's core surface, batch B (issue 13): composites of existing ops
 MODULES += (surface_gradient, surface_index_reduce, surface_histogram, nn_native, linalg_ormqr)
+# issue 13, batch ops5nn: the nn family's aten entry points
+MODULES += (surface5_ops5nn,)
 
 
 def _decompose(op, *args):
