@@ -23,7 +23,6 @@ PRIVATE = "a private PyTorch entry point (float8 scaled matmul, fused attention 
 XFAILS = {
     "__rpow__": "core: int ** negative int tensor raises in ember; PyTorch computes it",
     "_batch_norm_with_update": "nn: missing: ember.ops._batch_norm_with_update",
-    "_native_batch_norm_legit": "nn: missing: ember._native_batch_norm_legit",
     "_segment_reduce.lengths": "core: missing: ember._segment_reduce",
     "_segment_reduce.offsets": "core: missing: ember._segment_reduce",
     "_unsafe_masked_index": "core: missing: ember._unsafe_masked_index",
@@ -63,8 +62,6 @@ XFAILS = {
     "flip": "core: flip's keyword is dims= in PyTorch",
     "fmax": "core: fmax refuses integers (PyTorch: maximum)",
     "fmin": "core: fmin refuses integers (PyTorch: minimum)",
-    "grid_sampler_2d": "nn: missing: ember.grid_sampler_2d",
-    "grid_sampler_3d": "nn: missing: ember.grid_sampler_3d",
     "hash_tensor": "core: missing: ember.hash_tensor",
     "imag": COMPLEX,
     "isreal": COMPLEX,
