@@ -123,7 +123,25 @@ class Converter:
             return getattr(ember, name)
         if isinstance(value, torch.Generator):
             raise MissingError("torch.Generator arguments")
+        if isinstance(value, torch.nn.Module):
+            return module_to_ember(value)
         return value
+
+
+def module_to_ember(module: torch.nn.Module):
+    """A stateless torch Module argument (a loss's ``distance_function=PairwiseDistance()``) as
+    ember's Module of the same name with the same settings (its plain attributes)."""
+    name = type(module).__name__
+    if next(module.parameters(), None) is not None or next(module.buffers(), None) is not None:
+        raise MissingError(f"torch Module arguments with parameters or buffers ({name})")
+    cls = getattr(ember.nn, name, None)
+    if cls is None:
+        raise MissingError(f"ember.nn.{name}")
+    made = cls()
+    for key, value in vars(module).items():
+        if not key.startswith("_") and isinstance(value, (bool, int, float, str, type(None))):
+            setattr(made, key, value)
+    return made.train(module.training)
 
 
 def to_torch(value):
