@@ -111,7 +111,6 @@ XFAILS = {
     "mvlgamma.mvlgamma_p_3": INT_INPLACE_CAST,
     "mvlgamma.mvlgamma_p_5": INT_INPLACE_CAST,
     "nextafter": "core: nextafter is not differentiable in ember (PyTorch records a graph)",
-    "nn.functional.fractional_max_pool3d": "nn: fractional_max_pool3d of an empty batch",
     "nn.functional.linear_cross_entropy.chunked": LCE_OPTIONS,
     "nn.functional.linear_cross_entropy.chunked_none": LCE_OPTIONS,
     "nn.functional.multi_head_attention_forward": "nn: values differ with attn_mask",
