@@ -8,6 +8,7 @@ that same lambda with ``torch`` bound to ember, so the call is exactly the one P
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
 
@@ -125,7 +126,19 @@ class Converter:
             raise MissingError("torch.Generator arguments")
         if isinstance(value, torch.nn.Module):
             return module_to_ember(value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return self._options(value)
         return value
+
+    def _options(self, value):
+        """A torch.nn options dataclass (LinearCrossEntropyOptions) as ember.nn's of the same
+        name, its fields converted (a torch dtype field becomes ember's)."""
+        name = type(value).__name__
+        cls = getattr(ember.nn, name, None)
+        if cls is None:
+            raise MissingError(f"ember.nn.{name}")
+        fields = {f.name: self(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return cls(**fields)
 
 
 def module_to_ember(module: torch.nn.Module):
