@@ -7,7 +7,7 @@ from __future__ import annotations
 from ember import _dtype as dt
 from ember._tensor import Tensor, empty, make
 
-from ._common import cast, contiguous, wrap_dim
+from ._common import cast, contiguous, unsupported_dtype, wrap_dim
 from .window import check_output_size, check_pool, check_unfold, pooled_size
 
 
@@ -16,6 +16,16 @@ def _check_float(op, x) -> None:
         raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
     if x._dtype.category != dt.FLOATING:
         raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name} (floating types only)')
+
+
+def _check_row_dtype(op, x) -> None:
+    """The window ops (im2col, col2im, max pooling) take the row's dtypes: integer and bool
+    inputs run the decomposition (exact: views, gathers and index_add) where a backend's kernel
+    is float-only."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    if x._dtype not in op.dtypes:
+        raise unsupported_dtype(op, x._dtype)
 
 
 def along_dim(op, x, dim, dtype=None):
@@ -65,7 +75,7 @@ def im2col(op, x, kernel_size, dilation, padding, stride):
 
     Kernel: ``kernel(out, x, kernel, dilation, padding, stride)``.
     """
-    _check_float(op, x)
+    _check_row_dtype(op, x)
     if len(x._shape) != 4:
         raise RuntimeError(f"unfold(): expected 4-D input (N, C, H, W), got {list(x._shape)}")
     k, d, p, s = (
@@ -96,7 +106,7 @@ def im2col(op, x, kernel_size, dilation, padding, stride):
 
 def col2im(op, x, output_size, kernel_size, dilation, padding, stride):
     """fold: (N, C*kh*kw, L) -> (N, C, H, W), summing overlaps."""
-    _check_float(op, x)
+    _check_row_dtype(op, x)
     k, d, p, s = (
         _pair(v, n)
         for v, n in (
@@ -127,7 +137,7 @@ def col2im(op, x, output_size, kernel_size, dilation, padding, stride):
 def max_pool2d(op, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """(values, indices): ``kernel(values, indices, x, kernel, stride, padding, dilation)``; indices
     are flat positions in each (H, W) input plane, as PyTorch returns them."""
-    _check_float(op, x)
+    _check_row_dtype(op, x)
     if len(x._shape) not in (3, 4):
         raise RuntimeError(f"max_pool2d(): expected 3-D or 4-D input, got {list(x._shape)}")
     k = _pair(kernel_size, "kernel_size")

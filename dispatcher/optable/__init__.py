@@ -36,6 +36,7 @@ from . import (
     nn_native,
     reduction,
     special,
+    surface5_ops5nn,
     surface_copies,
     surface_gradient,
     surface_histogram,
@@ -92,6 +93,8 @@ MODULES += (complex,)
 MODULES += (complex_surface, linalg_eig)
 # PyTorch's core surface, batch B (issue 13): composites of existing ops
 MODULES += (surface_gradient, surface_index_reduce, surface_histogram, nn_native, linalg_ormqr)
+# issue 13, batch ops5nn: the nn family's aten entry points
+MODULES += (surface5_ops5nn,)
 
 
 def _decompose(op, *args):

@@ -11,9 +11,22 @@ functional (``cross_entropy_loss``). ``function=False``: the public entry points
 
 from __future__ import annotations
 
+from ember import _dtype as dt
+
 from ..kinds import functional as run
-from ..opdef import DTYPES_FLOAT, Kind, OpDef
+from ..opdef import DTYPES_ALL, DTYPES_FLOAT, DTYPES_NUMERIC, Kind, OpDef, Promotion
 from . import _np_functional as ref
+
+# PyTorch's CPU kernels compute these in integers too, exactly (integer GEMM, the window
+# ops' integer paths): the decompositions do the same (ember's int64 matmul is exact).
+_INTEGRAL = {
+    "linear": DTYPES_NUMERIC,
+    "bilinear": DTYPES_NUMERIC,
+    "conv1d": DTYPES_FLOAT | {dt.int64},
+    "conv2d": DTYPES_FLOAT | {dt.int64},
+    "conv_transpose2d": DTYPES_FLOAT | {dt.int64},
+    "cosine_embedding_loss": DTYPES_ALL,
+}
 
 
 def _row(schema: str, kind: Kind, module: str, samples: str, notes: str = "", **extra) -> OpDef:
@@ -22,7 +35,7 @@ def _row(schema: str, kind: Kind, module: str, samples: str, notes: str = "", **
         schema,
         kind,
         getattr(ref, name),
-        dtypes=DTYPES_FLOAT,
+        dtypes=_INTEGRAL.get(name, DTYPES_FLOAT),
         decomposition=run.from_nn(module, f"_{name}"),
         runner=run.run,
         function=False,
@@ -79,5 +92,6 @@ ROWS = [
          "str reduction='mean', int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
          Kind.NN, "loss", "class_loss", "nn.functional.cross_entropy"),
     _row("cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, "
-         "str reduction='mean') -> Tensor", Kind.NN, "loss", "cosine_embedding_loss"),
+         "str reduction='mean') -> Tensor", Kind.NN, "loss", "cosine_embedding_loss",
+         promotion=Promotion.INT_TO_FLOAT),
 ]  # fmt: skip

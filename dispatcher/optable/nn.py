@@ -13,7 +13,7 @@ import numpy as np
 import ember
 
 from ..kinds import nn as run
-from ..opdef import DTYPES_FLOAT, OUT_EXACT, Kind, OpDef
+from ..opdef import DTYPES_ALL, DTYPES_FLOAT, DTYPES_NUMERIC, OUT_EXACT, Kind, OpDef
 
 
 def _shifted(x, dim):
@@ -131,20 +131,33 @@ def _pool_positions(w, out_hw, kernel, stride, padding, dilation, device):
     return rows * w + cols, ember.tensor(cells, device=device)
 
 
+def _widened(x):
+    """Integers below int64 pooled as int64, so that padding below every value (int64's least)
+    never wins a window (PyTorch's kernel skips padding; a tie would take its index)."""
+    integral = not x.dtype.is_floating_point and x.dtype is not ember.int64
+    return x.to(ember.int64) if integral else x
+
+
+def _lowest(dtype):
+    return float("-inf") if dtype.is_floating_point else int(np.iinfo(np.int64).min)
+
+
 def _max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
     batched = x.ndim == 4
     if not batched:
         x = x.unsqueeze(0)
     n, c, h, w = x.shape
     out_hw = _out_hw(h, w, kernel, stride, padding, dilation, ceil_mode)
-    # Pad enough on the right for ceil_mode windows, with -inf so padding never wins.
+    # Pad enough on the right for ceil_mode windows, with -inf (an integer type's least value)
+    # so padding never wins.
     need_h = (out_hw[0] - 1) * stride[0] + dilation[0] * (kernel[0] - 1) + 1 - h - padding[0]
     need_w = (out_hw[1] - 1) * stride[1] + dilation[1] * (kernel[1] - 1) + 1 - w - padding[1]
     pads = (padding[1], max(need_w, 0), padding[0], max(need_h, 0))
-    padded = ember.ops.constant_pad_nd(x, pads, float("-inf"))
+    padded = ember.ops.constant_pad_nd(_widened(x), pads, _lowest(x.dtype))
     windows = _windows(padded, kernel, dilation, stride, out_hw)
     flat = windows.permute(0, 1, 4, 5, 2, 3).reshape(n, c, *out_hw, kernel[0] * kernel[1])
     values, local = ember.max(flat, -1)
+    values = values.to(x.dtype)
     corners, cells = _pool_positions(
         w, out_hw, tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), str(x.device)
     )
@@ -208,12 +221,16 @@ def _np_max_pool2d(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=F
     batched = x.ndim == 4
     x4 = x if batched else x[None]
     w = x4.shape[-1]
-    windows, out_hw = _np_windows(x4, kernel, dil, pad, step, -np.inf, ceil_mode)
+    integral = np.issubdtype(x.dtype, np.integer)
+    if integral:  # padding below every value, as the decomposition
+        x4 = x4.astype(np.int64)
+    low = np.iinfo(np.int64).min if integral else -np.inf
+    windows, out_hw = _np_windows(x4, kernel, dil, pad, step, low, ceil_mode)
     flat = windows.transpose(0, 1, 4, 5, 2, 3).reshape(x4.shape[:2] + out_hw + (-1,))
     local = flat.argmax(-1)
     rows = (np.arange(out_hw[0]) * step[0] - pad[0])[:, None] + (local // kernel[1]) * dil[0]
     cols = (np.arange(out_hw[1]) * step[1] - pad[1])[None, :] + (local % kernel[1]) * dil[1]
-    values, index = flat.max(-1), rows * w + cols
+    values, index = flat.max(-1).astype(x.dtype), rows * w + cols
     return (values, index) if batched else (values[0], index[0])
 
 
@@ -271,7 +288,7 @@ ROWS = [
         "-> Tensor",
         Kind.CONV,
         _np_im2col,
-        dtypes=DTYPES_FLOAT,
+        dtypes=DTYPES_ALL,
         runner=run.im2col,
         decomposition=_im2col,
         function=False,
@@ -286,7 +303,7 @@ ROWS = [
         "int[] padding, int[] stride) -> Tensor",
         Kind.CONV,
         _np_col2im,
-        dtypes=DTYPES_FLOAT,
+        dtypes=DTYPES_ALL,
         runner=run.col2im,
         decomposition=_col2im,
         function=False,
@@ -302,7 +319,7 @@ ROWS = [
         "Tensor indices)",
         Kind.NN,
         _np_max_pool2d,
-        dtypes=DTYPES_FLOAT,
+        dtypes=DTYPES_NUMERIC,
         runner=run.max_pool2d,
         decomposition=_max_pool2d,
         function=False,

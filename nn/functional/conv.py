@@ -335,9 +335,19 @@ def conv_transpose3d(
     )
 
 
+def _no_integers(name: str, x) -> None:
+    """PyTorch's unfold and fold take floating and bool tensors only; the im2col/col2im rows
+    also take integers, for the convolutions' exact integer path."""
+    if not x.dtype.is_floating_point and x.dtype is not ember.bool:
+        raise NotImplementedError(
+            f'"{name}" not implemented for {x.dtype.name} (supported: floating types and bool)'
+        )
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Sliding blocks: (N, C, H, W) -> (N, C*kH*kW, L) (unbatched (C, H, W) -> (C*kH*kW, L))."""
     x, batched = _batch("unfold", input, 2)
+    _no_integers("unfold", x)
     out = OPS["im2col"](
         x,
         _tuple(kernel_size, 2, "kernel_size", "unfold"),
@@ -351,6 +361,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Inverse of unfold, summing overlaps: (N, C*kH*kW, L) -> (N, C, H, W)."""
     x, batched = _batch("fold", input, 1)
+    _no_integers("fold", x)
     out = OPS["col2im"](
         x,
         _tuple(output_size, 2, "output_size", "fold"),

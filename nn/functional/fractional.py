@@ -69,8 +69,9 @@ def _fractional(op, n, input, kernel_size, output_size, output_ratio, samples):
     starts = []
     for i in range(n):
         starts.append(_starts(samples[:, :, order[i]], spatial[i], sizes[i], kernel[i]))
+        # sizes, not -1: an empty batch has no size to infer
         pos = (starts[i].unsqueeze(-1) + ember.arange(kernel[i], device=x.device)).reshape(
-            batch, channels, -1
+            batch, channels, sizes[i] * kernel[i]
         )
         shape = list(picked.shape)
         shape[2 + i] = pos.shape[-1]

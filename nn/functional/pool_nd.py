@@ -24,10 +24,12 @@ from .pooling import (
     _geometry,
     _result,
     _window_counts,
+    average,
     avg_pool1d,
     avg_pool2d,
     max_pool1d,
     max_pool2d,
+    pooled_into,
 )
 
 
@@ -96,12 +98,25 @@ def avg_pool3d(
     ceil_mode=False,
     count_include_pad=True,
     divisor_override=None,
+    *,
+    out=None,
 ):
     """Average over sliding windows of (N, C, D, H, W); PyTorch's divisor rules. The window
     sums are separable: avg_pool2d's sums (divisor 1) over (H, W), then over (D, 1)."""
+    return pooled_into(
+        "avg_pool3d",
+        out,
+        input,
+        lambda: _avg_pool3d(
+            input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+        ),
+    )
+
+
+def _avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor):
     x, batched = _batch("avg_pool3d", input, 3)
     kernel, stride, padding, _ = _geometry("avg_pool3d", 3, kernel_size, stride, padding)
-    if divisor_override == 0:
+    if divisor == 0:
         raise RuntimeError("avg_pool3d: divisor must be not zero")
     n, c, depth, height, width = x.shape
     sums = _sums2d(x.reshape(n * c * depth, 1, height, width), kernel[1:], stride[1:],
@@ -111,12 +126,11 @@ def avg_pool3d(
                    (stride[0], 1), (padding[0], 0), ceil_mode)  # fmt: skip
     sums = sums.reshape(n, c, sums.shape[2], out_h, out_w)
     check_output_size("avg_pool3d", x.shape, tuple(sums.shape[2:]))
-    if divisor_override:
-        result = sums / divisor_override
-    else:
-        result = sums / _divisors(
+    if not divisor:
+        divisor = _divisors(
             tuple(x.shape[2:]), kernel, stride, padding, ceil_mode, count_include_pad, x
         )
+    result = average(sums, divisor)
     return result if batched else result.squeeze(0)
 
 

@@ -9,6 +9,7 @@ import ember
 from ember.dispatcher.kinds.window import check_output_size, check_pool, expand, pooled_size
 from ember.dispatcher.optable import OPS
 
+from ._out import into
 from .conv import _batch
 
 
@@ -66,12 +67,26 @@ def avg_pool2d(
     ceil_mode=False,
     count_include_pad=True,
     divisor_override=None,
+    *,
+    out=None,
 ):
     """Average over windows; PyTorch's rules for padding and ceil_mode in the divisor."""
-    x, batched = _batch("avg_pool2d", input, 2)
-    k, s, p, _ = _geometry("avg_pool2d", 2, kernel_size, stride, padding)
-    out = _avg_pool2d("avg_pool2d", x, k, s, p, ceil_mode, count_include_pad, divisor_override)
-    return out if batched else out.squeeze(0)
+
+    def compute():
+        x, batched = _batch("avg_pool2d", input, 2)
+        k, s, p, _ = _geometry("avg_pool2d", 2, kernel_size, stride, padding)
+        result = _avg_pool2d(
+            "avg_pool2d", x, k, s, p, ceil_mode, count_include_pad, divisor_override
+        )
+        return result if batched else result.squeeze(0)
+
+    return pooled_into("avg_pool2d", out, input, compute)
+
+
+def pooled_into(name: str, out, input, compute):
+    """``out=`` of the average pools (ATen functions, as ``F.avg_pool2d`` is in PyTorch): out's
+    dtype must be the result's, by the rule of conv2d's row (a pool is a box-filter conv)."""
+    return into(name, "conv2d", out, (input,), compute)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -102,12 +117,20 @@ def _avg_pool2d(op, x, k, s, p, ceil_mode, count_include_pad, divisor=None):
     )
     sums = OPS["im2col"](padded, k, (1, 1), (0, 0), s).sum(1).view(n, c, oh, ow)
     if divisor:
-        return sums / divisor
+        return average(sums, divisor)
     if len(set(counts[0])) == 1 and len(set(counts[1])) == 1:
-        return sums / (counts[0][0] * counts[1][0])
+        return average(sums, counts[0][0] * counts[1][0])
     rows = ember.tensor(counts[0], dtype=x.dtype, device=x.device).view(-1, 1)
     cols = ember.tensor(counts[1], dtype=x.dtype, device=x.device)
-    return sums / (rows * cols)
+    return average(sums, rows * cols)
+
+
+def average(sums, counts):
+    """Window sums over their cell counts; integers divide in integers, truncating, as PyTorch's
+    kernels do (an int64 average stays int64)."""
+    if sums.dtype.is_floating_point:
+        return sums / counts
+    return ember.div(sums, counts, rounding_mode="trunc")
 
 
 def _adaptive_size(op: str, output_size, x, n: int = 2) -> tuple:

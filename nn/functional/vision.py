@@ -1,5 +1,5 @@
 """pad (constant, reflect, replicate, circular) and interpolate (nearest, nearest-exact, linear,
-bilinear, bicubic, trilinear, area; antialias for bilinear and bicubic).
+bilinear, bicubic, trilinear, area (3-D to 5-D input); antialias for bilinear and bicubic).
 
 The non-constant pads and the resizes are gathers (index_select) along one dim at a time; the
 positions and weights they use depend only on the sizes, so they are computed in Python once
@@ -16,6 +16,7 @@ import ember
 from ember.dispatcher.optable import OPS
 
 from ._resample import apply_along, resample_matrix
+from .pool_nd import adaptive_avg_pool3d
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _PAD_MODES = ("reflect", "replicate", "circular")
@@ -191,10 +192,9 @@ def interpolate(
     _check_interpolate(input, mode, align_corners, antialias)
     spatial = input.ndim - 2
     out_size = _output_size(input, size, scale_factor, spatial)
-    if mode == "area":
-        if spatial == 3:
-            raise NotImplementedError("interpolate: mode 'area' supports 3-D and 4-D input")
-        return (adaptive_avg_pool1d if spatial == 1 else adaptive_avg_pool2d)(input, out_size)
+    if mode == "area":  # PyTorch's: the adaptive average pool of the input's rank
+        pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[spatial - 1]
+        return pool(input, out_size)
     scales = (None,) * spatial
     if scale_factor is not None and not recompute_scale_factor:
         scales = (

@@ -110,7 +110,8 @@ def max_pool2d(op, dtype, device, rng):
     )
     for shape, kernel, stride, padding, dilation, ceil_mode in cases:
         # Distinct small integers: exact in every float dtype, so the argmax is unambiguous.
-        x = Arr(rng.permutation(math.prod(shape)).reshape(shape).astype(dtype.np) - 50)
+        # (Shifted before the cast, so that a refused dtype such as bool keeps its dtype.)
+        x = Arr((rng.permutation(math.prod(shape)).reshape(shape) - 50).astype(dtype.np))
         yield Sample(
             call_args(
                 op,

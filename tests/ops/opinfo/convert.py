@@ -8,6 +8,7 @@ that same lambda with ``torch`` bound to ember, so the call is exactly the one P
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import types
 
@@ -121,7 +122,37 @@ class Converter:
             return getattr(ember, name)
         if isinstance(value, torch.Generator):
             raise MissingError("torch.Generator arguments")
+        if isinstance(value, torch.nn.Module):
+            return module_to_ember(value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return self._options(value)
         return value
+
+    def _options(self, value):
+        """A torch.nn options dataclass (LinearCrossEntropyOptions) as ember.nn's of the same
+        name, its fields converted (a torch dtype field becomes ember's)."""
+        name = type(value).__name__
+        cls = getattr(ember.nn, name, None)
+        if cls is None:
+            raise MissingError(f"ember.nn.{name}")
+        fields = {f.name: self(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return cls(**fields)
+
+
+def module_to_ember(module: torch.nn.Module):
+    """A stateless torch Module argument (a loss's ``distance_function=PairwiseDistance()``) as
+    ember's Module of the same name with the same settings (its plain attributes)."""
+    name = type(module).__name__
+    if next(module.parameters(), None) is not None or next(module.buffers(), None) is not None:
+        raise MissingError(f"torch Module arguments with parameters or buffers ({name})")
+    cls = getattr(ember.nn, name, None)
+    if cls is None:
+        raise MissingError(f"ember.nn.{name}")
+    made = cls()
+    for key, value in vars(module).items():
+        if not key.startswith("_") and isinstance(value, (bool, int, float, str, type(None))):
+            setattr(made, key, value)
+    return made.train(module.training)
 
 
 def to_torch(value):
