@@ -428,7 +428,11 @@ def expand_as(self, other):
     return OPS["expand"](self, other.shape)
 
 
-def view(self, *shape):
+def view(self, *shape, size=None):
+    if size is not None:  # x.view(size=(2, 3)), PyTorch's keyword
+        if shape:
+            raise TypeError("view() got multiple values for argument 'size'")
+        shape = (size,)
     if len(shape) == 1 and isinstance(shape[0], dt.dtype):
         return _view_dtype(self, shape[0])
     if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):

@@ -11,7 +11,9 @@ import math
 import ml_dtypes
 import numpy as np
 
+import ember
 from ember import _dtype as dt
+from ember._tensor import Tensor
 
 from ..kinds import elementwise as run
 from ..opdef import (
@@ -99,6 +101,24 @@ def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     out = np.where(np.isnan(x), 0.0 if nan is None else nan, x)
     out = np.where(np.isposinf(x), high if posinf is None else posinf, out)
     return np.where(np.isneginf(x), -high if neginf is None else neginf, out).astype(x.dtype)
+
+
+def _nan_aware(pick, a, b):
+    """fmax/fmin where a backend has no kernel for the dtype (PyTorch's integers and bool are
+    maximum/minimum): a NaN operand gives the other one."""
+    chosen = pick(a, b)
+    if not chosen.dtype.is_floating_point:
+        return chosen
+    a, b = (v if isinstance(v, Tensor) else ember.full_like(chosen, v) for v in (a, b))
+    return ember.where(ember.isnan(a), b, ember.where(ember.isnan(b), a, chosen))
+
+
+def _fmax(a, b):
+    return _nan_aware(ember.maximum, a, b)
+
+
+def _fmin(a, b):
+    return _nan_aware(ember.minimum, a, b)
 
 
 def _sigmoid(x):
@@ -303,7 +323,13 @@ ROWS = [
         "trunc", np.trunc, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT, out=OUT_SAME_DTYPE
     ),
     unary("frac", lambda x: x - np.trunc(x), promotion=Promotion.DEFAULT, out=OUT_SAME_DTYPE),
-    unary("square", np.square, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT),
+    unary(
+        "square",
+        np.square,
+        dtypes=DTYPES_NUMERIC,
+        promotion=Promotion.BOOL_TO_LONG,
+        notes="bool squares into int64, as PyTorch's pow(x, 2)",
+    ),
     unary(
         "bitwise_not",
         np.invert,
@@ -371,8 +397,8 @@ ROWS = [
     binary("atan2", np.arctan2, dtypes=DTYPES_FLOAT, promotion=I2F),
     binary("minimum", np.minimum),
     binary("maximum", np.maximum),
-    binary("fmin", np.fmin, dtypes=DTYPES_FLOAT),
-    binary("fmax", np.fmax, dtypes=DTYPES_FLOAT),
+    binary("fmin", np.fmin, decomposition=_fmin),
+    binary("fmax", np.fmax, decomposition=_fmax),
     binary("hypot", np.hypot, dtypes=DTYPES_FLOAT),
     binary("copysign", np.copysign, dtypes=DTYPES_FLOAT, promotion=I2F),
     binary(

@@ -10,7 +10,7 @@ import ember
 from ember import _dtype as dt
 
 from ..kinds import linalg as run
-from ..opdef import DTYPES_NUMERIC, OUT_ELEMENTWISE, Kind, OpDef, Out, Promotion
+from ..opdef import DTYPES_ALL, DTYPES_NUMERIC, OUT_ELEMENTWISE, Kind, OpDef, Out, Promotion
 
 # addmm/baddbmm round three times in float16 (the product, alpha * it, the sum with beta * c)
 # where the reference rounds once: 1e-3 fails about one draw in fifty.
@@ -222,7 +222,7 @@ ROWS = [
         "outer(Tensor input, Tensor vec2) -> Tensor",
         Kind.MATMUL,
         np.outer,
-        dtypes=DTYPES_NUMERIC,
+        dtypes=DTYPES_ALL,  # bool too: a broadcast mul (logical and)
         decomposition=_outer,
         samples="dot",
         out=OUT_ELEMENTWISE,  # PyTorch's outer is a broadcast mul
