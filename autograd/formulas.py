@@ -711,6 +711,7 @@ FORMULAS = {
         save=("input", "other", "result"),
     ),
     "copysign": F(_copysign, save=("input", "result")),
+    "nextafter": F(lambda ctx, g: (g, E.zeros_like(g))),
     "xlogy": F(_xlogy, save=("input", "other")),
     "logaddexp": F(
         lambda ctx, g: (g * E.sigmoid(ctx.input - ctx.other), g * E.sigmoid(ctx.other - ctx.input)),

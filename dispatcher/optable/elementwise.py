@@ -61,7 +61,7 @@ def binary(name, ref, dtypes=DTYPES_ALL, promotion=Promotion.DEFAULT, **kw) -> O
         ref,
         promotion=promotion,
         dtypes=dtypes,
-        runner=run.binary,
+        runner=kw.pop("runner", run.binary),
         samples=kw.pop("samples", "binary"),
         attrs={"arity": 2, **kw.pop("attrs", {})},
         kernel_args=BINARY_ARGS,
@@ -119,6 +119,24 @@ def _fmax(a, b):
 
 def _fmin(a, b):
     return _nan_aware(ember.minimum, a, b)
+
+
+def _pow(op, a, b):
+    """pow's runner. Integers to a tensor of integer exponents take negative ones as PyTorch
+    does (1 for a base of 1, +-1 for -1, else 0), where the kernels refuse them, as they rightly
+    do for a negative Python exponent: the kernel runs on |b| and a mask zeroes the rest."""
+    if b.__class__ is not Tensor or b._dtype.category != dt.INTEGRAL:
+        return run.binary(op, a, b)
+    if a.__class__ is Tensor and a._dtype.category != dt.INTEGRAL:
+        return run.binary(op, a, b)
+    if a.__class__ is float or a.__class__ is complex:
+        return run.binary(op, a, b)
+    powers = run.binary(op, a, ember.abs(b))
+    unit = ember.abs(a) == 1 if a.__class__ is Tensor else abs(a) == 1
+    if unit is True:
+        return powers
+    kept = b >= 0 if unit is False else (b >= 0) | unit
+    return ember.where(kept, powers, ember.zeros_like(powers))
 
 
 def _sigmoid(x):
@@ -393,7 +411,7 @@ ROWS = [
     binary("floor_divide", np.floor_divide, dtypes=DTYPES_NUMERIC, samples="binary_nonzero"),
     binary("remainder", np.remainder, dtypes=DTYPES_NUMERIC, samples="binary_nonzero"),
     binary("fmod", np.fmod, dtypes=DTYPES_NUMERIC, samples="binary_nonzero"),
-    binary("pow", np.power, dtypes=DTYPES_NUMERIC, samples="pow"),
+    binary("pow", np.power, dtypes=DTYPES_NUMERIC, samples="pow", runner=_pow),
     binary("atan2", np.arctan2, dtypes=DTYPES_FLOAT, promotion=I2F),
     binary("minimum", np.minimum),
     binary("maximum", np.maximum),
@@ -409,7 +427,8 @@ ROWS = [
         samples="binary_positive",
     ),
     binary("logaddexp", np.logaddexp, dtypes=DTYPES_FLOAT),
-    binary("nextafter", np.nextafter, dtypes=DTYPES_FLOAT, differentiable=False),
+    # differentiable as PyTorch records it: the gradient passes to input, none to other
+    binary("nextafter", np.nextafter, dtypes=DTYPES_FLOAT),
     binary("eq", np.equal, promotion=BOOL, differentiable=False),
     binary("ne", np.not_equal, promotion=BOOL, differentiable=False),
     binary("lt", np.less, promotion=BOOL, differentiable=False),

@@ -21,7 +21,6 @@ JITERATOR = "torch.cuda.jiterator compiles CUDA source at run time: no ember cou
 PRIVATE = "a private PyTorch entry point (float8 scaled matmul, fused attention kernels)"
 
 XFAILS = {
-    "__rpow__": "core: int ** negative int tensor raises in ember; PyTorch computes it",
     "_batch_norm_with_update": "nn: missing: ember.ops._batch_norm_with_update",
     "_native_batch_norm_legit": "nn: missing: ember._native_batch_norm_legit",
     "_segment_reduce.lengths": "core: missing: ember._segment_reduce",
@@ -112,7 +111,6 @@ XFAILS = {
     "mvlgamma.mvlgamma_p_3": INT_INPLACE_CAST,
     "mvlgamma.mvlgamma_p_5": INT_INPLACE_CAST,
     "native_dropout_backward": "nn: missing: ember.ops.native_dropout_backward",
-    "nextafter": "core: nextafter is not differentiable in ember (PyTorch records a graph)",
     "nn.functional.avg_pool1d": "nn: avg_pool1d refuses int64 (im2col is float-only)",
     "nn.functional.avg_pool2d": "nn: avg_pool2d takes no out=",
     "nn.functional.avg_pool3d": "nn: avg_pool3d takes no out=",
@@ -143,9 +141,6 @@ XFAILS = {
     "polygamma.polygamma_n_2": POLYGAMMA_F32,
     "polygamma.polygamma_n_3": POLYGAMMA_F32,
     "polygamma.polygamma_n_4": POLYGAMMA_F32,
-    "round.decimals_0": "core: round_(decimals=) is not supported",
-    "round.decimals_3": "core: round_(decimals=) is not supported",
-    "round.decimals_neg_3": "core: round_(decimals=) is not supported",
     "scatter": "core: scatter(reduce=) is not supported",
     "scatter_reduce.prod": "core: scatter_reduce(reduce='prod') is not implemented yet",
     "sgn": COMPLEX,
