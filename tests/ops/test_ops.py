@@ -170,7 +170,7 @@ def test_integer_negative_power(dtype_name, device):
     x = ember.tensor([2, 3, 1, -1, -1, 0], dtype=dtype, device=device)
     exponents = ember.tensor([1, -1, -3, -3, -2, -1], dtype=dtype, device=device)
     assert OPS["pow"](x, exponents).tolist() == [2, 0, 1, -1, 1, 0]
-    assert (2 ** exponents).tolist() == [2, 0, 0, 0, 0, 0]
+    assert (2**exponents).tolist() == [2, 0, 0, 0, 0, 0]
     with pytest.raises(RuntimeError, match="pow"):
         OPS["pow"](x, -1)
 
