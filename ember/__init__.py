@@ -27,6 +27,7 @@ from . import (
     _factories_more,
     _frontends,
     _indexing,
+    _scatter,
     _surface,
     ops,
     return_types,
@@ -81,7 +82,7 @@ cfloat = complex64
 cdouble = complex128
 
 _bind.bind(_OPS, Tensor, globals())
-for _module in (_frontends, _surface, _complex, _factories_more):
+for _module in (_frontends, _surface, _complex, _factories_more, _scatter):
     for _name, _fn in _module.FUNCTIONS.items():
         globals()[_name] = _fn
     for _name, _fn in _module.METHODS.items():

@@ -141,8 +141,6 @@ XFAILS = {
     "polygamma.polygamma_n_2": POLYGAMMA_F32,
     "polygamma.polygamma_n_3": POLYGAMMA_F32,
     "polygamma.polygamma_n_4": POLYGAMMA_F32,
-    "scatter": "core: scatter(reduce=) is not supported",
-    "scatter_reduce.prod": "core: scatter_reduce(reduce='prod') is not implemented yet",
     "sgn": COMPLEX,
     "signal.windows.bartlett": FFT,
     "signal.windows.blackman": FFT,
