@@ -153,7 +153,6 @@ XFAILS = {
     "sparse.sampled_addmm": SPARSE,
     "special.polygamma.special_polygamma_n_0": POLYGAMMA_F32,
     "stft": FFT,
-    "tensordot": "linalg: tensordot takes no out=",
     "to_sparse": SPARSE,
     "torch._scaled_mm": PRIVATE,
     "torch._scaled_mm_v2": PRIVATE,
