@@ -129,7 +129,6 @@ XFAILS = {
     "nn.functional.silu.complex": COMPLEX,
     "nn.functional.triplet_margin_with_distance_loss": "nn: a Module as distance_function",
     "nn.functional.unfold": "nn: unfold refuses bool (im2col is float-only)",
-    "norm.nuc": "core: norm(p='nuc') is not supported",
     "polar": COMPLEX,
     "polygamma.polygamma_n_0": POLYGAMMA_F32,
     "polygamma.polygamma_n_1": POLYGAMMA_F32,
