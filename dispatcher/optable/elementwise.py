@@ -121,16 +121,22 @@ def _fmin(a, b):
     return _nan_aware(ember.minimum, a, b)
 
 
+def _integer_tensor(value) -> bool:
+    return isinstance(value, Tensor) and value._dtype.category == dt.INTEGRAL
+
+
 def _pow(op, a, b):
     """pow's runner. Integers to a tensor of integer exponents take negative ones as PyTorch
     does (1 for a base of 1, +-1 for -1, else 0), where the kernels refuse them, as they rightly
-    do for a negative Python exponent: the kernel runs on |b| and a mask zeroes the rest."""
-    if b.__class__ is not Tensor or b._dtype.category != dt.INTEGRAL:
+    do for a negative Python exponent: on their refusal, the kernel runs again on |b| and a
+    mask zeroes the rest (the common call pays nothing)."""
+    try:
         return run.binary(op, a, b)
-    if a.__class__ is Tensor and a._dtype.category != dt.INTEGRAL:
-        return run.binary(op, a, b)
-    if a.__class__ is float or a.__class__ is complex:
-        return run.binary(op, a, b)
+    except RuntimeError as error:
+        integers = a.__class__ in (int, bool) or _integer_tensor(a)
+        tensor_powers = _integer_tensor(b)
+        if not (integers and tensor_powers and "negative integer powers" in str(error)):
+            raise
     powers = run.binary(op, a, ember.abs(b))
     unit = ember.abs(a) == 1 if a.__class__ is Tensor else abs(a) == 1
     if unit is True:
