@@ -12,6 +12,7 @@ from __future__ import annotations
 import ember as E
 
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
+from .formula import sum_to_shape
 
 
 def _solve_triangular(A, B, upper, left=True, unitriangular=False):
@@ -266,6 +267,29 @@ def _eigh(ctx, gL, gV):
     return V @ (inner @ V.mH)
 
 
+def _cholesky_factor_grad(F, common, upper):
+    """The gradient of a Cholesky factor F through A = F F^H (or F^H F): not masked to F's
+    triangle, as PyTorch's cholesky_inverse/cholesky_solve backward."""
+    return -(F @ common) if upper else -(common @ F)
+
+
+def _cholesky_inverse(ctx, g):
+    inverse = ctx.result
+    common = inverse @ (g + g.mH) @ inverse
+    return _cholesky_factor_grad(ctx.input, common, ctx.upper)
+
+
+def _cholesky_solve(ctx, gX):
+    B, F, X, upper = ctx.input, ctx.input2, ctx.result, ctx.upper
+    need_b, need_f = ctx.needs_input_grad
+    gB = E.ops.cholesky_solve(gX, F, upper)
+    gF = None
+    if need_f:
+        common = gB @ X.mH
+        gF = sum_to_shape(_cholesky_factor_grad(F, common + common.mH, upper), F.shape)
+    return (sum_to_shape(gB, B.shape) if need_b else None), gF
+
+
 # ---- least squares, determinants, exp ------------------------------------------------------------
 
 
@@ -279,6 +303,12 @@ def pinv_backward(g, pinvA, A):
     K = pinvA @ gh
     pinvAhK = pinvAh @ K
     return -(K @ pinvA).mH + (gh - A @ K) @ pinvA @ pinvAh + pinvAhK - pinvAhK @ pinvA @ A
+
+
+def _pinv(ctx, g):
+    """PyTorch's pinv_backward for every path (hermitian too): finite at singular inputs, where
+    differentiating through the factorization divides by equal or zero singular values."""
+    return pinv_backward(g, ctx.result, ctx.input)
 
 
 def _lstsq(ctx, gX, g_residuals=None, g_rank=None, g_sv=None):
@@ -344,11 +374,14 @@ FORMULAS = {
     "linalg_lu_factor_ex": F(_lu_factor_ex, save=("result",)),
     "linalg_lu_solve": F(_lu_solve, save=("LU", "pivots", "result")),
     "linalg_cholesky_ex": F(_cholesky_ex, save=("result",)),
+    "cholesky_inverse": F(_cholesky_inverse, save=("input", "result")),
+    "cholesky_solve": F(_cholesky_solve, save=("input", "input2", "result")),
     "linalg_solve_triangular": F(_solve_triangular_formula, save=("input", "result")),
     "linalg_qr": F(_qr, save=("A", "result")),
     "linalg_householder_product": F(_householder_product, save=("input", "tau")),
     "_linalg_svd": F(_svd, save=("result",)),
     "_linalg_eigh": F(_eigh, save=("result",)),
+    "linalg_pinv": F(_pinv, save=("input", "result")),
     "linalg_lstsq": F(_lstsq, save=("input", "b", "result")),
     "linalg_det": F(_det, save=("A", "result")),
     "linalg_matrix_exp": F(_matrix_exp, save=("input",)),

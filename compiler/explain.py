@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from . import fusion
 from .observer import EXPLAIN, Observer
 from .region import record
 from .replay import plan_memory
@@ -28,6 +29,8 @@ class ExplainOutput:
     # the replay's memory plan (compiler/replay.py): intermediates live at once, allocated in all
     peak_bytes: int = 0
     total_bytes: int = 0
+    # the fusion scheduler's plan (compiler/fusion.py): the elementwise chains and the others
+    fusion: str = ""
 
     def __str__(self) -> str:
         lines = [
@@ -50,6 +53,8 @@ class ExplainOutput:
             f"Peak Memory: {self.peak_bytes} bytes of intermediates ({self.total_bytes} "
             "allocated in all)"
         )
+        if self.fusion:
+            lines.append(f"Fusion: {self.fusion}")
         return "\n".join(lines) + "\n"
 
 
@@ -90,6 +95,7 @@ def explain(f, *extra_args, **extra_kwargs):
             compile_times=f"capture {seconds:.4f} s",
             peak_bytes=memory["peak"],
             total_bytes=memory["total"],
+            fusion=fusion.summary(region.graph) if region is not None else "",
         )
 
     if extra_args or extra_kwargs:

@@ -17,7 +17,7 @@ import weakref
 from ember.jit import pytree
 from ember.jit.tracer import _ACTIVE, current
 
-from . import config, guards, logs
+from . import config, fusion, guards, logs
 from .exc import FailOnRecompileLimitHit
 from .observer import COMPILE, FULLGRAPH, Observer
 from .region import record, split
@@ -160,9 +160,8 @@ class CompiledFunction:
             return
         logs.log("graphs", f"graph of {self.__qualname__}:\n{region.graph}")
         logs.log("guards", "\n".join(guards.describe(key[1], names)))
-        ops = sum(1 for n in region.graph.nodes() if not n.kind().startswith("prim::"))
-        text = f"no fused kernels yet; {ops} ops replay one by one, kernels pre-resolved"
-        logs.log("fusion", f"{self.__qualname__}: {text}")
+        if logs.enabled("fusion"):
+            logs.log("fusion", f"{self.__qualname__}: {fusion.summary(region.graph)}")
 
     def _leaf_names(self, args, kwargs) -> list[str]:
         _leaves, spec, _ = split(args, kwargs)

@@ -84,7 +84,7 @@ class Region:
         outputs = self.graph.outputs()
         if any(getattr(v.type(), "requires_grad", lambda: None)() for v in outputs):
             return None
-        return replay.build(self.graph, method=self.method)
+        return replay.build(self.graph, method=self.method, fuse=True)
 
 
 def split(args: tuple, kwargs: dict):

@@ -28,22 +28,25 @@ from ember.jit.ops import is_view, resolve
 from ember.jit.prims import PRIMS
 from ember.jit.types import TensorType
 
-from . import lower
+from . import fusion, lower
 
 _ELEMENTWISE = (elementwise.unary, elementwise.binary)
 
 
-def build(graph, inputs=None, nodes=None, outputs=None, method: bool = False, name="replay"):
+def build(
+    graph, inputs=None, nodes=None, outputs=None, method: bool = False, name="replay", fuse=False
+):
     """The compiled program of ``nodes`` (default: the graph's), or None when the graph has
     control flow. ``fn(self, *inputs)`` (``fn(*inputs)`` when not ``method``) returns the
     tuple of ``outputs``, or None when a parameter it read now requires grad (recompute
-    through the dispatcher: autograd must record)."""
+    through the dispatcher: autograd must record). ``fuse``: elementwise chains run as the
+    backend's fused kernels (fusion.py)."""
     nodes = list(graph.block().nodes()) if nodes is None else nodes
     if any(node.blocks() for node in nodes):
         return None
-    writer = _Program(graph, nodes)
     inputs = graph.inputs() if inputs is None else inputs
     outputs = graph.outputs() if outputs is None else outputs
+    writer = _Program(graph, nodes, fusion.schedule(nodes, outputs) if fuse else ())
     lines = writer.program(name, inputs, outputs, method)
     source = "\n".join(lines) + "\n"
     namespace = {
@@ -51,6 +54,7 @@ def build(graph, inputs=None, nodes=None, outputs=None, method: bool = False, na
         "CONSTANTS": writer.constants,
         "empty": empty,
         "expand_to": expand_to,
+        "dense": _dense,
         "GRAD": GRAD,
         "ember": ember,
         "_raise": PRIMS["prim::RaiseException"].extra["run"],
@@ -66,14 +70,18 @@ class _Program(_Writer):
     """jit.codegen's writer with op nodes bound to their runner or kernel and ``del`` after
     each value's last use."""
 
-    def __init__(self, graph, nodes):
+    def __init__(self, graph, nodes, chains=()):
         super().__init__(graph)
         self.nodes = nodes
         self.globals: dict = {}
-        self.last = _last_uses(nodes)
+        # a fused chain runs where its last node was; its other nodes emit nothing
+        self.fused = {chain.nodes[-1]: chain for chain in chains}
+        self.absorbed = {node for chain in chains for node in chain.nodes[:-1]}
+        at = {node: nodes.index(chain.nodes[-1]) for chain in chains for node in chain.nodes}
+        self.last = _last_uses(nodes, at)
         self.kept: set = set()  # values that must outlive the body (outputs)
         self.params: list = []  # names of tensors read with prim::GetAttr
-        self.taken |= {"empty", "expand_to", "GRAD"}
+        self.taken |= {"empty", "expand_to", "dense", "GRAD"}
 
     def bind(self, value, base: str) -> str:
         """A global name for ``value`` in the generated module."""
@@ -92,7 +100,12 @@ class _Program(_Writer):
         body: list = []
         entry = None  # the caller's grad mode, known once a prim::set_grad_enabled changed it
         for index, node in enumerate(self.nodes):
-            self.node(node, "    ", body)
+            if node in self.absorbed:
+                continue
+            if node in self.fused:
+                self.chain(self.fused[node], "    ", body)
+            else:
+                self.node(node, "    ", body)
             if node.kind() == "prim::set_grad_enabled" and entry is None:
                 entry = not node.inputsAt(0).node()["value"]
             if node.kind() == "prim::GetAttr" and isinstance(node.output().type(), TensorType):
@@ -106,6 +119,17 @@ class _Program(_Writer):
         results = "".join(f"{self.expr(v)}, " for v in outputs)
         body.append(f"    return ({results})")
         return [f"def {name}({', '.join(params)}):", *body]
+
+    def chain(self, chain, indent: str, out: list) -> None:
+        """``out = empty(...); fused(out, *inputs)``: the chain in one kernel call."""
+        target = self.name(chain.output)
+        result = chain.output.type()
+        shape = self.bind(result.sizes(), "S")
+        dtype = self.bind(result.dtype(), "D")
+        device = self.bind(result.device(), "DEV")
+        args = ", ".join(f"dense({self.expr(v)})" for v in chain.inputs)
+        out.append(f"{indent}{target} = empty({shape}, {dtype}, {device})")
+        out.append(f"{indent}{self.bind(chain.kernel, 'FUSED')}({target}, {args})")
 
     def node(self, node, indent: str, out: list) -> None:
         kind = node.kind()
@@ -198,15 +222,20 @@ def _float_or_tensor(value) -> bool:
     return node.kind() == "prim::Constant" and type(node["value"]) is float
 
 
-def _last_uses(nodes) -> dict:
+def _dense(tensor):
+    """A fused kernel's input: contiguous at its own shape (the kernel broadcasts it)."""
+    return tensor if tensor._contig else tensor.contiguous()
+
+
+def _last_uses(nodes, at=None) -> dict:
     """``{node index: [values whose last use is that node]}``, values produced and never used
-    listed at their producer."""
+    listed at their producer. ``at``: node -> the index it runs at (a fused chain's)."""
     last: dict = {}
+    at = at or {}
     for index, node in enumerate(nodes):
-        for value in node.outputs():
-            last[value] = index
-        for value in node.inputs():
-            last[value] = index
+        index = at.get(node, index)
+        for value in (*node.outputs(), *node.inputs()):
+            last[value] = max(index, last.get(value, index))
     by_node: dict = {}
     for value, index in last.items():
         by_node.setdefault(index, []).append(value)

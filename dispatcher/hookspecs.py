@@ -66,3 +66,24 @@ def ember_op_library():
         for devices and dtypes without a kernel), ``reference`` (numpy, for ``opcheck``),
         ``differentiable`` (default True) and ``priority`` (of its kernels, default 0).
     """
+
+
+@hookspec
+def ember_fused_kernel(device_type, description):
+    """A kernel for a chain of elementwise ops that ``ember.compile`` fused (optional hook).
+
+    Called on the backend serving ``device_type`` when a compiled region is first replayed,
+    once per chain. ``description`` (ember's ``compiler/fusion.py`` ``FusedKernel``) is plain
+    data in the op table's vocabulary: ``shape`` (the outputs' shape), ``dtype`` (their dtype
+    name, ``"float32"`` or ``"float64"``), ``inputs`` (each with ``dtype``, ``shape`` and
+    ``strides``: element strides of a contiguous tensor of that shape broadcast to ``shape``,
+    0 on broadcast dimensions), ``steps`` (each with ``op``: an op-table name such as ``add``,
+    ``gelu``, ``where``; ``args``: ``("input", k)``, ``("step", n)`` or ``("scalar", value)``;
+    ``params``: the op's non-tensor arguments, e.g. ``{"approximate": "tanh"}``; ``dtype``) and
+    ``outputs`` (indices of the steps whose values are stored).
+
+    Returns:
+        ``kernel(*outs, *inputs)`` (outputs allocated contiguous, inputs contiguous at their
+        own shape, on the device), or None to let the chain run op by op; a backend without
+        this hook gets the same.
+    """

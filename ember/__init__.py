@@ -113,6 +113,7 @@ from . import (
     nn,
     optim,
     profiler,
+    signal,
     special,
     utils,
     version,
@@ -151,6 +152,7 @@ del _name, _fn
 # without ``import ember`` paying for them.
 _LAZY = ("jit", "fx", "export", "onnx", "_dynamo", "distributions")
 _LAZY += ("testing", "functional", "hub", "__future__")  # issue 15 everyday helpers
+_LAZY += ("masked",)  # issue 13: torch.masked's reductions
 
 
 def __getattr__(name: str):

@@ -10,7 +10,7 @@ import numbers
 import types
 
 from . import _dtype as dt
-from . import _indexing, _memory_format, _pinned, _resize, _special, _windows
+from . import _indexing, _memory_format, _pinned, _resize, _special, _stft, _windows
 from ._device import device as Device
 from ._tensor import Tensor
 from .dispatcher import out as _out_arg
@@ -534,6 +534,7 @@ def _mt(self):
 FUNCTIONS = {
     **_special.FUNCTIONS,
     **_windows.FUNCTIONS,
+    **_stft.FUNCTIONS,
     "add": add,
     "sub": sub,
     "subtract": sub,
@@ -569,6 +570,7 @@ FUNCTIONS = {
 
 METHODS = {
     **_special.METHODS,
+    **_stft.METHODS,
     "add": _method(_add, "add"),
     "sub": _method(_sub, "sub"),
     "subtract": _method(_sub, "subtract"),

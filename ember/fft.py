@@ -1,9 +1,8 @@
 """ember.fft: PyTorch's ``torch.fft``.
 
-The real-valued helpers are complete: ``fftfreq``, ``rfftfreq``, ``fftshift``, ``ifftshift``.
-The transforms themselves (``fft``, ``rfft``, ``irfft``, ``hfft``...) take or return complex
-tensors, and ember has no complex dtypes yet: they raise ``NotImplementedError`` naming the
-function until complex64/complex128 land.
+The transforms (``fft``, ``rfft``, ``irfft``, ``hfft`` and their inverses, 2-d and n-d forms)
+are compositions over the primitive rows ``_fft_r2c``, ``_fft_c2r``, ``_fft_c2c``
+(``ember/_fft.py``); ``fftfreq``, ``rfftfreq``, ``fftshift``, ``ifftshift`` are real helpers.
 
 Example:
     >>> ember.fft.fftfreq(5)
@@ -16,46 +15,65 @@ import math
 from collections.abc import Sequence
 
 from . import _dtype as dt
+from . import _fft
 from ._factories import arange
 
-_TRANSFORMS = (
-    "fft",
-    "ifft",
-    "fft2",
-    "ifft2",
-    "fftn",
-    "ifftn",
-    "rfft",
-    "irfft",
-    "rfft2",
-    "irfft2",
-    "rfftn",
-    "irfftn",
-    "hfft",
-    "ihfft",
-    "hfft2",
-    "ihfft2",
-    "hfftn",
-    "ihfftn",
-)
+# name: (composition, forward, the default dim: one int for the 1-d forms, a tuple for 2-d, None
+# for n-d); the 1-d forms take n, the others s
+_TRANSFORMS = {
+    "fft": (_fft.c2c, True, -1),
+    "ifft": (_fft.c2c, False, -1),
+    "fft2": (_fft.c2c, True, (-2, -1)),
+    "ifft2": (_fft.c2c, False, (-2, -1)),
+    "fftn": (_fft.c2c, True, None),
+    "ifftn": (_fft.c2c, False, None),
+    "rfft": (_fft.r2c, True, -1),
+    "irfft": (_fft.c2r, False, -1),
+    "rfft2": (_fft.r2c, True, (-2, -1)),
+    "irfft2": (_fft.c2r, False, (-2, -1)),
+    "rfftn": (_fft.r2c, True, None),
+    "irfftn": (_fft.c2r, False, None),
+    "hfft": (_fft.c2r, True, -1),
+    "ihfft": (_fft.r2c, False, -1),
+    "hfft2": (_fft.c2r, True, (-2, -1)),
+    "ihfft2": (_fft.r2c, False, (-2, -1)),
+    "hfftn": (_fft.c2r, True, None),
+    "ihfftn": (_fft.r2c, False, None),
+}
+_KIND = {_fft.c2c: "complex to complex", _fft.r2c: "real to complex (one-sided)"}
 
 
-def _not_yet(name: str):
-    def transform(input, *args, **kwargs):
-        raise NotImplementedError(
-            f"ember.fft.{name}: complex dtypes are not supported yet (complex64/complex128 are "
-            f"coming); {name} takes or returns complex tensors"
-        )
+def _transform(name: str, compose, forward: bool, default_dim):
+    one_dim = isinstance(default_dim, int)
+    if one_dim:
 
+        def transform(input, n=None, dim=-1, norm=None, *, out=None):
+            return compose(name, input, n, dim, norm, forward, out, True)
+
+        size = "n: the signal's length along ``dim`` (zero-padded or trimmed to it)"
+    else:
+
+        def transform(input, s=None, dim=default_dim, norm=None, *, out=None):
+            return compose(name, input, s, dim, norm, forward, out, False)
+
+        size = "s: the signal's sizes along ``dim`` (zero-padded or trimmed to them)"
+    kind = _KIND.get(compose, "Hermitian half to real")
     transform.__name__ = transform.__qualname__ = name
     transform.__module__ = "ember.fft"
-    transform.__doc__ = f"torch.fft.{name}: needs complex dtypes, which ember does not have yet."
+    transform.__doc__ = (
+        f"torch.fft.{name}: the {'forward' if forward else 'inverse'} discrete Fourier "
+        f"transform, {kind}, over ``_fft_*`` primitive rows.\n\n    Args:\n        {size}.\n"
+        '        dim: the dims transformed.\n        norm: ``"backward"`` (default), '
+        '``"ortho"`` or ``"forward"``: which direction is scaled by 1/n (both by '
+        "1/sqrt(n) for ortho).\n\n    Example:\n        >>> ember.fft.rfft(ember.ones(4))\n"
+        "        tensor([4.+0.j, 0.+0.j, 0.+0.j])\n"
+    )
     return transform
 
 
-for _name in _TRANSFORMS:
-    globals()[_name] = _not_yet(_name)
-del _name
+for _name, _spec in _TRANSFORMS.items():
+    globals()[_name] = _transform(_name, *_spec)
+del _name, _spec
 
 
 def _frequencies(name, count, n, d, dtype, device, requires_grad):

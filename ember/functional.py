@@ -3,7 +3,6 @@
 Most are ember's top-level functions re-exported (``torch.functional.einsum is torch.einsum``;
 ``tensordot`` and ``lu`` are ember.linalg's). ``chain_matmul`` is composed
 here from ember ops (matmul), so it runs on every device and differentiates.
-PyTorch's ``stft``/``istft`` are not in ember.functional yet.
 """
 
 from __future__ import annotations
@@ -22,11 +21,13 @@ from ember import (
     cartesian_prod,
     cdist,
     einsum,
+    istft,
     lu,
     meshgrid,
     norm,
     pca_lowrank,
     split,
+    stft,
     svd_lowrank,
     tensordot,
     unique,
@@ -36,9 +37,9 @@ from ember import (
 
 __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
-    "broadcast_tensors", "cartesian_prod", "cdist", "chain_matmul", "einsum", "lu", "meshgrid",
-    "norm", "pca_lowrank", "split", "svd_lowrank", "tensordot", "unique", "unique_consecutive",
-    "unravel_index",
+    "broadcast_tensors", "cartesian_prod", "cdist", "chain_matmul", "einsum", "istft", "lu",
+    "meshgrid", "norm", "pca_lowrank", "split", "stft", "svd_lowrank", "tensordot", "unique",
+    "unique_consecutive", "unravel_index",
 ]  # fmt: skip
 
 

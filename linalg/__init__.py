@@ -20,7 +20,16 @@ from __future__ import annotations
 from ember._namespace import export_rows as _export_rows
 from ember.dispatcher.kinds.matrices import LinAlgError
 
-from ._frontends import TENSOR_METHODS, TOP_LEVEL, eig, eigvals, ldl_factor, matrix_rank, pinv
+from ._frontends import (
+    TENSOR_METHODS,
+    TOP_LEVEL,
+    eig,
+    eigvals,
+    ldl_factor,
+    lstsq,
+    matrix_rank,
+    pinv,
+)
 
 # ember.linalg.<name> -> the op-table row it calls.
 ROWS = {
@@ -37,7 +46,6 @@ ROWS = {
     "inv_ex": "linalg_inv_ex",
     "ldl_factor_ex": "linalg_ldl_factor_ex",
     "ldl_solve": "linalg_ldl_solve",
-    "lstsq": "linalg_lstsq",
     "lu": "linalg_lu",
     "lu_factor": "linalg_lu_factor",
     "lu_factor_ex": "linalg_lu_factor_ex",
@@ -65,4 +73,6 @@ ROWS = {
 
 _export_rows(ROWS, "ember.linalg", globals())
 
-__all__ = sorted([*ROWS, "LinAlgError", "eig", "eigvals", "ldl_factor", "matrix_rank", "pinv"])
+__all__ = sorted(
+    [*ROWS, "LinAlgError", "eig", "eigvals", "ldl_factor", "lstsq", "matrix_rank", "pinv"]
+)

@@ -99,7 +99,14 @@ def assert_flat(usages: list, what: str) -> None:
 
 
 def soak(device: str, run, count: int) -> list:
-    """``Usage`` now and after each of ``WINDOWS`` calls ``run(count // WINDOWS)``."""
+    """``Usage`` now and after each of ``WINDOWS`` calls ``run(count // WINDOWS)``.
+
+    What lives before the first measurement is frozen out of the collector (``gc.freeze``):
+    every measurement's full collection and object count then walk only what the soak made,
+    not the half million objects of a test process that imported torch's OpInfo database (a
+    second per measurement there). Objects made by the steps are counted as before."""
+    gc.collect()
+    gc.freeze()  # stays frozen after the soak, as the test run freezes (tests/conftest.py)
     usages = [Usage.now(device)]
     for _ in range(WINDOWS):
         run(count // WINDOWS)

@@ -53,3 +53,13 @@ def ember_backend_load(device_type):
     if threads:
         runtime.set_num_threads(threads)
     return {"runtime": runtime, "kernels": build_table(_kernels.ffi, _kernels.lib)}
+
+
+@hookimpl
+def ember_fused_kernel(device_type, description):
+    """A fused elementwise kernel generated as C (fused.py), or None where it cannot be built."""
+    if device_type != "cpu":
+        return None
+    from .fused import kernel
+
+    return kernel(description)

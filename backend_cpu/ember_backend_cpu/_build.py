@@ -8,43 +8,26 @@ unfused so the AVX2 and baseline clones give the same bits. OpenMP when the comp
 
 import os
 import shutil
-import subprocess
-import sysconfig
-import tempfile
+import sys
 from pathlib import Path
 
 from cffi import FFI
 
 HERE = Path(__file__).resolve().parent
+# cffi runs this file by path (setup.py's cffi_modules), not as a package module: the sibling
+# _toolchain.py (shared with the run-time fused kernels) is put on the path for the import.
+sys.path.insert(0, str(HERE))
+from _toolchain import BASE_FLAGS, has_openmp  # noqa: E402
+from _toolchain import compiler as _compiler  # noqa: E402
+
+sys.path.remove(str(HERE))  # the package's other modules must not shadow top-level names
+
 CSRC = HERE / "csrc"
-BASE_FLAGS = ["-O3", "-std=gnu11", "-fwrapv", "-ffp-contract=off", "-fno-math-errno"]
 
 
 def _relative(path: Path) -> str:
     # setuptools wants sources relative to the project root (where setup.py runs).
     return os.path.relpath(path, Path.cwd())
-
-
-def _compiler() -> list:
-    return (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()
-
-
-def has_openmp() -> bool:
-    """Whether the C compiler accepts -fopenmp (gcc does; Apple clang does not)."""
-    if os.environ.get("EMBER_NO_OPENMP"):
-        return False
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "omp.c"
-        src.write_text("#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n")
-        try:
-            result = subprocess.run(
-                [*_compiler(), "-fopenmp", str(src), "-o", str(Path(tmp) / "omp")],
-                capture_output=True,
-                check=False,
-            )
-        except OSError:
-            return False
-        return result.returncode == 0
 
 
 API_HEADERS = sorted(CSRC.glob("api_*.h"))  # one per kernel family: what Python may call

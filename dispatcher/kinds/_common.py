@@ -217,7 +217,16 @@ def cast(t: Tensor, dtype) -> Tensor:
 
         t = real_part(t)  # PyTorch keeps the real parts (and warns)
     out = empty(t._shape, dtype, t._storage.device)
-    OPS["copy_"].kernel(t._storage.device.type, dtype)(out, t)
+    kind = t._storage.device.type
+    if kind != "cpu" and dtype.category == dt.COMPLEX and t._dtype.category == dt.COMPLEX:
+        # complex kernels are CPU only, and copy_'s CPU fallback moves its arguments with .cpu(),
+        # which comes back here for a strided tensor: copy the real views on the device instead
+        from .complex import view_as_real
+
+        real = dtype.to_real()
+        OPS["copy_"].kernel(kind, real)(view_as_real(None, out), view_as_real(None, t))
+        return out
+    OPS["copy_"].kernel(kind, dtype)(out, t)
     return out
 
 

@@ -101,3 +101,24 @@ def polynomial(name: str):
 
     ref.__name__ = name
     return ref
+
+
+def trigamma_f32(x):
+    """PyTorch's float32 trigamma, step by step in float32 (float pi, a correctly rounded sinf,
+    its double literals making the asymptotic tail double): near the poles the float product
+    pi * x decides the value, so a double computation differs from PyTorch by ~1e-5 relative."""
+    f, d = np.float32, np.float64
+    x = np.asarray(x, f)
+    pi = f(np.pi)
+    reflect = x < f(0.5)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        sin_pi_x = np.sin((pi * x).astype(d)).astype(f)
+        result = np.where(reflect, -((pi * pi) / (sin_pi_x * sin_pi_x)), f(0)).astype(f)
+        x = np.where(reflect, f(1) - x, x).astype(f)
+        for _ in range(6):
+            result = (result + f(1) / (x * x)).astype(f)
+            x = (x + f(1)).astype(f)
+        ixx = (f(1) / (x * x)).astype(d)
+        tail = (f(1) + f(1) / (f(2) * x)).astype(d) + ixx * (1 / 6 - ixx * (1 / 30 - ixx / 42))
+        result = (result.astype(d) + tail / x.astype(d)).astype(f)
+    return np.where(reflect, -result, result)

@@ -65,22 +65,38 @@ def _outer(a, b):
     return a.unsqueeze(1) * b.unsqueeze(0)
 
 
+# A 16-bit float's product and sum are rounded once, as PyTorch's GEMM does (it accumulates in
+# float32 and adds beta * input before storing): the product stays float32 until the end.
+_ROUNDED_ONCE = (dt.float16, dt.bfloat16)
+
+
+def _widened(c, a, b):
+    if c.dtype in _ROUNDED_ONCE and a.dtype == b.dtype == c.dtype:
+        return c.float(), a.float(), b.float(), c.dtype
+    return c, a, b, None
+
+
 def _addmm(c, a, b, beta=1, alpha=1):
+    c, a, b, narrow = _widened(c, a, b)
     product = ember.mm(a, b)
     if alpha != 1:
         product = product * alpha
     if beta == 0:
-        return product + ember.zeros_like(c) if c.shape != product.shape else product
-    return product + (c if beta == 1 else c * beta)
+        result = product + ember.zeros_like(c) if c.shape != product.shape else product
+    else:
+        result = product + (c if beta == 1 else c * beta)
+    return result if narrow is None else result.to(narrow)
 
 
 def _baddbmm(c, a, b, beta=1, alpha=1):
+    c, a, b, narrow = _widened(c, a, b)
     product = ember.bmm(a, b)
     if not product.dtype.is_floating_point:  # PyTorch reads the scalars in the integer dtype
         beta, alpha = int(beta), int(alpha)
     if alpha != 1:
         product = product * alpha
-    return product if beta == 0 else product + (c if beta == 1 else c * beta)
+    result = product if beta == 0 else product + (c if beta == 1 else c * beta)
+    return result if narrow is None else result.to(narrow)
 
 
 def _trace(x):

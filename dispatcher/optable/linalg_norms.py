@@ -65,6 +65,14 @@ def _restore(value, dims, keepdim):
     return value
 
 
+def _max_min(values, ord):
+    """The largest (ord > 0) or smallest of the last dim of non-negative ``values``. PyTorch
+    gives zeros outside the graph for the largest of none (an empty matrix); amin still raises."""
+    if ord > 0 and values.shape[-1] == 0:
+        return values.new_zeros(values.shape[:-1])
+    return values.amax(-1) if ord > 0 else values.amin(-1)
+
+
 def _matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
     name = "linalg.matrix_norm"
     check_tensor(name, A)
@@ -83,12 +91,12 @@ def _matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
         if ord == "nuc":
             value = S.sum(-1)
         else:
-            value = S.amax(-1) if ord == 2 else S.amin(-1)
+            value = _max_min(S, ord)
         return _restore(value, dims, keepdim)
     if ord in (math.inf, -math.inf, 1, -1):
         # inf: the largest row sum; 1: the largest column sum (min for the negative orders).
         sums = moved.abs().sum(-1 if abs(ord) == math.inf else -2)
-        value = sums.amax(-1) if ord > 0 else sums.amin(-1)
+        value = _max_min(sums, ord)
         return _restore(value, dims, keepdim)
     raise RuntimeError(f"{name}: Order {ord} not supported.")
 

@@ -13,7 +13,7 @@ from ember import _dtype as dt
 
 from ..kinds._common import OPS, broadcast_shapes, wrap_dim
 from ..kinds.matrices import SCALAR_NAMES, check_tensor
-from ..opdef import DTYPES_NUMERIC
+from ..opdef import DTYPES_NUMERIC, Promotion
 from . import linalg_reference as ref
 from .linalg_rows import composite
 from .linalg_solve import inv_checked
@@ -169,8 +169,10 @@ def _matrix_power(A, n):
             f"{A.shape[-1]} matrices"
         )
     if n == 0:
+        # A copy of A overwritten, so that the result is in A's graph (a zero gradient), as in
+        # PyTorch.
         eye = ember.eye(A.shape[-1], dtype=A.dtype, device=A.device)
-        return eye.expand(*A.shape).clone()
+        return A.clone().copy_(eye.expand(*A.shape))
     if n < 0:
         A = OPS["linalg_inv"](A)
         n = -n
@@ -215,18 +217,23 @@ def _tensorsolve(A, B, dims=None):
     return solution.reshape(result_shape)
 
 
+def _check_vander(x, N=None):
+    if x.dtype is dt.bool_:
+        raise RuntimeError(
+            "linalg.vander supports floating point, complex, and integer tensors, but got Bool"
+        )
+
+
 def _vander(x, N=None):
     check_tensor("linalg.vander", x, "x")
-    n = x.shape[-1] if x.ndim else 0
-    N = n if N is None else N
-    if x.ndim == 0 or N <= 1:
+    _check_vander(x)
+    x = x.unsqueeze(-1) if x.ndim == 0 else x  # a 0-d x is one point, as in PyTorch
+    N = x.shape[-1] if N is None else N
+    if N <= 1:
         raise RuntimeError("N must be greater than 1.")
-    if x.dtype is dt.bool_:
-        raise RuntimeError("linalg.vander: x must not be a boolean tensor")
-    ones = ember.ones_like(x).unsqueeze(-1)
-    # int8/16/32 powers accumulate in int64 in PyTorch's cumprod: keep the input's dtype.
-    powers = x.unsqueeze(-1).expand(*x.shape, N - 1)
-    return ember.cat([ones, powers], -1).cumprod(-1).to(x.dtype)
+    # cumprod accumulates integers in int64, so int8/16/32 inputs give int64 (as PyTorch's).
+    powers = x.unsqueeze(-1).expand(*x.shape, N - 1).cumprod(-1)
+    return ember.cat([powers.new_ones(*x.shape, 1), powers], -1)
 
 
 def _diagonal(A, offset=0, dim1=-2, dim2=-1):
@@ -291,7 +298,8 @@ ROWS = [
     composite("linalg_tensorsolve(Tensor input, Tensor other, int[]? dims=None) -> Tensor",
               _tensorsolve, ref.tensorsolve, "tensorsolve", display="linalg.solve"),
     composite("linalg_vander(Tensor x, *, int? N=None) -> Tensor", _vander, ref.vander,
-              "vander", dtypes=NUMERIC | FLOATS),
+              "vander", dtypes=NUMERIC | FLOATS, promotion=Promotion.BOOL_TO_LONG,
+              check=_check_vander),
     composite("linalg_diagonal(Tensor A, *, int offset=0, int dim1=-2, int dim2=-1) -> Tensor",
               _diagonal, ref.diagonal, "diagonal", dtypes=dt.ALL),
     composite("tensordot(Tensor input, Tensor other, int[] dims_self, int[] dims_other) "

@@ -374,6 +374,8 @@ def tensorsolve(a, b, dims=None):
 
 
 def vander(x, N=None):  # noqa: N803 - PyTorch's argument name
+    x = x.astype(np.int64) if x.dtype.kind in "iu" else x  # PyTorch's cumprod accumulates in int64
+    x = x.reshape(1) if x.ndim == 0 else x
     return (
         np.vander(x, N, increasing=True)
         if x.ndim == 1

@@ -26,7 +26,7 @@ OUT_RULES = {
     "det": None, "logdet": None, "matrix_exp": None, "pinverse": None,
     "cholesky": _CAST, "cholesky_inverse": _CAST, "cholesky_solve": _CAST,
     "matrix_power": _CAST, "geqrf": _CAST, "orgqr": _CAST, "kron": OUT_ELEMENTWISE,
-    "cross": Out("exact", "any"),
+    "cross": Out("exact", "any"), "linalg_pinv": _CAST, "linalg_matrix_rank": _CAST,
 }  # fmt: skip
 
 
@@ -55,6 +55,7 @@ def composite(
     tolerances: dict | None = None,
     promotion: Promotion = Promotion.DEFAULT,
     signs: dict | None = None,
+    check=None,
     notes: str = "",
 ) -> OpDef:
     name = schema.partition("(")[0]
@@ -71,7 +72,11 @@ def composite(
         method=old if method is None else method,
         samples=samples,
         tolerances=TOLERANCES if tolerances is None else tolerances,
-        attrs={"display": display or _display(name, old), **({"signs": signs} if signs else {})},
+        attrs={
+            "display": display or _display(name, old),
+            **({"signs": signs} if signs else {}),
+            **({"check": check} if check else {}),  # a refusal the dtypes cannot say (tests)
+        },
         out=OUT_RULES.get(name, BY_KIND),
         notes=notes,
     )

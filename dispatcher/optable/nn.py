@@ -16,14 +16,19 @@ from ..kinds import nn as run
 from ..opdef import DTYPES_FLOAT, OUT_EXACT, Kind, OpDef
 
 
+def _shifted(x, dim):
+    """``x`` less its max along ``dim`` (for exp's range); an empty ``x`` as it is, since amax
+    refuses an empty dim where PyTorch's softmax returns an empty result."""
+    return x - ember.amax(x, dim, keepdim=True) if x.numel() else x
+
+
 def _softmax(x, dim):
-    shifted = x - ember.amax(x, dim, keepdim=True)
-    e = ember.exp(shifted)
+    e = ember.exp(_shifted(x, dim))
     return e / ember.sum(e, dim, keepdim=True)
 
 
 def _log_softmax(x, dim):
-    shifted = x - ember.amax(x, dim, keepdim=True)
+    shifted = _shifted(x, dim)
     return shifted - ember.log(ember.sum(ember.exp(shifted), dim, keepdim=True))
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from ember import _dtype as dt
 
 from ..opdef import DTYPES_FLOAT, Kind, OpDef, Promotion
-from ._special_refs import POLYNOMIALS, polynomial, scipy_ref
+from ._special_refs import POLYNOMIALS, polynomial, scipy_ref, trigamma_f32
 from .elementwise import binary, unary
 
 I2F = Promotion.INT_TO_FLOAT
@@ -45,6 +45,8 @@ def _digamma(x):
 def _polygamma(x, n):
     if n == 0:
         return _digamma(x)
+    if n == 1 and np.asarray(x).dtype == np.float32:
+        return trigamma_f32(x)  # PyTorch computes it in float32
     return scipy_ref("polygamma")(n, x)
 
 

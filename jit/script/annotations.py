@@ -83,6 +83,10 @@ def to_type(annotation) -> T.Type:
         return T.union_of(to_type(a) for a in args)
     if annotation is typing.Any:
         return T.AnyType
+    from .classes import class_type, is_script_class
+
+    if is_script_class(annotation):
+        return class_type(annotation)
     raise AnnotationError(f"Unknown type annotation: '{annotation}'")
 
 

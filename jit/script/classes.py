@@ -33,6 +33,31 @@ def is_script_class(obj) -> bool:
     return "__init__" in vars(obj)
 
 
+def class_type(cls) -> T.ClassType:
+    """The type an annotation naming user class ``cls`` stands for (a scripted function's
+    parameter or return ``p: Point``): its fields are what ``__init__`` assigns, so ``__init__``
+    is compiled once, on its own, on a fresh object, as constructing one would."""
+    kind = _TYPES.get(cls)
+    if kind is not None:  # known, or being compiled (a method naming its own class)
+        return kind
+    from ..ir import Graph
+    from .annotations import resolve
+    from .compiler import Unit
+
+    kind = _TYPES[cls] = T.ClassType(cls.__name__, {}, cls)
+    try:
+        for name, hint in getattr(cls, "__annotations__", {}).items():
+            kind.fields[name] = resolve(hint, {})
+        graph = Graph()
+        obj = graph.insert(CREATE, []).output().setType(kind)
+        Unit().function(cls.__init__, self_ref=obj, graph=graph)
+    except BaseException:
+        del _TYPES[cls]
+        raise
+    kind.complete = True
+    return kind
+
+
 class BoundMethod(Sugar):
     """``obj.method`` before the call."""
 

@@ -80,10 +80,10 @@ class Unit:
         self.attrs: dict = {}  # (graph, qualified name) -> Value of its prim::GetAttr
 
     # ---- entry points -----------------------------------------------------------------------
-    def function(self, fn, self_ref=None, name=None) -> ScriptMethod:
+    def function(self, fn, self_ref=None, name=None, graph=None) -> ScriptMethod:
         source = source_of(fn)
         definition = source.definition()
-        graph = Graph()
+        graph = Graph() if graph is None else graph
         env = {}
         params = _parameters(source, definition, skip_self=self_ref is not None)
         scope = namespace_of(fn)

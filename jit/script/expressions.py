@@ -44,6 +44,19 @@ BINARY = {
 _SCALARS = (T.IntType, T.FloatType, T.BoolType, T.NumberType)
 
 
+_NUMBERS = (T.IntType, T.FloatType, T.NumberType)
+_SCALAR_NAMES = {T.IntType: "int", T.FloatType: "float"}
+
+
+def _numeric(kind):
+    """``Union[int, float]`` takes part in arithmetic as a ``number`` (TorchScript's Scalar:
+    the value's run-time type); a Union with a bool or any other member does not, as in
+    TorchScript. Other types are returned as they are."""
+    if isinstance(kind, T.UnionType) and all(m in _NUMBERS for m in kind.elems):
+        return T.NumberType
+    return kind
+
+
 class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Classes):
     # ---- constants and helpers --------------------------------------------------------------
     def constant(self, value, type_=None) -> Value:
@@ -123,6 +136,8 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
             return value.setType(wanted)
         if wanted == T.FloatType and have == T.IntType and self.is_constant(value):
             return self.constant(float(self.known(value)))
+        if have == T.NumberType and wanted in (T.IntType, T.FloatType):  # aten::Int / Float
+            return self.prim(f"prim::{_SCALAR_NAMES[wanted]}", [value], wanted)
         if self.fits(have, wanted):
             return value
         raise self.source.error(
@@ -290,6 +305,7 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
             if self.is_constant(left) and self.is_constant(right):
                 return self.constant(self.known(left) + self.known(right))
             return self.prim("prim::add", [left, right], T.StrType)
+        lt, rt = _numeric(lt), _numeric(rt)
         if prim is None or lt not in _SCALARS or rt not in _SCALARS:
             raise self.source.error(
                 f"Arguments for call are not valid: unsupported operand types for {name}: "
@@ -300,6 +316,8 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
             return self.constant(fold(self.known(left), self.known(right)))
         if isinstance(op, ast.Div) or T.FloatType in (lt, rt):
             kind = T.FloatType
+        elif T.NumberType in (lt, rt):
+            kind = T.NumberType
         else:
             kind = T.IntType
         return self.prim(prim, [left, right], kind)

@@ -1,5 +1,5 @@
-"""ember.fft's real-valued parts and the window functions against PyTorch, on every device; the
-transforms refuse clearly until complex dtypes exist."""
+"""ember.fft's real-valued parts and the window functions against PyTorch, on every device (the
+transforms: tests/fft/test_fft_transforms.py)."""
 
 from __future__ import annotations
 
@@ -68,12 +68,6 @@ def test_shifts_match_torch(dim, device):
         np.testing.assert_array_equal(got.cpu().numpy(), want.numpy(), err_msg=f"{name} {dim}")
     back = ember.fft.ifftshift(ember.fft.fftshift(ember.tensor(x), dim), dim)
     np.testing.assert_array_equal(back.numpy(), x)
-
-
-@pytest.mark.parametrize("name", ["fft", "rfft", "irfft", "hfft", "ihfftn", "fft2", "irfftn"])
-def test_transforms_refuse_until_complex_dtypes(name):
-    with pytest.raises(NotImplementedError, match=f"ember.fft.{name}: complex dtypes"):
-        getattr(ember.fft, name)(ember.ones(8))
 
 
 def test_namespace_is_torchs():

@@ -193,3 +193,38 @@ def searching_module(lib):
             return out - 1
 
     return Search()
+
+
+class Scaled:
+    """A plain class a scripted function takes and returns (fields inferred from __init__)."""
+
+    def __init__(self, factor: int, weight):
+        self.factor = factor
+        self.weight = weight
+
+    def apply(self, x):
+        return x * self.weight * self.factor
+
+
+def numbers_and_objects(lib):
+    """``Union[int, float]`` in arithmetic (TorchScript's Scalar, converted back to int or
+    float where a type asks), and user-class objects as a scripted function's input and
+    output."""
+
+    def doubled(x: Union[int, float]) -> float:
+        return x * 2.0
+
+    def bumped(x: Union[int, float]) -> int:
+        return x + 1
+
+    def mixed(x: Union[int, float], n: int) -> float:
+        y = -x * n
+        return float(y) / 4
+
+    def applied(s: Scaled, x):
+        return s.apply(x) + s.factor
+
+    def made(factor: int, weight) -> Scaled:
+        return Scaled(factor + 1, weight * 2)
+
+    return {f.__name__: f for f in (doubled, bumped, mixed, applied, made)}

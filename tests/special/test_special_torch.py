@@ -204,8 +204,10 @@ def test_polynomials_match_torch(name, dtype_name, device):
 def test_polygamma_and_multigammaln_match_torch(dtype_name, device):
     x, tx = _both([0.1, 0.5, 1.0, 2.5, 7.0, 30.0, -0.5, -1.5, -2.0, 0.0], dtype_name, device)
     for n in range(5):
-        _check(ember.polygamma(n, x), torch.polygamma(n, tx), dtype_name, f"polygamma({n})")
-        _check(x.polygamma(n), tx.polygamma(n), dtype_name, f"x.polygamma({n})")
+        # float32 trigamma is PyTorch's float algorithm (docs/special.md): its float32 values
+        t = tx.float() if n == 1 and dtype_name == "float32" else tx
+        _check(ember.polygamma(n, x), torch.polygamma(n, t), dtype_name, f"polygamma({n})")
+        _check(x.polygamma(n), t.polygamma(n), dtype_name, f"x.polygamma({n})")
     y, ty = _both([2.1, 3.0, 5.5, 10.0], dtype_name, device)
     for p in (1, 2, 4):
         want = torch.special.multigammaln(ty, p)

@@ -232,6 +232,27 @@ Date:  February 1996
   }
   return result;
 }
+/* trigamma in float, as PyTorch computes it for float32 tensors: float pi, sinf and float sums,
+ * with its double literals (1./6 ...) making the asymptotic tail double. Near the poles the
+ * float product pi * x decides the value; computing in double would differ by ~1e-5 relative. */
+static inline float trigammaf(float x) {
+  float sign = +1;
+  float result = 0;
+  const float pi = (float)M_PI;
+  if (x < 0.5f) {
+    sign = -1;
+    const float sin_pi_x = sinf(pi * x);
+    result -= (pi * pi) / (sin_pi_x * sin_pi_x);
+    x = 1 - x;
+  }
+  for (int i = 0; i < 6; ++i) {
+    result += 1 / (x * x);
+    x += 1;
+  }
+  const float ixx = 1 / (x * x);
+  result += (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x;
+  return sign * result;
+}
 static inline double trigamma(double x)  {
   double sign = +1;
   double result = 0;
@@ -3427,6 +3448,9 @@ static inline  double spherical_bessel_j0_forward(double x) {
 double em_sp_lgamma(double x) {
     int sign;
     return lgamma_r(x, &sign); /* lgamma would write the global signgam from every thread */
+}
+float em_sp_polygamma_f32(float x, int64_t n) {
+    return n == 1 ? trigammaf(x) : (float)em_sp_polygamma(x, n);
 }
 double em_sp_polygamma(double x, int64_t n) {
     if (n == 0) return calc_digamma(x);

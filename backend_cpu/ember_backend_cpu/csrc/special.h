@@ -37,6 +37,7 @@ double em_sp_modified_bessel_k1(double x);
 double em_sp_ndtr(double x);
 double em_sp_ndtri(double x);
 double em_sp_polygamma(double x, int64_t n);
+float em_sp_polygamma_f32(float x, int64_t n); /* float32 storage: trigamma in float, as PyTorch */
 double em_sp_scaled_modified_bessel_k0(double x);
 double em_sp_scaled_modified_bessel_k1(double x);
 double em_sp_shifted_chebyshev_polynomial_t(double x, double n, int64_t limit);

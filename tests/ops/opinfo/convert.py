@@ -42,8 +42,6 @@ def _host_array(t: torch.Tensor) -> np.ndarray:
 
 
 def tensor_to_ember(t: torch.Tensor, device: str):
-    if t.is_complex():
-        raise MissingError(f"complex tensors ({t.dtype})")
     if t.layout != torch.strided:
         raise MissingError(f"{t.layout} tensors")
     made = ember.tensor(_host_array(t).copy(), dtype=ember_dtype(t.dtype), device=device)

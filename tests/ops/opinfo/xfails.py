@@ -8,14 +8,11 @@ area (core, nn, linalg, special, fft...) and what fails, as the record's run rep
 
 from __future__ import annotations
 
-FFT = "fft: complex transforms and stft need complex dtypes (ember has none yet)"
 INT_INPLACE_CAST = (
     "special: the in-place op on an integer tensor does not raise PyTorch's cast error"
 )
-POLYGAMMA_F32 = "special: float32 polygamma near poles differs by 1e-2"
 LCE_OPTIONS = "nn: linear_cross_entropy's LinearCrossEntropyOptions"
 COMPLEX = "owned by complex dtypes (complex64/complex128, conj, real/imag...): not yet landed"
-MASKED = "torch.masked (a prototype API of masked reductions): not in ember"
 SPARSE = "sparse layouts: ember tensors are strided"
 JITERATOR = "torch.cuda.jiterator compiles CUDA source at run time: no ember counterpart"
 PRIVATE = "a private PyTorch entry point (float8 scaled matmul, fused attention kernels)"
@@ -43,73 +40,25 @@ XFAILS = {
     "cdouble": COMPLEX,
     "cfloat": COMPLEX,
     "chalf": COMPLEX,
-    "cholesky_inverse": "linalg: cholesky_inverse(upper=True)'s gradient differs from PyTorch's",
-    "cholesky_solve": "linalg: cholesky_solve(upper=True)'s gradient differs from PyTorch's",
     "complex": COMPLEX,
     "conj_physical": COMPLEX,
-    "fft.fft": FFT,
-    "fft.fft2": FFT,
-    "fft.fftn": FFT,
-    "fft.hfft": FFT,
-    "fft.hfft2": FFT,
-    "fft.hfftn": FFT,
-    "fft.ifft": FFT,
-    "fft.ifft2": FFT,
-    "fft.ifftn": FFT,
-    "fft.ihfft": FFT,
-    "fft.ihfft2": FFT,
-    "fft.ihfftn": FFT,
-    "fft.irfft": FFT,
-    "fft.irfft2": FFT,
-    "fft.irfftn": FFT,
-    "fft.rfft": FFT,
-    "fft.rfft2": FFT,
-    "fft.rfftn": FFT,
     "grid_sampler_2d": "nn: missing: ember.grid_sampler_2d",
     "grid_sampler_3d": "nn: missing: ember.grid_sampler_3d",
     "hash_tensor": "core: missing: ember.hash_tensor",
-    "imag": COMPLEX,
     "isreal": COMPLEX,
-    "istft": FFT,
     "jiterator_2inputs_2outputs": JITERATOR,
     "jiterator_4inputs_with_extra_args": JITERATOR,
     "jiterator_binary": JITERATOR,
     "jiterator_binary_return_by_ref": JITERATOR,
     "jiterator_unary": JITERATOR,
     "linalg.eig": "linalg: eig needs complex dtypes (ember has none yet)",
-    "linalg.eigh": "linalg: eigh(UPLO='U') of a non-symmetric input reads the wrong triangle",
     "linalg.eigvals": "linalg: eigvals needs complex dtypes (ember has none yet)",
-    "linalg.ldl_factor": "linalg: linalg.ldl_factor takes no out=",
-    "linalg.lstsq": "linalg: lstsq's gels path marks 3 outputs as requiring grad (PyTorch: 2)",
-    "linalg.matrix_power": "linalg: matrix_power(A, 0) returns a tensor that does not require grad",
-    "linalg.matrix_rank": "linalg: linalg.matrix_rank takes no out=",
-    "linalg.matrix_rank.hermitian": "linalg: linalg.matrix_rank takes no out=",
-    "linalg.norm.subgradients_at_zero": "linalg: norm(ord=2) of a [0, n] matrix raises in amax",
-    "linalg.pinv": "linalg: linalg.pinv takes no out=",
-    "linalg.pinv.hermitian": "linalg: pinv(hermitian=True)'s gradient differs from PyTorch's",
-    "linalg.pinv.singular": "linalg: pinv's gradient at a singular input is nan",
-    "linalg.vander": "linalg: vander(N=...) refuses samples PyTorch accepts (0-d, N=1)",
-    "lu": "linalg: lu(out=) writes the wrong values",
-    "masked.amax": MASKED,
-    "masked.amin": MASKED,
-    "masked.argmax": MASKED,
-    "masked.argmin": MASKED,
-    "masked.cumprod": MASKED,
-    "masked.cumsum": MASKED,
-    "masked.log_softmax": MASKED,
-    "masked.logaddexp": MASKED,
-    "masked.logsumexp": MASKED,
-    "masked.mean": MASKED,
-    "masked.median": MASKED,
-    "masked.norm": MASKED,
-    "masked.normalize": MASKED,
-    "masked.prod": MASKED,
-    "masked.softmax": MASKED,
-    "masked.softmin": MASKED,
-    "masked.std": MASKED,
-    "masked.sum": MASKED,
-    "masked.var": MASKED,
-    "matrix_exp": "linalg: float32 matrix_exp of a batch is off by up to 0.08",
+    "matrix_exp": (
+        "linalg: float32 matrix_exp of a [5, 5, 5] batch with norms ~27 (results ~1e5) differs "
+        "by up to 0.08 at small entries: float32 rounding, not the algorithm (PyTorch's own error "
+        "there is 0.05, ember's Pade 0.03); PyTorch's degree-18 Taylor (s = 4) written in torch "
+        "ops reproduces it exactly, but in ember's OpenBLAS matmuls still differs by 0.04"
+    ),
     "max_pool2d_with_indices_backward": "nn: missing: aten.max_pool2d_with_indices_backward",
     "native_dropout_backward": "nn: missing: ember.ops.native_dropout_backward",
     "nn.functional.avg_pool1d": "nn: avg_pool1d refuses int64 (im2col is float-only)",
@@ -136,37 +85,17 @@ XFAILS = {
     "nn.functional.triplet_margin_with_distance_loss": "nn: a Module as distance_function",
     "nn.functional.unfold": "nn: unfold refuses bool (im2col is float-only)",
     "polar": COMPLEX,
-    "polygamma.polygamma_n_0": POLYGAMMA_F32,
-    "polygamma.polygamma_n_1": POLYGAMMA_F32,
-    "polygamma.polygamma_n_2": POLYGAMMA_F32,
-    "polygamma.polygamma_n_3": POLYGAMMA_F32,
-    "polygamma.polygamma_n_4": POLYGAMMA_F32,
     "sgn": COMPLEX,
-    "signal.windows.bartlett": FFT,
-    "signal.windows.blackman": FFT,
-    "signal.windows.cosine": FFT,
-    "signal.windows.exponential": FFT,
-    "signal.windows.gaussian": FFT,
-    "signal.windows.general_cosine": FFT,
-    "signal.windows.general_hamming": FFT,
-    "signal.windows.hamming": FFT,
-    "signal.windows.hann": FFT,
-    "signal.windows.kaiser": FFT,
-    "signal.windows.nuttall": FFT,
     "slice": (
         "core: aten.slice is called with keywords (dim=, start=); ember.ops.<op> are Op objects "
         "called positionally (the hot path): keyword binding there is not done yet"
     ),
     "sparse.mm.reduce": SPARSE,
     "sparse.sampled_addmm": SPARSE,
-    "special.polygamma.special_polygamma_n_0": POLYGAMMA_F32,
-    "stft": FFT,
     "to_sparse": SPARSE,
     "torch._scaled_mm": PRIVATE,
     "torch._scaled_mm_v2": PRIVATE,
     "torch.ops.aten._safe_softmax.default": PRIVATE,
-    "view_as_complex": COMPLEX,
-    "view_as_real": COMPLEX,
 }
 
 

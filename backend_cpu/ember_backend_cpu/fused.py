@@ -1,0 +1,308 @@
+"""Fused elementwise kernels: C generated from a description, compiled through cffi, cached on disk.
+
+ember's compiler hands ``ember_fused_kernel`` a description of a chain of elementwise ops (its
+``compiler/fusion.py``: inputs with their broadcast strides, steps named as op-table rows,
+outputs). This module writes one C function for it, a loop over the output that computes every
+step in registers (one memory pass instead of one per op), with the same expressions as the
+eager loops (unary.def, binary.def through vmath.h, -ffp-contract=off), so a fused float64
+chain gives the eager bits.
+
+The module is compiled once per machine: ``$EMBER_CPU_CACHE``, else
+``$XDG_CACHE_HOME/ember/cpu``, else ``~/.cache/ember/cpu``, one file per hash of the source, the
+flags and the compiler's version (as the GPU backends cache their kernels), and loaded once per
+process. Without a C compiler the hook returns None and the chain replays op by op.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+import threading
+from pathlib import Path
+
+from ._toolchain import BASE_FLAGS, compiler, has_openmp
+
+LOG = logging.getLogger("ember_backend_cpu.fused")
+PARALLEL_MIN = 1 << 15  # elements below which the OpenMP fork costs more than the loop
+BLOCK = 1 << 13  # a 1-D loop is cut into rows of this many elements, for the threads
+# Built on the machine that runs it, so for that CPU (one build; the eager kernels' wheel needs
+# target_clones instead). vmath.h gives the same bits at every width and -ffp-contract=off
+# forbids FMA, so the fused results equal the eager ones.
+NATIVE = ["-march=native"]
+_LOADED: dict = {}  # cache key -> the loaded function
+_LOCK = threading.Lock()
+
+C_TYPES = {"float32": "float", "float64": "double", "bool": "uint8_t"}
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
+_UNARY = {  # the eager expressions of unary.def
+    "neg": "-{0}",
+    "exp": "em_exp({0})",
+    "log": "em_log({0})",
+    "tanh": "em_tanh({0})",
+    "sigmoid": "em_sigmoid({0})",
+    "relu": "(({0} > 0 || {0} != {0}) ? {0} : 0)",
+}
+_BINARY = {  # binary.def's
+    "maximum": "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} > {1} ? {0} : {1})))",
+    "minimum": "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} < {1} ? {0} : {1})))",
+    "pow": "pow({0}, {1})",
+}
+OPS = frozenset(_INFIX) | frozenset(_COMPARE) | frozenset(_UNARY) | frozenset(_BINARY)
+OPS |= {"gelu", "where"}
+
+
+def kernel(description):
+    """``fn(*outs, *inputs)`` running ``description``, or None (an op or dtype this generator
+    does not know, or no C compiler: the caller replays the chain op by op)."""
+    if not _supported(description):
+        return None
+    source = generate(description)
+    try:
+        fn = load(source)
+    except CompileError as failed:
+        LOG.warning("fused kernel not built (%s); the chain runs op by op", failed)
+        return None
+    numel = math.prod(description.shape)
+
+    def run(*tensors):
+        ptrs = [t._storage.ptr + t._offset * t._dtype.itemsize for t in tensors]
+        if numel:
+            fn(ptrs)
+
+    run.source = source
+    return run
+
+
+def _supported(description) -> bool:
+    if description.dtype not in ("float32", "float64"):
+        return False
+    if any(i.dtype not in C_TYPES for i in description.inputs):
+        return False
+    return all(step.op in OPS for step in description.steps)
+
+
+# ---- C source ------------------------------------------------------------------------------------
+def generate(d) -> str:
+    """The C source of description ``d``: ``void ember_fused(intptr_t *ptrs)``, outputs first."""
+    sizes, strides = _collapse(tuple(d.shape), [tuple(i.strides) for i in d.inputs])
+    numel = math.prod(d.shape)
+    if len(sizes) == 1:  # one dimension: rows of BLOCK elements, the last one shorter
+        rows = max(1, -(-sizes[0] // BLOCK))
+    else:
+        rows = math.prod(sizes[:-1])
+    t = C_TYPES[d.dtype]
+    lines = [
+        '#include "ember_cpu.h"',
+        '#include "vmath.h"',
+        "#ifdef _OPENMP",
+        "#include <omp.h>",
+        "#endif",
+        "static void rows(intptr_t *ptrs, int64_t r0, int64_t r1) {",
+    ]
+    for k in range(len(d.outputs)):
+        lines.append(f"    {t} *restrict o{k} = ({t} *)ptrs[{k}];")
+    for k, spec in enumerate(d.inputs):
+        ct = C_TYPES[spec.dtype]
+        lines.append(f"    const {ct} *restrict i{k} = (const {ct} *)ptrs[{len(d.outputs) + k}];")
+    lines.append("    for (int64_t r = r0; r < r1; r++) {")
+    lines += _row_bases(sizes, strides, len(d.inputs), numel)
+    lines.append("        for (int64_t j = lo; j < hi; j++) {")
+    lines += _body(d, [s[-1] for s in strides], t)
+    lines += ["        }", "    }", "}", "void ember_fused(intptr_t *ptrs) {"]
+    if numel >= PARALLEL_MIN and rows > 1:
+        lines += [
+            "#ifdef _OPENMP",
+            "#pragma omp parallel",
+            "    {",
+            "        int64_t n = omp_get_num_threads(), t = omp_get_thread_num();",
+            f"        int64_t per = ({rows} + n - 1) / n, lo = t * per;",
+            f"        int64_t hi = lo + per < {rows} ? lo + per : {rows};",
+            "        if (lo < hi) rows(ptrs, lo, hi);",
+            "    }",
+            "    return;",
+            "#endif",
+        ]
+    lines += [f"    rows(ptrs, 0, {rows});", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _collapse(shape: tuple, strides: list) -> tuple:
+    """Merge the output's dimensions that every input walks as one (and drop size-1 ones):
+    ``(sizes, [strides per input])``, at least one dimension."""
+    dims = [i for i, n in enumerate(shape) if n != 1]
+    sizes: list = []
+    out: list = [[] for _ in strides]
+    for i in dims:
+        if sizes and all(s[i] * shape[i] == o[-1] for s, o in zip(strides, out)):
+            sizes[-1] *= shape[i]
+            for s, o in zip(strides, out):
+                o[-1] = s[i]
+            continue
+        sizes.append(shape[i])
+        for s, o in zip(strides, out):
+            o.append(s[i])
+    if not sizes:
+        return [1], [[0] for _ in strides]
+    return sizes, out
+
+
+def _row_bases(sizes, strides, n_inputs, numel) -> list:
+    """Lines setting ``lo``, ``hi`` (the inner range) and ``b<k>`` (input k's row offset)."""
+    if len(sizes) == 1:
+        lines = [
+            f"        int64_t lo = r * {BLOCK}, hi = lo + {BLOCK} < {numel} ? lo + {BLOCK} : "
+            f"{numel};",
+            "        int64_t ob = 0;",
+        ]
+        return lines + [f"        int64_t b{k} = 0;" for k in range(n_inputs)]
+    inner = sizes[-1]
+    lines = [f"        int64_t lo = 0, hi = {inner}, ob = r * {inner}, rem = r, q;"]
+    lines += [f"        int64_t b{k} = 0;" for k in range(n_inputs)]
+    for dim in range(len(sizes) - 2, -1, -1):  # the outer dimensions, innermost first
+        lines.append(f"        q = rem % {sizes[dim]}; rem /= {sizes[dim]};")
+        for k in range(n_inputs):
+            if strides[k][dim]:
+                lines.append(f"        b{k} += q * {strides[k][dim]};")
+    return lines
+
+
+def _body(d, inner_strides, t) -> list:
+    lines = []
+    for k, spec in enumerate(d.inputs):
+        ct = "int" if spec.dtype == "bool" else t
+        index = f"b{k} + j * {inner_strides[k]}" if inner_strides[k] else f"b{k}"
+        load = f"i{k}[{index}] != 0" if spec.dtype == "bool" else f"i{k}[{index}]"
+        lines.append(f"            {ct} v{k} = {load};")
+    for n, step in enumerate(d.steps):
+        ct = "int" if step.dtype == "bool" else t
+        lines.append(f"            {ct} s{n} = {_expression(step, t)};")
+    for k, index in enumerate(d.outputs):
+        lines.append(f"            o{k}[ob + j] = s{index};")
+    return lines
+
+
+def _operand(arg, t) -> str:
+    kind, value = arg
+    if kind == "input":
+        return f"v{value}"
+    if kind == "step":
+        return f"s{value}"
+    return f"(({t}){float(value).hex()})"  # a scalar, as the eager loops' (ct)p->f[3]
+
+
+def _expression(step, t) -> str:
+    args = [_operand(a, t) for a in step.args]
+    op = step.op
+    if op in _INFIX:
+        return f"({args[0]} {_INFIX[op]} {args[1]})"
+    if op in _COMPARE:
+        return f"({args[0]} {_COMPARE[op]} {args[1]})"
+    if op in _UNARY:
+        return _UNARY[op].format(*args)
+    if op in _BINARY:
+        return _BINARY[op].format(*args)
+    if op == "gelu":
+        return f"em_gelu({args[0]}, {1 if step.params.get('approximate') == 'tanh' else 0})"
+    return f"em_sel({args[0]}, {args[1]}, {args[2]})"  # where: a blend, as the eager loop
+
+
+# ---- building and loading ------------------------------------------------------------------------
+class CompileError(RuntimeError):
+    """No C compiler, or it rejected the generated source."""
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("EMBER_CPU_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ember" / "cpu"
+
+
+@functools.cache
+def _toolchain() -> tuple:
+    """``(flags, compiler version)``: part of every cache key."""
+    cc = compiler()
+    if shutil.which(cc[0]) is None:
+        raise CompileError(f"no C compiler found ({cc[0]!r}; set CC)")
+    try:
+        version = subprocess.run([*cc, "--version"], capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise CompileError(f"C compiler {cc[0]!r} does not run: {exc}") from exc
+    openmp = ["-fopenmp"] if has_openmp() else []
+    first = (version.stdout.splitlines() or [""])[0]
+    return tuple(BASE_FLAGS + NATIVE + openmp), f"{' '.join(cc)} {first} {_cpu()}"
+
+
+def _cpu() -> str:
+    """What -march=native compiles for (a cache shared by several machines keeps one build
+    per CPU model)."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            lines = [line for line in handle if line.startswith(("model name", "flags"))]
+        return "".join(sorted(set(lines)))
+    except OSError:
+        return platform.machine() + platform.processor()
+
+
+def cache_key(source: str) -> str:
+    flags, version = _toolchain()
+    digest = hashlib.sha256()
+    abi = sysconfig.get_config_var("EXT_SUFFIX") or ""
+    for part in (source, " ".join(flags), version, abi):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:32]
+
+
+def load(source: str):
+    """The compiled ``ember_fused`` of ``source``: from this process, the disk cache, or a
+    build (written to a temporary name and renamed, so parallel processes never read half a
+    file). cffi's ABI mode loads it: a plain shared library, no Python headers to compile."""
+    key = cache_key(source)
+    found = _LOADED.get(key)
+    if found is not None:
+        return found
+    with _LOCK:
+        if key not in _LOADED:
+            from cffi import FFI
+
+            path = cache_dir() / f"fused-{key}.so"
+            if not path.is_file():
+                _compile_library(source, path)
+            ffi = FFI()
+            ffi.cdef("void ember_fused(intptr_t *ptrs);")
+            lib = ffi.dlopen(str(path))
+            _LOADED[key] = lambda ptrs: lib.ember_fused(ffi.new("intptr_t[]", ptrs))
+    return _LOADED[key]
+
+
+def _compile_library(source: str, path: Path) -> None:
+    flags, _version = _toolchain()
+    csrc = Path(__file__).resolve().parent / "csrc"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ember-fused-") as tmp:
+        src, built = Path(tmp) / "fused.c", Path(tmp) / "fused.so"
+        src.write_text(source)
+        command = [*compiler(), *flags, "-shared", "-fPIC", f"-I{csrc}", str(src), "-o",
+                   str(built), "-lm"]  # fmt: skip
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+        except OSError as exc:
+            raise CompileError(f"{command[0]}: {exc}") from exc
+        if done.returncode:
+            raise CompileError(f"{' '.join(command)} failed:\n{done.stderr[-4000:]}")
+        fd, staged = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        os.close(fd)
+        shutil.copyfile(built, staged)
+        os.replace(staged, path)
+    LOG.info("compiled fused kernel %s", path)

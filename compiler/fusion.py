@@ -1,0 +1,336 @@
+"""The fusion scheduler: chains of elementwise nodes of a captured graph as one backend kernel.
+
+A chain is a run of elementwise nodes (op-table rows: add, mul, gelu, where...) of one output
+shape and floating dtype, each intermediate used only by the next nodes of the chain; its
+inputs may broadcast, its scalars are constants. ``plan`` finds the chains (pure: explain()
+reports it); ``schedule`` asks the backend serving the chain's device for a kernel through the
+``ember_fused_kernel`` hook (dispatcher/hookspecs.py) with a ``FusedKernel`` description. The
+replay (replay.py) then runs the chain as one call, one memory pass, where eager makes one per
+op. A chain the backend declines (no hook, no C compiler) replays op by op, as before.
+
+Only the no-grad replay fuses: a region that records gradients keeps the joint forward/backward
+path (joint.py), whose backward needs the intermediates a chain would not store.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ember.dispatcher.devices import REGISTRY
+from ember.jit.ops import resolve
+from ember.jit.types import TensorType
+
+from . import logs
+
+UNARY = frozenset(("neg", "exp", "log", "tanh", "sigmoid", "relu", "gelu"))
+BINARY = frozenset(("add", "sub", "mul", "div", "maximum", "minimum", "pow"))
+COMPARE = frozenset(("gt", "lt", "ge", "le", "eq", "ne"))
+FLOATS = ("float32", "float64")
+
+
+@dataclass(frozen=True)
+class FusedInput:
+    dtype: str  # "float32", "float64"; "bool" for a where's condition
+    shape: tuple
+    strides: tuple  # in elements, broadcast to the output shape (0 where it repeats)
+
+
+@dataclass(frozen=True)
+class FusedStep:
+    op: str  # the op-table row
+    args: tuple  # ("input", k) | ("step", n) | ("scalar", value)
+    dtype: str  # its result's dtype ("bool" for a comparison)
+    params: dict = field(default_factory=dict)  # non-tensor arguments: {"approximate": "tanh"}
+
+
+@dataclass(frozen=True)
+class FusedKernel:
+    """What a backend's ``ember_fused_kernel`` receives: a chain in the op table's vocabulary."""
+
+    device_type: str
+    shape: tuple
+    dtype: str
+    inputs: tuple  # FusedInput, in the order the kernel receives the tensors (after outputs)
+    steps: tuple  # FusedStep, in order
+    outputs: tuple  # indices of the steps whose values the kernel stores
+
+
+@dataclass
+class Chain:
+    nodes: list  # graph nodes, in graph order; the last one's output is the chain's
+    inputs: list = field(default_factory=list)  # graph values, in the description's order
+    description: FusedKernel | None = None
+    kernel: object = None
+
+    @property
+    def output(self):
+        return self.nodes[-1].output()
+
+    def ops(self) -> str:
+        return ", ".join(node.kind().split("::")[-1] for node in self.nodes)
+
+
+# ---- which nodes ---------------------------------------------------------------------------------
+def _name(node) -> str | None:
+    kind = node.kind()
+    if kind.startswith("prim::"):
+        return None
+    op = resolve(kind)
+    return None if op is None or op.mutates else op.name
+
+
+def _constant(value):
+    node = value.node()
+    if node.kind() != "prim::Constant":
+        return None
+    found = node["value"]
+    return found if isinstance(found, (int, float)) else None
+
+
+def _broadcasts(sizes, shape) -> bool:
+    if len(sizes) > len(shape):
+        return False
+    return all(s in (1, n) for s, n in zip(reversed(sizes), reversed(shape)))
+
+
+def step_of(node):
+    """``(op name, [tensor or scalar per argument], params)`` for a fusible node, or a str
+    saying why it is not (None: not an elementwise op at all)."""
+    name = _name(node)
+    if name not in UNARY | BINARY | COMPARE | {"where"}:
+        return None
+    outs = node.outputs()
+    typ = outs[0].type() if len(outs) == 1 else None
+    if not isinstance(typ, TensorType) or not typ.is_complete():
+        return "its result's type is not fully known"
+    dtype = typ.dtype().name
+    if dtype not in (("bool",) if name in COMPARE else FLOATS):
+        return f"{dtype} (fusion takes float32/float64)"
+    inputs = list(node.inputs())
+    params: dict = {}
+    if name == "gelu" and len(inputs) == 2:
+        approximate = inputs.pop().node()
+        if approximate.kind() != "prim::Constant":
+            return "a non-constant approximate="
+        params["approximate"] = approximate["value"]
+    arity = 3 if name == "where" else 1 if name in UNARY else 2
+    if len(inputs) != arity:
+        return f"{len(inputs)} arguments (alpha or out=)"
+    args = []
+    for value in inputs:
+        vtyp = value.type()
+        if not isinstance(vtyp, TensorType):
+            scalar = _constant(value)
+            if scalar is None:
+                return "a non-constant scalar operand"
+            args.append(("scalar", scalar))
+        elif not vtyp.is_complete() or not _broadcasts(vtyp.sizes(), typ.sizes()):
+            return "an operand's shape does not broadcast to the result's"
+        elif vtyp.device() != typ.device():
+            return "operands on several devices"
+        else:
+            args.append(value)
+    if isinstance(args[0], tuple):
+        return "a leading scalar operand"
+    return name, args, params
+
+
+def _dtype(value) -> str:
+    return value.type().dtype().name
+
+
+# ---- chains --------------------------------------------------------------------------------------
+def plan(nodes, outputs) -> tuple[list, list]:
+    """``(chains, reasons)``: the chains of two or more fusible nodes, and a line per
+    elementwise node left out saying why."""
+    users: dict = {}  # value -> the nodes reading it (a node once per argument)
+    for node in nodes:
+        for value in node.inputs():
+            users.setdefault(value, []).append(node)
+    returned = set(outputs)
+    reasons: list = []
+    group = _grow(nodes, users, returned, reasons)
+    _absorb(nodes, group, users, returned)
+    order = {node: i for i, node in enumerate(nodes)}
+    chains, seen = [], set()
+    for node in nodes:
+        chain = group.get(node)
+        if chain is None or id(chain) in seen:
+            continue
+        seen.add(id(chain))
+        chain.sort(key=order.__getitem__)
+        if len(chain) < 2:
+            reasons.append(f"{node.kind()}: alone (no fusible neighbour uses only its result)")
+        elif _dtype(chain[-1].output()) not in FLOATS:
+            reasons.append(f"{chain[-1].kind()}: a chain ending in a bool result")
+        else:
+            chains.append(Chain(chain))
+    return chains, reasons
+
+
+def _grow(nodes, users, returned, reasons) -> dict:
+    """node -> its chain (a list shared by the chain's nodes): each fusible node joins the
+    chains of the operands that only it reads."""
+    group: dict = {}
+    for node in nodes:
+        step = step_of(node)
+        if not isinstance(step, tuple):
+            if step is not None:
+                reasons.append(f"{node.kind()}: {step}")
+            continue
+        chain = [node]
+        for value in step[1]:
+            producer = None if isinstance(value, tuple) else value.node()
+            if producer not in group or value in returned or len(users[value]) != 1:
+                continue
+            if _joins(value, node):
+                chain = [n for n in group[producer] if n not in chain] + chain
+        for member in chain:
+            group[member] = chain
+    return group
+
+
+def _absorb(nodes, group, users, returned) -> None:
+    """Merge a chain into the one chain that reads its result more than once (``z`` in
+    ``where(x > 0, z, -z)``, ``y * sigmoid(y)``): the result stays in registers."""
+    changed = True
+    while changed:
+        changed = False
+        for chain in {id(c): c for c in group.values()}.values():
+            last = max(chain, key=nodes.index)
+            value = last.output()
+            readers = users.get(value, [])
+            if value in returned or not readers or any(r not in group for r in readers):
+                continue
+            target = group[readers[0]]
+            if target is chain or any(group[r] is not target for r in readers):
+                continue
+            if all(_joins(value, r) for r in readers):
+                target.extend(chain)
+                for member in chain:
+                    group[member] = target
+                changed = True
+                break
+
+
+def _joins(value, node) -> bool:
+    """Whether ``value`` (made by a chain) can stay inside ``node``'s chain: same shape, and
+    the chain's dtype (a comparison's bool only as a where's condition)."""
+    out = node.output().type()
+    if tuple(value.type().sizes()) != tuple(out.sizes()):
+        return False
+    return _dtype(value) == "bool" or value.type().dtype() == out.dtype()
+
+
+def describe(chain: Chain) -> FusedKernel | str:
+    """The chain's description (its ``inputs`` filled in), or why it cannot be described."""
+    out = chain.output.type()
+    dtype = _dtype(chain.output)
+    shape = tuple(out.sizes())
+    position = {node: n for n, node in enumerate(chain.nodes)}
+    inputs: dict = {}
+    steps = []
+    for node in chain.nodes:
+        name, args, params = step_of(node)
+        refs = []
+        for value in args:
+            if isinstance(value, tuple):
+                refs.append(value)
+            elif value.node() in position:
+                refs.append(("step", position[value.node()]))
+            else:
+                wanted = "bool" if name == "where" and not refs else dtype
+                if _dtype(value) != wanted:
+                    return f"{node.kind()} reads a {_dtype(value)} operand ({wanted} wanted)"
+                refs.append(("input", inputs.setdefault(value, len(inputs))))
+        steps.append(FusedStep(name, tuple(refs), _dtype(node.output()), params))
+    chain.inputs = list(inputs)
+    specs = tuple(
+        FusedInput(_dtype(v), tuple(v.type().sizes()), _strides(tuple(v.type().sizes()), shape))
+        for v in chain.inputs
+    )
+    device = out.device().type
+    return FusedKernel(device, shape, dtype, specs, tuple(steps), (len(steps) - 1,))
+
+
+def _strides(sizes: tuple, shape: tuple) -> tuple:
+    """A contiguous tensor of ``sizes``' element strides, broadcast to ``shape``."""
+    own = [0] * len(sizes)
+    step = 1
+    for i in range(len(sizes) - 1, -1, -1):
+        own[i] = step if sizes[i] != 1 else 0
+        step *= sizes[i]
+    lead = len(shape) - len(sizes)
+    return tuple([0] * lead + [s if shape[lead + i] != 1 else 0 for i, s in enumerate(own)])
+
+
+# ---- kernels -------------------------------------------------------------------------------------
+def kernel_for(description: FusedKernel):
+    """``(kernel or None, why not)`` from the backend serving the description's device."""
+    try:
+        backend = REGISTRY.backend(description.device_type)
+    except Exception as exc:  # an unavailable device: the op-by-op replay reports it
+        return None, str(exc)
+    record = getattr(backend, "record", None)
+    if record is None or record.obj is None:
+        return None, f"the {description.device_type} backend is built in (no plugin hooks)"
+    try:
+        found = REGISTRY.host._call_one(
+            record, "ember_fused_kernel", device_type=description.device_type,
+            description=description,
+        )  # fmt: skip
+    except AttributeError:
+        return None, f"backend '{record.name}' has no ember_fused_kernel hook"
+    except Exception as exc:  # a plugin's failure costs the fusion, never the call
+        return None, f"backend '{record.name}' failed: {type(exc).__name__}: {exc}"
+    if found is None:
+        return None, f"backend '{record.name}' returned no kernel"
+    return found, ""
+
+
+def schedule(nodes, outputs) -> list:
+    """The chains that got a kernel; the fusion log says which fused and why others did not."""
+    chains, reasons = plan(nodes, outputs)
+    fused = []
+    for chain in chains:
+        description = describe(chain)
+        why = description if isinstance(description, str) else ""
+        if not why:
+            chain.description = description
+            chain.kernel, why = kernel_for(description)
+        if why:
+            reasons.append(f"chain ({chain.ops()}): {why}; runs op by op")
+            continue
+        fused.append(chain)
+    if logs.enabled("fusion"):
+        logs.log("fusion", report(fused, reasons, len(nodes)))
+    return fused
+
+
+def summary(graph) -> str:
+    """The plan of a captured graph, before any kernel is asked for (the capture's log line,
+    explain())."""
+    nodes = list(graph.block().nodes())
+    chains, reasons = plan(nodes, graph.outputs())
+    ops = sum(1 for n in nodes if not n.kind().startswith("prim::"))
+    lines = [
+        f"{ops} ops; {len(chains)} elementwise chain(s) to fuse at the first replay that "
+        "records no gradient (the others replay one by one, kernels pre-resolved)"
+    ]
+    lines += [f"  chain: {chain.ops()}" for chain in chains]
+    lines += [f"  not fused: {reason}" for reason in reasons]
+    return "\n".join(lines)
+
+
+def report(fused: list, reasons: list, count: int) -> str:
+    lines = [f"{len(fused)} fused kernel(s) for a region of {count} nodes"]
+    for chain in fused:
+        d = chain.description
+        numel = math.prod(d.shape)
+        lines.append(
+            f"  fused: {chain.ops()} ({len(d.inputs)} inputs, {d.dtype} {list(d.shape)}, "
+            f"{numel} elements, one pass)"
+        )
+    lines += [f"  not fused: {reason}" for reason in reasons]
+    return "\n".join(lines)
