@@ -117,9 +117,22 @@ def _extreme_dim(ctx, g_values, g_indices=None):
     )
 
 
+def _nuclear_norm(ctx, g):
+    """norm(p='nuc'), the sum of singular values: its gradient is U Vh (PyTorch's, through
+    linalg_svd's backward), over the two dims it reduced."""
+    x = ctx.input
+    dims = [d % x.ndim for d in (range(x.ndim) if ctx.dim is None else ctx.dim)]
+    if ctx.keepdim:
+        g = g.squeeze(dims)
+    u, _, vh = E.linalg.svd(x.movedim(dims, (-2, -1)), full_matrices=False)
+    return ((u @ vh) * g[..., None, None]).movedim((-2, -1), dims)
+
+
 def _norm(ctx, g):
     """PyTorch's norm_backward: no gradient through a zero norm, nor from zero elements where
     |x|^(p-1) is infinite (p < 1); infinity norms share it between tied extremes."""
+    if ctx.p == "nuc":
+        return _nuclear_norm(ctx, g)
     norm = _unreduce(ctx.result, ctx)
     x = ctx.input.to(norm.dtype)
     g = _unreduce(g, ctx)
@@ -711,6 +724,7 @@ FORMULAS = {
         save=("input", "other", "result"),
     ),
     "copysign": F(_copysign, save=("input", "result")),
+    "nextafter": F(lambda ctx, g: (g, E.zeros_like(g))),
     "xlogy": F(_xlogy, save=("input", "other")),
     "logaddexp": F(
         lambda ctx, g: (g * E.sigmoid(ctx.input - ctx.other), g * E.sigmoid(ctx.other - ctx.input)),

@@ -37,7 +37,8 @@ class Promotion(Enum):
     DEFAULT = "default"  # compute and return the promoted dtype
     INT_TO_FLOAT = "int_to_float"  # like DEFAULT, but integers and bool become the default float
     ALWAYS_BOOL = "always_bool"  # compute in the promoted dtype, return bool
-    BOOL_TO_LONG = "bool_to_long"  # sum/prod/cumsum: bool and integers accumulate in int64
+    # sum/prod/cumsum: bool and integers accumulate in int64; elementwise (square): bool only
+    BOOL_TO_LONG = "bool_to_long"
     KEEP = "keep"  # no promotion: the input's dtype (views, data movement)
     LONG = "long"  # always int64 (argmax, nonzero)
     FLOAT_ONLY = "float_only"  # no promotion; floating inputs only (mean, softmax)

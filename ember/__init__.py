@@ -28,6 +28,7 @@ from . import (
     _frontends,
     _indexing,
     _nn_entry,
+    _scatter,
     _surface,
     ops,
     return_types,
@@ -82,7 +83,7 @@ cfloat = complex64
 cdouble = complex128
 
 _bind.bind(_OPS, Tensor, globals())
-for _module in (_frontends, _surface, _complex, _factories_more, _nn_entry):
+for _module in (_frontends, _surface, _complex, _factories_more, _nn_entry, _scatter):
     for _name, _fn in _module.FUNCTIONS.items():
         globals()[_name] = _fn
     for _name, _fn in _module.METHODS.items():

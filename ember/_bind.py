@@ -58,7 +58,9 @@ def _signature(schema: Schema, first: str | None, varargs: str | None) -> tuple[
         name = first if (i == 0 and first) else _param(arg.name)
         names.append(name)
         if varargs and arg.name == varargs:
-            params.append(f"*{name}")
+            # x.flip(0, 1) and x.flip(dims=(0, 1)), as PyTorch's methods take both
+            names[-1] = f"_{name}"
+            params.append(f"*_{name}, {name}=None")
             star = True
             continue
         if arg.kwarg_only and not star:
@@ -94,8 +96,13 @@ def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
     lines = [f"def {name}({params}):"]
     if use_varargs:
         v = _param(use_varargs)
-        lines.append(f"    if len({v}) == 1 and not isinstance({v}[0], int):")
-        lines.append(f"        {v} = {v}[0]")
+        lines.append(f"    if {v} is not None:")
+        lines.append(f"        if _{v}:")
+        message = f"{name}() got multiple values for argument '{v}'"
+        lines.append(f"            raise TypeError({message!r})")
+        lines.append(f"        _{v} = ({v},)")
+        lines.append(f"    if len(_{v}) == 1 and not isinstance(_{v}[0], int):")
+        lines.append(f"        _{v} = _{v}[0]")
     if takes_out:
         lines.append("    if out is not None:")
         lines.append(f"        return _out(_op, out, {call[:-1]},), {_dtype_position(op)})")

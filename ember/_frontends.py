@@ -205,11 +205,33 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     )
 
 
+def _decimal_scale(input, decimals: int) -> float:
+    """10 ** |decimals| for round(decimals=), which PyTorch defines for floating dtypes only."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(
+            f"round(decimals={decimals}): not implemented for {input.dtype.name} "
+            "(floating dtypes only, as in PyTorch)"
+        )
+    return 10.0 ** abs(decimals)
+
+
 def _round(input, *, decimals=0):
     if decimals == 0:
         return OPS["round"](input)
-    scale = 10.0**decimals
-    return OPS["round"](input * scale) / scale
+    # PyTorch's round_decimals: multiply by 10**d for d > 0, divide by 10**-d for d < 0
+    scale = _decimal_scale(input, decimals)
+    if decimals > 0:
+        return OPS["round"](input * scale) / scale
+    return OPS["round"](input / scale) * scale
+
+
+def round_(self, *, decimals=0):
+    if decimals == 0:
+        return OPS["round_"](self)
+    scale = _decimal_scale(self, decimals)
+    if decimals > 0:
+        return self.mul_(scale).round_().div_(scale)
+    return self.div_(scale).round_().mul_(scale)
 
 
 def round(input, *, decimals=0, out=None):
@@ -428,7 +450,11 @@ def expand_as(self, other):
     return OPS["expand"](self, other.shape)
 
 
-def view(self, *shape):
+def view(self, *shape, size=None):
+    if size is not None:  # x.view(size=(2, 3)), PyTorch's keyword
+        if shape:
+            raise TypeError("view() got multiple values for argument 'size'")
+        shape = (size,)
     if len(shape) == 1 and isinstance(shape[0], dt.dtype):
         return _view_dtype(self, shape[0])
     if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
@@ -559,6 +585,7 @@ METHODS = {
     "var": _var,
     "std": _std,
     "round": _method(_round, "round"),
+    "round_": round_,
     "nonzero": _method(_nonzero, "nonzero"),
     "argwhere": argwhere,
     "unique": unique,

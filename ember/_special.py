@@ -4,6 +4,7 @@ the Tensor method's order ``x.polygamma(n)``), and the in-place forms of the com
 
 from __future__ import annotations
 
+from ._surface import write_back
 from .dispatcher.optable import OPS
 from .dispatcher.out import call_op
 
@@ -44,12 +45,13 @@ def polygamma_(self, n: int):
 
 
 def logit_(self, eps=None):
-    """In-place ``logit`` (the row is a composite: computed, then copied back)."""
-    return self.copy_(OPS["logit"](self, eps))
+    """In-place ``logit`` (the row is a composite: computed, then copied back after PyTorch's
+    check that the result casts to self's dtype: an integer self raises)."""
+    return write_back("logit_", self, OPS["logit"](self, eps))
 
 
 def mvlgamma_(self, p: int):
-    return self.copy_(OPS["mvlgamma"](self, p))
+    return write_back("mvlgamma_", self, OPS["mvlgamma"](self, p))
 
 
 FUNCTIONS = {"polygamma": polygamma}

@@ -26,6 +26,7 @@ from ._common import (
 
 _INT_TO_FLOAT = Promotion.INT_TO_FLOAT
 _ALWAYS_BOOL = Promotion.ALWAYS_BOOL
+_BOOL_TO_LONG = Promotion.BOOL_TO_LONG
 _FLOATING = dt.FLOATING
 _SCALARS = (bool, int, float, complex)
 _OPERANDS = (Tensor, *_SCALARS)
@@ -39,6 +40,8 @@ def _types(op, common):
         result = common
     elif kind is _ALWAYS_BOOL:
         result = dt.bool_
+    elif kind is _BOOL_TO_LONG and common is dt.bool_:
+        common = result = dt.int64  # square(bool), as PyTorch's pow(x, 2)
     elif common.category == dt.COMPLEX and "complex_to_real" in op.info:
         result = common.to_real()  # abs and angle of complex numbers are real
     else:

@@ -11,7 +11,9 @@ import math
 import ml_dtypes
 import numpy as np
 
+import ember
 from ember import _dtype as dt
+from ember._tensor import Tensor
 
 from ..kinds import elementwise as run
 from ..opdef import (
@@ -59,7 +61,7 @@ def binary(name, ref, dtypes=DTYPES_ALL, promotion=Promotion.DEFAULT, **kw) -> O
         ref,
         promotion=promotion,
         dtypes=dtypes,
-        runner=run.binary,
+        runner=kw.pop("runner", run.binary),
         samples=kw.pop("samples", "binary"),
         attrs={"arity": 2, **kw.pop("attrs", {})},
         kernel_args=BINARY_ARGS,
@@ -99,6 +101,48 @@ def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     out = np.where(np.isnan(x), 0.0 if nan is None else nan, x)
     out = np.where(np.isposinf(x), high if posinf is None else posinf, out)
     return np.where(np.isneginf(x), -high if neginf is None else neginf, out).astype(x.dtype)
+
+
+def _nan_aware(pick, a, b):
+    """fmax/fmin where a backend has no kernel for the dtype (PyTorch's integers and bool are
+    maximum/minimum): a NaN operand gives the other one."""
+    chosen = pick(a, b)
+    if not chosen.dtype.is_floating_point:
+        return chosen
+    a, b = (v if isinstance(v, Tensor) else ember.full_like(chosen, v) for v in (a, b))
+    return ember.where(ember.isnan(a), b, ember.where(ember.isnan(b), a, chosen))
+
+
+def _fmax(a, b):
+    return _nan_aware(ember.maximum, a, b)
+
+
+def _fmin(a, b):
+    return _nan_aware(ember.minimum, a, b)
+
+
+def _integer_tensor(value) -> bool:
+    return isinstance(value, Tensor) and value._dtype.category == dt.INTEGRAL
+
+
+def _pow(op, a, b):
+    """pow's runner. Integers to a tensor of integer exponents take negative ones as PyTorch
+    does (1 for a base of 1, +-1 for -1, else 0), where the kernels refuse them, as they rightly
+    do for a negative Python exponent: on their refusal, the kernel runs again on |b| and a
+    mask zeroes the rest (the common call pays nothing)."""
+    try:
+        return run.binary(op, a, b)
+    except RuntimeError as error:
+        integers = a.__class__ in (int, bool) or _integer_tensor(a)
+        tensor_powers = _integer_tensor(b)
+        if not (integers and tensor_powers and "negative integer powers" in str(error)):
+            raise
+    powers = run.binary(op, a, ember.abs(b))
+    unit = ember.abs(a) == 1 if a.__class__ is Tensor else abs(a) == 1
+    if unit is True:
+        return powers
+    kept = b >= 0 if unit is False else (b >= 0) | unit
+    return ember.where(kept, powers, ember.zeros_like(powers))
 
 
 def _sigmoid(x):
@@ -303,7 +347,13 @@ ROWS = [
         "trunc", np.trunc, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT, out=OUT_SAME_DTYPE
     ),
     unary("frac", lambda x: x - np.trunc(x), promotion=Promotion.DEFAULT, out=OUT_SAME_DTYPE),
-    unary("square", np.square, dtypes=DTYPES_NUMERIC, promotion=Promotion.DEFAULT),
+    unary(
+        "square",
+        np.square,
+        dtypes=DTYPES_NUMERIC,
+        promotion=Promotion.BOOL_TO_LONG,
+        notes="bool squares into int64, as PyTorch's pow(x, 2)",
+    ),
     unary(
         "bitwise_not",
         np.invert,
@@ -367,12 +417,12 @@ ROWS = [
     binary("floor_divide", np.floor_divide, dtypes=DTYPES_NUMERIC, samples="binary_nonzero"),
     binary("remainder", np.remainder, dtypes=DTYPES_NUMERIC, samples="binary_nonzero"),
     binary("fmod", np.fmod, dtypes=DTYPES_NUMERIC, samples="binary_nonzero"),
-    binary("pow", np.power, dtypes=DTYPES_NUMERIC, samples="pow"),
+    binary("pow", np.power, dtypes=DTYPES_NUMERIC, samples="pow", runner=_pow),
     binary("atan2", np.arctan2, dtypes=DTYPES_FLOAT, promotion=I2F),
     binary("minimum", np.minimum),
     binary("maximum", np.maximum),
-    binary("fmin", np.fmin, dtypes=DTYPES_FLOAT),
-    binary("fmax", np.fmax, dtypes=DTYPES_FLOAT),
+    binary("fmin", np.fmin, decomposition=_fmin),
+    binary("fmax", np.fmax, decomposition=_fmax),
     binary("hypot", np.hypot, dtypes=DTYPES_FLOAT),
     binary("copysign", np.copysign, dtypes=DTYPES_FLOAT, promotion=I2F),
     binary(
@@ -383,7 +433,8 @@ ROWS = [
         samples="binary_positive",
     ),
     binary("logaddexp", np.logaddexp, dtypes=DTYPES_FLOAT),
-    binary("nextafter", np.nextafter, dtypes=DTYPES_FLOAT, differentiable=False),
+    # differentiable as PyTorch records it: the gradient passes to input, none to other
+    binary("nextafter", np.nextafter, dtypes=DTYPES_FLOAT),
     binary("eq", np.equal, promotion=BOOL, differentiable=False),
     binary("ne", np.not_equal, promotion=BOOL, differentiable=False),
     binary("lt", np.less, promotion=BOOL, differentiable=False),

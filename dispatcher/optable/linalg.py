@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import string
 
 import numpy as np
 
@@ -10,7 +11,7 @@ import ember
 from ember import _dtype as dt
 
 from ..kinds import linalg as run
-from ..opdef import DTYPES_NUMERIC, OUT_ELEMENTWISE, Kind, OpDef, Out, Promotion
+from ..opdef import DTYPES_ALL, DTYPES_NUMERIC, OUT_ELEMENTWISE, Kind, OpDef, Out, Promotion
 
 # addmm/baddbmm round three times in float16 (the product, alpha * it, the sum with beta * c)
 # where the reference rounds once: 1e-3 fails about one draw in fifty.
@@ -117,17 +118,15 @@ def _einsum(equation, tensors):
     """einsum by transposes, broadcasts and one bmm per pair (left to right)."""
     tensors = list(tensors)
     equation = equation.replace(" ", "")
-    if "->" in equation:
-        lhs, out = equation.split("->")
-    else:
-        lhs = equation
-        counts = {c: lhs.count(c) for c in set(lhs) if c.isalpha()}
-        out = "".join(sorted(c for c, n in counts.items() if n == 1))
+    lhs, arrow, out = equation.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(tensors):
         raise RuntimeError(f"einsum(): {len(terms)} operands in '{equation}', {len(tensors)} given")
+    if not arrow:  # implicit output: the broadcast dims, then the labels used once, sorted
+        counts = {c: lhs.count(c) for c in set(lhs) if c.isalpha()}
+        out = "..." * ("." in lhs) + "".join(sorted(c for c, n in counts.items() if n == 1))
     if "." in equation:
-        raise NotImplementedError("einsum(): ellipsis ('...') is not supported yet")
+        terms, out = _einsum_ellipsis(equation, terms, out, tensors)
     operands = [_einsum_diagonal(t, term) for t, term in zip(tensors, terms)]
     current, labels = operands[0]
     for other, other_labels in operands[1:]:
@@ -138,6 +137,22 @@ def _einsum(equation, tensors):
         current = current.sum(extra)
         labels = "".join(c for c in labels if c in out)
     return current.permute([labels.index(c) for c in out]) if out else current
+
+
+def _einsum_ellipsis(equation, terms, out, tensors):
+    """Terms and output with each '...' spelled as labels no one uses, right-aligned as
+    broadcasting aligns dims (an output without '...' sums those dims, as PyTorch does)."""
+    free = [c for c in string.ascii_letters if c not in equation]
+    counts = []
+    for term, t in zip(terms, tensors):
+        if term.count("...") > 1 or term.replace("...", "").count("."):
+            raise RuntimeError(f"einsum(): invalid subscript '{term}' in '{equation}'")
+        counts.append(t.ndim - len(term) + 3 if "..." in term else 0)
+    if any(n < 0 for n in counts):
+        raise RuntimeError(f"einsum(): more labels than dims in an operand of '{equation}'")
+    labels = "".join(free[: max(counts, default=0)])
+    terms = [term.replace("...", labels[len(labels) - n :]) for term, n in zip(terms, counts)]
+    return terms, out.replace("...", labels)
 
 
 def _einsum_diagonal(t, term):
@@ -163,7 +178,9 @@ def _einsum_pair(a, la, b, lb, out, terms):
     only_a = [c for c in la if c not in lb]
     only_b = [c for c in lb if c not in la]
     size = {c: a.shape[la.index(c)] for c in la}
-    size.update({c: b.shape[lb.index(c)] for c in lb})
+    for c in lb:  # a size 1 broadcasts against the other operand's
+        if size.get(c, 1) == 1:
+            size[c] = b.shape[lb.index(c)]
     a = a.permute([la.index(c) for c in batch + only_a + contract])
     b = b.permute([lb.index(c) for c in batch + contract + only_b])
 
@@ -238,7 +255,7 @@ ROWS = [
         "outer(Tensor input, Tensor vec2) -> Tensor",
         Kind.MATMUL,
         np.outer,
-        dtypes=DTYPES_NUMERIC,
+        dtypes=DTYPES_ALL,  # bool too: a broadcast mul (logical and)
         decomposition=_outer,
         samples="dot",
         out=OUT_ELEMENTWISE,  # PyTorch's outer is a broadcast mul

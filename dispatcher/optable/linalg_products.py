@@ -248,7 +248,12 @@ def _tensordot(a, b, dims_self, dims_other):
     da = [wrap_dim(d, a.ndim, name) for d in dims_self]
     db = [wrap_dim(d, b.ndim, name) for d in dims_other]
     for i, j in zip(da, db):
-        if a.shape[i] != b.shape[j]:
+        # a size 1 against another size is summed right away, in the dtype, as PyTorch does
+        if b.shape[j] == 1 and a.shape[i] != 1:
+            a = a.sum(i, keepdim=True, dtype=a.dtype)
+        elif a.shape[i] == 1 and b.shape[j] != 1:
+            b = b.sum(j, keepdim=True, dtype=b.dtype)
+        elif a.shape[i] != b.shape[j]:
             raise RuntimeError(
                 f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
                 f"and second has size {b.shape[j]} in dim {j}"

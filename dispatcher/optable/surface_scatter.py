@@ -1,6 +1,7 @@
 """scatter_reduce of PyTorch's core surface, composed of existing ops: sums and means through
-index_add, extremes through a segmented sort (the last of each target's run). prod is not
-here yet."""
+index_add, extremes through a segmented sort (the last of each target's run), products through
+a segmented scan over the values sorted by target (log2 of the longest run in whole-tensor
+multiplies, so autograd's product rule comes from the parts)."""
 
 from __future__ import annotations
 
@@ -45,13 +46,30 @@ def _segment_extremes(flat_targets, values, larger: bool):
     return targets[last], ordered[last]
 
 
+def segment_products(flat_targets, values):
+    """(targets, product of each target's values): Hillis and Steele's inclusive scan over the
+    values sorted by target, each step multiplying in the partial product ``step`` places back
+    when it belongs to the same run; the last of each run then holds the run's product."""
+    order = ember.sort(flat_targets, 0, stable=True)[1]
+    targets, running = flat_targets[order], values[order]
+    longest = int(ember.bincount(flat_targets).max()) if targets.numel() else 0
+    step = 1
+    while step < longest:
+        same = targets[step:] == targets[:-step]
+        earlier = ember.where(same, running[:-step], ember.ones_like(running[:-step]))
+        running = ember.cat([running[:step], running[step:] * earlier], 0)
+        step *= 2
+    last = ember.ones(targets.shape, dtype=ember.bool, device=targets.device)
+    if targets.numel() > 1:
+        last = ember.cat([targets[1:] != targets[:-1], last[:1]], 0)
+    return targets[last], running[last]
+
+
 def check_scatter_reduce(x, reduce) -> None:
     if reduce not in SCATTER_REDUCTIONS:
         raise RuntimeError(
             f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
         )
-    if reduce == "prod":
-        raise NotImplementedError("scatter_reduce(reduce='prod') is not supported yet")
     if x.dtype is ember.bool and reduce == "mean":
         raise NotImplementedError(
             "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'"
@@ -74,10 +92,14 @@ def _scatter_reduce(x, dim, index, src, reduce, include_self=True):
     values = narrowed.reshape(-1)
     targets = _scatter_targets(x, dim, index)
     flat = x.reshape(-1)
-    if reduce in ("amax", "amin"):
-        places, best = _segment_extremes(targets, values, reduce == "amax")
-        if include_self:
+    if reduce in ("amax", "amin", "prod"):
+        if reduce == "prod":
+            places, best = segment_products(targets, values)
+            pick = ember.mul
+        else:
+            places, best = _segment_extremes(targets, values, reduce == "amax")
             pick = ember.maximum if reduce == "amax" else ember.minimum
+        if include_self:
             best = pick(best, flat[places])
         return flat.scatter(0, places, best).reshape(x.shape)
     base = flat if include_self else flat.scatter(0, targets, ember.zeros_like(values))
@@ -108,7 +130,7 @@ def _np_scatter_reduce(x, dim, index, src, reduce, include_self=True):
             total = np.sum(np.array(items, x.dtype), dtype=x.dtype)
             out[place] = total / len(items) if x.dtype.kind == "f" else total // len(items)
         else:
-            out[place] = fold[reduce].reduce(np.array(items, x.dtype))
+            out[place] = fold[reduce].reduce(np.array(items, x.dtype), dtype=x.dtype)
     return out
 
 

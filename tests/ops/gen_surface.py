@@ -317,7 +317,7 @@ def scatter_reduce(op, dtype, device, rng):
         index = _index_along(rng, shape, dim, size, unique=False)
         src_shape = tuple(n + 1 for n in index.shape)  # only the index's corner of src is used
         src = arr(dtype, src_shape, rng)
-        for reduce in ("sum", "mean", "amax", "amin"):
+        for reduce in ("sum", "mean", "amax", "amin", "prod"):
             if reduce == "mean" and dtype is ember.bool:  # PyTorch has no bool mean
                 continue
             include_self = (i + len(reduce)) % 2 == 0

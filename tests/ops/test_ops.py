@@ -162,13 +162,17 @@ def _signed_int_dtypes(name):
     return [d.name for d in ints if d.is_signed]
 
 
-@pytest.mark.parametrize("name", [n for n in ("pow", "pow_") if n in OPS])
 @pytest.mark.parametrize("dtype_name", _signed_int_dtypes("pow"))
-def test_integer_negative_power_raises(name, dtype_name, device):
+def test_integer_negative_power(dtype_name, device):
+    """As PyTorch: an integer tensor to a negative Python exponent raises; to a tensor of
+    exponents, a negative one gives 1 for a base of 1, +-1 for -1 and 0 otherwise."""
     dtype = checks.BY_NAME[dtype_name]
-    x = ember.tensor([2, 3], dtype=dtype, device=device)
+    x = ember.tensor([2, 3, 1, -1, -1, 0], dtype=dtype, device=device)
+    exponents = ember.tensor([1, -1, -3, -3, -2, -1], dtype=dtype, device=device)
+    assert OPS["pow"](x, exponents).tolist() == [2, 0, 1, -1, 1, 0]
+    assert (2**exponents).tolist() == [2, 0, 0, 0, 0, 0]
     with pytest.raises(RuntimeError, match="pow"):
-        OPS[name](x, ember.tensor([1, -1], dtype=dtype, device=device))
+        OPS["pow"](x, -1)
 
 
 def _no_identity_reductions():

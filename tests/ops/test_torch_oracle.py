@@ -57,12 +57,7 @@ def _outcome(fn, *args):
 
 # Deliberate differences from PyTorch, as data: (op, dtype name) -> why.
 KNOWN_DIFFERENCES = {
-    ("square", "bool"): "PyTorch squares bool as pow(x, 2) into int64; ember's square is numeric",
     ("pow", "bool"): "PyTorch raises bool to bool powers; ember's pow is numeric only",
-    ("fmin", "int"): "ember's fmin/fmax are float-only (on integers they equal minimum/maximum)",
-    ("fmax", "int"): "ember's fmin/fmax are float-only (on integers they equal minimum/maximum)",
-    ("fmin", "bool"): "ember's fmin/fmax are float-only (on bools they equal minimum/maximum)",
-    ("fmax", "bool"): "ember's fmin/fmax are float-only (on bools they equal minimum/maximum)",
     ("softsign", "bool"): "PyTorch's softsign has no bool kernel; ember's promotes bool to float",
 }
 

@@ -8,30 +8,32 @@ area (core, nn, linalg, special, fft...) and what fails, as the record's run rep
 
 from __future__ import annotations
 
-INT_INPLACE_CAST = (
-    "special: the in-place op on an integer tensor does not raise PyTorch's cast error"
-)
 SPARSE = "sparse layouts: ember tensors are strided"
 JITERATOR = "torch.cuda.jiterator compiles CUDA source at run time: no ember counterpart"
 PRIVATE = "a private PyTorch entry point (float8 scaled matmul, fused attention kernels)"
 
 XFAILS = {
-    "__rpow__": "core: int ** negative int tensor raises in ember; PyTorch computes it",
     "_batch_norm_with_update": (
         "nn: missing: ember.ops._batch_norm_with_update (native_batch_norm in training plus an "
         "empty uint8 reserve); its record also checks out= as PyTorch's .out overload takes it "
         "(out/save_mean/save_invstd/reserve keywords, a tuple refused with RuntimeError), which "
         "ember.ops' Op calls (positional only) do not model yet"
     ),
-    "_segment_reduce.lengths": "core: missing: ember._segment_reduce",
-    "_segment_reduce.offsets": "core: missing: ember._segment_reduce",
+    "_segment_reduce.lengths": (
+        "core: missing: ember._segment_reduce (max/min/mean/sum/prod per segment with initial=, "
+        "unsafe=, lengths= or offsets=, along axis, and their gradients)"
+    ),
+    "_segment_reduce.offsets": "core: missing: ember._segment_reduce (see .lengths)",
     "_unsafe_masked_index": "core: missing: ember._unsafe_masked_index",
     "_unsafe_masked_index_put_accumulate": "core: missing: its ember name",
     "_upsample_bilinear2d_aa": (
         "nn: missing: ember.ops._upsample_bilinear2d_aa (an op row over interpolate's antialias "
         "resample matrices, with its scales_h/scales_w and scale_factors overloads)"
     ),
-    "as_strided.partial_views": "core: as_strided of a view of a larger storage",
+    "as_strided.partial_views": (
+        "core: as_strided with storage_offset past the view's own elements: the converter "
+        "(opinfo/convert.py) copies a sample's elements, not the larger storage it views"
+    ),
     "as_strided_scatter": (
         "core: PyTorch's input gradient of as_strided_scatter is wrong (its own OpInfo marks "
         "test_fn_grad an expected failure); ember's is the true derivative"
@@ -40,10 +42,6 @@ XFAILS = {
         "complex: ember has no complex32 (ComplexHalf) dtype: numpy, the complex CPU kernels' "
         "arithmetic, has no half-precision complex type to store or compute it"
     ),
-    "einsum": "core: einsum's '...' (ellipsis) is not supported",
-    "flip": "core: flip's keyword is dims= in PyTorch",
-    "fmax": "core: fmax refuses integers (PyTorch: maximum)",
-    "fmin": "core: fmin refuses integers (PyTorch: minimum)",
     "hash_tensor": "core: missing: ember.hash_tensor",
     "jiterator_2inputs_2outputs": JITERATOR,
     "jiterator_4inputs_with_extra_args": JITERATOR,
@@ -55,7 +53,6 @@ XFAILS = {
         "(a 3x3 complex sample: 10x off), so the gradient through abs(eigenvectors) differs; "
         "eig's own formula agrees on ref (eigenvalue seeds pass)"
     ),
-    "logit": INT_INPLACE_CAST,
     "matrix_exp": (
         "linalg: float32 matrix_exp of a [5, 5, 5] batch with norms ~27 (results ~1e5) differs "
         "by up to 0.08 at small entries: float32 rounding, not the algorithm (PyTorch's own error "
@@ -66,28 +63,18 @@ XFAILS = {
         "nn: missing: the row (a scatter_add of grad_output at the indices) and the "
         "ember.ops.aten.<op>.default namespace the record's lambda calls through"
     ),
-    "mvlgamma.mvlgamma_p_1": INT_INPLACE_CAST,
-    "mvlgamma.mvlgamma_p_3": INT_INPLACE_CAST,
-    "mvlgamma.mvlgamma_p_5": INT_INPLACE_CAST,
-    "nextafter": "core: nextafter is not differentiable in ember (PyTorch records a graph)",
     "nn.functional.multi_head_attention_forward": (
         "nn: the samples with training=True and dropout_p=0.5 drop PyTorch's seeded dropout mask "
         "(the record wraps the call in wrapper_set_seed); ember's Philox stream draws another, so "
         "their values differ (the dropout-free samples, attn_mask included, match); needs a "
         "per-sample 'random' rule in the runner"
     ),
-    "norm.nuc": "core: norm(p='nuc') is not supported",
-    "outer": "core: outer refuses bool",
-    "round.decimals_0": "core: round_(decimals=) is not supported",
-    "round.decimals_3": "core: round_(decimals=) is not supported",
-    "round.decimals_neg_3": "core: round_(decimals=) is not supported",
-    "scatter": "core: scatter(reduce=) is not supported",
-    "scatter_reduce.prod": "core: scatter_reduce(reduce='prod') is not implemented yet",
-    "slice": "core: missing: ember.ops.slice resolution",
+    "slice": (
+        "core: aten.slice is called with keywords (dim=, start=); ember.ops.<op> are Op objects "
+        "called positionally (the hot path): keyword binding there is not done yet"
+    ),
     "sparse.mm.reduce": SPARSE,
     "sparse.sampled_addmm": SPARSE,
-    "square": "core: square refuses bool (PyTorch: int64 result)",
-    "tensordot": "linalg: tensordot takes no out=",
     "to_sparse": SPARSE,
     "torch._scaled_mm": PRIVATE,
     "torch._scaled_mm_v2": PRIVATE,
