@@ -361,7 +361,25 @@ def _fill(op, args, tangents, out):
     return E.zeros_like(out) if t is None else t.expand(out._shape).clone()
 
 
+def _complex(op, args, tangents, out):
+    """complex(real, imag) is linear in its two real parts."""
+    parts = [t if t is not None else E.zeros_like(a) for a, t in zip(args[:2], tangents[:2])]
+    return E.complex(*parts).expand(out._shape).clone()
+
+
+def _polar(op, args, tangents, out):
+    """d(abs * e^(i angle)) = e^(i angle) d(abs) + i out d(angle)."""
+    result = E.zeros_like(out)
+    if tangents[0] is not None:
+        result = result + E.polar(E.ones_like(args[0]), args[1]) * tangents[0]
+    if len(tangents) > 1 and tangents[1] is not None:
+        result = result + E.complex(-E.imag(out), E.real(out)) * tangents[1]
+    return result
+
+
 EXPLICIT = {
+    "complex": _complex,
+    "polar": _polar,
     "softmax": _softmax,
     "log_softmax": _log_softmax,
     "max": _picked_by_indices,

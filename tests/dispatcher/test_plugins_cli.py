@@ -67,7 +67,7 @@ def test_report_shows_coverage_counts_and_what_falls_back(setup):
     cells = dict(zip(header, _row(text, "ref", "Op coverage")))
     counts = [int(cells[c]) for c in ("native", "decomposition", "core", "cpu fallback", "missing")]
     assert sum(counts) == int(cells["ops"]) == len(cli.all_ops())
-    assert cells["native"] == "2" and cells["missing"] == "0"  # copy_ and fill_
+    assert cells["native"] == "2" and cells["missing"] == "0", text  # copy_ and fill_
     listed = re.search(r"cpu fallback on ref \((\d+)\): ([\s\S]*?)\n\n", text)
     names = [n.strip() for n in listed.group(2).split(",")]
     assert int(listed.group(1)) == len(names)
