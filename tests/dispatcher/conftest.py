@@ -4,7 +4,7 @@ import plugin_fakes as fakes
 import pytest
 
 from ember import library
-from ember.dispatcher import registry
+from ember.dispatcher import complex_cpu, registry
 from ember.dispatcher.devices import REGISTRY
 
 
@@ -33,6 +33,7 @@ def lib(monkeypatch):
     disappear afterwards, and memoised kernels are forgotten on both sides."""
     monkeypatch.setattr(library, "LIBRARY", library.Library())
     monkeypatch.setattr(registry, "EXTRA", registry.ExtraKernels())
+    complex_cpu.register()  # ember's own extra CPU kernels (complex, geev) stay in the fresh table
     REGISTRY.reset(extensions=fakes.backends(), policy=fakes.policy())
     yield library
     monkeypatch.undo()
