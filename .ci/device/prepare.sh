@@ -7,7 +7,11 @@
 set -euo pipefail
 bash ../shared/gpu/prepare.sh
 python3 -m pip download -q --no-deps --only-binary=:all: -d .whl expecttest
-py312=$(command -v python3.12 || ls -d /root/.pyenv/versions/3.12*/bin/python 2>/dev/null | head -1 || true)
+# The first interpreter that runs: a pyenv shim can be on PATH without a 3.12 selected.
+py312=""
+for candidate in "$(command -v python3.12 || true)" /root/.pyenv/versions/3.12*/bin/python; do
+    if [ -n "$candidate" ] && "$candidate" -c "" 2>/dev/null; then py312=$candidate; break; fi
+done
 if [ -n "$py312" ]; then
     venv=$(mktemp -d)
     "$py312" -m venv "$venv" && "$venv/bin/pip" install -q cffi setuptools wheel

@@ -84,11 +84,17 @@ def reference(op, sample):
     base = op.inplace_of or op
     to_float = base.promotion is Promotion.INT_TO_FLOAT
     np_args = sample.numpy_args(base.name not in NATIVE_PRECISION, ints_too=to_float)
-    if base.promotion is Promotion.ALWAYS_BOOL:
+    if base.promotion is Promotion.ALWAYS_BOOL or base.name in STEP_FUNCTIONS:
         np_args = _round_scalars(sample, np_args)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return base.defn.reference(*np_args)
+
+
+# Ops whose result jumps where a quotient crosses an integer: a Python float rounded to the
+# tensor's dtype (as PyTorch rounds it) can land on the other side of a jump than the unrounded
+# one, so their reference rounds it too (bfloat16 fmod(-1.562, -0.78125) is -0 in PyTorch).
+STEP_FUNCTIONS = frozenset({"fmod", "remainder", "floor_divide"})
 
 
 def _round_scalars(sample, np_args) -> tuple:
