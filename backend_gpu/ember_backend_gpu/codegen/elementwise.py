@@ -186,6 +186,21 @@ OPS = {op.name: op for op in UNARY + BINARY + TERNARY}
 BODIES = r"""
 template <class T, class O, class F>
 EM_DEV void em_unary_loop(char *out, const char *x, const em_nd &nd, F f) {
+    if (nd.ndim == 1) {
+        const em_i64 so = nd.stride[0][0], sx = nd.stride[1][0];
+        EM_FOR_EACH_UNROLLED(i0, nd.n) {
+            typename T::ct vx[EM_UNROLL];
+#pragma unroll
+            for (int u = 0; u < EM_UNROLL; u++)
+                if (EM_UNROLLED_AT(i0, u) < nd.n)
+                    vx[u] = T::ld(*(const typename T::st *)(x + EM_UNROLLED_AT(i0, u) * sx));
+#pragma unroll
+            for (int u = 0; u < EM_UNROLL; u++)
+                if (EM_UNROLLED_AT(i0, u) < nd.n)
+                    *(typename O::st *)(out + EM_UNROLLED_AT(i0, u) * so) = O::sv(f(vx[u]));
+        }
+        return;
+    }
     EM_FOR_EACH(i, nd.n) {
         em_i64 off[2];
         em_offsets<2>(nd, i, off);
@@ -194,6 +209,25 @@ EM_DEV void em_unary_loop(char *out, const char *x, const em_nd &nd, F f) {
 }
 template <class T, class O, class F>
 EM_DEV void em_binary_loop(char *out, const char *a, const char *b, const em_nd &nd, F f) {
+    if (nd.ndim == 1) {
+        const em_i64 so = nd.stride[0][0], sa = nd.stride[1][0], sb = nd.stride[2][0];
+        EM_FOR_EACH_UNROLLED(i0, nd.n) {
+            typename T::ct va[EM_UNROLL], vb[EM_UNROLL];
+#pragma unroll
+            for (int u = 0; u < EM_UNROLL; u++) {
+                const em_i64 i = EM_UNROLLED_AT(i0, u);
+                if (i < nd.n) {
+                    va[u] = em_load<T>(a, i * sa, nd.scalar[1]);
+                    vb[u] = em_load_c<T>(b, i * sb, nd.scalar[2]);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < EM_UNROLL; u++)
+                if (EM_UNROLLED_AT(i0, u) < nd.n)
+                    *(typename O::st *)(out + EM_UNROLLED_AT(i0, u) * so) = O::sv(f(va[u], vb[u]));
+        }
+        return;
+    }
     EM_FOR_EACH(i, nd.n) {
         em_i64 off[3];
         em_offsets<3>(nd, i, off);
