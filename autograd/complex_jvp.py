@@ -55,7 +55,30 @@ def _view_as_complex(op, args, tangents, out):
     return E.view_as_complex(tangents[0].contiguous())
 
 
+def _eig(op, args, tangents, out):
+    """PyTorch's linalg_eig_jvp: dP = V^-1 dA V, dL = diag(dP), dV = dX - V Re(diag(V^H dX))
+    with dX = V (dP / (L_j - L_i)) off the diagonal (the eigenvectors keep unit norm)."""
+    from .eig_formula import complex_solve
+
+    L, V = out
+    wants_v = V.numel() != 0 or L.numel() == 0
+    if not wants_v:  # eigvals skipped the eigenvectors: its JVP needs them, as PyTorch's
+        from ember.dispatcher.optable import OPS
+
+        L, V = OPS["_linalg_eig"](args[0], True)
+    dA = tangents[0]
+    if not dA.dtype.is_complex:
+        dA = E.complex(dA, E.zeros_like(dA))
+    dP = complex_solve(V, dA @ V)
+    eye = E.eye(L.shape[-1], dtype=E.real(L).dtype, device=L.device)
+    dX = V @ (dP / (L.unsqueeze(-2) - L.unsqueeze(-1) + eye) * (1 - eye))
+    norm = E.real((E.conj_physical(V) * dX).sum(-2)).unsqueeze(-2)
+    dV = dX - V * norm if wants_v else None
+    return dP.diagonal(0, -2, -1), dV
+
+
 RULES = {
+    "_linalg_eig": _eig,
     "abs": _abs,
     "angle": _angle,
     "view_as_real": _view_as_real,

@@ -74,6 +74,17 @@ def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None):
     return wrapper
 
 
+def _check_real(tensors: list, what: str) -> None:
+    """jacfwd refuses complex tensors, as torch.func's (its Jacobian would need the conjugate
+    too); the words are PyTorch's, "input idx" for outputs included."""
+    for i, t in enumerate(tensors):
+        if isinstance(t, E.Tensor) and t.dtype.is_complex:
+            raise RuntimeError(
+                f"jacfwd: Expected all {what} to be real but received complex tensor at "
+                f"flattened input idx: {i}"
+            )
+
+
 def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error"):
     """The Jacobian of ``func`` by forward mode (``torch.func.jacfwd``), laid out as
     ``jacrev``'s: one JVP per input element, vectorised with vmap."""
@@ -83,6 +94,7 @@ def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error")
         argnums_ = check_argnums(argnums, len(args))
         diff = slice_argnums(args, argnums_)
         flat_in, in_spec = _pytree.tree_flatten(diff)
+        _check_real(flat_in, "inputs")
         basis = _basis(flat_in)
 
         def push(*columns):
@@ -94,6 +106,7 @@ def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error")
         pushed = vmap(push, out_dims=out_dims, randomness=randomness)(*basis)
         columns, aux = pushed if has_aux else (pushed, None)
         flat_cols, out_spec = _pytree.tree_flatten(columns)
+        _check_real(flat_cols, "outputs")
         sizes = [x.numel() for x in flat_in]
         per_output = []
         for col in flat_cols:  # [N, *out.shape]: the input's elements along dim 0
