@@ -5,6 +5,7 @@ linear, so the VJP given a tangent is not the JVP (autograd/jvp_rules.py's ``fro
 Real inputs keep the real rule (``from_vjp``); the conjugate and sgn need no rule here (each is
 its own adjoint)."""
 
+# ruff: noqa: N806 - matrices keep their mathematical names (L, V, dA), as in PyTorch
 from __future__ import annotations
 
 import ember as E

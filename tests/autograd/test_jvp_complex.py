@@ -7,6 +7,7 @@ ones: ember's tangent must equal torch's and the central finite difference along
 ``z`` and ``t`` alike). Complex tensors are CPU only (optable/complex.py).
 """
 
+# ruff: noqa: N803 - T is the library under test (ember or torch), in every case
 from __future__ import annotations
 
 import numpy as np
@@ -22,7 +23,7 @@ from ember.dispatcher.optable import OPS
 EPS = 1e-6
 
 
-def _silu(T, x):  # noqa: N803
+def _silu(T, x):
     return T.nn.functional.silu(x)
 
 
@@ -32,8 +33,18 @@ BINARY = {"add": "__add__", "sub": "__sub__", "mul": "__mul__", "div": "__truedi
 BINARY["pow"] = "__pow__"
 
 # row -> fn(T, a, b) of two complex 2x2 tensors (T is ember or torch)
-CALLS = {name: (lambda n: lambda T, a, b: getattr(T, n)(a))(name) for name in UNARY.split()}  # noqa: N803
-CALLS.update({n: (lambda m: lambda T, a, b: getattr(a, m)(b))(m) for n, m in BINARY.items()})  # noqa: N803
+
+
+def _unary(name: str):
+    return lambda T, a, b: getattr(T, name)(a)
+
+
+def _binary(method: str):
+    return lambda T, a, b: getattr(a, method)(b)
+
+
+CALLS = {name: _unary(name) for name in UNARY.split()}
+CALLS.update({name: _binary(method) for name, method in BINARY.items()})
 CALLS.update({
     "silu": lambda T, a, b: _silu(T, a),
     "where": lambda T, a, b: T.where(a.abs() > 1, a, b),
@@ -70,8 +81,8 @@ CALLS.update({
 def _inplace(name: str):
     base = name[:-1]
     if base in BINARY:
-        return lambda T, a, b: getattr(a.clone(), name)(b)  # noqa: N803
-    return lambda T, a, b: getattr(a.clone(), name)()  # noqa: N803
+        return lambda T, a, b: getattr(a.clone(), name)(b)
+    return lambda T, a, b: getattr(a.clone(), name)()
 
 
 # torch's forward derivative of silu on complex inputs is t * conj(f'(z)) (its backward refuses
@@ -110,7 +121,7 @@ def _numpy(t):
     return t.detach().resolve_conj().numpy()
 
 
-def _jvp(T, fw, fn, primals, tangents):  # noqa: N803
+def _jvp(T, fw, fn, primals, tangents):
     """(outputs, tangents) of fn at primals along tangents, through T's forward AD."""
     with fw.dual_level():
         duals = [fw.make_dual(p, t) for p, t in zip(primals, tangents)]
@@ -131,7 +142,7 @@ def _finite_difference(fn, primals, tangents) -> list:
     return [(_numpy(p) - _numpy(m)) / (2 * EPS) for p, m in zip(plus, minus)]
 
 
-def _inputs(T):  # noqa: N803
+def _inputs(T):
     primals = [T.tensor(_values(s), dtype=T.complex128) for s in (0, 1)]
     tangents = [T.tensor(_values(s), dtype=T.complex128) for s in (2, 3)]
     return primals, tangents
@@ -184,7 +195,7 @@ def test_make_dual_mixed_dtypes_as_torch(primal, tangent):
     """A real tangent of a complex primal, and a complex tangent of a real one (PyTorch keeps
     the latter complex), through an op."""
     found = []
-    for T, fw in ((ember, ember_fw), (torch, torch_fw)):  # noqa: N806
+    for T, fw in ((ember, ember_fw), (torch, torch_fw)):
         p = T.tensor(_values(4).astype(primal), dtype=getattr(T, primal))
         t = T.tensor(_values(5).astype(tangent), dtype=getattr(T, tangent))
         with fw.dual_level():
@@ -194,11 +205,11 @@ def test_make_dual_mixed_dtypes_as_torch(primal, tangent):
 
 
 def test_func_jvp_on_complex_matches_torch():
-    def f(T, z):  # noqa: N803
+    def f(T, z):
         return T.sin(z) * z.conj() + T.view_as_complex(T.view_as_real(z).flip(-1))
 
     found = []
-    for T in (ember, torch):  # noqa: N806
+    for T in (ember, torch):
         z = T.tensor(_values(6), dtype=T.complex128)
         t = T.tensor(_values(7), dtype=T.complex128)
         out, tangent = T.func.jvp(lambda x: f(T, x), (z,), (t,))  # noqa: B023
@@ -209,11 +220,11 @@ def test_func_jvp_on_complex_matches_torch():
 
 @pytest.mark.parametrize("where", ["inputs", "outputs"])
 def test_jacfwd_refuses_complex_as_torch(where):
-    def f(T, x):  # noqa: N803
+    def f(T, x):
         return T.exp(x) if where == "inputs" else T.exp(x * 1j)
 
     messages = []
-    for T in (ember, torch):  # noqa: N806
+    for T in (ember, torch):
         dtype = T.complex128 if where == "inputs" else T.float64
         x = T.ones(2, dtype=dtype)
         with pytest.raises(RuntimeError) as info:
@@ -223,11 +234,11 @@ def test_jacfwd_refuses_complex_as_torch(where):
 
 
 def test_jacfwd_through_complex_intermediates_matches_torch():
-    def f(T, x):  # noqa: N803
+    def f(T, x):
         return (T.exp(x * 1j) * (x + 2j)).abs() + T.angle(T.polar(x, x * 0.5))
 
     found = []
-    for T in (ember, torch):  # noqa: N806
+    for T in (ember, torch):
         x = T.tensor([0.3, -1.2, 2.0], dtype=T.float64)
         found.append(T.func.jacfwd(lambda v: f(T, v))(x).detach().numpy())  # noqa: B023
     np.testing.assert_allclose(found[0], found[1], rtol=1e-10, atol=1e-12)
