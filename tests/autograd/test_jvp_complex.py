@@ -76,6 +76,15 @@ CALLS.update({
     "eig_of_real": lambda T, a, b: T.linalg.eig(a.real),
     "real_times_complex": lambda T, a, b: a.real * b + T.exp(a.imag),
 })  # fmt: skip
+# the FFT rows (complex tensors as their real view, optable/fft.py): real-linear maps
+CALLS.update({
+    f"fft.{name}": (lambda n: lambda T, a, b: getattr(T.fft, n)(a))(name)
+    for name in ("fft", "ifft", "fft2", "ifftn", "irfft", "hfft", "irfft2")
+})  # fmt: skip
+CALLS.update({
+    f"fft.{name}": (lambda n: lambda T, a, b: getattr(T.fft, n)(a.real * b.imag))(name)
+    for name in ("rfft", "ihfft", "rfftn", "ihfft2")
+})  # fmt: skip
 
 
 def _inplace(name: str):
