@@ -227,8 +227,9 @@ def test_func_jvp_on_complex_matches_torch():
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("api", ["jacfwd", "jacrev"])
 @pytest.mark.parametrize("where", ["inputs", "outputs"])
-def test_jacfwd_refuses_complex_as_torch(where):
+def test_jacobians_refuse_complex_as_torch(where, api):
     def f(T, x):
         return T.exp(x) if where == "inputs" else T.exp(x * 1j)
 
@@ -237,9 +238,21 @@ def test_jacfwd_refuses_complex_as_torch(where):
         dtype = T.complex128 if where == "inputs" else T.float64
         x = T.ones(2, dtype=dtype)
         with pytest.raises(RuntimeError) as info:
-            T.func.jacfwd(lambda v: f(T, v))(x)  # noqa: B023
+            getattr(T.func, api)(lambda v: f(T, v))(x)  # noqa: B023
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+def test_vjp_and_functional_jvp_on_complex_match_torch():
+    found = []
+    for T in (ember, torch):
+        z = T.tensor(_values(8), dtype=T.complex128)
+        t = T.tensor(_values(9), dtype=T.complex128)
+        _, jvp = T.autograd.functional.jvp(lambda x: T.exp(x) * x, z, t)  # noqa: B023
+        _, vjp_fn = T.func.vjp(lambda x: T.sin(x) * x.conj(), z)  # noqa: B023
+        found.append((_numpy(jvp), _numpy(vjp_fn(t)[0])))
+    for got, want in zip(*found):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
 
 def test_jacfwd_through_complex_intermediates_matches_torch():
