@@ -85,7 +85,7 @@ def _write_tangent(target: Tensor, tangent: Tensor, level: int) -> None:
     if root is target:
         whole.copy_(tangent)
         return
-    region = whole.as_strided(target._shape, target._stride, _start(whole, root, target))
+    region = _region(whole, root, target)
     region.copy_(tangent)
     set_tangent(target, level, region)
 
@@ -107,8 +107,14 @@ def _laid_out_like(root: Tensor, values) -> Tensor:
     return out
 
 
-def _start(whole: Tensor, root: Tensor, target: Tensor) -> int:
-    return whole._offset + target._offset - root._offset
+def _region(whole: Tensor, root: Tensor, target: Tensor) -> Tensor:
+    """The part of ``whole`` (laid out like ``root``) that ``target``, a view of ``root``,
+    names; a real view of a complex root (``view_as_real``, ``.real``) in real units."""
+    if root._dtype.is_complex and not target._dtype.is_complex:
+        start = 2 * (whole._offset - root._offset) + target._offset
+        return E.view_as_real(whole).as_strided(target._shape, target._stride, start)
+    start = whole._offset + target._offset - root._offset
+    return whole.as_strided(target._shape, target._stride, start)
 
 
 def _below(layer, op, args):
