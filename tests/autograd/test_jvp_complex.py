@@ -151,9 +151,9 @@ def _finite_difference(fn, primals, tangents) -> list:
     return [(_numpy(p) - _numpy(m)) / (2 * EPS) for p, m in zip(plus, minus)]
 
 
-def _inputs(T):
-    primals = [T.tensor(_values(s), dtype=T.complex128) for s in (0, 1)]
-    tangents = [T.tensor(_values(s), dtype=T.complex128) for s in (2, 3)]
+def _inputs(T, dtype="complex128"):
+    primals = [T.tensor(_values(s), dtype=getattr(T, dtype)) for s in (0, 1)]
+    tangents = [T.tensor(_values(s), dtype=getattr(T, dtype)) for s in (2, 3)]
     return primals, tangents
 
 
@@ -176,6 +176,18 @@ def test_complex_jvp_matches_torch(name):
     for got, want in zip(found, t_found):
         assert got.dtype == want.dtype, f"{name}: tangent dtype {got.dtype} vs {want.dtype}"
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("name", ["exp", "mul", "mm", "abs", "angle", "view_as_real", "fft.fft"])
+def test_complex64_tangents_match_torch(name):
+    """complex64 stays complex64 (tangents included), within float32 rounding of torch's."""
+    found = [
+        _jvp(T, fw, CALLS[name], *_inputs(T, "complex64"))[1]
+        for T, fw in ((ember, ember_fw), (torch, torch_fw))
+    ]
+    for got, want in zip(*found):
+        assert got.dtype == want.dtype, f"{name}: tangent dtype {got.dtype} vs {want.dtype}"
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6, err_msg=name)
 
 
 @pytest.mark.parametrize(
