@@ -13,6 +13,11 @@ backward formula has a forward one without code here:
   gradient of ``<vjp(u), t>`` with respect to ``u`` (``transpose``, two backward passes);
 - a few have explicit rules (``EXPLICIT``): cheaper than the transpose, or needing constants.
 
+Complex tensors carry tangents as float ones do (PyTorch's convention): the holomorphic rows'
+JVP is their formula before the conjugation that makes it a VJP (``from_vjp``), the transpose
+works unchanged (the VJP is the real adjoint of the JVP), and the rows that are not holomorphic
+(abs, angle, the real/complex views, eig) have explicit rules in autograd/complex_jvp.py.
+
 A rule is ``rule(op, args, tangents, out)``: ``tangents`` aligned with ``args`` (None: zero, a
 list for Tensor[] arguments); it returns the output's tangent (a tuple for tuple outputs).
 """
