@@ -18,7 +18,7 @@ from .formula import Formula as F  # noqa: N817 - the table reads better with on
 HOLOMORPHIC = frozenset(
     {"neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tan"}
     | {"sinh", "cosh", "tanh", "sigmoid", "add", "sub", "mul", "div", "pow", "sum", "prod"}
-    | {"mm", "bmm"}
+    | {"mm", "bmm", "cumprod", "silu"}
 )
 
 
@@ -37,6 +37,7 @@ def _holomorphic(fn):
         return _conj(fn(ctx, *_conj(grads)))
 
     formula.__name__ = getattr(fn, "__name__", "formula")
+    formula.__wrapped__ = fn  # the holomorphic derivative itself: the JVP (autograd/jvp_rules.py)
     return formula
 
 

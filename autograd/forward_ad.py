@@ -167,11 +167,11 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level=None) -> Tensor:
             "Trying to create a dual Tensor for forward AD but no level exists, make sure to "
             "enter_dual_level() first."
         )
-    if not tensor.is_floating_point():
+    if not (tensor.is_floating_point() or tensor.is_complex()):
         raise ValueError(
             f"Expected primal to be floating point or complex, but got: {tensor.dtype}"
         )
-    if not tangent.is_floating_point():
+    if not (tangent.is_floating_point() or tangent.is_complex()):
         raise ValueError(
             f"Expected tangent to be floating point or complex, but got: {tangent.dtype}"
         )
@@ -193,8 +193,8 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level=None) -> Tensor:
         )
     with suspended(level):
         dual = tensor.view_as(tensor)
-    if tangent.dtype is not tensor.dtype:
-        tangent = tangent.to(tensor.dtype)
+    if tangent.dtype is not tensor.dtype and not (tangent.is_complex() and not tensor.is_complex()):
+        tangent = tangent.to(tensor.dtype)  # PyTorch keeps a complex tangent of a real primal
     set_tangent(dual, level, tangent)
     return dual
 

@@ -38,6 +38,17 @@ def _split_rows(stacked, sizes: list, shapes: list, trailing) -> list:
     return out
 
 
+def _check_real(tensors: list, what: str, api: str) -> None:
+    """jacrev and jacfwd refuse complex tensors, as torch.func's (a complex Jacobian would
+    need the conjugate too); the words are PyTorch's, "input idx" for outputs included."""
+    for i, t in enumerate(tensors):
+        if isinstance(t, E.Tensor) and t.dtype.is_complex:
+            raise RuntimeError(
+                f"{api}: Expected all {what} to be real but received complex tensor at "
+                f"flattened input idx: {i}"
+            )
+
+
 def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None):
     """The Jacobian of ``func`` by reverse mode (``torch.func.jacrev``): for each output, for
     each differentiated argument, a tensor of shape ``output.shape + argument.shape``.
@@ -54,9 +65,11 @@ def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None):
     @functools.wraps(func)
     def wrapper(*args):
         argnums_ = check_argnums(argnums, len(args))
+        _check_real(_pytree.tree_flatten(slice_argnums(args, argnums_))[0], "inputs", "jacrev")
         found = vjp_with_argnums(func, args, argnums_, has_aux)
         output, vjp_fn = found[0], found[1]
         flat_out, out_spec = _pytree.tree_flatten(output)
+        _check_real(flat_out, "outputs", "jacrev")
         basis = _pytree.tree_unflatten(_basis(flat_out), out_spec)
         rows = vmap(vjp_fn, chunk_size=chunk_size)(basis)
         flat_rows, in_spec = _pytree.tree_flatten(rows)
@@ -83,6 +96,7 @@ def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error")
         argnums_ = check_argnums(argnums, len(args))
         diff = slice_argnums(args, argnums_)
         flat_in, in_spec = _pytree.tree_flatten(diff)
+        _check_real(flat_in, "inputs", "jacfwd")
         basis = _basis(flat_in)
 
         def push(*columns):
@@ -94,6 +108,7 @@ def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error")
         pushed = vmap(push, out_dims=out_dims, randomness=randomness)(*basis)
         columns, aux = pushed if has_aux else (pushed, None)
         flat_cols, out_spec = _pytree.tree_flatten(columns)
+        _check_real(flat_cols, "outputs", "jacfwd")
         sizes = [x.numel() for x in flat_in]
         per_output = []
         for col in flat_cols:  # [N, *out.shape]: the input's elements along dim 0

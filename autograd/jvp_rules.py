@@ -13,6 +13,11 @@ backward formula has a forward one without code here:
   gradient of ``<vjp(u), t>`` with respect to ``u`` (``transpose``, two backward passes);
 - a few have explicit rules (``EXPLICIT``): cheaper than the transpose, or needing constants.
 
+Complex tensors carry tangents as float ones do (PyTorch's convention): the holomorphic rows'
+JVP is their formula before the conjugation that makes it a VJP (``from_vjp``), the transpose
+works unchanged (the VJP is the real adjoint of the JVP), and the rows that are not holomorphic
+(abs, angle, the real/complex views, eig) have explicit rules in autograd/complex_jvp.py.
+
 A rule is ``rule(op, args, tangents, out)``: ``tangents`` aligned with ``args`` (None: zero, a
 list for Tensor[] arguments); it returns the output's tangent (a tuple for tuple outputs).
 """
@@ -24,6 +29,7 @@ from ember._tensor import Tensor
 
 from ..dispatcher.kinds.functional import call_decomposition, runs_decomposition
 from ..dispatcher.opdef import Kind
+from .complex_jvp import RULES as COMPLEX_RULES
 from .forward_ad import STATE, copy_tangents, set_tangent, suspended, tangent_of
 
 LINEAR = frozenset(
@@ -84,7 +90,7 @@ def _write_tangent(target: Tensor, tangent: Tensor, level: int) -> None:
     if root is target:
         whole.copy_(tangent)
         return
-    region = whole.as_strided(target._shape, target._stride, _start(whole, root, target))
+    region = _region(whole, root, target)
     region.copy_(tangent)
     set_tangent(target, level, region)
 
@@ -106,8 +112,14 @@ def _laid_out_like(root: Tensor, values) -> Tensor:
     return out
 
 
-def _start(whole: Tensor, root: Tensor, target: Tensor) -> int:
-    return whole._offset + target._offset - root._offset
+def _region(whole: Tensor, root: Tensor, target: Tensor) -> Tensor:
+    """The part of ``whole`` (laid out like ``root``) that ``target``, a view of ``root``,
+    names; a real view of a complex root (``view_as_real``, ``.real``) in real units."""
+    if root._dtype.is_complex and not target._dtype.is_complex:
+        start = 2 * (whole._offset - root._offset) + target._offset
+        return E.view_as_real(whole).as_strided(target._shape, target._stride, start)
+    start = whole._offset + target._offset - root._offset
+    return whole.as_strided(target._shape, target._stride, start)
 
 
 def _below(layer, op, args):
@@ -135,22 +147,29 @@ def attach(out, tangent, level: int) -> None:
     """Give ``out`` (a tensor or a tuple of them) its tangent, and share it with the copy the
     autograd layer saved of ``out`` (backward formulas read it: forward-over-reverse)."""
     if isinstance(out, Tensor):
-        if tangent is not None and out._dtype.is_floating_point:
+        if tangent is not None and _differentiable(out):
             set_tangent(out, level, _fit(tangent, out))
             _share_with_saved(out, 0)
         return
     if isinstance(out, (tuple, list)):
         tangents = tangent if isinstance(tangent, (tuple, list)) else (tangent,)
         for i, (o, t) in enumerate(zip(out, tangents)):
-            if isinstance(o, Tensor) and t is not None and o._dtype.is_floating_point:
+            if isinstance(o, Tensor) and t is not None and _differentiable(o):
                 set_tangent(o, level, _fit(t, o))
                 _share_with_saved(o, i)
+
+
+def _differentiable(t: Tensor) -> bool:
+    """Float and complex tensors carry tangents (PyTorch's rule for dual tensors)."""
+    return t._dtype.is_floating_point or t._dtype.is_complex
 
 
 def _fit(tangent: Tensor, like: Tensor) -> Tensor:
     if tangent._shape != like._shape:
         tangent = tangent.expand(like._shape)
-    if tangent._dtype is not like._dtype:
+    if tangent._dtype is not like._dtype and not (
+        tangent._dtype.is_complex and not like._dtype.is_complex
+    ):  # a complex tangent of a real output is kept whole, as PyTorch keeps it
         tangent = tangent.to(like._dtype)
     return tangent
 
@@ -168,14 +187,15 @@ def _share_with_saved(out: Tensor, index: int) -> None:
 
 # ---- derived rules ---------------------------------------------------------------------------
 def _slots(args):
-    """(position, index in a Tensor[] or None, value) of every float tensor argument."""
+    """(position, index in a Tensor[] or None, value) of every float or complex tensor
+    argument."""
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
-            if a._dtype.is_floating_point:
+            if _differentiable(a):
                 yield i, None, a
         elif a.__class__ is list or a.__class__ is tuple:
             for j, t in enumerate(a):
-                if isinstance(t, Tensor) and t._dtype.is_floating_point:
+                if isinstance(t, Tensor) and _differentiable(t):
                     yield i, j, t
 
 
@@ -250,8 +270,13 @@ class _Ctx:
 
 
 def from_vjp(op, args, tangents, out):
-    """Elementwise ops: the VJP formula with the tangent as the output gradient, per input."""
-    formula = op.formula
+    """Elementwise ops: the VJP formula with the tangent as the output gradient, per input.
+
+    For complex tensors the VJP is the conjugate of the derivative (PyTorch's convention), so
+    the holomorphic rows' formulas are used unwrapped (autograd/complex_formulas.py): ``t *
+    f'(z)``, the JVP; the rows that are not holomorphic have explicit rules or are their own
+    adjoint (sgn, conj)."""
+    fn = getattr(op.formula.fn, "__wrapped__", op.formula.fn)
     positions = op.schema.tensor_positions
     total = None
     for k, position in enumerate(positions):
@@ -259,7 +284,7 @@ def from_vjp(op, args, tangents, out):
         if t is None:
             continue
         needs = tuple(m == k for m in range(len(positions)))
-        grads = formula.fn(_Ctx(op, args, out, needs), t)
+        grads = fn(_Ctx(op, args, out, needs), t)
         grads = grads if isinstance(grads, tuple) else (grads,)
         term = grads[k]
         if term is not None:
@@ -292,7 +317,7 @@ def transpose(op, args, tangents, out):
             call[0] = call[0].clone()
         result = op(*call)
         outs = [o for o in (result if isinstance(result, tuple) else (result,))]
-        floats = [o for o in outs if isinstance(o, Tensor) and o._dtype.is_floating_point]
+        floats = [o for o in outs if isinstance(o, Tensor) and _differentiable(o)]
         dummies = [E.zeros_like(o).requires_grad_() for o in floats]
         grads = grad(floats, leaves, dummies, create_graph=True, allow_unused=True)
         pairs = [(g, t) for g, t in zip(grads, given) if g is not None and g.requires_grad]
@@ -305,7 +330,7 @@ def transpose(op, args, tangents, out):
     if not isinstance(result, tuple):
         return found[0]
     it = iter(found)
-    return tuple(next(it) if isinstance(o, Tensor) and o._dtype.is_floating_point else None
+    return tuple(next(it) if isinstance(o, Tensor) and _differentiable(o) else None
                  for o in outs)  # fmt: skip
 
 
@@ -393,6 +418,7 @@ EXPLICIT = {
     "as_strided": transpose,  # a tangent's layout may differ from its primal's
     "layer_norm": transpose,
 }
+EXPLICIT.update(COMPLEX_RULES)
 
 
 def derive(op):

@@ -280,7 +280,7 @@ def _check_outputs(flat_out, api: str) -> None:
                 f"{api}: expected f(*primals) to return only tensors, got unsupported type "
                 f"{type(o)}"
             )
-        if not o.is_floating_point():
+        if not (o.is_floating_point() or o.is_complex()):
             raise RuntimeError(
                 "vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
                 f"Tensor with dtype {o.dtype}"
