@@ -6,6 +6,12 @@ plugin requires numpy >= 2 already, so float32 stays float32 here. pocketfft is 
 SciPy ship (SciPy's is the same C++ library with more threads); using numpy's adds no dependency
 to the plugin. Complex tensors are their real view, a trailing dim of 2 (see the runner,
 ember's dispatcher/kinds/fft.py).
+
+SciPy's ``scipy.fft`` is preferred when it is installed (the plugin lists it as a dependency): it is
+the same pocketfft, but it caches the plans (twiddle factors) between calls, which numpy 2's does
+not, so a repeated 1M-point transform takes about a third of numpy's time (benchmarks/bench_fft.py).
+numpy's stays the fallback. A transform over one dim calls the 1-d function, which skips the n-d
+wrapper's argument handling.
 """
 
 from __future__ import annotations
@@ -13,6 +19,11 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
+
+try:  # pocketfft with a plan cache (see the module docstring)
+    import scipy.fft as FFT
+except ImportError:  # pragma: no cover - scipy is a dependency of the plugin
+    FFT = np.fft
 
 NP_DTYPES = {"float32": np.float32, "float64": np.float64}
 NORM_FORWARD = ("backward", "ortho", "forward")
@@ -51,22 +62,33 @@ def _store(out, z: np.ndarray) -> None:
 def r2c(out, x, dims, normalization, onesided):
     a = _array(x)
     norm = NORM_FORWARD[normalization]
-    z = np.fft.rfftn(a, axes=dims, norm=norm) if onesided else np.fft.fftn(a, axes=dims, norm=norm)
-    _store(out, z)
+    if len(dims) == 1:
+        fn = FFT.rfft if onesided else FFT.fft
+        _store(out, fn(a, axis=dims[0], norm=norm))
+    else:
+        fn = FFT.rfftn if onesided else FFT.fftn
+        _store(out, fn(a, axes=dims, norm=norm))
 
 
 def c2r(out, x, dims, normalization, last_dim_size):
     z = _complex(_array(x))
+    norm = NORM_INVERSE[normalization]
+    if len(dims) == 1:
+        _store(out, FFT.irfft(z, last_dim_size, axis=dims[0], norm=norm))
+        return
     sizes = [z.shape[d] for d in dims[:-1]] + [last_dim_size]
-    _store(out, np.fft.irfftn(z, s=sizes, axes=dims, norm=NORM_INVERSE[normalization]))
+    _store(out, FFT.irfftn(z, s=sizes, axes=dims, norm=norm))
 
 
 def c2c(out, x, dims, normalization, forward):
     z = _complex(_array(x))
-    if forward:
-        _store(out, np.fft.fftn(z, axes=dims, norm=NORM_FORWARD[normalization]))
+    norm = (NORM_FORWARD if forward else NORM_INVERSE)[normalization]
+    if len(dims) == 1:
+        fn = FFT.fft if forward else FFT.ifft
+        _store(out, fn(z, axis=dims[0], norm=norm))
     else:
-        _store(out, np.fft.ifftn(z, axes=dims, norm=NORM_INVERSE[normalization]))
+        fn = FFT.fftn if forward else FFT.ifftn
+        _store(out, fn(z, axes=dims, norm=norm))
 
 
 def build(ffi, lib) -> dict:
