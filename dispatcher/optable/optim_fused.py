@@ -11,7 +11,6 @@ tensors, ``grad /= grad_scale`` written back to the gradient, and no update at a
 
 from __future__ import annotations
 
-import ember
 from ember import _dtype as dt
 
 from ..kinds import optim as run
@@ -44,26 +43,27 @@ def _skipped(found_inf) -> bool:
 
 
 def _adam_one(p, g, m, v, vmax, step, hp, decoupled):
+    """One tensor's update, in place on the math-dtype views (no copies for float32/64)."""
     lr, beta1, beta2, weight_decay, eps, amsgrad, maximize = hp
     w, m_, v_ = _opmath(p), _opmath(m), _opmath(v)
     if maximize:
-        g = -g
+        g = g.neg()
     if weight_decay != 0:
         if decoupled:
-            w = w * (1 - lr * weight_decay)
+            w.mul_(1 - lr * weight_decay)
         else:
-            g = g + w * weight_decay
+            g = g.add(w, alpha=weight_decay)
     step = float(step.reshape(()).item())
-    m_ = m_.lerp(g, 1 - beta1)
-    v_ = v_ * beta2 + (1 - beta2) * g * g
+    m_.lerp_(g, 1 - beta1)
+    v_.mul_(beta2).addcmul_(g, g, value=1 - beta2)
     _store(m, m_)
     _store(v, v_)
     if amsgrad:
-        v_ = ember.maximum(_opmath(vmax), v_)
+        v_ = _opmath(vmax).maximum_(v_)
         _store(vmax, v_)
-    step_size = lr / (1 - beta1**step)
-    denom = v_.sqrt() / (1 - beta2**step) ** 0.5 + eps
-    _store(p, w - step_size * m_ / denom)
+    denom = v_.sqrt().div_((1 - beta2**step) ** 0.5).add_(eps)
+    w.addcdiv_(m_, denom, value=-lr / (1 - beta1**step))
+    _store(p, w)
 
 
 def _adam(decoupled):
@@ -91,14 +91,19 @@ def _sgd(params, grads, momentum_buffers, weight_decay, momentum, lr, dampening,
     for p, grad, buf in zip(params, grads, bufs):
         g, w = _scaled_grad(grad, grad_scale), _opmath(p)
         if maximize:
-            g = -g
+            g = g.neg()
         if weight_decay != 0:
-            g = g + w * weight_decay
+            g = g.add(w, alpha=weight_decay)
         if momentum != 0:
-            b = g if is_first_step else _opmath(buf) * momentum + (1 - dampening) * g
+            b = _opmath(buf)
+            if is_first_step:
+                b.copy_(g)
+            else:
+                b.mul_(momentum).add_(g, alpha=1 - dampening)
             _store(buf, b)
-            g = g + momentum * b if nesterov else b
-        _store(p, w - lr * g)
+            g = g.add(b, alpha=momentum) if nesterov else b
+        w.add_(g, alpha=-lr)
+        _store(p, w)
     return None
 
 
