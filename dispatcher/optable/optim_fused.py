@@ -126,8 +126,8 @@ def _row(schema, decomposition, notes):
         runner=run.fused_step,
         method=False,
         samples="optim_fused",
-        kernel_args="(args): the op's arguments, lists of contiguous tensors of one dtype and "
-        "device; updates params, states (and grads when grad_scale is given) in place",
+        kernel_args="(*lists, *params): the op's arguments in schema order, lists of "
+        "contiguous tensors of one dtype and device; updates params and states in place",
         notes=notes,
     )
 
