@@ -132,6 +132,8 @@ class Adam(Optimizer):
                 state["exp_avg_sq"] = ember.zeros_like(p)
                 if amsgrad:
                     state["max_exp_avg_sq"] = ember.zeros_like(p)
+            elif not isinstance(state["step"], ember.Tensor):  # loaded from a non-fused run
+                state["step"] = _fused.step_tensor(p).add_(state["step"])
             row = (p, p.grad, state["exp_avg"], state["exp_avg_sq"])
             row += (state.get("max_exp_avg_sq"), state["step"])
             for target, item in zip(lists, row):

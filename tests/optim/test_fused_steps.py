@@ -141,3 +141,17 @@ def test_fused_op_errors():
         ember._fused_sgd_(ints, ints, [], weight_decay=0.0, momentum=0.0, lr=0.1,
                           dampening=0.0, nesterov=False, maximize=False,
                           is_first_step=False)  # fmt: skip
+
+
+def test_fused_resumes_a_default_state_dict():
+    """A fused Adam loading a default one's state (float steps) continues its trajectory."""
+    problem = Problem("float32", seed=5)
+    theirs = problem.torch_params()
+    want = _run(problem, torch.optim.Adam(theirs, lr=0.05), theirs, STEPS, torch.from_numpy)
+    first = problem.ember_params()
+    opt = ember.optim.Adam(first, lr=0.05)
+    _run(problem, opt, first, STEPS // 2, _ember_grad)
+    resumed = ember.optim.Adam(first, lr=0.05, fused=True)
+    resumed.load_state_dict(opt.state_dict())
+    got = _run(problem, resumed, first, STEPS - STEPS // 2, _ember_grad, first=STEPS // 2)
+    _assert_trajectory(got, want, "float32")
