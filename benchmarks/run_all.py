@@ -45,6 +45,7 @@ SUITE = {
     "bench_checkpoint.py": [],
     "bench_data.py": [],
     "bench_xpu.py": ["--reps", "5"],
+    "bench_fused_optim.py": ["--number", "10", "--repeat", "5"],
 }
 
 

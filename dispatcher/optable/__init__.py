@@ -34,6 +34,7 @@ from . import (
     linalg_spectral,
     nn,
     nn_native,
+    optim_fused,
     reduction,
     special,
     surface5_ops5nn,
@@ -95,6 +96,8 @@ MODULES += (complex_surface, linalg_eig)
 MODULES += (surface_gradient, surface_index_reduce, surface_histogram, nn_native, linalg_ormqr)
 # issue 13, batch ops5nn: the nn family's aten entry points
 MODULES += (surface5_ops5nn,)
+# the optimizers' fused steps (issues 17 and 20)
+MODULES += (optim_fused,)
 
 
 def _decompose(op, *args):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ember
 
+from . import _fused
 from .optimizer import Optimizer, check_nonnegative, grads_of, run_closure, scalar
 
 
@@ -53,6 +54,7 @@ class Adam(Optimizer):
         if not 0.0 <= betas[1] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         check_nonnegative(weight_decay=weight_decay)
+        _fused.check_options(fused, foreach, differentiable)
         defaults = {
             "lr": lr,
             "betas": tuple(scalar(beta) for beta in betas),
@@ -67,6 +69,8 @@ class Adam(Optimizer):
             "decoupled_weight_decay": decoupled_weight_decay,
         }
         super().__init__(params, defaults)
+        if fused:
+            self._step_supports_amp_scaling = True  # GradScaler passes grad_scale/found_inf
 
     def _state_for(self, p, amsgrad: bool) -> dict:
         state = self.state[p]
@@ -82,6 +86,9 @@ class Adam(Optimizer):
         """Perform a single optimization step (``closure`` re-evaluates the model)."""
         loss = run_closure(closure)
         for group in self.param_groups:
+            if group["fused"]:
+                self._fused_step(group)
+                continue
             lr = scalar(group["lr"])
             beta1, beta2 = group["betas"]
             eps = group["eps"]
@@ -108,6 +115,42 @@ class Adam(Optimizer):
                 denom = exp_avg_sq.sqrt().div_((1 - beta2**step) ** 0.5).add_(eps)
                 p.addcdiv_(exp_avg, denom, value=-step_size)
         return loss
+
+    def _fused_step(self, group) -> None:
+        """One ``_fused_adam_``/``_fused_adamw_`` call per device and dtype (PyTorch's
+        ``_fused_adam``): step counters are tensors, incremented before the call."""
+        amsgrad = group["amsgrad"]
+        lists = ([], [], [], [], [], [])
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            _fused.check_param(p)
+            state = self.state[p]
+            if not state:
+                state["step"] = _fused.step_tensor(p)
+                state["exp_avg"] = ember.zeros_like(p)
+                state["exp_avg_sq"] = ember.zeros_like(p)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = ember.zeros_like(p)
+            elif not isinstance(state["step"], ember.Tensor):  # loaded from a non-fused run
+                state["step"] = _fused.step_tensor(p).add_(state["step"])
+            row = (p, p.grad, state["exp_avg"], state["exp_avg_sq"])
+            row += (state.get("max_exp_avg_sq"), state["step"])
+            for target, item in zip(lists, row):
+                target.append(item)
+        op = ember._fused_adamw_ if group["decoupled_weight_decay"] else ember._fused_adam_
+        beta1, beta2 = group["betas"]
+        for params, grads, avgs, sqs, maxes, steps in _fused.groups(*lists):
+            grad_scale, found_inf = _fused.amp_args(self, params[0].device)
+            for s in steps:
+                s.add_(1)
+            op(params, grads, avgs, sqs, maxes if amsgrad else [], steps, lr=scalar(group["lr"]),
+               beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],
+               amsgrad=amsgrad, maximize=group["maximize"], grad_scale=grad_scale,
+               found_inf=found_inf)  # fmt: skip
+            if found_inf is not None:
+                for s in steps:
+                    s.sub_(found_inf.reshape(()))
 
 
 class AdamW(Adam):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ember
+
+from . import _fused
 from .optimizer import (
     Optimizer,
     add_scaled,
@@ -53,6 +56,7 @@ class SGD(Optimizer):
         check_nonnegative(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        _fused.check_options(fused, foreach, differentiable)
         defaults = {
             "lr": lr,
             "momentum": momentum,
@@ -65,11 +69,16 @@ class SGD(Optimizer):
             "fused": fused,
         }
         super().__init__(params, defaults)
+        if fused:
+            self._step_supports_amp_scaling = True  # GradScaler passes grad_scale/found_inf
 
     def step(self, closure=None):
         """Perform a single optimization step (``closure`` re-evaluates the model)."""
         loss = run_closure(closure)
         for group in self.param_groups:
+            if group["fused"]:
+                self._fused_step(group)
+                continue
             lr = scalar(group["lr"])
             momentum = group["momentum"]
             dampening = group["dampening"]
@@ -86,3 +95,27 @@ class SGD(Optimizer):
                     grad = add_scaled(grad, buf, momentum) if nesterov else buf
                 add_scaled_(p, grad, -lr)
         return loss
+
+    def _fused_step(self, group) -> None:
+        """One ``_fused_sgd_`` call per device and dtype (PyTorch's ``_fused_sgd``); the first
+        step (no buffer yet) copies the gradient into fresh buffers inside the op."""
+        momentum = group["momentum"]
+        params = [p for p in group["params"] if p.grad is not None]
+        for p in params:
+            _fused.check_param(p)
+        bufs = [self.state[p].get("momentum_buffer") for p in params]
+        first = momentum != 0 and all(b is None for b in bufs)
+        if first:
+            bufs = [ember.empty_like(p.grad) for p in params]
+        grads = [p.grad for p in params]
+        for ps, gs, bs in _fused.groups(params, grads, bufs):
+            grad_scale, found_inf = _fused.amp_args(self, ps[0].device)
+            ember._fused_sgd_(ps, gs, bs if momentum != 0 else [],
+                              weight_decay=group["weight_decay"], momentum=momentum,
+                              lr=scalar(group["lr"]), dampening=group["dampening"],
+                              nesterov=group["nesterov"], maximize=group["maximize"],
+                              is_first_step=first, grad_scale=grad_scale,
+                              found_inf=found_inf)  # fmt: skip
+        if momentum != 0:
+            for p, buf in zip(params, bufs):
+                self.state[p]["momentum_buffer"] = buf

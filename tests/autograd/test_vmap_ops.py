@@ -267,6 +267,28 @@ def test_ops_without_results_are_refused_as_torch(name):
 
     for lib in (ember, torch):
         op = getattr(lib, name)
-        found, scale = lib.zeros(1), lib.ones(1)
+        call = _NO_RESULT_CALLS.get(name, _unscale_call)
         with pytest.raises(RuntimeError, match=f"Batching rule not implemented for aten::{name}"):
-            lib.func.vmap(lambda x, op=op, f=found, s=scale: op([x], f, s))(lib.ones(3, 2))
+            lib.func.vmap(lambda x, op=op, lib=lib, call=call: call(lib, op, x))(lib.ones(3, 2))
+
+
+def _unscale_call(lib, op, x):
+    return op([x], lib.zeros(1), lib.ones(1))
+
+
+def _adam_call(lib, op, x):
+    hp = {"lr": 0.1, "beta1": 0.9, "beta2": 0.99, "weight_decay": 0.0, "eps": 1e-8}
+    return op([x], [x], [x], [x], [], [lib.ones(())], **hp, amsgrad=False, maximize=False)
+
+
+def _sgd_call(lib, op, x):
+    hp = {"weight_decay": 0.0, "momentum": 0.0, "lr": 0.1, "dampening": 0.0}
+    return op([x], [x], [], **hp, nesterov=False, maximize=False, is_first_step=False)
+
+
+# the optimizers' fused steps (optable/optim_fused.py): calls with their own arguments
+_NO_RESULT_CALLS = {
+    "_fused_adam_": _adam_call,
+    "_fused_adamw_": _adam_call,
+    "_fused_sgd_": _sgd_call,
+}

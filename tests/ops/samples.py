@@ -21,6 +21,7 @@ from . import gen_index as idx
 from . import gen_lapack as lapack
 from . import gen_linalg as la
 from . import gen_nn as nn
+from . import gen_optim as optim
 from . import gen_reduction as red
 from . import gen_special as special
 from . import gen_structure as st
@@ -103,6 +104,7 @@ GENERATORS = {
     **functional.GENERATORS,
     # GradScaler's ops
     **amp.GENERATORS,
+    **optim.GENERATORS,
     # ember.special rows
     **special.GENERATORS,
     # FFT primitives

@@ -1,0 +1,69 @@
+"""Runner of the optimizers' fused steps (``_fused_adam_``, ``_fused_adamw_``, ``_fused_sgd_``).
+
+PyTorch's checks first (every list as long as ``self``, one device and floating dtype across
+the lists, one-element float32 ``grad_scale``/``found_inf`` on that device), then one kernel
+call for the whole group, or the op's decomposition where the backend has no kernel. A kernel
+is called with the op's arguments, the lists holding contiguous tensors (a strided tensor goes
+through a contiguous copy that is written back).
+"""
+
+from __future__ import annotations
+
+from ember._tensor import Tensor
+
+
+def _lists(op, args) -> int:
+    """How many leading arguments are the tensor lists (5 for Adam's, 3 for SGD's)."""
+    return sum(1 for a in op.schema.args if a.is_tensor and a.is_list)
+
+
+def _check(op, lists, scalars) -> None:
+    params = lists[0]
+    first = params[0]
+    device, dtype = first._storage.device, first._dtype
+    names = [a.name for a in op.schema.args]
+    for name, tensors in zip(names, lists):
+        if name in ("max_exp_avg_sqs", "momentum_buffer_list") and not tensors:
+            continue  # empty when amsgrad is off / momentum is 0
+        if len(tensors) != len(params):
+            raise RuntimeError(
+                f"{op.name}: Tensor lists must have the same number of tensors, got "
+                f"{len(params)} and {len(tensors)} ('{name}')"
+            )
+        for t in tensors:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"{op.name}(): '{name}' holds a {type(t).__name__}, not a Tensor")
+            if t._storage.device != device:
+                raise RuntimeError(
+                    f"{op.name}: every tensor must be on {first.device}, but '{name}' has one "
+                    f"on {t.device}"
+                )
+    if not dtype.is_floating_point or dtype.is_complex:
+        raise RuntimeError(f"\"{op.name}\" not implemented for '{dtype.name}'")
+    for what, t in scalars:
+        if t is not None and (t.numel() != 1 or t._storage.device != device):
+            raise RuntimeError(f"{op.name}: {what} must be a 1-element tensor on {first.device}")
+
+
+def fused_step(op, *args):
+    n = _lists(op, args)
+    lists = [list(a) for a in args[:n]]
+    rest = args[n:]
+    if not lists[0]:
+        return None
+    names = [a.name for a in op.schema.args]
+    scalars = [(name, args[names.index(name)] if names.index(name) < len(args) else None)
+               for name in ("grad_scale", "found_inf")]  # fmt: skip
+    _check(op, lists, scalars)
+    first = lists[0][0]
+    kernel = op.kernel(first._storage.device.type, first._dtype)
+    if kernel is None:
+        op.decomposition(*lists, *rest)
+        return None
+    packed = [[t if t.is_contiguous() else t.contiguous() for t in ts] for ts in lists]
+    kernel(*packed, *rest)
+    for ts, done in zip(lists, packed):
+        for t, d in zip(ts, done):
+            if d is not t:
+                t.copy_(d)
+    return None

@@ -1,0 +1,59 @@
+"""The ``fused=True`` path of Adam, AdamW and SGD: PyTorch's checks, then one call of the fused
+op (``ember._fused_adam_``/``_fused_adamw_``/``_fused_sgd_``) per device and dtype group.
+
+As in PyTorch, a GradScaler that sees ``_step_supports_amp_scaling`` hands the optimizer its
+``grad_scale`` and ``found_inf`` as attributes; the op unscales the gradients itself and skips
+the update when ``found_inf`` is 1 (the step counters are then decremented back).
+"""
+
+from __future__ import annotations
+
+import ember
+
+# PyTorch's list (torch.utils._foreach_utils._get_fused_kernels_supported_devices), for its message
+_PYTORCH_FUSED_DEVICES = ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]
+
+
+def check_options(fused, foreach, differentiable) -> None:
+    """The constructor's checks of ``torch.optim.Adam/SGD``."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def check_param(p) -> None:
+    """``_device_dtype_check_for_fused``: floating point tensors only (ember's devices all run
+    the fused ops: a device without a kernel runs the op's decomposition)."""
+    if not p.dtype.is_floating_point or p.dtype.is_complex:
+        raise RuntimeError(
+            "`fused=True` requires all the params to be floating point Tensors of supported "
+            f"devices: {_PYTORCH_FUSED_DEVICES} but {p.dtype} and {p.device.type}"
+        )
+
+
+def groups(*lists):
+    """The lists split by (device, dtype) of the first list's tensors, in first-seen order."""
+    found: dict = {}
+    for items in zip(*lists):
+        key = (str(items[0].device), items[0].dtype)
+        bucket = found.setdefault(key, tuple([] for _ in lists))
+        for target, item in zip(bucket, items):
+            target.append(item)
+    return list(found.values())
+
+
+def amp_args(optimizer, device):
+    """``(grad_scale, found_inf)`` set by a GradScaler, moved to ``device``; Nones otherwise."""
+    scale = getattr(optimizer, "grad_scale", None)
+    found = getattr(optimizer, "found_inf", None)
+    return (
+        None if scale is None else scale.to(device),
+        None if found is None else found.to(device),
+    )
+
+
+def step_tensor(p):
+    """A fused optimizer's step counter: a float32 scalar tensor on the parameter's device."""
+    return ember.zeros((), dtype=ember.float32, device=p.device)
