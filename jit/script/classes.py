@@ -90,7 +90,10 @@ class Classes:
         kind = obj.type()
         if name in kind.fields:
             return self.graph.insert(GET, [obj], name=name).output().setType(kind.fields[name])
-        fn = getattr(kind.cls, name, None) if kind.cls is not None else None
+        # TorchScript compiles only a class's own methods (torch.jit.frontend's get_jit_class_def
+        # takes those in cls.__dict__): a base class's method is no method of the subclass
+        own = kind.cls is not None and name in vars(kind.cls)
+        fn = getattr(kind.cls, name, None) if own else None
         if inspect.isfunction(fn):
             return BoundMethod(obj, fn)
         raise self.source.error(

@@ -11,7 +11,7 @@ from ember._tensor import Tensor
 
 from .. import types as T
 from . import unions
-from .sugar import Enumerate, ModuleRef, PyObj, Range, SugarTuple, Zip
+from .sugar import Enumerate, ModuleRef, Range, SugarTuple, Zip
 
 
 def _range(em, args, kwargs, node):
@@ -80,8 +80,7 @@ def _extreme(prim, fold):
 def _isinstance(em, args, kwargs, node):
     value, classes = args
     value = em.materialize(value)
-    classes = classes.obj if isinstance(classes, PyObj) else None
-    classes = classes if isinstance(classes, tuple) else (classes,)
+    classes = unions.classes_of(classes)
     kind = value.type()
     if isinstance(kind, T.UnionType):
         return unions.isinstance_test(em, value, unions.class_names(classes))

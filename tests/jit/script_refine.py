@@ -1,0 +1,91 @@
+"""Programs for tests/jit/test_script_refine.py (issue 16): ``isinstance`` / ``is None``
+refinement of Union and Optional values in all its forms, and class inheritance; torch and
+ember script this same source (no tensors, so no library parameter)."""
+# ruff: noqa: UP007, UP045 - typing.Optional/Union, as TorchScript sources spell them
+
+from typing import Optional, Union
+
+
+def isinst_and(x: Union[int, float], y: int) -> float:
+    if isinstance(x, int) and y > 0:
+        return float(x + y)
+    return 1.5
+
+
+def elif_chain(x: Union[int, float, str]) -> int:
+    if isinstance(x, int):
+        return x + 1
+    elif isinstance(x, float):
+        return 2
+    else:
+        return len(x)
+
+
+def early_ret(x: Optional[int]) -> int:
+    if x is None:
+        return 0
+    return x + 1
+
+
+def assert_nn(x: Optional[int]) -> int:
+    assert x is not None
+    return x + 1
+
+
+def isinst_tuple(x: Union[int, float, str]) -> int:
+    if isinstance(x, (int, float)):
+        return 1
+    return 2
+
+
+def not_isinst(x: Union[int, str]) -> int:
+    if not isinstance(x, int):
+        return len(x)
+    return x
+
+
+def unnarrowed_add(x: Union[int, float]) -> float:
+    return x + 1
+
+
+def early_isinst(x: Union[int, str]) -> int:
+    if isinstance(x, str):
+        return len(x)
+    return x * 2
+
+
+def opt_and(x: Optional[int], y: int) -> int:
+    if x is not None and x > y:
+        return x
+    return y
+
+
+def opt_or(x: Optional[int]) -> int:
+    if x is None or x < 0:
+        return 0
+    return x
+
+
+class Base:
+    def __init__(self, a: int):
+        self.a = a
+
+    def get(self) -> int:
+        return self.a
+
+
+class Child(Base):
+    def __init__(self, a: int):
+        self.a = a
+
+    def get2(self) -> int:
+        return self.a * 2
+
+
+def inherit(a: int) -> int:
+    c = Child(a)
+    return c.get2() + Base(a).get()
+
+
+def inherited_method(a: int) -> int:
+    return Child(a).get()  # Base's method: TorchScript compiles only the class's own methods
