@@ -39,6 +39,9 @@ def _len(em, args, kwargs, node):
     if isinstance(value, SugarTuple):
         return em.constant(len(value.items))
     value = em.materialize(value)
+    called = em.magic(value, "__len__", [], node)
+    if called is not None:
+        return called
     kind = value.type()
     if isinstance(kind, T.TupleType):
         return em.constant(len(kind.elems))

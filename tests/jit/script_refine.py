@@ -89,3 +89,53 @@ def inherit(a: int) -> int:
 
 def inherited_method(a: int) -> int:
     return Child(a).get()  # Base's method: TorchScript compiles only the class's own methods
+
+
+# magic methods: TorchScript desugars operators, len(), [] and `in` to them
+class Vec:
+    def __init__(self, x: int, y: int):
+        self.x = x
+        self.y = y
+
+    def __add__(self, o: "Vec") -> "Vec":
+        return Vec(self.x + o.x, self.y + o.y)
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i: int) -> int:
+        return self.x if i == 0 else self.y
+
+    def __contains__(self, v: int) -> bool:
+        return v == self.x or v == self.y
+
+    def __eq__(self, o: "Vec") -> bool:
+        return self.x == o.x and self.y == o.y
+
+    def __lt__(self, o: "Vec") -> bool:
+        return self.x < o.x
+
+
+def magic_add(a: int) -> int:
+    v = Vec(a, 1) + Vec(2, 3)
+    return v.x * 10 + v.y
+
+
+def magic_len(a: int) -> int:
+    return len(Vec(a, 1))
+
+
+def magic_getitem(a: int) -> int:
+    return Vec(a, 7)[1] + Vec(a, 7)[0]
+
+
+def magic_contains(a: int) -> bool:
+    return a in Vec(3, 4) and (a + 1) not in Vec(3, 4)
+
+
+def magic_eq(a: int) -> bool:
+    return Vec(a, 1) == Vec(3, 1)
+
+
+def magic_lt(a: int) -> bool:
+    return Vec(a, 1) < Vec(3, 1)

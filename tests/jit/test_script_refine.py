@@ -1,6 +1,6 @@
 """Issue 16: Union/Optional refinement (``isinstance`` with ``and``/``or``/``not``/``elif``, a
-tuple of classes, early return, ``assert x is not None``) and class inheritance, against
-torch.jit.script on the same source: same results, and both raising where one does."""
+tuple of classes, early return, ``assert x is not None``), class inheritance and magic methods,
+against torch.jit.script on the same source: same results, and both raising where one does."""
 
 import pytest
 import torch
@@ -23,6 +23,12 @@ CALLS = {
     "opt_and": [(None, 1), (5, 1), (0, 1)],
     "opt_or": [(None,), (-3,), (4,)],
     "inherit": [(3,)],
+    "magic_add": [(1,)],
+    "magic_len": [(1,)],
+    "magic_getitem": [(1,)],
+    "magic_contains": [(3,), (5,)],
+    "magic_eq": [(3,), (2,)],
+    "magic_lt": [(1,), (5,)],
 }
 
 
