@@ -139,3 +139,59 @@ def magic_eq(a: int) -> bool:
 
 def magic_lt(a: int) -> bool:
     return Vec(a, 1) < Vec(3, 1)
+
+
+# more forms: inherited __init__ (refused by both), Optional with a tuple, while on a narrowed
+# Optional (refused by both: the loop's x is Optional again), __sub__/__ne__
+
+
+class B:
+    def __init__(self, a: int):
+        self.a = a
+
+
+class C(B):
+    def twice(self) -> int:
+        return self.a * 2
+
+
+def inherited_init(a: int) -> int:
+    return C(a).twice()
+
+
+def opt_tuple(x: Optional[int]) -> int:
+    if isinstance(x, (int, float)):
+        return x + 1
+    return -1
+
+
+def union_assert_isinst(x: Union[int, str]) -> int:
+    assert isinstance(x, int)
+    return x + 1
+
+
+def union_while(x: Optional[int]) -> int:
+    n = 0
+    while x is not None and x > 0:
+        n += x
+        x = x - 1
+    return n
+
+
+class V:
+    def __init__(self, x: int):
+        self.x = x
+
+    def __sub__(self, o: "V") -> "V":
+        return V(self.x - o.x)
+
+    def __ne__(self, o: "V") -> bool:
+        return self.x != o.x
+
+
+def magic_sub(a: int) -> int:
+    return (V(a) - V(1)).x
+
+
+def magic_ne(a: int) -> bool:
+    return V(a) != V(1)

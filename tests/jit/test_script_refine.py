@@ -29,6 +29,10 @@ CALLS = {
     "magic_contains": [(3,), (5,)],
     "magic_eq": [(3,), (2,)],
     "magic_lt": [(1,), (5,)],
+    "opt_tuple": [(None,), (3,)],
+    "union_assert_isinst": [(3,)],
+    "magic_sub": [(5,)],
+    "magic_ne": [(1,), (2,)],
 }
 
 
@@ -58,3 +62,15 @@ def test_inherited_method_is_refused_by_both():
         torch.jit.script(programs.inherited_method)
     with pytest.raises(Exception, match="'get'"):
         ember.jit.script(programs.inherited_method)
+
+
+@pytest.mark.parametrize(
+    ("name", "mine"),
+    [("inherited_init", "is currently not supported"), ("union_while", "are not valid")],
+)
+def test_refused_by_both(name, mine):
+    """An inherited ``__init__``; ``x + 1`` where the loop makes ``x`` Optional again."""
+    with pytest.raises(RuntimeError):
+        torch.jit.script(getattr(programs, name))
+    with pytest.raises(Exception, match=mine):
+        ember.jit.script(getattr(programs, name))
