@@ -11,6 +11,7 @@ object is a ``types.SimpleNamespace``, so saved graphs need no class to load.
 
 from __future__ import annotations
 
+import ast
 import inspect
 
 from .. import types as T
@@ -19,6 +20,11 @@ from .sugar import Sugar
 
 CREATE, GET, SET = "prim::CreateObject", "prim::GetObjAttr", "prim::SetObjAttr"
 _TYPES: dict = {}  # class -> its ClassType, fields filled in while __init__ compiles
+# operators TorchScript desugars to a class's magic methods
+MAGIC = {ast.Add: "__add__", ast.Sub: "__sub__", ast.Mult: "__mul__", ast.Div: "__truediv__"}
+MAGIC.update({ast.FloorDiv: "__floordiv__", ast.Mod: "__mod__", ast.Pow: "__pow__"})
+MAGIC.update({ast.Eq: "__eq__", ast.NotEq: "__ne__", ast.Lt: "__lt__", ast.LtE: "__le__"})
+MAGIC.update({ast.Gt: "__gt__", ast.GtE: "__ge__"})
 
 
 def is_script_class(obj) -> bool:
@@ -69,6 +75,18 @@ class BoundMethod(Sugar):
 
 
 class Classes:
+    def magic(self, obj, method: str, args, node):
+        """``obj.method(*args)`` when ``obj`` is a script-class object whose class defines
+        ``method`` (``a + b``, ``a < b``, ``len(a)``, ``a[i]``, ``x in a`` call these in
+        TorchScript); None otherwise, for the built-in meaning."""
+        if not isinstance(obj, Value) or not isinstance(obj.type(), T.ClassType):
+            return None
+        cls = obj.type().cls
+        fn = vars(cls).get(method) if cls is not None else None
+        if not inspect.isfunction(fn):
+            return None
+        return self.call_bound(BoundMethod(obj, fn), list(args), {}, node)
+
     def construct(self, cls, args, kwargs, node):
         kind = _TYPES.get(cls)
         fresh = kind is None
@@ -90,7 +108,10 @@ class Classes:
         kind = obj.type()
         if name in kind.fields:
             return self.graph.insert(GET, [obj], name=name).output().setType(kind.fields[name])
-        fn = getattr(kind.cls, name, None) if kind.cls is not None else None
+        # TorchScript compiles only a class's own methods (torch.jit.frontend's get_jit_class_def
+        # takes those in cls.__dict__): a base class's method is no method of the subclass
+        own = kind.cls is not None and name in vars(kind.cls)
+        fn = getattr(kind.cls, name, None) if own else None
         if inspect.isfunction(fn):
             return BoundMethod(obj, fn)
         raise self.source.error(

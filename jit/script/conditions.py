@@ -11,6 +11,7 @@ import operator
 from .. import types as T
 from ..ir import Value
 from . import unions
+from .classes import MAGIC
 
 COMPARE = {
     ast.Eq: ("eq", "prim::eq"),
@@ -24,6 +25,9 @@ COMPARE = {
 
 class Conditions:
     def compare(self, op, left, right, node) -> Value:
+        called = self.magic(left, MAGIC.get(type(op), ""), [right], node)
+        if called is not None:
+            return called
         name, prim = COMPARE[type(op)]
         if isinstance(left.type(), T.TensorType) or isinstance(right.type(), T.TensorType):
             if not isinstance(left.type(), T.TensorType):
@@ -38,6 +42,9 @@ class Conditions:
 
     def contains(self, container, item, negate: bool, node) -> Value:
         """``k in d`` / ``x in xs`` for dicts and lists of scalars."""
+        found = self.magic(container, "__contains__", [item], node)
+        if found is not None:
+            return self.prim("prim::not", [found], T.BoolType) if negate else found
         kind = container.type()
         if not isinstance(kind, (T.DictType, T.ListType)) or isinstance(item.type(), T.TensorType):
             raise self.source.not_supported("'in' is supported on dicts and lists of scalars", node)

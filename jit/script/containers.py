@@ -29,6 +29,10 @@ class Containers:
         if isinstance(base, (ModuleRef, SugarTuple, PyObj)):
             return self.static_index(base, node)
         kind = base.type()
+        if isinstance(kind, T.ClassType):  # obj[i] is obj.__getitem__(i)
+            called = self.magic(base, "__getitem__", [self.value(node.slice)], node)
+            if called is not None:
+                return called
         if isinstance(kind, T.TensorType):
             return self.tensor_index(base, node.slice, node)
         if isinstance(kind, T.TupleType):

@@ -267,21 +267,20 @@ class Emitter(Expressions, LoopReturns):
         return RAISE
 
     def stmt_Assert(self, stmt):  # noqa: N802
-        cond = self.condition(stmt.test)
+        # `assert x is not None` / `assert isinstance(x, int)` narrow x after it, as in TorchScript
+        cond, refine_true, _ = self.condition_with_refinement(stmt.test)
         text = "AssertionError: "
         if stmt.msg is not None:
             if not isinstance(stmt.msg, ast.Constant):
                 raise self.source.not_supported("assert messages must be constant strings", stmt)
             text += str(stmt.msg.value)
-        raise_ = ast.Raise(exc=None, cause=None)
         known = self.known(cond)
-        if known is True:
-            return None
-        node = self.graph.insert("prim::If", [cond], num_outputs=0)
-        node.addBlock()
-        with self.graph.insert_point_guard(node.addBlock()):
-            self.graph.insert("prim::RaiseException", [self.constant(text)], num_outputs=0)
-        del raise_
+        if known is not True:
+            node = self.graph.insert("prim::If", [cond], num_outputs=0)
+            node.addBlock()
+            with self.graph.insert_point_guard(node.addBlock()):
+                self.graph.insert("prim::RaiseException", [self.constant(text)], num_outputs=0)
+        self.env.update(refine_true)
         return None
 
     # ---- if ---------------------------------------------------------------------------------

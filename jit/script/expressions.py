@@ -19,7 +19,7 @@ from ..ir import Value
 from . import annotations
 from .attributes import ModuleState
 from .calls import Calls
-from .classes import Classes
+from .classes import MAGIC, Classes
 from .conditions import Conditions
 from .containers import Containers
 from .frontend import namespace_of
@@ -288,6 +288,9 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
 
     def binary(self, op, left, right, node, inplace=False):
         left, right = self.materialize(left), self.materialize(right)
+        called = self.magic(left, MAGIC.get(type(op), ""), [right], node)
+        if called is not None:
+            return called
         entry = BINARY.get(type(op))
         if entry is None:
             raise self.source.unsupported(node)

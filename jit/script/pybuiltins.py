@@ -11,7 +11,7 @@ from ember._tensor import Tensor
 
 from .. import types as T
 from . import unions
-from .sugar import Enumerate, ModuleRef, PyObj, Range, SugarTuple, Zip
+from .sugar import Enumerate, ModuleRef, Range, SugarTuple, Zip
 
 
 def _range(em, args, kwargs, node):
@@ -39,6 +39,9 @@ def _len(em, args, kwargs, node):
     if isinstance(value, SugarTuple):
         return em.constant(len(value.items))
     value = em.materialize(value)
+    called = em.magic(value, "__len__", [], node)
+    if called is not None:
+        return called
     kind = value.type()
     if isinstance(kind, T.TupleType):
         return em.constant(len(kind.elems))
@@ -80,8 +83,7 @@ def _extreme(prim, fold):
 def _isinstance(em, args, kwargs, node):
     value, classes = args
     value = em.materialize(value)
-    classes = classes.obj if isinstance(classes, PyObj) else None
-    classes = classes if isinstance(classes, tuple) else (classes,)
+    classes = unions.classes_of(classes)
     kind = value.type()
     if isinstance(kind, T.UnionType):
         return unions.isinstance_test(em, value, unions.class_names(classes))

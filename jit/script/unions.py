@@ -15,6 +15,7 @@ from ember._tensor import Tensor
 
 from .. import types as T
 from ..ir import Value
+from .sugar import PyObj, SugarTuple
 
 _NAMES = {T.IntType: "int", T.FloatType: "float", T.BoolType: "bool", T.StrType: "str"}
 _NAMES[T.NoneType] = "NoneType"
@@ -31,6 +32,14 @@ def member_name(kind) -> str | None:
     if isinstance(kind, T.DictType):
         return "dict"
     return _NAMES.get(kind)
+
+
+def classes_of(sugar) -> tuple:
+    """The classes ``isinstance``'s second argument names: one class or a tuple of them."""
+    if isinstance(sugar, SugarTuple):  # isinstance(x, (int, float))
+        return tuple(c for item in sugar.items for c in classes_of(item))
+    obj = sugar.obj if isinstance(sugar, PyObj) else None
+    return obj if isinstance(obj, tuple) else (obj,)
 
 
 def class_names(classes) -> set:
@@ -82,8 +91,7 @@ def refinement(em, node):
     ``x is None`` or ``x is not None``; None when ``node`` is no such test."""
     if is_isinstance(node):
         name = node.args[0].id
-        classes = em.expr(node.args[1])
-        names = class_names(getattr(classes, "obj", None))
+        names = class_names(classes_of(em.expr(node.args[1])))
         positive = True
     elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and len(node.ops) == 1:
         op, right = node.ops[0], node.comparators[0]
