@@ -82,7 +82,9 @@ class Op:
         self.out = defn.out_rule  # the public function's out= rule (dispatcher/out.py), or None
         _ALL_OPS.add(self)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:  # ember.ops.slice(x, dim=1, start=2), as torch.ops.aten takes them
+            args = self.bind_keywords(args, kwargs)
         try:
             for layer in STACK.layers:
                 if layer.wants(self, args):
@@ -91,6 +93,26 @@ class Op:
         except (AttributeError, TypeError) as error:
             self.argument_error(args, error)
             raise
+
+    def bind_keywords(self, args: tuple, kwargs: dict) -> tuple:
+        """The positional arguments of a call with keywords, in schema order: those not given
+        take their schema defaults; PyTorch's TypeErrors for unknown, repeated or missing ones."""
+        given = len(args)
+        for arg in self.schema.args[:given]:
+            if arg.name in kwargs:
+                raise TypeError(f"{self.name}() got multiple values for argument '{arg.name}'")
+        bound = list(args)
+        for arg in self.schema.args[given:]:
+            if arg.name in kwargs:
+                bound.append(kwargs.pop(arg.name))
+            elif arg.has_default:
+                bound.append(arg.default)
+            else:
+                raise TypeError(f"{self.name}() missing required argument '{arg.name}'")
+        if kwargs:
+            unknown = next(iter(kwargs))
+            raise TypeError(f"{self.name}() got an unexpected keyword argument '{unknown}'")
+        return tuple(bound)
 
     def argument_error(self, args, error: Exception) -> None:
         """Raise PyTorch's TypeError when ``error`` (from a runner) comes from an argument of the

@@ -69,10 +69,6 @@ XFAILS = {
         "their values differ (the dropout-free samples, attn_mask included, match); needs a "
         "per-sample 'random' rule in the runner"
     ),
-    "slice": (
-        "core: aten.slice is called with keywords (dim=, start=); ember.ops.<op> are Op objects "
-        "called positionally (the hot path): keyword binding there is not done yet"
-    ),
     "sparse.mm.reduce": SPARSE,
     "sparse.sampled_addmm": SPARSE,
     "to_sparse": SPARSE,

@@ -1,0 +1,28 @@
+"""``ember.ops.<op>`` called with keywords binds them by the schema, as ``torch.ops.aten`` does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+
+def test_keywords_bind_in_schema_order_with_defaults():
+    values = np.arange(24.0).reshape(2, 3, 4)
+    got = ember.ops.slice(ember.tensor(values), dim=2, start=1, step=2)
+    want = torch.ops.aten.slice(torch.tensor(values), dim=2, start=1, step=2)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"dims": 1}, "slice() got an unexpected keyword argument 'dims'"),
+        ({"input": 1}, "slice() got multiple values for argument 'input'"),
+    ],
+)
+def test_bad_keywords_raise_type_error(kwargs, message):
+    with pytest.raises(TypeError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ember.ops.slice(ember.zeros(3), **kwargs)
