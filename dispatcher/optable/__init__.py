@@ -37,6 +37,7 @@ from . import (
     reduction,
     special,
     surface5_ops5nn,
+    surface6_ops6,
     surface_copies,
     surface_gradient,
     surface_histogram,
@@ -95,6 +96,8 @@ MODULES += (complex_surface, linalg_eig)
 MODULES += (surface_gradient, surface_index_reduce, surface_histogram, nn_native, linalg_ormqr)
 # issue 13, batch ops5nn: the nn family's aten entry points
 MODULES += (surface5_ops5nn,)
+# issue 13, batch ops6: the masked index entry points of upsampling's decompositions
+MODULES += (surface6_ops6,)
 
 
 def _decompose(op, *args):

@@ -1,0 +1,101 @@
+"""PyTorch's aten entry points that its compilers emit (issue 13, batch ops6): the masked
+gather and accumulate of upsampling's decompositions. Each is a composite of existing ops,
+written as torch/_decomp writes it, so autograd comes from the parts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..opdef import DTYPES_ALL, Kind, OpDef, Promotion
+
+
+def _check_masked_index(name, mask, indices):
+    for index in indices:
+        if index is not None and index.dtype.name not in ("int64", "int32"):
+            raise RuntimeError(f"{name} found unexpected index type {index.dtype.name}")
+    if mask.dtype.name != "bool":
+        raise RuntimeError(f"{name} found unexpected mask type {mask.dtype.name}")
+
+
+def _clamped(x, indices, low):
+    """Each index clamped into its dim (PyTorch's unsafe ops skip the bounds check; masked
+    positions may point anywhere). ``low`` is 0 or -size (negative indices wrap)."""
+    key = []
+    for dim, index in enumerate(indices):
+        size = x.shape[dim]
+        key.append(slice(None) if index is None else index.clamp(low(size), size - 1))
+    return tuple(key)
+
+
+# ---- _unsafe_masked_index --------------------------------------------------------------------
+def _unsafe_masked_index(x, mask, indices, fill):
+    import ember
+
+    _check_masked_index("_unsafe_masked_index", mask, indices)
+    if x.numel() == 0:  # every position is masked out: the indexing's shape, filled
+        shape = ember.empty(x.shape, dtype=x.dtype, device=x.device)[tuple(indices)].shape
+        return ember.full(shape, fill, dtype=x.dtype, device=x.device)
+    picked = x[_clamped(x, indices, lambda size: 0)]
+    return picked.masked_fill(mask.logical_not(), fill)
+
+
+def _np_unsafe_masked_index(x, mask, indices, fill):
+    key = tuple(
+        slice(None) if i is None else np.clip(i, 0, x.shape[d] - 1) for d, i in enumerate(indices)
+    )
+    picked = (
+        x[key] if x.size else np.zeros(np.broadcast_shapes(*[i.shape for i in indices]), x.dtype)
+    )
+    return np.where(mask, picked, np.asarray(fill).astype(x.dtype))
+
+
+# ---- _unsafe_masked_index_put_accumulate -----------------------------------------------------
+def _unsafe_masked_index_put_accumulate(x, mask, indices, values):
+    _check_masked_index("_unsafe_masked_index_put_accumulate", mask, indices)
+    if x.numel() == 0:
+        return x.clone()
+    masked = values.masked_fill(mask.logical_not(), 0)
+    from ember._indexing import put_key  # index_put_ that also takes slices (None here)
+
+    return put_key(x.clone(), _clamped(x, indices, lambda size: -size), masked, True)
+
+
+def _np_unsafe_masked_index_put_accumulate(x, mask, indices, values):
+    out = x.copy()
+    if not x.size:
+        return out
+    key = tuple(
+        slice(None) if i is None else np.clip(i, -x.shape[d], x.shape[d] - 1)
+        for d, i in enumerate(indices)
+    )
+    np.add.at(out, key, np.where(mask, values, np.zeros((), values.dtype)))
+    return out
+
+
+ROWS = [
+    OpDef(
+        "_unsafe_masked_index(Tensor input, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor",
+        Kind.INDEX,
+        _np_unsafe_masked_index,
+        promotion=Promotion.KEEP,
+        dtypes=DTYPES_ALL,
+        decomposition=_unsafe_masked_index,
+        method=False,
+        out=None,
+        samples="unsafe_masked_index",
+        notes="self[indices clamped into range] where mask, else fill (upsampling's gather)",
+    ),
+    OpDef(
+        "_unsafe_masked_index_put_accumulate(Tensor input, Tensor mask, Tensor?[] indices, "
+        "Tensor values) -> Tensor",
+        Kind.INDEX,
+        _np_unsafe_masked_index_put_accumulate,
+        promotion=Promotion.KEEP,
+        dtypes=DTYPES_ALL,
+        decomposition=_unsafe_masked_index_put_accumulate,
+        method=False,
+        out=None,
+        samples="unsafe_masked_index_put_accumulate",
+        notes="a copy of self plus values (zero where not mask) summed at the clamped indices",
+    ),
+]

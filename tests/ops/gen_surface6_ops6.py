@@ -1,0 +1,48 @@
+"""Sample generators for the masked index entry points (issue 13, batch ops6):
+dispatcher/optable/surface6_ops6.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .sampling import Arr, Sample, arr
+
+C, T = "contiguous", "transposed"
+
+# (input shape, index grid shape, a dim left unindexed (None in the list) or -1 for none)
+CASES = (((5, 5), (6, 4), -1), ((4, 6, 3), (3, 5), 1), ((5,), (7,), -1))
+
+
+def _indices(shape, grid, skip, rng):
+    """Broadcasting int64 index columns reaching past both ends (the clamp's case), with None
+    for the unindexed dim; an indexed dim's column is shaped to broadcast over the grid."""
+    indexed = [d for d in range(len(shape)) if d != skip]
+    out = []
+    for position, dim in enumerate(indexed):
+        column = [1] * len(grid)
+        column[position % len(grid)] = grid[position % len(grid)]
+        out.append(Arr(rng.integers(-2, shape[dim] + 2, column).astype(np.int64)))
+    return [out.pop(0) if d != skip else None for d in range(len(shape))]
+
+
+def unsafe_masked_index(op, dtype, device, rng):
+    for (shape, grid, skip), fill in zip(CASES, (-1.5, 2, True), strict=True):
+        indices = _indices(shape, grid, skip, rng)
+        rest = tuple(shape[skip : skip + 1]) if skip >= 0 else ()
+        mask = Arr(rng.uniform(0, 1, grid + rest) < 0.7)
+        yield Sample((arr(dtype, shape, rng, T if len(shape) == 2 else C), mask, indices, fill))
+
+
+def unsafe_masked_index_put_accumulate(op, dtype, device, rng):
+    for shape, grid, skip in CASES:
+        indices = _indices(shape, grid, skip, rng)
+        rest = tuple(shape[skip : skip + 1]) if skip >= 0 else ()
+        mask = Arr(rng.uniform(0, 1, grid + rest) < 0.7)
+        values = arr(dtype, grid + rest, rng)
+        yield Sample((arr(dtype, shape, rng, T if len(shape) == 2 else C), mask, indices, values))
+
+
+GENERATORS = {
+    "unsafe_masked_index": unsafe_masked_index,
+    "unsafe_masked_index_put_accumulate": unsafe_masked_index_put_accumulate,
+}
