@@ -94,6 +94,11 @@ class Op:
             self.argument_error(args, error)
             raise
 
+    @property
+    def default(self) -> Op:
+        """The op's one overload (``ember.ops.aten.add.default``, as torch.ops.aten spells it)."""
+        return self
+
     def bind_keywords(self, args: tuple, kwargs: dict) -> tuple:
         """The positional arguments of a call with keywords, in schema order: those not given
         take their schema defaults; PyTorch's TypeErrors for unknown, repeated or missing ones."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..opdef import DTYPES_ALL, Kind, OpDef, Promotion
+from ..opdef import DTYPES_ALL, DTYPES_NUMERIC, Kind, OpDef, Promotion
 
 
 def _check_masked_index(name, mask, indices):
@@ -72,6 +72,32 @@ def _np_unsafe_masked_index_put_accumulate(x, mask, indices, values):
     return out
 
 
+# ---- max_pool2d_with_indices_backward ------------------------------------------------------
+def _max_pool2d_with_indices_backward(
+    grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices
+):
+    # max_pool2d's input gradient: grad_output summed at the argmax of each window (indices
+    # are flat in each (H, W) plane), as autograd's formula for max_pool2d_with_indices
+    import ember
+
+    shape = tuple(input.shape)
+    # zeros that depend on input: PyTorch's result requires grad through it (its formula
+    # for input is zeros_like), and where's backward gives exactly that, NaN inputs included
+    nowhere = ember.zeros(shape, dtype=ember.bool, device=input.device)
+    grad = ember.where(nowhere, input, 0).to(grad_output.dtype).flatten(-2)
+    return grad.scatter_add(-1, indices.flatten(-2), grad_output.flatten(-2)).view(shape)
+
+
+def _np_max_pool2d_with_indices_backward(
+    grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices
+):
+    planes = int(np.prod(input.shape[:-2], dtype=np.int64))
+    grad = np.zeros((planes, input.shape[-2] * input.shape[-1]), grad_output.dtype)
+    flat = indices.reshape(planes, -1)
+    np.add.at(grad, (np.arange(planes)[:, None], flat), grad_output.reshape(planes, -1))
+    return grad.reshape(input.shape)
+
+
 ROWS = [
     OpDef(
         "_unsafe_masked_index(Tensor input, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor",
@@ -97,5 +123,18 @@ ROWS = [
         out=None,
         samples="unsafe_masked_index_put_accumulate",
         notes="a copy of self plus values (zero where not mask) summed at the clamped indices",
+    ),
+    OpDef(
+        "max_pool2d_with_indices_backward(Tensor grad_output, Tensor input, int[2] kernel_size, "
+        "int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+        Kind.NN,
+        _np_max_pool2d_with_indices_backward,
+        promotion=Promotion.KEEP,
+        dtypes=DTYPES_NUMERIC,
+        decomposition=_max_pool2d_with_indices_backward,
+        method=False,
+        out=None,
+        samples="max_pool2d_with_indices_backward",
+        notes="grad_output summed into zeros shaped like input at the window maxima's indices",
     ),
 ]

@@ -3,7 +3,11 @@ dispatcher/optable/surface6_ops6.py."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from ember.dispatcher.optable.nn import _np_max_pool2d
 
 from .sampling import Arr, Sample, arr
 
@@ -42,7 +46,25 @@ def unsafe_masked_index_put_accumulate(op, dtype, device, rng):
         yield Sample((arr(dtype, shape, rng, T if len(shape) == 2 else C), mask, indices, values))
 
 
+def max_pool2d_with_indices_backward(op, dtype, device, rng):
+    """A forward's input and its argmax indices (from the table's max_pool2d reference, on
+    distinct values), a gradient shaped like its output; 3-D and 4-D, overlapping windows
+    (indices repeat: their gradients add up), padding, dilation, ceil mode."""
+    cases = (
+        ((2, 3, 5, 6), (3, 3), (1, 1), (1, 1), (1, 1), False),
+        ((2, 5, 7), (2, 3), (2, 1), (1, 1), (2, 1), True),
+        ((1, 1, 4, 4), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    )
+    for shape, kernel, stride, padding, dilation, ceil_mode in cases:
+        values = (rng.permutation(math.prod(shape)).reshape(shape) - 50).astype(np.float64)
+        pooled, indices = _np_max_pool2d(values, kernel, stride, padding, dilation, ceil_mode)
+        x = Arr(values.astype(dtype.np))
+        grad = arr(dtype, pooled.shape, rng)
+        yield Sample((grad, x, kernel, stride, padding, dilation, ceil_mode, Arr(indices)))
+
+
 GENERATORS = {
     "unsafe_masked_index": unsafe_masked_index,
     "unsafe_masked_index_put_accumulate": unsafe_masked_index_put_accumulate,
+    "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward,
 }

@@ -1,4 +1,5 @@
-"""``ember.ops.<op>`` called with keywords binds them by the schema, as ``torch.ops.aten`` does."""
+"""``ember.ops.<op>`` called with keywords binds them by the schema, and
+``ember.ops.aten.<op>.default`` is the op, as ``torch.ops.aten`` has them."""
 
 from __future__ import annotations
 
@@ -26,3 +27,10 @@ def test_keywords_bind_in_schema_order_with_defaults():
 def test_bad_keywords_raise_type_error(kwargs, message):
     with pytest.raises(TypeError, match=message.replace("(", r"\(").replace(")", r"\)")):
         ember.ops.slice(ember.zeros(3), **kwargs)
+
+
+def test_aten_namespace_and_default_overload_are_the_op():
+    assert ember.ops.aten.slice is ember.ops.slice
+    assert ember.ops.aten.slice.default is ember.ops.slice
+    with pytest.raises(AttributeError, match=r"ember\.ops\.aten has no op 'no_such_op'"):
+        ember.ops.aten.no_such_op  # noqa: B018

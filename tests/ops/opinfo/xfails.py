@@ -60,10 +60,6 @@ XFAILS = {
         "there is 0.05, ember's Pade 0.03); PyTorch's degree-18 Taylor (s = 4) written in torch "
         "ops reproduces it exactly, but in ember's OpenBLAS matmuls still differs by 0.04"
     ),
-    "max_pool2d_with_indices_backward": (
-        "nn: missing: the row (a scatter_add of grad_output at the indices) and the "
-        "ember.ops.aten.<op>.default namespace the record's lambda calls through"
-    ),
     "nn.functional.multi_head_attention_forward": (
         "nn: the samples with training=True and dropout_p=0.5 drop PyTorch's seeded dropout mask "
         "(the record wraps the call in wrapper_set_seed); ember's Philox stream draws another, so "
