@@ -19,11 +19,6 @@ XFAILS = {
         "(out/save_mean/save_invstd/reserve keywords, a tuple refused with RuntimeError), which "
         "ember.ops' Op calls (positional only) do not model yet"
     ),
-    "_segment_reduce.lengths": (
-        "core: missing: ember._segment_reduce (max/min/mean/sum/prod per segment with initial=, "
-        "unsafe=, lengths= or offsets=, along axis, and their gradients)"
-    ),
-    "_segment_reduce.offsets": "core: missing: ember._segment_reduce (see .lengths)",
     "_upsample_bilinear2d_aa": (
         "nn: missing: ember.ops._upsample_bilinear2d_aa (an op row over interpolate's antialias "
         "resample matrices, with its scales_h/scales_w and scale_factors overloads)"
