@@ -101,11 +101,16 @@ class Op:
 
     def bind_keywords(self, args: tuple, kwargs: dict) -> tuple:
         """The positional arguments of a call with keywords, in schema order: those not given
-        take their schema defaults; PyTorch's TypeErrors for unknown, repeated or missing ones."""
+        take their schema defaults; PyTorch's RuntimeErrors (torch.ops.aten's) for unknown,
+        repeated or missing ones."""
+        where = f"for operator 'aten::{self.name}'. Schema: {self.schema.text}"
         given = len(args)
         for arg in self.schema.args[:given]:
             if arg.name in kwargs:
-                raise TypeError(f"{self.name}() got multiple values for argument '{arg.name}'")
+                raise RuntimeError(
+                    f"Argument '{arg.name}' specified both as positional and keyword argument. "
+                    f"Schema: {self.schema.text}"
+                )
         bound = list(args)
         for arg in self.schema.args[given:]:
             if arg.name in kwargs:
@@ -113,10 +118,12 @@ class Op:
             elif arg.has_default:
                 bound.append(arg.default)
             else:
-                raise TypeError(f"{self.name}() missing required argument '{arg.name}'")
+                raise RuntimeError(
+                    f"aten::{self.name}() is missing value for argument '{arg.name}'. "
+                    f"Declaration: {self.schema.text}"
+                )
         if kwargs:
-            unknown = next(iter(kwargs))
-            raise TypeError(f"{self.name}() got an unexpected keyword argument '{unknown}'")
+            raise RuntimeError(f"Unknown keyword argument '{next(iter(kwargs))}' {where}")
         return tuple(bound)
 
     def argument_error(self, args, error: Exception) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember import _dtype as dt
+
 from ..opdef import DTYPES_ALL, DTYPES_FLOAT, DTYPES_NUMERIC, Kind, OpDef, Promotion
 
 
@@ -218,6 +220,26 @@ def _np_segment_reduce(
     return out.reshape(data.shape[:axis] + (counts.shape[1],) + data.shape[axis + 1 :])
 
 
+# ---- _batch_norm_with_update -----------------------------------------------------------------
+def _batch_norm_with_update(input, weight, bias, running_mean, running_var, momentum, eps):
+    # torch/_decomp: native_batch_norm in training (the running statistics updated in place)
+    # plus the reserve space cuDNN would keep: an empty uint8 tensor on the CPU
+    import ember
+
+    out, save_mean, save_invstd = ember.ops.native_batch_norm(
+        input, weight, bias, running_mean, running_var, True, momentum, eps
+    )
+    reserve = ember.empty(0, dtype=ember.uint8, device=input.device)
+    return out, save_mean, save_invstd, reserve
+
+
+def _np_batch_norm_with_update(input, weight, bias, running_mean, running_var, momentum, eps):
+    from .nn_native import _np_native_batch_norm
+
+    found = _np_native_batch_norm(input, weight, bias, running_mean, running_var, True, 0, eps)
+    return (*found, np.zeros(0, np.uint8))
+
+
 ROWS = [
     OpDef(
         "_unsafe_masked_index(Tensor input, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor",
@@ -271,5 +293,20 @@ ROWS = [
         samples="segment_reduce",
         notes="sum/prod/mean/max/min of consecutive segments along axis (lengths= or offsets=, "
         "one row per leading index); lengths are read on the host",
+    ),
+    OpDef(
+        "_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, "
+        "Tensor running_mean, Tensor running_var, float momentum, float eps) "
+        "-> (Tensor output, Tensor save_mean, Tensor save_invstd, Tensor reserve)",
+        Kind.NN,
+        _np_batch_norm_with_update,
+        dtypes=DTYPES_FLOAT,
+        decomposition=_batch_norm_with_update,
+        method=False,
+        out=None,
+        samples="batch_norm_with_update",
+        tolerances={dt.float16: (1e-2, 1e-2), dt.bfloat16: (5e-2, 5e-2)},
+        notes="native_batch_norm in training (running statistics updated in place) and an "
+        "empty uint8 reserve",
     ),
 ]

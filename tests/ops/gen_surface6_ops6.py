@@ -86,9 +86,24 @@ def segment_reduce(op, dtype, device, rng):
             yield Sample((data, reduce, Arr(counts), None, None, axis, False, initial))
 
 
+def batch_norm_with_update(op, dtype, device, rng):
+    """Batches of 2-D to 4-D inputs, with and without the affine parameters."""
+    for shape, layout, affine in (
+        ((4, 3), C, True),
+        ((3, 2, 5), T, False),
+        ((2, 3, 2, 2), C, True),
+    ):
+        c = shape[1]
+        mean, var = arr(dtype, (c,), rng), Arr(rng.uniform(0.5, 2.0, c).astype(dtype.np))
+        w = arr(dtype, (c,), rng) if affine else None
+        b = arr(dtype, (c,), rng) if affine else None
+        yield Sample((arr(dtype, shape, rng, layout), w, b, mean, var, 0.1, 1e-5))
+
+
 GENERATORS = {
     "unsafe_masked_index": unsafe_masked_index,
     "unsafe_masked_index_put_accumulate": unsafe_masked_index_put_accumulate,
     "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward,
     "segment_reduce": segment_reduce,
+    "batch_norm_with_update": batch_norm_with_update,
 }

@@ -20,12 +20,13 @@ def test_keywords_bind_in_schema_order_with_defaults():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"dims": 1}, "slice() got an unexpected keyword argument 'dims'"),
-        ({"input": 1}, "slice() got multiple values for argument 'input'"),
+        ({"dims": 1}, "Unknown keyword argument 'dims' for operator 'aten::slice'"),
+        ({"input": 1}, "Argument 'input' specified both as positional and keyword argument"),
     ],
 )
-def test_bad_keywords_raise_type_error(kwargs, message):
-    with pytest.raises(TypeError, match=message.replace("(", r"\(").replace(")", r"\)")):
+def test_bad_keywords_raise_runtime_error(kwargs, message):
+    # RuntimeError, as torch.ops.aten raises: the out= of an op without one is refused alike
+    with pytest.raises(RuntimeError, match=message.replace("(", r"\(").replace(")", r"\)")):
         ember.ops.slice(ember.zeros(3), **kwargs)
 
 

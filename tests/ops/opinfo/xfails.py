@@ -13,12 +13,6 @@ JITERATOR = "torch.cuda.jiterator compiles CUDA source at run time: no ember cou
 PRIVATE = "a private PyTorch entry point (float8 scaled matmul, fused attention kernels)"
 
 XFAILS = {
-    "_batch_norm_with_update": (
-        "nn: missing: ember.ops._batch_norm_with_update (native_batch_norm in training plus an "
-        "empty uint8 reserve); its record also checks out= as PyTorch's .out overload takes it "
-        "(out/save_mean/save_invstd/reserve keywords, a tuple refused with RuntimeError), which "
-        "ember.ops' Op calls (positional only) do not model yet"
-    ),
     "_upsample_bilinear2d_aa": (
         "nn: missing: ember.ops._upsample_bilinear2d_aa (an op row over interpolate's antialias "
         "resample matrices, with its scales_h/scales_w and scale_factors overloads)"
