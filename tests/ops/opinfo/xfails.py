@@ -13,10 +13,6 @@ JITERATOR = "torch.cuda.jiterator compiles CUDA source at run time: no ember cou
 PRIVATE = "a private PyTorch entry point (float8 scaled matmul, fused attention kernels)"
 
 XFAILS = {
-    "_upsample_bilinear2d_aa": (
-        "nn: missing: ember.ops._upsample_bilinear2d_aa (an op row over interpolate's antialias "
-        "resample matrices, with its scales_h/scales_w and scale_factors overloads)"
-    ),
     "as_strided.partial_views": (
         "core: as_strided with storage_offset past the view's own elements: the converter "
         "(opinfo/convert.py) copies a sample's elements, not the larger storage it views"
