@@ -1,6 +1,8 @@
-"""PyTorch's aten entry points that its compilers emit (issue 13, batch ops6): the masked
-gather and accumulate of upsampling's decompositions. Each is a composite of existing ops,
-written as torch/_decomp writes it, so autograd comes from the parts."""
+"""PyTorch's aten entry points that its compilers and decompositions emit (issue 13, batch
+ops6): the masked gather and accumulate of upsampling's decompositions, max_pool2d's input
+gradient, _segment_reduce, _batch_norm_with_update and the antialiased bilinear resize. Each is
+a composite of existing ops, written as torch/_decomp (or PyTorch's CPU kernel) computes it, so
+autograd comes from the parts."""
 
 from __future__ import annotations
 
