@@ -13,6 +13,12 @@ JITERATOR = "torch.cuda.jiterator compiles CUDA source at run time: no ember cou
 PRIVATE = "a private PyTorch entry point (float8 scaled matmul, fused attention kernels)"
 
 XFAILS = {
+    "_segment_reduce.lengths": (
+        "core: ember._segment_reduce was drafted (batch ops6) and left: as a composite that "
+        "reads lengths on the host it failed the reduction property tests, the jvp-rule check "
+        "and the meta-device metadata test (float16); needs its own kind or formula"
+    ),
+    "_segment_reduce.offsets": "core: missing: ember._segment_reduce (see .lengths)",
     "as_strided.partial_views": (
         "core: as_strided with storage_offset past the view's own elements: the converter "
         "(opinfo/convert.py) copies a sample's elements, not the larger storage it views"
