@@ -82,7 +82,9 @@ class Op:
         self.out = defn.out_rule  # the public function's out= rule (dispatcher/out.py), or None
         _ALL_OPS.add(self)
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:  # ember.ops.slice(x, dim=1, start=2), as torch.ops.aten takes them
+            args = self.bind_keywords(args, kwargs)
         try:
             for layer in STACK.layers:
                 if layer.wants(self, args):
@@ -91,6 +93,38 @@ class Op:
         except (AttributeError, TypeError) as error:
             self.argument_error(args, error)
             raise
+
+    @property
+    def default(self) -> Op:
+        """The op's one overload (``ember.ops.aten.add.default``, as torch.ops.aten spells it)."""
+        return self
+
+    def bind_keywords(self, args: tuple, kwargs: dict) -> tuple:
+        """The positional arguments of a call with keywords, in schema order: those not given
+        take their schema defaults; PyTorch's RuntimeErrors (torch.ops.aten's) for unknown,
+        repeated or missing ones."""
+        where = f"for operator 'aten::{self.name}'. Schema: {self.schema.text}"
+        given = len(args)
+        for arg in self.schema.args[:given]:
+            if arg.name in kwargs:
+                raise RuntimeError(
+                    f"Argument '{arg.name}' specified both as positional and keyword argument. "
+                    f"Schema: {self.schema.text}"
+                )
+        bound = list(args)
+        for arg in self.schema.args[given:]:
+            if arg.name in kwargs:
+                bound.append(kwargs.pop(arg.name))
+            elif arg.has_default:
+                bound.append(arg.default)
+            else:
+                raise RuntimeError(
+                    f"aten::{self.name}() is missing value for argument '{arg.name}'. "
+                    f"Declaration: {self.schema.text}"
+                )
+        if kwargs:
+            raise RuntimeError(f"Unknown keyword argument '{next(iter(kwargs))}' {where}")
+        return tuple(bound)
 
     def argument_error(self, args, error: Exception) -> None:
         """Raise PyTorch's TypeError when ``error`` (from a runner) comes from an argument of the

@@ -305,7 +305,13 @@ def index_put_(self: Tensor, indices, values, accumulate: bool = False) -> Tenso
                 f"index_put_(): expected Tensor as element {position} in argument 0 (indices), "
                 f"but got {type(index).__name__}"
             )
-    view, advanced = _basic(self, tuple(indices))
+    return put_key(self, tuple(indices), values, accumulate)
+
+
+def put_key(self: Tensor, key: tuple, values: Tensor, accumulate: bool) -> Tensor:
+    """index_put_ at an indexing key that may also hold slices (aten's Tensor?[] indices,
+    None a whole dim, as the masked index decompositions pass them)."""
+    view, advanced = _basic(self, key)
     if not advanced:
         _check_dtypes(self, values)
         view.add_(values) if accumulate else _assign(view, values)

@@ -26,6 +26,23 @@ class Namespace:
         return f"<ember.ops.{self._name}: {', '.join(sorted(self._ops))}>"
 
 
+class _Aten:
+    """``ember.ops.aten.<op>`` and its ``.default`` overload: the op itself, as PyTorch's test
+    code calls ``torch.ops.aten.<op>.default`` (ember ops have one overload each)."""
+
+    def __getattr__(self, name: str):
+        found = OPS.get(name)
+        if found is None:
+            raise AttributeError(f"ember.ops.aten has no op '{name}'")
+        return found
+
+    def __dir__(self):
+        return sorted(OPS)
+
+
+aten = _Aten()
+
+
 def __getattr__(name: str):
     found = OPS.get(name)
     if found is not None:

@@ -38,6 +38,7 @@ from . import (
     reduction,
     special,
     surface5_ops5nn,
+    surface6_ops6,
     surface_copies,
     surface_gradient,
     surface_histogram,
@@ -98,6 +99,8 @@ MODULES += (surface_gradient, surface_index_reduce, surface_histogram, nn_native
 MODULES += (surface5_ops5nn,)
 # the optimizers' fused steps (issues 17 and 20)
 MODULES += (optim_fused,)
+# issue 13, batch ops6: the masked index entry points of upsampling's decompositions
+MODULES += (surface6_ops6,)
 
 
 def _decompose(op, *args):

@@ -26,6 +26,7 @@ DELIBERATE_CUTS = {
     ("logsumexp", "detach"): "the max subtracted for stability cancels out of the gradient",
     ("native_layer_norm", "detach"): "PyTorch's mean and rstd outputs are not differentiable",
     ("native_batch_norm", "detach"): "PyTorch's saved mean and invstd are not differentiable",
+    ("_batch_norm_with_update", "detach"): "native_batch_norm's saved statistics, as above",
 }
 
 

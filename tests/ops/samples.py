@@ -28,6 +28,7 @@ from . import gen_structure as st
 from . import gen_surface as surface
 from . import gen_surface4b as surface4b
 from . import gen_surface5_ops5nn as surface5_ops5nn
+from . import gen_surface6_ops6 as surface6_ops6
 from . import gen_surface_more as surface_more
 from . import gen_surface_strided as surface_strided
 from .sampling import Sample
@@ -115,6 +116,7 @@ GENERATORS = {
     **surface_strided.GENERATORS,
     **surface4b.GENERATORS,
     **surface5_ops5nn.GENERATORS,
+    **surface6_ops6.GENERATORS,
 }
 
 GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)

@@ -1,0 +1,179 @@
+"""PyTorch's aten entry points that its compilers and decompositions emit (issue 13, batch
+ops6): the masked gather and accumulate of upsampling's decompositions, max_pool2d's input
+gradient, and _batch_norm_with_update. Each is
+a composite of existing ops, written as torch/_decomp (or PyTorch's CPU kernel) computes it, so
+autograd comes from the parts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ember import _dtype as dt
+
+from ..opdef import DTYPES_ALL, DTYPES_FLOAT, DTYPES_NUMERIC, Kind, OpDef, Promotion
+
+
+def _check_masked_index(name, mask, indices):
+    for index in indices:
+        if index is not None and index.dtype.name not in ("int64", "int32"):
+            raise RuntimeError(f"{name} found unexpected index type {index.dtype.name}")
+    if mask.dtype.name != "bool":
+        raise RuntimeError(f"{name} found unexpected mask type {mask.dtype.name}")
+
+
+def _clamped(x, indices, low):
+    """Each index clamped into its dim (PyTorch's unsafe ops skip the bounds check; masked
+    positions may point anywhere). ``low`` is 0 or -size (negative indices wrap)."""
+    key = []
+    for dim, index in enumerate(indices):
+        size = x.shape[dim]
+        key.append(slice(None) if index is None else index.clamp(low(size), size - 1))
+    return tuple(key)
+
+
+# ---- _unsafe_masked_index --------------------------------------------------------------------
+def _unsafe_masked_index(x, mask, indices, fill):
+    import ember
+
+    _check_masked_index("_unsafe_masked_index", mask, indices)
+    if x.numel() == 0:  # every position is masked out: the indexing's shape, filled
+        shape = ember.empty(x.shape, dtype=x.dtype, device=x.device)[tuple(indices)].shape
+        return ember.full(shape, fill, dtype=x.dtype, device=x.device)
+    picked = x[_clamped(x, indices, lambda size: 0)]
+    return picked.masked_fill(mask.logical_not(), fill)
+
+
+def _np_unsafe_masked_index(x, mask, indices, fill):
+    key = tuple(
+        slice(None) if i is None else np.clip(i, 0, x.shape[d] - 1) for d, i in enumerate(indices)
+    )
+    picked = (
+        x[key] if x.size else np.zeros(np.broadcast_shapes(*[i.shape for i in indices]), x.dtype)
+    )
+    return np.where(mask, picked, np.asarray(fill).astype(x.dtype))
+
+
+# ---- _unsafe_masked_index_put_accumulate -----------------------------------------------------
+def _unsafe_masked_index_put_accumulate(x, mask, indices, values):
+    _check_masked_index("_unsafe_masked_index_put_accumulate", mask, indices)
+    if x.numel() == 0:
+        return x.clone()
+    masked = values.masked_fill(mask.logical_not(), 0)
+    from ember._indexing import put_key  # index_put_ that also takes slices (None here)
+
+    return put_key(x.clone(), _clamped(x, indices, lambda size: -size), masked, True)
+
+
+def _np_unsafe_masked_index_put_accumulate(x, mask, indices, values):
+    out = x.copy()
+    if not x.size:
+        return out
+    key = tuple(
+        slice(None) if i is None else np.clip(i, -x.shape[d], x.shape[d] - 1)
+        for d, i in enumerate(indices)
+    )
+    np.add.at(out, key, np.where(mask, values, np.zeros((), values.dtype)))
+    return out
+
+
+# ---- max_pool2d_with_indices_backward ------------------------------------------------------
+def _max_pool2d_with_indices_backward(
+    grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices
+):
+    # max_pool2d's input gradient: grad_output summed at the argmax of each window (indices
+    # are flat in each (H, W) plane), as autograd's formula for max_pool2d_with_indices
+    import ember
+
+    shape = tuple(input.shape)
+    # zeros that depend on input: PyTorch's result requires grad through it (its formula
+    # for input is zeros_like), and where's backward gives exactly that, NaN inputs included
+    nowhere = ember.zeros(shape, dtype=ember.bool, device=input.device)
+    grad = ember.where(nowhere, input, 0).to(grad_output.dtype).flatten(-2)
+    return grad.scatter_add(-1, indices.flatten(-2), grad_output.flatten(-2)).view(shape)
+
+
+def _np_max_pool2d_with_indices_backward(
+    grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices
+):
+    planes = int(np.prod(input.shape[:-2], dtype=np.int64))
+    grad = np.zeros((planes, input.shape[-2] * input.shape[-1]), grad_output.dtype)
+    flat = indices.reshape(planes, -1)
+    np.add.at(grad, (np.arange(planes)[:, None], flat), grad_output.reshape(planes, -1))
+    return grad.reshape(input.shape)
+
+
+# ---- _batch_norm_with_update -----------------------------------------------------------------
+def _batch_norm_with_update(input, weight, bias, running_mean, running_var, momentum, eps):
+    # torch/_decomp: native_batch_norm in training (the running statistics updated in place)
+    # plus the reserve space cuDNN would keep: an empty uint8 tensor on the CPU
+    import ember
+
+    out, save_mean, save_invstd = ember.ops.native_batch_norm(
+        input, weight, bias, running_mean, running_var, True, momentum, eps
+    )
+    reserve = ember.empty(0, dtype=ember.uint8, device=input.device)
+    return out, save_mean, save_invstd, reserve
+
+
+def _np_batch_norm_with_update(input, weight, bias, running_mean, running_var, momentum, eps):
+    from .nn_native import _np_native_batch_norm
+
+    found = _np_native_batch_norm(input, weight, bias, running_mean, running_var, True, 0, eps)
+    return (*found, np.zeros(0, np.uint8))
+
+
+ROWS = [
+    OpDef(
+        "_unsafe_masked_index(Tensor input, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor",
+        Kind.INDEX,
+        _np_unsafe_masked_index,
+        promotion=Promotion.KEEP,
+        dtypes=DTYPES_ALL,
+        decomposition=_unsafe_masked_index,
+        method=False,
+        out=None,
+        samples="unsafe_masked_index",
+        notes="self[indices clamped into range] where mask, else fill (upsampling's gather)",
+    ),
+    OpDef(
+        "_unsafe_masked_index_put_accumulate(Tensor input, Tensor mask, Tensor?[] indices, "
+        "Tensor values) -> Tensor",
+        Kind.INDEX,
+        _np_unsafe_masked_index_put_accumulate,
+        promotion=Promotion.KEEP,
+        dtypes=DTYPES_ALL,
+        decomposition=_unsafe_masked_index_put_accumulate,
+        method=False,
+        out=None,
+        samples="unsafe_masked_index_put_accumulate",
+        notes="a copy of self plus values (zero where not mask) summed at the clamped indices",
+    ),
+    OpDef(
+        "max_pool2d_with_indices_backward(Tensor grad_output, Tensor input, int[2] kernel_size, "
+        "int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+        Kind.NN,
+        _np_max_pool2d_with_indices_backward,
+        promotion=Promotion.KEEP,
+        dtypes=DTYPES_NUMERIC,
+        decomposition=_max_pool2d_with_indices_backward,
+        method=False,
+        out=None,
+        samples="max_pool2d_with_indices_backward",
+        notes="grad_output summed into zeros shaped like input at the window maxima's indices",
+    ),
+    OpDef(
+        "_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, "
+        "Tensor running_mean, Tensor running_var, float momentum, float eps) "
+        "-> (Tensor output, Tensor save_mean, Tensor save_invstd, Tensor reserve)",
+        Kind.NN,
+        _np_batch_norm_with_update,
+        dtypes=DTYPES_FLOAT,
+        decomposition=_batch_norm_with_update,
+        method=False,
+        out=None,
+        samples="batch_norm_with_update",
+        tolerances={dt.float16: (1e-2, 1e-2), dt.bfloat16: (5e-2, 5e-2)},
+        notes="native_batch_norm in training (running statistics updated in place) and an "
+        "empty uint8 reserve",
+    ),
+]

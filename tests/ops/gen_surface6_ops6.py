@@ -1,0 +1,85 @@
+"""Sample generators for the masked index entry points (issue 13, batch ops6):
+dispatcher/optable/surface6_ops6.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ember.dispatcher.optable.nn import _np_max_pool2d
+
+from .sampling import Arr, Sample, arr
+
+C, T = "contiguous", "transposed"
+
+# (input shape, index grid shape, a dim left unindexed (None in the list) or -1 for none)
+CASES = (((5, 5), (6, 4), -1), ((4, 6, 3), (3, 5), 1), ((5,), (7,), -1))
+
+
+def _indices(shape, grid, skip, rng):
+    """Broadcasting int64 index columns reaching past both ends (the clamp's case), with None
+    for the unindexed dim; an indexed dim's column is shaped to broadcast over the grid."""
+    indexed = [d for d in range(len(shape)) if d != skip]
+    out = []
+    for position, dim in enumerate(indexed):
+        column = [1] * len(grid)
+        column[position % len(grid)] = grid[position % len(grid)]
+        out.append(Arr(rng.integers(-2, shape[dim] + 2, column).astype(np.int64)))
+    return [out.pop(0) if d != skip else None for d in range(len(shape))]
+
+
+def unsafe_masked_index(op, dtype, device, rng):
+    for (shape, grid, skip), fill in zip(CASES, (-1.5, 2, True), strict=True):
+        indices = _indices(shape, grid, skip, rng)
+        rest = tuple(shape[skip : skip + 1]) if skip >= 0 else ()
+        mask = Arr(rng.uniform(0, 1, grid + rest) < 0.7)
+        yield Sample((arr(dtype, shape, rng, T if len(shape) == 2 else C), mask, indices, fill))
+
+
+def unsafe_masked_index_put_accumulate(op, dtype, device, rng):
+    for shape, grid, skip in CASES:
+        indices = _indices(shape, grid, skip, rng)
+        rest = tuple(shape[skip : skip + 1]) if skip >= 0 else ()
+        mask = Arr(rng.uniform(0, 1, grid + rest) < 0.7)
+        values = arr(dtype, grid + rest, rng)
+        yield Sample((arr(dtype, shape, rng, T if len(shape) == 2 else C), mask, indices, values))
+
+
+def max_pool2d_with_indices_backward(op, dtype, device, rng):
+    """A forward's input and its argmax indices (from the table's max_pool2d reference, on
+    distinct values), a gradient shaped like its output; 3-D and 4-D, overlapping windows
+    (indices repeat: their gradients add up), padding, dilation, ceil mode."""
+    cases = (
+        ((2, 3, 5, 6), (3, 3), (1, 1), (1, 1), (1, 1), False),
+        ((2, 5, 7), (2, 3), (2, 1), (1, 1), (2, 1), True),
+        ((1, 1, 4, 4), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    )
+    for shape, kernel, stride, padding, dilation, ceil_mode in cases:
+        values = (rng.permutation(math.prod(shape)).reshape(shape) - 50).astype(np.float64)
+        pooled, indices = _np_max_pool2d(values, kernel, stride, padding, dilation, ceil_mode)
+        x = Arr(values.astype(dtype.np))
+        grad = arr(dtype, pooled.shape, rng)
+        yield Sample((grad, x, kernel, stride, padding, dilation, ceil_mode, Arr(indices)))
+
+
+def batch_norm_with_update(op, dtype, device, rng):
+    """Batches of 2-D to 4-D inputs, with and without the affine parameters."""
+    for shape, layout, affine in (
+        ((4, 3), C, True),
+        ((3, 2, 5), T, False),
+        ((2, 3, 2, 2), C, True),
+    ):
+        c = shape[1]
+        mean, var = arr(dtype, (c,), rng), Arr(rng.uniform(0.5, 2.0, c).astype(dtype.np))
+        w = arr(dtype, (c,), rng) if affine else None
+        b = arr(dtype, (c,), rng) if affine else None
+        yield Sample((arr(dtype, shape, rng, layout), w, b, mean, var, 0.1, 1e-5))
+
+
+GENERATORS = {
+    "unsafe_masked_index": unsafe_masked_index,
+    "unsafe_masked_index_put_accumulate": unsafe_masked_index_put_accumulate,
+    "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward,
+    "batch_norm_with_update": batch_norm_with_update,
+}
