@@ -2,9 +2,10 @@
 
 Keys are record ids (``name`` or ``name.variant``, as the test ids show), optionally with
 ``@device`` for a failure on one device only; a ``name@device`` row of None says the record
-passes on that device although its plain row fails elsewhere. The xfails are strict: a record that starts to
-pass fails the run until its row is removed, so the table only shrinks. Each reason names the
-area (core, nn, linalg, special, fft...) and what fails, as the record's run reports it.
+passes on that device although its plain row fails elsewhere. The xfails are strict: a record
+that starts to pass fails the run until its row is removed, so the table only shrinks. Each
+reason names the area (core, nn, linalg, special, fft...) and what fails, as the record's run
+reports it.
 """
 
 from __future__ import annotations
