@@ -341,11 +341,12 @@ class EmulatedRuntime(GpuRuntime):
         return ctypes.CDLL(str(build_module(module_name)))
 
     def _get_function(self, module, kernel: str, arg_format: str):
-        return getattr(module, f"emu_{kernel}"), getattr(module, f"emu_size_{kernel}")(), arg_format
+        size = getattr(module, f"emu_size_{kernel}")()
+        return getattr(module, f"emu_{kernel}"), size, struct.Struct(arg_format)
 
     def _call(self, function, grid, block, stream, args, shared: int) -> None:
-        fn, expected, arg_format = function
-        packed = struct.pack(arg_format, *args)
+        fn, expected, packer = function
+        packed = packer.pack(*args)
         if not expected - 8 < len(packed) <= expected:
             raise RuntimeError(
                 f"{fn.__name__}: {len(packed)} argument bytes packed for a {expected}-byte "

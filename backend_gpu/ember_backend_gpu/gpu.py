@@ -34,6 +34,11 @@ def owned_by(array, owner_type) -> bool:
     return False
 
 
+def _dim3(value) -> tuple:
+    """A launch dimension (a number or a tuple of up to 3) as (x, y, z)."""
+    return (*(value if isinstance(value, tuple) else (value,)), 1, 1)[:3]
+
+
 class DeviceProperties(types.SimpleNamespace):
     """``ember.cuda.get_device_properties``: name, major, minor, total_memory,
     multi_processor_count."""
@@ -61,9 +66,11 @@ class GpuRuntime:
         self._lock = threading.RLock()
         self._functions: dict = {}  # (device, kernel name) -> launchable function
         self._modules: dict = {}  # (device, module name) -> loaded module (kept alive)
-        self._status: dict = {}  # device -> 4-byte status word allocation
+        self._status: dict = {}  # device -> address of its 4-byte status word
+        self._status_allocations: dict = {}  # device -> the status word's allocation
         self._scratch: dict = {}  # (device, stream handle) -> (allocation, size)
         self._default_streams: dict = {}
+        self._sm_counts: dict = {}  # device -> multiprocessor count (launch geometry)
         self.flags: dict = {}  # ember.backends.<type> switches (the core replaces this dict)
         self.launches = 0  # kernel launches issued, for tests and profiling
         self.Stream, self.Event = make_classes(self)
@@ -103,7 +110,11 @@ class GpuRuntime:
         return props.major, props.minor
 
     def sm_count(self, index) -> int:
-        return self.device_properties(index).multi_processor_count
+        """Multiprocessors of device ``index``: cached, as every grid-stride launch asks."""
+        found = self._sm_counts.get(index)
+        if found is None:
+            found = self._sm_counts[index] = self.device_properties(index).multi_processor_count
+        return found
 
     def synchronize(self, index=None) -> None:
         index = self.device_index(index)
@@ -162,8 +173,8 @@ class GpuRuntime:
         index = 0 if index is None else index
         function = self.function(index, kernel)
         self.activate(index)
-        grid = (*(grid if isinstance(grid, tuple) else (grid,)), 1, 1)[:3]
-        block = (*(block if isinstance(block, tuple) else (block,)), 1, 1)[:3]
+        grid = (grid, 1, 1) if grid.__class__ is int else _dim3(grid)
+        block = (block, 1, 1) if block.__class__ is int else _dim3(block)
         self.launches += 1
         self._call(function, grid, block, self._native_stream(index), args, shared)
 
@@ -176,10 +187,12 @@ class GpuRuntime:
         """Address of the device's status word (kernels store EM_* codes there)."""
         found = self._status.get(index)
         if found is None:
-            found = self.alloc(4, index)
-            self.memset(index, self.address(found), 4)
+            allocation = self.alloc(4, index)
+            found = self.address(allocation)
+            self.memset(index, found, 4)
+            self._status_allocations[index] = allocation  # kept alive with the runtime
             self._status[index] = found
-        return self.address(found)
+        return found
 
     def read_status(self, index) -> int:
         """The status word (waits for queued work), reset to 0 when it was set."""

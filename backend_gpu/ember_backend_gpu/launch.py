@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -37,6 +38,8 @@ def coalesce(shape, strides):
     merge when, for every operand, ``stride[d-1] == stride[d] * shape[d]``. The result has at
     least one dim (a scalar iteration space is shape ``(1,)``).
     """
+    if len(shape) == 1 and shape[0] != 1:  # the common contiguous-or-not 1-d case: as it is
+        return tuple(shape), [tuple(s) for s in strides]
     dims = [(size, [s[d] for s in strides]) for d, size in enumerate(shape) if size != 1]
     if not dims:
         return (1,), [(0,) for _ in strides]
@@ -64,7 +67,15 @@ def split_outer(shape, strides, max_dims: int = MAX_DIMS):
 
 
 def nd_args(shape, strides, scalars=()) -> tuple:
-    """The ``em_nd`` struct: shape, byte strides per operand, scalar bits, n, ndim, pad."""
+    """The ``em_nd`` struct: shape, byte strides per operand, scalar bits, n, ndim, pad.
+
+    Memoized: a training loop launches the same few geometries over and over, and building the
+    padded tuple was a visible part of a tiny launch's host time."""
+    return _nd_args(tuple(shape), tuple(map(tuple, strides)), tuple(scalars))
+
+
+@functools.lru_cache(maxsize=4096)
+def _nd_args(shape: tuple, strides: tuple, scalars: tuple) -> tuple:
     ndim = len(shape)
     if ndim > MAX_DIMS or len(strides) > MAX_OPERANDS:
         raise ValueError(f"em_nd holds {MAX_DIMS} dims and {MAX_OPERANDS} operands")

@@ -14,7 +14,13 @@ import numpy as np
 
 from .. import launch
 from ..codegen.dtypes import BY_CODE
-from ..codegen.prelude import BAD_ARGUMENT, INDEX_OUT_OF_RANGE, NEGATIVE_POWER, ZERO_DIVISION
+from ..codegen.prelude import (
+    BAD_ARGUMENT,
+    INDEX_OUT_OF_RANGE,
+    MAX_DIMS,
+    NEGATIVE_POWER,
+    ZERO_DIVISION,
+)
 
 SCALARS = (bool, int, float)
 DTYPE_NAMES = tuple(BY_CODE[code].name for code in sorted(BY_CODE))
@@ -105,6 +111,11 @@ def run_strided(rt, dev: int, kernel: str, shape, operands, after=(), tail=()) -
         return
     shape, strides = launch.coalesce(shape, [op[1] for op in operands])
     bits = [op[2] for op in operands]
+    if len(shape) <= MAX_DIMS:  # the common case: one launch, no host loop to plan
+        nd = launch.nd_args(shape, strides, bits)
+        ptrs = [op[0] for op in operands]
+        rt.launch_1d(dev, kernel, math.prod(shape), *ptrs, *after, *nd, *tail)
+        return
     for offsets, inner_shape, inner in launch.split_outer(shape, strides):
         ptrs = [op[0] + off if op[0] else 0 for op, off in zip(operands, offsets)]
         nd = launch.nd_args(inner_shape, inner, bits)
