@@ -146,6 +146,9 @@ ROWS = [
         method=False,
         out=None,
         samples="unsafe_masked_index_put_accumulate",
+        # Duplicate indices add up in the storage dtype in an order each device picks (the CUDA
+        # emulator's float16 sum differed by one ulp of 0.69), as PyTorch's accumulating put.
+        tolerances={dt.float16: (1e-2, 1e-2), dt.bfloat16: (5e-2, 5e-2)},
         notes="a copy of self plus values (zero where not mask) summed at the clamped indices",
     ),
     OpDef(
@@ -159,6 +162,9 @@ ROWS = [
         method=False,
         out=None,
         samples="max_pool2d_with_indices_backward",
+        # Overlapping windows add their gradients at a shared maximum in the storage dtype, in
+        # an order each device picks (as the accumulating put above).
+        tolerances={dt.float16: (1e-2, 1e-2), dt.bfloat16: (5e-2, 5e-2)},
         notes="grad_output summed into zeros shaped like input at the window maxima's indices",
     ),
     OpDef(
