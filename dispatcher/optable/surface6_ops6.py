@@ -122,6 +122,10 @@ def _np_batch_norm_with_update(input, weight, bias, running_mean, running_var, m
     return (*found, np.zeros(0, np.uint8))
 
 
+# The rows below sum several values per output in the storage dtype (accumulating puts, batch
+# statistics), in an order each device picks: their half-precision results differ by ulps.
+HALF_SUMS = {dt.float16: (1e-2, 1e-2), dt.bfloat16: (5e-2, 5e-2)}
+
 ROWS = [
     OpDef(
         "_unsafe_masked_index(Tensor input, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor",
@@ -148,7 +152,7 @@ ROWS = [
         samples="unsafe_masked_index_put_accumulate",
         # Duplicate indices add up in the storage dtype in an order each device picks (the CUDA
         # emulator's float16 sum differed by one ulp of 0.69), as PyTorch's accumulating put.
-        tolerances={dt.float16: (1e-2, 1e-2), dt.bfloat16: (5e-2, 5e-2)},
+        tolerances=HALF_SUMS,
         notes="a copy of self plus values (zero where not mask) summed at the clamped indices",
     ),
     OpDef(
@@ -164,7 +168,7 @@ ROWS = [
         samples="max_pool2d_with_indices_backward",
         # Overlapping windows add their gradients at a shared maximum in the storage dtype, in
         # an order each device picks (as the accumulating put above).
-        tolerances={dt.float16: (1e-2, 1e-2), dt.bfloat16: (5e-2, 5e-2)},
+        tolerances=HALF_SUMS,
         notes="grad_output summed into zeros shaped like input at the window maxima's indices",
     ),
     OpDef(
@@ -178,7 +182,7 @@ ROWS = [
         method=False,
         out=None,
         samples="batch_norm_with_update",
-        tolerances={dt.float16: (1e-2, 1e-2), dt.bfloat16: (5e-2, 5e-2)},
+        tolerances=HALF_SUMS,
         notes="native_batch_norm in training (running statistics updated in place) and an "
         "empty uint8 reserve",
     ),
