@@ -37,23 +37,16 @@ def cnn(nn, torchlike):
     return model, opt, x, y
 
 
-def gpt(
-    nn,
-    torchlike,
-    d=128,
-    heads=4,
-    layers=2,
-    seq=64,
-    batch=16,
-    vocab=256,
-    device="cpu",
-    written_out=False,
-    weight_decay=0.0,
-):
-    """GPT of ``layers`` pre-norm blocks (default: 2 layers, d_model 128, 4 heads, seq 64, batch
-    16, vocab 256), AdamW; bench_cuda.py scales it up on ``device``. ``written_out``: attention
-    as minGPT writes it (``q @ k.transpose(-2, -1)``, scale, ``masked_fill`` with a causal mask
-    buffer, softmax, ``@ v``) instead of ``scaled_dot_product_attention``."""
+GPT_SIZES = {"d": 128, "heads": 4, "layers": 2, "seq": 64, "batch": 16, "vocab": 256}
+
+
+def gpt(nn, torchlike, device="cpu", written_out=False, weight_decay=0.0, **sizes):
+    """GPT of ``layers`` pre-norm blocks (GPT_SIZES: 2 layers, d_model 128, 4 heads, seq 64,
+    batch 16, vocab 256; ``sizes`` overrides them), AdamW; bench_cuda.py scales it up on
+    ``device``. ``written_out``: attention as minGPT writes it (``q @ k.transpose(-2, -1)``,
+    scale, ``masked_fill`` with a causal mask buffer, softmax, ``@ v``) instead of
+    ``scaled_dot_product_attention``."""
+    d, heads, layers, seq, batch, vocab = ({**GPT_SIZES, **sizes}[k] for k in GPT_SIZES)
     F = nn.functional
     mask = torchlike.tril(torchlike.ones(seq, seq, device=device)).view(1, 1, seq, seq)
 

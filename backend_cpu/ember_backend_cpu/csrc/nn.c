@@ -80,6 +80,22 @@ ROW_REDUCTIONS(double, f64, int64_t)
 #define SMX_(name, S) name##_##S
 #define SMX(name, S) SMX_(name, S)
 
+/* Runs the statement (the variadic part) for every row r < rows on the OpenMP pool, each
+ * thread with a scratch buffer `e` of n elements of type C; `missing` (an int, 0 before) is
+ * set when a thread had no memory for it, and that thread's rows are skipped. */
+#define ROWS_WITH_SCRATCH(C, rows, n, missing, ...)                                               \
+    _Pragma("omp parallel if ((rows) * (n) > EM_PARALLEL_THRESHOLD) reduction(|| : missing)")     \
+    {                                                                                             \
+        C *e = (C *)malloc((size_t)(n) * sizeof(C));                                              \
+        missing = e == NULL;                                                                      \
+        _Pragma("omp for schedule(static)")                                                       \
+        for (int64_t r = 0; r < (rows); r++)                                                      \
+            if (e) {                                                                              \
+                __VA_ARGS__;                                                                      \
+            }                                                                                     \
+        free(e);                                                                                  \
+    }
+
 /* One row, `inner` apart. Inlined with its arguments as locals: in the OpenMP region's body they
  * would be fields of the shared-data struct, which the stores to e[] may alias for all GCC
  * knows, so every loop reloaded them and none vectorised. */
@@ -107,21 +123,13 @@ EM_FOR_FLOAT(SOFTMAX_ROW, 0)
                                           int64_t inner, int take_log) {                          \
         int64_t rows = outer * inner;                                                             \
         int missing = 0;                                                                          \
-        _Pragma("omp parallel if (rows * n > EM_PARALLEL_THRESHOLD) reduction(|| : missing)")     \
-        {                                                                                         \
-            CT_##T *e = (CT_##T *)malloc((size_t)n * sizeof(CT_##T));                            \
-            missing = e == NULL;                                                                  \
-            _Pragma("omp for schedule(static)")                                                   \
-            for (int64_t r = 0; r < rows; r++) {                                                  \
-                if (!e) continue;                                                                 \
-                int64_t o = r / inner, i = r % inner, at = o * n * inner + i;                     \
-                if (inner == 1)                                                                   \
-                    softmax_row_##T(out + at, x + at, n, 1, e, take_log);                         \
-                else                                                                              \
-                    softmax_row_##T(out + at, x + at, n, inner, e, take_log);                     \
-            }                                                                                     \
-            free(e);                                                                              \
-        }                                                                                         \
+        ROWS_WITH_SCRATCH(CT_##T, rows, n, missing, {                                             \
+            int64_t o = r / inner, i = r % inner, at = o * n * inner + i;                         \
+            if (inner == 1)                                                                       \
+                softmax_row_##T(out + at, x + at, n, 1, e, take_log);                             \
+            else                                                                                  \
+                softmax_row_##T(out + at, x + at, n, inner, e, take_log);                         \
+        })                                                                                        \
         return missing ? EM_NO_MEMORY : EM_OK;                                                    \
     }
 EM_FOR_FLOAT(SOFTMAX_KERNEL, 0)
@@ -176,15 +184,8 @@ EM_FOR_FLOAT(LAYER_NORM_ROW, 0)
                                              int64_t n, const ST_##T *w, const ST_##T *b,         \
                                              double eps) {                                        \
         int missing = 0;                                                                          \
-        _Pragma("omp parallel if (rows * n > EM_PARALLEL_THRESHOLD) reduction(|| : missing)")     \
-        {                                                                                         \
-            CT_##T *e = (CT_##T *)malloc((size_t)n * sizeof(CT_##T));                            \
-            missing = e == NULL;                                                                  \
-            _Pragma("omp for schedule(static)")                                                   \
-            for (int64_t r = 0; r < rows; r++)                                                    \
-                if (e) layer_norm_row_##T(out + r * n, x + r * n, n, w, b, (CT_##T)eps, e);       \
-            free(e);                                                                              \
-        }                                                                                         \
+        ROWS_WITH_SCRATCH(CT_##T, rows, n, missing,                                               \
+                          layer_norm_row_##T(out + r * n, x + r * n, n, w, b, (CT_##T)eps, e))    \
         return missing ? EM_NO_MEMORY : EM_OK;                                                    \
     }
 EM_FOR_FLOAT(LAYER_NORM_KERNEL, 0)
