@@ -350,8 +350,6 @@ def test_what_ember_cannot_record_is_warned():
     activity = ember.profiler.ProfilerActivity
     with pytest.warns(UserWarning, match="device ops as their host calls"):
         ember.profiler.profile(activities=[activity.CPU, activity.CUDA])
-    with pytest.warns(UserWarning, match="with_modules not supported"):
-        ember.profiler.profile(with_modules=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ember.profiler.profile(activities=[activity.CPU], record_shapes=True)
