@@ -6,9 +6,10 @@ recording thread, ``cpu_op`` for ops and ``user_annotation`` for ``record_functi
 "Input Dims", "Input type", "Input Strides" and "Concrete Inputs" when shapes were recorded;
 ``with_stack`` adds the Python calls as ``python_function`` events (with "Python id" and "Python
 parent id"), ``with_modules`` or ``with_stack`` the ``nn.Module: Linear_0`` scopes of module calls
-among them (with "Python module id"); with ``profile_memory`` every allocation and free is an instant ``[memory]`` event
-at the time the allocator's route reported it, with PyTorch's args (positive or negative
-"Bytes", "Addr", the running "Total Allocated"). The top-level keys are PyTorch's.
+among them (with "Python module id"); with ``profile_memory`` every allocation and free is an
+instant ``[memory]`` event at the time the allocator's route reported it, with PyTorch's args
+(positive or negative "Bytes", "Addr", the running "Total Allocated"). The top-level keys are
+PyTorch's.
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ tracer records them: ``python_function`` events enclosing the ops in the trace a
 own; each op's call site for ``group_by_stack_n``), ``with_flops`` (matrix products),
 ``with_modules`` (each ``nn.Module`` call as a ``nn.Module: Linear_0`` scope around its ops,
 in the trace and in every op's ``stack``; PyTorch records the scopes only with its Python tracer,
-ember with either option), ``schedule`` and ``on_trace_ready``. ``prof.export_chrome_trace(path)`` writes PyTorch's Chrome
-trace-event JSON (Perfetto, chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per
-recorded span, and ``prof.export_stacks(path)`` flame-graph lines. What ember cannot do is said
-with a warning: device activities are timed as their host calls.
+ember with either option), ``schedule`` and ``on_trace_ready``.
+``prof.export_chrome_trace(path)`` writes PyTorch's Chrome trace-event JSON (Perfetto,
+chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per recorded span, and
+``prof.export_stacks(path)`` flame-graph lines. What ember cannot do is said with a warning:
+device activities are timed as their host calls.
 """
 
 from __future__ import annotations

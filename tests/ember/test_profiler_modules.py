@@ -45,7 +45,8 @@ def _profile(lib, tmp_path, **options):
     """(op -> module scopes of each call, innermost first; the trace) for one forward."""
     model, x = _model(lib), lib.randn(3, 4)
     if lib is torch:  # torch keeps op stacks only in its verbose mode, and scopes with with_stack
-        options = {"with_stack": True, "experimental_config": torch.profiler._ExperimentalConfig(verbose=True)}  # fmt: skip
+        verbose = torch.profiler._ExperimentalConfig(verbose=True)
+        options = {"with_stack": True, "experimental_config": verbose}
     with lib.profiler.profile(**options) as prof:
         model(x)
     path = tmp_path / f"{lib.__name__}.json"
