@@ -42,9 +42,11 @@ __all__ = [
     "FunctionEventAvg",
     "ProfilerAction",
     "ProfilerActivity",
+    "kineto_available",
     "profile",
     "record_function",
     "schedule",
+    "supported_activities",
     "tensorboard_trace_handler",
 ]
 
@@ -58,6 +60,19 @@ class ProfilerActivity(enum.Enum):
     CUDA = 3
     HPU = 4
     PrivateUse1 = 5
+
+
+def supported_activities() -> set[ProfilerActivity]:
+    """The activities ember traces on their own: the host's (device ops are timed as their host
+    calls, so a device activity adds nothing), as torch answers on a machine without CUPTI."""
+    return {ProfilerActivity.CPU}
+
+
+def kineto_available() -> bool:
+    """True, as in torch builds with Kineto: code that asks before using ``torch.profiler``'s
+    API (schedules, Chrome traces, ``tensorboard_trace_handler``) finds all of it in ember,
+    which writes Kineto's trace format itself."""
+    return True
 
 
 class ProfilerAction(enum.Enum):
