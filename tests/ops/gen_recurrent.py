@@ -7,7 +7,11 @@ from .sampling import Sample, arr
 
 GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 # (steps, batch, input, hidden, layers, bidirectional, batch_first, bias, projection)
+# The first two are small enough for the gradient checks (tests/autograd/cases.py: under 96
+# input elements for an LSTM).
 CASES = (
+    (2, 2, 2, 2, 1, False, False, True, 0),
+    (2, 1, 2, 2, 1, True, True, False, 0),
     (3, 2, 4, 3, 1, False, False, True, 0),
     (2, 3, 2, 3, 2, True, True, False, 0),
     (4, 1, 3, 4, 2, False, False, True, 2),
