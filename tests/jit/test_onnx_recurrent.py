@@ -155,10 +155,10 @@ def test_projection_and_training_dropout_are_refused():
     from ember.onnx import UnsupportedOperatorError
 
     x = ember.randn(3, 2, 6)
-    with pytest.raises(UnsupportedOperatorError, match="ember::lstm.*projections"):
+    with pytest.raises(UnsupportedOperatorError, match=r"ember::lstm.*projections"):
         export_bytes(nn.LSTM(6, 4, proj_size=2), (x,))
     gru = nn.GRU(6, 4, num_layers=2, dropout=0.5)
-    with pytest.raises(UnsupportedOperatorError, match="ember::gru.*dropout in training"):
+    with pytest.raises(UnsupportedOperatorError, match=r"ember::gru.*dropout in training"):
         export_bytes(gru, (x,), training=ember.onnx.TrainingMode.TRAINING)
 
 
@@ -183,3 +183,25 @@ def test_trace_records_one_node_and_replays_at_other_lengths(kind):
 def _leaves(out) -> list:
     output, hidden = out
     return [output, *(hidden if isinstance(hidden, tuple) else (hidden,))]
+
+
+class _Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(6, 4, num_layers=2)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+def test_export_with_a_dynamic_sequence_dim():
+    """ember.export's re-traces one size above and below agree on the graph: the sequence
+    length is no longer read into Python."""
+    ember.manual_seed(7)
+    model = _Head().eval()
+    seq = ember.export.Dim("seq", max=64)
+    ep = ember.export.export(model, (ember.randn(5, 3, 6),), dynamic_shapes={"x": {0: seq}})
+    x = ember.randn(12, 3, 6)
+    np.testing.assert_allclose(
+        ep.module()(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6
+    )
