@@ -132,6 +132,8 @@ def python_code(graph) -> PythonCode:
         if node.op == "placeholder":
             default = f" = {writer.arg(node.args[0])}" if node.args else ""
             params.append(f"{node.target}{default}")
+            if node.name != node.target.lstrip("*"):  # renamed off a builtin, as torch.fx does
+                body.append(f"{node.name} = {node.target.lstrip('*')}")
             continue
         if node.op == "output":
             body.append(f"return {writer.arg(node.args[0])}")

@@ -168,3 +168,11 @@ def _jit_archive() -> bytes:
     buffer = io.BytesIO()
     ember.jit.save(ember.jit.trace(nn.Linear(2, 2), ember.ones(1, 2)), buffer)
     return buffer.getvalue()
+
+
+def test_a_module_whose_input_is_named_input_exports_and_runs():
+    # nn.Linear's forward takes `input`, a builtin's name: its placeholder is renamed
+    linear = nn.Linear(4, 3)
+    x = ember.randn(2, 4)
+    program = export(linear, (x,))
+    assert_same(program.module()(x), linear(x))

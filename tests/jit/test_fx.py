@@ -252,3 +252,19 @@ def test_graph_module_from_a_dict_and_built_by_hand():
     clone = copy.deepcopy(gm)
     assert clone.code == gm.code
     assert_same(clone(x_value), gm(x_value))
+
+
+def test_an_input_named_after_a_builtin_is_renamed_as_torch_fx_renames_it():
+    """``forward(self, input)``: the placeholder's node is ``input_1`` and the generated code
+    binds it from the parameter, word for word as torch.fx writes it."""
+
+    def traced(lib, trace):
+        class M(lib.nn.Module):
+            def forward(self, input):
+                return input + 1
+
+        return trace(M())
+
+    ours = traced(ember, ember.fx.symbolic_trace)
+    assert ours.code.strip() == traced(torch, torch.fx.symbolic_trace).code.strip()
+    assert ours(ember.ones(2)).tolist() == [2.0, 2.0]
