@@ -454,6 +454,11 @@ def grad(
         retain_graph = create_graph
     if allow_unused is None:
         allow_unused = materialize_grads
+    if is_grads_batched:
+        return _batched_grad(
+            outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+            materialize_grads,
+        )  # fmt: skip
     capture = {}
     order = []
     for i, t in enumerate(inputs):
@@ -480,3 +485,26 @@ def grad(
             g = sum_to_shape(g, inputs[i]._shape)
         result.append(g)
     return tuple(result)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):  # fmt: skip
+    """``is_grads_batched``: the first dim of every grad_output is a batch, and the backward
+    runs once under vmap (as PyTorch's), giving gradients with that batch dim in front. An input
+    the outputs do not reach stays None (or zeros with ``materialize_grads``). It was accepted
+    and ignored before: the batched grad_outputs then failed the shape check."""
+    from ember.func import vmap
+
+    if grad_outputs is None:
+        raise RuntimeError("is_grads_batched=True requires grad_outputs")
+    grad_outputs = _as_tuple(grad_outputs)
+    unused = []
+
+    def one(*gs):
+        grads = grad(outputs, inputs, gs, retain_graph=retain_graph, create_graph=create_graph,
+                     allow_unused=allow_unused, materialize_grads=materialize_grads)  # fmt: skip
+        unused[:] = [g is None for g in grads]
+        return tuple(g if g is not None else gs[0].new_zeros(()) for g in grads)
+
+    batched = vmap(one)(*grad_outputs)  # one backward pass, over batched gradients
+    return tuple(None if gone else g for g, gone in zip(batched, unused, strict=True))

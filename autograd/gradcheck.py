@@ -137,8 +137,13 @@ def gradcheck(
     raise_exception=True,
     nondet_tol=0.0,
     check_undefined_grad=True,
+    check_grad_dtypes=False,
+    check_batched_grad=False,
+    check_batched_forward_grad=False,
+    check_forward_ad=False,
+    check_backward_ad=True,
     fast_mode=False,
-    **_ignored,
+    masked=None,
 ) -> bool:
     """Compare autograd's Jacobian of ``func`` at ``inputs`` with central differences.
 
@@ -149,10 +154,20 @@ def gradcheck(
         atol, rtol: tolerances of the comparison.
         raise_exception: raise GradcheckError on mismatch (else return False).
         nondet_tol: how far two backward passes may differ.
+        check_undefined_grad: zero (undefined) output gradients must give zero input ones.
+        check_grad_dtypes: accepted; ember always checks each gradient's dtype and shape.
+        check_batched_grad: a batch of output gradients in one backward (vmap) too.
+        check_batched_forward_grad: a batch of tangents in one forward-mode pass too.
+        check_forward_ad: the forward-mode Jacobian against the numerical one too.
+        check_backward_ad: the backward Jacobian against the numerical one.
+        fast_mode: accepted; ember always compares whole Jacobians (PyTorch's slow mode).
+        masked: sparse inputs' masked semantics; ember has no sparse tensors.
 
     Returns:
         True when the Jacobians match.
     """
+    if masked:
+        raise NotImplementedError("gradcheck(masked=True): ember has no sparse tensors")
     # complex tensors: checked through their real views (see gradcheck_complex)
     func, inputs = as_real_problem(func, _as_tuple(inputs))
     for i in _differentiable(inputs):
@@ -165,28 +180,57 @@ def gradcheck(
             )
     try:
         numeric = numerical_jacobian(func, inputs, eps)
-        analytic = analytical_jacobian(func, inputs, nondet_tol)
+        _compare(func, inputs, numeric, "backward" if check_backward_ad else None, nondet_tol,
+                 atol, rtol)  # fmt: skip
+        if check_forward_ad:
+            _compare(func, inputs, numeric, "forward", nondet_tol, atol, rtol)
+        _optional_checks(func, inputs, atol, rtol, check_undefined_grad and check_backward_ad,
+                         check_batched_grad, check_batched_forward_grad)  # fmt: skip
     except GradcheckError:
         if raise_exception:
             raise
         return False
+    return True
+
+
+def _optional_checks(func, inputs, atol, rtol, undefined, batched, batched_forward) -> None:
+    from . import gradcheck_modes as modes
+
+    diff = _differentiable(inputs)
+    if undefined:
+        modes.check_undefined_grad(func, inputs, diff)
+    if batched:
+        modes.check_batched_grad(func, inputs, diff, atol, rtol)
+    if batched_forward:
+        modes.check_batched_forward_grad(func, inputs, diff, atol, rtol)
+
+
+def _compare(func, inputs, numeric, mode, nondet_tol, atol, rtol) -> None:
+    """The analytical Jacobian (``mode``: "backward" or "forward"; None checks nothing) against
+    the numerical one; GradcheckError naming the output and input that differ."""
+    if mode is None:
+        return
+    if mode == "forward":
+        from .gradcheck_modes import forward_jacobian
+
+        analytic = forward_jacobian(func, inputs, _differentiable(inputs))
+    else:
+        analytic = analytical_jacobian(func, inputs, nondet_tol)
     tracked = [o.requires_grad for o in _outputs(func, inputs)]
     for n, (num_i, ana_i) in zip(_differentiable(inputs), zip(numeric, analytic)):
         for k, (num, ana) in enumerate(zip(num_i, ana_i)):
             if np.allclose(ana, num, rtol=rtol, atol=atol):
                 continue
-            if not raise_exception:
-                return False
-            if not tracked[k]:
+            if not tracked[k] and mode == "backward":
                 raise GradcheckError(
                     f"output {k} does not require grad, but its numerical Jacobian with respect "
                     f"to input {n} is not zero:\n{num}\n"
                 )
+            what = "Jacobian" if mode == "backward" else "Jacobian computed with forward mode"
             raise GradcheckError(
-                f"Jacobian mismatch for output {k} with respect to input {n},\n"
+                f"{what} mismatch for output {k} with respect to input {n},\n"
                 f"numerical:\n{num}\nanalytical:\n{ana}\n"
             )
-    return True
 
 
 def gradgradcheck(
@@ -197,14 +241,23 @@ def gradgradcheck(
     eps=1e-6,
     atol=1e-5,
     rtol=1e-3,
+    gen_non_contig_grad_outputs=False,
     raise_exception=True,
     nondet_tol=0.0,
-    **_ignored,
+    check_undefined_grad=True,
+    check_grad_dtypes=False,
+    check_batched_grad=False,
+    check_fwd_over_rev=False,
+    check_rev_over_rev=True,
+    fast_mode=False,
+    masked=False,
 ) -> bool:
     """gradcheck of the gradient of ``func``: checks second derivatives.
 
-    ``grad_outputs`` (random when None) are the output gradients of the first backward, one per
-    output that requires grad; they take part in the check as inputs.
+    ``grad_outputs`` (random when None; non-contiguous with ``gen_non_contig_grad_outputs``) are
+    the output gradients of the first backward, one per output that requires grad; they take
+    part in the check as inputs. ``check_rev_over_rev`` / ``check_fwd_over_rev`` check the
+    backward / forward-mode derivative of that backward; the other flags are gradcheck's.
     """
     from ember import randn
 
@@ -212,9 +265,7 @@ def gradgradcheck(
     diff = _differentiable(inputs)
     if grad_outputs is None:
         outs = [o for o in _outputs(func, inputs) if o.requires_grad]
-        grad_outputs = tuple(
-            randn(o.shape, dtype=o.dtype, device=o.device).requires_grad_(True) for o in outs
-        )
+        grad_outputs = tuple(_random_like(o, gen_non_contig_grad_outputs, randn) for o in outs)
     grad_outputs = _as_tuple(grad_outputs)
     n_in = len(inputs)
 
@@ -234,4 +285,20 @@ def gradgradcheck(
         rtol=rtol,
         raise_exception=raise_exception,
         nondet_tol=nondet_tol,
+        check_undefined_grad=check_undefined_grad,
+        check_grad_dtypes=check_grad_dtypes,
+        check_batched_grad=check_batched_grad,
+        check_forward_ad=check_fwd_over_rev,
+        check_backward_ad=check_rev_over_rev,
+        fast_mode=fast_mode,
+        masked=masked,
     )
+
+
+def _random_like(out, non_contiguous: bool, randn):
+    """A random output gradient that requires grad; every other element of a twice-as-wide
+    buffer when ``non_contiguous``."""
+    if not non_contiguous or out.ndim == 0:
+        return randn(out.shape, dtype=out.dtype, device=out.device).requires_grad_(True)
+    wide = randn((*out.shape[:-1], 2 * out.shape[-1]), dtype=out.dtype, device=out.device)
+    return wide[..., ::2].detach().requires_grad_(True)
