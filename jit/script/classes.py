@@ -21,10 +21,17 @@ from .sugar import Sugar
 CREATE, GET, SET = "prim::CreateObject", "prim::GetObjAttr", "prim::SetObjAttr"
 _TYPES: dict = {}  # class -> its ClassType, fields filled in while __init__ compiles
 # operators TorchScript desugars to a class's magic methods
+BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 MAGIC = {ast.Add: "__add__", ast.Sub: "__sub__", ast.Mult: "__mul__", ast.Div: "__truediv__"}
 MAGIC.update({ast.FloorDiv: "__floordiv__", ast.Mod: "__mod__", ast.Pow: "__pow__"})
 MAGIC.update({ast.Eq: "__eq__", ast.NotEq: "__ne__", ast.Lt: "__lt__", ast.LtE: "__le__"})
 MAGIC.update({ast.Gt: "__gt__", ast.GtE: "__ge__"})
+# ``a += b`` calls ``__iadd__`` where the class defines it, else ``a = a + b`` (``__add__``)
+INPLACE_MAGIC = {op: "__i" + name[2:] for op, name in MAGIC.items() if op in BINOPS}
+UNARY_MAGIC = {ast.USub: "__neg__", ast.Invert: "__invert__"}
+# int(a), float(a), bool(a) (and ``if a:``), str(a); reflected methods (__radd__) are not
+# among them: torch.jit.script refuses ``1 + a`` even where the class defines __radd__
+CONVERT_MAGIC = {int: "__int__", float: "__float__", bool: "__bool__", str: "__str__"}
 
 
 def is_script_class(obj) -> bool:
@@ -112,6 +119,13 @@ class Classes:
         # takes those in cls.__dict__): a base class's method is no method of the subclass
         own = kind.cls is not None and name in vars(kind.cls)
         fn = getattr(kind.cls, name, None) if own else None
+        if isinstance(vars(kind.cls).get(name) if own else None, staticmethod):
+            # TorchScript looks static methods up on the class only (Cls.f(), not self.f())
+            raise self.source.error(
+                f"'{kind.annotation()}' object has no attribute or method '{name}'. Did you "
+                "forget to initialize an attribute in __init__()?",
+                node,
+            )
         if inspect.isfunction(fn):
             return BoundMethod(obj, fn)
         raise self.source.error(

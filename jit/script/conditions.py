@@ -71,6 +71,9 @@ class Conditions:
         kind = value.type()
         if kind == T.BoolType:
             return value
+        called = self.magic(value, "__bool__", [], node)
+        if called is not None:
+            return called
         if isinstance(kind, T.TensorType) or kind in (T.IntType, T.FloatType):
             return self.prim("prim::bool", [value], T.BoolType)
         raise self.source.error(f"Could not cast value of type {kind.annotation()} to bool", node)

@@ -19,6 +19,7 @@ import ast
 
 from .. import types as T
 from ..ir import Value
+from .classes import INPLACE_MAGIC
 from .expressions import Expressions
 from .returns import PENDING, LoopReturns, may_return
 from .sugar import Sugar
@@ -131,7 +132,9 @@ class Emitter(Expressions, LoopReturns):
         else:
             raise self.source.not_supported("augmented assignment to this target", stmt)
         other = self.expr(stmt.value)
-        value = self.binary(stmt.op, current, other, stmt, inplace=True)
+        value = self.magic(current, INPLACE_MAGIC.get(type(stmt.op), ""), [other], stmt)
+        if value is None:
+            value = self.binary(stmt.op, current, other, stmt, inplace=True)
         if not isinstance(target, ast.Name) and value.node().kind().endswith("_"):
             return None  # self.buf += v, x[i] += v: the in-place op wrote into the tensor
         self.assign(target, value)
@@ -169,6 +172,10 @@ class Emitter(Expressions, LoopReturns):
             else:
                 self.call_op("fill_", [view, value], {})
             return
+        # obj[k] = v is obj.__setitem__(k, v); a class without it gets the error below
+        is_object = isinstance(base, Value) and isinstance(base.type(), T.ClassType)
+        if is_object and self.magic(base, "__setitem__", [self.value(target.slice), value], target):
+            return None
         current, name = base, getattr(target.value, "id", None)
         kind = current.type() if isinstance(current, Value) else None
         if isinstance(kind, T.ListType):

@@ -19,7 +19,7 @@ from ..ir import Value
 from . import annotations
 from .attributes import ModuleState
 from .calls import Calls
-from .classes import MAGIC, Classes
+from .classes import MAGIC, UNARY_MAGIC, Classes
 from .conditions import Conditions
 from .containers import Containers
 from .frontend import namespace_of
@@ -269,6 +269,9 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
 
     def expr_UnaryOp(self, node, wanted=None):  # noqa: N802
         operand = self.value(node.operand)
+        called = self.magic(operand, UNARY_MAGIC.get(type(node.op), ""), [], node)
+        if called is not None:
+            return called
         if isinstance(node.op, ast.Not):
             return self.prim("prim::not", [self.to_bool(operand, node)], T.BoolType)
         if isinstance(node.op, ast.UAdd):

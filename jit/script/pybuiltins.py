@@ -11,6 +11,7 @@ from ember._tensor import Tensor
 
 from .. import types as T
 from . import unions
+from .classes import CONVERT_MAGIC
 from .sugar import Enumerate, ModuleRef, Range, SugarTuple, Zip
 
 
@@ -144,19 +145,29 @@ def _print(em, args, kwargs, node):
     return em.constant(None)
 
 
+def _converting(builtin, lower):
+    """``int(a)``/``float(a)``/``bool(a)``/``str(a)`` call a script class's ``__int__``..."""
+
+    def convert(em, args, kwargs, node):
+        called = em.magic(args[0], CONVERT_MAGIC[builtin], [], node) if len(args) == 1 else None
+        return lower(em, args, kwargs, node) if called is None else called
+
+    return convert
+
+
 BUILTINS = {
     range: _range,
     len: _len,
-    int: _convert(T.IntType, "prim::int"),
-    float: _convert(T.FloatType, "prim::float"),
-    bool: _convert(T.BoolType, "prim::bool"),
+    int: _converting(int, _convert(T.IntType, "prim::int")),
+    float: _converting(float, _convert(T.FloatType, "prim::float")),
+    bool: _converting(bool, _convert(T.BoolType, "prim::bool")),
     min: _extreme("prim::min", min),
     max: _extreme("prim::max", max),
     isinstance: _isinstance,
     enumerate: _enumerate,
     zip: _zip,
     print: _print,
-    str: lambda em, args, kwargs, node: em.to_text(args[0]),
+    str: _converting(str, lambda em, args, kwargs, node: em.to_text(args[0])),
     sum: _sum,
     abs: _abs,
 }
