@@ -68,6 +68,7 @@ class Emitter(Expressions, LoopReturns):
         self.env = env
         self.self_ref = self_ref
         self.in_loop = in_loop
+        self.unrolling = False  # directly in an unrolled loop's body (no prim::Loop between)
         self.current = None  # the ast node being compiled (errors, source ranges)
         self.return_type = None
         self.loop_returns = False  # the function returns from a loop (returns.py)
@@ -250,15 +251,26 @@ class Emitter(Expressions, LoopReturns):
         return RETURN
 
     def stmt_Break(self, stmt):  # noqa: N802
+        self.refuse_in_unrolled(stmt)
         if not self.in_loop:
             raise self.source.error("'break' outside loop", stmt)
         self.env["$continue"] = self.constant(False)
         return BREAK
 
     def stmt_Continue(self, stmt):  # noqa: N802
+        self.refuse_in_unrolled(stmt)
         if not self.in_loop:
             raise self.source.error("'continue' not properly in loop", stmt)
         return CONTINUE
+
+    def refuse_in_unrolled(self, stmt) -> None:
+        """An unrolled loop has no loop-continue flag to clear: TorchScript refuses there."""
+        if self.unrolling:
+            raise self.source.error(
+                "Because we emit iteration over modulelists or tuples as unrolled loops, we do "
+                "not support break or continue inside the body of these loops",
+                stmt,
+            )
 
     def stmt_Raise(self, stmt):  # noqa: N802
         message = "Exception"
@@ -413,12 +425,11 @@ class Emitter(Expressions, LoopReturns):
     def unrolled(self, stmt, items) -> None:
         for index, item in enumerate(items):
             self.assign(stmt.target, item)
-            ended = self.body(stmt.body)
-            if ended in (BREAK, CONTINUE):
-                raise self.source.not_supported(
-                    "break/continue in loops over modules or tuples (unrolled) aren't supported",
-                    stmt,
-                )
+            saved, self.unrolling = self.unrolling, True
+            try:
+                ended = self.body(stmt.body)
+            finally:
+                self.unrolling = saved
             if ended:
                 return ended
             if self.loop_returns and may_return(stmt) and index + 1 < len(items):
@@ -441,6 +452,7 @@ class Emitter(Expressions, LoopReturns):
         for name in carried:
             self.env[name] = block.addInput(name, before[name].type())
         saved_loop, self.in_loop = self.in_loop, True
+        saved_unrolling, self.unrolling = self.unrolling, False
         with self.graph.insert_point_guard(block):
             self.env["$continue"] = self.constant(True)
             bind_target(counter)
@@ -456,6 +468,7 @@ class Emitter(Expressions, LoopReturns):
                 self.unify(before[name].type(), value.type(), name, stmt)
                 block.registerOutput(value)
         self.in_loop = saved_loop
+        self.unrolling = saved_unrolling
         self.env = before
         for name in carried:
             self.env[name] = node.addOutput(before[name].type()).setDebugName(name)

@@ -24,7 +24,11 @@ def caught(script, fn) -> BaseException:
     return info.value
 
 
-@pytest.mark.parametrize("name", ["try_block", "global_statement", "lambda_call", "undefined_name"])
+WORD_FOR_WORD = ["try_block", "global_statement", "lambda_call", "undefined_name"]
+WORD_FOR_WORD += ["undefined_deep", "unrolled_break", "unrolled_continue"]
+
+
+@pytest.mark.parametrize("name", WORD_FOR_WORD)
 def test_error_is_torch_scripts_word_for_word(name):
     mine = caught(ember.jit.script, EMBER_ERRORS[name])
     theirs = caught(torch.jit.script, TORCH_ERRORS[name])
@@ -94,3 +98,27 @@ def test_no_source_is_an_os_error_as_in_torch():
     exec("def made(x):\n    return x\n", namespace)
     with pytest.raises(OSError, match="Can't get source for"):
         ember.jit.script(namespace["made"])
+
+
+def test_break_in_a_module_list_loop_is_refused_as_torch_refuses_it():
+    """A ``ModuleList`` loop is unrolled: TorchScript has no loop flag to clear there."""
+
+    def module(lib):
+        class Stack(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = lib.nn.ModuleList([lib.nn.Linear(3, 3) for _ in range(3)])
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                    if x.sum() > 0:
+                        break
+                return x
+
+        return Stack()
+
+    mine = caught(ember.jit.script, module(ember))
+    theirs = caught(torch.jit.script, module(torch))
+    assert isinstance(mine, RuntimeError) and type(theirs) is RuntimeError
+    assert str(mine).strip("\n") == str(theirs).strip("\n")
