@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+from . import indexing
+
 
 def _c_math(fn):
     """``math.fn`` with C's results where Python raises (TorchScript calls libm: ``log(-1.0)``
@@ -213,6 +215,8 @@ class RUNTIME:
 
     format = staticmethod(format_)
     new_object = staticmethod(_new_object)
+    index = staticmethod(indexing.index)
+    index_put_ = staticmethod(indexing.index_put_)
 
 
 for _name in MATH:

@@ -135,7 +135,9 @@ class Emitter(Expressions, LoopReturns):
         other = self.expr(stmt.value)
         value = self.magic(current, INPLACE_MAGIC.get(type(stmt.op), ""), [other], stmt)
         if value is None:
-            value = self.binary(stmt.op, current, other, stmt, inplace=True)
+            # x[idx] += v with an advanced index: the read is a copy, so add and write back
+            copied = isinstance(current, Value) and current.node().kind() == "prim::index"
+            value = self.binary(stmt.op, current, other, stmt, inplace=not copied)
         if not isinstance(target, ast.Name) and value.node().kind().endswith("_"):
             return None  # self.buf += v, x[i] += v: the in-place op wrote into the tensor
         self.assign(target, value)
@@ -166,13 +168,7 @@ class Emitter(Expressions, LoopReturns):
         does); ``d[k] = v`` on a dict variable rebinds it to the updated dict (prim::DictSet)."""
         base = self.expr(target.value)
         if isinstance(base, Value) and isinstance(base.type(), T.TensorType):
-            view = self.tensor_index(base, target.slice, target)
-            value = self.materialize(value)
-            if isinstance(value.type(), T.TensorType):
-                self.call_op("copy_", [view, value], {})
-            else:
-                self.call_op("fill_", [view, value], {})
-            return
+            return self.tensor_index_put(base, target.slice, value, target)
         # obj[k] = v is obj.__setitem__(k, v); a class without it gets the error below
         is_object = isinstance(base, Value) and isinstance(base.type(), T.ClassType)
         if is_object and self.magic(base, "__setitem__", [self.value(target.slice), value], target):
