@@ -246,4 +246,3 @@ def _is_self_attribute(node) -> bool:
         and isinstance(node.value, ast.Name)
         and node.value.id == "self"
     )
-
