@@ -75,7 +75,15 @@ def _extreme(prim, fold):
             )
         if all(em.is_constant(v) for v in values):
             return em.constant(fold(em.known(v) for v in values))
-        kind = T.FloatType if T.FloatType in (values[0].type(), values[1].type()) else T.IntType
+        kinds = [unions.numeric(v.type()) for v in values]
+        if T.FloatType in kinds:  # a number (Union[int, float]) next to a float: as a float
+            kind = T.FloatType
+            values = [
+                em.prim("prim::float", [v], kind) if k == T.NumberType else v
+                for v, k in zip(values, kinds)
+            ]
+        else:
+            kind = T.NumberType if T.NumberType in kinds else T.IntType
         return em.prim(prim, values, kind)
 
     return lower
@@ -86,7 +94,7 @@ def _isinstance(em, args, kwargs, node):
     value = em.materialize(value)
     classes = unions.classes_of(classes)
     kind = value.type()
-    if isinstance(kind, T.UnionType):
+    if isinstance(kind, T.UnionType) or kind == T.AnyType:
         return unions.isinstance_test(em, value, unions.class_names(classes))
     wanted = set()
     for cls in classes:
@@ -117,9 +125,10 @@ def _abs(em, args, kwargs, node):
         return em.call_op("abs", [value], {})
     if em.is_constant(value):
         return em.constant(abs(em.known(value)))
-    if value.type() not in (T.IntType, T.FloatType):
+    kind = unions.numeric(value.type())  # Union[int, float]: a number
+    if kind not in (T.IntType, T.FloatType, T.NumberType):
         raise em.source.error(f"abs() of a {value.type().annotation()}", node)
-    return em.prim("prim::abs", [value], value.type())
+    return em.prim("prim::abs", [value], kind)
 
 
 def _sum(em, args, kwargs, node):
