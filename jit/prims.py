@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import indexing
+from . import contexts, indexing
 from .scalars import SCALAR_PRIMS
 
 
@@ -158,6 +158,13 @@ PRIMS: dict[str, Prim] = {
     "prim::Print": Prim(None, _call("print"), effects=True, outputs=0),
     # Advanced indexing of tensors in scripted code (jit/indexing.py): x[idx], x[idx] = v.
     "prim::index": Prim(indexing.index, lambda *args: f"_rt.index({', '.join(args)})"),
+    # ember.autocast / record_function around a block of scripted code (jit/contexts.py).
+    "prim::enter": Prim(
+        contexts.enter, lambda *args: f"_rt.enter({', '.join(args)})", effects=True
+    ),
+    "prim::exit": Prim(
+        contexts.exit_, lambda manager: f"_rt.exit_({manager})", effects=True, outputs=0
+    ),
     "prim::index_put_": Prim(
         indexing.index_put_,
         lambda *args: f"_rt.index_put_({', '.join(args)})",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from . import indexing
+from . import contexts, indexing
 
 
 def _c_math(fn):
@@ -215,6 +215,8 @@ class RUNTIME:
 
     format = staticmethod(format_)
     new_object = staticmethod(_new_object)
+    enter = staticmethod(contexts.enter)
+    exit_ = staticmethod(contexts.exit_)
     index = staticmethod(indexing.index)
     index_put_ = staticmethod(indexing.index_put_)
 

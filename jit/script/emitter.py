@@ -20,6 +20,7 @@ import ast
 from .. import types as T
 from ..ir import Value
 from .classes import INPLACE_MAGIC
+from .contexts import Contexts
 from .expressions import Expressions
 from .returns import PENDING, LoopReturns, may_return
 from .sugar import Sugar
@@ -58,7 +59,7 @@ def _join(a: str, b: str) -> str:
     return a if a in (b, RETURN) else CONTINUE if BREAK not in (a, b) else BREAK
 
 
-class Emitter(Expressions, LoopReturns):
+class Emitter(Expressions, Contexts, LoopReturns):
     """Compiles statements of one function into ``graph`` (see the module docstring)."""
 
     def __init__(self, unit, source, graph, env: dict, self_ref=None, in_loop=False):
@@ -198,40 +199,6 @@ class Emitter(Expressions, LoopReturns):
             if target.id not in self.env:
                 raise self.source.error(f"undefined value {target.id}", target)
             del self.env[target.id]
-
-    def stmt_With(self, stmt):  # noqa: N802
-        """``with ember.no_grad():`` / ``enable_grad()`` / ``set_grad_enabled(b)``: the grad
-        mode is set before the body and restored after it (also when the body returns: a
-        return only ends the block's code generation, the graph runs on)."""
-        if len(stmt.items) != 1 or stmt.items[0].optional_vars is not None:
-            raise self.source.unsupported(stmt)
-        flag = self.grad_mode(stmt.items[0].context_expr)
-        if flag is None:
-            raise self.source.not_supported(
-                "with statements are supported for ember.no_grad(), ember.enable_grad() and "
-                "ember.set_grad_enabled() only",
-                stmt,
-            )
-        previous = self.prim("prim::is_grad_enabled", [], T.BoolType)
-        self.graph.insert("prim::set_grad_enabled", [flag], num_outputs=0)
-        ended = self.body(stmt.body)
-        self.graph.insert("prim::set_grad_enabled", [previous], num_outputs=0)
-        return ended
-
-    def grad_mode(self, expr):
-        import ember
-
-        if not isinstance(expr, ast.Call):
-            return None
-        func = self.expr(expr.func)
-        target = getattr(func, "obj", None)
-        if target is ember.no_grad and not expr.args:
-            return self.constant(False)
-        if target is ember.enable_grad and not expr.args:
-            return self.constant(True)
-        if target is ember.set_grad_enabled and len(expr.args) == 1:
-            return self.coerce(self.value(expr.args[0]), T.BoolType, expr)
-        return None
 
     def stmt_Return(self, stmt):  # noqa: N802
         value = (
