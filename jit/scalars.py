@@ -179,9 +179,11 @@ def _new_object():
 
 
 # prim::tolist's element codes (TorchScript's): the annotation's element type.
-TOLIST_ELEMENTS = {"int": 0, "float": 1, "bool": 2}
-_TOLIST_NAMES = ("Long", "Float", "Bool")
-_TOLIST_DTYPES = (("Long",), ("Float", "Double"), ("Bool",))
+TOLIST_ELEMENTS = {"int": 0, "float": 1, "bool": 2, "complex": 3}
+# TorchScript names a complex annotation "Bool" in its mismatch message (its name table has no
+# complex entry); the words are kept so that messages compare equal
+_TOLIST_NAMES = ("Long", "Float", "Bool", "Bool")
+_TOLIST_DTYPES = (("Long",), ("Float", "Double"), ("Bool",), ("ComplexFloat", "ComplexDouble"))
 
 
 def tolist(tensor, dim: int, element: int):
