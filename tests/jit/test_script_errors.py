@@ -25,7 +25,7 @@ def caught(script, fn) -> BaseException:
 
 
 WORD_FOR_WORD = ["try_block", "global_statement", "lambda_call", "undefined_name"]
-WORD_FOR_WORD += ["undefined_deep", "unrolled_break", "unrolled_continue"]
+WORD_FOR_WORD += ["undefined_deep", "unrolled_break", "unrolled_continue", "bad_annotation"]
 
 
 @pytest.mark.parametrize("name", WORD_FOR_WORD)
