@@ -10,7 +10,6 @@ are inlined too, their attribute reads prefixed with the submodule's qualified n
 from __future__ import annotations
 
 import ast
-
 import copy
 import inspect
 import itertools
