@@ -117,20 +117,19 @@ class Classes:
             return self.graph.insert(GET, [obj], name=name).output().setType(kind.fields[name])
         # TorchScript compiles only a class's own methods (torch.jit.frontend's get_jit_class_def
         # takes those in cls.__dict__): a base class's method is no method of the subclass
+        # (and looks static methods up on the class only: Cls.f(), not self.f())
         own = kind.cls is not None and name in vars(kind.cls)
         fn = getattr(kind.cls, name, None) if own else None
-        if isinstance(vars(kind.cls).get(name) if own else None, staticmethod):
-            # TorchScript looks static methods up on the class only (Cls.f(), not self.f())
-            raise self.source.error(
-                f"'{kind.annotation()}' object has no attribute or method '{name}'. Did you "
-                "forget to initialize an attribute in __init__()?",
-                node,
-            )
-        if inspect.isfunction(fn):
+        if inspect.isfunction(fn) and not isinstance(vars(kind.cls)[name], staticmethod):
             return BoundMethod(obj, fn)
-        raise self.source.error(
-            f"Tried to access nonexistent attribute or method '{name}' of type "
-            f"'{kind.annotation()}'.",
+        raise self.no_attribute(kind, name, node)
+
+    def no_attribute(self, kind, name: str, node):
+        """TorchScript's error for a missing field or method of an object (its class is named
+        by its Python name, where TorchScript adds the qualified name and compilation unit)."""
+        return self.source.error(
+            f"'{kind.annotation()}' object has no attribute or method '{name}'. Did you forget "
+            "to initialize an attribute in __init__()?",
             node,
         )
 

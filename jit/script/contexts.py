@@ -49,12 +49,8 @@ class Contexts:
             )
         entered = self.magic(obj, "__enter__", [], item.context_expr)
         if entered is None or not _defines(kind, "__exit__"):
-            raise self.source.error(
-                f"Tried to access nonexistent attribute or method "
-                f"'{'__exit__' if entered is not None else '__enter__'}' of type "
-                f"'{kind.annotation()}'.",
-                item.context_expr,
-            )
+            missing = "__enter__" if entered is None else "__exit__"
+            raise self.no_attribute(kind, missing, item.context_expr)
         if item.optional_vars is not None:
             self.assign(item.optional_vars, entered)
         none = self.constant(None)

@@ -170,9 +170,10 @@ class Emitter(Expressions, Contexts, LoopReturns):
         base = self.expr(target.value)
         if isinstance(base, Value) and isinstance(base.type(), T.TensorType):
             return self.tensor_index_put(base, target.slice, value, target)
-        # obj[k] = v is obj.__setitem__(k, v); a class without it gets the error below
-        is_object = isinstance(base, Value) and isinstance(base.type(), T.ClassType)
-        if is_object and self.magic(base, "__setitem__", [self.value(target.slice), value], target):
+        if isinstance(base, Value) and isinstance(base.type(), T.ClassType):  # obj.__setitem__
+            key = self.value(target.slice)
+            if self.magic(base, "__setitem__", [key, value], target) is None:
+                raise self.no_attribute(base.type(), "__setitem__", self.current)
             return None
         current, name = base, getattr(target.value, "id", None)
         kind = current.type() if isinstance(current, Value) else None
