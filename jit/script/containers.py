@@ -209,13 +209,14 @@ class Containers(TensorIndexing):
 
     def list_append(self, call) -> bool:
         """``xs.append(v)`` on a list variable: rebinds ``xs`` to ``xs + [v]`` (lists are
-        values in the graph; the rebinding makes the loop carry the list)."""
+        values in the graph; the rebinding makes the loop carry the list); on a module's
+        run-time attribute or an object's field the grown list is assigned back to it."""
         func = call.func
         if not isinstance(func, ast.Attribute) or func.attr != "append":
             return False
         if isinstance(func.value, ast.Name):
             current = self.env.get(func.value.id)
-        elif _is_self_attribute(func.value):  # self.names.append(v): a run-time attribute
+        elif isinstance(func.value, ast.Attribute):  # self.names / obj.xs: written back
             current = self.expr(func.value)
         else:
             return False
@@ -238,11 +239,3 @@ class Containers(TensorIndexing):
         grown.setDebugName(func.value.id)
         self.env[func.value.id] = grown
         return True
-
-
-def _is_self_attribute(node) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )

@@ -2,7 +2,7 @@
 mode (objects with ``__enter__``/``__exit__``, autocast, record_function, several items,
 ``as``); each takes the library (ember or torch) so both script the same source."""
 
-from typing import Any
+from typing import Any, List  # noqa: UP035 - typing.List, as TorchScript sources spell it
 
 
 class Counter:
@@ -44,6 +44,26 @@ def two_user_contexts(n: int) -> int:
     with a as x, b as y:
         total = x + y + a.exited + b.exited
     return total * 100 + a.exited + b.exited
+
+
+class Logged:
+    def __init__(self, n: int):
+        self.n = n
+        self.log: List[int] = []  # noqa: UP006
+
+    def __enter__(self) -> int:
+        self.log.append(self.n)  # append to an object's list field
+        return self.n * 2
+
+    def __exit__(self, kind: Any, value: Any, trace: Any):
+        self.log.append(-1)
+
+
+def logged_context(n: int) -> List[int]:  # noqa: UP006
+    c = Logged(n)
+    with c as v:
+        c.log.append(v)
+    return c.log
 
 
 def library(lib):

@@ -13,7 +13,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated
 
 
 @pytest.mark.parametrize(
-    "name", ["user_context", "user_context_no_as", "user_context_return", "two_user_contexts"]
+    "name",
+    [
+        "user_context",
+        "user_context_no_as",
+        "user_context_return",
+        "two_user_contexts",
+        "logged_context",
+    ],
 )
 def test_class_context_managers_match_torch_script(name):
     fn = getattr(programs, name)
