@@ -11,6 +11,7 @@ import heapq
 import itertools
 import math
 import sys
+import warnings
 from collections import defaultdict
 
 from ember._tensor import Tensor, make
@@ -364,7 +365,10 @@ def _sole_view(grad: Tensor) -> bool:
     )
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+def backward(
+    tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+    inputs=None,
+):  # fmt: skip
     """Accumulate gradients of ``tensors`` into the leaves' ``.grad`` (``torch.autograd.backward``).
 
     Args:
@@ -372,8 +376,21 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         grad_tensors: gradient w.r.t. each of them (None for scalars: 1).
         retain_graph: keep saved tensors for another backward (default: ``create_graph``).
         create_graph: record the backward pass, for higher-order derivatives.
+        grad_variables: ``grad_tensors``' deprecated name (warned, as in PyTorch).
         inputs: only accumulate into these tensors.
     """
+    if grad_variables is not None:
+        warnings.warn(
+            "`grad_variables` is deprecated. Use `grad_tensors` instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        if grad_tensors is not None:
+            raise RuntimeError(
+                "`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                "`backward()`. Please only use `grad_tensors`."
+            )
+        grad_tensors = grad_variables
     outputs = _as_tuple(tensors)
     if retain_graph is None:
         retain_graph = create_graph
@@ -413,6 +430,7 @@ def grad(
     grad_outputs=None,
     retain_graph=None,
     create_graph=False,
+    only_inputs=True,
     allow_unused=None,
     is_grads_batched=False,
     materialize_grads=False,
@@ -420,7 +438,16 @@ def grad(
     """Gradients of ``outputs`` with respect to ``inputs`` (``torch.autograd.grad``).
 
     Returns a tuple with one entry per input; ``.grad`` fields are not touched.
+    ``only_inputs`` is PyTorch's deprecated argument: ignored, warned when False.
     """
+    if not only_inputs:
+        warnings.warn(
+            "only_inputs argument is deprecated and is ignored now (defaults to True). To "
+            "accumulate gradient for other parts of the graph, please use "
+            "torch.autograd.backward.",
+            FutureWarning,
+            stacklevel=2,
+        )
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     if retain_graph is None:

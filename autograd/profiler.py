@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ember.profiler import profile, record_function
+from ember.profiler import EventList, profile, record_function
 
-__all__ = ["profile", "record_function"]
+__all__ = ["EventList", "profile", "record_function"]

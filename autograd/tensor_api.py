@@ -10,7 +10,7 @@ from .node import add_tensor_hook, history, output_nr, retain
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate the gradient of this tensor into the leaves' ``.grad`` (see autograd.backward)."""
-    run_backward(self, gradient, retain_graph, create_graph, inputs)
+    run_backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
 def register_hook(self, hook):

@@ -111,7 +111,7 @@ def gpt(libs, repeat):
         if lib is None:
             continue
         lib.manual_seed(0)
-        model, opt, x, y = build(lib.nn, lib, 768, 12, 6, 256, 16, 256, device="cuda")
+        model, opt, x, y = build(lib.nn, lib, "cuda", d=768, heads=12, layers=6, seq=256, batch=16)
 
         def step(model=model, opt=opt, x=x, y=y, lib=lib):
             opt.zero_grad()

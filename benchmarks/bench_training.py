@@ -10,6 +10,7 @@ printed with the ember/PyTorch ratio. PyTorch is only a reference here: ember ne
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 
@@ -36,10 +37,26 @@ def cnn(nn, torchlike):
     return model, opt, x, y
 
 
-def gpt(nn, torchlike, d=128, heads=4, layers=2, seq=64, batch=16, vocab=256, device="cpu"):
-    """GPT of ``layers`` pre-norm blocks (default: 2 layers, d_model 128, 4 heads, seq 64, batch
-    16, vocab 256), AdamW; bench_cuda.py scales it up on ``device``."""
+GPT_SIZES = {"d": 128, "heads": 4, "layers": 2, "seq": 64, "batch": 16, "vocab": 256}
+
+
+def gpt(nn, torchlike, device="cpu", written_out=False, weight_decay=0.0, **sizes):
+    """GPT of ``layers`` pre-norm blocks (GPT_SIZES: 2 layers, d_model 128, 4 heads, seq 64,
+    batch 16, vocab 256; ``sizes`` overrides them), AdamW; bench_cuda.py scales it up on
+    ``device``. ``written_out``: attention as minGPT writes it (``q @ k.transpose(-2, -1)``,
+    scale, ``masked_fill`` with a causal mask buffer, softmax, ``@ v``) instead of
+    ``scaled_dot_product_attention``."""
+    d, heads, layers, seq, batch, vocab = ({**GPT_SIZES, **sizes}[k] for k in GPT_SIZES)
     F = nn.functional
+    mask = torchlike.tril(torchlike.ones(seq, seq, device=device)).view(1, 1, seq, seq)
+
+    def attention(q, k, v):
+        if not written_out:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        t = q.shape[2]
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.shape[-1]))
+        scores = scores.masked_fill(mask[:, :, :t, :t] == 0, float("-inf"))
+        return F.softmax(scores, dim=-1) @ v
 
     class Block(nn.Module):
         def __init__(self):
@@ -52,7 +69,7 @@ def gpt(nn, torchlike, d=128, heads=4, layers=2, seq=64, batch=16, vocab=256, de
             b, t, c = x.shape
             q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
             q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            a = attention(q, k, v)
             x = x + self.proj(a.transpose(1, 2).reshape(b, t, c))
             return x + self.mlp(self.ln2(x))
 
@@ -68,13 +85,18 @@ def gpt(nn, torchlike, d=128, heads=4, layers=2, seq=64, batch=16, vocab=256, de
             return self.head(self.ln(self.blocks(x))).reshape(-1, vocab)
 
     model = GPT().to(device)
-    opt = torchlike.optim.AdamW(model.parameters(), lr=3e-4)
+    opt = torchlike.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=weight_decay)
     x = torchlike.randint(0, vocab, (batch, seq), device=device)
     y = torchlike.randint(0, vocab, (batch * seq,), device=device)
     return model, opt, x, y
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "gpt": gpt}
+def gpt_written(nn, torchlike):
+    """Issue 20's GPT: attention written out as minGPT writes it, AdamW with weight decay 0.1."""
+    return gpt(nn, torchlike, written_out=True, weight_decay=0.1)
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "gpt": gpt, "gpt_written": gpt_written}
 
 
 def time_steps(lib, build, steps: int) -> float:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from ._profiler_modules import ModuleNames
 from ._tensor import Tensor
 
 
@@ -201,9 +202,12 @@ class Recorder:
     events gives self figures: an allocation or free counts for the innermost open op, as
     PyTorch's profiler attributes its allocator's reports."""
 
-    def __init__(self, shapes=False, memory=False, stack=False, flops=False):
+    def __init__(self, shapes=False, memory=False, stack=False, flops=False, modules=False):
         self.shapes, self.memory, self.stack, self.flops = shapes, memory, stack, flops
         self.tracer = None  # the PythonTracer of the span being recorded (with_stack)
+        # nn.Module scopes: recorded with with_modules, and with with_stack as PyTorch does
+        self.module_names = ModuleNames() if modules or stack else None
+        self.scopes: list[tuple] = []  # open scopes the tracer does not hold: (name, start)
         self.stats: dict[tuple, list] = {}
         # per open event: [nested ns, nested host bytes, nested device bytes, own host, own device]
         self.children: list[list] = []
@@ -214,9 +218,41 @@ class Recorder:
     def enter(self, args) -> tuple:
         self.children.append([0, 0, 0, 0, 0])
         # with_stack: the Python calls open around the op, innermost first, as PyTorch's
-        # stacks are its Python tracer's open calls.
-        where = self.tracer.stack() if self.tracer is not None else None
+        # stacks are its Python tracer's open calls; with_modules alone: the module scopes.
+        if self.tracer is not None:
+            where = self.tracer.stack()
+        elif self.module_names is not None:
+            where = tuple(name for name, _ in reversed(self.scopes))
+        else:
+            where = None
         return time.perf_counter_ns(), where
+
+    def enter_module(self, module, frame) -> tuple | None:
+        """Open the scope of a module call (``frame``: the call's, which the tracer, when there
+        is one, names and closes itself, so scopes and Python calls nest in one stack)."""
+        name = self.module_names(module)
+        if self.tracer is not None and self.tracer.name_call(frame, name):
+            return None
+        scope = (name, self.enter_python())
+        self.scopes.append(scope)
+        return scope
+
+    def leave_module(self, scope: tuple | None) -> None:
+        """Close a scope (and any left open inside it); one closed already, when recording
+        stopped inside the call, is left alone."""
+        if scope is None or not any(s is scope for s in self.scopes):
+            return
+        while True:
+            opened = self.scopes.pop()
+            self.leave(opened[0], opened[1], (), None, "python_function")
+            if opened is scope:
+                return
+
+    def close_scopes(self) -> None:
+        """End the scopes still open when recording stops, innermost first."""
+        while self.scopes:
+            name, start = self.scopes.pop()
+            self.leave(name, start, (), None, "python_function")
 
     def enter_python(self) -> tuple:
         """A Python call's start: its own call site is its parent event, so no stack."""
@@ -274,7 +310,11 @@ class Recorder:
             if event is None:
                 event = groups[key] = FunctionEventAvg(name)
                 event.input_shapes = [list(s) for s in shapes] if by_shape else None
-                event.stack = list(key[2]) if key[2] else ([] if options["stack"] else None)
+                event.stack = (
+                    list(key[2])
+                    if key[2]
+                    else ([] if options["stack"] or options["modules"] else None)
+                )
             _add(event, entry)
         return EventList(groups.values(), profile_memory=options["memory"])
 

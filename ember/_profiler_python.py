@@ -143,3 +143,12 @@ class PythonTracer:
                     break
         elif self.open and self.open[-1][0] and self.open[-1][1] is frame:  # c_return, c_exception
             self._pop()
+
+    def name_call(self, frame, name: str) -> bool:
+        """Record the open call of ``frame`` (hidden so far: ember's own) as ``name``, from now
+        until it returns: how a module call becomes its ``nn.Module`` scope."""
+        for entry in reversed(self.open):
+            if entry[1] is frame and not entry[0]:
+                entry[2], entry[3] = name, self.recorder.enter_python()
+                return True
+        return False

@@ -5,9 +5,11 @@ Each recorded call is a complete event (``"ph": "X"``, ``ts``/``dur`` in microse
 recording thread, ``cpu_op`` for ops and ``user_annotation`` for ``record_function`` regions, with
 "Input Dims", "Input type", "Input Strides" and "Concrete Inputs" when shapes were recorded;
 ``with_stack`` adds the Python calls as ``python_function`` events (with "Python id" and "Python
-parent id"); with ``profile_memory`` every allocation and free is an instant ``[memory]`` event
-at the time the allocator's route reported it, with PyTorch's args (positive or negative
-"Bytes", "Addr", the running "Total Allocated"). The top-level keys are PyTorch's.
+parent id"), ``with_modules`` or ``with_stack`` the ``nn.Module: Linear_0`` scopes of module calls
+among them (with "Python module id"); with ``profile_memory`` every allocation and free is an
+instant ``[memory]`` event at the time the allocator's route reported it, with PyTorch's args
+(positive or negative "Bytes", "Addr", the running "Total Allocated"). The top-level keys are
+PyTorch's.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import os
 import socket
 import threading
 import time
+
+from ._profiler_modules import module_id
 
 # PyTorch's c10::DeviceType numbers for the memory events' "Device Type".
 DEVICE_TYPES = {"cpu": 0, "cuda": 1, "hip": 6, "xpu": 12, "mps": 13, "meta": 14}
@@ -110,6 +114,9 @@ def chrome_trace(events, memory_events, options: dict, path: str) -> dict:
     trace += [_complete_event(e, _op_args(e, i), pid, tid) for i, e in enumerate(ops)]
     python = [e for e in ordered if e.category == "python_function"]
     for event, args in zip(python, _python_args(python, len(ops))):
+        number = module_id(event.name)
+        if number is not None:  # an nn.Module scope, as PyTorch marks them
+            args["Python module id"] = number
         trace.append(_complete_event(event, args, pid, tid))
     first = len(ordered)
     trace += [_memory_event(e, first + i, pid, tid) for i, e in enumerate(memory_events)]
@@ -117,6 +124,7 @@ def chrome_trace(events, memory_events, options: dict, path: str) -> dict:
         "schemaVersion": 1,
         "deviceProperties": [],
         "with_stack": int(options["stack"]),
+        "with_modules": int(options["modules"]),
         "profile_memory": int(options["memory"]),
         "record_shapes": int(options["shapes"]),
         "host_name": socket.gethostname(),

@@ -14,11 +14,13 @@ device, from the allocation routes of the caching allocator, and each allocation
 ``[memory]`` event in the trace), ``with_stack`` (the user's Python calls as PyTorch's Python
 tracer records them: ``python_function`` events enclosing the ops in the trace and rows of their
 own; each op's call site for ``group_by_stack_n``), ``with_flops`` (matrix products),
-``schedule`` and ``on_trace_ready``. ``prof.export_chrome_trace(path)`` writes PyTorch's Chrome
-trace-event JSON (Perfetto, chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per
-recorded span, and ``prof.export_stacks(path)`` flame-graph lines. What ember cannot do is said
-with a warning: device activities are timed as their host calls, and module hierarchies
-(``with_modules``) are not recorded.
+``with_modules`` (each ``nn.Module`` call as a ``nn.Module: Linear_0`` scope around its ops,
+in the trace and in every op's ``stack``; PyTorch records the scopes only with its Python tracer,
+ember with either option), ``schedule`` and ``on_trace_ready``.
+``prof.export_chrome_trace(path)`` writes PyTorch's Chrome trace-event JSON (Perfetto,
+chrome://tracing), ``tensorboard_trace_handler(dir)`` one file per recorded span, and
+``prof.export_stacks(path)`` flame-graph lines. What ember cannot do is said with a warning:
+device activities are timed as their host calls.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import functools
 import warnings
 from collections.abc import Callable
 
+from . import _profiler_modules
 from ._profiler_events import _STACK_DEPTH, EventList, FunctionEventAvg, Recorder
 from ._profiler_python import PythonTracer
 from ._profiler_trace import tensorboard_trace_handler, write_chrome_trace
@@ -39,9 +42,11 @@ __all__ = [
     "FunctionEventAvg",
     "ProfilerAction",
     "ProfilerActivity",
+    "kineto_available",
     "profile",
     "record_function",
     "schedule",
+    "supported_activities",
     "tensorboard_trace_handler",
 ]
 
@@ -55,6 +60,19 @@ class ProfilerActivity(enum.Enum):
     CUDA = 3
     HPU = 4
     PrivateUse1 = 5
+
+
+def supported_activities() -> set[ProfilerActivity]:
+    """The activities ember traces on their own: the host's (device ops are timed as their host
+    calls, so a device activity adds nothing), as torch answers on a machine without CUPTI."""
+    return {ProfilerActivity.CPU}
+
+
+def kineto_available() -> bool:
+    """True, as in torch builds with Kineto: code that asks before using ``torch.profiler``'s
+    API (schedules, Chrome traces, ``tensorboard_trace_handler``) finds all of it in ember,
+    which writes Kineto's trace format itself."""
+    return True
 
 
 class ProfilerAction(enum.Enum):
@@ -151,7 +169,10 @@ class profile:  # noqa: N801 - PyTorch's name
         with_stack: record the Python calls (trace events and rows) and each op's call site
             (``key_averages(group_by_stack_n=n)``).
         with_flops: floating-point operations of matrix products (``flops``).
-        with_modules: not recorded by ember (warned).
+        with_modules: each ``nn.Module`` call as a scope, ``nn.Module: <class>_<n>``, around
+            its ops: ``python_function`` events in the trace, and the ops' ``stack`` (without
+            ``with_stack``, the scopes alone), so ``key_averages(group_by_stack_n=n)`` groups
+            by module. ``with_stack`` records the scopes too, as PyTorch's Python tracer does.
 
     Example:
         >>> with ember.profiler.profile(record_shapes=True) as prof:
@@ -179,7 +200,6 @@ class profile:  # noqa: N801 - PyTorch's name
     ):
         _warn_unsupported(
             activities,
-            with_modules=with_modules,
             experimental_config=experimental_config,
             execution_trace_observer=execution_trace_observer,
             use_cuda=use_cuda,
@@ -190,6 +210,7 @@ class profile:  # noqa: N801 - PyTorch's name
             "memory": bool(profile_memory),
             "stack": bool(with_stack),
             "flops": bool(with_flops),
+            "modules": bool(with_modules),
         }
         self.schedule = schedule or _always
         self.on_trace_ready = on_trace_ready
@@ -221,8 +242,13 @@ class profile:  # noqa: N801 - PyTorch's name
         if self.options["stack"]:
             self.tracer = self.recorder.tracer = PythonTracer(self.recorder)
             self.tracer.start()
+        if self.recorder.module_names is not None:
+            _profiler_modules.RECORDERS.append(self.recorder)
 
     def _stop(self, save: bool) -> None:
+        if self.recorder in _profiler_modules.RECORDERS:
+            _profiler_modules.RECORDERS.remove(self.recorder)
+            self.recorder.close_scopes()
         if self.tracer is not None:
             self.tracer.stop()
             self.tracer = self.recorder.tracer = None
@@ -274,8 +300,11 @@ class profile:  # noqa: N801 - PyTorch's name
             raise RuntimeError(
                 "key_averages(group_by_input_shape=True) needs profile(record_shapes=True)"
             )
-        if group_by_stack_n and not self.options["stack"]:
-            raise RuntimeError("key_averages(group_by_stack_n=...) needs profile(with_stack=True)")
+        if group_by_stack_n and not (self.options["stack"] or self.options["modules"]):
+            raise RuntimeError(
+                "key_averages(group_by_stack_n=...) needs profile(with_stack=True) or "
+                "profile(with_modules=True)"
+            )
         return self.saved.averages(group_by_input_shape, group_by_stack_n, self.options)
 
     def export_chrome_trace(self, path: str) -> None:
@@ -289,7 +318,9 @@ class profile:  # noqa: N801 - PyTorch's name
         calls.export_stacks(path, metric)
 
     def events(self) -> EventList:
-        return self.saved.averages(self.options["shapes"], 5 * self.options["stack"], self.options)
+        """The calls, grouped by name (and input shapes and whole stacks, when recorded)."""
+        stacks = self.options["stack"] or self.options["modules"]
+        return self.saved.averages(self.options["shapes"], _STACK_DEPTH * stacks, self.options)
 
 
 _MEMORY: list[Recorder] = []  # the recording spans of profile(profile_memory=True)

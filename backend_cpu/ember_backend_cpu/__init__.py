@@ -24,20 +24,26 @@ def ember_backend_info():
     }
 
 
-# OpenMP workers that spin while waiting for work steal the cores of everything else: on a shared
-# or oversubscribed machine (or next to OpenBLAS's own threads and DataLoader workers) an op then
-# waits milliseconds for a descheduled worker. Sleeping waiters cost a wake-up of a few
-# microseconds per parallel region instead, and only ops above the parallel threshold use one.
-# libgomp reads this when the kernels load, so it is set just before; a user's choice wins.
-THREAD_DEFAULTS = {"OMP_WAIT_POLICY": "passive"}
+# How the two thread pools wait between ops. A training step is a stream of parallel regions a
+# few microseconds apart. OpenMP workers that sleep as soon as a region ends (a passive wait) cost a
+# futex wake-up per region: 35 us on the 2-core CI machine, against a 15 us single-threaded
+# multiply of 131072 floats, so every op got slower with threads. Workers that spin forever steal
+# the cores of everything else on a shared or oversubscribed machine. A bounded spin (libgomp's
+# GOMP_SPINCOUNT, about 10-50 us) is both: back-to-back ops find the workers awake (that multiply
+# takes 8 us on two threads, PyTorch's time), an idle process sleeps. OpenBLAS starts with one
+# thread: its worker started at load time stalled one GEMM in eight by a scheduler tick (4 ms);
+# ember_blas_follow_threads gives it ember's count on first use. libgomp and OpenBLAS read these
+# when they load, so they are set just before; a user's choice wins.
+THREAD_DEFAULTS = {"GOMP_SPINCOUNT": "30000", "OPENBLAS_NUM_THREADS": "1"}
 
 
 def _thread_environment() -> None:
     import os
 
-    if "GOMP_SPINCOUNT" in os.environ:
-        return
+    user_chose_wait = "OMP_WAIT_POLICY" in os.environ
     for key, value in THREAD_DEFAULTS.items():
+        if key == "GOMP_SPINCOUNT" and user_chose_wait:
+            continue
         os.environ.setdefault(key, value)
 
 

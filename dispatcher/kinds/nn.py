@@ -52,13 +52,16 @@ def _as_vector(t: Tensor) -> Tensor:
 
 
 def layer_norm(op, x, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """``kernel(out, x, normalized_shape, weight, bias, eps)`` when a backend has one; the
-    decomposition otherwise. nn.functional checks the shapes and names the layer."""
+    """``kernel(out, x, normalized_shape, weight, bias, eps)`` when a backend has one, with x,
+    weight and bias contiguous and of one dtype; the decomposition otherwise (weights of another
+    dtype promote there). nn.functional checks the shapes and names the layer."""
     _check_float(op, x)
     kernel = op.kernel(x._storage.device.type, x._dtype)
-    if kernel is None:
+    affine = [t for t in (weight, bias) if t is not None]
+    if kernel is None or any(t._dtype is not x._dtype for t in affine):
         return op.decomposition(x, tuple(normalized_shape), weight, bias, eps)
     out = empty(x._shape, x._dtype, x._storage.device)
+    weight, bias = (None if t is None else contiguous(t) for t in (weight, bias))
     kernel(out, contiguous(x), tuple(normalized_shape), weight, bias, eps)
     return out
 

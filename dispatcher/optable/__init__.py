@@ -35,6 +35,7 @@ from . import (
     nn,
     nn_native,
     optim_fused,
+    recurrent,
     reduction,
     special,
     surface5_ops5nn,
@@ -101,6 +102,8 @@ MODULES += (surface5_ops5nn,)
 MODULES += (optim_fused,)
 # issue 13, batch ops6: the masked index entry points of upsampling's decompositions
 MODULES += (surface6_ops6,)
+# the recurrent layers as one op per call (issue 16: ONNX recurrent nodes)
+MODULES += (recurrent,)
 
 
 def _decompose(op, *args):

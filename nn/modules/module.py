@@ -8,6 +8,7 @@ import re
 import warnings
 from collections import OrderedDict
 
+from ember import _profiler_modules as _scopes
 from ember._tensor import Tensor
 from ember.autograd import module_hooks as _bw
 
@@ -176,6 +177,8 @@ class Module(StateDict):
     _compiled_call_impl = None  # set by compile(): the compiled call replaces this one
 
     def __call__(self, *args, **kwargs):
+        if _scopes.RECORDERS:  # a profile records nn.Module scopes (ember/_profiler_modules.py)
+            return _scopes.call(self, args, kwargs)
         compiled = self._compiled_call_impl
         if compiled is not None:
             return compiled(*args, **kwargs)

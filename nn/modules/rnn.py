@@ -1,7 +1,7 @@
 """RNN, LSTM, GRU and their cells, with PyTorch's parameter names, shapes, gate order and checks.
 
-The input-to-hidden products of a whole sequence are one matmul per layer and direction; only
-the hidden-to-hidden product and the gates run per time step.
+The layers call the op-table rows ``lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (aten's), whose
+computation is ``nn.functional.recurrent``; a trace records one node per layer call.
 """
 
 from __future__ import annotations
@@ -12,42 +12,13 @@ import ember
 
 from .. import functional as F
 from .. import init
+from ..functional.recurrent import run_layers, step
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 from .module import Module
 
 GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
-
-
-# One time step from the input's gate pre-activations ``gi`` (x W_ih^T + b_ih) and the state.
-def _rnn_step(gi, h, w_hh, b_hh, relu=False):
-    gates = gi + F.linear(h, w_hh, b_hh)
-    return ember.relu(gates) if relu else ember.tanh(gates)
-
-
-def _lstm_step(gi, state, w_hh, b_hh):
-    h, c = state
-    i, f, g, o = (gi + F.linear(h, w_hh, b_hh)).chunk(4, -1)
-    c = ember.sigmoid(f) * c + ember.sigmoid(i) * ember.tanh(g)
-    return ember.sigmoid(o) * ember.tanh(c), c
-
-
-def _gru_step(gi, h, w_hh, b_hh):
-    ir, iz, in_ = gi.chunk(3, -1)
-    hr, hz, hn = F.linear(h, w_hh, b_hh).chunk(3, -1)
-    r = ember.sigmoid(ir + hr)
-    z = ember.sigmoid(iz + hz)
-    n = ember.tanh(in_ + r * hn)
-    return n + z * (h - n)
-
-
-def _step(mode):
-    if mode == "LSTM":
-        return _lstm_step
-    if mode == "GRU":
-        return _gru_step
-    relu = mode == "RNN_RELU"
-    return lambda gi, h, w_hh, b_hh: _rnn_step(gi, h, w_hh, b_hh, relu)
+OPS = {"RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu", "LSTM": "lstm", "GRU": "gru"}
 
 
 def _check_input(input, batched_rank: int, input_size: int) -> bool:
@@ -150,49 +121,43 @@ class RNNBase(Module):
             get(f"weight_hr{suffix}"),
         )
 
-    def _run(self, step, inputs, state, weights, reverse, active=None):
-        """One layer and direction over the sequence: (outputs (T, B, H), final state).
-        ``active`` (T, B, 1) marks the steps of packed sequences: elsewhere the state is
-        kept (so a reversed sequence starts at its own last step) and the output is 0."""
-        w_ih, w_hh, b_ih, b_hh, w_hr = weights
-        gates = F.linear(inputs, w_ih, b_ih)  # every time step's input products at once
-        steps = inputs.shape[0]
-        outputs = [None] * steps
-        lstm = self.mode == "LSTM"
-        for t in range(steps - 1, -1, -1) if reverse else range(steps):
-            new = step(gates[t], state, w_hh, b_hh)
-            if w_hr is not None:  # LSTM with proj_size: h is projected, c is not
-                new = (F.linear(new[0], w_hr), new[1])
-            if active is not None:
-                keep = active[t]
-                out = (new[0] if lstm else new) * keep
-                new = (
-                    tuple(ember.where(keep, n, o) for n, o in zip(new, state))
-                    if lstm
-                    else ember.where(keep, new, state)
-                )
-                outputs[t] = out
-            else:
-                outputs[t] = new[0] if lstm else new
-            state = new
-        if not steps:
-            return inputs.new_zeros(0, inputs.shape[1], self._real_hidden_size), state
-        return ember.stack(outputs), state
-
     def forward(self, input, hx=None):
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         batched = _check_input(input, 3, self.input_size)
-        x = input if batched else input.unsqueeze(1)
-        if batched and self.batch_first:
-            x = x.transpose(0, 1)
-        output, h_n, c_n = self._layers(x, self._initial_state(hx, x, batched), None)
-        if batched and self.batch_first:
-            output = output.transpose(0, 1)
+        x = input if batched else input.unsqueeze(0 if self.batch_first else 1)
+        batch = x.shape[0 if self.batch_first else 1]
+        h0, c0 = self._initial_state(hx, x, batch, batched)
+        op = getattr(ember.ops, OPS[self.mode])
+        result = op(
+            x,
+            (h0, c0) if self.mode == "LSTM" else h0,
+            self._flat_weights(),
+            self.bias,
+            self.num_layers,
+            self.dropout,
+            self.training,
+            self.bidirectional,
+            self.batch_first,
+        )
+        output, h_n = result[0], result[1]
+        c_n = result[2] if self.mode == "LSTM" else None
         if not batched:
-            output, h_n = output.squeeze(1), h_n.squeeze(1)
+            output, h_n = output.squeeze(0 if self.batch_first else 1), h_n.squeeze(1)
             c_n = None if c_n is None else c_n.squeeze(1)
         return (output, (h_n, c_n)) if self.mode == "LSTM" else (output, h_n)
+
+    def _flat_weights(self) -> list:
+        """The parameters in aten's order: per layer and direction w_ih, w_hh, b_ih, b_hh,
+        w_hr (those the layer has)."""
+        directions = 2 if self.bidirectional else 1
+        return [
+            w
+            for layer in range(self.num_layers)
+            for direction in range(directions)
+            for w in self._weights(layer, direction)
+            if w is not None
+        ]
 
     def _forward_packed(self, packed, hx):
         """A PackedSequence through the layers: padded, run with each sequence's own steps,
@@ -209,7 +174,9 @@ class RNNBase(Module):
             )
         steps = ember.arange(padded.shape[0], device=padded.device).view(-1, 1, 1)
         active = steps < lengths.to(padded.device).view(1, -1, 1)
-        output, h_n, c_n = self._layers(padded, self._initial_state(hx, padded, True), active)
+        output, h_n, c_n = self._layers(
+            padded, self._initial_state(hx, padded, padded.shape[1], True), active
+        )
         data = pack_padded_sequence(output, lengths).data
         output = PackedSequence(
             data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices
@@ -221,32 +188,22 @@ class RNNBase(Module):
 
     def _layers(self, x, initial, active):
         """Every layer and direction over time-major ``x``: (output, h_n, c_n or None)."""
-        h0, c0 = initial
         directions = 2 if self.bidirectional else 1
-        step = _step(self.mode)
-        finals_h, finals_c = [], []
-        layer_input = x
-        for layer in range(self.num_layers):
-            outputs = []
-            for direction in range(directions):
-                index = layer * directions + direction
-                state = (h0[index], c0[index]) if self.mode == "LSTM" else h0[index]
-                weights = self._weights(layer, direction)
-                out, state = self._run(step, layer_input, state, weights, direction == 1, active)
-                outputs.append(out)
-                finals_h.append(state[0] if self.mode == "LSTM" else state)
-                if self.mode == "LSTM":
-                    finals_c.append(state[1])
-            layer_input = outputs[0] if directions == 1 else ember.cat(outputs, -1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                layer_input = F.dropout(layer_input, self.dropout, True)
-        c_n = ember.stack(finals_c) if self.mode == "LSTM" else None
-        return layer_input, ember.stack(finals_h), c_n
+        weights = [
+            self._weights(layer, direction)
+            for layer in range(self.num_layers)
+            for direction in range(directions)
+        ]
+        h0, c0 = initial
+        return run_layers(
+            self.mode, x, h0, c0, weights, self.num_layers, self.bidirectional, self.dropout,
+            self.training, active,
+        )  # fmt: skip
 
-    def _initial_state(self, hx, x, batched):
+    def _initial_state(self, hx, x, batch, batched):
         """``(h0, c0)`` as (layers * directions, batch, hidden); zeros when ``hx`` is None."""
         directions = 2 if self.bidirectional else 1
-        lead = (self.num_layers * directions, x.shape[1])
+        lead = (self.num_layers * directions, batch)
         sizes = (lead + (self._real_hidden_size,), lead + (self.hidden_size,))
         if hx is None:
             h0, c0 = (ember.zeros(size, dtype=x.dtype, device=x.device) for size in sizes)
@@ -367,7 +324,7 @@ class RNNCellBase(Module):
                 _check_state(f"hidden[{i}]" if self._mode == "LSTM" else "hidden", state, expected)
             hx = tuple(states) if self._mode == "LSTM" else states[0]
         gi = F.linear(x, self.weight_ih, self.bias_ih)
-        out = _step(self._mode)(gi, hx, self.weight_hh, self.bias_hh)
+        out = step(self._mode)(gi, hx, self.weight_hh, self.bias_hh)
         if batched:
             return out
         return tuple(o.squeeze(0) for o in out) if self._mode == "LSTM" else out.squeeze(0)

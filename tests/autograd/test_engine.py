@@ -295,3 +295,32 @@ def test_create_graph_leaves_differentiable_grads(device):
     assert x.grad.requires_grad and x.grad.grad_fn is not None
     (second,) = grad(x.grad.sum(), x)
     assert second.tolist() == [6.0, 12.0]
+
+
+@pytest.mark.parametrize("call", ["grad", "backward"])
+def test_deprecated_arguments_keep_torchs_positions_and_warnings(call):
+    """grad's ``only_inputs`` (6th) and backward's ``grad_variables`` (5th) are PyTorch's
+    deprecated arguments: accepted in their positions, warned, with the same results."""
+    import warnings
+
+    import torch
+
+    seen = []
+    for lib in (torch, ember):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * x).sum()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if call == "grad":
+                (result,) = lib.autograd.grad(y, x, None, True, False, False)
+            else:
+                lib.autograd.backward(y, None, False, False, lib.tensor(3.0))
+                result = x.grad
+        messages = [str(w.message) for w in caught if w.category is FutureWarning]
+        seen.append((result.tolist(), messages))
+    assert seen[1] == seen[0]
+    assert len(seen[0][1]) == 1
+    if call == "backward":
+        x = ember.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="both passed"), pytest.warns(FutureWarning):
+            ember.autograd.backward(x.sum(), ember.tensor(1.0), grad_variables=ember.tensor(1.0))

@@ -243,18 +243,29 @@ def test_mm_nan_and_inf_propagate():
     assert np.isnan(got[0, 0]) and np.isinf(got[1, 0])
 
 
-def test_mm_follows_the_thread_count():
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=str)
+def test_products_share_the_openmp_pool_and_lapack_follows_the_thread_count(dtype):
+    """Products split over ember's OpenMP threads with OpenBLAS single-threaded in each (float32
+    with oneDNN off, float64 always): exact at every thread count, more slices than rows
+    included. A factorization then runs on OpenBLAS's pool with ember's thread count."""
+    from ember_backend_cpu._kernels import ffi
     from ember_backend_cpu.kernels import linalg
 
-    a_np, b_np = values((200, 300), ember.float32, 14), values((300, 100), ember.float32, 15)
+    openblas = linalg.openblas_library()
     before = lib.ember_num_threads()
+    linalg.use_dnnl(ffi, lib, False)
     try:
         for threads in (1, 3, before):
             lib.ember_set_num_threads(threads)
-            check(a_np, b_np, ember.from_numpy(a_np), ember.from_numpy(b_np), ember.float32)
-            assert linalg._openblas.scipy_openblas_get_num_threads() == threads
+            for n, k, p in [(200, 300, 100), (2, 4000, 300), (300, 4000, 2)]:
+                a_np, b_np = values((n, k), dtype, 14), values((k, p), dtype, 15)
+                check(a_np, b_np, ember.from_numpy(a_np), LAYOUTS["transposed"](b_np), dtype)
+            assert openblas.scipy_openblas_get_num_threads() == 1
+            ember.linalg.inv(ember.eye(64, dtype=dtype) * 2)
+            assert openblas.scipy_openblas_get_num_threads() == threads
     finally:
         lib.ember_set_num_threads(before)
+        linalg.use_dnnl(ffi, lib)
 
 
 def test_bool_has_no_kernel():

@@ -350,8 +350,6 @@ def test_what_ember_cannot_record_is_warned():
     activity = ember.profiler.ProfilerActivity
     with pytest.warns(UserWarning, match="device ops as their host calls"):
         ember.profiler.profile(activities=[activity.CPU, activity.CUDA])
-    with pytest.warns(UserWarning, match="with_modules not supported"):
-        ember.profiler.profile(with_modules=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ember.profiler.profile(activities=[activity.CPU], record_shapes=True)
@@ -666,3 +664,13 @@ def test_recipe_training_step_trace_is_well_formed(tmp_path):
     )
     assert table.splitlines()[3].split()[0] == "model_inference"
     assert len(table.splitlines()) == 3 + 10 + 2
+
+
+def test_supported_activities_and_kineto_available_as_torch_on_a_cpu_machine():
+    import torch
+
+    theirs = {a.name for a in torch.profiler.supported_activities()}
+    assert "CPU" in theirs  # and CUDA where torch has CUPTI; ember times device ops on the host
+    assert {a.name for a in ember.profiler.supported_activities()} == {"CPU"}
+    assert ember.profiler.kineto_available() is torch.profiler.kineto_available() is True
+    assert ember.autograd.profiler.EventList is ember.profiler.EventList

@@ -26,13 +26,15 @@ from .onnx_utils import (
 )
 from .zoo import CASES, ROOT
 
-# The dims each zoo model's inputs may vary in (recurrent nets unroll their time loop).
+# The dims each zoo model's inputs may vary in (recurrent layers are one ONNX node each, whose
+# time loop follows the sequence length).
+_TOKENS = {0: "batch", 1: "seq"}
 DYNAMIC = {
     "mlp": {"x": {0: "batch"}},
     "cnn": {"x": {0: "batch"}},
-    "rnn": {"tokens": {0: "batch"}, "hidden": {1: "batch"}},
-    "lstm": {"tokens": {0: "batch"}, "hidden.0": {1: "batch"}, "hidden.1": {1: "batch"}},
-    "gru": {"tokens": {0: "batch"}, "hidden": {1: "batch"}},
+    "rnn": {"tokens": _TOKENS, "hidden": {1: "batch"}},
+    "lstm": {"tokens": _TOKENS, "hidden.0": {1: "batch"}, "hidden.1": {1: "batch"}},
+    "gru": {"tokens": _TOKENS, "hidden": {1: "batch"}},
     "transformer": {"x": {0: "batch", 1: "seq"}},
     "gpt": {"idx": {0: "batch", 1: "seq"}},
 }
@@ -51,8 +53,15 @@ def test_zoo_matches_onnxruntime_at_other_sizes(name, opset):
         for axis, label in DYNAMIC[name].get(value.name, {}).items():
             assert dims[axis].dim_param == label
     sess = session(model_bytes)
-    for args in [case.example, *case.others]:
+    for args in [case.example, *case.others, *_longer(name, case.others)]:
         assert_close(run(sess, args), eager(case.model, args), rtol=1e-4, atol=1e-5)
+
+
+def _longer(name: str, others: list) -> list:
+    """The recurrent zoo models' other inputs with a longer sequence (dim 1 of the tokens)."""
+    if "seq" not in DYNAMIC[name].get("tokens", {}).values():
+        return []
+    return [(ember.cat([tokens, tokens[:, :3]], 1), *rest) for tokens, *rest in others]
 
 
 def test_gpt_attention_has_a_causal_mask_of_the_run_time_length():

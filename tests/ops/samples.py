@@ -22,6 +22,7 @@ from . import gen_lapack as lapack
 from . import gen_linalg as la
 from . import gen_nn as nn
 from . import gen_optim as optim
+from . import gen_recurrent as recurrent
 from . import gen_reduction as red
 from . import gen_special as special
 from . import gen_structure as st
@@ -117,6 +118,7 @@ GENERATORS = {
     **surface4b.GENERATORS,
     **surface5_ops5nn.GENERATORS,
     **surface6_ops6.GENERATORS,
+    **recurrent.GENERATORS,
 }
 
 GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)

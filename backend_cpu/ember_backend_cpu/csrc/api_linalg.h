@@ -6,15 +6,13 @@
 /* Status of a product whose scratch buffer could not be allocated. */
 enum { EMBER_MATMUL_NO_MEMORY = 16 };
 
-/* Hand over OpenBLAS's cblas_?gemm and cblas_?gemm_batch_strided (the scipy-openblas32 symbols,
- * 32-bit ints) and openblas_set_num_threads; zero addresses leave that path to the C loops. */
-void ember_matmul_set_blas(intptr_t sgemm, intptr_t dgemm, intptr_t sgemm_batch,
-                           intptr_t dgemm_batch, intptr_t set_num_threads);
+/* Hand over OpenBLAS's cblas_?gemm (the scipy-openblas32 symbols, 32-bit ints) and
+ * openblas_set_num_threads; zero addresses leave that path to the C loops. */
+void ember_matmul_set_blas(intptr_t sgemm, intptr_t dgemm, intptr_t set_num_threads);
 
 /* Hand over oneDNN's entry points (count addresses, in the order of the Python glue's
- * DNNL_SYMBOLS) for bfloat16 products; a zero address, or count 0, leaves bf16 on the sgemm
- * path. Returns
- * a status (EM_UNSUPPORTED: oneDNN has no CPU engine here). */
+ * DNNL_SYMBOLS) for bfloat16 and float32 products; a zero address, or count 0, leaves them on the
+ * sgemm path. Returns a status (EM_UNSUPPORTED: oneDNN has no CPU engine here). */
 int ember_matmul_set_dnnl(const intptr_t *fns, int count);
 
 /* out[b, i, j] = sum_l a[b, i, l] * b[b, l, j] for b < batch, i < n, l < k, j < p. out is

@@ -6,6 +6,9 @@
 
 int ember_softmax(int dtype, intptr_t out, intptr_t x, int64_t outer, int64_t n, int64_t inner,
                   int take_log);
+/* out = layer_norm(x) over rows of n; weight, bias: n elements of x's dtype, or 0 */
+int ember_layer_norm(int dtype, intptr_t out, intptr_t x, int64_t rows, int64_t n, intptr_t weight,
+                     intptr_t bias, double eps);
 int ember_im2col(int dtype, intptr_t cols, intptr_t x, const int64_t *geometry);
 int ember_col2im(int dtype, intptr_t out, intptr_t cols, const int64_t *geometry);
 int ember_max_pool2d(int dtype, intptr_t values, intptr_t indices, intptr_t x,

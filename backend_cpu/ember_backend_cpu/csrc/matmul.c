@@ -1,6 +1,7 @@
 /* Matrix products for mm and bmm.
  *
- * float32 and float64 go to OpenBLAS from the scipy-openblas32 wheel. Nothing links against it:
+ * float32 goes to oneDNN when it is loaded (matmul_dnnl.c, below); float64, and float32 that
+ * oneDNN refuses, go to OpenBLAS from the scipy-openblas32 wheel. Nothing links against it:
  * pip builds this extension in an isolated environment whose paths disappear, so the Python glue
  * dlopens the wheel's library at run time and hands its function pointers to
  * ember_matmul_set_blas. An operand whose layout BLAS can express (rows or columns contiguous,
@@ -12,8 +13,8 @@
  * OpenBLAS is missing or a size exceeds its 32-bit ints, use a C loop: integers accumulate in
  * int64 and wrap like PyTorch.
  *
- * OpenBLAS runs its own thread pool, so no BLAS call is made from inside an OpenMP region (the two
- * pools would fight over the cores); OpenBLAS follows ember's thread count instead.
+ * Products run OpenBLAS single-threaded inside ember's OpenMP pool, a slice of the result per
+ * thread (blas_parallel); LAPACK, whose BLAS calls are inside it, runs on OpenBLAS's own pool.
  */
 #include "ember_cpu.h"
 #include "api_core.h"
@@ -25,44 +26,54 @@
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 
-/* cblas_?gemm and cblas_?gemm_batch_strided with OpenBLAS's 32-bit blasint (enums are ints). */
+/* cblas_?gemm with OpenBLAS's 32-bit blasint (enums are ints). */
 #define GEMM_TYPES(T, S)                                                                         \
     typedef void (*gemm_##T)(int, int, int, int, int, int, S, const S *, int, const S *, int, S,  \
-                             S *, int);                                                           \
-    typedef void (*gemm_batch_##T)(int, int, int, int, int, int, S, const S *, int, int,          \
-                                   const S *, int, int, S, S *, int, int, int);
+                             S *, int);
 GEMM_TYPES(f32, float)
 GEMM_TYPES(f64, double)
 
 static struct {
     gemm_f32 gemm_f32;
     gemm_f64 gemm_f64;
-    gemm_batch_f32 batch_f32;
-    gemm_batch_f64 batch_f64;
     void (*set_num_threads)(int);
     int threads; /* the thread count OpenBLAS was last given (0: never) */
 } blas;
 
-void ember_matmul_set_blas(intptr_t sgemm, intptr_t dgemm, intptr_t sgemm_batch,
-                           intptr_t dgemm_batch, intptr_t set_num_threads) {
+void ember_matmul_set_blas(intptr_t sgemm, intptr_t dgemm, intptr_t set_num_threads) {
     blas.gemm_f32 = (gemm_f32)sgemm;
     blas.gemm_f64 = (gemm_f64)dgemm;
-    blas.batch_f32 = (gemm_batch_f32)sgemm_batch;
-    blas.batch_f64 = (gemm_batch_f64)dgemm_batch;
     blas.set_num_threads = (void (*)(int))set_num_threads;
     blas.threads = 0;
 }
 
-/* OpenBLAS takes ember's thread count (ember.set_num_threads, EMBER_NUM_THREADS), so one
- * setting governs both pools. Cheap: it only calls OpenBLAS when the count changed. lapack.c
- * calls it too. */
-void ember_blas_follow_threads(void) {
+/* OpenBLAS's thread count: `n` threads of its own pool (0: ember's count). Cheap: it only calls
+ * OpenBLAS when the count changes. */
+static void blas_threads(int n) {
 #ifdef _OPENMP
-    int now = omp_get_max_threads();
-    if (blas.set_num_threads && now != blas.threads) {
-        blas.set_num_threads(now);
-        blas.threads = now;
+    if (n == 0) n = omp_get_max_threads();
+#endif
+    if (blas.set_num_threads && n > 0 && n != blas.threads) {
+        blas.set_num_threads(n);
+        blas.threads = n;
     }
+}
+
+/* LAPACK (lapack.c) runs on OpenBLAS's own pool with ember's thread count
+ * (ember.set_num_threads, EMBER_NUM_THREADS): a factorization's BLAS calls are inside it. */
+void ember_blas_follow_threads(void) { blas_threads(0); }
+
+/* Products run OpenBLAS single-threaded, one call per OpenMP thread on a slice of the result
+ * (blas_parallel below), so that one pool, OpenMP's, has the cores: with OpenBLAS's pool next
+ * to it, on two cores, a float64 product next to elementwise ops took 4x its time, each pool's
+ * waiting workers holding the core the other needed. */
+static void blas_one_thread(void) { blas_threads(1); }
+
+static int pool_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
 #endif
 }
 
@@ -139,28 +150,20 @@ static int blas_operand(int dtype, int to, int64_t batch, int64_t rows, int64_t 
 
 static int fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-/* Mid-sized matrices go to gemm_batch_strided, which spreads the batch over OpenBLAS's threads.
- * Tiny ones do not pay for its per-matrix dispatch (measured: 20x slower than plain gemm calls at
- * 16x16x16), and big ones parallelise well inside each gemm. */
-#define BATCH_MIN_WORK ((int64_t)1 << 17)
-#define BATCH_MAX_WORK ((int64_t)1 << 21)
-#define USE_BATCH_STRIDED(work) ((work) >= BATCH_MIN_WORK && (work) <= BATCH_MAX_WORK)
+/* Products smaller than this (n * k * p) run on the calling thread. */
+#define BLAS_PARALLEL_WORK ((int64_t)1 << 17)
 
-#define BLAS_PRODUCT(T, S)                                                                       \
-    static void blas_product_##T(int64_t batch, int64_t n, int64_t k, int64_t p,                  \
-                                 const em_blas_operand *a, const em_blas_operand *b, S *c) {      \
-        if (batch > 1 && blas.batch_##T && USE_BATCH_STRIDED(n * k * p) &&                       \
-            fits_int(batch) && fits_int(a->bs) && fits_int(b->bs) && fits_int(n * p)) {            \
-            blas.batch_##T(CBLAS_ROW_MAJOR, a->trans, b->trans, (int)n, (int)p, (int)k, 1,        \
-                           (const S *)a->ptr, (int)a->ld, (int)a->bs, (const S *)b->ptr,          \
-                           (int)b->ld, (int)b->bs, 0, c, (int)p, (int)(n * p), (int)batch);       \
-            return;                                                                               \
-        }                                                                                         \
-        for (int64_t m = 0; m < batch; m++)                                                       \
-            blas.gemm_##T(CBLAS_ROW_MAJOR, a->trans, b->trans, (int)n, (int)p, (int)k, 1,         \
-                          (const S *)a->ptr + m * a->bs, (int)a->ld,                              \
-                          (const S *)b->ptr + m * b->bs, (int)b->ld, 0, c + m * n * p, (int)p);   \
-    }
+/* C[rows, cols] (leading dimension ldc) = op(A) @ op(B), one gemm per OpenMP thread on a slice
+ * of C's rows, or of its columns when it has more of those. A row slice of op(A) starts `r`
+ * rows in: r * lda elements for a row-major A, r for a transposed one (likewise for B's
+ * columns). beta is 0 or 1 (accumulate into C). */
+#define BLAS_PARALLEL(T, S)                                                                          static void blas_parallel_##T(int ta, int tb, int64_t rows, int64_t cols, int64_t k,                                            const S *A, int64_t lda, const S *B, int64_t ldb, S beta, S *C,                                   int64_t ldc) {                                                          int parts = rows * cols * k >= BLAS_PARALLEL_WORK ? pool_threads() : 1;                           int by_rows = rows >= cols;                                                                       int64_t along = by_rows ? rows : cols;                                                            if (parts > along) parts = (int)along;                                                            _Pragma("omp parallel for schedule(static) if (parts > 1)")                                      for (int q = 0; q < parts; q++) {                                                                     int64_t lo = along * q / parts, hi = along * (q + 1) / parts;                                     const S *a = A, *b = B;                                                                           S *c = C;                                                                                         int64_t r = rows, n = cols;                                                                       if (by_rows) {                                                                                        a += ta == CBLAS_NO_TRANS ? lo * lda : lo;                                                        c += lo * ldc;                                                                                    r = hi - lo;                                                                                  } else {                                                                                              b += tb == CBLAS_NO_TRANS ? lo : lo * ldb;                                                        c += lo;                                                                                          n = hi - lo;                                                                                  }                                                                                                 blas.gemm_##T(CBLAS_ROW_MAJOR, ta, tb, (int)r, (int)n, (int)k, 1, a, (int)lda, b,                               (int)ldb, beta, c, (int)ldc);                                                   }                                                                                             }
+BLAS_PARALLEL(f32, float)
+BLAS_PARALLEL(f64, double)
+
+/* A stack of products: one matrix per thread when there are at least as many as threads (and
+ * they are not tiny), else each product split over the threads. */
+#define BLAS_PRODUCT(T, S)                                                                           static void blas_product_##T(int64_t batch, int64_t n, int64_t k, int64_t p,                                                   const em_blas_operand *a, const em_blas_operand *b, S *c) {              blas_one_thread();                                                                                int threads = pool_threads();                                                                     if (batch >= threads && batch * n * k * p >= BLAS_PARALLEL_WORK) {                                    _Pragma("omp parallel for schedule(static)")                                                     for (int64_t m = 0; m < batch; m++)                                                                   blas.gemm_##T(CBLAS_ROW_MAJOR, a->trans, b->trans, (int)n, (int)p, (int)k, 1,                                   (const S *)a->ptr + m * a->bs, (int)a->ld,                                                        (const S *)b->ptr + m * b->bs, (int)b->ld, 0, c + m * n * p,                                      (int)p);                                                                        return;                                                                                       }                                                                                                 for (int64_t m = 0; m < batch; m++)                                                                   blas_parallel_##T(a->trans, b->trans, n, p, k, (const S *)a->ptr + m * a->bs, a->ld,                                (const S *)b->ptr + m * b->bs, b->ld, 0, c + m * n * p, p);             }
 BLAS_PRODUCT(f32, float)
 BLAS_PRODUCT(f64, double)
 
@@ -177,7 +180,6 @@ static int matmul_blas(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p
         if (!c) status = EMBER_MATMUL_NO_MEMORY;
     }
     if (!status) {
-        ember_blas_follow_threads();
         if (to == EM_F64)
             blas_product_f64(batch, n, k, p, &A, &B, (double *)c);
         else
@@ -244,9 +246,8 @@ static int half_block(int dtype, int64_t k, int64_t p, const char *am, const cha
                                 b->cs, pb, b_cols, &sb);
         status = sa ? sa : sb;
         if (!status)
-            blas.gemm_f32(CBLAS_ROW_MAJOR, ta, tb, (int)mc, (int)nc, (int)kc, 1, pa,
-                          (int)(a_cols ? mc : kc), pb, (int)(b_cols ? kc : nc), l0 ? 1 : 0, pc,
-                          (int)nc);
+            blas_parallel_f32(ta, tb, mc, nc, kc, pa, a_cols ? mc : kc, pb, b_cols ? kc : nc,
+                              l0 ? 1 : 0, pc, nc);
     }
     int64_t shape[2] = {mc, nc}, so[2] = {p, 1};
     if (!status)
@@ -261,7 +262,7 @@ static int matmul_half_blocked(int dtype, int64_t batch, int64_t n, int64_t k, i
     float *pb = malloc(sizeof(float) * HALF_KC * HALF_NC);
     float *pc = malloc(sizeof(float) * HALF_MC * HALF_NC);
     int item = em_itemsize(dtype), status = pa && pb && pc ? EM_OK : EMBER_MATMUL_NO_MEMORY;
-    ember_blas_follow_threads();
+    blas_one_thread();
     for (int64_t m = 0; m < batch && !status; m++) {
         const char *am = a->ptr + m * a->bs * item, *bm = b->ptr + m * b->bs * item;
         char *om = (char *)out + m * n * p * item;
@@ -351,7 +352,7 @@ int ember_matmul(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intp
     em_operand B = {(const char *)b, sb[0], sb[1], sb[2]};
     int has_blas = dtype == EM_F64 ? blas.gemm_f64 != NULL
                                    : dtype >= EM_F16 && blas.gemm_f32 != NULL;
-    if (dtype == EM_BF16 && em_matmul_dnnl(dtype, batch, n, k, p, (void *)out, (const void *)a,
+    if ((dtype == EM_BF16 || dtype == EM_F32) && em_matmul_dnnl(dtype, batch, n, k, p, (void *)out, (const void *)a,
                                            sa, (const void *)b, sb) == EM_OK)
         return EM_OK;
     if (has_blas && fits_int(n) && fits_int(k) && fits_int(p)) {

@@ -15,13 +15,10 @@ import warnings
 
 from ._args import DTYPE_NAMES, addr, raise_status
 
-# What matmul.c takes from OpenBLAS, in ember_matmul_set_blas's order. The batched ones are in
-# OpenBLAS 0.3.30 and later; without them bmm makes one gemm call per matrix.
+# What matmul.c takes from OpenBLAS, in ember_matmul_set_blas's order.
 BLAS_SYMBOLS = (
     "scipy_cblas_sgemm",
     "scipy_cblas_dgemm",
-    "scipy_cblas_sgemm_batch_strided",
-    "scipy_cblas_dgemm_batch_strided",
     "scipy_openblas_set_num_threads",
 )
 _openblas = None  # the loaded library, kept so it is never unloaded while C holds its pointers
@@ -74,10 +71,12 @@ DNNL_SYMBOLS = (
     "dnnl_memory_set_data_handle",
 )
 _dnnl = None  # kept loaded for the same reason as _openblas
-# oneDNN is handed to C on the first bfloat16 product, not at import: loading it costs 0.3 s
-# and 12 MiB that a process without bf16 products never needs to pay.
+# oneDNN is handed to C on the first bfloat16 or float32 product, not at import: loading it costs
+# 0.3 s and 12 MiB that a process without products never needs to pay.
 _dnnl_decided = False
 BF16 = DTYPE_NAMES.index("bfloat16")
+# The products oneDNN takes (see matmul_dnnl.c).
+DNNL_DTYPES = (BF16, DTYPE_NAMES.index("float32"))
 
 
 def dnnl_library():
@@ -105,8 +104,8 @@ def dnnl_addresses() -> list[int]:
 
 
 def use_dnnl(ffi, lib, enabled: bool = True) -> bool:
-    """Send bfloat16 products to oneDNN (when it loads) or, not enabled, to sgemm on float32
-    copies; whether oneDNN now takes them."""
+    """Send bfloat16 and float32 products to oneDNN (when it loads) or, not enabled, to sgemm
+    (on float32 copies for bfloat16); whether oneDNN now takes them."""
     global _dnnl_decided
     _dnnl_decided = True
     addresses = dnnl_addresses() if enabled else []
@@ -121,7 +120,7 @@ def build(ffi, lib) -> dict:
 
     def product(name, out, a, b, batch, sa, sb):
         code = a._dtype.code
-        if code == BF16 and not _dnnl_decided:
+        if code in DNNL_DTYPES and not _dnnl_decided:
             use_dnnl(ffi, lib)
         n, k = a._shape[-2:]
         p = b._shape[-1]

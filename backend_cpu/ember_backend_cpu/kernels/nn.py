@@ -1,4 +1,4 @@
-"""Glue for the fused nn kernels: softmax/log_softmax, im2col/col2im, max_pool2d.
+"""Glue for the fused nn kernels: softmax/log_softmax, layer_norm, im2col/col2im, max_pool2d.
 
 The core's runners pass contiguous inputs for these ops (their rows' kernel_args say so).
 """
@@ -35,6 +35,22 @@ def build(ffi, lib) -> dict:
 
         return kernel
 
+    def layer_norm(out, x, normalized_shape, weight, bias, eps):
+        n = math.prod(normalized_shape)
+        rows = math.prod(x._shape) // n if n else 0
+        status = lib.ember_layer_norm(
+            x._dtype.code,
+            _addr(out),
+            _addr(x),
+            rows,
+            n,
+            0 if weight is None else _addr(weight),
+            0 if bias is None else _addr(bias),
+            eps,
+        )
+        if status:
+            raise_status(status, "layer_norm", x._dtype.code)
+
     def im2col(cols, x, kernel, dilation, padding, stride):
         oh_ow = cols._shape[-1]
         h = x._shape[2]
@@ -66,6 +82,7 @@ def build(ffi, lib) -> dict:
     return {
         "softmax": dict.fromkeys(FLOATS, softmax(0)),
         "log_softmax": dict.fromkeys(FLOATS, softmax(1)),
+        "layer_norm": dict.fromkeys(FLOATS, layer_norm),
         "im2col": dict.fromkeys(FLOATS, im2col),
         "col2im": dict.fromkeys(FLOATS, col2im),
         "max_pool2d_with_indices": dict.fromkeys(FLOATS, max_pool2d),

@@ -58,6 +58,10 @@ class FileWriter:
         )
         self.add_event(event_pb2.Event(tagged_run_metadata=metadata), None, walltime)
 
+    def add_onnx_graph(self, graph, walltime=None) -> None:
+        """Write a ``GraphDef`` (PyTorch writes an ONNX model's this way, without run metadata)."""
+        self.add_event(event_pb2.Event(graph_def=graph.SerializeToString()), None, walltime)
+
     def flush(self) -> None:
         """Write pending events to disk."""
         self.event_writer.flush()
@@ -258,6 +262,13 @@ class SummaryWriter:
         from ._graph import graph
 
         self._get_file_writer().add_graph(graph(model, input_to_model, verbose, use_strict_trace))
+
+    def add_onnx_graph(self, prototxt) -> None:
+        """Log the graph of the ONNX model in the file ``prototxt`` (e.g. from
+        ``ember.onnx.export``); the ``onnx`` package reads it."""
+        from ._onnx_graph import load_onnx_graph
+
+        self._get_file_writer().add_onnx_graph(load_onnx_graph(prototxt))
 
     def add_embedding(
         self, mat, metadata=None, label_img=None, global_step=None, tag="default",

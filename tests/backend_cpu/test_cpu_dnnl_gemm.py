@@ -1,7 +1,7 @@
-"""bfloat16 products on the CPU: oneDNN's matmul primitive (csrc/matmul_dnnl.c) and, switched
-off, the sgemm path on float32 copies. Both must give the exact product of small integers
-rounded once, in every layout (oneDNN refuses some: those fall back to sgemm), and random
-products within float32 accumulation of PyTorch's."""
+"""bfloat16 and float32 products on the CPU: oneDNN's matmul primitive (csrc/matmul_dnnl.c) and,
+switched off, OpenBLAS's sgemm (on float32 copies for bfloat16). Both must give the exact product
+of small integers rounded once, in every layout (oneDNN refuses some: those fall back to sgemm),
+and random products within float32 accumulation of PyTorch's."""
 
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ from test_cpu_linalg import LAYOUTS, _batch_layout, check, values
 import ember
 
 BF16 = ember.bfloat16
+DNNL_DTYPES = [BF16, ember.float32]  # the dtypes matmul_dnnl.c takes
 ON_X86_LINUX = sys.platform == "linux" and platform.machine() == "x86_64"
 
 
 @pytest.fixture(params=["dnnl", "sgemm"])
 def path(request):
-    """Run the test with bfloat16 products on oneDNN, then on sgemm."""
+    """Run the test with products on oneDNN, then on sgemm."""
     took = linalg.use_dnnl(ffi, lib, request.param == "dnnl")
     try:
         yield took
@@ -38,20 +39,22 @@ def test_onednn_is_loaded_on_x86_linux():
     assert linalg.use_dnnl(ffi, lib) == ON_X86_LINUX
 
 
+@pytest.mark.parametrize("dtype", DNNL_DTYPES, ids=str)
 @pytest.mark.parametrize("layout_b", ["contiguous", "transposed", "padded", "strided"])
 @pytest.mark.parametrize("layout_a", LAYOUTS)
-def test_mm_layouts(path, layout_a, layout_b):
-    a_np, b_np = values((37, 70), BF16, 1), values((70, 29), BF16, 2)
-    check(a_np, b_np, LAYOUTS[layout_a](a_np), LAYOUTS[layout_b](b_np), BF16)
+def test_mm_layouts(path, layout_a, layout_b, dtype):
+    a_np, b_np = values((37, 70), dtype, 1), values((70, 29), dtype, 2)
+    check(a_np, b_np, LAYOUTS[layout_a](a_np), LAYOUTS[layout_b](b_np), dtype)
 
 
+@pytest.mark.parametrize("dtype", DNNL_DTYPES, ids=str)
 @pytest.mark.parametrize("layout_a", ["contiguous", "transposed", "batch-broadcast"])
 @pytest.mark.parametrize("layout_b", ["transposed", "reversed-batch", "batch-broadcast"])
-def test_bmm_layouts(path, layout_a, layout_b):
-    a_np, b_np = values((3, 20, 33), BF16, 3), values((3, 33, 18), BF16, 4)
+def test_bmm_layouts(path, layout_a, layout_b, dtype):
+    a_np, b_np = values((3, 20, 33), dtype, 3), values((3, 33, 18), dtype, 4)
     a, a_np = _batch_layout(layout_a, a_np)
     b, b_np = _batch_layout(layout_b, b_np)
-    check(a_np, b_np, a, b, BF16, ember.bmm)
+    check(a_np, b_np, a, b, dtype, ember.bmm)
 
 
 def test_random_products_match_pytorch(path):
