@@ -64,7 +64,7 @@ class GraphInterpreter:
             result = node.op()(*args)
         if len(node.outputs()) == 1:
             return [result]
-        return list(result)
+        return list(result) if node.outputs() else []  # prim::index_put_ returns nothing
 
     def loop(self, node, args: list, env: dict) -> list:
         trip, cond, *carried = args

@@ -74,6 +74,14 @@ def has_side_effects(node) -> bool:
     return mutates(op) or _base(op).kind is Kind.RANDOM
 
 
+def prim_writes(node) -> bool:
+    """Whether a prim node writes into its first input (``prim::index_put_``)."""
+    from .prims import PRIMS
+
+    spec = PRIMS.get(node.kind())
+    return spec is not None and spec.writes
+
+
 def is_view(op) -> bool:
     """Whether the op's output may share memory with its first input."""
     base = _base(op)

@@ -13,6 +13,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from . import contexts, indexing
 from .scalars import SCALAR_PRIMS
 
 
@@ -26,6 +27,7 @@ class Prim:
         attrs: attribute names the node must carry.
         effects: kept by dead-code elimination even when unused.
         outputs: the fixed number of outputs, or None when it varies (unpacks, If, Loop).
+        writes: writes into its first input, a tensor (alias analysis: jit/passes/alias.py).
     """
 
     run: Callable | None
@@ -33,6 +35,7 @@ class Prim:
     attrs: tuple = ()
     effects: bool = False
     outputs: int | None = 1
+    writes: bool = False
     doc: str = ""
     extra: dict = field(default_factory=dict)
 
@@ -153,6 +156,22 @@ PRIMS: dict[str, Prim] = {
         None, lambda flag: f"ember.set_grad_enabled({flag})", effects=True, outputs=0
     ),
     "prim::Print": Prim(None, _call("print"), effects=True, outputs=0),
+    # Advanced indexing of tensors in scripted code (jit/indexing.py): x[idx], x[idx] = v.
+    "prim::index": Prim(indexing.index, lambda *args: f"_rt.index({', '.join(args)})"),
+    # ember.autocast / record_function around a block of scripted code (jit/contexts.py).
+    "prim::enter": Prim(
+        contexts.enter, lambda *args: f"_rt.enter({', '.join(args)})", effects=True
+    ),
+    "prim::exit": Prim(
+        contexts.exit_, lambda manager: f"_rt.exit_({manager})", effects=True, outputs=0
+    ),
+    "prim::index_put_": Prim(
+        indexing.index_put_,
+        lambda *args: f"_rt.index_put_({', '.join(args)})",
+        effects=True,
+        outputs=0,
+        writes=True,
+    ),
     "prim::RaiseException": Prim(
         None, lambda msg: f"_raise({msg})", effects=True, outputs=0, extra={"run": _raise}
     ),

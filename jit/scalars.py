@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+from . import contexts, indexing
+
 
 def _c_math(fn):
     """``math.fn`` with C's results where Python raises (TorchScript calls libm: ``log(-1.0)``
@@ -177,9 +179,11 @@ def _new_object():
 
 
 # prim::tolist's element codes (TorchScript's): the annotation's element type.
-TOLIST_ELEMENTS = {"int": 0, "float": 1, "bool": 2}
-_TOLIST_NAMES = ("Long", "Float", "Bool")
-_TOLIST_DTYPES = (("Long",), ("Float", "Double"), ("Bool",))
+TOLIST_ELEMENTS = {"int": 0, "float": 1, "bool": 2, "complex": 3}
+# TorchScript names a complex annotation "Bool" in its mismatch message (its name table has no
+# complex entry); the words are kept so that messages compare equal
+_TOLIST_NAMES = ("Long", "Float", "Bool", "Bool")
+_TOLIST_DTYPES = (("Long",), ("Float", "Double"), ("Bool",), ("ComplexFloat", "ComplexDouble"))
 
 
 def tolist(tensor, dim: int, element: int):
@@ -213,6 +217,10 @@ class RUNTIME:
 
     format = staticmethod(format_)
     new_object = staticmethod(_new_object)
+    enter = staticmethod(contexts.enter)
+    exit_ = staticmethod(contexts.exit_)
+    index = staticmethod(indexing.index)
+    index_put_ = staticmethod(indexing.index_put_)
 
 
 for _name in MATH:

@@ -75,6 +75,7 @@ class _Named(Type):
 
 IntType = _Named("int")
 FloatType = _Named("float")
+ComplexType = _Named("complex")  # TorchScript's complex: only as tolist()'s element so far
 BoolType = _Named("bool")
 StrType = _Named("str")
 NoneType = _Named("NoneType")
@@ -88,6 +89,7 @@ NAMED = {
     for t in (
         IntType,
         FloatType,
+        ComplexType,
         BoolType,
         StrType,
         NoneType,
@@ -467,6 +469,8 @@ def type_of(value) -> Type:
         return IntType
     if isinstance(value, float):
         return FloatType
+    if isinstance(value, complex):
+        return ComplexType
     if isinstance(value, str):
         return StrType
     if isinstance(value, dt.dtype):

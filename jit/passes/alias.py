@@ -7,7 +7,7 @@ alone anything in a written alias group: its value depends on when it is read.
 
 from __future__ import annotations
 
-from ..ops import is_view, mutates
+from ..ops import is_view, mutates, prim_writes
 
 
 class Aliases:
@@ -18,6 +18,8 @@ class Aliases:
         written = []
         for node in graph.all_nodes():
             op = node.op()
+            if op is None and node.inputs() and prim_writes(node):
+                written.append(node.inputsAt(0))  # x[idx] = v in scripted code
             if op is None or not node.inputs():
                 continue
             first = node.inputsAt(0)

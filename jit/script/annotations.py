@@ -18,6 +18,7 @@ from .. import types as T
 _SCALARS = {
     int: T.IntType,
     float: T.FloatType,
+    complex: T.ComplexType,
     bool: T.BoolType,
     str: T.StrType,
     type(None): T.NoneType,

@@ -21,10 +21,17 @@ from .sugar import Sugar
 CREATE, GET, SET = "prim::CreateObject", "prim::GetObjAttr", "prim::SetObjAttr"
 _TYPES: dict = {}  # class -> its ClassType, fields filled in while __init__ compiles
 # operators TorchScript desugars to a class's magic methods
+BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 MAGIC = {ast.Add: "__add__", ast.Sub: "__sub__", ast.Mult: "__mul__", ast.Div: "__truediv__"}
 MAGIC.update({ast.FloorDiv: "__floordiv__", ast.Mod: "__mod__", ast.Pow: "__pow__"})
 MAGIC.update({ast.Eq: "__eq__", ast.NotEq: "__ne__", ast.Lt: "__lt__", ast.LtE: "__le__"})
 MAGIC.update({ast.Gt: "__gt__", ast.GtE: "__ge__"})
+# ``a += b`` calls ``__iadd__`` where the class defines it, else ``a = a + b`` (``__add__``)
+INPLACE_MAGIC = {op: "__i" + name[2:] for op, name in MAGIC.items() if op in BINOPS}
+UNARY_MAGIC = {ast.USub: "__neg__", ast.Invert: "__invert__"}
+# int(a), float(a), bool(a) (and ``if a:``), str(a); reflected methods (__radd__) are not
+# among them: torch.jit.script refuses ``1 + a`` even where the class defines __radd__
+CONVERT_MAGIC = {int: "__int__", float: "__float__", bool: "__bool__", str: "__str__"}
 
 
 def is_script_class(obj) -> bool:
@@ -110,13 +117,19 @@ class Classes:
             return self.graph.insert(GET, [obj], name=name).output().setType(kind.fields[name])
         # TorchScript compiles only a class's own methods (torch.jit.frontend's get_jit_class_def
         # takes those in cls.__dict__): a base class's method is no method of the subclass
+        # (and looks static methods up on the class only: Cls.f(), not self.f())
         own = kind.cls is not None and name in vars(kind.cls)
         fn = getattr(kind.cls, name, None) if own else None
-        if inspect.isfunction(fn):
+        if inspect.isfunction(fn) and not isinstance(vars(kind.cls)[name], staticmethod):
             return BoundMethod(obj, fn)
-        raise self.source.error(
-            f"Tried to access nonexistent attribute or method '{name}' of type "
-            f"'{kind.annotation()}'.",
+        raise self.no_attribute(kind, name, node)
+
+    def no_attribute(self, kind, name: str, node):
+        """TorchScript's error for a missing field or method of an object (its class is named
+        by its Python name, where TorchScript adds the qualified name and compilation unit)."""
+        return self.source.error(
+            f"'{kind.annotation()}' object has no attribute or method '{name}'. Did you forget "
+            "to initialize an attribute in __init__()?",
             node,
         )
 

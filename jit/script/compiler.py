@@ -9,6 +9,7 @@ are inlined too, their attribute reads prefixed with the submodule's qualified n
 
 from __future__ import annotations
 
+import ast
 import copy
 import inspect
 import itertools
@@ -269,15 +270,22 @@ def _parameters(source, definition, skip_self: bool):
 def _param_type(source, param, scope, fn) -> T.Type:
     if param.annotation is None:
         return _unannotated(fn, param.arg)
-    import ast
-
     evaluated = getattr(getattr(fn, "__func__", fn), "__annotations__", {}).get(param.arg)
     try:
         if evaluated is not None and not isinstance(evaluated, str):
             return to_type(evaluated)
         return resolve(ast.unparse(param.annotation), scope)
     except AnnotationError as e:
-        raise source.error(str(e), param.annotation) from None
+        raise source.error(str(e), _annotation_range(param.annotation)) from None
+
+
+def _annotation_range(node):
+    """Where an annotation error points: a string annotation (``x: "Name"``) is underlined
+    from its opening quote for the name's length plus one, as TorchScript underlines it."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        node = ast.Constant(node.value, lineno=node.lineno, col_offset=node.col_offset)
+        node.end_lineno, node.end_col_offset = node.lineno, node.col_offset + len(node.value) + 1
+    return node
 
 
 _DEFAULT_TYPES = {bool: T.BoolType, int: T.IntType, float: T.FloatType, str: T.StrType}

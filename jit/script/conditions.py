@@ -12,6 +12,7 @@ from .. import types as T
 from ..ir import Value
 from . import unions
 from .classes import MAGIC
+from .unions import unnarrowed
 
 COMPARE = {
     ast.Eq: ("eq", "prim::eq"),
@@ -29,6 +30,7 @@ class Conditions:
         if called is not None:
             return called
         name, prim = COMPARE[type(op)]
+        self.refuse_unnarrowed(name, left, right, node)
         if isinstance(left.type(), T.TensorType) or isinstance(right.type(), T.TensorType):
             if not isinstance(left.type(), T.TensorType):
                 swapped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(name, name)
@@ -46,10 +48,22 @@ class Conditions:
         if found is not None:
             return self.prim("prim::not", [found], T.BoolType) if negate else found
         kind = container.type()
+        self.refuse_unnarrowed("__contains__", container, item, node)
         if not isinstance(kind, (T.DictType, T.ListType)) or isinstance(item.type(), T.TensorType):
             raise self.source.not_supported("'in' is supported on dicts and lists of scalars", node)
         found = self.prim("prim::contains", [container, item], T.BoolType)
         return self.prim("prim::not", [found], T.BoolType) if negate else found
+
+    def refuse_unnarrowed(self, name: str, left, right, node) -> None:
+        """TorchScript has no comparison or ``in`` of an ``Any`` value or of a Union that is
+        no number: narrow it with ``isinstance`` first."""
+        lt, rt = left.type(), right.type()
+        if unnarrowed(lt) or unnarrowed(rt):
+            raise self.source.error(
+                f"Arguments for call are not valid: unsupported operand types for {name}: "
+                f"'{lt.annotation()}' and '{rt.annotation()}'",
+                node,
+            )
 
     def identity(self, left, right, negate: bool, node) -> Value:
         """``x is None``: static unless ``x`` is Optional."""
@@ -71,6 +85,9 @@ class Conditions:
         kind = value.type()
         if kind == T.BoolType:
             return value
+        called = self.magic(value, "__bool__", [], node)
+        if called is not None:
+            return called
         if isinstance(kind, T.TensorType) or kind in (T.IntType, T.FloatType):
             return self.prim("prim::bool", [value], T.BoolType)
         raise self.source.error(f"Could not cast value of type {kind.annotation()} to bool", node)

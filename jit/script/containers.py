@@ -1,5 +1,5 @@
-"""Subscripts, unpacking and iteration: tensor indexing as views (select/slice/unsqueeze),
-tuple/list/dict indexing, ``for`` plans (a trip count and the item at each counter, or items
+"""Subscripts, unpacking and iteration: tensor indexing (advanced.py), tuple/list/dict
+indexing, ``for`` plans (a trip count and the item at each counter, or items
 unrolled for modules and tuples), list comprehensions and ``append``.
 """
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from .. import types as T
 from ..ir import Value
+from .advanced import TensorIndexing
 from .sugar import Enumerate, ModuleRef, PyObj, Range, SugarTuple, Zip
 
 
@@ -23,7 +24,7 @@ class Iteration:
     unrolled: list | None = None
 
 
-class Containers:
+class Containers(TensorIndexing):
     def expr_Subscript(self, node, wanted=None):  # noqa: N802
         base = self.expr(node.value)
         if isinstance(base, (ModuleRef, SugarTuple, PyObj)):
@@ -66,45 +67,6 @@ class Containers:
             names = list(module._modules)
             key = names[index]
         return ModuleRef(module._modules[key], base.qualified(key))
-
-    def tensor_index(self, base, index, node) -> Value:
-        """Basic indexing as views: ints select, slices slice, None unsqueezes; after an
-        ``...`` the items count from the last dim (their dims are negative)."""
-        items = index.elts if isinstance(index, ast.Tuple) else [index]
-        ellipsis = [i for i, item in enumerate(items) if _is_ellipsis(item)]
-        if len(ellipsis) > 1:
-            raise self.source.error("an index can only have a single ellipsis ('...')", node)
-        head = items[: ellipsis[0]] if ellipsis else items
-        tail = items[ellipsis[0] + 1 :] if ellipsis else []
-        result, dim = base, 0
-        for item in head:
-            result, kept = self.index_item(result, item, dim, node)
-            dim += kept
-        kept_right = 0
-        for item in reversed(tail):
-            if isinstance(item, ast.Constant) and item.value is None:
-                raise self.source.not_supported("None after '...' in an index", node)
-            result, kept = self.index_item(result, item, -1 - kept_right, node)
-            kept_right += kept
-        return result
-
-    def index_item(self, tensor, item, dim: int, node):
-        """One index item at ``dim``: (the result, 1 if the dim is kept else 0)."""
-        if isinstance(item, ast.Slice):
-            if item.lower is None and item.upper is None and item.step is None:
-                return tensor, 1
-            parts = [item.lower, item.upper, item.step]
-            start, end, step = (self.constant(None) if p is None else self.value(p) for p in parts)
-            if item.step is None:
-                step = self.constant(1)
-            args = [tensor, self.constant(dim), start, end, step]
-            return self.call_op("slice", args, {}), 1
-        if isinstance(item, ast.Constant) and item.value is None:
-            return self.call_op("unsqueeze", [tensor, self.constant(dim)], {}), 1
-        position = self.value(item)
-        if isinstance(position.type(), T.TensorType):
-            raise self.source.not_supported("indexing with tensors isn't supported yet", node)
-        return self.call_op("select", [tensor, self.constant(dim), position], {}), 0
 
     def unpack(self, value, count: int, node) -> list:
         if isinstance(value, SugarTuple):
@@ -247,13 +209,14 @@ class Containers:
 
     def list_append(self, call) -> bool:
         """``xs.append(v)`` on a list variable: rebinds ``xs`` to ``xs + [v]`` (lists are
-        values in the graph; the rebinding makes the loop carry the list)."""
+        values in the graph; the rebinding makes the loop carry the list); on a module's
+        run-time attribute or an object's field the grown list is assigned back to it."""
         func = call.func
         if not isinstance(func, ast.Attribute) or func.attr != "append":
             return False
         if isinstance(func.value, ast.Name):
             current = self.env.get(func.value.id)
-        elif _is_self_attribute(func.value):  # self.names.append(v): a run-time attribute
+        elif isinstance(func.value, ast.Attribute):  # self.names / obj.xs: written back
             current = self.expr(func.value)
         else:
             return False
@@ -276,15 +239,3 @@ class Containers:
         grown.setDebugName(func.value.id)
         self.env[func.value.id] = grown
         return True
-
-
-def _is_self_attribute(node) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )
-
-
-def _is_ellipsis(node) -> bool:
-    return isinstance(node, ast.Constant) and node.value is Ellipsis

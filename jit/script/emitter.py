@@ -19,6 +19,8 @@ import ast
 
 from .. import types as T
 from ..ir import Value
+from .classes import INPLACE_MAGIC
+from .contexts import Contexts
 from .expressions import Expressions
 from .returns import PENDING, LoopReturns, may_return
 from .sugar import Sugar
@@ -57,7 +59,7 @@ def _join(a: str, b: str) -> str:
     return a if a in (b, RETURN) else CONTINUE if BREAK not in (a, b) else BREAK
 
 
-class Emitter(Expressions, LoopReturns):
+class Emitter(Expressions, Contexts, LoopReturns):
     """Compiles statements of one function into ``graph`` (see the module docstring)."""
 
     def __init__(self, unit, source, graph, env: dict, self_ref=None, in_loop=False):
@@ -67,6 +69,7 @@ class Emitter(Expressions, LoopReturns):
         self.env = env
         self.self_ref = self_ref
         self.in_loop = in_loop
+        self.unrolling = False  # directly in an unrolled loop's body (no prim::Loop between)
         self.current = None  # the ast node being compiled (errors, source ranges)
         self.return_type = None
         self.loop_returns = False  # the function returns from a loop (returns.py)
@@ -131,7 +134,11 @@ class Emitter(Expressions, LoopReturns):
         else:
             raise self.source.not_supported("augmented assignment to this target", stmt)
         other = self.expr(stmt.value)
-        value = self.binary(stmt.op, current, other, stmt, inplace=True)
+        value = self.magic(current, INPLACE_MAGIC.get(type(stmt.op), ""), [other], stmt)
+        if value is None:
+            # x[idx] += v with an advanced index: the read is a copy, so add and write back
+            copied = isinstance(current, Value) and current.node().kind() == "prim::index"
+            value = self.binary(stmt.op, current, other, stmt, inplace=not copied)
         if not isinstance(target, ast.Name) and value.node().kind().endswith("_"):
             return None  # self.buf += v, x[i] += v: the in-place op wrote into the tensor
         self.assign(target, value)
@@ -162,13 +169,12 @@ class Emitter(Expressions, LoopReturns):
         does); ``d[k] = v`` on a dict variable rebinds it to the updated dict (prim::DictSet)."""
         base = self.expr(target.value)
         if isinstance(base, Value) and isinstance(base.type(), T.TensorType):
-            view = self.tensor_index(base, target.slice, target)
-            value = self.materialize(value)
-            if isinstance(value.type(), T.TensorType):
-                self.call_op("copy_", [view, value], {})
-            else:
-                self.call_op("fill_", [view, value], {})
-            return
+            return self.tensor_index_put(base, target.slice, value, target)
+        if isinstance(base, Value) and isinstance(base.type(), T.ClassType):  # obj.__setitem__
+            key = self.value(target.slice)
+            if self.magic(base, "__setitem__", [key, value], target) is None:
+                raise self.no_attribute(base.type(), "__setitem__", self.current)
+            return None
         current, name = base, getattr(target.value, "id", None)
         kind = current.type() if isinstance(current, Value) else None
         if isinstance(kind, T.ListType):
@@ -195,40 +201,6 @@ class Emitter(Expressions, LoopReturns):
                 raise self.source.error(f"undefined value {target.id}", target)
             del self.env[target.id]
 
-    def stmt_With(self, stmt):  # noqa: N802
-        """``with ember.no_grad():`` / ``enable_grad()`` / ``set_grad_enabled(b)``: the grad
-        mode is set before the body and restored after it (also when the body returns: a
-        return only ends the block's code generation, the graph runs on)."""
-        if len(stmt.items) != 1 or stmt.items[0].optional_vars is not None:
-            raise self.source.unsupported(stmt)
-        flag = self.grad_mode(stmt.items[0].context_expr)
-        if flag is None:
-            raise self.source.not_supported(
-                "with statements are supported for ember.no_grad(), ember.enable_grad() and "
-                "ember.set_grad_enabled() only",
-                stmt,
-            )
-        previous = self.prim("prim::is_grad_enabled", [], T.BoolType)
-        self.graph.insert("prim::set_grad_enabled", [flag], num_outputs=0)
-        ended = self.body(stmt.body)
-        self.graph.insert("prim::set_grad_enabled", [previous], num_outputs=0)
-        return ended
-
-    def grad_mode(self, expr):
-        import ember
-
-        if not isinstance(expr, ast.Call):
-            return None
-        func = self.expr(expr.func)
-        target = getattr(func, "obj", None)
-        if target is ember.no_grad and not expr.args:
-            return self.constant(False)
-        if target is ember.enable_grad and not expr.args:
-            return self.constant(True)
-        if target is ember.set_grad_enabled and len(expr.args) == 1:
-            return self.coerce(self.value(expr.args[0]), T.BoolType, expr)
-        return None
-
     def stmt_Return(self, stmt):  # noqa: N802
         value = (
             self.constant(None) if stmt.value is None else self.expr(stmt.value, self.return_type)
@@ -243,15 +215,26 @@ class Emitter(Expressions, LoopReturns):
         return RETURN
 
     def stmt_Break(self, stmt):  # noqa: N802
+        self.refuse_in_unrolled(stmt)
         if not self.in_loop:
             raise self.source.error("'break' outside loop", stmt)
         self.env["$continue"] = self.constant(False)
         return BREAK
 
     def stmt_Continue(self, stmt):  # noqa: N802
+        self.refuse_in_unrolled(stmt)
         if not self.in_loop:
             raise self.source.error("'continue' not properly in loop", stmt)
         return CONTINUE
+
+    def refuse_in_unrolled(self, stmt) -> None:
+        """An unrolled loop has no loop-continue flag to clear: TorchScript refuses there."""
+        if self.unrolling:
+            raise self.source.error(
+                "Because we emit iteration over modulelists or tuples as unrolled loops, we do "
+                "not support break or continue inside the body of these loops",
+                stmt,
+            )
 
     def stmt_Raise(self, stmt):  # noqa: N802
         message = "Exception"
@@ -406,12 +389,11 @@ class Emitter(Expressions, LoopReturns):
     def unrolled(self, stmt, items) -> None:
         for index, item in enumerate(items):
             self.assign(stmt.target, item)
-            ended = self.body(stmt.body)
-            if ended in (BREAK, CONTINUE):
-                raise self.source.not_supported(
-                    "break/continue in loops over modules or tuples (unrolled) aren't supported",
-                    stmt,
-                )
+            saved, self.unrolling = self.unrolling, True
+            try:
+                ended = self.body(stmt.body)
+            finally:
+                self.unrolling = saved
             if ended:
                 return ended
             if self.loop_returns and may_return(stmt) and index + 1 < len(items):
@@ -434,6 +416,7 @@ class Emitter(Expressions, LoopReturns):
         for name in carried:
             self.env[name] = block.addInput(name, before[name].type())
         saved_loop, self.in_loop = self.in_loop, True
+        saved_unrolling, self.unrolling = self.unrolling, False
         with self.graph.insert_point_guard(block):
             self.env["$continue"] = self.constant(True)
             bind_target(counter)
@@ -449,6 +432,7 @@ class Emitter(Expressions, LoopReturns):
                 self.unify(before[name].type(), value.type(), name, stmt)
                 block.registerOutput(value)
         self.in_loop = saved_loop
+        self.unrolling = saved_unrolling
         self.env = before
         for name in carried:
             self.env[name] = node.addOutput(before[name].type()).setDebugName(name)

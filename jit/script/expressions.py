@@ -19,13 +19,14 @@ from ..ir import Value
 from . import annotations
 from .attributes import ModuleState
 from .calls import Calls
-from .classes import MAGIC, Classes
+from .classes import MAGIC, UNARY_MAGIC, Classes
 from .conditions import Conditions
 from .containers import Containers
 from .frontend import namespace_of
 from .lists import Lists
 from .strings import Strings
 from .sugar import PyObj, Sugar, SugarTuple
+from .unions import numeric
 
 # Python operator -> (op-table op for tensors, prim for scalars, Python function for folding)
 BINARY = {
@@ -44,17 +45,7 @@ BINARY = {
 _SCALARS = (T.IntType, T.FloatType, T.BoolType, T.NumberType)
 
 
-_NUMBERS = (T.IntType, T.FloatType, T.NumberType)
 _SCALAR_NAMES = {T.IntType: "int", T.FloatType: "float"}
-
-
-def _numeric(kind):
-    """``Union[int, float]`` takes part in arithmetic as a ``number`` (TorchScript's Scalar:
-    the value's run-time type); a Union with a bool or any other member does not, as in
-    TorchScript. Other types are returned as they are."""
-    if isinstance(kind, T.UnionType) and all(m in _NUMBERS for m in kind.elems):
-        return T.NumberType
-    return kind
 
 
 class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Classes):
@@ -269,6 +260,9 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
 
     def expr_UnaryOp(self, node, wanted=None):  # noqa: N802
         operand = self.value(node.operand)
+        called = self.magic(operand, UNARY_MAGIC.get(type(node.op), ""), [], node)
+        if called is not None:
+            return called
         if isinstance(node.op, ast.Not):
             return self.prim("prim::not", [self.to_bool(operand, node)], T.BoolType)
         if isinstance(node.op, ast.UAdd):
@@ -278,7 +272,7 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
                 return self.call_op("neg", [operand], {})
             if self.is_constant(operand):
                 return self.constant(-self.known(operand))
-            return self.prim("prim::neg", [operand], operand.type())
+            return self.prim("prim::neg", [operand], numeric(operand.type()))
         if isinstance(node.op, ast.Invert) and isinstance(operand.type(), T.TensorType):
             return self.call_op("bitwise_not", [operand], {})
         raise self.source.unsupported(node)
@@ -308,7 +302,7 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
             if self.is_constant(left) and self.is_constant(right):
                 return self.constant(self.known(left) + self.known(right))
             return self.prim("prim::add", [left, right], T.StrType)
-        lt, rt = _numeric(lt), _numeric(rt)
+        lt, rt = numeric(lt), numeric(rt)
         if prim is None or lt not in _SCALARS or rt not in _SCALARS:
             raise self.source.error(
                 f"Arguments for call are not valid: unsupported operand types for {name}: "

@@ -107,12 +107,14 @@ class Source:
 
     def highlight(self, node) -> str:
         """``File "...", line N``, the line with ``node`` underlined and the lines around it
-        in the function (up to 3 before and 2 after), as TorchScript prints them."""
+        in the function (up to 2 before and 2 after), as TorchScript prints them (its
+        ``SourceRange::print_with_context`` counts the newline ending the line before as the
+        first of its 3 context newlines)."""
         row = getattr(node, "lineno", 1)
         col = getattr(node, "col_offset", 0)
         width = _width(node, self.lines[row - 1], col)
         out = [f'  File "{self.filename}", line {row + self.first_line - 1}']
-        out += self.raw_lines[max(0, row - 4) : row]
+        out += self.raw_lines[max(0, row - 3) : row]
         out.append(" " * (col + self.indent) + "~" * width + " <--- HERE")
         out += self.raw_lines[row : row + 2]
         return "\n".join(out) + "\n"

@@ -74,11 +74,18 @@ class Lists:
         self.assign(target.value, self.prim("prim::list_set", [current, index, item], kind))
 
     def delete_item(self, target) -> None:
-        """``del xs[i]`` / ``del d[k]`` on a variable: rebinds it to the container without
-        the item."""
+        """``del xs[i]`` / ``del d[k]`` / ``del xs[i][j]`` on a variable: rebinds it to the
+        container without the item (a nested container is written back into its owner)."""
+        if isinstance(target.slice, ast.Slice):
+            raise self.source.error(
+                "del statements only support deletion at a single index, slicing is not "
+                "supported (see https://github.com/pytorch/pytorch/issues/31430)",
+                target,
+            )
         current = self.expr(target.value)
         kind = current.type() if isinstance(current, Value) else None
-        if not isinstance(target.value, ast.Name) or not isinstance(kind, (T.ListType, T.DictType)):
+        owner = isinstance(target.value, (ast.Name, ast.Subscript))
+        if not owner or not isinstance(kind, (T.ListType, T.DictType)):
             raise self.source.not_supported(
                 "del of items of containers other than variables", target
             )

@@ -11,6 +11,7 @@ from ember._tensor import Tensor
 
 from .. import types as T
 from . import unions
+from .classes import CONVERT_MAGIC
 from .sugar import Enumerate, ModuleRef, Range, SugarTuple, Zip
 
 
@@ -74,7 +75,15 @@ def _extreme(prim, fold):
             )
         if all(em.is_constant(v) for v in values):
             return em.constant(fold(em.known(v) for v in values))
-        kind = T.FloatType if T.FloatType in (values[0].type(), values[1].type()) else T.IntType
+        kinds = [unions.numeric(v.type()) for v in values]
+        if T.FloatType in kinds:  # a number (Union[int, float]) next to a float: as a float
+            kind = T.FloatType
+            values = [
+                em.prim("prim::float", [v], kind) if k == T.NumberType else v
+                for v, k in zip(values, kinds)
+            ]
+        else:
+            kind = T.NumberType if T.NumberType in kinds else T.IntType
         return em.prim(prim, values, kind)
 
     return lower
@@ -85,7 +94,7 @@ def _isinstance(em, args, kwargs, node):
     value = em.materialize(value)
     classes = unions.classes_of(classes)
     kind = value.type()
-    if isinstance(kind, T.UnionType):
+    if isinstance(kind, T.UnionType) or kind == T.AnyType:
         return unions.isinstance_test(em, value, unions.class_names(classes))
     wanted = set()
     for cls in classes:
@@ -116,9 +125,10 @@ def _abs(em, args, kwargs, node):
         return em.call_op("abs", [value], {})
     if em.is_constant(value):
         return em.constant(abs(em.known(value)))
-    if value.type() not in (T.IntType, T.FloatType):
+    kind = unions.numeric(value.type())  # Union[int, float]: a number
+    if kind not in (T.IntType, T.FloatType, T.NumberType):
         raise em.source.error(f"abs() of a {value.type().annotation()}", node)
-    return em.prim("prim::abs", [value], value.type())
+    return em.prim("prim::abs", [value], kind)
 
 
 def _sum(em, args, kwargs, node):
@@ -144,19 +154,29 @@ def _print(em, args, kwargs, node):
     return em.constant(None)
 
 
+def _converting(builtin, lower):
+    """``int(a)``/``float(a)``/``bool(a)``/``str(a)`` call a script class's ``__int__``..."""
+
+    def convert(em, args, kwargs, node):
+        called = em.magic(args[0], CONVERT_MAGIC[builtin], [], node) if len(args) == 1 else None
+        return lower(em, args, kwargs, node) if called is None else called
+
+    return convert
+
+
 BUILTINS = {
     range: _range,
     len: _len,
-    int: _convert(T.IntType, "prim::int"),
-    float: _convert(T.FloatType, "prim::float"),
-    bool: _convert(T.BoolType, "prim::bool"),
+    int: _converting(int, _convert(T.IntType, "prim::int")),
+    float: _converting(float, _convert(T.FloatType, "prim::float")),
+    bool: _converting(bool, _convert(T.BoolType, "prim::bool")),
     min: _extreme("prim::min", min),
     max: _extreme("prim::max", max),
     isinstance: _isinstance,
     enumerate: _enumerate,
     zip: _zip,
     print: _print,
-    str: lambda em, args, kwargs, node: em.to_text(args[0]),
+    str: _converting(str, lambda em, args, kwargs, node: em.to_text(args[0])),
     sum: _sum,
     abs: _abs,
 }

@@ -21,6 +21,24 @@ _NAMES = {T.IntType: "int", T.FloatType: "float", T.BoolType: "bool", T.StrType:
 _NAMES[T.NoneType] = "NoneType"
 
 
+_NUMBERS = (T.IntType, T.FloatType, T.NumberType)
+
+
+def numeric(kind):
+    """``Union[int, float]`` takes part in arithmetic as a ``number`` (TorchScript's Scalar:
+    the value's run-time type); a Union with a bool or any other member does not, as in
+    TorchScript. Other types are returned as they are."""
+    if isinstance(kind, T.UnionType) and all(m in _NUMBERS for m in kind.elems):
+        return T.NumberType
+    return kind
+
+
+def unnarrowed(kind) -> bool:
+    """An ``Any`` or a Union that is no ``number``: TorchScript compares it, tests ``in`` with
+    it or computes with it only once ``isinstance`` (or ``is None``) has narrowed it."""
+    return kind == T.AnyType or isinstance(numeric(kind), T.UnionType)
+
+
 def member_name(kind) -> str | None:
     """The name ``isinstance`` tests a type by (prim::isinstance's run time uses the same)."""
     if isinstance(kind, T.TensorType):
@@ -61,7 +79,17 @@ def split(kind: T.UnionType, names: set):
     return yes, [m for m in kind.elems if member_name(m) not in names]
 
 
+def any_members(names: set) -> list:
+    """The types ``isinstance(x, C)`` narrows an ``Any`` value to (TorchScript refines ``Any``
+    as it refines a Union, to the classes tested)."""
+    members = [T.TensorType()] if "Tensor" in names else []
+    return members + [kind for kind, name in _NAMES.items() if name in names]
+
+
 def isinstance_test(em, value: Value, names: set) -> Value:
+    if value.type() == T.AnyType:  # anything may be passed: always a run-time test
+        shown = ",".join(sorted(names))
+        return em.prim("prim::isinstance", [value, em.constant(shown)], T.BoolType)
     yes, no = split(value.type(), names)
     if not yes or not no:
         return em.constant(bool(yes))
@@ -103,6 +131,8 @@ def refinement(em, node):
     else:
         return None
     value = em.env.get(name)
+    if isinstance(value, Value) and value.type() == T.AnyType and positive:
+        return _cast(em, value, any_members(names), name), {}  # the false branch: still Any
     if not isinstance(value, Value) or not isinstance(value.type(), T.UnionType):
         return None
     yes, no = split(value.type(), names)
@@ -113,8 +143,11 @@ def refinement(em, node):
 
 def only_narrowed(before, values) -> bool:
     """Whether each branch's value of a Union name is the name's value before the ``if`` or a
-    narrowing of it (then the name keeps its Union type after the ``if``, as in TorchScript)."""
-    if not isinstance(before, Value) or not isinstance(before.type(), T.UnionType):
+    narrowing of it (then the name keeps its Union or Any type after the ``if``, as in
+    TorchScript)."""
+    if not isinstance(before, Value):
+        return False
+    if not isinstance(before.type(), T.UnionType) and before.type() != T.AnyType:
         return False
     for value in values:
         while isinstance(value, Value) and value.node().kind() == "prim::unchecked_cast":

@@ -129,7 +129,11 @@ def tolists(lib):
         y: float = x.tolist()
         return y * 2
 
-    return {f.__name__: f for f in (floats, int_rows, returned, scalar)}
+    def complexes(x) -> List[List[complex]]:
+        y: List[List[complex]] = x.tolist()
+        return y
+
+    return {f.__name__: f for f in (floats, int_rows, returned, scalar, complexes)}
 
 
 def unions(lib):

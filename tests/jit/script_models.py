@@ -289,6 +289,29 @@ def errors(lib):
     def bad_annotation(x: "NoSuchType"):  # noqa: F821 - the error under test
         return x
 
+    def undefined_deep(x):  # the context: 2 lines either side of the underlined one
+        a = x + 1
+        b = a * 2
+        c = b - 3
+        d = c + z  # noqa: F821 - the error under test
+        e = d + 1
+        f = e * 2
+        return f
+
+    def unrolled_break(x):
+        for y in (x, x + 1):  # a tuple loop is unrolled, as a ModuleList loop
+            x = x + y
+            if x.sum() > 0:
+                break
+        return x
+
+    def unrolled_continue(x):
+        for y in (x, x + 1):
+            if x.sum() > 0:
+                continue
+            x = x + y
+        return x
+
     return {
         "try_block": try_block,
         "global_statement": global_statement,
@@ -296,6 +319,9 @@ def errors(lib):
         "undefined_name": undefined_name,
         "branch_types": branch_types,
         "bad_annotation": bad_annotation,
+        "undefined_deep": undefined_deep,
+        "unrolled_break": unrolled_break,
+        "unrolled_continue": unrolled_continue,
     }
 
 

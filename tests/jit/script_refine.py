@@ -195,3 +195,121 @@ def magic_sub(a: int) -> int:
 
 def magic_ne(a: int) -> bool:
     return V(a) != V(1)
+
+
+# more magic methods torch.jit.script desugars to (__setitem__, __iadd__ with the __add__
+# fallback, unary operators, int()/float()/bool()/str(), `if obj:`), a static method, and the
+# reflected methods it refuses (`1 + obj` is the int's add even where __radd__ exists)
+class Box:
+    def __init__(self, x: int):
+        self.xs: list[int] = [x, 2 * x]
+
+    def __setitem__(self, i: int, v: int):
+        self.xs[i] = v
+
+    def __getitem__(self, i: int) -> int:
+        return self.xs[i]
+
+    def __iadd__(self, v: int) -> "Box":
+        self.xs[0] += v
+        return self
+
+    def __neg__(self) -> "Box":
+        return Box(-self.xs[0])
+
+    def __invert__(self) -> int:
+        return -self.xs[1]
+
+    def __bool__(self) -> bool:
+        return self.xs[0] > 0
+
+    def __int__(self) -> int:
+        return self.xs[0] + self.xs[1]
+
+    def __float__(self) -> float:
+        return self.xs[0] / 2
+
+    def __str__(self) -> str:
+        return "Box"
+
+    def __radd__(self, o: int) -> int:
+        return self.xs[0] + o
+
+    @staticmethod
+    def double(a: int) -> int:
+        return a * 2
+
+    def doubled(self) -> int:
+        return Box.double(self.xs[0]) + 1
+
+
+def magic_setitem(a: int) -> int:
+    b = Box(a)
+    b[1] = a + 5
+    return b[0] * 100 + b[1]
+
+
+def magic_iadd(a: int) -> int:
+    b = Box(a)
+    c = b
+    b += 3
+    return b[0] * 100 + c[0]
+
+
+def magic_iadd_fallback(a: int) -> int:
+    v = V(a)
+    w = v
+    v -= V(2)
+    return v.x * 100 + w.x
+
+
+def magic_unary(a: int) -> int:
+    return (-Box(a))[0] * 100 + ~Box(a)
+
+
+def magic_bool(a: int) -> int:
+    if Box(a):
+        return 1
+    return 0
+
+
+def magic_convert(a: int) -> float:
+    return int(Box(a)) + float(Box(a)) + float(bool(Box(a)))
+
+
+def magic_str(a: int) -> str:
+    return str(Box(a)) + str(a)
+
+
+def static_method(a: int) -> int:
+    return Box(a).doubled() + Box.double(a)
+
+
+def magic_radd(a: int) -> int:
+    return a + Box(2)
+
+
+def magic_rmul(a: int) -> int:
+    return a * Box(2)
+
+
+def magic_no_setitem(a: int) -> int:
+    v = V(a)
+    v[0] = 1
+    return v.x
+
+
+class Static:
+    def __init__(self, x: int):
+        self.x = x
+
+    @staticmethod
+    def double(a: int) -> int:
+        return a * 2
+
+    def doubled(self) -> int:
+        return self.double(self.x)  # TorchScript finds static methods on the class only
+
+
+def static_through_self(a: int) -> int:
+    return Static(a).doubled()

@@ -24,7 +24,11 @@ def caught(script, fn) -> BaseException:
     return info.value
 
 
-@pytest.mark.parametrize("name", ["try_block", "global_statement", "lambda_call", "undefined_name"])
+WORD_FOR_WORD = ["try_block", "global_statement", "lambda_call", "undefined_name"]
+WORD_FOR_WORD += ["undefined_deep", "unrolled_break", "unrolled_continue", "bad_annotation"]
+
+
+@pytest.mark.parametrize("name", WORD_FOR_WORD)
 def test_error_is_torch_scripts_word_for_word(name):
     mine = caught(ember.jit.script, EMBER_ERRORS[name])
     theirs = caught(torch.jit.script, TORCH_ERRORS[name])
@@ -69,15 +73,17 @@ def test_library_call_without_lowering_names_the_call_and_line():
     assert "x.numpy()" in str(error)
 
 
-def test_with_statement_other_than_grad_mode_is_refused():
-    def with_autocast(x):
-        with ember.autocast("cpu"):
+def test_with_statement_on_an_unsupported_context_manager_is_refused():
+    def with_profile(x):
+        with ember.profiler.profile():
             return x * 2
 
-    error = caught(ember.jit.script, with_autocast)
+    error = caught(ember.jit.script, with_profile)
     assert isinstance(error, NotSupportedError)
-    assert str(error).startswith("with statements are supported for ember.no_grad()")
-    assert 'with ember.autocast("cpu"):' in str(error)
+    assert "<class 'ember.profiler.profile'> is currently not supported in Torchscript" in str(
+        error
+    )
+    assert "with ember.profiler.profile():" in str(error)
 
 
 def test_wrong_argument_types_are_script_errors():
@@ -94,3 +100,27 @@ def test_no_source_is_an_os_error_as_in_torch():
     exec("def made(x):\n    return x\n", namespace)
     with pytest.raises(OSError, match="Can't get source for"):
         ember.jit.script(namespace["made"])
+
+
+def test_break_in_a_module_list_loop_is_refused_as_torch_refuses_it():
+    """A ``ModuleList`` loop is unrolled: TorchScript has no loop flag to clear there."""
+
+    def module(lib):
+        class Stack(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = lib.nn.ModuleList([lib.nn.Linear(3, 3) for _ in range(3)])
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                    if x.sum() > 0:
+                        break
+                return x
+
+        return Stack()
+
+    mine = caught(ember.jit.script, module(ember))
+    theirs = caught(torch.jit.script, module(torch))
+    assert isinstance(mine, RuntimeError) and type(theirs) is RuntimeError
+    assert str(mine).strip("\n") == str(theirs).strip("\n")

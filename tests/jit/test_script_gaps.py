@@ -118,6 +118,10 @@ TOLIST_CALLS = {
     "int_rows": [(np.arange(6).reshape(2, 3),), (np.zeros((0, 2), np.int64),)],
     "returned": [(np.array([True, False]),)],
     "scalar": [(np.array(1.5, np.float64),)],
+    "complexes": [
+        (np.array([[1 + 2j, 3j]], np.complex64),),
+        (np.array([[0.5 - 1j], [2j]], np.complex128),),
+    ],
 }
 TOLIST_ERRORS = [  # (function, input, TorchScript's words)
     ("floats", np.ones((2, 2), np.float32), "list dimension and runtime tensor dimension"),
@@ -126,6 +130,8 @@ TOLIST_ERRORS = [  # (function, input, TorchScript's words)
     ("int_rows", np.ones(2, np.int64), "list dimension and runtime tensor dimension"),
     ("returned", np.ones(2, np.uint8), "element type must match for tolist(): Bool vs Byte"),
     ("scalar", np.ones(1, np.float32), "list dimension and runtime tensor dimension"),
+    ("complexes", np.ones((1, 1), np.float32), "must match for tolist(): Bool vs Float"),
+    ("complexes", np.ones(2, np.complex64), "list dimension and runtime tensor dimension"),
 ]
 
 

@@ -33,6 +33,14 @@ CALLS = {
     "union_assert_isinst": [(3,)],
     "magic_sub": [(5,)],
     "magic_ne": [(1,), (2,)],
+    "magic_setitem": [(3,)],
+    "magic_iadd": [(3,)],
+    "magic_iadd_fallback": [(5,)],
+    "magic_unary": [(3,)],
+    "magic_bool": [(3,), (-2,)],
+    "magic_convert": [(3,), (-2,)],
+    "magic_str": [(3,)],
+    "static_method": [(3,)],
 }
 
 
@@ -66,10 +74,19 @@ def test_inherited_method_is_refused_by_both():
 
 @pytest.mark.parametrize(
     ("name", "mine"),
-    [("inherited_init", "is currently not supported"), ("union_while", "are not valid")],
+    [
+        ("inherited_init", "is currently not supported"),
+        ("union_while", "are not valid"),
+        ("magic_radd", "Arguments for call are not valid"),
+        ("magic_rmul", "Arguments for call are not valid"),
+        ("magic_no_setitem", "object has no attribute or method '__setitem__'. Did you"),
+        ("static_through_self", "object has no attribute or method 'double'"),
+    ],
 )
 def test_refused_by_both(name, mine):
-    """An inherited ``__init__``; ``x + 1`` where the loop makes ``x`` Optional again."""
+    """An inherited ``__init__``; ``x + 1`` where the loop makes ``x`` Optional again;
+    ``1 + obj`` (TorchScript has no reflected operators: ``__radd__`` is never called);
+    ``obj[i] = v`` on a class without ``__setitem__``."""
     with pytest.raises(RuntimeError):
         torch.jit.script(getattr(programs, name))
     with pytest.raises(Exception, match=mine):
