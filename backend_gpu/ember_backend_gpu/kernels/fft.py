@@ -15,11 +15,19 @@ into ``out``'s real parts and runs c2c. ATen's normalization is a following ``mu
 from __future__ import annotations
 
 import math
-import warnings
 
 from ..codegen import copy as copy_gen
 from ..codegen import elementwise as ew
-from ._args import TOKENS, addr, compute_bits, device, numel, operand, run_strided
+from ._args import (
+    TOKENS,
+    addr,
+    compute_bits,
+    device,
+    math_library,
+    numel,
+    operand,
+    run_strided,
+)
 
 FFT_DTYPES = ("float32", "float64")
 FORWARD, INVERSE = -1, 1
@@ -144,18 +152,8 @@ class _Transforms:
 
 
 def build(rt) -> dict:
-    make = getattr(rt, "make_fft", None)
-    if make is None:
-        return {}
-    try:
-        fft = make()
-    except (OSError, ImportError) as error:
-        warnings.warn(
-            f"ember {rt.device_type} backend: {error}; ember.fft's transforms run on the CPU "
-            "(fallback)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+    fft = math_library(rt, "make_fft", "ember.fft's transforms")
+    if fft is None:
         return {}
     t = _Transforms(rt, fft)
     kernels = {"_fft_r2c": t.r2c, "_fft_c2r": t.c2r, "_fft_c2c": t.c2c}
