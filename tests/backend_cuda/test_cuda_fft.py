@@ -18,6 +18,13 @@ from ember.dispatcher.devices import REGISTRY
 from ember.dispatcher.optable import OPS
 
 ROWS = ("_fft_r2c", "_fft_c2r", "_fft_c2c")
+USE_EMULATOR = pytest.mark.usefixtures("emulated_cuda")
+NEEDS_GXX = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ builds the emulator")
+
+
+def emulated(test):
+    """Run ``test`` with ``cuda`` served by the CPU emulator."""
+    return USE_EMULATOR(NEEDS_GXX(test))
 
 
 class _NoLibrary:
@@ -34,14 +41,15 @@ def test_missing_library_leaves_the_rows_to_the_cpu_fallback():
         assert fft.build(_NoLibrary()) == {}
 
 
-@pytest.mark.usefixtures("emulated_cuda")
-@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ builds the emulator")
-class TestEmulated:
-    def test_fft_rows_are_native(self):
-        backend, cpu = REGISTRY.backend("cuda"), REGISTRY.backend("cpu")
-        for name in ROWS:
-            assert coverage.classify(OPS[name], backend, cpu) == "native", name
+@emulated
+@pytest.mark.parametrize("name", ROWS)
+def test_fft_rows_are_native_on_the_emulator(name):
+    cuda, cpu = REGISTRY.backend("cuda"), REGISTRY.backend("cpu")
+    assert coverage.classify(OPS[name], cuda, cpu) == "native"
 
+
+@emulated
+class TestEmulated:
     @pytest.mark.parametrize("dtype", ["float32", "float64"])
     def test_transforms_match_torch(self, dtype):
         rng = np.random.default_rng(3)
