@@ -1,6 +1,6 @@
 """The CUDA backend's performance targets (issue 6), ember vs PyTorch CUDA in one run.
 
-    python benchmarks/bench_cuda.py [--repeat 5] [--only gemm elementwise launch gpt]
+    python benchmarks/bench_cuda.py [--repeat 5] [--only gemm elementwise launch gpt fft]
 
 - GEMM float32 (TF32 off in both) and float16 at n=4096 and 8192: TFLOP/s; target >= 90% of
   PyTorch's;
@@ -8,7 +8,9 @@
   the same bytes (the device's copy bandwidth); target >= 80% of the copy;
 - a tiny op (``x + y`` on 16 float32 elements): per-call time; target <= 3x PyTorch;
 - the GPT training step scaled up (d_model 768, 12 heads, 6 layers, seq 256, batch 16):
-  target <= 1.5x PyTorch eager.
+  target <= 1.5x PyTorch eager;
+- ember.fft through cuFFT (issue 14): a 1M-point float32 ``rfft`` and a batched complex64
+  ``fft2`` (64 x 512 x 512): per-call time against torch.fft.
 
 GPU figures are timed with the device synchronised around each round and the best of
 ``--repeat`` rounds kept. Without a CUDA device (or without ember's cuda backend) the script says
@@ -123,7 +125,30 @@ def gpt(libs, repeat):
     report("GPT step d768 h12 l6 seq256 b16", "ms", times["ember"], times.get("torch"), "lower")
 
 
-BENCHES = {"gemm": gemm, "elementwise": elementwise, "launch": launch, "gpt": gpt}
+def fft(libs, repeat):
+    """cuFFT through each library: a 1M-point float32 rfft and a batched complex64 fft2
+    (64 images of 512 x 512); per-call time, plans cached after the first call in both."""
+    cases = {
+        "rfft 1M float32": (lambda lib: lib.randn(1 << 20, device="cuda"), "rfft"),
+        "fft2 64x512x512 complex64": (
+            lambda lib: lib.complex(
+                lib.randn(64, 512, 512, device="cuda"), lib.randn(64, 512, 512, device="cuda")
+            ),
+            "fft2",
+        ),
+    }
+    for label, (make, name) in cases.items():
+        times = {}
+        for lib_name, lib in libs.items():
+            if lib is None:
+                continue
+            x, transform = make(lib), getattr(lib.fft, name)
+            times[lib_name] = best(lambda x=x, f=transform: f(x), lib.cuda.synchronize, 20,
+                                   repeat) * 1e3  # fmt: skip
+        report(label, "ms", times["ember"], times.get("torch"), "lower")
+
+
+BENCHES = {"gemm": gemm, "elementwise": elementwise, "launch": launch, "gpt": gpt, "fft": fft}
 
 
 def main(argv=None) -> int:

@@ -177,6 +177,13 @@ class CudaRuntime(GpuRuntime):
 
         return Cusolver(self)
 
+    def make_fft(self):
+        """cuFFT bound to this runtime, for ember.fft (OSError/ImportError: those ops run
+        through the CPU fallback, with a warning)."""
+        from .cufft import Cufft
+
+        return Cufft(self)
+
     def new_native_stream(self, index):
         return self.driver.Stream()
 

@@ -370,6 +370,11 @@ class EmulatedRuntime(GpuRuntime):
 
         return EmulatedSolver()
 
+    def make_fft(self):
+        from .emulated_fft import EmulatedFft
+
+        return EmulatedFft()
+
 
 class EmulatedBlas:
     """cuBLAS's column-major GEMM in numpy, reading operands as cuBLAS would."""

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc builds the stub library")
-DECLARATION = re.compile(r"int\s+(\w+)\(([^;]*)\);", re.S)
+# cuFFT declares its functions as returning ``cufftResult`` (an int), the others ``int``
+DECLARATION = re.compile(r"(?:int|cufftResult)\s+(\w+)\(([^;]*)\);", re.S)
 
 
 def _definition(name: str, params: str) -> str:

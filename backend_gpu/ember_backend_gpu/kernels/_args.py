@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import struct
+import warnings
 
 import numpy as np
 
@@ -172,3 +173,21 @@ def first_outside(rt, index, low: int, high: int):
     values = index_values(rt, index)
     bad = values[(values < low) | (values >= high)]
     return int(bad[0]) if bad.size else None
+
+
+def math_library(rt, maker: str, what: str):
+    """The runtime's binding of a math library (``rt.make_solver()``, ``rt.make_fft()``...), or
+    None where the runtime has none or it does not load; then ``what`` runs on the CPU through the
+    declared fallback, which a warning says once."""
+    make = getattr(rt, maker, None)
+    if make is None:
+        return None
+    try:
+        return make()
+    except (OSError, ImportError) as error:
+        warnings.warn(
+            f"ember {rt.device_type} backend: {error}; {what} run on the CPU (fallback)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None

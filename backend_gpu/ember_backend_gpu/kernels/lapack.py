@@ -11,11 +11,10 @@ so they run through the declared CPU fallback, as everything does where the runt
 from __future__ import annotations
 
 import contextlib
-import warnings
 
 import numpy as np
 
-from ._args import TOKENS, addr, device, run_strided
+from ._args import TOKENS, addr, device, math_library, run_strided
 
 SOLVER_DTYPES = ("float32", "float64")
 OP_N, OP_T, OP_C = 0, 1, 2
@@ -43,18 +42,8 @@ def _host_info(rt, dev: int, address: int, batch: int) -> np.ndarray:
 
 
 def build(rt) -> dict:
-    make = getattr(rt, "make_solver", None)
-    if make is None:
-        return {}
-    try:
-        solver = make()
-    except (OSError, ImportError) as error:
-        warnings.warn(
-            f"ember {rt.device_type} backend: {error}; ember.linalg's factorizations run on the "
-            "CPU (fallback)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+    solver = math_library(rt, "make_solver", "ember.linalg's factorizations")
+    if solver is None:
         return {}
 
     # cuSOLVER refuses empty problems (a launch of no blocks fails) where LAPACK returns at once:
