@@ -46,6 +46,20 @@ static int run_lists(int dtype, int64_t count, int nlists, const intptr_t *ptrs,
 
 static int is_float(int dtype) { return dtype >= EM_F16 && dtype <= EM_F64; }
 
+/* The gradient as both steps start: divided by grad_scale and written back (when `scaled`),
+ * negated for maximize (sign -1). */
+#define GRAD_LOAD(T, _)                                                                          \
+    EM_INLINE CT_##T grad_##T(ST_##T *g, int64_t j, const int scaled, CT_##T scale,               \
+                              CT_##T sign) {                                                     \
+        CT_##T v = LD_##T(g[j]);                                                                  \
+        if (scaled) {                                                                             \
+            v = v / scale;                                                                        \
+            g[j] = SV_##T(v);                                                                     \
+        }                                                                                         \
+        return v * sign;                                                                          \
+    }
+EM_FOR_FLOAT(GRAD_LOAD, _)
+
 /* ---- Adam / AdamW ---------------------------------------------------------------------------- */
 typedef struct {
     double lr, beta1, beta2, weight_decay, eps;
@@ -71,13 +85,7 @@ typedef struct {
         const C coeff = near ? w : w - (C)1;                                                      \
         const C bc2 = (C)a->bc2_sqrt[i], eps = (C)a->eps, neg_step = (C)(-a->step_size[i]);      \
         for (int64_t j = 0; j < n; j++) {                                                         \
-            C gj = LD_##T(g[j]);                                                                  \
-            if (scaled) {                                                                         \
-                gj = gj / scale;                                                                  \
-                g[j] = SV_##T(gj);                                                                \
-            }                                                                                     \
-            gj = gj * sign;                                                                       \
-            C pj = LD_##T(p[j]);                                                                  \
+            C gj = grad_##T(g, j, scaled, scale, sign), pj = LD_##T(p[j]);                        \
             gj = l2 ? gj + pj * wd : gj;                                                          \
             pj = pj * shrink;                                                                     \
             C mj = LD_##T(m[j]);                                                                  \
@@ -148,13 +156,7 @@ enum { SGD_PLAIN = 0, SGD_FIRST = 1, SGD_MOMENTUM = 2 }; /* what the momentum bu
         const C lr = (C)a->lr;                                                                    \
         const int l2 = a->weight_decay != 0, nesterov = a->nesterov;                              \
         for (int64_t j = 0; j < n; j++) {                                                         \
-            C gj = LD_##T(g[j]);                                                                  \
-            if (scaled) {                                                                         \
-                gj = gj / scale;                                                                  \
-                g[j] = SV_##T(gj);                                                                \
-            }                                                                                     \
-            gj = gj * sign;                                                                       \
-            C pj = LD_##T(p[j]);                                                                  \
+            C gj = grad_##T(g, j, scaled, scale, sign), pj = LD_##T(p[j]);                        \
             gj = l2 ? gj + pj * wd : gj;                                                          \
             if (mode != SGD_PLAIN) {                                                              \
                 C bj = mode == SGD_FIRST ? gj : LD_##T(buf[j]) * mom + gj * keep;                 \
