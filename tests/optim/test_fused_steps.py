@@ -291,3 +291,15 @@ def test_fused_mixed_list_dtypes_refused():
         ember._fused_sgd_(params, [ember.zeros(3, dtype=ember.float64)], [], weight_decay=0.0,
                           momentum=0.0, lr=0.1, dampening=0.0, nesterov=False, maximize=False,
                           is_first_step=False)  # fmt: skip
+
+
+def test_fused_adam_strided_tensors_written_back():
+    """A transposed parameter and state go through the runner's contiguous copies."""
+    rng = np.random.default_rng(10)
+    lists = [rng.standard_normal((6, 5)) for _ in range(3)] + [abs(rng.standard_normal((6, 5)))]
+    ours = [[ember.from_numpy(x).t()] for x in lists]
+    theirs = [[torch.from_numpy(x).t()] for x in lists]
+    kw = {"lr": 0.1, "beta1": 0.9, "beta2": 0.99, "weight_decay": 0.1, "eps": 1e-8}
+    ember._fused_adamw_(*ours, [], [ember.tensor(2.0)], **kw, amsgrad=False, maximize=False)
+    torch._fused_adamw_(*theirs, [], [torch.tensor(2.0)], **kw, amsgrad=False, maximize=False)
+    _assert_lists(ours, theirs, "float64")
