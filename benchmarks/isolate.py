@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -64,17 +65,29 @@ def load_library(name: str, threads: int):
     return ember
 
 
-def best(fn, number: int, repeat: int) -> float:
-    """Seconds per call of ``fn``: the best of ``repeat`` rounds of ``number`` calls after one
-    warm-up call (the minimum is the least disturbed by other load on a shared machine)."""
+def rounds(fn, number: int, repeat: int) -> list[float]:
+    """Seconds per call of ``fn`` in each of ``repeat`` rounds of ``number`` calls, after one
+    warm-up call."""
     fn()
-    rounds = []
+    times = []
     for _ in range(repeat):
         start = time.perf_counter()
         for _ in range(number):
             fn()
-        rounds.append((time.perf_counter() - start) / number)
-    return min(rounds)
+        times.append((time.perf_counter() - start) / number)
+    return times
+
+
+def best(fn, number: int, repeat: int) -> float:
+    """The best round of ``rounds`` (the minimum is the least disturbed by other load on a
+    shared machine)."""
+    return min(rounds(fn, number, repeat))
+
+
+def median(fn, number: int, repeat: int) -> float:
+    """The median round of ``rounds`` (steadier than the minimum where the load comes and goes
+    during a run, as on the shared 2-core machine)."""
+    return statistics.median(rounds(fn, number, repeat))
 
 
 def ratio(ours: float | None, reference: float | None) -> str:

@@ -1,16 +1,16 @@
 /* GradScaler's kernels: the fused non-finite check and unscale over a list of gradients, and the
  * scale update.
  *
- * The unscale walks every gradient of one dtype in one call: the list is cut into chunks of
- * AMP_CHUNK elements spread over OpenMP threads, so a model's hundreds of small gradients cost
- * one parallel pass rather than a kernel launch each. Values are multiplied in float (float16,
- * bfloat16, float32) or double (float64) and rounded back once, as PyTorch's CPU kernel.
+ * The unscale walks every gradient of one dtype in one call, in chunks of AMP_CHUNK elements
+ * (tensor_list.h), so a model's hundreds of small gradients cost one parallel pass. Values are
+ * multiplied in float (float16, bfloat16, float32) or double (float64) and rounded back once,
+ * as PyTorch's CPU kernel.
  */
 #include "ember_cpu.h"
 #include "api_amp.h"
+#include "tensor_list.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 #define AMP_CHUNK 16384
 
@@ -47,28 +47,16 @@ static int unscale_chunk(int dtype, char *ptr, int64_t n, float inv) {
 int ember_amp_unscale(int dtype, int64_t count, const intptr_t *ptrs, const int64_t *sizes,
                       float inv_scale, float *found_inf) {
     if (dtype < EM_F16 || dtype > EM_F64) return EM_UNSUPPORTED;
-    /* first[i]: index of tensor i's first chunk, so chunk c belongs to the last i with
-     * first[i] <= c. */
-    int64_t *first = malloc((size_t)(count + 1) * sizeof(int64_t));
-    if (!first) return EM_BAD_ARGUMENT;
-    first[0] = 0;
-    for (int64_t i = 0; i < count; i++) first[i + 1] = first[i] + (sizes[i] + AMP_CHUNK - 1) / AMP_CHUNK;
-    int64_t chunks = first[count], total = 0;
-    for (int64_t i = 0; i < count; i++) total += sizes[i];
+    em_chunk_plan plan;
+    if (em_chunk_plan_init(&plan, count, sizes, AMP_CHUNK)) return EM_BAD_ARGUMENT;
     int itemsize = em_itemsize(dtype), bad = 0;
-#pragma omp parallel for schedule(dynamic) reduction(| : bad) if (total >= EM_PARALLEL_THRESHOLD)
-    for (int64_t c = 0; c < chunks; c++) {
-        int64_t lo = 0, hi = count - 1;
-        while (lo < hi) { /* the tensor holding chunk c */
-            int64_t mid = (lo + hi + 1) / 2;
-            if (first[mid] <= c) lo = mid;
-            else hi = mid - 1;
-        }
-        int64_t start = (c - first[lo]) * AMP_CHUNK;
-        int64_t n = sizes[lo] - start < AMP_CHUNK ? sizes[lo] - start : AMP_CHUNK;
-        bad |= unscale_chunk(dtype, (char *)ptrs[lo] + start * itemsize, n, inv_scale);
+#pragma omp parallel for schedule(dynamic) reduction(| : bad) if (plan.total >= EM_PARALLEL_THRESHOLD)
+    for (int64_t c = 0; c < plan.chunks; c++) {
+        int64_t start, n;
+        int64_t i = em_chunk_locate(&plan, sizes, c, &start, &n);
+        bad |= unscale_chunk(dtype, (char *)ptrs[i] + start * itemsize, n, inv_scale);
     }
-    free(first);
+    em_chunk_plan_free(&plan);
     if (bad) *found_inf = 1.0f;
     return EM_OK;
 }
