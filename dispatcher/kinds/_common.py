@@ -169,6 +169,11 @@ def _bad_tensor_list(op, arg, i: int, value) -> TypeError | None:
 def unsupported_dtype(op, dtype) -> RuntimeError:
     """PyTorch's error for a dtype without a kernel: NotImplementedError (a RuntimeError)."""
     names = ", ".join(sorted(d.name for d in op.dtypes))
+    if dtype in dt.LIMITED:  # PyTorch's words for its limited-support dtypes
+        return NotImplementedError(
+            f'"{op.name}" not implemented for \'{dt.SCALAR_NAMES[dtype]}\' (ember gives '
+            f"{dtype.name} PyTorch's limited support: factories, casts, copies and views)"
+        )
     return NotImplementedError(f'"{op.name}" not implemented for {dtype.name} (supported: {names})')
 
 
