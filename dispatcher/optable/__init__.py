@@ -17,6 +17,7 @@ from . import (
     amp,
     complex,
     complex_surface,
+    limited,
     data,
     elementwise,
     factory,
@@ -165,6 +166,7 @@ def build() -> dict:
                 name = f"{op.name}_"
                 ops[name] = Op(_inplace_def(defn, name), _inplace_runner(op), inplace_of=op)
     complex.widen(ops)
+    limited.widen(ops)
     meta_rules.install(ops)
     _common.OPS.clear()
     _common.OPS.update(ops)
