@@ -59,8 +59,8 @@ from ._dtype import (
     uint64,
 )
 from ._dtype import bool_ as bool
-from ._finfo import finfo, iinfo
 from ._factories import *  # noqa: F403 - the factories' __all__ is deliberate
+from ._finfo import finfo, iinfo
 from ._memory_format import (
     channels_last,
     channels_last_3d,

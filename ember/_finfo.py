@@ -22,7 +22,7 @@ class finfo:  # noqa: N801 - PyTorch's name
     """Machine limits of a floating dtype (``torch.finfo``): bits, eps, max, min, tiny,
     smallest_normal, resolution and dtype (its name)."""
 
-    def __init__(self, type: dt.dtype | None = None):  # noqa: A002 - PyTorch's argument name
+    def __init__(self, type: dt.dtype | None = None):
         d = dt.DEFAULTS.float if type is None else type
         if not isinstance(d, dt.dtype) or d.category != dt.FLOATING:
             raise TypeError(
@@ -50,7 +50,7 @@ class finfo:  # noqa: N801 - PyTorch's name
 class iinfo:  # noqa: N801 - PyTorch's name
     """Machine limits of an integer dtype (``torch.iinfo``): bits, min, max and dtype."""
 
-    def __init__(self, type: dt.dtype):  # noqa: A002 - PyTorch's argument name
+    def __init__(self, type: dt.dtype):
         if not isinstance(type, dt.dtype) or type.category > dt.INTEGRAL:
             raise TypeError(
                 "torch.iinfo() requires an integer input type. Use torch.finfo to handle "
