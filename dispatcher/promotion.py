@@ -50,7 +50,9 @@ def _promote_limited(a: dt.dtype, b: dt.dtype) -> dt.dtype:
         return a
     names = f"{dt.SCALAR_NAMES[a]} and {dt.SCALAR_NAMES[b]}"
     if a in dt.FLOAT8 or b in dt.FLOAT8:
-        raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote {names}")
+        raise RuntimeError(
+            f"Promotion for Float8 Types is not supported, attempted to promote {names}"
+        )
     other = b if a in dt.WIDE_UNSIGNED else a
     if other in dt.FLOATS:
         return other
