@@ -89,6 +89,7 @@ EVERY = ALL + COMPLEX_TYPES
 FLOAT8 = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
 WIDE_UNSIGNED = (uint16, uint32, uint64)
 LIMITED = FLOAT8 + WIDE_UNSIGNED
+LIMITED_SET = frozenset(LIMITED)
 _TO_REAL = {complex64: float32, complex128: float64}
 _TO_COMPLEX = {float32: complex64, float64: complex128}
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ember import _dtype as dt
 
-from ..opdef import Kind, OpDef, Promotion
+from ..opdef import OUT_EXACT, Kind, OpDef, Promotion
 
 _SCALED_OUT = (dt.float8_e4m3fn, dt.float8_e5m2)  # the out dtypes scale_result applies to
 
@@ -90,7 +90,7 @@ def _np_scaled_mm(
 
 ROWS = [
     OpDef(
-        "_scaled_mm(Tensor self, Tensor mat2, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
+        "_scaled_mm(Tensor input, Tensor mat2, Tensor scale_a, Tensor scale_b, Tensor? bias=None, "
         "Tensor? scale_result=None, ScalarType? out_dtype=None, bool use_fast_accum=False) "
         "-> Tensor",
         Kind.MATMUL,
@@ -100,7 +100,8 @@ ROWS = [
         differentiable=False,
         decomposition=_scaled_mm,
         method=False,
-        out=None,
+        samples="scaled_mm",
+        out=OUT_EXACT,  # out's dtype must be the result's ("out_dtype must match output...")
         notes="float8 matmul: float32 upcast times tensor-wise or row-wise scales, float32 "
         "matmul, bias, 1/scale_result for a float8 out_dtype, one cast (PyTorch's CPU way)",
     ),

@@ -23,6 +23,7 @@ from . import gen_linalg as la
 from . import gen_nn as nn
 from . import gen_optim as optim
 from . import gen_reduction as red
+from . import gen_scaled_mm as scaled_mm
 from . import gen_special as special
 from . import gen_structure as st
 from . import gen_surface as surface
@@ -117,6 +118,7 @@ GENERATORS = {
     **surface4b.GENERATORS,
     **surface5_ops5nn.GENERATORS,
     **surface6_ops6.GENERATORS,
+    **scaled_mm.GENERATORS,
 }
 
 GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)
