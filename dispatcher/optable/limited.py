@@ -7,8 +7,8 @@ from __future__ import annotations
 from ember import _dtype as dt
 
 LIMITED = frozenset(dt.LIMITED)
-# Rows beside the factories, copy_, fill_ and _to_copy (which take any dtype) that run on copies.
-WIDEN = frozenset({"clone", "contiguous", "zero_"})
+# The rows with CPU kernels for them (copy_, fill_) and those that run on those kernels.
+WIDEN = frozenset({"copy_", "fill_", "clone", "contiguous", "zero_"})
 
 
 def widen(ops: dict) -> None:
