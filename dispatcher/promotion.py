@@ -34,7 +34,34 @@ def _promote_complex(a: dt.dtype, b: dt.dtype) -> dt.dtype:
     return dt.complex128 if any(d is dt.float64 for d in parts) else dt.complex64
 
 
-PROMOTE = {(a, b): _promote_pair(a, b) for a in dt.EVERY for b in dt.EVERY}
+class _Table(dict):
+    """The promotion of every pair of full-support dtypes; pairs with a limited dtype (float8,
+    uint16/32/64) come from ``_promote_limited`` on first use."""
+
+    def __missing__(self, pair):
+        found = self[pair] = _promote_limited(*pair)
+        return found
+
+
+def _promote_limited(a: dt.dtype, b: dt.dtype) -> dt.dtype:
+    """PyTorch promotes a float8 or wide unsigned dtype only with itself, and the wide unsigned
+    ones also with the full floating dtypes (uint32 + float16 is float16); else it refuses."""
+    if a is b:
+        return a
+    names = f"{dt.SCALAR_NAMES[a]} and {dt.SCALAR_NAMES[b]}"
+    if a in dt.FLOAT8 or b in dt.FLOAT8:
+        raise RuntimeError(
+            f"Promotion for Float8 Types is not supported, attempted to promote {names}"
+        )
+    other = b if a in dt.WIDE_UNSIGNED else a
+    if other in dt.FLOATS:
+        return other
+    raise RuntimeError(
+        f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote {names}"
+    )
+
+
+PROMOTE = _Table({(a, b): _promote_pair(a, b) for a in dt.EVERY for b in dt.EVERY})
 
 
 def promote_types(a: dt.dtype, b: dt.dtype) -> dt.dtype:

@@ -39,6 +39,11 @@ from ._dtype import (
     complex64,
     complex128,
     dtype,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
     float16,
     float32,
     float64,
@@ -49,9 +54,13 @@ from ._dtype import (
     int64,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from ._dtype import bool_ as bool
 from ._factories import *  # noqa: F403 - the factories' __all__ is deliberate
+from ._finfo import finfo, iinfo
 from ._memory_format import (
     channels_last,
     channels_last_3d,

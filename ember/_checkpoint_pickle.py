@@ -43,11 +43,17 @@ class TorchName:
 
 
 REBUILD_TENSOR = TorchName("torch._utils", "_rebuild_tensor_v2")
+REBUILD_TENSOR_V3 = TorchName("torch._utils", "_rebuild_tensor_v3")
+UNTYPED_STORAGE = TorchName("torch.storage", "UntypedStorage")
 REBUILD_PARAMETER = TorchName("torch._utils", "_rebuild_parameter")
 REBUILD_PARAMETER_WITH_STATE = TorchName("torch._utils", "_rebuild_parameter_with_state")
 REBUILD_FROM_TYPE = TorchName("torch._tensor", "_rebuild_from_type_v2")
 TENSOR_TYPE = TorchName("torch", "Tensor")
-STORAGE_CLASS = {d: TorchName("torch", storage) for d, (storage, _) in DTYPE_NAMES.items()}
+# Dtypes without a typed storage class (float8, uint16/32/64) are saved over an UntypedStorage.
+STORAGE_CLASS = {
+    d: TorchName("torch", storage) if storage else UNTYPED_STORAGE
+    for d, (storage, _) in DTYPE_NAMES.items()
+}
 
 
 def _write_global(pickler, module: str, name: str, obj) -> None:
@@ -106,10 +112,13 @@ class CheckpointPickler(pickle._Pickler):
                 return REBUILD_PARAMETER_WITH_STATE, (data, obj.requires_grad, hooks, state)
             return REBUILD_PARAMETER, (data, obj.requires_grad, hooks)
         args = (*self.describe(obj), obj.requires_grad, hooks)
+        rebuild = REBUILD_TENSOR
+        if STORAGE_CLASS[obj._dtype] is UNTYPED_STORAGE:  # the dtype travels beside, as in torch
+            rebuild, args = REBUILD_TENSOR_V3, (*args, obj._dtype)
         if type(obj) is Tensor and not state:
-            return REBUILD_TENSOR, args
+            return rebuild, args
         plain = type(obj) is Tensor or isinstance(obj, buffer_class() or ())
-        return REBUILD_FROM_TYPE, (REBUILD_TENSOR, TENSOR_TYPE if plain else type(obj), args, state)
+        return REBUILD_FROM_TYPE, (rebuild, TENSOR_TYPE if plain else type(obj), args, state)
 
     def persistent_id(self, obj):
         return obj.pid if isinstance(obj, StorageRef) else None
@@ -149,7 +158,9 @@ class StorageRef:
     __slots__ = ("pid",)
 
     def __init__(self, dtype, key: str, location: str, numel: int):
-        self.pid = ("storage", STORAGE_CLASS[dtype], key, location, numel)
+        kind = STORAGE_CLASS[dtype]
+        size = numel * dtype.itemsize if kind is UNTYPED_STORAGE else numel  # untyped: bytes
+        self.pid = ("storage", kind, key, location, size)
 
 
 class StorageType:
@@ -204,6 +215,7 @@ def torch_globals(rebuild_tensor, rebuild_tensor_v3, rebuild_parameter) -> dict:
         ("torch", "Size"): Size,
         ("torch", "device"): Device,
         ("torch", "UntypedStorage"): StorageType(dt.uint8),
+        ("torch.storage", "UntypedStorage"): StorageType(dt.uint8),
         ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor,
         ("torch._utils", "_rebuild_tensor_v3"): rebuild_tensor_v3,
         ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
@@ -214,7 +226,8 @@ def torch_globals(rebuild_tensor, rebuild_tensor_v3, rebuild_parameter) -> dict:
     if parameter_class() is not None:
         table["torch.nn.parameter", "Parameter"] = parameter_class()
     for d, (storage, _) in DTYPE_NAMES.items():
-        table["torch", storage] = StorageType(d)
+        if storage:
+            table["torch", storage] = StorageType(d)
         table["torch", d.name] = d
     for alias, d in dt.ALIASES.items():
         table["torch", alias] = d
@@ -275,11 +288,7 @@ class CheckpointUnpickler(pickle._Unpickler):
 
 
 # PyTorch dtypes ember does not have, so a weights-only load can say why it refuses them.
-_TORCH_DTYPES = frozenset(
-    {"uint16", "uint32", "uint64", "complex32"}
-    | {"chalf", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"}
-    | {"qint8", "quint8", "qint32"}
-)
+_TORCH_DTYPES = frozenset({"complex32", "chalf", "qint8", "quint8", "qint32", "float4_e2m1fn_x2"})
 
 
 def parameter_class():

@@ -1,7 +1,9 @@
 """Data types: the dtypes ember supports, their numpy twins, and the default dtype.
 
 ``ALL`` is the ten real dtypes that op rows default to (and generated tests iterate); the complex
-dtypes are ``COMPLEX``, which a row names to accept them, and ``EVERY`` is both."""
+dtypes are ``COMPLEX``, which a row names to accept them, and ``EVERY`` is both. ``LIMITED`` are
+the float8 and wide unsigned dtypes that PyTorch gives "limited support" (factories, casts,
+copies, views, serialization; no arithmetic): no op row defaults to them (docs/float8.md)."""
 
 from __future__ import annotations
 
@@ -69,12 +71,25 @@ float32 = dtype("float32", np.float32, FLOATING, True, 8)
 float64 = dtype("float64", np.float64, FLOATING, True, 9)
 complex64 = dtype("complex64", np.complex64, COMPLEX, True, 10)
 complex128 = dtype("complex128", np.complex128, COMPLEX, True, 11)
+# Limited support (the C kernels know codes 0-11 only; these are copied and cast in numpy).
+float8_e4m3fn = dtype("float8_e4m3fn", ml_dtypes.float8_e4m3fn, FLOATING, True, 12)
+float8_e5m2 = dtype("float8_e5m2", ml_dtypes.float8_e5m2, FLOATING, True, 13)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, FLOATING, True, 14)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, FLOATING, True, 15)
+float8_e8m0fnu = dtype("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, FLOATING, False, 16)
+uint16 = dtype("uint16", np.uint16, INTEGRAL, False, 17)
+uint32 = dtype("uint32", np.uint32, INTEGRAL, False, 18)
+uint64 = dtype("uint64", np.uint64, INTEGRAL, False, 19)
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 FLOATS = (float16, bfloat16, float32, float64)
 INTS = (uint8, int8, int16, int32, int64)
 COMPLEX_TYPES = (complex64, complex128)
 EVERY = ALL + COMPLEX_TYPES
+FLOAT8 = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
+WIDE_UNSIGNED = (uint16, uint32, uint64)
+LIMITED = FLOAT8 + WIDE_UNSIGNED
+LIMITED_SET = frozenset(LIMITED)
 _TO_REAL = {complex64: float32, complex128: float64}
 _TO_COMPLEX = {float32: complex64, float64: complex128}
 
@@ -105,10 +120,18 @@ SCALAR_NAMES = {
     float64: "Double",
     complex64: "ComplexFloat",
     complex128: "ComplexDouble",
+    float8_e4m3fn: "Float8_e4m3fn",
+    float8_e5m2: "Float8_e5m2",
+    float8_e4m3fnuz: "Float8_e4m3fnuz",
+    float8_e5m2fnuz: "Float8_e5m2fnuz",
+    float8_e8m0fnu: "Float8_e8m0fnu",
+    uint16: "UInt16",
+    uint32: "UInt32",
+    uint64: "UInt64",
 }
 
-_BY_NAME = {d.name: d for d in EVERY}
-_BY_NP = {d.np: d for d in EVERY}
+_BY_NAME = {d.name: d for d in EVERY + LIMITED}
+_BY_NP = {d.np: d for d in EVERY + LIMITED}
 
 
 def _by_name(name: str) -> dtype:
@@ -119,7 +142,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
     """The ember dtype for a numpy dtype, or TypeError naming the unsupported one."""
     found = _BY_NP.get(np.dtype(np_dtype))
     if found is None:
-        supported = ", ".join(d.name for d in EVERY)
+        supported = ", ".join(d.name for d in EVERY + LIMITED)
         raise TypeError(f"numpy dtype {np.dtype(np_dtype)} is not supported by ember ({supported})")
     return found
 

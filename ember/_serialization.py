@@ -35,6 +35,16 @@ DTYPE_NAMES = {
     dt.float64: ("DoubleStorage", "F64"),
     dt.complex64: ("ComplexFloatStorage", "C64"),
     dt.complex128: ("ComplexDoubleStorage", None),  # safetensors has no complex128 (only C64)
+    # PyTorch has no typed storage class for these: it saves them over an UntypedStorage, with
+    # the dtype beside (``_rebuild_tensor_v3``).
+    dt.float8_e4m3fn: (None, "F8_E4M3"),
+    dt.float8_e5m2: (None, "F8_E5M2"),
+    dt.float8_e4m3fnuz: (None, "F8_E4M3FNUZ"),
+    dt.float8_e5m2fnuz: (None, "F8_E5M2FNUZ"),
+    dt.float8_e8m0fnu: (None, None),  # safetensors names no e8m0 code
+    dt.uint16: (None, "U16"),
+    dt.uint32: (None, "U32"),
+    dt.uint64: (None, "U64"),
 }
 
 

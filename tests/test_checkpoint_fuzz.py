@@ -536,7 +536,7 @@ ST_LIES = {
         st_blob({"__metadata__": [1], **entry([4], [0, 16])}),
         "__metadata__ must map strings to strings",
     ),
-    "unknown dtype": (st_blob(entry([4], [0, 16], "F8_E4M3")), "F8_E4M3, which ember"),
+    "unknown dtype": (st_blob(entry([4], [0, 16], "F4")), "F4, which ember"),
     "entry that is not an object": (st_blob({"t": [1, 2]}), "malformed header entry"),
     "not UTF-8": (st_blob(b'{"\xff": 1}'), "invalid JSON header"),
 }

@@ -169,6 +169,11 @@ def _bad_tensor_list(op, arg, i: int, value) -> TypeError | None:
 def unsupported_dtype(op, dtype) -> RuntimeError:
     """PyTorch's error for a dtype without a kernel: NotImplementedError (a RuntimeError)."""
     names = ", ".join(sorted(d.name for d in op.dtypes))
+    if dtype in dt.LIMITED:  # PyTorch's words for its limited-support dtypes
+        return NotImplementedError(
+            f"\"{op.name}\" not implemented for '{dt.SCALAR_NAMES[dtype]}' (ember gives "
+            f"{dtype.name} PyTorch's limited support: factories, casts, copies and views)"
+        )
     return NotImplementedError(f'"{op.name}" not implemented for {dtype.name} (supported: {names})')
 
 
@@ -210,14 +215,42 @@ def check_dtypes(op, args) -> None:
                 raise unsupported_dtype(op, t._dtype)
 
 
+# The integer dtype of each item size: a limited dtype's bits, for devices that only move them.
+_BITS = {1: dt.uint8, 2: dt.int16, 4: dt.int32, 8: dt.int64}
+
+
+def _as_bits(t: Tensor) -> Tensor:
+    bits = _BITS[t._dtype.itemsize]
+    return make(t._storage, t._shape, t._stride, t._offset, bits, t._contig)
+
+
+def _cast_limited(t: Tensor, dtype) -> Tensor:
+    """A cast from or to float8 / uint16-64 on a device other than the CPU: device kernels know
+    none of them, so a same-dtype copy moves their bits as integers and a real cast runs on the
+    CPU (PyTorch's rounding lives in the CPU backend), the bytes travelling both ways."""
+    from .copy import _from_host, _to_host
+
+    if t._dtype is dtype:
+        out = _as_bits(cast(_as_bits(t), _BITS[dtype.itemsize]))
+        return make(out._storage, out._shape, out._stride, 0, dtype, True)
+    device = t._storage.device
+    if t._dtype in dt.LIMITED:
+        host = _to_host(cast(t, t._dtype))
+    else:
+        host = _to_host(t)
+    return _from_host(cast(host, dtype), device)
+
+
 def cast(t: Tensor, dtype) -> Tensor:
     """A contiguous copy of ``t`` in ``dtype`` (below autograd: no graph is recorded)."""
     if t._dtype.category == dt.COMPLEX and dtype.category != dt.COMPLEX:
         from .complex import real_part
 
         t = real_part(t)  # PyTorch keeps the real parts (and warns)
-    out = empty(t._shape, dtype, t._storage.device)
     kind = t._storage.device.type
+    if kind not in ("cpu", "meta") and (t._dtype in dt.LIMITED or dtype in dt.LIMITED):
+        return _cast_limited(t, dtype)
+    out = empty(t._shape, dtype, t._storage.device)
     if kind != "cpu" and dtype.category == dt.COMPLEX and t._dtype.category == dt.COMPLEX:
         # complex kernels are CPU only, and copy_'s CPU fallback moves its arguments with .cpu(),
         # which comes back here for a strided tensor: copy the real views on the device instead

@@ -131,9 +131,22 @@ def copy_(op, dst, src, non_blocking=False):
     if dst._dtype.category == dt.COMPLEX and dev.type != "cpu":
         _copy_parts(op, dst, src)  # complex kernels are CPU only: copy the parts as reals
     elif math.prod(dst._shape):
+        if dev.type not in ("cpu", "meta") and dt.LIMITED_SET & {dst._dtype, src._dtype}:
+            raise limited_off_cpu(
+                "copy_", dst._dtype if dst._dtype in dt.LIMITED else src._dtype, dev
+            )
         op.kernel(dev.type, dst._dtype)(dst, src)
     dst._storage.version += 1
     return dst
+
+
+def limited_off_cpu(name: str, dtype, device) -> NotImplementedError:
+    """Device kernels know no float8 or uint16/32/64: ``.to()`` moves them (casting on the CPU),
+    in-place copies and fills into them run on the CPU only, so far."""
+    return NotImplementedError(
+        f"{name}: {dtype.name} tensors are copied in place and filled on the CPU only, not on "
+        f"{device} (create them on the CPU and move them with .to(), docs/float8.md)"
+    )
 
 
 def _copy_parts(op, dst, src) -> None:
@@ -174,6 +187,8 @@ def fill_(op, x, value):
         check_scalar_fits("fill_", value, x._dtype)  # a tensor's value wraps, as in torch
     # Filling is idempotent: PyTorch lets elements sharing memory (expanded views) be filled.
     check_writable("fill_", x)
+    if x._dtype in dt.LIMITED and x._storage.device.type not in ("cpu", "meta"):
+        raise limited_off_cpu("fill_", x._dtype, x._storage.device)
     if math.prod(x._shape):
         op.kernel(x._storage.device.type, x._dtype)(x, value)
     x._storage.version += 1

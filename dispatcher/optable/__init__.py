@@ -24,6 +24,7 @@ from . import (
     fill,
     functional,
     lapack,
+    limited,
     linalg,
     linalg_eig,
     linalg_exp,
@@ -37,6 +38,7 @@ from . import (
     optim_fused,
     recurrent,
     reduction,
+    scaled_mm,
     special,
     surface5_ops5nn,
     surface6_ops6,
@@ -98,6 +100,8 @@ MODULES += (complex_surface, linalg_eig)
 MODULES += (surface_gradient, surface_index_reduce, surface_histogram, nn_native, linalg_ormqr)
 # issue 13, batch ops5nn: the nn family's aten entry points
 MODULES += (surface5_ops5nn,)
+# issue 15: the float8 matmul (PyTorch's CPU emulation)
+MODULES += (scaled_mm,)
 # the optimizers' fused steps (issues 17 and 20)
 MODULES += (optim_fused,)
 # issue 13, batch ops6: the masked index entry points of upsampling's decompositions
@@ -168,6 +172,7 @@ def build() -> dict:
                 name = f"{op.name}_"
                 ops[name] = Op(_inplace_def(defn, name), _inplace_runner(op), inplace_of=op)
     complex.widen(ops)
+    limited.widen(ops)
     meta_rules.install(ops)
     _common.OPS.clear()
     _common.OPS.update(ops)

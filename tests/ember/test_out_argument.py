@@ -66,6 +66,10 @@ def _same(value, default) -> bool:
 
 
 def _to_torch(value):
+    if isinstance(value, Arr) and value.values.dtype.name.startswith("float8"):
+        # torch reads no ml_dtypes arrays: the bytes, viewed as the same float8 dtype
+        raw = torch.from_numpy(np.ascontiguousarray(value.values).view(np.uint8))
+        return raw.view(getattr(torch, value.values.dtype.name))
     if isinstance(value, Arr):
         return torch.from_numpy(np.array(value.values))
     if isinstance(value, Seed):
@@ -231,7 +235,7 @@ def _other_dtype(d):
 def _outcome(fn, args, kwargs, out):
     try:
         fn(*args, **kwargs, out=out)
-    except RuntimeError:
+    except (RuntimeError, ValueError):  # torch._scaled_mm refuses with a ValueError
         return "refused"
     return "accepted"
 

@@ -24,6 +24,7 @@ from . import gen_nn as nn
 from . import gen_optim as optim
 from . import gen_recurrent as recurrent
 from . import gen_reduction as red
+from . import gen_scaled_mm as scaled_mm
 from . import gen_special as special
 from . import gen_structure as st
 from . import gen_surface as surface
@@ -119,6 +120,7 @@ GENERATORS = {
     **surface5_ops5nn.GENERATORS,
     **surface6_ops6.GENERATORS,
     **recurrent.GENERATORS,
+    **scaled_mm.GENERATORS,
 }
 
 GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)

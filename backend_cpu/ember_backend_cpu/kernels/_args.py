@@ -8,7 +8,10 @@ the op's compute dtype category.
 
 from __future__ import annotations
 
+import ctypes
 import math
+
+import numpy as np
 
 # ember.dtype.code order (the C enum in ember_cpu.h uses the same numbers).
 DTYPE_NAMES = (
@@ -38,6 +41,20 @@ NO_MEMORY = 5  # EM_NO_MEMORY in api_index.h: a kernel's scratch allocation fail
 def addr(t) -> int:
     """Address of a tensor's first element."""
     return t._storage.ptr + t._offset * t._dtype.itemsize
+
+
+def array_view(t, dtype=None) -> np.ndarray:
+    """A numpy view of tensor ``t``'s memory (any strides), as ``dtype`` (default: its own)."""
+    dtype = np.dtype(t._dtype.np if dtype is None else dtype)
+    shape, strides = tuple(t._shape), tuple(s * dtype.itemsize for s in t._stride)
+    if 0 in shape:
+        return np.empty(shape, dtype)
+    start = t._storage.ptr + t._offset * dtype.itemsize
+    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    raw = (ctypes.c_char * (high - low + dtype.itemsize)).from_address(start + low)
+    flat = np.frombuffer(raw, dtype=dtype)
+    return np.lib.stride_tricks.as_strided(flat[-low // dtype.itemsize :], shape, strides)
 
 
 def numel(t) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from . import limited
 from ._args import DTYPE_NAMES, raise_status, scalar_parts
 
 
@@ -16,6 +17,9 @@ def build(ffi, lib) -> dict:
         pd = dst._storage.ptr + dst._offset * dst._dtype.itemsize
         ps = src._storage.ptr + src._offset * src._dtype.itemsize
         dc, sc = dst._dtype.code, src._dtype.code
+        if sc >= limited.FIRST_CODE:  # float8 or uint16/32/64 into a C dtype: numpy casts
+            limited.copy_(dst, src)
+            return
         if dst._contig and src._contig:
             status = copy_call(dc, sc, math.prod(dst._shape), 0, null, pd, null, ps, null)
         else:
@@ -57,8 +61,8 @@ def build(ffi, lib) -> dict:
     every = dict.fromkeys(DTYPE_NAMES)
     numeric = dict.fromkeys(DTYPE_NAMES[1:])
     return {
-        "copy_": dict.fromkeys(every, copy_),
-        "fill_": dict.fromkeys(every, fill_),
+        "copy_": {**dict.fromkeys(every, copy_), **dict.fromkeys(limited.NAMES, limited.copy_)},
+        "fill_": {**dict.fromkeys(every, fill_), **dict.fromkeys(limited.NAMES, limited.fill_)},
         "arange": dict.fromkeys(numeric, arange),
         "linspace": dict.fromkeys(numeric, linspace),
     }

@@ -16,9 +16,9 @@ wrapper's argument handling.
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
+
+from ._args import array_view
 
 try:  # pocketfft with a plan cache (see the module docstring)
     import scipy.fft as FFT
@@ -32,16 +32,7 @@ NORM_INVERSE = ("forward", "ortho", "backward")
 
 def _array(t) -> np.ndarray:
     """A numpy view of tensor ``t``'s memory (any strides)."""
-    dtype = np.dtype(NP_DTYPES[t._dtype.name])
-    shape, strides = tuple(t._shape), tuple(s * dtype.itemsize for s in t._stride)
-    if 0 in shape:
-        return np.empty(shape, dtype)
-    start = t._storage.ptr + t._offset * dtype.itemsize
-    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
-    raw = (ctypes.c_char * (high - low + dtype.itemsize)).from_address(start + low)
-    flat = np.frombuffer(raw, dtype=dtype)
-    return np.lib.stride_tricks.as_strided(flat[-low // dtype.itemsize :], shape, strides)
+    return array_view(t, np.dtype(NP_DTYPES[t._dtype.name]))
 
 
 def _complex(x: np.ndarray) -> np.ndarray:
