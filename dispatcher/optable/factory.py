@@ -21,6 +21,10 @@ from ..opdef import (
 RANDOM_ARGS = (
     "(out, seed, offset, a, b): fill out per docs/random.md (Philox 4x32-10 at block offset)"
 )
+SAMPLER_ARGS = (
+    "(out, seed, block, *params): element i from Philox counters (block, i, k), k = 1, 2, ... "
+    "(docs/random.md, variable-draw samplers)"
+)
 
 
 def _holds(condition) -> bool:
@@ -213,6 +217,37 @@ ROWS = [
         differentiable=False,
         samples="random",
         kernel_args=RANDOM_ARGS,
+    ),
+    OpDef(
+        "_standard_gamma(Tensor self, Generator? generator=None) -> Tensor",
+        Kind.RANDOM,
+        None,
+        dtypes=DTYPES_FLOAT,
+        runner=run._standard_gamma,
+        method=False,
+        differentiable=False,
+        kernel_args=SAMPLER_ARGS,
+        notes="Marsaglia-Tsang on Philox; rsample's gradient is ember.distributions' _gamma_grad",
+    ),
+    OpDef(
+        "poisson(Tensor self, Generator? generator=None) -> Tensor",
+        Kind.RANDOM,
+        None,
+        dtypes=DTYPES_FLOAT,
+        runner=run.poisson,
+        method=False,
+        differentiable=False,
+        kernel_args=SAMPLER_ARGS,
+    ),
+    OpDef(
+        "binomial(Tensor count, Tensor prob, Generator? generator=None) -> Tensor",
+        Kind.RANDOM,
+        None,
+        dtypes=DTYPES_FLOAT,
+        runner=run.binomial,
+        method=False,
+        differentiable=False,
+        kernel_args=SAMPLER_ARGS,
     ),
     OpDef(
         "bernoulli(Tensor input, float? p=None, *, Generator? generator=None) -> Tensor",
