@@ -27,6 +27,20 @@ SAMPLER_ARGS = (
 )
 
 
+def _sampler(schema: str, runner) -> OpDef:
+    """A variable-draw sampler's row: floating parameters in, draws of their dtype out."""
+    return OpDef(
+        schema,
+        Kind.RANDOM,
+        None,
+        dtypes=DTYPES_FLOAT,
+        runner=runner,
+        method=False,
+        differentiable=False,
+        kernel_args=SAMPLER_ARGS,
+    )
+
+
 def _holds(condition) -> bool:
     """Whether ``condition`` (a bool tensor) holds everywhere: one reduction, one read back.
     Probability checks read the whole tensor, as PyTorch's do; meta tensors have no values."""
@@ -218,36 +232,12 @@ ROWS = [
         samples="random",
         kernel_args=RANDOM_ARGS,
     ),
-    OpDef(
-        "_standard_gamma(Tensor self, Generator? generator=None) -> Tensor",
-        Kind.RANDOM,
-        None,
-        dtypes=DTYPES_FLOAT,
-        runner=run._standard_gamma,
-        method=False,
-        differentiable=False,
-        kernel_args=SAMPLER_ARGS,
-        notes="Marsaglia-Tsang on Philox; rsample's gradient is ember.distributions' _gamma_grad",
+    _sampler(
+        "_standard_gamma(Tensor self, Generator? generator=None) -> Tensor", run._standard_gamma
     ),
-    OpDef(
-        "poisson(Tensor self, Generator? generator=None) -> Tensor",
-        Kind.RANDOM,
-        None,
-        dtypes=DTYPES_FLOAT,
-        runner=run.poisson,
-        method=False,
-        differentiable=False,
-        kernel_args=SAMPLER_ARGS,
-    ),
-    OpDef(
-        "binomial(Tensor count, Tensor prob, Generator? generator=None) -> Tensor",
-        Kind.RANDOM,
-        None,
-        dtypes=DTYPES_FLOAT,
-        runner=run.binomial,
-        method=False,
-        differentiable=False,
-        kernel_args=SAMPLER_ARGS,
+    _sampler("poisson(Tensor self, Generator? generator=None) -> Tensor", run.poisson),
+    _sampler(
+        "binomial(Tensor count, Tensor prob, Generator? generator=None) -> Tensor", run.binomial
     ),
     OpDef(
         "bernoulli(Tensor input, float? p=None, *, Generator? generator=None) -> Tensor",

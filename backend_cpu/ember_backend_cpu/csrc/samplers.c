@@ -185,25 +185,20 @@ static double binomial_d(double count, double prob, em_stream *s) {
 
 /* Per dtype: P is the gamma compute path (float for f16/bf16/f32, double for f64); Poisson and
  * binomial compute in double for every dtype, as PyTorch's CPU kernels do. */
+/* One-parameter loop NAME##_##T: out[i] = FN((CT)param[i]) on element i's stream. */
+#define LOOP1(T, NAME, FN, CT)                                                                   \
+    static void NAME##_##T(uint64_t seed, uint64_t blk, int64_t n, char *o, const char *a) {     \
+        ST_##T *out = (ST_##T *)o;                                                                \
+        const ST_##T *param = (const ST_##T *)a;                                                  \
+        _Pragma("omp parallel for schedule(static) if (n >= 4096)")                             \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            em_stream s = stream_at(seed, blk, i);                                                \
+            out[i] = SV_##T(FN((CT)LD_##T(param[i]), &s));                                        \
+        }                                                                                         \
+    }
 #define LOOPS(T, P, VT)                                                                          \
-    static void gamma_##T(uint64_t seed, uint64_t blk, int64_t n, char *o, const char *a) {      \
-        ST_##T *out = (ST_##T *)o;                                                                \
-        const ST_##T *alpha = (const ST_##T *)a;                                                  \
-        _Pragma("omp parallel for schedule(static) if (n >= 4096)")                             \
-        for (int64_t i = 0; i < n; i++) {                                                         \
-            em_stream s = stream_at(seed, blk, i);                                                \
-            out[i] = SV_##T(gamma_##P((VT)LD_##T(alpha[i]), &s));                                 \
-        }                                                                                         \
-    }                                                                                             \
-    static void poisson_##T(uint64_t seed, uint64_t blk, int64_t n, char *o, const char *a) {    \
-        ST_##T *out = (ST_##T *)o;                                                                \
-        const ST_##T *rate = (const ST_##T *)a;                                                   \
-        _Pragma("omp parallel for schedule(static) if (n >= 4096)")                             \
-        for (int64_t i = 0; i < n; i++) {                                                         \
-            em_stream s = stream_at(seed, blk, i);                                                \
-            out[i] = SV_##T(poisson_d((double)LD_##T(rate[i]), &s));                              \
-        }                                                                                         \
-    }                                                                                             \
+    LOOP1(T, gamma, gamma_##P, VT)                                                                \
+    LOOP1(T, poisson, poisson_d, double)                                                          \
     static void binomial_##T(uint64_t seed, uint64_t blk, int64_t n, char *o, const char *c,     \
                              const char *p) {                                                     \
         ST_##T *out = (ST_##T *)o;                                                                \
