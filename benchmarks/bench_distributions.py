@@ -4,8 +4,7 @@
 
 Each library runs in its own process (thread pools and allocator caches never mix); each case
 reports the median of ``--reps`` timed calls after a warm-up, and the ratio ember / torch. The
-gamma-family and Poisson samplers here are vectorised rejection loops over ember ops, standing in
-for the per-device Philox kernels the issue asks for; the ratios show what those should win back.
+gamma-family, Poisson and binomial samplers run ember's Philox kernels (docs/random.md).
 """
 
 from __future__ import annotations
@@ -26,9 +25,13 @@ CASES = {
     "Normal.log_prob": ("Normal", {"loc": 0.0, "scale": 1.0}, "log_prob"),
     "Categorical.sample": ("Categorical", {"probs": [0.2, 0.3, 0.5]}, "sample"),
     "Gamma.sample": ("Gamma", {"concentration": 2.5, "rate": 1.0}, "sample"),
+    "Gamma.rsample(alpha 0.5)": ("Gamma", {"concentration": 0.5, "rate": 1.0}, "rsample"),
+    "Beta.sample": ("Beta", {"concentration1": 2.0, "concentration0": 3.0}, "sample"),
     "Dirichlet.sample": ("Dirichlet", {"concentration": [0.5, 1.0, 2.0]}, "sample"),
     "Poisson.sample(rate 4)": ("Poisson", {"rate": 4.0}, "sample"),
     "Poisson.sample(rate 50)": ("Poisson", {"rate": 50.0}, "sample"),
+    "Binomial.sample(n 10)": ("Binomial", {"total_count": 10.0, "probs": 0.3}, "sample"),
+    "Binomial.sample(n 1000)": ("Binomial", {"total_count": 1000.0, "probs": 0.3}, "sample"),
     "Beta.log_prob": ("Beta", {"concentration1": 2.0, "concentration0": 3.0}, "log_prob"),
 }
 

@@ -157,3 +157,39 @@ def random_(op, x, low=0, high=None, generator=None):
             )
     wide = (high - low) > (1 << 32)
     return _random_fill(op, x, int(low), int(high), generator, wide)
+
+
+# Samplers with a variable number of draws (docs/random.md): one Philox block number per call;
+# element i then owns the counters (block, i, 1), (block, i, 2), ...
+_MAX_SAMPLER_ELEMENTS = 1 << 32
+
+
+def _sample(op, params, generator):
+    first = params[0]
+    for p in params:
+        if not isinstance(p, Tensor):
+            raise TypeError(f"{op.name}(): expected Tensor arguments, got {type(p).__name__}")
+        if p._dtype.category != dt.FLOATING:
+            raise RuntimeError(f'"{op.name}" not implemented for {p._dtype.name}')
+    shape, dtype, device = first._shape, first._dtype, first._storage.device
+    n = math.prod(shape)
+    if n >= _MAX_SAMPLER_ELEMENTS:
+        raise RuntimeError(f"{op.name}(): at most 2^32 - 1 elements per call, got {n} {shape}")
+    params = [p.expand(shape).to(dtype).contiguous() for p in params]
+    out = empty(tuple(shape), dtype, device)
+    if n:
+        seed, block = (generator or generator_for(device)).take(1)
+        op.kernel(device.type, dtype)(out, seed, block, *params)
+    return out
+
+
+def _standard_gamma(op, self, generator=None):
+    return _sample(op, [self], generator)
+
+
+def poisson(op, self, generator=None):
+    return _sample(op, [self], generator)
+
+
+def binomial(op, count, prob, generator=None):
+    return _sample(op, [count, prob], generator)

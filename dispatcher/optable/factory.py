@@ -21,6 +21,24 @@ from ..opdef import (
 RANDOM_ARGS = (
     "(out, seed, offset, a, b): fill out per docs/random.md (Philox 4x32-10 at block offset)"
 )
+SAMPLER_ARGS = (
+    "(out, seed, block, *params): element i from Philox counters (block, i, k), k = 1, 2, ... "
+    "(docs/random.md, variable-draw samplers)"
+)
+
+
+def _sampler(schema: str, runner) -> OpDef:
+    """A variable-draw sampler's row: floating parameters in, draws of their dtype out."""
+    return OpDef(
+        schema,
+        Kind.RANDOM,
+        None,
+        dtypes=DTYPES_FLOAT,
+        runner=runner,
+        method=False,
+        differentiable=False,
+        kernel_args=SAMPLER_ARGS,
+    )
 
 
 def _holds(condition) -> bool:
@@ -213,6 +231,13 @@ ROWS = [
         differentiable=False,
         samples="random",
         kernel_args=RANDOM_ARGS,
+    ),
+    _sampler(
+        "_standard_gamma(Tensor self, Generator? generator=None) -> Tensor", run._standard_gamma
+    ),
+    _sampler("poisson(Tensor self, Generator? generator=None) -> Tensor", run.poisson),
+    _sampler(
+        "binomial(Tensor count, Tensor prob, Generator? generator=None) -> Tensor", run.binomial
     ),
     OpDef(
         "bernoulli(Tensor input, float? p=None, *, Generator? generator=None) -> Tensor",

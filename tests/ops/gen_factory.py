@@ -82,7 +82,12 @@ RANDOM_ARGS = {
     "exponential_": [{}, {"lambd": 2.5}],
     "geometric_": [{"p": 0.5}, {"p": 0.2}],
     "log_normal_": [{}, {"mean": 0.5, "std": 0.25}],
+    # the variable-draw samplers: their parameters are the input (and count, below)
+    "_standard_gamma": [{}],
+    "poisson": [{}],
+    "binomial": [{}],
 }
+SAMPLERS = ("_standard_gamma", "poisson", "binomial")
 
 
 def _random_input(op, dtype, shape, layout, rng) -> Arr:
@@ -91,8 +96,10 @@ def _random_input(op, dtype, shape, layout, rng) -> Arr:
         # 4 positive ones per row: drawing 4 without replacement needs them (torch raises).
         weights[..., :4] += 0.5
         return Arr(weights.astype(dtype.np), layout)
-    if op.name == "bernoulli":
+    if op.name in ("bernoulli", "binomial"):  # probabilities
         return arr(dtype, shape, rng, layout, low=0.0, high=1.0)
+    if op.name in SAMPLERS:  # positive shapes and rates, both sides of the algorithms' switches
+        return arr(dtype, shape, rng, layout, low=0.1, high=30.0)
     return arr(dtype, shape, rng, layout)
 
 
@@ -112,6 +119,7 @@ def random(op, dtype, device, rng):
         x = _random_input(op, dtype, shape, layout, rng)
         for i, params in enumerate(RANDOM_ARGS[op.name]):
             named = {**_bounds(params, dtype), "generator": Seed(1234 + i), "device": device}
+            named |= {"prob": x, "count": Arr(np.round(x.values * 40).astype(x.values.dtype), C)}
             if op.name == "randperm":
                 named["dtype"] = dtype
             yield Sample(call_args(op, self=x, input=x, **named), desc=f"{x!r} {params}")

@@ -256,7 +256,34 @@ def log_normal_(op, dtype, device, sample):
     _check_draws(op, sample, device, got)
 
 
+# Mean and variance of each sampler's draws from its parameters (the sample's tensors, in order).
+SAMPLER_MOMENTS = {
+    "_standard_gamma": lambda a: (a, a),
+    "poisson": lambda rate: (rate, rate),
+    "binomial": lambda count, prob: (count * prob, count * prob * (1 - prob)),
+}
+
+
+def sampler(op, dtype, device, sample):
+    """_standard_gamma, poisson, binomial: non-negative draws with their distribution's mean."""
+    params = [_values(a).astype(np.float64) for a in sample.args if isinstance(a, Arr)]
+    params = [np.broadcast_to(p, params[0].shape).reshape(-1) for p in params]
+    _args, out = _run(op, sample, device)
+    assert out.dtype is dtype and tuple(out.shape) == tuple(sample.args[0].values.shape)
+    got = checks.host(out).astype(np.float64).reshape(-1)
+    assert (got >= 0).all(), f"{op.name}: negative draws"
+    if op.name != "_standard_gamma":
+        assert (got == np.round(got)).all(), f"{op.name}: values must be whole numbers"
+    if got.size >= 1000:
+        mean, var = SAMPLER_MOMENTS[op.name](*params)
+        _within(f"{op.name} mean", got.mean(), mean.mean(), math.sqrt(var.mean()), got.size)
+    _check_draws(op, sample, device, got)
+
+
 PROPERTIES = {
+    "_standard_gamma": sampler,
+    "poisson": sampler,
+    "binomial": sampler,
     "copy_": copy_,
     "fill_": fill_,
     "zero_": fill_,

@@ -9,12 +9,7 @@
  */
 #include "ember_cpu.h"
 #include "api_random.h"
-
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
-#define PHILOX_ROUNDS 10
+#include "philox.h"
 
 #define EM_RNG_BATCH 64   /* blocks generated together */
 #define EM_RNG_CHUNK 8192 /* elements per OpenMP task: a multiple of 4 * EM_RNG_BATCH */
@@ -35,22 +30,6 @@ typedef struct {
     uint64_t range;   /* 0 means 2^64 */
     uint32_t range32; /* the range when it is below 2^32, 0 for exactly 2^32 */
 } em_rng;
-
-static inline void philox10(uint32_t *x0, uint32_t *x1, uint32_t *x2, uint32_t *x3, uint32_t k0,
-                            uint32_t k1) {
-    for (int round = 0; round < PHILOX_ROUNDS; round++) {
-        uint64_t p0 = (uint64_t)PHILOX_M0 * *x0;
-        uint64_t p1 = (uint64_t)PHILOX_M1 * *x2;
-        uint32_t y0 = (uint32_t)(p1 >> 32) ^ *x1 ^ k0;
-        uint32_t y2 = (uint32_t)(p0 >> 32) ^ *x3 ^ k1;
-        *x0 = y0;
-        *x1 = (uint32_t)p1;
-        *x2 = y2;
-        *x3 = (uint32_t)p0;
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
-    }
-}
 
 void ember_philox4x32_10(const uint32_t *ctr, const uint32_t *key, uint32_t *out) {
     uint32_t x0 = ctr[0], x1 = ctr[1], x2 = ctr[2], x3 = ctr[3];

@@ -5,9 +5,25 @@ Each family module has ``build(ffi, lib) -> dict``; the list below is the whole 
 
 from __future__ import annotations
 
-from . import amp, copy, elementwise, fft, index, lapack, linalg, nn, optim, random, reduce, sort
+from . import (
+    amp,
+    copy,
+    elementwise,
+    fft,
+    index,
+    lapack,
+    linalg,
+    nn,
+    optim,
+    random,
+    reduce,
+    samplers,
+    sort,
+)
 
-FAMILIES = (elementwise, copy, reduce, linalg, lapack, index, sort, random, nn, amp, fft, optim)
+FAMILIES = (
+    elementwise, copy, reduce, linalg, lapack, index, sort, random, samplers, nn, amp, fft, optim,
+)  # fmt: skip
 
 
 def build_table(ffi, lib) -> dict:
