@@ -188,6 +188,8 @@ def _standard_gamma(op, self, generator=None):
 
 
 def poisson(op, self, generator=None):
+    if isinstance(self, Tensor) and self.numel() and not bool((self >= 0).all()):  # NaN too
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     return _sample(op, [self], generator)
 
 

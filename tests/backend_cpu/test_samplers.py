@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 import scipy.stats as st
+import torch
 from test_random import spec_philox
 
 import ember
@@ -198,3 +199,11 @@ def test_half_types_compute_in_float(dtype):
     got, _ = run(ember._standard_gamma, alpha, dtype=dtype)
     want, _ = run(ember._standard_gamma, alpha, dtype=ember.float32)
     np.testing.assert_allclose(got, want, rtol=1e-2)
+
+
+@pytest.mark.parametrize("rate", [-1.0, float("nan")])
+def test_a_negative_or_nan_poisson_rate_is_refused_as_pytorch_refuses_it(rate):
+    with pytest.raises(RuntimeError) as theirs:
+        torch.poisson(torch.tensor([2.0, rate]))
+    with pytest.raises(RuntimeError, match=str(theirs.value)):
+        ember.poisson(ember.tensor([2.0, rate]))
