@@ -26,6 +26,7 @@ import sys
 import zipfile
 
 from ._atomic import atomic_write
+from ._checkpoint_globals import get_unsafe_globals_in_checkpoint
 from ._checkpoint_load import CheckpointError, read_checkpoint
 from ._checkpoint_mmap import FileMap
 from ._checkpoint_pickle import CheckpointPickler, StorageRef, parameter_class
@@ -41,6 +42,7 @@ _PADDING_ID = 0x4246  # "FB": the extra-field id PyTorch pads with
 
 __all__ = ["CheckpointError", "load", "save"]
 __all__ += ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
+__all__ += ["get_unsafe_globals_in_checkpoint"]
 
 
 def save(obj, f, *, pickle_protocol: int = 2) -> None:
