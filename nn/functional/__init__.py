@@ -140,16 +140,18 @@ from .pooling import (
     max_pool1d,
     max_pool2d,
 )
+from .scaled import ScalingType, SwizzleType, scaled_grouped_mm, scaled_mm
 from .shuffle import channel_shuffle, native_channel_shuffle, pixel_shuffle, pixel_unshuffle
 from .unpool import max_unpool1d, max_unpool2d, max_unpool3d
 from .vision import interpolate, pad, upsample, upsample_bilinear, upsample_nearest
 
 # Every public functional names a non-tensor given for a tensor as PyTorch does (the
-# __torch_function__ helpers are no functionals).
+# __torch_function__ helpers and classes are no functionals).
 for _name, _value in list(globals().items()):
     _module = getattr(_value, "__module__", "") or ""
     if (
         callable(_value)
+        and not isinstance(_value, type)  # the recipe enums (ScalingType...) stay classes
         and not _name.startswith("_")
         and _module.startswith(__name__)
         and not _module.endswith("._overrides")

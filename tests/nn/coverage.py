@@ -8,13 +8,7 @@ from __future__ import annotations
 import types
 
 # What ember leaves out on purpose, as data: name -> why.
-EXCLUDED = {
-    "scaled_mm": (
-        "not yet: torch 2.13's recipe API (ScalingType/SwizzleType enums, list scales, "
-        "contraction_dim); ember has the float8 dtypes and ember._scaled_mm (docs/float8.md)"
-    ),
-    "scaled_grouped_mm": "not yet: the grouped form of scaled_mm's recipe API (see scaled_mm)",
-}
+EXCLUDED: dict = {}
 
 
 def torch_classes() -> list:
