@@ -7,6 +7,7 @@ backend has the elementwise kernels, and follows PyTorch's formulas step for ste
 from __future__ import annotations
 
 from . import lr_scheduler, swa_utils
+from ._stateless import swap_in_optimizer_params_and_state
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -43,4 +44,5 @@ __all__ = [
     "lr_scheduler",
     "required",
     "swa_utils",
+    "swap_in_optimizer_params_and_state",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .optimizer import (
     Optimizer,
     add_scaled_,
+    advance_step,
     check_nonnegative,
     grads_of,
     lazy_state,
@@ -72,7 +73,7 @@ class Adadelta(Optimizer):
             rho, eps = group["rho"], group["eps"]
             for p, grad in grads_of(group, group["weight_decay"]):
                 state = lazy_state(self.state, p, "square_avg", "acc_delta")
-                state["step"] += 1.0
+                advance_step(state)
                 square_avg = state["square_avg"].mul_(rho).addcmul_(grad, grad, value=1 - rho)
                 std = square_avg.add(eps).sqrt_()
                 acc_delta = state["acc_delta"]

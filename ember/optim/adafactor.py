@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, grads_of, run_closure, scalar
+from .optimizer import Optimizer, advance_step, grads_of, run_closure, scalar
 
 # torch.finfo(dtype).eps, Adafactor's default eps1.
 _MACHINE_EPS = {
@@ -99,7 +99,7 @@ class Adafactor(Optimizer):
             lr = scalar(group["lr"])
             for p, grad in grads_of(group):
                 state = self._state_for(p, grad)
-                step = state["step"] = state["step"] + 1.0
+                step = advance_step(state)
                 eps1, eps2 = group["eps"]
                 if eps1 is None:
                     eps1 = _MACHINE_EPS[p.dtype.name]

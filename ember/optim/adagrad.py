@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, check_nonnegative, grads_of, run_closure, scalar
+from .optimizer import Optimizer, advance_step, check_nonnegative, grads_of, run_closure, scalar
 
 
 class Adagrad(Optimizer):
@@ -79,8 +79,7 @@ class Adagrad(Optimizer):
             eps = group["eps"]
             for p, grad in grads_of(group, group["weight_decay"]):
                 state = self._state_for(p, group)
-                step = state["step"] + 1.0
-                state["step"] = step
+                step = advance_step(state)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 state_sum = state["sum"].addcmul_(grad, grad, value=1)
                 std = state_sum.sqrt().add_(eps)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ember
 
 from . import _fused
-from .optimizer import Optimizer, check_nonnegative, grads_of, run_closure, scalar
+from .optimizer import Optimizer, advance_step, check_nonnegative, grads_of, run_closure, scalar
 
 
 class Adam(Optimizer):
@@ -99,8 +99,7 @@ class Adam(Optimizer):
             l2 = weight_decay if shrink == 1 else 0
             for p, grad in grads_of(group, l2):
                 state = self._state_for(p, amsgrad)
-                step = state["step"] + 1.0
-                state["step"] = step
+                step = advance_step(state)
                 if shrink != 1:
                     p.mul_(shrink)
                 exp_avg = state["exp_avg"]

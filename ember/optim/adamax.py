@@ -5,6 +5,7 @@ from __future__ import annotations
 from .optimizer import (
     Optimizer,
     adam_family_defaults,
+    advance_step,
     grads_of,
     lazy_state,
     run_closure,
@@ -65,7 +66,7 @@ class Adamax(Optimizer):
             beta1, beta2 = group["betas"]
             for p, grad in grads_of(group, group["weight_decay"]):
                 state = lazy_state(self.state, p, "exp_avg", "exp_inf")
-                step = state["step"] = state["step"] + 1.0
+                step = advance_step(state)
                 exp_avg = state["exp_avg"].lerp_(grad, 1 - beta1)
                 exp_inf = state["exp_inf"].mul_(beta2).maximum_(grad.abs().add_(group["eps"]))
                 p.addcdiv_(exp_avg, exp_inf, value=-lr / (1 - beta1**step))

@@ -7,6 +7,7 @@ import ember
 from .optimizer import (
     Optimizer,
     add_scaled_,
+    advance_step,
     check_nonnegative,
     float32,
     grads_of,
@@ -81,7 +82,7 @@ class ASGD(Optimizer):
             lambd, alpha, t0 = group["lambd"], group["alpha"], group["t0"]
             for p, grad in grads_of(group, group["weight_decay"]):
                 state = self._state_for(p, lr)
-                step = state["step"] = state["step"] + 1.0
+                step = advance_step(state)
                 eta = state["eta"]
                 p.mul_(1 - lambd * eta)
                 add_scaled_(p, grad, -eta)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .optimizer import (
     Optimizer,
     adam_family_defaults,
+    advance_step,
     float32,
     grads_of,
     lazy_state,
@@ -80,7 +81,7 @@ class NAdam(Optimizer):
             psi = group["momentum_decay"]
             for p, grad in grads_of(group, 0 if decoupled else weight_decay):
                 state = lazy_state(self.state, p, "exp_avg", "exp_avg_sq", mu_product=1.0)
-                step = state["step"] = state["step"] + 1.0
+                step = advance_step(state)
                 if decoupled and weight_decay != 0:
                     p.mul_(1 - lr * weight_decay)
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * psi)))

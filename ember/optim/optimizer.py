@@ -109,6 +109,19 @@ def add_scaled_(a: Tensor, b: Tensor, alpha: float) -> Tensor:
     return a.add_(b) if alpha == 1 else a.addcmul_(b, alpha)
 
 
+def advance_step(state: dict) -> float:
+    """``state["step"]`` plus one, stored back, as a Python float. A tensor step (a state_dict's,
+    as ``swap_in_optimizer_params_and_state`` installs it) is incremented in place and read back
+    as PyTorch's non-capturable path reads it: the bias corrections stay in double, and the
+    caller's tensor sees the new step."""
+    step = state["step"]
+    if isinstance(step, Tensor):
+        step.add_(1)
+        return float(step.item())
+    state["step"] = step + 1.0
+    return state["step"]
+
+
 def grads_of(group: dict, weight_decay: float = 0):
     """``(param, grad)`` for the group's parameters that have a gradient, the gradient negated
     when the group maximizes and with ``weight_decay * param`` added (L2) when given."""

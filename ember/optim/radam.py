@@ -5,6 +5,7 @@ from __future__ import annotations
 from .optimizer import (
     Optimizer,
     adam_family_defaults,
+    advance_step,
     grads_of,
     lazy_state,
     run_closure,
@@ -75,7 +76,7 @@ class RAdam(Optimizer):
             rho_inf = 2 / (1 - beta2) - 1
             for p, grad in grads_of(group, 0 if decoupled else weight_decay):
                 state = lazy_state(self.state, p, "exp_avg", "exp_avg_sq")
-                step = state["step"] = state["step"] + 1.0
+                step = advance_step(state)
                 if decoupled and weight_decay != 0:
                     p.mul_(1 - lr * weight_decay)
                 exp_avg = state["exp_avg"].lerp_(grad, 1 - beta1)

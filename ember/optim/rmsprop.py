@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, add_scaled_, check_nonnegative, grads_of, run_closure, scalar
+from .optimizer import (
+    Optimizer,
+    add_scaled_,
+    advance_step,
+    check_nonnegative,
+    grads_of,
+    run_closure,
+    scalar,
+)
 
 
 class RMSprop(Optimizer):
@@ -79,7 +87,7 @@ class RMSprop(Optimizer):
             centered = group["centered"]
             for p, grad in grads_of(group, group["weight_decay"]):
                 state = self._state_for(p, group)
-                state["step"] += 1.0
+                advance_step(state)
                 square_avg = state["square_avg"]
                 square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
                 if centered:

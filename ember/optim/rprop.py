@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, check_nonnegative, grads_of, run_closure, scalar
+from .optimizer import Optimizer, advance_step, check_nonnegative, grads_of, run_closure, scalar
 
 
 class Rprop(Optimizer):
@@ -71,7 +71,7 @@ class Rprop(Optimizer):
             step_size_min, step_size_max = group["step_sizes"]
             for p, grad in grads_of(group):
                 state = self._state_for(p, grad, group["lr"])
-                state["step"] += 1.0
+                advance_step(state)
                 prev = state["prev"]
                 # PyTorch's sequence of masked writes, in the parameter's dtype.
                 factor = grad.mul(prev).sign_()

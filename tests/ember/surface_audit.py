@@ -61,7 +61,6 @@ LEFT_OUT = {
     "torch.autograd.profiler.parse_nvprof_trace": _NVPROF,
     "torch.utils.checkpoint.GraphExecGroup": "torch 2.13's grouped backward graph execution",
     "torch.utils.checkpoint.SAC_IGNORED_OPS": "aten op set; ember's policies see ember.ops",
-    "torch.optim.swap_in_optimizer_params_and_state": "new in torch 2.13; not implemented yet",
     "torch.testing.FileCheck": "TorchScript's C++ IR pattern checker",
     "torch.testing.assert_allclose": "deprecated in torch since 1.12 for assert_close",
     "torch.backends.cpu": "no capability dispatch to report: kernels pick AVX2 clones per function",
