@@ -49,8 +49,11 @@ class CheckpointError(RuntimeError):
     """A checkpoint file that is truncated, corrupt or not a checkpoint at all."""
 
 
-def read_checkpoint(fileobj, what: str, map_location, weights_only: bool, file_map=None):
-    """The object in the checkpoint archive ``fileobj`` (``what`` names it in errors)."""
+def read_checkpoint(
+    fileobj, what: str, map_location, weights_only: bool, file_map=None, pickle_args=None
+):
+    """The object in the checkpoint archive ``fileobj`` (``what`` names it in errors);
+    ``pickle_args`` (encoding, errors, fix_imports) go to the unpickler."""
     try:
         zf = zipfile.ZipFile(fileobj)
     except _ZIP_ERRORS:
@@ -64,7 +67,7 @@ def read_checkpoint(fileobj, what: str, map_location, weights_only: bool, file_m
         data = io.BytesIO(records.read("data.pkl"))
         try:
             return CheckpointUnpickler(
-                data, table, reader.persistent_load, weights_only, what
+                data, table, reader.persistent_load, weights_only, what, **(pickle_args or {})
             ).load()
         except (Refused, CheckpointError):
             raise

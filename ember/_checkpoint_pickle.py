@@ -256,8 +256,8 @@ _WEIGHTS_ONLY_DISPATCH = {**pickle._Unpickler.dispatch, pickle.BUILD[0]: _load_b
 class CheckpointUnpickler(pickle._Unpickler):
     """Resolves PyTorch's names through ``globals``; refuses the rest when ``weights_only``."""
 
-    def __init__(self, file, globals_table, persistent_load, weights_only, what):
-        super().__init__(file)
+    def __init__(self, file, globals_table, persistent_load, weights_only, what, **pickle_args):
+        super().__init__(file, **pickle_args)  # encoding, errors, fix_imports
         self.globals_table = globals_table
         self.persistent_load = persistent_load
         self.weights_only = weights_only

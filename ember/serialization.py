@@ -21,8 +21,10 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import pickle
 import struct
 import sys
+import warnings
 import zipfile
 
 from ._atomic import atomic_write
@@ -45,13 +47,25 @@ __all__ += ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_
 __all__ += ["get_unsafe_globals_in_checkpoint"]
 
 
-def save(obj, f, *, pickle_protocol: int = 2) -> None:
+def save(
+    obj,
+    f,
+    pickle_module=pickle,
+    pickle_protocol: int = 2,
+    _use_new_zipfile_serialization: bool = True,
+    _disable_byteorder_record: bool = False,
+) -> None:
     """Save ``obj`` (tensors, state dicts, nested containers) in PyTorch's checkpoint format.
 
     Args:
         obj: the object to save; tensors may sit anywhere inside containers.
         f: a path or a writable binary file object.
+        pickle_module: the standard ``pickle`` (ember's pickler extends its Pickler; another
+            module is refused with NotImplementedError).
         pickle_protocol: the pickle protocol of ``data.pkl`` (PyTorch's default, 2).
+        _use_new_zipfile_serialization: False (PyTorch's pre-1.6 format) is refused: ember
+            writes the zip format, which every PyTorch since 1.6 reads.
+        _disable_byteorder_record: leave out the ``byteorder`` record, as PyTorch does.
 
     Tensors on other devices are written from a CPU copy, with their device recorded, and come
     back on that device. Tensors sharing a storage are written once and share it again after
@@ -63,6 +77,16 @@ def save(obj, f, *, pickle_protocol: int = 2) -> None:
     Example:
         >>> ember.save({"weight": ember.randn(3, 4)}, "model.pt")
     """
+    if pickle_module is not pickle:
+        raise NotImplementedError(
+            f"ember.save: pickle_module={getattr(pickle_module, '__name__', pickle_module)!r} is "
+            "not supported: checkpoints are written with the standard pickle module"
+        )
+    if not _use_new_zipfile_serialization:
+        raise NotImplementedError(
+            "ember.save: _use_new_zipfile_serialization=False (the pre-1.6 format) is not "
+            "supported: ember writes the zip format, which every PyTorch since 1.6 reads"
+        )
     storages = _StorageTable()
     data = io.BytesIO()
     CheckpointPickler(data, pickle_protocol, storages.describe, parameter_class()).dump(obj)
@@ -70,7 +94,8 @@ def save(obj, f, *, pickle_protocol: int = 2) -> None:
         _write_record(zf, "data.pkl", data.getbuffer())
         _write_record(zf, ".format_version", b"1")
         _write_record(zf, ".storage_alignment", str(_ALIGN).encode())
-        _write_record(zf, "byteorder", sys.byteorder.encode())
+        if not _disable_byteorder_record:
+            _write_record(zf, "byteorder", sys.byteorder.encode())
         for key, storage in storages.records:
             _write_record(zf, f"data/{key}", storage_bytes(storage))
         _write_record(zf, "version", b"3\n")
@@ -116,7 +141,15 @@ def _write_record(zf: zipfile.ZipFile, name: str, data) -> None:
         out.write(data)
 
 
-def load(f, map_location=None, *, weights_only: bool = True, mmap: bool | None = None):
+def load(
+    f,
+    map_location=None,
+    pickle_module=None,
+    *,
+    weights_only: bool | None = None,
+    mmap: bool | None = None,
+    **pickle_load_args,
+):
     """Load an object saved by ``ember.save`` or ``torch.save`` (zip format, PyTorch >= 1.6).
 
     Args:
@@ -125,11 +158,15 @@ def load(f, map_location=None, *, weights_only: bool = True, mmap: bool | None =
             device string (all there), a dict from saved location to target (``{"cuda:0":
             "cpu"}``), or a callable ``fn(storage, location)`` returning a storage, a device,
             or None for the default.
-        weights_only: allow only tensors, containers, numbers, strings and dtypes (True, the
-            default, is safe on untrusted files); False also imports and calls any other
-            global the file names, like ``pickle``.
+        pickle_module: the standard ``pickle`` only (it implies ``weights_only=False``, as in
+            PyTorch, and refuses ``weights_only=True``).
+        weights_only: allow only tensors, containers, numbers, strings and dtypes (None means
+            True unless ``pickle_module`` is given; True is safe on untrusted files); False also
+            imports and calls any other global the file names, like ``pickle``.
         mmap: map the file (copy-on-write) instead of reading it: CPU tensors then share the
             file's pages and load without reading their bytes; ``f`` must be a path.
+        pickle_load_args: ``encoding``, ``errors``, ``fix_imports`` for the unpickler (with
+            ``weights_only=False``; warned and ignored otherwise, as PyTorch does).
 
     Returns:
         The saved object, with tensors as ember tensors.
@@ -144,6 +181,18 @@ def load(f, map_location=None, *, weights_only: bool = True, mmap: bool | None =
     Example:
         >>> state = ember.load("model.pt", map_location="cpu")
     """
+    if pickle_module is not None and pickle_module is not pickle:
+        raise NotImplementedError(
+            f"ember.load: pickle_module={getattr(pickle_module, '__name__', pickle_module)!r} is "
+            "not supported: checkpoints are read with the standard pickle module"
+        )
+    if weights_only is None:
+        weights_only = pickle_module is None
+    elif weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    if pickle_load_args and weights_only:
+        warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=2)
+        pickle_load_args = {}
     what = _file_name(f)
     file_map = None
     if mmap:
@@ -151,7 +200,9 @@ def load(f, map_location=None, *, weights_only: bool = True, mmap: bool | None =
             raise ValueError("f must be a file path in order to use the mmap argument")
         file_map = FileMap(os.fspath(f))
     with _opened(f, "rb") as fileobj:
-        return read_checkpoint(fileobj, what, map_location, weights_only, file_map)
+        return read_checkpoint(
+            fileobj, what, map_location, weights_only, file_map, pickle_load_args
+        )
 
 
 @contextlib.contextmanager

@@ -684,3 +684,38 @@ def test_deepcopy_keeps_leaf_state_and_refuses_non_leaves(torch):
         copy.deepcopy(torch.ones(2, requires_grad=True) * 2)
     buffer = copy.deepcopy(ember.nn.Buffer(ember.ones(1), persistent=False))
     assert type(buffer) is ember.nn.Buffer and buffer.persistent is False
+
+
+def test_save_and_load_take_torchs_pickle_arguments():
+    """torch.save/torch.load's pickle_module, _disable_byteorder_record and pickle_load_args:
+    the standard pickle module is accepted (and, given to load, means weights_only=False as in
+    PyTorch), other modules and the pre-1.6 format are refused by name."""
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    buffer = io.BytesIO()
+    ember.save({"w": ember.ones(2)}, buffer, pickle, 2, _disable_byteorder_record=True)
+    assert "byteorder" not in [n.rsplit("/", 1)[-1] for n in zipfile.ZipFile(buffer).namelist()]
+    buffer.seek(0)
+    assert torch.load(buffer)["w"].tolist() == [1.0, 1.0]  # torch reads it
+    for kwargs in ({"pickle_module": pickle}, {"weights_only": False, "encoding": "latin1"}):
+        buffer.seek(0)
+        assert ember.load(buffer, **kwargs)["w"].tolist() == [1.0, 1.0]
+    messages = []
+    for lib in (ember, torch):
+        buffer.seek(0)
+        with pytest.raises(RuntimeError) as error:
+            lib.load(buffer, pickle_module=pickle, weights_only=True)
+        messages.append(str(error.value))
+        buffer.seek(0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.load(buffer, weights_only=True, encoding="latin1")
+        assert any("pickle_load_args only works" in str(w.message) for w in caught)
+    assert messages[0] == messages[1]
+    with pytest.raises(NotImplementedError, match=r"pre-1\.6"):
+        ember.save({}, io.BytesIO(), _use_new_zipfile_serialization=False)
+    with pytest.raises(NotImplementedError, match="pickle_module='json'"):
+        import json
+
+        ember.save({}, io.BytesIO(), pickle_module=json)
