@@ -53,6 +53,7 @@ def stft(
     normalized: bool = False,
     onesided: bool | None = None,
     return_complex: bool | None = None,
+    align_to_window: bool | None = None,
 ) -> Tensor:
     """Short-time Fourier transform: the FFT of ``n_fft``-point frames ``hop_length`` apart.
 
@@ -63,6 +64,9 @@ def stft(
         center: pad ``n_fft // 2`` on both sides (``pad_mode``) so frames centre on ``t hop``.
         normalized: scale by ``1/sqrt(n_fft)``. onesided: the half spectrum (real inputs).
         return_complex: a complex result (required for real inputs, as PyTorch).
+        align_to_window: with ``center=False``, True starts each frame's window (rather than
+            its ``n_fft`` points) ``hop_length`` apart: frames run to the signal's ends, as if
+            it were zero-padded by the window's offset in the frame.
 
     Shape:
         ``(*, freq, frames)`` with ``freq = n_fft // 2 + 1`` when one-sided, else ``n_fft``.
@@ -84,10 +88,15 @@ def stft(
             "will return complex tensors for all inputs, and return_complex=False will raise "
             "an error."
         )
+    if center and align_to_window is not None:
+        raise RuntimeError("stft align_to_window should only be set when center = false")
     if center:
         input = _pad_ends(input, n_fft // 2, pad_mode)
     hop = n_fft >> 2 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
+    if align_to_window:  # the window's offset in the frame, as zeros on both ends
+        left = (n_fft - win) // 2
+        input = E.nn.functional.pad(input, (left, n_fft - win - left))
     call = (input, n_fft, hop, win, window, normalized, onesided, rc)
     frames = _frames(input, n_fft, hop, win, window, call)
     complex_fft = is_complex(frames)

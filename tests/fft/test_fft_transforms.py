@@ -190,3 +190,27 @@ def test_signal_window_errors_match_torch():
             lib.signal.windows.cosine(3, dtype=lib.int64)
         with pytest.raises(ValueError, match="Tau must be positive"):
             lib.signal.windows.exponential(3, tau=0.0)
+
+
+@pytest.mark.parametrize("align", [None, False, True])
+@pytest.mark.parametrize("n_fft, win, hop", [(16, 8, 4), (16, 9, 3), (10, 7, 2)])
+def test_stft_align_to_window_matches_torch(align, n_fft, win, hop):
+    signal = np.random.default_rng(0).standard_normal((2, 64))
+    outs = []
+    for lib in (ember, torch):
+        window = lib.hann_window(win, dtype=lib.float64)
+        outs.append(
+            lib.stft(
+                lib.tensor(signal), n_fft, hop_length=hop, win_length=win, window=window,
+                center=False, return_complex=True, align_to_window=align,
+            ).numpy()
+        )  # fmt: skip
+    assert outs[0].shape == outs[1].shape
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-10, atol=1e-10)
+
+
+def test_stft_align_to_window_with_center_is_refused_as_torch_refuses_it():
+    with pytest.raises(RuntimeError) as theirs:
+        torch.stft(torch.ones(32), 8, return_complex=True, align_to_window=True)
+    with pytest.raises(RuntimeError, match=str(theirs.value)):
+        ember.stft(ember.ones(32), 8, return_complex=True, align_to_window=True)
