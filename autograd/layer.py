@@ -49,16 +49,16 @@ class AutogradLayer(Layer):
         base = op.inplace_of or op
         formula = base.formula
         if formula is None:
+            if not base.defn.differentiable:  # composites too: their parts stay unrecorded
+                if op.mutates and args[0]._requires_grad:
+                    # uniform_, normal_...: the old values no longer matter, as in PyTorch
+                    return self.record_inplace(op, base, _overwritten(base), args)
+                return self.below(op, args)
             if op.decomposition is not None:  # composite: its parts get recorded
                 start = next(_SEQUENCE)
                 out = op.decomposition(*args)
                 present_composite(op, args, out, start)  # shown as PyTorch's one node
                 return out
-            if not base.defn.differentiable:
-                if op.mutates and args[0]._requires_grad:
-                    # uniform_, normal_...: the old values no longer matter, as in PyTorch
-                    return self.record_inplace(op, base, _overwritten(base), args)
-                return self.below(op, args)
             raise RuntimeError(f"the derivative for '{op.name}' is not implemented ({_fix(base)})")
         if op.mutates:
             return self.record_inplace(op, base, formula, args)

@@ -16,10 +16,10 @@ window) does not (the self-tests below check both).
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import glob
 import itertools
+import mmap
 import multiprocessing
 import os
 from dataclasses import dataclass
@@ -224,18 +224,17 @@ def test_dataloader_epochs_with_workers_run_in_constant_memory():
 
 
 # Self-tests: the checks above catch leaks that the library could have and let noise pass.
-LIBC = ctypes.CDLL(None)
-LIBC.malloc.restype = ctypes.c_void_p
-LIBC.malloc.argtypes = [ctypes.c_size_t]
-LIBC.free.argtypes = [ctypes.c_void_p]
 
 
 def _touched_block(size: int, held: list) -> None:
-    """``size`` bytes of C heap, written so they are resident, and not given back (as a kernel
-    or binding forgetting a free would leave them); ``held`` keeps the address to free later."""
-    address = LIBC.malloc(size)
-    ctypes.memset(address, 1, size)
-    held.append(address)
+    """``size`` bytes of fresh pages, written so they are resident, and not given back (as a
+    kernel or binding forgetting a free would leave them); ``held`` keeps them to release later.
+    Anonymous pages, not malloc: in a busy test process glibc could hand out heap that earlier
+    tests freed but kept resident, and the resident size would not move (CI saw all windows
+    at 0 around a 32 MiB block)."""
+    block = mmap.mmap(-1, size)
+    block.write(b"\1" * size)
+    held.append(block)
 
 
 def _cpu_run(leak_per_step) -> tuple:
@@ -264,8 +263,8 @@ def test_soak_catches_a_resident_leak_of_each_step():
         with pytest.raises(AssertionError, match="resident memory"):
             assert_flat(usages, "steps leaking 128 KiB each")
     finally:
-        for address in held:
-            LIBC.free(address)
+        for block in held:
+            block.close()
 
 
 def test_soak_catches_a_tensor_kept_each_step():
@@ -287,5 +286,5 @@ def test_soak_lets_one_off_heap_growth_pass():
         assert max(windows) > RSS_SLACK, f"the one-off growth did not happen: {windows}"
         assert_flat(usages, "steps growing the heap once")
     finally:
-        for address in held:
-            LIBC.free(address)
+        for block in held:
+            block.close()

@@ -33,8 +33,8 @@ DELIBERATE_CUTS = {
 # Rows that landed with the op surface and ember.linalg whose gradient wiring these checks flag
 # (a composite reaching a non-differentiable op; a row marked non-differentiable that records a
 # graph): strict xfails until reconciled, so a fix must remove the entry.
-NOT_WIRED_YET = frozenset(("scatter_reduce", "cummax", "cummin", "frexp", "heaviside", "mode",
-                           "nanquantile", "quantile"))  # fmt: skip
+NOT_WIRED_YET = frozenset(("scatter_reduce", "cummax", "cummin", "frexp", "mode", "nanquantile",
+                           "quantile"))  # fmt: skip
 
 
 def _known(names):

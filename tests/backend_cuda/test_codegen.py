@@ -61,11 +61,18 @@ def test_dtype_coverage_matches_the_cpu_backend(table):
     from ember_backend_cpu import _kernels
     from ember_backend_cpu.kernels import build_table as cpu_table
 
-    reference = cpu_table(_kernels.ffi, _kernels.lib)
+    from ember import _dtype as ember_dtypes
+
+    # float8 and uint16/32/64 have PyTorch's limited support: their casts run on the CPU, and
+    # other devices move their bits (docs/float8.md), so only the CPU has kernels for them.
+    limited = {d.name for d in ember_dtypes.LIMITED}
+    reference = {
+        op: set(kernels) - limited for op, kernels in cpu_table(_kernels.ffi, _kernels.lib).items()
+    }
     differ = {
-        op: (sorted(set(reference[op]) ^ set(kernels)))
+        op: (sorted(reference[op] ^ set(kernels)))
         for op, kernels in table.items()
-        if op in reference and set(reference[op]) != set(kernels)
+        if op in reference and reference[op] != set(kernels)
     }
     assert not differ, f"dtypes differ from the CPU backend's: {differ}"
 

@@ -15,8 +15,10 @@ def test_fused_optim_bench_fills_every_row():
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    rows = [line for line in lines[2:] if line.startswith(("Adam ", "AdamW(wd=0.1) "))]
-    assert len(rows) == 4, lines  # the four modes (the header line is skipped)
+    optimizers = ("Adam ", "AdamW(wd=0.1) ", "SGD(momentum=0.9) ")
+    rows = [line for line in lines[2:] if line.startswith(optimizers) and ":" not in line]
+    assert len(rows) == 9, lines  # default, foreach and fused for each (header skipped)
     for row in rows:
         assert row.split()[-1].endswith("x"), row
-    assert any("ember fused / torch fused" in line for line in lines)
+    summaries = [line for line in lines if "ember fused / torch fused" in line]
+    assert len(summaries) == 3, lines
