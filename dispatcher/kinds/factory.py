@@ -53,6 +53,20 @@ def arange(op, start, end=None, step=1, dtype=None, device=None):
     if dtype is None:
         floaty = any(isinstance(v, float) for v in (start, end, step))
         dtype = dt.DEFAULTS.float if floaty else dt.int64
+    count, start, step = _arange_count(start, end, step, dtype)
+    check_shape("arange", (count,), dtype.itemsize)
+    dev = normalize_device(device)
+    out = empty((count,), dtype, dev)
+    if count:
+        op.kernel(dev.type, dtype)(out, start, step)
+    return out
+
+
+def _arange_count(start, end, step, dtype) -> tuple:
+    """``(count, start, step)`` as PyTorch's ``compute_arange_size``: an integer dtype takes the
+    bounds and step truncated to integers (its accumulation type), and int64 counts in integers
+    (``(end - start + step - sign) / step``, truncated), the other dtypes in double from the
+    values as given (``ceil((end - start) / step)``)."""
     if step == 0:
         raise RuntimeError("arange(): step must be nonzero")
     if (end - start) / step < 0 and end != start:
@@ -60,13 +74,16 @@ def arange(op, start, end=None, step=1, dtype=None, device=None):
             f"arange(): upper bound ({end}) and lower bound ({start}) inconsistent with step sign "
             f"({step})"
         )
-    count = max(0, math.ceil((end - start) / step))
-    check_shape("arange", (count,), dtype.itemsize)
-    dev = normalize_device(device)
-    out = empty((count,), dtype, dev)
-    if count:
-        op.kernel(dev.type, dtype)(out, start, step)
-    return out
+    ints = dtype.category <= dt.INTEGRAL and dtype is not dt.bool_
+    xstart, xend, xstep = (int(v) for v in (start, end, step)) if ints else (start, end, step)
+    if dtype is dt.int64 and xstep == 0:  # a fractional step truncated (PyTorch checks it so)
+        raise ValueError("step must be nonzero")
+    if dtype is dt.int64:
+        span = xend - xstart + xstep - (1 if xstep > 0 else -1)
+        count = abs(span) // abs(xstep) * (1 if (span >= 0) == (xstep > 0) else -1)
+    else:
+        count = math.ceil((end - start) / step)
+    return max(0, count), xstart, xstep
 
 
 def linspace(op, start, end, steps, dtype=None, device=None):
