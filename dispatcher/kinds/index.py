@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from ember import _dtype as dt
-from ember._tensor import Tensor, empty
+from ember._tensor import Tensor, empty, make
 
 from ..overlap import check_none
 from ._common import OPS, cast, check_writable, common_device, wrap_dim
@@ -32,7 +32,8 @@ def _index_tensor(op, index, device) -> Tensor:
     if not isinstance(index, Tensor):
         raise TypeError(f"{op.name}(): index must be a Tensor, got {type(index).__name__}")
     d = index._dtype
-    if d is not dt.int64 and (d is not dt.int32 or op.name in _LONG_ONLY):
+    empty_index = 0 in index._shape  # PyTorch takes an empty index of any dtype
+    if d is not dt.int64 and (d is not dt.int32 or op.name in _LONG_ONLY) and not empty_index:
         message = _INDEX_MESSAGE.get(op.name, "Expected dtype int32/int64 for index, but got {got}")
         raise RuntimeError(
             f"{op.name}(): {message.format(got=dt.SCALAR_NAMES[d])} (index of shape "
@@ -60,6 +61,10 @@ def _clone(x: Tensor) -> Tensor:
 def gather(op, x, dim, index):
     d = wrap_dim(dim, len(x._shape), op.name)
     index = _index_tensor(op, index, x._storage.device)
+    if 0 in index._shape:  # an empty index gathers nothing, whatever its rank (PyTorch)
+        return empty(index._shape, x._dtype, x._storage.device)
+    if not x._shape and len(index._shape) == 1:  # a 0-d input is a 1-element vector (PyTorch)
+        x = make(x._storage, (1,), (1,), x._offset, x._dtype, True)
     _check_same_rank(op, x, index)
     for i, (a, b) in enumerate(zip(index._shape, x._shape)):
         if i != d and a > b:
@@ -77,6 +82,11 @@ def scatter(op, x, dim, index, src):
     """scatter / scatter_add: a copy of x with src written (or added) at index along dim."""
     d = wrap_dim(dim, len(x._shape), op.name)
     index = _index_tensor(op, index, x._storage.device)
+    if 0 in index._shape:  # nothing to write, whatever the index's rank (PyTorch)
+        return _clone(x)
+    if not x._shape and len(index._shape) == 1:  # a 0-d input is a 1-element vector (PyTorch)
+        vector = make(x._storage, (1,), (1,), x._offset, x._dtype, True)
+        return scatter(op, vector, dim, index, src).reshape(())
     _check_same_rank(op, x, index)
     if isinstance(src, Tensor):
         if src._dtype is not x._dtype:
