@@ -55,12 +55,11 @@ def _cov(x, correction=1, fweights=None, aweights=None):
     if w is None:
         w_sum = ember.full((), observations, dtype=x.dtype, device=x.device)
         average = x.mean(1)
-    else:
-        w = w.to(x.dtype)
+    else:  # in the weights' own dtype, as PyTorch's (float32 weights round its normaliser)
         w_sum = w.sum()
         average = (x * w).sum(1) / w_sum
     if w is not None and aweights is not None and correction != 0:
-        norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+        norm = w_sum - correction * (w * aweights).sum() / w_sum
     else:
         norm = w_sum - correction
     norm = ember.clamp(norm, 0, None)
