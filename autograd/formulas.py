@@ -491,7 +491,9 @@ def _take(ctx, g):
 def _put(ctx, g):
     index = ctx.index
     grad_self = g if ctx.accumulate else g.clone().put_(index, 0.0)
-    grad_source = g.take(index) if ctx.needs_input_grad[2] else None
+    # take gives the index's shape; the source may differ in shape with as many elements
+    # (PyTorch puts a [1] source at a 0-d index)
+    grad_source = g.take(index).reshape(ctx.shape("source")) if ctx.needs_input_grad[2] else None
     return grad_self, None, grad_source
 
 
