@@ -91,6 +91,8 @@ def linspace(op, start, end, steps, dtype=None, device=None):
     if steps < 0:
         raise RuntimeError(f"linspace(): number of steps must be non-negative, got {steps}")
     dtype = dtype or dt.DEFAULTS.float
+    if dtype.category == dt.INTEGRAL and not isinstance(start, complex):
+        start, end = int(start), int(end)  # PyTorch's scalar_start/end: the dtype's values
     check_shape("linspace", (int(steps),), dtype.itemsize)
     dev = normalize_device(device)
     out = empty((int(steps),), dtype, dev)
