@@ -22,8 +22,11 @@ def pooled_size(size, kernel, stride, padding, dilation, ceil_mode=False) -> int
 
 
 def expand(value, n: int, name: str, op: str) -> tuple:
-    """An int, or n ints, as an n-tuple of ints."""
+    """An int, one int in a sequence, or n ints, as an n-tuple of ints (PyTorch expands a
+    one-element list too: ``avg_pool2d(x, 2, padding=[1])``)."""
     values = (value,) * n if isinstance(value, int) else tuple(value)
+    if len(values) == 1:
+        values = values * n
     if len(values) != n:
         raise RuntimeError(
             f"{op}: expected {name} to be a single integer value or a list of {n} values to "
