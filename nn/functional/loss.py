@@ -313,6 +313,8 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
 
 
 def _cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
+    # broadcast first, as PyTorch's: an input of size 1 along dim counts once per position
+    x1, x2 = ember.broadcast_tensors(x1, x2)
     norms = norm_at_least(x1, 2, dim, eps) * norm_at_least(x2, 2, dim, eps)
     return (x1 * x2).sum(dim) / norms
 
