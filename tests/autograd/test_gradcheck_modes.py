@@ -19,38 +19,32 @@ def _x(lib, n=4):
     return lib.tensor(values, dtype=lib.float64, requires_grad=True)
 
 
-def _wrong_jvp(lib):
-    class WrongJvp(lib.autograd.Function):
+def _doubling(lib, backward, jvp=lambda t: t * 2):
+    """``a * 2`` as a custom Function with the given backward and jvp (``g * 2`` and
+    ``t * 2`` are right; anything else is a formula wrong on purpose)."""
+
+    class Doubling(lib.autograd.Function):
         @staticmethod
         def forward(ctx, a):
             return a * 2
 
         @staticmethod
         def backward(ctx, g):
-            return g * 2
+            return backward(g)
 
         @staticmethod
         def jvp(ctx, t):
-            return t * 3
+            return jvp(t)
 
-    return WrongJvp.apply
+    return Doubling.apply
+
+
+def _wrong_jvp(lib):
+    return _doubling(lib, lambda g: g * 2, lambda t: t * 3)
 
 
 def _wrong_backward(lib):
-    class WrongBackward(lib.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            return a * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * 3
-
-        @staticmethod
-        def jvp(ctx, t):
-            return t * 2
-
-    return WrongBackward.apply
+    return _doubling(lib, lambda g: g * 3)
 
 
 @pytest.mark.parametrize("which", ["jvp", "backward"])
@@ -97,18 +91,10 @@ def test_every_check_passes_on_right_formulas(fn):
 
 
 def test_undefined_grad_check_catches_a_formula_that_ignores_its_gradient():
-    class Constant(ember.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            return a * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            # right for every one-hot gradient, nonzero for a zero (undefined) one
-            return g * 2 + (g.abs().sum() == 0).to(g.dtype)
-
+    # right for every one-hot gradient, nonzero for a zero (undefined) one
+    constant = _doubling(ember, lambda g: g * 2 + (g.abs().sum() == 0).to(g.dtype))
     with pytest.raises(GradcheckError, match="zero"):
-        gradcheck(Constant.apply, (_x(ember),), check_undefined_grad=True)
+        gradcheck(constant, (_x(ember),), check_undefined_grad=True)
 
 
 def test_unknown_arguments_are_refused_as_python_refuses_them():
