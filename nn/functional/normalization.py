@@ -30,6 +30,20 @@ def _affine(out, weight, bias, shape):
     return out
 
 
+def _batch_norm_below_2d(input, running_mean, running_var):
+    """A 0-d or 1-d input has no channel dim: PyTorch counts 0 channels, so an empty input with
+    empty statistics comes back empty, and any other finds no dim 1."""
+    if input.numel() == 0:
+        for stat in (running_mean, running_var):
+            if stat is not None and stat.numel() != 0:
+                raise RuntimeError(f"running_mean should contain 0 elements not {stat.numel()}")
+        return input.clone()
+    raise IndexError(
+        f"Dimension out of range (expected to be in range of [-1, 0], but got 1) (batch_norm: "
+        f"expected at least 2-D input (N, C, ...), got {input.ndim}D)"
+    )
+
+
 def batch_norm(
     input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
 ):
@@ -39,7 +53,7 @@ def batch_norm(
                          momentum, eps)  # fmt: skip
         return out.to(input.dtype)
     if input.ndim < 2:
-        raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got {input.ndim}D")
+        return _batch_norm_below_2d(input, running_mean, running_var)
     dims = [0] + list(range(2, input.ndim))
     shape = [1, input.shape[1]] + [1] * (input.ndim - 2)
     if training:
