@@ -74,7 +74,7 @@ def _arange_count(start, end, step, dtype) -> tuple:
             f"arange(): upper bound ({end}) and lower bound ({start}) inconsistent with step sign "
             f"({step})"
         )
-    ints = dtype.category <= dt.INTEGRAL and dtype is not dt.bool_
+    ints = dtype.category == dt.INTEGRAL
     xstart, xend, xstep = (int(v) for v in (start, end, step)) if ints else (start, end, step)
     if dtype is dt.int64 and xstep == 0:  # a fractional step truncated (PyTorch checks it so)
         raise ValueError("step must be nonzero")
