@@ -3,9 +3,9 @@ the oracle: every record with CPU dtypes, on every test device, each sample inpu
 same public name in ember (function, Tensor method, in-place method, operator, ``out=``),
 compared in values, dtypes and shapes, and in input gradients for float64 samples.
 
-Samples: up to ``EMBER_OPINFO_SAMPLES`` per record and dtype (default 2: the first and the last
-of PyTorch's list, where OpInfo puts its edge cases) so that the suite stays within CI's budget
-on every device; ``EMBER_OPINFO_SAMPLES=all`` checks every one (as the issue's full run does).
+Samples: every one PyTorch gives, for each record and dtype, on every device
+(``EMBER_OPINFO_SAMPLES=N`` checks N per record and dtype, spread over the list, for a quick
+local run).
 
 Records that do not pass yet are rows of ``opinfo/xfails.py`` (strict: a row whose record
 passes fails the run, so the table only shrinks). The pass counts, records and samples, are

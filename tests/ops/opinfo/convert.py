@@ -45,13 +45,32 @@ def _host_array(t: torch.Tensor) -> np.ndarray:
 def tensor_to_ember(t: torch.Tensor, device: str):
     if t.layout != torch.strided:
         raise MissingError(f"{t.layout} tensors")
-    made = ember.tensor(_host_array(t).copy(), dtype=ember_dtype(t.dtype), device=device)
-    if not t.is_contiguous() and t.dim() > 1 and t.numel() > 1:
+    if views_part_of_storage(t):
+        made = _in_whole_storage(t, device)
+    else:
+        made = ember.tensor(_host_array(t).copy(), dtype=ember_dtype(t.dtype), device=device)
+    if made._offset == 0 and not t.is_contiguous() and t.dim() > 1 and t.numel() > 1:
         # keep the sample's memory layout: the same strides over a storage of the same extent
         made = _strided_like(made, t, device)
     if t.requires_grad:
         made.requires_grad_(True)
     return made
+
+
+def views_part_of_storage(t: torch.Tensor) -> bool:
+    """Whether ``t`` starts past its storage's start (as_strided's partial views read the
+    storage around the view): then the whole storage is converted, and viewed as ``t`` is."""
+    if t.storage_offset() == 0 or t.dtype == torch.bfloat16 or t.is_conj() or t.is_neg():
+        return False
+    size = t.untyped_storage().nbytes() // t.element_size()
+    return min(t.stride(), default=1) >= 0 and size <= 4 * t.numel() + 64
+
+
+def _in_whole_storage(t: torch.Tensor, device: str):
+    size = t.untyped_storage().nbytes() // t.element_size()
+    whole = torch.as_strided(t.detach(), (size,), (1,), 0)
+    base = ember.tensor(_host_array(whole).copy(), dtype=ember_dtype(t.dtype), device=device)
+    return base.as_strided(tuple(t.shape), tuple(t.stride()), t.storage_offset())
 
 
 def _strided_like(made, t: torch.Tensor, device: str):

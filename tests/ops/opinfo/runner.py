@@ -77,6 +77,18 @@ VALUES_UNCOMPARED = {
     "new_empty_strided": "uninitialised",
 }
 
+# Records random on some samples only: a sample for which the rule says so is compared as the
+# VALUES_UNCOMPARED records are (shapes and dtypes, no gradients). Attention dropout draws its
+# mask from ember's Philox stream, not PyTorch's; tests/nn/test_functional.py recovers ember's
+# mask and checks the values against PyTorch's formula with it.
+RANDOM_SAMPLES = {
+    "nn.functional.scaled_dot_product_attention": lambda s: _arg(3, "dropout_p", 0.0)(s) > 0,
+    "nn.functional.multi_head_attention_forward": lambda s: (
+        _arg(9, "dropout_p", 0.0)(s) > 0 and _arg(99, "training", True)(s)
+    ),
+}
+
+
 # Records whose out= variant PyTorch computes wrongly: ember's out= is compared with PyTorch's
 # function result instead.
 OUT_WRONG_IN_PYTORCH = {
@@ -132,22 +144,14 @@ def align_eigenvector_phases(actual, expected, index: int):
 
 
 def sample_limit(device: str) -> int | None:
-    """Samples checked per record and dtype: ``EMBER_OPINFO_SAMPLES`` (``all``: every one).
+    """Samples checked per record and dtype: every one (None), unless ``EMBER_OPINFO_SAMPLES``
+    names a count for a quick local run; those are spread evenly over PyTorch's list, its first
+    and last included, so the edge cases OpInfo puts last stay in.
 
-    The default keeps the suite within CI's budget (every sample of ~700 records on every
-    device took most of an hour on 2 cores); the ones checked are spread evenly over PyTorch's
-    list, its first and last included, so the edge cases OpInfo puts last stay in."""
-    default = FALLBACK_DEVICE_SAMPLES if device in FALLBACK_DEVICES else DEFAULT_SAMPLES
-    value = os.environ.get("EMBER_OPINFO_SAMPLES", str(default)).strip().lower()
+    Every sample on cpu, xpu and ref took 48 s, 110 s and 74 s of wall time with ``-n 2`` on
+    CI's 2-core machine (2026-11-27), so CI checks them all."""
+    value = os.environ.get("EMBER_OPINFO_SAMPLES", "all").strip().lower()
     return None if value == "all" else max(int(value), 1)
-
-
-DEFAULT_SAMPLES = 2
-# The example plugin's `ref` device runs nearly every op through the CPU fallback, so its records
-# retest cpu's kernels through one more copy each way; one sample per dtype checks the routing
-# (it was 311 of CI's 2470 worker-seconds at two).
-FALLBACK_DEVICES = frozenset({"ref"})
-FALLBACK_DEVICE_SAMPLES = 1
 
 
 def spread(count: int, limit: int | None) -> list[int]:
@@ -216,6 +220,12 @@ TOLERANCES = {
 }
 
 
+# How much farther than PyTorch from the float64 result a float32 result may be when the two
+# differ beyond TOLERANCES: both round in different orders, so on an ill-conditioned sample
+# either may be the closer (ember's error is 0.4x to 3x PyTorch's on attention samples).
+ACCURACY_FACTOR = 4.0
+
+
 def _tolerance(expected) -> dict:
     found = [TOLERANCES.get(t.dtype, (0.0, 0.0)) for t in _tensors(expected)]
     if not found:
@@ -269,7 +279,7 @@ class _Sample:
 
     def __init__(self, sample, device: str, detach: bool = False):
         self.torch = sample
-        prepare = (lambda v: v.detach().clone()) if detach else (lambda v: v)
+        prepare = _detached_copy if detach else (lambda v: v)
         self.t_input = _map_tensors(sample.input, prepare)
         self.t_args = _map_tensors(sample.args, lambda v: v.detach() if detach else v)
         self.t_kwargs = _map_tensors(sample.kwargs, lambda v: v.detach() if detach else v)
@@ -277,6 +287,16 @@ class _Sample:
         self.e_input = self.conv(self.t_input)
         self.e_args = self.conv(self.t_args)
         self.e_kwargs = self.conv(self.t_kwargs)
+
+
+def _detached_copy(t: torch.Tensor) -> torch.Tensor:
+    """A detached copy of ``t`` that views a copy of its storage as ``t`` does, when ``t``
+    starts past its storage's start (as_strided's partial views read around the view)."""
+    if not convert.views_part_of_storage(t):
+        return t.detach().clone()
+    size = t.untyped_storage().nbytes() // t.element_size()
+    whole = torch.as_strided(t.detach(), (size,), (1,), 0).clone()
+    return whole.as_strided(t.shape, t.stride(), t.storage_offset())
 
 
 def _map_tensors(value, fn):
@@ -297,7 +317,11 @@ class RecordRun:
         self.record = record
         self.device = device
         self.id = record_id(record)
-        self.exact = self.id not in VALUES_UNCOMPARED and record.name not in VALUES_UNCOMPARED
+        self.record_exact = (
+            self.id not in VALUES_UNCOMPARED and record.name not in VALUES_UNCOMPARED
+        )
+        self.exact = self.record_exact
+        self.random_sample = RANDOM_SAMPLES.get(self.id, lambda sample: False)
         self.outcome = Outcome()
         self.limit = sample_limit(device)
         self.operator = record.operator_variant
@@ -317,7 +341,7 @@ class RecordRun:
             self.outcome.failures.append(f"no CPU dtype that ember has: {supported}")
         for dtype in dtypes:
             torch.manual_seed(0)
-            grads = dtype == torch.float64 and self.record.supports_autograd and self.exact
+            grads = dtype == torch.float64 and self.record.supports_autograd
             samples = list(self.record.sample_inputs("cpu", dtype, requires_grad=grads))
             for index in spread(len(samples), self.limit):
                 self._sample(samples[index], dtype, index, grads)
@@ -325,8 +349,9 @@ class RecordRun:
 
     def _sample(self, sample, dtype, index: int, grads: bool) -> None:
         self.outcome.samples += 1
+        self.exact = self.record_exact and not self.random_sample(sample)
         try:
-            self._check(sample, grads)
+            self._check(sample, grads and self.exact)
         except Exception as exc:  # any failure of any variant fails this sample, with its cause
             where = f"{str(dtype).split('.')[-1]} sample {index} ({_describe(sample)})"
             self.outcome.failures.append(f"{where}: {_reason(exc)}")
@@ -363,7 +388,39 @@ class RecordRun:
                 self._out(sample, expected)
 
     def _compare(self, sample, actual, expected, what: str) -> None:
-        compare(self._untie(sample, actual, expected), expected, self.exact, what)
+        actual = self._untie(sample, actual, expected)
+        try:
+            compare(actual, expected, self.exact, what)
+        except AssertionError:
+            if not (self.exact and self._as_accurate(sample, actual, expected)):
+                raise
+
+    def _as_accurate(self, sample, actual, expected) -> bool:
+        """For a low-precision result off PyTorch's by more than the tolerance: whether ember
+        is about as close as PyTorch to the same op computed in float64. Ill-conditioned
+        samples (attention over scores of 1e4 with a float mask) leave two sound float32
+        summation orders far apart, each off the exact result by as much as they differ."""
+        t_outs, e_outs = _tensors(expected), _tensors(to_torch(actual))
+        low = (torch.float32, torch.float16, torch.bfloat16)
+        if not t_outs or len(t_outs) != len(e_outs) or t_outs[0].dtype not in low:
+            return False
+        wide = lambda v: v.detach().double() if v.is_floating_point() else v.detach()  # noqa: E731
+        try:
+            exact = self.record.op(
+                _map_tensors(sample.input, wide),
+                *_map_tensors(sample.args, wide),
+                **_map_tensors(sample.kwargs, wide),
+            )
+        except Exception:  # no float64 kernel: nothing to measure against
+            return False
+        for e, t, x in zip(e_outs, t_outs, _tensors(exact)):
+            if e.shape != t.shape or e.dtype != t.dtype or not t.is_floating_point():
+                return False
+            ours = (e.double() - x).abs().nan_to_num(0).max().item() if e.numel() else 0.0
+            theirs = (t.double() - x).abs().nan_to_num(0).max().item() if t.numel() else 0.0
+            if ours > ACCURACY_FACTOR * theirs + TOLERANCES[t.dtype][1]:
+                return False
+        return True
 
     def _untie(self, sample, actual, expected):
         """For TIED_INDICES records: ember's result with its indices replaced by PyTorch's where

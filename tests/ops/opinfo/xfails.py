@@ -26,10 +26,6 @@ XFAILS = {
         "antialias matrices passed the record (ops6) but was left: autocast's policy keeps it "
         "in float32, and its inner matmuls were cast to float16/bfloat16 (tests/amp)"
     ),
-    "as_strided.partial_views": (
-        "core: as_strided with storage_offset past the view's own elements: the converter "
-        "(opinfo/convert.py) copies a sample's elements, not the larger storage it views"
-    ),
     "as_strided_scatter": (
         "core: PyTorch's input gradient of as_strided_scatter is wrong (its own OpInfo marks "
         "test_fn_grad an expected failure); ember's is the true derivative"
@@ -51,21 +47,6 @@ XFAILS = {
         "complex on ref: abs's complex gradient (grad * z/|z|) differs from the CPU's on ref "
         "(a 3x3 complex sample: 10x off), so the gradient through abs(eigenvectors) differs; "
         "eig's own formula agrees on ref (eigenvalue seeds pass)"
-    ),
-    # ref checks one sample per dtype (runner.FALLBACK_DEVICE_SAMPLES), not the failing one.
-    "matrix_exp@ref": None,
-    "as_strided.partial_views@ref": None,
-    "matrix_exp": (
-        "linalg: float32 matrix_exp of a [5, 5, 5] batch with norms ~27 (results ~1e5) differs "
-        "by up to 0.08 at small entries: float32 rounding, not the algorithm (PyTorch's own error "
-        "there is 0.05, ember's Pade 0.03); PyTorch's degree-18 Taylor (s = 4) written in torch "
-        "ops reproduces it exactly, but in ember's OpenBLAS matmuls still differs by 0.04"
-    ),
-    "nn.functional.multi_head_attention_forward": (
-        "nn: the samples with training=True and dropout_p=0.5 drop PyTorch's seeded dropout mask "
-        "(the record wraps the call in wrapper_set_seed); ember's Philox stream draws another, so "
-        "their values differ (the dropout-free samples, attn_mask included, match); needs a "
-        "per-sample 'random' rule in the runner"
     ),
     "sparse.mm.reduce": SPARSE,
     "sparse.sampled_addmm": SPARSE,
