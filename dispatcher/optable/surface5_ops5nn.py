@@ -1,11 +1,13 @@
 """PyTorch's aten entry points of the nn family that autograd and the compilers call directly
-(issue 13): softmax's and dropout's backward.
+(issue 13): softmax's and dropout's backward, and the softmax that attention calls.
 Each is a composite of existing ops, written as PyTorch's own decompositions (torch/_decomp)
 write it, so autograd comes from the parts."""
 
 from __future__ import annotations
 
 import numpy as np
+
+import ember
 
 from ..opdef import DTYPES_ALL, DTYPES_FLOAT, Kind, OpDef, Promotion
 
@@ -40,6 +42,25 @@ def _np_native_dropout_backward(grad_output, mask, scale):
     return out * np.asarray(scale, out.dtype)
 
 
+# ---- _safe_softmax ---------------------------------------------------------------------------
+def _safe_softmax(x, dim, dtype=None):
+    # torch/_decomp: softmax, with rows that are -inf throughout giving zeros, not NaN (a query
+    # whose every key is masked out attends to nothing). Those rows go through softmax as zeros,
+    # so their gradient is 0 (PyTorch's formula reads the zero result), not 0 * NaN.
+    masked = (x == float("-inf")).all(dim, keepdim=True)
+    zero = ember.zeros((), dtype=x.dtype, device=x.device)
+    out = ember.softmax(ember.where(masked, zero, x), dim, dtype=dtype)
+    return ember.where(masked, zero.to(out.dtype), out)
+
+
+def _np_safe_softmax(x, dim, dtype=None):
+    x = x.astype(dtype.np) if dtype is not None else x
+    with np.errstate(invalid="ignore"):
+        shifted = np.exp(x - np.max(x, axis=dim, keepdims=True))
+        out = shifted / shifted.sum(axis=dim, keepdims=True)
+    return np.where(np.all(x == -np.inf, axis=dim, keepdims=True), 0, out).astype(x.dtype)
+
+
 ROWS = [
     OpDef(
         "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "
@@ -53,6 +74,18 @@ ROWS = [
         out=None,
         samples="softmax_backward_data",
         notes="softmax's input gradient from its output: y * (grad - sum(grad * y, dim))",
+    ),
+    OpDef(
+        "_safe_softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor",
+        Kind.NN,
+        _np_safe_softmax,
+        dtypes=DTYPES_FLOAT,
+        decomposition=_safe_softmax,
+        method=False,
+        function=False,
+        out=None,
+        samples="along_dim",
+        notes="softmax with rows masked out throughout (all -inf) giving zeros, not NaN",
     ),
     OpDef(
         "native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor",

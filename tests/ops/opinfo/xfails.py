@@ -53,7 +53,6 @@ XFAILS = {
     "to_sparse": SPARSE,
     "torch._scaled_mm": PRIVATE,
     "torch._scaled_mm_v2": PRIVATE,
-    "torch.ops.aten._safe_softmax.default": PRIVATE,
 }
 
 
