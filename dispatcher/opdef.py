@@ -41,6 +41,7 @@ class Promotion(Enum):
     BOOL_TO_LONG = "bool_to_long"
     KEEP = "keep"  # no promotion: the input's dtype (views, data movement)
     LONG = "long"  # always int64 (argmax, nonzero)
+    UINT64 = "uint64"  # always uint64 (hash_tensor's bit patterns)
     FLOAT_ONLY = "float_only"  # no promotion; floating inputs only (mean, softmax)
 
 

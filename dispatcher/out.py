@@ -44,6 +44,9 @@ _CPP_NAMES = {
     dt.bfloat16: "c10::BFloat16",
     dt.float32: "float",
     dt.float64: "double",
+    dt.uint16: "unsigned short",
+    dt.uint32: "unsigned int",
+    dt.uint64: "unsigned long",
 }
 
 
@@ -118,9 +121,14 @@ def dtype_for(name: str, op, given, outs):
             f"{name}(): dtype {_name(given)} does not match dtype of out parameter ({_name(want)})"
         )
     raise RuntimeError(
-        f"{name}(): Expected out tensor to have dtype {_CPP_NAMES[given]}, but got "
-        f"{_CPP_NAMES[want]} instead"
+        f"{name}(): Expected out tensor to have dtype {_cpp_name(given)}, but got "
+        f"{_cpp_name(want)} instead"
     )
+
+
+def _cpp_name(d) -> str:
+    """The C++ type PyTorch's messages name for ``d`` (the dtype's own name where none)."""
+    return _CPP_NAMES.get(d, d.name)
 
 
 def _check_dtype(name: str, rule: str, result: Tensor, out: Tensor, message=None) -> None:
@@ -138,8 +146,8 @@ def _check_dtype(name: str, rule: str, result: Tensor, out: Tensor, message=None
         if rule == "same":
             raise RuntimeError(f"{name}(): Found dtype {_name(got)} but expected {_name(want)}")
         raise RuntimeError(
-            f"{name}(): Expected out tensor to have dtype {_CPP_NAMES[want]}, but got "
-            f"{_CPP_NAMES[got]} instead"
+            f"{name}(): Expected out tensor to have dtype {_cpp_name(want)}, but got "
+            f"{_cpp_name(got)} instead"
         )
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ember import _dtype as dt
 from ember._device import CPU
-from ember._tensor import Tensor, empty, host_array
+from ember._tensor import Tensor, empty, host_array, make
 
 from ..memory import normalize_device
 from ..overlap import check_internal, check_partial
@@ -132,12 +132,25 @@ def copy_(op, dst, src, non_blocking=False):
         _copy_parts(op, dst, src)  # complex kernels are CPU only: copy the parts as reals
     elif math.prod(dst._shape):
         if dev.type not in ("cpu", "meta") and dt.LIMITED_SET & {dst._dtype, src._dtype}:
-            raise limited_off_cpu(
-                "copy_", dst._dtype if dst._dtype in dt.LIMITED else src._dtype, dev
-            )
-        op.kernel(dev.type, dst._dtype)(dst, src)
+            if dst._dtype is not src._dtype:
+                raise limited_off_cpu(
+                    "copy_", dst._dtype if dst._dtype in dt.LIMITED else src._dtype, dev
+                )
+            # the same dtype moves bits only: copied as the signed integers of its width
+            bits = _as_bits(dst)
+            op.kernel(dev.type, bits._dtype)(bits, _as_bits(src))
+        else:
+            op.kernel(dev.type, dst._dtype)(dst, src)
     dst._storage.version += 1
     return dst
+
+
+_BITS = {1: dt.int8, 2: dt.int16, 4: dt.int32, 8: dt.int64}
+
+
+def _as_bits(t: Tensor) -> Tensor:
+    """``t``'s elements read as the signed integers of their width (same storage and strides)."""
+    return make(t._storage, t._shape, t._stride, t._offset, _BITS[t._dtype.itemsize], t._contig)
 
 
 def limited_off_cpu(name: str, dtype, device) -> NotImplementedError:

@@ -32,6 +32,8 @@ def result_dtype(op, x_dtype, dtype=None):
         return dt.uint8 if x_dtype is dt.uint8 and op.info.get("keeps_uint8") else dt.bool_
     if kind is Promotion.LONG:
         return dt.int64
+    if kind is Promotion.UINT64:
+        return dt.uint64
     if kind is Promotion.FLOAT_ONLY and x_dtype.category < dt.FLOATING:
         raise RuntimeError(
             f"{op.name}(): could not infer output dtype. Input dtype must be either a floating "

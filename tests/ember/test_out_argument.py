@@ -229,6 +229,7 @@ def _other_dtype(d):
         ember.bool: ember.int64,
         ember.complex64: ember.complex128,
         ember.complex128: ember.complex64,
+        ember.uint64: ember.int64,  # hash_tensor
     }[d]
 
 

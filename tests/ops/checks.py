@@ -47,6 +47,8 @@ def result_dtype(op, dtype):
     if kind is Promotion.ALWAYS_BOOL:
         keeps = dtype is ember.uint8 and op.info.get("keeps_uint8")  # all/any of uint8
         return ember.uint8 if keeps else ember.bool
+    if kind is Promotion.UINT64:
+        return ember.uint64
     if kind is Promotion.LONG or (kind is Promotion.BOOL_TO_LONG and not floating):
         # elementwise (square): only bool becomes int64; reductions accumulate integers in it
         elementwise = op.kind is Kind.ELEMENTWISE and dtype is not ember.bool

@@ -34,10 +34,6 @@ XFAILS = {
         "complex: ember has no complex32 (ComplexHalf) dtype: numpy, the complex CPU kernels' "
         "arithmetic, has no half-precision complex type to store or compute it"
     ),
-    "hash_tensor": (
-        "core: missing: ember.hash_tensor; its result is torch.uint64 (ember has no uint64 dtype "
-        "yet) and it is an xor reduction of the 64-bit bitcast (no bitwise reduction kernel)"
-    ),
     "jiterator_2inputs_2outputs": JITERATOR,
     "jiterator_4inputs_with_extra_args": JITERATOR,
     "jiterator_binary": JITERATOR,
