@@ -31,6 +31,11 @@ SHOWN = 8  # failing samples listed in a failure's message
 
 @pytest.mark.parametrize("record", RECORDS, ids=record_id)
 def test_opinfo(record, device, request, record_property):
+    check_record(record, device, request, record_property)
+
+
+def check_record(record, device: str, request, record_property) -> None:
+    """Run every sample of ``record`` on ``device``; fail listing the samples that differ."""
     name = record_id(record)
     reason = xfails.reason(name, device)
     if reason:
