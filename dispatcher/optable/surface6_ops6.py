@@ -1,6 +1,6 @@
 """PyTorch's aten entry points that its compilers and decompositions emit (issue 13, batch
 ops6): the masked gather and accumulate of upsampling's decompositions, max_pool2d's input
-gradient, and _batch_norm_with_update. Each is
+gradient, _batch_norm_with_update and the antialiased bilinear resize. Each is
 a composite of existing ops, written as torch/_decomp (or PyTorch's CPU kernel) computes it, so
 autograd comes from the parts."""
 
@@ -126,6 +126,59 @@ def _np_batch_norm_with_update(input, weight, bias, running_mean, running_var, m
 # statistics), in an order each device picks: their half-precision results differ by ulps.
 HALF_SUMS = {dt.float16: (1e-2, 1e-2), dt.bfloat16: (5e-2, 5e-2)}
 
+
+# ---- _upsample_bilinear2d_aa -----------------------------------------------------------------
+def _aa_sizes(input, output_size, scales_h, scales_w, scale_factors):
+    """(output sizes, scales) of either overload: (output_size, scales_h, scales_w) or .vec's
+    (output_size or None, scale_factors), whose size is floor(in * scale)."""
+    if scale_factors is not None:
+        if output_size is not None:
+            raise RuntimeError("Must specify exactly one of output_size and scale_factors")
+        scales = tuple(float(f) for f in scale_factors)
+        sizes = tuple(int(n * f) for n, f in zip(input.shape[2:], scales, strict=True))
+        return sizes, scales
+    if output_size is None:
+        raise RuntimeError("Must specify exactly one of output_size and scale_factors")
+    return tuple(output_size), (scales_h, scales_w)
+
+
+def _upsample_bilinear2d_aa(
+    input, output_size, align_corners, scales_h=None, scales_w=None, scale_factors=None
+):
+    # interpolate(mode='bilinear', antialias=True): PIL's triangle filter widened by the
+    # downscale, as one (out, in) matrix per spatial dim (nn/functional/_resample.py)
+    from ember.nn.functional._resample import apply_along, resample_matrix
+
+    sizes, scales = _aa_sizes(input, output_size, scales_h, scales_w, scale_factors)
+    out, device = input, str(input.device)
+    for dim, (target, scale) in enumerate(zip(sizes, scales, strict=True), start=2):
+        matrix = resample_matrix(
+            input.shape[dim],
+            target,
+            "bilinear",
+            bool(align_corners),
+            scale,
+            True,
+            device,
+            input.dtype,
+        )
+        out = apply_along(out, dim, matrix)
+    return out
+
+
+def _np_upsample_bilinear2d_aa(
+    input, output_size, align_corners, scales_h=None, scales_w=None, scale_factors=None
+):
+    from ember.nn.functional._resample import _antialias_matrix
+
+    sizes, scales = _aa_sizes(input, output_size, scales_h, scales_w, scale_factors)
+    out = input.astype(np.float64)
+    for dim, (target, scale) in enumerate(zip(sizes, scales, strict=True), start=2):
+        matrix = _antialias_matrix(input.shape[dim], target, bool(align_corners), scale, "bilinear")
+        out = np.moveaxis(np.tensordot(matrix, np.moveaxis(out, dim, 0), 1), 0, dim)
+    return out.astype(input.dtype)
+
+
 ROWS = [
     OpDef(
         "_unsafe_masked_index(Tensor input, Tensor mask, Tensor?[] indices, Scalar fill) -> Tensor",
@@ -185,5 +238,20 @@ ROWS = [
         tolerances=HALF_SUMS,
         notes="native_batch_norm in training (running statistics updated in place) and an "
         "empty uint8 reserve",
+    ),
+    OpDef(
+        "_upsample_bilinear2d_aa(Tensor input, int[]? output_size, bool align_corners, "
+        "float? scales_h=None, float? scales_w=None, float[]? scale_factors=None) -> Tensor",
+        Kind.NN,
+        _np_upsample_bilinear2d_aa,
+        promotion=Promotion.KEEP,
+        dtypes=frozenset((dt.float32, dt.float64)),  # PyTorch's CPU kernel: no halves
+        decomposition=_upsample_bilinear2d_aa,
+        method=False,
+        out=None,
+        samples="upsample_bilinear2d_aa",
+        tolerances=HALF_SUMS,
+        notes="interpolate(bilinear, antialias=True) of a 4-D input; PyTorch's two overloads "
+        "in one row: (output_size, scales_h, scales_w) or .vec's (None, scale_factors=)",
     ),
 ]

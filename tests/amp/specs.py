@@ -173,6 +173,9 @@ SPECS.update({
     ),
     "linalg_vecdot": lambda lib, t: _la(lib).vecdot(t(2, 3), t(2, 3)),
     "linalg_vector_norm": lambda lib, t: _la(lib).vector_norm(t(3)),
+    "_upsample_bilinear2d_aa": lambda lib, t: lib.ops.aten._upsample_bilinear2d_aa(
+        t(1, 2, 6, 5), [3, 2], False
+    ),
 })  # fmt: skip
 
 # Autocast outcomes that differ from torch's on these new rows (found when the specs above were

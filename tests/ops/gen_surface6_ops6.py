@@ -77,9 +77,19 @@ def batch_norm_with_update(op, dtype, device, rng):
         yield Sample((arr(dtype, shape, rng, layout), w, b, mean, var, 0.1, 1e-5))
 
 
+def upsample_bilinear2d_aa(op, dtype, device, rng):
+    """Down- and upscaling to sizes, with scales and align_corners, and the .vec form."""
+    x = arr(dtype, (2, 3, 10, 12), rng)
+    yield Sample((x, [3, 5], False))
+    yield Sample((x, [4, 20], False, 1.7, 0.9))
+    yield Sample((x, [3, 3], True, 1.7, 0.9))
+    yield Sample((arr(dtype, (1, 2, 6, 5), rng, T), None, False, None, None, [1.7, 0.5]))
+
+
 GENERATORS = {
     "unsafe_masked_index": unsafe_masked_index,
     "unsafe_masked_index_put_accumulate": unsafe_masked_index_put_accumulate,
     "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward,
     "batch_norm_with_update": batch_norm_with_update,
+    "upsample_bilinear2d_aa": upsample_bilinear2d_aa,
 }

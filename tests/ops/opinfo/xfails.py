@@ -21,11 +21,6 @@ XFAILS = {
         "and the meta-device metadata test (float16); needs its own kind or formula"
     ),
     "_segment_reduce.offsets": "core: missing: ember._segment_reduce (see .lengths)",
-    "_upsample_bilinear2d_aa": (
-        "nn: missing: ember.ops._upsample_bilinear2d_aa; a composite over interpolate's "
-        "antialias matrices passed the record (ops6) but was left: autocast's policy keeps it "
-        "in float32, and its inner matmuls were cast to float16/bfloat16 (tests/amp)"
-    ),
     "as_strided_scatter": (
         "core: PyTorch's input gradient of as_strided_scatter is wrong (its own OpInfo marks "
         "test_fn_grad an expected failure); ember's is the true derivative"
