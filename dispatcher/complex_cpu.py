@@ -101,7 +101,10 @@ def _where(out, condition, a, b):
 
 def _scan(fn):
     def kernel(out, x, dim):
-        fn(host_array(x), axis=dim, out=host_array(out))
+        source, target = host_array(x), host_array(out)
+        if source.ndim == 0:  # numpy's cumsum of a 0-d array into out= segfaults (2.x)
+            source, target = source.reshape(1), target.reshape(1)
+        fn(source, axis=dim, out=target)
 
     return kernel
 

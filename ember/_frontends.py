@@ -531,6 +531,26 @@ def _mt(self):
     return OPS["transpose"](self, -2, -1)
 
 
+def _h(self):
+    """The conjugate transpose of a matrix (or a 0-d tensor's conjugate), as PyTorch's ``.H``."""
+    if self.ndim not in (0, 2):
+        advice = " For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""
+        raise RuntimeError(
+            "tensor.H is only supported on matrices (2-D tensors). Got "
+            f"{self.ndim}-D tensor.{advice}"
+        )
+    return _t_all(self).conj()
+
+
+def _mh(self):
+    if self.ndim < 2:
+        raise RuntimeError(
+            "tensor.mH is only supported on matrices or batches of matrices. "
+            f"Got {self.ndim}-D tensor."
+        )
+    return OPS["transpose"](self, -2, -1).conj()
+
+
 FUNCTIONS = {
     **_special.FUNCTIONS,
     **_windows.FUNCTIONS,
@@ -625,8 +645,8 @@ METHODS = {
     "bool": _caster(dt.bool_),
     "T": _property(_t_all),
     "mT": _property(_mt),
-    "H": _property(_t_all),
-    "mH": _property(_mt),
+    "H": _property(_h),
+    "mH": _property(_mh),
 }
 
 # Aliases PyTorch also has.

@@ -23,9 +23,10 @@ from torch.testing._internal.common_methods_invocations import op_db  # noqa: E4
 
 from .opinfo import xfails  # noqa: E402
 from .opinfo.report import KEY  # noqa: E402
-from .opinfo.runner import RecordRun, record_id  # noqa: E402
+from .opinfo.runner import COMPLEX_DTYPES, RecordRun, record_id  # noqa: E402
 
 RECORDS = [record for record in op_db if record.supported_dtypes("cpu")]
+COMPLEX_RECORDS = [r for r in RECORDS if set(COMPLEX_DTYPES) & r.supported_dtypes("cpu")]
 SHOWN = 8  # failing samples listed in a failure's message
 
 
@@ -34,15 +35,22 @@ def test_opinfo(record, device, request, record_property):
     check_record(record, device, request, record_property)
 
 
-def check_record(record, device: str, request, record_property) -> None:
-    """Run every sample of ``record`` on ``device``; fail listing the samples that differ."""
+@pytest.mark.parametrize("record", COMPLEX_RECORDS, ids=record_id)
+def test_opinfo_complex(record, device, request, record_property):
+    check_record(record, device, request, record_property, complex_dtypes=True)
+
+
+def check_record(record, device: str, request, record_property, complex_dtypes=False) -> None:
+    """Run every sample of ``record`` on ``device`` (in its real dtypes, or in complex128);
+    fail listing the samples that differ."""
     name = record_id(record)
-    reason = xfails.reason(name, device)
+    reason = (xfails.complex_reason if complex_dtypes else xfails.reason)(name, device)
     if reason:
         request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
-    run = RecordRun(record, device)
+    run = RecordRun(record, device, list(COMPLEX_DTYPES) if complex_dtypes else None)
     outcome = run.run()
-    record_property(KEY, (name, device, outcome.passed, outcome.samples))
+    shown_device = f"{device} in complex128" if complex_dtypes else device
+    record_property(KEY, (name, shown_device, outcome.passed, outcome.samples))
     if outcome.failures:
         shown = "\n".join(outcome.failures[:SHOWN])
         more = len(outcome.failures) - SHOWN

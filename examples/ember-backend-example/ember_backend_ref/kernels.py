@@ -42,7 +42,7 @@ _COMPUTE = {"float16": np.dtype(np.float32), "bfloat16": np.dtype(np.float32)}
 def _operand(value, dtype):
     """A tensor or Python scalar as a numpy operand in ``dtype``. Scalars wrap into integer
     dtypes as C casts do (numpy refuses an out-of-range Python int for a small dtype)."""
-    if isinstance(value, (bool, int, float)):
+    if isinstance(value, (bool, int, float, complex)):
         return np.asarray(value).astype(dtype)
     return host_view(value).astype(dtype, copy=False)
 
@@ -76,13 +76,21 @@ ELEMENTWISE = {
 OPMATH_SCALAR = (np.multiply,)
 
 
+def _tensor_view(value) -> np.ndarray:
+    return np.asarray(value) if isinstance(value, (bool, int, float, complex)) else host_view(value)
+
+
 def _elementwise(ufunc):
     def kernel(out, *operands):
         view = host_view(out)
         compute = _COMPUTE.get(out._dtype.name, view.dtype)
+        if compute.kind != "c":  # abs of a complex input: computed in it, the result real
+            compute = next(
+                (v.dtype for v in map(_tensor_view, operands) if v.dtype.kind == "c"), compute
+            )
         scalar_dtype = compute if ufunc in OPMATH_SCALAR else view.dtype
         values = [
-            _operand(x, scalar_dtype if isinstance(x, (bool, int, float)) else compute)
+            _operand(x, scalar_dtype if isinstance(x, (bool, int, float, complex)) else compute)
             for x in operands
         ]
         with np.errstate(all="ignore"):  # overflow wraps and NaNs propagate, as on the CPU

@@ -40,6 +40,8 @@ common_utils.set_rng_seed = _seed_cpu_only
 # Dtypes each record is checked in, where PyTorch's CPU kernels support them: gradients in
 # float64, values in every one of them.
 DTYPES = (torch.float64, torch.float32, torch.int64, torch.bool)
+# Complex records are checked again in complex128 (test_opinfo_complex), with a table of their own.
+COMPLEX_DTYPES = (torch.complex128,)
 
 # Records whose values are random or uninitialised: results are compared in shape and dtype
 # (and device); their distributions are tested in tests/ops/test_properties.py.
@@ -313,10 +315,11 @@ def _map_tensors(value, fn):
 class RecordRun:
     """Runs the samples of one record on one device; ``outcome`` counts and explains."""
 
-    def __init__(self, record, device: str):
+    def __init__(self, record, device: str, dtypes: list | None = None):
         self.record = record
         self.device = device
         self.id = record_id(record)
+        self.dtypes = dtypes
         self.record_exact = (
             self.id not in VALUES_UNCOMPARED and record.name not in VALUES_UNCOMPARED
         )
@@ -335,7 +338,7 @@ class RecordRun:
             self.missing = exc
 
     def run(self) -> Outcome:
-        dtypes = dtypes_for(self.record)
+        dtypes = self.dtypes if self.dtypes is not None else dtypes_for(self.record)
         if not dtypes:
             supported = sorted(str(d) for d in self.record.supported_dtypes("cpu"))
             self.outcome.failures.append(f"no CPU dtype that ember has: {supported}")
