@@ -651,6 +651,7 @@ METHODS = {
 
 # Aliases PyTorch also has.
 ALIASES = {
+    "segment_reduce": "_segment_reduce",
     "clip": "clamp",
     "clip_": "clamp_",
     "absolute": "abs",

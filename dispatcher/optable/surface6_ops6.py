@@ -1,6 +1,6 @@
 """PyTorch's aten entry points that its compilers and decompositions emit (issue 13, batch
 ops6): the masked gather and accumulate of upsampling's decompositions, max_pool2d's input
-gradient, _batch_norm_with_update and the antialiased bilinear resize. Each is
+gradient, _segment_reduce, _batch_norm_with_update and the antialiased bilinear resize. Each is
 a composite of existing ops, written as torch/_decomp (or PyTorch's CPU kernel) computes it, so
 autograd comes from the parts."""
 
@@ -100,6 +100,143 @@ def _np_max_pool2d_with_indices_backward(
     flat = indices.reshape(planes, -1)
     np.add.at(grad, (np.arange(planes)[:, None], flat), grad_output.reshape(planes, -1))
     return grad.reshape(input.shape)
+
+
+# ---- _segment_reduce -------------------------------------------------------------------------
+# PyTorch's result for an empty segment without initial=, per reduction
+_EMPTY = {"max": -np.inf, "min": np.inf, "sum": 0.0, "prod": 1.0, "mean": np.nan}
+_REDUCE_NAMES = {
+    "sum": "sum",
+    "prod": "prod",
+    "mean": "mean",
+    "max": "max",
+    "amax": "max",
+    "min": "min",
+    "amin": "min",
+}
+
+
+def _segment_lengths(name, data, reduce, lengths, indices, offsets, axis, unsafe):
+    """(reduction, axis, lengths as a host array [batch, segments]) after PyTorch's checks."""
+    if reduce not in _REDUCE_NAMES:
+        raise RuntimeError(
+            f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
+        )
+    if indices is not None:
+        raise RuntimeError(f"{name}(): indices based reduction is not supported yet.")
+    if lengths is None and offsets is None:
+        raise RuntimeError(f"{name}(): Either lengths or offsets must be defined.")
+    counts = np.asarray((lengths if lengths is not None else offsets).tolist(), np.int64)
+    if lengths is None:  # offsets: segment i is [offsets[i], offsets[i + 1])
+        counts = np.diff(counts, axis=-1)
+    axis = axis % data.ndim
+    batch = int(np.prod(data.shape[:axis], dtype=np.int64))
+    counts = counts.reshape(batch, -1)
+    if not unsafe and ((counts < 0).any() or (counts.sum(-1) != data.shape[axis]).any()):
+        raise RuntimeError(
+            f"{name}(): Expected all rows of lengths along axis to sum to "
+            "data.size(lengths.dim()-1) when !unsafe."
+        )
+    return _REDUCE_NAMES[reduce], axis, counts
+
+
+def _one_segment(piece, reduce, initial, count):
+    """One segment (dim 0 of piece) reduced as PyTorch's kernel does: initial= starts the
+    accumulator (so mean is (initial + sum) / count) and is the result of an empty segment."""
+    import ember
+
+    if count == 0:
+        fill = _EMPTY[reduce] if initial is None else initial
+        return ember.full(piece.shape[1:], fill, dtype=piece.dtype, device=piece.device)
+    if reduce in ("max", "min"):
+        value = piece.amax(0) if reduce == "max" else piece.amin(0)
+        if initial is None:
+            return value
+        bound = ember.full_like(value, initial)
+        return ember.maximum(value, bound) if reduce == "max" else ember.minimum(value, bound)
+    if reduce == "prod":
+        value = piece.prod(0)
+        return value if initial is None else value * initial
+    value = piece.sum(0)
+    value = value if initial is None else value + initial
+    return value / count if reduce == "mean" else value
+
+
+def _segment_reduce(
+    data, reduce, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None
+):
+    import ember
+
+    if data.device.type == "meta":  # no lengths to read: the shape alone, from the arguments
+        return _segment_reduce_meta(data, reduce, lengths, indices, offsets, axis)
+    reduce, axis, counts = _segment_lengths(
+        "segment_reduce", data, reduce, lengths, indices, offsets, axis, unsafe
+    )
+    rows = data.reshape((counts.shape[0],) + tuple(data.shape[axis:]))
+    results = []
+    for row, row_counts in zip(rows.unbind(0), counts, strict=True):
+        starts = np.concatenate([[0], np.cumsum(row_counts)[:-1]])
+        pieces = [
+            _one_segment(row.narrow(0, int(start), int(n)), reduce, initial, int(n))
+            for start, n in zip(starts, row_counts, strict=True)
+        ]
+        results.append(ember.stack(pieces))
+    shape = tuple(data.shape[:axis]) + (counts.shape[1],) + tuple(data.shape[axis + 1 :])
+    return ember.stack(results).reshape(shape)
+
+
+def _segment_reduce_meta(data, reduce, lengths, indices, offsets, axis):
+    """The result on the meta device: data's shape with axis replaced by the segment count."""
+    import ember
+
+    if reduce not in _REDUCE_NAMES or indices is not None or (lengths is None and offsets is None):
+        _segment_lengths("segment_reduce", data, reduce, lengths, indices, offsets, axis, True)
+    segments = lengths.shape[-1] if lengths is not None else offsets.shape[-1] - 1
+    axis = axis % data.ndim
+    shape = tuple(data.shape[:axis]) + (segments,) + tuple(data.shape[axis + 1 :])
+    return ember.empty(shape, dtype=data.dtype, device=data.device)
+
+
+def _run_segment_reduce(op, *args):
+    """Only data is computed in the row's float dtypes (lengths and offsets are integer
+    tensors), then the decomposition."""
+    from ..kinds._common import unsupported_dtype
+    from ..kinds.functional import refuse_non_tensors
+
+    refuse_non_tensors(op, args)
+    if args[0].dtype not in op.dtypes:
+        raise unsupported_dtype(op, args[0].dtype)
+    return op.decomposition(*args)
+
+
+_run_segment_reduce.only_decomposes = True  # forward AD and vmap run the parts
+
+
+def _np_one_segment(piece, reduce, initial, count):
+    if count == 0:
+        return _EMPTY[reduce] if initial is None else initial
+    if reduce == "mean":
+        return ((0.0 if initial is None else initial) + piece.sum(0)) / count
+    ufunc = {"max": np.maximum, "min": np.minimum, "sum": np.add, "prod": np.multiply}[reduce]
+    value = ufunc.reduce(piece, axis=0)
+    return value if initial is None else ufunc(value, initial)
+
+
+def _np_segment_reduce(
+    data, reduce, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None
+):
+    counts = lengths if lengths is not None else np.diff(offsets, axis=-1)
+    axis = axis % data.ndim
+    reduce = _REDUCE_NAMES[reduce]
+    rows = data.reshape((-1,) + data.shape[axis:])
+    counts = counts.reshape(rows.shape[0], -1)
+    out = np.empty((rows.shape[0], counts.shape[1]) + data.shape[axis + 1 :], data.dtype)
+    for b, row_counts in enumerate(counts):
+        bounds = np.concatenate([[0], np.cumsum(row_counts)])
+        for j, n in enumerate(row_counts):
+            piece = rows[b, bounds[j] : bounds[j + 1]]
+            out[b, j] = _np_one_segment(piece.astype(np.float64), reduce, initial, n)
+    return out.reshape(data.shape[:axis] + (counts.shape[1],) + data.shape[axis + 1 :])
 
 
 # ---- _batch_norm_with_update -----------------------------------------------------------------
@@ -223,6 +360,21 @@ ROWS = [
         # an order each device picks (as the accumulating put above).
         tolerances=HALF_SUMS,
         notes="grad_output summed into zeros shaped like input at the window maxima's indices",
+    ),
+    OpDef(
+        "_segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, "
+        "Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor",
+        Kind.REDUCTION,
+        _np_segment_reduce,
+        promotion=Promotion.KEEP,
+        dtypes=DTYPES_FLOAT,
+        decomposition=_segment_reduce,
+        runner=_run_segment_reduce,
+        method=False,
+        out=None,
+        samples="segment_reduce",
+        notes="sum/prod/mean/max/min of consecutive segments along axis (lengths= or offsets=, "
+        "one row per leading index); lengths are read on the host",
     ),
     OpDef(
         "_batch_norm_with_update(Tensor input, Tensor? weight, Tensor? bias, "

@@ -63,6 +63,29 @@ def max_pool2d_with_indices_backward(op, dtype, device, rng):
         yield Sample((grad, x, kernel, stride, padding, dilation, ceil_mode, Arr(indices)))
 
 
+def segment_reduce(op, dtype, device, rng):
+    """Every reduction, with and without initial=, by lengths= and by offsets=, along a
+    leading and an inner axis (per-row segments), empty segments included."""
+    cases = (
+        ((5,), 0, [[0, 2, 3]]),
+        ((2, 6, 3), 1, [[2, 0, 4], [6, 0, 0]]),
+        ((4, 2), 0, [[1, 3, 0]]),
+    )
+    reductions = ("sum", "prod", "mean", "max", "min", "amax")
+    for i, reduce in enumerate(reductions):
+        shape, axis, lengths = cases[i % len(cases)]
+        counts = np.array(lengths, np.int64).reshape(shape[:axis] + (-1,))
+        initial = (None, 2, -1.5)[i % 3]
+        data = arr(dtype, shape, rng)
+        if i % 2:  # offsets=: the same segments as cumulative bounds
+            bounds = np.concatenate(
+                [np.zeros(counts.shape[:-1] + (1,), np.int64), np.cumsum(counts, -1)], -1
+            )
+            yield Sample((data, reduce, None, None, Arr(bounds), axis, False, initial))
+        else:
+            yield Sample((data, reduce, Arr(counts), None, None, axis, False, initial))
+
+
 def batch_norm_with_update(op, dtype, device, rng):
     """Batches of 2-D to 4-D inputs, with and without the affine parameters."""
     for shape, layout, affine in (
@@ -90,6 +113,7 @@ GENERATORS = {
     "unsafe_masked_index": unsafe_masked_index,
     "unsafe_masked_index_put_accumulate": unsafe_masked_index_put_accumulate,
     "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward,
+    "segment_reduce": segment_reduce,
     "batch_norm_with_update": batch_norm_with_update,
     "upsample_bilinear2d_aa": upsample_bilinear2d_aa,
 }

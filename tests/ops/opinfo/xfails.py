@@ -15,12 +15,6 @@ JITERATOR = "torch.cuda.jiterator compiles CUDA source at run time: no ember cou
 PRIVATE = "a private PyTorch entry point (float8 scaled matmul, fused attention kernels)"
 
 XFAILS = {
-    "_segment_reduce.lengths": (
-        "core: ember._segment_reduce was drafted (batch ops6) and left: as a composite that "
-        "reads lengths on the host it failed the reduction property tests, the jvp-rule check "
-        "and the meta-device metadata test (float16); needs its own kind or formula"
-    ),
-    "_segment_reduce.offsets": "core: missing: ember._segment_reduce (see .lengths)",
     "as_strided_scatter": (
         "core: PyTorch's input gradient of as_strided_scatter is wrong (its own OpInfo marks "
         "test_fn_grad an expected failure); ember's is the true derivative"
