@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from . import contexts, indexing
+from .hashing import script_hash
 
 
 def _c_math(fn):
@@ -221,6 +222,7 @@ class RUNTIME:
     exit_ = staticmethod(contexts.exit_)
     index = staticmethod(indexing.index)
     index_put_ = staticmethod(indexing.index_put_)
+    hash = staticmethod(script_hash)
 
 
 for _name in MATH:
@@ -250,4 +252,5 @@ SCALAR_PRIMS = {
     "prim::tolist": (None, _rt_code("tolist")),
     "prim::isinstance": (None, _rt_code("isinstance")),
     "prim::format": (format_, _rt_code("format")),
+    "prim::hash": (script_hash, _rt_code("hash")),
 }

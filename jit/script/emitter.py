@@ -196,7 +196,11 @@ class Emitter(Expressions, Contexts, LoopReturns):
                 self.delete_item(target)
                 continue
             if not isinstance(target, ast.Name):
-                raise self.source.not_supported("del of targets other than names", target)
+                raise self.source.error(
+                    "del statements are only supported for deleting list and dict items and "
+                    "variables",
+                    target,
+                )
             if target.id not in self.env:
                 raise self.source.error(f"undefined value {target.id}", target)
             del self.env[target.id]
