@@ -116,6 +116,8 @@ class Unit:
                     definition.args.args[0].arg if definition.args.args else "self", self_ref
                 )
             emitter = Emitter(self, source, graph, env, self_ref)
+            unannotated = [p.arg for p in definition.args.args if p.annotation is None]
+            emitter.inferred = {id(env[n]) for n in unannotated if _is_tensor_input(env.get(n))}
             if definition.returns is not None:
                 emitter.return_type = emitter.annotation(definition.returns)
             body = definition.body
@@ -252,6 +254,10 @@ def _rebuild(caller, outputs, spec):
     if spec["type"] == "tuple":
         return caller.tuple_value(items)
     raise NotSupportedError("dict outputs of traced code in scripted code aren't supported")
+
+
+def _is_tensor_input(value) -> bool:
+    return isinstance(value, Value) and isinstance(value.type(), T.TensorType)
 
 
 def _parameters(source, definition, skip_self: bool):

@@ -24,6 +24,7 @@ from .conditions import Conditions
 from .containers import Containers
 from .frontend import namespace_of
 from .lists import Lists
+from .scopes import Unmerged
 from .strings import Strings
 from .sugar import PyObj, Sugar, SugarTuple
 from .unions import numeric
@@ -174,6 +175,8 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
 
     def name(self, ident: str, node):
         found = self.env.get(ident)
+        if isinstance(found, Unmerged):
+            raise found.used(self.source, node)
         if found is not None:
             return found
         scope = self.namespace()
