@@ -206,6 +206,27 @@ def tolist(tensor, dim: int, element: int):
     return tensor.detach().tolist()
 
 
+def _implicit(convert):
+    """``aten::IntImplicit``/``FloatImplicit``: a 0-dim tensor assigned to a number variable
+    (an int one must hold integers), with TorchScript's messages."""
+
+    def run(tensor):
+        from ember._dtype import SCALAR_NAMES
+
+        if convert is int and (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
+            raise RuntimeError(
+                f"Cannot input a tensor of type {SCALAR_NAMES[tensor.dtype]} as an integral "
+                "argument"
+            )
+        if tensor.dim() != 0:
+            raise RuntimeError(
+                "Cannot input a tensor of dimension other than 0 as a scalar argument"
+            )
+        return convert(tensor.item())
+
+    return run
+
+
 class RUNTIME:
     str = staticmethod(to_str)
     tolist = staticmethod(tolist)
@@ -223,6 +244,8 @@ class RUNTIME:
     index = staticmethod(indexing.index)
     index_put_ = staticmethod(indexing.index_put_)
     hash = staticmethod(script_hash)
+    int_implicit = staticmethod(_implicit(int))
+    float_implicit = staticmethod(_implicit(float))
 
 
 for _name in MATH:
@@ -253,4 +276,6 @@ SCALAR_PRIMS = {
     "prim::isinstance": (None, _rt_code("isinstance")),
     "prim::format": (format_, _rt_code("format")),
     "prim::hash": (script_hash, _rt_code("hash")),
+    "prim::IntImplicit": (RUNTIME.int_implicit, _rt_code("int_implicit")),
+    "prim::FloatImplicit": (RUNTIME.float_implicit, _rt_code("float_implicit")),
 }

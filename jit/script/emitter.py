@@ -313,10 +313,8 @@ class Emitter(Expressions, Contexts, LoopReturns, Scopes):
         for name in names:
             v0 = env0.get(name) if end0 != RAISE else None
             v1 = env1.get(name) if end1 != RAISE else None
-            unusable = [v for v in (v0, v1) if isinstance(v, Unmerged)]
-            if unusable:  # from an inner if: the first error stands
-                self.env[name] = unusable[0]
-                continue
+            # unmerged by an inner if: undefined on that path, as TorchScript has it
+            v0, v1 = (None if isinstance(v, Unmerged) else v for v in (v0, v1))
             if (end0 == RAISE and v1 is not None) or (end1 == RAISE and v0 is not None):
                 live = v0 if v1 is None else v1
                 if isinstance(live, Sugar):
@@ -326,7 +324,7 @@ class Emitter(Expressions, Contexts, LoopReturns, Scopes):
                 v1 = v1 if v1 is not None else self.uninitialized(b1, live.type())
             if v0 is None or v1 is None:  # defined on one path only: an error where it is read
                 self.env.pop(name, None)
-                if not name.startswith("$"):
+                if not name.startswith("$") and (v0, v1) != (None, None):
                     missing = "true" if v0 is None else "false"
                     text = f"{name} is not defined in the {missing} branch"
                     self.env[name] = self.unmerged(text, stmt)

@@ -1,6 +1,6 @@
 """Python's builtins in scripted code: ``range``, ``len``, ``int``/``float``/``bool``/``str``,
-``min``/``max``/``sum``/``abs``, ``hash``, ``isinstance``, ``enumerate``, ``zip``, ``print`` (``BUILTINS``:
-function -> lowering ``(emitter, args, kwargs, node) -> value``).
+``min``/``max``/``sum``/``abs``, ``hash``, ``isinstance``, ``enumerate``, ``zip``, ``print``
+(``BUILTINS``: function -> lowering ``(emitter, args, kwargs, node) -> value``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,10 @@ from ..ir import Value
 from .frontend import ScriptError
 
 # Implicit conversions on assignment to a name with an outer type: (have, outer) -> prim.
-_IMPLICIT = {("tensor", T.IntType): "prim::int", ("tensor", T.FloatType): "prim::float"}
+_IMPLICIT = {
+    ("tensor", T.IntType): "prim::IntImplicit",
+    ("tensor", T.FloatType): "prim::FloatImplicit",
+}
 _IMPLICIT.update({(T.BoolType, T.IntType): "prim::int", (T.BoolType, T.FloatType): "prim::float"})
 
 

@@ -1,0 +1,147 @@
+"""Functions for tests/jit/test_script_scopes.py (issue 16's last script gaps: names crossing
+the branches of an ``if`` or a loop body, ``hash()``, ``del`` of an attribute), written once
+against a library: torch and ember script this same source."""
+# ruff: noqa: UP006, UP035, UP045, F841 - typing.Tuple/Optional, as TorchScript sources spell
+# them; unread variables are the point of some
+
+from typing import Optional, Tuple
+
+
+def refused(lib):
+    """Both compilers refuse these with the same text."""
+
+    def mixed(x, flag: bool):
+        if flag:
+            y = 1
+        else:
+            y = x
+        return y
+
+    def mixed_later(x, flag: bool):
+        if flag:
+            y = 1
+            z = 2
+        else:
+            y = x + 1
+            z = 3
+        w = z
+        return y + w
+
+    def only_true(x, flag: bool):
+        if flag:
+            y = x + 1
+        return y
+
+    def only_false(x, flag: bool):
+        if flag:
+            pass
+        else:
+            y = x + 1
+        return x * y
+
+    def nested(x, a: bool, b: bool):
+        if a:
+            if b:
+                y = 1.5
+            else:
+                y = 2
+        else:
+            y = 0.5
+        return y
+
+    def both_unmerged(x, a: bool):
+        if a:
+            y = 1
+        else:
+            y = x
+        if a:
+            y = 1.5
+        return y
+
+    def returns_differ(x, flag: bool):
+        if flag:
+            return 1
+        return x
+
+    def rebind_str(x, flag: bool):
+        y = 1
+        if flag:
+            y = "a"
+        return y
+
+    def rebind_in_loop(x, n: int):
+        y = x
+        for _ in range(n):
+            y = 1
+        return y
+
+    def del_attribute(x):
+        del x.grad
+        return x
+
+    return {k: v for k, v in locals().items() if callable(v)}
+
+
+def accepted(lib):
+    """Both compile these; they run with the same results."""
+
+    def mixed_unused(x, flag: bool):
+        if flag:
+            y = 1
+        else:
+            y = x
+        return x * 2  # y is never read: no error
+
+    def rebind_to_int(x, flag: bool):
+        y = 1
+        if flag:
+            y = x
+        return y
+
+    def rebind_to_float(x, n: int):
+        y = 1.5
+        for _ in range(n):
+            y = x * 2
+        return y
+
+    def annotated_optional(x, flag: bool):
+        y: Optional[lib.Tensor] = None
+        if flag:
+            y = x + 1
+        return y
+
+    def hash_int(a: int) -> int:
+        return hash(a)
+
+    def hash_float(a: float) -> int:
+        return hash(a)
+
+    def hash_str(a: str) -> int:
+        return hash(a)
+
+    def hash_bool(a: bool) -> int:
+        return hash(a)
+
+    def hash_tuple(a: Tuple[int, float, str]) -> int:
+        return hash(a)
+
+    def hash_optional(a: Optional[int]) -> int:
+        return hash(a)
+
+    def hash_tensor(a, b) -> Tuple[bool, bool]:
+        return hash(a) == hash(a), hash(a) == hash(b)
+
+    return {k: v for k, v in locals().items() if callable(v)}
+
+
+def deleting_module(lib):
+    class Deletes(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.x = 1
+
+        def forward(self, a):
+            del self.x
+            return a
+
+    return Deletes()

@@ -1,0 +1,131 @@
+"""Names crossing blocks, ``hash()`` and ``del`` of attributes in ember.jit.script, next to
+torch.jit.script on the same source (tests/jit/script_scopes.py): refused code raises
+TorchScript's error word for word, accepted code gives TorchScript's values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import ember
+
+from .script_scopes import accepted, deleting_module, refused
+
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+EMBER_REFUSED, TORCH_REFUSED = refused(ember), refused(torch)
+EMBER_OK, TORCH_OK = accepted(ember), accepted(torch)
+
+
+def _error(script, fn) -> BaseException:
+    with pytest.raises(Exception) as info:
+        script(fn)
+    return info.value
+
+
+def _same_error(mine, theirs) -> None:
+    assert isinstance(mine, RuntimeError) and isinstance(theirs, RuntimeError)
+    assert str(mine).strip("\n") == str(theirs).strip("\n")
+
+
+@pytest.mark.parametrize("name", sorted(TORCH_REFUSED))
+def test_refused_with_torch_scripts_text(name):
+    _same_error(
+        _error(ember.jit.script, EMBER_REFUSED[name]),
+        _error(torch.jit.script, TORCH_REFUSED[name]),
+    )
+
+
+def test_del_of_a_module_attribute_is_refused_as_torch():
+    _same_error(
+        _error(ember.jit.script, deleting_module(ember)),
+        _error(torch.jit.script, deleting_module(torch)),
+    )
+
+
+def test_a_mismatch_names_the_inferred_parameter_and_both_places():
+    text = str(_error(ember.jit.script, EMBER_REFUSED["mixed"]))
+    assert "type int in the true branch and type Tensor (inferred) in the false" in text
+    assert text.count("<--- HERE") == 2 and "and was used here:" in text
+
+
+def _tensor(lib, dtype="float64"):
+    return lib.tensor(3, dtype=getattr(lib, dtype))
+
+
+@pytest.mark.parametrize("flag", [True, False])
+@pytest.mark.parametrize(
+    "name, dtype",
+    [("mixed_unused", "float64"), ("rebind_to_int", "int64"), ("annotated_optional", "float64")],
+)
+def test_branch_values_match_torch(name, dtype, flag):
+    mine = ember.jit.script(EMBER_OK[name])(_tensor(ember, dtype), flag)
+    theirs = torch.jit.script(TORCH_OK[name])(_tensor(torch, dtype), flag)
+    _same_value(mine, theirs)
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_loop_rebinding_converts_as_torch(n):
+    mine = ember.jit.script(EMBER_OK["rebind_to_float"])(_tensor(ember), n)
+    theirs = torch.jit.script(TORCH_OK["rebind_to_float"])(_tensor(torch), n)
+    assert type(mine) is type(theirs) is float and mine == theirs
+
+
+def _same_value(mine, theirs) -> None:
+    if theirs is None or isinstance(theirs, (int, float)):
+        assert type(mine) is type(theirs) and mine == theirs
+    else:
+        assert mine.dtype == ember.float64
+        assert mine.numpy().tolist() == theirs.numpy().tolist()
+
+
+HASHED = {
+    "hash_int": [0, 5, -1, -(2**63), 2**62],
+    "hash_float": [0.0, -0.0, 1.5, -1.0, 1e300, 1e-310, math.inf, -math.inf, math.nan],
+    "hash_str": ["", "a", "abcdefgh", "abcdefghi", "héllo wörld, a longer string"],
+    "hash_bool": [True, False],
+    "hash_tuple": [(1, 2.5, "x"), (0, 0.0, ""), (-7, 1e10, "ember")],
+    "hash_optional": [None, 3],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HASHED))
+def test_hash_is_torch_scripts(name):
+    mine, theirs = ember.jit.script(EMBER_OK[name]), torch.jit.script(TORCH_OK[name])
+    for value in HASHED[name]:
+        assert mine(value) == theirs(value), value
+
+
+def test_hash_of_a_tensor_is_its_identity():
+    # TorchScript hashes the tensor's address: equal for the same tensor, distinct for two
+    # live tensors with equal values; nothing else is promised
+    a, b = _tensor(ember), _tensor(ember)
+    mine = ember.jit.script(EMBER_OK["hash_tensor"])(a, b)
+    theirs = torch.jit.script(TORCH_OK["hash_tensor"])(_tensor(torch), _tensor(torch))
+    assert mine == theirs == (True, False)
+
+
+def test_hash_of_a_list_is_refused():
+    def hash_list(xs: list[int]) -> int:
+        return hash(xs)
+
+    with pytest.raises(ember.jit.frontend.NotSupportedError, match="hash\\(\\) of a List"):
+        ember.jit.script(hash_list)
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, message",
+    [
+        ((2,), "int64", "Cannot input a tensor of dimension other than 0 as a scalar argument"),
+        ((), "float64", "Cannot input a tensor of type Double as an integral argument"),
+    ],
+)
+def test_implicit_conversion_refusals_are_torchs(shape, dtype, message):
+    mine = ember.jit.script(EMBER_OK["rebind_to_int"])
+    theirs = torch.jit.script(TORCH_OK["rebind_to_int"])
+    with pytest.raises(RuntimeError) as info:
+        theirs(torch.ones(shape, dtype=getattr(torch, dtype)), True)
+    assert message in str(info.value)
+    with pytest.raises(RuntimeError, match=message):
+        mine(ember.ones(shape, dtype=getattr(ember, dtype)), True)
