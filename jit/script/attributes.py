@@ -128,6 +128,13 @@ class ModuleState:
         module = getattr(ref, "module", None)
         if module is None:
             raise self.source.not_supported("assignment to attributes of non-modules", target)
+        statement = self.current  # TorchScript underlines the whole assignment
+        if not hasattr(module, name):
+            raise self.source.error(
+                f"Tried to set nonexistent attribute: {name}. Did you forget to initialize it "
+                "in __init__()?",
+                statement,
+            )
         if name in module._parameters or name in module._buffers:
             raise self.source.not_supported(
                 f"assignment to the parameter or buffer '{name}' (update it in place: "
@@ -142,5 +149,12 @@ class ModuleState:
                 target,
             )
         kind = attribute_type(self, module, name, target)
-        value = self.coerce(self.materialize(value), kind, target)
+        value = self.materialize(value)
+        if not self.fits(value.type(), kind) and not self.is_empty_list(value):
+            raise self.source.error(
+                "Wrong type for attribute assignment. Expected "
+                f"{kind.annotation()} but got {value.type().annotation()}",
+                statement,
+            )
+        value = self.coerce(value, kind, target)
         self.graph.insert(WRITE, [value], num_outputs=0, name=ref.qualified(name))

@@ -145,3 +145,23 @@ def deleting_module(lib):
             return a
 
     return Deletes()
+
+
+def attribute_modules(lib):
+    """Modules whose methods assign attributes TorchScript refuses to assign."""
+
+    class NewAttribute(lib.nn.Module):
+        def forward(self, a):
+            self.nothere = 1
+            return a
+
+    class WrongType(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+
+        def forward(self, a):
+            self.count = 1.5
+            return a
+
+    return {"new": NewAttribute, "wrong_type": WrongType}

@@ -11,7 +11,7 @@ import torch
 
 import ember
 
-from .script_scopes import accepted, deleting_module, refused
+from .script_scopes import accepted, attribute_modules, deleting_module, refused
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
 EMBER_REFUSED, TORCH_REFUSED = refused(ember), refused(torch)
@@ -41,6 +41,14 @@ def test_del_of_a_module_attribute_is_refused_as_torch():
     _same_error(
         _error(ember.jit.script, deleting_module(ember)),
         _error(torch.jit.script, deleting_module(torch)),
+    )
+
+
+@pytest.mark.parametrize("name", ["new", "wrong_type"])
+def test_refused_attribute_assignment_is_torchs(name):
+    _same_error(
+        _error(ember.jit.script, attribute_modules(ember)[name]()),
+        _error(torch.jit.script, attribute_modules(torch)[name]()),
     )
 
 
