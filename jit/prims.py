@@ -98,6 +98,10 @@ PRIMS: dict[str, Prim] = {
     "prim::SetModuleAttr": Prim(
         None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = value"
     ),
+    # A parameter or buffer slot assigned by a scripted method (jit/script/attributes.py).
+    "prim::SetTensorAttr": Prim(
+        None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = tensor"
+    ),
     "prim::ListConstruct": Prim(lambda *xs: list(xs), _sequence("[", "]")),
     "prim::TupleConstruct": Prim(lambda *xs: tuple(xs), _sequence("(", ")")),
     "prim::DictConstruct": Prim(lambda *xs: dict(zip(xs[::2], xs[1::2])), _dict_pairs),

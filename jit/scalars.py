@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from . import contexts, indexing
+from ._paths import set_tensor
 from .hashing import script_hash
 
 
@@ -244,6 +245,7 @@ class RUNTIME:
     index = staticmethod(indexing.index)
     index_put_ = staticmethod(indexing.index_put_)
     hash = staticmethod(script_hash)
+    set_tensor = staticmethod(set_tensor)
     int_implicit = staticmethod(_implicit(int))
     float_implicit = staticmethod(_implicit(float))
 

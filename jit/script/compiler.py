@@ -79,6 +79,7 @@ class Unit:
     def __init__(self):
         self.stack: list = []
         self.attrs: dict = {}  # (graph, qualified name) -> Value of its prim::GetAttr
+        self.written: frozenset = frozenset()  # tensors the module's methods assign: read in place
 
     # ---- entry points -----------------------------------------------------------------------
     def function(self, fn, self_ref=None, name=None, graph=None) -> ScriptMethod:
@@ -216,7 +217,10 @@ class Unit:
 
     # ---- attributes -------------------------------------------------------------------------
     def get_attr(self, graph, qualified: str) -> Value:
-        """One ``prim::GetAttr`` per name, at the top of the graph (usable in every block)."""
+        """One ``prim::GetAttr`` per name, at the top of the graph (usable in every block);
+        a tensor some method assigns is read where the code reads it, each time."""
+        if qualified in self.written:
+            return graph.insert("prim::GetAttr", [], name=qualified).output().setType(T.Tensor)
         found = self.attrs.get((graph, qualified))
         if found is None:
             top = graph.block()
@@ -358,6 +362,7 @@ def _compile_methods(made, module, root: bool) -> None:
     _check_constants(module)
     if not isinstance(module, ScriptModule):
         unit, ref = Unit(), ModuleRef(module, "")
+        unit.written = attributes.written_tensors(module)
         lower = modules.lowering(module)
         names = ["forward"] + [n for n in _exported(module) if n != "forward"]
         try:

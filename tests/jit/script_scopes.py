@@ -165,3 +165,68 @@ def attribute_modules(lib):
             return a
 
     return {"new": NewAttribute, "wrong_type": WrongType}
+
+
+def tensor_slot_modules(lib):
+    """Modules whose methods assign parameters, buffers and a submodule's parameter, which
+    TorchScript allows: the slot holds the new tensor from then on."""
+
+    class Counts(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+            self.scale = 1.0
+            self.register_buffer("total", lib.zeros(3, dtype=lib.float64))
+
+        def forward(self, a):
+            for _ in range(2):
+                self.total = self.total + a  # read again on each iteration
+            self.count += 1
+            self.scale = self.scale * 2
+            return self.total * self.count
+
+    class ReplacesWeight(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = lib.nn.Parameter(lib.ones(3, dtype=lib.float64))
+
+        def forward(self, a):
+            before = self.weight * 1
+            self.weight = a * 2
+            return before + self.weight
+
+    class SetsSubmoduleBias(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(3, 3).double()
+
+        def forward(self, a, flag: bool):
+            if flag:
+                self.lin.bias = a
+            return self.lin(a)
+
+    class MakesParameter(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = lib.nn.Parameter(lib.ones(3))
+
+        def forward(self, a):
+            self.weight = lib.nn.Parameter(a)
+            return a
+
+    class AssignsInt(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = lib.nn.Parameter(lib.ones(3))
+
+        def forward(self, a):
+            self.weight = 1
+            return a
+
+    return {
+        "counts": Counts,
+        "replaces_weight": ReplacesWeight,
+        "sets_submodule_bias": SetsSubmoduleBias,
+        "makes_parameter": MakesParameter,
+        "assigns_int": AssignsInt,
+    }

@@ -11,7 +11,13 @@ import torch
 
 import ember
 
-from .script_scopes import accepted, attribute_modules, deleting_module, refused
+from .script_scopes import (
+    accepted,
+    attribute_modules,
+    deleting_module,
+    refused,
+    tensor_slot_modules,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
 EMBER_REFUSED, TORCH_REFUSED = refused(ember), refused(torch)
@@ -50,6 +56,61 @@ def test_refused_attribute_assignment_is_torchs(name):
         _error(ember.jit.script, attribute_modules(ember)[name]()),
         _error(torch.jit.script, attribute_modules(torch)[name]()),
     )
+
+
+@pytest.mark.parametrize("name", ["makes_parameter", "assigns_int"])
+def test_refused_tensor_slot_assignment_is_torchs(name):
+    mine = _error(ember.jit.script, tensor_slot_modules(ember)[name]())
+    theirs = _error(torch.jit.script, tensor_slot_modules(torch)[name]())
+    if type(theirs) is RuntimeError:  # torch.jit.Error: ember's ScriptError is one
+        assert isinstance(mine, RuntimeError)
+    else:
+        assert type(mine).__name__ == type(theirs).__name__ == "FrontendError"
+    assert str(mine).strip("\n") == str(theirs).strip("\n")
+
+
+def _pair(name):
+    """The module scripted by both libraries, ember's holding torch's initial values."""
+    theirs = tensor_slot_modules(torch)[name]()
+    mine = tensor_slot_modules(ember)[name]()
+    state = {k: ember.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()}
+    mine.load_state_dict(state)
+    return ember.jit.script(mine), torch.jit.script(theirs), mine
+
+
+def _state(module) -> dict:
+    return {k: v.detach().numpy().tolist() for k, v in module.state_dict().items()}
+
+
+def test_assigned_buffer_and_numbers_after_calls_are_torchs():
+    mine, theirs, eager = _pair("counts")
+    for step in range(3):
+        values = [0.5 * step, 1.0, -2.0]
+        out = mine(ember.tensor(values, dtype=ember.float64))
+        expected = theirs(torch.tensor(values, dtype=torch.float64))
+        assert out.numpy().tolist() == expected.numpy().tolist()
+        assert _state(mine) == _state(theirs)
+        assert (mine.count, mine.scale) == (theirs.count, theirs.scale)
+    assert _state(eager)["total"] == [0.0, 0.0, 0.0]  # the original module keeps its own
+
+
+def test_assigned_parameter_is_read_after_the_assignment_as_torch():
+    mine, theirs, _ = _pair("replaces_weight")
+    values = [1.0, 2.0, 3.0]
+    out = mine(ember.tensor(values, dtype=ember.float64))
+    expected = theirs(torch.tensor(values, dtype=torch.float64))
+    assert out.detach().numpy().tolist() == expected.detach().numpy().tolist()
+    assert _state(mine) == _state(theirs)
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_assigned_submodule_parameter_is_torchs(flag):
+    mine, theirs, _ = _pair("sets_submodule_bias")
+    values = [1.0, -2.0, 0.5]
+    out = mine(ember.tensor(values, dtype=ember.float64), flag)
+    expected = theirs(torch.tensor(values, dtype=torch.float64), flag)
+    assert out.detach().numpy().tolist() == pytest.approx(expected.detach().numpy().tolist())
+    assert _state(mine)["lin.bias"] == _state(theirs)["lin.bias"]
 
 
 def test_a_mismatch_names_the_inferred_parameter_and_both_places():
