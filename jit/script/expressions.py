@@ -258,7 +258,13 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
                 block.registerOutput(value)
             outs.append(value)
             self.env = saved
-        kind = self.unify(outs[0].type(), outs[1].type(), "the if expression", node)
+        kind = self.unified(outs[0].type(), outs[1].type(), "the if expression")
+        if kind is None:
+            raise self.source.error(
+                f"if-expression's true branch has type {self.shown(outs[0])} but false branch "
+                f"has type {self.shown(outs[1])}",
+                node,
+            )
         return op.addOutput(kind)
 
     def expr_UnaryOp(self, node, wanted=None):  # noqa: N802

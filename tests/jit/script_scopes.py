@@ -58,6 +58,16 @@ def refused(lib):
             y = 1.5
         return y
 
+    def if_expression(x, flag: bool):
+        y = 1 if flag else x
+        return y
+
+    def augmented_after_one_branch(x, flag: bool):
+        if flag:
+            y = 1
+        y += 1
+        return y
+
     def returns_differ(x, flag: bool):
         if flag:
             return 1
