@@ -198,3 +198,24 @@ def test_implicit_conversion_refusals_are_torchs(shape, dtype, message):
     assert message in str(info.value)
     with pytest.raises(RuntimeError, match=message):
         mine(ember.ones(shape, dtype=getattr(ember, dtype)), True)
+
+
+def test_freezing_keeps_an_assigned_slot_as_torch():
+    class Accumulates:
+        def __init__(self, lib):
+            class Module(lib.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("total", lib.zeros(1))
+
+                def forward(self, x):
+                    self.total = self.total + x.sum().reshape(1)
+                    return self.total * 2
+
+            self.module = Module().eval()
+
+    mine = ember.jit.freeze(ember.jit.script(Accumulates(ember).module))
+    theirs = torch.jit.freeze(torch.jit.script(Accumulates(torch).module))
+    for _ in range(3):
+        out = mine(ember.tensor([1.0, 0.5]))
+        assert out.numpy().tolist() == theirs(torch.tensor([1.0, 0.5])).numpy().tolist()
