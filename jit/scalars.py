@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from . import contexts, indexing
+from . import contexts, indexing, packed
 from ._paths import set_tensor
 from .hashing import script_hash
 
@@ -246,6 +246,9 @@ class RUNTIME:
     index_put_ = staticmethod(indexing.index_put_)
     hash = staticmethod(script_hash)
     set_tensor = staticmethod(set_tensor)
+    pack_padded = staticmethod(packed.pack)
+    packed_rnn = staticmethod(packed.recurrent)
+    pad_packed = staticmethod(packed.pad)
     int_implicit = staticmethod(_implicit(int))
     float_implicit = staticmethod(_implicit(float))
 
@@ -278,6 +281,9 @@ SCALAR_PRIMS = {
     "prim::isinstance": (None, _rt_code("isinstance")),
     "prim::format": (format_, _rt_code("format")),
     "prim::hash": (script_hash, _rt_code("hash")),
+    "prim::PackPadded": (packed.pack, _rt_code("pack_padded")),
+    "prim::PackedRNN": (packed.recurrent, _rt_code("packed_rnn")),
+    "prim::PadPacked": (packed.pad, _rt_code("pad_packed")),
     "prim::IntImplicit": (RUNTIME.int_implicit, _rt_code("int_implicit")),
     "prim::FloatImplicit": (RUNTIME.float_implicit, _rt_code("float_implicit")),
 }
