@@ -6,7 +6,8 @@ ONNX packs a layer's weights per direction: ``W`` (directions, gates * hidden, i
 R's), and orders the gates differently: LSTM's are i, o, f, c where PyTorch's are i, f, g, o, and
 GRU's z, r, h where PyTorch's are r, z, n (``linear_before_reset=1`` is PyTorch's GRU, whose reset
 gate multiplies ``W_hn h + b_hn``). The time loop runs inside the node, so the sequence length
-stays dynamic; ``batch_first`` transposes around the layers.
+stays dynamic; ``batch_first`` transposes around the layers. A packed batch (jit/packed.py's
+prims) gives the node ``sequence_lens``: the padded batch stands for the packed rows.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def _recurrent(mode: str):
     op_type = "LSTM" if lstm else "GRU" if mode == "GRU" else "RNN"
 
     def rule(g, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-             batch_first, sequence_lens=None):  # fmt: skip
+             batch_first, *, sequence_lens=None):  # fmt: skip
         directions = 2 if bidirectional else 1
         per_unit = 4 if has_biases else 2
         if len(params) != num_layers * directions * per_unit:
