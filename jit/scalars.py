@@ -259,7 +259,7 @@ for _name, _fn in LISTS.items():
     setattr(RUNTIME, f"list_{_name}", staticmethod(_fn))
 
 
-def _rt_code(name: str):
+def rt_code(name: str):
     return lambda *args: f"_rt.{name}({', '.join(args)})"
 
 
@@ -272,18 +272,15 @@ def _method_run(name: str):
 
 
 SCALAR_PRIMS = {
-    **{f"prim::math_{n}": (getattr(RUNTIME, n), _rt_code(n)) for n in MATH},
+    **{f"prim::math_{n}": (getattr(RUNTIME, n), rt_code(n)) for n in MATH},
     **{f"prim::str_{n}": (_method_run(n), _method_code(n)) for n in STR_METHODS},
-    **{f"prim::list_{n}": (fn, _rt_code(f"list_{n}")) for n, fn in LISTS.items()},
-    "prim::dict_delete": (_without, _rt_code("list_delete")),
-    "prim::str": (to_str, _rt_code("str")),
-    "prim::tolist": (None, _rt_code("tolist")),
-    "prim::isinstance": (None, _rt_code("isinstance")),
-    "prim::format": (format_, _rt_code("format")),
-    "prim::hash": (script_hash, _rt_code("hash")),
-    "prim::PackPadded": (packed.pack, _rt_code("pack_padded")),
-    "prim::PackedRNN": (packed.recurrent, _rt_code("packed_rnn")),
-    "prim::PadPacked": (packed.pad, _rt_code("pad_packed")),
-    "prim::IntImplicit": (RUNTIME.int_implicit, _rt_code("int_implicit")),
-    "prim::FloatImplicit": (RUNTIME.float_implicit, _rt_code("float_implicit")),
+    **{f"prim::list_{n}": (fn, rt_code(f"list_{n}")) for n, fn in LISTS.items()},
+    "prim::dict_delete": (_without, rt_code("list_delete")),
+    "prim::str": (to_str, rt_code("str")),
+    "prim::tolist": (None, rt_code("tolist")),
+    "prim::isinstance": (None, rt_code("isinstance")),
+    "prim::format": (format_, rt_code("format")),
+    "prim::hash": (script_hash, rt_code("hash")),
+    "prim::IntImplicit": (RUNTIME.int_implicit, rt_code("int_implicit")),
+    "prim::FloatImplicit": (RUNTIME.float_implicit, rt_code("float_implicit")),
 }

@@ -5,6 +5,7 @@ outputs for other lengths and batches than the example's; the trace replays them
 
 from __future__ import annotations
 
+import io
 import warnings
 
 import pytest
@@ -87,9 +88,14 @@ def test_packed_trace_replays_other_lengths(kind):
         traced = ember.jit.trace(module, _arguments(module, *LENGTHS[0]))
     kinds = [node.kind() for node in traced.graph.nodes()]
     assert kinds.count("prim::PackedRNN") == 1 and "aten::index_select" not in kinds
+    buffer = io.BytesIO()
+    ember.jit.save(traced, buffer)
+    buffer.seek(0)
+    loaded = ember.jit.load(buffer)
     for steps, lengths in LENGTHS[1:]:
         args = _arguments(module, steps, lengths)
         assert_close(eager(traced, args), eager(module, args), rtol=1e-6, atol=1e-6)
+        assert_close(eager(loaded, args), eager(module, args), rtol=1e-6, atol=1e-6)
 
 
 def test_a_padding_value_other_than_zero_is_refused():
