@@ -98,8 +98,10 @@ def accepted(lib):
     def mixed_unused(x, flag: bool):
         if flag:
             y = 1
-        else:
+        elif bool(x.sum() > 0):
             y = x
+        else:
+            y = x * 2
         return x * 2  # y is never read: no error
 
     def rebind_to_int(x, flag: bool):

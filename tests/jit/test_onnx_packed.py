@@ -59,11 +59,18 @@ def _export(module: Packed, args: tuple) -> bytes:
     return export_bytes(module, args, input_names=names, dynamic_axes=axes)
 
 
-@pytest.mark.parametrize("with_state", [False, True], ids=["no_state", "state"])
-@pytest.mark.parametrize("variant, options", VARIANTS, ids=[v[0] for v in VARIANTS])
-@pytest.mark.parametrize("kind", list(KINDS))
-def test_packed_layer_exports_with_sequence_lens(kind, variant, options, with_state):
+# every kind, variant, with and without the initial state
+CASES = [(k, v, state) for k in KINDS for v in VARIANTS for state in (False, True)]
+
+
+@pytest.mark.parametrize(
+    "kind, variant, with_state",
+    CASES,
+    ids=[f"{k}-{v[0]}-{'state' if state else 'no_state'}" for k, v, state in CASES],
+)
+def test_packed_layer_exports_with_sequence_lens(kind, variant, with_state):
     cls, extra, op_type = KINDS[kind]
+    options = variant[1]
     ember.manual_seed(5)
     module = Packed(cls(6, 4, **extra, **options), with_state).eval()
     model_bytes = _export(module, _arguments(module, *LENGTHS[0]))
