@@ -131,3 +131,47 @@ def test_unsorted_batches_still_trace_through_the_eager_code():
         traced = ember.jit.trace(module, args)
     assert "prim::PackedRNN" not in [node.kind() for node in traced.graph.nodes()]
     assert_close(eager(traced, args), eager(module, args), rtol=1e-6, atol=1e-6)
+
+
+def _sequence_lens_source(proto, op_type: str) -> list:
+    """For each recurrent node: the dtype its sequence_lens is cast to and the graph input the
+    chain of casts starts from."""
+    producers = {out: node for node in proto.graph.node for out in node.output}
+    found = []
+    for node in proto.graph.node:
+        if node.op_type == op_type:
+            cast = producers[node.input[4]]
+            (dtype,) = [a.i for a in cast.attribute if a.name == "to"]
+            name = node.input[4]
+            while name in producers and producers[name].op_type == "Cast":
+                name = producers[name].input[0]
+            found.append((dtype, name))
+    return found
+
+
+def test_sequence_lens_is_the_cast_lengths_input_as_torch_onnx_writes_it():
+    torch = pytest.importorskip("torch")
+    onnx = pytest.importorskip("onnx")
+
+    class TorchPacked(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.LSTM(6, 4)
+
+        def forward(self, x, lengths):
+            packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths)
+            return torch.nn.utils.rnn.pad_packed_sequence(self.rnn(packed)[0])[0]
+
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        args = (torch.randn(6, 3, 6), torch.tensor([6, 4, 2]))
+        torch.onnx.export(
+            TorchPacked().eval(), args, buffer, dynamo=False, input_names=["x", "lengths"]
+        )
+    theirs = _sequence_lens_source(onnx.load_from_string(buffer.getvalue()), "LSTM")
+    module = Packed(nn.LSTM(6, 4), False).eval()
+    mine = _sequence_lens_source(
+        check_model(_export(module, _arguments(module, 6, [6, 4, 2]))), "LSTM"
+    )
+    assert mine == theirs == [(onnx.TensorProto.INT32, "lengths")]
