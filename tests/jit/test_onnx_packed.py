@@ -105,6 +105,21 @@ def test_packed_trace_replays_other_lengths(kind):
         assert_close(eager(loaded, args), eager(module, args), rtol=1e-6, atol=1e-6)
 
 
+def test_ember_export_of_a_packed_layer_runs_other_lengths_after_save_and_load():
+    ember.manual_seed(7)
+    module = Packed(nn.LSTM(6, 4, batch_first=True), False).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = ember.export.export(module, _arguments(module, *LENGTHS[0]))
+    buffer = io.BytesIO()
+    ember.export.save(program, buffer)
+    buffer.seek(0)
+    loaded = ember.export.load(buffer).module()
+    for lengths in ([6, 4, 2], [6, 3, 1], [5, 5, 2]):  # the example's sizes (static shapes)
+        args = _arguments(module, 6, lengths)
+        assert_close(eager(loaded, args), eager(module, args), rtol=1e-6, atol=1e-6)
+
+
 def test_a_padding_value_other_than_zero_is_refused():
     module = Packed(nn.GRU(6, 4), False, padding_value=-1.0).eval()
     with pytest.raises(ember.onnx.OnnxExporterError, match="padding value other than 0"):
