@@ -224,6 +224,12 @@ def _multi(rule):
     their values stand for packed rows, so the traced sizes are not theirs)."""
 
     def handler(self, node) -> None:
+        readers = {use.user.kind() for use in node.outputs()[0].uses()} - recurrent.PACKED.keys()
+        if node.kind() != "prim::PadPacked" and readers:
+            raise self.g.unsupported(
+                f"packed rows read by {sorted(readers)[0]} (ONNX holds the padded batch in "
+                "their place: unpack them with pad_packed_sequence)"
+            )
         produced = rule(self.g, *(self.env[v] for v in node.inputs()))
         for value, v in zip(node.outputs(), produced):
             self.env[value] = v

@@ -126,6 +126,20 @@ def test_a_padding_value_other_than_zero_is_refused():
         _export(module, _arguments(module, *LENGTHS[0]))
 
 
+def test_packed_rows_read_directly_are_refused():
+    class ReadsRows(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(6, 4)
+
+        def forward(self, x, lengths):
+            return self.rnn(pack_padded_sequence(x, lengths))[0].data * 2
+
+    module = ReadsRows().eval()
+    with pytest.raises(ember.onnx.OnnxExporterError, match="packed rows read by ember::mul"):
+        export_bytes(module, (ember.randn(6, 3, 6), ember.tensor([6, 4, 2])))
+
+
 def test_unsorted_batches_still_trace_through_the_eager_code():
     """enforce_sorted=False is not recorded (torch.onnx requires sorted batches too): the
     trace runs the eager steps, right at the example's lengths."""
