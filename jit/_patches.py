@@ -143,6 +143,8 @@ def tracing_patches(state):
     from ember import _factories
     from ember.nn.modules.module import Module
 
+    from . import packed_trace
+
     state.sizes = {}
     names = ["shape", "size", "numel", "__iter__", *_READS]
     originals = {name: Tensor.__dict__[name] for name in names}
@@ -174,6 +176,7 @@ def tracing_patches(state):
     patched += [(_factories, "tensor", tensor, original_tensor)]
     patched += [(Module, "__call__", call, original_call)]
     patched += [(m, name, cached.__wrapped__, cached) for m, name, cached in _shape_caches()]
+    patched += packed_trace.replacements(state)
     try:
         for owner, name, replacement, _original in patched:
             setattr(owner, name, replacement)

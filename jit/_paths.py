@@ -21,6 +21,14 @@ def parent(root, qualified: str, create: bool = False):
     return module, leaf
 
 
+def set_tensor(root, qualified: str, value) -> None:
+    """``root.<qualified> = value`` into a parameter or buffer slot, whatever the tensor (a
+    scripted method's assignment: TorchScript's slots are typed Tensor, not Parameter)."""
+    module, leaf = parent(root, qualified)
+    table = module._parameters if leaf in module._parameters else module._buffers
+    table[leaf] = value
+
+
 def tensor_at(root, qualified: str):
     """The parameter or buffer called ``qualified``."""
     module, leaf = parent(root, qualified)

@@ -186,6 +186,9 @@ class _Writer:
         elif kind == "prim::SetObjAttr":
             out.append(f"{indent}{args[0]}.{_field(node['name'])} = {args[1]}")
             return
+        elif kind == "prim::SetTensorAttr":
+            out.append(f"{indent}_rt.set_tensor(self, {node['name']!r}, {args[0]})")
+            return
         elif kind == "prim::SetModuleAttr":
             out.append(f"{indent}{self.attribute(node['name'])} = {args[0]}")
             return

@@ -43,14 +43,19 @@ def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True):
             ".eval() on your module before freezing."
         )
     preserved = set(preserved_attrs or ())
+    methods = {n: m for n, m in mod._methods.items() if n == "forward" or n in preserved}
+    # slots the graphs assign (self.total = ...) stay slots, as PyTorch keeps mutated attributes
+    preserved |= {
+        node["name"]
+        for method in methods.values()
+        for node in method.graph.findAllNodes("prim::SetTensorAttr")
+    }
     frozen = RecursiveScriptModule(mod.original_name)
     frozen.train(False)
     for name, tensor in [*mod.named_parameters(), *mod.named_buffers()]:
         if name in preserved:
             _register(frozen, name, tensor)
-    for name, method in mod._methods.items():
-        if name != "forward" and name not in preserved:
-            continue
+    for name, method in methods.items():
         graph = inline_attributes(method.graph.copy(), mod, preserved)
         for qualified in inline_module_state(graph, mod):
             _keep_state(frozen, mod, qualified)

@@ -13,8 +13,8 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import contexts, indexing
-from .scalars import SCALAR_PRIMS
+from . import contexts, indexing, packed
+from .scalars import SCALAR_PRIMS, rt_code
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,10 @@ PRIMS: dict[str, Prim] = {
     "prim::ModuleAttr": Prim(None, None, attrs=("name",), effects=True, doc="self.<name>"),
     "prim::SetModuleAttr": Prim(
         None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = value"
+    ),
+    # A parameter or buffer slot assigned by a scripted method (jit/script/attributes.py).
+    "prim::SetTensorAttr": Prim(
+        None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = tensor"
     ),
     "prim::ListConstruct": Prim(lambda *xs: list(xs), _sequence("[", "]")),
     "prim::TupleConstruct": Prim(lambda *xs: tuple(xs), _sequence("(", ")")),
@@ -183,6 +187,14 @@ for _name, (_fn, _symbol) in _BINARY.items():
 # math.* and str methods on run-time values (jit/scalars.py): generated code calls ``_rt.<name>``.
 for _kind, (_run, _code) in SCALAR_PRIMS.items():
     PRIMS[_kind] = Prim(_run, _code)
+
+# A PackedSequence through a trace (jit/packed.py): several outputs each.
+for _kind, _run, _name, _outputs in (
+    ("prim::PackPadded", packed.pack, "pack_padded", 2),
+    ("prim::PackedRNN", packed.recurrent, "packed_rnn", None),  # (rows, h_n[, c_n])
+    ("prim::PadPacked", packed.pad, "pad_packed", 2),
+):
+    PRIMS[_kind] = Prim(_run, rt_code(_name), outputs=_outputs)
 
 # Python operators -> prim kinds, for recording arithmetic on traced sizes (jit.symbolic).
 OPERATORS = {fn: f"prim::{name}" for name, (fn, _symbol) in _BINARY.items()}

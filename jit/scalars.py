@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 
-from . import contexts, indexing
+from . import contexts, indexing, packed
+from ._paths import set_tensor
+from .hashing import script_hash
 
 
 def _c_math(fn):
@@ -205,6 +207,27 @@ def tolist(tensor, dim: int, element: int):
     return tensor.detach().tolist()
 
 
+def _implicit(convert):
+    """``aten::IntImplicit``/``FloatImplicit``: a 0-dim tensor assigned to a number variable
+    (an int one must hold integers), with TorchScript's messages."""
+
+    def run(tensor):
+        from ember._dtype import SCALAR_NAMES
+
+        if convert is int and (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
+            raise RuntimeError(
+                f"Cannot input a tensor of type {SCALAR_NAMES[tensor.dtype]} as an integral "
+                "argument"
+            )
+        if tensor.dim() != 0:
+            raise RuntimeError(
+                "Cannot input a tensor of dimension other than 0 as a scalar argument"
+            )
+        return convert(tensor.item())
+
+    return run
+
+
 class RUNTIME:
     str = staticmethod(to_str)
     tolist = staticmethod(tolist)
@@ -221,6 +244,13 @@ class RUNTIME:
     exit_ = staticmethod(contexts.exit_)
     index = staticmethod(indexing.index)
     index_put_ = staticmethod(indexing.index_put_)
+    hash = staticmethod(script_hash)
+    set_tensor = staticmethod(set_tensor)
+    pack_padded = staticmethod(packed.pack)
+    packed_rnn = staticmethod(packed.recurrent)
+    pad_packed = staticmethod(packed.pad)
+    int_implicit = staticmethod(_implicit(int))
+    float_implicit = staticmethod(_implicit(float))
 
 
 for _name in MATH:
@@ -229,7 +259,7 @@ for _name, _fn in LISTS.items():
     setattr(RUNTIME, f"list_{_name}", staticmethod(_fn))
 
 
-def _rt_code(name: str):
+def rt_code(name: str):
     return lambda *args: f"_rt.{name}({', '.join(args)})"
 
 
@@ -242,12 +272,15 @@ def _method_run(name: str):
 
 
 SCALAR_PRIMS = {
-    **{f"prim::math_{n}": (getattr(RUNTIME, n), _rt_code(n)) for n in MATH},
+    **{f"prim::math_{n}": (getattr(RUNTIME, n), rt_code(n)) for n in MATH},
     **{f"prim::str_{n}": (_method_run(n), _method_code(n)) for n in STR_METHODS},
-    **{f"prim::list_{n}": (fn, _rt_code(f"list_{n}")) for n, fn in LISTS.items()},
-    "prim::dict_delete": (_without, _rt_code("list_delete")),
-    "prim::str": (to_str, _rt_code("str")),
-    "prim::tolist": (None, _rt_code("tolist")),
-    "prim::isinstance": (None, _rt_code("isinstance")),
-    "prim::format": (format_, _rt_code("format")),
+    **{f"prim::list_{n}": (fn, rt_code(f"list_{n}")) for n, fn in LISTS.items()},
+    "prim::dict_delete": (_without, rt_code("list_delete")),
+    "prim::str": (to_str, rt_code("str")),
+    "prim::tolist": (None, rt_code("tolist")),
+    "prim::isinstance": (None, rt_code("isinstance")),
+    "prim::format": (format_, rt_code("format")),
+    "prim::hash": (script_hash, rt_code("hash")),
+    "prim::IntImplicit": (RUNTIME.int_implicit, rt_code("int_implicit")),
+    "prim::FloatImplicit": (RUNTIME.float_implicit, rt_code("float_implicit")),
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 
+from .. import packed
 from ..fx.graph import Graph as FxGraph
 from ..prims import _BINARY
 
@@ -34,6 +35,10 @@ _PRIM_FUNCTIONS.update(
         "prim::max": max,
         "prim::TupleIndex": operator.getitem,
         "prim::ListIndex": operator.getitem,
+        # a PackedSequence through a recurrent layer (jit/packed.py)
+        "prim::PackPadded": packed.pack,
+        "prim::PackedRNN": packed.recurrent,
+        "prim::PadPacked": packed.pad,
     }
 )
 

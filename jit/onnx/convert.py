@@ -17,6 +17,7 @@ from ..ops import PREFIX, mutates
 from ..prims import PRIMS
 from .builder import GraphBuilder, V, static_int
 from .errors import OnnxExporterError, UnsupportedOperatorError
+from .symbolic import recurrent
 from .table import TABLE, UNMAPPED
 
 
@@ -217,7 +218,27 @@ _SCALAR_OPS = {
     "prim::ge": _compare("GreaterOrEqual"),
 }
 
+
+def _multi(rule):
+    """A prim written by ``rule(g, *inputs)``, one ONNX value per output (jit/packed.py's:
+    their values stand for packed rows, so the traced sizes are not theirs)."""
+
+    def handler(self, node) -> None:
+        readers = {use.user.kind() for use in node.outputs()[0].uses()} - recurrent.PACKED.keys()
+        if node.kind() != "prim::PadPacked" and readers:
+            raise self.g.unsupported(
+                f"packed rows read by {sorted(readers)[0]} (ONNX holds the padded batch in "
+                "their place: unpack them with pad_packed_sequence)"
+            )
+        produced = rule(self.g, *(self.env[v] for v in node.inputs()))
+        for value, v in zip(node.outputs(), produced):
+            self.env[value] = v
+
+    return handler
+
+
 _PRIMS = {
+    **{kind: _multi(rule) for kind, rule in recurrent.PACKED.items()},
     "prim::Constant": Converter._constant,
     "prim::GetAttr": Converter._get_attr,
     "prim::ListConstruct": Converter._list,

@@ -2,6 +2,10 @@
 that methods assign (``self.count += 1``) and ``ember.jit.Attribute`` values, as TorchScript's
 ``prim::GetAttr``/``prim::SetAttr`` on non-tensor attributes.
 
+Parameters and buffers (the module's or a submodule's) that a method assigns become
+``prim::SetTensorAttr`` writes into the slot, and their reads stay where the code reads them
+rather than at the top of the graph (``written_tensors``, ``Unit.get_attr``).
+
 Other plain attributes stay compile-time constants (see docs/jit.md). The values live on the
 scripted module (copied from the original when scripting, as PyTorch copies them), are saved in
 the archive's module tree and restored on load.
@@ -51,23 +55,14 @@ def _is_library_class(cls) -> bool:
 def assigned_attributes(cls) -> frozenset:
     """Names ``self.<name>`` is assigned to in the methods of ``cls`` other than __init__."""
     names = set()
-    for klass in cls.__mro__:
-        if _is_library_class(klass) or klass is object:
-            continue
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError, SyntaxError):
-            continue
-        for fn in ast.walk(tree):
-            if not isinstance(fn, ast.FunctionDef) or fn.name == "__init__":
-                continue
-            for node in ast.walk(fn):
-                if _is_self(node) and isinstance(node.ctx, ast.Store):
-                    names.add(node.attr)
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                    owner = node.func.value  # self.names.append(v) mutates self.names
-                    if node.func.attr in _MUTATORS and _is_self(owner):
-                        names.add(owner.attr)
+    for fn in _methods(cls):
+        for node in ast.walk(fn):
+            if _is_self(node) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                owner = node.func.value  # self.names.append(v) mutates self.names
+                if node.func.attr in _MUTATORS and _is_self(owner):
+                    names.add(owner.attr)
     return frozenset(names)
 
 
@@ -111,8 +106,67 @@ def _storable(value) -> bool:
     return False
 
 
+def written_tensors(module) -> frozenset:
+    """Qualified names of the parameters and buffers (of ``module`` or its submodules) that the
+    methods of ``module``'s class assign (``self.w = t``, ``self.lin.bias = t``)."""
+    from .._paths import parent
+
+    found = set()
+    for path in _assigned_paths(type(module)):
+        try:
+            owner, leaf = parent(module, path)
+        except KeyError:
+            continue
+        if leaf in owner._parameters or leaf in owner._buffers:
+            found.add(path)
+    return frozenset(found)
+
+
+@functools.cache
+def _assigned_paths(cls) -> frozenset:
+    """Dotted paths ``self.<a>.<b>`` is assigned to in the methods of ``cls`` but __init__."""
+    paths = set()
+    for fn in _methods(cls):
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                parts = [node.attr]
+                owner = node.value
+                while isinstance(owner, ast.Attribute):
+                    parts.insert(0, owner.attr)
+                    owner = owner.value
+                if isinstance(owner, ast.Name) and owner.id == "self":
+                    paths.add(".".join(parts))
+    return frozenset(paths)
+
+
+def _methods(cls):
+    """The method definitions (but __init__) of ``cls`` and its user base classes."""
+    for klass in cls.__mro__:
+        if _is_library_class(klass) or klass is object:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef) and fn.name != "__init__":
+                yield fn
+
+
 class ModuleState:
     """Emitter methods reading and writing run-time attributes."""
+
+    def assign_tensor(self, qualified: str, value, statement) -> None:
+        """``self.w = t`` on a parameter or buffer: the slot holds ``t`` from then on (reads of
+        it are where the code reads, see ``Unit.get_attr``)."""
+        value = self.materialize(value)
+        if not isinstance(value.type(), T.TensorType):
+            raise self.source.error(
+                "Wrong type for attribute assignment. Expected Tensor but got "
+                f"{value.type().annotation()}",
+                statement,
+            )
+        self.graph.insert("prim::SetTensorAttr", [value], num_outputs=0, name=qualified)
 
     def read_attribute(self, ref, name: str, node):
         kind = attribute_type(self, ref.module, name, node)
@@ -128,12 +182,15 @@ class ModuleState:
         module = getattr(ref, "module", None)
         if module is None:
             raise self.source.not_supported("assignment to attributes of non-modules", target)
-        if name in module._parameters or name in module._buffers:
-            raise self.source.not_supported(
-                f"assignment to the parameter or buffer '{name}' (update it in place: "
-                f"self.{name}.copy_(v) or self.{name} += v)",
-                target,
+        statement = self.current  # TorchScript underlines the whole assignment
+        if not hasattr(module, name):
+            raise self.source.error(
+                f"Tried to set nonexistent attribute: {name}. Did you forget to initialize it "
+                "in __init__()?",
+                statement,
             )
+        if name in module._parameters or name in module._buffers:
+            return self.assign_tensor(ref.qualified(name), value, statement)
         if not is_runtime(module, name):
             raise self.source.not_supported(
                 f"assignment to attribute '{name}' (scripted attributes hold bool, int, float, "
@@ -142,5 +199,12 @@ class ModuleState:
                 target,
             )
         kind = attribute_type(self, module, name, target)
-        value = self.coerce(self.materialize(value), kind, target)
+        value = self.materialize(value)
+        if not self.fits(value.type(), kind) and not self.is_empty_list(value):
+            raise self.source.error(
+                "Wrong type for attribute assignment. Expected "
+                f"{kind.annotation()} but got {value.type().annotation()}",
+                statement,
+            )
+        value = self.coerce(value, kind, target)
         self.graph.insert(WRITE, [value], num_outputs=0, name=ref.qualified(name))

@@ -12,6 +12,7 @@ import math
 from ember._tensor import Tensor
 from ember.dispatcher.optable import OPS
 from ember.nn.modules.module import Module
+from ember.nn.parameter import Parameter
 
 from .. import types as T
 from ..ir import Value
@@ -22,6 +23,7 @@ from . import builtins as lib
 from .annotations import AnnotationError, is_named_tuple, named_tuple_type
 from .attributes import is_runtime
 from .classes import BoundMethod, is_script_class
+from .frontend import FrontendError
 from .lists import is_list_method
 from .pybuiltins import BUILTINS
 from .strings import is_str_method
@@ -282,6 +284,12 @@ class Calls:
         if isinstance(fn, type) and issubclass(fn, Module):
             raise self.source.not_supported(
                 "creating modules inside scripted code isn't supported", node
+            )
+        if fn is Parameter:  # TorchScript has no Parameter type: slots hold plain tensors
+            where = node.func if isinstance(node, ast.Call) else node
+            raise FrontendError(
+                f"Cannot instantiate class 'Parameter' in a script function:\n"
+                f"{self.source.highlight(where)}"
             )
         if inspect.isfunction(fn) and not _is_library(fn):
             return self.unit.call_function(self, fn, args, kwargs, node)

@@ -79,6 +79,7 @@ class Unit:
     def __init__(self):
         self.stack: list = []
         self.attrs: dict = {}  # (graph, qualified name) -> Value of its prim::GetAttr
+        self.written: frozenset = frozenset()  # tensors the module's methods assign: read in place
 
     # ---- entry points -----------------------------------------------------------------------
     def function(self, fn, self_ref=None, name=None, graph=None) -> ScriptMethod:
@@ -116,6 +117,8 @@ class Unit:
                     definition.args.args[0].arg if definition.args.args else "self", self_ref
                 )
             emitter = Emitter(self, source, graph, env, self_ref)
+            unannotated = [p.arg for p in definition.args.args if p.annotation is None]
+            emitter.inferred = {id(env[n]) for n in unannotated if _is_tensor_input(env.get(n))}
             if definition.returns is not None:
                 emitter.return_type = emitter.annotation(definition.returns)
             body = definition.body
@@ -214,7 +217,10 @@ class Unit:
 
     # ---- attributes -------------------------------------------------------------------------
     def get_attr(self, graph, qualified: str) -> Value:
-        """One ``prim::GetAttr`` per name, at the top of the graph (usable in every block)."""
+        """One ``prim::GetAttr`` per name, at the top of the graph (usable in every block);
+        a tensor some method assigns is read where the code reads it, each time."""
+        if qualified in self.written:
+            return graph.insert("prim::GetAttr", [], name=qualified).output().setType(T.Tensor)
         found = self.attrs.get((graph, qualified))
         if found is None:
             top = graph.block()
@@ -252,6 +258,10 @@ def _rebuild(caller, outputs, spec):
     if spec["type"] == "tuple":
         return caller.tuple_value(items)
     raise NotSupportedError("dict outputs of traced code in scripted code aren't supported")
+
+
+def _is_tensor_input(value) -> bool:
+    return isinstance(value, Value) and isinstance(value.type(), T.TensorType)
 
 
 def _parameters(source, definition, skip_self: bool):
@@ -352,6 +362,7 @@ def _compile_methods(made, module, root: bool) -> None:
     _check_constants(module)
     if not isinstance(module, ScriptModule):
         unit, ref = Unit(), ModuleRef(module, "")
+        unit.written = attributes.written_tensors(module)
         lower = modules.lowering(module)
         names = ["forward"] + [n for n in _exported(module) if n != "forward"]
         try:

@@ -23,6 +23,7 @@ from .classes import INPLACE_MAGIC
 from .contexts import Contexts
 from .expressions import Expressions
 from .returns import PENDING, LoopReturns, may_return
+from .scopes import Scopes, Unmerged
 from .sugar import Sugar
 from .unions import only_narrowed
 
@@ -59,7 +60,7 @@ def _join(a: str, b: str) -> str:
     return a if a in (b, RETURN) else CONTINUE if BREAK not in (a, b) else BREAK
 
 
-class Emitter(Expressions, Contexts, LoopReturns):
+class Emitter(Expressions, Contexts, LoopReturns, Scopes):
     """Compiles statements of one function into ``graph`` (see the module docstring)."""
 
     def __init__(self, unit, source, graph, env: dict, self_ref=None, in_loop=False):
@@ -73,6 +74,10 @@ class Emitter(Expressions, Contexts, LoopReturns):
         self.current = None  # the ast node being compiled (errors, source ranges)
         self.return_type = None
         self.loop_returns = False  # the function returns from a loop (returns.py)
+        self.scopes: list[dict] = []  # the names bound outside each enclosing block (scopes.py)
+        self.inferred: set = set()  # ids of the unannotated tensor parameters
+        self.return_sites: dict = {}  # id of a returned value -> its return statement
+        self.declared: dict = {}  # name -> the type its annotated assignment gave it
 
     # ---- statement lists --------------------------------------------------------------------
     def body(self, stmts) -> str | None:
@@ -123,6 +128,8 @@ class Emitter(Expressions, Contexts, LoopReturns):
         if stmt.value is None:
             raise self.source.not_supported("declarations without a value aren't supported", stmt)
         wanted = self.annotation(stmt.annotation)
+        if isinstance(stmt.target, ast.Name):
+            self.declared[stmt.target.id] = wanted
         self.assign(stmt.target, self.expr(stmt.value, wanted), wanted)
 
     def stmt_AugAssign(self, stmt):  # noqa: N802
@@ -148,6 +155,8 @@ class Emitter(Expressions, Contexts, LoopReturns):
             if isinstance(value, Value):
                 if wanted is not None:
                     value = self.coerce(value, wanted, target)
+                else:
+                    value = self.rebind(target.id, value, target)
                 if not value.hasDebugName():
                     value.setDebugName(target.id)
             self.env[target.id] = value
@@ -196,7 +205,11 @@ class Emitter(Expressions, Contexts, LoopReturns):
                 self.delete_item(target)
                 continue
             if not isinstance(target, ast.Name):
-                raise self.source.not_supported("del of targets other than names", target)
+                raise self.source.error(
+                    "del statements are only supported for deleting list and dict items and "
+                    "variables",
+                    target,
+                )
             if target.id not in self.env:
                 raise self.source.error(f"undefined value {target.id}", target)
             del self.env[target.id]
@@ -208,6 +221,7 @@ class Emitter(Expressions, Contexts, LoopReturns):
         value = self.materialize(value)
         if self.return_type is not None:
             value = self.coerce(value, self.return_type, stmt)
+        self.return_sites[id(value)] = stmt
         if self.loop_returns:
             self.return_in_loop(value)
         else:
@@ -282,8 +296,10 @@ class Emitter(Expressions, Contexts, LoopReturns):
             block = node.addBlock()
             self.env = dict(before)
             self.env.update(refine)
+            self.scopes.append(before)
             with self.graph.insert_point_guard(block):
                 ended = self.body(stmts)
+            self.scopes.pop()
             results.append((block, self.env, ended))
         self.env = before
         self.merge(node, before, results, stmt)
@@ -297,6 +313,8 @@ class Emitter(Expressions, Contexts, LoopReturns):
         for name in names:
             v0 = env0.get(name) if end0 != RAISE else None
             v1 = env1.get(name) if end1 != RAISE else None
+            # unmerged by an inner if: undefined on that path, as TorchScript has it
+            v0, v1 = (None if isinstance(v, Unmerged) else v for v in (v0, v1))
             if (end0 == RAISE and v1 is not None) or (end1 == RAISE and v0 is not None):
                 live = v0 if v1 is None else v1
                 if isinstance(live, Sugar):
@@ -304,8 +322,12 @@ class Emitter(Expressions, Contexts, LoopReturns):
                     continue
                 v0 = v0 if v0 is not None else self.uninitialized(b0, live.type())
                 v1 = v1 if v1 is not None else self.uninitialized(b1, live.type())
-            if v0 is None or v1 is None:
-                self.env.pop(name, None)  # defined on one path only: not visible after
+            if v0 is None or v1 is None:  # defined on one path only: an error where it is read
+                self.env.pop(name, None)
+                if not name.startswith("$") and (v0, v1) != (None, None):
+                    missing = "true" if v0 is None else "false"
+                    text = f"{name} is not defined in the {missing} branch"
+                    self.env[name] = self.unmerged(text, stmt)
                 continue
             if isinstance(v0, Sugar) or isinstance(v1, Sugar):
                 if v0 == v1:
@@ -317,7 +339,12 @@ class Emitter(Expressions, Contexts, LoopReturns):
             if only_narrowed(before.get(name), (v0, v1)):
                 self.env[name] = before[name]
                 continue
-            kind = self.unify(v0.type(), v1.type(), name, stmt)
+            kind = self.unified(v0.type(), v1.type(), name)
+            if kind is None and name == "$return":
+                raise self.return_mismatch(v0, v1, stmt)
+            if kind is None:
+                self.env[name] = self.branch_mismatch(name, v0, v1, stmt)
+                continue
             b0.registerOutput(v0)
             b1.registerOutput(v1)
             out = node.addOutput(kind)
@@ -330,6 +357,18 @@ class Emitter(Expressions, Contexts, LoopReturns):
             return self.graph.insert("prim::Uninitialized").output().setType(kind)
 
     def unify(self, a, b, name: str, stmt):
+        kind = self.unified(a, b, name)
+        if kind is not None:
+            return kind
+        what = "the value returned" if name == "$return" else name
+        raise self.source.error(
+            f"Type mismatch: {what} is set to type {a.annotation()} in the true branch and "
+            f"type {b.annotation()} in the false branch",
+            stmt,
+        )
+
+    def unified(self, a, b, name: str):
+        """The type of a name the two paths give types ``a`` and ``b`` (None: none)."""
         if a == b or b == PENDING:
             return a
         if a == PENDING:
@@ -346,12 +385,7 @@ class Emitter(Expressions, Contexts, LoopReturns):
             isinstance(b, T.OptionalType) and b.elem == a
         ):
             return a if isinstance(a, T.OptionalType) else b
-        what = "the value returned" if name == "$return" else name
-        raise self.source.error(
-            f"Type mismatch: {what} is set to type {a.annotation()} in the true branch and "
-            f"type {b.annotation()} in the false branch",
-            stmt,
-        )
+        return None
 
     # ---- loops ------------------------------------------------------------------------------
     def stmt_While(self, stmt):  # noqa: N802
@@ -417,6 +451,7 @@ class Emitter(Expressions, Contexts, LoopReturns):
             self.env[name] = block.addInput(name, before[name].type())
         saved_loop, self.in_loop = self.in_loop, True
         saved_unrolling, self.unrolling = self.unrolling, False
+        self.scopes.append(before)
         with self.graph.insert_point_guard(block):
             self.env["$continue"] = self.constant(True)
             bind_target(counter)
@@ -431,6 +466,7 @@ class Emitter(Expressions, Contexts, LoopReturns):
                     )
                 self.unify(before[name].type(), value.type(), name, stmt)
                 block.registerOutput(value)
+        self.scopes.pop()
         self.in_loop = saved_loop
         self.unrolling = saved_unrolling
         self.env = before

@@ -24,6 +24,7 @@ from .conditions import Conditions
 from .containers import Containers
 from .frontend import namespace_of
 from .lists import Lists
+from .scopes import Unmerged
 from .strings import Strings
 from .sugar import PyObj, Sugar, SugarTuple
 from .unions import numeric
@@ -174,6 +175,8 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
 
     def name(self, ident: str, node):
         found = self.env.get(ident)
+        if isinstance(found, Unmerged):
+            raise found.used(self.source, node)
         if found is not None:
             return found
         scope = self.namespace()
@@ -255,7 +258,13 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
                 block.registerOutput(value)
             outs.append(value)
             self.env = saved
-        kind = self.unify(outs[0].type(), outs[1].type(), "the if expression", node)
+        kind = self.unified(outs[0].type(), outs[1].type(), "the if expression")
+        if kind is None:
+            raise self.source.error(
+                f"if-expression's true branch has type {self.shown(outs[0])} but false branch "
+                f"has type {self.shown(outs[1])}",
+                node,
+            )
         return op.addOutput(kind)
 
     def expr_UnaryOp(self, node, wanted=None):  # noqa: N802

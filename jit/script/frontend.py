@@ -119,6 +119,26 @@ class Source:
         out += self.raw_lines[row : row + 2]
         return "\n".join(out) + "\n"
 
+    def span(self, node) -> str:
+        """Like ``highlight``, for a construct over several lines (a whole ``if``): each of its
+        lines is underlined from its first character (the construct's own on the first line)
+        to its end, and ``<--- HERE`` marks the last (``SourceRange::print_with_context``;
+        blank lines get no underline)."""
+        row, col = node.lineno, node.col_offset
+        end_row, end_col = node.end_lineno, node.end_col_offset
+        out = [f'  File "{self.filename}", line {row + self.first_line - 1}']
+        out += self.raw_lines[max(0, row - 3) : row - 1]
+        for line_no in range(row, end_row + 1):
+            line = self.raw_lines[line_no - 1]
+            out.append(line)
+            start = col + self.indent if line_no == row else len(line) - len(line.lstrip(" "))
+            stop = end_col + self.indent if line_no == end_row else len(line)
+            if stop > start:
+                here = " <--- HERE" if line_no == end_row else ""
+                out.append(" " * start + "~" * (stop - start) + here)
+        out += self.raw_lines[end_row : end_row + 2]
+        return "\n".join(out) + "\n"
+
     def unsupported(self, node) -> UnsupportedNodeError:
         name = PRETTY_NAMES.get(type(node), type(node).__name__)
         return UnsupportedNodeError(f"{name} aren't supported:\n{self.highlight(node)}")

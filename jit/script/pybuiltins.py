@@ -1,6 +1,6 @@
 """Python's builtins in scripted code: ``range``, ``len``, ``int``/``float``/``bool``/``str``,
-``min``/``max``/``sum``/``abs``, ``isinstance``, ``enumerate``, ``zip``, ``print`` (``BUILTINS``:
-function -> lowering ``(emitter, args, kwargs, node) -> value``).
+``min``/``max``/``sum``/``abs``, ``hash``, ``isinstance``, ``enumerate``, ``zip``, ``print``
+(``BUILTINS``: function -> lowering ``(emitter, args, kwargs, node) -> value``).
 """
 
 from __future__ import annotations
@@ -154,6 +154,27 @@ def _print(em, args, kwargs, node):
     return em.constant(None)
 
 
+def _hash(em, args, kwargs, node):
+    """``hash(v)``: TorchScript's ``aten::hash`` (jit/hashing.py) of the types it hashes."""
+    if kwargs or len(args) != 1:
+        raise em.source.error("hash() takes exactly one argument", node)
+    value = em.materialize(args[0])
+    if not _hashable(value.type()):
+        raise em.source.not_supported(f"hash() of a {value.type().annotation()}", node)
+    return em.prim("prim::hash", [value], T.IntType)
+
+
+def _hashable(kind) -> bool:
+    if isinstance(kind, T.TupleType):
+        return all(_hashable(k) for k in kind.elems)
+    if isinstance(kind, T.OptionalType):
+        return _hashable(kind.elem)
+    return isinstance(kind, T.TensorType) or kind in _HASHED
+
+
+_HASHED = (T.IntType, T.FloatType, T.BoolType, T.StrType, T.NoneType)
+
+
 def _converting(builtin, lower):
     """``int(a)``/``float(a)``/``bool(a)``/``str(a)`` call a script class's ``__int__``..."""
 
@@ -179,4 +200,5 @@ BUILTINS = {
     str: _converting(str, lambda em, args, kwargs, node: em.to_text(args[0])),
     sum: _sum,
     abs: _abs,
+    hash: _hash,
 }

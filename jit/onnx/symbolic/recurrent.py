@@ -6,7 +6,8 @@ ONNX packs a layer's weights per direction: ``W`` (directions, gates * hidden, i
 R's), and orders the gates differently: LSTM's are i, o, f, c where PyTorch's are i, f, g, o, and
 GRU's z, r, h where PyTorch's are r, z, n (``linear_before_reset=1`` is PyTorch's GRU, whose reset
 gate multiplies ``W_hn h + b_hn``). The time loop runs inside the node, so the sequence length
-stays dynamic; ``batch_first`` transposes around the layers.
+stays dynamic; ``batch_first`` transposes around the layers. A packed batch (jit/packed.py's
+prims) gives the node ``sequence_lens``: the padded batch stands for the packed rows.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def _recurrent(mode: str):
     op_type = "LSTM" if lstm else "GRU" if mode == "GRU" else "RNN"
 
     def rule(g, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-             batch_first):  # fmt: skip
+             batch_first, *, sequence_lens=None):  # fmt: skip
         directions = 2 if bidirectional else 1
         per_unit = 4 if has_biases else 2
         if len(params) != num_layers * directions * per_unit:
@@ -78,7 +79,10 @@ def _recurrent(mode: str):
             attrs["activations"] = [_ACTIVATION[mode]] * directions
         if mode == "GRU":
             attrs["linear_before_reset"] = 1
-        states = _values(g, list(hx) if lstm else [hx])
+        if hx is None:  # a packed batch with no initial state: ONNX's default, zeros
+            states = [None, None] if lstm else [None]
+        else:
+            states = _values(g, list(hx) if lstm else [hx])
         x = g.op("Transpose", input, perm=[1, 0, 2]) if batch_first else input
         finals: list = [[] for _ in states]
         for layer in range(num_layers):
@@ -87,9 +91,12 @@ def _recurrent(mode: str):
                 params[first + d * per_unit : first + (d + 1) * per_unit] for d in range(directions)
             ]
             w, r, b = _packed(g, units, mode, hidden, has_biases)
-            initial = [_slice(g, s, layer * directions, (layer + 1) * directions) for s in states]
+            initial = [
+                None if s is None else _slice(g, s, layer * directions, (layer + 1) * directions)
+                for s in states
+            ]
             y, *state_out = g.op(
-                op_type, x, w, r, b, None, *initial, outputs=1 + len(states), **attrs
+                op_type, x, w, r, b, sequence_lens, *initial, outputs=1 + len(states), **attrs
             )
             for found, out in zip(finals, state_out):
                 found.append(out)
@@ -108,3 +115,37 @@ def _recurrent(mode: str):
 TABLE = {name: _recurrent(mode) for mode, name in (
     ("LSTM", "lstm"), ("GRU", "gru"), ("RNN_TANH", "rnn_tanh"), ("RNN_RELU", "rnn_relu")
 )}  # fmt: skip
+
+
+# ---- packed batches (jit/packed.py) ------------------------------------------------------------
+# ONNX has no packed rows: the padded time-major batch stands for them and the lengths (int32,
+# ONNX's sequence_lens) for the batch sizes, from pack_padded_sequence to pad_packed_sequence.
+_OPS = {"LSTM": "lstm", "GRU": "gru", "RNN_TANH": "rnn_tanh", "RNN_RELU": "rnn_relu"}
+
+
+def pack_padded(g, x, lengths, batch_first):
+    rows = g.op("Transpose", x, perm=[1, 0, 2]) if batch_first else x
+    return rows, g.cast(lengths, dt.int32)
+
+
+def packed_rnn(g, mode, rows, lengths, hx, params, has_biases, layers, dropout, train, both):
+    """The layer's ONNX nodes with ``sequence_lens``: each sequence stops at its length (its
+    final state is that step's) and its outputs past it are zeros."""
+    rule = TABLE[_OPS[mode]]
+    args = (rows, hx, params, has_biases, layers, dropout, train, both, False)
+    return rule(g, *args, sequence_lens=lengths)
+
+
+def pad_packed(g, rows, lengths, batch_first, padding_value):
+    """The padded batch cut to the longest sequence (as pad_packed_sequence returns it)."""
+    if padding_value != 0.0:
+        raise g.unsupported("a padding value other than 0 (ONNX's recurrent nodes pad with 0)")
+    longest = g.cast(g.op("ReduceMax", lengths, keepdims=1), dt.int64)
+    axes = g.const([0], dt.int64)
+    padded = g.op("Slice", rows, g.const([0], dt.int64), longest, axes)
+    padded = g.op("Transpose", padded, perm=[1, 0, 2]) if batch_first else padded
+    return padded, g.cast(lengths, dt.int64)
+
+
+PACKED = {"prim::PackPadded": pack_padded, "prim::PackedRNN": packed_rnn}
+PACKED["prim::PadPacked"] = pad_packed

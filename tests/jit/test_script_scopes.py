@@ -1,0 +1,221 @@
+"""Names crossing blocks, ``hash()`` and ``del`` of attributes in ember.jit.script, next to
+torch.jit.script on the same source (tests/jit/script_scopes.py): refused code raises
+TorchScript's error word for word, accepted code gives TorchScript's values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import ember
+
+from .script_scopes import (
+    accepted,
+    attribute_modules,
+    deleting_module,
+    refused,
+    tensor_slot_modules,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+EMBER_REFUSED, TORCH_REFUSED = refused(ember), refused(torch)
+EMBER_OK, TORCH_OK = accepted(ember), accepted(torch)
+
+
+def _error(script, fn) -> BaseException:
+    with pytest.raises(Exception) as info:
+        script(fn)
+    return info.value
+
+
+def _same_error(mine, theirs) -> None:
+    assert isinstance(mine, RuntimeError) and isinstance(theirs, RuntimeError)
+    assert str(mine).strip("\n") == str(theirs).strip("\n")
+
+
+@pytest.mark.parametrize("name", sorted(TORCH_REFUSED))
+def test_refused_with_torch_scripts_text(name):
+    _same_error(
+        _error(ember.jit.script, EMBER_REFUSED[name]),
+        _error(torch.jit.script, TORCH_REFUSED[name]),
+    )
+
+
+def test_del_of_a_module_attribute_is_refused_as_torch():
+    _same_error(
+        _error(ember.jit.script, deleting_module(ember)),
+        _error(torch.jit.script, deleting_module(torch)),
+    )
+
+
+@pytest.mark.parametrize("name", ["new", "wrong_type"])
+def test_refused_attribute_assignment_is_torchs(name):
+    _same_error(
+        _error(ember.jit.script, attribute_modules(ember)[name]()),
+        _error(torch.jit.script, attribute_modules(torch)[name]()),
+    )
+
+
+@pytest.mark.parametrize("name", ["makes_parameter", "assigns_int"])
+def test_refused_tensor_slot_assignment_is_torchs(name):
+    mine = _error(ember.jit.script, tensor_slot_modules(ember)[name]())
+    theirs = _error(torch.jit.script, tensor_slot_modules(torch)[name]())
+    if type(theirs) is RuntimeError:  # torch.jit.Error: ember's ScriptError is one
+        assert isinstance(mine, RuntimeError)
+    else:
+        assert type(mine).__name__ == type(theirs).__name__ == "FrontendError"
+    assert str(mine).strip("\n") == str(theirs).strip("\n")
+
+
+def _pair(name):
+    """The module scripted by both libraries, ember's holding torch's initial values."""
+    theirs = tensor_slot_modules(torch)[name]()
+    mine = tensor_slot_modules(ember)[name]()
+    state = {k: ember.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()}
+    mine.load_state_dict(state)
+    return ember.jit.script(mine), torch.jit.script(theirs), mine
+
+
+def _state(module) -> dict:
+    return {k: v.detach().numpy().tolist() for k, v in module.state_dict().items()}
+
+
+def test_assigned_buffer_and_numbers_after_calls_are_torchs():
+    mine, theirs, eager = _pair("counts")
+    for step in range(3):
+        values = [0.5 * step, 1.0, -2.0]
+        out = mine(ember.tensor(values, dtype=ember.float64))
+        expected = theirs(torch.tensor(values, dtype=torch.float64))
+        assert out.numpy().tolist() == expected.numpy().tolist()
+        assert _state(mine) == _state(theirs)
+        assert (mine.count, mine.scale) == (theirs.count, theirs.scale)
+    assert _state(eager)["total"] == [0.0, 0.0, 0.0]  # the original module keeps its own
+
+
+def test_assigned_parameter_is_read_after_the_assignment_as_torch():
+    mine, theirs, _ = _pair("replaces_weight")
+    values = [1.0, 2.0, 3.0]
+    out = mine(ember.tensor(values, dtype=ember.float64))
+    expected = theirs(torch.tensor(values, dtype=torch.float64))
+    assert out.detach().numpy().tolist() == expected.detach().numpy().tolist()
+    assert _state(mine) == _state(theirs)
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_assigned_submodule_parameter_is_torchs(flag):
+    mine, theirs, _ = _pair("sets_submodule_bias")
+    values = [1.0, -2.0, 0.5]
+    out = mine(ember.tensor(values, dtype=ember.float64), flag)
+    expected = theirs(torch.tensor(values, dtype=torch.float64), flag)
+    assert out.detach().numpy().tolist() == pytest.approx(expected.detach().numpy().tolist())
+    assert _state(mine)["lin.bias"] == _state(theirs)["lin.bias"]
+
+
+def test_a_mismatch_names_the_inferred_parameter_and_both_places():
+    text = str(_error(ember.jit.script, EMBER_REFUSED["mixed"]))
+    assert "type int in the true branch and type Tensor (inferred) in the false" in text
+    assert text.count("<--- HERE") == 2 and "and was used here:" in text
+
+
+def _tensor(lib, dtype="float64"):
+    return lib.tensor(3, dtype=getattr(lib, dtype))
+
+
+@pytest.mark.parametrize("flag", [True, False])
+@pytest.mark.parametrize(
+    "name, dtype",
+    [("mixed_unused", "float64"), ("rebind_to_int", "int64"), ("annotated_optional", "float64")],
+)
+def test_branch_values_match_torch(name, dtype, flag):
+    mine = ember.jit.script(EMBER_OK[name])(_tensor(ember, dtype), flag)
+    theirs = torch.jit.script(TORCH_OK[name])(_tensor(torch, dtype), flag)
+    _same_value(mine, theirs)
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_loop_rebinding_converts_as_torch(n):
+    mine = ember.jit.script(EMBER_OK["rebind_to_float"])(_tensor(ember), n)
+    theirs = torch.jit.script(TORCH_OK["rebind_to_float"])(_tensor(torch), n)
+    assert type(mine) is type(theirs) is float and mine == theirs
+
+
+def _same_value(mine, theirs) -> None:
+    if theirs is None or isinstance(theirs, (int, float)):
+        assert type(mine) is type(theirs) and mine == theirs
+    else:
+        assert mine.dtype == ember.float64
+        assert mine.numpy().tolist() == theirs.numpy().tolist()
+
+
+HASHED = {
+    "hash_int": [0, 5, -1, -(2**63), 2**62],
+    "hash_float": [0.0, -0.0, 1.5, -1.0, 1e300, 1e-310, math.inf, -math.inf, math.nan],
+    "hash_str": ["", "a", "abcdefgh", "abcdefghi", "héllo wörld, a longer string"],
+    "hash_bool": [True, False],
+    "hash_tuple": [(1, 2.5, "x"), (0, 0.0, ""), (-7, 1e10, "ember")],
+    "hash_optional": [None, 3],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HASHED))
+def test_hash_is_torch_scripts(name):
+    mine, theirs = ember.jit.script(EMBER_OK[name]), torch.jit.script(TORCH_OK[name])
+    for value in HASHED[name]:
+        assert mine(value) == theirs(value), value
+
+
+def test_hash_of_a_tensor_is_its_identity():
+    # TorchScript hashes the tensor's address: equal for the same tensor, distinct for two
+    # live tensors with equal values; nothing else is promised
+    a, b = _tensor(ember), _tensor(ember)
+    mine = ember.jit.script(EMBER_OK["hash_tensor"])(a, b)
+    theirs = torch.jit.script(TORCH_OK["hash_tensor"])(_tensor(torch), _tensor(torch))
+    assert mine == theirs == (True, False)
+
+
+def test_hash_of_a_list_is_refused():
+    def hash_list(xs: list[int]) -> int:
+        return hash(xs)
+
+    with pytest.raises(ember.jit.frontend.NotSupportedError, match="hash\\(\\) of a List"):
+        ember.jit.script(hash_list)
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, message",
+    [
+        ((2,), "int64", "Cannot input a tensor of dimension other than 0 as a scalar argument"),
+        ((), "float64", "Cannot input a tensor of type Double as an integral argument"),
+    ],
+)
+def test_implicit_conversion_refusals_are_torchs(shape, dtype, message):
+    mine = ember.jit.script(EMBER_OK["rebind_to_int"])
+    theirs = torch.jit.script(TORCH_OK["rebind_to_int"])
+    with pytest.raises(RuntimeError) as info:
+        theirs(torch.ones(shape, dtype=getattr(torch, dtype)), True)
+    assert message in str(info.value)
+    with pytest.raises(RuntimeError, match=message):
+        mine(ember.ones(shape, dtype=getattr(ember, dtype)), True)
+
+
+def test_freezing_keeps_an_assigned_slot_as_torch():
+    class Accumulates:
+        def __init__(self, lib):
+            class Module(lib.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.register_buffer("total", lib.zeros(1))
+
+                def forward(self, x):
+                    self.total = self.total + x.sum().reshape(1)
+                    return self.total * 2
+
+            self.module = Module().eval()
+
+    mine = ember.jit.freeze(ember.jit.script(Accumulates(ember).module))
+    theirs = torch.jit.freeze(torch.jit.script(Accumulates(torch).module))
+    for _ in range(3):
+        out = mine(ember.tensor([1.0, 0.5]))
+        assert out.numpy().tolist() == theirs(torch.tensor([1.0, 0.5])).numpy().tolist()
