@@ -1,0 +1,279 @@
+"""Compiled optimizer steps: ``opt.step = ember.compile(opt.step)``.
+
+PyTorch's compiled ``SGD``/``Adam``/``AdamW`` steps run as a few fused kernels. ember already
+has them: the ``fused=True`` ops ``_fused_sgd_``/``_fused_adam_``/``_fused_adamw_`` (one C call
+per device and dtype group on the CPU). A compiled step is a plan built once: per parameter
+group and (device, dtype), the tensor lists of that op (parameters, state buffers, step
+counters) and its keyword arguments. A call checks the guards, reads the gradients afresh
+(``zero_grad`` sets them to None, so they are new tensors each step), advances the step
+counters with one foreach add and makes one op call per bucket: nothing is traced again.
+
+Guards (a failure rebuilds the plan, logged under ``recompiles``): the ``param_groups`` and
+``state`` objects and each group's parameter list (identity, as a state_dict load replaces
+them), the hyperparameters the op reads, which parameters have gradients. The learning rate
+is read at each call: a tensor LR never rebuilds; a float LR rebuilds once at its first change,
+then is read as a value (PyTorch 2.13's ``specialize_float=False``: one recompile, then a
+dynamic float). Where the device has no fused kernel the op runs its decomposition, op by op;
+``EMBER_LOGS=fusion`` says which. Other optimizers, ``differentiable`` groups and a mix of
+SGD parameters with and without momentum buffers run the eager step.
+"""
+
+from __future__ import annotations
+
+import ember
+from ember.optim import _fused
+from ember.optim.adam import Adam
+from ember.optim.optimizer import Optimizer, _hooked_step, scalar
+from ember.optim.sgd import SGD
+
+from . import logs
+
+_ADAM_KEYS = ("betas", "eps", "weight_decay", "amsgrad", "maximize", "decoupled_weight_decay")
+_SGD_KEYS = ("momentum", "dampening", "weight_decay", "nesterov", "maximize")
+
+
+def compiled_step_for(fn, options):
+    """A ``CompiledStep`` when ``fn`` is an optimizer's bound ``step``, else None."""
+    owner = getattr(fn, "__self__", None)
+    if not isinstance(owner, Optimizer) or getattr(fn, "__func__", None) is not type(owner).step:
+        return None
+    return CompiledStep(owner, options)
+
+
+class _Bucket:
+    """One fused-op call: its tensor lists (the gradients read at each call) and arguments."""
+
+    __slots__ = ("fn", "group", "kwargs", "lists", "params", "steps")
+
+    def __init__(self, fn, group, params, lists, steps, kwargs):
+        self.fn = fn  # ember._fused_adam_, _fused_adamw_ or _fused_sgd_
+        self.group = group
+        self.params = params
+        self.lists = lists  # after the gradients: the state lists, in the op's order
+        self.steps = steps  # Adam's step counters (None for SGD)
+        self.kwargs = kwargs
+
+
+class _Plan:
+    """The buckets of one optimizer, and what they assumed (the guards)."""
+
+    def __init__(self, optimizer, buckets, hyper, lrs):
+        self.optimizer = optimizer
+        self.groups = optimizer.param_groups
+        self.state = optimizer.state
+        self.params = [group["params"] for group in self.groups]
+        self.sizes = [len(params) for params in self.params]
+        self.hyper = hyper
+        self.lrs = lrs  # per group: the float it was built with, or None once read per call
+        self.buckets = buckets
+        self.first_sgd = False  # the SGD buffers are made by this call (is_first_step)
+
+    def failure(self) -> str | None:
+        """Why this plan no longer holds, or None."""
+        opt = self.optimizer
+        if opt.param_groups is not self.groups or opt.state is not self.state:
+            return "the optimizer's param_groups or state were replaced"
+        for i, group in enumerate(self.groups):
+            if group["params"] is not self.params[i] or len(group["params"]) != self.sizes[i]:
+                return f"param_groups[{i}]['params'] changed"
+            if _hyper(group) != self.hyper[i]:
+                return f"a hyperparameter of param_groups[{i}] changed"
+            lr = self.lrs[i]
+            if lr is not None and group["lr"] != lr:
+                self.lrs[i] = None  # a float LR that changes becomes dynamic: read per call
+                return f"param_groups[{i}]['lr'] changed (expected {lr}, actual {group['lr']})"
+        return None
+
+
+def _hyper(group) -> tuple:
+    keys = _SGD_KEYS if "momentum" in group else _ADAM_KEYS
+    return tuple(group.get(k) for k in keys) + (type(group["lr"]), group.get("differentiable"))
+
+
+class CompiledStep:
+    """What ``ember.compile(opt.step)`` returns: ``opt.step``'s signature, run from a plan."""
+
+    def __init__(self, optimizer, options):
+        self.optimizer = optimizer
+        self._options = options
+        self._plan = None
+        self._eager = None  # why this optimizer's steps run eagerly, once known
+        self._dynamic: dict = {}  # group index -> True once its float LR changed
+        self.recompiles = 0
+        self._call = _hooked_step(lambda opt, closure=None: self._body(closure))
+        self.__wrapped__ = type(optimizer).step
+
+    def __call__(self, closure=None):
+        if self._eager is not None:
+            return type(self.optimizer).step(self.optimizer, closure)
+        return self._call(self.optimizer, closure)
+
+    def _body(self, closure):
+        from ember.optim.optimizer import run_closure
+
+        loss = run_closure(closure)
+        plan = self._plan
+        reason = "first call" if plan is None else plan.failure()
+        if reason is None and not _grads_unchanged(plan):
+            reason = "the set of parameters with gradients changed"
+        if reason is not None:
+            if plan is not None:
+                self._recompiled(reason, plan)
+            plan = self._plan = self._build()
+            if plan is None:
+                return _eager_body(self.optimizer, loss)
+        _run(plan)
+        return loss
+
+    def _recompiled(self, reason: str, plan) -> None:
+        self.recompiles += 1
+        self._dynamic.update({i: True for i, lr in enumerate(plan.lrs) if lr is None})
+        logs.log("recompiles", f"Recompiling {type(self.optimizer).__name__}.step: {reason}")
+
+    def _build(self):
+        opt = self.optimizer
+        name = type(opt).__name__
+        family = _family(opt)
+        why = None
+        if family is None:
+            why = f"{name} has no compiled step"
+        elif any(group.get("differentiable") for group in opt.param_groups):
+            why = "differentiable=True"
+        buckets = None if why else family(opt)
+        if buckets is None:
+            self._eager = why or "SGD parameters with and without momentum buffers"
+            logs.log("graph_breaks", f"{name}.step runs eagerly: {self._eager}")
+            return None
+        hyper = [_hyper(group) for group in opt.param_groups]
+        lrs = [
+            None if self._dynamic.get(i) or not isinstance(g["lr"], float) else g["lr"]
+            for i, g in enumerate(opt.param_groups)
+        ]
+        plan = _Plan(opt, buckets, hyper, lrs)
+        plan.first_sgd = any(b.kwargs.get("is_first_step") for b in buckets)
+        if logs.enabled("fusion"):
+            logs.log("fusion", describe(name, buckets))
+        return plan
+
+
+def _eager_body(opt, loss):
+    """The optimizer's own step body (hooks already ran around the compiled call)."""
+    step = type(opt).step.__wrapped__
+    step(opt)
+    return loss
+
+
+def describe(name: str, buckets) -> str:
+    """The ``EMBER_LOGS=fusion`` line of a plan: per bucket, fused kernel or op by op."""
+    lines = [f"compiled {name}.step: {len(buckets)} call(s)"]
+    for b in buckets:
+        first = b.params[0]
+        where = f"{first.device.type} {first.dtype}"
+        op = _op(b.fn)
+        fused = op.kernel(first._storage.device.type, first._dtype) is not None
+        how = "one fused kernel" if fused else "no fused kernel: replays op by op (decomposition)"
+        lines.append(f"  {op.name} on {where}, {len(b.params)} tensors: {how}")
+    return "\n".join(lines)
+
+
+def _grads_unchanged(plan) -> bool:
+    """Every planned parameter still has a gradient and no other one got one."""
+    for bucket in plan.buckets:
+        for p in bucket.params:
+            if p.grad is None:
+                return False
+    planned = sum(len(b.params) for b in plan.buckets)
+    have = sum(1 for group in plan.groups for p in group["params"] if p.grad is not None)
+    return have == planned
+
+
+def _run(plan) -> None:
+    opt = plan.optimizer
+    for bucket in plan.buckets:
+        grads = [p.grad for p in bucket.params]
+        grad_scale, found_inf = _fused.amp_args(opt, bucket.params[0].device)
+        if bucket.steps is not None:
+            for s in bucket.steps:
+                s.add_(1)
+        bucket.fn(bucket.params, grads, *bucket.lists, lr=scalar(bucket.group["lr"]),
+                  grad_scale=grad_scale, found_inf=found_inf, **bucket.kwargs)  # fmt: skip
+        if found_inf is not None and bucket.steps is not None:
+            for s in bucket.steps:
+                s.sub_(found_inf.reshape(()))
+    if plan.first_sgd:  # the buffers exist now: later calls are not first steps
+        plan.first_sgd = False
+        for bucket in plan.buckets:
+            bucket.kwargs["is_first_step"] = False
+
+
+def _family(opt):
+    """The plan builder of ``opt``'s class, or None (its step runs eagerly)."""
+    step = type(opt).step
+    return {Adam.step: _adam_buckets, SGD.step: _sgd_buckets}.get(step)
+
+
+def _adam_buckets(opt) -> list:
+    buckets = []
+    for group in opt.param_groups:
+        amsgrad = group["amsgrad"]
+        params = [p for p in group["params"] if p.grad is not None]
+        rows = []
+        for p in params:
+            _fused.check_param(p)
+            state = _adam_state(opt.state[p], p, amsgrad)
+            rows.append((state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
+                         state["step"]))  # fmt: skip
+        op = ember._fused_adamw_ if group["decoupled_weight_decay"] else ember._fused_adam_
+        beta1, beta2 = group["betas"]
+        kwargs = {"beta1": beta1, "beta2": beta2, "weight_decay": group["weight_decay"],
+                  "eps": group["eps"], "amsgrad": amsgrad, "maximize": group["maximize"]}  # fmt: skip
+        columns = [list(c) for c in zip(*rows)] if rows else [[], [], [], []]
+        for ps, avgs, sqs, maxes, steps in _fused.groups(params, *columns):
+            lists = (avgs, sqs, maxes if amsgrad else [], steps)
+            buckets.append(_Bucket(op, group, ps, lists, steps, kwargs))
+    return buckets
+
+
+def _adam_state(state: dict, p, amsgrad: bool) -> dict:
+    """The fused path's state: tensor step counters (a float one from an eager step is
+    converted, as ``_fused_step`` does)."""
+    if not state:
+        state["step"] = _fused.step_tensor(p)
+        state["exp_avg"] = ember.zeros_like(p)
+        state["exp_avg_sq"] = ember.zeros_like(p)
+    elif not isinstance(state["step"], ember.Tensor):
+        state["step"] = _fused.step_tensor(p).add_(state["step"])
+    if amsgrad and "max_exp_avg_sq" not in state:
+        state["max_exp_avg_sq"] = ember.zeros_like(p)
+    return state
+
+
+def _sgd_buckets(opt):
+    buckets = []
+    for group in opt.param_groups:
+        momentum = group["momentum"]
+        params = [p for p in group["params"] if p.grad is not None]
+        for p in params:
+            _fused.check_param(p)
+        bufs = [opt.state[p].get("momentum_buffer") for p in params]
+        first = momentum != 0 and all(b is None for b in bufs)
+        if momentum != 0 and not first and any(b is None for b in bufs):
+            return None
+        if first:  # the op copies the gradients into these at the first call
+            bufs = [ember.empty_like(p) for p in params]
+            for p, buf in zip(params, bufs):
+                opt.state[p]["momentum_buffer"] = buf
+        kwargs = {"weight_decay": group["weight_decay"], "momentum": momentum,
+                  "dampening": group["dampening"], "nesterov": group["nesterov"],
+                  "maximize": group["maximize"], "is_first_step": first}  # fmt: skip
+        for ps, bs in _fused.groups(params, bufs):
+            lists = (bs if momentum != 0 else [],)
+            buckets.append(_Bucket(ember._fused_sgd_, group, ps, lists, None, dict(kwargs)))
+    return buckets
+
+
+def _op(function):
+    """The op-table row behind an ``ember._fused_*`` function (its kernel table)."""
+    from ember.jit.ops import resolve
+
+    return resolve(f"ember::{function.__name__}")
