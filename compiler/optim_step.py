@@ -225,8 +225,8 @@ def _adam_buckets(opt) -> list:
                          state["step"]))  # fmt: skip
         op = ember._fused_adamw_ if group["decoupled_weight_decay"] else ember._fused_adam_
         beta1, beta2 = group["betas"]
-        kwargs = {"beta1": beta1, "beta2": beta2, "weight_decay": group["weight_decay"],
-                  "eps": group["eps"], "amsgrad": amsgrad, "maximize": group["maximize"]}  # fmt: skip
+        kwargs = {"beta1": beta1, "beta2": beta2, "eps": group["eps"], "amsgrad": amsgrad}
+        kwargs.update(weight_decay=group["weight_decay"], maximize=group["maximize"])
         columns = [list(c) for c in zip(*rows)] if rows else [[], [], [], []]
         for ps, avgs, sqs, maxes, steps in _fused.groups(params, *columns):
             lists = (avgs, sqs, maxes if amsgrad else [], steps)

@@ -1,0 +1,119 @@
+"""Compiled optimizer steps (compiler/optim_step.py): ``opt.step = ember.compile(opt.step)``
+follows eager ember's and PyTorch's parameter trajectories over 20 steps, rebuilds its plan only
+where PyTorch recompiles, and says in ``EMBER_LOGS=fusion`` where it replays op by op."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.compiler import logs
+from ember.compiler.optim_step import CompiledStep
+from ember.jit.ops import resolve
+
+CASES = [
+    ("SGD", {}),
+    ("SGD", {"momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+    ("SGD", {"momentum": 0.9, "dampening": 0.1, "maximize": True}),
+    ("Adam", {}),
+    ("Adam", {"amsgrad": True, "weight_decay": 0.1}),
+    ("AdamW", {"amsgrad": True}),
+    ("AdamW", {"maximize": True, "betas": (0.8, 0.99)}),
+]
+
+
+def _train(lib, name, kw, device, *, compiled=False, lr=0.05, schedule=False, steps=20):
+    """The parameters after ``steps`` steps of a small tanh model (float64)."""
+    rng = np.random.default_rng(0)
+    init = [rng.standard_normal((5, 4)), rng.standard_normal(4), rng.standard_normal(4)]
+    params = [lib.tensor(w, dtype=lib.float64, device=device).requires_grad_() for w in init]
+    opt = getattr(lib.optim, name)(params, lr=lr, **kw)
+    sched = lib.optim.lr_scheduler.StepLR(opt, 3, gamma=0.5) if schedule else None
+    if compiled:
+        opt.step = lib.compile(opt.step)
+    for _ in range(steps):
+        x = lib.tensor(rng.standard_normal((3, 5)), dtype=lib.float64, device=device)
+        opt.zero_grad()
+        ((x @ params[0] + params[1]).tanh() * params[2]).pow(2).sum().backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+    return [p.detach().cpu().numpy() for p in params], opt
+
+
+@pytest.mark.parametrize("name,kw", CASES, ids=[f"{n}-{sorted(k)}" for n, k in CASES])
+@pytest.mark.parametrize("schedule", [False, True], ids=["const", "steplr"])
+def test_trajectory_matches_eager_and_torch(name, kw, schedule, device):
+    got, opt = _train(ember, name, kw, device, compiled=True, schedule=schedule)
+    assert isinstance(opt.step, CompiledStep)
+    eager, _ = _train(ember, name, kw, device, schedule=schedule)
+    want, _ = _train(torch, name, kw, "cpu", schedule=schedule)
+    for g, e, w in zip(got, eager, want):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("tensor_lr", [False, True], ids=["float", "tensor"])
+def test_lr_changes_recompile_as_torch(tensor_lr, device):
+    """PyTorch 2.13 (specialize_float=False): a float LR changed by a scheduler recompiles once,
+    then is a dynamic float; a tensor LR never recompiles."""
+    lr = ember.tensor(0.05, dtype=ember.float64) if tensor_lr else 0.05
+    _, opt = _train(ember, "Adam", {}, device, compiled=True, lr=lr, schedule=True)
+    assert opt.step.recompiles == (0 if tensor_lr else 1)
+
+
+def test_tensor_lr_matches_eager(device):
+    lr = ember.tensor(0.05, dtype=ember.float64)
+    got, _ = _train(ember, "AdamW", {}, device, compiled=True, lr=lr, schedule=True)
+    want, _ = _train(ember, "AdamW", {}, device, lr=ember.tensor(0.05, dtype=ember.float64),
+                     schedule=True)  # fmt: skip
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def _logged(monkeypatch, run) -> str:
+    lines = []
+    monkeypatch.setattr(logs, "log", lambda artifact, text: lines.append((artifact, text)))
+    monkeypatch.setattr(logs, "enabled", lambda artifact: True)
+    run()
+    return "\n".join(f"{a}: {t}" for a, t in lines)
+
+
+def test_fusion_log_says_kernel_or_op_by_op(monkeypatch, device):
+    text = _logged(monkeypatch, lambda: _train(ember, "Adam", {}, device, compiled=True, steps=2))
+    has_kernel = resolve("ember::_fused_adam_").kernel(device, ember.float64) is not None
+    expected = "one fused kernel" if has_kernel else "no fused kernel: replays op by op"
+    assert f"_fused_adam_ on {device} ember.float64, 3 tensors: {expected}" in text
+
+
+def test_hyperparameter_change_and_state_load_rebuild(device):
+    _, opt = _train(ember, "SGD", {"momentum": 0.9}, device, compiled=True, steps=3)
+    step = opt.step
+    opt.param_groups[0]["momentum"] = 0.5
+    p = opt.param_groups[0]["params"][0]
+    p.grad = ember.ones_like(p)
+    step()
+    assert step.recompiles == 1
+    opt.load_state_dict(opt.state_dict())
+    for q in opt.param_groups[0]["params"]:
+        q.grad = ember.ones_like(q)
+    step()
+    assert step.recompiles == 2
+
+
+def test_hooks_and_unsupported_optimizer(device):
+    calls = []
+    p = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+    opt = ember.optim.RMSprop([p], lr=0.1)
+    opt.register_step_post_hook(lambda o, a, k: calls.append("post"))
+    opt.step = ember.compile(opt.step)
+    twin = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+    ref = ember.optim.RMSprop([twin], lr=0.1)
+    for _ in range(3):
+        for q, o in ((p, opt), (twin, ref)):
+            q.grad = ember.full((3,), 0.5, dtype=ember.float64, device=device)
+            o.step()
+    assert calls == ["post"] * 3
+    np.testing.assert_array_equal(p.detach().cpu().numpy(), twin.detach().cpu().numpy())
