@@ -35,6 +35,7 @@ class Observer:
         self.segments: list = []  # explain: the op kinds of each graph between breaks
         self._counted = 0
         self.broken = False
+        self.steps: list = []  # the compiled optimizer steps the capture ran (optim_step.py)
 
     # ---- tracer hooks ------------------------------------------------------------------------
     def module(self, module) -> None:
@@ -88,7 +89,7 @@ def watching(observer: Observer):
         (autograd, "backward", "backward", None),
         (autograd, "grad", "autograd.grad", None),
     ]
-    patches += [(cls, "step", "optimizer.step", None) for cls in _subclasses(Optimizer)]
+    patches += [(cls, "step", "optimizer.step", "step") for cls in _subclasses(Optimizer)]
     saved = []
     try:
         for owner, attr, construct, applies in patches:
@@ -96,7 +97,8 @@ def watching(observer: Observer):
                 continue  # inherited (object.__str__ calls the patched __repr__)
             original = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
             saved.append((owner, attr, original))
-            setattr(owner, attr, _breaking(observer, original, construct, applies))
+            wrap = _stepping if applies == "step" else _breaking
+            setattr(owner, attr, wrap(observer, original, construct, applies))
         yield
     finally:
         for owner, attr, original in reversed(saved):
@@ -115,6 +117,31 @@ def _breaking(observer: Observer, original, construct: str, applies):
             state.suspended -= 1
 
     call.__name__ = getattr(original, "__name__", "call")
+    call.__wrapped__ = original
+    return call
+
+
+def _stepping(observer: Observer, original, construct: str, applies):
+    """An optimizer's ``step`` in a capture: while the graph is still empty, a supported step
+    runs as a compiled step that the region replays (optim_step.py); otherwise a break."""
+    breaking = _breaking(observer, original, construct, None)
+
+    def call(opt, *args, **kwargs):
+        from .optim_step import step_of
+
+        nodes = observer.state.graph.nodes()
+        empty = not any(not n.kind().startswith("prim::") for n in nodes)
+        plain = observer.mode != EXPLAIN and empty and not args and not kwargs
+        step = step_of(opt) if plain else None
+        if step is None or not observer.active():
+            return breaking(opt, *args, **kwargs)
+        observer.steps.append(step)
+        observer.state.suspended += 1
+        try:
+            return step()
+        finally:
+            observer.state.suspended -= 1
+
     call.__wrapped__ = original
     return call
 

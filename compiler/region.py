@@ -19,6 +19,7 @@ from ember.jit.tracer import TracerWarning, capture, current
 
 from . import joint, replay
 from .observer import Observer, watching
+from .optim_step import step_region
 
 _CONSTANT_OUTPUTS = (int, float, bool, str, type(None))
 _UNBUILT = object()
@@ -134,6 +135,12 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
     if observer.broken:
         return held["result"], None
     graph = captured.graph
+    if observer.steps:  # optimizer steps ran compiled: a region of steps only, else a break
+        out_leaves, out_spec = held["out"]
+        region = step_region(graph, observer.steps, out_leaves, out_spec)
+        if region is None:
+            observer.graph_break("optimizer.step")
+        return held["result"], region
     _name_inputs(graph, leaves, spec, positions, fn)
     generated = generate(graph, "compiled", method=root is not None)
     out_leaves, out_spec = held["out"]

@@ -117,3 +117,49 @@ def test_hooks_and_unsupported_optimizer(device):
             o.step()
     assert calls == ["post"] * 3
     np.testing.assert_array_equal(p.detach().cpu().numpy(), twin.detach().cpu().numpy())
+
+
+@pytest.mark.parametrize("name,kw", CASES[1::2], ids=[n for n, _ in CASES[1::2]])
+def test_compiled_function_calling_step(name, kw, device):
+    """PyTorch's tutorial form: ``@compile def fn(): opt.step()`` replays the compiled step."""
+    rng = np.random.default_rng(1)
+    init = rng.standard_normal((4, 3))
+    runs = []
+    for compiled in (True, False):
+        p = ember.tensor(init, dtype=ember.float64, device=device).requires_grad_()
+        opt = getattr(ember.optim, name)([p], lr=0.05, **kw)
+
+        def fn(opt=opt):
+            opt.step()
+
+        run = ember.compile(fn, fullgraph=True) if compiled else fn
+        grads = np.random.default_rng(2)
+        for _ in range(20):
+            p.grad = ember.tensor(grads.standard_normal((4, 3)), dtype=ember.float64,
+                                  device=device)  # fmt: skip
+            run()
+        runs.append(p.detach().cpu().numpy())
+        if compiled:
+            (entry,) = [e for es in run._cache.values() for e in es]
+            assert entry.region is not None and entry.region.steps == [
+                ember.compiler.optim_step.step_of(opt)
+            ]
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-12, atol=1e-12)
+
+
+def test_step_with_other_ops_is_a_break(device):
+    p = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+    opt = ember.optim.SGD([p], lr=0.1)
+
+    @ember.compile
+    def fn(x):
+        y = x * 2
+        opt.step()
+        return y
+
+    for _ in range(2):
+        p.grad = ember.ones_like(p)
+        fn(ember.ones(2, device=device))
+    np.testing.assert_allclose(p.detach().cpu().numpy(), 0.8)
+    (entry,) = [e for es in fn._cache.values() for e in es]
+    assert entry.region is None and "Optimizer.step" in str(entry.reasons[0])
