@@ -12,6 +12,7 @@ from . import config, exc
 from .api import compile, disable
 from .marks import allow_in_graph
 from .options import list_backends
+from .overhead import cudagraph_mark_step_begin
 
 
 def reset() -> None:
@@ -35,6 +36,7 @@ __all__ = [
     "allow_in_graph",
     "compile",
     "config",
+    "cudagraph_mark_step_begin",
     "disable",
     "exc",
     "is_compiling",
