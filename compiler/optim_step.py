@@ -91,7 +91,7 @@ class _Bucket:
         self.group = group
         self.params = params
         self.lists = lists  # after the gradients: the state lists, in the op's order
-        self.steps = steps  # Adam's step counters (None for SGD)
+        self.steps = steps  # Adam's step counters, one tensor the state's are views of (SGD: None)
         self.kwargs = kwargs
 
 
@@ -233,14 +233,13 @@ def _run(plan) -> None:
     for bucket in plan.buckets:
         grads = [p.grad for p in bucket.params]
         grad_scale, found_inf = _fused.amp_args(opt, bucket.params[0].device)
-        if bucket.steps is not None:
-            for s in bucket.steps:
-                s.add_(1)
+        counts = bucket.steps
+        if counts is not None:
+            counts.add_(1)
         bucket.fn(bucket.params, grads, *bucket.lists, lr=scalar(bucket.group["lr"]),
                   grad_scale=grad_scale, found_inf=found_inf, **bucket.kwargs)  # fmt: skip
-        if found_inf is not None and bucket.steps is not None:
-            for s in bucket.steps:
-                s.sub_(found_inf.reshape(()))
+        if found_inf is not None and counts is not None:
+            counts.sub_(found_inf.reshape(()))
     if plan.first_sgd:  # the buffers exist now: later calls are not first steps
         plan.first_sgd = False
         for bucket in plan.buckets:
@@ -270,9 +269,20 @@ def _adam_buckets(opt) -> list:
         kwargs.update(weight_decay=group["weight_decay"], maximize=group["maximize"])
         columns = [list(c) for c in zip(*rows)] if rows else [[], [], [], []]
         for ps, avgs, sqs, maxes, steps in _fused.groups(params, *columns):
+            counts, steps = _shared_counters(opt, ps, steps)
             lists = (avgs, sqs, maxes if amsgrad else [], steps)
-            buckets.append(_Bucket(op, group, ps, lists, steps, kwargs))
+            buckets.append(_Bucket(op, group, ps, lists, counts, kwargs))
     return buckets
+
+
+def _shared_counters(opt, params, steps):
+    """The bucket's step counters as 0-d views of one tensor, installed in the state, so that
+    a step advances them with one ``add_`` (PyTorch's compiled step: one ``_foreach_add_``)."""
+    counts = ember.stack([s.reshape(()) for s in steps])
+    views = [counts[i] for i in range(len(steps))]
+    for p, view in zip(params, views):
+        opt.state[p]["step"] = view
+    return counts, views
 
 
 def _adam_state(state: dict, p, amsgrad: bool) -> dict:
