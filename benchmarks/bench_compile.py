@@ -4,6 +4,7 @@
     python benchmarks/bench_compile.py --interleaved --steps 300 --models tiny
     python benchmarks/bench_compile.py --interleaved --models tiny --forward \
         --modes eager default reduce-overhead
+    python benchmarks/bench_compile.py --optimizers --steps 500 --threads 1
 
 Each (library, mode, model) runs in its own process (so one library's threads, allocator and
 compile caches never touch another's), builds the model of bench_training.py, compiles the
@@ -107,6 +108,35 @@ def interleaved(model_name: str, steps: int, threads: int, args) -> None:
     print(f"(medians of {steps} interleaved calls)")
 
 
+def optimizer_steps(steps: int, threads: int) -> None:
+    """``--optimizers``: the ``tiny`` model's optimizer step alone, eager, ``fused=True`` and
+    ``opt.step = ember.compile(opt.step)``, alternated call by call (gradients kept)."""
+    import ember
+
+    ember.set_num_threads(threads)
+    cases = [("SGD", {}), ("SGD", {"momentum": 0.9}), ("Adam", {}), ("AdamW", {"amsgrad": True})]
+    for name, kw in cases:
+        calls = {}
+        for mode in ("eager", "fused", "compiled"):
+            ember.manual_seed(0)
+            model, _, x, _ = tiny(ember.nn, ember)
+            fused = True if mode == "fused" else None
+            opt = getattr(ember.optim, name)(model.parameters(), lr=0.01, fused=fused, **kw)
+            model(x).sum().backward()
+            if mode == "compiled":
+                opt.step = ember.compile(opt.step)
+            for _ in range(3):
+                opt.step()
+            calls[mode] = (opt.step, [])
+        for _ in range(steps):
+            for call, times in calls.values():
+                start = time.perf_counter()
+                call()
+                times.append(time.perf_counter() - start)
+        us = {mode: statistics.median(times) * 1e6 for mode, (_, times) in calls.items()}
+        print(f"{name} {kw}: " + ", ".join(f"{mode} {t:.0f} us" for mode, t in us.items()))
+
+
 def measure(lib: str, compiled: bool, model: str, args) -> dict | None:
     command = [sys.executable, __file__, "--worker", lib, str(int(compiled)), model]
     command += ["--steps", str(args.steps), "--threads", str(args.threads)]
@@ -132,12 +162,16 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--interleaved", action="store_true", help="eager vs compiled ember in one process"
     )
+    parser.add_argument("--optimizers", action="store_true", help="compiled optimizer steps")
     parser.add_argument("--modes", nargs="+", default=["eager", "default"], help="--interleaved")
     parser.add_argument("--forward", action="store_true", help="--interleaved: no-grad forward")
     parser.add_argument(
         "--compile-step", action="store_true", help="--interleaved: compile opt.step too"
     )
     args = parser.parse_args(argv)
+    if args.optimizers:
+        optimizer_steps(args.steps, args.threads)
+        return
     if args.interleaved:
         for model in args.models:
             interleaved(model, args.steps, args.threads, args)
