@@ -303,15 +303,10 @@ def _sgd_buckets(opt):
     buckets = []
     for group in opt.param_groups:
         momentum = group["momentum"]
-        params = [p for p in group["params"] if p.grad is not None]
-        for p in params:
-            _fused.check_param(p)
-        bufs = [opt.state[p].get("momentum_buffer") for p in params]
-        first = momentum != 0 and all(b is None for b in bufs)
-        if momentum != 0 and not first and any(b is None for b in bufs):
-            return None
+        params, bufs, first = _fused.sgd_lists(opt.state, group)
+        if momentum != 0 and any(b is None for b in bufs):
+            return None  # some buffers exist, others not: the eager step makes each its own
         if first:  # the op copies the gradients into these at the first call
-            bufs = [ember.empty_like(p) for p in params]
             for p, buf in zip(params, bufs):
                 opt.state[p]["momentum_buffer"] = buf
         kwargs = {"weight_decay": group["weight_decay"], "momentum": momentum,
