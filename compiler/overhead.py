@@ -2,11 +2,12 @@
 
 PyTorch records a CUDA graph per region and replays it: the launches and the memory of every
 output and intermediate are fixed at recording, so a replay costs no allocation and little
-Python, and the outputs are overwritten by the next replay (``torch.compiler`` docs; reading an
-overwritten output is an error there, a changed value here). ember's equivalent caches the whole
-launch sequence: the region's dispatch-free program (replay.py) is written with every output
-that the program allocates itself (plain elementwise nodes and fused chains) bound to a buffer
-allocated once when the plan is built, so a replay is the kernel calls alone. Nodes that call
+Python, and the outputs are overwritten by the next replay (``torch.compiler`` docs): reading
+an output after its buffer was written again raises PyTorch's RuntimeError. ember's equivalent
+caches the whole launch sequence: the region's dispatch-free program (replay.py) is written
+with every output that the program allocates itself (plain elementwise nodes and fused chains)
+bound to a buffer allocated once when the plan is built, so a replay is the kernel calls
+alone; each call returns fresh tensor objects over the buffers. Nodes that call
 their runner (matmuls, reductions, lowered composites) still allocate as in default mode.
 
 Iterations, as PyTorch's cudagraph trees count them: by default each call of a region starts a
@@ -24,6 +25,7 @@ from __future__ import annotations
 import threading
 
 import ember
+from ember._tensor import Tensor
 
 from . import replay
 
@@ -57,16 +59,46 @@ class _StaticProgram(replay._Program):
         return self.bind(buffer, "BUF")
 
 
+_MESSAGE = (
+    "Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent run. "
+    "To prevent overwriting, clone the tensor outside of ember.compile() or call "
+    "ember.compiler.cudagraph_mark_step_begin() before each model invocation."
+)
+
+
+class _Overwritten:
+    """The storage of an output whose buffer a later call has overwritten: any use of the
+    tensor's data raises PyTorch's error (its shape and dtype stay readable, as in PyTorch)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        raise RuntimeError(_MESSAGE)
+
+
+_OVERWRITTEN = _Overwritten()
+
+
 class Plans:
     """A region's static programs, one per buffer set, chosen by iteration."""
 
-    __slots__ = ("_build", "_mark", "_next", "programs")
+    __slots__ = ("_build", "_mark", "_next", "buffers", "handed", "programs")
 
     def __init__(self, build):
         self._build = build  # () -> a static program, or None (control flow)
-        self.programs = [build()]
+        self.programs = []
+        self.buffers: list = []  # per program: ids of its buffers
+        self.handed: list = []  # per program: the output tensors its last call returned
+        self._add()
         self._mark = None  # the mark of the iteration this region last ran in
         self._next = 0
+
+    def _add(self) -> None:
+        program = self._build()
+        self.programs.append(program)
+        names = program.__globals__.items() if program is not None else ()
+        self.buffers.append({id(v) for k, v in names if k.startswith("BUF")})
+        self.handed.append(())
 
     @property
     def usable(self) -> bool:
@@ -80,8 +112,22 @@ class Plans:
         index = self._next
         self._next += 1
         if index == len(self.programs):
-            self.programs.append(self._build())
-        return self.programs[index](*args)
+            self._add()
+        for old in self.handed[index]:  # their buffers are about to be overwritten
+            old._storage = _OVERWRITTEN
+        out = self.programs[index](*args)
+        if out is None:
+            return None
+        buffers = self.buffers[index]
+        handed = []
+        result = []
+        for t in out:
+            if id(t) in buffers:  # a fresh tensor over the buffer (PyTorch's are distinct)
+                t = t.as_subclass(Tensor)
+                handed.append(t)
+            result.append(t)
+        self.handed[index] = handed
+        return tuple(result)
 
 
 def plans(graph, method: bool):

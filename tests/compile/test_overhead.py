@@ -5,6 +5,7 @@ clone to keep them), and ``cudagraph_mark_step_begin`` makes iterations span sev
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import ember
 import ember.nn as nn
@@ -28,8 +29,12 @@ def test_outputs_match_default_and_are_overwritten(device):
         np.testing.assert_allclose(_values(got), _values(plain(x)), rtol=1e-6, atol=1e-6)
         kept.append((got, got.clone()))
     first, cloned = kept[1]
-    np.testing.assert_allclose(_values(first), _values(kept[-1][0]))  # overwritten by the last
+    assert first.shape == (4, 3) and first is not kept[-1][0]
+    with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
+        first + 1  # its buffer holds the last call's values now (PyTorch raises too)
     np.testing.assert_allclose(_values(cloned), _values(plain(xs[1])), rtol=1e-6, atol=1e-6)
+    last = kept[-1][0]
+    np.testing.assert_allclose(_values(last), _values(plain(xs[-1])), rtol=1e-6, atol=1e-6)
     (entry,) = [e for es in fast._cache.values() for e in es]
     assert "BUF" in entry.region.fast.programs[0].source
 
@@ -44,8 +49,10 @@ def test_mark_step_begin_keeps_a_step_outputs(device):
         np.testing.assert_allclose(_values(a), _values(_f(x)), rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(_values(b), _values(_f(y)), rtol=1e-6, atol=1e-6)
     ember.compiler.cudagraph_mark_step_begin()
-    c = fast(y)
-    np.testing.assert_allclose(_values(a), _values(c))  # the new iteration reused a's buffer
+    fast(y)
+    np.testing.assert_allclose(_values(b), _values(_f(y)), rtol=1e-6, atol=1e-6)
+    with pytest.raises(RuntimeError, match="overwritten"):
+        _values(a)  # the new iteration reused a's buffer
 
 
 def test_module_inference_and_training(device):
