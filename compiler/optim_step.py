@@ -114,6 +114,8 @@ class _Plan:
         opt = self.optimizer
         if opt.param_groups is not self.groups or opt.state is not self.state:
             return "the optimizer's param_groups or state were replaced"
+        if len(self.groups) != len(self.params):
+            return "a parameter group was added"
         for i, group in enumerate(self.groups):
             if group["params"] is not self.params[i] or len(group["params"]) != self.sizes[i]:
                 return f"param_groups[{i}]['params'] changed"

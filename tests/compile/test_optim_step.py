@@ -163,3 +163,34 @@ def test_step_with_other_ops_is_a_break(device):
     np.testing.assert_allclose(p.detach().cpu().numpy(), 0.8)
     (entry,) = [e for es in fn._cache.values() for e in es]
     assert entry.region is None and "Optimizer.step" in str(entry.reasons[0])
+
+
+def test_groups_of_two_dtypes_and_an_added_group(device):
+    """One fused call per (device, dtype) bucket; add_param_group rebuilds the plan."""
+    made = [ember.full((3,), 1.0, dtype=dt, device=device) for dt in (ember.float32, ember.float64)]
+    twins = [t.clone() for t in made]
+    runs = []
+    for params in (made, twins):
+        for p in params:
+            p.requires_grad_()
+        runs.append(ember.optim.Adam(params, lr=0.1))
+    compiled = runs[0]
+    compiled.step = ember.compile(compiled.step)
+    for i in range(4):
+        if i == 2:
+            for opt in runs:
+                extra = ember.ones(2, dtype=ember.float64, device=device, requires_grad=True)
+                opt.add_param_group({"params": [extra], "lr": 0.2})
+        for opt in runs:
+            for group in opt.param_groups:
+                for p in group["params"]:
+                    p.grad = ember.full(p.shape, 0.5 + i, dtype=p.dtype, device=device)
+            opt.step()
+    assert len(compiled.step._plan.buckets) == 3 and compiled.step.recompiles == 1
+    for got, want in zip(made + [runs[0].param_groups[1]["params"][0]],
+                         twins + [runs[1].param_groups[1]["params"][0]]):  # fmt: skip
+        np.testing.assert_allclose(_np(got), _np(want), rtol=1e-6, atol=1e-7)
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
