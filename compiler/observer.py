@@ -57,6 +57,23 @@ class Observer:
             self.broken = True
             self.state.suspended += 1  # for good: the rest of the call runs eagerly
 
+    def optimizer_step(self, step, eager):
+        """An optimizer step met by the capture: ``step`` (its CompiledStep, or None) runs and
+        is kept for the region to replay while the graph has no op yet; otherwise the step is a
+        graph break and ``eager()`` runs it."""
+        nodes = self.state.graph.nodes()
+        empty = not any(not n.kind().startswith("prim::") for n in nodes)
+        compiled = step is not None and self.mode != EXPLAIN and empty and self.active()
+        if compiled:
+            self.steps.append(step)
+        elif self.active():
+            self.graph_break("optimizer.step")
+        self.state.suspended += 1  # the step's own ops are not the model's
+        try:
+            return step() if compiled else eager()
+        finally:
+            self.state.suspended -= 1
+
     def close_segment(self) -> None:
         nodes = list(self.state.graph.nodes()) if self.state is not None else []
         ops = [n.kind() for n in nodes if not n.kind().startswith("prim::")]
@@ -124,23 +141,12 @@ def _breaking(observer: Observer, original, construct: str, applies):
 def _stepping(observer: Observer, original, construct: str, applies):
     """An optimizer's ``step`` in a capture: while the graph is still empty, a supported step
     runs as a compiled step that the region replays (optim_step.py); otherwise a break."""
-    breaking = _breaking(observer, original, construct, None)
 
     def call(opt, *args, **kwargs):
         from .optim_step import step_of
 
-        nodes = observer.state.graph.nodes()
-        empty = not any(not n.kind().startswith("prim::") for n in nodes)
-        plain = observer.mode != EXPLAIN and empty and not args and not kwargs
-        step = step_of(opt) if plain else None
-        if step is None or not observer.active():
-            return breaking(opt, *args, **kwargs)
-        observer.steps.append(step)
-        observer.state.suspended += 1
-        try:
-            return step()
-        finally:
-            observer.state.suspended -= 1
+        step = step_of(opt) if not args and not kwargs else None
+        return observer.optimizer_step(step, lambda: original(opt, *args, **kwargs))
 
     call.__wrapped__ = original
     return call

@@ -147,6 +147,13 @@ class CompiledStep:
         self.__wrapped__ = type(optimizer).step
 
     def __call__(self, closure=None):
+        observer = _observer()
+        if observer is not None and observer.active():  # inside an ember.compile capture
+            step = self if closure is None else None
+            return observer.optimizer_step(step, lambda: self._run(closure))
+        return self._run(closure)
+
+    def _run(self, closure):
         if self._eager is not None:
             return type(self.optimizer).step(self.optimizer, closure)
         return self._call(self.optimizer, closure)
@@ -197,6 +204,14 @@ class CompiledStep:
         if logs.enabled("fusion"):
             logs.log("fusion", describe(name, buckets))
         return plan
+
+
+def _observer():
+    """The observer of the ember.compile capture running now, or None."""
+    from ember.jit.tracer import _ACTIVE, current
+
+    state = current() if _ACTIVE else None
+    return getattr(state, "observer", None) if state is not None else None
 
 
 def _eager_body(opt, loss):

@@ -194,3 +194,34 @@ def test_groups_of_two_dtypes_and_an_added_group(device):
 
 def _np(t):
     return t.detach().cpu().numpy()
+
+
+def test_compiled_step_called_from_a_compiled_function(device):
+    """``opt.step = ember.compile(opt.step)`` then ``@compile def fn(): opt.step()``: the
+    capture keeps the compiled step (nothing of it traced), and replays it."""
+    p = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+    twin = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+    opt, ref = ember.optim.Adam([p], lr=0.1), ember.optim.Adam([twin], lr=0.1)
+    opt.step = ember.compile(opt.step)
+    fn = ember.compile(lambda: opt.step(), fullgraph=True)
+    for i in range(5):
+        for q, run in ((p, fn), (twin, ref.step)):
+            q.grad = ember.full((3,), 0.5 * i - 1, dtype=ember.float64, device=device)
+            run()
+    (entry,) = [e for es in fn._cache.values() for e in es]
+    assert entry.region.steps == [opt.step]
+    np.testing.assert_allclose(_np(p), _np(twin), rtol=1e-12, atol=1e-12)
+
+
+def test_explain_counts_the_step_as_a_break():
+    p = ember.ones(3, requires_grad=True)
+    opt = ember.optim.SGD([p], lr=0.1)
+
+    def fn(x):
+        y = x.sin()
+        opt.step()
+        return y.cos()
+
+    p.grad = ember.ones(3)
+    out = ember._dynamo.explain(fn)(ember.ones(2))
+    assert out.graph_break_count == 1 and "Optimizer.step" in str(out.break_reasons[0])
