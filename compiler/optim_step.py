@@ -167,18 +167,32 @@ class CompiledStep:
         if reason is None and not _grads_unchanged(plan):
             reason = "the set of parameters with gradients changed"
         if reason is not None:
-            if plan is not None:
-                self._recompiled(reason, plan)
+            if plan is not None and not self._recompiled(reason, plan):
+                self._plan = None
+                return _eager_body(self.optimizer, loss)
             plan = self._plan = self._build()
             if plan is None:
                 return _eager_body(self.optimizer, loss)
         _run(plan)
         return loss
 
-    def _recompiled(self, reason: str, plan) -> None:
+    def _recompiled(self, reason: str, plan) -> bool:
+        """Count a rebuild; False (and PyTorch's warning, once) past ``recompile_limit``: the
+        steps run eagerly from then on, as PyTorch's do."""
+        from .frame import WARN, _limit
+
         self.recompiles += 1
         self._dynamic.update({i: True for i, lr in enumerate(plan.lrs) if lr is None})
-        logs.log("recompiles", f"Recompiling {type(self.optimizer).__name__}.step: {reason}")
+        name = f"{type(self.optimizer).__name__}.step"
+        logs.log("recompiles", f"Recompiling {name}: {reason}")
+        if self.recompiles < _limit():
+            return True
+        self._eager = f"hit config.recompile_limit ({_limit()})"
+        WARN.warning(
+            "ember._dynamo hit config.recompile_limit (%s)\n   function: %s\n   last reason: %s",
+            _limit(), name, reason,
+        )  # fmt: skip
+        return False
 
     def _build(self):
         opt = self.optimizer

@@ -225,3 +225,19 @@ def test_explain_counts_the_step_as_a_break():
     p.grad = ember.ones(3)
     out = ember._dynamo.explain(fn)(ember.ones(2))
     assert out.graph_break_count == 1 and "Optimizer.step" in str(out.break_reasons[0])
+
+
+def test_recompile_limit_falls_back_to_eager(device, caplog):
+    """A hyperparameter changed at every step: PyTorch recompiles up to recompile_limit (8)
+    graphs, then warns and runs the step eagerly; so does the compiled step."""
+    p = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+    twin = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+    opt, ref = ember.optim.SGD([p], lr=0.1), ember.optim.SGD([twin], lr=0.1)
+    opt.step = ember.compile(opt.step)
+    for i in range(12):
+        for q, o in ((p, opt), (twin, ref)):
+            o.param_groups[0]["weight_decay"] = 0.01 * i
+            q.grad = ember.full((3,), 0.5, dtype=ember.float64, device=device)
+            o.step()
+    assert opt.step.recompiles == 8 and "recompile_limit (8)" in caplog.text
+    np.testing.assert_allclose(_np(p), _np(twin), rtol=1e-12, atol=1e-12)
