@@ -31,8 +31,11 @@ from ember.optim.sgd import SGD
 
 from . import logs
 
-_ADAM_KEYS = ("betas", "eps", "weight_decay", "amsgrad", "maximize", "decoupled_weight_decay")
-_SGD_KEYS = ("momentum", "dampening", "weight_decay", "nesterov", "maximize")
+# what each family's plan reads from a group (the guards)
+_ADAM_KEYS = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize")
+_ADAM_KEYS += ("decoupled_weight_decay", "differentiable")
+_SGD_KEYS = ("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize")
+_SGD_KEYS += ("differentiable",)
 
 
 _STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # optimizer -> its CompiledStep
@@ -84,53 +87,75 @@ def compiled_step_for(fn, options):
 class _Bucket:
     """One fused-op call: its tensor lists (the gradients read at each call) and arguments."""
 
-    __slots__ = ("fn", "group", "kwargs", "lists", "params", "steps")
+    __slots__ = ("extra", "fn", "group", "kwargs", "lists", "make", "params", "refresh", "steps")
 
-    def __init__(self, fn, group, params, lists, steps, kwargs):
+    def __init__(self, fn, group, params, lists, steps, make, extra=None):
         self.fn = fn  # ember._fused_adam_, _fused_adamw_ or _fused_sgd_
         self.group = group
         self.params = params
         self.lists = lists  # after the gradients: the state lists, in the op's order
         self.steps = steps  # Adam's step counters, one tensor the state's are views of (SGD: None)
-        self.kwargs = kwargs
+        self.make = make  # group -> the op's hyperparameter arguments
+        self.kwargs = make(group)
+        self.refresh = False  # a float hyperparameter is dynamic: make the arguments per call
+        self.extra = extra or {}  # SGD's is_first_step
 
 
 class _Plan:
     """The buckets of one optimizer, and what they assumed (the guards)."""
 
-    def __init__(self, optimizer, buckets, hyper, lrs):
+    def __init__(self, optimizer, buckets, dynamic: list):
         self.optimizer = optimizer
         self.groups = optimizer.param_groups
         self.state = optimizer.state
         self.params = [group["params"] for group in self.groups]
         self.sizes = [len(params) for params in self.params]
-        self.hyper = hyper
-        self.lrs = lrs  # per group: the float it was built with, or None once read per call
+        self.dynamic = dynamic  # per group: the float hyperparameters read at each call
+        self.hyper = [_guarded(g, d) for g, d in zip(self.groups, dynamic)]
         self.buckets = buckets
         self.first_sgd = False  # the SGD buffers are made by this call (is_first_step)
 
-    def failure(self) -> str | None:
-        """Why this plan no longer holds, or None."""
+    def failure(self) -> tuple[str, set] | None:
+        """``(why this plan no longer holds, {(group, key) of floats that changed})``, or
+        None while it holds."""
         opt = self.optimizer
         if opt.param_groups is not self.groups or opt.state is not self.state:
-            return "the optimizer's param_groups or state were replaced"
+            return "the optimizer's param_groups or state were replaced", set()
         if len(self.groups) != len(self.params):
-            return "a parameter group was added"
+            return "a parameter group was added", set()
         for i, group in enumerate(self.groups):
             if group["params"] is not self.params[i] or len(group["params"]) != self.sizes[i]:
-                return f"param_groups[{i}]['params'] changed"
-            if _hyper(group) != self.hyper[i]:
-                return f"a hyperparameter of param_groups[{i}] changed"
-            lr = self.lrs[i]
-            if lr is not None and group["lr"] != lr:
-                self.lrs[i] = None  # a float LR that changes becomes dynamic: read per call
-                return f"param_groups[{i}]['lr'] changed (expected {lr}, actual {group['lr']})"
+                return f"param_groups[{i}]['params'] changed", set()
+            now = _guarded(group, self.dynamic[i])
+            if now != self.hyper[i]:
+                keys = _keys(group)
+                changed = [k for k, a, b in zip(keys, self.hyper[i], now) if a != b]
+                floats = {(i, k) for k in changed if _floats(group.get(k))}
+                where = ", ".join(f"param_groups[{i}][{k!r}]" for k in changed)
+                return f"{where} changed", floats
         return None
 
 
-def _hyper(group) -> tuple:
-    keys = _SGD_KEYS if "momentum" in group else _ADAM_KEYS
-    return tuple(group.get(k) for k in keys) + (type(group["lr"]), group.get("differentiable"))
+def _keys(group) -> tuple:
+    return _SGD_KEYS if "momentum" in group else _ADAM_KEYS
+
+
+def _floats(value) -> bool:
+    """A float or a tuple of floats (betas): PyTorch 2.13 (``specialize_float=False``)
+    recompiles once when one changes, then reads it as a dynamic value."""
+    if isinstance(value, tuple):
+        return bool(value) and all(type(v) is float for v in value)
+    return type(value) is float
+
+
+def _guarded(group, dynamic) -> tuple:
+    """The values the plan assumes: dynamic floats by type only, tensors (an LR) by type (they
+    are read at each call), everything else by value."""
+    return tuple(
+        type(v) if k in dynamic or isinstance(v, ember.Tensor) else v
+        for k in _keys(group)
+        for v in (group.get(k),)
+    )
 
 
 class CompiledStep:
@@ -139,12 +164,17 @@ class CompiledStep:
     def __init__(self, optimizer, options):
         self.optimizer = optimizer
         self._options = options
-        self._plan = None
+        self._plans: list = []  # PyTorch keeps a cache entry per guard set: so do we
         self._eager = None  # why this optimizer's steps run eagerly, once known
-        self._dynamic: dict = {}  # group index -> True once its float LR changed
+        self._dynamic: set = set()  # (group index, key) of floats that changed once
         self.recompiles = 0
         self._call = _hooked_step(lambda opt, closure=None: self._body(closure))
         self.__wrapped__ = type(optimizer).step
+
+    @property
+    def _plan(self):
+        """The plan used last (None before the first call)."""
+        return self._plans[0] if self._plans else None
 
     def __call__(self, closure=None):
         observer = _observer()
@@ -162,27 +192,35 @@ class CompiledStep:
         from ember.optim.optimizer import run_closure
 
         loss = run_closure(closure)
-        plan = self._plan
-        reason = "first call" if plan is None else plan.failure()
-        if reason is None and not _grads_unchanged(plan):
-            reason = "the set of parameters with gradients changed"
-        if reason is not None:
-            if plan is not None and not self._recompiled(reason, plan):
-                self._plan = None
-                return _eager_body(self.optimizer, loss)
-            plan = self._plan = self._build()
-            if plan is None:
-                return _eager_body(self.optimizer, loss)
+        failures = []
+        for plan in self._plans:
+            failure = plan.failure()
+            if failure is None and not _grads_unchanged(plan):
+                failure = ("the set of parameters with gradients changed", set())
+            if failure is None:
+                if plan is not self._plans[0]:  # most recent first
+                    self._plans.remove(plan)
+                    self._plans.insert(0, plan)
+                _run(plan)
+                return loss
+            failures.append(failure)
+        if failures and not self._recompiled(failures[0]):
+            return _eager_body(self.optimizer, loss)
+        plan = self._build()
+        if plan is None:
+            return _eager_body(self.optimizer, loss)
+        self._plans.insert(0, plan)
         _run(plan)
         return loss
 
-    def _recompiled(self, reason: str, plan) -> bool:
-        """Count a rebuild; False (and PyTorch's warning, once) past ``recompile_limit``: the
-        steps run eagerly from then on, as PyTorch's do."""
+    def _recompiled(self, failure) -> bool:
+        """Count a rebuild; False (and PyTorch's warning) past ``recompile_limit``: the steps
+        run eagerly from then on, as PyTorch's do."""
         from .frame import WARN, _limit
 
+        reason, floats = failure
         self.recompiles += 1
-        self._dynamic.update({i: True for i, lr in enumerate(plan.lrs) if lr is None})
+        self._dynamic |= floats
         name = f"{type(self.optimizer).__name__}.step"
         logs.log("recompiles", f"Recompiling {name}: {reason}")
         if self.recompiles < _limit():
@@ -208,13 +246,12 @@ class CompiledStep:
             self._eager = why or "SGD parameters with and without momentum buffers"
             logs.log("graph_breaks", f"{name}.step runs eagerly: {self._eager}")
             return None
-        hyper = [_hyper(group) for group in opt.param_groups]
-        lrs = [
-            None if self._dynamic.get(i) or not isinstance(g["lr"], float) else g["lr"]
-            for i, g in enumerate(opt.param_groups)
-        ]
-        plan = _Plan(opt, buckets, hyper, lrs)
-        plan.first_sgd = any(b.kwargs.get("is_first_step") for b in buckets)
+        dynamic = [{k for (j, k) in self._dynamic if j == i} for i in range(len(opt.param_groups))]
+        plan = _Plan(opt, buckets, dynamic)
+        for bucket in buckets:
+            index = next(i for i, g in enumerate(opt.param_groups) if g is bucket.group)
+            bucket.refresh = bool(dynamic[index] - {"lr"})
+        plan.first_sgd = any(b.extra.get("is_first_step") for b in buckets)
         if logs.enabled("fusion"):
             logs.log("fusion", describe(name, buckets))
         return plan
@@ -249,8 +286,12 @@ def describe(name: str, buckets) -> str:
 
 
 def _grads_unchanged(plan) -> bool:
-    """Every planned parameter still has a gradient and no other one got one."""
+    """Every planned parameter still has a gradient and no other one got one (and Adam's step
+    counters are still the plan's: another plan may have made its own)."""
+    state = plan.state
     for bucket in plan.buckets:
+        if bucket.steps is not None and state[bucket.params[0]]["step"] is not bucket.lists[-1][0]:
+            return False
         for p in bucket.params:
             if p.grad is None:
                 return False
@@ -267,14 +308,15 @@ def _run(plan) -> None:
         counts = bucket.steps
         if counts is not None:
             counts.add_(1)
+        kwargs = bucket.make(bucket.group) if bucket.refresh else bucket.kwargs
         bucket.fn(bucket.params, grads, *bucket.lists, lr=scalar(bucket.group["lr"]),
-                  grad_scale=grad_scale, found_inf=found_inf, **bucket.kwargs)  # fmt: skip
+                  grad_scale=grad_scale, found_inf=found_inf, **kwargs, **bucket.extra)  # fmt: skip
         if found_inf is not None and counts is not None:
             counts.sub_(found_inf.reshape(()))
     if plan.first_sgd:  # the buffers exist now: later calls are not first steps
         plan.first_sgd = False
         for bucket in plan.buckets:
-            bucket.kwargs["is_first_step"] = False
+            bucket.extra["is_first_step"] = False
 
 
 def _family(opt):
@@ -295,25 +337,38 @@ def _adam_buckets(opt) -> list:
             rows.append((state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
                          state["step"]))  # fmt: skip
         op = ember._fused_adamw_ if group["decoupled_weight_decay"] else ember._fused_adam_
-        beta1, beta2 = group["betas"]
-        kwargs = {"beta1": beta1, "beta2": beta2, "eps": group["eps"], "amsgrad": amsgrad}
-        kwargs.update(weight_decay=group["weight_decay"], maximize=group["maximize"])
         columns = [list(c) for c in zip(*rows)] if rows else [[], [], [], []]
         for ps, avgs, sqs, maxes, steps in _fused.groups(params, *columns):
             counts, steps = _shared_counters(opt, ps, steps)
             lists = (avgs, sqs, maxes if amsgrad else [], steps)
-            buckets.append(_Bucket(op, group, ps, lists, counts, kwargs))
+            buckets.append(_Bucket(op, group, ps, lists, counts, _adam_kwargs))
     return buckets
 
 
 def _shared_counters(opt, params, steps):
     """The bucket's step counters as 0-d views of one tensor, installed in the state, so that
     a step advances them with one ``add_`` (PyTorch's compiled step: one ``_foreach_add_``)."""
+    base = steps[0]._base
+    if base is not None and tuple(base.shape) == (len(steps),):  # another plan's, in order
+        views = [base[i] for i in range(len(steps))]
+        if all(s._base is base and s._offset == v._offset for s, v in zip(steps, views)):
+            return base, steps
     counts = ember.stack([s.reshape(()) for s in steps])
     views = [counts[i] for i in range(len(steps))]
     for p, view in zip(params, views):
         opt.state[p]["step"] = view
     return counts, views
+
+
+def _adam_kwargs(group) -> dict:
+    beta1, beta2 = group["betas"]
+    return {"beta1": beta1, "beta2": beta2, "eps": group["eps"], "amsgrad": group["amsgrad"],
+            "weight_decay": group["weight_decay"], "maximize": group["maximize"]}  # fmt: skip
+
+
+def _sgd_kwargs(group) -> dict:
+    keys = ("weight_decay", "momentum", "dampening", "nesterov", "maximize")
+    return {key: group[key] for key in keys}
 
 
 def _adam_state(state: dict, p, amsgrad: bool) -> dict:
@@ -340,12 +395,12 @@ def _sgd_buckets(opt):
         if first:  # the op copies the gradients into these at the first call
             for p, buf in zip(params, bufs):
                 opt.state[p]["momentum_buffer"] = buf
-        kwargs = {"weight_decay": group["weight_decay"], "momentum": momentum,
-                  "dampening": group["dampening"], "nesterov": group["nesterov"],
-                  "maximize": group["maximize"], "is_first_step": first}  # fmt: skip
         for ps, bs in _fused.groups(params, bufs):
             lists = (bs if momentum != 0 else [],)
-            buckets.append(_Bucket(ember._fused_sgd_, group, ps, lists, None, dict(kwargs)))
+            first_step = {"is_first_step": first}
+            buckets.append(
+                _Bucket(ember._fused_sgd_, group, ps, lists, None, _sgd_kwargs, first_step)
+            )
     return buckets
 
 

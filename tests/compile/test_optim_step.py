@@ -227,17 +227,56 @@ def test_explain_counts_the_step_as_a_break():
     assert out.graph_break_count == 1 and "Optimizer.step" in str(out.break_reasons[0])
 
 
+def test_float_hyperparameters_become_dynamic(device):
+    """A float hyperparameter changed at every step (weight decay, betas): PyTorch 2.13
+    recompiles once, then reads it as a dynamic float (2 graphs over 6 steps); so does ember."""
+    for name, key, value in (("SGD", "weight_decay", lambda i: 0.01 * i),
+                             ("Adam", "betas", lambda i: (0.9 - 0.01 * i, 0.999))):  # fmt: skip
+        p = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+        twin = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+        opt = getattr(ember.optim, name)([p], lr=0.1)
+        ref = getattr(ember.optim, name)([twin], lr=0.1)
+        opt.step = ember.compile(opt.step)
+        for i in range(6):
+            for q, o in ((p, opt), (twin, ref)):
+                o.param_groups[0][key] = value(i + 1)
+                q.grad = ember.full((3,), 0.5 - 0.2 * i, dtype=ember.float64, device=device)
+                o.step()
+        assert opt.step.recompiles == 1
+        np.testing.assert_allclose(_np(p), _np(twin), rtol=1e-12, atol=1e-12)
+
+
 def test_recompile_limit_falls_back_to_eager(device, caplog):
-    """A hyperparameter changed at every step: PyTorch recompiles up to recompile_limit (8)
-    graphs, then warns and runs the step eagerly; so does the compiled step."""
-    p = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
-    twin = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
-    opt, ref = ember.optim.SGD([p], lr=0.1), ember.optim.SGD([twin], lr=0.1)
+    """New parameters at every step (a group added each time): a rebuild each, up to
+    recompile_limit (8), then PyTorch's warning and eager steps."""
+    params = [ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)]
+    twins = [ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)]
+    opt, ref = ember.optim.SGD(params, lr=0.1), ember.optim.SGD(twins, lr=0.1)
     opt.step = ember.compile(opt.step)
-    for i in range(12):
-        for q, o in ((p, opt), (twin, ref)):
-            o.param_groups[0]["weight_decay"] = 0.01 * i
-            q.grad = ember.full((3,), 0.5, dtype=ember.float64, device=device)
+    for _ in range(12):
+        for group, o in ((params, opt), (twins, ref)):
+            extra = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+            group.append(extra)
+            o.add_param_group({"params": [extra]})
+            for q in group:
+                q.grad = ember.full((3,), 0.5, dtype=ember.float64, device=device)
             o.step()
     assert opt.step.recompiles == 8 and "recompile_limit (8)" in caplog.text
+    for got, want in zip(params, twins):
+        np.testing.assert_allclose(_np(got), _np(want), rtol=1e-12, atol=1e-12)
+
+
+def test_alternating_flags_reuse_their_plans(device):
+    """PyTorch keeps a cache entry per guard set: flipping a flag back and forth compiles two
+    plans, not one per flip (Adam's step counters stay shared between them)."""
+    p = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+    twin = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+    opt, ref = ember.optim.Adam([p], lr=0.1), ember.optim.Adam([twin], lr=0.1)
+    opt.step = ember.compile(opt.step)
+    for i in range(8):
+        for q, o in ((p, opt), (twin, ref)):
+            o.param_groups[0]["maximize"] = bool(i % 2)
+            q.grad = ember.full((3,), 0.3 + i, dtype=ember.float64, device=device)
+            o.step()
+    assert opt.step.recompiles == 1 and len(opt.step._plans) == 2
     np.testing.assert_allclose(_np(p), _np(twin), rtol=1e-12, atol=1e-12)
