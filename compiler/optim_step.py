@@ -6,16 +6,19 @@ per device and dtype group on the CPU). A compiled step is a plan built once: pe
 group and (device, dtype), the tensor lists of that op (parameters, state buffers, step
 counters) and its keyword arguments. A call checks the guards, reads the gradients afresh
 (``zero_grad`` sets them to None, so they are new tensors each step), advances the step
-counters with one foreach add and makes one op call per bucket: nothing is traced again.
+counters with one ``add_`` (they are views of one tensor) and makes one op call per bucket:
+nothing is traced again.
 
-Guards (a failure rebuilds the plan, logged under ``recompiles``): the ``param_groups`` and
-``state`` objects and each group's parameter list (identity, as a state_dict load replaces
-them), the hyperparameters the op reads, which parameters have gradients. The learning rate
-is read at each call: a tensor LR never rebuilds; a float LR rebuilds once at its first change,
-then is read as a value (PyTorch 2.13's ``specialize_float=False``: one recompile, then a
-dynamic float). Where the device has no fused kernel the op runs its decomposition, op by op;
-``EMBER_LOGS=fusion`` says which. Other optimizers, ``differentiable`` groups and a mix of
-SGD parameters with and without momentum buffers run the eager step.
+Guards (a failure that no cached plan passes builds a new one, logged under ``recompiles``):
+the ``param_groups`` and ``state`` objects and each group's parameter list (identity, as a
+state_dict load replaces them), the hyperparameters the op reads, which parameters have
+gradients. Floats follow PyTorch 2.13 (``specialize_float=False``): a float hyperparameter
+(LR, weight decay, betas) rebuilds once at its first change, then is read at each call; a
+tensor LR never rebuilds. Flags are guarded by value; plans are cached per guard set; past
+``recompile_limit`` rebuilds the steps run eagerly with PyTorch's warning. Where the device
+has no fused kernel the op runs its decomposition, op by op; ``EMBER_LOGS=fusion`` says which.
+Other optimizers, ``differentiable`` groups and a mix of SGD parameters with and without
+momentum buffers run the eager step.
 """
 
 from __future__ import annotations
