@@ -280,3 +280,31 @@ def test_alternating_flags_reuse_their_plans(device):
             o.step()
     assert opt.step.recompiles == 1 and len(opt.step._plans) == 2
     np.testing.assert_allclose(_np(p), _np(twin), rtol=1e-12, atol=1e-12)
+
+
+def test_grad_scaler_attributes_and_state_dict(device):
+    """``grad_scale``/``found_inf`` (as GradScaler hands them to fused optimizers) are read per
+    call: found_inf skips the update and keeps the step counters; the compiled step's state
+    dict continues in an eager optimizer on the same trajectory."""
+    p = ember.ones(3, dtype=ember.float64, device=device, requires_grad=True)
+    opt = ember.optim.Adam([p], lr=0.1)
+    opt.step = ember.compile(opt.step)
+    for i in range(3):
+        p.grad = ember.full((3,), 0.5 + i, dtype=ember.float64, device=device)
+        opt.step()
+    twin = p.detach().clone().requires_grad_()
+    ref = ember.optim.Adam([twin], lr=0.1)
+    ref.load_state_dict(opt.state_dict())
+    opt.grad_scale = ember.tensor([2.0], device=device)
+    opt.found_inf = ember.tensor([1.0], device=device)
+    before = _np(p).copy()
+    p.grad = ember.ones(3, dtype=ember.float64, device=device)
+    opt.step()
+    np.testing.assert_array_equal(_np(p), before)
+    assert opt.state[p]["step"].item() == 3
+    opt.found_inf = ember.tensor([0.0], device=device)
+    for i in range(3):
+        for q, o, scale in ((p, opt, 2.0), (twin, ref, 1.0)):
+            q.grad = ember.full((3,), (1.5 - i) * scale, dtype=ember.float64, device=device)
+            o.step()
+    np.testing.assert_allclose(_np(p), _np(twin), rtol=1e-12, atol=1e-12)
