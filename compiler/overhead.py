@@ -12,9 +12,9 @@ their runner (matmuls, reductions, lowered composites) still allocate as in defa
 
 Iterations, as PyTorch's cudagraph trees count them: by default each call of a region starts a
 new iteration, so a call overwrites the previous call's outputs. Once
-``cudagraph_mark_step_begin()`` has been called, iterations are the spans between its calls:
-a region called twice in one span (``f(x) + f(x)``) gives its second call a second buffer set,
-so both results stay valid until the next mark.
+``ember.compiler.cudagraph_mark_step_begin()`` has been called, iterations are the spans
+between its calls: a region called twice in one span (``f(x) + f(x)``) gives its second call a
+second buffer set, so both results stay valid until the next mark.
 
 Only the no-grad program is planned this way; a region that records gradients keeps its
 default replay (its outputs feed autograd, which may keep them as ``.grad``).
@@ -33,21 +33,8 @@ MODE = "reduce-overhead"
 _STEPS = threading.local()  # .marks: how many times cudagraph_mark_step_begin() was called
 
 
-def cudagraph_mark_step_begin() -> None:
-    """Mark the start of a new iteration (PyTorch's ``torch.compiler.cudagraph_mark_step_begin``).
-
-    Outputs of ``mode="reduce-overhead"`` regions stay valid until the next mark instead of
-    until the region's next call: call it at the top of each training or inference step when
-    one step calls a compiled function more than once and keeps all the results.
-
-    Example:
-        >>> @ember.compile(mode="reduce-overhead")
-        ... def rand_foo():
-        ...     return ember.rand([4])
-        >>> for _ in range(5):
-        ...     ember.compiler.cudagraph_mark_step_begin()
-        ...     rand_foo() + rand_foo()
-    """
+def mark_step_begin() -> None:
+    """``ember.compiler.cudagraph_mark_step_begin`` (the package's public function)."""
     _STEPS.marks = getattr(_STEPS, "marks", 0) + 1
 
 
