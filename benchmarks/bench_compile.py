@@ -2,6 +2,9 @@
 
     python benchmarks/bench_compile.py [--steps 20] [--threads 2] [--models tiny mlp cnn gpt]
     python benchmarks/bench_compile.py --interleaved --steps 300 --models tiny
+    python benchmarks/bench_compile.py --interleaved --models tiny --forward \
+        --modes eager default reduce-overhead
+    python benchmarks/bench_compile.py --optimizers --steps 500 --threads 1
 
 Each (library, mode, model) runs in its own process (so one library's threads, allocator and
 compile caches never touch another's), builds the model of bench_training.py, compiles the
@@ -61,35 +64,77 @@ def worker(lib_name: str, compiled: bool, model_name: str, steps: int, threads: 
     return {"first": first, "median": statistics.median(times)}
 
 
-def interleaved(model_name: str, steps: int, threads: int) -> None:
+def interleaved(model_name: str, steps: int, threads: int, args) -> None:
     """Eager and compiled ember steps alternated in one process (``--interleaved``): on a shared
-    machine whose load changes from second to second, the ratio of the two medians is steadier
-    than that of two processes run minutes apart."""
+    machine whose load changes from second to second, the ratio of the medians is steadier than
+    that of processes run minutes apart. ``--modes``: eager and ember.compile modes to compare;
+    ``--forward``: time the model's no-grad forward alone; ``--compile-step``: the compiled
+    modes also run ``opt.step = ember.compile(opt.step)``."""
     import ember
 
     ember.set_num_threads(threads)
     runs = {}
-    for compiled in (False, True):
+    for mode in args.modes:
         ember.manual_seed(0)
         model, opt, x, y = ALL[model_name](ember.nn, ember)
-        run = ember.compile(model) if compiled else model
+        run = model if mode == "eager" else ember.compile(model, mode=mode)
+        if mode != "eager" and args.compile_step:
+            opt.step = ember.compile(opt.step)
 
         def step(run=run, opt=opt, x=x, y=y):
             opt.zero_grad()
             ember.nn.functional.cross_entropy(run(x), y).backward()
             opt.step()
 
+        def forward(run=run, x=x):
+            with ember.no_grad():
+                run(x)
+
+        call = forward if args.forward else step
         for _ in range(3):  # capture, build the compiled pair, first replay
-            step()
-        runs[compiled] = (step, [])
+            call()
+        runs[mode] = (call, [])
     for _ in range(steps):
-        for step, times in runs.values():
+        for call, times in runs.values():
             start = time.perf_counter()
-            step()
+            call()
             times.append(time.perf_counter() - start)
-    eager, compiled = (statistics.median(times) * 1e3 for _, times in runs.values())
-    print(f"{model_name}: eager {eager:.3f} ms, compiled {compiled:.3f} ms per training step "
-          f"(medians of {steps} interleaved steps): {compiled / eager:.2f}x")  # fmt: skip
+    what = "no-grad forward" if args.forward else "training step"
+    medians = {mode: statistics.median(times) * 1e3 for mode, (_, times) in runs.items()}
+    base = medians.get("eager")
+    for mode, ms in medians.items():
+        ratio = f" ({ms / base:.2f}x eager)" if base else ""
+        print(f"{model_name} {mode}: {ms:.3f} ms per {what}{ratio}")
+    print(f"(medians of {steps} interleaved calls)")
+
+
+def optimizer_steps(steps: int, threads: int) -> None:
+    """``--optimizers``: the ``tiny`` model's optimizer step alone, eager, ``fused=True`` and
+    ``opt.step = ember.compile(opt.step)``, alternated call by call (gradients kept)."""
+    import ember
+
+    ember.set_num_threads(threads)
+    cases = [("SGD", {}), ("SGD", {"momentum": 0.9}), ("Adam", {}), ("AdamW", {"amsgrad": True})]
+    for name, kw in cases:
+        calls = {}
+        for mode in ("eager", "fused", "compiled"):
+            ember.manual_seed(0)
+            model, _, x, _ = tiny(ember.nn, ember)
+            fused = True if mode == "fused" else None
+            opt = getattr(ember.optim, name)(model.parameters(), lr=0.01, fused=fused, **kw)
+            model(x).sum().backward()
+            if mode == "compiled":
+                opt.step = ember.compile(opt.step)
+            for _ in range(3):
+                opt.step()
+            calls[mode] = (opt.step, [])
+        for _ in range(steps):
+            for call, times in calls.values():
+                start = time.perf_counter()
+                call()
+                times.append(time.perf_counter() - start)
+        us = {mode: statistics.median(times) * 1e6 for mode, (_, times) in calls.items()}
+        print(f"{name} {kw}: " + ", ".join(f"{mode} {t:.0f} us" for mode, t in us.items()))
 
 
 def measure(lib: str, compiled: bool, model: str, args) -> dict | None:
@@ -117,10 +162,19 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--interleaved", action="store_true", help="eager vs compiled ember in one process"
     )
+    parser.add_argument("--optimizers", action="store_true", help="compiled optimizer steps")
+    parser.add_argument("--modes", nargs="+", default=["eager", "default"], help="--interleaved")
+    parser.add_argument("--forward", action="store_true", help="--interleaved: no-grad forward")
+    parser.add_argument(
+        "--compile-step", action="store_true", help="--interleaved: compile opt.step too"
+    )
     args = parser.parse_args(argv)
+    if args.optimizers:
+        optimizer_steps(args.steps, args.threads)
+        return
     if args.interleaved:
         for model in args.models:
-            interleaved(model, args.steps, args.threads)
+            interleaved(model, args.steps, args.threads, args)
         return
     if args.worker:
         lib, compiled, model = args.worker

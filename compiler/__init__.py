@@ -29,12 +29,33 @@ def is_compiling() -> bool:
     return compiling()
 
 
+def cudagraph_mark_step_begin() -> None:
+    """Mark the start of a new iteration (PyTorch's ``torch.compiler.cudagraph_mark_step_begin``).
+
+    Outputs of ``mode="reduce-overhead"`` regions stay valid until the next mark instead of
+    until the region's next call: call it at the top of each training or inference step when
+    one step calls a compiled function more than once and keeps all the results.
+
+    Example:
+        >>> @ember.compile(mode="reduce-overhead")
+        ... def rand_foo():
+        ...     return ember.rand([4])
+        >>> for _ in range(5):
+        ...     ember.compiler.cudagraph_mark_step_begin()
+        ...     rand_foo() + rand_foo()
+    """
+    from .overhead import mark_step_begin
+
+    mark_step_begin()
+
+
 is_dynamo_compiling = is_compiling  # PyTorch's other name
 
 __all__ = [
     "allow_in_graph",
     "compile",
     "config",
+    "cudagraph_mark_step_begin",
     "disable",
     "exc",
     "is_compiling",

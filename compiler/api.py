@@ -68,12 +68,16 @@ def _wrap(model, resolved):
 
     from .frame import CompiledFunction
     from .module import OptimizedModule
+    from .optim_step import compiled_step_for
 
     if callable(resolved.backend):
         raise NotImplementedError(
             f"ember.compile: custom backend callables ({resolved.backend_name}) are not "
             "supported yet; use backend='ember', 'inductor' or 'eager'"
         )
+    step = compiled_step_for(model, resolved)
+    if step is not None:  # opt.step = ember.compile(opt.step): a plan of fused-op calls
+        return step
     if isinstance(model, Module):
         return OptimizedModule(model, CompiledFunction(model._call_impl, resolved, root=model))
     if not callable(model):

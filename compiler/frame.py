@@ -17,7 +17,7 @@ import weakref
 from ember.jit import pytree
 from ember.jit.tracer import _ACTIVE, current
 
-from . import config, fusion, guards, logs
+from . import config, fusion, guards, logs, overhead
 from .exc import FailOnRecompileLimitHit
 from .observer import COMPILE, FULLGRAPH, Observer
 from .region import record, split
@@ -103,6 +103,8 @@ class CompiledFunction:
         mode = FULLGRAPH if self._options.fullgraph else COMPILE
         observer = Observer(mode, None)
         result, region = record(self._fn, args, kwargs, self._root, observer)
+        if region is not None and self._options.mode == overhead.MODE:
+            region.static = True
         modules = list(observer.modules.values())
         if self._root is not None and id(self._root) not in observer.modules:
             modules.insert(0, self._root)  # called through _call_impl, so not observed

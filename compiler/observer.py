@@ -35,6 +35,7 @@ class Observer:
         self.segments: list = []  # explain: the op kinds of each graph between breaks
         self._counted = 0
         self.broken = False
+        self.steps: list = []  # the compiled optimizer steps the capture ran (optim_step.py)
 
     # ---- tracer hooks ------------------------------------------------------------------------
     def module(self, module) -> None:
@@ -55,6 +56,23 @@ class Observer:
         if self.mode == COMPILE and not self.broken:
             self.broken = True
             self.state.suspended += 1  # for good: the rest of the call runs eagerly
+
+    def optimizer_step(self, step, eager):
+        """An optimizer step met by the capture: ``step`` (its CompiledStep, or None) runs and
+        is kept for the region to replay while the graph has no op yet; otherwise the step is a
+        graph break and ``eager()`` runs it."""
+        nodes = self.state.graph.nodes()
+        empty = not any(not n.kind().startswith("prim::") for n in nodes)
+        compiled = step is not None and self.mode != EXPLAIN and empty and self.active()
+        if compiled:
+            self.steps.append(step)
+        elif self.active():
+            self.graph_break("optimizer.step")
+        self.state.suspended += 1  # the step's own ops are not the model's
+        try:
+            return step() if compiled else eager()
+        finally:
+            self.state.suspended -= 1
 
     def close_segment(self) -> None:
         nodes = list(self.state.graph.nodes()) if self.state is not None else []
@@ -88,7 +106,7 @@ def watching(observer: Observer):
         (autograd, "backward", "backward", None),
         (autograd, "grad", "autograd.grad", None),
     ]
-    patches += [(cls, "step", "optimizer.step", None) for cls in _subclasses(Optimizer)]
+    patches += [(cls, "step", "optimizer.step", "step") for cls in _subclasses(Optimizer)]
     saved = []
     try:
         for owner, attr, construct, applies in patches:
@@ -96,7 +114,8 @@ def watching(observer: Observer):
                 continue  # inherited (object.__str__ calls the patched __repr__)
             original = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
             saved.append((owner, attr, original))
-            setattr(owner, attr, _breaking(observer, original, construct, applies))
+            wrap = _stepping if applies == "step" else _breaking
+            setattr(owner, attr, wrap(observer, original, construct, applies))
         yield
     finally:
         for owner, attr, original in reversed(saved):
@@ -115,6 +134,20 @@ def _breaking(observer: Observer, original, construct: str, applies):
             state.suspended -= 1
 
     call.__name__ = getattr(original, "__name__", "call")
+    call.__wrapped__ = original
+    return call
+
+
+def _stepping(observer: Observer, original, construct: str, applies):
+    """An optimizer's ``step`` in a capture: while the graph is still empty, a supported step
+    runs as a compiled step that the region replays (optim_step.py); otherwise a break."""
+
+    def call(opt, *args, **kwargs):
+        from .optim_step import step_of
+
+        step = step_of(opt) if not args and not kwargs else None
+        return observer.optimizer_step(step, lambda: original(opt, *args, **kwargs))
+
     call.__wrapped__ = original
     return call
 

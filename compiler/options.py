@@ -10,7 +10,8 @@ PyTorch's names are accepted so that programs run unchanged; they map onto ember
 - a callable (PyTorch's custom backends): not supported yet, ``NotImplementedError``.
 
 Modes (``"default"``, ``"lite"``, ``"reduce-overhead"``, ``"max-autotune-no-cudagraphs"``,
-``"max-autotune"``) are PyTorch's list; ember accepts all of them and so far runs them alike.
+``"max-autotune"``) are PyTorch's list; ``"reduce-overhead"`` replays into preallocated
+buffers (overhead.py), the others run alike.
 """
 
 from __future__ import annotations

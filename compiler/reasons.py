@@ -80,7 +80,8 @@ CONSTRUCTS = {
     ),
     "optimizer.step": Construct(
         "Unsupported Optimizer.step() call",
-        "Compiled optimizer steps are not implemented yet: the step runs eagerly.",
+        "A compiled function runs an SGD/Adam/AdamW step from a plan of fused-op calls only "
+        "when the step is the call's only work (compiler/optim_step.py); this step runs eagerly.",
         (),
     ),
     "disable": Construct(

@@ -17,8 +17,9 @@ from ember.jit import pytree
 from ember.jit.codegen import generate
 from ember.jit.tracer import TracerWarning, capture, current
 
-from . import joint, replay
+from . import joint, overhead, replay
 from .observer import Observer, watching
+from .optim_step import step_region
 
 _CONSTANT_OUTPUTS = (int, float, bool, str, type(None))
 _UNBUILT = object()
@@ -44,6 +45,7 @@ class Region:
         self.compile_seconds = seconds
         self.fast = _UNBUILT  # replay.build's program, made at the first replay
         self.joint = _UNBUILT  # joint.build's pair, made at the first replay that records grad
+        self.static = False  # mode="reduce-overhead": the program writes preallocated buffers
         # the common outputs rebuilt without the general unflatten: one tensor, a tuple of them
         self.single = out_spec == pytree.LEAF and self.positions == [0]
         self.flat_tuple = out_spec == {
@@ -84,6 +86,8 @@ class Region:
         outputs = self.graph.outputs()
         if any(getattr(v.type(), "requires_grad", lambda: None)() for v in outputs):
             return None
+        if self.static:
+            return overhead.plans(self.graph, self.method)
         return replay.build(self.graph, method=self.method, fuse=True)
 
 
@@ -134,6 +138,12 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
     if observer.broken:
         return held["result"], None
     graph = captured.graph
+    if observer.steps:  # optimizer steps ran compiled: a region of steps only, else a break
+        out_leaves, out_spec = held["out"]
+        region = step_region(graph, observer.steps, out_leaves, out_spec)
+        if region is None:
+            observer.graph_break("optimizer.step")
+        return held["result"], region
     _name_inputs(graph, leaves, spec, positions, fn)
     generated = generate(graph, "compiled", method=root is not None)
     out_leaves, out_spec = held["out"]

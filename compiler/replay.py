@@ -34,19 +34,27 @@ _ELEMENTWISE = (elementwise.unary, elementwise.binary)
 
 
 def build(
-    graph, inputs=None, nodes=None, outputs=None, method: bool = False, name="replay", fuse=False
+    graph,
+    inputs=None,
+    nodes=None,
+    outputs=None,
+    method: bool = False,
+    name="replay",
+    fuse=False,
+    writer=None,
 ):
     """The compiled program of ``nodes`` (default: the graph's), or None when the graph has
     control flow. ``fn(self, *inputs)`` (``fn(*inputs)`` when not ``method``) returns the
     tuple of ``outputs``, or None when a parameter it read now requires grad (recompute
     through the dispatcher: autograd must record). ``fuse``: elementwise chains run as the
-    backend's fused kernels (fusion.py)."""
+    backend's fused kernels (fusion.py). ``writer``: the ``_Program`` subclass that writes it
+    (overhead.py's binds preallocated buffers)."""
     nodes = list(graph.block().nodes()) if nodes is None else nodes
     if any(node.blocks() for node in nodes):
         return None
     inputs = graph.inputs() if inputs is None else inputs
     outputs = graph.outputs() if outputs is None else outputs
-    writer = _Program(graph, nodes, fusion.schedule(nodes, outputs) if fuse else ())
+    writer = (writer or _Program)(graph, nodes, fusion.schedule(nodes, outputs) if fuse else ())
     lines = writer.program(name, inputs, outputs, method)
     source = "\n".join(lines) + "\n"
     namespace = {
@@ -128,8 +136,12 @@ class _Program(_Writer):
         dtype = self.bind(result.dtype(), "D")
         device = self.bind(result.device(), "DEV")
         args = ", ".join(f"dense({self.expr(v)})" for v in chain.inputs)
-        out.append(f"{indent}{target} = empty({shape}, {dtype}, {device})")
+        out.append(f"{indent}{target} = {self.alloc(result, shape, dtype, device)}")
         out.append(f"{indent}{self.bind(chain.kernel, 'FUSED')}({target}, {args})")
+
+    def alloc(self, result, shape: str, dtype: str, device: str) -> str:
+        """The expression of a fresh output of type ``result`` (names bound in the module)."""
+        return f"empty({shape}, {dtype}, {device})"
 
     def node(self, node, indent: str, out: list) -> None:
         kind = node.kind()
@@ -148,7 +160,7 @@ class _Program(_Writer):
                     args[i] = f"expand_to({args[i]}, {shape})"
             dtype = self.bind(result.dtype(), "D")
             device = self.bind(result.device(), "DEV")
-            out.append(f"{indent}{targets} = empty({shape}, {dtype}, {device})")
+            out.append(f"{indent}{targets} = {self.alloc(result, shape, dtype, device)}")
             out.append(f"{indent}{self.bind(kernel, 'K')}({targets}, {', '.join(args)})")
             return
         sub = lower.lowered(op, node, build)

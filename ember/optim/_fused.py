@@ -57,3 +57,17 @@ def amp_args(optimizer, device):
 def step_tensor(p):
     """A fused optimizer's step counter: a float32 scalar tensor on the parameter's device."""
     return ember.zeros((), dtype=ember.float32, device=p.device)
+
+
+def sgd_lists(states, group):
+    """``(params, momentum buffers, first)`` of an SGD group: the parameters with gradients
+    (checked), their buffers, and whether no buffer exists yet (then fresh ones, which the op
+    fills with the gradients on this first step)."""
+    params = [p for p in group["params"] if p.grad is not None]
+    for p in params:
+        check_param(p)
+    bufs = [states[p].get("momentum_buffer") for p in params]
+    first = group["momentum"] != 0 and all(b is None for b in bufs)
+    if first:
+        bufs = [ember.empty_like(p.grad) for p in params]
+    return params, bufs, first

@@ -100,13 +100,7 @@ class SGD(Optimizer):
         """One ``_fused_sgd_`` call per device and dtype (PyTorch's ``_fused_sgd``); the first
         step (no buffer yet) copies the gradient into fresh buffers inside the op."""
         momentum = group["momentum"]
-        params = [p for p in group["params"] if p.grad is not None]
-        for p in params:
-            _fused.check_param(p)
-        bufs = [self.state[p].get("momentum_buffer") for p in params]
-        first = momentum != 0 and all(b is None for b in bufs)
-        if first:
-            bufs = [ember.empty_like(p.grad) for p in params]
+        params, bufs, first = _fused.sgd_lists(self.state, group)
         grads = [p.grad for p in params]
         for ps, gs, bs in _fused.groups(params, grads, bufs):
             grad_scale, found_inf = _fused.amp_args(self, ps[0].device)
