@@ -121,15 +121,18 @@ class _Program(_Writer):
         return [f"def {name}({', '.join(params)}):", *body]
 
     def chain(self, chain, indent: str, out: list) -> None:
-        """``out = empty(...); fused(out, *inputs)``: the chain in one kernel call."""
-        target = self.name(chain.output)
-        result = chain.output.type()
-        shape = self.bind(result.sizes(), "S")
-        dtype = self.bind(result.dtype(), "D")
-        device = self.bind(result.device(), "DEV")
-        args = ", ".join(f"dense({self.expr(v)})" for v in chain.inputs)
-        out.append(f"{indent}{target} = empty({shape}, {dtype}, {device})")
-        out.append(f"{indent}{self.bind(chain.kernel, 'FUSED')}({target}, {args})")
+        """``out = empty(...); fused(out, ..., *inputs)``: the chain in one kernel call, each
+        value it stores (a saved intermediate, the result) allocated first."""
+        targets = []
+        for value in chain.outputs:
+            typ = value.type()
+            shape = self.bind(typ.sizes(), "S")
+            dtype = self.bind(typ.dtype(), "D")
+            device = self.bind(typ.device(), "DEV")
+            targets.append(self.name(value))
+            out.append(f"{indent}{targets[-1]} = empty({shape}, {dtype}, {device})")
+        args = ", ".join([*targets, *(f"dense({self.expr(v)})" for v in chain.inputs)])
+        out.append(f"{indent}{self.bind(chain.kernel, 'FUSED')}({args})")
 
     def node(self, node, indent: str, out: list) -> None:
         kind = node.kind()
