@@ -258,7 +258,8 @@ def _stored(chain, users, returned) -> list:
     found = [
         n.output()
         for n in chain[:-1]
-        if n.output() in returned or any(u not in inside for u in users.get(n.output(), ()))
+        if n.output() in returned
+        or any(u not in inside and not _metadata(u) for u in users.get(n.output(), ()))
     ]
     return [*found, chain[-1].output()]
 
@@ -295,8 +296,17 @@ def _closed(chain, last, users, order) -> bool:
         return False
     at = order[last]
     return all(
-        order.get(u, -1) > at for n in chain for u in users.get(n.output(), ()) if u not in inside
+        order.get(u, -1) > at or _metadata(u)
+        for n in chain
+        for u in users.get(n.output(), ())
+        if u not in inside
     )
+
+
+def _metadata(node) -> bool:
+    """A size read: known from the guarded type, so the replay writes it as a number
+    (replay.py) and it does not need the value computed."""
+    return _constant(node.output()) is not None if node.kind() == "prim::size" else False
 
 
 def _absorb(nodes, group, users, order) -> None:

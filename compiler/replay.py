@@ -136,6 +136,9 @@ class _Program(_Writer):
 
     def node(self, node, indent: str, out: list) -> None:
         kind = node.kind()
+        if kind == "prim::size" and fusion._metadata(node):  # its tensor may be fused away
+            out.append(f"{indent}{self.name(node.output())} = {fusion._constant(node.output())}")
+            return
         op = None if kind.startswith("prim::") else resolve(kind)
         if op is None or op.runner is None:
             return super().node(node, indent, out)
