@@ -1,15 +1,18 @@
 """The fusion scheduler: chains of elementwise nodes of a captured graph as one backend kernel.
 
-A chain is a run of elementwise nodes (op-table rows: add, mul, gelu, where...) of one output
-shape and floating dtype, each intermediate used only by the next nodes of the chain; its
-inputs may broadcast, its scalars are constants. ``plan`` finds the chains (pure: explain()
+A chain is a run of elementwise nodes (op-table rows: add, mul, gelu, where...) of one shape and
+floating dtype, each joining the chains of its operands; its inputs may broadcast, its scalars
+are known numbers (constants, guarded sizes). A value of the chain that something outside it
+reads (a returned value, a value the backward saves) is stored as one more output, provided
+every such reader comes after the chain's end (the chain runs where its last node was). A chain
+may end in one row op over the last dim (``ROW``: sum, mean, amax, softmax, log_softmax,
+layer_norm), which the kernel runs a row at a time. ``plan`` finds the chains (pure: explain()
 reports it); ``schedule`` asks the backend serving the chain's device for a kernel through the
 ``ember_fused_kernel`` hook (dispatcher/hookspecs.py) with a ``FusedKernel`` description. The
 replay (replay.py) then runs the chain as one call, one memory pass, where eager makes one per
 op. A chain the backend declines (no hook, no C compiler) replays op by op, as before.
 
-Only the no-grad replay fuses: a region that records gradients keeps the joint forward/backward
-path (joint.py), whose backward needs the intermediates a chain would not store.
+Both the no-grad replay and the training pair's forward and backward programs (joint.py) fuse.
 """
 
 from __future__ import annotations
@@ -444,7 +447,8 @@ def summary(graph) -> str:
     ops = sum(1 for n in nodes if not n.kind().startswith("prim::"))
     lines = [
         f"{ops} ops; {len(chains)} elementwise chain(s) to fuse at the first replay that "
-        "records no gradient (the others replay one by one, kernels pre-resolved)"
+        "records no gradient (the others replay one by one, kernels pre-resolved; a training "
+        "region plans its forward and backward programs when it builds them)"
     ]
     lines += [f"  chain: {chain.ops()}" for chain in chains]
     lines += [f"  not fused: {reason}" for reason in reasons]
