@@ -80,6 +80,20 @@ def test_row_chain_matches_torch(name, dtype):
     assert f"chain: {ops}" in text
 
 
+def test_row_chains_over_the_threads():
+    """51200 elements: the generated kernel splits the rows between OpenMP threads."""
+    arrays = _inputs(np.float64, seed=6, shape=(16, 50, 64))
+    ours = [ember.tensor(a) for a in arrays]
+    for name, (fn, _ops) in sorted(ROWS.items()):
+        compiled = ember.compile(lambda *a, fn=fn: fn(ember, *a))
+        with ember.no_grad():
+            compiled(*ours)
+            out = compiled(*ours)
+        assert "FUSED" in _source(compiled), name
+        want = fn(torch, *[torch.tensor(a) for a in arrays]).numpy()
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
 def test_row_ops_keep_nan_and_inf():
     x = np.random.default_rng(1).standard_normal((1, 4, 9))
     x[0, 1, 3], x[0, 2, 0], x[0, 3, 8] = np.nan, np.inf, -np.inf
