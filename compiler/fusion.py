@@ -1,15 +1,18 @@
 """The fusion scheduler: chains of elementwise nodes of a captured graph as one backend kernel.
 
-A chain is a run of elementwise nodes (op-table rows: add, mul, gelu, where...) of one output
-shape and floating dtype, each intermediate used only by the next nodes of the chain; its
-inputs may broadcast, its scalars are constants. ``plan`` finds the chains (pure: explain()
+A chain is a run of elementwise nodes (op-table rows: add, mul, gelu, where...) of one shape and
+floating dtype, each joining the chains of its operands; its inputs may broadcast, its scalars
+are known numbers (constants, guarded sizes). A value of the chain that something outside it
+reads (a returned value, a value the backward saves) is stored as one more output, provided
+every such reader comes after the chain's end (the chain runs where its last node was). A chain
+may end in one row op over the last dim (``ROW``: sum, mean, amax, softmax, log_softmax,
+layer_norm), which the kernel runs a row at a time. ``plan`` finds the chains (pure: explain()
 reports it); ``schedule`` asks the backend serving the chain's device for a kernel through the
 ``ember_fused_kernel`` hook (dispatcher/hookspecs.py) with a ``FusedKernel`` description. The
 replay (replay.py) then runs the chain as one call, one memory pass, where eager makes one per
 op. A chain the backend declines (no hook, no C compiler) replays op by op, as before.
 
-Only the no-grad replay fuses: a region that records gradients keeps the joint forward/backward
-path (joint.py), whose backward needs the intermediates a chain would not store.
+Both the no-grad replay and the training pair's forward and backward programs (joint.py) fuse.
 """
 
 from __future__ import annotations
@@ -23,10 +26,16 @@ from ember.jit.types import TensorType
 
 from . import logs
 
-UNARY = frozenset(("neg", "exp", "log", "tanh", "sigmoid", "relu", "gelu"))
+UNARY = frozenset(
+    ("neg", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "erf", "rsqrt", "square")
+)
 BINARY = frozenset(("add", "sub", "mul", "div", "maximum", "minimum", "pow"))
 COMPARE = frozenset(("gt", "lt", "ge", "le", "eq", "ne"))
 FLOATS = ("float32", "float64")
+# Row ops: a chain may end in one, over the last dim; the kernel then runs one row per iteration
+# (softmax/log_softmax/layer_norm take their passes over the row while it is in cache).
+REDUCE = frozenset(("sum", "mean", "amax"))
+ROW = REDUCE | {"softmax", "log_softmax", "layer_norm"}
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,8 @@ class FusedStep:
     args: tuple  # ("input", k) | ("step", n) | ("scalar", value)
     dtype: str  # its result's dtype ("bool" for a comparison)
     params: dict = field(default_factory=dict)  # non-tensor arguments: {"approximate": "tanh"}
+    # a row op (ROW, the last step only) reads ``args[0]`` along the last dim; a reduction
+    # keeps {"keepdim": bool}, layer_norm {"eps": float} (its weight and bias are args 1, 2)
 
 
 @dataclass(frozen=True)
@@ -49,23 +60,27 @@ class FusedKernel:
     """What a backend's ``ember_fused_kernel`` receives: a chain in the op table's vocabulary."""
 
     device_type: str
-    shape: tuple
+    shape: tuple  # the elementwise steps' shape (a row op's input)
     dtype: str
     inputs: tuple  # FusedInput, in the order the kernel receives the tensors (after outputs)
     steps: tuple  # FusedStep, in order
-    outputs: tuple  # indices of the steps whose values the kernel stores
+    outputs: tuple  # indices of the steps whose values the kernel stores, in the call's order
 
 
 @dataclass
 class Chain:
     nodes: list  # graph nodes, in graph order; the last one's output is the chain's
     inputs: list = field(default_factory=list)  # graph values, in the description's order
+    outputs: list = field(default_factory=list)  # the values it stores (the last node's last)
     description: FusedKernel | None = None
     kernel: object = None
 
     @property
     def output(self):
         return self.nodes[-1].output()
+
+    def is_row(self) -> bool:
+        return _name(self.nodes[-1]) in ROW
 
     def ops(self) -> str:
         return ", ".join(node.kind().split("::")[-1] for node in self.nodes)
@@ -81,11 +96,21 @@ def _name(node) -> str | None:
 
 
 def _constant(value):
+    """A number known when the region is built: a constant, a size of a tensor (sizes are
+    guarded), or a product of those (the backward's ``sum / (1 * size)`` of a mean)."""
     node = value.node()
-    if node.kind() != "prim::Constant":
-        return None
-    found = node["value"]
-    return found if isinstance(found, (int, float)) else None
+    kind = node.kind()
+    if kind == "prim::Constant":
+        found = node["value"]
+        return found if isinstance(found, (int, float)) and not isinstance(found, bool) else None
+    if kind == "prim::size" and len(node.inputs()) == 2:
+        typ, dim = node.inputsAt(0).type(), _constant(node.inputsAt(1))
+        if isinstance(typ, TensorType) and typ.is_complete() and isinstance(dim, int):
+            return typ.sizes()[dim]
+    if kind == "prim::mul" and len(node.inputs()) == 2:
+        a, b = (_constant(v) for v in node.inputs())
+        return None if a is None or b is None else a * b
+    return None
 
 
 def _broadcasts(sizes, shape) -> bool:
@@ -98,6 +123,8 @@ def step_of(node):
     """``(op name, [tensor or scalar per argument], params)`` for a fusible node, or a str
     saying why it is not (None: not an elementwise op at all)."""
     name = _name(node)
+    if name in ROW:
+        return _row_step(node, name)
     if name not in UNARY | BINARY | COMPARE | {"where"}:
         return None
     outs = node.outputs()
@@ -140,6 +167,64 @@ def _dtype(value) -> str:
     return value.type().dtype().name
 
 
+def _row_step(node, name):
+    """A row op as a step: over the last dim only, no dtype=, a float input of the result's
+    dtype (layer_norm: over one dim, weight and bias of that dim's size or None)."""
+    inputs = list(node.inputs())
+    x, typ = inputs[0], node.output().type()
+    xtyp = x.type()
+    if not (isinstance(xtyp, TensorType) and xtyp.is_complete() and typ.is_complete()):
+        return "its operand's type is not fully known"
+    sizes = tuple(xtyp.sizes())
+    if not sizes or _dtype(x) not in FLOATS or xtyp.dtype() != typ.dtype():
+        return f"a {_dtype(x)} row op over {list(sizes)} (a float one over a last dim wanted)"
+    params: dict = {}
+    args = [x]
+    if name == "layer_norm":
+        shape, weight, bias, eps = inputs[1:5]
+        if shape.node().kind() != "prim::ListConstruct" or len(shape.node().inputs()) != 1:
+            return "layer_norm over several dims"
+        for value in (weight, bias):
+            vtyp = value.type()
+            if isinstance(vtyp, TensorType):
+                if tuple(vtyp.sizes() or ()) != sizes[-1:] or vtyp.dtype() != xtyp.dtype():
+                    return "a layer_norm weight or bias of another shape or dtype"
+                args.append(value)
+            elif _literal(value) is not None:
+                return "a layer_norm weight or bias that is not a tensor"
+            else:
+                args.append(("scalar", None))  # absent: the kernel skips it
+        if _constant(eps) is None:
+            return "a non-constant eps"
+        params["eps"] = float(_constant(eps))
+        return name, args, params
+    dim, rest = _literal(inputs[1]), [_literal(v) for v in inputs[2:]]
+    dims = dim if isinstance(dim, (list, tuple)) else [dim]
+    if len(dims) != 1 or not isinstance(dims[0], int) or dims[0] % len(sizes) != len(sizes) - 1:
+        return f"{name} over dim {dim} (a trailing reduction is over the last dim)"
+    if name in REDUCE:
+        if any(v is not None for v in rest[1:]) or not isinstance(rest[0], bool):
+            return f"{name} with dtype= or a non-constant keepdim"
+        params["keepdim"] = rest[0]
+    elif any(v is not None for v in rest):
+        return f"{name} with dtype="
+    return name, args, params
+
+
+_MISSING = object()
+
+
+def _literal(value):
+    """A constant argument's Python value (an int list built of constants too), else _MISSING."""
+    node = value.node()
+    if node.kind() == "prim::Constant":
+        return node["value"]
+    if node.kind() == "prim::ListConstruct":
+        items = [_literal(v) for v in node.inputs()]
+        return _MISSING if _MISSING in items else items
+    return _MISSING
+
+
 # ---- chains --------------------------------------------------------------------------------------
 def plan(nodes, outputs) -> tuple[list, list]:
     """``(chains, reasons)``: the chains of two or more fusible nodes, and a line per
@@ -149,10 +234,10 @@ def plan(nodes, outputs) -> tuple[list, list]:
         for value in node.inputs():
             users.setdefault(value, []).append(node)
     returned = set(outputs)
-    reasons: list = []
-    group = _grow(nodes, users, returned, reasons)
-    _absorb(nodes, group, users, returned)
     order = {node: i for i, node in enumerate(nodes)}
+    reasons: list = []
+    group = _grow(nodes, users, order, reasons)
+    _absorb(nodes, group, users, order)
     chains, seen = [], set()
     for node in nodes:
         chain = group.get(node)
@@ -161,17 +246,31 @@ def plan(nodes, outputs) -> tuple[list, list]:
         seen.add(id(chain))
         chain.sort(key=order.__getitem__)
         if len(chain) < 2:
-            reasons.append(f"{node.kind()}: alone (no fusible neighbour uses only its result)")
+            reasons.append(f"{node.kind()}: alone (no fusible neighbour reads its result)")
         elif _dtype(chain[-1].output()) not in FLOATS:
             reasons.append(f"{chain[-1].kind()}: a chain ending in a bool result")
         else:
-            chains.append(Chain(chain))
+            chains.append(Chain(chain, outputs=_stored(chain, users, returned)))
     return chains, reasons
 
 
-def _grow(nodes, users, returned, reasons) -> dict:
+def _stored(chain, users, returned) -> list:
+    """The chain's values that something outside it reads (a saved value, an output), the last
+    node's last: the kernel stores each, the others stay in registers."""
+    inside = set(chain)
+    found = [
+        n.output()
+        for n in chain[:-1]
+        if n.output() in returned
+        or any(u not in inside and not _metadata(u) for u in users.get(n.output(), ()))
+    ]
+    return [*found, chain[-1].output()]
+
+
+def _grow(nodes, users, order, reasons) -> dict:
     """node -> its chain (a list shared by the chain's nodes): each fusible node joins the
-    chains of the operands that only it reads."""
+    chains of its operands. A value also read outside the chain is stored (a second output)
+    when all those readers come after the chain's end; a row op ends its chain."""
     group: dict = {}
     for node in nodes:
         step = step_of(node)
@@ -182,31 +281,56 @@ def _grow(nodes, users, returned, reasons) -> dict:
         chain = [node]
         for value in step[1]:
             producer = None if isinstance(value, tuple) else value.node()
-            if producer not in group or value in returned or len(users[value]) != 1:
+            if producer not in group or group[producer] is chain:
                 continue
-            if _joins(value, node):
-                chain = [n for n in group[producer] if n not in chain] + chain
+            joined = [n for n in group[producer] if n not in chain] + chain
+            if _joins(value, node) and _closed(joined, node, users, order):
+                chain = joined
         for member in chain:
             group[member] = chain
     return group
 
 
-def _absorb(nodes, group, users, returned) -> None:
+def _closed(chain, last, users, order) -> bool:
+    """Whether ``chain`` can run at ``last`` (its end): no row op but ``last``, and every
+    reader of its values outside it comes later."""
+    inside = set(chain)
+    if any(_name(n) in ROW for n in chain if n is not last):
+        return False
+    at = order[last]
+    return all(
+        order.get(u, -1) > at or _metadata(u)
+        for n in chain
+        for u in users.get(n.output(), ())
+        if u not in inside
+    )
+
+
+def _metadata(node) -> bool:
+    """A size read: known from the guarded type, so the replay writes it as a number
+    (replay.py) and it does not need the value computed."""
+    return _constant(node.output()) is not None if node.kind() == "prim::size" else False
+
+
+def _absorb(nodes, group, users, order) -> None:
     """Merge a chain into the one chain that reads its result more than once (``z`` in
     ``where(x > 0, z, -z)``, ``y * sigmoid(y)``): the result stays in registers."""
     changed = True
     while changed:
         changed = False
         for chain in {id(c): c for c in group.values()}.values():
-            last = max(chain, key=nodes.index)
+            last = max(chain, key=order.__getitem__)
             value = last.output()
             readers = users.get(value, [])
-            if value in returned or not readers or any(r not in group for r in readers):
+            if not readers or any(r not in group for r in readers):
                 continue
             target = group[readers[0]]
             if target is chain or any(group[r] is not target for r in readers):
                 continue
-            if all(_joins(value, r) for r in readers):
+            end = max(target, key=order.__getitem__)
+            if all(_joins(value, r) for r in readers) and _closed(
+                chain + target, end, users, order
+            ):
                 target.extend(chain)
                 for member in chain:
                     group[member] = target
@@ -215,8 +339,11 @@ def _absorb(nodes, group, users, returned) -> None:
 
 
 def _joins(value, node) -> bool:
-    """Whether ``value`` (made by a chain) can stay inside ``node``'s chain: same shape, and
-    the chain's dtype (a comparison's bool only as a where's condition)."""
+    """Whether ``value`` (made by a chain) can stay inside ``node``'s chain: same shape as the
+    node's elementwise work, and the chain's dtype (a comparison's bool only as a where's
+    condition)."""
+    if _name(node) in ROW:  # the row op reads the elementwise steps' value, as its input
+        return value is node.inputsAt(0) and _dtype(value) == _dtype(node.output())
     out = node.output().type()
     if tuple(value.type().sizes()) != tuple(out.sizes()):
         return False
@@ -225,8 +352,9 @@ def _joins(value, node) -> bool:
 
 def describe(chain: Chain) -> FusedKernel | str:
     """The chain's description (its ``inputs`` filled in), or why it cannot be described."""
-    out = chain.output.type()
     dtype = _dtype(chain.output)
+    body = chain.nodes[-1].inputsAt(0) if chain.is_row() else chain.output
+    out = body.type()
     shape = tuple(out.sizes())
     position = {node: n for n, node in enumerate(chain.nodes)}
     inputs: dict = {}
@@ -240,6 +368,8 @@ def describe(chain: Chain) -> FusedKernel | str:
             elif value.node() in position:
                 refs.append(("step", position[value.node()]))
             else:
+                if name in ROW and not refs:
+                    return f"{node.kind()} reads a chain input, not a step"
                 wanted = "bool" if name == "where" and not refs else dtype
                 if _dtype(value) != wanted:
                     return f"{node.kind()} reads a {_dtype(value)} operand ({wanted} wanted)"
@@ -251,7 +381,8 @@ def describe(chain: Chain) -> FusedKernel | str:
         for v in chain.inputs
     )
     device = out.device().type
-    return FusedKernel(device, shape, dtype, specs, tuple(steps), (len(steps) - 1,))
+    stored = tuple(position[value.node()] for value in chain.outputs)
+    return FusedKernel(device, shape, dtype, specs, tuple(steps), stored)
 
 
 def _strides(sizes: tuple, shape: tuple) -> tuple:
@@ -316,7 +447,8 @@ def summary(graph) -> str:
     ops = sum(1 for n in nodes if not n.kind().startswith("prim::"))
     lines = [
         f"{ops} ops; {len(chains)} elementwise chain(s) to fuse at the first replay that "
-        "records no gradient (the others replay one by one, kernels pre-resolved)"
+        "records no gradient (the others replay one by one, kernels pre-resolved; a training "
+        "region plans its forward and backward programs when it builds them)"
     ]
     lines += [f"  chain: {chain.ops()}" for chain in chains]
     lines += [f"  not fused: {reason}" for reason in reasons]

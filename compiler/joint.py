@@ -175,10 +175,10 @@ def _partition(graph, forward_nodes, wanted, params, diff, n_out):
         if value in defined and value not in inline and value not in saved:
             saved.append(value)
     forward = replay.build(
-        graph, [*inputs, *taken], ahead, [*outputs, *saved], name="compiled_forward"
+        graph, [*inputs, *taken], ahead, [*outputs, *saved], name="compiled_forward", fuse=True
     )
     backward = replay.build(
-        graph, [*saved, *seeds], constants + after, list(grads), name="compiled_backward"
+        graph, [*saved, *seeds], constants + after, list(grads), name="compiled_backward", fuse=True
     )
     if forward is None or backward is None:
         return _refuse("control flow")

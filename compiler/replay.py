@@ -129,15 +129,18 @@ class _Program(_Writer):
         return [f"def {name}({', '.join(params)}):", *body]
 
     def chain(self, chain, indent: str, out: list) -> None:
-        """``out = empty(...); fused(out, *inputs)``: the chain in one kernel call."""
-        target = self.name(chain.output)
-        result = chain.output.type()
-        shape = self.bind(result.sizes(), "S")
-        dtype = self.bind(result.dtype(), "D")
-        device = self.bind(result.device(), "DEV")
-        args = ", ".join(f"dense({self.expr(v)})" for v in chain.inputs)
-        out.append(f"{indent}{target} = {self.alloc(result, shape, dtype, device)}")
-        out.append(f"{indent}{self.bind(chain.kernel, 'FUSED')}({target}, {args})")
+        """``out = empty(...); fused(out, ..., *inputs)``: the chain in one kernel call, each
+        value it stores (a saved intermediate, the result) allocated first."""
+        targets = []
+        for value in chain.outputs:
+            typ = value.type()
+            shape = self.bind(typ.sizes(), "S")
+            dtype = self.bind(typ.dtype(), "D")
+            device = self.bind(typ.device(), "DEV")
+            targets.append(self.name(value))
+            out.append(f"{indent}{targets[-1]} = {self.alloc(typ, shape, dtype, device)}")
+        args = ", ".join([*targets, *(f"dense({self.expr(v)})" for v in chain.inputs)])
+        out.append(f"{indent}{self.bind(chain.kernel, 'FUSED')}({args})")
 
     def alloc(self, result, shape: str, dtype: str, device: str) -> str:
         """The expression of a fresh output of type ``result`` (names bound in the module)."""
@@ -145,6 +148,9 @@ class _Program(_Writer):
 
     def node(self, node, indent: str, out: list) -> None:
         kind = node.kind()
+        if kind == "prim::size" and fusion._metadata(node):  # its tensor may be fused away
+            out.append(f"{indent}{self.name(node.output())} = {fusion._constant(node.output())}")
+            return
         op = None if kind.startswith("prim::") else resolve(kind)
         if op is None or op.runner is None:
             return super().node(node, indent, out)

@@ -74,13 +74,17 @@ def ember_fused_kernel(device_type, description):
 
     Called on the backend serving ``device_type`` when a compiled region is first replayed,
     once per chain. ``description`` (ember's ``compiler/fusion.py`` ``FusedKernel``) is plain
-    data in the op table's vocabulary: ``shape`` (the outputs' shape), ``dtype`` (their dtype
-    name, ``"float32"`` or ``"float64"``), ``inputs`` (each with ``dtype``, ``shape`` and
-    ``strides``: element strides of a contiguous tensor of that shape broadcast to ``shape``,
-    0 on broadcast dimensions), ``steps`` (each with ``op``: an op-table name such as ``add``,
-    ``gelu``, ``where``; ``args``: ``("input", k)``, ``("step", n)`` or ``("scalar", value)``;
-    ``params``: the op's non-tensor arguments, e.g. ``{"approximate": "tanh"}``; ``dtype``) and
-    ``outputs`` (indices of the steps whose values are stored).
+    data in the op table's vocabulary: ``shape`` (the elementwise steps' shape), ``dtype``
+    (their dtype name, ``"float32"`` or ``"float64"``), ``inputs`` (each with ``dtype``,
+    ``shape`` and ``strides``: element strides of a contiguous tensor of that shape broadcast
+    to ``shape``, 0 on broadcast dimensions), ``steps`` (each with ``op``: an op-table name
+    such as ``add``, ``gelu``, ``where``; ``args``: ``("input", k)``, ``("step", n)`` or
+    ``("scalar", value)``; ``params``: the op's non-tensor arguments, e.g.
+    ``{"approximate": "tanh"}``; ``dtype``) and ``outputs`` (indices of the steps whose values
+    are stored, one tensor each, in the call's order). The last step may be a row op over the
+    last dim of ``shape``: ``sum``, ``mean``, ``amax`` (``params["keepdim"]``; its output has
+    the reduced shape), ``softmax``, ``log_softmax``, ``layer_norm`` (``params["eps"]``; args
+    1 and 2 the weight and bias, ``("scalar", None)`` when absent).
 
     Returns:
         ``kernel(*outs, *inputs)`` (outputs allocated contiguous, inputs contiguous at their

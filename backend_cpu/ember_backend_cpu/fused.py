@@ -50,6 +50,9 @@ _UNARY = {  # the eager expressions of unary.def
     "tanh": "em_tanh({0})",
     "sigmoid": "em_sigmoid({0})",
     "relu": "(({0} > 0 || {0} != {0}) ? {0} : 0)",
+    "erf": "em_erf({0})",
+    "rsqrt": "(1 / sqrt({0}))",
+    "square": "({0} * {0})",
 }
 _BINARY = {  # binary.def's
     "maximum": "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} > {1} ? {0} : {1})))",
@@ -58,6 +61,7 @@ _BINARY = {  # binary.def's
 }
 OPS = frozenset(_INFIX) | frozenset(_COMPARE) | frozenset(_UNARY) | frozenset(_BINARY)
 OPS |= {"gelu", "where"}
+ROW = frozenset(("sum", "mean", "amax", "softmax", "log_softmax", "layer_norm"))  # last step only
 
 
 def kernel(description):
@@ -87,19 +91,17 @@ def _supported(description) -> bool:
         return False
     if any(i.dtype not in C_TYPES for i in description.inputs):
         return False
-    return all(step.op in OPS for step in description.steps)
+    *body, last = description.steps
+    return all(step.op in OPS for step in body) and (last.op in OPS or last.op in ROW)
 
 
 # ---- C source ------------------------------------------------------------------------------------
 def generate(d) -> str:
-    """The C source of description ``d``: ``void ember_fused(intptr_t *ptrs)``, outputs first."""
-    sizes, strides = _collapse(tuple(d.shape), [tuple(i.strides) for i in d.inputs])
-    numel = math.prod(d.shape)
-    if len(sizes) == 1:  # one dimension: rows of BLOCK elements, the last one shorter
-        rows = max(1, -(-sizes[0] // BLOCK))
-    else:
-        rows = math.prod(sizes[:-1])
+    """The C source of description ``d``: ``void ember_fused(intptr_t *ptrs)``, outputs first.
+    A chain ending in a row op (ROW) runs a row of the last dim per iteration (``_row_kernel``);
+    an elementwise one, rows of the collapsed output."""
     t = C_TYPES[d.dtype]
+    numel = math.prod(d.shape)
     lines = [
         '#include "ember_cpu.h"',
         '#include "vmath.h"',
@@ -108,16 +110,32 @@ def generate(d) -> str:
         "#endif",
         "static void rows(intptr_t *ptrs, int64_t r0, int64_t r1) {",
     ]
-    for k in range(len(d.outputs)):
-        lines.append(f"    {t} *restrict o{k} = ({t} *)ptrs[{k}];")
+    for k, index in enumerate(d.outputs):
+        ct = C_TYPES[d.steps[index].dtype]
+        lines.append(f"    {ct} *restrict o{k} = ({ct} *)ptrs[{k}];")
     for k, spec in enumerate(d.inputs):
         ct = C_TYPES[spec.dtype]
         lines.append(f"    const {ct} *restrict i{k} = (const {ct} *)ptrs[{len(d.outputs) + k}];")
-    lines.append("    for (int64_t r = r0; r < r1; r++) {")
-    lines += _row_bases(sizes, strides, len(d.inputs), numel)
-    lines.append("        for (int64_t j = lo; j < hi; j++) {")
-    lines += _body(d, [s[-1] for s in strides], t)
-    lines += ["        }", "    }", "}", "void ember_fused(intptr_t *ptrs) {"]
+    strides = [tuple(i.strides) for i in d.inputs]
+    if d.steps[-1].op in ROW:
+        outer, ostrides = _collapse(tuple(d.shape[:-1]), [s[:-1] for s in strides])
+        sizes = [*outer, d.shape[-1]]
+        strides = [[*o, s[-1]] for o, s in zip(ostrides, strides)]
+        rows = math.prod(outer)
+        lines.append("    for (int64_t r = r0; r < r1; r++) {")
+        lines += _row_bases(sizes, strides, len(d.inputs), numel)
+        lines += _row_kernel(d, [s[-1] for s in strides], t)
+    else:
+        sizes, strides = _collapse(tuple(d.shape), strides)
+        # one dimension: rows of BLOCK elements, the last one shorter
+        rows = max(1, -(-sizes[0] // BLOCK)) if len(sizes) == 1 else math.prod(sizes[:-1])
+        lines.append("    for (int64_t r = r0; r < r1; r++) {")
+        lines += _row_bases(sizes, strides, len(d.inputs), numel)
+        lines.append("        for (int64_t j = lo; j < hi; j++) {")
+        lines += _body(d, [s[-1] for s in strides], t, len(d.steps))
+        lines += [f"            o{k}[ob + j] = s{index};" for k, index in enumerate(d.outputs)]
+        lines.append("        }")
+    lines += ["    }", "}", "void ember_fused(intptr_t *ptrs) {"]
     if numel >= PARALLEL_MIN and rows > 1:
         lines += [
             "#ifdef _OPENMP",
@@ -133,6 +151,77 @@ def generate(d) -> str:
         ]
     lines += [f"    rows(ptrs, 0, {rows});", "}"]
     return "\n".join(lines) + "\n"
+
+
+def _row_kernel(d, inner_strides, t) -> list:
+    """One row: a first pass computes the elementwise steps (storing those wanted) and the
+    statistic the row op starts from; softmax, log_softmax and layer_norm then take two more
+    passes over their output row, still in cache. Sums accumulate in double."""
+    last = len(d.steps) - 1
+    op, params = d.steps[last].op, d.steps[last].params
+    x = d.steps[last].args[0][1]  # the step the row op reads
+    stored = [(k, i) for k, i in enumerate(d.outputs) if i != last]
+    row_out = d.outputs.index(last) if last in d.outputs else None
+    o = f"o{row_out}"
+    n = d.shape[-1]
+    first = {
+        "sum": ("double acc = 0;", "acc += s{x};"),
+        "mean": ("double acc = 0;", "acc += s{x};"),
+        "amax": (f"{t} acc = -INFINITY;", "acc = (s{x} != s{x} || s{x} > acc) ? s{x} : acc;"),
+        "softmax": (f"{t} acc = -INFINITY;", "acc = (s{x} != s{x} || s{x} > acc) ? s{x} : acc;"),
+        "layer_norm": ("double acc = 0;", "acc += s{x};"),
+    }
+    first["log_softmax"] = first["softmax"]  # a NaN, once taken, stays (NaN > x is false)
+    start, step = first[op]
+    lines = [f"        {start}", "        for (int64_t j = lo; j < hi; j++) {"]
+    lines += _body(d, inner_strides, t, last)
+    lines += [f"            o{k}[ob + j] = s{i};" for k, i in stored]
+    if op in ("softmax", "log_softmax", "layer_norm"):
+        lines.append(f"            {o}[ob + j] = s{x};")
+    lines += ["            " + step.format(x=x), "        }"]
+    if op in REDUCE_STORE:
+        value = f"({t})(acc / {n})" if op == "mean" else f"({t})acc"
+        return lines + [f"        {o}[r] = {value};"]
+    row = f"{o}[ob + j]"
+    if op == "softmax":
+        lines += [
+            "        double total = 0;",
+            "        for (int64_t j = lo; j < hi; j++) {",
+            f"            {t} e = em_exp(({t})({row} - acc)); {row} = e; total += e;",
+            "        }",
+            f"        {t} sum = ({t})total;",
+            f"        for (int64_t j = lo; j < hi; j++) {row} = {row} / sum;",
+        ]
+    elif op == "log_softmax":
+        lines += [
+            "        double total = 0;",
+            f"        for (int64_t j = lo; j < hi; j++) total += em_exp(({t})({row} - acc));",
+            f"        {t} lse = em_log(({t})total);",
+            f"        for (int64_t j = lo; j < hi; j++) {row} = ({t})({row} - acc) - lse;",
+        ]
+    else:  # layer_norm: the mean, then the centred second moment, as the decomposition
+        weight, bias = d.steps[last].args[1:3]
+        lines += [
+            f"        {t} mean = ({t})(acc / {n});",
+            "        double var = 0;",
+            "        for (int64_t j = lo; j < hi; j++) {",
+            f"            {t} c = ({t})({row} - mean); var += ({t})(c * c);",
+            "        }",
+            f"        {t} rstd = ({t})(1 / sqrt(({t})(({t})(var / {n}) + "
+            f"({t}){float(params['eps']).hex()})));",
+            "        for (int64_t j = lo; j < hi; j++) {",
+            f"            {t} y = ({t})({row} - mean) * rstd;",
+        ]
+        for arg, sign in ((weight, "*"), (bias, "+")):
+            if arg[0] == "input":
+                k = arg[1]
+                index = f"b{k} + j * {inner_strides[k]}" if inner_strides[k] else f"b{k}"
+                lines.append(f"            y = y {sign} i{k}[{index}];")
+        lines += [f"            {row} = y;", "        }"]
+    return lines
+
+
+REDUCE_STORE = frozenset(("sum", "mean", "amax"))
 
 
 def _collapse(shape: tuple, strides: list) -> tuple:
@@ -175,18 +264,17 @@ def _row_bases(sizes, strides, n_inputs, numel) -> list:
     return lines
 
 
-def _body(d, inner_strides, t) -> list:
+def _body(d, inner_strides, t, count) -> list:
+    """Lines loading the inputs and computing the first ``count`` steps as ``s<n>``."""
     lines = []
     for k, spec in enumerate(d.inputs):
         ct = "int" if spec.dtype == "bool" else t
         index = f"b{k} + j * {inner_strides[k]}" if inner_strides[k] else f"b{k}"
         load = f"i{k}[{index}] != 0" if spec.dtype == "bool" else f"i{k}[{index}]"
         lines.append(f"            {ct} v{k} = {load};")
-    for n, step in enumerate(d.steps):
+    for n, step in enumerate(d.steps[:count]):
         ct = "int" if step.dtype == "bool" else t
         lines.append(f"            {ct} s{n} = {_expression(step, t)};")
-    for k, index in enumerate(d.outputs):
-        lines.append(f"            o{k}[ob + j] = s{index};")
     return lines
 
 
