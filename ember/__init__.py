@@ -61,6 +61,17 @@ from ._dtype import (
 from ._dtype import bool_ as bool
 from ._factories import *  # noqa: F403 - the factories' __all__ is deliberate
 from ._finfo import finfo, iinfo
+from ._layout import (
+    _mkldnn,
+    jagged,
+    layout,
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_csc,
+    sparse_csr,
+    strided,
+)
 from ._memory_format import (
     channels_last,
     channels_last_3d,

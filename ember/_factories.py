@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as dt
-from . import _memory_format
+from . import _layout, _memory_format
 from ._device import CPU
 from ._pinned import pin_result
 from ._tensor import Tensor, is_contiguous, make
@@ -54,15 +54,12 @@ def _finish(t: Tensor, requires_grad: bool, pin_memory: bool = False, op: str = 
     return t
 
 
-def _no_layout(op: str, layout, memory_format) -> None:
+def _no_layout(op: str, layout, memory_format=None) -> None:
     """torch's ``layout=``/``memory_format=``: ember has strided, contiguous tensors only, so a
-    layout, or a memory format other than the contiguous ones, is refused rather than ignored."""
+    sparse layout, or a memory format other than the contiguous ones, is refused rather than
+    ignored."""
+    _layout.check(op, layout)
     _memory_format.check(op, memory_format)
-    if layout is not None:
-        raise TypeError(
-            f"{op}(): ember tensors are strided and contiguous; layout={layout!r} is not "
-            "supported (leave it out)"
-        )
 
 
 _NOT_WRITABLE = (
@@ -243,8 +240,7 @@ def empty(
     memory_format=None,
 ) -> Tensor:
     """An uninitialised tensor of the given size."""
-    if layout is not None or memory_format is not None:
-        _no_layout("empty", layout, memory_format)
+    _no_layout("empty", layout, memory_format)
     if out is not None:
         make = lambda d, dev: empty(*size, dtype=d, device=dev)  # noqa: E731
         return _into("empty", "empty", out, dtype, device, make, requires_grad)
@@ -265,8 +261,7 @@ def full(
     pin_memory=False,
 ) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
-    if layout is not None:
-        _no_layout("full", layout, None)
+    _no_layout("full", layout)
     if out is not None:
         make = lambda d, dev: full(size, fill_value, dtype=d, device=dev)  # noqa: E731
         return _into("full", "full", out, dtype, device, make, requires_grad)
@@ -279,8 +274,7 @@ def full(
 
 
 def _constant(op: str, value, size, dtype, device, requires_grad, layout, pin_memory) -> Tensor:
-    if layout is not None:
-        _no_layout(op, layout, None)
+    _no_layout(op, layout)
     dtype = _dtype_arg(dtype) or dt.DEFAULTS.float
     try:
         out = OPS["full"](_size_args(size, op), value, dtype, device)
@@ -294,6 +288,7 @@ def zeros(
 ) -> Tensor:
     """A tensor of zeros (default dtype unless given)."""
     if out is not None:
+        _no_layout("zeros", layout)
         make = lambda d, dev: zeros(*size, dtype=d, device=dev)  # noqa: E731
         return _into("zeros", "full", out, dtype, device, make, requires_grad)
     return _constant("zeros", 0, size, dtype, device, requires_grad, layout, pin_memory)
@@ -304,14 +299,14 @@ def ones(
 ) -> Tensor:
     """A tensor of ones (default dtype unless given)."""
     if out is not None:
+        _no_layout("ones", layout)
         make = lambda d, dev: ones(*size, dtype=d, device=dev)  # noqa: E731
         return _into("ones", "full", out, dtype, device, make, requires_grad)
     return _constant("ones", 1, size, dtype, device, requires_grad, layout, pin_memory)
 
 
-def _like(fn, input, dtype, device, requires_grad, memory_format, pin_memory, *args):
-    if memory_format is not None:
-        _no_layout(fn.__name__ + "_like", None, memory_format)
+def _like(fn, input, dtype, layout, device, requires_grad, memory_format, pin_memory, *args):
+    _no_layout(fn.__name__ + "_like", layout, memory_format)
     return fn(
         input.shape,
         *args,
@@ -323,21 +318,42 @@ def _like(fn, input, dtype, device, requires_grad, memory_format, pin_memory, *a
 
 
 def empty_like(
-    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+    input,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    memory_format=None,
+    pin_memory=False,
 ) -> Tensor:
-    return _like(empty, input, dtype, device, requires_grad, memory_format, pin_memory)
+    return _like(empty, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
 
 
 def zeros_like(
-    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+    input,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    memory_format=None,
+    pin_memory=False,
 ) -> Tensor:
-    return _like(zeros, input, dtype, device, requires_grad, memory_format, pin_memory)
+    return _like(zeros, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
 
 
 def ones_like(
-    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+    input,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    memory_format=None,
+    pin_memory=False,
 ) -> Tensor:
-    return _like(ones, input, dtype, device, requires_grad, memory_format, pin_memory)
+    return _like(ones, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
 
 
 def full_like(
@@ -345,12 +361,15 @@ def full_like(
     fill_value,
     *,
     dtype=None,
+    layout=None,
     device=None,
     requires_grad=False,
     memory_format=None,
     pin_memory=False,
 ):
-    return _like(full, input, dtype, device, requires_grad, memory_format, pin_memory, fill_value)
+    return _like(
+        full, input, dtype, layout, device, requires_grad, memory_format, pin_memory, fill_value
+    )
 
 
 def arange(
@@ -360,11 +379,13 @@ def arange(
     *,
     out=None,
     dtype=None,
+    layout=None,
     device=None,
     requires_grad=False,
     pin_memory=False,
 ) -> Tensor:
     """Values from ``start`` up to (excluding) ``end`` every ``step``; ``arange(n)`` is 0..n-1."""
+    _no_layout("arange", layout)
     if out is not None:
         make = lambda d, dev: arange(start, end, step, dtype=d, device=dev)  # noqa: E731
         return _into("arange", "arange", out, dtype, device, make, requires_grad)
@@ -379,11 +400,13 @@ def linspace(
     *,
     out=None,
     dtype=None,
+    layout=None,
     device=None,
     requires_grad=False,
     pin_memory=False,
 ) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    _no_layout("linspace", layout)
     if out is not None:
         make = lambda d, dev: linspace(start, end, steps, dtype=d, device=dev)  # noqa: E731
         return _into("linspace", "linspace", out, dtype, device, make, requires_grad)
@@ -392,9 +415,18 @@ def linspace(
 
 
 def eye(
-    n, m=None, *, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+    n,
+    m=None,
+    *,
+    out=None,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
 ) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
+    _no_layout("eye", layout)
     if out is not None:
         make = lambda d, dev: eye(n, m, dtype=d, device=dev)  # noqa: E731
         return _into("eye", "eye", out, dtype, device, make, requires_grad)
@@ -424,9 +456,17 @@ def _sampled(op: str, fill: str, size, dtype, device, *params) -> Tensor:
 
 
 def rand(
-    *size, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+    *size,
+    generator=None,
+    out=None,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
 ) -> Tensor:
     """Uniform samples in [0, 1)."""
+    _no_layout("rand", layout)
     if out is not None:
         make = lambda d, dev: rand(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
         return _into("rand", "empty", out, dtype, device, make, requires_grad)
@@ -435,9 +475,17 @@ def rand(
 
 
 def randn(
-    *size, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+    *size,
+    generator=None,
+    out=None,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
 ) -> Tensor:
     """Standard normal samples."""
+    _no_layout("randn", layout)
     if out is not None:
         make = lambda d, dev: randn(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
         return _into("randn", "empty", out, dtype, device, make, requires_grad)
@@ -451,11 +499,13 @@ def randint(
     generator=None,
     out=None,
     dtype=None,
+    layout=None,
     device=None,
     requires_grad=False,
     pin_memory=False,
 ):
     """Integers uniform in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
+    _no_layout("randint", layout)
     if out is not None:
         make = lambda d, dev: randint(  # noqa: E731
             *args, size=size, generator=generator, dtype=d, device=dev
@@ -475,9 +525,18 @@ def randint(
 
 
 def randperm(
-    n, *, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+    n,
+    *,
+    generator=None,
+    out=None,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
 ) -> Tensor:
     """A random permutation of 0..n-1."""
+    _no_layout("randperm", layout)
     if out is not None:
         make = lambda d, dev: randperm(n, generator=generator, dtype=d, device=dev)  # noqa: E731
         return _into("randperm", "randperm", out, dtype, device, make, requires_grad)
@@ -486,15 +545,29 @@ def randperm(
 
 
 def rand_like(
-    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+    input,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    memory_format=None,
+    pin_memory=False,
 ) -> Tensor:
-    return _like(rand, input, dtype, device, requires_grad, memory_format, pin_memory)
+    return _like(rand, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
 
 
 def randn_like(
-    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
+    input,
+    *,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    memory_format=None,
+    pin_memory=False,
 ) -> Tensor:
-    return _like(randn, input, dtype, device, requires_grad, memory_format, pin_memory)
+    return _like(randn, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
 
 
 def randint_like(
@@ -503,6 +576,7 @@ def randint_like(
     high=None,
     *,
     dtype=None,
+    layout=None,
     device=None,
     requires_grad=False,
     memory_format=None,
@@ -510,8 +584,7 @@ def randint_like(
 ):
     if high is None:
         low, high = 0, low
-    if memory_format is not None:
-        _no_layout("randint_like", None, memory_format)
+    _no_layout("randint_like", layout, memory_format)
     return randint(
         low,
         high,
@@ -523,8 +596,11 @@ def randint_like(
     )
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None):
+def normal(
+    mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None
+):
     """Normal samples: ``normal(mean, std, size)`` with floats, or elementwise tensor mean/std."""
+    _no_layout("normal", layout)
     if out is not None:
         make = lambda d, dev: normal(  # noqa: E731
             mean, std, size, generator=generator, dtype=d, device=dev

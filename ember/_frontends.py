@@ -488,29 +488,45 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
 
 
 def _new(factory_name):
-    def new(self, *size, dtype=None, device=None, requires_grad=False, **_ignored):
+    def new(
+        self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
+    ):
         from . import _factories
 
+        _factories._no_layout(f"new_{factory_name}", layout)
         return getattr(_factories, factory_name)(
             *size,
             dtype=dtype or self.dtype,
             device=device or self.device,
             requires_grad=requires_grad,
+            pin_memory=pin_memory,
         )
 
     new.__name__ = f"new_{factory_name}"
     return new
 
 
-def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    from ._factories import full
+def new_full(
+    self,
+    size,
+    fill_value,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    layout=None,
+    pin_memory=False,
+):
+    from ._factories import _no_layout, full
 
+    _no_layout("new_full", layout)
     return full(
         size,
         fill_value,
         dtype=dtype or self.dtype,
         device=device or self.device,
         requires_grad=requires_grad,
+        pin_memory=pin_memory,
     )
 
 
