@@ -28,6 +28,7 @@ from . import (
     _frontends,
     _indexing,
     _nn_entry,
+    _python_signatures,
     _scatter,
     _surface,
     ops,
@@ -103,7 +104,15 @@ cfloat = complex64
 cdouble = complex128
 
 _bind.bind(_OPS, Tensor, globals())
-for _module in (_frontends, _surface, _complex, _factories_more, _nn_entry, _scatter):
+for _module in (
+    _frontends,
+    _surface,
+    _complex,
+    _factories_more,
+    _nn_entry,
+    _scatter,
+    _python_signatures,
+):
     for _name, _fn in _module.FUNCTIONS.items():
         globals()[_name] = _fn
     for _name, _fn in _module.METHODS.items():

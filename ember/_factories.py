@@ -202,9 +202,21 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
     return _finish(out, requires_grad)
 
 
-def from_dlpack(obj) -> Tensor:
-    """A tensor sharing memory with any DLPack exporter on the CPU (numpy arrays, for one)."""
-    return from_numpy(np.from_dlpack(obj))
+def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
+    """A tensor sharing memory with any DLPack exporter on the CPU (numpy arrays, for one).
+
+    Args:
+        ext_tensor: the object exporting ``__dlpack__``.
+        device: where the result lives (a copy when not the CPU).
+        copy: True always copies, False never does (refusing what needs a copy), None copies
+            only when needed.
+    """
+    made = from_numpy(np.from_dlpack(ext_tensor, copy=copy))
+    if device is None or normalize_device(device) == made.device:
+        return made
+    if copy is False:
+        raise BufferError(f"from_dlpack(): moving to {device} needs a copy, but copy=False")
+    return made.to(device)
 
 
 def _dtype_arg(dtype):
@@ -613,7 +625,7 @@ def normal(
     return _sampled("normal", "normal_", (size,), dtype, device, float(mean), float(std), generator)
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj, /) -> bool:
     return isinstance(obj, Tensor)
 
 

@@ -272,10 +272,50 @@ def argwhere(input):
     return OPS["nonzero"](input)
 
 
-def einsum(equation, *operands):
+_EINSUM_ARGS = (
+    "einsum(): must specify the equation string and at least one operand, or at least one "
+    "operand and its subscripts list"
+)
+
+
+def einsum(*args):
+    """``einsum(equation, *operands)`` (operands may be one list), or PyTorch's sublist form
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])``: each operand followed by its subscripts (ints in
+    [0, 52) or ``...``), then optionally the output's.
+
+    Example:
+        >>> ember.einsum("ij,jk->ik", ember.ones(2, 3), ember.ones(3, 4)).shape
+        ember.Size([2, 4])
+    """
+    if len(args) < 2:
+        raise ValueError(_EINSUM_ARGS)
+    if isinstance(args[0], Tensor):
+        equation = ",".join(_sublist(s) for s in args[1::2])
+        if len(args) % 2:
+            equation += "->" + _sublist(args[-1])
+        operands = args[:-1:2] if len(args) % 2 else args[::2]
+    else:
+        equation, operands = args[0], args[1:]
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = operands[0]
     return OPS["einsum"](equation, list(operands))
+
+
+def _sublist(subscripts) -> str:
+    """The equation letters of one subscript list, as PyTorch's: 0-25 are A-Z, 26-51 a-z."""
+    letters = []
+    for n in subscripts:
+        if n is Ellipsis:
+            letters.append("...")
+        elif 0 <= n < 26:
+            letters.append(chr(ord("A") + n))
+        elif 26 <= n < 52:
+            letters.append(chr(ord("a") + n - 26))
+        else:
+            raise ValueError(
+                "einsum(): subscript in subscript list is not within the valid range [0, 52)"
+            )
+    return "".join(letters)
 
 
 def broadcast_shapes(*shapes):
