@@ -123,7 +123,9 @@ class CheckpointPickler(pickle._Pickler):
         return REBUILD_FROM_TYPE, (rebuild, TENSOR_TYPE if plain else type(obj), args, state)
 
     def persistent_id(self, obj):
-        return obj.pid if isinstance(obj, StorageRef) else None
+        # a new tuple per reference, as torch.save's persistent_id builds: the pickle then
+        # writes it out again rather than fetching it from the memo, byte for byte as torch's
+        return (*obj.pid,) if isinstance(obj, StorageRef) else None
 
 
 # What ember's autograd keeps in a tensor's __dict__ (PyTorch keeps it in C++, so torch.save
