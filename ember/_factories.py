@@ -329,43 +329,33 @@ def _like(fn, input, dtype, layout, device, requires_grad, memory_format, pin_me
     )
 
 
-def empty_like(
-    input,
-    *,
-    dtype=None,
-    layout=None,
-    device=None,
-    requires_grad=False,
-    memory_format=None,
-    pin_memory=False,
-) -> Tensor:
-    return _like(empty, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
+def _like_of(fn):
+    """``<fn>_like``: ``fn`` in ``input``'s shape, and in its dtype and on its device unless
+    given (PyTorch's signature of the ``*_like`` factories)."""
+
+    def like(
+        input,
+        *,
+        dtype=None,
+        layout=None,
+        device=None,
+        requires_grad=False,
+        memory_format=None,
+        pin_memory=False,
+    ) -> Tensor:
+        return _like(fn, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
+
+    like.__name__ = like.__qualname__ = f"{fn.__name__}_like"
+    return like
 
 
-def zeros_like(
-    input,
-    *,
-    dtype=None,
-    layout=None,
-    device=None,
-    requires_grad=False,
-    memory_format=None,
-    pin_memory=False,
-) -> Tensor:
-    return _like(zeros, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
+empty_like = _like_of(empty)
 
 
-def ones_like(
-    input,
-    *,
-    dtype=None,
-    layout=None,
-    device=None,
-    requires_grad=False,
-    memory_format=None,
-    pin_memory=False,
-) -> Tensor:
-    return _like(ones, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
+zeros_like = _like_of(zeros)
+
+
+ones_like = _like_of(ones)
 
 
 def full_like(
@@ -467,42 +457,34 @@ def _sampled(op: str, fill: str, size, dtype, device, *params) -> Tensor:
     return OPS[fill](out, *params)
 
 
-def rand(
-    *size,
-    generator=None,
-    out=None,
-    dtype=None,
-    layout=None,
-    device=None,
-    requires_grad=False,
-    pin_memory=False,
-) -> Tensor:
-    """Uniform samples in [0, 1)."""
-    _no_layout("rand", layout)
-    if out is not None:
-        make = lambda d, dev: rand(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
-        return _into("rand", "empty", out, dtype, device, make, requires_grad)
-    out = _sampled("rand", "uniform_", size, dtype, device, 0.0, 1.0, generator)
-    return _finish(out, requires_grad, pin_memory, "rand")
+def _sampler(name: str, fill: str, doc: str):
+    """``rand``/``randn``: a new tensor of ``size`` filled by the random op ``fill`` over its
+    standard range (PyTorch's signature)."""
+
+    def sample(
+        *size,
+        generator=None,
+        out=None,
+        dtype=None,
+        layout=None,
+        device=None,
+        requires_grad=False,
+        pin_memory=False,
+    ) -> Tensor:
+        _no_layout(name, layout)
+        if out is not None:
+            make = lambda d, dev: sample(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
+            return _into(name, "empty", out, dtype, device, make, requires_grad)
+        out = _sampled(name, fill, size, dtype, device, 0.0, 1.0, generator)
+        return _finish(out, requires_grad, pin_memory, name)
+
+    sample.__name__ = sample.__qualname__ = name
+    sample.__doc__ = doc
+    return sample
 
 
-def randn(
-    *size,
-    generator=None,
-    out=None,
-    dtype=None,
-    layout=None,
-    device=None,
-    requires_grad=False,
-    pin_memory=False,
-) -> Tensor:
-    """Standard normal samples."""
-    _no_layout("randn", layout)
-    if out is not None:
-        make = lambda d, dev: randn(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
-        return _into("randn", "empty", out, dtype, device, make, requires_grad)
-    out = _sampled("randn", "normal_", size, dtype, device, 0.0, 1.0, generator)
-    return _finish(out, requires_grad, pin_memory, "randn")
+rand = _sampler("rand", "uniform_", "Uniform samples in [0, 1).")
+randn = _sampler("randn", "normal_", "Standard normal samples.")
 
 
 def randint(
@@ -556,30 +538,10 @@ def randperm(
     return _finish(out, requires_grad, pin_memory, "randperm")
 
 
-def rand_like(
-    input,
-    *,
-    dtype=None,
-    layout=None,
-    device=None,
-    requires_grad=False,
-    memory_format=None,
-    pin_memory=False,
-) -> Tensor:
-    return _like(rand, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
+rand_like = _like_of(rand)
 
 
-def randn_like(
-    input,
-    *,
-    dtype=None,
-    layout=None,
-    device=None,
-    requires_grad=False,
-    memory_format=None,
-    pin_memory=False,
-) -> Tensor:
-    return _like(randn, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
+randn_like = _like_of(randn)
 
 
 def randint_like(
