@@ -189,6 +189,10 @@ def _composite_name(op, args):
         return _FUNCTIONAL[name](values)
     if name == "mean":
         return ("MeanBackward0" if values.get("dim") is None else "MeanBackward1"), None
+    if name in ("median", "nanmedian"):
+        return f"{camel(name)}Backward{0 if values.get('dim') is None else 1}", None
+    if name == "sum_to_size":  # PyTorch's is a sum over the dims it reduces
+        return "SumBackward1", None
     if name == "split":
         sizes = values.get("split_size_or_sections")
         return ("SplitBackward0" if isinstance(sizes, int) else "SplitWithSizesBackward0"), None
@@ -214,13 +218,15 @@ def present_composite(op, args, out, start: int) -> None:
     if not nodes:
         return
     edges = []
+    # by position, for PyTorch's _saved_<argument>_sym_sizes (saved_sizes.py)
+    sizes = tuple(tuple(v.shape) if isinstance(v, Tensor) else None for v in args)
     for a, value in zip(op.schema.args, args):
         if not a.is_tensor or a.name in HIDDEN or (shown is not None and a.name not in shown):
             continue
         items = value if a.is_list and isinstance(value, (list, tuple)) else (value,)
         for t in items:
             edges.append(gradient_edge(t) if isinstance(t, Tensor) else None)
-    shown = (name, tuple(edges))
+    shown = (name, tuple(edges), sizes)
     for node in nodes:
         node.display = shown
 

@@ -8,6 +8,9 @@ import weakref
 
 from ember._tensor import Tensor, make
 
+from .saved_sizes import SUFFIXES as SIZE_SUFFIXES
+from .saved_sizes import saved_size
+
 _SEQUENCE = itertools.count()
 
 FREED = (
@@ -170,7 +173,8 @@ class Node:
     for inputs that need none): what the engine walks. ``next_functions`` shows them as PyTorch
     does (``(None, 0)`` for inputs without one, only the inputs the op's PyTorch node has), and
     ``name()`` is PyTorch's node name (autograd/graph_names.py). ``_saved_<argument>`` reads
-    what the node saved for backward (``_saved_self`` is the first argument, as in PyTorch).
+    what the node saved for backward (``_saved_self`` is the first argument, as in PyTorch);
+    ``_saved_<argument>_sym_sizes`` the input sizes it keeps (autograd/saved_sizes.py).
     """
 
     __slots__ = (
@@ -204,7 +208,8 @@ class Node:
         self.hooks = None
         self.released = False
         self.trace = None
-        self.display = None  # (name, edges) a composite's node is shown with
+        # (name, edges, sizes of its arguments by position) a composite's node is shown with
+        self.display = None
 
     def name(self) -> str:
         if self.display is not None:
@@ -231,6 +236,8 @@ class Node:
         return f"<{self.name().rpartition('::')[2]} object at {id(self):#x}>"
 
     def __getattr__(self, name: str):
+        if name.startswith("_saved_") and name.endswith(SIZE_SUFFIXES):
+            return saved_size(self, name)
         if name.startswith("_raw_saved_"):
             return _saved_entry(self, name[len("_raw_saved_") :], raw=True)
         if name.startswith("_saved_"):

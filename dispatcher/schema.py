@@ -3,7 +3,8 @@
 The grammar is PyTorch's, trimmed: a qualified name (``ns::name`` for third-party ops), typed
 arguments with optional defaults, ``*`` before keyword-only ones, and one return type or a
 parenthesised tuple of named returns. Types: ``Tensor``, ``Scalar``, ``int``, ``float``, ``bool``,
-``str``, ``ScalarType``, ``Device``, ``Generator``, each with ``[]`` (list) and ``?`` (optional).
+``str``, ``ScalarType``, ``Layout``, ``Device``, ``Generator``, each with ``[]`` (list) and ``?``
+(optional).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ BASE_TYPES = {
     "bool",
     "str",
     "ScalarType",
+    "Layout",
     "Device",
     "Generator",
 }

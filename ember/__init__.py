@@ -28,6 +28,7 @@ from . import (
     _frontends,
     _indexing,
     _nn_entry,
+    _python_signatures,
     _scatter,
     _surface,
     ops,
@@ -61,6 +62,17 @@ from ._dtype import (
 from ._dtype import bool_ as bool
 from ._factories import *  # noqa: F403 - the factories' __all__ is deliberate
 from ._finfo import finfo, iinfo
+from ._layout import (
+    _mkldnn,
+    jagged,
+    layout,
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_csc,
+    sparse_csr,
+    strided,
+)
 from ._memory_format import (
     channels_last,
     channels_last_3d,
@@ -92,7 +104,15 @@ cfloat = complex64
 cdouble = complex128
 
 _bind.bind(_OPS, Tensor, globals())
-for _module in (_frontends, _surface, _complex, _factories_more, _nn_entry, _scatter):
+for _module in (
+    _frontends,
+    _surface,
+    _complex,
+    _factories_more,
+    _nn_entry,
+    _scatter,
+    _python_signatures,
+):
     for _name, _fn in _module.FUNCTIONS.items():
         globals()[_name] = _fn
     for _name, _fn in _module.METHODS.items():

@@ -19,6 +19,8 @@ import zipfile
 import zlib
 
 from . import _dtype as dt
+from . import _skip_data
+from ._checkpoint_mmap import data_offset
 from ._checkpoint_pickle import (
     CheckpointUnpickler,
     Refused,
@@ -130,6 +132,10 @@ class _Records:
     def read_into(self, info: zipfile.ZipInfo, target):
         """Fills the writable buffer ``target`` (of the record's declared size); returns it."""
         view = memoryview(target).cast("B")
+        if info.CRC == 0 and info.compress_type == zipfile.ZIP_STORED and len(view):
+            # reserved by skip_data (torch.save's or ember.save's), perhaps filled since: its
+            # CRC is 0 whatever it holds, and PyTorch reads it unchecked
+            return self._read_unchecked(info, view, target)
         try:
             with self.zf.open(info) as src:
                 filled = 0
@@ -144,6 +150,13 @@ class _Records:
             raise CheckpointError(
                 f"{self.what}: record {info.filename} is corrupt ({error})"
             ) from None
+        return target
+
+    def _read_unchecked(self, info: zipfile.ZipInfo, view, target):
+        fp = self.zf.fp
+        fp.seek(data_offset(fp, info))
+        if fp.readinto(view) != len(view):
+            raise CheckpointError(f"{self.what}: record {info.filename} is corrupt (truncated)")
         return target
 
 
@@ -238,6 +251,8 @@ class _StorageReader:
                 f"{self.what}: record {info.filename} holds {info.file_size} bytes, but its "
                 f"storage is {numel} {dtype.name} elements ({nbytes} bytes)"
             )
+        if _skip_data.active():  # the tensors as the checkpoint lays them out, bytes unread
+            return empty((nbytes,), dt.uint8, CPU)._storage
         mapped = self.file_map and self.file_map.record(self.records.zf.fp, info)
         if mapped is not None:
             from ._factories import from_numpy

@@ -26,11 +26,17 @@ class FileMap:
         """The record's bytes as a writable (private) uint8 array, or None if not mappable."""
         if info.compress_type != zipfile.ZIP_STORED or info.file_size == 0:
             return None
-        fileobj.seek(info.header_offset)
-        fields = _LOCAL_HEADER.unpack(fileobj.read(_LOCAL_HEADER.size))
-        start = info.header_offset + _LOCAL_HEADER.size + fields[10] + fields[11]
+        start = data_offset(fileobj, info)
         if self._map is None:
             self._map = np.memmap(self.path, dtype=np.uint8, mode="c")
         if start + info.file_size > self._map.size:
             return None
         return self._map[start : start + info.file_size]
+
+
+def data_offset(fileobj, info: zipfile.ZipInfo) -> int:
+    """Where a stored record's bytes start in the file: after its local header, whose name and
+    extra field may differ in length from the central directory's."""
+    fileobj.seek(info.header_offset)
+    fields = _LOCAL_HEADER.unpack(fileobj.read(_LOCAL_HEADER.size))
+    return info.header_offset + _LOCAL_HEADER.size + fields[10] + fields[11]

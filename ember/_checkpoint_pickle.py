@@ -17,7 +17,7 @@ import pickle
 import sys
 
 from . import _dtype as dt
-from . import _safe_globals
+from . import _layout, _safe_globals
 from ._device import device as Device
 from ._serialization import DTYPE_NAMES
 from ._size import Size
@@ -97,6 +97,8 @@ class CheckpointPickler(pickle._Pickler):
             return TorchName("torch", "device"), (str(obj),)
         if isinstance(obj, Size):
             return TorchName("torch", "Size"), (tuple(obj),)
+        if isinstance(obj, _layout.layout):  # as torch.save writes a layout
+            return TorchName("torch.serialization", "_get_layout"), (f"torch.{obj.name}",)
         return NotImplemented
 
     def _reduce_tensor(self, obj: Tensor):
@@ -121,7 +123,9 @@ class CheckpointPickler(pickle._Pickler):
         return REBUILD_FROM_TYPE, (rebuild, TENSOR_TYPE if plain else type(obj), args, state)
 
     def persistent_id(self, obj):
-        return obj.pid if isinstance(obj, StorageRef) else None
+        # a new tuple per reference, as torch.save's persistent_id builds: the pickle then
+        # writes it out again rather than fetching it from the memo, byte for byte as torch's
+        return (*obj.pid,) if isinstance(obj, StorageRef) else None
 
 
 # What ember's autograd keeps in a tensor's __dict__ (PyTorch keeps it in C++, so torch.save
@@ -222,6 +226,7 @@ def torch_globals(rebuild_tensor, rebuild_tensor_v3, rebuild_parameter) -> dict:
         ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter,
         ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
         ("torch", "Tensor"): Tensor,
+        ("torch.serialization", "_get_layout"): _layout.BY_NAME.__getitem__,
     }
     if parameter_class() is not None:
         table["torch.nn.parameter", "Parameter"] = parameter_class()

@@ -98,6 +98,7 @@ class device:  # noqa: N801 - PyTorch's name
 
 
 CPU = device("cpu")
+_device_class = device
 
 
 class _Default:
@@ -116,10 +117,10 @@ def get_default_device() -> device:
     return DEFAULT.device
 
 
-def set_default_device(dev) -> None:
-    """Create new tensors on ``dev`` when factories get no ``device=``.
+def set_default_device(device) -> None:  # PyTorch's parameter name, shadowing the class
+    """Create new tensors on ``device`` when factories get no ``device=``.
 
     Args:
-        dev: a device, a device string, or None for CPU.
+        device: a device, a device string, or None for CPU.
     """
-    DEFAULT.device = CPU if dev is None else device(dev)
+    DEFAULT.device = CPU if device is None else _device_class(device)

@@ -167,7 +167,7 @@ def get_default_dtype() -> dtype:
     return DEFAULTS.float
 
 
-def set_default_dtype(d: dtype) -> None:
+def set_default_dtype(d: dtype, /) -> None:
     """Set the dtype of new floating-point tensors and of Python floats in type promotion.
 
     Args:

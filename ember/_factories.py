@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as dt
-from . import _memory_format
+from . import _layout, _memory_format
 from ._device import CPU
 from ._pinned import pin_result
 from ._tensor import Tensor, is_contiguous, make
@@ -54,15 +54,12 @@ def _finish(t: Tensor, requires_grad: bool, pin_memory: bool = False, op: str = 
     return t
 
 
-def _no_layout(op: str, layout, memory_format) -> None:
+def _no_layout(op: str, layout, memory_format=None) -> None:
     """torch's ``layout=``/``memory_format=``: ember has strided, contiguous tensors only, so a
-    layout, or a memory format other than the contiguous ones, is refused rather than ignored."""
+    sparse layout, or a memory format other than the contiguous ones, is refused rather than
+    ignored."""
+    _layout.check(op, layout)
     _memory_format.check(op, memory_format)
-    if layout is not None:
-        raise TypeError(
-            f"{op}(): ember tensors are strided and contiguous; layout={layout!r} is not "
-            "supported (leave it out)"
-        )
 
 
 _NOT_WRITABLE = (
@@ -205,9 +202,21 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
     return _finish(out, requires_grad)
 
 
-def from_dlpack(obj) -> Tensor:
-    """A tensor sharing memory with any DLPack exporter on the CPU (numpy arrays, for one)."""
-    return from_numpy(np.from_dlpack(obj))
+def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
+    """A tensor sharing memory with any DLPack exporter on the CPU (numpy arrays, for one).
+
+    Args:
+        ext_tensor: the object exporting ``__dlpack__``.
+        device: where the result lives (a copy when not the CPU).
+        copy: True always copies, False never does (refusing what needs a copy), None copies
+            only when needed.
+    """
+    made = from_numpy(np.from_dlpack(ext_tensor, copy=copy))
+    if device is None or normalize_device(device) == made.device:
+        return made
+    if copy is False:
+        raise BufferError(f"from_dlpack(): moving to {device} needs a copy, but copy=False")
+    return made.to(device)
 
 
 def _dtype_arg(dtype):
@@ -243,8 +252,7 @@ def empty(
     memory_format=None,
 ) -> Tensor:
     """An uninitialised tensor of the given size."""
-    if layout is not None or memory_format is not None:
-        _no_layout("empty", layout, memory_format)
+    _no_layout("empty", layout, memory_format)
     if out is not None:
         make = lambda d, dev: empty(*size, dtype=d, device=dev)  # noqa: E731
         return _into("empty", "empty", out, dtype, device, make, requires_grad)
@@ -265,8 +273,7 @@ def full(
     pin_memory=False,
 ) -> Tensor:
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
-    if layout is not None:
-        _no_layout("full", layout, None)
+    _no_layout("full", layout)
     if out is not None:
         make = lambda d, dev: full(size, fill_value, dtype=d, device=dev)  # noqa: E731
         return _into("full", "full", out, dtype, device, make, requires_grad)
@@ -279,8 +286,7 @@ def full(
 
 
 def _constant(op: str, value, size, dtype, device, requires_grad, layout, pin_memory) -> Tensor:
-    if layout is not None:
-        _no_layout(op, layout, None)
+    _no_layout(op, layout)
     dtype = _dtype_arg(dtype) or dt.DEFAULTS.float
     try:
         out = OPS["full"](_size_args(size, op), value, dtype, device)
@@ -294,6 +300,7 @@ def zeros(
 ) -> Tensor:
     """A tensor of zeros (default dtype unless given)."""
     if out is not None:
+        _no_layout("zeros", layout)
         make = lambda d, dev: zeros(*size, dtype=d, device=dev)  # noqa: E731
         return _into("zeros", "full", out, dtype, device, make, requires_grad)
     return _constant("zeros", 0, size, dtype, device, requires_grad, layout, pin_memory)
@@ -304,14 +311,14 @@ def ones(
 ) -> Tensor:
     """A tensor of ones (default dtype unless given)."""
     if out is not None:
+        _no_layout("ones", layout)
         make = lambda d, dev: ones(*size, dtype=d, device=dev)  # noqa: E731
         return _into("ones", "full", out, dtype, device, make, requires_grad)
     return _constant("ones", 1, size, dtype, device, requires_grad, layout, pin_memory)
 
 
-def _like(fn, input, dtype, device, requires_grad, memory_format, pin_memory, *args):
-    if memory_format is not None:
-        _no_layout(fn.__name__ + "_like", None, memory_format)
+def _like(fn, input, dtype, layout, device, requires_grad, memory_format, pin_memory, *args):
+    _no_layout(fn.__name__ + "_like", layout, memory_format)
     return fn(
         input.shape,
         *args,
@@ -322,22 +329,33 @@ def _like(fn, input, dtype, device, requires_grad, memory_format, pin_memory, *a
     )
 
 
-def empty_like(
-    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
-) -> Tensor:
-    return _like(empty, input, dtype, device, requires_grad, memory_format, pin_memory)
+def _like_of(fn):
+    """``<fn>_like``: ``fn`` in ``input``'s shape, and in its dtype and on its device unless
+    given (PyTorch's signature of the ``*_like`` factories)."""
+
+    def like(
+        input,
+        *,
+        dtype=None,
+        layout=None,
+        device=None,
+        requires_grad=False,
+        memory_format=None,
+        pin_memory=False,
+    ) -> Tensor:
+        return _like(fn, input, dtype, layout, device, requires_grad, memory_format, pin_memory)
+
+    like.__name__ = like.__qualname__ = f"{fn.__name__}_like"
+    return like
 
 
-def zeros_like(
-    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
-) -> Tensor:
-    return _like(zeros, input, dtype, device, requires_grad, memory_format, pin_memory)
+empty_like = _like_of(empty)
 
 
-def ones_like(
-    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
-) -> Tensor:
-    return _like(ones, input, dtype, device, requires_grad, memory_format, pin_memory)
+zeros_like = _like_of(zeros)
+
+
+ones_like = _like_of(ones)
 
 
 def full_like(
@@ -345,12 +363,15 @@ def full_like(
     fill_value,
     *,
     dtype=None,
+    layout=None,
     device=None,
     requires_grad=False,
     memory_format=None,
     pin_memory=False,
 ):
-    return _like(full, input, dtype, device, requires_grad, memory_format, pin_memory, fill_value)
+    return _like(
+        full, input, dtype, layout, device, requires_grad, memory_format, pin_memory, fill_value
+    )
 
 
 def arange(
@@ -360,11 +381,13 @@ def arange(
     *,
     out=None,
     dtype=None,
+    layout=None,
     device=None,
     requires_grad=False,
     pin_memory=False,
 ) -> Tensor:
     """Values from ``start`` up to (excluding) ``end`` every ``step``; ``arange(n)`` is 0..n-1."""
+    _no_layout("arange", layout)
     if out is not None:
         make = lambda d, dev: arange(start, end, step, dtype=d, device=dev)  # noqa: E731
         return _into("arange", "arange", out, dtype, device, make, requires_grad)
@@ -379,11 +402,13 @@ def linspace(
     *,
     out=None,
     dtype=None,
+    layout=None,
     device=None,
     requires_grad=False,
     pin_memory=False,
 ) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    _no_layout("linspace", layout)
     if out is not None:
         make = lambda d, dev: linspace(start, end, steps, dtype=d, device=dev)  # noqa: E731
         return _into("linspace", "linspace", out, dtype, device, make, requires_grad)
@@ -392,9 +417,18 @@ def linspace(
 
 
 def eye(
-    n, m=None, *, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+    n,
+    m=None,
+    *,
+    out=None,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
 ) -> Tensor:
     """A 2-D tensor with ones on the diagonal."""
+    _no_layout("eye", layout)
     if out is not None:
         make = lambda d, dev: eye(n, m, dtype=d, device=dev)  # noqa: E731
         return _into("eye", "eye", out, dtype, device, make, requires_grad)
@@ -423,26 +457,34 @@ def _sampled(op: str, fill: str, size, dtype, device, *params) -> Tensor:
     return OPS[fill](out, *params)
 
 
-def rand(
-    *size, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
-) -> Tensor:
-    """Uniform samples in [0, 1)."""
-    if out is not None:
-        make = lambda d, dev: rand(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
-        return _into("rand", "empty", out, dtype, device, make, requires_grad)
-    out = _sampled("rand", "uniform_", size, dtype, device, 0.0, 1.0, generator)
-    return _finish(out, requires_grad, pin_memory, "rand")
+def _sampler(name: str, fill: str, doc: str):
+    """``rand``/``randn``: a new tensor of ``size`` filled by the random op ``fill`` over its
+    standard range (PyTorch's signature)."""
+
+    def sample(
+        *size,
+        generator=None,
+        out=None,
+        dtype=None,
+        layout=None,
+        device=None,
+        requires_grad=False,
+        pin_memory=False,
+    ) -> Tensor:
+        _no_layout(name, layout)
+        if out is not None:
+            make = lambda d, dev: sample(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
+            return _into(name, "empty", out, dtype, device, make, requires_grad)
+        out = _sampled(name, fill, size, dtype, device, 0.0, 1.0, generator)
+        return _finish(out, requires_grad, pin_memory, name)
+
+    sample.__name__ = sample.__qualname__ = name
+    sample.__doc__ = doc
+    return sample
 
 
-def randn(
-    *size, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
-) -> Tensor:
-    """Standard normal samples."""
-    if out is not None:
-        make = lambda d, dev: randn(*size, generator=generator, dtype=d, device=dev)  # noqa: E731
-        return _into("randn", "empty", out, dtype, device, make, requires_grad)
-    out = _sampled("randn", "normal_", size, dtype, device, 0.0, 1.0, generator)
-    return _finish(out, requires_grad, pin_memory, "randn")
+rand = _sampler("rand", "uniform_", "Uniform samples in [0, 1).")
+randn = _sampler("randn", "normal_", "Standard normal samples.")
 
 
 def randint(
@@ -451,11 +493,13 @@ def randint(
     generator=None,
     out=None,
     dtype=None,
+    layout=None,
     device=None,
     requires_grad=False,
     pin_memory=False,
 ):
     """Integers uniform in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``."""
+    _no_layout("randint", layout)
     if out is not None:
         make = lambda d, dev: randint(  # noqa: E731
             *args, size=size, generator=generator, dtype=d, device=dev
@@ -475,9 +519,18 @@ def randint(
 
 
 def randperm(
-    n, *, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False
+    n,
+    *,
+    generator=None,
+    out=None,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
 ) -> Tensor:
     """A random permutation of 0..n-1."""
+    _no_layout("randperm", layout)
     if out is not None:
         make = lambda d, dev: randperm(n, generator=generator, dtype=d, device=dev)  # noqa: E731
         return _into("randperm", "randperm", out, dtype, device, make, requires_grad)
@@ -485,16 +538,10 @@ def randperm(
     return _finish(out, requires_grad, pin_memory, "randperm")
 
 
-def rand_like(
-    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
-) -> Tensor:
-    return _like(rand, input, dtype, device, requires_grad, memory_format, pin_memory)
+rand_like = _like_of(rand)
 
 
-def randn_like(
-    input, *, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False
-) -> Tensor:
-    return _like(randn, input, dtype, device, requires_grad, memory_format, pin_memory)
+randn_like = _like_of(randn)
 
 
 def randint_like(
@@ -503,6 +550,7 @@ def randint_like(
     high=None,
     *,
     dtype=None,
+    layout=None,
     device=None,
     requires_grad=False,
     memory_format=None,
@@ -510,8 +558,7 @@ def randint_like(
 ):
     if high is None:
         low, high = 0, low
-    if memory_format is not None:
-        _no_layout("randint_like", None, memory_format)
+    _no_layout("randint_like", layout, memory_format)
     return randint(
         low,
         high,
@@ -523,8 +570,11 @@ def randint_like(
     )
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None):
+def normal(
+    mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None, device=None
+):
     """Normal samples: ``normal(mean, std, size)`` with floats, or elementwise tensor mean/std."""
+    _no_layout("normal", layout)
     if out is not None:
         make = lambda d, dev: normal(  # noqa: E731
             mean, std, size, generator=generator, dtype=d, device=dev
@@ -537,7 +587,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     return _sampled("normal", "normal_", (size,), dtype, device, float(mean), float(std), generator)
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj, /) -> bool:
     return isinstance(obj, Tensor)
 
 

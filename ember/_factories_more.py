@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 from . import _dtype as dt
 from ._factories import _dtype_arg, _finish, _into, _no_layout, _size_args, arange, full
@@ -21,8 +22,9 @@ def scalar_tensor(
         >>> ember.scalar_tensor(3)
         tensor(3.)
     """
+    _no_layout("scalar_tensor", layout)
     dtype = _dtype_arg(dtype) or dt.DEFAULTS.float
-    made = full((), s, dtype=dtype, device=device, layout=layout, pin_memory=pin_memory)
+    made = full((), s, dtype=dtype, device=device, pin_memory=pin_memory)
     return _finish(made, requires_grad)
 
 
@@ -62,8 +64,7 @@ def empty_strided(
         >>> ember.empty_strided((2, 3), (1, 2)).stride()
         (1, 2)
     """
-    if layout is not None:
-        _no_layout("empty_strided", layout, None)
+    _no_layout("empty_strided", layout)
     return _strided("empty_strided", size, stride, dtype, device, requires_grad, pin_memory)
 
 
@@ -79,8 +80,7 @@ def new_empty_strided(
     pin_memory=False,
 ) -> Tensor:
     """``empty_strided`` in this tensor's dtype and device unless given."""
-    if layout is not None:
-        _no_layout("new_empty_strided", layout, None)
+    _no_layout("new_empty_strided", layout)
     dtype = _dtype_arg(dtype) or self.dtype
     device = self.device if device is None else device
     return _strided("new_empty_strided", size, stride, dtype, device, requires_grad, pin_memory)
@@ -99,8 +99,7 @@ def empty_permuted(
     """An uninitialised tensor of ``size`` laid out in memory in the order of dims
     ``physical_layout`` (outermost first): ``empty_permuted((2, 3), (1, 0))`` is column-major.
     """
-    if layout is not None:
-        _no_layout("empty_permuted", layout, None)
+    _no_layout("empty_permuted", layout)
     size = _size_args((size,), "empty_permuted")
     order = _ints(physical_layout, "empty_permuted", "physical_layout")
     if sorted(order) != list(range(len(size))):
@@ -157,8 +156,7 @@ def logspace(
         >>> ember.logspace(0, 3, 4)
         tensor([   1.,   10.,  100., 1000.])
     """
-    if layout is not None:
-        _no_layout("logspace", layout, None)
+    _no_layout("logspace", layout)
     if out is not None:
         make_ = lambda d, dev: logspace(start, end, steps, base, dtype=d, device=dev)  # noqa: E731
         return _into("logspace", "empty", out, dtype, device, make_, requires_grad)
@@ -173,7 +171,52 @@ def logspace(
     return _finish(values.to(dtype), requires_grad, pin_memory, "logspace")
 
 
+_RANGE_DEPRECATED = (
+    "torch.range is deprecated and will be removed in a future release because its behavior is "
+    "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values "
+    "in [start, end)."
+)
+
+
+def range_(
+    start,
+    end,
+    step=1,
+    *,
+    out=None,
+    dtype=None,
+    layout=None,
+    device=None,
+    requires_grad=False,
+    pin_memory=False,
+) -> Tensor:
+    """``ember.range``, PyTorch's deprecated inclusive range: ``floor((end - start) / step) + 1``
+    values ``start + i * step``, in the default float dtype unless ``dtype`` is given (warns, as
+    PyTorch's, to use ``arange``).
+
+    Example:
+        >>> ember.range(1, 4)
+        tensor([1., 2., 3., 4.])
+    """
+    warnings.warn(_RANGE_DEPRECATED, UserWarning, stacklevel=2)
+    _no_layout("range", layout)
+    if out is not None:
+        make_ = lambda d, dev: range_(start, end, step, dtype=d, device=dev)  # noqa: E731
+        return _into("range", "empty", out, dtype, device, make_, requires_grad)
+    dtype = _dtype_arg(dtype) or dt.DEFAULTS.float
+    start, end, step = (float(v) if isinstance(v, Tensor) else v for v in (start, end, step))
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    count = math.floor((end - start) / step) + 1
+    # the values in float64 (PyTorch's accumulate type), then rounded once to dtype
+    steps = arange(count, dtype=dt.float64, device=device)
+    return _finish((steps * step + start).to(dtype), requires_grad, pin_memory, "range")
+
+
 FUNCTIONS = {
+    "range": range_,
     "scalar_tensor": scalar_tensor,
     "empty_strided": empty_strided,
     "empty_permuted": empty_permuted,

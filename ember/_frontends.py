@@ -272,10 +272,50 @@ def argwhere(input):
     return OPS["nonzero"](input)
 
 
-def einsum(equation, *operands):
+_EINSUM_ARGS = (
+    "einsum(): must specify the equation string and at least one operand, or at least one "
+    "operand and its subscripts list"
+)
+
+
+def einsum(*args):
+    """``einsum(equation, *operands)`` (operands may be one list), or PyTorch's sublist form
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])``: each operand followed by its subscripts (ints in
+    [0, 52) or ``...``), then optionally the output's.
+
+    Example:
+        >>> ember.einsum("ij,jk->ik", ember.ones(2, 3), ember.ones(3, 4)).shape
+        ember.Size([2, 4])
+    """
+    if len(args) < 2:
+        raise ValueError(_EINSUM_ARGS)
+    if isinstance(args[0], Tensor):
+        equation = ",".join(_sublist(s) for s in args[1::2])
+        if len(args) % 2:
+            equation += "->" + _sublist(args[-1])
+        operands = args[:-1:2] if len(args) % 2 else args[::2]
+    else:
+        equation, operands = args[0], args[1:]
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = operands[0]
     return OPS["einsum"](equation, list(operands))
+
+
+def _sublist(subscripts) -> str:
+    """The equation letters of one subscript list, as PyTorch's: 0-25 are A-Z, 26-51 a-z."""
+    letters = []
+    for n in subscripts:
+        if n is Ellipsis:
+            letters.append("...")
+        elif 0 <= n < 26:
+            letters.append(chr(ord("A") + n))
+        elif 26 <= n < 52:
+            letters.append(chr(ord("a") + n - 26))
+        else:
+            raise ValueError(
+                "einsum(): subscript in subscript list is not within the valid range [0, 52)"
+            )
+    return "".join(letters)
 
 
 def broadcast_shapes(*shapes):
@@ -488,29 +528,45 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
 
 
 def _new(factory_name):
-    def new(self, *size, dtype=None, device=None, requires_grad=False, **_ignored):
+    def new(
+        self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False
+    ):
         from . import _factories
 
+        _factories._no_layout(f"new_{factory_name}", layout)
         return getattr(_factories, factory_name)(
             *size,
             dtype=dtype or self.dtype,
             device=device or self.device,
             requires_grad=requires_grad,
+            pin_memory=pin_memory,
         )
 
     new.__name__ = f"new_{factory_name}"
     return new
 
 
-def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    from ._factories import full
+def new_full(
+    self,
+    size,
+    fill_value,
+    *,
+    dtype=None,
+    device=None,
+    requires_grad=False,
+    layout=None,
+    pin_memory=False,
+):
+    from ._factories import _no_layout, full
 
+    _no_layout("new_full", layout)
     return full(
         size,
         fill_value,
         dtype=dtype or self.dtype,
         device=device or self.device,
         requires_grad=requires_grad,
+        pin_memory=pin_memory,
     )
 
 

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from . import _dtype as dt
+from . import _layout
 from ._device import CPU
 from ._device import device as Device
 from ._size import Size
@@ -163,6 +164,18 @@ class Tensor:
     @property
     def is_meta(self) -> bool:
         return self._storage.device.type == "meta"
+
+    @property
+    def layout(self) -> _layout.layout:
+        return _layout.strided  # every ember tensor is dense and strided
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
+    @property
+    def is_sparse_csr(self) -> bool:
+        return False
 
     def is_floating_point(self) -> bool:
         return self._dtype.category == dt.FLOATING

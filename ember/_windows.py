@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from . import _dtype as dt
-from ._factories import arange, empty, ones
+from ._factories import _no_layout, arange, empty, ones
 
 
 def _check(name: str, window_length: int, dtype) -> None:
@@ -25,6 +25,7 @@ def _check(name: str, window_length: int, dtype) -> None:
 
 def _window(name, window_length, periodic, dtype, layout, device, requires_grad, build):
     """Checks, the length 0 and 1 cases, periodic trimming and requires_grad for every window."""
+    _no_layout(name, layout)
     _check(name, window_length, dtype)
     dtype = dtype or dt.get_default_dtype()
     if window_length <= 1:
@@ -84,6 +85,7 @@ def hann_window(
         >>> ember.hann_window(4)
         tensor([0.0000, 0.5000, 1.0000, 0.5000])
     """
+    _no_layout("hann_window", layout)
     _check("hann_window", window_length, dtype)
     return hamming_window(
         window_length,

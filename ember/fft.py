@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from . import _dtype as dt
 from . import _fft
-from ._factories import arange
+from ._factories import _no_layout, arange
 
 # name: (composition, forward, the default dim: one int for the 1-d forms, a tuple for 2-d, None
 # for n-d); the 1-d forms take n, the others s
@@ -76,7 +76,8 @@ for _name, _spec in _TRANSFORMS.items():
 del _name, _spec
 
 
-def _frequencies(name, count, n, d, dtype, device, requires_grad):
+def _frequencies(name, count, n, d, dtype, layout, device):
+    _no_layout(name, layout)
     if n < 0:
         raise RuntimeError(f"{name}: n must be non-negative, got {n}")
     dtype = dtype or dt.get_default_dtype()
@@ -103,7 +104,7 @@ def fftfreq(
         >>> ember.fft.fftfreq(4, d=0.5)
         tensor([ 0.0000,  0.5000, -1.0000, -0.5000])
     """
-    k, scale = _frequencies("fftfreq", n, n, d, dtype, device, requires_grad)
+    k, scale = _frequencies("fftfreq", n, n, d, dtype, layout, device)
     # PyTorch's order of operations: the negative half shifted, then one multiplication
     k = k.where(k <= (n - 1) // 2, k - n) * scale
     return _finish(k, out, requires_grad)
@@ -126,7 +127,7 @@ def rfftfreq(
         >>> ember.fft.rfftfreq(5)
         tensor([0.0000, 0.2000, 0.4000])
     """
-    k, scale = _frequencies("rfftfreq", n // 2 + 1, n, d, dtype, device, requires_grad)
+    k, scale = _frequencies("rfftfreq", n // 2 + 1, n, d, dtype, layout, device)
     return _finish(k * scale, out, requires_grad)
 
 

@@ -27,6 +27,7 @@ import sys
 import warnings
 import zipfile
 
+from . import _skip_data
 from ._atomic import atomic_write
 from ._checkpoint_globals import get_unsafe_globals_in_checkpoint
 from ._checkpoint_load import CheckpointError, read_checkpoint
@@ -35,16 +36,18 @@ from ._checkpoint_pickle import CheckpointPickler, StorageRef, parameter_class
 from ._device import CPU
 from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._serialization import storage_bytes
+from ._skip_data import skip_data
 
 _ALIGN = 64
 _ZIP64_FROM = 1 << 31  # records this big get zip64 headers (decided here, so padding is exact)
 _LOCAL_HEADER = 30  # bytes of a zip local file header before its name
 _ZIP64_EXTRA = 20  # the zip64 field zipfile appends to a local header
 _PADDING_ID = 0x4246  # "FB": the extra-field id PyTorch pads with
+_ZERO_CHUNK = 1 << 20  # how much of a reserved record (skip_data) is written at once
 
 __all__ = ["CheckpointError", "load", "save"]
 __all__ += ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
-__all__ += ["get_unsafe_globals_in_checkpoint"]
+__all__ += ["get_unsafe_globals_in_checkpoint", "skip_data"]
 
 
 def save(
@@ -97,7 +100,10 @@ def save(
         if not _disable_byteorder_record:
             _write_record(zf, "byteorder", sys.byteorder.encode())
         for key, storage in storages.records:
-            _write_record(zf, f"data/{key}", storage_bytes(storage))
+            if _skip_data.active():
+                _reserve_record(zf, f"data/{key}", storage.nbytes)
+            else:
+                _write_record(zf, f"data/{key}", storage_bytes(storage))
         _write_record(zf, "version", b"3\n")
 
 
@@ -130,15 +136,38 @@ class _StorageTable:
 
 def _write_record(zf: zipfile.ZipFile, name: str, data) -> None:
     """One stored record whose bytes start on a 64-byte boundary of the file (for mmap)."""
+    info, zip64 = _aligned_info(zf, name, memoryview(data).nbytes)
+    with zf.open(info, "w", force_zip64=zip64) as out:
+        out.write(data)
+
+
+def _reserve_record(zf: zipfile.ZipFile, name: str, size: int) -> None:
+    """A storage record under ``skip_data``: its header and ``size`` zero bytes, with CRC 0 as
+    ``torch.save`` writes (the bytes are someone else's to fill, so no checksum can be right)."""
+    if not zf.fp.seekable():
+        raise RuntimeError("ember.save: skip_data() needs a seekable file to reserve records in")
+    info, zip64 = _aligned_info(zf, name, size)
+    zeros = bytes(min(size, _ZERO_CHUNK))
+    with zf.open(info, "w", force_zip64=zip64) as out:
+        for start in range(0, size, _ZERO_CHUNK):
+            out.write(zeros[: min(_ZERO_CHUNK, size - start)])
+    end = zf.fp.tell()
+    info.CRC = 0  # the local header again, then the central directory (written at close)
+    zf.fp.seek(info.header_offset)
+    zf.fp.write(info.FileHeader(zip64))
+    zf.fp.seek(end)
+
+
+def _aligned_info(zf: zipfile.ZipFile, name: str, size: int) -> tuple[zipfile.ZipInfo, bool]:
+    """The entry of a record of ``size`` bytes written next, padded so its bytes start on a
+    64-byte boundary, and whether it needs zip64 headers."""
     info = zipfile.ZipInfo(f"archive/{name}")  # fixed 1980 date: same object, same bytes
-    size = memoryview(data).nbytes
     zip64 = size >= _ZIP64_FROM
     header = _LOCAL_HEADER + len(info.filename.encode()) + (_ZIP64_EXTRA if zip64 else 0)
     pad = -(zf.fp.tell() + header + 4) % _ALIGN
     info.extra = struct.pack("<HH", _PADDING_ID, pad) + b"Z" * pad
     info.file_size = size
-    with zf.open(info, "w", force_zip64=zip64) as out:
-        out.write(data)
+    return info, zip64
 
 
 def load(

@@ -10,6 +10,8 @@ import numpy as np
 
 import ember
 from ember import _dtype as dt
+from ember._layout import check as layout_check
+from ember._pinned import pin_result
 
 from ..kinds._common import broadcast_shapes
 from ..opdef import DTYPES_ALL, Kind, OpDef
@@ -115,7 +117,8 @@ def _triangle(row: int, col: int, offset: int, lower: bool) -> np.ndarray:
 
 
 def _tri_indices(name: str, lower: bool):
-    def indices(row, col, offset=0, dtype=None, device=None):
+    def indices(row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=False):
+        layout_check(name, layout)
         for what, size in (("row", row), ("col", col)):
             if size < 0:
                 raise RuntimeError(f"{what} must be non-negative, got{size}")
@@ -124,14 +127,15 @@ def _tri_indices(name: str, lower: bool):
             raise NotImplementedError(
                 f"\"{name}\" not implemented for '{ember_scalar_name(dtype)}'"
             )
-        return ember.tensor(_triangle(row, col, offset, lower), dtype=dtype, device=device)
+        found = ember.tensor(_triangle(row, col, offset, lower), dtype=dtype, device=device)
+        return pin_result(found, pin_memory, name)
 
     indices.__name__ = name
     return indices
 
 
 def _np_tri_indices(lower: bool):
-    def reference(row, col, offset=0, dtype=None, device=None):
+    def reference(row, col, offset=0, dtype=None, layout=None, device=None, pin_memory=False):
         found = np.tril_indices(row, offset, col) if lower else np.triu_indices(row, offset, col)
         return np.stack(found).astype(np.int64).reshape(2, -1)
 
@@ -140,8 +144,8 @@ def _np_tri_indices(lower: bool):
 
 def _tri_row(name: str, lower: bool) -> OpDef:
     return OpDef(
-        f"{name}(int row, int col, int offset=0, *, ScalarType? dtype=None, Device? device=None)"
-        " -> Tensor",
+        f"{name}(int row, int col, int offset=0, *, ScalarType? dtype=None, Layout? layout=None, "
+        "Device? device=None, bool pin_memory=False) -> Tensor",
         Kind.FACTORY,
         _np_tri_indices(lower),
         dtypes=_INDEX_DTYPES,

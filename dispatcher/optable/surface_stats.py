@@ -107,7 +107,18 @@ def _p_norm(diff, p, dims):
     return ember.sum(a**p, dims) ** (1.0 / p)
 
 
-def _cdist(x1, x2, p=2.0, compute_mode=None):
+# torch.cdist's choices between a matmul expansion and the direct differences; ember always
+# takes the differences (exact), so the mode is checked, as PyTorch's Python wrapper does
+_CDIST_MODES = (
+    "use_mm_for_euclid_dist_if_necessary",
+    "use_mm_for_euclid_dist",
+    "donot_use_mm_for_euclid_dist",
+)
+
+
+def _cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     if x1.ndim < 2 or x2.ndim < 2:
         raise RuntimeError(
             f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D, X2 got: {x2.ndim}D"
@@ -122,7 +133,7 @@ def _cdist(x1, x2, p=2.0, compute_mode=None):
     return _p_norm(diff, p, (-1,))
 
 
-def _np_cdist(x1, x2, p=2.0, compute_mode=None):
+def _np_cdist(x1, x2, p=2.0, compute_mode=None):  # the mode changes no value here
     diff = np.abs(x1[..., :, None, :] - x2[..., None, :, :]).astype(np.float64)
     return _np_p_norm(diff, p, -1).astype(x1.dtype)
 
@@ -178,7 +189,8 @@ ROWS = [
         out=None,
     ),
     OpDef(
-        "cdist(Tensor x1, Tensor x2, float p=2.0, str? compute_mode=None) -> Tensor",
+        "cdist(Tensor x1, Tensor x2, float p=2.0, "
+        "str compute_mode='use_mm_for_euclid_dist_if_necessary') -> Tensor",
         Kind.MATMUL,
         _np_cdist,
         dtypes=DTYPES_FLOAT,

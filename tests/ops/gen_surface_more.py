@@ -165,7 +165,7 @@ def combinations(op, dtype, device, rng):
 def tri_indices(op, dtype, device, rng):
     """Square, wide and tall shapes, offsets inside and past the matrix, and no rows."""
     for row, col, offset in ((3, 3, 0), (3, 5, 1), (5, 2, -2), (4, 4, 9), (0, 3, 0), (2, 3, -5)):
-        yield Sample((row, col, offset, dtype, device), dtype=dtype)
+        yield Sample((row, col, offset, dtype, None, device), dtype=dtype)  # layout: None
 
 
 GENERATORS = {

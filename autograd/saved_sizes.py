@@ -1,0 +1,83 @@
+"""PyTorch's ``_saved_<argument>_sym_sizes`` (and ``_sym_numel``) on grad nodes: the shape of an
+input that the node's backward formula keeps instead of the tensor (a sum's gradient is
+expanded back to the input's sizes, a select's scattered into zeros of them).
+
+PyTorch generates these attributes from derivatives.yaml; ember's formulas read the sizes from
+the node's input metadata, so the table below says which nodes PyTorch exposes them on, under
+PyTorch's node names and argument names, with the argument's position in the call (the same
+in PyTorch's schema and ember's). A composite ember
+decomposes (``mean`` is a ``div`` of a ``sum``) is presented as PyTorch's node with the sizes
+of its own inputs (``graph_names.present_composite`` records them)."""
+
+from __future__ import annotations
+
+import math
+
+_SELF = {"self": 0}
+# node name -> {argument whose sizes PyTorch's node saves: its position in the call}
+SIZES = {
+    **dict.fromkeys(
+        (
+            "SumBackward0",
+            "SumBackward1",
+            "MeanBackward0",
+            "MeanBackward1",
+            "ExpandBackward0",
+            "ViewBackward0",
+            "UnsafeViewBackward0",
+            "SelectBackward0",
+            "SliceBackward0",
+            "IndexBackward0",
+            "SqueezeBackward0",
+            "SqueezeBackward1",
+            "SqueezeBackward2",
+            "RepeatBackward0",
+            "MaxBackward0",
+            "MinBackward0",
+            "MedianBackward1",
+            "NanmedianBackward1",
+            "ModeBackward0",
+            "KthvalueBackward0",
+            "TopkBackward0",
+            "SortBackward0",
+            "IndexSelectBackward0",
+            "DiagonalBackward0",
+            "UnfoldBackward0",
+            "SplitBackward0",
+            "SplitWithSizesBackward0",
+            "TraceBackward0",
+        ),
+        _SELF,
+    ),
+    "MmBackward0": {"self": 0, "mat2": 1},
+    "AddmmBackward0": {"mat1": 1, "mat2": 2},
+}
+# node name -> {argument whose element count PyTorch's node saves: its position}
+NUMELS = {"MeanBackward0": _SELF, "MeanBackward1": _SELF}
+
+SUFFIXES = ("_sym_sizes", "_sym_numel")
+
+
+def saved_size(node, attribute: str):
+    """``node._saved_<argument>_sym_sizes`` (a tuple of ints) or ``_sym_numel`` (an int)."""
+    argument, suffix = attribute[len("_saved_") : -len("_sym_sizes")], attribute[-10:]
+    table = SIZES if suffix == "_sym_sizes" else NUMELS
+    position = table.get(node.name(), {}).get(argument)
+    shape = None if position is None else _input_shape(node, position)
+    if shape is None:
+        raise AttributeError(f"'{node.name()}' object has no attribute '{attribute}'")
+    return shape if suffix == "_sym_sizes" else math.prod(shape)
+
+
+def _input_shape(node, position: int):
+    """The sizes the tensor argument at ``position`` had when the node was made."""
+    if node.display is not None:  # a composite shown as PyTorch's node: its own inputs
+        sizes = node.display[2] if len(node.display) > 2 else ()
+        return sizes[position] if position < len(sizes) else None
+    args = node.op.schema.args if hasattr(node.op, "schema") else ()
+    if node.formula is None or position >= len(args):
+        return None
+    index = node.formula.plan.tensor_index.get(args[position].name)
+    if index is None or index >= len(node.input_meta) or node.input_meta[index] is None:
+        return None
+    return tuple(node.input_meta[index][0])
