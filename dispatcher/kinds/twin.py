@@ -91,6 +91,15 @@ def _back_one(r, dtype, twin, ordered: bool):
     return r
 
 
+def _rounded(value, dtype):
+    """A comparison rounds a Python float to the tensor's float8 dtype first, as PyTorch's."""
+    if type(value) is not float:
+        return value
+    import ember  # the public factory: this runs below it, at call time only
+
+    return float(ember.tensor(value).to(dtype).item())
+
+
 def runner(inner, dtypes: frozenset, ordered: bool):
     """``inner`` (the row's runner) taking the limited ``dtypes`` through their twins."""
 
@@ -101,7 +110,10 @@ def runner(inner, dtypes: frozenset, ordered: bool):
         if dtype not in dtypes:
             raise unsupported_dtype(op, dtype)
         twin = dt.float32 if dtype in dt.FLOAT8 else _SIGNED[dtype.itemsize]
-        result = inner(op, *_convert(args, ordered))
+        args_ = _convert(args, ordered)
+        if dtype in dt.FLOAT8 and op.promotion is Promotion.ALWAYS_BOOL:
+            args_ = tuple(_rounded(a, dtype) for a in args_)
+        result = inner(op, *args_)
         if op.mutates and isinstance(args[0], Tensor):
             if dtype in dt.FLOAT8:  # the twin was a copy: write its values back
                 OPS["copy_"](args[0], result)

@@ -27,9 +27,10 @@ FLOAT8 = frozenset(dt.FLOAT8)
 FLOAT8_FINITE = FLOAT8 - {dt.float8_e8m0fnu}  # e8m0fnu has no sign, no zero: no abs, no mm
 UNSIGNED = frozenset(dt.WIDE_UNSIGNED)
 EVERY = LIMITED
-_UNSIGNED_MATH = ("mul", "bitwise_and", "bitwise_or", "bitwise_xor", "outer")
+_UNSIGNED_MATH = ("bitwise_and", "bitwise_or", "bitwise_xor")
 _UNSIGNED_IDENTITY = ("floor", "ceil", "round", "trunc", "nan_to_num")
 _EVERY = ("eq", "ne", "where", "isnan", "all", "any", "count_nonzero", "conj_physical", "fill")
+_EVERY += ("mul", "outer", "index_select")
 TWINS = {
     **dict.fromkeys(_UNSIGNED_MATH + _UNSIGNED_IDENTITY, UNSIGNED),
     **dict.fromkeys(_EVERY, EVERY),
@@ -41,10 +42,9 @@ TWINS = {
     "mm": FLOAT8_FINITE,
     "matmul": FLOAT8_FINITE,
     "linear": FLOAT8_FINITE,
-    "index_select": FLOAT8,
     "masked_select": FLOAT8,
 }
-ORDERED = {"kthvalue": EVERY, "msort": EVERY}
+ORDERED = {"kthvalue": UNSIGNED, "msort": UNSIGNED}
 
 
 def twins(ops: dict) -> None:
