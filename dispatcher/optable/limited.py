@@ -22,7 +22,7 @@ def widen(ops: dict) -> None:
 
 
 # The ops PyTorch 2.13's CPU build runs on these dtypes (tests/ops/test_limited_dtypes.py asks
-# torch), by the dtypes it runs them on. ORDERED ops compare values (kinds/twin.py).
+# torch), by the dtypes it runs them on, in the twin modes of kinds/twin.py.
 FLOAT8 = frozenset(dt.FLOAT8)
 FLOAT8_FINITE = FLOAT8 - {dt.float8_e8m0fnu}  # e8m0fnu has no sign, no zero: no abs, no mm
 UNSIGNED = frozenset(dt.WIDE_UNSIGNED)
@@ -44,13 +44,16 @@ TWINS = {
     "linear": FLOAT8_FINITE,
     "masked_select": FLOAT8,
 }
-ORDERED = {"kthvalue": UNSIGNED, "msort": UNSIGNED}
+ORDERED = dict.fromkeys(("sort", "argsort", "msort"), UNSIGNED)
+# Sums and products of unsigned values are int64 in PyTorch: the values widen to it.
+WIDENED = dict.fromkeys(("sum", "prod", "nansum"), UNSIGNED)
 
 
 def twins(ops: dict) -> None:
-    """Give the rows of TWINS and ORDERED (and their in-place forms) the twin runner."""
+    """Give the rows of TWINS, ORDERED and WIDENED (and their in-place forms) the twin runner."""
+    tables = ((TWINS, twin.BITS), (ORDERED, twin.ORDERED), (WIDENED, twin.WIDENED))
     for op in ops.values():
         base = op.inplace_of or op
-        for table, ordered in ((TWINS, False), (ORDERED, True)):
+        for table, mode in tables:
             if base.name in table:
-                op.runner = twin.runner(op.runner, table[base.name], ordered)
+                op.runner = twin.runner(op.runner, table[base.name], mode)

@@ -47,6 +47,7 @@ ROWS = [
     for name, op in OPS.items()
     if generator_name(op) is not None
     and (op.inplace_of or op).kind is not Kind.RANDOM
+    and (op.inplace_of or op).defn.reference is not None  # defined values (not empty's)
     and torch_callable(name) is not None
 ]
 
@@ -125,11 +126,29 @@ def _differs(got, want) -> str | None:
     return None if same else f"values {g.ravel()[:6]} vs torch {w.ravel()[:6]}"
 
 
+def _torch_call(op, fn, args):
+    """``fn`` called positionally, or, where torch's signature takes ember's schema arguments
+    only by name (``torch.sum(x, dim=None, keepdim=False, dtype=None)``), by keyword; None when
+    torch takes the sample neither way."""
+    names = [arg.name for arg in op.schema.args]
+
+    def by_name(*values):
+        return fn(values[0], **dict(zip(names[1:], values[1:])))
+
+    for call in (fn, by_name):
+        if not isinstance(_outcome(call, args)[1], TypeError):
+            return call
+    return None
+
+
 def _same_call(op, fn, sample, proxy) -> bool:
     """Whether torch and ember agree on the sample with the proxy dtype (the same call)."""
     if any(isinstance(a, Seed) for a in sample.args):
         return False
-    want, torch_error = _outcome(fn, [_argument(a, proxy, proxy, "torch") for a in sample.args])
+    call = _torch_call(op, fn, [_argument(a, proxy, proxy, "torch") for a in sample.args])
+    if call is None:
+        return False
+    want, torch_error = _outcome(call, [_argument(a, proxy, proxy, "torch") for a in sample.args])
     got, _ = _outcome(op, [_argument(a, proxy, proxy, "ember") for a in sample.args])
     return torch_error is None and _structure(got) == _structure(want)
 
@@ -146,7 +165,9 @@ def survey(name: str, device: str, dtype) -> list[str]:
     for sample in drawn[:1] + drawn[-1:] if len(drawn) > 1 else drawn:
         if not _same_call(op, fn, sample, proxy):
             continue
-        want, torch_error = _outcome(fn, [_argument(a, proxy, dtype, "torch") for a in sample.args])
+        args_of = sample.args
+        call = _torch_call(op, fn, [_argument(a, proxy, proxy, "torch") for a in sample.args])
+        want, torch_error = _outcome(call, [_argument(a, proxy, dtype, "torch") for a in args_of])
         args = [_argument(a, proxy, dtype, "ember") for a in sample.args]
         if device != "cpu":
             args = [a.to(device) if isinstance(a, ember.Tensor) else a for a in args]
