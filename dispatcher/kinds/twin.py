@@ -18,7 +18,7 @@ from ember._tensor import Tensor, make
 
 from ..opdef import Promotion
 from ..promotion import promote_types
-from ._common import OPS, cast, unsupported_dtype
+from ._common import OPS, cast
 
 _SIGNED = {2: dt.int16, 4: dt.int32, 8: dt.int64}
 # the modes: the same bits, the bits in signed order, the values widened to int64
@@ -106,24 +106,31 @@ def _rounded(value, dtype):
     return float(ember.tensor(value).to(dtype).item())
 
 
+def _run_twin(op, inner, args, dtype, mode: str):
+    twin = dt.float32 if dtype in dt.FLOAT8 else _SIGNED[dtype.itemsize]
+    args_ = _convert(args, mode)
+    if dtype in dt.FLOAT8 and op.promotion is Promotion.ALWAYS_BOOL:
+        args_ = tuple(_rounded(a, dtype) for a in args_)
+    result = inner(op, *args_)
+    if op.mutates and isinstance(args[0], Tensor):
+        if dtype in dt.FLOAT8:  # the twin was a copy: write its values back
+            OPS["copy_"](args[0], result)
+        return args[0]  # the unsigned twin is a view of the same bits
+    return _back(op, result, dtype, twin, mode)
+
+
 def runner(inner, dtypes: frozenset, mode: str):
     """``inner`` (the row's runner) taking the limited ``dtypes`` through their twins."""
 
     def run(op, *args):
-        dtype = _limited_dtype(op, args)
-        if dtype is None:
+        # The row's own runner first: it refuses a limited dtype before any work, so the
+        # common call pays only this frame (the hot path of mul, eq, where...).
+        try:
             return inner(op, *args)
-        if dtype not in dtypes:
-            raise unsupported_dtype(op, dtype)
-        twin = dt.float32 if dtype in dt.FLOAT8 else _SIGNED[dtype.itemsize]
-        args_ = _convert(args, mode)
-        if dtype in dt.FLOAT8 and op.promotion is Promotion.ALWAYS_BOOL:
-            args_ = tuple(_rounded(a, dtype) for a in args_)
-        result = inner(op, *args_)
-        if op.mutates and isinstance(args[0], Tensor):
-            if dtype in dt.FLOAT8:  # the twin was a copy: write its values back
-                OPS["copy_"](args[0], result)
-            return args[0]  # the unsigned twin is a view of the same bits
-        return _back(op, result, dtype, twin, mode)
+        except NotImplementedError:
+            dtype = _limited_dtype(op, args)
+            if dtype is None or dtype not in dtypes:
+                raise
+        return _run_twin(op, inner, args, dtype, mode)
 
     return run

@@ -60,7 +60,6 @@ KNOWN_GAPS = {
     "max": REFUSES,
     "mean": REFUSES,
     "min": REFUSES,
-    "msort": REFUSES,
     "mul": RUNS,
     "mul_": RUNS,
     "nanmean": REFUSES,
