@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ember._tensor import Tensor, empty
 
-from ._common import common_device
+from ._common import common_device, unsupported_dtype
 
 
 def _check(op, a, b, rank: int) -> None:
@@ -25,7 +25,7 @@ def _check(op, a, b, rank: int) -> None:
             f"{b._dtype.name}"
         )
     if a._dtype not in op.dtypes:
-        raise RuntimeError(f'"{op.name}" not implemented for {a._dtype.name}')
+        raise unsupported_dtype(op, a._dtype)
 
 
 def mm(op, a, b):

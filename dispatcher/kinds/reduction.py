@@ -13,7 +13,7 @@ from ember import _dtype as dt
 from ember._tensor import Tensor, empty, make
 
 from ..opdef import Promotion
-from ._common import cast, contiguous, wrap_dim, wrap_dims
+from ._common import cast, contiguous, unsupported_dtype, wrap_dim, wrap_dims
 
 
 def _check_tensor(op, x) -> None:
@@ -87,7 +87,7 @@ def reduce(op, x, dim=None, keepdim=False, dtype=None):
     """sum, prod, amax, amin, all, any: ``kernel(out, x, dims)``."""
     _check_tensor(op, x)
     if x._dtype not in op.dtypes:
-        raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name}')
+        raise unsupported_dtype(op, x._dtype)
     dims = reduced_dims(dim, len(x._shape), op.name, op.info.get("empty_dims_reduce", True))
     _check_nonempty(op, x, dim, dims)
     out_dtype = result_dtype(op, x._dtype, dtype)
@@ -110,7 +110,7 @@ def reduce_with_indices(op, x, dim, keepdim=False):
     """max/min along one dim: ``kernel(values, indices, x, dim)``."""
     _check_tensor(op, x)
     if x._dtype not in op.dtypes:
-        raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name}')
+        raise unsupported_dtype(op, x._dtype)
     d = wrap_dim(dim, len(x._shape), op.name)
     if x._shape and x._shape[d] == 0:
         raise IndexError(
@@ -134,7 +134,7 @@ def arg_reduce(op, x, dim=None, keepdim=False):
     """argmax/argmin: ``kernel(out_int64, x, dim)``; dim=None flattens first."""
     _check_tensor(op, x)
     if x._dtype not in op.dtypes:
-        raise RuntimeError(f'"{op.name}" not implemented for {x._dtype.name}')
+        raise unsupported_dtype(op, x._dtype)
     if dim is None:
         if math.prod(x._shape) == 0:
             raise IndexError(

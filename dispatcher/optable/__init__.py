@@ -175,6 +175,7 @@ def build() -> dict:
                 ops[name] = Op(_inplace_def(defn, name), _inplace_runner(op), inplace_of=op)
     complex.widen(ops)
     limited.widen(ops)
+    limited.twins(ops)
     meta_rules.install(ops)
     _common.OPS.clear()
     _common.OPS.update(ops)

@@ -1,10 +1,13 @@
 """The rows that accept PyTorch's limited-support dtypes (float8, uint16/32/64): moving and
-copying data, whose CPU kernels are the backend's copy and fill (see docs/float8.md). Every
-other row refuses them with PyTorch's NotImplementedError, as PyTorch's CPU build does."""
+copying data, whose CPU kernels are the backend's copy and fill, and the ops PyTorch's CPU build
+runs on them, computed in a twin dtype (``kinds/twin.py``; see docs/float8.md). Every other row
+refuses them with PyTorch's NotImplementedError, as PyTorch's CPU build does."""
 
 from __future__ import annotations
 
 from ember import _dtype as dt
+
+from ..kinds import twin
 
 LIMITED = frozenset(dt.LIMITED)
 # The rows with CPU kernels for them (copy_, fill_) and those that run on those kernels.
@@ -16,3 +19,41 @@ def widen(ops: dict) -> None:
     for op in ops.values():
         if op.name in WIDEN or (op.inplace_of is not None and op.inplace_of.name in WIDEN):
             op.dtypes = op.dtypes | LIMITED
+
+
+# The ops PyTorch 2.13's CPU build runs on these dtypes (tests/ops/test_limited_dtypes.py asks
+# torch), by the dtypes it runs them on, in the twin modes of kinds/twin.py.
+FLOAT8 = frozenset(dt.FLOAT8)
+FLOAT8_FINITE = FLOAT8 - {dt.float8_e8m0fnu}  # e8m0fnu has no sign, no zero: no abs, no mm
+UNSIGNED = frozenset(dt.WIDE_UNSIGNED)
+EVERY = LIMITED
+_UNSIGNED_MATH = ("bitwise_and", "bitwise_or", "bitwise_xor")
+_UNSIGNED_IDENTITY = ("floor", "ceil", "round", "trunc", "nan_to_num")
+_EVERY = ("eq", "ne", "where", "isnan", "all", "any", "count_nonzero", "conj_physical", "fill")
+_EVERY += ("mul", "outer", "index_select")
+TWINS = {
+    **dict.fromkeys(_UNSIGNED_MATH + _UNSIGNED_IDENTITY, UNSIGNED),
+    **dict.fromkeys(_EVERY, EVERY),
+    "isreal": EVERY,
+    "positive": EVERY,
+    "isinf": UNSIGNED | {dt.float8_e5m2},
+    "isfinite": UNSIGNED | {dt.float8_e5m2, dt.float8_e8m0fnu},
+    "abs": FLOAT8_FINITE,
+    "mm": FLOAT8_FINITE,
+    "matmul": FLOAT8_FINITE,
+    "linear": FLOAT8_FINITE,
+    "masked_select": FLOAT8,
+}
+ORDERED = dict.fromkeys(("sort", "argsort", "msort"), UNSIGNED)
+# Sums and products of unsigned values are int64 in PyTorch: the values widen to it.
+WIDENED = dict.fromkeys(("sum", "prod", "nansum"), UNSIGNED)
+
+
+def twins(ops: dict) -> None:
+    """Give the rows of TWINS, ORDERED and WIDENED (and their in-place forms) the twin runner."""
+    tables = ((TWINS, twin.BITS), (ORDERED, twin.ORDERED), (WIDENED, twin.WIDENED))
+    for op in ops.values():
+        base = op.inplace_of or op
+        for table, mode in tables:
+            if base.name in table:
+                op.runner = twin.runner(op.runner, table[base.name], mode)

@@ -35,10 +35,30 @@ def torch_dtype(d):
     return getattr(torch, d.name)
 
 
+# torch dtypes numpy lacks (ml_dtypes has them): their bits cross as integers of the same size.
+BITS = {
+    torch.bfloat16: torch.int16,
+    **dict.fromkeys(
+        (
+            torch.float8_e4m3fn,
+            torch.float8_e5m2,
+            torch.float8_e4m3fnuz,
+            torch.float8_e5m2fnuz,
+            torch.float8_e8m0fnu,
+        ),
+        torch.uint8,
+    ),
+}
+
+
+def _name(d: torch.dtype) -> str:
+    return str(d).removeprefix("torch.")
+
+
 def _host_array(t: torch.Tensor) -> np.ndarray:
     t = t.detach().cpu().resolve_conj().resolve_neg()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    if t.dtype in BITS:  # numpy has no such dtype: the bits move, ml_dtypes reads them
+        return t.view(BITS[t.dtype]).numpy().view(getattr(ml_dtypes, _name(t.dtype)))
     return t.numpy()
 
 
@@ -178,8 +198,9 @@ def to_torch(value):
     """An ember result as torch values, for ``torch.testing.assert_close``."""
     if isinstance(value, ember.Tensor):
         array = np.array(value.detach().cpu().numpy(), order="C")  # keeps 0-d arrays 0-d
-        if array.dtype == ml_dtypes.bfloat16:
-            return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+        wide = getattr(torch, array.dtype.name)
+        if wide in BITS:
+            return torch.from_numpy(array.view(_name(BITS[wide]))).view(wide)
         return torch.from_numpy(array)
     if isinstance(value, ember.Size):
         return torch.Size(value)
@@ -247,7 +268,8 @@ def function_variant(record):
         if found is None:
             raise MissingError(f"ember.ops.{name.split('::')[-1]}")
         return found
-    found = _public(record.name)
+    # records named by their full path (``torch._scaled_mm``) are ember's same name
+    found = _public(record.name.removeprefix("torch."))
     if callable(found):  # not ember.cfloat, the dtype, for the record of Tensor.cfloat
         return found
     if hasattr(ember.Tensor, record.name):

@@ -1,0 +1,136 @@
+"""Ops on PyTorch's limited-support dtypes, computed in a *twin* dtype the kernels know.
+
+PyTorch runs a few ops on float8 and uint16/32/64 (comparisons, where, selections, bitwise ops
+on the unsigned ones...). A float8 op there upcasts to float32, computes, and rounds the result
+back once, so its twin is float32 (values). An unsigned dtype's twin is the signed integer of its
+width holding the same bits: equality, bitwise ops, wrapping products and data movement give the
+same bits in either. Ops that order values (sort) see the bits with the sign bit flipped, which
+orders signed integers as the unsigned ones. Sums and products (int64 results in PyTorch) take
+uint16/uint32 values widened to int64 and uint64's bits as int64 (both wrap alike). Which ops
+and dtypes run this way is ``optable/limited.py``'s table; every other op refuses them with
+PyTorch's error.
+"""
+
+from __future__ import annotations
+
+from ember import _dtype as dt
+from ember._tensor import Tensor, make
+
+from ..opdef import Promotion
+from ..promotion import promote_types
+from ._common import OPS, cast
+
+_SIGNED = {2: dt.int16, 4: dt.int32, 8: dt.int64}
+# the modes: the same bits, the bits in signed order, the values widened to int64
+BITS, ORDERED, WIDENED = "bits", "ordered", "widened"
+# ops whose results are never in the input's dtype (flags, counts, positions)
+_NO_VALUES = (Promotion.ALWAYS_BOOL, Promotion.LONG)
+
+
+def _reinterpret(t: Tensor, dtype) -> Tensor:
+    return make(t._storage, t._shape, t._stride, t._offset, dtype, t._contig)
+
+
+def _flip_sign(t: Tensor) -> Tensor:
+    """The bits with the sign bit flipped (signed order <-> unsigned order)."""
+    return OPS["bitwise_xor"](t, -(1 << (8 * t._dtype.itemsize - 1)))
+
+
+def to_twin(t: Tensor, mode: str) -> Tensor:
+    if t._dtype in dt.FLOAT8:
+        return cast(t, dt.float32)
+    if mode is WIDENED and t._dtype.itemsize < 8:
+        return cast(t, dt.int64)
+    bits = _reinterpret(t, _SIGNED[t._dtype.itemsize])
+    return _flip_sign(bits) if mode is ORDERED else bits
+
+
+def from_twin(t: Tensor, dtype, mode: str) -> Tensor:
+    if dtype in dt.FLOAT8:
+        return cast(t, dtype)
+    return _reinterpret(_flip_sign(t) if mode is ORDERED else t, dtype)
+
+
+def _limited_dtype(op, args):
+    """The limited dtype among the tensor arguments (PyTorch's promotion errors for a mix)."""
+    found = None
+    floats = []
+    for i in op.tensor_positions:
+        value = args[i] if i < len(args) else None
+        for t in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(t, Tensor):
+                if t._dtype in dt.LIMITED_SET:
+                    found = t._dtype
+                if t._dtype.category == dt.FLOATING:
+                    floats.append(t._dtype)
+    for other in floats:
+        promote_types(floats[0], other)  # float8 with another float: PyTorch's RuntimeError
+    return found
+
+
+def _convert(value, mode: str):
+    if isinstance(value, Tensor) and value._dtype in dt.LIMITED_SET:
+        return to_twin(value, mode)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_convert(v, mode) for v in value)
+    return value
+
+
+def _back(op, result, dtype, twin, mode: str):
+    if op.promotion in _NO_VALUES or mode is WIDENED:
+        return result
+    names = [name for _typ, name in op.schema.returns]
+    if isinstance(result, tuple):
+        items = [
+            _back_one(r, dtype, twin, mode) if i >= len(names) or names[i] != "indices" else r
+            for i, r in enumerate(result)
+        ]
+        return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
+    if isinstance(result, list):
+        return [_back_one(r, dtype, twin, mode) for r in result]
+    return _back_one(result, dtype, twin, mode)
+
+
+def _back_one(r, dtype, twin, mode: str):
+    if isinstance(r, Tensor) and r._dtype is twin:
+        return from_twin(r, dtype, mode)
+    return r
+
+
+def _rounded(value, dtype):
+    """A comparison rounds a Python float to the tensor's float8 dtype first, as PyTorch's."""
+    if type(value) is not float:
+        return value
+    import ember  # the public factory: this runs below it, at call time only
+
+    return float(ember.tensor(value).to(dtype).item())
+
+
+def _run_twin(op, inner, args, dtype, mode: str):
+    twin = dt.float32 if dtype in dt.FLOAT8 else _SIGNED[dtype.itemsize]
+    args_ = _convert(args, mode)
+    if dtype in dt.FLOAT8 and op.promotion is Promotion.ALWAYS_BOOL:
+        args_ = tuple(_rounded(a, dtype) for a in args_)
+    result = inner(op, *args_)
+    if op.mutates and isinstance(args[0], Tensor):
+        if dtype in dt.FLOAT8:  # the twin was a copy: write its values back
+            OPS["copy_"](args[0], result)
+        return args[0]  # the unsigned twin is a view of the same bits
+    return _back(op, result, dtype, twin, mode)
+
+
+def runner(inner, dtypes: frozenset, mode: str):
+    """``inner`` (the row's runner) taking the limited ``dtypes`` through their twins."""
+
+    def run(op, *args):
+        # The row's own runner first: it refuses a limited dtype before any work, so the
+        # common call pays only this frame (the hot path of mul, eq, where...).
+        try:
+            return inner(op, *args)
+        except NotImplementedError:
+            dtype = _limited_dtype(op, args)
+            if dtype is None or dtype not in dtypes:
+                raise
+        return _run_twin(op, inner, args, dtype, mode)
+
+    return run
