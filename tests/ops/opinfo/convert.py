@@ -97,7 +97,8 @@ def _strided_like(made, t: torch.Tensor, device: str):
     extent = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride()))
     if any(st < 0 for st in t.stride()) or extent > 4 * t.numel() + 64:
         return made
-    base = ember.zeros(extent, dtype=made.dtype, device=device)
+    # made on the CPU and moved: devices fill no float8 or wide unsigned tensors in place
+    base = ember.zeros(extent, dtype=made.dtype).to(device)
     view = base.as_strided(tuple(t.shape), tuple(t.stride()))
     view.copy_(made)
     return view

@@ -12,10 +12,6 @@ from __future__ import annotations
 
 SPARSE = "sparse layouts: ember tensors are strided"
 JITERATOR = "torch.cuda.jiterator compiles CUDA source at run time: no ember counterpart"
-FLOAT8_OFF_CPU = (
-    "core: a strided float8 sample is built by an in-place copy on the device, which ember "
-    "refuses off the CPU (docs/float8.md); contiguous samples pass"
-)
 PRIVATE = "a private PyTorch entry point (float8 scaled matmul, fused attention kernels)"
 
 XFAILS = {
@@ -35,8 +31,6 @@ XFAILS = {
     "sparse.mm.reduce": SPARSE,
     "sparse.sampled_addmm": SPARSE,
     "to_sparse": SPARSE,
-    "torch._scaled_mm@xpu": FLOAT8_OFF_CPU,
-    "torch._scaled_mm@cuda": FLOAT8_OFF_CPU,
     "torch._scaled_mm_v2": PRIVATE,
 }
 
