@@ -1,7 +1,7 @@
 """Elementwise transcendental functions: ember's CPU kernels against numpy and PyTorch.
 
 Times each function on the same float32 input (16M elements by default), each library in its own
-process, and prints milliseconds (best of --repeat, output allocation included for all three) and
+process, and prints milliseconds (median of --repeat, output allocation included for all three) and
 the ratios numpy / ember and torch / ember (above 1: ember is faster). numpy has no erf: its
 column uses scipy.special when installed, and is left empty otherwise.
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import time
 
@@ -74,20 +75,20 @@ def _inputs(domain: str, n: int, rng) -> tuple:
     return (x,)
 
 
-def _best_ms(fn, args, repeat: int) -> float:
+def _median_ms(fn, args, repeat: int) -> float:
     fn(*args)
-    best = math.inf
+    times = []
     for _ in range(repeat):
         start = time.perf_counter()
         fn(*args)
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
 
 
-def worker(name: str, n: int, repeat: int, only: list[str]) -> dict:
+def worker(name: str, n: int, repeat: int, only: list[str], threads: int) -> dict:
     """Milliseconds per function for one library (run in a process of its own); the same
     inputs in every process (same seed)."""
-    lib = None if name == "numpy" else load_library(name, threads=1)
+    lib = None if name == "numpy" else load_library(name, threads=threads)
     rng = np.random.default_rng(0)
     found = {}
     for function in only:
@@ -96,11 +97,11 @@ def worker(name: str, n: int, repeat: int, only: list[str]) -> dict:
         if lib is None:
             if numpy_fn is not None:
                 with np.errstate(all="ignore"):
-                    found[function] = _best_ms(numpy_fn, arrays, repeat)
+                    found[function] = _median_ms(numpy_fn, arrays, repeat)
             continue
         inputs = [lib.from_numpy(a) for a in arrays]
         fn = lambda *xs, call=call: call(lib, lib.nn.functional, *xs)  # noqa: E731
-        found[function] = _best_ms(fn, inputs, repeat)
+        found[function] = _median_ms(fn, inputs, repeat)
     return found
 
 
@@ -114,7 +115,7 @@ def main() -> None:
     args = parser.parse_args()
     names = args.only.split(",") if args.only else list(FUNCTIONS)
     if args.worker:
-        print(json.dumps(worker(args.worker, args.n, args.repeat, names)))
+        print(json.dumps(worker(args.worker, args.n, args.repeat, names, args.threads)))
         return
     options = ["--n", str(args.n), "--repeat", str(args.repeat), "--only", ",".join(names)]
     ms = {}
@@ -124,7 +125,7 @@ def main() -> None:
         except RuntimeError as exc:  # PyTorch not installed: its column stays empty
             print(f"{lib}: skipped ({str(exc).splitlines()[-1]})", file=sys.stderr)
             ms[lib] = {}
-    print(f"{args.n} float32 elements, best of {args.repeat}, {args.threads} thread(s)")
+    print(f"{args.n} float32 elements, median of {args.repeat}, {args.threads} thread(s)")
     print(f"{'function':<10} {'ember ms':>9} {'numpy ms':>9} {'torch ms':>9} {'np/ember':>9} "
           f"{'torch/ember':>12}")  # fmt: skip
     for name in names:

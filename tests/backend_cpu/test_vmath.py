@@ -20,6 +20,10 @@ import pytest
 import ember
 
 F32_ULPS = 2
+# float erfc evaluates erfcx's polynomial in float (twice as fast as in double); the rounding of
+# t = (z - 3) / (z + 3) and the alternating terms near t = -1 leave up to 4 ulp (1 - erf serves
+# |x| < 0.7)
+F32_ULPS_OF = {"erfc": 4}
 F64_ULPS = 4
 INF = np.inf
 NAN = np.nan
@@ -116,7 +120,7 @@ def _f32_inputs(slow: bool) -> np.ndarray:
 def _assert_f32_close(name: str, x: np.ndarray, got: np.ndarray, ref64: np.ndarray) -> None:
     dist = _f32_ulps(got, ref64)
     worst = int(np.argmax(dist))
-    assert dist[worst] <= F32_ULPS, (
+    assert dist[worst] <= F32_ULPS_OF.get(name, F32_ULPS), (
         f"{name}(float32): {dist[worst]} ulp at x={x[worst]!r}: got {got[worst]!r}, "
         f"want {ref64[worst]!r}"
     )
