@@ -26,6 +26,24 @@ def view_as_real(op, x):
     return _as_view_of(x, shape, stride, 2 * x._offset, x._dtype.to_real())
 
 
+def conj_view(op, x):
+    """``_conj``: the same storage with the conjugate bit flipped (dispatcher/mathbits.py)."""
+    from ..mathbits import set_bits
+
+    return set_bits(
+        _as_view_of(x, x._shape, x._stride, x._offset, x._dtype), not x._conj_bit, x._neg_bit
+    )
+
+
+def neg_view(op, x):
+    """``_neg_view``: the same storage with the negative bit flipped."""
+    from ..mathbits import set_bits
+
+    return set_bits(
+        _as_view_of(x, x._shape, x._stride, x._offset, x._dtype), x._conj_bit, not x._neg_bit
+    )
+
+
 def view_as_complex(op, x):
     if not isinstance(x, Tensor):
         raise TypeError(
