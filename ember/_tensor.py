@@ -471,7 +471,7 @@ def host_array(t: Tensor) -> np.ndarray:
 
 # Last: dispatcher.memory imports ember._storage and ember._device, not this module.
 from ._storage import Storage  # noqa: E402
-from .dispatcher.memory import ROUTES as _ROUTES  # noqa: E402
-from .dispatcher.memory import allocation_route  # noqa: E402
 from .dispatcher.mathbits import resolve as _resolve  # noqa: E402
 from .dispatcher.mathbits import set_bits as _set_bits  # noqa: E402
+from .dispatcher.memory import ROUTES as _ROUTES  # noqa: E402
+from .dispatcher.memory import allocation_route  # noqa: E402
