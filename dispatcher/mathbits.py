@@ -63,6 +63,30 @@ def set_bits(t: Tensor, conj: bool, neg: bool) -> Tensor:
     return t
 
 
+def keep_bits(out: Tensor, source: Tensor) -> Tensor:
+    """``out``, a fresh alias of ``source``'s memory built with ``make``, with source's bits."""
+    if source._conj_bit or source._neg_bit:
+        set_bits(out, source._conj_bit, source._neg_bit)
+    return out
+
+
+# The bits as torch.save records them (``_rebuild_tensor_v2``'s metadata) and ember keeps them.
+METADATA = (("conj", "_conj_bit"), ("neg", "_neg_bit"))
+ATTRIBUTES = frozenset(bit for _, bit in METADATA)
+
+
+def metadata(t: Tensor) -> dict:
+    """``t``'s bits as torch.save's rebuild metadata (empty when none is set)."""
+    return {key: True for key, bit in METADATA if getattr(t, bit)}
+
+
+def apply_metadata(t: Tensor, found) -> Tensor:
+    """``t`` (freshly rebuilt) with the bits a checkpoint's rebuild metadata names."""
+    if found:
+        set_bits(t, bool(found.get("conj")), bool(found.get("neg")))
+    return t
+
+
 def _apply_bits(value: Tensor, source: Tensor) -> Tensor:
     from .optable import OPS
 
@@ -97,13 +121,13 @@ def _has_flagged(args) -> bool:
 
 def _propagate(out, source: Tensor):
     if isinstance(out, Tensor):
-        # Views (and reshape's raw copy) hold the stored values: same dtype, same bits.
-        if out._dtype is source._dtype and out is not source:
-            set_bits(out, source._conj_bit or out._conj_bit, source._neg_bit or out._neg_bit)
-        return out
+        if out._dtype is not source._dtype or out is source:
+            return out
+        if out._storage is not source._storage:  # reshape's copy of the stored values
+            return _apply_bits(out, source)
+        return set_bits(out, source._conj_bit or out._conj_bit, source._neg_bit or out._neg_bit)
     if isinstance(out, (list, tuple)):
-        for item in out:
-            _propagate(item, source)
+        return type(out)(_propagate(item, source) for item in out)
     return out
 
 

@@ -86,7 +86,7 @@ ROWS = [
         kernel_args="none: a view of the same storage, half as many complex elements",
     ),
     OpDef(
-        "_conj(Tensor self) -> Tensor",
+        "_conj(Tensor input) -> Tensor",
         Kind.VIEW,
         np.conjugate,
         runner=run.conj_view,
@@ -96,11 +96,11 @@ ROWS = [
         notes="the lazy conjugate (dispatcher/mathbits.py); Tensor.conj() of complex tensors",
     ),
     OpDef(
-        "_neg_view(Tensor self) -> Tensor",
+        "_neg_view(Tensor input) -> Tensor",
         Kind.VIEW,
         np.negative,
         runner=run.neg_view,
-        dtypes=DTYPES_FLOAT | COMPLEX,
+        dtypes=(DTYPES_ALL - {dt.bool_}) | COMPLEX,
         samples="unary",
         kernel_args="none: a view of the same storage with the negative bit flipped",
         notes="the lazy negation (dispatcher/mathbits.py); imag() of a conjugate view",

@@ -14,7 +14,7 @@ import ember
 
 # Complex-only rows (no real dtype to sample): the generated op tests cover their refusals,
 # this file their values (tests/ops/test_coverage.py checks the list).
-COMPLEX_ROWS_TESTED = ("view_as_real",)
+COMPLEX_ROWS_TESTED = ("view_as_real", "_conj")  # _conj: test_conj_bit.py
 
 DTYPES = ("complex64", "complex128")
 
