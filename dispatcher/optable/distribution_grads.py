@@ -98,13 +98,11 @@ def _beta_grad_alpha_mid(x, alpha, beta):
     std = ember.sqrt(alpha * beta / (total + 1)) / total
     # Near the mean: a polynomial that avoids the expansion's singularity at x = mean.
     b2 = beta * beta
-    poly = 47 * x * b2 * b2 + alpha * (
-        (43 + 20 * (16 + 27 * beta) * x) * b2 * beta
-        + alpha * (
-            3 * (59 + 180 * beta - 90 * x) * b2
-            + alpha * ((453 + 1620 * beta * (1 - x) - 455 * x) * beta + alpha * (8 * (1 - x) * (135 * beta - 11)))
-        )
-    )  # fmt: skip
+    inner = (453 + 1620 * beta * (1 - x) - 455 * x) * beta + alpha * (
+        8 * (1 - x) * (135 * beta - 11)
+    )
+    inner = 3 * (59 + 180 * beta - 90 * x) * b2 + alpha * inner
+    poly = 47 * x * b2 * b2 + alpha * ((43 + 20 * (16 + 27 * beta) * x) * b2 * beta + alpha * inner)
     prefactor_num = (1 + 12 * alpha) * (1 + 12 * beta) / (total * total)
     prefactor_den = 12960 * alpha**3 * b2 * (1 + 12 * total)
     near = prefactor_num / (1 - x) * poly / prefactor_den
