@@ -84,8 +84,10 @@ def _sgn_formula(ctx, g):
 
 FORMULAS = {
     "view_as_real": F(lambda ctx, g: E.view_as_complex(g.contiguous())),
-    "view_as_complex": F(lambda ctx, g: E.view_as_real(g)),
+    "view_as_complex": F(lambda ctx, g: E.view_as_real(g.resolve_conj())),
     "conj_physical": F(lambda ctx, g: E.conj_physical(g)),
+    "_conj": F(lambda ctx, g: E._conj(g) if g.dtype.is_complex else g),
+    "_neg_view": F(lambda ctx, g: E._neg_view(g)),
     "angle": F(_angle, save=("input",)),
     "sgn": F(_sgn_formula, save=("input",)),
 }

@@ -49,7 +49,7 @@ def _view_as_real(op, args, tangents, out):
     t = tangents[0]
     if not t.dtype.is_complex:
         t = E.complex(t, E.zeros_like(t))
-    return E.view_as_real(t)
+    return E.view_as_real(t.resolve_conj())
 
 
 def _view_as_complex(op, args, tangents, out):

@@ -15,6 +15,7 @@ import warnings
 from collections import defaultdict
 
 from ember._tensor import Tensor, make
+from ember.dispatcher.mathbits import keep_bits
 
 from . import anomaly, grad_mode
 from .node import (
@@ -344,7 +345,8 @@ def _own(grad: Tensor, owned: bool) -> Tensor:
         if grad._base is None:
             return grad
         if _sole_view(grad):
-            return make(grad._storage, grad._shape, grad._stride, 0, grad._dtype, True)
+            alias = make(grad._storage, grad._shape, grad._stride, 0, grad._dtype, True)
+            return keep_bits(alias, grad)
     return grad.clone()
 
 

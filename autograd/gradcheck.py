@@ -34,7 +34,8 @@ def _outputs(func, inputs):
 
 
 def _host(t: Tensor) -> np.ndarray:
-    return t.detach().cpu().numpy().astype(np.float64).reshape(-1)
+    values = t.detach().resolve_conj().resolve_neg()  # lazy views are read as their values
+    return values.cpu().numpy().astype(np.float64).reshape(-1)
 
 
 def numerical_jacobian(func, inputs, eps=1e-6) -> list:

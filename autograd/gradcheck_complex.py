@@ -25,7 +25,7 @@ def as_real_problem(func, inputs: tuple):
     ):
         return func, inputs
     real_inputs = tuple(
-        ember.view_as_real(x.detach()).clone().requires_grad_(x.requires_grad)
+        ember.view_as_real(x.detach().resolve_conj()).clone().requires_grad_(x.requires_grad)
         if _is_complex(x)
         else x
         for x in inputs
@@ -34,7 +34,10 @@ def as_real_problem(func, inputs: tuple):
 
     def real_func(*args):
         args = tuple(ember.view_as_complex(a) if c else a for a, c in zip(args, was_complex))
-        outs = tuple(ember.view_as_real(o) if _is_complex(o) else o for o in _results(func(*args)))
+        outs = tuple(
+            ember.view_as_real(o.resolve_conj()) if _is_complex(o) else o
+            for o in _results(func(*args))
+        )
         return outs[0] if len(outs) == 1 else outs
 
     return real_func, real_inputs

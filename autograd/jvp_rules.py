@@ -36,7 +36,7 @@ LINEAR = frozenset(
     "sum cumsum view reshape permute transpose t expand narrow slice select squeeze unsqueeze "  # noqa: SIM905
     "flatten unflatten diagonal movedim unfold _to_copy flip cat gather scatter scatter_add "
     "index_select index_add take put_ im2col col2im trace diag tril triu roll repeat tile clone "
-    "contiguous".split()
+    "contiguous _conj _neg_view".split()
 )
 MULTILINEAR = frozenset({"mm", "bmm", "mul", "dot", "mv", "outer", "matmul", "einsum"})
 
@@ -117,7 +117,7 @@ def _region(whole: Tensor, root: Tensor, target: Tensor) -> Tensor:
     names; a real view of a complex root (``view_as_real``, ``.real``) in real units."""
     if root._dtype.is_complex and not target._dtype.is_complex:
         start = 2 * (whole._offset - root._offset) + target._offset
-        return E.view_as_real(whole).as_strided(target._shape, target._stride, start)
+        return E.view_as_real(whole.resolve_conj()).as_strided(target._shape, target._stride, start)
     start = whole._offset + target._offset - root._offset
     return whole.as_strided(target._shape, target._stride, start)
 

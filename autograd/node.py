@@ -7,6 +7,7 @@ import threading
 import weakref
 
 from ember._tensor import Tensor, make
+from ember.dispatcher.mathbits import keep_bits
 
 from .saved_sizes import SUFFIXES as SIZE_SUFFIXES
 from .saved_sizes import saved_size
@@ -104,7 +105,7 @@ class SavedTensor:
             self.tensor = None
             return
         if output_nr is not None:
-            t = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
+            t = keep_bits(make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig), t)
         self.tensor = t
 
     def register_hooks(self, pack_hook, unpack_hook) -> None:
@@ -155,6 +156,7 @@ class SavedTensor:
     def _as_output(self, t: Tensor, owner) -> Tensor:
         if self.output_nr is not None and owner is not None:
             alias = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
+            keep_bits(alias, t)
             alias._grad_fn = owner
             alias._requires_grad = True
             if self.output_nr:

@@ -33,6 +33,7 @@ from ._device import CPU
 from ._device import device as Device
 from ._storage import Storage
 from ._tensor import empty, host_array, is_contiguous, make
+from .dispatcher.mathbits import apply_metadata
 from .dispatcher.memory import normalize_device
 
 # What torch.save wrote before PyTorch 1.6: a pickled magic number, not a zip archive.
@@ -288,12 +289,14 @@ class _StorageReader:
         return make(storage, (storage.nbytes,), (1,), 0, dt.uint8, True).to(device)._storage
 
     def rebuild_tensor(self, loaded, offset, size, stride, requires_grad, hooks, metadata=None):
-        return self._view(loaded, None, offset, size, stride, requires_grad)
+        made = self._view(loaded, None, offset, size, stride, requires_grad)
+        return apply_metadata(made, _metadata(self.what, metadata))
 
     def rebuild_tensor_v3(
         self, loaded, offset, size, stride, requires_grad, hooks, dtype, metadata=None
     ):
-        return self._view(loaded, dtype, offset, size, stride, requires_grad)
+        made = self._view(loaded, dtype, offset, size, stride, requires_grad)
+        return apply_metadata(made, _metadata(self.what, metadata))
 
     def _view(self, loaded, dtype, offset, size, stride, requires_grad):
         """A tensor over ``loaded`` (its dtype when ``dtype`` is None), every argument checked."""
@@ -315,6 +318,13 @@ class _StorageReader:
         if requires_grad:
             t.requires_grad_(True)
         return t
+
+
+def _metadata(what: str, metadata):
+    """A tensor's rebuild metadata (torch's conjugate/negative bits), checked."""
+    if metadata is not None and not isinstance(metadata, dict):
+        raise CheckpointError(f"{what}: a tensor's metadata must be a dict, not {metadata!r}")
+    return metadata
 
 
 def _is_int(value) -> bool:

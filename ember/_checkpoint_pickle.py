@@ -22,6 +22,7 @@ from ._device import device as Device
 from ._serialization import DTYPE_NAMES
 from ._size import Size
 from ._tensor import Tensor
+from .dispatcher.mathbits import ATTRIBUTES, metadata
 
 
 class TorchName:
@@ -117,6 +118,9 @@ class CheckpointPickler(pickle._Pickler):
         rebuild = REBUILD_TENSOR
         if STORAGE_CLASS[obj._dtype] is UNTYPED_STORAGE:  # the dtype travels beside, as in torch
             rebuild, args = REBUILD_TENSOR_V3, (*args, obj._dtype)
+        bits = metadata(obj)  # the conjugate/negative bits: the raw storage is what is saved
+        if bits:
+            args = (*args, bits)
         if type(obj) is Tensor and not state:
             return rebuild, args
         plain = type(obj) is Tensor or isinstance(obj, buffer_class() or ())
@@ -138,7 +142,9 @@ _AUTOGRAD_ATTRIBUTES = frozenset(
 def saved_attributes(t: Tensor) -> dict:
     """The Python attributes torch.save keeps with a tensor (its __dict__), ember's autograd
     bookkeeping left out; a Buffer is marked as torch.nn.Buffer marks one."""
-    found = {k: v for k, v in t.__dict__.items() if k not in _AUTOGRAD_ATTRIBUTES}
+    found = {
+        k: v for k, v in t.__dict__.items() if k not in _AUTOGRAD_ATTRIBUTES and k not in ATTRIBUTES
+    }
     if isinstance(t, buffer_class() or ()):
         found["_is_buffer"] = True
     return found

@@ -2,9 +2,9 @@
 ``view_as_real``), ``conj``, the ``cfloat``/``cdouble`` casts, the conjugate-bit queries, and
 ``complex``/``polar`` (the decompositions of their rows in ``optable/complex_surface.py``).
 
-ember conjugates eagerly: ``conj`` of a complex tensor is ``conj_physical`` (a new tensor), so
-``is_conj()`` is always False and ``resolve_conj`` returns its input. Values, dtypes and
-gradients are PyTorch's; what differs is only that writing into ``z.conj()`` does not reach ``z``.
+``conj`` of a complex tensor is lazy, as in PyTorch: a view of the same storage with the
+conjugate bit set (the ``_conj`` row); ``imag`` of such a view is a view with the negative bit
+(``_neg_view``). ``dispatcher/mathbits.py`` makes the bits transparent to every other op.
 """
 
 from __future__ import annotations
@@ -23,49 +23,58 @@ def _tensor_arg(name: str, x) -> None:
                         f"{type(x).__name__}")  # fmt: skip
 
 
+def _unconjugated(input: Tensor) -> Tensor:
+    # The stored values of a conjugate view (view_as_real refuses the view itself).
+    return OPS["_conj"](input) if input._conj_bit else input
+
+
 def real(input: Tensor) -> Tensor:
     """The real parts of a complex tensor as a view (a real tensor is returned as it is)."""
     _tensor_arg("real", input)
     if not input.dtype.is_complex:
         return input
-    return OPS["view_as_real"](input).select(-1, 0)
+    return OPS["view_as_real"](_unconjugated(input)).select(-1, 0)
 
 
 def imag(input: Tensor) -> Tensor:
-    """The imaginary parts of a complex tensor as a view."""
+    """The imaginary parts of a complex tensor as a view (of a conjugate view: a negative view,
+    as in PyTorch)."""
     _tensor_arg("imag", input)
     if not input.dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return OPS["view_as_real"](input).select(-1, 1)
+    part = OPS["view_as_real"](_unconjugated(input)).select(-1, 1)
+    return OPS["_neg_view"](part) if input._conj_bit else part
 
 
 def conj(input: Tensor) -> Tensor:
-    """The complex conjugate (eager; a real tensor is returned as it is)."""
+    """The complex conjugate as a view with the conjugate bit flipped (no copy; a real tensor is
+    returned as it is). ``resolve_conj`` or ``conj_physical`` give a materialized one."""
     _tensor_arg("conj", input)
     if not input.dtype.is_complex:
         return input
-    return OPS["conj_physical"](input)
+    return OPS["_conj"](input)
 
 
 def resolve_conj(input: Tensor) -> Tensor:
-    """``input`` itself: ember has no lazy conjugate bit to resolve."""
+    """``input``'s values in a new tensor without the conjugate bit (``input`` when unset)."""
     _tensor_arg("resolve_conj", input)
-    return input
+    return OPS["clone"](input) if input._conj_bit else input
 
 
 def resolve_neg(input: Tensor) -> Tensor:
-    """``input`` itself: ember has no lazy negative bit to resolve."""
+    """``input``'s values in a new tensor without the negative bit (``input`` when unset)."""
     _tensor_arg("resolve_neg", input)
-    return input
+    return OPS["clone"](input) if input._neg_bit else input
 
 
 def is_conj(input: Tensor) -> bool:
-    """Always False: ember's conjugates are materialised."""
-    return False
+    """Whether ``input`` is a lazy conjugate view (``conj()`` of a complex tensor)."""
+    return input._conj_bit
 
 
 def is_neg(input: Tensor) -> bool:
-    return False
+    """Whether ``input`` is a lazy negative view (``imag`` of a conjugate view)."""
+    return input._neg_bit
 
 
 def is_complex(input: Tensor) -> bool:

@@ -42,7 +42,7 @@ def promote(x: Tensor, require_complex: bool) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"fft: argument 'input' must be Tensor, not {type(x).__name__}")
     if is_complex(x):
-        return E.view_as_real(x)
+        return E.view_as_real(x.resolve_conj())
     if not x.dtype.is_floating_point:
         x = x.to(dt.get_default_dtype())
     if x.dtype.itemsize == 2:

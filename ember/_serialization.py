@@ -19,6 +19,7 @@ from . import _dtype as dt
 from ._device import CPU
 from ._device import device as Device
 from ._tensor import Tensor, host_array, make
+from .dispatcher.mathbits import ATTRIBUTES, keep_bits, resolve
 
 # How each file format names ember's dtypes: PyTorch's storage classes in checkpoints
 # (``torch.FloatStorage``) and the safetensors header codes.
@@ -76,7 +77,7 @@ def python_state(t) -> dict | None:
     about backward hooks, which stay behind, as PyTorch does."""
     for hook in t.__dict__.get("_hooks") or ():
         warnings.warn(f"backward hook {hook!r} on tensor will not be serialized.", stacklevel=3)
-    state = {k: v for k, v in t.__dict__.items() if k not in _AUTOGRAD_STATE}
+    state = {k: v for k, v in t.__dict__.items() if k not in _AUTOGRAD_STATE | ATTRIBUTES}
     return state or None
 
 
@@ -143,9 +144,11 @@ def deepcopy_tensor(t, memo: dict):
     memo[id(t)] = copied
     if t._grad is not None:
         copied._grad = copy.deepcopy(t._grad, memo)
-    if t.__dict__:
-        copied.__dict__.update(copy.deepcopy(t.__dict__, memo))
-    return copied
+    attributes = {k: v for k, v in t.__dict__.items() if k not in ATTRIBUTES}
+    if attributes:
+        copied.__dict__.update(copy.deepcopy(attributes, memo))
+    # As torch's deepcopy: a conjugate or negative view is copied as its values, without bits.
+    return resolve(keep_bits(copied, t))
 
 
 def _copy_storage(storage):

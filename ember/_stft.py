@@ -105,7 +105,7 @@ def stft(
     if complex_fft:
         if sided:
             raise RuntimeError("Cannot have onesided output if window or input is complex")
-        out = E.ops._fft_c2c(E.view_as_real(frames), [-1], code, True)
+        out = E.ops._fft_c2c(E.view_as_real(frames.resolve_conj()), [-1], code, True)
     else:
         out = E.ops._fft_r2c(frames, [-1], code, sided)
     out = out.transpose(1, 2)  # (batch, freq, frames, 2)
@@ -118,7 +118,7 @@ def _pad_ends(x: Tensor, pad: int, mode: str) -> Tensor:
     """PyTorch's centring: ``F.pad`` of the signal seen as (1, 1, L) or (1, B, L); a complex
     signal's real and imaginary parts separately (pad's reflect has real kernels only)."""
     if is_complex(x):
-        r = E.view_as_real(x)
+        r = E.view_as_real(x.resolve_conj())
         return as_complex(E.stack([_pad_ends(r[..., i], pad, mode) for i in (0, 1)], -1))
     extended = x.view([1] * (3 - x.ndim) + list(x.shape))
     padded = E.nn.functional.pad(extended, [pad, pad], mode)
@@ -190,7 +190,7 @@ def istft(
             "istft requires a complex-valued input tensor matching the output from stft with "
             "return_complex=True."
         )
-    spec = E.view_as_real(input)
+    spec = E.view_as_real(input.resolve_conj())
     call = (spec, n_fft, hop, win, window, normalized, onesided, return_complex)
     sided = _istft_checks(spec, n_fft, hop, win, window, onesided, call)
     frames_count = spec.shape[-2]

@@ -67,6 +67,11 @@ class Tensor:
         "_stride",
     )
 
+    # The lazy math bits (dispatcher/mathbits.py): class defaults, set per tensor in __dict__ by
+    # the few views that carry them, so that make() and empty() stay as lean as they are.
+    _conj_bit = False
+    _neg_bit = False
+
     # numpy defers binary operators to ours (np.float64(2) * t is a Tensor, as in PyTorch).
     __array_priority__ = 1000
 
@@ -250,9 +255,12 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         """This tensor's values without autograd history (shares storage)."""
-        return make(
+        out = make(
             self._storage, self._shape, self._stride, self._offset, self._dtype, self._contig
         )
+        if self._conj_bit or self._neg_bit:
+            _set_bits(out, self._conj_bit, self._neg_bit)
+        return out
 
     @data.setter
     def data(self, other: Tensor) -> None:
@@ -274,10 +282,21 @@ class Tensor:
                     "copy the tensor to host memory first."
                 )
             return self.detach().cpu().numpy()
+        for bit, name in (("_conj_bit", "conjugate"), ("_neg_bit", "negative")):
+            if getattr(self, bit):
+                fix = "resolve_conj" if bit == "_conj_bit" else "resolve_neg"
+                raise RuntimeError(
+                    f"Can't call numpy() on Tensor that has {name} bit set. Use "
+                    f"tensor.{fix}().numpy() instead."
+                )
         return host_array(self)
 
+    def _resolved(self) -> Tensor:
+        """This tensor's values without the lazy math bits, to read them from the host."""
+        return _resolve(self.detach()) if self._conj_bit or self._neg_bit else self
+
     def __array__(self, dtype=None, copy=None):
-        array = self.numpy(force=True)
+        array = self._resolved().numpy(force=True)
         if dtype is not None:
             array = array.astype(dtype, copy=False)
         return array
@@ -290,10 +309,10 @@ class Tensor:
             )
         if self._storage.device.type == "meta":
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")
-        return self.detach().cpu().numpy().reshape(()).item()
+        return self._resolved().detach().cpu().numpy().reshape(()).item()
 
     def tolist(self):
-        return self.detach().cpu().numpy().tolist()
+        return self._resolved().detach().cpu().numpy().tolist()
 
     def __bool__(self) -> bool:
         if math.prod(self._shape) != 1:
@@ -337,12 +356,13 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         from ._serialization import reduce_tensor
 
-        return reduce_tensor(self)
+        # As torch.save, a conjugate or negative view is saved resolved.
+        return reduce_tensor(self._resolved() if self._conj_bit or self._neg_bit else self)
 
     def __repr__(self) -> str:
         from ._repr import tensor_repr
 
-        return tensor_repr(self)
+        return tensor_repr(self._resolved())
 
     def __format__(self, spec: str) -> str:
         if not self._shape and spec:
@@ -363,6 +383,8 @@ class Tensor:
             if slot in ("__dict__", "__weakref__"):
                 continue
             setattr(out, slot, getattr(self, slot))
+        if self._conj_bit or self._neg_bit:
+            _set_bits(out, self._conj_bit, self._neg_bit)
         return out
 
 
@@ -462,5 +484,7 @@ def host_array(t: Tensor) -> np.ndarray:
 
 # Last: dispatcher.memory imports ember._storage and ember._device, not this module.
 from ._storage import Storage  # noqa: E402
+from .dispatcher.mathbits import resolve as _resolve  # noqa: E402
+from .dispatcher.mathbits import set_bits as _set_bits  # noqa: E402
 from .dispatcher.memory import ROUTES as _ROUTES  # noqa: E402
 from .dispatcher.memory import allocation_route  # noqa: E402

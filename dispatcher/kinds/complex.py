@@ -26,6 +26,29 @@ def view_as_real(op, x):
     return _as_view_of(x, shape, stride, 2 * x._offset, x._dtype.to_real())
 
 
+def conj_view(op, x):
+    """``_conj``: the same storage with the conjugate bit flipped (dispatcher/mathbits.py)."""
+    from ..mathbits import set_bits
+
+    if not x._dtype.is_complex:  # Tensor.conj() returns real tensors themselves
+        raise RuntimeError(f"_conj: expected a complex tensor, got {x._dtype.name}")
+    view = _as_view_of(x, x._shape, x._stride, x._offset, x._dtype)
+    return set_bits(view, not x._conj_bit, x._neg_bit)
+
+
+def neg_view(op, x):
+    """``_neg_view``: the same storage with the negative bit flipped."""
+    from ..mathbits import set_bits
+
+    if x._dtype is dt.bool_:
+        raise RuntimeError(
+            "_neg_view: negation, the `-` operator, on a bool tensor is not supported. If you "
+            "are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    view = _as_view_of(x, x._shape, x._stride, x._offset, x._dtype)
+    return set_bits(view, x._conj_bit, not x._neg_bit)
+
+
 def view_as_complex(op, x):
     if not isinstance(x, Tensor):
         raise TypeError(

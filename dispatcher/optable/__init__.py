@@ -18,6 +18,7 @@ from . import (
     complex,
     complex_surface,
     data,
+    distribution_grads,
     elementwise,
     factory,
     fft,
@@ -110,6 +111,8 @@ MODULES += (optim_fused,)
 MODULES += (surface6_ops6,)
 # the recurrent layers as one op per call (issue 16: ONNX recurrent nodes)
 MODULES += (recurrent,)
+# issue 14: the gamma/Dirichlet reparameterization rows
+MODULES += (distribution_grads,)
 
 
 def _decompose(op, *args):

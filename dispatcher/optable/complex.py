@@ -65,6 +65,24 @@ def _conj_physical(x):
     return ember.view_as_complex(ember.stack([parts[..., 0], -parts[..., 1]], -1))
 
 
+NEGATABLE = (DTYPES_ALL - {dt.bool_}) | COMPLEX
+
+
+def _bit_view(name, ref, runner, dtypes, samples, bit) -> OpDef:
+    """A lazy math-bit view (dispatcher/mathbits.py): ``conj()`` of complex tensors, ``imag`` of
+    a conjugate view."""
+    return OpDef(
+        f"{name}(Tensor input) -> Tensor",
+        Kind.VIEW,
+        ref,
+        runner=runner,
+        dtypes=dtypes,
+        samples=samples,
+        kernel_args=f"none: a view of the same storage with the {bit} bit flipped",
+        notes=f"the lazy {bit} view (dispatcher/mathbits.py)",
+    )
+
+
 ROWS = [
     OpDef(
         "view_as_real(Tensor input) -> Tensor",
@@ -85,6 +103,8 @@ ROWS = [
         samples="complex_parts",
         kernel_args="none: a view of the same storage, half as many complex elements",
     ),
+    _bit_view("_conj", np.conjugate, run.conj_view, COMPLEX, "complex_values", "conjugate"),
+    _bit_view("_neg_view", np.negative, run.neg_view, NEGATABLE, "unary", "negative"),
     OpDef(
         "conj_physical(Tensor input) -> Tensor",
         Kind.ELEMENTWISE,

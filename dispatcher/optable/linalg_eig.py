@@ -57,7 +57,7 @@ def _check(name: str, A) -> None:
 
 def _eig(A):
     _check("linalg.eig", A)
-    parts = ember.view_as_real(A) if A.dtype.is_complex else A
+    parts = ember.view_as_real(A.resolve_conj()) if A.dtype.is_complex else A
     finite = A.device.type == "meta" or bool(OPS["isfinite"](parts).all())
     if not finite:  # eig checks; eigvals does not (PyTorch's); a meta A has no values
         raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")

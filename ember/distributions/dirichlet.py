@@ -8,9 +8,9 @@ import ember
 import ember.nn.functional as F
 
 from . import constraints
-from ._gamma_grad import standard_gamma_rsample
+from ._gamma_grad import dirichlet_rsample
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, digamma, lgamma, tiny, xlogy
+from .utils import broadcast_all, digamma, lgamma, xlogy
 
 __all__ = ["Beta", "Dirichlet"]
 
@@ -24,8 +24,8 @@ class Dirichlet(ExponentialFamily):
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
-    # Pathwise gradients through the normalized reparameterized gammas. torch differentiates the
-    # Dirichlet's own marginal cdf instead; both are unbiased, per-sample values differ.
+    # As torch: _sample_dirichlet draws, _dirichlet_grad (the Beta marginal's implicit
+    # gradient) in the backward.
     has_rsample = True
 
     def __init__(self, concentration, validate_args: bool | None = None) -> None:
@@ -43,11 +43,7 @@ class Dirichlet(ExponentialFamily):
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
-        gammas = standard_gamma_rsample(self.concentration.expand(shape))
-        out = gammas / gammas.sum(-1, keepdim=True)
-        # Keep the values off the simplex's boundary, and the gradient of the unclamped values.
-        clamped = out.clamp(min=tiny(out.dtype), max=1 - tiny(out.dtype))
-        return out + (clamped - out).detach()
+        return dirichlet_rsample(self.concentration.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

@@ -80,7 +80,7 @@ def _tensor_msg(actual, expected, mismatches, rtol, atol) -> str:
 
 
 def _to_numpy(t):
-    t = t.detach()
+    t = t.detach().resolve_conj().resolve_neg()
     if t.device.type != "cpu":
         t = t.cpu()
     return np.asarray(t.numpy())  # bfloat16 comes as ml_dtypes' bfloat16: diffs round as PyTorch's

@@ -44,7 +44,7 @@ def differentiable(op) -> bool:
 # Rows with complex inputs or outputs: this float64 harness cannot sample them, and
 # tests/complex/test_autograd.py gradchecks them through real views instead.
 COMPLEX_VIEWS = frozenset({"view_as_real", "view_as_complex", "complex", "polar"})
-COMPLEX_VIEWS |= {"_linalg_eig", "linalg_eig", "linalg_eigvals"}
+COMPLEX_VIEWS |= {"_linalg_eig", "linalg_eig", "linalg_eigvals", "_conj"}  # _conj: test_conj_bit.py
 DIFFERENTIABLE = sorted(
     name for name, op in OPS.items() if differentiable(op) and name not in COMPLEX_VIEWS
 )

@@ -61,6 +61,8 @@ CALLS.update({
     "bmm": lambda T, a, b: T.bmm(a[None], b[None]),
     "matmul": lambda T, a, b: a @ b @ a,
     "view_as_real": lambda T, a, b: T.view_as_real(a * b),
+    "_conj": lambda T, a, b: (a * b).conj() * a,
+    "_neg_view": lambda T, a, b: (a * b)._neg_view() * a,
     "_linalg_eig": lambda T, a, b: T.linalg.eig(a)[0],
     "linalg_eig": lambda T, a, b: T.linalg.eig(a),
     "linalg_eigvals": lambda T, a, b: T.linalg.eigvals(a),

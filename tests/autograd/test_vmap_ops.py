@@ -24,6 +24,12 @@ from ember.dispatcher.optable import OPS
 
 from ..ops.samples import samples
 
+
+def _resolved(t):
+    """``t``'s values (lazy conjugate/negative views resolved), without history."""
+    return t.detach().resolve_conj().resolve_neg()
+
+
 BATCH = 3
 SAMPLES_PER_OP = 3
 DYNAMIC_SHAPE = {"nonzero", "masked_select"}
@@ -127,7 +133,7 @@ def _compare(got, expected, what) -> None:
         return
     assert tuple(got.shape) == tuple(expected.shape), f"{what}: {got.shape} != {expected.shape}"
     assert got.dtype is expected.dtype, f"{what}: {got.dtype} != {expected.dtype}"
-    g, e = got.detach().cpu().numpy(), expected.detach().cpu().numpy()
+    g, e = (_resolved(t).cpu().numpy() for t in (got, expected))
     if e.dtype.kind == "f":
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6, equal_nan=True, err_msg=what)
     else:

@@ -118,7 +118,8 @@ def as_outputs(result) -> tuple:
 
 
 def host(t) -> np.ndarray:
-    return np.asarray(t.detach().cpu().numpy())
+    # Lazy conjugate/negative views are read resolved, as PyTorch's test harness does.
+    return np.asarray(t.detach().resolve_conj().resolve_neg().cpu().numpy())
 
 
 def assert_matches(got, want, dtype, tolerance, what: str) -> None:

@@ -86,8 +86,9 @@ RANDOM_ARGS = {
     "_standard_gamma": [{}],
     "poisson": [{}],
     "binomial": [{}],
+    "_sample_dirichlet": [{}],
 }
-SAMPLERS = ("_standard_gamma", "poisson", "binomial")
+SAMPLERS = ("_standard_gamma", "poisson", "binomial", "_sample_dirichlet")
 
 
 def _random_input(op, dtype, shape, layout, rng) -> Arr:

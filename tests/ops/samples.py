@@ -13,6 +13,7 @@ from ember.dispatcher.opdef import Kind
 
 from . import gen_amp as amp
 from . import gen_complex as complex_rows
+from . import gen_distribution_grads as distribution_grads
 from . import gen_elementwise as ew
 from . import gen_factory as fac
 from . import gen_fft as fft
@@ -121,6 +122,7 @@ GENERATORS = {
     **surface6_ops6.GENERATORS,
     **recurrent.GENERATORS,
     **scaled_mm.GENERATORS,
+    **distribution_grads.GENERATORS,
 }
 
 GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)

@@ -280,7 +280,27 @@ def sampler(op, dtype, device, sample):
     _check_draws(op, sample, device, got)
 
 
+def sample_dirichlet(op, dtype, device, sample):
+    """_sample_dirichlet: points of the simplex (last dim) with the Dirichlet's mean."""
+    alpha = _values(sample.args[0]).astype(np.float64)
+    _args, out = _run(op, sample, device)
+    assert out.dtype is dtype and tuple(out.shape) == alpha.shape
+    got = checks.host(out).astype(np.float64)
+    # half types: draws below their smallest subnormal round to 0 in the final cast
+    positive = got > 0 if dtype.itemsize >= 4 else got >= 0
+    assert (positive & (got <= 1)).all(), "_sample_dirichlet: draws outside (0, 1]"
+    if got.size and alpha.ndim:
+        tolerance = 2e-2 if dtype.itemsize >= 4 else 2e-1
+        np.testing.assert_allclose(got.sum(-1), 1.0, atol=tolerance * alpha.shape[-1])
+    if got.size >= 1000 and dtype.itemsize >= 4:  # half types clamp small draws to their tiny
+        mean = alpha / alpha.sum(-1, keepdims=True)
+        var = mean * (1 - mean) / (alpha.sum(-1, keepdims=True) + 1)
+        _within("_sample_dirichlet mean", got.mean(), mean.mean(), math.sqrt(var.mean()), got.size)
+    _check_draws(op, sample, device, got)
+
+
 PROPERTIES = {
+    "_sample_dirichlet": sample_dirichlet,
     "_standard_gamma": sampler,
     "poisson": sampler,
     "binomial": sampler,
