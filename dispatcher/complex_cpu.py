@@ -35,6 +35,59 @@ def _rsqrt(x, out):
     np.divide(1, np.sqrt(x), out=out)
 
 
+def _sinc(x, out):
+    # sin(pi x) / (pi x), 1 at 0 (numpy's sinc takes complex arguments)
+    out[...] = np.sinc(x)
+
+
+def _softsign(x, out):
+    np.divide(x, 1 + np.abs(x), out=out)
+
+
+def _nonzero(x):
+    # a complex number is "true" when either part is nonzero (PyTorch's and numpy's rule)
+    return x != 0
+
+
+def _logical_not(x, out):
+    np.logical_not(_nonzero(x), out=out)
+
+
+def _logical(fn):
+    def logical(a, b, out):
+        fn(_nonzero(a), _nonzero(b), out=out)
+
+    return logical
+
+
+def _logaddexp(a, b, out):
+    # PyTorch's complex helper: ordered by real part, max + log1p(exp(min - max)); equal infinite
+    # real parts take log(exp(a) + exp(b)) directly (the difference would be NaN)
+    a, b = np.broadcast_arrays(a, b)
+    swap = a.real < b.real
+    low, high = np.where(swap, a, b), np.where(swap, b, a)
+    with np.errstate(invalid="ignore", over="ignore"):
+        stable = high + np.log1p(np.exp(low - high))
+        infinite = ~np.isfinite(low.real) & (low.real == high.real)
+        out[...] = np.where(infinite, np.log(np.exp(low) + np.exp(high)), stable)
+
+
+def _lerp(a, b, weight, out):
+    # PyTorch's two-sided form, exact at both ends: from start below |w| 0.5, from end above
+    difference = b - a
+    out[...] = np.where(
+        np.abs(weight) < 0.5, a + weight * difference, b - difference * (1 - weight)
+    )
+
+
+def _addcmul(a, b, c, value=1, out=None):
+    out[...] = a + value * b * c
+
+
+def _addcdiv(a, b, c, value=1, out=None):
+    out[...] = a + value * (b / c)
+
+
 def _angle(x, out):
     out[...] = np.angle(x)
 
@@ -46,11 +99,14 @@ def _unary(fn):
     return kernel
 
 
+def _host(value):
+    """A tensor's numpy array; Python scalars stay scalars."""
+    return value if isinstance(value, (bool, int, float, complex)) else host_array(value)
+
+
 def _binary(fn):
     def kernel(out, a, b):
-        a = host_array(a) if not isinstance(a, (bool, int, float, complex)) else a
-        b = host_array(b) if not isinstance(b, (bool, int, float, complex)) else b
-        fn(a, b, out=host_array(out))
+        fn(_host(a), _host(b), out=host_array(out))
 
     return kernel
 
@@ -75,6 +131,24 @@ UNARY = {
     "angle": _angle,
     "sgn": _sgn,
     "conj_physical": np.conjugate,
+    # numpy's branch cuts for the inverse functions are PyTorch's (C99's)
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "log1p": np.log1p,
+    "log2": np.log2,
+    "log10": np.log10,
+    "exp2": np.exp2,
+    "expm1": np.expm1,
+    "sinc": _sinc,
+    "softsign": _softsign,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "isfinite": np.isfinite,
+    "logical_not": _logical_not,
 }
 BINARY = {
     "add": np.add,
@@ -84,7 +158,21 @@ BINARY = {
     "pow": np.power,
     "eq": np.equal,
     "ne": np.not_equal,
+    "logaddexp": _logaddexp,
+    "logical_and": _logical(np.logical_and),
+    "logical_or": _logical(np.logical_or),
+    "logical_xor": _logical(np.logical_xor),
 }
+
+
+NARY = {"lerp": _lerp, "addcmul": _addcmul, "addcdiv": _addcdiv}
+
+
+def _nary(fn):
+    def kernel(out, *args):
+        fn(*(_host(v) for v in args), out=host_array(out))
+
+    return kernel
 
 
 def _reduce(fn):
@@ -139,6 +227,7 @@ def kernels() -> dict:
 
     table = {name: _unary(fn) for name, fn in UNARY.items()}
     table.update({name: _binary(fn) for name, fn in BINARY.items()})
+    table.update({name: _nary(fn) for name, fn in NARY.items()})
     table["sum"] = _reduce(np.sum)
     table["prod"] = _reduce(np.prod)
     table["cumsum"] = _scan(np.cumsum)

@@ -30,6 +30,10 @@ WIDEN = frozenset(
     | {"sinh", "cosh", "tanh", "sigmoid", "abs", "add", "sub", "mul", "div", "pow", "eq", "ne"}
     | {"sum", "prod", "mean", "mm", "bmm", "matmul", "copy_", "fill_", "clone", "contiguous"}
     | {"where", "cumsum", "cumprod", "silu"}
+    | {"asin", "acos", "atan", "asinh", "acosh", "atanh", "log1p", "log2", "log10", "exp2"}
+    | {"expm1", "sinc", "softsign", "isnan", "isinf", "isfinite", "positive", "zero_"}
+    | {"logical_not", "logical_and", "logical_or", "logical_xor", "logaddexp"}
+    | {"lerp", "addcmul", "addcdiv"}
 )
 # Rows whose complex inputs give real results (|z| and arg z).
 REAL_RESULT = frozenset({"abs", "angle"})
