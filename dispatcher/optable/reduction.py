@@ -94,13 +94,14 @@ def _std(x, dim=None, correction=1, keepdim=False):
 
 def _logsumexp(x, dim, keepdim=False):
     dims = run.reduced_dims(dim, x.ndim, "logsumexp")
-    if x.dtype.category != ember.float32.category:
+    if x.dtype.category != ember.float32.category and not x.is_complex():
         x = x.to(ember.get_default_dtype())
     if x.dtype in _HALF:
         return _logsumexp(x.to(ember.float32), dim, keepdim).to(x.dtype)
     if not _count(x, dims):  # no maximum to subtract; the sum of nothing is 0, its log -inf
         return ember.log(ember.sum(ember.exp(x), dims, keepdim))
-    peak = ember.amax(x, dims, keepdim=True).detach()
+    # complex: the largest real part is the shift (the imaginary parts only turn the terms)
+    peak = ember.amax(ember.real(x) if x.is_complex() else x, dims, keepdim=True).detach()
     peak = ember.where(ember.isinf(peak), ember.zeros_like(peak), peak)
     total = ember.log(ember.sum(ember.exp(x - peak), dims, keepdim=True)) + peak
     return total if keepdim else total.squeeze(dims) if dims else total

@@ -69,15 +69,10 @@ COMPLEX_XFAILS = {
     "cholesky": "16/16 samples: no complex128 kernel: linalg_cholesky_ex",
     "cholesky_inverse": "12/12 samples: no complex128 kernel: linalg_solve_triangular",
     "cholesky_solve": "12/12 samples: no complex128 kernel: linalg_solve_triangular",
-    "corrcoef": "4/4 samples: wrong result dtype: float32 where PyTorch gives complex128",
-    "cov": "40/40 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "cross": "3/3 samples: RuntimeError: linalg.cross: not implemented for ComplexDouble tensors",
     "geqrf": "36/36 samples: no complex128 kernel: geqrf",
-    "gradient": "8/8 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "linspace": "21/62 samples: no complex128 kernel: linspace",
     "linspace.tensor_overload": "61/182 samples: no complex128 kernel: linspace",
-    "logspace": "105/401 samples: wrong values",
-    "logspace.tensor_overload": "315/1201 samples: wrong values",
     "lu": "30/30 samples: no complex128 kernel: linalg_lu_factor_ex",
     "lu_solve": "27/27 samples: no complex128 kernel: linalg_lu_solve",
     "masked_scatter": "4/4 samples: no complex128 kernel: index_select",
@@ -129,7 +124,6 @@ COMPLEX_XFAILS = {
     "scatter_add": "7/7 samples: no complex128 kernel: scatter_add",
     "renorm": "4/4 samples: renorm refuses complex128",
     "take_along_dim": "5/5 samples: no complex128 kernel: gather",
-    "logsumexp": "15/15 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "inner": "2/2 samples: inner refuses complex128",
     "tensordot": "3/3 samples: RuntimeError: tensordot: not implemented for ComplexDouble tensors",
     "logcumsumexp": "6/6 samples: logcumsumexp refuses complex128",
@@ -215,12 +209,9 @@ COMPLEX_XFAILS = {
     "linalg.svdvals": "36/36 samples: no complex128 kernel: _linalg_svd",
     "linalg.tensorinv": "2/2 samples: no complex128 kernel: linalg_lu_factor_ex",
     "linalg.tensorsolve": "4/4 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "masked.var": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
-    "masked.std": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "masked.normalize": (
         "30/30 samples: RuntimeError: linalg.vector_norm: Expected a floating point or complex"
     ),
-    "masked.logsumexp": "75/75 samples: wrong values",
 }
 
 
