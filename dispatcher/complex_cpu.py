@@ -175,6 +175,24 @@ def _nary(fn):
     return kernel
 
 
+def _truth(fn):
+    """all/any of complex numbers: over their truth values (either part nonzero)."""
+
+    def reduce(x, **kw):
+        return fn(_nonzero(x), **kw)
+
+    return reduce
+
+
+def _linspace(out, start, end):
+    # PyTorch's symmetric formula: the first half counts from start, the rest from end
+    target = host_array(out)
+    steps = target.shape[0]
+    i = np.arange(steps)
+    step = (end - start) / (steps - 1)
+    target[...] = np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+
+
 def _reduce(fn):
     def kernel(out, x, dims):
         fn(host_array(x), axis=tuple(dims), keepdims=True, out=host_array(out))
@@ -223,18 +241,22 @@ def _polar(out, magnitude, angle):
 
 def kernels() -> dict:
     """``{op name: {dtype name: kernel}}`` of every complex CPU kernel (gemm's included)."""
-    from . import complex_gemm, lapack_geev
+    from . import complex_gemm, complex_index, lapack_geev
 
     table = {name: _unary(fn) for name, fn in UNARY.items()}
     table.update({name: _binary(fn) for name, fn in BINARY.items()})
     table.update({name: _nary(fn) for name, fn in NARY.items()})
     table["sum"] = _reduce(np.sum)
     table["prod"] = _reduce(np.prod)
+    table["all"] = _reduce(_truth(np.all))
+    table["any"] = _reduce(_truth(np.any))
+    table["linspace"] = _linspace
     table["cumsum"] = _scan(np.cumsum)
     table["cumprod"] = _scan(np.cumprod)
     table["where"] = _where
     table["copy_"] = _copy
     table["fill_"] = _fill
+    table.update(complex_index.KERNELS)
     table["mm"] = complex_gemm.mm
     table["bmm"] = complex_gemm.bmm
     return {name: dict.fromkeys(COMPLEX_NAMES, fn) for name, fn in table.items()} | {

@@ -34,6 +34,8 @@ WIDEN = frozenset(
     | {"expm1", "sinc", "softsign", "isnan", "isinf", "isfinite", "positive", "zero_"}
     | {"logical_not", "logical_and", "logical_or", "logical_xor", "logaddexp"}
     | {"lerp", "addcmul", "addcdiv"}
+    | {"gather", "scatter", "scatter_add", "index_select", "index_add", "take", "put_"}
+    | {"nonzero", "count_nonzero", "all", "any", "linspace", "uniform_"}
 )
 # Rows whose complex inputs give real results (|z| and arg z).
 REAL_RESULT = frozenset({"abs", "angle"})
