@@ -244,7 +244,7 @@ def _add_scaled(c, product, beta, alpha):
     inputs combine with logical and/or, since PyTorch computes bool products that way."""
     if product.dtype is ember.bool:
         return (c & bool(beta)) | (product & bool(alpha))
-    if not product.is_floating_point():  # PyTorch casts the scalars to the integer dtype
+    if not (product.is_floating_point() or product.is_complex()):  # integers: int scalars
         alpha, beta = int(alpha), int(beta)
     if alpha != 1:
         product = product * alpha

@@ -152,7 +152,8 @@ def _dist(x, other, p=2):
     # the inf norm of an empty tensor; -inf included.
     if isinstance(p, str) or not isinstance(p, numbers.Number):  # PyTorch's argument parser
         raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {type(p).__name__}")
-    return OPS["linalg_vector_norm"](x - other, p)
+    diff = x - other
+    return OPS["linalg_vector_norm"](ember.abs(diff) if diff.is_complex() else diff, p)
 
 
 def _np_dist(x, other, p=2):

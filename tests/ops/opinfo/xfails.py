@@ -54,7 +54,6 @@ def reason(record: str, device: str) -> str | None:
 COMPLEX_XFAILS = {
     "angle@xpu": "20/20 samples: angle calls isnan, which refuses complex128 off the CPU",
     "angle@ref": "20/20 samples: angle calls isnan, which refuses complex128 off the CPU",
-    "abs": "1/1 samples: in-place: PyTorch raised RuntimeError: In-place abs is not supported f",
     "addmm": "6/6 samples: addmm refuses complex128",
     "addmm.decomposed": "6/6 samples: addmm refuses complex128",
     "addmv": "6/6 samples: addmv refuses complex128",
@@ -63,7 +62,6 @@ COMPLEX_XFAILS = {
     "dot": "2/2 samples: dot refuses complex128",
     "vdot": "2/2 samples: vdot refuses complex128",
     "mv": "1/1 samples: mv refuses complex128",
-    "addr": "2/4 samples: TypeError: int() argument must be a string, a bytes-like object or a r",
     "cholesky": "16/16 samples: no complex128 kernel: linalg_cholesky_ex",
     "cholesky_inverse": "12/12 samples: no complex128 kernel: linalg_solve_triangular",
     "cholesky_solve": "12/12 samples: no complex128 kernel: linalg_solve_triangular",
@@ -72,11 +70,6 @@ COMPLEX_XFAILS = {
     "lu": "30/30 samples: no complex128 kernel: linalg_lu_factor_ex",
     "lu_solve": "27/27 samples: no complex128 kernel: linalg_lu_solve",
     "matrix_exp": "2/2 samples: KeyError: ember.complex128",
-    "var_mean": "17/17 samples: var refuses complex128",
-    "var_mean.unbiased": "4/4 samples: var refuses complex128",
-    "std_mean": "17/17 samples: std refuses complex128",
-    "std_mean.unbiased": "4/4 samples: std refuses complex128",
-    "nn.functional.normalize": "8/8 samples: norm refuses complex128",
     "nn.functional.conv_transpose1d": "10/10 samples: col2im refuses complex128",
     "nn.functional.conv_transpose2d": "12/12 samples: conv_transpose2d refuses complex128",
     "nn.functional.conv_transpose3d": "10/10 samples: col2im refuses complex128",
@@ -85,9 +78,6 @@ COMPLEX_XFAILS = {
     "nn.functional.conv3d": "20/20 samples: im2col refuses complex128",
     "nn.functional.unfold": "163/163 samples: unfold refuses complex128",
     "nn.functional.linear": "18/18 samples: linear refuses complex128",
-    "nn.functional.triplet_margin_loss": "7/7 samples: norm refuses complex128",
-    "nn.functional.triplet_margin_with_distance_loss": "7/7 samples: norm refuses complex128",
-    "dist": "50/50 samples: dist refuses complex128",
     "ormqr": (
         "144/144 samples: NotImplementedError: \"ormqr_cpu\" not implemented for 'ComplexDouble'"
     ),
@@ -100,21 +90,10 @@ COMPLEX_XFAILS = {
     "pinverse": (
         "8/8 samples: RuntimeError: linalg.pinv(ComplexDouble{[5, 5]}): expected a tensor wi"
     ),
-    "renorm": "4/4 samples: renorm refuses complex128",
     "inner": "2/2 samples: inner refuses complex128",
     "tensordot": "3/3 samples: RuntimeError: tensordot: not implemented for ComplexDouble tensors",
-    "logcumsumexp": "6/6 samples: logcumsumexp refuses complex128",
-    "nn.functional.l1_loss": "7/8 samples: l1_loss refuses complex128",
     "logdet": "9/9 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "norm": "42/42 samples: norm refuses complex128",
     "norm.nuc": "2/2 samples: norm refuses complex128",
-    "norm.fro": "3/3 samples: norm refuses complex128",
-    "norm.inf": "4/4 samples: norm refuses complex128",
-    "std": "17/17 samples: std refuses complex128",
-    "std.unbiased": "4/4 samples: std refuses complex128",
-    "var": "17/17 samples: var refuses complex128",
-    "var.unbiased": "4/4 samples: var refuses complex128",
-    "nn.functional.pairwise_distance": "7/7 samples: norm refuses complex128",
     "linalg.cross": (
         "3/3 samples: RuntimeError: linalg.cross: not implemented for ComplexDouble tensors"
     ),
