@@ -70,14 +70,6 @@ COMPLEX_XFAILS = {
     "lu": "30/30 samples: no complex128 kernel: linalg_lu_factor_ex",
     "lu_solve": "27/27 samples: no complex128 kernel: linalg_lu_solve",
     "matrix_exp": "2/2 samples: KeyError: ember.complex128",
-    "nn.functional.conv_transpose1d": "10/10 samples: col2im refuses complex128",
-    "nn.functional.conv_transpose2d": "12/12 samples: conv_transpose2d refuses complex128",
-    "nn.functional.conv_transpose3d": "10/10 samples: col2im refuses complex128",
-    "nn.functional.conv1d": "10/10 samples: conv1d refuses complex128",
-    "nn.functional.conv2d": "30/30 samples: conv2d refuses complex128",
-    "nn.functional.conv3d": "20/20 samples: im2col refuses complex128",
-    "nn.functional.unfold": "163/163 samples: unfold refuses complex128",
-    "nn.functional.linear": "18/18 samples: linear refuses complex128",
     "ormqr": (
         "144/144 samples: NotImplementedError: \"ormqr_cpu\" not implemented for 'ComplexDouble'"
     ),
