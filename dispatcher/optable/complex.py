@@ -35,7 +35,7 @@ WIDEN = frozenset(
     | {"logical_not", "logical_and", "logical_or", "logical_xor", "logaddexp"}
     | {"lerp", "addcmul", "addcdiv"}
     | {"gather", "scatter", "scatter_add", "index_select", "index_add", "take", "put_"}
-    | {"nonzero", "count_nonzero", "all", "any", "linspace", "uniform_"}
+    | {"nonzero", "count_nonzero", "all", "any", "linspace"}
     | {"linear", "conv1d", "conv2d", "conv_transpose2d", "im2col", "col2im", "unfold"}
     | {"var", "std", "var_mean", "std_mean", "norm", "dist", "renorm", "logcumsumexp", "l1_loss"}
 )
