@@ -40,10 +40,6 @@ def _sinc(x, out):
     out[...] = np.sinc(x)
 
 
-def _softsign(x, out):
-    np.divide(x, 1 + np.abs(x), out=out)
-
-
 def _nonzero(x):
     # a complex number is "true" when either part is nonzero (PyTorch's and numpy's rule)
     return x != 0
@@ -144,7 +140,6 @@ UNARY = {
     "exp2": np.exp2,
     "expm1": np.expm1,
     "sinc": _sinc,
-    "softsign": _softsign,
     "isnan": np.isnan,
     "isinf": np.isinf,
     "isfinite": np.isfinite,

@@ -31,7 +31,7 @@ WIDEN = frozenset(
     | {"sum", "prod", "mean", "mm", "bmm", "matmul", "copy_", "fill_", "clone", "contiguous"}
     | {"where", "cumsum", "cumprod", "silu"}
     | {"asin", "acos", "atan", "asinh", "acosh", "atanh", "log1p", "log2", "log10", "exp2"}
-    | {"expm1", "sinc", "softsign", "isnan", "isinf", "isfinite", "positive", "zero_"}
+    | {"expm1", "sinc", "isnan", "isinf", "isfinite", "positive", "zero_"}
     | {"logical_not", "logical_and", "logical_or", "logical_xor", "logaddexp"}
     | {"lerp", "addcmul", "addcdiv"}
     | {"gather", "scatter", "scatter_add", "index_select", "index_add", "take", "put_"}
