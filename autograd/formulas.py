@@ -685,7 +685,8 @@ FORMULAS = {
     "cosh": _unary(lambda ctx, g: g * E.sinh(ctx.input)),
     "tanh": _unary(lambda ctx, g: g * (1 - ctx.result * ctx.result), "result"),
     "asinh": _unary(lambda ctx, g: g / E.sqrt(ctx.input * ctx.input + 1)),
-    "acosh": _unary(lambda ctx, g: g / E.sqrt(ctx.input * ctx.input - 1)),
+    # sqrt(x - 1) sqrt(x + 1), PyTorch's: sqrt(x^2 - 1) takes the other branch for some complex x
+    "acosh": _unary(lambda ctx, g: g / (E.sqrt(ctx.input - 1) * E.sqrt(ctx.input + 1))),
     "atanh": _unary(lambda ctx, g: g / (1 - ctx.input * ctx.input)),
     "sigmoid": _unary(lambda ctx, g: g * ctx.result * (1 - ctx.result), "result"),
     "logsigmoid": _unary(lambda ctx, g: g * E.sigmoid(-ctx.input)),

@@ -35,6 +35,55 @@ def _rsqrt(x, out):
     np.divide(1, np.sqrt(x), out=out)
 
 
+def _sinc(x, out):
+    # sin(pi x) / (pi x), 1 at 0 (numpy's sinc takes complex arguments)
+    out[...] = np.sinc(x)
+
+
+def _nonzero(x):
+    # a complex number is "true" when either part is nonzero (PyTorch's and numpy's rule)
+    return x != 0
+
+
+def _logical_not(x, out):
+    np.logical_not(_nonzero(x), out=out)
+
+
+def _logical(fn):
+    def logical(a, b, out):
+        fn(_nonzero(a), _nonzero(b), out=out)
+
+    return logical
+
+
+def _logaddexp(a, b, out):
+    # PyTorch's complex helper: ordered by real part, max + log1p(exp(min - max)); equal infinite
+    # real parts take log(exp(a) + exp(b)) directly (the difference would be NaN)
+    a, b = np.broadcast_arrays(a, b)
+    swap = a.real < b.real
+    low, high = np.where(swap, a, b), np.where(swap, b, a)
+    with np.errstate(invalid="ignore", over="ignore"):
+        stable = high + np.log1p(np.exp(low - high))
+        infinite = ~np.isfinite(low.real) & (low.real == high.real)
+        out[...] = np.where(infinite, np.log(np.exp(low) + np.exp(high)), stable)
+
+
+def _lerp(a, b, weight, out):
+    # PyTorch's two-sided form, exact at both ends: from start below |w| 0.5, from end above
+    difference = b - a
+    out[...] = np.where(
+        np.abs(weight) < 0.5, a + weight * difference, b - difference * (1 - weight)
+    )
+
+
+def _addcmul(a, b, c, value=1, out=None):
+    out[...] = a + value * b * c
+
+
+def _addcdiv(a, b, c, value=1, out=None):
+    out[...] = a + value * (b / c)
+
+
 def _angle(x, out):
     out[...] = np.angle(x)
 
@@ -46,11 +95,14 @@ def _unary(fn):
     return kernel
 
 
+def _host(value):
+    """A tensor's numpy array; Python scalars stay scalars."""
+    return value if isinstance(value, (bool, int, float, complex)) else host_array(value)
+
+
 def _binary(fn):
     def kernel(out, a, b):
-        a = host_array(a) if not isinstance(a, (bool, int, float, complex)) else a
-        b = host_array(b) if not isinstance(b, (bool, int, float, complex)) else b
-        fn(a, b, out=host_array(out))
+        fn(_host(a), _host(b), out=host_array(out))
 
     return kernel
 
@@ -75,6 +127,23 @@ UNARY = {
     "angle": _angle,
     "sgn": _sgn,
     "conj_physical": np.conjugate,
+    # numpy's branch cuts for the inverse functions are PyTorch's (C99's)
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "log1p": np.log1p,
+    "log2": np.log2,
+    "log10": np.log10,
+    "exp2": np.exp2,
+    "expm1": np.expm1,
+    "sinc": _sinc,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "isfinite": np.isfinite,
+    "logical_not": _logical_not,
 }
 BINARY = {
     "add": np.add,
@@ -84,7 +153,39 @@ BINARY = {
     "pow": np.power,
     "eq": np.equal,
     "ne": np.not_equal,
+    "logaddexp": _logaddexp,
+    "logical_and": _logical(np.logical_and),
+    "logical_or": _logical(np.logical_or),
+    "logical_xor": _logical(np.logical_xor),
 }
+
+
+NARY = {"lerp": _lerp, "addcmul": _addcmul, "addcdiv": _addcdiv}
+
+
+def _nary(fn):
+    def kernel(out, *args):
+        fn(*(_host(v) for v in args), out=host_array(out))
+
+    return kernel
+
+
+def _truth(fn):
+    """all/any of complex numbers: over their truth values (either part nonzero)."""
+
+    def reduce(x, **kw):
+        return fn(_nonzero(x), **kw)
+
+    return reduce
+
+
+def _linspace(out, start, end):
+    # PyTorch's symmetric formula: the first half counts from start, the rest from end
+    target = host_array(out)
+    steps = target.shape[0]
+    i = np.arange(steps)
+    step = (end - start) / (steps - 1)
+    target[...] = np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
 
 
 def _reduce(fn):
@@ -135,17 +236,22 @@ def _polar(out, magnitude, angle):
 
 def kernels() -> dict:
     """``{op name: {dtype name: kernel}}`` of every complex CPU kernel (gemm's included)."""
-    from . import complex_gemm, lapack_geev
+    from . import complex_gemm, complex_index, lapack_geev
 
     table = {name: _unary(fn) for name, fn in UNARY.items()}
     table.update({name: _binary(fn) for name, fn in BINARY.items()})
+    table.update({name: _nary(fn) for name, fn in NARY.items()})
     table["sum"] = _reduce(np.sum)
     table["prod"] = _reduce(np.prod)
+    table["all"] = _reduce(_truth(np.all))
+    table["any"] = _reduce(_truth(np.any))
+    table["linspace"] = _linspace
     table["cumsum"] = _scan(np.cumsum)
     table["cumprod"] = _scan(np.cumprod)
     table["where"] = _where
     table["copy_"] = _copy
     table["fill_"] = _fill
+    table.update(complex_index.KERNELS)
     table["mm"] = complex_gemm.mm
     table["bmm"] = complex_gemm.bmm
     return {name: dict.fromkeys(COMPLEX_NAMES, fn) for name, fn in table.items()} | {

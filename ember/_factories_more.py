@@ -118,12 +118,15 @@ def empty_permuted(
 
 def _logspace_values(start: float, end: float, steps: int, base: float, device):
     """PyTorch's CPU kernel: base ** (start + step * i) for the first half and
-    base ** (end - step * (steps - 1 - i)) for the rest (exact ends), in float64."""
-    i = arange(steps, dtype=dt.float64, device=device)
+    base ** (end - step * (steps - 1 - i)) for the rest (exact ends), in float64 (complex128
+    for complex ends)."""
+    wide = dt.complex128 if isinstance(start, complex) else dt.float64
+    index = arange(steps, dtype=dt.float64, device=device)
+    i = index.to(wide)
     if steps == 1:
-        return full((1,), float(base) ** start, dtype=dt.float64, device=device)
+        return full((1,), float(base) ** start, dtype=wide, device=device)
     step = (end - start) / (steps - 1)
-    exponent = OPS["where"](i < steps // 2, start + step * i, end - step * (steps - 1 - i))
+    exponent = OPS["where"](index < steps // 2, start + step * i, end - step * (steps - 1 - i))
     return OPS["pow"](float(base), exponent)
 
 
@@ -134,6 +137,8 @@ def _endpoint(value, dtype) -> float:
         value = value.item()
     if dtype.is_floating_point:
         return float(dtype.np.type(value))
+    if dtype.is_complex:
+        return complex(value)
     return float(math.trunc(value)) if dtype is not dt.bool_ else float(bool(value))
 
 

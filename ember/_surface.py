@@ -64,10 +64,14 @@ def _inplace_keep_dtype(name: str):
 
 
 def float_power_(self, exponent):
-    if self.dtype is not dt.float64:
+    exponent_complex = (
+        exponent.dtype.is_complex if hasattr(exponent, "dtype") else isinstance(exponent, complex)
+    )
+    want = dt.complex128 if self.dtype.is_complex or exponent_complex else dt.float64
+    if self.dtype is not want:
         raise RuntimeError(
             f"the base given to float_power_ has dtype {dt.SCALAR_NAMES[self.dtype]} but the "
-            "operation's result requires dtype Double"
+            f"operation's result requires dtype {dt.SCALAR_NAMES[want]}"
         )
     return write_back("float_power_", self, _ember().float_power(self, exponent))
 

@@ -325,6 +325,8 @@ def inplace(op, target, *args):
         check(*operands, *params)
     if base.info.get("limits"):
         operands = tuple(_fill_limits(base, list(operands), compute))
+    if result is not compute and "complex_to_real" in base.info:  # |z| would fit z's dtype
+        raise RuntimeError(f"In-place {base.name} is not supported for complex tensors.")
     if not can_cast(result, target._dtype):
         raise RuntimeError(
             f"{op.name}: result type {dt.SCALAR_NAMES[result]} can't be cast to the desired "

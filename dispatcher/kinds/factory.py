@@ -123,6 +123,11 @@ def _random_fill(op, x, a, b, generator, wide=False):
 
 
 def uniform_(op, x, low=0.0, high=1.0, generator=None):
+    if x._dtype.is_complex:  # PyTorch's complex uniform_: each part from [low, high)
+        from .complex import view_as_real
+
+        uniform_(op, view_as_real(None, x), low, high, generator)
+        return x
     if x._dtype.category != dt.FLOATING:
         raise RuntimeError(f'"uniform_" not implemented for {x._dtype.name}')
     if low > high:

@@ -30,6 +30,14 @@ WIDEN = frozenset(
     | {"sinh", "cosh", "tanh", "sigmoid", "abs", "add", "sub", "mul", "div", "pow", "eq", "ne"}
     | {"sum", "prod", "mean", "mm", "bmm", "matmul", "copy_", "fill_", "clone", "contiguous"}
     | {"where", "cumsum", "cumprod", "silu"}
+    | {"asin", "acos", "atan", "asinh", "acosh", "atanh", "log1p", "log2", "log10", "exp2"}
+    | {"expm1", "sinc", "isnan", "isinf", "isfinite", "positive", "zero_"}
+    | {"logical_not", "logical_and", "logical_or", "logical_xor", "logaddexp"}
+    | {"lerp", "addcmul", "addcdiv"}
+    | {"gather", "scatter", "scatter_add", "index_select", "index_add", "take", "put_"}
+    | {"nonzero", "count_nonzero", "all", "any", "linspace"}
+    | {"linear", "conv1d", "conv2d", "conv_transpose2d", "im2col", "col2im", "unfold"}
+    | {"var", "std", "var_mean", "std_mean", "norm", "dist", "renorm", "logcumsumexp", "l1_loss"}
 )
 # Rows whose complex inputs give real results (|z| and arg z).
 REAL_RESULT = frozenset({"abs", "angle"})

@@ -79,6 +79,10 @@ def _mean(x, dim=None, keepdim=False, dtype=None):
 def _var(x, dim=None, correction=1, keepdim=False):
     if x.dtype in _HALF:
         return _var(x.to(ember.float32), dim, correction, keepdim).to(x.dtype)
+    if x.is_complex():  # PyTorch's: the parts' variances add up (a real result)
+        return _var(ember.real(x), dim, correction, keepdim) + _var(
+            ember.imag(x), dim, correction, keepdim
+        )
     dims = run.reduced_dims(dim, x.ndim, "var")
     n = _count(x, dims)
     correction = 1 if correction is None else correction
@@ -94,13 +98,14 @@ def _std(x, dim=None, correction=1, keepdim=False):
 
 def _logsumexp(x, dim, keepdim=False):
     dims = run.reduced_dims(dim, x.ndim, "logsumexp")
-    if x.dtype.category != ember.float32.category:
+    if x.dtype.category != ember.float32.category and not x.is_complex():
         x = x.to(ember.get_default_dtype())
     if x.dtype in _HALF:
         return _logsumexp(x.to(ember.float32), dim, keepdim).to(x.dtype)
     if not _count(x, dims):  # no maximum to subtract; the sum of nothing is 0, its log -inf
         return ember.log(ember.sum(ember.exp(x), dims, keepdim))
-    peak = ember.amax(x, dims, keepdim=True).detach()
+    # complex: the largest real part is the shift (the imaginary parts only turn the terms)
+    peak = ember.amax(ember.real(x) if x.is_complex() else x, dims, keepdim=True).detach()
     peak = ember.where(ember.isinf(peak), ember.zeros_like(peak), peak)
     total = ember.log(ember.sum(ember.exp(x - peak), dims, keepdim=True)) + peak
     return total if keepdim else total.squeeze(dims) if dims else total
@@ -113,6 +118,8 @@ def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
         return OPS["linalg_matrix_norm"](x, p, dims, keepdim, dtype)
     if dtype is not None:
         x = x.to(dtype)
+    if x.is_complex():  # a vector norm of complex numbers is the norm of their magnitudes
+        return _norm(ember.abs(x), p, dim, keepdim)
     if x.dtype.category != ember.float32.category:
         raise RuntimeError(f"norm(): input dtype should be floating point, got {x.dtype.name}")
     if x.dtype in _HALF:

@@ -120,7 +120,7 @@ def _gradient(x, spacing=None, dim=None, edge_order=1):
         steps = [step.item() if isinstance(step, Tensor) else step] * len(dims)
     else:
         steps = list(spacing)
-    if not x.is_floating_point():
+    if not (x.is_floating_point() or x.is_complex()):
         x = x.to(ember.get_default_dtype())
     return tuple(
         _coordinates(x, d, s, edge_order)

@@ -74,18 +74,27 @@ def _clamp_max(x, max):
     return ember.clamp(x, None, max)
 
 
+def _is_complex(v) -> bool:
+    return v.dtype.is_complex if isinstance(v, ember.Tensor) else isinstance(v, complex)
+
+
 def _float_power(x, exponent):
+    # double precision throughout: complex128 when either side is complex, float64 otherwise
+    dtype = ember.complex128 if _is_complex(x) or _is_complex(exponent) else ember.float64
+    scalar = complex if dtype is ember.complex128 else float
+
     def wide(v):
-        return v.to(ember.float64) if isinstance(v, ember.Tensor) else float(v)
+        return v.to(dtype) if isinstance(v, ember.Tensor) else scalar(v)
 
     base = wide(x)
     if not isinstance(base, ember.Tensor):
-        base = ember.tensor(base, dtype=ember.float64, device=exponent.device)
+        base = ember.tensor(base, dtype=dtype, device=exponent.device)
     return ember.pow(base, wide(exponent))
 
 
 def _np_float_power(x, exponent):
-    return np.power(np.asarray(x, np.float64), np.asarray(exponent, np.float64))
+    wide = np.complex128 if np.iscomplexobj(x) or np.iscomplexobj(exponent) else np.float64
+    return np.power(np.asarray(x, wide), np.asarray(exponent, wide))
 
 
 def _heaviside(x, values):
@@ -129,13 +138,14 @@ def _lcm(a, b):
 
 def _ldexp(x, exponent):
     dtype = ember.result_type(x, exponent)
-    if not dtype.is_floating_point:
+    if not (dtype.is_floating_point or dtype.is_complex):
         dtype = ember.get_default_dtype()
     return ember.mul(x, ember.exp2(_as_tensor_like(exponent, x).to(dtype)))
 
 
 def _np_ldexp(x, exponent):
-    return np.asarray(x, np.float64) * np.power(2.0, np.asarray(exponent, np.float64))
+    wide = np.complex128 if np.iscomplexobj(x) or np.iscomplexobj(exponent) else np.float64
+    return np.asarray(x, wide) * np.power(2.0, np.asarray(exponent, wide))
 
 
 def _logaddexp2(a, b):
@@ -234,7 +244,7 @@ def _add_scaled(c, product, beta, alpha):
     inputs combine with logical and/or, since PyTorch computes bool products that way."""
     if product.dtype is ember.bool:
         return (c & bool(beta)) | (product & bool(alpha))
-    if not product.is_floating_point():  # PyTorch casts the scalars to the integer dtype
+    if not (product.is_floating_point() or product.is_complex()):  # integers: int scalars
         alpha, beta = int(alpha), int(beta)
     if alpha != 1:
         product = product * alpha
@@ -326,7 +336,7 @@ ROWS = [
             message="the output given to {name} has dtype {got} but the operation's result "
             "requires dtype {want}",
         ),
-        notes="computes and returns float64 whatever the inputs",
+        notes="computes and returns float64 (complex128 for complex inputs) whatever the inputs",
     ),
     _elementwise(
         "heaviside(Tensor input, Tensor values) -> Tensor",

@@ -215,7 +215,8 @@ def _renorm(x, p, dim, maxnorm):
     others = [d for d in range(x.ndim) if d != dim]
     # half and bfloat16 norms accumulate in float32, as PyTorch's
     wide = ember.float32 if x.dtype in (ember.float16, ember.bfloat16) else None
-    norm = ember.linalg.vector_norm(x, float(p), others, True, dtype=wide)
+    magnitude = ember.abs(x) if x.is_complex() else x
+    norm = ember.linalg.vector_norm(magnitude, float(p), others, True, dtype=wide)
     factor = ember.where(norm > maxnorm, maxnorm / (norm + 1e-7), ember.ones_like(norm))
     return x * factor.to(x.dtype)
 

@@ -295,10 +295,21 @@ def _logcumsumexp(x, dim):
     if x.ndim == 0:
         return x.clone()
     n = x.shape[dim]
+    if x.is_complex() and n > 1:
+        return _complex_logcumsumexp(x, dim, n)
     for step in _shifted_steps(n):
         combined = ember.logaddexp(x.narrow(dim, 0, n - step), x.narrow(dim, step, n - step))
         x = ember.cat([x.narrow(dim, 0, step), combined], dim)
     return x if n > 1 else x.clone()
+
+
+def _complex_logcumsumexp(x, dim, n):
+    """Complex inputs: PyTorch's running sum, one logaddexp per step. The imaginary part of a
+    complex log is only defined up to 2 pi; the log-depth scan would pick other branches."""
+    running = [x.select(dim, 0)]
+    for i in range(1, n):
+        running.append(ember.logaddexp(running[-1], x.select(dim, i)))
+    return ember.stack(running, dim)
 
 
 def _np_logcumsumexp(x, dim):

@@ -42,7 +42,7 @@ def _cov(x, correction=1, fweights=None, aweights=None):
             f"{x.ndim} dimensions"
         )
     x = x.reshape(1, -1) if x.ndim < 2 else x
-    if not x.is_floating_point():
+    if not (x.is_floating_point() or x.is_complex()):
         x = x.to(ember.get_default_dtype())
     observations = x.shape[1]
     w = None
@@ -53,7 +53,8 @@ def _cov(x, correction=1, fweights=None, aweights=None):
         _check_weights("aweights", aweights, observations, integral=False)
         w = aweights if w is None else w * aweights
     if w is None:
-        w_sum = ember.full((), observations, dtype=x.dtype, device=x.device)
+        real = x.dtype.to_real() if x.is_complex() else x.dtype  # the normaliser is real
+        w_sum = ember.full((), observations, dtype=real, device=x.device)
         average = x.mean(1)
     else:  # in the weights' own dtype, as PyTorch's (float32 weights round its normaliser)
         w_sum = w.sum()
@@ -65,11 +66,18 @@ def _cov(x, correction=1, fweights=None, aweights=None):
     norm = ember.clamp(norm, 0, None)
     centred = x - average.unsqueeze(1)
     weighted = centred if w is None else centred * w
-    return (ember.mm(weighted, centred.t()) / norm).squeeze()
+    return (ember.mm(weighted, centred.t().conj()) / norm).squeeze()
+
+
+def _np_wide(x):
+    """numpy's dtype for the statistics of ``x``: complex and double kept, the rest float32."""
+    if x.dtype.kind == "c":
+        return x.dtype
+    return np.float64 if x.dtype.kind == "f" and x.itemsize == 8 else np.float32
 
 
 def _np_cov(x, correction=1, fweights=None, aweights=None):
-    x = np.asarray(x, np.float64 if x.dtype.kind == "f" and x.itemsize == 8 else np.float32)
+    x = np.asarray(x, _np_wide(x))
     with np.errstate(all="ignore"):
         found = np.cov(x, ddof=correction, fweights=fweights, aweights=aweights)
     return np.asarray(found, x.dtype)
@@ -80,14 +88,16 @@ def _corrcoef(x):
     if c.ndim == 0:
         return c / c
     d = ember.diag(c)
-    stddev = ember.sqrt(d)
+    stddev = ember.sqrt(ember.real(d) if d.is_complex() else d)
     c = c / stddev.unsqueeze(1)
     c = c / stddev.unsqueeze(0)
+    if c.is_complex():  # PyTorch clips each part
+        return ember.complex(ember.clamp(ember.real(c), -1, 1), ember.clamp(ember.imag(c), -1, 1))
     return ember.clamp(c, -1, 1)
 
 
 def _np_corrcoef(x):
-    dtype = np.float64 if x.dtype.kind == "f" and x.itemsize == 8 else np.float32
+    dtype = _np_wide(x)
     with np.errstate(all="ignore"):
         return np.asarray(np.corrcoef(np.asarray(x, dtype)), dtype)
 
@@ -153,7 +163,8 @@ def _dist(x, other, p=2):
     # the inf norm of an empty tensor; -inf included.
     if isinstance(p, str) or not isinstance(p, numbers.Number):  # PyTorch's argument parser
         raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {type(p).__name__}")
-    return OPS["linalg_vector_norm"](x - other, p)
+    diff = x - other
+    return OPS["linalg_vector_norm"](ember.abs(diff) if diff.is_complex() else diff, p)
 
 
 def _np_dist(x, other, p=2):

@@ -20,7 +20,10 @@ _IDENTITIES = {
     "prod": (1, 1),
     "amax": (-math.inf, "min"),
     "amin": (math.inf, "max"),
+    "logsumexp": (-math.inf, "min"),
 }
+# Reductions whose identity PyTorch also gives complex inputs (-inf + 0j)
+_COMPLEX_IDENTITIES = frozenset({"sum", "prod", "logsumexp"})
 
 
 def canonical_dim(dim, ndim: int) -> tuple:
@@ -59,7 +62,7 @@ def identity(reduction: str, input):
     """The value that leaves ``reduction`` unchanged, as a 0-d tensor of ``input``'s dtype."""
     dtype = input.dtype
     floating, integral = _IDENTITIES[reduction]
-    if dtype.is_floating_point:
+    if dtype.is_floating_point or (dtype.is_complex and reduction in _COMPLEX_IDENTITIES):
         value = floating
     elif not isinstance(integral, str):  # sum and prod: bool inputs too
         value = integral

@@ -90,7 +90,7 @@ def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     :func:`sum`); a fully masked-out slice gives -inf."""
     dtype = input.dtype if dtype is None else dtype
     dims = canonical_dim(dim, input.ndim)
-    return ember.logsumexp(fill("amax", input, mask), dims, keepdim=keepdim).to(dtype=dtype)
+    return ember.logsumexp(fill("logsumexp", input, mask), dims, keepdim=keepdim).to(dtype=dtype)
 
 
 def norm(input, ord=2.0, dim=None, *, keepdim=False, dtype=None, mask=None):

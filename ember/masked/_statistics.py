@@ -74,20 +74,25 @@ def _correction(unbiased, correction) -> float:
     return 0.0 if unbiased is False else 1.0
 
 
+def _inexact(dtype) -> bool:
+    return dtype.is_floating_point or dtype.is_complex
+
+
 def _std_var(input, dim, unbiased, correction, keepdim, dtype, mask, take_sqrt):
     correction = _correction(unbiased, correction)
     if dtype is None:
-        dtype = input.dtype if input.dtype.is_floating_point else ember.float32
-    compute = dtype if dtype.is_floating_point else ember.float32
+        dtype = input.dtype if _inexact(input.dtype) else ember.float32
+    compute = dtype if _inexact(dtype) else ember.float32
     mask = None if mask is None else input_mask(input, mask)
     count = _count(input, dim, True, mask)
     mean = ember.divide(_reductions.sum(input, dim, keepdim=True, dtype=dtype, mask=mask), count)
     x = ember.subtract(input, mean)
-    total = _reductions.sum(x * x, dim, keepdim=keepdim, dtype=compute, mask=mask)
+    total = _reductions.sum(x * x.conj(), dim, keepdim=keepdim, dtype=compute, mask=mask)
     if not keepdim:
         count = count.reshape(total.shape)
     if correction != 0:
-        count = ember.subtract(count.to(compute), correction)
+        real = compute.to_real() if compute.is_complex else compute  # counts are real
+        count = ember.subtract(count.to(real), correction)
         count = ember.maximum(count, count.new_zeros([]))
     output = ember.divide(total, count).to(dtype=dtype)
     return ember.sqrt(output) if take_sqrt else output

@@ -336,9 +336,9 @@ def conv_transpose3d(
 
 
 def _no_integers(name: str, x) -> None:
-    """PyTorch's unfold and fold take floating and bool tensors only; the im2col/col2im rows
-    also take integers, for the convolutions' exact integer path."""
-    if not x.dtype.is_floating_point and x.dtype is not ember.bool:
+    """PyTorch's unfold and fold take floating, complex and bool tensors only; the im2col/col2im
+    rows also take integers, for the convolutions' exact integer path."""
+    if not (x.dtype.is_floating_point or x.dtype.is_complex or x.dtype is ember.bool):
         raise NotImplementedError(
             f'"{name}" not implemented for {x.dtype.name} (supported: floating types and bool)'
         )

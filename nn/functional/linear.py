@@ -23,7 +23,12 @@ def _linear(input, weight, bias=None):
             f"(input shape {list(input.shape)})"
         )
     flat = input if input.ndim == 2 else input.reshape(-1, input.shape[-1])
-    out = OPS["mm"](flat, weight.t()) if bias is None else OPS["addmm"](bias, flat, weight.t())
+    if bias is None:
+        out = OPS["mm"](flat, weight.t())
+    elif flat.dtype.is_complex:  # complex addmm is the linalg rows' (not yet): the same sum
+        out = OPS["mm"](flat, weight.t()) + bias
+    else:
+        out = OPS["addmm"](bias, flat, weight.t())
     return out if input.ndim == 2 else out.view(*input.shape[:-1], weight.shape[0])
 
 
