@@ -135,7 +135,7 @@ def _polar(out, magnitude, angle):
 
 def kernels() -> dict:
     """``{op name: {dtype name: kernel}}`` of every complex CPU kernel (gemm's included)."""
-    from . import complex_gemm, lapack_geev
+    from . import complex_gemm, lapack_complex, lapack_geev
 
     table = {name: _unary(fn) for name, fn in UNARY.items()}
     table.update({name: _binary(fn) for name, fn in BINARY.items()})
@@ -148,6 +148,7 @@ def kernels() -> dict:
     table["fill_"] = _fill
     table["mm"] = complex_gemm.mm
     table["bmm"] = complex_gemm.bmm
+    table.update(lapack_complex.KERNELS)
     return {name: dict.fromkeys(COMPLEX_NAMES, fn) for name, fn in table.items()} | {
         # complex(real, imag) and polar(abs, angle) take float parts: keyed by the parts' dtype
         "complex": {"float32": _complex, "float64": _complex},

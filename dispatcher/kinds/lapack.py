@@ -77,10 +77,17 @@ def lu_solve(op, LU, pivots, B, left=True, adjoint=False):
     check_same(name, LU, B)
     if pivots._dtype is not dt.int32:
         raise RuntimeError(f"{name}: pivots must be an int32 tensor, got {pivots._dtype.name}")
+    if not left:
+        # X A = B  <=>  A^T X^T = B^T;  X A^H = B  <=>  A X^H = B^H (conj is a no-op when real)
+        if adjoint:
+            return lu_solve(op, LU, pivots, B.mH, True, False).mH
+        return _lu_solve_left(op, name, LU, pivots, B.mT, 1).mT
+    return _lu_solve_left(op, name, LU, pivots, B, 2 if adjoint else 0)
+
+
+def _lu_solve_left(op, name, LU, pivots, B, trans):
+    """getrs of op(A) X = B, op = N/T/C for trans 0/1/2."""
     n = LU._shape[-1]
-    if not left:  # X A = B  <=>  A^T X^T = B^T (real dtypes)
-        X = lu_solve(op, LU, pivots, B.mT, True, not adjoint)
-        return X.mT
     if B._shape[-2] != n:
         raise RuntimeError(
             f"{name}: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and "
@@ -91,7 +98,7 @@ def lu_solve(op, LU, pivots, B, left=True, adjoint=False):
     batch = broadcast_batch(name, LU, pivots, B, tails=(2, 1, 2))
     nrhs = B._shape[-1]
     x = column_major(B, batch)
-    _kernel(op, LU)(x, read_only(LU, batch), vector_batch(pivots, batch), 2 if adjoint else 0)
+    _kernel(op, LU)(x, read_only(LU, batch), vector_batch(pivots, batch), trans)
     return as_matrices(x, batch, n, nrhs)
 
 

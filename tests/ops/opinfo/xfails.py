@@ -68,9 +68,6 @@ COMPLEX_XFAILS = {
     "atan": "1/1 samples: atan refuses complex128",
     "atanh": "1/1 samples: atanh refuses complex128",
     "combinations": "18/18 samples: no complex128 kernel: index_select",
-    "cholesky": "16/16 samples: no complex128 kernel: linalg_cholesky_ex",
-    "cholesky_inverse": "12/12 samples: no complex128 kernel: linalg_solve_triangular",
-    "cholesky_solve": "12/12 samples: no complex128 kernel: linalg_solve_triangular",
     "positive": "1/1 samples: positive refuses complex128",
     "corrcoef": "4/4 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "cov": "40/40 samples: wrong result dtype: float32 where PyTorch gives complex128",
@@ -87,8 +84,6 @@ COMPLEX_XFAILS = {
     "ldexp": "8/9 samples: wrong values",
     "logaddexp": "9/9 samples: logaddexp refuses complex128",
     "logical_not": "3/3 samples: logical_not refuses complex128",
-    "lu": "30/30 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "lu_solve": "27/27 samples: no complex128 kernel: linalg_lu_solve",
     "masked_scatter": "4/4 samples: no complex128 kernel: index_select",
     "masked_select": "7/7 samples: no complex128 kernel: take",
     "matrix_exp": "2/2 samples: KeyError: ember.complex128",
@@ -122,7 +117,6 @@ COMPLEX_XFAILS = {
     "float_power": "9/9 samples: wrong result dtype: float64 where PyTorch gives complex128",
     "qr": "36/36 samples: no complex128 kernel: geqrf",
     "sinc": "3/3 samples: sinc refuses complex128",
-    "triangular_solve": "16/16 samples: no complex128 kernel: linalg_solve_triangular",
     "exp2": "3/3 samples: exp2 refuses complex128",
     "expm1": "1/1 samples: expm1 refuses complex128",
     "lerp": "22/22 samples: lerp refuses complex128",
@@ -174,9 +168,6 @@ COMPLEX_XFAILS = {
     "linalg.cross": (
         "3/3 samples: RuntimeError: linalg.cross: not implemented for ComplexDouble tensors"
     ),
-    "linalg.det": "9/9 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "linalg.cholesky": "16/16 samples: no complex128 kernel: linalg_cholesky_ex",
-    "linalg.cholesky_ex": "16/16 samples: no complex128 kernel: linalg_cholesky_ex",
     "linalg.vecdot": (
         "44/44 samples: RuntimeError: linalg.vecdot: Expected a floating point or complex tens"
     ),
@@ -213,15 +204,6 @@ COMPLEX_XFAILS = {
     "linalg.vector_norm": (
         "180/180 samples: RuntimeError: linalg.vector_norm: Expected a floating point or complex"
     ),
-    "linalg.lu_factor": "20/20 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "linalg.lu_factor_ex": "20/20 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "linalg.lu": "20/20 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "linalg.lu_solve": "108/108 samples: no complex128 kernel: linalg_lu_solve",
-    "linalg.inv": "8/8 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "linalg.inv_ex": "8/8 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "linalg.solve": "24/24 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "linalg.solve_ex": "24/24 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "linalg.solve_triangular": "144/144 samples: no complex128 kernel: linalg_solve_triangular",
     "linalg.matrix_rank": "72/72 samples: no complex128 kernel: _linalg_svd",
     "linalg.matrix_rank.hermitian": "8/8 samples: no complex128 kernel: _linalg_eigh",
     "linalg.pinv": (
@@ -235,8 +217,6 @@ COMPLEX_XFAILS = {
     ),
     "linalg.svd": "216/216 samples: wrong result dtype: complex128 where PyTorch gives float64",
     "linalg.svdvals": "36/36 samples: no complex128 kernel: _linalg_svd",
-    "linalg.tensorinv": "2/2 samples: no complex128 kernel: linalg_lu_factor_ex",
-    "linalg.tensorsolve": "4/4 samples: no complex128 kernel: linalg_lu_factor_ex",
     "masked.var": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "masked.std": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "masked.normalize": (

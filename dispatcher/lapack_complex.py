@@ -1,0 +1,151 @@
+"""The complex CPU kernels of ember.linalg's LAPACK primitives: LAPACKE's ``c``/``z`` routines
+(and CBLAS's trsm) of the CPU plugin's scipy-openblas32 through cffi, as ``lapack_geev`` calls
+geev. The real kernels live in the plugin's C (csrc/lapack.c); LAPACKE sizes the workspaces
+itself, so the complex ones need no C and only loop over the batch here.
+
+Kernel convention (kinds/lapack.py prepares the buffers): a batch of matrices is a
+``[B, cols, rows]`` tensor, each matrix column-major, so the numpy view ``buf[i].T`` is the
+matrix itself, Fortran-ordered, and its pointer goes to LAPACK unchanged. Read-only operands
+may be broadcast or row-major: they are copied to Fortran order per matrix.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import cffi
+import numpy as np
+
+from ember._tensor import host_array
+
+_FFI = cffi.FFI()
+_FFI.cdef(
+    "typedef int (*getrf_t)(int layout, int m, int n, void *a, int lda, int *ipiv);"
+    "typedef int (*getrs_t)(int layout, char trans, int n, int nrhs, const void *a, int lda,"
+    " const int *ipiv, void *b, int ldb);"
+    "typedef int (*potrf_t)(int layout, char uplo, int n, void *a, int lda);"
+    "typedef void (*trsm_t)(int order, int side, int uplo, int trans, int diag, int m, int n,"
+    " const void *alpha, const void *a, int lda, void *b, int ldb);"
+)
+_COL_MAJOR = 102
+_LEFT, _RIGHT, _UPPER, _LOWER, _NO_TRANS, _NON_UNIT, _UNIT = 141, 142, 121, 122, 111, 131, 132
+_LETTER = {np.complex64: "c", np.complex128: "z"}
+# routine -> (the wheel's symbol with {} for the letter, the cffi type of its pointer)
+_ROUTINES = {
+    "getrf": ("scipy_LAPACKE_{}getrf", "getrf_t"),
+    "getrs": ("scipy_LAPACKE_{}getrs", "getrs_t"),
+    "potrf": ("scipy_LAPACKE_{}potrf", "potrf_t"),
+    "trsm": ("scipy_cblas_{}trsm", "trsm_t"),
+}
+_LOADED: dict = {}
+
+
+def _routine(name: str, dtype: np.dtype):
+    """The entry point of ``name`` for a numpy complex dtype, loaded once."""
+    key = (name, dtype.type)
+    found = _LOADED.get(key)
+    if found is None:
+        from ember_backend_cpu.kernels.linalg import openblas_library
+
+        pattern, kind = _ROUTINES[name]
+        symbol = pattern.format(_LETTER[dtype.type])
+        library = openblas_library()
+        if library is None or not hasattr(library, symbol):
+            raise RuntimeError(f"complex linalg needs LAPACK's {symbol} (scipy-openblas32)")
+        address = ctypes.cast(getattr(library, symbol), ctypes.c_void_p).value
+        found = _LOADED[key] = _FFI.cast(kind, address)
+    return found
+
+
+def _at(x: np.ndarray):
+    return _FFI.cast("void *", x.ctypes.data)
+
+
+def _ints(x: np.ndarray):
+    return _FFI.cast("int *", x.ctypes.data)
+
+
+def _matrices(buf) -> np.ndarray:
+    """The matrices of a written ``[B, cols, rows]`` buffer as Fortran-ordered ``[B][rows, cols]``
+    views (writes go to the buffer)."""
+    return host_array(buf).transpose(0, 2, 1)
+
+
+def _fortran(matrix: np.ndarray) -> np.ndarray:
+    """A read-only operand's matrix in the Fortran order LAPACK reads."""
+    return np.asfortranarray(matrix)
+
+
+def lu_factor(lu, pivots, info) -> None:
+    """getrf of each matrix in place; 1-based pivots and info per matrix, as LAPACK gives."""
+    mats, piv, codes = _matrices(lu), host_array(pivots), host_array(info)
+    for i, a in enumerate(mats):
+        m, n = a.shape
+        if m == 0 or n == 0:
+            codes[i] = 0
+            continue
+        row = np.empty(min(m, n), np.int32)
+        codes[i] = _routine("getrf", a.dtype)(_COL_MAJOR, m, n, _at(a), max(1, m), _ints(row))
+        piv[i] = row
+
+
+def lu_solve(x, lu, pivots, trans: int) -> None:
+    """getrs with op(A) = A, A^T or A^H (trans 0/1/2) for each right-hand side matrix."""
+    mats, factors, piv = _matrices(x), host_array(lu), host_array(pivots)
+    for i, b in enumerate(mats):
+        n, nrhs = b.shape
+        if n == 0 or nrhs == 0:
+            continue
+        a = _fortran(factors[i].T)
+        row = np.ascontiguousarray(piv[i], np.int32)
+        status = _routine("getrs", b.dtype)(
+            _COL_MAJOR, b"NTC"[trans : trans + 1], n, nrhs, _at(a), n, _ints(row), _at(b), n
+        )
+        if status < 0:
+            raise RuntimeError(f"linalg_lu_solve: LAPACK rejected argument {-status} (a bug)")
+
+
+def cholesky(factor, info, upper: bool) -> None:
+    """potrf of each matrix in place, the other triangle zeroed (PyTorch returns it so)."""
+    mats, codes = _matrices(factor), host_array(info)
+    for i, a in enumerate(mats):
+        n = a.shape[0]
+        if n == 0:
+            codes[i] = 0
+            continue
+        codes[i] = _routine("potrf", a.dtype)(_COL_MAJOR, b"U" if upper else b"L", n, _at(a), n)
+        a[...] = np.triu(a) if upper else np.tril(a)
+
+
+def solve_triangular(x, a, upper: bool, left: bool, unitriangular: bool) -> None:
+    """trsm of each right-hand side matrix with its triangular matrix (broadcast or row-major
+    operands are copied to Fortran order first)."""
+    mats, triangles = _matrices(x), host_array(a)
+    for i, b in enumerate(mats):
+        rows, cols = b.shape
+        if rows == 0 or cols == 0:
+            continue
+        t = _fortran(triangles[i].T)
+        one = np.ones(1, b.dtype)
+        _routine("trsm", b.dtype)(
+            _COL_MAJOR,
+            _LEFT if left else _RIGHT,
+            _UPPER if upper else _LOWER,
+            _NO_TRANS,
+            _UNIT if unitriangular else _NON_UNIT,
+            rows,
+            cols,
+            _at(one),
+            _at(t),
+            max(1, t.shape[0]),
+            _at(b),
+            max(1, rows),
+        )
+
+
+KERNELS = {
+    "linalg_lu_factor_ex": lu_factor,
+    "linalg_lu_solve": lu_solve,
+    "linalg_cholesky_ex": cholesky,
+    "linalg_solve_triangular": solve_triangular,
+}
