@@ -23,6 +23,10 @@ from ..opdef import DTYPES_ALL, DTYPES_FLOAT, OUT_SAME_DTYPE, Kind, OpDef, Promo
 
 COMPLEX = frozenset(dt.COMPLEX_TYPES)
 
+# The matrix products over mm/bmm (cgemm/zgemm); vdot and linalg.vecdot conjugate their first.
+PRODUCTS = frozenset(
+    {"addmm", "addmv", "addbmm", "baddbmm", "dot", "vdot", "mv", "inner", "einsum", "linear"}
+)
 # Existing rows that accept complex tensors, with a complex CPU kernel (or, for composites, a
 # decomposition over ops that have one).
 WIDEN = frozenset(
@@ -30,6 +34,7 @@ WIDEN = frozenset(
     | {"sinh", "cosh", "tanh", "sigmoid", "abs", "add", "sub", "mul", "div", "pow", "eq", "ne"}
     | {"sum", "prod", "mean", "mm", "bmm", "matmul", "copy_", "fill_", "clone", "contiguous"}
     | {"where", "cumsum", "cumprod", "silu"}
+    | PRODUCTS
 )
 # Rows whose complex inputs give real results (|z| and arg z).
 REAL_RESULT = frozenset({"abs", "angle"})

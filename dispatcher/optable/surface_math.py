@@ -234,7 +234,8 @@ def _add_scaled(c, product, beta, alpha):
     inputs combine with logical and/or, since PyTorch computes bool products that way."""
     if product.dtype is ember.bool:
         return (c & bool(beta)) | (product & bool(alpha))
-    if not product.is_floating_point():  # PyTorch casts the scalars to the integer dtype
+    if not (product.is_floating_point() or product.is_complex()):  # integers: PyTorch casts
+        # the scalars to the integer dtype
         alpha, beta = int(alpha), int(beta)
     if alpha != 1:
         product = product * alpha
@@ -293,7 +294,7 @@ def _inner(a, b):
 def _vdot(a, b):
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
-    return ember.dot(a, b)
+    return ember.dot(a.conj() if a.dtype.is_complex else a, b)  # conj(a) . b
 
 
 def _np_product_sum(c, x, y, beta=1, alpha=1, combine=np.matmul):

@@ -52,15 +52,6 @@ COMPLEX_XFAILS = {
     "acos": "3/3 samples: acos refuses complex128",
     "acosh": "3/3 samples: acosh refuses complex128",
     "uniform": "3/3 samples: uniform_ refuses complex128",
-    "addmm": "6/6 samples: addmm refuses complex128",
-    "addmm.decomposed": "6/6 samples: addmm refuses complex128",
-    "addmv": "6/6 samples: addmv refuses complex128",
-    "addbmm": "12/12 samples: addbmm refuses complex128",
-    "baddbmm": "13/13 samples: baddbmm refuses complex128",
-    "dot": "2/2 samples: dot refuses complex128",
-    "vdot": "2/2 samples: vdot refuses complex128",
-    "mv": "1/1 samples: mv refuses complex128",
-    "addr": "2/4 samples: TypeError: int() argument must be a string, a bytes-like object or a r",
     "addcmul": "12/12 samples: addcmul refuses complex128",
     "addcdiv": "12/12 samples: addcdiv refuses complex128",
     "asin": "1/1 samples: asin refuses complex128",
@@ -71,7 +62,6 @@ COMPLEX_XFAILS = {
     "positive": "1/1 samples: positive refuses complex128",
     "corrcoef": "4/4 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "cov": "40/40 samples: wrong result dtype: float32 where PyTorch gives complex128",
-    "cross": "3/3 samples: RuntimeError: linalg.cross: not implemented for ComplexDouble tensors",
     "log1p": "1/1 samples: log1p refuses complex128",
     "geqrf": "36/36 samples: no complex128 kernel: geqrf",
     "gradient": "8/8 samples: wrong result dtype: float32 where PyTorch gives complex128",
@@ -106,7 +96,6 @@ COMPLEX_XFAILS = {
     "nn.functional.pad.replicate_negative": "6/6 samples: no complex128 kernel: index_select",
     "nn.functional.pad.circular": "8/8 samples: no complex128 kernel: index_select",
     "nn.functional.unfold": "163/163 samples: unfold refuses complex128",
-    "nn.functional.linear": "18/18 samples: linear refuses complex128",
     "nn.functional.softsign": "3/3 samples: softsign refuses complex128",
     "nn.functional.triplet_margin_loss": "7/7 samples: norm refuses complex128",
     "nn.functional.triplet_margin_with_distance_loss": "7/7 samples: norm refuses complex128",
@@ -123,7 +112,6 @@ COMPLEX_XFAILS = {
     "isfinite": "3/3 samples: isfinite refuses complex128",
     "isinf": "1/1 samples: isinf refuses complex128",
     "isnan": "1/1 samples: isnan refuses complex128",
-    "einsum": "11/11 samples: einsum refuses complex128",
     "svd": "216/216 samples: wrong result dtype: complex128 where PyTorch gives float64",
     "svd_lowrank": "16/16 samples: no complex128 kernel: geqrf",
     "pca_lowrank": "16/16 samples: no complex128 kernel: geqrf",
@@ -146,11 +134,8 @@ COMPLEX_XFAILS = {
     "take_along_dim": "5/5 samples: no complex128 kernel: gather",
     "zero_": "3/3 samples: zero_ refuses complex128",
     "logsumexp": "15/15 samples: wrong result dtype: float32 where PyTorch gives complex128",
-    "inner": "2/2 samples: inner refuses complex128",
-    "tensordot": "3/3 samples: RuntimeError: tensordot: not implemented for ComplexDouble tensors",
     "logcumsumexp": "6/6 samples: logcumsumexp refuses complex128",
     "nn.functional.l1_loss": "7/8 samples: l1_loss refuses complex128",
-    "logdet": "9/9 samples: no complex128 kernel: linalg_lu_factor_ex",
     "nonzero": "10/24 samples: no complex128 kernel: nonzero",
     "norm": "42/42 samples: norm refuses complex128",
     "norm.nuc": "2/2 samples: norm refuses complex128",
@@ -165,12 +150,6 @@ COMPLEX_XFAILS = {
     "var.unbiased": "4/4 samples: var refuses complex128",
     "repeat_interleave": "5/5 samples: no complex128 kernel: index_select",
     "nn.functional.pairwise_distance": "7/7 samples: norm refuses complex128",
-    "linalg.cross": (
-        "3/3 samples: RuntimeError: linalg.cross: not implemented for ComplexDouble tensors"
-    ),
-    "linalg.vecdot": (
-        "44/44 samples: RuntimeError: linalg.vecdot: Expected a floating point or complex tens"
-    ),
     "linalg.cond": "3/3 samples: no complex128 kernel: _linalg_svd",
     "linalg.eigh": "8/8 samples: no complex128 kernel: _linalg_eigh",
     "linalg.eigvalsh": "8/8 samples: no complex128 kernel: _linalg_eigh",
@@ -184,12 +163,6 @@ COMPLEX_XFAILS = {
     "linalg.lstsq.grad_oriented": (
         "36/36 samples: RuntimeError: torch.linalg.lstsq: This function doesn't handle types o"
     ),
-    "linalg.matrix_power": (
-        "18/18 samples: RuntimeError: linalg.matrix_power: not implemented for ComplexDouble t"
-    ),
-    "linalg.multi_dot": (
-        "7/7 samples: RuntimeError: multi_dot(): not implemented for ComplexDouble tensors"
-    ),
     "linalg.norm": (
         "116/116 samples: RuntimeError: linalg.vector_norm: Expected a floating point or complex"
     ),
@@ -200,7 +173,6 @@ COMPLEX_XFAILS = {
         "64/64 samples: RuntimeError: linalg.matrix_norm: Expected a floating point or complex"
     ),
     "linalg.qr": "36/36 samples: no complex128 kernel: geqrf",
-    "linalg.slogdet": "9/9 samples: no complex128 kernel: linalg_lu_factor_ex",
     "linalg.vector_norm": (
         "180/180 samples: RuntimeError: linalg.vector_norm: Expected a floating point or complex"
     ),
