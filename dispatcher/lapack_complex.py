@@ -24,6 +24,11 @@ _FFI.cdef(
     "typedef int (*getrs_t)(int layout, char trans, int n, int nrhs, const void *a, int lda,"
     " const int *ipiv, void *b, int ldb);"
     "typedef int (*potrf_t)(int layout, char uplo, int n, void *a, int lda);"
+    "typedef int (*geqrf_t)(int layout, int m, int n, void *a, int lda, void *tau);"
+    "typedef int (*ungqr_t)(int layout, int m, int n, int k, void *a, int lda, const void *tau);"
+    "typedef int (*heevd_t)(int layout, char jobz, char uplo, int n, void *a, int lda, void *w);"
+    "typedef int (*gesdd_t)(int layout, char jobz, int m, int n, void *a, int lda, void *s,"
+    " void *u, int ldu, void *vt, int ldvt);"
     "typedef void (*trsm_t)(int order, int side, int uplo, int trans, int diag, int m, int n,"
     " const void *alpha, const void *a, int lda, void *b, int ldb);"
 )
@@ -36,6 +41,10 @@ _ROUTINES = {
     "getrs": ("scipy_LAPACKE_{}getrs", "getrs_t"),
     "potrf": ("scipy_LAPACKE_{}potrf", "potrf_t"),
     "trsm": ("scipy_cblas_{}trsm", "trsm_t"),
+    "geqrf": ("scipy_LAPACKE_{}geqrf", "geqrf_t"),
+    "ungqr": ("scipy_LAPACKE_{}ungqr", "ungqr_t"),
+    "heevd": ("scipy_LAPACKE_{}heevd", "heevd_t"),
+    "gesdd": ("scipy_LAPACKE_{}gesdd", "gesdd_t"),
 }
 _LOADED: dict = {}
 
@@ -101,8 +110,7 @@ def lu_solve(x, lu, pivots, trans: int) -> None:
         status = _routine("getrs", b.dtype)(
             _COL_MAJOR, b"NTC"[trans : trans + 1], n, nrhs, _at(a), n, _ints(row), _at(b), n
         )
-        if status < 0:
-            raise RuntimeError(f"linalg_lu_solve: LAPACK rejected argument {-status} (a bug)")
+        _checked("linalg_lu_solve", status)
 
 
 def cholesky(factor, info, upper: bool) -> None:
@@ -143,9 +151,91 @@ def solve_triangular(x, a, upper: bool, left: bool, unitriangular: bool) -> None
         )
 
 
+def _checked(name: str, status: int) -> None:
+    if status < 0:
+        raise RuntimeError(f"{name}: LAPACK rejected argument {-status} (a bug in ember)")
+
+
+def geqrf(a, tau) -> None:
+    """Householder QR of each matrix in place (R above the diagonal, reflectors below)."""
+    mats, taus = _matrices(a), host_array(tau)
+    for i, m_ in enumerate(mats):
+        m, n = m_.shape
+        if m == 0 or n == 0:
+            continue
+        t = np.empty(min(m, n), m_.dtype)
+        _checked("geqrf", _routine("geqrf", m_.dtype)(_COL_MAJOR, m, n, _at(m_), m, _at(t)))
+        taus[i] = t
+
+
+def householder_product(q, tau) -> None:
+    """ungqr: the first n columns of the product of the reflectors, in place."""
+    mats, taus = _matrices(q), host_array(tau)
+    for i, m_ in enumerate(mats):
+        m, n = m_.shape
+        if m == 0 or n == 0:
+            continue
+        t = np.ascontiguousarray(taus[i])
+        status = _routine("ungqr", m_.dtype)(_COL_MAJOR, m, n, len(t), _at(m_), m, _at(t))
+        _checked("linalg_householder_product", status)
+
+
+def eigh(w, v, upper: bool, vectors: bool) -> list:
+    """heevd of each Hermitian matrix in place (eigenvectors in v when asked); real eigenvalues
+    ascending in w; LAPACK's info per matrix."""
+    mats, values = _matrices(v), host_array(w)
+    infos = []
+    for i, a in enumerate(mats):
+        n = a.shape[0]
+        lam = np.empty(n, values.dtype)
+        jobz, uplo = b"V" if vectors else b"N", b"U" if upper else b"L"
+        info = _routine("heevd", a.dtype)(_COL_MAJOR, jobz, uplo, n, _at(a), max(1, n), _at(lam))
+        _checked("_linalg_eigh", info)
+        values[i] = lam
+        infos.append(int(info))
+    return infos
+
+
+def svd(u, s, vh, a, job: str) -> list:
+    """gesdd of each matrix of ``a`` (overwritten): U [m, ucols], real S, Vh [vrows, n]; job 'A',
+    'S' or 'N'; LAPACK's info per matrix."""
+    sources, left, right, values = _matrices(a), _matrices(u), _matrices(vh), host_array(s)
+    infos = []
+    for i, m_ in enumerate(sources):
+        m, n = m_.shape
+        sv = np.empty(min(m, n), values.dtype)
+        if job == "N":
+            info = _routine("gesdd", m_.dtype)(
+                _COL_MAJOR, b"N", m, n, _at(m_), m, _at(sv), _FFI.NULL, 1, _FFI.NULL, 1
+            )
+        else:
+            ui, vi = left[i], right[i]
+            info = _routine("gesdd", m_.dtype)(
+                _COL_MAJOR,
+                job.encode(),
+                m,
+                n,
+                _at(m_),
+                m,
+                _at(sv),
+                _at(ui),
+                m,
+                _at(vi),
+                max(1, vi.shape[0]),
+            )
+        _checked("_linalg_svd", info)
+        values[i] = sv
+        infos.append(int(info))
+    return infos
+
+
 KERNELS = {
     "linalg_lu_factor_ex": lu_factor,
     "linalg_lu_solve": lu_solve,
     "linalg_cholesky_ex": cholesky,
     "linalg_solve_triangular": solve_triangular,
+    "geqrf": geqrf,
+    "linalg_householder_product": householder_product,
+    "_linalg_eigh": eigh,
+    "_linalg_svd": svd,
 }

@@ -226,7 +226,7 @@ def svd(op, A, full_matrices=True, compute_uv=True, driver=None):
     count = batch_size(batch)
     u = empty((count, ucols, m), A._dtype, dev)
     vh = empty((count, n, vrows), A._dtype, dev)
-    s = empty((count, k), A._dtype, dev)
+    s = empty((count, k), A._dtype.to_real(), dev)  # singular values are real
     if k == 0:  # LAPACK returns at once: U or V of a matrix with a zero dim is the identity
         for t, size in ((u, m), (vh, n)):
             if t._shape[-1] == t._shape[-2] and t._storage.nbytes:
@@ -264,7 +264,7 @@ def eigh(op, A, UPLO="L", compute_v=True):
     *batch, n, _ = A._shape
     batch, dev = tuple(batch), A._storage.device
     v = column_major(A)
-    w = empty((batch_size(batch), n), A._dtype, dev)
+    w = empty((batch_size(batch), n), A._dtype.to_real(), dev)  # a Hermitian's are real
     info = _kernel(op, A)(w, v, UPLO == "U", bool(compute_v))
     raise_info(info, name, no_convergence("eigenvalues"), bool(batch))
     vectors = as_matrices(v, batch, n, n) if compute_v else empty((0,), A._dtype, dev)

@@ -63,7 +63,6 @@ COMPLEX_XFAILS = {
     "corrcoef": "4/4 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "cov": "40/40 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "log1p": "1/1 samples: log1p refuses complex128",
-    "geqrf": "36/36 samples: no complex128 kernel: geqrf",
     "gradient": "8/8 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "linspace": "21/62 samples: no complex128 kernel: linspace",
     "linspace.tensor_overload": "61/182 samples: no complex128 kernel: linspace",
@@ -104,7 +103,6 @@ COMPLEX_XFAILS = {
         "144/144 samples: NotImplementedError: \"ormqr_cpu\" not implemented for 'ComplexDouble'"
     ),
     "float_power": "9/9 samples: wrong result dtype: float64 where PyTorch gives complex128",
-    "qr": "36/36 samples: no complex128 kernel: geqrf",
     "sinc": "3/3 samples: sinc refuses complex128",
     "exp2": "3/3 samples: exp2 refuses complex128",
     "expm1": "1/1 samples: expm1 refuses complex128",
@@ -113,11 +111,6 @@ COMPLEX_XFAILS = {
     "isinf": "1/1 samples: isinf refuses complex128",
     "isnan": "1/1 samples: isnan refuses complex128",
     "svd": "216/216 samples: wrong result dtype: complex128 where PyTorch gives float64",
-    "svd_lowrank": "16/16 samples: no complex128 kernel: geqrf",
-    "pca_lowrank": "16/16 samples: no complex128 kernel: geqrf",
-    "pinverse": (
-        "8/8 samples: RuntimeError: linalg.pinv(ComplexDouble{[5, 5]}): expected a tensor wi"
-    ),
     "gather": "5/7 samples: no complex128 kernel: gather",
     "index_copy": "2/3 samples: no complex128 kernel: put_",
     "index_select": "3/3 samples: no complex128 kernel: index_select",
@@ -150,10 +143,7 @@ COMPLEX_XFAILS = {
     "var.unbiased": "4/4 samples: var refuses complex128",
     "repeat_interleave": "5/5 samples: no complex128 kernel: index_select",
     "nn.functional.pairwise_distance": "7/7 samples: norm refuses complex128",
-    "linalg.cond": "3/3 samples: no complex128 kernel: _linalg_svd",
     "linalg.eigh": "8/8 samples: no complex128 kernel: _linalg_eigh",
-    "linalg.eigvalsh": "8/8 samples: no complex128 kernel: _linalg_eigh",
-    "linalg.householder_product": "8/8 samples: no complex128 kernel: linalg_householder_product",
     "linalg.ldl_factor": "6/6 samples: no complex128 kernel: linalg_ldl_factor_ex",
     "linalg.ldl_factor_ex": "6/6 samples: no complex128 kernel: linalg_ldl_factor_ex",
     "linalg.ldl_solve": "24/24 samples: no complex128 kernel: linalg_ldl_solve",
@@ -172,23 +162,10 @@ COMPLEX_XFAILS = {
     "linalg.matrix_norm": (
         "64/64 samples: RuntimeError: linalg.matrix_norm: Expected a floating point or complex"
     ),
-    "linalg.qr": "36/36 samples: no complex128 kernel: geqrf",
     "linalg.vector_norm": (
         "180/180 samples: RuntimeError: linalg.vector_norm: Expected a floating point or complex"
     ),
-    "linalg.matrix_rank": "72/72 samples: no complex128 kernel: _linalg_svd",
-    "linalg.matrix_rank.hermitian": "8/8 samples: no complex128 kernel: _linalg_eigh",
-    "linalg.pinv": (
-        "24/24 samples: RuntimeError: linalg.pinv(ComplexDouble{[5, 5]}): expected a tensor wi"
-    ),
-    "linalg.pinv.singular": (
-        "48/48 samples: RuntimeError: linalg.pinv(ComplexDouble{[3, 3]}): expected a tensor wi"
-    ),
-    "linalg.pinv.hermitian": (
-        "8/8 samples: RuntimeError: linalg.pinv(ComplexDouble{[5, 5]}): expected a tensor wi"
-    ),
     "linalg.svd": "216/216 samples: wrong result dtype: complex128 where PyTorch gives float64",
-    "linalg.svdvals": "36/36 samples: no complex128 kernel: _linalg_svd",
     "masked.var": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "masked.std": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "masked.normalize": (
