@@ -110,7 +110,6 @@ COMPLEX_XFAILS = {
     "isfinite": "3/3 samples: isfinite refuses complex128",
     "isinf": "1/1 samples: isinf refuses complex128",
     "isnan": "1/1 samples: isnan refuses complex128",
-    "svd": "216/216 samples: wrong result dtype: complex128 where PyTorch gives float64",
     "gather": "5/7 samples: no complex128 kernel: gather",
     "index_copy": "2/3 samples: no complex128 kernel: put_",
     "index_select": "3/3 samples: no complex128 kernel: index_select",
@@ -143,7 +142,6 @@ COMPLEX_XFAILS = {
     "var.unbiased": "4/4 samples: var refuses complex128",
     "repeat_interleave": "5/5 samples: no complex128 kernel: index_select",
     "nn.functional.pairwise_distance": "7/7 samples: norm refuses complex128",
-    "linalg.eigh": "8/8 samples: no complex128 kernel: _linalg_eigh",
     "linalg.ldl_factor": "6/6 samples: no complex128 kernel: linalg_ldl_factor_ex",
     "linalg.ldl_factor_ex": "6/6 samples: no complex128 kernel: linalg_ldl_factor_ex",
     "linalg.ldl_solve": "24/24 samples: no complex128 kernel: linalg_ldl_solve",
@@ -165,7 +163,6 @@ COMPLEX_XFAILS = {
     "linalg.vector_norm": (
         "180/180 samples: RuntimeError: linalg.vector_norm: Expected a floating point or complex"
     ),
-    "linalg.svd": "216/216 samples: wrong result dtype: complex128 where PyTorch gives float64",
     "masked.var": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "masked.std": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "masked.normalize": (
