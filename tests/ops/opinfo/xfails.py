@@ -151,23 +151,8 @@ COMPLEX_XFAILS = {
     "linalg.lstsq.grad_oriented": (
         "36/36 samples: RuntimeError: torch.linalg.lstsq: This function doesn't handle types o"
     ),
-    "linalg.norm": (
-        "116/116 samples: RuntimeError: linalg.vector_norm: Expected a floating point or complex"
-    ),
-    "linalg.norm.subgradients_at_zero": (
-        "90/90 samples: RuntimeError: linalg.vector_norm: Expected a floating point or complex"
-    ),
-    "linalg.matrix_norm": (
-        "64/64 samples: RuntimeError: linalg.matrix_norm: Expected a floating point or complex"
-    ),
-    "linalg.vector_norm": (
-        "180/180 samples: RuntimeError: linalg.vector_norm: Expected a floating point or complex"
-    ),
     "masked.var": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "masked.std": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
-    "masked.normalize": (
-        "30/30 samples: RuntimeError: linalg.vector_norm: Expected a floating point or complex"
-    ),
     "masked.logsumexp": "75/75 samples: wrong values",
 }
 
