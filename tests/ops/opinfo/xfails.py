@@ -75,7 +75,6 @@ COMPLEX_XFAILS = {
     "logical_not": "3/3 samples: logical_not refuses complex128",
     "masked_scatter": "4/4 samples: no complex128 kernel: index_select",
     "masked_select": "7/7 samples: no complex128 kernel: take",
-    "matrix_exp": "2/2 samples: KeyError: ember.complex128",
     "var_mean": "17/17 samples: var refuses complex128",
     "var_mean.unbiased": "4/4 samples: var refuses complex128",
     "std_mean": "17/17 samples: std refuses complex128",
