@@ -29,6 +29,16 @@ _FFI.cdef(
     "typedef int (*heevd_t)(int layout, char jobz, char uplo, int n, void *a, int lda, void *w);"
     "typedef int (*gesdd_t)(int layout, char jobz, int m, int n, void *a, int lda, void *s,"
     " void *u, int ldu, void *vt, int ldvt);"
+    "typedef int (*gels_t)(int layout, char trans, int m, int n, int nrhs, void *a, int lda,"
+    " void *b, int ldb);"
+    "typedef int (*gelsy_z_t)(int layout, int m, int n, int nrhs, void *a, int lda, void *b,"
+    " int ldb, int *jpvt, double rcond, int *rank);"
+    "typedef int (*gelsy_c_t)(int layout, int m, int n, int nrhs, void *a, int lda, void *b,"
+    " int ldb, int *jpvt, float rcond, int *rank);"
+    "typedef int (*gelsd_z_t)(int layout, int m, int n, int nrhs, void *a, int lda, void *b,"
+    " int ldb, void *s, double rcond, int *rank);"
+    "typedef int (*gelsd_c_t)(int layout, int m, int n, int nrhs, void *a, int lda, void *b,"
+    " int ldb, void *s, float rcond, int *rank);"
     "typedef void (*trsm_t)(int order, int side, int uplo, int trans, int diag, int m, int n,"
     " const void *alpha, const void *a, int lda, void *b, int ldb);"
 )
@@ -45,6 +55,11 @@ _ROUTINES = {
     "ungqr": ("scipy_LAPACKE_{}ungqr", "ungqr_t"),
     "heevd": ("scipy_LAPACKE_{}heevd", "heevd_t"),
     "gesdd": ("scipy_LAPACKE_{}gesdd", "gesdd_t"),
+    # the least-squares drivers; rcond is a float or a double by the precision: {} in the type
+    "gels": ("scipy_LAPACKE_{}gels", "gels_t"),
+    "gelsy": ("scipy_LAPACKE_{}gelsy", "gelsy_{}_t"),
+    "gelsd": ("scipy_LAPACKE_{}gelsd", "gelsd_{}_t"),
+    "gelss": ("scipy_LAPACKE_{}gelss", "gelsd_{}_t"),
 }
 _LOADED: dict = {}
 
@@ -57,7 +72,8 @@ def _routine(name: str, dtype: np.dtype):
         from ember_backend_cpu.kernels.linalg import openblas_library
 
         pattern, kind = _ROUTINES[name]
-        symbol = pattern.format(_LETTER[dtype.type])
+        letter = _LETTER[dtype.type]
+        symbol, kind = pattern.format(letter), kind.format(letter)
         library = openblas_library()
         if library is None or not hasattr(library, symbol):
             raise RuntimeError(f"complex linalg needs LAPACK's {symbol} (scipy-openblas32)")
@@ -229,6 +245,51 @@ def svd(u, s, vh, a, job: str) -> list:
     return infos
 
 
+def lstsq(x, rank, sv, a, driver: str, rcond: float) -> list:
+    """The least-squares driver on each matrix of ``a`` (overwritten) and its right-hand sides
+    ``x`` (B padded to max(m, n) rows, the solution on top); rank and the real singular values
+    when the driver gives them; LAPACK's info per matrix."""
+    sources, rhs = _matrices(a), _matrices(x)
+    ranks = host_array(rank) if rank.numel() else None
+    values = host_array(sv) if sv.numel() else None
+    infos = []
+    for i, m_ in enumerate(sources):
+        m, n = m_.shape
+        b = rhs[i]
+        ldb, nrhs = max(1, b.shape[0]), b.shape[1]
+        fn = _routine(driver, m_.dtype)
+        r = np.zeros(1, np.int32)
+        if driver == "gels":
+            info = fn(_COL_MAJOR, b"N", m, n, nrhs, _at(m_), max(1, m), _at(b), ldb)
+        elif driver == "gelsy":
+            jpvt = np.zeros(max(1, n), np.int32)
+            info = fn(
+                _COL_MAJOR,
+                m,
+                n,
+                nrhs,
+                _at(m_),
+                max(1, m),
+                _at(b),
+                ldb,
+                _ints(jpvt),
+                rcond,
+                _ints(r),
+            )
+        else:
+            s_ = np.empty(max(1, min(m, n)), m_.real.dtype)
+            info = fn(
+                _COL_MAJOR, m, n, nrhs, _at(m_), max(1, m), _at(b), ldb, _at(s_), rcond, _ints(r)
+            )
+            if values is not None:
+                values[i] = s_[: min(m, n)]
+        _checked("linalg_lstsq", info)
+        if ranks is not None:
+            ranks[i] = r[0]
+        infos.append(int(info))
+    return infos
+
+
 KERNELS = {
     "linalg_lu_factor_ex": lu_factor,
     "linalg_lu_solve": lu_solve,
@@ -238,4 +299,5 @@ KERNELS = {
     "linalg_householder_product": householder_product,
     "_linalg_eigh": eigh,
     "_linalg_svd": svd,
+    "linalg_lstsq": lstsq,
 }

@@ -282,7 +282,7 @@ def lstsq(op, A, B, rcond=None, driver=None):
     check_tensor(name, B, "b")
     if len(A._shape) < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
-    if A._dtype not in (dt.float32, dt.float64):
+    if A._dtype not in (dt.float32, dt.float64, dt.complex64, dt.complex128):
         raise RuntimeError(
             f"{name}: This function doesn't handle types other than float and double"
         )
@@ -305,12 +305,13 @@ def lstsq(op, A, B, rcond=None, driver=None):
     batch = broadcast_batch(name, A, B)
     nrhs, rows, count, dev = B._shape[-1], max(m, n, 1), batch_size(batch), A._storage.device
     if rcond is None:
-        rcond = (1.19209290e-07 if A._dtype is dt.float32 else 2.220446049250313e-16) * max(m, n)
+        single = A._dtype in (dt.float32, dt.complex64)
+        rcond = (1.19209290e-07 if single else 2.220446049250313e-16) * max(m, n)
     x = empty((count, nrhs, rows), A._dtype, dev)
     _pad_rows(x, B, batch, m)
     has_rank, has_sv = driver != "gels", driver in ("gelsd", "gelss")
     rank = empty((count,) if has_rank else (0,), dt.int64, dev)
-    sv = empty((count, min(m, n)) if has_sv else (0,), A._dtype, dev)
+    sv = empty((count, min(m, n)) if has_sv else (0,), A._dtype.to_real(), dev)
     info = _kernel(op, A)(x, rank, sv, column_major(A, batch), driver, float(rcond))
     if driver == "gels":
         raise_info(info, name, _not_full_rank, bool(batch))
@@ -345,12 +346,14 @@ def _residuals(x, batch, m, n, nrhs, driver, rank):
     not gelsy, and (for gelsd/gelss) every matrix of full rank."""
     from ._common import OPS
 
-    dtype, dev = x._dtype, x._storage.device
+    dtype, dev = x._dtype.to_real(), x._storage.device  # |r|^2: real for complex
     if m <= n or driver == "gelsy":
         return empty((0,), dtype, dev)
     if driver != "gels" and (host_ints(rank) != n).any():
         return empty((0,), dtype, dev)
     tail = as_matrices(x, batch, max(m, n, 1), nrhs).narrow(-2, n, m - n)
+    if tail._dtype.is_complex:
+        tail = OPS["abs"].backend((tail,))
     return OPS["sum"].backend((tail * tail, [-2]))
 
 

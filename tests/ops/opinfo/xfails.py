@@ -144,12 +144,6 @@ COMPLEX_XFAILS = {
     "linalg.ldl_factor": "6/6 samples: no complex128 kernel: linalg_ldl_factor_ex",
     "linalg.ldl_factor_ex": "6/6 samples: no complex128 kernel: linalg_ldl_factor_ex",
     "linalg.ldl_solve": "24/24 samples: no complex128 kernel: linalg_ldl_solve",
-    "linalg.lstsq": (
-        "36/36 samples: RuntimeError: torch.linalg.lstsq: This function doesn't handle types o"
-    ),
-    "linalg.lstsq.grad_oriented": (
-        "36/36 samples: RuntimeError: torch.linalg.lstsq: This function doesn't handle types o"
-    ),
     "masked.var": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "masked.std": "58/58 samples: wrong result dtype: float32 where PyTorch gives complex128",
     "masked.logsumexp": "75/75 samples: wrong values",
