@@ -39,6 +39,9 @@ _FFI.cdef(
     " int ldb, void *s, double rcond, int *rank);"
     "typedef int (*gelsd_c_t)(int layout, int m, int n, int nrhs, void *a, int lda, void *b,"
     " int ldb, void *s, float rcond, int *rank);"
+    "typedef int (*trf_t)(int layout, char uplo, int n, void *a, int lda, int *ipiv);"
+    "typedef int (*trs_t)(int layout, char uplo, int n, int nrhs, const void *a, int lda,"
+    " const int *ipiv, void *b, int ldb);"
     "typedef void (*trsm_t)(int order, int side, int uplo, int trans, int diag, int m, int n,"
     " const void *alpha, const void *a, int lda, void *b, int ldb);"
 )
@@ -55,6 +58,11 @@ _ROUTINES = {
     "ungqr": ("scipy_LAPACKE_{}ungqr", "ungqr_t"),
     "heevd": ("scipy_LAPACKE_{}heevd", "heevd_t"),
     "gesdd": ("scipy_LAPACKE_{}gesdd", "gesdd_t"),
+    # LDL^T (symmetric) and LDL^H (Hermitian), the lower triangle as PyTorch
+    "sytrf": ("scipy_LAPACKE_{}sytrf", "trf_t"),
+    "hetrf": ("scipy_LAPACKE_{}hetrf", "trf_t"),
+    "sytrs": ("scipy_LAPACKE_{}sytrs", "trs_t"),
+    "hetrs": ("scipy_LAPACKE_{}hetrs", "trs_t"),
     # the least-squares drivers; rcond is a float or a double by the precision: {} in the type
     "gels": ("scipy_LAPACKE_{}gels", "gels_t"),
     "gelsy": ("scipy_LAPACKE_{}gelsy", "gelsy_{}_t"),
@@ -290,6 +298,33 @@ def lstsq(x, rank, sv, a, driver: str, rcond: float) -> list:
     return infos
 
 
+def ldl_factor(ld, pivots, info, hermitian: bool) -> None:
+    """hetrf (hermitian) or sytrf of each matrix's lower triangle in place; LAPACK's pivots."""
+    mats, piv, codes = _matrices(ld), host_array(pivots), host_array(info)
+    for i, a in enumerate(mats):
+        n = a.shape[0]
+        row = np.zeros(n, np.int32)
+        fn = _routine("hetrf" if hermitian else "sytrf", a.dtype)
+        codes[i] = fn(_COL_MAJOR, b"L", n, _at(a), max(1, n), _ints(row)) if n else 0
+        _checked("linalg_ldl_factor_ex", codes[i])
+        piv[i] = row
+
+
+def ldl_solve(x, ld, pivots, hermitian: bool) -> None:
+    """hetrs or sytrs with each factor from ldl_factor."""
+    mats, factors, piv = _matrices(x), host_array(ld), host_array(pivots)
+    for i, b in enumerate(mats):
+        n, nrhs = b.shape
+        if n == 0 or nrhs == 0:
+            continue
+        a = _fortran(factors[i].T)
+        row = np.ascontiguousarray(piv[i], np.int32)
+        fn = _routine("hetrs" if hermitian else "sytrs", b.dtype)
+        _checked(
+            "linalg_ldl_solve", fn(_COL_MAJOR, b"L", n, nrhs, _at(a), n, _ints(row), _at(b), n)
+        )
+
+
 KERNELS = {
     "linalg_lu_factor_ex": lu_factor,
     "linalg_lu_solve": lu_solve,
@@ -300,4 +335,6 @@ KERNELS = {
     "_linalg_eigh": eigh,
     "_linalg_svd": svd,
     "linalg_lstsq": lstsq,
+    "linalg_ldl_factor_ex": ldl_factor,
+    "linalg_ldl_solve": ldl_solve,
 }
