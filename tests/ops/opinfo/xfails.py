@@ -98,9 +98,6 @@ COMPLEX_XFAILS = {
     "nn.functional.triplet_margin_loss": "7/7 samples: norm refuses complex128",
     "nn.functional.triplet_margin_with_distance_loss": "7/7 samples: norm refuses complex128",
     "dist": "50/50 samples: dist refuses complex128",
-    "ormqr": (
-        "144/144 samples: NotImplementedError: \"ormqr_cpu\" not implemented for 'ComplexDouble'"
-    ),
     "float_power": "9/9 samples: wrong result dtype: float64 where PyTorch gives complex128",
     "sinc": "3/3 samples: sinc refuses complex128",
     "exp2": "3/3 samples: exp2 refuses complex128",
