@@ -26,6 +26,7 @@ COMPLEX = frozenset(dt.COMPLEX_TYPES)
 # The matrix products over mm/bmm (cgemm/zgemm); vdot and linalg.vecdot conjugate their first.
 PRODUCTS = frozenset(
     {"addmm", "addmv", "addbmm", "baddbmm", "dot", "vdot", "mv", "inner", "einsum", "linear"}
+    | {"norm"}  # torch.norm: of |z|, with a real result
 )
 # Existing rows that accept complex tensors, with a complex CPU kernel (or, for composites, a
 # decomposition over ops that have one).

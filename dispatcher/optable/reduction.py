@@ -113,6 +113,8 @@ def _norm(x, p="fro", dim=None, keepdim=False, dtype=None):
         return OPS["linalg_matrix_norm"](x, p, dims, keepdim, dtype)
     if dtype is not None:
         x = x.to(dtype)
+    if x.dtype.is_complex:  # the norm of the magnitudes |z|: real, as PyTorch's
+        x = ember.abs(x)
     if x.dtype.category != ember.float32.category:
         raise RuntimeError(f"norm(): input dtype should be floating point, got {x.dtype.name}")
     if x.dtype in _HALF:
