@@ -348,12 +348,12 @@ def _det(ctx, g):
     """det(A) A^{-H} where A is invertible; for singular A the cofactors through the SVD,
     det(U) det(V^H) U diag(prod_{j != i} S_j) V^H, as PyTorch does."""
     A, det = ctx.A, ctx.result
-    d = (g * det).unsqueeze(-1).unsqueeze(-1)
+    d = (g * det.conj()).unsqueeze(-1).unsqueeze(-1)  # conj: PyTorch's linalg_det_backward
     singular = det == 0
     if not bool(singular.any()):
         return d * E.ops.linalg_inv_ex(A, False)[0].mH
     U, S, Vh = E.ops.linalg_svd(A, False, None)
-    alpha = (E.ops.linalg_det(U) * E.ops.linalg_det(Vh)) * g
+    alpha = (E.ops.linalg_det(U) * E.ops.linalg_det(Vh)).conj() * g
     cofactors = (U * (alpha.unsqueeze(-1) * _prod_others(S)).unsqueeze(-2)) @ Vh
     if bool(singular.all()):
         return cofactors

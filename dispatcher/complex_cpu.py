@@ -236,7 +236,7 @@ def _polar(out, magnitude, angle):
 
 def kernels() -> dict:
     """``{op name: {dtype name: kernel}}`` of every complex CPU kernel (gemm's included)."""
-    from . import complex_gemm, complex_index, lapack_geev
+    from . import complex_gemm, complex_index, lapack_complex, lapack_geev
 
     table = {name: _unary(fn) for name, fn in UNARY.items()}
     table.update({name: _binary(fn) for name, fn in BINARY.items()})
@@ -254,6 +254,7 @@ def kernels() -> dict:
     table.update(complex_index.KERNELS)
     table["mm"] = complex_gemm.mm
     table["bmm"] = complex_gemm.bmm
+    table.update(lapack_complex.KERNELS)
     return {name: dict.fromkeys(COMPLEX_NAMES, fn) for name, fn in table.items()} | {
         # complex(real, imag) and polar(abs, angle) take float parts: keyed by the parts' dtype
         "complex": {"float32": _complex, "float64": _complex},

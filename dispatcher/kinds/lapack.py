@@ -77,10 +77,17 @@ def lu_solve(op, LU, pivots, B, left=True, adjoint=False):
     check_same(name, LU, B)
     if pivots._dtype is not dt.int32:
         raise RuntimeError(f"{name}: pivots must be an int32 tensor, got {pivots._dtype.name}")
+    if not left:
+        # X A = B  <=>  A^T X^T = B^T;  X A^H = B  <=>  A X^H = B^H (conj is a no-op when real)
+        if adjoint:
+            return lu_solve(op, LU, pivots, B.mH, True, False).mH
+        return _lu_solve_left(op, name, LU, pivots, B.mT, 1).mT
+    return _lu_solve_left(op, name, LU, pivots, B, 2 if adjoint else 0)
+
+
+def _lu_solve_left(op, name, LU, pivots, B, trans):
+    """getrs of op(A) X = B, op = N/T/C for trans 0/1/2."""
     n = LU._shape[-1]
-    if not left:  # X A = B  <=>  A^T X^T = B^T (real dtypes)
-        X = lu_solve(op, LU, pivots, B.mT, True, not adjoint)
-        return X.mT
     if B._shape[-2] != n:
         raise RuntimeError(
             f"{name}: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and "
@@ -91,7 +98,7 @@ def lu_solve(op, LU, pivots, B, left=True, adjoint=False):
     batch = broadcast_batch(name, LU, pivots, B, tails=(2, 1, 2))
     nrhs = B._shape[-1]
     x = column_major(B, batch)
-    _kernel(op, LU)(x, read_only(LU, batch), vector_batch(pivots, batch), 2 if adjoint else 0)
+    _kernel(op, LU)(x, read_only(LU, batch), vector_batch(pivots, batch), trans)
     return as_matrices(x, batch, n, nrhs)
 
 
@@ -219,7 +226,7 @@ def svd(op, A, full_matrices=True, compute_uv=True, driver=None):
     count = batch_size(batch)
     u = empty((count, ucols, m), A._dtype, dev)
     vh = empty((count, n, vrows), A._dtype, dev)
-    s = empty((count, k), A._dtype, dev)
+    s = empty((count, k), A._dtype.to_real(), dev)  # singular values are real
     if k == 0:  # LAPACK returns at once: U or V of a matrix with a zero dim is the identity
         for t, size in ((u, m), (vh, n)):
             if t._shape[-1] == t._shape[-2] and t._storage.nbytes:
@@ -257,7 +264,7 @@ def eigh(op, A, UPLO="L", compute_v=True):
     *batch, n, _ = A._shape
     batch, dev = tuple(batch), A._storage.device
     v = column_major(A)
-    w = empty((batch_size(batch), n), A._dtype, dev)
+    w = empty((batch_size(batch), n), A._dtype.to_real(), dev)  # a Hermitian's are real
     info = _kernel(op, A)(w, v, UPLO == "U", bool(compute_v))
     raise_info(info, name, no_convergence("eigenvalues"), bool(batch))
     vectors = as_matrices(v, batch, n, n) if compute_v else empty((0,), A._dtype, dev)
@@ -275,7 +282,7 @@ def lstsq(op, A, B, rcond=None, driver=None):
     check_tensor(name, B, "b")
     if len(A._shape) < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
-    if A._dtype not in (dt.float32, dt.float64):
+    if A._dtype not in (dt.float32, dt.float64, dt.complex64, dt.complex128):
         raise RuntimeError(
             f"{name}: This function doesn't handle types other than float and double"
         )
@@ -298,12 +305,13 @@ def lstsq(op, A, B, rcond=None, driver=None):
     batch = broadcast_batch(name, A, B)
     nrhs, rows, count, dev = B._shape[-1], max(m, n, 1), batch_size(batch), A._storage.device
     if rcond is None:
-        rcond = (1.19209290e-07 if A._dtype is dt.float32 else 2.220446049250313e-16) * max(m, n)
+        single = A._dtype in (dt.float32, dt.complex64)
+        rcond = (1.19209290e-07 if single else 2.220446049250313e-16) * max(m, n)
     x = empty((count, nrhs, rows), A._dtype, dev)
     _pad_rows(x, B, batch, m)
     has_rank, has_sv = driver != "gels", driver in ("gelsd", "gelss")
     rank = empty((count,) if has_rank else (0,), dt.int64, dev)
-    sv = empty((count, min(m, n)) if has_sv else (0,), A._dtype, dev)
+    sv = empty((count, min(m, n)) if has_sv else (0,), A._dtype.to_real(), dev)
     info = _kernel(op, A)(x, rank, sv, column_major(A, batch), driver, float(rcond))
     if driver == "gels":
         raise_info(info, name, _not_full_rank, bool(batch))
@@ -338,12 +346,14 @@ def _residuals(x, batch, m, n, nrhs, driver, rank):
     not gelsy, and (for gelsd/gelss) every matrix of full rank."""
     from ._common import OPS
 
-    dtype, dev = x._dtype, x._storage.device
+    dtype, dev = x._dtype.to_real(), x._storage.device  # |r|^2: real for complex
     if m <= n or driver == "gelsy":
         return empty((0,), dtype, dev)
     if driver != "gels" and (host_ints(rank) != n).any():
         return empty((0,), dtype, dev)
     tail = as_matrices(x, batch, max(m, n, 1), nrhs).narrow(-2, n, m - n)
+    if tail._dtype.is_complex:
+        tail = OPS["abs"].backend((tail,))
     return OPS["sum"].backend((tail * tail, [-2]))
 
 

@@ -23,6 +23,11 @@ from ..opdef import DTYPES_ALL, DTYPES_FLOAT, OUT_SAME_DTYPE, Kind, OpDef, Promo
 
 COMPLEX = frozenset(dt.COMPLEX_TYPES)
 
+# The matrix products over mm/bmm (cgemm/zgemm); vdot and linalg.vecdot conjugate their first.
+PRODUCTS = frozenset(
+    {"addmm", "addmv", "addbmm", "baddbmm", "dot", "vdot", "mv", "inner", "einsum", "linear"}
+    | {"norm"}  # torch.norm: of |z|, with a real result
+)
 # Existing rows that accept complex tensors, with a complex CPU kernel (or, for composites, a
 # decomposition over ops that have one).
 WIDEN = frozenset(
@@ -38,6 +43,7 @@ WIDEN = frozenset(
     | {"nonzero", "count_nonzero", "all", "any", "linspace"}
     | {"linear", "conv1d", "conv2d", "conv_transpose2d", "im2col", "col2im", "unfold"}
     | {"var", "std", "var_mean", "std_mean", "norm", "dist", "renorm", "logcumsumexp", "l1_loss"}
+    | PRODUCTS
 )
 # Rows whose complex inputs give real results (|z| and arg z).
 REAL_RESULT = frozenset({"abs", "angle"})

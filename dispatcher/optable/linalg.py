@@ -91,7 +91,8 @@ def _addmm(c, a, b, beta=1, alpha=1):
 def _baddbmm(c, a, b, beta=1, alpha=1):
     c, a, b, narrow = _widened(c, a, b)
     product = ember.bmm(a, b)
-    if not product.dtype.is_floating_point:  # PyTorch reads the scalars in the integer dtype
+    if not (product.dtype.is_floating_point or product.dtype.is_complex):  # integers: PyTorch
+        # reads the scalars in the integer dtype
         beta, alpha = int(beta), int(alpha)
     if alpha != 1:
         product = product * alpha

@@ -69,7 +69,7 @@ def _matrix_exp(A):
         return A.clone()
     if A.shape[-1] == 1:
         return A.exp()
-    thetas = THETA[A.dtype]
+    thetas = THETA[A.dtype.to_real()]  # a complex matrix: its parts' precision
     # One degree and scaling for the whole batch, chosen by its largest 1-norm.
     norm = float(A.abs().sum(-2).amax())
     for m, theta in thetas:

@@ -19,7 +19,7 @@ NORM_DTYPES = frozenset(dt.FLOATS)
 def _check_float(name, x, dtype=None) -> None:
     check_tensor(name, x, "x")
     d = dtype or x.dtype
-    if not d.is_floating_point:
+    if not (d.is_floating_point or d.is_complex):
         from ..kinds.matrices import SCALAR_NAMES
 
         raise RuntimeError(
@@ -35,6 +35,9 @@ def _vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
         raise TypeError("linalg_vector_norm(): argument 'ord' (position 2) must be Number, not str")
     if isinstance(dim, int):
         dim = (dim,)
+    if x.dtype.is_complex or (dtype is not None and dtype.is_complex):
+        # the norm of the magnitudes |z| (real, as PyTorch's result), differentiable through abs
+        x, dtype = (x if dtype is None else x.to(dtype)).abs(), None
     if x.numel() == 0 and (ord < 0 or ord == math.inf):
         dims = range(x.ndim) if dim is None else dim
         if any(x.shape[d] == 0 for d in dims):

@@ -40,7 +40,7 @@ def _check(A, tau, C, left: bool) -> None:
             "torch.ormqr: Expected other to have the same number of dimensions as input, but "
             f"got other.ndim equal to {C.ndim} and input.ndim is equal to {A.ndim}"
         )
-    if A.dtype not in DTYPES:  # PyTorch's CPU kernel has no such dtype
+    if A.dtype not in DTYPES and not A.dtype.is_complex:  # PyTorch's CPU kernel has none
         raise NotImplementedError(f"\"ormqr_cpu\" not implemented for '{SCALAR_NAMES[A.dtype]}'")
     for other, name in ((tau, "tau"), (C, "other")):
         if other.dtype is not A.dtype:

@@ -19,7 +19,7 @@ from .linalg_rows import composite
 from .linalg_solve import inv_checked
 
 FLOATS = frozenset(dt.FLOATS)
-NUMERIC = frozenset(DTYPES_NUMERIC)
+NUMERIC = frozenset(DTYPES_NUMERIC) | frozenset(dt.COMPLEX_TYPES)
 
 
 def _check_numeric(name: str, *tensors) -> None:
@@ -70,7 +70,7 @@ def _vecdot(x, y, dim=-1):
     name = "linalg.vecdot"
     check_tensor(name, x, "x")
     check_tensor(name, y, "y")
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError(
             f"{name}: Expected a floating point or complex tensor as input. Got "
             f"{SCALAR_NAMES[x.dtype.name]}"
@@ -80,7 +80,7 @@ def _vecdot(x, y, dim=-1):
             f"{name}: Expected x and y to have the same dtype, but found x of type "
             f"{SCALAR_NAMES[x.dtype.name]} and y of type {SCALAR_NAMES[y.dtype.name]} instead."
         )
-    return (x * y).sum(dim)
+    return ((x.conj() if x.dtype.is_complex else x) * y).sum(dim)  # conj(x) . y, as PyTorch
 
 
 # ---- multi_dot: the cheapest order of a chain of products ----------------------------------------

@@ -116,7 +116,7 @@ def _det(A):
 
 def _slogdet_parts(A, name):
     _, perm_sign, diag = _lu_det_parts(A, name)
-    sign = perm_sign * ember.sign(diag).prod(-1)
+    sign = perm_sign * ember.sgn(diag).prod(-1)  # a unit complex number for complex A
     return sign, ember.log(diag.abs()).sum(-1)
 
 
@@ -134,6 +134,8 @@ def _slogdet_old(A):
 
 def _logdet(A):
     sign, logabsdet = _slogdet_parts(A, "logdet")
+    if A.dtype.is_complex:  # the complex log of det: log(sign) + log|det|, as PyTorch's
+        return ember.log(sign) + logabsdet
     return ember.where(sign < 0, ember.full_like(logabsdet, float("nan")), logabsdet)
 
 

@@ -119,6 +119,8 @@ def _check_pinv(A):
         not in (
             ember.float32,
             ember.float64,
+            ember.complex64,
+            ember.complex128,
         )
     ):
         what = "Tensor" if not isinstance(A, ember.Tensor) else _describe(A)

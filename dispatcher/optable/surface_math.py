@@ -303,7 +303,7 @@ def _inner(a, b):
 def _vdot(a, b):
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
-    return ember.dot(a, b)
+    return ember.dot(a.conj() if a.dtype.is_complex else a, b)  # conj(a) . b
 
 
 def _np_product_sum(c, x, y, beta=1, alpha=1, combine=np.matmul):

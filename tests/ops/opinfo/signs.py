@@ -12,12 +12,18 @@ import torch
 EIGENVECTOR_RECORDS = frozenset({"linalg.eigh"})
 
 
+def _phase(mine, theirs):
+    """Per column, the unit factor (a sign; a phase for complex vectors, unique only up to one)
+    that turns ``mine`` towards ``theirs``: sgn of their inner product."""
+    return torch.sgn((mine.conj() * theirs).sum(-2, keepdim=True))
+
+
 def align_eigenvectors(actual, expected):
     """``actual`` (torch tensors L, V) with each column of V flipped to the sign of PyTorch's."""
     values, vectors = (t.detach().clone() for t in actual)
     theirs = expected[1].detach()
     if vectors.numel() and vectors.shape == theirs.shape:
-        sign = torch.sign((vectors * theirs).sum(-2, keepdim=True))
+        sign = _phase(vectors, theirs)
         sign[sign == 0] = 1
         vectors *= sign
     return (values, vectors)
@@ -36,18 +42,18 @@ def align_singular_vectors(actual, expected, layout: str):
     u, s, v = (t.detach().clone() for t in actual)
     eu, ev = expected[0].detach(), expected[2].detach()
     if layout == "Vh":
-        v, ev = v.mT, ev.mT
+        v, ev = v.mH, ev.mH
     k = s.shape[-1]
     if u.numel() and k:
-        sign = torch.sign((u[..., :, :k] * eu[..., :, :k]).sum(-2, keepdim=True))
+        sign = _phase(u[..., :, :k], eu[..., :, :k])
         sign[sign == 0] = 1
         u[..., :, :k] *= sign
         v[..., :, :k] *= sign
         for mine, theirs in ((u, eu), (v, ev)):
             extra = mine[..., :, k:]
             if extra.shape[-1]:
-                gram = mine.mT @ mine
+                gram = mine.mH @ mine
                 eye = torch.eye(gram.shape[-1], dtype=gram.dtype).expand_as(gram)
                 if torch.allclose(gram, eye, atol=1e-3 if mine.dtype == torch.float32 else 1e-9):
                     mine[..., :, k:] = theirs[..., :, k:]
-    return (u, s, v.mT if layout == "Vh" else v)
+    return (u, s, v.mH if layout == "Vh" else v)
