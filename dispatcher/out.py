@@ -180,6 +180,8 @@ def write(name: str, op, result, outs: tuple, out, rule: str = "exact"):
     copy = OPS["copy_"]
     for res, target in zip(results, outs):
         _resize(target, res._shape)
+        if res._conj_bit or res._neg_bit:  # the backend copies raw storage: apply the bits first
+            res = res.resolve_conj().resolve_neg()
         copy.backend((target, res))
     if isinstance(result, Tensor):
         return outs[0]

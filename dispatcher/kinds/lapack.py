@@ -79,8 +79,9 @@ def lu_solve(op, LU, pivots, B, left=True, adjoint=False):
         raise RuntimeError(f"{name}: pivots must be an int32 tensor, got {pivots._dtype.name}")
     if not left:
         # X A = B  <=>  A^T X^T = B^T;  X A^H = B  <=>  A X^H = B^H (conj is a no-op when real)
-        if adjoint:
-            return lu_solve(op, LU, pivots, B.mH, True, False).mH
+        if adjoint:  # the kernels read raw storage: conjugates are resolved, not lazy views
+            solved = lu_solve(op, LU, pivots, B.mH.resolve_conj(), True, False)
+            return solved.mH.resolve_conj()
         return _lu_solve_left(op, name, LU, pivots, B.mT, 1).mT
     return _lu_solve_left(op, name, LU, pivots, B, 2 if adjoint else 0)
 

@@ -198,7 +198,8 @@ def module_to_ember(module: torch.nn.Module):
 def to_torch(value):
     """An ember result as torch values, for ``torch.testing.assert_close``."""
     if isinstance(value, ember.Tensor):
-        array = np.array(value.detach().cpu().numpy(), order="C")  # keeps 0-d arrays 0-d
+        host = value.detach().cpu().resolve_conj().resolve_neg()  # the values, bits applied
+        array = np.array(host.numpy(), order="C")  # keeps 0-d arrays 0-d
         wide = getattr(torch, array.dtype.name)
         if wide in BITS:
             return torch.from_numpy(array.view(_name(BITS[wide]))).view(wide)
