@@ -203,6 +203,7 @@ ROWS = [
         decomposition=_standard_gamma_grad,
         differentiable=False,
         samples="gamma_grad",
+        out=None,
         notes="dx/dalpha of Gamma(alpha, 1) draws x: Gamma's rsample gradient",
     ),
     OpDef(
@@ -225,6 +226,7 @@ ROWS = [
         decomposition=_dirichlet_grad,
         differentiable=False,
         samples="dirichlet_grad",
+        out=None,
         tolerances={dt: (5e-3, 5e-2) for dt in DTYPES_FLOAT},  # ATen's approximation
         notes="ATen's dirichlet_grad_one: Dirichlet/Beta rsample gradients",
     ),

@@ -23,7 +23,12 @@ def _bits(x):
     return x.to(ember.int64)
 
 
+_HASHABLE = DTYPES_FLOAT | DTYPES_INT_BOOL  # PyTorch's: no float8, no uint16/32/64
+
+
 def _check(x, dim, mode: int) -> None:
+    if x.dtype not in _HASHABLE:
+        raise NotImplementedError(f'"hash_tensor" not implemented for {x.dtype.name}')
     if mode != 0:
         raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
     if x.numel() == 0 and (dim is None or (isinstance(dim, (list, tuple)) and not dim)):
@@ -72,7 +77,7 @@ ROWS = [
         Kind.REDUCTION,
         _np_hash_tensor,
         promotion=Promotion.UINT64,
-        dtypes=DTYPES_FLOAT | DTYPES_INT_BOOL,
+        dtypes=_HASHABLE,
         decomposition=_hash_tensor,
         differentiable=False,
         samples="reduction_nonempty",

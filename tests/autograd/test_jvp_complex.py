@@ -118,6 +118,25 @@ CALLS.update({
     "index_add_": lambda T, a, b: a.clone().index_add_(1, T.tensor([1, 0]), b),
     "renorm_": lambda T, a, b: a.clone().renorm_(1, 1, 0.7),
 })  # fmt: skip
+# the matrix products over the complex mm/bmm (optable/complex.py's PRODUCTS)
+CALLS.update({
+    "addmm": lambda T, a, b: T.addmm(a, a, b, beta=0.5, alpha=2),
+    "addmv": lambda T, a, b: T.addmv(a[0], a, b[0]),
+    "addbmm": lambda T, a, b: T.addbmm(a, a[None], b[None]),
+    "baddbmm": lambda T, a, b: T.baddbmm(a[None], a[None], b[None]),
+    "dot": lambda T, a, b: T.dot(a[0], b[0]),
+    "vdot": lambda T, a, b: T.vdot(a[0], b[1]),
+    "mv": lambda T, a, b: T.mv(a, b[0]),
+    "inner": lambda T, a, b: T.inner(a, b),
+    "einsum": lambda T, a, b: T.einsum("ij,jk->ik", a, b),
+    "tensordot": lambda T, a, b: T.tensordot(a, b, dims=1),
+    "matrix_power": lambda T, a, b: T.matrix_power(a, 3),
+    "linalg_matrix_power": lambda T, a, b: T.linalg.matrix_power(a, 2),
+    "linalg_multi_dot": lambda T, a, b: T.linalg.multi_dot([a, b, a]),
+    "linalg_vander": lambda T, a, b: T.linalg.vander(a[0]),
+    "cross": lambda T, a, b: T.cross(a.reshape(-1)[:3], b.reshape(-1)[1:], dim=0),
+    "linalg_cross": lambda T, a, b: T.linalg.cross(a.reshape(-1)[:3], b.reshape(-1)[1:]),
+})  # fmt: skip
 # the FFT rows (complex tensors as their real view, optable/fft.py): real-linear maps
 CALLS.update({
     f"fft.{name}": (lambda n: lambda T, a, b: getattr(T.fft, n)(a))(name)

@@ -211,17 +211,7 @@ NOT_BATCHED_YET = {
     ],
 )
 def test_vmap_matches_per_sample(name, device, rng):
-    if name in FLOAT8_OPERANDS and device != "cpu":
-        # batching copies the float8 operands in place, which only the CPU does (float8.md)
-        with pytest.raises(NotImplementedError, match="on the CPU only"):
-            _vmap_matches_per_sample(name, device, rng)
-        return
     _vmap_matches_per_sample(name, device, rng)
-
-
-# Rows whose samples are float8: other devices move float8 bits but copy them in place on the
-# CPU only (docs/float8.md), so batching them there is refused, by name.
-FLOAT8_OPERANDS = frozenset({"_scaled_mm"})
 
 
 def _vmap_matches_per_sample(name, device, rng):

@@ -13,7 +13,9 @@ import pytest
 import ember
 from ember.dispatcher.optable import OPS
 
-DTYPES = sorted(OPS["gather"].dtypes, key=lambda d: d.code)  # every dtype, bool first
+# Every dtype of the C kernels, bool first; complex ones have numpy kernels of their own
+# (dispatcher/complex_index.py), which the OpInfo suite's complex128 run checks.
+DTYPES = sorted((d for d in OPS["gather"].dtypes if not d.is_complex), key=lambda d: d.code)
 FLOATS = tuple(d for d in DTYPES if d.is_floating_point)
 # Accumulated float results are compared with a float64 reference rounded once.
 TOLERANCE = {ember.float16: 2e-3, ember.bfloat16: 1.6e-2, ember.float32: 1e-5, ember.float64: 1e-12}

@@ -91,7 +91,6 @@ LEFT_OUT = {
     "torch.serialization.storage_to_tensor_type": "torch's legacy typed storages",
     "torch.serialization.validate_cuda_device": "torch-internal helper of map_location",
     "torch.serialization.validate_hpu_device": "no HPU devices",
-    "torch.serialization.skip_data": "not implemented yet (loads metadata without storages)",
     "torch.serialization.mkdtemp": "a tempfile helper torch re-exports by accident",
     "torch.utils.benchmark.CallgrindStats": _BENCH,
     "torch.utils.benchmark.Colorize": _BENCH,
