@@ -91,6 +91,19 @@ def _cpu_kernels_use_openmp() -> bool:
     return False
 
 
+class _XNNPACK:
+    """torch.backends.xnnpack: whether the XNNPACK engine is on (never: ember has none); the
+    flag is read-only, as PyTorch's."""
+
+    @property
+    def enabled(self) -> bool:
+        return False
+
+    @enabled.setter
+    def enabled(self, value) -> None:
+        raise RuntimeError("Assignment not supported")
+
+
 cuda = _Cuda()
 # Accepted so that PyTorch scripts setting them run; no ember backend uses cuDNN, oneDNN
 # (mkldnn), MKL or Metal (mps): setting their flags changes nothing.
@@ -100,3 +113,4 @@ mkldnn = _Unused("cpu", "mkldnn.", {"enabled": True, "deterministic": False})
 mkl = _Unused("cpu", "mkl.", {})
 mps = _Unused("mps", "mps.", {})
 openmp = _OpenMP()
+xnnpack = _XNNPACK()

@@ -186,6 +186,15 @@ def test_backend_availability_queries():
         b.cudnn.benchmrk = True
 
 
+def test_xnnpack_flag_is_read_only_as_torch():
+    import torch.backends.xnnpack
+
+    assert ember.backends.xnnpack.enabled is False
+    for lib in (ember.backends.xnnpack, torch.backends.xnnpack):
+        with pytest.raises(RuntimeError, match="Assignment not supported"):
+            lib.enabled = True
+
+
 def _t(x):
     return torch.from_numpy(np.array(x.numpy()))
 
