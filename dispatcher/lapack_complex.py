@@ -122,19 +122,27 @@ def lu_factor(lu, pivots, info) -> None:
         piv[i] = row
 
 
-def lu_solve(x, lu, pivots, trans: int) -> None:
-    """getrs with op(A) = A, A^T or A^H (trans 0/1/2) for each right-hand side matrix."""
-    mats, factors, piv = _matrices(x), host_array(lu), host_array(pivots)
+def _pivoted_solve(name: str, x, factors, pivots, solve) -> None:
+    """For each right-hand side matrix b of x (solved in place) with its factor and LAPACK
+    pivots: ``solve(n, nrhs, factor, pivots, b)`` returns the routine's status."""
+    mats, factors, piv = _matrices(x), host_array(factors), host_array(pivots)
     for i, b in enumerate(mats):
         n, nrhs = b.shape
         if n == 0 or nrhs == 0:
             continue
         a = _fortran(factors[i].T)
         row = np.ascontiguousarray(piv[i], np.int32)
-        status = _routine("getrs", b.dtype)(
-            _COL_MAJOR, b"NTC"[trans : trans + 1], n, nrhs, _at(a), n, _ints(row), _at(b), n
-        )
-        _checked("linalg_lu_solve", status)
+        _checked(name, solve(n, nrhs, _at(a), _ints(row), b))
+
+
+def lu_solve(x, lu, pivots, trans: int) -> None:
+    """getrs with op(A) = A, A^T or A^H (trans 0/1/2) for each right-hand side matrix."""
+    op = b"NTC"[trans : trans + 1]
+
+    def solve(n, nrhs, a, row, b):
+        return _routine("getrs", b.dtype)(_COL_MAJOR, op, n, nrhs, a, n, row, _at(b), n)
+
+    _pivoted_solve("linalg_lu_solve", x, lu, pivots, solve)
 
 
 def cholesky(factor, info, upper: bool) -> None:
@@ -312,17 +320,12 @@ def ldl_factor(ld, pivots, info, hermitian: bool) -> None:
 
 def ldl_solve(x, ld, pivots, hermitian: bool) -> None:
     """hetrs or sytrs with each factor from ldl_factor."""
-    mats, factors, piv = _matrices(x), host_array(ld), host_array(pivots)
-    for i, b in enumerate(mats):
-        n, nrhs = b.shape
-        if n == 0 or nrhs == 0:
-            continue
-        a = _fortran(factors[i].T)
-        row = np.ascontiguousarray(piv[i], np.int32)
-        fn = _routine("hetrs" if hermitian else "sytrs", b.dtype)
-        _checked(
-            "linalg_ldl_solve", fn(_COL_MAJOR, b"L", n, nrhs, _at(a), n, _ints(row), _at(b), n)
-        )
+    name = "hetrs" if hermitian else "sytrs"
+
+    def solve(n, nrhs, a, row, b):
+        return _routine(name, b.dtype)(_COL_MAJOR, b"L", n, nrhs, a, n, row, _at(b), n)
+
+    _pivoted_solve("linalg_ldl_solve", x, ld, pivots, solve)
 
 
 KERNELS = {
