@@ -81,9 +81,10 @@ def explain(f, *extra_args, **extra_kwargs):
         from .region import split
 
         leaves, _spec, _ = split(args, kwargs)
-        memory = plan_memory(region.graph) if region is not None else {"peak": 0, "total": 0}
+        graph = region.graph if region is not None else None  # None: optimizer calls alone
+        memory = plan_memory(graph) if graph is not None else {"peak": 0, "total": 0}
         return ExplainOutput(
-            graphs=[region.graph] if region is not None else [],
+            graphs=[graph] if graph is not None else [],
             graph_count=len(segments),
             graph_break_count=len(observer.reasons),
             break_reasons=observer.reasons,
@@ -95,7 +96,7 @@ def explain(f, *extra_args, **extra_kwargs):
             compile_times=f"capture {seconds:.4f} s",
             peak_bytes=memory["peak"],
             total_bytes=memory["total"],
-            fusion=fusion.summary(region.graph) if region is not None else "",
+            fusion=fusion.summary(graph) if graph is not None else "",
         )
 
     if extra_args or extra_kwargs:

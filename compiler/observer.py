@@ -36,6 +36,14 @@ class Observer:
         self._counted = 0
         self.broken = False
         self.steps: list = []  # the compiled optimizer steps the capture ran (optim_step.py)
+        # a training step (train_region.py): the loss ``backward()`` was called on, the op
+        # count when it was, and the optimizer calls before and after it, to replay in order
+        self.targets: list = []
+        self.tail_at: int | None = None
+        self.tail_stack: list = []
+        self.ops_after_backward = False
+        self.before: list = []
+        self.after: list = []
 
     # ---- tracer hooks ------------------------------------------------------------------------
     def module(self, module) -> None:
@@ -45,13 +53,16 @@ class Observer:
         self.graph_break(name)
 
     # ---- breaks ------------------------------------------------------------------------------
-    def graph_break(self, construct: str, name: str = "") -> None:
+    def graph_break(self, construct: str, name: str = "", stack=None) -> None:
+        """Record a break (``stack``: the user frames where it happened, when it is found
+        later, as a backward followed by ops is)."""
         record = CONSTRUCTS[construct]
-        text = message(record, user_stack(self.entry_code), name)
+        stack = user_stack(self.entry_code) if stack is None else stack
+        text = message(record, stack, name)
         if self.mode == FULLGRAPH:
             raise Unsupported(text, record.gb_type, record.explanation, record.hints)
         logs.log("graph_breaks", text)
-        self.reasons.append(GraphCompileReason(text, user_stack(self.entry_code)))
+        self.reasons.append(GraphCompileReason(text, stack))
         self.close_segment()
         if self.mode == COMPILE and not self.broken:
             self.broken = True
@@ -59,13 +70,13 @@ class Observer:
 
     def optimizer_step(self, step, eager):
         """An optimizer step met by the capture: ``step`` (its CompiledStep, or None) runs and
-        is kept for the region to replay while the graph has no op yet; otherwise the step is a
-        graph break and ``eager()`` runs it."""
-        nodes = self.state.graph.nodes()
-        empty = not any(not n.kind().startswith("prim::") for n in nodes)
-        compiled = step is not None and self.mode != EXPLAIN and empty and self.active()
+        is kept for the region to replay where it is placed like a training step's (no op
+        before it, or none since ``loss.backward()``); otherwise the step is a graph break and
+        ``eager()`` runs it."""
+        compiled = step is not None and self.active() and self.placed()
         if compiled:
             self.steps.append(step)
+            self.action(step)
         elif self.active():
             self.graph_break("optimizer.step")
         self.state.suspended += 1  # the step's own ops are not the model's
@@ -73,6 +84,34 @@ class Observer:
             return step() if compiled else eager()
         finally:
             self.state.suspended -= 1
+
+    def placed(self) -> bool:
+        """Whether an optimizer call now is a training step's: before any op, or right after
+        the loss's backward (nothing recorded since)."""
+        ops = self.op_count()
+        return ops == 0 or ops == self.tail_at
+
+    def action(self, call) -> None:
+        """Keep an optimizer call for the replay, on its side of the backward."""
+        (self.before if self.tail_at is None else self.after).append(call)
+
+    def backward(self, loss) -> bool:
+        """``loss.backward()`` met by the capture: True when it is kept for the replay (the
+        first backward, of a graph tensor), False when it is a graph break."""
+        if self.tail_at is not None or not self.is_graph_tensor(loss):
+            return False
+        self.targets.append(loss)
+        self.tail_at = self.op_count()
+        self.tail_stack = user_stack(self.entry_code)  # for the break if ops follow it
+        return True
+
+    def finish(self) -> None:
+        """At the end of the user's call (before the trace drops dead nodes): whether ops
+        followed the backward, which makes the backward a break (region.py)."""
+        self.ops_after_backward = self.tail_at is not None and self.op_count() > self.tail_at
+
+    def op_count(self) -> int:
+        return sum(1 for n in self.state.graph.nodes() if not n.kind().startswith("prim::"))
 
     def close_segment(self) -> None:
         nodes = list(self.state.graph.nodes()) if self.state is not None else []
@@ -102,11 +141,12 @@ def watching(observer: Observer):
         (Tensor, "__repr__", "repr", tensor_args),
         (Tensor, "__str__", "repr", tensor_args),
         (Tensor, "__format__", "repr", tensor_args),
-        (Tensor, "backward", "backward", None),
+        (Tensor, "backward", "backward", "backward"),
         (autograd, "backward", "backward", None),
         (autograd, "grad", "autograd.grad", None),
     ]
-    patches += [(cls, "step", "optimizer.step", "step") for cls in _subclasses(Optimizer)]
+    patches += [(cls, "step", "optimizer.step", "step") for cls in _subclasses(Optimizer, "step")]
+    patches += [(cls, "zero_grad", "", "zero_grad") for cls in _subclasses(Optimizer, "zero_grad")]
     saved = []
     try:
         for owner, attr, construct, applies in patches:
@@ -114,7 +154,7 @@ def watching(observer: Observer):
                 continue  # inherited (object.__str__ calls the patched __repr__)
             original = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
             saved.append((owner, attr, original))
-            wrap = _stepping if applies == "step" else _breaking
+            wrap = _WRAPS.get(applies, _breaking) if isinstance(applies, str) else _breaking
             setattr(owner, attr, wrap(observer, original, construct, applies))
         yield
     finally:
@@ -152,12 +192,65 @@ def _stepping(observer: Observer, original, construct: str, applies):
     return call
 
 
-def _subclasses(cls) -> list:
-    """``cls`` and every subclass that defines its own ``step``."""
+def _backward(observer: Observer, original, construct: str, applies):
+    """``Tensor.backward`` in a capture: the loss's plain backward (no gradient, inputs,
+    retain_graph or create_graph) is kept for the replay (train_region.py); else a break."""
+
+    def call(tensor, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        plain = gradient is None and not retain_graph and not create_graph and inputs is None
+        if observer.active() and not (plain and observer.backward(tensor)):
+            observer.graph_break(construct)
+        state = observer.state
+        state.suspended += 1  # the backward's own ops are not the model's
+        try:
+            return original(tensor, gradient, retain_graph, create_graph, inputs)
+        finally:
+            state.suspended -= 1
+
+    call.__wrapped__ = original
+    return call
+
+
+def _zero_grad(observer: Observer, original, construct: str, applies):
+    """``Optimizer.zero_grad`` in a capture: it only resets ``.grad``, which no op reads, so it
+    is kept for the replay on its side of the backward (no graph break)."""
+
+    def call(opt, set_to_none: bool = True):
+        if observer.active():
+            observer.action(_ZeroGrad(opt, set_to_none))
+        state = observer.state
+        state.suspended += 1
+        try:
+            return original(opt, set_to_none)
+        finally:
+            state.suspended -= 1
+
+    call.__wrapped__ = original
+    return call
+
+
+class _ZeroGrad:
+    """A captured ``opt.zero_grad(set_to_none)``, replayed through the optimizer's method."""
+
+    __slots__ = ("opt", "set_to_none")
+
+    def __init__(self, opt, set_to_none: bool):
+        self.opt = opt
+        self.set_to_none = set_to_none
+
+    def __call__(self):
+        self.opt.zero_grad(self.set_to_none)
+
+
+_WRAPS = {"step": _stepping, "backward": _backward, "zero_grad": _zero_grad}
+
+
+def _subclasses(cls, name: str) -> list:
+    """``cls`` and every subclass that defines its own ``name``."""
     found, todo = [], [cls]
     while todo:
         klass = todo.pop()
-        if "step" in klass.__dict__:
+        if name in klass.__dict__:
             found.append(klass)
         todo.extend(klass.__subclasses__())
     return found

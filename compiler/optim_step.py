@@ -26,7 +26,6 @@ from __future__ import annotations
 import weakref
 
 import ember
-from ember.jit import pytree
 from ember.optim import _fused
 from ember.optim.adam import Adam
 from ember.optim.optimizer import Optimizer, _hooked_step, scalar
@@ -52,31 +51,6 @@ def step_of(opt):
     if opt not in _STEPS:
         _STEPS[opt] = CompiledStep(opt, None)
     return _STEPS[opt]
-
-
-class StepRegion:
-    """A captured call whose only work was optimizer steps (PyTorch's tutorial: a compiled
-    ``fn`` that calls ``opt.step()``): replays the compiled steps, returns the constants."""
-
-    def __init__(self, graph, steps, out_leaves, out_spec):
-        self.graph = graph
-        self.steps = steps
-        self.out = (out_leaves, out_spec)
-        self.compile_seconds = 0.0
-
-    def run(self, root, tensors):
-        for step in self.steps:
-            step()
-        return pytree.unflatten(list(self.out[0]), self.out[1])
-
-
-def step_region(graph, steps, out_leaves, out_spec):
-    """A StepRegion when the graph recorded no op and returns no tensor, else None."""
-    if any(not n.kind().startswith("prim::") for n in graph.nodes()):
-        return None
-    if any(isinstance(leaf, ember.Tensor) for leaf in out_leaves):
-        return None
-    return StepRegion(graph, list(steps), out_leaves, out_spec)
 
 
 def compiled_step_for(fn, options):

@@ -70,8 +70,13 @@ CONSTRUCTS = {
     ),
     "backward": Construct(
         "Unsupported Tensor.backward() call",
-        "ember.compile captures forward computations; the backward pass it starts runs eagerly.",
-        ("Compile the model or its forward and call `loss.backward()` outside it.",),
+        "ember.compile replays a training step as forward, `loss.backward()` (of the loss alone, "
+        "once), then optimizer calls (train_region.py); this backward is another kind, or ops "
+        "follow it, so it runs eagerly.",
+        (
+            "Compute what reads the gradients (metrics, `loss.detach()`) before "
+            "`loss.backward()`, or compile the model alone and call `loss.backward()` outside it.",
+        ),
     ),
     "autograd.grad": Construct(
         "Unsupported call to ember.autograd.grad",
@@ -80,9 +85,10 @@ CONSTRUCTS = {
     ),
     "optimizer.step": Construct(
         "Unsupported Optimizer.step() call",
-        "A compiled function runs an SGD/Adam/AdamW step from a plan of fused-op calls only "
-        "when the step is the call's only work (compiler/optim_step.py); this step runs eagerly.",
-        (),
+        "A compiled function runs an optimizer step from a plan of fused calls only before the "
+        "forward's first op or right after `loss.backward()` (compiler/optim_step.py, "
+        "train_region.py); this step runs eagerly.",
+        ("Call `opt.step()` right after `loss.backward()`, or outside the compiled function.",),
     ),
     "disable": Construct(
         "Skip calling `ember.compiler.disable()`d function",

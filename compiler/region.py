@@ -19,7 +19,7 @@ from ember.jit.tracer import TracerWarning, capture, current
 
 from . import joint, overhead, replay
 from .observer import Observer, watching
-from .optim_step import step_region
+from .train_region import TrainRegion, no_op_region
 
 _CONSTANT_OUTPUTS = (int, float, bool, str, type(None))
 _UNBUILT = object()
@@ -115,13 +115,17 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
         observer.state = current()
         result = fn(*call_args, **call_kwargs)
         held["result"] = result
+        observer.finish()
         observer.close_segment()
         out_leaves, out_spec = pytree.flatten(result)
         held["out"] = (out_leaves, out_spec)
         bad = [leaf for leaf in out_leaves if not isinstance(leaf, (Tensor, *_CONSTANT_OUTPUTS))]
         if bad and observer.active():
             observer.graph_break("output", type(bad[0]).__name__)
-        return tuple(leaf for leaf in out_leaves if isinstance(leaf, Tensor))
+        targets = tuple(observer.targets)  # the loss of a training step: one more output
+        if targets:
+            held["out"] = pytree.flatten((result, list(targets)))
+        return tuple(leaf for leaf in out_leaves if isinstance(leaf, Tensor)) + targets
 
     observer.entry_code = user_call.__code__
     _COMPILING.depth = getattr(_COMPILING, "depth", 0) + 1
@@ -138,17 +142,23 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
     if observer.broken:
         return held["result"], None
     graph = captured.graph
-    if observer.steps:  # optimizer steps ran compiled: a region of steps only, else a break
-        out_leaves, out_spec = held["out"]
-        region = step_region(graph, observer.steps, out_leaves, out_spec)
+    out_leaves, out_spec = held["out"]
+    trained = observer.targets or observer.before or observer.after
+    if trained and not observer.op_count():  # optimizer calls alone: no forward to replay
+        region = no_op_region(observer, out_leaves, out_spec)
         if region is None:
             observer.graph_break("optimizer.step")
         return held["result"], region
+    if observer.ops_after_backward:
+        observer.graph_break("backward", stack=observer.tail_stack)
+        if observer.broken:
+            return held["result"], None
     _name_inputs(graph, leaves, spec, positions, fn)
     generated = generate(graph, "compiled", method=root is not None)
-    out_leaves, out_spec = held["out"]
     seconds = time.perf_counter() - start
     region = Region(graph, generated.fn, out_leaves, out_spec, seconds, root is not None)
+    if trained:
+        region = TrainRegion(region, observer, out_leaves, out_spec)
     return held["result"], region
 
 

@@ -93,17 +93,38 @@ def test_fullgraph_raises_naming_the_construct(name, capsys):
     assert "from user code:" in str(info.value) and fn.__name__ in str(info.value)
 
 
-def test_optimizer_step_is_a_break_of_its_own():
-    p = nn.Parameter(ember.randn(3))
+def test_optimizer_step_before_the_forward_is_no_break():
+    """As PyTorch's dynamo traces a step into the graph: a step before the forward's first op
+    is replayed before the forward (train_region.py), not a break."""
+    p = nn.Parameter(ember.ones(3))
     opt = ember.optim.SGD([p], lr=0.1)
     p.grad = ember.ones(3)
 
     def step(x):
         opt.step()
-        return x + 1
+        return x + p
 
-    explained = ember._dynamo.explain(step)(ember.randn(3))
-    assert explained.break_reasons[0].reason.startswith("Unsupported Optimizer.step() call")
+    explained = ember._dynamo.explain(step)(ember.zeros(3))
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    compiled = ember.compile(step, fullgraph=True)
+    for i in range(2, 5):
+        np.testing.assert_allclose(compiled(ember.zeros(3)).detach().numpy(), 1 - 0.1 * i, 1e-6)
+
+
+def test_ops_after_backward_keep_the_backward_a_break():
+    """A step after ``loss.backward()`` is kept, but an op after them makes the backward the
+    break (reported at the backward's line)."""
+    p = nn.Parameter(ember.ones(3))
+    opt = ember.optim.SGD([p], lr=0.1)
+
+    def step(x):
+        (x * p).sum().backward()
+        opt.step()
+        return p.detach() + 1
+
+    with pytest.raises(Unsupported, match="backward") as info:
+        ember.compile(step, fullgraph=True)(ember.ones(3))
+    assert ".backward()" in str(info.value).split("from user code:")[1]
 
 
 def test_side_effects_before_a_break_happen_once():
