@@ -13,8 +13,13 @@ Module buffers, tensors the function closes over and the random generators are r
 the tracing run, so the call that builds the pair updates running statistics (or a closure's
 state) and draws random numbers once, like eager.
 
-Left to the dispatching replay (``build`` returns None): tensors the function closes over that
-require grad (a global model's parameters), graphs with control flow, a trace that fails.
+Tensors the function closes over that require grad (a global model's parameters, as in a
+compiled training step, train_region.py) are differentiated like the module's parameters: the
+programs read them as constants (held by reference, so an optimizer's in-place update is seen),
+and they are inputs of the autograd node, so their gradients accumulate in ``.grad``.
+
+Left to the dispatching replay (``build`` returns None): graphs with control flow, a trace that
+fails.
 Double backward (``create_graph=True``) through the node raises.
 """
 
@@ -43,6 +48,7 @@ class Joint:
 
     __slots__ = (
         "backward",
+        "closed",
         "diff",
         "forward",
         "frozen",
@@ -52,7 +58,7 @@ class Joint:
         "saved_bytes",
     )
 
-    def __init__(self, forward, backward, params, frozen, inputs_grad, diff, n_out, saved):
+    def __init__(self, forward, backward, params, frozen, inputs_grad, diff, n_out, saved, closed):
         self.forward = forward  # fn(*inputs, *params, *frozen) -> (*outputs, *saved)
         self.backward = backward  # fn(*saved, *grads of differentiable outputs) -> grads
         self.params = [name.split(".") for name in params]  # the parameters it differentiates
@@ -61,6 +67,7 @@ class Joint:
         self.diff = diff  # positions of the outputs that require grad
         self.n_out = n_out
         self.saved_bytes = saved
+        self.closed = closed  # tensors closed over that it differentiates (constants)
 
     def run(self, root, tensors):
         """The call's outputs, or None when a tensor read without gradient now requires one
@@ -69,13 +76,13 @@ class Joint:
         if any(t._requires_grad for t in frozen):
             return None
         params = [_attribute(root, path) for path in self.params]
-        return _Step.apply(self, len(tensors), *tensors, *params, *frozen)
+        return _Step.apply(self, len(tensors), *tensors, *params, *frozen, *self.closed)
 
 
 class _Step(Function):
     @staticmethod
     def forward(ctx, joint, n, *tensors):
-        flat = joint.forward(*tensors)
+        flat = joint.forward(*tensors[: len(tensors) - len(joint.closed)])
         ctx.joint = joint
         ctx.saved = flat[joint.n_out :]
         ctx.n = n
@@ -97,21 +104,20 @@ class _Step(Function):
         for position, g in zip(joint.inputs_grad, found):
             inputs[position] = g
         params = list(found[len(joint.inputs_grad) :])
-        return (None, None, *inputs, *params, *[None] * len(joint.frozen))
+        closed = [params.pop() for _ in joint.closed][::-1]
+        return (None, None, *inputs, *params, *[None] * len(joint.frozen), *closed)
 
 
 def build(region, root, tensors) -> Joint | None:
     """The pair for ``region`` called with ``tensors`` (the call that asks for it), or None."""
     graph = region.graph
-    for node in graph.block().nodes():
-        value = node["value"] if node.kind() == "prim::Constant" else None
-        if isinstance(value, Tensor) and value._requires_grad:
-            return _refuse("it closes over tensors that require grad")
-        if node.blocks():
-            return _refuse("control flow")
+    if any(node.blocks() for node in graph.block().nodes()):
+        return _refuse("control flow")
+    closed = [t for t in _tensor_constants(graph) if t._requires_grad]
+    closed = list({id(t): t for t in closed}.values())
     try:
         with _restored(root, _tensor_constants(graph)):
-            traced = _trace(region, root, tensors)
+            traced = _trace(region, root, tensors, closed)
     except Exception as error:  # any failure leaves the region to the dispatching replay
         return _refuse(f"{type(error).__name__}: {error}")
     graph, forward_nodes, present, wanted, params, diff, n_out, constants = traced
@@ -121,10 +127,10 @@ def build(region, root, tensors) -> Joint | None:
         return _refuse("a backward formula reads a tensor the trace cannot recompute")
     if not all(present):
         return _refuse("an input or parameter gets no gradient")
-    return _partition(graph, forward_nodes, wanted, params, diff, n_out)
+    return _partition(graph, forward_nodes, wanted, params, diff, n_out, closed)
 
 
-def _trace(region, root, tensors):
+def _trace(region, root, tensors, closed):
     inputs = [t.detach().requires_grad_(t._requires_grad) for t in tensors]
     wanted = [i for i, t in enumerate(tensors) if t._requires_grad]
     params = [v.node()["name"] for v in _read(region.graph) if v.type().requires_grad()]
@@ -137,22 +143,26 @@ def _trace(region, root, tensors):
     present: list = []
 
     def joint(*flat):
+        current().grad_mode = None  # a plain trace's: no grad-mode blocks recorded
         ins, grads = flat[: len(inputs)], flat[len(inputs) :]
         outputs = region.fn(root, *ins) if root is not None else region.fn(*ins)
         forward_nodes.update(current().graph.block().nodes())
         wrt = [ins[i] for i in wanted] + [_attribute(root, n.split(".")) for n in params]
+        wrt += closed
         found = ember.autograd.grad([outputs[i] for i in diff], wrt, list(grads), allow_unused=True)
         present.extend(g is not None for g in found)
         return (*outputs, *[g for g in found if g is not None])
 
     with _tracing_backward() as made:
         # composites as their ops: their formulas save tensors made inside them (weight.t())
-        captured = capture(joint, (*inputs, *seeds), root=root, strict=False, expand=expand)
+        captured = capture(
+            joint, (*inputs, *seeds), root=root, strict=False, expand=expand, observer=_CLOSURE
+        )
     constants = [*_tensor_constants(region.graph), *made.made]
     return captured.graph, forward_nodes, present, wanted, params, diff, len(outs), constants
 
 
-def _partition(graph, forward_nodes, wanted, params, diff, n_out):
+def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed):
     nodes = list(graph.block().nodes())
     reads = {v.node()["name"]: v for v in _read(graph)}
     frozen = [name for name, v in reads.items() if not v.type().requires_grad()]
@@ -184,7 +194,23 @@ def _partition(graph, forward_nodes, wanted, params, diff, n_out):
         return _refuse("control flow")
     saved_bytes = _bytes(saved)
     logs.log("graphs", f"compiled backward: {len(after)} ops, {saved_bytes} bytes saved")
-    return Joint(forward, backward, params, frozen, wanted, diff, n_out, saved_bytes)
+    return Joint(forward, backward, params, frozen, wanted, diff, n_out, saved_bytes, closed)
+
+
+class _Closure:
+    """The trace's observer: tensors closed over that require grad are held by reference (the
+    capture held them so); a read of a graph tensor's data fails the trace (build refuses)."""
+
+    closure = True
+
+    def read(self, name: str) -> None:
+        raise RuntimeError(f"the trace reads a tensor's data ({name})")
+
+    def module(self, module) -> None:
+        pass
+
+
+_CLOSURE = _Closure()
 
 
 def _tensor_constants(graph) -> list:

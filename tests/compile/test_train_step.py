@@ -10,6 +10,7 @@ import pytest
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
+from ember.compiler.joint import Joint
 from ember.compiler.train_region import TrainRegion
 
 CASES = [("Adam", {"lr": 0.01}, True), ("SGD", {"lr": 0.1, "momentum": 0.9}, False)]
@@ -48,6 +49,8 @@ def test_train_step_matches_eager_over_50_steps(name, kw, set_to_none, device):
     (entry,) = [e for es in fn._cache.values() for e in es]
     assert isinstance(entry.region, TrainRegion) and entry.reasons == []
     assert len(entry.region.steps) == 1 and entry.region.backward
+    if device == "cpu":  # the model closed over is differentiated by the compiled pair
+        assert isinstance(entry.region.forward.joint, Joint)
 
 
 @pytest.mark.parametrize("set_to_none", [True, False])
