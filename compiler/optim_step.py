@@ -31,7 +31,7 @@ from ember.optim.adam import Adam
 from ember.optim.optimizer import Optimizer, _hooked_step, scalar
 from ember.optim.sgd import SGD
 
-from . import logs
+from . import logs, optim_rules, optim_traced
 
 # what each family's plan reads from a group (the guards)
 _ADAM_KEYS = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize")
@@ -64,6 +64,26 @@ def compiled_step_for(fn, options):
 class _Bucket:
     """One fused-op call: its tensor lists (the gradients read at each call) and arguments."""
 
+    def run(self, opt) -> None:
+        grads = [p.grad for p in self.params]
+        grad_scale, found_inf = _fused.amp_args(opt, self.params[0].device)
+        counts = self.steps
+        if counts is not None:
+            counts.add_(1)
+        kwargs = self.make(self.group) if self.refresh else self.kwargs
+        self.fn(self.params, grads, *self.lists, lr=scalar(self.group["lr"]),
+                grad_scale=grad_scale, found_inf=found_inf, **kwargs, **self.extra)  # fmt: skip
+        if found_inf is not None and counts is not None:
+            counts.sub_(found_inf.reshape(()))
+
+    def describe(self) -> str:
+        first = self.params[0]
+        where = f"{first.device.type} {first.dtype}"
+        op = _op(self.fn)
+        fused = op.kernel(first._storage.device.type, first._dtype) is not None
+        how = "one fused kernel" if fused else "no fused kernel: replays op by op (decomposition)"
+        return f"  {op.name} on {where}, {len(self.params)} tensors: {how}"
+
     __slots__ = ("extra", "fn", "group", "kwargs", "lists", "make", "params", "refresh", "steps")
 
     def __init__(self, fn, group, params, lists, steps, make, extra=None):
@@ -88,8 +108,9 @@ class _Plan:
         self.params = [group["params"] for group in self.groups]
         self.sizes = [len(params) for params in self.params]
         self.dynamic = dynamic  # per group: the float hyperparameters read at each call
-        self.hyper = [_guarded(g, d) for g, d in zip(self.groups, dynamic)]
+        self.hyper = [_guarded(g, d, _keys(optimizer)) for g, d in zip(self.groups, dynamic)]
         self.buckets = buckets
+        self.keys = _keys(optimizer)
         self.first_sgd = False  # the SGD buffers are made by this call (is_first_step)
 
     def failure(self) -> tuple[str, set] | None:
@@ -103,9 +124,9 @@ class _Plan:
         for i, group in enumerate(self.groups):
             if group["params"] is not self.params[i] or len(group["params"]) != self.sizes[i]:
                 return f"param_groups[{i}]['params'] changed", set()
-            now = _guarded(group, self.dynamic[i])
+            now = _guarded(group, self.dynamic[i], self.keys)
             if now != self.hyper[i]:
-                keys = _keys(group)
+                keys = self.keys
                 changed = [k for k, a, b in zip(keys, self.hyper[i], now) if a != b]
                 floats = {(i, k) for k in changed if _floats(group.get(k))}
                 where = ", ".join(f"param_groups[{i}][{k!r}]" for k in changed)
@@ -113,8 +134,12 @@ class _Plan:
         return None
 
 
-def _keys(group) -> tuple:
-    return _SGD_KEYS if "momentum" in group else _ADAM_KEYS
+def _keys(opt) -> tuple:
+    """The hyperparameters ``opt``'s plan reads (its guards)."""
+    rule = optim_rules.RULES.get(_step_owner(opt))
+    if rule is not None:
+        return rule.keys + ("differentiable",)
+    return _SGD_KEYS if _step_owner(opt) is SGD else _ADAM_KEYS
 
 
 def _floats(value) -> bool:
@@ -125,12 +150,12 @@ def _floats(value) -> bool:
     return type(value) is float
 
 
-def _guarded(group, dynamic) -> tuple:
+def _guarded(group, dynamic, keys) -> tuple:
     """The values the plan assumes: dynamic floats by type only, tensors (an LR) by type (they
     are read at each call), everything else by value."""
     return tuple(
         type(v) if k in dynamic or isinstance(v, ember.Tensor) else v
-        for k in _keys(group)
+        for k in keys
         for v in (group.get(k),)
     )
 
@@ -252,13 +277,7 @@ def _eager_body(opt, loss):
 def describe(name: str, buckets) -> str:
     """The ``EMBER_LOGS=fusion`` line of a plan: per bucket, fused kernel or op by op."""
     lines = [f"compiled {name}.step: {len(buckets)} call(s)"]
-    for b in buckets:
-        first = b.params[0]
-        where = f"{first.device.type} {first.dtype}"
-        op = _op(b.fn)
-        fused = op.kernel(first._storage.device.type, first._dtype) is not None
-        how = "one fused kernel" if fused else "no fused kernel: replays op by op (decomposition)"
-        lines.append(f"  {op.name} on {where}, {len(b.params)} tensors: {how}")
+    lines += [b.describe() for b in buckets]
     return "\n".join(lines)
 
 
@@ -280,16 +299,7 @@ def _grads_unchanged(plan) -> bool:
 def _run(plan) -> None:
     opt = plan.optimizer
     for bucket in plan.buckets:
-        grads = [p.grad for p in bucket.params]
-        grad_scale, found_inf = _fused.amp_args(opt, bucket.params[0].device)
-        counts = bucket.steps
-        if counts is not None:
-            counts.add_(1)
-        kwargs = bucket.make(bucket.group) if bucket.refresh else bucket.kwargs
-        bucket.fn(bucket.params, grads, *bucket.lists, lr=scalar(bucket.group["lr"]),
-                  grad_scale=grad_scale, found_inf=found_inf, **kwargs, **bucket.extra)  # fmt: skip
-        if found_inf is not None and counts is not None:
-            counts.sub_(found_inf.reshape(()))
+        bucket.run(opt)
     if plan.first_sgd:  # the buffers exist now: later calls are not first steps
         plan.first_sgd = False
         for bucket in plan.buckets:
@@ -298,8 +308,18 @@ def _run(plan) -> None:
 
 def _family(opt):
     """The plan builder of ``opt``'s class, or None (its step runs eagerly)."""
-    step = type(opt).step
-    return {Adam.step: _adam_buckets, SGD.step: _sgd_buckets}.get(step)
+    owner = _step_owner(opt)
+    rule = optim_rules.RULES.get(owner)
+    if rule is not None:
+        return lambda opt: optim_traced.buckets(opt, rule)
+    return {Adam: _adam_buckets, SGD: _sgd_buckets}.get(owner)
+
+
+def _step_owner(opt):
+    """The class whose ``step`` ``opt`` runs (by class, not by function: a capture patches
+    the ``step`` functions while it runs, observer.py). A subclass with its own ``step``
+    owns it, so it gets no plan."""
+    return next(klass for klass in type(opt).__mro__ if "step" in klass.__dict__)
 
 
 def _adam_buckets(opt) -> list:

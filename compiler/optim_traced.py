@@ -1,0 +1,160 @@
+"""Compiled steps of the optimizers without a ``fused=True`` op (optim_rules.py's table).
+
+Per parameter group and (device, dtype), a ``TracedBucket``: the bucket's state tensors live
+in one flat buffer per state name (each parameter's state entry a view of it), its update is
+traced once, out of place, over flat tensors (parameters, gradients, state, and the per-step
+numbers as 0-d tensors), and replayed with the fusion scheduler on (compiler/fusion.py), so
+an elementwise update is one fused kernel where the backend generates them (the CPU) and op
+by op elsewhere. A call: the parameters and gradients concatenated, the program, the new state
+copied into the flat buffers (one copy each), the new parameters copied back. The step count
+and the state's Python numbers (NAdam's ``mu_product``, ASGD's ``eta``/``mu``) are written to
+every parameter's state, as the eager step keeps them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ember
+from ember.autograd.grad_mode import no_grad
+from ember.jit.tracer import capture, current
+
+from . import fusion, replay
+
+
+class TracedBucket:
+    """One group/device/dtype bucket of a traced optimizer (see the module docstring)."""
+
+    steps = None  # no shared step counters (optim_step.py's guard reads this)
+
+    def __init__(self, opt, rule, group, params):
+        self.opt = opt
+        self.rule = rule
+        self.group = group
+        self.params = params
+        self.names = rule.states(group)
+        self.sizes = [p.numel() for p in params]
+        first = params[0]
+        self.like = {"dtype": first.dtype, "device": first.device}
+        self.flat = {name: _flatten(opt, params, name) for name in self.names}
+        self.state = opt.state[first]
+        self.count = float(self.state["step"])
+        self.program = None
+        self.fused = 0
+        self.keys: list = []
+        self.extra: dict = {}  # (SGD's first-step flag; none here)
+        self.last: dict = {}  # this call's numbers, as Python floats
+
+    def _numbers(self, step) -> list:
+        numbers = self.last = self.rule.numbers(self.group, step, self.state)
+        self.keys = list(numbers)
+        return [ember.tensor(float(v), **self.like) for v in numbers.values()]
+
+    def _update(self, p, g, *rest):
+        """The rule's update over flat tensors: ``(new p, *new states)``."""
+        names = self.names
+        states = dict(zip(names, rest[: len(names)]))
+        numbers = dict(zip(self.keys, rest[len(names) :]))
+        new_p, new = self.rule.update(self.group, p, g, states, numbers)
+        return (new_p, *[new[name] for name in names])
+
+    def _build(self, args) -> None:
+        """Trace the update over these tensors; the replay fuses its elementwise chains."""
+        graph = capture(self._update, args, strict=False).graph
+        nodes = list(graph.block().nodes())
+        self.fused = len(fusion.schedule(nodes, graph.outputs()))
+        self.program = replay.build(graph, fuse=True, name="optimizer_update")
+
+    def run(self, opt) -> None:
+        if _amp(opt):
+            raise RuntimeError("a GradScaler's step runs eagerly")  # never planned (optim_step)
+        with no_grad():
+            self.count += 1
+            numbers = self._numbers(self.count)
+            flat_p = ember.cat([p.reshape(-1) for p in self.params])
+            flat_g = ember.cat([p.grad.reshape(-1) for p in self.params])
+            args = (flat_p, flat_g, *[self.flat[n] for n in self.names], *numbers)
+            if self.program is None and current() is not None:
+                # inside an ember.compile capture (a trace cannot nest): the update's ops run
+                # as they are, this once; the first call outside builds the program
+                new_p, *new = self._update(*args)
+            else:
+                if self.program is None:
+                    self._build(args)
+                new_p, *new = self.program(*args)
+            for name, value in zip(self.names, new):
+                self.flat[name].copy_(value)
+            for p, piece in zip(self.params, ember.split(new_p, self.sizes)):
+                p.copy_(piece.view(p.shape))
+        self._write_state()
+
+    def _write_state(self) -> None:
+        after = self.rule.after
+        values = {"step": self.count}
+        if after is not None:
+            values.update(after(self.group, self.count, self.last))
+        for p in self.params:
+            self.opt.state[p].update(values)
+
+    def describe(self) -> str:
+        first = self.params[0]
+        where = f"{first.device.type} {first.dtype}"
+        how = (f"{self.fused} fused kernel(s)" if self.fused else
+               "no fused kernel: replays op by op")  # fmt: skip
+        if self.program is None:
+            how = "traced at its first call"
+        return f"  {type(self.opt).__name__} update on {where}, {len(self.params)} tensors: {how}"
+
+
+def _flatten(opt, params, name):
+    """One flat buffer holding each parameter's ``name`` state; the state entries become views
+    of it (so eager code and state dicts see the values the compiled step writes)."""
+    parts = [opt.state[p][name] for p in params]
+    total = sum(math.prod(t.shape) for t in parts)
+    base = parts[0]._base
+    if base is not None and tuple(base.shape) == (total,) and _views_of(base, parts):
+        return base  # an earlier plan's buffer, in this order
+    flat = ember.cat([t.reshape(-1) for t in parts])
+    offset = 0
+    for p, t in zip(params, parts):
+        n = math.prod(t.shape)
+        opt.state[p][name] = flat[offset : offset + n].view(t.shape)
+        offset += n
+    return flat
+
+
+def _views_of(base, parts) -> bool:
+    offset = base._offset
+    for t in parts:
+        if t._base is not base or t._offset != offset or not t.is_contiguous():
+            return False
+        offset += math.prod(t.shape)
+    return True
+
+
+def _amp(opt) -> bool:
+    return (
+        getattr(opt, "grad_scale", None) is not None or getattr(opt, "found_inf", None) is not None
+    )
+
+
+def buckets(opt, rule) -> list | None:
+    """The TracedBuckets of ``opt``, or None when its state does not fit one plan (parameters
+    of one bucket at different step counts, sparse gradients, a GradScaler's step)."""
+    from ember.optim import _fused
+
+    if _amp(opt):
+        return None
+    found = []
+    for group in opt.param_groups:
+        params = [p for p in group["params"] if p.grad is not None]
+        if any(getattr(p.grad, "is_sparse", False) for p in params):
+            return None
+        for p in params:
+            rule.init(opt, p, group)
+        for (ps,) in _fused.groups(params):
+            steps = {float(opt.state[p]["step"]) for p in ps}
+            if len(steps) != 1:
+                return None
+            found.append(TracedBucket(opt, rule, group, ps))
+    return found
