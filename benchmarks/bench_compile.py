@@ -108,20 +108,33 @@ def interleaved(model_name: str, steps: int, threads: int, args) -> None:
     print(f"(medians of {steps} interleaved calls)")
 
 
+OPTIMIZERS = [
+    ("SGD", {}), ("SGD", {"momentum": 0.9}), ("Adam", {}), ("AdamW", {"amsgrad": True}),
+    ("RMSprop", {}), ("RMSprop", {"momentum": 0.9, "centered": True}), ("Adagrad", {}),
+    ("Adamax", {}), ("NAdam", {}), ("RAdam", {}), ("Adadelta", {}), ("ASGD", {}), ("Rprop", {}),
+]  # fmt: skip
+
+
 def optimizer_steps(steps: int, threads: int) -> None:
-    """``--optimizers``: the ``tiny`` model's optimizer step alone, eager, ``fused=True`` and
-    ``opt.step = ember.compile(opt.step)``, alternated call by call (gradients kept)."""
+    """``--optimizers``: the ``tiny`` model's optimizer step alone, eager, ``fused=True`` (where
+    the class takes it) and ``opt.step = ember.compile(opt.step)``, alternated call by call
+    (gradients kept)."""
+    import inspect
+
     import ember
 
     ember.set_num_threads(threads)
-    cases = [("SGD", {}), ("SGD", {"momentum": 0.9}), ("Adam", {}), ("AdamW", {"amsgrad": True})]
-    for name, kw in cases:
+    for name, kw in OPTIMIZERS:
+        cls = getattr(ember.optim, name)
+        modes = ["eager", "compiled"]
+        if "fused" in inspect.signature(cls).parameters:
+            modes.insert(1, "fused")
         calls = {}
-        for mode in ("eager", "fused", "compiled"):
+        for mode in modes:
             ember.manual_seed(0)
             model, _, x, _ = tiny(ember.nn, ember)
-            fused = True if mode == "fused" else None
-            opt = getattr(ember.optim, name)(model.parameters(), lr=0.01, fused=fused, **kw)
+            extra = {"fused": True} if mode == "fused" else {}
+            opt = cls(model.parameters(), lr=0.01, **extra, **kw)
             model(x).sum().backward()
             if mode == "compiled":
                 opt.step = ember.compile(opt.step)

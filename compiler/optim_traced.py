@@ -44,11 +44,26 @@ class TracedBucket:
         self.keys: list = []
         self.extra: dict = {}  # (SGD's first-step flag; none here)
         self.last: dict = {}  # this call's numbers, as Python floats
+        with no_grad():  # the parameters as flat views, for the concatenation and the copy back
+            self.views = [p.detach().view(-1) for p in params]
+        self.scalars = None  # the numbers' 0-d tensors: views of one buffer, written per call
+        self.buffer = self.host = None
 
     def _numbers(self, step) -> list:
+        """This call's numbers as 0-d tensors (the program's inputs): one buffer, written in
+        place (through numpy on the CPU: no op call) so the tensors stay the same."""
         numbers = self.last = self.rule.numbers(self.group, step, self.state)
-        self.keys = list(numbers)
-        return [ember.tensor(float(v), **self.like) for v in numbers.values()]
+        values = [float(v) for v in numbers.values()]
+        if self.scalars is None:
+            self.keys = list(numbers)
+            self.buffer = ember.tensor(values, **self.like)
+            self.scalars = [self.buffer[i] for i in range(len(values))]
+            self.host = self.buffer.numpy() if self.buffer.device.type == "cpu" else None
+        elif self.host is not None:
+            self.host[:] = values
+        else:
+            self.buffer.copy_(ember.tensor(values, dtype=self.buffer.dtype))
+        return self.scalars
 
     def _update(self, p, g, *rest):
         """The rule's update over flat tensors: ``(new p, *new states)``."""
@@ -71,7 +86,7 @@ class TracedBucket:
         with no_grad():
             self.count += 1
             numbers = self._numbers(self.count)
-            flat_p = ember.cat([p.reshape(-1) for p in self.params])
+            flat_p = ember.cat(self.views)
             flat_g = ember.cat([p.grad.reshape(-1) for p in self.params])
             args = (flat_p, flat_g, *[self.flat[n] for n in self.names], *numbers)
             if self.program is None and current() is not None:
@@ -84,8 +99,8 @@ class TracedBucket:
                 new_p, *new = self.program(*args)
             for name, value in zip(self.names, new):
                 self.flat[name].copy_(value)
-            for p, piece in zip(self.params, ember.split(new_p, self.sizes)):
-                p.copy_(piece.view(p.shape))
+            for view, piece in zip(self.views, ember.split(new_p, self.sizes)):
+                view.copy_(piece)
         self._write_state()
 
     def _write_state(self) -> None:
