@@ -21,10 +21,12 @@ from ember.jit.types import TensorType
 _CACHE: dict = {}  # (kind, argument types and constants) -> sub-program or None
 
 
-def lowered(op, node, build):
+def lowered(op, node, build, cache: bool = True):
     """The sub-program ``fn(*tensor inputs) -> tuple`` for composite ``node``, or None.
 
-    ``build(graph)``: replay.build, passed in (replay imports this module)."""
+    ``build(graph)``: replay.build, passed in (replay imports this module). ``cache``: share
+    the sub-program between nodes of the same types (not when it owns its output buffers, as
+    reduce-overhead's do)."""
     if op.mutates or not runs_decomposition(op):
         return None
     inputs = node.inputs()
@@ -40,6 +42,8 @@ def lowered(op, node, build):
         else:
             return None
     key = (node.kind(), tuple(constants))
+    if not cache:
+        return _trace(op, inputs, build)
     if key not in _CACHE:
         _CACHE[key] = _trace(op, inputs, build)
     return _CACHE[key]

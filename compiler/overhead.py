@@ -7,8 +7,10 @@ an output after its buffer was written again raises PyTorch's RuntimeError. embe
 caches the whole launch sequence: the region's dispatch-free program (replay.py) is written
 with every output that the program allocates itself (plain elementwise nodes and fused chains)
 bound to a buffer allocated once when the plan is built, so a replay is the kernel calls
-alone; each call returns fresh tensor objects over the buffers. Nodes that call
-their runner (matmuls, reductions, lowered composites) still allocate as in default mode.
+alone; each call returns fresh tensor objects over the buffers. ``mm``/``bmm`` nodes call
+their kernel into a buffer too, and lowered composites (``linear``, ``matmul``...) get
+sub-programs of their own written the same way. Nodes that call their runner (reductions,
+``cat``, views of a buffer) still allocate, or alias, as in default mode.
 
 Iterations, as PyTorch's cudagraph trees count them: by default each call of a region starts a
 new iteration, so a call overwrites the previous call's outputs. Once
@@ -22,12 +24,15 @@ default replay (its outputs feed autograd, which may keep them as ``.grad``).
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import ember
 from ember._tensor import Tensor
+from ember.jit.ops import resolve
+from ember.jit.types import TensorType
 
-from . import replay
+from . import lower, replay
 
 MODE = "reduce-overhead"
 _STEPS = threading.local()  # .marks: how many times cudagraph_mark_step_begin() was called
@@ -39,11 +44,54 @@ def mark_step_begin() -> None:
 
 
 class _StaticProgram(replay._Program):
-    """replay's writer with each allocated output bound to a buffer made now."""
+    """replay's writer with each allocated output bound to a buffer made now: elementwise
+    nodes, fused chains, ``mm``/``bmm`` (their kernels write a given contiguous output), and
+    the same inside lowered composites (``linear`` is ``mm`` and ``add``), each node's
+    sub-program built for it alone. ``buffers`` collects every buffer, nested ones too."""
+
+    def __init__(self, graph, nodes, chains=(), buffers=None):
+        super().__init__(graph, nodes, chains)
+        self.buffers = [] if buffers is None else buffers
 
     def alloc(self, result, shape: str, dtype: str, device: str) -> str:
         buffer = ember.empty(result.sizes(), dtype=result.dtype(), device=result.device())
+        self.buffers.append(buffer)
         return self.bind(buffer, "BUF")
+
+    def node(self, node, indent: str, out: list) -> None:
+        kernel = _product_kernel(node)
+        if kernel is None:
+            return super().node(node, indent, out)
+        result = node.output().type()
+        target = self.name(node.output())
+        out.append(f"{indent}{target} = {self.alloc(result, '', '', '')}")
+        args = ", ".join(self.expr(v) for v in node.inputs())
+        out.append(f"{indent}{self.bind(kernel, 'K')}({target}, {args})")
+
+    def lower(self, op, node):
+        writer = functools.partial(_StaticProgram, buffers=self.buffers)
+        return lower.lowered(op, node, functools.partial(replay.build, writer=writer), cache=False)
+
+
+_PRODUCTS = frozenset(("ember::mm", "ember::bmm"))  # runners that end in kernel(out, a, b)
+
+
+def _product_kernel(node):
+    """The backend kernel of an ``mm``/``bmm`` node whose operands have its dtype and device
+    (what the runner checks before calling it), or None."""
+    if node.kind() not in _PRODUCTS or len(node.outputs()) != 1:
+        return None
+    result = node.output().type()
+    if not isinstance(result, TensorType) or not result.is_complete():
+        return None
+    for value in node.inputs():
+        typ = value.type()
+        if not isinstance(typ, TensorType) or not typ.is_complete():
+            return None
+        if (typ.dtype(), typ.device()) != (result.dtype(), result.device()):
+            return None
+    op = resolve(node.kind())
+    return op.kernel(result.device().type, result.dtype())
 
 
 _MESSAGE = (
@@ -72,7 +120,7 @@ class Plans:
     __slots__ = ("_build", "_mark", "_next", "buffers", "handed", "programs")
 
     def __init__(self, build):
-        self._build = build  # () -> a static program, or None (control flow)
+        self._build = build  # (list to collect its buffers) -> a static program, or None
         self.programs = []
         self.buffers: list = []  # per program: ids of its buffers
         self.handed: list = []  # per program: the output tensors its last call returned
@@ -81,10 +129,10 @@ class Plans:
         self._next = 0
 
     def _add(self) -> None:
-        program = self._build()
+        made: list = []  # the program's buffers, those of its lowered composites included
+        program = self._build(made)
         self.programs.append(program)
-        names = program.__globals__.items() if program is not None else ()
-        self.buffers.append({id(v) for k, v in names if k.startswith("BUF")})
+        self.buffers.append({id(v) for v in made})
         self.handed.append(())
 
     @property
@@ -119,5 +167,10 @@ class Plans:
 
 def plans(graph, method: bool):
     """The region's ``Plans``, or None where the dispatch-free program does not apply."""
-    found = Plans(lambda: replay.build(graph, method=method, fuse=True, writer=_StaticProgram))
+
+    def build(made):
+        writer = functools.partial(_StaticProgram, buffers=made)
+        return replay.build(graph, method=method, fuse=True, writer=writer)
+
+    found = Plans(build)
     return found if found.usable else None

@@ -169,7 +169,7 @@ class _Program(_Writer):
             out.append(f"{indent}{targets} = {self.alloc(result, shape, dtype, device)}")
             out.append(f"{indent}{self.bind(kernel, 'K')}({targets}, {', '.join(args)})")
             return
-        sub = lower.lowered(op, node, build)
+        sub = self.lower(op, node)
         if sub is not None:
             tensors = [self.expr(v) for v in node.inputs() if isinstance(v.type(), TensorType)]
             out.append(f"{indent}{targets}, = {self.bind(sub, 'SUB')}({', '.join(tensors)})")
@@ -177,6 +177,10 @@ class _Program(_Writer):
         runner = self.bind(op.runner, "R")
         call = f"{runner}({', '.join([self.bind(op, 'OP'), *args])})"
         out.append(f"{indent}{targets} = {call}" if targets else f"{indent}{call}")
+
+    def lower(self, op, node):
+        """The sub-program of composite ``node`` (lower.py), or None."""
+        return lower.lowered(op, node, build)
 
 
 def _guard(param: str, entry) -> list:

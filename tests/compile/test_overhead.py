@@ -71,3 +71,36 @@ def test_module_inference_and_training(device):
         model(x).sum().backward()
         for g, p in zip(got, model.parameters()):
             np.testing.assert_allclose(g, _values(p.grad), rtol=1e-5, atol=1e-6)
+
+
+def test_matmul_outputs_live_in_buffers(device):
+    """``mm`` nodes and lowered composites (``linear``: ``mm`` and ``add``) write preallocated
+    buffers as elementwise nodes do: a returned product is overwritten by the next call and
+    reading it raises PyTorch's error; the values equal default mode's."""
+    ember.manual_seed(0)
+    w = ember.randn(6, 5, device=device)
+    model = nn.Linear(5, 3).to(device)
+
+    def f(x):
+        return (x @ w).relu(), model(x @ w)
+
+    fast = ember.compile(f, mode="reduce-overhead")
+    xs = [ember.randn(4, 6, device=device) for _ in range(3)]
+    with ember.no_grad():
+        outs = []
+        for x in xs:
+            ember.compiler.cudagraph_mark_step_begin()  # one call per iteration
+            got = fast(x)
+            for g, want in zip(got, f(x)):
+                np.testing.assert_allclose(_values(g), _values(want), rtol=1e-5, atol=1e-6)
+            outs.append(got)
+        (entry,) = [e for es in fast._cache.values() for e in es]
+        plans = entry.region.fast
+        source = plans.programs[0].source
+        assert "K" in source and "SUB" in source and "BUF" in source
+        assert len(plans.buffers[0]) >= 4  # mm, relu, and linear's mm and add
+        for stale in outs[1]:
+            with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
+                stale + 1
+        for g, want in zip(outs[-1], f(xs[-1])):
+            np.testing.assert_allclose(_values(g), _values(want), rtol=1e-5, atol=1e-6)
