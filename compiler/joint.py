@@ -39,7 +39,7 @@ from ember.autograd.node import SavedTensor
 from ember.jit.tracer import capture, current
 from ember.jit.types import TensorType
 
-from . import logs, replay
+from . import logs, overhead, replay
 from .lower import expand
 
 
@@ -108,7 +108,7 @@ class _Step(Function):
         return (None, None, *inputs, *params, *[None] * len(joint.frozen), *closed)
 
 
-def build(region, root, tensors) -> Joint | None:
+def build(region, root, tensors, static: bool = False) -> Joint | None:
     """The pair for ``region`` called with ``tensors`` (the call that asks for it), or None."""
     graph = region.graph
     if any(node.blocks() for node in graph.block().nodes()):
@@ -127,7 +127,7 @@ def build(region, root, tensors) -> Joint | None:
         return _refuse("a backward formula reads a tensor the trace cannot recompute")
     if not all(present):
         return _refuse("an input or parameter gets no gradient")
-    return _partition(graph, forward_nodes, wanted, params, diff, n_out, closed)
+    return _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static)
 
 
 def _trace(region, root, tensors, closed):
@@ -162,7 +162,7 @@ def _trace(region, root, tensors, closed):
     return captured.graph, forward_nodes, present, wanted, params, diff, len(outs), constants
 
 
-def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed):
+def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static):
     nodes = list(graph.block().nodes())
     reads = {v.node()["name"]: v for v in _read(graph)}
     frozen = [name for name, v in reads.items() if not v.type().requires_grad()]
@@ -184,12 +184,14 @@ def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed):
     for value in [v for n in after for v in n.inputs()] + list(grads):
         if value in defined and value not in inline and value not in saved:
             saved.append(value)
-    forward = replay.build(
-        graph, [*inputs, *taken], ahead, [*outputs, *saved], name="compiled_forward", fuse=True
-    )
-    backward = replay.build(
-        graph, [*saved, *seeds], constants + after, list(grads), name="compiled_backward", fuse=True
-    )
+    forward = ([*inputs, *taken], ahead, [*outputs, *saved], "compiled_forward", n_out)
+    backward = ([*saved, *seeds], constants + after, list(grads), "compiled_backward", 0)
+    if static:  # mode="reduce-overhead": buffers (overhead.py)
+        forward, backward = overhead.training(graph, forward, backward) or (None, None)
+    else:
+        forward, backward = (
+            replay.build(graph, *p[:3], name=p[3], fuse=True) for p in (forward, backward)
+        )
     if forward is None or backward is None:
         return _refuse("control flow")
     saved_bytes = _bytes(saved)

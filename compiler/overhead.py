@@ -18,8 +18,10 @@ new iteration, so a call overwrites the previous call's outputs. Once
 between its calls: a region called twice in one span (``f(x) + f(x)``) gives its second call a
 second buffer set, so both results stay valid until the next mark.
 
-Only the no-grad program is planned this way; a region that records gradients keeps its
-default replay (its outputs feed autograd, which may keep them as ``.grad``).
+Training regions (the joint forward/backward pair, joint.py) are planned too: the forward's
+outputs in buffers with the same overwrite rule, the tensors it saves for the backward and the
+backward's gradients allocated per call (autograd keeps them, as ``.grad``), every other
+intermediate of both programs in buffers (``training``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import threading
 
 import ember
 from ember._tensor import Tensor
-from ember.jit.ops import resolve
+from ember.jit.ops import is_view, resolve
 from ember.jit.types import TensorType
 
 from . import lower, replay
@@ -47,14 +49,26 @@ class _StaticProgram(replay._Program):
     """replay's writer with each allocated output bound to a buffer made now: elementwise
     nodes, fused chains, ``mm``/``bmm`` (their kernels write a given contiguous output), and
     the same inside lowered composites (``linear`` is ``mm`` and ``add``), each node's
-    sub-program built for it alone. ``buffers`` collects every buffer, nested ones too."""
+    sub-program built for it alone. ``buffers`` collects every buffer, nested ones too.
+    ``fresh(outputs)``: the returned values that must be allocated per call (a training
+    program's saved tensors and gradients), with the values they are views of."""
 
-    def __init__(self, graph, nodes, chains=(), buffers=None):
+    def __init__(self, graph, nodes, chains=(), buffers=None, fresh=None):
         super().__init__(graph, nodes, chains)
         self.buffers = [] if buffers is None else buffers
+        self.fresh_rule = fresh
+        self.fresh: set = set()
 
-    def alloc(self, result, shape: str, dtype: str, device: str) -> str:
-        buffer = ember.empty(result.sizes(), dtype=result.dtype(), device=result.device())
+    def program(self, name, inputs, outputs, method: bool) -> list:
+        if self.fresh_rule is not None:
+            self.fresh = _with_bases(self.nodes, self.fresh_rule(list(outputs)))
+        return super().program(name, inputs, outputs, method)
+
+    def alloc(self, value, shape: str, dtype: str, device: str) -> str:
+        if value in self.fresh:
+            return super().alloc(value, shape, dtype, device)
+        typ = value.type()
+        buffer = ember.empty(typ.sizes(), dtype=typ.dtype(), device=typ.device())
         self.buffers.append(buffer)
         return self.bind(buffer, "BUF")
 
@@ -62,15 +76,59 @@ class _StaticProgram(replay._Program):
         kernel = _product_kernel(node)
         if kernel is None:
             return super().node(node, indent, out)
-        result = node.output().type()
-        target = self.name(node.output())
-        out.append(f"{indent}{target} = {self.alloc(result, '', '', '')}")
+        value = node.output()
+        typ = value.type()
+        names = [self.bind(typ.sizes(), "S"), self.bind(typ.dtype(), "D")]
+        target = self.name(value)
+        out.append(
+            f"{indent}{target} = {self.alloc(value, *names, self.bind(typ.device(), 'DEV'))}"
+        )
         args = ", ".join(self.expr(v) for v in node.inputs())
         out.append(f"{indent}{self.bind(kernel, 'K')}({target}, {args})")
 
     def lower(self, op, node):
+        if self.fresh_rule is not None:  # a training program: composites as in default mode
+            return super().lower(op, node)
         writer = functools.partial(_StaticProgram, buffers=self.buffers)
         return lower.lowered(op, node, functools.partial(replay.build, writer=writer), cache=False)
+
+
+def _with_bases(nodes, values) -> set:
+    """``values`` and the values they are views of (a buffer's view would be overwritten)."""
+    base: dict = {}
+    for node in nodes:
+        kind = node.kind()
+        op = None if kind.startswith("prim::") else resolve(kind)
+        if op is not None and is_view(op) and node.inputs():
+            for value in node.outputs():
+                base[value] = node.inputsAt(0)
+    found = set()
+    for value in values:
+        while value is not None and value not in found:
+            found.add(value)
+            value = base.get(value)
+    return found
+
+
+def training(graph, forward, backward):
+    """The joint pair's programs (joint.py) for reduce-overhead: ``forward`` and ``backward``
+    are ``(inputs, nodes, outputs, name, n_out)``. The forward's outputs live in buffers as a
+    no-grad region's do (Plans: overwritten by the next call, PyTorch's error on reading a
+    stale one), but what it saves for the backward is allocated per call (a second forward
+    before the first's backward must not overwrite it); the backward's intermediates live in
+    buffers, its gradients are fresh (autograd may keep them as ``.grad``). Returns
+    ``(forward Plans, backward program)`` or None (control flow)."""
+    inputs, nodes, outputs, name, n_out = forward
+
+    def build_forward(made):
+        writer = functools.partial(_StaticProgram, buffers=made, fresh=lambda outs: outs[n_out:])
+        return replay.build(graph, inputs, nodes, outputs, name=name, fuse=True, writer=writer)
+
+    plans = Plans(build_forward)
+    writer = functools.partial(_StaticProgram, fresh=lambda outs: outs)
+    ins, body, outs, called, _ = backward  # (the names above stay the forward's: Plans rebuilds)
+    program = replay.build(graph, ins, body, outs, name=called, fuse=True, writer=writer)
+    return (plans, program) if plans.usable and program is not None else None
 
 
 _PRODUCTS = frozenset(("ember::mm", "ember::bmm"))  # runners that end in kernel(out, a, b)

@@ -77,7 +77,7 @@ class Region:
         """The outputs through the compiled forward/backward pair, or None."""
         pair = self.joint
         if pair is _UNBUILT:
-            pair = self.joint = joint.build(self, root, tensors)
+            pair = self.joint = joint.build(self, root, tensors, static=self.static)
         return None if pair is None else pair.run(root, tensors)
 
     def program(self):

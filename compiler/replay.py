@@ -138,12 +138,12 @@ class _Program(_Writer):
             dtype = self.bind(typ.dtype(), "D")
             device = self.bind(typ.device(), "DEV")
             targets.append(self.name(value))
-            out.append(f"{indent}{targets[-1]} = {self.alloc(typ, shape, dtype, device)}")
+            out.append(f"{indent}{targets[-1]} = {self.alloc(value, shape, dtype, device)}")
         args = ", ".join([*targets, *(f"dense({self.expr(v)})" for v in chain.inputs)])
         out.append(f"{indent}{self.bind(chain.kernel, 'FUSED')}({args})")
 
-    def alloc(self, result, shape: str, dtype: str, device: str) -> str:
-        """The expression of a fresh output of type ``result`` (names bound in the module)."""
+    def alloc(self, value, shape: str, dtype: str, device: str) -> str:
+        """The expression of a fresh tensor for graph ``value`` (names bound in the module)."""
         return f"empty({shape}, {dtype}, {device})"
 
     def node(self, node, indent: str, out: list) -> None:
@@ -166,7 +166,7 @@ class _Program(_Writer):
                     args[i] = f"expand_to({args[i]}, {shape})"
             dtype = self.bind(result.dtype(), "D")
             device = self.bind(result.device(), "DEV")
-            out.append(f"{indent}{targets} = {self.alloc(result, shape, dtype, device)}")
+            out.append(f"{indent}{targets} = {self.alloc(node.output(), shape, dtype, device)}")
             out.append(f"{indent}{self.bind(kernel, 'K')}({targets}, {', '.join(args)})")
             return
         sub = self.lower(op, node)

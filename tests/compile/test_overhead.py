@@ -104,3 +104,38 @@ def test_matmul_outputs_live_in_buffers(device):
                 stale + 1
         for g, want in zip(outs[-1], f(xs[-1])):
             np.testing.assert_allclose(_values(g), _values(want), rtol=1e-5, atol=1e-6)
+
+
+def test_training_region_buffers(device):
+    """A training region's pair (joint.py) is planned too: its forward output lives in a buffer
+    (overwritten by the next call, PyTorch's error on a stale read), the saved tensors and the
+    gradients are fresh, and 5 SGD steps give default mode's losses and parameters."""
+    runs = []
+    for mode in ("reduce-overhead", "default"):
+        ember.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 8), nn.GELU(), nn.Linear(8, 3)).to(device).double()
+        fast = ember.compile(model, mode=mode)
+        opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        rng = np.random.default_rng(0)
+        outs, losses = [], []
+        for _ in range(5):
+            ember.compiler.cudagraph_mark_step_begin()
+            x = ember.tensor(rng.standard_normal((4, 6)), dtype=ember.float64, device=device)
+            out = fast(x)
+            loss = (out * out).sum()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            losses.append(loss.item())
+            outs.append(out)
+        runs.append((losses, [_values(p) for p in model.parameters()], fast, outs))
+    (losses, params, fast, outs), (want_losses, want_params, _, _) = runs
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-12)
+    for got, want in zip(params, want_params):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    (entry,) = [e for es in fast._compiled._cache.values() for e in es]
+    pair = entry.region.joint
+    assert "BUF" in pair.forward.programs[0].source and "BUF" in pair.backward.source
+    with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
+        outs[-2] + 1
+    _values(outs[-1])  # the last call's output is still valid
