@@ -32,12 +32,21 @@ from ember.optim.rprop import Rprop
 @dataclass(frozen=True)
 class Rule:
     keys: tuple  # what the plan guards (floats: PyTorch's dynamic-after-one-change)
-    states: Callable  # group -> the state tensors' names, in the update's order
-    init: Callable  # (optimizer, p, group) -> p's state dict, created as the eager step does
+    states: tuple | Callable  # the state tensors' names (or group -> names), in update order
     numbers: Callable  # (group, step, first state dict) -> {name: float}, per call
     update: Callable  # (group, p, g, states dict, numbers dict) -> (new p, new states dict)
-    scalars: tuple = ()  # Python numbers the state keeps per parameter (NAdam's mu_product)
-    after: Callable | None = None  # (group, step, numbers) -> new values of ``scalars``
+    init: Callable | None = None  # (optimizer, p, group) -> p's state, as the eager step makes
+    # it (None: ``step`` 0 and zero tensors, ``lazy_state``)
+    after: Callable | None = None  # (group, step, numbers) -> Python numbers of the state to
+    # write after the call (NAdam's mu_product, ASGD's eta and mu)
+
+    def names(self, group) -> tuple:
+        return self.states(group) if callable(self.states) else self.states
+
+    def create(self, opt, p, group) -> dict:
+        if self.init is not None:
+            return self.init(opt, p, group)
+        return lazy_state(opt.state, p, *self.names(group))
 
 
 def _sqrt(x):
@@ -228,77 +237,33 @@ def _rprop(group, p, g, s, n):
     return p - sign * size, {"prev": g, "step_size": size}
 
 
-def _lazy(*names, **scalars):
-    return lambda opt, p, group: lazy_state(opt.state, p, *names, **scalars)
+def _own(opt, p, group):
+    """The optimizer's own state initialiser (RMSprop, Adagrad)."""
+    return opt._state_for(p, group)
 
 
+# fmt: off
+_ADAM_STATE = ("exp_avg", "exp_avg_sq")
 RULES = {
-    RMSprop: Rule(
-        ("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize"),
-        _rmsprop_states,
-        lambda opt, p, group: opt._state_for(p, group),
-        _rmsprop_numbers,
-        _rmsprop,
-    ),
-    Adagrad: Rule(
-        ("lr", "lr_decay", "eps", "weight_decay", "maximize"),
-        lambda group: ("sum",),
-        lambda opt, p, group: opt._state_for(p, group),
-        _adagrad_numbers,
-        _adagrad,
-    ),
-    Adamax: Rule(
-        ("lr", "betas", "eps", "weight_decay", "maximize"),
-        lambda group: ("exp_avg", "exp_inf"),
-        _lazy("exp_avg", "exp_inf"),
-        _adamax_numbers,
-        _adamax,
-    ),
-    NAdam: Rule(
-        (
-            "lr",
-            "betas",
-            "eps",
-            "weight_decay",
-            "momentum_decay",
-            "decoupled_weight_decay",
-            "maximize",
-        ),
-        lambda group: ("exp_avg", "exp_avg_sq"),
-        _lazy("exp_avg", "exp_avg_sq", mu_product=1.0),
-        _nadam_numbers,
-        _nadam,
-        ("mu_product",),
-        lambda group, step, n: {"mu_product": n["mu_product"]},
-    ),
-    RAdam: Rule(
-        ("lr", "betas", "eps", "weight_decay", "decoupled_weight_decay", "maximize"),
-        lambda group: ("exp_avg", "exp_avg_sq"),
-        _lazy("exp_avg", "exp_avg_sq"),
-        _radam_numbers,
-        _radam,
-    ),
-    Adadelta: Rule(
-        ("lr", "rho", "eps", "weight_decay", "maximize"),
-        lambda group: ("square_avg", "acc_delta"),
-        _lazy("square_avg", "acc_delta"),
-        _adadelta_numbers,
-        _adadelta,
-    ),
-    ASGD: Rule(
-        ("lr", "lambd", "alpha", "t0", "weight_decay", "maximize"),
-        lambda group: ("ax",),
-        lambda opt, p, group: opt._state_for(p, scalar(group["lr"])),
-        _asgd_numbers,
-        _asgd,
-        ("eta", "mu"),
-        _asgd_after,
-    ),
-    Rprop: Rule(
-        ("lr", "etas", "step_sizes", "maximize"),
-        lambda group: ("prev", "step_size"),
-        lambda opt, p, group: opt._state_for(p, p.grad, group["lr"]),
-        _rprop_numbers,
-        _rprop,
-    ),
+    RMSprop: Rule(("lr", "alpha", "eps", "weight_decay", "momentum", "centered", "maximize"),
+                  _rmsprop_states, _rmsprop_numbers, _rmsprop, _own),
+    Adagrad: Rule(("lr", "lr_decay", "eps", "weight_decay", "maximize"), ("sum",),
+                  _adagrad_numbers, _adagrad, _own),
+    Adamax: Rule(("lr", "betas", "eps", "weight_decay", "maximize"), ("exp_avg", "exp_inf"),
+                 _adamax_numbers, _adamax),
+    NAdam: Rule(("lr", "betas", "eps", "weight_decay", "momentum_decay",
+                 "decoupled_weight_decay", "maximize"), _ADAM_STATE, _nadam_numbers, _nadam,
+                lambda opt, p, group: lazy_state(opt.state, p, *_ADAM_STATE, mu_product=1.0),
+                lambda group, step, n: {"mu_product": n["mu_product"]}),
+    RAdam: Rule(("lr", "betas", "eps", "weight_decay", "decoupled_weight_decay", "maximize"),
+                _ADAM_STATE, _radam_numbers, _radam),
+    Adadelta: Rule(("lr", "rho", "eps", "weight_decay", "maximize"), ("square_avg", "acc_delta"),
+                   _adadelta_numbers, _adadelta),
+    ASGD: Rule(("lr", "lambd", "alpha", "t0", "weight_decay", "maximize"), ("ax",),
+               _asgd_numbers, _asgd,
+               lambda opt, p, group: opt._state_for(p, scalar(group["lr"])), _asgd_after),
+    Rprop: Rule(("lr", "etas", "step_sizes", "maximize"), ("prev", "step_size"),
+                _rprop_numbers, _rprop,
+                lambda opt, p, group: opt._state_for(p, p.grad, group["lr"])),
 }
+# fmt: on

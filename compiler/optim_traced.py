@@ -32,7 +32,7 @@ class TracedBucket:
         self.rule = rule
         self.group = group
         self.params = params
-        self.names = rule.states(group)
+        self.names = rule.names(group)
         self.sizes = [p.numel() for p in params]
         first = params[0]
         self.like = {"dtype": first.dtype, "device": first.device}
@@ -166,7 +166,7 @@ def buckets(opt, rule) -> list | None:
         if any(getattr(p.grad, "is_sparse", False) for p in params):
             return None
         for p in params:
-            rule.init(opt, p, group)
+            rule.create(opt, p, group)
         for (ps,) in _fused.groups(params):
             steps = {float(opt.state[p]["step"]) for p in ps}
             if len(steps) != 1:

@@ -24,8 +24,9 @@ CASES = [
 ]
 
 
-def _train(lib, name, kw, device, *, compiled=False, lr=0.05, schedule=False, steps=20):
-    """The parameters after ``steps`` steps of a small tanh model (float64)."""
+def _train(lib, name, kw, device, *, compiled=False, lr=0.05, schedule=False, steps=20, hook=None):
+    """The parameters after ``steps`` steps of a small tanh model (float64). ``hook(i, opt)``
+    runs after step ``i`` and returns the optimizer to go on with."""
     rng = np.random.default_rng(0)
     init = [rng.standard_normal((5, 4)), rng.standard_normal(4), rng.standard_normal(4)]
     params = [lib.tensor(w, dtype=lib.float64, device=device).requires_grad_() for w in init]
@@ -33,13 +34,15 @@ def _train(lib, name, kw, device, *, compiled=False, lr=0.05, schedule=False, st
     sched = lib.optim.lr_scheduler.StepLR(opt, 3, gamma=0.5) if schedule else None
     if compiled:
         opt.step = lib.compile(opt.step)
-    for _ in range(steps):
+    for i in range(steps):
         x = lib.tensor(rng.standard_normal((3, 5)), dtype=lib.float64, device=device)
         opt.zero_grad()
         ((x @ params[0] + params[1]).tanh() * params[2]).pow(2).sum().backward()
         opt.step()
         if sched is not None:
             sched.step()
+        if hook is not None:
+            opt = hook(i, opt)
     return [p.detach().cpu().numpy() for p in params], opt
 
 

@@ -13,6 +13,8 @@ import ember
 from ember.compiler import logs
 from ember.compiler.optim_step import CompiledStep
 
+from .test_optim_step import _train as _run
+
 CASES = [
     ("RMSprop", {}),
     ("RMSprop", {"momentum": 0.9, "centered": True, "weight_decay": 0.1}),
@@ -36,21 +38,10 @@ CASES = [
 
 
 def _train(lib, name, kw, device, *, compiled=False, steps=20, opt_hook=None):
-    rng = np.random.default_rng(0)
-    init = [rng.standard_normal((5, 4)), rng.standard_normal(4), rng.standard_normal(4)]
-    params = [lib.tensor(w, dtype=lib.float64, device=device).requires_grad_() for w in init]
+    """test_optim_step's model and loop; an ``lr`` in ``kw`` overrides its 0.05."""
     kw = dict(kw)
-    opt = getattr(lib.optim, name)(params, lr=kw.pop("lr", 0.05), **kw)
-    if compiled:
-        opt.step = lib.compile(opt.step)
-    for i in range(steps):
-        x = lib.tensor(rng.standard_normal((3, 5)), dtype=lib.float64, device=device)
-        opt.zero_grad()
-        ((x @ params[0] + params[1]).tanh() * params[2]).pow(2).sum().backward()
-        opt.step()
-        if opt_hook is not None:
-            opt = opt_hook(i, opt)
-    return [p.detach().cpu().numpy() for p in params], opt
+    lr = kw.pop("lr", 0.05)
+    return _run(lib, name, kw, device, compiled=compiled, lr=lr, steps=steps, hook=opt_hook)
 
 
 @pytest.mark.parametrize("name,kw", CASES, ids=[f"{n}-{sorted(k)}" for n, k in CASES])
