@@ -159,17 +159,26 @@ def _hash(em, args, kwargs, node):
     if kwargs or len(args) != 1:
         raise em.source.error("hash() takes exactly one argument", node)
     value = em.materialize(args[0])
-    if not _hashable(value.type()):
-        raise em.source.not_supported(f"hash() of a {value.type().annotation()}", node)
-    return em.prim("prim::hash", [value], T.IntType)
+    unhashable = _unhashable(value.type())
+    if unhashable is None:
+        return em.prim("prim::hash", [value], T.IntType)
+    if isinstance(unhashable, (T.ListType, T.DictType, T.ClassType)):
+        # TorchScript compiles aten::hash of these and fails when it runs (an object's
+        # __hash__ is not consulted: a.__hash__() is an ordinary method call)
+        name = unhashable.qualified_name() if isinstance(unhashable, T.ClassType) else None
+        message = f"unhashable type: '{name or unhashable.annotation()}'"
+        em.graph.insert("prim::RaiseException", [em.constant(message)], num_outputs=0)
+        return em.graph.insert("prim::Uninitialized").output().setType(T.IntType)
+    raise em.source.not_supported(f"hash() of a {value.type().annotation()}", node)
 
 
-def _hashable(kind) -> bool:
+def _unhashable(kind):
+    """The first type inside ``kind`` that aten::hash does not hash, None when it hashes."""
     if isinstance(kind, T.TupleType):
-        return all(_hashable(k) for k in kind.elems)
+        return next((u for u in map(_unhashable, kind.elems) if u is not None), None)
     if isinstance(kind, T.OptionalType):
-        return _hashable(kind.elem)
-    return isinstance(kind, T.TensorType) or kind in _HASHED
+        return _unhashable(kind.elem)
+    return None if isinstance(kind, T.TensorType) or kind in _HASHED else kind
 
 
 _HASHED = (T.IntType, T.FloatType, T.BoolType, T.StrType, T.NoneType)

@@ -4,7 +4,7 @@ against a library: torch and ember script this same source."""
 # ruff: noqa: UP006, UP035, UP045, F841 - typing.Tuple/Optional, as TorchScript sources spell
 # them; unread variables are the point of some
 
-from typing import Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 
 def refused(lib):
@@ -144,6 +144,51 @@ def accepted(lib):
         return hash(a) == hash(a), hash(a) == hash(b)
 
     return {k: v for k, v in locals().items() if callable(v)}
+
+
+def unhashable(lib):
+    """``hash()`` of values aten::hash does not hash (a script class even with ``__hash__``,
+    lists, dicts, a tuple holding a list) compiles and fails when it runs; an explicit
+    ``__hash__()`` is a method call. Each function with its argument."""
+
+    @lib.jit.script
+    class Keyed:
+        def __init__(self, x: int):
+            self.x = x
+
+        def __hash__(self) -> int:
+            return self.x * 7
+
+    def hash_object(x: int) -> int:
+        return hash(Keyed(x))
+
+    def hash_method(x: int) -> int:
+        return Keyed(x).__hash__()
+
+    def hash_list(xs: List[int]) -> int:
+        return hash(xs)
+
+    def hash_dict(d: Dict[str, int]) -> int:
+        return hash(d)
+
+    def hash_nested(t: Tuple[int, List[int]]) -> int:
+        return hash(t)
+
+    def object_keys(x: int) -> int:
+        d = {Keyed(x): 1}
+        return len(d)
+
+    def tuple_keys(x: int) -> int:
+        d = {(x, x): 1}
+        return len(d)
+
+    def optional_keys(x: Optional[int]) -> int:
+        d = {x: 1}
+        return len(d)
+
+    arguments = {"hash_list": [1, 2], "hash_dict": {"a": 1}, "hash_nested": (1, [2])}
+    named = {k: v for k, v in locals().items() if k.startswith("hash_") or k.endswith("_keys")}
+    return {k: (v, arguments.get(k, 3)) for k, v in named.items()}
 
 
 def deleting_module(lib):

@@ -5,6 +5,7 @@ TorchScript's error word for word, accepted code gives TorchScript's values."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -17,6 +18,7 @@ from .script_scopes import (
     deleting_module,
     refused,
     tensor_slot_modules,
+    unhashable,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
@@ -175,12 +177,38 @@ def test_hash_of_a_tensor_is_its_identity():
     assert mine == theirs == (True, False)
 
 
-def test_hash_of_a_list_is_refused():
-    def hash_list(xs: list[int]) -> int:
-        return hash(xs)
+EMBER_UNHASHABLE, TORCH_UNHASHABLE = unhashable(ember), unhashable(torch)
 
-    with pytest.raises(ember.jit.frontend.NotSupportedError, match="hash\\(\\) of a List"):
-        ember.jit.script(hash_list)
+
+def _run_error(script, fn, argument) -> BaseException:
+    compiled = script(fn)
+    with pytest.raises(RuntimeError) as info:
+        compiled(argument)
+    return info.value
+
+
+@pytest.mark.parametrize("name", ["hash_object", "hash_list", "hash_dict", "hash_nested"])
+def test_hash_of_an_unhashable_type_compiles_and_fails_as_torchs(name):
+    """TorchScript names the object's class with its compilation unit's address: ember says
+    the same without the address."""
+    (mine, argument), (theirs, _) = EMBER_UNHASHABLE[name], TORCH_UNHASHABLE[name]
+    mine = str(_run_error(ember.jit.script, mine, argument))
+    theirs = str(_run_error(torch.jit.script, theirs, argument)).splitlines()[-1]
+    theirs = re.sub(r" \(of Python compilation unit at: 0x[0-9a-f]+\)", "", theirs)
+    assert "RuntimeError: " + mine == theirs
+
+
+def test_explicit_dunder_hash_is_a_method_call_as_torchs():
+    (mine, _), (theirs, _) = EMBER_UNHASHABLE["hash_method"], TORCH_UNHASHABLE["hash_method"]
+    assert ember.jit.script(mine)(3) == torch.jit.script(theirs)(3) == 21
+
+
+@pytest.mark.parametrize("name", ["object_keys", "tuple_keys", "optional_keys"])
+def test_dict_keys_torchscript_does_not_hash_are_refused_with_its_text(name):
+    (mine, _), (theirs, _) = EMBER_UNHASHABLE[name], TORCH_UNHASHABLE[name]
+    mine, theirs = _error(ember.jit.script, mine), _error(torch.jit.script, theirs)
+    theirs = re.sub(r" \(of Python compilation unit at: 0x[0-9a-f]+\)", "", str(theirs))
+    assert isinstance(mine, RuntimeError) and str(mine) == theirs
 
 
 @pytest.mark.parametrize(
