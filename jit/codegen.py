@@ -179,7 +179,7 @@ class _Writer:
             return self.loop(node, indent, out)
         targets = ", ".join(self.name(v) for v in node.outputs())
         args = [self.expr(v) for v in node.inputs()]
-        if kind in ("prim::GetAttr", "prim::ModuleAttr"):
+        if kind in ("prim::GetAttr", "prim::ModuleAttr", "prim::GetModule"):
             value = self.attribute(node["name"])
         elif kind == "prim::GetObjAttr":
             value = f"{args[0]}.{_field(node['name'])}"
@@ -188,6 +188,9 @@ class _Writer:
             return
         elif kind == "prim::SetTensorAttr":
             out.append(f"{indent}_rt.set_tensor(self, {node['name']!r}, {args[0]})")
+            return
+        elif kind == "prim::SetModule":
+            out.append(f"{indent}_rt.set_module(self, {node['name']!r}, {args[0]})")
             return
         elif kind == "prim::SetModuleAttr":
             out.append(f"{indent}{self.attribute(node['name'])} = {args[0]}")

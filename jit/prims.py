@@ -102,6 +102,13 @@ PRIMS: dict[str, Prim] = {
     "prim::SetTensorAttr": Prim(
         None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = tensor"
     ),
+    # A submodule slot a scripted method reassigns (self.lin = self.other; see
+    # jit/script/attributes.py): the module read as a value, then stored into the slot; calls
+    # through the slot read its parameters where the code runs.
+    "prim::GetModule": Prim(None, None, attrs=("name",), effects=True, doc="self.<name>"),
+    "prim::SetModule": Prim(
+        None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = module"
+    ),
     "prim::ListConstruct": Prim(lambda *xs: list(xs), _sequence("[", "]")),
     "prim::TupleConstruct": Prim(lambda *xs: tuple(xs), _sequence("(", ")")),
     "prim::DictConstruct": Prim(lambda *xs: dict(zip(xs[::2], xs[1::2])), _dict_pairs),

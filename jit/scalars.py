@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from . import contexts, indexing, packed
-from ._paths import set_tensor
+from ._paths import set_module, set_tensor
 from .hashing import script_hash
 
 
@@ -246,6 +246,7 @@ class RUNTIME:
     index_put_ = staticmethod(indexing.index_put_)
     hash = staticmethod(script_hash)
     set_tensor = staticmethod(set_tensor)
+    set_module = staticmethod(set_module)
     pack_padded = staticmethod(packed.pack)
     packed_rnn = staticmethod(packed.recurrent)
     pad_packed = staticmethod(packed.pad)

@@ -101,7 +101,7 @@ class Calls:
             return self.unit.get_attr(self.graph, ref.qualified(name))
         if name in module._modules:
             child = module._modules[name]
-            return self.constant(None) if child is None else ModuleRef(child, ref.qualified(name))
+            return self.constant(None) if child is None else self.submodule(ref, name)
         if is_runtime(module, name):
             return self.read_attribute(ref, name, node)
         if name == "training":
@@ -281,9 +281,10 @@ class Calls:
         op = lib.library_op(fn, args, kwargs)
         if op is not None:
             return lib.emit_op(self, op, list(args), dict(kwargs), fn)
-        if isinstance(fn, type) and issubclass(fn, Module):
-            raise self.source.not_supported(
-                "creating modules inside scripted code isn't supported", node
+        if isinstance(fn, type) and issubclass(fn, Module):  # TorchScript's words for it
+            where = node.func if isinstance(node, ast.Call) else node
+            raise self.source.error(
+                f"Class {fn.__name__} does not have an __init__ function defined", where
             )
         if fn is Parameter:  # TorchScript has no Parameter type: slots hold plain tensors
             where = node.func if isinstance(node, ast.Call) else node

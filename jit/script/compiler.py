@@ -80,6 +80,7 @@ class Unit:
         self.stack: list = []
         self.attrs: dict = {}  # (graph, qualified name) -> Value of its prim::GetAttr
         self.written: frozenset = frozenset()  # tensors the module's methods assign: read in place
+        self.moved: frozenset = frozenset()  # submodule slots the methods assign: read in place
 
     # ---- entry points -----------------------------------------------------------------------
     def function(self, fn, self_ref=None, name=None, graph=None) -> ScriptMethod:
@@ -219,7 +220,7 @@ class Unit:
     def get_attr(self, graph, qualified: str) -> Value:
         """One ``prim::GetAttr`` per name, at the top of the graph (usable in every block);
         a tensor some method assigns is read where the code reads it, each time."""
-        if qualified in self.written:
+        if qualified in self.written or any(qualified.startswith(f"{m}.") for m in self.moved):
             return graph.insert("prim::GetAttr", [], name=qualified).output().setType(T.Tensor)
         found = self.attrs.get((graph, qualified))
         if found is None:
@@ -363,6 +364,7 @@ def _compile_methods(made, module, root: bool) -> None:
     if not isinstance(module, ScriptModule):
         unit, ref = Unit(), ModuleRef(module, "")
         unit.written = attributes.written_tensors(module)
+        unit.moved = attributes.assigned_submodules(module)
         lower = modules.lowering(module)
         names = ["forward"] + [n for n in _exported(module) if n != "forward"]
         try:

@@ -287,3 +287,73 @@ def tensor_slot_modules(lib):
         "makes_parameter": MakesParameter,
         "assigns_int": AssignsInt,
     }
+
+
+def submodule_modules(lib):
+    """Modules whose methods assign submodule slots: TorchScript allows a module of the slot's
+    type (the slot's calls run it from then on) and refuses anything else."""
+
+    class Swaps(lib.nn.Module):
+        """Both modules read before either store; calls through the slot after it."""
+
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(3, 3).double()
+            self.other = lib.nn.Linear(3, 3).double()
+
+        def forward(self, a, flag: bool):
+            if flag:
+                self.lin, self.other = self.other, self.lin
+            return self.lin(a) + 2 * self.other(a)
+
+    class Nested(lib.nn.Module):
+        """A user submodule whose own method reassigns a slot of its own."""
+
+        def __init__(self):
+            super().__init__()
+            self.inner = Swaps()
+            self.spare = lib.nn.Linear(3, 3).double()
+
+        def forward(self, a, flag: bool):
+            self.inner.lin = self.spare
+            return self.inner(a, flag)
+
+    def replaced_by(make_other):
+        class Replaced(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(3, 3)
+                self.other = make_other()
+
+            def forward(self, a):
+                self.lin = self.other
+                return self.lin(a)
+
+        return Replaced
+
+    class ByNone(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(3, 3)
+
+        def forward(self, a):
+            self.lin = None
+            return a
+
+    class ByNew(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(3, 3)
+
+        def forward(self, a):
+            self.lin = lib.nn.Linear(3, 3)
+            return self.lin(a)
+
+    return {
+        "swaps": Swaps,
+        "nested": Nested,
+        "other_sizes": replaced_by(lambda: lib.nn.Linear(3, 4)),
+        "other_class": replaced_by(lib.nn.ReLU),
+        "none": ByNone,
+        "new": ByNew,
+    }
