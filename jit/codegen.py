@@ -76,6 +76,8 @@ def generate(graph, name: str = "forward", method: bool = True) -> GeneratedCode
     """Python source for ``graph`` and the compiled function: ``fn(self, *inputs) -> tuple``
     (``fn(*inputs)`` when not ``method``)."""
     writer = _Writer(graph)
+    # a function called ops (or _rt...) must not rebind the names its own body calls through
+    name = f"{name}_fn" if name in _RESERVED else name
     lines = writer.function(name, method)
     source = "\n".join(lines) + "\n"
     filename = f"<ember.jit {name} {next(_COUNTER)}>"

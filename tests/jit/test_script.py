@@ -288,3 +288,18 @@ def test_math_of_run_time_numbers_gives_c_results_as_torch_script(scripted):
     assert math.isnan(got[1]) and math.isnan(want[1])  # log(-0.5): nan, not Python's ValueError
     assert got[2:] == want[2:]
     assert "prim::math_exp" in str(mine.graph)
+
+
+def test_functions_named_like_the_generated_codes_globals_run():
+    """A scripted function called ``ops`` (or ``_rt``, ``ember``...) must not rebind the names
+    its generated body calls through; torch.jit.script runs such functions too."""
+
+    def ops(x, n: int):
+        return x.relu() * n
+
+    def _rt(x, n: int):
+        return ember.tanh(x) + n
+
+    x = ember.tensor([-1.0, 0.5, 2.0], dtype=ember.float64)
+    for fn in (ops, _rt):
+        assert ember.jit.script(fn)(x, 3).tolist() == fn(x, 3).tolist()
