@@ -245,6 +245,13 @@ class Calls:
         return lib.emit_op(self, op, [value, *args], kwargs, getattr(Tensor, name, None))
 
     def to(self, value, args, kwargs, node):
+        # x.to(ember.float64): the dtype arrives as a Python object, a constant of the graph
+        args = [self.materialize(a) for a in args]
+        if len(args) == 1 and not kwargs and isinstance(args[0].type(), T.TensorType):
+            other = args[0]
+            dtype = self.prim("prim::dtype", [other], T.ScalarTypeType)
+            device = self.prim("prim::device", [other], T.DeviceObjType)
+            return self.call_op("_to_copy", [value], {"dtype": dtype, "device": device})
         if len(args) == 1 and not kwargs and args[0].type() == T.ScalarTypeType:
             return self.call_op("_to_copy", [value], {"dtype": args[0]})
         if len(args) == 1 and not kwargs and args[0].type() == T.DeviceObjType:

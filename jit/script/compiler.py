@@ -194,7 +194,14 @@ class Unit:
     def inline_graph(self, caller, method, ref, args, kwargs, node):
         """A compiled graph's nodes copied into the caller's graph."""
         if isinstance(method, ScriptMethod):
-            args = list(method.signature.bind(*args, **kwargs).arguments.values())
+            try:
+                bound = method.signature.bind(*args, **kwargs)
+            except TypeError as e:
+                raise caller.source.error(f"{method.name}(): {e}", node) from None
+            bound.apply_defaults()  # a default is a constant of the caller's graph
+            args = [
+                a if isinstance(a, (Value, Sugar)) else PyObj(a) for a in bound.arguments.values()
+            ]
         elif kwargs:
             raise caller.source.not_supported("keyword arguments to traced code", node)
         leaves = []

@@ -303,3 +303,31 @@ def test_functions_named_like_the_generated_codes_globals_run():
     x = ember.tensor([-1.0, 0.5, 2.0], dtype=ember.float64)
     for fn in (ops, _rt):
         assert ember.jit.script(fn)(x, 3).tolist() == fn(x, 3).tolist()
+
+
+def _to_forms(lib):
+    def to_forms(x, y):
+        return x.to(lib.float64) + x.to(y) + x.to(lib.float16).to(dtype=lib.float32).double()
+
+    return to_forms
+
+
+def _defaults_of_scripted(lib):
+    @lib.jit.script
+    def helper(x, k: int = 2, shift: float = 0.5):
+        return x * k + shift
+
+    def calls(x, y):
+        return helper(x) + helper(x, 3) + helper(y, shift=1.5)
+
+    return calls
+
+
+@pytest.mark.parametrize("make", [_to_forms, _defaults_of_scripted])
+def test_calls_found_walking_issue_16s_list_match_torch_script(make):
+    """``x.to(dtype)`` took its dtype for a graph value (AttributeError), and a scripted
+    function called from scripted code without its defaulted arguments counted its inputs."""
+    mine = ember.jit.script(make(ember))(ember.tensor([1, 2], dtype=ember.int32), ember.ones(2))
+    theirs = torch.jit.script(make(torch))(torch.tensor([1, 2], dtype=torch.int32), torch.ones(2))
+    assert str(mine.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+    assert mine.tolist() == theirs.tolist()
