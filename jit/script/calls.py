@@ -233,6 +233,11 @@ class Calls:
             return self.call_op("_to_copy", [value], {"dtype": self.constant(lib.CASTS[name])})
         if name == "to":
             return self.to(value, args, kwargs, node)
+        if name in lib.NEW_FACTORIES:
+            try:
+                return lib.new_factory(self, value, name, list(args), dict(kwargs))
+            except lib.BindError as e:
+                raise self.source.error(str(e), node) from None
         if name == "item" and not args and not kwargs:
             return self.prim("prim::item", [value], T.NumberType)
         if name == "tolist":

@@ -323,10 +323,20 @@ def _defaults_of_scripted(lib):
     return calls
 
 
-@pytest.mark.parametrize("make", [_to_forms, _defaults_of_scripted])
+def _new_factories(lib):
+    def new_factories(x, y):
+        n = y.size(0)
+        total = x.new_zeros([2, n]).sum() + y.new_ones(3).sum() + y.new_full([n], 2.5).sum()
+        return total + y.new_zeros(2, dtype=lib.float64).sum() + x.new_empty([n]).shape[0]
+
+    return new_factories
+
+
+@pytest.mark.parametrize("make", [_to_forms, _defaults_of_scripted, _new_factories])
 def test_calls_found_walking_issue_16s_list_match_torch_script(make):
-    """``x.to(dtype)`` took its dtype for a graph value (AttributeError), and a scripted
-    function called from scripted code without its defaulted arguments counted its inputs."""
+    """``x.to(dtype)`` took its dtype for a graph value (AttributeError), a scripted function
+    called from scripted code without its defaulted arguments counted its inputs, and
+    ``x.new_zeros``/``new_ones``/``new_full``/``new_empty`` had no lowering."""
     mine = ember.jit.script(make(ember))(ember.tensor([1, 2], dtype=ember.int32), ember.ones(2))
     theirs = torch.jit.script(make(torch))(torch.tensor([1, 2], dtype=torch.int32), torch.ones(2))
     assert str(mine.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
