@@ -23,6 +23,8 @@ COMPARE = {
     ast.GtE: ("ge", "prim::ge"),
 }
 
+_VALUE_IDENTITY = (T.BoolType, T.IntType, T.FloatType)  # strs compare pointers: refused
+
 
 class Conditions:
     def compare(self, op, left, right, node) -> Value:
@@ -71,6 +73,9 @@ class Conditions:
         lt, rt = left.type(), right.type()
         if rt != T.NoneType and lt == T.NoneType:
             left, right, lt, rt = right, left, rt, lt
+        if rt != T.NoneType and lt == rt and lt in _VALUE_IDENTITY:
+            # TorchScript's aten::__is__ of two bools, ints or floats compares the values
+            return self.prim("prim::ne" if negate else "prim::eq", [left, right], T.BoolType)
         if rt != T.NoneType:
             raise self.source.not_supported("'is' comparisons are only supported with None", node)
         if isinstance(lt, T.UnionType) and T.NoneType in lt.elems:

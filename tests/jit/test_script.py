@@ -332,11 +332,27 @@ def _new_factories(lib):
     return new_factories
 
 
-@pytest.mark.parametrize("make", [_to_forms, _defaults_of_scripted, _new_factories])
+def _is_on_scalars(lib):
+    def is_on_scalars(x, y):
+        a, b, n = bool(x.sum() > 0), bool(y.sum() > 0), y.size(0)
+        r = 0
+        if a is b:
+            r += 1
+        if a is not b:
+            r += 10
+        if n is 2:  # noqa: F632 - TorchScript's aten::__is__ compares the ints
+            r += 100
+        return x + r
+
+    return is_on_scalars
+
+
+@pytest.mark.parametrize("make", [_to_forms, _defaults_of_scripted, _new_factories, _is_on_scalars])
 def test_calls_found_walking_issue_16s_list_match_torch_script(make):
     """``x.to(dtype)`` took its dtype for a graph value (AttributeError), a scripted function
-    called from scripted code without its defaulted arguments counted its inputs, and
-    ``x.new_zeros``/``new_ones``/``new_full``/``new_empty`` had no lowering."""
+    called from scripted code without its defaulted arguments counted its inputs,
+    ``x.new_zeros``/``new_ones``/``new_full``/``new_empty`` had no lowering, and ``a is b`` of
+    bools or ints was refused."""
     mine = ember.jit.script(make(ember))(ember.tensor([1, 2], dtype=ember.int32), ember.ones(2))
     theirs = torch.jit.script(make(torch))(torch.tensor([1, 2], dtype=torch.int32), torch.ones(2))
     assert str(mine.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
