@@ -378,6 +378,8 @@ class Emitter(Expressions, Contexts, LoopReturns, Scopes):
             return declared  # Union/Any/Optional results: the declared type
         if isinstance(a, T.TensorType) and isinstance(b, T.TensorType):
             return T.Tensor
+        if T.NumberType in (a, b) and {a, b} <= {T.NumberType, T.IntType, T.FloatType}:
+            return T.NumberType  # int and float are subtypes of TorchScript's Scalar
         if a == T.NoneType or b == T.NoneType:
             other = b if a == T.NoneType else a
             return other if isinstance(other, T.OptionalType) else T.OptionalType(other)
