@@ -272,15 +272,24 @@ def _is_tensor_input(value) -> bool:
     return isinstance(value, Value) and isinstance(value.type(), T.TensorType)
 
 
+_VARARGS = (
+    "Compiled functions can't take variable number of arguments or use keyword-only arguments "
+    "with defaults"
+)
+
+
 def _parameters(source, definition, skip_self: bool):
     spec = definition.args
-    for what, present in (("*args", spec.vararg), ("**kwargs", spec.kwarg)):
-        if present is not None:
-            raise source.not_supported(
-                "Compiled functions can't take variable number of arguments or use keyword-only "
-                f"arguments with defaults ({what})",
-                definition,
-            )
+    # TorchScript's order and places: **kwargs, then *args (from the star to the end of the
+    # name), then a keyword-only default
+    for star in (spec.kwarg, spec.vararg):
+        if star is not None:
+            where = ast.Constant(None, lineno=star.lineno, col_offset=star.col_offset - 1)
+            where.end_lineno, where.end_col_offset = star.lineno, star.col_offset + len(star.arg)
+            raise source.not_supported(_VARARGS, where)
+    for default in spec.kw_defaults:
+        if default is not None:
+            raise source.not_supported(_VARARGS, default)
     params = list(spec.posonlyargs) + list(spec.args) + list(spec.kwonlyargs)
     return params[1:] if skip_self else params
 

@@ -175,8 +175,15 @@ class Containers(TensorIndexing):
         return self.prim("prim::max", [count, self.constant(0)], T.IntType)
 
     def expr_ListComp(self, node, wanted=None):  # noqa: N802
-        if len(node.generators) != 1 or node.generators[0].ifs or node.generators[0].is_async:
-            raise self.source.not_supported("comprehensions with conditions or nested loops", node)
+        refused = None
+        if len(node.generators) != 1:
+            refused = "Only a single generator is currently supported"
+        elif node.generators[0].ifs or node.generators[0].is_async:
+            refused = "Comprehension ifs are not supported yet"
+        if refused is not None:  # TorchScript's words, at the comprehension's first character
+            where = ast.Constant(None, lineno=node.lineno, col_offset=node.col_offset)
+            where.end_lineno, where.end_col_offset = node.lineno, node.col_offset + 1
+            raise self.source.not_supported(refused, where)
         gen = node.generators[0]
         plan = self.iteration(self.expr(gen.iter), gen.iter)
         saved = dict(self.env)
@@ -206,6 +213,9 @@ class Containers(TensorIndexing):
             return loop.addOutput(kind)
         finally:
             self.env = saved
+
+    # TorchScript compiles a generator expression as the list comprehension (sum(x for ...))
+    expr_GeneratorExp = expr_ListComp  # noqa: N815
 
     def list_append(self, call) -> bool:
         """``xs.append(v)`` on a list variable: rebinds ``xs`` to ``xs + [v]`` (lists are
