@@ -175,6 +175,17 @@ class Containers(TensorIndexing):
         return self.prim("prim::max", [count, self.constant(0)], T.IntType)
 
     def expr_ListComp(self, node, wanted=None):  # noqa: N802
+        return self.comprehension(node, [node.elt])
+
+    # TorchScript compiles a generator expression as the list comprehension (sum(x for ...))
+    expr_GeneratorExp = expr_ListComp  # noqa: N815
+
+    def expr_DictComp(self, node, wanted=None):  # noqa: N802
+        return self.comprehension(node, [node.key, node.value])
+
+    def comprehension(self, node, parts: list):
+        """``[e for t in it]`` (``parts`` [e]) or ``{k: v for t in it}`` ([k, v]): unrolled
+        over modules and tuples, else a ``prim::Loop`` carrying the growing list or dict."""
         refused = None
         if len(node.generators) != 1:
             refused = "Only a single generator is currently supported"
@@ -187,14 +198,15 @@ class Containers(TensorIndexing):
         gen = node.generators[0]
         plan = self.iteration(self.expr(gen.iter), gen.iter)
         saved = dict(self.env)
+        dict_ = len(parts) == 2
         try:
             if plan.unrolled is not None:
                 items = []
                 for item in plan.unrolled:
                     self.assign(gen.target, item)
-                    items.append(self.value(node.elt))
-                return self.list_value(items)
-            result = self.list_value([], T.Tensor)
+                    items.append([self.value(p) for p in parts])
+                return self._collection(items, dict_)
+            result = self._collection([], dict_)
             loop = self.graph.insert(
                 "prim::Loop", [plan.trip, self.constant(True), result], num_outputs=0
             )
@@ -203,9 +215,13 @@ class Containers(TensorIndexing):
             carried = body.addInput("acc", result.type())
             with self.graph.insert_point_guard(body):
                 self.assign(gen.target, plan.item(body.inputs()[0]))
-                element = self.value(node.elt)
-                kind = T.ListType(element.type())
-                grown = self.prim("prim::add", [carried, self.list_value([element])], kind)
+                element = [self.value(p) for p in parts]
+                if dict_:
+                    kind = T.DictType(element[0].type(), element[1].type())
+                    grown = self.prim("prim::DictSet", [carried, *element], kind)
+                else:
+                    kind = T.ListType(element[0].type())
+                    grown = self.prim("prim::add", [carried, self.list_value(element)], kind)
                 body.registerOutput(self.constant(True))
                 body.registerOutput(grown)
             for value in (result, carried):
@@ -214,8 +230,16 @@ class Containers(TensorIndexing):
         finally:
             self.env = saved
 
-    # TorchScript compiles a generator expression as the list comprehension (sum(x for ...))
-    expr_GeneratorExp = expr_ListComp  # noqa: N815
+    def _collection(self, items: list, dict_: bool):
+        """The list of the items' single values, or the dict of their (key, value) pairs."""
+        if not dict_:
+            return self.list_value([e for (e,) in items])  # [] is List[Tensor], as TorchScript
+        pairs = [self.materialize(v) for pair in items for v in pair]
+        if not pairs:
+            return self.prim("prim::DictConstruct", [], T.DictType(T.StrType, T.Tensor))
+        keys, values = ([v.type() for v in pairs[i::2]] for i in (0, 1))
+        kind = T.DictType(T._common(keys), T._common(values))
+        return self.prim("prim::DictConstruct", pairs, kind)
 
     def list_append(self, call) -> bool:
         """``xs.append(v)`` on a list variable: rebinds ``xs`` to ``xs + [v]`` (lists are

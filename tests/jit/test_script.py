@@ -383,9 +383,22 @@ def _generator_sum(lib):
     return generator_sum
 
 
-def test_generator_expressions_compile_as_list_comprehensions_as_torch_script():
-    mine = ember.jit.script(_generator_sum(ember))(ember.ones(2), ember.ones(4))
-    theirs = torch.jit.script(_generator_sum(torch))(torch.ones(2), torch.ones(4))
+def _dict_comprehensions(lib):
+    def dict_comprehensions(x, y):
+        d = {str(i): i * 2 for i in range(y.size(0))}
+        t = {k: x * v for k, v in d.items()}
+        u = {i: float(i) for i in (1, 2)}  # over a tuple: unrolled
+        return x + d["2"] + t["1"] + u[2] + len(t)
+
+    return dict_comprehensions
+
+
+@pytest.mark.parametrize("make", [_generator_sum, _dict_comprehensions])
+def test_comprehensions_compile_as_torch_scripts(make):
+    """Generator expressions are list comprehensions (TorchScript's build_GeneratorExp), and
+    dict comprehensions build the dict in a loop."""
+    mine = ember.jit.script(make(ember))(ember.ones(2), ember.ones(4))
+    theirs = torch.jit.script(make(torch))(torch.ones(2), torch.ones(4))
     assert mine.tolist() == theirs.tolist()
 
 
