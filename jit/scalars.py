@@ -171,6 +171,9 @@ LISTS = {
     "sum": sum,
     "min": min,
     "max": max,
+    "any": any,
+    "all": all,
+    "sorted": sorted,
 }
 
 

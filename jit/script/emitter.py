@@ -257,10 +257,20 @@ class Emitter(Expressions, Contexts, LoopReturns, Scopes):
             text = ""
             if exc.args and isinstance(exc.args[0], ast.Constant):
                 text = str(exc.args[0].value)
-            message = f"{exc.func.id}: {text}" if text else exc.func.id
+            elif exc.args:  # an f-string or another str value: the message is built when raised
+                text = self.to_text(self.expr(exc.args[0]))
+                prefix = self.constant(f"{exc.func.id}: ")
+                text = self.prim("prim::add", [prefix, text], T.StrType)
+            message = (
+                text
+                if isinstance(text, Value)
+                else (f"{exc.func.id}: {text}" if text else exc.func.id)
+            )
         elif isinstance(exc, ast.Name):
             message = exc.id
-        self.graph.insert("prim::RaiseException", [self.constant(message)], num_outputs=0)
+        if not isinstance(message, Value):
+            message = self.constant(message)
+        self.graph.insert("prim::RaiseException", [message], num_outputs=0)
         return RAISE
 
     def stmt_Assert(self, stmt):  # noqa: N802

@@ -138,6 +138,19 @@ def _sum(em, args, kwargs, node):
     return em.list_reduce("sum", values[0], node)
 
 
+def _of_a_list(name: str, result):
+    """``any(xs)`` / ``all(xs)`` (``result`` bool) and ``sorted(xs)`` (None: the list's type)
+    of one list, as TorchScript's ``aten::any``/``aten::all``/``aten::sorted``."""
+
+    def lower(em, args, kwargs, node):
+        values = [em.materialize(a) for a in args]
+        if len(values) != 1 or kwargs or not isinstance(values[0].type(), T.ListType):
+            raise em.source.not_supported(f"{name}() of arguments other than one list", node)
+        return em.prim(f"prim::list_{name}", values, result or values[0].type())
+
+    return lower
+
+
 def _enumerate(em, args, kwargs, node):
     start = em.require_constant(args[1], "enumerate()'s start") if len(args) > 1 else 0
     return Enumerate(args[0], start)
@@ -208,6 +221,9 @@ BUILTINS = {
     print: _print,
     str: _converting(str, lambda em, args, kwargs, node: em.to_text(args[0])),
     sum: _sum,
+    any: _of_a_list("any", T.BoolType),
+    all: _of_a_list("all", T.BoolType),
+    sorted: _of_a_list("sorted", None),
     abs: _abs,
     hash: _hash,
 }

@@ -360,8 +360,26 @@ def _scalar_joins(lib):
     return scalar_joins
 
 
+def _list_builtins(lib):
+    def list_builtins(x, y):
+        ns: list[int] = x.to(lib.int64).tolist()
+        flags = [n > 1 for n in ns]
+        s = sorted([3] + ns)
+        return y + int(any(flags)) + 2 * int(all(flags)) + s[0] * 10 + s[-1] * 100
+
+    return list_builtins
+
+
 @pytest.mark.parametrize(
-    "make", [_to_forms, _defaults_of_scripted, _new_factories, _is_on_scalars, _scalar_joins]
+    "make",
+    [
+        _to_forms,
+        _defaults_of_scripted,
+        _new_factories,
+        _is_on_scalars,
+        _scalar_joins,
+        _list_builtins,
+    ],
 )
 def test_calls_found_walking_issue_16s_list_match_torch_script(make):
     """``x.to(dtype)`` took its dtype for a graph value (AttributeError), a scripted function
@@ -411,3 +429,19 @@ def test_the_zoo_gpt_scripts_and_matches_eager():
     with ember.no_grad():
         for args in [case.example, *case.others]:
             assert scripted(*args).tolist() == case.model(*args).tolist()
+
+
+def _raises_formatted(lib):
+    def raises_formatted(x, n: int):
+        if n > 2:
+            raise ValueError(f"n too big: {n}")
+        return x
+
+    return raises_formatted
+
+
+def test_raise_with_a_formatted_message_carries_it_as_torch_script():
+    with pytest.raises(RuntimeError, match="ValueError: n too big: 3"):
+        ember.jit.script(_raises_formatted(ember))(ember.ones(1), 3)
+    with pytest.raises(torch.jit.Error, match="ValueError: n too big: 3"):
+        torch.jit.script(_raises_formatted(torch))(torch.ones(1), 3)
