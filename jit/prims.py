@@ -120,6 +120,10 @@ PRIMS: dict[str, Prim] = {
     "prim::size": Prim(lambda t, d: t.size(d), lambda t, d: f"{t}.size({d})"),
     "prim::dim": Prim(lambda t: t.dim(), lambda t: f"{t}.dim()"),
     "prim::numel": Prim(lambda t: t.numel(), lambda t: f"{t}.numel()"),
+    "prim::is_floating_point": Prim(
+        lambda t: t.is_floating_point(), lambda t: f"{t}.is_floating_point()"
+    ),
+    "prim::is_complex": Prim(lambda t: t.is_complex(), lambda t: f"{t}.is_complex()"),
     "prim::dtype": Prim(lambda t: t.dtype, lambda t: f"{t}.dtype"),
     "prim::device": Prim(lambda t: t.device, lambda t: f"{t}.device"),
     "prim::neg": Prim(operator.neg, lambda a: f"(-{a})"),

@@ -229,6 +229,8 @@ class Calls:
             return self.prim("prim::size", [value, args[0]], T.IntType)
         if name in ("dim", "numel") and not args:
             return self.prim(f"prim::{name}", [value], T.IntType)
+        if name in ("is_floating_point", "is_complex") and not args and not kwargs:
+            return self.prim(f"prim::{name}", [value], T.BoolType)
         if name in lib.CASTS and not args and not kwargs:
             return self.call_op("_to_copy", [value], {"dtype": self.constant(lib.CASTS[name])})
         if name == "to":

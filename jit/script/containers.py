@@ -36,6 +36,15 @@ class Containers(TensorIndexing):
                 return called
         if isinstance(kind, T.TensorType):
             return self.tensor_index(base, node.slice, node)
+        if isinstance(kind, T.TupleType) and isinstance(node.slice, ast.Slice):
+            # constant bounds, as TorchScript's tuple slicing: a tuple of the items picked
+            parts = (node.slice.lower, node.slice.upper, node.slice.step)
+            bounds = [
+                None if p is None else self.require_constant(self.expr(p), "tuple slice bounds")
+                for p in parts
+            ]
+            picked = range(len(kind.elems))[slice(*bounds)]
+            return self.tuple_value([self.tuple_index(base, i) for i in picked])
         if isinstance(kind, T.TupleType):
             index = self.require_constant(self.expr(node.slice), "tuple indices")
             if isinstance(index, int):

@@ -360,6 +360,16 @@ def _scalar_joins(lib):
     return scalar_joins
 
 
+def _tuple_slices_and_dtype_tests(lib):
+    def tuple_slices_and_dtype_tests(x, y):
+        t = (1, 2.5, x.size(0), 4)
+        a, b, c = t[1:], t[::2], t[-2:]
+        flags = int(x.is_floating_point()) + 2 * int(y.is_floating_point()) + int(y.is_complex())
+        return y + a[0] + b[1] * 10 + c[0] * 100 + len(t[5:]) + flags * 1000
+
+    return tuple_slices_and_dtype_tests
+
+
 def _list_builtins(lib):
     def list_builtins(x, y):
         ns: list[int] = x.to(lib.int64).tolist()
@@ -379,6 +389,7 @@ def _list_builtins(lib):
         _is_on_scalars,
         _scalar_joins,
         _list_builtins,
+        _tuple_slices_and_dtype_tests,
     ],
 )
 def test_calls_found_walking_issue_16s_list_match_torch_script(make):
