@@ -285,6 +285,7 @@ SCALAR_PRIMS = {
     "prim::isinstance": (None, rt_code("isinstance")),
     "prim::format": (format_, rt_code("format")),
     "prim::hash": (script_hash, rt_code("hash")),
+    "prim::str_contains": (lambda s, sub: sub in s, lambda s, sub: f"({sub} in {s})"),
     "prim::IntImplicit": (RUNTIME.int_implicit, rt_code("int_implicit")),
     "prim::FloatImplicit": (RUNTIME.float_implicit, rt_code("float_implicit")),
 }

@@ -75,6 +75,8 @@ def bind(em, op, args: list, kwargs: dict, pyfn=None) -> list[Value]:
                 raise BindError(f"{op.name}() is missing value for argument '{arg.name}'")
             default = arg.default
             value = em.constant(list(default) if isinstance(default, tuple) else default)
+            inputs.append(value)  # the schema's own default (norm's p='fro'): not checked
+            continue
         inputs.append(_check(em, op, arg, value))
     return inputs
 

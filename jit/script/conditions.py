@@ -51,6 +51,9 @@ class Conditions:
             return self.prim("prim::not", [found], T.BoolType) if negate else found
         kind = container.type()
         self.refuse_unnarrowed("__contains__", container, item, node)
+        if kind == T.StrType and item.type() == T.StrType:  # a substring, as aten::__contains__
+            found = self.prim("prim::str_contains", [container, item], T.BoolType)
+            return self.prim("prim::not", [found], T.BoolType) if negate else found
         if not isinstance(kind, (T.DictType, T.ListType)) or isinstance(item.type(), T.TensorType):
             raise self.source.not_supported("'in' is supported on dicts and lists of scalars", node)
         found = self.prim("prim::contains", [container, item], T.BoolType)

@@ -370,6 +370,15 @@ def _tuple_slices_and_dtype_tests(lib):
     return tuple_slices_and_dtype_tests
 
 
+def _substrings_and_schema_defaults(lib):
+    def substrings_and_schema_defaults(x, y):
+        s = f"n={y.size(0)}"
+        found = int("=" in s) + 2 * int("4" not in s) + 4 * int(s in ["n=2", "n=3"])
+        return lib.norm(y) + found  # norm's schema default p='fro' is not checked as a Scalar
+
+    return substrings_and_schema_defaults
+
+
 def _list_builtins(lib):
     def list_builtins(x, y):
         ns: list[int] = x.to(lib.int64).tolist()
@@ -390,6 +399,7 @@ def _list_builtins(lib):
         _scalar_joins,
         _list_builtins,
         _tuple_slices_and_dtype_tests,
+        _substrings_and_schema_defaults,
     ],
 )
 def test_calls_found_walking_issue_16s_list_match_torch_script(make):
