@@ -151,6 +151,25 @@ def _of_a_list(name: str, result):
     return lower
 
 
+def _hasattr(em, args, kwargs, node):
+    """``hasattr(self, "name")``: known when compiling, as TorchScript resolves it on the
+    module's or class's type (a submodule slot holding None counts, as an attribute)."""
+    if len(args) != 2 or kwargs:
+        raise em.source.error("hasattr() takes exactly two arguments", node)
+    owner, name = args
+    name = em.require_constant(name, "hasattr()'s attribute name")
+    if not isinstance(name, str):
+        raise em.source.error("hasattr's second argument must be a string literal", node)
+    if isinstance(owner, ModuleRef):
+        return em.constant(hasattr(owner.module, name))
+    kind = em.materialize(owner).type()
+    if isinstance(kind, T.ClassType):
+        return em.constant(name in kind.fields or hasattr(kind.cls, name))
+    raise em.source.error(
+        f"hasattr's first argument must be an object or module, got {kind.annotation()}", node
+    )
+
+
 def _enumerate(em, args, kwargs, node):
     start = em.require_constant(args[1], "enumerate()'s start") if len(args) > 1 else 0
     return Enumerate(args[0], start)
@@ -216,6 +235,7 @@ BUILTINS = {
     min: _extreme("prim::min", min),
     max: _extreme("prim::max", max),
     isinstance: _isinstance,
+    hasattr: _hasattr,
     enumerate: _enumerate,
     zip: _zip,
     print: _print,

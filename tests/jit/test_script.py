@@ -466,3 +466,24 @@ def test_raise_with_a_formatted_message_carries_it_as_torch_script():
         ember.jit.script(_raises_formatted(ember))(ember.ones(1), 3)
     with pytest.raises(torch.jit.Error, match="ValueError: n too big: 3"):
         torch.jit.script(_raises_formatted(torch))(torch.ones(1), 3)
+
+
+def _has_attributes(lib):
+    class HasAttributes(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(3, 3)
+            self.proj = None
+
+        def forward(self, x):
+            n = int(hasattr(self, "lin")) + 2 * int(hasattr(self, "proj"))
+            n += 4 * int(hasattr(self, "nope")) + 8 * int(hasattr(self, "forward"))
+            return x + n
+
+    return HasAttributes
+
+
+def test_hasattr_is_known_when_compiling_as_torch_script():
+    mine = ember.jit.script(_has_attributes(ember)())(ember.zeros(1))
+    theirs = torch.jit.script(_has_attributes(torch)())(torch.zeros(1))
+    assert mine.tolist() == theirs.tolist()
