@@ -39,6 +39,11 @@ _ITERATION = (
     "shape won't change the number of iterations executed (and might lead to errors or silently "
     "give incorrect results)."
 )
+_LENGTH = (
+    "Using len to get tensor shape might cause the trace to be incorrect. Recommended usage would "
+    "be tensor.shape[0]. Passing a tensor of different shape might lead to errors or silently "
+    "give incorrect results."
+)
 _TENSOR_CONSTANT = (
     "ember.tensor results are registered as constants in the trace. You can safely ignore this "
     "warning if you use this function to create tensors out of constant variables that would be "
@@ -133,7 +138,13 @@ def _read_methods(state, originals: dict) -> dict:
             _warn(_ITERATION)
         return originals["__iter__"](self)
 
+    def length(self):
+        if _traced(state, self) is not None:
+            _warn(_LENGTH)  # the int is baked in, as PyTorch's Tensor.__len__ warns
+        return originals["__len__"](self)
+
     methods["__iter__"] = iterate
+    methods["__len__"] = length
     return methods
 
 
@@ -146,7 +157,7 @@ def tracing_patches(state):
     from . import packed_trace
 
     state.sizes = {}
-    names = ["shape", "size", "numel", "__iter__", *_READS]
+    names = ["shape", "size", "numel", "__iter__", "__len__", *_READS]
     originals = {name: Tensor.__dict__[name] for name in names}
     replacements = {**_shape_methods(state, originals), **_read_methods(state, originals)}
     original_tensor = _factories.tensor

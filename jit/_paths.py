@@ -29,6 +29,15 @@ def set_tensor(root, qualified: str, value) -> None:
     table[leaf] = value
 
 
+def set_module(root, qualified: str, module) -> None:
+    """``root.<qualified> = module`` into a submodule slot (a scripted method's assignment; the
+    compiler checked that the module has the slot's type)."""
+    owner, leaf = parent(root, qualified)
+    if leaf not in owner._modules or not hasattr(module, "_modules"):
+        raise RuntimeError(f"{qualified!r} is not a submodule slot or the value not a module")
+    owner._modules[leaf] = module
+
+
 def tensor_at(root, qualified: str):
     """The parameter or buffer called ``qualified``."""
     module, leaf = parent(root, qualified)

@@ -76,6 +76,8 @@ def generate(graph, name: str = "forward", method: bool = True) -> GeneratedCode
     """Python source for ``graph`` and the compiled function: ``fn(self, *inputs) -> tuple``
     (``fn(*inputs)`` when not ``method``)."""
     writer = _Writer(graph)
+    # a function called ops (or _rt...) must not rebind the names its own body calls through
+    name = f"{name}_fn" if name in _RESERVED else name
     lines = writer.function(name, method)
     source = "\n".join(lines) + "\n"
     filename = f"<ember.jit {name} {next(_COUNTER)}>"
@@ -179,7 +181,7 @@ class _Writer:
             return self.loop(node, indent, out)
         targets = ", ".join(self.name(v) for v in node.outputs())
         args = [self.expr(v) for v in node.inputs()]
-        if kind in ("prim::GetAttr", "prim::ModuleAttr"):
+        if kind in ("prim::GetAttr", "prim::ModuleAttr", "prim::GetModule"):
             value = self.attribute(node["name"])
         elif kind == "prim::GetObjAttr":
             value = f"{args[0]}.{_field(node['name'])}"
@@ -188,6 +190,9 @@ class _Writer:
             return
         elif kind == "prim::SetTensorAttr":
             out.append(f"{indent}_rt.set_tensor(self, {node['name']!r}, {args[0]})")
+            return
+        elif kind == "prim::SetModule":
+            out.append(f"{indent}_rt.set_module(self, {node['name']!r}, {args[0]})")
             return
         elif kind == "prim::SetModuleAttr":
             out.append(f"{indent}{self.attribute(node['name'])} = {args[0]}")

@@ -50,10 +50,21 @@ def freeze(mod, preserved_attrs=None, optimize_numerics: bool = True):
         for method in methods.values()
         for node in method.graph.findAllNodes("prim::SetTensorAttr")
     }
+    # submodule slots the graphs read or reassign (self.lin = self.other): their tensors stay
+    # slots too, since which module a slot holds is known only when the graph runs
+    moved = {
+        node["name"]
+        for method in methods.values()
+        for kind in ("prim::GetModule", "prim::SetModule")
+        for node in method.graph.findAllNodes(kind)
+    }
     frozen = RecursiveScriptModule(mod.original_name)
     frozen.train(False)
+    for name in moved:
+        parent(frozen, f"{name}._", create=True)
     for name, tensor in [*mod.named_parameters(), *mod.named_buffers()]:
-        if name in preserved:
+        if name in preserved or any(name.startswith(f"{m}.") for m in moved):
+            preserved.add(name)
             _register(frozen, name, tensor)
     for name, method in methods.items():
         graph = inline_attributes(method.graph.copy(), mod, preserved)

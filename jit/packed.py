@@ -6,9 +6,11 @@ writes ONNX's recurrent node with its ``sequence_lens`` input (as PyTorch's expo
 ``prim::PackPadded`` / ``prim::PadPacked`` pair into that input). The functions here are what
 those nodes run; jit/_patches.py records them while tracing.
 
-Recorded: sorted batches (``enforce_sorted=True``, as PyTorch's exporter requires), layers
-without projections, ``pad_packed_sequence`` without ``total_length``. Anything else traces
-through the eager code as before (its steps unrolled, the lengths constants).
+Recorded: layers without projections, ``pad_packed_sequence`` without ``total_length``. An
+unsorted batch (``enforce_sorted=False``) is sorted by recorded ops first (``sort``,
+``index_select``, ``argsort`` for the way back: ONNX TopK and Gathers around the recurrent node)
+and the nodes see the sorted batch. Anything else traces through the eager code as before (its
+steps unrolled, the lengths constants).
 """
 
 from __future__ import annotations

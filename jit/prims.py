@@ -102,6 +102,13 @@ PRIMS: dict[str, Prim] = {
     "prim::SetTensorAttr": Prim(
         None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = tensor"
     ),
+    # A submodule slot a scripted method reassigns (self.lin = self.other; see
+    # jit/script/attributes.py): the module read as a value, then stored into the slot; calls
+    # through the slot read its parameters where the code runs.
+    "prim::GetModule": Prim(None, None, attrs=("name",), effects=True, doc="self.<name>"),
+    "prim::SetModule": Prim(
+        None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = module"
+    ),
     "prim::ListConstruct": Prim(lambda *xs: list(xs), _sequence("[", "]")),
     "prim::TupleConstruct": Prim(lambda *xs: tuple(xs), _sequence("(", ")")),
     "prim::DictConstruct": Prim(lambda *xs: dict(zip(xs[::2], xs[1::2])), _dict_pairs),
@@ -113,6 +120,10 @@ PRIMS: dict[str, Prim] = {
     "prim::size": Prim(lambda t, d: t.size(d), lambda t, d: f"{t}.size({d})"),
     "prim::dim": Prim(lambda t: t.dim(), lambda t: f"{t}.dim()"),
     "prim::numel": Prim(lambda t: t.numel(), lambda t: f"{t}.numel()"),
+    "prim::is_floating_point": Prim(
+        lambda t: t.is_floating_point(), lambda t: f"{t}.is_floating_point()"
+    ),
+    "prim::is_complex": Prim(lambda t: t.is_complex(), lambda t: f"{t}.is_complex()"),
     "prim::dtype": Prim(lambda t: t.dtype, lambda t: f"{t}.dtype"),
     "prim::device": Prim(lambda t: t.device, lambda t: f"{t}.device"),
     "prim::neg": Prim(operator.neg, lambda a: f"(-{a})"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from . import contexts, indexing, packed
-from ._paths import set_tensor
+from ._paths import set_module, set_tensor
 from .hashing import script_hash
 
 
@@ -171,6 +171,9 @@ LISTS = {
     "sum": sum,
     "min": min,
     "max": max,
+    "any": any,
+    "all": all,
+    "sorted": sorted,
 }
 
 
@@ -246,6 +249,7 @@ class RUNTIME:
     index_put_ = staticmethod(indexing.index_put_)
     hash = staticmethod(script_hash)
     set_tensor = staticmethod(set_tensor)
+    set_module = staticmethod(set_module)
     pack_padded = staticmethod(packed.pack)
     packed_rnn = staticmethod(packed.recurrent)
     pad_packed = staticmethod(packed.pad)
@@ -281,6 +285,7 @@ SCALAR_PRIMS = {
     "prim::isinstance": (None, rt_code("isinstance")),
     "prim::format": (format_, rt_code("format")),
     "prim::hash": (script_hash, rt_code("hash")),
+    "prim::str_contains": (lambda s, sub: sub in s, lambda s, sub: f"({sub} in {s})"),
     "prim::IntImplicit": (RUNTIME.int_implicit, rt_code("int_implicit")),
     "prim::FloatImplicit": (RUNTIME.float_implicit, rt_code("float_implicit")),
 }

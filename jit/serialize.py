@@ -132,6 +132,7 @@ class _Loader:
         self.model, self.tensors, self.what, self.device = model, tensors, what, device
         self.params: dict = {}  # tensor key -> Parameter
         self.state_names: set = {"training"}  # qualified names of run-time module attributes
+        self.module_names: set = set()  # qualified names of the submodules
         self.reader = GraphReader({k: v for k, v in tensors.items() if k.startswith("constants.")})
 
     def fail(self, message: str):
@@ -173,9 +174,12 @@ class _Loader:
         for node in graph.findAllNodes("prim::GetAttr"):
             if node["name"] not in attr_names:
                 raise self.fail(f"method {name} reads {node['name']!r}, which the module lacks")
-        for kind in ("prim::ModuleAttr", "prim::SetModuleAttr"):
-            for node in graph.findAllNodes(kind):
-                if node["name"] not in self.state_names:
+        for kinds, names in (
+            (("prim::ModuleAttr", "prim::SetModuleAttr"), self.state_names),
+            (("prim::GetModule", "prim::SetModule"), self.module_names),
+        ):
+            for node in (n for kind in kinds for n in graph.findAllNodes(kind)):
+                if node["name"] not in names:
                     raise self.fail(f"method {name} uses {node['name']!r}, which the module lacks")
         if self.device is not None:
             retarget_devices(graph, self.device)
@@ -203,6 +207,7 @@ class _Loader:
                 made = None if child is None else RecursiveScriptModule()
                 module.add_module(name, made)
                 if made is not None:
+                    self.module_names.add(prefix + name)
                     self.fill(made, child, depth + 1, f"{prefix}{name}.")
         except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
             raise self.fail(f"malformed module tree ({exc})") from None

@@ -361,6 +361,11 @@ class ClassType(Type):
     def annotation(self) -> str:
         return self.name
 
+    def qualified_name(self) -> str:
+        """TorchScript's name of the class in messages: ``__torch__.<module>.<name>``."""
+        module = getattr(self.cls, "__module__", "__main__")
+        return "__torch__." + ("" if module == "__main__" else f"{module}.") + self.name
+
     def to_json(self):
         return {"class": [self.name, [[k, v.to_json()] for k, v in self.fields.items()]]}
 
@@ -371,6 +376,12 @@ class DictType(Type):
     __slots__ = ("key", "value")
 
     def __init__(self, key: Type, value: Type):
+        if not (isinstance(key, TensorType) or key in _DICT_KEYS):  # TorchScript's DictType
+            name = key.qualified_name() if isinstance(key, ClassType) else str(key)
+            raise RuntimeError(
+                f"Cannot create dict for key type '{name}', only int, float, complex, Tensor, "
+                "device and string keys are supported"
+            )
         self.key, self.value = key, value
 
     def _key(self):
@@ -384,6 +395,9 @@ class DictType(Type):
 
     def to_json(self):
         return {"dict": [self.key.to_json(), self.value.to_json()]}
+
+
+_DICT_KEYS = (IntType, FloatType, ComplexType, BoolType, StrType, DeviceObjType, AnyType)
 
 
 def from_json(data) -> Type:

@@ -122,6 +122,69 @@ def written_tensors(module) -> frozenset:
     return frozenset(found)
 
 
+def assigned_submodules(module) -> frozenset:
+    """Qualified names of the submodule slots that the methods of ``module``'s class, or of
+    its submodules' classes, assign (``self.lin = self.other``)."""
+    from .._paths import parent
+
+    found = set()
+    for prefix, owner in module.named_modules():
+        for path in _assigned_paths(type(owner)):
+            try:
+                holder, leaf = parent(owner, path)
+            except KeyError:
+                continue
+            if leaf in holder._modules:
+                found.add(f"{prefix}.{path}" if prefix else path)
+    return frozenset(found)
+
+
+def script_type_name(module) -> str:
+    """TorchScript's name of a module's type in messages (``__torch__.<module>.<class>``)."""
+    cls = type(module)
+    return f"__torch__.{cls.__module__}.{cls.__name__}"
+
+
+def same_script_type(a, b) -> bool:
+    """Whether ``b`` may take ``a``'s slot: TorchScript gives two modules one type when their
+    class, constants and attribute types agree. ember inlines a module's code with its plain
+    attributes as constants, so here they must be equal, and the parameters, buffers and
+    submodules (recursively) must have the same names."""
+    if type(a) is not type(b):
+        return False
+    tables = ("_parameters", "_buffers", "_modules")
+    if any(getattr(a, t).keys() != getattr(b, t).keys() for t in tables):
+        return False
+    if any((a._parameters[k] is None) != (b._parameters[k] is None) for k in a._parameters):
+        return False
+    plain_a, plain_b = _plain_attributes(a), _plain_attributes(b)
+    if plain_a.keys() != plain_b.keys():
+        return False
+    for key, value in plain_a.items():
+        other = plain_b[key]
+        if value is not other and (type(value) is not type(other) or not _equal(value, other)):
+            return False
+    children = zip(a._modules.values(), b._modules.values())
+    return all(_same_child(x, y) for x, y in children)
+
+
+def _same_child(x, y) -> bool:
+    if x is None or y is None:
+        return x is y
+    return same_script_type(x, y)
+
+
+def _plain_attributes(module) -> dict:
+    return {k: v for k, v in vars(module).items() if not k.startswith("_") and k != "training"}
+
+
+def _equal(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # tensors and other values without a plain equality: only identity
+        return False
+
+
 @functools.cache
 def _assigned_paths(cls) -> frozenset:
     """Dotted paths ``self.<a>.<b>`` is assigned to in the methods of ``cls`` but __init__."""
@@ -155,6 +218,47 @@ def _methods(cls):
 
 class ModuleState:
     """Emitter methods reading and writing run-time attributes."""
+
+    def submodule(self, ref, name: str):
+        """``self.<name>`` of a submodule: its ref, with its run-time value when the compiled
+        module reassigns submodule slots (``Unit.moved``)."""
+        from .sugar import ModuleRef
+
+        child = ModuleRef(ref.module._modules[name], ref.qualified(name))
+        if self.unit.moved:
+            child.runtime = self.module_value(child)
+        return child
+
+    def module_value(self, ref) -> Value:
+        if ref.runtime is None:
+            node = self.graph.insert("prim::GetModule", [], name=ref.prefix)
+            ref.runtime = node.output().setType(T.AnyType).setDebugName(ref.prefix)
+        return ref.runtime
+
+    def assign_submodule(self, ref, name: str, value, statement) -> None:
+        """``self.lin = self.other``: TorchScript allows it when both have one type (the
+        slot's calls then run the other module); anything else is its type error."""
+        from .sugar import ModuleRef
+
+        slot = ref.module._modules[name]
+        if (
+            isinstance(value, ModuleRef)
+            and slot is not None
+            and same_script_type(slot, value.module)
+        ):
+            source = self.module_value(value)
+            self.graph.insert("prim::SetModule", [source], num_outputs=0, name=ref.qualified(name))
+            return
+        if isinstance(value, ModuleRef):
+            got = script_type_name(value.module)
+            if slot is not None and got == script_type_name(slot):  # same class, other constants
+                got += " (with other constants, parameters or submodules)"
+        else:
+            got = self.materialize(value).type().annotation()
+        expected = "NoneType" if slot is None else script_type_name(slot)
+        raise self.source.error(
+            f"Wrong type for attribute assignment. Expected {expected} but got {got}", statement
+        )
 
     def assign_tensor(self, qualified: str, value, statement) -> None:
         """``self.w = t`` on a parameter or buffer: the slot holds ``t`` from then on (reads of
@@ -191,6 +295,8 @@ class ModuleState:
             )
         if name in module._parameters or name in module._buffers:
             return self.assign_tensor(ref.qualified(name), value, statement)
+        if name in module._modules:
+            return self.assign_submodule(ref, name, value, statement)
         if not is_runtime(module, name):
             raise self.source.not_supported(
                 f"assignment to attribute '{name}' (scripted attributes hold bool, int, float, "

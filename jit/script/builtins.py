@@ -75,6 +75,8 @@ def bind(em, op, args: list, kwargs: dict, pyfn=None) -> list[Value]:
                 raise BindError(f"{op.name}() is missing value for argument '{arg.name}'")
             default = arg.default
             value = em.constant(list(default) if isinstance(default, tuple) else default)
+            inputs.append(value)  # the schema's own default (norm's p='fro'): not checked
+            continue
         inputs.append(_check(em, op, arg, value))
     return inputs
 
@@ -258,6 +260,28 @@ def _factory_like(fill):
         )
 
     return lower
+
+
+# x.new_zeros(size)...: the fill of each (new_full's comes second; new_empty's values are
+# unspecified, zeros here)
+NEW_FACTORIES = {"new_zeros": 0.0, "new_ones": 1.0, "new_empty": 0.0, "new_full": None}
+
+
+def new_factory(em, source, name: str, args: list, kwargs: dict):
+    """``source.new_zeros(size, dtype=None, device=None)``: ``full`` with the source's dtype
+    and device unless given."""
+    fill = NEW_FACTORIES[name]
+    if fill is None:
+        if len(args) != 2:
+            raise BindError("new_full() expects a size and a fill value")
+        *args, fill = args
+    dtype = kwargs.pop("dtype", None) or em.prim("prim::dtype", [source], T.ScalarTypeType)
+    device = kwargs.pop("device", None) or em.prim("prim::device", [source], T.DeviceObjType)
+    if kwargs or not args:
+        raise BindError(f"{name}() takes a size and optional dtype and device")
+    size = args[0] if len(args) == 1 else em.list_value(args, T.IntType)
+    fill = fill if isinstance(fill, Value) else em.constant(fill)
+    return emit_op(em, OPS["full"], [size, fill], {"dtype": dtype, "device": device})
 
 
 def _embedding(em, args, kwargs, pyfn):

@@ -101,7 +101,7 @@ class Calls:
             return self.unit.get_attr(self.graph, ref.qualified(name))
         if name in module._modules:
             child = module._modules[name]
-            return self.constant(None) if child is None else ModuleRef(child, ref.qualified(name))
+            return self.constant(None) if child is None else self.submodule(ref, name)
         if is_runtime(module, name):
             return self.read_attribute(ref, name, node)
         if name == "training":
@@ -229,10 +229,17 @@ class Calls:
             return self.prim("prim::size", [value, args[0]], T.IntType)
         if name in ("dim", "numel") and not args:
             return self.prim(f"prim::{name}", [value], T.IntType)
+        if name in ("is_floating_point", "is_complex") and not args and not kwargs:
+            return self.prim(f"prim::{name}", [value], T.BoolType)
         if name in lib.CASTS and not args and not kwargs:
             return self.call_op("_to_copy", [value], {"dtype": self.constant(lib.CASTS[name])})
         if name == "to":
             return self.to(value, args, kwargs, node)
+        if name in lib.NEW_FACTORIES:
+            try:
+                return lib.new_factory(self, value, name, list(args), dict(kwargs))
+            except lib.BindError as e:
+                raise self.source.error(str(e), node) from None
         if name == "item" and not args and not kwargs:
             return self.prim("prim::item", [value], T.NumberType)
         if name == "tolist":
@@ -245,6 +252,13 @@ class Calls:
         return lib.emit_op(self, op, [value, *args], kwargs, getattr(Tensor, name, None))
 
     def to(self, value, args, kwargs, node):
+        # x.to(ember.float64): the dtype arrives as a Python object, a constant of the graph
+        args = [self.materialize(a) for a in args]
+        if len(args) == 1 and not kwargs and isinstance(args[0].type(), T.TensorType):
+            other = args[0]
+            dtype = self.prim("prim::dtype", [other], T.ScalarTypeType)
+            device = self.prim("prim::device", [other], T.DeviceObjType)
+            return self.call_op("_to_copy", [value], {"dtype": dtype, "device": device})
         if len(args) == 1 and not kwargs and args[0].type() == T.ScalarTypeType:
             return self.call_op("_to_copy", [value], {"dtype": args[0]})
         if len(args) == 1 and not kwargs and args[0].type() == T.DeviceObjType:
@@ -281,9 +295,10 @@ class Calls:
         op = lib.library_op(fn, args, kwargs)
         if op is not None:
             return lib.emit_op(self, op, list(args), dict(kwargs), fn)
-        if isinstance(fn, type) and issubclass(fn, Module):
-            raise self.source.not_supported(
-                "creating modules inside scripted code isn't supported", node
+        if isinstance(fn, type) and issubclass(fn, Module):  # TorchScript's words for it
+            where = node.func if isinstance(node, ast.Call) else node
+            raise self.source.error(
+                f"Class {fn.__name__} does not have an __init__ function defined", where
             )
         if fn is Parameter:  # TorchScript has no Parameter type: slots hold plain tensors
             where = node.func if isinstance(node, ast.Call) else node

@@ -80,6 +80,7 @@ class Unit:
         self.stack: list = []
         self.attrs: dict = {}  # (graph, qualified name) -> Value of its prim::GetAttr
         self.written: frozenset = frozenset()  # tensors the module's methods assign: read in place
+        self.moved: frozenset = frozenset()  # submodule slots the methods assign: read in place
 
     # ---- entry points -----------------------------------------------------------------------
     def function(self, fn, self_ref=None, name=None, graph=None) -> ScriptMethod:
@@ -193,7 +194,14 @@ class Unit:
     def inline_graph(self, caller, method, ref, args, kwargs, node):
         """A compiled graph's nodes copied into the caller's graph."""
         if isinstance(method, ScriptMethod):
-            args = list(method.signature.bind(*args, **kwargs).arguments.values())
+            try:
+                bound = method.signature.bind(*args, **kwargs)
+            except TypeError as e:
+                raise caller.source.error(f"{method.name}(): {e}", node) from None
+            bound.apply_defaults()  # a default is a constant of the caller's graph
+            args = [
+                a if isinstance(a, (Value, Sugar)) else PyObj(a) for a in bound.arguments.values()
+            ]
         elif kwargs:
             raise caller.source.not_supported("keyword arguments to traced code", node)
         leaves = []
@@ -219,7 +227,7 @@ class Unit:
     def get_attr(self, graph, qualified: str) -> Value:
         """One ``prim::GetAttr`` per name, at the top of the graph (usable in every block);
         a tensor some method assigns is read where the code reads it, each time."""
-        if qualified in self.written:
+        if qualified in self.written or any(qualified.startswith(f"{m}.") for m in self.moved):
             return graph.insert("prim::GetAttr", [], name=qualified).output().setType(T.Tensor)
         found = self.attrs.get((graph, qualified))
         if found is None:
@@ -264,15 +272,24 @@ def _is_tensor_input(value) -> bool:
     return isinstance(value, Value) and isinstance(value.type(), T.TensorType)
 
 
+_VARARGS = (
+    "Compiled functions can't take variable number of arguments or use keyword-only arguments "
+    "with defaults"
+)
+
+
 def _parameters(source, definition, skip_self: bool):
     spec = definition.args
-    for what, present in (("*args", spec.vararg), ("**kwargs", spec.kwarg)):
-        if present is not None:
-            raise source.not_supported(
-                "Compiled functions can't take variable number of arguments or use keyword-only "
-                f"arguments with defaults ({what})",
-                definition,
-            )
+    # TorchScript's order and places: **kwargs, then *args (from the star to the end of the
+    # name), then a keyword-only default
+    for star in (spec.kwarg, spec.vararg):
+        if star is not None:
+            where = ast.Constant(None, lineno=star.lineno, col_offset=star.col_offset - 1)
+            where.end_lineno, where.end_col_offset = star.lineno, star.col_offset + len(star.arg)
+            raise source.not_supported(_VARARGS, where)
+    for default in spec.kw_defaults:
+        if default is not None:
+            raise source.not_supported(_VARARGS, default)
     params = list(spec.posonlyargs) + list(spec.args) + list(spec.kwonlyargs)
     return params[1:] if skip_self else params
 
@@ -363,6 +380,7 @@ def _compile_methods(made, module, root: bool) -> None:
     if not isinstance(module, ScriptModule):
         unit, ref = Unit(), ModuleRef(module, "")
         unit.written = attributes.written_tensors(module)
+        unit.moved = attributes.assigned_submodules(module)
         lower = modules.lowering(module)
         names = ["forward"] + [n for n in _exported(module) if n != "forward"]
         try:

@@ -23,6 +23,8 @@ COMPARE = {
     ast.GtE: ("ge", "prim::ge"),
 }
 
+_VALUE_IDENTITY = (T.BoolType, T.IntType, T.FloatType)  # strs compare pointers: refused
+
 
 class Conditions:
     def compare(self, op, left, right, node) -> Value:
@@ -49,6 +51,9 @@ class Conditions:
             return self.prim("prim::not", [found], T.BoolType) if negate else found
         kind = container.type()
         self.refuse_unnarrowed("__contains__", container, item, node)
+        if kind == T.StrType and item.type() == T.StrType:  # a substring, as aten::__contains__
+            found = self.prim("prim::str_contains", [container, item], T.BoolType)
+            return self.prim("prim::not", [found], T.BoolType) if negate else found
         if not isinstance(kind, (T.DictType, T.ListType)) or isinstance(item.type(), T.TensorType):
             raise self.source.not_supported("'in' is supported on dicts and lists of scalars", node)
         found = self.prim("prim::contains", [container, item], T.BoolType)
@@ -71,6 +76,9 @@ class Conditions:
         lt, rt = left.type(), right.type()
         if rt != T.NoneType and lt == T.NoneType:
             left, right, lt, rt = right, left, rt, lt
+        if rt != T.NoneType and lt == rt and lt in _VALUE_IDENTITY:
+            # TorchScript's aten::__is__ of two bools, ints or floats compares the values
+            return self.prim("prim::ne" if negate else "prim::eq", [left, right], T.BoolType)
         if rt != T.NoneType:
             raise self.source.not_supported("'is' comparisons are only supported with None", node)
         if isinstance(lt, T.UnionType) and T.NoneType in lt.elems:

@@ -36,6 +36,15 @@ class Containers(TensorIndexing):
                 return called
         if isinstance(kind, T.TensorType):
             return self.tensor_index(base, node.slice, node)
+        if isinstance(kind, T.TupleType) and isinstance(node.slice, ast.Slice):
+            # constant bounds, as TorchScript's tuple slicing: a tuple of the items picked
+            parts = (node.slice.lower, node.slice.upper, node.slice.step)
+            bounds = [
+                None if p is None else self.require_constant(self.expr(p), "tuple slice bounds")
+                for p in parts
+            ]
+            picked = range(len(kind.elems))[slice(*bounds)]
+            return self.tuple_value([self.tuple_index(base, i) for i in picked])
         if isinstance(kind, T.TupleType):
             index = self.require_constant(self.expr(node.slice), "tuple indices")
             if isinstance(index, int):
@@ -175,19 +184,38 @@ class Containers(TensorIndexing):
         return self.prim("prim::max", [count, self.constant(0)], T.IntType)
 
     def expr_ListComp(self, node, wanted=None):  # noqa: N802
-        if len(node.generators) != 1 or node.generators[0].ifs or node.generators[0].is_async:
-            raise self.source.not_supported("comprehensions with conditions or nested loops", node)
+        return self.comprehension(node, [node.elt])
+
+    # TorchScript compiles a generator expression as the list comprehension (sum(x for ...))
+    expr_GeneratorExp = expr_ListComp  # noqa: N815
+
+    def expr_DictComp(self, node, wanted=None):  # noqa: N802
+        return self.comprehension(node, [node.key, node.value])
+
+    def comprehension(self, node, parts: list):
+        """``[e for t in it]`` (``parts`` [e]) or ``{k: v for t in it}`` ([k, v]): unrolled
+        over modules and tuples, else a ``prim::Loop`` carrying the growing list or dict."""
+        refused = None
+        if len(node.generators) != 1:
+            refused = "Only a single generator is currently supported"
+        elif node.generators[0].ifs or node.generators[0].is_async:
+            refused = "Comprehension ifs are not supported yet"
+        if refused is not None:  # TorchScript's words, at the comprehension's first character
+            where = ast.Constant(None, lineno=node.lineno, col_offset=node.col_offset)
+            where.end_lineno, where.end_col_offset = node.lineno, node.col_offset + 1
+            raise self.source.not_supported(refused, where)
         gen = node.generators[0]
         plan = self.iteration(self.expr(gen.iter), gen.iter)
         saved = dict(self.env)
+        dict_ = len(parts) == 2
         try:
             if plan.unrolled is not None:
                 items = []
                 for item in plan.unrolled:
                     self.assign(gen.target, item)
-                    items.append(self.value(node.elt))
-                return self.list_value(items)
-            result = self.list_value([], T.Tensor)
+                    items.append([self.value(p) for p in parts])
+                return self._collection(items, dict_)
+            result = self._collection([], dict_)
             loop = self.graph.insert(
                 "prim::Loop", [plan.trip, self.constant(True), result], num_outputs=0
             )
@@ -196,9 +224,13 @@ class Containers(TensorIndexing):
             carried = body.addInput("acc", result.type())
             with self.graph.insert_point_guard(body):
                 self.assign(gen.target, plan.item(body.inputs()[0]))
-                element = self.value(node.elt)
-                kind = T.ListType(element.type())
-                grown = self.prim("prim::add", [carried, self.list_value([element])], kind)
+                element = [self.value(p) for p in parts]
+                if dict_:
+                    kind = T.DictType(element[0].type(), element[1].type())
+                    grown = self.prim("prim::DictSet", [carried, *element], kind)
+                else:
+                    kind = T.ListType(element[0].type())
+                    grown = self.prim("prim::add", [carried, self.list_value(element)], kind)
                 body.registerOutput(self.constant(True))
                 body.registerOutput(grown)
             for value in (result, carried):
@@ -206,6 +238,17 @@ class Containers(TensorIndexing):
             return loop.addOutput(kind)
         finally:
             self.env = saved
+
+    def _collection(self, items: list, dict_: bool):
+        """The list of the items' single values, or the dict of their (key, value) pairs."""
+        if not dict_:
+            return self.list_value([e for (e,) in items])  # [] is List[Tensor], as TorchScript
+        pairs = [self.materialize(v) for pair in items for v in pair]
+        if not pairs:
+            return self.prim("prim::DictConstruct", [], T.DictType(T.StrType, T.Tensor))
+        keys, values = ([v.type() for v in pairs[i::2]] for i in (0, 1))
+        kind = T.DictType(T._common(keys), T._common(values))
+        return self.prim("prim::DictConstruct", pairs, kind)
 
     def list_append(self, call) -> bool:
         """``xs.append(v)`` on a list variable: rebinds ``xs`` to ``xs + [v]`` (lists are

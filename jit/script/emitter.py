@@ -257,10 +257,20 @@ class Emitter(Expressions, Contexts, LoopReturns, Scopes):
             text = ""
             if exc.args and isinstance(exc.args[0], ast.Constant):
                 text = str(exc.args[0].value)
-            message = f"{exc.func.id}: {text}" if text else exc.func.id
+            elif exc.args:  # an f-string or another str value: the message is built when raised
+                text = self.to_text(self.expr(exc.args[0]))
+                prefix = self.constant(f"{exc.func.id}: ")
+                text = self.prim("prim::add", [prefix, text], T.StrType)
+            message = (
+                text
+                if isinstance(text, Value)
+                else (f"{exc.func.id}: {text}" if text else exc.func.id)
+            )
         elif isinstance(exc, ast.Name):
             message = exc.id
-        self.graph.insert("prim::RaiseException", [self.constant(message)], num_outputs=0)
+        if not isinstance(message, Value):
+            message = self.constant(message)
+        self.graph.insert("prim::RaiseException", [message], num_outputs=0)
         return RAISE
 
     def stmt_Assert(self, stmt):  # noqa: N802
@@ -378,6 +388,8 @@ class Emitter(Expressions, Contexts, LoopReturns, Scopes):
             return declared  # Union/Any/Optional results: the declared type
         if isinstance(a, T.TensorType) and isinstance(b, T.TensorType):
             return T.Tensor
+        if T.NumberType in (a, b) and {a, b} <= {T.NumberType, T.IntType, T.FloatType}:
+            return T.NumberType  # int and float are subtypes of TorchScript's Scalar
         if a == T.NoneType or b == T.NoneType:
             other = b if a == T.NoneType else a
             return other if isinstance(other, T.OptionalType) else T.OptionalType(other)

@@ -37,6 +37,8 @@ class ScriptError(RuntimeError):
 
 
 # TorchScript's words for the statements it refuses (torch.jit.frontend.pretty_node_names).
+# TorchScript's names of refused statements; any other construct is named by its ast class
+# ("Set aren't supported", "NamedExpr aren't supported"), as torch.jit.frontend names it.
 PRETTY_NAMES = {
     ast.FunctionDef: "function definitions",
     ast.AsyncFunctionDef: "async function definitions",
@@ -51,16 +53,6 @@ PRETTY_NAMES = {
     ast.Nonlocal: "nonlocal variables",
     ast.Try: "try blocks",
     ast.Lambda: "Lambda",
-    ast.Yield: "yield",
-    ast.YieldFrom: "yield from",
-    ast.Await: "await",
-    ast.GeneratorExp: "generator expressions",
-    ast.SetComp: "set comprehensions",
-    ast.Set: "set literals",
-    ast.NamedExpr: "assignment expressions",
-    ast.AsyncFor: "async for loops",
-    ast.AsyncWith: "async with statements",
-    ast.Starred: "starred expressions",
 }
 # How many characters TorchScript underlines for a refused statement: its keyword.
 _KEYWORDS = {
@@ -140,7 +132,12 @@ class Source:
         return "\n".join(out) + "\n"
 
     def unsupported(self, node) -> UnsupportedNodeError:
+        """TorchScript underlines a refused construct's keyword, or else its first character."""
         name = PRETTY_NAMES.get(type(node), type(node).__name__)
+        if type(node) not in _KEYWORDS:
+            first = ast.Constant(None, lineno=node.lineno, col_offset=node.col_offset)
+            first.end_lineno, first.end_col_offset = node.lineno, node.col_offset + 1
+            node = first
         return UnsupportedNodeError(f"{name} aren't supported:\n{self.highlight(node)}")
 
     def not_supported(self, message: str, node) -> NotSupportedError:

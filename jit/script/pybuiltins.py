@@ -138,6 +138,38 @@ def _sum(em, args, kwargs, node):
     return em.list_reduce("sum", values[0], node)
 
 
+def _of_a_list(name: str, result):
+    """``any(xs)`` / ``all(xs)`` (``result`` bool) and ``sorted(xs)`` (None: the list's type)
+    of one list, as TorchScript's ``aten::any``/``aten::all``/``aten::sorted``."""
+
+    def lower(em, args, kwargs, node):
+        values = [em.materialize(a) for a in args]
+        if len(values) != 1 or kwargs or not isinstance(values[0].type(), T.ListType):
+            raise em.source.not_supported(f"{name}() of arguments other than one list", node)
+        return em.prim(f"prim::list_{name}", values, result or values[0].type())
+
+    return lower
+
+
+def _hasattr(em, args, kwargs, node):
+    """``hasattr(self, "name")``: known when compiling, as TorchScript resolves it on the
+    module's or class's type (a submodule slot holding None counts, as an attribute)."""
+    if len(args) != 2 or kwargs:
+        raise em.source.error("hasattr() takes exactly two arguments", node)
+    owner, name = args
+    name = em.require_constant(name, "hasattr()'s attribute name")
+    if not isinstance(name, str):
+        raise em.source.error("hasattr's second argument must be a string literal", node)
+    if isinstance(owner, ModuleRef):
+        return em.constant(hasattr(owner.module, name))
+    kind = em.materialize(owner).type()
+    if isinstance(kind, T.ClassType):
+        return em.constant(name in kind.fields or hasattr(kind.cls, name))
+    raise em.source.error(
+        f"hasattr's first argument must be an object or module, got {kind.annotation()}", node
+    )
+
+
 def _enumerate(em, args, kwargs, node):
     start = em.require_constant(args[1], "enumerate()'s start") if len(args) > 1 else 0
     return Enumerate(args[0], start)
@@ -159,17 +191,26 @@ def _hash(em, args, kwargs, node):
     if kwargs or len(args) != 1:
         raise em.source.error("hash() takes exactly one argument", node)
     value = em.materialize(args[0])
-    if not _hashable(value.type()):
-        raise em.source.not_supported(f"hash() of a {value.type().annotation()}", node)
-    return em.prim("prim::hash", [value], T.IntType)
+    unhashable = _unhashable(value.type())
+    if unhashable is None:
+        return em.prim("prim::hash", [value], T.IntType)
+    if isinstance(unhashable, (T.ListType, T.DictType, T.ClassType)):
+        # TorchScript compiles aten::hash of these and fails when it runs (an object's
+        # __hash__ is not consulted: a.__hash__() is an ordinary method call)
+        name = unhashable.qualified_name() if isinstance(unhashable, T.ClassType) else None
+        message = f"unhashable type: '{name or unhashable.annotation()}'"
+        em.graph.insert("prim::RaiseException", [em.constant(message)], num_outputs=0)
+        return em.graph.insert("prim::Uninitialized").output().setType(T.IntType)
+    raise em.source.not_supported(f"hash() of a {value.type().annotation()}", node)
 
 
-def _hashable(kind) -> bool:
+def _unhashable(kind):
+    """The first type inside ``kind`` that aten::hash does not hash, None when it hashes."""
     if isinstance(kind, T.TupleType):
-        return all(_hashable(k) for k in kind.elems)
+        return next((u for u in map(_unhashable, kind.elems) if u is not None), None)
     if isinstance(kind, T.OptionalType):
-        return _hashable(kind.elem)
-    return isinstance(kind, T.TensorType) or kind in _HASHED
+        return _unhashable(kind.elem)
+    return None if isinstance(kind, T.TensorType) or kind in _HASHED else kind
 
 
 _HASHED = (T.IntType, T.FloatType, T.BoolType, T.StrType, T.NoneType)
@@ -194,11 +235,15 @@ BUILTINS = {
     min: _extreme("prim::min", min),
     max: _extreme("prim::max", max),
     isinstance: _isinstance,
+    hasattr: _hasattr,
     enumerate: _enumerate,
     zip: _zip,
     print: _print,
     str: _converting(str, lambda em, args, kwargs, node: em.to_text(args[0])),
     sum: _sum,
+    any: _of_a_list("any", T.BoolType),
+    all: _of_a_list("all", T.BoolType),
+    sorted: _of_a_list("sorted", None),
     abs: _abs,
     hash: _hash,
 }

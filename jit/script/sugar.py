@@ -37,6 +37,9 @@ class ModuleRef(Sugar):
 
     module: object
     prefix: str
+    # a submodule read as a run-time value (prim::GetModule), where the compiled module
+    # reassigns submodule slots: self.a, self.b = self.b, self.a reads both before either store
+    runtime: Value | None = None
 
     def qualified(self, name: str) -> str:
         return f"{self.prefix}.{name}" if self.prefix else name

@@ -312,7 +312,39 @@ def errors(lib):
             x = x + y
         return x
 
+    def set_literal(x):
+        s = {1, 2}
+        return x + len(s)
+
+    def yield_statement(x):
+        yield x
+
+    def walrus(x):
+        if (n := 3) > 2:
+            return x * n
+        return x
+
+    def set_comprehension(x):
+        s = {i for i in range(3)}
+        return x + len(s)
+
+    def star_args(x, *args):
+        return x
+
+    def star_kwargs(x, **kwargs):
+        return x
+
+    def keyword_only_default(x, *, k: int = 1):
+        return x
+
     return {
+        "set_literal": set_literal,
+        "yield_statement": yield_statement,
+        "walrus": walrus,
+        "set_comprehension": set_comprehension,
+        "star_args": star_args,
+        "star_kwargs": star_kwargs,
+        "keyword_only_default": keyword_only_default,
         "try_block": try_block,
         "global_statement": global_statement,
         "lambda_call": lambda_call,

@@ -4,7 +4,7 @@ against a library: torch and ember script this same source."""
 # ruff: noqa: UP006, UP035, UP045, F841 - typing.Tuple/Optional, as TorchScript sources spell
 # them; unread variables are the point of some
 
-from typing import Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 
 def refused(lib):
@@ -146,6 +146,51 @@ def accepted(lib):
     return {k: v for k, v in locals().items() if callable(v)}
 
 
+def unhashable(lib):
+    """``hash()`` of values aten::hash does not hash (a script class even with ``__hash__``,
+    lists, dicts, a tuple holding a list) compiles and fails when it runs; an explicit
+    ``__hash__()`` is a method call. Each function with its argument."""
+
+    @lib.jit.script
+    class Keyed:
+        def __init__(self, x: int):
+            self.x = x
+
+        def __hash__(self) -> int:
+            return self.x * 7
+
+    def hash_object(x: int) -> int:
+        return hash(Keyed(x))
+
+    def hash_method(x: int) -> int:
+        return Keyed(x).__hash__()
+
+    def hash_list(xs: List[int]) -> int:
+        return hash(xs)
+
+    def hash_dict(d: Dict[str, int]) -> int:
+        return hash(d)
+
+    def hash_nested(t: Tuple[int, List[int]]) -> int:
+        return hash(t)
+
+    def object_keys(x: int) -> int:
+        d = {Keyed(x): 1}
+        return len(d)
+
+    def tuple_keys(x: int) -> int:
+        d = {(x, x): 1}
+        return len(d)
+
+    def optional_keys(x: Optional[int]) -> int:
+        d = {x: 1}
+        return len(d)
+
+    arguments = {"hash_list": [1, 2], "hash_dict": {"a": 1}, "hash_nested": (1, [2])}
+    named = {k: v for k, v in locals().items() if k.startswith("hash_") or k.endswith("_keys")}
+    return {k: (v, arguments.get(k, 3)) for k, v in named.items()}
+
+
 def deleting_module(lib):
     class Deletes(lib.nn.Module):
         def __init__(self):
@@ -241,4 +286,70 @@ def tensor_slot_modules(lib):
         "sets_submodule_bias": SetsSubmoduleBias,
         "makes_parameter": MakesParameter,
         "assigns_int": AssignsInt,
+    }
+
+
+def submodule_modules(lib):
+    """Modules whose methods assign submodule slots: TorchScript allows a module of the slot's
+    type (the slot's calls run it from then on) and refuses anything else."""
+
+    class Swaps(lib.nn.Module):
+        """Both modules read before either store; calls through the slot after it."""
+
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(3, 3).double()
+            self.other = lib.nn.Linear(3, 3).double()
+
+        def forward(self, a, flag: bool):
+            if flag:
+                self.lin, self.other = self.other, self.lin
+            return self.lin(a) + 2 * self.other(a)
+
+    class Nested(lib.nn.Module):
+        """A user submodule whose own method reassigns a slot of its own."""
+
+        def __init__(self):
+            super().__init__()
+            self.inner = Swaps()
+            self.spare = lib.nn.Linear(3, 3).double()
+
+        def forward(self, a, flag: bool):
+            self.inner.lin = self.spare
+            return self.inner(a, flag)
+
+    def replaced_by(make_other):
+        class Replaced(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lib.nn.Linear(3, 3)
+                self.other = make_other()
+
+            def forward(self, a):
+                self.lin = self.other
+                return self.lin(a)
+
+        return Replaced
+
+    class ByNone(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(3, 3)
+
+        def forward(self, a):
+            self.lin = None
+            return a
+
+    class ByNew(ByNone):
+        def forward(self, a):
+            self.lin = lib.nn.Linear(3, 3)
+            return self.lin(a)
+
+    return {
+        "swaps": Swaps,
+        "nested": Nested,
+        "other_sizes": replaced_by(lambda: lib.nn.Linear(3, 4)),
+        "other_class": replaced_by(lib.nn.ReLU),
+        "none": ByNone,
+        "new": ByNew,
     }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections import Counter
 
 import pytest
 
@@ -20,18 +21,21 @@ from .test_onnx_recurrent import KINDS, VARIANTS
 # (padded length, lengths): the example, one whose longest is shorter than the padding, a
 # larger batch, a single sequence longer than the example's
 LENGTHS = [(6, [6, 4, 2]), (5, [4, 3, 3, 1]), (8, [8, 8, 5, 3, 2, 1]), (9, [9])]
+# the same for enforce_sorted=False: lengths in any order, ties included
+UNSORTED = [(6, [2, 6, 4]), (5, [3, 1, 4, 3]), (8, [1, 8, 3, 8, 5, 2]), (9, [9])]
 
 
 class Packed(nn.Module):
     """The layer over a padded batch and its lengths, packed around it."""
 
-    def __init__(self, rnn, with_state: bool, padding_value: float = 0.0):
+    def __init__(self, rnn, with_state: bool, padding_value: float = 0.0, sort: bool = True):
         super().__init__()
         self.rnn, self.with_state, self.padding_value = rnn, with_state, padding_value
+        self.sort = sort
 
     def forward(self, x, lengths, *state):
         first = self.rnn.batch_first
-        packed = pack_padded_sequence(x, lengths, batch_first=first)
+        packed = pack_padded_sequence(x, lengths, batch_first=first, enforce_sorted=self.sort)
         if self.with_state:
             out, final = self.rnn(packed, state if isinstance(self.rnn, nn.LSTM) else state[0])
         else:
@@ -63,26 +67,54 @@ def _export(module: Packed, args: tuple) -> bytes:
 CASES = [(k, v, state) for k in KINDS for v in VARIANTS for state in (False, True)]
 
 
-@pytest.mark.parametrize(
-    "kind, variant, with_state",
-    CASES,
-    ids=[f"{k}-{v[0]}-{'state' if state else 'no_state'}" for k, v, state in CASES],
-)
-def test_packed_layer_exports_with_sequence_lens(kind, variant, with_state):
+def _packed_export(kind, variant, with_state, sort: bool) -> tuple:
+    """The module, its exported ONNX model (checked) and the recurrent nodes in it."""
     cls, extra, op_type = KINDS[kind]
-    options = variant[1]
     ember.manual_seed(5)
-    module = Packed(cls(6, 4, **extra, **options), with_state).eval()
-    model_bytes = _export(module, _arguments(module, *LENGTHS[0]))
+    module = Packed(cls(6, 4, **extra, **variant[1]), with_state, sort=sort).eval()
+    lengths = LENGTHS if sort else UNSORTED
+    model_bytes = _export(module, _arguments(module, *lengths[0]))
     proto = check_model(model_bytes)
     nodes = [n for n in proto.graph.node if n.op_type == op_type]
     assert len(nodes) == module.rnn.num_layers
     assert all(len(n.input) > 4 and n.input[4] for n in nodes)  # sequence_lens is given
     assert not any(n.op_type in ("Loop", "Scan", "GatherND") for n in proto.graph.node)
     sess = session(model_bytes)
-    for steps, lengths in LENGTHS:
-        args = _arguments(module, steps, lengths)
+    for steps, batch in lengths:
+        args = _arguments(module, steps, batch)
         assert_close(run(sess, args), eager(module, args), rtol=1e-4, atol=1e-5)
+    return module, proto
+
+
+@pytest.mark.parametrize(
+    "kind, variant, with_state",
+    CASES,
+    ids=[f"{k}-{v[0]}-{'state' if state else 'no_state'}" for k, v, state in CASES],
+)
+def test_packed_layer_exports_with_sequence_lens(kind, variant, with_state):
+    _packed_export(kind, variant, with_state, sort=True)
+
+
+@pytest.mark.parametrize(
+    "kind, variant, with_state",
+    CASES,
+    ids=[f"{k}-{v[0]}-{'state' if state else 'no_state'}" for k, v, state in CASES],
+)
+def test_unsorted_packed_layer_exports_with_the_permutation_around_it(kind, variant, with_state):
+    """enforce_sorted=False: the same recurrent nodes, the sort a TopK and the permutations
+    Gathers around them (torch.onnx's route for the sort pack_padded_sequence does), the
+    outputs, final states and lengths in the caller's batch order at other batches too."""
+    module, proto = _packed_export(kind, variant, with_state, sort=False)
+    _, sorted_proto = _packed_export(kind, variant, with_state, sort=True)
+    added = Counter(n.op_type for n in proto.graph.node)
+    added.subtract(n.op_type for n in sorted_proto.graph.node)
+    states = 2 if isinstance(module.rnn, nn.LSTM) else 1
+    # Gathers: the input, the padded output, its lengths, the final states (and the initial
+    # ones) by a permutation, and the batch size of each of the two TopKs (the lengths sorted
+    # and the permutation inverted)
+    gathers = 3 + states * (2 if with_state else 1) + 2
+    want = {"TopK": 2, "Shape": 2, "Unsqueeze": 2, "Constant": 1, "Gather": gathers}
+    assert +added == Counter(want)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -140,26 +172,19 @@ def test_packed_rows_read_directly_are_refused():
         export_bytes(module, (ember.randn(6, 3, 6), ember.tensor([6, 4, 2])))
 
 
-def test_unsorted_batches_still_trace_through_the_eager_code():
-    """enforce_sorted=False is not recorded (torch.onnx requires sorted batches too): the
-    trace runs the eager steps, right at the example's lengths."""
-
-    class Unsorted(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.rnn = nn.LSTM(6, 4)
-
-        def forward(self, x, lengths):
-            packed = pack_padded_sequence(x, lengths, enforce_sorted=False)
-            return pad_packed_sequence(self.rnn(packed)[0])[0]
-
-    module = Unsorted().eval()
-    args = (ember.randn(5, 3, 6), ember.tensor([2, 5, 3]))
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_unsorted_packed_trace_replays_other_lengths(kind):
+    cls, extra, _ = KINDS[kind]
+    ember.manual_seed(8)
+    module = Packed(cls(6, 4, num_layers=2, **extra), True, sort=False).eval()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        traced = ember.jit.trace(module, args)
-    assert "prim::PackedRNN" not in [node.kind() for node in traced.graph.nodes()]
-    assert_close(eager(traced, args), eager(module, args), rtol=1e-6, atol=1e-6)
+        traced = ember.jit.trace(module, _arguments(module, *UNSORTED[0]))
+    kinds = [node.kind() for node in traced.graph.nodes()]
+    assert kinds.count("prim::PackedRNN") == 1 and kinds.count("ember::sort") == 1
+    for steps, lengths in UNSORTED[1:]:
+        args = _arguments(module, steps, lengths)
+        assert_close(eager(traced, args), eager(module, args), rtol=1e-6, atol=1e-6)
 
 
 def _sequence_lens_source(proto, op_type: str) -> list:

@@ -4,7 +4,9 @@ TorchScript's error word for word, accepted code gives TorchScript's values."""
 
 from __future__ import annotations
 
+import io
 import math
+import re
 
 import pytest
 import torch
@@ -16,7 +18,9 @@ from .script_scopes import (
     attribute_modules,
     deleting_module,
     refused,
+    submodule_modules,
     tensor_slot_modules,
+    unhashable,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
@@ -175,12 +179,38 @@ def test_hash_of_a_tensor_is_its_identity():
     assert mine == theirs == (True, False)
 
 
-def test_hash_of_a_list_is_refused():
-    def hash_list(xs: list[int]) -> int:
-        return hash(xs)
+EMBER_UNHASHABLE, TORCH_UNHASHABLE = unhashable(ember), unhashable(torch)
 
-    with pytest.raises(ember.jit.frontend.NotSupportedError, match="hash\\(\\) of a List"):
-        ember.jit.script(hash_list)
+
+def _run_error(script, fn, argument) -> BaseException:
+    compiled = script(fn)
+    with pytest.raises(RuntimeError) as info:
+        compiled(argument)
+    return info.value
+
+
+@pytest.mark.parametrize("name", ["hash_object", "hash_list", "hash_dict", "hash_nested"])
+def test_hash_of_an_unhashable_type_compiles_and_fails_as_torchs(name):
+    """TorchScript names the object's class with its compilation unit's address: ember says
+    the same without the address."""
+    (mine, argument), (theirs, _) = EMBER_UNHASHABLE[name], TORCH_UNHASHABLE[name]
+    mine = str(_run_error(ember.jit.script, mine, argument))
+    theirs = str(_run_error(torch.jit.script, theirs, argument)).splitlines()[-1]
+    theirs = re.sub(r" \(of Python compilation unit at: 0x[0-9a-f]+\)", "", theirs)
+    assert "RuntimeError: " + mine == theirs
+
+
+def test_explicit_dunder_hash_is_a_method_call_as_torchs():
+    (mine, _), (theirs, _) = EMBER_UNHASHABLE["hash_method"], TORCH_UNHASHABLE["hash_method"]
+    assert ember.jit.script(mine)(3) == torch.jit.script(theirs)(3) == 21
+
+
+@pytest.mark.parametrize("name", ["object_keys", "tuple_keys", "optional_keys"])
+def test_dict_keys_torchscript_does_not_hash_are_refused_with_its_text(name):
+    (mine, _), (theirs, _) = EMBER_UNHASHABLE[name], TORCH_UNHASHABLE[name]
+    mine, theirs = _error(ember.jit.script, mine), _error(torch.jit.script, theirs)
+    theirs = re.sub(r" \(of Python compilation unit at: 0x[0-9a-f]+\)", "", str(theirs))
+    assert isinstance(mine, RuntimeError) and str(mine) == theirs
 
 
 @pytest.mark.parametrize(
@@ -219,3 +249,70 @@ def test_freezing_keeps_an_assigned_slot_as_torch():
     for _ in range(3):
         out = mine(ember.tensor([1.0, 0.5]))
         assert out.numpy().tolist() == theirs(torch.tensor([1.0, 0.5])).numpy().tolist()
+
+
+def _submodule_pair(name, copies: int = 1):
+    """torch's module scripted, and ``copies`` scripted ember modules holding its values."""
+    theirs = submodule_modules(torch)[name]()
+    state = {k: ember.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()}
+    mine = []
+    for _ in range(copies):
+        mine.append(submodule_modules(ember)[name]())
+        mine[-1].load_state_dict(state)
+    return [ember.jit.script(m) for m in mine], torch.jit.script(theirs)
+
+
+def _saved_and_loaded(module):
+    buffer = io.BytesIO()
+    ember.jit.save(module, buffer)
+    buffer.seek(0)
+    return ember.jit.load(buffer)
+
+
+@pytest.mark.parametrize("name", ["swaps", "nested"])
+def test_assigned_submodule_runs_as_torchs(name):
+    """The slot holds the other module from then on: each call's result is TorchScript's,
+    also after save and load and after freezing."""
+    (mine, other), theirs = _submodule_pair(name, copies=2)
+    copies = [_saved_and_loaded(mine), ember.jit.freeze(other.eval())]
+    theirs.eval()
+    for flag in [False, True, True, False, True]:
+        a = [[0.5, -1.0, 2.0]]
+        want = theirs(torch.tensor(a, dtype=torch.float64), flag).detach().numpy().tolist()
+        for module in [mine, *copies]:
+            got = module(ember.tensor(a, dtype=ember.float64), flag)
+            assert got.detach().numpy().tolist() == want
+
+
+def test_assigned_submodule_is_the_slots_module_in_python_too():
+    """After an odd number of swaps the scripted module's ``lin`` is the other Linear (torch's
+    Python wrappers keep showing the old one, which its own graphs no longer run)."""
+    (mine,), _ = _submodule_pair("swaps")
+    lin, other = mine.lin, mine.other
+    for flag in [True, False, True, True]:
+        mine(ember.ones(1, 3, dtype=ember.float64), flag)
+    assert mine.lin is other and mine.other is lin
+    assert mine.state_dict()["lin.weight"].data_ptr() == other.weight.data_ptr()
+
+
+def test_assigned_submodule_reads_both_modules_before_storing():
+    (mine,), _ = _submodule_pair("swaps")
+    kinds = [n.kind() for n in next(mine.graph.nodes()).blocks()[0].nodes()]
+    assert kinds == ["prim::GetModule", "prim::GetModule", "prim::SetModule", "prim::SetModule"]
+
+
+def _type_names(text: str) -> str:
+    """TorchScript's module type names without the compilation unit's address and the name
+    mangling of a second type of one class; ember's note on such a type; torch/ember paths."""
+    text = re.sub(r" \(of Python compilation unit at: 0x[0-9a-f]+\)", "", text)
+    text = re.sub(r"___torch_mangle_\d+\.", "", text)
+    text = text.replace(" (with other constants, parameters or submodules)", "")
+    return text.replace("__torch__.torch.", "__torch__.ember.")
+
+
+@pytest.mark.parametrize("name", ["other_sizes", "other_class", "none", "new"])
+def test_refused_submodule_assignment_is_torchs(name):
+    mine = _error(ember.jit.script, submodule_modules(ember)[name]())
+    theirs = _error(torch.jit.script, submodule_modules(torch)[name]())
+    assert isinstance(mine, RuntimeError) and isinstance(theirs, RuntimeError)
+    assert _type_names(str(mine)).strip("\n") == _type_names(str(theirs)).strip("\n")

@@ -158,6 +158,7 @@ WARNING_CASES = {
     "float": lambda lib: lambda x: x * float(x.sum()),
     "iterate": lambda lib: lambda x: lib.stack([row * 2 for row in x]),
     "tensor constant": lambda lib: lambda x: x + lib.tensor([1.0, 2.0]),
+    "len": lambda lib: lambda x: x * len(x),
 }
 
 
