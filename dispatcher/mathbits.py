@@ -107,6 +107,12 @@ def resolve(t):
     return _apply_bits(plain(t), t)
 
 
+def write_through(target: Tensor, value: Tensor) -> tuple:
+    """``(storage view, stored values)`` that make the flagged ``target`` read ``value``: the
+    bits are involutions, so applying them to ``value`` gives what its storage must hold."""
+    return plain(target), _apply_bits(value, target)
+
+
 def _resolve_arg(arg):
     if isinstance(arg, (list, tuple)) and any(flagged(a) for a in arg):
         return type(arg)(resolve(a) for a in arg)
@@ -158,7 +164,7 @@ class MathBitsLayer(Layer):
             op.redispatch(self, resolved)
             from .optable import OPS
 
-            OPS["copy_"](plain(first), _apply_bits(value, first))
+            OPS["copy_"](*write_through(first, value))
             return first
         return op.redispatch(self, resolved)
 
@@ -167,6 +173,8 @@ class MathBitsLayer(Layer):
             raise RuntimeError(_VIEW_AS_REAL_CONJ)
         if op.name in FLIPS:
             return op.redispatch(self, args)
+        if op.name in REINTERPRETS:  # the same numbers in the other dtype: negated as well
+            return set_bits(op.redispatch(self, args), False, first._neg_bit)
         return _propagate(op.redispatch(self, args), first)
 
 
@@ -195,6 +203,8 @@ PRODUCTS = frozenset(
 GEMMS = frozenset({"mm", "bmm"})
 # The view rows whose runners set the bits themselves.
 FLIPS = frozenset({"_conj", "_neg_view"})
+# The views between a complex tensor and its real pairs, which keep the negative bit (PyTorch's).
+REINTERPRETS = frozenset({"view_as_real", "view_as_complex"})
 _LIVE = [0]
 
 
