@@ -12,17 +12,10 @@ import torch
 import ember
 from ember.dispatcher import mathbits
 
+from .test_conj_bit import _pair
+
 DTYPES = ("complex64", "complex128")
 TOLERANCE = {"complex64": 1e-5, "complex128": 1e-12}
-
-
-def _pair(dtype, shape, seed):
-    rng = np.random.default_rng(seed)
-    values = rng.normal(size=shape) + 1j * rng.normal(size=shape)
-    return (
-        ember.tensor(values, dtype=getattr(ember, dtype)),
-        torch.tensor(values, dtype=getattr(torch, dtype)),
-    )
 
 
 # Each program takes the library and square 4x4 operands a, b, c (3-D stacks for the batched).
