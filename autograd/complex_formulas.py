@@ -5,7 +5,7 @@ real loss points along steepest ascent, and real inputs get PyTorch's real gradi
 The real formulas of the holomorphic rows are ``grad * f'(z)``, linear in ``grad`` and built from
 holomorphic ops of ``z``; so ``conj(formula(conj(grad)))`` is ``grad * conj(f'(z))``, the right
 complex gradient, and HOLOMORPHIC rows get that wrapper instead of a second formula each. The
-others (abs, angle, the views, the conjugate) have their own formulas below.
+others (abs, softsign, angle, the views, the conjugate) have their own formulas below.
 """
 
 from __future__ import annotations
@@ -48,14 +48,27 @@ def _sgn(z):
     return E.where(zero, E.zeros_like(z), z / E.where(zero, E.ones_like(magnitude), magnitude))
 
 
-def _abs(real_formula):
+def _split(real_formula, complex_formula):
+    """A row's formula: ``complex_formula`` for complex inputs, its real one otherwise."""
+
     def formula(ctx, g):
-        z = ctx.input
-        if z.dtype.category == dt.COMPLEX:
-            return g * _sgn(z)
+        if ctx.input.dtype.category == dt.COMPLEX:
+            return complex_formula(ctx, g)
         return real_formula(ctx, g)
 
     return formula
+
+
+def _abs(ctx, g):
+    return g * _sgn(ctx.input)
+
+
+def _softsign(ctx, g):
+    """softsign z / s, s = 1 + |z| (real), by the chain rule through the quotient and abs (as
+    PyTorch's composite): g / s - sgn(z) Re(g conj(z)) / s^2; g / s^2 for real z."""
+    z = ctx.input
+    s = 1 + E.abs(z)
+    return g / s - _sgn(z) * (E.real(g * E.conj_physical(z)) / (s * s))
 
 
 def _angle(ctx, g):
@@ -93,9 +106,14 @@ FORMULAS = {
 }
 
 
+# Rows that are not holomorphic (|z|): their own formula for complex inputs.
+SPLIT = {"abs": _abs, "softsign": _softsign}
+
+
 def install(formulas: dict) -> None:
-    """Make the holomorphic rows' formulas and abs's complex-aware; add the complex rows'."""
+    """Make the holomorphic rows' formulas and SPLIT's complex-aware; add the complex rows'."""
     for name in HOLOMORPHIC:
         formulas[name].fn = _holomorphic(formulas[name].fn)
-    formulas["abs"].fn = _abs(formulas["abs"].fn)
+    for name, complex_formula in SPLIT.items():
+        formulas[name].fn = _split(formulas[name].fn, complex_formula)
     formulas.update(FORMULAS)

@@ -8,7 +8,11 @@ the bits transparent to every kernel:
 - view ops keep the bits of their input (a view of a conjugate view is one too); ``_conj`` and
   ``_neg_view`` flip them; ``view_as_real`` refuses a conjugate view, as PyTorch does;
 - any other op gets its flagged inputs materialized (``conj_physical``/``neg`` of the plain
-  storage) and runs on those, so no kernel ever sees a bit;
+  storage) and runs on those, so no kernel sees a bit it does not read;
+- the matrix products are the exception, as PyTorch's (it hands the conjugate bit to BLAS as
+  ConjTrans): the rows that only decompose into mm/bmm (``PRODUCTS``) run on the flagged
+  operands, and mm/bmm pass them to a kernel marked ``reads_bits`` (the CPU's cgemm/zgemm,
+  dispatcher/complex_gemm.py), so ``a.mH @ b`` is one gemm without a copy of ``a``;
 - an in-place op on a flagged tensor runs on its materialized value, and the result is written
   back through the bits (so writing ``v`` into ``x.conj()[0]`` makes ``x[0] == conj(v)``).
 
@@ -103,6 +107,12 @@ def resolve(t):
     return _apply_bits(plain(t), t)
 
 
+def write_through(target: Tensor, value: Tensor) -> tuple:
+    """``(storage view, stored values)`` that make the flagged ``target`` read ``value``: the
+    bits are involutions, so applying them to ``value`` gives what its storage must hold."""
+    return plain(target), _apply_bits(value, target)
+
+
 def _resolve_arg(arg):
     if isinstance(arg, (list, tuple)) and any(flagged(a) for a in arg):
         return type(arg)(resolve(a) for a in arg)
@@ -146,13 +156,15 @@ class MathBitsLayer(Layer):
             return first  # PyTorch's contiguous() returns self, bits and all
         if op.kind is Kind.VIEW and isinstance(first, Tensor):
             return self._view(op, args, first)
+        if op.name in PRODUCTS or (op.name in GEMMS and _gemm_reads_bits(op, args)):
+            return op.redispatch(self, args)
         resolved = tuple(_resolve_arg(a) for a in args)
         if op.mutates and flagged(first):
             value = resolved[0]
             op.redispatch(self, resolved)
             from .optable import OPS
 
-            OPS["copy_"](plain(first), _apply_bits(value, first))
+            OPS["copy_"](*write_through(first, value))
             return first
         return op.redispatch(self, resolved)
 
@@ -161,12 +173,38 @@ class MathBitsLayer(Layer):
             raise RuntimeError(_VIEW_AS_REAL_CONJ)
         if op.name in FLIPS:
             return op.redispatch(self, args)
+        if op.name in REINTERPRETS:  # the same numbers in the other dtype: negated as well
+            return set_bits(op.redispatch(self, args), False, first._neg_bit)
         return _propagate(op.redispatch(self, args), first)
 
 
+def _gemm_reads_bits(op, args) -> bool:
+    """Whether mm/bmm's kernel for these operands (one device, one dtype) reads the bits."""
+    a, b = args[0], args[1]
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a._dtype is not b._dtype:
+        return False
+    device = a._storage.device
+    if device is not b._storage.device:
+        return False
+    try:
+        kernel = op.kernel(device.type, a._dtype)
+    except NotImplementedError:
+        return False
+    return getattr(kernel, "reads_bits", False)
+
+
 LAYER = MathBitsLayer()
+# Matrix-product rows that only run their decomposition (ember ops down to mm/bmm, whose calls
+# meet this layer again): their flagged operands go down as they are.
+PRODUCTS = frozenset(
+    {"matmul", "mv", "dot", "vdot", "inner", "addmm", "addmv", "addbmm", "baddbmm", "linear"}
+)
+# The gemm rows, whose kernel may read the bits itself (``reads_bits``).
+GEMMS = frozenset({"mm", "bmm"})
 # The view rows whose runners set the bits themselves.
 FLIPS = frozenset({"_conj", "_neg_view"})
+# The views between a complex tensor and its real pairs, which keep the negative bit (PyTorch's).
+REINTERPRETS = frozenset({"view_as_real", "view_as_complex"})
 _LIVE = [0]
 
 

@@ -3,8 +3,9 @@
 Every public function whose op row has an out rule (``OpDef.out``, see ``opdef.Out``) takes
 ``out=``. The call runs as usual into fresh tensors, which are then checked against ``out`` and
 copied into it (resized first when its shape differs), so kernels never see ``out`` and any
-aliasing between ``out`` and the inputs that PyTorch allows gives the right numbers. A call
-without ``out=`` never reaches this module.
+aliasing between ``out`` and the inputs that PyTorch allows gives the right numbers. An ``out``
+with lazy bits (``out=z.conj()``) is written through them, so that it reads back the result. A
+call without ``out=`` never reaches this module.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import warnings
 from ember import _dtype as dt
 from ember._tensor import Tensor
 
+from .mathbits import flagged, resolve, write_through
 from .opdef import Kind
 from .overlap import check_inputs, check_internal
 from .promotion import can_cast
@@ -180,8 +182,9 @@ def write(name: str, op, result, outs: tuple, out, rule: str = "exact"):
     copy = OPS["copy_"]
     for res, target in zip(results, outs):
         _resize(target, res._shape)
-        if res._conj_bit or res._neg_bit:  # the backend copies raw storage: apply the bits first
-            res = res.resolve_conj().resolve_neg()
+        res = resolve(res)  # the backend copies raw storage: apply the bits first
+        if flagged(target):  # a lazy view (out=z.conj()) is written through its bits, so it
+            target, res = write_through(target, res)  # reads back the result, as PyTorch's
         copy.backend((target, res))
     if isinstance(result, Tensor):
         return outs[0]

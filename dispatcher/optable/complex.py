@@ -34,7 +34,7 @@ WIDEN = frozenset(
     {"neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tan"}
     | {"sinh", "cosh", "tanh", "sigmoid", "abs", "add", "sub", "mul", "div", "pow", "eq", "ne"}
     | {"sum", "prod", "mean", "mm", "bmm", "matmul", "copy_", "fill_", "clone", "contiguous"}
-    | {"where", "cumsum", "cumprod", "silu"}
+    | {"where", "cumsum", "cumprod", "silu", "softsign"}
     | {"asin", "acos", "atan", "asinh", "acosh", "atanh", "log1p", "log2", "log10", "exp2"}
     | {"expm1", "sinc", "isnan", "isinf", "isfinite", "positive", "zero_"}
     | {"logical_not", "logical_and", "logical_or", "logical_xor", "logaddexp"}
@@ -64,8 +64,11 @@ def _np_angle(x):
 
 
 def _angle(x):
-    """angle of real numbers: pi for negatives, 0 otherwise, NaN kept (the complex kernel does
-    complex inputs)."""
+    """angle of real numbers: pi for negatives, 0 otherwise, NaN kept; of complex numbers on
+    devices without the complex kernel, atan2 of the parts (NaN where a part is NaN)."""
+    if x.dtype.is_complex:
+        parts = ember.view_as_real(x)
+        return ember.atan2(parts[..., 1], parts[..., 0])
     zero = ember.zeros_like(x)
     return ember.where(ember.isnan(x), x, ember.where(x < 0, zero + math.pi, zero))
 

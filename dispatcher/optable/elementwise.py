@@ -159,6 +159,10 @@ def _softplus(x, beta=1.0, threshold=20.0):
     return np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)
 
 
+def _softsign(x):
+    return x / (1 + ember.abs(x))
+
+
 def _div_trunc(a, b):
     if np.asarray(a).dtype.kind == "f" or np.asarray(b).dtype.kind == "f":
         return np.trunc(np.true_divide(a, b))
@@ -299,7 +303,13 @@ ROWS = [
     unary(
         "logsigmoid", lambda x: -np.logaddexp(0, -x), function=False, method=False, promotion=FLOAT
     ),
-    unary("softsign", lambda x: x / (1 + np.abs(x)), function=False, method=False),
+    unary(
+        "softsign",
+        lambda x: x / (1 + np.abs(x)),
+        function=False,
+        method=False,
+        decomposition=_softsign,  # complex inputs (no kernel has them): PyTorch's composite
+    ),
     unary(
         "hardtanh",
         _hardtanh,

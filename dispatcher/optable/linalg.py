@@ -54,6 +54,8 @@ def _dot(a, b):
             f"[{b.shape[0]}] to have the same number of elements, but got {a.shape[0]} and "
             f"{b.shape[0]} elements respectively"
         )
+    if a._conj_bit and b._conj_bit:  # PyTorch's: a conjugate view of the plain operands' dot
+        return _dot(a.conj(), b.conj()).conj()
     return ember.mm(a.unsqueeze(0), b.unsqueeze(1)).reshape(())
 
 

@@ -110,6 +110,8 @@ CALLS.update({
     "col2im": lambda T, a, b: T.nn.functional.fold(a[None] * b, (2, 2), (2, 1)),
     "unfold": lambda T, a, b: (a * b).unfold(1, 1, 1),
     "logaddexp_": lambda T, a, b: a.clone().logaddexp_(b),  # ember's only: no torch twin
+    "softsign": lambda T, a, b: T.nn.functional.softsign(a),
+    "softsign_": lambda T, a, b: OPS["softsign_"](a.clone()),  # ember's only: no torch twin
     "lerp_": lambda T, a, b: a.clone().lerp_(b, 0.7),
     "addcmul_": lambda T, a, b: a.clone().addcmul_(a, b),
     "addcdiv_": lambda T, a, b: a.clone().addcdiv_(b, a),
@@ -160,8 +162,8 @@ def _inplace(name: str):
 # ember's is t * f'(z), the finite difference's, which the test checks instead.
 TORCH_DIFFERS = frozenset({"silu", "silu_"})
 # torch has no forward AD for these in-place forms (asinh_, acosh_, atanh_) or no such method
-# (logaddexp_): ember's tangents are checked against the finite difference only
-TORCH_DIFFERS |= {"asinh_", "acosh_", "atanh_", "logaddexp_"}
+# (logaddexp_, softsign_): ember's tangents are checked against the finite difference only
+TORCH_DIFFERS |= {"asinh_", "acosh_", "atanh_", "logaddexp_", "softsign_"}
 # torch refuses in-place abs of a complex tensor (a real result cannot be written into it)
 TORCH_REFUSES = frozenset({"abs_"})
 # eigenvectors are normalised by LAPACK up to a phase that moves with the input: a finite

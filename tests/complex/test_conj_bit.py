@@ -106,6 +106,10 @@ def _write_programs():
         "fill_": lambda T, x: x.conj()[1].fill_(3 - 4j),
         "conj_physical_": lambda T, x: x.conj().conj_physical_(),
         "imag_write": lambda T, x: x.conj().imag.fill_(7.0),
+        "add_": lambda T, x: x.conj().add_(1 + 2j),
+        "imag_add_": lambda T, x: x.conj().imag.add_(1.5),
+        "sin_": lambda T, x: x.conj()[1].sin_(),
+        "neg_view_mul_": lambda T, x: x._neg_view().mul_(3j),
     }
 
 
@@ -145,6 +149,16 @@ def test_neg_view(dtype):
     n[0] = 1  # writes -1 into x
     tn[0] = 1
     np.testing.assert_allclose(x.numpy(), tx.numpy())
+
+
+def test_real_views_keep_the_neg_bit():
+    """view_as_real/view_as_complex of a negative view are negative views, as PyTorch's (the
+    backward of view_as_complex relies on it for gradients that carry the bit)."""
+    x, tx = _pair("complex128")
+    _same(ember.view_as_real(x._neg_view()), torch.view_as_real(tx._neg_view()))
+    r, tr = ember.view_as_real(x), torch.view_as_real(tx)
+    _same(ember.view_as_complex(r._neg_view()), torch.view_as_complex(tr._neg_view()))
+    _same(x._neg_view().real, tx._neg_view().real)
 
 
 def test_host_reads_are_resolved():

@@ -44,14 +44,7 @@ def reason(record: str, device: str) -> str | None:
 # The records' complex128 runs (test_opinfo_complex): record id (optionally ``@device``) -> why
 # it fails (failing samples of all, then the first failure's kind). Found when complex128 joined
 # the suite (2026-11-27): strict, so the table only shrinks as complex kernels land.
-COMPLEX_XFAILS = {
-    "angle@xpu": "20/20 samples: angle calls isnan, which refuses complex128 off the CPU",
-    "angle@ref": "20/20 samples: angle calls isnan, which refuses complex128 off the CPU",
-    "nn.functional.softsign": (
-        "3/3 samples: softsign refuses complex128 (its backward formula is the real one, and "
-        "|z| is not holomorphic)"
-    ),
-}
+COMPLEX_XFAILS: dict[str, str] = {}
 
 
 # Records whose real-dtype xfail is about float64 gradients, which the complex128 runs do not
