@@ -1,5 +1,5 @@
 """Runners of composites that a backend may replace with one kernel (the hot surface ops of issue
-13: scatter_reduce, median/nanmedian).
+13: scatter_reduce, median/nanmedian, _unique2).
 
 Each runner calls the device's kernel when the backend has one and the call is one the kernel
 covers; otherwise, and below autograd (which records the decomposition's parts, so gradients
@@ -102,5 +102,34 @@ def median(op, x, dim, keepdim=False):
     return ValuesIndices(values, indices)
 
 
-for _runner in (scatter_reduce, median):
+def unique(op, x, sorted=True, return_inverse=False, return_counts=False):
+    """_unique2: ``kernel(values, inverse, counts, x) -> count`` over the flat input, the
+    outputs of its length cut to count."""
+    args = (x, sorted, return_inverse, return_counts)
+    if not isinstance(x, Tensor) or x._dtype not in op.dtypes:
+        return _decompose(op, args)
+    device = x._storage.device
+    kernel = op.kernel(device.type, x._dtype)
+    if kernel is None:
+        return _decompose(op, args)
+    from ._common import OPS
+
+    flat = OPS["reshape"](x, (-1,))
+    n = flat._shape[0]
+    values = empty((n,), x._dtype, device)
+    inverse = empty(x._shape, dt.int64, device) if return_inverse else None
+    counts = empty((n,), dt.int64, device) if return_counts else None
+    found = kernel(values, inverse, counts, flat)
+    nothing = empty((0,), dt.int64, device)
+    if found < n:  # fresh tensors of the found size, not views that hold n elements
+        values = cast(OPS["narrow"](values, 0, 0, found), x._dtype)
+        counts = None if counts is None else cast(OPS["narrow"](counts, 0, 0, found), dt.int64)
+    return (
+        values,
+        nothing if inverse is None else inverse,
+        nothing if counts is None else counts,
+    )
+
+
+for _runner in (scatter_reduce, median, unique):
     _runner.fused = True

@@ -288,6 +288,15 @@ static inline int64_t em_abs_i64(int64_t v) { return v < 0 ? -v : v; }
         char *o = ptrs[0];                                                                       \
         const int64_t so = s[0], si = s[1], ss = s[2], size = c->size, ds = c->dim_stride;       \
         const int64_t count = c->count, istep = c->index_step, sstep = c->src_step;              \
+        if (n == 1) { /* one line along dim (a 1-D scatter): nothing else to walk */            \
+            const char *ix = ptrs[1], *src = ptrs[2];                                            \
+            for (int64_t k = 0; k < count; k++) {                                                \
+                int64_t i = *(const int64_t *)(ix + k * istep);                                  \
+                if (!IN_RANGE(i, size)) OUT_OF_RANGE(p);                                         \
+                STORE_##KIND(A, B, o + i * ds, src + k * sstep, c);                              \
+            }                                                                                    \
+            return;                                                                              \
+        }                                                                                        \
         const int k_inner = si != 0 && em_abs_i64(istep) < em_abs_i64(si);                      \
         for (int64_t k = 0; k < count && !k_inner; k++) {                                        \
             const char *ix = ptrs[1] + k * istep, *src = ptrs[2] + k * sstep;                    \
