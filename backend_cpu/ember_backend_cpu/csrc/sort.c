@@ -281,18 +281,53 @@ int ember_sort(int dtype, int ndim, int dim, const int64_t *shape, intptr_t x, c
 }
 
 /* ---- median: a selection, not a sort --------------------------------------------------------
- * The keys of a line are copied and partially ordered around the wanted rank (quickselect,
- * Hoare's partition around a median of three; a libc qsort of what is left when the partitions
- * stay lopsided, so the worst case is n log n). Its index is the one a stable sort would put
- * at that rank, PyTorch's choice as the decomposition computes it: after selection the r keys
- * equal to the chosen one before the rank are the equal elements that precede it in input order,
- * so the index is the r-th occurrence of that key in the line. */
+ * The keys of a line are copied and partially ordered around the wanted rank (quickselect).
+ * Each round partitions without branches on the data (a mispredicted branch per element costs
+ * more than the swaps): keys below the pivot to the front, then, when the rank lies beyond them,
+ * keys equal to it next, so many equal keys still shrink the range. The pivot is a median of
+ * three (of three such medians on long ranges); a libc qsort finishes a range whose rounds stay
+ * lopsided, so the worst case is n log n. The index is the one a stable sort would put at the
+ * rank, PyTorch's choice as the decomposition computes it: after selection the r keys equal to
+ * the chosen one before the rank are the equal elements that precede it in input order, so the
+ * index is the r-th occurrence of that key in the line. */
+#define MEDIAN3(x, y, z) ((x) < (y) ? ((y) < (z) ? (y) : ((x) < (z) ? (z) : (x)))                 \
+                                    : ((x) < (z) ? (x) : ((y) < (z) ? (z) : (y))))
 #define SELECT(W)                                                                                \
     static int cmp_##W(const void *a, const void *b) {                                           \
         uint##W##_t x = *(const uint##W##_t *)a, y = *(const uint##W##_t *)b;                    \
         return (x > y) - (x < y);                                                                \
     }                                                                                            \
-    static EM_CLONES void select_##W(uint##W##_t *a, int64_t n, int64_t rank) {                  \
+    static inline uint##W##_t pivot_##W(const uint##W##_t *a, int64_t lo, int64_t hi) {         \
+        int64_t n = hi - lo, mid = lo + n / 2;                                                   \
+        if (n < 1024) return MEDIAN3(a[lo], a[mid], a[hi - 1]);                                  \
+        int64_t e = n / 8;                                                                       \
+        uint##W##_t l = MEDIAN3(a[lo], a[lo + e], a[lo + 2 * e]);                                \
+        uint##W##_t m = MEDIAN3(a[mid - e], a[mid], a[mid + e]);                                 \
+        uint##W##_t h = MEDIAN3(a[hi - 1 - 2 * e], a[hi - 1 - e], a[hi - 1]);                    \
+        return MEDIAN3(l, m, h);                                                                 \
+    }                                                                                            \
+    /* Moves a[lo..hi) with below(key) to the front; returns where the others start. */        \
+    static EM_CLONES int64_t part_##W(uint##W##_t *a, int64_t lo, int64_t hi, uint##W##_t pivot, \
+                                      int or_equal) {                                            \
+        int64_t s = lo;                                                                          \
+        if (or_equal) {                                                                          \
+            for (int64_t i = lo; i < hi; i++) {                                                  \
+                uint##W##_t v = a[i];                                                            \
+                a[i] = a[s];                                                                     \
+                a[s] = v;                                                                        \
+                s += v <= pivot;                                                                 \
+            }                                                                                    \
+        } else {                                                                                 \
+            for (int64_t i = lo; i < hi; i++) {                                                  \
+                uint##W##_t v = a[i];                                                            \
+                a[i] = a[s];                                                                     \
+                a[s] = v;                                                                        \
+                s += v < pivot;                                                                  \
+            }                                                                                    \
+        }                                                                                        \
+        return s;                                                                                \
+    }                                                                                            \
+    static void select_##W(uint##W##_t *a, int64_t n, int64_t rank) {                            \
         typedef uint##W##_t key;                                                                 \
         int64_t lo = 0, hi = n, depth = 64;                                                      \
         while (hi - lo > INSERTION_MAX) {                                                        \
@@ -300,25 +335,15 @@ int ember_sort(int dtype, int ndim, int dim, const int64_t *shape, intptr_t x, c
                 qsort(a + lo, (size_t)(hi - lo), sizeof(key), cmp_##W);                          \
                 return;                                                                          \
             }                                                                                    \
-            key p0 = a[lo], p1 = a[lo + (hi - lo) / 2], p2 = a[hi - 1];                          \
-            key pivot = p0 < p1 ? (p1 < p2 ? p1 : (p0 < p2 ? p2 : p0))                           \
-                                : (p0 < p2 ? p0 : (p1 < p2 ? p2 : p1));                          \
-            int64_t i = lo, j = hi - 1;                                                          \
-            while (i <= j) {                                                                     \
-                while (a[i] < pivot) i++;                                                        \
-                while (a[j] > pivot) j--;                                                        \
-                if (i <= j) {                                                                    \
-                    key t = a[i];                                                                \
-                    a[i++] = a[j];                                                               \
-                    a[j--] = t;                                                                  \
-                }                                                                                \
+            key pivot = pivot_##W(a, lo, hi);                                                    \
+            int64_t below = part_##W(a, lo, hi, pivot, 0);                                       \
+            if (rank < below) {                                                                  \
+                hi = below;                                                                      \
+                continue;                                                                        \
             }                                                                                    \
-            if (rank <= j)                                                                       \
-                hi = j + 1;                                                                      \
-            else if (rank >= i)                                                                  \
-                lo = i;                                                                          \
-            else                                                                                 \
-                return; /* a[j + 1 .. i - 1] all equal the pivot */                              \
+            int64_t equal = part_##W(a, below, hi, pivot, 1); /* > below: the pivot is there */  \
+            if (rank < equal) return;                         /* a[below..equal) == pivot */     \
+            lo = equal;                                                                          \
         }                                                                                        \
         for (int64_t i = lo + 1; i < hi; i++) {                                                  \
             key v = a[i];                                                                        \
@@ -328,25 +353,24 @@ int ember_sort(int dtype, int ndim, int dim, const int64_t *shape, intptr_t x, c
         }                                                                                        \
     }                                                                                            \
     /* The input position of the element of stable rank `rank` (keys: the line's, in order;     \
-     * work: scratch). NaN keys (all ones, floats only) count for `nan_first`. */               \
+     * work: scratch). NaN keys (all ones) are NaNs for floats. */                              \
     static int64_t median_##W(const void *keys, void *work, int64_t n, int is_float,             \
                               int ignore_nan) {                                                  \
         typedef uint##W##_t key;                                                                 \
         const key *k = (const key *)keys, nan = (key)~(key)0;                                    \
         key *a = (key *)work;                                                                    \
-        int64_t valid = n;                                                                       \
-        if (is_float) {                                                                          \
-            int64_t nans = 0;                                                                    \
-            for (int64_t i = 0; i < n; i++) nans += k[i] == nan;                                 \
-            valid = n - nans;                                                                    \
+        int64_t nans = 0;                                                                        \
+        for (int64_t i = 0; i < n; i++) {                                                        \
+            a[i] = k[i];                                                                         \
+            nans += k[i] == nan;                                                                 \
         }                                                                                        \
+        const int64_t valid = is_float ? n - nans : n;                                           \
         if (valid == 0 || (valid < n && !ignore_nan)) { /* the first NaN */                      \
             int64_t i = 0;                                                                       \
             while (k[i] != nan) i++;                                                             \
             return i;                                                                            \
         }                                                                                        \
         int64_t rank = ((ignore_nan ? valid : n) - 1) / 2, r = 0;                                \
-        memcpy(a, k, (size_t)n * sizeof(key));                                                   \
         select_##W(a, n, rank);                                                                  \
         const key v = a[rank];                                                                   \
         for (int64_t i = 0; i < rank; i++) r += a[i] == v;                                       \
