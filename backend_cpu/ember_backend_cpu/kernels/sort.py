@@ -86,6 +86,7 @@ def build(ffi, lib) -> dict:
         return found[0]
 
     return {
+        "_unique2": dict.fromkeys(DTYPE_NAMES, unique),
         "median": dict.fromkeys(NUMERIC_NAMES, make_median("median")),
         "nanmedian": dict.fromkeys(NUMERIC_NAMES, make_median("nanmedian")),
         "sort": dict.fromkeys(DTYPE_NAMES, sort),
