@@ -290,6 +290,7 @@ EXPLICIT = {
     "searchsorted": _per_sample,
     "nonzero": _dynamic_shape,
     "masked_select": _dynamic_shape,
+    "_unique2": _dynamic_shape,
     "copy_": elementwise,
     "fill_": elementwise,
     "layer_norm": _layer_norm,

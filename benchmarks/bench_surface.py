@@ -1,11 +1,14 @@
 """The core-surface ops that become hot in real models, ember vs PyTorch on the CPU, 1M elements.
 
-    python benchmarks/bench_surface.py [--repeat 5] [--threads 1]
+    python benchmarks/bench_surface.py [--repeat 5] [--threads 1] [--stat median] [--clock cpu]
 
 cumsum, scatter_reduce (sum and amax into 1000 bins), index_put_ (accumulate), median,
 quantile and unique. Each library runs in its own process (thread pools and allocator caches
-never meet); times are the best of ``--repeat`` calls through the public API, in milliseconds;
-the last column is ember's time over PyTorch's (the issue's target: within 1.5).
+never meet); times are the best (or ``--stat median``) of ``--repeat`` calls through the public
+API, in milliseconds; the last column is ember's time over PyTorch's (the issue's target: within
+1.5). ``--clock cpu`` times the process's CPU time instead of the wall clock: on a shared
+machine it leaves out the time other processes hold the cores (with one thread; with more it
+sums the threads').
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -39,32 +43,36 @@ def cases(lib) -> dict:
     }
 
 
-def best_ms(fn, repeat: int) -> float:
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+STATS = {"best": min, "median": statistics.median}
+
+
+def time_ms(fn, repeat: int, clock, stat) -> float:
     fn()  # warm-up: kernel lookup, allocator, page faults
-    best = float("inf")
+    times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
+        times.append(clock() - start)
+    return stat(times) * 1e3
 
 
-def worker(lib_name: str, repeat: int, threads: int) -> dict:
+def worker(lib_name: str, repeat: int, threads: int, clock: str, stat: str) -> dict:
     sys.path.insert(0, ROOT)
     lib = __import__(lib_name)
     lib.set_num_threads(threads)
     found = {}
     for name, fn in cases(lib).items():
         try:
-            found[name] = best_ms(fn, repeat)
+            found[name] = time_ms(fn, repeat, CLOCKS[clock], STATS[stat])
         except Exception as exc:  # a missing op or overload: shown, not fatal
             found[name] = f"{type(exc).__name__}: {exc}"[:60]
     return found
 
 
-def run(lib_name: str, repeat: int, threads: int) -> dict:
-    command = [sys.executable, __file__, "--worker", lib_name]
-    command += ["--repeat", str(repeat), "--threads", str(threads)]
+def run(lib_name: str, args) -> dict:
+    command = [sys.executable, __file__, "--worker", lib_name, "--repeat", str(args.repeat)]
+    command += ["--threads", str(args.threads), "--clock", args.clock, "--stat", args.stat]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -73,12 +81,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
+    parser.add_argument("--stat", choices=sorted(STATS), default="best")
     parser.add_argument("--worker")
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.repeat, args.threads)))
+        print(json.dumps(worker(args.worker, args.repeat, args.threads, args.clock, args.stat)))
         return
-    ours, theirs = run("ember", args.repeat, args.threads), run("torch", args.repeat, args.threads)
+    ours, theirs = run("ember", args), run("torch", args)
     print(f"{'op (1M elements)':28} {'ember ms':>10} {'torch ms':>10} {'ratio':>7}")
     for name, mine in ours.items():
         other = theirs.get(name)

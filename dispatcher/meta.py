@@ -23,6 +23,7 @@ VALUES_SHAPE = "its output shape depends on the input values"
 DATA_DEPENDENT = {
     "nonzero": VALUES_SHAPE,
     "masked_select": VALUES_SHAPE,
+    "_unique2": VALUES_SHAPE,
     "bincount": "its output length is the largest input value plus one",
     "linalg_lstsq": "the shape of its residuals depends on the rank of the input",
 }

@@ -343,26 +343,10 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     """Unique elements (sorted), optionally with inverse indices and counts."""
     if dim is not None:
         raise NotImplementedError("unique(dim=...) is not supported yet; flatten first")
-    flat = input.reshape(-1)
-    values, order = OPS["sort"](flat, 0, False, True)
-    if flat.numel() == 0:
-        keep = values.to(dt.bool_)
-    else:
-        head = OPS["full"]((1,), True, dt.bool_, values.device)
-        keep = OPS["cat"]([head, values[1:] != values[:-1]], 0)
-    result = values[keep]
-    extras = []
-    if return_inverse:
-        group = OPS["cumsum"](keep.to(dt.int64), 0) - 1
-        inverse = OPS["empty"]((flat.numel(),), dt.int64, values.device)
-        if flat.numel():
-            inverse = OPS["scatter"](inverse, 0, order, group)
-        extras.append(inverse.reshape(input.shape))
-    if return_counts:
-        starts = OPS["nonzero"](keep).reshape(-1)
-        ends = OPS["cat"]([starts[1:], OPS["full"]((1,), flat.numel(), dt.int64, values.device)], 0)
-        extras.append(ends - starts)
-    return (result, *extras) if extras else result
+    values, inverse, counts = OPS["_unique2"](input, sorted, return_inverse, return_counts)
+    extras = [inverse] if return_inverse else []
+    extras += [counts] if return_counts else []
+    return (values, *extras) if extras else values
 
 
 def numel(input) -> int:

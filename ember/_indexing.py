@@ -185,9 +185,10 @@ def _columns(view: Tensor, advanced: list) -> list:
     return out
 
 
-def _linear_index(view: Tensor, advanced: list):
+def _linear_index(view: Tensor, advanced: list, check: bool = True):
     """Permute the advanced dims of ``view`` to the front; one int64 index over them (wrapped,
-    bounds-checked) with the broadcast shape of the index tensors."""
+    bounds-checked) with the broadcast shape of the index tensors. ``check=False`` leaves one
+    index as it is, for a kernel that wraps and checks it itself."""
     dims = [d for d, _ in advanced]
     rest = [d for d in range(view.ndim) if d not in dims]
     permuted = OPS["permute"](view, dims + rest)
@@ -196,7 +197,7 @@ def _linear_index(view: Tensor, advanced: list):
     for d, index in advanced:
         size = view.shape[d]
         index = index.to(dt.int64)
-        if index.numel() and index.device.type != "meta":  # meta has shapes, not values
+        if check and index.numel() and index.device.type != "meta":  # meta: shapes, not values
             low, high = _extremes(index)
             if low < -size or high >= size:
                 bad = high if high >= size else low
@@ -331,7 +332,13 @@ def _put(view: Tensor, advanced: list, value: Tensor, accumulate: bool) -> None:
     for _, index_tensor in advanced:
         check_none("index_put_", view, index_tensor, "index")
     check_none("index_put_", view, value, "value")
-    permuted, linear, shape, count, place = _linear_index(view, _columns(view, advanced))
+    columns = _columns(view, advanced)
+    # One index on the CPU: put_'s kernel wraps and bounds-checks the flat positions, which for
+    # one index are exactly its values' (index * span + j over [-numel, numel)), and writes
+    # nothing when one is out of range; PyTorch's error is worded below only then. Two passes
+    # over the index (its extremes) saved on accumulate's hot path.
+    unchecked = len(columns) == 1 and view.device.type == "cpu"
+    permuted, linear, shape, count, place = _linear_index(view, columns, not unchecked)
     rest = tuple(permuted.shape[count:])
     target_shape = shape + rest
     if place:
@@ -347,8 +354,16 @@ def _put(view: Tensor, advanced: list, value: Tensor, accumulate: bool) -> None:
             value = OPS["permute"](value, order)
     value = value.expand(target_shape)
     span = math.prod(rest)
-    positions = linear.reshape(-1, 1) * span + OPS["arange"](span, None, 1, None, view.device)
-    OPS["put_"](permuted, positions.reshape(-1), value.reshape(-1), accumulate)
+    positions = linear.reshape(-1)
+    if span != 1:
+        positions = positions.reshape(-1, 1) * span
+        positions = (positions + OPS["arange"](span, None, 1, None, view.device)).reshape(-1)
+    try:
+        OPS["put_"](permuted, positions, value.reshape(-1), accumulate)
+    except IndexError:
+        if unchecked:
+            _linear_index(view, columns)  # raises PyTorch's IndexError, naming the dim
+        raise
 
 
 def _assign(view: Tensor, value: Tensor) -> None:

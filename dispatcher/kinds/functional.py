@@ -65,11 +65,16 @@ def runs_decomposition(op) -> bool:
     op as its parts, which carry the batch dims and tangents."""
     runner = op.defn.runner
     return op.decomposition is not None and (
-        runner in (None, run) or getattr(runner, "only_decomposes", False)
+        runner in (None, run)
+        or getattr(runner, "only_decomposes", False)
+        or getattr(runner, "fused", False)  # kinds/fused: a kernel where a backend has one
     )
 
 
 def call_decomposition(op, args):
-    """Run an op for which ``runs_decomposition`` holds, with its runner's checks."""
+    """Run an op for which ``runs_decomposition`` holds, with its runner's checks (a fused
+    runner's kernel would not see the transforms' batch dims and tangents: its parts run)."""
     runner = op.defn.runner
-    return op.decomposition(*args) if runner is None else runner(op, *args)
+    if runner is None or getattr(runner, "fused", False):
+        return op.decomposition(*args)
+    return runner(op, *args)

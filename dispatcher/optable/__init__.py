@@ -60,6 +60,7 @@ from . import (
     surface_shape,
     surface_stats,
     surface_strided,
+    surface_unique,
     view,
 )
 
@@ -113,6 +114,8 @@ MODULES += (surface6_ops6,)
 MODULES += (recurrent,)
 # issue 14: the gamma/Dirichlet reparameterization rows
 MODULES += (distribution_grads,)
+# issue 13: unique's op (the CPU's one-sort kernel)
+MODULES += (surface_unique,)
 
 
 def _decompose(op, *args):

@@ -11,6 +11,7 @@ import numpy as np
 
 import ember
 
+from ..kinds import fused
 from ..kinds._common import wrap_dim
 from ..opdef import (
     DTYPES_ALL,
@@ -439,6 +440,9 @@ ROWS = [
             promotion=Promotion.KEEP,
             dtypes=DTYPES_NUMERIC,
             decomposition=fn,
+            runner=fused.median,
+            kernel_args="(values, indices, x, dim): both of x's rank with size 1 at dim; the "
+            "element a stable sort puts at the median's rank, and its index",
             frontend=True,
             samples="reduction_one_dim_nonempty",
             out=OUT_PAIR,

@@ -11,6 +11,7 @@ import numpy as np
 
 import ember
 
+from ..kinds import fused
 from ..kinds._common import wrap_dim
 from ..opdef import DTYPES_ALL, Kind, OpDef
 from .data import OUT_INTO_COPY
@@ -142,6 +143,10 @@ ROWS = [
         _np_scatter_reduce,
         dtypes=DTYPES_ALL,
         decomposition=_scatter_reduce,
+        runner=fused.scatter_reduce,
+        kernel_args="(out, dim, index, src, reduce): out is a copy of input (its scattered places "
+        "at the reduction's identity when include_self is False) folded with src in place; "
+        "reduce is sum, prod, amax or amin (mean decomposes); index int64, src of out's dtype",
         samples="scatter_reduce",
         out=OUT_INTO_COPY,
     ),

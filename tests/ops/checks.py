@@ -59,7 +59,8 @@ def result_dtype(op, dtype):
 # Integer results named in schemas: argmax-style indices, LAPACK's pivots and infos, ranks.
 NAMED_INTEGER_RESULTS = {"indices": ember.int64, "rank": ember.int64, "pivots": ember.int32,
                          "info": ember.int32, "exponent": ember.int32,
-                         "reserve": ember.uint8}  # fmt: skip
+                         "reserve": ember.uint8, "inverse_indices": ember.int64,
+                         "counts": ember.int64}  # fmt: skip
 
 
 def output_dtypes(op, dtype, count: int, first=None) -> list:

@@ -34,6 +34,7 @@ from . import gen_surface5_ops5nn as surface5_ops5nn
 from . import gen_surface6_ops6 as surface6_ops6
 from . import gen_surface_more as surface_more
 from . import gen_surface_strided as surface_strided
+from . import gen_surface_unique as surface_unique
 from .sampling import Sample
 
 GENERATORS = {
@@ -117,6 +118,7 @@ GENERATORS = {
     **surface.GENERATORS,
     **surface_more.GENERATORS,
     **surface_strided.GENERATORS,
+    **surface_unique.GENERATORS,
     **surface4b.GENERATORS,
     **surface5_ops5nn.GENERATORS,
     **surface6_ops6.GENERATORS,

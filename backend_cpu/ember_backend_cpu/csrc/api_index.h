@@ -15,8 +15,12 @@ enum { EM_NO_MEMORY = 5 };
 int ember_gather(int dtype, int ndim, int dim, const int64_t *xshape, intptr_t x,
                  const int64_t *sx, const int64_t *ishape, intptr_t index, const int64_t *si,
                  intptr_t out);
-/* out[p with p[dim] = index[p]] = src[p] (add: +=), for p over index's shape, in place. */
-int ember_scatter(int dtype, int add, int ndim, int dim, const int64_t *oshape, intptr_t out,
+/* scatter's modes: out[...] = src, or folded with it (scatter_add, scatter_reduce). */
+enum { EM_SCATTER_COPY = 0, EM_SCATTER_SUM = 1, EM_SCATTER_PROD = 2, EM_SCATTER_AMAX = 3,
+       EM_SCATTER_AMIN = 4 };
+/* out[p with p[dim] = index[p]] = src[p] (or folded by mode), for p over index's shape, in
+ * place. float16/bfloat16 fold in float32. amax/amin propagate NaN as PyTorch. */
+int ember_scatter(int dtype, int mode, int ndim, int dim, const int64_t *oshape, intptr_t out,
                   const int64_t *so, const int64_t *ishape, intptr_t index, const int64_t *si,
                   intptr_t src, const int64_t *ss);
 /* out = x with its dim-th axis replaced by x[..., index[k], ...] for k < n; out contiguous. */

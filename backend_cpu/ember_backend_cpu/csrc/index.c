@@ -5,6 +5,8 @@
  * per dtype. Loops run under em_run (ember_cpu.h), which merges dims and splits the work over
  * OpenMP threads; an op's constants travel as one more operand with stride 0 (an `ictx`).
  *
+ * scatter_reduce's folds (sum, prod, amax, amin) are scatter_add's loop with another store.
+ *
  * Race freedom of the accumulating kernels: scatter, scatter_add and index_add take `dim` out of
  * the iteration space and walk it inside the loop, so threads only ever get positions that
  * differ outside `dim`, and those never write the same element. put_ with accumulate runs on one
@@ -155,6 +157,20 @@ static int iter_run(em_loop loop, const iter *it, int parallel) {
     (*(ST_##D *)(d) = SV_##D(LD_##D(*(ST_##D *)(d)) +                                            \
                              (CT_##D)IX_CAT(SCALE_, ISF_##S)(c, LD_##S(*(const ST_##S *)(s)))))
 
+/* scatter_reduce's folds: dst (dtype D) = FOLD(dst, src) in D's compute type. amax/amin take a
+ * NaN source and keep a NaN destination, as PyTorch's ReduceMaximum/ReduceMinimum (std::max and
+ * std::min return their first argument when the comparison is false). */
+#define FOLD_SUM(a, b) ((a) + (b))
+#define FOLD_MUL(a, b) ((a) * (b))
+#define FOLD_MAX(a, b) (((b) != (b) || (a) < (b)) ? (b) : (a))
+#define FOLD_MIN(a, b) (((b) != (b) || (b) < (a)) ? (b) : (a))
+#define STORE_FOLD(D, S, d, s, FOLD)                                                             \
+    (*(ST_##D *)(d) = SV_##D(FOLD(LD_##D(*(ST_##D *)(d)), (CT_##D)LD_##S(*(const ST_##S *)(s)))))
+#define STORE_SUM(D, S, d, s, c) STORE_FOLD(D, S, d, s, FOLD_SUM)
+#define STORE_MUL(D, S, d, s, c) STORE_FOLD(D, S, d, s, FOLD_MUL)
+#define STORE_MAX(D, S, d, s, c) STORE_FOLD(D, S, d, s, FOLD_MAX)
+#define STORE_MIN(D, S, d, s, c) STORE_FOLD(D, S, d, s, FOLD_MIN)
+
 /* Accumulation (destination, source) dtypes: half types add into a float32 copy. */
 #define ACC_PAIRS(M, X)                                                                          \
     M(b, b, X) M(u8, u8, X) M(i8, i8, X) M(i16, i16, X) M(i32, i32, X) M(i64, i64, X)              \
@@ -272,6 +288,15 @@ static inline int64_t em_abs_i64(int64_t v) { return v < 0 ? -v : v; }
         char *o = ptrs[0];                                                                       \
         const int64_t so = s[0], si = s[1], ss = s[2], size = c->size, ds = c->dim_stride;       \
         const int64_t count = c->count, istep = c->index_step, sstep = c->src_step;              \
+        if (n == 1) { /* one line along dim (a 1-D scatter): nothing else to walk */            \
+            const char *ix = ptrs[1], *src = ptrs[2];                                            \
+            for (int64_t k = 0; k < count; k++) {                                                \
+                int64_t i = *(const int64_t *)(ix + k * istep);                                  \
+                if (!IN_RANGE(i, size)) OUT_OF_RANGE(p);                                         \
+                STORE_##KIND(A, B, o + i * ds, src + k * sstep, c);                              \
+            }                                                                                    \
+            return;                                                                              \
+        }                                                                                        \
         const int k_inner = si != 0 && em_abs_i64(istep) < em_abs_i64(si);                      \
         for (int64_t k = 0; k < count && !k_inner; k++) {                                        \
             const char *ix = ptrs[1] + k * istep, *src = ptrs[2] + k * sstep;                    \
@@ -304,8 +329,21 @@ static inline int64_t em_abs_i64(int64_t v) { return v < 0 ? -v : v; }
     }
 EM_FOR_WIDTH(COPY_LOOPS, SCATTER_LOOP)
 ACC_PAIRS(ADD_LOOPS, SCATTER_LOOP)
+#define SCATTER_FOLD_LOOP(D, S, KIND) SCATTER_LOOP(KIND, D, S)
+ACC_PAIRS(SCATTER_FOLD_LOOP, SUM)
+ACC_PAIRS(SCATTER_FOLD_LOOP, MUL)
+ACC_PAIRS(SCATTER_FOLD_LOOP, MAX)
+ACC_PAIRS(SCATTER_FOLD_LOOP, MIN)
 static const em_loop SCATTER_COPY[4] = {EM_FOR_WIDTH(COPY_ENTRY, scatter)};
 static const em_loop SCATTER_ADD[EM_NDTYPES] = {ACC_PAIRS(ADD_ENTRY, scatter)};
+/* By mode - 1 (EM_SCATTER_SUM to EM_SCATTER_AMIN): the folds without index_add's alpha. */
+#define SCATTER_FOLD_ENTRY(D, S, KIND) [EMC_##S] = scatter_##KIND##_##D##_##S,
+static const em_loop SCATTER_FOLD[4][EM_NDTYPES] = {
+    {ACC_PAIRS(SCATTER_FOLD_ENTRY, SUM)},
+    {ACC_PAIRS(SCATTER_FOLD_ENTRY, MUL)},
+    {ACC_PAIRS(SCATTER_FOLD_ENTRY, MAX)},
+    {ACC_PAIRS(SCATTER_FOLD_ENTRY, MIN)},
+};
 
 /* A float32 copy of a half tensor to accumulate into (NULL when out of memory). */
 static float *widen(int dtype, int ndim, const int64_t *shape, intptr_t t, const int64_t *st) {
@@ -324,15 +362,23 @@ static int narrow(float *wide, int dtype, int ndim, const int64_t *shape, intptr
     return status;
 }
 
-static int scatter_core(int dtype, int add, int ndim, int dim, const int64_t *oshape,
+/* The loop of one scatter: mode EM_SCATTER_COPY..EM_SCATTER_AMIN; alpha: index_add's scaled add
+ * (mode EM_SCATTER_SUM with an alpha argument). */
+static em_loop scatter_loop(int dtype, int mode, int alpha) {
+    if (mode == EM_SCATTER_COPY) return SCATTER_COPY[width_slot(dtype)];
+    return alpha ? SCATTER_ADD[dtype] : SCATTER_FOLD[mode - 1][dtype];
+}
+
+static int scatter_core(int dtype, int mode, int alpha, int ndim, int dim, const int64_t *oshape,
                         intptr_t out, const int64_t *so, const int64_t *ishape, intptr_t index,
                         const int64_t *si, intptr_t src, const int64_t *ss, double alpha_f,
                         int64_t alpha_i) {
     int w = width_slot(dtype);
     if (w < 0 || ndim < 1 || ndim > EM_MAX_DIMS || dim < 0 || dim >= ndim) return EM_BAD_ARGUMENT;
+    if (mode < EM_SCATTER_COPY || mode > EM_SCATTER_AMIN) return EM_BAD_ARGUMENT;
     int isz = em_itemsize(dtype);
     float *wide = NULL;
-    if (add && is_half(dtype)) {
+    if (mode != EM_SCATTER_COPY && is_half(dtype)) {
         wide = widen(dtype, ndim, oshape, out, so);
         if (!wide) return EM_NO_MEMORY;
     }
@@ -355,7 +401,7 @@ static int scatter_core(int dtype, int add, int ndim, int dim, const int64_t *os
     c.dim_stride = it.strides[0][dim];
     c.index_step = it.strides[1][dim];
     c.src_step = it.strides[2][dim];
-    int status = iter_run(add ? SCATTER_ADD[dtype] : SCATTER_COPY[w], &it, 1);
+    int status = iter_run(scatter_loop(dtype, mode, alpha), &it, 1);
     if (wide) {
         int narrowed = narrow(wide, dtype, ndim, oshape, out, so);
         status = status ? status : narrowed;
@@ -363,10 +409,11 @@ static int scatter_core(int dtype, int add, int ndim, int dim, const int64_t *os
     return status;
 }
 
-int ember_scatter(int dtype, int add, int ndim, int dim, const int64_t *oshape, intptr_t out,
+int ember_scatter(int dtype, int mode, int ndim, int dim, const int64_t *oshape, intptr_t out,
                   const int64_t *so, const int64_t *ishape, intptr_t index, const int64_t *si,
                   intptr_t src, const int64_t *ss) {
-    return scatter_core(dtype, add, ndim, dim, oshape, out, so, ishape, index, si, src, ss, 1.0, 1);
+    return scatter_core(dtype, mode, 0, ndim, dim, oshape, out, so, ishape, index, si, src, ss, 1.0,
+                        1);
 }
 
 int ember_index_add(int dtype, int ndim, int dim, const int64_t *oshape, intptr_t out,
@@ -379,8 +426,8 @@ int ember_index_add(int dtype, int ndim, int dim, const int64_t *oshape, intptr_
         ishape[d] = d == dim ? n : oshape[d];
         si[d] = d == dim ? index_stride : 0;
     }
-    return scatter_core(dtype, 1, ndim, dim, oshape, out, so, ishape, index, si, src, ss, alpha_f,
-                        alpha_i);
+    return scatter_core(dtype, EM_SCATTER_SUM, 1, ndim, dim, oshape, out, so, ishape, index, si, src,
+                        ss, alpha_f, alpha_i);
 }
 
 /* ---- take / put_: flat indices into a tensor of any strides; negative ones wrap ------------- */

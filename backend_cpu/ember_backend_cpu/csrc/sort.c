@@ -99,13 +99,20 @@ typedef uint32_t *(*sort_fn)(void *k, uint32_t *ix, void *tk, uint32_t *tix, int
             return ix;                                                                           \
         }                                                                                        \
         enum { DIGITS = W / 8 };                                                                 \
+        /* Only the digits that vary get counted and passed over: counting a digit that every   \
+         * key shares bumps one counter n times in a row, a chain of dependent stores (int64 \
+         * keys of small integers would spend most of the sort there). */                        \
+        key varying = 0;                                                                         \
+        for (int64_t i = 0; i < n; i++) varying |= k[i] ^ k[0];                                  \
+        int shift[DIGITS], digits = 0;                                                           \
+        for (int b = 0; b < DIGITS; b++)                                                         \
+            if ((varying >> (8 * b)) & 0xff) shift[digits++] = 8 * b;                            \
         int64_t count[DIGITS][256];                                                              \
         memset(count, 0, sizeof(count));                                                         \
         for (int64_t i = 0; i < n; i++)                                                          \
-            for (int b = 0; b < DIGITS; b++) count[b][(k[i] >> (8 * b)) & 0xff]++;              \
-        for (int b = 0; b < DIGITS; b++) {                                                       \
+            for (int b = 0; b < digits; b++) count[b][(k[i] >> shift[b]) & 0xff]++;             \
+        for (int b = 0; b < digits; b++) {                                                       \
             int64_t *c = count[b];                                                               \
-            if (c[(k[0] >> (8 * b)) & 0xff] == n) continue; /* every key has this digit */       \
             int64_t sum = 0;                                                                     \
             for (int d = 0; d < 256; d++) {                                                      \
                 int64_t here = c[d];                                                             \
@@ -113,7 +120,7 @@ typedef uint32_t *(*sort_fn)(void *k, uint32_t *ix, void *tk, uint32_t *tix, int
                 sum += here;                                                                     \
             }                                                                                    \
             for (int64_t i = 0; i < n; i++) {                                                    \
-                int64_t at = c[(k[i] >> (8 * b)) & 0xff]++;                                      \
+                int64_t at = c[(k[i] >> shift[b]) & 0xff]++;                                     \
                 tk[at] = k[i];                                                                   \
                 tix[at] = ix[i];                                                                 \
             }                                                                                    \
@@ -146,6 +153,10 @@ EM_FOR_WIDTH(EMIT)
 static const sort_fn SORTS[4] = {EM_FOR_WIDTH(SORT_ENTRY)};
 static const emit_fn EMITS[4] = {EM_FOR_WIDTH(EMIT_ENTRY)};
 
+static int is_float_dtype(int dtype) {
+    return dtype == EM_F16 || dtype == EM_BF16 || dtype == EM_F32 || dtype == EM_F64;
+}
+
 static int width_slot(int itemsize) {
     return itemsize == 1 ? 0 : itemsize == 2 ? 1 : itemsize == 4 ? 2 : itemsize == 8 ? 3 : -1;
 }
@@ -156,6 +167,7 @@ typedef struct {
     sort_fn sort;
     emit_fn emit;
     int isz, descending, outer; /* outer: number of dims other than the sorted one */
+    int is_float, ignore_nan;   /* median: NaN keys are NaNs; nanmedian skips them */
     int64_t len, sx, sv, si;    /* the sorted dim: length and byte strides */
     int64_t shape[EM_MAX_DIMS], ox[EM_MAX_DIMS], ov[EM_MAX_DIMS], oi[EM_MAX_DIMS];
     const char *x;
@@ -184,15 +196,22 @@ static void buf_free(sort_buf *b) {
     free(b->tix);
 }
 
-static void sort_line(const sort_job *job, sort_buf *b, int64_t line) {
-    int64_t fx = 0, fv = 0, fi = 0;
+/* Byte offsets of line `line` in x, values and indices. */
+static void line_offsets(const sort_job *job, int64_t line, int64_t *fx, int64_t *fv,
+                         int64_t *fi) {
+    *fx = *fv = *fi = 0;
     for (int d = job->outer - 1; d >= 0; d--) {
         int64_t i = line % job->shape[d];
         line /= job->shape[d];
-        fx += i * job->ox[d];
-        fv += i * job->ov[d];
-        fi += i * job->oi[d];
+        *fx += i * job->ox[d];
+        *fv += i * job->ov[d];
+        *fi += i * job->oi[d];
     }
+}
+
+static void sort_line(const sort_job *job, sort_buf *b, int64_t line) {
+    int64_t fx, fv, fi;
+    line_offsets(job, line, &fx, &fv, &fi);
     const char *x = job->x + fx;
     job->keys(x, job->sx, job->len, b->k, job->descending);
     for (int64_t i = 0; i < job->len; i++) b->ix[i] = (uint32_t)i;
@@ -200,9 +219,13 @@ static void sort_line(const sort_job *job, sort_buf *b, int64_t line) {
     job->emit(x, job->sx, order, job->len, job->values + fv, job->sv, job->indices + fi, job->si);
 }
 
-int ember_sort(int dtype, int ndim, int dim, const int64_t *shape, intptr_t x, const int64_t *sx,
-               intptr_t values, const int64_t *sv, intptr_t indices, const int64_t *si,
-               int descending) {
+typedef void (*line_fn)(const sort_job *job, sort_buf *b, int64_t line);
+
+/* Runs `per_line` over every line of x along dim (values and indices: the outputs' layouts, of
+ * x's shape or of size 1 at dim), in parallel when there are several, with per-thread scratch. */
+static int run_lines(line_fn per_line, sort_job *job, int dtype, int ndim, int dim,
+                     const int64_t *shape, intptr_t x, const int64_t *sx, intptr_t values,
+                     const int64_t *sv, intptr_t indices, const int64_t *si) {
     if (dtype < 0 || dtype >= EM_NDTYPES || ndim < 1 || ndim > EM_MAX_DIMS || dim < 0 ||
         dim >= ndim)
         return EM_BAD_ARGUMENT;
@@ -212,44 +235,221 @@ int ember_sort(int dtype, int ndim, int dim, const int64_t *shape, intptr_t x, c
     em_byte_strides(ndim, shape, sx, isz, bx);
     em_byte_strides(ndim, shape, sv, isz, bv);
     em_byte_strides(ndim, shape, si, 8, bi);
-    sort_job job = {
-        .keys = KEYS[dtype],
-        .sort = SORTS[width_slot(isz)],
-        .emit = EMITS[width_slot(isz)],
-        .isz = isz,
-        .descending = descending,
-        .len = shape[dim],
-        .sx = bx[dim],
-        .sv = bv[dim],
-        .si = bi[dim],
-        .x = (const char *)x,
-        .values = (char *)values,
-        .indices = (char *)indices,
-    };
+    job->keys = KEYS[dtype];
+    job->sort = SORTS[width_slot(isz)];
+    job->emit = EMITS[width_slot(isz)];
+    job->isz = isz;
+    job->len = shape[dim];
+    job->sx = bx[dim];
+    job->sv = bv[dim];
+    job->si = bi[dim];
+    job->x = (const char *)x;
+    job->values = (char *)values;
+    job->indices = (char *)indices;
+    job->outer = 0;
     for (int d = 0; d < ndim; d++) {
         if (d == dim) continue;
-        job.shape[job.outer] = shape[d];
-        job.ox[job.outer] = bx[d];
-        job.ov[job.outer] = bv[d];
-        job.oi[job.outer++] = bi[d];
+        job->shape[job->outer] = shape[d];
+        job->ox[job->outer] = bx[d];
+        job->ov[job->outer] = bv[d];
+        job->oi[job->outer++] = bi[d];
         lines *= shape[d];
     }
-    if (lines == 0 || job.len == 0) return EM_OK;
+    if (lines == 0 || job->len == 0) return EM_OK;
     int status = EM_OK;
-#pragma omp parallel if (lines > 1 && lines * job.len >= EM_PARALLEL_THRESHOLD)
+#pragma omp parallel if (lines > 1 && lines * job->len >= EM_PARALLEL_THRESHOLD)
     {
         sort_buf buf;
-        int ok = buf_alloc(&buf, job.len, isz);
+        int ok = buf_alloc(&buf, job->len, isz);
         if (!ok) {
 #pragma omp atomic write
             status = EM_NO_MEMORY;
         }
 #pragma omp for schedule(static)
         for (int64_t line = 0; line < lines; line++)
-            if (ok) sort_line(&job, &buf, line);
+            if (ok) per_line(job, &buf, line);
         buf_free(&buf);
     }
     return status;
+}
+
+int ember_sort(int dtype, int ndim, int dim, const int64_t *shape, intptr_t x, const int64_t *sx,
+               intptr_t values, const int64_t *sv, intptr_t indices, const int64_t *si,
+               int descending) {
+    sort_job job = {.descending = descending};
+    return run_lines(sort_line, &job, dtype, ndim, dim, shape, x, sx, values, sv, indices, si);
+}
+
+/* ---- median: a selection, not a sort --------------------------------------------------------
+ * The keys of a line are copied and partially ordered around the wanted rank (quickselect).
+ * Each round partitions without branches on the data (a mispredicted branch per element costs
+ * more than the swaps): keys below the pivot to the front, then, when the rank lies beyond them,
+ * keys equal to it next, so many equal keys still shrink the range. The pivot is a median of
+ * three (of three such medians on long ranges); a libc qsort finishes a range whose rounds stay
+ * lopsided, so the worst case is n log n. The index is the one a stable sort would put at the
+ * rank, PyTorch's choice as the decomposition computes it: after selection the r keys equal to
+ * the chosen one before the rank are the equal elements that precede it in input order, so the
+ * index is the r-th occurrence of that key in the line. */
+#define MEDIAN3(x, y, z) ((x) < (y) ? ((y) < (z) ? (y) : ((x) < (z) ? (z) : (x)))                 \
+                                    : ((x) < (z) ? (x) : ((y) < (z) ? (z) : (y))))
+#define SELECT(W)                                                                                \
+    static int cmp_##W(const void *a, const void *b) {                                           \
+        uint##W##_t x = *(const uint##W##_t *)a, y = *(const uint##W##_t *)b;                    \
+        return (x > y) - (x < y);                                                                \
+    }                                                                                            \
+    static inline uint##W##_t pivot_##W(const uint##W##_t *a, int64_t lo, int64_t hi) {         \
+        int64_t n = hi - lo, mid = lo + n / 2;                                                   \
+        if (n < 1024) return MEDIAN3(a[lo], a[mid], a[hi - 1]);                                  \
+        int64_t e = n / 8;                                                                       \
+        uint##W##_t l = MEDIAN3(a[lo], a[lo + e], a[lo + 2 * e]);                                \
+        uint##W##_t m = MEDIAN3(a[mid - e], a[mid], a[mid + e]);                                 \
+        uint##W##_t h = MEDIAN3(a[hi - 1 - 2 * e], a[hi - 1 - e], a[hi - 1]);                    \
+        return MEDIAN3(l, m, h);                                                                 \
+    }                                                                                            \
+    /* Moves a[lo..hi) with below(key) to the front; returns where the others start. */        \
+    static EM_CLONES int64_t part_##W(uint##W##_t *a, int64_t lo, int64_t hi, uint##W##_t pivot, \
+                                      int or_equal) {                                            \
+        int64_t s = lo;                                                                          \
+        if (or_equal) {                                                                          \
+            for (int64_t i = lo; i < hi; i++) {                                                  \
+                uint##W##_t v = a[i];                                                            \
+                a[i] = a[s];                                                                     \
+                a[s] = v;                                                                        \
+                s += v <= pivot;                                                                 \
+            }                                                                                    \
+        } else {                                                                                 \
+            for (int64_t i = lo; i < hi; i++) {                                                  \
+                uint##W##_t v = a[i];                                                            \
+                a[i] = a[s];                                                                     \
+                a[s] = v;                                                                        \
+                s += v < pivot;                                                                  \
+            }                                                                                    \
+        }                                                                                        \
+        return s;                                                                                \
+    }                                                                                            \
+    static void select_##W(uint##W##_t *a, int64_t n, int64_t rank) {                            \
+        typedef uint##W##_t key;                                                                 \
+        int64_t lo = 0, hi = n, depth = 64;                                                      \
+        while (hi - lo > INSERTION_MAX) {                                                        \
+            if (depth-- == 0) {                                                                  \
+                qsort(a + lo, (size_t)(hi - lo), sizeof(key), cmp_##W);                          \
+                return;                                                                          \
+            }                                                                                    \
+            key pivot = pivot_##W(a, lo, hi);                                                    \
+            int64_t below = part_##W(a, lo, hi, pivot, 0);                                       \
+            if (rank < below) {                                                                  \
+                hi = below;                                                                      \
+                continue;                                                                        \
+            }                                                                                    \
+            int64_t equal = part_##W(a, below, hi, pivot, 1); /* > below: the pivot is there */  \
+            if (rank < equal) return;                         /* a[below..equal) == pivot */     \
+            lo = equal;                                                                          \
+        }                                                                                        \
+        for (int64_t i = lo + 1; i < hi; i++) {                                                  \
+            key v = a[i];                                                                        \
+            int64_t j = i;                                                                       \
+            for (; j > lo && a[j - 1] > v; j--) a[j] = a[j - 1];                                 \
+            a[j] = v;                                                                            \
+        }                                                                                        \
+    }                                                                                            \
+    /* The input position of the element of stable rank `rank` (keys: the line's, in order;     \
+     * work: scratch). NaN keys (all ones) are NaNs for floats. */                              \
+    static int64_t median_##W(const void *keys, void *work, int64_t n, int is_float,             \
+                              int ignore_nan) {                                                  \
+        typedef uint##W##_t key;                                                                 \
+        const key *k = (const key *)keys, nan = (key)~(key)0;                                    \
+        key *a = (key *)work;                                                                    \
+        int64_t nans = 0;                                                                        \
+        for (int64_t i = 0; i < n; i++) {                                                        \
+            a[i] = k[i];                                                                         \
+            nans += k[i] == nan;                                                                 \
+        }                                                                                        \
+        const int64_t valid = is_float ? n - nans : n;                                           \
+        if (valid == 0 || (valid < n && !ignore_nan)) { /* the first NaN */                      \
+            int64_t i = 0;                                                                       \
+            while (k[i] != nan) i++;                                                             \
+            return i;                                                                            \
+        }                                                                                        \
+        int64_t rank = ((ignore_nan ? valid : n) - 1) / 2, r = 0;                                \
+        select_##W(a, n, rank);                                                                  \
+        const key v = a[rank];                                                                   \
+        for (int64_t i = 0; i < rank; i++) r += a[i] == v;                                       \
+        for (int64_t i = 0;; i++)                                                                \
+            if (k[i] == v && r-- == 0) return i;                                                 \
+    }
+EM_FOR_WIDTH(SELECT)
+typedef int64_t (*median_fn)(const void *keys, void *work, int64_t n, int is_float,
+                             int ignore_nan);
+#define MEDIAN_ENTRY(W) median_##W,
+static const median_fn MEDIANS[4] = {EM_FOR_WIDTH(MEDIAN_ENTRY)};
+
+static void median_line(const sort_job *job, sort_buf *b, int64_t line) {
+    int64_t fx, fv, fi;
+    line_offsets(job, line, &fx, &fv, &fi);
+    const char *x = job->x + fx;
+    job->keys(x, job->sx, job->len, b->k, 0);
+    int64_t at = MEDIANS[width_slot(job->isz)](b->k, b->tk, job->len, job->is_float,
+                                               job->ignore_nan);
+    memcpy(job->values + fv, x + at * job->sx, (size_t)job->isz);
+    *(int64_t *)(job->indices + fi) = at;
+}
+
+int ember_median(int dtype, int ndim, int dim, const int64_t *shape, intptr_t x,
+                 const int64_t *sx, intptr_t values, const int64_t *sv, intptr_t indices,
+                 const int64_t *si, int ignore_nan) {
+    if (dtype < 0 || dtype >= EM_NDTYPES) return EM_BAD_ARGUMENT;
+    sort_job job = {.ignore_nan = ignore_nan, .is_float = is_float_dtype(dtype)};
+    return run_lines(median_line, &job, dtype, ndim, dim, shape, x, sx, values, sv, indices, si);
+}
+
+/* ---- unique: one sort of the keys, then one pass over the runs ------------------------------
+ * Equal keys are equal values, except NaN's key (floats): every NaN is its own value, as in
+ * PyTorch. A run's value is its first element in stable order (the first in input order). */
+#define UNIQUE(W)                                                                                \
+    static EM_CLONES int64_t unique_##W(const char *x, int64_t sx, const uint##W##_t *k,         \
+                                        const uint32_t *order, int64_t n, int is_float,          \
+                                        char *values, int64_t *inverse, int64_t *counts) {       \
+        typedef uint##W##_t key;                                                                 \
+        const key nan = (key)~(key)0;                                                            \
+        int64_t g = -1;                                                                          \
+        for (int64_t j = 0; j < n; j++) {                                                        \
+            if (j == 0 || k[j] != k[j - 1] || (is_float && k[j] == nan)) {                       \
+                g++;                                                                             \
+                memcpy(values + g * (W / 8), x + order[j] * sx, W / 8);                          \
+                if (counts) counts[g] = 0;                                                       \
+            }                                                                                    \
+            if (counts) counts[g]++;                                                             \
+            if (inverse) inverse[order[j]] = g;                                                  \
+        }                                                                                        \
+        return g + 1;                                                                            \
+    }
+EM_FOR_WIDTH(UNIQUE)
+typedef int64_t (*unique_fn)(const char *x, int64_t sx, const void *k, const uint32_t *order,
+                             int64_t n, int is_float, char *values, int64_t *inverse,
+                             int64_t *counts);
+#define UNIQUE_ENTRY(W) (unique_fn) unique_##W,
+static const unique_fn UNIQUES[4] = {EM_FOR_WIDTH(UNIQUE_ENTRY)};
+
+int ember_unique(int dtype, int64_t n, intptr_t x, int64_t sx, intptr_t values, intptr_t inverse,
+                 intptr_t counts, int64_t *found) {
+    if (dtype < 0 || dtype >= EM_NDTYPES || n < 0) return EM_BAD_ARGUMENT;
+    if (n > (int64_t)UINT32_MAX) return EM_BAD_ARGUMENT; /* positions are 32-bit */
+    *found = 0;
+    if (n == 0) return EM_OK;
+    int isz = em_itemsize(dtype), w = width_slot(isz);
+    sort_buf b;
+    if (!buf_alloc(&b, n, isz)) {
+        buf_free(&b);
+        return EM_NO_MEMORY;
+    }
+    KEYS[dtype]((const char *)x, sx * isz, n, b.k, 0);
+    for (int64_t i = 0; i < n; i++) b.ix[i] = (uint32_t)i;
+    uint32_t *order = SORTS[w](b.k, b.ix, b.tk, b.tix, n);
+    const void *sorted_keys = order == b.ix ? b.k : b.tk; /* the radix passes swap both pairs */
+    *found = UNIQUES[w]((const char *)x, sx * isz, sorted_keys, order, n, is_float_dtype(dtype),
+                        (char *)values, (int64_t *)inverse, (int64_t *)counts);
+    buf_free(&b);
+    return EM_OK;
 }
 
 /* ---- searchsorted ---------------------------------------------------------------------------- */

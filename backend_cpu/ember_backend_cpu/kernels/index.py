@@ -13,6 +13,9 @@ import math
 
 from ._args import BAD_ARGUMENT, DTYPE_NAMES, INDEX_OUT_OF_RANGE, addr, raise_status, scalar_parts
 
+# ember_scatter's modes (api_index.h's EM_SCATTER_*), by scatter_reduce's names.
+SCATTER_MODES = {"copy": 0, "sum": 1, "prod": 2, "amax": 3, "amin": 4}
+
 
 def _dims(t) -> tuple[tuple, tuple]:
     return (t._shape, t._stride) if t._shape else ((1,), (1,))
@@ -63,20 +66,28 @@ def build(ffi, lib) -> dict:
         if status:
             fail_dim(status, "gather", x, index, dim, xshape[dim])
 
-    def make_scatter(op: str, add: int):
+    def run_scatter(op: str, mode: int, out, dim, index, src) -> None:
+        oshape, ostride = _dims(out)
+        ishape, istride = _dims(index)
+        _, sstride = _dims(src)
+        status = lib.ember_scatter(
+            out._dtype.code, mode, len(oshape), dim, oshape, addr(out), ostride, ishape,
+            addr(index), istride, addr(src), sstride,
+        )  # fmt: skip
+        if status:
+            fail_dim(status, op, out, index, dim, oshape[dim])
+
+    def make_scatter(op: str, mode: int):
         def scatter(out, dim, index, src):
-            oshape, ostride = _dims(out)
-            ishape, istride = _dims(index)
-            _, sstride = _dims(src)
-            status = lib.ember_scatter(
-                out._dtype.code, add, len(oshape), dim, oshape, addr(out), ostride, ishape,
-                addr(index), istride, addr(src), sstride,
-            )  # fmt: skip
-            if status:
-                fail_dim(status, op, out, index, dim, oshape[dim])
+            run_scatter(op, mode, out, dim, index, src)
 
         scatter.__qualname__ = f"cpu.{op}"
         return scatter
+
+    def scatter_reduce(out, dim, index, src, reduce):
+        """out (a copy of self, its scattered places already at the identity when include_self
+        is False) folded with src at index along dim; reduce is sum, prod, amax or amin."""
+        run_scatter("scatter_reduce", SCATTER_MODES[reduce], out, dim, index, src)
 
     def index_select(out, x, dim, index):
         n = index._shape[0]
@@ -140,8 +151,9 @@ def build(ffi, lib) -> dict:
 
     kernels = {
         "gather": gather,
-        "scatter": make_scatter("scatter", 0),
-        "scatter_add": make_scatter("scatter_add", 1),
+        "scatter": make_scatter("scatter", SCATTER_MODES["copy"]),
+        "scatter_add": make_scatter("scatter_add", SCATTER_MODES["sum"]),
+        "scatter_reduce": scatter_reduce,
         "index_select": index_select,
         "index_add": index_add,
         "take": take,

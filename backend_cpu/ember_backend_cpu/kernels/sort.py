@@ -10,6 +10,11 @@ from ._args import DTYPE_NAMES, addr, raise_status
 
 MAX_SORT_LENGTH = 2**32 - 1  # the kernel sorts 32-bit positions
 INT32 = DTYPE_NAMES.index("int32")
+NUMERIC_NAMES = DTYPE_NAMES[1:]  # median's rows: integers and floats, not bool
+
+
+def _dims(t) -> tuple[tuple, tuple]:
+    return (t._shape, t._stride) if t._shape else ((1,), (1,))
 
 
 def _check_sequence(seq, values) -> None:
@@ -54,7 +59,36 @@ def build(ffi, lib) -> dict:
         if status:
             raise_status(status, "searchsorted", seq._dtype.code)
 
+    def make_median(op: str):
+        def median(values, indices, x, dim):
+            """values/indices: x's rank with size 1 at dim; x non-empty along dim."""
+            shape, stride = _dims(x)
+            status = lib.ember_median(
+                x._dtype.code, len(shape), dim, shape, addr(x), stride, addr(values),
+                _dims(values)[1], addr(indices), _dims(indices)[1], int(op == "nanmedian"),
+            )  # fmt: skip
+            if status:
+                raise_status(status, op, x._dtype.code)
+
+        median.__qualname__ = f"cpu.{op}"
+        return median
+
+    def unique(values, inverse, counts, x) -> int:
+        """The number of unique values of contiguous 1-D x written to values (and inverse and
+        counts where given, else None), each of x's length."""
+        found = ffi.new("int64_t *")
+        status = lib.ember_unique(
+            x._dtype.code, x._shape[0], addr(x), x._stride[0], addr(values),
+            0 if inverse is None else addr(inverse), 0 if counts is None else addr(counts), found,
+        )  # fmt: skip
+        if status:
+            raise_status(status, "unique", x._dtype.code)
+        return found[0]
+
     return {
+        "_unique2": dict.fromkeys(DTYPE_NAMES, unique),
+        "median": dict.fromkeys(NUMERIC_NAMES, make_median("median")),
+        "nanmedian": dict.fromkeys(NUMERIC_NAMES, make_median("nanmedian")),
         "sort": dict.fromkeys(DTYPE_NAMES, sort),
         "searchsorted": dict.fromkeys(DTYPE_NAMES[1:], searchsorted),
     }
