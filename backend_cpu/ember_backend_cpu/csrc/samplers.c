@@ -64,14 +64,15 @@ static inline double normal_d(em_stream *s) {
 }
 
 /* PyTorch's sample_gamma: Marsaglia and Tsang (2000), with the boost Gamma(a) = Gamma(a + 1) *
- * U^(1/a) below a = 1. The result is at least the dtype's smallest normal, as PyTorch clamps. */
+ * U^(1/a) below a = 1. The result is at least the dtype's smallest normal, as PyTorch clamps
+ * (alpha = 0 included); NaN and negative alpha give NaN, as on PyTorch's CUDA. */
 #define GAMMA(P, VT, TINY)                                                                       \
     static inline VT gamma_##P(VT alpha, em_stream *s) {                                         \
         if (alpha != alpha || alpha < 0) return (VT)NAN;                                          \
         if (alpha == (VT)INFINITY) return alpha;                                                  \
         VT scale = 1;                                                                             \
         if (alpha < 1) {                                                                          \
-            if (alpha == 0) return 0;                                                             \
+            if (alpha == 0) return TINY; /* PyTorch's clamp of its 0 */                           \
             scale = pow(1 - uniform_##P(s), 1 / alpha);                                           \
             alpha += 1;                                                                           \
         }                                                                                         \
