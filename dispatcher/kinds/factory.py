@@ -11,7 +11,7 @@ from ember._tensor import Tensor, empty
 from ..memory import normalize_device
 from ..overlap import check_internal
 from ..promotion import scalar_dtype
-from ._common import fill
+from ._common import broadcast_shapes, fill
 from ._limits import check_shape
 
 
@@ -195,11 +195,17 @@ def _sample(op, params, generator):
             raise TypeError(f"{op.name}(): expected Tensor arguments, got {type(p).__name__}")
         if p._dtype.category != dt.FLOATING:
             raise RuntimeError(f'"{op.name}" not implemented for {p._dtype.name}')
-    shape, dtype, device = first._shape, first._dtype, first._storage.device
+        if p._dtype is not first._dtype:  # binomial's count and prob: PyTorch's TensorIterator
+            raise RuntimeError(
+                f"Found dtype {dt.SCALAR_NAMES[p._dtype]} but expected "
+                f"{dt.SCALAR_NAMES[first._dtype]}"
+            )
+    dtype, device = first._dtype, first._storage.device
+    shape = broadcast_shapes(op.name, *(p._shape for p in params))
     n = math.prod(shape)
     if n >= _MAX_SAMPLER_ELEMENTS:
         raise RuntimeError(f"{op.name}(): at most 2^32 - 1 elements per call, got {n} {shape}")
-    params = [p.expand(shape).to(dtype).contiguous() for p in params]
+    params = [p.expand(shape).contiguous() for p in params]
     out = empty(tuple(shape), dtype, device)
     if n:
         seed, block = (generator or generator_for(device)).take(1)

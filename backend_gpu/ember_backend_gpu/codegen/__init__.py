@@ -11,7 +11,8 @@ use):
 
 Each family file holds its module generators: ``elementwise`` (one description per op),
 ``copy`` (casts, fill, arange, linspace), ``reduce`` (reductions, index reductions, scans),
-``index`` (gather/scatter...), ``sort``, ``random`` (Philox, docs/random.md), ``nn`` (softmax,
+``index`` (gather/scatter...), ``sort``, ``random`` (Philox, docs/random.md), ``samplers``
+(gamma, Poisson, binomial on Philox; also the OpenCL text of backend_intel), ``nn`` (softmax,
 im2col/col2im, max pooling) and ``linalg`` (matrix products without cuBLAS).
 """
 
@@ -19,10 +20,10 @@ from __future__ import annotations
 
 import functools
 
-from . import amp, copy, elementwise, index, linalg, nn, random, reduce, sort
+from . import amp, copy, elementwise, index, linalg, nn, random, reduce, samplers, sort
 from .prelude import prelude
 
-FAMILIES = (elementwise, copy, reduce, index, sort, random, nn, linalg, amp)
+FAMILIES = (elementwise, copy, reduce, index, sort, random, samplers, nn, linalg, amp)
 
 
 @functools.cache

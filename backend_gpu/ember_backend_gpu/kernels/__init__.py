@@ -5,9 +5,9 @@ Each family module has ``build(runtime) -> dict``; the list below is the whole r
 
 from __future__ import annotations
 
-from . import amp, copy, elementwise, fft, index, lapack, linalg, nn, random, reduce, sort
+from . import amp, copy, elementwise, fft, index, lapack, linalg, nn, random, reduce, samplers, sort
 
-FAMILIES = (elementwise, copy, reduce, linalg, lapack, fft, index, sort, random, nn, amp)
+FAMILIES = (elementwise, copy, reduce, linalg, lapack, fft, index, sort, random, samplers, nn, amp)
 
 
 def build_table(runtime) -> dict:

@@ -6,9 +6,9 @@ the table compiles nothing: programs are compiled per device on a kernel's first
 
 from __future__ import annotations
 
-from . import amp, copy, elementwise, index, linalg, nn, random, reduce, sort
+from . import amp, copy, elementwise, index, linalg, nn, random, reduce, samplers, sort
 
-FAMILIES = (elementwise, copy, reduce, linalg, index, sort, random, nn, amp)
+FAMILIES = (elementwise, copy, reduce, linalg, index, sort, random, samplers, nn, amp)
 
 
 def build_table(runtime) -> dict:
