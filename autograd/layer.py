@@ -71,7 +71,10 @@ class AutogradLayer(Layer):
         STATE.enabled = False
         try:
             if STACK.layers[-1] is self:  # nothing between us and the backend: skip the search
-                return op.runner(op, *args)
+                try:
+                    return op.runner(op, *args)
+                except NotImplementedError as error:
+                    return op.refused(args, error)
             return op.redispatch(self, args)
         finally:
             STATE.enabled = True
