@@ -151,7 +151,10 @@ class Formula:
         ``originals``: values to save instead of arguments an in-place op is about to change.
         """
         plan = self.plan
-        edges, meta, needs, values, spans = scan(plan, args)
+        if plan.has_lists:
+            edges, meta, needs, values, spans = scan(plan, args)
+        else:  # nearly every recorded call: scan's common case without its frame
+            edges, meta, needs, values, spans = _scan_plain(plan.tensor_positions, args)
         ctx = Context.__new__(Context)
         ctx._formula = self
         ctx._values = values
@@ -251,7 +254,11 @@ def _scan_plain(positions: tuple, args) -> tuple[list, list, tuple, list, None]:
             needs.append(requires)
             node = value._grad_fn
             if node is None:
-                edges.append((accumulator(value), 0) if requires else None)
+                if requires:  # a leaf: its accumulator, made once (node.accumulator)
+                    found = value.__dict__.get("_accumulator")
+                    edges.append((found if found is not None else accumulator(value), 0))
+                else:
+                    edges.append(None)
             elif value._base is None and node.num_outputs == 1:
                 edges.append((node, 0))
             else:  # a view's history may need a replay; a multi-output node its index

@@ -71,7 +71,10 @@ class AutogradLayer(Layer):
         STATE.enabled = False
         try:
             if STACK.layers[-1] is self:  # nothing between us and the backend: skip the search
-                return op.runner(op, *args)
+                try:
+                    return op.runner(op, *args)
+                except NotImplementedError as error:
+                    return op.refused(args, error)
             return op.redispatch(self, args)
         finally:
             STATE.enabled = True
@@ -129,7 +132,7 @@ def _set_history(t: Tensor, node, index: int) -> None:
         t.__dict__["_view_of"] = t._base._grad_fn
     if index:
         t.__dict__["_output_nr"] = index
-    elif "_output_nr" in t.__dict__:
+    elif t._output_nr:  # the class default unless set: a fresh output gets no __dict__
         del t.__dict__["_output_nr"]
 
 

@@ -27,7 +27,7 @@ def camel(name: str) -> str:
 
 
 def output_nr(t: Tensor) -> int:
-    return t.__dict__.get("_output_nr", 0)
+    return t._output_nr  # a class default (0) unless set in the tensor's __dict__
 
 
 def gradient_edge(t: Tensor):

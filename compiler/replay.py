@@ -21,7 +21,7 @@ import math
 import ember
 from ember._tensor import empty
 from ember.autograd.grad_mode import STATE as GRAD
-from ember.dispatcher.kinds import elementwise
+from ember.dispatcher.kinds import elementwise, twin
 from ember.dispatcher.kinds._common import expand_to
 from ember.jit.codegen import _Writer
 from ember.jit.ops import is_view, resolve
@@ -174,7 +174,7 @@ class _Program(_Writer):
             tensors = [self.expr(v) for v in node.inputs() if isinstance(v.type(), TensorType)]
             out.append(f"{indent}{targets}, = {self.bind(sub, 'SUB')}({', '.join(tensors)})")
             return
-        runner = self.bind(op.runner, "R")
+        runner = self.bind(twin.runner(op), "R")
         call = f"{runner}({', '.join([self.bind(op, 'OP'), *args])})"
         out.append(f"{indent}{targets} = {call}" if targets else f"{indent}{call}")
 
@@ -221,6 +221,8 @@ def _plain_kernel(op, node):
             if not binary or not _broadcasts(typ.sizes(), result.sizes()):
                 return None
             broadcast.append(value)
+    if result.dtype() not in op.dtypes:  # a limited dtype: the runner refuses it (twin.runner)
+        return None
     compute, out_dtype = elementwise._types(op, result.dtype())
     if compute is not result.dtype() or out_dtype is not result.dtype():
         return None

@@ -56,6 +56,7 @@ class Op:
         "runner",
         "schema",
         "tensor_positions",
+        "twins",
     )
 
     def __init__(self, defn: OpDef, runner, name: str | None = None, inplace_of: Op | None = None):
@@ -80,6 +81,8 @@ class Op:
         self.mutates = self.name.endswith("_") and not self.name.startswith("_")
         self.info: dict = dict(defn.attrs)  # static data for the runner (elementwise arity...)
         self.out = defn.out_rule  # the public function's out= rule (dispatcher/out.py), or None
+        # kinds/twin.Twins when the row takes limited dtypes through a twin (optable/limited.py)
+        self.twins = None
         _ALL_OPS.add(self)
 
     def __call__(self, *args, **kwargs):
@@ -89,7 +92,10 @@ class Op:
             for layer in STACK.layers:
                 if layer.wants(self, args):
                     return layer.handle(self, args)
-            return self.runner(self, *args)  # the Backend layer (see backend()), inlined: hot path
+            try:  # the Backend layer (see backend()), inlined: hot path
+                return self.runner(self, *args)
+            except NotImplementedError as error:  # a try costs nothing until it catches
+                return self.refused(args, error)
         except (AttributeError, TypeError) as error:
             self.argument_error(args, error)
             raise
@@ -139,6 +145,17 @@ class Op:
         if found is not None:
             raise found from None
 
+    def refused(self, args, error: NotImplementedError):
+        """What follows the runner's refusal (``error``) of ``args``: re-raise it, or, for a row
+        that takes PyTorch's limited dtypes (float8, uint16/32/64) through a twin dtype
+        (``kinds/twin.py``), run the twin computation when such a dtype was refused.
+
+        Every caller of ``runner`` sends its NotImplementedError here: the twin costs nothing
+        on the hot path of the ops it covers (mul, eq, where, sum...), not even a frame."""
+        if self.twins is None:
+            raise error
+        return self.twins.run(self, args, error)
+
     def redispatch(self, current, args):
         """Continue below ``current``: the next lower active layer, or the Backend layer."""
         priority = current.priority
@@ -149,7 +166,10 @@ class Op:
 
     def backend(self, args):
         """The Backend layer: prepare the call and run the kernel (or the decomposition)."""
-        return self.runner(self, *args)
+        try:
+            return self.runner(self, *args)
+        except NotImplementedError as error:
+            return self.refused(args, error)
 
     def kernel(self, device_type: str, dtype):
         """The kernel for ``(device type, dtype)``; None means "decompose". Memoised."""

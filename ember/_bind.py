@@ -117,6 +117,8 @@ def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
         lines.append("        except (AttributeError, TypeError) as error:")
         lines.append(f"            _op.argument_error(({x},), error)")
         lines.append("            raise")
+        lines.append("        except NotImplementedError as error:")
+        lines.append(f"            return _op.refused(({x},), error)")
     lines.append(f"    return _op{call}")
     namespace: dict = {}
     # __name__ marks the frames of generated functions as ember's (warnings skip them).
@@ -165,6 +167,8 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
                     except (AttributeError, TypeError) as error:
                         op.argument_error((other, self), error)
                         raise
+                    except NotImplementedError as error:  # Op.refused: the limited dtypes
+                        return op.refused((other, self), error)
                 return op(other, self)
             # int and float subclasses (numpy scalars, sizes a trace records) are numbers
             if cls not in numbers and not isinstance(other, (tensor_type, int, float)):
@@ -186,6 +190,8 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
                     except (AttributeError, TypeError) as error:
                         op.argument_error((self, other), error)
                         raise
+                    except NotImplementedError as error:  # Op.refused: the limited dtypes
+                        return op.refused((self, other), error)
                 return op(self, other)
             # int and float subclasses (numpy scalars, sizes a trace records) are numbers
             if cls not in numbers and not isinstance(other, (tensor_type, int, float)):
@@ -209,6 +215,8 @@ def _unary_operator(op, dunder: str):
             except (AttributeError, TypeError) as error:
                 op.argument_error((self,), error)
                 raise
+            except NotImplementedError as error:
+                return op.refused((self,), error)
         return op(self)
 
     method.__name__ = dunder

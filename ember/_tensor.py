@@ -71,6 +71,9 @@ class Tensor:
     # the few views that carry them, so that make() and empty() stay as lean as they are.
     _conj_bit = False
     _neg_bit = False
+    # Autograd's output index of a multi-output node's output (autograd/layer.py): a class
+    # default too, so that reading it on every recorded output does not create a __dict__.
+    _output_nr = 0
 
     # numpy defers binary operators to ours (np.float64(2) * t is a Tensor, as in PyTorch).
     __array_priority__ = 1000

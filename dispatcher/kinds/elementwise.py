@@ -196,11 +196,26 @@ def _binary(op, a, b, *params):
     kernel = op.kernel(dev.type, compute)
     if kernel is None:
         return op.decomposition(a, b, *params)
-    if not params and check is None:  # a check may depend on more than dtypes: no shortcut
+    if not params and (check is None or _passes_by_dtype(op, check, a, b)):
         op.fast[compute] = (dev, kernel, result)
     out = empty(shape, result, dev)
     kernel(out, a, b, *params)
     return out
+
+
+def _passes_by_dtype(op, check, *operands) -> bool:
+    """Whether the fast path may skip ``check`` for calls in the compute dtype: a check may
+    depend on more than dtypes, so only a row that says its check decides by the operands'
+    dtypes alone (``check_by_dtype``: sub's refusal of bool) qualifies, and only when it passes
+    on ``operands`` as the kernel gets them (tensors of the compute dtype, scalars of its
+    category: what the fast path takes)."""
+    if not op.info.get("check_by_dtype"):
+        return False
+    try:
+        check(*operands)
+    except RuntimeError:
+        return False
+    return True
 
 
 def nary(op, *args):
@@ -358,7 +373,11 @@ def inplace(op, target, *args):
             prepared.append(value)
         kernel = base.kernel(dev.type, compute)
         if kernel is not None:
-            if check is None and not base.info.get("limits") and target._dtype.category != dt.BOOL:
+            if (
+                (check is None or _passes_by_dtype(base, check, *prepared))
+                and not base.info.get("limits")
+                and target._dtype.category != dt.BOOL
+            ):
                 op.fast[target._dtype] = (dev, kernel, arity)
             kernel(target, *prepared, *params)
             target._storage.version += 1

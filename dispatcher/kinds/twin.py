@@ -119,18 +119,39 @@ def _run_twin(op, inner, args, dtype, mode: str):
     return _back(op, result, dtype, twin, mode)
 
 
-def runner(inner, dtypes: frozenset, mode: str):
-    """``inner`` (the row's runner) taking the limited ``dtypes`` through their twins."""
+class Twins:
+    """The limited ``dtypes`` a row computes through their twins, in ``mode``.
+
+    Not a wrapper of the row's runner: the runner refuses a limited dtype before any work, and
+    ``Op.refused`` (every caller of a runner sends its NotImplementedError there) calls
+    ``run``, so the common call of mul, eq, where, sum... pays nothing for the twin."""
+
+    __slots__ = ("dtypes", "mode")
+
+    def __init__(self, dtypes: frozenset, mode: str):
+        self.dtypes = dtypes
+        self.mode = mode
+
+    def run(self, op, args, error: NotImplementedError):
+        """The op on ``args`` in the twin dtype, when the refusal ``error`` was for one of
+        ``dtypes``; ``error`` again otherwise."""
+        dtype = _limited_dtype(op, args)
+        if dtype is None or dtype not in self.dtypes:
+            raise error
+        return _run_twin(op, op.runner, args, dtype, self.mode)
+
+
+def runner(op):
+    """``op``'s runner with the twin refusal path, for callers that bind a runner once and call
+    it later (compiler/replay.py); the eager callers catch the refusal themselves."""
+    inner = op.runner
+    if op.twins is None:
+        return inner
 
     def run(op, *args):
-        # The row's own runner first: it refuses a limited dtype before any work, so the
-        # common call pays only this frame (the hot path of mul, eq, where...).
         try:
             return inner(op, *args)
-        except NotImplementedError:
-            dtype = _limited_dtype(op, args)
-            if dtype is None or dtype not in dtypes:
-                raise
-        return _run_twin(op, inner, args, dtype, mode)
+        except NotImplementedError as error:
+            return op.refused(args, error)
 
     return run

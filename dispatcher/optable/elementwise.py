@@ -412,7 +412,13 @@ ROWS = [
     ),
     # ---- binary ---------------------------------------------------------------------------------
     binary("add", np.add, notes="the public add(a, b, alpha=2) computes a + 2 * b"),
-    binary("sub", np.subtract, dtypes=DTYPES_NUMERIC, attrs={"check": _check_sub}),
+    binary(
+        "sub",
+        np.subtract,
+        dtypes=DTYPES_NUMERIC,
+        # the check refuses bool operands only: calls of a dtype it passed may skip it
+        attrs={"check": _check_sub, "check_by_dtype": True},
+    ),
     binary("mul", np.multiply),
     binary("div", np.true_divide, dtypes=DTYPES_FLOAT, promotion=I2F, samples="binary_nonzero"),
     binary(

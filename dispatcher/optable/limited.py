@@ -50,10 +50,11 @@ WIDENED = dict.fromkeys(("sum", "prod", "nansum"), UNSIGNED)
 
 
 def twins(ops: dict) -> None:
-    """Give the rows of TWINS, ORDERED and WIDENED (and their in-place forms) the twin runner."""
+    """Give the rows of TWINS, ORDERED and WIDENED (and their in-place forms) their twins: the
+    runner's refusal of one of those dtypes runs the twin computation (``Op.refused``)."""
     tables = ((TWINS, twin.BITS), (ORDERED, twin.ORDERED), (WIDENED, twin.WIDENED))
     for op in ops.values():
         base = op.inplace_of or op
         for table, mode in tables:
             if base.name in table:
-                op.runner = twin.runner(op.runner, table[base.name], mode)
+                op.twins = twin.Twins(table[base.name], mode)
