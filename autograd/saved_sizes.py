@@ -71,8 +71,8 @@ def saved_size(node, attribute: str):
 
 def _input_shape(node, position: int):
     """The sizes the tensor argument at ``position`` had when the node was made."""
-    if node.display is not None:  # a composite shown as PyTorch's node: its own inputs
-        sizes = node.display[2] if len(node.display) > 2 else ()
+    sizes = node.display.sizes if node.display is not None else None
+    if sizes is not None:  # a call made from parts shown as PyTorch's node: the call's inputs
         return sizes[position] if position < len(sizes) else None
     args = node.op.schema.args if hasattr(node.op, "schema") else ()
     if node.formula is None or position >= len(args):

@@ -13,6 +13,7 @@ from . import _dtype as dt
 from . import _indexing, _memory_format, _pinned, _resize, _special, _stft, _windows
 from ._device import device as Device
 from ._tensor import Tensor
+from .autograd.graph_names import rename
 from .dispatcher import out as _out_arg
 from .dispatcher.kinds._common import broadcast_shapes as _broadcast_shapes
 from .dispatcher.optable import OPS
@@ -136,7 +137,7 @@ def _extreme(reduce_all, along_dim, elementwise):
                     f"{along_dim}(): Expected reduction dim to be specified for "
                     "input.numel() == 0. Specify the reduction dim with the 'dim' argument."
                 )
-            return OPS[reduce_all](input)
+            return rename(OPS[reduce_all](input), f"{along_dim.capitalize()}Backward1")
         return OPS[along_dim](input, dim, keepdim)
 
     def extreme(input, dim=None, keepdim=False, *, out=None):

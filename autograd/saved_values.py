@@ -1,0 +1,136 @@
+"""PyTorch's ``_saved_<name>`` attributes on nodes that stand for one of PyTorch's ops while
+ember computed it from parts (``graph_names.Shown``): ``mean`` shown as ``MeanBackward1``,
+``mse_loss`` as ``MseLossBackward0``, advanced indexing as ``IndexBackward0``.
+
+The parts' own nodes saved what their formulas need, under their own names; what PyTorch's
+node would have saved comes from the call's arguments, kept by name on the shown node. The
+table says, per PyTorch node name, which attributes it has and how each is read from them.
+"""
+
+from __future__ import annotations
+
+# PyTorch's at::Reduction enum, which its loss nodes save as an int
+_REDUCTION = {"none": 0, "mean": 1, "sum": 2}
+# nll_loss saves ignore_index as the unsigned 64-bit integer its Python binding gives back
+_UINT64 = 1 << 64
+
+
+def _arg(name: str):
+    return lambda values: values.get(name)
+
+
+def _dims(name: str):
+    """An int[] argument as PyTorch keeps it: a tuple, one int given as a one-tuple."""
+
+    def read(values):
+        value = values.get(name)
+        return (value,) if isinstance(value, int) else tuple(value)
+
+    return read
+
+
+def _reduction(values):
+    return _REDUCTION[values.get("reduction", "mean")]
+
+
+def _pair(name: str, default):
+    def read(values):
+        value = values.get(name, default)
+        return tuple(value) if isinstance(value, (list, tuple)) else (value, value)
+
+    return read
+
+
+def _split_size(values):
+    """split's int, or the one chunk computes (PyTorch's chunk is a split)."""
+    if "chunks" not in values:
+        return values["split_size_or_sections"]
+    return -(-values["input"].shape[values["dim"]] // values["chunks"])
+
+
+def _split_sizes(values):
+    if "chunks" not in values:
+        return tuple(values["split_size_or_sections"])
+    return (0,) * values["chunks"]  # chunk of an empty dim
+
+
+_LOSS = {"self": _arg("input"), "target": _arg("target"), "reduction": _reduction}
+_CONV = {
+    "input": _arg("input"),
+    "weight": _arg("weight"),
+    "stride": _pair("stride", 1),
+    "padding": _pair("padding", 0),
+    "dilation": _pair("dilation", 1),
+    "groups": lambda values: values.get("groups", 1),
+    "transposed": lambda values: False,
+    "output_padding": lambda values: (0, 0),
+    "bias_sym_sizes_opt": lambda values: (
+        (0,) if values.get("bias") is None else tuple(values["bias"].shape)
+    ),
+}
+
+SAVED = {
+    "IndexBackward0": {"indices": _arg("indices")},
+    "MeanBackward1": {"dim": _dims("dim"), "keepdim": lambda values: bool(values.get("keepdim"))},
+    "SplitBackward0": {"dim": _arg("dim"), "split_size": _split_size},
+    "SplitWithSizesBackward0": {"dim": _arg("dim"), "split_sizes": _split_sizes},
+    "MseLossBackward0": _LOSS,
+    "HuberLossBackward0": {**_LOSS, "delta": lambda values: values.get("delta", 1.0)},
+    "SmoothL1LossBackward0": {**_LOSS, "beta": lambda values: values.get("beta", 1.0)},
+    "BinaryCrossEntropyBackward0": {**_LOSS, "weight": _arg("weight")},
+    "BinaryCrossEntropyWithLogitsBackward0": {
+        **_LOSS,
+        "weight": _arg("weight"),
+        "pos_weight": _arg("pos_weight"),
+    },
+    "NllLossBackward0": {
+        **_LOSS,
+        "weight": _arg("weight"),
+        "ignore_index": lambda values: values.get("ignore_index", -100) % _UINT64,
+    },
+    "ConvolutionBackward0": _CONV,
+}
+SAVED["NllLoss2DBackward0"] = SAVED["NllLossBackward0"]
+
+
+_INT64_MAX = (1 << 63) - 1
+
+# Attributes PyTorch's node computes from the call or names differently from ember's argument
+# (``narrow`` is PyTorch's slice, ``norm``'s ``p`` its ``ord``), read when the call has no
+# argument of that name.
+DERIVED = {
+    "SliceBackward0": {
+        "start": lambda values: values.get("start") or 0,
+        "end": lambda values: (
+            values["start"] + values["length"]
+            if "length" in values
+            else _INT64_MAX
+            if values.get("end") is None
+            else values["end"]
+        ),
+        "step": lambda values: values.get("step", 1),
+    },
+    "LinalgVectorNormBackward0": {"ord": lambda values: values.get("ord", values.get("p", 2))},
+}
+
+
+def saved_value(node_name: str, values: dict, lists: frozenset, name: str, first=None):
+    """``_saved_<name>`` of a node named ``node_name`` from its call's arguments ``values``
+    (by name; ``lists`` the int[] ones): PyTorch's own table for nodes ember makes from parts
+    (``SAVED``), else the argument of that name (``self`` the ``first``, by default the first
+    of ``values``)."""
+    table = SAVED.get(node_name)
+    if table is not None:
+        if name not in table:
+            raise AttributeError(f"'{node_name}' object has no attribute '_saved_{name}'")
+        return table[name](values)
+    derived = DERIVED.get(node_name, {}).get(name)
+    if derived is not None:
+        return derived(values)
+    own = (first or next(iter(values), None)) if name == "self" else name
+    if own not in values:
+        raise AttributeError(f"'{node_name}' object has no attribute '_saved_{name}'")
+    value = values[own]
+    if isinstance(value, int) and not isinstance(value, bool) and own in lists:
+        return (value,)  # an int[] argument given as one int
+    return tuple(value) if isinstance(value, list) else value
