@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 _SELF = {"self": 0}
+_UPSAMPLE_MODES = ("Nearest", "NearestExact", "Linear", "Bilinear", "Bicubic", "Trilinear")
 # node name -> {argument whose sizes PyTorch's node saves: its position in the call}
 SIZES = {
     **dict.fromkeys(
@@ -46,6 +47,14 @@ SIZES = {
             "SplitBackward0",
             "SplitWithSizesBackward0",
             "TraceBackward0",
+            "SqueezeBackward4",
+            "AliasBackward0",
+            *(
+                f"Upsample{mode}{rank}D{aa}Backward0"
+                for mode in _UPSAMPLE_MODES
+                for rank in (1, 2, 3)
+                for aa in ("", "Aa")
+            ),
         ),
         _SELF,
     ),
