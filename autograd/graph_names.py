@@ -27,7 +27,7 @@ HIDDEN = frozenset({"index", "mask", "condition", "indices", "sorter", "sorted_s
 # Composites PyTorch computes from other ops too: their parts' nodes show.
 TRANSPARENT = frozenset(
     {
-        "einsum", "outer", "swapaxes", "swapdims", "hstack", "vstack", "tile",
+        "einsum", "outer", "swapaxes", "swapdims", "hstack", "vstack",
         "argsort", "repeat_interleave", "softsign", "eye",
         # nn.functional rows whose PyTorch forms are compositions too (linear is addmm or mm
         # over a folded view, in nn/functional/linear._linear as there)
@@ -172,6 +172,8 @@ _COMPOSITE_NAMES = {
     "linalg_cholesky": "LinalgCholeskyExBackward0",
     "linalg_svdvals": "LinalgSvdBackward0",
     "contiguous": "CloneBackward0",
+    "tensor_split": "SliceBackward0",  # PyTorch's pieces are slices
+    "tile": "RepeatBackward0",
 }
 # The node keeps its own edges and only takes PyTorch's name (``_COMPOSITE_NAMES`` rows and
 # rules take the composite's arguments as edges instead).

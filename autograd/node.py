@@ -11,7 +11,7 @@ from ember.dispatcher.mathbits import keep_bits
 
 from .saved_sizes import SUFFIXES as SIZE_SUFFIXES
 from .saved_sizes import saved_size
-from .saved_values import saved_value
+from .saved_values import ALIASES, WRAPS_NUMBERS, saved_value, wrapped
 
 _SEQUENCE = itertools.count()
 
@@ -283,11 +283,32 @@ class Node:
 def _shown_edge(edge):
     """``(node, index)``, the index the output of PyTorch's multi-output node that ``node``
     stands for when it shows one (a piece of a split made by its own narrow)."""
-    node = edge[0]
+    node = typed(edge[0])
     display = node.display
     if display is not None and display.output_nr is not None:
         return (node, display.output_nr)
     return edge
+
+
+_TYPES: dict = {}
+
+
+def typed(node):
+    """``node``, its class named as PyTorch's node type (``type(y.grad_fn).__name__`` is
+    ``AddmmBackward0``, ``MyFnBackward`` for a custom Function): a subclass per name, made
+    once, given when a program looks (``Tensor.grad_fn``, ``next_functions``), so recording
+    never pays for it. The name can change once after recording (a composite's last node is
+    shown as PyTorch's after the parts ran), hence the check on each look."""
+    name = node.name().rpartition("::")[2]
+    cls = type(node)
+    if cls.__name__ != name:
+        base = cls.__base__ if "_named" in cls.__dict__ else cls
+        named = _TYPES.get((base, name))
+        if named is None:
+            attributes = {"__slots__": (), "_named": True, "__module__": base.__module__}
+            named = _TYPES[(base, name)] = type(name, (base,), attributes)
+        node.__class__ = named
+    return node
 
 
 def _saved_entry(node, name: str, raw: bool):
@@ -301,7 +322,7 @@ def _saved_entry(node, name: str, raw: bool):
     if formula is None or ctx is None or not hasattr(ctx, "_formula"):
         raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{name}'")
     args = node.op.schema.args
-    own = args[0].name if name == "self" and args else name
+    own = args[0].name if name == "self" and args else ALIASES.get(node.name(), {}).get(name, name)
     saved = ctx._saved.get(own) if ctx._saved else None
     if saved is not None:
         items = saved if isinstance(saved, tuple) else (saved,)
@@ -312,15 +333,16 @@ def _saved_entry(node, name: str, raw: bool):
     if raw:
         raise AttributeError(f"'{node.name()}' object has no attribute '_raw_saved_{name}'")
     plan, values, meta = formula.plan, ctx._values, node.input_meta
+    wraps = (node.op.inplace_of or node.op).name in WRAPS_NUMBERS
     given = {}
     for i, a in enumerate(args):
         value = values[i] if i < len(values) else plan.defaults[i]
         k = plan.tensor_index.get(a.name)
         # a tensor argument is kept only when saved (above); None where none was given
         if k is None or value is not None or k >= len(meta) or meta[k] is None:
-            given[a.name] = value
+            given[a.name] = wrapped(value) if wraps and k is not None else value
     lists = frozenset(a.name for a in args if a.is_list)
-    return saved_value(node.name(), given, lists, name, args[0].name if args else None)
+    return saved_value(node.name(), given, lists, own, args[0].name if args else None)
 
 
 class _Handle:

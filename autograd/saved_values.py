@@ -11,8 +11,6 @@ from __future__ import annotations
 
 # PyTorch's at::Reduction enum, which its loss nodes save as an int
 _REDUCTION = {"none": 0, "mean": 1, "sum": 2}
-# nll_loss saves ignore_index as the unsigned 64-bit integer its Python binding gives back
-_UINT64 = 1 << 64
 
 
 def _arg(name: str):
@@ -86,7 +84,7 @@ SAVED = {
     "NllLossBackward0": {
         **_LOSS,
         "weight": _arg("weight"),
-        "ignore_index": lambda values: values.get("ignore_index", -100) % _UINT64,
+        "ignore_index": lambda values: values.get("ignore_index", -100),
     },
     "ConvolutionBackward0": _CONV,
 }
@@ -94,24 +92,83 @@ SAVED["NllLoss2DBackward0"] = SAVED["NllLossBackward0"]
 
 
 _INT64_MAX = (1 << 63) - 1
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _slice_end(values):
+    """slice's end (None: PyTorch's INT64_MAX), or narrow's start + length."""
+    if "length" in values:
+        return values["start"] + values["length"]
+    return _INT64_MAX if values["end"] is None else values["end"]
+
+
+def _one(dim):
+    return dim[0] if isinstance(dim, (list, tuple)) else dim
+
+
+def _repeats(values):
+    """repeat's, or tile's dims padded to the input's rank with ones (PyTorch's tile is a
+    repeat)."""
+    if "repeats" in values:
+        return tuple(values["repeats"])
+    dims = values["dims"]
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return (1,) * (values["input"].ndim - len(dims)) + dims
+
+
+def _ord(values):
+    """The order of a vector norm: ``norm``'s ``p``, and the Frobenius norm's 2."""
+    order = values.get("ord", values.get("p", 2))
+    return 2 if order in ("fro", None) else order
+
+
+def _norm_dims(values):
+    """A vector norm's dims: the matrix norm's two, which PyTorch wraps."""
+    dims = values.get("dim")
+    if dims is None:
+        return None
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if values.get("ord") == "fro":
+        dims = tuple(d % values["input"].ndim for d in dims)
+    return dims
 
 # Attributes PyTorch's node computes from the call or names differently from ember's argument
 # (``narrow`` is PyTorch's slice, ``norm``'s ``p`` its ``ord``), read when the call has no
 # argument of that name.
 DERIVED = {
     "SliceBackward0": {
-        "start": lambda values: values.get("start") or 0,
-        "end": lambda values: (
-            values["start"] + values["length"]
-            if "length" in values
-            else _INT64_MAX
-            if values.get("end") is None
-            else values["end"]
-        ),
+        "start": lambda values: values["start"] or 0,
+        "end": _slice_end,
         "step": lambda values: values.get("step", 1),
     },
-    "LinalgVectorNormBackward0": {"ord": lambda values: values.get("ord", values.get("p", 2))},
+    "LinalgVectorNormBackward0": {"ord": _ord, "dim": _norm_dims},
+    "RollBackward0": {"dims": lambda values: tuple(values.get("dims") or ())},
+    "RepeatBackward0": {"repeats": _repeats},
+    "ProdBackward1": {"dim": lambda values: _one(values["dim"])},
+    # selu is PyTorch's elu with fixed alpha and scale
+    "EluBackward0": {
+        "alpha": lambda values: values.get("alpha", _SELU_ALPHA),
+        "scale": lambda values: 1.0 if "alpha" in values else _SELU_SCALE,
+        "input_scale": lambda values: 1.0,
+    },
 }
+# Ops whose Python-number operand PyTorch makes a 0-dim tensor, which its node saves as such
+WRAPS_NUMBERS = frozenset({"add", "sub", "mul", "div"})
+
+
+def wrapped(value):
+    """A Python number as PyTorch wraps it: a 0-dim tensor of its widest dtype."""
+    if value is None or not isinstance(value, (bool, int, float, complex)):
+        return value
+    import ember
+
+    dtypes = {bool: ember.bool, int: ember.int64, float: ember.float64}
+    return ember.tensor(value, dtype=dtypes.get(type(value), ember.complex128))
+
+
+# PyTorch's names of the arguments ember's rows call otherwise
+ALIASES = {f"PowBackward{i}": {"exponent": "other"} for i in range(3)}
 
 
 def saved_value(node_name: str, values: dict, lists: frozenset, name: str, first=None):
@@ -123,14 +180,27 @@ def saved_value(node_name: str, values: dict, lists: frozenset, name: str, first
     if table is not None:
         if name not in table:
             raise AttributeError(f"'{node_name}' object has no attribute '_saved_{name}'")
-        return table[name](values)
+        return _unsigned(table[name](values))
     derived = DERIVED.get(node_name, {}).get(name)
     if derived is not None:
-        return derived(values)
+        try:
+            return _unsigned(derived(values))
+        except KeyError:  # a call without the arguments it is computed from
+            raise AttributeError(f"'{node_name}' object has no attribute '_saved_{name}'") from None
     own = (first or next(iter(values), None)) if name == "self" else name
     if own not in values:
         raise AttributeError(f"'{node_name}' object has no attribute '_saved_{name}'")
     value = values[own]
     if isinstance(value, int) and not isinstance(value, bool) and own in lists:
-        return (value,)  # an int[] argument given as one int
-    return tuple(value) if isinstance(value, list) else value
+        return (_unsigned(value),)  # an int[] argument given as one int
+    return _unsigned(tuple(value) if isinstance(value, list) else value)
+
+
+def _unsigned(value):
+    """PyTorch's bindings read a saved int64 back as an unsigned 64-bit int (dim -1 is
+    18446744073709551615), in int[] ones too."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value % (1 << 64)
+    if isinstance(value, tuple):
+        return tuple(_unsigned(v) for v in value)
+    return value

@@ -115,8 +115,7 @@ def embedding(
         picked = picked * scale + (picked * (1 - scale)).detach()
     saved = {
         "indices": input,
-        # PyTorch keeps "none" as -1, which its binding reads back as an unsigned 64-bit int
-        "padding_idx": (-1 if padding_idx is None else padding_idx % weight.shape[0]) % (1 << 64),
+        "padding_idx": -1 if padding_idx is None else padding_idx % weight.shape[0],
         "scale_grad_by_freq": scale_grad_by_freq,
         "sparse": sparse,
         "weight_sym_argsize_0": weight.shape[0],

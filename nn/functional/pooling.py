@@ -180,8 +180,8 @@ def adaptive_avg_pool2d(input, output_size):
     x, batched = _batch("adaptive_avg_pool2d", input, 2)
     h, w = x.shape[-2:]
     out_h, out_w = _adaptive_size("adaptive_avg_pool2d", output_size, x)
-    if (out_h, out_w) == (1, 1):
-        out = x.mean((-2, -1), keepdim=True)
+    if (out_h, out_w) == (1, 1):  # PyTorch's mean, over the dims in its order
+        return _unbatched(x.mean((-1, -2), keepdim=True), batched)
     elif out_h and out_w and h % out_h == 0 and w % out_w == 0:
         out = avg_pool2d(x, (h // out_h, w // out_w))
     else:
@@ -199,6 +199,11 @@ def adaptive_avg_pool2d(input, output_size):
 
         total = corner(r1, c1) - corner(r0, c1) - corner(r1, c0) + corner(r0, c0)
         out = total / ((r1 - r0).view(-1, 1) * (c1 - c0).view(1, -1)).to(x.dtype)
+    out = _unbatched(out, batched)
+    return present(out, "AdaptiveAvgPool2DBackward0", input, saved={"self": input})
+
+
+def _unbatched(out, batched: bool):
     return out if batched else out.squeeze(0)
 
 

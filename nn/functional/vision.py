@@ -103,7 +103,10 @@ def pad(input, pad, mode: str = "constant", value=None):
         if before or after:
             index = _pad_index(input.shape[dim], before, after, mode, str(input.device))
             out = out.index_select(dim, index)
-    return out
+    if mode == "circular":  # PyTorch's is made of copies into slices too
+        return out
+    name = f"{'Reflection' if mode == 'reflect' else 'Replication'}Pad{len(pad) // 2}DBackward0"
+    return present(out, name, input, saved={"self": input, "padding": tuple(pad)})
 
 
 def _output_size(input, size, scale_factor, spatial: int):
