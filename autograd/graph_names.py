@@ -95,7 +95,7 @@ def _squeeze(call):
     dim = call.value("dim")
     if dim is None:
         return "SqueezeBackward0", ()
-    if isinstance(dim, int) or len(dim) == 1:
+    if isinstance(dim, int):
         return "SqueezeBackward1", ()
     return "SqueezeBackward2", ()
 

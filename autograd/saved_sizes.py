@@ -60,6 +60,7 @@ SIZES = {
     ),
     "MmBackward0": {"self": 0, "mat2": 1},
     "AddmmBackward0": {"mat1": 1, "mat2": 2},
+    "MaskedScatterBackward0": {"source": 2},
 }
 # node name -> {argument whose element count PyTorch's node saves: its position}
 NUMELS = {"MeanBackward0": _SELF, "MeanBackward1": _SELF}

@@ -145,6 +145,10 @@ DERIVED = {
     "LinalgVectorNormBackward0": {"ord": _ord, "dim": _norm_dims},
     "RollBackward0": {"dims": lambda values: tuple(values.get("dims") or ())},
     "RepeatBackward0": {"repeats": _repeats},
+    # matmul shown as the product PyTorch picks: its second operand under that op's name
+    "MmBackward0": {"mat2": lambda values: values["other"]},
+    "MvBackward0": {"vec": lambda values: values["other"]},
+    "DotBackward0": {"tensor": lambda values: values["other"]},
     "ProdBackward1": {"dim": lambda values: _one(values["dim"])},
     # selu is PyTorch's elu with fixed alpha and scale
     "EluBackward0": {

@@ -49,6 +49,22 @@ CASES = {
     "transpose": lambda lib, x, w, b, m: m.transpose(1, 2),
     "unsqueeze": lambda lib, x, w, b, m: x.unsqueeze(0),
     "squeeze": lambda lib, x, w, b, m: x[None].squeeze(),
+    "squeeze dims": lambda lib, x, w, b, m: x[None].squeeze((0,)),
+    "chunk second": lambda lib, x, w, b, m: lib.chunk(w, 3, 1)[2] * w.chunk(3, 1)[1],
+    "index mask 2d": lambda lib, x, w, b, m: w[w > 0],
+    "index mixed": lambda lib, x, w, b, m: m[1:, [0, 2], ..., lib.tensor([1])],
+    "index ellipsis all": lambda lib, x, w, b, m: x[...],
+    "addmm": lambda lib, x, w, b, m: lib.addmm(b, w, w.t()),
+    "mm strides": lambda lib, x, w, b, m: w.t() @ w,
+    "pad replicate": lambda lib, x, w, b, m: F(lib).pad(m, (1, 2, 0, 1), mode="replicate"),
+    "adaptive_avg 2": lambda lib, x, w, b, m: F(lib).adaptive_avg_pool2d(m, 2),
+    "interpolate linear": lambda lib, x, w, b, m: F(lib).interpolate(
+        m[0], scale_factor=1.5, mode="linear"
+    ),
+    "pixel_unshuffle": lambda lib, x, w, b, m: F(lib).pixel_unshuffle(m, 2),
+    "embedding padding": lambda lib, x, w, b, m: F(lib).embedding(
+        lib.tensor([1, 0]), w, padding_idx=-1
+    ),
     "expand_as": lambda lib, x, w, b, m: x.expand_as(w),
     "repeat": lambda lib, x, w, b, m: x.repeat(2),
     "tile": lambda lib, x, w, b, m: x.tile(2),
