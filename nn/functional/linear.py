@@ -113,6 +113,8 @@ def embedding(
         # Same values, gradient scaled: the detached term carries the rest of the forward value.
         scale = scale.unsqueeze(-1)
         picked = picked * scale + (picked * (1 - scale)).detach()
+    if picked._grad_fn is None:
+        return picked
     saved = {
         "indices": input,
         "padding_idx": -1 if padding_idx is None else padding_idx % weight.shape[0],

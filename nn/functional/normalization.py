@@ -80,6 +80,8 @@ def batch_norm(
     scale = invstd if weight is None else invstd * weight
     shift = -mean * scale if bias is None else bias - mean * scale
     out = input * scale.view(shape) + shift.view(shape)
+    if out._grad_fn is None:
+        return out
     # PyTorch's one node keeps the batch statistics it computed (empty ones in eval mode)
     none = ember.empty(0, dtype=input.dtype, device=input.device)
     saved = {
