@@ -133,6 +133,7 @@ def _norm_dims(values):
         dims = tuple(d % values["input"].ndim for d in dims)
     return dims
 
+
 # Attributes PyTorch's node computes from the call or names differently from ember's argument
 # (``narrow`` is PyTorch's slice, ``norm``'s ``p`` its ``ord``), read when the call has no
 # argument of that name.
