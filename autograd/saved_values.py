@@ -1,10 +1,12 @@
-"""PyTorch's ``_saved_<name>`` attributes on nodes that stand for one of PyTorch's ops while
-ember computed it from parts (``graph_names.Shown``): ``mean`` shown as ``MeanBackward1``,
-``mse_loss`` as ``MseLossBackward0``, advanced indexing as ``IndexBackward0``.
+"""PyTorch's ``_saved_<name>`` attributes that are not tensors an ember formula saved: the
+call's other arguments under PyTorch's names, and what PyTorch's node keeps about a call that
+ember computed from parts (``mean`` shown as ``MeanBackward1``, ``mse_loss`` as
+``MseLossBackward0``, advanced indexing as ``IndexBackward0``, see ``graph_names.Shown``).
 
-The parts' own nodes saved what their formulas need, under their own names; what PyTorch's
-node would have saved comes from the call's arguments, kept by name on the shown node. The
-table says, per PyTorch node name, which attributes it has and how each is read from them.
+A part's own node saved what its formula needs, under its own names; what PyTorch's node would
+have saved comes from the call's arguments, kept by name on the shown node. ``SAVED`` says, per
+PyTorch node name, which attributes such a node has and how each is read from them; other nodes
+answer with the argument of the asked name (``DERIVED`` and ``ALIASES`` where PyTorch's differs).
 """
 
 from __future__ import annotations
@@ -135,8 +137,8 @@ def _norm_dims(values):
 
 
 # Attributes PyTorch's node computes from the call or names differently from ember's argument
-# (``narrow`` is PyTorch's slice, ``norm``'s ``p`` its ``ord``), read when the call has no
-# argument of that name.
+# (``narrow`` is PyTorch's slice, ``norm``'s ``p`` its ``ord``): read before the argument of
+# that name, and absent (AttributeError) when the call lacks what they are computed from.
 DERIVED = {
     "SliceBackward0": {
         "start": lambda values: values["start"] or 0,
