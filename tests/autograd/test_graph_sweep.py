@@ -25,8 +25,6 @@ GRAPHS_DIFFER = {
     "index_put": "ember's out-of-place index_put is a clone and an index_put_ (CopySlices)",
     "rdiv": "ember's 1 / x is one div node, PyTorch's a reciprocal times 1",
     "sdpa": "ember's attention is matmuls and a softmax; PyTorch's CPU one is one flash node",
-    "reshape copy": "ember's reshape copies inside its node; PyTorch clones, then views unsafely",
-    "flatten copy": "ember's flatten copies inside its node; PyTorch clones, then views unsafely",
 }
 _RESULT = "ember's decomposition does not keep its output on the node"
 _INDICES = "ember's formula takes the gradient through the values, without the indices"
