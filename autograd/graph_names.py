@@ -10,7 +10,11 @@ over all their tensor arguments but the integer ones named in ``HIDDEN``.
 Composites that PyTorch also computes as one node keep that node's name when ember decomposes
 them (``mean`` is ``MeanBackward0`` over ``x``, not ``DivBackward0`` over a sum); the
 autograd layer presents their last node that way (``present_composite``). Those PyTorch itself
-decomposes (``TRANSPARENT``) show their parts, as there.
+decomposes (``TRANSPARENT``) show their parts, as there. Functions outside the table that build
+one of PyTorch's ops from parts (advanced indexing, ``F.embedding``, ``F.interpolate``...) show
+it with ``present``; ``rename`` only renames (``x.max()`` is ember's amax, PyTorch's
+MaxBackward1). A shown node (``Shown``) also answers ``_saved_*`` from the call's arguments
+(saved_values.py) and ``_saved_*_sym_sizes`` from their sizes (saved_sizes.py).
 """
 
 from __future__ import annotations
