@@ -10,10 +10,16 @@ over all their tensor arguments but the integer ones named in ``HIDDEN``.
 Composites that PyTorch also computes as one node keep that node's name when ember decomposes
 them (``mean`` is ``MeanBackward0`` over ``x``, not ``DivBackward0`` over a sum); the
 autograd layer presents their last node that way (``present_composite``). Those PyTorch itself
-decomposes (``TRANSPARENT``) show their parts, as there.
+decomposes (``TRANSPARENT``) show their parts, as there. Functions outside the table that build
+one of PyTorch's ops from parts (advanced indexing, ``F.embedding``, ``F.interpolate``...) show
+it with ``present``; ``rename`` only renames (``x.max()`` is ember's amax, PyTorch's
+MaxBackward1). A shown node (``Shown``) also answers ``_saved_*`` from the call's arguments
+(saved_values.py) and ``_saved_*_sym_sizes`` from their sizes (saved_sizes.py).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from ember._tensor import Tensor
 
@@ -25,8 +31,8 @@ HIDDEN = frozenset({"index", "mask", "condition", "indices", "sorter", "sorted_s
 # Composites PyTorch computes from other ops too: their parts' nodes show.
 TRANSPARENT = frozenset(
     {
-        "einsum", "outer", "swapaxes", "swapdims", "hstack", "vstack", "tile",
-        "chunk", "contiguous", "argsort", "repeat_interleave", "softsign", "eye",
+        "einsum", "outer", "swapaxes", "swapdims", "hstack", "vstack",
+        "argsort", "repeat_interleave", "softsign", "eye",
         # nn.functional rows whose PyTorch forms are compositions too (linear is addmm or mm
         # over a folded view, in nn/functional/linear._linear as there)
         "linear", "bilinear", "l1_loss", "kl_div", "cosine_similarity",
@@ -93,7 +99,7 @@ def _squeeze(call):
     dim = call.value("dim")
     if dim is None:
         return "SqueezeBackward0", ()
-    if isinstance(dim, int) or len(dim) == 1:
+    if isinstance(dim, int):
         return "SqueezeBackward1", ()
     return "SqueezeBackward2", ()
 
@@ -104,6 +110,26 @@ def _fill(call):
 
 def _fixed(name: str, hide=()):
     return lambda call: (name, hide)
+
+
+def _number_overload(base: str, argument: str):
+    """Ops whose PyTorch Scalar overload (``Backward0``) has no edge for a number argument,
+    and whose Tensor overload (``Backward1``) differentiates it."""
+
+    def rule(call):
+        if call.was_tensor(argument):
+            return f"{base}Backward1", ()
+        return f"{base}Backward0", (argument,)
+
+    return rule
+
+
+class _Values(dict):
+    """A composite's arguments by name, asked as a node's ``_Call`` is (the number-overload
+    rules serve both)."""
+
+    def was_tensor(self, name: str) -> bool:
+        return isinstance(self.get(name), Tensor)
 
 
 RULES = {
@@ -132,10 +158,30 @@ RULES = {
     "col2im": _fixed("Col2ImBackward0"),
     "layer_norm": _fixed("NativeLayerNormBackward0"),
     "norm": _fixed("LinalgVectorNormBackward0"),
+    "fmod": _number_overload("Fmod", "other"),
+    "remainder": _number_overload("Remainder", "other"),
 }
 
 
 _MATMUL = {(1, 1): "DotBackward0", (2, 1): "MvBackward0", (2, 2): "MmBackward0"}
+# The last node of PyTorch's folded matmul (3-d and more, or a vector against a batch): the
+# result is unfolded with _unsafe_view, or a vector's dim squeezed in place.
+_MATMUL_LAST = {"ViewBackward0": "UnsafeViewBackward0", "SqueezeBackward1": "SqueezeBackward4"}
+# Composites shown as PyTorch's one node over all their tensor arguments: the linalg functions
+# call their _ex forms (which add an error code), svdvals the svd (its S output), contiguous is
+# a clone.
+_COMPOSITE_NAMES = {
+    "linalg_inv": "LinalgInvExBackward0",
+    "linalg_solve": "LinalgSolveExBackward0",
+    "linalg_cholesky": "LinalgCholeskyExBackward0",
+    "linalg_svdvals": "LinalgSvdBackward0",
+    "contiguous": "CloneBackward0",
+    "tensor_split": "SliceBackward0",  # PyTorch's pieces are slices
+    "tile": "RepeatBackward0",
+}
+# The node keeps its own edges and only takes PyTorch's name (``_COMPOSITE_NAMES`` rows and
+# rules take the composite's arguments as edges instead).
+OWN_EDGES = "own edges"
 
 
 def _nll_name(values) -> str:
@@ -187,6 +233,16 @@ def _composite_name(op, args):
     values = dict(zip((a.name for a in op.schema.args), args))
     if name in _FUNCTIONAL:
         return _FUNCTIONAL[name](values)
+    if name in _COMPOSITE_NAMES:
+        return _COMPOSITE_NAMES[name], None
+    if name in ("clamp_min", "clamp_max"):
+        shown, hide = _number_overload(camel(name), name[len("clamp_") :])(_Values(values))
+        return shown, tuple(a for a in values if a not in hide)
+    if name == "linalg_matrix_norm":  # the Frobenius norm is a vector norm over two dims
+        return ("LinalgVectorNormBackward0", None) if values.get("ord") == "fro" else None
+    if name == "chunk":  # PyTorch's chunk is a split (with sizes for an empty dim)
+        x, dim = values["input"], values.get("dim", 0)
+        return ("SplitBackward0" if x.shape[dim] else "SplitWithSizesBackward0"), None
     if name == "mean":
         return ("MeanBackward0" if values.get("dim") is None else "MeanBackward1"), None
     if name in ("median", "nanmedian"):
@@ -201,8 +257,24 @@ def _composite_name(op, args):
         dims = tuple(t.dim() for t in tensors)
         if name == "diag":
             return ("DiagEmbedBackward0" if dims == (1,) else "DiagonalBackward0"), None
-        return (_MATMUL[dims], None) if dims in _MATMUL else None
+        return (_MATMUL[dims], None) if dims in _MATMUL else (_MATMUL_LAST, OWN_EDGES)
     return f"{camel(name)}Backward0", None
+
+
+class Shown(NamedTuple):
+    """How a node presents itself as PyTorch's one node.
+
+    A node that only takes PyTorch's name keeps its inputs, sizes and saved tensors (``sizes``
+    and ``values`` None); one that stands for a call ember made from parts shows the call's:
+    the sizes of its arguments by position (saved_sizes.py) and the arguments by name
+    (saved_values.py)."""
+
+    name: str
+    edges: tuple  # shown as next_functions
+    sizes: tuple | None = None
+    output_nr: int | None = None  # the output of PyTorch's node this one stands for
+    values: dict | None = None
+    lists: frozenset = frozenset()  # the int[] arguments among ``values``
 
 
 def present_composite(op, args, out, start: int) -> None:
@@ -213,22 +285,33 @@ def present_composite(op, args, out, start: int) -> None:
         return
     name, shown = shown_as
     outputs = out if isinstance(out, (tuple, list)) else (out,)
-    nodes = [o._grad_fn for o in outputs if isinstance(o, Tensor) and o._grad_fn is not None]
-    nodes = [n for n in nodes if n.seq > start]
-    if not nodes:
+    made = [
+        (i, o._grad_fn)
+        for i, o in enumerate(outputs)
+        if isinstance(o, Tensor) and o._grad_fn is not None and o._grad_fn.seq > start
+    ]
+    if not made:
         return
-    edges = []
     # by position, for PyTorch's _saved_<argument>_sym_sizes (saved_sizes.py)
+    if shown is OWN_EDGES:  # a new name only, for the nodes ``name`` maps: their own inputs
+        for _, node in made:
+            own = describe(node)
+            if own[0] in name:
+                node.display = Shown(name[own[0]], own[1])
+        return
     sizes = tuple(tuple(v.shape) if isinstance(v, Tensor) else None for v in args)
+    values = dict(zip((a.name for a in op.schema.args), args))
+    edges = []
     for a, value in zip(op.schema.args, args):
         if not a.is_tensor or a.name in HIDDEN or (shown is not None and a.name not in shown):
             continue
         items = value if a.is_list and isinstance(value, (list, tuple)) else (value,)
         for t in items:
             edges.append(gradient_edge(t) if isinstance(t, Tensor) else None)
-    shown = (name, tuple(edges), sizes)
-    for node in nodes:
-        node.display = shown
+    many = len(outputs) > 1
+    lists = frozenset(a.name for a in op.schema.args if a.is_list)
+    for index, node in made:
+        node.display = Shown(name, tuple(edges), sizes, index if many else None, values, lists)
 
 
 def describe(node) -> tuple[str, tuple]:
@@ -253,13 +336,26 @@ def describe(node) -> tuple[str, tuple]:
     return name, tuple(e for e, a in zip(node.edges, tensor_args) if a.name not in hidden)
 
 
-def present(out, name: str, *inputs):
-    """Show ``out``'s node as PyTorch's fused op ``name`` over ``inputs`` (for functions that
-    compute a fused op from parts, such as ``nn.functional.mse_loss``); returns ``out``."""
+def present(out, name: str, *inputs, saved: dict | None = None):
+    """Show ``out``'s node as PyTorch's op ``name`` over ``inputs`` (for functions that
+    compute it from parts, such as advanced indexing); ``saved`` holds what its ``_saved_*``
+    attributes read (saved_values.py). Returns ``out``."""
     node = out._grad_fn if isinstance(out, Tensor) else None
     if node is not None:
-        node.display = (
+        node.display = Shown(
             name,
             tuple(gradient_edge(t) if isinstance(t, Tensor) else None for t in inputs),
+            tuple(tuple(t.shape) if isinstance(t, Tensor) else None for t in inputs),
+            None,
+            {} if saved is None else saved,
         )
+    return out
+
+
+def rename(out, name: str):
+    """Show ``out``'s node under PyTorch's name ``name``, with its own inputs and saved
+    values (``x.max()`` is ember's amax, PyTorch's MaxBackward1); returns ``out``."""
+    node = out._grad_fn if isinstance(out, Tensor) else None
+    if node is not None:
+        node.display = Shown(name, describe(node)[1])
     return out

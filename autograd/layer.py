@@ -18,7 +18,7 @@ from ..dispatcher.opdef import Kind
 from .anomaly import record_trace
 from .formula import Formula
 from .grad_mode import STATE
-from .graph_names import present_composite
+from .graph_names import Shown, present_composite
 from .node import _SEQUENCE, Node, gradient_edge, retain
 from .views import CopySlices, ViewOf
 
@@ -64,6 +64,8 @@ class AutogradLayer(Layer):
             return self.record_inplace(op, base, formula, args)
         ctx, edges, meta = formula.record(args)
         out = self.below(op, args)
+        if base.name in COPYING_VIEWS and out._storage is not args[0]._storage:
+            return _copied_view(op, formula, ctx, edges, meta, out, args[0])
         return _attach(op, formula, ctx, edges, meta, out)
 
     def below(self, op, args):
@@ -153,6 +155,29 @@ def _attach(op, formula, ctx, edges, meta, out):
     for index, t in enumerate(tensors):
         if t._dtype.category >= FLOATING:
             _set_history(t, node, index)
+    return out
+
+
+# View rows whose runner copies when the input's strides allow no view: PyTorch records that
+# call as a clone and an _unsafe_view of the copy (CloneBackward0 under UnsafeViewBackward0),
+# two nodes that graph walkers and hooks see; ember records them too.
+COPYING_VIEWS = frozenset({"reshape", "flatten"})
+
+
+def _copied_view(op, formula, ctx, edges, meta, out, x):
+    from ember.dispatcher.optable import OPS  # the table imports this layer
+
+    clone = OPS["_to_copy"]  # clone's own formula: clone is a composite over it
+    clone_ctx, clone_edges, clone_meta = clone.formula.record((x,))
+    copy = Node(clone, clone.formula, clone_ctx, tuple(clone_edges), clone_meta)
+    copy.display = Shown("CloneBackward0", copy.edges)
+    if STATE.anomaly:
+        record_trace(copy)
+    edges = [(copy, 0)] + list(edges[1:])
+    out = _attach(op, formula, ctx, edges, meta, out)
+    node = out._grad_fn
+    if node is not None:
+        node.display = Shown("UnsafeViewBackward0", node.edges)
     return out
 
 

@@ -11,6 +11,7 @@ from ember.dispatcher.mathbits import keep_bits
 
 from .saved_sizes import SUFFIXES as SIZE_SUFFIXES
 from .saved_sizes import saved_size
+from .saved_values import ALIASES, WRAPS_NUMBERS, saved_value, wrapped
 
 _SEQUENCE = itertools.count()
 
@@ -232,7 +233,7 @@ class Node:
             edges = describe(self)[1]
         else:
             edges = self.edges
-        return tuple((None, 0) if e is None else e for e in edges)
+        return tuple((None, 0) if e is None else _shown_edge(e) for e in edges)
 
     def __repr__(self) -> str:  # PyTorch's class name: the name without its namespace
         return f"<{self.name().rpartition('::')[2]} object at {id(self):#x}>"
@@ -279,15 +280,49 @@ class Node:
             return self._metadata
 
 
+def _shown_edge(edge):
+    """``(node, index)``, the index the output of PyTorch's multi-output node that ``node``
+    stands for when it shows one (a piece of a split made by its own narrow)."""
+    node = typed(edge[0])
+    display = node.display
+    if display is not None and display.output_nr is not None:
+        return (node, display.output_nr)
+    return edge
+
+
+_TYPES: dict = {}
+
+
+def typed(node):
+    """``node``, its class named as PyTorch's node type (``type(y.grad_fn).__name__`` is
+    ``AddmmBackward0``, ``MyFnBackward`` for a custom Function): a subclass per name, made
+    once, given when a program looks (``Tensor.grad_fn``, ``next_functions``), so recording
+    never pays for it. The name can change once after recording (a composite's last node is
+    shown as PyTorch's after the parts ran), hence the check on each look."""
+    name = node.name().rpartition("::")[2]
+    cls = type(node)
+    if cls.__name__ != name:
+        base = cls.__base__ if "_named" in cls.__dict__ else cls
+        named = _TYPES.get((base, name))
+        if named is None:
+            attributes = {"__slots__": (), "_named": True, "__module__": base.__module__}
+            named = _TYPES[(base, name)] = type(name, (base,), attributes)
+        node.__class__ = named
+    return node
+
+
 def _saved_entry(node, name: str, raw: bool):
     """``node._saved_<name>``: a saved tensor (unpacked, or the SavedTensor when ``raw``), or
     the value of a non-tensor argument, under PyTorch's names (``self`` is the first one)."""
+    display = node.display
+    if display is not None and display.values is not None and not raw:
+        return saved_value(display.name, display.values, display.lists, name)  # parts' call
     ctx = node.ctx
     formula = node.formula
     if formula is None or ctx is None or not hasattr(ctx, "_formula"):
         raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{name}'")
     args = node.op.schema.args
-    own = args[0].name if name == "self" and args else name
+    own = args[0].name if name == "self" and args else ALIASES.get(node.name(), {}).get(name, name)
     saved = ctx._saved.get(own) if ctx._saved else None
     if saved is not None:
         items = saved if isinstance(saved, tuple) else (saved,)
@@ -295,15 +330,19 @@ def _saved_entry(node, name: str, raw: bool):
             return items if isinstance(saved, tuple) else items[0]
         unpacked = [s.unpack(node) for s in items]
         return unpacked if isinstance(saved, tuple) else unpacked[0]
-    plan = formula.plan
-    position = plan.position.get(own)
-    if position is None or own in plan.tensor_index or raw:
-        raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{name}'")
-    values = ctx._values
-    value = values[position] if position < len(values) else plan.defaults[position]
-    if isinstance(value, int) and not isinstance(value, bool) and args[position].is_list:
-        return (value,)  # an int[] argument given as one int
-    return tuple(value) if isinstance(value, list) else value
+    if raw:
+        raise AttributeError(f"'{node.name()}' object has no attribute '_raw_saved_{name}'")
+    plan, values, meta = formula.plan, ctx._values, node.input_meta
+    wraps = (node.op.inplace_of or node.op).name in WRAPS_NUMBERS
+    given = {}
+    for i, a in enumerate(args):
+        value = values[i] if i < len(values) else plan.defaults[i]
+        k = plan.tensor_index.get(a.name)
+        # a tensor argument is kept only when saved (above); None where none was given
+        if k is None or value is not None or k >= len(meta) or meta[k] is None:
+            given[a.name] = wrapped(value) if wraps and k is not None else value
+    lists = frozenset(a.name for a in args if a.is_list)
+    return saved_value(node.name(), given, lists, own, args[0].name if args else None)
 
 
 class _Handle:

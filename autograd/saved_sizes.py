@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 _SELF = {"self": 0}
+_UPSAMPLE_MODES = ("Nearest", "NearestExact", "Linear", "Bilinear", "Bicubic", "Trilinear")
 # node name -> {argument whose sizes PyTorch's node saves: its position in the call}
 SIZES = {
     **dict.fromkeys(
@@ -46,33 +47,61 @@ SIZES = {
             "SplitBackward0",
             "SplitWithSizesBackward0",
             "TraceBackward0",
+            "SqueezeBackward4",
+            "AliasBackward0",
+            *(
+                f"Upsample{mode}{rank}D{aa}Backward0"
+                for mode in _UPSAMPLE_MODES
+                for rank in (1, 2, 3)
+                for aa in ("", "Aa")
+            ),
         ),
         _SELF,
     ),
     "MmBackward0": {"self": 0, "mat2": 1},
     "AddmmBackward0": {"mat1": 1, "mat2": 2},
+    "MaskedScatterBackward0": {"source": 2},
 }
 # node name -> {argument whose element count PyTorch's node saves: its position}
 NUMELS = {"MeanBackward0": _SELF, "MeanBackward1": _SELF}
 
-SUFFIXES = ("_sym_sizes", "_sym_numel")
+# node name -> {argument whose strides PyTorch's node saves: ember's argument}; the formula
+# records them (``Formula(strides=...)``), PyTorch keeps an input's only if it needs a gradient
+STRIDES = {
+    "MmBackward0": {"self": "input", "mat2": "mat2"},
+    "AddmmBackward0": {"mat1": "mat1", "mat2": "mat2"},
+}
+
+SUFFIXES = ("_sym_sizes", "_sym_numel", "_sym_strides")
 
 
 def saved_size(node, attribute: str):
-    """``node._saved_<argument>_sym_sizes`` (a tuple of ints) or ``_sym_numel`` (an int)."""
-    argument, suffix = attribute[len("_saved_") : -len("_sym_sizes")], attribute[-10:]
-    table = SIZES if suffix == "_sym_sizes" else NUMELS
+    """``node._saved_<argument>_sym_sizes`` or ``_sym_strides`` (a tuple of ints), or
+    ``_sym_numel`` (an int)."""
+    argument, _, suffix = attribute[len("_saved_") :].rpartition("_sym_")
+    if suffix == "strides":
+        return _strides(node, argument, attribute)
+    table = SIZES if suffix == "sizes" else NUMELS
     position = table.get(node.name(), {}).get(argument)
     shape = None if position is None else _input_shape(node, position)
     if shape is None:
         raise AttributeError(f"'{node.name()}' object has no attribute '{attribute}'")
-    return shape if suffix == "_sym_sizes" else math.prod(shape)
+    return shape if suffix == "sizes" else math.prod(shape)
+
+
+def _strides(node, argument: str, attribute: str) -> tuple:
+    own = STRIDES.get(node.name(), {}).get(argument)
+    ctx = node.ctx
+    if own is None or ctx is None or getattr(ctx, "_strides", None) is None:
+        raise AttributeError(f"'{node.name()}' object has no attribute '{attribute}'")
+    needs = ctx.needs_input_grad[node.formula.plan.tensor_index[own]]
+    return tuple(ctx._strides[own]) if needs else ()
 
 
 def _input_shape(node, position: int):
     """The sizes the tensor argument at ``position`` had when the node was made."""
-    if node.display is not None:  # a composite shown as PyTorch's node: its own inputs
-        sizes = node.display[2] if len(node.display) > 2 else ()
+    sizes = node.display.sizes if node.display is not None else None
+    if sizes is not None:  # a call made from parts shown as PyTorch's node: the call's inputs
         return sizes[position] if position < len(sizes) else None
     args = node.op.schema.args if hasattr(node.op, "schema") else ()
     if node.formula is None or position >= len(args):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ember._tensor import Tensor
 
 from .engine import backward as run_backward
-from .node import add_tensor_hook, history, output_nr, retain
+from .node import add_tensor_hook, history, output_nr, retain, typed
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -64,6 +64,11 @@ def detach_(self):
     return self
 
 
+def grad_fn(self):
+    node = history(self)
+    return None if node is None else typed(node)
+
+
 def install() -> None:
     Tensor.backward = backward
     Tensor.register_hook = register_hook
@@ -71,4 +76,4 @@ def install() -> None:
     Tensor.retain_grad = retain_grad
     Tensor.retains_grad = property(retains_grad)
     Tensor.detach_ = detach_
-    Tensor.grad_fn = property(history, doc="The node that created this tensor (None for leaves).")
+    Tensor.grad_fn = property(grad_fn, doc="The node that created this tensor (None for leaves).")

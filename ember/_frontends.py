@@ -13,6 +13,7 @@ from . import _dtype as dt
 from . import _indexing, _memory_format, _pinned, _resize, _special, _stft, _windows
 from ._device import device as Device
 from ._tensor import Tensor
+from .autograd.graph_names import present, rename
 from .dispatcher import out as _out_arg
 from .dispatcher.kinds._common import broadcast_shapes as _broadcast_shapes
 from .dispatcher.optable import OPS
@@ -53,24 +54,32 @@ def _scaled(name: str, input, other, alpha):
     return other * alpha
 
 
+def _with_alpha(name: str, input, other, alpha):
+    out = OPS[name](input, _scaled(name, input, other, alpha))
+    if alpha.__class__ is int and alpha == 1:
+        return out
+    # PyTorch's one node over both inputs, keeping alpha (ember's scales ``other`` first)
+    return present(out, f"{name.capitalize()}Backward0", input, other, saved={"alpha": alpha})
+
+
 def _add(input, other, *, alpha=1):
-    return OPS["add"](input, _scaled("add", input, other, alpha))
+    return _with_alpha("add", input, other, alpha)
 
 
 def _sub(input, other, *, alpha=1):
-    return OPS["sub"](input, _scaled("sub", input, other, alpha))
+    return _with_alpha("sub", input, other, alpha)
 
 
 def add(input, other, *, alpha=1, out=None):
     if out is not None:
         return _into("add", "add", out, (input, other), lambda: _add(input, other, alpha=alpha))
-    return OPS["add"](input, _scaled("add", input, other, alpha))
+    return _with_alpha("add", input, other, alpha)
 
 
 def sub(input, other, *, alpha=1, out=None):
     if out is not None:
         return _into("sub", "sub", out, (input, other), lambda: _sub(input, other, alpha=alpha))
-    return OPS["sub"](input, _scaled("sub", input, other, alpha))
+    return _with_alpha("sub", input, other, alpha)
 
 
 def rsub(input, other, *, alpha=1):
@@ -136,7 +145,7 @@ def _extreme(reduce_all, along_dim, elementwise):
                     f"{along_dim}(): Expected reduction dim to be specified for "
                     "input.numel() == 0. Specify the reduction dim with the 'dim' argument."
                 )
-            return OPS[reduce_all](input)
+            return rename(OPS[reduce_all](input), f"{along_dim.capitalize()}Backward1")
         return OPS[along_dim](input, dim, keepdim)
 
     def extreme(input, dim=None, keepdim=False, *, out=None):

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _dtype as dt
 from ._tensor import Tensor
+from .autograd.graph_names import present
 from .dispatcher.kinds._common import broadcast_shapes
 from .dispatcher.kinds._limits import check_scalar_fits
 from .dispatcher.optable import OPS
@@ -117,9 +118,7 @@ def _basic(t: Tensor, index) -> tuple[Tensor, list]:
                     raise ValueError("step must be greater than zero")
                 view = OPS["slice"](view, dim, item.start, item.stop, step)
             dim += 1
-        elif isinstance(item, int) or (
-            hasattr(item, "__index__") and not isinstance(item, (Tensor, np.ndarray))
-        ):
+        elif isinstance(item, int) or _integer_scalar(item):
             position, size = int(item), view.shape[dim]
             if not -size <= position < size:
                 raise IndexError(
@@ -141,6 +140,23 @@ def _basic(t: Tensor, index) -> tuple[Tensor, list]:
         if _is_mask(index_tensor):
             _check_mask_shape(index_tensor, view, at)
     return view, advanced
+
+
+def _integer_scalar(item) -> bool:
+    """Whether ``item`` indexes as an int: a number with ``__index__``, or, as in PyTorch, a
+    0-dim integer tensor (not a mask), read as its value. A tensor keeps its index under
+    tracing and vmap (its value varies) and on the meta device (it has none)."""
+    if isinstance(item, np.ndarray):
+        return False
+    if not isinstance(item, Tensor):
+        return hasattr(item, "__index__")
+    if type(item) is not Tensor or item._shape or _is_mask(item):
+        return False
+    if item._dtype.is_floating_point or item._dtype.is_complex:
+        return False
+    from ember.jit.tracer import is_tracing
+
+    return item._storage.device.type != "meta" and not is_tracing()
 
 
 def _extremes(index: Tensor) -> tuple[int, int]:
@@ -216,7 +232,7 @@ def getitem(self: Tensor, index):
     view, advanced = _basic(self, index)
     if not advanced:
         if view is self:  # x[...] and x[:] are new views, as in PyTorch
-            return OPS["as_strided"](self, self.shape, self.stride(), self.storage_offset())
+            return _whole(self, index)
         return view
     permuted, linear, shape, count, place = _linear_index(view, _columns(view, advanced))
     rest = tuple(permuted.shape[count:])
@@ -227,7 +243,27 @@ def getitem(self: Tensor, index):
         nb = len(shape)
         order = list(range(nb, nb + place)) + list(range(nb)) + list(range(nb + place, result.ndim))
         result = OPS["permute"](result, order)
-    return result
+    # one node over the basic view, as PyTorch's index op (its indices one per dim of the view)
+    return present(result, "IndexBackward0", view, saved={"indices": _saved_indices(advanced)})
+
+
+def _saved_indices(advanced: list) -> tuple:
+    """PyTorch's ``indices`` of the index op: one entry per indexed dim of the view (a mask
+    one entry for all the dims it covers), None where a dim is taken whole."""
+    indices, covered = [], 0
+    for dim, index_tensor in advanced:
+        indices.extend([None] * (dim - covered - len(indices)))
+        indices.append(index_tensor)
+        covered += index_tensor.ndim - 1 if _is_mask(index_tensor) else 0
+    return tuple(indices)
+
+
+def _whole(self: Tensor, index) -> Tensor:
+    """``x[:]`` is PyTorch's slice of dim 0; ``x[...]`` (and ``x[()]``) its alias."""
+    if self.ndim and any(isinstance(i, slice) for i in _normalize(index)):
+        return OPS["slice"](self, 0, None, None, 1)
+    out = OPS["as_strided"](self, self.shape, self.stride(), self.storage_offset())
+    return present(out, "AliasBackward0", self)
 
 
 def setitem(self: Tensor, index, value) -> None:

@@ -108,7 +108,7 @@ def _repeat(x, repeats):
 
 
 def _tile(x, dims):
-    dims = tuple(dims)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)  # x.tile(2), as PyTorch
     if len(dims) < x.ndim:
         dims = (1,) * (x.ndim - len(dims)) + dims
     return _repeat(x, dims)

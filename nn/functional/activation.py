@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ember
+from ember.autograd.graph_names import present
 from ember.dispatcher.optable import OPS
 
 from ._out import into
@@ -110,7 +111,7 @@ def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
 
 def glu(input, dim: int = -1):
     a, b = ember.chunk(input, 2, dim)
-    return a * ember.sigmoid(b)
+    return present(a * ember.sigmoid(b), "GluBackward0", input, saved={"self": input, "dim": dim})
 
 
 def _threshold(input, threshold: float, value: float, inplace: bool):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ember
+from ember.autograd.graph_names import present
 from ember.dispatcher.optable import OPS
 
 from ._out import into
@@ -108,11 +109,20 @@ def embedding(
     if not (weight.requires_grad and ember.is_grad_enabled()):
         return picked
     scale = _gradient_scale(input, weight, padding_idx, scale_grad_by_freq)
-    if scale is None:
+    if scale is not None:
+        # Same values, gradient scaled: the detached term carries the rest of the forward value.
+        scale = scale.unsqueeze(-1)
+        picked = picked * scale + (picked * (1 - scale)).detach()
+    if picked._grad_fn is None:
         return picked
-    # Same values, gradient scaled: the detached term carries the rest of the forward value.
-    scale = scale.unsqueeze(-1)
-    return picked * scale + (picked * (1 - scale)).detach()
+    saved = {
+        "indices": input,
+        "padding_idx": -1 if padding_idx is None else padding_idx % weight.shape[0],
+        "scale_grad_by_freq": scale_grad_by_freq,
+        "sparse": sparse,
+        "weight_sym_argsize_0": weight.shape[0],
+    }
+    return present(picked, "EmbeddingBackward0", weight, saved=saved)
 
 
 def _bags(input, offsets, per_sample_weights, include_last_offset):

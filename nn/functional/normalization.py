@@ -8,6 +8,7 @@ import numpy as np
 
 import ember
 from ember.autograd import Function
+from ember.autograd.graph_names import present
 from ember.dispatcher.optable import OPS
 
 from .pool_nd import avg_pool3d
@@ -75,11 +76,25 @@ def batch_norm(
         mean, var = running_mean, running_var
     # Per-channel scale and shift first (C values), then one multiply-add over the input: two
     # full-size passes instead of four, and PyTorch's CPU kernel rounds the same way.
-    scale = ember.rsqrt(var + eps)
-    if weight is not None:
-        scale = scale * weight
+    invstd = ember.rsqrt(var + eps)
+    scale = invstd if weight is None else invstd * weight
     shift = -mean * scale if bias is None else bias - mean * scale
-    return input * scale.view(shape) + shift.view(shape)
+    out = input * scale.view(shape) + shift.view(shape)
+    if out._grad_fn is None:
+        return out
+    # PyTorch's one node keeps the batch statistics it computed (empty ones in eval mode)
+    none = ember.empty(0, dtype=input.dtype, device=input.device)
+    saved = {
+        "input": input,
+        "weight": weight,
+        "running_mean": running_mean,
+        "running_var": running_var,
+        "training": training,
+        "eps": eps,
+        "result1": mean.detach() if training else none,
+        "result2": invstd.detach() if training else none,
+    }
+    return present(out, "NativeBatchNormBackward0", input, weight, bias, saved=saved)
 
 
 def _trailing_dims(name, input, normalized_shape):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 
 import ember
+from ember.autograd.graph_names import present
 from ember.dispatcher.kinds.window import check_output_size, check_pool, expand, pooled_size
 from ember.dispatcher.optable import OPS
 
@@ -78,7 +79,17 @@ def avg_pool2d(
         result = _avg_pool2d(
             "avg_pool2d", x, k, s, p, ceil_mode, count_include_pad, divisor_override
         )
-        return result if batched else result.squeeze(0)
+        saved = {
+            "self": input,
+            "kernel_size": k,
+            "stride": () if stride is None else s,
+            "padding": p,
+            "ceil_mode": ceil_mode,
+            "count_include_pad": count_include_pad,
+            "divisor_override": divisor_override,
+        }
+        result = result if batched else result.squeeze(0)
+        return present(result, "AvgPool2DBackward0", input, saved=saved)
 
     return pooled_into("avg_pool2d", out, input, compute)
 
@@ -169,8 +180,8 @@ def adaptive_avg_pool2d(input, output_size):
     x, batched = _batch("adaptive_avg_pool2d", input, 2)
     h, w = x.shape[-2:]
     out_h, out_w = _adaptive_size("adaptive_avg_pool2d", output_size, x)
-    if (out_h, out_w) == (1, 1):
-        out = x.mean((-2, -1), keepdim=True)
+    if (out_h, out_w) == (1, 1):  # PyTorch's mean, over the dims in its order
+        return _unbatched(x.mean((-1, -2), keepdim=True), batched)
     elif out_h and out_w and h % out_h == 0 and w % out_w == 0:
         out = avg_pool2d(x, (h // out_h, w // out_w))
     else:
@@ -188,6 +199,11 @@ def adaptive_avg_pool2d(input, output_size):
 
         total = corner(r1, c1) - corner(r0, c1) - corner(r1, c0) + corner(r0, c0)
         out = total / ((r1 - r0).view(-1, 1) * (c1 - c0).view(1, -1)).to(x.dtype)
+    out = _unbatched(out, batched)
+    return present(out, "AdaptiveAvgPool2DBackward0", input, saved={"self": input})
+
+
+def _unbatched(out, batched: bool):
     return out if batched else out.squeeze(0)
 
 
@@ -208,6 +224,14 @@ def _adaptive_rows(size: int, out: int):
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Maxima over PyTorch's adaptive windows, with flat (H*W) indices like max_pool2d's."""
+    out = _adaptive_max_pool2d(input, output_size, return_indices)
+    values, indices = out if return_indices else (out, None)
+    saved = {"self": input} if indices is None else {"self": input, "result1": indices}
+    present(values, "AdaptiveMaxPool2DBackward0", input, saved=saved)
+    return out
+
+
+def _adaptive_max_pool2d(input, output_size, return_indices):
     x, batched = _batch("adaptive_max_pool2d", input, 2)
     n, c, h, w = x.shape
     out_h, out_w = _adaptive_size("adaptive_max_pool2d", output_size, x)

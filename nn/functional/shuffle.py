@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ember.autograd.graph_names import present
+
 
 def _check_factor(name: str, what: str, factor: int) -> None:
     if factor <= 0:
@@ -30,7 +32,8 @@ def pixel_shuffle(input, upscale_factor: int):
     n = len(lead)
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+    out = x.reshape(*lead, c // (r * r), h * r, w * r)
+    return present(out, "PixelShuffleBackward0", input, saved={"upscale_factor": r})
 
 
 def pixel_unshuffle(input, downscale_factor: int):
@@ -48,7 +51,8 @@ def pixel_unshuffle(input, downscale_factor: int):
     n = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    out = x.reshape(*lead, c * r * r, h // r, w // r)
+    return present(out, "PixelUnshuffleBackward0", input, saved={"downscale_factor": r})
 
 
 def channel_shuffle(input, groups: int):

@@ -13,6 +13,7 @@ import math
 import warnings
 
 import ember
+from ember.autograd.graph_names import present
 from ember.dispatcher.optable import OPS
 
 from ._resample import apply_along, resample_matrix
@@ -102,7 +103,10 @@ def pad(input, pad, mode: str = "constant", value=None):
         if before or after:
             index = _pad_index(input.shape[dim], before, after, mode, str(input.device))
             out = out.index_select(dim, index)
-    return out
+    if mode == "circular":  # PyTorch's is made of copies into slices too
+        return out
+    name = f"{'Reflection' if mode == 'reflect' else 'Replication'}Pad{len(pad) // 2}DBackward0"
+    return present(out, name, input, saved={"self": input, "padding": tuple(pad)})
 
 
 def _output_size(input, size, scale_factor, spatial: int):
@@ -220,7 +224,30 @@ def interpolate(
         frac = frac.view([-1] + [1] * (input.ndim - 1 - dim))
         start = out.index_select(dim, low)
         out = start + (out.index_select(dim, high) - start) * frac
-    return out
+    return _present_upsample(out, input, mode, antialias, out_size, scales, align_corners)
+
+
+_UPSAMPLE = {
+    "nearest": "Nearest",
+    "nearest-exact": "NearestExact",
+    "linear": "Linear",
+    "bilinear": "Bilinear",
+    "bicubic": "Bicubic",
+    "trilinear": "Trilinear",
+}
+_SCALES = {1: ("scales",), 2: ("scales_h", "scales_w"), 3: ("scales_d", "scales_h", "scales_w")}
+
+
+def _present_upsample(out, input, mode, antialias, out_size, scales, align_corners):
+    """PyTorch resizes with one upsample op per mode and rank (UpsampleBilinear2DBackward0,
+    its antialiased one ...Aa...); ember's dim-by-dim resize is shown as that node."""
+    spatial = input.ndim - 2
+    name = f"Upsample{_UPSAMPLE[mode]}{spatial}D{'Aa' if antialias else ''}Backward0"
+    saved = {"output_size": tuple(out_size)}
+    saved.update(zip(_SCALES[spatial], (None if s is None else float(s) for s in scales)))
+    if "nearest" not in mode:
+        saved["align_corners"] = bool(align_corners)
+    return present(out, name, input, saved=saved)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

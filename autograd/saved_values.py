@@ -1,0 +1,213 @@
+"""PyTorch's ``_saved_<name>`` attributes that are not tensors an ember formula saved: the
+call's other arguments under PyTorch's names, and what PyTorch's node keeps about a call that
+ember computed from parts (``mean`` shown as ``MeanBackward1``, ``mse_loss`` as
+``MseLossBackward0``, advanced indexing as ``IndexBackward0``, see ``graph_names.Shown``).
+
+A part's own node saved what its formula needs, under its own names; what PyTorch's node would
+have saved comes from the call's arguments, kept by name on the shown node. ``SAVED`` says, per
+PyTorch node name, which attributes such a node has and how each is read from them; other nodes
+answer with the argument of the asked name (``DERIVED`` and ``ALIASES`` where PyTorch's differs).
+"""
+
+from __future__ import annotations
+
+# PyTorch's at::Reduction enum, which its loss nodes save as an int
+_REDUCTION = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _arg(name: str):
+    return lambda values: values.get(name)
+
+
+def _dims(name: str):
+    """An int[] argument as PyTorch keeps it: a tuple, one int given as a one-tuple."""
+
+    def read(values):
+        value = values.get(name)
+        return (value,) if isinstance(value, int) else tuple(value)
+
+    return read
+
+
+def _reduction(values):
+    return _REDUCTION[values.get("reduction", "mean")]
+
+
+def _pair(name: str, default):
+    def read(values):
+        value = values.get(name, default)
+        return tuple(value) if isinstance(value, (list, tuple)) else (value, value)
+
+    return read
+
+
+def _split_size(values):
+    """split's int, or the one chunk computes (PyTorch's chunk is a split)."""
+    if "chunks" not in values:
+        return values["split_size_or_sections"]
+    return -(-values["input"].shape[values["dim"]] // values["chunks"])
+
+
+def _split_sizes(values):
+    if "chunks" not in values:
+        return tuple(values["split_size_or_sections"])
+    return (0,) * values["chunks"]  # chunk of an empty dim
+
+
+_LOSS = {"self": _arg("input"), "target": _arg("target"), "reduction": _reduction}
+_CONV = {
+    "input": _arg("input"),
+    "weight": _arg("weight"),
+    "stride": _pair("stride", 1),
+    "padding": _pair("padding", 0),
+    "dilation": _pair("dilation", 1),
+    "groups": lambda values: values.get("groups", 1),
+    "transposed": lambda values: False,
+    "output_padding": lambda values: (0, 0),
+    "bias_sym_sizes_opt": lambda values: (
+        (0,) if values.get("bias") is None else tuple(values["bias"].shape)
+    ),
+}
+
+SAVED = {
+    "IndexBackward0": {"indices": _arg("indices")},
+    "MeanBackward1": {"dim": _dims("dim"), "keepdim": lambda values: bool(values.get("keepdim"))},
+    "SplitBackward0": {"dim": _arg("dim"), "split_size": _split_size},
+    "SplitWithSizesBackward0": {"dim": _arg("dim"), "split_sizes": _split_sizes},
+    "MseLossBackward0": _LOSS,
+    "HuberLossBackward0": {**_LOSS, "delta": lambda values: values.get("delta", 1.0)},
+    "SmoothL1LossBackward0": {**_LOSS, "beta": lambda values: values.get("beta", 1.0)},
+    "BinaryCrossEntropyBackward0": {**_LOSS, "weight": _arg("weight")},
+    "BinaryCrossEntropyWithLogitsBackward0": {
+        **_LOSS,
+        "weight": _arg("weight"),
+        "pos_weight": _arg("pos_weight"),
+    },
+    "NllLossBackward0": {
+        **_LOSS,
+        "weight": _arg("weight"),
+        "ignore_index": lambda values: values.get("ignore_index", -100),
+    },
+    "ConvolutionBackward0": _CONV,
+}
+SAVED["NllLoss2DBackward0"] = SAVED["NllLossBackward0"]
+
+
+_INT64_MAX = (1 << 63) - 1
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _slice_end(values):
+    """slice's end (None: PyTorch's INT64_MAX), or narrow's start + length."""
+    if "length" in values:
+        return values["start"] + values["length"]
+    return _INT64_MAX if values["end"] is None else values["end"]
+
+
+def _one(dim):
+    return dim[0] if isinstance(dim, (list, tuple)) else dim
+
+
+def _repeats(values):
+    """repeat's, or tile's dims padded to the input's rank with ones (PyTorch's tile is a
+    repeat)."""
+    if "repeats" in values:
+        return tuple(values["repeats"])
+    dims = values["dims"]
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return (1,) * (values["input"].ndim - len(dims)) + dims
+
+
+def _ord(values):
+    """The order of a vector norm: ``norm``'s ``p``, and the Frobenius norm's 2."""
+    order = values.get("ord", values.get("p", 2))
+    return 2 if order in ("fro", None) else order
+
+
+def _norm_dims(values):
+    """A vector norm's dims: the matrix norm's two, which PyTorch wraps."""
+    dims = values.get("dim")
+    if dims is None:
+        return None
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if values.get("ord") == "fro":
+        dims = tuple(d % values["input"].ndim for d in dims)
+    return dims
+
+
+# Attributes PyTorch's node computes from the call or names differently from ember's argument
+# (``narrow`` is PyTorch's slice, ``norm``'s ``p`` its ``ord``): read before the argument of
+# that name, and absent (AttributeError) when the call lacks what they are computed from.
+DERIVED = {
+    "SliceBackward0": {
+        "start": lambda values: values["start"] or 0,
+        "end": _slice_end,
+        "step": lambda values: values.get("step", 1),
+    },
+    "LinalgVectorNormBackward0": {"ord": _ord, "dim": _norm_dims},
+    "RollBackward0": {"dims": lambda values: tuple(values.get("dims") or ())},
+    "RepeatBackward0": {"repeats": _repeats},
+    # matmul shown as the product PyTorch picks: its second operand under that op's name
+    "MmBackward0": {"mat2": lambda values: values["other"]},
+    "MvBackward0": {"vec": lambda values: values["other"]},
+    "DotBackward0": {"tensor": lambda values: values["other"]},
+    "ProdBackward1": {"dim": lambda values: _one(values["dim"])},
+    # selu is PyTorch's elu with fixed alpha and scale
+    "EluBackward0": {
+        "alpha": lambda values: values.get("alpha", _SELU_ALPHA),
+        "scale": lambda values: 1.0 if "alpha" in values else _SELU_SCALE,
+        "input_scale": lambda values: 1.0,
+    },
+}
+# Ops whose Python-number operand PyTorch makes a 0-dim tensor, which its node saves as such
+WRAPS_NUMBERS = frozenset({"add", "sub", "mul", "div"})
+
+
+def wrapped(value):
+    """A Python number as PyTorch wraps it: a 0-dim tensor of its widest dtype."""
+    if value is None or not isinstance(value, (bool, int, float, complex)):
+        return value
+    import ember
+
+    dtypes = {bool: ember.bool, int: ember.int64, float: ember.float64}
+    return ember.tensor(value, dtype=dtypes.get(type(value), ember.complex128))
+
+
+# PyTorch's names of the arguments ember's rows call otherwise
+ALIASES = {f"PowBackward{i}": {"exponent": "other"} for i in range(3)}
+
+
+def saved_value(node_name: str, values: dict, lists: frozenset, name: str, first=None):
+    """``_saved_<name>`` of a node named ``node_name`` from its call's arguments ``values``
+    (by name; ``lists`` the int[] ones): PyTorch's own table for nodes ember makes from parts
+    (``SAVED``), else the argument of that name (``self`` the ``first``, by default the first
+    of ``values``)."""
+    table = SAVED.get(node_name)
+    if table is not None:
+        if name not in table:
+            raise AttributeError(f"'{node_name}' object has no attribute '_saved_{name}'")
+        return _unsigned(table[name](values))
+    derived = DERIVED.get(node_name, {}).get(name)
+    if derived is not None:
+        try:
+            return _unsigned(derived(values))
+        except KeyError:  # a call without the arguments it is computed from
+            raise AttributeError(f"'{node_name}' object has no attribute '_saved_{name}'") from None
+    own = (first or next(iter(values), None)) if name == "self" else name
+    if own not in values:
+        raise AttributeError(f"'{node_name}' object has no attribute '_saved_{name}'")
+    value = values[own]
+    if isinstance(value, int) and not isinstance(value, bool) and own in lists:
+        return (_unsigned(value),)  # an int[] argument given as one int
+    return _unsigned(tuple(value) if isinstance(value, list) else value)
+
+
+def _unsigned(value):
+    """PyTorch's bindings read a saved int64 back as an unsigned 64-bit int (dim -1 is
+    18446744073709551615), in int[] ones too."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value % (1 << 64)
+    if isinstance(value, tuple):
+        return tuple(_unsigned(v) for v in value)
+    return value
