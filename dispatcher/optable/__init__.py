@@ -60,6 +60,7 @@ from . import (
     surface_shape,
     surface_stats,
     surface_strided,
+    upsample,
     view,
 )
 
@@ -113,6 +114,8 @@ MODULES += (surface6_ops6,)
 MODULES += (recurrent,)
 # issue 14: the gamma/Dirichlet reparameterization rows
 MODULES += (distribution_grads,)
+# issue 16: F.interpolate's resizes, one node each (ONNX Resize)
+MODULES += (upsample,)
 
 
 def _decompose(op, *args):
