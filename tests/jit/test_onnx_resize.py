@@ -9,6 +9,7 @@ import torch
 
 import ember
 import ember.nn.functional as F
+from ember.jit.frontend import ScriptError
 
 from .onnx_utils import assert_close, check_model, eager, export_bytes, run, session
 
@@ -109,3 +110,31 @@ def test_trace_records_one_upsample_node_and_saves(tmp_path):
     y = ember.randn(2, 2, 4, 5)
     np.testing.assert_allclose(loaded(y).numpy(), traced(y).numpy(), rtol=1e-6)
     assert loaded(y).shape == (2, 2, 8, 10)
+
+
+SCRIPTED = [
+    ("bilinear", {"scale_factor": 2.0, "align_corners": False}),
+    ("bicubic", {"size": [5, 7], "align_corners": True}),
+    ("nearest", {"scale_factor": (1.5, 2.0)}),
+    ("trilinear", {"scale_factor": 1.5, "align_corners": False}),
+]
+
+
+@pytest.mark.parametrize(("mode", "options"), SCRIPTED)
+def test_script_records_one_upsample_node(mode, options, tmp_path):
+    rank = 5 if mode == "trilinear" else 4
+    model = ember.nn.Upsample(mode=mode, **options)
+    scripted = ember.jit.script(model)
+    assert "upsample_" in str(scripted.graph)
+    ember.jit.save(scripted, str(tmp_path / "m.pt"))
+    loaded = ember.jit.load(str(tmp_path / "m.pt"))
+    for shape in [(1, 2, 3, 3, 2), (2, 1, 4, 5, 3)]:
+        x = ember.randn(*shape[:rank])
+        want = torch.nn.functional.interpolate(torch.from_numpy(x.numpy()), mode=mode, **options)
+        np.testing.assert_allclose(scripted(x).numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(loaded(x).numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_script_refuses_a_nearest_resize_of_unknown_rank():
+    with pytest.raises(ScriptError, match="per spatial dim"):
+        ember.jit.script(ember.nn.Upsample(scale_factor=2.0))
