@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ember import _dtype as dt
 
-from ..opdef import DTYPES_NUMERIC, Kind, OpDef, Promotion
+from ..opdef import Kind, OpDef, Promotion
 
 # op name -> (kernel mode, has align_corners); the rank is the name's last digit
 UPSAMPLES = {
@@ -61,6 +61,9 @@ def _lazy(name, mode, numpy):
     return call
 
 
+# PyTorch's kernels: floating types, and uint8 for nearest (others raise NotImplementedError)
+_NEAREST_DTYPES = frozenset((*dt.FLOATS, dt.uint8))
+
 # Halves: the lerp and the cubic taps round in the storage dtype on each device.
 _HALVES = {dt.float16: (1e-2, 1e-2), dt.bfloat16: (5e-2, 5e-2)}
 
@@ -72,7 +75,7 @@ def _row(name, mode, corners):
         Kind.NN,
         _lazy(name, mode, True),
         promotion=Promotion.KEEP,
-        dtypes=DTYPES_NUMERIC if mode.startswith("nearest") else frozenset(dt.FLOATS),
+        dtypes=_NEAREST_DTYPES if mode.startswith("nearest") else frozenset(dt.FLOATS),
         decomposition=_lazy(name, mode, False),
         method=False,
         out=None,
