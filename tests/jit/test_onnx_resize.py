@@ -138,3 +138,17 @@ def test_script_records_one_upsample_node(mode, options, tmp_path):
 def test_script_refuses_a_nearest_resize_of_unknown_rank():
     with pytest.raises(ScriptError, match="per spatial dim"):
         ember.jit.script(ember.nn.Upsample(scale_factor=2.0))
+
+
+@pytest.mark.parametrize("opset", [17, 18, 23])
+@pytest.mark.parametrize("options", [{"scale_factor": 2, "mode": "bicubic"}, {"size": (5, 7)}])
+def test_resize_at_each_opset(opset, options):
+    """Resize gained attributes at opset 18 (antialias, axes): the defaults keep its meaning."""
+    rng = np.random.default_rng(2)
+    example, (other,) = _inputs((1, 2, 3, 3), [(2, 2, 4, 5)], rng)
+    model = ember.nn.Upsample(**options)
+    model_bytes = export_bytes(
+        model, (example,), opset_version=opset, input_names=["x"], dynamic_axes=_axes(4)
+    )
+    check_model(model_bytes)
+    assert_close(run(session(model_bytes), (other,)), eager(model, (other,)))
