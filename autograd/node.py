@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import weakref
 
@@ -24,7 +25,13 @@ FREED = (
 
 
 def camel(name: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in name.replace("::", "_").split("_"))
+    """PyTorch's node-name spelling: each ``_`` part capitalized, and a letter after a digit
+    too (``log1p`` -> ``Log1P``, ``upsample_bilinear2d`` -> ``UpsampleBilinear2D``)."""
+    joined = "".join(part[:1].upper() + part[1:] for part in name.replace("::", "_").split("_"))
+    return _AFTER_DIGIT.sub(lambda m: m.group(0).upper(), joined)
+
+
+_AFTER_DIGIT = re.compile(r"(?<=[0-9])[a-z]")
 
 
 def output_nr(t: Tensor) -> int:

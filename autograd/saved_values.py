@@ -160,6 +160,45 @@ DERIVED = {
         "input_scale": lambda values: 1.0,
     },
 }
+
+
+def _upsample_size(values):
+    """The output size PyTorch's upsample node keeps, also when the call gave scale factors."""
+    if values.get("output_size") is not None:
+        return tuple(values["output_size"])
+    shape = values["input"].shape[2:]
+    return tuple(int(n * s) for n, s in zip(shape, values["scale_factors"]))
+
+
+def _upsample_scale(index: int):
+    def read(values):
+        factors = values.get("scale_factors")
+        return None if factors is None else float(factors[index])
+
+    return read
+
+
+SCALE_NAMES = {
+    1: ("scales",),
+    2: ("scales_h", "scales_w"),
+    3: ("scales_d", "scales_h", "scales_w"),
+}
+# the upsample rows (F.interpolate): output_size computed, one scales_* per spatial dim
+for _mode, _ranks in (
+    ("Nearest", (1, 2, 3)),
+    ("NearestExact", (1, 2, 3)),
+    ("Linear", (1,)),
+    ("Bilinear", (2,)),
+    ("Bicubic", (2,)),
+    ("Trilinear", (3,)),
+):
+    for _rank in _ranks:
+        DERIVED[f"Upsample{_mode}{_rank}DBackward0"] = {
+            "output_size": _upsample_size,
+            **{name: _upsample_scale(i) for i, name in enumerate(SCALE_NAMES[_rank])},
+        }
+
+
 # Ops whose Python-number operand PyTorch makes a 0-dim tensor, which its node saves as such
 WRAPS_NUMBERS = frozenset({"add", "sub", "mul", "div"})
 

@@ -61,6 +61,7 @@ from . import (
     surface_stats,
     surface_strided,
     surface_unique,
+    upsample,
     view,
 )
 
@@ -116,6 +117,8 @@ MODULES += (recurrent,)
 MODULES += (distribution_grads,)
 # issue 13: unique's op (the CPU's one-sort kernel)
 MODULES += (surface_unique,)
+# issue 16: F.interpolate's resizes, one node each (ONNX Resize)
+MODULES += (upsample,)
 
 
 def _decompose(op, *args):

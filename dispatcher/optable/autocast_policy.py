@@ -96,8 +96,9 @@ _CPU = {
 # ember's own entries, not PyTorch's: ops PyTorch computes in one kernel, unlisted on a device,
 # that ember decomposes into listed ops (dot and mv into mm). Without the entry their parts would
 # be cast (mm to bfloat16) where PyTorch's kernel keeps its inputs' dtype; so they run with
-# autocast off, as one kernel would. _upsample_bilinear2d_aa resamples with one matmul per dim.
-_OPAQUE = {"cpu": "dot mv _upsample_bilinear2d_aa"}
+# autocast off, as one kernel would. _upsample_bilinear2d_aa and upsample_bicubic2d resample
+# with one matmul per dim.
+_OPAQUE = {"cpu": "dot mv _upsample_bilinear2d_aa upsample_bicubic2d"}
 
 # The autocast dtype of each device type until ``set_autocast_dtype`` (PyTorch's defaults);
 # other device types (plugins) get float16, like PyTorch's PrivateUse1.

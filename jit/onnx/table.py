@@ -15,9 +15,20 @@ for it (``linear`` as ``Gemm``, convolutions as ``Conv``).
 
 from __future__ import annotations
 
-from .symbolic import elementwise, factory, index, linalg, nn, recurrent, reduction, shape, special
+from .symbolic import (
+    elementwise,
+    factory,
+    index,
+    linalg,
+    nn,
+    recurrent,
+    reduction,
+    resize,
+    shape,
+    special,
+)
 
-FAMILIES = (elementwise, reduction, shape, nn, recurrent, linalg, index, factory, special)
+FAMILIES = (elementwise, reduction, shape, nn, resize, recurrent, linalg, index, factory, special)
 
 
 def _join(families) -> dict:

@@ -182,6 +182,52 @@ def _max_pool(n):
     return lower
 
 
+_INTERPOLATE_RANK = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+
+
+def _interpolate(em, args, kwargs, pyfn):
+    """One upsample node (the op interpolate calls eagerly) from constant options: scale
+    factors stay scales, so the scripted function resizes any input size by them."""
+    from ember.nn.functional.vision import _UPSAMPLE, _scales
+
+    bound = inspect.signature(pyfn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = dict(bound.arguments)
+    plain = {
+        key: em.require_constant(values[key], f"interpolate's {key}")
+        for key in ("size", "scale_factor", "mode", "align_corners", "recompute_scale_factor")
+    }
+    plain["antialias"] = em.require_constant(values["antialias"], "interpolate's antialias")
+    mode, size, factor = plain["mode"], plain["size"], plain["scale_factor"]
+    for unsupported, what in (
+        (mode not in _UPSAMPLE, f"mode={mode!r}"),
+        (plain["antialias"], "antialias=True"),
+        (plain["recompute_scale_factor"], "recompute_scale_factor=True"),
+    ):
+        if unsupported:
+            raise BindError(f"interpolate with {what} isn't supported by ember.jit.script")
+    if (size is None) == (factor is None):
+        raise BindError("interpolate: either size or scale_factor should be defined (not both)")
+    # the op depends on the input's rank: the mode's, or the length of a per-dim size/scale
+    # (a script's tensors have no known rank)
+    given = size if size is not None else factor
+    spatial = _INTERPOLATE_RANK.get(mode) or (len(given) if isinstance(given, (list, tuple)) else 0)
+    if not spatial:
+        raise BindError(
+            f"interpolate(mode={mode!r}) in ember.jit.script needs its size or scale_factor "
+            "given per spatial dim (a list)"
+        )
+    if size is not None:
+        sizes, factors = [size] * spatial if isinstance(size, int) else list(size), None
+    else:
+        sizes, factors = None, _scales(factor, False, spatial)
+    op = OPS[_UPSAMPLE[mode].format(spatial)]
+    inputs = [values["input"], em.constant(sizes)]
+    if not mode.startswith("nearest"):
+        inputs.append(em.constant(bool(plain["align_corners"])))
+    return emit_op(em, op, [*inputs, em.constant(factors)], {})
+
+
 def _dropout(em, args, kwargs, pyfn):
     bound = inspect.signature(pyfn).bind(*args, **kwargs)
     bound.apply_defaults()
@@ -300,6 +346,7 @@ def _special_functions() -> dict:
     table = {
         F.max_pool2d: _max_pool(2),
         F.dropout: _dropout,
+        F.interpolate: _interpolate,
         F.embedding: _embedding,
         ember.zeros: _factory(0.0),
         ember.ones: _factory(1.0),

@@ -14,6 +14,7 @@ import warnings
 
 import ember
 from ember.autograd.graph_names import present
+from ember.autograd.saved_values import SCALE_NAMES
 from ember.dispatcher.optable import OPS
 
 from ._resample import apply_along, resample_matrix
@@ -110,41 +111,10 @@ def pad(input, pad, mode: str = "constant", value=None):
 
 
 def _output_size(input, size, scale_factor, spatial: int):
-    if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: either size or scale_factor should be defined (not both)")
     if size is not None:
         return (size,) * spatial if isinstance(size, int) else tuple(size)
     factors = (scale_factor,) * spatial if isinstance(scale_factor, (int, float)) else scale_factor
     return tuple(math.floor(s * f) for s, f in zip(input.shape[2:], factors))
-
-
-@functools.lru_cache(maxsize=256)
-def _nearest_index(out_size, in_size, scale, exact, device):
-    """PyTorch's nearest source: floor(dst * in/out) (or (dst + 0.5) for nearest-exact)."""
-    ratio = in_size / out_size if scale is None else 1.0 / scale
-    offset = 0.5 if exact else 0.0
-    src = [min(math.floor((i + offset) * ratio), in_size - 1) for i in range(out_size)]
-    return ember.tensor(src, dtype=ember.int64, device=device)
-
-
-@functools.lru_cache(maxsize=256)
-def _linear_weights(out_size, in_size, align_corners, scale, device, dtype):
-    """(low, high, frac): the two neighbours of each output position and the weight of the
-    second, with PyTorch's source coordinates (half-pixel unless ``align_corners``)."""
-    if align_corners:
-        step = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-        coords = [i * step for i in range(out_size)]
-    else:
-        ratio = in_size / out_size if scale is None else 1.0 / scale
-        coords = [max((i + 0.5) * ratio - 0.5, 0.0) for i in range(out_size)]
-    low = [min(math.floor(c), in_size - 1) for c in coords]
-    high = [min(lo + 1, in_size - 1) for lo in low]
-    frac = [c - lo for c, lo in zip(coords, low)]
-    return (
-        ember.tensor(low, dtype=ember.int64, device=device),
-        ember.tensor(high, dtype=ember.int64, device=device),
-        ember.tensor(frac, dtype=dtype, device=device),
-    )
 
 
 # mode -> the input rank it needs (None: any of 3-D, 4-D and 5-D)
@@ -157,6 +127,26 @@ _MODES = {
     "bicubic": 4,
     "trilinear": 5,
 }
+
+
+# mode -> its upsample op, by spatial rank
+_UPSAMPLE = {
+    "nearest": "upsample_nearest{}d",
+    "nearest-exact": "_upsample_nearest_exact{}d",
+    "linear": "upsample_linear{}d",
+    "bilinear": "upsample_bilinear{}d",
+    "trilinear": "upsample_trilinear{}d",
+    "bicubic": "upsample_bicubic{}d",
+}
+
+
+def _scales(scale_factor, recompute: bool, spatial: int) -> list:
+    """The scale of each spatial dim PyTorch's kernels use (None: in / out)."""
+    if scale_factor is None or recompute:
+        return [None] * spatial
+    if isinstance(scale_factor, (int, float)):
+        return [float(scale_factor)] * spatial
+    return [float(f) for f in scale_factor]
 
 
 def _check_interpolate(input, mode, align_corners, antialias):
@@ -195,39 +185,42 @@ def interpolate(
     """Resize the spatial dims (after N, C), one dim at a time."""
     _check_interpolate(input, mode, align_corners, antialias)
     spatial = input.ndim - 2
-    out_size = _output_size(input, size, scale_factor, spatial)
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: either size or scale_factor should be defined (not both)")
     if mode == "area":  # PyTorch's: the adaptive average pool of the input's rank
         pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[spatial - 1]
-        return pool(input, out_size)
-    scales = (None,) * spatial
-    if scale_factor is not None and not recompute_scale_factor:
-        scales = (
-            (scale_factor,) * spatial if isinstance(scale_factor, (int, float)) else scale_factor
-        )
-    out = input
-    device = str(input.device)
-    for dim, target, scale in zip(range(2, input.ndim), out_size, scales):
-        in_size = input.shape[dim]
-        if mode in ("nearest", "nearest-exact"):
-            index = _nearest_index(target, in_size, scale, mode == "nearest-exact", device)
-            out = out.index_select(dim, index)
-            continue
-        if mode == "bicubic" or antialias:
+        return pool(input, _output_size(input, size, scale_factor, spatial))
+    if antialias:  # PIL's filters, one (out, in) matrix per dim
+        scales = _scales(scale_factor, recompute_scale_factor, spatial)
+        out, device = input, str(input.device)
+        out_size = _output_size(input, size, scale_factor, spatial)
+        for dim, target, scale in zip(range(2, input.ndim), out_size, scales):
             matrix = resample_matrix(
-                in_size, target, mode, bool(align_corners), scale, antialias, device, input.dtype
+                input.shape[dim],
+                target,
+                mode,
+                bool(align_corners),
+                scale,
+                True,
+                device,
+                input.dtype,
             )
             out = apply_along(out, dim, matrix)
-            continue
-        low, high, frac = _linear_weights(
-            target, in_size, bool(align_corners), scale, device, input.dtype
-        )
-        frac = frac.view([-1] + [1] * (input.ndim - 1 - dim))
-        start = out.index_select(dim, low)
-        out = start + (out.index_select(dim, high) - start) * frac
-    return _present_upsample(out, input, mode, antialias, out_size, scales, align_corners)
+        return _present_upsample(out, input, mode, True, out_size, scales, align_corners)
+    # One upsample op per call (PyTorch's .vec overloads): a trace records the scales rather
+    # than the example's sizes when scale_factor was given, so exported graphs resize any size.
+    op = OPS[_UPSAMPLE[mode].format(spatial)]
+    if scale_factor is not None and not recompute_scale_factor:
+        factors = _scales(scale_factor, False, spatial)
+        sizes = None
+    else:
+        factors, sizes = None, list(_output_size(input, size, scale_factor, spatial))
+    if mode in ("nearest", "nearest-exact"):
+        return op(input, sizes, factors)
+    return op(input, sizes, bool(align_corners), factors)
 
 
-_UPSAMPLE = {
+_NODE_MODE = {
     "nearest": "Nearest",
     "nearest-exact": "NearestExact",
     "linear": "Linear",
@@ -235,16 +228,15 @@ _UPSAMPLE = {
     "bicubic": "Bicubic",
     "trilinear": "Trilinear",
 }
-_SCALES = {1: ("scales",), 2: ("scales_h", "scales_w"), 3: ("scales_d", "scales_h", "scales_w")}
 
 
 def _present_upsample(out, input, mode, antialias, out_size, scales, align_corners):
     """PyTorch resizes with one upsample op per mode and rank (UpsampleBilinear2DBackward0,
     its antialiased one ...Aa...); ember's dim-by-dim resize is shown as that node."""
     spatial = input.ndim - 2
-    name = f"Upsample{_UPSAMPLE[mode]}{spatial}D{'Aa' if antialias else ''}Backward0"
+    name = f"Upsample{_NODE_MODE[mode]}{spatial}D{'Aa' if antialias else ''}Backward0"
     saved = {"output_size": tuple(out_size)}
-    saved.update(zip(_SCALES[spatial], (None if s is None else float(s) for s in scales)))
+    saved.update(zip(SCALE_NAMES[spatial], (None if s is None else float(s) for s in scales)))
     if "nearest" not in mode:
         saved["align_corners"] = bool(align_corners)
     return present(out, name, input, saved=saved)

@@ -11,6 +11,8 @@ import contextlib
 
 import numpy as np
 
+from ember.dispatcher.optable.upsample import UPSAMPLES
+
 
 class Maker:
     """Makes tensor arguments: the i-th in ``dtypes[i % len(dtypes)]``, values from a fixed seed."""
@@ -49,6 +51,17 @@ def _unary(fn_name, low=0.1, high=0.9):
 
 
 _UNARY = "acos asin cosh exp expm1 log log10 log1p log2 reciprocal rsqrt sinh tan"
+
+
+def _upsample(name):
+    """The .vec overload: sizes, align_corners where the op has it, no scale factors."""
+    rank = int(name[-2])
+    sizes = [3, 4, 2][:rank]
+    corners = (False,) if UPSAMPLES[name][1] else ()
+    return lambda lib, t: getattr(lib.ops.aten, name)(
+        t(1, 2, *[5, 3, 4][:rank]), sizes, *corners, None
+    )
+
 
 SPECS = {
     **{name: _unary(name) for name in _UNARY.split()},
@@ -176,6 +189,7 @@ SPECS.update({
     "_upsample_bilinear2d_aa": lambda lib, t: lib.ops.aten._upsample_bilinear2d_aa(
         t(1, 2, 6, 5), [3, 2], False
     ),
+    **{name: _upsample(name) for name in UPSAMPLES},
 })  # fmt: skip
 
 # Autocast outcomes that differ from torch's on these new rows (found when the specs above were

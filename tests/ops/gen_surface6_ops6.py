@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ember.dispatcher.optable.nn import _np_max_pool2d
+from ember.dispatcher.optable.upsample import UPSAMPLES
 
 from .sampling import Arr, Sample, arr
 
@@ -109,6 +110,20 @@ def upsample_bilinear2d_aa(op, dtype, device, rng):
     yield Sample((arr(dtype, (1, 2, 6, 5), rng, T), None, False, None, None, [1.7, 0.5]))
 
 
+def upsample(op, dtype, device, rng):
+    """The upsample rows (.vec overloads): sizes up and down, scale factors (the kernel's
+    coordinates use them, not in / out) and align_corners where the row has it."""
+    spatial = int(op.name[-2])
+    corners = UPSAMPLES[op.name][1]
+    x = arr(dtype, (2, 3) + (4, 5, 3)[:spatial], rng)
+    sizes = [7, 3, 5][:spatial]
+    factors = [1.7, 0.6, 2.0][:spatial]
+    for flag in (False, True) if corners else (None,):
+        mid = () if flag is None else (flag,)
+        yield Sample((x, sizes, *mid, None))
+        yield Sample((x, None, *mid, factors))
+
+
 GENERATORS = {
     "unsafe_masked_index": unsafe_masked_index,
     "unsafe_masked_index_put_accumulate": unsafe_masked_index_put_accumulate,
@@ -116,4 +131,5 @@ GENERATORS = {
     "segment_reduce": segment_reduce,
     "batch_norm_with_update": batch_norm_with_update,
     "upsample_bilinear2d_aa": upsample_bilinear2d_aa,
+    "upsample": upsample,
 }
