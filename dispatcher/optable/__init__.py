@@ -14,6 +14,7 @@ from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
 from . import (
+    activation_backward,
     amp,
     complex,
     complex_surface,
@@ -113,6 +114,8 @@ MODULES += (surface6_ops6,)
 MODULES += (recurrent,)
 # issue 14: the gamma/Dirichlet reparameterization rows
 MODULES += (distribution_grads,)
+# issue 20: the activations' fused backward rows
+MODULES += (activation_backward,)
 
 
 def _decompose(op, *args):

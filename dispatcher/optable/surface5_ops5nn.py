@@ -9,6 +9,7 @@ import numpy as np
 
 import ember
 
+from ..kinds import nn as run
 from ..opdef import DTYPES_ALL, DTYPES_FLOAT, Kind, OpDef, Promotion
 
 
@@ -26,6 +27,23 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
 def _np_softmax_backward_data(grad_output, output, dim, input_dtype):
     product = grad_output * output
     return (product - output * product.sum(dim, keepdims=True)).astype(input_dtype.np)
+
+
+# ---- _log_softmax_backward_data --------------------------------------------------------------
+def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    # torch/_decomp: grad - exp(y) * sum(grad), cast back to the forward's input dtype; half
+    # types in float32, as PyTorch's CPU kernel (its sum in float16 would be 1e-2 off)
+    if output.dtype in (ember.float16, ember.bfloat16):
+        grad_output, output = grad_output.float(), output.float()
+    grad_input = grad_output - ember.exp(output) * grad_output.sum(dim, keepdim=True)
+    if grad_input.dtype != input_dtype:
+        grad_input = grad_input.to(input_dtype)
+    return grad_input.contiguous()
+
+
+def _np_log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    grad_input = grad_output - np.exp(output) * grad_output.sum(dim, keepdims=True)
+    return grad_input.astype(input_dtype.np)
 
 
 # ---- native_dropout_backward -----------------------------------------------------------------
@@ -70,10 +88,28 @@ ROWS = [
         promotion=Promotion.KEEP,
         dtypes=DTYPES_FLOAT,
         decomposition=_softmax_backward_data,
+        runner=run.along_dim_backward,
         method=False,
         out=None,
         samples="softmax_backward_data",
-        notes="softmax's input gradient from its output: y * (grad - sum(grad * y, dim))",
+        kernel_args="(out, grad_output, output, dim): contiguous, one dtype and shape",
+        notes="softmax's input gradient from its output: y * (grad - sum(grad * y, dim)); "
+        "a fused kernel makes one pass per line (issue 20)",
+    ),
+    OpDef(
+        "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "
+        "ScalarType input_dtype) -> Tensor",
+        Kind.NN,
+        _np_log_softmax_backward_data,
+        promotion=Promotion.KEEP,
+        dtypes=DTYPES_FLOAT,
+        decomposition=_log_softmax_backward_data,
+        runner=run.along_dim_backward,
+        method=False,
+        out=None,
+        samples="log_softmax_backward_data",
+        kernel_args="(out, grad_output, output, dim): contiguous, one dtype and shape",
+        notes="log_softmax's input gradient from its output: grad - exp(y) * sum(grad, dim)",
     ),
     OpDef(
         "_safe_softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor",
