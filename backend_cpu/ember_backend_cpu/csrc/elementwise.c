@@ -382,9 +382,9 @@ int ember_unary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, in
 
 int ember_binary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, intptr_t out,
                  const int64_t *so, intptr_t a, const int64_t *sa, intptr_t b, const int64_t *sb,
-                 double scalar_f, int64_t scalar_i) {
+                 double scalar_f, int64_t scalar_i, double param) {
     if (!valid(op, OPB_COUNT, dtype) || !BINARY[op][dtype]) return EM_UNSUPPORTED;
-    em_params p = {{0, 0, 0, 0}, {0, 0, 0, 0}, 0};
+    em_params p = {{param, 0, 0, 0}, {0, 0, 0, 0}, 0};
     /* A float16/bfloat16 op whose scalar second operand the glue marks (scalar_i 1, unused for
      * floats) reads it unrounded in float32 from p.f[3]: PyTorch's opmath scalar of mul and the
      * divisions (kernels/elementwise.py OPMATH_SCALAR). Others store it in the dtype. */
