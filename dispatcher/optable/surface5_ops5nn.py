@@ -79,37 +79,38 @@ def _np_safe_softmax(x, dim, dtype=None):
     return np.where(np.all(x == -np.inf, axis=dim, keepdims=True), 0, out).astype(x.dtype)
 
 
+def _backward_data_row(forward: str, reference, decomposition, notes: str) -> OpDef:
+    """softmax's and log_softmax's backward: a fused kernel per line where a backend has one."""
+    return OpDef(
+        f"{forward}_backward_data(Tensor grad_output, Tensor output, int dim, "
+        "ScalarType input_dtype) -> Tensor",
+        Kind.NN,
+        reference,
+        promotion=Promotion.KEEP,
+        dtypes=DTYPES_FLOAT,
+        decomposition=decomposition,
+        runner=run.along_dim_backward,
+        method=False,
+        out=None,
+        samples=f"{forward.lstrip('_')}_backward_data",
+        kernel_args="(out, grad_output, output, dim): contiguous, one dtype and shape",
+        notes=notes,
+    )
+
+
 ROWS = [
-    OpDef(
-        "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "
-        "ScalarType input_dtype) -> Tensor",
-        Kind.NN,
+    _backward_data_row(
+        "_softmax",
         _np_softmax_backward_data,
-        promotion=Promotion.KEEP,
-        dtypes=DTYPES_FLOAT,
-        decomposition=_softmax_backward_data,
-        runner=run.along_dim_backward,
-        method=False,
-        out=None,
-        samples="softmax_backward_data",
-        kernel_args="(out, grad_output, output, dim): contiguous, one dtype and shape",
-        notes="softmax's input gradient from its output: y * (grad - sum(grad * y, dim)); "
-        "a fused kernel makes one pass per line (issue 20)",
+        _softmax_backward_data,
+        "softmax's input gradient from its output: y * (grad - sum(grad * y, dim)); a fused "
+        "kernel makes one pass per line (issue 20)",
     ),
-    OpDef(
-        "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "
-        "ScalarType input_dtype) -> Tensor",
-        Kind.NN,
+    _backward_data_row(
+        "_log_softmax",
         _np_log_softmax_backward_data,
-        promotion=Promotion.KEEP,
-        dtypes=DTYPES_FLOAT,
-        decomposition=_log_softmax_backward_data,
-        runner=run.along_dim_backward,
-        method=False,
-        out=None,
-        samples="log_softmax_backward_data",
-        kernel_args="(out, grad_output, output, dim): contiguous, one dtype and shape",
-        notes="log_softmax's input gradient from its output: grad - exp(y) * sum(grad, dim)",
+        _log_softmax_backward_data,
+        "log_softmax's input gradient from its output: grad - exp(y) * sum(grad, dim)",
     ),
     OpDef(
         "_safe_softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor",

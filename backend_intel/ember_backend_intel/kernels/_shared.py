@@ -114,7 +114,7 @@ def op_descriptions(arity: int) -> list[tuple[str, str, str, str]]:
     text = resources.files("ember_backend_cpu").joinpath("csrc", name).read_text()
     text = _COMMENT.sub(" ", text)
     found = []
-    for match in re.finditer(r"\bLOOP\(", text):
+    for match in re.finditer(r"\bLOOPW?\(", text):
         args, _end = _split_call(text, match.end() - 1)
         op, family, out = args[:3]
         expression = " ".join(",".join(args[3:]).split())
