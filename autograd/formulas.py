@@ -13,15 +13,13 @@ import math
 import ember as E
 from ember._tensor import contiguous_strides
 
+from .activation_formulas import FORMULAS as ACTIVATION_FORMULAS
 from .complex_formulas import install as install_complex
 from .fft_formulas import FORMULAS as FFT_FORMULAS
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
 from .linalg_formulas import FORMULAS as LINALG_FORMULAS
 from .special_formulas import FORMULAS as SPECIAL_FORMULAS
 from .views import scatter_back
-
-_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
-_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
 
 def _tensor(value, like):
@@ -262,27 +260,6 @@ def _lerp(ctx, g):
     a, b, w = ctx.input, ctx.end, ctx.weight
     grad_w = g * (b - a) if isinstance(w, E.Tensor) else None
     return g * (1 - w), g * w, grad_w
-
-
-def _gelu(ctx, g):
-    x = ctx.input
-    if ctx.approximate == "tanh":
-        inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
-        t = E.tanh(inner)
-        d_inner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
-        return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
-    # Phi(x) + x phi(x) in 9 passes over x instead of 11, the fresh intermediates updated in
-    # place: t = x / sqrt 2, Phi = (1 + erf t) / 2, phi = exp(-t^2) / sqrt(2 pi).
-    t = x * (1 / math.sqrt(2))
-    cdf = E.erf(t).add_(1).mul_(0.5)
-    bell = E.exp(E.square(t).neg_())
-    return E.addcmul(cdf, x, bell, value=_INV_SQRT_2PI).mul_(g)
-
-
-def _silu(ctx, g):
-    x = ctx.input
-    s = E.sigmoid(x)
-    return g * s * (1 + x * (1 - s))
 
 
 def _softplus(ctx, g):
@@ -600,15 +577,6 @@ def _addcdiv(ctx, g):
     return g, g * value / t2, -g * value * t1 / (t2 * t2)
 
 
-def _softmax(ctx, g):
-    y = ctx.result
-    return y * (g - (g * y).sum(ctx.dim, keepdim=True))
-
-
-def _log_softmax(ctx, g):
-    return g - E.exp(ctx.result) * g.sum(ctx.dim, keepdim=True)
-
-
 def _layer_norm(ctx, g):
     """Closed form: with x^ = (x - mean) * rstd and gx^ = g * weight, the input's gradient is
     rstd * (gx^ - mean(gx^) - x^ * mean(gx^ * x^)) over the normalised dims. Mean and rstd are
@@ -658,8 +626,6 @@ FORMULAS = {
     "neg": F(lambda ctx, g: -g),
     "abs": _unary(lambda ctx, g: g * E.sign(ctx.input)),
     "sign": F(_zero),
-    # zeros_like, not a 0-dim zero: the where kernel has a fast path for contiguous operands only
-    "relu": _unary(lambda ctx, g: E.where(ctx.result > 0, g, E.zeros_like(g)), "result"),
     "floor": F(_zero),
     "ceil": F(_zero),
     "round": F(_zero),
@@ -683,18 +649,14 @@ FORMULAS = {
     "atan": _unary(lambda ctx, g: g / (1 + ctx.input * ctx.input)),
     "sinh": _unary(lambda ctx, g: g * E.cosh(ctx.input)),
     "cosh": _unary(lambda ctx, g: g * E.sinh(ctx.input)),
-    "tanh": _unary(lambda ctx, g: g * (1 - ctx.result * ctx.result), "result"),
     "asinh": _unary(lambda ctx, g: g / E.sqrt(ctx.input * ctx.input + 1)),
     # sqrt(x - 1) sqrt(x + 1), PyTorch's: sqrt(x^2 - 1) takes the other branch for some complex x
     "acosh": _unary(lambda ctx, g: g / (E.sqrt(ctx.input - 1) * E.sqrt(ctx.input + 1))),
     "atanh": _unary(lambda ctx, g: g / (1 - ctx.input * ctx.input)),
-    "sigmoid": _unary(lambda ctx, g: g * ctx.result * (1 - ctx.result), "result"),
     "logsigmoid": _unary(lambda ctx, g: g * E.sigmoid(-ctx.input)),
     "erf": _unary(lambda ctx, g: g * (2 / math.sqrt(math.pi)) * E.exp(-ctx.input * ctx.input)),
     "erfc": _unary(lambda ctx, g: g * (-2 / math.sqrt(math.pi)) * E.exp(-ctx.input * ctx.input)),
     "reciprocal": _unary(lambda ctx, g: -g * ctx.result * ctx.result, "result"),
-    "gelu": F(_gelu, save=("input",)),
-    "silu": F(_silu, save=("input",)),
     "elu": F(_elu, save=("input",)),
     "celu": F(_celu, save=("input",)),
     "selu": F(_selu, save=("input",)),
@@ -781,8 +743,6 @@ FORMULAS = {
     "put_": F(_put, save=("index",)),
     "sort": F(_sort, save=("result",)),
     # ---- nn ------------------------------------------------------------------------------------
-    "softmax": F(_softmax, save=("result",)),
-    "log_softmax": F(_log_softmax, save=("result",)),
     "layer_norm": F(_layer_norm, save=("input", "weight")),
     "im2col": F(_im2col),
     "col2im": F(_col2im),
@@ -793,6 +753,8 @@ FORMULAS = {
     "addmm": F(_addmm, save={"mat1": "mat2", "mat2": "mat1"}, strides=("mat1", "mat2")),
     "bmm": F(_bmm, save={"input": "mat2", "mat2": "input"}),
 }
+# ---- activations and their backward rows (autograd/activation_formulas.py) --------------------
+FORMULAS.update(ACTIVATION_FORMULAS)
 # ---- special functions (autograd/special_formulas.py) ---------------------------------------
 FORMULAS.update(SPECIAL_FORMULAS)
 # ---- FFT primitives (autograd/fft_formulas.py) ----------------------------------------------

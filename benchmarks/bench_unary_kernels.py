@@ -5,7 +5,13 @@ process, and prints milliseconds (median of --repeat, output allocation included
 the ratios numpy / ember and torch / ember (above 1: ember is faster). numpy has no erf: its
 column uses scipy.special when installed, and is left empty otherwise.
 
+``--backward`` times the input gradient instead: the forward runs once, then each timed call is
+``autograd.grad(y, x, g, retain_graph=True)`` (ember and torch only; numpy has no column).
+``--shape`` gives the input a shape (softmax and log_softmax run along its last dim), e.g. the
+GPT step's activations, 16*64 x 512: ``--shape 1024,512``.
+
     python benchmarks/bench_unary_kernels.py [--n 16777216] [--repeat 7] [--only exp,tanh]
+        [--backward] [--shape 1024,512]
 """
 
 from __future__ import annotations
@@ -61,17 +67,20 @@ FUNCTIONS = {
     "softplus": ("normal", lambda lib, nnf, x: nnf.softplus(x), lambda x: np.logaddexp(0, x)),
     "mish": ("normal", lambda lib, nnf, x: nnf.mish(x), lambda x: x * np.tanh(np.logaddexp(0, x))),
     "logaddexp": ("pair", lambda lib, nnf, x, y: lib.logaddexp(x, y), np.logaddexp),
+    "relu": ("normal", lambda lib, nnf, x: lib.relu(x), lambda x: np.maximum(x, 0)),
+    "softmax": ("normal", lambda lib, nnf, x: lib.softmax(x, -1), None),
+    "log_softmax": ("normal", lambda lib, nnf, x: lib.log_softmax(x, -1), None),
 }
 
 
-def _inputs(domain: str, n: int, rng) -> tuple:
-    x = rng.standard_normal(n, dtype=np.float32) * 3
+def _inputs(domain: str, n: int, rng, shape) -> tuple:
+    x = (rng.standard_normal(n, dtype=np.float32) * 3).reshape(shape)
     if domain == "positive":
         x = np.abs(x) + np.float32(1e-3)
     elif domain == "wide":
         x = x * 30
     elif domain == "pair":
-        return x, rng.standard_normal(n, dtype=np.float32) * 3
+        return x, (rng.standard_normal(n, dtype=np.float32) * 3).reshape(shape)
     return (x,)
 
 
@@ -85,15 +94,28 @@ def _median_ms(fn, args, repeat: int) -> float:
     return statistics.median(times) * 1e3
 
 
-def worker(name: str, n: int, repeat: int, only: list[str], threads: int) -> dict:
+def _gradient_call(lib, call, arrays, rng):
+    """The timed call of --backward: the input gradient of an already computed forward."""
+    inputs = [lib.from_numpy(a).requires_grad_() for a in arrays]
+    y = call(lib, lib.nn.functional, *inputs)
+    g = lib.from_numpy(rng.standard_normal(arrays[0].shape, dtype=np.float32))
+    return lambda: lib.autograd.grad(y, inputs, g, retain_graph=True), ()
+
+
+def worker(name: str, n: int, repeat: int, only: list[str], threads: int, options) -> dict:
     """Milliseconds per function for one library (run in a process of its own); the same
     inputs in every process (same seed)."""
     lib = None if name == "numpy" else load_library(name, threads=threads)
     rng = np.random.default_rng(0)
+    shape = tuple(options.shape) if options.shape else (n,)
     found = {}
     for function in only:
         domain, call, numpy_fn = FUNCTIONS[function]
-        arrays = _inputs(domain, n, rng)
+        arrays = _inputs(domain, math.prod(shape), rng, shape)
+        if options.backward:
+            if lib is not None:
+                found[function] = _median_ms(*_gradient_call(lib, call, arrays, rng), repeat)
+            continue
         if lib is None:
             if numpy_fn is not None:
                 with np.errstate(all="ignore"):
@@ -111,13 +133,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7, help="timed runs; the best is shown")
     parser.add_argument("--only", default="", help="comma-separated function names")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--backward", action="store_true", help="time the input gradient")
+    parser.add_argument("--shape", type=_shape, help="input shape, e.g. 1024,512 (overrides --n)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     names = args.only.split(",") if args.only else list(FUNCTIONS)
     if args.worker:
-        print(json.dumps(worker(args.worker, args.n, args.repeat, names, args.threads)))
+        print(json.dumps(worker(args.worker, args.n, args.repeat, names, args.threads, args)))
         return
     options = ["--n", str(args.n), "--repeat", str(args.repeat), "--only", ",".join(names)]
+    options += ["--backward"] * args.backward
+    options += ["--shape", ",".join(map(str, args.shape))] if args.shape else []
     ms = {}
     for lib in ("ember", "numpy", "torch"):
         try:
@@ -125,7 +151,9 @@ def main() -> None:
         except RuntimeError as exc:  # PyTorch not installed: its column stays empty
             print(f"{lib}: skipped ({str(exc).splitlines()[-1]})", file=sys.stderr)
             ms[lib] = {}
-    print(f"{args.n} float32 elements, median of {args.repeat}, {args.threads} thread(s)")
+    size = "x".join(map(str, args.shape)) if args.shape else str(args.n)
+    mode = "backward (input gradient)" if args.backward else "forward"
+    print(f"{size} float32 elements, {mode}, median of {args.repeat}, {args.threads} thread(s)")
     print(f"{'function':<10} {'ember ms':>9} {'numpy ms':>9} {'torch ms':>9} {'np/ember':>9} "
           f"{'torch/ember':>12}")  # fmt: skip
     for name in names:
@@ -136,6 +164,10 @@ def main() -> None:
             _cell(torch_ms and torch_ms / ember_ms, 12),
         ]
         print(f"{name:<10} {' '.join(times)} {' '.join(ratios)}")
+
+
+def _shape(text: str) -> list[int]:
+    return [int(part) for part in text.split(",")]
 
 
 def _cell(value, width: int) -> str:

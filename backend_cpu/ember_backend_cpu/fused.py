@@ -299,7 +299,8 @@ def _expression(step, t) -> str:
     if op in _BINARY:
         return _BINARY[op].format(*args)
     if op == "gelu":
-        return f"em_gelu({args[0]}, {1 if step.params.get('approximate') == 'tanh' else 0})"
+        form = "tanh" if step.params.get("approximate") == "tanh" else "erf"
+        return f"em_gelu_{form}({args[0]})"
     return f"em_sel({args[0]}, {args[1]}, {args[2]})"  # where: a blend, as the eager loop
 
 

@@ -46,6 +46,24 @@ def along_dim(op, x, dim, dtype=None):
     return out
 
 
+def along_dim_backward(op, grad_output, output, dim, input_dtype):
+    """_softmax_backward_data / _log_softmax_backward_data: ``kernel(grad_input, grad_output,
+    output, dim)``, one pass per line, when both tensors share a float dtype and a shape; the
+    decomposition otherwise. The result takes the forward's input dtype, as PyTorch's."""
+    for t in (grad_output, output):
+        _check_float(op, t)
+    dev = output._storage.device
+    same = grad_output._dtype is output._dtype and grad_output._shape == output._shape
+    kernel = op.kernel(dev.type, output._dtype) if same else None
+    if kernel is None or grad_output._storage.device is not dev or not output._shape:
+        return op.decomposition(grad_output, output, dim, input_dtype)
+    d = wrap_dim(dim, len(output._shape), op.name)
+    out = empty(output._shape, output._dtype, dev)
+    if 0 not in output._shape:
+        kernel(out, contiguous(grad_output), contiguous(output), d)
+    return out if input_dtype is None or out._dtype is input_dtype else cast(out, input_dtype)
+
+
 def _as_vector(t: Tensor) -> Tensor:
     """A 1-element 1-d view of a 0-d tensor."""
     return make(t._storage, (1,), (1,), t._offset, t._dtype, True)

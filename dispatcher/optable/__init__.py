@@ -14,6 +14,7 @@ from ..kinds import elementwise as run_elementwise
 from ..op import Op
 from ..opdef import Kind, OpDef
 from . import (
+    activation_backward,
     amp,
     complex,
     complex_surface,
@@ -119,6 +120,8 @@ MODULES += (distribution_grads,)
 MODULES += (surface_unique,)
 # issue 16: F.interpolate's resizes, one node each (ONNX Resize)
 MODULES += (upsample,)
+# issue 20: the activations' fused backward rows
+MODULES += (activation_backward,)
 
 
 def _decompose(op, *args):

@@ -9,6 +9,7 @@ import numpy as np
 
 import ember
 
+from ..kinds import nn as run
 from ..opdef import DTYPES_ALL, DTYPES_FLOAT, Kind, OpDef, Promotion
 
 
@@ -26,6 +27,23 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype):
 def _np_softmax_backward_data(grad_output, output, dim, input_dtype):
     product = grad_output * output
     return (product - output * product.sum(dim, keepdims=True)).astype(input_dtype.np)
+
+
+# ---- _log_softmax_backward_data --------------------------------------------------------------
+def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    # torch/_decomp: grad - exp(y) * sum(grad), cast back to the forward's input dtype; half
+    # types in float32, as PyTorch's CPU kernel (its sum in float16 would be 1e-2 off)
+    if output.dtype in (ember.float16, ember.bfloat16):
+        grad_output, output = grad_output.float(), output.float()
+    grad_input = grad_output - ember.exp(output) * grad_output.sum(dim, keepdim=True)
+    if grad_input.dtype != input_dtype:
+        grad_input = grad_input.to(input_dtype)
+    return grad_input.contiguous()
+
+
+def _np_log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    grad_input = grad_output - np.exp(output) * grad_output.sum(dim, keepdims=True)
+    return grad_input.astype(input_dtype.np)
 
 
 # ---- native_dropout_backward -----------------------------------------------------------------
@@ -61,19 +79,38 @@ def _np_safe_softmax(x, dim, dtype=None):
     return np.where(np.all(x == -np.inf, axis=dim, keepdims=True), 0, out).astype(x.dtype)
 
 
-ROWS = [
-    OpDef(
-        "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "
+def _backward_data_row(forward: str, reference, decomposition, notes: str) -> OpDef:
+    """softmax's and log_softmax's backward: a fused kernel per line where a backend has one."""
+    return OpDef(
+        f"{forward}_backward_data(Tensor grad_output, Tensor output, int dim, "
         "ScalarType input_dtype) -> Tensor",
         Kind.NN,
-        _np_softmax_backward_data,
+        reference,
         promotion=Promotion.KEEP,
         dtypes=DTYPES_FLOAT,
-        decomposition=_softmax_backward_data,
+        decomposition=decomposition,
+        runner=run.along_dim_backward,
         method=False,
         out=None,
-        samples="softmax_backward_data",
-        notes="softmax's input gradient from its output: y * (grad - sum(grad * y, dim))",
+        samples=f"{forward.lstrip('_')}_backward_data",
+        kernel_args="(out, grad_output, output, dim): contiguous, one dtype and shape",
+        notes=notes,
+    )
+
+
+ROWS = [
+    _backward_data_row(
+        "_softmax",
+        _np_softmax_backward_data,
+        _softmax_backward_data,
+        "softmax's input gradient from its output: y * (grad - sum(grad * y, dim)); a fused "
+        "kernel makes one pass per line (issue 20)",
+    ),
+    _backward_data_row(
+        "_log_softmax",
+        _np_log_softmax_backward_data,
+        _log_softmax_backward_data,
+        "log_softmax's input gradient from its output: grad - exp(y) * sum(grad, dim)",
     ),
     OpDef(
         "_safe_softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor",

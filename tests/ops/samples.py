@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ember.dispatcher.opdef import Kind
 
+from . import gen_activation_backward as activation_backward
 from . import gen_amp as amp
 from . import gen_complex as complex_rows
 from . import gen_distribution_grads as distribution_grads
@@ -125,6 +126,7 @@ GENERATORS = {
     **recurrent.GENERATORS,
     **scaled_mm.GENERATORS,
     **distribution_grads.GENERATORS,
+    **activation_backward.GENERATORS,
 }
 
 GENERATORS.update(lapack.GENERATORS)  # ember.linalg's rows (tests/ops/gen_lapack.py)

@@ -16,7 +16,7 @@ int ember_unary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, in
                 const int64_t *so, intptr_t x, const int64_t *sx, double p0, double p1, double p2);
 int ember_binary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, intptr_t out,
                  const int64_t *so, intptr_t a, const int64_t *sa, intptr_t b, const int64_t *sb,
-                 double scalar_f, int64_t scalar_i);
+                 double scalar_f, int64_t scalar_i, double param); /* param: the loop's p->f[0] */
 int ember_ternary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, intptr_t out,
                   const int64_t *so, intptr_t a, const int64_t *sa, intptr_t b,
                   const int64_t *sb, intptr_t c, const int64_t *sc, const double *fs,

@@ -6,6 +6,9 @@
 
 int ember_softmax(int dtype, intptr_t out, intptr_t x, int64_t outer, int64_t n, int64_t inner,
                   int take_log);
+/* out = softmax's (take_log 0) or log_softmax's (1) input gradient from grad and the output y */
+int ember_softmax_backward(int dtype, intptr_t out, intptr_t grad, intptr_t y, int64_t outer,
+                           int64_t n, int64_t inner, int take_log);
 /* out = layer_norm(x) over rows of n; weight, bias: n elements of x's dtype, or 0 */
 int ember_layer_norm(int dtype, intptr_t out, intptr_t x, int64_t rows, int64_t n, intptr_t weight,
                      intptr_t bias, double eps);

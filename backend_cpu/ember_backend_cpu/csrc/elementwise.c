@@ -9,6 +9,9 @@
 #include "special.h"
 
 #define EM_FOR_b(M, ...) M(b, __VA_ARGS__)
+/* LOOPW in binary.def: a loop that calls vmath.h's functions (the activations' backward), built
+ * with the AVX-512 clone too (EM_CLONES_WIDE), like the unary loops; elsewhere it is a LOOP. */
+#define LOOPW(...) LOOP(__VA_ARGS__)
 
 /* Output type/store by the LOOP `out` column. */
 #define OST_SAME(T) ST_##T
@@ -146,8 +149,10 @@ OPT_COUNT };
 #include "unary.def"
 #undef LOOP
 
-#define BINARY_LOOP(T, NAME, OUTK, ...)                                                           \
-    static EM_CLONES void b_##NAME##_##T(int64_t n, char **ptrs, const int64_t *s, em_params *p) { \
+#define BINARY_LOOP(T, NAME, OUTK, ...) BINARY_LOOP_AS(EM_CLONES, T, NAME, OUTK, __VA_ARGS__)
+#define BINARY_LOOP_WIDE(T, NAME, OUTK, ...) BINARY_LOOP_AS(EM_CLONES_WIDE, T, NAME, OUTK, __VA_ARGS__)
+#define BINARY_LOOP_AS(CLONES, T, NAME, OUTK, ...)                                                \
+    static CLONES void b_##NAME##_##T(int64_t n, char **ptrs, const int64_t *s, em_params *p) {    \
         typedef CT_##T ct;                                                                         \
         typedef ST_##T st;                                                                         \
         typedef OST_##OUTK(T) ot;                                                                  \
@@ -187,7 +192,11 @@ OPT_COUNT };
         }                                                                                          \
     }
 #define LOOP(NAME, FAM, OUTK, ...) EM_FOR_##FAM(BINARY_LOOP, NAME, OUTK, __VA_ARGS__)
+#undef LOOPW
+#define LOOPW(NAME, FAM, OUTK, ...) EM_FOR_##FAM(BINARY_LOOP_WIDE, NAME, OUTK, __VA_ARGS__)
 #include "binary.def"
+#undef LOOPW
+#define LOOPW(...) LOOP(__VA_ARGS__)
 #undef LOOP
 
 #define TERNARY_LOOP(T, NAME, OUTK, ...)                                                          \
@@ -382,9 +391,9 @@ int ember_unary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, in
 
 int ember_binary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, intptr_t out,
                  const int64_t *so, intptr_t a, const int64_t *sa, intptr_t b, const int64_t *sb,
-                 double scalar_f, int64_t scalar_i) {
+                 double scalar_f, int64_t scalar_i, double param) {
     if (!valid(op, OPB_COUNT, dtype) || !BINARY[op][dtype]) return EM_UNSUPPORTED;
-    em_params p = {{0, 0, 0, 0}, {0, 0, 0, 0}, 0};
+    em_params p = {{param, 0, 0, 0}, {0, 0, 0, 0}, 0};
     /* A float16/bfloat16 op whose scalar second operand the glue marks (scalar_i 1, unused for
      * floats) reads it unrounded in float32 from p.f[3]: PyTorch's opmath scalar of mul and the
      * divisions (kernels/elementwise.py OPMATH_SCALAR). Others store it in the dtype. */

@@ -145,6 +145,58 @@ int ember_softmax(int dtype, intptr_t out, intptr_t x, int64_t outer, int64_t n,
     return EM_UNSUPPORTED;
 }
 
+/* ---- softmax / log_softmax backward ------------------------------------------------------------
+ * From the gradient g and the forward's output y, along the same rows: y (g - sum(g y)) for
+ * softmax, g - exp(y) sum(g) for log_softmax; one row load, one vectorised sum, one output pass,
+ * where the decompositions took four or five whole-tensor ops. */
+#define SOFTMAX_BACKWARD_ROW(T, unused)                                                           \
+    EM_VINLINE void softmax_backward_row_##T(ST_##T *dst, const ST_##T *grad, const ST_##T *y,   \
+                                             int64_t n, int64_t inner, CT_##T *restrict e,       \
+                                             int take_log) {                                     \
+        typedef CT_##T ct;                                                                        \
+        if (take_log) {                                                                           \
+            for (int64_t k = 0; k < n; k++) e[k] = LD_##T(grad[k * inner]);                       \
+            ct total = SMX(row_sum, SMX_S_##T)(e, n, 0);                                          \
+            for (int64_t k = 0; k < n; k++)                                                       \
+                dst[k * inner] = SV_##T(e[k] - SMX(SMX_EXP, SMX_S_##T)(LD_##T(y[k * inner])) * total); \
+        } else {                                                                                  \
+            for (int64_t k = 0; k < n; k++) e[k] = LD_##T(grad[k * inner]) * LD_##T(y[k * inner]); \
+            ct total = SMX(row_sum, SMX_S_##T)(e, n, 0);                                          \
+            for (int64_t k = 0; k < n; k++)                                                       \
+                dst[k * inner] = SV_##T(e[k] - LD_##T(y[k * inner]) * total);                     \
+        }                                                                                         \
+    }
+EM_FOR_FLOAT(SOFTMAX_BACKWARD_ROW, 0)
+
+#define SOFTMAX_BACKWARD_KERNEL(T, unused)                                                        \
+    static EM_CLONES_WIDE int softmax_backward_##T(ST_##T *out, const ST_##T *g, const ST_##T *y, \
+                                                   int64_t outer, int64_t n, int64_t inner,      \
+                                                   int take_log) {                               \
+        int64_t rows = outer * inner;                                                             \
+        int missing = 0;                                                                          \
+        ROWS_WITH_SCRATCH(CT_##T, rows, n, missing, {                                             \
+            int64_t o = r / inner, i = r % inner, at = o * n * inner + i;                         \
+            if (inner == 1)                                                                       \
+                softmax_backward_row_##T(out + at, g + at, y + at, n, 1, e, take_log);            \
+            else                                                                                  \
+                softmax_backward_row_##T(out + at, g + at, y + at, n, inner, e, take_log);        \
+        })                                                                                        \
+        return missing ? EM_NO_MEMORY : EM_OK;                                                    \
+    }
+EM_FOR_FLOAT(SOFTMAX_BACKWARD_KERNEL, 0)
+
+#define SOFTMAX_BACKWARD_CASE(T, unused)                                                          \
+    case EMC_##T:                                                                                 \
+        return softmax_backward_##T((ST_##T *)out, (const ST_##T *)grad, (const ST_##T *)y,       \
+                                    outer, n, inner, take_log);
+
+int ember_softmax_backward(int dtype, intptr_t out, intptr_t grad, intptr_t y, int64_t outer,
+                           int64_t n, int64_t inner, int take_log) {
+    if (outer * n * inner == 0) return EM_OK;
+    switch (dtype) { EM_FOR_FLOAT(SOFTMAX_BACKWARD_CASE, 0) }
+    return EM_UNSUPPORTED;
+}
+
 /* ---- layer_norm -------------------------------------------------------------------------------
  * Rows of n elements (the normalised dims, contiguous). Mean and variance in the compute type
  * (float for half types, as PyTorch's), the variance from the centred row (no cancellation),

@@ -227,7 +227,12 @@ static const double EM_TANH_P_f64[] = {
         return em_sel_##S(m == -(T)INFINITY, (T)NAN, y); /* -inf * 0, as PyTorch */                \
     }                                                                                              \
     EM_VINLINE T em_sigmoid_##S(T x) { return em_xsigmoid_##S(1, x, 0); }                          \
-    EM_VINLINE T em_silu_##S(T x) { return em_xsigmoid_##S(x, x, 0); }
+    EM_VINLINE T em_silu_##S(T x) { return em_xsigmoid_##S(x, x, 0); }                            \
+    /* silu'(x) = s (1 + x (1 - s)), s = sigmoid(x) */                                             \
+    EM_VINLINE T em_silu_grad_##S(T x) {                                                           \
+        T s = em_sigmoid_##S(x);                                                                   \
+        return s * (1 + x * (1 - s));                                                              \
+    }
 EM_EXP_FUNCS(float, f32, int32_t, 127, 10.0f, 150.0f)
 EM_EXP_FUNCS(double, f64, int64_t, 1023, 20.0, 800.0)
 
@@ -368,39 +373,95 @@ EM_VINLINE double em_erf_f64(double x) { return erf(x); }
 EM_VINLINE double em_erfc_f64(double x) { return erfc(x); }
 
 /* gelu(x) = x F(x): F = Phi(x) = erfc(-x / sqrt 2) / 2 for the erf form (0.5 (1 + erf) would cancel
- * for x << 0), F = sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), for the tanh form. The form is a
- * runtime parameter and the loop is too large for GCC to unswitch, so one branch-free kernel serves
- * both, sharing the exp. It evaluates in double: a float version (float-float argument, erfcx in
- * float) measured no faster, 1.48 ms against 1.45 ms at 1M elements, and 6 ulp off. In double, the
- * rounding of u (which exp(-2u) magnifies by |2u|) costs nothing at float precision. */
-/* exp(a) to float accuracy for a double a in [-350, 350] (where k ln2_hi stays exact), 8 wide: the
- * float exp takes a as a (high, low) pair, so the rounding of a to float costs nothing */
-EM_VINLINE double em_exp_fd(double a) {
-    float hi = (float)a;
+ * for x << 0), F = sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), for the tanh form. Each form
+ * has a loop of its own (unary.def gelu and gelu__tanh: the glue picks one by `approximate`), so
+ * that each vectorises 8 (16) floats wide, in float.
+ * erf form: the tail Phi(-|x|) = exp(-x^2 / 2) erfcx(|x| / sqrt 2) / 2 feeds x^2 / 2 to the exp
+ * as an exact Dekker pair (halved), so that only erfcx, which is flat, sees the rounding of
+ * |x| / sqrt 2; x and 2^k multiply last (a subnormal result is rounded once). Below |x| / sqrt 2
+ * = 0.7, where erfcx's polynomial is least accurate, 0.5 (1 + erf) by erf's series (no
+ * cancellation there). tanh form: 2u is formed in float-float (x^2 exact, the constants as
+ * pairs) and its low part goes to em_xsigmoid, so that exp(-2u), which multiplies the rounding
+ * of 2u by |2u|, sees none.
+ * The gradients share the pieces: gelu'(x) = Phi(x) + x phi(x), phi = exp(-x^2 / 2) / sqrt(2 pi),
+ * and d/dx x sigmoid(2u) = s + x s (1 - s) (2u)', s = sigmoid(2u). */
+#define EM_GELU_C1_HI 0x1.988454p+0f /* 2 sqrt(2 / pi) */
+#define EM_GELU_C1_LO -0x1.857936p-25f
+#define EM_GELU_C2_HI 0x1.2444f2p-4f /* 2 sqrt(2 / pi) 0.044715 */
+#define EM_GELU_C2_LO 0x1.49b16ap-29f
+#define EM_INV_SQRT_2PI_F32 0x1.988454p-2f
+/* (x Phi(-|x|) as (p, k): x p 2^k), Phi(x) near 0, for the erf form: the shared pieces */
+EM_VINLINE float em_gelu_erf_tail_f32(float xc, int32_t *k, float *e) {
+    float a = em_abs_f32(xc) * 0x1.6a09e6p-1f; /* |x| / sqrt 2 */
+    float lo, hi = em_two_prod_f32(xc, xc, &lo);
+    float s = em_expm1k_f32(-0.5f * hi, -0.5f * lo, k);
+    *e = 1 + s; /* exp(-x^2 / 2) = e 2^k */
+    return 0.5f * *e * em_erfcx_f32(em_sel_f32(a < 0.7f, 0.7f, a));
+}
+/* Phi(x) for |x| / sqrt 2 < 0.7 */
+EM_VINLINE float em_gelu_erf_mid_f32(float xc, int mid) {
+    float z = em_sel_f32(mid, xc * 0x1.6a09e6p-1f, 0.0f);
+    return 0.5f + 0.5f * em_erf_small_f32(z);
+}
+#define EM_GELU_ERF_LIM 14.9f /* beyond, x Phi(x) is x or -0 in float */
+EM_VINLINE float em_gelu_erf_f32(float x) {
+    float xc = em_clamp_f32(x, -EM_GELU_ERF_LIM, EM_GELU_ERF_LIM);
     int32_t k;
-    float s = em_expm1k_f32(hi, (float)(a - hi), &k);
-    return (1 + (double)s) * em_pow2k_f64(k);
+    float e;
+    float tail = em_gelu_erf_tail_f32(xc, &k, &e); /* sets k: a statement of its own */
+    float xt = em_ldexpk_f32(xc * tail, k);        /* x Phi(-|x|) */
+    int mid = em_abs_f32(xc) < 0.7f * 0x1.6a09e6p+0f;
+    float y = em_sel_f32(xc < 0, xt, xc - xt);
+    y = em_sel_f32(mid, xc * em_gelu_erf_mid_f32(xc, mid), y);
+    y = em_sel_f32(x > EM_GELU_ERF_LIM, x, y);
+    return em_sel_f32(x == -INFINITY, NAN, y); /* -inf * 0, as PyTorch */
 }
-/* erfc(z) / exp(-z^2) from t, with 1 / (z + 3) = (1 - t) / 6 */
-EM_VINLINE double em_erfcx_t(double t) {
-    return (1 - t) * (1.0 / 6) * EM_POLY(f64, t, EM_ERFC_P_f64);
+EM_VINLINE float em_gelu_erf_grad_f32(float x) {
+    float xc = em_clamp_f32(x, -EM_GELU_ERF_LIM, EM_GELU_ERF_LIM);
+    int32_t k;
+    float e;
+    float tail = em_gelu_erf_tail_f32(xc, &k, &e); /* Phi(-|x|) 2^-k */
+    int mid = em_abs_f32(xc) < 0.7f * 0x1.6a09e6p+0f;
+    /* Phi + x phi, with 2^k applied once where both are tails */
+    float low = em_ldexpk_f32(tail + xc * e * EM_INV_SQRT_2PI_F32, k);
+    float high = 1 - em_ldexpk_f32(tail - xc * e * EM_INV_SQRT_2PI_F32, k);
+    float mid_value = em_gelu_erf_mid_f32(xc, mid) + xc * em_ldexpk_f32(e, k) * EM_INV_SQRT_2PI_F32;
+    float y = em_sel_f32(mid, mid_value, em_sel_f32(xc < 0, low, high));
+    y = em_sel_f32(x > EM_GELU_ERF_LIM, 1.0f, em_sel_f32(x < -EM_GELU_ERF_LIM, 0.0f, y));
+    return em_sel_f32(x - x != 0, NAN, y); /* +-inf: inf * 0, as PyTorch; NaN */
 }
-EM_VINLINE double em_gelu_u2(double x) {
-    return 2 * 0x1.9884533d43651p-1 * (x + 0.044715 * x * x * x);
+/* 2u = x (c1 + c2 x^2) as hi + *lo */
+EM_VINLINE float em_gelu_u2_f32(float x, float *lo) {
+    float x2l, x2 = em_two_prod_f32(x, x, &x2l);
+    float bl, b = em_dd_mul_f32(x2, x2l, EM_GELU_C2_HI, EM_GELU_C2_LO, &bl); /* c2 x^2 */
+    float v = EM_GELU_C1_HI + b, bb = v - EM_GELU_C1_HI; /* TwoSum */
+    float vl = ((EM_GELU_C1_HI - (v - bb)) + (b - bb)) + (bl + EM_GELU_C1_LO);
+    return em_dd_mul_f32(v, vl, x, 0, lo);
 }
-EM_VINLINE float em_gelu_f32(float x, int tanh_form) {
-    double xd = x;
-    double z = xd * 0x1.6a09e667f3bcdp-1;
-    double a = em_abs_f64(z);
-    double zc = em_sel_f64(a > 10.5, 10.5, a);
-    double arg = em_sel_f64(tanh_form, -em_gelu_u2(xd), -0.5 * xd * xd); /* -z^2, exact */
-    /* beyond +-350, e or 1 / (1 + e) is below 1e-152: x times it is 0 in float */
-    double e = em_exp_fd(em_clamp_f64(arg, -350, 350));
-    /* two divisions, so that erfcx's long polynomial need not wait for the exp */
-    double tail = 0.5 * e * em_erfcx_t((zc - 3) / (zc + 3));
-    double phi = em_sel_f64(z < 0, tail, 1 - tail);
-    double y = xd * em_sel_f64(tanh_form, 1 / (1 + e), phi);
-    return (float)em_sel_f64(x == -INFINITY, NAN, y); /* -inf * 0, as PyTorch */
+#define EM_GELU_TANH_LIM 1e4f /* beyond, sigmoid(2u) is 0 or 1; x^2 stays finite below it */
+EM_VINLINE float em_gelu_tanh_f32(float x) {
+    float lo, u2 = em_gelu_u2_f32(em_clamp_f32(x, -EM_GELU_TANH_LIM, EM_GELU_TANH_LIM), &lo);
+    return em_xsigmoid_f32(x, u2, lo);
+}
+EM_VINLINE float em_gelu_tanh_grad_f32(float x) {
+    float xc = em_clamp_f32(x, -EM_GELU_TANH_LIM, EM_GELU_TANH_LIM);
+    float lo, u2 = em_gelu_u2_f32(xc, &lo);
+    float s = em_xsigmoid_f32(1, u2, lo);
+    float t = em_xsigmoid_f32(1, -u2, -lo); /* 1 - s without cancelling where s nears 1 */
+    float du2 = EM_GELU_C1_HI + 3 * EM_GELU_C2_HI * xc * xc; /* (2u)' */
+    float y = s + xc * (s * t) * du2;
+    return em_sel_f32(x - x != 0, NAN, y); /* +-inf: inf * 0, as PyTorch; NaN */
+}
+/* Double: gelu'(x) in libm, for the gradient checks (float64 is not the hot dtype). */
+EM_VINLINE double em_gelu_erf_grad_f64(double x) {
+    double phi = exp(-0.5 * x * x) * 0x1.9884533d43651p-2; /* 1 / sqrt(2 pi) */
+    return 0.5 * erfc(-x * 0x1.6a09e667f3bcdp-1) + x * phi;
+}
+EM_VINLINE double em_gelu_tanh_grad_f64(double x) {
+    double u2 = 2 * 0x1.9884533d43651p-1 * (x + 0.044715 * x * x * x);
+    double s = 1 / (1 + exp(-u2));
+    double du2 = 2 * 0x1.9884533d43651p-1 * (1 + 3 * 0.044715 * x * x);
+    return s + x * (s * (1 - s)) * du2;
 }
 /* Double versions: the rounding of u or of x / sqrt 2 would cost about u^2 or x^2 ulp for x << 0,
  * so both are formed in double-double (Dekker's exact product, no FMA), with the constants too. */
@@ -419,6 +480,8 @@ EM_VINLINE double em_gelu_f64(double x, int tanh_form) {
     double y = erfc(zh) - zl * 0x1.20dd750429b6dp+0 * exp(-zh * zh); /* 2 / sqrt(pi) */
     return em_sel_f64(x == xc, 0.5 * x * y, em_sel_f64(x > 0, x, 0 * x));
 }
+EM_VINLINE double em_gelu_erf_f64(double x) { return em_gelu_f64(x, 0); }
+EM_VINLINE double em_gelu_tanh_f64(double x) { return em_gelu_f64(x, 1); }
 
 /* ---- sin, cos: float through double; double in libm ------------------------------------------ */
 /* Payne-Hanek reduction in integers (after ARM's optimized-routines sinf): x = m 2^(e - 150);
@@ -485,7 +548,11 @@ EM_VINLINE double em_cos_f64(double x) { return cos(x); }
 #define em_tanh(x) EM_GENERIC(tanh, x)(x)
 #define em_sigmoid(x) EM_GENERIC(sigmoid, x)(x)
 #define em_silu(x) EM_GENERIC(silu, x)(x)
-#define em_gelu(x, tanh_form) EM_GENERIC(gelu, x)(x, tanh_form)
+#define em_silu_grad(x) EM_GENERIC(silu_grad, x)(x)
+#define em_gelu_erf(x) EM_GENERIC(gelu_erf, x)(x)
+#define em_gelu_tanh(x) EM_GENERIC(gelu_tanh, x)(x)
+#define em_gelu_erf_grad(x) EM_GENERIC(gelu_erf_grad, x)(x)
+#define em_gelu_tanh_grad(x) EM_GENERIC(gelu_tanh_grad, x)(x)
 #define em_erf(x) EM_GENERIC(erf, x)(x)
 #define em_erfc(x) EM_GENERIC(erfc, x)(x)
 #define em_sin(x) EM_GENERIC(sin, x)(x)

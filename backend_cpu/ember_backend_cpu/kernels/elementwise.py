@@ -38,7 +38,6 @@ def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
 
 # Unary ops with parameters: params(x, *op args) -> (p0, p1, p2) for the C loop.
 UNARY_PARAMS = {
-    "gelu": lambda x, approximate="none": (0.0 if approximate == "none" else 1.0, 0.0, 0.0),
     "nan_to_num": _nan_to_num,
     "elu": lambda x, alpha=1.0: (float(alpha), 0.0, 0.0),
     "celu": lambda x, alpha=1.0: (float(alpha), 0.0, 0.0),
@@ -49,13 +48,33 @@ UNARY_PARAMS = {
 }
 
 
-def make_unary(ffi, lib, code: int, name: str):
+# Binary ops with a parameter: param(*op args) -> the C loop's p->f[0].
+BINARY_PARAMS = {
+    "threshold_backward": float,
+}
+# Variant loops: C names the tanh form of gelu and gelu_backward ``<op>__tanh`` (unary.def), so
+# that each loop carries one form; the op's ``approximate`` picks the loop here.
+FORM = "__"
+
+
+def _form(codes: dict, name: str, code: int):
+    """approximate -> the C op code, for an op with a tanh-form loop; None for the others."""
+    tanh = codes.get(f"{name}{FORM}tanh")
+    if tanh is None:
+        return None
+    return lambda approximate="none": tanh if approximate == "tanh" else code
+
+
+def make_unary(ffi, lib, code: int, name: str, codes: dict):
     call = lib.ember_unary
     null = ffi.NULL
     params = UNARY_PARAMS.get(name)
+    form = _form(codes, name, code)
+    base = code
 
     def kernel(out, x, *args):
         p0, p1, p2 = params(x, *args) if params is not None else (0.0, 0.0, 0.0)
+        code = form(*args) if form is not None else base
         po = out._storage.ptr + out._offset * out._dtype.itemsize
         px = x._storage.ptr + x._offset * x._dtype.itemsize
         if out._contig and x._contig:
@@ -91,12 +110,17 @@ OPMATH_SCALAR = frozenset({"mul", "div", "div_trunc", "floor_divide"})
 HALF_CODES = frozenset(code for code, n in enumerate(DTYPE_NAMES) if n in ("float16", "bfloat16"))
 
 
-def make_binary(ffi, lib, code: int, name: str):
+def make_binary(ffi, lib, code: int, name: str, codes: dict):
     call = lib.ember_binary
     null = ffi.NULL
     opmath = name in OPMATH_SCALAR
+    param_of = BINARY_PARAMS.get(name)
+    form = _form(codes, name, code)
+    base = code
 
-    def kernel(out, a, b):
+    def kernel(out, a, b, *args):
+        param = param_of(*args) if param_of is not None else 0.0
+        code = form(*args) if form is not None else base
         sf, si = 0.0, 0
         if a.__class__ in SCALARS:
             dcode = b._dtype.code
@@ -115,11 +139,11 @@ def make_binary(ffi, lib, code: int, name: str):
         po = out._storage.ptr + out._offset * out._dtype.itemsize
         if out._contig and ca and cb:
             n = math.prod(out._shape)
-            status = call(code, dcode, n, 0, null, po, null, pa, null, pb, null, sf, si)
+            status = call(code, dcode, n, 0, null, po, null, pa, null, pb, null, sf, si, param)
         else:
             shape = out._shape
             status = call(
-                code, dcode, 0, len(shape), shape, po, out._stride, pa, sa, pb, sb, sf, si
+                code, dcode, 0, len(shape), shape, po, out._stride, pa, sa, pb, sb, sf, si, param
             )
         if status:
             raise_status(status, name, dcode)
@@ -128,7 +152,7 @@ def make_binary(ffi, lib, code: int, name: str):
     return kernel
 
 
-def make_ternary(ffi, lib, code: int, name: str):
+def make_ternary(ffi, lib, code: int, name: str, codes: dict):
     call = lib.ember_ternary
     null = ffi.NULL
 
@@ -201,8 +225,11 @@ FAMILIES = (
 def build(ffi, lib) -> dict:
     table = {}
     for arity, names_fn, make in FAMILIES:
-        for code, name in enumerate(_names(ffi, getattr(lib, names_fn))):
-            kernel = make(ffi, lib, code, name)
+        codes = {name: code for code, name in enumerate(_names(ffi, getattr(lib, names_fn)))}
+        for name, code in codes.items():
+            if FORM in name:
+                continue  # a variant loop, reached through its op's kernel
+            kernel = make(ffi, lib, code, name, codes)
             dtypes = [
                 dname
                 for dcode, dname in enumerate(DTYPE_NAMES)

@@ -35,6 +35,19 @@ def build(ffi, lib) -> dict:
 
         return kernel
 
+    def softmax_backward(log: int):
+        def kernel(out, grad, y, dim):
+            shape = y._shape
+            outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1 :])
+            status = lib.ember_softmax_backward(
+                y._dtype.code, _addr(out), _addr(grad), _addr(y), outer, shape[dim], inner, log
+            )
+            if status:
+                name = "_log_softmax_backward_data" if log else "_softmax_backward_data"
+                raise_status(status, name, y._dtype.code)
+
+        return kernel
+
     def layer_norm(out, x, normalized_shape, weight, bias, eps):
         n = math.prod(normalized_shape)
         rows = math.prod(x._shape) // n if n else 0
@@ -82,6 +95,8 @@ def build(ffi, lib) -> dict:
     return {
         "softmax": dict.fromkeys(FLOATS, softmax(0)),
         "log_softmax": dict.fromkeys(FLOATS, softmax(1)),
+        "_softmax_backward_data": dict.fromkeys(FLOATS, softmax_backward(0)),
+        "_log_softmax_backward_data": dict.fromkeys(FLOATS, softmax_backward(1)),
         "layer_norm": dict.fromkeys(FLOATS, layer_norm),
         "im2col": dict.fromkeys(FLOATS, im2col),
         "col2im": dict.fromkeys(FLOATS, col2im),

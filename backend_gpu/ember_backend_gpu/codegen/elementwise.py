@@ -3,9 +3,9 @@
 Each op lists its loops as ``(dtype family, output, C++ expression)``, transcribed from the CPU
 backend's reference expressions (backend_cpu/.../csrc/unary.def, binary.def, ternary.def). The
 expression reads ``x`` (unary) or ``a, b`` (binary) or ``a, b, c`` (ternary) of compute type
-``ct``, the float parameters ``p0 p1 p2`` (doubles), and may set the status word through ``st``
-(integer division by zero, negative integer powers). ``output`` is ``"SAME"`` (the operand
-dtype) or ``"BOOL"``.
+``ct``, the float parameters ``p0 p1 p2`` (doubles; binary and ternary loops get ``p0``), and
+may set the status word through ``st`` (integer division by zero, negative integer powers).
+``output`` is ``"SAME"`` (the operand dtype) or ``"BOOL"``.
 
 One kernel module per op (``ew.<op>``), so first use compiles only what is used.
 """
@@ -168,6 +168,13 @@ BINARY = (
     _b("fmax", ("FLOAT", S, "fmax(a, b)")),
     _b("fmin", ("FLOAT", S, "fmin(a, b)")),
     _b("nextafter", ("FLOAT", S, "nextafter(a, b)")),
+    # the activations' input gradients (issue 20): a = grad_output, b = the forward's input or
+    # output; p0 = gelu's form (1 tanh) or threshold's value
+    _b("gelu_backward", ("FLOAT", S, "a * em_gelu_grad(b, p0)")),
+    _b("silu_backward", ("FLOAT", S, "a * em_silu_grad(b)")),
+    _b("sigmoid_backward", ("FLOAT", S, "a * (1 - b) * b")),
+    _b("tanh_backward", ("FLOAT", S, "a * (1 - b * b)")),
+    _b("threshold_backward", ("NUM", S, "b <= (ct)p0 ? (ct)0 : a")),
 )
 
 LERP = "fabs(c) < (ct)0.5 ? a + c * (b - a) : b - (b - a) * (1 - c)"
@@ -267,19 +274,19 @@ EM_DEV void em_where_loop(char *out, const char *cond, const char *a, const char
 # Kernel argument formats (pycuda's struct characters), in the order of the signatures below.
 ARGS = {
     1: "PPP" + ND + "ddd",
-    2: "PPPP" + ND,
+    2: "PPPP" + ND + "d",
     3: "PPPPP" + ND + "d",
     "where": "PPPP" + ND,
 }
 PARAMS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
 SIGNATURES = {
     1: "char *out, const char *x, int *st, em_nd nd, double p0, double p1, double p2",
-    2: "char *out, const char *a, const char *b, int *st, em_nd nd",
+    2: "char *out, const char *a, const char *b, int *st, em_nd nd, double p0",
     3: "char *out, const char *a, const char *b, const char *c, int *st, em_nd nd, double p0",
 }
 CALLS = {
     1: "em_unary_loop<{t}, {o}>(out, x, nd, {f}{{p0, p1, p2, st}})",
-    2: "em_binary_loop<{t}, {o}>(out, a, b, nd, {f}{{0, 0, 0, st}})",
+    2: "em_binary_loop<{t}, {o}>(out, a, b, nd, {f}{{p0, 0, 0, st}})",
     3: "em_ternary_loop<{t}, {o}>(out, a, b, c, nd, {f}{{p0, 0, 0, st}})",
 }
 

@@ -299,6 +299,24 @@ EM_DEV T em_logaddexp(T a, T b) {
     if (isinf(m)) return m;
     return m + log1p(exp(-fabs(a - b)));
 }
+/* The activations' derivatives (gelu_backward, silu_backward; binary.def of the CPU backend):
+ * gelu'(x) = Phi(x) + x phi(x), or for the tanh form s + x s (1 - s) (2u)', s = sigmoid(2u),
+ * 2u = 2 sqrt(2/pi) (x + 0.044715 x^3); silu'(x) = s (1 + x (1 - s)), s = sigmoid(x). */
+template <class T>
+EM_DEV T em_gelu_grad(T x, double tanh_form) {
+    if (tanh_form != 0) {
+        const T c = (T)1.59576912160573071176; /* 2 sqrt(2/pi) */
+        T s = 1 / (1 + exp(-c * (x + (T)0.044715 * x * x * x)));
+        return s + x * s * (1 - s) * c * (1 + (T)0.134145 * x * x);
+    }
+    return (T)0.5 * erfc(-x * (T)0.70710678118654752440) +
+           x * exp((T)-0.5 * x * x) * (T)0.39894228040143267794;
+}
+template <class T>
+EM_DEV T em_silu_grad(T x) {
+    T s = 1 / (1 + exp(-x));
+    return s * (1 + x * (1 - s));
+}
 /* min(max(a, lo), hi) with NaN from any operand propagating; lo > hi gives hi (PyTorch). */
 template <class T>
 EM_DEV T em_clamp(T a, T lo, T hi) {

@@ -41,6 +41,11 @@ PARAMS = {
     "hardtanh": lambda t, min_val=-1.0, max_val=1.0: (float(min_val), float(max_val), 0.0),
 }
 NO_PARAMS = (0.0, 0.0, 0.0)
+# Binary ops with a parameter: f(dtype token, *args) -> the kernel's p0.
+BINARY_PARAMS = {
+    "gelu_backward": lambda t, approximate="none": 0.0 if approximate == "none" else 1.0,
+    "threshold_backward": lambda t, threshold: float(threshold),
+}
 # Ops that take a Python scalar second operand unrounded in float16/bfloat16 (as PyTorch's opmath
 # kernels do): the same set as the CPU backend's kernels/elementwise.py OPMATH_SCALAR.
 OPMATH_SCALAR = frozenset({"mul", "div", "div_trunc", "floor_divide"})
@@ -49,7 +54,7 @@ OPMATH_SCALAR = frozenset({"mul", "div", "div_trunc", "floor_divide"})
 def make(rt, op: ew.Ew, token: str, loop: ew.Loop):
     name = ew.kernel_name(op.name, token)
     code = BY_TOKEN[token].code
-    params = PARAMS.get(op.name)
+    params = (BINARY_PARAMS if op.arity == 2 else PARAMS).get(op.name)
     where = op.name == "where"
     codes = (code, 0, code, code) if where else (code,) * 4  # where's condition is bool
     arity = op.arity
@@ -66,7 +71,9 @@ def make(rt, op: ew.Ew, token: str, loop: ew.Loop):
         ]
         if arity == 1:
             tail = params(token, *rest) if params is not None else NO_PARAMS
-        elif arity == 3 and not where:
+        elif arity == 2:
+            tail = (params(token, *rest) if params is not None else 0.0,)
+        elif not where:
             tail = (float(rest[0]) if rest else 0.0,)
         else:
             tail = ()

@@ -106,7 +106,7 @@ class _Transforms:
             (0, (0,), compute_bits(factor, code, True)),
         ]
         name = ew.kernel_name("mul", TOKENS[code])
-        run_strided(self.rt, dev, name, shape, operands, (self.rt.status_word(dev),))
+        run_strided(self.rt, dev, name, shape, operands, (self.rt.status_word(dev),), (0.0,))
 
     def r2c(self, out, x, dims, normalization, onesided):
         if not numel(out):

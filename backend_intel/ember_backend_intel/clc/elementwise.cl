@@ -154,6 +154,21 @@ inline float em_gelu_erf(float x) { return 0.5f * x * erfc(-x * 0.70710678118654
         if (tanh_form)                                                                            \
             return (F)0.5 * x * (1 + tanh((F)0.79788456080286535588 * (x + (F)0.044715 * x * x * x))); \
         return em_gelu_erf(x);                                                                    \
+    }                                                                                             \
+    inline F __attribute__((overloadable)) em_gelu_tanh(F x) { return em_gelu(x, 1); }          \
+    /* the activations' derivatives (binary.def's backward loops): gelu' = Phi + x phi, the tanh \
+     * form's s + x s (1 - s) (2u)', s = sigmoid(2u); silu' = s (1 + x (1 - s)) */                \
+    inline F __attribute__((overloadable)) em_gelu_erf_grad(F x) {                               \
+        return (F)0.5 * erfc(-x * (F)0.70710678118654752440) +                                    \
+               x * exp((F)-0.5 * x * x) * (F)0.39894228040143267794;                              \
+    }                                                                                             \
+    inline F __attribute__((overloadable)) em_gelu_tanh_grad(F x) {                              \
+        F s = em_sigmoid((F)1.59576912160573071176 * (x + (F)0.044715 * x * x * x));              \
+        return s + x * s * (1 - s) * (F)1.59576912160573071176 * (1 + (F)0.134145 * x * x);       \
+    }                                                                                             \
+    inline F __attribute__((overloadable)) em_silu_grad(F x) {                                   \
+        F s = em_sigmoid(x);                                                                      \
+        return s * (1 + x * (1 - s));                                                             \
     }
 EM_FLOAT_HELPERS(float)
 #ifdef EM_FP64

@@ -31,6 +31,7 @@ __all__ = [
     "HALF_CODES",
     "OPMATH_SCALAR",
     "UNARY_PARAMS",
+    "BINARY_PARAMS",
     "below",
     "check_index_add_shapes",
     "check_sequence",
@@ -78,17 +79,45 @@ def _split_call(text: str, start: int) -> tuple[list[str], int]:
 _CPU_ONLY = re.compile(r"\b(em_sp_|EM_SP_)")
 
 
+def _form_param(approximate="none") -> float:
+    return 1.0 if approximate == "tanh" else 0.0
+
+
+# The CPU's variant loops (``gelu__tanh``: a loop per form, picked by the glue) become one
+# expression here, the form a uniform parameter p->f[0] (a branch all work-items take alike).
+FORM = "__"
+UNARY_PARAMS = {
+    **UNARY_PARAMS,
+    "gelu": lambda x, approximate="none": (_form_param(approximate), 0.0, 0.0),
+}
+# Binary ops with a parameter: their p->f[0] from the op's extra arguments.
+BINARY_PARAMS = {"gelu_backward": _form_param, "threshold_backward": float}
+
+
+def _fold_forms(found: list) -> list:
+    variants = {(op.split(FORM)[0], family): expr for op, family, _o, expr in found if FORM in op}
+    folded = []
+    for op, family, out, expression in found:
+        if FORM in op:
+            continue
+        variant = variants.get((op, family))
+        if variant is not None:
+            expression = f"p->f[0] != 0 ? ({variant}) : ({expression})"
+        folded.append((op, family, out, expression))
+    return folded
+
+
 def op_descriptions(arity: int) -> list[tuple[str, str, str, str]]:
     """``(op, family, out, expression)`` per LOOP line of the CPU plugin's .def for ``arity``,
-    except the CPU-only special functions."""
+    except the CPU-only special functions; variant loops folded into their op's."""
     name = {1: "unary.def", 2: "binary.def", 3: "ternary.def"}[arity]
     text = resources.files("ember_backend_cpu").joinpath("csrc", name).read_text()
     text = _COMMENT.sub(" ", text)
     found = []
-    for match in re.finditer(r"\bLOOP\(", text):
+    for match in re.finditer(r"\bLOOPW?\(", text):
         args, _end = _split_call(text, match.end() - 1)
         op, family, out = args[:3]
         expression = " ".join(",".join(args[3:]).split())
         if not _CPU_ONLY.search(expression):
             found.append((op, family, out, expression))
-    return found
+    return _fold_forms(found)

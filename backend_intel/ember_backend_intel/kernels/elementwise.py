@@ -54,6 +54,9 @@ def _params(name: str, arity: int, operands, extra):
     if arity == 1:
         rule = _shared.UNARY_PARAMS.get(name)
         return rule(operands[0], *extra) if rule is not None else _NO_PARAMS
+    if arity == 2:
+        rule = _shared.BINARY_PARAMS.get(name)
+        return (rule(*extra), 0.0, 0.0) if rule is not None and extra else _NO_PARAMS
     return (float(extra[0]), 0.0, 0.0) if extra else _NO_PARAMS
 
 
