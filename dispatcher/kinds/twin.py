@@ -6,9 +6,13 @@ back once, so its twin is float32 (values). An unsigned dtype's twin is the sign
 width holding the same bits: equality, bitwise ops, wrapping products and data movement give the
 same bits in either. Ops that order values (sort) see the bits with the sign bit flipped, which
 orders signed integers as the unsigned ones. Sums and products (int64 results in PyTorch) take
-uint16/uint32 values widened to int64 and uint64's bits as int64 (both wrap alike). Which ops
-and dtypes run this way is ``optable/limited.py``'s table; every other op refuses them with
-PyTorch's error.
+uint16/uint32 values widened to int64 and uint64's bits as int64 (both wrap alike).
+
+Two shapes of call run where PyTorch's kernels would refuse the dtype, because PyTorch never
+reaches a kernel of it: a reduction given a ``dtype=`` casts its input to that dtype first
+(``make_reduction``; the *casts* rows), and max/min/kthvalue along a dim, cumsum and cumprod of a
+0-dim tensor copy its one value (the *scalar* mode). Which ops and dtypes run this way is
+``optable/limited.py``'s table; every other op refuses them with PyTorch's error.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from ..promotion import promote_types
 from ._common import OPS, cast
 
 _SIGNED = {2: dt.int16, 4: dt.int32, 8: dt.int64}
-# the modes: the same bits, the bits in signed order, the values widened to int64
-BITS, ORDERED, WIDENED = "bits", "ordered", "widened"
+# the modes: the same bits, the bits in signed order, the values widened to int64, and the same
+# bits for 0-dim inputs only (any other shape is refused, as PyTorch's kernel refuses it)
+BITS, ORDERED, WIDENED, SCALAR = "bits", "ordered", "widened", "scalar"
 # ops whose results are never in the input's dtype (flags, counts, positions)
 _NO_VALUES = (Promotion.ALWAYS_BOOL, Promotion.LONG)
 
@@ -76,6 +81,27 @@ def _convert(value, mode: str):
     return value
 
 
+def _limited_ranks(op, args):
+    """The ranks of the limited-dtype tensor arguments."""
+    for i in op.tensor_positions:
+        value = args[i] if i < len(args) else None
+        if isinstance(value, Tensor) and value._dtype in dt.LIMITED_SET:
+            yield len(value._shape)
+
+
+def _given_dtype(op, args):
+    """The call's ``dtype=`` argument; None when the op has none or it was not given."""
+    names = [arg.name for arg in op.schema.args]
+    position = names.index("dtype") if "dtype" in names else len(args)
+    return args[position] if position < len(args) else None
+
+
+def _cast_to(value, dtype):
+    if isinstance(value, Tensor) and value._dtype in dt.LIMITED_SET:
+        return cast(value, dtype)
+    return value
+
+
 def _back(op, result, dtype, twin, mode: str):
     if op.promotion in _NO_VALUES or mode is WIDENED:
         return result
@@ -126,18 +152,29 @@ class Twins:
     ``Op.refused`` (every caller of a runner sends its NotImplementedError there) calls
     ``run``, so the common call of mul, eq, where, sum... pays nothing for the twin."""
 
-    __slots__ = ("dtypes", "mode")
+    __slots__ = ("casts", "dtypes", "mode")
 
-    def __init__(self, dtypes: frozenset, mode: str):
+    def __init__(self, dtypes: frozenset, mode: str | None, casts: bool = False):
         self.dtypes = dtypes
         self.mode = mode
+        self.casts = casts  # a given ``dtype=`` takes any limited input (PyTorch casts first)
 
     def run(self, op, args, error: NotImplementedError):
         """The op on ``args`` in the twin dtype, when the refusal ``error`` was for one of
         ``dtypes``; ``error`` again otherwise."""
         dtype = _limited_dtype(op, args)
-        if dtype is None or dtype not in self.dtypes:
+        if dtype is None:
             raise error
+        if self.casts and (given := _given_dtype(op, args)) is not None:
+            if given in dt.LIMITED_SET:  # PyTorch casts to it, then its kernel refuses it
+                raise error
+            return op.runner(op, *(_cast_to(a, given) for a in args))
+        if dtype not in self.dtypes or self.mode is None:
+            raise error
+        if self.mode is SCALAR:
+            if any(_limited_ranks(op, args)):
+                raise error
+            return _run_twin(op, op.runner, args, dtype, BITS)
         return _run_twin(op, op.runner, args, dtype, self.mode)
 
 

@@ -47,14 +47,28 @@ TWINS = {
 ORDERED = dict.fromkeys(("sort", "argsort", "msort"), UNSIGNED)
 # Sums and products of unsigned values are int64 in PyTorch: the values widen to it.
 WIDENED = dict.fromkeys(("sum", "prod", "nansum"), UNSIGNED)
+# Along a dim, PyTorch copies a 0-dim input's one value before any kernel (a scan of uint16
+# widens to int64 and runs already): those calls alone run, the others are refused.
+SCALAR = {**dict.fromkeys(("max", "min", "kthvalue"), EVERY), "cumsum": FLOAT8, "cumprod": FLOAT8}
+# The reductions that cast their input to a given dtype= first (PyTorch's make_reduction): any
+# limited input runs then; mean and nanmean are composites over sum, which casts.
+CASTS = frozenset({"sum", "prod", "nansum", "cumsum", "cumprod"})
 
 
 def twins(ops: dict) -> None:
-    """Give the rows of TWINS, ORDERED and WIDENED (and their in-place forms) their twins: the
-    runner's refusal of one of those dtypes runs the twin computation (``Op.refused``)."""
-    tables = ((TWINS, twin.BITS), (ORDERED, twin.ORDERED), (WIDENED, twin.WIDENED))
+    """Give the rows of TWINS, ORDERED, WIDENED, SCALAR and CASTS (and their in-place forms)
+    their twins: the runner's refusal of one of those dtypes runs the twin computation
+    (``Op.refused``)."""
+    tables = (
+        (TWINS, twin.BITS),
+        (ORDERED, twin.ORDERED),
+        (WIDENED, twin.WIDENED),
+        (SCALAR, twin.SCALAR),
+    )
     for op in ops.values():
         base = op.inplace_of or op
-        for table, mode in tables:
-            if base.name in table:
-                op.twins = twin.Twins(table[base.name], mode)
+        modes = [(table[base.name], mode) for table, mode in tables if base.name in table]
+        casts = base.name in CASTS
+        if modes or casts:
+            dtypes, mode = modes[0] if modes else (frozenset(), None)
+            op.twins = twin.Twins(dtypes, mode, casts)
