@@ -89,10 +89,10 @@ def _limited_ranks(op, args):
             yield len(value._shape)
 
 
-def _given_dtype(op, args):
-    """The call's ``dtype=`` argument; None when the op has none or it was not given."""
+def _given(op, args, name: str):
+    """The call's argument ``name``; None when the op has none or it was not given."""
     names = [arg.name for arg in op.schema.args]
-    position = names.index("dtype") if "dtype" in names else len(args)
+    position = names.index(name) if name in names else len(args)
     return args[position] if position < len(args) else None
 
 
@@ -165,14 +165,14 @@ class Twins:
         dtype = _limited_dtype(op, args)
         if dtype is None:
             raise error
-        if self.casts and (given := _given_dtype(op, args)) is not None:
+        if self.casts and (given := _given(op, args, "dtype")) is not None:
             if given in dt.LIMITED_SET:  # PyTorch casts to it, then its kernel refuses it
                 raise error
             return op.runner(op, *(_cast_to(a, given) for a in args))
         if dtype not in self.dtypes or self.mode is None:
             raise error
-        if self.mode is SCALAR:
-            if any(_limited_ranks(op, args)):
+        if self.mode is SCALAR:  # a 0-dim input, along a dim (aminmax's is optional)
+            if any(_limited_ranks(op, args)) or _given(op, args, "dim") is None:
                 raise error
             return _run_twin(op, op.runner, args, dtype, BITS)
         return _run_twin(op, op.runner, args, dtype, self.mode)

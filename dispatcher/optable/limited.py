@@ -39,8 +39,8 @@ TWINS = {
     "isinf": UNSIGNED | {dt.float8_e5m2},
     "isfinite": UNSIGNED | {dt.float8_e5m2, dt.float8_e8m0fnu},
     "abs": FLOAT8_FINITE,
-    "mm": FLOAT8_FINITE,
-    "matmul": FLOAT8_FINITE,
+    **dict.fromkeys(("mm", "matmul", "addmm"), FLOAT8_FINITE),
+    "as_strided_scatter": EVERY,
     "linear": FLOAT8_FINITE,
     "masked_select": FLOAT8,
 }
@@ -49,7 +49,10 @@ ORDERED = dict.fromkeys(("sort", "argsort", "msort"), UNSIGNED)
 WIDENED = dict.fromkeys(("sum", "prod", "nansum"), UNSIGNED)
 # Along a dim, PyTorch copies a 0-dim input's one value before any kernel (a scan of uint16
 # widens to int64 and runs already): those calls alone run, the others are refused.
-SCALAR = {**dict.fromkeys(("max", "min", "kthvalue"), EVERY), "cumsum": FLOAT8, "cumprod": FLOAT8}
+SCALAR = {
+    **dict.fromkeys(("max", "min", "kthvalue", "aminmax"), EVERY),
+    **dict.fromkeys(("cumsum", "cumprod"), FLOAT8),
+}
 # The reductions that cast their input to a given dtype= first (PyTorch's make_reduction): any
 # limited input runs then; mean and nanmean are composites over sum, which casts.
 CASTS = frozenset({"sum", "prod", "nansum", "cumsum", "cumprod"})

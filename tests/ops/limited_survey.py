@@ -20,11 +20,8 @@ VALUES = "both run; values differ (PyTorch rounds differently or casts a scalar 
 KNOWN_GAPS = {
     "_unsafe_masked_index": RUNS,
     "addbmm": REFUSES,
-    "addmm": REFUSES,
     "addr": RUNS,
-    "aminmax": REFUSES,
     "arange": RUNS,
-    "as_strided_scatter": REFUSES,
     "cdist": REFUSES,  # PyTorch returns an empty x2's empty result before its dtype check
     "cholesky": REFUSES,
     "combinations": RUNS,
