@@ -26,8 +26,9 @@ from ._common import OPS, cast
 
 _SIGNED = {2: dt.int16, 4: dt.int32, 8: dt.int64}
 # the modes: the same bits, the bits in signed order, the values widened to int64, and the same
-# bits for 0-dim inputs only (any other shape is refused, as PyTorch's kernel refuses it)
-BITS, ORDERED, WIDENED, SCALAR = "bits", "ordered", "widened", "scalar"
+# bits for some calls only (the others are refused, as PyTorch's kernel refuses them): a 0-dim
+# input along a dim, an empty index
+BITS, ORDERED, WIDENED, SCALAR, EMPTY = "bits", "ordered", "widened", "scalar", "empty"
 # ops whose results are never in the input's dtype (flags, counts, positions)
 _NO_VALUES = (Promotion.ALWAYS_BOOL, Promotion.LONG)
 
@@ -94,6 +95,15 @@ def _given(op, args, name: str):
     names = [arg.name for arg in op.schema.args]
     position = names.index(name) if name in names else len(args)
     return args[position] if position < len(args) else None
+
+
+def _runs(op, args, mode: str) -> bool:
+    """Whether PyTorch runs this call in a conditional mode: a 0-dim input along a dim
+    (aminmax's dim is optional), or an empty ``index`` (index_add adds nothing)."""
+    if mode is SCALAR:
+        return not any(_limited_ranks(op, args)) and _given(op, args, "dim") is not None
+    index = _given(op, args, "index")
+    return isinstance(index, Tensor) and 0 in index._shape
 
 
 def _cast_to(value, dtype):
@@ -171,8 +181,8 @@ class Twins:
             return op.runner(op, *(_cast_to(a, given) for a in args))
         if dtype not in self.dtypes or self.mode is None:
             raise error
-        if self.mode is SCALAR:  # a 0-dim input, along a dim (aminmax's is optional)
-            if any(_limited_ranks(op, args)) or _given(op, args, "dim") is None:
+        if self.mode is SCALAR or self.mode is EMPTY:
+            if not _runs(op, args, self.mode):
                 raise error
             return _run_twin(op, op.runner, args, dtype, BITS)
         return _run_twin(op, op.runner, args, dtype, self.mode)

@@ -53,13 +53,15 @@ SCALAR = {
     **dict.fromkeys(("max", "min", "kthvalue", "aminmax"), EVERY),
     **dict.fromkeys(("cumsum", "cumprod"), FLOAT8),
 }
+# With an empty index PyTorch returns self's values before any kernel.
+EMPTY = dict.fromkeys(("index_add",), EVERY)
 # The reductions that cast their input to a given dtype= first (PyTorch's make_reduction): any
 # limited input runs then; mean and nanmean are composites over sum, which casts.
 CASTS = frozenset({"sum", "prod", "nansum", "cumsum", "cumprod"})
 
 
 def twins(ops: dict) -> None:
-    """Give the rows of TWINS, ORDERED, WIDENED, SCALAR and CASTS (and their in-place forms)
+    """Give the rows of TWINS, ORDERED, WIDENED, SCALAR, EMPTY and CASTS (and their in-place forms)
     their twins: the runner's refusal of one of those dtypes runs the twin computation
     (``Op.refused``)."""
     tables = (
@@ -67,6 +69,7 @@ def twins(ops: dict) -> None:
         (ORDERED, twin.ORDERED),
         (WIDENED, twin.WIDENED),
         (SCALAR, twin.SCALAR),
+        (EMPTY, twin.EMPTY),
     )
     for op in ops.values():
         base = op.inplace_of or op

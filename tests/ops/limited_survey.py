@@ -32,8 +32,6 @@ KNOWN_GAPS = {
     "flip": RUNS,
     "fliplr": RUNS,
     "flipud": RUNS,
-    "index_add": REFUSES,
-    "index_add_": REFUSES,
     "index_copy": RUNS,
     "index_copy_": RUNS,
     "index_fill": RUNS,
