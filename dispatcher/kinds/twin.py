@@ -8,11 +8,12 @@ same bits in either. Ops that order values (sort) see the bits with the sign bit
 orders signed integers as the unsigned ones. Sums and products (int64 results in PyTorch) take
 uint16/uint32 values widened to int64 and uint64's bits as int64 (both wrap alike).
 
-Two shapes of call run where PyTorch's kernels would refuse the dtype, because PyTorch never
-reaches a kernel of it: a reduction given a ``dtype=`` casts its input to that dtype first
-(``make_reduction``; the *casts* rows), and max/min/kthvalue along a dim, cumsum and cumprod of a
-0-dim tensor copy its one value (the *scalar* mode). Which ops and dtypes run this way is
-``optable/limited.py``'s table; every other op refuses them with PyTorch's error.
+Some calls run where PyTorch's kernels would refuse the dtype, because PyTorch never reaches a
+kernel of it: a reduction given a ``dtype=`` casts its input to that dtype first
+(``make_reduction``; the *casts* rows); max/min/kthvalue/aminmax along a dim, cumsum and cumprod
+of a 0-dim tensor copy its one value (the *scalar* mode); index_add with an empty index returns
+self's values (the *empty* mode). Which ops and dtypes run this way is ``optable/limited.py``'s
+table; every other op refuses them with PyTorch's error.
 """
 
 from __future__ import annotations
