@@ -53,28 +53,31 @@ SCALAR = {
     **dict.fromkeys(("max", "min", "kthvalue", "aminmax"), EVERY),
     **dict.fromkeys(("cumsum", "cumprod"), FLOAT8),
 }
-# With an empty index PyTorch returns self's values before any kernel.
-EMPTY = dict.fromkeys(("index_add",), EVERY)
+# With an empty index PyTorch returns self's values before any kernel, and a reduction or scan
+# of an empty input computes nothing (float8 sums: uint16/32/64 ones widen for any shape).
+EMPTY_INDEX = dict.fromkeys(("index_add",), EVERY)
+EMPTY_INPUT = {
+    **dict.fromkeys(("sum", "prod", "nansum", "cumsum", "cumprod"), FLOAT8),
+    **dict.fromkeys(("amax", "amin", "max", "min"), EVERY),
+}
 # The reductions that cast their input to a given dtype= first (PyTorch's make_reduction): any
 # limited input runs then; mean and nanmean are composites over sum, which casts.
 CASTS = frozenset({"sum", "prod", "nansum", "cumsum", "cumprod"})
 
 
 def twins(ops: dict) -> None:
-    """Give the rows of TWINS, ORDERED, WIDENED, SCALAR, EMPTY and CASTS (and their in-place forms)
-    their twins: the runner's refusal of one of those dtypes runs the twin computation
-    (``Op.refused``)."""
+    """Give the rows of the tables above and CASTS (and their in-place forms) their twins: the
+    runner's refusal of one of those dtypes runs the twin computation (``Op.refused``)."""
     tables = (
         (TWINS, twin.BITS),
         (ORDERED, twin.ORDERED),
         (WIDENED, twin.WIDENED),
         (SCALAR, twin.SCALAR),
-        (EMPTY, twin.EMPTY),
+        (EMPTY_INDEX, twin.EMPTY_INDEX),
+        (EMPTY_INPUT, twin.EMPTY_INPUT),
     )
     for op in ops.values():
         base = op.inplace_of or op
-        modes = [(table[base.name], mode) for table, mode in tables if base.name in table]
-        casts = base.name in CASTS
-        if modes or casts:
-            dtypes, mode = modes[0] if modes else (frozenset(), None)
-            op.twins = twin.Twins(dtypes, mode, casts)
+        modes = tuple((table[base.name], mode) for table, mode in tables if base.name in table)
+        if modes or base.name in CASTS:
+            op.twins = twin.Twins(modes, base.name in CASTS)

@@ -58,7 +58,6 @@ KNOWN_GAPS = {
     "rot90": RUNS,
     "signbit": REFUSES,
     "softsign": RUNS,
-    "sum_to_size": REFUSES,
     "trace": RUNS,
     "tril": RUNS,
     "triu": RUNS,

@@ -1,8 +1,8 @@
 """The twin modes of kinds/twin.py that run only some calls of a row, against torch 2.13's CPU:
 a reduction given a non-limited ``dtype=`` casts its limited input first and runs (PyTorch's
 make_reduction), max/min/kthvalue/aminmax along a dim, cumsum and cumprod run on a 0-dim input
-only, and index_add with an empty index only. The other calls of those rows must be refused with
-torch's exception type, naming the dtype."""
+only, index_add with an empty index only, reductions and scans of an empty input only. The other
+calls of those rows must be refused with torch's exception type, naming the dtype."""
 
 from __future__ import annotations
 
@@ -34,6 +34,13 @@ CALLS = {
     "index_add_empty": lambda m, x: m.index_add(x, 0, m.tensor([], dtype=m.int64), x[:0], alpha=2),
     "index_add_": lambda m, x: x.clone().index_add_(-1, m.tensor([], dtype=m.int64), x[..., :0]),
     "index_add": lambda m, x: m.index_add(x, 0, m.tensor([0]), x[:1]),
+    "sum_empty": lambda m, x: m.sum(x[:0], 0),
+    "prod_empty": lambda m, x: m.prod(x[:0]),
+    "amax_empty": lambda m, x: m.amax(x[:0], -1),
+    "amin_empty_dim": lambda m, x: m.amin(x[:0], 0),
+    "cumsum_empty": lambda m, x: m.cumsum(x[:0], 0),
+    "max_empty": lambda m, x: m.max(x[:0], -1),
+    "amax": lambda m, x: m.amax(x, -1),
     # rows of the plain twin table that share these rows' samples here
     "addmm": lambda m, x: m.addmm(x[:, :1].T, x, x.T, beta=0.5, alpha=2.0),
     "as_strided_scatter": lambda m, x: m.as_strided_scatter(x, x.flatten()[:2], (2,), (2,)),
