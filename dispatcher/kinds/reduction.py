@@ -168,8 +168,8 @@ def scan(op, x, dim, dtype=None):
     out_dtype = result_dtype(op, x._dtype, dtype)
     if x._dtype is not out_dtype:
         x = cast(x, out_dtype)
-    if out_dtype not in op.dtypes:
-        raise RuntimeError(f'"{op.name}" not implemented for {out_dtype.name}')
+    if out_dtype not in op.dtypes:  # a NotImplementedError: Op.refused may run it in a twin
+        raise unsupported_dtype(op, out_dtype)
     dev = x._storage.device
     out = empty(x._shape, out_dtype, dev)
     op.kernel(dev.type, out_dtype)(out, x, d)

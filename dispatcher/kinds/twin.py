@@ -6,9 +6,15 @@ back once, so its twin is float32 (values). An unsigned dtype's twin is the sign
 width holding the same bits: equality, bitwise ops, wrapping products and data movement give the
 same bits in either. Ops that order values (sort) see the bits with the sign bit flipped, which
 orders signed integers as the unsigned ones. Sums and products (int64 results in PyTorch) take
-uint16/uint32 values widened to int64 and uint64's bits as int64 (both wrap alike). Which ops
-and dtypes run this way is ``optable/limited.py``'s table; every other op refuses them with
-PyTorch's error.
+uint16/uint32 values widened to int64 and uint64's bits as int64 (both wrap alike).
+
+Some calls run where PyTorch's kernels would refuse the dtype, because PyTorch never reaches a
+kernel of it: a reduction given a ``dtype=`` casts its input to that dtype first
+(``make_reduction``; the *casts* rows); max/min/kthvalue/aminmax along a dim, cumsum and cumprod
+of a 0-dim tensor copy its one value (the *scalar* mode); index_add with an empty index returns
+self's values, and a reduction or scan of an empty input computes nothing (the *empty* modes).
+Which ops and dtypes run this way is ``optable/limited.py``'s table; every other op refuses them
+with PyTorch's error.
 """
 
 from __future__ import annotations
@@ -21,8 +27,12 @@ from ..promotion import promote_types
 from ._common import OPS, cast
 
 _SIGNED = {2: dt.int16, 4: dt.int32, 8: dt.int64}
-# the modes: the same bits, the bits in signed order, the values widened to int64
+# the modes: the same bits, the bits in signed order, the values widened to int64, and the same
+# bits for some calls only (the others are refused, as PyTorch's kernel refuses them): a 0-dim
+# input along a dim, an empty index, an empty input
 BITS, ORDERED, WIDENED = "bits", "ordered", "widened"
+SCALAR, EMPTY_INDEX, EMPTY_INPUT = "scalar", "empty index", "empty input"
+_CONDITIONAL = (SCALAR, EMPTY_INDEX, EMPTY_INPUT)
 # ops whose results are never in the input's dtype (flags, counts, positions)
 _NO_VALUES = (Promotion.ALWAYS_BOOL, Promotion.LONG)
 
@@ -76,6 +86,41 @@ def _convert(value, mode: str):
     return value
 
 
+def _limited_shapes(op, args):
+    """The shapes of the limited-dtype tensor arguments."""
+    for i in op.tensor_positions:
+        value = args[i] if i < len(args) else None
+        if isinstance(value, Tensor) and value._dtype in dt.LIMITED_SET:
+            yield value._shape
+
+
+def _given(op, args, name: str):
+    """The call's argument ``name``; None when the op has none or it was not given."""
+    names = [arg.name for arg in op.schema.args]
+    position = names.index(name) if name in names else len(args)
+    return args[position] if position < len(args) else None
+
+
+def _runs(op, args, mode: str) -> bool:
+    """Whether PyTorch runs this call in ``mode``: always, but for the conditional modes a 0-dim
+    input along a dim (aminmax's dim is optional), an empty ``index`` (index_add adds nothing),
+    an empty input (a reduction of nothing)."""
+    if mode is SCALAR:
+        return not any(_limited_shapes(op, args)) and _given(op, args, "dim") is not None
+    if mode is EMPTY_INDEX:
+        index = _given(op, args, "index")
+        return isinstance(index, Tensor) and 0 in index._shape
+    if mode is EMPTY_INPUT:
+        return any(0 in shape for shape in _limited_shapes(op, args))
+    return True
+
+
+def _cast_to(value, dtype):
+    if isinstance(value, Tensor) and value._dtype in dt.LIMITED_SET:
+        return cast(value, dtype)
+    return value
+
+
 def _back(op, result, dtype, twin, mode: str):
     if op.promotion in _NO_VALUES or mode is WIDENED:
         return result
@@ -126,19 +171,27 @@ class Twins:
     ``Op.refused`` (every caller of a runner sends its NotImplementedError there) calls
     ``run``, so the common call of mul, eq, where, sum... pays nothing for the twin."""
 
-    __slots__ = ("dtypes", "mode")
+    __slots__ = ("casts", "modes")
 
-    def __init__(self, dtypes: frozenset, mode: str):
-        self.dtypes = dtypes
-        self.mode = mode
+    def __init__(self, modes: tuple, casts: bool = False):
+        self.modes = modes  # (dtypes, mode) pairs, the first that runs the call wins
+        self.casts = casts  # a given ``dtype=`` takes any limited input (PyTorch casts first)
 
     def run(self, op, args, error: NotImplementedError):
-        """The op on ``args`` in the twin dtype, when the refusal ``error`` was for one of
-        ``dtypes``; ``error`` again otherwise."""
+        """The op on ``args`` in the twin dtype, when the refusal ``error`` was for the dtypes
+        of a mode that runs the call; ``error`` again otherwise."""
         dtype = _limited_dtype(op, args)
-        if dtype is None or dtype not in self.dtypes:
+        if dtype is None:
             raise error
-        return _run_twin(op, op.runner, args, dtype, self.mode)
+        if self.casts and (given := _given(op, args, "dtype")) is not None:
+            if given in dt.LIMITED_SET:  # PyTorch casts to it, then its kernel refuses it
+                raise error
+            return op.runner(op, *(_cast_to(a, given) for a in args))
+        for dtypes, mode in self.modes:
+            if dtype in dtypes and _runs(op, args, mode):
+                mode = BITS if mode in _CONDITIONAL else mode
+                return _run_twin(op, op.runner, args, dtype, mode)
+        raise error
 
 
 def runner(op):

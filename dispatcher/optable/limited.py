@@ -39,22 +39,45 @@ TWINS = {
     "isinf": UNSIGNED | {dt.float8_e5m2},
     "isfinite": UNSIGNED | {dt.float8_e5m2, dt.float8_e8m0fnu},
     "abs": FLOAT8_FINITE,
-    "mm": FLOAT8_FINITE,
-    "matmul": FLOAT8_FINITE,
+    **dict.fromkeys(("mm", "matmul", "addmm"), FLOAT8_FINITE),
+    "as_strided_scatter": EVERY,
     "linear": FLOAT8_FINITE,
     "masked_select": FLOAT8,
 }
 ORDERED = dict.fromkeys(("sort", "argsort", "msort"), UNSIGNED)
 # Sums and products of unsigned values are int64 in PyTorch: the values widen to it.
 WIDENED = dict.fromkeys(("sum", "prod", "nansum"), UNSIGNED)
+# Along a dim, PyTorch copies a 0-dim input's one value before any kernel (a scan of uint16
+# widens to int64 and runs already): those calls alone run, the others are refused.
+SCALAR = {
+    **dict.fromkeys(("max", "min", "kthvalue", "aminmax"), EVERY),
+    **dict.fromkeys(("cumsum", "cumprod"), FLOAT8),
+}
+# With an empty index PyTorch returns self's values before any kernel, and a reduction or scan
+# of an empty input computes nothing (float8 sums: uint16/32/64 ones widen for any shape).
+EMPTY_INDEX = dict.fromkeys(("index_add",), EVERY)
+EMPTY_INPUT = {
+    **dict.fromkeys(("sum", "prod", "nansum", "cumsum", "cumprod"), FLOAT8),
+    **dict.fromkeys(("amax", "amin", "max", "min"), EVERY),
+}
+# The reductions that cast their input to a given dtype= first (PyTorch's make_reduction): any
+# limited input runs then; mean and nanmean are composites over sum, which casts.
+CASTS = frozenset({"sum", "prod", "nansum", "cumsum", "cumprod"})
 
 
 def twins(ops: dict) -> None:
-    """Give the rows of TWINS, ORDERED and WIDENED (and their in-place forms) their twins: the
+    """Give the rows of the tables above and CASTS (and their in-place forms) their twins: the
     runner's refusal of one of those dtypes runs the twin computation (``Op.refused``)."""
-    tables = ((TWINS, twin.BITS), (ORDERED, twin.ORDERED), (WIDENED, twin.WIDENED))
+    tables = (
+        (TWINS, twin.BITS),
+        (ORDERED, twin.ORDERED),
+        (WIDENED, twin.WIDENED),
+        (SCALAR, twin.SCALAR),
+        (EMPTY_INDEX, twin.EMPTY_INDEX),
+        (EMPTY_INPUT, twin.EMPTY_INPUT),
+    )
     for op in ops.values():
         base = op.inplace_of or op
-        for table, mode in tables:
-            if base.name in table:
-                op.twins = twin.Twins(table[base.name], mode)
+        modes = tuple((table[base.name], mode) for table, mode in tables if base.name in table)
+        if modes or base.name in CASTS:
+            op.twins = twin.Twins(modes, base.name in CASTS)
