@@ -26,6 +26,9 @@ N = 20_000
 SAMPLERS = ["_standard_gamma", "poisson", "binomial"]
 FLOATS = [ember.float16, ember.bfloat16, ember.float32, ember.float64]
 PRECISE = [ember.float32, ember.float64]
+# devices of the example third-party plugin (examples/ember-backend-example), which ships no
+# sampler kernels
+THIRD_PARTY = {"ref"}
 
 
 def draw(device, op, *params, dtype=ember.float64, seed=SEED):
@@ -38,6 +41,9 @@ def draw(device, op, *params, dtype=ember.float64, seed=SEED):
 @pytest.mark.parametrize("name", SAMPLERS)
 def test_the_device_runs_its_own_kernel(device, name):
     table = REGISTRY.backend(device).kernels.get(name) or {}
+    if device in THIRD_PARTY:  # the example plugin has none: the declared CPU fallback runs
+        assert not table, f"{name} on {device}: {sorted(table)}"
+        return
     assert sorted(table) == sorted(d.name for d in FLOATS), f"{name} on {device}: {sorted(table)}"
     assert all(k.__qualname__.startswith(f"{device}.") for k in table.values())
 
