@@ -64,6 +64,11 @@ def along_dim_backward(op, grad_output, output, dim, input_dtype):
     return out if input_dtype is None or out._dtype is input_dtype else cast(out, input_dtype)
 
 
+# The transforms (vmap, forward AD) run the decomposition, whose parts carry batch dims and
+# tangents: the kernel is a CPU speed-up only (functional.runs_decomposition).
+along_dim_backward.fused = True
+
+
 def _as_vector(t: Tensor) -> Tensor:
     """A 1-element 1-d view of a 0-d tensor."""
     return make(t._storage, (1,), (1,), t._offset, t._dtype, True)

@@ -10,7 +10,7 @@ import numpy as np
 import ember
 
 from ..kinds import nn as run
-from ..opdef import DTYPES_ALL, DTYPES_FLOAT, Kind, OpDef, Promotion
+from ..opdef import DTYPES_ALL, DTYPES_FLOAT, OUT_EXACT, Kind, OpDef, Promotion
 
 
 # ---- _softmax_backward_data ------------------------------------------------------------------
@@ -79,8 +79,9 @@ def _np_safe_softmax(x, dim, dtype=None):
     return np.where(np.all(x == -np.inf, axis=dim, keepdims=True), 0, out).astype(x.dtype)
 
 
-def _backward_data_row(forward: str, reference, decomposition, notes: str) -> OpDef:
-    """softmax's and log_softmax's backward: a fused kernel per line where a backend has one."""
+def _backward_data_row(forward: str, reference, decomposition, notes: str, out=None) -> OpDef:
+    """softmax's and log_softmax's backward: a fused kernel per line where a backend has one.
+    ``out``: PyTorch's Python binding takes out= for log_softmax's, not for softmax's."""
     return OpDef(
         f"{forward}_backward_data(Tensor grad_output, Tensor output, int dim, "
         "ScalarType input_dtype) -> Tensor",
@@ -91,7 +92,7 @@ def _backward_data_row(forward: str, reference, decomposition, notes: str) -> Op
         decomposition=decomposition,
         runner=run.along_dim_backward,
         method=False,
-        out=None,
+        out=out,
         samples=f"{forward.lstrip('_')}_backward_data",
         kernel_args="(out, grad_output, output, dim): contiguous, one dtype and shape",
         notes=notes,
@@ -111,6 +112,7 @@ ROWS = [
         _np_log_softmax_backward_data,
         _log_softmax_backward_data,
         "log_softmax's input gradient from its output: grad - exp(y) * sum(grad, dim)",
+        out=OUT_EXACT,  # PyTorch's checks the dtype, not overlap
     ),
     OpDef(
         "_safe_softmax(Tensor input, int dim, ScalarType? dtype=None) -> Tensor",
