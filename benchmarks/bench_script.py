@@ -20,7 +20,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # this checkout's ember, not an older installed copy
-sys.path.insert(0, os.path.join(ROOT, "tests", "jit"))  # the models, written once for both
 
 
 def measure(lib_name: str, repeat: int, steps: int) -> dict:
@@ -28,7 +27,7 @@ def measure(lib_name: str, repeat: int, steps: int) -> dict:
 
     warnings.simplefilter("ignore")
     lib = __import__(lib_name)
-    from script_models import build
+    from tests.jit.script_models import build  # the models, written once for both libraries
 
     model = build(lib)[2](n_in=16, hidden=32).eval()
     xs = lib.randn(steps, 4, 16)
