@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import threading
@@ -24,6 +25,7 @@ FREED = (
 )
 
 
+@functools.cache  # composites name their node on every recorded call: op names are few
 def camel(name: str) -> str:
     """PyTorch's node-name spelling: each ``_`` part capitalized, and a letter after a digit
     too (``log1p`` -> ``Log1P``, ``upsample_bilinear2d`` -> ``UpsampleBilinear2D``)."""
