@@ -37,6 +37,12 @@ def nary_calls(draw):
     for i, shape in enumerate(drawn.input_shapes):
         operand_dtype = ember.bool if i == 0 and op.info.get("condition") else dtype
         args.append(draw(operands(operand_dtype, shape, operand_spec(op, i, dtype)), f"arg {i}"))
+    # Required scalars after the operands (threshold_backward's threshold): a small non-negative
+    # integer, which every accepted dtype represents exactly (a negative one wraps for unsigned
+    # operands in PyTorch, numpy compares it as is).
+    for arg in op.schema.args[arity:]:
+        if not arg.has_default:
+            args.append(draw(st.integers(0, 2), arg.name))
     return op, dtype, Sample(tuple(args)).complete(op), drawn.result_shape
 
 
