@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import contexts, indexing, packed
+from . import contexts, indexing, mutation, packed
 from .scalars import SCALAR_PRIMS, rt_code
 
 
@@ -27,7 +27,8 @@ class Prim:
         attrs: attribute names the node must carry.
         effects: kept by dead-code elimination even when unused.
         outputs: the fixed number of outputs, or None when it varies (unpacks, If, Loop).
-        writes: writes into its first input, a tensor (alias analysis: jit/passes/alias.py).
+        writes: writes into its first input, a tensor or a container (alias analysis:
+            jit/passes/alias.py).
     """
 
     run: Callable | None
@@ -198,6 +199,12 @@ for _name, (_fn, _symbol) in _BINARY.items():
 # math.* and str methods on run-time values (jit/scalars.py): generated code calls ``_rt.<name>``.
 for _kind, (_run, _code) in SCALAR_PRIMS.items():
     PRIMS[_kind] = Prim(_run, _code)
+
+# In-place list and dict updates (jit/mutation.py): lists and dicts are references, as in Python.
+for _kind, (_run, _outputs) in mutation.INPLACE.items():
+    PRIMS[_kind] = Prim(
+        _run, rt_code(mutation.runtime_name(_kind)), effects=True, outputs=_outputs, writes=True
+    )
 
 # A PackedSequence through a trace (jit/packed.py): several outputs each.
 for _kind, _run, _name, _outputs in (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from . import contexts, indexing, packed
+from . import contexts, indexing, mutation, packed
 from ._paths import set_module, set_tensor
 from .hashing import script_hash
 
@@ -261,6 +261,8 @@ for _name in MATH:
     setattr(RUNTIME, _name, staticmethod(_c_math(getattr(math, _name))))
 for _name, _fn in LISTS.items():
     setattr(RUNTIME, f"list_{_name}", staticmethod(_fn))
+for _kind, (_fn, _outputs) in mutation.INPLACE.items():
+    setattr(RUNTIME, mutation.runtime_name(_kind), staticmethod(_fn))
 
 
 def rt_code(name: str):

@@ -81,8 +81,6 @@ class Calls:
             return self.tuple_index(owner, kind.fields.index(name))
         if isinstance(kind, T.ListType) and is_list_method(name):
             return TensorMethod(owner, name)
-        if isinstance(kind, T.ListType) and name in ("append",):
-            raise self.source.not_supported("append() on a list that is not a local variable", node)
         raise self.source.error(
             f"Tried to access nonexistent attribute or method '{name}' of type "
             f"'{kind.annotation()}'",
