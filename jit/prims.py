@@ -127,6 +127,7 @@ PRIMS: dict[str, Prim] = {
     "prim::is_complex": Prim(lambda t: t.is_complex(), lambda t: f"{t}.is_complex()"),
     "prim::dtype": Prim(lambda t: t.dtype, lambda t: f"{t}.dtype"),
     "prim::device": Prim(lambda t: t.device, lambda t: f"{t}.device"),
+    "prim::Device": Prim(None, _call("ember.device")),  # ember.device(name[, index])
     "prim::neg": Prim(operator.neg, lambda a: f"(-{a})"),
     "prim::not": Prim(operator.not_, lambda a: f"(not {a})"),
     "prim::int": Prim(int, _call("int")),

@@ -339,6 +339,15 @@ def _embedding(em, args, kwargs, pyfn):
     return embedding_nodes(em, bound.arguments["input"], bound.arguments["weight"])
 
 
+def _device(em, args, kwargs, pyfn):
+    """``ember.device("cuda:1")`` / ``ember.device("cuda", 1)``: a constant when its arguments
+    are, else ``prim::Device`` (TorchScript's ``aten::device``)."""
+    values = [em.materialize(a) for a in [*args, *kwargs.values()]]
+    if all(em.is_constant(v) for v in values):
+        return em.constant(pyfn(*(em.known(v) for v in values)))
+    return em.prim("prim::Device", values, T.DeviceObjType)
+
+
 def _special_functions() -> dict:
     import ember
     import ember.nn.functional as F
@@ -348,6 +357,7 @@ def _special_functions() -> dict:
         F.dropout: _dropout,
         F.interpolate: _interpolate,
         F.embedding: _embedding,
+        ember.device: _device,
         ember.zeros: _factory(0.0),
         ember.ones: _factory(1.0),
         ember.zeros_like: _factory_like(0.0),

@@ -194,7 +194,7 @@ def _hash(em, args, kwargs, node):
     unhashable = _unhashable(value.type())
     if unhashable is None:
         return em.prim("prim::hash", [value], T.IntType)
-    if isinstance(unhashable, (T.ListType, T.DictType, T.ClassType)):
+    if isinstance(unhashable, (T.ListType, T.DictType, T.ClassType)) or unhashable == T.ComplexType:
         # TorchScript compiles aten::hash of these and fails when it runs (an object's
         # __hash__ is not consulted: a.__hash__() is an ordinary method call)
         name = unhashable.qualified_name() if isinstance(unhashable, T.ClassType) else None
@@ -213,7 +213,7 @@ def _unhashable(kind):
     return None if isinstance(kind, T.TensorType) or kind in _HASHED else kind
 
 
-_HASHED = (T.IntType, T.FloatType, T.BoolType, T.StrType, T.NoneType)
+_HASHED = (T.IntType, T.FloatType, T.BoolType, T.StrType, T.NoneType, T.DeviceObjType)
 
 
 def _converting(builtin, lower):
