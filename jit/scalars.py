@@ -177,6 +177,14 @@ LISTS = {
 }
 
 
+def _interpolate(*args):
+    """``prim::interpolate``: eager ``F.interpolate`` with the run-time values (its rank,
+    mode and sizes are read when it runs, as TorchScript's interpolate does)."""
+    from ember.nn.functional import interpolate
+
+    return interpolate(*args)
+
+
 def _new_object():
     import types
 
@@ -243,6 +251,7 @@ class RUNTIME:
 
     format = staticmethod(format_)
     new_object = staticmethod(_new_object)
+    interpolate = staticmethod(_interpolate)
     enter = staticmethod(contexts.enter)
     exit_ = staticmethod(contexts.exit_)
     index = staticmethod(indexing.index)
@@ -287,6 +296,7 @@ SCALAR_PRIMS = {
     "prim::isinstance": (None, rt_code("isinstance")),
     "prim::format": (format_, rt_code("format")),
     "prim::hash": (script_hash, rt_code("hash")),
+    "prim::interpolate": (None, rt_code("interpolate")),
     "prim::str_contains": (lambda s, sub: sub in s, lambda s, sub: f"({sub} in {s})"),
     "prim::IntImplicit": (RUNTIME.int_implicit, rt_code("int_implicit")),
     "prim::FloatImplicit": (RUNTIME.float_implicit, rt_code("float_implicit")),
