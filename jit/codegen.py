@@ -141,6 +141,8 @@ class _Writer:
             return repr(value)
         if isinstance(value, float):
             return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+        if isinstance(value, complex):
+            return f"complex({self.literal(value.real)}, {self.literal(value.imag)})"
         if isinstance(value, dt.dtype):
             return f"ember.{value.name}"
         if isinstance(value, Device):

@@ -125,6 +125,8 @@ PRIMS: dict[str, Prim] = {
         lambda t: t.is_floating_point(), lambda t: f"{t}.is_floating_point()"
     ),
     "prim::is_complex": Prim(lambda t: t.is_complex(), lambda t: f"{t}.is_complex()"),
+    "prim::real": Prim(lambda t: t.real, lambda t: f"{t}.real"),  # Tensor.real / .imag
+    "prim::imag": Prim(lambda t: t.imag, lambda t: f"{t}.imag"),
     "prim::dtype": Prim(lambda t: t.dtype, lambda t: f"{t}.dtype"),
     "prim::device": Prim(lambda t: t.device, lambda t: f"{t}.device"),
     "prim::Device": Prim(None, _call("ember.device")),  # ember.device(name[, index])
@@ -132,6 +134,7 @@ PRIMS: dict[str, Prim] = {
     "prim::not": Prim(operator.not_, lambda a: f"(not {a})"),
     "prim::int": Prim(int, _call("int")),
     "prim::float": Prim(float, _call("float")),
+    "prim::complex": Prim(complex, _call("complex")),
     "prim::bool": Prim(bool, _call("bool")),
     "prim::min": Prim(min, _call("min")),
     "prim::abs": Prim(abs, _call("abs")),

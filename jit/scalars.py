@@ -124,6 +124,9 @@ def to_str(value) -> str:
     if isinstance(value, float):
         text = f"{value:.17g}"
         return text + "." if text.lstrip("-").isdigit() else text
+    if isinstance(value, complex):  # c10's printing: 1.+2.j, 1.5-2.j
+        imag = to_str(value.imag)
+        return f"{to_str(value.real)}{'' if imag.startswith('-') else '+'}{imag}j"
     if isinstance(value, list):
         return "[" + ", ".join(to_str(v) for v in value) + "]"
     if isinstance(value, tuple):

@@ -94,10 +94,11 @@ def _check(em, op, arg, value) -> Value:
         if isinstance(kind, (T.ListType, T.TupleType)) or kind in (T.IntType, T.AnyType):
             return value
     elif arg.type == "Tensor":
-        if isinstance(kind, T.TensorType) or kind in _NUMBERS:
+        if isinstance(kind, T.TensorType) or kind in _NUMBERS or kind == T.ComplexType:
             return value
     elif arg.type in ("int", "float", "Scalar"):
-        if kind in _NUMBERS or (isinstance(kind, T.TensorType) and arg.type == "Scalar"):
+        scalar = arg.type == "Scalar" and (isinstance(kind, T.TensorType) or kind == T.ComplexType)
+        if kind in _NUMBERS or scalar:
             return value
     elif arg.type == "bool":
         if kind in (T.BoolType, T.IntType):

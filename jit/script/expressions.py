@@ -337,6 +337,10 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
                 return self.constant(self.known(left) + self.known(right))
             return self.prim("prim::add", [left, right], T.StrType)
         lt, rt = numeric(lt), numeric(rt)
+        if T.ComplexType in (lt, rt) and _complex_operands(op, lt, rt):
+            if self.is_constant(left) and self.is_constant(right):
+                return self.constant(fold(self.known(left), self.known(right)))
+            return self.prim(prim, [left, right], T.ComplexType)
         if prim is None or lt not in _SCALARS or rt not in _SCALARS:
             raise self.source.error(
                 f"Arguments for call are not valid: unsupported operand types for {name}: "
@@ -370,8 +374,18 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
         return self.compare(op, self.materialize(left), self.value(right), node)
 
 
+# complex arithmetic: Python's operators on complex, float, int and bool operands (TorchScript's
+# complex overloads; its floor division and modulo of complex are refused, as Python's)
+_COMPLEX_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+_COMPLEX_OPERANDS = (T.ComplexType, T.FloatType, T.IntType, T.BoolType)
+
+
+def _complex_operands(op, lt, rt) -> bool:
+    return isinstance(op, _COMPLEX_OPS) and lt in _COMPLEX_OPERANDS and rt in _COMPLEX_OPERANDS
+
+
 def _is_constant_object(obj) -> bool:
-    if obj is None or isinstance(obj, (bool, int, float, str)):
+    if obj is None or isinstance(obj, (bool, int, float, complex, str)):
         return True
     if isinstance(obj, (tuple, list)):
         return all(_is_constant_object(o) for o in obj)

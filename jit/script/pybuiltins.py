@@ -126,6 +126,8 @@ def _abs(em, args, kwargs, node):
     if em.is_constant(value):
         return em.constant(abs(em.known(value)))
     kind = unions.numeric(value.type())  # Union[int, float]: a number
+    if kind == T.ComplexType:  # the modulus
+        return em.prim("prim::abs", [value], T.FloatType)
     if kind not in (T.IntType, T.FloatType, T.NumberType):
         raise em.source.error(f"abs() of a {value.type().annotation()}", node)
     return em.prim("prim::abs", [value], kind)
@@ -177,6 +179,22 @@ def _enumerate(em, args, kwargs, node):
 
 def _zip(em, args, kwargs, node):
     return Zip(list(args))
+
+
+def _complex(em, args, kwargs, node):
+    """``complex(real[, imag])`` of numbers (``prim::complex``)."""
+    values = [em.materialize(a) for a in [*args, *kwargs.values()]]
+    numbers = (T.IntType, T.FloatType, T.BoolType)
+    allowed = numbers + (T.ComplexType,) if len(values) == 1 else numbers
+    if kwargs or not 1 <= len(values) <= 2 or any(v.type() not in allowed for v in values):
+        given = ", ".join(v.type().annotation() for v in values)
+        raise em.source.error(
+            f"Arguments for call are not valid: complex() takes one or two numbers, got ({given})",
+            node,
+        )
+    if all(em.is_constant(v) for v in values):
+        return em.constant(complex(*(em.known(v) for v in values)))
+    return em.prim("prim::complex", values, T.ComplexType)
 
 
 def _print(em, args, kwargs, node):
@@ -246,4 +264,5 @@ BUILTINS = {
     sorted: _of_a_list("sorted", None),
     abs: _abs,
     hash: _hash,
+    complex: _complex,
 }
