@@ -107,6 +107,11 @@ PRIMS: dict[str, Prim] = {
     # jit/script/attributes.py): the module read as a value, then stored into the slot; calls
     # through the slot read its parameters where the code runs.
     "prim::GetModule": Prim(None, None, attrs=("name",), effects=True, doc="self.<name>"),
+    # A call through a submodule slot typed by an interface (jit/script/interfaces.py): the
+    # slot's own compiled method runs, whichever module the slot holds then.
+    "prim::CallInterface": Prim(
+        None, None, attrs=("name", "method"), effects=True, doc="self.<name>.<method>(...)"
+    ),
     "prim::SetModule": Prim(
         None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = module"
     ),

@@ -231,9 +231,11 @@ class ModuleState:
     def submodule(self, ref, name: str):
         """``self.<name>`` of a submodule: its ref, with its run-time value when the compiled
         module reassigns submodule slots (``Unit.moved``)."""
+        from .interfaces import slot_interface
         from .sugar import ModuleRef
 
         child = ModuleRef(ref.module._modules[name], ref.qualified(name))
+        child.interface = slot_interface(ref.module, name)
         if self.unit.moved:
             child.runtime = self.module_value(child)
         return child
