@@ -219,24 +219,27 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
     def expr_List(self, node, wanted=None):  # noqa: N802
         items = [self.value(e) for e in node.elts]
         elem = wanted.elem if isinstance(wanted, T.ListType) else None
-        unified = self.literal_type(items, elem)
-        if unified is not None:
-            raise self.source.error(
-                f"List type annotation `{wanted.annotation()}` did not match the types of the "
-                f"given list elements, which were unified to {unified}",
-                node,
-            )
+        self.check_literal(
+            items,
+            elem,
+            lambda unified: (
+                f"List type annotation `{wanted.annotation()}` did not match the "
+                f"types of the given list elements, which were unified to {unified}"
+            ),
+            node,
+        )
         return self.list_value(items, elem)
 
-    def literal_type(self, items, wanted) -> str | None:
-        """The unified type of a literal's items, as TorchScript names it, when they do not fit
-        the annotation's (``[[]]`` is a list of ``List[Tensor]``, ``[1]`` is not ``List[float]``);
-        None when they fit."""
+    def check_literal(self, items, wanted, message, node) -> None:
+        """A literal's items must fit the annotation's type, else TorchScript's error naming
+        their unified type (``[[]]`` is a list of ``List[Tensor]``, ``[1]`` is no
+        ``List[float]``)."""
         if wanted is None or all(self.fits(v.type(), wanted) for v in items):
-            return None
+            return
         found = (T.Tensor if isinstance(v.type(), T.TensorType) else v.type() for v in items)
         kinds = sorted(dict.fromkeys(found), key=T.Type.annotation)
-        return (kinds[0] if len(kinds) == 1 else T.UnionType(kinds)).annotation()
+        unified = kinds[0] if len(kinds) == 1 else T.UnionType(kinds)
+        raise self.source.error(message(unified.annotation()), node)
 
     def expr_Dict(self, node, wanted=None):  # noqa: N802
         if any(k is None for k in node.keys):
@@ -246,13 +249,15 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
         if isinstance(wanted, T.DictType):
             kind = wanted
             for what, given, want in (("keys", keys, kind.key), ("values", values, kind.value)):
-                unified = self.literal_type(given, want)
-                if unified is not None:
-                    raise self.source.error(
-                        f"Type annotation was inferred to be `{kind.annotation()}`, but the type "
-                        f"of {what} given by the dict literal is {unified}",
-                        node,
-                    )
+                self.check_literal(
+                    given,
+                    want,
+                    lambda unified, what=what: (
+                        f"Type annotation was inferred to be `{kind.annotation()}`, but the "
+                        f"type of {what} given by the dict literal is {unified}"
+                    ),
+                    node,
+                )
         elif keys:
             kind = T.DictType(
                 T._common(k.type() for k in keys), T._common(v.type() for v in values)

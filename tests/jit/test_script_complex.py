@@ -7,7 +7,6 @@ TorchScript's error."""
 from __future__ import annotations
 
 import cmath
-import io
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ import torch
 
 import ember
 
+from .script_checks import refused_alike, roundtrip
 from .script_complex import complexes, python_only, refused
 from .test_script import assert_same
 
@@ -44,12 +44,6 @@ def _same(got, want):
         assert type(got) is type(want) and got == want, (got, want)
 
 
-def _roundtrip(scripted):
-    buffer = io.BytesIO()
-    ember.jit.save(scripted, buffer)
-    return ember.jit.load(io.BytesIO(buffer.getvalue()))
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_complex_values_match_torch_script_and_eager(name):
     fn, args = complexes(ember)[name]
@@ -57,7 +51,7 @@ def test_complex_values_match_torch_script_and_eager(name):
     want = torch.jit.script(their_fn)(*_arguments(args, torch))
     mine = ember.jit.script(fn)
     mine.graph.lint()
-    for run in (mine, _roundtrip(mine)) if name in TEXT else (mine, _roundtrip(mine), fn):
+    for run in (mine, roundtrip(mine)) if name in TEXT else (mine, roundtrip(mine), fn):
         _same(run(*_arguments(args, ember)), want)
 
 
@@ -75,7 +69,7 @@ def test_complex_constants_save_as_complex():
     def constant(n: int) -> complex:
         return complex(1.5, -2.0) * n
 
-    loaded = _roundtrip(ember.jit.script(constant))
+    loaded = roundtrip(ember.jit.script(constant))
     assert loaded(2) == (3 - 4j) and type(loaded(2)) is complex
 
 
@@ -83,18 +77,14 @@ def test_python_semantics_where_torch_script_mistypes():
     fn = python_only()
     want = fn(1 + 2j, 0.5, 3)
     _same(ember.jit.script(fn)(1 + 2j, 0.5, 3), want)
-    _same(_roundtrip(ember.jit.script(fn))(1 + 2j, 0.5, 3), want)
+    _same(roundtrip(ember.jit.script(fn))(1 + 2j, 0.5, 3), want)
     with pytest.raises(RuntimeError, match="unified to float"):
         torch.jit.script(fn)  # it types i / z and z ** 2 as float
 
 
 @pytest.mark.parametrize("fn", refused(), ids=lambda f: f.__name__)
 def test_refused_as_torch_script(fn):
-    with pytest.raises(RuntimeError) as theirs:
-        torch.jit.script(fn)
-    with pytest.raises(RuntimeError) as mine:
-        ember.jit.script(fn)
-    assert str(mine.value).splitlines()[0] == str(theirs.value).strip().splitlines()[0]
+    refused_alike(fn, fn)
 
 
 def test_complex_arguments_are_checked_as_torch_script():

@@ -7,7 +7,6 @@ declaration by the argument types; refusals are TorchScript's."""
 from __future__ import annotations
 
 import importlib.util
-import io
 import re
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ import torch
 
 import ember
 
+from .script_checks import refused_alike, roundtrip
 from .test_script import assert_same
 
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
@@ -44,12 +44,6 @@ def _same_weights(mine, theirs):
         q.data.copy_(torch.from_numpy(p.detach().numpy().copy()))
 
 
-def _roundtrip(scripted):
-    buffer = io.BytesIO()
-    ember.jit.save(scripted, buffer)
-    return ember.jit.load(io.BytesIO(buffer.getvalue()))
-
-
 def _message(error) -> str:
     """The first line, without the module path and compilation unit TorchScript adds."""
     first = str(error).strip().splitlines()[0]
@@ -71,19 +65,15 @@ def test_interface_slot_calls_the_module_it_holds_as_torch_script():
     mine.impl = ember.jit.script(shift_mine)
     theirs.impl = torch.jit.script(shift_theirs)
     assert_same(mine(ember.tensor(X)).detach(), theirs(torch.from_numpy(X)).detach())
-    loaded = _roundtrip(mine)
+    loaded = roundtrip(mine)
     assert_same(loaded(ember.tensor(X)).detach(), theirs(torch.from_numpy(X)).detach())
-    loaded.impl = _roundtrip(ember.jit.script(MINE.Twice()))  # a loaded module fits the slot
+    loaded.impl = roundtrip(ember.jit.script(MINE.Twice()))  # a loaded module fits the slot
     theirs.impl = torch.jit.script(THEIRS.Twice())
     assert_same(loaded(ember.tensor(X)).detach(), theirs(torch.from_numpy(X)).detach())
 
 
 def test_interface_refusals_match_torch_script():
-    with pytest.raises(RuntimeError) as theirs:
-        torch.jit.script(THEIRS.Owner(THEIRS.Wrong()))
-    with pytest.raises(RuntimeError) as mine:
-        ember.jit.script(MINE.Owner(MINE.Wrong()))
-    assert _message(mine.value) == _message(theirs.value)
+    refused_alike(MINE.Owner(MINE.Wrong()), THEIRS.Owner(THEIRS.Wrong()), _message)
     scripted_mine, scripted_theirs = _owners()
     for make_mine, make_theirs in (
         (lambda: ember.jit.script(MINE.Wrong()), lambda: torch.jit.script(THEIRS.Wrong())),
@@ -98,7 +88,7 @@ def test_interface_refusals_match_torch_script():
 
 def test_class_interface_arguments_take_any_implementing_object():
     assert ember.jit.script(MINE.adders)(3) == torch.jit.script(THEIRS.adders)(3) == [8, 15]
-    assert _roundtrip(ember.jit.script(MINE.adders))(4) == [9, 20]
+    assert roundtrip(ember.jit.script(MINE.adders))(4) == [9, 20]
 
 
 def test_overloads_pick_the_declaration_by_argument_types():
@@ -107,7 +97,7 @@ def test_overloads_pick_the_declaration_by_argument_types():
     args = (3, 1.5)
     want = theirs(torch.from_numpy(X), *args)
     assert_same(mine(ember.tensor(X), *args), want)
-    assert_same(_roundtrip(mine)(ember.tensor(X), *args), want)
+    assert_same(roundtrip(mine)(ember.tensor(X), *args), want)
     assert [v.type().annotation() for v in mine.graph.outputs()[0].node().inputs()] == [
         "Tensor",
         "int",
@@ -120,13 +110,9 @@ def test_overloads_pick_the_declaration_by_argument_types():
 def test_overloaded_methods_match_torch_script():
     mine, theirs = ember.jit.script(MINE.Scales()), torch.jit.script(THEIRS.Scales())
     assert_same(mine(ember.tensor(X), 2), theirs(torch.from_numpy(X), 2))
-    assert_same(_roundtrip(mine)(ember.tensor(X), 2), theirs(torch.from_numpy(X), 2))
+    assert_same(roundtrip(mine)(ember.tensor(X), 2), theirs(torch.from_numpy(X), 2))
 
 
 @pytest.mark.parametrize("name", ["double", "no_overload"])
 def test_overload_refusals_match_torch_script(name):
-    with pytest.raises(RuntimeError) as theirs:
-        torch.jit.script(getattr(THEIRS, name))
-    with pytest.raises(RuntimeError) as mine:
-        ember.jit.script(getattr(MINE, name))
-    assert _message(mine.value) == _message(theirs.value)
+    refused_alike(getattr(MINE, name), getattr(THEIRS, name), _message)

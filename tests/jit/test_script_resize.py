@@ -5,14 +5,13 @@ torch.jit.script of the same source, before and after save/load."""
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
 import torch
 
 import ember
 
+from .script_checks import roundtrip
 from .script_resize import resizes
 from .test_script import assert_same, to_lib
 
@@ -34,12 +33,6 @@ def _calls(name):
         yield rng.standard_normal(shape).astype(np.float32), extra
 
 
-def _roundtrip(scripted):
-    buffer = io.BytesIO()
-    ember.jit.save(scripted, buffer)
-    return ember.jit.load(io.BytesIO(buffer.getvalue()))
-
-
 @pytest.mark.parametrize("name", sorted(resizes(ember)))
 def test_resizes_match_torch_script_and_eager(name):
     eager = resizes(ember)[name]
@@ -47,7 +40,7 @@ def test_resizes_match_torch_script_and_eager(name):
     theirs = torch.jit.script(resizes(torch)[name])
     mine.graph.lint()
     assert mine.graph.findAllNodes("prim::interpolate")
-    loaded = _roundtrip(mine)
+    loaded = roundtrip(mine)
     for x, extra in _calls(name):
         want = theirs(to_lib(x, torch), *extra)
         for fn in (mine, loaded, eager):
@@ -69,7 +62,7 @@ def test_known_rank_keeps_one_upsample_node():
 
 
 def test_upsample_module_of_unknown_rank_scripts_and_saves():
-    scripted = _roundtrip(ember.jit.script(ember.nn.Upsample(scale_factor=2.0)))
+    scripted = roundtrip(ember.jit.script(ember.nn.Upsample(scale_factor=2.0)))
     theirs = torch.jit.script(torch.nn.Upsample(scale_factor=2.0))
     for x, _ in _calls("nearest_scale"):
         assert_same(scripted(to_lib(x, ember)), theirs(to_lib(x, torch)))

@@ -13,6 +13,7 @@ import torch
 
 import ember
 
+from .script_checks import roundtrip
 from .script_scopes import (
     accepted,
     attribute_modules,
@@ -191,10 +192,10 @@ def test_hash_of_a_device_is_torch_scripts(saved):
     )
     made = ember.jit.script(EMBER_OK["hash_devices"])
     if saved:
-        mine, made = _roundtrip(mine), _roundtrip(made)
+        mine, made = roundtrip(mine), roundtrip(made)
     mine_arg, their_arg = ember.jit.script(_hash_ember_device), torch.jit.script(_hash_torch_device)
     if saved:
-        mine_arg = _roundtrip(mine_arg)
+        mine_arg = roundtrip(mine_arg)
     for name in DEVICES:
         assert mine(name) == theirs(name), name
         assert mine_arg(ember.device(name)) == their_arg(torch.device(name)) == theirs(name)
@@ -210,12 +211,6 @@ def _hash_ember_device(d: ember.device) -> int:
 
 def _hash_torch_device(d: torch.device) -> int:
     return hash(d)
-
-
-def _roundtrip(scripted):
-    buffer = io.BytesIO()
-    ember.jit.save(scripted, buffer)
-    return ember.jit.load(io.BytesIO(buffer.getvalue()))
 
 
 EMBER_UNHASHABLE, TORCH_UNHASHABLE = unhashable(ember), unhashable(torch)
