@@ -25,6 +25,8 @@ from .script import (
     script,
     unused,
 )
+from .script.interfaces import interface
+from .script.overloads import _overload, _overload_method
 from .script_module import (
     RecursiveScriptModule,
     ScriptFunction,
@@ -54,6 +56,7 @@ __all__ = [
     "export",
     "frontend",
     "ignore",
+    "interface",
     "is_scripting",
     "freeze",
     "is_tracing",

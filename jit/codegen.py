@@ -103,6 +103,13 @@ def _field(name: str) -> str:
     return name
 
 
+def _method(name: str) -> str:
+    """A method called through an interface slot, checked: public names only."""
+    if name.startswith("_"):
+        raise ValueError(f"malformed method name {name!r}")
+    return _field(name)
+
+
 class _Writer:
     def __init__(self, graph):
         self.graph = graph
@@ -141,6 +148,8 @@ class _Writer:
             return repr(value)
         if isinstance(value, float):
             return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+        if isinstance(value, complex):
+            return f"complex({self.literal(value.real)}, {self.literal(value.imag)})"
         if isinstance(value, dt.dtype):
             return f"ember.{value.name}"
         if isinstance(value, Device):
@@ -183,6 +192,8 @@ class _Writer:
         args = [self.expr(v) for v in node.inputs()]
         if kind in ("prim::GetAttr", "prim::ModuleAttr", "prim::GetModule"):
             value = self.attribute(node["name"])
+        elif kind == "prim::CallInterface":
+            value = f"{self.attribute(node['name'])}.{_method(node['method'])}({', '.join(args)})"
         elif kind == "prim::GetObjAttr":
             value = f"{args[0]}.{_field(node['name'])}"
         elif kind == "prim::SetObjAttr":

@@ -78,6 +78,8 @@ class GraphWriter:
             return value if math.isfinite(value) else {"float": str(value)}
         if isinstance(value, list):
             return [self.constant(v, node) for v in value]
+        if isinstance(value, complex):
+            return {"complex": [self.constant(value.real, node), self.constant(value.imag, node)]}
         if isinstance(value, tuple):
             return {"tuple": [self.constant(v, node) for v in value]}
         if isinstance(value, dt.dtype):
@@ -203,6 +205,10 @@ class GraphReader:
             return tuple(self.constant(v, depth + 1) for v in body)
         if tag == "float" and body in ("inf", "-inf", "nan"):
             return float(body)
+        if tag == "complex" and isinstance(body, list) and len(body) == 2:
+            parts = [self.constant(v, depth + 1) for v in body]
+            if all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in parts):
+                return complex(*parts)
         if tag == "dtype" and body in T.DTYPES:
             return T.DTYPES[body]
         if tag == "device" and isinstance(body, str):

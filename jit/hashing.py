@@ -3,7 +3,8 @@ and not Python's ``hash``. Ints and bools hash to themselves, floats and strings
 libstdc++'s ``std::hash`` (MurmurHash64A over the bytes, seed 0xc70f6907; 0.0 and -0.0 hash to
 0), tuples combine their items' hashes as ``c10::hash_combine``, and a tensor hashes to its
 identity (TorchScript uses the TensorImpl's address: stable while the tensor lives, different
-for distinct live tensors, nothing else promised).
+for distinct live tensors, nothing else promised). A device hashes as ``std::hash<c10::Device>``:
+its c10 ``DeviceType`` number in bits 16-23 and its index (-1 when it has none) in bits 0-7.
 """
 
 from __future__ import annotations
@@ -40,6 +41,37 @@ def _combine(seed: int, value: int) -> int:
     return (seed ^ ((value + 0x9E3779B9 + (seed << 6) + (seed >> 2)) & _MASK)) & _MASK
 
 
+# c10::DeviceType's numbers; a device type PyTorch does not know is an out-of-tree backend,
+# which PyTorch reaches as PrivateUse1
+_DEVICE_TYPES = {
+    "cpu": 0,
+    "cuda": 1,
+    "mkldnn": 2,
+    "opengl": 3,
+    "opencl": 4,
+    "ideep": 5,
+    "hip": 6,
+    "fpga": 7,
+    "maia": 8,
+    "xla": 9,
+    "vulkan": 10,
+    "mps": 13,
+    "xpu": 12,
+    "meta": 14,
+    "hpu": 15,
+    "ve": 16,
+    "lazy": 17,
+    "ipu": 18,
+    "mtia": 19,
+}
+_PRIVATE_USE = 20
+
+
+def _device(value) -> int:
+    index = -1 if value.index is None else value.index
+    return (_DEVICE_TYPES.get(value.type, _PRIVATE_USE) & 0xFF) << 16 | (index & 0xFF)
+
+
 def _unsigned(value) -> int:
     if isinstance(value, (bool, int)):
         return int(value) & _MASK
@@ -54,6 +86,10 @@ def _unsigned(value) -> int:
         return seed
     if value is None:
         return 0
+    from ember._device import device
+
+    if isinstance(value, device):
+        return _device(value)
     return id(value) & _MASK  # a tensor: its identity
 
 

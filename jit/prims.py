@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import contexts, indexing, packed
+from . import contexts, indexing, mutation, packed
 from .scalars import SCALAR_PRIMS, rt_code
 
 
@@ -27,7 +27,8 @@ class Prim:
         attrs: attribute names the node must carry.
         effects: kept by dead-code elimination even when unused.
         outputs: the fixed number of outputs, or None when it varies (unpacks, If, Loop).
-        writes: writes into its first input, a tensor (alias analysis: jit/passes/alias.py).
+        writes: writes into its first input, a tensor or a container (alias analysis:
+            jit/passes/alias.py).
     """
 
     run: Callable | None
@@ -106,6 +107,11 @@ PRIMS: dict[str, Prim] = {
     # jit/script/attributes.py): the module read as a value, then stored into the slot; calls
     # through the slot read its parameters where the code runs.
     "prim::GetModule": Prim(None, None, attrs=("name",), effects=True, doc="self.<name>"),
+    # A call through a submodule slot typed by an interface (jit/script/interfaces.py): the
+    # slot's own compiled method runs, whichever module the slot holds then.
+    "prim::CallInterface": Prim(
+        None, None, attrs=("name", "method"), effects=True, doc="self.<name>.<method>(...)"
+    ),
     "prim::SetModule": Prim(
         None, None, attrs=("name",), effects=True, outputs=0, doc="self.<name> = module"
     ),
@@ -124,12 +130,16 @@ PRIMS: dict[str, Prim] = {
         lambda t: t.is_floating_point(), lambda t: f"{t}.is_floating_point()"
     ),
     "prim::is_complex": Prim(lambda t: t.is_complex(), lambda t: f"{t}.is_complex()"),
+    "prim::real": Prim(lambda t: t.real, lambda t: f"{t}.real"),  # Tensor.real / .imag
+    "prim::imag": Prim(lambda t: t.imag, lambda t: f"{t}.imag"),
     "prim::dtype": Prim(lambda t: t.dtype, lambda t: f"{t}.dtype"),
     "prim::device": Prim(lambda t: t.device, lambda t: f"{t}.device"),
+    "prim::Device": Prim(None, _call("ember.device")),  # ember.device(name[, index])
     "prim::neg": Prim(operator.neg, lambda a: f"(-{a})"),
     "prim::not": Prim(operator.not_, lambda a: f"(not {a})"),
     "prim::int": Prim(int, _call("int")),
     "prim::float": Prim(float, _call("float")),
+    "prim::complex": Prim(complex, _call("complex")),
     "prim::bool": Prim(bool, _call("bool")),
     "prim::min": Prim(min, _call("min")),
     "prim::abs": Prim(abs, _call("abs")),
@@ -198,6 +208,12 @@ for _name, (_fn, _symbol) in _BINARY.items():
 # math.* and str methods on run-time values (jit/scalars.py): generated code calls ``_rt.<name>``.
 for _kind, (_run, _code) in SCALAR_PRIMS.items():
     PRIMS[_kind] = Prim(_run, _code)
+
+# In-place list and dict updates (jit/mutation.py): lists and dicts are references, as in Python.
+for _kind, (_run, _outputs) in mutation.INPLACE.items():
+    PRIMS[_kind] = Prim(
+        _run, rt_code(mutation.runtime_name(_kind)), effects=True, outputs=_outputs, writes=True
+    )
 
 # A PackedSequence through a trace (jit/packed.py): several outputs each.
 for _kind, _run, _name, _outputs in (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from . import contexts, indexing, packed
+from . import contexts, indexing, mutation, packed
 from ._paths import set_module, set_tensor
 from .hashing import script_hash
 
@@ -124,6 +124,9 @@ def to_str(value) -> str:
     if isinstance(value, float):
         text = f"{value:.17g}"
         return text + "." if text.lstrip("-").isdigit() else text
+    if isinstance(value, complex):  # c10's printing: 1.+2.j, 1.5-2.j
+        imag = to_str(value.imag)
+        return f"{to_str(value.real)}{'' if imag.startswith('-') else '+'}{imag}j"
     if isinstance(value, list):
         return "[" + ", ".join(to_str(v) for v in value) + "]"
     if isinstance(value, tuple):
@@ -175,6 +178,14 @@ LISTS = {
     "all": all,
     "sorted": sorted,
 }
+
+
+def _interpolate(*args):
+    """``prim::interpolate``: eager ``F.interpolate`` with the run-time values (its rank,
+    mode and sizes are read when it runs, as TorchScript's interpolate does)."""
+    from ember.nn.functional import interpolate
+
+    return interpolate(*args)
 
 
 def _new_object():
@@ -243,6 +254,7 @@ class RUNTIME:
 
     format = staticmethod(format_)
     new_object = staticmethod(_new_object)
+    interpolate = staticmethod(_interpolate)
     enter = staticmethod(contexts.enter)
     exit_ = staticmethod(contexts.exit_)
     index = staticmethod(indexing.index)
@@ -261,6 +273,8 @@ for _name in MATH:
     setattr(RUNTIME, _name, staticmethod(_c_math(getattr(math, _name))))
 for _name, _fn in LISTS.items():
     setattr(RUNTIME, f"list_{_name}", staticmethod(_fn))
+for _kind, (_fn, _outputs) in mutation.INPLACE.items():
+    setattr(RUNTIME, mutation.runtime_name(_kind), staticmethod(_fn))
 
 
 def rt_code(name: str):
@@ -285,6 +299,7 @@ SCALAR_PRIMS = {
     "prim::isinstance": (None, rt_code("isinstance")),
     "prim::format": (format_, rt_code("format")),
     "prim::hash": (script_hash, rt_code("hash")),
+    "prim::interpolate": (None, rt_code("interpolate")),
     "prim::str_contains": (lambda s, sub: sub in s, lambda s, sub: f"({sub} in {s})"),
     "prim::IntImplicit": (RUNTIME.int_implicit, rt_code("int_implicit")),
     "prim::FloatImplicit": (RUNTIME.float_implicit, rt_code("float_implicit")),

@@ -144,6 +144,14 @@ class ScriptModule(Module):
         object.__setattr__(self, "original_name", original_name)
         object.__setattr__(self, "_methods", {})
 
+    def __setattr__(self, name, value):
+        interfaces = self.__dict__.get("_interfaces")
+        if interfaces and name in interfaces:  # a slot typed by an interface: TorchScript's checks
+            from .script.interfaces import assign
+
+            assign(self, name, value)
+        super().__setattr__(name, value)
+
     # ---- methods -----------------------------------------------------------------------------
     def _add_method(self, method: Method) -> None:
         self._methods[method.name] = method

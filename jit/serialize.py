@@ -52,7 +52,7 @@ def save(m, f, _extra_files=None) -> None:
     if isinstance(m, ScriptFunction):
         model = {"kind": "function", "methods": {"forward": _method_json(m._method, writer)}}
     else:
-        model = {"kind": "module", "module": _module_json(m, "", tensors, {})}
+        model = {"kind": "module", "module": _module_json(m, "", tensors, {}, writer)}
         model["methods"] = {name: _method_json(meth, writer) for name, meth in m._methods.items()}
     write_archive(f, FORMAT, model, {**tensors, **writer.tensors}, _extra_files)
 
@@ -65,9 +65,10 @@ def _method_json(method: Method, writer: GraphWriter) -> dict:
     }
 
 
-def _module_json(module, prefix: str, tensors: dict, seen: dict) -> dict:
+def _module_json(module, prefix: str, tensors: dict, seen: dict, writer) -> dict:
     """The module tree; each parameter and buffer names its key in the tensor file (a tensor
-    reachable under two names, such as tied weights, is stored once)."""
+    reachable under two names, such as tied weights, is stored once). A submodule in a slot
+    typed by an interface keeps its methods (``prim::CallInterface`` runs them)."""
     entry = {
         "type": getattr(module, "original_name", type(module).__name__),
         "training": bool(module.training),
@@ -87,10 +88,15 @@ def _module_json(module, prefix: str, tensors: dict, seen: dict) -> dict:
                 key = seen[id(t)] = f"{prefix}{name}"
                 tensors[key] = t
             entry[kind][name] = {"key": key, "requires_grad": bool(t.requires_grad)}
+    called = module.__dict__.get("_interfaces", {})
     for name, child in module._modules.items():
-        entry["children"][name] = (
-            None if child is None else _module_json(child, f"{prefix}{name}.", tensors, seen)
-        )
+        if child is None:
+            entry["children"][name] = None
+            continue
+        entry["children"][name] = _module_json(child, f"{prefix}{name}.", tensors, seen, writer)
+        if name in called and isinstance(child, ScriptModule):
+            methods = child._methods.items()
+            entry["children"][name]["methods"] = {n: _method_json(m, writer) for n, m in methods}
     return entry
 
 
@@ -176,18 +182,23 @@ class _Loader:
                 raise self.fail(f"method {name} reads {node['name']!r}, which the module lacks")
         for kinds, names in (
             (("prim::ModuleAttr", "prim::SetModuleAttr"), self.state_names),
-            (("prim::GetModule", "prim::SetModule"), self.module_names),
+            (("prim::GetModule", "prim::SetModule", "prim::CallInterface"), self.module_names),
         ):
             for node in (n for kind in kinds for n in graph.findAllNodes(kind)):
                 if node["name"] not in names:
                     raise self.fail(f"method {name} uses {node['name']!r}, which the module lacks")
+        for node in graph.findAllNodes("prim::CallInterface"):
+            called = node["method"]
+            if not isinstance(called, str) or not called.isidentifier() or called[0] == "_":
+                raise self.fail(f"method {name} calls a malformed method name {called!r}")
         if self.device is not None:
             retarget_devices(graph, self.device)
         return Method(name, graph, entry["in_spec"], entry["out_spec"])
 
     def fill(self, module: ScriptModule, entry, depth: int, prefix: str = "") -> None:
         fields = {"type", "training", "parameters", "buffers", "non_persistent", "children"}
-        if depth > 100 or not isinstance(entry, dict) or set(entry) - {"attributes"} != fields:
+        optional = {"attributes", "methods"}
+        if depth > 100 or not isinstance(entry, dict) or set(entry) - optional != fields:
             raise self.fail("malformed module tree")
         self.state_names.add(f"{prefix}training")
         if not isinstance(entry["type"], str) or not isinstance(entry["training"], bool):
@@ -211,6 +222,23 @@ class _Loader:
                     self.fill(made, child, depth + 1, f"{prefix}{name}.")
         except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
             raise self.fail(f"malformed module tree ({exc})") from None
+        if "methods" in entry:
+            self.own_methods(module, entry["methods"], prefix)
+
+    def own_methods(self, module, methods, prefix: str) -> None:
+        """The methods of a submodule in an interface slot: their names are its own."""
+        if not isinstance(methods, dict):
+            raise self.fail("malformed methods")
+        outer = self.state_names, self.module_names
+        self.state_names = {n[len(prefix) :] for n in outer[0] if n.startswith(prefix)}
+        self.module_names = {n[len(prefix) :] for n in outer[1] if n.startswith(prefix)}
+        names = {name for name, _ in module.named_parameters(remove_duplicate=False)}
+        names |= {name for name, _ in module.named_buffers(remove_duplicate=False)}
+        try:
+            for name, entry in methods.items():
+                module._add_method(self.method(name, entry, names))
+        finally:
+            self.state_names, self.module_names = outer
 
     def attribute(self, module, name, value) -> None:
         """A run-time attribute: a plain JSON value under a name no module member has."""

@@ -75,7 +75,7 @@ class _Named(Type):
 
 IntType = _Named("int")
 FloatType = _Named("float")
-ComplexType = _Named("complex")  # TorchScript's complex: only as tolist()'s element so far
+ComplexType = _Named("complex")  # TorchScript's complex (a Python complex at run time)
 BoolType = _Named("bool")
 StrType = _Named("str")
 NoneType = _Named("NoneType")

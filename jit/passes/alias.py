@@ -3,10 +3,16 @@
 Views (and ops that may return their input: ``reshape``, ``contiguous``) alias their first
 input; in-place ops alias (and write) theirs. Passes that move, merge or precompute nodes leave
 alone anything in a written alias group: its value depends on when it is read.
+
+Lists and dicts are references (``xs[0].append(v)`` writes a list that ``xs`` holds, ``ys = xs``
+is the same list), so when a node writes into one, every value that may hold a container is
+taken as written: no container is folded into a constant (each run must build its own) or
+merged with another.
 """
 
 from __future__ import annotations
 
+from .. import types as T
 from ..ops import is_view, mutates, prim_writes
 
 
@@ -29,6 +35,7 @@ class Aliases:
             if mutates(op):
                 written.append(first)
         self.written = {self.find(v) for v in written}
+        self.containers = any(holds_container(v.type()) for v in written)
 
     def find(self, value):
         parent = self.parent.get(value, value)
@@ -44,7 +51,25 @@ class Aliases:
             self.parent[ra] = rb
 
     def is_written(self, value) -> bool:
+        if self.containers and holds_container(value.type()):
+            return True
         return self.find(value) in self.written
+
+    def touches_container(self, node) -> bool:
+        """Whether the node reads or makes a container while some node writes containers."""
+        values = (*node.inputs(), *node.outputs())
+        return self.containers and any(holds_container(v.type()) for v in values)
 
     def touches_written(self, node) -> bool:
         return any(self.is_written(v) for v in (*node.inputs(), *node.outputs()))
+
+
+def holds_container(kind) -> bool:
+    """Whether a value of type ``kind`` may be, or hold, a list or dict."""
+    if isinstance(kind, (T.ListType, T.DictType)) or kind == T.AnyType:
+        return True
+    if isinstance(kind, (T.OptionalType,)):
+        return holds_container(kind.elem)
+    if isinstance(kind, (T.TupleType, T.UnionType)):
+        return any(holds_container(e) for e in kind.elems)
+    return False

@@ -2,7 +2,8 @@
 become constants; ``prim::If`` on a constant condition is replaced by the branch it takes.
 
 Only pure nodes fold (no random draws, no writes, nothing aliasing a tensor that some node
-writes into), and a folded tensor may not be much larger than what it came from (folding
+writes into, no list or dict when some node writes one), and a folded tensor may not be much
+larger than what it came from (folding
 ``zeros(4096, 4096)`` would store 64 MiB in the graph to save a fill).
 """
 
@@ -64,7 +65,7 @@ def _foldable(node, aliases: Aliases) -> bool:
     kind = node.kind()
     if kind in _NEVER or not node.outputs():
         return False
-    if not all(_is_constant(v) for v in node.inputs()):
+    if not all(_is_constant(v) for v in node.inputs()) or aliases.touches_container(node):
         return False
     if kind.startswith("prim::"):
         spec = PRIMS.get(kind)

@@ -40,6 +40,8 @@ def _block(block, seen: dict, aliases: Aliases) -> None:
 def _key(node, aliases: Aliases):
     if node.blocks() or node.kind() in ("prim::GetAttr", "prim::RaiseException"):
         return None
+    if aliases.touches_container(node):  # two equal lists are two lists once one is written
+        return None
     if node.kind() == "prim::Constant":
         return _constant_key(node["value"])
     if has_side_effects(node) or is_nondeterministic(node) or aliases.touches_written(node):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._paths import parent, tensor_at
 from ..types import TensorType
+from .alias import Aliases
 
 
 def inline_attributes(graph, module, preserved: set = frozenset()):
@@ -27,6 +28,10 @@ def inline_module_state(graph, module) -> set:
     scripted attributes) by their current values, except those the graph writes; returns the
     names it writes (they stay attributes of the frozen module, as PyTorch keeps them)."""
     written = {node["name"] for node in graph.findAllNodes("prim::SetModuleAttr")}
+    aliases = Aliases(graph)  # a list or dict attribute updated in place stays an attribute
+    for node in graph.findAllNodes("prim::ModuleAttr"):
+        if aliases.touches_container(node):
+            written.add(node["name"])
     for node in graph.findAllNodes("prim::ModuleAttr"):
         if node["name"] in written:
             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 import types as pytypes
 import typing
 
+from ember._device import device as EmberDevice
 from ember._tensor import Tensor as EmberTensor
 
 from .. import types as T
@@ -63,6 +64,8 @@ def to_type(annotation) -> T.Type:
         return _SCALARS[annotation]
     if isinstance(annotation, type) and issubclass(annotation, EmberTensor):
         return T.Tensor
+    if annotation is EmberDevice:
+        return T.DeviceObjType
     if is_named_tuple(annotation):
         return named_tuple_type(annotation)
     origin = typing.get_origin(annotation)

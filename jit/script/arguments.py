@@ -100,6 +100,7 @@ def fits(value, kind) -> bool:
     simple = {
         T.IntType: int,
         T.FloatType: (int, float),
+        T.ComplexType: (int, float, complex),
         T.BoolType: bool,
         T.StrType: str,
         T.NoneType: type(None),

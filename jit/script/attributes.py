@@ -24,7 +24,8 @@ from ..ir import Value
 
 READ, WRITE = "prim::ModuleAttr", "prim::SetModuleAttr"
 _PLAIN = (bool, int, float, str, type(None))
-_MUTATORS = ("append",)
+# methods that update a list or dict in place (self.names.append(v) mutates self.names)
+_MUTATORS = ("append", "extend", "insert", "pop", "reverse", "sort", "remove", "clear")
 
 
 class Attribute(NamedTuple):
@@ -53,16 +54,24 @@ def _is_library_class(cls) -> bool:
 
 @functools.cache
 def assigned_attributes(cls) -> frozenset:
-    """Names ``self.<name>`` is assigned to in the methods of ``cls`` other than __init__."""
+    """Names ``self.<name>`` is assigned to in the methods of ``cls`` other than __init__,
+    or updated in place (``self.names.append(v)``, ``self.d[k] = v``, ``self.xs[0].append(v)``:
+    lists and dicts are references)."""
     names = set()
     for fn in _methods(cls):
         for node in ast.walk(fn):
             if _is_self(node) and isinstance(node.ctx, ast.Store):
                 names.add(node.attr)
+                continue
+            owner = None
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                owner = node.value
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                owner = node.func.value  # self.names.append(v) mutates self.names
-                if node.func.attr in _MUTATORS and _is_self(owner):
-                    names.add(owner.attr)
+                owner = node.func.value if node.func.attr in _MUTATORS else None
+            while isinstance(owner, ast.Subscript):
+                owner = owner.value
+            if _is_self(owner):
+                names.add(owner.attr)
     return frozenset(names)
 
 
@@ -222,9 +231,11 @@ class ModuleState:
     def submodule(self, ref, name: str):
         """``self.<name>`` of a submodule: its ref, with its run-time value when the compiled
         module reassigns submodule slots (``Unit.moved``)."""
+        from .interfaces import slot_interface
         from .sugar import ModuleRef
 
         child = ModuleRef(ref.module._modules[name], ref.qualified(name))
+        child.interface = slot_interface(ref.module, name)
         if self.unit.moved:
             child.runtime = self.module_value(child)
         return child

@@ -19,7 +19,7 @@ from ember.dispatcher.optable import OPS
 from .. import types as T
 from ..ir import Value
 from ..ops import kind_of
-from .sugar import Sugar
+from .sugar import PyObj, Sugar
 
 _RETURNS = {
     "Tensor": T.Tensor,
@@ -94,10 +94,11 @@ def _check(em, op, arg, value) -> Value:
         if isinstance(kind, (T.ListType, T.TupleType)) or kind in (T.IntType, T.AnyType):
             return value
     elif arg.type == "Tensor":
-        if isinstance(kind, T.TensorType) or kind in _NUMBERS:
+        if isinstance(kind, T.TensorType) or kind in _NUMBERS or kind == T.ComplexType:
             return value
     elif arg.type in ("int", "float", "Scalar"):
-        if kind in _NUMBERS or (isinstance(kind, T.TensorType) and arg.type == "Scalar"):
+        scalar = arg.type == "Scalar" and (isinstance(kind, T.TensorType) or kind == T.ComplexType)
+        if kind in _NUMBERS or scalar:
             return value
     elif arg.type == "bool":
         if kind in (T.BoolType, T.IntType):
@@ -185,38 +186,65 @@ def _max_pool(n):
 _INTERPOLATE_RANK = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
 
-def _interpolate(em, args, kwargs, pyfn):
-    """One upsample node (the op interpolate calls eagerly) from constant options: scale
-    factors stay scales, so the scripted function resizes any input size by them."""
-    from ember.nn.functional.vision import _UPSAMPLE, _scales
+_INTERPOLATE_ARGS = (
+    "input",
+    "size",
+    "scale_factor",
+    "mode",
+    "align_corners",
+    "recompute_scale_factor",
+    "antialias",
+)
 
+
+def _interpolate(em, args, kwargs, pyfn):
+    """One upsample node (the op interpolate calls eagerly) when the options are constants and
+    fix the input's rank (scale factors stay scales: the scripted function resizes any input
+    size by them); else ``prim::interpolate``, which calls eager ``F.interpolate`` with the
+    run-time values, as TorchScript's interpolate branches on ``input.dim()`` when it runs: a
+    rank known only then, ``mode="area"``, ``antialias=True``, ``recompute_scale_factor``,
+    options computed at run time."""
     bound = inspect.signature(pyfn).bind(*args, **kwargs)
     bound.apply_defaults()
     values = dict(bound.arguments)
-    plain = {
-        key: em.require_constant(values[key], f"interpolate's {key}")
-        for key in ("size", "scale_factor", "mode", "align_corners", "recompute_scale_factor")
-    }
-    plain["antialias"] = em.require_constant(values["antialias"], "interpolate's antialias")
+    lowered = _one_upsample(em, values)
+    if lowered is not None:
+        return lowered
+    inputs = [_as_value(em, values[key]) for key in _INTERPOLATE_ARGS]
+    return em.prim("prim::interpolate", inputs, T.Tensor)
+
+
+def _as_value(em, value) -> Value:
+    if isinstance(value, (Value, Sugar)):
+        return em.materialize(value)
+    return em.constant(value)  # a Python default from the signature
+
+
+def _one_upsample(em, values):
+    """The upsample node for constant options that fix the rank, else None."""
+    from ember.nn.functional.vision import _UPSAMPLE, _scales
+
+    keys = ("size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias")
+    plain = {}
+    for key in keys:
+        value = values[key]
+        if isinstance(value, PyObj):
+            value = value.obj
+        elif isinstance(value, (Value, Sugar)):
+            if not em.is_constant(value):
+                return None
+            value = em.known(value)
+        plain[key] = value
     mode, size, factor = plain["mode"], plain["size"], plain["scale_factor"]
-    for unsupported, what in (
-        (mode not in _UPSAMPLE, f"mode={mode!r}"),
-        (plain["antialias"], "antialias=True"),
-        (plain["recompute_scale_factor"], "recompute_scale_factor=True"),
-    ):
-        if unsupported:
-            raise BindError(f"interpolate with {what} isn't supported by ember.jit.script")
+    if mode not in _UPSAMPLE or plain["antialias"] or plain["recompute_scale_factor"]:
+        return None
     if (size is None) == (factor is None):
-        raise BindError("interpolate: either size or scale_factor should be defined (not both)")
+        return None  # eager's error, when it runs
     # the op depends on the input's rank: the mode's, or the length of a per-dim size/scale
-    # (a script's tensors have no known rank)
     given = size if size is not None else factor
     spatial = _INTERPOLATE_RANK.get(mode) or (len(given) if isinstance(given, (list, tuple)) else 0)
     if not spatial:
-        raise BindError(
-            f"interpolate(mode={mode!r}) in ember.jit.script needs its size or scale_factor "
-            "given per spatial dim (a list)"
-        )
+        return None
     if size is not None:
         sizes, factors = [size] * spatial if isinstance(size, int) else list(size), None
     else:
@@ -339,6 +367,15 @@ def _embedding(em, args, kwargs, pyfn):
     return embedding_nodes(em, bound.arguments["input"], bound.arguments["weight"])
 
 
+def _device(em, args, kwargs, pyfn):
+    """``ember.device("cuda:1")`` / ``ember.device("cuda", 1)``: a constant when its arguments
+    are, else ``prim::Device`` (TorchScript's ``aten::device``)."""
+    values = [em.materialize(a) for a in [*args, *kwargs.values()]]
+    if all(em.is_constant(v) for v in values):
+        return em.constant(pyfn(*(em.known(v) for v in values)))
+    return em.prim("prim::Device", values, T.DeviceObjType)
+
+
 def _special_functions() -> dict:
     import ember
     import ember.nn.functional as F
@@ -348,6 +385,7 @@ def _special_functions() -> dict:
         F.dropout: _dropout,
         F.interpolate: _interpolate,
         F.embedding: _embedding,
+        ember.device: _device,
         ember.zeros: _factory(0.0),
         ember.ones: _factory(1.0),
         ember.zeros_like: _factory_like(0.0),

@@ -43,6 +43,8 @@ _PROPERTIES = {
     "dtype": ("prim::dtype", T.ScalarTypeType),
     "device": ("prim::device", T.DeviceObjType),
     "requires_grad": ("prim::requires_grad", T.BoolType),
+    "real": ("prim::real", T.Tensor),
+    "imag": ("prim::imag", T.Tensor),
 }
 _PURE_MODULES = (math,)
 
@@ -81,8 +83,8 @@ class Calls:
             return self.tuple_index(owner, kind.fields.index(name))
         if isinstance(kind, T.ListType) and is_list_method(name):
             return TensorMethod(owner, name)
-        if isinstance(kind, T.ListType) and name in ("append",):
-            raise self.source.not_supported("append() on a list that is not a local variable", node)
+        if kind == T.ComplexType:  # TorchScript's complex has no attributes (not even .real)
+            raise self.source.error(f"'complex' object has no attribute or method '{name}'.", node)
         raise self.source.error(
             f"Tried to access nonexistent attribute or method '{name}' of type "
             f"'{kind.annotation()}'",

@@ -21,7 +21,7 @@ from .. import types as T
 from ..graph_utils import copy_node
 from ..ir import Graph, Value
 from ..script_module import Method, RecursiveScriptModule, ScriptFunction, ScriptModule, mirror
-from . import api, arguments, attributes, classes, modules, tracing
+from . import api, arguments, attributes, classes, interfaces, modules, overloads, tracing
 from .annotations import AnnotationError, is_final, resolve, to_type
 from .builtins import BindError
 from .emitter import Emitter, terminator
@@ -137,6 +137,13 @@ class Unit:
 
     # ---- calls from scripted code -----------------------------------------------------------
     def call_function(self, caller, fn, args, kwargs, node, self_ref=None):
+        if overloads.declarations(fn):
+            args, result = overloads.choose(caller, fn, args, kwargs, node, self_ref is not None)
+            value = self.inline_function(caller, fn, args, {}, node, self_ref)
+            return value if result is None else caller.coerce(value, result, node)
+        return self.inline_function(caller, fn, args, kwargs, node, self_ref)
+
+    def inline_function(self, caller, fn, args, kwargs, node, self_ref=None):
         source = source_of(fn)
         definition = source.definition()
         params = _parameters(source, definition, skip_self=self_ref is not None)
@@ -150,7 +157,10 @@ class Unit:
             value = bound.arguments.get(param.arg, inspect.Parameter.empty)
             if value is inspect.Parameter.empty:
                 value = PyObj(_default_of(fn, param.arg))
-            if param.annotation is not None and not isinstance(value, Sugar):
+            iface = interfaces.parameter_interface(fn, param.arg) if param.annotation else None
+            if iface is not None:
+                value = interfaces.check_object(caller, caller.materialize(value), iface, node)
+            elif param.annotation is not None and not isinstance(value, Sugar):
                 value = caller.coerce(value, _param_type(source, param, scope, fn), node)
             env[param.arg] = value
         return self.emit(source, definition, caller.graph, env, self_ref, fn)
@@ -170,6 +180,8 @@ class Unit:
 
     def call_module(self, caller, ref, args, kwargs, node):
         module = ref.module
+        if ref.interface is not None:
+            return interfaces.call(caller, ref, args, kwargs, node)
         if isinstance(module, ScriptModule):
             return self.inline_graph(caller, module._method("forward"), ref, args, kwargs, node)
         lower = modules.lowering(module)
@@ -396,6 +408,10 @@ def _compile_methods(made, module, root: bool) -> None:
             if root:
                 raise
     for name, child in module._modules.items():
+        iface = interfaces.slot_interface(module, name)
+        if child is not None and iface is not None:  # checked when scripting, as TorchScript
+            interfaces.check_slot(child, name, iface)
+            made.__dict__.setdefault("_interfaces", {})[name] = iface
         if child is not None:
             _compile_methods(made._modules[name], child, root=False)
 
@@ -486,6 +502,7 @@ def script(obj):
         raise NotSupportedError(
             f"ember.jit.script expects a function or an nn.Module, got {type(obj).__name__}"
         )
+    overloads.refuse_direct(obj)
     method = Unit().function(obj, name=obj.__name__)
     method.is_method = False
     return ScriptFunction(obj.__name__, method)

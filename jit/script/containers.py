@@ -1,6 +1,6 @@
 """Subscripts, unpacking and iteration: tensor indexing (advanced.py), tuple/list/dict
 indexing, ``for`` plans (a trip count and the item at each counter, or items
-unrolled for modules and tuples), list comprehensions and ``append``.
+unrolled for modules and tuples) and list comprehensions.
 """
 
 from __future__ import annotations
@@ -249,36 +249,3 @@ class Containers(TensorIndexing):
         keys, values = ([v.type() for v in pairs[i::2]] for i in (0, 1))
         kind = T.DictType(T._common(keys), T._common(values))
         return self.prim("prim::DictConstruct", pairs, kind)
-
-    def list_append(self, call) -> bool:
-        """``xs.append(v)`` on a list variable: rebinds ``xs`` to ``xs + [v]`` (lists are
-        values in the graph; the rebinding makes the loop carry the list); on a module's
-        run-time attribute or an object's field the grown list is assigned back to it."""
-        func = call.func
-        if not isinstance(func, ast.Attribute) or func.attr != "append":
-            return False
-        if isinstance(func.value, ast.Name):
-            current = self.env.get(func.value.id)
-        elif isinstance(func.value, ast.Attribute):  # self.names / obj.xs: written back
-            current = self.expr(func.value)
-        else:
-            return False
-        if not isinstance(current, Value) or not isinstance(current.type(), T.ListType):
-            return False
-        if len(call.args) != 1 or call.keywords:
-            raise self.source.error("append() takes exactly one argument", call)
-        item = self.value(call.args[0])
-        elem = current.type().elem
-        if self.is_empty_list(current) and elem != item.type() and not self.fits(item.type(), elem):
-            raise self.source.error(
-                f"Could not append a value of type {item.type().annotation()} to a list of "
-                f"{elem.annotation()} (annotate the empty list: ember.jit.annotate(List[...], []))",
-                call,
-            )
-        grown = self.prim("prim::add", [current, self.list_value([item], elem)], current.type())
-        if isinstance(func.value, ast.Attribute):
-            self.assign_attribute(func.value, grown)
-            return True
-        grown.setDebugName(func.value.id)
-        self.env[func.value.id] = grown
-        return True

@@ -1,11 +1,13 @@
 """``with`` statements in scripted code, as TorchScript has them: grad mode
 (``ember.no_grad()``, ``enable_grad()``, ``set_grad_enabled(b)``: ``prim::set_grad_enabled``
 around the body), ``ember.autocast(...)`` and ``ember.profiler.record_function(name)``
-(``prim::enter``/``prim::exit``, jit/contexts.py) and objects of script classes that define
-``__enter__`` and ``__exit__`` (``with Ctx(n) as v:`` binds ``v`` to what ``__enter__``
-returns). Several items enter left to right and exit right to left; the exits run after the
-body also when it returns, since a ``return`` only ends the block's code generation and the
-graph runs on."""
+(``prim::enter``/``prim::exit``, jit/contexts.py; ``with ... as m`` binds ``m`` to the
+entered manager, as TorchScript's ``prim::Enter`` gives it; the deprecated
+``ember.cpu.amp.autocast()`` / ``ember.cuda.amp.autocast()`` are ``autocast`` of their device)
+and objects of script classes that define ``__enter__`` and ``__exit__`` (``with Ctx(n) as v:``
+binds ``v`` to what ``__enter__`` returns). Several items enter left to right and exit right
+to left; the exits run after the body also when it returns, since a ``return`` only ends the
+block's code generation and the graph runs on."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ class Contexts:
         manager = self.library_context(item.context_expr)
         if manager is not None:
             if item.optional_vars is not None:
-                raise self.source.not_supported("with ... as of this context manager", stmt)
+                self.assign(item.optional_vars, manager)
             return lambda: self.graph.insert("prim::exit", [manager], num_outputs=0)
         obj = self.expr(item.context_expr)
         kind = obj.type() if isinstance(obj, Value) else None
@@ -63,15 +65,20 @@ class Contexts:
             return None
         target = getattr(self.expr(expr.func), "obj", None)
         names = {cls: name for name, cls in contexts().items()}
-        if not isinstance(target, type) or target not in names:
+        device = _deprecated_autocast(target)
+        if not isinstance(target, type) or (target not in names and device is None):
             return None
         args = [self.expr(a) for a in expr.args]
         kwargs = {k.arg: self.expr(k.value) for k in expr.keywords}
         try:
-            bound = inspect.signature(target).bind(*args, **kwargs)
+            given = dict(inspect.signature(target).bind(*args, **kwargs).arguments)
         except TypeError as e:
             raise self.source.error(f"{target.__name__}(): {e}", expr) from None
-        given = dict(bound.arguments)
+        if device is not None:  # ember.cpu.amp.autocast(...) is autocast("cpu", ...)
+            given.pop("self", None)
+            target = next(cls for cls in names if names[cls] == "autocast")
+            given = {"device_type": self.constant(device), **given}
+        bound = inspect.signature(target).bind(**given)
         bound.apply_defaults()  # the defaults are Python values: constants
         values = [
             self.materialize(given[k]) if k in given else self.constant(v)
@@ -94,6 +101,17 @@ class Contexts:
         if target is ember.set_grad_enabled and len(expr.args) == 1:
             return self.coerce(self.value(expr.args[0]), T.BoolType, expr)
         return None
+
+
+def _deprecated_autocast(target) -> str | None:
+    """The device of ``ember.cpu.amp.autocast`` / ``ember.cuda.amp.autocast`` (PyTorch's older
+    spellings, classes of the module ``ember.<device>.amp``), else None."""
+    from ember.amp import autocast
+
+    if not isinstance(target, type) or target is autocast or not issubclass(target, autocast):
+        return None
+    parts = target.__module__.split(".")
+    return parts[1] if len(parts) == 3 and parts[2] == "amp" else None
 
 
 def _defines(kind, name: str) -> bool:

@@ -114,8 +114,6 @@ class Emitter(Expressions, Contexts, LoopReturns, Scopes):
         value = stmt.value
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             return None  # a docstring
-        if isinstance(value, ast.Call) and self.list_append(value):
-            return None
         self.expr(value)
         return None
 
@@ -175,7 +173,7 @@ class Emitter(Expressions, Contexts, LoopReturns, Scopes):
 
     def assign_item(self, target, value) -> None:
         """``x[i, 1:] = v`` writes into the tensor (``copy_``/``fill_`` of the view, as PyTorch
-        does); ``d[k] = v`` on a dict variable rebinds it to the updated dict (prim::DictSet)."""
+        does); ``xs[i] = v`` / ``d[k] = v`` write into the list or dict (lists.py)."""
         base = self.expr(target.value)
         if isinstance(base, Value) and isinstance(base.type(), T.TensorType):
             return self.tensor_index_put(base, target.slice, value, target)
@@ -184,22 +182,16 @@ class Emitter(Expressions, Contexts, LoopReturns, Scopes):
             if self.magic(base, "__setitem__", [key, value], target) is None:
                 raise self.no_attribute(base.type(), "__setitem__", self.current)
             return None
-        current, name = base, getattr(target.value, "id", None)
-        kind = current.type() if isinstance(current, Value) else None
-        if isinstance(kind, T.ListType):
-            return self.set_list_item(target, value)
-        if not isinstance(kind, T.DictType) or name is None:
+        kind = base.type() if isinstance(base, Value) else None
+        if not isinstance(kind, (T.ListType, T.DictType)):
             raise self.source.not_supported(
-                "assignment to subscripts is supported on tensors and dict variables", target
+                "assignment to subscripts is supported on tensors, lists and dicts", target
             )
-        key = self.coerce(self.value(target.slice), kind.key, target)
-        item = self.coerce(value, kind.value, target)
-        updated = self.prim("prim::DictSet", [current, key, item], kind).setDebugName(name)
-        self.env[name] = updated
+        return self.set_item(base, target, value)
 
     def stmt_Delete(self, stmt):  # noqa: N802
         """``del name`` unbinds the name (a later read is an undefined value, as TorchScript);
-        ``del xs[i]`` / ``del d[k]`` rebind the list or dict variable without the item."""
+        ``del xs[i]`` / ``del d[k]`` remove the item from the list or dict."""
         for target in stmt.targets:
             if isinstance(target, ast.Subscript):
                 self.delete_item(target)
@@ -487,20 +479,11 @@ class Emitter(Expressions, Contexts, LoopReturns, Scopes):
         self.settle_return_type(block, node, carried)
 
 
-_MUTATORS = ("append", "extend", "insert", "pop", "reverse", "sort", "remove", "clear")
-
-
 def _assigned_names(stmt) -> list[str]:
-    """Names a loop (its target and body) binds, in order of appearance."""
+    """Names a loop (its target and body) binds, in order of appearance (lists, dicts and
+    tensors updated in place are not rebound)."""
     names = []
     for node in ast.walk(stmt):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.append(node.id)
-        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            if isinstance(node.value, ast.Name):
-                names.append(node.value.id)  # d[k] = v rebinds d
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            owner = node.func.value
-            if node.func.attr in _MUTATORS and isinstance(owner, ast.Name):
-                names.append(owner.id)  # lists grow by rebinding (see Expressions.list_append)
     return list(dict.fromkeys(names))

@@ -219,7 +219,27 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
     def expr_List(self, node, wanted=None):  # noqa: N802
         items = [self.value(e) for e in node.elts]
         elem = wanted.elem if isinstance(wanted, T.ListType) else None
+        self.check_literal(
+            items,
+            elem,
+            lambda unified: (
+                f"List type annotation `{wanted.annotation()}` did not match the "
+                f"types of the given list elements, which were unified to {unified}"
+            ),
+            node,
+        )
         return self.list_value(items, elem)
+
+    def check_literal(self, items, wanted, message, node) -> None:
+        """A literal's items must fit the annotation's type, else TorchScript's error naming
+        their unified type (``[[]]`` is a list of ``List[Tensor]``, ``[1]`` is no
+        ``List[float]``)."""
+        if wanted is None or all(self.fits(v.type(), wanted) for v in items):
+            return
+        found = (T.Tensor if isinstance(v.type(), T.TensorType) else v.type() for v in items)
+        kinds = sorted(dict.fromkeys(found), key=T.Type.annotation)
+        unified = kinds[0] if len(kinds) == 1 else T.UnionType(kinds)
+        raise self.source.error(message(unified.annotation()), node)
 
     def expr_Dict(self, node, wanted=None):  # noqa: N802
         if any(k is None for k in node.keys):
@@ -228,6 +248,16 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
         values = [self.value(v) for v in node.values]
         if isinstance(wanted, T.DictType):
             kind = wanted
+            for what, given, want in (("keys", keys, kind.key), ("values", values, kind.value)):
+                self.check_literal(
+                    given,
+                    want,
+                    lambda unified, what=what: (
+                        f"Type annotation was inferred to be `{kind.annotation()}`, but the "
+                        f"type of {what} given by the dict literal is {unified}"
+                    ),
+                    node,
+                )
         elif keys:
             kind = T.DictType(
                 T._common(k.type() for k in keys), T._common(v.type() for v in values)
@@ -312,6 +342,10 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
                 return self.constant(self.known(left) + self.known(right))
             return self.prim("prim::add", [left, right], T.StrType)
         lt, rt = numeric(lt), numeric(rt)
+        if T.ComplexType in (lt, rt) and _complex_operands(op, lt, rt):
+            if self.is_constant(left) and self.is_constant(right):
+                return self.constant(fold(self.known(left), self.known(right)))
+            return self.prim(prim, [left, right], T.ComplexType)
         if prim is None or lt not in _SCALARS or rt not in _SCALARS:
             raise self.source.error(
                 f"Arguments for call are not valid: unsupported operand types for {name}: "
@@ -345,8 +379,18 @@ class Expressions(Calls, Conditions, Containers, Strings, ModuleState, Lists, Cl
         return self.compare(op, self.materialize(left), self.value(right), node)
 
 
+# complex arithmetic: Python's operators on complex, float, int and bool operands (TorchScript's
+# complex overloads; its floor division and modulo of complex are refused, as Python's)
+_COMPLEX_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+_COMPLEX_OPERANDS = (T.ComplexType, T.FloatType, T.IntType, T.BoolType)
+
+
+def _complex_operands(op, lt, rt) -> bool:
+    return isinstance(op, _COMPLEX_OPS) and lt in _COMPLEX_OPERANDS and rt in _COMPLEX_OPERANDS
+
+
 def _is_constant_object(obj) -> bool:
-    if obj is None or isinstance(obj, (bool, int, float, str)):
+    if obj is None or isinstance(obj, (bool, int, float, complex, str)):
         return True
     if isinstance(obj, (tuple, list)):
         return all(_is_constant_object(o) for o in obj)

@@ -1,10 +1,11 @@
-"""List methods in scripted code (``insert``, ``extend``, ``pop``, ``reverse``, ``sort``,
-``remove``, ``clear``, ``copy``, ``index``, ``count``), ``xs[i] = v``, and ``sum``/``min``/
-``max`` of a list, as TorchScript has them.
+"""List methods in scripted code (``append``, ``insert``, ``extend``, ``pop``, ``reverse``,
+``sort``, ``remove``, ``clear``, ``copy``, ``index``, ``count``), ``xs[i] = v``, ``d[k] = v``,
+``del xs[i]`` and ``sum``/``min``/``max`` of a list, as TorchScript has them.
 
-Lists are values in the graph (see docs/jit.md): a method that mutates the list computes the new
-list (``prim::list_<name>``) and rebinds the variable (or the run-time attribute) it was called
-on, as ``append`` does in ``containers.py``.
+Lists and dicts are references, as in Python and TorchScript: a method that mutates a list is
+an in-place node (``prim::list_<name>_``, jit/mutation.py) on whatever expression gives the list
+(``xs[0].append(v)``, ``d["k"].append(v)``, ``self.names.append(v)``), so every name and
+container holding it sees the update; nothing is rebound.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from __future__ import annotations
 import ast
 
 from .. import types as T
-from ..ir import Value
 
 # method -> (mutates, result): result "elem", "int", "list", or None (the call is None).
 METHODS = {
+    "append": (True, None),
     "insert": (True, None),
     "extend": (True, None),
     "pop": (True, "elem"),
@@ -27,6 +28,7 @@ METHODS = {
     "index": (False, "int"),
     "count": (False, "int"),
 }
+_CHECKED = ("append", "insert", "extend", "remove", "index", "count")
 
 
 class Lists:
@@ -36,63 +38,65 @@ class Lists:
         mutates, result = METHODS[name]
         kind = value.type()
         args = [self.materialize(a) for a in args]
-        if name in ("insert", "remove", "index", "count") or name == "extend":
-            self.check_items(kind, name, args, node)
-        out = None
+        if name in _CHECKED:
+            self.check_items(value, name, args, node)
         if name == "pop":
             index = args[0] if args else self.constant(-1)
-            out = self.prim("prim::ListIndex", [value, index], kind.elem)
-            args = [index]
-        elif result == "int":
-            out = self.prim(f"prim::list_{name}", [value, *args], T.IntType)
-        elif result == "list":
-            out = self.prim(f"prim::list_{name}", [value, *args], kind)
+            return self.prim("prim::list_pop_", [value, index], kind.elem)
         if mutates:
-            owner = node.func.value
-            if not isinstance(owner, (ast.Name, ast.Attribute)):
-                raise self.source.not_supported(f"{name}() on a list that is not a variable", node)
-            updated = self.prim(f"prim::list_{name}", [value, *args], kind)
-            self.assign(owner, updated)
-        return out if out is not None else self.constant(None)
+            self.graph.insert(f"prim::list_{name}_", [value, *args], num_outputs=0)
+            return self.constant(None)
+        return self.prim(
+            f"prim::list_{name}", [value, *args], T.IntType if result == "int" else kind
+        )
 
-    def check_items(self, kind, name: str, args, node) -> None:
-        want = [kind.elem] if name != "insert" else [T.IntType, kind.elem]
-        if name == "extend":
-            want = [kind]
+    def check_items(self, value, name: str, args, node) -> None:
+        kind = value.type()
+        want = {"insert": [T.IntType, kind.elem], "extend": [kind]}.get(name, [kind.elem])
         if len(args) != len(want) or not all(self.fits(a.type(), w) for a, w in zip(args, want)):
             given = ", ".join(a.type().annotation() for a in args)
+            if name == "append" and len(args) == 1 and self.is_empty_list(value):
+                raise self.source.error(
+                    f"Could not append a value of type {given} to a list of "
+                    f"{kind.elem.annotation()} (annotate the empty list: "
+                    "ember.jit.annotate(List[...], []))",
+                    node,
+                )
             raise self.source.error(
                 f"list.{name}() of a {kind.annotation()} got arguments ({given})", node
             )
 
-    def set_list_item(self, target, value) -> None:
-        """``xs[i] = v`` on a list variable: rebinds ``xs`` to the updated list."""
-        current = self.expr(target.value)
-        kind = current.type()
-        index = self.coerce(self.value(target.slice), T.IntType, target)
-        item = self.coerce(self.materialize(value), kind.elem, target)
-        self.assign(target.value, self.prim("prim::list_set", [current, index, item], kind))
+    def set_item(self, container, target, value) -> None:
+        """``xs[i] = v`` / ``d[k] = v``: written into the list or dict in place."""
+        kind = container.type()
+        if isinstance(kind, T.ListType):
+            key = self.coerce(self.value(target.slice), T.IntType, target)
+            item = self.coerce(self.materialize(value), kind.elem, target)
+            kind_ = "prim::list_set_"
+        else:
+            key = self.coerce(self.value(target.slice), kind.key, target)
+            item = self.coerce(self.materialize(value), kind.value, target)
+            kind_ = "prim::dict_set_"
+        self.graph.insert(kind_, [container, key, item], num_outputs=0)
 
     def delete_item(self, target) -> None:
-        """``del xs[i]`` / ``del d[k]`` / ``del xs[i][j]`` on a variable: rebinds it to the
-        container without the item (a nested container is written back into its owner)."""
+        """``del xs[i]`` / ``del d[k]`` / ``del xs[i][j]``: the item is removed in place."""
         if isinstance(target.slice, ast.Slice):
             raise self.source.error(
                 "del statements only support deletion at a single index, slicing is not "
                 "supported (see https://github.com/pytorch/pytorch/issues/31430)",
                 target,
             )
-        current = self.expr(target.value)
-        kind = current.type() if isinstance(current, Value) else None
-        owner = isinstance(target.value, (ast.Name, ast.Subscript))
-        if not owner or not isinstance(kind, (T.ListType, T.DictType)):
+        current = self.value(target.value)
+        kind = current.type()
+        if not isinstance(kind, (T.ListType, T.DictType)):
             raise self.source.not_supported(
-                "del of items of containers other than variables", target
+                "del of items of containers other than lists and dicts", target
             )
         wanted = T.IntType if isinstance(kind, T.ListType) else kind.key
         key = self.coerce(self.value(target.slice), wanted, target)
-        prim = "prim::list_delete" if isinstance(kind, T.ListType) else "prim::dict_delete"
-        self.assign(target.value, self.prim(prim, [current, key], kind))
+        prim = "prim::list_delete_" if isinstance(kind, T.ListType) else "prim::dict_delete_"
+        self.graph.insert(prim, [current, key], num_outputs=0)
 
     def list_reduce(self, fn_name: str, value, node):
         """``sum(xs)`` / ``min(xs)`` / ``max(xs)`` of a list of numbers."""

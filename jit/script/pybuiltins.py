@@ -126,6 +126,8 @@ def _abs(em, args, kwargs, node):
     if em.is_constant(value):
         return em.constant(abs(em.known(value)))
     kind = unions.numeric(value.type())  # Union[int, float]: a number
+    if kind == T.ComplexType:  # the modulus
+        return em.prim("prim::abs", [value], T.FloatType)
     if kind not in (T.IntType, T.FloatType, T.NumberType):
         raise em.source.error(f"abs() of a {value.type().annotation()}", node)
     return em.prim("prim::abs", [value], kind)
@@ -179,6 +181,22 @@ def _zip(em, args, kwargs, node):
     return Zip(list(args))
 
 
+def _complex(em, args, kwargs, node):
+    """``complex(real[, imag])`` of numbers (``prim::complex``)."""
+    values = [em.materialize(a) for a in [*args, *kwargs.values()]]
+    numbers = (T.IntType, T.FloatType, T.BoolType)
+    allowed = numbers + (T.ComplexType,) if len(values) == 1 else numbers
+    if kwargs or not 1 <= len(values) <= 2 or any(v.type() not in allowed for v in values):
+        given = ", ".join(v.type().annotation() for v in values)
+        raise em.source.error(
+            f"Arguments for call are not valid: complex() takes one or two numbers, got ({given})",
+            node,
+        )
+    if all(em.is_constant(v) for v in values):
+        return em.constant(complex(*(em.known(v) for v in values)))
+    return em.prim("prim::complex", values, T.ComplexType)
+
+
 def _print(em, args, kwargs, node):
     if kwargs:
         raise em.source.not_supported("print() with keyword arguments isn't supported", node)
@@ -194,7 +212,7 @@ def _hash(em, args, kwargs, node):
     unhashable = _unhashable(value.type())
     if unhashable is None:
         return em.prim("prim::hash", [value], T.IntType)
-    if isinstance(unhashable, (T.ListType, T.DictType, T.ClassType)):
+    if isinstance(unhashable, (T.ListType, T.DictType, T.ClassType)) or unhashable == T.ComplexType:
         # TorchScript compiles aten::hash of these and fails when it runs (an object's
         # __hash__ is not consulted: a.__hash__() is an ordinary method call)
         name = unhashable.qualified_name() if isinstance(unhashable, T.ClassType) else None
@@ -213,7 +231,7 @@ def _unhashable(kind):
     return None if isinstance(kind, T.TensorType) or kind in _HASHED else kind
 
 
-_HASHED = (T.IntType, T.FloatType, T.BoolType, T.StrType, T.NoneType)
+_HASHED = (T.IntType, T.FloatType, T.BoolType, T.StrType, T.NoneType, T.DeviceObjType)
 
 
 def _converting(builtin, lower):
@@ -246,4 +264,5 @@ BUILTINS = {
     sorted: _of_a_list("sorted", None),
     abs: _abs,
     hash: _hash,
+    complex: _complex,
 }

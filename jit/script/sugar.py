@@ -40,6 +40,9 @@ class ModuleRef(Sugar):
     # a submodule read as a run-time value (prim::GetModule), where the compiled module
     # reassigns submodule slots: self.a, self.b = self.b, self.a reads both before either store
     runtime: Value | None = None
+    # the interface the owner's class annotates this slot with (jit/script/interfaces.py):
+    # calls go through the slot when the code runs
+    interface: object = None
 
     def qualified(self, name: str) -> str:
         return f"{self.prefix}.{name}" if self.prefix else name

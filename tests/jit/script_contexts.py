@@ -92,7 +92,47 @@ def library(lib):
             y = x * 2
         return y, g is None
 
+    def with_record_function_as(x):
+        with lib.autograd.profiler.record_function("scaled") as rf:  # noqa: F841
+            y = x * 2
+        with lib.profiler.record_function("shifted") as other:  # noqa: F841
+            y = y + 1
+        return y
+
+    def with_autocast_as(x):
+        with lib.autocast("cpu", dtype=lib.bfloat16) as cast:  # noqa: F841
+            y = x @ x
+        return y
+
+    def with_cpu_amp_autocast(x):
+        with lib.cpu.amp.autocast():
+            y = x @ x
+        with lib.cpu.amp.autocast(enabled=False):
+            z = x @ x
+        return y, z
+
+    def with_no_grad_in_a_loop(x):
+        for i in range(4):
+            with lib.no_grad():
+                x = x * 2
+                if i == 1:
+                    break
+        return x, x.requires_grad
+
+    def with_return_inside_nested(x):
+        with lib.autograd.profiler.record_function("outer"):
+            for i in range(x.size(0) + 2):
+                with lib.no_grad():
+                    if i == 2:
+                        return x * i
+        return x
+
     return {
+        "with_record_function_as": with_record_function_as,
+        "with_autocast_as": with_autocast_as,
+        "with_cpu_amp_autocast": with_cpu_amp_autocast,
+        "with_no_grad_in_a_loop": with_no_grad_in_a_loop,
+        "with_return_inside_nested": with_return_inside_nested,
         "with_autocast": with_autocast,
         "with_autocast_dtype": with_autocast_dtype,
         "with_record_function": with_record_function,

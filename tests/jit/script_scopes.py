@@ -143,6 +143,13 @@ def accepted(lib):
     def hash_tensor(a, b) -> Tuple[bool, bool]:
         return hash(a) == hash(a), hash(a) == hash(b)
 
+    def hash_device(name: str) -> int:
+        return hash(lib.device(name))
+
+    def hash_devices(x, kind: str, index: int) -> Tuple[int, int, int, int]:
+        made = lib.device(f"{kind}:{index}")
+        return hash(x.device), hash(made), hash(lib.device("cuda:1")), hash(lib.device(kind))
+
     return {k: v for k, v in locals().items() if callable(v)}
 
 
@@ -174,6 +181,9 @@ def unhashable(lib):
     def hash_nested(t: Tuple[int, List[int]]) -> int:
         return hash(t)
 
+    def hash_complex(c: complex) -> int:
+        return hash(c)
+
     def object_keys(x: int) -> int:
         d = {Keyed(x): 1}
         return len(d)
@@ -186,7 +196,12 @@ def unhashable(lib):
         d = {x: 1}
         return len(d)
 
-    arguments = {"hash_list": [1, 2], "hash_dict": {"a": 1}, "hash_nested": (1, [2])}
+    arguments = {
+        "hash_list": [1, 2],
+        "hash_dict": {"a": 1},
+        "hash_nested": (1, [2]),
+        "hash_complex": 1 + 2j,
+    }
     named = {k: v for k, v in locals().items() if k.startswith("hash_") or k.endswith("_keys")}
     return {k: (v, arguments.get(k, 3)) for k, v in named.items()}
 

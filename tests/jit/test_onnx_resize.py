@@ -9,7 +9,6 @@ import torch
 
 import ember
 import ember.nn.functional as F
-from ember.jit.frontend import ScriptError
 
 from .onnx_utils import assert_close, check_model, eager, export_bytes, run, session
 
@@ -133,11 +132,6 @@ def test_script_records_one_upsample_node(mode, options, tmp_path):
         want = torch.nn.functional.interpolate(torch.from_numpy(x.numpy()), mode=mode, **options)
         np.testing.assert_allclose(scripted(x).numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(loaded(x).numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
-
-
-def test_script_refuses_a_nearest_resize_of_unknown_rank():
-    with pytest.raises(ScriptError, match="per spatial dim"):
-        ember.jit.script(ember.nn.Upsample(scale_factor=2.0))
 
 
 @pytest.mark.parametrize("opset", [17, 18, 23])

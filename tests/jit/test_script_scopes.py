@@ -13,6 +13,7 @@ import torch
 
 import ember
 
+from .script_checks import roundtrip
 from .script_scopes import (
     accepted,
     attribute_modules,
@@ -179,6 +180,39 @@ def test_hash_of_a_tensor_is_its_identity():
     assert mine == theirs == (True, False)
 
 
+DEVICES = ["cpu", "cuda", "cuda:3", "xpu", "xpu:0", "meta", "mps"]
+
+
+@pytest.mark.parametrize("saved", [False, True], ids=["scripted", "loaded"])
+def test_hash_of_a_device_is_torch_scripts(saved):
+    """std::hash<c10::Device>: the device type's number and the index (255 for none)."""
+    mine, theirs = (
+        ember.jit.script(EMBER_OK["hash_device"]),
+        torch.jit.script(TORCH_OK["hash_device"]),
+    )
+    made = ember.jit.script(EMBER_OK["hash_devices"])
+    if saved:
+        mine, made = roundtrip(mine), roundtrip(made)
+    mine_arg, their_arg = ember.jit.script(_hash_ember_device), torch.jit.script(_hash_torch_device)
+    if saved:
+        mine_arg = roundtrip(mine_arg)
+    for name in DEVICES:
+        assert mine(name) == theirs(name), name
+        assert mine_arg(ember.device(name)) == their_arg(torch.device(name)) == theirs(name)
+    their_made = torch.jit.script(TORCH_OK["hash_devices"])
+    for kind, index in (("cpu", 0), ("cuda", 2), ("xpu", 1)):
+        want = their_made(_tensor(torch), kind, index)
+        assert made(_tensor(ember), kind, index) == want
+
+
+def _hash_ember_device(d: ember.device) -> int:
+    return hash(d)
+
+
+def _hash_torch_device(d: torch.device) -> int:
+    return hash(d)
+
+
 EMBER_UNHASHABLE, TORCH_UNHASHABLE = unhashable(ember), unhashable(torch)
 
 
@@ -189,7 +223,9 @@ def _run_error(script, fn, argument) -> BaseException:
     return info.value
 
 
-@pytest.mark.parametrize("name", ["hash_object", "hash_list", "hash_dict", "hash_nested"])
+@pytest.mark.parametrize(
+    "name", ["hash_object", "hash_list", "hash_dict", "hash_nested", "hash_complex"]
+)
 def test_hash_of_an_unhashable_type_compiles_and_fails_as_torchs(name):
     """TorchScript names the object's class with its compilation unit's address: ember says
     the same without the address."""
