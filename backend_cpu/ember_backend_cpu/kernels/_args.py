@@ -46,10 +46,20 @@ def addr(t) -> int:
 def array_view(t, dtype=None) -> np.ndarray:
     """A numpy view of tensor ``t``'s memory (any strides), as ``dtype`` (default: its own)."""
     dtype = np.dtype(t._dtype.np if dtype is None else dtype)
-    shape, strides = tuple(t._shape), tuple(s * dtype.itemsize for s in t._stride)
+    start = t._storage.ptr + t._offset * dtype.itemsize
+    if t._contig and 0 not in t._shape:  # as_strided's bookkeeping costs microseconds per call
+        count = math.prod(t._shape)
+        raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(start)
+        return np.frombuffer(raw, dtype, count).reshape(t._shape)
+    strides = tuple(s * dtype.itemsize for s in t._stride)
+    return strided_array(start, t._shape, strides, dtype)
+
+
+def strided_array(start: int, shape, strides, dtype: np.dtype) -> np.ndarray:
+    """A numpy view of the memory at address ``start``, ``shape`` with byte ``strides``."""
+    shape, strides = tuple(shape), tuple(strides)
     if 0 in shape:
         return np.empty(shape, dtype)
-    start = t._storage.ptr + t._offset * dtype.itemsize
     low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
     high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
     raw = (ctypes.c_char * (high - low + dtype.itemsize)).from_address(start + low)
