@@ -77,15 +77,17 @@ def test_strided_inputs(device, rng):
         np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), **TOL["float64"])
 
 
-def test_complex_inputs_not_viewable_as_complex(device, rng):
-    """Real views whose pairs are not on whole-pair boundaries (an odd offset, an odd stride):
-    the CPU kernel cannot see them as complex numbers in place and reads a copy."""
-    flat = rng.standard_normal(41)
-    table = rng.standard_normal((10, 3))
-    odd_offset = (_ember(flat, device)[1:].view(20, 2), torch.tensor(flat)[1:].view(20, 2))
-    odd_stride = (_ember(table, device)[:, 1:], torch.tensor(table)[:, 1:])
-    for got_in, want_in in (odd_offset, odd_stride):
-        z = torch.view_as_complex(want_in.clone())
+def test_complex_inputs_in_any_layout(device, rng):
+    """Real views at an odd offset (the CPU kernel reads them as complex numbers in place), with
+    odd strides or with the parts apart (it reads a copy)."""
+    flat, table, parts = (rng.standard_normal(shape) for shape in (41, (10, 3), (2, 12)))
+    layouts = (
+        (_ember(flat, device)[1:].view(20, 2), torch.tensor(flat)[1:].view(20, 2)),
+        (_ember(table, device)[:, 1:], torch.tensor(table)[:, 1:]),
+        (_ember(parts, device).t(), torch.tensor(parts).t()),
+    )
+    for got_in, want_in in layouts:
+        z = torch.view_as_complex(want_in.clone(memory_format=torch.contiguous_format))
         got = ember.ops._fft_c2c(got_in, [0], 1, True)
         want = torch.view_as_real(torch._fft_c2c(z, [0], 1, True))
         np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), **TOL["float64"])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ducc0.fft
 import numpy as np
 
-from ._args import addr, array_view, strided_array
+from ._args import addr, array_view, contiguous_array, strided_array
 
 REAL = {"float32": np.float32, "float64": np.float64}
 COMPLEX = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128}
@@ -31,18 +31,25 @@ def _real(t) -> np.ndarray:
 
 def _complex(t) -> np.ndarray:
     """Tensor ``t``, a complex tensor's real view ``(..., 2)``, as a numpy complex array over the
-    same memory where its layout allows (each pair adjacent and aligned, every stride a whole
-    number of pairs: always so for the contiguous outputs), else as a complex copy."""
+    same memory where each (real, imaginary) pair is adjacent and the strides are whole pairs
+    (ducc0 takes no other), at any offset (a complex number's alignment is its parts'); else as
+    a complex copy."""
     real = np.dtype(REAL[t._dtype.name])
+    complex_ = np.dtype(COMPLEX[real])
     if t._contig:
-        return _real(t).view(COMPLEX[real])[..., 0]
-    start = addr(t)
-    pairs = t._stride[-1] == 1 and all(s % 2 == 0 for s in t._stride[:-1])
-    if pairs and start % (2 * real.itemsize) == 0:
+        return contiguous_array(addr(t), t._shape[:-1], complex_)
+    if t._stride[-1] == 1 and all(s % 2 == 0 for s in t._stride[:-1]):
         strides = [s * real.itemsize for s in t._stride[:-1]]
-        return strided_array(start, t._shape[:-1], strides, np.dtype(COMPLEX[real]))
+        return strided_array(addr(t), t._shape[:-1], strides, complex_)
     x = _real(t)
-    return (x[..., 0] + 1j * x[..., 1]).astype(COMPLEX[real])
+    return (x[..., 0] + 1j * x[..., 1]).astype(complex_)
+
+
+def _complex_out(out) -> np.ndarray:
+    """The output tensor (contiguous, from ember's allocator: aligned) as a complex array over
+    its memory, never a copy."""
+    complex_ = np.dtype(COMPLEX[np.dtype(REAL[out._dtype.name])])
+    return contiguous_array(addr(out), out._shape[:-1], complex_)
 
 
 def _threads(lib) -> int:
@@ -59,7 +66,7 @@ def kernels(lib) -> dict:
         # A two-sided r2c is ducc0's c2c of the real input (it runs a real FFT, then fills the
         # Hermitian half).
         transform = ducc0.fft.r2c if onesided else ducc0.fft.c2c
-        transform(a, axes=dims, inorm=normalization, out=_complex(out), nthreads=threads)
+        transform(a, axes=dims, inorm=normalization, out=_complex_out(out), nthreads=threads)
 
     def c2r(out, x, dims, normalization, last_dim_size):
         z, threads = _complex(x), _threads(lib)
@@ -81,7 +88,7 @@ def kernels(lib) -> dict:
             axes=dims,
             forward=bool(forward),
             inorm=normalization,
-            out=_complex(out),
+            out=_complex_out(out),
             nthreads=threads,
         )
 
