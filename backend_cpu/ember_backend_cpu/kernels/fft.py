@@ -52,45 +52,27 @@ def _complex_out(out) -> np.ndarray:
     return contiguous_array(addr(out), out._shape[:-1], complex_)
 
 
-def _threads(lib) -> int:
-    """ember's thread setting (``ember.set_num_threads``), read on every call since a user may
-    change it between calls; ducc0 itself uses fewer where the batch is too small to share."""
-    return lib.ember_num_threads()
-
-
 def kernels(lib) -> dict:
     """The three rows' kernels, closing over the compiled library for the thread count."""
 
+    def common(dims, normalization) -> dict:
+        # ember's thread setting (ember.set_num_threads), read on every call since a user may
+        # change it between calls; ducc0 uses fewer where the work is too small to share
+        return {"axes": dims, "inorm": normalization, "nthreads": lib.ember_num_threads()}
+
     def r2c(out, x, dims, normalization, onesided):
-        a, threads = _real(x), _threads(lib)
-        # A two-sided r2c is ducc0's c2c of the real input (it runs a real FFT, then fills the
-        # Hermitian half).
+        # A two-sided r2c is ducc0's c2c of the real input (a real FFT, then the Hermitian half)
         transform = ducc0.fft.r2c if onesided else ducc0.fft.c2c
-        transform(a, axes=dims, inorm=normalization, out=_complex_out(out), nthreads=threads)
+        transform(_real(x), out=_complex_out(out), **common(dims, normalization))
 
     def c2r(out, x, dims, normalization, last_dim_size):
-        z, threads = _complex(x), _threads(lib)
-        z = _half_spectrum(z, dims[-1], last_dim_size // 2 + 1)
-        ducc0.fft.c2r(
-            z,
-            axes=dims,
-            lastsize=last_dim_size,
-            forward=False,
-            inorm=normalization,
-            out=_real(out),
-            nthreads=threads,
-        )
+        z = _half_spectrum(_complex(x), dims[-1], last_dim_size // 2 + 1)
+        options = common(dims, normalization)
+        ducc0.fft.c2r(z, lastsize=last_dim_size, forward=False, out=_real(out), **options)
 
     def c2c(out, x, dims, normalization, forward):
-        z, threads = _complex(x), _threads(lib)
-        ducc0.fft.c2c(
-            z,
-            axes=dims,
-            forward=bool(forward),
-            inorm=normalization,
-            out=_complex_out(out),
-            nthreads=threads,
-        )
+        options = common(dims, normalization)
+        ducc0.fft.c2c(_complex(x), forward=bool(forward), out=_complex_out(out), **options)
 
     return {"_fft_r2c": _nonempty(r2c), "_fft_c2r": _nonempty(c2r), "_fft_c2c": _nonempty(c2c)}
 
