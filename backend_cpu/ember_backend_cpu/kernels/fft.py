@@ -4,10 +4,12 @@ Why ducc0 rather than numpy.fft or scipy.fft (all three are pocketfft; docs/fft.
 measurements): it writes into a given array (``out=``), so the result lands in the output
 tensor without a copy; it scales inside the transform (``inorm``: 0 none, 1 by 1/sqrt(n), 2 by
 1/n over the transformed sizes, which is exactly ATen's normalization code); it takes a thread
-count per call, so ember's thread setting applies; it computes float32 in float32 and keeps its
-plans between calls (numpy 2 rebuilds them on every call, 2-3x slower on 1M points); its newer
-kernels (vectorised passes, a real FFT of its own) run 1M points in about two thirds of scipy's
-time. It reads any strides, so a transposed or sliced input is not packed first.
+count per call, so ember's thread setting applies, and splits even one long 1-d transform; it
+computes float32 in float32 and keeps its plans between calls. On one thread it took 3.7 ms for
+an rfft of 1M float32 points (scipy.fft 5.0, numpy 8.2) and 5.4 ms for an fft of 1M complex64
+(scipy 9.9, numpy 34). It reads any strides, so a transposed or sliced input is not packed.
+ducc0 is GPL-2.0-or-later; scipy's private ``scipy.fft._pocketfft.pypocketfft`` (BSD) has the
+same ``r2c``/``c2r``/``c2c`` signatures, should the licence rule ducc0 out.
 
 Complex tensors are their real view, a trailing dim of 2 (see the runner, ember's
 dispatcher/kinds/fft.py): here they are seen as numpy complex arrays over the same memory.
