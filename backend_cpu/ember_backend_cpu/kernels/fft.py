@@ -91,8 +91,9 @@ def _nonempty(kernel):
 
 
 def _half_spectrum(z: np.ndarray, dim: int, size: int) -> np.ndarray:
-    """``z`` with ``size`` entries along ``dim``, the ones c2r reads: trimmed (a view), or
-    zero-padded as numpy's irfft and ATen's c2r treat a shorter input."""
+    """``z`` with ``size`` entries along ``dim``, the ones c2r reads: trimmed (a view) or
+    zero-padded, as numpy's irfft (ember's transforms always pass ``size``; a direct call of
+    the row may not, where ATen's MKL path asserts)."""
     have = z.shape[dim]
     if have >= size:
         return z if have == size else z[(slice(None),) * dim + (slice(0, size),)]
