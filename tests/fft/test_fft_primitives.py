@@ -116,6 +116,22 @@ def test_thread_count_gives_the_same_transform(threads, device, rng):
         ember.set_num_threads(before)
 
 
+def test_c2r_of_a_longer_or_shorter_spectrum(device, rng):
+    """The row reads n // 2 + 1 entries: a longer input's first ones (ATen, for a full-length
+    one; numpy's irfft for any), a shorter one is refused on every device rather than read past
+    its end (ATen asserts)."""
+    z = rng.standard_normal((3, 9)) + 1j * rng.standard_normal((3, 9))
+    spectrum = _ember(np.stack([z.real, z.imag], -1), device)
+    for n in (8, 9):
+        got = ember.ops._fft_c2r(spectrum, [1], 2, n)
+        np.testing.assert_allclose(got.cpu().numpy(), np.fft.irfft(z, n), **TOL["float64"])
+    got = ember.ops._fft_c2r(spectrum[:, :8], [1], 0, 8)
+    want = torch._fft_c2r(torch.tensor(z[:, :8]), [1], 0, 8)
+    np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), **TOL["float64"])
+    with pytest.raises(RuntimeError, match=r"expected 16 entries \(last_dim_size // 2 \+ 1\)"):
+        ember.ops._fft_c2r(spectrum, [1], 2, 30)
+
+
 def test_empty_batch(device):
     """No element to transform: empty results of the right shapes (numpy's; PyTorch's MKL build
     refuses empty batches with a DFTI configuration error, its pocketfft build agrees)."""

@@ -68,8 +68,8 @@ def kernels(lib) -> dict:
         transform(_real(x), out=_complex_out(out), **common(dims, normalization))
 
     def c2r(out, x, dims, normalization, last_dim_size):
-        z = _half_spectrum(_complex(x), dims[-1], last_dim_size // 2 + 1)
         options = common(dims, normalization)
+        z = _complex(x)
         ducc0.fft.c2r(z, lastsize=last_dim_size, forward=False, out=_real(out), **options)
 
     def c2c(out, x, dims, normalization, forward):
@@ -88,18 +88,6 @@ def _nonempty(kernel):
             kernel(out, x, dims, normalization, flag)
 
     return run
-
-
-def _half_spectrum(z: np.ndarray, dim: int, size: int) -> np.ndarray:
-    """``z`` with ``size`` entries along ``dim``, the ones c2r reads: trimmed (a view) or
-    zero-padded, as numpy's irfft (ember's transforms always pass ``size``; a direct call of
-    the row may not, where ATen's MKL path asserts)."""
-    have = z.shape[dim]
-    if have >= size:
-        return z if have == size else z[(slice(None),) * dim + (slice(0, size),)]
-    widths = [(0, 0)] * z.ndim
-    widths[dim] = (0, size - have)
-    return np.pad(z, widths)
 
 
 def build(ffi, lib) -> dict:
