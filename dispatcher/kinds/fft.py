@@ -7,7 +7,8 @@ over ``dim``), applied in either direction.
 
 Kernel convention: ``kernel(out, input, dims, normalization, flag)`` with ``out`` contiguous and
 ``input`` of any strides; ``dims`` are non-negative and sorted, ``flag`` is ``onesided`` (r2c),
-the last dim's output size (c2r) or ``forward`` (c2c).
+the last dim's output size (c2r: the input then holds exactly ``flag // 2 + 1`` entries along
+``dims[-1]``) or ``forward`` (c2c).
 """
 
 from __future__ import annotations
