@@ -73,7 +73,7 @@ def c2c(op, input, dim, normalization, forward):
 
 
 def _half_spectrum(op, input, signal, dim: int, half: int):
-    """The kernels read exactly ``half`` entries along ``dim`` (cuFFT and ducc0 take no other
+    """The kernels read exactly ``half`` entries along ``dim`` (cuFFT and pocketfft take no other
     size): a longer input is narrowed to them, a view (ATen reads the first half of a full-length
     one, numpy trims any); a shorter one is refused (ATen asserts; ember's transforms pad
     before the call), not read past its end."""

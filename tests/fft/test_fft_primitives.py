@@ -100,7 +100,7 @@ def test_complex_inputs_in_any_layout(device, rng):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_thread_count_gives_the_same_transform(threads, device, rng):
     """The same transforms whatever ember.set_num_threads says (the CPU kernel hands the count
-    to ducc0: a batch large enough to be shared, one long transform, which ducc0 also splits)."""
+    to pocketfft: a batch large enough to be shared, and one long transform)."""
     before = ember.get_num_threads()
     ember.set_num_threads(threads)
     try:

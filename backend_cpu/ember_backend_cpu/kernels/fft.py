@@ -1,15 +1,15 @@
-"""FFT kernels: ducc0.fft (pocketfft's successor, by its author) on the tensors' memory.
+"""FFT kernels: scipy's pocketfft binding (``scipy.fft._pocketfft.pypocketfft``) on the tensors'
+memory.
 
-Why ducc0 rather than numpy.fft or scipy.fft (all three are pocketfft; docs/fft.md "Speed" has the
-measurements): it writes into a given array (``out=``), so the result lands in the output
-tensor without a copy; it scales inside the transform (``inorm``: 0 none, 1 by 1/sqrt(n), 2 by
-1/n over the transformed sizes, which is exactly ATen's normalization code); it takes a thread
-count per call, so ember's thread setting applies, and splits even one long 1-d transform; it
-computes float32 in float32 and keeps its plans between calls. On one thread it took 3.9 ms for
-an rfft of 1M float32 points (scipy.fft 5.0, numpy 8.2) and 5.5 ms for an fft of 1M complex64
-(scipy 10.0, numpy 34). It reads any strides, so a transposed or sliced input is not packed.
-ducc0 is GPL-2.0-or-later; scipy's private ``scipy.fft._pocketfft.pypocketfft`` (BSD) has the
-same ``r2c``/``c2r``/``c2c`` signatures, should the licence rule ducc0 out.
+Why that binding rather than ``scipy.fft``'s public functions or numpy.fft (all are pocketfft;
+docs/fft.md "Speed" has the measurements): it writes into a given array (``out=``), so the result
+lands in the output tensor without a copy; it scales inside the transform (``inorm``: 0 none, 1
+by 1/sqrt(n), 2 by 1/n over the transformed sizes, which is exactly ATen's normalization code);
+it takes a thread count per call, so ember's thread setting applies; it computes float32 in
+float32 and keeps its plans between calls; it reads any strides, so a transposed or sliced
+input is not packed. It is the module scipy.fft itself calls (present unchanged since scipy
+1.4). ducc0.fft (pocketfft's successor, the same call form) was 1.3-1.8x faster on the large
+cases but is GPL-2.0-or-later, which a BSD-3-Clause package cannot require.
 
 Complex tensors are their real view, a trailing dim of 2 (see the runner, ember's
 dispatcher/kinds/fft.py): here they are seen as numpy complex arrays over the same memory.
@@ -17,8 +17,8 @@ dispatcher/kinds/fft.py): here they are seen as numpy complex arrays over the sa
 
 from __future__ import annotations
 
-import ducc0.fft
 import numpy as np
+from scipy.fft._pocketfft import pypocketfft as pocketfft
 
 from ._args import addr, array_view, contiguous_array, strided_array
 
@@ -34,7 +34,7 @@ def _real(t) -> np.ndarray:
 def _complex(t) -> np.ndarray:
     """Tensor ``t``, a complex tensor's real view ``(..., 2)``, as a numpy complex array over the
     same memory where each (real, imaginary) pair is adjacent and the strides are whole pairs
-    (ducc0 takes no other), at any offset (a complex number's alignment is its parts'); else as
+    (pocketfft takes no other), at any offset (a complex number's alignment is its parts'); else as
     a complex copy."""
     real = np.dtype(REAL[t._dtype.name])
     complex_ = np.dtype(COMPLEX[real])
@@ -59,29 +59,29 @@ def kernels(lib) -> dict:
 
     def common(dims, normalization) -> dict:
         # ember's thread setting (ember.set_num_threads), read on every call since a user may
-        # change it between calls; ducc0 uses fewer where the work is too small to share
+        # change it between calls; pocketfft splits batches
         return {"axes": dims, "inorm": normalization, "nthreads": lib.ember_num_threads()}
 
     def r2c(out, x, dims, normalization, onesided):
-        # A two-sided r2c is ducc0's c2c of the real input (a real FFT, then the Hermitian half)
-        transform = ducc0.fft.r2c if onesided else ducc0.fft.c2c
+        # A two-sided r2c is pocketfft's c2c of the real input (a real FFT, then the Hermitian half)
+        transform = pocketfft.r2c if onesided else pocketfft.c2c
         transform(_real(x), out=_complex_out(out), **common(dims, normalization))
 
     def c2r(out, x, dims, normalization, last_dim_size):
         options = common(dims, normalization)
         z = _complex(x)
-        ducc0.fft.c2r(z, lastsize=last_dim_size, forward=False, out=_real(out), **options)
+        pocketfft.c2r(z, lastsize=last_dim_size, forward=False, out=_real(out), **options)
 
     def c2c(out, x, dims, normalization, forward):
         options = common(dims, normalization)
-        ducc0.fft.c2c(_complex(x), forward=bool(forward), out=_complex_out(out), **options)
+        pocketfft.c2c(_complex(x), forward=bool(forward), out=_complex_out(out), **options)
 
     return {"_fft_r2c": _nonempty(r2c), "_fft_c2r": _nonempty(c2r), "_fft_c2c": _nonempty(c2c)}
 
 
 def _nonempty(kernel):
     """``kernel``, skipped where the output has no element (an empty batch: the runner has
-    refused empty transform dims already); ducc0 asserts on zero-size arrays."""
+    refused empty transform dims already); pocketfft is not called on zero-size arrays."""
 
     def run(out, x, dims, normalization, flag):
         if 0 not in out._shape:
