@@ -7,12 +7,13 @@ over ``dim``), applied in either direction.
 
 Kernel convention: ``kernel(out, input, dims, normalization, flag)`` with ``out`` contiguous and
 ``input`` of any strides; ``dims`` are non-negative and sorted, ``flag`` is ``onesided`` (r2c),
-the last dim's output size (c2r) or ``forward`` (c2c).
+the last dim's output size (c2r: the input then holds exactly ``flag // 2 + 1`` entries along
+``dims[-1]``) or ``forward`` (c2c).
 """
 
 from __future__ import annotations
 
-from ember._tensor import Tensor, empty
+from ember._tensor import Tensor, empty, is_contiguous, make
 
 from ._common import common_device, wrap_dims
 
@@ -60,6 +61,7 @@ def c2r(op, input, dim, normalization, last_dim_size):
     signal, dims = _prepare(op, input, dim, normalization, True)
     if last_dim_size < 1:
         raise RuntimeError(f"{op.name}(): Invalid number of data points ({last_dim_size})")
+    input = _half_spectrum(op, input, signal, dims[-1], last_dim_size // 2 + 1)
     shape = list(signal)
     shape[dims[-1]] = int(last_dim_size)
     return _run(op, input, tuple(shape), dims, normalization, int(last_dim_size))
@@ -68,3 +70,20 @@ def c2r(op, input, dim, normalization, last_dim_size):
 def c2c(op, input, dim, normalization, forward):
     signal, dims = _prepare(op, input, dim, normalization, True)
     return _run(op, input, (*signal, 2), dims, normalization, bool(forward))
+
+
+def _half_spectrum(op, input, signal, dim: int, half: int):
+    """The kernels read exactly ``half`` entries along ``dim`` (cuFFT and pocketfft take no other
+    size): a longer input is narrowed to them, a view (ATen reads the first half of a full-length
+    one, numpy trims any); a shorter one is refused (ATen asserts; ember's transforms pad
+    before the call), not read past its end."""
+    if signal[dim] == half:
+        return input
+    if signal[dim] < half:
+        raise RuntimeError(
+            f"{op.name}(): expected {half} entries (last_dim_size // 2 + 1) along dim {dim}, "
+            f"got {signal[dim]}"
+        )
+    shape = (*input._shape[:dim], half, *input._shape[dim + 1 :])
+    contig = is_contiguous(shape, input._stride)
+    return make(input._storage, shape, input._stride, input._offset, input._dtype, contig)

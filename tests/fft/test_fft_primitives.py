@@ -77,6 +77,71 @@ def test_strided_inputs(device, rng):
         np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), **TOL["float64"])
 
 
+def test_complex_inputs_in_any_layout(device, rng):
+    """Real views at an odd offset (the CPU kernel reads them as complex numbers in place), with
+    odd strides or with the parts apart (it reads a copy)."""
+    flat, table, parts = (rng.standard_normal(shape) for shape in (41, (10, 3), (2, 12)))
+    layouts = (
+        (_ember(flat, device)[1:].view(20, 2), torch.tensor(flat)[1:].view(20, 2)),
+        (_ember(table, device)[:, 1:], torch.tensor(table)[:, 1:]),
+        (_ember(parts, device).t(), torch.tensor(parts).t()),
+    )
+    for got_in, want_in in layouts:
+        z = torch.view_as_complex(want_in.clone(memory_format=torch.contiguous_format))
+        got = ember.ops._fft_c2c(got_in, [0], 1, True)
+        want = torch.view_as_real(torch._fft_c2c(z, [0], 1, True))
+        np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), **TOL["float64"])
+        n = 2 * (z.shape[0] - 1)
+        got = ember.ops._fft_c2r(got_in, [0], 2, n)
+        want = torch._fft_c2r(z, [0], 2, n)
+        np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), **TOL["float64"])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_thread_count_gives_the_same_transform(threads, device, rng):
+    """The same transforms whatever ember.set_num_threads says (the CPU kernel hands the count
+    to pocketfft: a batch large enough to be shared, and one long transform)."""
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for shape, dims in (((64, 2048), [1]), ((1 << 16,), [0]), ((128, 96), [0, 1])):
+            x = rng.standard_normal(shape).astype("float32")
+            got = ember.ops._fft_r2c(_ember(x, device), dims, 1, True)
+            want = torch.view_as_real(torch._fft_r2c(torch.tensor(x), dims, 1, True))
+            np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+            got = ember.ops._fft_c2c(got, dims, 2, False)
+            want = torch.view_as_real(torch._fft_c2c(torch.view_as_complex(want), dims, 2, False))
+            np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
+    finally:
+        ember.set_num_threads(before)
+
+
+def test_c2r_of_a_longer_or_shorter_spectrum(device, rng):
+    """The row reads n // 2 + 1 entries: a longer input's first ones (ATen, for a full-length
+    one; numpy's irfft for any), a shorter one is refused on every device rather than read past
+    its end (ATen asserts)."""
+    z = rng.standard_normal((3, 9)) + 1j * rng.standard_normal((3, 9))
+    spectrum = _ember(np.stack([z.real, z.imag], -1), device)
+    for n in (8, 9):
+        got = ember.ops._fft_c2r(spectrum, [1], 2, n)
+        np.testing.assert_allclose(got.cpu().numpy(), np.fft.irfft(z, n), **TOL["float64"])
+    got = ember.ops._fft_c2r(spectrum[:, :8], [1], 0, 8)
+    want = torch._fft_c2r(torch.tensor(z[:, :8]), [1], 0, 8)
+    np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), **TOL["float64"])
+    with pytest.raises(RuntimeError, match=r"expected 16 entries \(last_dim_size // 2 \+ 1\)"):
+        ember.ops._fft_c2r(spectrum, [1], 2, 30)
+
+
+def test_empty_batch(device):
+    """No element to transform: empty results of the right shapes (numpy's; PyTorch's MKL build
+    refuses empty batches with a DFTI configuration error, its pocketfft build agrees)."""
+    real, spectrum = ember.zeros(0, 8, device=device), ember.zeros(0, 5, 2, device=device)
+    assert ember.ops._fft_r2c(real, [1], 0, True).shape == (0, 5, 2)
+    assert ember.ops._fft_r2c(real, [1], 0, False).shape == (0, 8, 2)
+    assert ember.ops._fft_c2r(spectrum, [1], 2, 8).shape == (0, 8)
+    assert ember.ops._fft_c2c(spectrum, [1], 1, True).shape == (0, 5, 2)
+
+
 def test_gradients(device, rng):
     x = _ember(rng.standard_normal((3, 6)), device).requires_grad_()
     z = _ember(rng.standard_normal((3, 4, 2)), device).requires_grad_()

@@ -125,6 +125,7 @@ def test_stft_istft_match_torch(case, device, rng):
         e_args["window"] = e_args["window"].to(device)
     got = ember.stft(ember.tensor(x, device=device), **e_args, return_complex=True)
     np.testing.assert_allclose(_numpy(got), want.numpy(), rtol=1e-10, atol=1e-10)
+    assert got.stride() == want.stride()  # the transposed view, not a packed copy
     inverse = dict(kwargs, length=40)
     inverse.pop("pad_mode", None)
     back = torch.istft(want, **_stft_args(inverse, torch, "float64"))

@@ -46,15 +46,32 @@ def addr(t) -> int:
 def array_view(t, dtype=None) -> np.ndarray:
     """A numpy view of tensor ``t``'s memory (any strides), as ``dtype`` (default: its own)."""
     dtype = np.dtype(t._dtype.np if dtype is None else dtype)
-    shape, strides = tuple(t._shape), tuple(s * dtype.itemsize for s in t._stride)
+    start = t._storage.ptr + t._offset * dtype.itemsize
+    if t._contig:  # as_strided's bookkeeping costs microseconds per call
+        return contiguous_array(start, t._shape, dtype)
+    strides = tuple(s * dtype.itemsize for s in t._stride)
+    return strided_array(start, t._shape, strides, dtype)
+
+
+def contiguous_array(start: int, shape, dtype: np.dtype) -> np.ndarray:
+    """A numpy view of the C-contiguous ``shape`` array of ``dtype`` at address ``start``."""
+    count = math.prod(shape)
+    if not count:
+        return np.empty(shape, dtype)
+    raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(start)
+    return np.frombuffer(raw, dtype, count).reshape(shape)
+
+
+def strided_array(start: int, shape, strides, dtype: np.dtype) -> np.ndarray:
+    """A numpy view of the memory at address ``start``, ``shape`` with byte ``strides`` (any
+    sign, not necessarily whole elements: a complex view of a real tensor's pairs)."""
+    shape, strides = tuple(shape), tuple(strides)
     if 0 in shape:
         return np.empty(shape, dtype)
-    start = t._storage.ptr + t._offset * dtype.itemsize
     low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
     high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
     raw = (ctypes.c_char * (high - low + dtype.itemsize)).from_address(start + low)
-    flat = np.frombuffer(raw, dtype=dtype)
-    return np.lib.stride_tricks.as_strided(flat[-low // dtype.itemsize :], shape, strides)
+    return np.ndarray(shape, dtype, buffer=raw, offset=-low, strides=strides)
 
 
 def numel(t) -> int:

@@ -1,87 +1,94 @@
-"""FFT kernels: numpy's pocketfft (``numpy.fft``) on the tensors' memory, without copies in or out
-beyond what pocketfft makes.
+"""FFT kernels: scipy's pocketfft binding (``scipy.fft._pocketfft.pypocketfft``) on the tensors'
+memory.
 
-numpy >= 2 computes float32 / complex64 in single precision (numpy 1 promoted to double): the
-plugin requires numpy >= 2 already, so float32 stays float32 here. pocketfft is the FFT numpy and
-SciPy ship (SciPy's is the same C++ library with more threads); using numpy's adds no dependency
-to the plugin. Complex tensors are their real view, a trailing dim of 2 (see the runner,
-ember's dispatcher/kinds/fft.py).
+Why that binding rather than ``scipy.fft``'s public functions or numpy.fft (all are pocketfft;
+docs/fft.md "Speed" has the measurements): it writes into a given array (``out=``), so the result
+lands in the output tensor without a copy; it scales inside the transform (``inorm``: 0 none, 1
+by 1/sqrt(n), 2 by 1/n over the transformed sizes, which is exactly ATen's normalization code);
+it takes a thread count per call, so ember's thread setting applies; it computes float32 in
+float32 and keeps its plans between calls; it reads any strides, so a transposed or sliced
+input is not packed. It is the module scipy.fft itself calls (present unchanged since scipy
+1.4). ducc0.fft (pocketfft's successor, the same call form) was 1.3-1.8x faster on the large
+cases but is GPL-2.0-or-later, which a BSD-3-Clause package cannot require.
 
-SciPy's ``scipy.fft`` is preferred when it is installed (the plugin lists it as a dependency): it is
-the same pocketfft, but it caches the plans (twiddle factors) between calls, which numpy 2's does
-not, so a repeated 1M-point transform takes about a third of numpy's time (benchmarks/bench_fft.py).
-numpy's stays the fallback. A transform over one dim calls the 1-d function, which skips the n-d
-wrapper's argument handling.
+Complex tensors are their real view, a trailing dim of 2 (see the runner, ember's
+dispatcher/kinds/fft.py): here they are seen as numpy complex arrays over the same memory.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.fft._pocketfft import pypocketfft as pocketfft
 
-from ._args import array_view
+from ._args import addr, array_view, contiguous_array, strided_array
 
-try:  # pocketfft with a plan cache (see the module docstring)
-    import scipy.fft as FFT
-except ImportError:  # pragma: no cover - scipy is a dependency of the plugin
-    FFT = np.fft
-
-NP_DTYPES = {"float32": np.float32, "float64": np.float64}
-NORM_FORWARD = ("backward", "ortho", "forward")
-NORM_INVERSE = ("forward", "ortho", "backward")
+REAL = {"float32": np.float32, "float64": np.float64}
+COMPLEX = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128}
 
 
-def _array(t) -> np.ndarray:
-    """A numpy view of tensor ``t``'s memory (any strides)."""
-    return array_view(t, np.dtype(NP_DTYPES[t._dtype.name]))
+def _real(t) -> np.ndarray:
+    """A numpy view of real tensor ``t``'s memory (any strides)."""
+    return array_view(t, REAL[t._dtype.name])
 
 
-def _complex(x: np.ndarray) -> np.ndarray:
-    ctype = np.complex64 if x.dtype == np.float32 else np.complex128
-    if x.strides[-1] == x.itemsize and x.flags.c_contiguous:
-        return x.view(ctype)[..., 0]
-    return (x[..., 0] + 1j * x[..., 1]).astype(ctype)
+def _complex(t) -> np.ndarray:
+    """Tensor ``t``, a complex tensor's real view ``(..., 2)``, as a numpy complex array over the
+    same memory where each (real, imaginary) pair is adjacent and the strides are whole pairs
+    (pocketfft takes no other), at any offset (a complex number's alignment is its parts'); else as
+    a complex copy."""
+    real = np.dtype(REAL[t._dtype.name])
+    complex_ = np.dtype(COMPLEX[real])
+    if t._contig:
+        return contiguous_array(addr(t), t._shape[:-1], complex_)
+    if t._stride[-1] == 1 and all(s % 2 == 0 for s in t._stride[:-1]):
+        strides = [s * real.itemsize for s in t._stride[:-1]]
+        return strided_array(addr(t), t._shape[:-1], strides, complex_)
+    x = _real(t)
+    return (x[..., 0] + 1j * x[..., 1]).astype(complex_)
 
 
-def _store(out, z: np.ndarray) -> None:
-    target = _array(out)
-    if np.iscomplexobj(z):
-        target = target.view(np.complex64 if target.dtype == np.float32 else np.complex128)
-        target = target[..., 0]
-    np.copyto(target, z, casting="same_kind")
+def _complex_out(out) -> np.ndarray:
+    """The output tensor (contiguous, from ember's allocator: aligned) as a complex array over
+    its memory, never a copy."""
+    complex_ = np.dtype(COMPLEX[np.dtype(REAL[out._dtype.name])])
+    return contiguous_array(addr(out), out._shape[:-1], complex_)
 
 
-def _along(one_dim, many_dims, a, dims, norm):
-    """The transform of ``a`` over ``dims``: one dim through the 1-d function (the n-d entry
-    point costs more for the same transform)."""
-    if len(dims) == 1:
-        return one_dim(a, axis=dims[0], norm=norm)
-    return many_dims(a, axes=dims, norm=norm)
+def kernels(lib) -> dict:
+    """The three rows' kernels, closing over the compiled library for the thread count."""
+
+    def common(dims, normalization) -> dict:
+        # ember's thread setting (ember.set_num_threads), read on every call since a user may
+        # change it between calls; pocketfft splits batches
+        return {"axes": dims, "inorm": normalization, "nthreads": lib.ember_num_threads()}
+
+    def r2c(out, x, dims, normalization, onesided):
+        # A two-sided r2c is pocketfft's c2c of the real input (a real FFT, then the Hermitian half)
+        transform = pocketfft.r2c if onesided else pocketfft.c2c
+        transform(_real(x), out=_complex_out(out), **common(dims, normalization))
+
+    def c2r(out, x, dims, normalization, last_dim_size):
+        options = common(dims, normalization)
+        z = _complex(x)
+        pocketfft.c2r(z, lastsize=last_dim_size, forward=False, out=_real(out), **options)
+
+    def c2c(out, x, dims, normalization, forward):
+        options = common(dims, normalization)
+        pocketfft.c2c(_complex(x), forward=bool(forward), out=_complex_out(out), **options)
+
+    return {"_fft_r2c": _nonempty(r2c), "_fft_c2r": _nonempty(c2r), "_fft_c2c": _nonempty(c2c)}
 
 
-def r2c(out, x, dims, normalization, onesided):
-    a = _array(x)
-    norm = NORM_FORWARD[normalization]
-    one_dim, many_dims = (FFT.rfft, FFT.rfftn) if onesided else (FFT.fft, FFT.fftn)
-    _store(out, _along(one_dim, many_dims, a, dims, norm))
+def _nonempty(kernel):
+    """``kernel``, skipped where the output has no element (an empty batch: the runner has
+    refused empty transform dims already); pocketfft is not called on zero-size arrays."""
 
+    def run(out, x, dims, normalization, flag):
+        if 0 not in out._shape:
+            kernel(out, x, dims, normalization, flag)
 
-def c2r(out, x, dims, normalization, last_dim_size):
-    z = _complex(_array(x))
-    norm = NORM_INVERSE[normalization]
-    if len(dims) == 1:
-        _store(out, FFT.irfft(z, last_dim_size, axis=dims[0], norm=norm))
-        return
-    sizes = [z.shape[d] for d in dims[:-1]] + [last_dim_size]
-    _store(out, FFT.irfftn(z, s=sizes, axes=dims, norm=norm))
-
-
-def c2c(out, x, dims, normalization, forward):
-    z = _complex(_array(x))
-    norm = (NORM_FORWARD if forward else NORM_INVERSE)[normalization]
-    one_dim, many_dims = (FFT.fft, FFT.fftn) if forward else (FFT.ifft, FFT.ifftn)
-    _store(out, _along(one_dim, many_dims, z, dims, norm))
+    return run
 
 
 def build(ffi, lib) -> dict:
-    kernels = {"_fft_r2c": r2c, "_fft_c2r": c2r, "_fft_c2c": c2c}
-    return {name: dict.fromkeys(NP_DTYPES, fn) for name, fn in kernels.items()}
+    return {name: dict.fromkeys(REAL, fn) for name, fn in kernels(lib).items()}
