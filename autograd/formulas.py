@@ -702,7 +702,7 @@ FORMULAS = {
     "addcdiv": F(_addcdiv, save=("tensor1", "tensor2")),
     # ---- reductions ---------------------------------------------------------------------------
     "sum": F(_sum),
-    "prod": F(_prod, save=("input",)),
+    "prod": F(_prod, save=("input", "result")),  # the result: PyTorch's node shows it
     "amax": F(_extreme_all, save=("input", "result")),
     "amin": F(_extreme_all, save=("input", "result")),
     "norm": F(_norm, save=("input", "result")),

@@ -23,7 +23,8 @@ from typing import NamedTuple
 
 from ember._tensor import Tensor
 
-from .node import camel, gradient_edge
+from .node import SavedTensor, camel, gradient_edge
+from .saved_values import OUTPUTS
 
 # Tensor arguments that are never differentiable inputs of a node (indices, masks...).
 HIDDEN = frozenset({"index", "mask", "condition", "indices", "sorter", "sorted_sequence"})
@@ -275,6 +276,8 @@ class Shown(NamedTuple):
     output_nr: int | None = None  # the output of PyTorch's node this one stands for
     values: dict | None = None
     lists: frozenset = frozenset()  # the int[] arguments among ``values``
+    # the call's outputs PyTorch's node keeps (saved_values.OUTPUTS), by its name for them
+    outputs: dict | None = None
 
 
 def present_composite(op, args, out, start: int) -> None:
@@ -310,8 +313,23 @@ def present_composite(op, args, out, start: int) -> None:
             edges.append(gradient_edge(t) if isinstance(t, Tensor) else None)
     many = len(outputs) > 1
     lists = frozenset(a.name for a in op.schema.args if a.is_list)
+    kept = _kept_outputs(name, outputs)
     for index, node in made:
-        node.display = Shown(name, tuple(edges), sizes, index if many else None, values, lists)
+        shown = Shown(name, tuple(edges), sizes, index if many else None, values, lists, kept)
+        node.display = shown
+
+
+def _kept_outputs(name: str, outputs) -> dict | None:
+    """The outputs PyTorch's node ``name`` keeps, saved as a node saves its own output: an
+    alias without history, so the graph does not keep the output object alive (no cycle)."""
+    wanted = OUTPUTS.get(name)
+    if wanted is None:
+        return None
+    return {
+        saved: SavedTensor(outputs[index], index)
+        for saved, index in wanted.items()
+        if index < len(outputs) and isinstance(outputs[index], Tensor)
+    }
 
 
 def describe(node) -> tuple[str, tuple]:

@@ -8,12 +8,13 @@ import re
 import threading
 import weakref
 
+from ember._dtype import FLOATING
 from ember._tensor import Tensor, make
 from ember.dispatcher.mathbits import keep_bits
 
 from .saved_sizes import SUFFIXES as SIZE_SUFFIXES
 from .saved_sizes import saved_size
-from .saved_values import ALIASES, WRAPS_NUMBERS, saved_value, wrapped
+from .saved_values import ALIASES, OUTPUTS, WRAPS_NUMBERS, saved_value, wrapped
 
 _SEQUENCE = itertools.count()
 
@@ -164,7 +165,8 @@ class SavedTensor:
         return self._as_output(t, owner)
 
     def _as_output(self, t: Tensor, owner) -> Tensor:
-        if self.output_nr is not None and owner is not None:
+        # an integer output (sort's indices) has no history, as PyTorch's saved one
+        if self.output_nr is not None and owner is not None and t._dtype.category >= FLOATING:
             alias = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
             keep_bits(alias, t)
             alias._grad_fn = owner
@@ -275,6 +277,9 @@ class Node:
         self.released = True
         if self.ctx is not None:
             self.ctx.release()
+        if self.display is not None and self.display.outputs:
+            for saved in self.display.outputs.values():
+                saved.free()
 
     def apply(self, grads: list) -> tuple:
         return self.formula.apply(self, grads)
@@ -324,8 +329,12 @@ def _saved_entry(node, name: str, raw: bool):
     """``node._saved_<name>``: a saved tensor (unpacked, or the SavedTensor when ``raw``), or
     the value of a non-tensor argument, under PyTorch's names (``self`` is the first one)."""
     display = node.display
-    if display is not None and display.values is not None and not raw:
-        return saved_value(display.name, display.values, display.lists, name)  # parts' call
+    if display is not None and display.values is not None:  # a call made from parts
+        saved = display.outputs.get(name) if display.outputs else None
+        if saved is not None:
+            return saved if raw else saved.unpack(node)
+        if not raw:
+            return saved_value(display.name, display.values, display.lists, name)
     ctx = node.ctx
     formula = node.formula
     if formula is None or ctx is None or not hasattr(ctx, "_formula"):
@@ -333,6 +342,9 @@ def _saved_entry(node, name: str, raw: bool):
     args = node.op.schema.args
     own = args[0].name if name == "self" and args else ALIASES.get(node.name(), {}).get(name, name)
     saved = ctx._saved.get(own) if ctx._saved else None
+    output = OUTPUTS.get(node.name(), {}).get(name)
+    if saved is None and output and ctx._saved and isinstance(ctx._saved.get("result"), tuple):
+        saved = ctx._saved["result"][output]  # an output the formula saved (sort's indices)
     if saved is not None:
         items = saved if isinstance(saved, tuple) else (saved,)
         if raw:

@@ -213,6 +213,41 @@ def wrapped(value):
     return ember.tensor(value, dtype=dtypes.get(type(value), ember.complex128))
 
 
+_INDICES = {"indices": 1}
+_RESULT = {"result": 0}
+# Outputs PyTorch's node keeps, by the name it shows them under: the output's index. A table
+# op's node reads them from the outputs its formula saved (``result``); a composite's shown node
+# saves the listed outputs of the call when it is presented (graph_names.present_composite).
+OUTPUTS = {
+    **dict.fromkeys(
+        (
+            "CummaxBackward0",
+            "CumminBackward0",
+            "KthvalueBackward0",
+            "MaxBackward0",
+            "MedianBackward1",
+            "MinBackward0",
+            "ModeBackward0",
+            "NanmedianBackward1",
+            "SortBackward0",
+            "SortBackward1",
+            "TopkBackward0",
+        ),
+        _INDICES,
+    ),
+    "MaxPool2DWithIndicesBackward0": {"result1": 1},
+    # composites whose PyTorch node keeps its output (ember's parts keep what they need)
+    **dict.fromkeys(
+        (
+            "CdistBackward0",
+            "LinalgVectorNormBackward0",
+            "LogsumexpBackward0",
+            "StdBackward0",
+        ),
+        _RESULT,
+    ),
+}
+
 # PyTorch's names of the arguments ember's rows call otherwise
 ALIASES = {f"PowBackward{i}": {"exponent": "other"} for i in range(3)}
 

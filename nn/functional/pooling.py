@@ -30,8 +30,13 @@ def _result(values, indices, return_indices):
 def max_pool2d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
-    geometry = _geometry("max_pool2d", 2, kernel_size, stride, padding, dilation)
-    values, indices = OPS["max_pool2d_with_indices"](input, *geometry, ceil_mode)
+    kernel, step, padding, dilation = _geometry(
+        "max_pool2d", 2, kernel_size, stride, padding, dilation
+    )
+    step = () if stride in (None, ()) else step  # the kernel, as PyTorch's node says: ()
+    values, indices = OPS["max_pool2d_with_indices"](
+        input, kernel, step, padding, dilation, ceil_mode
+    )
     return _result(values, indices, return_indices)
 
 

@@ -167,6 +167,44 @@ def test_saved_attributes_match_torch():
             _ = saved._saved_self
 
 
+# Outputs PyTorch's node keeps: a composite's (std, logsumexp, cdist) and a table op's
+# second output (sort's and min's indices, max_pool2d's result1)
+KEPT_OUTPUTS = {
+    "std": (lambda lib, w: w.std(), "_saved_result"),
+    "logsumexp": (lambda lib, w: w.logsumexp(1), "_saved_result"),
+    "cdist": (lambda lib, w: lib.cdist(w, w), "_saved_result"),
+    "prod": (lambda lib, w: w.prod(1), "_saved_result"),
+    "sort": (lambda lib, w: w.sort(1)[0], "_saved_indices"),
+    "min": (lambda lib, w: w.min(1)[0], "_saved_indices"),
+    "topk": (lambda lib, w: w.topk(2)[0], "_saved_indices"),
+    "max_pool2d": (
+        lambda lib, w: lib.nn.functional.max_pool2d(w.view(1, 1, 2, 3), 1),
+        "_saved_result1",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT_OUTPUTS))
+def test_saved_outputs_match_torch(name):
+    """The kept output has the output's values; a float one has the node as its grad_fn (a
+    copy of the output, not the output), indices none; after backward it is freed."""
+    make, attribute = KEPT_OUTPUTS[name]
+    seen = []
+    for lib in (ember, torch):
+        _, w, _ = _leaves(lib)
+        y = make(lib, w)
+        node = y.grad_fn
+        saved = getattr(node, attribute)
+        own = saved.grad_fn is node if saved.dtype.is_floating_point else saved.grad_fn is None
+        seen.append((saved.detach().numpy(), str(saved.dtype).split(".")[1], own, saved is y))
+        y.sum().backward()
+        with pytest.raises(RuntimeError, match="after they have already been freed"):
+            getattr(node, attribute)
+    (ours, *facts), (theirs, *expected) = seen
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    assert facts == expected
+
+
 def test_raw_saved_tensor_hooks():
     x, _, _ = _leaves(ember)
     y = x.exp()

@@ -26,8 +26,6 @@ GRAPHS_DIFFER = {
     "rdiv": "ember's 1 / x is one div node, PyTorch's a reciprocal times 1",
     "sdpa": "ember's attention is matmuls and a softmax; PyTorch's CPU one is one flash node",
 }
-_RESULT = "ember's decomposition does not keep its output on the node"
-_INDICES = "ember's formula takes the gradient through the values, without the indices"
 _LAPACK = "ember's formula keeps what it needs, not LAPACK's factors"
 # _saved_* attributes of PyTorch's node that ember's does not have, and why.
 SAVED_MISSING = {
@@ -36,13 +34,6 @@ SAVED_MISSING = {
         "PyTorch's sizes of single dims (sym_argsize) are not in saved_sizes.py yet",
     ),
     "adaptive_max": ({"_saved_result1"}, "the indices are computed only when returned"),
-    "cdist": ({"_saved_result"}, _RESULT),
-    "logsumexp": ({"_saved_result"}, _RESULT),
-    "matrix_norm": ({"_saved_result"}, _RESULT),
-    "vector_norm": ({"_saved_result"}, _RESULT),
-    "prod": ({"_saved_result"}, "ember's prod formula divides by no result"),
-    "prod dim": ({"_saved_result"}, "ember's prod formula divides by no result"),
-    "std": ({"_saved_result"}, _RESULT),
     "cholesky": ({"_saved_L"}, _LAPACK),
     "det": ({"_saved_LU", "_saved_pivots"}, _LAPACK),
     "inv": ({"_saved_inverse"}, _LAPACK),
@@ -58,10 +49,7 @@ SAVED_MISSING = {
         },
         _LAPACK,
     ),
-    "min dim": ({"_saved_indices"}, _INDICES),
-    "sort": ({"_saved_indices"}, _INDICES),
-    "topk": ({"_saved_indices"}, _INDICES),
-    "max_pool2d": ({"_saved_result1", "_saved_self"}, _INDICES),
+    "max_pool2d": ({"_saved_self"}, "ember's formula needs the input's shape, not its values"),
     "dropout": ({"_saved_self"}, "the mask needs no gradient: ember's mul keeps no input for it"),
     "detach mul": ({"_saved_other"}, "ember's mul saves an input only for the other's gradient"),
     "to same": ({"_saved_self"}, "ember's mul saves an input only for the other's gradient"),
@@ -84,8 +72,6 @@ RANDOM = {"dropout": {"_saved_other"}}
 # _saved_* values that differ from PyTorch's, and why.
 SAVED_DIFFER = {
     "matmul 1d2d": ({"_saved_dim"}, "ember squeezes dim -2 of the product, PyTorch dim 0"),
-    "max_pool2d": ({"_saved_stride"}, "ember's row fills the default stride in"),
-    "std": ({"_saved_correction"}, "ember's row fills the default correction in"),
 }
 
 
