@@ -33,7 +33,7 @@ HIDDEN = frozenset({"index", "mask", "condition", "indices", "sorter", "sorted_s
 TRANSPARENT = frozenset(
     {
         "einsum", "outer", "swapaxes", "swapdims", "hstack", "vstack",
-        "argsort", "repeat_interleave", "softsign", "eye",
+        "argsort", "repeat_interleave", "softsign", "eye", "tensor_split",
         # nn.functional rows whose PyTorch forms are compositions too (linear is addmm or mm
         # over a folded view, in nn/functional/linear._linear as there)
         "linear", "bilinear", "l1_loss", "kl_div", "cosine_similarity",
@@ -177,7 +177,6 @@ _COMPOSITE_NAMES = {
     "linalg_cholesky": "LinalgCholeskyExBackward0",
     "linalg_svdvals": "LinalgSvdBackward0",
     "contiguous": "CloneBackward0",
-    "tensor_split": "SliceBackward0",  # PyTorch's pieces are slices
     "tile": "RepeatBackward0",
 }
 # The node keeps its own edges and only takes PyTorch's name (``_COMPOSITE_NAMES`` rows and

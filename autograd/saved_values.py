@@ -136,6 +136,33 @@ def _norm_dims(values):
     return dims
 
 
+class Call(dict):
+    """A table op's call as its node keeps it: the arguments by name (a tensor only where the
+    formula saved it) and ``shapes``, the sizes of its tensor arguments by name."""
+
+    __slots__ = ("shapes",)
+
+
+def _shape(values, name: str) -> tuple:
+    shapes = getattr(values, "shapes", None)
+    return shapes[name] if shapes is not None else tuple(values[name].shape)
+
+
+def _permutation(values):
+    """permute's dims, or movedim's as the permute PyTorch's movedim is: each destination
+    takes its source, the other dims keep their order."""
+    if "dims" in values:
+        return tuple(values["dims"])
+    ndim = len(_shape(values, "input"))
+    source, destination = (
+        [d % max(ndim, 1) for d in ((v,) if isinstance(v, int) else v)]
+        for v in (values["source"], values["destination"])
+    )
+    rest = iter(d for d in range(ndim) if d not in source)
+    moved = dict(zip(destination, source))
+    return tuple(moved[d] if d in moved else next(rest) for d in range(ndim))
+
+
 # Attributes PyTorch's node computes from the call or names differently from ember's argument
 # (``narrow`` is PyTorch's slice, ``norm``'s ``p`` its ``ord``): read before the argument of
 # that name, and absent (AttributeError) when the call lacks what they are computed from.
@@ -147,6 +174,7 @@ DERIVED = {
     },
     "LinalgVectorNormBackward0": {"ord": _ord, "dim": _norm_dims},
     "RollBackward0": {"dims": lambda values: tuple(values.get("dims") or ())},
+    "PermuteBackward0": {"dims": _permutation},
     "RepeatBackward0": {"repeats": _repeats},
     # matmul shown as the product PyTorch picks: its second operand under that op's name
     "MmBackward0": {"mat2": lambda values: values["other"]},

@@ -29,10 +29,6 @@ GRAPHS_DIFFER = {
 _LAPACK = "ember's formula keeps what it needs, not LAPACK's factors"
 # _saved_* attributes of PyTorch's node that ember's does not have, and why.
 SAVED_MISSING = {
-    "F.unfold": (
-        {"_saved_self_sym_argsize_minus_1", "_saved_self_sym_argsize_minus_2"},
-        "PyTorch's sizes of single dims (sym_argsize) are not in saved_sizes.py yet",
-    ),
     "adaptive_max": ({"_saved_result1"}, "the indices are computed only when returned"),
     "cholesky": ({"_saved_L"}, _LAPACK),
     "det": ({"_saved_LU", "_saved_pivots"}, _LAPACK),
@@ -60,12 +56,7 @@ SAVED_MISSING = {
         {"_saved_bias", "_saved_result1", "_saved_result2"},
         "ember's layer_norm formula recomputes the statistics",
     ),
-    "movedim": ({"_saved_dims"}, "movedim's node keeps source and destination"),
     "nll": ({"_saved_total_weight"}, "ember's nll_loss is made from parts; none computes it"),
-    "tensor_split": (
-        {"_saved_start", "_saved_end"},
-        "ember's pieces share one node; PyTorch's each have a slice with their bounds",
-    ),
 }
 # Random values: compared by presence only.
 RANDOM = {"dropout": {"_saved_other"}}
