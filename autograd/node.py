@@ -13,7 +13,15 @@ from ember._tensor import Tensor, make
 from ember.dispatcher.mathbits import keep_bits
 
 from .saved_sizes import is_size, saved_size
-from .saved_values import ALIASES, OUTPUTS, WRAPS_NUMBERS, Call, saved_value, wrapped
+from .saved_values import (
+    ALIASES,
+    OUTPUTS,
+    SAVED_WHEN,
+    WRAPS_NUMBERS,
+    Call,
+    saved_value,
+    wrapped,
+)
 
 _SEQUENCE = itertools.count()
 
@@ -349,6 +357,8 @@ def _saved_entry(node, name: str, raw: bool):
         return unpacked if isinstance(saved, tuple) else unpacked[0]
     if raw:
         raise AttributeError(f"'{node.name()}' object has no attribute '_raw_saved_{name}'")
+    if _unneeded(node, own):
+        return None  # saved only for another input's gradient, not needed: PyTorch's None too
     return saved_value(
         node.name(),
         _call(node),
@@ -356,6 +366,17 @@ def _saved_entry(node, name: str, raw: bool):
         own,
         args[0].name if args else None,
     )
+
+
+def _unneeded(node, own: str) -> bool:
+    """Whether tensor argument ``own`` is one PyTorch's node saves only for the gradient of
+    another input (mul's input for its other), which the call did not need."""
+    formula, meta = node.formula, node.input_meta
+    when = formula.save.get(own) or SAVED_WHEN.get(node.name(), {}).get(own)
+    index = formula.plan.tensor_index
+    if when is None or formula.plan.has_lists or own not in index:
+        return False
+    return _known(meta, index[own]) and not node.ctx.needs_input_grad[index[when]]
 
 
 def _saved_tensor(node, own: str, name: str):

@@ -205,6 +205,19 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
     return method
 
 
+def _rtruediv(self, other):
+    """``other / self`` as PyTorch's Tensor computes it: the reciprocal times ``other`` (the
+    same values, and its graph: MulBackward0 over ReciprocalBackward0)."""
+    if not isinstance(other, (Tensor, bool, int, float, complex)):
+        other = _numpy_operand(other)
+        if other is None:
+            return NotImplemented
+    return self.reciprocal() * other
+
+
+_rtruediv.__qualname__ = "Tensor.__rtruediv__"
+
+
 def _unary_operator(op, dunder: str):
     stack = STACK
 
@@ -241,6 +254,7 @@ def bind(ops: dict, tensor_type, namespace: dict) -> None:
         setattr(tensor_type, reflected, _operator(ops[name], reflected, True, tensor_type))
         if inplace:
             setattr(tensor_type, inplace, _operator(ops[f"{name}_"], inplace, False, tensor_type))
+    tensor_type.__rtruediv__ = _rtruediv
     for name, dunder in COMPARISONS.items():
         setattr(tensor_type, dunder, _operator(ops[name], dunder, False, tensor_type))
     for name, dunder in UNARY_OPERATORS.items():

@@ -23,7 +23,6 @@ GRAPHS_DIFFER = {
     "normalize": "ember divides by the clamped norm, PyTorch by its clamp_min expanded",
     "instance_norm": "ember normalises with its layer_norm row, PyTorch with batch_norm",
     "index_put": "ember's out-of-place index_put is a clone and an index_put_ (CopySlices)",
-    "rdiv": "ember's 1 / x is one div node, PyTorch's a reciprocal times 1",
     "sdpa": "ember's attention is matmuls and a softmax; PyTorch's CPU one is one flash node",
 }
 _LAPACK = "ember's formula keeps what it needs, not LAPACK's factors"
@@ -46,11 +45,7 @@ SAVED_MISSING = {
         _LAPACK,
     ),
     "max_pool2d": ({"_saved_self"}, "ember's formula needs the input's shape, not its values"),
-    "dropout": ({"_saved_self"}, "the mask needs no gradient: ember's mul keeps no input for it"),
-    "detach mul": ({"_saved_other"}, "ember's mul saves an input only for the other's gradient"),
-    "to same": ({"_saved_self"}, "ember's mul saves an input only for the other's gradient"),
-    "div tensor": ({"_saved_self"}, "ember's div saves the numerator only for the other's grad"),
-    "kl_div": ({"_saved_self"}, "ember's div saves the numerator only for the other's grad"),
+    "div tensor": ({"_saved_self"}, "ember's div keeps the result for the other's gradient"),
     "index_add": ({"_saved_source", "_saved_source_dim"}, "ember's formula needs neither"),
     "layer_norm affine": (
         {"_saved_bias", "_saved_result1", "_saved_result2"},
