@@ -16,7 +16,6 @@ from .saved_sizes import is_size, saved_size
 from .saved_values import (
     ALIASES,
     OUTPUTS,
-    SAVED_WHEN,
     WRAPS_NUMBERS,
     Call,
     saved_value,
@@ -372,7 +371,7 @@ def _unneeded(node, own: str) -> bool:
     """Whether tensor argument ``own`` is one PyTorch's node saves only for the gradient of
     another input (mul's input for its other), which the call did not need."""
     formula, meta = node.formula, node.input_meta
-    when = formula.save.get(own) or SAVED_WHEN.get(node.name(), {}).get(own)
+    when = formula.save.get(own)
     index = formula.plan.tensor_index
     if when is None or formula.plan.has_lists or own not in index:
         return False

@@ -276,10 +276,6 @@ OUTPUTS = {
     ),
 }
 
-# Tensors PyTorch's node saves only for another input's gradient (None when that one needs
-# none), which ember's formula saves never (div's numerator: its formula uses the result)
-SAVED_WHEN = {"DivBackward0": {"input": "other"}}
-
 # PyTorch's names of the arguments ember's rows call otherwise
 ALIASES = {f"PowBackward{i}": {"exponent": "other"} for i in range(3)}
 

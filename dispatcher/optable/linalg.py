@@ -64,7 +64,12 @@ def _mv(a, v):
 
 
 def _outer(a, b):
-    return a.unsqueeze(1) * b.unsqueeze(0)
+    """PyTorch's: the first vector as a column times the second (its graph: MulBackward0 over
+    ViewBackward0 and the second)."""
+    for name, v in (("self", a), ("vec2", b)):
+        if v.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
+    return a.reshape(a.shape[0], 1) * b
 
 
 # A 16-bit float's product and sum are rounded once, as PyTorch's GEMM does (it accumulates in

@@ -229,15 +229,16 @@ def norm_at_least(input, p: float, dim: int, eps: float, keepdim: bool = False):
     """``max(||input||_p, eps)`` along ``dim``, as PyTorch's ``norm(...).clamp_min(eps)``. The
     norm's formula gives no gradient through a zero norm, so a zero vector gets PyTorch's
     gradient instead of 0 * inf = NaN; clamping after the root keeps p <= 0 finite."""
-    return ember.clamp(ember.norm(input, p, dim, keepdim), min=eps)
+    return ember.clamp_min(ember.norm(input, p, dim, keepdim), eps)
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
-    """``input / max(||input||_p, eps)`` along ``dim`` (``out=``: PyTorch's ``div`` into it)."""
-    denominator = norm_at_least(input, p, dim, eps, keepdim=True)
+    """``input / max(||input||_p, eps)`` along ``dim`` (``out=``: PyTorch's ``div`` into it).
+    The denominator is expanded to the input's shape first, as PyTorch's (its graph)."""
+    denominator = norm_at_least(input, p, dim, eps, keepdim=True).expand_as(input)
     if out is None:
         return input / denominator
-    return ember.div(input, denominator.expand_as(input), out=out)
+    return ember.div(input, denominator, out=out)
 
 
 def _cross_map_windows(channels: int, size: int):

@@ -19,8 +19,6 @@ GRAPHS_DIFFER = {
     "ce probs": "probability targets: PyTorch and ember compose the loss from different parts",
     "ce smoothing": "label smoothing: PyTorch and ember compose the loss from different parts",
     "einsum": "ember contracts with its own plan of permutes and bmm (PyTorch's is another)",
-    "outer": "ember's outer multiplies two unsqueezed vectors, PyTorch's one reshaped by the other",
-    "normalize": "ember divides by the clamped norm, PyTorch by its clamp_min expanded",
     "instance_norm": "ember normalises with its layer_norm row, PyTorch with batch_norm",
     "index_put": "ember's out-of-place index_put is a clone and an index_put_ (CopySlices)",
     "sdpa": "ember's attention is matmuls and a softmax; PyTorch's CPU one is one flash node",
@@ -45,7 +43,6 @@ SAVED_MISSING = {
         _LAPACK,
     ),
     "max_pool2d": ({"_saved_self"}, "ember's formula needs the input's shape, not its values"),
-    "div tensor": ({"_saved_self"}, "ember's div keeps the result for the other's gradient"),
     "index_add": ({"_saved_source", "_saved_source_dim"}, "ember's formula needs neither"),
     "layer_norm affine": (
         {"_saved_bias", "_saved_result1", "_saved_result2"},
