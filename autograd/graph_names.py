@@ -38,6 +38,9 @@ TRANSPARENT = frozenset(
         # over a folded view, in nn/functional/linear._linear as there)
         "linear", "bilinear", "l1_loss", "kl_div", "cosine_similarity",
         "cosine_embedding_loss", "scaled_dot_product_attention",
+        # log_softmax and nll_loss (shown as NllLoss over LogSoftmax), or other parts for
+        # probability targets and label smoothing, as PyTorch's
+        "cross_entropy_loss",
     }
 )  # fmt: skip
 
@@ -189,15 +192,6 @@ def _nll_name(values) -> str:
     return "NllLoss2DBackward0" if isinstance(x, Tensor) and x.dim() >= 3 else "NllLossBackward0"
 
 
-def _class_loss(values):
-    target = values.get("target")
-    if isinstance(target, Tensor) and target.dtype.is_floating_point:
-        return None  # probability targets: PyTorch composes them from parts
-    if values.get("label_smoothing"):
-        return None
-    return _nll_name(values), ("input",)
-
-
 def _unweighted(name: str):
     """Losses PyTorch runs as one op without a weight and composes from parts with one."""
     return lambda values: None if values.get("weight") is not None else (name, ("input", "target"))
@@ -219,7 +213,6 @@ _FUNCTIONAL = {
         ("input", "target"),
     ),
     "nll_loss": lambda values: (_nll_name(values), ("input",)),
-    "cross_entropy_loss": _class_loss,
 }
 
 

@@ -398,6 +398,8 @@ def _call(node) -> Call:
     values, meta = node.ctx._values, node.input_meta
     wraps = (node.op.inplace_of or node.op).name in WRAPS_NUMBERS
     given = Call()
+    given.saved = node.ctx._saved
+    given.owner = node
     given.shapes = {  # (a Tensor[] argument's are spans of meta: none kept)
         a: tuple(meta[k][0])
         for a, k in plan.tensor_index.items()

@@ -54,6 +54,22 @@ def _split_sizes(values):
     return (0,) * values["chunks"]  # chunk of an empty dim
 
 
+def _total_weight(values):
+    """What PyTorch's nll_loss computes beside the loss and its node keeps: the summed class
+    weight of the targets that count (0 without a reduction), in the input's dtype."""
+    import ember
+
+    x, target = values["input"], values["target"]
+    if values.get("reduction", "mean") == "none":
+        return ember.zeros((), dtype=x.dtype, device=x.device)
+    with ember.no_grad():
+        valid = target != values.get("ignore_index", -100)
+        counted = valid.to(x.dtype)
+        if values.get("weight") is not None:
+            counted = counted * values["weight"][target.masked_fill(~valid, 0)]
+        return counted.sum()
+
+
 _LOSS = {"self": _arg("input"), "target": _arg("target"), "reduction": _reduction}
 _CONV = {
     "input": _arg("input"),
@@ -87,6 +103,7 @@ SAVED = {
         **_LOSS,
         "weight": _arg("weight"),
         "ignore_index": lambda values: values.get("ignore_index", -100),
+        "total_weight": _total_weight,
     },
     "ConvolutionBackward0": _CONV,
 }
@@ -137,10 +154,17 @@ def _norm_dims(values):
 
 
 class Call(dict):
-    """A table op's call as its node keeps it: the arguments by name (a tensor only where the
-    formula saved it) and ``shapes``, the sizes of its tensor arguments by name."""
+    """A table op's call as its node keeps it: the arguments by name, ``shapes``, the sizes of
+    its tensor arguments by name, and the tensors its formula saved (``saved``, of node
+    ``owner``), unpacked when read as ``call[name]``."""
 
-    __slots__ = ("shapes",)
+    __slots__ = ("owner", "saved", "shapes")
+
+    def __missing__(self, name: str):
+        saved = self.saved.get(name) if self.saved else None
+        if saved is None or isinstance(saved, tuple):
+            raise KeyError(name)
+        return saved.unpack(self.owner)
 
 
 def _shape(values, name: str) -> tuple:
@@ -163,6 +187,31 @@ def _permutation(values):
     return tuple(moved[d] if d in moved else next(rest) for d in range(ndim))
 
 
+def _statistic(kind: str, which: int):
+    """A normalisation's mean (``which`` 1) or 1 / std (2), which PyTorch's node keeps as
+    result1 and result2 and ember's formula recomputes: from the saved input when asked.
+    ``kind``: batch norm's per channel (dims 0, 2, ...), layer norm's over the trailing dims
+    (kept)."""
+
+    def read(values):
+        name = f"result{which}"
+        if name in values:  # the call kept it (batch norm computes both)
+            return values[name]
+        import ember
+
+        x = values["input"]
+        if kind == "batch":
+            dims, keep = [0, *range(2, x.ndim)], False
+        else:
+            dims, keep = list(range(x.ndim - len(values["normalized_shape"]), x.ndim)), True
+        with ember.no_grad():
+            if which == 1:
+                return x.mean(dims, keepdim=keep)
+            return ember.rsqrt(x.var(dims, correction=0, keepdim=keep) + values["eps"])
+
+    return read
+
+
 # Attributes PyTorch's node computes from the call or names differently from ember's argument
 # (``narrow`` is PyTorch's slice, ``norm``'s ``p`` its ``ord``): read before the argument of
 # that name, and absent (AttributeError) when the call lacks what they are computed from.
@@ -175,6 +224,14 @@ DERIVED = {
     "LinalgVectorNormBackward0": {"ord": _ord, "dim": _norm_dims},
     "RollBackward0": {"dims": lambda values: tuple(values.get("dims") or ())},
     "PermuteBackward0": {"dims": _permutation},
+    "NativeBatchNormBackward0": {
+        "result1": _statistic("batch", 1),
+        "result2": _statistic("batch", 2),
+    },
+    "NativeLayerNormBackward0": {
+        "result1": _statistic("layer", 1),
+        "result2": _statistic("layer", 2),
+    },
     "RepeatBackward0": {"repeats": _repeats},
     # matmul shown as the product PyTorch picks: its second operand under that op's name
     "MmBackward0": {"mat2": lambda values: values["other"]},
