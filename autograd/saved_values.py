@@ -224,6 +224,9 @@ DERIVED = {
     "LinalgVectorNormBackward0": {"ord": _ord, "dim": _norm_dims},
     "RollBackward0": {"dims": lambda values: tuple(values.get("dims") or ())},
     "PermuteBackward0": {"dims": _permutation},
+    # squeeze(int): PyTorch's overload takes one dim (ember's row a list of them)
+    "SqueezeBackward1": {"dim": lambda values: _one(values["dim"])},
+    "SqueezeBackward4": {"dim": lambda values: _one(values["dim"])},
     "NativeBatchNormBackward0": {
         "result1": _statistic("batch", 1),
         "result2": _statistic("batch", 2),
@@ -325,6 +328,7 @@ OUTPUTS = {
     **dict.fromkeys(
         (
             "CdistBackward0",
+            "LinalgSolveExBackward0",
             "LinalgVectorNormBackward0",
             "LogsumexpBackward0",
             "StdBackward0",

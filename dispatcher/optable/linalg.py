@@ -31,8 +31,8 @@ def _matmul(a, b):
         )
     if ra == 1 and rb == 1:
         return _dot(a, b)
-    if a.ndim == 1:
-        return _matmul(a.unsqueeze(0), b).squeeze(-2)
+    if a.ndim == 1:  # PyTorch squeezes a matrix product's dim 0, a batched one's -2
+        return _matmul(a.unsqueeze(0), b).squeeze(0 if rb == 2 else -2)
     if b.ndim == 1:
         return _matmul(a, b.unsqueeze(-1)).squeeze(-1)
     if b.ndim == 2:  # (..., n, k) @ (k, p): one big mm over the folded batch

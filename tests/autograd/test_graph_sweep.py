@@ -24,12 +24,11 @@ GRAPHS_DIFFER = {
 _LAPACK = "ember's formula keeps what it needs, not LAPACK's factors"
 # _saved_* attributes of PyTorch's node that ember's does not have, and why.
 SAVED_MISSING = {
-    "adaptive_max": ({"_saved_result1"}, "the indices are computed only when returned"),
     "cholesky": ({"_saved_L"}, _LAPACK),
     "det": ({"_saved_LU", "_saved_pivots"}, _LAPACK),
     "inv": ({"_saved_inverse"}, _LAPACK),
     "qr": ({"_saved_Q", "_saved_R"}, _LAPACK),
-    "solve": ({"_saved_LU", "_saved_pivots", "_saved_result"}, _LAPACK),
+    "solve": ({"_saved_LU", "_saved_pivots"}, _LAPACK),
     "svdvals": (
         {
             "_saved_S",
@@ -47,9 +46,7 @@ SAVED_MISSING = {
 # Random values: compared by presence only.
 RANDOM = {"dropout": {"_saved_other"}}
 # _saved_* values that differ from PyTorch's, and why.
-SAVED_DIFFER = {
-    "matmul 1d2d": ({"_saved_dim"}, "ember squeezes dim -2 of the product, PyTorch dim 0"),
-}
+SAVED_DIFFER: dict = {}
 
 
 def _graph(t, depth=2):
