@@ -388,7 +388,7 @@ def _saved_tensor(node, own: str, name: str):
         return saved[own]
     output = OUTPUTS.get(node.name(), {}).get(name)
     result = saved.get("result")
-    return result[output] if output and isinstance(result, tuple) else None
+    return result[output] if output is not None and isinstance(result, tuple) else None
 
 
 def _call(node) -> Call:

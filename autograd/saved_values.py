@@ -224,6 +224,7 @@ DERIVED = {
     "LinalgVectorNormBackward0": {"ord": _ord, "dim": _norm_dims},
     "RollBackward0": {"dims": lambda values: tuple(values.get("dims") or ())},
     "PermuteBackward0": {"dims": _permutation},
+    "IndexAddBackward0": {"source_dim": lambda values: len(_shape(values, "source"))},
     # squeeze(int): PyTorch's overload takes one dim (ember's row a list of them)
     "SqueezeBackward1": {"dim": lambda values: _one(values["dim"])},
     "SqueezeBackward4": {"dim": lambda values: _one(values["dim"])},
@@ -324,6 +325,10 @@ OUTPUTS = {
         _INDICES,
     ),
     "MaxPool2DWithIndicesBackward0": {"result1": 1},
+    "LinalgQrBackward0": {"Q": 0, "R": 1},
+    # linalg composites shown as their _ex node, which keeps the factor they return
+    "LinalgInvExBackward0": {"inverse": 0},
+    "LinalgCholeskyExBackward0": {"L": 0},
     # composites whose PyTorch node keeps its output (ember's parts keep what they need)
     **dict.fromkeys(
         (
