@@ -529,7 +529,7 @@ def _div(ctx, g):
     grad_a = g / b if ctx.needs_input_grad[0] else None
     if not ctx.needs_input_grad[1]:
         return grad_a, None
-    return grad_a, -g * ctx.result / b
+    return grad_a, -g * (ctx.input / b) / b  # PyTorch's: from the numerator, not the result
 
 
 def _copysign(ctx, g):
@@ -673,7 +673,7 @@ FORMULAS = {
     "add": F(lambda ctx, g: (g, g)),
     "sub": F(lambda ctx, g: (g, -g)),
     "mul": F(_mul, save={"input": "other", "other": "input"}),
-    "div": F(_div, save={"other": None, "result": "other"}),
+    "div": F(_div, save={"other": None, "input": "other"}),
     "div_trunc": F(lambda ctx, g: (E.zeros_like(g), E.zeros_like(g))),
     "floor_divide": F(lambda ctx, g: (E.zeros_like(g), E.zeros_like(g))),
     "remainder": F(_remainder, save=("input", "other")),
@@ -702,7 +702,7 @@ FORMULAS = {
     "addcdiv": F(_addcdiv, save=("tensor1", "tensor2")),
     # ---- reductions ---------------------------------------------------------------------------
     "sum": F(_sum),
-    "prod": F(_prod, save=("input",)),
+    "prod": F(_prod, save=("input", "result")),  # the result: PyTorch's node shows it
     "amax": F(_extreme_all, save=("input", "result")),
     "amin": F(_extreme_all, save=("input", "result")),
     "norm": F(_norm, save=("input", "result")),

@@ -23,7 +23,8 @@ from typing import NamedTuple
 
 from ember._tensor import Tensor
 
-from .node import camel, gradient_edge
+from .node import SavedTensor, camel, gradient_edge
+from .saved_values import OUTPUTS
 
 # Tensor arguments that are never differentiable inputs of a node (indices, masks...).
 HIDDEN = frozenset({"index", "mask", "condition", "indices", "sorter", "sorted_sequence"})
@@ -32,11 +33,14 @@ HIDDEN = frozenset({"index", "mask", "condition", "indices", "sorter", "sorted_s
 TRANSPARENT = frozenset(
     {
         "einsum", "outer", "swapaxes", "swapdims", "hstack", "vstack",
-        "argsort", "repeat_interleave", "softsign", "eye",
+        "argsort", "repeat_interleave", "softsign", "eye", "tensor_split",
         # nn.functional rows whose PyTorch forms are compositions too (linear is addmm or mm
         # over a folded view, in nn/functional/linear._linear as there)
         "linear", "bilinear", "l1_loss", "kl_div", "cosine_similarity",
         "cosine_embedding_loss", "scaled_dot_product_attention",
+        # log_softmax and nll_loss (shown as NllLoss over LogSoftmax), or other parts for
+        # probability targets and label smoothing, as PyTorch's
+        "cross_entropy_loss",
     }
 )  # fmt: skip
 
@@ -176,7 +180,6 @@ _COMPOSITE_NAMES = {
     "linalg_cholesky": "LinalgCholeskyExBackward0",
     "linalg_svdvals": "LinalgSvdBackward0",
     "contiguous": "CloneBackward0",
-    "tensor_split": "SliceBackward0",  # PyTorch's pieces are slices
     "tile": "RepeatBackward0",
 }
 # The node keeps its own edges and only takes PyTorch's name (``_COMPOSITE_NAMES`` rows and
@@ -187,15 +190,6 @@ OWN_EDGES = "own edges"
 def _nll_name(values) -> str:
     x = values.get("input")
     return "NllLoss2DBackward0" if isinstance(x, Tensor) and x.dim() >= 3 else "NllLossBackward0"
-
-
-def _class_loss(values):
-    target = values.get("target")
-    if isinstance(target, Tensor) and target.dtype.is_floating_point:
-        return None  # probability targets: PyTorch composes them from parts
-    if values.get("label_smoothing"):
-        return None
-    return _nll_name(values), ("input",)
 
 
 def _unweighted(name: str):
@@ -219,7 +213,6 @@ _FUNCTIONAL = {
         ("input", "target"),
     ),
     "nll_loss": lambda values: (_nll_name(values), ("input",)),
-    "cross_entropy_loss": _class_loss,
 }
 
 
@@ -275,6 +268,8 @@ class Shown(NamedTuple):
     output_nr: int | None = None  # the output of PyTorch's node this one stands for
     values: dict | None = None
     lists: frozenset = frozenset()  # the int[] arguments among ``values``
+    # the call's outputs PyTorch's node keeps (saved_values.OUTPUTS), by its name for them
+    outputs: dict | None = None
 
 
 def present_composite(op, args, out, start: int) -> None:
@@ -310,8 +305,23 @@ def present_composite(op, args, out, start: int) -> None:
             edges.append(gradient_edge(t) if isinstance(t, Tensor) else None)
     many = len(outputs) > 1
     lists = frozenset(a.name for a in op.schema.args if a.is_list)
+    kept = _kept_outputs(name, outputs)
     for index, node in made:
-        node.display = Shown(name, tuple(edges), sizes, index if many else None, values, lists)
+        shown = Shown(name, tuple(edges), sizes, index if many else None, values, lists, kept)
+        node.display = shown
+
+
+def _kept_outputs(name: str, outputs) -> dict | None:
+    """The outputs PyTorch's node ``name`` keeps, saved as a node saves its own output: an
+    alias without history, so the graph does not keep the output object alive (no cycle)."""
+    wanted = OUTPUTS.get(name)
+    if wanted is None:
+        return None
+    return {
+        saved: SavedTensor(outputs[index], index)
+        for saved, index in wanted.items()
+        if index < len(outputs) and isinstance(outputs[index], Tensor)
+    }
 
 
 def describe(node) -> tuple[str, tuple]:

@@ -8,12 +8,19 @@ import re
 import threading
 import weakref
 
+from ember._dtype import FLOATING
 from ember._tensor import Tensor, make
 from ember.dispatcher.mathbits import keep_bits
 
-from .saved_sizes import SUFFIXES as SIZE_SUFFIXES
-from .saved_sizes import saved_size
-from .saved_values import ALIASES, WRAPS_NUMBERS, saved_value, wrapped
+from .saved_sizes import is_size, saved_size
+from .saved_values import (
+    ALIASES,
+    OUTPUTS,
+    WRAPS_NUMBERS,
+    Call,
+    saved_value,
+    wrapped,
+)
 
 _SEQUENCE = itertools.count()
 
@@ -164,7 +171,8 @@ class SavedTensor:
         return self._as_output(t, owner)
 
     def _as_output(self, t: Tensor, owner) -> Tensor:
-        if self.output_nr is not None and owner is not None:
+        # an integer output (sort's indices) has no history, as PyTorch's saved one
+        if self.output_nr is not None and owner is not None and t._dtype.category >= FLOATING:
             alias = make(t._storage, t._shape, t._stride, t._offset, t._dtype, t._contig)
             keep_bits(alias, t)
             alias._grad_fn = owner
@@ -248,7 +256,7 @@ class Node:
         return f"<{self.name().rpartition('::')[2]} object at {id(self):#x}>"
 
     def __getattr__(self, name: str):
-        if name.startswith("_saved_") and name.endswith(SIZE_SUFFIXES):
+        if name.startswith("_saved_") and is_size(name):
             return saved_size(self, name)
         if name.startswith("_raw_saved_"):
             return _saved_entry(self, name[len("_raw_saved_") :], raw=True)
@@ -275,6 +283,9 @@ class Node:
         self.released = True
         if self.ctx is not None:
             self.ctx.release()
+        if self.display is not None and self.display.outputs:
+            for saved in self.display.outputs.values():
+                saved.free()
 
     def apply(self, grads: list) -> tuple:
         return self.formula.apply(self, grads)
@@ -324,15 +335,19 @@ def _saved_entry(node, name: str, raw: bool):
     """``node._saved_<name>``: a saved tensor (unpacked, or the SavedTensor when ``raw``), or
     the value of a non-tensor argument, under PyTorch's names (``self`` is the first one)."""
     display = node.display
-    if display is not None and display.values is not None and not raw:
-        return saved_value(display.name, display.values, display.lists, name)  # parts' call
+    if display is not None and display.values is not None:  # a call made from parts
+        saved = display.outputs.get(name) if display.outputs else None
+        if saved is not None:
+            return saved if raw else saved.unpack(node)
+        if not raw:
+            return saved_value(display.name, display.values, display.lists, name)
     ctx = node.ctx
     formula = node.formula
     if formula is None or ctx is None or not hasattr(ctx, "_formula"):
         raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{name}'")
     args = node.op.schema.args
     own = args[0].name if name == "self" and args else ALIASES.get(node.name(), {}).get(name, name)
-    saved = ctx._saved.get(own) if ctx._saved else None
+    saved = _saved_tensor(node, own, name)
     if saved is not None:
         items = saved if isinstance(saved, tuple) else (saved,)
         if raw:
@@ -341,17 +356,67 @@ def _saved_entry(node, name: str, raw: bool):
         return unpacked if isinstance(saved, tuple) else unpacked[0]
     if raw:
         raise AttributeError(f"'{node.name()}' object has no attribute '_raw_saved_{name}'")
-    plan, values, meta = formula.plan, ctx._values, node.input_meta
+    if _unneeded(node, own):
+        return None  # saved only for another input's gradient, not needed: PyTorch's None too
+    return saved_value(
+        node.name(),
+        _call(node),
+        frozenset(a.name for a in args if a.is_list),
+        own,
+        args[0].name if args else None,
+    )
+
+
+def _unneeded(node, own: str) -> bool:
+    """Whether tensor argument ``own`` is one PyTorch's node saves only for the gradient of
+    another input (mul's input for its other), which the call did not need."""
+    formula, meta = node.formula, node.input_meta
+    when = formula.save.get(own)
+    index = formula.plan.tensor_index
+    if when is None or formula.plan.has_lists or own not in index:
+        return False
+    return _known(meta, index[own]) and not node.ctx.needs_input_grad[index[when]]
+
+
+def _saved_tensor(node, own: str, name: str):
+    """The SavedTensor (a tuple of them for a list) that the node's formula saved as argument
+    ``own``, or as the output PyTorch's node shows as ``name`` (sort's indices); else None."""
+    saved = node.ctx._saved
+    if not saved:
+        return None
+    if own in saved:
+        return saved[own]
+    output = OUTPUTS.get(node.name(), {}).get(name)
+    result = saved.get("result")
+    return result[output] if output is not None and isinstance(result, tuple) else None
+
+
+def _call(node) -> Call:
+    """The node's call: its arguments by name (a tensor one only where absent: a saved one is
+    read above) and the sizes of its tensor arguments."""
+    args, plan = node.op.schema.args, node.formula.plan
+    values, meta = node.ctx._values, node.input_meta
     wraps = (node.op.inplace_of or node.op).name in WRAPS_NUMBERS
-    given = {}
+    given = Call()
+    given.saved = node.ctx._saved
+    given.owner = node
+    given.shapes = {  # (a Tensor[] argument's are spans of meta: none kept)
+        a: tuple(meta[k][0])
+        for a, k in plan.tensor_index.items()
+        if not plan.has_lists and _known(meta, k)
+    }
     for i, a in enumerate(args):
         value = values[i] if i < len(values) else plan.defaults[i]
         k = plan.tensor_index.get(a.name)
         # a tensor argument is kept only when saved (above); None where none was given
-        if k is None or value is not None or k >= len(meta) or meta[k] is None:
+        if k is None or value is not None or not _known(meta, k):
             given[a.name] = wrapped(value) if wraps and k is not None else value
-    lists = frozenset(a.name for a in args if a.is_list)
-    return saved_value(node.name(), given, lists, own, args[0].name if args else None)
+    return given
+
+
+def _known(meta, k: int) -> bool:
+    """Whether flat input ``k`` was a tensor (its metadata kept)."""
+    return k < len(meta) and meta[k] is not None
 
 
 class _Handle:

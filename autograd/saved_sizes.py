@@ -62,6 +62,13 @@ SIZES = {
     "AddmmBackward0": {"mat1": 1, "mat2": 2},
     "MaskedScatterBackward0": {"source": 2},
 }
+# node name -> {argument some of whose sizes PyTorch's node saves: (its position, the dims)},
+# shown as ``_saved_<argument>_sym_argsize_<dim>`` (``_minus_<n>`` for dim -n)
+ARGSIZES = {
+    "Im2ColBackward0": {"self": (0, (-2, -1))},
+    "AddbmmBackward0": {"batch1": (1, (0, 1)), "batch2": (2, (2,))},
+    "EmbeddingBackward0": {"weight": (0, (0,))},
+}
 # node name -> {argument whose element count PyTorch's node saves: its position}
 NUMELS = {"MeanBackward0": _SELF, "MeanBackward1": _SELF}
 
@@ -73,11 +80,19 @@ STRIDES = {
 }
 
 SUFFIXES = ("_sym_sizes", "_sym_numel", "_sym_strides")
+_ARGSIZE = "_sym_argsize_"
+
+
+def is_size(attribute: str) -> bool:
+    """Whether ``_saved_<...>`` names sizes of an argument (answered here)."""
+    return attribute.endswith(SUFFIXES) or _ARGSIZE in attribute
 
 
 def saved_size(node, attribute: str):
     """``node._saved_<argument>_sym_sizes`` or ``_sym_strides`` (a tuple of ints), or
-    ``_sym_numel`` (an int)."""
+    ``_sym_numel`` or ``_sym_argsize_<dim>`` (an int)."""
+    if _ARGSIZE in attribute:
+        return _argsize(node, attribute)
     argument, _, suffix = attribute[len("_saved_") :].rpartition("_sym_")
     if suffix == "strides":
         return _strides(node, argument, attribute)
@@ -87,6 +102,17 @@ def saved_size(node, attribute: str):
     if shape is None:
         raise AttributeError(f"'{node.name()}' object has no attribute '{attribute}'")
     return shape if suffix == "sizes" else math.prod(shape)
+
+
+def _argsize(node, attribute: str) -> int:
+    """One size of an argument (im2col keeps its input's last two)."""
+    argument, _, dim = attribute[len("_saved_") :].partition(_ARGSIZE)
+    dim = -int(dim[len("minus_") :]) if dim.startswith("minus_") else int(dim)
+    position, dims = ARGSIZES.get(node.name(), {}).get(argument, (None, ()))
+    shape = _input_shape(node, position) if dim in dims else None
+    if shape is None:
+        raise AttributeError(f"'{node.name()}' object has no attribute '{attribute}'")
+    return shape[dim]
 
 
 def _strides(node, argument: str, attribute: str) -> tuple:

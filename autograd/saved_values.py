@@ -54,6 +54,22 @@ def _split_sizes(values):
     return (0,) * values["chunks"]  # chunk of an empty dim
 
 
+def _total_weight(values):
+    """What PyTorch's nll_loss computes beside the loss and its node keeps: the summed class
+    weight of the targets that count (0 without a reduction), in the input's dtype."""
+    import ember
+
+    x, target = values["input"], values["target"]
+    if values.get("reduction", "mean") == "none":
+        return ember.zeros((), dtype=x.dtype, device=x.device)
+    with ember.no_grad():
+        valid = target != values.get("ignore_index", -100)
+        counted = valid.to(x.dtype)
+        if values.get("weight") is not None:
+            counted = counted * values["weight"][target.masked_fill(~valid, 0)]
+        return counted.sum()
+
+
 _LOSS = {"self": _arg("input"), "target": _arg("target"), "reduction": _reduction}
 _CONV = {
     "input": _arg("input"),
@@ -87,6 +103,7 @@ SAVED = {
         **_LOSS,
         "weight": _arg("weight"),
         "ignore_index": lambda values: values.get("ignore_index", -100),
+        "total_weight": _total_weight,
     },
     "ConvolutionBackward0": _CONV,
 }
@@ -136,6 +153,65 @@ def _norm_dims(values):
     return dims
 
 
+class Call(dict):
+    """A table op's call as its node keeps it: the arguments by name, ``shapes``, the sizes of
+    its tensor arguments by name, and the tensors its formula saved (``saved``, of node
+    ``owner``), unpacked when read as ``call[name]``."""
+
+    __slots__ = ("owner", "saved", "shapes")
+
+    def __missing__(self, name: str):
+        saved = self.saved.get(name) if self.saved else None
+        if saved is None or isinstance(saved, tuple):
+            raise KeyError(name)
+        return saved.unpack(self.owner)
+
+
+def _shape(values, name: str) -> tuple:
+    shapes = getattr(values, "shapes", None)
+    return shapes[name] if shapes is not None else tuple(values[name].shape)
+
+
+def _permutation(values):
+    """permute's dims, or movedim's as the permute PyTorch's movedim is: each destination
+    takes its source, the other dims keep their order."""
+    if "dims" in values:
+        return tuple(values["dims"])
+    ndim = len(_shape(values, "input"))
+    source, destination = (
+        [d % max(ndim, 1) for d in ((v,) if isinstance(v, int) else v)]
+        for v in (values["source"], values["destination"])
+    )
+    rest = iter(d for d in range(ndim) if d not in source)
+    moved = dict(zip(destination, source))
+    return tuple(moved[d] if d in moved else next(rest) for d in range(ndim))
+
+
+def _statistic(kind: str, which: int):
+    """A normalisation's mean (``which`` 1) or 1 / std (2), which PyTorch's node keeps as
+    result1 and result2 and ember's formula recomputes: from the saved input when asked.
+    ``kind``: batch norm's per channel (dims 0, 2, ...), layer norm's over the trailing dims
+    (kept)."""
+
+    def read(values):
+        name = f"result{which}"
+        if name in values:  # the call kept it (batch norm computes both)
+            return values[name]
+        import ember
+
+        x = values["input"]
+        if kind == "batch":
+            dims, keep = [0, *range(2, x.ndim)], False
+        else:
+            dims, keep = list(range(x.ndim - len(values["normalized_shape"]), x.ndim)), True
+        with ember.no_grad():
+            if which == 1:
+                return x.mean(dims, keepdim=keep)
+            return ember.rsqrt(x.var(dims, correction=0, keepdim=keep) + values["eps"])
+
+    return read
+
+
 # Attributes PyTorch's node computes from the call or names differently from ember's argument
 # (``narrow`` is PyTorch's slice, ``norm``'s ``p`` its ``ord``): read before the argument of
 # that name, and absent (AttributeError) when the call lacks what they are computed from.
@@ -147,6 +223,19 @@ DERIVED = {
     },
     "LinalgVectorNormBackward0": {"ord": _ord, "dim": _norm_dims},
     "RollBackward0": {"dims": lambda values: tuple(values.get("dims") or ())},
+    "PermuteBackward0": {"dims": _permutation},
+    "IndexAddBackward0": {"source_dim": lambda values: len(_shape(values, "source"))},
+    # squeeze(int): PyTorch's overload takes one dim (ember's row a list of them)
+    "SqueezeBackward1": {"dim": lambda values: _one(values["dim"])},
+    "SqueezeBackward4": {"dim": lambda values: _one(values["dim"])},
+    "NativeBatchNormBackward0": {
+        "result1": _statistic("batch", 1),
+        "result2": _statistic("batch", 2),
+    },
+    "NativeLayerNormBackward0": {
+        "result1": _statistic("layer", 1),
+        "result2": _statistic("layer", 2),
+    },
     "RepeatBackward0": {"repeats": _repeats},
     # matmul shown as the product PyTorch picks: its second operand under that op's name
     "MmBackward0": {"mat2": lambda values: values["other"]},
@@ -212,6 +301,46 @@ def wrapped(value):
     dtypes = {bool: ember.bool, int: ember.int64, float: ember.float64}
     return ember.tensor(value, dtype=dtypes.get(type(value), ember.complex128))
 
+
+_INDICES = {"indices": 1}
+_RESULT = {"result": 0}
+# Outputs PyTorch's node keeps, by the name it shows them under: the output's index. A table
+# op's node reads them from the outputs its formula saved (``result``); a composite's shown node
+# saves the listed outputs of the call when it is presented (graph_names.present_composite).
+OUTPUTS = {
+    **dict.fromkeys(
+        (
+            "CummaxBackward0",
+            "CumminBackward0",
+            "KthvalueBackward0",
+            "MaxBackward0",
+            "MedianBackward1",
+            "MinBackward0",
+            "ModeBackward0",
+            "NanmedianBackward1",
+            "SortBackward0",
+            "SortBackward1",
+            "TopkBackward0",
+        ),
+        _INDICES,
+    ),
+    "MaxPool2DWithIndicesBackward0": {"result1": 1},
+    "LinalgQrBackward0": {"Q": 0, "R": 1},
+    # linalg composites shown as their _ex node, which keeps the factor they return
+    "LinalgInvExBackward0": {"inverse": 0},
+    "LinalgCholeskyExBackward0": {"L": 0},
+    # composites whose PyTorch node keeps its output (ember's parts keep what they need)
+    **dict.fromkeys(
+        (
+            "CdistBackward0",
+            "LinalgSolveExBackward0",
+            "LinalgVectorNormBackward0",
+            "LogsumexpBackward0",
+            "StdBackward0",
+        ),
+        _RESULT,
+    ),
+}
 
 # PyTorch's names of the arguments ember's rows call otherwise
 ALIASES = {f"PowBackward{i}": {"exponent": "other"} for i in range(3)}

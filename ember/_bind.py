@@ -205,6 +205,26 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
     return method
 
 
+def _rtruediv(divide):
+    """``other / self`` as PyTorch's Tensor computes it, the reciprocal times ``other`` (its
+    graph: MulBackward0 over ReciprocalBackward0), where a layer records the call (autograd,
+    tracing); else the one ``div`` kernel (``divide``, the reflected operator), twice as fast
+    on small tensors and within an ulp of PyTorch's value."""
+
+    def method(self, other):
+        if STACK.layers is STACK.grad_only_layers and not self._requires_grad:
+            return divide(self, other)
+        if not isinstance(other, (Tensor, bool, int, float, complex)):
+            other = _numpy_operand(other)
+            if other is None:
+                return NotImplemented
+        return self.reciprocal() * other
+
+    method.__name__ = "__rtruediv__"
+    method.__qualname__ = "Tensor.__rtruediv__"
+    return method
+
+
 def _unary_operator(op, dunder: str):
     stack = STACK
 
@@ -241,6 +261,7 @@ def bind(ops: dict, tensor_type, namespace: dict) -> None:
         setattr(tensor_type, reflected, _operator(ops[name], reflected, True, tensor_type))
         if inplace:
             setattr(tensor_type, inplace, _operator(ops[f"{name}_"], inplace, False, tensor_type))
+    tensor_type.__rtruediv__ = _rtruediv(tensor_type.__rtruediv__)
     for name, dunder in COMPARISONS.items():
         setattr(tensor_type, dunder, _operator(ops[name], dunder, False, tensor_type))
     for name, dunder in UNARY_OPERATORS.items():

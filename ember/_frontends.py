@@ -167,9 +167,13 @@ max, _max = _extreme("amax", "max", "maximum")
 min, _min = _extreme("amin", "min", "minimum")
 
 
-def _correction(unbiased, correction):
+def _correction(dim, unbiased, correction):
+    """The row's correction; None for a call that gives no dim, unbiased or correction, as
+    PyTorch's own binding passes it on (its node's ``_saved_correction`` is None then)."""
     if correction is not None:
         return correction
+    if unbiased is None and dim is None:
+        return None
     return 0 if unbiased is False else 1
 
 
@@ -184,7 +188,7 @@ def _spread(name):
 
     def method(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         dim, unbiased = _unbiased_overload(dim, unbiased)
-        return OPS[name](input, dim, _correction(unbiased, correction), keepdim)
+        return OPS[name](input, dim, _correction(dim, unbiased, correction), keepdim)
 
     def spread(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
         if out is not None:

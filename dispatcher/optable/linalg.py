@@ -31,8 +31,8 @@ def _matmul(a, b):
         )
     if ra == 1 and rb == 1:
         return _dot(a, b)
-    if a.ndim == 1:
-        return _matmul(a.unsqueeze(0), b).squeeze(-2)
+    if a.ndim == 1:  # PyTorch squeezes a matrix product's dim 0, a batched one's -2
+        return _matmul(a.unsqueeze(0), b).squeeze(0 if rb == 2 else -2)
     if b.ndim == 1:
         return _matmul(a, b.unsqueeze(-1)).squeeze(-1)
     if b.ndim == 2:  # (..., n, k) @ (k, p): one big mm over the folded batch
@@ -64,7 +64,12 @@ def _mv(a, v):
 
 
 def _outer(a, b):
-    return a.unsqueeze(1) * b.unsqueeze(0)
+    """PyTorch's: the first vector as a column times the second (its graph: MulBackward0 over
+    ViewBackward0 and the second)."""
+    for name, v in (("self", a), ("vec2", b)):
+        if v.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
+    return a.reshape(a.shape[0], 1) * b
 
 
 # A 16-bit float's product and sum are rounded once, as PyTorch's GEMM does (it accumulates in

@@ -122,10 +122,8 @@ def _tensor_split(x, indices_or_sections, dim=0):
     dim = wrap_dim(dim, x.ndim, "tensor_split")
     length = x.shape[dim]
     bounds = _split_bounds(indices_or_sections, length)
-    return tuple(
-        x.narrow(dim, min(start, length), max(min(stop, length) - min(start, length), 0))
-        for start, stop in itertools.pairwise(bounds)
-    )
+    # slices with the bounds as given (clamped by slice), as PyTorch's pieces and their nodes
+    return tuple(ember.ops.slice(x, dim, start, stop) for start, stop in itertools.pairwise(bounds))
 
 
 def _split_bounds(indices_or_sections, length: int) -> list:
@@ -147,7 +145,7 @@ def _split_bounds(indices_or_sections, length: int) -> list:
             at += size + (1 if i < extra else 0)
             cuts.append(at)
     else:
-        cuts = [c + length if c < 0 else c for c in spec]
+        cuts = list(spec)  # as given: slice wraps and clamps them, as in PyTorch
     return [0, *cuts, length]
 
 

@@ -187,6 +187,10 @@ def cross_entropy(
 def _cross_entropy_loss(
     input, target, weight=None, reduction="mean", ignore_index=-100, label_smoothing=0.0
 ):
+    if not target.dtype.is_floating_point and not label_smoothing:
+        # class indices: PyTorch's composition, whose graph is NllLoss over LogSoftmax
+        logp = log_softmax(input, 1 if input.ndim > 1 else 0)
+        return OPS["nll_loss"](logp, target, weight, reduction, ignore_index)
     input, target, unbatched = _batched(input, target)
     logp = log_softmax(input, 1)
     classes = input.shape[1]

@@ -137,6 +137,16 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return OPS["group_norm"](input, num_groups, weight, bias, eps)
 
 
+def _check_channel_params(op: str, input, weight, bias) -> None:
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and tuple(param.shape) != (input.shape[1],):
+            raise RuntimeError(
+                f"{op}: Expected {name} to be a vector of size equal to the number of "
+                f"channels in input, but got {name} of shape {list(param.shape)} and input of "
+                f"shape {list(input.shape)}"
+            )
+
+
 def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if _mixed(input, weight, bias):
         return _group_norm(input.float(), num_groups, weight, bias, eps).to(input.dtype)
@@ -150,13 +160,7 @@ def _group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
             f"group_norm: Expected number of channels in input to be divisible by num_groups, but "
             f"got input of shape {list(input.shape)} and num_groups={num_groups}"
         )
-    for name, param in (("weight", weight), ("bias", bias)):
-        if param is not None and tuple(param.shape) != (c,):
-            raise RuntimeError(
-                f"group_norm: Expected {name} to be a vector of size equal to the number of "
-                f"channels in input, but got {name} of shape {list(param.shape)} and input of "
-                f"shape {list(input.shape)}"
-            )
+    _check_channel_params("group_norm", input, weight, bias)
     # each group is one layer_norm row; its size spelled out, as an empty batch infers none
     grouped = input.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))
     out = OPS["layer_norm"](grouped, grouped.shape[-1:], None, None, eps).view(input.shape)
@@ -184,10 +188,27 @@ def instance_norm(
             )
         if running_mean is not None or running_var is not None:
             _track_instance_stats(input, running_mean, running_var, momentum)
-        return _group_norm(input, input.shape[1], weight, bias, eps)
+        return _instance_norm(input, weight, bias, eps)
     shape = [1, input.shape[1]] + [1] * (input.ndim - 2)
     out = (input - running_mean.view(shape)) * ember.rsqrt(running_var.view(shape) + eps)
     return _affine(out, weight, bias, shape)
+
+
+def _instance_norm(input, weight, bias, eps):
+    """PyTorch's instance norm is batch norm over the (1, N * C, *spatial) view, viewed back.
+    ember normalises that view with its layer_norm row over the spatial dims (one fused pass
+    per instance) and shows the node as PyTorch's NativeBatchNormBackward0, whose mean and
+    invstd are computed when asked (saved_values.py); weight and bias apply after the view."""
+    if _mixed(input, weight, bias):
+        return _instance_norm(input.float(), weight, bias, eps).to(input.dtype)
+    _check_channel_params("instance_norm", input, weight, bias)
+    n, c, spatial = input.shape[0], input.shape[1], tuple(input.shape[2:])
+    flat = input.reshape(1, n * c, *spatial)
+    out = OPS["layer_norm"](flat, spatial, None, None, eps)
+    saved = dict.fromkeys(("weight", "running_mean", "running_var"))
+    saved |= {"input": flat, "training": True, "eps": eps}
+    present(out, "NativeBatchNormBackward0", flat, None, None, saved=saved)
+    return _affine(out.view(input.shape), weight, bias, [1, c] + [1] * (input.ndim - 2))
 
 
 def _track_instance_stats(input, running_mean, running_var, momentum) -> None:
@@ -229,15 +250,16 @@ def norm_at_least(input, p: float, dim: int, eps: float, keepdim: bool = False):
     """``max(||input||_p, eps)`` along ``dim``, as PyTorch's ``norm(...).clamp_min(eps)``. The
     norm's formula gives no gradient through a zero norm, so a zero vector gets PyTorch's
     gradient instead of 0 * inf = NaN; clamping after the root keeps p <= 0 finite."""
-    return ember.clamp(ember.norm(input, p, dim, keepdim), min=eps)
+    return ember.clamp_min(ember.norm(input, p, dim, keepdim), eps)
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
-    """``input / max(||input||_p, eps)`` along ``dim`` (``out=``: PyTorch's ``div`` into it)."""
-    denominator = norm_at_least(input, p, dim, eps, keepdim=True)
+    """``input / max(||input||_p, eps)`` along ``dim`` (``out=``: PyTorch's ``div`` into it).
+    The denominator is expanded to the input's shape first, as PyTorch's (its graph)."""
+    denominator = norm_at_least(input, p, dim, eps, keepdim=True).expand_as(input)
     if out is None:
         return input / denominator
-    return ember.div(input, denominator.expand_as(input), out=out)
+    return ember.div(input, denominator, out=out)
 
 
 def _cross_map_windows(channels: int, size: int):

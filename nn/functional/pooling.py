@@ -30,8 +30,13 @@ def _result(values, indices, return_indices):
 def max_pool2d(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
-    geometry = _geometry("max_pool2d", 2, kernel_size, stride, padding, dilation)
-    values, indices = OPS["max_pool2d_with_indices"](input, *geometry, ceil_mode)
+    kernel, step, padding, dilation = _geometry(
+        "max_pool2d", 2, kernel_size, stride, padding, dilation
+    )
+    step = () if stride in (None, ()) else step  # the kernel, as PyTorch's node says: ()
+    values, indices = OPS["max_pool2d_with_indices"](
+        input, kernel, step, padding, dilation, ceil_mode
+    )
     return _result(values, indices, return_indices)
 
 
@@ -223,26 +228,27 @@ def _adaptive_rows(size: int, out: int):
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """Maxima over PyTorch's adaptive windows, with flat (H*W) indices like max_pool2d's."""
-    out = _adaptive_max_pool2d(input, output_size, return_indices)
-    values, indices = out if return_indices else (out, None)
+    """Maxima over PyTorch's adaptive windows, with flat (H*W) indices like max_pool2d's (also
+    when recording a graph: PyTorch's node keeps them as result1)."""
+    recorded = input.requires_grad and ember.is_grad_enabled()
+    values, indices = _adaptive_max_pool2d(input, output_size, return_indices or recorded)
     saved = {"self": input} if indices is None else {"self": input, "result1": indices}
     present(values, "AdaptiveMaxPool2DBackward0", input, saved=saved)
-    return out
+    return (values, indices) if return_indices else values
 
 
-def _adaptive_max_pool2d(input, output_size, return_indices):
+def _adaptive_max_pool2d(input, output_size, with_indices):
+    """(values, indices): the indices None when not ``with_indices`` where they cost more
+    (uneven windows)."""
     x, batched = _batch("adaptive_max_pool2d", input, 2)
     n, c, h, w = x.shape
     out_h, out_w = _adaptive_size("adaptive_max_pool2d", output_size, x)
     if not out_h or not out_w:  # no windows: empty results
         shape = (n, c, out_h, out_w)[0 if batched else 1 :]
         values = ember.zeros(shape, dtype=x.dtype, device=x.device)
-        return _result(
-            values, ember.zeros(shape, dtype=ember.int64, device=x.device), return_indices
-        )
+        return values, ember.zeros(shape, dtype=ember.int64, device=x.device)
     if h % out_h == 0 and w % out_w == 0:
-        return max_pool2d(input, (h // out_h, w // out_w), return_indices=return_indices)
+        return max_pool2d(input, (h // out_h, w // out_w), return_indices=True)
     rows, cols = (
         ember.tensor(_adaptive_rows(size, out), dtype=ember.int64, device=x.device)
         for size, out in ((h, out_h), (w, out_w))
@@ -253,8 +259,8 @@ def _adaptive_max_pool2d(input, output_size, return_indices):
     values, local = windows.reshape(n, c, out_h, out_w, kh * kw).max(-1)
     if not batched:
         values, local = values.squeeze(0), local.squeeze(0)
-    if not return_indices:
-        return values
+    if not with_indices:
+        return values, None
     shape = tuple(local.shape) + (1,)
     row = rows.view(out_h, 1, kh).expand(*shape[:-1], kh).gather(-1, (local // kw).view(shape))
     col = cols.view(1, out_w, kw).expand(*shape[:-1], kw).gather(-1, (local % kw).view(shape))

@@ -50,6 +50,7 @@ CASES = {
     "unsqueeze": lambda lib, x, w, b, m: x.unsqueeze(0),
     "squeeze": lambda lib, x, w, b, m: x[None].squeeze(),
     "squeeze dims": lambda lib, x, w, b, m: x[None].squeeze((0,)),
+    "squeeze dim": lambda lib, x, w, b, m: x[None].squeeze(0),
     "chunk second": lambda lib, x, w, b, m: lib.chunk(w, 3, 1)[2] * w.chunk(3, 1)[1],
     "index mask 2d": lambda lib, x, w, b, m: w[w > 0],
     "index mixed": lambda lib, x, w, b, m: m[1:, [0, 2], ..., lib.tensor([1])],

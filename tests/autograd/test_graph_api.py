@@ -124,8 +124,7 @@ def test_graph_names_and_next_functions_match_torch(name):
 
 
 def test_cross_entropy_node_is_nll_loss():
-    """PyTorch's cross_entropy is nll_loss over log_softmax; ember's row shows the NllLoss node
-    over its input (the log_softmax between them is inside the row)."""
+    """PyTorch's cross_entropy is nll_loss over log_softmax, and ember's (class targets)."""
     for lib in (ember, torch):
         _, w, _ = _leaves(lib)
         names = [
@@ -165,6 +164,64 @@ def test_saved_attributes_match_torch():
         z.backward()
         with pytest.raises(RuntimeError, match="after they have already been freed"):
             _ = saved._saved_self
+
+
+# Outputs PyTorch's node keeps: a composite's (std, logsumexp, cdist) and a table op's
+# second output (sort's and min's indices, max_pool2d's result1)
+KEPT_OUTPUTS = {
+    "std": (lambda lib, w: w.std(), "_saved_result"),
+    "logsumexp": (lambda lib, w: w.logsumexp(1), "_saved_result"),
+    "cdist": (lambda lib, w: lib.cdist(w, w), "_saved_result"),
+    "prod": (lambda lib, w: w.prod(1), "_saved_result"),
+    "sort": (lambda lib, w: w.sort(1)[0], "_saved_indices"),
+    "min": (lambda lib, w: w.min(1)[0], "_saved_indices"),
+    "topk": (lambda lib, w: w.topk(2)[0], "_saved_indices"),
+    "max_pool2d": (
+        lambda lib, w: lib.nn.functional.max_pool2d(w.view(1, 1, 2, 3), 1),
+        "_saved_result1",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT_OUTPUTS))
+def test_saved_outputs_match_torch(name):
+    """The kept output has the output's values; a float one has the node as its grad_fn (a
+    copy of the output, not the output), indices none; after backward it is freed."""
+    make, attribute = KEPT_OUTPUTS[name]
+    seen = []
+    for lib in (ember, torch):
+        _, w, _ = _leaves(lib)
+        y = make(lib, w)
+        node = y.grad_fn
+        saved = getattr(node, attribute)
+        own = saved.grad_fn is node if saved.dtype.is_floating_point else saved.grad_fn is None
+        seen.append((saved.detach().numpy(), str(saved.dtype).split(".")[1], own, saved is y))
+        y.sum().backward()
+        with pytest.raises(RuntimeError, match="after they have already been freed"):
+            getattr(node, attribute)
+    (ours, *facts), (theirs, *expected) = seen
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    assert facts == expected
+
+
+def test_instance_norm_node_is_batch_norms():
+    """PyTorch's instance norm is batch norm over a (1, N * C, H, W) view: ember's node shows
+    the same name, inputs and saved values (its mean and invstd computed when asked)."""
+    seen, names = [], ()
+    for lib in (torch, ember):  # ember's node answers the names PyTorch's lists
+        gen = np.random.default_rng(0)
+        m = lib.tensor(gen.normal(size=(2, 3, 4, 4)), requires_grad=True)
+        node = lib.nn.functional.instance_norm(m).grad_fn.next_functions[0][0]
+        inputs = tuple(None if n is None else n.name() for n, _ in node.next_functions)
+        names = names or [a for a in dir(node) if a.startswith("_saved_")]
+        saved = {a: getattr(node, a) for a in names}
+        arrays = {a: v.detach().numpy() for a, v in saved.items() if isinstance(v, lib.Tensor)}
+        plain = {a: v for a, v in saved.items() if a not in arrays}
+        seen.append((node.name(), inputs, plain, arrays))
+    (*theirs, their_arrays), (*ours, our_arrays) = seen
+    assert ours == theirs and our_arrays.keys() == their_arrays.keys()
+    for name, array in their_arrays.items():
+        np.testing.assert_allclose(our_arrays[name], array, rtol=1e-12, err_msg=name)
 
 
 def test_raw_saved_tensor_hooks():

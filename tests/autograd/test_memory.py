@@ -125,6 +125,29 @@ def test_no_reference_cycles_in_unused_graphs(allocated):
         assert allocated() == base
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda w: ember.cdist(w.t(), w.t()),  # a composite shown as CdistBackward0
+        lambda w: w.std(0),
+        lambda w: w.sort(1)[0],  # a table op's second output, read as _saved_indices
+    ],
+)
+def test_saved_outputs_make_no_cycle(allocated, make):
+    """The output a node shows as ``_saved_result`` (or ``_saved_indices``) does not keep the
+    output object, nor through it the node: both go with the last reference to the output."""
+    w = _param()
+    with gc_off():
+        base = allocated()
+        y = make(w)
+        node, out = weakref.ref(y.grad_fn), weakref.ref(y)
+        name = "_saved_indices" if y.grad_fn.name() == "SortBackward0" else "_saved_result"
+        assert getattr(y.grad_fn, name).shape == y.shape
+        del y
+        assert node() is None and out() is None
+        assert allocated() == base
+
+
 def test_training_loop_memory_is_flat(allocated):
     """1,000 forward/backward/update steps with the garbage collector off: the allocator's
     current bytes are the same after every step, and so is the number of Python objects."""

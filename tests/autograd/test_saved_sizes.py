@@ -58,13 +58,19 @@ CASES = [
     ("addmm", lambda lib, x, m, i: lib.addmm(m[:, :3], m, m.t())),
     ("mul", lambda lib, x, m, i: x * m),
     ("transpose", lambda lib, x, m, i: x.transpose(0, 2)),
+    # single sizes (_sym_argsize_<dim>)
+    ("im2col", lambda lib, x, m, i: lib.nn.functional.unfold(x.unsqueeze(0), 2)),
+    ("addbmm", lambda lib, x, m, i: lib.addbmm(m[:, :3], x, x.transpose(1, 2))),
+    ("embedding", lambda lib, x, m, i: lib.nn.functional.embedding(i, m)),
 ]
 SUFFIXES = ("_sym_sizes", "_sym_numel")
 
 
 def _saved_sizes(node) -> dict:
     return {
-        a: getattr(node, a) for a in dir(node) if a.startswith("_saved_") and a.endswith(SUFFIXES)
+        a: getattr(node, a)
+        for a in dir(node)
+        if a.startswith("_saved_") and (a.endswith(SUFFIXES) or "_sym_argsize_" in a)
     }
 
 
@@ -76,7 +82,13 @@ def test_saved_sizes_are_pytorchs(name, call):
     want = _saved_sizes(want_node)
     got = {attribute: getattr(got_node, attribute) for attribute in want}
     assert got == want
-    for attribute in ("_saved_self_sym_sizes", "_saved_self_sym_numel", "_saved_other_sym_sizes"):
+    for attribute in (
+        "_saved_self_sym_sizes",
+        "_saved_self_sym_numel",
+        "_saved_other_sym_sizes",
+        "_saved_self_sym_argsize_0",
+        "_saved_self_sym_argsize_minus_3",
+    ):
         if attribute not in want:  # none where PyTorch's node has none
             with pytest.raises(AttributeError, match=attribute):
                 getattr(got_node, attribute)
