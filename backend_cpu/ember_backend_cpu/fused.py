@@ -69,6 +69,10 @@ def kernel(description):
     does not know, or no C compiler: the caller replays the chain op by op)."""
     if not _supported(description):
         return None
+    if getattr(description, "segments", ()):  # a list of tensors (an optimizer's update)
+        from .fused_multi import kernel as multi
+
+        return multi(description)
     source = generate(description)
     try:
         fn = load(source)
