@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 import ember
-from ember._tensor import empty
+from ember._tensor import empty, is_contiguous, make
 from ember.autograd.grad_mode import STATE as GRAD
 from ember.dispatcher.kinds import elementwise, twin
 from ember.dispatcher.kinds._common import expand_to
@@ -169,6 +169,8 @@ class _Program(_Writer):
             out.append(f"{indent}{targets} = {self.alloc(node.output(), shape, dtype, device)}")
             out.append(f"{indent}{self.bind(kernel, 'K')}({targets}, {', '.join(args)})")
             return
+        if _product_kernel(node) is not None or _transposes(node):
+            return self.direct(node, indent, out)
         sub = self.lower(op, node)
         if sub is not None:
             tensors = [self.expr(v) for v in node.inputs() if isinstance(v.type(), TensorType)]
@@ -177,6 +179,21 @@ class _Program(_Writer):
         runner = self.bind(twin.runner(op), "R")
         call = f"{runner}({', '.join([self.bind(op, 'OP'), *args])})"
         out.append(f"{indent}{targets} = {call}" if targets else f"{indent}{call}")
+
+    def direct(self, node, indent: str, out: list) -> None:
+        """A node whose runner's checks the guarded types settle: ``mm``/``bmm`` call their
+        kernel into the output (``kernel(out, a, b)``, the runner's contract), ``t`` of a 2-D
+        tensor builds the view itself."""
+        target = self.name(node.output())
+        args = ", ".join(self.expr(v) for v in node.inputs())
+        if node.kind() == "ember::t":
+            out.append(f"{indent}{target} = {self.bind(_transposed, 'T')}({args})")
+            return
+        typ = node.output().type()
+        names = [self.bind(typ.sizes(), "S"), self.bind(typ.dtype(), "D")]
+        names.append(self.bind(typ.device(), "DEV"))
+        out.append(f"{indent}{target} = {self.alloc(node.output(), *names)}")
+        out.append(f"{indent}{self.bind(_product_kernel(node), 'K')}({target}, {args})")
 
     def lower(self, op, node):
         """The sub-program of composite ``node`` (lower.py), or None."""
@@ -228,6 +245,45 @@ def _plain_kernel(op, node):
         return None
     kernel = op.kernel(result.device().type, compute)
     return None if kernel is None else (kernel, broadcast)
+
+
+_PRODUCTS = frozenset(("ember::mm", "ember::bmm"))  # runners that end in kernel(out, a, b)
+
+
+def _product_kernel(node):
+    """The backend kernel of an ``mm``/``bmm`` node whose operands have its dtype and device
+    (what the runner checks before calling it), or None."""
+    if node.kind() not in _PRODUCTS or len(node.outputs()) != 1:
+        return None
+    result = node.output().type()
+    if not isinstance(result, TensorType) or not result.is_complete():
+        return None
+    for value in node.inputs():
+        typ = value.type()
+        if not isinstance(typ, TensorType) or not typ.is_complete():
+            return None
+        if (typ.dtype(), typ.device()) != (result.dtype(), result.device()):
+            return None
+    return resolve(node.kind()).kernel(result.device().type, result.dtype())
+
+
+def _transposes(node) -> bool:
+    """A ``t`` of a tensor known to be 2-D."""
+    if node.kind() != "ember::t" or len(node.inputs()) != 1:
+        return False
+    typ = node.inputsAt(0).type()
+    return isinstance(typ, TensorType) and typ.is_complete() and len(typ.sizes()) == 2
+
+
+def _transposed(x):
+    """``x.t()`` of a 2-D tensor: view.t's result (a view of the same base) without its
+    argument checks, which the graph's guarded types make."""
+    (rows, cols), (a, b) = x._shape, x._stride
+    out = make(
+        x._storage, (cols, rows), (b, a), x._offset, x._dtype, is_contiguous((cols, rows), (b, a))
+    )
+    out._base = x if x._base is None else x._base
+    return out
 
 
 def _broadcasts(sizes, target) -> bool:
