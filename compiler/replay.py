@@ -279,9 +279,11 @@ def _transposed(x):
     """``x.t()`` of a 2-D tensor: view.t's result (a view of the same base) without its
     argument checks, which the graph's guarded types make."""
     (rows, cols), (a, b) = x._shape, x._stride
-    out = make(
-        x._storage, (cols, rows), (b, a), x._offset, x._dtype, is_contiguous((cols, rows), (b, a))
-    )
+    if rows > 1 and cols > 1:  # the usual case, without is_contiguous's general walk
+        contig = a == 1 and b == rows
+    else:
+        contig = is_contiguous((cols, rows), (b, a))
+    out = make(x._storage, (cols, rows), (b, a), x._offset, x._dtype, contig)
     out._base = x if x._base is None else x._base
     return out
 

@@ -127,3 +127,31 @@ def test_explain_reports_the_peak_of_the_memory_plan():
     # each intermediate dies at its only use: at most the one being read and the one written
     assert out.peak_bytes == 2 * one
     assert f"Peak Memory: {2 * one} bytes" in str(out)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ember.randn(3, 5),
+        lambda: ember.randn(5, 3).t(),
+        lambda: ember.randn(1, 4),
+        lambda: ember.randn(4, 1),
+        lambda: ember.randn(0, 3),
+        lambda: ember.randn(6, 8)[1:4, ::2],
+    ],
+    ids=["contiguous", "transposed", "row", "column", "empty", "sliced"],
+)
+def test_direct_transpose_is_the_view_op(make):
+    """replay's ``t`` of a 2-D tensor builds the view op's own result."""
+    from ember.compiler.replay import _transposed
+
+    x = make()
+    got, want = _transposed(x), x.t()
+    assert (got.shape, got.stride(), got.storage_offset()) == (
+        want.shape,
+        want.stride(),
+        want.storage_offset(),
+    )
+    assert got.is_contiguous() == want.is_contiguous()
+    assert got._base is want._base
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
