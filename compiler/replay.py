@@ -21,8 +21,9 @@ import math
 import ember
 from ember._tensor import empty, is_contiguous, make
 from ember.autograd.grad_mode import STATE as GRAD
-from ember.dispatcher.kinds import elementwise, twin
+from ember.dispatcher.kinds import elementwise, reduction, twin
 from ember.dispatcher.kinds._common import expand_to
+from ember.dispatcher.opdef import Promotion
 from ember.jit.codegen import _Writer
 from ember.jit.ops import is_view, resolve
 from ember.jit.prims import PRIMS
@@ -169,7 +170,7 @@ class _Program(_Writer):
             out.append(f"{indent}{targets} = {self.alloc(node.output(), shape, dtype, device)}")
             out.append(f"{indent}{self.bind(kernel, 'K')}({targets}, {', '.join(args)})")
             return
-        if _product_kernel(node) is not None or _transposes(node):
+        if _kernel_call(node) is not None or _transposes(node):
             return self.direct(node, indent, out)
         sub = self.lower(op, node)
         if sub is not None:
@@ -181,19 +182,23 @@ class _Program(_Writer):
         out.append(f"{indent}{targets} = {call}" if targets else f"{indent}{call}")
 
     def direct(self, node, indent: str, out: list) -> None:
-        """A node whose runner's checks the guarded types settle: ``mm``/``bmm`` call their
-        kernel into the output (``kernel(out, a, b)``, the runner's contract), ``t`` of a 2-D
-        tensor builds the view itself."""
+        """A node whose runner's checks the guarded types settle: ``mm``/``bmm`` and keepdim
+        reductions call their kernel into the output (``kernel(out, a, b)``,
+        ``kernel(out, x, dims)``: the runners' contracts), ``t`` of a 2-D tensor builds the view
+        itself."""
         target = self.name(node.output())
-        args = ", ".join(self.expr(v) for v in node.inputs())
         if node.kind() == "ember::t":
-            out.append(f"{indent}{target} = {self.bind(_transposed, 'T')}({args})")
+            x = self.expr(node.inputsAt(0))
+            out.append(f"{indent}{target} = {self.bind(_transposed, 'T')}({x})")
             return
+        kernel, count, extra = _kernel_call(node)
+        args = [self.expr(v) for v in list(node.inputs())[:count]]
+        args += [self.bind(value, "C") for value in extra]
         typ = node.output().type()
         names = [self.bind(typ.sizes(), "S"), self.bind(typ.dtype(), "D")]
         names.append(self.bind(typ.device(), "DEV"))
         out.append(f"{indent}{target} = {self.alloc(node.output(), *names)}")
-        out.append(f"{indent}{self.bind(_product_kernel(node), 'K')}({target}, {args})")
+        out.append(f"{indent}{self.bind(kernel, 'K')}({target}, {', '.join(args)})")
 
     def lower(self, op, node):
         """The sub-program of composite ``node`` (lower.py), or None."""
@@ -265,6 +270,45 @@ def _product_kernel(node):
         if (typ.dtype(), typ.device()) != (result.dtype(), result.device()):
             return None
     return resolve(node.kind()).kernel(result.device().type, result.dtype())
+
+
+def _kernel_call(node):
+    """``(kernel, tensor inputs passed, constants passed after them)`` of a node the replay
+    calls its kernel for: ``mm``/``bmm`` (``_product_kernel``), a keepdim reduction over
+    constant dims (``_reduction_kernel``); else None."""
+    kernel = _product_kernel(node)
+    if kernel is not None:
+        return kernel, 2, ()
+    return _reduction_kernel(node)
+
+
+def _reduction_kernel(node):
+    """sum/prod/amax/amin over constant dims with ``keepdim=True`` and no ``dtype=``, of a
+    result of the input's dtype: the reduce runner's ``kernel(out, x, dims)``."""
+    op = None if node.kind().startswith("prim::") else resolve(node.kind())
+    if op is None or op.runner is not reduction.reduce or len(node.inputs()) not in (3, 4):
+        return None
+    if op.promotion is Promotion.ALWAYS_BOOL:  # all/any: written as bool, then cast
+        return None
+    x, dim, keep, *dtype = node.inputs()  # amax/amin take no dtype=
+    typ, result = x.type(), node.output().type()
+    complete = all(isinstance(t, TensorType) and t.is_complete() for t in (typ, result))
+    if not complete or (typ.dtype(), typ.device()) != (result.dtype(), result.device()):
+        return None
+    dims = fusion._literal(dim)
+    dims = [dims] if type(dims) is int else dims
+    if fusion._literal(keep) is not True or any(fusion._literal(v) is not None for v in dtype):
+        return None
+    if not isinstance(dims, list) or not dims or not all(type(d) is int for d in dims):
+        return None
+    sizes = tuple(typ.sizes())
+    if not sizes or typ.dtype() not in op.dtypes:
+        return None
+    dims = reduction.reduced_dims(dims, len(sizes), op.name)
+    if any(sizes[d] == 0 for d in dims):  # amax/amin refuse it: the runner raises
+        return None
+    kernel = op.kernel(result.device().type, result.dtype())
+    return None if kernel is None else (kernel, 1, (dims,))
 
 
 def _transposes(node) -> bool:

@@ -155,3 +155,28 @@ def test_direct_transpose_is_the_view_op(make):
     assert got.is_contiguous() == want.is_contiguous()
     assert got._base is want._base
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_keepdim_reductions_call_their_kernel(device):
+    """sum/amax/prod over constant dims with keepdim=True run ``kernel(out, x, dims)`` from the
+    program (no runner); other reductions (keepdim=False, dtype=) keep the runner."""
+
+    def f(x):
+        a = x.sum(0, keepdim=True) * 2
+        b = x.amax([0, 2], keepdim=True) + 1
+        c = x.prod(-1, keepdim=True)
+        d = x.sum(1) + x.sum(1, keepdim=True, dtype=ember.float64).float().squeeze(1)
+        return a, b, c, d
+
+    compiled = ember.compile(f)
+    x = ember.randn(3, 4, 5, device=device)
+    with ember.no_grad():
+        compiled(x)
+        got = compiled(x)
+    (program,) = _programs(compiled)
+    names = program.__globals__
+    runners = [names[k].name for k in names if k.startswith("OP")]
+    reductions = [name for name in runners if name in ("sum", "amax", "prod")]
+    assert reductions == ["sum", "sum"], program.source  # the keepdim=False and dtype= ones
+    for g, w in zip(got, f(x)):
+        np.testing.assert_allclose(g.cpu().numpy(), w.cpu().numpy(), rtol=1e-6, atol=1e-6)
