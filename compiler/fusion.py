@@ -27,7 +27,7 @@ from ember.jit.types import TensorType
 from . import logs
 
 UNARY = frozenset(
-    ("neg", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "erf", "rsqrt", "square")
+    ("neg", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "erf", "rsqrt", "sqrt", "square")
 )
 BINARY = frozenset(("add", "sub", "mul", "div", "maximum", "minimum", "pow"))
 COMPARE = frozenset(("gt", "lt", "ge", "le", "eq", "ne"))

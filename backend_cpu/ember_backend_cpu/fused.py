@@ -52,6 +52,7 @@ _UNARY = {  # the eager expressions of unary.def
     "relu": "(({0} > 0 || {0} != {0}) ? {0} : 0)",
     "erf": "em_erf({0})",
     "rsqrt": "(1 / sqrt({0}))",
+    "sqrt": "sqrt({0})",
     "square": "({0} * {0})",
 }
 _BINARY = {  # binary.def's
