@@ -73,7 +73,7 @@ class _Bucket:
         kwargs = self.make(self.group) if self.refresh else self.kwargs
         lr = scalar(self.group["lr"])
         amp = grad_scale is not None or found_inf is not None
-        if self.direct is not None and not amp and _dense(grads, self.params):
+        if self.direct is not None and not amp and optim_traced.dense(grads, self.params):
             # what the op's runner ends in, without its dispatch and list checks: the plan
             # holds the parameters and states, and the gradients are checked here
             kernel, names = self.direct
@@ -423,16 +423,6 @@ def _kernel_of(fn, params, lists):
     if kernel is None or not all(t._contig for ts in lists for t in ts):
         return None
     return kernel, [a.name for a in op.schema.args if not (a.is_tensor and a.is_list)]
-
-
-def _dense(grads, params) -> bool:
-    """Gradients the kernel takes as they are: contiguous, of their parameter's shape, dtype and
-    device (the fused op's runner checks these, or copies a strided one)."""
-    return all(
-        g._contig and g._shape == p._shape and g._dtype is p._dtype
-        and g._storage.device is p._storage.device
-        for g, p in zip(grads, params)
-    )  # fmt: skip
 
 
 def _op(function):

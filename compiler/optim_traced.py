@@ -98,7 +98,7 @@ class TracedBucket:
             grads = [p.grad for p in self.params]
             if self.graph is None and current() is None:
                 self._build(self._flat(grads, numbers))
-            if self.multi is not None and all(g.is_contiguous() for g in grads):
+            if self.multi is not None and dense(grads, self.params):
                 tensors = self.tensors
                 tensors[1] = grads
                 self.multi.kernel(*self.multi.arguments(tensors))
@@ -108,7 +108,8 @@ class TracedBucket:
 
     def _flat(self, grads, numbers) -> tuple:
         flat_p = ember.cat(self.views)
-        flat_g = ember.cat([g.reshape(-1) for g in grads])
+        dtype = self.like["dtype"]  # (ember, unlike PyTorch, lets .grad take another dtype)
+        flat_g = ember.cat([g.reshape(-1).to(dtype) for g in grads])
         return (flat_p, flat_g, *[self.flat[n] for n in self.names], *numbers)
 
     def _concatenated(self, grads, numbers) -> None:
@@ -164,6 +165,16 @@ def _flatten(opt, params, name):
         opt.state[p][name] = flat[offset : offset + n].view(t.shape)
         offset += n
     return flat
+
+
+def dense(grads, params) -> bool:
+    """Gradients a kernel takes as they are: contiguous, of their parameter's shape, dtype and
+    device (a fused op's runner checks these, or copies a strided one)."""
+    return all(
+        g._contig and g._shape == p._shape and g._dtype is p._dtype
+        and g._storage.device is p._storage.device
+        for g, p in zip(grads, params)
+    )  # fmt: skip
 
 
 def _states(opt, params, name) -> list:

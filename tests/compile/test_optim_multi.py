@@ -22,9 +22,10 @@ CASES = [
 ]
 
 
-def _run(lib, name, kw, dtype, *, compiled=False, steps=20, transposed=False):
+def _run(lib, name, kw, dtype, *, compiled=False, steps=20, transposed=False, grad_dtype=None):
     """The parameters after ``steps`` steps with gradients drawn from a seeded generator
-    (``transposed``: the square parameter's gradient is a transposed, non-contiguous view)."""
+    (``transposed``: the square parameter's gradient is a transposed, non-contiguous view;
+    ``grad_dtype``: the gradients' dtype, when not the parameters')."""
     rng = np.random.default_rng(1)
     params = [
         lib.tensor(rng.standard_normal(s), dtype=getattr(lib, dtype)).requires_grad_()
@@ -35,7 +36,7 @@ def _run(lib, name, kw, dtype, *, compiled=False, steps=20, transposed=False):
         opt.step = lib.compile(opt.step)
     for _ in range(steps):
         for p, s in zip(params, SHAPES):
-            g = lib.tensor(rng.standard_normal(s[::-1]), dtype=getattr(lib, dtype))
+            g = lib.tensor(rng.standard_normal(s[::-1]), dtype=getattr(lib, grad_dtype or dtype))
             p.grad = g.t() if transposed and len(s) == 2 else g.reshape(s)
         opt.step()
     return [p.detach().numpy() for p in params], opt
@@ -96,3 +97,13 @@ def test_generated_source_chunks_and_threads():
     assert "#pragma omp parallel for" in source
     chunks = sum(-(-int(np.prod(s)) // 8192) for s in SHAPES)
     assert f"SEG[{chunks}]" in source
+
+
+def test_gradients_of_another_dtype_take_the_concatenating_replay():
+    """ember lets ``.grad`` take another dtype (PyTorch refuses it): the kernel, which reads the
+    parameters' dtype, is not called with them; the replay casts, as the eager step promotes."""
+    got, opt = _run(ember, "RMSprop", {}, "float64", compiled=True, grad_dtype="float32")
+    assert opt.step._plan.buckets[0].program is not None
+    eager, _ = _run(ember, "RMSprop", {}, "float64", grad_dtype="float32")
+    for g, e in zip(got, eager):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
