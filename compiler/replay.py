@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 import ember
-from ember._tensor import empty, is_contiguous, make
+from ember._tensor import contiguous_strides, empty, is_contiguous, make
 from ember.autograd.grad_mode import STATE as GRAD
 from ember.dispatcher.kinds import elementwise, reduction, twin
 from ember.dispatcher.kinds._common import expand_to
@@ -172,6 +172,14 @@ class _Program(_Writer):
             return
         if _kernel_call(node) is not None or _transposes(node):
             return self.direct(node, indent, out)
+        if _reshapes(node):  # a contiguous input (the usual case) needs no runner
+            shape = tuple(node.output().type().sizes())
+            rs = [self.bind(_reshaped, "RS"), self.bind(shape, "S")]
+            rs.append(self.bind(contiguous_strides(shape), "ST"))
+            runner = f"{self.bind(twin.runner(op), 'R')}({', '.join([self.bind(op, 'OP'), *args])})"
+            fast = f"{rs[0]}({args[0]}, {rs[1]}, {rs[2]})"
+            out.append(f"{indent}{targets} = {fast} if {args[0]}._contig else {runner}")
+            return
         sub = self.lower(op, node)
         if sub is not None:
             tensors = [self.expr(v) for v in node.inputs() if isinstance(v.type(), TensorType)]
@@ -309,6 +317,22 @@ def _reduction_kernel(node):
         return None
     kernel = op.kernel(result.device().type, result.dtype())
     return None if kernel is None else (kernel, 1, (dims,))
+
+
+def _reshapes(node) -> bool:
+    """A ``view``/``reshape`` to a known shape."""
+    if node.kind() not in ("ember::view", "ember::reshape") or len(node.outputs()) != 1:
+        return False
+    typ = node.output().type()
+    return isinstance(typ, TensorType) and typ.is_complete()
+
+
+def _reshaped(x, shape, stride):
+    """view.reshape's (and view.view's) result for a contiguous ``x``: a contiguous view of the
+    same base."""
+    out = make(x._storage, shape, stride, x._offset, x._dtype, True)
+    out._base = x if x._base is None else x._base
+    return out
 
 
 def _transposes(node) -> bool:

@@ -180,3 +180,25 @@ def test_keepdim_reductions_call_their_kernel(device):
     assert reductions == ["sum", "sum"], program.source  # the keepdim=False and dtype= ones
     for g, w in zip(got, f(x)):
         np.testing.assert_allclose(g.cpu().numpy(), w.cpu().numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_reshape_of_a_contiguous_value_is_built_directly(device):
+    """``view``/``reshape`` of a contiguous value build the view from the guarded shape; a
+    strided one (here a transpose) still goes through the runner, which copies."""
+
+    def f(x):
+        a = (x * 2).reshape(-1, 2)
+        b = x.t().reshape(-1)
+        c = (x + 1).view(2, -1) * 3
+        return a, b, c
+
+    compiled = ember.compile(f)
+    x = ember.randn(4, 6, device=device)
+    with ember.no_grad():
+        compiled(x)
+        got = compiled(x)
+    (program,) = _programs(compiled)
+    assert program.source.count("._contig else") == 3, program.source
+    for g, w in zip(got, f(x)):
+        assert (g.shape, g.stride(), g.is_contiguous()) == (w.shape, w.stride(), w.is_contiguous())
+        np.testing.assert_array_equal(g.cpu().numpy(), w.cpu().numpy())
