@@ -64,4 +64,7 @@ def build(graph, sizes: list, n_tensors: int) -> tuple:
     kernel, why = fusion.kernel_for(description)
     if kernel is None:
         return None, why
+    if getattr(kernel, "segments", None) != description.segments:
+        # a backend that predates segmented descriptions built a one-tensor kernel for it
+        return None, "the backend's kernel does not say it takes the segments"
     return MultiTensor(kernel, outs, order, description), ""

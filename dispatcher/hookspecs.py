@@ -88,7 +88,8 @@ def ember_fused_kernel(device_type, description):
     compiled optimizer's update) has ``segments``, the sizes of the tensors it runs over
     (``shape`` is ``(sum,)``), and ``writes``: per output, the input it is stored into (in
     place) or None; its kernel takes each input of nonzero stride, and each output not written
-    in place, as a sequence of tensors (one per segment), the others as tensors. Other
+    in place, as a sequence of tensors (one per segment), the others as tensors, and carries
+    ``kernel.segments`` equal to the description's (a kernel without it is not used). Other
     descriptions have both empty.
 
     Returns:

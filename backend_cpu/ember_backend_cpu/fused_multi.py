@@ -41,6 +41,7 @@ def kernel(description):
         fn(ptrs)
 
     run.source = source
+    run.segments = d.segments  # what the compiler checks: this kernel takes them
     return run
 
 
