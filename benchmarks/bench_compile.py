@@ -5,6 +5,7 @@
     python benchmarks/bench_compile.py --interleaved --models tiny --forward \
         --modes eager default reduce-overhead
     python benchmarks/bench_compile.py --optimizers --steps 500 --threads 1
+    python benchmarks/bench_compile.py --whole-step [--interleaved] --steps 300 --models tiny
 
 Each (library, mode, model) runs in its own process (so one library's threads, allocator and
 compile caches never touch another's), builds the model of bench_training.py, compiles the
@@ -13,7 +14,9 @@ optimizer step stay eager, as in nanoGPT's ``model = torch.compile(model)``), ti
 step (capture or compilation included) and the median of ``--steps`` steps after it, and prints
 ratios against eager ember and PyTorch eager. ``tiny`` is a per-op-bound MLP (width 32, batch 8).
 A process over ``--timeout`` seconds (torch.compile's first compilation can be slow on small
-machines) is reported as missing.
+machines) is reported as missing. ``--whole-step``: the compiled modes compile the whole
+training step instead (``zero_grad``, forward, loss, ``backward()``, ``opt.step()`` as one
+region, compiler/train_region.py; torch.compile breaks its graph at the backward).
 """
 
 from __future__ import annotations
@@ -40,24 +43,33 @@ ALL = {"tiny": tiny, **MODELS}
 RUNS = [("ember", False), ("ember", True), ("torch", False), ("torch", True)]
 
 
-def worker(lib_name: str, compiled: bool, model_name: str, steps: int, threads: int) -> dict:
-    lib = __import__(lib_name)
-    lib.set_num_threads(threads)
-    lib.manual_seed(0)
+def training_step(lib, model_name: str, mode: str | None, whole: bool):
+    """``(step, optimizer)``: a training step of ``model_name``, eager (``mode`` None), its model
+    compiled in ``mode``, or (``whole``) the step itself compiled as one region."""
     model, opt, x, y = ALL[model_name](lib.nn, lib)
-    run = lib.compile(model) if compiled else model
+    run = model if mode is None or whole else lib.compile(model, mode=mode)
 
     def step():
         opt.zero_grad()
         loss = lib.nn.functional.cross_entropy(run(x), y)
         loss.backward()
         opt.step()
+        return loss
+
+    return (lib.compile(step, mode=mode) if mode is not None and whole else step), opt
+
+
+def worker(lib_name: str, compiled: bool, model_name: str, args) -> dict:
+    lib = __import__(lib_name)
+    lib.set_num_threads(args.threads)
+    lib.manual_seed(0)
+    step, _ = training_step(lib, model_name, "default" if compiled else None, args.whole_step)
 
     start = time.perf_counter()
     step()
     first = time.perf_counter() - start
     times = []
-    for _ in range(steps):
+    for _ in range(args.steps):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
@@ -76,21 +88,19 @@ def interleaved(model_name: str, steps: int, threads: int, args) -> None:
     runs = {}
     for mode in args.modes:
         ember.manual_seed(0)
-        model, opt, x, y = ALL[model_name](ember.nn, ember)
-        run = model if mode == "eager" else ember.compile(model, mode=mode)
-        if mode != "eager" and args.compile_step:
-            opt.step = ember.compile(opt.step)
+        if args.forward:
+            model, _, x, _ = ALL[model_name](ember.nn, ember)
+            run = model if mode == "eager" else ember.compile(model, mode=mode)
 
-        def step(run=run, opt=opt, x=x, y=y):
-            opt.zero_grad()
-            ember.nn.functional.cross_entropy(run(x), y).backward()
-            opt.step()
+            def call(run=run, x=x):
+                with ember.no_grad():
+                    run(x)
 
-        def forward(run=run, x=x):
-            with ember.no_grad():
-                run(x)
-
-        call = forward if args.forward else step
+        else:
+            compiled = None if mode == "eager" else mode
+            call, opt = training_step(ember, model_name, compiled, args.whole_step)
+            if mode != "eager" and args.compile_step and not args.whole_step:
+                opt.step = ember.compile(opt.step)
         for _ in range(3):  # capture, build the compiled pair, first replay
             call()
         runs[mode] = (call, [])
@@ -100,6 +110,7 @@ def interleaved(model_name: str, steps: int, threads: int, args) -> None:
             call()
             times.append(time.perf_counter() - start)
     what = "no-grad forward" if args.forward else "training step"
+    what += " (the whole step compiled)" * (args.whole_step and not args.forward)
     medians = {mode: statistics.median(times) * 1e3 for mode, (_, times) in runs.items()}
     base = medians.get("eager")
     for mode, ms in medians.items():
@@ -153,6 +164,7 @@ def optimizer_steps(steps: int, threads: int) -> None:
 def measure(lib: str, compiled: bool, model: str, args) -> dict | None:
     command = [sys.executable, __file__, "--worker", lib, str(int(compiled)), model]
     command += ["--steps", str(args.steps), "--threads", str(args.threads)]
+    command += ["--whole-step"] * args.whole_step
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:
@@ -179,6 +191,9 @@ def main(argv=None) -> None:
     parser.add_argument("--modes", nargs="+", default=["eager", "default"], help="--interleaved")
     parser.add_argument("--forward", action="store_true", help="--interleaved: no-grad forward")
     parser.add_argument(
+        "--whole-step", action="store_true", help="compile the whole training step as one region"
+    )
+    parser.add_argument(
         "--compile-step", action="store_true", help="--interleaved: compile opt.step too"
     )
     args = parser.parse_args(argv)
@@ -191,7 +206,7 @@ def main(argv=None) -> None:
         return
     if args.worker:
         lib, compiled, model = args.worker
-        print(json.dumps(worker(lib, compiled == "1", model, args.steps, args.threads)))
+        print(json.dumps(worker(lib, compiled == "1", model, args)))
         return
     header = f"{'model':6s} {'ember':>9s} {'compiled':>9s} {'torch':>9s} {'t.compile':>9s}"
     print(header + f" {'c/ember':>8s} {'c/torch':>8s} {'1st call':>9s}   (ms per step)")

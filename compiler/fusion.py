@@ -27,7 +27,7 @@ from ember.jit.types import TensorType
 from . import logs
 
 UNARY = frozenset(
-    ("neg", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "erf", "rsqrt", "square")
+    ("neg", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "erf", "rsqrt", "sqrt", "square")
 )
 BINARY = frozenset(("add", "sub", "mul", "div", "maximum", "minimum", "pow"))
 COMPARE = frozenset(("gt", "lt", "ge", "le", "eq", "ne"))
@@ -65,6 +65,10 @@ class FusedKernel:
     inputs: tuple  # FusedInput, in the order the kernel receives the tensors (after outputs)
     steps: tuple  # FusedStep, in order
     outputs: tuple  # indices of the steps whose values the kernel stores, in the call's order
+    # A multi-tensor kernel (multi_tensor.py, a compiled optimizer's update): the chain over
+    # tensors of these sizes (``shape`` is their sum) given one by one, never concatenated
+    segments: tuple = ()
+    writes: tuple = ()  # with segments, per output: the input it is stored into, or None
 
 
 @dataclass

@@ -5,11 +5,11 @@ hyperparameters its plan guards, the state tensors it reads (named as the eager 
 them, so a state dict moves between eager and compiled),
 the per-step numbers worked out in Python (learning rate, bias corrections: fed to the kernel
 as 0-d tensors, so they change without a rebuild), and the update itself written out of place
-in ember ops that the fusion scheduler fuses (compiler/fusion.py: add, mul, div, pow, where,
+in ember ops that the fusion scheduler fuses (compiler/fusion.py: add, mul, div, sqrt, where,
 maximum...). optim_traced.py traces the update once per bucket and replays it. The formulas
 follow each class's eager ``step`` (ember/optim), which follows PyTorch's single-tensor path;
-``sqrt`` is ``pow(·, 0.5)`` and ``abs``/``sign`` are ``maximum``/``where``, the fusible forms,
-so results agree with eager to rounding, not bit for bit.
+``abs``/``sign`` are ``maximum``/``where``, the fusible forms, and ``addcmul``/``addcdiv`` are
+written out, so results agree with eager to rounding, not bit for bit.
 """
 
 from __future__ import annotations
@@ -49,10 +49,6 @@ class Rule:
         return lazy_state(opt.state, p, *self.names(group))
 
 
-def _sqrt(x):
-    return x.pow(0.5)
-
-
 def _grad(group, p, g, n, decay=True):
     """The gradient as ``grads_of`` makes it: negated to maximize, plus L2 weight decay."""
     if group.get("maximize"):
@@ -87,9 +83,9 @@ def _rmsprop(group, p, g, s, n):
     new = {"square_avg": s["square_avg"] * n["alpha"] + n["one_m_alpha"] * g * g}
     if group["centered"]:
         new["grad_avg"] = _lerp(s["grad_avg"], g, n["one_m_alpha"])
-        avg = _sqrt(new["square_avg"] - new["grad_avg"] * new["grad_avg"]) + n["eps"]
+        avg = (new["square_avg"] - new["grad_avg"] * new["grad_avg"]).sqrt() + n["eps"]
     else:
-        avg = _sqrt(new["square_avg"]) + n["eps"]
+        avg = new["square_avg"].sqrt() + n["eps"]
     if group["momentum"] > 0:
         new["momentum_buffer"] = s["momentum_buffer"] * n["momentum"] + g / avg
         return p - n["lr"] * new["momentum_buffer"], new
@@ -106,7 +102,7 @@ def _adagrad_numbers(group, step, state):
 def _adagrad(group, p, g, s, n):
     g = _grad(group, p, g, n)
     total = s["sum"] + g * g
-    return p - n["clr"] * (g / (_sqrt(total) + n["eps"])), {"sum": total}
+    return p - n["clr"] * (g / (total.sqrt() + n["eps"])), {"sum": total}
 
 
 # ---- Adamax ------------------------------------------------------------------------------------
@@ -153,7 +149,7 @@ def _nadam(group, p, g, s, n):
     p = _decayed(group, p, n)
     avg = _lerp(s["exp_avg"], g, n["one_m_beta1"])
     sq = s["exp_avg_sq"] * n["beta2"] + n["one_m_beta2"] * g * g
-    denom = _sqrt(sq / n["bc2"]) + n["eps"]
+    denom = (sq / n["bc2"]).sqrt() + n["eps"]
     p = p - n["c_grad"] * (g / denom) - n["c_avg"] * (avg / denom)
     return p, {"exp_avg": avg, "exp_avg_sq": sq}
 
@@ -182,7 +178,7 @@ def _radam(group, p, g, s, n):
     p = _decayed(group, p, n)
     avg = _lerp(s["exp_avg"], g, n["one_m_beta1"])
     sq = s["exp_avg_sq"] * n["beta2"] + n["one_m_beta2"] * g * g
-    scale = n["k"] / (_sqrt(sq) + n["eps"]) + n["b"]
+    scale = n["k"] / (sq.sqrt() + n["eps"]) + n["b"]
     return p - avg * n["clr"] * scale, {"exp_avg": avg, "exp_avg_sq": sq}
 
 
@@ -196,7 +192,7 @@ def _adadelta_numbers(group, step, state):
 def _adadelta(group, p, g, s, n):
     g = _grad(group, p, g, n)
     sq = s["square_avg"] * n["rho"] + n["one_m_rho"] * g * g
-    delta = _sqrt(s["acc_delta"] + n["eps"]) / _sqrt(sq + n["eps"]) * g
+    delta = (s["acc_delta"] + n["eps"]).sqrt() / (sq + n["eps"]).sqrt() * g
     acc = s["acc_delta"] * n["rho"] + n["one_m_rho"] * delta * delta
     return p - n["lr"] * delta, {"square_avg": sq, "acc_delta": acc}
 

@@ -71,8 +71,17 @@ class _Bucket:
         if counts is not None:
             counts.add_(1)
         kwargs = self.make(self.group) if self.refresh else self.kwargs
-        self.fn(self.params, grads, *self.lists, lr=scalar(self.group["lr"]),
-                grad_scale=grad_scale, found_inf=found_inf, **kwargs, **self.extra)  # fmt: skip
+        lr = scalar(self.group["lr"])
+        amp = grad_scale is not None or found_inf is not None
+        if self.direct is not None and not amp and optim_traced.dense(grads, self.params):
+            # what the op's runner ends in, without its dispatch and list checks: the plan
+            # holds the parameters and states, and the gradients are checked here
+            kernel, names = self.direct
+            values = {**kwargs, **self.extra, "lr": lr, "grad_scale": None, "found_inf": None}
+            kernel(self.params, grads, *self.lists, *[values[n] for n in names])
+        else:
+            self.fn(self.params, grads, *self.lists, lr=lr, grad_scale=grad_scale,
+                    found_inf=found_inf, **kwargs, **self.extra)  # fmt: skip
         if found_inf is not None and counts is not None:
             counts.sub_(found_inf.reshape(()))
 
@@ -84,7 +93,9 @@ class _Bucket:
         how = "one fused kernel" if fused else "no fused kernel: replays op by op (decomposition)"
         return f"  {op.name} on {where}, {len(self.params)} tensors: {how}"
 
-    __slots__ = ("extra", "fn", "group", "kwargs", "lists", "make", "params", "refresh", "steps")
+    __slots__ = (
+        "direct", "extra", "fn", "group", "kwargs", "lists", "make", "params", "refresh", "steps"
+    )  # fmt: skip
 
     def __init__(self, fn, group, params, lists, steps, make, extra=None):
         self.fn = fn  # ember._fused_adam_, _fused_adamw_ or _fused_sgd_
@@ -96,6 +107,7 @@ class _Bucket:
         self.kwargs = make(group)
         self.refresh = False  # a float hyperparameter is dynamic: make the arguments per call
         self.extra = extra or {}  # SGD's is_first_step
+        self.direct = _kernel_of(fn, params, lists)  # (kernel, its non-list argument names)
 
 
 class _Plan:
@@ -399,6 +411,18 @@ def _sgd_buckets(opt):
                 _Bucket(ember._fused_sgd_, group, ps, lists, None, _sgd_kwargs, first_step)
             )
     return buckets
+
+
+def _kernel_of(fn, params, lists):
+    """``(kernel, names of its arguments after the lists)`` of the fused op on the parameters'
+    device and dtype when the backend has one and the state lists are contiguous (the runner
+    would call it as is), else None."""
+    first = params[0]
+    op = _op(fn)
+    kernel = op.kernel(first._storage.device.type, first._dtype)
+    if kernel is None or not all(t._contig for ts in lists for t in ts):
+        return None
+    return kernel, [a.name for a in op.schema.args if not (a.is_tensor and a.is_list)]
 
 
 def _op(function):

@@ -5,10 +5,13 @@ in one flat buffer per state name (each parameter's state entry a view of it), i
 traced once, out of place, over flat tensors (parameters, gradients, state, and the per-step
 numbers as 0-d tensors), and replayed with the fusion scheduler on (compiler/fusion.py), so
 an elementwise update is one fused kernel where the backend generates them (the CPU) and op
-by op elsewhere. A call: the parameters and gradients concatenated, the program, the new state
-copied into the flat buffers (one copy each), the new parameters copied back. The step count
-and the state's Python numbers (NAdam's ``mu_product``, ASGD's ``eta``/``mu``) are written to
-every parameter's state, as the eager step keeps them.
+by op elsewhere. Where the whole update is one chain and the backend generates multi-tensor
+kernels (the CPU), a call is that one kernel over the parameters, gradients and states
+themselves, updating them in place (multi_tensor.py). Otherwise: the parameters and gradients
+concatenated, the program, the new state copied into the flat buffers (one copy each), the new
+parameters copied back. The step count and the state's Python numbers (NAdam's
+``mu_product``, ASGD's ``eta``/``mu``) are written to every parameter's state, as the eager
+step keeps them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import ember
 from ember.autograd.grad_mode import no_grad
 from ember.jit.tracer import capture, current
 
-from . import fusion, replay
+from . import fusion, logs, multi_tensor, replay
 
 
 class TracedBucket:
@@ -39,7 +42,8 @@ class TracedBucket:
         self.flat = {name: _flatten(opt, params, name) for name in self.names}
         self.state = opt.state[first]
         self.count = float(self.state["step"])
-        self.program = None
+        self.graph = self.program = self.multi = None
+        self.tensors: list = []  # the kernel's tensors per graph input (multi-tensor)
         self.fused = 0
         self.keys: list = []
         self.extra: dict = {}  # (SGD's first-step flag; none here)
@@ -74,11 +78,16 @@ class TracedBucket:
         return (new_p, *[new[name] for name in names])
 
     def _build(self, args) -> None:
-        """Trace the update over these tensors; the replay fuses its elementwise chains."""
-        graph = capture(self._update, args, strict=False).graph
-        nodes = list(graph.block().nodes())
-        self.fused = len(fusion.schedule(nodes, graph.outputs()))
-        self.program = replay.build(graph, fuse=True, name="optimizer_update")
+        """Trace the update over these tensors: one multi-tensor kernel where the backend makes
+        it, else a replay program that fuses its elementwise chains (built at first need)."""
+        self.graph = capture(self._update, args, strict=False).graph
+        self.multi, why = multi_tensor.build(self.graph, self.sizes, 2 + len(self.names))
+        if self.multi is not None:
+            self.fused = 1
+            self.tensors = [self.params, None, *[_states(self.opt, self.params, n) for n in
+                            self.names], *self.scalars]  # fmt: skip
+        elif logs.enabled("fusion"):
+            logs.log("fusion", f"{type(self.opt).__name__} update: no multi-tensor kernel: {why}")
 
     def run(self, opt) -> None:
         if _amp(opt):
@@ -86,22 +95,40 @@ class TracedBucket:
         with no_grad():
             self.count += 1
             numbers = self._numbers(self.count)
-            flat_p = ember.cat(self.views)
-            flat_g = ember.cat([p.grad.reshape(-1) for p in self.params])
-            args = (flat_p, flat_g, *[self.flat[n] for n in self.names], *numbers)
-            if self.program is None and current() is not None:
-                # inside an ember.compile capture (a trace cannot nest): the update's ops run
-                # as they are, this once; the first call outside builds the program
-                new_p, *new = self._update(*args)
+            grads = [p.grad for p in self.params]
+            if self.graph is None and current() is None:
+                self._build(self._flat(grads, numbers))
+            if self.multi is not None and dense(grads, self.params):
+                tensors = self.tensors
+                tensors[1] = grads
+                self.multi.kernel(*self.multi.arguments(tensors))
             else:
-                if self.program is None:
-                    self._build(args)
-                new_p, *new = self.program(*args)
-            for name, value in zip(self.names, new):
-                self.flat[name].copy_(value)
-            for view, piece in zip(self.views, ember.split(new_p, self.sizes)):
-                view.copy_(piece)
+                self._concatenated(grads, numbers)
         self._write_state()
+
+    def _flat(self, grads, numbers) -> tuple:
+        flat_p = ember.cat(self.views)
+        dtype = self.like["dtype"]  # (ember, unlike PyTorch, lets .grad take another dtype)
+        flat_g = ember.cat([g.reshape(-1).to(dtype) for g in grads])
+        return (flat_p, flat_g, *[self.flat[n] for n in self.names], *numbers)
+
+    def _concatenated(self, grads, numbers) -> None:
+        """The update over the concatenated tensors, the results copied back."""
+        args = self._flat(grads, numbers)
+        if self.graph is None:
+            # inside an ember.compile capture (a trace cannot nest): the update's ops run as
+            # they are, this once; the first call outside builds the program
+            new_p, *new = self._update(*args)
+        else:
+            if self.program is None:
+                nodes = list(self.graph.block().nodes())
+                self.fused = len(fusion.schedule(nodes, self.graph.outputs()))
+                self.program = replay.build(self.graph, fuse=True, name="optimizer_update")
+            new_p, *new = self.program(*args)
+        for name, value in zip(self.names, new):
+            self.flat[name].copy_(value)
+        for view, piece in zip(self.views, ember.split(new_p, self.sizes)):
+            view.copy_(piece)
 
     def _write_state(self) -> None:
         after = self.rule.after
@@ -116,7 +143,9 @@ class TracedBucket:
         where = f"{first.device.type} {first.dtype}"
         how = (f"{self.fused} fused kernel(s)" if self.fused else
                "no fused kernel: replays op by op")  # fmt: skip
-        if self.program is None:
+        if self.multi is not None:
+            how = "1 fused kernel(s), multi-tensor (in place, no concatenation)"
+        elif self.graph is None:
             how = "traced at its first call"
         return f"  {type(self.opt).__name__} update on {where}, {len(self.params)} tensors: {how}"
 
@@ -136,6 +165,20 @@ def _flatten(opt, params, name):
         opt.state[p][name] = flat[offset : offset + n].view(t.shape)
         offset += n
     return flat
+
+
+def dense(grads, params) -> bool:
+    """Gradients a kernel takes as they are: contiguous, of their parameter's shape, dtype and
+    device (a fused op's runner checks these, or copies a strided one)."""
+    return all(
+        g._contig and g._shape == p._shape and g._dtype is p._dtype
+        and g._storage.device is p._storage.device
+        for g, p in zip(grads, params)
+    )  # fmt: skip
+
+
+def _states(opt, params, name) -> list:
+    return [opt.state[p][name] for p in params]
 
 
 def _views_of(base, parts) -> bool:

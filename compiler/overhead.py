@@ -32,7 +32,6 @@ import threading
 import ember
 from ember._tensor import Tensor
 from ember.jit.ops import is_view, resolve
-from ember.jit.types import TensorType
 
 from . import lower, replay
 
@@ -71,20 +70,6 @@ class _StaticProgram(replay._Program):
         buffer = ember.empty(typ.sizes(), dtype=typ.dtype(), device=typ.device())
         self.buffers.append(buffer)
         return self.bind(buffer, "BUF")
-
-    def node(self, node, indent: str, out: list) -> None:
-        kernel = _product_kernel(node)
-        if kernel is None:
-            return super().node(node, indent, out)
-        value = node.output()
-        typ = value.type()
-        names = [self.bind(typ.sizes(), "S"), self.bind(typ.dtype(), "D")]
-        target = self.name(value)
-        out.append(
-            f"{indent}{target} = {self.alloc(value, *names, self.bind(typ.device(), 'DEV'))}"
-        )
-        args = ", ".join(self.expr(v) for v in node.inputs())
-        out.append(f"{indent}{self.bind(kernel, 'K')}({target}, {args})")
 
     def lower(self, op, node):
         if self.fresh_rule is not None:  # a training program: composites as in default mode
@@ -129,27 +114,6 @@ def training(graph, forward, backward):
     ins, body, outs, called, _ = backward  # (the names above stay the forward's: Plans rebuilds)
     program = replay.build(graph, ins, body, outs, name=called, fuse=True, writer=writer)
     return (plans, program) if plans.usable and program is not None else None
-
-
-_PRODUCTS = frozenset(("ember::mm", "ember::bmm"))  # runners that end in kernel(out, a, b)
-
-
-def _product_kernel(node):
-    """The backend kernel of an ``mm``/``bmm`` node whose operands have its dtype and device
-    (what the runner checks before calling it), or None."""
-    if node.kind() not in _PRODUCTS or len(node.outputs()) != 1:
-        return None
-    result = node.output().type()
-    if not isinstance(result, TensorType) or not result.is_complete():
-        return None
-    for value in node.inputs():
-        typ = value.type()
-        if not isinstance(typ, TensorType) or not typ.is_complete():
-            return None
-        if (typ.dtype(), typ.device()) != (result.dtype(), result.device()):
-            return None
-    op = resolve(node.kind())
-    return op.kernel(result.device().type, result.dtype())
 
 
 _MESSAGE = (

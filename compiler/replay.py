@@ -19,10 +19,11 @@ from __future__ import annotations
 import math
 
 import ember
-from ember._tensor import empty
+from ember._tensor import contiguous_strides, empty, is_contiguous, make
 from ember.autograd.grad_mode import STATE as GRAD
-from ember.dispatcher.kinds import elementwise, twin
+from ember.dispatcher.kinds import elementwise, reduction, twin
 from ember.dispatcher.kinds._common import expand_to
+from ember.dispatcher.opdef import Promotion
 from ember.jit.codegen import _Writer
 from ember.jit.ops import is_view, resolve
 from ember.jit.prims import PRIMS
@@ -169,6 +170,16 @@ class _Program(_Writer):
             out.append(f"{indent}{targets} = {self.alloc(node.output(), shape, dtype, device)}")
             out.append(f"{indent}{self.bind(kernel, 'K')}({targets}, {', '.join(args)})")
             return
+        if _kernel_call(node) is not None or _transposes(node):
+            return self.direct(node, indent, out)
+        if _reshapes(node):  # a contiguous input (the usual case) needs no runner
+            shape = tuple(node.output().type().sizes())
+            rs = [self.bind(_reshaped, "RS"), self.bind(shape, "S")]
+            rs.append(self.bind(contiguous_strides(shape), "ST"))
+            runner = f"{self.bind(twin.runner(op), 'R')}({', '.join([self.bind(op, 'OP'), *args])})"
+            fast = f"{rs[0]}({args[0]}, {rs[1]}, {rs[2]})"
+            out.append(f"{indent}{targets} = {fast} if {args[0]}._contig else {runner}")
+            return
         sub = self.lower(op, node)
         if sub is not None:
             tensors = [self.expr(v) for v in node.inputs() if isinstance(v.type(), TensorType)]
@@ -177,6 +188,25 @@ class _Program(_Writer):
         runner = self.bind(twin.runner(op), "R")
         call = f"{runner}({', '.join([self.bind(op, 'OP'), *args])})"
         out.append(f"{indent}{targets} = {call}" if targets else f"{indent}{call}")
+
+    def direct(self, node, indent: str, out: list) -> None:
+        """A node whose runner's checks the guarded types settle: ``mm``/``bmm`` and keepdim
+        reductions call their kernel into the output (``kernel(out, a, b)``,
+        ``kernel(out, x, dims)``: the runners' contracts), ``t`` of a 2-D tensor builds the view
+        itself."""
+        target = self.name(node.output())
+        if node.kind() == "ember::t":
+            x = self.expr(node.inputsAt(0))
+            out.append(f"{indent}{target} = {self.bind(_transposed, 'T')}({x})")
+            return
+        kernel, count, extra = _kernel_call(node)
+        args = [self.expr(v) for v in list(node.inputs())[:count]]
+        args += [self.bind(value, "C") for value in extra]
+        typ = node.output().type()
+        names = [self.bind(typ.sizes(), "S"), self.bind(typ.dtype(), "D")]
+        names.append(self.bind(typ.device(), "DEV"))
+        out.append(f"{indent}{target} = {self.alloc(node.output(), *names)}")
+        out.append(f"{indent}{self.bind(kernel, 'K')}({target}, {', '.join(args)})")
 
     def lower(self, op, node):
         """The sub-program of composite ``node`` (lower.py), or None."""
@@ -228,6 +258,105 @@ def _plain_kernel(op, node):
         return None
     kernel = op.kernel(result.device().type, compute)
     return None if kernel is None else (kernel, broadcast)
+
+
+_PRODUCTS = frozenset(("ember::mm", "ember::bmm"))  # runners that end in kernel(out, a, b)
+
+
+def _product_kernel(node):
+    """The backend kernel of an ``mm``/``bmm`` node whose operands have its dtype and device
+    (what the runner checks before calling it), or None."""
+    if node.kind() not in _PRODUCTS or len(node.outputs()) != 1:
+        return None
+    result = node.output().type()
+    if not isinstance(result, TensorType) or not result.is_complete():
+        return None
+    for value in node.inputs():
+        typ = value.type()
+        if not isinstance(typ, TensorType) or not typ.is_complete():
+            return None
+        if (typ.dtype(), typ.device()) != (result.dtype(), result.device()):
+            return None
+    op = resolve(node.kind())
+    if result.dtype() not in op.dtypes:  # a limited dtype: its twin path (twin.runner)
+        return None
+    return op.kernel(result.device().type, result.dtype())
+
+
+def _kernel_call(node):
+    """``(kernel, tensor inputs passed, constants passed after them)`` of a node the replay
+    calls its kernel for: ``mm``/``bmm`` (``_product_kernel``), a keepdim reduction over
+    constant dims (``_reduction_kernel``); else None."""
+    kernel = _product_kernel(node)
+    if kernel is not None:
+        return kernel, 2, ()
+    return _reduction_kernel(node)
+
+
+def _reduction_kernel(node):
+    """sum/prod/amax/amin over constant dims with ``keepdim=True`` and no ``dtype=``, of a
+    result of the input's dtype: the reduce runner's ``kernel(out, x, dims)``."""
+    op = None if node.kind().startswith("prim::") else resolve(node.kind())
+    if op is None or op.runner is not reduction.reduce or len(node.inputs()) not in (3, 4):
+        return None
+    if op.promotion is Promotion.ALWAYS_BOOL:  # all/any: written as bool, then cast
+        return None
+    x, dim, keep, *dtype = node.inputs()  # amax/amin take no dtype=
+    typ, result = x.type(), node.output().type()
+    complete = all(isinstance(t, TensorType) and t.is_complete() for t in (typ, result))
+    if not complete or (typ.dtype(), typ.device()) != (result.dtype(), result.device()):
+        return None
+    dims = fusion._literal(dim)
+    dims = [dims] if type(dims) is int else dims
+    if fusion._literal(keep) is not True or any(fusion._literal(v) is not None for v in dtype):
+        return None
+    if not isinstance(dims, list) or not dims or not all(type(d) is int for d in dims):
+        return None
+    sizes = tuple(typ.sizes())
+    if not sizes or typ.dtype() not in op.dtypes:
+        return None
+    dims = reduction.reduced_dims(dims, len(sizes), op.name)
+    if any(sizes[d] == 0 for d in dims):  # amax/amin refuse it: the runner raises
+        return None
+    kernel = op.kernel(result.device().type, result.dtype())
+    return None if kernel is None else (kernel, 1, (dims,))
+
+
+def _reshapes(node) -> bool:
+    """A ``view``/``reshape`` to a known shape."""
+    if node.kind() not in ("ember::view", "ember::reshape") or len(node.outputs()) != 1:
+        return False
+    typ = node.output().type()
+    return isinstance(typ, TensorType) and typ.is_complete()
+
+
+def _reshaped(x, shape, stride):
+    """view.reshape's (and view.view's) result for a contiguous ``x``: a contiguous view of the
+    same base."""
+    out = make(x._storage, shape, stride, x._offset, x._dtype, True)
+    out._base = x if x._base is None else x._base
+    return out
+
+
+def _transposes(node) -> bool:
+    """A ``t`` of a tensor known to be 2-D."""
+    if node.kind() != "ember::t" or len(node.inputs()) != 1:
+        return False
+    typ = node.inputsAt(0).type()
+    return isinstance(typ, TensorType) and typ.is_complete() and len(typ.sizes()) == 2
+
+
+def _transposed(x):
+    """``x.t()`` of a 2-D tensor: view.t's result (a view of the same base) without its
+    argument checks, which the graph's guarded types make."""
+    (rows, cols), (a, b) = x._shape, x._stride
+    if rows > 1 and cols > 1:  # the usual case, without is_contiguous's general walk
+        contig = a == 1 and b == rows
+    else:
+        contig = is_contiguous((cols, rows), (b, a))
+    out = make(x._storage, (cols, rows), (b, a), x._offset, x._dtype, contig)
+    out._base = x if x._base is None else x._base
+    return out
 
 
 def _broadcasts(sizes, target) -> bool:

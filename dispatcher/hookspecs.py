@@ -84,7 +84,13 @@ def ember_fused_kernel(device_type, description):
     are stored, one tensor each, in the call's order). The last step may be a row op over the
     last dim of ``shape``: ``sum``, ``mean``, ``amax`` (``params["keepdim"]``; its output has
     the reduced shape), ``softmax``, ``log_softmax``, ``layer_norm`` (``params["eps"]``; args
-    1 and 2 the weight and bias, ``("scalar", None)`` when absent).
+    1 and 2 the weight and bias, ``("scalar", None)`` when absent). A multi-tensor chain (a
+    compiled optimizer's update) has ``segments``, the sizes of the tensors it runs over
+    (``shape`` is ``(sum,)``), and ``writes``: per output, the input it is stored into (in
+    place) or None; its kernel takes each input of nonzero stride, and each output not written
+    in place, as a sequence of tensors (one per segment), the others as tensors, and carries
+    ``kernel.segments`` equal to the description's (a kernel without it is not used). Other
+    descriptions have both empty.
 
     Returns:
         ``kernel(*outs, *inputs)`` (outputs allocated contiguous, inputs contiguous at their

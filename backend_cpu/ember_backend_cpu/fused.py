@@ -52,6 +52,7 @@ _UNARY = {  # the eager expressions of unary.def
     "relu": "(({0} > 0 || {0} != {0}) ? {0} : 0)",
     "erf": "em_erf({0})",
     "rsqrt": "(1 / sqrt({0}))",
+    "sqrt": "sqrt({0})",
     "square": "({0} * {0})",
 }
 _BINARY = {  # binary.def's
@@ -69,6 +70,10 @@ def kernel(description):
     does not know, or no C compiler: the caller replays the chain op by op)."""
     if not _supported(description):
         return None
+    if getattr(description, "segments", ()):  # a list of tensors (an optimizer's update)
+        from .fused_multi import kernel as multi
+
+        return multi(description)
     source = generate(description)
     try:
         fn = load(source)

@@ -127,3 +127,78 @@ def test_explain_reports_the_peak_of_the_memory_plan():
     # each intermediate dies at its only use: at most the one being read and the one written
     assert out.peak_bytes == 2 * one
     assert f"Peak Memory: {2 * one} bytes" in str(out)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ember.randn(3, 5),
+        lambda: ember.randn(5, 3).t(),
+        lambda: ember.randn(1, 4),
+        lambda: ember.randn(4, 1),
+        lambda: ember.randn(0, 3),
+        lambda: ember.randn(6, 8)[1:4, ::2],
+    ],
+    ids=["contiguous", "transposed", "row", "column", "empty", "sliced"],
+)
+def test_direct_transpose_is_the_view_op(make):
+    """replay's ``t`` of a 2-D tensor builds the view op's own result."""
+    from ember.compiler.replay import _transposed
+
+    x = make()
+    got, want = _transposed(x), x.t()
+    assert (got.shape, got.stride(), got.storage_offset()) == (
+        want.shape,
+        want.stride(),
+        want.storage_offset(),
+    )
+    assert got.is_contiguous() == want.is_contiguous()
+    assert got._base is want._base
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_keepdim_reductions_call_their_kernel(device):
+    """sum/amax/prod over constant dims with keepdim=True run ``kernel(out, x, dims)`` from the
+    program (no runner); other reductions (keepdim=False, dtype=) keep the runner."""
+
+    def f(x):
+        a = x.sum(0, keepdim=True) * 2
+        b = x.amax([0, 2], keepdim=True) + 1
+        c = x.prod(-1, keepdim=True)
+        d = x.sum(1) + x.sum(1, keepdim=True, dtype=ember.float64).float().squeeze(1)
+        return a, b, c, d
+
+    compiled = ember.compile(f)
+    x = ember.randn(3, 4, 5, device=device)
+    with ember.no_grad():
+        compiled(x)
+        got = compiled(x)
+    (program,) = _programs(compiled)
+    names = program.__globals__
+    runners = [names[k].name for k in names if k.startswith("OP")]
+    reductions = [name for name in runners if name in ("sum", "amax", "prod")]
+    assert reductions == ["sum", "sum"], program.source  # the keepdim=False and dtype= ones
+    for g, w in zip(got, f(x)):
+        np.testing.assert_allclose(g.cpu().numpy(), w.cpu().numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_reshape_of_a_contiguous_value_is_built_directly(device):
+    """``view``/``reshape`` of a contiguous value build the view from the guarded shape; a
+    strided one (here a transpose) still goes through the runner, which copies."""
+
+    def f(x):
+        a = (x * 2).reshape(-1, 2)
+        b = x.t().reshape(-1)
+        c = (x + 1).view(2, -1) * 3
+        return a, b, c
+
+    compiled = ember.compile(f)
+    x = ember.randn(4, 6, device=device)
+    with ember.no_grad():
+        compiled(x)
+        got = compiled(x)
+    (program,) = _programs(compiled)
+    assert program.source.count("._contig else") == 3, program.source
+    for g, w in zip(got, f(x)):
+        assert (g.shape, g.stride(), g.is_contiguous()) == (w.shape, w.stride(), w.is_contiguous())
+        np.testing.assert_array_equal(g.cpu().numpy(), w.cpu().numpy())
