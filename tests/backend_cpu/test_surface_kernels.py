@@ -299,3 +299,67 @@ def test_unique_large_and_edges():
     assert [tuple(e.shape) for e in empty] == [(0,), (0,), (0,)]
     scalar = ember.unique(ember.tensor(4), return_inverse=True)
     assert scalar[0].tolist() == [4] and scalar[1].shape == ()
+
+
+# One line past the kernel's per-line threading threshold (LINE_PARALLEL, 2^16 in csrc/sort.c),
+# on 1, 2 and 3 threads (the `threads` fixture). The sort and the pass then run in chunks on every
+# thread; the result must be PyTorch's, and the same bits on any thread count.
+LONG = (1 << 16) + 4099
+
+
+def long_input(kind: str) -> torch.Tensor:
+    g = torch.Generator().manual_seed(17)
+    if kind == "many distinct int64":  # every radix digit varies
+        return torch.randint(-(2**62), 2**62, (LONG,), generator=g)
+    if kind == "few distinct int64":
+        return (torch.rand(LONG, generator=g) * 1000).long() - 500
+    if kind == "all equal int32":
+        return torch.full((LONG,), -7, dtype=torch.int32)
+    if kind == "float32 NaN and zeros":
+        t = (torch.randn(LONG, generator=g) * 50).round()
+        t[3::5] = -0.0  # both zeros, -0.0 first: one value, the first in input order
+        t[11::97] = float("nan")
+        return t
+    if kind == "float64 all NaN":
+        return torch.full((LONG,), float("nan"), dtype=torch.float64)
+    if kind == "float16":
+        return torch.randn(LONG, generator=g).half()
+    if kind == "uint8":
+        return torch.randint(0, 256, (LONG,), generator=g, dtype=torch.uint8)
+    return torch.rand(LONG, generator=g) < 0.3  # bool
+
+
+LONG_KINDS = (
+    "many distinct int64",
+    "few distinct int64",
+    "all equal int32",
+    "float32 NaN and zeros",
+    "float64 all NaN",
+    "float16",
+    "uint8",
+    "bool",
+)
+
+
+@pytest.mark.parametrize("kind", LONG_KINDS)
+def test_unique_long_line_threads(kind, threads):
+    t = long_input(kind)
+    x = both(t)[0]
+    got = ember.unique(x, return_inverse=True, return_counts=True)
+    want = torch.unique(t, return_inverse=True, return_counts=True)
+    values = to_torch(got[0])
+    torch.testing.assert_close(values, want[0], rtol=0, atol=0, equal_nan=True)
+    assert got[2].tolist() == want[2].tolist()
+    nan = t.isnan() if t.is_floating_point() else torch.zeros(t.shape, dtype=torch.bool)
+    inverse = to_torch(got[1])
+    assert torch.equal(inverse[~nan], want[1][~nan])
+    assert sorted(inverse[nan].tolist()) == sorted(want[1][nan].tolist())
+    # Without inverse and counts (the pass's other branch), and the same bits as one thread.
+    alone = to_torch(ember.unique(x))
+    ember.set_num_threads(1)
+    serial = [to_torch(e) for e in ember.unique(x, return_inverse=True, return_counts=True)]
+    for mine, one in zip((alone, values, inverse, to_torch(got[2])), (serial[0], *serial)):
+        assert mine.dtype == one.dtype and mine.view(-1).numpy().tobytes() == one.numpy().tobytes()
+    if kind == "float32 NaN and zeros":  # the zero run's value is the first zero: -0.0
+        zero = values[values == 0]
+        assert zero.numel() == 1 and torch.signbit(zero).item()
