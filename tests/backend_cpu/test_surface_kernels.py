@@ -302,8 +302,9 @@ def test_unique_large_and_edges():
 
 
 # One line past the kernel's per-line threading threshold (LINE_PARALLEL, 2^16 in csrc/sort.c),
-# on 1, 2 and 3 threads (the `threads` fixture). The sort and the pass then run in chunks on every
-# thread; the result must be PyTorch's, and the same bits on any thread count.
+# on 1, 2 and 3 threads (the `threads` fixture). The sort and the pass (or, for integers of a short
+# span, the count) then run in chunks on every thread; the result must be PyTorch's, and the same
+# bits on any thread count.
 LONG = (1 << 16) + 4099
 
 
@@ -313,6 +314,15 @@ def long_input(kind: str) -> torch.Tensor:
         return torch.randint(-(2**62), 2**62, (LONG,), generator=g)
     if kind == "few distinct int64":
         return (torch.rand(LONG, generator=g) * 1000).long() - 500
+    if kind == "int32 spread":  # a span over csrc/sort.c's DENSE_MAX: sorted, not counted
+        return torch.randint(-(2**20), 2**20, (LONG,), generator=g, dtype=torch.int32)
+    if kind == "int64 near its minimum":  # counted: a short span from int64's lowest value
+        return torch.randint(0, 300, (LONG,), generator=g) + torch.iinfo(torch.int64).min
+    if kind == "int64 at both ends":  # sorted: the span (int64's whole range) must not wrap
+        ends = torch.tensor([-(2**63), 2**63 - 300])
+        return ends[torch.randint(0, 2, (LONG,), generator=g)] + torch.randint(0, 300, (LONG,))
+    if kind == "int8":
+        return torch.randint(-128, 128, (LONG,), generator=g, dtype=torch.int8)
     if kind == "all equal int32":
         return torch.full((LONG,), -7, dtype=torch.int32)
     if kind == "float32 NaN and zeros":
@@ -332,6 +342,10 @@ def long_input(kind: str) -> torch.Tensor:
 LONG_KINDS = (
     "many distinct int64",
     "few distinct int64",
+    "int32 spread",
+    "int64 near its minimum",
+    "int64 at both ends",
+    "int8",
     "all equal int32",
     "float32 NaN and zeros",
     "float64 all NaN",

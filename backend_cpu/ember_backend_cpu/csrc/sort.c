@@ -571,12 +571,69 @@ static int64_t unique_pass(const unique_job *u, runs_fn runs) {
     return found;
 }
 
+/* ---- unique of integers over a short range: a count, not a sort -----------------------------
+ * Integers (and bools) whose values span at most DENSE_MAX values, and no more than n / chunks,
+ * are counted instead: one count per value, per chunk on every thread; the sorted unique values
+ * are the values counted, in order, and an element's inverse is its value's rank. Equal integers
+ * are the same value, so this is the sort's result, from two or three reads of x where the sort
+ * makes ten passes over keys and positions. Returns 0 (nothing written) where it does not fit. */
+#define DENSE_MAX (1 << 16)
+
+typedef int (*dense_fn)(const char *x, int64_t sx, int64_t n, char *values, int64_t *inverse,
+                        int64_t *counts, int64_t *found);
+#define DENSE_UNIQUE(T, unused)                                                                  \
+    static EM_CLONES int dense_##T(const char *xb, int64_t sx, int64_t n, char *vb,               \
+                                   int64_t *inverse, int64_t *counts, int64_t *found) {          \
+        const ST_##T *x = (const ST_##T *)xb;                                                    \
+        const int chunks = line_chunks(n);                                                       \
+        ST_##T lo = x[0], hi = x[0];                                                             \
+        _Pragma("omp parallel for reduction(min : lo) reduction(max : hi) if (chunks > 1)")     \
+        for (int64_t i = 0; i < n; i++) {                                                        \
+            lo = x[i * sx] < lo ? x[i * sx] : lo;                                                \
+            hi = x[i * sx] > hi ? x[i * sx] : hi;                                                \
+        }                                                                                        \
+        const uint64_t span = (uint64_t)hi - (uint64_t)lo; /* exact, even across int64's range */ \
+        if (span >= DENSE_MAX || (int64_t)(span + 1) * chunks > n) return 0;                     \
+        const int64_t range = (int64_t)span + 1;                                                 \
+        int64_t *count = calloc((size_t)(range * chunks), sizeof(int64_t));                      \
+        if (!count) return 0;                                                                    \
+        _Pragma("omp parallel for schedule(static) if (chunks > 1)")                             \
+        for (int c = 0; c < chunks; c++) {                                                       \
+            int64_t *cc = count + c * range;                                                     \
+            for (int64_t i = CHUNK_LO(n, c, chunks); i < CHUNK_LO(n, c + 1, chunks); i++)        \
+                cc[(uint64_t)x[i * sx] - (uint64_t)lo]++;                                        \
+        }                                                                                        \
+        int64_t g = 0;                                                                           \
+        for (int64_t v = 0; v < range; v++) {                                                    \
+            int64_t total = 0;                                                                   \
+            for (int c = 0; c < chunks; c++) total += count[c * range + v];                      \
+            if (!total) continue;                                                                \
+            ((ST_##T *)vb)[g] = (ST_##T)((uint64_t)lo + (uint64_t)v);                            \
+            if (counts) counts[g] = total;                                                       \
+            count[v] = g++; /* value v's rank, where chunk 0's count was */                      \
+        }                                                                                        \
+        if (inverse) {                                                                           \
+            _Pragma("omp parallel for schedule(static) if (chunks > 1)")                         \
+            for (int64_t i = 0; i < n; i++)                                                      \
+                inverse[i] = count[(uint64_t)x[i * sx] - (uint64_t)lo];                          \
+        }                                                                                        \
+        free(count);                                                                             \
+        *found = g;                                                                              \
+        return 1;                                                                                \
+    }
+EM_FOR_INTB(DENSE_UNIQUE, 0)
+#define DENSE_ENTRY(T, unused) [EMC_##T] = dense_##T,
+static const dense_fn DENSE[EM_NDTYPES] = {EM_FOR_INTB(DENSE_ENTRY, 0)}; /* floats: NULL */
+
 int ember_unique(int dtype, int64_t n, intptr_t x, int64_t sx, intptr_t values, intptr_t inverse,
                  intptr_t counts, int64_t *found) {
     if (dtype < 0 || dtype >= EM_NDTYPES || n < 0) return EM_BAD_ARGUMENT;
     if (n > (int64_t)UINT32_MAX) return EM_BAD_ARGUMENT; /* positions are 32-bit */
     *found = 0;
     if (n == 0) return EM_OK;
+    if (DENSE[dtype] && DENSE[dtype]((const char *)x, sx, n, (char *)values, (int64_t *)inverse,
+                                     (int64_t *)counts, found))
+        return EM_OK;
     int isz = em_itemsize(dtype), w = width_slot(isz);
     sort_buf b;
     if (!buf_alloc(&b, n, isz)) {
