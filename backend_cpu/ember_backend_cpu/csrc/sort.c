@@ -78,6 +78,13 @@ static const key_fn KEYS[EM_NDTYPES] = {EM_FOR_ALL(KEY_ENTRY, 0)};
 #define INSERTION_MAX 32
 #define EM_FOR_WIDTH(M) M(8) M(16) M(32) M(64)
 
+#define SWAP(T, a, b)                                                                            \
+    do {                                                                                         \
+        T swapped_ = a;                                                                          \
+        a = b;                                                                                   \
+        b = swapped_;                                                                            \
+    } while (0)
+
 /* Sorts n pairs; tk/tix are scratch of the same sizes. Returns the sorted positions (ix or tix). */
 typedef uint32_t *(*sort_fn)(void *k, uint32_t *ix, void *tk, uint32_t *tix, int64_t n);
 #define SORT_PAIRS(W)                                                                            \
@@ -125,12 +132,8 @@ typedef uint32_t *(*sort_fn)(void *k, uint32_t *ix, void *tk, uint32_t *tix, int
                 tk[at] = k[i];                                                                   \
                 tix[at] = ix[i];                                                                 \
             }                                                                                    \
-            key *swap_k = k;                                                                     \
-            k = tk;                                                                              \
-            tk = swap_k;                                                                         \
-            uint32_t *swap_i = ix;                                                               \
-            ix = tix;                                                                            \
-            tix = swap_i;                                                                        \
+            SWAP(key *, k, tk); /* the pass's output is the next pass's input */                \
+            SWAP(uint32_t *, ix, tix);                                                           \
         }                                                                                        \
         return ix;                                                                               \
     }
@@ -192,12 +195,8 @@ static int line_chunks(int64_t n) {
                     tix[at] = ix[i];                                                             \
                 }                                                                                \
             }                                                                                    \
-            key *swap_k = k;                                                                     \
-            k = tk;                                                                              \
-            tk = swap_k;                                                                         \
-            uint32_t *swap_i = ix;                                                               \
-            ix = tix;                                                                            \
-            tix = swap_i;                                                                        \
+            SWAP(key *, k, tk); /* the pass's output is the next pass's input */                \
+            SWAP(uint32_t *, ix, tix);                                                           \
         }                                                                                        \
         free(count);                                                                             \
         return ix;                                                                               \
