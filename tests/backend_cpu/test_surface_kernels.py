@@ -306,58 +306,42 @@ def test_unique_large_and_edges():
 # span, the count) then run in chunks on every thread; the result must be PyTorch's, and the same
 # bits on any thread count.
 LONG = (1 << 16) + 4099
+INT64_MIN = torch.iinfo(torch.int64).min
 
 
-def long_input(kind: str) -> torch.Tensor:
-    g = torch.Generator().manual_seed(17)
-    if kind == "many distinct int64":  # every radix digit varies
-        return torch.randint(-(2**62), 2**62, (LONG,), generator=g)
-    if kind == "few distinct int64":
-        return (torch.rand(LONG, generator=g) * 1000).long() - 500
-    if kind == "int32 spread":  # a span over csrc/sort.c's DENSE_MAX: sorted, not counted
-        return torch.randint(-(2**20), 2**20, (LONG,), generator=g, dtype=torch.int32)
-    if kind == "int64 near its minimum":  # counted: a short span from int64's lowest value
-        return torch.randint(0, 300, (LONG,), generator=g) + torch.iinfo(torch.int64).min
-    if kind == "int64 at both ends":  # sorted: the span (int64's whole range) must not wrap
-        ends = torch.tensor([-(2**63), 2**63 - 300])
-        return ends[torch.randint(0, 2, (LONG,), generator=g)] + torch.randint(0, 300, (LONG,))
-    if kind == "int8":
-        return torch.randint(-128, 128, (LONG,), generator=g, dtype=torch.int8)
-    if kind == "all equal int32":
-        return torch.full((LONG,), -7, dtype=torch.int32)
-    if kind == "float32 NaN and zeros":
-        t = (torch.randn(LONG, generator=g) * 50).round()
-        t[3::5] = -0.0  # both zeros, -0.0 first: one value, the first in input order
-        t[11::97] = float("nan")
-        return t
-    if kind == "float64 all NaN":
-        return torch.full((LONG,), float("nan"), dtype=torch.float64)
-    if kind == "float16":
-        return torch.randn(LONG, generator=g).half()
-    if kind == "uint8":
-        return torch.randint(0, 256, (LONG,), generator=g, dtype=torch.uint8)
-    return torch.rand(LONG, generator=g) < 0.3  # bool
+def both_ends(g: torch.Generator) -> torch.Tensor:
+    ends = torch.tensor([INT64_MIN, 2**63 - 300])
+    return ends[torch.randint(0, 2, (LONG,), generator=g)] + torch.randint(0, 300, (LONG,))
 
 
-LONG_KINDS = (
-    "many distinct int64",
-    "few distinct int64",
-    "int32 spread",
-    "int64 near its minimum",
-    "int64 at both ends",
-    "int8",
-    "all equal int32",
-    "float32 NaN and zeros",
-    "float64 all NaN",
-    "float16",
-    "uint8",
-    "bool",
-)
+def nan_and_zeros(g: torch.Generator) -> torch.Tensor:
+    t = (torch.randn(LONG, generator=g) * 50).round()
+    t[3::5] = -0.0  # both zeros, -0.0 first: one value, the first in input order
+    t[11::97] = float("nan")
+    return t
 
 
-@pytest.mark.parametrize("kind", LONG_KINDS)
+# kind -> the long line, from a seeded generator. Integers of a span over csrc/sort.c's
+# DENSE_MAX (2^16) are sorted, shorter ones counted.
+LONG_INPUTS = {
+    "many distinct int64": lambda g: torch.randint(-(2**62), 2**62, (LONG,), generator=g),
+    "few distinct int64": lambda g: (torch.rand(LONG, generator=g) * 1000).long() - 500,
+    "int32 spread": lambda g: torch.randint(-(2**20), 2**20, (LONG,), generator=g).int(),
+    "int64 near its minimum": lambda g: torch.randint(0, 300, (LONG,), generator=g) + INT64_MIN,
+    "int64 at both ends": both_ends,  # the span (int64's whole range) must not wrap: sorted
+    "int8": lambda g: torch.randint(-128, 128, (LONG,), generator=g, dtype=torch.int8),
+    "all equal int32": lambda g: torch.full((LONG,), -7, dtype=torch.int32),
+    "float32 NaN and zeros": nan_and_zeros,
+    "float64 all NaN": lambda g: torch.full((LONG,), float("nan"), dtype=torch.float64),
+    "float16": lambda g: torch.randn(LONG, generator=g).half(),
+    "uint8": lambda g: torch.randint(0, 256, (LONG,), generator=g, dtype=torch.uint8),
+    "bool": lambda g: torch.rand(LONG, generator=g) < 0.3,
+}
+
+
+@pytest.mark.parametrize("kind", LONG_INPUTS)
 def test_unique_long_line_threads(kind, threads):
-    t = long_input(kind)
+    t = LONG_INPUTS[kind](torch.Generator().manual_seed(17))
     x = both(t)[0]
     got = ember.unique(x, return_inverse=True, return_counts=True)
     want = torch.unique(t, return_inverse=True, return_counts=True)
