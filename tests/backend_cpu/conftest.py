@@ -23,3 +23,12 @@ def _layouts(a: np.ndarray) -> dict:
 def layouts():
     """``layouts(array) -> {name: tensor}``: the array's values in several memory layouts."""
     return _layouts
+
+
+@pytest.fixture(params=(1, 2, 3))
+def threads(request):
+    """The CPU kernels' thread count for one test (3: chunks of unequal length), restored after."""
+    before = ember.get_num_threads()
+    ember.set_num_threads(request.param)
+    yield request.param
+    ember.set_num_threads(before)

@@ -77,6 +77,21 @@ def test_sort_long_lines(dtype):
     check_sort(ember.sort(ember.from_numpy(b)), b, 0, False)
 
 
+@pytest.mark.parametrize(
+    "dtype", [ember.bool, ember.int8, ember.int64, ember.bfloat16, ember.float32], ids=str
+)
+def test_sort_one_long_line_threads(dtype, threads):
+    """One line past LINE_PARALLEL (csrc/sort.c) is sorted in chunks on every thread: ties in
+    input order and NaN last (first descending), as on one thread, both ways."""
+    a = sample(((1 << 16) + 4099,), dtype, seed=10)  # few distinct values: long runs of ties
+    for descending in (False, True):
+        check_sort(ember.sort(ember.from_numpy(a), 0, descending), a, 0, descending)
+    b = sample(((1 << 17) + 1,), dtype, seed=11, full_range=True)
+    np.testing.assert_array_equal(
+        ember.argsort(ember.from_numpy(b)).numpy(), reference(b, 0, False)[1]
+    )
+
+
 @pytest.mark.parametrize("shape", [(40_000, 3), (2, 40_000), (3,), (1,), (0,), (4, 0), ()])
 def test_sort_shapes(shape):
     a = np.asarray(sample(shape, ember.float32, seed=3))

@@ -299,3 +299,65 @@ def test_unique_large_and_edges():
     assert [tuple(e.shape) for e in empty] == [(0,), (0,), (0,)]
     scalar = ember.unique(ember.tensor(4), return_inverse=True)
     assert scalar[0].tolist() == [4] and scalar[1].shape == ()
+
+
+# One line past the kernel's per-line threading threshold (LINE_PARALLEL, 2^16 in csrc/sort.c),
+# on 1, 2 and 3 threads (the `threads` fixture). The sort and the pass (or, for integers of a short
+# span, the count) then run in chunks on every thread; the result must be PyTorch's, and the same
+# bits on any thread count.
+LONG = (1 << 16) + 4099
+INT64_MIN = torch.iinfo(torch.int64).min
+
+
+def both_ends(g: torch.Generator) -> torch.Tensor:
+    ends = torch.tensor([INT64_MIN, 2**63 - 300])
+    return ends[torch.randint(0, 2, (LONG,), generator=g)] + torch.randint(0, 300, (LONG,))
+
+
+def nan_and_zeros(g: torch.Generator) -> torch.Tensor:
+    t = (torch.randn(LONG, generator=g) * 50).round()
+    t[3::5] = -0.0  # both zeros, -0.0 first: one value, the first in input order
+    t[11::97] = float("nan")
+    return t
+
+
+# kind -> the long line, from a seeded generator. Integers of a span over csrc/sort.c's
+# DENSE_MAX (2^16) are sorted, shorter ones counted.
+LONG_INPUTS = {
+    "many distinct int64": lambda g: torch.randint(-(2**62), 2**62, (LONG,), generator=g),
+    "few distinct int64": lambda g: (torch.rand(LONG, generator=g) * 1000).long() - 500,
+    "int32 spread": lambda g: torch.randint(-(2**20), 2**20, (LONG,), generator=g).int(),
+    "int64 near its minimum": lambda g: torch.randint(0, 300, (LONG,), generator=g) + INT64_MIN,
+    "int64 at both ends": both_ends,  # the span (int64's whole range) must not wrap: sorted
+    "int8": lambda g: torch.randint(-128, 128, (LONG,), generator=g, dtype=torch.int8),
+    "all equal int32": lambda g: torch.full((LONG,), -7, dtype=torch.int32),
+    "float32 NaN and zeros": nan_and_zeros,
+    "float64 all NaN": lambda g: torch.full((LONG,), float("nan"), dtype=torch.float64),
+    "float16": lambda g: torch.randn(LONG, generator=g).half(),
+    "uint8": lambda g: torch.randint(0, 256, (LONG,), generator=g, dtype=torch.uint8),
+    "bool": lambda g: torch.rand(LONG, generator=g) < 0.3,
+}
+
+
+@pytest.mark.parametrize("kind", LONG_INPUTS)
+def test_unique_long_line_threads(kind, threads):
+    t = LONG_INPUTS[kind](torch.Generator().manual_seed(17))
+    x = both(t)[0]
+    got = ember.unique(x, return_inverse=True, return_counts=True)
+    want = torch.unique(t, return_inverse=True, return_counts=True)
+    values = to_torch(got[0])
+    torch.testing.assert_close(values, want[0], rtol=0, atol=0, equal_nan=True)
+    assert got[2].tolist() == want[2].tolist()
+    nan = t.isnan() if t.is_floating_point() else torch.zeros(t.shape, dtype=torch.bool)
+    inverse = to_torch(got[1])
+    assert torch.equal(inverse[~nan], want[1][~nan])
+    assert sorted(inverse[nan].tolist()) == sorted(want[1][nan].tolist())
+    # Without inverse and counts (the pass's other branch), and the same bits as one thread.
+    alone = to_torch(ember.unique(x))
+    ember.set_num_threads(1)
+    serial = [to_torch(e) for e in ember.unique(x, return_inverse=True, return_counts=True)]
+    for mine, one in zip((alone, values, inverse, to_torch(got[2])), (serial[0], *serial)):
+        assert mine.dtype == one.dtype and mine.view(-1).numpy().tobytes() == one.numpy().tobytes()
+    if kind == "float32 NaN and zeros":  # the zero run's value is the first zero: -0.0
+        zero = values[values == 0]
+        assert zero.numel() == 1 and torch.signbit(zero).item()

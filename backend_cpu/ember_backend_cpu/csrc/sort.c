@@ -5,7 +5,8 @@
  * descending: complement the key), sorts (key, position) pairs with an LSD radix sort, which is
  * stable by construction, and then gathers the values by position, so NaN payloads and the sign
  * of zero survive. Only the key map is per dtype; a dtype's key has its element's width, so the
- * sort and the gather exist once per width. Lines are sorted in parallel when there are several.
+ * sort and the gather exist once per width. Lines are sorted in parallel when there are several;
+ * a single long line (and unique's pass over it) is cut into chunks that every thread sorts.
  */
 #include <stdlib.h>
 
@@ -77,6 +78,13 @@ static const key_fn KEYS[EM_NDTYPES] = {EM_FOR_ALL(KEY_ENTRY, 0)};
 #define INSERTION_MAX 32
 #define EM_FOR_WIDTH(M) M(8) M(16) M(32) M(64)
 
+#define SWAP(T, a, b)                                                                            \
+    do {                                                                                         \
+        T swapped_ = a;                                                                          \
+        a = b;                                                                                   \
+        b = swapped_;                                                                            \
+    } while (0)
+
 /* Sorts n pairs; tk/tix are scratch of the same sizes. Returns the sorted positions (ix or tix). */
 typedef uint32_t *(*sort_fn)(void *k, uint32_t *ix, void *tk, uint32_t *tix, int64_t n);
 #define SORT_PAIRS(W)                                                                            \
@@ -124,16 +132,76 @@ typedef uint32_t *(*sort_fn)(void *k, uint32_t *ix, void *tk, uint32_t *tix, int
                 tk[at] = k[i];                                                                   \
                 tix[at] = ix[i];                                                                 \
             }                                                                                    \
-            key *swap_k = k;                                                                     \
-            k = tk;                                                                              \
-            tk = swap_k;                                                                         \
-            uint32_t *swap_i = ix;                                                               \
-            ix = tix;                                                                            \
-            tix = swap_i;                                                                        \
+            SWAP(key *, k, tk); /* the pass's output is the next pass's input */                \
+            SWAP(uint32_t *, ix, tix);                                                           \
         }                                                                                        \
         return ix;                                                                               \
     }
 EM_FOR_WIDTH(SORT_PAIRS)
+
+/* ---- the same sort of one long line on every thread --------------------------------------------
+ * The positions are cut into one chunk per thread. Each pass counts every chunk's digits on its
+ * own thread, lays the counts out digit-major and chunk-minor (all of chunk 0's keys of a digit
+ * come before chunk 1's), and each chunk scatters its keys, in order, from its own offsets: the
+ * places the serial pass gives them, so the result is the same stable order. Below LINE_PARALLEL
+ * (or inside another parallel region, or with one thread) the serial sort runs. */
+#define LINE_PARALLEL (1 << 16)
+
+/* How many chunks a line of n elements is cut into: the thread count, or 1. */
+static int line_chunks(int64_t n) {
+#ifdef _OPENMP
+    if (n >= LINE_PARALLEL && !omp_in_parallel()) return omp_get_max_threads();
+#endif
+    (void)n;
+    return 1;
+}
+
+#define CHUNK_LO(n, c, chunks) ((n) * (c) / (chunks))
+
+#define SORT_PAIRS_PARALLEL(W)                                                                   \
+    static EM_CLONES uint32_t *psort_##W(void *kv, uint32_t *ix, void *tkv, uint32_t *tix,       \
+                                         int64_t n) {                                            \
+        typedef uint##W##_t key;                                                                 \
+        const int chunks = line_chunks(n);                                                       \
+        int64_t(*count)[256] = chunks > 1 ? malloc(sizeof(*count) * chunks) : NULL;             \
+        if (!count) return sort_##W(kv, ix, tkv, tix, n);                                        \
+        key *k = (key *)kv, *tk = (key *)tkv;                                                    \
+        const key first = k[0];                                                                  \
+        key varying = 0; /* as in the serial sort: only the digits that vary are passed over */ \
+        _Pragma("omp parallel for reduction(| : varying) schedule(static)")                      \
+        for (int64_t i = 0; i < n; i++) varying |= k[i] ^ first;                                \
+        for (int shift = 0; shift < W; shift += 8) {                                             \
+            if (!((varying >> shift) & 0xff)) continue;                                          \
+            _Pragma("omp parallel for schedule(static)")                                         \
+            for (int c = 0; c < chunks; c++) {                                                   \
+                int64_t *cc = count[c];                                                          \
+                memset(cc, 0, sizeof(*count));                                                   \
+                for (int64_t i = CHUNK_LO(n, c, chunks); i < CHUNK_LO(n, c + 1, chunks); i++)    \
+                    cc[(k[i] >> shift) & 0xff]++;                                                \
+            }                                                                                    \
+            int64_t sum = 0;                                                                     \
+            for (int d = 0; d < 256; d++)                                                        \
+                for (int c = 0; c < chunks; c++) {                                               \
+                    int64_t here = count[c][d];                                                  \
+                    count[c][d] = sum;                                                           \
+                    sum += here;                                                                 \
+                }                                                                                \
+            _Pragma("omp parallel for schedule(static)")                                         \
+            for (int c = 0; c < chunks; c++) {                                                   \
+                int64_t *cc = count[c];                                                          \
+                for (int64_t i = CHUNK_LO(n, c, chunks); i < CHUNK_LO(n, c + 1, chunks); i++) { \
+                    int64_t at = cc[(k[i] >> shift) & 0xff]++;                                   \
+                    tk[at] = k[i];                                                               \
+                    tix[at] = ix[i];                                                             \
+                }                                                                                \
+            }                                                                                    \
+            SWAP(key *, k, tk); /* the pass's output is the next pass's input */                \
+            SWAP(uint32_t *, ix, tix);                                                           \
+        }                                                                                        \
+        free(count);                                                                             \
+        return ix;                                                                               \
+    }
+EM_FOR_WIDTH(SORT_PAIRS_PARALLEL)
 
 /* values[j] = x[ix[j]], indices[j] = ix[j] along one line. */
 typedef void (*emit_fn)(const char *x, int64_t sx, const uint32_t *ix, int64_t n, char *v,
@@ -148,7 +216,7 @@ typedef void (*emit_fn)(const char *x, int64_t sx, const uint32_t *ix, int64_t n
     }
 EM_FOR_WIDTH(EMIT)
 
-#define SORT_ENTRY(W) sort_##W,
+#define SORT_ENTRY(W) psort_##W,
 #define EMIT_ENTRY(W) emit_##W,
 static const sort_fn SORTS[4] = {EM_FOR_WIDTH(SORT_ENTRY)};
 static const emit_fn EMITS[4] = {EM_FOR_WIDTH(EMIT_ENTRY)};
@@ -209,14 +277,32 @@ static void line_offsets(const sort_job *job, int64_t line, int64_t *fx, int64_t
     }
 }
 
+/* b's keys and positions 0..n-1 of the n elements of x (sx bytes apart), a long line's chunks on
+ * every thread. */
+static void line_keys(key_fn keys, const char *x, int64_t sx, int64_t n, int isz, int desc,
+                      sort_buf *b) {
+    const int chunks = line_chunks(n);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+    for (int c = 0; c < chunks; c++) {
+        int64_t lo = CHUNK_LO(n, c, chunks), hi = CHUNK_LO(n, c + 1, chunks);
+        keys(x + lo * sx, sx, hi - lo, (char *)b->k + lo * isz, desc);
+        for (int64_t i = lo; i < hi; i++) b->ix[i] = (uint32_t)i;
+    }
+}
+
 static void sort_line(const sort_job *job, sort_buf *b, int64_t line) {
-    int64_t fx, fv, fi;
+    int64_t fx, fv, fi, n = job->len;
     line_offsets(job, line, &fx, &fv, &fi);
     const char *x = job->x + fx;
-    job->keys(x, job->sx, job->len, b->k, job->descending);
-    for (int64_t i = 0; i < job->len; i++) b->ix[i] = (uint32_t)i;
-    uint32_t *order = job->sort(b->k, b->ix, b->tk, b->tix, job->len);
-    job->emit(x, job->sx, order, job->len, job->values + fv, job->sv, job->indices + fi, job->si);
+    line_keys(job->keys, x, job->sx, n, job->isz, job->descending, b);
+    uint32_t *order = job->sort(b->k, b->ix, b->tk, b->tix, n);
+    const int chunks = line_chunks(n);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+    for (int c = 0; c < chunks; c++) {
+        int64_t lo = CHUNK_LO(n, c, chunks), hi = CHUNK_LO(n, c + 1, chunks);
+        job->emit(x, job->sx, order + lo, hi - lo, job->values + fv + lo * job->sv, job->sv,
+                  job->indices + fi + lo * job->si, job->si);
+    }
 }
 
 typedef void (*line_fn)(const sort_job *job, sort_buf *b, int64_t line);
@@ -404,31 +490,139 @@ int ember_median(int dtype, int ndim, int dim, const int64_t *shape, intptr_t x,
 
 /* ---- unique: one sort of the keys, then one pass over the runs ------------------------------
  * Equal keys are equal values, except NaN's key (floats): every NaN is its own value, as in
- * PyTorch. A run's value is its first element in stable order (the first in input order). */
-#define UNIQUE(W)                                                                                \
-    static EM_CLONES int64_t unique_##W(const char *x, int64_t sx, const uint##W##_t *k,         \
-                                        const uint32_t *order, int64_t n, int is_float,          \
-                                        char *values, int64_t *inverse, int64_t *counts) {       \
+ * PyTorch. A run's value is its first element in stable order (the first in input order). A long
+ * line's pass runs in chunks on every thread: each chunk counts the runs that start in it, the
+ * counts' prefix sums number its runs, and then it writes them; counts hold each run's start
+ * until the runs are all known, then the distance to the next start. */
+typedef struct {
+    const char *x;
+    int64_t sx, n;
+    const void *keys; /* sorted */
+    const uint32_t *order;
+    int is_float;
+    char *values;
+    int64_t *inverse, *counts; /* or NULL */
+} unique_job;
+
+/* Walks sorted positions [lo, hi): write = 0 returns the number of runs that start there;
+ * write = 1 numbers them from g + 1 on, writes them, and returns the last number. */
+#define UNIQUE_RUNS(W)                                                                           \
+    static EM_CLONES int64_t runs_##W(const unique_job *u, int64_t lo, int64_t hi, int64_t g,    \
+                                      int write) {                                               \
         typedef uint##W##_t key;                                                                 \
-        const key nan = (key)~(key)0;                                                            \
-        int64_t g = -1;                                                                          \
-        for (int64_t j = 0; j < n; j++) {                                                        \
-            if (j == 0 || k[j] != k[j - 1] || (is_float && k[j] == nan)) {                       \
-                g++;                                                                             \
-                memcpy(values + g * (W / 8), x + order[j] * sx, W / 8);                          \
-                if (counts) counts[g] = 0;                                                       \
-            }                                                                                    \
-            if (counts) counts[g]++;                                                             \
-            if (inverse) inverse[order[j]] = g;                                                  \
+        const key *k = (const key *)u->keys, nan = (key)~(key)0;                                 \
+        const int nan_apart = u->is_float;                                                       \
+        if (!write) {                                                                            \
+            int64_t starts = 0;                                                                  \
+            for (int64_t j = lo; j < hi; j++)                                                    \
+                starts += j == 0 || k[j] != k[j - 1] || (nan_apart && k[j] == nan);             \
+            return starts;                                                                       \
         }                                                                                        \
-        return g + 1;                                                                            \
+        for (int64_t j = lo; j < hi; j++) {                                                      \
+            if (j == 0 || k[j] != k[j - 1] || (nan_apart && k[j] == nan)) {                      \
+                g++;                                                                             \
+                memcpy(u->values + g * (W / 8), u->x + u->order[j] * u->sx, W / 8);              \
+                if (u->counts) u->counts[g] = j;                                                 \
+            }                                                                                    \
+            if (u->inverse) u->inverse[u->order[j]] = g;                                         \
+        }                                                                                        \
+        return g;                                                                                \
     }
-EM_FOR_WIDTH(UNIQUE)
-typedef int64_t (*unique_fn)(const char *x, int64_t sx, const void *k, const uint32_t *order,
-                             int64_t n, int is_float, char *values, int64_t *inverse,
-                             int64_t *counts);
-#define UNIQUE_ENTRY(W) (unique_fn) unique_##W,
-static const unique_fn UNIQUES[4] = {EM_FOR_WIDTH(UNIQUE_ENTRY)};
+EM_FOR_WIDTH(UNIQUE_RUNS)
+typedef int64_t (*runs_fn)(const unique_job *u, int64_t lo, int64_t hi, int64_t g, int write);
+#define RUNS_ENTRY(W) runs_##W,
+static const runs_fn RUNS[4] = {EM_FOR_WIDTH(RUNS_ENTRY)};
+
+/* Most chunks a pass is cut into (the thread count, capped: the prefix sums live on the stack). */
+#define UNIQUE_MAX_CHUNKS 256
+
+/* The pass over the sorted keys; returns the number of runs. */
+static int64_t unique_pass(const unique_job *u, runs_fn runs) {
+    const int64_t n = u->n;
+    int chunks = line_chunks(n);
+    if (chunks > UNIQUE_MAX_CHUNKS) chunks = UNIQUE_MAX_CHUNKS;
+    /* chunk c's runs are numbered first[c] to last[c] (one chunk: its first is 0) */
+    int64_t first[UNIQUE_MAX_CHUNKS + 1] = {0}, last[UNIQUE_MAX_CHUNKS];
+    if (chunks > 1) {
+#pragma omp parallel for schedule(static)
+        for (int c = 0; c < chunks; c++)
+            first[c + 1] = runs(u, CHUNK_LO(n, c, chunks), CHUNK_LO(n, c + 1, chunks), 0, 0);
+        for (int c = 0; c < chunks; c++) first[c + 1] += first[c];
+    }
+#pragma omp parallel for schedule(static) if (chunks > 1)
+    for (int c = 0; c < chunks; c++)
+        last[c] = runs(u, CHUNK_LO(n, c, chunks), CHUNK_LO(n, c + 1, chunks), first[c] - 1, 1);
+    const int64_t found = last[chunks - 1] + 1;
+    if (!u->counts) return found;
+    /* counts[g] = start of run g + 1 (n for the last) - start of run g, each chunk of runs read
+     * before any is rewritten: next[c] is the start of the run after chunk c's. */
+    int64_t next[UNIQUE_MAX_CHUNKS];
+    for (int c = 0; c < chunks; c++) {
+        int64_t end = CHUNK_LO(found, c + 1, chunks);
+        next[c] = end < found ? u->counts[end] : n;
+    }
+#pragma omp parallel for schedule(static) if (chunks > 1)
+    for (int c = 0; c < chunks; c++) {
+        int64_t end = CHUNK_LO(found, c + 1, chunks);
+        for (int64_t g = CHUNK_LO(found, c, chunks); g < end; g++)
+            u->counts[g] = (g + 1 < end ? u->counts[g + 1] : next[c]) - u->counts[g];
+    }
+    return found;
+}
+
+/* ---- unique of integers over a short range: a count, not a sort -----------------------------
+ * Integers (and bools) whose values span at most DENSE_MAX values, and no more than n / chunks,
+ * are counted instead: one count per value, per chunk on every thread; the sorted unique values
+ * are the values counted, in order, and an element's inverse is its value's rank. Equal integers
+ * are the same value, so this is the sort's result, from two or three reads of x where the sort
+ * makes ten passes over keys and positions. Returns 0 (nothing written) where it does not fit. */
+#define DENSE_MAX (1 << 16)
+
+typedef int (*dense_fn)(const char *x, int64_t sx, int64_t n, char *values, int64_t *inverse,
+                        int64_t *counts, int64_t *found);
+#define DENSE_UNIQUE(T, unused)                                                                  \
+    static EM_CLONES int dense_##T(const char *xb, int64_t sx, int64_t n, char *vb,               \
+                                   int64_t *inverse, int64_t *counts, int64_t *found) {          \
+        const ST_##T *x = (const ST_##T *)xb;                                                    \
+        const int chunks = line_chunks(n);                                                       \
+        ST_##T lo = x[0], hi = x[0];                                                             \
+        _Pragma("omp parallel for reduction(min : lo) reduction(max : hi) if (chunks > 1)")     \
+        for (int64_t i = 0; i < n; i++) {                                                        \
+            lo = x[i * sx] < lo ? x[i * sx] : lo;                                                \
+            hi = x[i * sx] > hi ? x[i * sx] : hi;                                                \
+        }                                                                                        \
+        const uint64_t span = (uint64_t)hi - (uint64_t)lo; /* exact, even across int64's range */ \
+        if (span >= DENSE_MAX || (int64_t)(span + 1) * chunks > n) return 0;                     \
+        const int64_t range = (int64_t)span + 1;                                                 \
+        int64_t *count = calloc((size_t)(range * chunks), sizeof(int64_t));                      \
+        if (!count) return 0;                                                                    \
+        _Pragma("omp parallel for schedule(static) if (chunks > 1)")                             \
+        for (int c = 0; c < chunks; c++) {                                                       \
+            int64_t *cc = count + c * range;                                                     \
+            for (int64_t i = CHUNK_LO(n, c, chunks); i < CHUNK_LO(n, c + 1, chunks); i++)        \
+                cc[(uint64_t)x[i * sx] - (uint64_t)lo]++;                                        \
+        }                                                                                        \
+        int64_t g = 0;                                                                           \
+        for (int64_t v = 0; v < range; v++) {                                                    \
+            int64_t total = 0;                                                                   \
+            for (int c = 0; c < chunks; c++) total += count[c * range + v];                      \
+            if (!total) continue;                                                                \
+            ((ST_##T *)vb)[g] = (ST_##T)((uint64_t)lo + (uint64_t)v);                            \
+            if (counts) counts[g] = total;                                                       \
+            count[v] = g++; /* value v's rank, where chunk 0's count was */                      \
+        }                                                                                        \
+        if (inverse) {                                                                           \
+            _Pragma("omp parallel for schedule(static) if (chunks > 1)")                         \
+            for (int64_t i = 0; i < n; i++)                                                      \
+                inverse[i] = count[(uint64_t)x[i * sx] - (uint64_t)lo];                          \
+        }                                                                                        \
+        free(count);                                                                             \
+        *found = g;                                                                              \
+        return 1;                                                                                \
+    }
+EM_FOR_INTB(DENSE_UNIQUE, 0)
+#define DENSE_ENTRY(T, unused) [EMC_##T] = dense_##T,
+static const dense_fn DENSE[EM_NDTYPES] = {EM_FOR_INTB(DENSE_ENTRY, 0)}; /* floats: NULL */
 
 int ember_unique(int dtype, int64_t n, intptr_t x, int64_t sx, intptr_t values, intptr_t inverse,
                  intptr_t counts, int64_t *found) {
@@ -436,18 +630,29 @@ int ember_unique(int dtype, int64_t n, intptr_t x, int64_t sx, intptr_t values, 
     if (n > (int64_t)UINT32_MAX) return EM_BAD_ARGUMENT; /* positions are 32-bit */
     *found = 0;
     if (n == 0) return EM_OK;
+    if (DENSE[dtype] && DENSE[dtype]((const char *)x, sx, n, (char *)values, (int64_t *)inverse,
+                                     (int64_t *)counts, found))
+        return EM_OK;
     int isz = em_itemsize(dtype), w = width_slot(isz);
     sort_buf b;
     if (!buf_alloc(&b, n, isz)) {
         buf_free(&b);
         return EM_NO_MEMORY;
     }
-    KEYS[dtype]((const char *)x, sx * isz, n, b.k, 0);
-    for (int64_t i = 0; i < n; i++) b.ix[i] = (uint32_t)i;
+    line_keys(KEYS[dtype], (const char *)x, sx * isz, n, isz, 0, &b);
     uint32_t *order = SORTS[w](b.k, b.ix, b.tk, b.tix, n);
-    const void *sorted_keys = order == b.ix ? b.k : b.tk; /* the radix passes swap both pairs */
-    *found = UNIQUES[w]((const char *)x, sx * isz, sorted_keys, order, n, is_float_dtype(dtype),
-                        (char *)values, (int64_t *)inverse, (int64_t *)counts);
+    unique_job u = {
+        .x = (const char *)x,
+        .sx = sx * isz,
+        .n = n,
+        .keys = order == b.ix ? b.k : b.tk, /* the radix passes swap both pairs */
+        .order = order,
+        .is_float = is_float_dtype(dtype),
+        .values = (char *)values,
+        .inverse = (int64_t *)inverse,
+        .counts = (int64_t *)counts,
+    };
+    *found = unique_pass(&u, RUNS[w]);
     buf_free(&b);
     return EM_OK;
 }
