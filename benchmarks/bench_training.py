@@ -1,6 +1,7 @@
 """Training-step time and memory, ember vs PyTorch CPU: the nn issue's models and minGPT's.
 
     python benchmarks/bench_training.py [--steps 20] [--threads 1 2] [--rounds 3] [--share]
+                                        [--clock wall|cpu]
                                         [--models mlp cnn gpt gpt_written mingpt]
 
 Each model is built the same way in both frameworks (same layer shapes, same optimizer), and
@@ -231,12 +232,17 @@ def _reset_peak() -> None:
         f.write("5")
 
 
-def worker(library: str, name: str, steps: int, threads: int, beside: str | None) -> dict:
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def worker(library: str, name: str, steps: int, threads: int, beside: str | None, clock) -> dict:
     """Median step time of ``name`` in ``library``, and the memory the steps take: the
     high-water mark of the resident set during them minus the resident set before the first
     (the activations kept for backward, gradients, optimizer state, allocator caches). With
     ``beside`` (``torch``), that library is imported and its own step of the same model runs
-    before each timed step, in the same process and on the same threads."""
+    before each timed step, in the same process and on the same threads. ``clock``: wall time,
+    or the process's CPU time (``--clock cpu``: steadier on a loaded machine at one thread; at
+    two it also counts the workers' spinning)."""
     lib = load_library(library, threads)
     other = make_step(load_library(beside, threads), name) if beside else None
     step = make_step(lib, name)
@@ -249,9 +255,9 @@ def worker(library: str, name: str, steps: int, threads: int, beside: str | None
     for _ in range(steps):
         if other:
             other()
-        start = time.perf_counter()
+        start = clock()
         step()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     peak = _status_kib("VmHWM")
     return {"ms": statistics.median(times) * 1e3, "step_mib": (peak - before) / 1024,
             "hwm_mib": peak / 1024}  # fmt: skip
@@ -266,7 +272,7 @@ def measure(name: str, threads: int, args) -> dict:
     best: dict = {}
     for _ in range(args.rounds):
         for key, (library, extra) in configs.items():
-            options = ["--models", name, "--steps", str(args.steps), *extra]
+            options = ["--models", name, "--steps", str(args.steps), "--clock", args.clock, *extra]
             got = in_own_process(__file__, library, options, threads)
             if key not in best or got["ms"] < best[key]["ms"]:
                 best[key] = got
@@ -279,18 +285,21 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[2])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--clock", choices=list(CLOCKS), default="wall")
     parser.add_argument("--share", action="store_true", help="also time ember beside PyTorch")
     parser.add_argument("--beside", choices=["torch"], help="(worker) the library sharing it")
     parser.add_argument("--worker", choices=["ember", "torch"])
     args = parser.parse_args(argv)
     if args.worker:
-        got = worker(args.worker, args.models[0], args.steps, args.threads[0], args.beside)
+        clock = CLOCKS[args.clock]
+        got = worker(args.worker, args.models[0], args.steps, args.threads[0], args.beside, clock)
         print(json.dumps(got))
         return
     columns = ["ember ms", "torch ms", "ratio", "ember MiB", "torch MiB", "ratio"]
     columns += ["ember HWM", "torch HWM"] + (["shared ms", "shr/alone"] if args.share else [])
     for threads in args.threads:
-        print(f"{threads} thread(s), median of {args.steps} steps, best of {args.rounds} round(s)")
+        print(f"{threads} thread(s), median of {args.steps} steps ({args.clock} clock), "
+              f"best of {args.rounds} round(s)")  # fmt: skip
         print(f"{'model':12s}" + "".join(f"{c:>10s}" for c in columns))
         for name in args.models:
             got = measure(name, threads, args)
