@@ -28,7 +28,7 @@ SUITE = {
     "bench_overhead.py": ["--threads", "1", "--repeat", "9"],
     "bench_ops.py": ["--repeat", "5", "--threads", "2"],
     "bench_autograd.py": ["--repeat", "5"],
-    "bench_training.py": ["--steps", "10", "--threads", "2"],
+    "bench_training.py": ["--steps", "10", "--threads", "1", "2", "--share"],
     "bench_amp.py": ["--steps", "5", "--rounds", "2"],
     "bench_compile.py": ["--steps", "10", "--models", "tiny", "mlp"],
     "bench_unary_kernels.py": ["--n", "4194304", "--repeat", "5"],

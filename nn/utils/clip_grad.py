@@ -24,13 +24,13 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return ember.tensor(0.0)
-    with ember.no_grad():
+    with ember.no_grad():  # records nothing, so no detach per tensor (an op call each)
         device = tensors[0].device
         if norm_type == math.inf:
-            norms = [t.detach().abs().amax().to(device) for t in tensors]
+            norms = [t.abs().amax().to(device) for t in tensors]
             total = norms[0] if len(norms) == 1 else ember.stack(norms).amax()
         else:
-            norms = [t.detach().norm(norm_type).to(device) for t in tensors]
+            norms = [t.norm(norm_type).to(device) for t in tensors]
             total = ember.stack(norms).norm(norm_type)
     if error_if_nonfinite and not bool(ember.isfinite(total).all()):
         raise RuntimeError(

@@ -45,3 +45,18 @@ def test_the_worker_pins_every_thread_pool():
     env = isolate.worker_environment(3)
     assert all(env[name] == "3" for name in isolate.THREAD_VARIABLES)
     assert env["PYTHONPATH"].split(":")[0] == str(BENCHMARKS.parent)
+
+
+def test_training_fills_time_memory_and_sharing_columns():
+    """bench_training.py: minGPT's step in each library's process, beside PyTorch (--share), at
+    one thread on the CPU clock; every cell a number and the ratios printed."""
+    lines = _run(
+        "bench_training.py", "--steps", "1", "--threads", "1", "--models", "mingpt",
+        "--share", "--clock", "cpu",
+    )  # fmt: skip
+    assert lines[1].split()[0] == "model" and lines[1].split()[-1] == "shr/alone"
+    cells = lines[2].split()
+    assert cells[0] == "mingpt" and len(cells) == 11, cells
+    ms, mib, hwm = cells[1:3] + cells[9:10], cells[4:6], cells[7:9]
+    assert all(float(c) > 0 for c in ms + mib + hwm), cells
+    assert all(c.endswith("x") for c in (cells[3], cells[6], cells[10])), cells

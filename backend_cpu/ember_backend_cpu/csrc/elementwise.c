@@ -199,6 +199,37 @@ OPT_COUNT };
 #define LOOPW(...) LOOP(__VA_ARGS__)
 #undef LOOP
 
+/* pow by a Python scalar exponent of 2, 3, -1, -2, 0.5 or -0.5: products, reciprocals and roots,
+ * as PyTorch's pow_tensor_scalar kernel computes them for float, double and bfloat16 (float16
+ * keeps pow there, and here). They vectorise where libm's pow is a call per element: minGPT's
+ * x ** 3 took 250x PyTorch's time. Loops of this file only, not .def rows: the other backends
+ * generate pow from binary.def and need no special case. ember_binary picks them. */
+#define EM_FOR_POW_SCALAR(M, ...) M(bf16, __VA_ARGS__) M(f32, __VA_ARGS__) M(f64, __VA_ARGS__)
+EM_FOR_POW_SCALAR(BINARY_LOOP, pow_2, SAME, a * a)
+EM_FOR_POW_SCALAR(BINARY_LOOP, pow_3, SAME, a * a * a)
+EM_FOR_POW_SCALAR(BINARY_LOOP, pow_m1, SAME, 1 / a)
+EM_FOR_POW_SCALAR(BINARY_LOOP, pow_m2, SAME, 1 / (a * a))
+EM_FOR_POW_SCALAR(BINARY_LOOP, pow_half, SAME, sqrt(a))
+EM_FOR_POW_SCALAR(BINARY_LOOP, pow_mhalf, SAME, 1 / sqrt(a))
+#define POW_SCALAR(E, NAME) \
+    {E, {[EM_BF16] = b_##NAME##_bf16, [EM_F32] = b_##NAME##_f32, [EM_F64] = b_##NAME##_f64}}
+static const struct {
+    double exponent;
+    em_loop loop[EM_NDTYPES];
+} POW_SCALAR_LOOPS[] = {
+    POW_SCALAR(2, pow_2),     POW_SCALAR(3, pow_3),       POW_SCALAR(-1, pow_m1),
+    POW_SCALAR(-2, pow_m2),   POW_SCALAR(0.5, pow_half),  POW_SCALAR(-0.5, pow_mhalf),
+};
+#undef POW_SCALAR
+
+/* pow's loop for the scalar exponent e: a special one above, else `general`. */
+static em_loop pow_by_scalar(int dtype, double e, em_loop general) {
+    for (size_t k = 0; k < sizeof POW_SCALAR_LOOPS / sizeof POW_SCALAR_LOOPS[0]; k++)
+        if (e == POW_SCALAR_LOOPS[k].exponent && POW_SCALAR_LOOPS[k].loop[dtype])
+            return POW_SCALAR_LOOPS[k].loop[dtype];
+    return general;
+}
+
 #define TERNARY_LOOP(T, NAME, OUTK, ...)                                                          \
     static EM_CLONES void t_##NAME##_##T(int64_t n, char **ptrs, const int64_t *s, em_params *p) { \
         typedef CT_##T ct;                                                                         \
@@ -406,8 +437,11 @@ int ember_binary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, i
     const int64_t *strides[3] = {so, sa, sb};
     double fs[3] = {0, scalar_f, scalar_f};
     int64_t is[3] = {0, scalar_i, scalar_i};
-    return run_elementwise(BINARY[op][dtype], 3, dtypes, n, ndim, shape, ptrs,
-                           ndim ? strides : NULL, fs, is, &p);
+    em_loop loop = BINARY[op][dtype];
+    if (op == OPB_pow && b == 0 && a != 0) /* a Python scalar exponent */
+        loop = pow_by_scalar(dtype, scalar_f, loop);
+    return run_elementwise(loop, 3, dtypes, n, ndim, shape, ptrs, ndim ? strides : NULL, fs, is,
+                           &p);
 }
 
 int ember_ternary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, intptr_t out,
