@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
 
 from ember._device import CPU
@@ -14,10 +15,10 @@ from .devices import REGISTRY, on_reset
 _BY_TYPE: dict = {}  # device type -> DeviceBackend, filled on first use
 
 
-# id(device) -> (alloc_small, cache_min_bytes, runtime, alloc_cached): how ember._tensor.empty
-# allocates on a device, memoised so that an op's output costs one dict lookup before
-# the allocation itself. Keyed by id: devices are interned, and device.__hash__ runs Python code
-# on every lookup.
+# id(device) -> (alloc_small, cache_min_bytes, runtime, alloc_cached, address): how
+# ember._tensor.empty allocates on a device, memoised so that an op's output costs one dict
+# lookup before the allocation itself. Keyed by id: devices are interned, and device.__hash__
+# runs Python code on every lookup.
 ROUTES: dict = {}
 
 # ember.profiler's profile_memory: told of every allocation and free while set (see observe).
@@ -49,13 +50,13 @@ def _report(nbytes: int, address, owner, device) -> None:
         weakref.finalize(owner, _freed, nbytes, address, device).atexit = False
 
 
-def _reporting(small, cached, device):
+def _reporting(small, address, cached, device):
     """The two allocation routes of ``device``, reporting to the observer."""
 
     def small_reported(nbytes):
-        handle, address = small(nbytes)
-        _report(nbytes, address, handle, device)
-        return handle, address
+        handle = small(nbytes)
+        _report(nbytes, address(handle), handle, device)
+        return handle
 
     def cached_reported(nbytes):
         storage = cached(nbytes)
@@ -82,25 +83,25 @@ def backend_for(device_type: str):
 
 
 def allocation_route(device):
-    """``(alloc_small, cache_min_bytes, runtime, alloc_cached)`` of a device; memoised.
+    """``(alloc_small, cache_min_bytes, runtime, alloc_cached, address)`` of a device; memoised.
 
     Requests below ``cache_min_bytes`` go straight to the runtime (``alloc_small(nbytes) ->
-    (handle, address)``; the handle frees itself when collected), larger ones through the
-    device's caching allocator (``alloc_cached(nbytes) -> Storage``).
+    handle``, then ``address(handle)``; the handle frees itself when collected), larger ones
+    through the device's caching allocator (``alloc_cached(nbytes) -> Storage``). A runtime's
+    ``small_alloc`` pair, when it has one, is the first step and the address: C-level callables
+    (the CPU's), so that an op's output pays no Python frame for its memory.
     """
     found = ROUTES.get(id(device))
     if found is None:
         backend = backend_for(device.type)
         runtime = backend.runtime
         index = device.index
-        small = getattr(runtime, "alloc_addressed", None)
-        if small is None:
-
-            def small(nbytes, _alloc=runtime.alloc, _address=runtime.address):
-                handle = _alloc(nbytes, index)
-                return handle, _address(handle)
-
         allocate, address = backend.allocator(index).allocate, runtime.address
+        small_alloc = getattr(runtime, "small_alloc", None)
+        if small_alloc is not None:
+            small, small_address = small_alloc
+        else:
+            small, small_address = functools.partial(runtime.alloc, index=index), address
 
         def cached(nbytes):
             handle, offset, lease = allocate(nbytes)
@@ -109,8 +110,8 @@ def allocation_route(device):
             return Storage(device, nbytes, handle, offset, ptr, lease, runtime)
 
         if _OBSERVER[0] is not None:
-            small, cached = _reporting(small, cached, device)
-        found = (small, backend.cache_min_bytes, runtime, cached)
+            small, cached = _reporting(small, small_address, cached, device)
+        found = (small, backend.cache_min_bytes, runtime, cached, small_address)
         ROUTES[id(device)] = found
     return found
 

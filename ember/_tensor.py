@@ -434,13 +434,13 @@ def empty(shape: tuple, dtype, device) -> Tensor:
     """An uninitialised contiguous tensor; ``device`` must already be normalised.
 
     Every op's output comes from here, so the device's allocation route is one dict lookup, small
-    requests take a straight path (one runtime call, no allocator bookkeeping) and the tensor is
-    built inline.
+    requests take a straight path (two runtime calls, C-level on the CPU: no allocator
+    bookkeeping, no Python frame) and the tensor is built inline.
     """
     nbytes = math.prod(shape) * dtype.itemsize
     route = _ROUTES.get(id(device)) or allocation_route(device)
     if nbytes < route[1]:
-        handle, ptr = route[0](nbytes)
+        handle = route[0](nbytes)
         # Storage(device, nbytes, handle, 0, ptr, handle, runtime) without its __init__ frame
         # (a third of this path's own time): keep in step with Storage.__init__.
         storage = _new(Storage)
@@ -448,7 +448,7 @@ def empty(shape: tuple, dtype, device) -> Tensor:
         storage.nbytes = nbytes
         storage.handle = handle
         storage.byte_offset = 0
-        storage.ptr = ptr
+        storage.ptr = route[4](handle)
         storage.owner = handle
         storage.runtime = route[2]
         storage.version = 0
