@@ -27,7 +27,6 @@ import ember
 from ember._tensor import empty
 from ember.autograd.layer import LAYER
 from ember.autograd.node import Node
-from ember.dispatcher import memory
 from ember.dispatcher.optable import OPS
 
 
@@ -40,7 +39,7 @@ def steps() -> dict:
     add = OPS["add"]
     out = a + b  # resolves add's fast-path entry
     device, kernel, _, contiguous, key = add.fast[a._dtype]
-    route = memory.ROUTES[id(device)]
+    route = device._route
     allocate, address = route[0], route[4]
     formula = add.formula
     ctx, edges, meta = formula.record((ga, gb))

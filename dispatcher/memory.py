@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import weakref
 
 from ember._device import CPU
@@ -15,10 +14,10 @@ from .devices import REGISTRY, on_reset
 _BY_TYPE: dict = {}  # device type -> DeviceBackend, filled on first use
 
 
-# id(device) -> (alloc_small, cache_min_bytes, runtime, alloc_cached, address): how
-# ember._tensor.empty allocates on a device, memoised so that an op's output costs one dict
-# lookup before the allocation itself. Keyed by id: devices are interned, and device.__hash__
-# runs Python code on every lookup.
+# id(device) -> the device, for each device whose ``_route`` is set: (alloc_small,
+# cache_min_bytes, runtime, alloc_cached, address), how ember._tensor.empty allocates there,
+# memoised on the (interned) device so that an op's output reads one attribute before the
+# allocation itself. forget_routes() unsets them all.
 ROUTES: dict = {}
 
 # ember.profiler's profile_memory: told of every allocation and free while set (see observe).
@@ -30,6 +29,13 @@ def observe(callback) -> None:
     of its free when the memory goes back (negative ``nbytes``); ``None`` stops. The routes are
     rebuilt, so outside a memory profile the allocation path has no reporting in it at all."""
     _OBSERVER[0] = callback
+    forget_routes()
+
+
+def forget_routes() -> None:
+    """Unset every device's allocation route: the next allocation there finds it again."""
+    for device in ROUTES.values():
+        device._route = None
     ROUTES.clear()
 
 
@@ -68,7 +74,7 @@ def _reporting(small, address, cached, device):
 
 def _forget() -> None:
     _BY_TYPE.clear()
-    ROUTES.clear()
+    forget_routes()
 
 
 on_reset(_forget)
@@ -91,7 +97,7 @@ def allocation_route(device):
     ``small_alloc`` pair, when it has one, is the first step and the address: C-level callables
     (the CPU's), so that an op's output pays no Python frame for its memory.
     """
-    found = ROUTES.get(id(device))
+    found = device._route
     if found is None:
         backend = backend_for(device.type)
         runtime = backend.runtime
@@ -101,7 +107,11 @@ def allocation_route(device):
         if small_alloc is not None:
             small, small_address = small_alloc
         else:
-            small, small_address = functools.partial(runtime.alloc, index=index), address
+
+            def small(nbytes, _alloc=runtime.alloc):
+                return _alloc(nbytes, index)
+
+            small_address = address
 
         def cached(nbytes):
             handle, offset, lease = allocate(nbytes)
@@ -112,7 +122,8 @@ def allocation_route(device):
         if _OBSERVER[0] is not None:
             small, cached = _reporting(small, small_address, cached, device)
         found = (small, backend.cache_min_bytes, runtime, cached, small_address)
-        ROUTES[id(device)] = found
+        device._route = found
+        ROUTES[id(device)] = device
     return found
 
 
