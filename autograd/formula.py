@@ -277,6 +277,9 @@ def _keep(plan, args, needs, originals) -> dict:
         if position >= n or (when is not None and not needs[when]):
             continue
         value = args[position] if originals is None else originals.get(name, args[position])
+        if isinstance(value, Tensor):  # _save's common case, without its frame
+            saved[name] = SavedTensor(value)
+            continue
         kept = _save(value)
         if kept is not None:
             saved[name] = kept
