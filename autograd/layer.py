@@ -64,23 +64,9 @@ class AutogradLayer(Layer):
             return self.record_inplace(op, base, formula, args)
         ctx, edges, meta = formula.record(args)
         out = self.below(op, args)
-        if out.__class__ is not Tensor or base.name in COPYING_VIEWS:
-            if base.name in COPYING_VIEWS and out._storage is not args[0]._storage:
-                return _copied_view(op, formula, ctx, edges, meta, out, args[0])
-            return _attach(op, formula, ctx, edges, meta, out)
-        # _attach's common case, one fresh tensor, written out (two frames of every record)
-        node = Node(op, formula, ctx, tuple(edges), meta)
-        if formula.saves_result:
-            formula.save_result(ctx, out)
-        if STATE.anomaly:
-            record_trace(node)
-        if out._dtype.category >= FLOATING:
-            if out._base is None and not out._output_nr:  # _set_history's common case
-                out._grad_fn = node
-                out._requires_grad = True
-            else:
-                _set_history(out, node, 0)
-        return out
+        if base.name in COPYING_VIEWS and out._storage is not args[0]._storage:
+            return _copied_view(op, formula, ctx, edges, meta, out, args[0])
+        return _attach(op, formula, ctx, edges, meta, out)
 
     def below(self, op, args):
         """Run the op under this layer with recording off (its kernels and decompositions)."""
@@ -160,7 +146,11 @@ def _attach(op, formula, ctx, edges, meta, out):
         if STATE.anomaly:
             record_trace(node)
         if out._dtype.category >= FLOATING:
-            _set_history(out, node, 0)
+            if out._base is None and not out._output_nr:  # _set_history's, without its frame
+                out._grad_fn = node
+                out._requires_grad = True
+            else:
+                _set_history(out, node, 0)
         return out
     tensors = [t for t in out if isinstance(t, Tensor)]
     node = Node(op, formula, ctx, tuple(edges), meta, num_outputs=len(tensors) or 1)
