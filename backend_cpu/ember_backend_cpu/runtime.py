@@ -45,7 +45,7 @@ class CpuRuntime:
         del handle  # dropping the last reference releases it
 
     def address(self, handle) -> int:
-        return self._lib.ember_address(handle)
+        return int(self._cast("intptr_t", handle))
 
     def copy_in(self, handle, byte_offset: int, src, index=None) -> None:
         """Copy the bytes of a contiguous host buffer into ``handle`` at ``byte_offset``."""
