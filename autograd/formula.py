@@ -153,8 +153,37 @@ class Formula:
         plan = self.plan
         if plan.has_lists:
             edges, meta, needs, values, spans = scan(plan, args)
-        else:  # nearly every recorded call: scan's common case without its frame
-            edges, meta, needs, values, spans = _scan_plain(plan.tensor_positions, args)
+        else:
+            # Nearly every recorded call: no Tensor[] argument, so no spans, and the two common
+            # edges (a leaf's accumulator, a plain tensor's single-output node) inline. Written
+            # out here rather than in a function of its own: a frame is a fifth of this step.
+            n = len(args)
+            edges, meta, needs = [], [], []
+            values = list(args)
+            spans = None
+            for i in plan.tensor_positions:
+                value = args[i] if i < n else None
+                if isinstance(value, Tensor):
+                    requires = value._requires_grad
+                    needs.append(requires)
+                    node = value._grad_fn
+                    if node is None:
+                        if requires:  # a leaf: its accumulator, made once (node.accumulator)
+                            found = value.__dict__.get("_accumulator")
+                            edges.append((found if found is not None else accumulator(value), 0))
+                        else:
+                            edges.append(None)
+                    elif value._base is None and node.num_outputs == 1:
+                        edges.append((node, 0))
+                    else:  # a view's history may need a replay; a multi-output node its index
+                        edges.append(gradient_edge(value))
+                    meta.append((value._shape, value._dtype, value._storage.device))
+                    values[i] = None
+                else:  # absent, None or a Python scalar (kept in values)
+                    needs.append(False)
+                    edges.append(None)
+                    meta.append(None)
+            needs = tuple(needs)
         ctx = Context.__new__(Context)
         ctx._formula = self
         ctx._values = values
@@ -205,7 +234,8 @@ class Formula:
 
 
 def scan(plan: Plan, args) -> tuple[list, list, tuple, list, list | None]:
-    """One pass over the tensor arguments of a call (it runs on every recorded call).
+    """One pass over the tensor arguments of a call with a Tensor[] argument (``record`` has
+    the loop of the other calls).
 
     Returns the gradient edge and the (shape, dtype, device) of each tensor input, flat (a
     Tensor[] argument gives one entry per tensor; None for an absent tensor or a Python scalar),
@@ -213,8 +243,6 @@ def scan(plan: Plan, args) -> tuple[list, list, tuple, list, list | None]:
     (what a formula reads by name), and each tensor argument's span of the flat entries (None
     when the op has no Tensor[] argument).
     """
-    if not plan.has_lists:
-        return _scan_plain(plan.tensor_positions, args)
     n = len(args)
     edges, meta, needs = [], [], []
     values = list(args)
@@ -241,37 +269,6 @@ def scan(plan: Plan, args) -> tuple[list, list, tuple, list, list | None]:
     return edges, meta, tuple(needs), values, spans
 
 
-def _scan_plain(positions: tuple, args) -> tuple[list, list, tuple, list, None]:
-    """``scan`` for ops without a Tensor[] argument (nearly every recorded call): no spans, and
-    the two common edges (a leaf's accumulator, a plain tensor's single-output node) inline."""
-    n = len(args)
-    edges, meta, needs = [], [], []
-    values = list(args)
-    for i in positions:
-        value = args[i] if i < n else None
-        if isinstance(value, Tensor):
-            requires = value._requires_grad
-            needs.append(requires)
-            node = value._grad_fn
-            if node is None:
-                if requires:  # a leaf: its accumulator, made once (node.accumulator)
-                    found = value.__dict__.get("_accumulator")
-                    edges.append((found if found is not None else accumulator(value), 0))
-                else:
-                    edges.append(None)
-            elif value._base is None and node.num_outputs == 1:
-                edges.append((node, 0))
-            else:  # a view's history may need a replay; a multi-output node its index
-                edges.append(gradient_edge(value))
-            meta.append((value._shape, value._dtype, value._storage.device))
-            values[i] = None
-        else:  # absent, None or a Python scalar (kept in values)
-            needs.append(False)
-            edges.append(None)
-            meta.append(None)
-    return edges, meta, tuple(needs), values, None
-
-
 def _keep(plan, args, needs, originals) -> dict:
     """The SavedTensors of the arguments the formula saves (and needs, for conditional saves)."""
     saved = {}
@@ -280,6 +277,9 @@ def _keep(plan, args, needs, originals) -> dict:
         if position >= n or (when is not None and not needs[when]):
             continue
         value = args[position] if originals is None else originals.get(name, args[position])
+        if isinstance(value, Tensor):  # _save's common case, without its frame
+            saved[name] = SavedTensor(value)
+            continue
         kept = _save(value)
         if kept is not None:
             saved[name] = kept

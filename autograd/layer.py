@@ -146,7 +146,11 @@ def _attach(op, formula, ctx, edges, meta, out):
         if STATE.anomaly:
             record_trace(node)
         if out._dtype.category >= FLOATING:
-            _set_history(out, node, 0)
+            if out._base is None and not out._output_nr:  # _set_history's, without its frame
+                out._grad_fn = node
+                out._requires_grad = True
+            else:
+                _set_history(out, node, 0)
         return out
     tensors = [t for t in out if isinstance(t, Tensor)]
     node = Node(op, formula, ctx, tuple(edges), meta, num_outputs=len(tensors) or 1)

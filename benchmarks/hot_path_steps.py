@@ -4,11 +4,12 @@
     python benchmarks/hot_path_steps.py "a + b" "a - b"  # some of them
 
 Each step is one more layer of the path, called directly on the same float32 operands of 16
-elements (``a + b``, the binary runner, ``empty()``, the raw allocation, the kernel glue, the
-bare cffi call; and for recording, ``ga + gb`` on leaves that require grad, the autograd
-layer's ``handle``, ``Formula.record``, ``Node()``); a step's own cost is its time minus the
-time of the layers it calls (docs/eager_overhead.md). Figures are the minimum and median over
-31 rounds of about 20 ms of the process's CPU time (``bench_overhead.timings``), one
+elements (``a + b``, the binary runner, ``empty()``, the raw allocation, the contiguous cffi
+entry the runner calls, and the general kernel glue and its cffi call; and for recording,
+``ga + gb`` on leaves that require grad, the autograd layer's ``handle``, ``Formula.record``,
+``Node()``); a step's own cost is its time minus the time of the layers it calls
+(docs/eager_overhead.md). Figures are the minimum and median over 31 rounds of about 20 ms of
+the process's CPU time (``bench_overhead.timings``), one
 thread: on a shared machine the minimum is the better estimate.
 """
 
@@ -26,7 +27,6 @@ import ember
 from ember._tensor import empty
 from ember.autograd.layer import LAYER
 from ember.autograd.node import Node
-from ember.dispatcher import memory
 from ember.dispatcher.optable import OPS
 
 
@@ -38,8 +38,9 @@ def steps() -> dict:
     ga, gb = (ember.from_numpy(v).requires_grad_(True) for v in values)
     add = OPS["add"]
     out = a + b  # resolves add's fast-path entry
-    device, kernel, _ = add.fast[a._dtype]
-    allocate = memory.ROUTES[id(device)][0]
+    device, kernel, _, contiguous, key = add.fast[a._dtype]
+    route = device._route
+    allocate, address = route[0], route[4]
     formula = add.formula
     ctx, edges, meta = formula.record((ga, gb))
     edges = tuple(edges)
@@ -49,10 +50,12 @@ def steps() -> dict:
         "a + b": lambda: a + b,
         "binary runner": lambda: add.runner(add, a, b),
         "empty()": lambda: empty((16,), f32, device),
-        "alloc_addressed": lambda: allocate(64),
+        "small alloc + address": lambda: address(allocate(64)),
+        # the contiguous entry the runner calls (op, float32 and 16 elements; the loop ~0.05 us)
+        "contiguous cffi call": lambda: contiguous(key, po, pa, pb, 16),
+        # the general entry: the glue, then ember_binary's 14 arguments
         "kernel glue + cffi": lambda: kernel(out, a, b),
-        # op code 0, float32 (8), 16 contiguous elements: the loop itself is ~0.05 us
-        "bare cffi call": lambda: call(0, 8, 16, 0, null, po, null, pa, null, pb, null, 0.0, 0),
+        "bare cffi call": lambda: call(0, 8, 16, 0, null, po, null, pa, null, pb, null, 0.0, 0, 0),
         "a * b": lambda: a * b,
         "a - b": lambda: a - b,
         "ga + gb": lambda: ga + gb,

@@ -14,10 +14,10 @@ from .devices import REGISTRY, on_reset
 _BY_TYPE: dict = {}  # device type -> DeviceBackend, filled on first use
 
 
-# id(device) -> (alloc_small, cache_min_bytes, runtime, alloc_cached): how ember._tensor.empty
-# allocates on a device, memoised so that an op's output costs one dict lookup before
-# the allocation itself. Keyed by id: devices are interned, and device.__hash__ runs Python code
-# on every lookup.
+# id(device) -> the device, for each device whose ``_route`` is set: (alloc_small,
+# cache_min_bytes, runtime, alloc_cached, address), how ember._tensor.empty allocates there,
+# memoised on the (interned) device so that an op's output reads one attribute before the
+# allocation itself. forget_routes() unsets them all.
 ROUTES: dict = {}
 
 # ember.profiler's profile_memory: told of every allocation and free while set (see observe).
@@ -29,6 +29,13 @@ def observe(callback) -> None:
     of its free when the memory goes back (negative ``nbytes``); ``None`` stops. The routes are
     rebuilt, so outside a memory profile the allocation path has no reporting in it at all."""
     _OBSERVER[0] = callback
+    forget_routes()
+
+
+def forget_routes() -> None:
+    """Unset every device's allocation route: the next allocation there finds it again."""
+    for device in ROUTES.values():
+        device._route = None
     ROUTES.clear()
 
 
@@ -49,13 +56,13 @@ def _report(nbytes: int, address, owner, device) -> None:
         weakref.finalize(owner, _freed, nbytes, address, device).atexit = False
 
 
-def _reporting(small, cached, device):
+def _reporting(small, address, cached, device):
     """The two allocation routes of ``device``, reporting to the observer."""
 
     def small_reported(nbytes):
-        handle, address = small(nbytes)
-        _report(nbytes, address, handle, device)
-        return handle, address
+        handle = small(nbytes)
+        _report(nbytes, address(handle), handle, device)
+        return handle
 
     def cached_reported(nbytes):
         storage = cached(nbytes)
@@ -67,7 +74,7 @@ def _reporting(small, cached, device):
 
 def _forget() -> None:
     _BY_TYPE.clear()
-    ROUTES.clear()
+    forget_routes()
 
 
 on_reset(_forget)
@@ -82,25 +89,29 @@ def backend_for(device_type: str):
 
 
 def allocation_route(device):
-    """``(alloc_small, cache_min_bytes, runtime, alloc_cached)`` of a device; memoised.
+    """``(alloc_small, cache_min_bytes, runtime, alloc_cached, address)`` of a device; memoised.
 
     Requests below ``cache_min_bytes`` go straight to the runtime (``alloc_small(nbytes) ->
-    (handle, address)``; the handle frees itself when collected), larger ones through the
-    device's caching allocator (``alloc_cached(nbytes) -> Storage``).
+    handle``, then ``address(handle)``; the handle frees itself when collected), larger ones
+    through the device's caching allocator (``alloc_cached(nbytes) -> Storage``). A runtime's
+    ``small_alloc`` pair, when it has one, is the first step and the address: C-level callables
+    (the CPU's), so that an op's output pays no Python frame for its memory.
     """
-    found = ROUTES.get(id(device))
+    found = device._route
     if found is None:
         backend = backend_for(device.type)
         runtime = backend.runtime
         index = device.index
-        small = getattr(runtime, "alloc_addressed", None)
-        if small is None:
-
-            def small(nbytes, _alloc=runtime.alloc, _address=runtime.address):
-                handle = _alloc(nbytes, index)
-                return handle, _address(handle)
-
         allocate, address = backend.allocator(index).allocate, runtime.address
+        small_alloc = getattr(runtime, "small_alloc", None)
+        if small_alloc is not None:
+            small, small_address = small_alloc
+        else:
+
+            def small(nbytes, _alloc=runtime.alloc):
+                return _alloc(nbytes, index)
+
+            small_address = address
 
         def cached(nbytes):
             handle, offset, lease = allocate(nbytes)
@@ -109,9 +120,10 @@ def allocation_route(device):
             return Storage(device, nbytes, handle, offset, ptr, lease, runtime)
 
         if _OBSERVER[0] is not None:
-            small, cached = _reporting(small, cached, device)
-        found = (small, backend.cache_min_bytes, runtime, cached)
-        ROUTES[id(device)] = found
+            small, cached = _reporting(small, small_address, cached, device)
+        found = (small, backend.cache_min_bytes, runtime, cached, small_address)
+        device._route = found
+        ROUTES[id(device)] = device
     return found
 
 

@@ -45,9 +45,6 @@ class MetaRuntime:
     def alloc(self, nbytes: int, index=None):
         return None
 
-    def alloc_addressed(self, nbytes: int):
-        return None, None
-
     def free(self, handle, index=None) -> None:
         pass
 

@@ -18,7 +18,9 @@ class device:  # noqa: N801 - PyTorch's name
         True
     """
 
-    __slots__ = ("__weakref__", "index", "type")
+    # _route: how ember._tensor.empty allocates here (dispatcher/memory.py), None until the
+    # first allocation: an attribute read instead of a dict lookup on every op's output.
+    __slots__ = ("__weakref__", "_route", "index", "type")
     _interned: dict = {}
 
     def __new__(cls, type_or_spec, index: int | None = None):
@@ -59,6 +61,7 @@ class device:  # noqa: N801 - PyTorch's name
             canonical = object.__new__(cls)
             canonical.type = dev_type
             canonical.index = index
+            canonical._route = None
             cls._interned[(dev_type, index)] = canonical
         cls._interned[key] = canonical
         return canonical

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 
@@ -24,6 +25,11 @@ class CpuRuntime:
         # No zeroing: factories that need zeros fill explicitly.
         self._new = ffi.new_allocator(should_clear_after_alloc=False)
         self._cast = ffi.cast
+        # ember's empty() allocates small outputs with these two C-level calls, no Python frame
+        # (docs/plugins.md, ``small_alloc``): a buffer that frees itself when collected, and its
+        # address (a cffi call: a third of the cost of int(ffi.cast("intptr_t", buffer))). A
+        # zero-byte buffer has an address of its own too, as alloc's one-byte minimum gives.
+        self.small_alloc = (functools.partial(self._new, "char[]"), lib.ember_address)
 
     def device_count(self) -> int:
         return 1
@@ -34,11 +40,6 @@ class CpuRuntime:
     def alloc(self, nbytes: int, index=None):
         # The cdata frees its memory when collected, so small storages need no free() call.
         return self._new("char[]", nbytes if nbytes > 0 else 1)
-
-    def alloc_addressed(self, nbytes: int, index=None):
-        """``(handle, address)`` in one call: small tensors are allocated on every op."""
-        handle = self._new("char[]", nbytes if nbytes > 0 else 1)
-        return handle, int(self._cast("intptr_t", handle))
 
     def free(self, handle, index=None) -> None:
         del handle  # dropping the last reference releases it

@@ -76,14 +76,34 @@ def _coerce(op, value, position: int):
     )
 
 
+def _fast_entry(dev, kernel, result, compute) -> tuple:
+    """``op.fast[compute]``: (device, kernel, result dtype, contiguous call, its key).
+
+    The call is the kernel's ``contiguous`` entry (docs/plugins.md) when the backend has one for
+    the dtype: ``call(key, out address, *operand addresses, n)`` for operands contiguous with the
+    output, no Python frame between the runner and C. Else None: the kernel is called."""
+    contiguous = getattr(kernel, "contiguous", None)
+    found = contiguous(compute) if contiguous is not None else None
+    call, key = found if found is not None else (None, None)
+    return dev, kernel, result, call, key
+
+
 def unary(op, x, *params):
     # Fast path: ``op.fast`` maps a dtype the full path below validated, and that needs no
-    # cast, to (device, kernel, result dtype), as in binary().
+    # cast, to its _fast_entry, as in binary().
     if not params:
         entry = op.fast.get(x.__class__ is Tensor and x._dtype)  # False for a non-Tensor: no key
         if entry is not None and entry[0] is x._storage.device:
             out = empty(x._shape, entry[2], entry[0])
-            entry[1](out, x)
+            call = entry[3]
+            if call is None or not x._contig:
+                entry[1](out, x)
+            else:
+                storage = out._storage
+                size = x._dtype.itemsize
+                at = x._storage.ptr + x._offset * size
+                if call(entry[4], storage.ptr, at, storage.nbytes // entry[2].itemsize):
+                    entry[1](out, x)  # a status: the kernel raises its error, with its message
             return out
     if not isinstance(x, Tensor):
         raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
@@ -99,7 +119,7 @@ def unary(op, x, *params):
     if kernel is None:
         return op.decomposition(x, *params)
     if not params and check is None and compute is source:
-        op.fast[compute] = (dev, kernel, result)
+        op.fast[compute] = _fast_entry(dev, kernel, result, compute)
     out = empty(x._shape, result, dev)
     kernel(out, x, *params)
     return out
@@ -107,8 +127,9 @@ def unary(op, x, *params):
 
 def binary(op, a, b, *params):
     # Fast path: two tensors of one dtype, device and shape, or a tensor and a Python number of
-    # its category. ``op.fast`` maps a dtype to (device, kernel, result dtype) that the full path
-    # below has validated (keyed by dtype alone: dtypes hash by identity, devices in Python).
+    # its category. ``op.fast`` maps a dtype to the _fast_entry that the full path below has
+    # validated (keyed by dtype alone: dtypes hash by identity, devices in Python). Contiguous
+    # tensors go to the backend's contiguous entry: four integers, no kernel glue.
     if isinstance(a, Tensor):
         bc = b.__class__
         dtype = a._dtype
@@ -119,7 +140,17 @@ def binary(op, a, b, *params):
                     entry = op.fast.get(dtype)
                     if entry is not None and entry[0] is dev:
                         out = empty(a._shape, entry[2], dev)
-                        entry[1](out, a, b)
+                        call = entry[3]
+                        if call is None or not (a._contig and b._contig):
+                            entry[1](out, a, b)
+                            return out
+                        storage = out._storage
+                        size = dtype.itemsize
+                        pa = a._storage.ptr + a._offset * size
+                        pb = b._storage.ptr + b._offset * size
+                        n = storage.nbytes // entry[2].itemsize
+                        if call(entry[4], storage.ptr, pa, pb, n):
+                            entry[1](out, a, b)  # a status: the kernel raises its error
                         return out
         elif bc is float or bc is int:
             category = dtype.category
@@ -197,7 +228,7 @@ def _binary(op, a, b, *params):
     if kernel is None:
         return op.decomposition(a, b, *params)
     if not params and (check is None or _passes_by_dtype(op, check, a, b)):
-        op.fast[compute] = (dev, kernel, result)
+        op.fast[compute] = _fast_entry(dev, kernel, result, compute)
     out = empty(shape, result, dev)
     kernel(out, a, b, *params)
     return out

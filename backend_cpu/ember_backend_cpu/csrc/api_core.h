@@ -21,6 +21,13 @@ int ember_ternary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, 
                   const int64_t *so, intptr_t a, const int64_t *sa, intptr_t b,
                   const int64_t *sb, intptr_t c, const int64_t *sc, const double *fs,
                   const int64_t *is, double param);
+/* Contiguous operands of the output's shape and the op's dtype, no scalar, no parameter: `key`
+ * from ember_contig_key (-1: no loop), pointers as integers, n elements. */
+int ember_contig_key(int arity, int op, int dtype);
+int ember_binary_contig(int key, intptr_t out, intptr_t a, intptr_t b, int64_t n);
+int ember_unary_contig(int key, intptr_t out, intptr_t x, int64_t n);
+/* The address of a buffer (cheaper through cffi than casting it to intptr_t in Python). */
+intptr_t ember_address(const char *buffer);
 
 /* copy.c */
 int ember_copy(int dst_dtype, int src_dtype, int64_t n, int ndim, const int64_t *shape,

@@ -460,10 +460,49 @@ int ember_ternary(int op, int dtype, int64_t n, int ndim, const int64_t *shape, 
                            ndim ? strides : NULL, fs4, is4, &p);
 }
 
+/* ---- contiguous entry points ------------------------------------------------------------------ */
+/* The eager hot path (docs/eager_overhead.md): every operand contiguous with the output's shape,
+ * in the op's dtype, no scalar and no parameter. Five arguments instead of ember_binary's 14
+ * (cffi converts each one; the glue built the rest), and no stride arrays: the loop is the same
+ * BINARY/UNARY table entry, called directly below the parallel threshold. `key` is
+ * op * EM_NDTYPES + dtype, resolved once per (op, dtype) by the glue (ember_contig_key). */
+static int run_contig(em_loop loop, int nops, char **ptrs, const int64_t *s, int64_t n) {
+    em_params p = {{0, 0, 0, 0}, {0, 0, 0, 0}, 0};
+    if (n < EM_PARALLEL_THRESHOLD) {
+        loop(n, ptrs, s, &p);
+        return p.status;
+    }
+    return em_run(loop, nops, 1, &n, ptrs, s, &p);
+}
+
+int ember_binary_contig(int key, intptr_t out, intptr_t a, intptr_t b, int64_t n) {
+    int op = key / EM_NDTYPES, dtype = key % EM_NDTYPES;
+    if (key < 0 || op >= OPB_COUNT || !BINARY[op][dtype]) return EM_UNSUPPORTED;
+    const int64_t si = em_itemsize(dtype);
+    const int64_t s[3] = {BINARY_BOOL_OUT[op] ? 1 : si, si, si};
+    char *ptrs[3] = {(char *)out, (char *)a, (char *)b};
+    return run_contig(BINARY[op][dtype], 3, ptrs, s, n);
+}
+
+int ember_unary_contig(int key, intptr_t out, intptr_t x, int64_t n) {
+    int op = key / EM_NDTYPES, dtype = key % EM_NDTYPES;
+    if (key < 0 || op >= OPU_COUNT || !UNARY[op][dtype]) return EM_UNSUPPORTED;
+    const int64_t si = em_itemsize(dtype);
+    const int64_t s[2] = {UNARY_BOOL_OUT[op] ? 1 : si, si};
+    char *ptrs[2] = {(char *)out, (char *)x};
+    return run_contig(UNARY[op][dtype], 2, ptrs, s, n);
+}
+
 /* Whether an op has a loop for a dtype (the glue builds its kernel table from this). */
 int ember_elementwise_supports(int arity, int op, int dtype) {
     if (arity == 1) return valid(op, OPU_COUNT, dtype) && UNARY[op][dtype] != NULL;
     if (arity == 2) return valid(op, OPB_COUNT, dtype) && BINARY[op][dtype] != NULL;
     if (arity == 3) return valid(op, OPT_COUNT, dtype) && TERNARY[op][dtype] != NULL;
     return 0;
+}
+
+/* The key of the contiguous entry points for (arity, op, dtype), or -1 when there is no loop. */
+int ember_contig_key(int arity, int op, int dtype) {
+    if ((arity != 1 && arity != 2) || !ember_elementwise_supports(arity, op, dtype)) return -1;
+    return op * EM_NDTYPES + dtype;
 }

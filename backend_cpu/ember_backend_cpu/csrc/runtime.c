@@ -1,4 +1,4 @@
-/* Thread control for OpenMP (a no-op build without it). */
+/* Thread control for OpenMP (a no-op build without it), and host addresses. */
 #include "ember_cpu.h"
 #include "api_core.h"
 
@@ -16,4 +16,8 @@ void ember_set_num_threads(int n) {
 #else
     (void)n;
 #endif
+}
+
+intptr_t ember_address(const char *buffer) {
+    return (intptr_t)buffer;
 }

@@ -65,6 +65,19 @@ def _form(codes: dict, name: str, code: int):
     return lambda approximate="none": tanh if approximate == "tanh" else code
 
 
+def _contiguous(lib, call, arity: int, code: int):
+    """The kernel's ``contiguous(dtype) -> (call, key) | None`` (ember's docs/plugins.md): the
+    five-argument C entry ``call(key, out, *operands, n)`` for operands contiguous with the
+    output's shape, in ``dtype``, with integer addresses; ``key`` names the (op, dtype) loop,
+    resolved here once (the dispatcher keeps it with the op's fast-path entry)."""
+
+    def contiguous(dtype):
+        key = lib.ember_contig_key(arity, code, dtype.code)
+        return None if key < 0 else (call, key)
+
+    return contiguous
+
+
 def make_unary(ffi, lib, code: int, name: str, codes: dict):
     call = lib.ember_unary
     null = ffi.NULL
@@ -100,6 +113,8 @@ def make_unary(ffi, lib, code: int, name: str, codes: dict):
             raise_status(status, name, x._dtype.code)
 
     kernel.__qualname__ = f"cpu.{name}"
+    if params is None and form is None:  # a parameter goes through ember_unary's p0..p2
+        kernel.contiguous = _contiguous(lib, lib.ember_unary_contig, 1, code)
     return kernel
 
 
@@ -149,6 +164,8 @@ def make_binary(ffi, lib, code: int, name: str, codes: dict):
             raise_status(status, name, dcode)
 
     kernel.__qualname__ = f"cpu.{name}"
+    if param_of is None and form is None:  # threshold_backward's threshold, gelu's form
+        kernel.contiguous = _contiguous(lib, lib.ember_binary_contig, 2, code)
     return kernel
 
 
