@@ -62,10 +62,13 @@ def _solve_checked(A, B, left, error_name):
             f"{name}: Incompatible shapes of A and B for the equation "
             f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {shape})"
         )
-    LU, pivots, info = OPS["linalg_lu_factor_ex"](A)
+    # As PyTorch: a row-major real A is factored as A^T, whose column-major copy for LAPACK is
+    # a plain copy rather than a transposing one, and solved with that LU's transpose.
+    use_a_t = A.is_contiguous() and not A.dtype.is_complex
+    LU, pivots, info = OPS["linalg_lu_factor_ex"](A.mT if use_a_t else A)
     if error_name:
         raise_info(info, error_name, singular_solve, A.ndim > 2)
-    X = OPS["linalg_lu_solve"](LU, pivots, rhs, True, not left)
+    X = OPS["linalg_lu_solve"](LU, pivots, rhs, True, (not left) != use_a_t)
     X = X.mT if not left else X
     return rt.linalg_solve_ex(X.squeeze(-1) if vector else X, info)
 

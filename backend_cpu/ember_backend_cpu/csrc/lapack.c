@@ -101,44 +101,125 @@ REAL_TYPES(d, double)
     name##_##L var = (name##_##L)routines[K][R];                                                 \
     if (!var) return EM_UNSUPPORTED
 
-/* ---- LU, Cholesky, triangular solves ------------------------------------------------------ */
+/* ---- LU, Cholesky, triangular solves ------------------------------------------------------
+ * These run on OpenMP's pool only, OpenBLAS single-threaded, as matmul.c's products do: a batch
+ * one matrix per thread, one large solve its right-hand sides split over the threads, one
+ * factorization on the calling thread. OpenBLAS's own pool next to OpenMP's cost more than it
+ * gave on two cores: its idle workers spin for a while after each call, holding the core an
+ * OpenMP worker of the next elementwise op needs (and the reverse), and the backward of cholesky
+ * switched OpenBLAS between one thread (its products) and two (its solves) on every call: at
+ * 64 x 32 x 32 it took 8-60 ms on two threads against 0.8 ms on one. */
+void ember_blas_one_thread(void); /* matmul.c */
+
+/* Work (multiply-adds) below which a call stays on the calling thread: about a millisecond on
+ * one core. PyTorch loops over a batch on one thread; a team for less work (64 x 32 x 32 solves)
+ * gained little and, on a loaded machine, waited a scheduler tick (4 ms) for a descheduled
+ * worker in some runs. */
+#define SOLVE_PARALLEL_WORK ((int64_t)1 << 22)
+
+static int solve_threads(int64_t work) {
+    return work >= SOLVE_PARALLEL_WORK ? omp_get_max_threads() : 1;
+}
+
+/* A factorization of `batch` n x n matrices: OpenMP threads over the batch, or 1 (no team). */
+static int factor_threads(int64_t batch, int n) {
+    ember_blas_one_thread();
+    return batch > 1 ? solve_threads(batch * n * n * n / 3) : 1;
+}
+
+/* The OpenMP parts of a solve with `cols` independent right-hand sides per matrix: `*per_matrix`
+ * says whether the parts are matrices of the batch (else slices of one matrix's columns). */
+static int solve_parts(int64_t batch, int64_t cols, int64_t work, int *per_matrix) {
+    ember_blas_one_thread();
+    int threads = solve_threads(work);
+    *per_matrix = batch > 1 || threads == 1;
+    if (*per_matrix) return threads;
+    return cols < threads ? (int)cols : threads;
+}
+
 #define SOLVE_DRIVERS(L, T, K)                                                                   \
     static int getrf_run_##L(int64_t batch, int m, int n, T *a, int *ipiv, int *info) {          \
         ROUTINE(f, L, K, getrf, R_GETRF);                                                        \
         int lda = max1(m);                                                                       \
         int64_t size = (int64_t)m * n, k = min2(m, n);                                           \
+        int threads = factor_threads(batch, m > n ? m : n);                                      \
+        _Pragma("omp parallel for schedule(static) if (threads > 1)")                            \
         for (int64_t i = 0; i < batch; i++) f(&m, &n, a + i * size, &lda, ipiv + i * k, info + i); \
         return EM_OK;                                                                            \
+    }                                                                                            \
+    static void getrs_one_##L(getrs_##L f, char t, int n, int nrhs, const T *lu, const int *ipiv, \
+                              T *b, int *info) {                                                 \
+        int ld = max1(n);                                                                        \
+        f(&t, &n, &nrhs, lu, &ld, ipiv, b, &ld, info, 1);                                        \
     }                                                                                            \
     static int getrs_run_##L(int64_t batch, int n, int nrhs, int trans, const T *lu,             \
                              int64_t lu_bs, const int *ipiv, int64_t ipiv_bs, T *b, int *info) { \
         ROUTINE(f, L, K, getrs, R_GETRS);                                                        \
         char t = "NTC"[trans];                                                                   \
-        int ld = max1(n);                                                                        \
-        for (int64_t i = 0; i < batch; i++)                                                      \
-            f(&t, &n, &nrhs, lu + i * lu_bs, &ld, ipiv + i * ipiv_bs, b + i * (int64_t)n * nrhs, \
-              &ld, info + i, 1);                                                                 \
+        int per_matrix;                                                                          \
+        int parts = solve_parts(batch, nrhs, batch * n * n * (int64_t)nrhs, &per_matrix);       \
+        int64_t size = (int64_t)n * nrhs;                                                        \
+        if (per_matrix) {                                                                        \
+            _Pragma("omp parallel for schedule(static) if (parts > 1)")                          \
+            for (int64_t i = 0; i < batch; i++)                                                  \
+                getrs_one_##L(f, t, n, nrhs, lu + i * lu_bs, ipiv + i * ipiv_bs, b + i * size,   \
+                              info + i);                                                         \
+            return EM_OK;                                                                        \
+        }                                                                                        \
+        int codes[parts];                                                                        \
+        _Pragma("omp parallel for schedule(static) if (parts > 1)")                              \
+        for (int q = 0; q < parts; q++) {                                                        \
+            int lo = (int)((int64_t)nrhs * q / parts), hi = (int)((int64_t)nrhs * (q + 1) / parts); \
+            getrs_one_##L(f, t, n, hi - lo, lu, ipiv, b + (int64_t)lo * max1(n), codes + q);     \
+        }                                                                                        \
+        info[0] = codes[0];                                                                      \
+        for (int q = 1; q < parts; q++)                                                          \
+            if (codes[q]) info[0] = codes[q];                                                    \
         return EM_OK;                                                                            \
     }                                                                                            \
     static int potrf_run_##L(int64_t batch, int n, int upper, T *a, int *info) {                 \
         ROUTINE(f, L, K, potrf, R_POTRF);                                                        \
         char uplo = upper ? 'U' : 'L';                                                           \
         int ld = max1(n);                                                                        \
+        int threads = factor_threads(batch, n);                                                  \
+        _Pragma("omp parallel for schedule(static) if (threads > 1)")                            \
         for (int64_t i = 0; i < batch; i++) {                                                    \
             f(&uplo, &n, a + i * (int64_t)n * n, &ld, info + i, 1);                              \
             clear_triangle_##T(a + i * (int64_t)n * n, n, upper);                                \
         }                                                                                        \
         return EM_OK;                                                                            \
     }                                                                                            \
+    /* cblas enums: column-major 102, left 141 / right 142, upper 121 / lower 122, no-trans 111 \
+     * / trans 112, non-unit 131 / unit 132. B is m x n column-major (leading dimension ldb). */ \
+    static void trsm_one_##L(trsm_##L f, int m, int n, int left, int upper, int trans, int unit, \
+                             const T *a, T *b, int ldb) {                                        \
+        f(102, left ? 141 : 142, upper ? 121 : 122, trans ? 112 : 111, unit ? 132 : 131, m, n,   \
+          1, a, max1(left ? m : n), b, ldb);                                                     \
+    }                                                                                            \
     static int trsm_run_##L(int64_t batch, int m, int n, int left, int upper, int trans,         \
                             int unit, const T *a, int64_t a_bs, T *b) {                          \
         ROUTINE(f, L, K, trsm, R_TRSM);                                                          \
-        /* cblas enums: column-major 102, left 141 / right 142, upper 121 / lower 122,           \
-         * no-trans 111 / trans 112, non-unit 131 / unit 132. */                                 \
-        int lda = max1(left ? m : n), ldb = max1(m);                                             \
-        for (int64_t i = 0; i < batch; i++)                                                      \
-            f(102, left ? 141 : 142, upper ? 121 : 122, trans ? 112 : 111, unit ? 132 : 131, m,  \
-              n, 1, a + i * a_bs, lda, b + i * (int64_t)m * n, ldb);                             \
+        int64_t size = (int64_t)m * n, order = left ? m : n;                                     \
+        int per_matrix;                                                                          \
+        /* The independent parts of one solve: B's columns (left), or its rows (right). */       \
+        int64_t sides = left ? n : m;                                                            \
+        int parts = solve_parts(batch, sides, batch * size * order, &per_matrix);                \
+        if (per_matrix) {                                                                        \
+            _Pragma("omp parallel for schedule(static) if (parts > 1)")                          \
+            for (int64_t i = 0; i < batch; i++)                                                  \
+                trsm_one_##L(f, m, n, left, upper, trans, unit, a + i * a_bs, b + i * size,      \
+                             max1(m));                                                           \
+            return EM_OK;                                                                        \
+        }                                                                                        \
+        _Pragma("omp parallel for schedule(static) if (parts > 1)")                              \
+        for (int q = 0; q < parts; q++) {                                                        \
+            int64_t lo = sides * q / parts, hi = sides * (q + 1) / parts;                        \
+            if (left)                                                                            \
+                trsm_one_##L(f, m, (int)(hi - lo), 1, upper, trans, unit, a, b + lo * max1(m),   \
+                             max1(m));                                                           \
+            else                                                                                 \
+                trsm_one_##L(f, (int)(hi - lo), n, 0, upper, trans, unit, a, b + lo, max1(m));   \
+        }                                                                                        \
         return EM_OK;                                                                            \
     }
 

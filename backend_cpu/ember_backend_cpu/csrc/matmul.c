@@ -69,6 +69,9 @@ void ember_blas_follow_threads(void) { blas_threads(0); }
  * waiting workers holding the core the other needed. */
 static void blas_one_thread(void) { blas_threads(1); }
 
+/* lapack.c's batched solves: one matrix per OpenMP thread (see there). */
+void ember_blas_one_thread(void) { blas_one_thread(); }
+
 static int pool_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
