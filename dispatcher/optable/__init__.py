@@ -23,6 +23,7 @@ from . import (
     elementwise,
     factory,
     fft,
+    foreach,
     fill,
     functional,
     lapack,
@@ -122,6 +123,8 @@ MODULES += (surface_unique,)
 MODULES += (upsample,)
 # issue 20: the activations' fused backward rows
 MODULES += (activation_backward,)
+# issue 20: gradient clipping's multi-tensor rows
+MODULES += (foreach,)
 
 
 def _decompose(op, *args):

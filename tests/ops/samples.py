@@ -13,6 +13,7 @@ from ember.dispatcher.opdef import Kind
 
 from . import gen_activation_backward as activation_backward
 from . import gen_amp as amp
+from . import gen_foreach as foreach
 from . import gen_complex as complex_rows
 from . import gen_distribution_grads as distribution_grads
 from . import gen_elementwise as ew
@@ -110,6 +111,7 @@ GENERATORS = {
     **functional.GENERATORS,
     # GradScaler's ops
     **amp.GENERATORS,
+    **foreach.GENERATORS,
     **optim.GENERATORS,
     # ember.special rows
     **special.GENERATORS,
