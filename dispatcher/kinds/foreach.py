@@ -15,6 +15,7 @@ import numbers
 
 from ember._tensor import Tensor, empty
 
+from ._common import check_dtypes
 from .view import _view
 
 
@@ -51,6 +52,7 @@ def norm(op, tensors, ord=2, dtype=None):
     tensors = _check_list(op, tensors)
     if not isinstance(ord, numbers.Real):
         raise TypeError(f"{op.name}(): argument 'ord' must be Number, not {type(ord).__name__}")
+    check_dtypes(op, (tensors, ord, dtype))
     kernel = None
     if dtype is None or dtype is tensors[0]._dtype:
         kernel = _one_kernel(op, tensors)
@@ -71,6 +73,7 @@ def mul_(op, tensors, other):
             f"{op.name}: scalar tensor expected to be 0 dim but it has {other.dim()} "
             f"dimensions and {other.numel()} elements."
         )
+    check_dtypes(op, (tensors, other))
     kernel = _one_kernel(op, tensors)
     if kernel is not None and isinstance(other, Tensor):
         kernel = kernel if other._dtype.is_floating_point and not other._dtype.is_complex else None
