@@ -13,12 +13,12 @@ from ember.dispatcher.opdef import Kind
 
 from . import gen_activation_backward as activation_backward
 from . import gen_amp as amp
-from . import gen_foreach as foreach
 from . import gen_complex as complex_rows
 from . import gen_distribution_grads as distribution_grads
 from . import gen_elementwise as ew
 from . import gen_factory as fac
 from . import gen_fft as fft
+from . import gen_foreach as foreach
 from . import gen_functional as functional
 from . import gen_index as idx
 from . import gen_lapack as lapack
