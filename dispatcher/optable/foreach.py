@@ -22,32 +22,38 @@ def _scale(tensors, other):
         t.mul_(other)
 
 
+def _row(schema, decomposition, runner, samples, kernel_args, notes):
+    return OpDef(
+        schema,
+        Kind.FOREACH,
+        None,
+        dtypes=DTYPES_FLOAT,
+        decomposition=decomposition,
+        runner=runner,
+        method=False,
+        samples=samples,
+        kernel_args=kernel_args,
+        notes=notes,
+    )
+
+
 ROWS = [
-    OpDef(
+    _row(
         "_foreach_norm(Tensor[] self, Scalar ord=2, ScalarType? dtype=None) -> Tensor[]",
-        Kind.FOREACH,
-        None,
-        dtypes=DTYPES_FLOAT,
-        decomposition=_norms,
-        runner=run.norm,
-        method=False,
-        samples="foreach_norm",
-        kernel_args="(out, tensors, ord): tensors a list of contiguous tensors of one dtype; "
-        "out 1-d of their count and dtype; ord a float (2, 1, 0, inf, -inf or any p)",
-        notes="clip_grad_norm_: one call per device and dtype",
+        _norms,
+        run.norm,
+        "foreach_norm",
+        "(out, tensors, ord): tensors a list of contiguous tensors of one dtype; out 1-d of "
+        "their count and dtype; ord a float (2, 1, 0, inf, -inf or any p)",
+        "clip_grad_norm_: one call per device and dtype",
     ),
-    OpDef(
+    _row(
         "_foreach_mul_(Tensor[] self, Tensor other) -> ()",
-        Kind.FOREACH,
-        None,
-        dtypes=DTYPES_FLOAT,
-        decomposition=_scale,
-        runner=run.mul_,
-        method=False,
-        samples="foreach_mul",
-        kernel_args="(tensors, scale): tensors a list of contiguous tensors of one dtype, "
-        "scale a Python float; in place",
-        notes="clip_grads_with_norm_: one call per device and dtype; other a 0-dim tensor or "
-        "a number",
+        _scale,
+        run.mul_,
+        "foreach_mul",
+        "(tensors, scale): tensors a list of contiguous tensors of one dtype, scale a Python "
+        "float; in place",
+        "clip_grads_with_norm_: one call per device and dtype; other a 0-dim tensor or a number",
     ),
 ]
