@@ -13,6 +13,7 @@ import math
 import ember as E
 from ember._tensor import contiguous_strides
 
+from ..dispatcher.optable.view import chunk_sizes, split_sizes
 from .activation_formulas import FORMULAS as ACTIVATION_FORMULAS
 from .complex_formulas import install as install_complex
 from .fft_formulas import FORMULAS as FFT_FORMULAS
@@ -352,6 +353,32 @@ def _embed(ctx, g, view_fn):
 
 def _narrow(ctx, g):
     return _embed(ctx, g, lambda t: t.narrow(ctx.dim, ctx.start, ctx.length))
+
+
+def _pieces_back(ctx, grads, sizes):
+    """Gradient of split/chunk: one cat of the pieces' gradients, zeros for a piece that got
+    none (PyTorch's split_backward), not a zero tensor and a copy per piece."""
+    shape, _, _ = ctx.meta("input")
+    ref = next((g for g in grads if g is not None), None)
+    if ref is None:
+        return None
+    dim = ctx.dim % len(shape)
+    parts = []
+    for g, size in zip(grads, sizes):
+        if g is None:
+            g = ref.new_zeros(shape[:dim] + (size,) + shape[dim + 1 :])
+        parts.append(g)
+    return parts[0] if len(parts) == 1 else E.cat(parts, dim)
+
+
+def _split_back(ctx, *grads):
+    shape = ctx.shape("input")
+    return _pieces_back(ctx, grads, split_sizes(shape[ctx.dim], ctx.split_size_or_sections))
+
+
+def _chunk_back(ctx, *grads):
+    shape = ctx.shape("input")
+    return _pieces_back(ctx, grads, chunk_sizes(shape[ctx.dim], ctx.chunks))
 
 
 def _slice(ctx, g):
@@ -725,6 +752,8 @@ FORMULAS = {
     "t": F(lambda ctx, g: g.t()),
     "expand": F(lambda ctx, g: g),
     "narrow": F(_narrow),
+    "split": F(_split_back),
+    "chunk": F(_chunk_back),
     "slice": F(_slice),
     "select": F(_select),
     "diagonal": F(_diagonal),

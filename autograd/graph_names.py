@@ -112,6 +112,16 @@ def _fill(call):
     return ("FillBackward3" if call.was_tensor("value") else "FillBackward2"), ("value",)
 
 
+def _split(call):
+    sizes = call.value("split_size_or_sections")
+    return ("SplitBackward0" if isinstance(sizes, int) else "SplitWithSizesBackward0"), ()
+
+
+def _chunk(call):  # PyTorch's chunk is a split (with sizes for an empty dim)
+    shape = call.node.input_meta[0][0]
+    return ("SplitBackward0" if shape[call.value("dim")] else "SplitWithSizesBackward0"), ()
+
+
 def _fixed(name: str, hide=()):
     return lambda call: (name, hide)
 
@@ -153,6 +163,8 @@ RULES = {
     "unflatten": _fixed("ViewBackward0"),
     "movedim": _fixed("PermuteBackward0"),
     "narrow": _fixed("SliceBackward0"),
+    "split": _split,
+    "chunk": _chunk,
     "div_trunc": _fixed("DivBackward2"),
     "relu6": _fixed("HardtanhBackward0"),
     "selu": _fixed("EluBackward0"),
@@ -233,18 +245,12 @@ def _composite_name(op, args):
         return shown, tuple(a for a in values if a not in hide)
     if name == "linalg_matrix_norm":  # the Frobenius norm is a vector norm over two dims
         return ("LinalgVectorNormBackward0", None) if values.get("ord") == "fro" else None
-    if name == "chunk":  # PyTorch's chunk is a split (with sizes for an empty dim)
-        x, dim = values["input"], values.get("dim", 0)
-        return ("SplitBackward0" if x.shape[dim] else "SplitWithSizesBackward0"), None
     if name == "mean":
         return ("MeanBackward0" if values.get("dim") is None else "MeanBackward1"), None
     if name in ("median", "nanmedian"):
         return f"{camel(name)}Backward{0 if values.get('dim') is None else 1}", None
     if name == "sum_to_size":  # PyTorch's is a sum over the dims it reduces
         return "SumBackward1", None
-    if name == "split":
-        sizes = values.get("split_size_or_sections")
-        return ("SplitBackward0" if isinstance(sizes, int) else "SplitWithSizesBackward0"), None
     if name in ("diag", "matmul"):
         tensors = [v for v in values.values() if isinstance(v, Tensor)]
         dims = tuple(t.dim() for t in tensors)

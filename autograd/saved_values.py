@@ -45,7 +45,7 @@ def _split_size(values):
     """split's int, or the one chunk computes (PyTorch's chunk is a split)."""
     if "chunks" not in values:
         return values["split_size_or_sections"]
-    return -(-values["input"].shape[values["dim"]] // values["chunks"])
+    return -(-_shape(values, "input")[values["dim"]] // values["chunks"])
 
 
 def _split_sizes(values):

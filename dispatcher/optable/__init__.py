@@ -24,6 +24,7 @@ from . import (
     factory,
     fft,
     fill,
+    foreach,
     functional,
     lapack,
     limited,
@@ -122,6 +123,8 @@ MODULES += (surface_unique,)
 MODULES += (upsample,)
 # issue 20: the activations' fused backward rows
 MODULES += (activation_backward,)
+# issue 20: gradient clipping's multi-tensor rows
+MODULES += (foreach,)
 
 
 def _decompose(op, *args):

@@ -87,22 +87,32 @@ def _unbind(x, dim=0):
     return tuple(ember.select(x, dim, i) for i in range(x.shape[dim]))
 
 
-def _split(x, split_size_or_sections, dim=0):
-    length = x.shape[dim]
+def split_sizes(length: int, split_size_or_sections, dim: int = 0) -> list:
+    """The lengths of split's pieces of dim ``dim``, ``length`` long (autograd's formula reads
+    them)."""
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0 and length:
             raise RuntimeError(f"split(): split_size must be positive, got {step}")
-        sizes = [min(step, length - start) for start in range(0, length, step)] or [0]
-    else:
-        sizes = list(split_size_or_sections)
-        if sum(sizes) != length:
-            raise RuntimeError(
-                f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's "
-                f"size at dimension {dim}), but got split_sizes={sizes}"
-            )
+        return [min(step, length - start) for start in range(0, length, step)] or [0]
+    sizes = list(split_size_or_sections)
+    if sum(sizes) != length:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's "
+            f"size at dimension {dim}), but got split_sizes={sizes}"
+        )
+    return sizes
+
+
+def chunk_sizes(length: int, chunks: int, dim: int = 0) -> list:
+    """The lengths of chunk's pieces: PyTorch's chunk is a split by ceil(length / chunks), or
+    ``chunks`` empty pieces of an empty dim (a split of size 0 would give one)."""
+    return split_sizes(length, -(-length // chunks), dim) if length else [0] * chunks
+
+
+def _split(x, split_size_or_sections, dim=0):
     out, start = [], 0
-    for size in sizes:
+    for size in split_sizes(x.shape[dim], split_size_or_sections, dim):
         out.append(ember.narrow(x, dim, start, size))
         start += size
     return tuple(out)
@@ -113,10 +123,7 @@ def _chunk(x, chunks, dim=0):
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    length = x.shape[dim]
-    if not length:  # PyTorch: `chunks` empty pieces (a split of size 0 would give one)
-        return _split(x, [0] * chunks, dim)
-    return _split(x, -(-length // chunks), dim)
+    return _split(x, chunk_sizes(x.shape[dim], chunks, dim), dim)
 
 
 ROWS = [

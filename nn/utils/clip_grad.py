@@ -1,11 +1,12 @@
 """Gradient clipping, like ``torch.nn.utils``: the total norm of many tensors
 (``get_total_norm``), scaling gradients to a norm (``clip_grads_with_norm_``), both at once
-(``clip_grad_norm_``), and clamping values (``clip_grad_value_``). ``foreach`` is accepted;
-each call already works tensor by tensor on every device."""
+(``clip_grad_norm_``), and clamping values (``clip_grad_value_``). As PyTorch's, the norms and
+the scaling are one multi-tensor call per device and dtype (``_foreach_norm``,
+``_foreach_mul_``: dispatcher/optable/foreach.py); every device has them (a backend without
+the kernels runs an op per tensor), so ``foreach`` changes nothing but is accepted."""
 
 from __future__ import annotations
 
-import math
 import types
 import warnings
 
@@ -18,6 +19,15 @@ def _as_list(tensors) -> list:
     return list(tensors)
 
 
+def _by_device_and_dtype(tensors) -> list:
+    """``tensors`` in groups of one device and dtype, in the order of their first tensor
+    (PyTorch's _group_tensors_by_device_and_dtype)."""
+    groups: dict = {}
+    for t in tensors:
+        groups.setdefault((t.device, t.dtype), []).append(t)
+    return list(groups.values())
+
+
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The ``norm_type`` norm of all ``tensors`` together (the norm of their norms)."""
     tensors = _as_list(tensors)
@@ -26,12 +36,10 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
         return ember.tensor(0.0)
     with ember.no_grad():  # records nothing, so no detach per tensor (an op call each)
         device = tensors[0].device
-        if norm_type == math.inf:
-            norms = [t.abs().amax().to(device) for t in tensors]
-            total = norms[0] if len(norms) == 1 else ember.stack(norms).amax()
-        else:
-            norms = [t.norm(norm_type).to(device) for t in tensors]
-            total = ember.stack(norms).norm(norm_type)
+        norms = []
+        for group in _by_device_and_dtype(tensors):
+            norms += ember._foreach_norm(group, norm_type)
+        total = ember.linalg.vector_norm(ember.stack([n.to(device) for n in norms]), norm_type)
     if error_if_nonfinite and not bool(ember.isfinite(total).all()):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is "
@@ -52,8 +60,8 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None) -> Non
         return
     with ember.no_grad():
         coefficient = ember.clamp(float(max_norm) / (total_norm + 1e-6), max=1.0)
-        for g in grads:
-            g.mul_(coefficient.to(device=g.device, dtype=g.dtype))
+        for group in _by_device_and_dtype(grads):
+            ember._foreach_mul_(group, coefficient.to(group[0].device))
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):

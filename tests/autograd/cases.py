@@ -162,6 +162,18 @@ def _uv_not_computed(args: tuple) -> bool:
     return not args[2]
 
 
+def _list_in_place() -> Harness:
+    """Ops that write a list in place and return nothing (``_foreach_mul_``): they write
+    clones of the list's leaves, which are the outputs checked."""
+    written: list = []
+
+    def wrap(args: list) -> list:
+        written[:] = [t.clone() for t in args[0]]
+        return [list(written), *args[1:]]
+
+    return Harness(wrap, lambda _: tuple(written))
+
+
 HARNESS = {
     "cholesky": Harness(_hermitian),
     "cholesky_inverse": Harness(_triangular(0)),
@@ -184,6 +196,7 @@ HARNESS = {
     "native_layer_norm": Harness(outputs=lambda out: out[:1]),
     "native_batch_norm": Harness(outputs=lambda out: out[:1]),
     "_batch_norm_with_update": Harness(outputs=lambda out: out[:1]),
+    "_foreach_mul_": _list_in_place(),
 }
 
 

@@ -296,8 +296,10 @@ def _sgd_call(lib, op, x):
     return op([x], [x], [], **hp, nesterov=False, maximize=False, is_first_step=False)
 
 
-# the optimizers' fused steps (optable/optim_fused.py): calls with their own arguments
+# the optimizers' fused steps (optable/optim_fused.py) and the foreach rows (optable/foreach.py):
+# calls with their own arguments
 _NO_RESULT_CALLS = {
+    "_foreach_mul_": lambda lib, op, x: op([x], 2.0),
     "_fused_adam_": _adam_call,
     "_fused_adamw_": _adam_call,
     "_fused_sgd_": _sgd_call,

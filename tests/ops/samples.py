@@ -18,6 +18,7 @@ from . import gen_distribution_grads as distribution_grads
 from . import gen_elementwise as ew
 from . import gen_factory as fac
 from . import gen_fft as fft
+from . import gen_foreach as foreach
 from . import gen_functional as functional
 from . import gen_index as idx
 from . import gen_lapack as lapack
@@ -110,6 +111,7 @@ GENERATORS = {
     **functional.GENERATORS,
     # GradScaler's ops
     **amp.GENERATORS,
+    **foreach.GENERATORS,
     **optim.GENERATORS,
     # ember.special rows
     **special.GENERATORS,

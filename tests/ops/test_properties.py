@@ -17,6 +17,7 @@ from ember.dispatcher.optable import OPS
 
 from . import checks
 from .gen_amp import PROPERTIES as AMP_PROPERTIES
+from .gen_foreach import PROPERTIES as FOREACH_PROPERTIES
 from .gen_optim import PROPERTIES as OPTIM_PROPERTIES
 from .samples import samples
 from .sampling import Arr, Seed
@@ -324,6 +325,7 @@ PROPERTIES = {
     "geometric_": geometric_,
     "log_normal_": log_normal_,
     **AMP_PROPERTIES,
+    **FOREACH_PROPERTIES,
     **OPTIM_PROPERTIES,
 }
 

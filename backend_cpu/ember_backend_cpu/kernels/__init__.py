@@ -10,6 +10,7 @@ from . import (
     copy,
     elementwise,
     fft,
+    foreach,
     index,
     lapack,
     linalg,
@@ -23,6 +24,7 @@ from . import (
 
 FAMILIES = (
     elementwise, copy, reduce, linalg, lapack, index, sort, random, samplers, nn, amp, fft, optim,
+    foreach,
 )  # fmt: skip
 
 
