@@ -55,7 +55,8 @@ _CPP_NAMES = {
 def returns_list(op) -> bool:
     """Whether the op returns a ``Tensor[]`` (unbind_copy): its out= is a list of tensors, one
     per piece, and the function returns None, as PyTorch's does."""
-    return op.schema.returns[0][0] == "Tensor[]"
+    returns = op.schema.returns
+    return bool(returns) and returns[0][0] == "Tensor[]"  # in-place list ops return nothing
 
 
 def outputs(name: str, op, out) -> tuple:

@@ -76,7 +76,11 @@ def mul_(op, tensors, other):
     check_dtypes(op, (tensors, other))
     kernel = _one_kernel(op, tensors)
     if kernel is not None and isinstance(other, Tensor):
-        kernel = kernel if other._dtype.is_floating_point and not other._dtype.is_complex else None
+        # the kernel takes the scale as a float, read from the 0-dim tensor: one with data (a
+        # meta tensor has none; its decomposition propagates shapes)
+        readable = other._storage.device.type != "meta"
+        real = other._dtype.is_floating_point and not other._dtype.is_complex
+        kernel = kernel if real and readable else None
     elif kernel is not None:
         kernel = kernel if isinstance(other, numbers.Real) and not isinstance(other, bool) else None
     if kernel is None:

@@ -247,7 +247,8 @@ def test_mm_nan_and_inf_propagate():
 def test_products_share_the_openmp_pool_and_lapack_follows_the_thread_count(dtype):
     """Products split over ember's OpenMP threads with OpenBLAS single-threaded in each (float32
     with oneDNN off, float64 always): exact at every thread count, more slices than rows
-    included. A factorization then runs on OpenBLAS's pool with ember's thread count."""
+    included. LU solves (inv) run on the OpenMP pool too (csrc/lapack.c), OpenBLAS staying at
+    one thread; an eigendecomposition runs on OpenBLAS's pool with ember's thread count."""
     from ember_backend_cpu._kernels import ffi
     from ember_backend_cpu.kernels import linalg
 
@@ -262,6 +263,8 @@ def test_products_share_the_openmp_pool_and_lapack_follows_the_thread_count(dtyp
                 check(a_np, b_np, ember.from_numpy(a_np), LAYOUTS["transposed"](b_np), dtype)
             assert openblas.scipy_openblas_get_num_threads() == 1
             ember.linalg.inv(ember.eye(64, dtype=dtype) * 2)
+            assert openblas.scipy_openblas_get_num_threads() == 1
+            ember.linalg.eigh(ember.eye(64, dtype=dtype) * 2)
             assert openblas.scipy_openblas_get_num_threads() == threads
     finally:
         lib.ember_set_num_threads(before)
