@@ -7,6 +7,10 @@
 set -euo pipefail
 bash ../shared/gpu/prepare.sh
 python3 -m pip download -q --no-deps --only-binary=:all: -d .whl expecttest
+# scipy: the CPU backend's FFT kernels run on its pocketfft binding, and the image has no scipy
+# (35 MB: with the rest, .whl stays under the device call's 64 MiB carry).
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --platform manylinux_2_28_x86_64 -d .whl scipy
 # The first interpreter that runs: a pyenv shim can be on PATH without a 3.12 selected.
 py312=""
 for candidate in "$(command -v python3.12 || true)" /root/.pyenv/versions/3.12*/bin/python; do

@@ -160,3 +160,21 @@ def test_errors():
         ember.ops._fft_r2c(ember.ones(4, dtype=ember.int64), [0], 0, True)
     with pytest.raises(IndexError):
         ember.ops._fft_r2c(ember.ones(4), [1], 0, True)
+
+
+def test_cpu_kernels_use_the_binding_scipy_fft_itself_calls():
+    """scipy renames its private pocketfft binding between releases (``_pocketfft.pypocketfft``
+    to ``_duccfft.pyduccfft`` in 1.18, which left the CPU backend unimportable on Python 3.12):
+    the kernels must load whichever module this scipy's own ``scipy.fft`` runs on."""
+    import importlib
+
+    import ember_backend_cpu.kernels.fft as fft_kernels
+
+    for package in ("scipy.fft._duccfft.basic", "scipy.fft._pocketfft.basic"):
+        try:
+            scipy_basic = importlib.import_module(package)
+        except ImportError:
+            continue
+        assert fft_kernels.pocketfft is scipy_basic.pfft
+        return
+    pytest.fail("this scipy has neither fft binding ember's CPU kernels know")

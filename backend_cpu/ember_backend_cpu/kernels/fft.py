@@ -1,5 +1,5 @@
-"""FFT kernels: scipy's pocketfft binding (``scipy.fft._pocketfft.pypocketfft``) on the tensors'
-memory.
+"""FFT kernels: scipy's pocketfft binding (``scipy.fft._duccfft.pyduccfft`` from scipy 1.18,
+``scipy.fft._pocketfft.pypocketfft`` before) on the tensors' memory.
 
 Why that binding rather than ``scipy.fft``'s public functions or numpy.fft (all are pocketfft;
 docs/fft.md "Speed" has the measurements): it writes into a given array (``out=``), so the result
@@ -18,7 +18,11 @@ dispatcher/kinds/fft.py): here they are seen as numpy complex arrays over the sa
 from __future__ import annotations
 
 import numpy as np
-from scipy.fft._pocketfft import pypocketfft as pocketfft
+
+try:  # scipy >= 1.18 renamed the binding (the same BSD pocketfft code, now ducc's, same calls)
+    from scipy.fft._duccfft import pyduccfft as pocketfft
+except ImportError:
+    from scipy.fft._pocketfft import pypocketfft as pocketfft
 
 from ._args import addr, array_view, contiguous_array, strided_array
 
