@@ -14,10 +14,12 @@ import inspect
 import logging
 import weakref
 
+from ember._tensor import Tensor
+from ember.autograd.grad_mode import STATE as GRAD
 from ember.jit import pytree
 from ember.jit.tracer import _ACTIVE, current
 
-from . import config, fusion, guards, logs, overhead
+from . import config, fusion, guards, logs, overhead, segments
 from .exc import FailOnRecompileLimitHit
 from .observer import COMPILE, FULLGRAPH, Observer
 from .region import record, split
@@ -30,10 +32,11 @@ _INSTANCES: weakref.WeakSet = weakref.WeakSet()
 class Entry:
     """One guard set: the region to replay (None: run eagerly) and the module flags it assumed."""
 
-    __slots__ = ("modules", "probe", "reasons", "region", "state")
+    __slots__ = ("modules", "paths", "probe", "reasons", "region", "state")
 
-    def __init__(self, region, modules: list, reasons: list):
+    def __init__(self, region, modules: list, reasons: list, paths=None):
         self.region = region
+        self.paths = paths  # no region: the compiled segments around its breaks
         self.modules = modules
         self.state = guards.module_state(modules)  # for the recompile reason
         self.probe = guards.module_probe(modules)
@@ -59,7 +62,7 @@ class CompiledFunction:
         _INSTANCES.add(self)
 
     def __call__(self, *args, **kwargs):
-        if (_ACTIVE and current() is not None) or not config.enabled:
+        if (_ACTIVE and current() is not None) or not config.enabled or segments.running():
             return self._fn(*args, **kwargs)  # inside a capture: inline, as dynamo does
         key = None if kwargs else guards.fast_key(args)
         if key is not None:
@@ -70,6 +73,8 @@ class CompiledFunction:
         for entry in self._cache.get(key, ()):
             if entry.modules and not entry.matches():
                 continue
+            if entry.paths is not None:
+                return entry.paths.call(self._fn, args, kwargs)
             if entry.region is None:
                 return self._eager(args, kwargs)
             tensors = leaves if positions is None else [leaves[i] for i in positions]
@@ -108,12 +113,25 @@ class CompiledFunction:
         modules = list(observer.modules.values())
         if self._root is not None and id(self._root) not in observer.modules:
             modules.insert(0, self._root)  # called through _call_impl, so not observed
-        entry = Entry(region, modules, observer.reasons)
+        paths = None
+        if region is None and not self._records_grad(leaves):
+            paths = segments.Paths(self.__qualname__)
+        entry = Entry(region, modules, observer.reasons, paths)
         self._cache.setdefault(key, []).append(entry)
         self._count += 1
         self._last = key
         self._log(region, key, names, observer)
         return result
+
+    def _records_grad(self, leaves) -> bool:
+        """Whether calls of this guard set record autograd history (then a broken capture runs
+        as before: a module's children compiled, a function eagerly), else the segments run."""
+        if not GRAD.enabled:
+            return False
+        if any(isinstance(leaf, Tensor) and leaf._requires_grad for leaf in leaves):
+            return True
+        root = self._root
+        return root is not None and any(p.requires_grad for p in root.parameters())
 
     def _over_limit(self, reasons, args, kwargs):
         if self._options.fullgraph:
