@@ -19,7 +19,7 @@ from ember.autograd.grad_mode import STATE as GRAD
 from ember.jit import pytree
 from ember.jit.tracer import _ACTIVE, current
 
-from . import config, fusion, guards, logs, overhead, segments
+from . import config, effects, fusion, guards, logs, overhead, segments
 from .exc import FailOnRecompileLimitHit
 from .observer import COMPILE, FULLGRAPH, Observer
 from .region import record, split
@@ -71,10 +71,10 @@ class CompiledFunction:
             leaves, spec, positions = split(args, kwargs)
             key = (repr(spec), guards.call_key(leaves))
         for entry in self._cache.get(key, ()):
+            if entry.paths is not None:  # the Python runs: it reads the modules' flags itself
+                return entry.paths.call(self._fn, args, kwargs)
             if entry.modules and not entry.matches():
                 continue
-            if entry.paths is not None:
-                return entry.paths.call(self._fn, args, kwargs)
             if entry.region is None:
                 return self._eager(args, kwargs)
             tensors = leaves if positions is None else [leaves[i] for i in positions]
@@ -107,14 +107,19 @@ class CompiledFunction:
             logs.log("recompiles", self._recompile_text(reasons))
         mode = FULLGRAPH if self._options.fullgraph else COMPILE
         observer = Observer(mode, None)
-        result, region = record(self._fn, args, kwargs, self._root, observer)
+        with effects.watching() as watch:
+            result, region = record(self._fn, args, kwargs, self._root, observer)
+        changed = watch.changes() if watch is not None and region is not None else []
+        if changed:  # a replay would skip them: the Python runs at every call instead
+            logs.log("graph_breaks", f"{self.__qualname__}: Python side effects: {changed[0]}")
+            region = None
         if region is not None and self._options.mode == overhead.MODE:
             region.static = True
         modules = list(observer.modules.values())
         if self._root is not None and id(self._root) not in observer.modules:
             modules.insert(0, self._root)  # called through _call_impl, so not observed
         paths = None
-        if region is None and not self._records_grad(leaves):
+        if changed or (region is None and not self._records_grad(leaves)):
             paths = segments.Paths(self.__qualname__)
         entry = Entry(region, modules, observer.reasons, paths)
         self._cache.setdefault(key, []).append(entry)

@@ -1,5 +1,5 @@
 """What a capture for ember.compile watches: reads of graph tensors' data, module calls, and the
-calls that end a graph (print of a tensor, ``backward``, an optimizer step, a disabled
+calls that end a graph (``print``, ``backward``, an optimizer step, a disabled
 function). The tracer calls ``read``/``module``; ``watching`` patches the rest for the
 duration of one capture.
 
@@ -60,7 +60,8 @@ class Observer:
         stack = user_stack(self.entry_code) if stack is None else stack
         text = message(record, stack, name)
         if self.mode == FULLGRAPH:
-            raise Unsupported(text, record.gb_type, record.explanation, record.hints)
+            hints = [hint.format(name=name) for hint in record.hints]
+            raise Unsupported(text, record.gb_type, record.explanation.format(name=name), hints)
         logs.log("graph_breaks", text)
         self.reasons.append(GraphCompileReason(text, stack))
         self.close_segment()
@@ -137,7 +138,7 @@ def watching(observer: Observer):
         isinstance(a, Tensor) and observer.is_graph_tensor(a) for a in args
     )
     patches = [
-        (builtins, "print", "print", tensor_args),
+        (builtins, "print", "print", "print"),
         (Tensor, "__repr__", "repr", tensor_args),
         (Tensor, "__str__", "repr", tensor_args),
         (Tensor, "__format__", "repr", tensor_args),
@@ -242,7 +243,25 @@ class _ZeroGrad:
         self.opt.zero_grad(self.set_to_none)
 
 
-_WRAPS = {"step": _stepping, "backward": _backward, "zero_grad": _zero_grad}
+def _printing(observer: Observer, original, construct: str, applies):
+    """``print`` in a capture: a break whatever it prints (PyTorch's too), since a replay
+    that runs no Python would not print; the break's segments run the print at every call."""
+
+    def call(*args, **kwargs):
+        if observer.active():
+            observer.graph_break(construct, str([type(a).__name__ for a in args]))
+        state = observer.state
+        state.suspended += 1  # a tensor's formatting is not the model's
+        try:
+            return original(*args, **kwargs)
+        finally:
+            state.suspended -= 1
+
+    call.__wrapped__ = original
+    return call
+
+
+_WRAPS = {"print": _printing, "step": _stepping, "backward": _backward, "zero_grad": _zero_grad}
 
 
 def _subclasses(cls, name: str) -> list:
