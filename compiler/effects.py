@@ -9,13 +9,16 @@ attributes, by identity), and compared when the call ends. A change sends the gu
 the segments (``segments.py``), which run the Python at every call, as eager does.
 
 Objects made during the call (a local list of outputs) are not watched: changing them is no
-side effect. Deeper changes (an item of a list inside a watched dict) are not seen.
+side effect. Neither are the frames of ember, its backends, the standard library and installed
+packages (their caches are theirs). Deeper changes (an item of a list inside a watched dict)
+are not seen.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import sys
 import sysconfig
 import types
@@ -23,7 +26,7 @@ import types
 from ember._tensor import Tensor
 
 _CONSTRUCTORS = frozenset({"__init__", "__new__", "__post_init__"})
-_STDLIB = sysconfig.get_paths()["stdlib"]
+_LIBRARIES = (sysconfig.get_paths()["stdlib"], "<frozen")
 _OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, Tensor)
 
 
@@ -39,7 +42,14 @@ def _snapshot(obj):
         return bytes(obj)
     if isinstance(obj, _OPAQUE) or not hasattr(obj, "__dict__"):
         return None
+    if _ours(type(obj).__module__):
+        return None  # ember's objects (an optimizer, a Linear) change as their compiled forms say
     return tuple([(k, id(v)) for k, v in vars(obj).items()])
+
+
+def _ours(module: str) -> bool:
+    """ember's modules and its backends' (``ember_backend_cpu``...)."""
+    return module.startswith("ember")
 
 
 class Watch:
@@ -52,12 +62,11 @@ class Watch:
     def profile(self, frame, event, arg):
         if event != "call":
             return
-        module = frame.f_globals.get("__name__") or ""
         code = frame.f_code
-        if module == "ember" or module.startswith("ember.") or code.co_name in _CONSTRUCTORS:
+        if _ours(frame.f_globals.get("__name__") or "") or code.co_name in _CONSTRUCTORS:
             return  # ember's own frames; an object being built is new
-        if code.co_filename.startswith((_STDLIB, "<frozen")):
-            return
+        if code.co_filename.startswith(_LIBRARIES) or "-packages" + os.sep in code.co_filename:
+            return  # the standard library and installed packages keep caches of their own
         local = frame.f_locals
         count = code.co_argcount + code.co_kwonlyargcount
         for name in code.co_varnames[:count] + code.co_freevars:

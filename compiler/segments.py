@@ -36,6 +36,7 @@ from ember.jit.passes.dce import eliminate_dead_code
 from ember.jit.tracer import TracingState
 
 from . import config, logs
+from .region import Region, compiling
 
 WARN = logging.getLogger("ember._dynamo.convert_frame")
 _RUNNING = threading.local()
@@ -106,6 +107,7 @@ class Paths:
             return fn(*args, **kwargs)
         run = Run(self)
         _RUNNING.run = run
+        compiling(1)
         STACK.install(run)
         saved = _patch_reads(run)
         try:
@@ -117,6 +119,7 @@ class Paths:
                 setattr(Tensor, name, original)
             STACK.remove(run)
             _RUNNING.run = None
+            compiling(-1)
             run.abandon()
 
 
@@ -141,6 +144,7 @@ class Run(Layer):
         self.made: dict = {}  # ref -> index in objects, or the ref an in-place call returned
         self.state = None  # the TracingState of a recording
         self.eager = False  # over the recording limit: the rest of the segment runs eagerly
+        self.grad = None  # the grad mode of the segment's calls (they run at the flush)
         self.started = time.perf_counter()
 
     def wants(self, op, args) -> bool:
@@ -148,6 +152,10 @@ class Run(Layer):
 
     # ---- an op call --------------------------------------------------------------------------
     def handle(self, op, args):
+        if self.grad is not GRAD.enabled:  # a segment's calls share one grad mode
+            if self.calls:
+                self.flush(args)
+            self.grad = GRAD.enabled
         encoded = None if self.eager or not _deferrable(op) else self.encode(args)
         if encoded is None:  # not deferrable (grad, an unhashable argument): eagerly
             return self.outside(op, args)
@@ -303,7 +311,16 @@ class Run(Layer):
     # ---- the end of a segment ----------------------------------------------------------------
     def flush(self, holding=None) -> None:
         """End the segment: give the pending tensors the Python holds their data
-        (``holding``: what the caller holds, kept alive for the count of live tensors)."""
+        (``holding``: what the caller holds, kept alive for the count of live tensors), in
+        the grad mode its calls were made in."""
+        mode, GRAD.enabled = GRAD.enabled, self.grad if self.grad is not None else GRAD.enabled
+        try:
+            self.end_segment()
+        finally:
+            GRAD.enabled = mode
+        del holding
+
+    def end_segment(self) -> None:
         if self.state is None and self.calls:
             end = self.step.end
             live = self.live()
@@ -319,7 +336,6 @@ class Run(Layer):
         if self.state is not None:
             self.finish_recording()
         self.start()
-        del holding
 
     def live(self) -> list:
         """``(ref, tensor)`` of the segment's new tensors the Python still holds (referenced
@@ -418,9 +434,7 @@ def _fill(holder: Tensor, real: Tensor) -> None:
     holder._base = real._base
 
 
-def _region(graph, outputs: list, started: float):
-    from .region import Region
-
+def _region(graph, outputs: list, started: float) -> Region:
     generated = generate(graph, "segment", method=False)
     _leaves, spec = pytree.flatten(tuple(outputs))
     return Region(graph, generated.fn, list(outputs), spec, time.perf_counter() - started)
