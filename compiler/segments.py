@@ -84,7 +84,8 @@ class Paths:
     def __init__(self, name: str):
         self.root = Step("Tensor", ())
         self.name = name
-        self.recorded = 0
+        self.recorded = 0  # regions recorded
+        self.replays = 0  # regions replayed
         self.warned = False
 
     def may_record(self) -> bool:
@@ -343,6 +344,7 @@ class Run(Layer):
         return [(self.refs[id(t)], t) for t in self.objects if sys.getrefcount(t) > _HELD_BY_US]
 
     def run_region(self, end: Segment, live: list) -> None:
+        self.paths.replays += 1
         STACK.remove(self)  # the region's replay runs below no layer of ours
         try:
             flat = end.region.run(None, self.externals)
