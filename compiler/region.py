@@ -70,6 +70,10 @@ class Region:
             flat = self.train(root, tensors)
         if flat is None:  # a layer to run (autocast, profiler...) or a gradient to record
             flat = self.fn(root, *tensors) if root is not None else self.fn(*tensors)
+        return self.rebuild(flat)
+
+    def rebuild(self, flat):
+        """The user's outputs from the graph's."""
         if self.single:
             return flat[0]
         if self.flat_tuple:
