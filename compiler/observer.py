@@ -138,7 +138,7 @@ def watching(observer: Observer):
         isinstance(a, Tensor) and observer.is_graph_tensor(a) for a in args
     )
     patches = [
-        (builtins, "print", "print", "print"),
+        (builtins, "print", "print", None),  # whatever it prints: a replay would not
         (Tensor, "__repr__", "repr", tensor_args),
         (Tensor, "__str__", "repr", tensor_args),
         (Tensor, "__format__", "repr", tensor_args),
@@ -166,7 +166,8 @@ def watching(observer: Observer):
 def _breaking(observer: Observer, original, construct: str, applies):
     def call(*args, **kwargs):
         if observer.active() and (applies is None or applies(args)):
-            observer.graph_break(construct)
+            types = str([type(a).__name__ for a in args]) if construct == "print" else ""
+            observer.graph_break(construct, types)
         state = observer.state
         state.suspended += 1  # its own ops (a backward pass, a tensor's repr) are not the model's
         try:
@@ -243,25 +244,7 @@ class _ZeroGrad:
         self.opt.zero_grad(self.set_to_none)
 
 
-def _printing(observer: Observer, original, construct: str, applies):
-    """``print`` in a capture: a break whatever it prints (PyTorch's too), since a replay
-    that runs no Python would not print; the break's segments run the print at every call."""
-
-    def call(*args, **kwargs):
-        if observer.active():
-            observer.graph_break(construct, str([type(a).__name__ for a in args]))
-        state = observer.state
-        state.suspended += 1  # a tensor's formatting is not the model's
-        try:
-            return original(*args, **kwargs)
-        finally:
-            state.suspended -= 1
-
-    call.__wrapped__ = original
-    return call
-
-
-_WRAPS = {"print": _printing, "step": _stepping, "backward": _backward, "zero_grad": _zero_grad}
+_WRAPS = {"step": _stepping, "backward": _backward, "zero_grad": _zero_grad}
 
 
 def _subclasses(cls, name: str) -> list:

@@ -22,13 +22,6 @@ def _close(a, b):
     np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
-@pytest.fixture
-def limit():
-    saved = config.recompile_limit
-    yield
-    config.recompile_limit = saved
-
-
 def test_dynamic_true_one_graph_for_every_size():
     compiled = ember.compile(_flat, dynamic=True)
     for n in (4, 5, 6, 9, 2):

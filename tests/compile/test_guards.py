@@ -21,13 +21,6 @@ def _close(a, b):
     np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
-@pytest.fixture
-def limit():
-    saved = config.recompile_limit
-    yield
-    config.recompile_limit = saved
-
-
 @pytest.mark.parametrize(
     "change",
     [

@@ -197,13 +197,6 @@ def test_gradients_through_a_broken_function_match_eager():
         np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-12)
 
 
-@pytest.fixture
-def limit():
-    saved = config.recompile_limit
-    yield
-    config.recompile_limit = saved
-
-
 def test_new_paths_over_the_limit_run_eagerly(limit, caplog):
     config.recompile_limit = 1  # four recorded regions for the segments of a guard set
 
