@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 
+import ember
 from ember._storage import Storage
 from ember._tensor import Tensor, make
 from ember.autograd.grad_mode import STATE as GRAD
@@ -106,19 +107,20 @@ class Paths:
         """``fn(*args, **kwargs)`` with its ops deferred into compiled segments."""
         if running() is not None:
             return fn(*args, **kwargs)
+        if not _READS_WATCHED:
+            _watch_reads()
         run = Run(self)
         _RUNNING.run = run
         compiling(1)
+        outside = STACK.layers
         STACK.install(run)
-        saved = _patch_reads(run)
+        run.outside_layers = outside
         try:
             result = fn(*args, **kwargs)
             run.flush(result)
             return result
         finally:
-            for name, original in saved:
-                setattr(Tensor, name, original)
-            STACK.remove(run)
+            STACK.replace(outside)
             _RUNNING.run = None
             compiling(-1)
             run.abandon()
@@ -345,25 +347,27 @@ class Run(Layer):
 
     def run_region(self, end: Segment, live: list) -> None:
         self.paths.replays += 1
-        STACK.remove(self)  # the region's replay runs below no layer of ours
+        inside = STACK.layers
+        STACK.replace(self.outside_layers)  # the region's replay runs below no layer of ours
         try:
             flat = end.region.run(None, self.externals)
         finally:
-            STACK.install(self)
+            STACK.replace(inside)
         index = {ref: i for i, ref in enumerate(end.outputs)}
         for ref, t in live:
             _fill(t, flat[index[ref]])
 
     def finish_recording(self) -> None:
         state, self.state = self.state, None
-        kept, state.keep = state.keep, []  # its references would count as the Python's
+        state.keep = []  # its references would count as the Python's
         live = self.live()
-        if not live:  # only in-place updates: one output all the same (a graph returns one)
-            last = kept[-1]
-            live = [(None, last)]
-        del kept
         for _, t in live:
             state.graph.registerOutput(state.value_of(t))
+        if not live:  # only in-place updates: the last one's result all the same (a graph
+            # returns something); the Region only needs a tensor to know the output's kind
+            last = [n for n in state.graph.nodes() if n.outputs()][-1]
+            state.graph.registerOutput(last.outputs()[0])
+            live = [(None, self.externals[0] if self.externals else ember.empty(0))]
         state.live = False
         eliminate_dead_code(state.graph)
         region = _region(state.graph, [t for _, t in live], self.started)
@@ -391,8 +395,14 @@ class _Items(tuple):
 
 def _deferrable(op) -> bool:
     """Whether ``op`` returns tensors only (a pending result can stand for each)."""
-    returns = op.schema.returns
-    return bool(returns) and all(typ.startswith("Tensor") for typ, *_ in returns)
+    found = _DEFERRABLE.get(op)
+    if found is None:
+        returns = op.schema.returns
+        found = _DEFERRABLE[op] = bool(returns) and all(t.startswith("Tensor") for t, *_ in returns)
+    return found
+
+
+_DEFERRABLE: dict = {}
 
 
 class _Ref(tuple):
@@ -442,21 +452,24 @@ def _region(graph, outputs: list, started: float) -> Region:
     return Region(graph, generated.fn, list(outputs), spec, time.perf_counter() - started)
 
 
-def _patch_reads(run: Run) -> list:
-    """Reads of a pending tensor's data flush the segment first."""
-    saved = []
+_READS_WATCHED: list = []
+
+
+def _watch_reads() -> None:
+    """Wrap Tensor's data reads, once: a read of a pending tensor flushes the running call's
+    segment first. (Wrapping them per call would flush the method caches of the class at
+    every call.) Outside a segmented call the wrapper costs one thread-local read."""
     for name in _READS:
         original = Tensor.__dict__.get(name)
-        if original is None:
-            continue
-        saved.append((name, original))
-        setattr(Tensor, name, _reading(run, original))
-    return saved
+        if original is not None:
+            setattr(Tensor, name, _reading(original))
+    _READS_WATCHED.append(True)
 
 
-def _reading(run: Run, original):
+def _reading(original):
     def method(self, *args, **kwargs):
-        if run.thread != threading.get_ident():
+        run = getattr(_RUNNING, "run", None)
+        if run is None:
             return original(self, *args, **kwargs)
         if id(self) in run.refs:
             run.flush(self)
