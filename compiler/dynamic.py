@@ -44,6 +44,17 @@ def marked(leaves) -> dict:
     return found
 
 
+def without_static(dims: dict, leaves) -> dict:
+    """``dims`` less those ``mark_static`` marked (they stay specialised)."""
+    kept = {}
+    for i, ds in dims.items():
+        leaf = leaves[i] if i < len(leaves) else None
+        static = leaf.__dict__.get("_dynamo_static_indices", ()) if leaf is not None else ()
+        if ds - set(static):
+            kept[i] = frozenset(ds - set(static))
+    return kept
+
+
 def every_dim(leaves) -> dict:
     return {
         i: frozenset(range(len(leaf._shape)))

@@ -158,7 +158,7 @@ class CompiledFunction:
         found = dynamic.merge(found, dynamic.marked(leaves))
         if option is None and self._last is not None:  # automatic: the sizes that changed
             found = dynamic.merge(found, dynamic.changed_dims(self._last[1], key[1]) or {})
-        merged = dynamic.merge(self._dynamic, found)
+        merged = dynamic.without_static(dynamic.merge(self._dynamic, found), leaves)
         return merged if merged and merged != (self._dynamic or {}) else None
 
     def _generic(self, region, key, leaves, bakes, names, args, kwargs):

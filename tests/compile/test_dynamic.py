@@ -78,6 +78,15 @@ def test_mark_dynamic_from_the_first_call():
     assert compiled._count == 1 and compiled._dynamic == {0: frozenset({0})}
 
 
+def test_mark_static_keeps_a_dim_specialised():
+    compiled = ember.compile(_flat, dynamic=True)
+    for n in (4, 5, 6):
+        x = ember.randn(3, n, 2)
+        ember._dynamo.mark_static(x, 1)
+        _close(compiled(x), _flat(x))
+    assert compiled._count == 3 and 1 not in compiled._dynamic[0]
+
+
 def test_slices_of_a_size_stay_symbolic():
     def f(x):
         h = x.shape[1] // 2
