@@ -277,3 +277,16 @@ def test_no_side_effect_keeps_one_region():
         compiled(x)
     entry = _entry(compiled)
     assert entry.region is not None and entry.paths is None
+
+
+@pytest.mark.parametrize("name", ["item_mid", "branch_mid"])
+def test_segments_on_each_device(name, device):
+    fn = EMBER[name]
+    compiled = ember.compile(fn)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        x = ember.tensor(rng.standard_normal(6), dtype=ember.float32, device=device)
+        np.testing.assert_allclose(
+            compiled(x).cpu().numpy(), fn(x).cpu().numpy(), rtol=1e-5, atol=1e-6
+        )
+    assert _entry(compiled).paths.replays >= 1
