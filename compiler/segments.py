@@ -105,22 +105,23 @@ class Paths:
 
     def call(self, fn, args, kwargs):
         """``fn(*args, **kwargs)`` with its ops deferred into compiled segments."""
-        if running() is not None:
-            return fn(*args, **kwargs)
+        if running() is not None or any(layer.name == Run.name for layer in STACK.layers):
+            return fn(*args, **kwargs)  # nested, or another thread's call holds the layer
         if not _READS_WATCHED:
             _watch_reads()
         run = Run(self)
         _RUNNING.run = run
         compiling(1)
-        outside = STACK.layers
         STACK.install(run)
-        run.outside_layers = outside
         try:
             result = fn(*args, **kwargs)
             run.flush(result)
             return result
+        except BaseException:
+            run.flush()  # what ran before the exception happened, as in eager (an update)
+            raise
         finally:
-            STACK.replace(outside)
+            STACK.remove(run)
             _RUNNING.run = None
             compiling(-1)
             run.abandon()
@@ -347,12 +348,11 @@ class Run(Layer):
 
     def run_region(self, end: Segment, live: list) -> None:
         self.paths.replays += 1
-        inside = STACK.layers
-        STACK.replace(self.outside_layers)  # the region's replay runs below no layer of ours
+        STACK.remove(self)  # the region's replay runs below no layer of ours
         try:
             flat = end.region.run(None, self.externals)
         finally:
-            STACK.replace(inside)
+            STACK.install(self)
         index = {ref: i for i, ref in enumerate(end.outputs)}
         for ref, t in live:
             _fill(t, flat[index[ref]])

@@ -290,3 +290,24 @@ def test_segments_on_each_device(name, device):
             compiled(x).cpu().numpy(), fn(x).cpu().numpy(), rtol=1e-5, atol=1e-6
         )
     assert _entry(compiled).paths.replays >= 1
+
+
+def test_ops_before_an_exception_happen_as_in_eager():
+    counter = ember.zeros(1)
+    fail = [False]
+
+    def f(x):
+        y = x * x.sum().item()
+        counter.add_(1)  # deferred: no read of it before the raise
+        if fail[0]:
+            raise ValueError("stop")
+        return y
+
+    compiled = ember.compile(f)
+    compiled(ember.ones(2))  # the capture
+    compiled(ember.ones(2))  # the segments recorded
+    fail[0] = True
+    for i in range(2):
+        with pytest.raises(ValueError):
+            compiled(ember.ones(2))
+        assert counter.item() == 3 + i
