@@ -444,6 +444,9 @@ def _fill(holder: Tensor, real: Tensor) -> None:
     holder._offset = real._offset
     holder._contig = real._contig
     holder._base = real._base
+    extra = real.__dict__
+    if extra:  # a view's math bits (conj, neg: dispatcher/mathbits.py) live there
+        holder.__dict__.update(extra)
 
 
 def _region(graph, outputs: list, started: float) -> Region:
