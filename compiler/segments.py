@@ -72,11 +72,14 @@ class Step:
 class Segment:
     """A compiled region and the op outputs it returns (``(call index, output index)``)."""
 
-    __slots__ = ("outputs", "region")
+    __slots__ = ("inputs", "outputs", "region")
 
-    def __init__(self, region, outputs):
+    def __init__(self, region, outputs, inputs: int):
         self.region = region
         self.outputs = outputs
+        # the external tensors it reads: the first ones of a call reaching it (a call that
+        # then ran eagerly may have added more before the flush)
+        self.inputs = inputs
 
 
 class Paths:
@@ -166,7 +169,10 @@ class Run(Layer):
         template, key = encoded
         key = (op, key)
         if self.state is None:
-            found = self.step.children.get(key)
+            try:
+                found = self.step.children.get(key)
+            except TypeError:  # an unhashable constant
+                return self.outside(op, args)
             if found is not None:
                 self.calls.append((op, template))
                 self.step = found
@@ -175,6 +181,10 @@ class Run(Layer):
                 self.eager = True
                 return self.outside(op, args)
             self.record_pending()
+        try:
+            hash(key)
+        except TypeError:
+            return self.outside(op, args)
         return self.record(op, args, template, key)
 
     def outside(self, op, args):
@@ -202,13 +212,20 @@ class Run(Layer):
 
     def encode(self, args):
         """``(template, key)`` of a call's arguments, or None when it must run eagerly."""
+        template, key = [], []
+        refs = self.refs
         try:
-            pairs = [self.argument(a) for a in args]
-            key = tuple(p[1] for p in pairs)
-            hash(key)
-        except (_EagerError, TypeError):
+            for a in args:
+                ref = refs.get(id(a)) if a.__class__ is Tensor else None
+                if ref is None:
+                    a, ref = self.argument(a)
+                else:
+                    a = ref
+                template.append(a)
+                key.append(ref)
+        except _EagerError:
             return None
-        return tuple(p[0] for p in pairs), key
+        return tuple(template), tuple(key)
 
     def argument(self, a):
         if isinstance(a, Tensor):
@@ -231,9 +248,10 @@ class Run(Layer):
         n = len(self.calls) - 1
         made = []
         for j, (shape, stride, offset, dtype, device, contig, alias) in enumerate(step.outs):
+            ref = _Ref(("n", n, j))
             if alias is not None:
                 t = args[alias]
-                self.made[_Ref(("n", n, j))] = self.refs[id(t)]
+                self.made[ref] = self.refs[id(t)]
             else:
                 storage = _new(Storage)
                 storage.device = device
@@ -241,9 +259,9 @@ class Run(Layer):
                 storage.handle = storage.ptr = storage.owner = storage.runtime = None
                 storage.byte_offset = storage.version = 0
                 t = make(storage, shape, stride, offset, dtype, contig)
-                self.made[_Ref(("n", n, j))] = len(self.objects)
+                self.made[ref] = len(self.objects)
                 self.objects.append(t)
-            self.refs[id(t)] = _Ref(("n", n, j))
+            self.refs[id(t)] = ref
             made.append(t)
         if step.form == "Tensor":
             return made[0]
@@ -350,7 +368,7 @@ class Run(Layer):
         self.paths.replays += 1
         STACK.remove(self)  # the region's replay runs below no layer of ours
         try:
-            flat = end.region.run(None, self.externals)
+            flat = end.region.run(None, self.externals[: end.inputs])
         finally:
             STACK.install(self)
         index = {ref: i for i, ref in enumerate(end.outputs)}
@@ -372,7 +390,7 @@ class Run(Layer):
         eliminate_dead_code(state.graph)
         region = _region(state.graph, [t for _, t in live], self.started)
         self.paths.recorded += 1
-        self.step.end = Segment(region, [ref for ref, _ in live])
+        self.step.end = Segment(region, [ref for ref, _ in live], len(state.graph.inputs()))
         logs.log("graphs", f"region of {self.paths.name} (between graph breaks):\n{state.graph}")
 
     def replay_eagerly(self) -> None:
@@ -430,15 +448,20 @@ def _flat(args):
             yield a
 
 
-_STORAGE_SLOTS = tuple(s for s in Storage.__slots__ if s != "__weakref__")
-
-
 def _fill(holder: Tensor, real: Tensor) -> None:
     """Give a pending tensor ``real``'s data (its storage object is filled, not replaced, so a
     view made of it outside an op, before the flush, sees the data too)."""
     storage, source = holder._storage, real._storage
-    for slot in _STORAGE_SLOTS:
-        setattr(storage, slot, getattr(source, slot))
+    storage.device = source.device  # Storage's slots (but __weakref__), written out: hot
+    storage.nbytes = source.nbytes
+    storage.handle = source.handle
+    storage.byte_offset = source.byte_offset
+    storage.ptr = source.ptr
+    storage.owner = source.owner
+    storage.runtime = source.runtime
+    storage.version = source.version
+    if source.__class__ is not Storage:  # a read-only one (ReadOnlyStorage: no more slots)
+        storage.__class__ = source.__class__
     holder._shape = real._shape
     holder._stride = real._stride
     holder._offset = real._offset
