@@ -116,11 +116,12 @@ class CompiledFunction:
         mode = FULLGRAPH if self._options.fullgraph else COMPILE
         observer = Observer(mode, None)
         sizes = dynamic.watching_sizes() if self._dynamic else contextlib.nullcontext()
-        with effects.watching() as watch, sizes as bakes:
+        watch = effects.watch(self._fn, args, kwargs, self._root)
+        with sizes as bakes:
             result, region = record(self._fn, args, kwargs, self._root, observer)
         if self._dynamic and region is not None:
             region, key = self._generic(region, key, leaves, bakes, names, args, kwargs)
-        changed = watch.changes() if watch is not None and region is not None else []
+        changed = watch.changes() if region is not None else []
         if changed:  # a replay would skip them: the Python runs at every call instead
             logs.log("graph_breaks", f"{self.__qualname__}: Python side effects: {changed[0]}")
             region = None
