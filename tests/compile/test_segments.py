@@ -311,3 +311,24 @@ def test_ops_before_an_exception_happen_as_in_eager():
         with pytest.raises(ValueError):
             compiled(ember.ones(2))
         assert counter.item() == 3 + i
+
+
+_HELPED: list = []
+
+
+def _helper(y):
+    _HELPED.append(tuple(y.shape))  # a side effect in a function the compiled one calls
+    return y * 2
+
+
+def test_side_effect_in_a_called_helper():
+    _HELPED.clear()
+
+    def f(x):
+        return _helper(x.sin()) + 1
+
+    compiled = ember.compile(f)
+    for n in (3, 3, 3):
+        x = ember.randn(n)
+        _close(compiled(x), (x.sin() * 2) + 1)
+    assert _HELPED == [(3,)] * 3
