@@ -448,25 +448,20 @@ def _flat(args):
             yield a
 
 
+_STORAGE_SLOTS = tuple(slot for slot in Storage.__slots__ if slot != "__weakref__")
+_LAYOUT = ("_shape", "_stride", "_offset", "_contig", "_base")
+
+
 def _fill(holder: Tensor, real: Tensor) -> None:
     """Give a pending tensor ``real``'s data (its storage object is filled, not replaced, so a
     view made of it outside an op, before the flush, sees the data too)."""
     storage, source = holder._storage, real._storage
-    storage.device = source.device  # Storage's slots (but __weakref__), written out: hot
-    storage.nbytes = source.nbytes
-    storage.handle = source.handle
-    storage.byte_offset = source.byte_offset
-    storage.ptr = source.ptr
-    storage.owner = source.owner
-    storage.runtime = source.runtime
-    storage.version = source.version
+    for slot in _STORAGE_SLOTS:
+        setattr(storage, slot, getattr(source, slot))
     if source.__class__ is not Storage:  # a read-only one (ReadOnlyStorage: no more slots)
         storage.__class__ = source.__class__
-    holder._shape = real._shape
-    holder._stride = real._stride
-    holder._offset = real._offset
-    holder._contig = real._contig
-    holder._base = real._base
+    for field in _LAYOUT:
+        setattr(holder, field, getattr(real, field))
     extra = real.__dict__
     if extra:  # a view's math bits (conj, neg: dispatcher/mathbits.py) live there
         holder.__dict__.update(extra)
