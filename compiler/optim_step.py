@@ -322,9 +322,27 @@ def _family(opt):
     """The plan builder of ``opt``'s class, or None (its step runs eagerly)."""
     owner = _step_owner(opt)
     rule = optim_rules.RULES.get(owner)
+    if rule is None and owner in optim_rules.FUSED_OP_RULES and not _fused_kernels(opt, owner):
+        rule = optim_rules.FUSED_OP_RULES[owner]  # traced: one generated kernel per bucket
     if rule is not None:
         return lambda opt: optim_traced.buckets(opt, rule)
     return {Adam: _adam_buckets, SGD: _sgd_buckets}.get(owner)
+
+
+def _fused_kernels(opt, owner) -> bool:
+    """Whether the backend of every parameter with a gradient has the fused op's kernel (the
+    CPU's C); else the step is traced from optim_rules.FUSED_OP_RULES, so that a backend that
+    generates kernels (xpu, CUDA) runs it as one, where the op's decomposition would run op
+    by op."""
+    names = ["_fused_sgd_"] if owner is SGD else ["_fused_adam_", "_fused_adamw_"]
+    ops = [_op(getattr(ember, name)) for name in names]
+    return all(
+        op.kernel(p._storage.device.type, p._dtype) is not None
+        for group in opt.param_groups
+        for p in group["params"]
+        if p.grad is not None
+        for op in ops
+    )
 
 
 def _step_owner(opt):
