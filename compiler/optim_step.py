@@ -124,6 +124,7 @@ class _Plan:
         self.buckets = buckets
         self.keys = _keys(optimizer)
         self.first_sgd = False  # the SGD buffers are made by this call (is_first_step)
+        self.amp = optim_traced.uses_amp(optimizer)  # a GradScaler's step: the op's path
 
     def failure(self) -> tuple[str, set] | None:
         """``(why this plan no longer holds, {(group, key) of floats that changed})``, or
@@ -133,6 +134,8 @@ class _Plan:
             return "the optimizer's param_groups or state were replaced", set()
         if len(self.groups) != len(self.params):
             return "a parameter group was added", set()
+        if optim_traced.uses_amp(opt) != self.amp:
+            return "a GradScaler's grad_scale/found_inf was set or cleared", set()
         for i, group in enumerate(self.groups):
             if group["params"] is not self.params[i] or len(group["params"]) != self.sizes[i]:
                 return f"param_groups[{i}]['params'] changed", set()
@@ -322,7 +325,8 @@ def _family(opt):
     """The plan builder of ``opt``'s class, or None (its step runs eagerly)."""
     owner = _step_owner(opt)
     rule = optim_rules.RULES.get(owner)
-    if rule is None and owner in optim_rules.FUSED_OP_RULES and not _fused_kernels(opt, owner):
+    traced = owner in optim_rules.FUSED_OP_RULES and not optim_traced.uses_amp(opt)
+    if rule is None and traced and not _fused_kernels(opt, owner):
         rule = optim_rules.FUSED_OP_RULES[owner]  # traced: one generated kernel per bucket
     if rule is not None:
         return lambda opt: optim_traced.buckets(opt, rule)

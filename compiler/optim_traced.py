@@ -89,14 +89,18 @@ class TracedBucket:
             self.fused = 1
             self.tensors = [self.params, None, *[_states(self.opt, self.params, n) for n in
                             self.names], *self.scalars]  # fmt: skip
-        elif logs.enabled("fusion"):
-            logs.log("fusion", f"{type(self.opt).__name__} update: no multi-tensor kernel: {why}")
+        if logs.enabled("fusion"):  # what the plan's line said "traced at its first call"
+            name = type(self.opt).__name__
+            multi = self.describe() if self.multi is not None else ""
+            logs.log("fusion", multi or f"{name} update: no multi-tensor kernel: {why}")
 
     def run(self, opt) -> None:
-        if _amp(opt):
+        if uses_amp(opt):
             raise RuntimeError("a GradScaler's step runs eagerly")  # never planned (optim_step)
         with no_grad():
-            self.count += 1
+            # from the state, not a count of our own: another plan of this optimizer (a flag
+            # flipped back and forth) may have stepped since
+            self.count = float(self.state.get("step", 0.0)) + 1
             numbers = self._numbers(self.count)
             grads = [p.grad for p in self.params]
             if self.graph is None and current() is None:
@@ -193,7 +197,7 @@ def _views_of(base, parts) -> bool:
     return True
 
 
-def _amp(opt) -> bool:
+def uses_amp(opt) -> bool:
     return (
         getattr(opt, "grad_scale", None) is not None or getattr(opt, "found_inf", None) is not None
     )
@@ -204,7 +208,7 @@ def buckets(opt, rule) -> list | None:
     of one bucket at different step counts, sparse gradients, a GradScaler's step)."""
     from ember.optim import _fused
 
-    if _amp(opt):
+    if uses_amp(opt):
         return None
     found = []
     for group in opt.param_groups:

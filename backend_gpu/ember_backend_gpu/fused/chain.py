@@ -59,7 +59,6 @@ def step_functions(d, dialect: Dialect, count: int) -> list | None:
         lines += [
             f"{dialect.fn} {out} em_s{n}({params}) {{",
             f"    {bound}",
-            "    (void)p;" if dialect.offsets else "    (void)p0; (void)p1; (void)p2; (void)st;",
             f"    return ({expression});",
             "}",
         ]

@@ -25,7 +25,9 @@ class Dialect:
     name: str
     # op -> {dtype token: expression over x (unary) or a, b, c, of compute type ``ct``}
     expressions: dict = field(repr=False)
-    params: str  # a step function's first line: binds the expression's parameters (p0 p1 p2)
+    # a step function's first line: binds the expression's parameters (p0 p1 p2; the status
+    # word of integer ops is not bound: fusion takes floating chains only)
+    params: str
     fn: str  # a device function's qualifier
     kernel: str  # a kernel's qualifier
     space: str  # the address space of a pointer argument ("" or "global ")
@@ -34,7 +36,8 @@ class Dialect:
     acc: str  # what a row sum accumulates in
     gid: str  # this work-item's index in the grid (dimension 0)
     gsize: str  # work-items in the grid (dimension 0)
-    group: str  # this work-group's index: format with the dimension
+    group: tuple  # this work-group's index in grid dimensions 0 and 1
+    groups: str  # work-groups in the grid (dimension 0)
     lid: str  # the work-item's index in its group (dimension 0)
     lsize: str  # work-items per group (dimension 0)
     table: str  # a constant table at file scope: format with type, name, size, values
@@ -79,7 +82,7 @@ def _cuda(name: str) -> Dialect:
     return Dialect(
         name=name,
         expressions=_cuda_expressions(),
-        params="const double p0 = {0}, p1 = {1}, p2 = {2}; int *st = 0;",
+        params="const double p0 = {0}, p1 = {1}, p2 = {2}; (void)p0; (void)p1; (void)p2;",
         fn="EM_DEV",
         kernel="EM_KERNEL",
         space="",
@@ -88,7 +91,8 @@ def _cuda(name: str) -> Dialect:
         acc="double",
         gid="((em_i64)blockIdx.x * blockDim.x + threadIdx.x)",
         gsize="((em_i64)gridDim.x * blockDim.x)",
-        group="blockIdx.{0}",
+        group=("blockIdx.x", "blockIdx.y"),
+        groups="gridDim.x",
         lid="threadIdx.x",
         lsize="blockDim.x",
         table="static __device__ const {0} {1}[{2}] = {{{3}}};",
@@ -111,7 +115,8 @@ def opencl(lines) -> Dialect:
     return Dialect(
         name="opencl",
         expressions=expressions,
-        params="em_params P = {{{{{0}, {1}, {2}, 0}}, {{0, 0, 0, 0}}, 0}}; em_params *p = &P;",
+        params="em_params P = {{{{{0}, {1}, {2}, 0}}, {{0, 0, 0, 0}}, 0}}; em_params *p = &P; "
+        "(void)p;",
         fn="inline",
         kernel="kernel void",
         space="global ",
@@ -120,7 +125,8 @@ def opencl(lines) -> Dialect:
         acc="EM_ACC",
         gid="get_global_id(0)",
         gsize="get_global_size(0)",
-        group="get_group_id({0})",
+        group=("get_group_id(0)", "get_group_id(1)"),
+        groups="get_num_groups(0)",
         lid="get_local_id(0)",
         lsize="get_local_size(0)",
         table="constant {0} {1}[{2}] = {{{3}}};",

@@ -64,8 +64,8 @@ def source(d, dialect: Dialect, slots: int = 0) -> str | None:
     lines = [*functions, f"{dialect.kernel} {KERNEL}({', '.join(params)}) {{"]
     lines += [dialect.base(C_TYPES[d.inputs[k].dtype], f"i{k}", True) for k in numbers]
     lines += _find_tensor(args, dialect, slots)
-    first = f"({i64}){dialect.group.format(0)} * {dialect.lsize} + {dialect.lid}"
-    stride = f"({i64}){_groups(dialect)} * {dialect.lsize}"
+    first = f"({i64}){dialect.group[0]} * {dialect.lsize} + {dialect.lid}"
+    stride = f"({i64}){dialect.groups} * {dialect.lsize}"
     lines.append(f"    for ({i64} j = {first}; j < n; j += {stride}) {{")
     index = ["j" if segmented(spec) else "0" for spec in d.inputs]
     lines += body(d, dialect, index, len(d.steps), " " * 8)
@@ -76,10 +76,6 @@ def source(d, dialect: Dialect, slots: int = 0) -> str | None:
     return "\n".join(line for line in lines if line) + "\n"
 
 
-def _groups(dialect: Dialect) -> str:
-    return "gridDim.x" if not dialect.offsets else "get_num_groups(0)"
-
-
 def _find_tensor(args, dialect: Dialect, slots: int) -> list:
     """Lines declaring each per-tensor pointer and ``n`` for this work-group's tensor."""
     i64 = dialect.i64
@@ -87,12 +83,12 @@ def _find_tensor(args, dialect: Dialect, slots: int) -> list:
     decl = [f"    {space}{'const ' if c else ''}{ct} *{kind}{k};" for kind, k, ct, c in args]
     if not dialect.offsets:  # a row of the device table
         width = len(args) + 1
-        lines = [f"    const {i64} *row = table + ({i64}){dialect.group.format(1)} * {width};"]
+        lines = [f"    const {i64} *row = table + ({i64}){dialect.group[1]} * {width};"]
         for column, (kind, k, ct, const) in enumerate(args):
             qual = "const " if const else ""
             lines.append(f"    {qual}{ct} *{kind}{k} = ({qual}{ct} *)row[{column}];")
         return [*lines, f"    const {i64} n = row[{width - 1}];"]
-    lines = [*decl, f"    {i64} n = 0;", f"    switch ({dialect.group.format(1)}) {{"]
+    lines = [*decl, f"    {i64} n = 0;", f"    switch ({dialect.group[1]}) {{"]
     for s in range(slots):
         picks = " ".join(f"{kind}{k} = {kind}{k}_{s}_ + {kind}{k}_{s}_o;" for kind, k, *_ in args)
         lines.append(f"    case {s}: {picks} n = n_{s}; break;")
