@@ -10,8 +10,8 @@ hook returns None and the chain runs op by op, as for any text the generator can
 
 A multi-tensor chain (an optimizer's update) passes its tensors as arguments, ``slots`` per
 launch (OpenCL has no device pointers to put in a table), as many as the device's parameter
-space holds (PoCL's 1024 bytes: 12 Adam parameters), so one program serves the bucket in
-``ceil(tensors / slots)`` launches.
+space holds (PoCL's 1024 bytes: 12 Adam parameters, 10 with amsgrad), so one program serves
+the bucket in ``ceil(tensors / slots)`` launches.
 """
 
 from __future__ import annotations

@@ -188,3 +188,29 @@ def test_optimizer_step_is_one_kernel_and_matches(name, kw, device):
     for g, e, w in zip(got, eager, want):
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+def test_many_tensors_take_several_launches_on_opencl(device):
+    """40 parameters: more than one OpenCL launch holds (its slots), one CUDA launch; the
+    trajectory is eager's either way."""
+    shapes = [(k % 7 + 1, 3) for k in range(40)]
+
+    def run(compiled):
+        rng = np.random.default_rng(11)
+        params = [ember.tensor(rng.standard_normal(s), device=device).requires_grad_()
+                  for s in shapes]  # fmt: skip
+        opt = ember.optim.Adam(params, lr=0.01, amsgrad=True)
+        if compiled:
+            opt.step = ember.compile(opt.step)
+        for _ in range(5):
+            for p, s in zip(params, shapes):
+                p.grad = ember.tensor(rng.standard_normal(s), device=device)
+            opt.step()
+        return [p.detach().cpu().numpy() for p in params], opt
+
+    got, opt = run(True)
+    if device == "xpu":
+        source = opt.step._plan.buckets[0].multi.kernel.source
+        assert "case 1:" in source and "case 39:" not in source  # slots < tensors
+    for g, e in zip(got, run(False)[0]):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
