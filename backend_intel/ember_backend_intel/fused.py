@@ -50,7 +50,7 @@ def kernel(runtime, d):
     made = chain.source(d, dialect())
     if made is None:
         return None
-    text, work = made
+    text, work, lanes = made
     program = _program(runtime, text, d.dtype)
     if program is None:
         return None
@@ -59,7 +59,12 @@ def kernel(runtime, d):
         if work:
             dev = device_of(runtime, tensors[0])
             args = [x for t in tensors for x in (t._storage.handle, offset(t))]
-            dev.launch(program(dev)[chain.KERNEL], work, *args)
+            k = program(dev)[chain.KERNEL]
+            if not lanes:  # a work-item per element or row
+                return dev.launch(k, work, *args)
+            local = min(k.local, lanes)  # a work-group per row: a power of two, at most lanes
+            groups = min(work, dev.max_groups)
+            k.fn(dev.queue, (groups * local,), (local,), *args)
 
     run.source = text
     return run

@@ -82,6 +82,9 @@ DESCRIPTIONS = {
     "elementwise_f32": _chain(dtype="float32"),
     **{f"{row}_f32": _chain(row, "float32", **params) for row, params in ROWS},
     **{f"{row}_f64": _chain(row, **params) for row, params in ROWS},
+    # rows of 300: a work-group per row, tree reductions in shared memory
+    **{f"long_{row}_f64": _chain(row, shape=(4, 3, 300), **params) for row, params in ROWS},
+    **{f"long_{row}_f32": _chain(row, "float32", (4, 3, 300), **params) for row, params in ROWS},
 }
 
 
@@ -113,7 +116,7 @@ def test_generated_cuda_compiles_for_sm80_and_sm90(tmp_path):
 def test_one_fused_module_builds_a_cubin(tmp_path, monkeypatch):
     """What the runtime does at the first replay: prelude + text through compile_module."""
     monkeypatch.setenv("EMBER_CUDA_CACHE", str(tmp_path))
-    text, _work = chain.source(DESCRIPTIONS["softmax_f32"], CUDA)
+    text, _work, _lanes = chain.source(DESCRIPTIONS["softmax_f32"], CUDA)
     binary = compiler.compile_module(prelude("cuda") + text, "sm_80")
     assert binary[:4] == b"\x7fELF"
 
@@ -136,16 +139,18 @@ def test_opencl_text_builds_on_pocl():
     context = cl.Context([device])
     head = "#define EM_FP64 1\n" + source("ember.h") + source("ewmath.cl") + OPENCL_HEAD
     for d in DESCRIPTIONS.values():
-        text, _work = chain.source(d, xpu_fused.dialect())
+        text, _work, _lanes = chain.source(d, xpu_fused.dialect())
         cl.Program(context, head + text).build()
     for d in (_multi(), _multi("float64")):
         cl.Program(context, head + multi.source(d, xpu_fused.dialect(), slots=3)).build()
 
 
-def test_row_op_work_is_one_item_per_row():
-    text, work = chain.source(DESCRIPTIONS["softmax_f64"], CUDA)
-    assert work == 4 * 6 and "em_fused(" in text
-    assert chain.source(DESCRIPTIONS["elementwise_f64"], CUDA)[1] == 4 * 6 * 8
+def test_short_rows_take_a_work_item_long_ones_a_group():
+    text, work, lanes = chain.source(DESCRIPTIONS["softmax_f64"], CUDA)
+    assert (work, lanes) == (4 * 6, 0) and "__syncthreads" not in text
+    text, work, lanes = chain.source(DESCRIPTIONS["long_softmax_f64"], CUDA)
+    assert (work, lanes) == (4 * 3, 256) and "__syncthreads" in text
+    assert chain.source(DESCRIPTIONS["elementwise_f64"], CUDA)[1:] == (4 * 6 * 8, 0)
 
 
 def test_what_the_generator_does_not_know_gives_none():

@@ -105,6 +105,26 @@ def test_chain_fused_equals_eager_and_torch(name, device, capsys):
     np.testing.assert_allclose(out.cpu().numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)
 
 
+LONG = ["softmax", "masked_softmax", "layer_norm", "log_softmax_sum", "mean"]
+
+
+@pytest.mark.parametrize("name", LONG)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_long_rows_take_a_work_group_each(name, dtype, device):
+    """Rows of 300 (the GPU generators give each a work-group and fold its statistics by a
+    tree in shared memory) and an odd row count."""
+    fn, _ops = CHAINS[name]
+    arrays, keep = _inputs(seed=5, shape=(3, 7, 300))
+    arrays = [a.astype(dtype) for a in arrays]
+    ours = [ember.tensor(a, device=device) for a in arrays] + [ember.tensor(keep, device=device)]
+    out, program = _replayed(lambda *a: fn(ember, *a), ours)
+    if (device, name) not in DECLINED:
+        assert program.source.count("FUSED") == 1
+    theirs = fn(torch, *[torch.tensor(a) for a in arrays], torch.tensor(keep))
+    tol = 1e-12 if dtype == np.float64 else 2e-5
+    np.testing.assert_allclose(out.cpu().numpy(), theirs.numpy(), rtol=tol, atol=tol)
+
+
 def test_float32_chain_and_broadcast_strides(device):
     """A float32 chain whose operands broadcast along several dims (a column, a row, a scalar
     tensor) and a transposed input."""

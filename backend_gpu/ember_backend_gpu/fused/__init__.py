@@ -3,7 +3,8 @@
 ember's compiler hands a backend a description of a chain of elementwise ops (its
 ``compiler/fusion.py`` ``FusedKernel``, in the op table's names) and gets back a callable. One
 generator writes the kernel for every GPU target from that description: ``chain`` (a chain,
-possibly ending in a row op over the last dim) and ``multi`` (a multi-tensor chain: an
+possibly ending in a row op over the last dim: ``rows``; the steps: ``steps``) and ``multi`` (a
+multi-tensor chain: an
 optimizer's update over all its tensors), each in a ``dialect`` (CUDA C++ for CUDA and HIP,
 OpenCL C for xpu) whose per-op expressions are those of the target's eager elementwise kernels.
 This module is the glue of the CUDA-like runtimes (``gpu.GpuRuntime``: CUDA, ROCm and the
@@ -49,7 +50,7 @@ def kernel(runtime, description):
     made = chain.source(description, dialect)
     if made is None:
         return None
-    text, work = made
+    text, work, lanes = made
     count = len(description.outputs) + len(description.inputs)
     function = _builder(runtime, text, chain.KERNEL, "P" * count)
     if function is None:
@@ -58,9 +59,11 @@ def kernel(runtime, description):
     def run(*tensors):
         if work:
             index = device(tensors[0])
-            blocks = launch.grid(work, runtime.sm_count(index))
+            sm = runtime.sm_count(index)
+            # a block per row (lanes), or a thread per element or row
+            blocks = min(work, sm * launch.BLOCKS_PER_SM) if lanes else launch.grid(work, sm)
             args = [addr(t) for t in tensors]
-            runtime.call(index, function(index), blocks, launch.BLOCK, *args)
+            runtime.call(index, function(index), blocks, lanes or launch.BLOCK, *args)
 
     run.source = text
     return run

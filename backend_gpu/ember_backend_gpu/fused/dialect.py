@@ -40,6 +40,8 @@ class Dialect:
     groups: str  # work-groups in the grid (dimension 0)
     lid: str  # the work-item's index in its group (dimension 0)
     lsize: str  # work-items per group (dimension 0)
+    shared: str  # the qualifier of an array a work-group shares
+    barrier: str  # a work-group barrier over that memory
     table: str  # a constant table at file scope: format with type, name, size, values
     offsets: bool  # a pointer argument is (buffer, element offset): OpenCL has no addresses
     bits: dict = field(repr=False)  # dtype -> format of a value from its bits (inf, NaN)
@@ -95,6 +97,8 @@ def _cuda(name: str) -> Dialect:
         groups="gridDim.x",
         lid="threadIdx.x",
         lsize="blockDim.x",
+        shared="__shared__",
+        barrier="__syncthreads()",
         table="static __device__ const {0} {1}[{2}] = {{{3}}};",
         offsets=False,
         bits={"float32": "__uint_as_float({0}u)", "float64": "__longlong_as_double({0}ll)"},
@@ -129,6 +133,8 @@ def opencl(lines) -> Dialect:
         groups="get_num_groups(0)",
         lid="get_local_id(0)",
         lsize="get_local_size(0)",
+        shared="local",
+        barrier="barrier(CLK_LOCAL_MEM_FENCE)",
         table="constant {0} {1}[{2}] = {{{3}}};",
         offsets=True,
         bits={"float32": "as_float({0}u)", "float64": "as_double({0}ul)"},

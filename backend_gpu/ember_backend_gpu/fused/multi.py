@@ -19,8 +19,8 @@ program serves every bucket of the same chain.
 
 from __future__ import annotations
 
-from .chain import C_TYPES, TOKENS, body, known, step_functions
-from .dialect import Dialect
+from .dialect import C_TYPES, TOKENS, Dialect
+from .steps import body, known, step_functions
 
 KERNEL = "em_fused_multi"
 
