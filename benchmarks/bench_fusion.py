@@ -2,9 +2,11 @@
 torch.compile.
 
     python benchmarks/bench_fusion.py [--n 1000000] [--repeats 50] [--threads 2] [--device cpu]
+        [--chain gelu]
 
-The chain is ``gelu(x * w + b) * scale + residual`` on float32 tensors of ``--n`` elements
-(``w`` and ``b`` broadcast rows of 1000), run without grad. Each library and mode runs in its
+The chain is ``gelu(x * w + b) * scale + residual`` (or, ``--chain softmax``, ``softmax(x * w + b
++ residual, -1)``: rows of 1000) on float32 tensors of ``--n`` elements (``w`` and ``b``
+broadcast rows of 1000), run without grad. Each library and mode runs in its
 own process (threads, allocators and compile caches never meet). Printed: the first call
 (capture or compilation included), the second (ember.compile's first replay builds the fused
 kernel, unless the disk cache has it), the median and the minimum of ``--repeats`` calls after
@@ -27,11 +29,17 @@ RUNS = [("ember", False), ("ember", True), ("torch", False), ("torch", True)]
 ROW = 1000
 
 
-def chain(lib, x, w, b, residual):
-    return lib.nn.functional.gelu(x * w + b) * 0.5 + residual
+CHAINS = {  # --chain: what runs (``w`` and ``b`` rows of ROW, rows of ROW elements)
+    "gelu": ("gelu(x*w+b)*0.5+residual", lambda f, x, w, b, r: f.gelu(x * w + b) * 0.5 + r),
+    "softmax": ("softmax(x*w+b+residual, -1)", lambda f, x, w, b, r: f.softmax(x * w + b + r, -1)),
+}
 
 
-def worker(lib_name: str, compiled: bool, n: int, repeats: int, threads: int, device: str):
+def chain(lib, x, w, b, residual, name="gelu"):
+    return CHAINS[name][1](lib.nn.functional, x, w, b, residual)
+
+
+def worker(lib_name, compiled, n, repeats, threads, device, name):
     lib = __import__(lib_name)
     lib.set_num_threads(threads)
     lib.manual_seed(0)
@@ -41,7 +49,7 @@ def worker(lib_name: str, compiled: bool, n: int, repeats: int, threads: int, de
     wait = getattr(lib, device).synchronize if device != "cpu" else lambda: None
 
     def fn(x, w, b, residual):
-        return chain(lib, x, w, b, residual)
+        return chain(lib, x, w, b, residual, name)
 
     def run(*args):
         out = call(*args)
@@ -73,7 +81,7 @@ def measure(args, lib_name: str, compiled: bool) -> dict | None:
     command = [
         sys.executable, __file__, "--worker", lib_name, "--compiled", str(int(compiled)),
         "--n", str(args.n), "--repeats", str(args.repeats), "--threads", str(args.threads),
-        "--device", args.device,
+        "--device", args.device, "--chain", args.chain,
     ]  # fmt: skip
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
@@ -94,17 +102,19 @@ def main() -> None:
     parser.add_argument("--worker")
     parser.add_argument("--compiled", type=int, default=0)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--chain", default="gelu", choices=sorted(CHAINS))
     args = parser.parse_args()
     if args.worker:
         result = worker(
-            args.worker, bool(args.compiled), args.n, args.repeats, args.threads, args.device
-        )
+            args.worker, bool(args.compiled), args.n, args.repeats, args.threads, args.device,
+            args.chain,
+        )  # fmt: skip
         print(json.dumps(result))
         return
     results = {(lib, c): measure(args, lib, c) for lib, c in RUNS}
     base_ember, base_torch = results[("ember", False)], results[("torch", False)]
     print(
-        f"gelu(x*w+b)*0.5+residual, float32, n={args.n}, threads={args.threads}, "
+        f"{CHAINS[args.chain][0]}, float32, n={args.n}, threads={args.threads}, "
         f"device={args.device}"
     )
     print(
