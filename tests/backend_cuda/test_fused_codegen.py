@@ -165,6 +165,9 @@ def test_what_the_generator_does_not_know_gives_none():
     )
     assert chain.source(mid_chain, CUDA) is None  # a row op read by later steps
     assert chain.source(dataclasses.replace(d, dtype="float16"), CUDA) is None
+    odd = dataclasses.replace(d.steps[2], params={"approximate": "tanh", "alpha": 2.0})
+    steps = (*d.steps[:2], odd, *d.steps[3:])  # a parameter the generator does not bind
+    assert chain.source(dataclasses.replace(d, steps=steps), CUDA) is None
 
     @dataclasses.dataclass(frozen=True)
     class Later(FusedKernel):  # a description grown by a later fusion feature

@@ -19,7 +19,7 @@ import math
 from ..launch import coalesce
 from . import rows
 from .dialect import C_TYPES, Dialect
-from .steps import ROW, body, known, step_functions
+from .steps import KNOWN_PARAMS, ROW, body, known, step_functions
 
 KERNEL = "em_fused"
 
@@ -60,6 +60,8 @@ def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
     *body_steps, last = d.steps
     row = last.op in ROW
     if any(s.op in ROW for s in body_steps) or (row and last.op not in rows.OPS):
+        return None
+    if set(last.params) - KNOWN_PARAMS.get(last.op, set()):
         return None
     functions = step_functions(d, dialect, len(d.steps) - row)
     if functions is None:

@@ -19,6 +19,12 @@ KNOWN = frozenset(("device_type", "shape", "dtype", "inputs", "steps", "outputs"
                    "writes"))  # fmt: skip
 
 
+# The non-tensor arguments a step may carry (``FusedStep.params``), by op: GELU's form here,
+# the row ops' in rows.py; any other is declined
+KNOWN_PARAMS = {"gelu": {"approximate"}, "sum": {"keepdim"}, "mean": {"keepdim"},
+                "amax": {"keepdim"}, "layer_norm": {"eps"}}  # fmt: skip
+
+
 def known(d) -> bool:
     """Whether every field of ``d`` is one this generator reads, set to what it handles."""
     if dataclasses.is_dataclass(d):
@@ -37,6 +43,8 @@ def step_functions(d, dialect: Dialect, count: int) -> list | None:
     for n, step in enumerate(d.steps[:count]):
         expression = dialect.expressions.get(step.op, {}).get(token)
         if expression is None or step.op in ROW or len(step.args) not in (1, 2, 3):
+            return None
+        if set(step.params) - KNOWN_PARAMS.get(step.op, set()):  # an argument not bound here
             return None
         names = ("x",) if len(step.args) == 1 else ("a", "b", "c")[: len(step.args)]
         types = [_arg_type(d, arg, ct) for arg in step.args]
