@@ -237,6 +237,11 @@ DERIVED = {
         "result2": _statistic("layer", 2),
     },
     "RepeatBackward0": {"repeats": _repeats},
+    # add/sub keep alpha (1 unless given: ember's rows take none, _frontends scales first)
+    **{
+        f"{name}Backward{i}": {"alpha": lambda values: values.get("alpha", 1)}
+        for name, i in (("Add", 0), ("Sub", 0), ("Rsub", 0), ("Rsub", 1))
+    },
     # matmul shown as the product PyTorch picks: its second operand under that op's name
     "MmBackward0": {"mat2": lambda values: values["other"]},
     "MvBackward0": {"vec": lambda values: values["other"]},

@@ -100,6 +100,15 @@ CASES = {
     "ce smoothing": lambda lib, x, w, b, m: F(lib).cross_entropy(
         w, lib.tensor([0, 2]), label_smoothing=0.1
     ),
+    "ce probs smoothing none": lambda lib, x, w, b, m: F(lib).cross_entropy(
+        w, w.softmax(1), reduction="none", label_smoothing=0.2
+    ),
+    "ce smoothing weight sum": lambda lib, x, w, b, m: F(lib).cross_entropy(
+        w, lib.tensor([0, 2]), x.detach().abs(), reduction="sum", label_smoothing=0.1
+    ),
+    "ce unbatched smoothing": lambda lib, x, w, b, m: F(lib).cross_entropy(
+        x, lib.tensor(1), label_smoothing=0.3
+    ),
     "nll": lambda lib, x, w, b, m: F(lib).nll_loss(w.log_softmax(1), lib.tensor([0, 2])),
     "kl_div": lambda lib, x, w, b, m: F(lib).kl_div(
         w.log_softmax(1), w.detach().softmax(1), reduction="batchmean"

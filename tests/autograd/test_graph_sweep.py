@@ -15,8 +15,6 @@ from .graph_cases import CASES, leaves
 
 # Graphs that differ from PyTorch's, and why.
 GRAPHS_DIFFER = {
-    "ce probs": "probability targets: PyTorch and ember compose the loss from different parts",
-    "ce smoothing": "label smoothing: PyTorch and ember compose the loss from different parts",
     "einsum": "ember contracts with its own plan of permutes and bmm (PyTorch's is another)",
     "index_put": "ember's out-of-place index_put is a clone and an index_put_ (CopySlices)",
     "sdpa": "ember's attention is matmuls and a softmax; PyTorch's CPU one is one flash node",
