@@ -179,6 +179,10 @@ CASES = {
     "masked_select": lambda lib, x, w, b, m: x.masked_select(x > 0),
     "masked_scatter": lambda lib, x, w, b, m: x.masked_scatter(x > 0, w.detach().flatten()),
     "index_put": lambda lib, x, w, b, m: x.index_put((lib.tensor([0]),), b[:1]),
+    "index_put accumulate": lambda lib, x, w, b, m: w.index_put(
+        (lib.tensor([1, 1]), lib.tensor([0, 2])), x[:2], accumulate=True
+    ),
+    "index_put mask": lambda lib, x, w, b, m: x.detach().index_put((x.detach() > 0,), b[1]),
     "scatter": lambda lib, x, w, b, m: x.scatter(0, lib.tensor([0]), b[:1]),
     "scatter_add": lambda lib, x, w, b, m: x.scatter_add(0, lib.tensor([0]), b[:1]),
     "index_add": lambda lib, x, w, b, m: x.index_add(0, lib.tensor([0]), b[:1]),
