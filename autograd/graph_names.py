@@ -352,10 +352,11 @@ def describe(node) -> tuple[str, tuple]:
     return name, tuple(e for e, a in zip(node.edges, tensor_args) if a.name not in hidden)
 
 
-def present(out, name: str, *inputs, saved: dict | None = None):
+def present(out, name: str, *inputs, saved: dict | None = None, outputs: dict | None = None):
     """Show ``out``'s node as PyTorch's op ``name`` over ``inputs`` (for functions that
     compute it from parts, such as advanced indexing); ``saved`` holds what its ``_saved_*``
-    attributes read (saved_values.py). Returns ``out``."""
+    attributes read (saved_values.py), ``outputs`` the outputs it keeps by name (``out`` for
+    ``_saved_output``), saved without a cycle as a node saves its own output. Returns ``out``."""
     node = out._grad_fn if isinstance(out, Tensor) else None
     if node is not None:
         node.display = Shown(
@@ -364,6 +365,9 @@ def present(out, name: str, *inputs, saved: dict | None = None):
             tuple(tuple(t.shape) if isinstance(t, Tensor) else None for t in inputs),
             None,
             {} if saved is None else saved,
+            outputs=None
+            if outputs is None
+            else {key: SavedTensor(t, 0 if t is out else None) for key, t in outputs.items()},
         )
     return out
 

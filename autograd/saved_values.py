@@ -212,6 +212,18 @@ def _statistic(kind: str, which: int):
     return read
 
 
+def _attention(reader: str):
+    """What PyTorch's CPU flash-attention node keeps beyond the call's arguments, computed
+    from them when asked (by nn.functional.attention, which shows the node)."""
+
+    def read(values):
+        from ember.nn.functional import attention
+
+        return getattr(attention, reader)(values)
+
+    return read
+
+
 # Attributes PyTorch's node computes from the call or names differently from ember's argument
 # (``narrow`` is PyTorch's slice, ``norm``'s ``p`` its ``ord``): read before the argument of
 # that name, and absent (AttributeError) when the call lacks what they are computed from.
@@ -237,6 +249,10 @@ DERIVED = {
         "result2": _statistic("layer", 2),
     },
     "RepeatBackward0": {"repeats": _repeats},
+    "ScaledDotProductFlashAttentionForCpuBackward0": {
+        "attn_mask": _attention("flash_mask"),
+        "logsumexp": _attention("flash_logsumexp"),
+    },
     # add/sub keep alpha (1 unless given: ember's rows take none, _frontends scales first)
     **{
         f"{name}Backward{i}": {"alpha": lambda values: values.get("alpha", 1)}

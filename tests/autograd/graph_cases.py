@@ -216,6 +216,13 @@ CASES = {
     "F.unfold": lambda lib, x, w, b, m: F(lib).unfold(m, 2),
     "pixel_shuffle": lambda lib, x, w, b, m: F(lib).pixel_shuffle(m[:, :1].expand(2, 4, 4, 4), 2),
     "sdpa": lambda lib, x, w, b, m: F(lib).scaled_dot_product_attention(m, m, m),
+    "sdpa causal gqa": lambda lib, x, w, b, m: F(lib).scaled_dot_product_attention(
+        m[:, :2].reshape(1, 4, 4, 4), m[:1, :2], m[1:, 1:], is_causal=True, enable_gqa=True
+    ),
+    "sdpa bool mask": lambda lib, x, w, b, m: F(lib).scaled_dot_product_attention(
+        m, m, m, attn_mask=lib.ones(4, 4, dtype=lib.bool).tril(), scale=0.5
+    ),
+    "sdpa 3d": lambda lib, x, w, b, m: F(lib).scaled_dot_product_attention(m[0], m[1], m[1]),
     "glu": lambda lib, x, w, b, m: F(lib).glu(m, 2),
     "logit": lambda lib, x, w, b, m: x.sigmoid().logit(),
     "erf": lambda lib, x, w, b, m: x.erf(),

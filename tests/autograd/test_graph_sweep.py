@@ -16,7 +16,6 @@ from .graph_cases import CASES, leaves
 # Graphs that differ from PyTorch's, and why.
 GRAPHS_DIFFER = {
     "einsum": "ember contracts with its own plan of permutes and bmm (PyTorch's is another)",
-    "sdpa": "ember's attention is matmuls and a softmax; PyTorch's CPU one is one flash node",
 }
 _LAPACK = "ember's formula keeps what it needs, not LAPACK's factors"
 # _saved_* attributes of PyTorch's node that ember's does not have, and why.
