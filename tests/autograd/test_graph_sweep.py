@@ -20,18 +20,6 @@ GRAPHS_DIFFER = {
 _LAPACK = "ember's formula keeps what it needs, not LAPACK's factors"
 # _saved_* attributes of PyTorch's node that ember's does not have, and why.
 SAVED_MISSING = {
-    "det": ({"_saved_LU", "_saved_pivots"}, _LAPACK),
-    "solve": ({"_saved_LU", "_saved_pivots"}, _LAPACK),
-    "svdvals": (
-        {
-            "_saved_S",
-            "_saved_S_sym_argsize_minus_1",
-            "_saved_U",
-            "_saved_Vh",
-            "_saved_full_matrices",
-        },
-        _LAPACK,
-    ),
     "max_pool2d": ({"_saved_self"}, "ember's formula needs the input's shape, not its values"),
     "index_add": ({"_saved_source"}, "ember's formula needs the source's shape, not its values"),
     "layer_norm affine": ({"_saved_bias"}, "ember's layer_norm formula needs no bias"),
