@@ -91,7 +91,9 @@ def _smooth_loss(logp, target, weight, reduction, ignore_index, class_dim):
     smooth = smooth.masked_fill(ignored, 0.0)
     if reduction == "mean":
         if weight is not None:  # normalised by the targets' weights, as nll_loss is
-            return smooth.sum() / weight.gather(0, target.masked_select(~ignored).flatten()).sum()
+            # PyTorch's form for tensor subclasses (functorch's): no masked_select, so vmap runs
+            picked = weight.gather(0, target.masked_fill(ignored, 0).flatten())
+            return smooth.sum() / picked.masked_fill(ignored.flatten(), 0).sum()
         return smooth.sum() / (~ignored).sum()
     if reduction == "sum":
         return smooth.sum()
