@@ -15,14 +15,25 @@ from .graph_cases import CASES, leaves
 
 # Graphs that differ from PyTorch's, and why.
 GRAPHS_DIFFER = {
-    "einsum": "ember contracts with its own plan of permutes and bmm (PyTorch's is another)",
+    "einsum": "PyTorch's chain is its einsum algorithm's (a permute per operand, unsqueezes, "
+    "sumproduct_pair's permute/view/bmm/view/permute, a last view); ember's plan (expand, view, "
+    "bmm, view, permute) gives the same values and gradients: matching means porting that",
+    "masked_fill_ view": "masked_fill_ is masked_fill copied in: on a view, the CopySlices "
+    "also lists the copied value's node, and the view after it keeps no _saved_size/stride",
 }
-_LAPACK = "ember's formula keeps what it needs, not LAPACK's factors"
-# _saved_* attributes of PyTorch's node that ember's does not have, and why.
+# _saved_* attributes of PyTorch's node that ember's does not have, and why: inputs ember's
+# formula does not need, which keeping would hold in memory for the graph's life.
 SAVED_MISSING = {
-    "max_pool2d": ({"_saved_self"}, "ember's formula needs the input's shape, not its values"),
+    "max_pool2d": (
+        {"_saved_self"},
+        "ember's formula needs the input's shape and the indices, not the input (a block's "
+        "largest activation)",
+    ),
     "index_add": ({"_saved_source"}, "ember's formula needs the source's shape, not its values"),
-    "layer_norm affine": ({"_saved_bias"}, "ember's layer_norm formula needs no bias"),
+    "layer_norm affine": (
+        {"_saved_bias"},
+        "ember's layer_norm formula needs no bias (PyTorch's asks only whether there is one)",
+    ),
 }
 # Random values: compared by presence only.
 RANDOM = {"dropout": {"_saved_other"}}
