@@ -38,7 +38,6 @@ SAVED_MISSING = {
     ),
     "max_pool2d": ({"_saved_self"}, "ember's formula needs the input's shape, not its values"),
     "index_add": ({"_saved_source"}, "ember's formula needs the source's shape, not its values"),
-    "layer_norm affine": ({"_saved_bias"}, "ember's layer_norm formula needs no bias"),
 }
 # Random values: compared by presence only.
 RANDOM = {"dropout": {"_saved_other"}}
