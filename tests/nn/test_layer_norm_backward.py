@@ -44,7 +44,8 @@ def test_layer_norm_gradients(device, rng, dtype, case, wants):
     ours = _grads(ember, lambda a: to_ember(a, device), x, w, b, g, wants, shape,
                   getattr(ember, dtype))  # fmt: skip
     theirs = _grads(torch, to_torch, x, w, b, g, wants, shape, getattr(torch, dtype))
-    tol = {"float64": (1e-10, 1e-12), "float32": (2e-5, 2e-5)}[dtype]
+    # float32: rows of 2 cancel (gradients ~0.07 from inputs ~5), PyTorch rounds at ~4e-5
+    tol = {"float64": (1e-10, 1e-12), "float32": (1e-4, 1e-4)}[dtype]
     for name, a, t, want in zip(("input", "weight", "bias"), ours, theirs, wants):
         assert (a is None) == (not want), f"{name}: gradient {'missing' if want else 'set'}"
         if want:
