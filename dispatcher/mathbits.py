@@ -12,7 +12,10 @@ the bits transparent to every kernel:
 - the matrix products are the exception, as PyTorch's (it hands the conjugate bit to BLAS as
   ConjTrans): the rows that only decompose into mm/bmm (``PRODUCTS``) run on the flagged
   operands, and mm/bmm pass them to a kernel marked ``reads_bits`` (the CPU's cgemm/zgemm,
-  dispatcher/complex_gemm.py), so ``a.mH @ b`` is one gemm without a copy of ``a``;
+  dispatcher/complex_gemm.py), so ``a.mH @ b`` is one gemm without a copy of ``a``; a kernel
+  whose BLAS takes only some flagged layouts marks itself with a predicate instead (xpu's and
+  CUDA's, whose BLAS has a conjugate transpose but no conjugate without one), and the operands
+  it refuses are materialized here;
 - an in-place op on a flagged tensor runs on its materialized value, and the result is written
   back through the bits (so writing ``v`` into ``x.conj()[0]`` makes ``x[0] == conj(v)``).
 
@@ -156,8 +159,13 @@ class MathBitsLayer(Layer):
             return first  # PyTorch's contiguous() returns self, bits and all
         if op.kind is Kind.VIEW and isinstance(first, Tensor):
             return self._view(op, args, first)
-        if op.name in PRODUCTS or (op.name in GEMMS and _gemm_reads_bits(op, args)):
+        if op.name in PRODUCTS:
             return op.redispatch(self, args)
+        takes = _gemm_takes(op, args) if op.name in GEMMS else None
+        if takes is True:
+            return op.redispatch(self, args)
+        if takes is not None:
+            return op.redispatch(self, tuple(_taken(a, takes) for a in args))
         resolved = tuple(_resolve_arg(a) for a in args)
         if op.mutates and flagged(first):
             value = resolved[0]
@@ -178,19 +186,26 @@ class MathBitsLayer(Layer):
         return _propagate(op.redispatch(self, args), first)
 
 
-def _gemm_reads_bits(op, args) -> bool:
-    """Whether mm/bmm's kernel for these operands (one device, one dtype) reads the bits."""
+def _gemm_takes(op, args):
+    """What mm/bmm's kernel for these operands (one device, one dtype) takes of the bits: True
+    (every flagged operand as it is), a predicate ``takes(operand)`` (those it accepts; the
+    others are materialized), or None (none)."""
     a, b = args[0], args[1]
     if not (isinstance(a, Tensor) and isinstance(b, Tensor)) or a._dtype is not b._dtype:
-        return False
+        return None
     device = a._storage.device
     if device is not b._storage.device:
-        return False
+        return None
     try:
         kernel = op.kernel(device.type, a._dtype)
     except NotImplementedError:
-        return False
-    return getattr(kernel, "reads_bits", False)
+        return None
+    return getattr(kernel, "reads_bits", None) or None
+
+
+def _taken(arg, takes):
+    """``arg`` as the gemm kernel gets it: as it is unless flagged in a way it refuses."""
+    return arg if not flagged(arg) or takes(arg) else resolve(arg)
 
 
 LAYER = MathBitsLayer()
@@ -199,7 +214,7 @@ LAYER = MathBitsLayer()
 PRODUCTS = frozenset(
     {"matmul", "mv", "dot", "vdot", "inner", "addmm", "addmv", "addbmm", "baddbmm", "linear"}
 )
-# The gemm rows, whose kernel may read the bits itself (``reads_bits``).
+# The gemm rows, whose kernel may read the bits itself (``reads_bits``: True or a predicate).
 GEMMS = frozenset({"mm", "bmm"})
 # The view rows whose runners set the bits themselves.
 FLIPS = frozenset({"_conj", "_neg_view"})

@@ -7,8 +7,9 @@ float32 uses ``cublasSgemm_v2`` (TF32 only when ``ember.backends.cuda.matmul.all
 set, then ``cublasGemmEx`` with CUBLAS_COMPUTE_32F_FAST_TF32), float16/bfloat16
 ``cublasGemmEx`` with float32 accumulation (transposes: ember_backend_gpu.launch.OP_N/OP_T are
 cuBLAS's values), float64 ``cublasDgemm_v2``; batches go through
-``cublasGemmStridedBatchedEx``. ``trsm`` (``cublas[SD]trsm_v2``) serves ember.linalg's
-triangular solves.
+``cublasGemmStridedBatchedEx``; complex64/complex128 ``cublasGemmEx`` (CUDA_C_32F/64F, with
+CUBLAS_OP_C for conjugate views, see ember_backend_gpu/kernels/linalg.py). ``trsm``
+(``cublas[SD]trsm_v2``) serves ember.linalg's triangular solves.
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ int cublasGemmStridedBatchedEx(cublasHandle_t handle, int transa, int transb, in
 
 GEMM_DEFAULT = -1
 # cudaDataType_t (library_types.h) and cublasComputeType_t (cublas_api.h) values.
-DATA_TYPE = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14}
+DATA_TYPE = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 14, "complex64": 4,
+             "complex128": 5}  # fmt: skip
+# The scalar type of alpha and beta (cuBLAS's scale type for each compute type).
+SCALE_TYPE = {"float64": "double", "complex64": "float", "complex128": "double"}
 COMPUTE_32F, COMPUTE_32F_FAST_TF32, COMPUTE_64F = 68, 77, 70
 STATUS = {
     1: "CUBLAS_STATUS_NOT_INITIALIZED",
@@ -73,6 +77,7 @@ class Cublas(BlasHandles):
     HANDLE_TYPE, STREAM_TYPE = "cublasHandle_t", "cudaStream_t"
     CREATE, SET_STREAM = "cublasCreate_v2", "cublasSetStream_v2"
     STATUS = STATUS
+    COMPLEX = True  # gemm takes complex64/complex128 and OP_C
 
     def __init__(self, runtime):
         ffi, lib, self.path = open_library(
@@ -82,17 +87,31 @@ class Cublas(BlasHandles):
             "Install it with `pip install nvidia-cublas` or the CUDA toolkit's libcublas",
         )
         super().__init__(runtime, ffi, lib)
+        self._alphas = {}
+
+    def _alpha(self, dtype: str, negate: bool):
+        """``(alpha, beta)`` pointers: alpha 1 (or -1), beta 0, in ``dtype``'s scale type."""
+        key = (SCALE_TYPE.get(dtype, "float"), 2 if dtype.startswith("complex") else 1, negate)
+        found = self._alphas.get(key)
+        if found is None:
+            kind, parts, _ = key
+            one = [-1.0 if negate else 1.0] + [0.0] * (parts - 1)
+            new = self.ffi.new
+            found = self._alphas[key] = (new(f"{kind}[]", one), new(f"{kind}[]", parts))
+        return found
 
     def gemm(
-        self, index, dtype: str, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch: int
-    ) -> None:
-        """Column-major ``C = op(A) op(B)`` for ``batch`` matrices (strides in elements)."""
+        self, index, dtype: str, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch: int,
+        negate: bool = False,
+    ) -> None:  # fmt: skip
+        """Column-major ``C = op(A) op(B)`` (``-op(A) op(B)`` when ``negate``) for ``batch``
+        matrices (strides in elements)."""
         handle = self.handle(index)
         lib, cast = self.lib, self.ffi.cast
         pa, pb, pc = cast("void *", a), cast("void *", b), cast("void *", c)
-        one, zero = self._scalars["float64" if dtype == "float64" else "float32"]
+        one, zero = self._alpha(dtype, negate)
         tf32 = bool(self.runtime.flags.get("matmul.allow_tf32", False))
-        if dtype == "float64":
+        if dtype in ("float64", "complex128"):
             compute = COMPUTE_64F
         else:
             compute = COMPUTE_32F_FAST_TF32 if dtype == "float32" and tf32 else COMPUTE_32F

@@ -378,14 +378,17 @@ class EmulatedRuntime(GpuRuntime):
 
 
 class EmulatedBlas:
-    """cuBLAS's column-major GEMM in numpy, reading operands as cuBLAS would."""
+    """cuBLAS's column-major GEMM in numpy, reading operands as cuBLAS would (op 0 N, 1 T,
+    2 C: the conjugate transpose)."""
 
+    COMPLEX = True
     DTYPES = {"float16": np.float16, "bfloat16": np.uint16, "float32": np.float32,
-              "float64": np.float64}  # fmt: skip
+              "float64": np.float64, "complex64": np.complex64,
+              "complex128": np.complex128}  # fmt: skip
 
     @staticmethod
     def _matrix(address, dtype, rows, cols, ld, trans):
-        """op(X) for a column-major X with leading dimension ld (rows x cols after op)."""
+        """X^T (trans) or X for a column-major X with leading dimension ld (rows x cols)."""
         stored_rows, stored_cols = (cols, rows) if trans else (rows, cols)
         size = np.dtype(dtype).itemsize
         count = (stored_cols - 1) * ld + stored_rows if stored_rows * stored_cols else 0
@@ -400,7 +403,7 @@ class EmulatedBlas:
     def _load(matrix, dtype):
         if dtype == "bfloat16":
             return (matrix.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-        return matrix.astype(np.float64)
+        return matrix.astype(np.complex128 if dtype.startswith("complex") else np.float64)
 
     @staticmethod
     def _store(out, values, dtype):
@@ -410,11 +413,21 @@ class EmulatedBlas:
         else:
             out[...] = values.astype(out.dtype)
 
-    def gemm(self, index, dtype, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch):
+    def _op(self, address, dtype, rows, cols, ld, op):
+        """op(X) as float64 (complex128) values, rows x cols."""
+        np_type = self.DTYPES[dtype]
+        values = self._load(self._matrix(address, np_type, rows, cols, ld, op != 0), dtype)
+        return values.conj() if op == 2 else values
+
+    def gemm(self, index, dtype, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, c, ldc, sc, batch,
+             negate=False):  # fmt: skip
+        if (ta == 2 or tb == 2) and not dtype.startswith("complex"):
+            raise RuntimeError("emulated cuBLAS: CUBLAS_OP_C of a real dtype")
         np_type = self.DTYPES[dtype]
         size = np.dtype(np_type).itemsize
         for i in range(batch):
-            op_a = self._matrix(a + i * sa * size, np_type, m, k, lda, ta == 1)
-            op_b = self._matrix(b + i * sb * size, np_type, k, n, ldb, tb == 1)
+            op_a = self._op(a + i * sa * size, dtype, m, k, lda, ta)
+            op_b = self._op(b + i * sb * size, dtype, k, n, ldb, tb)
             out = self._matrix(c + i * sc * size, np_type, m, n, ldc, False)
-            self._store(out, self._load(op_a, dtype) @ self._load(op_b, dtype), dtype)
+            product = op_a @ op_b
+            self._store(out, -product if negate else product, dtype)

@@ -212,7 +212,7 @@ def sort_steps(length: int, chunk: int) -> list[tuple]:
 
 # ``gemm``'s transpose arguments (``runtime.make_blas().gemm``): cuBLAS's values; another BLAS
 # maps them to its own (rocBLAS: 111, 112).
-OP_N, OP_T = 0, 1
+OP_N, OP_T, OP_C = 0, 1, 2  # cublasOperation_t
 
 
 def blas_layout(rows: int, cols: int, s0: int, s1: int):

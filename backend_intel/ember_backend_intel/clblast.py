@@ -19,6 +19,7 @@ SWITCH_ENV = "EMBER_XPU_CLBLAST"
 ROW_MAJOR = 101
 NO_TRANS = 111
 TRANS = 112
+CONJ_TRANS = 113  # CLBlast has no conjugate without a transpose
 SUCCESS = 0
 # CLBlast statuses that mean the device ran out of memory.
 NO_MEMORY = (-4, -5, -6)
@@ -49,12 +50,16 @@ _GEMM = """
         cl_mem c, size_t c_offset, size_t c_ld, size_t c_stride, size_t batch_count,
         cl_command_queue *queue, cl_event *event);
 """
+# cl_float2 / cl_double2 by value: two floats (doubles) in SSE registers, as these structs.
 CDEF = (
     "typedef void *cl_mem; typedef void *cl_command_queue; typedef void *cl_event;\n"
+    "typedef struct { float re, im; } cl_float2; typedef struct { double re, im; } cl_double2;\n"
     "int CLBlastOverrideParameters(void *device, const char *kernel_name, int precision,\n"
     "    size_t num_parameters, const char **names, const size_t *values);\n"
     + _GEMM.format(p="S", t="float")
     + _GEMM.format(p="D", t="double")
+    + _GEMM.format(p="C", t="cl_float2")
+    + _GEMM.format(p="Z", t="cl_double2")
 )
 
 

@@ -12,8 +12,18 @@ import ember
 
 torch = pytest.importorskip("torch")
 
-# (batch, n, right-hand sides): below and above the C side's parallel threshold (2^22 work).
-SHAPES = [((), 8, 3), ((), 256, 256), ((3,), 16, 2), ((24,), 128, 64)]
+# (batch, n, right-hand sides): below and above the C side's parallel threshold (2^17 work, a
+# LAPACK call counting its multiply-adds plus 1024): issue 14's 64 systems of 32 x 32 and 64 of
+# 16 x 16 split over the threads, 64 of 8 x 8 and 3 of 16 x 16 stay on one.
+SHAPES = [
+    ((), 8, 3),
+    ((), 256, 256),
+    ((3,), 16, 2),
+    ((64,), 8, 1),
+    ((64,), 16, 1),
+    ((64,), 32, 1),
+    ((24,), 128, 64),
+]
 
 
 @pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
@@ -81,3 +91,33 @@ def test_singular_element_of_a_parallel_batch_is_named(threads, rng):
     _, info = ember.linalg.solve_ex(ember.tensor(a), ember.tensor(a))
     _, t_info = torch.linalg.solve_ex(torch.tensor(a), torch.tensor(a))
     np.testing.assert_array_equal(info.numpy(), t_info.numpy())
+
+
+@pytest.mark.parametrize("batch, n, k", [s for s in SHAPES if s[0]])
+def test_batched_results_do_not_depend_on_the_thread_count(batch, n, k, rng):
+    """Each matrix of a batch is one LAPACK call on one thread whatever the split: the same bits
+    on one thread and on two."""
+    a, s = _spd(rng, batch, n)
+    b = rng.standard_normal((*batch, n, k))
+    A, S, B = ember.tensor(a), ember.tensor(s), ember.tensor(b)
+
+    def results():
+        L = ember.linalg.cholesky(S)
+        return [
+            ember.linalg.solve(A, B),
+            ember.linalg.inv(A),
+            *ember.linalg.lu_factor(A),
+            L,
+            ember.linalg.solve_triangular(L, B, upper=False),
+        ]
+
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        one = results()
+        ember.set_num_threads(2)
+        two = results()
+    finally:
+        ember.set_num_threads(before)
+    for x, y in zip(one, two):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())

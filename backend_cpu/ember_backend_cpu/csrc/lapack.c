@@ -111,20 +111,40 @@ REAL_TYPES(d, double)
  * 64 x 32 x 32 it took 8-60 ms on two threads against 0.8 ms on one. */
 void ember_blas_one_thread(void); /* matmul.c */
 
-/* Work (multiply-adds) below which a call stays on the calling thread: about a millisecond on
- * one core. PyTorch loops over a batch on one thread; a team for less work (64 x 32 x 32 solves)
- * gained little and, on a loaded machine, waited a scheduler tick (4 ms) for a descheduled
- * worker in some runs. */
-#define SOLVE_PARALLEL_WORK ((int64_t)1 << 22)
+/* The cost model of a batch: each LAPACK call costs its multiply-adds plus SOLVE_CALL_WORK (what a
+ * call of a small matrix costs beyond its arithmetic: argument checks, pivot searches, row swaps,
+ * the unblocked kernels' dispatch). Measured on one core (docs/threads.md): getrf of 8 x 8 0.33 us
+ * (170 multiply-adds), 16 x 16 1.27 us (1365), 32 x 32 3.25 us (10923); a call of 1024 + its
+ * multiply-adds runs at 3-4 per ns from 8 x 8 to 32 x 32, so the model's work is time within
+ * 2x. Work from SOLVE_PARALLEL_WORK (about 40 us on one core) splits over the threads: a team
+ * of awake workers costs a few microseconds, a woken one tens (GOMP_SPINCOUNT, docs/threads.md),
+ * so two threads gain from there: 64 matrices of 16 x 16 and up (64 x 32 x 32, issue 14's
+ * batched solve, was on one thread under the old 4M multiply-add cutoff: 1.62x PyTorch's time on
+ * two threads). Each matrix of a batch is one LAPACK call on one thread whatever the split, so
+ * a batch's results are the same for every thread count (tests/linalg/test_solve_threads.py). */
+#define SOLVE_CALL_WORK 1024
+#define SOLVE_PARALLEL_WORK ((int64_t)1 << 17)
 
 static int solve_threads(int64_t work) {
     return work >= SOLVE_PARALLEL_WORK ? omp_get_max_threads() : 1;
 }
 
-/* A factorization of `batch` n x n matrices: OpenMP threads over the batch, or 1 (no team). */
-static int factor_threads(int64_t batch, int n) {
+/* Work of `batch` calls of `madds` multiply-adds each. */
+static int64_t batch_work(int64_t batch, int64_t madds) {
+    return batch * (madds + SOLVE_CALL_WORK);
+}
+
+/* Multiply-adds of an LU of an m x n matrix (n^3 / 3 when square). */
+static int64_t lu_madds(int64_t m, int64_t n) {
+    int64_t k = m < n ? m : n;
+    return m * n * k - (m + n) * k * k / 2 + k * k * k / 3;
+}
+
+/* A factorization of `batch` matrices of `madds` multiply-adds each: OpenMP threads over the
+ * batch, or 1 (no team). */
+static int factor_threads(int64_t batch, int64_t madds) {
     ember_blas_one_thread();
-    return batch > 1 ? solve_threads(batch * n * n * n / 3) : 1;
+    return batch > 1 ? solve_threads(batch_work(batch, madds)) : 1;
 }
 
 /* The OpenMP parts of a solve with `cols` independent right-hand sides per matrix: `*per_matrix`
@@ -142,7 +162,7 @@ static int solve_parts(int64_t batch, int64_t cols, int64_t work, int *per_matri
         ROUTINE(f, L, K, getrf, R_GETRF);                                                        \
         int lda = max1(m);                                                                       \
         int64_t size = (int64_t)m * n, k = min2(m, n);                                           \
-        int threads = factor_threads(batch, m > n ? m : n);                                      \
+        int threads = factor_threads(batch, lu_madds(m, n));                                     \
         _Pragma("omp parallel for schedule(static) if (threads > 1)")                            \
         for (int64_t i = 0; i < batch; i++) f(&m, &n, a + i * size, &lda, ipiv + i * k, info + i); \
         return EM_OK;                                                                            \
@@ -157,7 +177,8 @@ static int solve_parts(int64_t batch, int64_t cols, int64_t work, int *per_matri
         ROUTINE(f, L, K, getrs, R_GETRS);                                                        \
         char t = "NTC"[trans];                                                                   \
         int per_matrix;                                                                          \
-        int parts = solve_parts(batch, nrhs, batch * n * n * (int64_t)nrhs, &per_matrix);       \
+        int64_t work = batch_work(batch, (int64_t)n * n * nrhs);                                 \
+        int parts = solve_parts(batch, nrhs, work, &per_matrix);                                 \
         int64_t size = (int64_t)n * nrhs;                                                        \
         if (per_matrix) {                                                                        \
             _Pragma("omp parallel for schedule(static) if (parts > 1)")                          \
@@ -181,7 +202,7 @@ static int solve_parts(int64_t batch, int64_t cols, int64_t work, int *per_matri
         ROUTINE(f, L, K, potrf, R_POTRF);                                                        \
         char uplo = upper ? 'U' : 'L';                                                           \
         int ld = max1(n);                                                                        \
-        int threads = factor_threads(batch, n);                                                  \
+        int threads = factor_threads(batch, (int64_t)n * n * n / 6);                             \
         _Pragma("omp parallel for schedule(static) if (threads > 1)")                            \
         for (int64_t i = 0; i < batch; i++) {                                                    \
             f(&uplo, &n, a + i * (int64_t)n * n, &ld, info + i, 1);                              \
@@ -203,7 +224,7 @@ static int solve_parts(int64_t batch, int64_t cols, int64_t work, int *per_matri
         int per_matrix;                                                                          \
         /* The independent parts of one solve: B's columns (left), or its rows (right). */       \
         int64_t sides = left ? n : m;                                                            \
-        int parts = solve_parts(batch, sides, batch * size * order, &per_matrix);                \
+        int parts = solve_parts(batch, sides, batch_work(batch, size * order), &per_matrix);     \
         if (per_matrix) {                                                                        \
             _Pragma("omp parallel for schedule(static) if (parts > 1)")                          \
             for (int64_t i = 0; i < batch; i++)                                                  \
