@@ -30,7 +30,7 @@ from .grad_mode import (
     set_grad_enabled,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
-from .layer import LAYER
+from .layer import LAYER, install_recorders
 from .node import Node
 from .variable import Variable
 
@@ -42,6 +42,7 @@ def _install() -> None:
     for name, formula in FORMULAS.items():
         formula.bind(OPS[name])
         OPS[name].formula = formula
+    install_recorders(OPS.values())
     STACK.install(LAYER)
     tensor_api.install()
     _factories.RANDOM_TARGET = batch_random.factory_target

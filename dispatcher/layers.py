@@ -21,6 +21,12 @@ may check their ``_requires_grad`` itself and go straight to the Backend layer: 
 layer loop, a method call per layer and the scan of the arguments (docs/eager_overhead.md). An
 identity test of the tuple, not a flag, so that a stack whose ``layers`` is assigned directly
 (tests restore it so) is never mistaken for a grad-only one.
+
+A grad-only layer that records such calls through ``op.recorder`` (autograd, ``direct = True``)
+is ``STACK.direct_layers`` while it is the only layer installed: then those call sites, once
+they know some tensor argument requires grad, call ``op.recorder(args)`` themselves (when the
+op has one), skipping ``Op.__call__``, the layer loop and ``wants`` (the recording's cost,
+docs/eager_overhead.md round 6).
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ class Layer:
     priority = 0
     # True when wants() is False for every call in which no tensor argument requires grad.
     grad_only = False
+    # True when, alone in the stack, handle() of a call is op.recorder(args) (the docstring).
+    direct = False
 
     def wants(self, op, args) -> bool:
         return True
@@ -47,16 +55,19 @@ class Layer:
 class LayerStack:
     """The installed layers, highest priority first, as a tuple read on every call."""
 
-    __slots__ = ("grad_only_layers", "layers")
+    __slots__ = ("direct_layers", "grad_only_layers", "layers")
 
     def __init__(self):
         self.layers: tuple = ()
         self.grad_only_layers: tuple | None = self.layers  # see the module docstring
+        self.direct_layers: tuple | None = None
 
     def replace(self, layers: tuple) -> None:
         """Install exactly ``layers`` (highest priority first), e.g. to restore a saved stack."""
         self.layers = layers
         self.grad_only_layers = layers if all(layer.grad_only for layer in layers) else None
+        alone = len(layers) == 1 and layers[0].grad_only and layers[0].direct
+        self.direct_layers = layers if alone else None
 
     def install(self, layer: Layer) -> None:
         if layer in self.layers:

@@ -53,6 +53,7 @@ class Op:
         "num_outputs",
         "out",
         "promotion",
+        "recorder",
         "runner",
         "schema",
         "tensor_positions",
@@ -73,6 +74,8 @@ class Op:
         # dtype -> prepared call data for the runner's fast path (see kinds/elementwise.binary)
         self.fast: dict = {}
         self.formula = None  # set by autograd's formula table
+        # autograd's straight-line recording of this op's calls (autograd/recorder.py), or None
+        self.recorder = None
         self.num_outputs = sum(1 for typ, _ in parsed.returns if typ.startswith("Tensor"))
         self.tensor_positions = parsed.tensor_positions
         self.core = defn.core or (defn.kind in CORE_KINDS and defn.decomposition is None)

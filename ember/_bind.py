@@ -122,6 +122,10 @@ def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
         lines.append("            raise")
         lines.append("        except NotImplementedError as error:")
         lines.append(f"            return _op.refused(({x},), error)")
+        # autograd alone and x requires grad: its recorder (dispatcher/layers.py)
+        lines.append(f"    if ({x}.__class__ is _Tensor and _stack.layers is _stack.direct_layers")
+        lines.append("            and _op.recorder is not None):")
+        lines.append(f"        return _op.recorder(({x},))")
     lines.append(f"    return _op{call}")
     namespace: dict = {}
     # __name__ marks the frames of generated functions as ember's (warnings skip them).
@@ -161,17 +165,20 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
         def method(self, other):
             cls = other.__class__
             if cls is float or cls is int or cls is tensor_type:
-                # No layer wants a call where nothing requires grad: run the Backend layer.
-                if stack.layers is stack.grad_only_layers and not (
-                    self._requires_grad or (cls is tensor_type and other._requires_grad)
-                ):
-                    try:
-                        return op.runner(op, other, self)
-                    except (AttributeError, TypeError) as error:
-                        op.argument_error((other, self), error)
-                        raise
-                    except NotImplementedError as error:  # Op.refused: the limited dtypes
-                        return op.refused((other, self), error)
+                layers = stack.layers
+                if layers is stack.grad_only_layers:
+                    # No layer wants a call where nothing requires grad: run the Backend layer.
+                    if not (self._requires_grad or (cls is tensor_type and other._requires_grad)):
+                        try:
+                            return op.runner(op, other, self)
+                        except (AttributeError, TypeError) as error:
+                            op.argument_error((other, self), error)
+                            raise
+                        except NotImplementedError as error:  # Op.refused: the limited dtypes
+                            return op.refused((other, self), error)
+                    # Autograd alone: its recorder, without Op.__call__ (dispatcher/layers.py)
+                    if layers is stack.direct_layers and (record := op.recorder) is not None:
+                        return record((other, self))
                 return op(other, self)
             # int and float subclasses (numpy scalars, sizes a trace records) are numbers
             if cls not in numbers and not isinstance(other, (tensor_type, int, float)):
@@ -184,17 +191,20 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
         def method(self, other):
             cls = other.__class__
             if cls is tensor_type or cls is float or cls is int:
-                # No layer wants a call where nothing requires grad: run the Backend layer.
-                if stack.layers is stack.grad_only_layers and not (
-                    self._requires_grad or (cls is tensor_type and other._requires_grad)
-                ):
-                    try:
-                        return op.runner(op, self, other)
-                    except (AttributeError, TypeError) as error:
-                        op.argument_error((self, other), error)
-                        raise
-                    except NotImplementedError as error:  # Op.refused: the limited dtypes
-                        return op.refused((self, other), error)
+                layers = stack.layers
+                if layers is stack.grad_only_layers:
+                    # No layer wants a call where nothing requires grad: run the Backend layer.
+                    if not (self._requires_grad or (cls is tensor_type and other._requires_grad)):
+                        try:
+                            return op.runner(op, self, other)
+                        except (AttributeError, TypeError) as error:
+                            op.argument_error((self, other), error)
+                            raise
+                        except NotImplementedError as error:  # Op.refused: the limited dtypes
+                            return op.refused((self, other), error)
+                    # Autograd alone: its recorder, without Op.__call__ (dispatcher/layers.py)
+                    if layers is stack.direct_layers and (record := op.recorder) is not None:
+                        return record((self, other))
                 return op(self, other)
             # int and float subclasses (numpy scalars, sizes a trace records) are numbers
             if cls not in numbers and not isinstance(other, (tensor_type, int, float)):
@@ -232,14 +242,18 @@ def _unary_operator(op, dunder: str):
     stack = STACK
 
     def method(self):
-        if stack.layers is stack.grad_only_layers and not self._requires_grad:
-            try:
-                return op.runner(op, self)
-            except (AttributeError, TypeError) as error:
-                op.argument_error((self,), error)
-                raise
-            except NotImplementedError as error:
-                return op.refused((self,), error)
+        layers = stack.layers
+        if layers is stack.grad_only_layers:
+            if not self._requires_grad:
+                try:
+                    return op.runner(op, self)
+                except (AttributeError, TypeError) as error:
+                    op.argument_error((self,), error)
+                    raise
+                except NotImplementedError as error:
+                    return op.refused((self,), error)
+            if layers is stack.direct_layers and (record := op.recorder) is not None:
+                return record((self,))
         return op(self)
 
     method.__name__ = dunder

@@ -1,0 +1,236 @@
+"""A recorder per formula: straight-line code that records one op's calls (issue 20).
+
+The Autograd layer's general path (``AutogradLayer.handle``) loops over an op's tensor positions,
+appends edges and metadata to lists, copies the arguments, then calls ``below``, ``Node`` and
+``_attach``: about ten Python frames and loops for what, for most ops, is the same few
+statements each call. ``build`` writes those statements out once per op from its schema and its
+formula's ``save`` (like ``ember/_bind.py`` writes the ``ember.*`` functions): one frame with the
+tensor positions unrolled, each needed save written as one test, the call below the layer
+inline. The result is the same graph: the same ``Context``, ``Node``, edges, metadata and
+history, the same checks (anomaly mode, saved-tensor hooks through ``SavedTensor``, view
+replays through ``gradient_edge``).
+
+The recorder runs when the Autograd layer handles a call (``handle``), and straight from the
+operators and one-tensor functions (``ember/_bind.py``) while it is the only installed layer
+(``STACK.direct_layers``): then ``Op.__call__``, the layer loop and ``wants`` are skipped too.
+Its contract is the layer's: some tensor argument requires grad; it runs the op unrecorded
+when grad mode is off (the operators do not test grad mode themselves).
+
+Ops whose calls need more than this keep the general path (``build`` returns None): in-place
+and mutating ops, Tensor[] arguments, optional tensor arguments after a default (a call may
+leave them out), formulas that ask for strides, library formulas, and the view rows that copy
+(``COPYING_VIEWS``).
+"""
+
+from __future__ import annotations
+
+from ember._dtype import FLOATING
+from ember._tensor import Tensor
+
+from ..dispatcher.layers import STACK
+from .anomaly import record_trace
+from .formula import Context, Formula, _save
+from .grad_mode import STATE
+from .node import Node, SavedTensor, accumulator, gradient_edge
+
+
+def eligible(op, formula) -> bool:
+    """Whether ``build`` can write a recorder for ``op``'s calls (the module docstring)."""
+    from .layer import COPYING_VIEWS
+
+    if type(formula) is not Formula or formula.strides or formula.plan.has_lists:
+        return False
+    if op.mutates or op.inplace_of is not None or op.name in COPYING_VIEWS:
+        return False
+    return all(i < _required(op) for i in formula.plan.tensor_positions)
+
+
+def build(op, formula, layer, attach, set_history):
+    """The recorder of ``op``'s calls, ``recorder(args) -> output``, or None (not eligible).
+
+    ``layer`` is the Autograd layer (the call below it goes through ``op.redispatch`` when
+    another layer sits under it); ``attach`` and ``set_history`` are its general helpers, for
+    the outputs the straight-line code leaves to them (tuples, views, integer outputs).
+    """
+    if not eligible(op, formula):
+        return None
+    plan = formula.plan
+    required = _required(op)
+    positions = plan.tensor_positions
+    lines = ["def record(args):"]
+    lines += _off_path()
+    lines.append("    n = len(args)")
+    lines.append(f"    if n < {required}:  # a call short of arguments: the general path's errors")
+    lines.append("        return _general(args)")
+    for k, i in enumerate(positions):
+        lines += _scan_lines(k, i)
+    lines += _context_lines(op, plan, required)
+    lines += _save_lines(plan, positions)
+    lines += _below_lines(plan, required)
+    lines += _output_lines(op, formula)
+    # Op.__call__'s argument check, for the callers that skip it (a try costs nothing here)
+    lines = [lines[0], "  try:"] + [f"  {line}" for line in lines[1:]]
+    lines += [
+        "  except (AttributeError, TypeError) as error:",
+        "    _op.argument_error(args, error)",
+        "    raise",
+    ]
+    scope = {
+        "_op": op,
+        "_formula": formula,
+        "_layer": layer,
+        "_stack": STACK,
+        "_state": STATE,
+        "_Tensor": Tensor,
+        "_Context": Context,
+        "_Node": Node,
+        "_Saved": SavedTensor,
+        "_save": _save,
+        "_accumulator": accumulator,
+        "_gradient_edge": gradient_edge,
+        "_record_trace": record_trace,
+        "_attach": attach,
+        "_set_history": set_history,
+        "_FLOATING": FLOATING,
+        "_general": lambda args: layer.handle_general(op, args),
+        "__name__": "ember.autograd.recorder",
+    }
+    exec("\n".join(lines), scope)
+    record = scope["record"]
+    record.__qualname__ = f"record_{op.name}"
+    return record
+
+
+def _required(op) -> int:
+    """How many leading arguments every call gives (those before the first default)."""
+    for i, arg in enumerate(op.schema.args):
+        if arg.has_default:
+            return i
+    return len(op.schema.args)
+
+
+def _off_path() -> list:
+    # Reached from the operators with grad mode off: the op, unrecorded (the layer is alone).
+    return [
+        "    if not _state.enabled:",
+        "        try:",
+        "            return _op.runner(_op, *args)",
+        "        except NotImplementedError as error:",
+        "            return _op.refused(args, error)",
+    ]
+
+
+def _scan_lines(k: int, i: int) -> list:
+    """Tensor argument ``i`` (the ``k``-th): requires ``r``, edge ``e``, metadata ``m``; the two
+    common edges inline (a leaf's accumulator, a plain tensor's single-output node)."""
+    x, r, e, m = f"x{k}", f"r{k}", f"e{k}", f"m{k}"
+    return [
+        f"    {x} = args[{i}]",
+        f"    if isinstance({x}, _Tensor):",
+        f"        {r} = {x}._requires_grad",
+        f"        node = {x}._grad_fn",
+        "        if node is None:",
+        f"            if {r}:",
+        f"                node = {x}.__dict__.get('_accumulator') or _accumulator({x})",
+        f"                {e} = (node, 0)",
+        "            else:",
+        f"                {e} = None",
+        f"        elif {x}._base is None and node.num_outputs == 1:",
+        f"            {e} = (node, 0)",
+        "        else:  # a view's history may need a replay; a multi-output node its index",
+        f"            {e} = _gradient_edge({x})",
+        f"        {m} = ({x}._shape, {x}._dtype, {x}._storage.device)",
+        "    else:  # None or a Python scalar (kept in the values)",
+        f"        {r} = False",
+        f"        {e} = {m} = None",
+    ]
+
+
+def _context_lines(op, plan, required: int) -> list:
+    """The Context of the call; its values are the arguments with the tensors blanked out."""
+    k_of = {i: k for k, i in enumerate(plan.tensor_positions)}
+    values = [
+        f"x{k_of[i]} if m{k_of[i]} is None else None" if i in k_of else f"args[{i}]"
+        for i in range(required)
+    ]
+    tail = f" + args[{required}:]" if required < len(op.schema.args) else ""
+    count = len(plan.tensor_positions)
+    return [
+        f"    needs = ({''.join(f'r{k}, ' for k in range(count))})",
+        f"    edges = ({''.join(f'e{k}, ' for k in range(count))})",
+        f"    meta = ({''.join(f'm{k}, ' for k in range(count))})",
+        "    ctx = _Context.__new__(_Context)",
+        "    ctx._formula = _formula",
+        f"    ctx._values = ({''.join(f'{v}, ' for v in values)}){tail}",
+        "    ctx._meta = meta",
+        "    ctx._spans = None",
+        "    ctx._node = None",
+        "    ctx.needs_input_grad = needs",
+        "    ctx._strides = None",
+    ]
+
+
+def _save_lines(plan, positions) -> list:
+    """What the formula saves (``_keep``'s work, one test per saved argument)."""
+    if not plan.saves:
+        return ["    ctx._saved = None"]
+    lines = ["    saved = ctx._saved = {}"]
+    k_of = {i: k for k, i in enumerate(positions)}
+    for position, name, when in plan.saves:
+        need = f" and r{when}" if when is not None else ""
+        if position in k_of:
+            k = k_of[position]
+            lines.append(f"    if m{k} is not None{need}:")
+            lines.append(f"        saved[{name!r}] = _Saved(x{k})")
+        else:  # a non-tensor argument (a list of tensors in an int[] slot...), maybe absent
+            lines.append(f"    if len(args) > {position}{need}:")
+            lines.append(f"        kept = _save(args[{position}])")
+            lines.append("        if kept is not None:")
+            lines.append(f"            saved[{name!r}] = kept")
+    return lines
+
+
+def _below_lines(plan, required: int) -> list:
+    """``AutogradLayer.below``: the op with recording off, straight to its runner when no
+    layer sits under this one (the arguments spelled out when the call gives only the
+    required ones: ``runner(op, *args)`` builds one more tuple)."""
+    k_of = {i: k for k, i in enumerate(plan.tensor_positions)}
+    spelled = "".join(f", x{k_of[i]}" if i in k_of else f", args[{i}]" for i in range(required))
+    return [
+        "    _state.enabled = False",
+        "    try:",
+        "        if _stack.layers[-1] is _layer:",
+        "            try:",
+        f"                if n == {required}:",
+        f"                    out = _op.runner(_op{spelled})",
+        "                else:",
+        "                    out = _op.runner(_op, *args)",
+        "            except NotImplementedError as error:",
+        "                out = _op.refused(args, error)",
+        "        else:",
+        "            out = _op.redispatch(_layer, args)",
+        "    finally:",
+        "        _state.enabled = True",
+    ]
+
+
+def _output_lines(op, formula) -> list:
+    """The node and the output's history: a fresh floating tensor's two writes inline, the
+    rest (several outputs, a view's history) through the layer's general helpers."""
+    returns = op.schema.returns
+    if op.schema.returns_tuple or len(returns) != 1 or returns[0][0] != "Tensor":
+        return ["    return _attach(_op, _formula, ctx, edges, meta, out)"]
+    saves = ["    _formula.save_result(ctx, out)"] if formula.saves_result else []
+    return [
+        "    node = _Node(_op, _formula, ctx, edges, meta)",
+        *saves,
+        "    if _state.anomaly:",
+        "        _record_trace(node)",
+        "    if out._dtype.category >= _FLOATING:",
+        "        if out._base is None and not out._output_nr:",
+        "            out._grad_fn = node",
+        "            out._requires_grad = True",
+        "        else:",
+        "            _set_history(out, node, 0)",
+        "    return out",
+    ]
