@@ -5,12 +5,15 @@ floating dtype, each joining the chains of its operands; its inputs may broadcas
 are known numbers (constants, guarded sizes). A value of the chain that something outside it
 reads (a returned value, a value the backward saves) is stored as one more output, provided
 every such reader comes after the chain's end (the chain runs where its last node was). A chain
-may end in one row op over the last dim (``ROW``: sum, mean, amax, softmax, log_softmax,
-layer_norm), which the kernel runs a row at a time. ``plan`` finds the chains (pure: explain()
-reports it); ``schedule`` asks the backend serving the chain's device for a kernel through the
-``ember_fused_kernel`` hook (dispatcher/hookspecs.py) with a ``FusedKernel`` description. The
-replay (replay.py) then runs the chain as one call, one memory pass, where eager makes one per
-op. A chain the backend declines (no hook, no C compiler) replays op by op, as before.
+may hold row reductions over the last dim (``REDUCE``: sum, mean, amax with keepdim) whose
+per-row value later steps read (the backward formulas' ``x * sum(g * x, -1, keepdim=True)``),
+and may end in one row op (``ROW``: those, softmax, log_softmax, layer_norm); such a chain's
+kernel runs a row at a time, one pass over the row per statistic (docs/compile.md). ``plan``
+finds the chains (pure: explain() reports it); ``schedule`` asks the backend serving the
+chain's device for a kernel through the ``ember_fused_kernel`` hook (dispatcher/hookspecs.py)
+with a ``FusedKernel`` description. The replay (replay.py) then runs the chain as one call,
+where eager makes one per op. A chain the backend declines (no hook, no C compiler, a
+``features`` entry it does not know) replays op by op, as before.
 
 Both the no-grad replay and the training pair's forward and backward programs (joint.py) fuse.
 """
@@ -30,12 +33,18 @@ UNARY = frozenset(
     ("neg", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "erf", "rsqrt", "sqrt", "square")
 )
 BINARY = frozenset(("add", "sub", "mul", "div", "maximum", "minimum", "pow"))
+TERNARY = frozenset(("addcmul",))  # layer_norm's backward: a + value * b * c
 COMPARE = frozenset(("gt", "lt", "ge", "le", "eq", "ne"))
 FLOATS = ("float32", "float64")
-# Row ops: a chain may end in one, over the last dim; the kernel then runs one row per iteration
-# (softmax/log_softmax/layer_norm take their passes over the row while it is in cache).
+# Row ops, over the last dim; the kernel then runs one row per iteration. A reduction with
+# keepdim may sit anywhere in a chain (later steps read its per-row value: another pass over the
+# row); softmax/log_softmax/layer_norm only at its end (their passes run over the output row).
 REDUCE = frozenset(("sum", "mean", "amax"))
-ROW = REDUCE | {"softmax", "log_softmax", "layer_norm"}
+NORMS = frozenset(("softmax", "log_softmax", "layer_norm"))
+ROW = REDUCE | NORMS
+# What a description may use beyond a plain chain; a generator that does not know one of its
+# ``features`` returns None (the chain then replays op by op)
+ROW_STEPS = "row_steps"  # steps of one value per row (``FusedStep.row``) before the last step
 
 
 @dataclass(frozen=True)
@@ -51,8 +60,9 @@ class FusedStep:
     args: tuple  # ("input", k) | ("step", n) | ("scalar", value)
     dtype: str  # its result's dtype ("bool" for a comparison)
     params: dict = field(default_factory=dict)  # non-tensor arguments: {"approximate": "tanh"}
-    # a row op (ROW, the last step only) reads ``args[0]`` along the last dim; a reduction
-    # keeps {"keepdim": bool}, layer_norm {"eps": float} (its weight and bias are args 1, 2)
+    # a row op (ROW) reads ``args[0]`` along the last dim; a reduction keeps {"keepdim": bool},
+    # layer_norm {"eps": float} (its weight and bias are args 1, 2), addcmul {"value": float}
+    row: bool = False  # one value per row (a reduction, or a step reading only such values)
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,7 @@ class FusedKernel:
     # tensors of these sizes (``shape`` is their sum) given one by one, never concatenated
     segments: tuple = ()
     writes: tuple = ()  # with segments, per output: the input it is stored into, or None
+    features: frozenset = frozenset()  # ROW_STEPS...: what a generator must know to run it
 
 
 @dataclass
@@ -82,9 +93,6 @@ class Chain:
     @property
     def output(self):
         return self.nodes[-1].output()
-
-    def is_row(self) -> bool:
-        return _name(self.nodes[-1]) in ROW
 
     def ops(self) -> str:
         return ", ".join(node.kind().split("::")[-1] for node in self.nodes)
@@ -129,7 +137,7 @@ def step_of(node):
     name = _name(node)
     if name in ROW:
         return _row_step(node, name)
-    if name not in UNARY | BINARY | COMPARE | {"where"}:
+    if name not in UNARY | BINARY | TERNARY | COMPARE | {"where"}:
         return None
     outs = node.outputs()
     typ = outs[0].type() if len(outs) == 1 else None
@@ -145,7 +153,12 @@ def step_of(node):
         if approximate.kind() != "prim::Constant":
             return "a non-constant approximate="
         params["approximate"] = approximate["value"]
-    arity = 3 if name == "where" else 1 if name in UNARY else 2
+    if name in TERNARY and len(inputs) == 4:
+        value = _constant(inputs.pop())
+        if value is None:
+            return "a non-constant value="
+        params["value"] = value
+    arity = 3 if name == "where" or name in TERNARY else 1 if name in UNARY else 2
     if len(inputs) != arity:
         return f"{len(inputs)} arguments (alpha or out=)"
     args = []
@@ -274,7 +287,8 @@ def _stored(chain, users, returned) -> list:
 def _grow(nodes, users, order, reasons) -> dict:
     """node -> its chain (a list shared by the chain's nodes): each fusible node joins the
     chains of its operands. A value also read outside the chain is stored (a second output)
-    when all those readers come after the chain's end; a row op ends its chain."""
+    when all those readers come after the chain's end; a softmax, log_softmax, layer_norm or
+    reduction without keepdim ends its chain (``element_shape``)."""
     group: dict = {}
     for node in nodes:
         step = step_of(node)
@@ -296,11 +310,11 @@ def _grow(nodes, users, order, reasons) -> dict:
 
 
 def _closed(chain, last, users, order) -> bool:
-    """Whether ``chain`` can run at ``last`` (its end): no row op but ``last``, and every
-    reader of its values outside it comes later."""
-    inside = set(chain)
-    if any(_name(n) in ROW for n in chain if n is not last):
+    """Whether ``chain`` can run at ``last`` (its end): its nodes fit one kernel
+    (``element_shape``), and every reader of its values outside it comes later."""
+    if element_shape(chain, last) is None:
         return False
+    inside = set(chain)
     at = order[last]
     return all(
         order.get(u, -1) > at or _metadata(u)
@@ -308,6 +322,42 @@ def _closed(chain, last, users, order) -> bool:
         for u in users.get(n.output(), ())
         if u not in inside
     )
+
+
+def _sizes(value) -> tuple:
+    return tuple(value.type().sizes())
+
+
+def _per_row(sizes: tuple, shape: tuple) -> bool:
+    """Whether ``sizes`` is one value per row of ``shape`` (a keepdim statistic of its last
+    dim), read by the element steps as a broadcast."""
+    return bool(shape) and shape[-1] != 1 and sizes == (*shape[:-1], 1)
+
+
+def element_shape(chain, last=None) -> tuple | None:
+    """The shape of ``chain``'s element steps, or None when its nodes do not fit one kernel.
+    Each node is of that shape or per-row (``_per_row``); a row op reads an element value; a
+    reduction without keepdim, softmax, log_softmax and layer_norm only as ``last``; a per-row
+    elementwise node reads per-row values only."""
+    last = chain[-1] if last is None else last
+    rows = [n for n in chain if _name(n) in ROW]
+    if rows:
+        shape = _sizes(rows[0].inputsAt(0))
+    else:
+        shape = max((_sizes(n.output()) for n in chain), key=lambda s: (len(s), s[-1:]))
+    for node in chain:
+        name, sizes = _name(node), _sizes(node.output())
+        if name in ROW:
+            if _sizes(node.inputsAt(0)) != shape or (node is not last and name in NORMS):
+                return None
+            if name in REDUCE and not _per_row(sizes, shape) and node is not last:
+                return None  # no keepdim: nothing in the chain can broadcast it
+        elif sizes != shape and not (
+            _per_row(sizes, shape)
+            and all(_sizes(v) != shape for v in node.inputs() if isinstance(v.type(), TensorType))
+        ):
+            return None
+    return shape
 
 
 def _metadata(node) -> bool:
@@ -343,13 +393,14 @@ def _absorb(nodes, group, users, order) -> None:
 
 
 def _joins(value, node) -> bool:
-    """Whether ``value`` (made by a chain) can stay inside ``node``'s chain: same shape as the
-    node's elementwise work, and the chain's dtype (a comparison's bool only as a where's
-    condition)."""
+    """Whether ``value`` (made by a chain) can stay inside ``node``'s chain: the shape of the
+    node's elementwise work or a per-row statistic of it, and the chain's dtype (a
+    comparison's bool only as a where's condition)."""
     if _name(node) in ROW:  # the row op reads the elementwise steps' value, as its input
         return value is node.inputsAt(0) and _dtype(value) == _dtype(node.output())
     out = node.output().type()
-    if tuple(value.type().sizes()) != tuple(out.sizes()):
+    sizes, target = _sizes(value), tuple(out.sizes())
+    if sizes != target and not _per_row(sizes, target):
         return False
     return _dtype(value) == "bool" or value.type().dtype() == out.dtype()
 
@@ -357,9 +408,9 @@ def _joins(value, node) -> bool:
 def describe(chain: Chain) -> FusedKernel | str:
     """The chain's description (its ``inputs`` filled in), or why it cannot be described."""
     dtype = _dtype(chain.output)
-    body = chain.nodes[-1].inputsAt(0) if chain.is_row() else chain.output
-    out = body.type()
-    shape = tuple(out.sizes())
+    shape = element_shape(chain.nodes)
+    if shape is None or not math.prod(shape):
+        return f"no elements, or steps of several shapes ({chain.ops()})"
     position = {node: n for n, node in enumerate(chain.nodes)}
     inputs: dict = {}
     steps = []
@@ -372,21 +423,21 @@ def describe(chain: Chain) -> FusedKernel | str:
             elif value.node() in position:
                 refs.append(("step", position[value.node()]))
             else:
-                if name in ROW and not refs:
-                    return f"{node.kind()} reads a chain input, not a step"
                 wanted = "bool" if name == "where" and not refs else dtype
                 if _dtype(value) != wanted:
                     return f"{node.kind()} reads a {_dtype(value)} operand ({wanted} wanted)"
                 refs.append(("input", inputs.setdefault(value, len(inputs))))
-        steps.append(FusedStep(name, tuple(refs), _dtype(node.output()), params))
+        row = _sizes(node.output()) != shape
+        steps.append(FusedStep(name, tuple(refs), _dtype(node.output()), params, row))
     chain.inputs = list(inputs)
     specs = tuple(
         FusedInput(_dtype(v), tuple(v.type().sizes()), _strides(tuple(v.type().sizes()), shape))
         for v in chain.inputs
     )
-    device = out.device().type
+    device = chain.output.type().device().type
     stored = tuple(position[value.node()] for value in chain.outputs)
-    return FusedKernel(device, shape, dtype, specs, tuple(steps), stored)
+    features = frozenset((ROW_STEPS,)) if any(s.row for s in steps[:-1]) else frozenset()
+    return FusedKernel(device, shape, dtype, specs, tuple(steps), stored, features=features)
 
 
 def _strides(sizes: tuple, shape: tuple) -> tuple:

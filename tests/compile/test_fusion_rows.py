@@ -208,7 +208,8 @@ def test_training_region_fuses_forward_and_backward():
     joint = entry.region.joint
     forward, backward = joint.forward.source, joint.backward.source
     assert forward.count("FUSED") >= 3, forward  # add+gelu+add, mul+log_softmax, mul+softmax
-    assert backward.count("FUSED") >= 3, backward  # the formulas' chains, some ending in sums
+    # the formulas' chains, with their row sums inside (test_fusion_mid.py)
+    assert backward.count("FUSED") >= 1, backward
 
 
 def test_training_region_replays_op_by_op_without_the_hook(monkeypatch):
