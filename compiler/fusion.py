@@ -398,11 +398,13 @@ def _joins(value, node) -> bool:
     comparison's bool only as a where's condition)."""
     if _name(node) in ROW:  # the row op reads the elementwise steps' value, as its input
         return value is node.inputsAt(0) and _dtype(value) == _dtype(node.output())
+    if _name(node) in COMPARE and _dtype(value) not in FLOATS:
+        return False  # a comparison of the chain's values: its bool stays inside (Rprop's)
     out = node.output().type()
     sizes, target = _sizes(value), tuple(out.sizes())
     if sizes != target and not _per_row(sizes, target):
         return False
-    return _dtype(value) == "bool" or value.type().dtype() == out.dtype()
+    return _dtype(value) == "bool" or _name(node) in COMPARE or value.type().dtype() == out.dtype()
 
 
 def describe(chain: Chain) -> FusedKernel | str:
@@ -421,6 +423,8 @@ def describe(chain: Chain) -> FusedKernel | str:
             if isinstance(value, tuple):
                 refs.append(value)
             elif value.node() in position:
+                if _dtype(value) not in (dtype, "bool"):  # a comparison of another float type
+                    return f"{node.kind()} reads a {_dtype(value)} step ({dtype} wanted)"
                 refs.append(("step", position[value.node()]))
             else:
                 wanted = "bool" if name == "where" and not refs else dtype
