@@ -45,6 +45,10 @@ ROW = REDUCE | NORMS
 # What a description may use beyond a plain chain; a generator that does not know one of its
 # ``features`` returns None (the chain then replays op by op)
 ROW_STEPS = "row_steps"  # steps of one value per row (``FusedStep.row``) before the last step
+# cross-entropy's backward: ``full(0)`` then ``scatter_add`` of one value per row along the last
+# dim (the one-hot gradient of its ``gather``), a step that reads the position in the row
+ROW_INDEX = "row_index"
+INDEXED = frozenset(("scatter_add",))
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,8 @@ def step_of(node):
     name = _name(node)
     if name in ROW:
         return _row_step(node, name)
+    if name in INDEXED or name == "full":
+        return _indexed_step(node, name)
     if name not in UNARY | BINARY | TERNARY | COMPARE | {"where"}:
         return None
     outs = node.outputs()
@@ -182,6 +188,35 @@ def step_of(node):
 
 def _dtype(value) -> str:
     return value.type().dtype().name
+
+
+def _indexed_step(node, name):
+    """``full`` of a constant float (a chain's start: its value in registers), and
+    ``scatter_add(base, last dim, index, src)`` with one index per row (``index`` and ``src``
+    of shape ``(*rows, 1)``): ``base`` plus ``src`` at the row's index."""
+    typ = node.output().type()
+    if (
+        not isinstance(typ, TensorType)
+        or not typ.is_complete()
+        or _dtype(node.output()) not in FLOATS
+    ):
+        return "not a float result of known type"
+    inputs = list(node.inputs())
+    sizes = tuple(typ.sizes())
+    if name == "full":
+        value = _constant(inputs[1])
+        return ("full", [], {"value": value}) if value is not None else "a non-constant fill"
+    base, dim, index, src = inputs
+    dim = _literal(dim)
+    if not sizes or not isinstance(dim, int) or dim % len(sizes) != len(sizes) - 1:
+        return f"scatter_add over dim {dim} (the last dim fuses)"
+    row = (*sizes[:-1], 1)
+    types = [v.type() for v in (base, index, src)]
+    if not all(isinstance(t, TensorType) and t.is_complete() for t in types):
+        return "an operand's type is not fully known"
+    if (_sizes(base), _sizes(index), _sizes(src)) != (sizes, row, row) or _dtype(index) != "int64":
+        return "scatter_add of more than one int64 index per row"
+    return name, [base, index, src], {}
 
 
 def _row_step(node, name):
@@ -407,6 +442,9 @@ def _joins(value, node) -> bool:
     return _dtype(value) == "bool" or _name(node) in COMPARE or value.type().dtype() == out.dtype()
 
 
+_WANTED = {("where", 0): "bool", ("scatter_add", 1): "int64"}  # inputs not of the chain's dtype
+
+
 def describe(chain: Chain) -> FusedKernel | str:
     """The chain's description (its ``inputs`` filled in), or why it cannot be described."""
     dtype = _dtype(chain.output)
@@ -427,7 +465,7 @@ def describe(chain: Chain) -> FusedKernel | str:
                     return f"{node.kind()} reads a {_dtype(value)} step ({dtype} wanted)"
                 refs.append(("step", position[value.node()]))
             else:
-                wanted = "bool" if name == "where" and not refs else dtype
+                wanted = _WANTED.get((name, len(refs)), dtype)
                 if _dtype(value) != wanted:
                     return f"{node.kind()} reads a {_dtype(value)} operand ({wanted} wanted)"
                 refs.append(("input", inputs.setdefault(value, len(inputs))))
@@ -440,8 +478,11 @@ def describe(chain: Chain) -> FusedKernel | str:
     )
     device = chain.output.type().device().type
     stored = tuple(position[value.node()] for value in chain.outputs)
-    features = frozenset((ROW_STEPS,)) if any(s.row for s in steps[:-1]) else frozenset()
-    return FusedKernel(device, shape, dtype, specs, tuple(steps), stored, features=features)
+    features = {ROW_STEPS} if any(s.row for s in steps[:-1]) else set()
+    features |= {ROW_INDEX} if any(s.op in INDEXED for s in steps) else set()
+    return FusedKernel(
+        device, shape, dtype, specs, tuple(steps), stored, features=frozenset(features)
+    )
 
 
 def _strides(sizes: tuple, shape: tuple) -> tuple:
@@ -521,7 +562,7 @@ def report(fused: list, reasons: list, count: int) -> str:
         numel = math.prod(d.shape)
         lines.append(
             f"  fused: {chain.ops()} ({len(d.inputs)} inputs, {d.dtype} {list(d.shape)}, "
-            f"{numel} elements, one pass)"
+            f"{numel} elements, one call{''.join(f', {f}' for f in sorted(d.features))})"
         )
     lines += [f"  not fused: {reason}" for reason in reasons]
     return "\n".join(lines)

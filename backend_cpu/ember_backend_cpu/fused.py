@@ -40,7 +40,7 @@ NATIVE = ["-march=native"]
 _LOADED: dict = {}  # cache key -> the loaded function
 _LOCK = threading.Lock()
 
-C_TYPES = {"float32": "float", "float64": "double", "bool": "uint8_t"}
+C_TYPES = {"float32": "float", "float64": "double", "bool": "uint8_t", "int64": "int64_t"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
 _UNARY = {  # the eager expressions of unary.def
@@ -61,10 +61,10 @@ _BINARY = {  # binary.def's
     "pow": "pow({0}, {1})",
 }
 OPS = frozenset(_INFIX) | frozenset(_COMPARE) | frozenset(_UNARY) | frozenset(_BINARY)
-OPS |= {"gelu", "where", "addcmul"}
+OPS |= {"gelu", "where", "addcmul", "full", "scatter_add"}
 REDUCE = frozenset(("sum", "mean", "amax"))  # anywhere in a chain, as row steps (fused_rows.py)
 ROW = REDUCE | {"softmax", "log_softmax", "layer_norm"}  # these three as the last step only
-FEATURES = frozenset(("row_steps",))  # the description features this generator knows
+FEATURES = frozenset(("row_steps", "row_index"))  # the description features it knows
 
 
 def kernel(description):
@@ -83,11 +83,38 @@ def kernel(description):
         LOG.warning("fused kernel not built (%s); the chain runs op by op", failed)
         return None
     numel = math.prod(description.shape)
+    if _indexed(description):
+        return _checked(fn, source, description)
 
     def run(*tensors):
         ptrs = [t._storage.ptr + t._offset * t._dtype.itemsize for t in tensors]
         if numel:
             fn(ptrs)
+
+    run.source = source
+    return run
+
+
+def _indexed(d) -> bool:
+    return "row_index" in getattr(d, "features", ())
+
+
+def _checked(fn, source, d):
+    """``run`` for a kernel that reads int64 indices: the kernel writes the first index out of
+    range into a flag (it cannot raise), and the call raises scatter_add's IndexError."""
+    import numpy as np
+
+    size, dim = d.shape[-1], len(d.shape) - 1
+
+    def run(*tensors):
+        flag = np.zeros(2, np.int64)
+        ptrs = [t._storage.ptr + t._offset * t._dtype.itemsize for t in tensors]
+        fn([*ptrs, flag.ctypes.data])
+        if flag[0]:
+            raise IndexError(
+                f"scatter_add: index out of range: index {flag[1]} is out of bounds for dim "
+                f"{dim} with size {size}"
+            )
 
     run.source = source
     return run
@@ -127,7 +154,11 @@ def generate(d) -> str:
         ct = C_TYPES[spec.dtype]
         lines.append(f"    const {ct} *restrict i{k} = (const {ct} *)ptrs[{len(d.outputs) + k}];")
     strides = [tuple(i.strides) for i in d.inputs]
-    if d.steps[-1].op in ROW or any(getattr(step, "row", False) for step in d.steps):
+    if _indexed(d):
+        lines.append(
+            f"    int64_t *restrict flag = (int64_t *)ptrs[{len(d.outputs) + len(d.inputs)}];"
+        )
+    if d.steps[-1].op in ROW or _indexed(d) or any(getattr(s, "row", False) for s in d.steps):
         from .fused_rows import row_kernel
 
         outer, ostrides = _collapse(tuple(d.shape[:-1]), [s[:-1] for s in strides])
@@ -214,7 +245,7 @@ def _body(d, inner_strides, t, count) -> list:
 
 def load_input(k: int, spec, stride: int, t: str) -> str:
     """``v<k> = `` input k's element ``j`` of the row (``b<k>``: the row's offset)."""
-    ct = "int" if spec.dtype == "bool" else t
+    ct = {"bool": "int", "int64": "int64_t"}.get(spec.dtype, t)
     index = f"b{k} + j * {stride}" if stride else f"b{k}"
     load = f"i{k}[{index}] != 0" if spec.dtype == "bool" else f"i{k}[{index}]"
     return f"{ct} v{k} = {load};"
@@ -249,6 +280,10 @@ def _expression(step, t) -> str:
     if op == "addcmul":  # ternary.def's a + (ct)value * b * c
         value = operand(("scalar", step.params["value"]), t)
         return f"({args[0]} + {value} * {args[1]} * {args[2]})"
+    if op == "full":
+        return operand(("scalar", step.params["value"]), t)
+    if op == "scatter_add":  # base + src at the row's index (j: the position in the row)
+        return f"em_sel(j == {args[1]}, {args[0]} + {args[2]}, {args[0]})"
     if op == "gelu":
         form = "tanh" if step.params.get("approximate") == "tanh" else "erf"
         return f"em_gelu_{form}({args[0]})"

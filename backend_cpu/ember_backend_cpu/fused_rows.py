@@ -59,11 +59,15 @@ def _ready(steps) -> list:
 
 
 def _row_loads(d, per_row) -> list:
-    """Row-scope loads of the inputs per-row steps read (broadcast along the row)."""
-    wanted = sorted(
-        {a[1] for i, s in enumerate(d.steps) if per_row[i] for a in s.args if a[0] == "input"}
-    )
-    return ["    " + fused.load_input(k, d.inputs[k], 0, fused.C_TYPES[d.dtype]) for k in wanted]
+    """Row-scope loads of the inputs per-row steps read (broadcast along the row), and of the
+    row indices (int64 inputs), each checked against the row's length into ``flag``."""
+    wanted = {a[1] for i, s in enumerate(d.steps) if per_row[i] for a in s.args if a[0] == "input"}
+    indices = {k for k, spec in enumerate(d.inputs) if spec.dtype == "int64"}
+    t, n = fused.C_TYPES[d.dtype], d.shape[-1]
+    lines = ["    " + fused.load_input(k, d.inputs[k], 0, t) for k in sorted(wanted | indices)]
+    for k in sorted(indices):
+        lines.append(f"        if (v{k} < 0 || v{k} >= {n}) {{ flag[0] = 1; flag[1] = v{k}; }}")
+    return lines
 
 
 def _row_steps(d, t, per_row, ready, at) -> list:
