@@ -89,7 +89,12 @@ def ember_fused_kernel(device_type, description):
     ``"row_steps"``: steps before the last with ``row`` true hold one value per row (a keepdim
     ``sum``/``mean``/``amax`` over the last dim, or an elementwise step reading only such
     values and inputs broadcast along the row, shape ``shape[:-1] + (1,)``), read by later
-    steps as a broadcast; a stored one is an output of that shape. A multi-tensor chain (a
+    steps as a broadcast; a stored one is an output of that shape. ``"row_index"``: a
+    ``scatter_add`` step (args: base, an ``int64`` input of one index per row, a per-row
+    value) adds the value at the row's index (``full`` steps, no args, give a constant); the
+    kernel must check the indices (``0 <= index < shape[-1]``) and the call raise
+    ``IndexError`` for one out of range. Other step ops a generator does not know (``addcmul``:
+    ``params["value"]``) are declined the same way. A multi-tensor chain (a
     compiled optimizer's update) has ``segments``, the sizes of the tensors it runs over
     (``shape`` is ``(sum,)``), and ``writes``: per output, the input it is stored into (in
     place) or None; its kernel takes each input of nonzero stride, and each output not written
