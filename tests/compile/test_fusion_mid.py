@@ -16,6 +16,8 @@ import torch
 import ember
 from ember.compiler import fusion
 
+from .test_fusion import _replayed as replayed
+
 fused_cpu = pytest.importorskip("ember_backend_cpu.fused")
 
 
@@ -72,12 +74,7 @@ def _arrays(dtype, shape, seed=0):
 
 
 def _replayed(fn, tensors):
-    compiled = ember.compile(lambda *a: fn(ember, *a))
-    with ember.no_grad():
-        compiled(*tensors)  # the capture
-        out = compiled(*tensors)  # the replay, fused
-    (entry,) = [e for entries in compiled._cache.values() for e in entries]
-    return out, entry.region.fast.source
+    return replayed(lambda *a: fn(ember, *a), tensors)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
