@@ -159,7 +159,10 @@ def generate(d) -> str:
             f"    int64_t *restrict flag = (int64_t *)ptrs[{len(d.outputs) + len(d.inputs)}];"
         )
     if d.steps[-1].op in ROW or _indexed(d) or any(getattr(s, "row", False) for s in d.steps):
-        from .fused_rows import row_kernel
+        from .fused_rows import helpers, row_kernel
+
+        at = lines.index("static void rows(intptr_t *ptrs, int64_t r0, int64_t r1) {")
+        lines[at:at] = helpers(d)
 
         outer, ostrides = _collapse(tuple(d.shape[:-1]), [s[:-1] for s in strides])
         sizes = [*outer, d.shape[-1]]

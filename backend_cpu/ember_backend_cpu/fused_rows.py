@@ -90,9 +90,8 @@ def _pass(d, inner_strides, t, stats, outs, tail, per_row) -> list:
     for i in stats:
         init = f"{t} a{i} = -INFINITY;" if steps[i].op == "amax" else f"double a{i} = 0;"
         lines.append(f"        {init}")
-    if tail:
-        init = "double acc = 0;" if steps[last].op == "layer_norm" else f"{t} acc = -INFINITY;"
-        lines.append(f"        {init}")
+    if tail and steps[last].op == "layer_norm":
+        lines.append("        double acc = 0;")
     lines.append("        for (int64_t j = lo; j < hi; j++) {")
     used = {a[1] for n in wanted for a in steps[n].args if a[0] == "input"}
     used |= {a[1] for a in reads if a[0] == "input"}
@@ -104,14 +103,12 @@ def _pass(d, inner_strides, t, stats, outs, tail, per_row) -> list:
         x = fused.operand(steps[i].args[0], t)
         update = _MAX.format(a=f"a{i}", x=x) if steps[i].op == "amax" else f"a{i} += {x};"
         lines.append(f"            {update}")
-    if tail:
+    if tail:  # the row op's input written into its output row; layer_norm sums it on the way
         x = fused.operand(steps[last].args[0], t)
         o = f"o{d.outputs.index(last)}"
         lines.append(f"            {o}[ob + j] = {x};")
         if steps[last].op == "layer_norm":
             lines.append(f"            acc += {x};")
-        else:
-            lines.append("            " + _MAX.format(a="acc", x=x))
     lines.append("        }")
     n = d.shape[-1]
     for i in stats:
@@ -134,28 +131,76 @@ def _closure(steps, per_row, roots) -> set:
     return found
 
 
+def helpers(d) -> list:
+    """Functions the row kernel calls, before it in the source: a last softmax or log_softmax's
+    row max and sums, as the eager kernel (csrc/nn.c) computes them, so that GCC vectorises
+    them without -ffast-math: the max over the floats' order-preserving integer keys (NaN
+    tracked beside it and winning), sums in 64-byte vector lanes added in order at the end."""
+    if d.steps[-1].op not in ("softmax", "log_softmax"):
+        return []
+    t = fused.C_TYPES[d.dtype]
+    i, bits = ("int32_t", 32) if t == "float" else ("int64_t", 64)
+    lanes = 64 // (4 if t == "float" else 8)
+    return [
+        f"typedef {t} row_vec __attribute__((vector_size(64)));",
+        f"static const {i} ROW_MIN = ({i})((uint64_t)1 << {bits - 1});",
+        f"static inline {t} row_max(const {t} *v, int64_t n) {{",
+        f"    {i} best = ROW_MIN;",
+        "    int nan = 0;",
+        "    for (int64_t k = 0; k < n; k++) {",
+        f"        {i} b;",
+        "        memcpy(&b, v + k, sizeof b);",
+        f"        {i} key = b ^ ((b >> {bits - 1}) & ~ROW_MIN);",
+        "        best = key > best ? key : best;",
+        "        nan |= v[k] != v[k];",
+        "    }",
+        f"    {i} b = best ^ ((best >> {bits - 1}) & ~ROW_MIN);",
+        f"    {t} peak;",
+        "    memcpy(&peak, &b, sizeof peak);",
+        f"    return nan ? ({t})NAN : peak;",
+        "}",
+        # exps: the sum of em_exp(v - shift) instead of v (log_softmax keeps its row)
+        f"static inline {t} row_sum(const {t} *v, int64_t n, int exps, {t} shift) {{",
+        "    row_vec acc = {0}, x;",
+        f"    {t} total = 0, e[{lanes}];",
+        "    int64_t k = 0;",
+        f"    for (; k + {lanes} <= n; k += {lanes}) {{",
+        f"        for (int w = 0; w < {lanes}; w++)",
+        "            e[w] = exps ? em_exp(v[k + w] - shift) : v[k + w];",
+        "        memcpy(&x, e, sizeof x);",
+        "        acc += x;",
+        "    }",
+        f"    for (int w = 0; w < {lanes}; w++) total += acc[w];",
+        "    for (; k < n; k++) total += exps ? em_exp(v[k] - shift) : v[k];",
+        "    return total;",
+        "}",
+    ]
+
+
 def _norm(d, inner_strides, t) -> list:
     """A last softmax, log_softmax or layer_norm's passes over its output row, which holds its
-    input; ``acc`` is the row's max (softmax, log_softmax) or sum (layer_norm)."""
+    input; ``acc`` is layer_norm's sum of it. softmax and log_softmax take eager's passes
+    (csrc/nn.c's softmax_row: the max, the exponentials, their sum, the output)."""
     last = len(d.steps) - 1
     op, params = d.steps[last].op, d.steps[last].params
     row = f"o{d.outputs.index(last)}[ob + j]"
     n = d.shape[-1]
-    if op == "softmax":
-        return [
-            "        double total = 0;",
-            "        for (int64_t j = lo; j < hi; j++) {",
-            f"            {t} e = em_exp(({t})({row} - acc)); {row} = e; total += e;",
-            "        }",
-            f"        {t} sum = ({t})total;",
-            f"        for (int64_t j = lo; j < hi; j++) {row} = {row} / sum;",
+    if op in ("softmax", "log_softmax"):
+        lines = [
+            f"        {t} *restrict y = o{d.outputs.index(last)} + ob;",
+            f"        {t} peak = row_max(y, {n});",
+            "        if (isinf(peak) && peak < 0) peak = 0; /* all -inf: no (-inf) - (-inf) */",
         ]
-    if op == "log_softmax":
-        return [
-            "        double total = 0;",
-            f"        for (int64_t j = lo; j < hi; j++) total += em_exp(({t})({row} - acc));",
-            f"        {t} lse = em_log(({t})total);",
-            f"        for (int64_t j = lo; j < hi; j++) {row} = ({t})({row} - acc) - lse;",
+        if op == "log_softmax":
+            log = "logf" if t == "float" else "log"
+            return lines + [
+                f"        {t} shift = peak + {log}(row_sum(y, {n}, 1, peak));",
+                f"        for (int64_t j = 0; j < {n}; j++) y[j] = y[j] - shift;",
+            ]
+        return lines + [
+            f"        for (int64_t j = 0; j < {n}; j++) y[j] = em_exp(y[j] - peak);",
+            f"        {t} scale = 1 / row_sum(y, {n}, 0, 0);",
+            f"        for (int64_t j = 0; j < {n}; j++) y[j] = y[j] * scale;",
         ]
     # layer_norm: the mean, then the centred second moment, as the decomposition
     weight, bias = d.steps[last].args[1:3]
