@@ -64,7 +64,7 @@ def _row_loads(d, per_row) -> list:
     wanted = {a[1] for i, s in enumerate(d.steps) if per_row[i] for a in s.args if a[0] == "input"}
     indices = {k for k, spec in enumerate(d.inputs) if spec.dtype == "int64"}
     t, n = fused.C_TYPES[d.dtype], d.shape[-1]
-    lines = ["    " + fused.load_input(k, d.inputs[k], 0, t) for k in sorted(wanted | indices)]
+    lines = ["        " + fused.load_input(k, d.inputs[k], 0, t) for k in sorted(wanted | indices)]
     for k in sorted(indices):
         lines.append(f"        if (v{k} < 0 || v{k} >= {n}) {{ flag[0] = 1; flag[1] = v{k}; }}")
     return lines
@@ -73,7 +73,7 @@ def _row_loads(d, per_row) -> list:
 def _row_steps(d, t, per_row, ready, at) -> list:
     """The per-row elementwise steps known after ``at`` passes, once per row."""
     return [
-        "    " + fused.compute(n, s, t)
+        "        " + fused.compute(n, s, t)
         for n, s in enumerate(d.steps)
         if per_row[n] and s.op not in REDUCE and ready[n] == at
     ]
