@@ -201,3 +201,24 @@ def test_training_trajectory_matches_eager_and_torch():
     # a row statistic accumulated mid-chain (``a<n>``) and passes over the row after it
     mid = [k.source for k in kernels if re.search(r"double a\d+ = 0;", k.source)]
     assert mid and max(s.count("for (int64_t j") for s in mid) >= 3, mid
+
+
+def test_stored_statistics_and_values_of_each_pass():
+    """The kernel stores a per-row statistic (an output of shape ``(*rows, 1)``), a per-row step
+    on it, an element value of the first pass and one of the last, all returned."""
+
+    def fn(lib, x, g, w):
+        e = lib.exp(x * 0.5)  # first pass: stored, and read by the statistic
+        total = e.sum(-1, keepdim=True)
+        inv = lib.rsqrt(total)  # a per-row step
+        return e, total, inv, e * inv - g
+
+    arrays = _arrays(np.float64, (2, 3, 5, 19), seed=9)
+    ours = [ember.tensor(a) for a in arrays]
+    got, source = replayed(lambda *a: fn(ember, *a), ours)
+    assert source.count("FUSED") == 1 and "K(" not in source and "R(" not in source, source
+    want = fn(torch, *[torch.tensor(a) for a in arrays])
+    for g, e, w in zip(got, fn(ember, *ours), want):
+        assert tuple(g.shape) == tuple(w.shape)
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12, atol=1e-12)
