@@ -245,6 +245,8 @@ def _composite_name(op, args):
         return shown, tuple(a for a in values if a not in hide)
     if name == "linalg_matrix_norm":  # the Frobenius norm is a vector norm over two dims
         return ("LinalgVectorNormBackward0", None) if values.get("ord") == "fro" else None
+    if name == "masked_fill" and isinstance(values.get("value"), Tensor):
+        return None  # the Tensor overload, shown by the decomposition over x and value
     if name == "mean":
         return ("MeanBackward0" if values.get("dim") is None else "MeanBackward1"), None
     if name in ("median", "nanmedian"):
@@ -352,10 +354,11 @@ def describe(node) -> tuple[str, tuple]:
     return name, tuple(e for e, a in zip(node.edges, tensor_args) if a.name not in hidden)
 
 
-def present(out, name: str, *inputs, saved: dict | None = None):
+def present(out, name: str, *inputs, saved: dict | None = None, outputs: dict | None = None):
     """Show ``out``'s node as PyTorch's op ``name`` over ``inputs`` (for functions that
     compute it from parts, such as advanced indexing); ``saved`` holds what its ``_saved_*``
-    attributes read (saved_values.py). Returns ``out``."""
+    attributes read (saved_values.py), ``outputs`` the outputs it keeps by name (``out`` for
+    ``_saved_output``), saved without a cycle as a node saves its own output. Returns ``out``."""
     node = out._grad_fn if isinstance(out, Tensor) else None
     if node is not None:
         node.display = Shown(
@@ -364,8 +367,22 @@ def present(out, name: str, *inputs, saved: dict | None = None):
             tuple(tuple(t.shape) if isinstance(t, Tensor) else None for t in inputs),
             None,
             {} if saved is None else saved,
+            outputs=None
+            if outputs is None
+            else {key: SavedTensor(t, 0 if t is out else None) for key, t in outputs.items()},
         )
     return out
+
+
+def written_back(target, result):
+    """``target`` after an in-place op ember computed out of place (``result``) and copied in:
+    its node shows ``result``'s, PyTorch's in-place node (name, the target's history before the
+    write as its input, saved values). A view keeps its CopySlices, as in PyTorch. Returns
+    ``target``."""
+    node, made = target._grad_fn, result._grad_fn
+    if node is not None and made is not None and target._base is None:
+        node.display = made.display if made.display is not None else Shown(*describe(made))
+    return target
 
 
 def rename(out, name: str):

@@ -16,6 +16,7 @@ from .saved_sizes import is_size, saved_size
 from .saved_values import (
     ALIASES,
     OUTPUTS,
+    PARTS,
     WRAPS_NUMBERS,
     Call,
     saved_value,
@@ -339,6 +340,9 @@ def _saved_entry(node, name: str, raw: bool):
         saved = display.outputs.get(name) if display.outputs else None
         if saved is not None:
             return saved if raw else saved.unpack(node)
+        part = PARTS.get(display.name, {}).get(name)
+        if part is not None:  # a factor the part itself saved
+            return _part_saved(node, *part, raw)
         if not raw:
             return saved_value(display.name, display.values, display.lists, name)
     ctx = node.ctx
@@ -365,6 +369,16 @@ def _saved_entry(node, name: str, raw: bool):
         own,
         args[0].name if args else None,
     )
+
+
+def _part_saved(node, own: str, index: int | None, raw: bool):
+    """What the node's own formula saved as ``own`` (its ``index``-th output for ``result``)."""
+    saved = node.ctx._saved.get(own) if node.ctx is not None and node.ctx._saved else None
+    if saved is not None and index is not None:
+        saved = saved[index] if isinstance(saved, tuple) and index < len(saved) else None
+    if saved is None:
+        raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{own}'")
+    return saved if raw else saved.unpack(node)
 
 
 def _unneeded(node, own: str) -> bool:

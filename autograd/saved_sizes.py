@@ -69,6 +69,8 @@ ARGSIZES = {
     "AddbmmBackward0": {"batch1": (1, (0, 1)), "batch2": (2, (2,))},
     "EmbeddingBackward0": {"weight": (0, (0,))},
 }
+# node name -> {saved output: dims whose sizes PyTorch's node shows as its argsize}
+OUTPUT_ARGSIZES = {"LinalgSvdBackward0": {"S": (-1,)}}
 # node name -> {argument whose element count PyTorch's node saves: its position}
 NUMELS = {"MeanBackward0": _SELF, "MeanBackward1": _SELF}
 
@@ -110,6 +112,8 @@ def _argsize(node, attribute: str) -> int:
     dim = -int(dim[len("minus_") :]) if dim.startswith("minus_") else int(dim)
     position, dims = ARGSIZES.get(node.name(), {}).get(argument, (None, ()))
     shape = _input_shape(node, position) if dim in dims else None
+    if dim in OUTPUT_ARGSIZES.get(node.name(), {}).get(argument, ()):
+        shape = tuple(getattr(node, f"_saved_{argument}").shape)  # the output it keeps
     if shape is None:
         raise AttributeError(f"'{node.name()}' object has no attribute '{attribute}'")
     return shape[dim]

@@ -212,6 +212,35 @@ def _statistic(kind: str, which: int):
     return read
 
 
+def _lu_factor(index: int, transposed: bool):
+    """The LU factors (``index`` 0) or pivots (1) of A that PyTorch's node keeps: det's
+    factor a contiguous real A's transpose (the same det, no copy into column-major order),
+    solve's A itself (under autograd, as torch 2.13 shows)."""
+
+    def read(values):
+        import ember
+
+        matrix = values["A"]
+        if transposed and matrix.is_contiguous() and not matrix.is_complex():
+            matrix = matrix.mT
+        with ember.no_grad():
+            return ember.linalg.lu_factor(matrix)[index]
+
+    return read
+
+
+def _attention(reader: str):
+    """What PyTorch's CPU flash-attention node keeps beyond the call's arguments, computed
+    from them when asked (by nn.functional.attention, which shows the node)."""
+
+    def read(values):
+        from ember.nn.functional import attention
+
+        return getattr(attention, reader)(values)
+
+    return read
+
+
 # Attributes PyTorch's node computes from the call or names differently from ember's argument
 # (``narrow`` is PyTorch's slice, ``norm``'s ``p`` its ``ord``): read before the argument of
 # that name, and absent (AttributeError) when the call lacks what they are computed from.
@@ -237,6 +266,19 @@ DERIVED = {
         "result2": _statistic("layer", 2),
     },
     "RepeatBackward0": {"repeats": _repeats},
+    # LAPACK factors PyTorch's node keeps and ember's formula does not need: computed when asked
+    "LinalgDetBackward0": {"LU": _lu_factor(0, True), "pivots": _lu_factor(1, True)},
+    "LinalgSolveExBackward0": {"LU": _lu_factor(0, False), "pivots": _lu_factor(1, False)},
+    "LinalgSvdBackward0": {"full_matrices": lambda values: values.get("full_matrices", False)},
+    "ScaledDotProductFlashAttentionForCpuBackward0": {
+        "attn_mask": _attention("flash_mask"),
+        "logsumexp": _attention("flash_logsumexp"),
+    },
+    # add/sub keep alpha (1 unless given: ember's rows take none, _frontends scales first)
+    **{
+        f"{name}Backward{i}": {"alpha": lambda values: values.get("alpha", 1)}
+        for name, i in (("Add", 0), ("Sub", 0), ("Rsub", 0), ("Rsub", 1))
+    },
     # matmul shown as the product PyTorch picks: its second operand under that op's name
     "MmBackward0": {"mat2": lambda values: values["other"]},
     "MvBackward0": {"vec": lambda values: values["other"]},
@@ -341,6 +383,11 @@ OUTPUTS = {
         _RESULT,
     ),
 }
+
+# Factors PyTorch's node keeps that the last part of ember's composite saved for its own formula
+# (svdvals' and linalg.svd's SVD keeps U, S, Vh): PyTorch's name -> (the part's saved name, the
+# index in it or None).
+PARTS = {"LinalgSvdBackward0": {"U": ("result", 0), "S": ("result", 1), "Vh": ("result", 2)}}
 
 # PyTorch's names of the arguments ember's rows call otherwise
 ALIASES = {f"PowBackward{i}": {"exponent": "other"} for i in range(3)}

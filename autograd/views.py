@@ -50,6 +50,8 @@ class CopySlices(Node):
         self.inner = inner
 
     def name(self) -> str:
+        if self.display is not None:  # a function shown as PyTorch's op (out-of-place index_put)
+            return self.display[0]
         return "torch::autograd::CopySlices"
 
     def release(self) -> None:

@@ -126,15 +126,16 @@ OPTIMIZERS = [
 ]  # fmt: skip
 
 
-def optimizer_steps(steps: int, threads: int) -> None:
+def optimizer_steps(steps: int, threads: int, device: str = "cpu") -> None:
     """``--optimizers``: the ``tiny`` model's optimizer step alone, eager, ``fused=True`` (where
     the class takes it) and ``opt.step = ember.compile(opt.step)``, alternated call by call
-    (gradients kept)."""
+    (gradients kept); on another ``--device``, each call waits for the device."""
     import inspect
 
     import ember
 
     ember.set_num_threads(threads)
+    wait = getattr(ember, device).synchronize if device != "cpu" else lambda: None
     for name, kw in OPTIMIZERS:
         cls = getattr(ember.optim, name)
         modes = ["eager", "compiled"]
@@ -144,6 +145,8 @@ def optimizer_steps(steps: int, threads: int) -> None:
         for mode in modes:
             ember.manual_seed(0)
             model, _, x, _ = tiny(ember.nn, ember)
+            model.to(device)
+            x = x.to(device)
             extra = {"fused": True} if mode == "fused" else {}
             opt = cls(model.parameters(), lr=0.01, **extra, **kw)
             model(x).sum().backward()
@@ -156,6 +159,7 @@ def optimizer_steps(steps: int, threads: int) -> None:
             for call, times in calls.values():
                 start = time.perf_counter()
                 call()
+                wait()
                 times.append(time.perf_counter() - start)
         us = {mode: statistics.median(times) * 1e6 for mode, (_, times) in calls.items()}
         print(f"{name} {kw}: " + ", ".join(f"{mode} {t:.0f} us" for mode, t in us.items()))
@@ -188,6 +192,7 @@ def main(argv=None) -> None:
         "--interleaved", action="store_true", help="eager vs compiled ember in one process"
     )
     parser.add_argument("--optimizers", action="store_true", help="compiled optimizer steps")
+    parser.add_argument("--device", default="cpu", help="--optimizers: where the model lives")
     parser.add_argument("--modes", nargs="+", default=["eager", "default"], help="--interleaved")
     parser.add_argument("--forward", action="store_true", help="--interleaved: no-grad forward")
     parser.add_argument(
@@ -198,7 +203,7 @@ def main(argv=None) -> None:
     )
     args = parser.parse_args(argv)
     if args.optimizers:
-        optimizer_steps(args.steps, args.threads)
+        optimizer_steps(args.steps, args.threads, args.device)
         return
     if args.interleaved:
         for model in args.models:

@@ -1,16 +1,19 @@
 """A fused elementwise chain: eager ember, compiled ember (one C kernel), PyTorch eager and
 torch.compile.
 
-    python benchmarks/bench_fusion.py [--n 1000000] [--repeats 50] [--threads 2]
+    python benchmarks/bench_fusion.py [--n 1000000] [--repeats 50] [--threads 2] [--device cpu]
+        [--chain gelu]
 
-The chain is ``gelu(x * w + b) * scale + residual`` on float32 tensors of ``--n`` elements
-(``w`` and ``b`` broadcast rows of 1000), run without grad. Each library and mode runs in its
+The chain is ``gelu(x * w + b) * scale + residual`` (or, ``--chain softmax``, ``softmax(x * w + b
++ residual, -1)``: rows of 1000) on float32 tensors of ``--n`` elements (``w`` and ``b``
+broadcast rows of 1000), run without grad. Each library and mode runs in its
 own process (threads, allocators and compile caches never meet). Printed: the first call
 (capture or compilation included), the second (ember.compile's first replay builds the fused
 kernel, unless the disk cache has it), the median and the minimum of ``--repeats`` calls after
 them (the minimum is steadier on a shared machine), with ratios against eager ember and PyTorch
 eager. A process over ``--timeout`` seconds is reported as
-missing (torch.compile on a small machine).
+missing (torch.compile on a small machine). ``--device cuda`` (or ``xpu``, ember only) puts the
+tensors there and waits for the device after each call, so a time is the kernels' too.
 """
 
 from __future__ import annotations
@@ -26,21 +29,34 @@ RUNS = [("ember", False), ("ember", True), ("torch", False), ("torch", True)]
 ROW = 1000
 
 
-def chain(lib, x, w, b, residual):
-    return lib.nn.functional.gelu(x * w + b) * 0.5 + residual
+CHAINS = {  # --chain: what runs (``w`` and ``b`` rows of ROW, rows of ROW elements)
+    "gelu": ("gelu(x*w+b)*0.5+residual", lambda f, x, w, b, r: f.gelu(x * w + b) * 0.5 + r),
+    "softmax": ("softmax(x*w+b+residual, -1)", lambda f, x, w, b, r: f.softmax(x * w + b + r, -1)),
+}
 
 
-def worker(lib_name: str, compiled: bool, n: int, repeats: int, threads: int) -> dict:
+def chain(lib, x, w, b, residual, name="gelu"):
+    return CHAINS[name][1](lib.nn.functional, x, w, b, residual)
+
+
+def worker(lib_name, compiled, n, repeats, threads, device, name):
     lib = __import__(lib_name)
     lib.set_num_threads(threads)
     lib.manual_seed(0)
     x, residual = lib.randn(n // ROW, ROW), lib.randn(n // ROW, ROW)
     w, b = lib.randn(ROW), lib.randn(ROW)
+    x, residual, w, b = (t.to(device) for t in (x, residual, w, b))
+    wait = getattr(lib, device).synchronize if device != "cpu" else lambda: None
 
     def fn(x, w, b, residual):
-        return chain(lib, x, w, b, residual)
+        return chain(lib, x, w, b, residual, name)
 
-    run = lib.compile(fn) if compiled else fn
+    def run(*args):
+        out = call(*args)
+        wait()
+        return out
+
+    call = lib.compile(fn) if compiled else fn
     with lib.no_grad():
         start = time.perf_counter()
         run(x, w, b, residual)
@@ -65,6 +81,7 @@ def measure(args, lib_name: str, compiled: bool) -> dict | None:
     command = [
         sys.executable, __file__, "--worker", lib_name, "--compiled", str(int(compiled)),
         "--n", str(args.n), "--repeats", str(args.repeats), "--threads", str(args.threads),
+        "--device", args.device, "--chain", args.chain,
     ]  # fmt: skip
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
@@ -84,14 +101,22 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--worker")
     parser.add_argument("--compiled", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--chain", default="gelu", choices=sorted(CHAINS))
     args = parser.parse_args()
     if args.worker:
-        result = worker(args.worker, bool(args.compiled), args.n, args.repeats, args.threads)
+        result = worker(
+            args.worker, bool(args.compiled), args.n, args.repeats, args.threads, args.device,
+            args.chain,
+        )  # fmt: skip
         print(json.dumps(result))
         return
     results = {(lib, c): measure(args, lib, c) for lib, c in RUNS}
     base_ember, base_torch = results[("ember", False)], results[("torch", False)]
-    print(f"gelu(x*w+b)*0.5+residual, float32, n={args.n}, threads={args.threads}")
+    print(
+        f"{CHAINS[args.chain][0]}, float32, n={args.n}, threads={args.threads}, "
+        f"device={args.device}"
+    )
     print(
         f"{'run':<16}{'first ms':>10}{'2nd ms':>9}{'median ms':>11}{'min ms':>9}"
         f"{'/ember eager':>14}{'/torch eager':>14}  (ratios of medians; of minimums)"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import ember
 from ember.optim.adadelta import Adadelta
 from ember.optim.adagrad import Adagrad
+from ember.optim.adam import Adam
 from ember.optim.adamax import Adamax
 from ember.optim.asgd import ASGD
 from ember.optim.nadam import NAdam
@@ -27,6 +28,7 @@ from ember.optim.optimizer import float32, lazy_state, scalar
 from ember.optim.radam import RAdam
 from ember.optim.rmsprop import RMSprop
 from ember.optim.rprop import Rprop
+from ember.optim.sgd import SGD
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class Rule:
     # it (None: ``step`` 0 and zero tensors, ``lazy_state``)
     after: Callable | None = None  # (group, step, numbers) -> Python numbers of the state to
     # write after the call (NAdam's mu_product, ASGD's eta and mu)
+    counts: bool = True  # the state keeps a ``step`` count (SGD's does not)
+    first: Callable | None = None  # (optimizer, group) -> whether no state exists yet (SGD's
+    # momentum buffers): the bucket's ``extra["is_first_step"]``, which its numbers read
 
     def names(self, group) -> tuple:
         return self.states(group) if callable(self.states) else self.states
@@ -233,6 +238,77 @@ def _rprop(group, p, g, s, n):
     return p - sign * size, {"prev": g, "step_size": size}
 
 
+# ---- Adam, AdamW, SGD where the device has no fused op (xpu, CUDA) -----------------------------
+def _adam_states(group):
+    return _ADAM_STATE + ("max_exp_avg_sq",) * bool(group["amsgrad"])
+
+
+def _adam_numbers(group, step, state):
+    lr = scalar(group["lr"])
+    beta1, beta2 = group["betas"]
+    decoupled = group["decoupled_weight_decay"]
+    return {"one_m_beta1": 1 - beta1, "beta2": beta2, "one_m_beta2": 1 - beta2,
+            "bc2_sqrt": (1 - beta2**step) ** 0.5, "neg_step": -(lr / (1 - beta1**step)),
+            "eps": group["eps"], "decay": 1 - lr * group["weight_decay"] if decoupled else 1.0,
+            "weight_decay": 0 if decoupled else group["weight_decay"]}  # fmt: skip
+
+
+def _adam(group, p, g, s, n):
+    """Adam's eager step (ember/optim/adam.py): lerp_, mul_ and addcmul_, sqrt / bias
+    correction + eps, addcdiv_ with -step_size, in its operand order."""
+    g = _grad(group, p, g, n, decay=not group["decoupled_weight_decay"])
+    p = _decayed(group, p, n)
+    new = {"exp_avg": _lerp(s["exp_avg"], g, n["one_m_beta1"]),
+           "exp_avg_sq": s["exp_avg_sq"] * n["beta2"] + n["one_m_beta2"] * g * g}  # fmt: skip
+    sq = new["exp_avg_sq"]
+    if group["amsgrad"]:
+        sq = new["max_exp_avg_sq"] = ember.maximum(s["max_exp_avg_sq"], sq)
+    denom = sq.sqrt() / n["bc2_sqrt"] + n["eps"]
+    return p + n["neg_step"] * new["exp_avg"] / denom, new
+
+
+def _adam_init(opt, p, group):
+    state = opt._state_for(p, group["amsgrad"])
+    if group["amsgrad"] and "max_exp_avg_sq" not in state:  # amsgrad turned on later
+        state["max_exp_avg_sq"] = ember.zeros_like(p)
+    return state
+
+
+def _sgd_states(group):
+    return ("momentum_buffer",) * (group["momentum"] != 0)
+
+
+def _sgd_numbers(group, step, state):
+    momentum, first = group["momentum"], state.get("is_first_step")
+    return {"neg_lr": -scalar(group["lr"]), "weight_decay": group["weight_decay"],
+            "momentum": momentum, "keep": 0.0 if first else momentum,
+            "take": 1.0 if first else 1 - group["dampening"]}  # fmt: skip
+
+
+def _sgd(group, p, g, s, n):
+    """SGD's eager step (ember/optim/sgd.py): the first step's buffer is the gradient (a zero
+    buffer kept 0 times plus the gradient taken once), later ones ``buf * m + g * (1 - d)``."""
+    g = _grad(group, p, g, n)
+    new = {}
+    if group["momentum"] != 0:
+        buf = new["momentum_buffer"] = s["momentum_buffer"] * n["keep"] + g * n["take"]
+        g = g + buf * n["momentum"] if group["nesterov"] else buf
+    return p + g * n["neg_lr"], new
+
+
+def _sgd_init(opt, p, group):
+    state = opt.state[p]
+    if group["momentum"] != 0 and state.get("momentum_buffer") is None:
+        state["momentum_buffer"] = ember.zeros_like(p)
+    return state
+
+
+def _sgd_first(opt, group) -> bool:
+    return group["momentum"] != 0 and all(
+        opt.state[p].get("momentum_buffer") is None for p in group["params"] if p.grad is not None
+    )
+
+
 def _own(opt, p, group):
     """The optimizer's own state initialiser (RMSprop, Adagrad)."""
     return opt._state_for(p, group)
@@ -261,5 +337,13 @@ RULES = {
     Rprop: Rule(("lr", "etas", "step_sizes", "maximize"), ("prev", "step_size"),
                 _rprop_numbers, _rprop,
                 lambda opt, p, group: opt._state_for(p, p.grad, group["lr"])),
+}
+# Adam/AdamW and SGD have fused ops (``_fused_adam_``...: compiler/optim_step.py); these rules
+# serve the devices whose backend has no kernel for them, so the step is one generated kernel
+_ADAM_KEYS = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "decoupled_weight_decay")
+FUSED_OP_RULES = {
+    Adam: Rule(_ADAM_KEYS, _adam_states, _adam_numbers, _adam, _adam_init),
+    SGD: Rule(("lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize"),
+              _sgd_states, _sgd_numbers, _sgd, _sgd_init, counts=False, first=_sgd_first),
 }
 # fmt: on

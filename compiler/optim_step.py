@@ -124,6 +124,7 @@ class _Plan:
         self.buckets = buckets
         self.keys = _keys(optimizer)
         self.first_sgd = False  # the SGD buffers are made by this call (is_first_step)
+        self.amp = optim_traced.uses_amp(optimizer)  # a GradScaler's step: the op's path
 
     def failure(self) -> tuple[str, set] | None:
         """``(why this plan no longer holds, {(group, key) of floats that changed})``, or
@@ -133,6 +134,8 @@ class _Plan:
             return "the optimizer's param_groups or state were replaced", set()
         if len(self.groups) != len(self.params):
             return "a parameter group was added", set()
+        if optim_traced.uses_amp(opt) != self.amp:
+            return "a GradScaler's grad_scale/found_inf was set or cleared", set()
         for i, group in enumerate(self.groups):
             if group["params"] is not self.params[i] or len(group["params"]) != self.sizes[i]:
                 return f"param_groups[{i}]['params'] changed", set()
@@ -322,9 +325,28 @@ def _family(opt):
     """The plan builder of ``opt``'s class, or None (its step runs eagerly)."""
     owner = _step_owner(opt)
     rule = optim_rules.RULES.get(owner)
+    traced = owner in optim_rules.FUSED_OP_RULES and not optim_traced.uses_amp(opt)
+    if rule is None and traced and not _fused_kernels(opt, owner):
+        rule = optim_rules.FUSED_OP_RULES[owner]  # traced: one generated kernel per bucket
     if rule is not None:
         return lambda opt: optim_traced.buckets(opt, rule)
     return {Adam: _adam_buckets, SGD: _sgd_buckets}.get(owner)
+
+
+def _fused_kernels(opt, owner) -> bool:
+    """Whether the backend of every parameter with a gradient has the fused op's kernel (the
+    CPU's C); else the step is traced from optim_rules.FUSED_OP_RULES, so that a backend that
+    generates kernels (xpu, CUDA) runs it as one, where the op's decomposition would run op
+    by op."""
+    names = ["_fused_sgd_"] if owner is SGD else ["_fused_adam_", "_fused_adamw_"]
+    ops = [_op(getattr(ember, name)) for name in names]
+    return all(
+        op.kernel(p._storage.device.type, p._dtype) is not None
+        for group in opt.param_groups
+        for p in group["params"]
+        if p.grad is not None
+        for op in ops
+    )
 
 
 def _step_owner(opt):

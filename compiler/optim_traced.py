@@ -30,7 +30,7 @@ class TracedBucket:
 
     steps = None  # no shared step counters (optim_step.py's guard reads this)
 
-    def __init__(self, opt, rule, group, params):
+    def __init__(self, opt, rule, group, params, first_step=None):
         self.opt = opt
         self.rule = rule
         self.group = group
@@ -41,12 +41,14 @@ class TracedBucket:
         self.like = {"dtype": first.dtype, "device": first.device}
         self.flat = {name: _flatten(opt, params, name) for name in self.names}
         self.state = opt.state[first]
-        self.count = float(self.state["step"])
+        self.count = float(self.state.get("step", 0.0))
         self.graph = self.program = self.multi = None
         self.tensors: list = []  # the kernel's tensors per graph input (multi-tensor)
         self.fused = 0
         self.keys: list = []
-        self.extra: dict = {}  # (SGD's first-step flag; none here)
+        # SGD's first-step flag, known before the state was made (optim_step.py clears it
+        # after the first call); its numbers read it
+        self.extra: dict = {} if first_step is None else {"is_first_step": first_step}
         self.last: dict = {}  # this call's numbers, as Python floats
         with no_grad():  # the parameters as flat views, for the concatenation and the copy back
             self.views = [p.detach().view(-1) for p in params]
@@ -56,7 +58,8 @@ class TracedBucket:
     def _numbers(self, step) -> list:
         """This call's numbers as 0-d tensors (the program's inputs): one buffer, written in
         place (through numpy on the CPU: no op call) so the tensors stay the same."""
-        numbers = self.last = self.rule.numbers(self.group, step, self.state)
+        state = {**self.state, **self.extra} if self.extra else self.state
+        numbers = self.last = self.rule.numbers(self.group, step, state)
         values = [float(v) for v in numbers.values()]
         if self.scalars is None:
             self.keys = list(numbers)
@@ -86,14 +89,18 @@ class TracedBucket:
             self.fused = 1
             self.tensors = [self.params, None, *[_states(self.opt, self.params, n) for n in
                             self.names], *self.scalars]  # fmt: skip
-        elif logs.enabled("fusion"):
-            logs.log("fusion", f"{type(self.opt).__name__} update: no multi-tensor kernel: {why}")
+        if logs.enabled("fusion"):  # what the plan's line said "traced at its first call"
+            name = type(self.opt).__name__
+            multi = self.describe() if self.multi is not None else ""
+            logs.log("fusion", multi or f"{name} update: no multi-tensor kernel: {why}")
 
     def run(self, opt) -> None:
-        if _amp(opt):
+        if uses_amp(opt):
             raise RuntimeError("a GradScaler's step runs eagerly")  # never planned (optim_step)
         with no_grad():
-            self.count += 1
+            # from the state, not a count of our own: another plan of this optimizer (a flag
+            # flipped back and forth) may have stepped since
+            self.count = float(self.state.get("step", 0.0)) + 1
             numbers = self._numbers(self.count)
             grads = [p.grad for p in self.params]
             if self.graph is None and current() is None:
@@ -132,7 +139,7 @@ class TracedBucket:
 
     def _write_state(self) -> None:
         after = self.rule.after
-        values = {"step": self.count}
+        values = {"step": self.count} if self.rule.counts else {}
         if after is not None:
             values.update(after(self.group, self.count, self.last))
         for p in self.params:
@@ -190,7 +197,7 @@ def _views_of(base, parts) -> bool:
     return True
 
 
-def _amp(opt) -> bool:
+def uses_amp(opt) -> bool:
     return (
         getattr(opt, "grad_scale", None) is not None or getattr(opt, "found_inf", None) is not None
     )
@@ -201,18 +208,19 @@ def buckets(opt, rule) -> list | None:
     of one bucket at different step counts, sparse gradients, a GradScaler's step)."""
     from ember.optim import _fused
 
-    if _amp(opt):
+    if uses_amp(opt):
         return None
     found = []
     for group in opt.param_groups:
         params = [p for p in group["params"] if p.grad is not None]
         if any(getattr(p.grad, "is_sparse", False) for p in params):
             return None
+        first = rule.first(opt, group) if rule.first is not None else None
         for p in params:
             rule.create(opt, p, group)
         for (ps,) in _fused.groups(params):
-            steps = {float(opt.state[p]["step"]) for p in ps}
+            steps = {float(opt.state[p].get("step", 0.0)) for p in ps}
             if len(steps) != 1:
                 return None
-            found.append(TracedBucket(opt, rule, group, ps))
+            found.append(TracedBucket(opt, rule, group, ps, first))
     return found

@@ -32,6 +32,9 @@ BINARY_OPERATORS = {
     "bitwise_right_shift": ("__rshift__", "__rrshift__", "__irshift__"),
     "matmul": ("__matmul__", "__rmatmul__", None),
 }
+# Commutative ops whose reflected operator PyTorch binds to the op itself: ``2.0 * x`` is
+# ``mul(x, 2.0)``, so the node's inputs are (x, None) there too.
+COMMUTATIVE = frozenset({"add", "mul"})
 COMPARISONS = {
     "eq": "__eq__",
     "ne": "__ne__",
@@ -258,7 +261,8 @@ def bind(ops: dict, tensor_type, namespace: dict) -> None:
             setattr(tensor_type, name, make_callable(op, name, method=True, varargs=defn.varargs))
     for name, (forward, reflected, inplace) in BINARY_OPERATORS.items():
         setattr(tensor_type, forward, _operator(ops[name], forward, False, tensor_type))
-        setattr(tensor_type, reflected, _operator(ops[name], reflected, True, tensor_type))
+        swapped = name not in COMMUTATIVE
+        setattr(tensor_type, reflected, _operator(ops[name], reflected, swapped, tensor_type))
         if inplace:
             setattr(tensor_type, inplace, _operator(ops[f"{name}_"], inplace, False, tensor_type))
     tensor_type.__rtruediv__ = _rtruediv(tensor_type.__rtruediv__)

@@ -13,7 +13,7 @@ from . import _dtype as dt
 from . import _indexing, _memory_format, _pinned, _resize, _special, _stft, _windows
 from ._device import device as Device
 from ._tensor import Tensor
-from .autograd.graph_names import present, rename
+from .autograd.graph_names import present, rename, written_back
 from .dispatcher import out as _out_arg
 from .dispatcher.kinds._common import broadcast_shapes as _broadcast_shapes
 from .dispatcher.optable import OPS
@@ -513,7 +513,8 @@ def tensor_where(self, condition, other):
 
 def masked_fill_(self, mask, value):
     check_partial("masked_fill_", self, mask, "mask")  # PyTorch's check of the mask
-    return self.copy_(OPS["masked_fill"](self, mask, value))
+    filled = OPS["masked_fill"](self, mask, value)
+    return written_back(self.copy_(filled), filled)
 
 
 def new_tensor(self, data, dtype=None, device=None, requires_grad=False):

@@ -359,7 +359,10 @@ def put_key(self: Tensor, key: tuple, values: Tensor, accumulate: bool) -> Tenso
 
 def index_put(self: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     """Out-of-place ``index_put_``: a copy of ``self`` with ``values`` put at ``indices``."""
-    return index_put_(self.clone(), indices, values, accumulate)
+    out = index_put_(self.clone(), indices, values, accumulate)
+    # PyTorch's one node over self and values (ember's is the copy's CopySlices)
+    saved = {"indices": tuple(indices), "accumulate": bool(accumulate)}
+    return present(out, "IndexPutBackward0", self, values, saved=saved)
 
 
 def _put(view: Tensor, advanced: list, value: Tensor, accumulate: bool) -> None:

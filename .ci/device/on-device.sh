@@ -23,3 +23,10 @@ wait $pycuda || { tail -20 /tmp/pycuda.log; exit 1; }
 echo "pycuda built in $((SECONDS - start)) s"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 python3 -c "import ember; print('cuda available:', ember.cuda.is_available(), ember.cuda.get_device_name(0) if ember.cuda.is_available() else ember.cuda.unavailable_reason())"
+# Every plugin must load: a backend that fails to import (scipy 1.18 renamed the FFT binding the
+# CPU kernels used, 2026-11-27) fails every test after setup; stop here instead, with the reason.
+python3 -c "
+import ember
+for device in ('cpu', 'cuda'):
+    ember.ones(2, device=device).sum().item()
+print('cpu and cuda backends load')"

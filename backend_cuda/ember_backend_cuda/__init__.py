@@ -18,6 +18,7 @@ import pluggy
 
 __version__ = "0.1.0"
 hookimpl = pluggy.HookimplMarker("ember")
+_RUNTIMES: dict = {}  # device type -> the runtime ember_backend_load made (fused kernels use it)
 
 
 @hookimpl
@@ -58,7 +59,7 @@ def ember_backend_load(device_type):
     if os.environ.get("EMBER_CUDA_EMULATOR", "") not in ("", "0"):
         from ember_backend_gpu.emulator import EmulatedRuntime
 
-        runtime = EmulatedRuntime()
+        runtime = _RUNTIMES[device_type] = EmulatedRuntime()
         return {"runtime": runtime, "kernels": build_table(runtime)}
     from .runtime import CudaRuntime
 
@@ -67,4 +68,14 @@ def ember_backend_load(device_type):
         runtime = CudaRuntime(driver)
     except driver.Error as exc:
         raise RuntimeError(f"CUDA initialisation failed: {exc}") from exc
+    _RUNTIMES[device_type] = runtime
     return {"runtime": runtime, "kernels": build_table(runtime)}
+
+
+@hookimpl
+def ember_fused_kernel(device_type, description):
+    """A fused chain as one generated kernel (ember_backend_gpu.fused), or None: it then runs
+    op by op."""
+    from ember_backend_gpu.fused import hook
+
+    return hook(_RUNTIMES, device_type, description)

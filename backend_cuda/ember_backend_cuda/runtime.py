@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import atexit
 
-from ember_backend_gpu import codegen
 from ember_backend_gpu.gpu import DeviceProperties, GpuRuntime
 
 from . import compiler
@@ -149,9 +148,7 @@ class CudaRuntime(GpuRuntime):
     # ---- kernels and streams -----------------------------------------------------------------
     def _load_module(self, index: int, module_name: str):
         major, minor = self.device_capability(index)
-        binary = compiler.compile_module(
-            codegen.source(module_name, self.target), f"sm_{major}{minor}"
-        )
+        binary = compiler.compile_module(self.module_source(module_name), f"sm_{major}{minor}")
         self.activate(index)
         return self.driver.module_from_buffer(binary)
 

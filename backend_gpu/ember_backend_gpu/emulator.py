@@ -169,15 +169,16 @@ def _launchers(body: str, fibers: bool) -> str:
     return "".join(out)
 
 
-def module_source(name: str) -> str:
-    body = codegen.body(name)
+def module_source(name: str, body: str | None = None) -> str:
+    """The host C++ of kernel module ``name`` (``body``: a generated module's text)."""
+    body = codegen.body(name) if body is None else body
     fibers = "__syncthreads" in body or "EM_SHFL" in body or "em_block_reduce" in body
     return HEADER + common() + body + _launchers(body, fibers)
 
 
-def build_module(name: str) -> Path:
+def build_module(name: str, body: str | None = None) -> Path:
     """Compile a kernel module for the emulator (cached like the nvcc builds)."""
-    source = module_source(name)
+    source = module_source(name, body)
     key = hashlib.sha256(source.encode()).hexdigest()[:32]
     path = diskcache.cache_dir("cuda") / "emulator" / f"{name}-{key}.so"
     if path.is_file():
@@ -338,7 +339,7 @@ class EmulatedRuntime(GpuRuntime):
 
     # ---- kernels and streams -----------------------------------------------------------------
     def _load_module(self, index: int, module_name: str):
-        return ctypes.CDLL(str(build_module(module_name)))
+        return ctypes.CDLL(str(build_module(module_name, self.module_body(module_name))))
 
     def _get_function(self, module, kernel: str, arg_format: str):
         size = getattr(module, f"emu_size_{kernel}")()

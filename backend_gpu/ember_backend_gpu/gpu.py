@@ -66,6 +66,7 @@ class GpuRuntime:
         self._lock = threading.RLock()
         self._functions: dict = {}  # (device, kernel name) -> launchable function
         self._modules: dict = {}  # (device, module name) -> loaded module (kept alive)
+        self._bodies: dict = {}  # generated module name -> its text (fused kernels)
         self._status: dict = {}  # device -> address of its 4-byte status word
         self._status_allocations: dict = {}  # device -> the status word's allocation
         self._scratch: dict = {}  # (device, stream handle) -> (allocation, size)
@@ -168,10 +169,41 @@ class GpuRuntime:
                 self._functions[key] = found
         return found
 
+    def generated(self, index: int, name: str, body: str, kernel: str, arg_format: str):
+        """The launchable ``kernel`` of a module made at run time (a fused kernel,
+        ember_backend_gpu.fused): ``body`` (without the prelude) is module ``name``, built like
+        the codegen modules (the subclass's compiler, its disk cache) once per device."""
+        key = (index, name, kernel)
+        found = self._functions.get(key)
+        if found is None:
+            with self._lock:
+                self._bodies[name] = body
+                module = self._modules.get((index, name))
+                if module is None:
+                    module = self._load_module(index, name)
+                    self._modules[(index, name)] = module
+                found = self._get_function(module, kernel, arg_format)
+                self._functions[key] = found
+        return found
+
+    def module_body(self, name: str) -> str:
+        """A kernel module's text without the prelude: a generated one's, or codegen's."""
+        found = self._bodies.get(name)
+        return codegen.body(name) if found is None else found
+
+    def module_source(self, name: str) -> str:
+        """A kernel module's complete text for this runtime's target (what its compiler
+        builds)."""
+        return codegen.prelude(self.target) + self.module_body(name)
+
     def launch(self, index, kernel: str, grid, block, *args, shared: int = 0) -> None:
         """Run ``kernel`` on the current stream of device ``index``."""
         index = 0 if index is None else index
-        function = self.function(index, kernel)
+        self.call(index, self.function(index, kernel), grid, block, *args, shared=shared)
+
+    def call(self, index: int, function, grid, block, *args, shared: int = 0) -> None:
+        """Run a launchable ``function`` (``function`` or ``generated``'s) on the current stream
+        of device ``index``."""
         self.activate(index)
         grid = (grid, 1, 1) if grid.__class__ is int else _dim3(grid)
         block = (block, 1, 1) if block.__class__ is int else _dim3(block)

@@ -14,6 +14,7 @@ import pluggy
 
 __version__ = "0.1.0"
 hookimpl = pluggy.HookimplMarker("ember")
+_RUNTIMES: dict = {}  # device type -> the runtime ember_backend_load made (fused kernels use it)
 
 
 @hookimpl
@@ -34,4 +35,16 @@ def ember_backend_load(device_type, config):
     from .runtime import OpenCLRuntime
 
     runtime = OpenCLRuntime(import_pyopencl(), find_devices(config))
+    _RUNTIMES[device_type] = runtime
     return {"runtime": runtime, "kernels": build_table(runtime)}
+
+
+@hookimpl
+def ember_fused_kernel(device_type, description):
+    """A fused chain as one OpenCL kernel (fused.py), or None: it then runs op by op."""
+    runtime = _RUNTIMES.get(device_type)
+    if runtime is None:
+        return None
+    from .fused import kernel
+
+    return kernel(runtime, description)

@@ -16,6 +16,7 @@ import pluggy
 
 __version__ = "0.1.0"
 hookimpl = pluggy.HookimplMarker("ember")
+_RUNTIMES: dict = {}  # device type -> the runtime ember_backend_load made (fused kernels use it)
 
 
 @hookimpl
@@ -38,4 +39,14 @@ def ember_backend_load(device_type):
     from .runtime import HipRuntime
 
     runtime = HipRuntime(load_hip())
+    _RUNTIMES[device_type] = runtime
     return {"runtime": runtime, "kernels": build_table(runtime)}
+
+
+@hookimpl
+def ember_fused_kernel(device_type, description):
+    """A fused chain as one generated kernel (ember_backend_gpu.fused), or None: it then runs
+    op by op."""
+    from ember_backend_gpu.fused import hook
+
+    return hook(_RUNTIMES, device_type, description)

@@ -16,7 +16,6 @@ import os
 import struct
 
 import numpy as np
-from ember_backend_gpu import codegen
 from ember_backend_gpu.gpu import DeviceProperties, GpuRuntime
 
 from . import compiler, hip
@@ -168,7 +167,7 @@ class HipRuntime(GpuRuntime):
     # ---- kernels and streams -----------------------------------------------------------------
     def _load_module(self, index: int, module_name: str):
         arch = self.device_properties(index).gcnArchName
-        binary = compiler.compile_module(self.hip, codegen.source(module_name, self.target), arch)
+        binary = compiler.compile_module(self.hip, self.module_source(module_name), arch)
         self.activate(index)
         box = self.ffi.new("hipModule_t *")
         self.check(self.lib.hipModuleLoadData(box, binary), f"hipModuleLoadData({module_name})")

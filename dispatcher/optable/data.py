@@ -187,7 +187,12 @@ def _masked_fill(x, mask, value):
             "masked_fill(): masked_fill_ only supports boolean masks, but got mask with dtype "
             f"{mask.dtype.name} (shape {list(mask.shape)})"
         )
-    return ember.where(mask, fill_value("masked_fill", x, value), x)
+    out = ember.where(mask, fill_value("masked_fill", x, value), x)
+    if isinstance(value, ember.Tensor):  # PyTorch's Tensor overload: a node over x and value
+        from ember.autograd.graph_names import present
+
+        return present(out, "MaskedFillBackward1", x, value, saved={"mask": mask})
+    return out
 
 
 def _masked_select(x, mask):

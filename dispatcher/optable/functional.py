@@ -90,7 +90,7 @@ ROWS = [
          "PyTorch's nll_loss and nll_loss2d in one row (any number of trailing dims)"),
     _row("cross_entropy_loss(Tensor input, Tensor target, Tensor? weight=None, "
          "str reduction='mean', int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
-         Kind.NN, "loss", "class_loss", "nn.functional.cross_entropy"),
+         Kind.NN, "cross_entropy_loss", "class_loss", "nn.functional.cross_entropy"),
     _row("cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, "
          "str reduction='mean') -> Tensor", Kind.NN, "loss", "cosine_embedding_loss",
          promotion=Promotion.INT_TO_FLOAT),

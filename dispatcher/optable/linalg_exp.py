@@ -69,6 +69,8 @@ def _matrix_exp(A):
         return A.clone()
     if A.shape[-1] == 1:
         return A.exp()
+    if A.dtype in dt.FLOAT8:  # PyTorch's first kernel on it, the 1-norm's sum, refuses float8
+        raise NotImplementedError(f"\"sum_cpu\" not implemented for '{dt.SCALAR_NAMES[A.dtype]}'")
     thetas = THETA[A.dtype.to_real()]  # a complex matrix: its parts' precision
     # One degree and scaling for the whole batch, chosen by its largest 1-norm.
     norm = float(A.abs().sum(-2).amax())

@@ -22,17 +22,23 @@ FLOATS = frozenset(dt.FLOATS)
 NUMERIC = frozenset(DTYPES_NUMERIC) | frozenset(dt.COMPLEX_TYPES)
 
 
-def _check_numeric(name: str, *tensors) -> None:
+# float8 products run through matmul's float8 twins (optable/limited.py), as PyTorch's do
+PRODUCTS = NUMERIC | frozenset(dt.FLOAT8)
+
+
+def _check_numeric(kernel: str, allowed: frozenset, *tensors) -> None:
+    """PyTorch's NotImplementedError for a dtype its kernel has no loop for (bool, uint16...)."""
     for t in tensors:
-        if t.dtype not in NUMERIC:
-            raise RuntimeError(f"{name}: not implemented for {SCALAR_NAMES[t.dtype.name]} tensors")
+        if t.dtype not in allowed:
+            name = dt.SCALAR_NAMES[t.dtype]
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
 
 def _cross(A, B, dim=-1):
     name = "linalg.cross"
     check_tensor(name, A, "input")
     check_tensor(name, B, "other")
-    _check_numeric(name, A, B)
+    _check_numeric("cross", NUMERIC, A, B)
     if A.ndim != B.ndim:
         raise RuntimeError(f"{name}: inputs must have the same number of dimensions.")
     shape = broadcast_shapes(name, tuple(A.shape), tuple(B.shape))
@@ -98,7 +104,7 @@ def _check_chain(tensors) -> None:
             if where:
                 raise RuntimeError(f"multi_dot(): {where} must be 1D or 2D but got {t.ndim}D")
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
-        _check_numeric("multi_dot()", t)
+        _check_numeric("addmm_impl_cpu_", PRODUCTS, t)
         if t.dtype is not tensors[0].dtype:
             raise RuntimeError(
                 f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
@@ -162,7 +168,7 @@ def _matrix_power(A, n):
     check_tensor(name, A)
     if A.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
-    _check_numeric(name, A)
+    _check_numeric("addmm_impl_cpu_", PRODUCTS, A)
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(
             f"{name}: A must be batches of square matrices, but they are {A.shape[-2]} by "
@@ -242,7 +248,7 @@ def _diagonal(A, offset=0, dim1=-2, dim2=-1):
 
 def _tensordot(a, b, dims_self, dims_other):
     name = "tensordot"
-    _check_numeric(name, a, b)
+    _check_numeric("addmm_impl_cpu_", PRODUCTS, a, b)
     if len(dims_self) != len(dims_other):
         raise RuntimeError(f"{name}: both dimension lists should have same length")
     da = [wrap_dim(d, a.ndim, name) for d in dims_self]

@@ -137,10 +137,13 @@ def _lcm(a, b):
 
 
 def _ldexp(x, exponent):
-    dtype = ember.result_type(x, exponent)
-    if not (dtype.is_floating_point or dtype.is_complex):
-        dtype = ember.get_default_dtype()
-    return ember.mul(x, ember.exp2(_as_tensor_like(exponent, x).to(dtype)))
+    exponent = _as_tensor_like(exponent, x)
+    if not (exponent.is_floating_point() or exponent.is_complex()):
+        # PyTorch: a floating input keeps its dtype (its ldexp kernel), any other is
+        # mul(x, pow(2.0, exponent)), the power in the default dtype (so uint16 runs too)
+        floating = x.is_floating_point() or x.is_complex()
+        exponent = exponent.to(x.dtype if floating else ember.get_default_dtype())
+    return ember.mul(x, ember.exp2(exponent.to(ember.result_type(x, exponent))))
 
 
 def _np_ldexp(x, exponent):
@@ -165,7 +168,7 @@ def _scaled(factor):
 
 
 def _signbit(x):
-    if x.dtype is ember.bool:
+    if x.dtype is ember.bool or x.dtype.name.startswith("uint"):  # no sign bit: all False
         return ember.zeros(x.shape, dtype=ember.bool, device=x.device)
     if not x.is_floating_point():
         return x < 0

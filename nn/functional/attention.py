@@ -6,6 +6,7 @@ import functools
 import math
 
 import ember
+from ember.autograd.graph_names import present
 
 from .activation import softmax
 from .dropout import dropout
@@ -25,6 +26,13 @@ def attention_weights(query, key, scale=None, blocked=None, additive=None, is_ca
                       dropout_p=0.0):  # fmt: skip
     """``softmax(Q K^T * scale + additive)`` over keys, -inf where ``blocked`` (True: may not
     attend) or in the future under ``is_causal``, then dropout. Shape (..., L, S)."""
+    weights = softmax(attention_scores(query, key, scale, blocked, additive, is_causal), -1)
+    return dropout(weights, dropout_p, True) if dropout_p > 0.0 else weights
+
+
+def attention_scores(query, key, scale=None, blocked=None, additive=None, is_causal=False):
+    """``Q K^T * scale + additive``, -inf where ``blocked`` or in the future under
+    ``is_causal``: what the softmax over keys takes. Shape (..., L, S)."""
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     # Scaling Q (L x E) costs less than scaling the scores (L x S) and rounds the same way.
     scores = ember.matmul(query * factor, key.transpose(-2, -1))
@@ -34,8 +42,7 @@ def attention_weights(query, key, scale=None, blocked=None, additive=None, is_ca
         scores = scores.masked_fill(blocked, -math.inf)
     if additive is not None:
         scores = scores + additive
-    weights = softmax(scores, -1)
-    return dropout(weights, dropout_p, True) if dropout_p > 0.0 else weights
+    return scores
 
 
 def scaled_dot_product_attention(
@@ -62,10 +69,17 @@ def _scaled_dot_product_attention(
         )
     if is_causal and attn_mask is not None:
         raise RuntimeError("scaled_dot_product_attention: pass either attn_mask or is_causal")
-    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
-        repeat = query.shape[-3] // key.shape[-3]
-        key = key.repeat_interleave(repeat, -3)
-        value = value.repeat_interleave(repeat, -3)
+    call = {
+        "query": query,
+        "key": key,
+        "value": value,
+        "attn_mask": attn_mask,
+        "dropout_p": dropout_p,
+        "is_causal": is_causal,
+        "scale": scale,
+        "enable_gqa": enable_gqa,
+    }
+    key, value = _grouped(query, key, value, enable_gqa)
     blocked = additive = None
     if attn_mask is not None:
         if attn_mask.dtype is ember.bool:
@@ -73,4 +87,77 @@ def _scaled_dot_product_attention(
         else:
             additive = attn_mask
     weights = attention_weights(query, key, scale, blocked, additive, is_causal, dropout_p)
-    return ember.matmul(weights, value)
+    out = ember.matmul(weights, value)
+    if not out.requires_grad or not flash_on_cpu(call):
+        return out  # PyTorch's math path: its matmuls and softmax, as ember's parts show
+    inputs = (call["query"], call["key"], call["value"])
+    return present(out, _FLASH_NODE, *inputs, saved=call, outputs={"output": out})
+
+
+def _grouped(query, key, value, enable_gqa: bool):
+    """Key and value with each head repeated for its group of query heads (``enable_gqa``)."""
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        repeat = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(repeat, -3)
+        value = value.repeat_interleave(repeat, -3)
+    return key, value
+
+
+_FLASH_NODE = "ScaledDotProductFlashAttentionForCpuBackward0"
+_FLASH_DTYPES = frozenset({ember.float32, ember.float64, ember.bfloat16, ember.float16})
+
+
+def flash_on_cpu(call: dict) -> bool:
+    """Whether PyTorch's CPU build runs the call as its one flash-attention op
+    (sdp_utils_cpp's use_flash_attention_cpp, checked against torch 2.13), whose node ember's
+    then shows; else PyTorch runs the math path, whose parts ember's show too."""
+    qkv = (call["query"], call["key"], call["value"])
+    if call["dropout_p"] > 0.0 or any(t.device.type != "cpu" or t.ndim != 4 for t in qkv):
+        return False
+    if call["query"].dtype not in _FLASH_DTYPES or any(t.dtype != qkv[0].dtype for t in qkv):
+        return False
+    if any(t.stride(-1) != 1 or 0 in t.shape[2:] for t in qkv):
+        return False
+    query, key, value = (t.shape for t in qkv)
+    batch, heads, length, size = query
+    if key[0] != batch or value[0] != batch or key[3] != size or value[3] != size:
+        return False
+    if key[1] != value[1] or not (heads == key[1] or call["enable_gqa"]):
+        return False
+    source = key[2]
+    mask = call["attn_mask"]
+    if mask is None:
+        return True
+    if mask.requires_grad or mask.ndim not in (2, 4) or mask.shape[-2] not in (1, length):
+        return False
+    if mask.shape[-1] not in (1, source):
+        return False
+    return mask.ndim == 2 or (mask.shape[0] in (1, batch) and mask.shape[1] in (1, heads))
+
+
+def flash_logsumexp(call: dict):
+    """The log-sum-exp of each query's scores, (B, H, L), which PyTorch's CPU flash kernel
+    keeps for its backward (ember's softmax node needs none): recomputed when asked, in
+    float32 for the half types as there."""
+    key, _ = _grouped(call["query"], call["key"], call["value"], call["enable_gqa"])
+    mask = call["attn_mask"]
+    with ember.no_grad():
+        scores = attention_scores(
+            call["query"],
+            key,
+            call["scale"],
+            mask.logical_not() if mask is not None and mask.dtype is ember.bool else None,
+            mask if mask is not None and mask.dtype is not ember.bool else None,
+            call["is_causal"],
+        )
+        wide = ember.float32 if scores.dtype in (ember.float16, ember.bfloat16) else scores.dtype
+        return scores.to(wide).logsumexp(-1)
+
+
+def flash_mask(call: dict):
+    """The mask PyTorch's flash node keeps: a boolean one as 0 / -inf in the query's dtype."""
+    mask = call["attn_mask"]
+    if mask is None or mask.dtype is not ember.bool:
+        return mask
+    zeros = ember.zeros(mask.shape, dtype=call["query"].dtype, device=mask.device)
+    return zeros.masked_fill(mask.logical_not(), -math.inf)

@@ -12,7 +12,6 @@ import ember
 from ember.autograd import Function
 from ember.dispatcher.optable import OPS
 
-from .activation import log_softmax
 from .normalization import norm_at_least
 
 
@@ -182,38 +181,6 @@ def cross_entropy(
     return OPS["cross_entropy_loss"](
         input, target, weight, reduction, ignore_index, label_smoothing
     )
-
-
-def _cross_entropy_loss(
-    input, target, weight=None, reduction="mean", ignore_index=-100, label_smoothing=0.0
-):
-    if not target.dtype.is_floating_point and not label_smoothing:
-        # class indices: PyTorch's composition, whose graph is NllLoss over LogSoftmax
-        logp = log_softmax(input, 1 if input.ndim > 1 else 0)
-        return OPS["nll_loss"](logp, target, weight, reduction, ignore_index)
-    input, target, unbatched = _batched(input, target)
-    logp = log_softmax(input, 1)
-    classes = input.shape[1]
-    weighted = logp if weight is None else logp * _class_view(weight, input.ndim)
-    if target.dtype.is_floating_point:  # class probabilities
-        if tuple(target.shape) != tuple(input.shape):
-            raise ValueError(
-                f"cross_entropy: probability targets must have the input's shape "
-                f"{list(input.shape)}, got {list(target.shape)}"
-            )
-        if label_smoothing:
-            target = target * (1 - label_smoothing) + label_smoothing / classes
-        loss = -(weighted * target).sum(1)
-        if reduction == "mean":
-            return loss.sum() / (input.numel() // classes)
-        loss = _reduce(loss, reduction)
-        return loss.squeeze(0) if unbatched and reduction == "none" else loss
-    loss, weights, valid = _picked("cross_entropy", logp, target, weight, ignore_index)
-    if label_smoothing:
-        # Each valid target also spreads label_smoothing / C over every (weighted) class.
-        spread = -weighted.sum(1) * valid.to(logp.dtype)
-        loss = (1 - label_smoothing) * loss + (label_smoothing / classes) * spread
-    return _class_loss(loss, weights, reduction, unbatched)
 
 
 class _BinaryCrossEntropy(Function):

@@ -100,6 +100,15 @@ CASES = {
     "ce smoothing": lambda lib, x, w, b, m: F(lib).cross_entropy(
         w, lib.tensor([0, 2]), label_smoothing=0.1
     ),
+    "ce probs smoothing none": lambda lib, x, w, b, m: F(lib).cross_entropy(
+        w, w.softmax(1), reduction="none", label_smoothing=0.2
+    ),
+    "ce smoothing weight sum": lambda lib, x, w, b, m: F(lib).cross_entropy(
+        w, lib.tensor([0, 2]), x.detach().abs(), reduction="sum", label_smoothing=0.1
+    ),
+    "ce unbatched smoothing": lambda lib, x, w, b, m: F(lib).cross_entropy(
+        x, lib.tensor(1), label_smoothing=0.3
+    ),
     "nll": lambda lib, x, w, b, m: F(lib).nll_loss(w.log_softmax(1), lib.tensor([0, 2])),
     "kl_div": lambda lib, x, w, b, m: F(lib).kl_div(
         w.log_softmax(1), w.detach().softmax(1), reduction="batchmean"
@@ -159,6 +168,11 @@ CASES = {
     ),
     "qr": lambda lib, x, w, b, m: lib.linalg.qr(m[0, 0])[0],
     "svdvals": lambda lib, x, w, b, m: lib.linalg.svdvals(m[0, 0]),
+    "svd": lambda lib, x, w, b, m: lib.linalg.svd(m[0, 0], full_matrices=False)[1],
+    "det batched": lambda lib, x, w, b, m: lib.linalg.det(m[0]),
+    "det transposed": lambda lib, x, w, b, m: lib.linalg.det(m[0, 0].mT),
+    "solve transposed": lambda lib, x, w, b, m: lib.linalg.solve(m[0, 0].mT, m[0, 1]),
+    "solve right": lambda lib, x, w, b, m: lib.linalg.solve(m[0, 0], m[0, 1], left=False),
     "matrix_norm": lambda lib, x, w, b, m: lib.linalg.matrix_norm(m[0, 0]),
     "vector_norm": lambda lib, x, w, b, m: lib.linalg.vector_norm(x),
     "cat": lambda lib, x, w, b, m: lib.cat([w, w], 1),
@@ -167,9 +181,17 @@ CASES = {
     "where scalar": lambda lib, x, w, b, m: lib.where(x > 0, x, b[0]),
     "where both": lambda lib, x, w, b, m: lib.where(x > 0, x, x * 2),
     "masked_fill": lambda lib, x, w, b, m: x.masked_fill(x > 0, 0.0),
+    "masked_fill_": lambda lib, x, w, b, m: (x * 2).masked_fill_(x > 0, 0.0),
+    "masked_fill_ tensor": lambda lib, x, w, b, m: (w * 2).masked_fill_(w > 0, b[0]),
+    "masked_fill tensor": lambda lib, x, w, b, m: w.masked_fill(w > 0, b[0]),
+    "masked_fill_ view": lambda lib, x, w, b, m: (w * 2)[0].masked_fill_(x > 0, 1.0),
     "masked_select": lambda lib, x, w, b, m: x.masked_select(x > 0),
     "masked_scatter": lambda lib, x, w, b, m: x.masked_scatter(x > 0, w.detach().flatten()),
     "index_put": lambda lib, x, w, b, m: x.index_put((lib.tensor([0]),), b[:1]),
+    "index_put accumulate": lambda lib, x, w, b, m: w.index_put(
+        (lib.tensor([1, 1]), lib.tensor([0, 2])), x[:2], accumulate=True
+    ),
+    "index_put mask": lambda lib, x, w, b, m: x.detach().index_put((x.detach() > 0,), b[1]),
     "scatter": lambda lib, x, w, b, m: x.scatter(0, lib.tensor([0]), b[:1]),
     "scatter_add": lambda lib, x, w, b, m: x.scatter_add(0, lib.tensor([0]), b[:1]),
     "index_add": lambda lib, x, w, b, m: x.index_add(0, lib.tensor([0]), b[:1]),
@@ -203,6 +225,13 @@ CASES = {
     "F.unfold": lambda lib, x, w, b, m: F(lib).unfold(m, 2),
     "pixel_shuffle": lambda lib, x, w, b, m: F(lib).pixel_shuffle(m[:, :1].expand(2, 4, 4, 4), 2),
     "sdpa": lambda lib, x, w, b, m: F(lib).scaled_dot_product_attention(m, m, m),
+    "sdpa causal gqa": lambda lib, x, w, b, m: F(lib).scaled_dot_product_attention(
+        m[:, :2].reshape(1, 4, 4, 4), m[:1, :2], m[1:, 1:], is_causal=True, enable_gqa=True
+    ),
+    "sdpa bool mask": lambda lib, x, w, b, m: F(lib).scaled_dot_product_attention(
+        m, m, m, attn_mask=lib.ones(4, 4, dtype=lib.bool).tril(), scale=0.5
+    ),
+    "sdpa 3d": lambda lib, x, w, b, m: F(lib).scaled_dot_product_attention(m[0], m[1], m[1]),
     "glu": lambda lib, x, w, b, m: F(lib).glu(m, 2),
     "logit": lambda lib, x, w, b, m: x.sigmoid().logit(),
     "erf": lambda lib, x, w, b, m: x.erf(),

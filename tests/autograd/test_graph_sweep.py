@@ -15,30 +15,25 @@ from .graph_cases import CASES, leaves
 
 # Graphs that differ from PyTorch's, and why.
 GRAPHS_DIFFER = {
-    "ce probs": "probability targets: PyTorch and ember compose the loss from different parts",
-    "ce smoothing": "label smoothing: PyTorch and ember compose the loss from different parts",
-    "einsum": "ember contracts with its own plan of permutes and bmm (PyTorch's is another)",
-    "index_put": "ember's out-of-place index_put is a clone and an index_put_ (CopySlices)",
-    "sdpa": "ember's attention is matmuls and a softmax; PyTorch's CPU one is one flash node",
+    "einsum": "PyTorch's chain is its einsum algorithm's (a permute per operand, unsqueezes, "
+    "sumproduct_pair's permute/view/bmm/view/permute, a last view); ember's plan (expand, view, "
+    "bmm, view, permute) gives the same values and gradients: matching means porting that",
+    "masked_fill_ view": "masked_fill_ is masked_fill copied in: on a view, the CopySlices "
+    "also lists the copied value's node, and the view after it keeps no _saved_size/stride",
 }
-_LAPACK = "ember's formula keeps what it needs, not LAPACK's factors"
-# _saved_* attributes of PyTorch's node that ember's does not have, and why.
+# _saved_* attributes of PyTorch's node that ember's does not have, and why: inputs ember's
+# formula does not need, which keeping would hold in memory for the graph's life.
 SAVED_MISSING = {
-    "det": ({"_saved_LU", "_saved_pivots"}, _LAPACK),
-    "solve": ({"_saved_LU", "_saved_pivots"}, _LAPACK),
-    "svdvals": (
-        {
-            "_saved_S",
-            "_saved_S_sym_argsize_minus_1",
-            "_saved_U",
-            "_saved_Vh",
-            "_saved_full_matrices",
-        },
-        _LAPACK,
+    "max_pool2d": (
+        {"_saved_self"},
+        "ember's formula needs the input's shape and the indices, not the input (a block's "
+        "largest activation)",
     ),
-    "max_pool2d": ({"_saved_self"}, "ember's formula needs the input's shape, not its values"),
     "index_add": ({"_saved_source"}, "ember's formula needs the source's shape, not its values"),
-    "layer_norm affine": ({"_saved_bias"}, "ember's layer_norm formula needs no bias"),
+    "layer_norm affine": (
+        {"_saved_bias"},
+        "ember's layer_norm formula needs no bias (PyTorch's asks only whether there is one)",
+    ),
 }
 # Random values: compared by presence only.
 RANDOM = {"dropout": {"_saved_other"}}

@@ -9,8 +9,6 @@ only this test executes cufft.py's plan cache, stream binding and exec calls in 
 from __future__ import annotations
 
 import ctypes
-import glob
-import os
 import re
 import shutil
 import subprocess
@@ -19,6 +17,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from ember_backend_cuda import compiler, cufft
+from nvidia_headers import include_dirs
 from test_solver_abi import _build
 
 FUNCTION = re.compile(r"cufftResult\s+\w+\([^;]*\);", re.S)
@@ -93,27 +92,15 @@ def test_plan_cache_is_bounded(binding):
     assert library.ember_stub_log().decode().split().count("cufftDestroy") == 2
 
 
-def _cufft_header() -> str | None:
-    nvcc = compiler.find_nvcc()
-    roots = [os.path.join(os.path.dirname(os.path.realpath(nvcc)), "..", "include")] if nvcc else []
-    # a wheel's or toolkit's lib/ (lib64/) sits beside its include/
-    roots += [os.path.join(os.path.dirname(os.path.dirname(p)), "include")
-              for p in cufft.library_candidates()]  # fmt: skip
-    roots += glob.glob("/usr/local/cuda*/include")
-    for root in roots:
-        if os.path.isfile(os.path.join(root, "cufft.h")):
-            return root
-    return None
-
-
 def test_declarations_match_nvidias_header(tmp_path):
     """Each declared function, redeclared after ``#include <cufft.h>``: a different signature is
     a compile error."""
-    nvcc, include = compiler.find_nvcc(), _cufft_header()
-    if nvcc is None or include is None:
+    nvcc, includes = compiler.find_nvcc(), include_dirs("cufft.h", cufft)
+    if nvcc is None or includes is None:
         pytest.skip("nvcc and cufft.h (the CUDA toolkit's cuFFT) are not installed")
     source = tmp_path / "decls.cu"
     source.write_text("#include <cufft.h>\n" + "\n".join(FUNCTION.findall(cufft.CDEF)) + "\n")
-    done = subprocess.run([nvcc, "-c", "-I", include, "-o", str(tmp_path / "decls.o"),
-                           str(source)], capture_output=True, text=True)  # fmt: skip
+    flags = [f"-I{include}" for include in includes]
+    done = subprocess.run([nvcc, "-c", *flags, "-o", str(tmp_path / "decls.o"), str(source)],
+                          capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -84,11 +84,17 @@ def _logged(monkeypatch, run) -> str:
     return "\n".join(f"{a}: {t}" for a, t in lines)
 
 
-def test_fusion_log_says_kernel_or_op_by_op(monkeypatch, device):
+def test_fusion_log_says_which_kernel(monkeypatch, device):
+    """The fused op's kernel where the backend has one (the CPU); elsewhere the update traced
+    as one generated multi-tensor kernel (xpu, CUDA: compiler/optim_rules.FUSED_OP_RULES)."""
     text = _logged(monkeypatch, lambda: _train(ember, "Adam", {}, device, compiled=True, steps=2))
-    has_kernel = resolve("ember::_fused_adam_").kernel(device, ember.float64) is not None
-    expected = "one fused kernel" if has_kernel else "no fused kernel: replays op by op"
-    assert f"_fused_adam_ on {device} ember.float64, 3 tensors: {expected}" in text
+    if resolve("ember::_fused_adam_").kernel(device, ember.float64) is not None:
+        assert f"_fused_adam_ on {device} ember.float64, 3 tensors: one fused kernel" in text
+    else:
+        assert (
+            f"Adam update on {device} ember.float64, 3 tensors: 1 fused kernel(s), multi-tensor"
+            in text
+        )
 
 
 def test_hyperparameter_change_and_state_load_rebuild(device):

@@ -1,5 +1,6 @@
 """Elementwise kernels, generated from one description per op (see _shared.py) into
-clc/elementwise.cl: one program per (op, dtype), compiled on first use.
+clc/elementwise.cl (the expressions' helpers in clc/ewmath.cl): one program per (op, dtype),
+compiled on first use.
 
 Kernel convention (ember's op table): ``kernel(out, x, *params)`` (unary), ``kernel(out, a, b)``
 (binary), ``kernel(out, a, b, c, *params)`` (ternary); operands are tensors of the compute dtype
@@ -47,7 +48,7 @@ def _source(arity: int, token: str, out: str, expression: str) -> str:
     ]
     if _REPORTS.search(expression):
         lines.append("#define HAS_STATUS 1")
-    return "\n".join(lines) + "\n" + source("elementwise.cl")
+    return "\n".join(lines) + "\n" + source("ewmath.cl") + source("elementwise.cl")
 
 
 def _params(name: str, arity: int, operands, extra):

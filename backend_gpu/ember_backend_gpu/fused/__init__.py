@@ -1,0 +1,126 @@
+"""Fused kernels for ember's GPU backends: ``ember_fused_kernel`` in the shared layer.
+
+ember's compiler hands a backend a description of a chain of elementwise ops (its
+``compiler/fusion.py`` ``FusedKernel``, in the op table's names) and gets back a callable. One
+generator writes the kernel for every GPU target from that description: ``chain`` (a chain,
+possibly ending in a row op over the last dim: ``rows``; the steps: ``steps``) and ``multi`` (a
+multi-tensor chain: an
+optimizer's update over all its tensors), each in a ``dialect`` (CUDA C++ for CUDA and HIP,
+OpenCL C for xpu) whose per-op expressions are those of the target's eager elementwise kernels.
+This module is the glue of the CUDA-like runtimes (``gpu.GpuRuntime``: CUDA, ROCm and the
+emulator), which build a generated module as they build codegen's (the same compiler and disk
+cache, keyed by source); the xpu plugin has its own glue over the same text
+(backend_intel/fused.py).
+
+A description the generator cannot express, or a compiler that rejects the text, gives None:
+the chain replays op by op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+import numpy as np
+
+from .. import launch
+from ..diskcache import CompileError
+from ..kernels._args import addr, device
+from . import chain, multi
+from .dialect import CUDA, HIP
+
+LOG = logging.getLogger("ember_backend_gpu.fused")
+DIALECTS = {"cuda": CUDA, "hip": HIP}
+
+
+def hook(runtimes: dict, device_type: str, description):
+    """A CUDA-like plugin's ``ember_fused_kernel``: ``runtimes`` holds what its
+    ``ember_backend_load`` made, by device type."""
+    runtime = runtimes.get(device_type)
+    return None if runtime is None else kernel(runtime, description)
+
+
+def kernel(runtime, description):
+    """``fn(*outs, *inputs)`` for ``description`` on ``runtime``'s devices, or None."""
+    dialect = DIALECTS.get(runtime.target)
+    if dialect is None:
+        return None
+    if getattr(description, "segments", ()):
+        return _multi(runtime, description, dialect)
+    made = chain.source(description, dialect)
+    if made is None:
+        return None
+    text, work, lanes = made
+    count = len(description.outputs) + len(description.inputs)
+    function = _builder(runtime, text, chain.KERNEL, "P" * count)
+    if function is None:
+        return None
+
+    def run(*tensors):
+        if work:
+            index = device(tensors[0])
+            sm = runtime.sm_count(index)
+            # a block per row (lanes), or a thread per element or row
+            blocks = min(work, sm * launch.BLOCKS_PER_SM) if lanes else launch.grid(work, sm)
+            args = [addr(t) for t in tensors]
+            runtime.call(index, function(index), blocks, lanes or launch.BLOCK, *args)
+
+    run.source = text
+    return run
+
+
+def _builder(runtime, text: str, name: str, arg_format: str):
+    """``index -> launchable function`` of the generated module ``text``, built now on the
+    current device (a compile error returns None: the chain runs op by op)."""
+    module = "fused." + hashlib.sha256(text.encode()).hexdigest()[:24]
+
+    def function(index):
+        return runtime.generated(index, module, text, name, arg_format)
+
+    try:
+        function(runtime.current_device())
+    except CompileError as failed:
+        LOG.warning("fused kernel not built (%s); the chain runs op by op", failed)
+        return None
+    return function
+
+
+def _multi(runtime, d, dialect):
+    """The multi-tensor kernel: one launch over every tensor, their pointers and sizes a table
+    in device memory written at each call."""
+    text = multi.source(d, dialect)
+    if text is None:
+        return None
+    columns = multi.layout(d)
+    numbers = [k for k, spec in enumerate(d.inputs) if not multi.segmented(spec)]
+    function = _builder(runtime, text, multi.KERNEL, "P" * (1 + len(numbers)))
+    if function is None:
+        return None
+    per_tensor = [True] * sum(w is None for w in d.writes) + [multi.segmented(s) for s in d.inputs]
+    count = len(d.segments)
+    rows = np.zeros((count, len(columns) + 1), np.int64)
+    rows[:, -1] = d.segments
+    tables: dict = {}  # device -> its table's allocation (kept with the kernel)
+    longest = max(d.segments)
+
+    def run(*args):
+        index = device(next(a[0] if p else a for p, a in zip(per_tensor, args)))
+        column, scalars = 0, []
+        for each, arg in zip(per_tensor, args):
+            if each:
+                rows[:, column] = [addr(t) for t in arg]
+                column += 1
+            else:
+                scalars.append(addr(arg))
+        table = tables.get(index)
+        if table is None:
+            table = tables[index] = runtime.alloc(rows.nbytes, index)
+        runtime.copy_in(table, 0, rows.view(np.uint8).reshape(-1), index)
+        sm = runtime.sm_count(index)
+        blocks = max(1, min(-(-longest // launch.BLOCK), -(-sm * launch.BLOCKS_PER_SM // count)))
+        at = runtime.address(table)
+        runtime.call(index, function(index), (blocks, count), launch.BLOCK, at, *scalars)
+
+    run.source = text
+    run.segments = d.segments  # what the compiler checks: this kernel takes them
+    return run

@@ -1,0 +1,100 @@
+"""The kernel text of one fused chain (ember's compiler/fusion.py ``FusedKernel``), per dialect.
+
+``em_fused(outputs..., inputs...)``: outputs contiguous, inputs contiguous at their own shape
+and read through the description's broadcast strides; the sizes are constants of the source (a
+new shape is a new kernel, as on the CPU). The steps are steps.py's device functions, so a step
+rounds as the eager op does. An elementwise chain runs a work-item per element of the collapsed
+output (a grid-stride loop); a chain ending in a row op runs a work-item or a work-group per
+row (rows.py).
+
+``source`` returns None for what it does not know (an op missing from the dialect's table, a
+dtype, a row op that is not last, a description field it does not read), so the chain replays
+op by op: never wrong numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..launch import coalesce
+from . import rows
+from .dialect import C_TYPES, Dialect
+from .steps import KNOWN_PARAMS, ROW, body, known, step_functions
+
+KERNEL = "em_fused"
+
+
+def signature(d, dialect: Dialect) -> tuple[list, list]:
+    """``(parameter declarations, lines making each pointer its tensor's first element)``."""
+    params, bases = [], []
+    for k, index in enumerate(d.outputs):
+        ct = dialect.u8 if d.steps[index].dtype == "bool" else C_TYPES[d.dtype]
+        params += dialect.pointer(ct, f"o{k}", False)
+        bases.append(dialect.base(ct, f"o{k}", False))
+    for k, spec in enumerate(d.inputs):
+        ct = dialect.u8 if spec.dtype == "bool" else C_TYPES[spec.dtype]
+        params += dialect.pointer(ct, f"i{k}", True)
+        bases.append(dialect.base(ct, f"i{k}", True))
+    return params, [b for b in bases if b]
+
+
+def unravel(sizes: list, strides: list, at: str, indent: str, i64: str) -> list:
+    """Lines setting ``b<k>``, input k's offset of the element (or row) ``at`` of the collapsed
+    space ``sizes``, innermost dimension first."""
+    lines = [f"{indent}{i64} rem = {at}, q = 0; (void)q;"]
+    lines += [f"{indent}{i64} b{k} = 0;" for k in range(len(strides))]
+    for dim in range(len(sizes) - 1, -1, -1):
+        if dim:
+            lines.append(f"{indent}q = rem % {sizes[dim]}; rem /= {sizes[dim]};")
+        value = "q" if dim else "rem"
+        lines += [f"{indent}b{k} += {value} * {s[dim]};" for k, s in enumerate(strides) if s[dim]]
+    return lines
+
+
+def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
+    """``(text, work, lanes)`` of ``d``'s kernel (the dialect's prelude not included): ``work``
+    elements or rows, ``lanes`` work-items per row (0: a work-item per element or row); or
+    None."""
+    if not known(d) or getattr(d, "segments", ()):
+        return None
+    *body_steps, last = d.steps
+    row = last.op in ROW
+    if any(s.op in ROW for s in body_steps) or (row and last.op not in rows.OPS):
+        return None
+    if set(last.params) - KNOWN_PARAMS.get(last.op, set()):
+        return None
+    functions = step_functions(d, dialect, len(d.steps) - row)
+    if functions is None:
+        return None
+    params, bases = signature(d, dialect)
+    lines = [*functions, f"{dialect.kernel} {KERNEL}({', '.join(params)}) {{", *bases]
+    strides = [list(i.strides) for i in d.inputs]
+    i64 = dialect.i64
+    if row:
+        outer, ostrides = coalesce(tuple(d.shape[:-1]) or (1,), [s[:-1] or [0] for s in strides])
+        work = math.prod(d.shape[:-1])
+        block = d.shape[-1] >= rows.BLOCK_MIN
+        lines += rows.head(dialect, block)
+        if block:  # a work-group per row
+            first, step = dialect.group[0], dialect.groups
+            lines.append(f"    for ({i64} r = {first}; r < {work}; r += {step}) {{")
+        else:
+            lines.append(_grid_loop(dialect, "r", work))
+        lines += unravel(list(outer), [list(s) for s in ostrides], "r", " " * 8, i64)
+        lines += rows.text(d, dialect, [s[-1] for s in strides], block)
+        lanes = rows.LANES if block else 0
+    else:
+        work, lanes = math.prod(d.shape), 0
+        sizes, collapsed = coalesce(tuple(d.shape) or (1,), [s or [0] for s in strides])
+        lines.append(_grid_loop(dialect, "i", work))
+        lines += unravel(list(sizes), [list(s) for s in collapsed], "i", " " * 8, i64)
+        lines += body(d, dialect, [f"b{k}" for k in range(len(d.inputs))], len(d.steps), " " * 8)
+        lines += [f"        o{k}[i] = s{index};" for k, index in enumerate(d.outputs)]
+    lines += ["    }", "}"]
+    return "\n".join(lines) + "\n", work, lanes
+
+
+def _grid_loop(dialect: Dialect, var: str, count: int) -> str:
+    """A grid-stride loop over ``count`` items (elements or rows)."""
+    start, step = dialect.gid, dialect.gsize
+    return f"    for ({dialect.i64} {var} = {start}; {var} < {count}; {var} += {step}) {{"

@@ -1,0 +1,102 @@
+"""A fused chain's steps as device functions, and the lines computing them per element.
+
+Each step becomes ``em_s<n>``, a device function wrapping its op's expression from the
+dialect's table (the target's eager elementwise kernels' own), its parameters bound as the
+eager glue binds them; ``body`` loads the inputs and calls the functions in order. Shared by
+the chain kernels (chain.py, rows.py) and the multi-tensor ones (multi.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .dialect import C_TYPES, TOKENS, Dialect
+
+ROW = frozenset(("sum", "mean", "amax", "softmax", "log_softmax", "layer_norm"))
+# The FusedKernel fields the generators read; a description that sets another (a later
+# fusion feature) is declined rather than half understood.
+KNOWN = frozenset(("device_type", "shape", "dtype", "inputs", "steps", "outputs", "segments",
+                   "writes"))  # fmt: skip
+
+
+# The non-tensor arguments a step may carry (``FusedStep.params``), by op: GELU's form here,
+# the row ops' in rows.py; any other is declined
+KNOWN_PARAMS = {"gelu": {"approximate"}, "sum": {"keepdim"}, "mean": {"keepdim"},
+                "amax": {"keepdim"}, "layer_norm": {"eps"}}  # fmt: skip
+
+
+def known(d) -> bool:
+    """Whether every field of ``d`` is one this generator reads, set to what it handles."""
+    if dataclasses.is_dataclass(d):
+        extra = {f.name for f in dataclasses.fields(d)} - KNOWN
+        if any(getattr(d, name) not in (None, (), {}, False, 0) for name in extra):
+            return False
+    return d.dtype in TOKENS and all(i.dtype in C_TYPES for i in d.inputs)
+
+
+def step_functions(d, dialect: Dialect, count: int) -> list | None:
+    """A device function per step of the first ``count`` (``em_s<n>``), or None when an op or
+    its dtype is missing from the dialect's table."""
+    token = TOKENS[d.dtype]
+    ct = C_TYPES[d.dtype]
+    lines = [f"#define ct {ct}"]
+    for n, step in enumerate(d.steps[:count]):
+        expression = dialect.expressions.get(step.op, {}).get(token)
+        if expression is None or step.op in ROW or len(step.args) not in (1, 2, 3):
+            return None
+        if set(step.params) - KNOWN_PARAMS.get(step.op, set()):  # an argument not bound here
+            return None
+        names = ("x",) if len(step.args) == 1 else ("a", "b", "c")[: len(step.args)]
+        types = [_arg_type(d, arg, ct) for arg in step.args]
+        params = ", ".join(f"{t} {v}" for t, v in zip(types, names))
+        out = "int" if step.dtype == "bool" else ct
+        bound = dialect.params.format(*_params(step))
+        lines += [
+            f"{dialect.fn} {out} em_s{n}({params}) {{",
+            f"    {bound}",
+            f"    return ({expression});",
+            "}",
+        ]
+    lines.append("#undef ct")
+    return lines
+
+
+def _params(step) -> tuple:
+    """The expression's parameters: GELU's form (1: tanh), as the eager glue passes it."""
+    if step.op == "gelu":
+        return ("1.0" if step.params.get("approximate") == "tanh" else "0.0", "0.0", "0.0")
+    return ("0.0", "0.0", "0.0")
+
+
+def _arg_type(d, arg, ct: str) -> str:
+    kind, value = arg
+    if kind == "input":
+        return "int" if d.inputs[value].dtype == "bool" else ct
+    if kind == "step":
+        return "int" if d.steps[value].dtype == "bool" else ct
+    return ct
+
+
+def operand(arg, dialect: Dialect, dtype: str) -> str:
+    kind, value = arg
+    if kind == "input":
+        return f"v{value}"
+    if kind == "step":
+        return f"s{value}"
+    return dialect.literal(value, dtype)
+
+
+def body(d, dialect: Dialect, index: list, count: int, indent: str) -> list:
+    """Lines loading every input at ``index[k]`` and computing the first ``count`` steps."""
+    lines = []
+    for k, spec in enumerate(d.inputs):
+        load = f"i{k}[{index[k]}]"
+        if spec.dtype == "bool":
+            lines.append(f"{indent}int v{k} = {load} != 0;")
+        else:
+            lines.append(f"{indent}{C_TYPES[d.dtype]} v{k} = {load};")
+    for n, step in enumerate(d.steps[:count]):
+        ct = "int" if step.dtype == "bool" else C_TYPES[d.dtype]
+        args = ", ".join(operand(a, dialect, d.dtype) for a in step.args)
+        lines.append(f"{indent}{ct} s{n} = em_s{n}({args});")
+    return lines
