@@ -81,7 +81,9 @@ class FusedKernel:
     # tensors of these sizes (``shape`` is their sum) given one by one, never concatenated
     segments: tuple = ()
     writes: tuple = ()  # with segments, per output: the input it is stored into, or None
-    features: frozenset = frozenset()  # ROW_STEPS...: what a generator must know to run it
+    # ROW_STEPS...: what a generator must know to run it, sorted; empty, a generator that reads
+    # only the fields above sees the chain it knew (ember_backend_gpu's checks: falsy)
+    features: tuple = ()
 
 
 @dataclass
@@ -101,9 +103,10 @@ class Chain:
 
 
 # ---- chains --------------------------------------------------------------------------------------
-def plan(nodes, outputs) -> tuple[list, list]:
+def plan(nodes, outputs, rows: bool = True) -> tuple[list, list]:
     """``(chains, reasons)``: the chains of two or more fusible nodes, and a line per
-    elementwise node left out saying why."""
+    elementwise node left out saying why. ``rows=False``: the chains a generator without
+    ``features`` takes (no per-row steps, a row op only last, no indexed steps)."""
     users: dict = {}  # value -> the nodes reading it (a node once per argument)
     for node in nodes:
         for value in node.inputs():
@@ -111,8 +114,8 @@ def plan(nodes, outputs) -> tuple[list, list]:
     returned = set(outputs)
     order = {node: i for i, node in enumerate(nodes)}
     reasons: list = []
-    group = _grow(nodes, users, order, reasons)
-    _absorb(nodes, group, users, order)
+    group = _grow(nodes, users, order, reasons, rows)
+    _absorb(nodes, group, users, order, rows)
     chains, seen = [], set()
     for node in nodes:
         chain = group.get(node)
@@ -142,7 +145,7 @@ def _stored(chain, users, returned) -> list:
     return [*found, chain[-1].output()]
 
 
-def _grow(nodes, users, order, reasons) -> dict:
+def _grow(nodes, users, order, reasons, rows) -> dict:
     """node -> its chain (a list shared by the chain's nodes): each fusible node joins the
     chains of its operands. A value also read outside the chain is stored (a second output)
     when all those readers come after the chain's end; a softmax, log_softmax, layer_norm or
@@ -150,6 +153,8 @@ def _grow(nodes, users, order, reasons) -> dict:
     group: dict = {}
     for node in nodes:
         step = step_of(node)
+        if not rows and isinstance(step, tuple) and step[0] in INDEXED | {"full"}:
+            step = None
         if not isinstance(step, tuple):
             if step is not None:
                 reasons.append(f"{node.kind()}: {step}")
@@ -160,17 +165,17 @@ def _grow(nodes, users, order, reasons) -> dict:
             if producer not in group or group[producer] is chain:
                 continue
             joined = [n for n in group[producer] if n not in chain] + chain
-            if _joins(value, node) and _closed(joined, node, users, order):
+            if _joins(value, node, rows) and _closed(joined, node, users, order, rows):
                 chain = joined
         for member in chain:
             group[member] = chain
     return group
 
 
-def _closed(chain, last, users, order) -> bool:
+def _closed(chain, last, users, order, rows) -> bool:
     """Whether ``chain`` can run at ``last`` (its end): its nodes fit one kernel
     (``element_shape``), and every reader of its values outside it comes later."""
-    if element_shape(chain, last) is None:
+    if element_shape(chain, last, rows) is None:
         return False
     inside = set(chain)
     at = order[last]
@@ -188,15 +193,16 @@ def _per_row(sizes: tuple, shape: tuple) -> bool:
     return bool(shape) and shape[-1] != 1 and sizes == (*shape[:-1], 1)
 
 
-def element_shape(chain, last=None) -> tuple | None:
+def element_shape(chain, last=None, rows: bool = True) -> tuple | None:
     """The shape of ``chain``'s element steps, or None when its nodes do not fit one kernel.
     Each node is of that shape or per-row (``_per_row``); a row op reads an element value; a
     reduction without keepdim, softmax, log_softmax and layer_norm only as ``last``; a per-row
-    elementwise node reads per-row values only."""
+    elementwise node reads per-row values only. ``rows=False``: a row op only as ``last``,
+    no per-row steps before it."""
     last = chain[-1] if last is None else last
-    rows = [n for n in chain if _name(n) in ROW]
-    if rows:
-        shape = _sizes(rows[0].inputsAt(0))
+    ops = [n for n in chain if _name(n) in ROW]
+    if ops:
+        shape = _sizes(ops[0].inputsAt(0))
     else:
         shape = max((_sizes(n.output()) for n in chain), key=lambda s: (len(s), s[-1:]))
     for node in chain:
@@ -204,10 +210,13 @@ def element_shape(chain, last=None) -> tuple | None:
         if name in ROW:
             if _sizes(node.inputsAt(0)) != shape or (node is not last and name in NORMS):
                 return None
+            if node is not last and not rows:
+                return None
             if name in REDUCE and not _per_row(sizes, shape) and node is not last:
                 return None  # no keepdim: nothing in the chain can broadcast it
         elif sizes != shape and not (
-            _per_row(sizes, shape)
+            rows
+            and _per_row(sizes, shape)
             and all(_sizes(v) != shape for v in node.inputs() if isinstance(v.type(), TensorType))
         ):
             return None
@@ -220,7 +229,7 @@ def _metadata(node) -> bool:
     return _constant(node.output()) is not None if node.kind() == "prim::size" else False
 
 
-def _absorb(nodes, group, users, order) -> None:
+def _absorb(nodes, group, users, order, rows) -> None:
     """Merge a chain into the one chain that reads its result more than once (``z`` in
     ``where(x > 0, z, -z)``, ``y * sigmoid(y)``): the result stays in registers."""
     changed = True
@@ -236,8 +245,8 @@ def _absorb(nodes, group, users, order) -> None:
             if target is chain or any(group[r] is not target for r in readers):
                 continue
             end = max(target, key=order.__getitem__)
-            if all(_joins(value, r) for r in readers) and _closed(
-                chain + target, end, users, order
+            if all(_joins(value, r, rows) for r in readers) and _closed(
+                chain + target, end, users, order, rows
             ):
                 target.extend(chain)
                 for member in chain:
@@ -246,7 +255,7 @@ def _absorb(nodes, group, users, order) -> None:
                 break
 
 
-def _joins(value, node) -> bool:
+def _joins(value, node, rows: bool = True) -> bool:
     """Whether ``value`` (made by a chain) can stay inside ``node``'s chain: the shape of the
     node's elementwise work or a per-row statistic of it, and the chain's dtype (a
     comparison's bool only as a where's condition)."""
@@ -256,7 +265,7 @@ def _joins(value, node) -> bool:
         return False  # a comparison of the chain's values: its bool stays inside (Rprop's)
     out = node.output().type()
     sizes, target = _sizes(value), tuple(out.sizes())
-    if sizes != target and not _per_row(sizes, target):
+    if sizes != target and not (rows and _per_row(sizes, target)):
         return False
     return _dtype(value) == "bool" or _name(node) in COMPARE or value.type().dtype() == out.dtype()
 
@@ -300,7 +309,7 @@ def describe(chain: Chain) -> FusedKernel | str:
     features = {ROW_STEPS} if any(s.row for s in steps[:-1]) else set()
     features |= {ROW_INDEX} if any(s.op in INDEXED for s in steps) else set()
     return FusedKernel(
-        device, shape, dtype, specs, tuple(steps), stored, features=frozenset(features)
+        device, shape, dtype, specs, tuple(steps), stored, features=tuple(sorted(features))
     )
 
 
@@ -340,9 +349,21 @@ def kernel_for(description: FusedKernel):
 
 
 def schedule(nodes, outputs) -> list:
-    """The chains that got a kernel; the fusion log says which fused and why others did not."""
-    chains, reasons = plan(nodes, outputs)
-    fused = []
+    """The chains that got a kernel; the fusion log says which fused and why others did not.
+    When the backend declines a chain that uses ``features`` (a generator written before
+    them), the graph is planned again without them, so that backend fuses what it knows."""
+    fused, reasons, declined = _schedule(*plan(nodes, outputs))
+    if declined:
+        fused, reasons, _ = _schedule(*plan(nodes, outputs, rows=False))
+        reasons.insert(0, f"declined with features ({', '.join(declined)}): planned without")
+    if logs.enabled("fusion"):
+        logs.log("fusion", report(fused, reasons, len(nodes)))
+    return fused
+
+
+def _schedule(chains, reasons) -> tuple:
+    """``(chains with a kernel, reasons, chains declined that used features)``."""
+    fused, declined = [], []
     for chain in chains:
         description = describe(chain)
         why = description if isinstance(description, str) else ""
@@ -351,11 +372,11 @@ def schedule(nodes, outputs) -> list:
             chain.kernel, why = kernel_for(description)
         if why:
             reasons.append(f"chain ({chain.ops()}): {why}; runs op by op")
+            if chain.description is not None and chain.description.features:
+                declined.append(chain.ops())
             continue
         fused.append(chain)
-    if logs.enabled("fusion"):
-        logs.log("fusion", report(fused, reasons, len(nodes)))
-    return fused
+    return fused, reasons, declined
 
 
 def summary(graph) -> str:

@@ -125,7 +125,7 @@ def _supported(description) -> bool:
         return False
     if any(i.dtype not in C_TYPES for i in description.inputs):
         return False
-    if getattr(description, "features", frozenset()) - FEATURES:
+    if set(getattr(description, "features", ())) - FEATURES:
         return False
     *body, last = description.steps
     mid = OPS | REDUCE

@@ -93,7 +93,7 @@ def test_mid_chain_reduction_is_one_kernel(name, dtype):
     chains, _ = fusion.plan(list(graph.graphs[0].block().nodes()), graph.graphs[0].outputs())
     (chain,) = chains
     description = fusion.describe(chain)
-    assert description.features == {fusion.ROW_STEPS}
+    assert description.features == (fusion.ROW_STEPS,)
     assert description.shape == (3, 5, 37)
     assert any(step.row for step in description.steps[:-1])
 
@@ -124,14 +124,15 @@ def test_statistics_keep_nan_and_inf():
         np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, equal_nan=True, err_msg=name)
 
 
-def test_a_generator_without_the_feature_replays_op_by_op(monkeypatch):
-    """A backend generator that does not know ``row_steps`` returns None: the chain runs op by
-    op (what an xpu/CUDA generator written before the feature does)."""
+def test_a_generator_without_the_feature_gets_the_chains_it_knows(monkeypatch):
+    """A backend generator that does not know ``row_steps`` returns None for such a chain (as
+    an xpu/CUDA generator written before the feature does): the graph is planned again
+    without per-row steps, so it fuses the plain chains (several kernels instead of one)."""
     monkeypatch.setattr(fused_cpu, "FEATURES", frozenset())
     fn = CHAINS["layer_norm_by_hand"][0]
     arrays = _arrays(np.float64, (4, 11), seed=2)
     out, source = _replayed(fn, [ember.tensor(a) for a in arrays])
-    assert "FUSED" not in source
+    assert source.count("FUSED") >= 2, source
     want = fn(torch, *[torch.tensor(a) for a in arrays]).numpy()
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, atol=1e-12)
 
