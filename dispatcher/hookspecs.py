@@ -84,8 +84,9 @@ def ember_fused_kernel(device_type, description):
     are stored, one tensor each, in the call's order). The last step may be a row op over the
     last dim of ``shape``: ``sum``, ``mean``, ``amax`` (``params["keepdim"]``; its output has
     the reduced shape), ``softmax``, ``log_softmax``, ``layer_norm`` (``params["eps"]``; args
-    1 and 2 the weight and bias, ``("scalar", None)`` when absent). ``features`` names what
-    a description uses beyond that; a generator that does not know one returns None:
+    1 and 2 the weight and bias, ``("scalar", None)`` when absent). ``features`` (a sorted tuple)
+    names what a description uses beyond that; a generator that does not know one returns
+    None (ember then plans the program again without them):
     ``"row_steps"``: steps before the last with ``row`` true hold one value per row (a keepdim
     ``sum``/``mean``/``amax`` over the last dim, or an elementwise step reading only such
     values and inputs broadcast along the row, shape ``shape[:-1] + (1,)``), read by later
