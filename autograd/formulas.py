@@ -605,6 +605,20 @@ def _addcdiv(ctx, g):
 
 
 def _layer_norm(ctx, g):
+    """Where the device has a ``native_layer_norm_backward`` kernel and no graph of the
+    backward is wanted: the statistics from ``native_layer_norm`` and the gradients from that
+    kernel, two calls. Otherwise (double backward, other devices) the closed form below."""
+    x, weight = ctx.input, ctx.weight
+    fused = E.ops.native_layer_norm_backward
+    if not E.is_grad_enabled() and fused.kernel(x.device.type, x.dtype) is not None:
+        shape, needs = ctx.normalized_shape, ctx.needs_input_grad
+        _, mean, rstd = E.ops.native_layer_norm(x, shape, None, None, ctx.eps)
+        bias = ctx.bias if needs[2] else None
+        return fused(g, x, shape, mean, rstd, weight, bias, list(needs))
+    return _layer_norm_closed(ctx, g)
+
+
+def _layer_norm_closed(ctx, g):
     """Closed form: with x^ = (x - mean) * rstd and gx^ = g * weight, the input's gradient is
     rstd * (gx^ - mean(gx^) - x^ * mean(gx^ * x^)) over the normalised dims. Mean and rstd are
     recomputed (two reductions) rather than saved. Means are sums times 1 / n (a mean is a sum
@@ -775,7 +789,8 @@ FORMULAS = {
     "put_": F(_put, save=("index",)),
     "sort": F(_sort, save=("result",)),
     # ---- nn ------------------------------------------------------------------------------------
-    "layer_norm": F(_layer_norm, save=("input", "weight")),
+    # bias only for its gradient's definedness in native_layer_norm_backward (as PyTorch saves it)
+    "layer_norm": F(_layer_norm, save={"input": None, "weight": None, "bias": "bias"}),
     "im2col": F(_im2col),
     "col2im": F(_col2im),
     "max_pool2d_with_indices": F(_max_pool2d, save=("result",)),

@@ -21,8 +21,11 @@ def compile(
         model: a function or ``nn.Module``; omitted, ``compile`` returns a decorator.
         fullgraph: raise ``ember._dynamo.exc.Unsupported`` naming the construct when the call
             cannot be captured whole, instead of running it eagerly.
-        dynamic: accepted for PyTorch compatibility; ember specialises on sizes and recompiles
-            when they change (up to ``ember._dynamo.config.recompile_limit`` graphs).
+        dynamic: ``True``: sizes are symbolic from the first call (guarded by rank; 0 and 1
+            specialised); ``None`` (default): a dim becomes symbolic once a recompile shows
+            its size changing, or when ``mark_dynamic`` marks it; ``False``: a graph per size
+            (up to ``ember._dynamo.config.recompile_limit`` graphs). A graph that bakes a size
+            in falls back to a graph per size (docs/compile.md).
         backend: ``"ember"`` (default), or PyTorch's names (``"inductor"``, ``"eager"``,
             ``"aot_eager"``, ``"cudagraphs"``: see ``ember.compiler.options``).
         mode: ``"default"``, ``"lite"``, ``"reduce-overhead"``, ``"max-autotune-no-cudagraphs"``

@@ -9,18 +9,21 @@ that records the reason, so the break is paid once.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
 import weakref
 
+from ember._tensor import Tensor
+from ember.autograd.grad_mode import STATE as GRAD
 from ember.jit import pytree
 from ember.jit.tracer import _ACTIVE, current
 
-from . import config, fusion, guards, logs, overhead
+from . import config, dynamic, effects, fusion, guards, logs, overhead, segments
 from .exc import FailOnRecompileLimitHit
 from .observer import COMPILE, FULLGRAPH, Observer
-from .region import record, split
+from .region import Region, record, split
 from .split import compiled_children
 
 WARN = logging.getLogger("ember._dynamo.convert_frame")
@@ -30,10 +33,11 @@ _INSTANCES: weakref.WeakSet = weakref.WeakSet()
 class Entry:
     """One guard set: the region to replay (None: run eagerly) and the module flags it assumed."""
 
-    __slots__ = ("modules", "probe", "reasons", "region", "state")
+    __slots__ = ("modules", "paths", "probe", "reasons", "region", "state")
 
-    def __init__(self, region, modules: list, reasons: list):
+    def __init__(self, region, modules: list, reasons: list, paths=None):
         self.region = region
+        self.paths = paths  # no region: the compiled segments around its breaks
         self.modules = modules
         self.state = guards.module_state(modules)  # for the recompile reason
         self.probe = guards.module_probe(modules)
@@ -55,19 +59,23 @@ class CompiledFunction:
         self._last = None  # the key of the newest entry (for recompile reasons)
         self._limit_warned = False
         self._children = None  # id(child module) -> its CompiledFunction, once a capture broke
+        self._dynamic = None  # {argument leaf: dims} guarded by rank only (dynamic.py)
+        self._static = False  # a graph was not size-generic: every size specialised from then
         functools.update_wrapper(self, fn, updated=())
         _INSTANCES.add(self)
 
     def __call__(self, *args, **kwargs):
-        if (_ACTIVE and current() is not None) or not config.enabled:
+        if (_ACTIVE and current() is not None) or not config.enabled or segments.running():
             return self._fn(*args, **kwargs)  # inside a capture: inline, as dynamo does
-        key = None if kwargs else guards.fast_key(args)
+        key = None if kwargs or self._dynamic else guards.fast_key(args)
         if key is not None:
             leaves, positions = args, None
         else:
             leaves, spec, positions = split(args, kwargs)
-            key = (repr(spec), guards.call_key(leaves))
+            key = (repr(spec), guards.call_key(leaves, self._dynamic))
         for entry in self._cache.get(key, ()):
+            if entry.paths is not None:  # the Python runs: it reads the modules' flags itself
+                return entry.paths.call(self._fn, args, kwargs)
             if entry.modules and not entry.matches():
                 continue
             if entry.region is None:
@@ -98,22 +106,94 @@ class CompiledFunction:
         reasons = self._reasons(key, names)
         if self._count >= _limit():
             return self._over_limit(reasons, args, kwargs)
+        dims = self._new_dynamic(key, leaves)
+        if dims is not None:
+            self._dynamic = dims
+            key = self._key(args, kwargs)
+            reasons.append(f"automatic dynamic shapes: {self._dims_text(dims, names)}")
         if self._count and logs.enabled("recompiles"):
             logs.log("recompiles", self._recompile_text(reasons))
         mode = FULLGRAPH if self._options.fullgraph else COMPILE
         observer = Observer(mode, None)
-        result, region = record(self._fn, args, kwargs, self._root, observer)
+        sizes = dynamic.watching_sizes() if self._dynamic else contextlib.nullcontext()
+        watch = effects.watch(self._fn, args, kwargs, self._root)
+        with sizes as bakes:
+            result, region = record(self._fn, args, kwargs, self._root, observer)
+        if self._dynamic and region is not None:
+            region, key = self._generic(region, key, leaves, bakes, names, args, kwargs)
+        changed = watch.changes() if region is not None else []
+        if changed:  # a replay would skip them: the Python runs at every call instead
+            logs.log("graph_breaks", f"{self.__qualname__}: Python side effects: {changed[0]}")
+            region = None
         if region is not None and self._options.mode == overhead.MODE:
             region.static = True
         modules = list(observer.modules.values())
         if self._root is not None and id(self._root) not in observer.modules:
             modules.insert(0, self._root)  # called through _call_impl, so not observed
-        entry = Entry(region, modules, observer.reasons)
+        paths = None
+        if changed or (region is None and not self._records_grad(leaves)):
+            paths = segments.Paths(self.__qualname__)
+        entry = Entry(region, modules, observer.reasons, paths)
         self._cache.setdefault(key, []).append(entry)
         self._count += 1
         self._last = key
         self._log(region, key, names, observer)
         return result
+
+    # ---- dynamic sizes (dynamic.py) ----------------------------------------------------------
+    def _key(self, args, kwargs):
+        """The guard key as ``__call__`` computes it now."""
+        if not kwargs and not self._dynamic:
+            key = guards.fast_key(args)
+            if key is not None:
+                return key
+        leaves, spec, _ = split(args, kwargs)
+        return (repr(spec), guards.call_key(leaves, self._dynamic))
+
+    def _new_dynamic(self, key, leaves):
+        """The dynamic dims after this miss, when they grow (else None)."""
+        option = self._options.dynamic
+        if self._static or option is False:
+            return None
+        found = dynamic.every_dim(leaves) if option else {}
+        found = dynamic.merge(found, dynamic.marked(leaves))
+        if option is None and self._last is not None:  # automatic: the sizes that changed
+            found = dynamic.merge(found, dynamic.changed_dims(self._last[1], key[1]) or {})
+        merged = dynamic.without_static(dynamic.merge(self._dynamic, found), leaves)
+        return merged if merged and merged != (self._dynamic or {}) else None
+
+    def _generic(self, region, key, leaves, bakes, names, args, kwargs):
+        """``(region, key)``: the region made size-generic, or every size specialised from now
+        on when the graph is not (with the reason logged)."""
+        if type(region) is not Region:  # a training step's region: sizes stay specialised
+            why = "a training step's region specialises its sizes"
+        else:
+            why = dynamic.not_generic(region.graph, leaves, self._dynamic, bakes)
+        if why is None:
+            tensors = [leaf for leaf in leaves if isinstance(leaf, Tensor)]
+            return dynamic.DynamicRegion(region, tensors), key
+        logs.log("recompiles", f"{self.__qualname__}: sizes stay static: {why}")
+        self._dynamic = None
+        self._static = True
+        return region, self._key(args, kwargs)
+
+    @staticmethod
+    def _dims_text(dims: dict, names: list) -> str:
+        parts = []
+        for i, ds in sorted(dims.items()):
+            name = names[i] if i < len(names) else f"L[{i}]"
+            parts += [f"{name!r} dim {d}" for d in sorted(ds)]
+        return ", ".join(parts) + " dynamic"
+
+    def _records_grad(self, leaves) -> bool:
+        """Whether calls of this guard set record autograd history (then a broken capture runs
+        as before: a module's children compiled, a function eagerly), else the segments run."""
+        if not GRAD.enabled:
+            return False
+        if any(isinstance(leaf, Tensor) and leaf._requires_grad for leaf in leaves):
+            return True
+        root = self._root
+        return root is not None and any(p.requires_grad for p in root.parameters())
 
     def _over_limit(self, reasons, args, kwargs):
         if self._options.fullgraph:
@@ -186,6 +266,8 @@ class CompiledFunction:
         self._count = 0
         self._last = None
         self._limit_warned = False
+        self._dynamic = None
+        self._static = False
 
 
 def _limit() -> int:

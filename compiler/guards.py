@@ -54,8 +54,16 @@ def leaf_key(leaf):
     return ("id", id(leaf))
 
 
-def call_key(leaves: list) -> tuple:
-    return (GRAD.enabled, tuple(map(leaf_key, leaves)))
+def call_key(leaves: list, dynamic: dict | None = None) -> tuple:
+    """The guard key; ``dynamic`` (``{leaf position: dims}``) leaves those dims' sizes out,
+    except 0 and 1 (specialised, as PyTorch does: broadcasting differs there)."""
+    keys = list(map(leaf_key, leaves))
+    for i, dims in (dynamic or {}).items():
+        if i < len(keys) and len(keys[i]) == 4:
+            shape, *rest = keys[i]
+            masked = tuple(-1 if d in dims and n > 1 else n for d, n in enumerate(shape))
+            keys[i] = (masked, *rest)
+    return (GRAD.enabled, tuple(keys))
 
 
 _SCALARS = frozenset({int, float, bool, str, type(None)})
@@ -109,8 +117,9 @@ def describe(key: tuple, names: list) -> list[str]:
         if len(leaf) == 4:
             shape, dtype, device, requires_grad = leaf
             device = DEVICES.get(device, device)
+            size = ", ".join(str(n) if n >= 0 else "s" for n in shape)  # s: symbolic (dynamic)
             lines.append(
-                f"TENSOR_MATCH: {name!r} size={list(shape)} dtype={dtype} device={device} "
+                f"TENSOR_MATCH: {name!r} size=[{size}] dtype={dtype} device={device} "
                 f"requires_grad={requires_grad}"
             )
         elif leaf[0] == "id":

@@ -1,6 +1,6 @@
-"""PyTorch's shape marks (``torch._dynamo.mark_dynamic``...) and ``allow_in_graph``, so programs
-that call them run unchanged. ember specialises every size (docs/compile.md), so a mark is kept on
-the tensor, as PyTorch keeps it, and a new size recompiles as it would without the mark."""
+"""PyTorch's shape marks (``torch._dynamo.mark_dynamic``...) and ``allow_in_graph``. A mark is
+kept on the tensor, as PyTorch keeps it; a compiled function reads the dynamic marks at its
+next capture and guards those dims by rank only (compiler/dynamic.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def _mark(t, attribute: str, index) -> None:
 
 
 def mark_dynamic(t, index, min=None, max=None) -> None:
-    """Mark dimension(s) ``index`` of ``t`` dynamic (recorded; ember recompiles per size)."""
+    """Mark dimension(s) ``index`` of ``t`` dynamic: guarded by rank, not size, when compiled."""
     _mark(t, "_dynamo_dynamic_indices", index)
 
 
@@ -26,7 +26,8 @@ def maybe_mark_dynamic(t, index) -> None:
 
 
 def mark_static(t, index=None) -> None:
-    """Mark dimension(s) of ``t`` static (what ember does for every size)."""
+    """Mark dimension(s) of ``t`` static (kept on the tensor; sizes are specialised unless
+    marked or found dynamic)."""
     _mark(t, "_dynamo_static_indices", range(t.dim()) if index is None else index)
 
 

@@ -1,5 +1,5 @@
 """What a capture for ember.compile watches: reads of graph tensors' data, module calls, and the
-calls that end a graph (print of a tensor, ``backward``, an optimizer step, a disabled
+calls that end a graph (``print``, ``backward``, an optimizer step, a disabled
 function). The tracer calls ``read``/``module``; ``watching`` patches the rest for the
 duration of one capture.
 
@@ -60,7 +60,8 @@ class Observer:
         stack = user_stack(self.entry_code) if stack is None else stack
         text = message(record, stack, name)
         if self.mode == FULLGRAPH:
-            raise Unsupported(text, record.gb_type, record.explanation, record.hints)
+            hints = [hint.format(name=name) for hint in record.hints]
+            raise Unsupported(text, record.gb_type, record.explanation.format(name=name), hints)
         logs.log("graph_breaks", text)
         self.reasons.append(GraphCompileReason(text, stack))
         self.close_segment()
@@ -137,7 +138,7 @@ def watching(observer: Observer):
         isinstance(a, Tensor) and observer.is_graph_tensor(a) for a in args
     )
     patches = [
-        (builtins, "print", "print", tensor_args),
+        (builtins, "print", "print", None),  # whatever it prints: a replay would not
         (Tensor, "__repr__", "repr", tensor_args),
         (Tensor, "__str__", "repr", tensor_args),
         (Tensor, "__format__", "repr", tensor_args),
@@ -165,7 +166,8 @@ def watching(observer: Observer):
 def _breaking(observer: Observer, original, construct: str, applies):
     def call(*args, **kwargs):
         if observer.active() and (applies is None or applies(args)):
-            observer.graph_break(construct)
+            types = str([type(a).__name__ for a in args]) if construct == "print" else ""
+            observer.graph_break(construct, types)
         state = observer.state
         state.suspended += 1  # its own ops (a backward pass, a tensor's repr) are not the model's
         try:

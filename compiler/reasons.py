@@ -59,9 +59,9 @@ CONSTRUCTS = {
     "print": Construct(
         "Failed to trace builtin operator",
         "ember.compile does not know how to trace builtin operator `print` with argument types "
-        "['Tensor']",
+        "{name}: its output would appear at the capture only",
         (
-            "Avoid calling builtin `print` with argument types ['Tensor']; print outside the "
+            "Avoid calling builtin `print` with argument types {name}; print outside the "
             "compiled function.",
         ),
     ),
@@ -115,7 +115,7 @@ class GraphCompileReason:
 
 def message(construct: Construct, stack: list, name: str = "") -> str:
     lines = [construct.gb_type, f"  Explanation: {construct.explanation.format(name=name)}"]
-    lines += [f"  Hint: {hint}" for hint in construct.hints]
+    lines += [f"  Hint: {hint.format(name=name)}" for hint in construct.hints]
     if stack:
         lines += ["", "from user code:"]
         lines += [

@@ -32,6 +32,12 @@ def is_compiling() -> bool:
     return getattr(_COMPILING, "depth", 0) > 0
 
 
+def compiling(step: int) -> None:
+    """Enter (1) or leave (-1) code that ``is_compiling`` reports: a capture, or the Python of
+    a call run as segments (the user's code runs as part of the compiled function)."""
+    _COMPILING.depth = getattr(_COMPILING, "depth", 0) + step
+
+
 class Region:
     """A captured graph and how to rebuild the user's outputs from its results."""
 
@@ -64,6 +70,10 @@ class Region:
             flat = self.train(root, tensors)
         if flat is None:  # a layer to run (autocast, profiler...) or a gradient to record
             flat = self.fn(root, *tensors) if root is not None else self.fn(*tensors)
+        return self.rebuild(flat)
+
+    def rebuild(self, flat):
+        """The user's outputs from the graph's."""
         if self.single:
             return flat[0]
         if self.flat_tuple:
@@ -128,7 +138,7 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
         return tuple(leaf for leaf in out_leaves if isinstance(leaf, Tensor)) + targets
 
     observer.entry_code = user_call.__code__
-    _COMPILING.depth = getattr(_COMPILING, "depth", 0) + 1
+    compiling(1)
     try:
         with watching(observer), warnings.catch_warnings():
             # a trace's warnings about baked-in values are graph breaks here, reported as such
@@ -138,7 +148,7 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
                 observer=observer,
             )  # fmt: skip
     finally:
-        _COMPILING.depth -= 1
+        compiling(-1)
     if observer.broken:
         return held["result"], None
     graph = captured.graph

@@ -5,7 +5,8 @@ one floating dtype; the decomposition (an op per tensor) otherwise.
 ``_foreach_norm``: ``kernel(out, tensors, ord)`` writes the norm of each (contiguous) tensor
 into ``out``, a 1-d tensor of the list's length; the results are 0-dim views of it.
 ``_foreach_mul_`` by a scalar: ``kernel(tensors, scale)`` multiplies every element of the
-(contiguous) tensors by the Python float ``scale``.
+(contiguous) tensors by the Python float ``scale``; ``_foreach_add_``: ``kernel(tensors,
+scalar)`` adds the Python float ``scalar`` likewise.
 """
 
 from __future__ import annotations
@@ -87,15 +88,34 @@ def mul_(op, tensors, other):
         op.decomposition(tensors, other)
         return None
     scale = other.item() if isinstance(other, Tensor) else other  # the kernel takes a float
+    _in_place(kernel, tensors, float(scale))
+    return None
+
+
+def add_(op, tensors, scalar):
+    """``kernel(tensors, scalar)`` adds a real number to every element (an optimizer's step
+    counters); the decomposition for other scalars and lists."""
+    tensors = _check_list(op, tensors)
+    check_dtypes(op, (tensors, scalar))
+    kernel = _one_kernel(op, tensors)
+    if kernel is None or isinstance(scalar, bool) or not isinstance(scalar, numbers.Real):
+        op.decomposition(tensors, scalar)
+        return None
+    _in_place(kernel, tensors, float(scalar))
+    return None
+
+
+def _in_place(kernel, tensors, scalar: float) -> None:
+    """The kernel over contiguous copies where a tensor is not contiguous, copied back."""
     packed = _packed(tensors)
-    kernel(packed, float(scale))
+    kernel(packed, scalar)
     for t, done in zip(tensors, packed):
         if done is not t:
             t.copy_(done)
-    return None
 
 
 # The transforms (vmap, forward AD) run these rows as their decompositions, whose parts carry
 # the batch dims and tangents a list kernel would not see (kinds/functional.runs_decomposition).
 norm.fused = True
 mul_.fused = True
+add_.fused = True

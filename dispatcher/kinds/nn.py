@@ -89,6 +89,61 @@ def layer_norm(op, x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out
 
 
+def _same_dtype(x, tensors) -> bool:
+    return all(t is None or t._dtype is x._dtype for t in tensors)
+
+
+def native_layer_norm(op, x, normalized_shape, weight, bias, eps):
+    """``kernel(out, mean, rstd, x, normalized_shape, weight, bias, eps)``: the output and the
+    statistics the backward reads, in one pass. The decomposition for a device without the
+    kernel, mixed dtypes, shapes it refuses (its message) and an empty normalised shape."""
+    _check_float(op, x)
+    shape = tuple(normalized_shape)
+    axis = len(x._shape) - len(shape)
+    kernel = op.kernel(x._storage.device.type, x._dtype)
+    usable = axis >= 0 and x._shape[axis:] == shape and 0 not in shape
+    if kernel is None or not usable or not _same_dtype(x, (weight, bias)):
+        return op.decomposition(x, shape, weight, bias, eps)
+    device = x._storage.device
+    out = empty(x._shape, x._dtype, device)
+    stats = x._shape[:axis] + (1,) * len(shape)
+    mean, rstd = empty(stats, x._dtype, device), empty(stats, x._dtype, device)
+    weight, bias = (None if t is None else contiguous(t) for t in (weight, bias))
+    kernel(out, mean, rstd, contiguous(x), shape, weight, bias, eps)
+    return out, mean, rstd
+
+
+def native_layer_norm_backward(
+    op, grad_out, x, normalized_shape, mean, rstd, weight, bias, output_mask
+):
+    """``kernel((grad_input, grad_weight, grad_bias), grad_out, x, mean, rstd, weight)`` with
+    the gradients not wanted None, every tensor of x's dtype and device; the decomposition
+    otherwise (and for empty tensors, whose weight and bias gradients are zeros)."""
+    _check_float(op, x)
+    shape = tuple(normalized_shape)
+    device = x._storage.device
+    kernel = op.kernel(device.type, x._dtype)
+    tensors = (grad_out, mean, rstd, weight, bias)
+    usable = kernel is not None and _same_dtype(x, tensors) and grad_out._shape == x._shape
+    usable = usable and all(t is None or t._storage.device is device for t in tensors)
+    if not usable or 0 in x._shape or len(shape) > len(x._shape):
+        return op.decomposition(grad_out, x, shape, mean, rstd, weight, bias, output_mask)
+    want_x, want_w, want_b = output_mask
+    grads = (
+        empty(x._shape, x._dtype, device) if want_x else None,
+        empty(weight._shape, x._dtype, device) if want_w and weight is not None else None,
+        empty(bias._shape, x._dtype, device) if want_b and bias is not None else None,
+    )
+    packed = (contiguous(t) for t in (grad_out, x, mean, rstd))
+    kernel(grads, *packed, None if weight is None else contiguous(weight))
+    return grads
+
+
+# vmap and forward AD run the decompositions (functional.runs_decomposition)
+native_layer_norm.fused = True
+native_layer_norm_backward.fused = True
+
+
 def _pair(values, name) -> tuple:
     values = (values,) * 2 if isinstance(values, int) else tuple(values)
     if len(values) != 2:

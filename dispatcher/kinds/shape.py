@@ -1,11 +1,14 @@
-"""``cat``: implemented by the core for every device as copies into slices of one output."""
+"""``cat``: implemented by the core for every device as copies into slices of one output.
+``stack``: one backend call for the list (``kernel(out, tensors, dim)``, the tensors
+contiguous, of one shape, dtype and device) where the backend has the kernel; its decomposition
+(an unsqueeze per tensor, then cat) otherwise, which also raises PyTorch's errors."""
 
 from __future__ import annotations
 
 from ember._tensor import Tensor, empty
 
 from ..promotion import result_type
-from ._common import OPS, check_tensor_lists, common_device, wrap_dim
+from ._common import OPS, check_tensor_lists, common_device, contiguous, wrap_dim
 from .view import narrow
 
 
@@ -49,3 +52,35 @@ def cat(op, tensors, dim=0):
             copy_.backend((narrow(op, out, d, start, length), t))
         start += length
     return out
+
+
+def stack(op, tensors, dim=0):
+    check_tensor_lists(op, (tensors,))
+    tensors = list(tensors)
+    kernel = _stack_kernel(op, tensors)
+    if kernel is None:
+        return op.decomposition(tensors, dim)
+    first = tensors[0]
+    shape = first._shape
+    d = wrap_dim(dim, len(shape) + 1, "stack")
+    out = empty(shape[:d] + (len(tensors),) + shape[d:], first._dtype, first._storage.device)
+    kernel(out, [contiguous(t) for t in tensors], d)
+    return out
+
+
+def _stack_kernel(op, tensors):
+    """The backend's kernel when the list is of tensors of one shape, dtype and device."""
+    if not tensors or not isinstance(tensors[0], Tensor):
+        return None
+    first = tensors[0]
+    shape, dtype, device = first._shape, first._dtype, first._storage.device
+    for t in tensors:
+        if not isinstance(t, Tensor) or t._shape != shape or t._dtype is not dtype:
+            return None
+        if t._storage.device is not device:
+            return None
+    return op.kernel(device.type, dtype)
+
+
+# vmap and forward AD run the decomposition, whose parts carry batch dims and tangents
+stack.fused = True

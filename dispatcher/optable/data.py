@@ -351,9 +351,11 @@ ROWS = [
         Kind.SHAPE,
         np.stack,
         decomposition=_stack,
+        runner=run_shape.stack,
         method=False,
         samples="cat",
         out=OUT_JOIN,
+        kernel_args="(out, tensors, dim): tensors contiguous, of one shape and out's dtype",
     ),
     OpDef(
         "hstack(Tensor[] tensors) -> Tensor",

@@ -14,6 +14,7 @@ import numpy as np
 import ember
 from ember import _dtype as dt
 
+from ..kinds import nn as run
 from ..opdef import DTYPES_FLOAT, OUT_EXACT, Kind, OpDef
 
 # out= writes each result into its tensor and returns them in the result's tuple type
@@ -59,6 +60,54 @@ def _np_native_layer_norm(x, normalized_shape, weight, bias, eps):
     out = out * weight if weight is not None else out
     out = out + bias if bias is not None else out
     return out, mean, rstd
+
+
+# ---- native_layer_norm_backward --------------------------------------------------------------
+def _leading_sum(t, axis: int):
+    """``t`` summed over its first ``axis`` dims (none: ``t`` itself, where ``sum(())`` would
+    reduce every dim)."""
+    return t.sum(tuple(range(axis))) if axis else t.clone()
+
+
+def _native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight, bias, mask):
+    """PyTorch's formula from the forward's statistics: with x^ = (x - mean) * rstd and gw =
+    grad_out * weight, grad input = rstd * (gw - mean(gw) - x^ * mean(gw * x^)) over the
+    normalised dims; grad weight and grad bias sum grad_out * x^ and grad_out over the others.
+    Half types compute in float32, as PyTorch's kernels."""
+    if x.dtype in (ember.float16, ember.bfloat16):
+        up = [None if t is None else t.float() for t in (grad_out, x, mean, rstd, weight, bias)]
+        grads = _native_layer_norm_backward(*up[:2], normalized_shape, *up[2:], mask)
+        return tuple(None if t is None else t.to(x.dtype) for t in grads)
+    axis = x.ndim - len(normalized_shape)
+    dims = tuple(range(axis, x.ndim))
+    inv_n = 1 / max(math.prod(normalized_shape), 1)  # n = 0: x is empty, so is every result
+    normed = (x - mean) * rstd
+    g_normed = grad_out if weight is None else grad_out * weight.reshape(tuple(normalized_shape))
+    grad_x = grad_w = grad_b = None
+    if mask[0]:
+        mean_g = g_normed.sum(dims, keepdim=True) * inv_n
+        sum_gx = (g_normed * normed).sum(dims, keepdim=True)
+        grad_x = ember.addcmul(g_normed - mean_g, normed, sum_gx, value=-inv_n) * rstd
+    if mask[1] and weight is not None:
+        grad_w = _leading_sum(grad_out * normed, axis).reshape(weight.shape)
+    if mask[2] and bias is not None:
+        grad_b = _leading_sum(grad_out, axis).reshape(bias.shape)
+    return grad_x, grad_w, grad_b
+
+
+def _np_native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight, bias, mask):
+    axis = x.ndim - len(normalized_shape)
+    dims, lead = tuple(range(axis, x.ndim)), tuple(range(axis))
+    normed = (x - mean) * rstd
+    g_normed = grad_out if weight is None else grad_out * weight
+    grad_x = rstd * (
+        g_normed
+        - g_normed.mean(dims, keepdims=True)
+        - normed * (g_normed * normed).mean(dims, keepdims=True)
+    )
+    grad_w = (grad_out * normed).sum(lead) if mask[1] and weight is not None else None
+    grad_b = grad_out.sum(lead) if mask[2] and bias is not None else None
+    return grad_x if mask[0] else None, grad_w, grad_b
 
 
 # ---- native_group_norm -----------------------------------------------------------------------
@@ -160,6 +209,22 @@ ROWS = [
         _np_native_layer_norm,
         _native_layer_norm,
         "native_layer_norm",
+        runner=run.native_layer_norm,
+        kernel_args="(out, mean, rstd, x, normalized_shape, weight, bias, eps): x, weight and "
+        "bias contiguous and of one dtype; mean and rstd of x's leading shape with a 1 per "
+        "normalised dim",
+    ),
+    _row(
+        "native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, "
+        "Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask)",
+        _np_native_layer_norm_backward,
+        _native_layer_norm_backward,
+        "native_layer_norm_backward",
+        runner=run.native_layer_norm_backward,
+        kernel_args="((grad_input, grad_weight, grad_bias), grad_out, x, mean, rstd, weight): "
+        "all contiguous and of one dtype; a gradient not wanted is None",
+        notes="layer_norm's backward on devices with a kernel (one call instead of 22 ops); "
+        "differentiable through its decomposition",
     ),
     _row(
         "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, int N, int C, int HxW, "

@@ -86,7 +86,7 @@ class Adam(Optimizer):
         """Perform a single optimization step (``closure`` re-evaluates the model)."""
         loss = run_closure(closure)
         for group in self.param_groups:
-            if group["fused"]:
+            if group["fused"] or _multi_tensor(group):
                 self._fused_step(group)
                 continue
             lr = scalar(group["lr"])
@@ -117,7 +117,8 @@ class Adam(Optimizer):
 
     def _fused_step(self, group) -> None:
         """One ``_fused_adam_``/``_fused_adamw_`` call per device and dtype (PyTorch's
-        ``_fused_adam``): step counters are tensors, incremented before the call."""
+        ``_fused_adam``): step counters are tensors, incremented before the call by one
+        ``_foreach_add_``. Also the multi-tensor path of ``foreach`` (see ``_multi_tensor``)."""
         amsgrad = group["amsgrad"]
         lists = ([], [], [], [], [], [])
         for p in group["params"]:
@@ -141,8 +142,7 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         for params, grads, avgs, sqs, maxes, steps in _fused.groups(*lists):
             grad_scale, found_inf = _fused.amp_args(self, params[0].device)
-            for s in steps:
-                s.add_(1)
+            ember._foreach_add_(steps, 1)
             op(params, grads, avgs, sqs, maxes if amsgrad else [], steps, lr=scalar(group["lr"]),
                beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],
                amsgrad=amsgrad, maximize=group["maximize"], grad_scale=grad_scale,
@@ -150,6 +150,21 @@ class Adam(Optimizer):
             if found_inf is not None:
                 for s in steps:
                     s.sub_(found_inf.reshape(()))
+
+
+def _multi_tensor(group) -> bool:
+    """Whether a group without ``fused`` takes the multi-tensor path: ``foreach`` None (the
+    default) or True, every parameter with a gradient real floating point, no
+    ``differentiable``. It runs the ``_fused_adam_`` op too: PyTorch's foreach path is the same
+    update in a handful of ``_foreach_*`` calls, and the op is one call per device and dtype
+    (a device without its kernel runs the op's decomposition, an op per tensor). Trajectories
+    match the per-tensor loop's to rounding (tests/optim/test_adam_multi_tensor.py)."""
+    if group["foreach"] is False or group["differentiable"]:
+        return False
+    for p in group["params"]:
+        if p.grad is not None and (not p.dtype.is_floating_point or p.dtype.is_complex):
+            return False
+    return True
 
 
 class AdamW(Adam):

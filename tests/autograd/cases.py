@@ -197,6 +197,7 @@ HARNESS = {
     "native_batch_norm": Harness(outputs=lambda out: out[:1]),
     "_batch_norm_with_update": Harness(outputs=lambda out: out[:1]),
     "_foreach_mul_": _list_in_place(),
+    "_foreach_add_": _list_in_place(),
 }
 
 

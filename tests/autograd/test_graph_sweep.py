@@ -30,10 +30,6 @@ SAVED_MISSING = {
         "largest activation)",
     ),
     "index_add": ({"_saved_source"}, "ember's formula needs the source's shape, not its values"),
-    "layer_norm affine": (
-        {"_saved_bias"},
-        "ember's layer_norm formula needs no bias (PyTorch's asks only whether there is one)",
-    ),
 }
 # Random values: compared by presence only.
 RANDOM = {"dropout": {"_saved_other"}}

@@ -300,6 +300,7 @@ def _sgd_call(lib, op, x):
 # calls with their own arguments
 _NO_RESULT_CALLS = {
     "_foreach_mul_": lambda lib, op, x: op([x], 2.0),
+    "_foreach_add_": lambda lib, op, x: op([x], 2.0),
     "_fused_adam_": _adam_call,
     "_fused_adamw_": _adam_call,
     "_fused_sgd_": _sgd_call,

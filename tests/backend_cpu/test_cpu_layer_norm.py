@@ -22,7 +22,10 @@ CASES = [((4, 7, 33), (33,)), ((3, 5, 6), (5, 6)), ((2, 130), (130,)), ((0, 4), 
 
 def test_the_cpu_backend_has_the_kernel():
     assert OPS["layer_norm"].kernel("cpu", ember.float32) is not None
-    assert lib.ember_layer_norm(ember.int32.code, 0, 0, 1, 1, 0, 0, 1e-5) != 0  # no int kernel
+    # no integer kernels
+    assert lib.ember_layer_norm(ember.int32.code, 0, 0, 0, 0, 1, 1, 0, 0, 1e-5) != 0
+    assert OPS["native_layer_norm_backward"].kernel("cpu", ember.float32) is not None
+    assert lib.ember_layer_norm_backward(ember.int32.code, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1) != 0
 
 
 @pytest.mark.parametrize("dtype", list(TOL))

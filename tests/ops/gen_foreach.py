@@ -1,6 +1,7 @@
-"""Samples and property checks of the multi-tensor rows (optable/foreach.py): ``_foreach_norm``
-and ``_foreach_mul_`` against ``torch._foreach_norm`` / ``torch._foreach_mul_`` on the same
-lists (float32 and float64 closely; float16/bfloat16 to one rounding)."""
+"""Samples and property checks of the multi-tensor rows (optable/foreach.py): ``_foreach_norm``,
+``_foreach_mul_`` and ``_foreach_add_`` against ``torch._foreach_norm`` / ``_foreach_mul_`` /
+``_foreach_add_`` on the same lists (float32 and float64 closely; float16/bfloat16 to one
+rounding)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,15 @@ def foreach_mul(op, dtype, device, rng):
     yield Sample(([arr(dtype, (LARGE,), rng)], Arr(np.array(0.5, np.float32))))
 
 
+def foreach_add(op, dtype, device, rng):
+    """Adam's step counters (0-dim tensors plus 1), a fraction, strided tensors, a large one."""
+    yield Sample(([Arr(np.array(float(k), dtype.np)) for k in range(4)], 1))
+    yield Sample((_with(dtype, rng, ((3, 4), (5,), (2, 1, 3))), 0.3))
+    strided = [arr(dtype, (3, 4), rng, "transposed"), arr(dtype, (6,), rng, "sliced")]
+    yield Sample((strided, -2.5))
+    yield Sample(([arr(dtype, (LARGE,), rng)], 1.0))
+
+
 def _torch_list(torch, dtype, values):
     wanted = getattr(torch, dtype.name)
     return [torch.from_numpy(np.array(a.values, np.float64)).to(wanted) for a in values]
@@ -83,5 +93,17 @@ def check_mul(op, dtype, device, sample):
         checks.assert_matches(ours, theirs, dtype, tol, f"{op.name}: tensor {i}")
 
 
-GENERATORS = {"foreach_norm": foreach_norm, "foreach_mul": foreach_mul}
-PROPERTIES = {"_foreach_norm": check_norm, "_foreach_mul_": check_mul}
+def check_add(op, dtype, device, sample):
+    torch = pytest.importorskip("torch")
+    tensors, scalar = sample.ember_args(device)
+    assert op(tensors, scalar) is None
+    want = _torch_list(torch, dtype, sample.args[0])
+    torch._foreach_add_(want, scalar)
+    for i, (ours, theirs) in enumerate(zip(tensors, want)):
+        # bit for bit where the sum rounds once (the kernel and PyTorch add in the opmath type)
+        tol = (0.0, 0.0) if dtype.itemsize > 2 else LOW_TOL
+        checks.assert_matches(ours, theirs.to(torch.float64).numpy(), dtype, tol, f"tensor {i}")
+
+
+GENERATORS = {"foreach_norm": foreach_norm, "foreach_mul": foreach_mul, "foreach_add": foreach_add}
+PROPERTIES = {"_foreach_norm": check_norm, "_foreach_mul_": check_mul, "_foreach_add_": check_add}

@@ -104,6 +104,26 @@ def native_layer_norm(op, dtype, device, rng):
         yield Sample((x, normalized, weight, bias, 1e-5))
 
 
+def native_layer_norm_backward(op, dtype, device, rng):
+    """The forward's statistics computed here in float64 (so the reference and the op read the
+    same mean and rstd), every output_mask, with and without weight and bias."""
+    for shape, layout, normalized, affine, mask in (
+        ((3, 4), C, [4], True, [True, True, True]),
+        ((2, 3, 5), T, [3, 5], False, [True, False, False]),
+        ((4, 6), N, [4, 6], True, [False, True, True]),
+        ((2, 70, 3), C, [3], True, [True, False, True]),
+    ):
+        x = arr(dtype, shape, rng, layout)
+        axes = tuple(range(len(shape) - len(normalized), len(shape)))
+        values = x.values.astype(np.float64)
+        mean = values.mean(axes, keepdims=True)
+        rstd = 1 / np.sqrt(values.var(axes, keepdims=True) + 1e-5)
+        stats = [Arr(s.astype(dtype.np)) for s in (mean, rstd)]
+        weight, bias = (arr(dtype, normalized, rng) if affine else None for _ in range(2))
+        grad = arr(dtype, shape, rng)
+        yield Sample((grad, x, normalized, *stats, weight, bias, mask))
+
+
 def native_group_norm(op, dtype, device, rng):
     for shape, layout, group, affine in (((2, 4, 3), C, 2, True), ((3, 6, 2, 2), T, 3, False)):
         x = arr(dtype, shape, rng, layout)
@@ -143,6 +163,7 @@ def ormqr(op, dtype, device, rng):
 GENERATORS = {
     "ormqr": ormqr,
     "native_layer_norm": native_layer_norm,
+    "native_layer_norm_backward": native_layer_norm_backward,
     "native_group_norm": native_group_norm,
     "native_batch_norm": native_batch_norm,
     "histogram": histogram,

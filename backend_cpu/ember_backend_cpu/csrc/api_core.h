@@ -37,6 +37,9 @@ int ember_fill(int dtype, int64_t n, int ndim, const int64_t *shape, intptr_t ds
 int ember_arange(int dtype, int64_t n, intptr_t out, double start, double step, int64_t istart,
                  int64_t istep);
 int ember_linspace(int dtype, int64_t n, intptr_t out, double start, double end);
+/* stack: `count` contiguous inputs of outer x inner_bytes each, interleaved into out */
+int ember_stack(int64_t count, const intptr_t *ptrs, int64_t outer, int64_t inner_bytes,
+                intptr_t out);
 
 /* runtime.c */
 int ember_num_threads(void);

@@ -1,5 +1,5 @@
 /* Multi-tensor kernels over a list of gradients (foreach.c): torch._foreach_norm and
- * torch._foreach_mul_ by one scalar, one call for the whole list. Plain declarations only:
+ * torch._foreach_mul_ by one scalar, torch._foreach_add_ of one, one call for the whole list. Plain declarations only:
  * cffi reads this file verbatim minus the lines starting with '#'. */
 #ifndef EMBER_CPU_API_FOREACH_H
 #define EMBER_CPU_API_FOREACH_H
@@ -15,4 +15,8 @@ int ember_foreach_norm(int dtype, int64_t count, const intptr_t *ptrs, const int
  * in float (float16, bfloat16, float32) or double (float64), rounded back once. */
 int ember_foreach_mul_scalar(int dtype, int64_t count, const intptr_t *ptrs,
                              const int64_t *sizes, double scale);
+
+/* _foreach_add_ of a scalar: every element plus `value`, computed as _foreach_mul_ scales */
+int ember_foreach_add_scalar(int dtype, int64_t count, const intptr_t *ptrs,
+                             const int64_t *sizes, double value);
 #endif

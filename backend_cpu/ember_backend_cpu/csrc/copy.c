@@ -122,3 +122,15 @@ int ember_linspace(int dtype, int64_t n, intptr_t out, double start, double end)
     switch (dtype) { EM_FOR_NUM(LINSPACE_CASE, 0) }
     return EM_UNSUPPORTED;
 }
+
+/* stack of `count` contiguous tensors of one dtype, each seen as (outer, inner_bytes): input i's
+ * block o lands at out + (o * count + i) * inner_bytes. One call for the list where stack was an
+ * unsqueeze and a copy per tensor (clip_grad_norm_ stacks one norm per gradient). */
+int ember_stack(int64_t count, const intptr_t *ptrs, int64_t outer, int64_t inner_bytes,
+                intptr_t out) {
+    char *dst = (char *)out;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < count; i++, dst += inner_bytes)
+            memcpy(dst, (const char *)ptrs[i] + o * inner_bytes, (size_t)inner_bytes);
+    return EM_OK;
+}

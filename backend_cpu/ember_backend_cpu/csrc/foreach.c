@@ -1,6 +1,7 @@
 /* Multi-tensor kernels for gradient clipping (torch.nn.utils.clip_grad_norm_): the norm of each
  * tensor of a list, and the scaling of the whole list by one coefficient, one call each instead
- * of several ops per gradient (a minGPT step has 41 gradients: issue 20).
+ * of several ops per gradient (a minGPT step has 41 gradients: issue 20); and the optimizers'
+ * step counters, all advanced by one call.
  *
  * The norms parallelise over tensors (each one summed by one thread, in double, so the result
  * does not depend on the thread count); the scaling walks the list in chunks (tensor_list.h),
@@ -69,26 +70,31 @@ int ember_foreach_norm(int dtype, int64_t count, const intptr_t *ptrs, const int
     return EM_OK;
 }
 
+/* x * s, or x + s (an optimizer's step counters): the branch is loop-invariant, so GCC keeps
+ * two vector loops. */
 #define SCALE_LOOP(T, A)                                                                         \
-    static EM_CLONES void scale_##T(ST_##T *x, int64_t n, A s) {                                  \
-        for (int64_t i = 0; i < n; i++) x[i] = SV_##T((A)LD_##T(x[i]) * s);                       \
+    static EM_CLONES void scale_##T(ST_##T *x, int64_t n, A s, int add) {                         \
+        if (add)                                                                                  \
+            for (int64_t i = 0; i < n; i++) x[i] = SV_##T((A)LD_##T(x[i]) + s);                   \
+        else                                                                                      \
+            for (int64_t i = 0; i < n; i++) x[i] = SV_##T((A)LD_##T(x[i]) * s);                   \
     }
 SCALE_LOOP(f16, float)
 SCALE_LOOP(bf16, float)
 SCALE_LOOP(f32, float)
 SCALE_LOOP(f64, double)
 
-static void scale_chunk(int dtype, char *ptr, int64_t n, double s) {
+static void scale_chunk(int dtype, char *ptr, int64_t n, double s, int add) {
     switch (dtype) {
-    case EM_F16: scale_f16((ST_f16 *)ptr, n, (float)s); break;
-    case EM_BF16: scale_bf16((ST_bf16 *)ptr, n, (float)s); break;
-    case EM_F32: scale_f32((ST_f32 *)ptr, n, (float)s); break;
-    default: scale_f64((ST_f64 *)ptr, n, s); break;
+    case EM_F16: scale_f16((ST_f16 *)ptr, n, (float)s, add); break;
+    case EM_BF16: scale_bf16((ST_bf16 *)ptr, n, (float)s, add); break;
+    case EM_F32: scale_f32((ST_f32 *)ptr, n, (float)s, add); break;
+    default: scale_f64((ST_f64 *)ptr, n, s, add); break;
     }
 }
 
-int ember_foreach_mul_scalar(int dtype, int64_t count, const intptr_t *ptrs,
-                             const int64_t *sizes, double scale) {
+static int scale_list(int dtype, int64_t count, const intptr_t *ptrs, const int64_t *sizes,
+                      double s, int add) {
     if (dtype < EM_F16 || dtype > EM_F64) return EM_UNSUPPORTED;
     em_chunk_plan plan;
     if (em_chunk_plan_init(&plan, count, sizes, FOREACH_CHUNK)) return EM_BAD_ARGUMENT;
@@ -97,8 +103,18 @@ int ember_foreach_mul_scalar(int dtype, int64_t count, const intptr_t *ptrs,
     for (int64_t c = 0; c < plan.chunks; c++) {
         int64_t start, n;
         int64_t i = em_chunk_locate(&plan, sizes, c, &start, &n);
-        scale_chunk(dtype, (char *)ptrs[i] + start * itemsize, n, scale);
+        scale_chunk(dtype, (char *)ptrs[i] + start * itemsize, n, s, add);
     }
     em_chunk_plan_free(&plan);
     return EM_OK;
+}
+
+int ember_foreach_mul_scalar(int dtype, int64_t count, const intptr_t *ptrs,
+                             const int64_t *sizes, double scale) {
+    return scale_list(dtype, count, ptrs, sizes, scale, 0);
+}
+
+int ember_foreach_add_scalar(int dtype, int64_t count, const intptr_t *ptrs,
+                             const int64_t *sizes, double value) {
+    return scale_list(dtype, count, ptrs, sizes, value, 1);
 }

@@ -208,7 +208,8 @@ int ember_softmax_backward(int dtype, intptr_t out, intptr_t grad, intptr_t y, i
 #define LAYER_NORM_ROW(T, unused)                                                                 \
     EM_VINLINE void layer_norm_row_##T(ST_##T *dst, const ST_##T *row, int64_t n,                 \
                                        const ST_##T *w, const ST_##T *b, CT_##T eps,              \
-                                       CT_##T *restrict e) {                                      \
+                                       CT_##T *restrict e, ST_##T *mean_out,                      \
+                                       ST_##T *rstd_out) {                                        \
         typedef CT_##T ct;                                                                        \
         for (int64_t k = 0; k < n; k++) e[k] = LD_##T(row[k]);                                   \
         ct mean = SMX(row_sum, SMX_S_##T)(e, n, 0) / (ct)n;                                          \
@@ -219,6 +220,10 @@ int ember_softmax_backward(int dtype, intptr_t out, intptr_t grad, intptr_t y, i
         ct var = SMX(row_sum, SMX_S_##T)(e, n, 1) / (ct)n - c * c;                                 \
         ct rstd = 1 / SMX(LN_SQRT, SMX_S_##T)((var > 0 ? var : 0) + eps);                         \
         for (int64_t k = 0; k < n; k++) e[k] -= c;                                               \
+        if (mean_out) { /* native_layer_norm's statistics, for its backward */                    \
+            *mean_out = SV_##T(mean + c);                                                         \
+            *rstd_out = SV_##T(rstd);                                                             \
+        }                                                                                         \
         if (w && b)                                                                               \
             for (int64_t k = 0; k < n; k++)                                                       \
                 dst[k] = SV_##T(e[k] * rstd * LD_##T(w[k]) + LD_##T(b[k]));                       \
@@ -232,25 +237,110 @@ int ember_softmax_backward(int dtype, intptr_t out, intptr_t grad, intptr_t y, i
 EM_FOR_FLOAT(LAYER_NORM_ROW, 0)
 
 #define LAYER_NORM_KERNEL(T, unused)                                                              \
-    static EM_CLONES_WIDE int layer_norm_##T(ST_##T *out, const ST_##T *x, int64_t rows,          \
-                                             int64_t n, const ST_##T *w, const ST_##T *b,         \
-                                             double eps) {                                        \
+    static EM_CLONES_WIDE int layer_norm_##T(ST_##T *out, ST_##T *mean, ST_##T *rstd,             \
+                                             const ST_##T *x, int64_t rows, int64_t n,            \
+                                             const ST_##T *w, const ST_##T *b, double eps) {      \
         int missing = 0;                                                                          \
         ROWS_WITH_SCRATCH(CT_##T, rows, n, missing,                                               \
-                          layer_norm_row_##T(out + r * n, x + r * n, n, w, b, (CT_##T)eps, e))    \
+                          layer_norm_row_##T(out + r * n, x + r * n, n, w, b, (CT_##T)eps, e,     \
+                                             mean ? mean + r : NULL, mean ? rstd + r : NULL))     \
         return missing ? EM_NO_MEMORY : EM_OK;                                                    \
     }
 EM_FOR_FLOAT(LAYER_NORM_KERNEL, 0)
 
 #define LAYER_NORM_CASE(T, unused)                                                                \
     case EMC_##T:                                                                                 \
-        return layer_norm_##T((ST_##T *)out, (const ST_##T *)x, rows, n, (const ST_##T *)weight,  \
-                              (const ST_##T *)bias, eps);
+        return layer_norm_##T((ST_##T *)out, (ST_##T *)mean, (ST_##T *)rstd, (const ST_##T *)x,  \
+                              rows, n, (const ST_##T *)weight, (const ST_##T *)bias, eps);
 
-int ember_layer_norm(int dtype, intptr_t out, intptr_t x, int64_t rows, int64_t n, intptr_t weight,
-                     intptr_t bias, double eps) {
+int ember_layer_norm(int dtype, intptr_t out, intptr_t mean, intptr_t rstd, intptr_t x,
+                     int64_t rows, int64_t n, intptr_t weight, intptr_t bias, double eps) {
     if (rows * n == 0) return EM_OK;
     switch (dtype) { EM_FOR_FLOAT(LAYER_NORM_CASE, 0) }
+    return EM_UNSUPPORTED;
+}
+
+/* ---- native_layer_norm_backward -------------------------------------------------------------
+ * PyTorch's CPU formula (aten/src/ATen/native/cpu/layer_norm_kernel.cpp) from the forward's
+ * mean and rstd: with gw = dy * w and x^ = (x - mean) * rstd,
+ * dx = rstd * (gw - mean(gw) - x^ * mean(gw * x^)) per row, dw = sum over rows of dy * x^,
+ * db = sum over rows of dy. Two passes: rows in parallel for dx (scratch of 2n per thread),
+ * then columns in parallel for dw and db, 64 columns at a time so that the sums over rows run
+ * in vector lanes along the columns. One call where the closed form in ember ops took 22. */
+#define LNB_COLS 64
+#define LAYER_NORM_BACKWARD_ROW(T, unused)                                                        \
+    EM_VINLINE void layer_norm_backward_row_##T(ST_##T *dx, const ST_##T *dy, const ST_##T *x,    \
+                                                int64_t n, const ST_##T *w, CT_##T mean,          \
+                                                CT_##T rstd, CT_##T *restrict e) {                \
+        typedef CT_##T ct;                                                                        \
+        ct *restrict gw = e, *restrict xh = e + n;                                                \
+        for (int64_t k = 0; k < n; k++) gw[k] = w ? LD_##T(dy[k]) * LD_##T(w[k]) : LD_##T(dy[k]); \
+        for (int64_t k = 0; k < n; k++) xh[k] = (LD_##T(x[k]) - mean) * rstd;                     \
+        ct inv_n = (ct)1 / (ct)n, sum_g = SMX(row_sum, SMX_S_##T)(gw, n, 0), sum_gx = 0;          \
+        for (int64_t k = 0; k < n; k++) sum_gx += gw[k] * xh[k];                                  \
+        ct mean_g = sum_g * inv_n, mean_gx = sum_gx * inv_n;                                      \
+        for (int64_t k = 0; k < n; k++)                                                           \
+            dx[k] = SV_##T(rstd * (gw[k] - mean_g - xh[k] * mean_gx));                            \
+    }                                                                                             \
+    /* dw and db of columns [j0, j0 + m), m <= LNB_COLS */                                        \
+    EM_VINLINE void layer_norm_backward_cols_##T(ST_##T *dw, ST_##T *db, const ST_##T *dy,        \
+                                                 const ST_##T *x, const ST_##T *mean,             \
+                                                 const ST_##T *rstd, int64_t rows, int64_t n,     \
+                                                 int64_t j0, int64_t m) {                         \
+        typedef CT_##T ct;                                                                        \
+        ct sw[LNB_COLS] = {0}, sb[LNB_COLS] = {0};                                                \
+        for (int64_t r = 0; r < rows; r++) {                                                      \
+            const ST_##T *gr = dy + r * n + j0, *xr = x + r * n + j0;                             \
+            ct mu = LD_##T(mean[r]), rs = LD_##T(rstd[r]);                                        \
+            for (int64_t k = 0; k < m; k++) {                                                     \
+                ct g = LD_##T(gr[k]);                                                             \
+                sw[k] += g * ((LD_##T(xr[k]) - mu) * rs);                                         \
+                sb[k] += g;                                                                       \
+            }                                                                                     \
+        }                                                                                         \
+        if (dw)                                                                                   \
+            for (int64_t k = 0; k < m; k++) dw[j0 + k] = SV_##T(sw[k]);                           \
+        if (db)                                                                                   \
+            for (int64_t k = 0; k < m; k++) db[j0 + k] = SV_##T(sb[k]);                           \
+    }
+EM_FOR_FLOAT(LAYER_NORM_BACKWARD_ROW, 0)
+
+#define LAYER_NORM_BACKWARD_KERNEL(T, unused)                                                     \
+    static EM_CLONES int layer_norm_backward_##T(ST_##T *dx, ST_##T *dw, ST_##T *db,              \
+                                                 const ST_##T *dy, const ST_##T *x,               \
+                                                 const ST_##T *mean, const ST_##T *rstd,          \
+                                                 const ST_##T *w, int64_t rows, int64_t n) {      \
+        int missing = 0;                                                                          \
+        if (dx) {                                                                                 \
+            ROWS_WITH_SCRATCH(CT_##T, rows, 2 * n, missing,                                       \
+                              layer_norm_backward_row_##T(dx + r * n, dy + r * n, x + r * n, n,   \
+                                                          w, LD_##T(mean[r]), LD_##T(rstd[r]),    \
+                                                          e))                                     \
+        }                                                                                         \
+        if (dw || db) {                                                                           \
+            int64_t blocks = (n + LNB_COLS - 1) / LNB_COLS;                                       \
+            _Pragma("omp parallel for schedule(static) if (rows * n > EM_PARALLEL_THRESHOLD)")    \
+            for (int64_t j = 0; j < blocks; j++) {                                                \
+                int64_t j0 = j * LNB_COLS, m = n - j0 < LNB_COLS ? n - j0 : LNB_COLS;             \
+                layer_norm_backward_cols_##T(dw, db, dy, x, mean, rstd, rows, n, j0, m);          \
+            }                                                                                     \
+        }                                                                                         \
+        return missing ? EM_NO_MEMORY : EM_OK;                                                    \
+    }
+EM_FOR_FLOAT(LAYER_NORM_BACKWARD_KERNEL, 0)
+
+#define LAYER_NORM_BACKWARD_CASE(T, unused)                                                       \
+    case EMC_##T:                                                                                 \
+        return layer_norm_backward_##T((ST_##T *)dx, (ST_##T *)dw, (ST_##T *)db,                  \
+                                       (const ST_##T *)dy, (const ST_##T *)x,                     \
+                                       (const ST_##T *)mean, (const ST_##T *)rstd,                \
+                                       (const ST_##T *)weight, rows, n);
+
+int ember_layer_norm_backward(int dtype, intptr_t dx, intptr_t dw, intptr_t db, intptr_t dy,
+                              intptr_t x, intptr_t mean, intptr_t rstd, intptr_t weight,
+                              int64_t rows, int64_t n) {
+    if (rows * n == 0) return EM_OK;
+    switch (dtype) { EM_FOR_FLOAT(LAYER_NORM_BACKWARD_CASE, 0) }
     return EM_UNSUPPORTED;
 }
 

@@ -1,4 +1,4 @@
-"""Glue for copy/cast, fill, arange and linspace."""
+"""Glue for copy/cast, fill, arange, linspace and stack."""
 
 from __future__ import annotations
 
@@ -58,6 +58,17 @@ def build(ffi, lib) -> dict:
         if status:
             raise_status(status, "linspace", code)
 
+    def stack(out, tensors, dim):
+        """out (the stacked shape) from contiguous tensors of out's dtype, one C call."""
+        shape = tensors[0]._shape
+        itemsize = out._dtype.itemsize
+        ptrs = [t._storage.ptr + t._offset * itemsize for t in tensors]
+        inner = math.prod(shape[dim:]) * itemsize
+        status = lib.ember_stack(len(ptrs), ptrs, math.prod(shape[:dim]), inner, out._storage.ptr
+                                 + out._offset * itemsize)  # fmt: skip
+        if status:
+            raise_status(status, "stack", out._dtype.code)
+
     every = dict.fromkeys(DTYPE_NAMES)
     numeric = dict.fromkeys(DTYPE_NAMES[1:])
     return {
@@ -65,4 +76,5 @@ def build(ffi, lib) -> dict:
         "fill_": {**dict.fromkeys(every, fill_), **dict.fromkeys(limited.NAMES, limited.fill_)},
         "arange": dict.fromkeys(numeric, arange),
         "linspace": dict.fromkeys(numeric, linspace),
+        "stack": dict.fromkeys(DTYPE_NAMES, stack),
     }

@@ -1,5 +1,6 @@
-"""Glue for the multi-tensor kernels of gradient clipping: ``_foreach_norm`` and
-``_foreach_mul_`` by one scalar, one C call over the whole list (see csrc/foreach.c)."""
+"""Glue for the multi-tensor kernels of gradient clipping and the optimizers' step counters:
+``_foreach_norm``, ``_foreach_mul_`` by one scalar and ``_foreach_add_`` of one, one C call over
+the whole list (see csrc/foreach.c)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ def _list(tensors) -> tuple:
 
 def build(ffi, lib) -> dict:
     norm_call = lib.ember_foreach_norm
-    mul_call = lib.ember_foreach_mul_scalar
 
     def norm(out, tensors, ord):
         args = _list(tensors)
@@ -24,13 +24,21 @@ def build(ffi, lib) -> dict:
         if status:
             raise_status(status, "_foreach_norm", args[0])
 
-    def mul_(tensors, scale):
-        args = _list(tensors)
-        status = mul_call(*args, float(scale))
-        if status:
-            raise_status(status, "_foreach_mul_", args[0])
+    def in_place(call, name):
+        def kernel(tensors, scalar):
+            args = _list(tensors)
+            status = call(*args, float(scalar))
+            if status:
+                raise_status(status, name, args[0])
+
+        return kernel
 
     return {
         "_foreach_norm": dict.fromkeys(FLOATS, norm),
-        "_foreach_mul_": dict.fromkeys(FLOATS, mul_),
+        "_foreach_mul_": dict.fromkeys(
+            FLOATS, in_place(lib.ember_foreach_mul_scalar, "_foreach_mul_")
+        ),
+        "_foreach_add_": dict.fromkeys(
+            FLOATS, in_place(lib.ember_foreach_add_scalar, "_foreach_add_")
+        ),
     }

@@ -16,6 +16,10 @@ def _addr(t) -> int:
     return t._storage.ptr + t._offset * t._dtype.itemsize
 
 
+def _optional(t) -> int:
+    return 0 if t is None else _addr(t)
+
+
 def _geometry(x_shape, out_hw, kernel, dilation, padding, stride) -> list:
     n, c, h, w = x_shape
     return [n, c, h, w, out_hw[0], out_hw[1], kernel[0], kernel[1], dilation[0], dilation[1],
@@ -48,21 +52,44 @@ def build(ffi, lib) -> dict:
 
         return kernel
 
-    def layer_norm(out, x, normalized_shape, weight, bias, eps):
+    def layer_norm(out, x, normalized_shape, weight, bias, eps, mean=None, rstd=None):
         n = math.prod(normalized_shape)
         rows = math.prod(x._shape) // n if n else 0
         status = lib.ember_layer_norm(
             x._dtype.code,
             _addr(out),
+            _optional(mean),
+            _optional(rstd),
             _addr(x),
             rows,
             n,
-            0 if weight is None else _addr(weight),
-            0 if bias is None else _addr(bias),
+            _optional(weight),
+            _optional(bias),
             eps,
         )
         if status:
             raise_status(status, "layer_norm", x._dtype.code)
+
+    def native_layer_norm(out, mean, rstd, x, normalized_shape, weight, bias, eps):
+        layer_norm(out, x, normalized_shape, weight, bias, eps, mean, rstd)
+
+    def layer_norm_backward(grads, grad_out, x, mean, rstd, weight):
+        """grads: (input, weight, bias) gradients to write, None where not wanted; mean and
+        rstd have one element per row (x's leading dims)."""
+        rows = math.prod(mean._shape)
+        status = lib.ember_layer_norm_backward(
+            x._dtype.code,
+            *(_optional(g) for g in grads),
+            _addr(grad_out),
+            _addr(x),
+            _addr(mean),
+            _addr(rstd),
+            _optional(weight),
+            rows,
+            math.prod(x._shape) // rows if rows else 0,
+        )
+        if status:
+            raise_status(status, "native_layer_norm_backward", x._dtype.code)
 
     def im2col(cols, x, kernel, dilation, padding, stride):
         oh_ow = cols._shape[-1]
@@ -98,6 +125,8 @@ def build(ffi, lib) -> dict:
         "_softmax_backward_data": dict.fromkeys(FLOATS, softmax_backward(0)),
         "_log_softmax_backward_data": dict.fromkeys(FLOATS, softmax_backward(1)),
         "layer_norm": dict.fromkeys(FLOATS, layer_norm),
+        "native_layer_norm": dict.fromkeys(FLOATS, native_layer_norm),
+        "native_layer_norm_backward": dict.fromkeys(FLOATS, layer_norm_backward),
         "im2col": dict.fromkeys(FLOATS, im2col),
         "col2im": dict.fromkeys(FLOATS, col2im),
         "max_pool2d_with_indices": dict.fromkeys(FLOATS, max_pool2d),

@@ -1,0 +1,178 @@
+"""Symbolic sizes: ``dynamic=True``, ``mark_dynamic`` and PyTorch's automatic dynamic.
+
+A dynamic dim is guarded by rank (and dtype, device...) only, not by its size, except that
+sizes 0 and 1 stay specialised as in PyTorch (broadcasting differs there). Which dims: every
+dim of every tensor argument with ``dynamic=True``; with ``dynamic=None`` (the default) the
+dims marked by ``mark_dynamic`` and, after a recompile caused by a size change, the dims that
+changed (automatic dynamic); none with ``dynamic=False``.
+
+The capture records sizes read in Python as ``prim::size`` values (``jit/symbolic.py``), so
+``x.view(x.size(0), -1)`` replays for any batch. A graph is size-generic unless the user's
+code turned a size into a plain Python value (compared it, ``int()``, ``range()``), or the
+graph passes a constant equal to a dynamic dim's size to a size argument of an op (``view``'s
+sizes, ``narrow``'s length: a size baked in another way): then
+the function falls back to specialising every size, with a ``recompiles`` log line saying
+why. A generic graph replays its specialised program for the captured sizes and its
+dispatching code (each op's shape rule run again) for the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+from ember._tensor import Tensor
+from ember.jit.symbolic import SymInt
+
+# int methods that turn a size into a plain value the trace cannot follow
+_BAKING = (
+    "__bool__", "__index__", "__int__", "__float__", "__eq__", "__ne__", "__lt__", "__le__",
+    "__gt__", "__ge__", "__format__", "__str__", "__truediv__", "__rtruediv__", "__pow__",
+)  # fmt: skip
+
+
+def marked(leaves) -> dict:
+    """``{leaf position: dims}`` marked by ``mark_dynamic`` (and ``maybe_mark_dynamic``)."""
+    found = {}
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, Tensor):
+            marks = leaf.__dict__.get("_dynamo_dynamic_indices", set()) | leaf.__dict__.get(
+                "_dynamo_weak_dynamic_indices", set()
+            )
+            if marks:
+                found[i] = frozenset(marks)
+    return found
+
+
+def without_static(dims: dict, leaves) -> dict:
+    """``dims`` less those ``mark_static`` marked (they stay specialised)."""
+    kept = {}
+    for i, ds in dims.items():
+        leaf = leaves[i] if i < len(leaves) else None
+        static = leaf.__dict__.get("_dynamo_static_indices", ()) if leaf is not None else ()
+        if ds - set(static):
+            kept[i] = frozenset(ds - set(static))
+    return kept
+
+
+def every_dim(leaves) -> dict:
+    return {
+        i: frozenset(range(len(leaf._shape)))
+        for i, leaf in enumerate(leaves)
+        if isinstance(leaf, Tensor)
+    }
+
+
+def merge(a: dict | None, b: dict) -> dict:
+    merged = dict(a or {})
+    for i, dims in b.items():
+        merged[i] = merged.get(i, frozenset()) | dims
+    return merged
+
+
+def changed_dims(old: tuple, new: tuple) -> dict | None:
+    """The dims whose sizes differ between two guard keys' leaves, or None when something else
+    differs too (a dtype, a rank, a constant: no automatic dynamic then)."""
+    if old[0] != new[0] or len(old[1]) != len(new[1]):
+        return None
+    found = {}
+    for i, (a, b) in enumerate(zip(old[1], new[1])):
+        if a == b:
+            continue
+        if len(a) != 4 or len(b) != 4 or a[1:] != b[1:] or len(a[0]) != len(b[0]):
+            return None
+        found[i] = frozenset(d for d, (x, y) in enumerate(zip(a[0], b[0])) if x != y)
+    return found or None
+
+
+@contextlib.contextmanager
+def watching_sizes():
+    """While a capture runs: the sizes the user's code turned into plain values (``bakes``)."""
+    bakes: list = []
+    saved = []
+
+    def wrap(name, original):
+        def method(self, *args):
+            state = self._state
+            if state.recording() and not _in_ember(sys._getframe(1)):
+                bakes.append(f"{name} of a size in {_where(sys._getframe(1))}")
+            return original(self, *args)
+
+        return method
+
+    for name in _BAKING:
+        original = getattr(int, name)
+        saved.append((name, SymInt.__dict__.get(name)))
+        setattr(SymInt, name, wrap(name, original))
+    try:
+        yield bakes
+    finally:
+        for name, before in saved:
+            if before is None:
+                delattr(SymInt, name)
+            else:
+                setattr(SymInt, name, before)
+
+
+def _in_ember(frame) -> bool:
+    return (frame.f_globals.get("__name__") or "").startswith("ember")
+
+
+def _where(frame) -> str:
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def not_generic(graph, leaves, dims: dict, bakes: list) -> str | None:
+    """Why the captured graph cannot serve other sizes of the dynamic dims, or None."""
+    if bakes:
+        return f"the code read a size as a Python value ({bakes[0]})"
+    sizes = {leaves[i]._shape[d] for i, ds in dims.items() for d in ds if leaves[i]._shape[d] > 1}
+    for node in graph.nodes():
+        if node.kind() != "prim::Constant" or not node.hasAttribute("value"):
+            continue
+        value = node["value"]
+        numbers = value if isinstance(value, (list, tuple)) else [value]
+        found = [n for n in numbers if type(n) is int and n in sizes]
+        if found and _sized(node.output()):
+            return f"the graph holds the size {found[0]} of a dynamic dim as a constant"
+    return None
+
+
+def _sized(value) -> bool:
+    """Whether ``value`` reaches an op argument that is a size (an ``int`` or ``int[]`` other
+    than a dim: ``view``'s sizes, ``narrow``'s length...), directly or through a list."""
+    from ember.jit.ops import resolve
+
+    for user, offset in value.uses():
+        kind = user.kind()
+        if kind == "prim::ListConstruct":
+            if _sized(user.output()):
+                return True
+            continue
+        op = resolve(kind) if not kind.startswith("prim::") else None
+        if op is None or offset >= len(op.schema.args):
+            continue
+        arg = op.schema.args[offset]
+        if arg.type == "int" and arg.name not in ("dim", "dims"):
+            return True
+    return False
+
+
+class DynamicRegion:
+    """A size-generic region: its program for the captured sizes, its dispatching code (shape
+    rules run per call) for the others."""
+
+    def __init__(self, region, tensors):
+        self.region = region
+        self.graph = region.graph
+        self.shapes = [t._shape for t in tensors]
+
+    def run(self, root, tensors):
+        region = self.region
+        if all(t._shape == s for t, s in zip(tensors, self.shapes)):
+            return region.run(root, tensors)
+        flat = region.fn(root, *tensors) if root is not None else region.fn(*tensors)
+        return region.rebuild(flat)
+
+    def __getattr__(self, name):  # the Region's fields (graph, compile_seconds...)
+        return getattr(self.region, name)

@@ -1,0 +1,505 @@
+"""Graph breaks inside one function body: compiled regions around the eager pieces.
+
+A guard set whose capture broke (``.item()``, ``print``, ``if tensor:`` in the middle), or
+whose Python has side effects a replay would skip, runs its Python at every call, as eager
+does, with a dispatch layer that defers the ops instead of running them (PyTorch's lazy
+tensors, not dynamo's bytecode rewriting). Each op returns a *pending* tensor (its sizes,
+strides, dtype and device known from an earlier run of the same op sequence) and is appended
+to the segment. A read of a pending tensor's data (the breaking construct), the function's
+return, or an op that cannot be deferred ends the segment: its ops run as one compiled region
+(``Region``: the dispatch-free, fused replay) whose outputs are the pending tensors the Python
+still holds, which then get their data; the breaking construct then runs eagerly on real
+values and the next segment starts.
+
+Regions are found in a trie keyed by each op call (the op, its constants, where each tensor
+argument comes from, the external tensors' sizes and dtypes): the op sequence is the guard.
+A branch taken the other way, or a constant derived from ``.item()`` that changed, is another
+path: its ops run once while being recorded, and the recording becomes that path's region
+(up to ``config.recompile_limit`` recordings per guard set; beyond, new paths run eagerly).
+A segment's calls that record autograd history are not deferred: they run eagerly.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+
+import ember
+from ember._storage import Storage
+from ember._tensor import Tensor, make
+from ember.autograd.grad_mode import STATE as GRAD
+from ember.dispatcher.layers import STACK, Layer
+from ember.jit import pytree
+from ember.jit.codegen import generate
+from ember.jit.passes.dce import eliminate_dead_code
+from ember.jit.tracer import TracingState
+
+from . import config, logs
+from .region import Region, compiling
+
+WARN = logging.getLogger("ember._dynamo.convert_frame")
+_RUNNING = threading.local()
+_new = object.__new__
+# what the Python holds besides the segment's list: the loop variable and getrefcount's argument
+_HELD_BY_US = 3
+# Tensor methods that read data: a pending tensor must have it first
+_READS = (
+    "item", "tolist", "numpy", "__array__", "__bool__", "__int__", "__float__", "__index__",
+    "__repr__", "__str__", "__format__", "data_ptr", "untyped_storage", "storage",
+    "__dlpack__", "backward",
+)  # fmt: skip
+
+
+def running():
+    """The segmented call running on this thread, or None."""
+    return getattr(_RUNNING, "run", None)
+
+
+class Step:
+    """One op call of a recorded path: its outputs' layout, and the calls that followed."""
+
+    __slots__ = ("children", "end", "form", "outs")
+
+    def __init__(self, form, outs):
+        self.form = form  # the call's return type: "Tensor", "tuple" or "list"
+        self.outs = outs  # per output: (shape, stride, offset, dtype, device, contig, alias)
+        self.children: dict = {}
+        self.end = None  # the Segment compiled for a break right after this call
+
+
+class Segment:
+    """A compiled region and the op outputs it returns (``(call index, output index)``)."""
+
+    __slots__ = ("inputs", "outputs", "region")
+
+    def __init__(self, region, outputs, inputs: int):
+        self.region = region
+        self.outputs = outputs
+        # the external tensors it reads: the first ones of a call reaching it (a call that
+        # then ran eagerly may have added more before the flush)
+        self.inputs = inputs
+
+
+class Paths:
+    """The recorded op paths of one guard set (the trie's root) and its recording count."""
+
+    def __init__(self, name: str):
+        self.root = Step("Tensor", ())
+        self.name = name
+        self.recorded = 0  # regions recorded
+        self.replays = 0  # regions replayed
+        self.warned = False
+
+    def may_record(self) -> bool:
+        limit = getattr(config, "recompile_limit", None) or config.cache_size_limit
+        if self.recorded < limit * 4:  # a break splits a call into a few regions
+            return True
+        if not self.warned:
+            self.warned = True
+            WARN.warning(
+                "ember._dynamo hit config.recompile_limit (%s) for the regions between the graph "
+                "breaks of %s; new op paths run eagerly",
+                limit,
+                self.name,
+            )
+        return False
+
+    def call(self, fn, args, kwargs):
+        """``fn(*args, **kwargs)`` with its ops deferred into compiled segments."""
+        if running() is not None or any(layer.name == Run.name for layer in STACK.layers):
+            return fn(*args, **kwargs)  # nested, or another thread's call holds the layer
+        if not _READS_WATCHED:
+            _watch_reads()
+        run = Run(self)
+        _RUNNING.run = run
+        compiling(1)
+        STACK.install(run)
+        try:
+            result = fn(*args, **kwargs)
+            run.flush(result)
+            return result
+        except BaseException:
+            run.flush()  # what ran before the exception happened, as in eager (an update)
+            raise
+        finally:
+            STACK.remove(run)
+            _RUNNING.run = None
+            compiling(-1)
+            run.abandon()
+
+
+class Run(Layer):
+    """One call's deferred ops: the segment being built, then flushed at a break."""
+
+    name = "segments"
+    priority = 299  # above autocast and autograd; a trace (300) inside one records over it
+
+    def __init__(self, paths: Paths):
+        self.paths = paths
+        self.thread = threading.get_ident()
+        self.suspended = 0
+        self.start()
+
+    def start(self) -> None:
+        self.step = self.paths.root  # the trie position after this segment's calls
+        self.calls: list = []  # (op, template of its arguments)
+        self.externals: list = []  # tensors from outside the segment: the region's inputs
+        self.refs: dict = {}  # id(tensor) -> its latest ("x", i) or ("n", call, output)
+        self.objects: list = []  # the segment's new tensors, held until the flush
+        self.made: dict = {}  # ref -> index in objects, or the ref an in-place call returned
+        self.state = None  # the TracingState of a recording
+        self.eager = False  # over the recording limit: the rest of the segment runs eagerly
+        self.grad = None  # the grad mode of the segment's calls (they run at the flush)
+        self.started = time.perf_counter()
+
+    def wants(self, op, args) -> bool:
+        return self.suspended == 0 and self.thread == threading.get_ident()
+
+    # ---- an op call --------------------------------------------------------------------------
+    def handle(self, op, args):
+        if self.grad is not GRAD.enabled:  # a segment's calls share one grad mode
+            if self.calls:
+                self.flush(args)
+            self.grad = GRAD.enabled
+        encoded = None if self.eager or not _deferrable(op) else self.encode(args)
+        if encoded is None:  # not deferrable (grad, an unhashable argument): eagerly
+            return self.outside(op, args)
+        template, key = encoded
+        key = (op, key)
+        if self.state is None:
+            try:
+                found = self.step.children.get(key)
+            except TypeError:  # an unhashable constant
+                return self.outside(op, args)
+            if found is not None:
+                self.calls.append((op, template))
+                self.step = found
+                return self.pending(found, args)
+            if not self.paths.may_record():
+                self.eager = True
+                return self.outside(op, args)
+            self.record_pending()
+        try:
+            hash(key)
+        except TypeError:
+            return self.outside(op, args)
+        return self.record(op, args, template, key)
+
+    def outside(self, op, args):
+        """Run ``op`` now (below this layer), the segment so far first."""
+        if self.calls:
+            self.flush(args)
+        return self.below(op, args)
+
+    def below(self, op, args):
+        """``op`` run below this layer; the ops it calls in turn (a decomposition, a read's
+        copy) are its own, not deferred."""
+        self.suspended += 1
+        try:
+            return op.redispatch(self, args)
+        finally:
+            self.suspended -= 1
+
+    def recorded(self, op, args):
+        """``op`` run below this layer and recorded as one node of the segment's graph."""
+        self.suspended += 1
+        try:
+            return self.state.record(op, args, self)
+        finally:
+            self.suspended -= 1
+
+    def encode(self, args):
+        """``(template, key)`` of a call's arguments, or None when it must run eagerly."""
+        template, key = [], []
+        refs = self.refs
+        try:
+            for a in args:
+                ref = refs.get(id(a)) if a.__class__ is Tensor else None
+                if ref is None:
+                    a, ref = self.argument(a)
+                else:
+                    a = ref
+                template.append(a)
+                key.append(ref)
+        except _EagerError:
+            return None
+        return tuple(template), tuple(key)
+
+    def argument(self, a):
+        if isinstance(a, Tensor):
+            ref = self.refs.get(id(a))
+            if ref is not None:
+                return ref, ref
+            if a._requires_grad and GRAD.enabled:
+                raise _EagerError
+            ref = self.refs[id(a)] = _Ref(("x", len(self.externals)))
+            self.externals.append(a)
+            return ref, ("x", a._shape, a._dtype, id(a._storage.device), a._contig)
+        if isinstance(a, (list, tuple)):
+            pairs = [self.argument(item) for item in a]
+            return _Items(p[0] for p in pairs), (type(a), tuple(p[1] for p in pairs))
+        return a, (type(a), a)
+
+    def pending(self, step: Step, args):
+        """The outputs of a deferred call: tensors without data yet (or the argument an
+        in-place op returns)."""
+        n = len(self.calls) - 1
+        made = []
+        for j, (shape, stride, offset, dtype, device, contig, alias) in enumerate(step.outs):
+            ref = _Ref(("n", n, j))
+            if alias is not None:
+                t = args[alias]
+                self.made[ref] = self.refs[id(t)]
+            else:
+                storage = _new(Storage)
+                storage.device = device
+                storage.nbytes = 0
+                storage.handle = storage.ptr = storage.owner = storage.runtime = None
+                storage.byte_offset = storage.version = 0
+                t = make(storage, shape, stride, offset, dtype, contig)
+                self.made[ref] = len(self.objects)
+                self.objects.append(t)
+            self.refs[id(t)] = ref
+            made.append(t)
+        if step.form == "Tensor":
+            return made[0]
+        return tuple(made) if step.form == "tuple" else made
+
+    def arguments(self, template: tuple) -> tuple:
+        """A call's arguments from its template."""
+        return tuple(self.resolve(item) for item in template)
+
+    def resolve(self, item):
+        if isinstance(item, _Ref):
+            return self.tensor(item)
+        if isinstance(item, _Items):
+            return [self.resolve(i) for i in item]
+        return item
+
+    def tensor(self, ref):
+        while True:
+            if ref[0] == "x":
+                return self.externals[ref[1]]
+            found = self.made[ref]
+            if isinstance(found, int):
+                return self.objects[found]
+            ref = found  # an in-place call's output: the tensor it wrote
+
+    # ---- recording ---------------------------------------------------------------------------
+    def record_pending(self) -> None:
+        """A new path: run the deferred calls for real while recording them (the region of
+        this path is built from the recording at the flush)."""
+        state = self.state = TracingState()
+        for i, tensor in enumerate(self.externals):
+            state.add_input(tensor, f"x{i}")
+        for n, (op, template) in enumerate(self.calls):
+            out = self.recorded(op, self.arguments(template))
+            for j, real in enumerate(_tensors(out)):
+                holder = self.made.get(_Ref(("n", n, j)))
+                if isinstance(holder, int):
+                    holder = self.objects[holder]
+                    _fill(holder, real)
+                    state.bind(holder, state.env[id(real)])
+
+    def record(self, op, args, template, key):
+        state = self.state
+        for a in _flat(args):
+            if isinstance(a, Tensor) and id(a) not in state.env:
+                state.add_input(a, f"x{len(state.graph.inputs())}")
+        out = self.recorded(op, args)
+        n = len(self.calls)
+        self.calls.append((op, template))
+        outs = []
+        for j, t in enumerate(_tensors(out)):
+            alias = next((k for k, a in enumerate(args) if a is t), None)
+            outs.append(
+                (t._shape, t._stride, t._offset, t._dtype, t._storage.device, t._contig, alias)
+            )
+            if alias is None:
+                self.made[_Ref(("n", n, j))] = len(self.objects)
+                self.objects.append(t)
+            else:
+                self.made[_Ref(("n", n, j))] = self.refs[id(t)]
+            self.refs[id(t)] = _Ref(("n", n, j))
+        found = self.step.children.get(key)
+        if found is None:
+            form = "Tensor" if isinstance(out, Tensor) else type(out).__name__
+            found = self.step.children[key] = Step(form, tuple(outs))
+        self.step = found
+        return out
+
+    # ---- the end of a segment ----------------------------------------------------------------
+    def flush(self, holding=None) -> None:
+        """End the segment: give the pending tensors the Python holds their data
+        (``holding``: what the caller holds, kept alive for the count of live tensors), in
+        the grad mode its calls were made in."""
+        mode, GRAD.enabled = GRAD.enabled, self.grad if self.grad is not None else GRAD.enabled
+        try:
+            self.end_segment()
+        finally:
+            GRAD.enabled = mode
+        del holding
+
+    def end_segment(self) -> None:
+        if self.state is None and self.calls:
+            end = self.step.end
+            live = self.live()
+            if end is not None and all(ref in end.outputs for ref, _ in live):
+                self.run_region(end, live)
+                self.start()
+                return
+            if not self.paths.may_record():
+                self.replay_eagerly()
+                self.start()
+                return
+            self.record_pending()
+        if self.state is not None:
+            self.finish_recording()
+        self.start()
+
+    def live(self) -> list:
+        """``(ref, tensor)`` of the segment's new tensors the Python still holds (referenced
+        from more than this list, the loop and the call)."""
+        return [(self.refs[id(t)], t) for t in self.objects if sys.getrefcount(t) > _HELD_BY_US]
+
+    def run_region(self, end: Segment, live: list) -> None:
+        self.paths.replays += 1
+        STACK.remove(self)  # the region's replay runs below no layer of ours
+        try:
+            flat = end.region.run(None, self.externals[: end.inputs])
+        finally:
+            STACK.install(self)
+        index = {ref: i for i, ref in enumerate(end.outputs)}
+        for ref, t in live:
+            _fill(t, flat[index[ref]])
+
+    def finish_recording(self) -> None:
+        state, self.state = self.state, None
+        state.keep = []  # its references would count as the Python's
+        live = self.live()
+        for _, t in live:
+            state.graph.registerOutput(state.value_of(t))
+        if not live:  # only in-place updates: the last one's result all the same (a graph
+            # returns something); the Region only needs a tensor to know the output's kind
+            last = [n for n in state.graph.nodes() if n.outputs()][-1]
+            state.graph.registerOutput(last.outputs()[0])
+            live = [(None, self.externals[0] if self.externals else ember.empty(0))]
+        state.live = False
+        eliminate_dead_code(state.graph)
+        region = _region(state.graph, [t for _, t in live], self.started)
+        self.paths.recorded += 1
+        self.step.end = Segment(region, [ref for ref, _ in live], len(state.graph.inputs()))
+        logs.log("graphs", f"region of {self.paths.name} (between graph breaks):\n{state.graph}")
+
+    def replay_eagerly(self) -> None:
+        """Over the recording limit: run the deferred calls now, without recording."""
+        for n, (op, template) in enumerate(self.calls):
+            out = self.below(op, self.arguments(template))
+            for j, real in enumerate(_tensors(out)):
+                holder = self.made.get(_Ref(("n", n, j)))
+                if isinstance(holder, int):
+                    _fill(self.objects[holder], real)
+
+    def abandon(self) -> None:
+        """The call ended (an exception may have left it): drop what the segment holds."""
+        self.start()
+
+
+class _Items(tuple):
+    """A list or tuple argument's template (told apart from a reference, also a tuple)."""
+
+
+def _deferrable(op) -> bool:
+    """Whether ``op`` returns tensors only (a pending result can stand for each)."""
+    found = _DEFERRABLE.get(op)
+    if found is None:
+        returns = op.schema.returns
+        found = _DEFERRABLE[op] = bool(returns) and all(t.startswith("Tensor") for t, *_ in returns)
+    return found
+
+
+_DEFERRABLE: dict = {}
+
+
+class _Ref(tuple):
+    """Where a tensor argument comes from: ``("x", i)``, the segment's i-th external tensor,
+    or ``("n", call, output)``, a call's output."""
+
+
+class _EagerError(Exception):
+    """An argument that makes a call run eagerly."""
+
+
+def _tensors(out) -> list:
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for t in out if isinstance(t, Tensor)]
+    return []
+
+
+def _flat(args):
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            yield from _flat(a)
+        else:
+            yield a
+
+
+_STORAGE_SLOTS = tuple(slot for slot in Storage.__slots__ if slot != "__weakref__")
+_LAYOUT = ("_shape", "_stride", "_offset", "_contig", "_base")
+
+
+def _fill(holder: Tensor, real: Tensor) -> None:
+    """Give a pending tensor ``real``'s data (its storage object is filled, not replaced, so a
+    view made of it outside an op, before the flush, sees the data too)."""
+    storage, source = holder._storage, real._storage
+    for slot in _STORAGE_SLOTS:
+        setattr(storage, slot, getattr(source, slot))
+    if source.__class__ is not Storage:  # a read-only one (ReadOnlyStorage: no more slots)
+        storage.__class__ = source.__class__
+    for field in _LAYOUT:
+        setattr(holder, field, getattr(real, field))
+    extra = real.__dict__
+    if extra:  # a view's math bits (conj, neg: dispatcher/mathbits.py) live there
+        holder.__dict__.update(extra)
+
+
+def _region(graph, outputs: list, started: float) -> Region:
+    generated = generate(graph, "segment", method=False)
+    _leaves, spec = pytree.flatten(tuple(outputs))
+    return Region(graph, generated.fn, list(outputs), spec, time.perf_counter() - started)
+
+
+_READS_WATCHED: list = []
+
+
+def _watch_reads() -> None:
+    """Wrap Tensor's data reads, once: a read of a pending tensor flushes the running call's
+    segment first. (Wrapping them per call would flush the method caches of the class at
+    every call.) Outside a segmented call the wrapper costs one thread-local read."""
+    for name in _READS:
+        original = Tensor.__dict__.get(name)
+        if original is not None:
+            setattr(Tensor, name, _reading(original))
+    _READS_WATCHED.append(True)
+
+
+def _reading(original):
+    def method(self, *args, **kwargs):
+        run = getattr(_RUNNING, "run", None)
+        if run is None:
+            return original(self, *args, **kwargs)
+        if id(self) in run.refs:
+            run.flush(self)
+        run.suspended += 1  # the read's own ops (a copy to the host) run now
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            run.suspended -= 1
+
+    method.__name__ = getattr(original, "__name__", "read")
+    method.__wrapped__ = original
+    return method
