@@ -5,12 +5,15 @@ floating dtype, each joining the chains of its operands; its inputs may broadcas
 are known numbers (constants, guarded sizes). A value of the chain that something outside it
 reads (a returned value, a value the backward saves) is stored as one more output, provided
 every such reader comes after the chain's end (the chain runs where its last node was). A chain
-may end in one row op over the last dim (``ROW``: sum, mean, amax, softmax, log_softmax,
-layer_norm), which the kernel runs a row at a time. ``plan`` finds the chains (pure: explain()
-reports it); ``schedule`` asks the backend serving the chain's device for a kernel through the
-``ember_fused_kernel`` hook (dispatcher/hookspecs.py) with a ``FusedKernel`` description. The
-replay (replay.py) then runs the chain as one call, one memory pass, where eager makes one per
-op. A chain the backend declines (no hook, no C compiler) replays op by op, as before.
+may hold row reductions over the last dim (``REDUCE``: sum, mean, amax with keepdim) whose
+per-row value later steps read (the backward formulas' ``x * sum(g * x, -1, keepdim=True)``),
+and may end in one row op (``ROW``: those, softmax, log_softmax, layer_norm); such a chain's
+kernel runs a row at a time, one pass over the row per statistic (docs/compile.md). ``plan``
+finds the chains (pure: explain() reports it); ``schedule`` asks the backend serving the
+chain's device for a kernel through the ``ember_fused_kernel`` hook (dispatcher/hookspecs.py)
+with a ``FusedKernel`` description. The replay (replay.py) then runs the chain as one call,
+where eager makes one per op. A chain the backend declines (no hook, no C compiler, a
+``features`` entry it does not know) replays op by op, as before.
 
 Both the no-grad replay and the training pair's forward and backward programs (joint.py) fuse.
 """
@@ -21,21 +24,29 @@ import math
 from dataclasses import dataclass, field
 
 from ember.dispatcher.devices import REGISTRY
-from ember.jit.ops import resolve
 from ember.jit.types import TensorType
 
 from . import logs
-
-UNARY = frozenset(
-    ("neg", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "erf", "rsqrt", "sqrt", "square")
+from .fusion_steps import (
+    COMPARE,
+    FLOATS,
+    INDEXED,
+    NORMS,
+    REDUCE,
+    ROW,
+    _constant,
+    _dtype,
+    _name,
+    _sizes,
+    step_of,
 )
-BINARY = frozenset(("add", "sub", "mul", "div", "maximum", "minimum", "pow"))
-COMPARE = frozenset(("gt", "lt", "ge", "le", "eq", "ne"))
-FLOATS = ("float32", "float64")
-# Row ops: a chain may end in one, over the last dim; the kernel then runs one row per iteration
-# (softmax/log_softmax/layer_norm take their passes over the row while it is in cache).
-REDUCE = frozenset(("sum", "mean", "amax"))
-ROW = REDUCE | {"softmax", "log_softmax", "layer_norm"}
+
+# What a description may use beyond a plain chain; a generator that does not know one of its
+# ``features`` returns None (the chain then replays op by op)
+ROW_STEPS = "row_steps"  # steps of one value per row (``FusedStep.row``) before the last step
+# cross-entropy's backward: ``full(0)`` then ``scatter_add`` of one value per row along the last
+# dim (the one-hot gradient of its ``gather``), a step that reads the position in the row
+ROW_INDEX = "row_index"
 
 
 @dataclass(frozen=True)
@@ -51,8 +62,9 @@ class FusedStep:
     args: tuple  # ("input", k) | ("step", n) | ("scalar", value)
     dtype: str  # its result's dtype ("bool" for a comparison)
     params: dict = field(default_factory=dict)  # non-tensor arguments: {"approximate": "tanh"}
-    # a row op (ROW, the last step only) reads ``args[0]`` along the last dim; a reduction
-    # keeps {"keepdim": bool}, layer_norm {"eps": float} (its weight and bias are args 1, 2)
+    # a row op (ROW) reads ``args[0]`` along the last dim; a reduction keeps {"keepdim": bool},
+    # layer_norm {"eps": float} (its weight and bias are args 1, 2), addcmul {"value": float}
+    row: bool = False  # one value per row (a reduction, or a step reading only such values)
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,9 @@ class FusedKernel:
     # tensors of these sizes (``shape`` is their sum) given one by one, never concatenated
     segments: tuple = ()
     writes: tuple = ()  # with segments, per output: the input it is stored into, or None
+    # ROW_STEPS...: what a generator must know to run it, sorted; empty, a generator that reads
+    # only the fields above sees the chain it knew (ember_backend_gpu's checks: falsy)
+    features: tuple = ()
 
 
 @dataclass
@@ -83,156 +98,15 @@ class Chain:
     def output(self):
         return self.nodes[-1].output()
 
-    def is_row(self) -> bool:
-        return _name(self.nodes[-1]) in ROW
-
     def ops(self) -> str:
         return ", ".join(node.kind().split("::")[-1] for node in self.nodes)
 
 
-# ---- which nodes ---------------------------------------------------------------------------------
-def _name(node) -> str | None:
-    kind = node.kind()
-    if kind.startswith("prim::"):
-        return None
-    op = resolve(kind)
-    return None if op is None or op.mutates else op.name
-
-
-def _constant(value):
-    """A number known when the region is built: a constant, a size of a tensor (sizes are
-    guarded), or a product of those (the backward's ``sum / (1 * size)`` of a mean)."""
-    node = value.node()
-    kind = node.kind()
-    if kind == "prim::Constant":
-        found = node["value"]
-        return found if isinstance(found, (int, float)) and not isinstance(found, bool) else None
-    if kind == "prim::size" and len(node.inputs()) == 2:
-        typ, dim = node.inputsAt(0).type(), _constant(node.inputsAt(1))
-        if isinstance(typ, TensorType) and typ.is_complete() and isinstance(dim, int):
-            return typ.sizes()[dim]
-    if kind == "prim::mul" and len(node.inputs()) == 2:
-        a, b = (_constant(v) for v in node.inputs())
-        return None if a is None or b is None else a * b
-    return None
-
-
-def _broadcasts(sizes, shape) -> bool:
-    if len(sizes) > len(shape):
-        return False
-    return all(s in (1, n) for s, n in zip(reversed(sizes), reversed(shape)))
-
-
-def step_of(node):
-    """``(op name, [tensor or scalar per argument], params)`` for a fusible node, or a str
-    saying why it is not (None: not an elementwise op at all)."""
-    name = _name(node)
-    if name in ROW:
-        return _row_step(node, name)
-    if name not in UNARY | BINARY | COMPARE | {"where"}:
-        return None
-    outs = node.outputs()
-    typ = outs[0].type() if len(outs) == 1 else None
-    if not isinstance(typ, TensorType) or not typ.is_complete():
-        return "its result's type is not fully known"
-    dtype = typ.dtype().name
-    if dtype not in (("bool",) if name in COMPARE else FLOATS):
-        return f"{dtype} (fusion takes float32/float64)"
-    inputs = list(node.inputs())
-    params: dict = {}
-    if name == "gelu" and len(inputs) == 2:
-        approximate = inputs.pop().node()
-        if approximate.kind() != "prim::Constant":
-            return "a non-constant approximate="
-        params["approximate"] = approximate["value"]
-    arity = 3 if name == "where" else 1 if name in UNARY else 2
-    if len(inputs) != arity:
-        return f"{len(inputs)} arguments (alpha or out=)"
-    args = []
-    for value in inputs:
-        vtyp = value.type()
-        if not isinstance(vtyp, TensorType):
-            scalar = _constant(value)
-            if scalar is None:
-                return "a non-constant scalar operand"
-            args.append(("scalar", scalar))
-        elif not vtyp.is_complete() or not _broadcasts(vtyp.sizes(), typ.sizes()):
-            return "an operand's shape does not broadcast to the result's"
-        elif vtyp.device() != typ.device():
-            return "operands on several devices"
-        else:
-            args.append(value)
-    if isinstance(args[0], tuple):
-        return "a leading scalar operand"
-    return name, args, params
-
-
-def _dtype(value) -> str:
-    return value.type().dtype().name
-
-
-def _row_step(node, name):
-    """A row op as a step: over the last dim only, no dtype=, a float input of the result's
-    dtype (layer_norm: over one dim, weight and bias of that dim's size or None)."""
-    inputs = list(node.inputs())
-    x, typ = inputs[0], node.output().type()
-    xtyp = x.type()
-    if not (isinstance(xtyp, TensorType) and xtyp.is_complete() and typ.is_complete()):
-        return "its operand's type is not fully known"
-    sizes = tuple(xtyp.sizes())
-    if not sizes or _dtype(x) not in FLOATS or xtyp.dtype() != typ.dtype():
-        return f"a {_dtype(x)} row op over {list(sizes)} (a float one over a last dim wanted)"
-    params: dict = {}
-    args = [x]
-    if name == "layer_norm":
-        shape, weight, bias, eps = inputs[1:5]
-        if shape.node().kind() != "prim::ListConstruct" or len(shape.node().inputs()) != 1:
-            return "layer_norm over several dims"
-        for value in (weight, bias):
-            vtyp = value.type()
-            if isinstance(vtyp, TensorType):
-                if tuple(vtyp.sizes() or ()) != sizes[-1:] or vtyp.dtype() != xtyp.dtype():
-                    return "a layer_norm weight or bias of another shape or dtype"
-                args.append(value)
-            elif _literal(value) is not None:
-                return "a layer_norm weight or bias that is not a tensor"
-            else:
-                args.append(("scalar", None))  # absent: the kernel skips it
-        if _constant(eps) is None:
-            return "a non-constant eps"
-        params["eps"] = float(_constant(eps))
-        return name, args, params
-    dim, rest = _literal(inputs[1]), [_literal(v) for v in inputs[2:]]
-    dims = dim if isinstance(dim, (list, tuple)) else [dim]
-    if len(dims) != 1 or not isinstance(dims[0], int) or dims[0] % len(sizes) != len(sizes) - 1:
-        return f"{name} over dim {dim} (a trailing reduction is over the last dim)"
-    if name in REDUCE:
-        if any(v is not None for v in rest[1:]) or not isinstance(rest[0], bool):
-            return f"{name} with dtype= or a non-constant keepdim"
-        params["keepdim"] = rest[0]
-    elif any(v is not None for v in rest):
-        return f"{name} with dtype="
-    return name, args, params
-
-
-_MISSING = object()
-
-
-def _literal(value):
-    """A constant argument's Python value (an int list built of constants too), else _MISSING."""
-    node = value.node()
-    if node.kind() == "prim::Constant":
-        return node["value"]
-    if node.kind() == "prim::ListConstruct":
-        items = [_literal(v) for v in node.inputs()]
-        return _MISSING if _MISSING in items else items
-    return _MISSING
-
-
 # ---- chains --------------------------------------------------------------------------------------
-def plan(nodes, outputs) -> tuple[list, list]:
+def plan(nodes, outputs, rows: bool = True) -> tuple[list, list]:
     """``(chains, reasons)``: the chains of two or more fusible nodes, and a line per
-    elementwise node left out saying why."""
+    elementwise node left out saying why. ``rows=False``: the chains a generator without
+    ``features`` takes (no per-row steps, a row op only last, no indexed steps)."""
     users: dict = {}  # value -> the nodes reading it (a node once per argument)
     for node in nodes:
         for value in node.inputs():
@@ -240,8 +114,8 @@ def plan(nodes, outputs) -> tuple[list, list]:
     returned = set(outputs)
     order = {node: i for i, node in enumerate(nodes)}
     reasons: list = []
-    group = _grow(nodes, users, order, reasons)
-    _absorb(nodes, group, users, order)
+    group = _grow(nodes, users, order, reasons, rows)
+    _absorb(nodes, group, users, order, rows)
     chains, seen = [], set()
     for node in nodes:
         chain = group.get(node)
@@ -271,13 +145,16 @@ def _stored(chain, users, returned) -> list:
     return [*found, chain[-1].output()]
 
 
-def _grow(nodes, users, order, reasons) -> dict:
+def _grow(nodes, users, order, reasons, rows) -> dict:
     """node -> its chain (a list shared by the chain's nodes): each fusible node joins the
     chains of its operands. A value also read outside the chain is stored (a second output)
-    when all those readers come after the chain's end; a row op ends its chain."""
+    when all those readers come after the chain's end; a softmax, log_softmax, layer_norm or
+    reduction without keepdim ends its chain (``element_shape``)."""
     group: dict = {}
     for node in nodes:
         step = step_of(node)
+        if not rows and isinstance(step, tuple) and step[0] in INDEXED | {"full"}:
+            step = None
         if not isinstance(step, tuple):
             if step is not None:
                 reasons.append(f"{node.kind()}: {step}")
@@ -288,19 +165,19 @@ def _grow(nodes, users, order, reasons) -> dict:
             if producer not in group or group[producer] is chain:
                 continue
             joined = [n for n in group[producer] if n not in chain] + chain
-            if _joins(value, node) and _closed(joined, node, users, order):
+            if _joins(value, node, rows) and _closed(joined, node, users, order, rows):
                 chain = joined
         for member in chain:
             group[member] = chain
     return group
 
 
-def _closed(chain, last, users, order) -> bool:
-    """Whether ``chain`` can run at ``last`` (its end): no row op but ``last``, and every
-    reader of its values outside it comes later."""
-    inside = set(chain)
-    if any(_name(n) in ROW for n in chain if n is not last):
+def _closed(chain, last, users, order, rows) -> bool:
+    """Whether ``chain`` can run at ``last`` (its end): its nodes fit one kernel
+    (``element_shape``), and every reader of its values outside it comes later."""
+    if element_shape(chain, last, rows) is None:
         return False
+    inside = set(chain)
     at = order[last]
     return all(
         order.get(u, -1) > at or _metadata(u)
@@ -310,13 +187,49 @@ def _closed(chain, last, users, order) -> bool:
     )
 
 
+def _per_row(sizes: tuple, shape: tuple) -> bool:
+    """Whether ``sizes`` is one value per row of ``shape`` (a keepdim statistic of its last
+    dim), read by the element steps as a broadcast."""
+    return bool(shape) and shape[-1] != 1 and sizes == (*shape[:-1], 1)
+
+
+def element_shape(chain, last=None, rows: bool = True) -> tuple | None:
+    """The shape of ``chain``'s element steps, or None when its nodes do not fit one kernel.
+    Each node is of that shape or per-row (``_per_row``); a row op reads an element value; a
+    reduction without keepdim, softmax, log_softmax and layer_norm only as ``last``; a per-row
+    elementwise node reads per-row values only. ``rows=False``: a row op only as ``last``,
+    no per-row steps before it."""
+    last = chain[-1] if last is None else last
+    ops = [n for n in chain if _name(n) in ROW]
+    if ops:
+        shape = _sizes(ops[0].inputsAt(0))
+    else:
+        shape = max((_sizes(n.output()) for n in chain), key=lambda s: (len(s), s[-1:]))
+    for node in chain:
+        name, sizes = _name(node), _sizes(node.output())
+        if name in ROW:
+            if _sizes(node.inputsAt(0)) != shape or (node is not last and name in NORMS):
+                return None
+            if node is not last and not rows:
+                return None
+            if name in REDUCE and not _per_row(sizes, shape) and node is not last:
+                return None  # no keepdim: nothing in the chain can broadcast it
+        elif sizes != shape and not (
+            rows
+            and _per_row(sizes, shape)
+            and all(_sizes(v) != shape for v in node.inputs() if isinstance(v.type(), TensorType))
+        ):
+            return None
+    return shape
+
+
 def _metadata(node) -> bool:
     """A size read: known from the guarded type, so the replay writes it as a number
     (replay.py) and it does not need the value computed."""
     return _constant(node.output()) is not None if node.kind() == "prim::size" else False
 
 
-def _absorb(nodes, group, users, order) -> None:
+def _absorb(nodes, group, users, order, rows) -> None:
     """Merge a chain into the one chain that reads its result more than once (``z`` in
     ``where(x > 0, z, -z)``, ``y * sigmoid(y)``): the result stays in registers."""
     changed = True
@@ -332,8 +245,8 @@ def _absorb(nodes, group, users, order) -> None:
             if target is chain or any(group[r] is not target for r in readers):
                 continue
             end = max(target, key=order.__getitem__)
-            if all(_joins(value, r) for r in readers) and _closed(
-                chain + target, end, users, order
+            if all(_joins(value, r, rows) for r in readers) and _closed(
+                chain + target, end, users, order, rows
             ):
                 target.extend(chain)
                 for member in chain:
@@ -342,24 +255,30 @@ def _absorb(nodes, group, users, order) -> None:
                 break
 
 
-def _joins(value, node) -> bool:
-    """Whether ``value`` (made by a chain) can stay inside ``node``'s chain: same shape as the
-    node's elementwise work, and the chain's dtype (a comparison's bool only as a where's
-    condition)."""
+def _joins(value, node, rows: bool = True) -> bool:
+    """Whether ``value`` (made by a chain) can stay inside ``node``'s chain: the shape of the
+    node's elementwise work or a per-row statistic of it, and the chain's dtype (a
+    comparison's bool only as a where's condition)."""
     if _name(node) in ROW:  # the row op reads the elementwise steps' value, as its input
         return value is node.inputsAt(0) and _dtype(value) == _dtype(node.output())
+    if _name(node) in COMPARE and _dtype(value) not in FLOATS:
+        return False  # a comparison of the chain's values: its bool stays inside (Rprop's)
     out = node.output().type()
-    if tuple(value.type().sizes()) != tuple(out.sizes()):
+    sizes, target = _sizes(value), tuple(out.sizes())
+    if sizes != target and not (rows and _per_row(sizes, target)):
         return False
-    return _dtype(value) == "bool" or value.type().dtype() == out.dtype()
+    return _dtype(value) == "bool" or _name(node) in COMPARE or value.type().dtype() == out.dtype()
+
+
+_WANTED = {("where", 0): "bool", ("scatter_add", 1): "int64"}  # inputs not of the chain's dtype
 
 
 def describe(chain: Chain) -> FusedKernel | str:
     """The chain's description (its ``inputs`` filled in), or why it cannot be described."""
     dtype = _dtype(chain.output)
-    body = chain.nodes[-1].inputsAt(0) if chain.is_row() else chain.output
-    out = body.type()
-    shape = tuple(out.sizes())
+    shape = element_shape(chain.nodes)
+    if shape is None or not math.prod(shape):
+        return f"no elements, or steps of several shapes ({chain.ops()})"
     position = {node: n for n, node in enumerate(chain.nodes)}
     inputs: dict = {}
     steps = []
@@ -370,23 +289,28 @@ def describe(chain: Chain) -> FusedKernel | str:
             if isinstance(value, tuple):
                 refs.append(value)
             elif value.node() in position:
+                if _dtype(value) not in (dtype, "bool"):  # a comparison of another float type
+                    return f"{node.kind()} reads a {_dtype(value)} step ({dtype} wanted)"
                 refs.append(("step", position[value.node()]))
             else:
-                if name in ROW and not refs:
-                    return f"{node.kind()} reads a chain input, not a step"
-                wanted = "bool" if name == "where" and not refs else dtype
+                wanted = _WANTED.get((name, len(refs)), dtype)
                 if _dtype(value) != wanted:
                     return f"{node.kind()} reads a {_dtype(value)} operand ({wanted} wanted)"
                 refs.append(("input", inputs.setdefault(value, len(inputs))))
-        steps.append(FusedStep(name, tuple(refs), _dtype(node.output()), params))
+        row = _sizes(node.output()) != shape
+        steps.append(FusedStep(name, tuple(refs), _dtype(node.output()), params, row))
     chain.inputs = list(inputs)
     specs = tuple(
         FusedInput(_dtype(v), tuple(v.type().sizes()), _strides(tuple(v.type().sizes()), shape))
         for v in chain.inputs
     )
-    device = out.device().type
+    device = chain.output.type().device().type
     stored = tuple(position[value.node()] for value in chain.outputs)
-    return FusedKernel(device, shape, dtype, specs, tuple(steps), stored)
+    features = {ROW_STEPS} if any(s.row for s in steps[:-1]) else set()
+    features |= {ROW_INDEX} if any(s.op in INDEXED for s in steps) else set()
+    return FusedKernel(
+        device, shape, dtype, specs, tuple(steps), stored, features=tuple(sorted(features))
+    )
 
 
 def _strides(sizes: tuple, shape: tuple) -> tuple:
@@ -425,9 +349,21 @@ def kernel_for(description: FusedKernel):
 
 
 def schedule(nodes, outputs) -> list:
-    """The chains that got a kernel; the fusion log says which fused and why others did not."""
-    chains, reasons = plan(nodes, outputs)
-    fused = []
+    """The chains that got a kernel; the fusion log says which fused and why others did not.
+    When the backend declines a chain that uses ``features`` (a generator written before
+    them), the graph is planned again without them, so that backend fuses what it knows."""
+    fused, reasons, declined = _schedule(*plan(nodes, outputs))
+    if declined:
+        fused, reasons, _ = _schedule(*plan(nodes, outputs, rows=False))
+        reasons.insert(0, f"declined with features ({', '.join(declined)}): planned without")
+    if logs.enabled("fusion"):
+        logs.log("fusion", report(fused, reasons, len(nodes)))
+    return fused
+
+
+def _schedule(chains, reasons) -> tuple:
+    """``(chains with a kernel, reasons, chains declined that used features)``."""
+    fused, declined = [], []
     for chain in chains:
         description = describe(chain)
         why = description if isinstance(description, str) else ""
@@ -436,11 +372,11 @@ def schedule(nodes, outputs) -> list:
             chain.kernel, why = kernel_for(description)
         if why:
             reasons.append(f"chain ({chain.ops()}): {why}; runs op by op")
+            if chain.description is not None and chain.description.features:
+                declined.append(chain.ops())
             continue
         fused.append(chain)
-    if logs.enabled("fusion"):
-        logs.log("fusion", report(fused, reasons, len(nodes)))
-    return fused
+    return fused, reasons, declined
 
 
 def summary(graph) -> str:
@@ -466,7 +402,7 @@ def report(fused: list, reasons: list, count: int) -> str:
         numel = math.prod(d.shape)
         lines.append(
             f"  fused: {chain.ops()} ({len(d.inputs)} inputs, {d.dtype} {list(d.shape)}, "
-            f"{numel} elements, one pass)"
+            f"{numel} elements, one call{''.join(f', {f}' for f in sorted(d.features))})"
         )
     lines += [f"  not fused: {reason}" for reason in reasons]
     return "\n".join(lines)

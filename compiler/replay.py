@@ -29,7 +29,7 @@ from ember.jit.ops import is_view, resolve
 from ember.jit.prims import PRIMS
 from ember.jit.types import TensorType
 
-from . import fusion, lower
+from . import fusion, fusion_steps, lower
 
 _ELEMENTWISE = (elementwise.unary, elementwise.binary)
 
@@ -306,9 +306,10 @@ def _reduction_kernel(node):
     complete = all(isinstance(t, TensorType) and t.is_complete() for t in (typ, result))
     if not complete or (typ.dtype(), typ.device()) != (result.dtype(), result.device()):
         return None
-    dims = fusion._literal(dim)
+    literal = fusion_steps._literal
+    dims = literal(dim)
     dims = [dims] if type(dims) is int else dims
-    if fusion._literal(keep) is not True or any(fusion._literal(v) is not None for v in dtype):
+    if literal(keep) is not True or any(literal(v) is not None for v in dtype):
         return None
     if not isinstance(dims, list) or not dims or not all(type(d) is int for d in dims):
         return None

@@ -84,7 +84,18 @@ def ember_fused_kernel(device_type, description):
     are stored, one tensor each, in the call's order). The last step may be a row op over the
     last dim of ``shape``: ``sum``, ``mean``, ``amax`` (``params["keepdim"]``; its output has
     the reduced shape), ``softmax``, ``log_softmax``, ``layer_norm`` (``params["eps"]``; args
-    1 and 2 the weight and bias, ``("scalar", None)`` when absent). A multi-tensor chain (a
+    1 and 2 the weight and bias, ``("scalar", None)`` when absent). ``features`` (a sorted tuple)
+    names what a description uses beyond that; a generator that does not know one returns
+    None (ember then plans the program again without them):
+    ``"row_steps"``: steps before the last with ``row`` true hold one value per row (a keepdim
+    ``sum``/``mean``/``amax`` over the last dim, or an elementwise step reading only such
+    values and inputs broadcast along the row, shape ``shape[:-1] + (1,)``), read by later
+    steps as a broadcast; a stored one is an output of that shape. ``"row_index"``: a
+    ``scatter_add`` step (args: base, an ``int64`` input of one index per row, a per-row
+    value) adds the value at the row's index (``full`` steps, no args, give a constant); the
+    kernel must check the indices (``0 <= index < shape[-1]``) and the call raise
+    ``IndexError`` for one out of range. Other step ops a generator does not know (``addcmul``:
+    ``params["value"]``) are declined the same way. A multi-tensor chain (a
     compiled optimizer's update) has ``segments``, the sizes of the tensors it runs over
     (``shape`` is ``(sum,)``), and ``writes``: per output, the input it is stored into (in
     place) or None; its kernel takes each input of nonzero stride, and each output not written

@@ -40,7 +40,7 @@ NATIVE = ["-march=native"]
 _LOADED: dict = {}  # cache key -> the loaded function
 _LOCK = threading.Lock()
 
-C_TYPES = {"float32": "float", "float64": "double", "bool": "uint8_t"}
+C_TYPES = {"float32": "float", "float64": "double", "bool": "uint8_t", "int64": "int64_t"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
 _UNARY = {  # the eager expressions of unary.def
@@ -61,8 +61,10 @@ _BINARY = {  # binary.def's
     "pow": "pow({0}, {1})",
 }
 OPS = frozenset(_INFIX) | frozenset(_COMPARE) | frozenset(_UNARY) | frozenset(_BINARY)
-OPS |= {"gelu", "where"}
-ROW = frozenset(("sum", "mean", "amax", "softmax", "log_softmax", "layer_norm"))  # last step only
+OPS |= {"gelu", "where", "addcmul", "full", "scatter_add"}
+REDUCE = frozenset(("sum", "mean", "amax"))  # anywhere in a chain, as row steps (fused_rows.py)
+ROW = REDUCE | {"softmax", "log_softmax", "layer_norm"}  # these three as the last step only
+FEATURES = frozenset(("row_steps", "row_index"))  # the description features it knows
 
 
 def kernel(description):
@@ -81,6 +83,8 @@ def kernel(description):
         LOG.warning("fused kernel not built (%s); the chain runs op by op", failed)
         return None
     numel = math.prod(description.shape)
+    if _indexed(description):
+        return _checked(fn, source, description)
 
     def run(*tensors):
         ptrs = [t._storage.ptr + t._offset * t._dtype.itemsize for t in tensors]
@@ -91,20 +95,48 @@ def kernel(description):
     return run
 
 
+def _indexed(d) -> bool:
+    return "row_index" in getattr(d, "features", ())
+
+
+def _checked(fn, source, d):
+    """``run`` for a kernel that reads int64 indices: the kernel writes the first index out of
+    range into a flag (it cannot raise), and the call raises scatter_add's IndexError."""
+    import numpy as np
+
+    size, dim = d.shape[-1], len(d.shape) - 1
+
+    def run(*tensors):
+        flag = np.zeros(2, np.int64)
+        ptrs = [t._storage.ptr + t._offset * t._dtype.itemsize for t in tensors]
+        fn([*ptrs, flag.ctypes.data])
+        if flag[0]:
+            raise IndexError(
+                f"scatter_add: index out of range: index {flag[1]} is out of bounds for dim "
+                f"{dim} with size {size}"
+            )
+
+    run.source = source
+    return run
+
+
 def _supported(description) -> bool:
     if description.dtype not in ("float32", "float64"):
         return False
     if any(i.dtype not in C_TYPES for i in description.inputs):
         return False
+    if set(getattr(description, "features", ())) - FEATURES:
+        return False
     *body, last = description.steps
-    return all(step.op in OPS for step in body) and (last.op in OPS or last.op in ROW)
+    mid = OPS | REDUCE
+    return all(step.op in mid for step in body) and (last.op in OPS or last.op in ROW)
 
 
 # ---- C source ------------------------------------------------------------------------------------
 def generate(d) -> str:
     """The C source of description ``d``: ``void ember_fused(intptr_t *ptrs)``, outputs first.
-    A chain ending in a row op (ROW) runs a row of the last dim per iteration (``_row_kernel``);
-    an elementwise one, rows of the collapsed output."""
+    A chain with row steps or ending in a row op (ROW) runs a row of the last dim per iteration
+    (fused_rows.py); an elementwise one, rows of the collapsed output."""
     t = C_TYPES[d.dtype]
     numel = math.prod(d.shape)
     lines = [
@@ -122,14 +154,23 @@ def generate(d) -> str:
         ct = C_TYPES[spec.dtype]
         lines.append(f"    const {ct} *restrict i{k} = (const {ct} *)ptrs[{len(d.outputs) + k}];")
     strides = [tuple(i.strides) for i in d.inputs]
-    if d.steps[-1].op in ROW:
+    if _indexed(d):
+        lines.append(
+            f"    int64_t *restrict flag = (int64_t *)ptrs[{len(d.outputs) + len(d.inputs)}];"
+        )
+    if d.steps[-1].op in ROW or _indexed(d) or any(getattr(s, "row", False) for s in d.steps):
+        from .fused_rows import helpers, row_kernel
+
+        at = lines.index("static void rows(intptr_t *ptrs, int64_t r0, int64_t r1) {")
+        lines[at:at] = helpers(d)
+
         outer, ostrides = _collapse(tuple(d.shape[:-1]), [s[:-1] for s in strides])
         sizes = [*outer, d.shape[-1]]
         strides = [[*o, s[-1]] for o, s in zip(ostrides, strides)]
         rows = math.prod(outer)
         lines.append("    for (int64_t r = r0; r < r1; r++) {")
         lines += _row_bases(sizes, strides, len(d.inputs), numel)
-        lines += _row_kernel(d, [s[-1] for s in strides], t)
+        lines += row_kernel(d, [s[-1] for s in strides], t)
     else:
         sizes, strides = _collapse(tuple(d.shape), strides)
         # one dimension: rows of BLOCK elements, the last one shorter
@@ -156,77 +197,6 @@ def generate(d) -> str:
         ]
     lines += [f"    rows(ptrs, 0, {rows});", "}"]
     return "\n".join(lines) + "\n"
-
-
-def _row_kernel(d, inner_strides, t) -> list:
-    """One row: a first pass computes the elementwise steps (storing those wanted) and the
-    statistic the row op starts from; softmax, log_softmax and layer_norm then take two more
-    passes over their output row, still in cache. Sums accumulate in double."""
-    last = len(d.steps) - 1
-    op, params = d.steps[last].op, d.steps[last].params
-    x = d.steps[last].args[0][1]  # the step the row op reads
-    stored = [(k, i) for k, i in enumerate(d.outputs) if i != last]
-    row_out = d.outputs.index(last) if last in d.outputs else None
-    o = f"o{row_out}"
-    n = d.shape[-1]
-    first = {
-        "sum": ("double acc = 0;", "acc += s{x};"),
-        "mean": ("double acc = 0;", "acc += s{x};"),
-        "amax": (f"{t} acc = -INFINITY;", "acc = (s{x} != s{x} || s{x} > acc) ? s{x} : acc;"),
-        "softmax": (f"{t} acc = -INFINITY;", "acc = (s{x} != s{x} || s{x} > acc) ? s{x} : acc;"),
-        "layer_norm": ("double acc = 0;", "acc += s{x};"),
-    }
-    first["log_softmax"] = first["softmax"]  # a NaN, once taken, stays (NaN > x is false)
-    start, step = first[op]
-    lines = [f"        {start}", "        for (int64_t j = lo; j < hi; j++) {"]
-    lines += _body(d, inner_strides, t, last)
-    lines += [f"            o{k}[ob + j] = s{i};" for k, i in stored]
-    if op in ("softmax", "log_softmax", "layer_norm"):
-        lines.append(f"            {o}[ob + j] = s{x};")
-    lines += ["            " + step.format(x=x), "        }"]
-    if op in REDUCE_STORE:
-        value = f"({t})(acc / {n})" if op == "mean" else f"({t})acc"
-        return lines + [f"        {o}[r] = {value};"]
-    row = f"{o}[ob + j]"
-    if op == "softmax":
-        lines += [
-            "        double total = 0;",
-            "        for (int64_t j = lo; j < hi; j++) {",
-            f"            {t} e = em_exp(({t})({row} - acc)); {row} = e; total += e;",
-            "        }",
-            f"        {t} sum = ({t})total;",
-            f"        for (int64_t j = lo; j < hi; j++) {row} = {row} / sum;",
-        ]
-    elif op == "log_softmax":
-        lines += [
-            "        double total = 0;",
-            f"        for (int64_t j = lo; j < hi; j++) total += em_exp(({t})({row} - acc));",
-            f"        {t} lse = em_log(({t})total);",
-            f"        for (int64_t j = lo; j < hi; j++) {row} = ({t})({row} - acc) - lse;",
-        ]
-    else:  # layer_norm: the mean, then the centred second moment, as the decomposition
-        weight, bias = d.steps[last].args[1:3]
-        lines += [
-            f"        {t} mean = ({t})(acc / {n});",
-            "        double var = 0;",
-            "        for (int64_t j = lo; j < hi; j++) {",
-            f"            {t} c = ({t})({row} - mean); var += ({t})(c * c);",
-            "        }",
-            f"        {t} rstd = ({t})(1 / sqrt(({t})(({t})(var / {n}) + "
-            f"({t}){float(params['eps']).hex()})));",
-            "        for (int64_t j = lo; j < hi; j++) {",
-            f"            {t} y = ({t})({row} - mean) * rstd;",
-        ]
-        for arg, sign in ((weight, "*"), (bias, "+")):
-            if arg[0] == "input":
-                k = arg[1]
-                index = f"b{k} + j * {inner_strides[k]}" if inner_strides[k] else f"b{k}"
-                lines.append(f"            y = y {sign} i{k}[{index}];")
-        lines += [f"            {row} = y;", "        }"]
-    return lines
-
-
-REDUCE_STORE = frozenset(("sum", "mean", "amax"))
 
 
 def _collapse(shape: tuple, strides: list) -> tuple:
@@ -271,19 +241,26 @@ def _row_bases(sizes, strides, n_inputs, numel) -> list:
 
 def _body(d, inner_strides, t, count) -> list:
     """Lines loading the inputs and computing the first ``count`` steps as ``s<n>``."""
-    lines = []
-    for k, spec in enumerate(d.inputs):
-        ct = "int" if spec.dtype == "bool" else t
-        index = f"b{k} + j * {inner_strides[k]}" if inner_strides[k] else f"b{k}"
-        load = f"i{k}[{index}] != 0" if spec.dtype == "bool" else f"i{k}[{index}]"
-        lines.append(f"            {ct} v{k} = {load};")
-    for n, step in enumerate(d.steps[:count]):
-        ct = "int" if step.dtype == "bool" else t
-        lines.append(f"            {ct} s{n} = {_expression(step, t)};")
-    return lines
+    lines = ["            " + load_input(k, spec, inner_strides[k], t) for k, spec in
+             enumerate(d.inputs)]  # fmt: skip
+    return lines + ["            " + compute(n, s, t) for n, s in enumerate(d.steps[:count])]
 
 
-def _operand(arg, t) -> str:
+def load_input(k: int, spec, stride: int, t: str) -> str:
+    """``v<k> = `` input k's element ``j`` of the row (``b<k>``: the row's offset)."""
+    ct = {"bool": "int", "int64": "int64_t"}.get(spec.dtype, t)
+    index = f"b{k} + j * {stride}" if stride else f"b{k}"
+    load = f"i{k}[{index}] != 0" if spec.dtype == "bool" else f"i{k}[{index}]"
+    return f"{ct} v{k} = {load};"
+
+
+def compute(n: int, step, t: str) -> str:
+    """``s<n> = `` step n's expression."""
+    ct = "int" if step.dtype == "bool" else t
+    return f"{ct} s{n} = {_expression(step, t)};"
+
+
+def operand(arg, t) -> str:
     kind, value = arg
     if kind == "input":
         return f"v{value}"
@@ -293,7 +270,7 @@ def _operand(arg, t) -> str:
 
 
 def _expression(step, t) -> str:
-    args = [_operand(a, t) for a in step.args]
+    args = [operand(a, t) for a in step.args]
     op = step.op
     if op in _INFIX:
         return f"({args[0]} {_INFIX[op]} {args[1]})"
@@ -303,6 +280,13 @@ def _expression(step, t) -> str:
         return _UNARY[op].format(*args)
     if op in _BINARY:
         return _BINARY[op].format(*args)
+    if op == "addcmul":  # ternary.def's a + (ct)value * b * c
+        value = operand(("scalar", step.params["value"]), t)
+        return f"({args[0]} + {value} * {args[1]} * {args[2]})"
+    if op == "full":
+        return operand(("scalar", step.params["value"]), t)
+    if op == "scatter_add":  # base + src at the row's index (j: the position in the row)
+        return f"em_sel(j == {args[1]}, {args[0]} + {args[2]}, {args[0]})"
     if op == "gelu":
         form = "tanh" if step.params.get("approximate") == "tanh" else "erf"
         return f"em_gelu_{form}({args[0]})"

@@ -23,7 +23,9 @@ def kernel(description):
     each input of nonzero stride a sequence of tensors (one per segment), the others tensors;
     or None (an op or dtype the generator does not know, no C compiler)."""
     d = description
-    if d.steps[-1].op in fused.ROW or len(d.writes) != len(d.outputs):
+    if getattr(d, "features", ()) or any(step.op in fused.ROW for step in d.steps):
+        return None
+    if len(d.writes) != len(d.outputs):
         return None
     source = generate(d)
     try:

@@ -19,6 +19,9 @@ CASES = [
     ("Adagrad", {"lr_decay": 0.01}),
     ("NAdam", {"decoupled_weight_decay": True, "weight_decay": 0.1}),
     ("ASGD", {"t0": 5}),
+    # its comparisons' bools stay inside the one chain (the sign flips, the step-size factor)
+    ("Rprop", {}),
+    ("Rprop", {"maximize": True, "etas": (0.4, 1.5), "step_sizes": (1e-4, 0.1)}),
 ]
 
 
@@ -62,13 +65,16 @@ def test_float32_matches_eager():
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
 
 
-def test_updates_in_place_without_concatenation(monkeypatch):
+@pytest.mark.parametrize(
+    "name,kw,key", [("RMSprop", {"momentum": 0.9}, "momentum_buffer"), ("Rprop", {}, "prev")]
+)
+def test_updates_in_place_without_concatenation(monkeypatch, name, kw, key):
     """After the build, a call makes no ``cat`` and no copy: parameters and the state keep their
     storage (the eager step's state entries, views of the bucket's flat buffers)."""
-    _, opt = _run(ember, "RMSprop", {"momentum": 0.9}, "float64", compiled=True, steps=2)
+    _, opt = _run(ember, name, kw, "float64", compiled=True, steps=2)
     params = opt.param_groups[0]["params"]
     before = [p.detach().numpy().copy() for p in params]
-    state = [opt.state[p]["momentum_buffer"] for p in params]
+    state = [opt.state[p][key] for p in params]
     addresses = [t._storage.ptr + t._offset for t in (*params, *state)]
     calls = []
     monkeypatch.setattr(ember, "cat", lambda *a, **k: calls.append("cat"))
