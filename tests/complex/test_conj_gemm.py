@@ -10,7 +10,6 @@ import pytest
 import torch
 
 import ember
-from ember.dispatcher import mathbits
 
 from .test_conj_bit import _pair
 
@@ -73,20 +72,6 @@ def test_product_of_flagged_operands_matches_torch(name, dtype):
 @pytest.mark.parametrize("name", sorted(BATCHED))
 def test_batched_product_of_flagged_operands_matches_torch(name, dtype):
     _compare(BATCHED[name], dtype, (3, 4, 4))
-
-
-@pytest.fixture
-def materialized(monkeypatch):
-    """How many operands the math-bits layer materializes (conj_physical/neg of the storage)."""
-    count = [0]
-    apply_bits = mathbits._apply_bits
-
-    def counting(value, source):
-        count[0] += 1
-        return apply_bits(value, source)
-
-    monkeypatch.setattr(mathbits, "_apply_bits", counting)
-    return count
 
 
 @pytest.mark.parametrize(

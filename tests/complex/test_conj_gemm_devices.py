@@ -12,7 +12,6 @@ import pytest
 import torch
 
 import ember
-from ember.dispatcher import mathbits
 from ember.dispatcher.registry import FALLBACK_COUNTS
 
 from ..conftest import available_device_types
@@ -43,20 +42,6 @@ BATCHED = {
     "bmm(a.mT.conj(), b)": (lambda T, a, b: T.bmm(a.mT.conj(), b), 0),
     "bmm of a row-major conj (copied)": (lambda T, a, b: T.bmm(a.mT.contiguous().conj(), b), 1),
 }
-
-
-@pytest.fixture
-def materialized(monkeypatch):
-    """How many operands the math-bits layer materializes (conj_physical/neg of the storage)."""
-    count = [0]
-    apply_bits = mathbits._apply_bits
-
-    def counting(value, source):
-        count[0] += 1
-        return apply_bits(value, source)
-
-    monkeypatch.setattr(mathbits, "_apply_bits", counting)
-    return count
 
 
 def _operands(dtype, shapes, device):
