@@ -266,7 +266,18 @@ def operand(arg, t) -> str:
         return f"v{value}"
     if kind == "step":
         return f"s{value}"
-    return f"(({t}){float(value).hex()})"  # a scalar, as the eager loops' (ct)p->f[3]
+    return f"(({t}){_c_double(value)})"  # a scalar, as the eager loops' (ct)p->f[3]
+
+
+def _c_double(value) -> str:
+    """A C double constant with ``value``'s exact bits: a hex float, or math.h's INFINITY/NAN
+    (a masked softmax's ``where(keep, x, -inf)``), which hex floats cannot spell."""
+    value = float(value)
+    if math.isnan(value):
+        return "NAN"
+    if math.isinf(value):
+        return "INFINITY" if value > 0 else "(-INFINITY)"
+    return value.hex()
 
 
 def _expression(step, t) -> str:

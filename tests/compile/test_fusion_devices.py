@@ -64,10 +64,7 @@ CHAINS = {  # fn(lib, x, w, b, r, keep): the chain's ops as the fusion log names
 
 # Chains a device's generator declines (the chain then runs op by op), with the reason: data,
 # checked to stay declined, so a fix shows up here
-DECLINED = {
-    ("cpu", "masked_softmax"): "the CPU generator (backend_cpu's fused.py) writes -inf as a C "
-    "literal it has no spelling for, so the build fails and the hook returns None",
-}
+DECLINED: dict = {}
 
 
 def _generates(device) -> bool:
