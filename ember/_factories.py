@@ -118,6 +118,52 @@ def _depth(data) -> int:
     return depth
 
 
+_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
+
+
+def _may_hold_huge_ints(array) -> bool:
+    """Whether numpy may have met Python ints outside int64 in the data it made ``array`` of:
+    it makes them uint64, float64 (beside other ints: losing their low bits) or object."""
+    if array.dtype == object or array.dtype.kind == "u":
+        return True
+    return array.dtype.kind == "f" and array.size > 0 and float(np.abs(array).max()) >= 2.0**63
+
+
+def _huge_ints(data) -> list:
+    """The Python ints in nested ``data`` outside int64's range."""
+    return [v for v in _leaves(data) if type(v) is int and not _INT64_MIN <= v <= _INT64_MAX]
+
+
+def _with_huge_ints(data, array, dtype):
+    """``array`` rebuilt where ``data`` holds Python ints beyond int64, as PyTorch reads them:
+    exactly into float and complex dtypes and into uint64 (an unsigned read: OverflowError for
+    a negative or a too large one), else its int64 read fails (ValueError)."""
+    huge = _huge_ints(data)
+    if not huge:
+        return array
+    if dtype is not None and dtype.category in (dt.FLOATING, dt.COMPLEX):
+        return np.array(data, dtype=np.complex128 if dtype.category == dt.COMPLEX else np.float64)
+    if dtype is dt.uint64:
+        if any(value > _UINT64_MAX for value in huge):
+            raise OverflowError("int too big to convert")
+        if any(value < 0 for value in _leaves(data)):
+            raise OverflowError("can't convert negative int to unsigned")
+        return np.array(data, dtype=np.uint64)
+    if dtype is None and any(isinstance(v, (float, complex)) for v in _leaves(data)):
+        return array  # a float among them: the list is float data, as PyTorch infers it
+    raise ValueError("Overflow when unpacking long long")
+
+
+def _leaves(data):
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        else:
+            yield item
+
+
 def _infer_array(data, dtype):
     """A numpy array for ``data`` with PyTorch's dtype inference for Python values."""
     if isinstance(data, Tensor):
@@ -134,6 +180,8 @@ def _infer_array(data, dtype):
             raise RuntimeError(
                 f"tensor(): ember supports at most {MAX_DIMS} dims, got {_depth(data)}"
             ) from None
+        if _may_hold_huge_ints(array):
+            array = _with_huge_ints(data, array, dtype)
         if array.dtype == object:
             raise TypeError(f"tensor(): can't infer a dtype for {type(data).__name__} data")
         if array.dtype.kind == "f":
@@ -151,8 +199,11 @@ def _infer_array(data, dtype):
     target = dtype or inferred
     python_data = not isinstance(data, (np.ndarray, np.generic))  # numpy data wraps, as in torch
     if python_data and target.category == dt.INTEGRAL and array.size and array.dtype.kind in "iuf":
-        for value in (array.min().item(), array.max().item()):  # numpy would wrap
-            check_scalar_fits("tensor", value, target)
+        low, high = array.min().item(), array.max().item()
+        if target is dt.uint64 and low < 0:  # read as unsigned, where the others wrap
+            raise OverflowError("can't convert negative int to unsigned")
+        for value in (low, high):  # numpy would wrap
+            check_scalar_fits("tensor", value, target, target.name)
     with np.errstate(over="ignore"):  # 1e300 as float32 is inf, silently, as in torch
         return np.asarray(array, dtype=target.np), target
 

@@ -76,6 +76,9 @@ _C_TYPES = {
     dt.int16: "int16_t",
     dt.int32: "int",
     dt.int64: "int64_t",
+    dt.uint16: "uint16_t",
+    dt.uint32: "uint32_t",
+    dt.uint64: "uint64_t",
     dt.float16: "c10::Half",
     dt.bfloat16: "c10::BFloat16",
     dt.float32: "float",
@@ -96,10 +99,12 @@ def _value_range(d) -> tuple:
 _RANGES = {d: _value_range(d) for d in _C_TYPES}
 
 
-def check_scalar_fits(op_name: str, value, dtype) -> None:
+def check_scalar_fits(op_name: str, value, dtype, type_name: str | None = None) -> None:
     """Refuse a Python scalar that ``dtype`` cannot hold, as PyTorch's checked_convert does:
     out of range for an integer dtype (NaN included), or finite and beyond the largest finite
-    value of a floating dtype. Bool takes anything. A dict lookup and two compares when it fits."""
+    value of a floating dtype. Bool takes anything. A dict lookup and two compares when it fits.
+    ``type_name``: the type the message names (PyTorch's ops name the C type, ``tensor()`` the
+    dtype)."""
     limits = _RANGES.get(dtype)
     try:
         if limits is None or limits[0] <= value <= limits[1]:
@@ -109,6 +114,7 @@ def check_scalar_fits(op_name: str, value, dtype) -> None:
     if dtype.category == dt.FLOATING and (value != value or abs(value) == math.inf):
         return  # NaN and infinities convert to floating types
     raise RuntimeError(
-        f"{op_name}(): value cannot be converted to type {_C_TYPES[dtype]} without overflow "
+        f"{op_name}(): value cannot be converted to type {type_name or _C_TYPES[dtype]} without "
+        f"overflow "
         f"(value {value!r}, dtype {dtype.name})"
     )

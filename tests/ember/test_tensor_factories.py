@@ -234,3 +234,47 @@ def test_factory_errors(make, error, message):
 def test_is_tensor():
     assert ember.is_tensor(ember.ones(1))
     assert not ember.is_tensor(np.ones(1))
+
+
+# Python ints at and beyond the edges of int64 and of the unsigned dtypes: PyTorch reads each
+# into the dtype (uint64 unsigned, floats exactly, the rest through int64), never wrapping.
+BIG_INTS = [
+    ([1, 2**63 + 5], None),
+    ([2**64], None),
+    ((1, 2**63), None),
+    ([1.5, 2**63 + 5], None),
+    ([1, 2**63 + 5], "uint64"),
+    ([[1, 2], [3, 2**64 - 1]], "uint64"),
+    ([2**64], "uint64"),
+    ([-1], "uint64"),
+    ([-1, 2**63], "uint64"),
+    ([2**63 + 5], "int64"),
+    ([2**63 + 1], "uint8"),
+    ([1, 2**64], "float32"),
+    ([1, 2**64], "complex64"),
+    ([2**40], "uint16"),
+    ([2**40], "uint32"),
+    ([-(2**40)], "uint32"),
+    ([-1], "uint32"),
+    ([300], "uint8"),
+]
+
+
+@pytest.mark.parametrize("data,dtype", BIG_INTS, ids=[f"{d}-{t}" for d, t in BIG_INTS])
+def test_big_python_ints_are_read_as_torch_reads_them(data, dtype):
+    torch = pytest.importorskip("torch")
+
+    def build(lib):
+        try:
+            return lib.tensor(data, dtype=getattr(lib, dtype) if dtype else None)
+        except (RuntimeError, ValueError, OverflowError) as exc:
+            return exc
+
+    theirs, ours = build(torch), build(ember)
+    if isinstance(theirs, Exception):
+        assert type(ours) is type(theirs), ours
+        assert str(theirs) in str(ours)
+    else:
+        assert not isinstance(ours, Exception), ours
+        assert str(ours.dtype) == str(theirs.dtype).replace("torch", "ember")
+        assert ours.tolist() == theirs.tolist()
