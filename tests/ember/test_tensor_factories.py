@@ -278,3 +278,19 @@ def test_big_python_ints_are_read_as_torch_reads_them(data, dtype):
         assert not isinstance(ours, Exception), ours
         assert str(ours.dtype) == str(theirs.dtype).replace("torch", "ember")
         assert ours.tolist() == theirs.tolist()
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
+@pytest.mark.parametrize("value", [-1, -5, 2**16 - 1, 2**40, 2**64 - 1])
+def test_wide_unsigned_fills_wrap_or_refuse_as_torch(dtype, value):
+    """full/fill_ of the limited unsigned dtypes: a negative value wraps (c10's cast), one past
+    the dtype's range is refused."""
+    torch = pytest.importorskip("torch")
+
+    def build(lib):
+        try:
+            return lib.full((2,), value, dtype=getattr(lib, dtype)).tolist()
+        except RuntimeError as exc:
+            return type(exc)
+
+    assert build(ember) == build(torch)

@@ -40,8 +40,9 @@ def copy_(dst, src) -> None:
 def fill_(out, value) -> None:
     if out._dtype.name in FORMATS:
         values = np.full(out._shape, value, dtype=np.float32)
-    else:  # the value fits (checked by the caller); wide unsigned values exceed int64
-        values = np.full(out._shape, int(value), dtype=out._dtype.np)
+    else:  # in range (checked by the caller), where a negative one wraps, as c10 casts it
+        bits = 8 * np.dtype(out._dtype.np).itemsize
+        values = np.full(out._shape, int(value) % (1 << bits), dtype=out._dtype.np)
     _store(out, values)
 
 
