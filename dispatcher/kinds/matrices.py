@@ -13,7 +13,7 @@ import itertools
 import math
 
 from ember import _dtype as dt
-from ember._tensor import Tensor, contiguous_strides, empty, host_array, is_contiguous, make
+from ember._tensor import Tensor, contiguous_strides, empty, is_contiguous, make
 
 from ._common import OPS, broadcast_shapes, common_device, expand_to
 
@@ -180,13 +180,13 @@ def broadcast_batch(name: str, *tensors, tails=None) -> tuple:
 
 
 def host_ints(t: Tensor):
-    """A small integer tensor (info, rank) as numpy on the host (one device read; a view of a CPU
-    tensor's storage: every solve reads its info, and detach + numpy took 2 us of 40)."""
+    """A small integer tensor (info, rank) as numpy on the host (one device read). Through
+    ``numpy()``, which every layer sees: a raw view of the storage (host_array) read the wrong
+    pivots of a vmapped lu_unpack (tests/autograd/test_vmap_ops.py)."""
     import numpy as np
 
-    if t._storage.device.type == "cpu":
-        return host_array(t)
-    return np.asarray(t.detach().cpu().numpy())
+    t = t.detach()
+    return np.asarray(t.cpu().numpy() if t._storage.device.type != "cpu" else t.numpy())
 
 
 def raise_info(info, name: str, message, batched: bool, error=LinAlgError) -> None:
