@@ -6,7 +6,14 @@ device and dtype, not 8 ops per parameter. Trajectories over 20 steps match PyTo
 from __future__ import annotations
 
 import pytest
-from test_optimizers import Problem, _assert_trajectory, _ember_grad, _run
+from test_optimizers import (
+    SKIP_AT,
+    Problem,
+    _assert_trajectory,
+    _ember_grad,
+    _run,
+    trajectory_against_torch,
+)
 
 import ember
 from ember.dispatcher.optable import OPS
@@ -46,20 +53,14 @@ def op_calls(monkeypatch):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("config", CONFIGS, ids=_id)
 def test_default_matches_torch_default(config, dtype):
+    problem, opt, ref, got = trajectory_against_torch(config, dtype, STEPS)
     name, kwargs = config
-    problem = Problem(dtype)
-    ours, theirs = problem.ember_params(), problem.torch_params()
-    opt = getattr(ember.optim, name)(ours, **kwargs)
-    ref = getattr(torch.optim, name)(theirs, **kwargs)
-    skip_at = {3, 7}  # some steps leave one parameter without a gradient
-    got = _run(problem, opt, ours, STEPS, _ember_grad, skip_at=skip_at)
-    want = _run(problem, ref, theirs, STEPS, torch.from_numpy, skip_at=skip_at)
-    _assert_trajectory(got, want, dtype)
     loop = problem.ember_params()
     opt_loop = getattr(ember.optim, name)(loop, **kwargs, foreach=False)
-    _assert_trajectory(got, _run(problem, opt_loop, loop, STEPS, _ember_grad, skip_at=skip_at),
+    _assert_trajectory(got, _run(problem, opt_loop, loop, STEPS, _ember_grad, skip_at=SKIP_AT),
                        dtype)  # fmt: skip
-    assert opt.state[ours[0]]["step"].item() == ref.state[theirs[0]]["step"].item()
+    first = next(iter(opt.state.values()))["step"].item()
+    assert first == next(iter(ref.state.values()))["step"].item()
 
 
 @pytest.mark.parametrize("name", ["Adam", "AdamW"])

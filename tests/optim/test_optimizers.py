@@ -112,16 +112,25 @@ def _assert_trajectory(got, want, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("config", CONFIGS, ids=_config_id)
 def test_matches_torch(config, dtype):
+    trajectory_against_torch(config, dtype)
+
+
+SKIP_AT = {3, 7}  # steps that leave one parameter without a gradient
+
+
+def trajectory_against_torch(config, dtype, steps=STEPS):
+    """Run ``config``'s optimizer in ember and torch from the same start; assert the
+    trajectories match; return (problem, ember optimizer, torch optimizer, ember trajectory)."""
     name, kwargs = config
     problem = Problem(dtype)
     ours = problem.ember_params()
     theirs = problem.torch_params()
     opt = getattr(ember.optim, name)(ours, **kwargs)
     ref = getattr(torch.optim, name)(theirs, **kwargs)
-    skip_at = {3, 7}  # some steps leave one parameter without a gradient
-    got = _run(problem, opt, ours, STEPS, _ember_grad, skip_at=skip_at)
-    want = _run(problem, ref, theirs, STEPS, torch.from_numpy, skip_at=skip_at)
+    got = _run(problem, opt, ours, steps, _ember_grad, skip_at=SKIP_AT)
+    want = _run(problem, ref, theirs, steps, torch.from_numpy, skip_at=SKIP_AT)
     _assert_trajectory(got, want, dtype)
+    return problem, opt, ref, got
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
