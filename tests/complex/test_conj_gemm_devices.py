@@ -65,22 +65,19 @@ def _check(program, copies, dtype, shapes, device, materialized):
     )
 
 
+# (program, operands copied, operand shapes): plain and batched products
+CASES = {name: (*PROGRAMS[name], [(6, 4), (6, 5)]) for name in PROGRAMS} | {
+    name: (*BATCHED[name], [(3, 6, 4), (3, 6, 5)]) for name in BATCHED
+}
+
+
 @pytest.mark.skipif(not DEVICES, reason="neither xpu nor cuda is available")
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_product_of_conjugate_views_on_the_device(name, dtype, device, materialized):
-    program, copies = PROGRAMS[name]
-    _check(program, copies, dtype, [(6, 4), (6, 5)], device, materialized)
-
-
-@pytest.mark.skipif(not DEVICES, reason="neither xpu nor cuda is available")
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
-@pytest.mark.parametrize("name", sorted(BATCHED))
-def test_batched_product_of_conjugate_views_on_the_device(name, dtype, device, materialized):
-    program, copies = BATCHED[name]
-    _check(program, copies, dtype, [(3, 6, 4), (3, 6, 5)], device, materialized)
+    program, copies, shapes = CASES[name]
+    _check(program, copies, dtype, shapes, device, materialized)
 
 
 @pytest.mark.skipif(not DEVICES, reason="neither xpu nor cuda is available")
