@@ -120,12 +120,15 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
     def eager(*args, **kwargs):
         from ember.jit.tracer import current
 
+        from .segments import eager_piece
+
         state = current()
         observer = getattr(state, "observer", None) if state is not None else None
         if observer is not None and state.recording():
             observer.graph_break("disable", getattr(fn, "__qualname__", repr(fn)))
         if state is None:
-            return fn(*args, **kwargs)
+            with eager_piece(args, kwargs):
+                return fn(*args, **kwargs)
         state.suspended += 1
         try:
             return fn(*args, **kwargs)

@@ -3,8 +3,9 @@
 Each call computes its guard key (``guards.call_key``); a hit replays the region's generated
 code; a miss captures the call (its result is the capture's eager run), up to
 ``config.recompile_limit`` entries, after which new guard sets run eagerly with PyTorch's
-warning. A capture that broke (``.item()``, ``print`` of a tensor...) caches an eager entry
-that records the reason, so the break is paid once.
+warning. A capture that broke (``.item()``, ``print`` of a tensor...) caches an entry that
+records the reason and runs the Python at each call with its ops deferred into compiled
+segments around the break (segments.py), with or without gradients.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import logging
 import weakref
 
 from ember._tensor import Tensor
-from ember.autograd.grad_mode import STATE as GRAD
 from ember.jit import pytree
 from ember.jit.tracer import _ACTIVE, current
 
@@ -24,7 +24,6 @@ from . import config, dynamic, effects, fusion, guards, logs, overhead, segments
 from .exc import FailOnRecompileLimitHit
 from .observer import COMPILE, FULLGRAPH, Observer
 from .region import Region, record, split
-from .split import compiled_children
 
 WARN = logging.getLogger("ember._dynamo.convert_frame")
 _INSTANCES: weakref.WeakSet = weakref.WeakSet()
@@ -58,7 +57,6 @@ class CompiledFunction:
         self._count = 0
         self._last = None  # the key of the newest entry (for recompile reasons)
         self._limit_warned = False
-        self._children = None  # id(child module) -> its CompiledFunction, once a capture broke
         self._dynamic = None  # {argument leaf: dims} guarded by rank only (dynamic.py)
         self._static = False  # a graph was not size-generic: every size specialised from then
         functools.update_wrapper(self, fn, updated=())
@@ -78,27 +76,10 @@ class CompiledFunction:
                 return entry.paths.call(self._fn, args, kwargs)
             if entry.modules and not entry.matches():
                 continue
-            if entry.region is None:
-                return self._eager(args, kwargs)
             tensors = leaves if positions is None else [leaves[i] for i in positions]
             return entry.region.run(self._root, tensors)
         guards.remember_devices(leaves)
         return self._miss(key, leaves, args, kwargs)
-
-    def _eager(self, args, kwargs):
-        """A guard set whose capture broke: a module runs its children compiled (split.py), a
-        function runs eagerly."""
-        root = self._root
-        if root is None or not root._modules:
-            return self._fn(*args, **kwargs)
-        if self._children is None:
-            self._children = {
-                id(child): CompiledFunction(child._call_impl, self._options, root=child)
-                for child in root._modules.values()
-                if child is not None
-            }
-        with compiled_children(self._children):
-            return self._fn(*args, **kwargs)
 
     # ---- compiling ---------------------------------------------------------------------------
     def _miss(self, key, leaves, args, kwargs):
@@ -130,9 +111,9 @@ class CompiledFunction:
         modules = list(observer.modules.values())
         if self._root is not None and id(self._root) not in observer.modules:
             modules.insert(0, self._root)  # called through _call_impl, so not observed
-        paths = None
-        if changed or (region is None and not self._records_grad(leaves)):
-            paths = segments.Paths(self.__qualname__)
+        # a capture that broke, or Python side effects a replay would skip: the Python runs at
+        # every call, its ops deferred into compiled segments
+        paths = segments.Paths(self.__qualname__) if region is None else None
         entry = Entry(region, modules, observer.reasons, paths)
         self._cache.setdefault(key, []).append(entry)
         self._count += 1
@@ -184,16 +165,6 @@ class CompiledFunction:
             name = names[i] if i < len(names) else f"L[{i}]"
             parts += [f"{name!r} dim {d}" for d in sorted(ds)]
         return ", ".join(parts) + " dynamic"
-
-    def _records_grad(self, leaves) -> bool:
-        """Whether calls of this guard set record autograd history (then a broken capture runs
-        as before: a module's children compiled, a function eagerly), else the segments run."""
-        if not GRAD.enabled:
-            return False
-        if any(isinstance(leaf, Tensor) and leaf._requires_grad for leaf in leaves):
-            return True
-        root = self._root
-        return root is not None and any(p.requires_grad for p in root.parameters())
 
     def _over_limit(self, reasons, args, kwargs):
         if self._options.fullgraph:
@@ -261,7 +232,6 @@ class CompiledFunction:
         return names
 
     def _reset(self) -> None:
-        self._children = None
         self._cache.clear()
         self._count = 0
         self._last = None

@@ -16,11 +16,15 @@ argument comes from, the external tensors' sizes and dtypes): the op sequence is
 A branch taken the other way, or a constant derived from ``.item()`` that changed, is another
 path: its ops run once while being recorded, and the recording becomes that path's region
 (up to ``config.recompile_limit`` recordings per guard set; beyond, new paths run eagerly).
-A segment's calls that record autograd history are not deferred: they run eagerly.
+With gradients the segment's region runs as one autograd node (its compiled forward/backward
+pair, joint.py) and the pending tensors take that node's history with their data; an
+in-place call on a tensor from outside the segment runs eagerly then.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import sys
 import threading
@@ -30,6 +34,7 @@ import ember
 from ember._storage import Storage
 from ember._tensor import Tensor, make
 from ember.autograd.grad_mode import STATE as GRAD
+from ember.autograd.node import SavedTensor
 from ember.dispatcher.layers import STACK, Layer
 from ember.jit import pytree
 from ember.jit.codegen import generate
@@ -48,13 +53,30 @@ _HELD_BY_US = 3
 _READS = (
     "item", "tolist", "numpy", "__array__", "__bool__", "__int__", "__float__", "__index__",
     "__repr__", "__str__", "__format__", "data_ptr", "untyped_storage", "storage",
-    "__dlpack__", "backward",
+    "__dlpack__", "backward", "grad_fn", "is_leaf", "retain_grad", "register_hook",
 )  # fmt: skip
 
 
 def running():
     """The segmented call running on this thread, or None."""
     return getattr(_RUNNING, "run", None)
+
+
+@contextlib.contextmanager
+def eager_piece(*holding):
+    """A piece of a segmented call that runs eagerly (an ``ember.compiler.disable``d function,
+    code a graph would not hold): the segment so far runs first, giving the pending tensors
+    the piece receives (``holding``) their data, and the piece's ops are not deferred."""
+    run = running()
+    if run is None:
+        yield
+        return
+    run.flush(holding)
+    run.suspended += 1
+    try:
+        yield
+    finally:
+        run.suspended -= 1
 
 
 class Step:
@@ -64,7 +86,8 @@ class Step:
 
     def __init__(self, form, outs):
         self.form = form  # the call's return type: "Tensor", "tuple" or "list"
-        self.outs = outs  # per output: (shape, stride, offset, dtype, device, contig, alias)
+        # per output: (shape, stride, offset, dtype, device, contig, alias, requires_grad)
+        self.outs = outs
         self.children: dict = {}
         self.end = None  # the Segment compiled for a break right after this call
 
@@ -163,10 +186,9 @@ class Run(Layer):
             if self.calls:
                 self.flush(args)
             self.grad = GRAD.enabled
-        encoded = None if self.eager or not _deferrable(op) else self.encode(args)
-        if encoded is None:  # not deferrable (grad, an unhashable argument): eagerly
+        if self.eager or not _deferrable(op) or (self.grad and self.writes_outside(op, args)):
             return self.outside(op, args)
-        template, key = encoded
+        template, key = self.encode(args)
         key = (op, key)
         if self.state is None:
             try:
@@ -186,6 +208,15 @@ class Run(Layer):
         except TypeError:
             return self.outside(op, args)
         return self.record(op, args, template, key)
+
+    def writes_outside(self, op, args) -> bool:
+        """Whether an in-place call writes a tensor the segment did not make. Under grad mode
+        it runs eagerly: the compiled pair's tracing run (joint.py) would write it once more,
+        and eager autograd raises at the call for a leaf that requires grad."""
+        if not op.name.endswith("_") or not args:
+            return False
+        ref = self.refs.get(id(args[0]))
+        return ref is None or ref[0] == "x"
 
     def outside(self, op, args):
         """Run ``op`` now (below this layer), the segment so far first."""
@@ -211,20 +242,17 @@ class Run(Layer):
             self.suspended -= 1
 
     def encode(self, args):
-        """``(template, key)`` of a call's arguments, or None when it must run eagerly."""
+        """``(template, key)`` of a call's arguments."""
         template, key = [], []
         refs = self.refs
-        try:
-            for a in args:
-                ref = refs.get(id(a)) if a.__class__ is Tensor else None
-                if ref is None:
-                    a, ref = self.argument(a)
-                else:
-                    a = ref
-                template.append(a)
-                key.append(ref)
-        except _EagerError:
-            return None
+        for a in args:
+            ref = refs.get(id(a)) if a.__class__ is Tensor else None
+            if ref is None:
+                a, ref = self.argument(a)
+            else:
+                a = ref
+            template.append(a)
+            key.append(ref)
         return tuple(template), tuple(key)
 
     def argument(self, a):
@@ -232,11 +260,10 @@ class Run(Layer):
             ref = self.refs.get(id(a))
             if ref is not None:
                 return ref, ref
-            if a._requires_grad and GRAD.enabled:
-                raise _EagerError
             ref = self.refs[id(a)] = _Ref(("x", len(self.externals)))
             self.externals.append(a)
-            return ref, ("x", a._shape, a._dtype, id(a._storage.device), a._contig)
+            grad = a._requires_grad and self.grad  # the region differentiates it
+            return ref, ("x", a._shape, a._dtype, id(a._storage.device), a._contig, grad)
         if isinstance(a, (list, tuple)):
             pairs = [self.argument(item) for item in a]
             return _Items(p[0] for p in pairs), (type(a), tuple(p[1] for p in pairs))
@@ -247,7 +274,7 @@ class Run(Layer):
         in-place op returns)."""
         n = len(self.calls) - 1
         made = []
-        for j, (shape, stride, offset, dtype, device, contig, alias) in enumerate(step.outs):
+        for j, (shape, stride, offset, dtype, device, contig, alias, grad) in enumerate(step.outs):
             ref = _Ref(("n", n, j))
             if alias is not None:
                 t = args[alias]
@@ -259,6 +286,7 @@ class Run(Layer):
                 storage.handle = storage.ptr = storage.owner = storage.runtime = None
                 storage.byte_offset = storage.version = 0
                 t = make(storage, shape, stride, offset, dtype, contig)
+                t._requires_grad = grad  # its grad_fn comes with its data (the flush)
                 self.made[ref] = len(self.objects)
                 self.objects.append(t)
             self.refs[id(t)] = ref
@@ -314,9 +342,8 @@ class Run(Layer):
         outs = []
         for j, t in enumerate(_tensors(out)):
             alias = next((k for k, a in enumerate(args) if a is t), None)
-            outs.append(
-                (t._shape, t._stride, t._offset, t._dtype, t._storage.device, t._contig, alias)
-            )
+            layout = (t._shape, t._stride, t._offset, t._dtype, t._storage.device, t._contig)
+            outs.append((*layout, alias, t._requires_grad))
             if alias is None:
                 self.made[_Ref(("n", n, j))] = len(self.objects)
                 self.objects.append(t)
@@ -359,10 +386,17 @@ class Run(Layer):
             self.finish_recording()
         self.start()
 
-    def live(self) -> list:
+    def live(self, recorded: bool = False) -> list:
         """``(ref, tensor)`` of the segment's new tensors the Python still holds (referenced
-        from more than this list, the loop and the call)."""
-        return [(self.refs[id(t)], t) for t in self.objects if sys.getrefcount(t) > _HELD_BY_US]
+        from more than this list, the loop and the call; a recording's eager autograd nodes
+        hold the tensors they saved, which do not count)."""
+        objects = self.objects
+        saved = _saved_by_autograd(objects) if recorded and self.grad else {}
+        return [
+            (self.refs[id(t)], t)
+            for t in objects
+            if sys.getrefcount(t) - saved.get(id(t), 0) > _HELD_BY_US
+        ]
 
     def run_region(self, end: Segment, live: list) -> None:
         self.paths.replays += 1
@@ -378,7 +412,7 @@ class Run(Layer):
     def finish_recording(self) -> None:
         state, self.state = self.state, None
         state.keep = []  # its references would count as the Python's
-        live = self.live()
+        live = self.live(recorded=True)
         for _, t in live:
             state.graph.registerOutput(state.value_of(t))
         if not live:  # only in-place updates: the last one's result all the same (a graph
@@ -411,6 +445,19 @@ class _Items(tuple):
     """A list or tuple argument's template (told apart from a reference, also a tuple)."""
 
 
+def _saved_by_autograd(objects: list) -> dict:
+    """id(tensor) -> how many of autograd's saved-tensor slots hold it. One scan of the heap
+    (``gc.get_referrers``), at a recording's flush only: the segment's region returns the
+    tensors the Python holds, not the ones eager's backward would have read."""
+    counts: dict = {}
+    if objects:
+        for referrer in gc.get_referrers(*objects):
+            if referrer.__class__ is SavedTensor and referrer.tensor is not None:
+                key = id(referrer.tensor)
+                counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def _deferrable(op) -> bool:
     """Whether ``op`` returns tensors only (a pending result can stand for each)."""
     found = _DEFERRABLE.get(op)
@@ -426,10 +473,6 @@ _DEFERRABLE: dict = {}
 class _Ref(tuple):
     """Where a tensor argument comes from: ``("x", i)``, the segment's i-th external tensor,
     or ``("n", call, output)``, a call's output."""
-
-
-class _EagerError(Exception):
-    """An argument that makes a call run eagerly."""
 
 
 def _tensors(out) -> list:
@@ -449,7 +492,9 @@ def _flat(args):
 
 
 _STORAGE_SLOTS = tuple(slot for slot in Storage.__slots__ if slot != "__weakref__")
-_LAYOUT = ("_shape", "_stride", "_offset", "_contig", "_base")
+# the layout, and autograd's history: the compiled pair's node (joint.py) or, for a recording,
+# the eager ops' nodes
+_LAYOUT = ("_shape", "_stride", "_offset", "_contig", "_base", "_requires_grad", "_grad_fn")
 
 
 def _fill(holder: Tensor, real: Tensor) -> None:
@@ -482,7 +527,9 @@ def _watch_reads() -> None:
     every call.) Outside a segmented call the wrapper costs one thread-local read."""
     for name in _READS:
         original = Tensor.__dict__.get(name)
-        if original is not None:
+        if isinstance(original, property):  # grad_fn, is_leaf: history comes with the data
+            setattr(Tensor, name, property(_reading(original.fget), doc=original.__doc__))
+        elif original is not None:
             setattr(Tensor, name, _reading(original))
     _READS_WATCHED.append(True)
 
