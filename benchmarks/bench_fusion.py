@@ -5,8 +5,9 @@ torch.compile.
         [--chain gelu]
 
 The chain is ``gelu(x * w + b) * scale + residual`` (or, ``--chain softmax``, ``softmax(x * w + b
-+ residual, -1)``: rows of 1000) on float32 tensors of ``--n`` elements (``w`` and ``b``
-broadcast rows of 1000), run without grad. Each library and mode runs in its
++ residual, -1)``: rows of 1000; ``--chain ce``, ``cross_entropy(x * w + b, target)`` with one
+target per row of 1000 classes, every 7th ignored) on float32 tensors of ``--n`` elements
+(``w`` and ``b`` broadcast rows of 1000), run without grad. Each library and mode runs in its
 own process (threads, allocators and compile caches never meet). Printed: the first call
 (capture or compilation included), the second (ember.compile's first replay builds the fused
 kernel, unless the disk cache has it), the median and the minimum of ``--repeats`` calls after
@@ -29,14 +30,18 @@ RUNS = [("ember", False), ("ember", True), ("torch", False), ("torch", True)]
 ROW = 1000
 
 
-CHAINS = {  # --chain: what runs (``w`` and ``b`` rows of ROW, rows of ROW elements)
-    "gelu": ("gelu(x*w+b)*0.5+residual", lambda f, x, w, b, r: f.gelu(x * w + b) * 0.5 + r),
-    "softmax": ("softmax(x*w+b+residual, -1)", lambda f, x, w, b, r: f.softmax(x * w + b + r, -1)),
+CHAINS = {  # --chain: what runs (``w`` and ``b`` rows of ROW, rows of ROW elements, targets)
+    "gelu": ("gelu(x*w+b)*0.5+residual", lambda f, x, w, b, r, t: f.gelu(x * w + b) * 0.5 + r),
+    "softmax": (
+        "softmax(x*w+b+residual, -1)",
+        lambda f, x, w, b, r, t: f.softmax(x * w + b + r, -1),
+    ),
+    "ce": ("cross_entropy(x*w+b, target)", lambda f, x, w, b, r, t: f.cross_entropy(x * w + b, t)),
 }
 
 
-def chain(lib, x, w, b, residual, name="gelu"):
-    return CHAINS[name][1](lib.nn.functional, x, w, b, residual)
+def chain(lib, x, w, b, residual, target, name="gelu"):
+    return CHAINS[name][1](lib.nn.functional, x, w, b, residual, target)
 
 
 def worker(lib_name, compiled, n, repeats, threads, device, name):
@@ -45,11 +50,13 @@ def worker(lib_name, compiled, n, repeats, threads, device, name):
     lib.manual_seed(0)
     x, residual = lib.randn(n // ROW, ROW), lib.randn(n // ROW, ROW)
     w, b = lib.randn(ROW), lib.randn(ROW)
-    x, residual, w, b = (t.to(device) for t in (x, residual, w, b))
+    target = lib.randint(0, ROW, (n // ROW,))
+    target[::7] = -100  # ignored rows (cross-entropy's mask)
+    x, residual, w, b, target = (t.to(device) for t in (x, residual, w, b, target))
     wait = getattr(lib, device).synchronize if device != "cpu" else lambda: None
 
     def fn(x, w, b, residual):
-        return chain(lib, x, w, b, residual, name)
+        return chain(lib, x, w, b, residual, target, name)
 
     def run(*args):
         out = call(*args)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ember.dispatcher.devices import REGISTRY
 from ember.jit.types import TensorType
 
-from . import logs
+from . import fusion_tail, logs
 from .fusion_steps import (
     COMPARE,
     FLOATS,
@@ -65,6 +65,9 @@ class FusedStep:
     # a row op (ROW) reads ``args[0]`` along the last dim; a reduction keeps {"keepdim": bool},
     # layer_norm {"eps": float} (its weight and bias are args 1, 2), addcmul {"value": float}
     row: bool = False  # one value per row (a reduction, or a step reading only such values)
+    # one value for the whole kernel, known after every row (a row tail's sum over the rows,
+    # or a step reading only such values: fusion_tail.py)
+    total: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,9 +116,12 @@ def plan(nodes, outputs, rows: bool = True) -> tuple[list, list]:
             users.setdefault(value, []).append(node)
     returned = set(outputs)
     order = {node: i for i, node in enumerate(nodes)}
-    reasons: list = []
-    group = _grow(nodes, users, order, reasons, rows)
+    notes: list = []  # (node, why it is not a step)
+    group = _grow(nodes, users, order, notes, rows)
     _absorb(nodes, group, users, order, rows)
+    if rows:
+        fusion_tail.attach(nodes, group, users, order)
+    reasons = [why for node, why in notes if node not in group]  # a tail's steps are in
     chains, seen = [], set()
     for node in nodes:
         chain = group.get(node)
@@ -145,7 +151,7 @@ def _stored(chain, users, returned) -> list:
     return [*found, chain[-1].output()]
 
 
-def _grow(nodes, users, order, reasons, rows) -> dict:
+def _grow(nodes, users, order, notes, rows) -> dict:
     """node -> its chain (a list shared by the chain's nodes): each fusible node joins the
     chains of its operands. A value also read outside the chain is stored (a second output)
     when all those readers come after the chain's end; a softmax, log_softmax, layer_norm or
@@ -157,7 +163,7 @@ def _grow(nodes, users, order, reasons, rows) -> dict:
             step = None
         if not isinstance(step, tuple):
             if step is not None:
-                reasons.append(f"{node.kind()}: {step}")
+                notes.append((node, f"{node.kind()}: {step}"))
             continue
         chain = [node]
         for value in step[1]:
@@ -275,14 +281,15 @@ _WANTED = {("where", 0): "bool", ("scatter_add", 1): "int64"}  # inputs not of t
 
 def describe(chain: Chain) -> FusedKernel | str:
     """The chain's description (its ``inputs`` filled in), or why it cannot be described."""
-    dtype = _dtype(chain.output)
-    shape = element_shape(chain.nodes)
+    body, tail = fusion_tail.split(chain.nodes)
+    dtype = _dtype(body[-1].output())
+    shape = element_shape(body)
     if shape is None or not math.prod(shape):
         return f"no elements, or steps of several shapes ({chain.ops()})"
-    position = {node: n for n, node in enumerate(chain.nodes)}
+    position = {node: n for n, node in enumerate(body)}
     inputs: dict = {}
     steps = []
-    for node in chain.nodes:
+    for node in body:
         name, args, params = step_of(node)
         refs = []
         for value in args:
@@ -299,18 +306,35 @@ def describe(chain: Chain) -> FusedKernel | str:
                 refs.append(("input", inputs.setdefault(value, len(inputs))))
         row = _sizes(node.output()) != shape
         steps.append(FusedStep(name, tuple(refs), _dtype(node.output()), params, row))
+    per_row: set = set()  # inputs the tail reads once per row
+
+    def operand(value):
+        if value.node() in position:
+            return ("step", position[value.node()])
+        per_row.add(value)
+        return ("input", inputs.setdefault(value, len(inputs)))
+
+    found = fusion_tail.steps(tail, shape, body[-1], position, operand, dtype) if tail else []
+    if isinstance(found, str):
+        return found
+    steps += [FusedStep(*step) for step in found]
     chain.inputs = list(inputs)
-    specs = tuple(
-        FusedInput(_dtype(v), tuple(v.type().sizes()), _strides(tuple(v.type().sizes()), shape))
-        for v in chain.inputs
-    )
+    specs = tuple(_input(v, shape, v in per_row) for v in chain.inputs)
     device = chain.output.type().device().type
     stored = tuple(position[value.node()] for value in chain.outputs)
-    features = {ROW_STEPS} if any(s.row for s in steps[:-1]) else set()
+    features = {ROW_STEPS} if any(s.row for s in steps[: len(body) - 1]) else set()
     features |= {ROW_INDEX} if any(s.op in INDEXED for s in steps) else set()
+    features |= {fusion_tail.ROW_TAIL} if tail else set()
     return FusedKernel(
         device, shape, dtype, specs, tuple(steps), stored, features=tuple(sorted(features))
     )
+
+
+def _input(value, shape: tuple, per_row: bool) -> FusedInput:
+    """An input's spec; one read once per row (``rows`` or ``rows + (1,)``) walks the rows."""
+    sizes = tuple(value.type().sizes())
+    walk = (*shape[:-1], 1) if per_row else sizes
+    return FusedInput(_dtype(value), sizes, _strides(walk, shape))
 
 
 def _strides(sizes: tuple, shape: tuple) -> tuple:

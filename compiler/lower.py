@@ -21,12 +21,13 @@ from ember.jit.types import TensorType
 _CACHE: dict = {}  # (kind, argument types and constants) -> sub-program or None
 
 
-def lowered(op, node, build, cache: bool = True):
+def lowered(op, node, build, cache: bool = True, fuse: bool = False):
     """The sub-program ``fn(*tensor inputs) -> tuple`` for composite ``node``, or None.
 
-    ``build(graph)``: replay.build, passed in (replay imports this module). ``cache``: share
-    the sub-program between nodes of the same types (not when it owns its output buffers, as
-    reduce-overhead's do)."""
+    ``build(graph, fuse=fuse)``: replay.build, passed in (replay imports this module).
+    ``cache``: share the sub-program between nodes of the same types (not when it owns its
+    output buffers, as reduce-overhead's do). ``fuse``: its chains as fused kernels (a
+    cross-entropy's log_softmax and loss in one)."""
     if op.mutates or not runs_decomposition(op):
         return None
     inputs = node.inputs()
@@ -41,15 +42,15 @@ def lowered(op, node, build, cache: bool = True):
             constants.append(("=", repr(value.node()["value"])))
         else:
             return None
-    key = (node.kind(), tuple(constants))
+    key = (node.kind(), tuple(constants), fuse)
     if not cache:
-        return _trace(op, inputs, build)
+        return _trace(op, inputs, build, fuse)
     if key not in _CACHE:
-        _CACHE[key] = _trace(op, inputs, build)
+        _CACHE[key] = _trace(op, inputs, build, fuse)
     return _CACHE[key]
 
 
-def _trace(op, inputs, build):
+def _trace(op, inputs, build, fuse):
     tensors = []
     args = []
     for value in inputs:
@@ -74,7 +75,7 @@ def _trace(op, inputs, build):
         return None
     if any(has_side_effects(n) or n.blocks() for n in graph.block().nodes()):
         return None
-    return build(graph)
+    return build(graph, fuse=fuse)
 
 
 def expand(op) -> bool:

@@ -56,6 +56,7 @@ def build(
     inputs = graph.inputs() if inputs is None else inputs
     outputs = graph.outputs() if outputs is None else outputs
     writer = (writer or _Program)(graph, nodes, fusion.schedule(nodes, outputs) if fuse else ())
+    writer.fuse = fuse  # the composites' sub-programs fuse too (lower.py)
     lines = writer.program(name, inputs, outputs, method)
     source = "\n".join(lines) + "\n"
     namespace = {
@@ -91,6 +92,7 @@ class _Program(_Writer):
         self.kept: set = set()  # values that must outlive the body (outputs)
         self.params: list = []  # names of tensors read with prim::GetAttr
         self.taken |= {"empty", "expand_to", "dense", "GRAD"}
+        self.fuse = False
 
     def bind(self, value, base: str) -> str:
         """A global name for ``value`` in the generated module."""
@@ -210,7 +212,7 @@ class _Program(_Writer):
 
     def lower(self, op, node):
         """The sub-program of composite ``node`` (lower.py), or None."""
-        return lower.lowered(op, node, build)
+        return lower.lowered(op, node, build, fuse=self.fuse)
 
 
 def _guard(param: str, entry) -> list:

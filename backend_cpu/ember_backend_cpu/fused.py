@@ -28,6 +28,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from . import fused_tail
 from ._toolchain import BASE_FLAGS, compiler, has_openmp
 
 LOG = logging.getLogger("ember_backend_cpu.fused")
@@ -42,7 +43,7 @@ _LOCK = threading.Lock()
 
 C_TYPES = {"float32": "float", "float64": "double", "bool": "uint8_t", "int64": "int64_t"}
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-_COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
+COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
 _UNARY = {  # the eager expressions of unary.def
     "neg": "-{0}",
     "exp": "em_exp({0})",
@@ -60,11 +61,12 @@ _BINARY = {  # binary.def's
     "minimum": "({0} != {0} ? {0} : ({1} != {1} ? {1} : ({0} < {1} ? {0} : {1})))",
     "pow": "pow({0}, {1})",
 }
-OPS = frozenset(_INFIX) | frozenset(_COMPARE) | frozenset(_UNARY) | frozenset(_BINARY)
+OPS = frozenset(_INFIX) | frozenset(COMPARE) | frozenset(_UNARY) | frozenset(_BINARY)
 OPS |= {"gelu", "where", "addcmul", "full", "scatter_add"}
 REDUCE = frozenset(("sum", "mean", "amax"))  # anywhere in a chain, as row steps (fused_rows.py)
 ROW = REDUCE | {"softmax", "log_softmax", "layer_norm"}  # these three as the last step only
-FEATURES = frozenset(("row_steps", "row_index"))  # the description features it knows
+# the description features it knows (row_tail: fused_tail.py)
+FEATURES = frozenset(("row_steps", "row_index", "row_tail"))
 
 
 def kernel(description):
@@ -96,15 +98,17 @@ def kernel(description):
 
 
 def _indexed(d) -> bool:
-    return "row_index" in getattr(d, "features", ())
+    return bool({"row_index", "row_tail"} & set(getattr(d, "features", ())))
 
 
 def _checked(fn, source, d):
-    """``run`` for a kernel that reads int64 indices: the kernel writes the first index out of
-    range into a flag (it cannot raise), and the call raises scatter_add's IndexError."""
+    """``run`` for a kernel that reads int64 indices: the kernel writes an index out of range
+    into a flag (it cannot raise), and the call raises the op's IndexError (scatter_add's, or
+    a row tail's gather)."""
     import numpy as np
 
     size, dim = d.shape[-1], len(d.shape) - 1
+    op = "gather" if any(s.op == "gather" for s in d.steps) else "scatter_add"
 
     def run(*tensors):
         flag = np.zeros(2, np.int64)
@@ -112,8 +116,8 @@ def _checked(fn, source, d):
         fn([*ptrs, flag.ctypes.data])
         if flag[0]:
             raise IndexError(
-                f"scatter_add: index out of range: index {flag[1]} is out of bounds for dim "
-                f"{dim} with size {size}"
+                f"{op}: index out of range: index {flag[1]} is out of bounds for dim {dim} "
+                f"with size {size}"
             )
 
     run.source = source
@@ -127,7 +131,9 @@ def _supported(description) -> bool:
         return False
     if set(getattr(description, "features", ())) - FEATURES:
         return False
-    *body, last = description.steps
+    if not fused_tail.supported(description):
+        return False
+    *body, last = description.steps[: fused_tail.body_end(description) + 1]
     mid = OPS | REDUCE
     return all(step.op in mid for step in body) and (last.op in OPS or last.op in ROW)
 
@@ -142,10 +148,11 @@ def generate(d) -> str:
     lines = [
         '#include "ember_cpu.h"',
         '#include "vmath.h"',
+        "#include <stdlib.h>",
         "#ifdef _OPENMP",
         "#include <omp.h>",
         "#endif",
-        "static void rows(intptr_t *ptrs, int64_t r0, int64_t r1) {",
+        _ROWS,
     ]
     for k, index in enumerate(d.outputs):
         ct = C_TYPES[d.steps[index].dtype]
@@ -161,16 +168,19 @@ def generate(d) -> str:
     if d.steps[-1].op in ROW or _indexed(d) or any(getattr(s, "row", False) for s in d.steps):
         from .fused_rows import helpers, row_kernel
 
-        at = lines.index("static void rows(intptr_t *ptrs, int64_t r0, int64_t r1) {")
+        at = lines.index(_ROWS)
         lines[at:at] = helpers(d)
 
         outer, ostrides = _collapse(tuple(d.shape[:-1]), [s[:-1] for s in strides])
         sizes = [*outer, d.shape[-1]]
         strides = [[*o, s[-1]] for o, s in zip(ostrides, strides)]
         rows = math.prod(outer)
+        lines += fused_tail.prologue(d, t)
         lines.append("    for (int64_t r = r0; r < r1; r++) {")
         lines += _row_bases(sizes, strides, len(d.inputs), numel)
         lines += row_kernel(d, [s[-1] for s in strides], t)
+        lines.append("    }")
+        lines += fused_tail.epilogue(d)
     else:
         sizes, strides = _collapse(tuple(d.shape), strides)
         # one dimension: rows of BLOCK elements, the last one shorter
@@ -180,8 +190,8 @@ def generate(d) -> str:
         lines.append("        for (int64_t j = lo; j < hi; j++) {")
         lines += _body(d, [s[-1] for s in strides], t, len(d.steps))
         lines += [f"            o{k}[ob + j] = s{index};" for k, index in enumerate(d.outputs)]
-        lines.append("        }")
-    lines += ["    }", "}", "void ember_fused(intptr_t *ptrs) {"]
+        lines += ["        }", "    }"]
+    lines += ["}", "void ember_fused(intptr_t *ptrs) {", *fused_tail.enter(d)]
     if numel >= PARALLEL_MIN and rows > 1:
         lines += [
             "#ifdef _OPENMP",
@@ -190,13 +200,20 @@ def generate(d) -> str:
             "        int64_t n = omp_get_num_threads(), t = omp_get_thread_num();",
             f"        int64_t per = ({rows} + n - 1) / n, lo = t * per;",
             f"        int64_t hi = lo + per < {rows} ? lo + per : {rows};",
-            "        if (lo < hi) rows(ptrs, lo, hi);",
+            f"        if (lo < hi) rows(ptrs, lo, hi, {fused_tail.part(d)});",
             "    }",
-            "    return;",
+            "#else",
+            f"    rows(ptrs, 0, {rows}, part);",
             "#endif",
         ]
-    lines += [f"    rows(ptrs, 0, {rows});", "}"]
+    else:
+        lines.append(f"    rows(ptrs, 0, {rows}, part);")
+    lines += [*fused_tail.leave(d, t), "}"]
     return "\n".join(lines) + "\n"
+
+
+# a thread's range of rows; ``part``: its partial sums of a row tail (fused_tail.py), or NULL
+_ROWS = "static void rows(intptr_t *ptrs, int64_t r0, int64_t r1, double *part) {"
 
 
 def _collapse(shape: tuple, strides: list) -> tuple:
@@ -285,8 +302,8 @@ def _expression(step, t) -> str:
     op = step.op
     if op in _INFIX:
         return f"({args[0]} {_INFIX[op]} {args[1]})"
-    if op in _COMPARE:
-        return f"({args[0]} {_COMPARE[op]} {args[1]})"
+    if op in COMPARE:
+        return f"({args[0]} {COMPARE[op]} {args[1]})"
     if op in _UNARY:
         return _UNARY[op].format(*args)
     if op in _BINARY:

@@ -16,7 +16,7 @@ own passes over its output row.
 
 from __future__ import annotations
 
-from . import fused
+from . import fused, fused_tail
 
 REDUCE = frozenset(("sum", "mean", "amax"))
 NORMS = frozenset(("softmax", "log_softmax", "layer_norm"))
@@ -25,27 +25,34 @@ _MAX = "{a} = ({x} != {x} || {x} > {a}) ? {x} : {a};"  # a NaN, once taken, stay
 
 def row_kernel(d, inner_strides, t) -> list:
     """The lines of one row's work (inside ``for r``, after fused._row_bases)."""
-    steps, last = d.steps, len(d.steps) - 1
+    last = fused_tail.body_end(d)  # the row op; a tail's steps follow it (fused_tail.py)
+    steps = d.steps[: last + 1]
     norm = steps[last].op in NORMS
     per_row = [s.op in REDUCE or getattr(s, "row", False) for s in steps]
     ready = _ready(steps)  # passes finished before each step's value is known
     stored = [
-        (k, i) for k, i in enumerate(d.outputs) if not per_row[i] and not (norm and i == last)
+        (k, i)
+        for k, i in enumerate(d.outputs)
+        if i <= last and not per_row[i] and not (norm and i == last)
     ]
     passes = [ready[i] - 1 for i, s in enumerate(steps) if s.op in REDUCE]
     passes += [ready[i] for _k, i in stored]
     final = max([*passes, ready[last]] if norm else passes, default=-1)
-    lines = _row_loads(d, per_row)
+    lines = _row_loads(d, per_row + [True] * (len(d.steps) - len(steps)))
+    if norm:  # the row op's output row: stored, or the thread's scratch row (a tail reads it)
+        target = f"o{d.outputs.index(last)} + ob" if last in d.outputs else "scratch"
+        lines.append(f"        {t} *restrict y = {target};")
     lines += _row_steps(d, t, per_row, ready, 0)
     for p in range(final + 1):
         stats = [i for i, s in enumerate(steps) if s.op in REDUCE and ready[i] == p + 1]
         outs = [(k, i) for k, i in stored if ready[i] == p]
         tail = norm and p == final
         if stats or outs or tail:
-            lines += _pass(d, inner_strides, t, stats, outs, tail, per_row)
+            lines += _pass(d, last, inner_strides, t, stats, outs, tail, per_row)
         lines += _row_steps(d, t, per_row, ready, p + 1)
-    lines += [f"        o{k}[r] = s{i};" for k, i in enumerate(d.outputs) if per_row[i]]
-    return lines
+    ours = [(k, i) for k, i in enumerate(d.outputs) if i <= last and per_row[i]]
+    lines += [f"        o{k}[r] = s{i};" for k, i in ours]
+    return lines + fused_tail.row_lines(d, last, t)
 
 
 def _ready(steps) -> list:
@@ -59,10 +66,11 @@ def _ready(steps) -> list:
 
 
 def _row_loads(d, per_row) -> list:
-    """Row-scope loads of the inputs per-row steps read (broadcast along the row), and of the
-    row indices (int64 inputs), each checked against the row's length into ``flag``."""
+    """Row-scope loads of the inputs per-row steps read (broadcast along the row), and of
+    scatter_add's row indices (int64 inputs), each checked against the row's length into
+    ``flag`` (a tail's gather checks its own index: fused_tail.py)."""
     wanted = {a[1] for i, s in enumerate(d.steps) if per_row[i] for a in s.args if a[0] == "input"}
-    indices = {k for k, spec in enumerate(d.inputs) if spec.dtype == "int64"}
+    indices = {s.args[1][1] for s in d.steps if s.op == "scatter_add" and s.args[1][0] == "input"}
     t, n = fused.C_TYPES[d.dtype], d.shape[-1]
     lines = ["        " + fused.load_input(k, d.inputs[k], 0, t) for k in sorted(wanted | indices)]
     for k in sorted(indices):
@@ -74,15 +82,16 @@ def _row_steps(d, t, per_row, ready, at) -> list:
     """The per-row elementwise steps known after ``at`` passes, once per row."""
     return [
         "        " + fused.compute(n, s, t)
-        for n, s in enumerate(d.steps)
+        for n, s in enumerate(d.steps[: len(ready)])
         if per_row[n] and s.op not in REDUCE and ready[n] == at
     ]
 
 
-def _pass(d, inner_strides, t, stats, outs, tail, per_row) -> list:
+def _pass(d, last, inner_strides, t, stats, outs, tail, per_row) -> list:
     """One loop over the row: the element steps wanted, the values stored, the statistics
-    accumulated (``a<n>``; the last row op's in ``acc``), then the statistics' values."""
-    steps, last = d.steps, len(d.steps) - 1
+    accumulated (``a<n>``; the row op's, step ``last``, in ``acc``), then the statistics'
+    values."""
+    steps = d.steps
     reads = [steps[i].args[0] for i in stats] + ([steps[last].args[0]] if tail else [])
     wanted = _closure(steps, per_row, [a[1] for a in reads if a[0] == "step"] +
                       [i for _k, i in outs])  # fmt: skip
@@ -105,8 +114,7 @@ def _pass(d, inner_strides, t, stats, outs, tail, per_row) -> list:
         lines.append(f"            {update}")
     if tail:  # the row op's input written into its output row; layer_norm sums it on the way
         x = fused.operand(steps[last].args[0], t)
-        o = f"o{d.outputs.index(last)}"
-        lines.append(f"            {o}[ob + j] = {x};")
+        lines.append(f"            y[j] = {x};")
         if steps[last].op == "layer_norm":
             lines.append(f"            acc += {x};")
     lines.append("        }")
@@ -115,7 +123,7 @@ def _pass(d, inner_strides, t, stats, outs, tail, per_row) -> list:
         value = f"({t})(a{i} / {n})" if steps[i].op == "mean" else f"({t})a{i}"
         lines.append(f"        {t} s{i} = {value};")
     if tail:
-        lines += _norm(d, inner_strides, t)
+        lines += _norm(d, last, inner_strides, t)
     return lines
 
 
@@ -136,7 +144,7 @@ def helpers(d) -> list:
     row max and sums, as the eager kernel (csrc/nn.c) computes them, so that GCC vectorises
     them without -ffast-math: the max over the floats' order-preserving integer keys (NaN
     tracked beside it and winning), sums in 64-byte vector lanes added in order at the end."""
-    if d.steps[-1].op not in ("softmax", "log_softmax"):
+    if d.steps[fused_tail.body_end(d)].op not in ("softmax", "log_softmax"):
         return []
     t = fused.C_TYPES[d.dtype]
     i, bits = ("int32_t", 32) if t == "float" else ("int64_t", 64)
@@ -177,17 +185,15 @@ def helpers(d) -> list:
     ]
 
 
-def _norm(d, inner_strides, t) -> list:
-    """A last softmax, log_softmax or layer_norm's passes over its output row, which holds its
-    input; ``acc`` is layer_norm's sum of it. softmax and log_softmax take eager's passes
+def _norm(d, last, inner_strides, t) -> list:
+    """The row op's (step ``last``) passes over its output row ``y``, which holds its input;
+    ``acc`` is layer_norm's sum of it. softmax and log_softmax take eager's passes
     (csrc/nn.c's softmax_row: the max, the exponentials, their sum, the output)."""
-    last = len(d.steps) - 1
     op, params = d.steps[last].op, d.steps[last].params
-    row = f"o{d.outputs.index(last)}[ob + j]"
+    row = "y[j]"
     n = d.shape[-1]
     if op in ("softmax", "log_softmax"):
         lines = [
-            f"        {t} *restrict y = o{d.outputs.index(last)} + ob;",
             f"        {t} peak = row_max(y, {n});",
             "        if (isinf(peak) && peak < 0) peak = 0; /* all -inf: no (-inf) - (-inf) */",
         ]
@@ -213,11 +219,11 @@ def _norm(d, inner_strides, t) -> list:
         f"        {t} rstd = ({t})(1 / sqrt(({t})(({t})(var / {n}) + "
         f"({t}){float(params['eps']).hex()})));",
         "        for (int64_t j = lo; j < hi; j++) {",
-        f"            {t} y = ({t})({row} - mean) * rstd;",
+        f"            {t} z = ({t})({row} - mean) * rstd;",
     ]
     for arg, sign in ((weight, "*"), (bias, "+")):
         if arg[0] == "input":
             k = arg[1]
             index = f"b{k} + j * {inner_strides[k]}" if inner_strides[k] else f"b{k}"
-            lines.append(f"            y = y {sign} i{k}[{index}];")
-    return lines + [f"            {row} = y;", "        }"]
+            lines.append(f"            z = z {sign} i{k}[{index}];")
+    return lines + [f"            {row} = z;", "        }"]
