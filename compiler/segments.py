@@ -42,7 +42,7 @@ from ember.jit.passes.dce import eliminate_dead_code
 from ember.jit.tracer import TracingState
 
 from . import config, logs
-from .region import Region, compiling
+from .region import _UNBUILT, Region, compiling
 
 WARN = logging.getLogger("ember._dynamo.convert_frame")
 _RUNNING = threading.local()
@@ -80,26 +80,37 @@ def eager_piece(*holding):
 
 
 class Step:
-    """One op call of a recorded path: its outputs' layout, and the calls that followed."""
+    """One op call of a recorded path: the call (op, argument keys and template), its
+    outputs' layout, and the calls that followed."""
 
-    __slots__ = ("children", "end", "form", "outs")
+    __slots__ = ("children", "end", "form", "key", "next", "op", "outs", "template")
 
-    def __init__(self, form, outs):
+    def __init__(self, form, outs, op=None, key=(), template=(), n=0):
         self.form = form  # the call's return type: "Tensor", "tuple" or "list"
-        # per output: (shape, stride, offset, dtype, device, contig, alias, requires_grad)
-        self.outs = outs
+        self.op, self.key, self.template = op, key, template
+        # per output: (ref, alias, shape, stride, offset, dtype, device, contig, requires_grad)
+        self.outs = tuple((_Ref(("n", n, j)), *out) for j, out in enumerate(outs))
         self.children: dict = {}
+        # op -> the one call of that op that followed (None: several did); straight code,
+        # and the first call of each segment at the root, find their step here
+        self.next: dict = {}
         self.end = None  # the Segment compiled for a break right after this call
+
+    def add(self, key, child: Step) -> Step:
+        self.children[key] = child
+        self.next[child.op] = None if child.op in self.next else child
+        return child
 
 
 class Segment:
     """A compiled region and the op outputs it returns (``(call index, output index)``)."""
 
-    __slots__ = ("inputs", "outputs", "region")
+    __slots__ = ("index", "inputs", "outputs", "region")
 
     def __init__(self, region, outputs, inputs: int):
         self.region = region
         self.outputs = outputs
+        self.index = {ref: i for i, ref in enumerate(outputs)}  # output ref -> its position
         # the external tensors it reads: the first ones of a call reaching it (a call that
         # then ran eagerly may have added more before the flush)
         self.inputs = inputs
@@ -138,7 +149,9 @@ class Paths:
         run = Run(self)
         _RUNNING.run = run
         compiling(1)
+        bare = STACK.grad_only_layers is STACK.layers
         STACK.install(run)
+        run.installed = STACK.layers if bare else None
         try:
             result = fn(*args, **kwargs)
             run.flush(result)
@@ -163,6 +176,7 @@ class Run(Layer):
         self.paths = paths
         self.thread = threading.get_ident()
         self.suspended = 0
+        self.installed = None  # STACK.layers while this layer is the only one above autograd's
         self.start()
 
     def start(self) -> None:
@@ -186,6 +200,12 @@ class Run(Layer):
             if self.calls:
                 self.flush(args)
             self.grad = GRAD.enabled
+        if self.state is None and not self.eager:
+            found = self.follow(op, args)
+            if found is not None:
+                self.calls.append((op, found.template))
+                self.step = found
+                return self.pending(found, args)
         if self.eager or not _deferrable(op) or (self.grad and self.writes_outside(op, args)):
             return self.outside(op, args)
         template, key = self.encode(args)
@@ -208,6 +228,44 @@ class Run(Layer):
         except TypeError:
             return self.outside(op, args)
         return self.record(op, args, template, key)
+
+    def follow(self, op, args) -> Step | None:
+        """The next step when this call is the one call of its op recorded after the current
+        step (straight-line code: the common case), checked argument by argument against its
+        keys without building and hashing the call's key; else None (``encode`` and the
+        trie lookup decide)."""
+        step = self.step.next.get(op)
+        if step is None or len(args) != len(step.key):
+            return None
+        refs = self.refs
+        fresh = None
+        for a, k in zip(args, step.key):
+            cls = a.__class__
+            if cls in _SCALARS:
+                if k[0] is not cls or k[1] != a:
+                    return None
+            elif cls is Tensor or isinstance(a, Tensor):  # a Parameter too
+                ref = refs.get(id(a))
+                if ref is None:  # a tensor from outside the segment, first seen here
+                    grad = a._requires_grad and self.grad
+                    device = id(a._storage.device)
+                    if k != ("x", a._shape, a._dtype, device, a._contig, grad):
+                        return None
+                    if fresh is None:
+                        fresh = [a]
+                    elif any(f is a for f in fresh):
+                        return None  # its second use keys as its index: encode's work
+                    else:
+                        fresh.append(a)
+                elif ref != k:
+                    return None
+            elif k != _constant_key(a):
+                return None
+        if fresh is not None:
+            for a in fresh:  # in argument order, as ``argument`` numbers them
+                refs[id(a)] = _Ref(("x", len(self.externals)))
+                self.externals.append(a)
+        return step
 
     def writes_outside(self, op, args) -> bool:
         """Whether an in-place call writes a tensor the segment did not make. Under grad mode
@@ -272,10 +330,8 @@ class Run(Layer):
     def pending(self, step: Step, args):
         """The outputs of a deferred call: tensors without data yet (or the argument an
         in-place op returns)."""
-        n = len(self.calls) - 1
         made = []
-        for j, (shape, stride, offset, dtype, device, contig, alias, grad) in enumerate(step.outs):
-            ref = _Ref(("n", n, j))
+        for ref, alias, shape, stride, offset, dtype, device, contig, grad in step.outs:
             if alias is not None:
                 t = args[alias]
                 self.made[ref] = self.refs[id(t)]
@@ -343,7 +399,7 @@ class Run(Layer):
         for j, t in enumerate(_tensors(out)):
             alias = next((k for k, a in enumerate(args) if a is t), None)
             layout = (t._shape, t._stride, t._offset, t._dtype, t._storage.device, t._contig)
-            outs.append((*layout, alias, t._requires_grad))
+            outs.append((alias, *layout, t._requires_grad))
             if alias is None:
                 self.made[_Ref(("n", n, j))] = len(self.objects)
                 self.objects.append(t)
@@ -353,7 +409,7 @@ class Run(Layer):
         found = self.step.children.get(key)
         if found is None:
             form = "Tensor" if isinstance(out, Tensor) else type(out).__name__
-            found = self.step.children[key] = Step(form, tuple(outs))
+            found = self.step.add(key, Step(form, outs, op, key[1], template, n))
         self.step = found
         return out
 
@@ -400,12 +456,27 @@ class Run(Layer):
 
     def run_region(self, end: Segment, live: list) -> None:
         self.paths.replays += 1
-        STACK.remove(self)  # the region's replay runs below no layer of ours
-        try:
-            flat = end.region.run(None, self.externals[: end.inputs])
-        finally:
-            STACK.install(self)
-        index = {ref: i for i, ref in enumerate(end.outputs)}
+        region, inputs = end.region, self.externals[: end.inputs]
+        fast = region.fast
+        flat = None
+        if STACK.layers is self.installed and fast is not None and fast is not _UNBUILT:
+            # only this layer above autograd's: the dispatch-free program runs as Region.run
+            # would run it once the layer is removed, without removing it (the calls the
+            # program makes through the dispatcher pass it by, as a flush's own calls do)
+            self.suspended += 1
+            try:
+                flat = fast(*inputs)
+            finally:
+                self.suspended -= 1
+        if flat is None:
+            bare = STACK.layers is self.installed
+            STACK.remove(self)  # the region's replay runs below no layer of ours
+            try:
+                flat = region.run(None, inputs)
+            finally:
+                STACK.install(self)
+            self.installed = STACK.layers if bare else None
+        index = end.index
         for ref, t in live:
             _fill(t, flat[index[ref]])
 
@@ -470,6 +541,20 @@ def _deferrable(op) -> bool:
 _DEFERRABLE: dict = {}
 
 
+_SCALARS = frozenset((int, float, bool, str, type(None)))
+
+
+def _constant_key(a):
+    """``argument``'s key of a constant (a list of them included), or None when it holds a
+    tensor."""
+    if isinstance(a, Tensor):
+        return None
+    if isinstance(a, (list, tuple)):
+        items = tuple(_constant_key(item) for item in a)
+        return None if None in items else (type(a), items)
+    return (type(a), a)
+
+
 class _Ref(tuple):
     """Where a tensor argument comes from: ``("x", i)``, the segment's i-th external tensor,
     or ``("n", call, output)``, a call's output."""
@@ -491,22 +576,32 @@ def _flat(args):
             yield a
 
 
-_STORAGE_SLOTS = tuple(slot for slot in Storage.__slots__ if slot != "__weakref__")
+def _copier(names: tuple):
+    """``copy(a, b)`` setting each attribute of ``names`` of ``a`` to ``b``'s, unrolled (a
+    flush fills every pending tensor the Python holds: a loop of getattr/setattr was a
+    third of it)."""
+    body = "".join(f"    a.{name} = b.{name}\n" for name in names)
+    namespace: dict = {}
+    exec(f"def copy(a, b):\n{body}", namespace)  # our own source, from slot names
+    return namespace["copy"]
+
+
+_copy_storage = _copier(tuple(slot for slot in Storage.__slots__ if slot != "__weakref__"))
 # the layout, and autograd's history: the compiled pair's node (joint.py) or, for a recording,
 # the eager ops' nodes
-_LAYOUT = ("_shape", "_stride", "_offset", "_contig", "_base", "_requires_grad", "_grad_fn")
+_copy_layout = _copier(
+    ("_shape", "_stride", "_offset", "_contig", "_base", "_requires_grad", "_grad_fn")
+)
 
 
 def _fill(holder: Tensor, real: Tensor) -> None:
     """Give a pending tensor ``real``'s data (its storage object is filled, not replaced, so a
     view made of it outside an op, before the flush, sees the data too)."""
     storage, source = holder._storage, real._storage
-    for slot in _STORAGE_SLOTS:
-        setattr(storage, slot, getattr(source, slot))
+    _copy_storage(storage, source)
     if source.__class__ is not Storage:  # a read-only one (ReadOnlyStorage: no more slots)
         storage.__class__ = source.__class__
-    for field in _LAYOUT:
-        setattr(holder, field, getattr(real, field))
+    _copy_layout(holder, real)
     extra = real.__dict__
     if extra:  # a view's math bits (conj, neg: dispatcher/mathbits.py) live there
         holder.__dict__.update(extra)
