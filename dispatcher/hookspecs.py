@@ -94,7 +94,16 @@ def ember_fused_kernel(device_type, description):
     ``scatter_add`` step (args: base, an ``int64`` input of one index per row, a per-row
     value) adds the value at the row's index (``full`` steps, no args, give a constant); the
     kernel must check the indices (``0 <= index < shape[-1]``) and the call raise
-    ``IndexError`` for one out of range. Other step ops a generator does not know (``addcmul``:
+    ``IndexError`` for one out of range. ``"row_tail"``: steps after a ``softmax``,
+    ``log_softmax`` or ``layer_norm`` (not then the last step), cross-entropy's forward: with
+    ``row`` true one value per row (``ne``/``eq``..., ``bitwise_not``, ``where`` of ``int64``
+    or ``bool`` values, ``unsqueeze``/``squeeze``/``view``/``reshape`` as the same value,
+    ``_to_copy`` to the chain's dtype, float arithmetic, and ``gather`` with args the row op's
+    step and a per-row ``int64`` index, checked as ``scatter_add``'s is: ``IndexError`` named
+    ``gather``); inputs they read hold one value per row (strides walk the rows, 0 along the
+    last dim); with ``total`` true one value for the whole kernel, after every row (``sum`` of
+    a per-row value over every row, or a step reading only totals), stored as a 0-d output.
+    Other step ops a generator does not know (``addcmul``:
     ``params["value"]``) are declined the same way. A multi-tensor chain (a
     compiled optimizer's update) has ``segments``, the sizes of the tensors it runs over
     (``shape`` is ``(sum,)``), and ``writes``: per output, the input it is stored into (in

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 import ember
-import ember.nn.functional as F
 
 from .test_fusion_ce import _trajectories
 
@@ -110,20 +109,31 @@ def test_training_forward_is_one_kernel():
     assert any("y[g" in k.source for k in _kernels(joint.forward))
 
 
-def test_other_reductions_keep_their_ops():
-    """reduction="sum" and "none" (no mean) still give eager's values."""
+VARIANTS = {
+    "sum": {"reduction": "sum"},
+    "none": {"reduction": "none"},
+    "weight": {"weight": np.linspace(0.5, 2.0, 13)},
+    "smoothing": {"label_smoothing": 0.1},
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_other_forms_give_torchs_values(variant):
+    """Other reductions, class weights, label smoothing: what fits fuses, values as PyTorch's."""
     x, target = _data("float64")
-    for reduction in ("sum", "none"):
+    options = VARIANTS[variant]
 
-        def f(a, t, reduction=reduction):
-            return F.cross_entropy(a * 2.0, t, reduction=reduction)
+    def call(lib, a, t):
+        kw = dict(options)
+        if "weight" in kw:
+            kw["weight"] = lib.tensor(kw["weight"])
+        return lib.nn.functional.cross_entropy(a * 2.0, t, **kw)
 
-        compiled = ember.compile(f)
-        ours = (ember.tensor(x), ember.tensor(target))
-        with ember.no_grad():
-            compiled(*ours)
-            out = compiled(*ours)
-        theirs = torch.nn.functional.cross_entropy(
-            torch.tensor(x) * 2.0, torch.tensor(target), reduction=reduction
-        )
-        np.testing.assert_allclose(out.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-14)
+    compiled = ember.compile(lambda a, t: call(ember, a, t))
+    ours = (ember.tensor(x), ember.tensor(target))
+    with ember.no_grad():
+        compiled(*ours)
+        out = compiled(*ours)
+    theirs = call(torch, torch.tensor(x), torch.tensor(target))
+    np.testing.assert_allclose(out.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out.numpy(), call(ember, *ours).numpy(), rtol=1e-13, atol=1e-15)
