@@ -120,7 +120,7 @@ def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
     def eager(*args, **kwargs):
         from ember.jit.tracer import current
 
-        from .segments import eager_piece
+        from .pending import eager_piece
 
         state = current()
         observer = getattr(state, "observer", None) if state is not None else None

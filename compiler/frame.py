@@ -209,7 +209,7 @@ class CompiledFunction:
 
     def _log(self, region, key, names, observer) -> None:
         if region is None:
-            logs.log("graphs", f"{self.__qualname__}: no graph (graph break), runs eagerly")
+            logs.log("graphs", f"{self.__qualname__}: no graph (graph break): compiled segments")
             return
         logs.log("graphs", f"graph of {self.__qualname__}:\n{region.graph}")
         logs.log("guards", "\n".join(guards.describe(key[1], names)))

@@ -8,8 +8,8 @@ strides, dtype and device known from an earlier run of the same op sequence) and
 to the segment. A read of a pending tensor's data (the breaking construct), the function's
 return, or an op that cannot be deferred ends the segment: its ops run as one compiled region
 (``Region``: the dispatch-free, fused replay) whose outputs are the pending tensors the Python
-still holds, which then get their data; the breaking construct then runs eagerly on real
-values and the next segment starts.
+still holds, which then get their data (pending.py); the breaking construct then runs
+eagerly on real values and the next segment starts.
 
 Regions are found in a trie keyed by each op call (the op, its constants, where each tensor
 argument comes from, the external tensors' sizes and dtypes): the op sequence is the guard.
@@ -23,8 +23,6 @@ in-place call on a tensor from outside the segment runs eagerly then.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import sys
 import threading
@@ -34,7 +32,6 @@ import ember
 from ember._storage import Storage
 from ember._tensor import Tensor, make
 from ember.autograd.grad_mode import STATE as GRAD
-from ember.autograd.node import SavedTensor
 from ember.dispatcher.layers import STACK, Layer
 from ember.jit import pytree
 from ember.jit.codegen import generate
@@ -42,41 +39,13 @@ from ember.jit.passes.dce import eliminate_dead_code
 from ember.jit.tracer import TracingState
 
 from . import config, logs
+from .pending import RUNNING, WATCHED, fill, running, saved_by_autograd, watch_reads
 from .region import _UNBUILT, Region, compiling
 
 WARN = logging.getLogger("ember._dynamo.convert_frame")
-_RUNNING = threading.local()
 _new = object.__new__
 # what the Python holds besides the segment's list: the loop variable and getrefcount's argument
 _HELD_BY_US = 3
-# Tensor methods that read data: a pending tensor must have it first
-_READS = (
-    "item", "tolist", "numpy", "__array__", "__bool__", "__int__", "__float__", "__index__",
-    "__repr__", "__str__", "__format__", "data_ptr", "untyped_storage", "storage",
-    "__dlpack__", "backward", "grad_fn", "is_leaf", "retain_grad", "register_hook",
-)  # fmt: skip
-
-
-def running():
-    """The segmented call running on this thread, or None."""
-    return getattr(_RUNNING, "run", None)
-
-
-@contextlib.contextmanager
-def eager_piece(*holding):
-    """A piece of a segmented call that runs eagerly (an ``ember.compiler.disable``d function,
-    code a graph would not hold): the segment so far runs first, giving the pending tensors
-    the piece receives (``holding``) their data, and the piece's ops are not deferred."""
-    run = running()
-    if run is None:
-        yield
-        return
-    run.flush(holding)
-    run.suspended += 1
-    try:
-        yield
-    finally:
-        run.suspended -= 1
 
 
 class Step:
@@ -144,10 +113,10 @@ class Paths:
         """``fn(*args, **kwargs)`` with its ops deferred into compiled segments."""
         if running() is not None or any(layer.name == Run.name for layer in STACK.layers):
             return fn(*args, **kwargs)  # nested, or another thread's call holds the layer
-        if not _READS_WATCHED:
-            _watch_reads()
+        if not WATCHED:
+            watch_reads()
         run = Run(self)
-        _RUNNING.run = run
+        RUNNING.run = run
         compiling(1)
         bare = STACK.grad_only_layers is STACK.layers
         STACK.install(run)
@@ -161,7 +130,7 @@ class Paths:
             raise
         finally:
             STACK.remove(run)
-            _RUNNING.run = None
+            RUNNING.run = None
             compiling(-1)
             run.abandon()
 
@@ -384,7 +353,7 @@ class Run(Layer):
                 holder = self.made.get(_Ref(("n", n, j)))
                 if isinstance(holder, int):
                     holder = self.objects[holder]
-                    _fill(holder, real)
+                    fill(holder, real)
                     state.bind(holder, state.env[id(real)])
 
     def record(self, op, args, template, key):
@@ -447,7 +416,7 @@ class Run(Layer):
         from more than this list, the loop and the call; a recording's eager autograd nodes
         hold the tensors they saved, which do not count)."""
         objects = self.objects
-        saved = _saved_by_autograd(objects) if recorded and self.grad else {}
+        saved = saved_by_autograd(objects) if recorded and self.grad else {}
         return [
             (self.refs[id(t)], t)
             for t in objects
@@ -478,7 +447,7 @@ class Run(Layer):
             self.installed = STACK.layers if bare else None
         index = end.index
         for ref, t in live:
-            _fill(t, flat[index[ref]])
+            fill(t, flat[index[ref]])
 
     def finish_recording(self) -> None:
         state, self.state = self.state, None
@@ -505,7 +474,7 @@ class Run(Layer):
             for j, real in enumerate(_tensors(out)):
                 holder = self.made.get(_Ref(("n", n, j)))
                 if isinstance(holder, int):
-                    _fill(self.objects[holder], real)
+                    fill(self.objects[holder], real)
 
     def abandon(self) -> None:
         """The call ended (an exception may have left it): drop what the segment holds."""
@@ -514,19 +483,6 @@ class Run(Layer):
 
 class _Items(tuple):
     """A list or tuple argument's template (told apart from a reference, also a tuple)."""
-
-
-def _saved_by_autograd(objects: list) -> dict:
-    """id(tensor) -> how many of autograd's saved-tensor slots hold it. One scan of the heap
-    (``gc.get_referrers``), at a recording's flush only: the segment's region returns the
-    tensors the Python holds, not the ones eager's backward would have read."""
-    counts: dict = {}
-    if objects:
-        for referrer in gc.get_referrers(*objects):
-            if referrer.__class__ is SavedTensor and referrer.tensor is not None:
-                key = id(referrer.tensor)
-                counts[key] = counts.get(key, 0) + 1
-    return counts
 
 
 def _deferrable(op) -> bool:
@@ -576,72 +532,7 @@ def _flat(args):
             yield a
 
 
-def _copier(names: tuple):
-    """``copy(a, b)`` setting each attribute of ``names`` of ``a`` to ``b``'s, unrolled (a
-    flush fills every pending tensor the Python holds: a loop of getattr/setattr was a
-    third of it)."""
-    body = "".join(f"    a.{name} = b.{name}\n" for name in names)
-    namespace: dict = {}
-    exec(f"def copy(a, b):\n{body}", namespace)  # our own source, from slot names
-    return namespace["copy"]
-
-
-_copy_storage = _copier(tuple(slot for slot in Storage.__slots__ if slot != "__weakref__"))
-# the layout, and autograd's history: the compiled pair's node (joint.py) or, for a recording,
-# the eager ops' nodes
-_copy_layout = _copier(
-    ("_shape", "_stride", "_offset", "_contig", "_base", "_requires_grad", "_grad_fn")
-)
-
-
-def _fill(holder: Tensor, real: Tensor) -> None:
-    """Give a pending tensor ``real``'s data (its storage object is filled, not replaced, so a
-    view made of it outside an op, before the flush, sees the data too)."""
-    storage, source = holder._storage, real._storage
-    _copy_storage(storage, source)
-    if source.__class__ is not Storage:  # a read-only one (ReadOnlyStorage: no more slots)
-        storage.__class__ = source.__class__
-    _copy_layout(holder, real)
-    extra = real.__dict__
-    if extra:  # a view's math bits (conj, neg: dispatcher/mathbits.py) live there
-        holder.__dict__.update(extra)
-
-
 def _region(graph, outputs: list, started: float) -> Region:
     generated = generate(graph, "segment", method=False)
     _leaves, spec = pytree.flatten(tuple(outputs))
     return Region(graph, generated.fn, list(outputs), spec, time.perf_counter() - started)
-
-
-_READS_WATCHED: list = []
-
-
-def _watch_reads() -> None:
-    """Wrap Tensor's data reads, once: a read of a pending tensor flushes the running call's
-    segment first. (Wrapping them per call would flush the method caches of the class at
-    every call.) Outside a segmented call the wrapper costs one thread-local read."""
-    for name in _READS:
-        original = Tensor.__dict__.get(name)
-        if isinstance(original, property):  # grad_fn, is_leaf: history comes with the data
-            setattr(Tensor, name, property(_reading(original.fget), doc=original.__doc__))
-        elif original is not None:
-            setattr(Tensor, name, _reading(original))
-    _READS_WATCHED.append(True)
-
-
-def _reading(original):
-    def method(self, *args, **kwargs):
-        run = getattr(_RUNNING, "run", None)
-        if run is None:
-            return original(self, *args, **kwargs)
-        if id(self) in run.refs:
-            run.flush(self)
-        run.suspended += 1  # the read's own ops (a copy to the host) run now
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            run.suspended -= 1
-
-    method.__name__ = getattr(original, "__name__", "read")
-    method.__wrapped__ = original
-    return method

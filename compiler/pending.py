@@ -1,0 +1,127 @@
+"""Pending tensors of a segmented call (segments.py): how one gets its data, and the reads
+that must give it its data first.
+
+A pending tensor is made by a deferred op: its sizes, strides, dtype and device are known, its
+storage object is empty until the segment's region runs (``fill``: the storage object is filled,
+not replaced, so a view made of it outside an op sees the data). Tensor's methods that read
+data (``.item()``, ``bool()``, ``print``...) or autograd's history (``grad_fn``, ``is_leaf``)
+are wrapped once (``watch_reads``) so that a read of a pending tensor runs the segment first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+
+from ember._storage import Storage
+from ember._tensor import Tensor
+from ember.autograd.node import SavedTensor
+
+RUNNING = threading.local()
+# Tensor methods that read data: a pending tensor must have it first
+_READS = (
+    "item", "tolist", "numpy", "__array__", "__bool__", "__int__", "__float__", "__index__",
+    "__repr__", "__str__", "__format__", "data_ptr", "untyped_storage", "storage",
+    "__dlpack__", "backward", "grad_fn", "is_leaf", "retain_grad", "register_hook",
+)  # fmt: skip
+
+
+def running():
+    """The segmented call running on this thread, or None."""
+    return getattr(RUNNING, "run", None)
+
+
+@contextlib.contextmanager
+def eager_piece(*holding):
+    """A piece of a segmented call that runs eagerly (an ``ember.compiler.disable``d function,
+    code a graph would not hold): the segment so far runs first, giving the pending tensors
+    the piece receives (``holding``) their data, and the piece's ops are not deferred."""
+    run = running()
+    if run is None:
+        yield
+        return
+    run.flush(holding)
+    run.suspended += 1
+    try:
+        yield
+    finally:
+        run.suspended -= 1
+
+
+def _copier(names: tuple):
+    """``copy(a, b)`` setting each attribute of ``names`` of ``a`` to ``b``'s, unrolled (a
+    flush fills every pending tensor the Python holds: a loop of getattr/setattr was a
+    third of it)."""
+    body = "".join(f"    a.{name} = b.{name}\n" for name in names)
+    namespace: dict = {}
+    exec(f"def copy(a, b):\n{body}", namespace)  # our own source, from slot names
+    return namespace["copy"]
+
+
+_copy_storage = _copier(tuple(slot for slot in Storage.__slots__ if slot != "__weakref__"))
+# the layout, and autograd's history: the compiled pair's node (joint.py) or, for a recording,
+# the eager ops' nodes
+_copy_layout = _copier(
+    ("_shape", "_stride", "_offset", "_contig", "_base", "_requires_grad", "_grad_fn")
+)
+
+
+def fill(holder: Tensor, real: Tensor) -> None:
+    """Give a pending tensor ``real``'s data (its storage object is filled, not replaced, so a
+    view made of it outside an op, before the flush, sees the data too)."""
+    storage, source = holder._storage, real._storage
+    _copy_storage(storage, source)
+    if source.__class__ is not Storage:  # a read-only one (ReadOnlyStorage: no more slots)
+        storage.__class__ = source.__class__
+    _copy_layout(holder, real)
+    extra = real.__dict__
+    if extra:  # a view's math bits (conj, neg: dispatcher/mathbits.py) live there
+        holder.__dict__.update(extra)
+
+
+def saved_by_autograd(objects: list) -> dict:
+    """id(tensor) -> how many of autograd's saved-tensor slots hold it. One scan of the heap
+    (``gc.get_referrers``), at a recording's flush only: the segment's region returns the
+    tensors the Python holds, not the ones eager's backward would have read."""
+    counts: dict = {}
+    if objects:
+        for referrer in gc.get_referrers(*objects):
+            if referrer.__class__ is SavedTensor and referrer.tensor is not None:
+                key = id(referrer.tensor)
+                counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+WATCHED: list = []
+
+
+def watch_reads() -> None:
+    """Wrap Tensor's data reads, once: a read of a pending tensor flushes the running call's
+    segment first. (Wrapping them per call would flush the method caches of the class at
+    every call.) Outside a segmented call the wrapper costs one thread-local read."""
+    for name in _READS:
+        original = Tensor.__dict__.get(name)
+        if isinstance(original, property):  # grad_fn, is_leaf: history comes with the data
+            setattr(Tensor, name, property(_reading(original.fget), doc=original.__doc__))
+        elif original is not None:
+            setattr(Tensor, name, _reading(original))
+    WATCHED.append(True)
+
+
+def _reading(original):
+    def method(self, *args, **kwargs):
+        run = getattr(RUNNING, "run", None)
+        if run is None:
+            return original(self, *args, **kwargs)
+        if id(self) in run.refs:
+            run.flush(self)
+        run.suspended += 1  # the read's own ops (a copy to the host) run now
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            run.suspended -= 1
+
+    method.__name__ = getattr(original, "__name__", "read")
+    method.__wrapped__ = original
+    return method
