@@ -169,13 +169,15 @@ class Run(Layer):
             if self.calls:
                 self.flush(args)
             self.grad = GRAD.enabled
-        if self.state is None and not self.eager:
+        # (a path recorded without grad may hold an in-place call on an outside tensor)
+        writes = self.grad and self.writes_outside(op, args)
+        if self.state is None and not self.eager and not writes:
             found = self.follow(op, args)
             if found is not None:
                 self.calls.append((op, found.template))
                 self.step = found
                 return self.pending(found, args)
-        if self.eager or not _deferrable(op) or (self.grad and self.writes_outside(op, args)):
+        if self.eager or writes or not _deferrable(op):
             return self.outside(op, args)
         template, key = self.encode(args)
         key = (op, key)

@@ -213,3 +213,27 @@ def test_training_loss_curve_with_a_break_matches_eager():
     np.testing.assert_allclose(curves[1], curves[0], rtol=1e-10)
     assert curves[0][-1] < curves[0][0]
     assert _pairs(compiled._compiled) >= 2
+
+
+def test_in_place_update_of_an_outside_tensor_happens_once_per_call():
+    """Calls without grad record the update in a segment; calls with grad take it eagerly
+    (the compiled pair's tracing run must not write it a second time): once per call in both,
+    and eager's gradients."""
+    counter = ember.zeros(1)
+
+    def f(x):
+        y = (x * 2).sum()
+        if y.item() > 0:
+            counter.add_(1)  # the first call of a segment, reading no tensor that needs grad
+            y = y * 3
+        return y
+
+    compiled = ember.compile(f)
+    x = ember.ones(3, requires_grad=True)
+    with ember.no_grad():
+        for _ in range(3):
+            compiled(x)
+    for _ in range(3):
+        compiled(x).backward()
+    assert counter.item() == 6
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 3 * 6.0))
