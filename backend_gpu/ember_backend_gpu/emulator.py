@@ -236,6 +236,17 @@ class DeviceMemory(np.ndarray):
     fd = -1
 
 
+def device_memory(nbytes: int) -> DeviceMemory:
+    """A new emulated allocation of ``nbytes`` (a memfd, so IPC handles can name it)."""
+    fd = os.memfd_create("ember-cuda-emulator", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, max(int(nbytes), 1) + 64)  # slack: vector reads past the end
+    except BaseException:
+        os.close(fd)
+        raise
+    return map_memfd(fd)
+
+
 IPC_HANDLE = struct.Struct("<qqq")  # exporter pid, descriptor, size; padded to CUDA's 64 bytes
 
 
@@ -289,6 +300,34 @@ class HostEvent:
         return (self.time - start.time) * 1000.0
 
 
+_HOST_LOCK = threading.RLock()  # the fibers' scheduler state is global in each module
+
+
+class EmulatedKernel:
+    """One kernel of an emulator module (``ctypes.CDLL`` of ``build_module``): its launcher,
+    its parameter list's size and the ``struct`` of its argument format."""
+
+    def __init__(self, module, kernel: str, arg_format: str):
+        self.entry = getattr(module, f"emu_{kernel}")
+        self.size = getattr(module, f"emu_size_{kernel}")()
+        self.packer = struct.Struct(arg_format)
+
+    def run(self, grid, block, packed: bytes) -> None:
+        """Run the kernel on packed arguments (a driver's parameter buffer) over (x, y, z)
+        ``grid`` and ``block``; the format must match the kernel's signature."""
+        expected = self.size
+        if not expected - 8 < len(packed) <= expected:
+            raise RuntimeError(
+                f"{self.entry.__name__}: {len(packed)} argument bytes packed for a "
+                f"{expected}-byte parameter list: the argument format does not match the "
+                "kernel's signature"
+            )
+        buf = ctypes.create_string_buffer(bytes(packed) + bytes(expected - len(packed) + 8))
+        dims = (*grid, *(1,) * (3 - len(grid)), *block, *(1,) * (3 - len(block)))
+        with _HOST_LOCK:
+            self.entry(buf, *(ctypes.c_uint(v) for v in dims))
+
+
 class EmulatedRuntime(GpuRuntime):
     """The driver hooks of ``gpu.GpuRuntime`` over host memory, launching kernels on the CPU
     (one device): everything above the hooks is the code the GPUs run."""
@@ -297,7 +336,6 @@ class EmulatedRuntime(GpuRuntime):
 
     def __init__(self):
         super().__init__(1)
-        self._host_lock = threading.RLock()
 
     # ---- devices -----------------------------------------------------------------------------
     def device_name(self, index=None) -> str:
@@ -319,13 +357,7 @@ class EmulatedRuntime(GpuRuntime):
 
     # ---- memory ------------------------------------------------------------------------------
     def alloc(self, nbytes: int, index=None):
-        fd = os.memfd_create("ember-cuda-emulator", os.MFD_CLOEXEC)
-        try:
-            os.ftruncate(fd, max(int(nbytes), 1) + 64)  # slack: vector reads past the end
-        except BaseException:
-            os.close(fd)
-            raise
-        return map_memfd(fd)
+        return device_memory(nbytes)
 
     def ipc_handle(self, handle, index=None) -> bytes:
         """An allocation's inter-process handle (64 bytes, as cuIpcGetMemHandle's)."""
@@ -367,20 +399,10 @@ class EmulatedRuntime(GpuRuntime):
         return ctypes.CDLL(str(build_module(module_name, self.module_body(module_name))))
 
     def _get_function(self, module, kernel: str, arg_format: str):
-        size = getattr(module, f"emu_size_{kernel}")()
-        return getattr(module, f"emu_{kernel}"), size, struct.Struct(arg_format)
+        return EmulatedKernel(module, kernel, arg_format)
 
     def _call(self, function, grid, block, stream, args, shared: int) -> None:
-        fn, expected, packer = function
-        packed = packer.pack(*args)
-        if not expected - 8 < len(packed) <= expected:
-            raise RuntimeError(
-                f"{fn.__name__}: {len(packed)} argument bytes packed for a {expected}-byte "
-                "parameter list: the argument format does not match the kernel's signature"
-            )
-        buf = ctypes.create_string_buffer(packed + bytes(expected - len(packed) + 8))
-        with self._host_lock:  # the fibers' scheduler state is global in each module
-            fn(buf, *(ctypes.c_uint(v) for v in grid), *(ctypes.c_uint(v) for v in block))
+        function.run(grid, block, function.packer.pack(*args))
 
     def new_native_stream(self, index):
         return HostStream()
