@@ -39,6 +39,9 @@ def _dim3(value) -> tuple:
     return (*(value if isinstance(value, tuple) else (value,)), 1, 1)[:3]
 
 
+FLAT_BLOCK = (launch.BLOCK, 1, 1)
+
+
 class DeviceProperties(types.SimpleNamespace):
     """``ember.cuda.get_device_properties``: name, major, minor, total_memory,
     multi_processor_count."""
@@ -214,6 +217,16 @@ class GpuRuntime:
         """A grid-stride kernel over ``n`` items."""
         blocks = launch.grid(n, self.sm_count(index or 0))
         self.launch(index, kernel, blocks, launch.BLOCK, *args)
+
+    def launch_flat(self, kernel: str, n: int, pointers: tuple, nd: tuple, tail: tuple) -> None:
+        """An elementwise kernel over ``n`` contiguous elements on device 0 (the contiguous
+        entries of kernels/elementwise.py): ``launch_1d``'s launch with its levels folded."""
+        function = self._functions.get((0, kernel)) or self.function(0, kernel)
+        self.activate(0)
+        self.launches += 1
+        grid = (launch.grid(n, self.sm_count(0)), 1, 1)
+        args = (*pointers, self.status_word(0), *nd, *tail)
+        self._call(function, grid, FLAT_BLOCK, self._native_stream(0), args, 0)
 
     def status_word(self, index) -> int:
         """Address of the device's status word (kernels store EM_* codes there)."""

@@ -61,6 +61,7 @@ CASES = {  # (library, x, y) -> result
     "x + y": lambda lib, x, y: x + y,
     "x * 2.5": lambda lib, x, y: x * 2.5,
     "relu(x)": lambda lib, x, y: lib.relu(x),
+    "x < y": lambda lib, x, y: x < y,  # a bool output: its own byte stride
     "x.add_(y)": lambda lib, x, y: x.add_(y),
     "x[::2] + y[::2]": lambda lib, x, y: x[::2] + y[::2],
 }
@@ -74,7 +75,7 @@ def test_elementwise_op_is_one_launch(calls, case):
     assert _counted(calls, lambda: CASES[case](ember, x, y)) == ONE_LAUNCH
     got = CASES[case](ember, _cuda(a), _cuda(b)).cpu().numpy()
     want = CASES[case](torch, torch.from_numpy(a.copy()), torch.from_numpy(b.copy())).numpy()
-    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-6)
 
 
 def test_a_host_read_is_one_copy(calls):

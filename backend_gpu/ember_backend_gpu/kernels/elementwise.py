@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..codegen import elementwise as ew
 from ..codegen.dtypes import BY_TOKEN
+from ..launch import nd_args
 from ._args import operand, raise_status, run_strided
 
 # Largest finite values (nan_to_num's defaults for infinities).
@@ -85,7 +86,45 @@ def make(rt, op: ew.Ew, token: str, loop: ew.Loop):
                 raise_status(found, op.name, BY_TOKEN[token].name)
 
     kernel.__qualname__ = f"cuda.{op.name}"
+    if arity in (1, 2) and not loop.checked:
+        default = NO_PARAMS if arity == 1 else (0.0,)
+        try:
+            tail = default if params is None else params(token)
+        except TypeError:  # a parameter without default: the entry would never be asked
+            return kernel
+        if arity == 2 and params is not None:
+            tail = (tail,)
+        size = BY_TOKEN[token].itemsize
+        strides = ((1 if loop.output == "BOOL" else size,), *((size,),) * arity)
+        kernel.contiguous = _contiguous(rt, name, strides, tail)
     return kernel
+
+
+def _contiguous(rt, name: str, strides: tuple, tail: tuple):
+    """The kernel's contiguous entry (docs/plugins.md): ``call(key, out, *operands, n)`` for
+    operands contiguous with the output, which launches the one-dim loop straight from the
+    addresses, without the glue's operand tuples, coalescing and launch levels (half of the
+    host work of a 16-element add under the emulated driver: benchmarks/cuda_call_steps.py).
+    Offered on a single device only: the call gets addresses, not the device they are on.
+    ``strides``: each operand's one byte stride (the output's is a bool's for comparisons)."""
+    zeros = (0,) * len(strides)
+
+    def call1(key, out, x, n):
+        if n:
+            rt.launch_flat(name, n, (out, x), nd_args((n,), strides, zeros), tail)
+        return 0
+
+    def call2(key, out, a, b, n):
+        if n:
+            rt.launch_flat(name, n, (out, a, b), nd_args((n,), strides, zeros), tail)
+        return 0
+
+    call = call1 if len(strides) == 2 else call2
+
+    def contiguous(dtype):
+        return (call, None) if rt.device_count() == 1 else None
+
+    return contiguous
 
 
 def build(rt) -> dict:
