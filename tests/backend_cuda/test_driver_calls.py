@@ -83,3 +83,26 @@ def test_a_host_read_is_one_copy(calls):
     x = _cuda(np.arange(16, dtype=np.float32))
     assert _counted(calls, lambda: x.cpu()) == Counter({"cuMemcpyDtoH": REPEAT})
     np.testing.assert_array_equal(x.cpu().numpy(), np.arange(16, dtype=np.float32))
+
+
+def test_an_adamw_step_reads_its_counters_once(calls):
+    """The fused AdamW decomposition (no CUDA kernel) needs the step counters on the host: one
+    copy for all parameters, not a synchronising ``.item()`` per parameter. The trajectory
+    matches PyTorch's."""
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal(shape, np.float32) for shape in ((4, 3), (3,), (2, 2))]
+    grads = [rng.standard_normal(v.shape, np.float32) for v in values]
+    found = {}
+    for lib, device in ((ember, "cuda"), (torch, "cpu")):
+        params = [lib.tensor(v).to(device).requires_grad_() for v in values]
+        opt = lib.optim.AdamW(params, lr=0.1, weight_decay=0.1)
+        for _ in range(3):
+            for p, g in zip(params, grads):
+                p.grad = lib.tensor(g).to(device)
+            before = Counter(calls)
+            opt.step()
+            if lib is ember:
+                assert (Counter(calls) - before)["cuMemcpyDtoH"] == 1
+        found[device] = [p.detach().cpu().numpy() for p in params]
+    for got, want in zip(found["cuda"], found["cpu"]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
