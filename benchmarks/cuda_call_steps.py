@@ -50,7 +50,9 @@ def ladder(ember, number: int, repeat: int) -> list[tuple[str, float]]:
     kernel = elementwise.build(rt)["add"]["float32"]  # the glue closure the dispatcher calls
     out = empty(x._shape, x._dtype, x._storage.device)
     name = "em_ew_add_f32"
-    operands = [operand(out, 8, (16,)), operand(x, 8, (16,)), operand(y, 8, (16,), False)]
+    # Strided operands (every other element) take the glue's full path, the levels below it.
+    xs, ys = ember.ones(32, device="cuda")[::2], ember.ones(32, device="cuda")[::2]
+    operands = [operand(out, 8, (16,)), operand(xs, 8, (16,)), operand(ys, 8, (16,), False)]
     status = (rt.status_word(0),)
     tail = (0.0,)
     shape, strides = launch.coalesce((16,), [op[1] for op in operands])
@@ -60,15 +62,15 @@ def ladder(ember, number: int, repeat: int) -> list[tuple[str, float]]:
     launcher, packer = function
     entry = kernel.contiguous("float32")[0]
     out_at, x_at, y_at = (t._storage.ptr for t in (out, x, y))
-    nd = launch.nd_args(shape, strides, [0, 0, 0])
+    nd = launch.nd_args((16,), [(4,), (4,), (4,)], [0, 0, 0])  # contiguous, as the entry
     packed = packer.pack(*args)
     emulated = launcher._kernel
     levels = [
         ("x + y", lambda: x + y),
         ("empty(16): the output", lambda: empty(x._shape, x._dtype, x._storage.device)),
         ("contiguous entry", lambda: entry(None, out_at, x_at, y_at, 16)),
-        ("rt.launch_flat", lambda: rt.launch_flat(name, 16, (out_at, x_at, y_at), nd, tail)),
-        ("kernel(out, x, y): the glue", lambda: kernel(out, x, y)),
+        ("rt.launch_flat", lambda: rt.launch_flat(0, name, 16, (out_at, x_at, y_at), nd, tail)),
+        ("kernel(out, x[::2], y[::2]): the glue", lambda: kernel(out, xs, ys)),
         ("run_strided", lambda: run_strided(rt, 0, name, (16,), operands, status, tail)),
         ("rt.launch_1d", lambda: rt.launch_1d(0, name, math.prod(shape), *args)),
         ("rt.call", lambda: rt.call(0, function, grid, block, *args)),
@@ -97,10 +99,10 @@ def steps(levels: list[tuple[str, float]]) -> list[tuple[str, float]]:
             t["contiguous entry"] - t["rt.launch_flat"],
         ),
         ("launch_flat: function, activate, grid, status word", t["rt.launch_flat"] - t["rt._call"]),
-        ("strided operands instead (the glue, the levels below it):", 0.0),
+        ("strided operands instead (x[::2] + y[::2]: the glue, the levels below):", 0.0),
         (
             "  glue: operands (address, byte strides, scalar bits), status word",
-            t["kernel(out, x, y): the glue"] - t["run_strided"],
+            t["kernel(out, x[::2], y[::2]): the glue"] - t["run_strided"],
         ),
         (
             "  run_strided: coalesce, em_nd arguments (memoised)",

@@ -218,15 +218,16 @@ class GpuRuntime:
         blocks = launch.grid(n, self.sm_count(index or 0))
         self.launch(index, kernel, blocks, launch.BLOCK, *args)
 
-    def launch_flat(self, kernel: str, n: int, pointers: tuple, nd: tuple, tail: tuple) -> None:
-        """An elementwise kernel over ``n`` contiguous elements on device 0 (the contiguous
-        entries of kernels/elementwise.py): ``launch_1d``'s launch with its levels folded."""
-        function = self._functions.get((0, kernel)) or self.function(0, kernel)
-        self.activate(0)
+    def launch_flat(self, index: int, kernel: str, n: int, pointers, nd, tail) -> None:
+        """An elementwise kernel over ``n`` contiguous elements (kernels/elementwise.py's flat
+        calls): ``(*pointers, status word, *nd, *tail)``, ``launch_1d``'s launch with its
+        levels folded."""
+        function = self._functions.get((index, kernel)) or self.function(index, kernel)
+        self.activate(index)
         self.launches += 1
-        grid = (launch.grid(n, self.sm_count(0)), 1, 1)
-        args = (*pointers, self.status_word(0), *nd, *tail)
-        self._call(function, grid, FLAT_BLOCK, self._native_stream(0), args, 0)
+        grid = (launch.grid(n, self.sm_count(index)), 1, 1)
+        args = (*pointers, self.status_word(index), *nd, *tail)
+        self._call(function, grid, FLAT_BLOCK, self._native_stream(index), args, 0)
 
     def status_word(self, index) -> int:
         """Address of the device's status word (kernels store EM_* codes there)."""
