@@ -5,18 +5,16 @@ hooks the plain emulator replaces) runs over this module instead of pycuda, so t
 copies, synchronisations, context and stream calls.
 
 Only the part of pycuda's surface that ember uses is here. Calls count under the CUDA driver
-function pycuda makes for them (``CALLS``, a Counter); ``Function.prepared_async_call`` is
-pycuda's own sequence (``cuFuncSetBlockShape``, then the launch), so a glue that goes through it
-shows what it costs. Memory is the emulator's (host memory behind device addresses), kernels are
-the emulator's builds of the same source (``compile_module`` stands in for nvcc), and streams
-and events are synchronous. Not here: IPC handles, texture references, peer access.
+function pycuda makes for them (``CALLS``, a Counter). Memory is the emulator's (host memory
+behind device addresses), kernels are the emulator's builds of the same source
+(``compile_module`` stands in for nvcc), and streams and events are synchronous. Not here: IPC
+handles, texture references, peer access.
 """
 
 from __future__ import annotations
 
 import collections
 import ctypes
-import struct
 import types
 
 import numpy as np
@@ -190,29 +188,15 @@ def module_from_buffer(binary: bytes) -> Module:
 
 
 class Function:
-    """A kernel: pycuda's ``prepare``/``prepared_async_call`` and the ``_launch_kernel`` under
-    them."""
+    """A kernel: the ``_launch_kernel`` that pycuda's prepared calls end in (runtime.py calls
+    it directly; pycuda's ``prepared_async_call`` adds a ``cuFuncSetBlockShape`` per launch)."""
 
     def __init__(self, library, name: str):
-        self._kernel = emulator.EmulatedKernel(library, name, "")
-        self.arg_format = ""
-
-    def prepare(self, arg_types) -> Function:
-        self.arg_format = arg_types
-        self._kernel.packer = struct.Struct(arg_types)
-        return self
-
-    def _set_block_shape(self, x: int, y: int, z: int) -> None:
-        CALLS["cuFuncSetBlockShape"] += 1
+        self._kernel = emulator.EmulatedKernel(library, name)
 
     def _launch_kernel(self, grid, block, buffer, shared_size: int, stream) -> None:
         CALLS["cuLaunchKernel"] += 1
         self._kernel.run(tuple(grid), tuple(block), buffer)
-
-    def prepared_async_call(self, grid, block, stream, *args, shared_size: int = 0) -> None:
-        """pycuda 2026.1's sequence: the block shape set, the arguments packed, the launch."""
-        self._set_block_shape(*block)
-        self._launch_kernel(grid, block, self._kernel.packer.pack(*args), shared_size, stream)
 
 
 class Stream:

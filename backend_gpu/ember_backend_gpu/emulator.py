@@ -307,7 +307,7 @@ class EmulatedKernel:
     """One kernel of an emulator module (``ctypes.CDLL`` of ``build_module``): its launcher,
     its parameter list's size and the ``struct`` of its argument format."""
 
-    def __init__(self, module, kernel: str, arg_format: str):
+    def __init__(self, module, kernel: str, arg_format: str = ""):
         self.entry = getattr(module, f"emu_{kernel}")
         self.size = getattr(module, f"emu_size_{kernel}")()
         self.packer = struct.Struct(arg_format)
