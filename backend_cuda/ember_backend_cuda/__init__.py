@@ -7,6 +7,8 @@ This package never imports ember: it returns plain data.
 
 ``EMBER_CUDA_EMULATOR=1`` serves ``cuda`` with a CPU emulator of the same kernels instead
 (ember_backend_gpu/emulator.py): slow, for testing on machines without a GPU.
+``EMBER_CUDA_EMULATOR=driver`` runs this plugin's own runtime over an emulated pycuda that
+counts driver calls (ember_backend_gpu/emulated_pycuda.py).
 """
 
 from __future__ import annotations
@@ -56,7 +58,17 @@ def load_driver():
 def ember_backend_load(device_type):
     from ember_backend_gpu.kernels import build_table
 
-    if os.environ.get("EMBER_CUDA_EMULATOR", "") not in ("", "0"):
+    emulated = os.environ.get("EMBER_CUDA_EMULATOR", "")
+    if emulated == "driver":  # this plugin's CudaRuntime over an emulated, counting pycuda
+        from ember_backend_gpu import emulated_pycuda
+
+        from .runtime import CudaRuntime
+
+        runtime = _RUNTIMES[device_type] = CudaRuntime(
+            emulated_pycuda, emulated_pycuda.compile_module
+        )
+        return {"runtime": runtime, "kernels": build_table(runtime)}
+    if emulated not in ("", "0"):
         from ember_backend_gpu.emulator import EmulatedRuntime
 
         runtime = _RUNTIMES[device_type] = EmulatedRuntime()

@@ -14,6 +14,7 @@ synchronous; from pinned memory (``host_alloc``) they may be asynchronous on the
 from __future__ import annotations
 
 import atexit
+import struct
 
 from ember_backend_gpu.gpu import DeviceProperties, GpuRuntime
 
@@ -23,8 +24,9 @@ from . import compiler
 class CudaRuntime(GpuRuntime):
     """The runtime contract of ember's backends (ember/dispatcher/hookspecs.py) for CUDA."""
 
-    def __init__(self, driver):
+    def __init__(self, driver, compile_module=compiler.compile_module):
         self.driver = driver
+        self._compile = compile_module  # nvcc; the emulated driver's host build in its tests
         driver.init()
         count = driver.Device.count()
         if count == 0:
@@ -148,17 +150,21 @@ class CudaRuntime(GpuRuntime):
     # ---- kernels and streams -----------------------------------------------------------------
     def _load_module(self, index: int, module_name: str):
         major, minor = self.device_capability(index)
-        binary = compiler.compile_module(self.module_source(module_name), f"sm_{major}{minor}")
+        binary = self._compile(self.module_source(module_name), f"sm_{major}{minor}")
         self.activate(index)
         return self.driver.module_from_buffer(binary)
 
     def _get_function(self, module, kernel: str, arg_format: str):
-        function = module.get_function(kernel)
-        function.prepare(arg_format)
-        return function
+        return module.get_function(kernel), struct.Struct(arg_format)
 
     def _call(self, function, grid, block, stream, args, shared: int) -> None:
-        function.prepared_async_call(grid, block, stream, *args, shared_size=shared)
+        # pycuda's prepared_async_call, less what a launch here does not need: it sets the
+        # block shape through the pre-CUDA-4 cuFuncSetBlockShape (a second driver call per
+        # launch), re-reads its keyword arguments, imports its packer and walks the texture
+        # references; its own last step is this ``_launch_kernel`` (cuLaunchKernel with the
+        # packed parameter buffer), here with the format's Struct compiled once.
+        kernel, packer = function
+        kernel._launch_kernel(grid, block, packer.pack(*args), shared, stream)
 
     def make_blas(self):
         """cuBLAS bound to this runtime (OSError/ImportError: the glue falls back to its own

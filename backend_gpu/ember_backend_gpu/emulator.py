@@ -42,6 +42,7 @@ HEADER = r"""
 #include <cstring>
 #include <functional>
 #include <ucontext.h>
+#include <setjmp.h>
 #include <cstdlib>
 using namespace std;
 #define __device__
@@ -49,18 +50,22 @@ using namespace std;
 #define __forceinline__ inline
 #define __shared__ static
 struct em_dim3 { unsigned x, y, z; };
-struct emu_thread { ucontext_t ctx; em_dim3 tid; int linear; bool done; };
+struct emu_thread { ucontext_t ctx; jmp_buf jb; em_dim3 tid; int linear; bool done, started; };
 static emu_thread *emu_cur;
 static emu_thread emu_single;
 static em_dim3 emu_block_idx, emu_block_dim, emu_grid_dim;
-static ucontext_t emu_sched;
+static jmp_buf emu_sched;
 static bool emu_fibers;
 #define threadIdx (emu_cur->tid)
 #define blockIdx emu_block_idx
 #define blockDim emu_block_dim
 #define gridDim emu_grid_dim
+/* Fibers: made once per launch (getcontext, makecontext, setcontext), each runs the kernel for
+ * every block in turn, and they switch with _setjmp/_longjmp. swapcontext saves and restores the
+ * signal mask, a system call per switch, and a block reduction switches 12 times per thread:
+ * grid_sampler_3d's OpInfo record spent most of its emulated time there. */
 static inline void emu_yield() {
-    if (emu_fibers) swapcontext(&emu_cur->ctx, &emu_sched);
+    if (emu_fibers && !_setjmp(emu_cur->jb)) _longjmp(emu_sched, 1);
 }
 static inline void __syncthreads() { emu_yield(); }
 static unsigned long long emu_slots[1024];
@@ -104,7 +109,28 @@ static inline unsigned short em_f2h(float f) {
     _Float16 v = (_Float16)f; unsigned short h; memcpy(&h, &v, 2); return h;
 }
 static std::function<void()> *emu_body;
-static void emu_entry() { (*emu_body)(); emu_cur->done = true; }
+static void emu_entry() {
+    for (;;) {  // one block per turn; the scheduler resumes a finished fiber for the next block
+        (*emu_body)();
+        emu_cur->done = true;
+        emu_yield();
+    }
+}
+static void emu_schedule(emu_thread *threads, int n) {
+    for (volatile bool live = true; live;) {
+        live = false;
+        for (volatile int t = 0; t < n; t++) {
+            if (threads[t].done) continue;
+            emu_cur = &threads[t];
+            if (!_setjmp(emu_sched)) {
+                if (threads[t].started) _longjmp(threads[t].jb, 1);
+                threads[t].started = true;
+                setcontext(&threads[t].ctx);
+            }
+            live = live || !threads[t].done;
+        }
+    }
+}
 static void emu_run(em_dim3 grid, em_dim3 block, std::function<void()> body, bool fibers) {
     const int n = (int)(block.x * block.y * block.z);
     const size_t stack = 64 * 1024;
@@ -114,32 +140,30 @@ static void emu_run(em_dim3 grid, em_dim3 block, std::function<void()> body, boo
     emu_body = &body;
     emu_thread *threads = fibers ? (emu_thread *)calloc(n, sizeof(emu_thread)) : nullptr;
     char *stacks = fibers ? (char *)malloc(stack * n) : nullptr;
+    for (int t = 0; fibers && t < n; t++) {
+        emu_thread *th = &threads[t];
+        th->tid = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+        th->linear = t;
+        getcontext(&th->ctx);
+        th->ctx.uc_stack.ss_sp = stacks + stack * t;
+        th->ctx.uc_stack.ss_size = stack;
+        makecontext(&th->ctx, emu_entry, 0);
+    }
     for (unsigned bz = 0; bz < grid.z; bz++)
     for (unsigned by = 0; by < grid.y; by++)
     for (unsigned bx = 0; bx < grid.x; bx++) {
         emu_block_idx = {bx, by, bz};
-        for (int t = 0; t < n; t++) {
-            emu_thread *th = fibers ? &threads[t] : &emu_single;
-            th->tid = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-            th->linear = t;
-            th->done = false;
-            if (!fibers) { emu_cur = th; body(); continue; }
-            getcontext(&th->ctx);
-            th->ctx.uc_stack.ss_sp = stacks + stack * t;
-            th->ctx.uc_stack.ss_size = stack;
-            th->ctx.uc_link = &emu_sched;
-            makecontext(&th->ctx, emu_entry, 0);
-        }
-        if (!fibers) continue;
-        for (bool live = true; live;) {
-            live = false;
+        if (!fibers) {
             for (int t = 0; t < n; t++) {
-                if (threads[t].done) continue;
-                emu_cur = &threads[t];
-                swapcontext(&emu_sched, &threads[t].ctx);
-                live = live || !threads[t].done;
+                emu_single.tid = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+                emu_single.linear = t;
+                emu_cur = &emu_single;
+                body();
             }
+            continue;
         }
+        for (int t = 0; t < n; t++) threads[t].done = false;
+        emu_schedule(threads, n);
     }
     free(threads);
     free(stacks);
@@ -190,6 +214,7 @@ def build_module(name: str, body: str | None = None) -> Path:
         out = Path(tmp) / "module.so"
         cxx = os.environ.get("CXX", "g++")
         command = [cxx, "-O1", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off", "-w",
+                   "-U_FORTIFY_SOURCE",  # its longjmp check refuses jumps between fiber stacks
                    "-o", str(out), str(src)]  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode:
@@ -209,6 +234,17 @@ class DeviceMemory(np.ndarray):
     """An emulated device allocation: a memfd's mapping (``fd`` open while it lives)."""
 
     fd = -1
+
+
+def device_memory(nbytes: int) -> DeviceMemory:
+    """A new emulated allocation of ``nbytes`` (a memfd, so IPC handles can name it)."""
+    fd = os.memfd_create("ember-cuda-emulator", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, max(int(nbytes), 1) + 64)  # slack: vector reads past the end
+    except BaseException:
+        os.close(fd)
+        raise
+    return map_memfd(fd)
 
 
 IPC_HANDLE = struct.Struct("<qqq")  # exporter pid, descriptor, size; padded to CUDA's 64 bytes
@@ -264,6 +300,34 @@ class HostEvent:
         return (self.time - start.time) * 1000.0
 
 
+_HOST_LOCK = threading.RLock()  # the fibers' scheduler state is global in each module
+
+
+class EmulatedKernel:
+    """One kernel of an emulator module (``ctypes.CDLL`` of ``build_module``): its launcher,
+    its parameter list's size and the ``struct`` of its argument format."""
+
+    def __init__(self, module, kernel: str, arg_format: str = ""):
+        self.entry = getattr(module, f"emu_{kernel}")
+        self.size = getattr(module, f"emu_size_{kernel}")()
+        self.packer = struct.Struct(arg_format)
+
+    def run(self, grid, block, packed: bytes) -> None:
+        """Run the kernel on packed arguments (a driver's parameter buffer) over (x, y, z)
+        ``grid`` and ``block``; the format must match the kernel's signature."""
+        expected = self.size
+        if not expected - 8 < len(packed) <= expected:
+            raise RuntimeError(
+                f"{self.entry.__name__}: {len(packed)} argument bytes packed for a "
+                f"{expected}-byte parameter list: the argument format does not match the "
+                "kernel's signature"
+            )
+        buf = ctypes.create_string_buffer(bytes(packed) + bytes(expected - len(packed) + 8))
+        dims = (*grid, *(1,) * (3 - len(grid)), *block, *(1,) * (3 - len(block)))
+        with _HOST_LOCK:
+            self.entry(buf, *(ctypes.c_uint(v) for v in dims))
+
+
 class EmulatedRuntime(GpuRuntime):
     """The driver hooks of ``gpu.GpuRuntime`` over host memory, launching kernels on the CPU
     (one device): everything above the hooks is the code the GPUs run."""
@@ -272,7 +336,6 @@ class EmulatedRuntime(GpuRuntime):
 
     def __init__(self):
         super().__init__(1)
-        self._host_lock = threading.RLock()
 
     # ---- devices -----------------------------------------------------------------------------
     def device_name(self, index=None) -> str:
@@ -294,13 +357,7 @@ class EmulatedRuntime(GpuRuntime):
 
     # ---- memory ------------------------------------------------------------------------------
     def alloc(self, nbytes: int, index=None):
-        fd = os.memfd_create("ember-cuda-emulator", os.MFD_CLOEXEC)
-        try:
-            os.ftruncate(fd, max(int(nbytes), 1) + 64)  # slack: vector reads past the end
-        except BaseException:
-            os.close(fd)
-            raise
-        return map_memfd(fd)
+        return device_memory(nbytes)
 
     def ipc_handle(self, handle, index=None) -> bytes:
         """An allocation's inter-process handle (64 bytes, as cuIpcGetMemHandle's)."""
@@ -342,20 +399,10 @@ class EmulatedRuntime(GpuRuntime):
         return ctypes.CDLL(str(build_module(module_name, self.module_body(module_name))))
 
     def _get_function(self, module, kernel: str, arg_format: str):
-        size = getattr(module, f"emu_size_{kernel}")()
-        return getattr(module, f"emu_{kernel}"), size, struct.Struct(arg_format)
+        return EmulatedKernel(module, kernel, arg_format)
 
     def _call(self, function, grid, block, stream, args, shared: int) -> None:
-        fn, expected, packer = function
-        packed = packer.pack(*args)
-        if not expected - 8 < len(packed) <= expected:
-            raise RuntimeError(
-                f"{fn.__name__}: {len(packed)} argument bytes packed for a {expected}-byte "
-                "parameter list: the argument format does not match the kernel's signature"
-            )
-        buf = ctypes.create_string_buffer(packed + bytes(expected - len(packed) + 8))
-        with self._host_lock:  # the fibers' scheduler state is global in each module
-            fn(buf, *(ctypes.c_uint(v) for v in grid), *(ctypes.c_uint(v) for v in block))
+        function.run(grid, block, function.packer.pack(*args))
 
     def new_native_stream(self, index):
         return HostStream()

@@ -39,6 +39,9 @@ def _dim3(value) -> tuple:
     return (*(value if isinstance(value, tuple) else (value,)), 1, 1)[:3]
 
 
+FLAT_BLOCK = (launch.BLOCK, 1, 1)
+
+
 class DeviceProperties(types.SimpleNamespace):
     """``ember.cuda.get_device_properties``: name, major, minor, total_memory,
     multi_processor_count."""
@@ -214,6 +217,17 @@ class GpuRuntime:
         """A grid-stride kernel over ``n`` items."""
         blocks = launch.grid(n, self.sm_count(index or 0))
         self.launch(index, kernel, blocks, launch.BLOCK, *args)
+
+    def launch_flat(self, index: int, kernel: str, n: int, pointers, nd, tail) -> None:
+        """An elementwise kernel over ``n`` contiguous elements (kernels/elementwise.py's flat
+        calls): ``(*pointers, status word, *nd, *tail)``, ``launch_1d``'s launch with its
+        levels folded."""
+        function = self._functions.get((index, kernel)) or self.function(index, kernel)
+        self.activate(index)
+        self.launches += 1
+        grid = (launch.grid(n, self.sm_count(index)), 1, 1)
+        args = (*pointers, self.status_word(index), *nd, *tail)
+        self._call(function, grid, FLAT_BLOCK, self._native_stream(index), args, 0)
 
     def status_word(self, index) -> int:
         """Address of the device's status word (kernels store EM_* codes there)."""

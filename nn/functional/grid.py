@@ -101,9 +101,11 @@ def _pad_coords(coord, size: int, padding_mode: str, align_corners: bool):
     return coord
 
 
-def _gather(flat, positions, sizes):
+def _gather(flat, positions, sizes, weight=None):
     """Values of ``flat`` (N, C, prod(sizes)) at integer ``positions`` (one (N, *out) tensor
-    per dim): zero outside the input; and the in-bounds mask."""
+    per dim), times ``weight`` (N, *out) when given, zero outside the input. The in-bounds mask
+    multiplies the weight, not the gathered (N, C, *out) values: one product over all channels
+    less per tap, forward and backward (the mask is 0 or 1, so the values are the same)."""
     inside = None
     index = None
     for pos, size in zip(positions, sizes):
@@ -115,7 +117,8 @@ def _gather(flat, positions, sizes):
     out_shape = index.shape[1:]
     picked = flat.gather(2, index.reshape(n, 1, -1).expand(n, c, index[0].numel()))
     picked = picked.view(n, c, *out_shape)
-    return picked * inside.unsqueeze(1).to(flat.dtype)
+    mask = inside.to(flat.dtype)
+    return picked * (mask if weight is None else weight * mask).unsqueeze(1)
 
 
 def _check_grid_sample(input, grid, mode, padding_mode):
@@ -174,8 +177,7 @@ def _bicubic(flat, coords, sizes, padding_mode, align_corners):
         row = _pad_coords(y0 + (j - 1), height, padding_mode, align_corners).to(ember.int64)
         for i in range(4):
             col = _pad_coords(x0 + (i - 1), width, padding_mode, align_corners).to(ember.int64)
-            weight = (wy[j] * wx[i]).unsqueeze(1)
-            out = out + _gather(flat, (row, col), sizes) * weight
+            out = out + _gather(flat, (row, col), sizes, wy[j] * wx[i])
     return out
 
 
@@ -211,5 +213,5 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         for frac, bit in zip(fractions, bits):
             factor = frac if bit else 1 - frac
             weight = factor if weight is None else weight * factor
-        out = out + _gather(flat, positions, sizes) * weight.unsqueeze(1)
+        out = out + _gather(flat, positions, sizes, weight)
     return out

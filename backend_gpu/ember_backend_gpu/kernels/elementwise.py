@@ -8,9 +8,12 @@ through the status word, read after the launch for the loops marked ``checked``.
 
 from __future__ import annotations
 
+import math
+
 from ..codegen import elementwise as ew
 from ..codegen.dtypes import BY_TOKEN
-from ._args import operand, raise_status, run_strided
+from ..launch import nd_args
+from ._args import SCALARS, addr, operand, raise_status, run_strided
 
 # Largest finite values (nan_to_num's defaults for infinities).
 FLOAT_MAX = {
@@ -62,13 +65,8 @@ def make(rt, op: ew.Ew, token: str, loop: ew.Loop):
 
     def kernel(out, *args):
         values, rest = args[:arity], args[arity:]
-        shape = out._shape or (1,)
         dev = out._storage.device.index or 0
-        operands = [operand(out, code, shape)]
-        operands += [
-            operand(v, codes[k + 1], shape, opmath if arity == 2 and k == 1 else None)
-            for k, v in enumerate(values)
-        ]
+        unrounded = opmath if arity == 2 else None  # the second operand's, when a scalar
         if arity == 1:
             tail = params(token, *rest) if params is not None else NO_PARAMS
         elif arity == 2:
@@ -77,15 +75,86 @@ def make(rt, op: ew.Ew, token: str, loop: ew.Loop):
             tail = (float(rest[0]) if rest else 0.0,)
         else:
             tail = ()
-        status = () if where else (rt.status_word(dev),)
-        run_strided(rt, dev, name, shape, operands, status, tail)
+        if where or not _launch_flat(rt, dev, name, out, values, codes, unrounded, tail):
+            shape = out._shape or (1,)
+            operands = [operand(out, code, shape)]
+            operands += [
+                operand(v, codes[k + 1], shape, unrounded if k == 1 else None)
+                for k, v in enumerate(values)
+            ]
+            status = () if where else (rt.status_word(dev),)
+            run_strided(rt, dev, name, shape, operands, status, tail)
         if loop.checked:
             found = rt.read_status(dev)
             if found:
                 raise_status(found, op.name, BY_TOKEN[token].name)
 
     kernel.__qualname__ = f"cuda.{op.name}"
+    if arity in (1, 2) and not loop.checked:
+        default = NO_PARAMS if arity == 1 else (0.0,)
+        try:
+            tail = default if params is None else params(token)
+        except TypeError:  # a parameter without default: the entry would never be asked
+            return kernel
+        if arity == 2 and params is not None:
+            tail = (tail,)
+        size = BY_TOKEN[token].itemsize
+        strides = ((1 if loop.output == "BOOL" else size,), *((size,),) * arity)
+        kernel.contiguous = _contiguous(rt, name, strides, tail)
     return kernel
+
+
+def _launch_flat(rt, dev: int, name: str, out, values, codes, unrounded, tail) -> bool:
+    """Launch the one-dim loop when ``out`` is contiguous and each operand is a Python scalar or
+    a contiguous tensor of its shape (in-place and scalar calls: ``p.mul_(0.9)``, ``x * 2.5``),
+    without the glue's coalescing and launch levels; False when the call is not that (nothing
+    launched). ``unrounded``: the second operand's, as ``operand`` takes it."""
+    if not out._contig:
+        return False
+    shape = out._shape
+    pointers, strides, bits = [addr(out)], [(out._dtype.itemsize,)], [0]
+    for k, value in enumerate(values):
+        if value.__class__ in SCALARS:
+            pointers.append(0)
+            strides.append((0,))
+            bits.append(operand(value, codes[k + 1], (1,), unrounded if k == 1 else None)[2])
+        elif value._contig and value._shape == shape:
+            pointers.append(addr(value))
+            strides.append((value._dtype.itemsize,))
+            bits.append(0)
+        else:
+            return False
+    n = math.prod(shape)
+    if n:
+        rt.launch_flat(dev, name, n, tuple(pointers), nd_args((n,), strides, bits), tail)
+    return True
+
+
+def _contiguous(rt, name: str, strides: tuple, tail: tuple):
+    """The kernel's contiguous entry (docs/plugins.md): ``call(key, out, *operands, n)`` for
+    operands contiguous with the output, which launches the one-dim loop straight from the
+    addresses, without the glue's operand tuples, coalescing and launch levels (half of the
+    host work of a 16-element add under the emulated driver: benchmarks/cuda_call_steps.py).
+    Offered on a single device only: the call gets addresses, not the device they are on.
+    ``strides``: each operand's one byte stride (the output's is a bool's for comparisons)."""
+    zeros = (0,) * len(strides)
+
+    def call1(key, out, x, n):
+        if n:
+            rt.launch_flat(0, name, n, (out, x), nd_args((n,), strides, zeros), tail)
+        return 0
+
+    def call2(key, out, a, b, n):
+        if n:
+            rt.launch_flat(0, name, n, (out, a, b), nd_args((n,), strides, zeros), tail)
+        return 0
+
+    call = call1 if len(strides) == 2 else call2
+
+    def contiguous(dtype):
+        return (call, None) if rt.device_count() == 1 else None
+
+    return contiguous
 
 
 def build(rt) -> dict:

@@ -35,8 +35,33 @@ XFAILS = {
 }
 
 
+def _saturates_e4m3fn() -> bool:
+    """Whether the installed PyTorch casts a finite float beyond float8_e4m3fn's range to its
+    largest value (2.13, the version the tests pin) rather than to NaN (2.11 and before)."""
+    import torch
+
+    return torch.tensor(1e6).to(torch.float8_e4m3fn).float().item() == 448.0
+
+
+# Records whose oracle changed between PyTorch versions: record id -> (whether the installed
+# PyTorch computes what 2.13 does, why the record fails against one that does not). They must
+# pass against 2.13; against another version they are strict xfails too.
+ORACLE_CHANGES = {
+    "torch._scaled_mm": (
+        _saturates_e4m3fn,
+        "oracle: this PyTorch casts floats beyond float8_e4m3fn's range to NaN, 2.13 (and ember) "
+        "to +-448; the record's e4m3fn outputs overflow in most elements (scales of "
+        "max/amax on both operands), so the samples compare only that cast (seen with 2.11 on "
+        "the device image, 2026-11-27)",
+    ),
+}
+
+
 def reason(record: str, device: str) -> str | None:
     """Why ``record`` is expected to fail on ``device``, or None when it must pass."""
+    change = ORACLE_CHANGES.get(record)
+    if change is not None and not change[0]():
+        return change[1]
     on_device = f"{record}@{device}"
     return XFAILS[on_device] if on_device in XFAILS else XFAILS.get(record)
 
