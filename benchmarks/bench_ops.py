@@ -1,7 +1,7 @@
 """The foundation's performance targets: ember vs PyTorch CPU vs numpy, each in its own process.
 
     python benchmarks/bench_ops.py [--repeat 7] [--threads 2] [--libs ember,torch,numpy]
-        [--only sum,softmax]
+        [--only sum,softmax] [--cpu-time]
 
 - a tiny op (``x + y`` on 16 float32 elements, no grad): per-call time; target <= 3x PyTorch;
 - ``matmul`` float32 at n=1024 and 2048: GFLOPS; target >= 95% of numpy's;
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 import numpy as np
 from isolate import best, in_own_process, load_library, ratio
@@ -36,43 +37,43 @@ def _normal(name: str, lib, seed: int, shape=SIZE):
     return _from_numpy(name, lib, array)
 
 
-def _tiny_add(name, lib, repeat):
+def _tiny_add(name, lib, time_of):
     x = _from_numpy(name, lib, np.ones(16, np.float32))
-    return best(lambda: x + x, 20000, repeat) * 1e6
+    return time_of(lambda: x + x, 20000) * 1e6
 
 
 def _matmul(n: int):
-    def figure(name, lib, repeat):
+    def figure(name, lib, time_of):
         a = _normal(name, lib, 0, (n, n))
-        return 2 * n**3 / 1e9 / best(lambda: a @ a, 3, repeat)
+        return 2 * n**3 / 1e9 / time_of(lambda: a @ a, 3)
 
     return figure
 
 
-def _mul_add(name, lib, repeat):
+def _mul_add(name, lib, time_of):
     a, b = _normal(name, lib, 1), _normal(name, lib, 2)
-    return 2 * SIZE * 4 / 1e9 / best(lambda: a * b + a, 3, repeat)
+    return 2 * SIZE * 4 / 1e9 / time_of(lambda: a * b + a, 3)
 
 
-def _sum(name, lib, repeat):
+def _sum(name, lib, time_of):
     a = _normal(name, lib, 1)
-    return SIZE * 4 / 1e9 / best(lambda: a.sum(), 5, repeat)
+    return SIZE * 4 / 1e9 / time_of(lambda: a.sum(), 5)
 
 
 def _rows(op: str):
     """softmax or log_softmax along the last dim; numpy has neither (None: an empty column)."""
 
-    def figure(name, lib, repeat):
+    def figure(name, lib, time_of):
         if name == "numpy":
             return None
         x, fn = _normal(name, lib, 1).reshape(4096, 4096), getattr(lib, op)
-        return SIZE * 4 / 1e9 / best(lambda: fn(x, -1), 5, repeat)
+        return SIZE * 4 / 1e9 / time_of(lambda: fn(x, -1), 5)
 
     return figure
 
 
-# case: (unit, figure(library name, library, repeat)): a time in us, or a rate (GFLOPS, GB/s)
-# computed from its time.
+# case: (unit, figure(library name, library, time_of)): a time in us, or a rate (GFLOPS, GB/s)
+# computed from its time; time_of(fn, number) is the best round's seconds per call.
 CASES = {
     "x + y, 16 float32": ("us", _tiny_add),
     "matmul 1024 float32": ("GFLOPS", _matmul(1024)),
@@ -90,10 +91,17 @@ def selected(only: str) -> list[str]:
     return [c for c in CASES if not prefixes or any(c.startswith(p) for p in prefixes)]
 
 
-def worker(name: str, threads: int, repeat: int, only: str) -> dict:
-    """This library's figure for each selected case (run in a process of its own)."""
+def worker(name: str, threads: int, repeat: int, only: str, cpu_time: bool = False) -> dict:
+    """This library's figure for each selected case (run in a process of its own). cpu_time:
+    the calling thread's CPU time instead of wall time (one thread: other processes on a busy
+    machine barely change it)."""
     lib = load_library(name, threads)
-    return {case: CASES[case][1](name, lib, repeat) for case in selected(only)}
+    clock = time.thread_time if cpu_time else time.perf_counter
+
+    def time_of(fn, number):
+        return best(fn, number, repeat, clock)
+
+    return {case: CASES[case][1](name, lib, time_of) for case in selected(only)}
 
 
 def table(results: dict, only: str = "") -> str:
@@ -119,17 +127,21 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--libs", default=",".join(LIBRARIES))
     parser.add_argument("--only", default="", help="comma-separated case-name prefixes")
+    parser.add_argument(
+        "--cpu-time", action="store_true", help="time the calling thread's CPU (use --threads 1)"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.worker, args.threads, args.repeat, args.only)))
+        figures = worker(args.worker, args.threads, args.repeat, args.only, args.cpu_time)
+        print(json.dumps(figures))
         return
+    options = ["--repeat", str(args.repeat), "--only", args.only]
+    options += ["--cpu-time"] if args.cpu_time else []
     results = {}
     for name in args.libs.split(","):
         try:
-            results[name] = in_own_process(
-                __file__, name, ["--repeat", str(args.repeat), "--only", args.only], args.threads
-            )
+            results[name] = in_own_process(__file__, name, options, args.threads)
         except RuntimeError as exc:  # e.g. PyTorch not installed: the other columns still print
             print(f"{name}: skipped ({str(exc).splitlines()[-1]})", file=sys.stderr)
     print(table(results, args.only))
