@@ -23,9 +23,11 @@ F32_ULPS = 2
 # float erfc evaluates erfcx's polynomial in float (twice as fast as in double); the rounding of
 # t = (z - 3) / (z + 3) and the alternating terms near t = -1 leave up to 4 ulp (1 - erf serves
 # |x| < 0.7)
-# gelu's erf form is float too (issue 20, twice the double version's speed): erfcx's float
-# polynomial times x and exp(-x^2/2) leaves up to 6 ulp (|x| 1.3-8)
-F32_ULPS_OF = {"erfc": 4, "gelu": 6}
+# gelu's erf form is float too (issue 20): erfcx's float polynomial times x and exp(-x^2/2) leaves
+# up to 6 ulp, and x^2 is rounded once before the exp (sum20: no exact product, 1.24x faster),
+# which costs x^2/2 roundings of the tail x Phi(-|x|): a relative bound that grows, on values that
+# vanish (3e-7 at |x| = 5), far inside PyTorch's float32 tolerance (test_gelu_torch_tolerance)
+F32_ULPS_OF = {"erfc": 4, "gelu": lambda x: 6 + 0.5 * x.astype(np.float64) ** 2}
 F64_ULPS = 4
 INF = np.inf
 NAN = np.nan
@@ -121,8 +123,13 @@ def _f32_inputs(slow: bool) -> np.ndarray:
 
 def _assert_f32_close(name: str, x: np.ndarray, got: np.ndarray, ref64: np.ndarray) -> None:
     dist = _f32_ulps(got, ref64)
-    worst = int(np.argmax(dist))
-    assert dist[worst] <= F32_ULPS_OF.get(name, F32_ULPS), (
+    bound = F32_ULPS_OF.get(name, F32_ULPS)
+    if callable(bound):  # a bound that depends on x (NaN and infinities: the plain one)
+        with np.errstate(all="ignore"):
+            bound = np.where(np.isfinite(x), bound(x), F32_ULPS)
+    bound = np.broadcast_to(bound, dist.shape)
+    worst = int(np.argmax(dist - bound))
+    assert dist[worst] <= bound[worst], (
         f"{name}(float32): {dist[worst]} ulp at x={x[worst]!r}: got {got[worst]!r}, "
         f"want {ref64[worst]!r}"
     )
@@ -215,6 +222,30 @@ def test_float64_within_4_ulp(name):
     ulps[(got == ref) | np.isnan(got) & np.isnan(ref)] = 0
     worst = int(np.argmax(ulps))
     assert ulps[worst] <= F64_ULPS, f"{name}(float64): {ulps[worst]:.2f} ulp at x={x[worst]!r}"
+
+
+def test_gelu_torch_tolerance():
+    """gelu's erf form, forward and input gradient, in float32 against float64: within PyTorch's
+    float32 tolerance (rtol 1.3e-6, atol 1e-5) and no further from float64 than PyTorch's own
+    float32 results, over [-20, 20] and random normals."""
+    import torch
+
+    rng = np.random.default_rng(4)
+    x = np.concatenate([np.linspace(-20, 20, 400_001), rng.standard_normal(100_000) * 3])
+    x = x.astype(np.float32)
+    results = {}
+    for lib, module in (("ember", ember), ("torch", torch)):
+        for dtype in ("float32", "float64"):
+            t = module.from_numpy(x.astype(dtype)).requires_grad_()
+            y = module.nn.functional.gelu(t)
+            (grad,) = module.autograd.grad(y.sum(), t)
+            results[lib, dtype] = (y.detach().numpy(), grad.numpy())
+    for k, what in enumerate(("forward", "gradient")):
+        ref = results["torch", "float64"][k]
+        ours = np.abs(results["ember", "float32"][k] - ref)
+        theirs = np.abs(results["torch", "float32"][k] - ref)
+        assert np.all(ours <= 1e-5 + 1.3e-6 * np.abs(ref)), what
+        assert ours.max() <= theirs.max(), what
 
 
 def test_float64_gelu_erf_within_4_ulp():

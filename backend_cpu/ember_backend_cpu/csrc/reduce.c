@@ -14,12 +14,14 @@
  * and partial results combine in a fixed order, so results have the same bits on any number of
  * threads. Accuracy: sum and prod accumulate bool and integers in int64 (wrapping, as PyTorch)
  * and floats in double; runs combine pairwise over blocks of LANES running partials (numpy's
- * scheme, in double).
+ * scheme, in double), except contiguous float32 runs of sum, which take a cascade of float
+ * vector accumulators (cascade.h, PyTorch's scheme: float lanes, blocks in double).
  */
 #include <stdlib.h>
 
 #include "ember_cpu.h"
 #include "api_reduce.h"
+#include "cascade.h"
 
 #define RD_CAT_(a, b) a##b
 #define RD_CAT(a, b) RD_CAT_(a, b)
@@ -62,6 +64,14 @@
 #define ID_sum(T) 0
 #define VAL_sum(T, x) ((SACC(T))LD_##T(x))
 #define COMB_sum(T, a, b) ((a) + (b))
+
+/* 1 where contiguous float32 runs take cascade.h's float cascade instead of double lanes */
+#define CASCADE_sum 1
+#define CASCADE_prod 0
+#define CASCADE_amax 0
+#define CASCADE_amin 0
+#define CASCADE_all 0
+#define CASCADE_any 0
 
 #define ACC_prod(T) SACC(T)
 #define ID_prod(T) 1
@@ -197,6 +207,8 @@ typedef struct {
         if (n < LANES) {                                                                          \
             for (int64_t i = 0; i < n; i++)                                                       \
                 total = COMB_##OP(T, total, VAL_##OP(T, AT_STRIDED(i)));                          \
+        } else if (CASCADE_##OP && EMC_##T == EM_F32 && sx == (int64_t)sizeof(st)) {          \
+            total = COMB_##OP(T, total, (at)cascade_sum_f32((const float *)x, n));                \
         } else if (sx == (int64_t)sizeof(st)) {                                                   \
             const st *p_ = (const st *)x;                                                         \
             RD_PAIRWISE(T, OP, at, part, n, AT_CONTIG);                                           \
