@@ -16,6 +16,7 @@ from ember._tensor import contiguous_strides
 from ..dispatcher.optable.view import chunk_sizes, split_sizes
 from .activation_formulas import FORMULAS as ACTIVATION_FORMULAS
 from .complex_formulas import install as install_complex
+from .conv_formulas import FORMULAS as CONV_FORMULAS
 from .fft_formulas import FORMULAS as FFT_FORMULAS
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
 from .linalg_formulas import FORMULAS as LINALG_FORMULAS
@@ -722,7 +723,8 @@ FORMULAS = {
     "floor_divide": F(lambda ctx, g: (E.zeros_like(g), E.zeros_like(g))),
     "remainder": F(_remainder, save=("input", "other")),
     "fmod": F(_fmod, save=("input", "other")),
-    "pow": F(_pow, save=("input", "other", "result")),
+    # the result only for a tensor exponent (its gradient): x ** 3 keeps x alone, as PyTorch
+    "pow": F(_pow, save={"input": None, "other": None, "result": "other"}),
     "atan2": F(_atan2, save=("input", "other")),
     "minimum": F(_min_max_pair(lambda a, b: a < b), save=("input", "other")),
     "maximum": F(_min_max_pair(lambda a, b: a > b), save=("input", "other")),
@@ -802,6 +804,8 @@ FORMULAS = {
 }
 # ---- activations and their backward rows (autograd/activation_formulas.py) --------------------
 FORMULAS.update(ACTIVATION_FORMULAS)
+# ---- convolutions (autograd/conv_formulas.py) ------------------------------------------------
+FORMULAS.update(CONV_FORMULAS)
 # ---- special functions (autograd/special_formulas.py) ---------------------------------------
 FORMULAS.update(SPECIAL_FORMULAS)
 # ---- FFT primitives (autograd/fft_formulas.py) ----------------------------------------------

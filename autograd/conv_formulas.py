@@ -1,0 +1,105 @@
+"""Backward formulas of the convolution rows (conv1d, conv2d), PyTorch's ConvolutionBackward0.
+
+The rows run as im2col and one product (nn/functional/conv.py). Differentiated through those
+parts, the product saved its column matrix, N x C*kh*kw x L: for a 3x3 kernel nine times the
+input (8.5 MiB of a 1.4 MiB input in the CNN of benchmarks/bench_training.py). These formulas
+save the input and the weight, as PyTorch's node does, and rebuild the columns in the backward
+for the weight's gradient only (PyTorch's CPU convolution also recomputes them there), freed
+before the input's gradient is made. Merged into the one table of autograd/formulas.py.
+"""
+
+from __future__ import annotations
+
+import ember as E
+
+from ..dispatcher.kinds.window import conv_padding, expand
+from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
+
+
+def _grads(ctx, batched, size, weight, g, stride, padding, dilation):
+    """Gradients of a 2-D convolution ``(N, C, H, W) * (O, C/G, kh, kw)`` whose output gradient
+    is ``g`` (N, O, oh, ow); ``size`` is (H, W), ``padding`` as conv_padding returns it. The
+    input, ``batched(ctx.input)``, is read only for the weight's gradient: saved only then."""
+    needs_x, needs_w = ctx.needs_input_grad[:2]
+    padding, extra = padding
+    n, out_c = g.shape[:2]
+    groups, kernel = ctx.groups, tuple(weight.shape[2:])
+    k = weight.shape[1] * kernel[0] * kernel[1]
+    gm = g.reshape(n, groups, out_c // groups, g.shape[2] * g.shape[3])
+    grad_x = grad_w = None
+    if needs_w:
+        x = batched(ctx.input)
+        if extra:  # padding='same' with an odd total: the input was padded on the right first
+            x = E.ops.constant_pad_nd(x, tuple(v for e in reversed(extra) for v in (0, e)), 0)
+        cols = E.ops.im2col(x, kernel, dilation, padding, stride)
+        cols = cols.view(n, groups, k, cols.shape[-1])
+        grad_w = (gm @ cols.transpose(-1, -2)).sum(0).reshape(weight.shape)
+        del x, cols  # before the input's column gradient, as large, is made
+    if needs_x:
+        wg = weight.reshape(groups, out_c // groups, k)
+        grad_cols = (wg.transpose(-1, -2) @ gm).reshape(n, groups * k, gm.shape[-1])
+        size = [s + e for s, e in zip(size, extra or (0, 0))]
+        grad_x = E.ops.col2im(grad_cols, tuple(size), kernel, dilation, padding, stride)
+        if extra:
+            grad_x = grad_x[:, :, : size[0] - extra[0], : size[1] - extra[1]]
+    return grad_x, grad_w
+
+
+def _bias(ctx, g, dims):
+    return g.sum(dims) if ctx.needs_input_grad[2] else None
+
+
+def _conv2d(ctx, g):
+    weight = ctx.weight
+    unbatched = len(ctx.shape("input")) == 3
+    if unbatched:
+        g = g.unsqueeze(0)
+    kernel = tuple(weight.shape[2:])
+    stride = expand(ctx.stride, 2, "stride", "conv2d")
+    dilation = expand(ctx.dilation, 2, "dilation", "conv2d")
+    padding = conv_padding("conv2d", ctx.padding, kernel, dilation, stride)
+
+    def batched(x):
+        return x.unsqueeze(0) if unbatched else x
+
+    size = ctx.shape("input")[-2:]
+    grad_x, grad_w = _grads(ctx, batched, size, weight, g, stride, padding, dilation)
+    if grad_x is not None and unbatched:
+        grad_x = grad_x.squeeze(0)
+    return grad_x, grad_w, _bias(ctx, g, (0, 2, 3))
+
+
+def _conv1d(ctx, g):
+    """As a 2-D convolution over a height of 1, as the forward runs."""
+    weight = ctx.weight
+    unbatched = len(ctx.shape("input")) == 2
+    if unbatched:
+        g = g.unsqueeze(0)
+    stride = expand(ctx.stride, 1, "stride", "conv1d")
+    dilation = expand(ctx.dilation, 1, "dilation", "conv1d")
+    padding, extra = conv_padding("conv1d", ctx.padding, tuple(weight.shape[2:]), dilation, stride)
+
+    def batched(x):
+        return (x.unsqueeze(0) if unbatched else x).unsqueeze(-2)
+
+    grad_x, grad_w = _grads(
+        ctx,
+        batched,
+        (1, ctx.shape("input")[-1]),
+        weight.unsqueeze(-2),
+        g.unsqueeze(-2),
+        (1, *stride),
+        ((0, *padding), None if extra is None else [0, *extra]),
+        (1, *dilation),
+    )
+    if grad_x is not None:
+        grad_x = grad_x.squeeze(-2).squeeze(0) if unbatched else grad_x.squeeze(-2)
+    if grad_w is not None:
+        grad_w = grad_w.squeeze(-2)
+    return grad_x, grad_w, _bias(ctx, g, (0, 2))
+
+
+# The input only for the weight's gradient (a first layer's input needs none); the weight always:
+# its sizes shape the gradients.
+SAVE = {"input": "weight", "weight": None}
+FORMULAS = {"conv1d": F(_conv1d, save=SAVE), "conv2d": F(_conv2d, save=SAVE)}
