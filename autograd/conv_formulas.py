@@ -4,15 +4,15 @@ The rows run as im2col and one product (nn/functional/conv.py). Differentiated t
 parts, the product saved its column matrix, N x C*kh*kw x L: for a 3x3 kernel nine times the
 input (8.5 MiB of a 1.4 MiB input in the CNN of benchmarks/bench_training.py). These formulas
 save the input and the weight, as PyTorch's node does, and rebuild the columns in the backward
-for the weight's gradient only (PyTorch's CPU convolution also recomputes them there), freed
-before the input's gradient is made. Merged into the one table of autograd/formulas.py.
+for the weight's gradient only (PyTorch's CPU convolution also recomputes them there), a piece
+of the batch at a time (``CONV_PIECE_BYTES``). Merged into the one table of autograd/formulas.py.
 """
 
 from __future__ import annotations
 
 import ember as E
 
-from ..dispatcher.kinds.window import conv_padding, expand
+from ..dispatcher.kinds.window import conv_padding, conv_piece, expand
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
 
 
@@ -25,23 +25,36 @@ def _grads(ctx, batched, size, weight, g, stride, padding, dilation):
     n, out_c = g.shape[:2]
     groups, kernel = ctx.groups, tuple(weight.shape[2:])
     k = weight.shape[1] * kernel[0] * kernel[1]
-    gm = g.reshape(n, groups, out_c // groups, g.shape[2] * g.shape[3])
-    grad_x = grad_w = None
+    length = g.shape[2] * g.shape[3]
+    gm = g.reshape(n, groups, out_c // groups, length)
+    x = wg = None
     if needs_w:
         x = batched(ctx.input)
         if extra:  # padding='same' with an odd total: the input was padded on the right first
             x = E.ops.constant_pad_nd(x, tuple(v for e in reversed(extra) for v in (0, e)), 0)
-        cols = E.ops.im2col(x, kernel, dilation, padding, stride)
-        cols = cols.view(n, groups, k, cols.shape[-1])
-        grad_w = (gm @ cols.transpose(-1, -2)).sum(0).reshape(weight.shape)
-        del x, cols  # before the input's column gradient, as large, is made
     if needs_x:
-        wg = weight.reshape(groups, out_c // groups, k)
-        grad_cols = (wg.transpose(-1, -2) @ gm).reshape(n, groups * k, gm.shape[-1])
-        size = [s + e for s, e in zip(size, extra or (0, 0))]
-        grad_x = E.ops.col2im(grad_cols, tuple(size), kernel, dilation, padding, stride)
-        if extra:
-            grad_x = grad_x[:, :, : size[0] - extra[0], : size[1] - extra[1]]
+        wg = weight.reshape(groups, out_c // groups, k).transpose(-1, -2)
+        size = tuple(s + e for s, e in zip(size, extra or (0, 0)))
+    step = conv_piece(g, groups * k, length)
+    grad_w, grad_x = None, []
+    for i in range(0, max(n, 1), step):  # an empty batch: one empty piece
+        piece = gm[i : i + step]
+        if needs_w:
+            cols = E.ops.im2col(x[i : i + step], kernel, dilation, padding, stride)
+            cols = cols.view(piece.shape[0], groups, k, length)
+            part = (piece @ cols.transpose(-1, -2)).sum(0)
+            grad_w = part if grad_w is None else grad_w + part
+        if needs_x:
+            cols = (wg @ piece).reshape(piece.shape[0], groups * k, length)
+            grad_x.append(E.ops.col2im(cols, size, kernel, dilation, padding, stride))
+        del cols  # before the next piece's
+    if grad_w is not None:
+        grad_w = grad_w.reshape(weight.shape)
+    if not needs_x:
+        return None, grad_w
+    grad_x = grad_x[0] if len(grad_x) == 1 else E.cat(grad_x)
+    if extra:
+        grad_x = grad_x[:, :, : size[0] - extra[0], : size[1] - extra[1]]
     return grad_x, grad_w
 
 

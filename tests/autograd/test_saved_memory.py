@@ -156,3 +156,60 @@ def test_conv2d_complex_gradients():
 @pytest.mark.parametrize("exponent", [3.0, 2, -1.5])
 def test_pow_scalar_gradients(device, exponent):
     compare(lambda lib, x: lib.pow(x, exponent), [np.abs(X[0, 0]) + 0.5], device)
+
+
+def peak_of(fn) -> int:
+    """Bytes the CPU caching allocator hands out at most while ``fn()`` runs, above those in
+    use before it."""
+    from ember.dispatcher.memory import backend_for
+
+    cached = backend_for("cpu").allocator(None)
+    cached.reset_peak_stats()
+    base = cached.stats()["allocated_bytes.current"]
+    fn()
+    return cached.stats()["allocated_bytes.peak"] - base
+
+
+def test_conv2d_never_holds_the_whole_column_matrix():
+    """The CNN's second convolution (bench_training.py), whose column matrix is 8.5 MiB: forward
+    and backward go through the batch in pieces of about window.CONV_PIECE_BYTES."""
+    from ember.dispatcher.kinds.window import CONV_PIECE_BYTES
+
+    x = ember.randn(64, 32, 13, 13, requires_grad=True)
+    w = ember.randn(64, 32, 3, 3, requires_grad=True)
+    outs = []
+    forward = peak_of(lambda: outs.append(ember.nn.functional.conv2d(x, w)))
+    out = outs[0]
+    grad = ember.ones_like(out)
+    backward = peak_of(lambda: out.backward(grad))
+    bound = 2 * CONV_PIECE_BYTES + out.nbytes + x.nbytes  # a piece, its product, the results
+    columns = 64 * 32 * 9 * 11 * 11 * 4
+    assert bound < columns
+    assert forward <= bound
+    assert backward <= bound
+
+
+def test_max_pool2d_backward_makes_one_input_sized_buffer():
+    x = ember.randn(64, 32, 26, 26, requires_grad=True)
+    y = ember.nn.functional.max_pool2d(x, 2)
+    grad = ember.ones_like(y)
+    assert peak_of(lambda: y.backward(grad)) < 1.5 * x.nbytes
+
+
+@pytest.mark.parametrize("kernel, stride", [(2, 2), (3, 1)])
+def test_max_pool2d_gradients(device, kernel, stride):
+    """Overlapping windows too (a position that wins several windows sums their gradients)."""
+    x = np.round(RNG.standard_normal((2, 3, 7, 7)), 1)  # ties: the first maximum wins in both
+    compare(lambda lib, x: lib.nn.functional.max_pool2d(x, kernel, stride), [x], device)
+
+
+def test_max_pool2d_double_backward():
+    x = RNG.standard_normal((2, 3, 6, 6))
+    grads = []
+    for lib in (ember, torch):
+        xs = lib.tensor(x, requires_grad=True)
+        y = lib.nn.functional.max_pool2d(xs, 3, 1)
+        (gx,) = lib.autograd.grad((y * y).sum(), (xs,), create_graph=True)
+        (gx * gx).sum().backward()
+        grads.append(xs.grad.detach().numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-10)
