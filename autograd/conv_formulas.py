@@ -5,15 +5,27 @@ parts, the product saved its column matrix, N x C*kh*kw x L: for a 3x3 kernel ni
 input (8.5 MiB of a 1.4 MiB input in the CNN of benchmarks/bench_training.py). These formulas
 save the input and the weight, as PyTorch's node does, and rebuild the columns in the backward
 for the weight's gradient only (PyTorch's CPU convolution also recomputes them there), a piece
-of the batch at a time (``CONV_PIECE_BYTES``). Merged into the one table of autograd/formulas.py.
+of the batch at a time (``PIECE_BYTES``). Merged into the one table of autograd/formulas.py.
 """
 
 from __future__ import annotations
 
 import ember as E
 
-from ..dispatcher.kinds.window import conv_padding, conv_piece, expand
+from ..dispatcher.kinds.window import conv_padding, expand
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
+
+# Bytes of column matrix per piece of the batch in the backward: the rebuilt columns and the
+# columns' gradient are each about this large, never N x C*kh*kw x L whole (8.5 MiB each in
+# the CNN of benchmarks/bench_training.py, whose allocator peak they set). The products are per
+# sample either way. The forward keeps its one im2col: its peak is below the backward's, and
+# pieces there cost 1 ms of the CNN's 18 ms step.
+PIECE_BYTES = 2 << 20
+
+
+def _piece(g, k: int, length: int) -> int:
+    """Samples per piece: columns of ``k`` x ``length`` entries per sample, at least one."""
+    return max(1, PIECE_BYTES // max(1, k * length * g.element_size()))
 
 
 def _grads(ctx, batched, size, weight, g, stride, padding, dilation):
@@ -35,19 +47,19 @@ def _grads(ctx, batched, size, weight, g, stride, padding, dilation):
     if needs_x:
         wg = weight.reshape(groups, out_c // groups, k).transpose(-1, -2)
         size = tuple(s + e for s, e in zip(size, extra or (0, 0)))
-    step = conv_piece(g, groups * k, length)
+    step = _piece(g, groups * k, length)
     grad_w, grad_x = None, []
     for i in range(0, max(n, 1), step):  # an empty batch: one empty piece
         piece = gm[i : i + step]
         if needs_w:
             cols = E.ops.im2col(x[i : i + step], kernel, dilation, padding, stride)
-            cols = cols.view(piece.shape[0], groups, k, length)
-            part = (piece @ cols.transpose(-1, -2)).sum(0)
+            part = (piece @ cols.view(piece.shape[0], groups, k, length).transpose(-1, -2)).sum(0)
+            del cols  # before the columns' gradient, as large, is made
             grad_w = part if grad_w is None else grad_w + part
         if needs_x:
             cols = (wg @ piece).reshape(piece.shape[0], groups * k, length)
             grad_x.append(E.ops.col2im(cols, size, kernel, dilation, padding, stride))
-        del cols  # before the next piece's
+            del cols
     if grad_w is not None:
         grad_w = grad_w.reshape(weight.shape)
     if not needs_x:

@@ -35,19 +35,6 @@ def expand(value, n: int, name: str, op: str) -> tuple:
     return values
 
 
-# Bytes of im2col column matrix per piece of the batch: convolutions (nn/functional/conv.py and
-# their backward, autograd/conv_formulas.py) go through the batch in pieces, so that a column
-# matrix (N x C*kh*kw x L, nine times the input for a 3x3 kernel: 8.5 MiB in the CNN of
-# benchmarks/bench_training.py) never exists whole. The products are per sample either way.
-CONV_PIECE_BYTES = 2 << 20
-
-
-def conv_piece(x, k: int, length: int) -> int:
-    """Samples per piece of the batch of ``x`` whose column matrix has ``k`` x ``length``
-    entries per sample (at least one)."""
-    return max(1, CONV_PIECE_BYTES // max(1, k * length * x.element_size()))
-
-
 def conv_padding(op: str, padding, kernel, dilation, stride):
     """``(padding, extra)``: symmetric padding per dim and the extra right/bottom padding that
     padding='same' needs when ``dilation * (kernel - 1)`` is odd (PyTorch pads the input)."""

@@ -9,13 +9,7 @@ before any kernel runs; the private ``_convNd`` functions take checked, batched 
 from __future__ import annotations
 
 import ember
-from ember.dispatcher.kinds.window import (
-    check_conv,
-    check_conv_shapes,
-    conv_padding,
-    conv_piece,
-    expand,
-)
+from ember.dispatcher.kinds.window import check_conv, check_conv_shapes, conv_padding, expand
 from ember.dispatcher.optable import OPS
 
 
@@ -71,16 +65,8 @@ def _convolution(op, spatial, input, weight, bias, stride, padding, dilation, gr
 
 
 def _cols_conv2d(x, weight, stride, padding, dilation, groups):
-    """im2col and one product, a piece of the batch at a time (window.CONV_PIECE_BYTES)."""
-    n, c, h, w = x.shape
+    n, _, h, w = x.shape
     out_c, c_per_group, kh, kw = weight.shape
-    spans = [d * (k - 1) + 1 for k, d in zip((kh, kw), dilation)]
-    oh, ow = ((size + 2 * padding[i] - spans[i]) // stride[i] + 1 for i, size in enumerate((h, w)))
-    step = conv_piece(x, c * kh * kw, oh * ow)
-    if n > step:
-        pieces = [_cols_conv2d(x[i : i + step], weight, stride, padding, dilation, groups)
-                  for i in range(0, n, step)]  # fmt: skip
-        return ember.cat(pieces)
     cols = OPS["im2col"](x, (kh, kw), dilation, padding, stride)  # (N, C*kh*kw, L)
     k = c_per_group * kh * kw
     if groups == 1:
@@ -88,6 +74,8 @@ def _cols_conv2d(x, weight, stride, padding, dilation, groups):
     else:  # (G, out/G, K) @ (N, G, K, L): every group in one batched product
         per = out_c // groups
         out = OPS["matmul"](weight.reshape(groups, per, k), cols.view(n, groups, k, cols.shape[-1]))
+    spans = [d * (k - 1) + 1 for k, d in zip((kh, kw), dilation)]
+    oh, ow = ((size + 2 * padding[i] - spans[i]) // stride[i] + 1 for i, size in enumerate((h, w)))
     return out.reshape(n, out_c, oh, ow)  # sizes, not -1: an empty batch has no size to infer
 
 
