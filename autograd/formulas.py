@@ -203,14 +203,15 @@ def _pow(ctx, g):
     b = ctx.other
     if isinstance(b, (int, float)) and isinstance(ctx.input, E.Tensor):
         return _pow_scalar(ctx.input, b, g), None
-    a, b, result = _tensor(ctx.input, g), _tensor(b, g), ctx.result
+    a, b = _tensor(ctx.input, g), _tensor(b, g)  # b: also a complex number
     needs_a, needs_b = ctx.needs_input_grad
     zero = E.zeros((), dtype=g.dtype, device=g.device)
     grad_a = grad_b = None
     if needs_a:  # x**0 is constant: no 0 * inf at x = 0
         grad_a = E.where(b == 0, zero, g * b * E.pow(a, b - 1))
     if needs_b:  # 0**y is 0 for y > 0 and 1 at y = 0: the limit of x**y * log(x) there is 0
-        grad_b = g * E.where((a == 0) & (E.real(b) >= 0), zero, result * E.log(a))
+        # the result is saved only for a tensor exponent
+        grad_b = g * E.where((a == 0) & (E.real(b) >= 0), zero, ctx.result * E.log(a))
     return grad_a, grad_b
 
 
