@@ -18,7 +18,7 @@ from .formula import Formula as F  # noqa: N817 - the table reads better with on
 HOLOMORPHIC = frozenset(
     {"neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tan"}
     | {"sinh", "cosh", "tanh", "sigmoid", "add", "sub", "mul", "div", "pow", "sum", "prod"}
-    | {"mm", "bmm", "addmm", "cumprod", "silu"}
+    | {"mm", "bmm", "addmm", "cumprod", "silu", "conv1d", "conv2d"}
 )
 
 

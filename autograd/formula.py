@@ -126,15 +126,18 @@ class Formula:
     ``save`` is a tuple of argument names (and/or "result"), or a dict ``{name: other}`` meaning
     "save ``name`` only when argument ``other`` needs a gradient" (``mul`` keeps ``input`` only to
     differentiate with respect to ``other``): less memory, and graphs that save nothing can be
-    run backward twice, as in PyTorch.
+    run backward twice, as in PyTorch. ``{"result": name}`` keeps the output only when argument
+    ``name`` is a tensor (``x ** 3`` keeps ``x`` alone, as PyTorch's PowBackward0 does).
     """
 
-    __slots__ = ("fn", "plan", "save", "saves_result", "strides")
+    __slots__ = ("fn", "plan", "result_when", "save", "saves_result", "strides")
 
     def __init__(self, fn, save=(), strides=()):
         self.fn = fn
         self.save = dict(save) if isinstance(save, dict) else dict.fromkeys(save)
         self.saves_result = "result" in self.save
+        # {"result": name}: the output is kept only when argument ``name`` is a tensor
+        self.result_when = self.save.get("result")
         self.strides = tuple(strides)
         self.plan = None
 
@@ -198,7 +201,8 @@ class Formula:
         return ctx, edges, meta
 
     def save_result(self, ctx: Context, out) -> None:
-        if self.saves_result:
+        when = self.result_when
+        if self.saves_result and (when is None or ctx._meta_of(when) is not None):
             if ctx._saved is None:
                 ctx._saved = {}
             if isinstance(out, tuple):

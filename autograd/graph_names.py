@@ -173,6 +173,8 @@ RULES = {
     "im2col": _fixed("Im2ColBackward0"),
     "col2im": _fixed("Col2ImBackward0"),
     "layer_norm": _fixed("NativeLayerNormBackward0"),
+    "conv1d": _fixed("ConvolutionBackward0"),  # rows with their own formulas (conv_formulas.py)
+    "conv2d": _fixed("ConvolutionBackward0"),
     "norm": _fixed("LinalgVectorNormBackward0"),
     "fmod": _number_overload("Fmod", "other"),
     "remainder": _number_overload("Remainder", "other"),

@@ -8,10 +8,10 @@ Each model is built the same way in both frameworks (same layer shapes, same opt
 each (library, model, threads) runs in its own process (isolate.py). One warm-up step runs
 first, then the median of ``--steps`` steps (forward, backward, optimizer step) is printed with
 the ember/PyTorch ratio, and the memory the steps take: the peak resident set during them
-minus the resident set before them. ``--share`` adds a third process per model: ember's step
-timed with PyTorch imported and running the same model's step before each of ember's (issue
-20: "sharing the process"), against ember alone. PyTorch is only a reference here: ember never
-imports it.
+minus the resident set before them, each library's native code already loaded. ``--share``
+adds a third process per model: ember's step timed with PyTorch imported and running the same
+model's step before each of ember's (issue 20: "sharing the process"), against ember alone.
+PyTorch is only a reference here: ember never imports it.
 """
 
 from __future__ import annotations
@@ -232,6 +232,14 @@ def _reset_peak() -> None:
         f.write("5")
 
 
+def _load_native(lib) -> None:
+    """What a library loads on its first matrix product, loaded before the steps' memory is
+    measured: ember opens oneDNN then (12 MiB of library pages, its static constructors'),
+    PyTorch maps its own at import. The steps' memory is then their tensors, caches and the
+    code they run, in both, not one library's loading."""
+    lib.ones(2, 2) @ lib.ones(2, 2)
+
+
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
@@ -248,6 +256,7 @@ def worker(library: str, name: str, steps: int, threads: int, beside: str | None
     step = make_step(lib, name)
     if other:
         other()
+    _load_native(lib)
     before = _status_kib("VmRSS")
     _reset_peak()
     step()  # warm-up: kernel tables, allocator caches, optimizer state

@@ -35,6 +35,22 @@ def expand(value, n: int, name: str, op: str) -> tuple:
     return values
 
 
+def conv_padding(op: str, padding, kernel, dilation, stride):
+    """``(padding, extra)``: symmetric padding per dim and the extra right/bottom padding that
+    padding='same' needs when ``dilation * (kernel - 1)`` is odd (PyTorch pads the input)."""
+    if padding == "valid":
+        return (0,) * len(kernel), None
+    if not isinstance(padding, str):
+        return expand(padding, len(kernel), "padding", op), None
+    if padding != "same":
+        raise RuntimeError(f"{op}: Invalid padding string: '{padding}'")
+    if any(s != 1 for s in stride):
+        raise RuntimeError(f"{op}: padding='same' is not supported for strided convolutions")
+    totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    extra = [t % 2 for t in totals]
+    return tuple(t // 2 for t in totals), (extra if any(extra) else None)
+
+
 def _per_dim(prefix: str, values: tuple, suffix: str = "", sep: str = " ") -> str:
     """``kH: 0 kW: 2`` (prefix "k"), ``dilation_height: 0 dilation_width: 0`` (suffix)."""
     if suffix:

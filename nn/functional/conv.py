@@ -9,7 +9,7 @@ before any kernel runs; the private ``_convNd`` functions take checked, batched 
 from __future__ import annotations
 
 import ember
-from ember.dispatcher.kinds.window import check_conv, check_conv_shapes, expand
+from ember.dispatcher.kinds.window import check_conv, check_conv_shapes, conv_padding, expand
 from ember.dispatcher.optable import OPS
 
 
@@ -29,22 +29,6 @@ def _batch(name: str, input, dims: int):
     )
 
 
-def _padding(op: str, padding, kernel, dilation, stride):
-    """``(padding, extra)``: symmetric padding per dim and the extra right/bottom padding that
-    padding='same' needs when ``dilation * (kernel - 1)`` is odd (PyTorch pads the input)."""
-    if padding == "valid":
-        return (0,) * len(kernel), None
-    if not isinstance(padding, str):
-        return expand(padding, len(kernel), "padding", op), None
-    if padding != "same":
-        raise RuntimeError(f"{op}: Invalid padding string: '{padding}'")
-    if any(s != 1 for s in stride):
-        raise RuntimeError(f"{op}: padding='same' is not supported for strided convolutions")
-    totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
-    extra = [t % 2 for t in totals]
-    return tuple(t // 2 for t in totals), (extra if any(extra) else None)
-
-
 def _joined(sizes) -> str:
     return " x ".join(str(s) for s in sizes)
 
@@ -60,7 +44,7 @@ def _convolution(op, spatial, input, weight, bias, stride, padding, dilation, gr
     kernel = tuple(weight.shape[2:])
     stride = expand(stride, spatial, "stride", op)
     dilation = expand(dilation, spatial, "dilation", op)
-    padding, extra = _padding(op, padding, kernel, dilation, stride)
+    padding, extra = conv_padding(op, padding, kernel, dilation, stride)
     check_conv(op, stride, padding, dilation, groups)
     check_conv_shapes(op, x, weight, bias, groups, transposed=False)
     if extra:
