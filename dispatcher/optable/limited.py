@@ -12,6 +12,9 @@ from ..kinds import twin
 LIMITED = frozenset(dt.LIMITED)
 # The rows with CPU kernels for them (copy_, fill_) and those that run on those kernels.
 WIDEN = frozenset({"copy_", "fill_", "clone", "contiguous", "zero_"})
+# Composites PyTorch computes from the same parts (its einsum is permutes, sums, mul and bmm):
+# each part runs or refuses the dtype as PyTorch's does.
+WIDEN |= {"einsum"}
 
 
 def widen(ops: dict) -> None:

@@ -25,7 +25,6 @@ KNOWN_GAPS = {
     "cholesky": REFUSES,
     "combinations": RUNS,
     "count_nonzero": RUNS,
-    "einsum": REFUSES,
     "eye": RUNS,
     "flip": RUNS,
     "fliplr": RUNS,
