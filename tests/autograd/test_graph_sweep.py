@@ -18,8 +18,6 @@ GRAPHS_DIFFER = {
     "reshape alias": "PyTorch's reshape of a non-contiguous tensor it can view is _reshape_alias "
     "(ReshapeAliasBackward0, contiguous ones a view); ember's node does not know the input's "
     "strides (keeping them would cost every reshape's recording), so it shows ViewBackward0",
-    "masked_fill_ view": "masked_fill_ is masked_fill copied in: on a view, the CopySlices "
-    "also lists the copied value's node, and the view after it keeps no _saved_size/stride",
 }
 # _saved_* attributes of PyTorch's node that ember's does not have, and why: inputs ember's
 # formula does not need, which keeping would hold in memory for the graph's life.
