@@ -33,7 +33,7 @@ HIDDEN = frozenset({"index", "mask", "condition", "indices", "sorter", "sorted_s
 # Composites PyTorch computes from other ops too: their parts' nodes show.
 TRANSPARENT = frozenset(
     {
-        "einsum", "outer", "swapaxes", "swapdims", "hstack", "vstack",
+        "einsum", "inner", "tensordot", "outer", "swapaxes", "swapdims", "hstack", "vstack",
         "argsort", "repeat_interleave", "softsign", "eye", "tensor_split",
         # nn.functional rows whose PyTorch forms are compositions too (linear is addmm or mm
         # over a folded view, in nn/functional/linear._linear as there)
