@@ -25,6 +25,7 @@ from ember._tensor import Tensor
 
 from .node import SavedTensor, camel, gradient_edge
 from .saved_values import OUTPUTS
+from .views import CopySlices
 
 # Tensor arguments that are never differentiable inputs of a node (indices, masks...).
 HIDDEN = frozenset({"index", "mask", "condition", "indices", "sorter", "sorted_sequence"})
@@ -32,7 +33,7 @@ HIDDEN = frozenset({"index", "mask", "condition", "indices", "sorter", "sorted_s
 # Composites PyTorch computes from other ops too: their parts' nodes show.
 TRANSPARENT = frozenset(
     {
-        "einsum", "outer", "swapaxes", "swapdims", "hstack", "vstack",
+        "einsum", "inner", "tensordot", "outer", "swapaxes", "swapdims", "hstack", "vstack",
         "argsort", "repeat_interleave", "softsign", "eye", "tensor_split",
         # nn.functional rows whose PyTorch forms are compositions too (linear is addmm or mm
         # over a folded view, in nn/functional/linear._linear as there)
@@ -313,6 +314,14 @@ def present_composite(op, args, out, start: int) -> None:
         items = value if a.is_list and isinstance(value, (list, tuple)) else (value,)
         for t in items:
             edges.append(gradient_edge(t) if isinstance(t, Tensor) else None)
+    if op.mutates and isinstance(args[0], Tensor):
+        target = args[0]
+        if target._base is not None:  # the view's node is the replay: PyTorch's too
+            _show_slices(target, edges[1:])
+            return
+        # the write's node (the one copy of a written-back composite) leads to the target's
+        # history before the call, which PyTorch's in-place node shows
+        edges[0] = target._grad_fn.edges[0]
     many = len(outputs) > 1
     lists = frozenset(a.name for a in op.schema.args if a.is_list)
     kept = _kept_outputs(name, outputs)
@@ -382,9 +391,39 @@ def written_back(target, result):
     write as its input, saved values). A view keeps its CopySlices, as in PyTorch. Returns
     ``target``."""
     node, made = target._grad_fn, result._grad_fn
-    if node is not None and made is not None and target._base is None:
-        node.display = made.display if made.display is not None else Shown(*describe(made))
+    if node is None or made is None:
+        return target
+    shown = made.display if made.display is not None else Shown(*describe(made))
+    if target._base is None:
+        node.display = shown
+    else:
+        _show_slices(target, shown[1][1:])
     return target
+
+
+def written_in(target: Tensor, before, name: str, others: tuple, saved: dict) -> None:
+    """An in-place op ember made from parts wrote into ``target``, whose history was ``before``
+    (its gradient edge, taken before the write): show PyTorch's one node ``name`` over that
+    history and the tensors ``others`` (None for a number), with ``saved`` for its ``_saved_*``
+    attributes; a view's base shows its CopySlices instead, as PyTorch's over that node."""
+    edges = tuple(gradient_edge(t) if isinstance(t, Tensor) else None for t in others)
+    if target._base is not None:
+        _show_slices(target, edges)
+        return
+    node = target._grad_fn
+    if node is not None:
+        sizes = (tuple(target.shape),) + tuple(
+            tuple(t.shape) if isinstance(t, Tensor) else None for t in others
+        )
+        node.display = Shown(name, (before,) + edges, sizes, None, saved)
+
+
+def _show_slices(view: Tensor, others: tuple) -> None:
+    """An in-place op ember made from parts wrote into ``view``: its base's CopySlices shows the
+    base's history and then the op's ``others`` inputs, as PyTorch's over the op's node."""
+    slices = view._base._grad_fn
+    if isinstance(slices, CopySlices):
+        slices.display = Shown("torch::autograd::CopySlices", slices.edges[:1] + tuple(others))
 
 
 def rename(out, name: str):

@@ -54,6 +54,15 @@ class CopySlices(Node):
             return self.display[0]
         return "torch::autograd::CopySlices"
 
+    @property
+    def next_functions(self) -> tuple:
+        """PyTorch's: the base's history, then the in-place node's other inputs as that node
+        shows them (no entries for its index or mask, nor for a number it was given)."""
+        if self.display is not None:
+            return Node.next_functions.fget(self)
+        base = Node.next_functions.fget(self)[0]
+        return (base,) + self.inner.next_functions[1:]
+
     def release(self) -> None:
         self.inner.release()
         self.released = True
@@ -89,6 +98,19 @@ class ViewOf(Node):
 
     def name(self) -> str:
         return "AsStridedBackward0"
+
+    # PyTorch's node keeps the view's geometry over its base's storage.
+    @property
+    def _saved_size(self) -> tuple:
+        return tuple(self.view_geometry[0])
+
+    @property
+    def _saved_stride(self) -> tuple:
+        return tuple(self.view_geometry[1])
+
+    @property
+    def _saved_storage_offset(self) -> int:
+        return self.view_geometry[2]
 
     def apply(self, grads: list) -> tuple:
         g = grads[0]

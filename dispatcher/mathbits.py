@@ -213,6 +213,7 @@ LAYER = MathBitsLayer()
 # meet this layer again): their flagged operands go down as they are.
 PRODUCTS = frozenset(
     {"matmul", "mv", "dot", "vdot", "inner", "addmm", "addmv", "addbmm", "baddbmm", "linear"}
+    | {"tensordot"}  # views, sums (which resolve the bits themselves) and one mm or dot
 )
 # The gemm rows, whose kernel may read the bits itself (``reads_bits``: True or a predicate).
 GEMMS = frozenset({"mm", "bmm"})

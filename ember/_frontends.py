@@ -281,6 +281,15 @@ def nonzero(input, *, out=None, as_tuple=False):
     return _nonzero(input, as_tuple=as_tuple)
 
 
+def flatten(input, start_dim=0, end_dim=-1):
+    """PyTorch's: ``input`` itself when no dims merge (``start_dim`` and ``end_dim`` name one
+    dim of a tensor of one dim or more); otherwise the flatten op (a view, or a copy)."""
+    n = input.ndim if isinstance(input, Tensor) else 0
+    if n and -n <= start_dim < n and -n <= end_dim < n and start_dim % n == end_dim % n:
+        return input
+    return OPS["flatten"](input, start_dim, end_dim)
+
+
 def argwhere(input):
     return OPS["nonzero"](input)
 
@@ -626,6 +635,7 @@ FUNCTIONS = {
     "where": where,
     "nonzero": nonzero,
     "argwhere": argwhere,
+    "flatten": flatten,
     "einsum": einsum,
     "broadcast_shapes": broadcast_shapes,
     "broadcast_tensors": broadcast_tensors,
@@ -662,6 +672,7 @@ METHODS = {
     "round_": round_,
     "nonzero": _method(_nonzero, "nonzero"),
     "argwhere": argwhere,
+    "flatten": flatten,
     "unique": unique,
     "to": to,
     "cpu": cpu,

@@ -15,7 +15,9 @@ import numpy as np
 
 from . import _dtype as dt
 from ._tensor import Tensor
-from .autograd.graph_names import present
+from .autograd.grad_mode import is_grad_enabled
+from .autograd.graph_names import present, written_in
+from .autograd.node import gradient_edge
 from .dispatcher.kinds._common import broadcast_shapes
 from .dispatcher.kinds._limits import check_scalar_fits
 from .dispatcher.optable import OPS
@@ -288,6 +290,27 @@ def setitem(self: Tensor, index, value) -> None:
 
 
 def _index_put(self: Tensor, view: Tensor, advanced: list, value: Tensor, accumulate=False):
+    """index_put_ into ``view``, shown as PyTorch's node (IndexPutBackward0 over the view's
+    history and the value, or its base's CopySlices) whatever ember wrote it with."""
+    recorded = is_grad_enabled() and (view._requires_grad or value._requires_grad)
+    before = gradient_edge(view) if recorded else None
+    _index_put_impl(self, view, advanced, value, accumulate)
+    if recorded:
+        saved = {"indices": _torch_indices(advanced), "accumulate": bool(accumulate)}
+        written_in(view, before, "IndexPutBackward0", (value,), saved)
+
+
+def _torch_indices(advanced: list) -> tuple:
+    """The index list PyTorch's index_put_ is given: an index per dim, None for a whole dim."""
+    indices, dim = [], 0
+    for start, index in advanced:
+        indices += [None] * (start - dim)
+        indices.append(index)
+        dim = start + (index.ndim if _is_mask(index) else 1)
+    return tuple(indices)
+
+
+def _index_put_impl(self: Tensor, view: Tensor, advanced: list, value: Tensor, accumulate):
     """PyTorch's _index_put_impl_: one mask and a one-element CPU value is ``masked_fill_``
     (which casts the value); otherwise the value must have self's dtype."""
     mask = None if accumulate else _lone_mask(view, advanced)

@@ -166,8 +166,34 @@ def _bad_tensor_list(op, arg, i: int, value) -> TypeError | None:
     return None
 
 
-def unsupported_dtype(op, dtype) -> RuntimeError:
-    """PyTorch's error for a dtype without a kernel: NotImplementedError (a RuntimeError)."""
+def missing_kernel(kernel: str, dtype) -> NotImplementedError:
+    """PyTorch's error for a dtype its CPU kernel ``kernel`` has no loop for (its dispatch
+    macro's): float8 and uint16/32/64 reach many of them."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{dt.SCALAR_NAMES[dtype]}'")
+
+
+# Ops PyTorch refuses for a whole dtype category by meaning, before any kernel: a RuntimeError
+# naming the argument (ember's row check would say "not implemented", PyTorch's own type for a
+# kernel it lacks). {op: (lowest category taken, message)}; float8 is floating (its refusals
+# are the kernels').
+_BY_MEANING = {
+    "norm": (
+        dt.FLOATING,
+        "linalg.vector_norm: Expected a floating point or complex tensor as input. Got {dtype}",
+    ),
+    "cdist": (dt.FLOATING, "cdist only supports floating-point dtypes, {ARG} got: {dtype}"),
+}
+
+
+def unsupported_dtype(op, dtype, arg: str | None = None) -> RuntimeError:
+    """PyTorch's error for a dtype without a kernel: NotImplementedError (a RuntimeError), or
+    the op's own RuntimeError for a dtype it has no meaning for (``arg``: the argument's name,
+    the first tensor argument's when not given)."""
+    meaning = _BY_MEANING.get(op.name)
+    if meaning is not None and dtype.category < meaning[0]:
+        if arg is None:
+            arg = op.schema.args[op.tensor_positions[0]].name
+        return RuntimeError(meaning[1].format(dtype=dt.SCALAR_NAMES[dtype], ARG=arg.upper()))
     names = ", ".join(sorted(d.name for d in op.dtypes))
     if dtype in dt.LIMITED:  # PyTorch's words for its limited-support dtypes
         return NotImplementedError(
@@ -207,7 +233,7 @@ def check_dtypes(op, args) -> None:
         if isinstance(value, Tensor):  # the common case, without building a tuple
             if value._dtype in allowed or (promotes and value._dtype.category != dt.FLOATING):
                 continue
-            raise unsupported_dtype(op, value._dtype)
+            raise unsupported_dtype(op, value._dtype, op.schema.args[i].name)
         for t in value if isinstance(value, (list, tuple)) else (value,):
             if not isinstance(t, Tensor) or t._dtype in allowed:
                 continue

@@ -32,7 +32,8 @@ _SIGNED = {2: dt.int16, 4: dt.int32, 8: dt.int64}
 # input along a dim, an empty index, an empty input
 BITS, ORDERED, WIDENED = "bits", "ordered", "widened"
 SCALAR, EMPTY_INDEX, EMPTY_INPUT = "scalar", "empty index", "empty input"
-_CONDITIONAL = (SCALAR, EMPTY_INDEX, EMPTY_INPUT)
+ONE_ELEMENT = "one element"  # a reduction over dims of size 1 only (PyTorch's vector norm)
+_CONDITIONAL = (SCALAR, EMPTY_INDEX, EMPTY_INPUT, ONE_ELEMENT)
 # ops whose results are never in the input's dtype (flags, counts, positions)
 _NO_VALUES = (Promotion.ALWAYS_BOOL, Promotion.LONG)
 
@@ -104,7 +105,7 @@ def _given(op, args, name: str):
 def _runs(op, args, mode: str) -> bool:
     """Whether PyTorch runs this call in ``mode``: always, but for the conditional modes a 0-dim
     input along a dim (aminmax's dim is optional), an empty ``index`` (index_add adds nothing),
-    an empty input (a reduction of nothing)."""
+    an empty input (a reduction of nothing), a reduction over size-1 dims only."""
     if mode is SCALAR:
         return not any(_limited_shapes(op, args)) and _given(op, args, "dim") is not None
     if mode is EMPTY_INDEX:
@@ -112,7 +113,19 @@ def _runs(op, args, mode: str) -> bool:
         return isinstance(index, Tensor) and 0 in index._shape
     if mode is EMPTY_INPUT:
         return any(0 in shape for shape in _limited_shapes(op, args))
+    if mode is ONE_ELEMENT:
+        return all(
+            _reduces_ones(shape, _given(op, args, "dim")) for shape in _limited_shapes(op, args)
+        )
     return True
+
+
+def _reduces_ones(shape: tuple, dim) -> bool:
+    """Whether every dim a reduction over ``dim`` (None: all) reduces has size 1."""
+    if dim is None:
+        return all(n == 1 for n in shape)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return bool(shape) and all(shape[d] == 1 for d in dims if -len(shape) <= d < len(shape))
 
 
 def _cast_to(value, dtype):

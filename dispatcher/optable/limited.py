@@ -12,6 +12,10 @@ from ..kinds import twin
 LIMITED = frozenset(dt.LIMITED)
 # The rows with CPU kernels for them (copy_, fill_) and those that run on those kernels.
 WIDEN = frozenset({"copy_", "fill_", "clone", "contiguous", "zero_"})
+# Composites PyTorch computes from the same parts (its einsum is permutes, sums, mul and bmm;
+# its addbmm an addmm per batch, its inner a tensordot), or that refuse these dtypes themselves
+# where PyTorch's kernels do (index_reduce): each part runs or refuses as PyTorch's does.
+WIDEN |= {"einsum", "addbmm", "index_reduce", "inner"}
 
 
 def widen(ops: dict) -> None:
@@ -59,7 +63,14 @@ EMPTY_INDEX = dict.fromkeys(("index_add",), EVERY)
 EMPTY_INPUT = {
     **dict.fromkeys(("sum", "prod", "nansum", "cumsum", "cumprod"), FLOAT8),
     **dict.fromkeys(("amax", "amin", "max", "min"), EVERY),
+    # PyTorch's cdist returns before its kernel when an input is empty, its norm (a vector
+    # norm) computes nothing for one
+    **dict.fromkeys(("cdist", "norm"), FLOAT8),
+    "mm": EVERY,  # PyTorch's mm returns an empty product before its kernel
 }
+# A vector norm over dims that all have size 1 is PyTorch's abs (ne for the 0-norm), which
+# runs on the float8 formats with a sign.
+ONE_ELEMENT = {"norm": FLOAT8_FINITE}
 # The reductions that cast their input to a given dtype= first (PyTorch's make_reduction): any
 # limited input runs then; mean and nanmean are composites over sum, which casts.
 CASTS = frozenset({"sum", "prod", "nansum", "cumsum", "cumprod"})
@@ -75,6 +86,7 @@ def twins(ops: dict) -> None:
         (SCALAR, twin.SCALAR),
         (EMPTY_INDEX, twin.EMPTY_INDEX),
         (EMPTY_INPUT, twin.EMPTY_INPUT),
+        (ONE_ELEMENT, twin.ONE_ELEMENT),
     )
     for op in ops.values():
         base = op.inplace_of or op

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import string
 
 import numpy as np
 
@@ -12,6 +11,7 @@ from ember import _dtype as dt
 
 from ..kinds import linalg as run
 from ..opdef import DTYPES_ALL, DTYPES_NUMERIC, OUT_ELEMENTWISE, Kind, OpDef, Out, Promotion
+from . import einsum
 
 # addmm/baddbmm round three times in float16 (the product, alpha * it, the sum with beta * c)
 # where the reference rounds once: 1e-3 fails about one draw in fifty.
@@ -122,92 +122,6 @@ def _diag(x, diagonal=0):
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
 
 
-def _einsum(equation, tensors):
-    """einsum by transposes, broadcasts and one bmm per pair (left to right)."""
-    tensors = list(tensors)
-    equation = equation.replace(" ", "")
-    lhs, arrow, out = equation.partition("->")
-    terms = lhs.split(",")
-    if len(terms) != len(tensors):
-        raise RuntimeError(f"einsum(): {len(terms)} operands in '{equation}', {len(tensors)} given")
-    if not arrow:  # implicit output: the broadcast dims, then the labels used once, sorted
-        counts = {c: lhs.count(c) for c in set(lhs) if c.isalpha()}
-        out = "..." * ("." in lhs) + "".join(sorted(c for c, n in counts.items() if n == 1))
-    if "." in equation:
-        terms, out = _einsum_ellipsis(equation, terms, out, tensors)
-    operands = [_einsum_diagonal(t, term) for t, term in zip(tensors, terms)]
-    current, labels = operands[0]
-    for other, other_labels in operands[1:]:
-        current, labels = _einsum_pair(current, labels, other, other_labels, set(out), terms)
-    # Sum labels not in the output, then order as requested.
-    extra = [i for i, c in enumerate(labels) if c not in out]
-    if extra:
-        current = current.sum(extra)
-        labels = "".join(c for c in labels if c in out)
-    return current.permute([labels.index(c) for c in out]) if out else current
-
-
-def _einsum_ellipsis(equation, terms, out, tensors):
-    """Terms and output with each '...' spelled as labels no one uses, right-aligned as
-    broadcasting aligns dims (an output without '...' sums those dims, as PyTorch does)."""
-    free = [c for c in string.ascii_letters if c not in equation]
-    counts = []
-    for term, t in zip(terms, tensors):
-        if term.count("...") > 1 or term.replace("...", "").count("."):
-            raise RuntimeError(f"einsum(): invalid subscript '{term}' in '{equation}'")
-        counts.append(t.ndim - len(term) + 3 if "..." in term else 0)
-    if any(n < 0 for n in counts):
-        raise RuntimeError(f"einsum(): more labels than dims in an operand of '{equation}'")
-    labels = "".join(free[: max(counts, default=0)])
-    terms = [term.replace("...", labels[len(labels) - n :]) for term, n in zip(terms, counts)]
-    return terms, out.replace("...", labels)
-
-
-def _einsum_diagonal(t, term):
-    if len(term) != t.ndim:
-        raise RuntimeError(
-            f"einsum(): subscript '{term}' has {len(term)} labels for a {t.ndim}D operand"
-        )
-    while len(set(term)) != len(term):
-        for i, c in enumerate(term):
-            j = term.find(c, i + 1)
-            if j > 0:
-                t = t.diagonal(0, i, j)
-                term = term[:i] + term[i + 1 : j] + term[j + 1 :] + c
-                break
-    return t, term
-
-
-def _einsum_pair(a, la, b, lb, out, terms):
-    """Contract two operands over their shared labels that no later operand or the output uses."""
-    shared = [c for c in la if c in lb]
-    batch = [c for c in shared if c in out or sum(c in t for t in terms) > 2]
-    contract = [c for c in shared if c not in batch]
-    only_a = [c for c in la if c not in lb]
-    only_b = [c for c in lb if c not in la]
-    size = {c: a.shape[la.index(c)] for c in la}
-    for c in lb:  # a size 1 broadcasts against the other operand's
-        if size.get(c, 1) == 1:
-            size[c] = b.shape[lb.index(c)]
-    a = a.permute([la.index(c) for c in batch + only_a + contract])
-    b = b.permute([lb.index(c) for c in batch + contract + only_b])
-
-    def prod(cs):
-        result = 1
-        for c in cs:
-            result *= size[c]
-        return result
-
-    a3 = a.expand(*[size[c] for c in batch + only_a + contract]).reshape(
-        prod(batch), prod(only_a), prod(contract)
-    )
-    b3 = b.expand(*[size[c] for c in batch + contract + only_b]).reshape(
-        prod(batch), prod(contract), prod(only_b)
-    )
-    result = ember.bmm(a3, b3).reshape(*[size[c] for c in batch + only_a + only_b])
-    return result, "".join(batch + only_a + only_b)
-
-
 def _np_einsum(equation, tensors):
     # Integers in int64: a sum over one operand is int64 in ember (as sum() is), and products
     # wrap the same way modulo the narrower dtype the result is then cast to.
@@ -310,7 +224,7 @@ ROWS = [
         Kind.MATMUL,
         _np_einsum,
         dtypes=DTYPES_NUMERIC,
-        decomposition=_einsum,
+        decomposition=einsum.einsum,
         frontend=True,
         method=False,
         samples="einsum",

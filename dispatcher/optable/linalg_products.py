@@ -11,7 +11,7 @@ import math
 import ember
 from ember import _dtype as dt
 
-from ..kinds._common import OPS, broadcast_shapes, wrap_dim
+from ..kinds._common import OPS, broadcast_shapes, missing_kernel, wrap_dim
 from ..kinds.matrices import SCALAR_NAMES, check_tensor
 from ..opdef import DTYPES_NUMERIC, Promotion
 from . import linalg_reference as ref
@@ -30,8 +30,7 @@ def _check_numeric(kernel: str, allowed: frozenset, *tensors) -> None:
     """PyTorch's NotImplementedError for a dtype its kernel has no loop for (bool, uint16...)."""
     for t in tensors:
         if t.dtype not in allowed:
-            name = dt.SCALAR_NAMES[t.dtype]
-            raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
+            raise missing_kernel(kernel, t.dtype)
 
 
 def _cross(A, B, dim=-1):
@@ -247,17 +246,21 @@ def _diagonal(A, offset=0, dim1=-2, dim2=-1):
 
 
 def _tensordot(a, b, dims_self, dims_other):
-    name = "tensordot"
-    _check_numeric("addmm_impl_cpu_", PRODUCTS, a, b)
+    """PyTorch's (ATen's tensordot): contracted dims of size 1 against another size summed
+    first, then the permuted operands folded to one mm, or to one dot when neither keeps more
+    than one element (its graph: DotBackward0)."""
     if len(dims_self) != len(dims_other):
-        raise RuntimeError(f"{name}: both dimension lists should have same length")
+        raise RuntimeError("both dimension lists should have same length")
+    if a.dtype is not b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    name = "tensordot"
     da = [wrap_dim(d, a.ndim, name) for d in dims_self]
     db = [wrap_dim(d, b.ndim, name) for d in dims_other]
     for i, j in zip(da, db):
         # a size 1 against another size is summed right away, in the dtype, as PyTorch does
-        if b.shape[j] == 1 and a.shape[i] != 1:
+        if b.shape[j] == 1:
             a = a.sum(i, keepdim=True, dtype=a.dtype)
-        elif a.shape[i] == 1 and b.shape[j] != 1:
+        elif a.shape[i] == 1:
             b = b.sum(j, keepdim=True, dtype=b.dtype)
         elif a.shape[i] != b.shape[j]:
             raise RuntimeError(
@@ -266,10 +269,17 @@ def _tensordot(a, b, dims_self, dims_other):
             )
     keep_a = [d for d in range(a.ndim) if d not in da]
     keep_b = [d for d in range(b.ndim) if d not in db]
-    k = math.prod(a.shape[d] for d in da)
-    left = a.permute(keep_a + da).reshape(math.prod(a.shape[d] for d in keep_a), k)
-    right = b.permute(db + keep_b).reshape(k, math.prod(b.shape[d] for d in keep_b))
-    out = ember.mm(left, right)
+    size_a = math.prod(a.shape[d] for d in keep_a)
+    size_b = math.prod(b.shape[d] for d in keep_b)
+    left, right = a.permute(keep_a + da), b.permute(db + keep_b)
+    if size_a == 1 and size_b == 1:
+        out = ember.dot(left.flatten(), right.flatten())
+    else:
+        k = math.prod(a.shape[d] for d in da)
+        left, right = left.reshape(size_a, k), right.reshape(k, size_b)
+        if left.numel() and right.numel():  # PyTorch's mm returns an empty product first
+            _check_numeric("addmm_impl_cpu_", PRODUCTS, left, right)
+        out = ember.mm(left, right)
     return out.reshape(*[a.shape[d] for d in keep_a], *[b.shape[d] for d in keep_b])
 
 

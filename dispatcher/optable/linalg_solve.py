@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 
 import ember
+from ember import _dtype as dt
 from ember import return_types as rt
 
-from ..kinds._common import OPS
+from ..kinds._common import OPS, missing_kernel
 from ..kinds.matrices import (
     check_matrix,
     check_same,
@@ -255,7 +256,18 @@ def _cholesky(A, upper=False):
     return OPS["linalg_cholesky_ex"](A, upper, True).L
 
 
+# the dtypes of PyTorch's CPU kernel of the deprecated cholesky
+_CHOLESKY_CPU = frozenset({dt.float32, dt.float64, dt.complex64, dt.complex128})
+
+
 def _cholesky_old(A, upper=False):
+    """PyTorch's deprecated cholesky: an empty input comes back as an empty tensor like it
+    before any check (any dtype or shape, on the graph); a batch of square matrices of a dtype
+    its kernel lacks is that kernel's NotImplementedError."""
+    if A.numel() == 0:  # nothing to compute: a contiguous copy keeps the graph (and dtype)
+        return A.contiguous().clone()
+    if A.ndim >= 2 and A.shape[-1] == A.shape[-2] and A.dtype not in _CHOLESKY_CPU:
+        raise missing_kernel("cholesky_cpu", A.dtype)
     check_matrix("cholesky", A, square=True)
     return OPS["linalg_cholesky_ex"](A, upper, True).L
 

@@ -4,12 +4,14 @@ repeat of an index (a round's indices are distinct, so index_select and index_co
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import ember
 from ember import _dtype as dt
 
-from ..kinds._common import wrap_dim
+from ..kinds._common import missing_kernel, wrap_dim
 from ..opdef import DTYPES_NUMERIC, Kind, OpDef
 from .data import OUT_INTO_COPY
 
@@ -79,7 +81,9 @@ def _rounds(positions: np.ndarray) -> list:
     return [np.flatnonzero(rank == r) for r in range(int(rank.max(initial=-1)) + 1)]
 
 
-def _fold(x, dim: int, index, source, reduce: str, include_self: bool):
+def _fold(x, dim: int, index, source, reduce: str, include_self: bool, rounding=None):
+    """Each round combines one occurrence of every index, in index order (``rounding``: a
+    dtype each combined value is rounded to, as a kernel computing in it would)."""
     positions = np.asarray(index.tolist(), np.int64).reshape(-1)
     combine = getattr(ember, _COMBINE[reduce])
     out = x
@@ -89,13 +93,54 @@ def _fold(x, dim: int, index, source, reduce: str, include_self: bool):
         values = source.index_select(dim, picked)
         if step or include_self:
             values = combine(out.index_select(dim, at), values)
+            if rounding is not None:
+                values = values.to(rounding).to(x.dtype)
         out = out.index_copy(dim, at, values)
     return out
+
+
+_SIGNED = {2: dt.int16, 4: dt.int32, 8: dt.int64}
+
+
+def _limited_product(x, dim: int, index, source):
+    """'prod' over self on a limited dtype as PyTorch's kernel computes it: each product of a
+    float8 rounded to it (in float32 here), unsigned products on the same bits as the signed
+    integers of their width (both wrap alike)."""
+    if x.dtype in dt.FLOAT8:
+        out = _fold(x.float(), dim, index, source.float(), "prod", True, rounding=x.dtype)
+        return out.to(x.dtype)
+    signed = _SIGNED[x.dtype.itemsize]
+    return _fold(x.view(signed), dim, index, source.view(signed), "prod", True).view(x.dtype)
+
+
+# PyTorch's CPU index_reduce on float8 and uint16/32/64 (torch 2.13, probed): only 'prod' over
+# self of a 2-d or larger input runs, a product per index through its mul kernel (which takes
+# these dtypes but for a one-element float8 slice); an empty index runs for every reduce. The
+# other calls stop at the kernel named here.
+_LIMITED_KERNELS = {"mean": "add_stub", "amax": "maximum_cpu", "amin": "minimum_cpu"}
+
+
+def _check_limited(x, dim: int, index, reduce: str, include_self: bool) -> bool:
+    """Whether a limited-dtype call returns self's values (an empty index); PyTorch's refusal
+    for the calls its kernels lack."""
+    if not include_self:
+        raise missing_kernel("index_reduce_func_exclude_input_init", x.dtype)
+    if x.ndim <= 1:
+        raise missing_kernel("index_func_", x.dtype)
+    if index.numel() == 0:
+        return True
+    if reduce != "prod":
+        raise missing_kernel(_LIMITED_KERNELS[reduce], x.dtype)
+    if x.dtype in dt.FLOAT8 and math.prod(n for d, n in enumerate(x.shape) if d != dim) == 1:
+        raise missing_kernel("mul_cpu_reduced_float", x.dtype)
+    return False
 
 
 def _index_reduce(x, dim, index, source, reduce, include_self=True):
     dim = wrap_dim(dim, x.ndim, "index_reduce")
     check_index_reduce(x, dim, index, source, reduce)
+    if x.dtype in dt.LIMITED_SET and _check_limited(x, dim, index, reduce, include_self):
+        return x.clone()
     size = x.shape[dim] if x.ndim else 1
     index = index.reshape(-1).to(ember.int64)
     if index.numel() and bool(((index < 0) | (index >= size)).any()):
@@ -104,6 +149,8 @@ def _index_reduce(x, dim, index, source, reduce, include_self=True):
     source = source.reshape(1) if not source.ndim else source
     if reduce == "mean":
         result = _mean(flat, dim, index, source, include_self)
+    elif x.dtype in dt.LIMITED_SET:
+        result = _limited_product(flat, dim, index, source)
     else:
         result = _fold(flat, dim, index, source, reduce, include_self)
     return result.reshape(x.shape)

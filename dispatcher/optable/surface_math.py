@@ -285,12 +285,38 @@ def _addbmm(c, batch1, batch2, beta=1, alpha=1):
             f"batch1 must be a 3D tensor, batch2 must be a 3D tensor (got {batch1.ndim}D and "
             f"{batch2.ndim}D)"
         )
+    if batch1.dtype in dt.LIMITED_SET:
+        return _addbmm_batches(c, batch1, batch2, beta, alpha)
     product = ember.bmm(batch1, batch2)
     product = product.sum(0, dtype=product.dtype)
     return _add_scaled(c, product, beta, alpha)
 
 
+def _addbmm_batches(c, batch1, batch2, beta, alpha):
+    """PyTorch's CPU addbmm: one addmm per batch into the result, so a float8 result is rounded
+    after each batch; no batch scales (or zeroes) the input. The one path PyTorch has for the
+    limited dtypes (its addmm refuses those it has no kernel for)."""
+    if batch1.shape[0] != batch2.shape[0]:
+        raise RuntimeError(
+            "batch1 and batch2 must have same number of batches, got "
+            f"{batch1.shape[0]} and {batch2.shape[0]}"
+        )
+    if batch1.shape[2] != batch2.shape[1]:
+        raise RuntimeError(
+            f"Incompatible matrix sizes for bmm ({batch1.shape[1]}x{batch1.shape[2]} and "
+            f"{batch2.shape[1]}x{batch2.shape[2]})"
+        )
+    shape = (batch1.shape[1], batch2.shape[2])
+    result = c.expand(shape).clone()
+    if batch1.shape[0] == 0:
+        return result.mul_(beta) if beta != 0 else result.zero_()
+    for i in range(batch1.shape[0]):
+        result = ember.addmm(result, batch1[i], batch2[i], beta=beta if i == 0 else 1, alpha=alpha)
+    return result
+
+
 def _inner(a, b):
+    """PyTorch's: a product with a 0-d operand, else a tensordot over the last dims."""
     if a.ndim == 0 or b.ndim == 0:
         return a * b
     if a.shape[-1] != b.shape[-1]:
@@ -298,9 +324,7 @@ def _inner(a, b):
             f"inner() the last dimension must match on both input tensors but got shapes "
             f"{list(a.shape)} and {list(b.shape)}"
         )
-    k = a.shape[-1]
-    flat = ember.matmul(a.reshape(-1, k), b.reshape(-1, k).t())
-    return flat.reshape(tuple(a.shape[:-1]) + tuple(b.shape[:-1]))
+    return ember.tensordot(a, b, ([-1], [-1]))
 
 
 def _vdot(a, b):

@@ -20,6 +20,12 @@ def F(lib):
     return lib.nn.functional
 
 
+def setitem(t, key, value):
+    """``t`` after ``t[key] = value``."""
+    t[key] = value
+    return t
+
+
 CASES = {
     "index int tensor": lambda lib, x, w, b, m: x[lib.tensor([0, 2])],
     "index list": lambda lib, x, w, b, m: x[[0, 2]],
@@ -41,6 +47,7 @@ CASES = {
     "reshape view": lambda lib, x, w, b, m: w.reshape(3, 2),
     "reshape copy": lambda lib, x, w, b, m: w.t().reshape(6),
     "reshape same": lambda lib, x, w, b, m: w.reshape(2, 3),
+    "reshape alias": lambda lib, x, w, b, m: w.t().reshape(3, 2, 1),
     "view_as": lambda lib, x, w, b, m: x.view_as(x),
     "flatten copy": lambda lib, x, w, b, m: w.t().flatten(),
     "contiguous": lambda lib, x, w, b, m: w.t().contiguous(),
@@ -158,6 +165,15 @@ CASES = {
     "matmul 1d2d": lambda lib, x, w, b, m: x @ w.t(),
     "outer": lambda lib, x, w, b, m: lib.outer(x, b),
     "einsum": lambda lib, x, w, b, m: lib.einsum("ij,j->i", w, x),
+    "inner vectors": lambda lib, x, w, b, m: lib.inner(x, x * 2),
+    "inner matrix": lambda lib, x, w, b, m: lib.inner(w, x),
+    "inner rows": lambda lib, x, w, b, m: lib.inner(w[:1], x[None]),
+    "tensordot size 1": lambda lib, x, w, b, m: lib.tensordot(b[:, None], w, dims=([1], [0])),
+    "flatten one dim": lambda lib, x, w, b, m: (w * 2).flatten(1, -1),
+    "einsum bmm": lambda lib, x, w, b, m: lib.einsum("bij,bjk->bik", m[0], m[1]),
+    "einsum diagonal": lambda lib, x, w, b, m: lib.einsum("ii->i", m[0, 0]),
+    "einsum sum": lambda lib, x, w, b, m: lib.einsum("ij->", w),
+    "einsum outer": lambda lib, x, w, b, m: lib.einsum("i,j->ij", x, b),
     "addmv": lambda lib, x, w, b, m: lib.addmv(b, w, x),
     "baddbmm": lambda lib, x, w, b, m: lib.baddbmm(m[0], m[0], m[1]),
     "inv": lambda lib, x, w, b, m: lib.linalg.inv(m[0, 0]),
@@ -185,6 +201,27 @@ CASES = {
     "masked_fill_ tensor": lambda lib, x, w, b, m: (w * 2).masked_fill_(w > 0, b[0]),
     "masked_fill tensor": lambda lib, x, w, b, m: w.masked_fill(w > 0, b[0]),
     "masked_fill_ view": lambda lib, x, w, b, m: (w * 2)[0].masked_fill_(x > 0, 1.0),
+    # in-place ops on views (PyTorch's CopySlices over the base) and ember's written-back ones
+    "add_ view": lambda lib, x, w, b, m: (w * 2)[0].add_(x),
+    "clamp_ view": lambda lib, x, w, b, m: (w * 2)[0].clamp_(min=0),
+    "lerp_ view": lambda lib, x, w, b, m: (w * 2)[0].lerp_(x, 0.5),
+    "scatter_add_ view": lambda lib, x, w, b, m: (w * 2)[0].scatter_add_(0, lib.tensor([1]), x[:1]),
+    "masked_fill_ tensor view": lambda lib, x, w, b, m: (w * 2)[0].masked_fill_(x > 0, b[0]),
+    "index_fill_": lambda lib, x, w, b, m: (w * 2).index_fill_(1, lib.tensor([1]), 1.0),
+    "index_fill_ view": lambda lib, x, w, b, m: (w * 2)[0].index_fill_(0, lib.tensor([1]), 1.0),
+    "index_copy_ view": lambda lib, x, w, b, m: (w * 2)[0].index_copy_(0, lib.tensor([1]), x[:1]),
+    "masked_scatter_ view": lambda lib, x, w, b, m: (w * 2)[0].masked_scatter_(x > 0, x * 3),
+    "renorm_ view": lambda lib, x, w, b, m: (w * 2)[0:1].renorm_(2, 0, 1.0),
+    "index_put_": lambda lib, x, w, b, m: (x * 2).index_put_((lib.tensor([1]),), x[:1]),
+    "index_put_ accumulate": lambda lib, x, w, b, m: (x * 2).index_put_(
+        (lib.tensor([1, 1]),), x[:2], accumulate=True
+    ),
+    "index_put_ view": lambda lib, x, w, b, m: (w * 2)[0].index_put_((lib.tensor([1]),), x[:1]),
+    "index_put_ mask": lambda lib, x, w, b, m: (x * 2).index_put_((x > 0,), b[0]),
+    "setitem list": lambda lib, x, w, b, m: setitem(x * 2, [0, 2], b),
+    "setitem mask": lambda lib, x, w, b, m: setitem(x * 2, x > 0, 0.0),
+    "setitem slice list": lambda lib, x, w, b, m: setitem(w * 2, (slice(None), [0, 2]), b[:, None]),
+    "setitem row list": lambda lib, x, w, b, m: setitem(w * 2, (1, [0, 2]), b),
     "masked_select": lambda lib, x, w, b, m: x.masked_select(x > 0),
     "masked_scatter": lambda lib, x, w, b, m: x.masked_scatter(x > 0, w.detach().flatten()),
     "index_put": lambda lib, x, w, b, m: x.index_put((lib.tensor([0]),), b[:1]),

@@ -15,11 +15,9 @@ from .graph_cases import CASES, leaves
 
 # Graphs that differ from PyTorch's, and why.
 GRAPHS_DIFFER = {
-    "einsum": "PyTorch's chain is its einsum algorithm's (a permute per operand, unsqueezes, "
-    "sumproduct_pair's permute/view/bmm/view/permute, a last view); ember's plan (expand, view, "
-    "bmm, view, permute) gives the same values and gradients: matching means porting that",
-    "masked_fill_ view": "masked_fill_ is masked_fill copied in: on a view, the CopySlices "
-    "also lists the copied value's node, and the view after it keeps no _saved_size/stride",
+    "reshape alias": "PyTorch's reshape of a non-contiguous tensor it can view is _reshape_alias "
+    "(ReshapeAliasBackward0, contiguous ones a view); ember's node does not know the input's "
+    "strides (keeping them would cost every reshape's recording), so it shows ViewBackward0",
 }
 # _saved_* attributes of PyTorch's node that ember's does not have, and why: inputs ember's
 # formula does not need, which keeping would hold in memory for the graph's life.

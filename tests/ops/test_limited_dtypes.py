@@ -22,7 +22,7 @@ from ember import _dtype as dt
 from ember.dispatcher.opdef import Kind
 from ember.dispatcher.optable import OPS
 
-from .limited_survey import DEVICE_REFUSES, KNOWN_GAPS
+from .limited_survey import DEVICE_REFUSES, KNOWN_GAPS, SUPERSET
 from .samples import generator_name, samples
 from .sampling import Arr, Seed
 
@@ -153,6 +153,20 @@ def _same_call(op, fn, sample, proxy) -> bool:
     return torch_error is None and _structure(got) == _structure(want)
 
 
+def torch_refusals(name: str, dtype) -> list[Exception]:
+    """torch's exceptions for the row's surveyed samples recast to ``dtype``."""
+    op, fn, proxy = OPS[name], torch_callable(name), PROXY[dtype]
+    errors = []
+    for sample in samples(op, proxy, "cpu", np.random.default_rng(0)):
+        if not _same_call(op, fn, sample, proxy):
+            continue
+        call = _torch_call(op, fn, [_argument(a, proxy, proxy, "torch") for a in sample.args])
+        _, error = _outcome(call, [_argument(a, proxy, dtype, "torch") for a in sample.args])
+        if error is not None:
+            errors.append(error)
+    return errors
+
+
 def survey(name: str, device: str, dtype) -> list[str]:
     """The mismatches of row ``name`` with ``dtype`` on ``device`` against torch's CPU."""
     op, fn, proxy = OPS[name], torch_callable(name), PROXY[dtype]
@@ -191,4 +205,18 @@ def test_limited_dtypes_match_torch(name, device):
         mismatches = survey(name, device, dtype)
         if mismatches and name not in KNOWN_GAPS:
             found.extend(mismatches)
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("name", sorted(SUPERSET))
+def test_superset_rows_are_kernels_torch_lacks(name):
+    """Each refusal torch gives a row ember runs (the superset rows) is the NotImplementedError
+    of a kernel the table names, not an error of meaning (a RuntimeError ember would raise)."""
+    refusals = [(dtype, error) for dtype in dt.LIMITED for error in torch_refusals(name, dtype)]
+    assert refusals, f"torch refuses no sample of '{name}' now: drop it from SUPERSET"
+    found = []
+    for dtype, error in refusals:
+        kernel = str(error).split('"')[1] if str(error).startswith('"') else None
+        if type(error) is not NotImplementedError or kernel not in SUPERSET[name]:
+            found.append(f"{dtype.name}: {error!r}")
     assert not found, "\n".join(found)
