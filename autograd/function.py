@@ -183,7 +183,7 @@ class Function:
         ctx = FunctionCtx()
         positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        record = grad_mode.STATE.enabled and any(ctx.needs_input_grad)
+        record = grad_mode.THREAD.mode.enabled and any(ctx.needs_input_grad)
         edges = [gradient_edge(args[i]) if record else None for i in positions]
         meta = [(args[i]._shape, args[i]._dtype, args[i]._storage.device) for i in positions]
         with grad_mode.no_grad(), suspended(level):

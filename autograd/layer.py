@@ -17,7 +17,7 @@ from ..dispatcher.layers import STACK, Layer
 from ..dispatcher.opdef import Kind
 from .anomaly import record_trace
 from .formula import Formula
-from .grad_mode import STATE
+from .grad_mode import THREAD
 from .graph_names import Shown, present_composite
 from .node import _SEQUENCE, Node, gradient_edge, retain
 from .views import CopySlices, ViewOf
@@ -34,7 +34,7 @@ class AutogradLayer(Layer):
     direct = True  # alone in the stack, a call may go straight to op.recorder (recorder.py)
 
     def wants(self, op, args) -> bool:
-        if not STATE.enabled:
+        if not THREAD.mode.enabled:
             return False
         for arg in args:
             if isinstance(arg, Tensor):
@@ -77,7 +77,8 @@ class AutogradLayer(Layer):
 
     def below(self, op, args):
         """Run the op under this layer with recording off (its kernels and decompositions)."""
-        STATE.enabled = False
+        mode = THREAD.mode
+        mode.enabled = False
         try:
             if STACK.layers[-1] is self:  # nothing between us and the backend: skip the search
                 try:
@@ -86,7 +87,7 @@ class AutogradLayer(Layer):
                     return op.refused(args, error)
             return op.redispatch(self, args)
         finally:
-            STATE.enabled = True
+            mode.enabled = True
 
     def record_inplace(self, op, base, formula, args):
         target = args[0]
@@ -150,7 +151,7 @@ def _attach(op, formula, ctx, edges, meta, out):
         node = Node(op, formula, ctx, tuple(edges), meta)
         if formula.saves_result:
             formula.save_result(ctx, out)
-        if STATE.anomaly:
+        if THREAD.mode.anomaly:
             record_trace(node)
         if out._dtype.category >= FLOATING:
             if out._base is None and not out._output_nr:  # _set_history's, without its frame
@@ -182,7 +183,7 @@ def _copied_view(op, formula, ctx, edges, meta, out, x):
     clone_ctx, clone_edges, clone_meta = clone.formula.record((x,))
     copy = Node(clone, clone.formula, clone_ctx, tuple(clone_edges), clone_meta)
     copy.display = Shown("CloneBackward0", copy.edges)
-    if STATE.anomaly:
+    if THREAD.mode.anomaly:
         record_trace(copy)
     edges = [(copy, 0)] + list(edges[1:])
     out = _attach(op, formula, ctx, edges, meta, out)

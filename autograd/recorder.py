@@ -30,7 +30,7 @@ from ember._tensor import Tensor
 from ..dispatcher.layers import STACK
 from .anomaly import record_trace
 from .formula import Context, Formula, _save
-from .grad_mode import STATE
+from .grad_mode import THREAD
 from .node import Node, SavedTensor, accumulator, gradient_edge
 
 
@@ -80,7 +80,7 @@ def build(op, formula, layer, attach, set_history):
         "_formula": formula,
         "_layer": layer,
         "_stack": STACK,
-        "_state": STATE,
+        "_thread": THREAD,
         "_Tensor": Tensor,
         "_Context": Context,
         "_Node": Node,
@@ -112,7 +112,8 @@ def _required(op) -> int:
 def _off_path() -> list:
     # Reached from the operators with grad mode off: the op, unrecorded (the layer is alone).
     return [
-        "    if not _state.enabled:",
+        "    mode = _thread.mode  # the thread's modes, fetched once (grad_mode.py)",
+        "    if not mode.enabled:",
         "        try:",
         "            return _op.runner(_op, *args)",
         "        except NotImplementedError as error:",
@@ -197,7 +198,7 @@ def _below_lines(plan, required: int) -> list:
     k_of = {i: k for k, i in enumerate(plan.tensor_positions)}
     spelled = "".join(f", x{k_of[i]}" if i in k_of else f", args[{i}]" for i in range(required))
     return [
-        "    _state.enabled = False",
+        "    mode.enabled = False",
         "    try:",
         "        if _stack.layers[-1] is _layer:",
         "            try:",
@@ -210,7 +211,7 @@ def _below_lines(plan, required: int) -> list:
         "        else:",
         "            out = _op.redispatch(_layer, args)",
         "    finally:",
-        "        _state.enabled = True",
+        "        mode.enabled = True",
     ]
 
 
@@ -224,7 +225,7 @@ def _output_lines(op, formula) -> list:
     return [
         "    node = _Node(_op, _formula, ctx, edges, meta)",
         *saves,
-        "    if _state.anomaly:",
+        "    if mode.anomaly:",
         "        _record_trace(node)",
         "    if out._dtype.category >= _FLOATING:",
         "        if out._base is None and not out._output_nr:",

@@ -16,7 +16,7 @@ import logging
 import weakref
 
 from ember._tensor import Tensor
-from ember.autograd.grad_mode import STATE as GRAD
+from ember.autograd.grad_mode import THREAD as GRAD
 from ember.jit import pytree
 from ember.jit.tracer import _ACTIVE, current
 
@@ -188,7 +188,7 @@ class CompiledFunction:
     def _records_grad(self, leaves) -> bool:
         """Whether calls of this guard set record autograd history (then a broken capture runs
         as before: a module's children compiled, a function eagerly), else the segments run."""
-        if not GRAD.enabled:
+        if not GRAD.mode.enabled:
             return False
         if any(isinstance(leaf, Tensor) and leaf._requires_grad for leaf in leaves):
             return True
