@@ -77,18 +77,12 @@ class _FunctionOp:
 
 
 class FunctionNode(Node):
-    __slots__ = ("cls", "output_meta", "positions")
+    __slots__ = ("cls", "ctx", "output_meta", "positions")
 
     def __init__(self, cls, ctx, edges, meta, positions, output_meta):
-        Node.__init__(
-            self,
-            _FunctionOp(cls),
-            None,
-            ctx,
-            tuple(edges),
-            tuple(meta),
-            num_outputs=len(output_meta) or 1,
-        )
+        outputs = len(output_meta) or 1
+        Node.__init__(self, _FunctionOp(cls), None, tuple(edges), tuple(meta), outputs)
+        self.ctx = ctx
         self.cls = cls
         self.positions = positions
         self.output_meta = output_meta

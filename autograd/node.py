@@ -12,6 +12,7 @@ from ember._dtype import FLOATING
 from ember._tensor import Tensor, make
 from ember.dispatcher.mathbits import keep_bits
 
+from .context import Context
 from .saved_sizes import is_size, saved_size
 from .saved_values import (
     ALIASES,
@@ -187,7 +188,7 @@ class SavedTensor:
         return t
 
 
-class Node:
+class Node(Context):
     """A backward function: applies an op's formula to incoming gradients.
 
     ``edges`` holds, per tensor input, the ``(node, output index)`` its gradient flows to (None
@@ -196,17 +197,27 @@ class Node:
     ``name()`` is PyTorch's node name (autograd/graph_names.py). ``_saved_<argument>`` reads
     what the node saved for backward (``_saved_self`` is the first argument, as in PyTorch);
     ``_saved_<argument>_sym_sizes`` the input sizes it keeps (autograd/saved_sizes.py).
+
+    A formula's node is its own ctx (``node.ctx is node``, autograd/context.py): the call's
+    values, what it saved, ``needs_input_grad``. Nodes of other kinds (a custom Function's, a
+    library op's) keep a ctx of their own; a leaf's accumulator and a view replay have none.
     """
 
+    # _saved, _spans, _strides, _values, needs_input_grad: the call, as its formula reads it
+    # through ctx (autograd/context.py)
     __slots__ = (
         "__weakref__",
         "_metadata",
-        "ctx",
+        "_saved",
+        "_spans",
+        "_strides",
+        "_values",
         "display",
         "edges",
         "formula",
         "hooks",
         "input_meta",
+        "needs_input_grad",
         "num_outputs",
         "op",
         "pre_hooks",
@@ -216,10 +227,9 @@ class Node:
         "trace",
     )
 
-    def __init__(self, op, formula, ctx, edges, input_meta, num_outputs=1):
+    def __init__(self, op, formula, edges, input_meta, num_outputs=1):
         self.op = op
         self.formula = formula
-        self.ctx = ctx
         self.edges = edges
         self.input_meta = input_meta
         self.num_outputs = num_outputs
@@ -231,6 +241,12 @@ class Node:
         self.trace = None
         # (name, edges, sizes of its arguments by position) a composite's node is shown with
         self.display = None
+        self._saved = None
+
+    @property
+    def ctx(self):
+        """What the formula reads of the call: the node itself."""
+        return self
 
     def name(self) -> str:
         if self.display is not None:
@@ -263,6 +279,8 @@ class Node:
             return _saved_entry(self, name[len("_raw_saved_") :], raw=True)
         if name.startswith("_saved_"):
             return _saved_entry(self, name[len("_saved_") :], raw=False)
+        if self.ctx is self and not name.startswith("__"):  # ctx.<argument> of a formula
+            return self.argument(name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def register_hook(self, hook):
@@ -282,8 +300,11 @@ class Node:
     def release(self) -> None:
         """Free saved tensors (after a backward without retain_graph)."""
         self.released = True
-        if self.ctx is not None:
-            self.ctx.release()
+        ctx = self.ctx
+        if ctx is self:
+            self.free_saved()
+        elif ctx is not None:
+            ctx.release()
         if self.display is not None and self.display.outputs:
             for saved in self.display.outputs.values():
                 saved.free()
@@ -347,7 +368,7 @@ def _saved_entry(node, name: str, raw: bool):
             return saved_value(display.name, display.values, display.lists, name)
     ctx = node.ctx
     formula = node.formula
-    if formula is None or ctx is None or not hasattr(ctx, "_formula"):
+    if formula is None or ctx is not node:  # a formula's node: not a library op's
         raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{name}'")
     args = node.op.schema.args
     own = args[0].name if name == "self" and args else ALIASES.get(node.name(), {}).get(name, name)
@@ -461,9 +482,10 @@ class AccumulateGrad(Node):
     """
 
     __slots__ = ("_variable",)
+    ctx = None
 
     def __init__(self, variable: Tensor):
-        Node.__init__(self, None, None, None, (), ())
+        Node.__init__(self, None, None, (), ())
         self._variable = weakref.ref(variable)
 
     @property

@@ -29,9 +29,9 @@ from ember._tensor import Tensor
 
 from ..dispatcher.layers import STACK
 from .anomaly import record_trace
-from .formula import Context, Formula, _save
+from .formula import Formula, _save
 from .grad_mode import THREAD
-from .node import Node, SavedTensor, accumulator, gradient_edge
+from .node import _SEQUENCE, Node, SavedTensor, accumulator, gradient_edge
 
 
 def eligible(op, formula) -> bool:
@@ -64,9 +64,9 @@ def build(op, formula, layer, attach, set_history):
     lines.append("        return _general(args)")
     for k, i in enumerate(positions):
         lines += _scan_lines(k, i)
-    lines += _context_lines(op, plan, required)
     lines += _save_lines(plan, positions)
     lines += _below_lines(plan, required)
+    lines += _node_lines(op, plan, required)
     lines += _output_lines(op, formula)
     # Op.__call__'s argument check, for the callers that skip it (a try costs nothing here)
     lines = [lines[0], "  try:"] + [f"  {line}" for line in lines[1:]]
@@ -82,8 +82,9 @@ def build(op, formula, layer, attach, set_history):
         "_stack": STACK,
         "_thread": THREAD,
         "_Tensor": Tensor,
-        "_Context": Context,
         "_Node": Node,
+        "_new": object.__new__,
+        "_next": _SEQUENCE.__next__,
         "_Saved": SavedTensor,
         "_save": _save,
         "_accumulator": accumulator,
@@ -147,8 +148,9 @@ def _scan_lines(k: int, i: int) -> list:
     ]
 
 
-def _context_lines(op, plan, required: int) -> list:
-    """The Context of the call; its values are the arguments with the tensors blanked out."""
+def _node_lines(op, plan, required: int) -> list:
+    """The node (``Node.__init__``'s writes, without its frame), its own ctx: the call's
+    values are the arguments with the tensors blanked out."""
     k_of = {i: k for k, i in enumerate(plan.tensor_positions)}
     values = [
         f"x{k_of[i]} if m{k_of[i]} is None else None" if i in k_of else f"args[{i}]"
@@ -157,25 +159,28 @@ def _context_lines(op, plan, required: int) -> list:
     tail = f" + args[{required}:]" if required < len(op.schema.args) else ""
     count = len(plan.tensor_positions)
     return [
-        f"    needs = ({''.join(f'r{k}, ' for k in range(count))})",
-        f"    edges = ({''.join(f'e{k}, ' for k in range(count))})",
-        f"    meta = ({''.join(f'm{k}, ' for k in range(count))})",
-        "    ctx = _Context.__new__(_Context)",
-        "    ctx._formula = _formula",
-        f"    ctx._values = ({''.join(f'{v}, ' for v in values)}){tail}",
-        "    ctx._meta = meta",
-        "    ctx._spans = None",
-        "    ctx._node = None",
-        "    ctx.needs_input_grad = needs",
-        "    ctx._strides = None",
+        "    node = _new(_Node)",
+        "    node.op = _op",
+        "    node.formula = _formula",
+        f"    node.edges = ({''.join(f'e{k}, ' for k in range(count))})",
+        f"    node.input_meta = ({''.join(f'm{k}, ' for k in range(count))})",
+        "    node.num_outputs = 1",
+        "    node.seq = _next()",
+        "    node.pre_hooks = node.retains = node.hooks = node.trace = node.display = None",
+        "    node.released = False",
+        f"    node.needs_input_grad = ({''.join(f'r{k}, ' for k in range(count))})",
+        f"    node._values = ({''.join(f'{v}, ' for v in values)}){tail}",
+        "    node._saved = saved",
+        "    node._spans = node._strides = None",
     ]
 
 
 def _save_lines(plan, positions) -> list:
-    """What the formula saves (``_keep``'s work, one test per saved argument)."""
+    """What the formula saves (``_keep``'s work, one test per saved argument), before the op
+    runs (the saved-tensor hooks see the inputs before the output, as in PyTorch)."""
     if not plan.saves:
-        return ["    ctx._saved = None"]
-    lines = ["    saved = ctx._saved = {}"]
+        return ["    saved = None"]
+    lines = ["    saved = {}"]
     k_of = {i: k for k, i in enumerate(positions)}
     for position, name, when in plan.saves:
         need = f" and r{when}" if when is not None else ""
@@ -220,10 +225,9 @@ def _output_lines(op, formula) -> list:
     rest (several outputs, a view's history) through the layer's general helpers."""
     returns = op.schema.returns
     if op.schema.returns_tuple or len(returns) != 1 or returns[0][0] != "Tensor":
-        return ["    return _attach(_op, _formula, ctx, edges, meta, out)"]
-    saves = ["    _formula.save_result(ctx, out)"] if formula.saves_result else []
+        return ["    return _attach(node, out)"]
+    saves = ["    _formula.save_result(node, out)"] if formula.saves_result else []
     return [
-        "    node = _Node(_op, _formula, ctx, edges, meta)",
         *saves,
         "    if mode.anomaly:",
         "        _record_trace(node)",
