@@ -13,7 +13,7 @@ from ember import _dtype as dt
 from ember._tensor import Tensor
 
 from .context import Context
-from .node import Node, SavedTensor, accumulator, gradient_edge
+from .node import Node, SavedTensor, gradient_edge, leaf_edge
 
 # The graph node's own names, which a formula's ctx.<argument> cannot read (ctx is the node);
 # Context's (shape, meta...) were never readable as arguments either.
@@ -110,9 +110,8 @@ class Formula:
                     needs.append(requires)
                     node = value._grad_fn
                     if node is None:
-                        if requires:  # a leaf: its accumulator, made once (node.accumulator)
-                            found = value.__dict__.get("_accumulator")
-                            edges.append((found if found is not None else accumulator(value), 0))
+                        if requires:  # a leaf: its edge, made once (node.leaf_edge)
+                            edges.append(value.__dict__.get("_leaf_edge") or leaf_edge(value))
                         else:
                             edges.append(None)
                     elif value._base is None and node.num_outputs == 1:

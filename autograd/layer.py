@@ -49,7 +49,7 @@ class AutogradLayer(Layer):
     def handle(self, op, args):
         recorder = op.recorder  # the op's straight-line recorder (autograd/recorder.py)
         if recorder is not None:
-            return recorder(args)
+            return recorder(*args)
         return self.handle_general(op, args)
 
     def handle_general(self, op, args):
@@ -221,10 +221,10 @@ def install_recorders(ops) -> None:
 
 
 def _first_record(op):
-    def record(args):
+    def record(*args):
         from .recorder import build
 
         op.recorder = build(op, op.formula, LAYER, _attach, _set_history)
-        return op.recorder(args)
+        return op.recorder(*args)
 
     return record

@@ -61,7 +61,7 @@ def gradient_edge(t: Tensor):
             node = history(t)
         return (node, output_nr(t) if node.num_outputs != 1 else 0)
     if t._requires_grad:
-        return (accumulator(t), 0)
+        return leaf_edge(t)
     return None
 
 
@@ -78,14 +78,13 @@ def history(t: Tensor):
     return node
 
 
-def accumulator(t: Tensor) -> AccumulateGrad:
-    """The leaf's AccumulateGrad node, made once and kept by the leaf (which the node refers
-    to weakly: no cycle), so recording a call on a leaf does not build one each time."""
-    node = t.__dict__.get("_accumulator")
-    if node is None:
-        node = AccumulateGrad(t)
-        t.__dict__["_accumulator"] = node
-    return node
+def leaf_edge(t: Tensor) -> tuple:
+    """``(AccumulateGrad, 0)``: the edge of a leaf. The leaf keeps it (the node refers to the
+    leaf weakly: no cycle), so the calls recorded on the leaf share one node and one tuple."""
+    edge = t.__dict__.get("_leaf_edge")
+    if edge is None:
+        edge = t.__dict__["_leaf_edge"] = (AccumulateGrad(t), 0)
+    return edge
 
 
 class _SavedHooks(threading.local):
