@@ -125,12 +125,12 @@ class Formula:
                     edges.append(None)
                     meta.append(None)
             needs = tuple(needs)
-        node = Node(op, self, tuple(edges), tuple(meta))
+        node = Node().fill(op, self, tuple(edges), tuple(meta))
         node._values = values
-        node._spans = spans
+        if spans is not None:
+            node._spans = spans
         node.needs_input_grad = needs
         node._saved = _keep(plan, args, needs, originals) if plan.saves else None
-        node._strides = None
         if self.strides:
             node._strides = {name: args[plan.position[name]]._stride for name in self.strides}
         return node

@@ -81,7 +81,7 @@ class FunctionNode(Node):
 
     def __init__(self, cls, ctx, edges, meta, positions, output_meta):
         outputs = len(output_meta) or 1
-        Node.__init__(self, _FunctionOp(cls), None, tuple(edges), tuple(meta), outputs)
+        self.fill(_FunctionOp(cls), None, tuple(edges), tuple(meta), outputs)
         self.ctx = ctx
         self.cls = cls
         self.positions = positions

@@ -54,7 +54,7 @@ class LibraryFormula:
         ctx = LibraryContext(tuple(per_argument))
         ctx._inputs = args
         ctx._spans = spans
-        node = LibraryNode(op, self, tuple(edges), tuple(meta))
+        node = LibraryNode().fill(op, self, tuple(edges), tuple(meta))
         node.ctx = ctx
         return node
 

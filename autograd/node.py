@@ -202,45 +202,46 @@ class Node(Context):
     library op's) keep a ctx of their own; a leaf's accumulator and a view replay have none.
     """
 
-    # _saved, _spans, _strides, _values, needs_input_grad: the call, as its formula reads it
-    # through ctx (autograd/context.py)
+    # _saved, _values, needs_input_grad: the call, as its formula reads it through ctx
+    # (autograd/context.py). What most nodes never set (hooks, anomaly traces, a composite's
+    # display, a Tensor[] call's spans, strides) are class defaults, set per node in its
+    # __dict__ when needed: recording writes ten slots, not seventeen.
     __slots__ = (
+        "__dict__",
         "__weakref__",
         "_metadata",
         "_saved",
-        "_spans",
-        "_strides",
         "_values",
-        "display",
         "edges",
         "formula",
-        "hooks",
         "input_meta",
         "needs_input_grad",
         "num_outputs",
         "op",
-        "pre_hooks",
         "released",
-        "retains",
         "seq",
-        "trace",
     )
+    hooks = None
+    pre_hooks = None
+    retains = None
+    trace = None
+    # (name, edges, sizes of its arguments by position) a composite's node is shown with
+    display = None
+    _spans = None
+    _strides = None
 
-    def __init__(self, op, formula, edges, input_meta, num_outputs=1):
+    # No __init__ of its own: a recorder makes its node with ``Node()`` (object's __init__, the
+    # cheapest call that makes one) and writes the slots; every other maker calls ``fill``.
+    def fill(self, op, formula, edges, input_meta, num_outputs=1) -> Node:
         self.op = op
         self.formula = formula
         self.edges = edges
         self.input_meta = input_meta
         self.num_outputs = num_outputs
         self.seq = next(_SEQUENCE)
-        self.pre_hooks = None
-        self.retains = None
-        self.hooks = None
         self.released = False
-        self.trace = None
-        # (name, edges, sizes of its arguments by position) a composite's node is shown with
-        self.display = None
         self._saved = None
+        return self
 
     @property
     def ctx(self):
@@ -484,7 +485,7 @@ class AccumulateGrad(Node):
     ctx = None
 
     def __init__(self, variable: Tensor):
-        Node.__init__(self, None, None, (), ())
+        self.fill(None, None, (), ())
         self._variable = weakref.ref(variable)
 
     @property

@@ -87,7 +87,6 @@ def build(op, formula, layer, attach, set_history):
         "_thread": THREAD,
         "_Tensor": Tensor,
         "_Node": Node,
-        "_new": object.__new__,
         "_next": _SEQUENCE.__next__,
         "_Saved": SavedTensor,
         "_save": _save,
@@ -183,25 +182,23 @@ def _scan_lines(k: int) -> list:
 
 
 def _node_lines(op, plan, names: list) -> list:
-    """The node (``Node.__init__``'s writes, without its frame), its own ctx: the call's
+    """The node (``Node.fill``'s writes, without its frame), its own ctx: the call's
     values are the arguments with the tensors blanked out."""
     values = [f"{n} if m{n[1:]} is None else None" if n[0] == "x" else n for n in names]
     tail = " + rest" if len(names) < len(op.schema.args) else ""
     count = len(plan.tensor_positions)
     return [
-        "    node = _new(_Node)",
+        "    node = _Node()",
         "    node.op = _op",
         "    node.formula = _formula",
         f"    node.edges = ({''.join(f'e{k}, ' for k in range(count))})",
         f"    node.input_meta = ({''.join(f'm{k}, ' for k in range(count))})",
         "    node.num_outputs = 1",
         "    node.seq = _next()",
-        "    node.pre_hooks = node.retains = node.hooks = node.trace = node.display = None",
         "    node.released = False",
         f"    node.needs_input_grad = ({''.join(f'r{k}, ' for k in range(count))})",
         f"    node._values = ({''.join(f'{v}, ' for v in values)}){tail}",
-        "    node._saved = saved",
-        "    node._spans = node._strides = None",
+        f"    node._saved = {'saved' if plan.saves else None}",
     ]
 
 
@@ -209,7 +206,7 @@ def _save_lines(plan, required: int) -> list:
     """What the formula saves (``_keep``'s work, one test per saved argument), before the op
     runs (the saved-tensor hooks see the inputs before the output, as in PyTorch)."""
     if not plan.saves:
-        return ["    saved = None"]
+        return []
     lines = ["    saved = {}"]
     k_of = {i: k for k, i in enumerate(plan.tensor_positions)}
     for position, name, when in plan.saves:
@@ -230,11 +227,11 @@ def _save_lines(plan, required: int) -> list:
 
 def _below_lines(names: list, given: str) -> list:
     """``AutogradLayer.below``: the op with recording off, straight to its runner when no
-    layer sits under this one."""
+    layer sits under this one (autograd alone, the operators' case, is one identity test)."""
     return [
         "    mode.enabled = False",
         "    try:",
-        "        if _stack.layers[-1] is _layer:",
+        "        if (layers := _stack.layers) is _stack.direct_layers or layers[-1] is _layer:",
         "            try:",
         *_run(names, "                out ="),
         "            except NotImplementedError as error:",

@@ -44,7 +44,7 @@ class CopySlices(Node):
     def __init__(self, base: Tensor, view: Tensor, inner: Node, base_edge):
         edges = (base_edge,) + tuple(inner.edges[1:])
         meta = ((base._shape, base._dtype, base._storage.device),) + tuple(inner.input_meta[1:])
-        Node.__init__(self, inner.op, None, edges, meta)
+        self.fill(inner.op, None, edges, meta)
         self.ctx = inner.ctx  # the in-place op's: what it saved
         self.base_geometry = _geometry(base)
         self.view_geometry = _geometry(view)
@@ -85,7 +85,7 @@ class ViewOf(Node):
 
     def __init__(self, base: Tensor, view: Tensor, base_edge):
         meta = ((base._shape, base._dtype, base._storage.device),)
-        Node.__init__(self, None, None, (base_edge,), meta)
+        self.fill(None, None, (base_edge,), meta)
         self.base_geometry = _geometry(base)
         self.view_geometry = _geometry(view)
 

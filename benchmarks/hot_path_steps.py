@@ -61,7 +61,7 @@ def steps() -> dict:
         "ga + gb": lambda: ga + gb,
         "AutogradLayer.handle": lambda: LAYER.handle(add, (ga, gb)),
         "Formula.record": lambda: formula.record(add, (ga, gb)),
-        "Node()": lambda: Node(add, formula, edges, meta),
+        "Node()": lambda: Node().fill(add, formula, edges, meta),
     }
 
 
