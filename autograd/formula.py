@@ -129,7 +129,7 @@ class Formula:
         node._values = values
         if spans is not None:
             node._spans = spans
-        node.needs_input_grad = needs
+            node.needs_input_grad = needs  # one flag per argument, not per flat input
         node._saved = _keep(plan, args, needs, originals) if plan.saves else None
         if self.strides:
             node._strides = {name: args[plan.position[name]]._stride for name in self.strides}

@@ -87,6 +87,10 @@ class FunctionNode(Node):
         self.positions = positions
         self.output_meta = output_meta
 
+    @property
+    def needs_input_grad(self) -> tuple:  # the ctx's, per forward argument
+        return self.ctx.needs_input_grad
+
     def name(self) -> str:
         return f"{self.cls.__name__}Backward"
 

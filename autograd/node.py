@@ -202,10 +202,10 @@ class Node(Context):
     library op's) keep a ctx of their own; a leaf's accumulator and a view replay have none.
     """
 
-    # _saved, _values, needs_input_grad: the call, as its formula reads it through ctx
-    # (autograd/context.py). What most nodes never set (hooks, anomaly traces, a composite's
-    # display, a Tensor[] call's spans, strides) are class defaults, set per node in its
-    # __dict__ when needed: recording writes ten slots, not seventeen.
+    # _saved, _values: the call, as its formula reads it through ctx (autograd/context.py).
+    # What most nodes never set (hooks, anomaly traces, a composite's display, a Tensor[]
+    # call's spans, strides, the released flag) are class defaults, set per node in its
+    # __dict__ when needed: recording writes eight slots, not seventeen.
     __slots__ = (
         "__dict__",
         "__weakref__",
@@ -215,12 +215,11 @@ class Node(Context):
         "edges",
         "formula",
         "input_meta",
-        "needs_input_grad",
         "num_outputs",
         "op",
-        "released",
         "seq",
     )
+    released = False  # True once backward freed what it saved (release)
     hooks = None
     pre_hooks = None
     retains = None
@@ -239,7 +238,6 @@ class Node(Context):
         self.input_meta = input_meta
         self.num_outputs = num_outputs
         self.seq = next(_SEQUENCE)
-        self.released = False
         self._saved = None
         return self
 
@@ -247,6 +245,18 @@ class Node(Context):
     def ctx(self):
         """What the formula reads of the call: the node itself."""
         return self
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        """Per tensor argument, whether it needs a gradient: whether it has an edge (a tensor
+        has one exactly when it requires grad), unless the call set its own (a Tensor[]
+        argument's is one flag for the list): recording builds no tuple for it."""
+        needs = self.__dict__.get("_needs")
+        return tuple(edge is not None for edge in self.edges) if needs is None else needs
+
+    @needs_input_grad.setter
+    def needs_input_grad(self, needs: tuple) -> None:
+        self.__dict__["_needs"] = needs
 
     def name(self) -> str:
         if self.display is not None:
