@@ -6,9 +6,9 @@ appends edges and metadata to lists, copies the arguments, then calls ``below``,
 statements each call. ``build`` writes those statements out once per op from its schema and its
 formula's ``save`` (like ``ember/_bind.py`` writes the ``ember.*`` functions): one frame with the
 tensor positions unrolled, each needed save written as one test, the call below the layer
-inline. The result is the same graph: the same ``Context``, ``Node``, edges, metadata and
-history, the same checks (anomaly mode, saved-tensor hooks through ``SavedTensor``, view
-replays through ``gradient_edge``).
+inline, the node written slot by slot (it is its own ctx: autograd/context.py). The result is
+the same graph: the same ``Node``, edges, metadata and history, the same checks (anomaly mode,
+saved-tensor hooks through ``SavedTensor``, view replays through ``gradient_edge``).
 
 The recorder runs when the Autograd layer handles a call (``handle``), and straight from the
 operators and one-tensor functions (``ember/_bind.py``) while it is the only installed layer
