@@ -30,7 +30,7 @@ def _internal(filename: str) -> bool:
 
 def record_trace(node) -> None:
     """In anomaly mode, keep the user's stack of the forward call that made ``node``."""
-    if grad_mode.STATE.anomaly:
+    if grad_mode.THREAD.mode.anomaly:
         frames = [f for f in traceback.extract_stack()[:-1] if not _internal(f.filename)]
         node.trace = "".join(traceback.format_list(frames))
 
@@ -64,12 +64,12 @@ class detect_anomaly:  # noqa: N801 - PyTorch's name
         self.check_nan = check_nan
 
     def __enter__(self):
-        self._saved = grad_mode.STATE.anomaly
-        grad_mode.STATE.anomaly = True
+        self._saved = grad_mode.THREAD.mode.anomaly
+        grad_mode.THREAD.mode.anomaly = True
         return self
 
     def __exit__(self, *exc):
-        grad_mode.STATE.anomaly = self._saved
+        grad_mode.THREAD.mode.anomaly = self._saved
         return False
 
     def __call__(self, fn):
@@ -85,16 +85,16 @@ class detect_anomaly:  # noqa: N801 - PyTorch's name
 
 class set_detect_anomaly:  # noqa: N801
     def __init__(self, mode: bool, check_nan: bool = True):
-        self._saved = grad_mode.STATE.anomaly
-        grad_mode.STATE.anomaly = bool(mode)
+        self._saved = grad_mode.THREAD.mode.anomaly
+        grad_mode.THREAD.mode.anomaly = bool(mode)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        grad_mode.STATE.anomaly = self._saved
+        grad_mode.THREAD.mode.anomaly = self._saved
         return False
 
 
 def is_anomaly_enabled() -> bool:
-    return grad_mode.STATE.anomaly
+    return grad_mode.THREAD.mode.anomaly

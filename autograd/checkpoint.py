@@ -172,7 +172,7 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        if not grad_mode.STATE.checkpoint_valid:
+        if not grad_mode.THREAD.mode.checkpoint_valid:
             raise RuntimeError(
                 "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or "
                 "passing an `inputs` parameter to .backward(). To resolve this error, you can "

@@ -157,7 +157,7 @@ def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, acc
             run.shared.add(id(grad))  # the caller holds it too
     ready = [(-node.seq, id(node), node) for node in root_nodes if run.deps[node] == 0]
     heapq.heapify(ready)
-    state = grad_mode.STATE
+    state = grad_mode.THREAD.mode
     previous, valid = state.enabled, state.checkpoint_valid
     state.enabled = create_graph
     state.checkpoint_valid = capture is None
@@ -280,7 +280,7 @@ class _Pass:
         try:
             outputs = node.apply(grads)
         except Exception as exc:
-            if grad_mode.STATE.anomaly:
+            if grad_mode.THREAD.mode.anomaly:
                 anomaly.note_origin(exc, node)
             raise
         if node.hooks:
@@ -296,7 +296,7 @@ class _Pass:
                     if id(g) in seen:
                         self.shared.add(id(g))
                     seen.add(id(g))
-        if grad_mode.STATE.anomaly:
+        if grad_mode.THREAD.mode.anomaly:
             anomaly.check_nan(node, outputs)
         return outputs
 
@@ -325,7 +325,7 @@ def accumulate_into_leaf(variable: Tensor, grad, owned: bool = False) -> None:
     if grad._dtype is not variable._dtype:
         grad = grad.to(variable._dtype)
         owned = True
-    create_graph = grad_mode.STATE.enabled
+    create_graph = grad_mode.THREAD.mode.enabled
     current = variable._grad
     if current is None:
         variable._grad = _own(grad, owned and not create_graph)

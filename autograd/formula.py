@@ -1,11 +1,10 @@
 """How a formula saves what it needs at forward time and turns output grads into input grads.
 
 A formula is ``fn(ctx, *grad_outputs) -> grads for the op's tensor arguments`` (one value per
-Tensor / Tensor[] argument, in schema order; a single value when there is one). ``ctx`` exposes the
-op's non-tensor arguments by schema name, the tensors the formula declared in ``save`` (``result``
-is the op's output), ``needs_input_grad`` and ``meta(name)`` = (shape, dtype, device) of any tensor
-argument. The engine then sums each grad down to its input's shape (broadcasting) and casts it to
-the input's dtype and device, so formulas never deal with either.
+Tensor / Tensor[] argument, in schema order; a single value when there is one). ``ctx`` is the
+call's node (autograd/context.py says what it exposes). The engine then sums each grad down to
+its input's shape (broadcasting) and casts it to the input's dtype and device, so formulas never
+deal with either.
 """
 
 from __future__ import annotations
@@ -13,73 +12,12 @@ from __future__ import annotations
 from ember import _dtype as dt
 from ember._tensor import Tensor
 
-from .node import SavedTensor, accumulator, gradient_edge
+from .context import Context
+from .node import Node, SavedTensor, gradient_edge, leaf_edge
 
-
-class Context:
-    """What a formula sees of its forward call.
-
-    Built on every recorded call, so it keeps only references: the call's arguments with the
-    tensors blanked out (tensors are kept only when saved, as SavedTensor), the flat input
-    metadata it shares with its node, and the formula, whose ``plan`` maps names to positions.
-    ``_node`` is set only while the node applies the formula: a lasting reference would make a
-    cycle (node -> ctx -> node) and keep every graph alive until the garbage collector runs.
-    """
-
-    __slots__ = (
-        "_formula",
-        "_meta",
-        "_node",
-        "_saved",
-        "_spans",
-        "_strides",
-        "_values",
-        "needs_input_grad",
-    )
-
-    def __getattr__(self, name: str):
-        saved = self._saved.get(name) if self._saved else None
-        if saved is not None:
-            if isinstance(saved, tuple):
-                return [s.unpack(self._node) for s in saved]
-            return saved.unpack(self._node)
-        plan = self._formula.plan
-        position = plan.position.get(name)
-        if position is not None:
-            values = self._values
-            value = values[position] if position < len(values) else plan.defaults[position]
-            if value is not None or self._meta_of(name) is None:
-                return value
-        op = plan.op_name
-        raise AttributeError(f"autograd formula of '{op}' reads '{name}', which it did not save")
-
-    def _meta_of(self, name: str):
-        index = self._formula.plan.tensor_index.get(name)
-        if index is None:
-            return None
-        if self._spans is not None:
-            start, stop = self._spans[index]
-            return list(self._meta[start:stop])
-        return self._meta[index]
-
-    def meta(self, name: str) -> tuple:
-        """(shape, dtype, device) of tensor argument ``name`` at forward time (a list of them
-        for a Tensor[] argument; None for an argument that was not a tensor)."""
-        return self._meta_of(name)
-
-    def shape(self, name: str = "input") -> tuple:
-        return self._meta_of(name)[0]
-
-    def strides_of(self, name: str) -> tuple:
-        """Strides of tensor argument ``name`` at forward time (for formulas that ask for them
-        with ``strides=``: a gradient laid out like its input needs no copy later)."""
-        return self._strides[name]
-
-    def release(self) -> None:
-        if self._saved:
-            for saved in self._saved.values():
-                for item in saved if isinstance(saved, tuple) else (saved,):
-                    item.free()
+# The graph node's own names, which a formula's ctx.<argument> cannot read (ctx is the node);
+# Context's (shape, meta...) were never readable as arguments either.
+_NODE_NAMES = frozenset(dir(Node)) - frozenset(dir(Context))
 
 
 class Plan:
@@ -147,9 +85,13 @@ class Formula:
         unknown = sorted(set(self.strides) - set(self.plan.tensor_index))
         if unknown:
             raise ValueError(f"autograd formula of '{op.name}' asks strides of {unknown}")
+        taken = sorted(set(self.plan.position) & _NODE_NAMES)
+        if taken:  # ctx.<argument> would read the node's attribute: ctx is the node
+            raise ValueError(f"autograd formula of '{op.name}': arguments {taken} are node names")
 
-    def record(self, args, originals: dict | None = None) -> tuple[Context, list, list]:
-        """The context of a call, and the gradient edge and metadata of each tensor input.
+    def record(self, op, args, originals: dict | None = None) -> Node:
+        """The node of a call of ``op`` (its ctx too): the gradient edge and metadata of each
+        tensor input, the arguments, what the formula saves.
 
         ``originals``: values to save instead of arguments an in-place op is about to change.
         """
@@ -171,9 +113,8 @@ class Formula:
                     needs.append(requires)
                     node = value._grad_fn
                     if node is None:
-                        if requires:  # a leaf: its accumulator, made once (node.accumulator)
-                            found = value.__dict__.get("_accumulator")
-                            edges.append((found if found is not None else accumulator(value), 0))
+                        if requires:  # a leaf: its edge, made once (node.leaf_edge)
+                            edges.append(value.__dict__.get("_leaf_edge") or leaf_edge(value))
                         else:
                             edges.append(None)
                     elif value._base is None and node.num_outputs == 1:
@@ -187,38 +128,30 @@ class Formula:
                     edges.append(None)
                     meta.append(None)
             needs = tuple(needs)
-        ctx = Context.__new__(Context)
-        ctx._formula = self
-        ctx._values = values
-        ctx._meta = meta
-        ctx._spans = spans
-        ctx._node = None
-        ctx.needs_input_grad = needs
-        ctx._saved = _keep(plan, args, needs, originals) if plan.saves else None
-        ctx._strides = None
+        node = Node().fill(op, self, tuple(edges), tuple(meta))
+        node._values = values
+        if spans is not None:
+            node._spans = spans
+            node.needs_input_grad = needs  # one flag per argument, not per flat input
+        node._saved = _keep(plan, args, needs, originals) if plan.saves else None
         if self.strides:
-            ctx._strides = {name: args[plan.position[name]]._stride for name in self.strides}
-        return ctx, edges, meta
+            node._strides = {name: args[plan.position[name]]._stride for name in self.strides}
+        return node
 
-    def save_result(self, ctx: Context, out) -> None:
+    def save_result(self, node: Node, out) -> None:
         when = self.result_when
-        if self.saves_result and (when is None or ctx._meta_of(when) is not None):
-            if ctx._saved is None:
-                ctx._saved = {}
+        if self.saves_result and (when is None or node._meta_of(when) is not None):
+            if node._saved is None:
+                node._saved = {}
             if isinstance(out, tuple):
-                ctx._saved["result"] = tuple(SavedTensor(o, i) for i, o in enumerate(out))
+                node._saved["result"] = tuple(SavedTensor(o, i) for i, o in enumerate(out))
             else:
-                ctx._saved["result"] = SavedTensor(out, 0)
+                node._saved["result"] = SavedTensor(out, 0)
 
     def apply(self, node, grads: list) -> tuple:
         if all(g is None for g in grads):
             return (None,) * len(node.edges)
-        ctx = node.ctx
-        ctx._node = node
-        try:
-            result = self.fn(ctx, *grads)
-        finally:
-            ctx._node = None
+        result = self.fn(node, *grads)  # the node is its own ctx (autograd/context.py)
         if not isinstance(result, tuple):
             result = (result,)
         flat = []

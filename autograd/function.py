@@ -77,21 +77,19 @@ class _FunctionOp:
 
 
 class FunctionNode(Node):
-    __slots__ = ("cls", "output_meta", "positions")
+    __slots__ = ("cls", "ctx", "output_meta", "positions")
 
     def __init__(self, cls, ctx, edges, meta, positions, output_meta):
-        Node.__init__(
-            self,
-            _FunctionOp(cls),
-            None,
-            ctx,
-            tuple(edges),
-            tuple(meta),
-            num_outputs=len(output_meta) or 1,
-        )
+        outputs = len(output_meta) or 1
+        self.fill(_FunctionOp(cls), None, tuple(edges), tuple(meta), outputs)
+        self.ctx = ctx
         self.cls = cls
         self.positions = positions
         self.output_meta = output_meta
+
+    @property
+    def needs_input_grad(self) -> tuple:  # the ctx's, per forward argument
+        return self.ctx.needs_input_grad
 
     def name(self) -> str:
         return f"{self.cls.__name__}Backward"
@@ -183,7 +181,7 @@ class Function:
         ctx = FunctionCtx()
         positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        record = grad_mode.STATE.enabled and any(ctx.needs_input_grad)
+        record = grad_mode.THREAD.mode.enabled and any(ctx.needs_input_grad)
         edges = [gradient_edge(args[i]) if record else None for i in positions]
         meta = [(args[i]._shape, args[i]._dtype, args[i]._storage.device) for i in positions]
         with grad_mode.no_grad(), suspended(level):

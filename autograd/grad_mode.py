@@ -1,8 +1,9 @@
 """Grad mode: whether ops record graph nodes. Thread-local, like PyTorch's.
 
 ``no_grad``, ``enable_grad``, ``set_grad_enabled`` and ``inference_mode`` work as context managers
-and as decorators. The autograd layer reads ``STATE.enabled`` on every call, so it is a plain
-attribute of a thread-local object.
+and as decorators. The modes are one plain object per thread (``Mode``, ``THREAD.mode``): a
+recorded call fetches it once from the thread-local and then reads and writes its slots, which
+cost a fifth of a ``threading.local`` attribute each (docs/eager_overhead.md, round 7).
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ import inspect
 import threading
 
 
-class _State(threading.local):
+class Mode:
+    """One thread's autograd modes."""
+
+    __slots__ = ("anomaly", "anomaly_check_nan", "checkpoint_valid", "enabled", "inference")
+
     def __init__(self):
         self.enabled = True
         self.inference = False
@@ -23,28 +28,35 @@ class _State(threading.local):
         self.checkpoint_valid = True
 
 
-STATE = _State()
+class _Thread(threading.local):
+    def __init__(self):
+        self.mode = Mode()  # each thread starts with its own: grad mode on
+
+
+THREAD = _Thread()
 
 
 def is_grad_enabled() -> bool:
     """Whether operations on tensors that require grad are recorded."""
-    return STATE.enabled
+    return THREAD.mode.enabled
 
 
 def is_inference_mode_enabled() -> bool:
-    return STATE.inference
+    return THREAD.mode.inference
 
 
 class _Mode:
     """Base of the grad-mode context managers; also usable as a decorator."""
 
     def __enter__(self):
-        self._saved = (STATE.enabled, STATE.inference)
+        mode = THREAD.mode
+        self._saved = (mode.enabled, mode.inference)
         self._apply()
         return self
 
     def __exit__(self, *exc):
-        STATE.enabled, STATE.inference = self._saved
+        mode = THREAD.mode
+        mode.enabled, mode.inference = self._saved
         return False
 
     def _apply(self):
@@ -97,14 +109,14 @@ class no_grad(_Mode):  # noqa: N801 - PyTorch's name
     """Disable gradient recording inside the block (or the decorated function)."""
 
     def _apply(self):
-        STATE.enabled = False
+        THREAD.mode.enabled = False
 
 
 class enable_grad(_Mode):  # noqa: N801
     """Enable gradient recording inside the block, even within ``no_grad``."""
 
     def _apply(self):
-        STATE.enabled = True
+        THREAD.mode.enabled = True
 
 
 class set_grad_enabled(_Mode):  # noqa: N801
@@ -115,15 +127,15 @@ class set_grad_enabled(_Mode):  # noqa: N801
 
     def __init__(self, mode: bool):
         self.mode = bool(mode)
-        self._prev = STATE.enabled
-        STATE.enabled = self.mode
+        self._prev = THREAD.mode.enabled
+        THREAD.mode.enabled = self.mode
 
     def __enter__(self):
-        self._saved = (self._prev, STATE.inference)  # the mode from before construction
+        self._saved = (self._prev, THREAD.mode.inference)  # the mode from before construction
         return self
 
     def __call__(self, fn):
-        STATE.enabled = self._prev  # construction switched the mode; decorating must not
+        THREAD.mode.enabled = self._prev  # construction switched the mode; decorating must not
         return super().__call__(fn)
 
     def clone(self):
@@ -137,7 +149,7 @@ class _GradEnabled(_Mode):
         self.mode = mode
 
     def _apply(self):
-        STATE.enabled = self.mode
+        THREAD.mode.enabled = self.mode
 
     def clone(self):
         return _GradEnabled(self.mode)
@@ -152,8 +164,9 @@ class inference_mode(_Mode):  # noqa: N801
     def _apply(self):
         # As PyTorch's InferenceMode guard: grad mode is the opposite of inference mode, so
         # inference_mode(False) turns recording back on, even inside no_grad.
-        STATE.enabled = not self.mode
-        STATE.inference = self.mode
+        mode = THREAD.mode
+        mode.enabled = not self.mode
+        mode.inference = self.mode
 
     def clone(self):
         return inference_mode(self.mode)

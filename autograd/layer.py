@@ -17,9 +17,9 @@ from ..dispatcher.layers import STACK, Layer
 from ..dispatcher.opdef import Kind
 from .anomaly import record_trace
 from .formula import Formula
-from .grad_mode import STATE
+from .grad_mode import THREAD
 from .graph_names import Shown, present_composite
-from .node import _SEQUENCE, Node, gradient_edge, retain
+from .node import _SEQUENCE, gradient_edge, retain
 from .views import CopySlices, ViewOf
 
 
@@ -34,7 +34,7 @@ class AutogradLayer(Layer):
     direct = True  # alone in the stack, a call may go straight to op.recorder (recorder.py)
 
     def wants(self, op, args) -> bool:
-        if not STATE.enabled:
+        if not THREAD.mode.enabled:
             return False
         for arg in args:
             if isinstance(arg, Tensor):
@@ -49,7 +49,7 @@ class AutogradLayer(Layer):
     def handle(self, op, args):
         recorder = op.recorder  # the op's straight-line recorder (autograd/recorder.py)
         if recorder is not None:
-            return recorder(args)
+            return recorder(*args)
         return self.handle_general(op, args)
 
     def handle_general(self, op, args):
@@ -69,15 +69,16 @@ class AutogradLayer(Layer):
             raise RuntimeError(f"the derivative for '{op.name}' is not implemented ({_fix(base)})")
         if op.mutates:
             return self.record_inplace(op, base, formula, args)
-        ctx, edges, meta = formula.record(args)
+        node = formula.record(op, args)
         out = self.below(op, args)
         if base.name in COPYING_VIEWS and out._storage is not args[0]._storage:
-            return _copied_view(op, formula, ctx, edges, meta, out, args[0])
-        return _attach(op, formula, ctx, edges, meta, out)
+            return _copied_view(node, out, args[0])
+        return _attach(node, out)
 
     def below(self, op, args):
         """Run the op under this layer with recording off (its kernels and decompositions)."""
-        STATE.enabled = False
+        mode = THREAD.mode
+        mode.enabled = False
         try:
             if STACK.layers[-1] is self:  # nothing between us and the backend: skip the search
                 try:
@@ -86,7 +87,7 @@ class AutogradLayer(Layer):
                     return op.refused(args, error)
             return op.redispatch(self, args)
         finally:
-            STATE.enabled = True
+            mode.enabled = True
 
     def record_inplace(self, op, base, formula, args):
         target = args[0]
@@ -108,12 +109,11 @@ class AutogradLayer(Layer):
         originals = {}
         if first in formula.save:  # the formula needs the value from before the write
             originals[first] = target.clone()
-        ctx, edges, meta = formula.record(args, originals)
+        node = formula.record(base, args, originals)
         view_base = target._base
         old_base_edge = gradient_edge(view_base) if view_base is not None else None
         self.below(op, args)
-        node = Node(base, formula, ctx, tuple(edges), tuple(meta))
-        formula.save_result(ctx, target)
+        formula.save_result(node, target)
         record_trace(node)
         if view_base is None:
             _set_history(target, node, 0)
@@ -145,12 +145,13 @@ def _set_history(t: Tensor, node, index: int) -> None:
         del t.__dict__["_output_nr"]
 
 
-def _attach(op, formula, ctx, edges, meta, out):
+def _attach(node, out):
+    """Make ``node`` (``formula.record``'s) the history of the call's floating outputs."""
+    formula = node.formula
     if isinstance(out, Tensor):  # the common case, kept short
-        node = Node(op, formula, ctx, tuple(edges), meta)
         if formula.saves_result:
-            formula.save_result(ctx, out)
-        if STATE.anomaly:
+            formula.save_result(node, out)
+        if THREAD.mode.anomaly:
             record_trace(node)
         if out._dtype.category >= FLOATING:
             if out._base is None and not out._output_nr:  # _set_history's, without its frame
@@ -160,8 +161,8 @@ def _attach(op, formula, ctx, edges, meta, out):
                 _set_history(out, node, 0)
         return out
     tensors = [t for t in out if isinstance(t, Tensor)]
-    node = Node(op, formula, ctx, tuple(edges), meta, num_outputs=len(tensors) or 1)
-    formula.save_result(ctx, out)
+    node.num_outputs = len(tensors) or 1
+    formula.save_result(node, out)
     record_trace(node)
     for index, t in enumerate(tensors):
         if t._dtype.category >= FLOATING:
@@ -175,17 +176,16 @@ def _attach(op, formula, ctx, edges, meta, out):
 COPYING_VIEWS = frozenset({"reshape", "flatten"})
 
 
-def _copied_view(op, formula, ctx, edges, meta, out, x):
+def _copied_view(node, out, x):
     from ember.dispatcher.optable import OPS  # the table imports this layer
 
     clone = OPS["_to_copy"]  # clone's own formula: clone is a composite over it
-    clone_ctx, clone_edges, clone_meta = clone.formula.record((x,))
-    copy = Node(clone, clone.formula, clone_ctx, tuple(clone_edges), clone_meta)
+    copy = clone.formula.record(clone, (x,))
     copy.display = Shown("CloneBackward0", copy.edges)
-    if STATE.anomaly:
+    if THREAD.mode.anomaly:
         record_trace(copy)
-    edges = [(copy, 0)] + list(edges[1:])
-    out = _attach(op, formula, ctx, edges, meta, out)
+    node.edges = ((copy, 0),) + node.edges[1:]
+    out = _attach(node, out)
     node = out._grad_fn
     if node is not None:
         node.display = Shown("UnsafeViewBackward0", node.edges)
@@ -221,10 +221,10 @@ def install_recorders(ops) -> None:
 
 
 def _first_record(op):
-    def record(args):
+    def record(*args):
         from .recorder import build
 
         op.recorder = build(op, op.formula, LAYER, _attach, _set_history)
-        return op.recorder(args)
+        return op.recorder(*args)
 
     return record

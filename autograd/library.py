@@ -13,6 +13,7 @@ import weakref
 
 from .formula import Plan, fit, scan
 from .function import FunctionCtx
+from .node import Node
 
 
 class LibraryContext(FunctionCtx):
@@ -23,6 +24,12 @@ class LibraryContext(FunctionCtx):
         super().__init__()
         self.needs_input_grad = needs_input_grad
         self._output_meta: tuple = ()
+
+
+class LibraryNode(Node):
+    """A library op's node: its ctx is the ``LibraryContext`` the op's own functions use."""
+
+    __slots__ = ("ctx",)
 
 
 class LibraryFormula:
@@ -38,7 +45,7 @@ class LibraryFormula:
         self.setup_context = setup_context
         self.plan = Plan(op, {})
 
-    def record(self, args, originals=None) -> tuple[LibraryContext, list, list]:
+    def record(self, op, args, originals=None) -> LibraryNode:
         plan = self.plan
         edges, meta, needs, _, spans = scan(plan, args)
         per_argument = [False] * len(plan.position)
@@ -47,9 +54,12 @@ class LibraryFormula:
         ctx = LibraryContext(tuple(per_argument))
         ctx._inputs = args
         ctx._spans = spans
-        return ctx, edges, meta
+        node = LibraryNode().fill(op, self, tuple(edges), tuple(meta))
+        node.ctx = ctx
+        return node
 
-    def save_result(self, ctx: LibraryContext, out) -> None:
+    def save_result(self, node: LibraryNode, out) -> None:
+        ctx = node.ctx
         outputs = out if isinstance(out, tuple) else (out,)
         ctx._output_meta = tuple((t._shape, t._dtype, t._storage.device) for t in outputs)
         try:

@@ -12,6 +12,7 @@ from ember._dtype import FLOATING
 from ember._tensor import Tensor, make
 from ember.dispatcher.mathbits import keep_bits
 
+from .context import Context
 from .saved_sizes import is_size, saved_size
 from .saved_values import (
     ALIASES,
@@ -60,7 +61,7 @@ def gradient_edge(t: Tensor):
             node = history(t)
         return (node, output_nr(t) if node.num_outputs != 1 else 0)
     if t._requires_grad:
-        return (accumulator(t), 0)
+        return leaf_edge(t)
     return None
 
 
@@ -77,14 +78,13 @@ def history(t: Tensor):
     return node
 
 
-def accumulator(t: Tensor) -> AccumulateGrad:
-    """The leaf's AccumulateGrad node, made once and kept by the leaf (which the node refers
-    to weakly: no cycle), so recording a call on a leaf does not build one each time."""
-    node = t.__dict__.get("_accumulator")
-    if node is None:
-        node = AccumulateGrad(t)
-        t.__dict__["_accumulator"] = node
-    return node
+def leaf_edge(t: Tensor) -> tuple:
+    """``(AccumulateGrad, 0)``: the edge of a leaf. The leaf keeps it (the node refers to the
+    leaf weakly: no cycle), so the calls recorded on the leaf share one node and one tuple."""
+    edge = t.__dict__.get("_leaf_edge")
+    if edge is None:
+        edge = t.__dict__["_leaf_edge"] = (AccumulateGrad(t), 0)
+    return edge
 
 
 class _SavedHooks(threading.local):
@@ -187,7 +187,7 @@ class SavedTensor:
         return t
 
 
-class Node:
+class Node(Context):
     """A backward function: applies an op's formula to incoming gradients.
 
     ``edges`` holds, per tensor input, the ``(node, output index)`` its gradient flows to (None
@@ -196,41 +196,67 @@ class Node:
     ``name()`` is PyTorch's node name (autograd/graph_names.py). ``_saved_<argument>`` reads
     what the node saved for backward (``_saved_self`` is the first argument, as in PyTorch);
     ``_saved_<argument>_sym_sizes`` the input sizes it keeps (autograd/saved_sizes.py).
+
+    A formula's node is its own ctx (``node.ctx is node``, autograd/context.py): the call's
+    values, what it saved, ``needs_input_grad``. Nodes of other kinds (a custom Function's, a
+    library op's) keep a ctx of their own; a leaf's accumulator and a view replay have none.
     """
 
+    # _saved, _values: the call, as its formula reads it through ctx (autograd/context.py).
+    # What most nodes never set (hooks, anomaly traces, a composite's display, a Tensor[]
+    # call's spans, strides, the released flag) are class defaults, set per node in its
+    # __dict__ when needed: recording writes eight slots, not seventeen.
     __slots__ = (
+        "__dict__",
         "__weakref__",
         "_metadata",
-        "ctx",
-        "display",
+        "_saved",
+        "_values",
         "edges",
         "formula",
-        "hooks",
         "input_meta",
         "num_outputs",
         "op",
-        "pre_hooks",
-        "released",
-        "retains",
         "seq",
-        "trace",
     )
+    released = False  # True once backward freed what it saved (release)
+    hooks = None
+    pre_hooks = None
+    retains = None
+    trace = None
+    # (name, edges, sizes of its arguments by position) a composite's node is shown with
+    display = None
+    _spans = None
+    _strides = None
 
-    def __init__(self, op, formula, ctx, edges, input_meta, num_outputs=1):
+    # No __init__ of its own: a recorder makes its node with ``Node()`` (object's __init__, the
+    # cheapest call that makes one) and writes the slots; every other maker calls ``fill``.
+    def fill(self, op, formula, edges, input_meta, num_outputs=1) -> Node:
         self.op = op
         self.formula = formula
-        self.ctx = ctx
         self.edges = edges
         self.input_meta = input_meta
         self.num_outputs = num_outputs
         self.seq = next(_SEQUENCE)
-        self.pre_hooks = None
-        self.retains = None
-        self.hooks = None
-        self.released = False
-        self.trace = None
-        # (name, edges, sizes of its arguments by position) a composite's node is shown with
-        self.display = None
+        self._saved = None
+        return self
+
+    @property
+    def ctx(self):
+        """What the formula reads of the call: the node itself."""
+        return self
+
+    @property
+    def needs_input_grad(self) -> tuple:
+        """Per tensor argument, whether it needs a gradient: whether it has an edge (a tensor
+        has one exactly when it requires grad), unless the call set its own (a Tensor[]
+        argument's is one flag for the list): recording builds no tuple for it."""
+        needs = self.__dict__.get("_needs")
+        return tuple(edge is not None for edge in self.edges) if needs is None else needs
+
+    @needs_input_grad.setter
+    def needs_input_grad(self, needs: tuple) -> None:
+        self.__dict__["_needs"] = needs
 
     def name(self) -> str:
         if self.display is not None:
@@ -263,6 +289,8 @@ class Node:
             return _saved_entry(self, name[len("_raw_saved_") :], raw=True)
         if name.startswith("_saved_"):
             return _saved_entry(self, name[len("_saved_") :], raw=False)
+        if self.ctx is self and not name.startswith("__"):  # ctx.<argument> of a formula
+            return self.argument(name)
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def register_hook(self, hook):
@@ -282,8 +310,11 @@ class Node:
     def release(self) -> None:
         """Free saved tensors (after a backward without retain_graph)."""
         self.released = True
-        if self.ctx is not None:
-            self.ctx.release()
+        ctx = self.ctx
+        if ctx is self:
+            self.free_saved()
+        elif ctx is not None:
+            ctx.release()
         if self.display is not None and self.display.outputs:
             for saved in self.display.outputs.values():
                 saved.free()
@@ -347,7 +378,7 @@ def _saved_entry(node, name: str, raw: bool):
             return saved_value(display.name, display.values, display.lists, name)
     ctx = node.ctx
     formula = node.formula
-    if formula is None or ctx is None or not hasattr(ctx, "_formula"):
+    if formula is None or ctx is not node:  # a formula's node: not a library op's
         raise AttributeError(f"'{node.name()}' object has no attribute '_saved_{name}'")
     args = node.op.schema.args
     own = args[0].name if name == "self" and args else ALIASES.get(node.name(), {}).get(name, name)
@@ -461,9 +492,10 @@ class AccumulateGrad(Node):
     """
 
     __slots__ = ("_variable",)
+    ctx = None
 
     def __init__(self, variable: Tensor):
-        Node.__init__(self, None, None, None, (), ())
+        self.fill(None, None, (), ())
         self._variable = weakref.ref(variable)
 
     @property

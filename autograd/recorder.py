@@ -6,9 +6,9 @@ appends edges and metadata to lists, copies the arguments, then calls ``below``,
 statements each call. ``build`` writes those statements out once per op from its schema and its
 formula's ``save`` (like ``ember/_bind.py`` writes the ``ember.*`` functions): one frame with the
 tensor positions unrolled, each needed save written as one test, the call below the layer
-inline. The result is the same graph: the same ``Context``, ``Node``, edges, metadata and
-history, the same checks (anomaly mode, saved-tensor hooks through ``SavedTensor``, view
-replays through ``gradient_edge``).
+inline, the node written slot by slot (it is its own ctx: autograd/context.py). The result is
+the same graph: the same ``Node``, edges, metadata and history, the same checks (anomaly mode,
+saved-tensor hooks through ``SavedTensor``, view replays through ``gradient_edge``).
 
 The recorder runs when the Autograd layer handles a call (``handle``), and straight from the
 operators and one-tensor functions (``ember/_bind.py``) while it is the only installed layer
@@ -29,9 +29,9 @@ from ember._tensor import Tensor
 
 from ..dispatcher.layers import STACK
 from .anomaly import record_trace
-from .formula import Context, Formula, _save
-from .grad_mode import STATE
-from .node import Node, SavedTensor, accumulator, gradient_edge
+from .formula import Formula, _save
+from .grad_mode import THREAD
+from .node import _SEQUENCE, Node, SavedTensor, gradient_edge, leaf_edge
 
 
 def eligible(op, formula) -> bool:
@@ -46,33 +46,37 @@ def eligible(op, formula) -> bool:
 
 
 def build(op, formula, layer, attach, set_history):
-    """The recorder of ``op``'s calls, ``recorder(args) -> output``, or None (not eligible).
+    """The recorder of ``op``'s calls, ``recorder(*args) -> output``, or None (not eligible).
 
-    ``layer`` is the Autograd layer (the call below it goes through ``op.redispatch`` when
-    another layer sits under it); ``attach`` and ``set_history`` are its general helpers, for
-    the outputs the straight-line code leaves to them (tuples, views, integer outputs).
+    The arguments come one by one (``record(a, b)`` from the operators, ``record(*args)`` from
+    the layer's ``handle``): the callers build no tuple, and the body reads its parameters
+    instead of indexing one. ``layer`` is the Autograd layer (the call below it goes through
+    ``op.redispatch`` when another layer sits under it); ``attach`` and ``set_history`` are its
+    general helpers, for the outputs the straight-line code leaves to them (tuples, views,
+    integer outputs).
     """
     if not eligible(op, formula):
         return None
     plan = formula.plan
     required = _required(op)
-    positions = plan.tensor_positions
-    lines = ["def record(args):"]
-    lines += _off_path()
-    lines.append("    n = len(args)")
-    lines.append(f"    if n < {required}:  # a call short of arguments: the general path's errors")
-    lines.append("        return _general(args)")
-    for k, i in enumerate(positions):
-        lines += _scan_lines(k, i)
-    lines += _context_lines(op, plan, required)
-    lines += _save_lines(plan, positions)
-    lines += _below_lines(plan, required)
+    names = _names(plan, required)
+    given = f"({''.join(f'{name}, ' for name in names)})"  # the required arguments, a tuple
+    lines = [f"def record({''.join(f'{name}=_SHORT, ' for name in names)}*rest):"]
+    if names:
+        lines.append(f"    if {names[-1]} is _SHORT:  # a short call: the general path's errors")
+        lines.append(f"        return _general(_given{given})")
+    lines += _off_path(names, given)
+    for k in range(len(plan.tensor_positions)):
+        lines += _scan_lines(k)
+    lines += _save_lines(plan, required)
+    lines += _below_lines(names, given)
+    lines += _node_lines(op, plan, names)
     lines += _output_lines(op, formula)
     # Op.__call__'s argument check, for the callers that skip it (a try costs nothing here)
     lines = [lines[0], "  try:"] + [f"  {line}" for line in lines[1:]]
     lines += [
         "  except (AttributeError, TypeError) as error:",
-        "    _op.argument_error(args, error)",
+        f"    _op.argument_error(_given{given} + rest, error)",
         "    raise",
     ]
     scope = {
@@ -80,18 +84,20 @@ def build(op, formula, layer, attach, set_history):
         "_formula": formula,
         "_layer": layer,
         "_stack": STACK,
-        "_state": STATE,
+        "_thread": THREAD,
         "_Tensor": Tensor,
-        "_Context": Context,
         "_Node": Node,
+        "_next": _SEQUENCE.__next__,
         "_Saved": SavedTensor,
         "_save": _save,
-        "_accumulator": accumulator,
+        "_leaf_edge": leaf_edge,
         "_gradient_edge": gradient_edge,
         "_record_trace": record_trace,
         "_attach": attach,
         "_set_history": set_history,
         "_FLOATING": FLOATING,
+        "_SHORT": _SHORT,
+        "_given": _given,
         "_general": lambda args: layer.handle_general(op, args),
         "__name__": "ember.autograd.recorder",
     }
@@ -99,6 +105,22 @@ def build(op, formula, layer, attach, set_history):
     record = scope["record"]
     record.__qualname__ = f"record_{op.name}"
     return record
+
+
+# The default of each required parameter: a call that leaves one out goes to the general path.
+_SHORT = object()
+
+
+def _given(*values) -> tuple:
+    """The arguments a short call gave (the missing ones are the last)."""
+    return tuple(value for value in values if value is not _SHORT)
+
+
+def _names(plan, required: int) -> list:
+    """The recorder's parameters: ``x<k>`` for the ``k``-th tensor argument, ``a<i>`` for the
+    other required ones (those after them arrive in ``rest``)."""
+    k_of = {i: k for k, i in enumerate(plan.tensor_positions)}
+    return [f"x{k_of[i]}" if i in k_of else f"a{i}" for i in range(required)]
 
 
 def _required(op) -> int:
@@ -109,30 +131,46 @@ def _required(op) -> int:
     return len(op.schema.args)
 
 
-def _off_path() -> list:
-    # Reached from the operators with grad mode off: the op, unrecorded (the layer is alone).
+def _off_path(names: list, given: str) -> list:
+    # Reached from the operators with grad mode off (no_grad over parameters that require
+    # grad): the op, unrecorded (the layer is alone).
     return [
-        "    if not _state.enabled:",
+        "    mode = _thread.mode  # the thread's modes, fetched once (grad_mode.py)",
+        "    if not mode.enabled:",
         "        try:",
-        "            return _op.runner(_op, *args)",
+        *_run(names, "            return"),
         "        except NotImplementedError as error:",
-        "            return _op.refused(args, error)",
+        f"            return _op.refused({given} + rest, error)",
     ]
 
 
-def _scan_lines(k: int, i: int) -> list:
-    """Tensor argument ``i`` (the ``k``-th): requires ``r``, edge ``e``, metadata ``m``; the two
-    common edges inline (a leaf's accumulator, a plain tensor's single-output node)."""
+def _run(names: list, target: str) -> list:
+    """The runner's call: the arguments spelled out (``*rest`` only when there is a rest:
+    a star call builds one more tuple)."""
+    spelled = "".join(f", {name}" for name in names)
+    indent = target[: len(target) - len(target.lstrip())]
+    return [
+        f"{indent}if rest:",
+        f"{target.replace(indent, indent + '    ', 1)} _op.runner(_op{spelled}, *rest)",
+        f"{indent}else:",
+        f"{target.replace(indent, indent + '    ', 1)} _op.runner(_op{spelled})",
+    ]
+
+
+def _scan_lines(k: int) -> list:
+    """The ``k``-th tensor argument: requires ``r``, edge ``e``, metadata ``m``; the two common
+    edges inline (a leaf's, cached by the leaf; a plain tensor's single-output node)."""
     x, r, e, m = f"x{k}", f"r{k}", f"e{k}", f"m{k}"
     return [
-        f"    {x} = args[{i}]",
         f"    if isinstance({x}, _Tensor):",
         f"        {r} = {x}._requires_grad",
         f"        node = {x}._grad_fn",
         "        if node is None:",
         f"            if {r}:",
-        f"                node = {x}.__dict__.get('_accumulator') or _accumulator({x})",
-        f"                {e} = (node, 0)",
+        "                try:",
+        f"                    {e} = {x}.__dict__['_leaf_edge']",
+        "                except KeyError:  # the leaf's first recorded call",
+        f"                    {e} = _leaf_edge({x})",
         "            else:",
         f"                {e} = None",
         f"        elif {x}._base is None and node.num_outputs == 1:",
@@ -146,36 +184,32 @@ def _scan_lines(k: int, i: int) -> list:
     ]
 
 
-def _context_lines(op, plan, required: int) -> list:
-    """The Context of the call; its values are the arguments with the tensors blanked out."""
-    k_of = {i: k for k, i in enumerate(plan.tensor_positions)}
-    values = [
-        f"x{k_of[i]} if m{k_of[i]} is None else None" if i in k_of else f"args[{i}]"
-        for i in range(required)
-    ]
-    tail = f" + args[{required}:]" if required < len(op.schema.args) else ""
+def _node_lines(op, plan, names: list) -> list:
+    """The node (``Node.fill``'s writes, without its frame), its own ctx: the call's
+    values are the arguments with the tensors blanked out."""
+    values = [f"{n} if m{n[1:]} is None else None" if n[0] == "x" else n for n in names]
+    tail = " + rest" if len(names) < len(op.schema.args) else ""
     count = len(plan.tensor_positions)
     return [
-        f"    needs = ({''.join(f'r{k}, ' for k in range(count))})",
-        f"    edges = ({''.join(f'e{k}, ' for k in range(count))})",
-        f"    meta = ({''.join(f'm{k}, ' for k in range(count))})",
-        "    ctx = _Context.__new__(_Context)",
-        "    ctx._formula = _formula",
-        f"    ctx._values = ({''.join(f'{v}, ' for v in values)}){tail}",
-        "    ctx._meta = meta",
-        "    ctx._spans = None",
-        "    ctx._node = None",
-        "    ctx.needs_input_grad = needs",
-        "    ctx._strides = None",
+        "    node = _Node()",
+        "    node.op = _op",
+        "    node.formula = _formula",
+        f"    node.edges = ({''.join(f'e{k}, ' for k in range(count))})",
+        f"    node.input_meta = ({''.join(f'm{k}, ' for k in range(count))})",
+        "    node.num_outputs = 1",
+        "    node.seq = _next()",
+        f"    node._values = ({''.join(f'{v}, ' for v in values)}){tail}",
+        f"    node._saved = {'saved' if plan.saves else None}",
     ]
 
 
-def _save_lines(plan, positions) -> list:
-    """What the formula saves (``_keep``'s work, one test per saved argument)."""
+def _save_lines(plan, required: int) -> list:
+    """What the formula saves (``_keep``'s work, one test per saved argument), before the op
+    runs (the saved-tensor hooks see the inputs before the output, as in PyTorch)."""
     if not plan.saves:
-        return ["    ctx._saved = None"]
-    lines = ["    saved = ctx._saved = {}"]
-    k_of = {i: k for k, i in enumerate(positions)}
+        return []
+    lines = ["    saved = {}"]
+    k_of = {i: k for k, i in enumerate(plan.tensor_positions)}
     for position, name, when in plan.saves:
         need = f" and r{when}" if when is not None else ""
         if position in k_of:
@@ -183,34 +217,30 @@ def _save_lines(plan, positions) -> list:
             lines.append(f"    if m{k} is not None{need}:")
             lines.append(f"        saved[{name!r}] = _Saved(x{k})")
         else:  # a non-tensor argument (a list of tensors in an int[] slot...), maybe absent
-            lines.append(f"    if len(args) > {position}{need}:")
-            lines.append(f"        kept = _save(args[{position}])")
+            j = position - required
+            value = f"a{position}" if j < 0 else f"rest[{j}]"
+            lines.append(f"    if {'True' if j < 0 else f'len(rest) > {j}'}{need}:")
+            lines.append(f"        kept = _save({value})")
             lines.append("        if kept is not None:")
             lines.append(f"            saved[{name!r}] = kept")
     return lines
 
 
-def _below_lines(plan, required: int) -> list:
+def _below_lines(names: list, given: str) -> list:
     """``AutogradLayer.below``: the op with recording off, straight to its runner when no
-    layer sits under this one (the arguments spelled out when the call gives only the
-    required ones: ``runner(op, *args)`` builds one more tuple)."""
-    k_of = {i: k for k, i in enumerate(plan.tensor_positions)}
-    spelled = "".join(f", x{k_of[i]}" if i in k_of else f", args[{i}]" for i in range(required))
+    layer sits under this one (autograd alone, the operators' case, is one identity test)."""
     return [
-        "    _state.enabled = False",
+        "    mode.enabled = False",
         "    try:",
-        "        if _stack.layers[-1] is _layer:",
+        "        if (layers := _stack.layers) is _stack.direct_layers or layers[-1] is _layer:",
         "            try:",
-        f"                if n == {required}:",
-        f"                    out = _op.runner(_op{spelled})",
-        "                else:",
-        "                    out = _op.runner(_op, *args)",
+        *_run(names, "                out ="),
         "            except NotImplementedError as error:",
-        "                out = _op.refused(args, error)",
+        f"                out = _op.refused({given} + rest, error)",
         "        else:",
-        "            out = _op.redispatch(_layer, args)",
+        f"            out = _op.redispatch(_layer, {given} + rest)",
         "    finally:",
-        "        _state.enabled = True",
+        "        mode.enabled = True",
     ]
 
 
@@ -219,12 +249,11 @@ def _output_lines(op, formula) -> list:
     rest (several outputs, a view's history) through the layer's general helpers."""
     returns = op.schema.returns
     if op.schema.returns_tuple or len(returns) != 1 or returns[0][0] != "Tensor":
-        return ["    return _attach(_op, _formula, ctx, edges, meta, out)"]
-    saves = ["    _formula.save_result(ctx, out)"] if formula.saves_result else []
+        return ["    return _attach(node, out)"]
+    saves = ["    _formula.save_result(node, out)"] if formula.saves_result else []
     return [
-        "    node = _Node(_op, _formula, ctx, edges, meta)",
         *saves,
-        "    if _state.anomaly:",
+        "    if mode.anomaly:",
         "        _record_trace(node)",
         "    if out._dtype.category >= _FLOATING:",
         "        if out._base is None and not out._output_nr:",

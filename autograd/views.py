@@ -39,12 +39,13 @@ class CopySlices(Node):
     goes through the in-place op's own backward, whose other inputs keep their gradients.
     """
 
-    __slots__ = ("base_geometry", "inner", "view_geometry")
+    __slots__ = ("base_geometry", "ctx", "inner", "view_geometry")
 
     def __init__(self, base: Tensor, view: Tensor, inner: Node, base_edge):
         edges = (base_edge,) + tuple(inner.edges[1:])
         meta = ((base._shape, base._dtype, base._storage.device),) + tuple(inner.input_meta[1:])
-        Node.__init__(self, inner.op, None, inner.ctx, edges, meta)
+        self.fill(inner.op, None, edges, meta)
+        self.ctx = inner.ctx  # the in-place op's: what it saved
         self.base_geometry = _geometry(base)
         self.view_geometry = _geometry(view)
         self.inner = inner
@@ -89,10 +90,11 @@ class ViewOf(Node):
     """History of a view after an in-place op: a fresh view of its (rebased) base."""
 
     __slots__ = ("base_geometry", "view_geometry")
+    ctx = None
 
     def __init__(self, base: Tensor, view: Tensor, base_edge):
         meta = ((base._shape, base._dtype, base._storage.device),)
-        Node.__init__(self, None, None, None, (base_edge,), meta)
+        self.fill(None, None, (base_edge,), meta)
         self.base_geometry = _geometry(base)
         self.view_geometry = _geometry(view)
 

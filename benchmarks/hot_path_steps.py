@@ -42,8 +42,8 @@ def steps() -> dict:
     route = device._route
     allocate, address = route[0], route[4]
     formula = add.formula
-    ctx, edges, meta = formula.record((ga, gb))
-    edges = tuple(edges)
+    recorded = formula.record(add, (ga, gb))
+    edges, meta = recorded.edges, recorded.input_meta
     po, pa, pb = out._storage.ptr, a._storage.ptr, b._storage.ptr
     null, call, f32 = ffi.NULL, lib.ember_binary, a._dtype
     return {
@@ -60,8 +60,8 @@ def steps() -> dict:
         "a - b": lambda: a - b,
         "ga + gb": lambda: ga + gb,
         "AutogradLayer.handle": lambda: LAYER.handle(add, (ga, gb)),
-        "Formula.record": lambda: formula.record((ga, gb)),
-        "Node()": lambda: Node(add, formula, ctx, edges, meta),
+        "Formula.record": lambda: formula.record(add, (ga, gb)),
+        "Node()": lambda: Node().fill(add, formula, edges, meta),
     }
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from operator import itemgetter
 
 from ember._tensor import Tensor
-from ember.autograd.grad_mode import STATE as GRAD
+from ember.autograd.grad_mode import THREAD as GRAD
 
 _BY_VALUE = (int, float, bool, str, type(None))
 
@@ -36,7 +36,7 @@ def fast_key(args: tuple):
         )
     except AttributeError:
         return None
-    return (len(args), (GRAD.enabled, leaves))
+    return (len(args), (GRAD.mode.enabled, leaves))
 
 
 def remember_devices(leaves) -> None:
@@ -63,7 +63,7 @@ def call_key(leaves: list, dynamic: dict | None = None) -> tuple:
             shape, *rest = keys[i]
             masked = tuple(-1 if d in dims and n > 1 else n for d, n in enumerate(shape))
             keys[i] = (masked, *rest)
-    return (GRAD.enabled, tuple(keys))
+    return (GRAD.mode.enabled, tuple(keys))
 
 
 _SCALARS = frozenset({int, float, bool, str, type(None)})

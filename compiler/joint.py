@@ -32,7 +32,7 @@ from ember import _factories as factories
 from ember import _random
 from ember._tensor import Tensor
 from ember.autograd.function import Function
-from ember.autograd.grad_mode import STATE as GRAD
+from ember.autograd.grad_mode import THREAD as GRAD
 from ember.autograd.grad_mode import no_grad
 from ember.autograd.graph import saved_tensors_hooks
 from ember.autograd.node import SavedTensor
@@ -94,7 +94,7 @@ class _Step(Function):
     @staticmethod
     def backward(ctx, *grads):
         joint = ctx.joint
-        if GRAD.enabled:
+        if GRAD.mode.enabled:
             raise RuntimeError(
                 "ember.compile: double backward (create_graph=True) through a compiled region "
                 "is not supported yet; run the model eagerly for higher-order gradients"

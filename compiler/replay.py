@@ -20,7 +20,7 @@ import math
 
 import ember
 from ember._tensor import contiguous_strides, empty, is_contiguous, make
-from ember.autograd.grad_mode import STATE as GRAD
+from ember.autograd.grad_mode import THREAD as GRAD
 from ember.dispatcher.kinds import elementwise, reduction, twin
 from ember.dispatcher.kinds._common import expand_to
 from ember.dispatcher.opdef import Promotion
@@ -220,7 +220,7 @@ def _guard(param: str, entry) -> list:
     Inside a grad-mode block (``entry`` known) the mode there says nothing about the ops
     outside it: any such parameter returns, after restoring the caller's mode."""
     if entry is None:
-        return [f"    if GRAD.enabled and {param}._requires_grad:", "        return None"]
+        return [f"    if GRAD.mode.enabled and {param}._requires_grad:", "        return None"]
     restore = f"        ember.set_grad_enabled({entry})"
     return [f"    if {param}._requires_grad:", restore, "        return None"]
 

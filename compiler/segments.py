@@ -31,7 +31,7 @@ import time
 import ember
 from ember._storage import Storage
 from ember._tensor import Tensor, make
-from ember.autograd.grad_mode import STATE as GRAD
+from ember.autograd.grad_mode import THREAD as GRAD
 from ember.dispatcher.layers import STACK, Layer
 from ember.jit import pytree
 from ember.jit.codegen import generate
@@ -165,10 +165,10 @@ class Run(Layer):
 
     # ---- an op call --------------------------------------------------------------------------
     def handle(self, op, args):
-        if self.grad is not GRAD.enabled:  # a segment's calls share one grad mode
+        if self.grad is not GRAD.mode.enabled:  # a segment's calls share one grad mode
             if self.calls:
                 self.flush(args)
-            self.grad = GRAD.enabled
+            self.grad = GRAD.mode.enabled
         # (a path recorded without grad may hold an in-place call on an outside tensor)
         writes = self.grad and self.writes_outside(op, args)
         if self.state is None and not self.eager and not writes:
@@ -389,11 +389,14 @@ class Run(Layer):
         """End the segment: give the pending tensors the Python holds their data
         (``holding``: what the caller holds, kept alive for the count of live tensors), in
         the grad mode its calls were made in."""
-        mode, GRAD.enabled = GRAD.enabled, self.grad if self.grad is not None else GRAD.enabled
+        modes = GRAD.mode
+        mode = modes.enabled
+        if self.grad is not None:
+            modes.enabled = self.grad
         try:
             self.end_segment()
         finally:
-            GRAD.enabled = mode
+            modes.enabled = mode
         del holding
 
     def end_segment(self) -> None:

@@ -24,7 +24,7 @@ identity test of the tuple, not a flag, so that a stack whose ``layers`` is assi
 
 A grad-only layer that records such calls through ``op.recorder`` (autograd, ``direct = True``)
 is ``STACK.direct_layers`` while it is the only layer installed: then those call sites, once
-they know some tensor argument requires grad, call ``op.recorder(args)`` themselves (when the
+they know some tensor argument requires grad, call ``op.recorder(*args)`` themselves (when the
 op has one), skipping ``Op.__call__``, the layer loop and ``wants`` (the recording's cost,
 docs/eager_overhead.md round 6).
 """
@@ -39,7 +39,7 @@ class Layer:
     priority = 0
     # True when wants() is False for every call in which no tensor argument requires grad.
     grad_only = False
-    # True when, alone in the stack, handle() of a call is op.recorder(args) (the docstring).
+    # True when, alone in the stack, handle() of a call is op.recorder(*args) (the docstring).
     direct = False
 
     def wants(self, op, args) -> bool:

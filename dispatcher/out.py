@@ -102,9 +102,9 @@ def _requires_grad(values) -> bool:
 
 def check_grad(name: str, op, inputs, outs) -> None:
     """PyTorch records no graph for out= calls, so it refuses them where one would be needed."""
-    from ember.autograd.grad_mode import STATE
+    from ember.autograd.grad_mode import THREAD
 
-    if not STATE.enabled:
+    if not THREAD.mode.enabled:
         return
     if _requires_grad(outs) or (op.defn.differentiable and _requires_grad(inputs)):
         raise RuntimeError(

@@ -125,7 +125,7 @@ def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
         # autograd alone and x requires grad: its recorder (dispatcher/layers.py)
         lines.append(f"    if ({x}.__class__ is _Tensor and _stack.layers is _stack.direct_layers")
         lines.append("            and _op.recorder is not None):")
-        lines.append(f"        return _op.recorder(({x},))")
+        lines.append(f"        return _op.recorder({x})")
     lines.append(f"    return _op{call}")
     namespace: dict = {}
     # __name__ marks the frames of generated functions as ember's (warnings skip them).
@@ -178,7 +178,7 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
                             return op.refused((other, self), error)
                     # Autograd alone: its recorder, without Op.__call__ (dispatcher/layers.py)
                     if layers is stack.direct_layers and (record := op.recorder) is not None:
-                        return record((other, self))
+                        return record(other, self)
                 return op(other, self)
             # int and float subclasses (numpy scalars, sizes a trace records) are numbers
             if cls not in numbers and not isinstance(other, (tensor_type, int, float)):
@@ -204,7 +204,7 @@ def _operator(op, dunder: str, reflected: bool, tensor_type):
                             return op.refused((self, other), error)
                     # Autograd alone: its recorder, without Op.__call__ (dispatcher/layers.py)
                     if layers is stack.direct_layers and (record := op.recorder) is not None:
-                        return record((self, other))
+                        return record(self, other)
                 return op(self, other)
             # int and float subclasses (numpy scalars, sizes a trace records) are numbers
             if cls not in numbers and not isinstance(other, (tensor_type, int, float)):
@@ -253,7 +253,7 @@ def _unary_operator(op, dunder: str):
                 except NotImplementedError as error:
                     return op.refused((self,), error)
             if layers is stack.direct_layers and (record := op.recorder) is not None:
-                return record((self,))
+                return record(self)
         return op(self)
 
     method.__name__ = dunder

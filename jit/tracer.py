@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass
 
 from ember._tensor import Tensor
-from ember.autograd.grad_mode import STATE as GRAD
+from ember.autograd.grad_mode import THREAD as GRAD
 from ember.dispatcher.layers import STACK, Layer
 
 from . import pytree
@@ -79,8 +79,8 @@ class TracingState:
         self.observer = observer
         # ember.compile's captures record grad mode (see ``follow_grad_mode``); jit.trace's
         # graphs do not, as PyTorch's traces
-        self.entry_grad = GRAD.enabled
-        self.grad_mode = GRAD.enabled if observer is not None else None
+        self.entry_grad = GRAD.mode.enabled
+        self.grad_mode = GRAD.mode.enabled if observer is not None else None
 
     def recording(self) -> bool:
         return self.live and self.suspended == 0 and self.thread == threading.get_ident()
@@ -186,7 +186,7 @@ class TracingState:
             out = op.redispatch(layer, tuple(plain(a) for a in args))
         finally:
             self.suspended -= 1
-        self.follow_grad_mode(GRAD.enabled)
+        self.follow_grad_mode(GRAD.mode.enabled)
         node = self.insert(kind_of(op), inputs, num_outputs=0)
         self.bind_outputs(op, node, out)
         return out

@@ -193,3 +193,48 @@ def test_argument_errors_as_pytorch():
 @pytest.mark.parametrize("name", ["add_", "reshape", "cat", "copy_"])
 def test_general_path_keeps_the_ops_it_owns(name):
     assert OPS[name].recorder is None
+
+
+def test_grad_mode_is_per_thread_on_the_direct_path():
+    """The recorders read the calling thread's modes: a thread under no_grad records nothing
+    while another records, and the other way round."""
+    import threading
+
+    (a, b), _ = leaves(_values(), "cpu")
+    seen = {}
+
+    def worker(name, off):
+        with ember.no_grad() if off else ember.enable_grad():
+            ready.wait()
+            seen[name] = (a + b).requires_grad, (a * b).grad_fn is not None, a.exp().requires_grad
+
+    for main_off in (True, False):
+        ready = threading.Barrier(2)
+        thread = threading.Thread(target=worker, args=("worker", not main_off))
+        thread.start()
+        with ember.no_grad() if main_off else ember.enable_grad():
+            ready.wait()
+            seen["main"] = (a + b).requires_grad, (a * b).grad_fn is not None, a.exp().requires_grad
+        thread.join()
+        assert seen == {"main": (not main_off,) * 3, "worker": (main_off,) * 3}
+
+
+def test_node_is_its_own_ctx():
+    (a, b), (ta, tb) = leaves(_values(), "cpu")
+    node = (a * b).grad_fn
+    assert node.ctx is node
+    assert node.needs_input_grad == (True, True)
+    (c,), _ = leaves(_values()[:1], "cpu", requires_grad=False)
+    assert (a * c).grad_fn.needs_input_grad == (True, False)
+    assert (2.0 * a).grad_fn.needs_input_grad == (True, False)
+    # hooks, traces and the released flag are per node although their defaults are shared
+    first, second = (a + b).grad_fn, (a + b).grad_fn
+    first.register_hook(lambda grads_in, grads_out: None)
+    assert first.hooks and second.hooks is None
+    out, ref = a * b, ta * tb
+    out.sum().backward()
+    ref.sum().backward()
+    assert out.grad_fn.released and not (a * b).grad_fn.released
+    for loss in (out.sum(), ref.sum()):  # mul saved its inputs, freed by the first backward
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            loss.backward()
