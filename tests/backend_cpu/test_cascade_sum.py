@@ -75,20 +75,31 @@ def test_alternating_magnitudes():
     """Huge elements that cancel between tiny ones (a float chain absorbs the tiny ones: numpy's
     and PyTorch's sums lose 25% to 100% of this one; the lanes keep huge and tiny apart), and
     magnitudes spread over 8 decades with random signs: within the cascade's bound of 12
-    roundings of sum(|x|), and as accurate as PyTorch's within one float32 ulp."""
+    roundings of sum(|x|), and over 16 draws no less accurate than PyTorch (root-mean-square)."""
     tiles = np.tile(np.array([1e6, -1e-2, -1e6, 3e-2], np.float32), (8, 5001))
     for dims in (None, 1):
         exact = _exact(tiles, dims)
         ours = ember.sum(ember.from_numpy(tiles), dims).numpy().astype(np.float64)
         assert np.all(np.abs(ours - exact) <= np.spacing(np.float32(exact)))
-    rng = np.random.default_rng(5)
-    n = 1_000_003
-    spread = (rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(-4, 4, n)).astype(np.float32)
-    exact = _exact(spread)
-    ours = ember.sum(ember.from_numpy(spread)).item()
-    theirs = torch.from_numpy(spread).sum().item()
-    assert abs(ours - exact) <= ROUNDINGS * U * _exact(np.abs(spread))
-    assert abs(ours - exact) <= abs(theirs - exact) + np.spacing(np.float32(theirs))
+    # One sum's error is a random walk, so one draw against PyTorch's is a coin flip (and
+    # PyTorch's own result moves with its thread count): compare root-mean-square errors over
+    # 16 draws, PyTorch on one thread.
+    ours_err, theirs_err = [], []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for seed in range(16):
+            rng = np.random.default_rng(seed)
+            n = 1_000_003
+            spread = (rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(-4, 4, n)).astype(np.float32)
+            exact = _exact(spread)
+            ours = ember.sum(ember.from_numpy(spread)).item()
+            assert abs(ours - exact) <= ROUNDINGS * U * _exact(np.abs(spread))
+            ours_err.append(ours - exact)
+            theirs_err.append(torch.from_numpy(spread).sum().item() - exact)
+    finally:
+        torch.set_num_threads(threads)
+    assert np.sqrt(np.mean(np.square(ours_err))) <= np.sqrt(np.mean(np.square(theirs_err)))
 
 
 @pytest.mark.parametrize("dims", [None, -1])
