@@ -8,6 +8,7 @@ import pytest
 
 import ember
 
+from ..saved_graph import saved_bytes
 from . import models as M
 
 torch = pytest.importorskip("torch")
@@ -37,30 +38,12 @@ def test_bfloat16_autocast_tracks_float32(name):
         assert abs(m - t) <= 0.02 * t + 2e-3, f"{name}, step {step}: ember {m}, torch {t}"
 
 
-def _saved_bytes(loss) -> int:
-    """Bytes of the distinct storages the graph behind ``loss`` saved for backward."""
-    storages, seen, todo = {}, set(), [loss.grad_fn]
-    while todo:
-        node = todo.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        saved = getattr(getattr(node, "ctx", None), "_saved", None) or {}
-        for item in saved.values() if isinstance(saved, dict) else saved:
-            for s in item if isinstance(item, tuple) else (item,):
-                tensor = getattr(s, "tensor", None)
-                if tensor is not None:
-                    storages[id(tensor._storage)] = tensor._storage.nbytes
-        todo.extend(edge[0] for edge in node.next_functions if edge is not None)
-    return sum(storages.values())
-
-
 def test_autocast_shrinks_saved_activations():
     """bfloat16 products save bfloat16 inputs: half the bytes of what they replace (float32
     norms and losses still save float32, as in PyTorch)."""
     model = M.gpt(ember, d=64, heads=4, layers=2, seq=32, vocab=64)
     x, y = M.gpt_data(ember, batch=8, seq=32, vocab=64)
-    full = _saved_bytes(ember.nn.functional.cross_entropy(model(x), y))
+    full = saved_bytes(ember.nn.functional.cross_entropy(model(x), y))
     with ember.autocast("cpu"):
-        mixed = _saved_bytes(ember.nn.functional.cross_entropy(model(x), y))
+        mixed = saved_bytes(ember.nn.functional.cross_entropy(model(x), y))
     assert mixed < 0.75 * full, f"the graph saves {mixed} bytes under autocast, {full} without"

@@ -13,38 +13,8 @@ import pytest
 
 import ember
 
+from ..saved_graph import saved_bytes
 from .oracle import compare, torch
-
-
-def saved_bytes(out) -> int:
-    """Bytes of the distinct storages the graph of ``out`` (ember or torch) keeps for backward."""
-    storages, seen, stack = {}, set(), [out.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        for t in _saved(node):
-            if isinstance(t, ember.Tensor):
-                storages[id(t._storage)] = t._storage.nbytes
-            elif isinstance(t, torch.Tensor):
-                storage = t.untyped_storage()
-                storages[storage.data_ptr()] = storage.nbytes()
-        stack.extend(edge[0] for edge in node.next_functions)
-    return sum(storages.values())
-
-
-def _saved(node):
-    """The tensors a node keeps: ember's saved tensors, torch's ``_saved_*`` tensors."""
-    if hasattr(node, "ctx"):  # ember's Node (AccumulateGrad has no context)
-        kept = node.ctx._saved if node.ctx is not None and node.ctx._saved else {}
-        for item in kept.values():
-            yield from (s.tensor for s in (item if isinstance(item, tuple) else (item,)))
-        return
-    for name in dir(node):
-        if name.startswith("_saved_") and not name.endswith(("sym_sizes", "sym_strides")):
-            value = getattr(node, name)
-            yield from (v for v in (value if isinstance(value, (tuple, list)) else (value,)))
 
 
 def graphs(fn, arrays):
