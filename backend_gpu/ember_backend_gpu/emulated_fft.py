@@ -33,6 +33,11 @@ class EmulatedFft:
 
     def execute(self, index, kind, dtype, n, inembed, istride, idist, onembed, ostride, odist,
                 batch, src, dst, direction) -> None:  # fmt: skip
+        align = 2 * np.dtype(REAL[dtype]).itemsize
+        if src % align or dst % align:
+            # what cuFFT returns for a data pointer not aligned to its complex type (an H200,
+            # 2026-11-27: a float64 r2c from 8 bytes into a buffer); the GPU glue must copy
+            raise RuntimeError(f"cuFFT {kind} execution failed: CUFFT_INVALID_VALUE")
         half = [*n[:-1], n[-1] // 2 + 1]
         in_shape, out_shape = {"r2c": (n, half), "c2r": (half, n), "c2c": (n, n)}[kind]
         in_type = REAL[dtype] if kind == "r2c" else COMPLEX[dtype]
