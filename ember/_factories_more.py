@@ -172,8 +172,11 @@ def logspace(
     if isinstance(start, Tensor) and device is None:
         device = start.device
     low, high = _endpoint(start, dtype), _endpoint(end, dtype)
-    values = _logspace_values(low, high, steps, base, device)
-    return _finish(values.to(dtype), requires_grad, pin_memory, "logspace")
+    # An integer result truncates: 3 ** 1.0 one ulp low (a GPU's pow, on an H200) is 2, not
+    # PyTorch's 3. Those values are computed with the host's pow, as PyTorch's CPU kernel does.
+    exact_on_host = not (dtype.is_floating_point or dtype.is_complex)
+    values = _logspace_values(low, high, steps, base, "cpu" if exact_on_host else device)
+    return _finish(values.to(dtype=dtype, device=device), requires_grad, pin_memory, "logspace")
 
 
 _RANGE_DEPRECATED = (

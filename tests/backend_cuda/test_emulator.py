@@ -221,3 +221,23 @@ def test_a_training_step_matches_the_cpu():
 
     cpu, cuda = _both(train)
     np.testing.assert_allclose(cuda, cpu, rtol=1e-4, atol=1e-5)
+
+
+def test_integer_logspace_does_not_take_the_devices_pow_rounding(monkeypatch):
+    """An integer logspace truncates, so a device pow one ulp low (the H200's 3 ** 1.0) would
+    turn 3 into 2; its values must come from the host's pow, as PyTorch's CPU kernel's do."""
+    from ember.dispatcher.optable import OPS
+
+    real_pow = OPS["pow"]
+
+    def pow_one_ulp_low_on_the_device(base, exponent):
+        result = real_pow(base, exponent)
+        if result.device.type == "cpu":
+            return result
+        low = np.nextafter(result.cpu().numpy(), -np.inf)
+        return ember.tensor(low, device=result.device)
+
+    monkeypatch.setitem(OPS, "pow", pow_one_ulp_low_on_the_device)
+    got = ember.logspace(0, 1.2, 4, base=3.0, dtype=ember.int64, device="cuda")
+    assert got.device.type == "cuda"
+    assert got.cpu().tolist() == [1, 1, 2, 3]  # torch.logspace(0, 1.2, 4, 3.0, dtype=torch.int64)
