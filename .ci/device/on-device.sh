@@ -14,7 +14,15 @@ mkdir -p /tmp/pycuda-src && tar xzf .whl/pycuda-*.tar.gz -C /tmp/pycuda-src
 src=$(echo /tmp/pycuda-src/pycuda-*)
 printf '\n[build_ext]\nparallel = 16\n' >> "$src/setup.cfg"
 start=$SECONDS
-python3 -m pip install -q --no-deps --no-build-isolation "$src" > /tmp/pycuda.log 2>&1 &
+# pycuda as a wheel: it comes back in $OUT, and a later session that carries it in .whl/ skips
+# the two-minute build (the image's CUDA and Python are the same from one loan to the next).
+if ls .whl/pycuda-*.whl >/dev/null 2>&1; then
+    true &
+else
+    (python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/pycuda-wheel "$src" &&
+        python3 -m pip install -q --no-deps /tmp/pycuda-wheel/pycuda-*.whl &&
+        cp /tmp/pycuda-wheel/pycuda-*.whl "${OUT:-/tmp}/") > /tmp/pycuda.log 2>&1 &
+fi
 pycuda=$!
 if ls .whl/ember_backend_cpu-*.whl >/dev/null 2>&1; then cpu=(); else cpu=(./backend_cpu); fi
 python3 -m pip install -q --no-deps --no-build-isolation "${cpu[@]}" ./backend_gpu ./backend_cuda .
