@@ -26,6 +26,7 @@ SIZES = {
             "ExpandBackward0",
             "ViewBackward0",
             "UnsafeViewBackward0",
+            "ReshapeAliasBackward0",
             "SelectBackward0",
             "SliceBackward0",
             "IndexBackward0",

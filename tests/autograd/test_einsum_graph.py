@@ -44,11 +44,7 @@ SHAPES = {
 
 
 # Graphs that differ from PyTorch's, and why (the test fails when one matches).
-GRAPHS_DIFFER = {
-    "ij,kj->ik": "the right operand's reshape of a permuted (non-contiguous) view is PyTorch's "
-    "_reshape_alias (ReshapeAliasBackward0); ember shows every reshape that views as "
-    "ViewBackward0 (test_graph_sweep.py's 'reshape alias')",
-}
+GRAPHS_DIFFER: dict = {}
 
 
 def _operands(lib, name):

@@ -14,11 +14,7 @@ import ember
 from .graph_cases import CASES, leaves
 
 # Graphs that differ from PyTorch's, and why.
-GRAPHS_DIFFER = {
-    "reshape alias": "PyTorch's reshape of a non-contiguous tensor it can view is _reshape_alias "
-    "(ReshapeAliasBackward0, contiguous ones a view); ember's node does not know the input's "
-    "strides (keeping them would cost every reshape's recording), so it shows ViewBackward0",
-}
+GRAPHS_DIFFER: dict = {}
 # _saved_* attributes of PyTorch's node that ember's does not have, and why: inputs ember's
 # formula does not need, which keeping would hold in memory for the graph's life.
 SAVED_MISSING = {
