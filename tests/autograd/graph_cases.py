@@ -53,7 +53,7 @@ CASES = {
     "reshape alias of expand": lambda lib, x, w, b, m: x[:1].expand(4).reshape(2, 2),
     "reshape_as alias": lambda lib, x, w, b, m: w.t().reshape_as(w.t().unsqueeze(-1)),
     "flatten alias": lambda lib, x, w, b, m: m.transpose(2, 3).flatten(0, 1),
-    "flatten one dim": lambda lib, x, w, b, m: m[:, ::2].flatten(1, 1),
+    "flatten one dim of slice": lambda lib, x, w, b, m: m[:, ::2].flatten(1, 1),
     "view non-contiguous": lambda lib, x, w, b, m: w.t().view(3, 2, 1),
     "view_as": lambda lib, x, w, b, m: x.view_as(x),
     "flatten copy": lambda lib, x, w, b, m: w.t().flatten(),
