@@ -47,6 +47,8 @@ SIZES = {
             "UnfoldBackward0",
             "SplitBackward0",
             "SplitWithSizesBackward0",
+            "UnsafeSplitBackward0",
+            "UnsafeSplitWithSizesBackward0",
             "TraceBackward0",
             "SqueezeBackward4",
             "AliasBackward0",
