@@ -18,7 +18,7 @@ from .linear import linear
 
 # One time step from the input's gate pre-activations ``gi`` (x W_ih^T + b_ih) and the state.
 def _rnn_step(gi, h, w_hh, b_hh, relu=False):
-    gates = gi + linear(h, w_hh, b_hh)
+    gates = linear(h, w_hh, b_hh) + gi
     return ember.relu(gates) if relu else ember.tanh(gates)
 
 
@@ -106,7 +106,7 @@ def run_layers(mode, x, h0, c0, weights, num_layers, bidirectional, dropout, tra
             finals_h.append(state[0] if lstm else state)
             if lstm:
                 finals_c.append(state[1])
-        layer_input = outputs[0] if directions == 1 else ember.cat(outputs, -1)
+        layer_input = outputs[0] if directions == 1 else ember.cat(outputs, outputs[0].ndim - 1)
         if dropout and train and layer < num_layers - 1:
             layer_input = _dropout(layer_input, dropout, True)
     c_n = ember.stack(finals_c) if lstm else None

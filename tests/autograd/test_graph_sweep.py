@@ -5,12 +5,12 @@ its reason; the tests fail when one is fixed too (so the lists stay true)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
 import ember
 
+from ..graph_walk import same
 from .graph_cases import CASES, leaves
 
 # Graphs that differ from PyTorch's, and why.
@@ -54,23 +54,6 @@ def test_graph_matches_torch(name):
     assert _graph(ours) == _graph(theirs)
 
 
-def _same(ours, theirs) -> bool:
-    if isinstance(theirs, torch.Tensor):
-        if not isinstance(ours, ember.Tensor) or tuple(ours.shape) != tuple(theirs.shape):
-            return False
-        a, b = ours.detach().cpu().numpy(), theirs.detach().numpy()
-        return a.dtype == b.dtype and np.allclose(a, b, equal_nan=True)
-    if isinstance(theirs, (tuple, list)):
-        return (
-            isinstance(ours, (tuple, list))
-            and len(ours) == len(theirs)
-            and all(_same(o, t) for o, t in zip(ours, theirs))
-        )
-    if isinstance(theirs, bool) or theirs is None or isinstance(theirs, str):
-        return type(ours) is type(theirs) and ours == theirs
-    return isinstance(ours, (int, float)) and not isinstance(ours, bool) and ours == theirs
-
-
 @pytest.mark.parametrize("name", sorted(set(CASES) - set(GRAPHS_DIFFER)))
 def test_saved_attributes_match_torch(name):
     ours, theirs, _held = _build(name)
@@ -82,7 +65,7 @@ def test_saved_attributes_match_torch(name):
         except AttributeError:
             missing.add(attribute)
             continue
-        if attribute not in RANDOM.get(name, ()) and not _same(value, getattr(expected, attribute)):
+        if attribute not in RANDOM.get(name, ()) and not same(value, getattr(expected, attribute)):
             differ[attribute] = (value, getattr(expected, attribute))
     assert set(differ) == SAVED_DIFFER.get(name, (set(), ""))[0], differ
     assert missing == SAVED_MISSING.get(name, (set(), ""))[0]
