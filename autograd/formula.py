@@ -14,6 +14,7 @@ from ember._tensor import Tensor
 
 from .context import Context
 from .node import Node, SavedTensor, gradient_edge, leaf_edge
+from .saved_weak import keep as keep_weakly
 
 # The graph node's own names, which a formula's ctx.<argument> cannot read (ctx is the node);
 # Context's (shape, meta...) were never readable as arguments either.
@@ -68,15 +69,18 @@ class Formula:
     ``name`` is a tensor (``x ** 3`` keeps ``x`` alone, as PyTorch's PowBackward0 does).
     """
 
-    __slots__ = ("fn", "plan", "result_when", "save", "saves_result", "strides")
+    __slots__ = ("fn", "plan", "result_when", "save", "saves_result", "strides", "weak")
 
-    def __init__(self, fn, save=(), strides=()):
+    def __init__(self, fn, save=(), strides=(), weak=()):
         self.fn = fn
         self.save = dict(save) if isinstance(save, dict) else dict.fromkeys(save)
         self.saves_result = "result" in self.save
         # {"result": name}: the output is kept only when argument ``name`` is a tensor
         self.result_when = self.save.get("result")
         self.strides = tuple(strides)
+        # inputs PyTorch's node saves that this formula does not read: kept weakly, readable
+        # as _saved_* while their memory lives (saved_weak.py)
+        self.weak = tuple(weak)
         self.plan = None
 
     def bind(self, op) -> None:
@@ -85,6 +89,9 @@ class Formula:
         unknown = sorted(set(self.strides) - set(self.plan.tensor_index))
         if unknown:
             raise ValueError(f"autograd formula of '{op.name}' asks strides of {unknown}")
+        unknown = sorted(set(self.weak) - set(self.plan.tensor_index))
+        if unknown:
+            raise ValueError(f"autograd formula of '{op.name}' keeps unknown inputs {unknown}")
         taken = sorted(set(self.plan.position) & _NODE_NAMES)
         if taken:  # ctx.<argument> would read the node's attribute: ctx is the node
             raise ValueError(f"autograd formula of '{op.name}': arguments {taken} are node names")
@@ -136,6 +143,8 @@ class Formula:
         node._saved = _keep(plan, args, needs, originals) if plan.saves else None
         if self.strides:
             node._strides = {name: args[plan.position[name]]._stride for name in self.strides}
+        if self.weak:
+            keep_weakly(node, self, args)
         return node
 
     def save_result(self, node: Node, out) -> None:

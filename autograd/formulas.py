@@ -790,7 +790,7 @@ FORMULAS = {
     "scatter": F(_scatter, save=("index",)),
     "scatter_add": F(_scatter_add, save=("index",)),
     "index_select": F(_index_select, save=("index",)),
-    "index_add": F(_index_add, save=("index",)),
+    "index_add": F(_index_add, save=("index",), weak=("source",)),
     "take": F(_take, save=("index",)),
     "put_": F(_put, save=("index",)),
     "sort": F(_sort, save=("result",)),
@@ -799,7 +799,7 @@ FORMULAS = {
     "layer_norm": F(_layer_norm, save={"input": None, "weight": None, "bias": "bias"}),
     "im2col": F(_im2col),
     "col2im": F(_col2im),
-    "max_pool2d_with_indices": F(_max_pool2d, save=("result",)),
+    "max_pool2d_with_indices": F(_max_pool2d, save=("result",), weak=("input",)),
     "constant_pad_nd": F(_constant_pad),
     # ---- matrix products ------------------------------------------------------------------------
     "mm": F(_mm, save={"input": "mat2", "mat2": "input"}, strides=("input", "mat2")),

@@ -42,6 +42,9 @@ TRANSPARENT = frozenset(
         # log_softmax and nll_loss (shown as NllLoss over LogSoftmax), or other parts for
         # probability targets and label smoothing, as PyTorch's
         "cross_entropy_loss",
+        # the recurrent layers: PyTorch's CPU graph is its cells' steps (its CUDA one a cuDNN
+        # node), as ember's decomposition (nn/functional/recurrent.py)
+        "lstm", "gru", "rnn_tanh", "rnn_relu",
     }
 )  # fmt: skip
 
@@ -424,6 +427,17 @@ def _show_slices(view: Tensor, others: tuple) -> None:
     slices = view._base._grad_fn
     if isinstance(slices, CopySlices):
         slices.display = Shown("torch::autograd::CopySlices", slices.edges[:1] + tuple(others))
+
+
+def unsafe_split(outputs) -> None:
+    """The nodes of ``unsafe_split``/``unsafe_chunk``'s pieces: the split's, under PyTorch's
+    names for them (``UnsafeSplitBackward0``, same saved values)."""
+    for t in outputs:
+        node = t._grad_fn if isinstance(t, Tensor) else None
+        if node is None or node.name().startswith("Unsafe"):
+            continue
+        shown = node.display if node.display is not None else Shown(*describe(node))
+        node.display = shown._replace(name="Unsafe" + shown.name)
 
 
 def rename(out, name: str):

@@ -71,8 +71,11 @@ class AutogradLayer(Layer):
             return self.record_inplace(op, base, formula, args)
         node = formula.record(op, args)
         out = self.below(op, args)
-        if base.name in COPYING_VIEWS and out._storage is not args[0]._storage:
-            return _copied_view(node, out, args[0])
+        if base.name in COPYING_VIEWS:
+            if out._storage is not args[0]._storage:
+                return _copied_view(node, out, args[0])
+            if not args[0]._contig:  # PyTorch's _reshape_alias: a view it computed strides for
+                node.display = Shown("ReshapeAliasBackward0", node.edges)
         return _attach(node, out)
 
     def below(self, op, args):
@@ -172,7 +175,10 @@ def _attach(node, out):
 
 # View rows whose runner copies when the input's strides allow no view: PyTorch records that
 # call as a clone and an _unsafe_view of the copy (CloneBackward0 under UnsafeViewBackward0),
-# two nodes that graph walkers and hooks see; ember records them too.
+# two nodes that graph walkers and hooks see; ember records them too. Where the runner could
+# view a non-contiguous input, PyTorch's reshape is a _reshape_alias (ReshapeAliasBackward0),
+# a contiguous one's a view (ViewBackward0): the input's contiguity flag, read at recording,
+# tells them apart, so the node keeps no strides.
 COPYING_VIEWS = frozenset({"reshape", "flatten"})
 
 

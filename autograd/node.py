@@ -23,6 +23,7 @@ from .saved_values import (
     saved_value,
     wrapped,
 )
+from .saved_weak import read as read_weak
 
 _SEQUENCE = itertools.count()
 
@@ -99,6 +100,19 @@ SAVED_HOOKS = _SavedHooks()
 _UNSET = object()
 
 
+def check_version(t: Tensor, version: int, owner) -> None:
+    """Refuse a tensor saved at ``version`` whose memory was written in place since."""
+    if t._storage.version != version:
+        saved_by = owner.name() if owner is not None else "a backward function"
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [{t.dtype.name} tensor of shape {list(t._shape)}], which is "
+            f"saved by {saved_by}, is at version {t._storage.version}; expected version "
+            f"{version} instead. Hint: the operation that modified it was in-place "
+            "(a method ending in '_' or an indexed assignment)."
+        )
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
@@ -149,15 +163,7 @@ class SavedTensor:
         t = self.tensor
         if t is None:
             raise RuntimeError(FREED)
-        if t._storage.version != self.version:
-            saved_by = owner.name() if owner is not None else "a backward function"
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{t.dtype.name} tensor of shape {list(t._shape)}], which is "
-                f"saved by {saved_by}, is at version {t._storage.version}; expected version "
-                f"{self.version} instead. Hint: the operation that modified it was in-place "
-                "(a method ending in '_' or an indexed assignment)."
-            )
+        check_version(t, self.version, owner)
         return self._as_output(t, owner)
 
     def _unpack_hooked(self, owner) -> Tensor:
@@ -228,6 +234,7 @@ class Node(Context):
     display = None
     _spans = None
     _strides = None
+    _weak = None  # inputs PyTorch's node saves, kept weakly (saved_weak.py)
 
     # No __init__ of its own: a recorder makes its node with ``Node()`` (object's __init__, the
     # cheapest call that makes one) and writes the slots; every other maker calls ``fill``.
@@ -391,6 +398,9 @@ def _saved_entry(node, name: str, raw: bool):
         return unpacked if isinstance(saved, tuple) else unpacked[0]
     if raw:
         raise AttributeError(f"'{node.name()}' object has no attribute '_raw_saved_{name}'")
+    weak = node._weak and read_weak(node, own, name)  # kept weakly: saved_weak.py
+    if weak is not None:
+        return weak
     if _unneeded(node, own):
         return None  # saved only for another input's gradient, not needed: PyTorch's None too
     return saved_value(

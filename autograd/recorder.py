@@ -18,8 +18,8 @@ when grad mode is off (the operators do not test grad mode themselves).
 
 Ops whose calls need more than this keep the general path (``build`` returns None): in-place
 and mutating ops, Tensor[] arguments, optional tensor arguments after a default (a call may
-leave them out), formulas that ask for strides, library formulas, and the view rows that copy
-(``COPYING_VIEWS``).
+leave them out), formulas that ask for strides or keep inputs weakly, library formulas, and
+the view rows that copy (``COPYING_VIEWS``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def eligible(op, formula) -> bool:
     """Whether ``build`` can write a recorder for ``op``'s calls (the module docstring)."""
     from .layer import COPYING_VIEWS
 
-    if type(formula) is not Formula or formula.strides or formula.plan.has_lists:
+    if type(formula) is not Formula or formula.strides or formula.weak or formula.plan.has_lists:
         return False
     if op.mutates or op.inplace_of is not None or op.name in COPYING_VIEWS:
         return False

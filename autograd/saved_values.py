@@ -70,6 +70,15 @@ def _total_weight(values):
         return counted.sum()
 
 
+def _bias_sizes(values):
+    """A convolution's bias sizes ((0,) without one): a table row's node keeps the sizes of its
+    tensor arguments (``Call.shapes``), not the bias, which its formula does not save."""
+    shapes = getattr(values, "shapes", None)
+    if shapes is not None:
+        return shapes.get("bias", (0,))
+    return (0,) if values.get("bias") is None else tuple(values["bias"].shape)
+
+
 _LOSS = {"self": _arg("input"), "target": _arg("target"), "reduction": _reduction}
 _CONV = {
     "input": _arg("input"),
@@ -80,9 +89,7 @@ _CONV = {
     "groups": lambda values: values.get("groups", 1),
     "transposed": lambda values: False,
     "output_padding": lambda values: (0, 0),
-    "bias_sym_sizes_opt": lambda values: (
-        (0,) if values.get("bias") is None else tuple(values["bias"].shape)
-    ),
+    "bias_sym_sizes_opt": _bias_sizes,
 }
 
 SAVED = {
@@ -108,6 +115,17 @@ SAVED = {
     "ConvolutionBackward0": _CONV,
 }
 SAVED["NllLoss2DBackward0"] = SAVED["NllLossBackward0"]
+# the margin losses ATen computes as one op (nn/functional/margin.py shows their node)
+SAVED["SoftMarginLossBackward0"] = _LOSS
+SAVED["MultiMarginLossBackward0"] = {
+    **_LOSS,
+    "p": _arg("p"),
+    "margin": _arg("margin"),
+    "weight": _arg("weight"),
+}
+SAVED["MultilabelMarginLossBackward0"] = {**_LOSS, "is_target": _arg("is_target")}
+SAVED["UnsafeSplitBackward0"] = SAVED["SplitBackward0"]
+SAVED["UnsafeSplitWithSizesBackward0"] = SAVED["SplitWithSizesBackward0"]
 
 
 _INT64_MAX = (1 << 63) - 1
@@ -212,6 +230,17 @@ def _statistic(kind: str, which: int):
     return read
 
 
+def _log_sigmoid_buffer(x):
+    """What PyTorch's CPU log_sigmoid forward computes beside its output and its node keeps,
+    ``exp(-|x|)`` (its CUDA kernel keeps an empty one): ember's formula recomputes it."""
+    import ember
+
+    if x.device.type != "cpu":
+        return x.new_empty((0,))
+    with ember.no_grad():
+        return ember.exp(-x.abs())
+
+
 def _lu_factor(index: int, transposed: bool):
     """The LU factors (``index`` 0) or pivots (1) of A that PyTorch's node keeps: det's
     factor a contiguous real A's transpose (the same det, no copy into column-major order),
@@ -251,6 +280,8 @@ DERIVED = {
         "step": lambda values: values.get("step", 1),
     },
     "LinalgVectorNormBackward0": {"ord": _ord, "dim": _norm_dims},
+    # ATen's at::norm(x, p, dim, keepdim) (pairwise_distance's): p as a float, dim a tuple
+    "NormBackward1": {"p": lambda values: float(values["p"]), "dim": _norm_dims},
     "RollBackward0": {"dims": lambda values: tuple(values.get("dims") or ())},
     "PermuteBackward0": {"dims": _permutation},
     "IndexAddBackward0": {"source_dim": lambda values: len(_shape(values, "source"))},
@@ -266,6 +297,7 @@ DERIVED = {
         "result2": _statistic("layer", 2),
     },
     "RepeatBackward0": {"repeats": _repeats},
+    "LogSigmoidBackward0": {"buffer": lambda values: _log_sigmoid_buffer(values["input"])},
     # LAPACK factors PyTorch's node keeps and ember's formula does not need: computed when asked
     "LinalgDetBackward0": {"LU": _lu_factor(0, True), "pivots": _lu_factor(1, True)},
     "LinalgSolveExBackward0": {"LU": _lu_factor(0, False), "pivots": _lu_factor(1, False)},
@@ -378,6 +410,7 @@ OUTPUTS = {
             "LinalgSolveExBackward0",
             "LinalgVectorNormBackward0",
             "LogsumexpBackward0",
+            "NormBackward1",
             "StdBackward0",
         ),
         _RESULT,

@@ -125,19 +125,25 @@ def _inplace_view(name: str):
     return method
 
 
-def _split_alias(op_name: str):
-    """split_with_sizes, unsafe_split, unsafe_chunk: PyTorch's other names of split/chunk."""
+def _split_alias(op_name: str, unsafe: bool = False):
+    """split_with_sizes, unsafe_split, unsafe_chunk: PyTorch's other names of split/chunk (the
+    unsafe ones' nodes under PyTorch's names for them, UnsafeSplitBackward0...)."""
 
     def function(input, *args, **kwargs):
-        return getattr(_ember(), op_name)(input, *args, **kwargs)
+        out = getattr(_ember(), op_name)(input, *args, **kwargs)
+        if unsafe:
+            from .autograd.graph_names import unsafe_split
+
+            unsafe_split(out)
+        return out
 
     return function
 
 
 SPLIT_ALIASES = {
     "split_with_sizes": _split_alias("split"),
-    "unsafe_split": _split_alias("split"),
-    "unsafe_chunk": _split_alias("chunk"),
+    "unsafe_split": _split_alias("split", unsafe=True),
+    "unsafe_chunk": _split_alias("chunk", unsafe=True),
 }
 
 

@@ -23,6 +23,11 @@ def _linear(input, weight, bias=None):
             f"linear: input features {input.shape[-1]} don't match weight {list(weight.shape)} "
             f"(input shape {list(input.shape)})"
         )
+    if input.ndim != 2 and (bias is None or not input.is_contiguous()):
+        # PyTorch folds only a contiguous input with a bias into one addmm; otherwise its graph
+        # is matmul's (an mm under an _unsafe_view, mv for a vector) and an add of the bias
+        out = ember.matmul(input, weight.t())
+        return out if bias is None else out + bias
     flat = input if input.ndim == 2 else input.reshape(-1, input.shape[-1])
     if bias is None:
         out = OPS["mm"](flat, weight.t())

@@ -10,6 +10,7 @@ import numpy as np
 
 import ember
 from ember.autograd import Function
+from ember.autograd.graph_names import present, rename
 from ember.dispatcher.optable import OPS
 
 from .normalization import norm_at_least
@@ -306,8 +307,16 @@ def _cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean")
     return _reduce(loss, reduction)
 
 
+def add_scalar(x, number):
+    """``x + number`` as ATen's C++ losses add a number: its Scalar overload, PyTorch's
+    AddBackward1 over ``x`` alone (Python's ``x + 1`` is AddBackward0)."""
+    return present(x + number, "AddBackward1", x)
+
+
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+    # ATen's at::norm over the last dim given as non-negative: PyTorch's NormBackward1
+    dim = max(x1.ndim, x2.ndim) - 1
+    return rename(add_scalar(x1 - x2, eps).norm(p, dim, keepdim=keepdim), "NormBackward1")
 
 
 @functools.lru_cache(maxsize=64)
@@ -386,7 +395,10 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not valid")
     # PyTorch clamps a clone in place under no_grad: the clamped value, the identity gradient
-    var = var + (ember.clamp(var, min=eps) - var).detach()
+    # (its graph a CloneBackward0)
+    var = var.clone()
+    with ember.no_grad():
+        var.clamp_(min=eps)
     loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)

@@ -5,9 +5,10 @@ PyTorch's formulas, so their gradients are autograd's."""
 from __future__ import annotations
 
 import ember
+from ember.autograd.graph_names import present
 from ember.dispatcher.optable import OPS
 
-from .loss import _reduce, legacy_reduction, pairwise_distance
+from .loss import _reduce, add_scalar, legacy_reduction, pairwise_distance
 
 
 def margin_ranking_loss(
@@ -21,7 +22,7 @@ def margin_ranking_loss(
             "margin_ranking_loss : All input tensors should have same dimension but got sizes: "
             f"input1: {_size(input1)}, input2: {_size(input2)}, target: {_size(target)} "
         )
-    return _reduce(ember.clamp(-target * (input1 - input2) + margin, min=0), reduction)
+    return _reduce(ember.clamp_min(add_scalar(-target * (input1 - input2), margin), 0), reduction)
 
 
 def _size(t) -> str:
@@ -35,14 +36,28 @@ def hinge_embedding_loss(
     formula, which adds both terms for any other target value)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     zeros = ember.zeros((), dtype=input.dtype, device=input.device)
-    hinge = ember.where(target != 1, ember.clamp(margin - input, min=0), zeros)
+    hinge = ember.where(target != 1, ember.clamp_min(_minus(margin, input), 0), zeros)
     return _reduce(hinge + ember.where(target != -1, input, zeros), reduction)
+
+
+def _one_node(loss, name: str, input, target, reduction: str, extra=None):
+    """``loss``, shown as the one node PyTorch's ATen loss makes (over ``input`` alone: its
+    target and weight take no gradient), which keeps the call's arguments (saved_values.SAVED)."""
+    saved = {"input": input, "target": target, "reduction": reduction, **(extra or {})}
+    return present(loss, name, input, saved=saved)
+
+
+def _minus(number, x):
+    """``number - x`` as ATen's C++ computes it: a tensor filled with the number, ``x``
+    subtracted in place (PyTorch's SubBackward0 over no input and ``x``)."""
+    return ember.full_like(x, number).sub_(x)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``, the two-class logistic loss."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    return _reduce(ember.log1p(ember.exp(-input * target)), reduction)
+    loss = _reduce(ember.log1p(ember.exp(-input * target)), reduction)
+    return _one_node(loss, "SoftMarginLossBackward0", input, target, reduction)
 
 
 def multilabel_soft_margin_loss(
@@ -110,7 +125,10 @@ def multi_margin_loss(
         loss = loss * weight[y]
     if input.ndim < 2:
         loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    extra = {"p": p, "margin": margin, "weight": weight}
+    return _one_node(
+        _reduce(loss, reduction), "MultiMarginLossBackward0", input, target, reduction, extra
+    )
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -140,7 +158,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     loss = (hinge * pairs.to(hinge.dtype)).sum((1, 2)) / classes
     if input.ndim < 2:
         loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    kept = {"is_target": is_target.to(input.dtype).reshape(input.shape)}
+    loss = _reduce(loss, reduction)
+    return _one_node(loss, "MultilabelMarginLossBackward0", input, target, reduction, kept)
 
 
 def _same_ranks(anchor, positive, negative) -> None:
@@ -155,7 +175,7 @@ def _same_ranks(anchor, positive, negative) -> None:
 def _triplet(dist_pos, dist_neg, dist_swap, margin, reduction):
     if dist_swap is not None:
         dist_neg = ember.minimum(dist_neg, dist_swap)
-    return _reduce(ember.clamp(margin + dist_pos - dist_neg, min=0), reduction)
+    return _reduce(ember.clamp_min(add_scalar(dist_pos, margin) - dist_neg, 0), reduction)
 
 
 def triplet_margin_loss(

@@ -18,24 +18,30 @@ from .linear import linear
 
 # One time step from the input's gate pre-activations ``gi`` (x W_ih^T + b_ih) and the state.
 def _rnn_step(gi, h, w_hh, b_hh, relu=False):
-    gates = gi + linear(h, w_hh, b_hh)
+    gates = linear(h, w_hh, b_hh) + gi
     return ember.relu(gates) if relu else ember.tanh(gates)
+
+
+# The gates split as PyTorch's cells split them (unsafe_chunk over the last dim as a
+# non-negative dim: UnsafeSplitBackward0 with its _saved_dim).
+def _gates(gates, n):
+    return gates.unsafe_chunk(n, gates.ndim - 1)
 
 
 def _lstm_step(gi, state, w_hh, b_hh):
     h, c = state
-    i, f, g, o = (gi + linear(h, w_hh, b_hh)).chunk(4, -1)
+    i, f, g, o = _gates(linear(h, w_hh, b_hh) + gi, 4)
     c = ember.sigmoid(f) * c + ember.sigmoid(i) * ember.tanh(g)
     return ember.sigmoid(o) * ember.tanh(c), c
 
 
 def _gru_step(gi, h, w_hh, b_hh):
-    ir, iz, in_ = gi.chunk(3, -1)
-    hr, hz, hn = linear(h, w_hh, b_hh).chunk(3, -1)
-    r = ember.sigmoid(ir + hr)
-    z = ember.sigmoid(iz + hz)
-    n = ember.tanh(in_ + r * hn)
-    return n + z * (h - n)
+    ir, iz, in_ = _gates(gi, 3)
+    hr, hz, hn = _gates(linear(h, w_hh, b_hh), 3)
+    r = ember.sigmoid(hr + ir)
+    z = ember.sigmoid(hz + iz)
+    n = ember.tanh(in_ + hn * r)
+    return (h - n) * z + n
 
 
 def step(mode: str):
@@ -54,7 +60,8 @@ def run_direction(mode, inputs, state, weights, reverse, active=None):
     the steps of packed sequences: elsewhere the state is kept (so a reversed sequence starts
     at its own last step) and the output is 0."""
     w_ih, w_hh, b_ih, b_hh, w_hr = weights
-    gates = linear(inputs, w_ih, b_ih)  # every time step's input products at once
+    # every time step's input products at once, one piece per step (PyTorch's unbind)
+    gates = linear(inputs, w_ih, b_ih).unbind(0)
     steps = inputs.shape[0]
     outputs = [None] * steps
     lstm = mode == "LSTM"
@@ -99,7 +106,7 @@ def run_layers(mode, x, h0, c0, weights, num_layers, bidirectional, dropout, tra
             finals_h.append(state[0] if lstm else state)
             if lstm:
                 finals_c.append(state[1])
-        layer_input = outputs[0] if directions == 1 else ember.cat(outputs, -1)
+        layer_input = outputs[0] if directions == 1 else ember.cat(outputs, outputs[0].ndim - 1)
         if dropout and train and layer < num_layers - 1:
             layer_input = _dropout(layer_input, dropout, True)
     c_n = ember.stack(finals_c) if lstm else None

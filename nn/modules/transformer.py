@@ -96,12 +96,12 @@ class MultiheadAttention(Module):
             # transposed once each, keeping self-attention's shared input shared
             if key is value:
                 if query is key:
-                    query = key = value = query.transpose(0, 1)
+                    query = key = value = query.transpose(1, 0)
                 else:
-                    query, key = query.transpose(0, 1), key.transpose(0, 1)
+                    query, key = query.transpose(1, 0), key.transpose(1, 0)
                     value = key
             else:
-                query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+                query, key, value = (t.transpose(1, 0) for t in (query, key, value))
         separate = {}
         if not self._qkv_same_embed_dim:
             separate = {
@@ -132,8 +132,8 @@ class MultiheadAttention(Module):
             is_causal=is_causal,
             **separate,
         )
-        if self.batch_first and batched:
-            out = out.transpose(0, 1)
+        if self.batch_first and batched:  # (1, 0) as PyTorch's: its node saves the dims
+            out = out.transpose(1, 0)
         return out, weights
 
 

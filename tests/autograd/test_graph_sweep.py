@@ -5,30 +5,18 @@ its reason; the tests fail when one is fixed too (so the lists stay true)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
 import ember
 
+from ..graph_walk import same
 from .graph_cases import CASES, leaves
 
 # Graphs that differ from PyTorch's, and why.
-GRAPHS_DIFFER = {
-    "reshape alias": "PyTorch's reshape of a non-contiguous tensor it can view is _reshape_alias "
-    "(ReshapeAliasBackward0, contiguous ones a view); ember's node does not know the input's "
-    "strides (keeping them would cost every reshape's recording), so it shows ViewBackward0",
-}
-# _saved_* attributes of PyTorch's node that ember's does not have, and why: inputs ember's
-# formula does not need, which keeping would hold in memory for the graph's life.
-SAVED_MISSING = {
-    "max_pool2d": (
-        {"_saved_self"},
-        "ember's formula needs the input's shape and the indices, not the input (a block's "
-        "largest activation)",
-    ),
-    "index_add": ({"_saved_source"}, "ember's formula needs the source's shape, not its values"),
-}
+GRAPHS_DIFFER: dict = {}
+# _saved_* attributes of PyTorch's node that ember's does not have, and why.
+SAVED_MISSING: dict = {}
 # Random values: compared by presence only.
 RANDOM = {"dropout": {"_saved_other"}}
 # _saved_* values that differ from PyTorch's, and why.
@@ -50,40 +38,25 @@ def _graph(t, depth=2):
 
 
 def _build(name):
-    ours = CASES[name](ember, *leaves(ember))
-    theirs = CASES[name](torch, *leaves(torch))
-    return ours, theirs
+    """Ember's and torch's output of case ``name``, and ember's leaves: a test holds them as a
+    program holds its inputs and parameters (ember's graph refers to a leaf weakly, and
+    max_pool2d's and index_add's nodes to their inputs: autograd/saved_weak.py)."""
+    held = leaves(ember)
+    return CASES[name](ember, *held), CASES[name](torch, *leaves(torch)), held
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_graph_matches_torch(name):
-    ours, theirs = _build(name)
+    ours, theirs, _ = _build(name)
     if name in GRAPHS_DIFFER:
         assert _graph(ours) != _graph(theirs), f"now the same as PyTorch's: drop '{name}'"
         return
     assert _graph(ours) == _graph(theirs)
 
 
-def _same(ours, theirs) -> bool:
-    if isinstance(theirs, torch.Tensor):
-        if not isinstance(ours, ember.Tensor) or tuple(ours.shape) != tuple(theirs.shape):
-            return False
-        a, b = ours.detach().cpu().numpy(), theirs.detach().numpy()
-        return a.dtype == b.dtype and np.allclose(a, b, equal_nan=True)
-    if isinstance(theirs, (tuple, list)):
-        return (
-            isinstance(ours, (tuple, list))
-            and len(ours) == len(theirs)
-            and all(_same(o, t) for o, t in zip(ours, theirs))
-        )
-    if isinstance(theirs, bool) or theirs is None or isinstance(theirs, str):
-        return type(ours) is type(theirs) and ours == theirs
-    return isinstance(ours, (int, float)) and not isinstance(ours, bool) and ours == theirs
-
-
 @pytest.mark.parametrize("name", sorted(set(CASES) - set(GRAPHS_DIFFER)))
 def test_saved_attributes_match_torch(name):
-    ours, theirs = _build(name)
+    ours, theirs, _held = _build(name)
     node, expected = ours.grad_fn, theirs.grad_fn
     missing, differ = set(), {}
     for attribute in sorted(a for a in dir(expected) if a.startswith("_saved_")):
@@ -92,7 +65,7 @@ def test_saved_attributes_match_torch(name):
         except AttributeError:
             missing.add(attribute)
             continue
-        if attribute not in RANDOM.get(name, ()) and not _same(value, getattr(expected, attribute)):
+        if attribute not in RANDOM.get(name, ()) and not same(value, getattr(expected, attribute)):
             differ[attribute] = (value, getattr(expected, attribute))
     assert set(differ) == SAVED_DIFFER.get(name, (set(), ""))[0], differ
     assert missing == SAVED_MISSING.get(name, (set(), ""))[0]
