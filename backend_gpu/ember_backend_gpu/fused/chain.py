@@ -4,12 +4,12 @@
 and read through the description's broadcast strides; the sizes are constants of the source (a
 new shape is a new kernel, as on the CPU). The steps are steps.py's device functions, so a step
 rounds as the eager op does. An elementwise chain runs a work-item per element of the collapsed
-output (a grid-stride loop); a chain ending in a row op runs a work-item or a work-group per
-row (rows.py).
+output (a grid-stride loop); a chain with row statistics (feature ``row_steps``) or ending in
+a row op runs a work-item or a work-group per row (rows.py).
 
 ``source`` returns None for what it does not know (an op missing from the dialect's table, a
-dtype, a row op that is not last, a description field it does not read), so the chain replays
-op by op: never wrong numbers.
+dtype, a softmax, log_softmax or layer_norm that is not last, a description field or feature
+it does not read), so the chain replays op by op: never wrong numbers.
 """
 
 from __future__ import annotations
@@ -58,12 +58,12 @@ def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
     if not known(d) or getattr(d, "segments", ()):
         return None
     *body_steps, last = d.steps
-    row = last.op in ROW
-    if any(s.op in ROW for s in body_steps) or (row and last.op not in rows.OPS):
+    row = rows.rowwise(d)
+    if any(s.op in rows.NORMS for s in body_steps) or (last.op in ROW and last.op not in rows.OPS):
         return None
     if set(last.params) - KNOWN_PARAMS.get(last.op, set()):
         return None
-    functions = step_functions(d, dialect, len(d.steps) - row)
+    functions = step_functions(d, dialect, len(d.steps) - (last.op in rows.NORMS))
     if functions is None:
         return None
     params, bases = signature(d, dialect)
