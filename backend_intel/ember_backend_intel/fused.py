@@ -19,12 +19,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import math
 
+import numpy as np
 from ember_backend_gpu.fused import chain, multi
 from ember_backend_gpu.fused.dialect import OPENCL_HEAD, TOKENS, opencl
 
 from .kernels import _shared
-from .kernels._launch import device_of, offset
+from .kernels._launch import check_status, device_of, offset
 from .kernels.elementwise import WHERE
 from .programs import source
 
@@ -54,20 +56,39 @@ def kernel(runtime, d):
     program = _program(runtime, text, d.dtype)
     if program is None:
         return None
+    checked = chain.checked(d)
+    if checked:
+        op, detail = chain.index_error(d)
 
     def run(*tensors):
         if work:
             dev = device_of(runtime, tensors[0])
             args = [x for t in tensors for x in (t._storage.handle, offset(t))]
+            if checked:  # indices checked into the status word: raise as eager does
+                args.append(dev.status)
             k = program(dev)[chain.KERNEL]
             if not lanes:  # a work-item per element or row
-                return dev.launch(k, work, *args)
-            local = min(k.local, lanes)  # a work-group per row: a power of two, at most lanes
-            groups = min(work, dev.max_groups)
-            k.fn(dev.queue, (groups * local,), (local,), *args)
+                dev.launch(k, work, *args)
+            else:  # a work-group per row: a power of two, at most lanes
+                local = min(k.local, lanes)
+                groups = min(work, dev.max_groups)
+                k.fn(dev.queue, (groups * local,), (local,), *args)
+            if checked:  # eager's message names the first bad index in row-major order
+                bad = functools.partial(_first_bad, runtime, d, tensors)
+                check_status(dev, op, d.dtype, lambda _: detail.format(bad=bad()))
 
     run.source = text
     return run
+
+
+def _first_bad(runtime, d, tensors) -> int:
+    """The first out-of-range value of scatter_add's index (one per row, contiguous), read
+    back: the work-items report theirs in no fixed order."""
+    (k,) = {s.args[1][1] for s in d.steps if s.op == "scatter_add"}
+    t = tensors[len(d.outputs) + k]
+    host = np.empty(math.prod(t._shape), np.int64)
+    runtime.copy_out(host, t._storage.handle, offset(t) * 8, t._storage.device.index)
+    return int(host[(host < 0) | (host >= d.shape[-1])][0])
 
 
 def _program(runtime, text: str, dtype: str):

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import launch
 from ..diskcache import CompileError
-from ..kernels._args import addr, device
+from ..kernels._args import addr, device, first_outside, raise_status
 from . import chain, multi
 from .dialect import CUDA, HIP
 
@@ -51,7 +51,8 @@ def kernel(runtime, description):
     if made is None:
         return None
     text, work, lanes = made
-    count = len(description.outputs) + len(description.inputs)
+    checked = chain.checked(description)
+    count = len(description.outputs) + len(description.inputs) + checked
     function = _builder(runtime, text, chain.KERNEL, "P" * count)
     if function is None:
         return None
@@ -63,10 +64,27 @@ def kernel(runtime, description):
             # a block per row (lanes), or a thread per element or row
             blocks = min(work, sm * launch.BLOCKS_PER_SM) if lanes else launch.grid(work, sm)
             args = [addr(t) for t in tensors]
+            if checked:
+                args.append(runtime.status_word(index))
             runtime.call(index, function(index), blocks, lanes or launch.BLOCK, *args)
+            if checked:
+                _check(runtime, index, description, tensors)
 
     run.source = text
     return run
+
+
+def _check(runtime, index: int, d, tensors) -> None:
+    """Raise what the kernel reported into the status word (waits for it, as eager's index
+    kernels do): an index out of range, named as eager names it (the status word holds no
+    value on CUDA: the first bad one is read from the index tensor)."""
+    status = runtime.read_status(index)
+    if not status:
+        return
+    op, detail = chain.index_error(d)
+    (k,) = {s.args[1][1] for s in d.steps if s.op == "scatter_add"}
+    bad = first_outside(runtime, tensors[len(d.outputs) + k], 0, d.shape[-1])
+    raise_status(status, op, d.dtype, "" if bad is None else detail.format(bad=bad))
 
 
 def _builder(runtime, text: str, name: str, arg_format: str):

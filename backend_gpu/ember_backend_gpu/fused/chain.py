@@ -19,7 +19,7 @@ import math
 from ..launch import coalesce
 from . import rows
 from .dialect import C_TYPES, Dialect
-from .steps import KNOWN_PARAMS, ROW, body, known, step_functions
+from .steps import INDEXED, KNOWN_PARAMS, ROW, body, known, step_functions
 
 KERNEL = "em_fused"
 
@@ -32,10 +32,24 @@ def signature(d, dialect: Dialect) -> tuple[list, list]:
         params += dialect.pointer(ct, f"o{k}", False)
         bases.append(dialect.base(ct, f"o{k}", False))
     for k, spec in enumerate(d.inputs):
-        ct = dialect.u8 if spec.dtype == "bool" else C_TYPES[spec.dtype]
+        ct = dialect.ctype(spec.dtype)
         params += dialect.pointer(ct, f"i{k}", True)
         bases.append(dialect.base(ct, f"i{k}", True))
+    if checked(d):
+        params.append(dialect.status)
     return params, [b for b in bases if b]
+
+
+def checked(d) -> bool:
+    """Whether the kernel reads indices (scatter_add's), which it checks into the device's
+    status word (its last argument): the call then raises the op's IndexError, as eager's."""
+    return any(s.op in INDEXED for s in d.steps)
+
+
+def index_error(d) -> tuple:
+    """``(op, detail format of the bad value)`` of a checked kernel's IndexError: eager's."""
+    dim, size = len(d.shape) - 1, d.shape[-1]
+    return "scatter_add", f"index {{bad}} is out of bounds for dim {dim} with size {size}"
 
 
 def unravel(sizes: list, strides: list, at: str, indent: str, i64: str) -> list:
@@ -61,7 +75,7 @@ def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
     row = rows.rowwise(d)
     if any(s.op in rows.NORMS for s in body_steps) or (last.op in ROW and last.op not in rows.OPS):
         return None
-    if set(last.params) - KNOWN_PARAMS.get(last.op, set()):
+    if set(last.params) - KNOWN_PARAMS.get(last.op, set()) or not rows.indices_known(d):
         return None
     functions = step_functions(d, dialect, len(d.steps) - (last.op in rows.NORMS))
     if functions is None:

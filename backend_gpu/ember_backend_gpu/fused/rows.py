@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .dialect import C_TYPES, Dialect
-from .steps import REDUCE, operand
+from .steps import INDEXED, REDUCE, operand
 
 LANES = 256  # work-items per row in a work-group (CUDA's launch.BLOCK; OpenCL: at most this)
 BLOCK_MIN = 64  # rows at least this long take a work-group (as launch.ROW_BLOCK_MIN)
@@ -84,8 +84,25 @@ def head(dialect: Dialect, block: bool) -> list:
 
 
 def rowwise(d) -> bool:
-    """Whether ``d`` runs a row at a time: a row statistic anywhere, or a row op last."""
-    return any(s.op in REDUCE or s.op in NORMS or getattr(s, "row", False) for s in d.steps)
+    """Whether ``d`` runs a row at a time: a row statistic anywhere, a row op last, or a step
+    that reads the position in the row (scatter_add)."""
+    return any(s.op in REDUCE or s.op in NORMS or s.op in INDEXED or getattr(s, "row", False)
+               for s in d.steps)  # fmt: skip
+
+
+def indices_known(d) -> bool:
+    """Whether every int64 input is a scatter_add's index of one value per row (its last
+    stride 0), and only read there: what the compiler's ``row_index`` chains hold."""
+    wanted = {k for k, spec in enumerate(d.inputs) if spec.dtype == "int64"}
+    found = set()
+    for s in d.steps:
+        for position, (kind, value) in enumerate(s.args):
+            if kind != "input" or value not in wanted:
+                continue
+            if s.op != "scatter_add" or position != 1 or d.inputs[value].strides[-1]:
+                return False
+            found.add(value)
+    return found == wanted
 
 
 @dataclass(frozen=True)
@@ -145,25 +162,37 @@ def text(d, dialect: Dialect, inner: list, block: bool) -> list:
     return lines + [row.once(f"o{k}[r] = s{i};") for k, i in ours]
 
 
-def _load(d, k: int, index: str) -> str:
+def _load(d, k: int, index: str, dialect) -> str:
     spec = d.inputs[k]
     if spec.dtype == "bool":
         return f"int v{k} = i{k}[{index}] != 0;"
-    return f"{C_TYPES[d.dtype]} v{k} = i{k}[{index}];"
+    ct = dialect.i64 if spec.dtype == "int64" else C_TYPES[d.dtype]
+    return f"{ct} v{k} = i{k}[{index}];"
 
 
 def _row_loads(d, plan: Plan, dialect) -> list:
-    """Row-scope loads of the inputs that per-row steps read (broadcast along the row)."""
+    """Row-scope loads of the inputs that per-row steps read (broadcast along the row), and of
+    scatter_add's indices, each checked against the row's length into the status word."""
     wanted = {a[1] for i, s in enumerate(d.steps) if plan.per_row[i] and s.op not in REDUCE
               for a in s.args if a[0] == "input"}  # fmt: skip
-    return [f"        {_load(d, k, f'b{k}')}" for k in sorted(wanted)]
+    indices = {s.args[1][1] for s in d.steps if s.op == "scatter_add"}
+    lines = [f"        {_load(d, k, f'b{k}', dialect)}" for k in sorted(wanted | indices)]
+    n = d.shape[-1]
+    for k in sorted(indices):
+        lines.append(f"        if (v{k} < 0 || v{k} >= {n}) {{ {dialect.fail.format(f'v{k}')} }}")
+    return lines
 
 
 def _compute(d, n: int, dialect) -> str:
     step = d.steps[n]
     ct = "int" if step.dtype == "bool" else C_TYPES[d.dtype]
-    args = ", ".join(operand(a, dialect, d.dtype) for a in step.args)
-    return f"{ct} s{n} = em_s{n}({args});"
+    args = [operand(a, dialect, d.dtype) for a in step.args]
+    if step.op == "full":
+        return f"{ct} s{n} = {dialect.literal(step.params['value'], d.dtype)};"
+    if step.op == "scatter_add":  # the base plus the row's value at its index (j: the position)
+        base, index, value = args
+        return f"{ct} s{n} = j == {index} ? ({ct})({base} + {value}) : {base};"
+    return f"{ct} s{n} = em_s{n}({', '.join(args)});"
 
 
 def _row_steps(d, plan: Plan, dialect, at: int) -> list:
@@ -193,7 +222,7 @@ def _pass(d, plan: Plan, row: Row, inner: list, stats: list, outs: list, tail: b
     used = {a[1] for i in wanted for a in steps[i].args if a[0] == "input"}
     used |= {a[1] for a in reads if a[0] == "input"}
     index = [f"b{k} + j * {s}" if s else f"b{k}" for k, s in enumerate(inner)]
-    lines += [f"            {_load(d, k, index[k])}" for k in sorted(used)]
+    lines += [f"            {_load(d, k, index[k], dialect)}" for k in sorted(used)]
     lines += [f"            {_compute(d, i, dialect)}" for i in wanted]
     lines += [f"            o{k}[r * {n} + j] = s{i};" for k, i in outs]
     for i in stats:

@@ -15,19 +15,23 @@ from .dialect import C_TYPES, TOKENS, Dialect
 
 REDUCE = frozenset(("sum", "mean", "amax"))  # row statistics: anywhere in a chain (rows.py)
 ROW = REDUCE | {"softmax", "log_softmax", "layer_norm"}
+# steps written inline by rows.py, not from the table: ``full`` (a constant) and
+# ``scatter_add`` of one value per row along the last dim (reads the position in the row)
+INDEXED = frozenset(("full", "scatter_add"))
 # The FusedKernel fields the generators read; a description that sets another (a later
 # fusion feature) is declined rather than half understood.
 KNOWN = frozenset(("device_type", "shape", "dtype", "inputs", "steps", "outputs", "segments",
                    "writes", "features"))  # fmt: skip
 # The description features (``FusedKernel.features``) the generators write; a description
 # listing another is declined and the scheduler plans the program again without it
-FEATURES = frozenset(("row_steps",))
+FEATURES = frozenset(("row_steps", "row_index"))
 
 
 # The non-tensor arguments a step may carry (``FusedStep.params``), by op: GELU's form here,
 # the row ops' in rows.py; any other is declined
 KNOWN_PARAMS = {"gelu": {"approximate"}, "sum": {"keepdim"}, "mean": {"keepdim"},
-                "amax": {"keepdim"}, "layer_norm": {"eps"}, "addcmul": {"value"}}  # fmt: skip
+                "amax": {"keepdim"}, "layer_norm": {"eps"}, "addcmul": {"value"},
+                "full": {"value"}}  # fmt: skip
 
 
 def known(d) -> bool:
@@ -36,22 +40,25 @@ def known(d) -> bool:
         extra = {f.name for f in dataclasses.fields(d)} - KNOWN
         if any(getattr(d, name) not in (None, (), {}, False, 0) for name in extra):
             return False
-    if set(getattr(d, "features", ())) - FEATURES:
+    features = set(getattr(d, "features", ()))
+    if features - FEATURES:
         return False
-    return d.dtype in TOKENS and all(i.dtype in C_TYPES for i in d.inputs)
+    # int64 inputs: scatter_add's indices, only
+    types = {*C_TYPES, "int64"} if "row_index" in features else C_TYPES
+    return d.dtype in TOKENS and all(i.dtype in types for i in d.inputs)
 
 
 def step_functions(d, dialect: Dialect, count: int) -> list | None:
-    """A device function per step of the first ``count`` (``em_s<n>``; a row statistic has
-    none: rows.py accumulates it), or None when an op or its dtype is missing from the
-    dialect's table, or a step has a parameter not bound here."""
+    """A device function per step of the first ``count`` (``em_s<n>``; a row statistic and
+    an indexed step have none: rows.py accumulates or writes them), or None when an op or its
+    dtype is missing from the dialect's table, or a step has a parameter not bound here."""
     token = TOKENS[d.dtype]
     ct = C_TYPES[d.dtype]
     lines = [f"#define ct {ct}"]
     for n, step in enumerate(d.steps[:count]):
         if set(step.params) - KNOWN_PARAMS.get(step.op, set()):  # an argument not bound here
             return None
-        if step.op in REDUCE:
+        if step.op in REDUCE or step.op in INDEXED:
             continue
         expression = dialect.expressions.get(step.op, {}).get(token)
         if expression is None or step.op in ROW or len(step.args) not in (1, 2, 3):
