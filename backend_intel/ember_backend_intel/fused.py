@@ -22,7 +22,7 @@ import logging
 import math
 
 import numpy as np
-from ember_backend_gpu.fused import chain, multi
+from ember_backend_gpu.fused import chain, multi, rows, tail
 from ember_backend_gpu.fused.dialect import OPENCL_HEAD, TOKENS, opencl
 
 from .kernels import _shared
@@ -59,35 +59,49 @@ def kernel(runtime, d):
     checked = chain.checked(d)
     if checked:
         op, detail = chain.index_error(d)
+    extras = [size for _name, _kind, size in tail.extras(d, 8 if d.dtype == "float64" else 4)]
 
     def run(*tensors):
-        if work:
-            dev = device_of(runtime, tensors[0])
-            args = [x for t in tensors for x in (t._storage.handle, offset(t))]
+        if not work:
+            return
+        dev = device_of(runtime, tensors[0])
+        args = [x for t in tensors for x in (t._storage.handle, offset(t))]
+        with dev.scratch(*extras) as scratch:  # a row tail's rows, sums' columns, indices
+            args += [x for buffer in scratch for x in (buffer, 0)]
             if checked:  # indices checked into the status word: raise as eager does
                 args.append(dev.status)
-            k = program(dev)[chain.KERNEL]
+            kernels = program(dev)
+            k = kernels[chain.KERNEL]
             if not lanes:  # a work-item per element or row
                 dev.launch(k, work, *args)
             else:  # a work-group per row: a power of two, at most lanes
                 local = min(k.local, lanes)
                 groups = min(work, dev.max_groups)
                 k.fn(dev.queue, (groups * local,), (local,), *args)
+            if extras and tail.totals(d):  # one work-group adds the columns in a fixed order
+                total = kernels[tail.TOTAL_KERNEL]
+                local = min(total.local, rows.LANES)
+                total.fn(dev.queue, (local,), (local,), *args)
             if checked:  # eager's message names the first bad index in row-major order
-                bad = functools.partial(_first_bad, runtime, d, tensors)
+                bad = functools.partial(_first_bad, runtime, d, tensors, scratch)
                 check_status(dev, op, d.dtype, lambda _: detail.format(bad=bad()))
 
     run.source = text
     return run
 
 
-def _first_bad(runtime, d, tensors) -> int:
-    """The first out-of-range value of scatter_add's index (one per row, contiguous), read
-    back: the work-items report theirs in no fixed order."""
-    (k,) = {s.args[1][1] for s in d.steps if s.op == "scatter_add"}
-    t = tensors[len(d.outputs) + k]
-    host = np.empty(math.prod(t._shape), np.int64)
-    runtime.copy_out(host, t._storage.handle, offset(t) * 8, t._storage.device.index)
+def _first_bad(runtime, d, tensors, scratch) -> int:
+    """The first out-of-range value of scatter_add's index (one per row, contiguous) or of a
+    tail's gather (the indices the kernel kept, ``em_ix``: the last scratch), read back: the
+    work-items report theirs in no fixed order."""
+    index = tensors[0]._storage.device.index
+    host = np.empty(math.prod(d.shape[:-1]), np.int64)
+    if tail.gathers(d):
+        runtime.copy_out(host, scratch[-1], 0, index)
+    else:
+        (k,) = {s.args[1][1] for s in d.steps if s.op == "scatter_add"}
+        t = tensors[len(d.outputs) + k]
+        runtime.copy_out(host, t._storage.handle, offset(t) * 8, index)
     return int(host[(host < 0) | (host >= d.shape[-1])][0])
 
 

@@ -124,3 +124,101 @@ def test_training_with_cross_entropy_on_the_device(device):
     assert any("j ==" in k.source and MARKER[device] in k.source for k in kernels), kernels
     ops = [v.name for k, v in joint.backward.__globals__.items() if k.startswith("OP")]
     assert "exp" not in ops and "scatter_add" not in ops and "full" not in ops, ops
+
+
+def _forward(lib, x, target, **kw):
+    return lib.nn.functional.cross_entropy(x * 2.0, target, **kw)
+
+
+def _compiled_loss(x, target, **kw):
+    """The no-grad loss replayed, its program's fused kernels (the loss's sub-program's too)
+    and the fusion log."""
+    compiled = ember.compile(lambda a, t: _forward(ember, a, t, **kw))
+    with ember.no_grad():
+        compiled(x, target)
+        out = compiled(x, target)
+    (entry,) = [e for es in compiled._cache.values() for e in es]
+    return out, _all_kernels(entry.region.fast)
+
+
+def _all_kernels(fn) -> list:
+    found = []
+    for name, value in fn.__globals__.items():
+        if name.startswith("FUSED"):
+            found.append(value)
+        elif name.startswith("SUB"):
+            found += _all_kernels(value)
+    return list({id(k): k for k in found}.values())
+
+
+def _targets(rows, classes, dtype, ignored=(3, 8, 20)):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((rows, classes)).astype(dtype)
+    target = rng.integers(0, classes, rows)
+    target[[i for i in ignored if i < rows]] = -100
+    return x, target
+
+
+@pytest.mark.parametrize("classes", [13, 300])
+@pytest.mark.parametrize(("dtype", "rtol"), [(np.float64, 1e-13), (np.float32, 1e-6)])
+def test_cross_entropy_forward_is_one_row_kernel(classes, dtype, rtol, device, capsys):
+    """log_softmax, the target's mask, the gather and the mean (feature ``row_tail``): one
+    call of the device's generator (its rows, then the sums over every row in a second
+    kernel of one work-group, in a fixed order), equal to eager's and PyTorch's."""
+    x, target = _targets(37, classes, dtype)
+    ours = (ember.tensor(x, device=device), ember.tensor(target, device=device))
+    logs.set_logs(fusion=True)
+    try:
+        out, kernels = _compiled_loss(*ours)
+    finally:
+        logs.set_logs(fusion=False)
+    err = capsys.readouterr().err
+    if _generates(device):
+        assert "row_tail)" in err and "declined with features" not in err, err
+        (kernel,) = kernels
+        assert MARKER[device] in kernel.source, kernel.source
+    np.testing.assert_allclose(out.item(), _forward(ember, *ours).item(), rtol=rtol)
+    theirs = _forward(torch, torch.tensor(x), torch.tensor(target)).item()
+    np.testing.assert_allclose(out.item(), theirs, rtol=10 * rtol)
+    again, _ = _compiled_loss(*ours)  # deterministic: the same bits at every call
+    assert again.item() == out.item()
+
+
+def test_cross_entropy_forward_target_out_of_range(device):
+    x, target = _targets(37, 13, np.float64)
+    good = (ember.tensor(x, device=device), ember.tensor(target, device=device))
+    compiled = ember.compile(lambda a, t: _forward(ember, a, t))
+    target[5] = 13
+    if device != "cpu":  # two: the first is named (the CPU kernel names the last it saw)
+        target[30] = -3
+    bad = (ember.tensor(x, device=device), ember.tensor(target, device=device))
+    with pytest.raises(IndexError) as eager:
+        _forward(ember, *bad)
+    with pytest.raises(IndexError) as fused, ember.no_grad():
+        compiled(*good)
+        compiled(*bad)
+    assert str(fused.value) == str(eager.value)
+    with ember.no_grad():
+        again = compiled(*good)
+    assert np.isfinite(again.item())
+
+
+def test_cross_entropy_forward_every_target_ignored(device):
+    x, target = _targets(4, 13, np.float64, ignored=range(4))
+    out, _ = _compiled_loss(ember.tensor(x, device=device), ember.tensor(target, device=device))
+    assert np.isnan(out.item())
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"reduction": "sum"}, {"reduction": "none"}, {"label_smoothing": 0.1}],
+    ids=["sum", "none", "smoothing"],
+)
+def test_cross_entropy_forward_other_forms(options, device):
+    x, target = _targets(37, 13, np.float64)
+    ours = (ember.tensor(x, device=device), ember.tensor(target, device=device))
+    out, _ = _compiled_loss(*ours, **options)
+    theirs = _forward(torch, torch.tensor(x), torch.tensor(target), **options).numpy()
+    np.testing.assert_allclose(out.cpu().numpy(), theirs, rtol=1e-12, atol=1e-14)
+    eager = _forward(ember, *ours, **options).cpu().numpy()
+    np.testing.assert_allclose(out.cpu().numpy(), eager, rtol=1e-13, atol=1e-15)

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 
 import numpy as np
 
 from .. import launch
 from ..diskcache import CompileError
 from ..kernels._args import addr, device, first_outside, raise_status
-from . import chain, multi
+from . import chain, multi, rows, tail
 from .dialect import CUDA, HIP
 
 LOG = logging.getLogger("ember_backend_gpu.fused")
@@ -52,10 +53,15 @@ def kernel(runtime, description):
         return None
     text, work, lanes = made
     checked = chain.checked(description)
-    count = len(description.outputs) + len(description.inputs) + checked
+    extras = [size for _name, _kind, size in tail.extras(description, _itemsize(description))]
+    count = len(description.outputs) + len(description.inputs) + len(extras) + checked
     function = _builder(runtime, text, chain.KERNEL, "P" * count)
     if function is None:
         return None
+    totals = tail.totals(description)
+    if totals:  # the same module: built already
+        total = _builder(runtime, text, tail.TOTAL_KERNEL, "P" * count)
+    starts = [sum(-(-size // 256) * 256 for size in extras[:k]) for k in range(len(extras) + 1)]
 
     def run(*tensors):
         if work:
@@ -64,27 +70,44 @@ def kernel(runtime, description):
             # a block per row (lanes), or a thread per element or row
             blocks = min(work, sm * launch.BLOCKS_PER_SM) if lanes else launch.grid(work, sm)
             args = [addr(t) for t in tensors]
+            if extras:  # a row tail's scratch: output rows, the sums' columns, the indices
+                at = runtime.scratch(index, starts[-1])
+                args += [at + start for start in starts[:-1]]
             if checked:
                 args.append(runtime.status_word(index))
             runtime.call(index, function(index), blocks, lanes or launch.BLOCK, *args)
+            if totals:  # one block adds the columns in a fixed order
+                runtime.call(index, total(index), 1, rows.LANES, *args)
             if checked:
-                _check(runtime, index, description, tensors)
+                _check(runtime, index, description, tensors, args)
 
     run.source = text
     return run
 
 
-def _check(runtime, index: int, d, tensors) -> None:
+def _check(runtime, index: int, d, tensors, args) -> None:
     """Raise what the kernel reported into the status word (waits for it, as eager's index
     kernels do): an index out of range, named as eager names it (the status word holds no
-    value on CUDA: the first bad one is read from the index tensor)."""
+    value on CUDA: the first bad one is read from the index tensor, or a gather's from the
+    indices the kernel kept, ``em_ix``)."""
     status = runtime.read_status(index)
     if not status:
         return
     op, detail = chain.index_error(d)
-    (k,) = {s.args[1][1] for s in d.steps if s.op == "scatter_add"}
-    bad = first_outside(runtime, tensors[len(d.outputs) + k], 0, d.shape[-1])
+    if tail.gathers(d):
+        rows_ = math.prod(d.shape[:-1])
+        values = np.empty(rows_, np.int64)
+        runtime.read(index, values, args[-2])  # em_ix: the last scratch, before the status
+        outside = values[(values < 0) | (values >= d.shape[-1])]
+        bad = int(outside[0]) if outside.size else None
+    else:
+        (k,) = {s.args[1][1] for s in d.steps if s.op == "scatter_add"}
+        bad = first_outside(runtime, tensors[len(d.outputs) + k], 0, d.shape[-1])
     raise_status(status, op, d.dtype, "" if bad is None else detail.format(bad=bad))
+
+
+def _itemsize(d) -> int:
+    return 8 if d.dtype == "float64" else 4
 
 
 def _builder(runtime, text: str, name: str, arg_format: str):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from ..launch import coalesce
-from . import rows
+from . import rows, tail
 from .dialect import C_TYPES, Dialect
 from .steps import INDEXED, KNOWN_PARAMS, ROW, body, known, step_functions
 
@@ -35,21 +35,27 @@ def signature(d, dialect: Dialect) -> tuple[list, list]:
         ct = dialect.ctype(spec.dtype)
         params += dialect.pointer(ct, f"i{k}", True)
         bases.append(dialect.base(ct, f"i{k}", True))
+    kinds = {"ct": C_TYPES[d.dtype], "acc": dialect.acc, "i64": dialect.i64}
+    for name, kind, _bytes in tail.extras(d, 8):  # a row tail's scratch (tail.py)
+        params += dialect.pointer(kinds[kind], name, False)
+        bases.append(dialect.base(kinds[kind], name, False))
     if checked(d):
         params.append(dialect.status)
     return params, [b for b in bases if b]
 
 
 def checked(d) -> bool:
-    """Whether the kernel reads indices (scatter_add's), which it checks into the device's
-    status word (its last argument): the call then raises the op's IndexError, as eager's."""
-    return any(s.op in INDEXED for s in d.steps)
+    """Whether the kernel reads indices (scatter_add's, a tail's gather), which it checks into
+    the device's status word (its last argument): the call then raises the op's IndexError,
+    as eager's."""
+    return any(s.op in INDEXED or s.op == "gather" for s in d.steps)
 
 
 def index_error(d) -> tuple:
     """``(op, detail format of the bad value)`` of a checked kernel's IndexError: eager's."""
     dim, size = len(d.shape) - 1, d.shape[-1]
-    return "scatter_add", f"index {{bad}} is out of bounds for dim {dim} with size {size}"
+    op = "gather" if tail.gathers(d) else "scatter_add"
+    return op, f"index {{bad}} is out of bounds for dim {dim} with size {size}"
 
 
 def unravel(sizes: list, strides: list, at: str, indent: str, i64: str) -> list:
@@ -71,13 +77,17 @@ def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
     None."""
     if not known(d) or getattr(d, "segments", ()):
         return None
-    *body_steps, last = d.steps
+    end = tail.body_end(d)
+    *body_steps, last = d.steps[: end + 1]
     row = rows.rowwise(d)
     if any(s.op in rows.NORMS for s in body_steps) or (last.op in ROW and last.op not in rows.OPS):
         return None
+    if tail.has_tail(d) and ("row_tail" not in getattr(d, "features", ()) or not tail.known(d)):
+        return None
     if set(last.params) - KNOWN_PARAMS.get(last.op, set()) or not rows.indices_known(d):
         return None
-    functions = step_functions(d, dialect, len(d.steps) - (last.op in rows.NORMS))
+    skip = {n for n in range(len(d.steps)) if d.steps[n].op in rows.NORMS or tail.inline(d, n)}
+    functions = step_functions(d, dialect, len(d.steps), skip)
     if functions is None:
         return None
     params, bases = signature(d, dialect)
@@ -105,6 +115,9 @@ def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
         lines += body(d, dialect, [f"b{k}" for k in range(len(d.inputs))], len(d.steps), " " * 8)
         lines += [f"        o{k}[i] = s{index};" for k, index in enumerate(d.outputs)]
     lines += ["    }", "}"]
+    if tail.totals(d):  # the second kernel: the sums over every row, in a fixed order
+        whole = rows.Row(dialect, work, True)
+        lines += tail.total_kernel(d, dialect, whole, rows.LANES, params, bases)
     return "\n".join(lines) + "\n", work, lanes
 
 

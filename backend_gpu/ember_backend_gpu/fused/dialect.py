@@ -42,6 +42,7 @@ class Dialect:
     lsize: str  # work-items per group (dimension 0)
     shared: str  # the qualifier of an array a work-group shares
     barrier: str  # a work-group barrier over that memory
+    gbarrier: str  # a work-group barrier that also orders the group's global memory writes
     table: str  # a constant table at file scope: format with type, name, size, values
     offsets: bool  # a pointer argument is (buffer, element offset): OpenCL has no addresses
     status: str  # the parameter of the device's status word (the eager index kernels' own)
@@ -105,6 +106,7 @@ def _cuda(name: str) -> Dialect:
         lsize="blockDim.x",
         shared="__shared__",
         barrier="__syncthreads()",
+        gbarrier="__syncthreads()",
         table="static __device__ const {0} {1}[{2}] = {{{3}}};",
         offsets=False,
         status="int *em_st",
@@ -143,6 +145,7 @@ def opencl(lines) -> Dialect:
         lsize="get_local_size(0)",
         shared="local",
         barrier="barrier(CLK_LOCAL_MEM_FENCE)",
+        gbarrier="barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)",
         table="constant {0} {1}[{2}] = {{{3}}};",
         offsets=True,
         status="global long *em_st",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import tail
 from .dialect import C_TYPES, Dialect
 from .steps import INDEXED, REDUCE, operand
 
@@ -92,10 +93,15 @@ def rowwise(d) -> bool:
 
 def indices_known(d) -> bool:
     """Whether every int64 input is a scatter_add's index of one value per row (its last
-    stride 0), and only read there: what the compiler's ``row_index`` chains hold."""
-    wanted = {k for k, spec in enumerate(d.inputs) if spec.dtype == "int64"}
+    stride 0), and only read there, or read by a row tail's steps only: what the compiler's
+    ``row_index`` and ``row_tail`` chains hold."""
+    end = tail.body_end(d)
+    tailed = {a[1] for s in d.steps[end + 1 :] for a in s.args if a[0] == "input"}
+    wanted = {k for k, spec in enumerate(d.inputs) if spec.dtype == "int64"} - tailed
+    if any(d.inputs[k].strides[-1] for k in tailed):
+        return False
     found = set()
-    for s in d.steps:
+    for s in d.steps[: end + 1]:
         for position, (kind, value) in enumerate(s.args):
             if kind != "input" or value not in wanted:
                 continue
@@ -116,8 +122,8 @@ class Plan:
 
     @classmethod
     def of(cls, d) -> Plan:
-        steps = d.steps
-        last = len(steps) - 1
+        last = tail.body_end(d)  # a row tail's steps after it: tail.py
+        steps = d.steps[: last + 1]
         norm = steps[last].op in NORMS
         per_row = tuple(s.op in REDUCE or getattr(s, "row", False) for s in steps)
         ready: list = []
@@ -125,7 +131,7 @@ class Plan:
             before = max((ready[a[1]] for a in s.args if a[0] == "step"), default=0)
             ready.append(before + 1 if s.op in REDUCE else before)
         stored = tuple((k, i) for k, i in enumerate(d.outputs)
-                       if not per_row[i] and not (norm and i == last))  # fmt: skip
+                       if i <= last and not per_row[i] and not (norm and i == last))  # fmt: skip
         passes = [ready[i] - 1 for i, s in enumerate(steps) if s.op in REDUCE]
         passes += [ready[i] for _k, i in stored] + ([ready[last]] if norm else [])
         return cls(per_row, tuple(ready), stored, max(passes, default=-1))
@@ -146,20 +152,25 @@ def text(d, dialect: Dialect, inner: list, block: bool) -> list:
     """The lines of ``d``'s row ``r``, whose input offsets are ``b<k>``."""
     row = Row(dialect, d.shape[-1], block)
     plan = Plan.of(d)
-    last = len(d.steps) - 1
+    last = tail.body_end(d)
     norm = d.steps[last].op in NORMS
     lines = _row_loads(d, plan, dialect) + _row_steps(d, plan, dialect, 0)
     for p in range(plan.final + 1):
-        stats = [i for i, s in enumerate(d.steps) if s.op in REDUCE and plan.ready[i] == p + 1]
+        stats = [
+            i
+            for i, s in enumerate(d.steps[: last + 1])
+            if s.op in REDUCE and plan.ready[i] == p + 1
+        ]
         outs = [(k, i) for k, i in plan.stored if plan.ready[i] == p]
-        tail = norm and p == plan.final
-        if stats or outs or tail:
-            lines += _pass(d, plan, row, inner, stats, outs, tail)
+        first = norm and p == plan.final  # the row op's first pass
+        if stats or outs or first:
+            lines += _pass(d, plan, row, inner, stats, outs, first)
         lines += _row_steps(d, plan, dialect, p + 1)
     if norm:
         lines += _NORM[d.steps[last].op](d, row, inner)
-    ours = [(k, i) for k, i in enumerate(d.outputs) if plan.per_row[i]]
-    return lines + [row.once(f"o{k}[r] = s{i};") for k, i in ours]
+    ours = [(k, i) for k, i in enumerate(d.outputs) if i <= last and plan.per_row[i]]
+    lines += [row.once(f"o{k}[r] = s{i};") for k, i in ours]
+    return lines + (tail.row_lines(d, dialect, row, _out(d)) if tail.has_tail(d) else [])
 
 
 def _load(d, k: int, index: str, dialect) -> str:
@@ -173,9 +184,10 @@ def _load(d, k: int, index: str, dialect) -> str:
 def _row_loads(d, plan: Plan, dialect) -> list:
     """Row-scope loads of the inputs that per-row steps read (broadcast along the row), and of
     scatter_add's indices, each checked against the row's length into the status word."""
-    wanted = {a[1] for i, s in enumerate(d.steps) if plan.per_row[i] and s.op not in REDUCE
+    steps = d.steps[: len(plan.per_row)]
+    wanted = {a[1] for i, s in enumerate(steps) if plan.per_row[i] and s.op not in REDUCE
               for a in s.args if a[0] == "input"}  # fmt: skip
-    indices = {s.args[1][1] for s in d.steps if s.op == "scatter_add"}
+    indices = {s.args[1][1] for s in steps if s.op == "scatter_add"}
     lines = [f"        {_load(d, k, f'b{k}', dialect)}" for k in sorted(wanted | indices)]
     n = d.shape[-1]
     for k in sorted(indices):
@@ -200,23 +212,23 @@ def _row_steps(d, plan: Plan, dialect, at: int) -> list:
     work-item of a group computes them: no barrier)."""
     return [
         f"        {_compute(d, n, dialect)}"
-        for n, s in enumerate(d.steps)
+        for n, s in enumerate(d.steps[: len(plan.per_row)])
         if plan.per_row[n] and s.op not in REDUCE and plan.ready[n] == at
     ]
 
 
-def _pass(d, plan: Plan, row: Row, inner: list, stats: list, outs: list, tail: bool) -> list:
+def _pass(d, plan: Plan, row: Row, inner: list, stats: list, outs: list, first: bool) -> list:
     """One walk over the row: the element steps wanted, the values stored, the statistics
-    accumulated (``a<n>``, folded across the group after it, then ``s<n>``); with ``tail``, the
+    accumulated (``a<n>``, folded across the group after it, then ``s<n>``); with ``first``, the
     last row op's input written into its output row and its max or sum accumulated (``acc``)."""
     steps, dialect, n = d.steps, row.dialect, row.n
     ct = C_TYPES[d.dtype]
-    last = len(steps) - 1
-    reads = [steps[i].args[0] for i in stats] + ([steps[last].args[0]] if tail else [])
+    last = tail.body_end(d)
+    reads = [steps[i].args[0] for i in stats] + ([steps[last].args[0]] if first else [])
     roots = [a[1] for a in reads if a[0] == "step"] + [i for _k, i in outs]
     wanted = sorted(plan.closure(steps, roots))
     lines = [f"        {_start(d, dialect, steps[i].op, f'a{i}')}" for i in stats]
-    if tail:
+    if first:
         lines.append(f"        {_start(d, dialect, steps[last].op, 'acc')}")
     lines.append(row.loop())
     used = {a[1] for i in wanted for a in steps[i].args if a[0] == "input"}
@@ -227,7 +239,7 @@ def _pass(d, plan: Plan, row: Row, inner: list, stats: list, outs: list, tail: b
     lines += [f"            o{k}[r * {n} + j] = s{i};" for k, i in outs]
     for i in stats:
         lines.append("            " + _update(steps[i].op, f"a{i}", steps[i].args[0], d, dialect))
-    if tail:
+    if first:
         x = operand(steps[last].args[0], dialect, d.dtype)
         lines.append(f"            {_out(d)}[r * {n} + j] = {x};")
         lines.append("            " + _update(steps[last].op, "acc", steps[last].args[0], d,
@@ -237,7 +249,7 @@ def _pass(d, plan: Plan, row: Row, inner: list, stats: list, outs: list, tail: b
         lines += row.fold(f"a{i}", steps[i].op == "amax")
         value = f"({ct})(a{i} / {n})" if steps[i].op == "mean" else f"({ct})a{i}"
         lines.append(f"        {ct} s{i} = {value};")
-    if tail:
+    if first:
         lines += row.fold("acc", steps[last].op != "layer_norm")
     return lines
 
@@ -257,7 +269,9 @@ def _update(op: str, var: str, arg, d, dialect) -> str:
 
 
 def _out(d) -> str:
-    return f"o{d.outputs.index(len(d.steps) - 1)}"
+    """The row op's output rows: its stored output, or the scratch rows a tail reads."""
+    end = tail.body_end(d)
+    return "em_y" if tail.scratch(d) else f"o{d.outputs.index(end)}"
 
 
 def _softmax(d, row: Row, inner) -> list:
@@ -265,7 +279,7 @@ def _softmax(d, row: Row, inner) -> list:
     ct = C_TYPES[d.dtype]
     at = f"{_out(d)}[r * {row.n} + j]"
     lines = [f"        {row.dialect.acc} total = 0;"]
-    if d.steps[-1].op == "softmax":
+    if d.steps[tail.body_end(d)].op == "softmax":
         return lines + [
             row.loop(f"{{ {ct} e = exp(({ct})({at} - acc)); {at} = e; total += e; }}"),
             *row.fold("total"),
@@ -284,7 +298,7 @@ def _layer_norm(d, row: Row, inner) -> list:
     """layer_norm after its first pass (the row sum in ``acc``): the centred second moment,
     then ``(x - mean) * rstd * w + b``."""
     ct, dialect, n = C_TYPES[d.dtype], row.dialect, row.n
-    last = d.steps[-1]
+    last = d.steps[tail.body_end(d)]
     at = f"{_out(d)}[r * {n} + j]"
     eps = dialect.literal(last.params["eps"], d.dtype)
     lines = [

@@ -24,7 +24,7 @@ KNOWN = frozenset(("device_type", "shape", "dtype", "inputs", "steps", "outputs"
                    "writes", "features"))  # fmt: skip
 # The description features (``FusedKernel.features``) the generators write; a description
 # listing another is declined and the scheduler plans the program again without it
-FEATURES = frozenset(("row_steps", "row_index"))
+FEATURES = frozenset(("row_steps", "row_index", "row_tail"))
 
 
 # The non-tensor arguments a step may carry (``FusedStep.params``), by op: GELU's form here,
@@ -43,22 +43,23 @@ def known(d) -> bool:
     features = set(getattr(d, "features", ()))
     if features - FEATURES:
         return False
-    # int64 inputs: scatter_add's indices, only
-    types = {*C_TYPES, "int64"} if "row_index" in features else C_TYPES
+    # int64 inputs: scatter_add's indices, a row tail's targets, only
+    types = {*C_TYPES, "int64"} if features & {"row_index", "row_tail"} else C_TYPES
     return d.dtype in TOKENS and all(i.dtype in types for i in d.inputs)
 
 
-def step_functions(d, dialect: Dialect, count: int) -> list | None:
+def step_functions(d, dialect: Dialect, count: int, skip=frozenset()) -> list | None:
     """A device function per step of the first ``count`` (``em_s<n>``; a row statistic and
-    an indexed step have none: rows.py accumulates or writes them), or None when an op or its
-    dtype is missing from the dialect's table, or a step has a parameter not bound here."""
+    an indexed step have none: rows.py accumulates or writes them, as the steps in ``skip``),
+    or None when an op or its dtype is missing from the dialect's table, or a step has a
+    parameter not bound here."""
     token = TOKENS[d.dtype]
     ct = C_TYPES[d.dtype]
     lines = [f"#define ct {ct}"]
     for n, step in enumerate(d.steps[:count]):
         if set(step.params) - KNOWN_PARAMS.get(step.op, set()):  # an argument not bound here
             return None
-        if step.op in REDUCE or step.op in INDEXED:
+        if step.op in REDUCE or step.op in INDEXED or n in skip:
             continue
         expression = dialect.expressions.get(step.op, {}).get(token)
         if expression is None or step.op in ROW or len(step.args) not in (1, 2, 3):
