@@ -107,6 +107,32 @@ def _row_index(dtype="float64", shape=(6, 13)):
     return FusedKernel("cuda", shape, dtype, inputs, steps, (5,), features=features)
 
 
+def _row_tail(dtype="float64", shape=(37, 13), stored=False):
+    """Cross-entropy's forward: log_softmax, the target's mask, the gather at the masked
+    target, the weighted negative, the two sums over every row and their quotient (feature
+    ``row_tail``); ``stored``: the log-probabilities stored too (the backward saves them)."""
+    rows = shape[:-1]
+    inputs = (_input(shape, shape, dtype), FusedInput("int64", rows, (1, 0)))
+    row = {"row": True}
+    steps = (
+        FusedStep("log_softmax", (("input", 0),), dtype),
+        FusedStep("ne", (("input", 1), ("scalar", -100)), "bool", **row),
+        FusedStep("bitwise_not", (("step", 1),), "bool", **row),
+        FusedStep("where", (("step", 2), ("scalar", 0), ("input", 1)), "int64", **row),
+        FusedStep("unsqueeze", (("step", 3),), "int64", **row),
+        FusedStep("gather", (("step", 0), ("step", 4)), dtype, **row),
+        FusedStep("squeeze", (("step", 5),), dtype, **row),
+        FusedStep("_to_copy", (("step", 1),), dtype, **row),
+        FusedStep("neg", (("step", 6),), dtype, **row),
+        FusedStep("mul", (("step", 8), ("step", 7)), dtype, **row),
+        FusedStep("sum", (("step", 9),), dtype, total=True),
+        FusedStep("sum", (("step", 7),), dtype, total=True),
+        FusedStep("div", (("step", 10), ("step", 11)), dtype, total=True),
+    )
+    outputs = (12, 0) if stored else (12,)
+    return FusedKernel("cuda", shape, dtype, inputs, steps, outputs, features=("row_tail",))
+
+
 ROWS = [
     ("sum", {"keepdim": False}),
     ("mean", {"keepdim": True}),
@@ -128,6 +154,8 @@ DESCRIPTIONS = {
        for n in (8, 300)},
     **{f"row_index_{t}_{n}": _row_index(t, (6, n)) for t in ("float32", "float64")
        for n in (13, 300)},
+    **{f"row_tail_{t}_{n}_{k}": _row_tail(t, (37, n), k) for t in ("float32", "float64")
+       for n in (13, 300) for k in (False, True)},
 }  # fmt: skip
 
 
@@ -208,6 +236,18 @@ def test_row_steps_run_one_pass_per_statistic():
     assert "if (lid == 0) o0[r] = s5;" in text
     text, _work, _lanes = chain.source(DESCRIPTIONS["row_index_float64_13"], CUDA)
     assert "int *em_st" in text and "EM_INDEX_OUT_OF_RANGE" in text and "j == v0" in text
+
+
+def test_row_tail_sums_every_row_in_a_second_kernel():
+    """The rows write their values into columns; one group adds them (no atomics): the same
+    order at every call. Unstored log-probabilities go to scratch rows."""
+    text, work, lanes = chain.source(DESCRIPTIONS["row_tail_float64_300_False"], CUDA)
+    assert (work, lanes) == (37, 256) and "EM_KERNEL em_fused_total(" in text
+    assert "em_y[r * 300 + g5]" in text and "atomic" not in text
+    text, _work, _lanes = chain.source(DESCRIPTIONS["row_tail_float64_13_True"], CUDA)
+    assert "double *em_y" not in text and "o1[r * 13 + g5]" in text
+    d = DESCRIPTIONS["row_tail_float64_13_False"]
+    assert chain.source(dataclasses.replace(d, features=()), CUDA) is None
 
 
 def test_what_the_generator_does_not_know_gives_none():
