@@ -20,6 +20,7 @@ import ember
 from ember.compiler import logs
 
 from .test_fusion_ce import _one_hot, _trajectories
+from .test_fusion_ce_forward import _kernels
 from .test_fusion_devices import _generates
 
 MARKER = {"cpu": "ember_fused(intptr_t", "xpu": "kernel void em_fused(",
@@ -31,9 +32,20 @@ def _cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("EMBER_CPU_CACHE", str(tmp_path_factory.getbasetemp() / "fused-cache"))
 
 
-def _kernels(program) -> list:
-    found = {id(v): v for k, v in program.__globals__.items() if k.startswith("FUSED")}
-    return list(found.values())
+def _replayed(fn, tensors, capsys, **kw):
+    """The compiled function's replayed result (no grad), the fused kernels of its program
+    and of its composites' sub-programs, and the fusion log."""
+    compiled = ember.compile(lambda *a: fn(ember, *a, **kw))
+    logs.set_logs(fusion=True)
+    try:
+        with ember.no_grad():
+            compiled(*tensors)
+            out = compiled(*tensors)
+    finally:
+        logs.set_logs(fusion=False)
+    (entry,) = [e for entries in compiled._cache.values() for e in entries]
+    kernels = list({id(k): k for k in _kernels(entry.region.fast)}.values())
+    return compiled, out, kernels, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("classes", [13, 300])
@@ -42,19 +54,10 @@ def test_one_hot_chain_is_one_kernel_and_checks_its_indices(classes, device, cap
     x, src = rng.standard_normal((6, classes)), rng.standard_normal((6, 1))
     index = rng.integers(0, classes, (6, 1))
     ours = [ember.tensor(a, device=device) for a in (x, index, src)]
-    compiled = ember.compile(lambda *a: _one_hot(ember, *a))
-    logs.set_logs(fusion=True)
-    try:
-        with ember.no_grad():
-            compiled(*ours)
-            out = compiled(*ours)
-    finally:
-        logs.set_logs(fusion=False)
-    err = capsys.readouterr().err
-    (entry,) = [e for entries in compiled._cache.values() for e in entries]
+    compiled, out, kernels, err = _replayed(_one_hot, ours, capsys)
     if _generates(device):
         assert "row_index)" in err and "declined with features" not in err, err
-        (kernel,) = _kernels(entry.region.fast)
+        (kernel,) = kernels
         assert MARKER[device] in kernel.source, kernel.source
     want = _one_hot(torch, torch.tensor(x), torch.tensor(index), torch.tensor(src))
     np.testing.assert_allclose(out.cpu().numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
@@ -87,20 +90,11 @@ def test_cross_entropy_backward_chain_is_one_kernel(classes, dtype, device, caps
     logp = np.log(rng.dirichlet(np.ones(classes), 9)).astype(dtype)
     target, g = rng.integers(0, classes, (9, 1)), (-rng.random((9, 1))).astype(dtype)
     ours = [ember.tensor(a, device=device) for a in (logp, target, g)]
-    compiled = ember.compile(lambda *a: _ce_backward(ember, *a))
-    logs.set_logs(fusion=True)
-    try:
-        with ember.no_grad():
-            compiled(*ours)
-            out = compiled(*ours)
-    finally:
-        logs.set_logs(fusion=False)
-    err = capsys.readouterr().err
-    (entry,) = [e for entries in compiled._cache.values() for e in entries]
+    _compiled, out, kernels, err = _replayed(_ce_backward, ours, capsys)
     if _generates(device):
         assert "fused: full, scatter_add, exp, sum, mul, sub (" in err, err
         assert "row_index, row_steps)" in err and "declined with features" not in err, err
-        (kernel,) = _kernels(entry.region.fast)
+        (kernel,) = kernels
         assert MARKER[device] in kernel.source, kernel.source
     want = _ce_backward(torch, *[torch.tensor(a) for a in (logp, target, g)]).numpy()
     tol = 1e-12 if dtype == np.float64 else 2e-6
@@ -119,7 +113,7 @@ def test_training_with_cross_entropy_on_the_device(device):
     np.testing.assert_allclose(losses[0], losses[2], rtol=1e-10)
     if not _generates(device) or (joint is None and device != "cpu"):
         return
-    kernels = _kernels(joint.backward)
+    kernels = list({id(k): k for k in _kernels(joint.backward)}.values())
     # the one-hot gradient and the log-softmax backward: one kernel, no scatter_add call
     assert any("j ==" in k.source and MARKER[device] in k.source for k in kernels), kernels
     ops = [v.name for k, v in joint.backward.__globals__.items() if k.startswith("OP")]
@@ -130,25 +124,9 @@ def _forward(lib, x, target, **kw):
     return lib.nn.functional.cross_entropy(x * 2.0, target, **kw)
 
 
-def _compiled_loss(x, target, **kw):
-    """The no-grad loss replayed, its program's fused kernels (the loss's sub-program's too)
-    and the fusion log."""
-    compiled = ember.compile(lambda a, t: _forward(ember, a, t, **kw))
-    with ember.no_grad():
-        compiled(x, target)
-        out = compiled(x, target)
-    (entry,) = [e for es in compiled._cache.values() for e in es]
-    return out, _all_kernels(entry.region.fast)
-
-
-def _all_kernels(fn) -> list:
-    found = []
-    for name, value in fn.__globals__.items():
-        if name.startswith("FUSED"):
-            found.append(value)
-        elif name.startswith("SUB"):
-            found += _all_kernels(value)
-    return list({id(k): k for k in found}.values())
+def _compiled_loss(x, target, capsys, **kw):
+    _compiled, out, kernels, err = _replayed(_forward, (x, target), capsys, **kw)
+    return out, kernels, err
 
 
 def _targets(rows, classes, dtype, ignored=(3, 8, 20)):
@@ -167,12 +145,7 @@ def test_cross_entropy_forward_is_one_row_kernel(classes, dtype, rtol, device, c
     kernel of one work-group, in a fixed order), equal to eager's and PyTorch's."""
     x, target = _targets(37, classes, dtype)
     ours = (ember.tensor(x, device=device), ember.tensor(target, device=device))
-    logs.set_logs(fusion=True)
-    try:
-        out, kernels = _compiled_loss(*ours)
-    finally:
-        logs.set_logs(fusion=False)
-    err = capsys.readouterr().err
+    out, kernels, err = _compiled_loss(*ours, capsys)
     if _generates(device):
         assert "row_tail)" in err and "declined with features" not in err, err
         (kernel,) = kernels
@@ -180,7 +153,7 @@ def test_cross_entropy_forward_is_one_row_kernel(classes, dtype, rtol, device, c
     np.testing.assert_allclose(out.item(), _forward(ember, *ours).item(), rtol=rtol)
     theirs = _forward(torch, torch.tensor(x), torch.tensor(target)).item()
     np.testing.assert_allclose(out.item(), theirs, rtol=10 * rtol)
-    again, _ = _compiled_loss(*ours)  # deterministic: the same bits at every call
+    again, _, _ = _compiled_loss(*ours, capsys)  # deterministic: the same bits at every call
     assert again.item() == out.item()
 
 
@@ -203,9 +176,10 @@ def test_cross_entropy_forward_target_out_of_range(device):
     assert np.isfinite(again.item())
 
 
-def test_cross_entropy_forward_every_target_ignored(device):
+def test_cross_entropy_forward_every_target_ignored(device, capsys):
     x, target = _targets(4, 13, np.float64, ignored=range(4))
-    out, _ = _compiled_loss(ember.tensor(x, device=device), ember.tensor(target, device=device))
+    ours = (ember.tensor(x, device=device), ember.tensor(target, device=device))
+    out, _, _ = _compiled_loss(*ours, capsys)
     assert np.isnan(out.item())
 
 
@@ -214,10 +188,10 @@ def test_cross_entropy_forward_every_target_ignored(device):
     [{"reduction": "sum"}, {"reduction": "none"}, {"label_smoothing": 0.1}],
     ids=["sum", "none", "smoothing"],
 )
-def test_cross_entropy_forward_other_forms(options, device):
+def test_cross_entropy_forward_other_forms(options, device, capsys):
     x, target = _targets(37, 13, np.float64)
     ours = (ember.tensor(x, device=device), ember.tensor(target, device=device))
-    out, _ = _compiled_loss(*ours, **options)
+    out, _, _ = _compiled_loss(*ours, capsys, **options)
     theirs = _forward(torch, torch.tensor(x), torch.tensor(target), **options).numpy()
     np.testing.assert_allclose(out.cpu().numpy(), theirs, rtol=1e-12, atol=1e-14)
     eager = _forward(ember, *ours, **options).cpu().numpy()

@@ -17,36 +17,21 @@ steps (the mean's division) once, storing them as 0-d outputs.
 
 from __future__ import annotations
 
+# the plan's reading of a description is the CPU plugin's (a dependency of this package)
+# (``_integral``: whether a step works on int64 values, a comparison or select of the target)
+from ember_backend_cpu.fused_tail import _integral, body_end, scratch, totals
+
 from .dialect import C_TYPES, Dialect
 from .steps import operand
 
-NORMS = frozenset(("softmax", "log_softmax", "layer_norm"))
 MASKS = {"bitwise_not": "(!{0})", "logical_not": "(!{0})"}
 SAME = frozenset(("unsqueeze", "squeeze", "view", "reshape"))  # a value per row either way
 COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
 TOTAL_KERNEL = "em_fused_total"
 
 
-def body_end(d) -> int:
-    """The index of the row op a tail follows (the last step when there is no tail)."""
-    for i, step in enumerate(d.steps):
-        if step.op in NORMS:
-            return i
-    return len(d.steps) - 1
-
-
 def has_tail(d) -> bool:
     return body_end(d) < len(d.steps) - 1
-
-
-def totals(d) -> list:
-    """The indices of the tail's sums over every row (a column of ``em_part`` each)."""
-    return [i for i, s in enumerate(d.steps) if getattr(s, "total", False) and s.op == "sum"]
-
-
-def scratch(d) -> bool:
-    """Whether the row op's output row goes to the scratch ``em_y`` (not stored)."""
-    return has_tail(d) and body_end(d) not in d.outputs
 
 
 def gathers(d) -> list:
@@ -90,16 +75,6 @@ def _scope(d, arg) -> str:
         return "row" if kind == "input" else "scalar"
     step = d.steps[value]
     return "total" if getattr(step, "total", False) else "row"
-
-
-def _integral(d, step) -> bool:
-    """Whether the step works on int64 values (a comparison or select of the target)."""
-    for kind, value in step.args:
-        if kind == "input" and d.inputs[value].dtype == "int64":
-            return True
-        if kind == "step" and d.steps[value].dtype == "int64":
-            return True
-    return step.dtype == "int64"
 
 
 def _operand(d, arg, dialect: Dialect, integral: bool) -> str:
