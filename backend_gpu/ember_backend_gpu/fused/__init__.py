@@ -3,14 +3,18 @@
 ember's compiler hands a backend a description of a chain of elementwise ops (its
 ``compiler/fusion.py`` ``FusedKernel``, in the op table's names) and gets back a callable. One
 generator writes the kernel for every GPU target from that description: ``chain`` (a chain,
-possibly ending in a row op over the last dim: ``rows``; the steps: ``steps``) and ``multi`` (a
-multi-tensor chain: an
-optimizer's update over all its tensors), each in a ``dialect`` (CUDA C++ for CUDA and HIP,
+possibly with row statistics or ending in a row op over the last dim: ``rows``; a row op's
+tail: ``tail``; the steps: ``steps``) and ``multi`` (a multi-tensor chain: an optimizer's
+update over all its tensors), each in a ``dialect`` (CUDA C++ for CUDA and HIP,
 OpenCL C for xpu) whose per-op expressions are those of the target's eager elementwise kernels.
 This module is the glue of the CUDA-like runtimes (``gpu.GpuRuntime``: CUDA, ROCm and the
 emulator), which build a generated module as they build codegen's (the same compiler and disk
 cache, keyed by source); the xpu plugin has its own glue over the same text
 (backend_intel/fused.py).
+
+A kernel that reads indices takes the device's status word last and is checked after the
+launch (the call raises eager's IndexError); a tail's kernel takes device scratch (its output
+rows, the sums' columns, its indices) and a second launch of one block adds the sums.
 
 A description the generator cannot express, or a compiler that rejects the text, gives None:
 the chain replays op by op.

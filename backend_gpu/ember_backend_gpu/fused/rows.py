@@ -19,6 +19,11 @@ after every statistic (its input kept in its output row, its max or sum folded o
 then its own passes over that row; a work-item reads back only the row elements it wrote
 itself, so those passes need no barrier beyond the folds'. Sums accumulate in double where the
 device has it.
+
+Cross-entropy's backward adds ``full`` (a constant) and ``scatter_add`` of one value per row
+at the row's int64 index (feature ``row_index``: ``j == index ? base + value : base``), the
+index checked against the row's length into the device's status word; its forward adds a
+tail after the row op (feature ``row_tail``: tail.py).
 """
 
 from __future__ import annotations
