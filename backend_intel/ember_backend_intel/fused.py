@@ -8,6 +8,10 @@ per device and key, binaries on disk by pyopencl/PoCL keyed by source); the key 
 hash of the text and its dtype, so a float64 chain on a device without doubles is refused (the
 hook returns None and the chain runs op by op, as for any text the generator cannot write).
 
+A kernel that reads indices (cross-entropy's one-hot gradient, its forward's gather) takes the
+device's status word and is checked after the launch, raising eager's IndexError; a row tail
+takes scratch buffers and a second launch of one work-group adds its sums over the rows.
+
 A multi-tensor chain (an optimizer's update) passes its tensors as arguments, ``slots`` per
 launch (OpenCL has no device pointers to put in a table), as many as the device's parameter
 space holds (PoCL's 1024 bytes: 12 Adam parameters, 10 with amsgrad), so one program serves
@@ -16,6 +20,7 @@ the bucket in ``ceil(tensors / slots)`` launches.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -31,6 +36,7 @@ from .kernels.elementwise import WHERE
 from .programs import source
 
 LOG = logging.getLogger("ember_backend_intel.fused")
+NO_SCRATCH = contextlib.nullcontext(())
 ARG_BYTES = 16  # a buffer (8 bytes on a 64-bit device) and its element offset (a long)
 
 
@@ -66,7 +72,8 @@ def kernel(runtime, d):
             return
         dev = device_of(runtime, tensors[0])
         args = [x for t in tensors for x in (t._storage.handle, offset(t))]
-        with dev.scratch(*extras) as scratch:  # a row tail's rows, sums' columns, indices
+        # a row tail's scratch: its rows, the sums' columns, its indices (none: no pool call)
+        with dev.scratch(*extras) if extras else NO_SCRATCH as scratch:
             args += [x for buffer in scratch for x in (buffer, 0)]
             if checked:  # indices checked into the status word: raise as eager does
                 args.append(dev.status)
