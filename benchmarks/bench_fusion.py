@@ -6,7 +6,9 @@ torch.compile.
 
 The chain is ``gelu(x * w + b) * scale + residual`` (or, ``--chain softmax``, ``softmax(x * w + b
 + residual, -1)``: rows of 1000; ``--chain ce``, ``cross_entropy(x * w + b, target)`` with one
-target per row of 1000 classes, every 7th ignored) on float32 tensors of ``--n`` elements
+target per row of 1000 classes, every 7th ignored; ``--chain rowsum``, softmax's backward
+formula ``y * (g - sum(g * y, -1, keepdim=True))`` with ``y = x * w``, ``g`` the residual: a
+row statistic in the middle of the chain) on float32 tensors of ``--n`` elements
 (``w`` and ``b`` broadcast rows of 1000), run without grad. Each library and mode runs in its
 own process (threads, allocators and compile caches never meet). Printed: the first call
 (capture or compilation included), the second (ember.compile's first replay builds the fused
@@ -37,6 +39,11 @@ CHAINS = {  # --chain: what runs (``w`` and ``b`` rows of ROW, rows of ROW eleme
         lambda f, x, w, b, r, t: f.softmax(x * w + b + r, -1),
     ),
     "ce": ("cross_entropy(x*w+b, target)", lambda f, x, w, b, r, t: f.cross_entropy(x * w + b, t)),
+    # softmax's backward formula: a row sum in the middle of the chain (feature row_steps)
+    "rowsum": (
+        "y*(g-sum(g*y,-1,keepdim)), y=x*w",
+        lambda f, x, w, b, r, t: (x * w) * (r - (r * (x * w)).sum(-1, keepdim=True)),
+    ),
 }
 
 

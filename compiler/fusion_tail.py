@@ -178,8 +178,12 @@ def tail_step(node, shape, row_op=None):
 
 
 def _tensor_constant(value):
-    """The number a 0-d constant tensor holds (masked_fill's fill value), else None."""
+    """The number a 0-d constant tensor holds (masked_fill's fill value), else None; also
+    through the copy of such a CPU constant to the chain's device (``where``'s scalar on xpu
+    and CUDA is ``_to_copy`` of one, with no dtype change)."""
     node = value.node()
+    if node.kind() == "ember::_to_copy" and _literal(node.inputsAt(1)) is None:
+        return _tensor_constant(node.inputsAt(0))
     if node.kind() != "prim::Constant" or _sizes(value) != ():
         return None
     return node["value"].item()

@@ -8,6 +8,10 @@ per device and key, binaries on disk by pyopencl/PoCL keyed by source); the key 
 hash of the text and its dtype, so a float64 chain on a device without doubles is refused (the
 hook returns None and the chain runs op by op, as for any text the generator cannot write).
 
+A kernel that reads indices (cross-entropy's one-hot gradient, its forward's gather) takes the
+device's status word and is checked after the launch, raising eager's IndexError; a row tail
+takes scratch buffers and a second launch of one work-group adds its sums over the rows.
+
 A multi-tensor chain (an optimizer's update) passes its tensors as arguments, ``slots`` per
 launch (OpenCL has no device pointers to put in a table), as many as the device's parameter
 space holds (PoCL's 1024 bytes: 12 Adam parameters, 10 with amsgrad), so one program serves
@@ -16,19 +20,23 @@ the bucket in ``ceil(tensors / slots)`` launches.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
+import math
 
-from ember_backend_gpu.fused import chain, multi
+import numpy as np
+from ember_backend_gpu.fused import chain, multi, rows, tail
 from ember_backend_gpu.fused.dialect import OPENCL_HEAD, TOKENS, opencl
 
 from .kernels import _shared
-from .kernels._launch import device_of, offset
+from .kernels._launch import check_status, device_of, offset
 from .kernels.elementwise import WHERE
 from .programs import source
 
 LOG = logging.getLogger("ember_backend_intel.fused")
+NO_SCRATCH = contextlib.nullcontext(())
 ARG_BYTES = 16  # a buffer (8 bytes on a 64-bit device) and its element offset (a long)
 
 
@@ -54,20 +62,54 @@ def kernel(runtime, d):
     program = _program(runtime, text, d.dtype)
     if program is None:
         return None
+    checked = chain.checked(d)
+    if checked:
+        op, detail = chain.index_error(d)
+    extras = [size for _name, _kind, size in tail.extras(d, 8 if d.dtype == "float64" else 4)]
 
     def run(*tensors):
-        if work:
-            dev = device_of(runtime, tensors[0])
-            args = [x for t in tensors for x in (t._storage.handle, offset(t))]
-            k = program(dev)[chain.KERNEL]
+        if not work:
+            return
+        dev = device_of(runtime, tensors[0])
+        args = [x for t in tensors for x in (t._storage.handle, offset(t))]
+        # a row tail's scratch: its rows, the sums' columns, its indices (none: no pool call)
+        with dev.scratch(*extras) if extras else NO_SCRATCH as scratch:
+            args += [x for buffer in scratch for x in (buffer, 0)]
+            if checked:  # indices checked into the status word: raise as eager does
+                args.append(dev.status)
+            kernels = program(dev)
+            k = kernels[chain.KERNEL]
             if not lanes:  # a work-item per element or row
-                return dev.launch(k, work, *args)
-            local = min(k.local, lanes)  # a work-group per row: a power of two, at most lanes
-            groups = min(work, dev.max_groups)
-            k.fn(dev.queue, (groups * local,), (local,), *args)
+                dev.launch(k, work, *args)
+            else:  # a work-group per row: a power of two, at most lanes
+                local = min(k.local, lanes)
+                groups = min(work, dev.max_groups)
+                k.fn(dev.queue, (groups * local,), (local,), *args)
+            if extras and tail.totals(d):  # one work-group adds the columns in a fixed order
+                total = kernels[tail.TOTAL_KERNEL]
+                local = min(total.local, rows.LANES)
+                total.fn(dev.queue, (local,), (local,), *args)
+            if checked:  # eager's message names the first bad index in row-major order
+                bad = functools.partial(_first_bad, runtime, d, tensors, scratch)
+                check_status(dev, op, d.dtype, lambda _: detail.format(bad=bad()))
 
     run.source = text
     return run
+
+
+def _first_bad(runtime, d, tensors, scratch) -> int:
+    """The first out-of-range value of scatter_add's index (one per row, contiguous) or of a
+    tail's gather (the indices the kernel kept, ``em_ix``: the last scratch), read back: the
+    work-items report theirs in no fixed order."""
+    index = tensors[0]._storage.device.index
+    host = np.empty(math.prod(d.shape[:-1]), np.int64)
+    if tail.gathers(d):
+        runtime.copy_out(host, scratch[-1], 0, index)
+    else:
+        (k,) = {s.args[1][1] for s in d.steps if s.op == "scatter_add"}
+        t = tensors[len(d.outputs) + k]
+        runtime.copy_out(host, t._storage.handle, offset(t) * 8, index)
+    return int(host[(host < 0) | (host >= d.shape[-1])][0])
 
 
 def _program(runtime, text: str, dtype: str):

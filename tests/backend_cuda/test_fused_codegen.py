@@ -69,6 +69,70 @@ def _multi(dtype="float32"):
                        segments=(3, 500, 7), writes=(0, 2))  # fmt: skip
 
 
+def _row_steps(dtype="float64", shape=(4, 6, 8)):
+    """A layer norm by hand with its backward's addcmul: two row means in the middle (the
+    second reading the first), per-row steps on them (``rsqrt(var + eps)``, stored), then
+    element steps reading them (feature ``row_steps``)."""
+    inputs = (_input(shape, shape, dtype), _input(shape, shape, dtype),
+              _input(shape[-1:], shape, dtype))  # fmt: skip
+    steps = (
+        FusedStep("mean", (("input", 0),), dtype, {"keepdim": True}, row=True),
+        FusedStep("sub", (("input", 0), ("step", 0)), dtype),
+        FusedStep("mul", (("step", 1), ("step", 1)), dtype),
+        FusedStep("mean", (("step", 2),), dtype, {"keepdim": True}, row=True),
+        FusedStep("add", (("step", 3), ("scalar", 1e-5)), dtype, row=True),
+        FusedStep("rsqrt", (("step", 4),), dtype, row=True),
+        FusedStep("addcmul", (("input", 1), ("step", 1), ("step", 5)), dtype, {"value": -0.25}),
+        FusedStep("mul", (("step", 6), ("input", 2)), dtype),
+        FusedStep("amax", (("step", 7),), dtype, {"keepdim": True}, row=True),
+        FusedStep("sub", (("step", 7), ("step", 8)), dtype),
+    )
+    return FusedKernel("cuda", shape, dtype, inputs, steps, (5, 9), features=("row_steps",))
+
+
+def _row_index(dtype="float64", shape=(6, 13)):
+    """Cross-entropy's backward: full(0), scatter_add of one value per row at the row's
+    index (int64, checked into the status word), then the log-softmax backward's row sum."""
+    rows = (*shape[:-1], 1)
+    inputs = (_input(rows, shape, "int64"), _input(rows, shape, dtype), _input(shape, shape, dtype))
+    steps = (
+        FusedStep("full", (), dtype, {"value": 0.0}),
+        FusedStep("scatter_add", (("step", 0), ("input", 0), ("input", 1)), dtype),
+        FusedStep("exp", (("input", 2),), dtype),
+        FusedStep("sum", (("step", 1),), dtype, {"keepdim": True}, row=True),
+        FusedStep("mul", (("step", 2), ("step", 3)), dtype),
+        FusedStep("sub", (("step", 1), ("step", 4)), dtype),
+    )
+    features = ("row_index", "row_steps")
+    return FusedKernel("cuda", shape, dtype, inputs, steps, (5,), features=features)
+
+
+def _row_tail(dtype="float64", shape=(37, 13), stored=False):
+    """Cross-entropy's forward: log_softmax, the target's mask, the gather at the masked
+    target, the weighted negative, the two sums over every row and their quotient (feature
+    ``row_tail``); ``stored``: the log-probabilities stored too (the backward saves them)."""
+    rows = shape[:-1]
+    inputs = (_input(shape, shape, dtype), FusedInput("int64", rows, (1, 0)))
+    row = {"row": True}
+    steps = (
+        FusedStep("log_softmax", (("input", 0),), dtype),
+        FusedStep("ne", (("input", 1), ("scalar", -100)), "bool", **row),
+        FusedStep("bitwise_not", (("step", 1),), "bool", **row),
+        FusedStep("where", (("step", 2), ("scalar", 0), ("input", 1)), "int64", **row),
+        FusedStep("unsqueeze", (("step", 3),), "int64", **row),
+        FusedStep("gather", (("step", 0), ("step", 4)), dtype, **row),
+        FusedStep("squeeze", (("step", 5),), dtype, **row),
+        FusedStep("_to_copy", (("step", 1),), dtype, **row),
+        FusedStep("neg", (("step", 6),), dtype, **row),
+        FusedStep("mul", (("step", 8), ("step", 7)), dtype, **row),
+        FusedStep("sum", (("step", 9),), dtype, total=True),
+        FusedStep("sum", (("step", 7),), dtype, total=True),
+        FusedStep("div", (("step", 10), ("step", 11)), dtype, total=True),
+    )
+    outputs = (12, 0) if stored else (12,)
+    return FusedKernel("cuda", shape, dtype, inputs, steps, outputs, features=("row_tail",))
+
+
 ROWS = [
     ("sum", {"keepdim": False}),
     ("mean", {"keepdim": True}),
@@ -85,7 +149,14 @@ DESCRIPTIONS = {
     # rows of 300: a work-group per row, tree reductions in shared memory
     **{f"long_{row}_f64": _chain(row, shape=(4, 3, 300), **params) for row, params in ROWS},
     **{f"long_{row}_f32": _chain(row, "float32", (4, 3, 300), **params) for row, params in ROWS},
-}
+    # row statistics mid-chain and cross-entropy's one-hot gradient, short and long rows
+    **{f"row_steps_{t}_{n}": _row_steps(t, (4, 3, n)) for t in ("float32", "float64")
+       for n in (8, 300)},
+    **{f"row_index_{t}_{n}": _row_index(t, (6, n)) for t in ("float32", "float64")
+       for n in (13, 300)},
+    **{f"row_tail_{t}_{n}_{k}": _row_tail(t, (37, n), k) for t in ("float32", "float64")
+       for n in (13, 300) for k in (False, True)},
+}  # fmt: skip
 
 
 def _texts(dialect) -> dict:
@@ -153,6 +224,32 @@ def test_short_rows_take_a_work_item_long_ones_a_group():
     assert chain.source(DESCRIPTIONS["elementwise_f64"], CUDA)[1:] == (4 * 6 * 8, 0)
 
 
+def test_row_steps_run_one_pass_per_statistic():
+    """Two means and a max, then the value that reads the max: four passes over the row, the
+    per-row steps between them once per row; a long row folds each statistic across the
+    work-group."""
+    text, work, lanes = chain.source(DESCRIPTIONS["row_steps_float64_8"], CUDA)
+    assert (work, lanes) == (12, 0) and text.count("for (em_i64 j = 0; j < 8; j++)") == 4
+    assert "o0[r] = s5;" in text and "__syncthreads" not in text
+    text, work, lanes = chain.source(DESCRIPTIONS["row_steps_float64_300"], CUDA)
+    assert (work, lanes) == (12, 256) and text.count("em_red[lid] = a") == 3
+    assert "if (lid == 0) o0[r] = s5;" in text
+    text, _work, _lanes = chain.source(DESCRIPTIONS["row_index_float64_13"], CUDA)
+    assert "int *em_st" in text and "EM_INDEX_OUT_OF_RANGE" in text and "j == v0" in text
+
+
+def test_row_tail_sums_every_row_in_a_second_kernel():
+    """The rows write their values into columns; one group adds them (no atomics): the same
+    order at every call. Unstored log-probabilities go to scratch rows."""
+    text, work, lanes = chain.source(DESCRIPTIONS["row_tail_float64_300_False"], CUDA)
+    assert (work, lanes) == (37, 256) and "EM_KERNEL em_fused_total(" in text
+    assert "em_y[r * 300 + g5]" in text and "atomic" not in text
+    text, _work, _lanes = chain.source(DESCRIPTIONS["row_tail_float64_13_True"], CUDA)
+    assert "double *em_y" not in text and "o1[r * 13 + g5]" in text
+    d = DESCRIPTIONS["row_tail_float64_13_False"]
+    assert chain.source(dataclasses.replace(d, features=()), CUDA) is None
+
+
 def test_what_the_generator_does_not_know_gives_none():
     d = DESCRIPTIONS["elementwise_f64"]
     unknown_op = dataclasses.replace(
@@ -176,3 +273,5 @@ def test_what_the_generator_does_not_know_gives_none():
     fields = {f.name: getattr(d, f.name) for f in dataclasses.fields(d)}
     assert chain.source(Later(**fields), CUDA) is not None  # the new field unset: understood
     assert chain.source(Later(**fields, reductions=((2, "sum"),)), CUDA) is None
+    later = dataclasses.replace(DESCRIPTIONS["row_steps_float64_8"], features=("row_later",))
+    assert chain.source(later, CUDA) is None  # a feature it does not know: declined

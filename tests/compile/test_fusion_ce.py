@@ -23,7 +23,7 @@ def _cache(tmp_path_factory, monkeypatch):
 
 
 def _one_hot(lib, x, index, src):
-    base = lib.full(tuple(x.shape), 0.0, dtype=x.dtype)
+    base = lib.full(tuple(x.shape), 0.0, dtype=x.dtype, device=x.device)
     return (base.scatter_add(-1, index, src) - lib.exp(x)) * 2.0
 
 
@@ -61,15 +61,15 @@ def _loss(lib, net, x, target):
     return lib.nn.functional.cross_entropy(net.head(h), target, ignore_index=-100)
 
 
-def _trajectories(dtype, steps=30):
+def _trajectories(dtype, steps=30, device="cpu"):
     ember.manual_seed(0)
-    net, eager = _Net().to(dtype), _Net().to(dtype)
+    net, eager = _Net().to(dtype).to(device), _Net().to(dtype).to(device)
     eager.load_state_dict(net.state_dict())
     twin = torch.nn.ModuleDict({"up": torch.nn.Linear(16, 16), "head": torch.nn.Linear(16, 11)})
     twin = twin.to(getattr(torch, str(dtype)[6:]))
     with torch.no_grad():
         for name, p in twin.named_parameters():
-            p.copy_(torch.tensor(net.get_parameter(name).detach().numpy()))
+            p.copy_(torch.tensor(net.get_parameter(name).detach().cpu().numpy()))
     rng = np.random.default_rng(4)
     x = rng.standard_normal((20, 16)).astype(str(dtype)[6:])
     target = rng.integers(0, 11, 20)
@@ -84,7 +84,8 @@ def _trajectories(dtype, steps=30):
     for _ in range(steps):
         for k, (run, lib, opt) in enumerate(runs):
             opt.zero_grad()
-            loss = run(lib.tensor(x), lib.tensor(target))
+            where = {"device": device} if lib is ember else {}
+            loss = run(lib.tensor(x, **where), lib.tensor(target, **where))
             loss.backward()
             opt.step()
             losses[k].append(loss.item())

@@ -3,14 +3,18 @@
 ember's compiler hands a backend a description of a chain of elementwise ops (its
 ``compiler/fusion.py`` ``FusedKernel``, in the op table's names) and gets back a callable. One
 generator writes the kernel for every GPU target from that description: ``chain`` (a chain,
-possibly ending in a row op over the last dim: ``rows``; the steps: ``steps``) and ``multi`` (a
-multi-tensor chain: an
-optimizer's update over all its tensors), each in a ``dialect`` (CUDA C++ for CUDA and HIP,
+possibly with row statistics or ending in a row op over the last dim: ``rows``; a row op's
+tail: ``tail``; the steps: ``steps``) and ``multi`` (a multi-tensor chain: an optimizer's
+update over all its tensors), each in a ``dialect`` (CUDA C++ for CUDA and HIP,
 OpenCL C for xpu) whose per-op expressions are those of the target's eager elementwise kernels.
 This module is the glue of the CUDA-like runtimes (``gpu.GpuRuntime``: CUDA, ROCm and the
 emulator), which build a generated module as they build codegen's (the same compiler and disk
 cache, keyed by source); the xpu plugin has its own glue over the same text
 (backend_intel/fused.py).
+
+A kernel that reads indices takes the device's status word last and is checked after the
+launch (the call raises eager's IndexError); a tail's kernel takes device scratch (its output
+rows, the sums' columns, its indices) and a second launch of one block adds the sums.
 
 A description the generator cannot express, or a compiler that rejects the text, gives None:
 the chain replays op by op.
@@ -20,13 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 
 import numpy as np
 
 from .. import launch
 from ..diskcache import CompileError
-from ..kernels._args import addr, device
-from . import chain, multi
+from ..kernels._args import addr, device, first_outside, raise_status
+from . import chain, multi, rows, tail
 from .dialect import CUDA, HIP
 
 LOG = logging.getLogger("ember_backend_gpu.fused")
@@ -51,10 +56,16 @@ def kernel(runtime, description):
     if made is None:
         return None
     text, work, lanes = made
-    count = len(description.outputs) + len(description.inputs)
+    checked = chain.checked(description)
+    extras = [size for _name, _kind, size in tail.extras(description, _itemsize(description))]
+    count = len(description.outputs) + len(description.inputs) + len(extras) + checked
     function = _builder(runtime, text, chain.KERNEL, "P" * count)
     if function is None:
         return None
+    totals = tail.totals(description)
+    if totals:  # the same module: built already
+        total = _builder(runtime, text, tail.TOTAL_KERNEL, "P" * count)
+    starts = [sum(-(-size // 256) * 256 for size in extras[:k]) for k in range(len(extras) + 1)]
 
     def run(*tensors):
         if work:
@@ -63,10 +74,44 @@ def kernel(runtime, description):
             # a block per row (lanes), or a thread per element or row
             blocks = min(work, sm * launch.BLOCKS_PER_SM) if lanes else launch.grid(work, sm)
             args = [addr(t) for t in tensors]
+            if extras:  # a row tail's scratch: output rows, the sums' columns, the indices
+                at = runtime.scratch(index, starts[-1])
+                args += [at + start for start in starts[:-1]]
+            if checked:
+                args.append(runtime.status_word(index))
             runtime.call(index, function(index), blocks, lanes or launch.BLOCK, *args)
+            if totals:  # one block adds the columns in a fixed order
+                runtime.call(index, total(index), 1, rows.LANES, *args)
+            if checked:
+                _check(runtime, index, description, tensors, args)
 
     run.source = text
     return run
+
+
+def _check(runtime, index: int, d, tensors, args) -> None:
+    """Raise what the kernel reported into the status word (waits for it, as eager's index
+    kernels do): an index out of range, named as eager names it (the status word holds no
+    value on CUDA: the first bad one is read from the index tensor, or a gather's from the
+    indices the kernel kept, ``em_ix``)."""
+    status = runtime.read_status(index)
+    if not status:
+        return
+    op, detail = chain.index_error(d)
+    if tail.gathers(d):
+        rows_ = math.prod(d.shape[:-1])
+        values = np.empty(rows_, np.int64)
+        runtime.read(index, values, args[-2])  # em_ix: the last scratch, before the status
+        outside = values[(values < 0) | (values >= d.shape[-1])]
+        bad = int(outside[0]) if outside.size else None
+    else:
+        (k,) = {s.args[1][1] for s in d.steps if s.op == "scatter_add"}
+        bad = first_outside(runtime, tensors[len(d.outputs) + k], 0, d.shape[-1])
+    raise_status(status, op, d.dtype, "" if bad is None else detail.format(bad=bad))
+
+
+def _itemsize(d) -> int:
+    return 8 if d.dtype == "float64" else 4
 
 
 def _builder(runtime, text: str, name: str, arg_format: str):

@@ -4,12 +4,12 @@
 and read through the description's broadcast strides; the sizes are constants of the source (a
 new shape is a new kernel, as on the CPU). The steps are steps.py's device functions, so a step
 rounds as the eager op does. An elementwise chain runs a work-item per element of the collapsed
-output (a grid-stride loop); a chain ending in a row op runs a work-item or a work-group per
-row (rows.py).
+output (a grid-stride loop); a chain with row statistics (feature ``row_steps``) or ending in
+a row op runs a work-item or a work-group per row (rows.py).
 
 ``source`` returns None for what it does not know (an op missing from the dialect's table, a
-dtype, a row op that is not last, a description field it does not read), so the chain replays
-op by op: never wrong numbers.
+dtype, a softmax, log_softmax or layer_norm that is not last, a description field or feature
+it does not read), so the chain replays op by op: never wrong numbers.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 
 from ..launch import coalesce
-from . import rows
+from . import rows, tail
 from .dialect import C_TYPES, Dialect
-from .steps import KNOWN_PARAMS, ROW, body, known, step_functions
+from .steps import INDEXED, KNOWN_PARAMS, ROW, body, known, step_functions
 
 KERNEL = "em_fused"
 
@@ -32,10 +32,30 @@ def signature(d, dialect: Dialect) -> tuple[list, list]:
         params += dialect.pointer(ct, f"o{k}", False)
         bases.append(dialect.base(ct, f"o{k}", False))
     for k, spec in enumerate(d.inputs):
-        ct = dialect.u8 if spec.dtype == "bool" else C_TYPES[spec.dtype]
+        ct = dialect.ctype(spec.dtype)
         params += dialect.pointer(ct, f"i{k}", True)
         bases.append(dialect.base(ct, f"i{k}", True))
+    kinds = {"ct": C_TYPES[d.dtype], "acc": dialect.acc, "i64": dialect.i64}
+    for name, kind, _bytes in tail.extras(d, 8):  # a row tail's scratch (tail.py)
+        params += dialect.pointer(kinds[kind], name, False)
+        bases.append(dialect.base(kinds[kind], name, False))
+    if checked(d):
+        params.append(dialect.status)
     return params, [b for b in bases if b]
+
+
+def checked(d) -> bool:
+    """Whether the kernel reads indices (scatter_add's, a tail's gather), which it checks into
+    the device's status word (its last argument): the call then raises the op's IndexError,
+    as eager's."""
+    return any(s.op in INDEXED or s.op == "gather" for s in d.steps)
+
+
+def index_error(d) -> tuple:
+    """``(op, detail format of the bad value)`` of a checked kernel's IndexError: eager's."""
+    dim, size = len(d.shape) - 1, d.shape[-1]
+    op = "gather" if tail.gathers(d) else "scatter_add"
+    return op, f"index {{bad}} is out of bounds for dim {dim} with size {size}"
 
 
 def unravel(sizes: list, strides: list, at: str, indent: str, i64: str) -> list:
@@ -57,13 +77,17 @@ def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
     None."""
     if not known(d) or getattr(d, "segments", ()):
         return None
-    *body_steps, last = d.steps
-    row = last.op in ROW
-    if any(s.op in ROW for s in body_steps) or (row and last.op not in rows.OPS):
+    end = tail.body_end(d)
+    *body_steps, last = d.steps[: end + 1]
+    row = rows.rowwise(d)
+    if any(s.op in rows.NORMS for s in body_steps) or (last.op in ROW and last.op not in rows.OPS):
         return None
-    if set(last.params) - KNOWN_PARAMS.get(last.op, set()):
+    if tail.has_tail(d) and ("row_tail" not in getattr(d, "features", ()) or not tail.known(d)):
         return None
-    functions = step_functions(d, dialect, len(d.steps) - row)
+    if set(last.params) - KNOWN_PARAMS.get(last.op, set()) or not rows.indices_known(d):
+        return None
+    skip = {n for n in range(len(d.steps)) if d.steps[n].op in rows.NORMS or tail.inline(d, n)}
+    functions = step_functions(d, dialect, len(d.steps), skip)
     if functions is None:
         return None
     params, bases = signature(d, dialect)
@@ -91,6 +115,9 @@ def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
         lines += body(d, dialect, [f"b{k}" for k in range(len(d.inputs))], len(d.steps), " " * 8)
         lines += [f"        o{k}[i] = s{index};" for k, index in enumerate(d.outputs)]
     lines += ["    }", "}"]
+    if tail.totals(d):  # the second kernel: the sums over every row, in a fixed order
+        whole = rows.Row(dialect, work, True)
+        lines += tail.total_kernel(d, dialect, whole, rows.LANES, params, bases)
     return "\n".join(lines) + "\n", work, lanes
 
 

@@ -42,8 +42,11 @@ class Dialect:
     lsize: str  # work-items per group (dimension 0)
     shared: str  # the qualifier of an array a work-group shares
     barrier: str  # a work-group barrier over that memory
+    gbarrier: str  # a work-group barrier that also orders the group's global memory writes
     table: str  # a constant table at file scope: format with type, name, size, values
     offsets: bool  # a pointer argument is (buffer, element offset): OpenCL has no addresses
+    status: str  # the parameter of the device's status word (the eager index kernels' own)
+    fail: str  # a statement reporting index ``{0}`` out of range into it
     bits: dict = field(repr=False)  # dtype -> format of a value from its bits (inf, NaN)
 
     def pointer(self, ctype: str, name: str, const: bool) -> list:
@@ -59,6 +62,10 @@ class Dialect:
         if self.offsets:
             return f"    {self.space}{qual}{ctype} *{name} = {name}_ + {name}_o;"
         return ""
+
+    def ctype(self, dtype: str) -> str:
+        """The C type a tensor of ``dtype`` is stored as (a bool as bytes)."""
+        return {"bool": self.u8, "int64": self.i64}.get(dtype) or C_TYPES[dtype]
 
     def literal(self, value, dtype: str) -> str:
         """A scalar operand in the compute type, rounded as the eager glue rounds it."""
@@ -99,8 +106,11 @@ def _cuda(name: str) -> Dialect:
         lsize="blockDim.x",
         shared="__shared__",
         barrier="__syncthreads()",
+        gbarrier="__syncthreads()",
         table="static __device__ const {0} {1}[{2}] = {{{3}}};",
         offsets=False,
+        status="int *em_st",
+        fail="*em_st = EM_INDEX_OUT_OF_RANGE;",  # the glue finds the value (first_outside)
         bits={"float32": "__uint_as_float({0}u)", "float64": "__longlong_as_double({0}ll)"},
     )
 
@@ -135,8 +145,11 @@ def opencl(lines) -> Dialect:
         lsize="get_local_size(0)",
         shared="local",
         barrier="barrier(CLK_LOCAL_MEM_FENCE)",
+        gbarrier="barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)",
         table="constant {0} {1}[{2}] = {{{3}}};",
         offsets=True,
+        status="global long *em_st",
+        fail="em_fail(em_st, EM_INDEX_OUT_OF_RANGE, {0});",
         bits={"float32": "as_float({0}u)", "float64": "as_double({0}ul)"},
     )
 
