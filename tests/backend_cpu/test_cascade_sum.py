@@ -1,8 +1,7 @@
 """The float32 sum's cascade (csrc/cascade.h) where a cascade could go wrong.
 
-Contiguous float32 runs add in float lanes: 32 lanes, groups of 8 steps summed pairwise, 2
-levels of 4 groups, blocks of 4096 elements handed to double lanes; a last partial group is
-zero-padded. The cases: every length around those boundaries, in every layout
+Contiguous float32 runs add in float lanes: 32 lanes, 3 levels of 4 additions, blocks of 2048
+elements handed to double. The cases: every length around those boundaries, in every layout
 that reaches the kernel as a contiguous run (all elements, the last dim, trailing dims merged,
 pieces of a split reduction that start inside a row); long constant runs (a single float
 chain stops growing at 2^24); alternating magnitudes and cancellation; against PyTorch's sum.
@@ -10,18 +9,20 @@ chain stops growing at 2^24); alternating magnitudes and cancellation; against P
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
 
 import ember
 
-# Lengths around the lane width (32), the group (256), the levels (1024, 4096 elements), the
-# block (4096) and several blocks.
-LENGTHS = [1, 15, 16, 31, 32, 33, 127, 129, 255, 256, 257, 1023, 1024, 1025, 2049, 4095, 4096]
-LENGTHS += [4097, 5377, 8191, 8192, 8193, 49157]
+# Lengths around the lane width (32), the levels (128, 512 elements) and the block (2048).
+LENGTHS = [1, 15, 16, 31, 32, 33, 127, 128, 129, 511, 513, 2047, 2048, 2049, 6143, 49157]
 U = 2.0**-24  # float32's unit roundoff
-ROUNDINGS = 9  # float additions an element goes through: a tree of 8, 2 levels of 4
+ROUNDINGS = 12  # float additions an element goes through: 3 levels of 4
 
 
 def _ints(shape, seed):
@@ -77,7 +78,7 @@ def test_long_constant_runs():
 def test_alternating_magnitudes():
     """Huge elements that cancel between tiny ones (a float chain absorbs the tiny ones: numpy's
     and PyTorch's sums lose 25% to 100% of this one; the lanes keep huge and tiny apart), and
-    magnitudes spread over 8 decades with random signs: within the cascade's bound of 9
+    magnitudes spread over 8 decades with random signs: within the cascade's bound of 12
     roundings of sum(|x|), and over 16 draws no less accurate than PyTorch (root-mean-square)."""
     tiles = np.tile(np.array([1e6, -1e-2, -1e6, 3e-2], np.float32), (8, 5001))
     for dims in (None, 1):
@@ -116,3 +117,34 @@ def test_against_torch(dims):
     exact = _exact(a, dims)
     ours_err = np.abs(ours.astype(np.float64) - exact)
     assert np.all(ours_err <= np.abs(theirs.astype(np.float64) - exact) + np.spacing(theirs))
+
+
+# Sums of float32 runs in every layout that reaches the kernel, printed as their bits' hex.
+_BITS_SCRIPT = """
+import numpy as np, ember
+a = np.random.default_rng(11).standard_normal((7, 9001)).astype(np.float32)
+runs = [a[:, 3:], a, a.reshape(-1)[5:], a[:, : 2049 * 4].reshape(7, 4, 2049)]
+sums = [ember.sum(ember.from_numpy(r), -1).numpy() for r in runs]
+sums += [ember.sum(ember.from_numpy(a.reshape(-1)[: n])).numpy() for n in range(1, 300, 7)]
+print(" ".join(np.ascontiguousarray(s).tobytes().hex() for s in sums))
+"""
+
+
+def test_same_bits_with_and_without_avx512():
+    """The AVX-512 build (16-float vectors) and the AVX2/baseline clones' build (8-float vectors)
+    add the same lanes in the same order. EMBER_CPU_AVX512=0 takes the narrow build; on a CPU
+    without AVX-512 both runs take it, and the comparison holds trivially."""
+
+    def bits(**env):
+        run = subprocess.run(
+            [sys.executable, "-c", _BITS_SCRIPT],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return run.stdout.split()
+
+    wide, narrow = bits(), bits(EMBER_CPU_AVX512="0")
+    assert len(wide) == len(narrow) > 40
+    assert wide == narrow
