@@ -9,6 +9,10 @@ chain stops growing at 2^24); alternating magnitudes and cancellation; against P
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -113,3 +117,34 @@ def test_against_torch(dims):
     exact = _exact(a, dims)
     ours_err = np.abs(ours.astype(np.float64) - exact)
     assert np.all(ours_err <= np.abs(theirs.astype(np.float64) - exact) + np.spacing(theirs))
+
+
+# Sums of float32 runs in every layout that reaches the kernel, printed as their bits' hex.
+_BITS_SCRIPT = """
+import numpy as np, ember
+a = np.random.default_rng(11).standard_normal((7, 9001)).astype(np.float32)
+runs = [a[:, 3:], a, a.reshape(-1)[5:], a[:, : 2049 * 4].reshape(7, 4, 2049)]
+sums = [ember.sum(ember.from_numpy(r), -1).numpy() for r in runs]
+sums += [ember.sum(ember.from_numpy(a.reshape(-1)[: n])).numpy() for n in range(1, 300, 7)]
+print(" ".join(np.ascontiguousarray(s).tobytes().hex() for s in sums))
+"""
+
+
+def test_same_bits_with_and_without_avx512():
+    """The AVX-512 build (16-float vectors) and the AVX2/baseline clones' build (8-float vectors)
+    add the same lanes in the same order. EMBER_CPU_AVX512=0 takes the narrow build; on a CPU
+    without AVX-512 both runs take it, and the comparison holds trivially."""
+
+    def bits(**env):
+        run = subprocess.run(
+            [sys.executable, "-c", _BITS_SCRIPT],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return run.stdout.split()
+
+    wide, narrow = bits(), bits(EMBER_CPU_AVX512="0")
+    assert len(wide) == len(narrow) > 40
+    assert wide == narrow

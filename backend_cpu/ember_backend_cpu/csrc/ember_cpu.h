@@ -45,9 +45,15 @@ enum {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define EM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #define EM_CLONES_WIDE __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+/* A function of its own for AVX-512 (where its vectors differ from the clones'), taken when
+ * EM_CPU_WIDE() says the CPU has it. */
+#define EM_TARGET_WIDE __attribute__((target("arch=x86-64-v4")))
+#define EM_CPU_WIDE() __builtin_cpu_supports("x86-64-v4")
 #else
 #define EM_CLONES
 #define EM_CLONES_WIDE
+#define EM_TARGET_WIDE
+#define EM_CPU_WIDE() 0
 #endif
 
 /* ---- half precision ------------------------------------------------------------------------- */
