@@ -239,6 +239,16 @@ def _where(ctx, g):
     return None, E.where(cond, g, zero), E.where(cond, zero, g)
 
 
+def _masked_fill(ctx, g):
+    """PyTorch's: the input's gradient where not filled; a tensor value's, the sum of the rest
+    (masked_fill_backward)."""
+    mask = ctx.mask
+    needs_input, _, needs_value = ctx.needs_input_grad
+    grad_input = g.masked_fill(mask, 0) if needs_input else None
+    grad_value = E.where(mask, g, 0).sum() if needs_value else None
+    return grad_input, None, grad_value
+
+
 def _clamp(ctx, g):
     """clamp is min(max(x, low), high): where low > high the result is high everywhere."""
     x, low, high = ctx.input, ctx.min, ctx.max
@@ -746,6 +756,7 @@ FORMULAS = {
         save=("input", "other"),
     ),
     "where": F(_where, save=("condition",)),
+    "masked_fill": F(_masked_fill, save=("mask",)),
     "lerp": F(_lerp, save=("input", "end", "weight")),
     "clamp": F(_clamp, save=("input", "min", "max")),
     "addcmul": F(_addcmul, save={"tensor1": "tensor2", "tensor2": "tensor1"}),

@@ -19,6 +19,7 @@ MaxBackward1). A shown node (``Shown``) also answers ``_saved_*`` from the call'
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 from ember._tensor import Tensor
@@ -182,6 +183,7 @@ RULES = {
     "norm": _fixed("LinalgVectorNormBackward0"),
     "fmod": _number_overload("Fmod", "other"),
     "remainder": _number_overload("Remainder", "other"),
+    "masked_fill": _number_overload("MaskedFill", "value"),
 }
 
 
@@ -251,8 +253,6 @@ def _composite_name(op, args):
         return shown, tuple(a for a in values if a not in hide)
     if name == "linalg_matrix_norm":  # the Frobenius norm is a vector norm over two dims
         return ("LinalgVectorNormBackward0", None) if values.get("ord") == "fro" else None
-    if name == "masked_fill" and isinstance(values.get("value"), Tensor):
-        return None  # the Tensor overload, shown by the decomposition over x and value
     if name == "mean":
         return ("MeanBackward0" if values.get("dim") is None else "MeanBackward1"), None
     if name in ("median", "nanmedian"):
@@ -396,12 +396,29 @@ def written_back(target, result):
     node, made = target._grad_fn, result._grad_fn
     if node is None or made is None:
         return target
-    shown = made.display if made.display is not None else Shown(*describe(made))
+    shown = made.display if made.display is not None else _as_call(made)
     if target._base is None:
         node.display = shown
     else:
         _show_slices(target, shown[1][1:])
     return target
+
+
+def _as_call(node) -> Shown:
+    """A formula node shown by another node (an in-place op's written-back copy): its name and
+    edges, and its call's arguments and sizes, which the other node's ``_saved_*`` read."""
+    name, edges = describe(node)
+    if node.formula is None or node.formula.plan.has_lists:
+        return Shown(name, edges)
+    plan, meta = node.formula.plan, node.input_meta
+    values, sizes = {}, []
+    for a in node.op.schema.args:
+        k = plan.tensor_index.get(a.name)
+        found = meta[k] if k is not None and k < len(meta) else None
+        sizes.append(None if found is None else tuple(found[0]))
+        with contextlib.suppress(AttributeError):  # a tensor the formula did not save
+            values[a.name] = node.argument(a.name)
+    return Shown(name, edges, tuple(sizes), None, values)
 
 
 def written_in(target: Tensor, before, name: str, others: tuple, saved: dict) -> None:

@@ -109,23 +109,25 @@ def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
     if takes_out:
         lines.append("    if out is not None:")
         lines.append(f"        return _out(_op, out, {call[:-1]},), {_dtype_position(op)})")
-    if _single_tensor(schema):
-        # exp(x), x.relu(): the one argument decides whether a layer wants the call (the
-        # operators' check in _operator; dispatcher/layers.py says why it may be skipped)
+    if _first_tensor_only(schema):
+        # exp(x), x.relu(), x.reshape(2, 3): the one tensor argument decides whether a layer
+        # wants the call (the operators' check in _operator; dispatcher/layers.py says why it
+        # may be skipped)
         x = names[0]
+        args = f"({', '.join(names)},)"
         lines.append(f"    if ({x}.__class__ is _Tensor and not {x}._requires_grad")
         lines.append("            and _stack.layers is _stack.grad_only_layers):")
         lines.append("        try:")
-        lines.append(f"            return _op.runner(_op, {x})")
+        lines.append(f"            return _op.runner(_op, {', '.join(names)})")
         lines.append("        except (AttributeError, TypeError) as error:")
-        lines.append(f"            _op.argument_error(({x},), error)")
+        lines.append(f"            _op.argument_error({args}, error)")
         lines.append("            raise")
         lines.append("        except NotImplementedError as error:")
-        lines.append(f"            return _op.refused(({x},), error)")
+        lines.append(f"            return _op.refused({args}, error)")
         # autograd alone and x requires grad: its recorder (dispatcher/layers.py)
         lines.append(f"    if ({x}.__class__ is _Tensor and _stack.layers is _stack.direct_layers")
         lines.append("            and _op.recorder is not None):")
-        lines.append(f"        return _op.recorder({x})")
+        lines.append(f"        return _op.recorder({', '.join(names)})")
     lines.append(f"    return _op{call}")
     namespace: dict = {}
     # __name__ marks the frames of generated functions as ember's (warnings skip them).
@@ -139,9 +141,17 @@ def make_callable(op, name: str, *, method: bool, varargs: str | None = None):
     return fn
 
 
-def _single_tensor(schema: Schema) -> bool:
-    """Whether the op takes one argument, a Tensor (exp, relu, neg...)."""
-    return len(schema.args) == 1 and schema.args[0].is_tensor and not schema.args[0].is_list
+# Argument types that never hold a tensor: a call's only tensor is then its first argument.
+_NOT_TENSORS = frozenset({"int", "bool", "ScalarType", "str"})
+
+
+def _first_tensor_only(schema: Schema) -> bool:
+    """Whether the op's one tensor argument is its first, the others sizes, dims, flags or
+    dtypes (exp, relu, reshape, transpose, t...)."""
+    first, rest = schema.args[0] if schema.args else None, schema.args[1:]
+    if first is None or not first.is_tensor or first.is_list:
+        return False
+    return all(a.type in _NOT_TENSORS for a in rest)
 
 
 def _numpy_operand(other):

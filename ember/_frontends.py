@@ -16,6 +16,7 @@ from ._tensor import Tensor
 from .autograd.graph_names import present, rename, written_back
 from .dispatcher import out as _out_arg
 from .dispatcher.kinds._common import broadcast_shapes as _broadcast_shapes
+from .dispatcher.layers import STACK as _STACK
 from .dispatcher.optable import OPS
 from .dispatcher.overlap import check_partial
 from .dispatcher.promotion import can_cast, promote_types
@@ -488,6 +489,9 @@ def view_as(self, other):
     return OPS["view"](self, other.shape)
 
 
+_VIEW = OPS["view"]
+
+
 def reshape_as(self, other):
     return OPS["reshape"](self, other.shape)
 
@@ -497,6 +501,14 @@ def expand_as(self, other):
 
 
 def view(self, *shape, size=None):
+    if shape and shape[0].__class__ is int and self.__class__ is Tensor:
+        # x.view(b, t, c), the common call: as the generated methods of one-tensor ops do
+        # (ember/_bind.py), straight to the runner or autograd's recorder when they alone act
+        op, layers = _VIEW, _STACK.layers
+        if not self._requires_grad and layers is _STACK.grad_only_layers:
+            return op.runner(op, self, shape)
+        if layers is _STACK.direct_layers and op.recorder is not None:
+            return op.recorder(self, shape)
     if size is not None:  # x.view(size=(2, 3)), PyTorch's keyword
         if shape:
             raise TypeError("view() got multiple values for argument 'size'")

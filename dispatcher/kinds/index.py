@@ -14,7 +14,17 @@ from ember import _dtype as dt
 from ember._tensor import Tensor, empty, make
 
 from ..overlap import check_none
-from ._common import OPS, cast, check_writable, common_device, wrap_dim
+from ._common import (
+    OPS,
+    broadcast_shapes,
+    cast,
+    check_dtypes,
+    check_writable,
+    common_device,
+    expand_to,
+    wrap_dim,
+)
+from ._limits import check_scalar_fits
 
 # PyTorch's index dtypes: int64 only for take/put_, int32 or int64 for the others, each with
 # PyTorch's wording.
@@ -224,3 +234,41 @@ def searchsorted(op, sorted_sequence, values, out_int32=False, right=False, side
     out = empty(values._shape, dt.int32 if out_int32 else dt.int64, dev)
     op.kernel(dev.type, seq._dtype)(out, seq, values, bool(right))
     return out
+
+
+_NUMBERS = (bool, int, float)
+# A number of each category as where's kernels take their scalar operand (elementwise.py's
+# convention): a float for floating dtypes, an int for integer ones, a bool for bool.
+_FILL_NUMBER = {dt.FLOATING: float, dt.INTEGRAL: int, dt.BOOL: bool}
+
+
+def masked_fill(op, x, mask, value):
+    """``where``'s kernel with the number as its scalar operand, ``kernel(out, mask, value,
+    x)`` over x and mask broadcast together: no tensor made for the number, no general where
+    runner (minGPT's causal mask fill, every attention step). A number the dtype cannot hold
+    is refused as the decomposition refuses it; a tensor value, a non-bool mask, another
+    device or a dtype where's kernels lack go to the decomposition, which words the errors."""
+    if isinstance(x, Tensor) and isinstance(mask, Tensor) and mask._dtype is dt.bool_:
+        dtype = x._dtype
+        number = _FILL_NUMBER.get(dtype.category)
+        dev = x._storage.device
+        if number is not None and value.__class__ in _NUMBERS and mask._storage.device is dev:
+            try:
+                kernel = OPS["where"].kernel(dev.type, dtype)
+            except NotImplementedError:  # float8 and the other twins: where's own path
+                kernel = None
+            if kernel is not None:
+                check_scalar_fits("masked_fill", value, dtype)
+                shape = x._shape
+                if mask._shape != shape:
+                    shape = broadcast_shapes(op.name, shape, mask._shape)
+                    x, mask = expand_to(x, shape), expand_to(mask, shape)
+                out = empty(shape, dtype, dev)
+                kernel(out, mask, number(value), x)
+                return out
+    check_dtypes(op, (x, mask, value))
+    return op.decomposition(x, mask, value)
+
+
+# vmap, forward AD and the compiler's traces run the decomposition (functional.runs_decomposition)
+masked_fill.fused = True

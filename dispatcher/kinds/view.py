@@ -17,12 +17,21 @@ def _view(x: Tensor, shape: tuple, stride: tuple, offset: int) -> Tensor:
     return out
 
 
+def _dense_view(x: Tensor, shape: tuple) -> Tensor:
+    """A view of contiguous ``x`` as ``shape``: contiguous too, no stride test needed."""
+    out = make(x._storage, shape, contiguous_strides(shape), x._offset, x._dtype, True)
+    out._base = x if x._base is None else x._base
+    return out
+
+
 def _check(op, x) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(x).__name__}")
 
 
 def _ints(op, values, what: str) -> tuple:
+    if values.__class__ is tuple and all(v.__class__ is int for v in values):
+        return values  # the common call, x.view(b, t, c): nothing to convert
     if isinstance(values, int):
         return (values,)
     try:
@@ -33,6 +42,23 @@ def _ints(op, values, what: str) -> tuple:
 
 def infer_size(op_name: str, shape: tuple, numel: int) -> tuple:
     """Resolve one -1 in ``shape`` so that it holds ``numel`` elements."""
+    # Sizes all positive and holding numel (every reshape of the hot path) need nothing more:
+    # their product is numel, so within every limit but the number of dims.
+    if not shape or len(shape) > MAX_DIMS:
+        return _infer_size(op_name, shape, numel)
+    low = min(shape)
+    if low > 0 and math.prod(shape) == numel:
+        return shape
+    if low == -1 and shape.count(-1) == 1:  # x.view(-1, c): the others positive, fitting numel
+        known = -math.prod(shape)
+        if known and not numel % known:
+            i = shape.index(-1)
+            return shape[:i] + (numel // known,) + shape[i + 1 :]
+    return _infer_size(op_name, shape, numel)
+
+
+def _infer_size(op_name: str, shape: tuple, numel: int) -> tuple:
+    """infer_size's general case, with its errors."""
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
         raise RuntimeError(f"{op_name}: only one dimension can be inferred")
@@ -90,7 +116,7 @@ def view(op, x, shape):
     _check(op, x)
     shape = infer_size("view", _ints(op, shape, "size"), math.prod(x._shape))
     if x._contig:
-        return _view(x, shape, contiguous_strides(shape), x._offset)
+        return _dense_view(x, shape)
     stride = view_strides(x._shape, x._stride, shape)
     if stride is None:
         raise RuntimeError(
@@ -105,7 +131,7 @@ def reshape(op, x, shape):
     _check(op, x)
     shape = infer_size("reshape", _ints(op, shape, "shape"), math.prod(x._shape))
     if x._contig:
-        return _view(x, shape, contiguous_strides(shape), x._offset)
+        return _dense_view(x, shape)
     stride = view_strides(x._shape, x._stride, shape)
     if stride is None:
         # A copy: not a view, so its _base stays None (writes must not reach x).
@@ -136,6 +162,8 @@ def transpose(op, x, dim0, dim1):
     ndim = len(x._shape)
     if ndim == 0:
         return _view(x, (), (), x._offset)
+    if ndim == 2 and dim0 in _PAIR and dim1 in _PAIR:  # a matrix: t(), or itself
+        return _swapped(x) if dim0 % 2 != dim1 % 2 else _view(x, x._shape, x._stride, x._offset)
     a, b = wrap_dim(dim0, ndim, "transpose"), wrap_dim(dim1, ndim, "transpose")
     shape, stride = list(x._shape), list(x._stride)
     shape[a], shape[b] = shape[b], shape[a]
@@ -143,13 +171,24 @@ def transpose(op, x, dim0, dim1):
     return _view(x, tuple(shape), tuple(stride), x._offset)
 
 
+# The dims of a matrix, either way spelled (d % 2 is the dim).
+_PAIR = frozenset({0, 1, -1, -2})
+
+
+def _swapped(x: Tensor) -> Tensor:
+    """Matrix ``x`` with its two dims swapped (t(), and transpose of a matrix)."""
+    (rows, cols), (down, across) = x._shape, x._stride
+    shape, stride = (cols, rows), (across, down)
+    out = make(x._storage, shape, stride, x._offset, x._dtype, is_contiguous(shape, stride))
+    out._base = x if x._base is None else x._base
+    return out
+
+
 def t(op, x):
     _check(op, x)
     if len(x._shape) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return (
-        transpose(op, x, 0, -1) if len(x._shape) == 2 else _view(x, x._shape, x._stride, x._offset)
-    )
+    return _swapped(x) if len(x._shape) == 2 else _view(x, x._shape, x._stride, x._offset)
 
 
 def expand(op, x, size):

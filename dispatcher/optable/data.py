@@ -410,9 +410,12 @@ ROWS = [
         "alone repeats each position repeats[i] times",
     ),
     OpDef(
-        "masked_fill(Tensor input, Tensor mask, Scalar value) -> Tensor",
+        # One row for PyTorch's two overloads: value a number (masked_fill.Scalar) or a 0-d
+        # tensor (masked_fill.Tensor, differentiable in it), as where's and pow's rows take both.
+        "masked_fill(Tensor input, Tensor mask, Tensor value) -> Tensor",
         Kind.INDEX,
         lambda x, m, v: np.where(m, v, x),
+        runner=run_index.masked_fill,
         decomposition=_masked_fill,
         samples="masked",
         out=None,
