@@ -3,9 +3,9 @@
 Most ops need nothing here: on meta their runner derives shapes, dtypes and strides as on any
 device and the kernel does nothing (dispatcher/meta.py). A few decompositions read values to
 decide *how* to compute, although what they return is shaped the same whatever the values: Euclid's
-loop runs until every remainder is zero (gcd), the Taylor degree follows the norm (matrix_exp), domain
-checks (mvlgamma, quantile's q), the range from min and max (histc), a permutation built on the host
-(lu_unpack), index sorting (scatter_reduce). For those, as PyTorch's meta registrations do
+loop runs until every remainder is zero (gcd), the Taylor degree follows the norm (matrix_exp),
+domain checks (mvlgamma, quantile's q), the range from min and max (histc), a permutation built on
+the host (lu_unpack), index sorting (scatter_reduce). For those, as PyTorch's meta registrations do
 (torch/_meta_registrations.py), a rule of this table checks the arguments and gives the outputs.
 
 ``install(ops)`` puts each rule in front of its op's decomposition, so the Backend layer, autograd's
