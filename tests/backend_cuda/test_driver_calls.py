@@ -85,6 +85,18 @@ def test_a_host_read_is_one_copy(calls):
     np.testing.assert_array_equal(x.cpu().numpy(), np.arange(16, dtype=np.float32))
 
 
+def test_masked_fill_with_a_number_is_one_launch(calls):
+    """The number travels as where's scalar operand (the kernel argument), not as a 0-d tensor
+    copied to the device: one launch, no host-to-device copy (cross_entropy and every
+    attention step's causal mask take this path)."""
+    a = np.arange(16, dtype=np.float32)
+    x, mask = _cuda(a), _cuda(a) < 5
+    fill = lambda: x.masked_fill(mask, float("-inf"))  # noqa: E731
+    assert _counted(calls, fill) == ONE_LAUNCH
+    want = torch.from_numpy(a).masked_fill(torch.from_numpy(a) < 5, float("-inf")).numpy()
+    np.testing.assert_array_equal(fill().cpu().numpy(), want)
+
+
 def test_an_adamw_step_reads_its_counters_once(calls):
     """The fused AdamW decomposition (no CUDA kernel) needs the step counters on the host: one
     copy for all parameters, not a synchronising ``.item()`` per parameter. The trajectory
