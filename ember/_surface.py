@@ -125,26 +125,47 @@ def _inplace_view(name: str):
     return method
 
 
-def _split_alias(op_name: str, unsafe: bool = False):
+def _is_int(value) -> bool:
+    return not isinstance(value, (bool, float)) and hasattr(value, "__index__")
+
+
+# name -> (split or chunk, its size argument, what PyTorch's parser takes there)
+SPLIT_ALIAS_ARGUMENTS = {
+    "split_with_sizes": ("split", "split_sizes", "tuple of ints"),
+    "unsafe_split": ("split", "split_size", "int"),
+    "unsafe_chunk": ("chunk", "chunks", "int"),
+}
+
+
+def _split_alias(name: str, position: int):
     """split_with_sizes, unsafe_split, unsafe_chunk: PyTorch's other names of split/chunk (the
-    unsafe ones' nodes under PyTorch's names for them, UnsafeSplitBackward0...)."""
+    unsafe ones' nodes under PyTorch's names for them, UnsafeSplitBackward0...), each taking
+    only its own kind of size, as PyTorch's parser does (split takes either kind): the size
+    argument is at ``position`` (2 for the function, 1 for the method) in its TypeError."""
+    op_name, argument, kind = SPLIT_ALIAS_ARGUMENTS[name]
 
     def function(input, *args, **kwargs):
+        value = args[0] if args else kwargs.get(argument)
+        if value is not None:
+            sizes = isinstance(value, (list, tuple)) and all(_is_int(v) for v in value)
+            if not (sizes if kind == "tuple of ints" else _is_int(value)):
+                raise TypeError(
+                    f"{name}(): argument '{argument}' (position {position}) must be {kind}, "
+                    f"not {type(value).__name__}"
+                )
         out = getattr(_ember(), op_name)(input, *args, **kwargs)
-        if unsafe:
+        if name.startswith("unsafe"):
             from .autograd.graph_names import unsafe_split
 
             unsafe_split(out)
         return out
 
+    function.__name__ = function.__qualname__ = name
     return function
 
 
-SPLIT_ALIASES = {
-    "split_with_sizes": _split_alias("split"),
-    "unsafe_split": _split_alias("split", unsafe=True),
-    "unsafe_chunk": _split_alias("chunk", unsafe=True),
-}
+def _split_aliases(position: int) -> dict:
+    return {name: _split_alias(name, position) for name in SPLIT_ALIAS_ARGUMENTS}
 
 
 # ---- overloads ----------------------------------------------------------------------------
@@ -255,7 +276,7 @@ def _rdiv(self: Tensor, other) -> Tensor:
 
 
 FUNCTIONS = {
-    **SPLIT_ALIASES,
+    **_split_aliases(2),
     **_unique.FUNCTIONS,
     **_lowrank.FUNCTIONS,
     "meshgrid": meshgrid,
@@ -274,7 +295,7 @@ FUNCTIONS = {
 
 METHODS = {
     "__rdiv__": _rdiv,
-    **SPLIT_ALIASES,
+    **_split_aliases(1),
     **{f"{name}_": _inplace_view(name) for name in ("unsqueeze", "squeeze", "t", "transpose")},
     "as_strided_": _inplace_view("as_strided"),
     **_unique.METHODS,
