@@ -109,16 +109,49 @@ INPLACE_NAMES = (
 
 
 # ---- in-place views: self takes the view's shape, strides and offset -----------------------
+# PyTorch's nodes of the in-place views (each op's out-of-place node is its Backward0); squeeze
+# by the form of its dim argument (none, an int, a tuple).
+INPLACE_VIEW_NODES = {
+    "transpose": "TransposeBackward1",
+    "t": "TBackward1",
+    "unsqueeze": "UnsqueezeBackward1",
+    "as_strided": "AsStridedBackward1",
+}
+SQUEEZE_NODES = {type(None): "SqueezeBackward3", int: "SqueezeBackward4"}
+
+
+def _inplace_view_node(name: str, args, kwargs) -> str:
+    if name != "squeeze":
+        return INPLACE_VIEW_NODES[name]
+    dim = args[0] if args else kwargs.get("dim")
+    return SQUEEZE_NODES.get(type(dim), "SqueezeBackward5")
+
+
 def _inplace_view(name: str):
     def method(self, *args, **kwargs):
-        if self.requires_grad:
-            raise RuntimeError(
-                f"{name}_(): changing the shape of a tensor that requires grad in place is not "
-                f"supported; use {name}() (a view) instead"
-            )
+        from .autograd.grad_mode import is_grad_enabled
+
+        recording = self._requires_grad and is_grad_enabled()
+        if recording:  # PyTorch's checks of an in-place op
+            base = self._base
+            if self._grad_fn is None or (base is not None and base._grad_fn is None):
+                what = "a leaf" if self._grad_fn is None else "a view of a leaf"
+                raise RuntimeError(
+                    f"{name}_(): {what} Variable that requires grad is being used in an in-place "
+                    "operation."
+                )
         view = getattr(self, name)(*args, **kwargs)
         self._shape, self._stride, self._offset = view._shape, view._stride, view._offset
         self._contig = view._contig  # copies and kernels trust the flag over the strides
+        if recording:
+            # self's history becomes the view's node (PyTorch's ...Backward1) over its old one,
+            # and the write shows to the tensors saved before it, as PyTorch's version bump does
+            from .autograd.graph_names import rename
+            from .autograd.layer import _set_history
+
+            rename(view, _inplace_view_node(name, args, kwargs))
+            _set_history(self, view._grad_fn, view._output_nr)
+            self._storage.version += 1
         return self
 
     method.__name__ = method.__qualname__ = f"{name}_"
