@@ -127,8 +127,27 @@ def _inplace_view_node(name: str, args, kwargs) -> str:
     return SQUEEZE_NODES.get(type(dim), "SqueezeBackward5")
 
 
+def _trace_as(t, view) -> None:
+    """Under a trace (jit.trace, ember.compile's capture), ``t`` is the view's value from now
+    on: the later ops that read it were recorded over its old one, and replays gave them the
+    shape before the in-place view."""
+    from .jit.tracer import current
+
+    state = current()
+    if state is not None and id(view) in state.env:
+        state.bind(t, state.env[id(view)])
+
+
 def _inplace_view(name: str):
     def method(self, *args, **kwargs):
+        from .compiler.pending import eager_piece
+
+        # In a segmented ember.compile call the segment runs first and the view eagerly: the
+        # segment's replay gives its live tensors the geometry its ops recorded, not this one.
+        with eager_piece(self):
+            return inplace(self, *args, **kwargs)
+
+    def inplace(self, *args, **kwargs):
         from .autograd.grad_mode import is_grad_enabled
 
         recording = self._requires_grad and is_grad_enabled()
@@ -143,6 +162,7 @@ def _inplace_view(name: str):
         view = getattr(self, name)(*args, **kwargs)
         self._shape, self._stride, self._offset = view._shape, view._stride, view._offset
         self._contig = view._contig  # copies and kernels trust the flag over the strides
+        _trace_as(self, view)
         if recording:
             # self's history becomes the view's node (PyTorch's ...Backward1) over its old one,
             # and the write shows to the tensors saved before it, as PyTorch's version bump does
