@@ -68,7 +68,12 @@ B18 = (
 
 
 def _combine(coefficients, powers):
-    return sum(c * P for c, P in zip(coefficients, powers) if c)
+    """sum_j c_j P_j over the nonzero coefficients (no ``0 +`` kernel, as ``sum()`` would add)."""
+    terms = [c * P for c, P in zip(coefficients, powers) if c]
+    out = terms[0]
+    for term in terms[1:]:
+        out = out + term
+    return out
 
 
 def _taylor(A, degree: int):
