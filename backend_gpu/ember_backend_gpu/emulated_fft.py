@@ -37,7 +37,10 @@ class EmulatedFft:
         if src % align or dst % align:
             # what cuFFT returns for a data pointer not aligned to its complex type (an H200,
             # 2026-11-27: a float64 r2c from 8 bytes into a buffer); the GPU glue must copy
-            raise RuntimeError(f"cuFFT {kind} execution failed: CUFFT_INVALID_VALUE")
+            raise RuntimeError(
+                f"cuFFT {kind} of {dtype} size {list(n)} failed: CUFFT_INVALID_VALUE (data at "
+                f"{src:#x} -> {dst:#x}, not {align}-byte aligned)"
+            )
         half = [*n[:-1], n[-1] // 2 + 1]
         in_shape, out_shape = {"r2c": (n, half), "c2r": (half, n), "c2c": (n, n)}[kind]
         in_type = REAL[dtype] if kind == "r2c" else COMPLEX[dtype]
