@@ -143,16 +143,23 @@ def wrap(value: Tensor, level: int) -> BatchedTensor:
     t._value = value
     t._level = level
     t._storage = value._storage
-    t._shape = value._shape[1:]
-    t._stride = value._stride[1:]
-    t._offset = value._offset
     t._dtype = value._dtype
-    t._contig = is_contiguous(t._shape, t._stride)
+    refresh(t)
     t._requires_grad = False  # autograd never sees wrappers: it works on physical tensors
     t._grad = None
     t._grad_fn = None
     t._base = None
     return t
+
+
+def refresh(t: BatchedTensor) -> None:
+    """``t``'s logical geometry read off its physical tensor (also after an in-place view
+    changed that one)."""
+    value = t._value
+    t._shape = value._shape[1:]
+    t._stride = value._stride[1:]
+    t._offset = value._offset
+    t._contig = is_contiguous(t._shape, t._stride)
 
 
 def is_batched(t) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from . import _dtype as dt
-from . import _lowrank, _unique
+from . import _inplace_view, _lowrank, _unique
 from ._tensor import Tensor
 from .dispatcher import out as _out_arg
 from .dispatcher.optable import OPS
@@ -106,76 +106,6 @@ INPLACE_NAMES = (
     "logaddexp2",
     "scatter_reduce",
 )
-
-
-# ---- in-place views: self takes the view's shape, strides and offset -----------------------
-# PyTorch's nodes of the in-place views (each op's out-of-place node is its Backward0); squeeze
-# by the form of its dim argument (none, an int, a tuple).
-INPLACE_VIEW_NODES = {
-    "transpose": "TransposeBackward1",
-    "t": "TBackward1",
-    "unsqueeze": "UnsqueezeBackward1",
-    "as_strided": "AsStridedBackward1",
-}
-SQUEEZE_NODES = {type(None): "SqueezeBackward3", int: "SqueezeBackward4"}
-
-
-def _inplace_view_node(name: str, args, kwargs) -> str:
-    if name != "squeeze":
-        return INPLACE_VIEW_NODES[name]
-    dim = args[0] if args else kwargs.get("dim")
-    return SQUEEZE_NODES.get(type(dim), "SqueezeBackward5")
-
-
-def _trace_as(t, view) -> None:
-    """Under a trace (jit.trace, ember.compile's capture), ``t`` is the view's value from now
-    on: the later ops that read it were recorded over its old one, and replays gave them the
-    shape before the in-place view."""
-    from .jit.tracer import current
-
-    state = current()
-    if state is not None and id(view) in state.env:
-        state.bind(t, state.env[id(view)])
-
-
-def _inplace_view(name: str):
-    def method(self, *args, **kwargs):
-        from .compiler.pending import eager_piece
-
-        # In a segmented ember.compile call the segment runs first and the view eagerly: the
-        # segment's replay gives its live tensors the geometry its ops recorded, not this one.
-        with eager_piece(self):
-            return inplace(self, *args, **kwargs)
-
-    def inplace(self, *args, **kwargs):
-        from .autograd.grad_mode import is_grad_enabled
-
-        recording = self._requires_grad and is_grad_enabled()
-        if recording:  # PyTorch's checks of an in-place op
-            base = self._base
-            if self._grad_fn is None or (base is not None and base._grad_fn is None):
-                what = "a leaf" if self._grad_fn is None else "a view of a leaf"
-                raise RuntimeError(
-                    f"{name}_(): {what} Variable that requires grad is being used in an in-place "
-                    "operation."
-                )
-        view = getattr(self, name)(*args, **kwargs)
-        self._shape, self._stride, self._offset = view._shape, view._stride, view._offset
-        self._contig = view._contig  # copies and kernels trust the flag over the strides
-        _trace_as(self, view)
-        if recording:
-            # self's history becomes the view's node (PyTorch's ...Backward1) over its old one,
-            # and the write shows to the tensors saved before it, as PyTorch's version bump does
-            from .autograd.graph_names import rename
-            from .autograd.layer import _set_history
-
-            rename(view, _inplace_view_node(name, args, kwargs))
-            _set_history(self, view._grad_fn, view._output_nr)
-            self._storage.version += 1
-        return self
-
-    method.__name__ = method.__qualname__ = f"{name}_"
-    return method
 
 
 def _is_int(value) -> bool:
@@ -349,8 +279,7 @@ FUNCTIONS = {
 METHODS = {
     "__rdiv__": _rdiv,
     **_split_aliases(1),
-    **{f"{name}_": _inplace_view(name) for name in ("unsqueeze", "squeeze", "t", "transpose")},
-    "as_strided_": _inplace_view("as_strided"),
+    **_inplace_view.METHODS,
     **_unique.METHODS,
     "median": _median,
     "nanmedian": _nanmedian,
