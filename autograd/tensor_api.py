@@ -55,12 +55,22 @@ def retains_grad(self) -> bool:
     return bool(self.__dict__.get("_retains_grad"))
 
 
+_DETACH_VIEW = "Can't detach views in-place. Use detach() instead."
+
+
 def detach_(self):
-    """Detach this tensor from the graph in place (it becomes a leaf that doesn't require grad)."""
-    if self._base is not None and self._base._requires_grad:
-        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    """Detach this tensor from the graph in place (it becomes a leaf that doesn't require grad,
+    with no forward-AD tangent)."""
+    from .batched import BatchedTensor
+
+    # Under vmap PyTorch detaches each sample, a view of the batch, so it always refuses.
+    if self.__class__ is BatchedTensor or (self._base is not None and self._base._requires_grad):
+        raise RuntimeError(_DETACH_VIEW)
+    if self.__dict__.get("_fw") and self._base is not None:
+        raise RuntimeError(_DETACH_VIEW)  # as PyTorch refuses a view of a dual tensor
     self._grad_fn = None
     self._requires_grad = False
+    self.__dict__.pop("_fw", None)
     return self
 
 

@@ -69,7 +69,15 @@ def resize_(self: Tensor, *size, memory_format=None) -> Tensor:
     sizes = _sizes(size)
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
+    if self.__dict__.get("_fw"):
+        raise RuntimeError("cannot resize variables that has a forward grad")
     if sizes == self._shape:
+        return self
+    from .autograd.batched import BatchedTensor, refresh
+
+    if self.__class__ is BatchedTensor:  # each sample resized, as functorch's rule does
+        resize_(self._value, (self._value._shape[0], *sizes))
+        refresh(self)
         return self
     itemsize = self._dtype.itemsize
     numel = math.prod(sizes)
