@@ -143,8 +143,8 @@ def _recurrent(mode: str):
         output, h_n, c_n = run_layers(
             mode, x, h0, c0, weights, num_layers, bidirectional, dropout, train, None
         )
-        if batch_first:
-            output = output.transpose(0, 1)
+        if batch_first:  # PyTorch's GRU and RNN transpose in place (TransposeBackward1)
+            output = output.transpose(0, 1) if lstm else output.transpose_(0, 1)
         return (output, h_n, c_n) if lstm else (output, h_n)
 
     run.__name__ = run.__qualname__ = f"_{mode.lower()}"

@@ -30,11 +30,6 @@ DIFFER = {
         ".contiguous().view() of its permuted output; ember's the matmul/softmax path and a "
         "reshape",
     ),
-    "gru batch_first": (
-        "TransposeBackward0 (TransposeBackward0) where torch has TransposeBackward1",
-        "PyTorch's GRU and RNN transpose a batch_first output in place (transpose_); ember's "
-        "autograd refuses an in-place transpose of a tensor that requires grad",
-    ),
     "cosine_embedding_loss": (
         "WhereBackward0 (WhereBackward0) where torch has AddBackward0",
         "PyTorch's ATen formula adds the two targets' terms, each masked; ember's selects one",
