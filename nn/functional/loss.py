@@ -300,17 +300,29 @@ def cosine_embedding_loss(
 
 def _cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     dim = 1 if input1.ndim > 1 else 0
-    # PyTorch's formula: 1e-12 added to each squared norm (finite at zero vectors).
-    squares = ((input1 * input1).sum(dim) + 1e-12) * ((input2 * input2).sum(dim) + 1e-12)
+    # ATen's formula, node for node: 1e-12 added to each squared norm (finite at zero
+    # vectors), and each target's term masked by zeros, the two added.
+    squares = add_scalar((input1 * input1).sum(dim), 1e-12) * add_scalar(
+        (input2 * input2).sum(dim), 1e-12
+    )
     cos = (input1 * input2).sum(dim) / ember.sqrt(squares)
-    loss = ember.where(target == 1, 1 - cos, ember.clamp(cos - margin, min=0))
-    return _reduce(loss, reduction)
+    zeros = ember.zeros_like(cos)
+    below = present(cos - margin, "SubBackward1", cos)  # ATen's Scalar overload
+    positive = ember.where(target == 1, minus_from(1, cos), zeros)
+    negative = ember.where(target == -1, below.clamp_min(0), zeros)
+    return _reduce(positive + negative, reduction)
 
 
 def add_scalar(x, number):
     """``x + number`` as ATen's C++ losses add a number: its Scalar overload, PyTorch's
     AddBackward1 over ``x`` alone (Python's ``x + 1`` is AddBackward0)."""
     return present(x + number, "AddBackward1", x)
+
+
+def minus_from(number, x):
+    """``number - x`` as ATen's C++ computes it: a tensor filled with the number, ``x``
+    subtracted in place (PyTorch's SubBackward0 over no input and ``x``)."""
+    return ember.full_like(x, number).sub_(x)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):

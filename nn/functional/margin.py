@@ -8,7 +8,7 @@ import ember
 from ember.autograd.graph_names import present
 from ember.dispatcher.optable import OPS
 
-from .loss import _reduce, add_scalar, legacy_reduction, pairwise_distance
+from .loss import _reduce, add_scalar, legacy_reduction, minus_from, pairwise_distance
 
 
 def margin_ranking_loss(
@@ -36,7 +36,7 @@ def hinge_embedding_loss(
     formula, which adds both terms for any other target value)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     zeros = ember.zeros((), dtype=input.dtype, device=input.device)
-    hinge = ember.where(target != 1, ember.clamp_min(_minus(margin, input), 0), zeros)
+    hinge = ember.where(target != 1, ember.clamp_min(minus_from(margin, input), 0), zeros)
     return _reduce(hinge + ember.where(target != -1, input, zeros), reduction)
 
 
@@ -45,12 +45,6 @@ def _one_node(loss, name: str, input, target, reduction: str, extra=None):
     target and weight take no gradient), which keeps the call's arguments (saved_values.SAVED)."""
     saved = {"input": input, "target": target, "reduction": reduction, **(extra or {})}
     return present(loss, name, input, saved=saved)
-
-
-def _minus(number, x):
-    """``number - x`` as ATen's C++ computes it: a tensor filled with the number, ``x``
-    subtracted in place (PyTorch's SubBackward0 over no input and ``x``)."""
-    return ember.full_like(x, number).sub_(x)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):

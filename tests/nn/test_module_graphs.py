@@ -30,10 +30,6 @@ DIFFER = {
         ".contiguous().view() of its permuted output; ember's the matmul/softmax path and a "
         "reshape",
     ),
-    "cosine_embedding_loss": (
-        "WhereBackward0 (WhereBackward0) where torch has AddBackward0",
-        "PyTorch's ATen formula adds the two targets' terms, each masked; ember's selects one",
-    ),
 }
 
 
