@@ -88,10 +88,25 @@ def _scaled_dot_product_attention(
             additive = attn_mask
     weights = attention_weights(query, key, scale, blocked, additive, is_causal, dropout_p)
     out = ember.matmul(weights, value)
-    if not out.requires_grad or not flash_on_cpu(call):
+    if not flash_on_cpu(call):
         return out  # PyTorch's math path: its matmuls and softmax, as ember's parts show
+    out = _like(out, query)
+    if not out.requires_grad:
+        return out
     inputs = (call["query"], call["key"], call["value"])
     return present(out, _FLASH_NODE, *inputs, saved=call, outputs={"output": out})
+
+
+def _like(out, query):
+    """``out`` laid out as the query is: PyTorch's CPU flash kernel allocates its output with
+    ``empty_like(query)``, so the output of a transposed (B, L, H, D) query transposes back
+    to a view (the reshape after it is a view, not a copy)."""
+    if query.is_contiguous():
+        return out
+    # dims from the outermost (largest stride) in; ties keep their order, as empty_like's
+    order = sorted(range(query.ndim), key=lambda d: -query.stride(d))
+    inverse = sorted(range(query.ndim), key=order.__getitem__)
+    return out.permute(order).contiguous().permute(inverse)
 
 
 def _grouped(query, key, value, enable_gqa: bool):

@@ -9,7 +9,9 @@ import math
 import ember
 from ember.dispatcher.optable import OPS
 
-from .attention import attention_weights
+from .activation import softmax
+from .attention import scaled_dot_product_attention
+from .dropout import dropout
 from .linear import linear
 
 
@@ -56,7 +58,9 @@ def _canonical(mask, name, dtype):
 
 
 def _project(query, key, value, in_proj_weight, in_proj_bias, separate):
-    """q, k, v from the packed (3E, E) weight or the three separate ones."""
+    """q, k, v from the packed (3E, E) weight or the three separate ones, as PyTorch's
+    _in_projection_packed: one product where the inputs are one tensor (self-attention) or
+    key is value (the key and value rows together)."""
     if separate is None:
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
@@ -64,9 +68,22 @@ def _project(query, key, value, in_proj_weight, in_proj_bias, separate):
     else:
         weights = separate
     biases = (None,) * 3 if in_proj_bias is None else in_proj_bias.chunk(3)
-    if separate is None and query is key and key is value:
-        return linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
+    if separate is None and key is value:
+        size = query.shape[-1]
+        if query is key:
+            return _unpacked(linear(query, in_proj_weight, in_proj_bias), 3, size)
+        w_q, w_kv = in_proj_weight.split([size, 2 * size])
+        b_q, b_kv = (None, None) if in_proj_bias is None else in_proj_bias.split([size, 2 * size])
+        return (linear(query, w_q, b_q), *_unpacked(linear(key, w_kv, b_kv), 2, size))
     return tuple(linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
+
+
+def _unpacked(projected, parts: int, size: int) -> tuple:
+    """The ``parts`` projections packed in the last dim, each contiguous (PyTorch's layout: one
+    copy with the part dim first, then a select per part)."""
+    packed = projected.unflatten(-1, (parts, size)).unsqueeze(0).transpose(0, -2)
+    packed = packed.squeeze(-2).contiguous()
+    return tuple(packed[i] for i in range(parts))
 
 
 def _check_attn_mask(attn_mask, batch, heads, length, source):
@@ -84,7 +101,7 @@ def _check_attn_mask(attn_mask, batch, heads, length, source):
 def _heads(t, static, batch, heads, dim, name):
     """(S, N, E) -> (N * H, S, D), or the given static (N * H, S, D) tensor, checked."""
     if static is None:
-        return t.reshape(t.shape[0], batch * heads, dim).transpose(0, 1)
+        return t.view(t.shape[0], batch * heads, dim).transpose(0, 1)
     if static.shape[0] != batch * heads:
         raise AssertionError(
             f"expecting {name}.size(0) of {batch * heads}, but got {static.shape[0]}"
@@ -140,7 +157,11 @@ def multi_head_attention_forward(
             "method `generate_square_subsequent_mask` to create this mask."
         )
     key_padding_mask = _canonical(key_padding_mask, "key_padding_mask", query.dtype)
-    attn_mask = _canonical(attn_mask, "attn_mask", query.dtype)
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # scaled_dot_product_attention takes the hint instead, as PyTorch's
+    else:
+        attn_mask = _canonical(attn_mask, "attn_mask", query.dtype)
+        is_causal = is_causal and key_padding_mask is None  # a merged mask is not causal
     if embed_dim != embed_dim_to_check:
         raise AssertionError(
             f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
@@ -170,7 +191,7 @@ def multi_head_attention_forward(
     k, v, attn_mask, key_padding_mask = _extra_keys(
         k, v, attn_mask, key_padding_mask, bias_k, bias_v, static_k, static_v, batch
     )
-    q = q.reshape(length, batch * num_heads, head_dim).transpose(0, 1)
+    q = q.view(length, batch * num_heads, head_dim).transpose(0, 1)
     k = _heads(k, static_k, batch, num_heads, head_dim, "static_k")
     v = _heads(v, static_v, batch, num_heads, head_dim, "static_v")
     if add_zero_attn:
@@ -179,8 +200,13 @@ def multi_head_attention_forward(
         attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
     source = k.shape[1]
     attn_mask = _with_padding(attn_mask, key_padding_mask, batch, num_heads, source)
-    weights = attention_weights(q, k, additive=attn_mask, dropout_p=dropout_p if training else 0.0)
-    out = ember.matmul(weights, v).transpose(0, 1).reshape(length * batch, embed_dim)
+    dropout_p = dropout_p if training else 0.0
+    if not need_weights:
+        out = _fused(q, k, v, attn_mask, dropout_p, is_causal, batch, num_heads, source)
+        out = out.permute(2, 0, 1, 3).reshape(batch * length, embed_dim)
+    else:
+        weights = _weights(q, k, attn_mask, dropout_p)
+        out = ember.bmm(weights, v).transpose(0, 1).reshape(length * batch, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias).view(length, batch, -1)
     if not batched:
         out = out.squeeze(1)
@@ -190,6 +216,34 @@ def multi_head_attention_forward(
     if average_attn_weights:
         weights = weights.mean(1)
     return out, (weights if batched else weights.squeeze(0))
+
+
+def _weights(q, k, attn_mask, dropout_p):
+    """The (N * H, L, S) attention weights, as PyTorch's function computes them when they are
+    returned: bmm (baddbmm over a mask) of the scaled queries and the keys, softmax, dropout."""
+    q_scaled = q * math.sqrt(1.0 / float(q.shape[-1]))
+    keys = k.transpose(-2, -1)
+    if attn_mask is None:
+        scores = ember.bmm(q_scaled, keys)
+    else:
+        scores = ember.baddbmm(attn_mask, q_scaled, keys)
+    weights = softmax(scores, -1)
+    return dropout(weights, dropout_p) if dropout_p > 0.0 else weights
+
+
+def _fused(q, k, v, attn_mask, dropout_p, is_causal, batch, heads, source):
+    """The (N, H, L, D) output without the weights: scaled_dot_product_attention over the
+    heads, as PyTorch's function calls it (its CPU flash kernel where it would run)."""
+    if attn_mask is not None:
+        if attn_mask.shape[0] == 1 and attn_mask.ndim == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(batch, heads, -1, source)
+    length, size = q.shape[1], q.shape[2]
+    q = q.view(batch, heads, length, size)
+    k = k.view(batch, heads, source, size)
+    v = v.view(batch, heads, source, size)
+    return scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
 
 
 def _extra_keys(k, v, attn_mask, key_padding_mask, bias_k, bias_v, static_k, static_v, batch):

@@ -1,8 +1,8 @@
 """The backward graphs of the nn module zoo against PyTorch's, whole: every node's type and name,
 next_functions and ``_saved_*`` values from the loss down to the leaves (tests/graph_walk.py),
 for the models of tests/autograd/test_models.py, transformer encoder layers, the recurrent
-layers and cells, a conv/batch-norm stack and the losses. Differences that remain are data
-below, each with its reason; the test fails when one is fixed (so the list stays true)."""
+layers and cells, a conv/batch-norm stack, MultiheadAttention's paths and the losses: no
+difference remains."""
 
 from __future__ import annotations
 
@@ -16,25 +16,45 @@ from ..autograd.test_models import MODELS as MODEL_ZOO
 from ..autograd.test_models import _build
 from ..graph_walk import differences
 
-# Differences that remain: a line of the walk's report they show in, and why.
-DIFFER = {
-    "attention": (
-        "UnsafeViewBackward0 (UnsafeViewBackward0) where torch has ViewBackward0",
-        "PyTorch's CPU flash attention gives its output the query's strides (here a transpose "
-        "of a (B, L, H, D) buffer), so the reshape after transposing it back is a view; ember's "
-        "output is contiguous and the reshape copies",
+
+def _future(x):
+    """A causal additive mask over x's sequence (dim 1), in x's library."""
+    return x.new_full((x.shape[1], x.shape[1]), float("-inf")).triu(1)
+
+
+# MultiheadAttention calls, each as PyTorch's function takes its paths: the returned weights
+# (bmm, baddbmm over a mask) or not (scaled_dot_product_attention), self-attention or key is
+# value (the packed projection split), a padding mask, the causal hint.
+ATTENTION_CALLS = {
+    "mha no weights": lambda a, x: a(x, x, x, need_weights=False),
+    "mha no weights padding": lambda a, x: a(
+        x, x, x, key_padding_mask=x[..., 0] > 1.0, need_weights=False
     ),
-    "encoder": (
-        "UnsafeViewBackward0 (UnsafeViewBackward0) where torch has ViewBackward0",
-        "MultiheadAttention without weights: PyTorch's runs scaled_dot_product_attention and "
-        ".contiguous().view() of its permuted output; ember's the matmul/softmax path and a "
-        "reshape",
+    "mha no weights causal": lambda a, x: a(
+        x, x, x, attn_mask=_future(x), is_causal=True, need_weights=False
     ),
+    "mha weights mask": lambda a, x: a(x, x, x, attn_mask=_future(x), average_attn_weights=False),
+    "mha cross": lambda a, x: a(x, x * 2, x * 2),
+    "mha cross no weights": lambda a, x: a(x, x * 2, x * 2, need_weights=False),
 }
+
+
+def _attention(nn, call):
+    class Attend(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+
+        def forward(self, x):
+            return call(self.attn, x)
+
+    return Attend()
 
 
 def _modules(name):
     """(module maker, input shape) of the layers beyond test_models' zoo."""
+    if name in ATTENTION_CALLS:
+        return (lambda nn: _attention(nn, ATTENTION_CALLS[name])), (2, 5, 8)
     return {
         "encoder": (
             lambda nn: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True),
@@ -58,7 +78,15 @@ def _modules(name):
     }[name]
 
 
-LAYERS = ("encoder", "gru batch_first", "rnn bidirectional", "lstm proj", "grucell", "conv bn pool")
+LAYERS = (
+    "encoder",
+    "gru batch_first",
+    "rnn bidirectional",
+    "lstm proj",
+    "grucell",
+    "conv bn pool",
+    *ATTENTION_CALLS,
+)
 
 
 def _zoo_outputs(name):
@@ -194,9 +222,4 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_module_graph_matches_torch(name):
     ours, theirs = CASES[name](name)
-    found = differences(ours.grad_fn, theirs.grad_fn)
-    if name in DIFFER:
-        assert any(DIFFER[name][0] in line for line in found), f"fixed? {found}"
-        assert len(found) == 1, found
-        return
-    assert found == []
+    assert differences(ours.grad_fn, theirs.grad_fn) == []
