@@ -101,7 +101,7 @@ def _check_attn_mask(attn_mask, batch, heads, length, source):
 def _heads(t, static, batch, heads, dim, name):
     """(S, N, E) -> (N * H, S, D), or the given static (N * H, S, D) tensor, checked."""
     if static is None:
-        return t.view(t.shape[0], batch * heads, dim).transpose(0, 1)
+        return t.reshape(t.shape[0], batch * heads, dim).transpose(0, 1)
     if static.shape[0] != batch * heads:
         raise AssertionError(
             f"expecting {name}.size(0) of {batch * heads}, but got {static.shape[0]}"
@@ -191,7 +191,9 @@ def multi_head_attention_forward(
     k, v, attn_mask, key_padding_mask = _extra_keys(
         k, v, attn_mask, key_padding_mask, bias_k, bias_v, static_k, static_v, batch
     )
-    q = q.view(length, batch * num_heads, head_dim).transpose(0, 1)
+    # PyTorch's views, as reshapes: the same views here, and ember.compile's replays may lay
+    # the projections out otherwise
+    q = q.reshape(length, batch * num_heads, head_dim).transpose(0, 1)
     k = _heads(k, static_k, batch, num_heads, head_dim, "static_k")
     v = _heads(v, static_v, batch, num_heads, head_dim, "static_v")
     if add_zero_attn:
