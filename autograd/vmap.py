@@ -186,14 +186,22 @@ def _batch_size(flat_in_dims, flat_args) -> int:
 def _flat_vmap(func, size, flat_in_dims, flat_args, spec, out_dims, randomness, kwargs):
     level = _push(size, randomness)
     try:
-        inputs = [
-            a if d is None else wrap(a.movedim(d, 0) if d else a, level.id)
-            for a, d in zip(flat_args, flat_in_dims)
-        ]
+        inputs = [_input(a, d, level) for a, d in zip(flat_args, flat_in_dims)]
         outputs = func(*_pytree.tree_unflatten(inputs, spec), **kwargs)
         return _unwrap_outputs(outputs, out_dims, level, func)
     finally:
         _pop(level)
+
+
+def _input(a, in_dim, level: Level):
+    if in_dim is None:
+        return a
+    if not in_dim:
+        return wrap(a, level.id)
+    t = wrap(a.movedim(in_dim, 0), level.id)
+    # the caller's tensor, which in-place views of ``t`` change too (ember/_inplace_view.py)
+    t.__dict__["_home"] = [a, in_dim]
+    return t
 
 
 def _unwrap_outputs(outputs, out_dims, level: Level, func):

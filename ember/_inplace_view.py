@@ -126,38 +126,59 @@ def _view_tangents(t: Tensor, name: str, args, kwargs) -> None:
 
 def _batched(self, method_name: str, name: str, args, kwargs) -> Tensor:
     """The in-place view of a BatchedTensor: its physical tensor (or the wrapper of an outer
-    level) takes the same op at the physical dims, then the wrapper reads its geometry."""
+    level) takes the same op at the physical dims, then the wrapper reads its geometry. The
+    tensor the caller mapped along a dim other than 0 (``_home``: it and its batch dim) takes
+    it too, its batch dim moving as functorch's in-place rules move it."""
     from .autograd.batched import refresh
 
     view = getattr(self, name)(*args, **kwargs)  # checks the arguments against logical dims
-    physical = _physical_call(self, name, view, args, kwargs)
-    if physical is not None:
-        apply(self._value, method_name, *physical)
+    home = self.__dict__.get("_home")
+    if name == "as_strided":  # the batch rule's geometry of the view, batch dim included
+        value = view._value
+        apply(self._value, method_name, name, (value._shape, value._stride, value._offset), {})
+        home = None  # functorch has no in-place rule to follow: the caller's tensor stays
+    else:
+        physical = _at_batch_dim(self, name, args, kwargs, 0)
+        if physical is not None:
+            apply(self._value, method_name, physical[0], physical[1], {})
+    if home is not None:
+        caller = _at_batch_dim(self, name, args, kwargs, home[1])
+        if caller is not None:
+            apply(home[0], method_name, caller[0], caller[1], {})
+            home[1] = caller[2]
     refresh(self)
     return self
 
 
-def _physical_call(self, name: str, view, args, kwargs):
-    """``(op, args, kwargs)`` that does to ``self._value`` what ``name`` did to the logical
-    tensor (the batch dim is physical dim 0); None where nothing changes."""
+def _at_batch_dim(self, name: str, args, kwargs, batch_dim: int):
+    """``(op, args, batch dim after)``: what does to a tensor holding ``self``'s samples along
+    ``batch_dim`` what ``name`` does to ``self`` (the batch dim stays where it is among the
+    other dims, as functorch's in-place rules keep it); None where nothing changes. Read
+    before the op: it needs ``self``'s logical sizes."""
     rank = len(self._shape)
-    if name == "as_strided":  # the batch rule's geometry of the view, batch dim included
-        value = view._value
-        return name, (value._shape, value._stride, value._offset), {}
+
+    def up(dim: int) -> int:
+        return dim if dim < batch_dim else dim + 1
+
     if name == "t":
-        return ("transpose", (1, 2), {}) if rank == 2 else None
+        return ("transpose", (up(0), up(1)), batch_dim) if rank == 2 else None
     if name == "transpose":
         dims = _arguments(args, kwargs, ("dim0", "dim1"))
-        return ("transpose", tuple(_wrap(d, rank) + 1 for d in dims), {}) if rank else None
+        return ("transpose", tuple(up(_wrap(d, rank)) for d in dims), batch_dim) if rank else None
     if name == "unsqueeze":
         (dim,) = _arguments(args, kwargs, ("dim",))
-        return name, (_wrap(dim, rank + 1) + 1,), {}
+        dim = _wrap(dim, rank + 1)
+        return (name, (dim,), batch_dim + 1) if dim < batch_dim else (name, (dim + 1,), batch_dim)
     dim = _arguments(args, kwargs, ("dim",), None)[0]  # squeeze
     if dim is None:
-        dims = tuple(i for i, size in enumerate(self._shape) if size == 1)
+        dims = range(rank)
     else:
-        dims = tuple(_wrap(d, rank) for d in (dim if isinstance(dim, (tuple, list)) else (dim,)))
-    return (name, (tuple(d + 1 for d in dims),), {}) if dims and rank else None
+        dims = [_wrap(d, rank) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))]
+    gone = sorted({d for d in dims if self._shape[d] == 1}) if rank else []
+    if not gone:
+        return None
+    after = batch_dim - sum(d < batch_dim for d in gone)
+    return name, (tuple(up(d) for d in gone),), after
 
 
 def _arguments(args, kwargs, names: tuple, default=...) -> tuple:

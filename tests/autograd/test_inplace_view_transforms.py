@@ -75,16 +75,32 @@ def test_nested_vmap_of_inplace_view(name, device):
 
 
 @pytest.mark.parametrize("name", VIEWS)
-def test_vmap_mutates_the_input_as_pytorch(name):
-    """With in_dims=0 the caller's tensor is the physical one: it takes the view, as in
-    PyTorch (functorch applies in-place views to the tensor it wraps)."""
+@pytest.mark.parametrize("in_dims", [0, 1, 2])
+def test_vmap_mutates_the_input_as_pytorch(name, in_dims):
+    """The caller's tensor takes the view too, its batch dim kept among the other dims as
+    functorch's in-place rules keep it: shape, strides and values."""
 
     def run(lib):
-        x = _tensor(lib, _values((BATCH, *SAMPLE)))
-        lib.func.vmap(VIEWS[name])(x)
-        return x
+        x = _tensor(lib, _values((BATCH, *SAMPLE)).transpose(1, 0, 2).copy()).movedim(1, in_dims)
+        result = lib.func.vmap(VIEWS[name], in_dims=in_dims)(x)
+        return x, tuple(x.stride()), result
 
-    _assert_same(run(ember), run(torch))
+    mine, theirs = run(ember), run(torch)
+    _assert_same(mine[0], theirs[0])
+    assert mine[1] == theirs[1]
+    _assert_same(mine[2], theirs[2])
+
+
+def test_nested_vmap_mutates_the_input_as_pytorch():
+    def run(lib):
+        x = _tensor(lib, _values((BATCH, *SAMPLE)))
+        inner = lib.func.vmap(lambda t: t.unsqueeze_(0).t_(), in_dims=1)
+        lib.func.vmap(inner, in_dims=2)(x)
+        return x, tuple(x.stride())
+
+    mine, theirs = run(ember), run(torch)
+    _assert_same(mine[0], theirs[0])
+    assert mine[1] == theirs[1]
 
 
 def test_vmap_of_as_strided_():
