@@ -90,7 +90,7 @@ def apply(self: Tensor, method_name: str, name: str, args, kwargs) -> Tensor:
                 "in-place operation."
             )
     view = getattr(self, name)(*args, **kwargs)
-    adopt(self, view)
+    _adopt(self, view)
     _trace_as(self, view)
     _view_tangents(self, name, args, kwargs)
     if recording:
@@ -105,7 +105,7 @@ def apply(self: Tensor, method_name: str, name: str, args, kwargs) -> Tensor:
     return self
 
 
-def adopt(t: Tensor, view: Tensor) -> None:
+def _adopt(t: Tensor, view: Tensor) -> None:
     t._shape, t._stride, t._offset = view._shape, view._stride, view._offset
     t._contig = view._contig  # copies and kernels trust the flag over the strides
 
@@ -132,20 +132,21 @@ def _batched(self, method_name: str, name: str, args, kwargs) -> Tensor:
     from .autograd.batched import refresh
 
     view = getattr(self, name)(*args, **kwargs)  # checks the arguments against logical dims
-    home = self.__dict__.get("_home")
     if name == "as_strided":  # the batch rule's geometry of the view, batch dim included
+        # (functorch has no in-place rule for it to follow: the caller's tensor stays)
         value = view._value
         apply(self._value, method_name, name, (value._shape, value._stride, value._offset), {})
-        home = None  # functorch has no in-place rule to follow: the caller's tensor stays
-    else:
-        physical = _at_batch_dim(self, name, args, kwargs, 0)
-        if physical is not None:
-            apply(self._value, method_name, physical[0], physical[1], {})
-    if home is not None:
+        refresh(self)
+        return self
+    home = self.__dict__.get("_home")
+    if home is not None:  # first: a leaf that requires grad is refused as itself, as in PyTorch
         caller = _at_batch_dim(self, name, args, kwargs, home[1])
         if caller is not None:
             apply(home[0], method_name, caller[0], caller[1], {})
             home[1] = caller[2]
+    physical = _at_batch_dim(self, name, args, kwargs, 0)
+    if physical is not None:
+        apply(self._value, method_name, physical[0], physical[1], {})
     refresh(self)
     return self
 

@@ -103,6 +103,28 @@ def test_nested_vmap_mutates_the_input_as_pytorch():
     assert mine[1] == theirs[1]
 
 
+@pytest.mark.parametrize("in_dims", [0, 1])
+def test_vmap_inplace_view_with_grad_as_pytorch(in_dims):
+    """A leaf that requires grad is refused as itself; a non-leaf records the in-place node
+    and its gradient reaches the leaf."""
+
+    def run(lib):
+        seen = []
+        x = _tensor(lib, _values((BATCH, *SAMPLE))).requires_grad_()
+        with pytest.raises(RuntimeError) as error:
+            lib.func.vmap(lambda t: t.t_(), in_dims=in_dims)(x)
+        seen.append(str(error.value).rpartition("): ")[2])
+        y = x * 2
+        result = lib.func.vmap(lambda t: t.t_(), in_dims=in_dims)(y)
+        seen.append((tuple(y.shape), y.grad_fn.name()))
+        (result * _tensor(lib, _values(tuple(result.shape), 7))).sum().backward()
+        return seen, x.grad
+
+    (seen, grad), (want, want_grad) = run(ember), run(torch)
+    assert seen == want
+    _assert_same(grad, want_grad)
+
+
 def test_vmap_of_as_strided_():
     """Each sample's as_strided_ from its own start. PyTorch 2.13 has no batching rule for
     as_strided_ and leaves the batched tensor unchanged (its fallback views each sample's copy);
