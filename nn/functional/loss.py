@@ -320,9 +320,10 @@ def add_scalar(x, number):
 
 
 def minus_from(number, x):
-    """``number - x`` as ATen's C++ computes it: a tensor filled with the number, ``x``
-    subtracted in place (PyTorch's SubBackward0 over no input and ``x``)."""
-    return ember.full_like(x, number).sub_(x)
+    """``number - x`` shown as ATen's C++ computes it: a tensor filled with the number, ``x``
+    subtracted (PyTorch's SubBackward0 over no input and ``x``); computed out of place, which
+    vmap and forward AD take as they are."""
+    return present(number - x, "SubBackward0", None, x)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
