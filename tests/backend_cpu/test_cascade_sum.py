@@ -11,7 +11,6 @@ math.fsum is PyTorch's. Integer-valued data checks the layouts that reach the ke
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import subprocess
@@ -22,6 +21,7 @@ import pytest
 import torch
 
 import ember
+from ember.utils.benchmark import _threads as ember_threads  # ember's thread count in a block
 
 DTYPES = (np.float32, np.float64)
 
@@ -35,16 +35,6 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-@contextlib.contextmanager
-def ember_threads(n: int):
-    before = ember.get_num_threads()
-    ember.set_num_threads(n)
-    try:
-        yield
-    finally:
-        ember.set_num_threads(before)
 
 
 def _at(values: np.ndarray, offset: int) -> np.ndarray:
