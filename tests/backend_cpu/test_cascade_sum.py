@@ -1,14 +1,17 @@
-"""The float32 sum's cascade (csrc/cascade.h) where a cascade could go wrong.
+"""Sums of contiguous float32/float64 runs (csrc/cascade.h) have PyTorch's bits.
 
-Contiguous float32 runs add in float lanes: 32 lanes, 3 levels of 4 additions, blocks of 2048
-elements handed to double. The cases: every length around those boundaries, in every layout
-that reaches the kernel as a contiguous run (all elements, the last dim, trailing dims merged,
-pieces of a split reduction that start inside a row); long constant runs (a single float
-chain stops growing at 2^24); alternating magnitudes and cancellation; against PyTorch's sum.
+cascade.h reproduces PyTorch's cascade_sum addition for addition, so with PyTorch on one thread
+ember's sum, mean, nansum and sums over trailing dims equal PyTorch's bit for bit: every length
+1..10K (around the 8-element vectors, the 32-element rows, the levels of 16 rows), runs starting
+on a 64-byte line (the AVX-512 build) and past one (the 8-float build), long runs whose levels
+carry up to the top (3M copies of 0.1, 2^20 rows where the level step grows to 32), random, NaN
+and inf data. Ember's bits do not move with its thread count or its build, and its error against
+math.fsum is PyTorch's. Integer-valued data checks the layouts that reach the kernel exactly.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -18,13 +21,148 @@ import pytest
 import torch
 
 import ember
+from ember.utils.benchmark import _threads as ember_threads  # ember's thread count in a block
 
-# Lengths around the lane width (32), the levels (128, 512 elements) and the block (2048).
-LENGTHS = [1, 15, 16, 31, 32, 33, 127, 128, 129, 511, 513, 2047, 2048, 2049, 6143, 49157]
-U = 2.0**-24  # float32's unit roundoff
-ROUNDINGS = 12  # float additions an element goes through: 3 levels of 4
+DTYPES = (np.float32, np.float64)
 
 
+@pytest.fixture(autouse=True)
+def torch_one_thread():
+    """PyTorch splits a sum among its threads (and its bits move with them): one thread. Both
+    libraries share libgomp's thread count, so tests that set ember's take PyTorch's results
+    first."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _at(values: np.ndarray, offset: int) -> np.ndarray:
+    """A copy of `values` starting `offset` bytes past a 64-byte line."""
+    pad = 128 // values.itemsize
+    raw = np.empty(values.size + pad, values.dtype)
+    start = ((offset - raw.ctypes.data) % 64) // values.itemsize
+    out = raw[start : start + values.size].reshape(values.shape)
+    out[...] = values
+    assert out.ctypes.data % 64 == offset
+    return out
+
+
+def _spread(n: int, dtype, seed: int) -> np.ndarray:
+    """Random signs and magnitudes over 6 decades: every reordering of the additions shows."""
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)).astype(dtype)
+
+
+def assert_bits(ours, theirs) -> None:
+    """Same shape, dtype and bits; NaN where PyTorch has NaN (its payload aside)."""
+    got, want = np.atleast_1d(ours.numpy()), np.atleast_1d(theirs.numpy())
+    assert got.dtype == want.dtype and got.shape == want.shape
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    bad = (got != want) & ~nan | (np.signbit(got) != np.signbit(want)) & ~nan
+    assert not bad.any(), f"at {np.argwhere(bad)[:5].tolist()}: {got[bad][:5]} != {want[bad][:5]}"
+
+
+@pytest.mark.parametrize("lag", [0, 1, 2, 4])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_length_matches_torch(dtype, lag):
+    """Sums of the first n elements, n = 1..10000, starting `lag` elements past a line."""
+    base = _at(_spread(10_000, dtype, lag), lag * np.dtype(dtype).itemsize)
+    ours, theirs = ember.from_numpy(base), torch.from_numpy(base)
+    lengths = range(1, base.size + 1)
+    assert_bits(
+        ember.stack([ours[:n].sum() for n in lengths]),
+        torch.stack([theirs[:n].sum() for n in lengths]),
+    )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_long_runs_match_torch_on_any_thread_count(dtype, threads):
+    """Runs whose levels carry up to the top, threaded or not; 3M copies of 0.1 (all lanes
+    round alike) among them."""
+    runs = [
+        np.full(3_000_017, 0.1, dtype),
+        _spread(3_000_017, dtype, 1),
+        _spread(70_001, dtype, 2),  # threads over level-1 units only
+        _spread(1_048_576 + 96 + 5, dtype, 3),  # whole blocks, units, leftover rows and elements
+    ]
+    runs = [_at(run, offset) for run in runs for offset in (0, 16)]
+    theirs = [torch.from_numpy(x).sum() for x in runs]
+    with ember_threads(threads):
+        for x, want in zip(runs, theirs):
+            assert_bits(ember.from_numpy(x).sum(), want)
+
+
+def test_level_step_grows_past_2_20_rows():
+    """At 2^20 rows (32 float32 each) and more, the level step is 32, not 16."""
+    x = _spread((1 << 25) + 12_345, np.float32, 4)
+    theirs = torch.from_numpy(x).sum()
+    for threads in (1, 2):
+        with ember_threads(threads):
+            assert_bits(ember.from_numpy(x).sum(), theirs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("threads", [1, 3])
+def test_rows_and_means_match_torch(dtype, threads):
+    """Sums and means over the last dim, over trailing dims merged, and over a transposed
+    view's contiguous dim; row lengths around the vector, the row and the level step."""
+
+    def results(lib, m):
+        x = lib.from_numpy(m)
+        cube = x.reshape(5, 1, -1)
+        return [x.sum(-1), x.mean(-1), x.mean(), x.t().sum(0), cube.sum((1, 2))]
+
+    for cols in (1, 3, 7, 8, 9, 31, 32, 33, 511, 512, 513, 4099, 70_001):
+        m = _at(_spread(5 * cols, dtype, cols).reshape(5, cols), 16)
+        theirs = results(torch, m)
+        with ember_threads(threads):
+            ours = results(ember, m)
+        for got, want in zip(ours, theirs):
+            assert_bits(got, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nan_and_inf_match_torch(dtype):
+    """NaN, inf and inf - inf in the lanes, the leftover vectors and the leftover elements;
+    nansum drops the NaNs before the same cascade."""
+    for n in (5, 27, 1000, 100_003):
+        for where in (0, n // 2, n - 1):
+            x = _spread(n, dtype, n + where)
+            x[where] = np.nan
+            for fn in ("sum", "nansum"):
+                ours = getattr(ember, fn)(ember.from_numpy(x))
+                assert_bits(ours, getattr(torch, fn)(torch.from_numpy(x)))
+            y = x.copy()
+            y[where] = np.inf
+            assert_bits(ember.from_numpy(y).sum(), torch.from_numpy(y).sum())
+            y[(where + 1) % n] = -np.inf
+            assert_bits(ember.from_numpy(y).sum(), torch.from_numpy(y).sum())
+
+
+def test_error_against_fsum_is_torchs():
+    """The same error as PyTorch's against the exact sum (math.fsum), on data where a float32
+    sum errs: constant runs, magnitudes over 8 decades, and huge values cancelling between
+    tiny ones (where PyTorch, and so ember, keeps little of the tiny ones)."""
+    rng = np.random.default_rng(5)
+    cases = [
+        np.full(3_000_017, 0.1, np.float32),
+        (rng.choice([-1.0, 1.0], 1_000_003) * 10.0 ** rng.uniform(-4, 4, 1_000_003)).astype(
+            np.float32
+        ),
+        np.tile(np.array([1e6, -1e-2, -1e6, 3e-2], np.float32), 40_001),
+    ]
+    for x in cases:
+        exact = math.fsum(x.astype(np.float64))
+        ours = ember.from_numpy(x).sum().item()
+        theirs = torch.from_numpy(x).sum().item()
+        assert theirs != exact  # data where a float32 sum errs
+        assert abs(ours - exact) <= abs(theirs - exact)
+
+
+# ---- exactness in every layout that reaches the kernel ----------------------------------------
 def _ints(shape, seed):
     """Integer-valued float32: every partial sum is exact, so any dropped, doubled or misplaced
     element shows as an exact mismatch."""
@@ -35,98 +173,51 @@ def _exact(a, axis=None):
     return a.astype(np.float64).sum(axis=axis)
 
 
-@pytest.mark.parametrize("n", LENGTHS)
-def test_every_length_exact(n):
-    a = _ints(n, n)
-    assert ember.sum(ember.from_numpy(a)).item() == _exact(a)
-    m = _ints((3, n), n + 1)
-    np.testing.assert_array_equal(ember.sum(ember.from_numpy(m), -1).numpy(), _exact(m, -1))
-    np.testing.assert_array_equal(
-        ember.mean(ember.from_numpy(m), -1).numpy(), (_exact(m, -1) / n).astype(np.float32)
-    )
-
-
 @pytest.mark.parametrize(
     "shape, dims",
     [
         ((5, 7, 4099), (1, 2)),  # trailing dims merged into one run per output
-        ((3, 70001), None),  # split into pieces that start inside a row
-        ((20, 33333), None),  # many rows, pieces across rows
-        ((16, 70001), 1),  # few outputs, each row split into pieces
-        ((64, 40000), 1),  # enough outputs that each folds its whole row
-        ((2, 3, 50000), (0, 2)),  # a reduced outer dim around contiguous runs
+        ((3, 70001), None),  # one run, threaded inside the cascade
+        ((20, 33333), None),  # one run of many rows
+        ((16, 70001), 1),  # few outputs: one row at a time, each threaded
+        ((64, 40000), 1),  # enough outputs that threads take rows
+        ((2, 3, 50000), (0, 2)),  # a reduced outer dim around runs: pieces of whole runs
+        ((4, 3, 5), (0, 2)),  # short runs, an outer dim
     ],
 )
-def test_layouts_exact(shape, dims):
+@pytest.mark.parametrize("threads", [1, 3])
+def test_layouts_exact(shape, dims, threads):
     a = _ints(shape, len(shape))
-    np.testing.assert_array_equal(ember.sum(ember.from_numpy(a), dims).numpy(), _exact(a, dims))
+    with ember_threads(threads):
+        got = ember.sum(ember.from_numpy(a), dims).numpy()
+    np.testing.assert_array_equal(got, _exact(a, dims))
 
 
-def test_long_constant_runs():
-    """Ones past 2^24 (a float chain stalls at 16777216) and 0.1, whose rounding accumulates."""
-    n = (1 << 24) + 4100  # even: a float32
-    ones = np.ones(n, np.float32)
-    assert ember.sum(ember.from_numpy(ones)).item() == n
-    assert ember.sum(ember.from_numpy(ones.reshape(1, n)), 1).item() == n
-    tenths = np.full(3_000_017, 0.1, np.float32)
-    exact = _exact(tenths)
-    ours = ember.sum(ember.from_numpy(tenths)).item()
-    assert abs(ours - exact) <= abs(float(np.sum(tenths)) - exact)
-    assert abs(ours - exact) <= np.spacing(np.float32(exact)) / 2
+# ---- the builds -------------------------------------------------------------------------------
+def test_same_bits_at_any_alignment():
+    """A run on a 64-byte line takes the AVX-512 build (where the CPU has it), the same run
+    elsewhere the 8-float build: the same bits."""
+    for n in (7, 100, 4099, 70_001, 3_000_017):
+        x = _spread(n, np.float32, n)
+        sums = {off: ember.from_numpy(_at(x, off)).sum().numpy() for off in (0, 4, 16, 32)}
+        assert len({s.tobytes() for s in sums.values()}) == 1, sums
 
 
-def test_alternating_magnitudes():
-    """Huge elements that cancel between tiny ones (a float chain absorbs the tiny ones: numpy's
-    and PyTorch's sums lose 25% to 100% of this one; the lanes keep huge and tiny apart), and
-    magnitudes spread over 8 decades with random signs: within the cascade's bound of 12
-    roundings of sum(|x|), and over 16 draws no less accurate than PyTorch (root-mean-square)."""
-    tiles = np.tile(np.array([1e6, -1e-2, -1e6, 3e-2], np.float32), (8, 5001))
-    for dims in (None, 1):
-        exact = _exact(tiles, dims)
-        ours = ember.sum(ember.from_numpy(tiles), dims).numpy().astype(np.float64)
-        assert np.all(np.abs(ours - exact) <= np.spacing(np.float32(exact)))
-    # One sum's error is a random walk, so one draw against PyTorch's is a coin flip (and
-    # PyTorch's own result moves with its thread count): compare root-mean-square errors over
-    # 16 draws, PyTorch on one thread.
-    ours_err, theirs_err = [], []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        for seed in range(16):
-            rng = np.random.default_rng(seed)
-            n = 1_000_003
-            spread = (rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(-4, 4, n)).astype(np.float32)
-            exact = _exact(spread)
-            ours = ember.sum(ember.from_numpy(spread)).item()
-            assert abs(ours - exact) <= ROUNDINGS * U * _exact(np.abs(spread))
-            ours_err.append(ours - exact)
-            theirs_err.append(torch.from_numpy(spread).sum().item() - exact)
-    finally:
-        torch.set_num_threads(threads)
-    assert np.sqrt(np.mean(np.square(ours_err))) <= np.sqrt(np.mean(np.square(theirs_err)))
-
-
-@pytest.mark.parametrize("dims", [None, -1])
-def test_against_torch(dims):
-    """Random data: float32 like PyTorch's sum, and as accurate within one float32 ulp."""
-    a = np.random.default_rng(7).standard_normal((37, 30011)).astype(np.float32) + 0.25
-    ours = ember.sum(ember.from_numpy(a), dims).numpy()
-    t = torch.from_numpy(a)
-    theirs = (t.sum() if dims is None else t.sum(dims)).numpy()
-    assert ours.dtype == theirs.dtype == np.float32 and ours.shape == theirs.shape
-    exact = _exact(a, dims)
-    ours_err = np.abs(ours.astype(np.float64) - exact)
-    assert np.all(ours_err <= np.abs(theirs.astype(np.float64) - exact) + np.spacing(theirs))
-
-
-# Sums of float32 runs in every layout that reaches the kernel, printed as their bits' hex.
+# Sums of runs on and off 64-byte lines, as their bits' hex.
 _BITS_SCRIPT = """
+import importlib.util, sys
 import numpy as np, ember
-a = np.random.default_rng(11).standard_normal((7, 9001)).astype(np.float32)
-runs = [a[:, 3:], a, a.reshape(-1)[5:], a[:, : 2049 * 4].reshape(7, 4, 2049)]
-sums = [ember.sum(ember.from_numpy(r), -1).numpy() for r in runs]
-sums += [ember.sum(ember.from_numpy(a.reshape(-1)[: n])).numpy() for n in range(1, 300, 7)]
-print(" ".join(np.ascontiguousarray(s).tobytes().hex() for s in sums))
+spec = importlib.util.spec_from_file_location("cascade_tests", sys.argv[1])
+tests = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tests)
+_at, _spread = tests._at, tests._spread
+sums = []
+for dtype in (np.float32, np.float64):
+    for n in (5, 100, 4099, 70_001, 1_000_003):
+        for off in (0, 16):
+            x = ember.from_numpy(_at(_spread(n, dtype, n), off))
+            sums += [x.sum(), x[: n // 3 * 3].reshape(3, -1).sum(-1)]
+print(" ".join(s.numpy().tobytes().hex() for s in sums))
 """
 
 
@@ -141,12 +232,11 @@ def _has_avx512() -> bool:
 # Without AVX-512 both runs would take the narrow build and the comparison could not fail.
 @pytest.mark.skipif(not _has_avx512(), reason="no AVX-512 here: only one build can run")
 def test_same_bits_with_and_without_avx512():
-    """The AVX-512 build (16-float vectors) and the AVX2/baseline clones' build (8-float vectors)
-    add the same lanes in the same order. EMBER_CPU_AVX512=0 takes the narrow build."""
+    """EMBER_CPU_AVX512=0 takes the 8-float build for every run, aligned ones included."""
 
     def bits(**env):
         run = subprocess.run(
-            [sys.executable, "-c", _BITS_SCRIPT],
+            [sys.executable, "-c", _BITS_SCRIPT, os.path.abspath(__file__)],
             env={**os.environ, **env},
             capture_output=True,
             text=True,
@@ -155,5 +245,5 @@ def test_same_bits_with_and_without_avx512():
         return run.stdout.split()
 
     wide, narrow = bits(), bits(EMBER_CPU_AVX512="0")
-    assert len(wide) == len(narrow) > 40
+    assert len(wide) == len(narrow) == 40
     assert wide == narrow

@@ -14,8 +14,9 @@
  * and partial results combine in a fixed order, so results have the same bits on any number of
  * threads. Accuracy: sum and prod accumulate bool and integers in int64 (wrapping, as PyTorch)
  * and floats in double; runs combine pairwise over blocks of LANES running partials (numpy's
- * scheme, in double), except contiguous float32 runs of sum, which take a cascade of float
- * vector accumulators (cascade.h, PyTorch's scheme: float lanes, blocks in double).
+ * scheme, in double), except contiguous float32 and float64 runs of sum, which take PyTorch's
+ * cascade in their own dtype (cascade.h: PyTorch's bits). Such a run reaches the cascade whole,
+ * never cut into pieces, and threads itself when nothing else does.
  */
 #include <stdlib.h>
 
@@ -65,13 +66,21 @@
 #define VAL_sum(T, x) ((SACC(T))LD_##T(x))
 #define COMB_sum(T, a, b) ((a) + (b))
 
-/* 1 where contiguous float32 runs take cascade.h's float cascade instead of double lanes */
+/* 1 where contiguous float32/float64 runs take cascade.h's sum (PyTorch's) instead of double
+ * lanes */
 #define CASCADE_sum 1
 #define CASCADE_prod 0
 #define CASCADE_amax 0
 #define CASCADE_amin 0
 #define CASCADE_all 0
 #define CASCADE_any 0
+#define HAS_CASCADE(OP, T) (CASCADE_##OP && (EMC_##T == EM_F32 || EMC_##T == EM_F64))
+
+/* The cascade's sum of n contiguous elements of dtype d (float32 or float64) at x. */
+static double cascade_run(int d, const char *x, int64_t n) {
+    if (d == EM_F32) return cascade_sum_f32((const float *)x, n);
+    return cascade_sum_f64((const double *)x, n);
+}
 
 #define ACC_prod(T) SACC(T)
 #define ID_prod(T) 1
@@ -134,9 +143,11 @@ static int64_t abs64(int64_t a) { return a < 0 ? -a : a; }
  *     elements (byte stride sx); rows go four at a time through registers, which quarters the
  *     accumulator traffic (a sum over dim 0 then runs at numpy's float speed, in double).
  * store(out, os, oc, acc, n): the accumulators into out (byte stride os) in dtype oc.
+ * cascade_item: the element size where fold sums contiguous runs by cascade.h (whose bits depend
+ *     on where a run starts and ends, so runs must reach it whole), else 0.
  */
 typedef struct {
-    int acc_size;
+    int acc_size, cascade_item;
     void (*init)(char *acc, int64_t n);
     void (*merge)(char *dst, const char *src, int64_t n);
     void (*fold)(char *acc, int64_t n, const char *x, int64_t sx);
@@ -204,11 +215,11 @@ typedef struct {
         typedef acc_##OP##_##T at;                                                                \
         typedef ST_##T st;                                                                        \
         at total = *(at *)acc, part;                                                              \
-        if (n < LANES) {                                                                          \
+        if (HAS_CASCADE(OP, T) && sx == (int64_t)sizeof(st)) {                                    \
+            total = COMB_##OP(T, total, (at)cascade_run(EMC_##T, x, n));                          \
+        } else if (n < LANES) {                                                                   \
             for (int64_t i = 0; i < n; i++)                                                       \
                 total = COMB_##OP(T, total, VAL_##OP(T, AT_STRIDED(i)));                          \
-        } else if (CASCADE_##OP && EMC_##T == EM_F32 && sx == (int64_t)sizeof(st)) {          \
-            total = COMB_##OP(T, total, (at)cascade_sum_f32((const float *)x, n));                \
         } else if (sx == (int64_t)sizeof(st)) {                                                   \
             const st *p_ = (const st *)x;                                                         \
             RD_PAIRWISE(T, OP, at, part, n, AT_CONTIG);                                           \
@@ -265,8 +276,9 @@ REDUCE_OPS(REDUCERS_FOR)
 #define RED_CODE(OP) RED_##OP,
 enum { REDUCE_OPS(RED_CODE) RED_COUNT };
 #define RED_ENTRY(T, OP)                                                                          \
-    [EMC_##T] = {sizeof(acc_##OP##_##T), init_##OP##_##T, merge_##OP##_##T, fold_##OP##_##T,      \
-                 accum_##OP##_##T, store_##OP##_##T},
+    [EMC_##T] = {sizeof(acc_##OP##_##T), HAS_CASCADE(OP, T) ? (int)sizeof(ST_##T) : 0,           \
+                 init_##OP##_##T, merge_##OP##_##T, fold_##OP##_##T, accum_##OP##_##T,             \
+                 store_##OP##_##T},
 #define RED_ROW(OP) [RED_##OP] = {EM_FOR_ALL(RED_ENTRY, OP)},
 static const reducer REDUCERS[RED_COUNT][EM_NDTYPES] = {REDUCE_OPS(RED_ROW)};
 
@@ -473,6 +485,8 @@ typedef struct {
     int64_t rlen, rstride;     /* the innermost reduced run */
     int64_t rtotal;            /* reduced elements per output */
     int64_t ppo, piece;        /* pieces per block and reduced elements per piece */
+    int whole;                 /* runs reach fold whole (cascade.h): pieces are whole runs, and a
+                                * lone run threads itself */
 } plan;
 
 /* Reduced dims (strides already made positive: the order of a reduction does not matter):
@@ -552,7 +566,11 @@ static int reduce_plan(plan *pl, int ndim, const int64_t *shape, char **ob, cons
             pl->vst[1] = -pl->vst[1];
         }
     }
-    int64_t nchunks = ceil_div(pl->vlen, pl->rows ? BW_OUTER : BW_INNER);
+    pl->whole = !pl->rows && pl->r->cascade_item && pl->rstride == pl->r->cascade_item;
+    int64_t width = pl->rows ? BW_OUTER : BW_INNER;
+    if (pl->whole) /* about PIECE elements per block, so that long runs spread over threads */
+        width = min64(BW_INNER, pl->rtotal < PIECE ? PIECE / (pl->rtotal ? pl->rtotal : 1) : 1);
+    int64_t nchunks = ceil_div(pl->vlen, width);
     pl->chunk = ceil_div(pl->vlen, nchunks);
 
     walker *w = &pl->blocks;
@@ -579,6 +597,8 @@ static int reduce_plan(plan *pl, int ndim, const int64_t *shape, char **ob, cons
         pl->ppo = min64(min64(want, cap > 1 ? cap : 1), pl->rtotal);
     }
     pl->piece = pl->rtotal ? ceil_div(pl->rtotal, pl->ppo) : 1;
+    if (pl->whole) /* rtotal is a multiple of rlen: pieces start at runs */
+        pl->piece = ceil_div(pl->piece, pl->rlen) * pl->rlen;
     pl->ppo = pl->rtotal ? ceil_div(pl->rtotal, pl->piece) : 1;
     return 1;
 }
@@ -633,7 +653,9 @@ static void run_reduce(const plan *pl) {
     }
     const int64_t per = grain_tasks(pl->chunk * pl->piece), grains = ceil_div(tasks, per);
     const int64_t work = pl->nblocks * pl->chunk * pl->rtotal;
-    const int parallel = grains > 1 && work >= EM_PARALLEL_THRESHOLD;
+    /* Few long whole runs: one at a time, each cascade spread over the threads. */
+    const int runs_thread = pl->whole && ppo == 1 && pl->nblocks < MIN_BLOCKS;
+    const int parallel = grains > 1 && work >= EM_PARALLEL_THRESHOLD && !runs_thread;
 #pragma omp parallel for schedule(dynamic) if (parallel)
     for (int64_t g = 0; g < grains; g++) {
         const int64_t lo = g * per, hi = min64(lo + per, tasks);
