@@ -94,6 +94,9 @@ class Paths:
         self.recorded = 0  # regions recorded
         self.replays = 0  # regions replayed
         self.warned = False
+        # the layer of the last call, reused by the next (one object per guard set, not one
+        # per call: its containers are reset at each flush anyway)
+        self.idle: Run | None = None
 
     def may_record(self) -> bool:
         limit = getattr(config, "recompile_limit", None) or config.cache_size_limit
@@ -111,16 +114,18 @@ class Paths:
 
     def call(self, fn, args, kwargs):
         """``fn(*args, **kwargs)`` with its ops deferred into compiled segments."""
-        if running() is not None or any(layer.name == Run.name for layer in STACK.layers):
+        if _CALLS[0] or running() is not None:
             return fn(*args, **kwargs)  # nested, or another thread's call holds the layer
         if not WATCHED:
             watch_reads()
-        run = Run(self)
+        run = self.idle
+        if run is None:
+            run = self.idle = Run(self)
+        run.thread = threading.get_ident()
+        _CALLS[0] += 1
         RUNNING.run = run
         compiling(1)
-        bare = STACK.grad_only_layers is STACK.layers
-        STACK.install(run)
-        run.installed = STACK.layers if bare else None
+        run.enter()
         try:
             result = fn(*args, **kwargs)
             run.flush(result)
@@ -129,9 +134,10 @@ class Paths:
             run.flush()  # what ran before the exception happened, as in eager (an update)
             raise
         finally:
-            STACK.remove(run)
+            run.leave()
             RUNNING.run = None
             compiling(-1)
+            _CALLS[0] -= 1
             run.abandon()
 
 
@@ -146,7 +152,30 @@ class Run(Layer):
         self.thread = threading.get_ident()
         self.suspended = 0
         self.installed = None  # STACK.layers while this layer is the only one above autograd's
+        # (the stack before the call, the stack with this layer): a call made over the same
+        # stack as the last installs the tuple built then, without install's sort and checks
+        self.stacks: tuple = (None, None)
         self.start()
+
+    def enter(self) -> None:
+        """Install this layer for the call."""
+        layers = STACK.layers
+        bare = STACK.grad_only_layers is layers
+        below, above = self.stacks
+        if layers is below:
+            STACK.replace(above)
+        else:
+            STACK.install(self)
+            self.stacks = (layers, STACK.layers)
+        self.installed = STACK.layers if bare else None
+        self.started = time.perf_counter()
+
+    def leave(self) -> None:
+        below, above = self.stacks
+        if STACK.layers is above:
+            STACK.replace(below)
+        else:
+            STACK.remove(self)
 
     def start(self) -> None:
         self.step = self.paths.root  # the trie position after this segment's calls
@@ -482,8 +511,13 @@ class Run(Layer):
                     fill(self.objects[holder], real)
 
     def abandon(self) -> None:
-        """The call ended (an exception may have left it): drop what the segment holds."""
-        self.start()
+        """The call ended (an exception may have left it): drop what the segment holds (a
+        call that returned normally ended with a flush, which did)."""
+        if self.calls or self.objects or self.externals or self.state is not None:
+            self.start()
+        else:
+            self.grad = None
+            self.eager = False
 
 
 class _Items(tuple):
@@ -500,6 +534,9 @@ def _deferrable(op) -> bool:
 
 
 _DEFERRABLE: dict = {}
+# segmented calls running, on any thread: a call made while one runs runs eagerly (nested in
+# it on this thread, or on another thread while its layer is installed)
+_CALLS = [0]
 
 
 _SCALARS = frozenset((int, float, bool, str, type(None)))
