@@ -257,7 +257,7 @@ class Run(Layer):
                         return None  # its second use keys as its index: encode's work
                     else:
                         fresh.append(a)
-                elif ref != k:
+                elif ref is not k and ref != k:
                     return None
             elif k != _constant_key(a):
                 return None
@@ -405,11 +405,12 @@ class Run(Layer):
                 self.objects.append(t)
             else:
                 self.made[_Ref(("n", n, j))] = self.refs[id(t)]
-            self.refs[id(t)] = _Ref(("n", n, j))
         found = self.step.children.get(key)
         if found is None:
             form = "Tensor" if isinstance(out, Tensor) else type(out).__name__
             found = self.step.add(key, Step(form, outs, op, key[1], template, n))
+        for t, (ref, *_layout) in zip(_tensors(out), found.outs):
+            self.refs[id(t)] = ref  # the step's own: later keys hold it (follow's `is`)
         self.step = found
         return out
 
@@ -432,7 +433,7 @@ class Run(Layer):
         if self.state is None and self.calls:
             end = self.step.end
             live = self.live()
-            if end is not None and all(ref in end.outputs for ref, _ in live):
+            if end is not None and all(ref in end.index for ref, _ in live):
                 self.run_region(end, live)
                 self.start()
                 return
