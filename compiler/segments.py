@@ -52,7 +52,7 @@ class Step:
     """One op call of a recorded path: the call (op, argument keys and template), its
     outputs' layout, and the calls that followed."""
 
-    __slots__ = ("children", "end", "form", "key", "next", "op", "outs", "template")
+    __slots__ = ("children", "end", "form", "key", "next", "one", "op", "outs", "template")
 
     def __init__(self, form, outs, op=None, key=(), template=(), n=0):
         self.form = form  # the call's return type: "Tensor", "tuple" or "list"
@@ -64,6 +64,10 @@ class Step:
         # and the first call of each segment at the root, find their step here
         self.next: dict = {}
         self.end = None  # the Segment compiled for a break right after this call
+        # the one output's layout when the call returns one new tensor (most ops): pending's
+        # path without its loop
+        one = form == "Tensor" and len(outs) == 1 and outs[0][0] is None
+        self.one = self.outs[0][:1] + self.outs[0][2:] if one else None
 
     def add(self, key, child: Step) -> Step:
         self.children[key] = child
@@ -330,18 +334,22 @@ class Run(Layer):
     def pending(self, step: Step, args):
         """The outputs of a deferred call: tensors without data yet (or the argument an
         in-place op returns)."""
+        one = step.one
+        if one is not None:
+            ref, shape, stride, offset, dtype, device, contig, grad = one
+            t = make(_unfilled(device), shape, stride, offset, dtype, contig)
+            t._requires_grad = grad  # its grad_fn comes with its data (the flush)
+            self.made[ref] = len(self.objects)
+            self.objects.append(t)
+            self.refs[id(t)] = ref
+            return t
         made = []
         for ref, alias, shape, stride, offset, dtype, device, contig, grad in step.outs:
             if alias is not None:
                 t = args[alias]
                 self.made[ref] = self.refs[id(t)]
             else:
-                storage = _new(Storage)
-                storage.device = device
-                storage.nbytes = 0
-                storage.handle = storage.ptr = storage.owner = storage.runtime = None
-                storage.byte_offset = storage.version = 0
-                t = make(storage, shape, stride, offset, dtype, contig)
+                t = make(_unfilled(device), shape, stride, offset, dtype, contig)
                 t._requires_grad = grad  # its grad_fn comes with its data (the flush)
                 self.made[ref] = len(self.objects)
                 self.objects.append(t)
@@ -450,13 +458,11 @@ class Run(Layer):
         """``(ref, tensor)`` of the segment's new tensors the Python still holds (referenced
         from more than this list, the loop and the call; a recording's eager autograd nodes
         hold the tensors they saved, which do not count)."""
-        objects = self.objects
-        saved = saved_by_autograd(objects) if recorded and self.grad else {}
-        return [
-            (self.refs[id(t)], t)
-            for t in objects
-            if sys.getrefcount(t) - saved.get(id(t), 0) > _HELD_BY_US
-        ]
+        objects, refs, count = self.objects, self.refs, sys.getrefcount
+        if not (recorded and self.grad):  # a replay's flush: the counts alone
+            return [(refs[id(t)], t) for t in objects if count(t) > _HELD_BY_US]
+        saved = saved_by_autograd(objects)
+        return [(refs[id(t)], t) for t in objects if count(t) - saved.get(id(t), 0) > _HELD_BY_US]
 
     def run_region(self, end: Segment, live: list) -> None:
         self.paths.replays += 1
@@ -519,6 +525,16 @@ class Run(Layer):
         else:
             self.grad = None
             self.eager = False
+
+
+def _unfilled(device) -> Storage:
+    """A pending tensor's storage: no bytes until the flush fills it (pending.fill)."""
+    storage = _new(Storage)
+    storage.device = device
+    storage.nbytes = 0
+    storage.handle = storage.ptr = storage.owner = storage.runtime = None
+    storage.byte_offset = storage.version = 0
+    return storage
 
 
 class _Items(tuple):
