@@ -39,7 +39,7 @@ from ember.jit.passes.dce import eliminate_dead_code
 from ember.jit.tracer import TracingState
 
 from . import config, logs
-from .pending import RUNNING, WATCHED, fill, running, saved_by_autograd, watch_reads
+from .pending import RUNNING, WATCHED, fill, running, saved_by_autograd, watch_reads  # noqa: F401 - frame.py calls segments.running
 from .region import _UNBUILT, Region, compiling
 
 WARN = logging.getLogger("ember._dynamo.convert_frame")
@@ -118,7 +118,7 @@ class Paths:
 
     def call(self, fn, args, kwargs):
         """``fn(*args, **kwargs)`` with its ops deferred into compiled segments."""
-        if _CALLS[0] or running() is not None:
+        if _CALLS[0]:  # (this thread's call sets RUNNING.run only while it counts here)
             return fn(*args, **kwargs)  # nested, or another thread's call holds the layer
         if not WATCHED:
             watch_reads()
@@ -156,9 +156,10 @@ class Run(Layer):
         self.thread = threading.get_ident()
         self.suspended = 0
         self.installed = None  # STACK.layers while this layer is the only one above autograd's
-        # (the stack before the call, the stack with this layer): a call made over the same
-        # stack as the last installs the tuple built then, without install's sort and checks
-        self.stacks: tuple = (None, None)
+        # (the stack before the call, the stack with this layer), as STACK.saved gives them: a
+        # call made over the same stack as the last restores the one built then, without
+        # install's sort and checks
+        self.stacks: tuple = ((None,), None)
         self.start()
 
     def enter(self) -> None:
@@ -166,18 +167,19 @@ class Run(Layer):
         layers = STACK.layers
         bare = STACK.grad_only_layers is layers
         below, above = self.stacks
-        if layers is below:
-            STACK.replace(above)
+        if layers is below[0]:
+            STACK.restore(above)
         else:
+            below = STACK.saved()
             STACK.install(self)
-            self.stacks = (layers, STACK.layers)
+            self.stacks = (below, STACK.saved())
         self.installed = STACK.layers if bare else None
         self.started = time.perf_counter()
 
     def leave(self) -> None:
         below, above = self.stacks
-        if STACK.layers is above:
-            STACK.replace(below)
+        if STACK.layers is above[0]:
+            STACK.restore(below)
         else:
             STACK.remove(self)
 
