@@ -112,8 +112,8 @@ def watch_reads() -> None:
 def _reading(original):
     def method(self, *args, **kwargs):
         run = getattr(RUNNING, "run", None)
-        if run is None:
-            return original(self, *args, **kwargs)
+        if run is None or run.suspended:  # a read inside a read (bool's item), an eager
+            return original(self, *args, **kwargs)  # piece: the segment was flushed first
         if id(self) in run.refs:
             run.flush(self)
         run.suspended += 1  # the read's own ops (a copy to the host) run now

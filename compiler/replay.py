@@ -207,8 +207,20 @@ class _Program(_Writer):
         typ = node.output().type()
         names = [self.bind(typ.sizes(), "S"), self.bind(typ.dtype(), "D")]
         names.append(self.bind(typ.device(), "DEV"))
-        out.append(f"{indent}{target} = {self.alloc(node.output(), *names)}")
+        kept = _kept_sizes(node)
+        if kept is None:
+            out.append(f"{indent}{target} = {self.alloc(node.output(), *names)}")
+            out.append(f"{indent}{self.bind(kernel, 'K')}({target}, {', '.join(args)})")
+            return
+        # without keepdim: the kernel writes the keepdim shape (its contract), and the result
+        # is that buffer without the size-1 dims, as the runner's squeeze makes it
+        buffer = f"empty({self.bind(kept, 'S')}, {names[1]}, {names[2]})"
+        out.append(f"{indent}{target} = {buffer}")
         out.append(f"{indent}{self.bind(kernel, 'K')}({target}, {', '.join(args)})")
+        strides = self.bind(contiguous_strides(tuple(typ.sizes())), "ST")
+        out.append(
+            f"{indent}{target} = {self.bind(_squeezed, 'SQ')}({target}, {names[0]}, {strides})"
+        )
 
     def lower(self, op, node):
         """The sub-program of composite ``node`` (lower.py), or None."""
@@ -296,8 +308,10 @@ def _kernel_call(node):
 
 
 def _reduction_kernel(node):
-    """sum/prod/amax/amin over constant dims with ``keepdim=True`` and no ``dtype=``, of a
-    result of the input's dtype: the reduce runner's ``kernel(out, x, dims)``."""
+    """sum/prod/amax/amin over constant dims (None: every dim) with no ``dtype=``, of a
+    result of the input's dtype: the reduce runner's ``kernel(out, x, dims)`` (without
+    keepdim, ``_kept_sizes`` gives the shape it writes). A lone ``x.sum()`` or a ``mean``'s
+    sum then costs its kernel call, not the runner's checks."""
     op = None if node.kind().startswith("prim::") else resolve(node.kind())
     if op is None or op.runner is not reduction.reduce or len(node.inputs()) not in (3, 4):
         return None
@@ -311,8 +325,10 @@ def _reduction_kernel(node):
     literal = fusion_steps._literal
     dims = literal(dim)
     dims = [dims] if type(dims) is int else dims
-    if literal(keep) is not True or any(literal(v) is not None for v in dtype):
+    if type(literal(keep)) is not bool or any(literal(v) is not None for v in dtype):
         return None
+    if dims is None and dim.node().kind() == "prim::Constant":
+        dims = list(range(len(typ.sizes())))  # every dim (None, not a computed list)
     if not isinstance(dims, list) or not dims or not all(type(d) is int for d in dims):
         return None
     sizes = tuple(typ.sizes())
@@ -323,6 +339,22 @@ def _reduction_kernel(node):
         return None
     kernel = op.kernel(result.device().type, result.dtype())
     return None if kernel is None else (kernel, 1, (dims,))
+
+
+def _kept_sizes(node):
+    """The keepdim shape a reduction without keepdim writes (``_reduction_kernel``), else
+    None (a keepdim reduction, a product: the kernel writes the result itself)."""
+    found = _reduction_kernel(node)
+    if found is None or fusion_steps._literal(node.inputsAt(2)):
+        return None
+    sizes, dims = node.inputsAt(0).type().sizes(), found[2][0]
+    return tuple(1 if i in dims else n for i, n in enumerate(sizes))
+
+
+def _squeezed(x, shape, stride):
+    """reduction.squeeze_dims's result for the contiguous keepdim buffer ``x``: the same
+    storage without its size-1 reduced dims (no base, as the runner's)."""
+    return make(x._storage, shape, stride, x._offset, x._dtype, True)
 
 
 def _reshapes(node) -> bool:

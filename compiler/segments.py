@@ -39,7 +39,7 @@ from ember.jit.passes.dce import eliminate_dead_code
 from ember.jit.tracer import TracingState
 
 from . import config, logs
-from .pending import RUNNING, WATCHED, fill, running, saved_by_autograd, watch_reads
+from .pending import RUNNING, WATCHED, fill, running, saved_by_autograd, watch_reads  # noqa: F401 - frame.py calls segments.running
 from .region import _UNBUILT, Region, compiling
 
 WARN = logging.getLogger("ember._dynamo.convert_frame")
@@ -52,7 +52,7 @@ class Step:
     """One op call of a recorded path: the call (op, argument keys and template), its
     outputs' layout, and the calls that followed."""
 
-    __slots__ = ("children", "end", "form", "key", "next", "op", "outs", "template")
+    __slots__ = ("children", "end", "form", "key", "next", "one", "op", "outs", "template")
 
     def __init__(self, form, outs, op=None, key=(), template=(), n=0):
         self.form = form  # the call's return type: "Tensor", "tuple" or "list"
@@ -64,6 +64,10 @@ class Step:
         # and the first call of each segment at the root, find their step here
         self.next: dict = {}
         self.end = None  # the Segment compiled for a break right after this call
+        # the one output's layout when the call returns one new tensor (most ops): pending's
+        # path without its loop
+        one = form == "Tensor" and len(outs) == 1 and outs[0][0] is None
+        self.one = self.outs[0][:1] + self.outs[0][2:] if one else None
 
     def add(self, key, child: Step) -> Step:
         self.children[key] = child
@@ -94,6 +98,9 @@ class Paths:
         self.recorded = 0  # regions recorded
         self.replays = 0  # regions replayed
         self.warned = False
+        # the layer of the last call, reused by the next (one object per guard set, not one
+        # per call: its containers are reset at each flush anyway)
+        self.idle: Run | None = None
 
     def may_record(self) -> bool:
         limit = getattr(config, "recompile_limit", None) or config.cache_size_limit
@@ -111,16 +118,18 @@ class Paths:
 
     def call(self, fn, args, kwargs):
         """``fn(*args, **kwargs)`` with its ops deferred into compiled segments."""
-        if running() is not None or any(layer.name == Run.name for layer in STACK.layers):
+        if _CALLS[0]:  # (this thread's call sets RUNNING.run only while it counts here)
             return fn(*args, **kwargs)  # nested, or another thread's call holds the layer
         if not WATCHED:
             watch_reads()
-        run = Run(self)
+        run = self.idle
+        if run is None:
+            run = self.idle = Run(self)
+        run.thread = threading.get_ident()
+        _CALLS[0] += 1
         RUNNING.run = run
         compiling(1)
-        bare = STACK.grad_only_layers is STACK.layers
-        STACK.install(run)
-        run.installed = STACK.layers if bare else None
+        run.enter()
         try:
             result = fn(*args, **kwargs)
             run.flush(result)
@@ -129,9 +138,10 @@ class Paths:
             run.flush()  # what ran before the exception happened, as in eager (an update)
             raise
         finally:
-            STACK.remove(run)
+            run.leave()
             RUNNING.run = None
             compiling(-1)
+            _CALLS[0] -= 1
             run.abandon()
 
 
@@ -146,7 +156,32 @@ class Run(Layer):
         self.thread = threading.get_ident()
         self.suspended = 0
         self.installed = None  # STACK.layers while this layer is the only one above autograd's
+        # (the stack before the call, the stack with this layer), as STACK.saved gives them: a
+        # call made over the same stack as the last restores the one built then, without
+        # install's sort and checks
+        self.stacks: tuple = ((None,), None)
         self.start()
+
+    def enter(self) -> None:
+        """Install this layer for the call."""
+        layers = STACK.layers
+        bare = STACK.grad_only_layers is layers
+        below, above = self.stacks
+        if layers is below[0]:
+            STACK.restore(above)
+        else:
+            below = STACK.saved()
+            STACK.install(self)
+            self.stacks = (below, STACK.saved())
+        self.installed = STACK.layers if bare else None
+        self.started = time.perf_counter()
+
+    def leave(self) -> None:
+        below, above = self.stacks
+        if STACK.layers is above[0]:
+            STACK.restore(below)
+        else:
+            STACK.remove(self)
 
     def start(self) -> None:
         self.step = self.paths.root  # the trie position after this segment's calls
@@ -228,7 +263,7 @@ class Run(Layer):
                         return None  # its second use keys as its index: encode's work
                     else:
                         fresh.append(a)
-                elif ref != k:
+                elif ref is not k and ref != k:
                     return None
             elif k != _constant_key(a):
                 return None
@@ -301,18 +336,22 @@ class Run(Layer):
     def pending(self, step: Step, args):
         """The outputs of a deferred call: tensors without data yet (or the argument an
         in-place op returns)."""
+        one = step.one
+        if one is not None:
+            ref, shape, stride, offset, dtype, device, contig, grad = one
+            t = make(_unfilled(device), shape, stride, offset, dtype, contig)
+            t._requires_grad = grad  # its grad_fn comes with its data (the flush)
+            self.made[ref] = len(self.objects)
+            self.objects.append(t)
+            self.refs[id(t)] = ref
+            return t
         made = []
         for ref, alias, shape, stride, offset, dtype, device, contig, grad in step.outs:
             if alias is not None:
                 t = args[alias]
                 self.made[ref] = self.refs[id(t)]
             else:
-                storage = _new(Storage)
-                storage.device = device
-                storage.nbytes = 0
-                storage.handle = storage.ptr = storage.owner = storage.runtime = None
-                storage.byte_offset = storage.version = 0
-                t = make(storage, shape, stride, offset, dtype, contig)
+                t = make(_unfilled(device), shape, stride, offset, dtype, contig)
                 t._requires_grad = grad  # its grad_fn comes with its data (the flush)
                 self.made[ref] = len(self.objects)
                 self.objects.append(t)
@@ -376,11 +415,12 @@ class Run(Layer):
                 self.objects.append(t)
             else:
                 self.made[_Ref(("n", n, j))] = self.refs[id(t)]
-            self.refs[id(t)] = _Ref(("n", n, j))
         found = self.step.children.get(key)
         if found is None:
             form = "Tensor" if isinstance(out, Tensor) else type(out).__name__
             found = self.step.add(key, Step(form, outs, op, key[1], template, n))
+        for t, (ref, *_layout) in zip(_tensors(out), found.outs):
+            self.refs[id(t)] = ref  # the step's own: later keys hold it (follow's `is`)
         self.step = found
         return out
 
@@ -403,7 +443,7 @@ class Run(Layer):
         if self.state is None and self.calls:
             end = self.step.end
             live = self.live()
-            if end is not None and all(ref in end.outputs for ref, _ in live):
+            if end is not None and all(ref in end.index for ref, _ in live):
                 self.run_region(end, live)
                 self.start()
                 return
@@ -420,13 +460,11 @@ class Run(Layer):
         """``(ref, tensor)`` of the segment's new tensors the Python still holds (referenced
         from more than this list, the loop and the call; a recording's eager autograd nodes
         hold the tensors they saved, which do not count)."""
-        objects = self.objects
-        saved = saved_by_autograd(objects) if recorded and self.grad else {}
-        return [
-            (self.refs[id(t)], t)
-            for t in objects
-            if sys.getrefcount(t) - saved.get(id(t), 0) > _HELD_BY_US
-        ]
+        objects, refs, count = self.objects, self.refs, sys.getrefcount
+        if not (recorded and self.grad):  # a replay's flush: the counts alone
+            return [(refs[id(t)], t) for t in objects if count(t) > _HELD_BY_US]
+        saved = saved_by_autograd(objects)
+        return [(refs[id(t)], t) for t in objects if count(t) - saved.get(id(t), 0) > _HELD_BY_US]
 
     def run_region(self, end: Segment, live: list) -> None:
         self.paths.replays += 1
@@ -482,8 +520,23 @@ class Run(Layer):
                     fill(self.objects[holder], real)
 
     def abandon(self) -> None:
-        """The call ended (an exception may have left it): drop what the segment holds."""
-        self.start()
+        """The call ended (an exception may have left it): drop what the segment holds (a
+        call that returned normally ended with a flush, which did)."""
+        if self.calls or self.objects or self.externals or self.state is not None:
+            self.start()
+        else:
+            self.grad = None
+            self.eager = False
+
+
+def _unfilled(device) -> Storage:
+    """A pending tensor's storage: no bytes until the flush fills it (pending.fill)."""
+    storage = _new(Storage)
+    storage.device = device
+    storage.nbytes = 0
+    storage.handle = storage.ptr = storage.owner = storage.runtime = None
+    storage.byte_offset = storage.version = 0
+    return storage
 
 
 class _Items(tuple):
@@ -500,6 +553,9 @@ def _deferrable(op) -> bool:
 
 
 _DEFERRABLE: dict = {}
+# segmented calls running, on any thread: a call made while one runs runs eagerly (nested in
+# it on this thread, or on another thread while its layer is installed)
+_CALLS = [0]
 
 
 _SCALARS = frozenset((int, float, bool, str, type(None)))

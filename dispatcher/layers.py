@@ -77,6 +77,15 @@ class LayerStack:
             raise ValueError(f"dispatch layer {layer!r} has the same priority as {clash!r}")
         self.replace(tuple(sorted(self.layers + (layer,), key=lambda item: -item.priority)))
 
+    def saved(self) -> tuple:
+        """The stack as ``restore`` takes it back."""
+        return (self.layers, self.grad_only_layers, self.direct_layers)
+
+    def restore(self, saved: tuple) -> None:
+        """Reinstall a stack ``saved`` returned, without ``replace``'s scan of its layers (a
+        compiled call with graph breaks installs its layer and removes it at every call)."""
+        self.layers, self.grad_only_layers, self.direct_layers = saved
+
     def remove(self, layer: Layer) -> None:
         self.replace(tuple(item for item in self.layers if item is not layer))
 

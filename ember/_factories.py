@@ -227,7 +227,10 @@ def tensor(
     out = from_numpy(np.array(array, dtype=target.np, copy=True, order="C"))
     device = normalize_device(device)
     if device is not CPU:
-        out = OPS["_to_copy"](out, None, device)
+        # the host copy is this factory's product too: a joint trace, which lists what the
+        # factories make (compiler/joint.py), then knows the CPU tensor its `_to_copy` reads
+        # (masked_fill's fill value on xpu and CUDA) and may bake it in, as on the CPU
+        out = OPS["_to_copy"](_finish(out, False), None, device)
     return _finish(out, requires_grad, pin_memory, "tensor")
 
 

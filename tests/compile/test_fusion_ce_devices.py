@@ -7,7 +7,8 @@ Run with ``EMBER_TEST_DEVICES=cpu,xpu`` (PoCL) and ``EMBER_CUDA_EMULATOR=1
 EMBER_TEST_DEVICES=cuda``. Values against PyTorch, an index out of range raises eager's
 IndexError on that device (the kernel checks its indices into the device's status word), and a
 compiled model's 10-step float64 training trajectory follows eager ember's and PyTorch's with
-the backward's one-hot chain one kernel.
+the backward's one-hot chain one kernel; the training pair is built on every device and its
+gradients equal eager's and PyTorch's.
 """
 
 from __future__ import annotations
@@ -104,20 +105,70 @@ def test_cross_entropy_backward_chain_is_one_kernel(classes, dtype, device, caps
 
 
 def test_training_with_cross_entropy_on_the_device(device):
-    """The trajectory on every device; the backward's one-hot chain as one kernel where the
-    compiled pair is built (on xpu and the CUDA emulator a formula of the loss reads a 0-d
-    int64 CPU tensor the trace cannot recompute, so their regions record autograd per op:
-    docs/compile.md, Training)."""
+    """The trajectory on every device, through the compiled pair (on xpu and the CUDA emulator
+    too: masked_fill's fill value, a CPU constant copied to the device, is a factory's product
+    the joint trace bakes in); the backward's one-hot chain as one kernel."""
     losses, joint = _trajectories(ember.float64, steps=10, device=device)
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-10)
     np.testing.assert_allclose(losses[0], losses[2], rtol=1e-10)
-    if not _generates(device) or (joint is None and device != "cpu"):
+    assert losses[0][-1] < 0.6 * losses[0][0]  # it trains (2.43 to 1.25 in 10 steps)
+    assert joint is not None  # the pair is built, not autograd recording each op
+    if not _generates(device):
         return
     kernels = list({id(k): k for k in _kernels(joint.backward)}.values())
     # the one-hot gradient and the log-softmax backward: one kernel, no scatter_add call
     assert any("j ==" in k.source and MARKER[device] in k.source for k in kernels), kernels
     ops = [v.name for k, v in joint.backward.__globals__.items() if k.startswith("OP")]
     assert "exp" not in ops and "scatter_add" not in ops and "full" not in ops, ops
+
+
+def _scaled_loss(lib, x, w, b, target):
+    return lib.nn.functional.cross_entropy(x * w + b, target)
+
+
+@pytest.mark.parametrize("classes", [11, 300])
+def test_training_pair_gradients_equal_eager_and_torch(classes, device, capsys):
+    """One compiled call with gradients: the pair is built (no "no compiled backward" in the
+    graphs log), its forward holds the loss's row tail and its backward the one-hot chain as
+    fused kernels, and the float64 gradients of x, w and b equal eager ember's and PyTorch's."""
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal((9, classes)), rng.standard_normal(classes), rng.random(classes)]
+    target = rng.integers(0, classes, 9)
+    target[[2, 5]] = -100  # ignored rows: no gradient, not in the mean
+
+    def ours():
+        leaves = [ember.tensor(a, device=device, requires_grad=True) for a in arrays]
+        return leaves, ember.tensor(target, device=device)
+
+    compiled = ember.compile(lambda *a: _scaled_loss(ember, *a))
+    logs.set_logs(graphs=True, fusion=True)
+    try:
+        for _ in range(2):  # the capture, then the replay that builds the pair
+            leaves, t = ours()
+            loss = compiled(*leaves, t)
+            loss.backward()
+    finally:
+        logs.set_logs(graphs=False, fusion=False)
+    err = capsys.readouterr().err
+    (entry,) = [e for entries in compiled._cache.values() for e in entries]
+    assert entry.region.joint is not None and "no compiled backward" not in err, err
+    got = [leaf.grad.cpu().numpy() for leaf in leaves]
+    eager_leaves, t = ours()
+    eager = _scaled_loss(ember, *eager_leaves, t)
+    eager.backward()
+    np.testing.assert_allclose(loss.item(), eager.item(), rtol=1e-13)
+    twins = [torch.tensor(a, requires_grad=True) for a in arrays]
+    want = _scaled_loss(torch, *twins, torch.tensor(target))
+    want.backward()
+    np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-12)
+    for g, e, w in zip(got, eager_leaves, twins, strict=True):
+        np.testing.assert_allclose(g, e.grad.cpu().numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(g, w.grad.numpy(), rtol=1e-10, atol=1e-12)
+    if _generates(device):
+        assert "row_tail)" in err and "declined with features" not in err, err
+        assert "fused: full, scatter_add, exp, sum, mul, sub (" in err, err
+        kernels = list({id(k): k for k in _kernels(entry.region.joint.backward)}.values())
+        assert any("j ==" in k.source and MARKER[device] in k.source for k in kernels), kernels
 
 
 def _forward(lib, x, target, **kw):

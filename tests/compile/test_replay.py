@@ -7,6 +7,7 @@ import copy
 
 import numpy as np
 import pytest
+import torch
 
 import ember
 import ember.nn as nn
@@ -157,16 +158,19 @@ def test_direct_transpose_is_the_view_op(make):
     np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
-def test_keepdim_reductions_call_their_kernel(device):
-    """sum/amax/prod over constant dims with keepdim=True run ``kernel(out, x, dims)`` from the
-    program (no runner); other reductions (keepdim=False, dtype=) keep the runner."""
+def test_reductions_call_their_kernel(device):
+    """sum/amax/prod over constant dims (or every dim) run ``kernel(out, x, dims)`` from the
+    program (no runner), with keepdim or without (the keepdim buffer seen without its size-1
+    dims, as the runner's squeeze); a reduction with ``dtype=`` keeps the runner."""
 
     def f(x):
         a = x.sum(0, keepdim=True) * 2
         b = x.amax([0, 2], keepdim=True) + 1
         c = x.prod(-1, keepdim=True)
         d = x.sum(1) + x.sum(1, keepdim=True, dtype=ember.float64).float().squeeze(1)
-        return a, b, c, d
+        e = x.sum() * 3
+        g = x.amax([2, 0])
+        return a, b, c, d, e, g, x.mean()
 
     compiled = ember.compile(f)
     x = ember.randn(3, 4, 5, device=device)
@@ -177,9 +181,17 @@ def test_keepdim_reductions_call_their_kernel(device):
     names = program.__globals__
     runners = [names[k].name for k in names if k.startswith("OP")]
     reductions = [name for name in runners if name in ("sum", "amax", "prod")]
-    assert reductions == ["sum", "sum"], program.source  # the keepdim=False and dtype= ones
-    for g, w in zip(got, f(x)):
+    assert reductions == ["sum"], program.source  # the dtype= one
+    # the three without keepdim in the program (the mean's sum is in its sub-program)
+    assert sum(k.startswith("SQ") for k in names) == 3, program.source
+    want = f(x)
+    for g, w in zip(got, want, strict=True):
+        assert (g.shape, g.stride(), g.dtype) == (w.shape, w.stride(), w.dtype)
+        assert g.is_contiguous() and g._base is None
         np.testing.assert_allclose(g.cpu().numpy(), w.cpu().numpy(), rtol=1e-6, atol=1e-6)
+    t = torch.tensor(x.cpu().numpy())
+    np.testing.assert_allclose(got[5].cpu().numpy(), t.amax([2, 0]).numpy())
+    np.testing.assert_allclose(got[4].item(), (t.sum() * 3).item(), rtol=1e-6)
 
 
 def test_reshape_of_a_contiguous_value_is_built_directly(device):

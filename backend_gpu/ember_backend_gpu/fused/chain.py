@@ -28,7 +28,10 @@ def signature(d, dialect: Dialect) -> tuple[list, list]:
     """``(parameter declarations, lines making each pointer its tensor's first element)``."""
     params, bases = [], []
     for k, index in enumerate(d.outputs):
-        ct = dialect.u8 if d.steps[index].dtype == "bool" else C_TYPES[d.dtype]
+        # a bool or int64 output (a tail's masked target, which a training pair saves for the
+        # one-hot gradient) is stored as its own type; the others in the compute type
+        dtype = d.steps[index].dtype
+        ct = dialect.ctype(dtype) if dtype in ("bool", "int64") else C_TYPES[d.dtype]
         params += dialect.pointer(ct, f"o{k}", False)
         bases.append(dialect.base(ct, f"o{k}", False))
     for k, spec in enumerate(d.inputs):
