@@ -165,7 +165,12 @@ def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, acc
     try:
         while ready:
             node = heapq.heappop(ready)[2]
-            for nxt in run.step(node):
+            found = run.step(node)
+            # A lone ready node newer than every queued one would be popped next: it runs at
+            # once, without the heap (most of a chain-like graph's steps).
+            while len(found) == 1 and (not ready or -found[0].seq < ready[0][0]):
+                found = run.step(found[0])
+            for nxt in found:
                 heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
     finally:
         _RUNNING.pop()
