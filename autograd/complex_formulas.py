@@ -32,9 +32,10 @@ def _conj(value):
 
 def _holomorphic(fn):
     def formula(ctx, *grads):
-        if not any(g is not None and g.dtype.category == dt.COMPLEX for g in grads):
-            return fn(ctx, *grads)
-        return _conj(fn(ctx, *_conj(grads)))
+        for g in grads:  # a loop, not any(): this runs for most nodes of a real backward
+            if g is not None and g._dtype.category == dt.COMPLEX:
+                return _conj(fn(ctx, *_conj(grads)))
+        return fn(ctx, *grads)
 
     formula.__name__ = getattr(fn, "__name__", "formula")
     formula.__wrapped__ = fn  # the holomorphic derivative itself: the JVP (autograd/jvp_rules.py)

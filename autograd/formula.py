@@ -158,25 +158,44 @@ class Formula:
                 node._saved["result"] = SavedTensor(out, 0)
 
     def apply(self, node, grads: list) -> tuple:
-        if all(g is None for g in grads):
+        for g in grads:
+            if g is not None:
+                break
+        else:
             return (None,) * len(node.edges)
         result = self.fn(node, *grads)  # the node is its own ctx (autograd/context.py)
-        if not isinstance(result, tuple):
+        if result.__class__ is not tuple:
             result = (result,)
-        flat = []
-        for value in result:
-            if isinstance(value, list):
-                flat.extend(value)
+        meta = node.input_meta
+        if node._spans is not None or len(result) != len(meta):  # a Tensor[] argument's list
+            result = _flat(node, result)
+        # Each gradient as its input was (fit); the loop checks the common case, a gradient
+        # already of its input's shape, dtype and device, without fit's frame.
+        out = []
+        for g, m in zip(result, meta):
+            if g is None or m is None:
+                out.append(None)
+            elif g.__class__ is Tensor and g._shape == m[0] and g._dtype is m[1]:
+                out.append(g if g._storage.device is m[2] else fit(g, m))
             else:
-                flat.append(value)
-        if len(flat) != len(node.input_meta):
-            raise RuntimeError(
-                f"autograd formula of '{node.op.name}' returned {len(flat)} gradients for "
-                f"{len(node.input_meta)} tensor inputs"
-            )
-        return tuple(
-            None if (g is None or m is None) else fit(g, m) for g, m in zip(flat, node.input_meta)
+                out.append(fit(g, m))
+        return tuple(out)
+
+
+def _flat(node, result: tuple) -> tuple:
+    """A formula's gradients with each Tensor[] argument's list spread out, one per input."""
+    flat = []
+    for value in result:
+        if isinstance(value, list):
+            flat.extend(value)
+        else:
+            flat.append(value)
+    if len(flat) != len(node.input_meta):
+        raise RuntimeError(
+            f"autograd formula of '{node.op.name}' returned {len(flat)} gradients for "
+            f"{len(node.input_meta)} tensor inputs"
         )
+    return tuple(flat)
 
 
 def scan(plan: Plan, args) -> tuple[list, list, tuple, list, list | None]:

@@ -290,6 +290,10 @@ class Node(Context):
         return f"<{self.name().rpartition('::')[2]} object at {id(self):#x}>"
 
     def __getattr__(self, name: str):
+        if name[:1] != "_":  # ctx.<argument> of a formula, the common case (backward's reads)
+            if self.ctx is self:
+                return self.argument(name)
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
         if name.startswith("_saved_") and is_size(name):
             return saved_size(self, name)
         if name.startswith("_raw_saved_"):

@@ -6,9 +6,11 @@ device, so steady training loops stop calling the driver.
 
 Merging is lazy: a freed block is first parked under its exact size, and a request of that size
 takes it back without touching the free lists (the common case: a loop frees and reallocates the
-same shapes every step, and bisecting the lists cost more than the rest of a small op). Any other
-request first merges every parked block into the lists, so best fit sees the same merged free
-memory as with eager merging.
+same shapes every step, and bisecting the lists cost more than the rest of a small op). A
+request of another size up to ``SMALL_LIMIT`` takes the best fit in the merged lists and merges
+the parked blocks only when nothing there fits (so a new segment is made only when merged free
+memory has no room); a larger request merges every parked block first, so its best fit sees the
+same merged free memory as with eager merging.
 
 Releases arrive from ``__del__`` of leases at arbitrary points (garbage collection can run inside
 ``alloc``), so they are only queued there and folded in by the next call that holds the lock: a
@@ -197,11 +199,21 @@ class CachingAllocator:
 
     # ---- internals (lock held) ----------------------------------------------------------------
     def _carve(self, size: int) -> Block:
-        """A block of ``size`` bytes from the merged free lists, or from a new segment."""
-        self._unpark()
+        """A block of ``size`` bytes from the merged free lists, or from a new segment.
+
+        A small request takes merged free memory first and merges the parked blocks only when
+        none fits: merging on every request of a new size unparked each step's blocks again
+        before their sizes came back (minGPT's step: 73 merges of 99 cached requests, 0 now).
+        A large one merges them first, as a fit without them split big holes (the CNN's
+        reserved memory went from 28 to 48 MiB when large requests did the same)."""
         small = size <= SMALL_LIMIT
         pool = self.pools[small]
+        if not small:
+            self._unpark()
         block = pool.best_fit(size)
+        if block is None and self.parked:
+            self._unpark()
+            block = pool.best_fit(size)
         if block is None:
             block = self._new_segment(size, small)
         else:

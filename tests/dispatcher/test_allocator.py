@@ -84,13 +84,20 @@ def test_small_and_large_pools_are_separate(fake_device):
     assert fake_device.raw_allocs()[-1] == 6 * MB  # large segments round up to 2 MiB
 
 
+def _fill(cache, nbytes: int) -> list:
+    """Leases of ``nbytes`` in small requests (at most SMALL_LIMIT each)."""
+    sizes = [alloc_mod.SMALL_LIMIT] * (nbytes // alloc_mod.SMALL_LIMIT)
+    return [cache.allocate(n) for n in sizes + [nbytes % alloc_mod.SMALL_LIMIT] if n]
+
+
 def test_best_fit_and_splitting(fake_device):
     cache = fake_device.allocator()
     sizes = (4 * KB, ALIGN, 16 * KB, ALIGN, 8 * KB, ALIGN)
     leases = [cache.allocate(n) for n in sizes]
     offsets = [o for _, o, _ in leases]
-    # Free the 4, 16 and 8 KiB blocks; the separators keep them from merging (also with the free
-    # tail of the segment).
+    tail = _fill(cache, SMALL_SEGMENT - sum(sizes))  # the rest of the segment, in use
+    # Free the 4, 16 and 8 KiB blocks; the separators keep them from merging. They are parked:
+    # the first request of another size finds no merged free memory, so it merges them.
     leases[0] = leases[2] = leases[4] = None
     picked = cache.allocate(6 * KB)  # smallest free block that fits: the 8 KiB one
     assert picked[1] == offsets[4]
@@ -99,6 +106,7 @@ def test_best_fit_and_splitting(fake_device):
     assert cache.allocate(3 * KB)[1] == offsets[0]
     assert cache.allocate(16 * KB)[1] == offsets[2]
     assert fake_device.raw_allocs() == [SMALL_SEGMENT]
+    del tail
 
 
 def test_large_blocks_split_only_big_remainders(fake_device):
@@ -115,7 +123,7 @@ def test_large_blocks_split_only_big_remainders(fake_device):
 def test_free_neighbours_merge(fake_device):
     cache = fake_device.allocator()
     a, b, c = (cache.allocate(64 * KB) for _ in range(3))
-    keep = cache.allocate(ALIGN)  # the tail of the segment stays in use
+    keep = _fill(cache, SMALL_SEGMENT - 192 * KB)  # the rest of the segment stays in use
     del a, c
     del b  # merges with both neighbours
     merged = cache.allocate(192 * KB)
@@ -138,7 +146,20 @@ def test_freed_block_of_the_same_size_comes_back_without_merging(fake_device):
     assert cache.parked == {64 * KB: []}
     assert cache.stats()["requested_bytes.current"] == 64 * KB - 100
     del again
-    cache.allocate(32 * KB)  # another size: the parked block merges with the free tail first
+    other = cache.allocate(32 * KB)  # another small size: the free tail serves it...
+    assert other[1] == offset + 64 * KB
+    assert cache.parked == {64 * KB: [cache.parked[64 * KB][0]]}  # ...and the block stays parked
+    cache.allocate(SMALL_SEGMENT)  # nothing merged fits: the parked block merges first
+    assert cache.parked == {}
+
+
+def test_large_requests_merge_parked_blocks_first(fake_device):
+    cache = fake_device.allocator()
+    small = cache.allocate(64 * KB)
+    del small
+    cache.stats()  # folds the release in: the block is parked
+    assert cache.parked == {64 * KB: [cache.parked[64 * KB][0]]}
+    cache.allocate(3 * MB)  # a large size: every parked block merges before its best fit
     assert cache.parked == {}
 
 
