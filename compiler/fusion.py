@@ -87,6 +87,9 @@ class FusedKernel:
     # ROW_STEPS...: what a generator must know to run it, sorted; empty, a generator that reads
     # only the fields above sees the chain it knew (ember_backend_gpu's checks: falsy)
     features: tuple = ()
+    # element dims whose sizes each call gives (a size-generic program, dynamic.py): the
+    # kernel takes them from its tensors' shapes; empty, every size is the one in ``shape``
+    dynamic: tuple = ()
 
 
 @dataclass
