@@ -19,10 +19,18 @@ dispatching code (each op's shape rule run again) for the others.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 
+import ember
 from ember._tensor import Tensor
+from ember.dispatcher.layers import STACK
 from ember.jit.symbolic import SymInt
+from ember.jit.tracer import capture
+
+from . import logs, replay, replay_dynamic, sizes
+
+_UNBUILT = object()
 
 # int methods that turn a size into a plain value the trace cannot follow
 _BAKING = (
@@ -159,20 +167,89 @@ def _sized(value) -> bool:
 
 
 class DynamicRegion:
-    """A size-generic region: its program for the captured sizes, its dispatching code (shape
-    rules run per call) for the others."""
+    """A size-generic region: its specialised program for the captured sizes, one program
+    for every other size (replay_dynamic.py: fused kernels that take the sizes per call,
+    buffers sized per call), built at the first call at another size; its dispatching code
+    where that program cannot be built (the reason in the ``recompiles`` log) or a layer or
+    gradient must see the ops."""
 
-    def __init__(self, region, tensors):
+    def __init__(self, region, tensors, dims: dict, name: str = ""):
         self.region = region
         self.graph = region.graph
         self.shapes = [t._shape for t in tensors]
+        self.dims = dims  # {tensor index: its dynamic dims}
+        self.name = name
+        self.generic = _UNBUILT
+        self.fixed: list = []  # (tensor index, dim, size): dynamic dims the program fixes
 
     def run(self, root, tensors):
         region = self.region
         if all(t._shape == s for t, s in zip(tensors, self.shapes)):
             return region.run(root, tensors)
-        flat = region.fn(root, *tensors) if root is not None else region.fn(*tensors)
+        plain = STACK.grad_only_layers is STACK.layers
+        generic = self.generic
+        if generic is _UNBUILT and plain and not _records(self.graph):
+            return region.rebuild(self._build(root, tensors))
+        flat = None
+        if generic is not None and generic is not _UNBUILT and plain and self._serves(tensors):
+            flat = generic(root, *tensors) if root is not None else generic(*tensors)
+        if flat is None:
+            flat = region.fn(root, *tensors) if root is not None else region.fn(*tensors)
         return region.rebuild(flat)
+
+    def _serves(self, tensors) -> bool:
+        """Whether the generic program serves these sizes (its fixed dims unchanged)."""
+        return all(tensors[k]._shape[d] == n for k, d, n in self.fixed)
+
+    def _build(self, root, tensors):
+        """The call's outputs through the dispatching code, traced; the generic program built
+        from that trace and two probes (sizes.py), or None with the reason logged."""
+        fn = self.region.fn
+        call = (lambda *ts: fn(root, *ts)) if root is not None else fn
+        traced = capture(call, tuple(tensors), root=root, strict=False)
+        graphs = [self.graph, traced.graph]
+        shapes = [t._shape for t in tensors]
+        # the dims that changed get symbols; the program serves calls where the others (a
+        # feature dim that dynamic=True marked) keep their captured sizes
+        moved = {
+            k: frozenset(d for d in dims if shapes[k][d] != self.shapes[k][d])
+            for k, dims in self.dims.items()
+        }
+        self.fixed = [
+            (k, d, self.shapes[k][d]) for k, dims in self.dims.items() for d in dims - moved[k]
+        ]
+        try:
+            for k in (1, 2):
+                probe = sizes.probe_sizes(shapes, moved, k)
+                args = [
+                    t if p == t._shape else ember.zeros(p, dtype=t.dtype, device=t.device)
+                    for t, p in zip(tensors, probe)
+                ]
+                graphs.append(capture(call, tuple(args), root=root, strict=False).graph)
+        except Exception as exc:  # a probe the code rejects (a size it checks): no program
+            found = f"a probe at other sizes failed ({type(exc).__name__}: {exc})"
+        else:
+            found = sizes.fit(graphs)
+        if not isinstance(found, str):
+            found = replay.build(
+                self.graph, method=self.region.method, fuse=True,
+                writer=functools.partial(replay_dynamic.GenericProgram, shapes=found),
+                check=replay_dynamic.check(found),
+            )  # fmt: skip
+            if found is None:
+                found = "the graph has control flow or records gradients"
+        if isinstance(found, str):
+            logs.log("recompiles", f"{self.name}: no size-generic program: {found}")
+            found = None
+        else:
+            logs.log("recompiles", f"{self.name}: one size-generic program for every size")
+        self.generic = found
+        return traced.outputs if isinstance(traced.outputs, tuple) else (traced.outputs,)
 
     def __getattr__(self, name):  # the Region's fields (graph, compile_seconds...)
         return getattr(self.region, name)
+
+
+def _records(graph) -> bool:
+    """Whether the graph's outputs require grad (its replays go through the dispatcher)."""
+    return any(getattr(v.type(), "requires_grad", lambda: None)() for v in graph.outputs())

@@ -151,8 +151,10 @@ class CompiledFunction:
         else:
             why = dynamic.not_generic(region.graph, leaves, self._dynamic, bakes)
         if why is None:
-            tensors = [leaf for leaf in leaves if isinstance(leaf, Tensor)]
-            return dynamic.DynamicRegion(region, tensors), key
+            at = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
+            dims = {k: self._dynamic[i] for k, i in enumerate(at) if i in self._dynamic}
+            tensors = [leaves[i] for i in at]
+            return dynamic.DynamicRegion(region, tensors, dims, self.__qualname__), key
         logs.log("recompiles", f"{self.__qualname__}: sizes stay static: {why}")
         self._dynamic = None
         self._static = True

@@ -1,0 +1,118 @@
+"""The size-generic program: replay.py's dispatch-free program with shapes computed per call.
+
+The program is written from the captured graph as replay.py writes it, except that each shape,
+stride and size read that depends on the dynamic dims is an expression of the call's sizes
+(``sizes.Shapes``: ``_s0 = x._shape[0]`` at the top, ``empty((_s0, 64), ...)``), so the
+buffers are sized per call; the broadcasting checks compare those expressions (``[B, 64]`` and
+``[64, 64]`` are not the same shape even when B is 64 at capture). Fused chains get a
+description with its ``dynamic`` dims, which the backend's generator reads per call
+(the CPU plugin's fused_sizes.py); a backend that declines it, or a chain whose shapes agree only
+at the captured sizes or that reads a dynamic size as a scalar, runs op by op, the reason in the
+fusion log. A composite (``linear``) gets its sub-program per call's shapes (built once each).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ember._tensor import contiguous_strides
+from ember.dispatcher.kinds import twin
+from ember.jit.types import TensorType
+
+from . import lower, replay
+
+
+class GenericProgram(replay._Program):
+    """replay._Program whose shapes are expressions of the call's dynamic sizes."""
+
+    def __init__(self, graph, nodes, chains=(), shapes=None):
+        super().__init__(graph, nodes, chains)
+        self.shapes = shapes
+        self.taken |= {f"_s{k}" for k in range(len(shapes.symbols))}
+
+    def program(self, name, inputs, outputs, method: bool) -> list:
+        first, *body = super().program(name, inputs, outputs, method)
+        values = list(inputs)
+        reads = [
+            f"    _s{k} = {self.name(values[i])}._shape[{d}]"
+            for k, (i, d) in enumerate(self.shapes.symbols)
+        ]
+        return [first, *reads, *body]
+
+    def _symbolic(self, value):
+        shape = self.shapes.of(value)
+        return shape if shape and any(isinstance(n, str) for n in shape) else None
+
+    def shape(self, value) -> str:
+        shape = self._symbolic(value)
+        if shape is None:
+            return super().shape(value)
+        return f"({''.join(f'{n}, ' for n in shape)})"
+
+    def strides(self, value) -> str:
+        if self._symbolic(value) is None:
+            return super().strides(value)
+        return f"{self.bind(contiguous_strides, 'CS')}({self.shape(value)})"
+
+    def number(self, value):
+        found = self.shapes.number(value)
+        return super().number(value) if found is None else found
+
+    def sizes_of(self, value) -> tuple:
+        return self.shapes.of(value) or super().sizes_of(value)
+
+    def lower(self, op, node):
+        tensors = [v for v in (*node.inputs(), *node.outputs()) if isinstance(v.type(), TensorType)]
+        if all(self._symbolic(v) is None for v in tensors):
+            return super().lower(op, node)
+        specs = lower.arguments(op, node)
+        return None if specs is None else PerShape(op, specs, self.fuse)
+
+
+class PerShape:
+    """A composite's sub-program for each call's shapes (lower.py's, built at the first call
+    of a shape), or its runner where the decomposition is not lowered."""
+
+    def __init__(self, op, specs, fuse):
+        self.op, self.specs, self.fuse = op, specs, fuse
+        self.runner = twin.runner(op)
+        self.programs: dict = {}
+
+    def __call__(self, *tensors):
+        key = tuple(t._shape for t in tensors)
+        program = self.programs.get(key)
+        if program is None:
+            it = iter(key)
+            specs = [s if s[0] == "=" else (s[0], next(it), s[2]) for s in self.specs]
+            found = lower.of_types(self.op, specs, replay.build, fuse=self.fuse)
+            program = self.programs[key] = found or self._run
+        return program(*tensors)
+
+    def _run(self, *tensors):
+        it = iter(tensors)
+        args = [s[1] if s[0] == "=" else next(it) for s in self.specs]
+        return (self.runner(self.op, *args),)
+
+
+def check(shapes):
+    """fusion.schedule's ``check``: the description with the chain's dynamic dims, or why the
+    chain cannot serve every size."""
+
+    def described(chain, description):
+        values = {v for n in chain.nodes for v in (*n.inputs(), *n.outputs())}
+        seen: dict = {}  # a captured size -> its expression: one each in a chain
+        for value in values:
+            if not isinstance(value.type(), TensorType):
+                if shapes.number(value) is not None:
+                    return "a step reads a dynamic size as a number"
+                continue
+            shape = shapes.of(value)
+            if shape is None:
+                return f"the shape of {value.debugName()} is unknown"
+            for n, e in zip(value.type().sizes(), shape):
+                if seen.setdefault(n, e) != e:
+                    return f"its shapes agree only at the captured sizes ({n} is {e} and {seen[n]})"
+        dims = tuple(i for i, n in enumerate(description.shape) if isinstance(seen.get(n), str))
+        return dataclasses.replace(description, dynamic=dims) if dims else description
+
+    return described
