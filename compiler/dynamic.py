@@ -161,7 +161,7 @@ def _sized(value) -> bool:
         if op is None or offset >= len(op.schema.args):
             continue
         arg = op.schema.args[offset]
-        if arg.type == "int" and arg.name not in ("dim", "dims"):
+        if arg.type == "int" and not arg.name.startswith("dim"):  # dim, dims, dim0...: not sizes
             return True
     return False
 

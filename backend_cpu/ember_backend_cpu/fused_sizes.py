@@ -103,7 +103,12 @@ class Sizes:
         shape = self.shape_of(tensors)
         found = self._cache.get(shape)
         if found is None:
-            array = np.asarray(self.flat(shape), dtype=np.int64)
+            flat = self.flat(shape)
+            if len(flat) != len(self.base) or any(
+                (a == 0) != (b == 0) for a, b in zip(flat, self.base)
+            ):  # a size 1 merges dims otherwise (the compiler specialises sizes 0 and 1)
+                raise ValueError(f"fused kernel built for sizes like {self.d.shape}: not {shape}")
+            array = np.asarray(flat, dtype=np.int64)
             found = self._cache[shape] = (math.prod(shape), array, array.ctypes.data)
         return found[0], found[2]
 
