@@ -215,12 +215,15 @@ class DynamicRegion:
             k: frozenset(d for d in dims if shapes[k][d] != self.shapes[k][d])
             for k, dims in self.dims.items()
         }
+        groups = {  # dims that had the same sizes at capture and now: one symbol
+            (k, d): (self.shapes[k][d], shapes[k][d]) for k, dims in moved.items() for d in dims
+        }
         self.fixed = [
             (k, d, self.shapes[k][d]) for k, dims in self.dims.items() for d in dims - moved[k]
         ]
         try:
             for k in (1, 2):
-                probe = sizes.probe_sizes(shapes, moved, k)
+                probe = sizes.probe_sizes(shapes, groups, k)
                 args = [
                     t if p == t._shape else ember.zeros(p, dtype=t.dtype, device=t.device)
                     for t, p in zip(tensors, probe)

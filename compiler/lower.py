@@ -63,6 +63,13 @@ def of_types(op, specs, build, cache: bool = True, fuse: bool = False):
 
 
 def _trace(op, specs, build, fuse):
+    graph = graph_of(op, specs)
+    return None if graph is None else build(graph, fuse=fuse)
+
+
+def graph_of(op, specs):
+    """``op``'s decomposition traced on zeros of these ``arguments``, every composite
+    expanded, or None (a trace warning, side effects, control flow)."""
     tensors = []
     args = []
     for spec in specs:
@@ -86,7 +93,7 @@ def _trace(op, specs, build, fuse):
         return None
     if any(has_side_effects(n) or n.blocks() for n in graph.block().nodes()):
         return None
-    return build(graph, fuse=fuse)
+    return graph
 
 
 def expand(op) -> bool:

@@ -14,12 +14,15 @@ fusion log. A composite (``linear``) gets its sub-program per call's shapes (bui
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from ember._tensor import contiguous_strides
 from ember.dispatcher.kinds import twin
 from ember.jit.types import TensorType
 
-from . import lower, replay
+from . import lower, replay, sizes
+
+_UNBUILT = object()
 
 
 class GenericProgram(replay._Program):
@@ -66,27 +69,60 @@ class GenericProgram(replay._Program):
         if all(self._symbolic(v) is None for v in tensors):
             return super().lower(op, node)
         specs = lower.arguments(op, node)
-        return None if specs is None else PerShape(op, specs, self.fuse)
+        if specs is None:
+            return None
+        inputs = [v for v in node.inputs() if isinstance(v.type(), TensorType)]
+        groups = {
+            (k, d): n
+            for k, v in enumerate(inputs)
+            for d, n in enumerate(self.shapes.of(v) or ())
+            if isinstance(n, str)
+        }
+        return PerShape(op, specs, self.fuse, groups)
 
 
 class PerShape:
-    """A composite's sub-program for each call's shapes (lower.py's, built at the first call
-    of a shape), or its runner where the decomposition is not lowered."""
+    """A composite's sub-program for every size: lower.py's decomposition traced at the first
+    call's shapes and at two probes' (sizes.py), written as a generic program; else one
+    sub-program per call's shapes (built at the first call of each), else its runner."""
 
-    def __init__(self, op, specs, fuse):
+    def __init__(self, op, specs, fuse, groups):
         self.op, self.specs, self.fuse = op, specs, fuse
+        self.groups = groups  # {(tensor index, dim): its expression in the outer program}
         self.runner = twin.runner(op)
+        self.generic = _UNBUILT
         self.programs: dict = {}
 
     def __call__(self, *tensors):
+        generic = self.generic
+        if generic is _UNBUILT:
+            generic = self.generic = self._generic([t._shape for t in tensors])
+        if generic is not None:
+            return generic(*tensors)
         key = tuple(t._shape for t in tensors)
         program = self.programs.get(key)
         if program is None:
-            it = iter(key)
-            specs = [s if s[0] == "=" else (s[0], next(it), s[2]) for s in self.specs]
-            found = lower.of_types(self.op, specs, replay.build, fuse=self.fuse)
+            found = lower.of_types(self.op, self._specs(key), replay.build, fuse=self.fuse)
             program = self.programs[key] = found or self._run
         return program(*tensors)
+
+    def _specs(self, shapes) -> list:
+        it = iter(shapes)
+        return [s if s[0] == "=" else (s[0], next(it), s[2]) for s in self.specs]
+
+    def _generic(self, shapes):
+        graphs = []
+        for k in range(4):
+            probe = sizes.probe_sizes(shapes, self.groups, k) if k else shapes
+            graph = lower.graph_of(self.op, self._specs(probe))
+            if graph is None:
+                return None
+            graphs.append(graph)
+        found = sizes.fit(graphs)
+        if isinstance(found, str):
+            return None
+        writer = functools.partial(GenericProgram, shapes=found)
+        return replay.build(graphs[0], fuse=self.fuse, writer=writer, check=check(found))
 
     def _run(self, *tensors):
         it = iter(tensors)
@@ -100,7 +136,7 @@ def check(shapes):
 
     def described(chain, description):
         values = {v for n in chain.nodes for v in (*n.inputs(), *n.outputs())}
-        seen: dict = {}  # a captured size -> its expression: one each in a chain
+        seen: dict = {}  # (dim from the right, captured size) -> its expression: one each
         for value in values:
             if not isinstance(value.type(), TensorType):
                 if shapes.number(value) is not None:
@@ -109,10 +145,14 @@ def check(shapes):
             shape = shapes.of(value)
             if shape is None:
                 return f"the shape of {value.debugName()} is unknown"
-            for n, e in zip(value.type().sizes(), shape):
-                if seen.setdefault(n, e) != e:
+            sizes = value.type().sizes()
+            for at, (n, e) in enumerate(zip(sizes, shape)):  # dims aligned from the right
+                if seen.setdefault((len(sizes) - at, n), e) != e:
                     return f"its shapes agree only at the captured sizes ({n} is {e} and {seen[n]})"
-        dims = tuple(i for i, n in enumerate(description.shape) if isinstance(seen.get(n), str))
+        rank = len(description.shape)
+        dims = tuple(
+            i for i, n in enumerate(description.shape) if isinstance(seen.get((rank - i, n)), str)
+        )
         return dataclasses.replace(description, dynamic=dims) if dims else description
 
     return described

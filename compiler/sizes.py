@@ -15,7 +15,7 @@ from itertools import combinations
 
 from ember.jit.types import TensorType
 
-PROBE = 5  # the probe's dynamic sizes are the call's plus this times (1, 2, ...): distinct
+PROBE = 5  # probe k moves group n's dims by k * (PROBE + n) + k * k * n
 
 
 class Shapes:
@@ -38,17 +38,17 @@ class Shapes:
         return tuple(i for i, n in enumerate(shape) if isinstance(n, str))
 
 
-def probe_sizes(call: list, dims: dict, k: int) -> list:
-    """Probe ``k``'s shapes (k = 1, 2...): the call's, each dynamic dim moved by its own
-    multiple of PROBE, so that no two dims move together."""
-    shapes, n = [], 0
-    for i, new in enumerate(call):
-        shape = list(new)
-        for d in sorted(dims.get(i, ())):
-            n += 1
-            shape[d] = new[d] + PROBE * k * n
-        shapes.append(tuple(shape))
-    return shapes
+def probe_sizes(call: list, groups: dict, k: int) -> list:
+    """Probe ``k``'s shapes (k = 1, 2...): the call's, each dim of ``groups`` (``{(tensor
+    index, dim): group}``) moved by its group's offset: dims of one group (the batch dim of
+    the inputs and of the targets) together, the groups by offsets that no affine function
+    maps onto each other, so that a fit never mistakes one symbol for a function of another."""
+    numbers: dict = {}
+    shapes = [list(shape) for shape in call]
+    for (i, d), group in sorted(groups.items()):
+        n = numbers.setdefault(group, len(numbers) + 1)
+        shapes[i][d] += k * (PROBE + n) + k * k * n
+    return [tuple(shape) for shape in shapes]
 
 
 def fit(graphs: list) -> Shapes | str:
@@ -84,6 +84,10 @@ def fit(graphs: list) -> Shapes | str:
                     return f"the size {triple[0]} of a value changes with no rule found"
                 shape.append(found)
             shapes[values[0]] = tuple(shape)
+    for node in graphs[0].block().nodes():  # tensor constants keep their sizes
+        value = node.outputs()[0] if node.kind() == "prim::Constant" else None
+        if value is not None and _sizes(value) is not None:
+            shapes[value] = _sizes(value)
     for values in pairs:  # sizes read as ints: the size of a tensor with a known shape
         node = values[0].node()
         if node.kind() == "prim::size" and node.inputsAt(0) in shapes:
