@@ -28,7 +28,8 @@ from ember.dispatcher.layers import STACK
 from ember.jit.symbolic import SymInt
 from ember.jit.tracer import capture
 
-from . import logs, replay, replay_dynamic, sizes
+from . import logs, replay, replay_dynamic, size_guards, sizes
+from .size_guards import COMPARING
 
 _UNBUILT = object()
 
@@ -93,18 +94,38 @@ def changed_dims(old: tuple, new: tuple) -> dict | None:
     return found or None
 
 
+class Reads:
+    """What a capture's code did with sizes: ``bakes`` (turned into plain values: ``int()``,
+    ``range()``...) and ``compares`` (comparisons and truth tests: size_guards.py)."""
+
+    def __init__(self):
+        self.bakes: list = []
+        self.compares: list = []  # size_guards.read's results
+
+
 @contextlib.contextmanager
 def watching_sizes():
-    """While a capture runs: the sizes the user's code turned into plain values (``bakes``)."""
-    bakes: list = []
+    """While a capture runs: what the user's code did with sizes (``Reads``)."""
+    reads = Reads()
     saved = []
 
     def wrap(name, original):
         def method(self, *args):
+            result = original(self, *args)
             state = self._state
             if state.recording() and not _in_ember(sys._getframe(1)):
-                bakes.append(f"{name} of a size in {_where(sys._getframe(1))}")
-            return original(self, *args)
+                where = _where(sys._getframe(1))
+                other = args[0] if args else None
+                if (
+                    name in COMPARING
+                    and type(result) is bool
+                    and (not args or isinstance(other, int))
+                ):
+                    found = size_guards.read(name, self, other, result, where, state)
+                    reads.compares.append(found)
+                else:
+                    reads.bakes.append(f"{name} of a size in {where}")
+            return result
 
         return method
 
@@ -113,7 +134,7 @@ def watching_sizes():
         saved.append((name, SymInt.__dict__.get(name)))
         setattr(SymInt, name, wrap(name, original))
     try:
-        yield bakes
+        yield reads
     finally:
         for name, before in saved:
             if before is None:
