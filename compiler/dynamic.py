@@ -104,8 +104,9 @@ class Reads:
 
 
 @contextlib.contextmanager
-def watching_sizes():
-    """While a capture runs: what the user's code did with sizes (``Reads``)."""
+def watching_sizes(dims: dict):
+    """While a capture runs: what the user's code did with the sizes of the dynamic ``dims``
+    (``{graph input index: dims}``; the others are guarded by value) (``Reads``)."""
     reads = Reads()
     saved = []
 
@@ -113,8 +114,13 @@ def watching_sizes():
         def method(self, *args):
             result = original(self, *args)
             state = self._state
-            if state.recording() and not _in_ember(sys._getframe(1)):
-                where = _where(sys._getframe(1))
+            frame = sys._getframe(1)
+            if (
+                state.recording()
+                and not _in_ember(frame)
+                and size_guards.dynamic(self, state, dims)
+            ):
+                where = _where(frame)
                 other = args[0] if args else None
                 if (
                     name in COMPARING

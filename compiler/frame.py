@@ -99,7 +99,9 @@ class CompiledFunction:
             logs.log("recompiles", self._recompile_text(reasons))
         mode = FULLGRAPH if self._options.fullgraph else COMPILE
         observer = Observer(mode, None)
-        sizes = dynamic.watching_sizes() if self._dynamic else contextlib.nullcontext()
+        sizes = contextlib.nullcontext()
+        if self._dynamic:
+            sizes = dynamic.watching_sizes(self._tensor_dims(leaves))
         watch = effects.watch(self._fn, args, kwargs, self._root)
         with sizes as reads:
             result, region = record(self._fn, args, kwargs, self._root, observer)
@@ -161,14 +163,18 @@ class CompiledFunction:
         else:
             why = dynamic.not_generic(region.graph, leaves, self._dynamic, bakes)
         if why is None:
-            at = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
-            dims = {k: self._dynamic[i] for k, i in enumerate(at) if i in self._dynamic}
-            tensors = [leaves[i] for i in at]
+            tensors = [leaf for leaf in leaves if isinstance(leaf, Tensor)]
+            dims = self._tensor_dims(leaves)
             return dynamic.DynamicRegion(region, tensors, dims, self.__qualname__), key
         logs.log("recompiles", f"{self.__qualname__}: sizes stay static: {why}")
         self._dynamic = None
         self._static = True
         return region, self._key(args, kwargs)
+
+    def _tensor_dims(self, leaves) -> dict:
+        """The dynamic dims by tensor (graph input) index rather than leaf position."""
+        at = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
+        return {k: self._dynamic[i] for k, i in enumerate(at) if i in self._dynamic}
 
     @staticmethod
     def _dims_text(dims: dict, names: list) -> str:

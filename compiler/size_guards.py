@@ -75,6 +75,29 @@ class _Text:
         return self.template.format(*(v.debugName() for v in self.inputs))
 
 
+def dynamic(size, state, dims: dict) -> bool:
+    """Whether traced ``size`` depends on a dynamic dim (``{graph input index: dims}``); the
+    size of an intermediate counts as dynamic (its shape rule may read one)."""
+    value = getattr(size, "_value", None)
+    return value is not None and _depends(value, list(state.graph.inputs()), dims)
+
+
+def _depends(value, inputs, dims) -> bool:
+    node = value.node()
+    kind = node.kind()
+    if kind == "prim::Constant":
+        return False
+    if kind == "prim::size" and len(node.inputs()) == 2 and node.inputsAt(0) in inputs:
+        dim = node.inputsAt(1).node()
+        if dim.kind() == "prim::Constant" and type(dim["value"]) is int:
+            rank = len(node.inputsAt(0).type().sizes() or ())
+            d = dim["value"] % rank if rank else dim["value"]
+            return d in dims.get(inputs.index(node.inputsAt(0)), ())
+    if kind in _ARITHMETIC:
+        return any(_depends(v, inputs, dims) for v in node.inputs())
+    return True
+
+
 def _check(name, left, right, outcome):
     op = COMPARING[name][0]
     if op is None:
