@@ -25,6 +25,7 @@ import sys
 import ember
 from ember._tensor import Tensor
 from ember.dispatcher.layers import STACK
+from ember.jit.ops import has_side_effects
 from ember.jit.symbolic import SymInt
 from ember.jit.tracer import capture
 
@@ -233,6 +234,13 @@ class DynamicRegion:
         from that trace and two probes (sizes.py), or None with the reason logged."""
         fn = self.region.fn
         call = (lambda *ts: fn(root, *ts)) if root is not None else fn
+        if any(has_side_effects(node) for node in self.graph.nodes()):
+            # a probe would write into a buffer (batch norm's statistics) or draw random numbers
+            logs.log(
+                "recompiles", f"{self.name}: no size-generic program: the graph writes or draws"
+            )
+            self.generic = None
+            return call(*tensors)
         traced = capture(call, tuple(tensors), root=root, strict=False)
         graphs = [self.graph, traced.graph]
         shapes = [t._shape for t in tensors]

@@ -227,3 +227,24 @@ def test_cpu_kernel_source_is_the_same_at_every_size():
     x = ember.randn(1, 5, 7, dtype=ember.float64)  # size 1 merges dims: the compiler specialises it
     with pytest.raises(ValueError, match="built for sizes like"):
         first(x, x, x, w[0], b)
+
+
+def test_a_region_that_draws_or_writes_is_not_probed(capsys):
+    """Dropout in training mode and batch norm's running statistics: the probes would draw
+    random numbers or update the statistics, so such a region keeps its dispatching replay;
+    its results and statistics stay eager's."""
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(4, 6), ember.nn.BatchNorm1d(6))
+    twin = ember.nn.Sequential(ember.nn.Linear(4, 6), ember.nn.BatchNorm1d(6))
+    twin.load_state_dict(model.state_dict())
+    compiled = ember.compile(model, dynamic=True)
+    logs.set_logs(recompiles=True)
+    try:
+        with ember.no_grad():
+            for n in (5, 7, 3, 9):
+                x = ember.randn(n, 4, dtype=ember.float32)
+                np.testing.assert_allclose(compiled(x).numpy(), twin(x).numpy(), rtol=1e-6)
+    finally:
+        logs.set_logs(recompiles=False)
+    assert "no size-generic program: the graph writes or draws" in capsys.readouterr().err
+    np.testing.assert_allclose(model[1].running_mean.numpy(), twin[1].running_mean.numpy())
