@@ -401,6 +401,8 @@ def _schedule(chains, reasons, check=None) -> tuple:
         if not why:
             chain.description = description
             chain.kernel, why = kernel_for(description)
+            if description.dynamic and getattr(chain.kernel, "dynamic", ()) != description.dynamic:
+                chain.kernel, why = None, why or "its kernel does not take the sizes per call"
         if why:
             reasons.append(f"chain ({chain.ops()}): {why}; runs op by op")
             if chain.description is not None and chain.description.features:
