@@ -2,7 +2,8 @@
 
     python benchmarks/bench_dynamic.py [--model mlp|gpt] [--rounds 30] [--threads 1]
 
-The model (``mlp``: Linear 256 -> 1024, GELU, Linear -> 256, a residual and tanh; ``gpt``: a
+The model (``mlp``: Linear 256 -> 1024, GELU, Linear -> 256, a residual and tanh; ``small``:
+the same at width 64, bound by the per-op work rather than the matmuls; ``gpt``: a
 pre-norm transformer block over sequences of 32 tokens of width 128, causal attention with 4
 heads) runs without grad on batches of the sizes in ``SIZES`` in turn, ``--rounds`` times, the
 compiled model (``ember.compile(model)``: automatic dynamic after the second size) and the
@@ -21,18 +22,21 @@ import time
 SIZES = (64, 63, 50, 17, 64, 33, 8)
 
 
-def _mlp(ember):
+def _mlp(ember, width=256):
     nn, f = ember.nn, ember.nn.functional
 
     class MLP(nn.Module):
         def __init__(self):
             super().__init__()
-            self.up, self.down = nn.Linear(256, 1024), nn.Linear(1024, 256)
+            self.up, self.down = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
 
         def forward(self, x):
             return (self.down(f.gelu(self.up(x)) * 0.5) + x).tanh()
 
-    return MLP(), (256,)
+    return MLP(), (width,)
+
+
+MODELS = {"mlp": _mlp, "small": lambda ember: _mlp(ember, 64), "gpt": lambda ember: _gpt(ember)}
 
 
 def _gpt(ember):
@@ -62,7 +66,7 @@ def _gpt(ember):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="mlp", choices=("mlp", "gpt"))
+    parser.add_argument("--model", default="mlp", choices=list(MODELS))
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
@@ -70,7 +74,7 @@ def main() -> None:
     import ember
 
     ember.manual_seed(0)
-    model, rest = (_mlp if args.model == "mlp" else _gpt)(ember)
+    model, rest = MODELS[args.model](ember)
     compiled = ember.compile(model)
     inputs = {n: ember.randn(n, *rest) for n in SIZES}
     times = {(n, mode): [] for n in SIZES for mode in ("eager", "compiled")}
