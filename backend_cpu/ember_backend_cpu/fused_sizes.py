@@ -98,6 +98,12 @@ class Sizes:
             shape[dim] = tensors[k]._shape[own]
         return tuple(shape)
 
+    def arguments(self, tensors) -> tuple:
+        """``(numel, the size-dependent numbers)`` for a call's tensors: a GPU kernel takes
+        them as arguments (ember_backend_gpu's fused/chain.py)."""
+        numel, _address = self.values(tensors)
+        return numel, self._cache[self.shape_of(tensors)][3]
+
     def values(self, tensors):
         """``(numel, the array's address)`` for a call's tensors (kept per shape)."""
         shape = self.shape_of(tensors)
@@ -109,7 +115,9 @@ class Sizes:
             ):  # a size 1 merges dims otherwise (the compiler specialises sizes 0 and 1)
                 raise ValueError(f"fused kernel built for sizes like {self.d.shape}: not {shape}")
             array = np.asarray(flat, dtype=np.int64)
-            found = self._cache[shape] = (math.prod(shape), array, array.ctypes.data)
+            varying = [int(n) for n, v in zip(flat, self.varies) if v]
+            found = (math.prod(shape), array, array.ctypes.data, varying)
+            self._cache[shape] = found
         return found[0], found[2]
 
 
