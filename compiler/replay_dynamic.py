@@ -40,6 +40,14 @@ class GenericProgram(replay._Program):
             f"    _s{k} = {self.name(values[i])}._shape[{d}]"
             for k, (i, d) in enumerate(self.shapes.symbols)
         ]
+        # an input dim fitted to another's symbol (a target's batch, equal to the input's at
+        # every traced size) must be so at this call too: else the dispatching code runs it
+        own = {(i, d): f"_s{k}" for k, (i, d) in enumerate(self.shapes.symbols)}
+        for i, value in enumerate(values):
+            for d, n in enumerate(self.shapes.of(value) or ()):
+                if isinstance(n, str) and own.get((i, d)) != n:
+                    reads.append(f"    if {self.name(value)}._shape[{d}] != {n}:")
+                    reads.append("        return None")
         return [first, *reads, *body]
 
     def _symbolic(self, value):

@@ -249,3 +249,24 @@ def test_a_region_that_draws_or_writes_is_not_probed(capsys):
         logs.set_logs(recompiles=False)
     assert "no size-generic program: the graph writes or draws" in capsys.readouterr().err
     np.testing.assert_allclose(model[1].running_mean.numpy(), twin[1].running_mean.numpy())
+
+
+def test_dims_that_moved_together_are_checked_per_call():
+    """x's and y's batches (an outer product over both) changed together at the first call at
+    another size, so the program reads both from one symbol; a call where they differ runs the
+    dispatching code (the program checks and returns None), not wrongly sized buffers."""
+
+    def fn(x, y):
+        return (x.unsqueeze(1) * y.unsqueeze(0)).tanh() + 1
+
+    compiled = ember.compile(fn, dynamic=True)
+    rng = np.random.default_rng(4)
+    with ember.no_grad():
+        for n, m in ((4, 4), (6, 6), (7, 7), (5, 3), (3, 8), (9, 9)):
+            x, y = rng.standard_normal((n, 3)), rng.standard_normal((m, 3))
+            out = compiled(ember.tensor(x), ember.tensor(y))
+            theirs = fn(torch.tensor(x), torch.tensor(y))
+            np.testing.assert_allclose(out.numpy(), theirs.numpy(), rtol=1e-12)
+    assert compiled._count == 1
+    program = _generic(compiled)
+    assert program is not None and "return None" in program.source.split("\n")[3]
