@@ -205,6 +205,12 @@ class _Program(_Writer):
             tensors = [self.expr(v) for v in node.inputs() if isinstance(v.type(), TensorType)]
             out.append(f"{indent}{targets}, = {self.bind(sub, 'SUB')}({', '.join(tensors)})")
             return
+        self.call_runner(op, node, indent, out)
+
+    def call_runner(self, op, node, indent: str, out: list) -> None:
+        """``outputs = runner(op, *args)``: the Backend layer, the op's rules at the call."""
+        args = [self.expr(v) for v in node.inputs()]
+        targets = ", ".join(self.name(v) for v in node.outputs())
         runner = self.bind(twin.runner(op), "R")
         call = f"{runner}({', '.join([self.bind(op, 'OP'), *args])})"
         out.append(f"{indent}{targets} = {call}" if targets else f"{indent}{call}")

@@ -9,6 +9,10 @@ description with its ``dynamic`` dims, which the backend's generator reads per c
 (the CPU plugin's fused_sizes.py); a backend that declines it, or a chain whose shapes agree only
 at the captured sizes or that reads a dynamic size as a scalar, runs op by op, the reason in the
 fusion log. A composite (``linear``) gets its sub-program per call's shapes (built once each).
+A node whose fitted shape may not hold at other sizes (size_rules.py: a slice that clamps, an op
+the rules do not know) runs its runner and compares the shape it gave with the fitted one: where
+they differ, the program returns None and the call runs the dispatching code (the reason in the
+``recompiles`` log), never buffers of the fitted sizes.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ import functools
 
 from ember._tensor import contiguous_strides
 from ember.dispatcher.kinds import twin
+from ember.jit.ops import resolve
 from ember.jit.types import TensorType
 
-from . import lower, replay, sizes
+from . import logs, lower, replay, size_rules, sizes
 
 _UNBUILT = object()
 
@@ -72,6 +77,27 @@ class GenericProgram(replay._Program):
     def sizes_of(self, value) -> tuple:
         return self.shapes.of(value) or super().sizes_of(value)
 
+    def node(self, node, indent: str, out: list) -> None:
+        kind = node.kind()
+        op = None if kind.startswith("prim::") else resolve(kind)
+        results = [v for v in node.outputs() if isinstance(v.type(), TensorType)]
+        if op is None or op.runner is None or not results:
+            return super().node(node, indent, out)
+        if size_rules.trusted(op, node, self.shapes):
+            return super().node(node, indent, out)
+        # its runner at the call's sizes (never a buffer of the fitted shape), then its shapes
+        # against the fitted ones: the dispatching code runs a call where they differ
+        direct = replay._kernel_call(node) is not None or replay._reshapes(node)
+        if direct or replay._plain_kernel(op, node, self.sizes_of) is not None:
+            self.call_runner(op, node, indent, out)
+        else:
+            super().node(node, indent, out)
+        for value in results:
+            name = self.name(value)
+            miss = self.bind(_Miss(op, node, self.shapes.of(value)), "MISS")
+            out.append(f"{indent}if {name}._shape != {self.shape(value)}:")
+            out.append(f"{indent}    return {miss}({name}._shape)")
+
     def lower(self, op, node):
         tensors = [v for v in (*node.inputs(), *node.outputs()) if isinstance(v.type(), TensorType)]
         if all(self._symbolic(v) is None for v in tensors):
@@ -105,8 +131,9 @@ class PerShape:
         generic = self.generic
         if generic is _UNBUILT:
             generic = self.generic = self._generic([t._shape for t in tensors])
-        if generic is not None:
-            return generic(*tensors)
+        found = None if generic is None else generic(*tensors)
+        if found is not None:  # None: a checked node's shape differs from the fit
+            return found
         key = tuple(t._shape for t in tensors)
         program = self.programs.get(key)
         if program is None:
@@ -138,6 +165,40 @@ class PerShape:
         return (self.runner(self.op, *args),)
 
 
+class _Miss:
+    """A checked node's shape differs from the fitted one at this call: why, in the log."""
+
+    def __init__(self, op, node, fitted):
+        self.where = f"{op.name} at {node.sourceRange() or '?'}"
+        self.fitted = f"({', '.join(str(n) for n in fitted)})" if fitted is not None else "?"
+
+    def __call__(self, shape):
+        if logs.enabled("recompiles"):
+            logs.log(
+                "recompiles",
+                f"size-generic program: {self.where} gave {list(shape)} where the fit says "
+                f"{self.fitted}: this call runs the dispatching code",
+            )
+
+
+class _Every(dict):
+    """Every symbol at one value (an expression's locals)."""
+
+    def __init__(self, value: int):
+        super().__init__()
+        self.value = value
+
+    def __missing__(self, key):
+        return self.value
+
+
+def _above_one(expression: str) -> bool:
+    """Whether a fitted size is above 1 wherever its symbols are (dynamic dims are: sizes 0
+    and 1 are specialised): at 2 and growing (``_s0 - 3`` is not)."""
+    at = [eval(expression, {"__builtins__": {}}, _Every(n)) for n in (2, 3)]
+    return at[0] > 1 and at[1] >= at[0]
+
+
 def check(shapes):
     """fusion.schedule's ``check``: the description with the chain's dynamic dims, or why the
     chain cannot serve every size."""
@@ -155,6 +216,8 @@ def check(shapes):
                 return f"the shape of {value.debugName()} is unknown"
             sizes = value.type().sizes()
             for at, (n, e) in enumerate(zip(sizes, shape)):  # dims aligned from the right
+                if isinstance(e, str) and not _above_one(e):  # the kernel refuses 0 and 1
+                    return f"its size {e} may be 0 or 1 at a call"
                 if seen.setdefault((len(sizes) - at, n), e) != e:
                     return f"its shapes agree only at the captured sizes ({n} is {e} and {seen[n]})"
         rank = len(description.shape)

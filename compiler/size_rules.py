@@ -1,0 +1,165 @@
+"""Which nodes of a size-generic program keep their fitted shapes at every size.
+
+sizes.py fits each value's shape from the graph traced at four sizes. The fit is exact where
+an op's output sizes are a polynomial of its inputs' (broadcasting of equal sizes, a matrix
+product, a reduction, a transpose, a view to sizes read from the inputs): such a node is
+*trusted* when its rule, applied to its inputs' fitted shapes, gives its own fitted shape
+(texts compare: sizes.py writes one text per polynomial). Any other node may follow another
+rule at other sizes: ``x[:100]`` is ``x`` below 100 rows and 100 rows above, ``x[2:-1]`` is
+empty below 3, ``narrow``, ``select``, ``topk``, ``unfold`` and ``pad`` raise. So unknown ops
+and every op not listed here are *checked*: the program compares the shape the node's runner
+gave with the fitted one at each call and leaves the call to the dispatching code where they
+differ (replay_dynamic.py), as PyTorch's guards on a slice's clamp do.
+"""
+
+from __future__ import annotations
+
+from ember.dispatcher.opdef import Kind
+from ember.jit.types import TensorType
+
+from .fusion_steps import _MISSING, _literal
+
+# ops whose output has their first input's shape (masked_fill: when the mask broadcasts to it)
+_SAME = frozenset(
+    ("softmax", "log_softmax", "layer_norm", "contiguous", "clone", "detach", "masked_fill")
+)
+
+
+def trusted(op, node, shapes) -> bool:
+    """Whether ``node``'s fitted output shapes follow from its inputs' at every size."""
+    outputs = [v for v in node.outputs() if isinstance(v.type(), TensorType)]
+    if len(outputs) != 1 or op is None:
+        return False
+    got = shapes.of(outputs[0])
+    inputs = [shapes.of(v) if isinstance(v.type(), TensorType) else None for v in node.inputs()]
+    if got is None or not inputs or inputs[0] is None:
+        return False
+    rule = _RULES.get(op.name) or _KINDS.get(op.kind)
+    try:
+        return rule is not None and tuple(rule(node, inputs, shapes)) == tuple(got)
+    except (TypeError, ValueError, IndexError):  # an argument the rule cannot read: checked
+        return False
+
+
+def _broadcast(*shapes):
+    rank = max(len(s) for s in shapes)
+    out = []
+    for at in range(rank):
+        sizes = {s[len(s) - rank + at] for s in shapes if len(s) - rank + at >= 0} - {1}
+        if len(sizes) > 1:
+            raise ValueError("sizes agree only at some calls")
+        out.append(sizes.pop() if sizes else 1)
+    return out
+
+
+def _elementwise(node, inputs, shapes):
+    return _broadcast(*(s for s in inputs if s is not None))
+
+
+def _same(node, inputs, shapes):
+    if node.kind() == "ember::masked_fill" and _broadcast(inputs[0], inputs[1]) != list(inputs[0]):
+        raise ValueError("the mask changes the shape")
+    return inputs[0]
+
+
+def _dims(value, rank) -> list:
+    found = _literal(value)
+    found = [found] if type(found) is int else found
+    if not isinstance(found, list) or not all(type(d) is int for d in found):
+        raise TypeError("dims not constant")
+    return [d % rank for d in found]
+
+
+def _reduction(node, inputs, shapes):
+    x, rank = inputs[0], len(inputs[0])
+    if len(inputs) < 3 or _literal(node.inputsAt(1)) is None:
+        raise TypeError("a reduction over every dim or without keepdim")
+    dims, keep = _dims(node.inputsAt(1), rank), _literal(node.inputsAt(2))
+    if type(keep) is not bool:
+        raise TypeError("keepdim not constant")
+    if keep:
+        return [1 if d in dims else n for d, n in enumerate(x)]
+    return [n for d, n in enumerate(x) if d not in dims]
+
+
+def _mm(node, inputs, shapes):
+    a, b = inputs[0], inputs[1]
+    if len(a) != 2 or len(b) != 2 or a[1] != b[0]:
+        raise ValueError("not a product of matrices")
+    return [a[0], b[1]]
+
+
+def _bmm(node, inputs, shapes):
+    a, b = inputs[0], inputs[1]
+    if len(a) != 3 or len(b) != 3 or a[0] != b[0] or a[2] != b[1]:
+        raise ValueError("not a batch of products")
+    return [a[0], a[1], b[2]]
+
+
+def _matmul(node, inputs, shapes):
+    a, b = inputs[0], inputs[1]
+    if len(a) < 2 or len(b) < 2 or a[-1] != b[-2]:
+        raise ValueError("a vector operand or inner sizes that differ")
+    return [*_broadcast(a[:-2], b[:-2]), a[-2], b[-1]]
+
+
+def _linear(node, inputs, shapes):
+    x, w = inputs[0], inputs[1]
+    if len(w) != 2 or x[-1] != w[1]:
+        raise ValueError("inner sizes differ")
+    out = [*x[:-1], w[0]]
+    if len(inputs) > 2 and inputs[2] is not None and _broadcast(out, inputs[2]) != out:
+        raise ValueError("the bias changes the shape")
+    return out
+
+
+def _addmm(node, inputs, shapes):
+    out = _mm(node, inputs[1:], shapes)
+    if _broadcast(out, inputs[0]) != out:
+        raise ValueError("the added tensor changes the shape")
+    return out
+
+
+def _transpose(node, inputs, shapes):
+    x = list(inputs[0])
+    if node.kind() == "ember::t":
+        return x[::-1]
+    a, b = _dims(node.inputsAt(1), len(x)) + _dims(node.inputsAt(2), len(x))
+    x[a], x[b] = x[b], x[a]
+    return x
+
+
+def _permute(node, inputs, shapes):
+    return [inputs[0][d] for d in _dims(node.inputsAt(1), len(inputs[0]))]
+
+
+def _unsqueeze(node, inputs, shapes):
+    x = list(inputs[0])
+    x.insert(_dims(node.inputsAt(1), len(x) + 1)[0], 1)
+    return x
+
+
+def _view(node, inputs, shapes):
+    """A view to sizes that are constants or sizes of fitted values (not -1: inferring it
+    divides, which the fit does not check)."""
+    sizes = node.inputsAt(1).node()
+    if sizes.kind() != "prim::ListConstruct":
+        raise TypeError("sizes not a list")
+    out = []
+    for value in sizes.inputs():
+        found = shapes.number(value)
+        found = _literal(value) if found is None else found
+        if found is _MISSING or found == -1 or not isinstance(found, (int, str)):
+            raise TypeError("a size the fit does not know")
+        out.append(found)
+    return out
+
+
+_KINDS = {Kind.ELEMENTWISE: _elementwise}
+_RULES = {
+    **dict.fromkeys(_SAME, _same),
+    **dict.fromkeys(("sum", "mean", "amax", "amin", "prod"), _reduction),
+    "mm": _mm, "bmm": _bmm, "matmul": _matmul, "linear": _linear, "addmm": _addmm,
+    "transpose": _transpose, "t": _transpose, "permute": _permute, "unsqueeze": _unsqueeze,
+    "view": _view, "reshape": _view,
+}  # fmt: skip
