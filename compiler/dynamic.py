@@ -29,7 +29,7 @@ from ember.jit.ops import has_side_effects
 from ember.jit.symbolic import SymInt
 from ember.jit.tracer import capture
 
-from . import logs, replay, replay_dynamic, size_guards, sizes
+from . import logs, replay, replay_dynamic, size_guards, size_rules, sizes
 from .size_guards import COMPARING
 
 _UNBUILT = object()
@@ -162,6 +162,12 @@ def not_generic(graph, leaves, dims: dict, bakes: list) -> str | None:
     """Why the captured graph cannot serve other sizes of the dynamic dims, or None."""
     if bakes:
         return f"the code read a size as a Python value ({bakes[0]})"
+    tensors = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
+    counted = size_rules.counted_by_dynamic(
+        graph, {k: dims[i] for k, i in enumerate(tensors) if i in dims}
+    )
+    if counted is not None:  # PyTorch guards on the count; every size specialised here
+        return counted
     sizes = {leaves[i]._shape[d] for i, ds in dims.items() for d in ds if leaves[i]._shape[d] > 1}
     for node in graph.nodes():
         if node.kind() != "prim::Constant" or not node.hasAttribute("value"):

@@ -85,13 +85,14 @@ class GenericProgram(replay._Program):
             return super().node(node, indent, out)
         if size_rules.trusted(op, node, self.shapes):
             return super().node(node, indent, out)
-        # its runner at the call's sizes (never a buffer of the fitted shape), then its shapes
-        # against the fitted ones: the dispatching code runs a call where they differ
-        direct = replay._kernel_call(node) is not None or replay._reshapes(node)
-        if direct or replay._plain_kernel(op, node, self.sizes_of) is not None:
-            self.call_runner(op, node, indent, out)
-        else:
+        # its runner at the call's sizes: never a buffer of the fitted shape, nor a composite's
+        # decomposition without the runner's checks (topk's k past the end raises topk's
+        # error); then its shapes against the fitted ones: a call where they differ runs the
+        # dispatching code
+        if replay._transposes(node):
             super().node(node, indent, out)
+        else:
+            self.call_runner(op, node, indent, out)
         for value in results:
             name = self.name(value)
             miss = self.bind(_Miss(op, node, self.shapes.of(value)), "MISS")

@@ -15,6 +15,7 @@ differ (replay_dynamic.py), as PyTorch's guards on a slice's clamp do.
 from __future__ import annotations
 
 from ember.dispatcher.opdef import Kind
+from ember.jit.ops import resolve
 from ember.jit.types import TensorType
 
 from .fusion_steps import _MISSING, _literal
@@ -72,9 +73,11 @@ def _dims(value, rank) -> list:
 
 def _reduction(node, inputs, shapes):
     x, rank = inputs[0], len(inputs[0])
-    if len(inputs) < 3 or _literal(node.inputsAt(1)) is None:
-        raise TypeError("a reduction over every dim or without keepdim")
-    dims, keep = _dims(node.inputsAt(1), rank), _literal(node.inputsAt(2))
+    if len(inputs) < 3:
+        raise TypeError("a reduction without keepdim")
+    every = _literal(node.inputsAt(1)) in (None, [])
+    dims = list(range(rank)) if every else _dims(node.inputsAt(1), rank)
+    keep = _literal(node.inputsAt(2))
     if type(keep) is not bool:
         raise TypeError("keepdim not constant")
     if keep:
@@ -163,3 +166,71 @@ _RULES = {
     "transpose": _transpose, "t": _transpose, "permute": _permute, "unsqueeze": _unsqueeze,
     "view": _view, "reshape": _view,
 }  # fmt: skip
+
+
+class _Symbolic:
+    """Shapes at capture with each dynamic input dim a name of its own (``x.0``), carried
+    through the nodes the rules know; a node they do not know has every dim unknown."""
+
+    def __init__(self, graph, dims: dict):
+        self.shapes: dict = {}
+        for k, value in enumerate(graph.inputs()):
+            if isinstance(value.type(), TensorType) and value.type().is_complete():
+                sizes = value.type().sizes()
+                self.shapes[value] = tuple(
+                    f"{k}.{d}" if d in dims.get(k, ()) else n for d, n in enumerate(sizes)
+                )
+
+    def of(self, value):
+        return self.shapes.get(value)
+
+    def number(self, value):
+        node = value.node()
+        if node.kind() == "prim::size" and self.of(node.inputsAt(0)) is not None:
+            dim = _literal(node.inputsAt(1))
+            if type(dim) is int:
+                return self.of(node.inputsAt(0))[dim]
+        return None
+
+    def run(self, node) -> None:
+        kind = node.kind()
+        if kind in ("prim::Constant", "prim::GetAttr"):  # parameters and constants keep sizes
+            for value in node.outputs():
+                typ = value.type()
+                if isinstance(typ, TensorType) and typ.is_complete():
+                    self.shapes[value] = tuple(typ.sizes())
+            return
+        op = None if kind.startswith("prim::") else resolve(kind)
+        inputs = [self.of(v) if isinstance(v.type(), TensorType) else None for v in node.inputs()]
+        rule = None if op is None else _RULES.get(op.name) or _KINDS.get(op.kind)
+        shape = None
+        if rule is not None and len(node.outputs()) == 1 and inputs and inputs[0] is not None:
+            try:
+                shape = tuple(rule(node, inputs, self))
+            except (TypeError, ValueError, IndexError):
+                shape = None
+        for value in node.outputs():
+            typ = value.type()
+            if isinstance(typ, TensorType) and typ.is_complete():
+                unknown = tuple(f"?{id(value)}.{d}" for d in range(len(typ.sizes())))
+                self.shapes[value] = shape if shape is not None else unknown
+
+
+def counted_by_dynamic(graph, dims: dict) -> str | None:
+    """Why the graph's structure depends on a dynamic size, or None: an op whose number of
+    outputs follows the size of the dim it splits (``split``, ``chunk``, ``unbind``) on a dim
+    that may be dynamic (``dims``: ``{graph input index: dynamic dims}``). Such a graph holds
+    one count; the dispatching code cannot run another."""
+    symbolic = _Symbolic(graph, dims)
+    for node in graph.nodes():
+        op = None if node.kind().startswith("prim::") else resolve(node.kind())
+        if op is not None and op.schema.returns and op.schema.returns[0][0] == "Tensor[]":
+            names = [a.name for a in op.schema.args]
+            shape = symbolic.of(node.inputsAt(0))
+            at = names.index("dim") if "dim" in names else None
+            dim = _literal(node.inputsAt(at)) if at is not None and at < len(node.inputs()) else 0
+            if shape is None or type(dim) is not int or not isinstance(shape[dim], int):
+                where = node.sourceRange() or "?"
+                return f"the number of outputs of {op.name} at {where} follows a dynamic size"
+        symbolic.run(node)
+    return None
