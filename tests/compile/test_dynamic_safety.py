@@ -168,3 +168,18 @@ def test_a_chain_whose_size_may_be_zero_runs_op_by_op(device, capsys):
     finally:
         logs.set_logs(fusion=False)
     assert "may be 0 or 1 at a call" in capsys.readouterr().err
+
+
+def test_half_of_a_dynamic_dim_read_as_a_size():
+    """``x[:, : x.size(1) // 2]``: the slice's end is the call's size, so every call gives
+    eager's result whether or not the fit holds (both dims change)."""
+
+    def fn(x):
+        return x[:, : x.size(1) // 2] * 2 + 1
+
+    compiled = ember.compile(fn, dynamic=True)
+    for n, m in ((4, 8), (5, 10), (6, 7), (9, 16), (3, 150), (2, 3)):
+        a = np.random.default_rng(m).standard_normal((n, m))
+        out = compiled(ember.tensor(a))
+        np.testing.assert_array_equal(out.numpy(), fn(ember.tensor(a)).numpy())
+        np.testing.assert_allclose(out.numpy(), fn(torch.tensor(a)).numpy(), rtol=1e-12)
