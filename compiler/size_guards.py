@@ -20,7 +20,7 @@ COMPARING = {
     "__le__": (operator.le, "<="), "__gt__": (operator.gt, ">"), "__ge__": (operator.ge, ">="),
     "__bool__": (None, ""),
 }  # fmt: skip
-_ARITHMETIC = frozenset(
+ARITHMETIC = frozenset(
     ("prim::add", "prim::sub", "prim::mul", "prim::floordiv", "prim::mod", "prim::neg")
 )
 
@@ -93,7 +93,7 @@ def _depends(value, inputs, dims) -> bool:
             rank = len(node.inputsAt(0).type().sizes() or ())
             d = dim["value"] % rank if rank else dim["value"]
             return d in dims.get(inputs.index(node.inputsAt(0)), ())
-    if kind in _ARITHMETIC:
+    if kind in ARITHMETIC:
         return any(_depends(v, inputs, dims) for v in node.inputs())
     return True
 
@@ -133,7 +133,7 @@ def _of(value, inputs):
             return None
         k, d = inputs.index(node.inputsAt(0)), dim["value"]
         return (lambda ts: ts[k]._shape[d]), f"{{{k}}}.size()[{d}]"  # named when printed
-    if kind in _ARITHMETIC:
+    if kind in ARITHMETIC:
         operands = [_of(v, inputs) for v in node.inputs()]
         if any(o is None for o in operands):
             return None

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from ember.dispatcher.opdef import Kind
 from ember.jit.ops import resolve
+from ember.jit.prims import PRIMS
 from ember.jit.types import TensorType
 
 from .fusion_steps import _MISSING, _literal
+from .size_guards import ARITHMETIC as _ARITHMETIC
 
 # ops whose output has their first input's shape (masked_fill: when the mask broadcasts to it)
 _SAME = frozenset(
@@ -150,12 +152,42 @@ def _view(node, inputs, shapes):
         raise TypeError("sizes not a list")
     out = []
     for value in sizes.inputs():
-        found = shapes.number(value)
-        found = _literal(value) if found is None else found
+        found = _size(value, shapes)
         if found is _MISSING or found == -1 or not isinstance(found, (int, str)):
             raise TypeError("a size the fit does not know")
         out.append(found)
+    if not _same_count(inputs[0], out):
+        raise ValueError("the element counts may differ")
     return out
+
+
+def _same_count(a, b) -> bool:
+    """Whether two shapes hold the same number of elements at every size: the same sizes
+    that change (as factors) and the same product of the others (a sufficient test)."""
+    ints = [1, 1]
+    for k, shape in enumerate((a, b)):
+        for n in shape:
+            ints[k] *= n if type(n) is int else 1
+    key = sorted(n for n in a if type(n) is not int)
+    return ints[0] == ints[1] and key == sorted(n for n in b if type(n) is not int)
+
+
+def _size(value, shapes):
+    """An int argument as the fit knows it: a constant, a fitted value's size (an expression
+    or, for a static dim, its int), int arithmetic on static sizes (``C // heads``)."""
+    found = shapes.number(value)
+    if found is not None:
+        return found
+    node = value.node()
+    if node.kind() == "prim::size" and shapes.of(node.inputsAt(0)) is not None:
+        dim = _literal(node.inputsAt(1))
+        return shapes.of(node.inputsAt(0))[dim] if type(dim) is int else _MISSING
+    if node.kind() in _ARITHMETIC:
+        operands = [_size(v, shapes) for v in node.inputs()]
+        if all(type(n) is int for n in operands):
+            return PRIMS[node.kind()].run(*operands)
+        return _MISSING
+    return _literal(value)
 
 
 _KINDS = {Kind.ELEMENTWISE: _elementwise}

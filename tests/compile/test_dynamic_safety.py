@@ -131,6 +131,17 @@ def test_polymorphic_nodes_are_trusted_and_others_checked():
     for n in (4, 6, 9):
         compiled(ember.randn(n, 3))
     assert _generic(compiled).source.count("MISS") == 2
+    # a view to the call's batch and static sizes is trusted; with -1 (a division) checked
+    compiled = ember.compile(lambda x: x.view(x.size(0), 2, x.size(1) // 2) * 2)
+    for n in (5, 6, 9):
+        x = ember.randn(n, 8)
+        ember._dynamo.mark_dynamic(x, 0)
+        np.testing.assert_array_equal(compiled(x).numpy(), (x.view(n, 2, 4) * 2).numpy())
+    assert "MISS" not in _generic(compiled).source
+    compiled = ember.compile(lambda x: x.view(-1, 4) * 2, dynamic=True)
+    for n in (5, 6, 9):
+        compiled(ember.randn(n, 8))
+    assert _generic(compiled).source.count("MISS") == 1
 
 
 def test_split_of_a_dynamic_dim_specialises_and_of_a_static_dim_stays_generic(capsys):
