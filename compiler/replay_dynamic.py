@@ -26,6 +26,7 @@ from ember.jit.ops import resolve
 from ember.jit.types import TensorType
 
 from . import logs, lower, replay, size_rules, sizes
+from .sizes import above_one
 
 _UNBUILT = object()
 
@@ -182,24 +183,6 @@ class _Miss:
             )
 
 
-class _Every(dict):
-    """Every symbol at one value (an expression's locals)."""
-
-    def __init__(self, value: int):
-        super().__init__()
-        self.value = value
-
-    def __missing__(self, key):
-        return self.value
-
-
-def _above_one(expression: str) -> bool:
-    """Whether a fitted size is above 1 wherever its symbols are (dynamic dims are: sizes 0
-    and 1 are specialised): at 2 and growing (``_s0 - 3`` is not)."""
-    at = [eval(expression, {"__builtins__": {}}, _Every(n)) for n in (2, 3)]
-    return at[0] > 1 and at[1] >= at[0]
-
-
 def check(shapes):
     """fusion.schedule's ``check``: the description with the chain's dynamic dims, or why the
     chain cannot serve every size."""
@@ -217,7 +200,7 @@ def check(shapes):
                 return f"the shape of {value.debugName()} is unknown"
             sizes = value.type().sizes()
             for at, (n, e) in enumerate(zip(sizes, shape)):  # dims aligned from the right
-                if isinstance(e, str) and not _above_one(e):  # the kernel refuses 0 and 1
+                if isinstance(e, str) and not above_one(e):  # the kernel refuses 0 and 1
                     return f"its size {e} may be 0 or 1 at a call"
                 if seen.setdefault((len(sizes) - at, n), e) != e:
                     return f"its shapes agree only at the captured sizes ({n} is {e} and {seen[n]})"

@@ -19,6 +19,7 @@ from ember.jit.ops import resolve
 from ember.jit.prims import PRIMS
 from ember.jit.types import TensorType
 
+from . import sizes
 from .fusion_steps import _MISSING, _literal
 from .size_guards import ARITHMETIC as _ARITHMETIC
 
@@ -27,6 +28,8 @@ _SAME = frozenset(
     ("softmax", "log_softmax", "layer_norm", "contiguous", "clone", "detach", "masked_fill")
 )
 
+_EMPTY_RAISES = frozenset(("ember::amax", "ember::amin"))  # no identity: an empty dim raises
+
 
 def trusted(op, node, shapes) -> bool:
     """Whether ``node``'s fitted output shapes follow from its inputs' at every size."""
@@ -34,9 +37,10 @@ def trusted(op, node, shapes) -> bool:
     if len(outputs) != 1 or op is None:
         return False
     got = shapes.of(outputs[0])
-    inputs = [shapes.of(v) if isinstance(v.type(), TensorType) else None for v in node.inputs()]
-    if got is None or not inputs or inputs[0] is None:
-        return False
+    tensors = [isinstance(v.type(), TensorType) for v in node.inputs()]
+    inputs = [shapes.of(v) if t else None for v, t in zip(node.inputs(), tensors)]
+    if got is None or not inputs or any(t and s is None for t, s in zip(tensors, inputs)):
+        return False  # a tensor whose shape the fit does not know
     rule = _RULES.get(op.name) or _KINDS.get(op.kind)
     try:
         return rule is not None and tuple(rule(node, inputs, shapes)) == tuple(got)
@@ -82,9 +86,15 @@ def _reduction(node, inputs, shapes):
     keep = _literal(node.inputsAt(2))
     if type(keep) is not bool:
         raise TypeError("keepdim not constant")
+    if node.kind() in _EMPTY_RAISES and not all(_non_empty(x[d]) for d in dims):
+        raise ValueError("a reduced size may be 0, where eager raises")
     if keep:
         return [1 if d in dims else n for d, n in enumerate(x)]
     return [n for d, n in enumerate(x) if d not in dims]
+
+
+def _non_empty(size) -> bool:
+    return size > 0 if type(size) is int else sizes.above_one(size)
 
 
 def _mm(node, inputs, shapes):
@@ -201,7 +211,7 @@ _RULES = {
 
 
 class _Symbolic:
-    """Shapes at capture with each dynamic input dim a name of its own (``x.0``), carried
+    """Shapes at capture with each dynamic input dim a name of its own (``_d0_0``), carried
     through the nodes the rules know; a node they do not know has every dim unknown."""
 
     def __init__(self, graph, dims: dict):
@@ -210,7 +220,7 @@ class _Symbolic:
             if isinstance(value.type(), TensorType) and value.type().is_complete():
                 sizes = value.type().sizes()
                 self.shapes[value] = tuple(
-                    f"{k}.{d}" if d in dims.get(k, ()) else n for d, n in enumerate(sizes)
+                    f"_d{k}_{d}" if d in dims.get(k, ()) else n for d, n in enumerate(sizes)
                 )
 
     def of(self, value):
@@ -244,7 +254,7 @@ class _Symbolic:
         for value in node.outputs():
             typ = value.type()
             if isinstance(typ, TensorType) and typ.is_complete():
-                unknown = tuple(f"?{id(value)}.{d}" for d in range(len(typ.sizes())))
+                unknown = tuple(f"_u{id(value)}_{d}" for d in range(len(typ.sizes())))
                 self.shapes[value] = shape if shape is not None else unknown
 
 

@@ -128,3 +128,21 @@ def _expression(sizes: tuple, symbols: list):
         if a and not rest and all(a * x + b == t for x, t in zip(s, sizes)):
             return f"({a} * _s{k} + {b})"
     return None
+
+
+class _Every(dict):
+    """Every symbol at one value (an expression's locals)."""
+
+    def __init__(self, value: int):
+        super().__init__()
+        self.value = value
+
+    def __missing__(self, key):
+        return self.value
+
+
+def above_one(size: str) -> bool:
+    """Whether a fitted size is above 1 wherever its symbols are (dynamic dims are: sizes 0
+    and 1 are specialised): at 2 and growing (``_s0 - 3`` is not)."""
+    at = [eval(size, {"__builtins__": {}}, _Every(n)) for n in (2, 3)]
+    return at[0] > 1 and at[1] >= at[0]

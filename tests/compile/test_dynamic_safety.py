@@ -194,3 +194,18 @@ def test_half_of_a_dynamic_dim_read_as_a_size():
         out = compiled(ember.tensor(a))
         np.testing.assert_array_equal(out.numpy(), fn(ember.tensor(a)).numpy())
         np.testing.assert_allclose(out.numpy(), fn(torch.tensor(a)).numpy(), rtol=1e-12)
+
+
+def test_a_max_over_a_dim_that_may_be_empty_is_checked():
+    """amax raises over an empty dim: over ``x[4:]`` (``_s0 - 4`` rows, none at 4) the
+    program runs its runner, so the call at 4 raises eager's error."""
+
+    def fn(x):
+        return x[4:].amax(0, keepdim=True) * 2
+
+    compiled = ember.compile(fn, dynamic=True)
+    for n in (6, 7, 9, 4, 12):
+        x = ember.randn(n, 3)
+        ours = _outcome(lambda lib, x: fn(x), ember, x)
+        theirs = _outcome(lambda lib, x: fn(x), torch, torch.tensor(x.numpy()))
+        _same(_outcome(lambda lib, x: compiled(x), ember, x), ours, theirs)
