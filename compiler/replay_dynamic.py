@@ -82,15 +82,13 @@ class GenericProgram(replay._Program):
         kind = node.kind()
         op = None if kind.startswith("prim::") else resolve(kind)
         results = [v for v in node.outputs() if isinstance(v.type(), TensorType)]
-        if op is None or op.runner is None or not results:
-            return super().node(node, indent, out)
-        if size_rules.trusted(op, node, self.shapes):
+        if op is None or not results or size_rules.trusted(op, node, self.shapes):
             return super().node(node, indent, out)
         # its runner at the call's sizes: never a buffer of the fitted shape, nor a composite's
         # decomposition without the runner's checks (topk's k past the end raises topk's
         # error); then its shapes against the fitted ones: a call where they differ runs the
         # dispatching code
-        if replay._transposes(node):
+        if op.runner is None or replay._transposes(node):
             super().node(node, indent, out)
         else:
             self.call_runner(op, node, indent, out)
