@@ -243,10 +243,12 @@ class _Symbolic:
                     self.shapes[value] = tuple(typ.sizes())
             return
         op = None if kind.startswith("prim::") else resolve(kind)
-        inputs = [self.of(v) if isinstance(v.type(), TensorType) else None for v in node.inputs()]
+        tensors = [isinstance(v.type(), TensorType) for v in node.inputs()]
+        inputs = [self.of(v) if t else None for v, t in zip(node.inputs(), tensors)]
+        known = inputs and not any(t and s is None for t, s in zip(tensors, inputs))
         rule = None if op is None else _RULES.get(op.name) or _KINDS.get(op.kind)
         shape = None
-        if rule is not None and len(node.outputs()) == 1 and inputs and inputs[0] is not None:
+        if rule is not None and len(node.outputs()) == 1 and known:
             try:
                 shape = tuple(rule(node, inputs, self))
             except (TypeError, ValueError, IndexError):
