@@ -37,15 +37,24 @@ def trusted(op, node, shapes) -> bool:
     if len(outputs) != 1 or op is None:
         return False
     got = shapes.of(outputs[0])
-    tensors = [isinstance(v.type(), TensorType) for v in node.inputs()]
-    inputs = [shapes.of(v) if t else None for v, t in zip(node.inputs(), tensors)]
-    if got is None or not inputs or any(t and s is None for t, s in zip(tensors, inputs)):
-        return False  # a tensor whose shape the fit does not know
+    inputs = _input_shapes(node, shapes)
+    if got is None or inputs is None:
+        return False
     rule = _RULES.get(op.name) or _KINDS.get(op.kind)
     try:
         return rule is not None and tuple(rule(node, inputs, shapes)) == tuple(got)
     except (TypeError, ValueError, IndexError):  # an argument the rule cannot read: checked
         return False
+
+
+def _input_shapes(node, shapes):
+    """Each input's shape (None for a non-tensor), or None when the node has no input or a
+    tensor input whose shape is not known."""
+    tensors = [isinstance(v.type(), TensorType) for v in node.inputs()]
+    inputs = [shapes.of(v) if t else None for v, t in zip(node.inputs(), tensors)]
+    if not inputs or any(t and s is None for t, s in zip(tensors, inputs)):
+        return None
+    return inputs
 
 
 def _broadcast(*shapes):
@@ -243,12 +252,10 @@ class _Symbolic:
                     self.shapes[value] = tuple(typ.sizes())
             return
         op = None if kind.startswith("prim::") else resolve(kind)
-        tensors = [isinstance(v.type(), TensorType) for v in node.inputs()]
-        inputs = [self.of(v) if t else None for v, t in zip(node.inputs(), tensors)]
-        known = inputs and not any(t and s is None for t, s in zip(tensors, inputs))
+        inputs = _input_shapes(node, self)
         rule = None if op is None else _RULES.get(op.name) or _KINDS.get(op.kind)
         shape = None
-        if rule is not None and len(node.outputs()) == 1 and known:
+        if rule is not None and len(node.outputs()) == 1 and inputs is not None:
             try:
                 shape = tuple(rule(node, inputs, self))
             except (TypeError, ValueError, IndexError):
