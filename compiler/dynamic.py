@@ -162,12 +162,9 @@ def not_generic(graph, leaves, dims: dict, bakes: list) -> str | None:
     """Why the captured graph cannot serve other sizes of the dynamic dims, or None."""
     if bakes:
         return f"the code read a size as a Python value ({bakes[0]})"
-    tensors = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
-    counted = size_rules.counted_by_dynamic(
-        graph, {k: dims[i] for k, i in enumerate(tensors) if i in dims}
-    )
-    if counted is not None:  # PyTorch guards on the count; every size specialised here
-        return counted
+    why = size_rules.counted(graph, _by_tensor(leaves, dims))[1]
+    if why is not None:  # no guard can say the count: every size specialised
+        return why
     sizes = {leaves[i]._shape[d] for i, ds in dims.items() for d in ds if leaves[i]._shape[d] > 1}
     for node in graph.nodes():
         if node.kind() != "prim::Constant" or not node.hasAttribute("value"):
@@ -178,6 +175,22 @@ def not_generic(graph, leaves, dims: dict, bakes: list) -> str | None:
         if found and _sized(node.output()):
             return f"the graph holds the size {found[0]} of a dynamic dim as a constant"
     return None
+
+
+def count_guards(graph, leaves, dims: dict) -> list:
+    """Guards on the number of outputs of the ops that split a dynamic dim (size_rules.py),
+    as size_guards.read's results: a call with another count captures again, as in PyTorch."""
+    if graph is None:  # a training step's region without a forward graph
+        return []
+    counts = size_rules.counted(graph, _by_tensor(leaves, dims))[0]
+    inputs = list(graph.inputs())
+    return [size_guards.outputs_count(counted, inputs) for counted in counts]
+
+
+def _by_tensor(leaves, dims: dict) -> dict:
+    """``dims`` by graph input (tensor) index rather than leaf position."""
+    tensors = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
+    return {k: dims[i] for k, i in enumerate(tensors) if i in dims}
 
 
 def _sized(value) -> bool:
@@ -240,11 +253,15 @@ class DynamicRegion:
         from that trace and two probes (sizes.py), or None with the reason logged."""
         fn = self.region.fn
         call = (lambda *ts: fn(root, *ts)) if root is not None else fn
+        why = None
         if any(has_side_effects(node) for node in self.graph.nodes()):
             # a probe would write into a buffer (batch norm's statistics) or draw random numbers
-            logs.log(
-                "recompiles", f"{self.name}: no size-generic program: the graph writes or draws"
-            )
+            why = "the graph writes or draws"
+        counts = size_rules.counted(self.graph, self.dims)[0]
+        if counts:  # the probes' sizes would split into other counts: other graphs
+            why = f"the number of outputs of {counts[0][-1]} follows a dynamic size (guarded)"
+        if why is not None:
+            logs.log("recompiles", f"{self.name}: no size-generic program: {why}")
             self.generic = None
             return call(*tensors)
         traced = capture(call, tuple(tensors), root=root, strict=False)

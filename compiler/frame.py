@@ -107,7 +107,8 @@ class CompiledFunction:
             result, region = record(self._fn, args, kwargs, self._root, observer)
         checks = None
         if self._dynamic and region is not None:
-            checks, baked = size_guards.build(reads.compares)
+            counts = dynamic.count_guards(region.graph, leaves, self._dynamic)
+            checks, baked = size_guards.build(reads.compares + counts)
             reads.bakes += baked
             region, key = self._generic(region, key, leaves, reads.bakes, names, args, kwargs)
             checks = checks if self._dynamic else None  # every size specialised: not needed

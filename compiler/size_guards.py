@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import operator
 
+import ember
 from ember.jit.prims import PRIMS
 
 COMPARING = {
@@ -55,6 +56,20 @@ def read(name, size, other, outcome, where, state):
         return f"{name} of a size in {where}"
     text = _Text(_text(name, left, right, outcome), inputs)
     return _check(name, left[0], right[0], outcome), text, where
+
+
+def outputs_count(counted: tuple, inputs: list):
+    """A guard on the number of outputs of an op that splits a dynamic input dim
+    (size_rules.counted's ``(input index, dim, op, arguments, count, where)``): the op's own
+    rule, run on a meta tensor of the call's size."""
+    k, d, op, args, count, where = counted
+    empty = ember.empty
+
+    def check(ts) -> bool:
+        return len(op(empty((ts[k]._shape[d],), device="meta"), *args)) == count
+
+    shown = "".join(f", {a!r}" for a in args)
+    return check, _Text(f"len({op.name}({{{k}}}.size()[{d}]{shown})) == {count}", inputs), where
 
 
 def build(compares: list):

@@ -225,12 +225,14 @@ class _Symbolic:
 
     def __init__(self, graph, dims: dict):
         self.shapes: dict = {}
+        self.names: dict = {}  # a dynamic input dim's name -> (input index, dim)
         for k, value in enumerate(graph.inputs()):
             if isinstance(value.type(), TensorType) and value.type().is_complete():
                 sizes = value.type().sizes()
                 self.shapes[value] = tuple(
                     f"_d{k}_{d}" if d in dims.get(k, ()) else n for d, n in enumerate(sizes)
                 )
+                self.names.update({f"_d{k}_{d}": (k, d) for d in dims.get(k, ())})
 
     def of(self, value):
         return self.shapes.get(value)
@@ -267,21 +269,43 @@ class _Symbolic:
                 self.shapes[value] = shape if shape is not None else unknown
 
 
-def counted_by_dynamic(graph, dims: dict) -> str | None:
-    """Why the graph's structure depends on a dynamic size, or None: an op whose number of
-    outputs follows the size of the dim it splits (``split``, ``chunk``, ``unbind``) on a dim
-    that may be dynamic (``dims``: ``{graph input index: dynamic dims}``). Such a graph holds
-    one count; the dispatching code cannot run another."""
+def counted(graph, dims: dict):
+    """``(counts, why)`` for the ops whose number of outputs follows the size of the dim they
+    split (``split``, ``chunk``, ``unbind``), ``dims``: ``{graph input index: dynamic dims}``.
+    ``counts``: ``(input index, dim, op, constant arguments, count, where)`` for each such op
+    on a dynamic input dim (carried by the rules), which a guard on the count serves (PyTorch
+    guards the same); ``why``: such an op on a dim that may be dynamic otherwise (through an
+    op the rules do not know), where no guard can say the count before the call: the graph
+    then specialises its sizes. The dispatching code holds one count and cannot run another."""
     symbolic = _Symbolic(graph, dims)
+    counts = []
     for node in graph.nodes():
         op = None if node.kind().startswith("prim::") else resolve(node.kind())
         if op is not None and op.schema.returns and op.schema.returns[0][0] == "Tensor[]":
-            names = [a.name for a in op.schema.args]
-            shape = symbolic.of(node.inputsAt(0))
-            at = names.index("dim") if "dim" in names else None
-            dim = _literal(node.inputsAt(at)) if at is not None and at < len(node.inputs()) else 0
-            if shape is None or type(dim) is not int or not isinstance(shape[dim], int):
-                where = node.sourceRange() or "?"
-                return f"the number of outputs of {op.name} at {where} follows a dynamic size"
+            where = f"{op.name} at {node.sourceRange() or '?'}"
+            found = _count(node, op, symbolic)
+            if isinstance(found, str):
+                return counts, f"the number of outputs of {where} {found}"
+            if found is not None:
+                counts.append((*found, len(node.outputs()), where))
         symbolic.run(node)
-    return None
+    return counts, None
+
+
+def _count(node, op, symbolic):
+    """None (a static dim), ``(input index, dim, op, arguments)``, or why not guardable."""
+    names = [a.name for a in op.schema.args]
+    at = names.index("dim") if "dim" in names else None
+    dim = _literal(node.inputsAt(at)) if at is not None and at < len(node.inputs()) else 0
+    shape = symbolic.of(node.inputsAt(0))
+    if shape is None or type(dim) is not int:
+        return "follows a size the rules cannot follow"
+    size = shape[dim]
+    if type(size) is int:
+        return None
+    args = [_literal(v) for v in list(node.inputs())[1:]]
+    if size not in symbolic.names or _MISSING in args:
+        return "follows a dynamic size the rules cannot follow"
+    if at is not None and at < len(node.inputs()):
+        args[at - 1] = 0  # the guard splits a 1-d tensor of the call's size
+    return (*symbolic.names[size], op, tuple(args))

@@ -144,24 +144,37 @@ def test_polymorphic_nodes_are_trusted_and_others_checked():
     assert _generic(compiled).source.count("MISS") == 1
 
 
-def test_split_of_a_dynamic_dim_specialises_and_of_a_static_dim_stays_generic(capsys):
-    """split's number of outputs follows the size it splits: on a dynamic dim every size is
-    specialised (the reason logged), on a static dim (a qkv projection) the graph stays
-    generic."""
-    logs.set_logs(recompiles=True)
+def test_split_of_a_dynamic_dim_is_guarded_on_its_count_and_of_a_static_dim_generic(capsys):
+    """split's number of outputs follows the size it splits: on a dynamic dim the entry is
+    guarded on the count (a call with another count captures again, the guard as the reason,
+    one compile per count, torch.compile(dynamic=True) makes four here); on a static dim (a qkv
+    projection) the graph stays generic."""
+    from torch._dynamo.testing import CompileCounter
+
+    sizes = (8, 9, 13, 10, 11, 6)
+    counter = CompileCounter()
+    theirs = torch.compile(lambda x: [t * 2 for t in x.split(4)], backend=counter, dynamic=True)
+    compiled = ember.compile(lambda x: [t * 2 for t in x.split(4)], dynamic=True)
+    logs.set_logs(recompiles=True, guards=True)
     try:
-        compiled = ember.compile(lambda x: [t * 2 for t in x.split(4)], dynamic=True)
-        for n in (8, 9, 13):
-            assert len(compiled(ember.randn(n, 3))) == -(-n // 4)
+        for n in sizes:
+            a = np.random.default_rng(n).standard_normal((n, 3))
+            out = compiled(ember.tensor(a))
+            expected = theirs(torch.tensor(a))
+            assert [tuple(t.shape) for t in out] == [tuple(t.shape) for t in expected]
+            for t, e in zip(out, expected):
+                np.testing.assert_allclose(t.numpy(), e.numpy(), rtol=1e-12)
         err = capsys.readouterr().err
-        assert "the number of outputs of split at" in err and "follows a dynamic size" in err
+        assert "size guard: len(split(x.size()[0], 4, 0)) == 2" in err
+        assert "- 0/0: len(split(x.size()[0], 4, 0)) == 2" in err  # the recompile's reason
+        assert compiled._count == 3 <= counter.frame_count  # one per count (PyTorch: 4)
         compiled = ember.compile(lambda x: [t * 2 for t in x.split(2, dim=1)])
         for n in (8, 9, 13):
             x = ember.randn(n, 4)
             ember._dynamo.mark_dynamic(x, 0)  # the batch dim only (dynamic=True: every dim)
             assert [tuple(t.shape) for t in compiled(x)] == [(n, 2), (n, 2)]
     finally:
-        logs.set_logs(recompiles=False)
+        logs.set_logs(recompiles=False, guards=False)
     assert "one size-generic program for every size" in capsys.readouterr().err
     assert compiled._count == 1
 
