@@ -6,7 +6,9 @@ comparison's outcome: each call evaluates the comparison on its own sizes, and a
 outcome differs misses the entry and captures again (the other branch), with the failed guard
 as the recompile reason. A compared size must be computed from the inputs' sizes (a
 ``prim::size`` of an input, constants, integer arithmetic); another (the size of an
-intermediate) is a baked size as before: every size specialised from then on.
+intermediate) is a baked size as before: every size specialised from then on. An op that splits
+a dynamic input dim (``split``, ``chunk``, ``unbind``: size_rules.counted) guards the entry on
+its number of outputs the same way (``outputs_count``).
 """
 
 from __future__ import annotations
