@@ -19,10 +19,20 @@ dispatching code (each op's shape rule run again) for the others.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 
+import ember
 from ember._tensor import Tensor
+from ember.dispatcher.layers import STACK
+from ember.jit.ops import has_side_effects
 from ember.jit.symbolic import SymInt
+from ember.jit.tracer import capture
+
+from . import logs, replay, replay_dynamic, size_guards, size_rules, sizes
+from .size_guards import COMPARING
+
+_UNBUILT = object()
 
 # int methods that turn a size into a plain value the trace cannot follow
 _BAKING = (
@@ -85,18 +95,44 @@ def changed_dims(old: tuple, new: tuple) -> dict | None:
     return found or None
 
 
+class Reads:
+    """What a capture's code did with sizes: ``bakes`` (turned into plain values: ``int()``,
+    ``range()``...) and ``compares`` (comparisons and truth tests: size_guards.py)."""
+
+    def __init__(self):
+        self.bakes: list = []
+        self.compares: list = []  # size_guards.read's results
+
+
 @contextlib.contextmanager
-def watching_sizes():
-    """While a capture runs: the sizes the user's code turned into plain values (``bakes``)."""
-    bakes: list = []
+def watching_sizes(dims: dict):
+    """While a capture runs: what the user's code did with the sizes of the dynamic ``dims``
+    (``{graph input index: dims}``; the others are guarded by value) (``Reads``)."""
+    reads = Reads()
     saved = []
 
     def wrap(name, original):
         def method(self, *args):
+            result = original(self, *args)
             state = self._state
-            if state.recording() and not _in_ember(sys._getframe(1)):
-                bakes.append(f"{name} of a size in {_where(sys._getframe(1))}")
-            return original(self, *args)
+            frame = sys._getframe(1)
+            if (
+                state.recording()
+                and not _in_ember(frame)
+                and size_guards.dynamic(self, state, dims)
+            ):
+                where = _where(frame)
+                other = args[0] if args else None
+                if (
+                    name in COMPARING
+                    and type(result) is bool
+                    and (not args or isinstance(other, int))
+                ):
+                    found = size_guards.read(name, self, other, result, where, state)
+                    reads.compares.append(found)
+                else:
+                    reads.bakes.append(f"{name} of a size in {where}")
+            return result
 
         return method
 
@@ -105,7 +141,7 @@ def watching_sizes():
         saved.append((name, SymInt.__dict__.get(name)))
         setattr(SymInt, name, wrap(name, original))
     try:
-        yield bakes
+        yield reads
     finally:
         for name, before in saved:
             if before is None:
@@ -126,6 +162,9 @@ def not_generic(graph, leaves, dims: dict, bakes: list) -> str | None:
     """Why the captured graph cannot serve other sizes of the dynamic dims, or None."""
     if bakes:
         return f"the code read a size as a Python value ({bakes[0]})"
+    why = size_rules.counted(graph, _by_tensor(leaves, dims))[1]
+    if why is not None:  # no guard can say the count: every size specialised
+        return why
     sizes = {leaves[i]._shape[d] for i, ds in dims.items() for d in ds if leaves[i]._shape[d] > 1}
     for node in graph.nodes():
         if node.kind() != "prim::Constant" or not node.hasAttribute("value"):
@@ -136,6 +175,22 @@ def not_generic(graph, leaves, dims: dict, bakes: list) -> str | None:
         if found and _sized(node.output()):
             return f"the graph holds the size {found[0]} of a dynamic dim as a constant"
     return None
+
+
+def count_guards(graph, leaves, dims: dict) -> list:
+    """Guards on the number of outputs of the ops that split a dynamic dim (size_rules.py),
+    as size_guards.read's results: a call with another count captures again, as in PyTorch."""
+    if graph is None:  # a training step's region without a forward graph
+        return []
+    counts = size_rules.counted(graph, _by_tensor(leaves, dims))[0]
+    inputs = list(graph.inputs())
+    return [size_guards.outputs_count(counted, inputs) for counted in counts]
+
+
+def _by_tensor(leaves, dims: dict) -> dict:
+    """``dims`` by graph input (tensor) index rather than leaf position."""
+    tensors = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
+    return {k: dims[i] for k, i in enumerate(tensors) if i in dims}
 
 
 def _sized(value) -> bool:
@@ -153,26 +208,109 @@ def _sized(value) -> bool:
         if op is None or offset >= len(op.schema.args):
             continue
         arg = op.schema.args[offset]
-        if arg.type == "int" and arg.name not in ("dim", "dims"):
+        if arg.type == "int" and not arg.name.startswith("dim"):  # dim, dims, dim0...: not sizes
             return True
     return False
 
 
 class DynamicRegion:
-    """A size-generic region: its program for the captured sizes, its dispatching code (shape
-    rules run per call) for the others."""
+    """A size-generic region: its specialised program for the captured sizes, one program
+    for every other size (replay_dynamic.py: fused kernels that take the sizes per call,
+    buffers sized per call), built at the first call at another size; its dispatching code
+    where that program cannot be built (the reason in the ``recompiles`` log) or a layer or
+    gradient must see the ops."""
 
-    def __init__(self, region, tensors):
+    def __init__(self, region, tensors, dims: dict, name: str = ""):
         self.region = region
         self.graph = region.graph
         self.shapes = [t._shape for t in tensors]
+        self.dims = dims  # {tensor index: its dynamic dims}
+        self.name = name
+        self.generic = _UNBUILT
+        self.fixed: list = []  # (tensor index, dim, size): dynamic dims the program fixes
 
     def run(self, root, tensors):
         region = self.region
         if all(t._shape == s for t, s in zip(tensors, self.shapes)):
             return region.run(root, tensors)
-        flat = region.fn(root, *tensors) if root is not None else region.fn(*tensors)
+        plain = STACK.grad_only_layers is STACK.layers
+        generic = self.generic
+        if generic is _UNBUILT and plain and not _records(self.graph):
+            return region.rebuild(self._build(root, tensors))
+        flat = None
+        if generic is not None and generic is not _UNBUILT and plain and self._serves(tensors):
+            flat = generic(root, *tensors) if root is not None else generic(*tensors)
+        if flat is None:
+            flat = region.fn(root, *tensors) if root is not None else region.fn(*tensors)
         return region.rebuild(flat)
+
+    def _serves(self, tensors) -> bool:
+        """Whether the generic program serves these sizes (its fixed dims unchanged)."""
+        return all(tensors[k]._shape[d] == n for k, d, n in self.fixed)
+
+    def _build(self, root, tensors):
+        """The call's outputs through the dispatching code, traced; the generic program built
+        from that trace and two probes (sizes.py), or None with the reason logged."""
+        fn = self.region.fn
+        call = (lambda *ts: fn(root, *ts)) if root is not None else fn
+        why = None
+        if any(has_side_effects(node) for node in self.graph.nodes()):
+            # a probe would write into a buffer (batch norm's statistics) or draw random numbers
+            why = "the graph writes or draws"
+        counts = size_rules.counted(self.graph, self.dims)[0]
+        if counts:  # the probes' sizes would split into other counts: other graphs
+            why = f"the number of outputs of {counts[0][-1]} follows a dynamic size (guarded)"
+        if why is not None:
+            logs.log("recompiles", f"{self.name}: no size-generic program: {why}")
+            self.generic = None
+            return call(*tensors)
+        traced = capture(call, tuple(tensors), root=root, strict=False)
+        graphs = [self.graph, traced.graph]
+        shapes = [t._shape for t in tensors]
+        # the dims that changed get symbols; the program serves calls where the others (a
+        # feature dim that dynamic=True marked) keep their captured sizes
+        moved = {
+            k: frozenset(d for d in dims if shapes[k][d] != self.shapes[k][d])
+            for k, dims in self.dims.items()
+        }
+        groups = {  # dims that had the same sizes at capture and now: one symbol
+            (k, d): (self.shapes[k][d], shapes[k][d]) for k, dims in moved.items() for d in dims
+        }
+        self.fixed = [
+            (k, d, self.shapes[k][d]) for k, dims in self.dims.items() for d in dims - moved[k]
+        ]
+        try:
+            for k in (1, 2):
+                probe = sizes.probe_sizes(shapes, groups, k)
+                args = [
+                    t if p == t._shape else ember.zeros(p, dtype=t.dtype, device=t.device)
+                    for t, p in zip(tensors, probe)
+                ]
+                graphs.append(capture(call, tuple(args), root=root, strict=False).graph)
+        except Exception as exc:  # a probe the code rejects (a size it checks): no program
+            found = f"a probe at other sizes failed ({type(exc).__name__}: {exc})"
+        else:
+            found = sizes.fit(graphs)
+        if not isinstance(found, str):
+            found = replay.build(
+                self.graph, method=self.region.method, fuse=True,
+                writer=functools.partial(replay_dynamic.GenericProgram, shapes=found),
+                check=replay_dynamic.check(found),
+            )  # fmt: skip
+            if found is None:
+                found = "the graph has control flow or records gradients"
+        if isinstance(found, str):
+            logs.log("recompiles", f"{self.name}: no size-generic program: {found}")
+            found = None
+        else:
+            logs.log("recompiles", f"{self.name}: one size-generic program for every size")
+        self.generic = found
+        return traced.outputs if isinstance(traced.outputs, tuple) else (traced.outputs,)
 
     def __getattr__(self, name):  # the Region's fields (graph, compile_seconds...)
         return getattr(self.region, name)
+
+
+def _records(graph) -> bool:
+    """Whether the graph's outputs require grad (its replays go through the dispatcher)."""
+    return any(getattr(v.type(), "requires_grad", lambda: None)() for v in graph.outputs())

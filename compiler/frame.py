@@ -20,7 +20,7 @@ from ember._tensor import Tensor
 from ember.jit import pytree
 from ember.jit.tracer import _ACTIVE, current
 
-from . import config, dynamic, effects, fusion, guards, logs, overhead, segments
+from . import config, dynamic, effects, fusion, guards, logs, overhead, segments, size_guards
 from .exc import FailOnRecompileLimitHit
 from .observer import COMPILE, FULLGRAPH, Observer
 from .region import Region, record, split
@@ -32,7 +32,7 @@ _INSTANCES: weakref.WeakSet = weakref.WeakSet()
 class Entry:
     """One guard set: the region to replay (None: run eagerly) and the module flags it assumed."""
 
-    __slots__ = ("modules", "paths", "probe", "reasons", "region", "state")
+    __slots__ = ("modules", "paths", "probe", "reasons", "region", "sizes", "state")
 
     def __init__(self, region, modules: list, reasons: list, paths=None):
         self.region = region
@@ -41,6 +41,7 @@ class Entry:
         self.state = guards.module_state(modules)  # for the recompile reason
         self.probe = guards.module_probe(modules)
         self.reasons = reasons
+        self.sizes = None  # size_guards.SizeGuards: the comparisons of sizes it assumed
 
     def matches(self) -> bool:
         return guards.probe_matches(self.probe)
@@ -77,6 +78,8 @@ class CompiledFunction:
             if entry.modules and not entry.matches():
                 continue
             tensors = leaves if positions is None else [leaves[i] for i in positions]
+            if entry.sizes is not None and not entry.sizes(tensors):
+                continue
             return entry.region.run(self._root, tensors)
         guards.remember_devices(leaves)
         return self._miss(key, leaves, args, kwargs)
@@ -84,7 +87,7 @@ class CompiledFunction:
     # ---- compiling ---------------------------------------------------------------------------
     def _miss(self, key, leaves, args, kwargs):
         names = self._leaf_names(args, kwargs)
-        reasons = self._reasons(key, names)
+        reasons = self._reasons(key, names, leaves)
         if self._count >= _limit():
             return self._over_limit(reasons, args, kwargs)
         dims = self._new_dynamic(key, leaves)
@@ -96,12 +99,19 @@ class CompiledFunction:
             logs.log("recompiles", self._recompile_text(reasons))
         mode = FULLGRAPH if self._options.fullgraph else COMPILE
         observer = Observer(mode, None)
-        sizes = dynamic.watching_sizes() if self._dynamic else contextlib.nullcontext()
+        sizes = contextlib.nullcontext()
+        if self._dynamic:
+            sizes = dynamic.watching_sizes(self._tensor_dims(leaves))
         watch = effects.watch(self._fn, args, kwargs, self._root)
-        with sizes as bakes:
+        with sizes as reads:
             result, region = record(self._fn, args, kwargs, self._root, observer)
+        checks = None
         if self._dynamic and region is not None:
-            region, key = self._generic(region, key, leaves, bakes, names, args, kwargs)
+            counts = dynamic.count_guards(region.graph, leaves, self._dynamic)
+            checks, baked = size_guards.build(reads.compares + counts)
+            reads.bakes += baked
+            region, key = self._generic(region, key, leaves, reads.bakes, names, args, kwargs)
+            checks = checks if self._dynamic else None  # every size specialised: not needed
         changed = watch.changes() if region is not None else []
         if changed:  # a replay would skip them: the Python runs at every call instead
             logs.log("graph_breaks", f"{self.__qualname__}: Python side effects: {changed[0]}")
@@ -115,10 +125,13 @@ class CompiledFunction:
         # every call, its ops deferred into compiled segments
         paths = segments.Paths(self.__qualname__) if region is None else None
         entry = Entry(region, modules, observer.reasons, paths)
+        entry.sizes = checks if region is not None else None
         self._cache.setdefault(key, []).append(entry)
         self._count += 1
         self._last = key
         self._log(region, key, names, observer)
+        if entry.sizes is not None:
+            logs.log("guards", "\n".join(f"size guard: {t}" for t in entry.sizes.describe()))
         return result
 
     # ---- dynamic sizes (dynamic.py) ----------------------------------------------------------
@@ -152,11 +165,17 @@ class CompiledFunction:
             why = dynamic.not_generic(region.graph, leaves, self._dynamic, bakes)
         if why is None:
             tensors = [leaf for leaf in leaves if isinstance(leaf, Tensor)]
-            return dynamic.DynamicRegion(region, tensors), key
+            dims = self._tensor_dims(leaves)
+            return dynamic.DynamicRegion(region, tensors, dims, self.__qualname__), key
         logs.log("recompiles", f"{self.__qualname__}: sizes stay static: {why}")
         self._dynamic = None
         self._static = True
         return region, self._key(args, kwargs)
+
+    def _tensor_dims(self, leaves) -> dict:
+        """The dynamic dims by tensor (graph input) index rather than leaf position."""
+        at = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
+        return {k: self._dynamic[i] for k, i in enumerate(at) if i in self._dynamic}
 
     @staticmethod
     def _dims_text(dims: dict, names: list) -> str:
@@ -186,7 +205,7 @@ class CompiledFunction:
             )
         return self._fn(*args, **kwargs)
 
-    def _reasons(self, key, names) -> list[str]:
+    def _reasons(self, key, names, leaves) -> list[str]:
         if self._last is None:
             return []
         if self._last[0] != key[0]:
@@ -194,7 +213,9 @@ class CompiledFunction:
         found = guards.failures(self._last[1], key[1], names)
         if not found and self._cache.get(key):
             entry = self._cache[key][-1]
-            found = [guards.module_failure(entry.modules, entry.state)]
+            tensors = [leaf for leaf in leaves if isinstance(leaf, Tensor)]
+            failed = entry.sizes.failure(tensors) if entry.sizes is not None else None
+            found = [failed or guards.module_failure(entry.modules, entry.state)]
         return found or ["the guards of an earlier entry failed"]
 
     def _recompile_text(self, reasons) -> str:

@@ -87,6 +87,9 @@ class FusedKernel:
     # ROW_STEPS...: what a generator must know to run it, sorted; empty, a generator that reads
     # only the fields above sees the chain it knew (ember_backend_gpu's checks: falsy)
     features: tuple = ()
+    # element dims whose sizes each call gives (a size-generic program, dynamic.py): the
+    # kernel takes them from its tensors' shapes; empty, every size is the one in ``shape``
+    dynamic: tuple = ()
 
 
 @dataclass
@@ -372,28 +375,34 @@ def kernel_for(description: FusedKernel):
     return found, ""
 
 
-def schedule(nodes, outputs) -> list:
+def schedule(nodes, outputs, check=None) -> list:
     """The chains that got a kernel; the fusion log says which fused and why others did not.
     When the backend declines a chain that uses ``features`` (a generator written before
-    them), the graph is planned again without them, so that backend fuses what it knows."""
-    fused, reasons, declined = _schedule(*plan(nodes, outputs))
+    them), the graph is planned again without them, so that backend fuses what it knows.
+    ``check(chain, description)``: the description to ask for (a size-generic program's,
+    with its ``dynamic`` dims), or why the chain runs op by op."""
+    fused, reasons, declined = _schedule(*plan(nodes, outputs), check)
     if declined:
-        fused, reasons, _ = _schedule(*plan(nodes, outputs, rows=False))
+        fused, reasons, _ = _schedule(*plan(nodes, outputs, rows=False), check)
         reasons.insert(0, f"declined with features ({', '.join(declined)}): planned without")
     if logs.enabled("fusion"):
         logs.log("fusion", report(fused, reasons, len(nodes)))
     return fused
 
 
-def _schedule(chains, reasons) -> tuple:
+def _schedule(chains, reasons, check=None) -> tuple:
     """``(chains with a kernel, reasons, chains declined that used features)``."""
     fused, declined = [], []
     for chain in chains:
         description = describe(chain)
+        if check is not None and not isinstance(description, str):
+            description = check(chain, description)
         why = description if isinstance(description, str) else ""
         if not why:
             chain.description = description
             chain.kernel, why = kernel_for(description)
+            if description.dynamic and getattr(chain.kernel, "dynamic", ()) != description.dynamic:
+                chain.kernel, why = None, why or "its kernel does not take the sizes per call"
         if why:
             reasons.append(f"chain ({chain.ops()}): {why}; runs op by op")
             if chain.description is not None and chain.description.features:
@@ -426,7 +435,8 @@ def report(fused: list, reasons: list, count: int) -> str:
         numel = math.prod(d.shape)
         lines.append(
             f"  fused: {chain.ops()} ({len(d.inputs)} inputs, {d.dtype} {list(d.shape)}, "
-            f"{numel} elements, one call{''.join(f', {f}' for f in sorted(d.features))})"
+            f"{numel} elements, one call{''.join(f', {f}' for f in sorted(d.features))}"
+            f"{f', sizes per call in dims {list(d.dynamic)}' if d.dynamic else ''})"
         )
     lines += [f"  not fused: {reason}" for reason in reasons]
     return "\n".join(lines)

@@ -28,39 +28,57 @@ def lowered(op, node, build, cache: bool = True, fuse: bool = False):
     ``cache``: share the sub-program between nodes of the same types (not when it owns its
     output buffers, as reduce-overhead's do). ``fuse``: its chains as fused kernels (a
     cross-entropy's log_softmax and loss in one)."""
+    specs = arguments(op, node)
+    return None if specs is None else of_types(op, specs, build, cache, fuse)
+
+
+def arguments(op, node):
+    """Per input of ``node``: ``(dtype, sizes, device)`` for a tensor, ``("=", value)`` for a
+    constant; None when ``op`` is not lowered or an input is neither."""
     if op.mutates or not runs_decomposition(op):
         return None
-    inputs = node.inputs()
-    constants = []
-    for value in inputs:
+    specs = []
+    for value in node.inputs():
         typ = value.type()
         if isinstance(typ, TensorType):
             if not typ.is_complete():
                 return None
-            constants.append((typ.dtype(), typ.sizes(), typ.device()))
+            specs.append((typ.dtype(), tuple(typ.sizes()), typ.device()))
         elif value.node().kind() == "prim::Constant":
-            constants.append(("=", repr(value.node()["value"])))
+            specs.append(("=", value.node()["value"]))
         else:
             return None
-    key = (node.kind(), tuple(constants), fuse)
+    return specs
+
+
+def of_types(op, specs, build, cache: bool = True, fuse: bool = False):
+    """``lowered``'s sub-program for inputs of these ``arguments`` (a size-generic program
+    asks again for each call's sizes: replay_dynamic.py)."""
+    key = (op.name, tuple((s[0], repr(s[1])) if s[0] == "=" else s for s in specs), fuse)
     if not cache:
-        return _trace(op, inputs, build, fuse)
+        return _trace(op, specs, build, fuse)
     if key not in _CACHE:
-        _CACHE[key] = _trace(op, inputs, build, fuse)
+        _CACHE[key] = _trace(op, specs, build, fuse)
     return _CACHE[key]
 
 
-def _trace(op, inputs, build, fuse):
+def _trace(op, specs, build, fuse):
+    graph = graph_of(op, specs)
+    return None if graph is None else build(graph, fuse=fuse)
+
+
+def graph_of(op, specs):
+    """``op``'s decomposition traced on zeros of these ``arguments``, every composite
+    expanded, or None (a trace warning, side effects, control flow)."""
     tensors = []
     args = []
-    for value in inputs:
-        typ = value.type()
-        if isinstance(typ, TensorType):
-            tensor = ember.zeros(typ.sizes(), dtype=typ.dtype(), device=typ.device())
+    for spec in specs:
+        if spec[0] == "=":
+            args.append(spec[1])
+        else:
+            tensor = ember.zeros(spec[1], dtype=spec[0], device=spec[2])
             tensors.append(tensor)
             args.append(tensor)
-        else:
-            args.append(value.node()["value"])
 
     def body(*ts):
         it = iter(ts)
@@ -75,7 +93,9 @@ def _trace(op, inputs, build, fuse):
         return None
     if any(has_side_effects(n) or n.blocks() for n in graph.block().nodes()):
         return None
-    return build(graph, fuse=fuse)
+    if set(graph.outputs()) & set(graph.inputs()):
+        return None  # returned as is for the zeros' layout (``contiguous``): strides decide
+    return graph
 
 
 def expand(op) -> bool:

@@ -43,19 +43,22 @@ def build(
     name="replay",
     fuse=False,
     writer=None,
+    check=None,
 ):
     """The compiled program of ``nodes`` (default: the graph's), or None when the graph has
     control flow. ``fn(self, *inputs)`` (``fn(*inputs)`` when not ``method``) returns the
     tuple of ``outputs``, or None when a parameter it read now requires grad (recompute
     through the dispatcher: autograd must record). ``fuse``: elementwise chains run as the
     backend's fused kernels (fusion.py). ``writer``: the ``_Program`` subclass that writes it
-    (overhead.py's binds preallocated buffers)."""
+    (overhead.py's binds preallocated buffers; replay_dynamic.py's computes shapes per call).
+    ``check``: fusion.schedule's, for a chain's description."""
     nodes = list(graph.block().nodes()) if nodes is None else nodes
     if any(node.blocks() for node in nodes):
         return None
     inputs = graph.inputs() if inputs is None else inputs
     outputs = graph.outputs() if outputs is None else outputs
-    writer = (writer or _Program)(graph, nodes, fusion.schedule(nodes, outputs) if fuse else ())
+    chains = fusion.schedule(nodes, outputs, check) if fuse else ()
+    writer = (writer or _Program)(graph, nodes, chains)
     writer.fuse = fuse  # the composites' sub-programs fuse too (lower.py)
     lines = writer.program(name, inputs, outputs, method)
     source = "\n".join(lines) + "\n"
@@ -137,13 +140,29 @@ class _Program(_Writer):
         targets = []
         for value in chain.outputs:
             typ = value.type()
-            shape = self.bind(typ.sizes(), "S")
+            shape = self.shape(value)
             dtype = self.bind(typ.dtype(), "D")
             device = self.bind(typ.device(), "DEV")
             targets.append(self.name(value))
             out.append(f"{indent}{targets[-1]} = {self.alloc(value, shape, dtype, device)}")
         args = ", ".join([*targets, *(f"dense({self.expr(v)})" for v in chain.inputs)])
         out.append(f"{indent}{self.bind(chain.kernel, 'FUSED')}({args})")
+
+    def shape(self, value) -> str:
+        """The expression of graph ``value``'s shape (a name bound to the guarded sizes)."""
+        return self.bind(tuple(value.type().sizes()), "S")
+
+    def strides(self, value) -> str:
+        """The expression of the contiguous strides of ``value``'s shape."""
+        return self.bind(contiguous_strides(tuple(value.type().sizes())), "ST")
+
+    def number(self, value):
+        """The expression of a size read (``prim::size``) known from the guarded types."""
+        return fusion._constant(value)
+
+    def sizes_of(self, value) -> tuple:
+        """``value``'s sizes as the broadcasting checks compare them."""
+        return tuple(value.type().sizes())
 
     def alloc(self, value, shape: str, dtype: str, device: str) -> str:
         """The expression of a fresh tensor for graph ``value`` (names bound in the module)."""
@@ -152,18 +171,18 @@ class _Program(_Writer):
     def node(self, node, indent: str, out: list) -> None:
         kind = node.kind()
         if kind == "prim::size" and fusion._metadata(node):  # its tensor may be fused away
-            out.append(f"{indent}{self.name(node.output())} = {fusion._constant(node.output())}")
+            out.append(f"{indent}{self.name(node.output())} = {self.number(node.output())}")
             return
         op = None if kind.startswith("prim::") else resolve(kind)
         if op is None or op.runner is None:
             return super().node(node, indent, out)
         args = [self.expr(v) for v in node.inputs()]
         targets = ", ".join(self.name(v) for v in node.outputs())
-        plain = _plain_kernel(op, node)
+        plain = _plain_kernel(op, node, self.sizes_of)
         if plain is not None:
             kernel, broadcast = plain
             result = node.output().type()
-            shape = self.bind(result.sizes(), "S")
+            shape = self.shape(node.output())
             for i, value in enumerate(node.inputs()):
                 if value in broadcast:
                     args[i] = f"expand_to({args[i]}, {shape})"
@@ -175,9 +194,8 @@ class _Program(_Writer):
         if _kernel_call(node) is not None or _transposes(node):
             return self.direct(node, indent, out)
         if _reshapes(node):  # a contiguous input (the usual case) needs no runner
-            shape = tuple(node.output().type().sizes())
-            rs = [self.bind(_reshaped, "RS"), self.bind(shape, "S")]
-            rs.append(self.bind(contiguous_strides(shape), "ST"))
+            rs = [self.bind(_reshaped, "RS"), self.shape(node.output())]
+            rs.append(self.strides(node.output()))
             runner = f"{self.bind(twin.runner(op), 'R')}({', '.join([self.bind(op, 'OP'), *args])})"
             fast = f"{rs[0]}({args[0]}, {rs[1]}, {rs[2]})"
             out.append(f"{indent}{targets} = {fast} if {args[0]}._contig else {runner}")
@@ -187,6 +205,12 @@ class _Program(_Writer):
             tensors = [self.expr(v) for v in node.inputs() if isinstance(v.type(), TensorType)]
             out.append(f"{indent}{targets}, = {self.bind(sub, 'SUB')}({', '.join(tensors)})")
             return
+        self.call_runner(op, node, indent, out)
+
+    def call_runner(self, op, node, indent: str, out: list) -> None:
+        """``outputs = runner(op, *args)``: the Backend layer, the op's rules at the call."""
+        args = [self.expr(v) for v in node.inputs()]
+        targets = ", ".join(self.name(v) for v in node.outputs())
         runner = self.bind(twin.runner(op), "R")
         call = f"{runner}({', '.join([self.bind(op, 'OP'), *args])})"
         out.append(f"{indent}{targets} = {call}" if targets else f"{indent}{call}")
@@ -205,7 +229,7 @@ class _Program(_Writer):
         args = [self.expr(v) for v in list(node.inputs())[:count]]
         args += [self.bind(value, "C") for value in extra]
         typ = node.output().type()
-        names = [self.bind(typ.sizes(), "S"), self.bind(typ.dtype(), "D")]
+        names = [self.shape(node.output()), self.bind(typ.dtype(), "D")]
         names.append(self.bind(typ.device(), "DEV"))
         kept = _kept_sizes(node)
         if kept is None:
@@ -237,9 +261,10 @@ def _guard(param: str, entry) -> list:
     return [f"    if {param}._requires_grad:", restore, "        return None"]
 
 
-def _plain_kernel(op, node):
+def _plain_kernel(op, node, sizes_of=lambda v: tuple(v.type().sizes())):
     """``(kernel, inputs to broadcast)`` for an elementwise node that needs no promotion, cast
-    or check (what the eager fast path runs, plus broadcast views), or None."""
+    or check (what the eager fast path runs, plus broadcast views), or None. ``sizes_of``:
+    a value's sizes as compared (a generic program's are expressions of the call's sizes)."""
     if op.runner not in _ELEMENTWISE or op.mutates or op.info.get("check") is not None:
         return None
     outs = node.outputs()
@@ -261,8 +286,8 @@ def _plain_kernel(op, node):
             continue  # a float constant (_float_or_tensor)
         if (typ.dtype(), typ.device()) != (result.dtype(), result.device()):
             return None
-        if typ.sizes() != result.sizes():
-            if not binary or not _broadcasts(typ.sizes(), result.sizes()):
+        if sizes_of(value) != sizes_of(outs[0]):
+            if not binary or not _broadcasts(sizes_of(value), sizes_of(outs[0])):
                 return None
             broadcast.append(value)
     if result.dtype() not in op.dtypes:  # a limited dtype: the runner refuses it (twin.runner)

@@ -110,7 +110,11 @@ def ember_fused_kernel(device_type, description):
     place) or None; its kernel takes each input of nonzero stride, and each output not written
     in place, as a sequence of tensors (one per segment), the others as tensors, and carries
     ``kernel.segments`` equal to the description's (a kernel without it is not used). Other
-    descriptions have both empty.
+    descriptions have both empty. ``dynamic`` (a size-generic program's chain) lists the dims
+    of ``shape`` whose sizes each call gives: ``shape`` and the inputs' shapes and strides are
+    those of the capture, and a call's sizes are its tensors' (inputs and outputs align with
+    ``shape`` as described, sizes 0 and 1 never given); its kernel carries
+    ``kernel.dynamic`` equal to the description's (a kernel without it is not used).
 
     Returns:
         ``kernel(*outs, *inputs)`` (outputs allocated contiguous, inputs contiguous at their

@@ -28,7 +28,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from . import fused_tail
+from . import fused_sizes, fused_tail
 from ._toolchain import BASE_FLAGS, compiler, has_openmp
 
 LOG = logging.getLogger("ember_backend_cpu.fused")
@@ -78,15 +78,23 @@ def kernel(description):
         from .fused_multi import kernel as multi
 
         return multi(description)
-    source = generate(description)
+    sizes = None
+    if getattr(description, "dynamic", ()):
+        sizes = fused_sizes.Sizes(description, _row_kernel(description), _collapse, BLOCK)
+        if sizes.why:
+            LOG.info("no size-generic kernel: %s", sizes.why)
+            return None
+    source = generate(description, sizes)
     try:
         fn = load(source)
     except CompileError as failed:
         LOG.warning("fused kernel not built (%s); the chain runs op by op", failed)
         return None
-    numel = math.prod(description.shape)
     if _indexed(description):
-        return _checked(fn, source, description)
+        return _checked(fn, source, description, sizes)
+    if sizes is not None:
+        return _sized(fn, source, sizes)
+    numel = math.prod(description.shape)
 
     def run(*tensors):
         ptrs = [t._storage.ptr + t._offset * t._dtype.itemsize for t in tensors]
@@ -97,14 +105,27 @@ def kernel(description):
     return run
 
 
+def _sized(fn, source, sizes):
+    """``run`` for a kernel whose dynamic sizes come with each call (fused_sizes.py)."""
+
+    def run(*tensors):
+        numel, values = sizes.values(tensors)
+        if numel:
+            fn([*(t._storage.ptr + t._offset * t._dtype.itemsize for t in tensors), values])
+
+    run.source = source
+    run.dynamic = sizes.dims  # what the compiler checks: this kernel takes them
+    return run
+
+
 def _indexed(d) -> bool:
     return bool({"row_index", "row_tail"} & set(getattr(d, "features", ())))
 
 
-def _checked(fn, source, d):
+def _checked(fn, source, d, sizes=None):
     """``run`` for a kernel that reads int64 indices: the kernel writes an index out of range
     into a flag (it cannot raise), and the call raises the op's IndexError (scatter_add's, or
-    a row tail's gather)."""
+    a row tail's gather). ``sizes``: the dynamic sizes passed after the flag."""
     import numpy as np
 
     size, dim = d.shape[-1], len(d.shape) - 1
@@ -113,7 +134,13 @@ def _checked(fn, source, d):
     def run(*tensors):
         flag = np.zeros(2, np.int64)
         ptrs = [t._storage.ptr + t._offset * t._dtype.itemsize for t in tensors]
-        fn([*ptrs, flag.ctypes.data])
+        values = ()
+        if sizes is not None:
+            numel, at = sizes.values(tensors)
+            if not numel:
+                return
+            values = (at,)
+        fn([*ptrs, flag.ctypes.data, *values])
         if flag[0]:
             raise IndexError(
                 f"{op}: index out of range: index {flag[1]} is out of bounds for dim {dim} "
@@ -139,12 +166,13 @@ def _supported(description) -> bool:
 
 
 # ---- C source ------------------------------------------------------------------------------------
-def generate(d) -> str:
+def generate(d, sizes_at=None) -> str:
     """The C source of description ``d``: ``void ember_fused(intptr_t *ptrs)``, outputs first.
     A chain with row steps or ending in a row op (ROW) runs a row of the last dim per iteration
-    (fused_rows.py); an elementwise one, rows of the collapsed output."""
+    (fused_rows.py); an elementwise one, rows of the collapsed output. ``sizes_at``: a
+    ``fused_sizes.Sizes`` for a description with dynamic dims (their numbers read per call from
+    an int64 array passed last)."""
     t = C_TYPES[d.dtype]
-    numel = math.prod(d.shape)
     lines = [
         '#include "ember_cpu.h"',
         '#include "vmath.h"',
@@ -160,21 +188,23 @@ def generate(d) -> str:
     for k, spec in enumerate(d.inputs):
         ct = C_TYPES[spec.dtype]
         lines.append(f"    const {ct} *restrict i{k} = (const {ct} *)ptrs[{len(d.outputs) + k}];")
-    strides = [tuple(i.strides) for i in d.inputs]
+    extra = len(d.outputs) + len(d.inputs)
     if _indexed(d):
-        lines.append(
-            f"    int64_t *restrict flag = (int64_t *)ptrs[{len(d.outputs) + len(d.inputs)}];"
-        )
-    if d.steps[-1].op in ROW or _indexed(d) or any(getattr(s, "row", False) for s in d.steps):
+        lines.append(f"    int64_t *restrict flag = (int64_t *)ptrs[{extra}];")
+        extra += 1
+    row = _row_kernel(d)
+    decl = []
+    if sizes_at is None:
+        numel, rows, sizes, strides = _layout(d, row)
+    else:
+        numel, rows, sizes, strides, decl = sizes_at.named()
+        decl = [f"    const int64_t *restrict em_v = (const int64_t *)ptrs[{extra}];", *decl]
+    lines += decl
+    if row:
         from .fused_rows import helpers, row_kernel
 
         at = lines.index(_ROWS)
         lines[at:at] = helpers(d)
-
-        outer, ostrides = _collapse(tuple(d.shape[:-1]), [s[:-1] for s in strides])
-        sizes = [*outer, d.shape[-1]]
-        strides = [[*o, s[-1]] for o, s in zip(ostrides, strides)]
-        rows = math.prod(outer)
         lines += fused_tail.prologue(d, t)
         lines.append("    for (int64_t r = r0; r < r1; r++) {")
         lines += _row_bases(sizes, strides, len(d.inputs), numel)
@@ -182,34 +212,47 @@ def generate(d) -> str:
         lines.append("    }")
         lines += fused_tail.epilogue(d)
     else:
-        sizes, strides = _collapse(tuple(d.shape), strides)
-        # one dimension: rows of BLOCK elements, the last one shorter
-        rows = max(1, -(-sizes[0] // BLOCK)) if len(sizes) == 1 else math.prod(sizes[:-1])
         lines.append("    for (int64_t r = r0; r < r1; r++) {")
         lines += _row_bases(sizes, strides, len(d.inputs), numel)
         lines.append("        for (int64_t j = lo; j < hi; j++) {")
         lines += _body(d, [s[-1] for s in strides], t, len(d.steps))
         lines += [f"            o{k}[ob + j] = s{index};" for k, index in enumerate(d.outputs)]
         lines += ["        }", "    }"]
-    lines += ["}", "void ember_fused(intptr_t *ptrs) {", *fused_tail.enter(d)]
-    if numel >= PARALLEL_MIN and rows > 1:
-        lines += [
-            "#ifdef _OPENMP",
-            "#pragma omp parallel",
-            "    {",
-            "        int64_t n = omp_get_num_threads(), t = omp_get_thread_num();",
-            f"        int64_t per = ({rows} + n - 1) / n, lo = t * per;",
-            f"        int64_t hi = lo + per < {rows} ? lo + per : {rows};",
-            f"        if (lo < hi) rows(ptrs, lo, hi, {fused_tail.part(d)});",
-            "    }",
-            "#else",
-            f"    rows(ptrs, 0, {rows}, part);",
-            "#endif",
-        ]
+    lines += ["}", "void ember_fused(intptr_t *ptrs) {", *fused_tail.enter(d), *decl]
+    serial = f"    rows(ptrs, 0, {rows}, part);"
+    parallel = [
+        "#ifdef _OPENMP",
+        "#pragma omp parallel",
+        "    {",
+        "        int64_t n = omp_get_num_threads(), t = omp_get_thread_num();",
+        f"        int64_t per = ({rows} + n - 1) / n, lo = t * per;",
+        f"        int64_t hi = lo + per < {rows} ? lo + per : {rows};",
+        f"        if (lo < hi) rows(ptrs, lo, hi, {fused_tail.part(d)});",
+        "    }",
+        "#else",
+        serial,
+        "#endif",
+    ]
+    if sizes_at is not None:  # the sizes are known per call: so is the choice of threads
+        lines += [f"    if ({numel} >= {PARALLEL_MIN} && {rows} > 1) {{", *parallel, "    } else {"]
+        lines += [serial, "    }"]
+    elif numel >= PARALLEL_MIN and rows > 1:
+        lines += parallel
     else:
-        lines.append(f"    rows(ptrs, 0, {rows}, part);")
+        lines.append(serial)
     lines += [*fused_tail.leave(d, t), "}"]
     return "\n".join(lines) + "\n"
+
+
+def _row_kernel(d) -> bool:
+    """Whether ``d`` runs a row per iteration (fused_rows.py)."""
+    return d.steps[-1].op in ROW or _indexed(d) or any(getattr(s, "row", False) for s in d.steps)
+
+
+def _layout(d, row: bool) -> tuple:
+    """``(numel, rows, sizes, strides per input)`` of the loop nest at ``d``'s sizes."""
+    strides = [tuple(spec.strides) for spec in d.inputs]
+    return fused_sizes.layout(d.shape, strides, row, _collapse, BLOCK)
 
 
 # a thread's range of rows; ``part``: its partial sums of a row tail (fused_tail.py), or NULL

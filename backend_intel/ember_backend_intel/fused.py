@@ -55,7 +55,8 @@ def kernel(runtime, d):
     """``fn(*outs, *inputs)`` for description ``d`` on xpu, or None."""
     if getattr(d, "segments", ()):
         return _multi(runtime, d)
-    made = chain.source(d, dialect())
+    sized = chain.sizes_of(d)
+    made = chain.source(d, dialect(), sized)
     if made is None:
         return None
     text, work, lanes = made
@@ -68,7 +69,8 @@ def kernel(runtime, d):
     extras = [size for _name, _kind, size in tail.extras(d, 8 if d.dtype == "float64" else 4)]
 
     def run(*tensors):
-        if not work:
+        count, sizes = (work, ()) if sized is None else sized.arguments(tensors)
+        if not count:
             return
         dev = device_of(runtime, tensors[0])
         args = [x for t in tensors for x in (t._storage.handle, offset(t))]
@@ -77,10 +79,11 @@ def kernel(runtime, d):
             args += [x for buffer in scratch for x in (buffer, 0)]
             if checked:  # indices checked into the status word: raise as eager does
                 args.append(dev.status)
+            args += [np.int64(n) for n in sizes]  # a size-generic chain's numbers per call
             kernels = program(dev)
             k = kernels[chain.KERNEL]
             if not lanes:  # a work-item per element or row
-                dev.launch(k, work, *args)
+                dev.launch(k, count, *args)
             else:  # a work-group per row: a power of two, at most lanes
                 local = min(k.local, lanes)
                 groups = min(work, dev.max_groups)
@@ -94,6 +97,8 @@ def kernel(runtime, d):
                 check_status(dev, op, d.dtype, lambda _: detail.format(bad=bad()))
 
     run.source = text
+    if sized is not None:
+        run.dynamic = sized.dims  # what the compiler checks: this kernel takes the sizes
     return run
 
 

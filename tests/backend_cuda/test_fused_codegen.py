@@ -156,11 +156,32 @@ DESCRIPTIONS = {
        for n in (13, 300)},
     **{f"row_tail_{t}_{n}_{k}": _row_tail(t, (37, n), k) for t in ("float32", "float64")
        for n in (13, 300) for k in (False, True)},
+    # a size-generic program's chain: the sizes of the dynamic dims are kernel arguments
+    "dynamic_batch_f64": dataclasses.replace(_chain(), dynamic=(0,)),
+    "dynamic_two_dims_f32": dataclasses.replace(_chain(dtype="float32"), dynamic=(0, 1)),
 }  # fmt: skip
 
 
+def _source(d, dialect):
+    return chain.source(d, dialect, chain.sizes_of(d))
+
+
+def test_dynamic_sizes_are_arguments():
+    """A description with dynamic dims: the element count and the outer size and strides are
+    ``em_<i>`` arguments, the row length a constant, the same text for every batch; a row
+    kernel with a dynamic dim is declined."""
+    d = DESCRIPTIONS["dynamic_batch_f64"]
+    text, _work, _lanes = _source(d, CUDA)
+    assert "em_i64 em_0" in text and "i < em_0" in text
+    other = dataclasses.replace(_chain(shape=(9, 6, 8)), dynamic=(0,))
+    assert _source(other, CUDA)[0] == text
+    assert chain.source(d, CUDA) is None  # no sizes: never a fixed-size kernel for it
+    rows = dataclasses.replace(DESCRIPTIONS["softmax_f64"], dynamic=(0,))
+    assert chain.sizes_of(rows) is None and chain.source(rows, CUDA) is None
+
+
 def _texts(dialect) -> dict:
-    found = {name: chain.source(d, dialect)[0] for name, d in DESCRIPTIONS.items()}
+    found = {name: _source(d, dialect)[0] for name, d in DESCRIPTIONS.items()}
     found["multi_f32"] = multi.source(_multi(), dialect)
     found["multi_f64"] = multi.source(_multi("float64"), dialect)
     return found
@@ -210,7 +231,7 @@ def test_opencl_text_builds_on_pocl():
     context = cl.Context([device])
     head = "#define EM_FP64 1\n" + source("ember.h") + source("ewmath.cl") + OPENCL_HEAD
     for d in DESCRIPTIONS.values():
-        text, _work, _lanes = chain.source(d, xpu_fused.dialect())
+        text, _work, _lanes = _source(d, xpu_fused.dialect())
         cl.Program(context, head + text).build()
     for d in (_multi(), _multi("float64")):
         cl.Program(context, head + multi.source(d, xpu_fused.dialect(), slots=3)).build()

@@ -102,10 +102,10 @@ def test_slices_of_a_size_stay_symbolic():
 @pytest.mark.parametrize(
     "fn",
     [
-        lambda x: x * 2 if x.shape[0] > 3 else x - 1,  # a size compared in Python
         lambda x: x.reshape(int(x.shape[0]), -1) * 2,  # a size made a plain int
+        lambda x: x * 2 if x.sum(1).shape[0] > 3 else x - 1,  # an intermediate's size compared
     ],
-    ids=["compare", "int"],
+    ids=["int", "compare_intermediate"],
 )
 def test_a_baked_size_falls_back_to_a_graph_per_size(fn, capsys):
     compiled = ember.compile(fn, dynamic=True)

@@ -214,3 +214,18 @@ def test_reshape_of_a_contiguous_value_is_built_directly(device):
     for g, w in zip(got, f(x)):
         assert (g.shape, g.stride(), g.is_contiguous()) == (w.shape, w.stride(), w.is_contiguous())
         np.testing.assert_array_equal(g.cpu().numpy(), w.cpu().numpy())
+
+
+def test_contiguous_of_a_transposed_view_then_view():
+    """``contiguous`` is not lowered to its decomposition traced on contiguous zeros (which
+    returns its input as is): the replay copies a transposed input before ``view``."""
+
+    def f(x):
+        return (x * 2).transpose(1, 2).contiguous().view(x.shape[0], -1)
+
+    compiled = ember.compile(f)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4))
+    with ember.no_grad():
+        compiled(ember.tensor(x))
+        out = compiled(ember.tensor(x))
+    np.testing.assert_array_equal(out.numpy(), (x * 2).transpose(0, 2, 1).reshape(2, -1))

@@ -52,14 +52,16 @@ def kernel(runtime, description):
         return None
     if getattr(description, "segments", ()):
         return _multi(runtime, description, dialect)
-    made = chain.source(description, dialect)
+    sized = chain.sizes_of(description)
+    made = chain.source(description, dialect, sized)
     if made is None:
         return None
     text, work, lanes = made
     checked = chain.checked(description)
     extras = [size for _name, _kind, size in tail.extras(description, _itemsize(description))]
     count = len(description.outputs) + len(description.inputs) + len(extras) + checked
-    function = _builder(runtime, text, chain.KERNEL, "P" * count)
+    numbers = "q" * (sum(sized.varies) if sized is not None else 0)  # the sizes per call
+    function = _builder(runtime, text, chain.KERNEL, "P" * count + numbers)
     if function is None:
         return None
     totals = tail.totals(description)
@@ -68,17 +70,19 @@ def kernel(runtime, description):
     starts = [sum(-(-size // 256) * 256 for size in extras[:k]) for k in range(len(extras) + 1)]
 
     def run(*tensors):
-        if work:
+        count, sizes = (work, ()) if sized is None else sized.arguments(tensors)
+        if count:
             index = device(tensors[0])
             sm = runtime.sm_count(index)
             # a block per row (lanes), or a thread per element or row
-            blocks = min(work, sm * launch.BLOCKS_PER_SM) if lanes else launch.grid(work, sm)
+            blocks = min(count, sm * launch.BLOCKS_PER_SM) if lanes else launch.grid(count, sm)
             args = [addr(t) for t in tensors]
             if extras:  # a row tail's scratch: output rows, the sums' columns, the indices
                 at = runtime.scratch(index, starts[-1])
                 args += [at + start for start in starts[:-1]]
             if checked:
                 args.append(runtime.status_word(index))
+            args += sizes
             runtime.call(index, function(index), blocks, lanes or launch.BLOCK, *args)
             if totals:  # one block adds the columns in a fixed order
                 runtime.call(index, total(index), 1, rows.LANES, *args)
@@ -86,6 +90,8 @@ def kernel(runtime, description):
                 _check(runtime, index, description, tensors, args)
 
     run.source = text
+    if sized is not None:
+        run.dynamic = sized.dims  # what the compiler checks: this kernel takes the sizes
     return run
 
 

@@ -74,11 +74,16 @@ def unravel(sizes: list, strides: list, at: str, indent: str, i64: str) -> list:
     return lines
 
 
-def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
+def source(d, dialect: Dialect, sized=None) -> tuple[str, int, int] | None:
     """``(text, work, lanes)`` of ``d``'s kernel (the dialect's prelude not included): ``work``
     elements or rows, ``lanes`` work-items per row (0: a work-item per element or row); or
-    None."""
+    None. ``sized``: for a description with ``dynamic`` dims, the CPU plugin's
+    ``fused_sizes.Sizes`` of an elementwise chain (``sizes``): the numbers that change with the
+    sizes are ``i64`` kernel arguments after the tensors (``em_<i>``: ``Sizes.varying``), the
+    others constants."""
     if not known(d) or getattr(d, "segments", ()):
+        return None
+    if getattr(d, "dynamic", ()) and (sized is None or rows.rowwise(d)):
         return None
     end = tail.body_end(d)
     *body_steps, last = d.steps[: end + 1]
@@ -94,6 +99,8 @@ def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
     if functions is None:
         return None
     params, bases = signature(d, dialect)
+    if sized is not None:
+        params += [f"{dialect.i64} em_{i}" for i, v in enumerate(sized.varies) if v]
     lines = [*functions, f"{dialect.kernel} {KERNEL}({', '.join(params)}) {{", *bases]
     strides = [list(i.strides) for i in d.inputs]
     i64 = dialect.i64
@@ -113,7 +120,10 @@ def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
     else:
         work, lanes = math.prod(d.shape), 0
         sizes, collapsed = coalesce(tuple(d.shape) or (1,), [s or [0] for s in strides])
-        lines.append(_grid_loop(dialect, "i", work))
+        count = work
+        if sized is not None:  # the numbers that change with the sizes are arguments
+            count, _rows, sizes, collapsed, _decl = sized.named()
+        lines.append(_grid_loop(dialect, "i", count))
         lines += unravel(list(sizes), [list(s) for s in collapsed], "i", " " * 8, i64)
         lines += body(d, dialect, [f"b{k}" for k in range(len(d.inputs))], len(d.steps), " " * 8)
         lines += [f"        o{k}[i] = s{index};" for k, index in enumerate(d.outputs)]
@@ -122,6 +132,21 @@ def source(d, dialect: Dialect) -> tuple[str, int, int] | None:
         whole = rows.Row(dialect, work, True)
         lines += tail.total_kernel(d, dialect, whole, rows.LANES, params, bases)
     return "\n".join(lines) + "\n", work, lanes
+
+
+def sizes_of(d):
+    """The CPU plugin's ``fused_sizes.Sizes`` of an elementwise chain with ``dynamic`` dims
+    (its loop nest's numbers per call), or None (no dynamic dims, a row kernel, a nest that
+    differs between sizes)."""
+    if not getattr(d, "dynamic", ()) or rows.rowwise(d):
+        return None
+    from ember_backend_cpu.fused_sizes import Sizes
+
+    def merged(shape, strides):
+        return coalesce(tuple(shape) or (1,), [s or [0] for s in strides])
+
+    found = Sizes(d, False, merged, 1)
+    return None if found.why else found
 
 
 def _grid_loop(dialect: Dialect, var: str, count: int) -> str:

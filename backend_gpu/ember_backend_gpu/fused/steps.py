@@ -21,7 +21,7 @@ INDEXED = frozenset(("full", "scatter_add"))
 # The FusedKernel fields the generators read; a description that sets another (a later
 # fusion feature) is declined rather than half understood.
 KNOWN = frozenset(("device_type", "shape", "dtype", "inputs", "steps", "outputs", "segments",
-                   "writes", "features"))  # fmt: skip
+                   "writes", "features", "dynamic"))  # fmt: skip
 # The description features (``FusedKernel.features``) the generators write; a description
 # listing another is declined and the scheduler plans the program again without it
 FEATURES = frozenset(("row_steps", "row_index", "row_tail"))
