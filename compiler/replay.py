@@ -231,17 +231,18 @@ class _Program(_Writer):
         typ = node.output().type()
         names = [self.shape(node.output()), self.bind(typ.dtype(), "D")]
         names.append(self.bind(typ.device(), "DEV"))
-        kept = _kept_sizes(node)
+        kept = _kept_sizes(node, self.sizes_of(node.inputsAt(0)))
         if kept is None:
             out.append(f"{indent}{target} = {self.alloc(node.output(), *names)}")
             out.append(f"{indent}{self.bind(kernel, 'K')}({target}, {', '.join(args)})")
             return
         # without keepdim: the kernel writes the keepdim shape (its contract), and the result
         # is that buffer without the size-1 dims, as the runner's squeeze makes it
-        buffer = f"empty({self.bind(kept, 'S')}, {names[1]}, {names[2]})"
+        # (sizes_of: expressions of the call's sizes in a generic program, replay_dynamic.py)
+        buffer = f"empty(({''.join(f'{n}, ' for n in kept)}), {names[1]}, {names[2]})"
         out.append(f"{indent}{target} = {buffer}")
         out.append(f"{indent}{self.bind(kernel, 'K')}({target}, {', '.join(args)})")
-        strides = self.bind(contiguous_strides(tuple(typ.sizes())), "ST")
+        strides = self.strides(node.output())
         out.append(
             f"{indent}{target} = {self.bind(_squeezed, 'SQ')}({target}, {names[0]}, {strides})"
         )
@@ -366,13 +367,14 @@ def _reduction_kernel(node):
     return None if kernel is None else (kernel, 1, (dims,))
 
 
-def _kept_sizes(node):
-    """The keepdim shape a reduction without keepdim writes (``_reduction_kernel``), else
-    None (a keepdim reduction, a product: the kernel writes the result itself)."""
+def _kept_sizes(node, sizes: tuple):
+    """The keepdim shape a reduction without keepdim writes (``_reduction_kernel``) for an
+    input of ``sizes`` (ints or a generic program's size expressions), else None (a keepdim
+    reduction, a product: the kernel writes the result itself)."""
     found = _reduction_kernel(node)
     if found is None or fusion_steps._literal(node.inputsAt(2)):
         return None
-    sizes, dims = node.inputsAt(0).type().sizes(), found[2][0]
+    dims = found[2][0]
     return tuple(1 if i in dims else n for i, n in enumerate(sizes))
 
 
