@@ -8,6 +8,8 @@ switch is one entry in a ``Switches`` table.
 
 from __future__ import annotations
 
+import sys
+
 FLAGS: dict[str, dict] = {}
 
 
@@ -105,8 +107,8 @@ class _XNNPACK:
 
 
 cuda = _Cuda()
-# Accepted so that PyTorch scripts setting them run; no ember backend uses cuDNN, oneDNN
-# (mkldnn), MKL or Metal (mps): setting their flags changes nothing.
+# Accepted so that PyTorch scripts setting them run; no ember backend uses cuDNN, MKL or Metal
+# (mps), and ember's oneDNN matmul does not read the mkldnn switches: setting them changes nothing.
 cudnn = _Unused("cuda", "cudnn.", {"enabled": True, "benchmark": False,
                                     "deterministic": False, "allow_tf32": True})  # fmt: skip
 mkldnn = _Unused("cpu", "mkldnn.", {"enabled": True, "deterministic": False})
@@ -114,3 +116,9 @@ mkl = _Unused("cpu", "mkl.", {})
 mps = _Unused("mps", "mps.", {})
 openmp = _OpenMP()
 xnnpack = _XNNPACK()
+
+# Programs reach these as modules (`import torch.backends.cudnn as cudnn`, `from
+# torch.backends import cuda`): each switch object is also importable under its dotted name.
+SUBMODULES = ("cuda", "cudnn", "mkldnn", "mkl", "mps", "openmp", "xnnpack")
+for _name in SUBMODULES:
+    sys.modules[f"{__name__}.{_name}"] = globals()[_name]

@@ -186,6 +186,24 @@ def test_backend_availability_queries():
         b.cudnn.benchmrk = True
 
 
+@pytest.mark.parametrize("name", ember.backends.SUBMODULES)
+def test_backend_switches_import_as_modules(name):
+    # `import torch.backends.cudnn as cudnn` is how scripts reach them (the ImageNet example)
+    import importlib
+
+    import torch.backends  # noqa: F401  (the oracle: each name is a module there too)
+
+    importlib.import_module(f"torch.backends.{name}")
+    ours = importlib.import_module(f"ember.backends.{name}")
+    assert ours is getattr(ember.backends, name)
+    namespace: dict = {}
+    exec(
+        f"import ember.backends.{name} as alias\nfrom ember.backends import {name} as other",
+        namespace,
+    )
+    assert namespace["alias"] is namespace["other"] is ours
+
+
 def test_xnnpack_flag_is_read_only_as_torch():
     import torch.backends.xnnpack
 
