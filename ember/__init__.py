@@ -143,6 +143,7 @@ from . import (
     nn,
     optim,
     profiler,
+    random,
     signal,
     special,
     utils,
