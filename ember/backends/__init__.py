@@ -51,6 +51,36 @@ class _Cuda:
         "allow_fp16_reduced_precision_reduction": True,
     })  # fmt: skip
 
+    # scaled_dot_product_attention's kernel choice (PyTorch keeps it here for every device):
+    # ember's CPU attention runs PyTorch's flash or math path by these, which also decide the
+    # graph's node and "No available kernel"; the GPU backends have one attention kernel.
+    sdp = Switches("cuda", "sdp.", {"flash": True, "math": True, "mem_efficient": True,
+                                    "cudnn": True})  # fmt: skip
+
+    def enable_flash_sdp(self, enabled: bool) -> None:
+        self.sdp.flash = enabled
+
+    def flash_sdp_enabled(self) -> bool:
+        return self.sdp.flash
+
+    def enable_math_sdp(self, enabled: bool) -> None:
+        self.sdp.math = enabled
+
+    def math_sdp_enabled(self) -> bool:
+        return self.sdp.math
+
+    def enable_mem_efficient_sdp(self, enabled: bool) -> None:
+        self.sdp.mem_efficient = enabled
+
+    def mem_efficient_sdp_enabled(self) -> bool:
+        return self.sdp.mem_efficient
+
+    def enable_cudnn_sdp(self, enabled: bool) -> None:
+        self.sdp.cudnn = enabled
+
+    def cudnn_sdp_enabled(self) -> bool:
+        return self.sdp.cudnn
+
     @staticmethod
     def is_built() -> bool:
         """Whether an ember CUDA backend is installed (``torch.backends.cuda.is_built``)."""

@@ -86,15 +86,35 @@ def _scaled_dot_product_attention(
             blocked = attn_mask.logical_not()
         else:
             additive = attn_mask
+    flash = _cpu_kernel(call)
     weights = attention_weights(query, key, scale, blocked, additive, is_causal, dropout_p)
     out = ember.matmul(weights, value)
-    if not flash_on_cpu(call):
+    if not flash:
         return out  # PyTorch's math path: its matmuls and softmax, as ember's parts show
     out = _like(out, query)
     if not out.requires_grad:
         return out
     inputs = (call["query"], call["key"], call["value"])
     return present(out, _FLASH_NODE, *inputs, saved=call, outputs={"output": out})
+
+
+def _cpu_kernel(call: dict) -> bool:
+    """Whether the call runs as PyTorch's CPU flash kernel (else its math path), by the kernels
+    ``sdpa_kernel``/``torch.backends.cuda.enable_*_sdp`` allow; PyTorch's errors where none
+    may run. Other devices have one attention kernel: the switches do not choose there."""
+    switches = ember.backends.cuda.sdp
+    if call["query"].device.type != "cpu":
+        return False
+    if switches.flash and flash_on_cpu(call):
+        return True
+    if switches.math:
+        return False
+    if not switches.flash:
+        raise RuntimeError(
+            "No viable backend for scaled_dot_product_attention was found. This is likely due "
+            "to turning off both the math kernel and the fused kernels."
+        )
+    raise RuntimeError("No available kernel.  Aborting execution.")
 
 
 def _like(out, query):
