@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
+from ember._hooks import RemovableHandle
 from ember._tensor import Tensor
 
 from . import engine
@@ -116,7 +117,7 @@ def allow_mutation_on_saved_tensors():
     return allow()
 
 
-class _MultiHandle:
+class _MultiHandle(RemovableHandle):
     """Removes the hooks ``register_multi_grad_hook`` put on each tensor."""
 
     def __init__(self, handles):
@@ -125,12 +126,6 @@ class _MultiHandle:
     def remove(self) -> None:
         for handle in self.handles:
             handle.remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _grad_fn_or_grad_acc(t: Tensor):

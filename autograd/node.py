@@ -9,6 +9,7 @@ import threading
 import weakref
 
 from ember._dtype import FLOATING
+from ember._hooks import RemovableHandle
 from ember._tensor import Tensor, make
 from ember.dispatcher.mathbits import keep_bits
 
@@ -478,7 +479,7 @@ def _known(meta, k: int) -> bool:
     return k < len(meta) and meta[k] is not None
 
 
-class _Handle:
+class _Handle(RemovableHandle):
     """Returned by register_hook; ``remove()`` unregisters."""
 
     def __init__(self, owner, attribute: str, hook):

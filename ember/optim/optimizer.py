@@ -12,7 +12,6 @@ exports it as a 0-d float32 tensor, PyTorch's layout, and ``load_state_dict`` ta
 from __future__ import annotations
 
 import functools
-import itertools
 import struct
 import warnings
 from collections import OrderedDict, defaultdict
@@ -21,6 +20,7 @@ from copy import deepcopy
 from typing import Any
 
 import ember
+from ember._hooks import RemovableHandle
 from ember._tensor import Tensor
 from ember.autograd import enable_grad, no_grad
 
@@ -46,19 +46,6 @@ class _Required:
 
 
 required = _Required()
-
-
-class RemovableHandle:
-    """Returned by the hook registration methods; ``remove()`` unregisters the hook."""
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks: OrderedDict):
-        self.hooks = hooks
-        self.id = next(self._ids)
-
-    def remove(self) -> None:
-        self.hooks.pop(self.id, None)
 
 
 def check_nonnegative(**values) -> None:

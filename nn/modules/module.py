@@ -9,6 +9,7 @@ import warnings
 from collections import OrderedDict
 
 from ember import _profiler_modules as _scopes
+from ember._hooks import RemovableHandle
 from ember._tensor import Tensor
 from ember.autograd import module_hooks as _bw
 
@@ -16,7 +17,7 @@ from ..parameter import Buffer, Parameter
 from ._state import StateDict
 
 
-class _Handle:
+class _Handle(RemovableHandle):
     """Removes one hook from its table (and from the tables of its options)."""
 
     _ids = itertools.count()
@@ -29,12 +30,6 @@ class _Handle:
         self.table.pop(self.id, None)
         for options in self.option_sets:
             options.discard(self.id)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def register_module_full_backward_hook(hook):

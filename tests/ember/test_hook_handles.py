@@ -1,0 +1,46 @@
+"""``ember.utils.hooks.RemovableHandle``: torch's class and constructor (libraries build their
+own hook tables with it), and the handle type of every ember hook registration."""
+
+import pickle
+from collections import OrderedDict
+
+import torch.utils.hooks
+
+import ember
+from ember.utils.hooks import RemovableHandle
+
+
+def test_handle_removes_from_its_tables_as_torch():
+    for cls in (RemovableHandle, torch.utils.hooks.RemovableHandle):
+        hooks, extra = OrderedDict(), OrderedDict()
+        handle = cls(hooks, extra_dict=[extra])
+        hooks[handle.id] = extra[handle.id] = print
+        other = cls(hooks)
+        hooks[other.id] = len
+        assert handle.id != other.id
+        with handle:
+            assert handle.id in hooks
+        assert handle.id not in hooks and handle.id not in extra and other.id in hooks
+        handle.remove()  # twice: nothing left to remove
+        copy = pickle.loads(pickle.dumps(other))
+        assert copy.id == other.id
+
+
+def test_every_registration_returns_a_removable_handle():
+    x = ember.ones(2, requires_grad=True)
+    y = x * 2
+    model = ember.nn.Linear(2, 2)
+    optimizer = ember.optim.SGD(model.parameters(), lr=0.1)
+    handles = [
+        x.register_hook(lambda g: g),
+        y.grad_fn.register_hook(lambda gi, go: None),
+        model.register_forward_hook(lambda m, i, o: None),
+        model.register_full_backward_hook(lambda m, gi, go: None),
+        optimizer.register_step_post_hook(lambda o, a, k: None),
+        ember.autograd.graph.register_multi_grad_hook((x,), lambda grads: None),
+    ]
+    for handle in handles:
+        assert isinstance(handle, RemovableHandle)
+        with handle:
+            pass
+    model(ember.ones(1, 2)).sum().backward()  # the removed hooks no longer run
