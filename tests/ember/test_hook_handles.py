@@ -27,20 +27,23 @@ def test_handle_removes_from_its_tables_as_torch():
 
 
 def test_every_registration_returns_a_removable_handle():
+    ran = []
     x = ember.ones(2, requires_grad=True)
     y = x * 2
     model = ember.nn.Linear(2, 2)
     optimizer = ember.optim.SGD(model.parameters(), lr=0.1)
     handles = [
-        x.register_hook(lambda g: g),
-        y.grad_fn.register_hook(lambda gi, go: None),
-        model.register_forward_hook(lambda m, i, o: None),
-        model.register_full_backward_hook(lambda m, gi, go: None),
-        optimizer.register_step_post_hook(lambda o, a, k: None),
-        ember.autograd.graph.register_multi_grad_hook((x,), lambda grads: None),
+        x.register_hook(lambda g: ran.append("tensor")),
+        y.grad_fn.register_hook(lambda gi, go: ran.append("node")),
+        model.register_forward_hook(lambda m, i, o: ran.append("forward")),
+        model.register_full_backward_hook(lambda m, gi, go: ran.append("backward")),
+        optimizer.register_step_post_hook(lambda o, a, k: ran.append("step")),
+        ember.autograd.graph.register_multi_grad_hook((x,), lambda grads: ran.append("multi")),
     ]
     for handle in handles:
         assert isinstance(handle, RemovableHandle)
         with handle:
             pass
-    model(ember.ones(1, 2)).sum().backward()  # the removed hooks no longer run
+    (model(ember.ones(1, 2)).sum() + y.sum()).backward()
+    optimizer.step()
+    assert ran == []  # every hook was removed by its handle's with-block
