@@ -57,36 +57,31 @@ class _Cuda:
     sdp = Switches("cuda", "sdp.", {"flash": True, "math": True, "mem_efficient": True,
                                     "cudnn": True})  # fmt: skip
 
-    def enable_flash_sdp(self, enabled: bool) -> None:
-        self.sdp.flash = enabled
-
-    def flash_sdp_enabled(self) -> bool:
-        return self.sdp.flash
-
-    def enable_math_sdp(self, enabled: bool) -> None:
-        self.sdp.math = enabled
-
-    def math_sdp_enabled(self) -> bool:
-        return self.sdp.math
-
-    def enable_mem_efficient_sdp(self, enabled: bool) -> None:
-        self.sdp.mem_efficient = enabled
-
-    def mem_efficient_sdp_enabled(self) -> bool:
-        return self.sdp.mem_efficient
-
-    def enable_cudnn_sdp(self, enabled: bool) -> None:
-        self.sdp.cudnn = enabled
-
-    def cudnn_sdp_enabled(self) -> bool:
-        return self.sdp.cudnn
-
     @staticmethod
     def is_built() -> bool:
         """Whether an ember CUDA backend is installed (``torch.backends.cuda.is_built``)."""
         import importlib.util
 
         return importlib.util.find_spec("ember_backend_cuda") is not None
+
+
+def _sdp_accessors(kernel: str):
+    """``enable_<kernel>_sdp(enabled)`` and ``<kernel>_sdp_enabled()``, torch.backends.cuda's
+    pair for one attention kernel, over its ``sdp`` switch."""
+
+    def enable(self, enabled: bool) -> None:
+        setattr(self.sdp, kernel, enabled)
+
+    def enabled(self) -> bool:
+        return getattr(self.sdp, kernel)
+
+    return enable, enabled
+
+
+for _kernel in ("flash", "math", "mem_efficient", "cudnn"):
+    _enable, _enabled = _sdp_accessors(_kernel)
+    setattr(_Cuda, f"enable_{_kernel}_sdp", _enable)
+    setattr(_Cuda, f"{_kernel}_sdp_enabled", _enabled)
 
 
 class _Unused(Switches):
