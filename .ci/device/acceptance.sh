@@ -15,7 +15,8 @@ python3 -c "import torch, scipy, numpy; print('oracle: torch', torch.__version__
 export PYTHONUNBUFFERED=1
 timeout 150 python3 benchmarks/bench_cuda.py --repeat 3 2>&1 | tee "$OUT/bench.log"
 # where the GPT step's time goes (host, kernels, which kernels), each library in its own process
-timeout 120 python3 benchmarks/cuda_step_profile.py 2>&1 | tee "$OUT/profile.log"
+# (PROFILE=0 skips it when device time is short)
+[ "${PROFILE:-1}" = 0 ] || timeout 120 python3 benchmarks/cuda_step_profile.py 2>&1 | tee "$OUT/profile.log"
 left=$((${BUDGET:-470} - SECONDS)); echo "tests get $left s"
 EMBER_TEST_DEVICES=cuda timeout "$left" python3 -m pytest -v ${TESTS:-tests/ops tests/autograd tests/nn tests/backend_cuda} \
     -n 16 -p no:cacheprovider --timeout 90 -rfE --junitxml="$OUT/junit.xml" > "$OUT/tests.log" 2>&1
