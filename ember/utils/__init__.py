@@ -2,6 +2,6 @@
 ``ember.utils.checkpoint`` (activation checkpointing)."""
 
 from .._swap import swap_tensors
-from . import benchmark, checkpoint, data, hooks
+from . import _pytree, benchmark, checkpoint, data, hooks
 
 __all__ = ["benchmark", "checkpoint", "data", "hooks", "swap_tensors"]
