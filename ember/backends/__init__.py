@@ -118,6 +118,37 @@ def _cpu_kernels_use_openmp() -> bool:
     return False
 
 
+class _Cpu:
+    @staticmethod
+    def get_cpu_capability() -> str:
+        """The vector instruction set the CPU kernels run ("AVX512", "AVX2" or "DEFAULT"), as
+        torch.backends.cpu names it: ember's kernels carry AVX2 and AVX-512 clones
+        (``target_clones``, ember_cpu.h) and the loader picks by the same CPU features."""
+        return _cpu_capability(_cpu_flags())
+
+
+# the x86-64-v4 and v3 levels' features: what __builtin_cpu_supports checks for the clones
+_AVX512 = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
+_AVX2 = {"avx", "avx2", "fma", "bmi1", "bmi2", "f16c", "movbe", "abm"}  # abm: LZCNT
+
+
+def _cpu_flags() -> set:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _cpu_capability(flags: set) -> str:
+    if flags >= _AVX512:
+        return "AVX512"
+    return "AVX2" if flags >= _AVX2 else "DEFAULT"
+
+
 class _XNNPACK:
     """torch.backends.xnnpack: whether the XNNPACK engine is on (never: ember has none); the
     flag is read-only, as PyTorch's."""
@@ -131,6 +162,7 @@ class _XNNPACK:
         raise RuntimeError("Assignment not supported")
 
 
+cpu = _Cpu()
 cuda = _Cuda()
 # Accepted so that PyTorch scripts setting them run; no ember backend uses cuDNN, MKL or Metal
 # (mps), and ember's oneDNN matmul does not read the mkldnn switches: setting them changes nothing.
@@ -144,6 +176,6 @@ xnnpack = _XNNPACK()
 
 # Programs reach these as modules (`import torch.backends.cudnn as cudnn`, `from
 # torch.backends import cuda`): each switch object is also importable under its dotted name.
-SUBMODULES = ("cuda", "cudnn", "mkldnn", "mkl", "mps", "openmp", "xnnpack")
+SUBMODULES = ("cpu", "cuda", "cudnn", "mkldnn", "mkl", "mps", "openmp", "xnnpack")
 for _name in SUBMODULES:
     sys.modules[f"{__name__}.{_name}"] = globals()[_name]

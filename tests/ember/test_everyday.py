@@ -508,3 +508,16 @@ def test_to_empty_and_assign_load_match_torch():
         results.append((shape, device, str(lin.weight.dtype).split(".")[1],
                         type(lin.weight).__name__, lin.weight.requires_grad))  # fmt: skip
     assert results[0] == results[1]
+
+
+def test_cpu_capability_as_torch():
+    import torch.backends.cpu
+
+    import ember.backends.cpu
+
+    assert ember.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
+    levels = ember.backends._cpu_capability
+    v3 = {"avx", "avx2", "fma", "bmi1", "bmi2", "f16c", "movbe", "abm", "sse4_2"}
+    assert levels(v3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}) == "AVX512"
+    assert levels(v3 | {"avx512f"}) == "AVX2"  # AVX-512 without BW/VL: no v4 clone
+    assert levels(v3 - {"fma"}) == "DEFAULT"
