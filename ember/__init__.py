@@ -142,6 +142,7 @@ from . import (
     multiprocessing,
     nn,
     optim,
+    overrides,
     profiler,
     random,
     signal,
