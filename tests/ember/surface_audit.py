@@ -63,7 +63,6 @@ LEFT_OUT = {
     "torch.utils.checkpoint.SAC_IGNORED_OPS": "aten op set; ember's policies see ember.ops",
     "torch.testing.FileCheck": "TorchScript's C++ IR pattern checker",
     "torch.testing.assert_allclose": "deprecated in torch since 1.12 for assert_close",
-    "torch.backends.cpu": "no capability dispatch to report: kernels pick AVX2 clones per function",
     "torch.backends.cusparselt": "no cuSPARSELt in ember's CUDA backend",
     "torch.backends.kleidiai": "no KleidiAI (Arm) kernels",
     "torch.backends.mha": "no fused MultiheadAttention fast path to switch off",
