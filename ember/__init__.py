@@ -139,6 +139,7 @@ from . import (
     fft,
     func,
     linalg,
+    mps,
     multiprocessing,
     nn,
     optim,
