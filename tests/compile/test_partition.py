@@ -158,3 +158,13 @@ def test_dropout_mask_is_saved_not_drawn_again(device, monkeypatch):
     assert joint.saved_bytes < 72256  # every value the backward reads, as before
     ember.manual_seed(10)
     assert joint.saved_bytes <= saved_bytes(twin(x))
+
+
+def test_explain_reports_the_bytes_saved():
+    ours, _ = _pair("mlp", "cpu")
+    x = ember.tensor(np.random.default_rng(1).standard_normal((BATCH, T, D)))
+    out = ember._dynamo.explain(ours)(x)
+    assert out.saved_bytes == 8 * (x.numel() + BATCH * T * 4 * D + 4 * D * D)
+    assert f"Saved for backward: {out.saved_bytes} bytes" in str(out)
+    with ember.no_grad():
+        assert ember._dynamo.explain(ours)(x).saved_bytes is None
