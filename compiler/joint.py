@@ -185,7 +185,7 @@ def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static
         if value in defined and value not in inline and value not in saved:
             saved.append(value)
     # cheap forward values recomputed by the backward where that saves bytes (partition.py)
-    saved, recomputed = partition.choose(ahead, [*inputs, *taken], saved, inline)
+    saved, recomputed = partition.choose(ahead, [*inputs, *taken], saved, inline, after)
     body = constants + partition.placed(recomputed, after)
     forward = ([*inputs, *taken], ahead, [*outputs, *saved], "compiled_forward", n_out)
     backward = ([*saved, *seeds], body, list(grads), "compiled_backward", 0)

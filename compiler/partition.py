@@ -36,13 +36,15 @@ from ember.jit.ops import has_side_effects, is_view, mutates, prim_writes, resol
 from ember.jit.prims import PRIMS
 from ember.jit.types import TensorType
 
+from .fusion_steps import step_of
+
 # op kinds whose nodes are cheap to recompute (PyTorch's pointwise, view and misc ops)
 _CHEAP_KINDS = frozenset((Kind.ELEMENTWISE, Kind.VIEW, Kind.COPY, Kind.FACTORY))
 # ...except these: an uninitialised buffer (a second one holds other bytes)
 _NOT_RECOMPUTED = frozenset(("empty",))
 
 
-def choose(nodes, sources, needed, inline=frozenset()):
+def choose(nodes, sources, needed, inline=frozenset(), backward=()):
     """``(saved, recomputed)``: the forward values to save (a list) and the forward nodes the
     backward recomputes from them (a list, in forward order).
 
@@ -51,11 +53,12 @@ def choose(nodes, sources, needed, inline=frozenset()):
         sources: the values the forward program takes (inputs, parameters): always at hand.
         needed: the forward values the backward reads (or returns), in the order to keep.
         inline: values both programs make themselves (constants): never saved.
+        backward: the backward program's nodes (``_unfused``'s readers).
     """
     values = [v for v in sources if v not in inline]
     values += [v for n in nodes for v in n.outputs() if v not in inline]
     known = set(values) | set(inline)
-    banned = _banned(nodes)
+    banned = _banned(nodes) | _unfused(nodes, backward, set(needed))
     producer = {v: n for n in nodes for v in n.outputs()}
     flow = _Flow()
     scale = len(values) + 1  # one byte outweighs any number of saved tensors
@@ -119,6 +122,43 @@ def recomputable(node) -> bool:
     if base.name in _NOT_RECOMPUTED:
         return False
     return base.kind in _CHEAP_KINDS or is_view(op)
+
+
+def _unfused(nodes, backward, needed) -> set:
+    """Cheap nodes that compute (not a pure view or a scalar prim) whose recomputation would
+    cost a kernel of its own and reads tensors the backward would not need otherwise: the node
+    is no fusion step or a reader of its value (through pure views) is none, and one of its
+    tensor inputs is not ``needed``. Recomputing all cheap nodes made the GPT step of
+    bench_compile.py 6% slower (docs/compile.md); a recomputation that fuses costs next to
+    nothing, and one from values saved anyway (``gelu(h)`` from ``h``, ``softmax * mask``)
+    saves its bytes for one pass over them."""
+    readers: dict = {}
+    for node in [*nodes, *backward]:
+        for v in node.inputs():
+            readers.setdefault(v, []).append(node)
+
+    def fused(value) -> bool:
+        for reader in readers.get(value, ()):
+            if _pure_view(reader):
+                if not all(fused(v) for v in reader.outputs()):
+                    return False
+            elif not isinstance(step_of(reader), tuple):
+                return False
+        return True
+
+    return {
+        n
+        for n in nodes
+        if not (n.kind().startswith("prim::") or _pure_view(n))
+        and not (isinstance(step_of(n), tuple) and all(fused(v) for v in n.outputs()))
+        and not all(v in needed for v in n.inputs() if isinstance(v.type(), TensorType))
+    }
+
+
+def _pure_view(node) -> bool:
+    """A view op that never copies (``reshape``, ``contiguous`` may)."""
+    kind = node.kind()
+    return not kind.startswith("prim::") and resolve(kind).kind is Kind.VIEW
 
 
 def _banned(nodes) -> set:
