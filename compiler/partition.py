@@ -17,7 +17,9 @@ convolutions, reductions, norms, index ops (the cost is not worth their bytes), 
 (a second draw gives other numbers: the dropout mask is saved, or what it is made from), an
 uninitialised ``empty``, ops that write into an argument, and a node that reads a value which
 the forward writes into later, or whose own value it writes into later (recomputing it would
-see other data than the forward saw).
+see other data than the forward saw). A node that computes (not a pure view or scalar prim)
+is recomputed only where that fuses into a backward kernel or reads only values the backward
+keeps anyway (``_unfused``): the time a recomputation costs stays a pass over saved memory.
 
 Ties: the capacity is ``bytes * scale + 1``, so among cuts of equal bytes the one that saves
 fewer tensors wins, and among those the cut nearest the backward (the least recomputation:
