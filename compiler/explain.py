@@ -31,6 +31,9 @@ class ExplainOutput:
     total_bytes: int = 0
     # the fusion scheduler's plan (compiler/fusion.py): the elementwise chains and the others
     fusion: str = ""
+    # the compiled training pair (compiler/joint.py, partition.py): bytes its forward saves for
+    # its backward; None when the graph records no gradient (or the pair is not built)
+    saved_bytes: int | None = None
 
     def __str__(self) -> str:
         lines = [
@@ -55,6 +58,8 @@ class ExplainOutput:
         )
         if self.fusion:
             lines.append(f"Fusion: {self.fusion}")
+        if self.saved_bytes is not None:
+            lines.append(f"Saved for backward: {self.saved_bytes} bytes (the compiled pair)")
         return "\n".join(lines) + "\n"
 
 
@@ -80,7 +85,7 @@ def explain(f, *extra_args, **extra_kwargs):
         from . import guards
         from .region import split
 
-        leaves, _spec, _ = split(args, kwargs)
+        leaves, _spec, positions = split(args, kwargs)
         graph = region.graph if region is not None else None  # None: optimizer calls alone
         memory = plan_memory(graph) if graph is not None else {"peak": 0, "total": 0}
         return ExplainOutput(
@@ -97,8 +102,25 @@ def explain(f, *extra_args, **extra_kwargs):
             peak_bytes=memory["peak"],
             total_bytes=memory["total"],
             fusion=fusion.summary(graph) if graph is not None else "",
+            saved_bytes=_saved_bytes(region, root, [leaves[i] for i in positions]),
         )
 
     if extra_args or extra_kwargs:
         return inner(*extra_args, **extra_kwargs)
     return inner
+
+
+def _saved_bytes(region, root, tensors):
+    """What the compiled pair of ``region`` saves for its backward (the bytes its partition
+    chose), or None: no gradient recorded, a training step's region, or no pair."""
+    from ember.autograd.grad_mode import is_grad_enabled
+
+    from . import joint
+    from .region import Region
+
+    if type(region) is not Region or not is_grad_enabled():
+        return None
+    if not any(getattr(v.type(), "requires_grad", lambda: None)() for v in region.graph.outputs()):
+        return None
+    pair = joint.build(region, root, tensors)
+    return None if pair is None else pair.saved_bytes

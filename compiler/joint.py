@@ -39,7 +39,7 @@ from ember.autograd.node import SavedTensor
 from ember.jit.tracer import capture, current
 from ember.jit.types import TensorType
 
-from . import logs, overhead, replay
+from . import logs, overhead, partition, replay
 from .lower import expand
 
 
@@ -184,8 +184,11 @@ def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static
     for value in [v for n in after for v in n.inputs()] + list(grads):
         if value in defined and value not in inline and value not in saved:
             saved.append(value)
+    # cheap forward values recomputed by the backward where that saves bytes (partition.py)
+    saved, recomputed = partition.choose(ahead, [*inputs, *taken], saved, inline, after)
+    body = constants + partition.placed(recomputed, after)
     forward = ([*inputs, *taken], ahead, [*outputs, *saved], "compiled_forward", n_out)
-    backward = ([*saved, *seeds], constants + after, list(grads), "compiled_backward", 0)
+    backward = ([*saved, *seeds], body, list(grads), "compiled_backward", 0)
     if static:  # mode="reduce-overhead": buffers (overhead.py)
         forward, backward = overhead.training(graph, forward, backward) or (None, None)
     else:
@@ -195,7 +198,11 @@ def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static
     if forward is None or backward is None:
         return _refuse("control flow")
     saved_bytes = _bytes(saved)
-    logs.log("graphs", f"compiled backward: {len(after)} ops, {saved_bytes} bytes saved")
+    logs.log(
+        "graphs",
+        f"compiled backward: {len(after)} ops, {saved_bytes} bytes saved, "
+        f"{len(recomputed)} forward ops recomputed",
+    )
     return Joint(forward, backward, params, frozen, wanted, diff, n_out, saved_bytes, closed)
 
 
