@@ -78,10 +78,12 @@ def test_every_length_matches_torch(dtype, lag):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
 def test_long_runs_match_torch_on_any_thread_count(dtype, threads):
     """Runs whose levels carry up to the top, threaded or not; 3M copies of 0.1 (all lanes
-    round alike) among them."""
+    round alike) among them. Each thread takes a contiguous share of the blocks and units, cut
+    by rows: 7 threads cut them unevenly and leave some threads none (two tasks of a 70001-long
+    float64 run)."""
     runs = [
         np.full(3_000_017, 0.1, dtype),
         _spread(3_000_017, dtype, 1),

@@ -28,7 +28,9 @@
  * complete level-1 units (2^(2 lp) rows) after them are what the serial order would add into
  * levels 3 and 2 as single sums, so threads compute those sums and one thread adds them in the
  * serial order, then does the rest of the rows. The result is PyTorch's one-thread sum, on any
- * number of threads.
+ * number of threads. Each thread sums one contiguous share of those blocks, as each of PyTorch's
+ * threads sums one piece: taken one at a time on a dynamic schedule, the blocks read 10-25%
+ * slower at two threads (docs/performance_kernels.md, sum20d).
  */
 #ifndef EMBER_CASCADE_H
 #define EMBER_CASCADE_H
@@ -151,6 +153,17 @@ static inline int cs_can_thread(int64_t n) {
 #endif
 }
 
+/* The calling thread's rank in its team; the team's size (one thread without OpenMP). */
+static inline int64_t cs_team(int64_t *rank) {
+#ifdef _OPENMP
+    *rank = omp_get_thread_num();
+    return omp_get_num_threads();
+#else
+    *rank = 0;
+    return 1;
+#endif
+}
+
 /* Whether the AVX-512 build may run: the CPU has it and EMBER_CPU_AVX512=0 does not turn it off
  * (the tests compare the builds' bits that way). */
 static int cs_wide_allowed(void) {
@@ -168,6 +181,14 @@ static int cs_wide_allowed(void) {
  * bytes past a line; on aligned data the AVX-512 build reads 48-54 against 48-52). */
 static inline int cs_wide(const void *p) {
     return (uintptr_t)p % 64 == 0 && cs_wide_allowed();
+}
+
+/* The first thread task (cs_threads_*: `blocks` top-level blocks of 2^(3 lp) rows, then level-1
+ * units of 2^(2 lp) rows) that starts at or after row r. */
+static inline int64_t cs_task_at(int64_t r, int64_t blocks, int lp) {
+    const int64_t unit = (int64_t)1 << (2 * lp), block = unit << lp;
+    if (r <= blocks * block) return (r + block - 1) / block;
+    return blocks + (r - blocks * block + unit - 1) / unit;
 }
 
 /* CS_SUM(T, SFX): T cascade_sum_SFX(p, n), the sum of the n contiguous T at p, from the kernels
@@ -192,28 +213,35 @@ static inline int cs_wide(const void *p) {
     }                                                                                             \
                                                                                                   \
     /* Levels 2 and 3 (in acc, zeroed here) after the rows [0, returned) that threads summed    \
-     * (see the scheme above); 0 where threads do not pay. */                                     \
+     * (see the scheme above); 0 where threads do not pay. Each thread takes one contiguous      \
+     * share of the tasks, cut by rows (cs_task_at), as PyTorch gives each thread one piece.    \
+     */                                                                                           \
     static int64_t cs_threads_##SFX(const cs_##SFX##_kernel *k, T acc[][SFX##_ROW], const T *p,   \
                                     int64_t rows, int lp) {                                       \
         if (!cs_can_thread(rows * SFX##_ROW)) return 0;                                           \
         const int64_t unit = (int64_t)1 << (2 * lp), block = unit << lp;                          \
         const int64_t blocks = rows / block, units = (rows - blocks * block) / unit;              \
-        const int64_t tasks = blocks + units;                                                     \
+        const int64_t tasks = blocks + units, covered = blocks * block + units * unit;            \
         T(*part)[SFX##_ROW] = tasks >= 2 ? malloc(tasks * sizeof *part) : NULL;                   \
         if (!part) return 0; /* one thread: the same sum */                                      \
-        _Pragma("omp parallel for schedule(dynamic)")                                             \
-        for (int64_t t = 0; t < tasks; t++) {                                                     \
-            T a[CS_LEVELS][SFX##_ROW] = {{0}};                                                    \
-            const int top = t < blocks;                                                           \
-            const int64_t start = top ? t * block : blocks * block + (t - blocks) * unit;         \
-            k->span(a, p, start, start + (top ? block : unit), lp);                               \
-            memcpy(part[t], a[top ? 3 : 2], sizeof part[t]);                                      \
+        _Pragma("omp parallel")                                                                   \
+        {                                                                                         \
+            int64_t me;                                                                           \
+            const int64_t nt = cs_team(&me);                                                      \
+            const int64_t end = cs_task_at(covered * (me + 1) / nt, blocks, lp);                  \
+            for (int64_t t = cs_task_at(covered * me / nt, blocks, lp); t < end; t++) {           \
+                T a[CS_LEVELS][SFX##_ROW] = {{0}};                                                \
+                const int top = t < blocks;                                                       \
+                const int64_t start = top ? t * block : blocks * block + (t - blocks) * unit;     \
+                k->span(a, p, start, start + (top ? block : unit), lp);                           \
+                memcpy(part[t], a[top ? 3 : 2], sizeof part[t]);                                  \
+            }                                                                                     \
         }                                                                                         \
         memset(acc, 0, CS_LEVELS * sizeof *acc);                                                  \
         for (int64_t t = 0; t < tasks; t++)                                                       \
             for (int e = 0; e < SFX##_ROW; e++) acc[t < blocks ? 3 : 2][e] += part[t][e];         \
         free(part);                                                                               \
-        return blocks * block + units * unit;                                                     \
+        return covered;                                                                           \
     }                                                                                             \
                                                                                                   \
     static T cascade_sum_##SFX(const T *p, int64_t n) {                                           \
