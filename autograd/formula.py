@@ -69,9 +69,10 @@ class Formula:
     ``name`` is a tensor (``x ** 3`` keeps ``x`` alone, as PyTorch's PowBackward0 does).
 
     ``forward``: ``forward(node, op, *args) -> output``, the op's own run for a recorded call
-    (in place of its runner), which saves what the op computes on the way in ``node._saved``:
-    layer_norm keeps the rows' mean and rstd, as ATen's native_layer_norm returns them for its
-    backward, instead of the backward computing them again.
+    while autograd is the only layer (in place of its runner), which saves what the op
+    computes on the way in ``node._saved``: layer_norm keeps the rows' mean and rstd, as
+    ATen's native_layer_norm returns them for its backward, instead of the backward computing
+    them again.
     """
 
     __slots__ = (

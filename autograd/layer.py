@@ -94,13 +94,18 @@ class AutogradLayer(Layer):
 
     def below_saving(self, node, args):
         """``below`` through the formula's ``forward``, which saves what the op computes on
-        the way (formula.py); under another layer, the plain call (the backward recomputes)."""
-        if STACK.layers[-1] is not self:
+        the way (formula.py), when autograd is the only layer installed. With any other, the
+        plain call, and the backward recomputes: a tracing layer (jit.trace, compile's joint
+        graphs) must see every tensor the backward reads made by an op it records, which the
+        forward's kernel call is not."""
+        if STACK.layers is not STACK.direct_layers:
             return self.below(node.op, args)
         mode = THREAD.mode
         mode.enabled = False
         try:
             return node.formula.forward(node, node.op, *args)
+        except NotImplementedError as error:  # as below: Op.refused (the limited dtypes)
+            return node.op.refused(args, error)
         finally:
             mode.enabled = True
 

@@ -246,3 +246,18 @@ def test_layer_norm_double_backward():
         grads[lib.__name__] = [t.grad.detach().numpy() for t in leaves]
     for got, want in zip(grads["ember"], grads["torch"]):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_layer_norm_under_compile_keeps_its_joint_graph(monkeypatch):
+    """Under another layer (compile's tracing) the forward is the plain call: the statistics a
+    kernel made unseen would make compiler/joint.py refuse the region's compiled backward."""
+    import ember.compiler.joint as joint
+
+    refused = []
+    monkeypatch.setattr(joint, "_refuse", lambda why: refused.append(why))
+    model = ember.nn.Sequential(ember.nn.Linear(8, 8), ember.nn.LayerNorm(8), ember.nn.Linear(8, 4))
+    compiled = ember.compile(model)
+    x = ember.randn(5, 8)
+    for _ in range(3):
+        compiled(x).sum().backward()
+    assert refused == []
