@@ -13,7 +13,7 @@ from ember import _dtype as dt
 from ember._tensor import Tensor
 
 from .context import Context
-from .node import Node, SavedTensor, gradient_edge, leaf_edge
+from .node import Node, SavedTensor, gradient_edge, leaf_edge, node_type
 from .saved_weak import keep as keep_weakly
 
 # The graph node's own names, which a formula's ctx.<argument> cannot read (ctx is the node);
@@ -67,12 +67,29 @@ class Formula:
     differentiate with respect to ``other``): less memory, and graphs that save nothing can be
     run backward twice, as in PyTorch. ``{"result": name}`` keeps the output only when argument
     ``name`` is a tensor (``x ** 3`` keeps ``x`` alone, as PyTorch's PowBackward0 does).
+
+    ``forward``: ``forward(node, op, *args) -> output``, the op's own run for a recorded call
+    while autograd is the only layer (in place of its runner), which saves what the op
+    computes on the way in ``node._saved``: layer_norm keeps the rows' mean and rstd, as
+    ATen's native_layer_norm returns them for its backward, instead of the backward computing
+    them again.
     """
 
-    __slots__ = ("fn", "plan", "result_when", "save", "saves_result", "strides", "weak")
+    __slots__ = (
+        "fn",
+        "forward",
+        "node_class",
+        "plan",
+        "result_when",
+        "save",
+        "saves_result",
+        "strides",
+        "weak",
+    )
 
-    def __init__(self, fn, save=(), strides=(), weak=()):
+    def __init__(self, fn, save=(), strides=(), weak=(), forward=None):
         self.fn = fn
+        self.forward = forward
         self.save = dict(save) if isinstance(save, dict) else dict.fromkeys(save)
         self.saves_result = "result" in self.save
         # {"result": name}: the output is kept only when argument ``name`` is a tensor
@@ -82,6 +99,13 @@ class Formula:
         # as _saved_* while their memory lives (saved_weak.py)
         self.weak = tuple(weak)
         self.plan = None
+        self.node_class = None  # node.node_type's, made on the first recorded call
+
+    def node_type(self, op) -> type:
+        """The class of this formula's nodes (``ctx.<argument>`` as properties)."""
+        if self.node_class is None:
+            self.node_class = node_type(op, self)
+        return self.node_class
 
     def bind(self, op) -> None:
         """Attach to ``op`` (at install): its schema decides how calls are recorded."""
@@ -135,7 +159,7 @@ class Formula:
                     edges.append(None)
                     meta.append(None)
             needs = tuple(needs)
-        node = Node().fill(op, self, tuple(edges), tuple(meta))
+        node = (self.node_class or self.node_type(op))().fill(op, self, tuple(edges), tuple(meta))
         node._values = values
         if spans is not None:
             node._spans = spans

@@ -13,6 +13,7 @@ import math
 import ember as E
 from ember._tensor import contiguous_strides
 
+from ..dispatcher.kinds.nn import layer_norm_with_stats
 from ..dispatcher.optable.view import chunk_sizes, split_sizes
 from .activation_formulas import FORMULAS as ACTIVATION_FORMULAS
 from .complex_formulas import install as install_complex
@@ -20,6 +21,7 @@ from .conv_formulas import FORMULAS as CONV_FORMULAS
 from .fft_formulas import FORMULAS as FFT_FORMULAS
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
 from .linalg_formulas import FORMULAS as LINALG_FORMULAS
+from .node import SavedTensor
 from .special_formulas import FORMULAS as SPECIAL_FORMULAS
 from .views import scatter_back
 
@@ -616,15 +618,34 @@ def _addcdiv(ctx, g):
     return g, g * value / t2, -g * value * t1 / (t2 * t2)
 
 
+def _layer_norm_forward(node, op, x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """A recorded call's forward: native_layer_norm's kernel writes the output and the rows'
+    mean and rstd in one pass, and the node keeps the statistics for the backward, as ATen's
+    NativeLayerNormBackward0 does (``_saved_result1``, ``_saved_result2``). A call that kernel
+    cannot take runs layer_norm's runner, and its backward computes them again."""
+    native = E.ops.native_layer_norm
+    found = layer_norm_with_stats(native, x, tuple(normalized_shape), weight, bias, eps)
+    if found is None:
+        return op.runner(op, x, normalized_shape, weight, bias, eps)
+    out, mean, rstd = found
+    # under PyTorch's names: the node's _saved_result1 and _saved_result2 read them
+    node._saved["result1"], node._saved["result2"] = SavedTensor(mean), SavedTensor(rstd)
+    return out
+
+
 def _layer_norm(ctx, g):
     """Where the device has a ``native_layer_norm_backward`` kernel and no graph of the
-    backward is wanted: the statistics from ``native_layer_norm`` and the gradients from that
-    kernel, two calls. Otherwise (double backward, other devices) the closed form below."""
+    backward is wanted: that kernel, from the statistics the forward saved (or, for a call
+    that saved none, from ``native_layer_norm`` run again). Otherwise (double backward, other
+    devices) the closed form below."""
     x, weight = ctx.input, ctx.weight
     fused = E.ops.native_layer_norm_backward
     if not E.is_grad_enabled() and fused.kernel(x.device.type, x.dtype) is not None:
-        shape, needs = ctx.normalized_shape, ctx.needs_input_grad
-        _, mean, rstd = E.ops.native_layer_norm(x, shape, None, None, ctx.eps)
+        shape, needs, saved = ctx.normalized_shape, ctx.needs_input_grad, ctx._saved
+        if "result2" in saved:
+            mean, rstd = saved["result1"].unpack(ctx), saved["result2"].unpack(ctx)
+        else:
+            _, mean, rstd = E.ops.native_layer_norm(x, shape, None, None, ctx.eps)
         bias = ctx.bias if needs[2] else None
         return fused(g, x, shape, mean, rstd, weight, bias, list(needs))
     return _layer_norm_closed(ctx, g)
@@ -807,7 +828,11 @@ FORMULAS = {
     "sort": F(_sort, save=("result",)),
     # ---- nn ------------------------------------------------------------------------------------
     # bias only for its gradient's definedness in native_layer_norm_backward (as PyTorch saves it)
-    "layer_norm": F(_layer_norm, save={"input": None, "weight": None, "bias": "bias"}),
+    "layer_norm": F(
+        _layer_norm,
+        save={"input": None, "weight": None, "bias": "bias"},
+        forward=_layer_norm_forward,
+    ),
     "im2col": F(_im2col),
     "col2im": F(_col2im),
     "max_pool2d_with_indices": F(_max_pool2d, save=("result",), weak=("input",)),

@@ -70,7 +70,7 @@ class AutogradLayer(Layer):
         if op.mutates:
             return self.record_inplace(op, base, formula, args)
         node = formula.record(op, args)
-        out = self.below(op, args)
+        out = self.below(op, args) if formula.forward is None else self.below_saving(node, args)
         if base.name in COPYING_VIEWS:
             if out._storage is not args[0]._storage:
                 return _copied_view(node, out, args[0])
@@ -89,6 +89,23 @@ class AutogradLayer(Layer):
                 except NotImplementedError as error:
                     return op.refused(args, error)
             return op.redispatch(self, args)
+        finally:
+            mode.enabled = True
+
+    def below_saving(self, node, args):
+        """``below`` through the formula's ``forward``, which saves what the op computes on
+        the way (formula.py), when autograd is the only layer installed. With any other, the
+        plain call, and the backward recomputes: a tracing layer (jit.trace, compile's joint
+        graphs) must see every tensor the backward reads made by an op it records, which the
+        forward's kernel call is not."""
+        if STACK.layers is not STACK.direct_layers:
+            return self.below(node.op, args)
+        mode = THREAD.mode
+        mode.enabled = False
+        try:
+            return node.formula.forward(node, node.op, *args)
+        except NotImplementedError as error:  # as below: Op.refused (the limited dtypes)
+            return node.op.refused(args, error)
         finally:
             mode.enabled = True
 

@@ -39,6 +39,7 @@ class LibraryFormula:
 
     save: dict = {}  # read for in-place ops only; library ops are functional
     saves_result = True  # setup_context runs once the output exists
+    forward = None  # the op runs through its runner (Formula.forward)
 
     def __init__(self, op, backward, setup_context=None):
         self.backward = backward

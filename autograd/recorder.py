@@ -18,8 +18,8 @@ when grad mode is off (the operators do not test grad mode themselves).
 
 Ops whose calls need more than this keep the general path (``build`` returns None): in-place
 and mutating ops, Tensor[] arguments, optional tensor arguments after a default (a call may
-leave them out), formulas that ask for strides or keep inputs weakly, library formulas, and
-the view rows that copy (``COPYING_VIEWS``).
+leave them out), formulas that ask for strides, keep inputs weakly or run a forward of their
+own, library formulas, and the view rows that copy (``COPYING_VIEWS``).
 """
 
 from __future__ import annotations
@@ -31,14 +31,16 @@ from ..dispatcher.layers import STACK
 from .anomaly import record_trace
 from .formula import Formula, _save
 from .grad_mode import THREAD
-from .node import _SEQUENCE, Node, SavedTensor, gradient_edge, leaf_edge
+from .node import _SEQUENCE, SavedTensor, gradient_edge, leaf_edge
 
 
 def eligible(op, formula) -> bool:
     """Whether ``build`` can write a recorder for ``op``'s calls (the module docstring)."""
     from .layer import COPYING_VIEWS
 
-    if type(formula) is not Formula or formula.strides or formula.weak or formula.plan.has_lists:
+    if type(formula) is not Formula or formula.strides or formula.weak or formula.forward:
+        return False
+    if formula.plan.has_lists:
         return False
     if op.mutates or op.inplace_of is not None or op.name in COPYING_VIEWS:
         return False
@@ -86,7 +88,7 @@ def build(op, formula, layer, attach, set_history):
         "_stack": STACK,
         "_thread": THREAD,
         "_Tensor": Tensor,
-        "_Node": Node,
+        "_Node": formula.node_type(op),
         "_next": _SEQUENCE.__next__,
         "_Saved": SavedTensor,
         "_save": _save,

@@ -207,7 +207,8 @@ def _permutation(values):
 
 def _statistic(kind: str, which: int):
     """A normalisation's mean (``which`` 1) or 1 / std (2), which PyTorch's node keeps as
-    result1 and result2 and ember's formula recomputes: from the saved input when asked.
+    result1 and result2 and ember's formula recomputes: from the saved input when asked (a
+    layer_norm node whose forward ran native_layer_norm's kernel keeps them: read before this).
     ``kind``: batch norm's per channel (dims 0, 2, ...), layer norm's over the trailing dims
     (kept)."""
 

@@ -99,11 +99,19 @@ def native_layer_norm(op, x, normalized_shape, weight, bias, eps):
     kernel, mixed dtypes, shapes it refuses (its message) and an empty normalised shape."""
     _check_float(op, x)
     shape = tuple(normalized_shape)
+    found = layer_norm_with_stats(op, x, shape, weight, bias, eps)
+    return op.decomposition(x, shape, weight, bias, eps) if found is None else found
+
+
+def layer_norm_with_stats(op, x, shape: tuple, weight, bias, eps):
+    """native_layer_norm's kernel (``op`` is that row): ``(out, mean, rstd)``, or None where
+    the kernel cannot take the call. A recorded layer_norm runs it too, to save the statistics
+    for its backward (autograd/formulas.py ``_layer_norm_forward``)."""
     axis = len(x._shape) - len(shape)
     kernel = op.kernel(x._storage.device.type, x._dtype)
     usable = axis >= 0 and x._shape[axis:] == shape and 0 not in shape
     if kernel is None or not usable or not _same_dtype(x, (weight, bias)):
-        return op.decomposition(x, shape, weight, bias, eps)
+        return None
     device = x._storage.device
     out = empty(x._shape, x._dtype, device)
     stats = x._shape[:axis] + (1,) * len(shape)

@@ -180,3 +180,84 @@ def test_max_pool2d_double_backward():
         (gx * gx).sum().backward()
         grads.append(xs.grad.detach().numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-10)
+
+
+LN_W, LN_B = RNG.standard_normal((9, 9)), RNG.standard_normal((9, 9))
+LAYER_NORMS = {  # (normalized_shape, with weight, with bias)
+    "affine": ((9,), True, True),
+    "weight_only": ((9,), True, False),
+    "plain": ((9,), False, False),
+    "two_dims": ((9, 9), True, True),
+}
+
+
+def _layer_norm_case(case):
+    shape, weight, bias = LAYER_NORMS[case]
+    arrays = [X, LN_W[-1] if len(shape) == 1 else LN_W, LN_B[-1] if len(shape) == 1 else LN_B]
+    arrays = arrays[: 1 + weight + bias]
+
+    def fn(lib, x, *affine):
+        w = affine[0] if weight else None
+        b = affine[-1] if bias else None
+        return lib.nn.functional.layer_norm(x, shape, w, b)
+
+    return fn, arrays
+
+
+@pytest.mark.parametrize("case", LAYER_NORMS)
+def test_layer_norm_saves_what_torch_saves(case):
+    """The forward's mean and rstd are kept for the backward, as NativeLayerNormBackward0
+    keeps them (result1, result2): the same bytes as PyTorch's graph, the same values."""
+    fn, arrays = _layer_norm_case(case)
+    ours, theirs = graphs(fn, arrays)
+    assert saved_bytes(ours) == saved_bytes(theirs)
+    for name in ("_saved_result1", "_saved_result2"):
+        got, want = getattr(ours.grad_fn, name), getattr(theirs.grad_fn, name)
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", LAYER_NORMS)
+def test_layer_norm_gradients(device, case):
+    fn, arrays = _layer_norm_case(case)
+    compare(fn, arrays, device, what=case)
+
+
+def test_layer_norm_backward_reads_the_saved_statistics():
+    """The backward takes mean and rstd from the node (not a second forward): statistics
+    altered in the node change the input's gradient."""
+    x = ember.tensor(X, requires_grad=True)
+    y = ember.nn.functional.layer_norm(x, (9,))
+    (first,) = ember.autograd.grad(y, x, ember.ones_like(y) + y.detach(), retain_graph=True)
+    y.grad_fn._raw_saved_result2.tensor.numpy()[...] *= 2.0  # rstd doubled, in its memory
+    (second,) = ember.autograd.grad(y, x, ember.ones_like(y) + y.detach())
+    assert not np.allclose(first.numpy(), second.numpy())
+
+
+def test_layer_norm_double_backward():
+    """create_graph: the closed form (ember ops), whose gradients are torch's too."""
+    fn, arrays = _layer_norm_case("affine")
+    grads = {}
+    for lib in (ember, torch):
+        leaves = [lib.tensor(a, requires_grad=True) for a in arrays]
+        out = fn(lib, *leaves)
+        first = lib.autograd.grad((out * out.sin()).sum(), leaves, create_graph=True)
+        sum(g.pow(2).sum() for g in first).backward()
+        grads[lib.__name__] = [t.grad.detach().numpy() for t in leaves]
+    for got, want in zip(grads["ember"], grads["torch"]):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_layer_norm_under_compile_keeps_its_joint_graph(monkeypatch):
+    """Under another layer (compile's tracing) the forward is the plain call: the statistics a
+    kernel made unseen would make compiler/joint.py refuse the region's compiled backward."""
+    import ember.compiler.joint as joint
+
+    refused = []
+    monkeypatch.setattr(joint, "_refuse", lambda why: refused.append(why))
+    model = ember.nn.Sequential(ember.nn.Linear(8, 8), ember.nn.LayerNorm(8), ember.nn.Linear(8, 4))
+    compiled = ember.compile(model)
+    x = ember.randn(5, 8)
+    for _ in range(3):
+        compiled(x).sum().backward()
+    assert refused == []

@@ -48,6 +48,73 @@ static const em_loop CAST[EM_NDTYPES][EM_NDTYPES] = {EM_FOR_ALL(CAST_ROW, 0)};
 
 static int valid_dtype(int d) { return d >= 0 && d < EM_NDTYPES; }
 
+/* One row of a copy without a cast: memmove where both operands are contiguous (a tensor copied
+ * onto itself, which the overlap checks allow, stays defined), else element by element as bits
+ * of the item's width. */
+#define COPY_ITEMS(T)                                                                            \
+    for (int64_t i = 0; i < n; i++) *(T *)(d + i * ds) = *(const T *)(s + i * ss);             \
+    return;
+static inline void copy_row(int itemsize, int64_t n, char *d, int64_t ds, const char *s,
+                            int64_t ss) {
+    if (ds == itemsize && ss == itemsize) {
+        memmove(d, s, (size_t)(n * itemsize));
+        return;
+    }
+    switch (itemsize) {
+    case 1: COPY_ITEMS(uint8_t)
+    case 2: COPY_ITEMS(uint16_t)
+    case 4: COPY_ITEMS(uint32_t)
+    case 8: COPY_ITEMS(uint64_t)
+    default:
+        for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, (size_t)itemsize);
+    }
+}
+
+/* A copy without a cast, small enough for one thread: the coalesced layout walked two levels
+ * at a time, its rows (the second-innermost dim) in a tight loop, the index carried over the
+ * dims above once per block of rows. The generic driver (em_run) calls the cast loop through a
+ * pointer and carries the index once per row: attention's head transposes, 1,152 rows of 16
+ * floats, spent most of their time there. Bits are copied as they are (PyTorch's copy_ of one
+ * dtype is a bit copy too). Byte strides; any sign. */
+static int copy_same(int itemsize, int ndim, const int64_t *shape_in, char *dst,
+                     const int64_t *sd, const char *src, const int64_t *ss) {
+    int64_t shape[EM_MAX_DIMS], strides[2][EM_MAX_DIMS], idx[EM_MAX_DIMS] = {0};
+    for (int d = 0; d < ndim; d++) {
+        if (shape_in[d] == 0) return EM_OK;
+        shape[d] = shape_in[d];
+        strides[0][d] = sd[d];
+        strides[1][d] = ss[d];
+    }
+    ndim = em_coalesce(ndim, shape, 2, strides);
+    if (ndim == 0) {
+        memcpy(dst, src, (size_t)itemsize);
+        return EM_OK;
+    }
+    int64_t n = shape[ndim - 1], ds = strides[0][ndim - 1], ss_inner = strides[1][ndim - 1];
+    if (ndim == 1) {
+        copy_row(itemsize, n, dst, ds, src, ss_inner);
+        return EM_OK;
+    }
+    const int level = ndim - 2;
+    const int64_t rows = shape[level], row_d = strides[0][level], row_s = strides[1][level];
+    for (;;) {
+        char *d = dst;
+        const char *s = src;
+        for (int64_t r = 0; r < rows; r++, d += row_d, s += row_s)
+            copy_row(itemsize, n, d, ds, s, ss_inner);
+        int k = level - 1;
+        for (; k >= 0; k--) {
+            dst += strides[0][k];
+            src += strides[1][k];
+            if (++idx[k] < shape[k]) break;
+            dst -= strides[0][k] * shape[k];
+            src -= strides[1][k] * shape[k];
+            idx[k] = 0;
+        }
+        if (k < 0) return EM_OK;
+    }
+}
+
 int ember_copy(int dst_dtype, int src_dtype, int64_t n, int ndim, const int64_t *shape,
                intptr_t dst, const int64_t *sd, intptr_t src, const int64_t *ss) {
     if (!valid_dtype(dst_dtype) || !valid_dtype(src_dtype) || ndim > EM_MAX_DIMS)
@@ -62,6 +129,13 @@ int ember_copy(int dst_dtype, int src_dtype, int64_t n, int ndim, const int64_t 
     }
     em_byte_strides(ndim, shape, sd, em_itemsize(dst_dtype), strides);
     em_byte_strides(ndim, shape, ss, em_itemsize(src_dtype), strides + ndim);
+    if (dst_dtype == src_dtype) {
+        int64_t total = 1;
+        for (int d = 0; d < ndim; d++) total *= shape[d];
+        if (total < EM_PARALLEL_THRESHOLD)
+            return copy_same(em_itemsize(dst_dtype), ndim, shape, (char *)dst, strides,
+                             (const char *)src, strides + ndim);
+    }
     char *ptrs[2] = {(char *)dst, (char *)src};
     return em_run(CAST[src_dtype][dst_dtype], 2, ndim, shape, ptrs, strides, &p);
 }

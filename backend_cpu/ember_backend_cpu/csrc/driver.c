@@ -16,7 +16,7 @@ void em_byte_strides(int ndim, const int64_t *shape, const int64_t *elem_strides
 
 /* Drop size-1 dims and merge neighbours that are contiguous for every operand. Returns the new
  * ndim; shape/strides are rewritten in place (strides: nops rows of EM_MAX_DIMS). */
-static int coalesce(int ndim, int64_t *shape, int nops, int64_t strides[][EM_MAX_DIMS]) {
+int em_coalesce(int ndim, int64_t *shape, int nops, int64_t strides[][EM_MAX_DIMS]) {
     int kept = 0;
     for (int d = 0; d < ndim; d++) {
         if (shape[d] == 1) continue;
@@ -87,7 +87,7 @@ int em_run(em_loop loop, int nops, int ndim, const int64_t *shape_in, char **ptr
     }
     for (int k = 0; k < nops; k++)
         for (int d = 0; d < ndim; d++) strides[k][d] = strides_in[k * ndim + d];
-    ndim = coalesce(ndim, shape, nops, strides);
+    ndim = em_coalesce(ndim, shape, nops, strides);
 
     int64_t inner = ndim ? shape[ndim - 1] : 1;
     int64_t inner_strides[EM_MAX_OPERANDS];

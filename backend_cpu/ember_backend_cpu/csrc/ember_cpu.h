@@ -235,6 +235,9 @@ int em_run(em_loop loop, int nops, int ndim, const int64_t *shape, char **ptrs,
            const int64_t *strides, em_params *p);
 
 /* Element strides from Python -> byte strides; NULL element strides mean row-major contiguous. */
+/* Drops size-1 dims and merges neighbours contiguous for every operand (driver.c); returns the
+ * new ndim, shape and strides (nops rows of byte strides) rewritten in place. */
+int em_coalesce(int ndim, int64_t *shape, int nops, int64_t strides[][EM_MAX_DIMS]);
 void em_byte_strides(int ndim, const int64_t *shape, const int64_t *elem_strides, int itemsize,
                      int64_t *out);
 
