@@ -23,5 +23,5 @@ if [ -n "$py312" ]; then
 else
     echo "! no Python 3.12 here: on-device.sh builds the CPU backend there (about 3 minutes)" >&2
 fi
-cp .ci/device/on-device.sh .ci/device/acceptance.sh .ci/device/older_oracle.txt .whl/
+cp .ci/device/on-device.sh .ci/device/acceptance.sh .ci/device/host_benchmarks.sh .ci/device/older_oracle.txt .whl/
 ls -la .whl
