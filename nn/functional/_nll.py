@@ -92,6 +92,7 @@ def _nll_loss_backward(grad_output, input, target, weight, reduction, ignore_ind
         grad = grad_output / total_weight if reduction == 1 else grad_output
     else:
         raise _invalid(reduction)
-    picked = -(weights * grad)
+    # ignored targets get nothing (0 * inf would be NaN where every target is ignored)
+    picked = (-(weights * grad)).masked_fill(t == ignore_index, 0)
     out = ember.zeros_like(x).scatter(1, safe.unsqueeze(1), picked.unsqueeze(1))
     return out.squeeze(0) if unbatched else out
