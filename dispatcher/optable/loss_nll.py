@@ -47,38 +47,44 @@ def _np_nll_loss_backward(grad, x, target, weight, reduction, ignore_index, tota
     return out.reshape(x.shape)
 
 
+def _row(schema: str, reference, runner, kernel_args: str, notes: str) -> OpDef:
+    """One of the pair: a float row, its decomposition in nn/functional/_nll.py, reached
+    through ember.ops (nll_loss and the formulas call it), no out=."""
+    name = schema.split("(", 1)[0]
+    return OpDef(
+        schema,
+        Kind.NN,
+        reference,
+        dtypes=DTYPES_FLOAT,
+        decomposition=functional_run.from_nn("_nll", f"_{name}"),
+        runner=runner,
+        function=False,
+        method=False,
+        out=None,
+        samples=name,
+        kernel_args=kernel_args,
+        notes=notes,
+    )
+
+
 ROWS = [
-    OpDef(
+    _row(
         "nll_loss_forward(Tensor input, Tensor target, Tensor? weight, int reduction, "
         "int ignore_index) -> (Tensor output, Tensor total_weight)",
-        Kind.NN,
         _np_nll_loss_forward,
-        dtypes=DTYPES_FLOAT,
-        decomposition=functional_run.from_nn("_nll", "_nll_loss_forward"),
-        runner=run.nll_loss_forward,
-        function=False,
-        method=False,
-        out=None,
-        samples="nll_loss_forward",
-        kernel_args="(output, total_weight, input, target, weight, (n, c, inner), reduction, "
+        run.nll_loss_forward,
+        "(output, total_weight, input, target, weight, (n, c, inner), reduction, "
         "ignore_index): input contiguous (n, c, inner), target contiguous int64 (n, inner), "
         "weight c elements or None; IndexError for a target out of range",
-        notes="nll_loss's and nll_loss2d's forward (any trailing dims)",
+        "nll_loss's and nll_loss2d's forward (any trailing dims)",
     ),
-    OpDef(
+    _row(
         "nll_loss_backward(Tensor grad_output, Tensor input, Tensor target, Tensor? weight, "
         "int reduction, int ignore_index, Tensor total_weight) -> Tensor",
-        Kind.NN,
         _np_nll_loss_backward,
-        dtypes=DTYPES_FLOAT,
-        decomposition=functional_run.from_nn("_nll", "_nll_loss_backward"),
-        runner=run.nll_loss_backward,
-        function=False,
-        method=False,
-        out=None,
-        samples="nll_loss_backward",
-        kernel_args="(grad_input, grad_output, target, weight, total_weight, (n, c, inner), "
-        "reduction, ignore_index): as nll_loss_forward's; grad_input fresh, zeroed by the kernel",
-        notes="nll_loss's input gradient: -weight[target] * grad at each target",
+        run.nll_loss_backward,
+        "(grad_input, grad_output, target, weight, total_weight, (n, c, inner), reduction, "
+        "ignore_index): as nll_loss_forward's; grad_input fresh, zeroed by the kernel",
+        "nll_loss's input gradient: -weight[target] * grad at each target",
     ),
 ]
