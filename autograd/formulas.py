@@ -21,6 +21,7 @@ from .conv_formulas import FORMULAS as CONV_FORMULAS
 from .fft_formulas import FORMULAS as FFT_FORMULAS
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
 from .linalg_formulas import FORMULAS as LINALG_FORMULAS
+from .loss_formulas import FORMULAS as LOSS_FORMULAS
 from .node import SavedTensor
 from .special_formulas import FORMULAS as SPECIAL_FORMULAS
 from .views import scatter_back
@@ -846,6 +847,8 @@ FORMULAS = {
 FORMULAS.update(ACTIVATION_FORMULAS)
 # ---- convolutions (autograd/conv_formulas.py) ------------------------------------------------
 FORMULAS.update(CONV_FORMULAS)
+# ---- nll_loss's forward and backward rows (autograd/loss_formulas.py) ------------------------
+FORMULAS.update(LOSS_FORMULAS)
 # ---- special functions (autograd/special_formulas.py) ---------------------------------------
 FORMULAS.update(SPECIAL_FORMULAS)
 # ---- FFT primitives (autograd/fft_formulas.py) ----------------------------------------------

@@ -43,6 +43,8 @@ TRANSPARENT = frozenset(
         # log_softmax and nll_loss (shown as NllLoss over LogSoftmax), or other parts for
         # probability targets and label smoothing, as PyTorch's
         "cross_entropy_loss",
+        # nll_loss is its forward row's node (NllLossBackward0 or NllLoss2DBackward0)
+        "nll_loss",
         # the recurrent layers: PyTorch's CPU graph is its cells' steps (its CUDA one a cuDNN
         # node), as ember's decomposition (nn/functional/recurrent.py)
         "lstm", "gru", "rnn_tanh", "rnn_relu",
@@ -151,6 +153,18 @@ class _Values(dict):
         return isinstance(self.get(name), Tensor)
 
 
+def _nll(suffix: str):
+    """nll_loss's rows: PyTorch's nll_loss2d node for inputs (N, C, d1, ...), edges to the
+    differentiable tensors only (target and weight take no gradient)."""
+
+    def rule(call):
+        ndim = len(call.node.input_meta[call.plan.tensor_index["input"]][0])
+        base = "NllLoss2D" if ndim >= 3 else "NllLoss"
+        return f"{base}{suffix}", ("target", "weight", "total_weight")
+
+    return rule
+
+
 RULES = {
     "sum": _by_dim("Sum"),
     "prod": _by_dim("Prod"),
@@ -184,6 +198,8 @@ RULES = {
     "fmod": _number_overload("Fmod", "other"),
     "remainder": _number_overload("Remainder", "other"),
     "masked_fill": _number_overload("MaskedFill", "value"),
+    "nll_loss_forward": _nll("Backward0"),
+    "nll_loss_backward": _nll("BackwardBackward0"),
 }
 
 
@@ -207,11 +223,6 @@ _COMPOSITE_NAMES = {
 OWN_EDGES = "own edges"
 
 
-def _nll_name(values) -> str:
-    x = values.get("input")
-    return "NllLoss2DBackward0" if isinstance(x, Tensor) and x.dim() >= 3 else "NllLossBackward0"
-
-
 def _unweighted(name: str):
     """Losses PyTorch runs as one op without a weight and composes from parts with one."""
     return lambda values: None if values.get("weight") is not None else (name, ("input", "target"))
@@ -232,7 +243,6 @@ _FUNCTIONAL = {
         "BinaryCrossEntropyWithLogitsBackward0",
         ("input", "target"),
     ),
-    "nll_loss": lambda values: (_nll_name(values), ("input",)),
 }
 
 

@@ -30,7 +30,8 @@ def _dims(name: str):
 
 
 def _reduction(values):
-    return _REDUCTION[values.get("reduction", "mean")]
+    reduction = values.get("reduction", "mean")  # an int already in nll_loss's rows
+    return reduction if isinstance(reduction, int) else _REDUCTION[reduction]
 
 
 def _pair(name: str, default):
@@ -400,6 +401,9 @@ OUTPUTS = {
         _INDICES,
     ),
     "MaxPool2DWithIndicesBackward0": {"result1": 1},
+    # nll_loss_forward's second output
+    "NllLossBackward0": {"total_weight": 1},
+    "NllLoss2DBackward0": {"total_weight": 1},
     "LinalgQrBackward0": {"Q": 0, "R": 1},
     # linalg composites shown as their _ex node, which keeps the factor they return
     "LinalgInvExBackward0": {"inverse": 0},

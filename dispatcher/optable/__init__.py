@@ -36,6 +36,7 @@ from . import (
     linalg_products,
     linalg_solve,
     linalg_spectral,
+    loss_nll,
     nn,
     nn_native,
     optim_fused,
@@ -125,6 +126,8 @@ MODULES += (upsample,)
 MODULES += (activation_backward,)
 # issue 20: gradient clipping's multi-tensor rows
 MODULES += (foreach,)
+# issue 20: nll_loss's forward and backward, one kernel each
+MODULES += (loss_nll,)
 
 
 def _decompose(op, *args):

@@ -86,8 +86,9 @@ ROWS = [
          "Tensor? pos_weight=None, str reduction='mean') -> Tensor",
          Kind.NN, "loss", "probability_loss"),
     _row("nll_loss(Tensor input, Tensor target, Tensor? weight=None, str reduction='mean', "
-         "int ignore_index=-100) -> Tensor", Kind.NN, "loss", "class_loss",
-         "PyTorch's nll_loss and nll_loss2d in one row (any number of trailing dims)"),
+         "int ignore_index=-100) -> Tensor", Kind.NN, "_nll", "class_loss",
+         "PyTorch's nll_loss and nll_loss2d in one row (any number of trailing dims), over "
+         "nll_loss_forward (optable/loss_nll.py)"),
     _row("cross_entropy_loss(Tensor input, Tensor target, Tensor? weight=None, "
          "str reduction='mean', int ignore_index=-100, float label_smoothing=0.0) -> Tensor",
          Kind.NN, "cross_entropy_loss", "class_loss", "nn.functional.cross_entropy"),

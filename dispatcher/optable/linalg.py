@@ -9,6 +9,7 @@ import numpy as np
 import ember
 from ember import _dtype as dt
 
+from ..kinds import addmm as run_addmm
 from ..kinds import linalg as run
 from ..opdef import DTYPES_ALL, DTYPES_NUMERIC, OUT_ELEMENTWISE, Kind, OpDef, Out, Promotion
 from . import einsum
@@ -188,7 +189,10 @@ ROWS = [
         lambda c, a, b, beta=1, alpha=1: beta * c + alpha * (a @ b),
         dtypes=DTYPES_NUMERIC,
         decomposition=_addmm,
+        runner=run_addmm.addmm,
         samples="addmm",
+        kernel_args="(out, bias, mat1, mat2): beta = alpha = 1, one float dtype, bias contiguous "
+        "(p,), (1, p) or (n, p); out fresh (n, p). NotImplementedError: the decomposition runs",
         out=Out("exact", "partial"),  # out may be the input it adds to
         tolerances=_ADD_PRODUCT_TOLERANCES,
     ),

@@ -110,61 +110,12 @@ def _huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _weighted(loss, weight, reduction)
 
 
-def _class_view(weight, ndim):
-    """Per-class weights shaped to broadcast over (N, C, d1, ...)."""
-    return weight.view([1, -1] + [1] * (ndim - 2))
-
-
-def _picked(name, logp, target, weight, ignore_index):
-    """``(-logp[target] * w, w, valid)`` per sample: ``w`` is the target's class weight (1
-    without ``weight``), 0 where the target is ``ignore_index`` (``valid`` False)."""
-    if target.dtype.is_floating_point:
-        raise RuntimeError(
-            f"{name}: expected target of integer type (class indices), got {target.dtype.name}"
-        )
-    expected = (logp.shape[0],) + tuple(logp.shape[2:])
-    if tuple(target.shape) != expected:
-        raise ValueError(
-            f"{name}: Expected target size {list(expected)}, got {list(target.shape)} (input of "
-            f"shape {list(logp.shape)})"
-        )
-    valid = target != ignore_index
-    safe = target.masked_fill(~valid, 0)
-    picked = logp.gather(1, safe.unsqueeze(1)).squeeze(1)
-    weights = valid.to(logp.dtype)
-    if weight is not None:
-        weights = weights * weight[safe]
-    return -picked * weights, weights, valid
-
-
-def _batched(input, target):
-    """Unbatched (C,) input and () target as a batch of one, and whether to undo it."""
-    if input.ndim == 1:
-        return input.unsqueeze(0), target.unsqueeze(0), True
-    return input, target, False
-
-
-def _class_loss(loss, weights, reduction, unbatched):
-    if reduction == "mean":
-        return loss.sum() / weights.sum()
-    loss = _reduce(loss, reduction)
-    return loss.squeeze(0) if unbatched and reduction == "none" else loss
-
-
 def nll_loss(
     input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
 ):
     """Negative log likelihood from log-probabilities ``input`` (N, C, ...) and class ``target``."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     return OPS["nll_loss"](input, target, weight, reduction, ignore_index)
-
-
-def _nll_loss(input, target, weight=None, reduction="mean", ignore_index=-100):
-    if input.ndim < 1:
-        raise ValueError("nll_loss: input must have at least 1 dimension")
-    input, target, unbatched = _batched(input, target)
-    loss, weights, _ = _picked("nll_loss", input, target, weight, ignore_index)
-    return _class_loss(loss, weights, reduction, unbatched)
 
 
 def cross_entropy(

@@ -196,6 +196,8 @@ HARNESS = {
     "native_layer_norm": Harness(outputs=lambda out: out[:1]),
     "native_batch_norm": Harness(outputs=lambda out: out[:1]),
     "_batch_norm_with_update": Harness(outputs=lambda out: out[:1]),
+    # total_weight is not a differentiable output (PyTorch's output_differentiability)
+    "nll_loss_forward": Harness(outputs=lambda out: out[:1]),
     "_foreach_mul_": _list_in_place(),
     "_foreach_add_": _list_in_place(),
 }
@@ -234,6 +236,14 @@ def _nudged(v: np.ndarray) -> np.ndarray:
     return np.where(small, np.where(v < 0, -NUDGE, NUDGE), v).astype(v.dtype)
 
 
+# Float tensor arguments PyTorch's derivatives.yaml does not differentiate (its gradcheck keeps
+# them constant): nll_loss's class weights and its backward's total_weight.
+CONSTANT = {
+    "nll_loss_forward": frozenset({"weight"}),
+    "nll_loss_backward": frozenset({"weight", "total_weight"}),
+}
+
+
 class _Builder:
     """Turns a sample's arguments into leaves plus a function rebuilding the arguments."""
 
@@ -249,7 +259,12 @@ class _Builder:
             return lambda leaves: [b(leaves) for b in built]
         if not isinstance(arg, Arr):
             return lambda leaves: arg
-        if arg.values.dtype != np.float64 or position not in self.op.tensor_positions:
+        constant = CONSTANT.get(self.op.name, frozenset())
+        if (
+            arg.values.dtype != np.float64
+            or position not in self.op.tensor_positions
+            or self.op.schema.args[position].name in constant
+        ):
             constant = arg  # indices, masks: rebuilt per call like the op suite does
             from ..ops.sampling import to_ember
 

@@ -168,6 +168,33 @@ def class_loss(op, dtype, device, rng):
         yield Sample(call_args(op, input=x, target=probs, label_smoothing=0.2))
 
 
+_REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2}
+
+
+def nll_loss_forward(op, dtype, device, rng):
+    """nll_loss's forward row: the class-loss cases with at::Reduction's ints."""
+    for shape, reduction, weighted, ignore in CLASS_CASES + (((2, 3, 2, 2), "mean", True, 0),):
+        classes = shape[1] if len(shape) > 1 else shape[0]
+        target_shape = (shape[0],) + shape[2:] if len(shape) > 1 else ()
+        x = arr(dtype, shape, rng, low=-4.0, high=0.0)
+        w = arr(dtype, (classes,), rng, low=0.5, high=2.0) if weighted else None
+        target = _classes(rng, target_shape, classes, ignore)
+        code = _REDUCTION_CODES[reduction]
+        if op.name == "nll_loss_forward":
+            yield Sample(call_args(op, input=x, target=target, weight=w, reduction=code,
+                                   ignore_index=ignore))  # fmt: skip
+            continue
+        grad_shape = target_shape if code == 0 else ()
+        grad = arr(dtype, grad_shape, rng, low=-1.0, high=1.0)
+        valid = target.values != ignore
+        safe = np.where(valid, target.values, 0)
+        picked = 1.0 if w is None else w.values.astype(np.float64)[safe]
+        total = (valid * picked).sum()
+        yield Sample(call_args(op, grad_output=grad, input=x, target=target, weight=w,
+                               reduction=code, ignore_index=ignore,
+                               total_weight=Arr(np.asarray(total, dtype.np))))  # fmt: skip
+
+
 def cosine_embedding_loss(op, dtype, device, rng):
     for shape, reduction in (((4, 3), "mean"), ((5,), "none")):
         x1 = arr(dtype, shape, rng, low=-2.0, high=2.0, nonzero=True)
@@ -190,5 +217,7 @@ GENERATORS = {
     "kl_div": kl_div,
     "probability_loss": probability_loss,
     "class_loss": class_loss,
+    "nll_loss_forward": nll_loss_forward,
+    "nll_loss_backward": nll_loss_forward,
     "cosine_embedding_loss": cosine_embedding_loss,
 }

@@ -20,6 +20,13 @@ int ember_matmul_set_dnnl(const intptr_t *fns, int count);
 int ember_matmul(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intptr_t out,
                  intptr_t a, const int64_t *sa, intptr_t b, const int64_t *sb);
 
+/* out (n x p, contiguous) = bias + a @ b in one gemm with beta 1 (ATen's addmm, linear's bias
+ * and product): bias has bias_rows rows of p contiguous elements (1: broadcast to every row, or
+ * n). a and b strides as ember_matmul's, 2 each. float32/float64 through OpenBLAS only: any
+ * other case returns EM_UNSUPPORTED before writing, and the caller decomposes. */
+int ember_addmm(int dtype, int64_t n, int64_t k, int64_t p, intptr_t out, intptr_t bias,
+                int64_t bias_rows, intptr_t a, const int64_t *sa, intptr_t b, const int64_t *sb);
+
 /* float16/bfloat16 products whose float32 copies would exceed this many elements are computed
  * block by block (bounded scratch); tests lower it to exercise that path on small products. */
 void ember_matmul_set_half_whole_max(int64_t elements);

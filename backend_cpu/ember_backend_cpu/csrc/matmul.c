@@ -23,6 +23,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 
@@ -194,6 +195,43 @@ static int matmul_blas(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p
     free(scratch_b);
     free(scratch_c);
     return status;
+}
+
+/* ---- addmm: the bias copied into the result, then one gemm with beta 1 --------------------- */
+#define ADDMM(T, S)                                                                               \
+    static int addmm_##T(int64_t n, int64_t k, int64_t p, S *out, const S *bias,                 \
+                         int64_t bias_rows, const em_operand *a, const em_operand *b) {          \
+        em_blas_operand A, B;                                                                     \
+        void *scratch_a = NULL, *scratch_b = NULL;                                                \
+        int status = blas_operand(EMC_##T, EMC_##T, 1, n, k, a, &A, &scratch_a);                 \
+        if (!status) status = blas_operand(EMC_##T, EMC_##T, 1, k, p, b, &B, &scratch_b);        \
+        if (!status) {                                                                            \
+            for (int64_t r = 0; r < n; r++)                                                       \
+                memcpy(out + r * p, bias + (bias_rows == 1 ? 0 : r * p), (size_t)p * sizeof(S)); \
+            if (k > 0) {                                                                          \
+                blas_one_thread();                                                                \
+                blas_parallel_##T(A.trans, B.trans, n, p, k, (const S *)A.ptr, A.ld,             \
+                                  (const S *)B.ptr, B.ld, 1, out, p);                            \
+            }                                                                                     \
+        }                                                                                         \
+        free(scratch_a);                                                                          \
+        free(scratch_b);                                                                          \
+        return status;                                                                            \
+    }
+ADDMM(f32, float)
+ADDMM(f64, double)
+
+int ember_addmm(int dtype, int64_t n, int64_t k, int64_t p, intptr_t out, intptr_t bias,
+                int64_t bias_rows, intptr_t a, const int64_t *sa, intptr_t b, const int64_t *sb) {
+    if (!fits_int(n) || !fits_int(k) || !fits_int(p) || (bias_rows != 1 && bias_rows != n))
+        return EM_UNSUPPORTED;
+    em_operand A = {(const char *)a, 0, sa[0], sa[1]};
+    em_operand B = {(const char *)b, 0, sb[0], sb[1]};
+    if (dtype == EM_F32 && blas.gemm_f32)
+        return addmm_f32(n, k, p, (float *)out, (const float *)bias, bias_rows, &A, &B);
+    if (dtype == EM_F64 && blas.gemm_f64)
+        return addmm_f64(n, k, p, (double *)out, (const double *)bias, bias_rows, &A, &B);
+    return EM_UNSUPPORTED;
 }
 
 /* ---- large float16 / bfloat16 products --------------------------------------------------------

@@ -14,6 +14,7 @@ from . import (
     index,
     lapack,
     linalg,
+    loss,
     nn,
     optim,
     random,
@@ -23,8 +24,8 @@ from . import (
 )
 
 FAMILIES = (
-    elementwise, copy, reduce, linalg, lapack, index, sort, random, samplers, nn, amp, fft, optim,
-    foreach,
+    elementwise, copy, reduce, linalg, lapack, index, sort, random, samplers, nn, loss, amp, fft,
+    optim, foreach,
 )  # fmt: skip
 
 

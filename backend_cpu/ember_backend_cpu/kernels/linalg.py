@@ -136,5 +136,24 @@ def build(ffi, lib) -> dict:
     def bmm(out, a, b):
         product("bmm", out, a, b, a._shape[0], a._stride, b._stride)
 
+    def addmm(out, bias, a, b):
+        """out = bias + a @ b in one gemm; bias contiguous, (p,) or (1, p) broadcast to every
+        row, or (n, p). NotImplementedError without OpenBLAS: the runner decomposes."""
+        n, k = a._shape
+        p = b._shape[1]
+        rows = n if len(bias._shape) == 2 and bias._shape[0] == n else 1
+        code = a._dtype.code
+        status = lib.ember_addmm(
+            code, n, k, p, addr(out), addr(bias), rows, addr(a), a._stride, addr(b), b._stride
+        )
+        if status == no_memory:
+            raise MemoryError(f"addmm: no memory for a scratch copy ({n}x{k}x{p})")
+        if status:
+            raise_status(status, "addmm", code)
+
     numeric = DTYPE_NAMES[1:]
-    return {"mm": dict.fromkeys(numeric, mm), "bmm": dict.fromkeys(numeric, bmm)}
+    return {
+        "mm": dict.fromkeys(numeric, mm),
+        "bmm": dict.fromkeys(numeric, bmm),
+        "addmm": dict.fromkeys(("float32", "float64"), addmm),
+    }
