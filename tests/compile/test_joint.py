@@ -117,6 +117,10 @@ def test_buffers_and_random_draws_as_in_eager():
         for _ in range(4):
             run(x).sum().backward()
     np.testing.assert_allclose(outs[1], outs[0], rtol=1e-5)
-    np.testing.assert_allclose(model[1].running_mean.numpy(), eager[1].running_mean.numpy())
+    # float32 rounding apart: eager linear is PyTorch's one-gemm addmm (the bias is the gemm's C),
+    # the compiled program adds the bias in its fused kernel after mm, so the last bit may differ
+    np.testing.assert_allclose(
+        model[1].running_mean.numpy(), eager[1].running_mean.numpy(), rtol=1e-6, atol=1e-7
+    )
     assert model[1].num_batches_tracked.item() == eager[1].num_batches_tracked.item() == 8
     assert all(r.joint is not None for r in _regions(compiled))
