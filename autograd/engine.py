@@ -406,7 +406,7 @@ def _sole_view(grad: Tensor) -> bool:
     leaf's ``.grad`` writes into no one else's tensor). PyTorch decides by reference count too.
     """
     storage = grad._storage
-    whole = grad._offset == 0 and storage.nbytes == grad.numel() * grad._dtype.itemsize
+    whole = grad._offset == 0 and storage._nbytes == grad.numel() * grad._dtype.itemsize
     # The references counted: grad's and getrefcount's argument for the base; the base's,
     # grad's and the argument for the storage (``storage`` here is one more).
     return (

@@ -533,7 +533,7 @@ def _unfilled(device) -> Storage:
     """A pending tensor's storage: no bytes until the flush fills it (pending.fill)."""
     storage = _new(Storage)
     storage.device = device
-    storage.nbytes = 0
+    storage._nbytes = 0
     storage.handle = storage.ptr = storage.owner = storage.runtime = None
     storage.byte_offset = storage.version = 0
     return storage

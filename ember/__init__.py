@@ -148,6 +148,7 @@ from . import (
     random,
     signal,
     special,
+    storage,
     utils,
     version,
 )
@@ -175,6 +176,7 @@ from .dispatcher.autocast import (
 )
 from .func import vmap
 from .serialization import load, save
+from .storage import TypedStorage, UntypedStorage
 
 globals().update(linalg.TOP_LEVEL)  # torch.lu, torch.tensordot: Python functions there too
 for _name, _fn in linalg.TENSOR_METHODS.items():

@@ -286,7 +286,7 @@ class _StorageReader:
             ) from None
         if device is CPU:
             return storage
-        return make(storage, (storage.nbytes,), (1,), 0, dt.uint8, True).to(device)._storage
+        return make(storage, (storage._nbytes,), (1,), 0, dt.uint8, True).to(device)._storage
 
     def rebuild_tensor(self, loaded, offset, size, stride, requires_grad, hooks, metadata=None):
         made = self._view(loaded, None, offset, size, stride, requires_grad)
@@ -311,7 +311,7 @@ class _StorageReader:
                 f"{self.what}: a tensor's size {size!r}, stride {stride!r} and offset "
                 f"{offset!r} must be integers"
             )
-        problem = view_problem(shape, stride, offset, loaded.storage.nbytes, dtype.itemsize)
+        problem = view_problem(shape, stride, offset, loaded.storage._nbytes, dtype.itemsize)
         if problem:
             raise CheckpointError(f"{self.what}: {problem}")
         t = make(loaded.storage, shape, stride, offset, dtype, is_contiguous(shape, stride))

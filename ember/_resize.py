@@ -40,18 +40,18 @@ def _grow(storage, nbytes: int) -> None:
     all the tensors on it follow."""
     if not _resizable(storage):
         raise RuntimeError(
-            f"Trying to resize storage that is not resizable (it holds {storage.nbytes} bytes "
+            f"Trying to resize storage that is not resizable (it holds {storage._nbytes} bytes "
             f"of memory ember did not allocate; {nbytes} are needed)"
         )
     fresh = empty((nbytes,), dt.uint8, storage.device)._storage
-    if storage.nbytes:
-        old = make(storage, (storage.nbytes,), (1,), 0, dt.uint8, True)
-        new = make(fresh, (storage.nbytes,), (1,), 0, dt.uint8, True)
+    if storage._nbytes:
+        old = make(storage, (storage._nbytes,), (1,), 0, dt.uint8, True)
+        new = make(fresh, (storage._nbytes,), (1,), 0, dt.uint8, True)
         from .dispatcher.optable import OPS
 
         OPS["copy_"].kernel(storage.device.type, dt.uint8)(new, old)
     storage.handle, storage.byte_offset, storage.ptr = fresh.handle, fresh.byte_offset, fresh.ptr
-    storage.owner, storage.nbytes = fresh.owner, fresh.nbytes
+    storage.owner, storage._nbytes = fresh.owner, fresh._nbytes
 
 
 def resize_(self: Tensor, *size, memory_format=None) -> Tensor:
@@ -82,7 +82,7 @@ def resize_(self: Tensor, *size, memory_format=None) -> Tensor:
     itemsize = self._dtype.itemsize
     numel = math.prod(sizes)
     needed = (self._offset + numel) * itemsize if numel else 0
-    if needed > self._storage.nbytes:
+    if needed > self._storage._nbytes:
         _grow(self._storage, needed)
     self._shape = sizes
     self._stride = contiguous_strides(sizes)

@@ -61,7 +61,7 @@ def storage_bytes(storage) -> np.ndarray:
     """All bytes of a storage as a uint8 numpy array in host memory (copied from a device)."""
     if storage.device is CPU:
         return storage.host_bytes()
-    whole = make(storage, (storage.nbytes,), (1,), 0, dt.uint8, True)
+    whole = make(storage, (storage._nbytes,), (1,), 0, dt.uint8, True)
     return host_array(whole.cpu())
 
 
@@ -152,5 +152,5 @@ def deepcopy_tensor(t, memo: dict):
 
 
 def _copy_storage(storage):
-    whole = make(storage, (storage.nbytes,), (1,), 0, dt.uint8, True)
+    whole = make(storage, (storage._nbytes,), (1,), 0, dt.uint8, True)
     return whole.clone()._storage

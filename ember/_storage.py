@@ -7,9 +7,10 @@ import ctypes
 import numpy as np
 
 from . import _shm
+from ._storage_api import UntypedStorageMethods
 
 
-class Storage:
+class Storage(UntypedStorageMethods):
     """Bytes on one device.
 
     ``handle`` is the backend's handle of the allocation the bytes live in and ``byte_offset`` where
@@ -18,14 +19,15 @@ class Storage:
     ``version`` counts in-place writes, for autograd's check of tensors saved for backward; views
     share it because they share the storage. ``owner`` keeps alive whatever frees the memory: a
     caching-allocator lease, a numpy array given to ``from_numpy``, or a raw backend allocation.
+    Users meet it as ``ember.UntypedStorage``: PyTorch's methods come from the mixin.
     """
 
     __slots__ = (
         "__weakref__",  # ember.multiprocessing maps a segment sent back to its storage
+        "_nbytes",
         "byte_offset",
         "device",
         "handle",
-        "nbytes",
         "owner",
         "ptr",
         "runtime",
@@ -39,7 +41,7 @@ class Storage:
 
     def __init__(self, device, nbytes, handle, byte_offset, ptr, owner, runtime):
         self.device = device
-        self.nbytes = nbytes
+        self._nbytes = nbytes
         self.handle = handle
         self.byte_offset = byte_offset
         self.ptr = ptr
@@ -48,13 +50,13 @@ class Storage:
         self.version = 0
 
     def size(self) -> int:
-        return self.nbytes
+        return self._nbytes
 
     def data_ptr(self) -> int:
         return self.ptr if self.ptr is not None else 0
 
     def __repr__(self) -> str:
-        return f"ember.UntypedStorage(device={self.device}, nbytes={self.nbytes})"
+        return f"ember.UntypedStorage(device={self.device}, nbytes={self._nbytes})"
 
     def is_shared(self) -> bool:
         """Whether the bytes are in shared memory (``share_memory_``, sent through
@@ -87,9 +89,9 @@ class Storage:
         segment = self.owner
         if isinstance(segment, _shm.Segment) and (segment.name is not None or not named):
             return segment, self.ptr - segment.address
-        segment = _shm.named(self.nbytes) if named else _shm.anonymous(self.nbytes)
-        if self.nbytes:
-            ctypes.memmove(segment.data, self.ptr, self.nbytes)
+        segment = _shm.named(self._nbytes) if named else _shm.anonymous(self._nbytes)
+        if self._nbytes:
+            ctypes.memmove(segment.data, self.ptr, self._nbytes)
         self.handle = self.ptr = segment.data
         self.byte_offset = 0
         self.owner = segment
@@ -119,7 +121,7 @@ class ReadOnlyStorage(Storage):
     readonly = True
 
     def __repr__(self) -> str:
-        return f"ember.UntypedStorage(device={self.device}, nbytes={self.nbytes}, read-only)"
+        return f"ember.UntypedStorage(device={self.device}, nbytes={self._nbytes}, read-only)"
 
 
 def read_only_error(op_name: str) -> RuntimeError:
@@ -142,7 +144,7 @@ class _HostBytes:
         self.owner = storage.owner
         self.__array_interface__ = {
             "data": (storage.ptr, storage.readonly),
-            "shape": (storage.nbytes,),
+            "shape": (storage._nbytes,),
             "typestr": "|u1",
             "version": 3,
         }

@@ -152,6 +152,13 @@ class Tensor:
     def untyped_storage(self):
         return self._storage
 
+    def storage(self):
+        """The deprecated typed view of the storage (PyTorch warns once, so does ember)."""
+        from .storage import TypedStorage, _warn_typed_storage_removal
+
+        _warn_typed_storage_removal()
+        return TypedStorage(wrap_storage=self._storage, dtype=self._dtype, _internal=True)
+
     def share_memory_(self) -> Tensor:
         """Move the storage to shared memory (CPU; a no-op for device tensors), so processes
         forked afterwards see and make the same writes. Views of it follow."""
@@ -445,7 +452,7 @@ def empty(shape: tuple, dtype, device) -> Tensor:
         # (a third of this path's own time): keep in step with Storage.__init__.
         storage = _new(Storage)
         storage.device = device
-        storage.nbytes = nbytes
+        storage._nbytes = nbytes
         storage.handle = handle
         storage.byte_offset = 0
         storage.ptr = route[4](handle)

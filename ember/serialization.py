@@ -101,7 +101,7 @@ def save(
             _write_record(zf, "byteorder", sys.byteorder.encode())
         for key, storage in storages.records:
             if _skip_data.active():
-                _reserve_record(zf, f"data/{key}", storage.nbytes)
+                _reserve_record(zf, f"data/{key}", storage._nbytes)
             else:
                 _write_record(zf, f"data/{key}", storage_bytes(storage))
         _write_record(zf, "version", b"3\n")
@@ -123,7 +123,7 @@ class _StorageTable:
             storage = t._storage
             key = str(len(self.records))
             location = "cpu" if storage.device is CPU else str(storage.device)
-            ref = StorageRef(t._dtype, key, location, storage.nbytes // t._dtype.itemsize)
+            ref = StorageRef(t._dtype, key, location, storage._nbytes // t._dtype.itemsize)
             found = self.refs[id(storage)] = (ref, t._dtype)
             self.records.append((key, storage))
         elif found[1] is not t._dtype:

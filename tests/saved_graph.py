@@ -17,7 +17,7 @@ def saved_bytes(out) -> int:
         seen.add(id(node))
         for t in _saved(node):
             if isinstance(t, ember.Tensor):
-                storages[id(t._storage)] = t._storage.nbytes
+                storages[id(t._storage)] = t._storage._nbytes
             elif hasattr(t, "untyped_storage"):  # a torch tensor (torch is the test oracle)
                 storage = t.untyped_storage()
                 storages[storage.data_ptr()] = storage.nbytes()

@@ -102,7 +102,7 @@ def unary(op, x, *params):
                 storage = out._storage
                 size = x._dtype.itemsize
                 at = x._storage.ptr + x._offset * size
-                if call(entry[4], storage.ptr, at, storage.nbytes // entry[2].itemsize):
+                if call(entry[4], storage.ptr, at, storage._nbytes // entry[2].itemsize):
                     entry[1](out, x)  # a status: the kernel raises its error, with its message
             return out
     if not isinstance(x, Tensor):
@@ -148,7 +148,7 @@ def binary(op, a, b, *params):
                         size = dtype.itemsize
                         pa = a._storage.ptr + a._offset * size
                         pb = b._storage.ptr + b._offset * size
-                        n = storage.nbytes // entry[2].itemsize
+                        n = storage._nbytes // entry[2].itemsize
                         if call(entry[4], storage.ptr, pa, pb, n):
                             entry[1](out, a, b)  # a status: the kernel raises its error
                         return out

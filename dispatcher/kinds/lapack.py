@@ -230,7 +230,7 @@ def svd(op, A, full_matrices=True, compute_uv=True, driver=None):
     s = empty((count, k), A._dtype.to_real(), dev)  # singular values are real
     if k == 0:  # LAPACK returns at once: U or V of a matrix with a zero dim is the identity
         for t, size in ((u, m), (vh, n)):
-            if t._shape[-1] == t._shape[-2] and t._storage.nbytes:
+            if t._shape[-1] == t._shape[-2] and t._storage._nbytes:
                 _identity_into(t, size)
     else:
         info = _kernel(op, A)(u, s, vh, column_major(A), job)
@@ -337,7 +337,7 @@ def _pad_rows(x, B, batch, m) -> None:
 
     nrhs, rows = x._shape[1:]
     full = as_matrices(x, batch, rows, nrhs)
-    if x._storage.nbytes:
+    if x._storage._nbytes:
         OPS["fill_"].backend((full, 0))
         OPS["copy_"].backend((full.narrow(-2, 0, m), B.expand(*batch, m, nrhs)))
 

@@ -111,7 +111,7 @@ def column_major(a: Tensor, batch: tuple | None = None, dtype=None) -> Tensor:
     flipped = view(src, (*batch, cols, rows), (*src._stride[:-2], src._stride[-1], src._stride[-2]))
     dtype = dtype or a._dtype
     buf = empty((*batch, cols, rows), dtype, a._storage.device)
-    if buf._storage.nbytes:
+    if buf._storage._nbytes:
         OPS["copy_"].kernel(a._storage.device.type, dtype)(buf, flipped)
     return view(buf, (batch_size(batch), cols, rows), contiguous_strides((1, cols, rows)))
 
@@ -167,7 +167,7 @@ def vector_batch(t: Tensor, batch: tuple) -> Tensor:
     if step is not None and (src._stride[-1] == 1 or n <= 1):
         return view(src, (batch_size(batch), n), (step, 1))
     out = empty((*batch, n), t._dtype, t._storage.device)
-    if out._storage.nbytes:
+    if out._storage._nbytes:
         OPS["copy_"].kernel(t._storage.device.type, t._dtype)(out, src)
     return view(out, (batch_size(batch), n), (n, 1))
 
@@ -195,7 +195,7 @@ def raise_info(info, name: str, message, batched: bool, error=LinAlgError) -> No
     element, as PyTorch does."""
     if isinstance(info, Tensor):
         # A meta info has no values: nothing to raise, as PyTorch's _linalg_check_errors on meta
-        if not info._storage.nbytes or info._storage.device.type == "meta":
+        if not info._storage._nbytes or info._storage.device.type == "meta":
             return
         info = host_ints(info)
     import numpy as np

@@ -351,10 +351,10 @@ def as_strided(op, x, size, stride, storage_offset=None):
     if math.prod(size):
         lo = offset + sum((n - 1) * s for n, s in zip(size, stride) if s < 0)
         hi = offset + sum((n - 1) * s for n, s in zip(size, stride) if s > 0)
-        if lo < 0 or (hi + 1) * x._dtype.itemsize > x._storage.nbytes:
+        if lo < 0 or (hi + 1) * x._dtype.itemsize > x._storage._nbytes:
             raise RuntimeError(
                 f"as_strided(): size {list(size)}, stride {list(stride)} and offset {offset} reach "
-                f"outside the storage of {x._storage.nbytes} bytes"
+                f"outside the storage of {x._storage._nbytes} bytes"
             )
     return _view(x, size, stride, offset)
 

@@ -43,7 +43,7 @@ def reduce_device_tensor(tensor: Tensor, state):
     else:
         data = storage.runtime.ipc_handle(storage.handle, index)
     meta = (tensor._offset, tensor._shape, tensor._stride, tensor._requires_grad)
-    where = (str(storage.device), data, storage.byte_offset, storage.nbytes)
+    where = (str(storage.device), data, storage.byte_offset, storage._nbytes)
     with _lock:
         _storages[where] = storage
     return (rebuild_device_tensor, (type(tensor), tensor._dtype, meta, where), state)

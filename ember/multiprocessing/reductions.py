@@ -56,7 +56,7 @@ class SharedCache:
     def remember(self, segment: _shm.Segment, offset: int, storage: Storage) -> None:
         with self.lock:
             self.segments[segment.key] = segment
-            self.storages[segment.key, offset, storage.nbytes] = storage
+            self.storages[segment.key, offset, storage._nbytes] = storage
 
     def storage(self, segment: _shm.Segment, offset: int, nbytes: int) -> Storage:
         """The storage of ``nbytes`` at ``offset`` in ``segment``: the known one, or a new one."""
@@ -86,13 +86,13 @@ def reduce_storage(storage: Storage):
             f"Cannot pickle {storage.device.type} storage; try pickling a "
             f"{storage.device.type} tensor instead"
         )
-    if storage.nbytes == 0:  # nothing to share, and nothing maps zero bytes
+    if storage._nbytes == 0:  # nothing to share, and nothing maps zero bytes
         return (rebuild_storage_empty, ())
     if _strategy() == "file_system":
         segment, offset = storage._share(named=True)
         segment.incref()  # the message's reference, adopted (or dropped) by its receiver
         shared_cache.remember(segment, offset, storage)
-        return (rebuild_storage_filename, (segment.name, offset, storage.nbytes))
+        return (rebuild_storage_filename, (segment.name, offset, storage._nbytes))
     segment, offset = storage._share(named=False)
     fd, opened = segment.descriptor()
     try:
@@ -101,7 +101,7 @@ def reduce_storage(storage: Storage):
         if opened:
             os.close(fd)
     shared_cache.remember(segment, offset, storage)
-    return (rebuild_storage_fd, (handle, segment.key, offset, storage.nbytes))
+    return (rebuild_storage_fd, (handle, segment.key, offset, storage._nbytes))
 
 
 def rebuild_storage_fd(handle, key: tuple, offset: int, nbytes: int) -> Storage:

@@ -268,7 +268,7 @@ def test_metadata_accessors():
     assert x.numel() == x.nelement() == 9
     assert x.nbytes == 72 and x.element_size() == 8
     assert len(x) == 3
-    assert x.untyped_storage().nbytes == 192
+    assert x.untyped_storage().nbytes() == 192
     with pytest.raises(IndexError, match=r"size\(\): Dimension out of range"):
         x.size(2)
     with pytest.raises(TypeError, match="len\\(\\) of a 0-d tensor"):
