@@ -216,9 +216,9 @@ def _sized(value) -> bool:
 class DynamicRegion:
     """A size-generic region: its specialised program for the captured sizes, one program
     for every other size (replay_dynamic.py: fused kernels that take the sizes per call,
-    buffers sized per call), built at the first call at another size; its dispatching code
-    where that program cannot be built (the reason in the ``recompiles`` log) or a layer or
-    gradient must see the ops."""
+    buffers sized per call), built at the first call at another size; with gradients, one
+    forward/backward pair for every size (joint_dynamic.py); its dispatching code where
+    neither can be built (the reason in the ``recompiles`` log) or a layer must see the ops."""
 
     def __init__(self, region, tensors, dims: dict, name: str = ""):
         self.region = region
@@ -291,18 +291,7 @@ class DynamicRegion:
         traced = capture(call, tuple(tensors), root=root, strict=False)
         graphs = [self.graph, traced.graph]
         shapes = [t._shape for t in tensors]
-        # the dims that changed get symbols; the program serves calls where the others (a
-        # feature dim that dynamic=True marked) keep their captured sizes
-        moved = {
-            k: frozenset(d for d in dims if shapes[k][d] != self.shapes[k][d])
-            for k, dims in self.dims.items()
-        }
-        groups = {  # dims that had the same sizes at capture and now: one symbol
-            (k, d): (self.shapes[k][d], shapes[k][d]) for k, dims in moved.items() for d in dims
-        }
-        self.fixed = [
-            (k, d, self.shapes[k][d]) for k, dims in self.dims.items() for d in dims - moved[k]
-        ]
+        groups, self.fixed = sizes.moved(self.shapes, shapes, self.dims)
         try:
             for k in (1, 2):
                 probe = sizes.probe_sizes(shapes, groups, k)

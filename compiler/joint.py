@@ -72,11 +72,18 @@ class Joint:
     def run(self, root, tensors):
         """The call's outputs, or None when a tensor read without gradient now requires one
         (the dispatching replay records it)."""
+        read = self.arguments(root)
+        if read is None:
+            return None
+        return _Step.apply(self, len(tensors), None, *tensors, *read, *self.closed)
+
+    def arguments(self, root):
+        """The module tensors the forward program takes (parameters, then frozen ones), or
+        None when a frozen one now requires grad."""
         frozen = [_attribute(root, path) for path in self.frozen]
         if any(t._requires_grad for t in frozen):
             return None
-        params = [_attribute(root, path) for path in self.params]
-        return _Step.apply(self, len(tensors), None, *tensors, *params, *frozen, *self.closed)
+        return [*[_attribute(root, path) for path in self.params], *frozen]
 
 
 class _Step(Function):

@@ -40,16 +40,14 @@ class GenericJoint(Joint):
         return all(tensors[k]._shape[d] == n for k, d, n in self.fixed)
 
     def run(self, root, tensors):
-        frozen = [joint._attribute(root, path) for path in self.frozen]
-        if any(t._requires_grad for t in frozen):
+        read = self.arguments(root)
+        if read is None:
             return None
-        params = [joint._attribute(root, path) for path in self.params]
         with no_grad():
-            flat = self.forward(*tensors, *params, *frozen)
+            flat = self.forward(*tensors, *read)
         if flat is None:  # a checked node's shape differs from the fit: the dispatching code
             return None
-        args = (*tensors, *params, *frozen, *self.closed)
-        return joint._Step.apply(self, len(tensors), flat, *args)
+        return joint._Step.apply(self, len(tensors), flat, *tensors, *read, *self.closed)
 
 
 def build(region, root, tensors, captured: list, dims: dict, name: str = ""):
@@ -69,13 +67,9 @@ def _build(region, root, tensors, captured, dims):
     if any(node.blocks() for node in graph.block().nodes()):
         return "control flow"
     shapes = [t._shape for t in tensors]
-    moved = {
-        k: frozenset(d for d in ds if shapes[k][d] != captured[k][d]) for k, ds in dims.items()
-    }
-    groups = {(k, d): (captured[k][d], shapes[k][d]) for k, ds in moved.items() for d in ds}
+    groups, fixed = sizes.moved(captured, shapes, dims)
     if not groups:
         return "no dynamic size moved"
-    fixed = [(k, d, captured[k][d]) for k, ds in dims.items() for d in ds - moved[k]]
     constants = joint._tensor_constants(graph)
     closed = list({id(t): t for t in constants if t._requires_grad}.values())
     points = [shapes, list(captured)] + [

@@ -44,6 +44,22 @@ class Shapes:
         return tuple(i for i, n in enumerate(shape) if isinstance(n, str))
 
 
+def moved(captured: list, call: list, dims: dict):
+    """``(groups, fixed)`` for a generic program built from a call at other sizes than the
+    captured ones: the dynamic ``dims`` (``{tensor index: dims}``) that changed get symbols,
+    grouped by their (captured, call) sizes (dims that moved together: one symbol); the others
+    (a feature dim that ``dynamic=True`` marked) are ``fixed``, ``(tensor index, dim, size)``:
+    the program serves the calls where they keep their captured sizes."""
+    groups, fixed = {}, []
+    for k, ds in dims.items():
+        for d in sorted(ds):
+            if call[k][d] != captured[k][d]:
+                groups[(k, d)] = (captured[k][d], call[k][d])
+            else:
+                fixed.append((k, d, captured[k][d]))
+    return groups, fixed
+
+
 def probe_sizes(call: list, groups: dict, k: int) -> list:
     """Probe ``k``'s shapes (k = 1, 2...): the call's, each dim of ``groups`` (``{(tensor
     index, dim): group}``) moved by its group's offset: dims of one group (the batch dim of
