@@ -29,7 +29,7 @@ from ember.jit.ops import has_side_effects
 from ember.jit.symbolic import SymInt
 from ember.jit.tracer import capture
 
-from . import logs, replay, replay_dynamic, size_guards, size_rules, sizes
+from . import joint_dynamic, logs, replay, replay_dynamic, size_guards, size_rules, sizes
 from .size_guards import COMPARING
 
 _UNBUILT = object()
@@ -216,9 +216,9 @@ def _sized(value) -> bool:
 class DynamicRegion:
     """A size-generic region: its specialised program for the captured sizes, one program
     for every other size (replay_dynamic.py: fused kernels that take the sizes per call,
-    buffers sized per call), built at the first call at another size; its dispatching code
-    where that program cannot be built (the reason in the ``recompiles`` log) or a layer or
-    gradient must see the ops."""
+    buffers sized per call), built at the first call at another size; with gradients, one
+    forward/backward pair for every size (joint_dynamic.py); its dispatching code where
+    neither can be built (the reason in the ``recompiles`` log) or a layer must see the ops."""
 
     def __init__(self, region, tensors, dims: dict, name: str = ""):
         self.region = region
@@ -227,13 +227,25 @@ class DynamicRegion:
         self.dims = dims  # {tensor index: its dynamic dims}
         self.name = name
         self.generic = _UNBUILT
+        self.pair = _UNBUILT  # joint_dynamic.py's pair: calls with gradients, every size
         self.fixed: list = []  # (tensor index, dim, size): dynamic dims the program fixes
 
     def run(self, root, tensors):
         region = self.region
-        if all(t._shape == s for t, s in zip(tensors, self.shapes)):
-            return region.run(root, tensors)
         plain = STACK.grad_only_layers is STACK.layers
+        # the captured sizes: its specialised program, or its pair unless the generic one
+        # came first (one pair built, not two)
+        captured = all(t._shape == s for t, s in zip(tensors, self.shapes))
+        generic_pair = isinstance(self.pair, joint_dynamic.GenericJoint)
+        if captured and (not generic_pair or isinstance(region.joint, joint_dynamic.Joint)):
+            return region.run(root, tensors)
+        if plain and _records(self.graph):  # with gradients: the generic pair
+            flat = self._train(root, tensors)
+            if flat is not None:
+                return region.rebuild(flat)
+            return region.rebuild(
+                region.fn(root, *tensors) if root is not None else region.fn(*tensors)
+            )
         generic = self.generic
         if generic is _UNBUILT and plain and not _records(self.graph):
             return region.rebuild(self._build(root, tensors))
@@ -243,6 +255,18 @@ class DynamicRegion:
         if flat is None:
             flat = region.fn(root, *tensors) if root is not None else region.fn(*tensors)
         return region.rebuild(flat)
+
+    def _train(self, root, tensors):
+        """The call's outputs through the size-generic forward/backward pair (joint_dynamic.py,
+        built at the first call with gradients at other sizes), or None."""
+        pair = self.pair
+        if pair is _UNBUILT:
+            pair = self.pair = joint_dynamic.build(
+                self.region, root, tensors, self.shapes, self.dims, self.name
+            )
+        if pair is None or not pair.serves(tensors):
+            return None
+        return pair.run(root, tensors)
 
     def _serves(self, tensors) -> bool:
         """Whether the generic program serves these sizes (its fixed dims unchanged)."""
@@ -267,18 +291,7 @@ class DynamicRegion:
         traced = capture(call, tuple(tensors), root=root, strict=False)
         graphs = [self.graph, traced.graph]
         shapes = [t._shape for t in tensors]
-        # the dims that changed get symbols; the program serves calls where the others (a
-        # feature dim that dynamic=True marked) keep their captured sizes
-        moved = {
-            k: frozenset(d for d in dims if shapes[k][d] != self.shapes[k][d])
-            for k, dims in self.dims.items()
-        }
-        groups = {  # dims that had the same sizes at capture and now: one symbol
-            (k, d): (self.shapes[k][d], shapes[k][d]) for k, dims in moved.items() for d in dims
-        }
-        self.fixed = [
-            (k, d, self.shapes[k][d]) for k, dims in self.dims.items() for d in dims - moved[k]
-        ]
+        groups, self.fixed = sizes.moved(self.shapes, shapes, self.dims)
         try:
             for k in (1, 2):
                 probe = sizes.probe_sizes(shapes, groups, k)

@@ -23,7 +23,8 @@ from ember.jit.tracer import _ACTIVE, current
 from . import config, dynamic, effects, fusion, guards, logs, overhead, segments, size_guards
 from .exc import FailOnRecompileLimitHit
 from .observer import COMPILE, FULLGRAPH, Observer
-from .region import Region, record, split
+from .region import record, split
+from .train_region import TrainRegion
 
 WARN = logging.getLogger("ember._dynamo.convert_frame")
 _INSTANCES: weakref.WeakSet = weakref.WeakSet()
@@ -159,14 +160,20 @@ class CompiledFunction:
     def _generic(self, region, key, leaves, bakes, names, args, kwargs):
         """``(region, key)``: the region made size-generic, or every size specialised from now
         on when the graph is not (with the reason logged)."""
-        if type(region) is not Region:  # a training step's region: sizes stay specialised
-            why = "a training step's region specialises its sizes"
+        # a training step's region: its forward is made generic (its pair: joint_dynamic.py)
+        inner = region.forward if isinstance(region, TrainRegion) else region
+        if inner is None:
+            why = "a training step without a forward specialises its sizes"
         else:
             why = dynamic.not_generic(region.graph, leaves, self._dynamic, bakes)
         if why is None:
             tensors = [leaf for leaf in leaves if isinstance(leaf, Tensor)]
             dims = self._tensor_dims(leaves)
-            return dynamic.DynamicRegion(region, tensors, dims, self.__qualname__), key
+            inner = dynamic.DynamicRegion(inner, tensors, dims, self.__qualname__)
+            if isinstance(region, TrainRegion):
+                region.forward = inner
+                return region, key
+            return inner, key
         logs.log("recompiles", f"{self.__qualname__}: sizes stay static: {why}")
         self._dynamic = None
         self._static = True

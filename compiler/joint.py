@@ -72,17 +72,26 @@ class Joint:
     def run(self, root, tensors):
         """The call's outputs, or None when a tensor read without gradient now requires one
         (the dispatching replay records it)."""
+        read = self.arguments(root)
+        if read is None:
+            return None
+        return _Step.apply(self, len(tensors), None, *tensors, *read, *self.closed)
+
+    def arguments(self, root):
+        """The module tensors the forward program takes (parameters, then frozen ones), or
+        None when a frozen one now requires grad."""
         frozen = [_attribute(root, path) for path in self.frozen]
         if any(t._requires_grad for t in frozen):
             return None
-        params = [_attribute(root, path) for path in self.params]
-        return _Step.apply(self, len(tensors), *tensors, *params, *frozen, *self.closed)
+        return [*[_attribute(root, path) for path in self.params], *frozen]
 
 
 class _Step(Function):
     @staticmethod
-    def forward(ctx, joint, n, *tensors):
-        flat = joint.forward(*tensors[: len(tensors) - len(joint.closed)])
+    def forward(ctx, joint, n, ready, *tensors):
+        # ready: the forward program's results when the caller ran it already (a size-generic
+        # forward may decline a call, joint_dynamic.py, which must happen before the node)
+        flat = ready or joint.forward(*tensors[: len(tensors) - len(joint.closed)])
         ctx.joint = joint
         ctx.saved = flat[joint.n_out :]
         ctx.n = n
@@ -100,12 +109,17 @@ class _Step(Function):
                 "is not supported yet; run the model eagerly for higher-order gradients"
             )
         found = joint.backward(*ctx.saved, *[grads[i] for i in joint.diff])
+        if found is None:  # a size-generic backward whose shapes disagree with the forward's
+            raise RuntimeError(
+                "ember.compile: the size-generic backward program's shapes differ from its "
+                "forward's (please report it; compile with dynamic=False to avoid it)"
+            )
         inputs = [None] * ctx.n
         for position, g in zip(joint.inputs_grad, found):
             inputs[position] = g
         params = list(found[len(joint.inputs_grad) :])
         closed = [params.pop() for _ in joint.closed][::-1]
-        return (None, None, *inputs, *params, *[None] * len(joint.frozen), *closed)
+        return (None, None, None, *inputs, *params, *[None] * len(joint.frozen), *closed)
 
 
 def build(region, root, tensors, static: bool = False) -> Joint | None:
@@ -130,14 +144,19 @@ def build(region, root, tensors, static: bool = False) -> Joint | None:
     return _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static)
 
 
-def _trace(region, root, tensors, closed):
+def _trace(region, root, tensors, closed, sizes=None):
+    """The joint graph of ``region`` called with ``tensors``; ``sizes``: its outputs' sizes
+    when they are not the captured graph's (joint_dynamic.py traces it at other sizes)."""
     inputs = [t.detach().requires_grad_(t._requires_grad) for t in tensors]
     wanted = [i for i, t in enumerate(tensors) if t._requires_grad]
     params = [v.node()["name"] for v in _read(region.graph) if v.type().requires_grad()]
     outs = [v.type() for v in region.graph.outputs()]
     diff = [i for i, typ in enumerate(outs) if typ.requires_grad()]
+    sizes = sizes or [t.sizes() for t in outs]
     seeds = [
-        ember.ones(t.sizes(), dtype=t.dtype(), device=t.device()) for t in outs if t.requires_grad()
+        ember.ones(n, dtype=t.dtype(), device=t.device())
+        for t, n in zip(outs, sizes)
+        if t.requires_grad()
     ]
     forward_nodes: set = set()
     present: list = []
@@ -162,7 +181,9 @@ def _trace(region, root, tensors, closed):
     return captured.graph, forward_nodes, present, wanted, params, diff, len(outs), constants
 
 
-def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static):
+def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static, programs=None):
+    """The Joint of a traced joint graph; ``programs(graph, forward, backward)``: the two
+    programs from their ``(inputs, nodes, outputs, name, n_out)`` (default replay.build's)."""
     nodes = list(graph.block().nodes())
     reads = {v.node()["name"]: v for v in _read(graph)}
     frozen = [name for name, v in reads.items() if not v.type().requires_grad()]
@@ -189,7 +210,12 @@ def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static
     body = constants + partition.placed(recomputed, after)
     forward = ([*inputs, *taken], ahead, [*outputs, *saved], "compiled_forward", n_out)
     backward = ([*saved, *seeds], body, list(grads), "compiled_backward", 0)
-    if static:  # mode="reduce-overhead": buffers (overhead.py)
+    if programs is not None:  # size-generic programs (joint_dynamic.py)
+        found = programs(graph, forward, backward)
+        if isinstance(found, str):
+            return _refuse(found)
+        forward, backward = found
+    elif static:  # mode="reduce-overhead": buffers (overhead.py)
         forward, backward = overhead.training(graph, forward, backward) or (None, None)
     else:
         forward, backward = (

@@ -80,6 +80,9 @@ class GenericProgram(replay._Program):
 
     def node(self, node, indent: str, out: list) -> None:
         kind = node.kind()
+        if kind == "prim::Constant" and self.shapes.constant(node.output()) is not None:
+            self.inline[node.output()] = self.shapes.constant(node.output())
+            return
         op = None if kind.startswith("prim::") else resolve(kind)
         results = [v for v in node.outputs() if isinstance(v.type(), TensorType)]
         if op is None or not results or size_rules.trusted(op, node, self.shapes):
@@ -190,7 +193,7 @@ def check(shapes):
         seen: dict = {}  # (dim from the right, captured size) -> its expression: one each
         for value in values:
             if not isinstance(value.type(), TensorType):
-                if shapes.number(value) is not None:
+                if shapes.number(value) is not None or shapes.constant(value) is not None:
                     return "a step reads a dynamic size as a number"
                 continue
             shape = shapes.of(value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from ember._tensor import Tensor
 from ember.jit.types import TensorType
 
 PROBE = 5  # probe k moves group n's dims by k * (PROBE + n) + k * k * n
@@ -22,10 +23,15 @@ class Shapes:
     """``of(value)``: a graph value's shape as a tuple of ints and expressions (source text
     over the symbols ``_s0``...), ``symbols``: ``[(graph input index, dim)]`` per symbol."""
 
-    def __init__(self, symbols: list, shapes: dict, numbers: dict):
+    def __init__(self, symbols: list, shapes: dict, numbers: dict, constants=None):
         self.symbols = symbols
         self.shapes = shapes
         self.numbers = numbers  # int values (prim::size...) that depend on the sizes
+        # constants that follow the sizes (a backward formula's ``expand(g, [17])``): source
+        self.constants = constants or {}
+
+    def constant(self, value):
+        return self.constants.get(value)
 
     def of(self, value):
         return self.shapes.get(value)
@@ -36,6 +42,22 @@ class Shapes:
     def dynamic(self, value) -> tuple:
         shape = self.shapes.get(value) or ()
         return tuple(i for i, n in enumerate(shape) if isinstance(n, str))
+
+
+def moved(captured: list, call: list, dims: dict):
+    """``(groups, fixed)`` for a generic program built from a call at other sizes than the
+    captured ones: the dynamic ``dims`` (``{tensor index: dims}``) that changed get symbols,
+    grouped by their (captured, call) sizes (dims that moved together: one symbol); the others
+    (a feature dim that ``dynamic=True`` marked) are ``fixed``, ``(tensor index, dim, size)``:
+    the program serves the calls where they keep their captured sizes."""
+    groups, fixed = {}, []
+    for k, ds in dims.items():
+        for d in sorted(ds):
+            if call[k][d] != captured[k][d]:
+                groups[(k, d)] = (captured[k][d], call[k][d])
+            else:
+                fixed.append((k, d, captured[k][d]))
+    return groups, fixed
 
 
 def probe_sizes(call: list, groups: dict, k: int) -> list:
@@ -96,7 +118,62 @@ def fit(graphs: list) -> Shapes | str:
                 found = shapes[node.inputsAt(0)][dim["value"]]
                 if isinstance(found, str):
                     numbers[values[0]] = found
-    return Shapes(symbols, shapes, numbers)
+    constants = _constants(graphs, triples)
+    if isinstance(constants, str):
+        return constants
+    return Shapes(symbols, shapes, numbers, constants)
+
+
+def _constants(graphs: list, symbols: list):
+    """``{value: source}`` for the int and int-list constants of ``graphs[0]`` that differ
+    between the graphs (sizes a backward formula read as Python ints: ``expand(g, [17])``),
+    each int an expression of the symbols; or why not (another constant differs)."""
+    found = {}
+    blocks = [list(g.block().nodes()) for g in graphs]
+    if len({len(b) for b in blocks}) != 1:
+        return "the graphs at other sizes hold other constants"
+    for group in zip(*blocks):
+        if group[0].kind() != "prim::Constant" or not group[0].hasAttribute("value"):
+            continue
+        values = [n["value"] for n in group]
+        if isinstance(values[0], Tensor):  # made per trace: their sizes and values must agree
+            if len({(v._shape, str(v.dtype)) for v in values}) > 1 or not _same_values(values):
+                return "a tensor constant changes with the sizes"
+            continue
+        if not isinstance(values[0], (int, float, list, tuple)):
+            continue
+        if all(type(v) is type(values[0]) and v == values[0] for v in values[1:]):
+            continue
+        if all(type(v) is int for v in values):
+            text = _expression(tuple(values), symbols)
+        elif all(isinstance(v, (list, tuple)) for v in values) and _ints(values):
+            items = [_expression(t, symbols) for t in zip(*values)]
+            text = None if None in items else _sequence(values[0], items)
+        else:
+            text = None
+        if text is None:
+            return f"a constant changes with the sizes ({values[0]!r})"
+        found[group[0].output()] = str(text)
+    return found
+
+
+def _same_values(tensors: list) -> bool:
+    """Whether small tensors hold the same values (a large one is taken as made alike)."""
+    if tensors[0].numel() > 64:
+        return True
+    first = tensors[0].detach().cpu().tolist()
+    return all(t.detach().cpu().tolist() == first for t in tensors[1:])
+
+
+def _ints(values: list) -> bool:
+    return len({len(v) for v in values}) == 1 and all(type(n) is int for v in values for n in v)
+
+
+def _sequence(like, items: list) -> str:
+    body = ", ".join(str(n) for n in items)
+    if isinstance(like, list):
+        return f"[{body}]"
+    return f"({body},)" if len(items) == 1 else f"({body})"
 
 
 def _ops(graph) -> list:

@@ -71,7 +71,9 @@ def batch_norm(
         if running_mean is not None:
             with ember.no_grad():
                 running_mean.lerp_(mean, momentum)
-                running_var.lerp_(var * (count / (count - 1)), momentum)
+                # count stays an int of the trace (not a float baked into the graph), so a
+                # size-generic program corrects by each call's batch (compiler/dynamic.py)
+                running_var.lerp_(var * count / (count - 1), momentum)
     else:
         mean, var = running_mean, running_var
     # Per-channel scale and shift first (C values), then one multiply-add over the input: two
