@@ -71,7 +71,13 @@ def walk_plain(run, ready: list) -> None:
                     mark_repeats(outputs, shared)
             else:
                 outputs = run._apply(node, grads)
-            if not retain:
+            if retain:
+                pass
+            elif kind == _FORMULA and node.display is None:
+                node.released = True  # Node.release inline: the node is its own ctx
+                if node._saved:
+                    node.free_saved()
+            else:
                 node.release()
             edges = node.edges
             if outputs is not None and len(outputs) == len(edges):
