@@ -14,6 +14,7 @@ import sys
 import warnings
 from collections import defaultdict
 
+from ember import _dtype as dt
 from ember._tensor import Tensor, make
 from ember.dispatcher.mathbits import keep_bits
 
@@ -25,6 +26,7 @@ from .node import (
     store_retained,
     tensor_hooks,
 )
+from .walk import mark_repeats, walk, walk_plain
 
 
 def _as_tuple(value):
@@ -35,7 +37,9 @@ def _as_tuple(value):
     return tuple(value)
 
 
-def _root_grads(outputs, grad_outputs) -> list:
+def _root_grads(outputs, grad_outputs, unit: bool = False) -> list:
+    """The gradient each output starts with; ``unit``: an implicit one may be the cached
+    ``_unit`` (execute says when nothing can see or keep it)."""
     grads = list(_as_tuple(grad_outputs)) if grad_outputs is not None else [None] * len(outputs)
     if len(grads) != len(outputs):
         raise RuntimeError(
@@ -50,9 +54,11 @@ def _root_grads(outputs, grad_outputs) -> list:
                     "grad can be implicitly created only for scalar outputs (output "
                     f"{i} has shape {list(out._shape)}); pass gradient= / grad_outputs="
                 )
-            from ember import ones_like
+            grad = _unit(out) if unit else None
+            if grad is None:
+                from ember import ones_like
 
-            grad = ones_like(out)
+                grad = ones_like(out)
         elif not isinstance(grad, Tensor):
             from ember import full_like
 
@@ -64,6 +70,46 @@ def _root_grads(outputs, grad_outputs) -> list:
             )
         result.append(grad)
     return result
+
+
+_UNIT_DTYPES = frozenset((dt.float32, dt.float64))
+_UNITS: dict = {}  # (dtype, device) -> (the 0-dim one, _holders of it when made)
+
+
+def _unit(out: Tensor):
+    """A 0-dim float32/float64 CPU one, made once: ``loss.backward()``'s root gradient without
+    a ``ones_like`` per step (14 us). None for other outputs. ``execute`` hands it only to a
+    root node without hooks, not under create_graph, capture or anomaly mode, and marks it
+    shared (a leaf copies it, never keeps it). If anything kept it, a view of it or its memory
+    (a custom Function's backward can), or wrote into it, a new one is made: a program never
+    holds the one the next backward uses."""
+    if out._shape != () or out._dtype not in _UNIT_DTYPES:
+        return None
+    device = out._storage.device
+    if device.type != "cpu":
+        return None
+    key = (out._dtype, device)
+    cached = _UNITS.get(key)
+    if cached is not None:
+        unit = cached[0]
+        if _holders(unit) == cached[1]:  # (``unit`` is a local then too: the counts compare)
+            return unit
+    from ember import ones_like
+
+    unit = ones_like(out)
+    _UNITS[key] = (unit, None)  # counted as the check above will count it: one tuple holds it
+    holders = _holders(unit)
+    _UNITS[key] = (unit, holders)
+    return unit
+
+
+def _holders(unit: Tensor) -> tuple:
+    """What tells whether something else holds ``unit``: the references to it, its storage and
+    the storage's buffer (a view holds the storage, a numpy view the buffer), and the version
+    (an in-place write)."""
+    storage = unit._storage
+    return (sys.getrefcount(unit), sys.getrefcount(storage), sys.getrefcount(storage.handle),
+            storage.version)  # fmt: skip
 
 
 def _roots(outputs) -> list:
@@ -144,10 +190,17 @@ def _run_pre_hooks(node, grads: list) -> list:
 def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, accumulate=True):
     """Run backward from ``outputs``. ``capture`` maps edges to slots for ``autograd.grad``."""
     root_edges = _roots(outputs)
-    root_grads = _root_grads(outputs, grad_outputs)
     root_nodes = list({edge[0]: None for edge in root_edges})
     targets = None if capture is None else {edge[0] for edge in capture}
     run = _Pass(_needed(root_nodes, targets), _dependencies(root_nodes), retain_graph, capture)
+    unit = (
+        run.plain
+        and not create_graph
+        and grad_outputs is None
+        and not grad_mode.THREAD.mode.anomaly
+        and _quiet(root_nodes[0])
+    )
+    root_grads = _root_grads(outputs, grad_outputs, unit and len(outputs) == 1)
     run.roots = set(root_nodes)
     run.accumulate = accumulate and capture is None
     given = _as_tuple(grad_outputs) if grad_outputs is not None else ()
@@ -155,6 +208,8 @@ def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, acc
         run.add(node, index, grad)
         if i < len(given) and given[i] is grad:
             run.shared.add(id(grad))  # the caller holds it too
+    if unit:
+        run.shared.add(id(root_grads[0]))  # the cached unit: never a leaf's .grad itself
     ready = [(-node.seq, id(node), node) for node in root_nodes if run.deps[node] == 0]
     heapq.heapify(ready)
     state = grad_mode.THREAD.mode
@@ -163,19 +218,25 @@ def execute(outputs, grad_outputs, retain_graph, create_graph, capture=None, acc
     state.checkpoint_valid = capture is None
     _RUNNING.append(run)
     try:
-        while ready:
-            node = heapq.heappop(ready)[2]
-            found = run.step(node)
-            # A lone ready node newer than every queued one would be popped next: it runs at
-            # once, without the heap (most of a chain-like graph's steps).
-            while len(found) == 1 and (not ready or -found[0].seq < ready[0][0]):
-                found = run.step(found[0])
-            for nxt in found:
-                heapq.heappush(ready, (-nxt.seq, id(nxt), nxt))
+        if run.plain and not state.anomaly:
+            walk_plain(run, ready)
+        else:
+            walk(run, ready)
     finally:
         _RUNNING.pop()
         state.enabled, state.checkpoint_valid = previous, valid
     return run.captured
+
+
+def _quiet(node) -> bool:
+    """Whether nothing but the formula sees the gradient ``node`` receives: no hooks, no
+    retained grad, not a leaf (whose ``.grad`` it would become)."""
+    return (
+        node.pre_hooks is None
+        and node.retains is None
+        and node.hooks is None
+        and not isinstance(node, AccumulateGrad)
+    )
 
 
 _RUNNING: list = []  # the passes under way, innermost last (a hook may run a nested backward)
@@ -291,16 +352,18 @@ class _Pass:
     def _accumulate(self, node, grads: list) -> None:
         """A leaf's step in a plain pass: its tensor hooks, then ``.grad``."""
         grad = grads[0]
-        variable = node.variable
+        variable = node._variable()
         if grad is None or variable is None:
             return
-        hooks = variable.__dict__.get("_hooks")
+        own = variable.__dict__
+        hooks = own.get("_hooks")
         if hooks:
             grad = run_leaf_hooks(hooks, grad)
             self.shared.add(id(grad))
         if self.accumulate:
             accumulate_into_leaf(variable, grad, id(grad) not in self.shared)
-            run_post_accumulate_hooks(variable)
+            if own.get("_post_accumulate_hooks"):
+                run_post_accumulate_hooks(variable)
 
     def _pass_on(self, node, outputs) -> list:
         """Hand ``node``'s input gradients to the nodes its edges lead to (``add``, inline);
@@ -340,12 +403,7 @@ class _Pass:
                     outputs = tuple(replaced)
             self.shared.update(id(g) for g in outputs)
         if len(outputs) > 1:
-            seen = set()
-            for g in outputs:
-                if g is not None:
-                    if id(g) in seen:
-                        self.shared.add(id(g))
-                    seen.add(id(g))
+            mark_repeats(outputs, self.shared)
         if grad_mode.THREAD.mode.anomaly:
             anomaly.check_nan(node, outputs)
         return outputs
@@ -381,9 +439,8 @@ def accumulate_into_leaf(variable: Tensor, grad, owned: bool = False) -> None:
         variable._grad = _own(grad, owned and not create_graph)
     elif create_graph:
         variable._grad = current + grad
-    else:
-        with grad_mode.no_grad():
-            current.add_(grad)
+    else:  # grad mode is off here (create_graph is): add_ records nothing
+        current.add_(grad)
 
 
 def _own(grad: Tensor, owned: bool) -> Tensor:
