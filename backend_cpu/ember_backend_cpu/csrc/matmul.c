@@ -319,6 +319,108 @@ static int matmul_half_blocked(int dtype, int64_t batch, int64_t n, int64_t k, i
     return status;
 }
 
+/* ---- small float products: a direct loop ----------------------------------------------------
+ * minGPT's attention multiplies 192 matrices of 6x16 by 16x6 (and the like in its backward).
+ * oneDNN (matmul_dnnl.c) took 120 us for that stack on an AVX2 EPYC and OpenBLAS 260 us (a gemm
+ * call per matrix, each ~1.3 us of setup for 576 multiply-adds), where the products themselves
+ * are 110k multiply-adds: this loop takes ~15 us. A product whose matrices all have dimensions
+ * up to SMALL_DIM and at most small.work multiply-adds each runs here; the stack is split over
+ * the OpenMP pool by matrices when it has at least small.parallel multiply-adds in all. Both
+ * thresholds come from benchmarks/small_matmul_grid.c (docs/eager_overhead.md, round 12).
+ *
+ * Each output row is accumulated in a row of registers/L1 (acc), one a[i, l] times b's row l
+ * at a time, so the j loop is contiguous and vectorises; b's matrix is packed row-major first
+ * when its rows are not contiguous (a transposed operand), once for a broadcast b. Summation
+ * runs in l order, as a dot product would: NaN and inf propagate as in BLAS. */
+#define SMALL_DIM 64
+
+static struct {
+    int64_t work, parallel;
+} small = {4096, 65536};
+
+void ember_matmul_set_small(int64_t work, int64_t parallel) {
+    small.work = work;
+    small.parallel = parallel;
+}
+
+static int small_fits(int64_t n, int64_t k, int64_t p) {
+    return n <= SMALL_DIM && k <= SMALL_DIM && p <= SMALL_DIM && n * k * p <= small.work;
+}
+
+/* b's matrix m as rows of W elements, the p real ones then zeros, so that the row loops below
+ * work on whole vectors. */
+#define SMALL_PACK(T, S, W)                                                                       \
+    static void small_pack_##T##_##W(const S *bm, const em_operand *b, int64_t k, int64_t p,     \
+                                     S *bp) {                                                     \
+        for (int64_t l = 0; l < k; l++)                                                           \
+            for (int64_t j = 0; j < W; j++) bp[l * W + j] = j < p ? bm[l * b->rs + j * b->cs] : 0; \
+    }
+
+/* out[m] for matrices lo..hi of the stack, R output rows at a time, each row W / VL vectors of
+ * accumulators (GCC's generic vectors: 32 bytes, two SSE registers in the default clone), so
+ * that each packed b row is loaded once for R rows; a last partial block repeats its first row
+ * rather than reading past a. Left to itself, gcc vectorised the l loop with gathers instead
+ * (0.77 us a 6x16x6 product, against 0.1 us here). */
+#define SMALL_KERNEL(T, S, W, R)                                                                  \
+    SMALL_PACK(T, S, W)                                                                           \
+    static EM_CLONES void small_##T##_##W(int64_t lo, int64_t hi, int64_t n, int64_t k,          \
+                                          int64_t p, S *out, const em_operand *a,                \
+                                          const em_operand *b) {                                  \
+        typedef S vec __attribute__((vector_size(32)));                                           \
+        enum { VL = 32 / sizeof(S), NV = W / VL };                                                \
+        vec bv[SMALL_DIM * NV];                                                                   \
+        S *bp = (S *)bv;                                                                          \
+        for (int64_t m = lo; m < hi; m++) {                                                       \
+            if (m == lo || b->bs != 0)                                                            \
+                small_pack_##T##_##W((const S *)b->ptr + m * b->bs, b, k, p, bp);                \
+            const S *am = (const S *)a->ptr + m * a->bs;                                          \
+            S *o = out + m * n * p;                                                               \
+            for (int64_t i0 = 0; i0 < n; i0 += R) {                                               \
+                int64_t rows = n - i0 < R ? n - i0 : R;                                           \
+                const S *ar[R];                                                                   \
+                vec acc[R][NV];                                                                   \
+                for (int r = 0; r < R; r++) {                                                     \
+                    ar[r] = am + (i0 + (r < rows ? r : 0)) * a->rs;                               \
+                    for (int v = 0; v < NV; v++) acc[r][v] = (vec){0};                            \
+                }                                                                                 \
+                for (int64_t l = 0; l < k; l++) {                                                 \
+                    const vec *br = bv + l * NV;                                                  \
+                    for (int r = 0; r < R; r++) {                                                 \
+                        const S av = ar[r][l * a->cs];                                            \
+                        for (int v = 0; v < NV; v++) acc[r][v] += av * br[v];                     \
+                    }                                                                             \
+                }                                                                                 \
+                for (int64_t r = 0; r < rows; r++) {                                              \
+                    const S *row = (const S *)acc[r];                                             \
+                    for (int64_t j = 0; j < p; j++) o[(i0 + r) * p + j] = row[j];                 \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }
+
+/* The narrowest kernel that holds a row of p, split over the pool by matrices when the stack
+ * has enough work. */
+#define SMALL_PRODUCT(T, S)                                                                       \
+    SMALL_KERNEL(T, S, 8, 4)                                                                      \
+    SMALL_KERNEL(T, S, 16, 4)                                                                     \
+    SMALL_KERNEL(T, S, 32, 2)                                                                     \
+    SMALL_KERNEL(T, S, 64, 1)                                                                     \
+    static void small_stack_##T(int64_t batch, int64_t n, int64_t k, int64_t p, S *out,          \
+                                const em_operand *a, const em_operand *b) {                      \
+        void (*fn)(int64_t, int64_t, int64_t, int64_t, int64_t, S *, const em_operand *,          \
+                   const em_operand *) = p <= 8    ? small_##T##_8                                \
+                                         : p <= 16 ? small_##T##_16                               \
+                                         : p <= 32 ? small_##T##_32                               \
+                                                   : small_##T##_64;                              \
+        int parts = batch * n * k * p >= small.parallel ? pool_threads() : 1;                     \
+        if (parts > batch) parts = (int)batch;                                                    \
+        _Pragma("omp parallel for schedule(static) if (parts > 1)")                               \
+        for (int q = 0; q < parts; q++)                                                           \
+            fn(batch * q / parts, batch * (q + 1) / parts, n, k, p, out, a, b);                   \
+    }
+SMALL_PRODUCT(f32, float)
+SMALL_PRODUCT(f64, double)
+
 /* ---- the C loop ----------------------------------------------------------------------------
  * out[r, j] for rows r of the folded (batch * n) output: a's row times b, packed contiguous in
  * the accumulator type, MM_TILE output columns at a time so the accumulators stay in registers
@@ -391,6 +493,14 @@ int ember_matmul(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intp
     if (k == 0) return ember_fill(dtype, batch * n * p, 0, NULL, out, NULL, 0.0, 0);
     em_operand A = {(const char *)a, sa[0], sa[1], sa[2]};
     em_operand B = {(const char *)b, sb[0], sb[1], sb[2]};
+    if (dtype == EM_F32 && small_fits(n, k, p)) {
+        small_stack_f32(batch, n, k, p, (float *)out, &A, &B);
+        return EM_OK;
+    }
+    if (dtype == EM_F64 && small_fits(n, k, p)) {
+        small_stack_f64(batch, n, k, p, (double *)out, &A, &B);
+        return EM_OK;
+    }
     int has_blas = dtype == EM_F64 ? blas.gemm_f64 != NULL
                                    : dtype >= EM_F16 && blas.gemm_f32 != NULL;
     if ((dtype == EM_BF16 || dtype == EM_F32) && em_matmul_dnnl(dtype, batch, n, k, p, (void *)out, (const void *)a,
