@@ -12,8 +12,9 @@ from ember_backend_cpu._kernels import lib
 
 import ember
 
-# The defaults in matmul.c's `small` struct: multiply-adds per matrix, and in all for threads.
-SMALL_WORK, SMALL_PARALLEL = 4096, 65536
+# The defaults in matmul.c's `small` struct: multiply-adds a matrix (the loop takes up to
+# SMALL_WORK / 8, or up to SMALL_WORK when b's packing is cheap), and in all for threads.
+SMALL_WORK, SMALL_PARALLEL = 8192, 65536
 TOLERANCE = {ember.float32: dict(rtol=1e-5, atol=1e-5), ember.float64: dict(rtol=1e-12, atol=1e-12)}
 FLOATS = [ember.float32, ember.float64]
 
@@ -79,7 +80,8 @@ def test_layouts(dtype, layout_a, layout_b):
         (2, 5, 4, 17),
         (2, 2, 3, 32),
         (2, 3, 2, 33),
-        (1, 1, 64, 64),  # 4096 multiply-adds: the largest that runs here
+        (1, 1, 64, 64),
+        (1, 2, 64, 64),  # 8192 multiply-adds: the largest that runs here
         (1, 64, 1, 64),
         (1, 2, 33, 63),
     ],
@@ -93,8 +95,17 @@ def test_every_width(dtype, sizes):
 def test_thresholds(dtype):
     """Products just inside and just outside the loop's limits agree with torch either way,
     and the loop (moved to take a product, or switched off) gives the same values as BLAS."""
-    for sizes in [(2, 16, 16, 16), (2, 16, 16, 17), (2, 65, 1, 4), (4, 64, 2, 32), (1, 64, 65, 1)]:
+    for sizes in [
+        (2, 32, 16, 16),  # 8192: the loop
+        (2, 32, 16, 17),  # 8704: oneDNN / OpenBLAS
+        (2, 2, 8, 64),  # 1024 with b packed: the loop
+        (2, 2, 9, 64),  # 1152 with b packed, few rows: oneDNN / OpenBLAS
+        (2, 8, 9, 64),  # 4608, 8 rows reuse the packed b: the loop
+        (2, 65, 1, 4),
+        (1, 64, 65, 1),
+    ]:
         _check(*sizes, dtype, "contiguous", "transposed")
+        _check(*sizes, dtype, "transposed", "contiguous", seed=1)
     a_np, b_np = _pair((3, 20, 30), (3, 30, 10), dtype)
     a, b = ember.from_numpy(a_np), ember.from_numpy(b_np)
     try:
