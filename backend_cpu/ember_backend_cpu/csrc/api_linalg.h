@@ -30,4 +30,9 @@ int ember_addmm(int dtype, int64_t n, int64_t k, int64_t p, intptr_t out, intptr
 /* float16/bfloat16 products whose float32 copies would exceed this many elements are computed
  * block by block (bounded scratch); tests lower it to exercise that path on small products. */
 void ember_matmul_set_half_whole_max(int64_t elements);
+
+/* float32/float64 products of matrices up to 64 on a side with at most `work` multiply-adds
+ * each run in a direct loop (matmul.c), split over the OpenMP pool from `parallel`
+ * multiply-adds in all; the benchmark grid and tests move them (work 0: the loop is off). */
+void ember_matmul_set_small(int64_t work, int64_t parallel);
 #endif

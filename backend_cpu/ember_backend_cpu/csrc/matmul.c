@@ -319,6 +319,131 @@ static int matmul_half_blocked(int dtype, int64_t batch, int64_t n, int64_t k, i
     return status;
 }
 
+/* ---- small float products: a direct loop ----------------------------------------------------
+ * minGPT's attention multiplies 192 matrices of 6x16 by 16x6 (and the like in its backward):
+ * 110k multiply-adds in all. On an AVX2 EPYC oneDNN (matmul_dnnl.c, primitive cached) took
+ * 150-220 us of thread CPU for that stack and OpenBLAS 260 us (one gemm call per matrix, each
+ * ~1.3 us of setup for 576 multiply-adds); this loop takes 37 us. Which products run here:
+ * small_fits; the stack is split over the OpenMP pool by matrices from small.parallel
+ * multiply-adds in all (EM_PARALLEL_THRESHOLD's order: not measured on the loaded two-core
+ * machine). benchmarks/small_matmul_grid.c compares the paths (docs/eager_overhead.md, round 12).
+ *
+ * Summation runs in l order for each output element, as a dot product would: NaN and inf
+ * propagate as in BLAS. */
+#define SMALL_DIM 64
+
+static struct {
+    int64_t work, parallel;
+} small = {8192, 65536};
+
+void ember_matmul_set_small(int64_t work, int64_t parallel) {
+    small.work = work;
+    small.parallel = parallel;
+}
+
+/* The loop when every side is at most SMALL_DIM and the matrices have at most small.work / 8
+ * multiply-adds each, or at most small.work when packing b (below) is cheap next to the
+ * products: b's rows used in place, or narrow, or many rows of a to reuse them. In
+ * benchmarks/small_matmul_grid.c's grid (round 12) this picked within 6% of the fastest path
+ * (geometric mean over 1000 shapes); wider limits lost more to oneDNN than they won. */
+static int small_fits(int64_t n, int64_t k, int64_t p, const em_operand *b) {
+    int64_t work = n * k * p;
+    if (n > SMALL_DIM || k > SMALL_DIM || p > SMALL_DIM || work > small.work) return 0;
+    int in_place = b->cs == 1 && (p == 8 || p == 16 || p == 32 || p == 64);
+    return work <= small.work / 8 || in_place || p <= 16 || n >= 8;
+}
+
+/* b's matrix m as rows of W elements: in place when its rows are W contiguous elements (a
+ * pointer to them, stride *ld), else packed into bp, the p real ones then zeros, so that the row
+ * loops below work on whole vectors. Packing costs about what n = VL rows of products do: at
+ * n = 2 it was most of the time, hence the in-place case. */
+#define SMALL_PACK(T, S, W)                                                                       \
+    static const S *small_pack_##T##_##W(const S *bm, const em_operand *b, int64_t k, int64_t p, \
+                                         S *bp, int64_t *ld) {                                    \
+        if (p == W && b->cs == 1) {                                                               \
+            *ld = b->rs;                                                                          \
+            return bm;                                                                            \
+        }                                                                                         \
+        for (int64_t l = 0; l < k; l++) {                                                         \
+            S *row = bp + l * W;                                                                  \
+            const S *from = bm + l * b->rs;                                                       \
+            if (b->cs == 1)                                                                       \
+                for (int64_t j = 0; j < p; j++) row[j] = from[j];                                 \
+            else                                                                                  \
+                for (int64_t j = 0; j < p; j++) row[j] = from[j * b->cs];                         \
+            for (int64_t j = p; j < W; j++) row[j] = 0;                                           \
+        }                                                                                         \
+        *ld = W;                                                                                  \
+        return bp;                                                                                \
+    }
+
+/* out[m] for matrices lo..hi of the stack, R output rows at a time, each row W / VL vectors of
+ * accumulators (GCC's generic vectors: 32 bytes, two SSE registers in the default clone), so
+ * that each packed b row is loaded once for R rows; a last partial block repeats its first row
+ * rather than reading past a. Left to itself, gcc vectorised the l loop with gathers instead
+ * (0.77 us a 6x16x6 product, against 0.1 us here). */
+#define SMALL_KERNEL(T, S, W, R)                                                                  \
+    SMALL_PACK(T, S, W)                                                                           \
+    static EM_CLONES void small_##T##_##W(int64_t lo, int64_t hi, int64_t n, int64_t k,          \
+                                          int64_t p, S *out, const em_operand *a,                \
+                                          const em_operand *b) {                                  \
+        typedef S vec __attribute__((vector_size(32)));                                           \
+        typedef S uvec __attribute__((vector_size(32), aligned(sizeof(S)))); /* unaligned */      \
+        enum { VL = 32 / sizeof(S), NV = W / VL };                                                \
+        vec bv[SMALL_DIM * NV];                                                                   \
+        const S *bm = NULL;                                                                       \
+        int64_t ldb = 0;                                                                          \
+        for (int64_t m = lo; m < hi; m++) {                                                       \
+            if (m == lo || b->bs != 0)                                                            \
+                bm = small_pack_##T##_##W((const S *)b->ptr + m * b->bs, b, k, p, (S *)bv, &ldb); \
+            const S *am = (const S *)a->ptr + m * a->bs;                                          \
+            S *o = out + m * n * p;                                                               \
+            for (int64_t i0 = 0; i0 < n; i0 += R) {                                               \
+                int64_t rows = n - i0 < R ? n - i0 : R;                                           \
+                const S *ar[R];                                                                   \
+                vec acc[R][NV];                                                                   \
+                for (int r = 0; r < R; r++) {                                                     \
+                    ar[r] = am + (i0 + (r < rows ? r : 0)) * a->rs;                               \
+                    for (int v = 0; v < NV; v++) acc[r][v] = (vec){0};                            \
+                }                                                                                 \
+                for (int64_t l = 0; l < k; l++) {                                                 \
+                    const uvec *br = (const uvec *)(bm + l * ldb);                                \
+                    for (int r = 0; r < R; r++) {                                                 \
+                        const S av = ar[r][l * a->cs];                                            \
+                        for (int v = 0; v < NV; v++) acc[r][v] += av * br[v];                     \
+                    }                                                                             \
+                }                                                                                 \
+                for (int64_t r = 0; r < rows; r++) {                                              \
+                    const S *row = (const S *)acc[r];                                             \
+                    for (int64_t j = 0; j < p; j++) o[(i0 + r) * p + j] = row[j];                 \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+    }
+
+/* The narrowest kernel that holds a row of p, split over the pool by matrices when the stack
+ * has enough work. */
+#define SMALL_PRODUCT(T, S)                                                                       \
+    SMALL_KERNEL(T, S, 8, 4)                                                                      \
+    SMALL_KERNEL(T, S, 16, 4)                                                                     \
+    SMALL_KERNEL(T, S, 32, 2)                                                                     \
+    SMALL_KERNEL(T, S, 64, 1)                                                                     \
+    static void small_stack_##T(int64_t batch, int64_t n, int64_t k, int64_t p, S *out,          \
+                                const em_operand *a, const em_operand *b) {                      \
+        void (*fn)(int64_t, int64_t, int64_t, int64_t, int64_t, S *, const em_operand *,          \
+                   const em_operand *) = p <= 8    ? small_##T##_8                                \
+                                         : p <= 16 ? small_##T##_16                               \
+                                         : p <= 32 ? small_##T##_32                               \
+                                                   : small_##T##_64;                              \
+        int parts = batch * n * k * p >= small.parallel ? pool_threads() : 1;                     \
+        if (parts > batch) parts = (int)batch;                                                    \
+        _Pragma("omp parallel for schedule(static) if (parts > 1)")                               \
+        for (int q = 0; q < parts; q++)                                                           \
+            fn(batch * q / parts, batch * (q + 1) / parts, n, k, p, out, a, b);                   \
+    }
+SMALL_PRODUCT(f32, float)
+SMALL_PRODUCT(f64, double)
+
 /* ---- the C loop ----------------------------------------------------------------------------
  * out[r, j] for rows r of the folded (batch * n) output: a's row times b, packed contiguous in
  * the accumulator type, MM_TILE output columns at a time so the accumulators stay in registers
@@ -391,6 +516,14 @@ int ember_matmul(int dtype, int64_t batch, int64_t n, int64_t k, int64_t p, intp
     if (k == 0) return ember_fill(dtype, batch * n * p, 0, NULL, out, NULL, 0.0, 0);
     em_operand A = {(const char *)a, sa[0], sa[1], sa[2]};
     em_operand B = {(const char *)b, sb[0], sb[1], sb[2]};
+    if (dtype == EM_F32 && small_fits(n, k, p, &B)) {
+        small_stack_f32(batch, n, k, p, (float *)out, &A, &B);
+        return EM_OK;
+    }
+    if (dtype == EM_F64 && small_fits(n, k, p, &B)) {
+        small_stack_f64(batch, n, k, p, (double *)out, &A, &B);
+        return EM_OK;
+    }
     int has_blas = dtype == EM_F64 ? blas.gemm_f64 != NULL
                                    : dtype >= EM_F16 && blas.gemm_f32 != NULL;
     if ((dtype == EM_BF16 || dtype == EM_F32) && em_matmul_dnnl(dtype, batch, n, k, p, (void *)out, (const void *)a,
