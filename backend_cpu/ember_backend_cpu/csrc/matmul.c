@@ -326,7 +326,7 @@ static int matmul_half_blocked(int dtype, int64_t batch, int64_t n, int64_t k, i
  * ~1.3 us of setup for 576 multiply-adds); this loop takes 37 us. Which products run here:
  * small_fits; the stack is split over the OpenMP pool by matrices from small.parallel
  * multiply-adds in all (EM_PARALLEL_THRESHOLD's order: not measured on the loaded two-core
- * machine). benchmarks/small_matmul_grid.c compares the paths (docs/eager_overhead.md, round 12).
+ * machine). benchmarks/small_matmul_grid.c compares the paths (docs/eager_overhead.md, Round 13).
  *
  * Summation runs in l order for each output element, as a dot product would: NaN and inf
  * propagate as in BLAS. */
