@@ -39,14 +39,13 @@ def _matmul(a, b):
     if b.ndim == 2:  # (..., n, k) @ (k, p): one big mm over the folded batch
         folded = a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
         return ember.mm(folded, b).view(*a.shape[:-1], b.shape[-1])
-    if ra == rb and a._shape[:-2] == b._shape[:-2]:  # no broadcast: no expand to record
+    if ra == rb and ra > 3 and a._shape[:-2] == b._shape[:-2]:  # no broadcast: no expands
         batch = a._shape[:-2]
-        if ra != 3:
-            count = math.prod(batch)
-            a = a.reshape(count, *a._shape[-2:])
-            b = b.reshape(count, *b._shape[-2:])
-        # the view even at 3-D: PyTorch's graph ends in UnsafeViewBackward0 (graph_names)
-        return ember.bmm(a, b).view(*batch, a._shape[-2], b._shape[-1])
+        count = math.prod(batch)
+        a3 = a.reshape(count, *a._shape[-2:])
+        b3 = b.reshape(count, *b._shape[-2:])
+        return ember.bmm(a3, b3).view(*batch, a._shape[-2], b._shape[-1])
+    # 3-D operands too take the expands: PyTorch's graph has their views (ViewBackward0)
     # Folded sizes spelled out: -1 cannot be inferred next to a zero-size dim.
     batch = ember.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a3 = a.expand(*batch, *a.shape[-2:]).reshape(math.prod(batch), *a.shape[-2:])
