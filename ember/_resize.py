@@ -35,14 +35,19 @@ def _resizable(storage) -> bool:
     return storage.owner is storage.handle or isinstance(storage.owner, Lease)
 
 
-def _grow(storage, nbytes: int) -> None:
-    """Move ``storage`` to a new allocation of ``nbytes``, keeping its bytes; in place, so that
-    all the tensors on it follow."""
+def check_resizable(storage, nbytes: int) -> None:
+    """Refuse to give ``storage`` ``nbytes`` when ember did not allocate its memory."""
     if not _resizable(storage):
         raise RuntimeError(
             f"Trying to resize storage that is not resizable (it holds {storage._nbytes} bytes "
             f"of memory ember did not allocate; {nbytes} are needed)"
         )
+
+
+def _grow(storage, nbytes: int) -> None:
+    """Move ``storage`` to a new allocation of ``nbytes``, keeping its bytes; in place, so that
+    all the tensors on it follow."""
+    check_resizable(storage, nbytes)
     fresh = empty((nbytes,), dt.uint8, storage.device)._storage
     if storage._nbytes:
         old = make(storage, (storage._nbytes,), (1,), 0, dt.uint8, True)

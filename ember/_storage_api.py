@@ -119,24 +119,13 @@ class UntypedStorageMethods:
         uninitialised), in place: every tensor over it follows, as in PyTorch. Shrinking keeps
         the allocation: tensors over the dropped bytes can still be read (PyTorch frees them,
         and reading such a tensor crashes the process there)."""
-        from . import _dtype
-        from ._resize import _resizable
-        from ._tensor import empty, make
+        from ._resize import _grow, check_resizable
 
         if size < 0:
             raise RuntimeError(f"resize_(): the size must be non-negative, got {size}")
-        if size == self._nbytes:
-            return self
-        if not _resizable(self):
-            raise RuntimeError(
-                f"Trying to resize storage that is not resizable (it holds {self._nbytes} "
-                f"bytes of memory ember did not allocate; {size} are asked for)"
-            )
         if size > self._nbytes:
-            fresh = empty((size,), _dtype.uint8, self.device)._storage
-            if self._nbytes:
-                make(fresh, (self._nbytes,), (1,), 0, _dtype.uint8, True).copy_(self._bytes())
-            self.handle, self.byte_offset, self.ptr = fresh.handle, fresh.byte_offset, fresh.ptr
-            self.owner = fresh.owner
+            _grow(self, size)
+        elif size < self._nbytes:
+            check_resizable(self, size)
         self._nbytes = size
         return self
