@@ -5,13 +5,11 @@ the smallest few, since every formula is written in ember ops and so differentia
 
 from __future__ import annotations
 
-import zlib
-
 import pytest
 
 from ember.autograd import gradcheck, gradgradcheck
 
-from ..conftest import device_params
+from ..conftest import FALLBACK_DEVICES, device_op_params
 from . import cases as C
 
 
@@ -23,36 +21,15 @@ def _check(case, check) -> None:
         raise
 
 
-# Second derivatives are ember ops, the same formulas on every device, and gradcheck below runs
-# every device's first-order kernels. So cpu (or, when cpu is not tested, the first usable
-# device: cuda in the GPU acceptance run) checks every op, and each other device a fixed third
-# of them, spread by name hash: every op on xpu and ref took 200 of CI's 2470 worker-seconds.
-OTHER_DEVICE_SHARE = 3
-
-
-def _device_op_params(every_op) -> list:
-    """(device, op) pairs: every op where ``every_op(device, full)`` holds (``full`` being the
-    device that checks them all), elsewhere the third of the ops picked by name hash."""
-    devices = device_params()
-    usable = [device.values[0] for device in devices if not device.marks]
-    full = "cpu" if "cpu" in usable else (usable or ["cpu"])[0]
-    params = []
-    for device in devices:
-        value = device.values[0]
-        for name in C.DIFFERENTIABLE:
-            if every_op(value, full) or zlib.crc32(name.encode()) % OTHER_DEVICE_SHARE == 0:
-                params.append(pytest.param(value, name, marks=device.marks, id=f"{value}-{name}"))
-    return params
-
-
-# The example plugin's `ref` device runs nearly every op through the CPU fallback (cpu's
-# kernels behind one more copy each way), so first-order checks there take the same third of
-# the ops as gradgradcheck's other devices: every op on ref took 158 of CI's worker-seconds.
-FALLBACK_DEVICES = frozenset({"ref"})
-
-
+# gradcheck runs every device's first-order kernels on every op, except on the fallback devices
+# (tests/conftest.py), whose kernels are cpu's. Second derivatives are ember ops, the same
+# formulas on every device, so gradgradcheck takes every op on the full device (cpu) and the
+# share elsewhere: every op on xpu and ref took 200 of CI's 2470 worker-seconds.
 def _gradcheck_params() -> list:
-    return _device_op_params(lambda device, full: device not in FALLBACK_DEVICES)
+    def every_op(device, full):
+        return device not in FALLBACK_DEVICES
+
+    return device_op_params(C.DIFFERENTIABLE, str, every_op)
 
 
 @pytest.mark.parametrize("device, name", _gradcheck_params())
@@ -65,7 +42,9 @@ def test_gradcheck(name, device, rng):
         _check(case, gradcheck)
 
 
-@pytest.mark.parametrize("device, name", _device_op_params(lambda device, full: device == full))
+@pytest.mark.parametrize(
+    "device, name", device_op_params(C.DIFFERENTIABLE, str, lambda device, full: device == full)
+)
 def test_gradgradcheck(name, device, rng):
     chosen = C.gradgrad_cases(C.cases(name, device, rng))
     assert chosen, f"{name}: no sample suits a gradgradcheck"

@@ -3,7 +3,9 @@ the oracle: every record with CPU dtypes, on every test device, each sample inpu
 same public name in ember (function, Tensor method, in-place method, operator, ``out=``),
 compared in values, dtypes and shapes, and in input gradients for float64 samples.
 
-Samples: every one PyTorch gives, for each record and dtype, on every device
+Samples: every one PyTorch gives, for each record and dtype, on every device (on the fallback
+device ``ref``, whose kernels are cpu's behind a copy, the third of the records of
+``tests/conftest.py``'s share)
 (``EMBER_OPINFO_SAMPLES=N`` checks N per record and dtype, spread over the list, for a quick
 local run).
 
@@ -21,6 +23,7 @@ pytest.importorskip("expecttest")  # imported by PyTorch's test suite
 
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 
+from ..conftest import FALLBACK_DEVICES, device_op_params  # noqa: E402
 from .opinfo import xfails  # noqa: E402
 from .opinfo.report import KEY  # noqa: E402
 from .opinfo.runner import COMPLEX_DTYPES, RecordRun, record_id  # noqa: E402
@@ -30,12 +33,18 @@ COMPLEX_RECORDS = [r for r in RECORDS if set(COMPLEX_DTYPES) & r.supported_dtype
 SHOWN = 8  # failing samples listed in a failure's message
 
 
-@pytest.mark.parametrize("record", RECORDS, ids=record_id)
+def _every_record(device, full) -> bool:
+    return device not in FALLBACK_DEVICES
+
+
+@pytest.mark.parametrize("device, record", device_op_params(RECORDS, record_id, _every_record))
 def test_opinfo(record, device, request, record_property):
     check_record(record, device, request, record_property)
 
 
-@pytest.mark.parametrize("record", COMPLEX_RECORDS, ids=record_id)
+@pytest.mark.parametrize(
+    "device, record", device_op_params(COMPLEX_RECORDS, record_id, _every_record)
+)
 def test_opinfo_complex(record, device, request, record_property):
     check_record(record, device, request, record_property, complex_dtypes=True)
 
