@@ -59,7 +59,7 @@ def check_record(record, device: str, request, record_property, complex_dtypes=F
     run = RecordRun(record, device, list(COMPLEX_DTYPES) if complex_dtypes else None)
     outcome = run.run()
     shown_device = f"{device} in complex128" if complex_dtypes else device
-    record_property(KEY, (name, shown_device, outcome.passed, outcome.samples))
+    record_property(KEY, (name, shown_device, outcome.passed, outcome.samples, outcome.over_limit))
     if outcome.failures:
         shown = "\n".join(outcome.failures[:SHOWN])
         more = len(outcome.failures) - SHOWN

@@ -1,6 +1,7 @@
 """The pytest plugin that prints the OpInfo pass counts at the end of a run.
 
-Each OpInfo test attaches ``("opinfo", (record, device, passed samples, samples))`` to its
+Each OpInfo test attaches ``("opinfo", (record, device, passed samples, samples, samples not
+run))`` to its
 report (``record_property``); under xdist the reports reach the controller with it, so the counts
 cover every worker. Registered from tests/conftest.py; it imports nothing heavy.
 """
@@ -16,12 +17,12 @@ def pytest_runtest_logreport(report) -> None:
         return
     for name, value in report.user_properties:
         if name == KEY:
-            record, device, passed, samples = value
+            record, device, passed, samples, not_run = value
             if hasattr(report, "wasxfail"):
                 outcome = "xfail" if report.skipped else "xpass"
             else:
                 outcome = report.outcome
-            _SEEN[(record, device)] = (outcome, passed, samples)
+            _SEEN[(record, device)] = (outcome, passed, samples, not_run)
 
 
 def summary_lines() -> list[str]:
@@ -31,11 +32,13 @@ def summary_lines() -> list[str]:
         count = {k: sum(1 for r in rows if r[0] == k) for k in ("passed", "xfail", "failed")}
         passed = sum(r[1] for r in rows)
         samples = sum(r[2] for r in rows)
+        not_run = sum(r[3] for r in rows)
+        over = f", {not_run} over the device's size limit not run" if not_run else ""
         share = 100.0 * count["passed"] / max(len(rows), 1)
         lines.append(
             f"OpInfo on {device}: {count['passed']}/{len(rows)} records pass ({share:.1f}%), "
             f"{count['xfail']} xfail, {count['failed']} fail; "
-            f"{passed}/{samples} samples pass"
+            f"{passed}/{samples} samples pass{over}"
         )
     return lines
 

@@ -156,6 +156,32 @@ def sample_limit(device: str) -> int | None:
     return None if value == "all" else max(int(value), 1)
 
 
+# The CUDA emulator runs each emulated GPU thread in turn, 10-30 ns an element per kernel: a
+# sample of millions of elements took a minute (grid_sampler_3d's 5M-element inputs: 77 of its
+# record's 79 s, 2026-11-28). Those samples are left to cpu, xpu and the GPU acceptance run, and
+# counted as not run in the pass count. 2**20 elements still spans many blocks of every launch.
+EMULATOR_ELEMENT_LIMIT = 1 << 20
+
+
+def element_limit(device: str) -> int | None:
+    """The most input elements a sample may have on ``device`` (None: no limit)."""
+    emulated = device == "cuda" and os.environ.get("EMBER_CUDA_EMULATOR") == "1"
+    return EMULATOR_ELEMENT_LIMIT if emulated else None
+
+
+def sample_elements(sample) -> int:
+    """The elements of every tensor a sample passes (input, arguments, keywords)."""
+    total = 0
+
+    def count(t):
+        nonlocal total
+        total += t.numel()
+        return t
+
+    _map_tensors([sample.input, list(sample.args), dict(sample.kwargs)], count)
+    return total
+
+
 def spread(count: int, limit: int | None) -> list[int]:
     """At most ``limit`` of ``range(count)``, evenly spaced, first and last included."""
     if limit is None or count <= limit:
@@ -175,6 +201,7 @@ def record_id(record) -> str:
 class Outcome:
     samples: int = 0
     passed: int = 0
+    over_limit: int = 0  # samples not run: over the device's element limit
     failures: list = dataclasses.field(default_factory=list)
 
 
@@ -327,6 +354,7 @@ class RecordRun:
         self.random_sample = RANDOM_SAMPLES.get(self.id, lambda sample: False)
         self.outcome = Outcome()
         self.limit = sample_limit(device)
+        self.elements = element_limit(device)
         self.operator = record.operator_variant
         self.inplace_operator = record.inplace_operator_variant
         try:
@@ -347,6 +375,9 @@ class RecordRun:
             grads = dtype == torch.float64 and self.record.supports_autograd
             samples = list(self.record.sample_inputs("cpu", dtype, requires_grad=grads))
             for index in spread(len(samples), self.limit):
+                if self.elements is not None and sample_elements(samples[index]) > self.elements:
+                    self.outcome.over_limit += 1
+                    continue
                 self._sample(samples[index], dtype, index, grads)
         return self.outcome
 

@@ -1,0 +1,43 @@
+"""The OpInfo runner's element limit: only the CUDA emulator has one, samples over it are not
+run and the pass count says how many."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("expecttest")  # imported by PyTorch's test suite
+
+from torch.testing._internal.opinfo.core import SampleInput  # noqa: E402
+
+from .opinfo import report  # noqa: E402
+from .opinfo.runner import EMULATOR_ELEMENT_LIMIT, element_limit, sample_elements  # noqa: E402
+
+
+def test_only_the_emulator_limits_elements(monkeypatch):
+    monkeypatch.delenv("EMBER_CUDA_EMULATOR", raising=False)
+    assert [element_limit(d) for d in ("cpu", "xpu", "ref", "cuda")] == [None] * 4
+    monkeypatch.setenv("EMBER_CUDA_EMULATOR", "1")
+    assert element_limit("cuda") == EMULATOR_ELEMENT_LIMIT
+    assert element_limit("cpu") is None
+
+
+def test_sample_elements_counts_every_tensor():
+    sample = SampleInput(
+        torch.zeros(3, 4),
+        args=([torch.zeros(5), torch.zeros(2, 2)], 7),
+        kwargs={"w": torch.zeros(6)},
+    )
+    assert sample_elements(sample) == 12 + 5 + 4 + 6
+
+
+def test_the_pass_count_names_samples_not_run(monkeypatch):
+    monkeypatch.setattr(report, "_SEEN", {})
+    report._SEEN[("a", "cuda")] = ("passed", 10, 10, 2)
+    report._SEEN[("b", "cpu")] = ("passed", 5, 5, 0)
+    lines = report.summary_lines()
+    assert lines == [
+        "OpInfo on cpu: 1/1 records pass (100.0%), 0 xfail, 0 fail; 5/5 samples pass",
+        "OpInfo on cuda: 1/1 records pass (100.0%), 0 xfail, 0 fail; 10/10 samples pass, "
+        "2 over the device's size limit not run",
+    ]
