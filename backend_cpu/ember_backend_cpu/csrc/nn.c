@@ -77,6 +77,30 @@
         for (; k < n; k++) total += squares ? v[k] * v[k] : v[k];                                 \
         return total;                                                                             \
     }                                                                                             \
+    /* row_sum of v and of its squares in one pass: the same lanes and order, so the same bits */ \
+    EM_VINLINE void row_sums_##S(const C *v, int64_t n, C *sum, C *squares) {                     \
+        row_half_##S lo = {0}, hi = {0}, qlo = {0}, qhi = {0}, x, y;                              \
+        C total = 0, total2 = 0;                                                                  \
+        int64_t k = 0;                                                                            \
+        for (; k + ROW_W_##S <= n; k += ROW_W_##S) {                                              \
+            memcpy(&x, v + k, ROW_BYTES / 2);                                                     \
+            memcpy(&y, v + k + ROW_W_##S / 2, ROW_BYTES / 2);                                     \
+            lo += x;                                                                              \
+            hi += y;                                                                              \
+            qlo += x * x;                                                                         \
+            qhi += y * y;                                                                         \
+        }                                                                                         \
+        for (int j = 0; j < ROW_W_##S / 2; j++) total += lo[j];                                   \
+        for (int j = 0; j < ROW_W_##S / 2; j++) total += hi[j];                                   \
+        for (int j = 0; j < ROW_W_##S / 2; j++) total2 += qlo[j];                                 \
+        for (int j = 0; j < ROW_W_##S / 2; j++) total2 += qhi[j];                                 \
+        for (; k < n; k++) {                                                                      \
+            total += v[k];                                                                        \
+            total2 += v[k] * v[k];                                                                \
+        }                                                                                         \
+        *sum = total;                                                                             \
+        *squares = total2;                                                                        \
+    }                                                                                             \
     /* the sum of a[k] * b[k] over k < n, in the same lanes */                                    \
     EM_VINLINE C row_dot_##S(const C *a, const C *b, int64_t n) {                                 \
         row_half_##S lo = {0}, hi = {0}, xa, xb, ya, yb;                                          \
@@ -224,9 +248,10 @@ int ember_softmax_backward(int dtype, intptr_t out, intptr_t grad, intptr_t y, i
 /* ---- layer_norm -------------------------------------------------------------------------------
  * Rows of n elements (the normalised dims, contiguous). Mean and variance in the compute type
  * (float for half types, as PyTorch's), the variance from the centred row (no cancellation),
- * then out = (x - mean) * rstd * w + b; w and b are NULL or n elements of x's dtype. One pass
- * over the row per step, where the decomposition took eight ops (two means, five elementwise
- * passes and a rsqrt). */
+ * then out = (x - mean) * rstd * w + b; w and b are NULL or n elements of x's dtype. Four passes
+ * over the row (the mean; the centred copy; its sum and sum of squares together; the output,
+ * which subtracts the correction), where the decomposition took eight ops (two means, five
+ * elementwise passes and a rsqrt) and this kernel's first form seven passes. */
 #define LN_SQRT_f32 sqrtf
 #define LN_SQRT_f64 sqrt
 #define LAYER_NORM_ROW(T, unused)                                                                 \
@@ -235,28 +260,35 @@ int ember_softmax_backward(int dtype, intptr_t out, intptr_t grad, intptr_t y, i
                                        CT_##T *restrict e, ST_##T *mean_out,                      \
                                        ST_##T *rstd_out) {                                        \
         typedef CT_##T ct;                                                                        \
-        for (int64_t k = 0; k < n; k++) e[k] = LD_##T(row[k]);                                   \
-        ct mean = SMX(row_sum, SMX_S_##T)(e, n, 0) / (ct)n;                                          \
-        for (int64_t k = 0; k < n; k++) e[k] -= mean;                                            \
+        ct mean;                                                                                  \
+        if (sizeof(ST_##T) == sizeof(ct)) { /* float, double: sum the row where it is */          \
+            mean = SMX(row_sum, SMX_S_##T)((const ct *)row, n, 0) / (ct)n;                        \
+            for (int64_t k = 0; k < n; k++) e[k] = LD_##T(row[k]) - mean;                         \
+        } else {                                                                                  \
+            for (int64_t k = 0; k < n; k++) e[k] = LD_##T(row[k]);                                \
+            mean = SMX(row_sum, SMX_S_##T)(e, n, 0) / (ct)n;                                      \
+            for (int64_t k = 0; k < n; k++) e[k] -= mean;                                         \
+        }                                                                                         \
         /* the rounding of a large mean, corrected from the centred row (small, summed exactly \
          * enough): with mean 1000, float32's sum was 5e-5 off after normalising */             \
-        ct c = SMX(row_sum, SMX_S_##T)(e, n, 0) / (ct)n;                                             \
-        ct var = SMX(row_sum, SMX_S_##T)(e, n, 1) / (ct)n - c * c;                                 \
+        ct c, squares;                                                                            \
+        SMX(row_sums, SMX_S_##T)(e, n, &c, &squares);                                             \
+        c /= (ct)n;                                                                               \
+        ct var = squares / (ct)n - c * c;                                                         \
         ct rstd = 1 / SMX(LN_SQRT, SMX_S_##T)((var > 0 ? var : 0) + eps);                         \
-        for (int64_t k = 0; k < n; k++) e[k] -= c;                                               \
         if (mean_out) { /* native_layer_norm's statistics, for its backward */                    \
             *mean_out = SV_##T(mean + c);                                                         \
             *rstd_out = SV_##T(rstd);                                                             \
         }                                                                                         \
         if (w && b)                                                                               \
             for (int64_t k = 0; k < n; k++)                                                       \
-                dst[k] = SV_##T(e[k] * rstd * LD_##T(w[k]) + LD_##T(b[k]));                       \
+                dst[k] = SV_##T((e[k] - c) * rstd * LD_##T(w[k]) + LD_##T(b[k]));                 \
         else if (w)                                                                               \
-            for (int64_t k = 0; k < n; k++) dst[k] = SV_##T(e[k] * rstd * LD_##T(w[k]));         \
+            for (int64_t k = 0; k < n; k++) dst[k] = SV_##T((e[k] - c) * rstd * LD_##T(w[k]));   \
         else if (b)                                                                               \
-            for (int64_t k = 0; k < n; k++) dst[k] = SV_##T(e[k] * rstd + LD_##T(b[k]));         \
+            for (int64_t k = 0; k < n; k++) dst[k] = SV_##T((e[k] - c) * rstd + LD_##T(b[k]));   \
         else                                                                                      \
-            for (int64_t k = 0; k < n; k++) dst[k] = SV_##T(e[k] * rstd);                        \
+            for (int64_t k = 0; k < n; k++) dst[k] = SV_##T((e[k] - c) * rstd);                  \
     }
 EM_FOR_FLOAT(LAYER_NORM_ROW, 0)
 
