@@ -1,7 +1,8 @@
 """Every differentiable op of the table (in-place variants too), on cpu and, for a fixed share of
-the ops, on every other device: gradcheck in float64 against central differences on the op suite's samples (broadcast, non-contiguous and
-negative-stride layouts, built from leaves through differentiable views), and gradgradcheck on
-the smallest few, since every formula is written in ember ops and so differentiable again."""
+the ops, on every other device: gradcheck in float64 against central differences on the op
+suite's samples (broadcast, non-contiguous and negative-stride layouts, built from leaves
+through differentiable views), and gradgradcheck on the smallest few, since every formula is
+written in ember ops and so differentiable again."""
 
 from __future__ import annotations
 
