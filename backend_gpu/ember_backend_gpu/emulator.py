@@ -131,6 +131,23 @@ static void emu_schedule(emu_thread *threads, int n) {
         }
     }
 }
+/* Sets the launch's dims, then calls per_block() for every block in order, blockIdx set. */
+template <class F>
+static void emu_each_block(em_dim3 grid, em_dim3 block, bool fibers, const F &per_block) {
+    emu_grid_dim = grid;
+    emu_block_dim = block;
+    emu_fibers = fibers;
+    for (unsigned bz = 0; bz < grid.z; bz++)
+    for (unsigned by = 0; by < grid.y; by++)
+    for (unsigned bx = 0; bx < grid.x; bx++) {
+        emu_block_idx = {bx, by, bz};
+        per_block();
+    }
+}
+static inline void emu_set_thread(emu_thread *th, int t, em_dim3 block) {
+    th->tid = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+    th->linear = t;
+}
 /* Kernels without __syncthreads or shuffles run their threads one after another. The launcher's
  * lambda is a template argument, inlined into this loop, not an indirect call per thread;
  * with the struct parameters by reference (module_source) a 100k-element float64 mul runs
@@ -138,20 +155,13 @@ static void emu_schedule(emu_thread *threads, int n) {
 template <class F>
 static void emu_run_threads(em_dim3 grid, em_dim3 block, const F &body) {
     const int n = (int)(block.x * block.y * block.z);
-    emu_grid_dim = grid;
-    emu_block_dim = block;
-    emu_fibers = false;
     emu_cur = &emu_single;
-    for (unsigned bz = 0; bz < grid.z; bz++)
-    for (unsigned by = 0; by < grid.y; by++)
-    for (unsigned bx = 0; bx < grid.x; bx++) {
-        emu_block_idx = {bx, by, bz};
+    emu_each_block(grid, block, false, [&] {
         for (int t = 0; t < n; t++) {
-            emu_single.tid = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-            emu_single.linear = t;
+            emu_set_thread(&emu_single, t, block);
             body();
         }
-    }
+    });
 }
 /* Fibers call the kernel through a plain function pointer: <functional> was half of every
  * module's compile time (0.4 of 0.7 s for the header alone), paid ~190 times by a cold run. */
@@ -159,29 +169,22 @@ template <class F>
 static void emu_run_fibers(em_dim3 grid, em_dim3 block, const F &body) {
     const int n = (int)(block.x * block.y * block.z);
     const size_t stack = 64 * 1024;
-    emu_grid_dim = grid;
-    emu_block_dim = block;
-    emu_fibers = true;
     emu_body = [](const void *lambda) { (*(const F *)lambda)(); };
     emu_body_ctx = &body;
     emu_thread *threads = (emu_thread *)calloc(n, sizeof(emu_thread));
     char *stacks = (char *)malloc(stack * n);
     for (int t = 0; t < n; t++) {
         emu_thread *th = &threads[t];
-        th->tid = {t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-        th->linear = t;
+        emu_set_thread(th, t, block);
         getcontext(&th->ctx);
         th->ctx.uc_stack.ss_sp = stacks + stack * t;
         th->ctx.uc_stack.ss_size = stack;
         makecontext(&th->ctx, emu_entry, 0);
     }
-    for (unsigned bz = 0; bz < grid.z; bz++)
-    for (unsigned by = 0; by < grid.y; by++)
-    for (unsigned bx = 0; bx < grid.x; bx++) {
-        emu_block_idx = {bx, by, bz};
+    emu_each_block(grid, block, true, [&] {
         for (int t = 0; t < n; t++) threads[t].done = false;
         emu_schedule(threads, n);
-    }
+    });
     free(threads);
     free(stacks);
 }

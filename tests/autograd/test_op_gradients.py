@@ -27,13 +27,10 @@ def _check(case, check) -> None:
 # the OpInfo suite compares every record's input gradients with PyTorch's on xpu and cuda. The
 # backward formulas are ember ops, the same on every device. Every op on xpu and ref took 560
 # of CI's ~8000 worker-seconds (2026-11-28); gradgradcheck likewise.
-def _on_the_full_device(device, full) -> bool:
-    return device == full
+DEVICE_OPS = device_op_params(C.DIFFERENTIABLE, str, lambda device, full: device == full)
 
 
-@pytest.mark.parametrize(
-    "device, name", device_op_params(C.DIFFERENTIABLE, str, _on_the_full_device)
-)
+@pytest.mark.parametrize("device, name", DEVICE_OPS)
 def test_gradcheck(name, device, rng):
     found = C.cases(name, device, rng)
     assert any(c.size for c in found), (
@@ -43,9 +40,7 @@ def test_gradcheck(name, device, rng):
         _check(case, gradcheck)
 
 
-@pytest.mark.parametrize(
-    "device, name", device_op_params(C.DIFFERENTIABLE, str, _on_the_full_device)
-)
+@pytest.mark.parametrize("device, name", DEVICE_OPS)
 def test_gradgradcheck(name, device, rng):
     chosen = C.gradgrad_cases(C.cases(name, device, rng))
     assert chosen, f"{name}: no sample suits a gradgradcheck"

@@ -1,9 +1,8 @@
 """The pytest plugin that prints the OpInfo pass counts at the end of a run.
 
 Each OpInfo test attaches ``("opinfo", (record, device, passed samples, samples, samples not
-run))`` to its
-report (``record_property``); under xdist the reports reach the controller with it, so the counts
-cover every worker. Registered from tests/conftest.py; it imports nothing heavy.
+run))`` to its report (``record_property``); under xdist the reports reach the controller with
+it, so the counts cover every worker. Registered from tests/conftest.py; it imports nothing heavy.
 """
 
 from __future__ import annotations
