@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from . import _dtype as dt
-from . import _frontends
+from . import _factories, _frontends
 from .dispatcher.kinds._common import wrap_dim
 from .dispatcher.optable import OPS
 
@@ -59,16 +59,45 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return _results(rows, keep, d, return_inverse, return_counts, inverse_shape)
 
 
+def _dense_ranks(columns):
+    """For each column of ``columns`` (n, k), every element's rank among the distinct values of
+    its column (0 the smallest): one sort of all columns at once."""
+    n = columns.shape[0]
+    values, places = OPS["sort"](columns, 0, False, False)
+    differ = (values[1:] != values[:-1]).to(dt.int64)
+    head = OPS["full"]((1, columns.shape[1]), 0, dt.int64, columns.device)
+    ranked = OPS["cumsum"](OPS["cat"]([head, differ], 0), 0, None)
+    ranks = OPS["full"]((n, columns.shape[1]), 0, dt.int64, columns.device)
+    return OPS["scatter"](ranks, 0, places, ranked)
+
+
 def _lexicographic_order(rows):
-    """Indices that sort the slices of ``rows`` lexicographically: one stable sort per element
-    position, last to first (slices are short where unique(dim=) is used)."""
-    flat = rows.reshape(rows.shape[0], math.prod(rows.shape[1:]))
-    order = OPS["arange"](0, rows.shape[0], 1, dt.int64, rows.device)
-    for column in range(flat.shape[1] - 1, -1, -1):
-        key = OPS["index_select"](flat[:, column], 0, order)
-        step = OPS["sort"](key, 0, False, True)[1]
-        order = OPS["index_select"](order, 0, step)
-    return order
+    """Indices that sort the slices of ``rows`` lexicographically.
+
+    Each column's values become dense ranks below n (one batched sort), then runs of columns
+    are packed into one int64 key per run, base 2**bits with bits enough for a rank, and the
+    keys are ranked again, until one key per slice is left: about log(k) / log(63 / bits)
+    batched sorts for slices of k elements, where sorting column by column took k (a 5x5x5
+    unique along dim 0 took 25 sorts, now 2 and the final one)."""
+    n = rows.shape[0]
+    flat = rows.reshape(n, math.prod(rows.shape[1:]))
+    if n < 2 or flat.shape[1] == 0:
+        return OPS["arange"](0, n, 1, dt.int64, rows.device)
+    bits = (n - 1).bit_length()
+    per_key = 63 // bits
+    keys = _dense_ranks(flat) if flat.shape[1] > 1 else flat
+    while keys.shape[1] > 1:
+        width = keys.shape[1]
+        run = min(per_key, width)
+        runs = -(-width // run)
+        if runs * run > width:  # pad the last run with zero ranks
+            pad = OPS["full"]((n, runs * run - width), 0, dt.int64, rows.device)
+            keys = OPS["cat"]([keys, pad], 1)
+        scale = [1 << (bits * (run - 1 - j)) for j in range(run)]
+        weights = _factories.tensor(scale, dtype=dt.int64, device=rows.device)
+        packed = (keys.reshape(n, runs, run) * weights).sum(2)
+        keys = _dense_ranks(packed) if runs > 1 else packed
+    return OPS["sort"](keys.reshape(n), 0, False, True)[1]
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
