@@ -8,7 +8,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import sys
 import traceback
+import unittest
 
 import numpy as np
 import torch
@@ -36,6 +38,25 @@ def _seed_cpu_only(seed=None):
 
 
 common_utils.set_rng_seed = _seed_cpu_only
+
+
+def _test_fn_from_frames():
+    """``common_utils.extract_test_fn`` (the unittest test method running, found by walking the
+    stack; None under pytest's plain functions) with the same walk over ``sys._getframe``:
+    PyTorch's goes through ``inspect.stack()``, which reads the source lines of every frame,
+    0.24 s per sample iterator under pytest's deep stacks: a quarter of the OpInfo suite's time."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        test = frame.f_locals.get("self")
+        if isinstance(test, unittest.TestCase):
+            *_, cls_name, test_name = test.id().rsplit(".", 2)
+            if cls_name == type(test).__name__ and test_name.startswith("test"):
+                return getattr(test, test_name).__func__
+        frame = frame.f_back
+    return None
+
+
+common_utils.extract_test_fn = _test_fn_from_frames
 
 # Dtypes each record is checked in, where PyTorch's CPU kernels support them: gradients in
 # float64, values in every one of them.
