@@ -81,14 +81,18 @@ class Programs:
         """
         found = self._found.get(key)
         if found is None:
-            if "f64" in key and not self._device.fp64:
-                raise TypeError(
-                    f"xpu:{self._device.index} ({self._device.name}) has no float64: the OpenCL "
-                    "device lacks cl_khr_fp64. Use float32 there, or keep float64 work on the CPU"
-                )
+            self.check_dtypes(key)
             found = self._build(key, make_source())
             self._found[key] = found
         return found
+
+    def check_dtypes(self, tokens) -> None:
+        """Refuses float64 work (a ``"f64"`` among ``tokens``) on a device without doubles."""
+        if "f64" in tokens and not self._device.fp64:
+            raise TypeError(
+                f"xpu:{self._device.index} ({self._device.name}) has no float64: the OpenCL "
+                "device lacks cl_khr_fp64. Use float32 there, or keep float64 work on the CPU"
+            )
 
     def _build(self, key, text: str) -> dict:
         cl = self._cl

@@ -137,3 +137,26 @@ def test_float64_needs_the_extension(monkeypatch):
     monkeypatch.setattr(dev, "fp64", False)
     with pytest.raises(TypeError, match=r"no float64.*cl_khr_fp64"):
         dev.programs.get(("test-only", "f64"), lambda: "")
+
+
+def test_elementwise_programs_without_float64(monkeypatch):
+    """An op's program holds every dtype's kernels; on a device without doubles it leaves out
+    float64's (their source would not compile there) and float64 operands get the clear error."""
+    from ember_backend_intel.kernels import elementwise
+    from ember_backend_intel.programs import Programs
+
+    runtime = _runtime()
+    dev = runtime.devices[0]
+    monkeypatch.setattr(dev, "fp64", False)
+    monkeypatch.setattr(dev, "programs", Programs(runtime._cl, dev))  # built without EM_FP64
+    add = elementwise.build(runtime)["add"]  # fresh glue: nothing compiled yet
+    x = ember.ones(4, device="xpu")
+    out = ember.empty(4, device="xpu")
+    add["float32"](out, x, x)
+    assert out.cpu().tolist() == [2.0] * 4
+    kernels = dev.programs.get(("ew", "add"), lambda: pytest.fail("built twice"))
+    assert "ew_f32" in kernels and "ew_strided_bf16" in kernels
+    assert not [name for name in kernels if name.endswith("f64")]
+    wide = ember.empty(4, dtype=ember.float64, device="xpu")  # memory only, no kernel
+    with pytest.raises(TypeError, match=r"no float64.*cl_khr_fp64"):
+        add["float64"](wide, wide, wide)

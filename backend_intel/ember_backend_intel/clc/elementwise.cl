@@ -1,15 +1,22 @@
-/* Elementwise kernels. kernels/elementwise.py compiles one program per (op, dtype), defining:
- *   T      the operands' dtype token (compute type ct = CT_T)
+/* Elementwise kernels. kernels/elementwise.py compiles one program per op holding the kernels of
+ * every dtype the op has on the device: this file's second part is repeated once per dtype, and
+ * PoCL builds one program with ten dtypes in about twice the time of one with one dtype. It
+ * defines, once per program:
+ *   ARITY  1, 2 or 3
+ * and before each dtype's part (which undefines them at its end):
+ *   T      the operands' dtype token (compute type ct = CT_T); the kernels are named ew_T and
+ *          ew_strided_T (ew_f32...)
  *   A      the first operand's token: T, or b for where's condition
  *   OUT    the result's token: T, or b for comparisons and tests
- *   ARITY  1, 2 or 3
  *   EXPR   the op's expression (the CPU plugin's .def line): it reads x (unary) or a, b, c, the
  *          parameters p->f[0..2], and may report an error through p->status (HAS_STATUS)
  * The expressions' helpers are ewmath.cl's (the glue prepends it). Each operand is a (buffer,
  * element offset) pair or, when bit k of `scalars` is set, the scalar argument next to it.
  */
 
-/* ---- the kernels ----------------------------------------------------------------------------- */
+/* ---- what every dtype's kernels share (once per program) ------------------------------------- */
+#ifndef EM_ELEMENTWISE_SHARED
+#define EM_ELEMENTWISE_SHARED
 #define ct CT(T)
 #define act CT(A)
 #define LDA(p, i) LD(A, p, i)
@@ -29,12 +36,6 @@
 #endif
 #endif
 
-#ifdef HAS_STATUS
-#define REPORT() if (P.status) em_fail(status, P.status, 0)
-#else
-#define REPORT() (void)status
-#endif
-
 /* A scalar travelling in an 8-byte slot of `meta` (the glue packs float in the low 4 bytes,
  * double whole, integers as long), read back in the type of `like`. */
 inline float __attribute__((overloadable)) em_slot(long v, float like) { return as_float((int)v); }
@@ -49,8 +50,8 @@ inline uchar __attribute__((overloadable)) em_slot(long v, uchar like) { return 
 
 /* `meta` holds what changes from call to call: element offsets oo ao bo co, n, nd, the
  * scalar-operand bits, the scalar operands sa sb sc, the op parameters p0 p1 p2. Two kernels:
- * `ew` for contiguous operands (n elements from each offset, no index arithmetic) and
- * `ew_strided` for any strides over `shape` (up to 8 merged dims: the glue splits what has more).
+ * `ew_T` for contiguous operands (n elements from each offset, no index arithmetic) and
+ * `ew_strided_T` for any strides over `shape` (up to 8 merged dims: the glue splits what has more).
  * They are separate because PoCL's launch cost grows with the argument count (its copies each
  * one per launch): a contiguous call sets six arguments, and only the five that change. PoCL
  * compiles each kernel's work-group function on its first launch, so a program that only ever
@@ -70,8 +71,17 @@ inline uchar __attribute__((overloadable)) em_slot(long v, uchar like) { return 
     (void)sb;                                                                                     \
     (void)sc;
 
-kernel void ew(global ST(OUT) *o, global const ST(A) *pa, global const ST(T) *pb,
-               global const ST(T) *pc, long16 meta, global long *status) {
+#endif /* EM_ELEMENTWISE_SHARED */
+
+/* ---- one dtype's kernels -------------------------------------------------------------------- */
+#ifdef HAS_STATUS
+#define REPORT() if (P.status) em_fail(status, P.status, 0)
+#else
+#define REPORT() (void)status
+#endif
+
+kernel void EM_CAT(ew_, T)(global ST(OUT) *o, global const ST(A) *pa, global const ST(T) *pb,
+                           global const ST(T) *pc, long16 meta, global long *status) {
     EW_PROLOGUE
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
         OPERANDS_IN(ao + i, bo + i, co + i)
@@ -80,9 +90,10 @@ kernel void ew(global ST(OUT) *o, global const ST(A) *pa, global const ST(T) *pb
     REPORT();
 }
 
-kernel void ew_strided(global ST(OUT) *o, global const ST(A) *pa, global const ST(T) *pb,
-                       global const ST(T) *pc, long16 meta, long8 shape, long8 s0, long8 s1,
-                       long8 s2, long8 s3, global long *status) {
+kernel void EM_CAT(ew_strided_, T)(global ST(OUT) *o, global const ST(A) *pa,
+                                    global const ST(T) *pb, global const ST(T) *pc, long16 meta,
+                                    long8 shape, long8 s0, long8 s1, long8 s2, long8 s3,
+                                    global long *status) {
     EW_PROLOGUE
     const int narrow = n <= UINT_MAX;
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) {
@@ -92,3 +103,10 @@ kernel void ew_strided(global ST(OUT) *o, global const ST(A) *pa, global const S
     }
     REPORT();
 }
+
+#undef REPORT
+#undef HAS_STATUS
+#undef EXPR
+#undef OUT
+#undef A
+#undef T

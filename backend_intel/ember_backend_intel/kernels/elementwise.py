@@ -1,6 +1,8 @@
 """Elementwise kernels, generated from one description per op (see _shared.py) into
-clc/elementwise.cl (the expressions' helpers in clc/ewmath.cl): one program per (op, dtype),
-compiled on first use.
+clc/elementwise.cl (the expressions' helpers in clc/ewmath.cl): one program per op with the
+kernels of every dtype the device has, compiled on first use. PoCL's compiler costs about
+0.4 s per program and a few hundredths per dtype in it, so an op used in several dtypes (the
+test suite uses them all) builds once.
 
 Kernel convention (ember's op table): ``kernel(out, x, *params)`` (unary), ``kernel(out, a, b)``
 (binary), ``kernel(out, a, b, c, *params)`` (ternary); operands are tensors of the compute dtype
@@ -37,18 +39,20 @@ _REPORTS = re.compile(r"\bp\s*\)")
 _NO_PARAMS = (0.0, 0.0, 0.0)
 
 
-def _source(arity: int, token: str, out: str, expression: str) -> str:
-    first = "b" if expression == WHERE[3] else token
-    lines = [
-        f"#define T {token}",
-        f"#define A {first}",
-        f"#define OUT {'b' if out == 'BOOL' else token}",
-        f"#define ARITY {arity}",
-        f"#define EXPR ({expression})",
-    ]
-    if _REPORTS.search(expression):
-        lines.append("#define HAS_STATUS 1")
-    return "\n".join(lines) + "\n" + source("ewmath.cl") + source("elementwise.cl")
+def _source(arity: int, lines: dict) -> str:
+    """The program of one op: ``lines`` maps each dtype token to its (out kind, expression)."""
+    parts = [f"#define ARITY {arity}\n", source("ewmath.cl")]
+    for token, (out, expression) in lines.items():
+        first = "b" if expression == WHERE[3] else token
+        parts += [
+            f"#define T {token}\n",
+            f"#define A {first}\n",
+            f"#define OUT {'b' if out == 'BOOL' else token}\n",
+            f"#define EXPR ({expression})\n",
+            "#define HAS_STATUS 1\n" if _REPORTS.search(expression) else "",
+            source("elementwise.cl"),
+        ]
+    return "".join(parts)
 
 
 def _params(name: str, arity: int, operands, extra):
@@ -75,9 +79,9 @@ class _Program:
 
     __slots__ = ("flat", "meta", "ready", "reports", "strided")
 
-    def __init__(self, kernels: dict, meta, reports: bool):
-        self.flat = kernels["ew"]
-        self.strided = kernels["ew_strided"]
+    def __init__(self, kernels: dict, token: str, meta, reports: bool):
+        self.flat = kernels[f"ew_{token}"]
+        self.strided = kernels[f"ew_strided_{token}"]
         self.meta = meta
         self.ready = False
         self.reports = reports
@@ -93,14 +97,14 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
 
     def program(dev, code: int) -> _Program:
         token = TOKENS[code]
-        out, expression = lines[token]
-        kernels = dev.programs.get(
-            ("ew", name, token), lambda: _source(arity, token, out, expression)
-        )
+        dev.programs.check_dtypes((token,))
+        expression = lines[token][1]
+        usable = {t: line for t, line in lines.items() if t != "f64" or dev.fp64}
+        kernels = dev.programs.get(("ew", name), lambda: _source(arity, usable))
         first = "b" if expression == WHERE[3] else token
         real = "d" if dev.fp64 else "f4x"
         meta = struct.Struct(f"<7q{_slot(first)}{_slot(token) * 2}{real * 3}24x").pack
-        found = _Program(kernels, meta, bool(_REPORTS.search(expression)))
+        found = _Program(kernels, token, meta, bool(_REPORTS.search(expression)))
         programs[dev.index, code] = found
         return found
 
