@@ -139,9 +139,10 @@ def test_float64_needs_the_extension(monkeypatch):
         dev.programs.get(("test-only", "f64"), lambda: "")
 
 
-def test_elementwise_programs_without_float64(monkeypatch):
-    """An op's program holds every dtype's kernels; on a device without doubles it leaves out
-    float64's (their source would not compile there) and float64 operands get the clear error."""
+def test_programs_without_float64(monkeypatch):
+    """An elementwise op's program holds every dtype's kernels, a copy program every target's;
+    on a device without doubles they leave out float64's (their source would not compile there)
+    and float64 operands get the clear error."""
     from ember_backend_intel.kernels import elementwise
     from ember_backend_intel.programs import Programs
 
@@ -160,3 +161,8 @@ def test_elementwise_programs_without_float64(monkeypatch):
     wide = ember.empty(4, dtype=ember.float64, device="xpu")  # memory only, no kernel
     with pytest.raises(TypeError, match=r"no float64.*cl_khr_fp64"):
         add["float64"](wide, wide, wide)
+    assert x.to(ember.float16).cpu().tolist() == [1.0] * 4  # a copy program from float32
+    copies = dev.programs.get(("copy", "f32"), lambda: pytest.fail("built twice"))
+    assert "copy_to_f16" in copies and "copy_to_f64" not in copies
+    with pytest.raises(TypeError, match=r"no float64.*cl_khr_fp64"):
+        wide.copy_(x)

@@ -1,6 +1,6 @@
-/* Copies with casts, fill, arange and linspace. kernels/copy.py compiles one program per
- * (source, destination) dtype pair for copies and one per dtype for the rest, defining S and D
- * (copies) or T. Conversions follow the CPU plugin's copy.c: floats reach integers through int64
+/* Copies with casts, fill, arange and linspace. kernels/copy.py compiles one program per source
+ * dtype S for copies, this file repeated once per destination D (kernels copy_to_D; the glue
+ * undefines D between them), and one per dtype T for the rest. Conversions follow the CPU plugin's copy.c: floats reach integers through int64
  * (-1.0 -> uint8 gives 255), bool tests against zero (0.5 -> true).
  */
 #ifdef S
@@ -22,8 +22,8 @@
 #define FCVT_f64(v) (v)
 
 /* nd == 0: both contiguous with n elements; else any strides over `shape`. */
-kernel void copy(global ST(D) *o, long oo, long8 so_, global const ST(S) *x, long xo, long8 sx_,
-                 long8 shape_, int nd, long n) {
+kernel void EM_CAT(copy_to_, D)(global ST(D) *o, long oo, long8 so_, global const ST(S) *x,
+                                long xo, long8 sx_, long8 shape_, int nd, long n) {
     if (nd == 0) {
         for (long i = get_global_id(0); i < n; i += get_global_size(0))
             SV(D, o, oo + i, CONVERT(LD(S, x, xo + i)));

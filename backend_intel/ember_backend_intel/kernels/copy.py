@@ -21,8 +21,19 @@ from ._launch import (
 )
 
 
-def _pair_source(src: str, dst: str) -> str:
-    return f"#define S {src}\n#define D {dst}\n" + source("copy.cl")
+def _copies_source(src: str, fp64: bool) -> str:
+    """The copies from ``src`` to every dtype the device has (kernels ``copy_to_<dst>``): one
+    program per source, as PoCL pays ~0.4 s a program and a few hundredths a kernel in it."""
+    targets = [dst for dst in TOKENS if dst != "f64" or fp64]
+    body = "".join(f"#define D {dst}\n{source('copy.cl')}#undef D\n" for dst in targets)
+    return f"#define S {src}\n{body}"
+
+
+def _copy_kernel(dev, src: str, dst: str):
+    """The kernel copying dtype token ``src`` to ``dst`` on ``dev``."""
+    dev.programs.check_dtypes((dst,))
+    kernels = dev.programs.get(("copy", src), lambda: _copies_source(src, dev.fp64))
+    return kernels[f"copy_to_{dst}"]
 
 
 def _one_source(token: str) -> str:
@@ -47,11 +58,11 @@ def convert(dev, dst, dst_code: int, src, src_code: int, shape, strides, dst_str
     products pack and convert their operands with this, accumulating kernels widen half types).
     """
     s, d = TOKENS[src_code], TOKENS[dst_code]
-    kernels = dev.programs.get(("copy", s, d), lambda: _pair_source(s, d))
+    kernel = _copy_kernel(dev, s, d)
     if dst_strides is None:
         dst_strides = contiguous_strides(shape)
     layouts = [(*dst, tuple(dst_strides)), (*src, tuple(strides))]
-    run_strided(dev, kernels["copy"], tuple(shape), layouts)
+    run_strided(dev, kernel, tuple(shape), layouts)
 
 
 def _overlap(dst, src, nbytes: int) -> bool:
@@ -78,12 +89,10 @@ def build(runtime) -> dict:
                 src_offset=offset(src) * size, dst_offset=offset(dst) * size,
             )  # fmt: skip
             return
-        kernels = dev.programs.get(
-            ("copy", TOKENS[sc], TOKENS[dc]), lambda: _pair_source(TOKENS[sc], TOKENS[dc])
-        )
+        kernel = _copy_kernel(dev, TOKENS[sc], TOKENS[dc])
         if dst._contig and src._contig:
             dev.launch(
-                kernels["copy"], n, dst._storage.handle, offset(dst), NO_DIMS,
+                kernel, n, dst._storage.handle, offset(dst), NO_DIMS,
                 src._storage.handle, offset(src), NO_DIMS, NO_DIMS, 0, n,
             )  # fmt: skip
         else:
@@ -91,7 +100,7 @@ def build(runtime) -> dict:
                 (dst._storage.handle, offset(dst), dst._stride),
                 (src._storage.handle, offset(src), src._stride),
             ]
-            run_strided(dev, kernels["copy"], dst._shape, layouts)
+            run_strided(dev, kernel, dst._shape, layouts)
 
     def fill_(out, value):
         dev = device_of(runtime, out)
