@@ -20,10 +20,9 @@ import zlib
 # is when the CPU backend is first used, so it must be set before any test touches a tensor.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
-
 # PoCL (the xpu backend's OpenCL in CI) starts a thread per core for every kernel and has no
 # passive mode: two workers on two cores each ran four busy threads, and tests/ops/test_ops.py's
-# xpu half took 247 s instead of 116 s. Its pool is sized to the worker's share of the cores
+# xpu half took 247 s instead of 118 s. Its pool is sized to the worker's share of the cores
 # (the machine's split between xdist's workers); PoCL reads this when the platform is first
 # opened, after this file has run.
 os.environ.setdefault(

@@ -86,13 +86,20 @@ class Programs:
             self._found[key] = found
         return found
 
-    def check_dtypes(self, tokens) -> None:
-        """Refuses float64 work (a ``"f64"`` among ``tokens``) on a device without doubles."""
+    def check_dtypes(self, tokens, op: str = "") -> None:
+        """Refuses float64 work (a ``"f64"`` among ``tokens``) on a device without doubles;
+        the message starts with ``op`` where the caller names one."""
         if "f64" in tokens and not self._device.fp64:
             raise TypeError(
-                f"xpu:{self._device.index} ({self._device.name}) has no float64: the OpenCL "
-                "device lacks cl_khr_fp64. Use float32 there, or keep float64 work on the CPU"
+                f"{op + ': ' if op else ''}xpu:{self._device.index} ({self._device.name}) has "
+                "no float64: the OpenCL device lacks cl_khr_fp64. Use float32 there, or keep "
+                "float64 work on the CPU"
             )
+
+    def usable(self, tokens) -> list:
+        """The dtype tokens among ``tokens`` this device can compile (all but float64 without
+        doubles): what a program holding several dtypes' kernels is generated for."""
+        return [token for token in tokens if token != "f64" or self._device.fp64]
 
     def _build(self, key, text: str) -> dict:
         cl = self._cl

@@ -21,18 +21,18 @@ from ._launch import (
 )
 
 
-def _copies_source(src: str, fp64: bool) -> str:
-    """The copies from ``src`` to every dtype the device has (kernels ``copy_to_<dst>``): one
-    program per source, as PoCL pays ~0.4 s a program and a few hundredths a kernel in it."""
-    targets = [dst for dst in TOKENS if dst != "f64" or fp64]
+def _copies_source(src: str, targets) -> str:
+    """The copies from ``src`` to each of ``targets`` (kernels ``copy_to_<dst>``): one program
+    per source, as PoCL pays ~0.4 s a program and a few hundredths a kernel in it."""
     body = "".join(f"#define D {dst}\n{source('copy.cl')}#undef D\n" for dst in targets)
     return f"#define S {src}\n{body}"
 
 
 def _copy_kernel(dev, src: str, dst: str):
     """The kernel copying dtype token ``src`` to ``dst`` on ``dev``."""
-    dev.programs.check_dtypes((dst,))
-    kernels = dev.programs.get(("copy", src), lambda: _copies_source(src, dev.fp64))
+    programs = dev.programs
+    programs.check_dtypes((src, dst), "copy_")
+    kernels = programs.get(("copy", src), lambda: _copies_source(src, programs.usable(TOKENS)))
     return kernels[f"copy_to_{dst}"]
 
 

@@ -97,9 +97,9 @@ def make_kernel(runtime, name: str, arity: int, lines: dict):
 
     def program(dev, code: int) -> _Program:
         token = TOKENS[code]
-        dev.programs.check_dtypes((token,))
+        dev.programs.check_dtypes((token,), name)
         expression = lines[token][1]
-        usable = {t: line for t, line in lines.items() if t != "f64" or dev.fp64}
+        usable = {t: lines[t] for t in dev.programs.usable(lines)}
         kernels = dev.programs.get(("ew", name), lambda: _source(arity, usable))
         first = "b" if expression == WHERE[3] else token
         real = "d" if dev.fp64 else "f4x"

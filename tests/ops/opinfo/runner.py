@@ -43,8 +43,8 @@ common_utils.set_rng_seed = _seed_cpu_only
 def _test_fn_from_frames():
     """``common_utils.extract_test_fn`` (the unittest test method running, found by walking the
     stack; None under pytest's plain functions) with the same walk over ``sys._getframe``:
-    PyTorch's goes through ``inspect.stack()``, which reads the source lines of every frame,
-    0.24 s per sample iterator under pytest's deep stacks: a quarter of the OpInfo suite's time."""
+    PyTorch's goes through ``inspect.stack()``, which reads the source lines of every frame:
+    36 ms per sample iterator under pytest's deep stacks, 14 of 59 s for 64 records on xpu."""
     frame = sys._getframe(1)
     while frame is not None:
         test = frame.f_locals.get("self")
