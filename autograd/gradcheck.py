@@ -161,7 +161,8 @@ def gradcheck(
         check_batched_forward_grad: a batch of tangents in one forward-mode pass too.
         check_forward_ad: the forward-mode Jacobian against the numerical one too.
         check_backward_ad: the backward Jacobian against the numerical one.
-        fast_mode: accepted; ember always compares whole Jacobians (PyTorch's slow mode).
+        fast_mode: compare ``v^T J u`` for random unit ``u``, ``v`` instead of whole
+            Jacobians (two evaluations per input, one backward per output: gradcheck_fast).
         masked: sparse inputs' masked semantics; ember has no sparse tensors.
 
     Returns:
@@ -180,11 +181,17 @@ def gradcheck(
                 stacklevel=2,
             )
     try:
-        numeric = numerical_jacobian(func, inputs, eps)
-        _compare(func, inputs, numeric, "backward" if check_backward_ad else None, nondet_tol,
-                 atol, rtol)  # fmt: skip
-        if check_forward_ad:
-            _compare(func, inputs, numeric, "forward", nondet_tol, atol, rtol)
+        if fast_mode:
+            from .gradcheck_fast import fast_check
+
+            fast_check(func, inputs, eps, atol, rtol, nondet_tol, check_backward_ad,
+                       check_forward_ad)  # fmt: skip
+        else:
+            numeric = numerical_jacobian(func, inputs, eps)
+            _compare(func, inputs, numeric, "backward" if check_backward_ad else None,
+                     nondet_tol, atol, rtol)  # fmt: skip
+            if check_forward_ad:
+                _compare(func, inputs, numeric, "forward", nondet_tol, atol, rtol)
         _optional_checks(func, inputs, atol, rtol, check_undefined_grad and check_backward_ad,
                          check_batched_grad, check_batched_forward_grad)  # fmt: skip
     except GradcheckError:

@@ -104,15 +104,19 @@ def in_share(name: str) -> bool:
     return zlib.crc32(name.encode()) % SHARE == 0
 
 
+def full_device() -> str:
+    """The device the sweeps over ops check thoroughly: cpu, or when cpu is not tested the first
+    usable device (cuda in the GPU acceptance run)."""
+    usable = available_device_types()
+    return "cpu" if "cpu" in usable else (usable or ["cpu"])[0]
+
+
 def device_op_params(items, item_name, every_op) -> list:
     """(device, item) params of a sweep over ops: every item where ``every_op(device, full)``
-    holds (``full`` being the device that checks them all: cpu, or when cpu is not tested the
-    first usable device, cuda in the GPU acceptance run), elsewhere the items in the share."""
-    devices = device_params()
-    usable = [device.values[0] for device in devices if not device.marks]
-    full = "cpu" if "cpu" in usable else (usable or ["cpu"])[0]
+    holds (``full``: ``full_device()``), elsewhere the items in the share."""
+    full = full_device()
     params = []
-    for device in devices:
+    for device in device_params():
         value = device.values[0]
         for item in items:
             name = item_name(item)
