@@ -14,6 +14,8 @@ import itertools
 import os
 import zlib
 
+from . import pycache_prefix  # noqa: F401  (first: later imports write their bytecode there)
+
 # Spinning OpenMP workers starve each other when pytest-xdist runs several processes on few
 # cores (a 40000-element add took 15 ms instead of 0.03 ms on 2 busy cores). Sleeping workers
 # keep the parallel kernels tested without that cost. libgomp reads this when it loads, which
