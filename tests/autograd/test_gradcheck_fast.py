@@ -13,6 +13,8 @@ import torch
 import ember
 from ember.autograd import GradcheckError, gradcheck, gradgradcheck
 
+from .test_gradcheck_modes import _doubling
+
 
 def _x(lib, n=6, seed=3):
     values = np.random.default_rng(seed).standard_normal(n)
@@ -20,23 +22,8 @@ def _x(lib, n=6, seed=3):
 
 
 def _scaled(lib, backward_factor=2.0, jvp_factor=2.0):
-    """``a * 2`` as a custom Function whose backward and jvp multiply by the given factors
-    (2 is right)."""
-
-    class Scaled(lib.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            return a * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g * backward_factor
-
-        @staticmethod
-        def jvp(ctx, t):
-            return t * jvp_factor
-
-    return Scaled.apply
+    """``a * 2`` whose backward and jvp multiply by the given factors (2 is right)."""
+    return _doubling(lib, lambda g: g * backward_factor, lambda t: t * jvp_factor)
 
 
 def _swapped(lib):
