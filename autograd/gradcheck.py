@@ -83,11 +83,15 @@ def _backward_rows(out: Tensor, inputs: list) -> list:
         with grad_mode.no_grad():
             onehot = zeros(out.numel(), dtype=out.dtype, device=out.device)
             onehot[j] = 1.0
-        grads = autograd_grad(
-            out, inputs, onehot.reshape(out.shape), retain_graph=True, allow_unused=True
-        )
-        rows.append([_checked(g, x, k) for k, (g, x) in enumerate(zip(grads, inputs))])
+        rows.append(_gradient_rows(out, inputs, onehot.reshape(out.shape)))
     return rows
+
+
+def _gradient_rows(out: Tensor, inputs: list, grad_output: Tensor) -> list:
+    """The gradient of ``out`` (weighted by ``grad_output``) w.r.t. each input, flat on the
+    host; zeros for an input it does not reach."""
+    grads = autograd_grad(out, inputs, grad_output, retain_graph=True, allow_unused=True)
+    return [_checked(g, x, k) for k, (g, x) in enumerate(zip(grads, inputs))]
 
 
 def _checked(g, x: Tensor, k: int) -> np.ndarray:

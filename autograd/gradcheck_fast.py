@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import forward_ad
-from .engine import grad as autograd_grad
 from .gradcheck import (
     GradcheckError,
     _as_tuple,
-    _checked,
     _compare,
     _differentiable,
+    _gradient_rows,
     _host,
     _outputs,
     _write,
@@ -69,8 +67,10 @@ def fast_check(func, inputs, eps, atol, rtol, nondet_tol, backward: bool, forwar
                              f"v^T J u for output {k} with respect to input {i}: "
                              f"analytical {got!r}, numerical {want!r}")  # fmt: skip
     if forward:
+        from .gradcheck_modes import tangents_along
+
         for n, i in enumerate(diff):
-            tangents = _analytical_ju(func, inputs, i, all_u[n])
+            tangents = tangents_along(func, inputs, i, _shaped_like(all_u[n], inputs[i]))
             tolerance = atol * all_u[n].sum()
             for k, (got, want) in enumerate(zip(tangents, numeric[n])):
                 if not np.allclose(got, want, rtol=rtol, atol=tolerance):
@@ -95,15 +95,13 @@ def _numerical_ju(func, inputs, i: int, u: np.ndarray, eps: float) -> list:
 def _analytical_vju(outs, targets, all_u, all_v, nondet_tol) -> list:
     """``[output][input]``: ``(v^T J) . u`` from one backward per output with gradient ``v``
     (run twice: a backward that is not deterministic is an error, as in slow mode)."""
-    from ember import tensor
-
     table = []
     for k, (out, v) in enumerate(zip(outs, all_v)):
         if not out.requires_grad:  # its Jacobian must be zero: numerical v^T J u says so
             table.append([0.0] * len(targets))
             continue
-        seed = tensor(v.reshape(tuple(out.shape)), dtype=out.dtype, device=out.device)
-        first, again = (_vjp(out, targets, seed) for _ in range(2))
+        seed = _shaped_like(v, out)
+        first, again = (_gradient_rows(out, targets, seed) for _ in range(2))
         for n, (a, b) in enumerate(zip(first, again)):
             if np.abs(a - b).max(initial=0) > nondet_tol:
                 raise GradcheckError(
@@ -114,23 +112,11 @@ def _analytical_vju(outs, targets, all_u, all_v, nondet_tol) -> list:
     return table
 
 
-def _vjp(out, targets, seed) -> list:
-    grads = autograd_grad(out, targets, seed, retain_graph=True, allow_unused=True)
-    return [_checked(g, x, n) for n, (g, x) in enumerate(zip(grads, targets))]
-
-
-def _analytical_ju(func, inputs, i: int, u: np.ndarray) -> list:
-    """Per floating output, ``J u`` by forward-mode AD with tangent ``u``."""
+def _shaped_like(values: np.ndarray, like):
+    """``values`` as a tensor of ``like``'s shape, dtype and device."""
     from ember import tensor
 
-    from .gradcheck_modes import _floating, _tangent
-
-    x = inputs[i]
-    tangent = tensor(u.reshape(tuple(x.shape)), dtype=x.dtype, device=x.device)
-    with forward_ad.dual_level():
-        args = list(inputs)
-        args[i] = forward_ad.make_dual(x.detach(), tangent)
-        return [_tangent(o) for o in _floating(_as_tuple(func(*args)))]
+    return tensor(values.reshape(tuple(like.shape)), dtype=like.dtype, device=like.device)
 
 
 def _explain(func, inputs, eps, atol, rtol, nondet_tol, mode: str, summary: str) -> None:

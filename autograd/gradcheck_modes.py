@@ -32,16 +32,21 @@ def forward_jacobian(func, inputs, diff) -> list:
             with grad_mode.no_grad():
                 tangent = zeros(x.numel(), dtype=x.dtype, device=x.device)
                 tangent[j] = 1.0
-            with forward_ad.dual_level():
-                args = list(inputs)
-                args[i] = forward_ad.make_dual(x.detach(), tangent.reshape(x.shape))
-                outs = _floating(_as_tuple(func(*args)))
-                columns.append([_tangent(o) for o in outs])
+            columns.append(tangents_along(func, inputs, i, tangent.reshape(x.shape)))
         if columns:
             table.append([np.stack(c, axis=1) for c in zip(*columns)])
         else:
             table.append([])
     return table
+
+
+def tangents_along(func, inputs, i: int, tangent) -> list:
+    """Per floating output of ``func``, its tangent (flat, on the host) when input ``i``
+    moves along ``tangent``: one forward-mode pass, ``J tangent``."""
+    with forward_ad.dual_level():
+        args = list(inputs)
+        args[i] = forward_ad.make_dual(inputs[i].detach(), tangent)
+        return [_tangent(o) for o in _floating(_as_tuple(func(*args)))]
 
 
 def _tangent(out) -> np.ndarray:
