@@ -34,3 +34,12 @@ def test_a_prefix_the_user_chose_is_kept(monkeypatch, tmp_path):
     cache_bytecode_outside_the_tree()
     assert sys.dont_write_bytecode is True
     assert sys.pycache_prefix == str(tmp_path / "mine")
+
+
+def test_bytecode_writing_left_on_is_left_alone(monkeypatch):
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    cache_bytecode_outside_the_tree()
+    assert sys.pycache_prefix is None
+    assert "PYTHONPYCACHEPREFIX" not in os.environ
