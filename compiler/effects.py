@@ -5,10 +5,11 @@ increment (``self.count += 1``) or a global rebinding done by the user's code wo
 the capture only. Before a capture, what the user's code can reach from outside is
 snapshotted shallowly (a container's items, an object's attributes, by identity): the call's
 arguments, the compiled module and its submodules of the user's classes, and for the function
-and every user function it names (a module's ``forward``, a helper), the globals and closure
-variables its code names (nested functions and comprehensions included). The snapshots are
-compared when the capture ends; a change sends the guard set to the segments
-(``segments.py``), which run the Python at every call, as eager does.
+and every user function it names (the methods of a user's module class, a helper), the globals
+and closure variables its code names (nested functions and comprehensions included). The
+snapshots are compared when the capture ends; a change sends the guard set to the segments
+(``segments.py``), which run the Python at every call, as eager does. Without a change, the
+same lists become the entry's guards on later calls (``python_guards.py``).
 
 Nothing is traced while the capture runs (a trace function would double its time), so what the
 user's code reaches only through other objects (an attribute of an argument's attribute, a
@@ -77,8 +78,8 @@ class Watch:
 
     def __init__(self):
         self.objects: dict = {}  # id -> (object, what it is to the user, snapshot)
-        self.names: dict = {}  # (id(globals), name) -> (globals, id of the bound value)
-        self.cells: list = []  # (closure cell, name, id of its contents)
+        self.names: dict = {}  # (id(globals), name) -> (globals, the bound value)
+        self.cells: list = []  # (closure cell, name, its contents)
         self.functions: set = set()  # the code objects looked at
 
     def value(self, obj, label: str) -> None:
@@ -96,7 +97,16 @@ class Watch:
         for sub in module.modules():
             if not _ours(type(sub).__module__):
                 self.watch(sub, f"module {type(sub).__name__}")
-                self.function(type(sub).forward)
+                self.methods(type(sub))
+
+    def methods(self, cls) -> None:
+        """The functions of the user's classes in ``cls``'s MRO (``forward`` and what it
+        calls on ``self``)."""
+        for klass in cls.__mro__:
+            if klass is not object and not _ours(klass.__module__):
+                for attribute in vars(klass).values():
+                    if isinstance(attribute, types.FunctionType):
+                        self.function(attribute)
 
     def function(self, fn) -> None:
         owner = getattr(fn, "__self__", None)
@@ -110,14 +120,14 @@ class Watch:
         for code in _codes(fn.__code__):
             for name in code.co_names:
                 if name in g:
-                    self.names.setdefault((id(g), name), (g, id(g[name])))
+                    self.names.setdefault((id(g), name), (g, g[name]))
                     self.value(g[name], f"global '{name}'")
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:
                 contents = cell.cell_contents
             except ValueError:  # not bound yet
                 continue
-            self.cells.append((cell, name, id(contents)))
+            self.cells.append((cell, name, contents))
             self.value(contents, f"closure variable '{name}'")
 
     def watch(self, obj, label: str) -> None:
@@ -135,12 +145,12 @@ class Watch:
         ]
         found += [
             f"global '{name}' was rebound"
-            for (_, name), (g, ident) in self.names.items()
-            if id(g.get(name)) != ident
+            for (_, name), (g, value) in self.names.items()
+            if g.get(name) is not value
         ]
-        for cell, name, ident in self.cells:
+        for cell, name, contents in self.cells:
             try:
-                if id(cell.cell_contents) != ident:
+                if cell.cell_contents is not contents:
                     found.append(f"closure variable '{name}' was rebound")
             except ValueError:
                 found.append(f"closure variable '{name}' was deleted")

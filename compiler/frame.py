@@ -20,7 +20,18 @@ from ember._tensor import Tensor
 from ember.jit import pytree
 from ember.jit.tracer import _ACTIVE, current
 
-from . import config, dynamic, effects, fusion, guards, logs, overhead, segments, size_guards
+from . import (
+    config,
+    dynamic,
+    effects,
+    fusion,
+    guards,
+    logs,
+    overhead,
+    python_guards,
+    segments,
+    size_guards,
+)
 from .exc import FailOnRecompileLimitHit
 from .observer import COMPILE, FULLGRAPH, Observer
 from .region import record, split
@@ -33,19 +44,25 @@ _INSTANCES: weakref.WeakSet = weakref.WeakSet()
 class Entry:
     """One guard set: the region to replay (None: run eagerly) and the module flags it assumed."""
 
-    __slots__ = ("modules", "paths", "probe", "reasons", "region", "sizes", "state")
+    __slots__ = ("guarded", "modules", "paths", "probe", "python", "reasons", "region", "sizes")
 
-    def __init__(self, region, modules: list, reasons: list, paths=None):
+    def __init__(self, region, modules: list, reasons: list, paths=None, python=None):
         self.region = region
         self.paths = paths  # no region: the compiled segments around its breaks
         self.modules = modules
-        self.state = guards.module_state(modules)  # for the recompile reason
         self.probe = guards.module_probe(modules)
+        self.python = python  # python_guards.PythonGuards: the globals and closures it read
+        self.guarded = bool(modules) or python is not None
         self.reasons = reasons
         self.sizes = None  # size_guards.SizeGuards: the comparisons of sizes it assumed
 
     def matches(self) -> bool:
-        return guards.probe_matches(self.probe)
+        return guards.probe_matches(self.probe) and (self.python is None or self.python())
+
+    def failure(self) -> str:
+        """Why ``matches`` failed, for the recompile reason."""
+        found = self.python.failure() if self.python is not None else None
+        return found or guards.module_failure(self.probe)
 
 
 class CompiledFunction:
@@ -76,7 +93,7 @@ class CompiledFunction:
         for entry in self._cache.get(key, ()):
             if entry.paths is not None:  # the Python runs: it reads the modules' flags itself
                 return entry.paths.call(self._fn, args, kwargs)
-            if entry.modules and not entry.matches():
+            if entry.guarded and not entry.matches():
                 continue
             tensors = leaves if positions is None else [leaves[i] for i in positions]
             if entry.sizes is not None and not entry.sizes(tensors):
@@ -125,12 +142,13 @@ class CompiledFunction:
         # a capture that broke, or Python side effects a replay would skip: the Python runs at
         # every call, its ops deferred into compiled segments
         paths = segments.Paths(self.__qualname__) if region is None else None
-        entry = Entry(region, modules, observer.reasons, paths)
+        python = python_guards.from_watch(watch) if region is not None else None
+        entry = Entry(region, modules, observer.reasons, paths, python)
         entry.sizes = checks if region is not None else None
         self._cache.setdefault(key, []).append(entry)
         self._count += 1
         self._last = key
-        self._log(region, key, names, observer)
+        self._log(region, key, names, observer, python)
         if entry.sizes is not None:
             logs.log("guards", "\n".join(f"size guard: {t}" for t in entry.sizes.describe()))
         return result
@@ -222,7 +240,7 @@ class CompiledFunction:
             entry = self._cache[key][-1]
             tensors = [leaf for leaf in leaves if isinstance(leaf, Tensor)]
             failed = entry.sizes.failure(tensors) if entry.sizes is not None else None
-            found = [failed or guards.module_failure(entry.modules, entry.state)]
+            found = [failed or entry.failure()]
         return found or ["the guards of an earlier entry failed"]
 
     def _recompile_text(self, reasons) -> str:
@@ -235,12 +253,13 @@ class CompiledFunction:
         lines += [f"    - {self._count - 1}/0: {reason}" for reason in reasons]
         return "\n".join(lines)
 
-    def _log(self, region, key, names, observer) -> None:
+    def _log(self, region, key, names, observer, python) -> None:
         if region is None:
             logs.log("graphs", f"{self.__qualname__}: no graph (graph break): compiled segments")
             return
         logs.log("graphs", f"graph of {self.__qualname__}:\n{region.graph}")
-        logs.log("guards", "\n".join(guards.describe(key[1], names)))
+        described = guards.describe(key[1], names)
+        logs.log("guards", "\n".join(described + (python.describe() if python else [])))
         if logs.enabled("fusion"):
             logs.log("fusion", f"{self.__qualname__}: {fusion.summary(region.graph)}")
 

@@ -4,7 +4,9 @@ A key holds grad mode, and per argument leaf: for a tensor its sizes, dtype, dev
 ``requires_grad``; for a Python scalar, string or None its value; for anything else its
 identity. The modules a capture called are checked per cached entry (they are known only after
 the capture): their Python scalar attributes (``training``, a flag or a size a ``forward`` reads)
-must hold the values they had, as dynamo guards the attributes it read. Comparing two keys
+must hold the values they had, as dynamo guards the attributes it read, and their other
+attributes and submodules the same objects. The globals and closure variables the user's code
+read are python_guards.py's. Comparing two keys
 gives PyTorch's guard-failure text (``tensor 'x' size mismatch at index 0. expected 4, actual
 8``).
 """
@@ -15,6 +17,9 @@ from operator import itemgetter
 
 from ember._tensor import Tensor
 from ember.autograd.grad_mode import THREAD as GRAD
+
+from .python_guards import BY_VALUE as _SCALARS
+from .python_guards import item_tuple, same
 
 _BY_VALUE = (int, float, bool, str, type(None))
 
@@ -66,46 +71,73 @@ def call_key(leaves: list, dynamic: dict | None = None) -> tuple:
     return (GRAD.mode.enabled, tuple(keys))
 
 
-_SCALARS = frozenset({int, float, bool, str, type(None)})
+def _base_keys() -> frozenset:
+    """The registries every Module has (``_parameters``, ``_modules``, the hook dicts): never
+    rebound, so not worth an identity check per call."""
+    global _BASE_KEYS
+    if _BASE_KEYS is None:
+        from ember.nn.modules.module import Module
+
+        _BASE_KEYS = frozenset(k for k, v in Module().__dict__.items() if type(v) not in _SCALARS)
+    return _BASE_KEYS
 
 
-def module_state(modules) -> tuple:
-    """Each module's Python scalar attributes, ``training`` among them."""
-    return tuple(
-        [tuple([(k, v) for k, v in m.__dict__.items() if type(v) in _SCALARS]) for m in modules]
-    )
+_BASE_KEYS: frozenset | None = None
 
 
 def module_probe(modules) -> list:
-    """What ``probe_matches`` checks at each call, cheaper than recomputing ``module_state``:
-    per module its attribute count (a new attribute changes it) and the values of its Python
-    scalar attributes read by one ``itemgetter``."""
+    """What ``probe_matches`` checks at each call, per module: its attribute count (a new
+    attribute changes it), its Python scalar attributes by value (``training``, a flag or a size
+    a ``forward`` reads, as dynamo guards the attributes it read), its other attributes (a
+    tensor attribute, a function) and its submodules by identity (``model.act = nn.GELU()``).
+    Each entry ends with what ``module_failure`` needs to name the change."""
+    base = _base_keys()
     probe = []
     for m in modules:
-        names = [k for k, v in m.__dict__.items() if type(v) in _SCALARS]
+        d = m.__dict__
+        names = tuple(k for k, v in d.items() if type(v) in _SCALARS)
         getter = itemgetter(*names) if names else None
-        values = getter(m.__dict__) if getter else None
-        probe.append((m, len(m.__dict__), getter, values))
+        others = tuple(k for k, v in d.items() if type(v) not in _SCALARS and k not in base)
+        objects = item_tuple(others) if others else None
+        held = objects(d) if objects else ()
+        children = d.get("_modules") or None
+        kids = tuple(children.values()) if children else ()
+        values = item_tuple(names)(d)
+        probe.append(
+            (m, len(d), getter, getter(d) if getter else None, objects, tuple(map(id, held)),
+             children, tuple(map(id, kids)), (names, values, others, held, kids))
+        )  # fmt: skip
     return probe
 
 
 def probe_matches(probe) -> bool:
     try:
-        for m, count, getter, values in probe:
+        for m, count, getter, values, objects, ids, children, kid_ids, _ in probe:
             d = m.__dict__
             if len(d) != count or (getter is not None and getter(d) != values):
                 return False
-    except KeyError:  # an attribute was deleted and another added
-        return False
+            if objects is not None and tuple(map(id, objects(d))) != ids:
+                return False
+            if children is not None and tuple(map(id, children.values())) != kid_ids:
+                return False
+    except (KeyError, RuntimeError):  # an attribute deleted and another added; a scalar
+        return False  # attribute that became a tensor of several elements (its == is ambiguous)
     return True
 
 
-def module_failure(modules, expected: tuple) -> str:
-    for module, old, new in zip(modules, expected, module_state(modules)):
-        if old != new:
-            changed = sorted(set(old) ^ set(new))
-            name = changed[0][0] if changed else "?"
-            return f"{type(module).__name__}.{name} changed (guarded: {dict(old).get(name)!r})"
+def module_failure(probe) -> str:
+    """Which module attribute a failed probe found changed."""
+    for m, count, _, _, _, _, children, _, (names, values, others, held, kids) in probe:
+        d = m.__dict__
+        name = type(m).__name__
+        if len(d) != count:
+            return f"{name}: its attributes changed (guarded: {count} attributes)"
+        for key, old in zip(names, values):
+            if not same(old, d.get(key)):
+                return f"{name}.{key} changed (guarded: {old!r})"
+        for key, old in [*zip(others, held), *zip(children or (), kids)]:
+            if (children if key in (children or ()) else d).get(key) is not old:
+                return f"{name}.{key} changed (guarded by identity)"
     return "a module attribute changed"
 
 

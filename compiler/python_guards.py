@@ -1,0 +1,157 @@
+"""Guards on the Python a capture read beyond its arguments: globals, closure variables, the
+user's objects they lead to.
+
+A replay runs none of the user's Python, so a graph keeps what its capture saw: a float global
+baked in as a constant, the tensor a global named, the branch a flag chose, the function a
+global held. Before each capture ``effects.watch`` lists what the user's code can reach (the
+globals and closure cells its functions name, the user's objects those lead to); after a capture
+without side effects these guards keep that list and check at every call that each name and
+cell still holds the object the capture saw, as dynamo's guards on ``G['scale']`` do. A
+rebinding to an equal ``int``, ``float``, ``bool``, ``str`` or ``None`` still matches (dynamo
+guards those by value); anything else is compared by identity. A failure recompiles.
+
+A user object reached that way (a config object a ``forward`` reads ``cfg.dropout`` from) is
+guarded on its attributes, by the same rule, when it has at most ``MAX_ATTRIBUTES`` of them.
+Containers are guarded by identity only: an item changed inside a global list is not seen
+(dynamo guards the items it read). The modules' own attributes are ``guards.module_probe``'s.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter, itemgetter
+
+from ember.nn.modules.module import Module
+
+MAX_ATTRIBUTES = 32
+BY_VALUE = frozenset({int, float, bool, str, complex, type(None)})
+_CONTENTS = attrgetter("cell_contents")
+
+
+def same(old, new) -> bool:
+    """Whether ``new`` still satisfies a guard on ``old``: the same object, or an equal value
+    of the same scalar type."""
+    return old is new or (type(old) is type(new) and type(old) in BY_VALUE and old == new)
+
+
+def item_tuple(keys: tuple):
+    """An ``itemgetter`` that returns a tuple for any number of keys."""
+    if len(keys) > 1:
+        return itemgetter(*keys)
+    return itemgetter(keys[0], keys[0]) if keys else (lambda mapping: ())
+
+
+def _text(label: str, value) -> str:
+    if type(value) in BY_VALUE:
+        return f"{label} == {value!r}"
+    return f"___check_obj_id({label}, {id(value)})"
+
+
+class NameGroup:
+    """Names in one mapping (a module's globals, an object's ``__dict__``), checked together:
+    the objects the capture saw are held, so their ids stay theirs."""
+
+    __slots__ = ("getter", "ids", "keys", "labels", "mapping", "size", "values")
+
+    def __init__(self, mapping: dict, keys: tuple, labels: tuple, size: int | None):
+        self.mapping = mapping
+        self.keys = keys
+        self.labels = labels
+        self.size = size  # the mapping's length, where a new key matters (an object's attributes)
+        self.getter = item_tuple(keys)
+        self.values = self.getter(mapping)
+        self.ids = tuple(map(id, self.values))
+
+    def failure(self) -> str | None:
+        if self.size is not None and len(self.mapping) != self.size:
+            return f"len({self.labels[0].rsplit('.', 1)[0]}.__dict__) == {self.size}"
+        for key, label, value in zip(self.keys, self.labels, self.values):
+            if key not in self.mapping or not same(value, self.mapping[key]):
+                return _text(label, value)
+        return None
+
+
+class PythonGuards:
+    """The checks of one cache entry; calling it says whether they all hold."""
+
+    __slots__ = ("cell_ids", "cell_names", "cell_values", "cells", "checks", "groups")
+
+    def __init__(self, groups: list, cells: list):
+        self.groups = groups
+        # the groups' fields flattened: the per-call loop makes no method calls
+        self.checks = tuple((g.mapping, g.size, g.getter, g.ids, g.values) for g in groups)
+        self.cells = tuple(cell for cell, _, _ in cells)
+        self.cell_names = tuple(name for _, name, _ in cells)
+        self.cell_values = tuple(value for _, _, value in cells)
+        self.cell_ids = tuple(map(id, self.cell_values))
+
+    def __call__(self) -> bool:
+        try:
+            for mapping, size, getter, ids, values in self.checks:
+                if size is not None and len(mapping) != size:
+                    return False
+                current = getter(mapping)
+                if tuple(map(id, current)) != ids and not all(map(same, values, current)):
+                    return False
+        except KeyError:  # a name deleted
+            return False
+        if self.cells:
+            try:
+                current = tuple(map(_CONTENTS, self.cells))
+            except ValueError:  # a cell was emptied (``del`` of the variable)
+                return False
+            if tuple(map(id, current)) != self.cell_ids:
+                return all(map(same, self.cell_values, current))
+        return True
+
+    def failure(self) -> str | None:
+        """The first guard that fails, in dynamo's wording (None when all hold)."""
+        for group in self.groups:
+            found = group.failure()
+            if found is not None:
+                return found
+        for cell, name, value in zip(self.cells, self.cell_names, self.cell_values):
+            try:
+                now = cell.cell_contents
+            except ValueError:
+                now = _EMPTY
+            if not same(value, now):
+                return _text(f"closure variable {name!r}", value)
+        return None
+
+    def describe(self) -> list[str]:
+        """Each guard as a line of ``EMBER_LOGS=guards``."""
+        lines = []
+        for group in self.groups:
+            for label, value in zip(group.labels, group.values):
+                kind = "CONSTANT_MATCH" if type(value) in BY_VALUE else "ID_MATCH"
+                lines.append(f"{kind}: {_text(label, value)}")
+        for name, value in zip(self.cell_names, self.cell_values):
+            kind = "CONSTANT_MATCH" if type(value) in BY_VALUE else "ID_MATCH"
+            lines.append(f"{kind}: {_text(f'closure variable {name!r}', value)}")
+        return lines
+
+
+_EMPTY = object()
+
+
+def from_watch(watch) -> PythonGuards | None:
+    """The guards on what ``watch`` (effects.Watch, unchanged by its capture) saw; None when
+    it saw nothing to guard."""
+    by_globals: dict = {}
+    for (_, name), (g, _value) in watch.names.items():
+        by_globals.setdefault(id(g), (g, []))[1].append(name)
+    groups = [
+        NameGroup(g, tuple(names), tuple(f"G[{name!r}]" for name in names), None)
+        for g, names in by_globals.values()
+    ]
+    for obj, label, _picture in watch.objects.values():
+        attributes = getattr(obj, "__dict__", None)
+        if isinstance(obj, Module) or not isinstance(attributes, dict):
+            continue  # a module: guards.module_probe; a container: its binding only
+        if 0 < len(attributes) <= MAX_ATTRIBUTES:
+            keys = tuple(attributes)
+            labels = tuple(f"{label}.{key}" for key in keys)
+            groups.append(NameGroup(attributes, keys, labels, len(attributes)))
+    if not groups and not watch.cells:
+        return None
+    return PythonGuards(groups, watch.cells)

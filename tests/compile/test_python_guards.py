@@ -1,0 +1,191 @@
+"""Guards on the Python a capture read (compiler/python_guards.py, guards.module_probe): a global,
+a closure variable, a submodule or a module's tensor attribute rebound after the first call
+recompiles, so the compiled result stays eager's, as torch.compile's guards keep it. Before these
+guards every case below replayed the first capture and returned its numbers."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+from ember.compiler import logs
+
+HERE = sys.modules[__name__]
+SCALE = 2.0
+OFFSET = ember.ones(3)
+FLAG = True
+ACTIVATION = ember.relu
+
+
+class Config:
+    def __init__(self):
+        self.shift = 1.0
+        self.name = "config"
+
+
+CONFIG = Config()
+
+
+def _scaled(x):
+    return x * SCALE
+
+
+def _offset(x):
+    return x + OFFSET
+
+
+def _branch(x):
+    return x + 1 if FLAG else x - 1
+
+
+def _activated(x):
+    return ACTIVATION(x - 2)
+
+
+def _shifted(x):
+    return x + CONFIG.shift
+
+
+def _helper(x):
+    return x * SCALE + 1
+
+
+def _through_helper(x):
+    return _helper(x).tanh()
+
+
+def _closure():
+    k = 2.0
+
+    def fn(x):
+        return x * k
+
+    def set_k(value):
+        nonlocal k
+        k = value
+
+    return fn, set_k
+
+
+class _WithChild(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        return self.act(x - 2)
+
+
+class _WithTensor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = ember.ones(3)
+
+    def forward(self, x):
+        return x + self.c
+
+
+class _WithHelper(nn.Module):
+    """A ``forward`` that reads a global through another method."""
+
+    def forward(self, x):
+        return self.helper(x)
+
+    def helper(self, x):
+        return x * SCALE
+
+
+def _calls(compiled) -> int:
+    return getattr(compiled, "_compiled", compiled)._count
+
+
+def _rebind(monkeypatch, name, value):
+    return lambda: monkeypatch.setattr(HERE, name, value)
+
+
+# (what is compiled, how it changes) -> after the change the result must be eager's
+CASES = {
+    "float global": lambda mp: (_scaled, _rebind(mp, "SCALE", 3.0)),
+    "tensor global": lambda mp: (_offset, _rebind(mp, "OFFSET", ember.full((3,), 5.0))),
+    "bool global choosing a branch": lambda mp: (_branch, _rebind(mp, "FLAG", False)),
+    "function global": lambda mp: (_activated, _rebind(mp, "ACTIVATION", ember.neg)),
+    "config object attribute": lambda mp: (_shifted, lambda: mp.setattr(CONFIG, "shift", 4.0)),
+    "global read by a helper": lambda mp: (_through_helper, _rebind(mp, "SCALE", -1.5)),
+    "closure variable": lambda mp: (lambda fn_set: (fn_set[0], lambda: fn_set[1](7.0)))(_closure()),
+    "submodule replaced": lambda mp: (lambda m: (m, lambda: setattr(m, "act", nn.Identity())))(
+        _WithChild()
+    ),
+    "module tensor attribute": lambda mp: (
+        lambda m: (m, lambda: setattr(m, "c", ember.full((3,), 4.0)))
+    )(_WithTensor()),
+    "global read by a module method": lambda mp: (_WithHelper(), _rebind(mp, "SCALE", 5.0)),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_rebinding_recompiles_and_matches_eager(case, monkeypatch):
+    fn, change = CASES[case](monkeypatch)
+    compiled = ember.compile(fn)
+    x = ember.ones(3)
+    np.testing.assert_allclose(compiled(x).numpy(), fn(x).numpy())
+    compiled(x)
+    assert _calls(compiled) == 1  # nothing changed: the replay
+    before = fn(x).numpy()
+    change()
+    after = fn(x).numpy()
+    assert not np.allclose(before, after)  # the change matters to eager
+    np.testing.assert_allclose(compiled(x).numpy(), after)
+    assert _calls(compiled) == 2
+    compiled(x)
+    assert _calls(compiled) == 2  # the new entry replays
+
+
+def test_an_equal_scalar_rebound_does_not_recompile(monkeypatch):
+    compiled = ember.compile(_scaled)
+    x = ember.ones(3)
+    compiled(x)
+    monkeypatch.setattr(HERE, "SCALE", float("2.0"))  # another object, equal value
+    monkeypatch.setattr(CONFIG, "name", "".join(["con", "fig"]))
+    compiled(x)
+    assert compiled._count == 1
+
+
+def test_recompile_reason_and_guard_log_name_the_global(monkeypatch, capsys):
+    compiled = ember.compile(_scaled)
+    x = ember.ones(3)
+    logs.set_logs(recompiles=True, guards=True)
+    try:
+        compiled(x)
+        monkeypatch.setattr(HERE, "SCALE", 3.0)
+        compiled(x)
+    finally:
+        logs.set_logs(recompiles=False, guards=False)
+    err = capsys.readouterr().err
+    assert "CONSTANT_MATCH: G['SCALE'] == 2.0" in err
+    assert "- 0/0: G['SCALE'] == 2.0" in err
+
+
+def test_a_deleted_global_recompiles_and_raises_as_eager(monkeypatch):
+    compiled = ember.compile(_scaled)
+    compiled(ember.ones(3))
+    monkeypatch.delattr(HERE, "SCALE")
+    with pytest.raises(NameError, match="SCALE"):
+        compiled(ember.ones(3))
+
+
+def test_a_submodule_swap_names_the_attribute(capsys):
+    model = _WithChild()
+    compiled = ember.compile(model)
+    x = ember.ones(3)
+    compiled(x)
+    model.act = nn.GELU()
+    logs.set_logs(recompiles=True)
+    try:
+        np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy(), rtol=1e-6)
+    finally:
+        logs.set_logs(recompiles=False)
+    assert "_WithChild.act changed (guarded by identity)" in capsys.readouterr().err
