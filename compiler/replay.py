@@ -132,6 +132,14 @@ class _Program(_Writer):
                 body.append(f"    del {', '.join(dead)}")
         results = "".join(f"{self.expr(v)}, " for v in outputs)
         body.append(f"    return ({results})")
+        if entry is not None:  # an error inside a grad-mode block must not leave its mode set
+            body = [
+                "    try:",
+                *[f"    {line}" for line in body],
+                "    except BaseException:",
+                f"        ember.set_grad_enabled({entry})",
+                "        raise",
+            ]
         return [f"def {name}({', '.join(params)}):", *body]
 
     def chain(self, chain, indent: str, out: list) -> None:

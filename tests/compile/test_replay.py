@@ -229,3 +229,36 @@ def test_contiguous_of_a_transposed_view_then_view():
         compiled(ember.tensor(x))
         out = compiled(ember.tensor(x))
     np.testing.assert_array_equal(out.numpy(), (x * 2).transpose(0, 2, 1).reshape(2, -1))
+
+
+_TABLE = ember.randn(4, 3)
+
+
+def _lookup_without_grad(index, x):
+    y = x * 2
+    with ember.no_grad():
+        rows = ember.index_select(_TABLE, 0, index) * 3
+    return y + rows.sum()
+
+
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_an_error_inside_a_no_grad_block_restores_grad_mode(mode):
+    """The replay's kernel raises between its ``set_grad_enabled(False)`` and the block's end
+    (an index out of range known only at this call): the caller's mode comes back, as eager's
+    ``with`` block gives it back, and the error is eager's."""
+    compiled = ember.compile(_lookup_without_grad, mode=mode)
+    x = ember.randn(2, 3)
+    compiled(ember.tensor([0, 1]), x)
+    compiled(ember.tensor([0, 1]), x)
+    program = _programs(compiled)[0]
+    assert program is not None
+    if mode is None:
+        assert "set_grad_enabled(False)" in program.source
+    with pytest.raises(IndexError, match="out of range"):
+        compiled(ember.tensor([0, 9]), x)
+    assert ember.is_grad_enabled()
+    np.testing.assert_allclose(
+        compiled(ember.tensor([3, 2]), x).numpy(),
+        _lookup_without_grad(ember.tensor([3, 2]), x).numpy(),
+        rtol=1e-6,
+    )
