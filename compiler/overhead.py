@@ -10,7 +10,8 @@ bound to a buffer allocated once when the plan is built, so a replay is the kern
 alone; each call returns fresh tensor objects over the buffers. ``mm``/``bmm`` nodes call
 their kernel into a buffer too, and lowered composites (``linear``, ``matmul``...) get
 sub-programs of their own written the same way. Nodes that call their runner (reductions,
-``cat``, views of a buffer) still allocate, or alias, as in default mode.
+``cat``, views of a buffer) still allocate, or alias, as in default mode; an output that is a
+view of a buffer is overwritten with it, and raises on reading like the buffer's own tensor.
 
 Iterations, as PyTorch's cudagraph trees count them: by default each call of a region starts a
 new iteration, so a call overwrites the previous call's outputs. Once
@@ -139,12 +140,13 @@ _OVERWRITTEN = _Overwritten()
 class Plans:
     """A region's static programs, one per buffer set, chosen by iteration."""
 
-    __slots__ = ("_build", "_mark", "_next", "buffers", "handed", "programs")
+    __slots__ = ("_build", "_mark", "_next", "buffers", "handed", "programs", "storages")
 
     def __init__(self, build):
         self._build = build  # (list to collect its buffers) -> a static program, or None
         self.programs = []
         self.buffers: list = []  # per program: ids of its buffers
+        self.storages: list = []  # per program: ids of its buffers' storages (for their views)
         self.handed: list = []  # per program: the output tensors its last call returned
         self._add()
         self._mark = None  # the mark of the iteration this region last ran in
@@ -155,6 +157,7 @@ class Plans:
         program = self._build(made)
         self.programs.append(program)
         self.buffers.append({id(v) for v in made})
+        self.storages.append({id(v._storage) for v in made})
         self.handed.append(())
 
     @property
@@ -175,12 +178,14 @@ class Plans:
         out = self.programs[index](*args)
         if out is None:
             return None
-        buffers = self.buffers[index]
+        buffers, storages = self.buffers[index], self.storages[index]
         handed = []
         result = []
         for t in out:
             if id(t) in buffers:  # a fresh tensor over the buffer (PyTorch's are distinct)
                 t = t.as_subclass(Tensor)
+                handed.append(t)
+            elif id(getattr(t, "_storage", None)) in storages:  # a view of a buffer (fresh)
                 handed.append(t)
             result.append(t)
         self.handed[index] = handed

@@ -39,6 +39,30 @@ def test_outputs_match_default_and_are_overwritten(device):
     assert "BUF" in entry.region.fast.programs[0].source
 
 
+@pytest.mark.parametrize(
+    "view",
+    [lambda t: t.view(-1), lambda t: t[0], lambda t: t.t(), lambda t: t.unsqueeze(0)],
+    ids=["view", "select", "t", "unsqueeze"],
+)
+def test_a_view_of_a_buffer_returned_is_overwritten_with_it(view, device):
+    """An output that is a view of a buffer (the buffer itself not returned) is overwritten by
+    the next call as the buffer is: reading it raises instead of giving the next call's
+    numbers."""
+
+    def fn(x):
+        return view(_f(x))
+
+    fast = ember.compile(fn, mode="reduce-overhead")
+    x, y = ember.randn(4, 3, device=device), ember.randn(4, 3, device=device)
+    for _ in range(2):
+        got = fast(x)
+    np.testing.assert_allclose(_values(got), _values(fn(x)), rtol=1e-6, atol=1e-6)
+    again = fast(y)
+    np.testing.assert_allclose(_values(again), _values(fn(y)), rtol=1e-6, atol=1e-6)
+    with pytest.raises(RuntimeError, match="overwritten by a subsequent run"):
+        _values(got)
+
+
 def test_mark_step_begin_keeps_a_step_outputs(device):
     fast = ember.compile(_f, mode="reduce-overhead")
     x, y = ember.randn(5, device=device), ember.randn(5, device=device)
