@@ -128,6 +128,9 @@ class CompiledFunction:
             counts = dynamic.count_guards(region.graph, leaves, self._dynamic)
             checks, baked = size_guards.build(reads.compares + counts)
             reads.bakes += baked
+            inner = getattr(region, "forward", region)  # a training step's: its forward
+            if getattr(inner, "size_outputs", False):
+                reads.bakes.append("a size returned as an output")
             region, key = self._generic(region, key, leaves, reads.bakes, names, args, kwargs)
             checks = checks if self._dynamic else None  # every size specialised: not needed
         changed = watch.changes() if region is not None else []

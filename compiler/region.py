@@ -2,7 +2,9 @@
 
 The arguments are flattened (tuples, lists, dicts); tensors become graph inputs, anything else
 is a Python constant the guards compare. The outputs are flattened the same way: tensors are
-graph outputs, Python scalars and None are kept as they were returned.
+graph outputs, Python scalars and None are kept as they were returned, and the tuple subclasses
+among the containers (a namedtuple, ``max``'s ``(values, indices)``, ``ember.Size``) are given
+back to the rebuilt outputs, which pytree's JSON specs know only as tuples.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ember._tensor import Tensor
 from ember.dispatcher.layers import STACK
 from ember.jit import pytree
 from ember.jit.codegen import generate
+from ember.jit.symbolic import SymInt
 from ember.jit.tracer import TracerWarning, capture, current
 
 from . import joint, overhead, replay
@@ -41,8 +44,14 @@ def compiling(step: int) -> None:
 class Region:
     """A captured graph and how to rebuild the user's outputs from its results."""
 
-    def __init__(self, graph, fn, out_leaves: list, out_spec: dict, seconds: float, method=False):
+    def __init__(
+        self, graph, fn, out_leaves: list, out_spec: dict, seconds: float, method=False, kinds=None
+    ):
         self.graph = graph
+        self.kinds = kinds  # the outputs' tuple subclasses (``container_kinds``), or None
+        # a size among the outputs (``x.shape``): a constant of the capture's sizes, so the
+        # sizes cannot be generic (frame.py specialises them)
+        self.size_outputs = False
         self.method = method
         self.fn = fn  # generated: fn(root, *tensors) or fn(*tensors)
         self.positions = [i for i, leaf in enumerate(out_leaves) if isinstance(leaf, Tensor)]
@@ -76,12 +85,13 @@ class Region:
         """The user's outputs from the graph's."""
         if self.single:
             return flat[0]
-        if self.flat_tuple:
+        if self.flat_tuple and self.kinds is None:
             return flat
         leaves = list(self.out_leaves)
         for position, value in zip(self.positions, flat):
             leaves[position] = value
-        return pytree.unflatten(leaves, self.out_spec)
+        out = pytree.unflatten(leaves, self.out_spec)
+        return out if self.kinds is None else with_kinds(out, self.kinds)
 
     def train(self, root, tensors):
         """The outputs through the compiled forward/backward pair, or None."""
@@ -99,6 +109,53 @@ class Region:
         if self.static:
             return overhead.plans(self.graph, self.method)
         return replay.build(self.graph, method=self.method, fuse=True)
+
+
+def container_kinds(tree):
+    """The tuple subclasses among ``tree``'s containers, as ``(type, children's kinds)``
+    (children a list, or a dict for a dict), or None when every container is a plain tuple,
+    list or dict."""
+    kind = type(tree)
+    if kind is dict:
+        children = {k: container_kinds(v) for k, v in tree.items()}
+        return (dict, children) if any(c is not None for c in children.values()) else None
+    if isinstance(tree, (tuple, list)):
+        children = [container_kinds(v) for v in tree]
+        if kind in (tuple, list) and all(c is None for c in children):
+            return None
+        return (kind, children)
+    return None
+
+
+def with_kinds(tree, kinds):
+    """``tree`` (rebuilt with plain containers) with the subclasses ``container_kinds`` saw."""
+    if kinds is None:
+        return tree
+    kind, children = kinds
+    if kind is dict:
+        return {k: with_kinds(v, children[k]) for k, v in tree.items()}
+    items = [with_kinds(v, c) for v, c in zip(tree, children)]
+    return _rebuilt(kind, items)
+
+
+def _rebuilt(kind, items: list):
+    """A container of type ``kind`` (a list, a tuple or a subclass of one) holding ``items``."""
+    if kind is list or kind is tuple:
+        return kind(items)
+    make = getattr(kind, "_make", None)  # a namedtuple takes its fields positionally
+    return make(items) if make is not None else kind(items)
+
+
+def _plain_sizes(tree):
+    """``tree`` with the trace's SymInts (``x.shape`` during a capture) as plain ints: they
+    hold their trace, and the user gets what eager returns."""
+    if isinstance(tree, SymInt):
+        return int(tree)
+    if type(tree) is dict:
+        return {k: _plain_sizes(v) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return _rebuilt(type(tree), [_plain_sizes(v) for v in tree])
+    return tree
 
 
 def split(args: tuple, kwargs: dict):
@@ -129,12 +186,14 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
         observer.close_segment()
         out_leaves, out_spec = pytree.flatten(result)
         held["out"] = (out_leaves, out_spec)
+        held["kinds"] = container_kinds(result)
         bad = [leaf for leaf in out_leaves if not isinstance(leaf, (Tensor, *_CONSTANT_OUTPUTS))]
         if bad and observer.active():
             observer.graph_break("output", type(bad[0]).__name__)
         targets = tuple(observer.targets)  # the loss of a training step: one more output
         if targets:
             held["out"] = pytree.flatten((result, list(targets)))
+            held["kinds"] = container_kinds((result, list(targets)))
         return tuple(leaf for leaf in out_leaves if isinstance(leaf, Tensor)) + targets
 
     observer.entry_code = user_call.__code__
@@ -149,10 +208,15 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
             )  # fmt: skip
     finally:
         compiling(-1)
+    if any(isinstance(leaf, SymInt) for leaf in pytree.flatten(held.get("result"))[0]):
+        held["result"] = _plain_sizes(held["result"])
     if observer.broken:
         return held["result"], None
     graph = captured.graph
     out_leaves, out_spec = held["out"]
+    sized = any(isinstance(leaf, SymInt) for leaf in out_leaves)
+    if sized:
+        out_leaves = [int(leaf) if isinstance(leaf, SymInt) else leaf for leaf in out_leaves]
     trained = observer.targets or observer.before or observer.after
     if trained and not observer.op_count():  # optimizer calls alone: no forward to replay
         region = no_op_region(observer, out_leaves, out_spec)
@@ -166,7 +230,9 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
     _name_inputs(graph, leaves, spec, positions, fn)
     generated = generate(graph, "compiled", method=root is not None)
     seconds = time.perf_counter() - start
-    region = Region(graph, generated.fn, out_leaves, out_spec, seconds, root is not None)
+    method = root is not None
+    region = Region(graph, generated.fn, out_leaves, out_spec, seconds, method, held["kinds"])
+    region.size_outputs = sized
     if trained:
         region = TrainRegion(region, observer, out_leaves, out_spec)
     return held["result"], region

@@ -167,7 +167,7 @@ class _Writer:
         params = ["self"] if method else []
         params += [f"{self.name(v)}: {v.type().annotation()}" for v in self.graph.inputs()]
         outputs = self.graph.outputs()
-        returns = ", ".join(v.type().annotation() for v in outputs)
+        returns = ", ".join(v.type().annotation() for v in outputs) or "()"  # Tuple[()]: none
         lines = [f"def {name}({', '.join(params)}) -> Tuple[{returns}]:"]
         body: list = []
         self.block(self.graph.block(), "    ", body)

@@ -120,6 +120,31 @@ def test_a_baked_size_falls_back_to_a_graph_per_size(fn, capsys):
     assert "sizes stay static: the code read a size as a Python value" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("dynamic", [True, None])
+def test_sizes_returned_are_the_calls_sizes(dynamic, capsys):
+    """A size among the outputs is a constant of the capture's sizes; it must not be replayed
+    for other sizes (it was: a compiled ``x.shape`` kept answering the first size), so the
+    sizes stay static, and the user gets plain ints, as eager returns, not the trace's."""
+
+    def f(x):
+        return x * 2, x.shape, x.size(0) * 3
+
+    compiled = ember.compile(f, dynamic=dynamic)
+    logs.set_logs(recompiles=True)
+    try:
+        for n in (2, 3, 4, 5, 4):
+            y, shape, tripled = compiled(ember.ones(n, 2))
+            assert (tuple(shape), tripled) == ((n, 2), 3 * n)
+            assert type(tripled) is int and all(type(d) is int for d in shape)
+            assert y.shape == (n, 2)
+    finally:
+        logs.set_logs(recompiles=False)
+    assert compiled._static and compiled._count == 4
+    assert "sizes stay static: the code read a size as a Python value (a size returned" in (
+        capsys.readouterr().err
+    )
+
+
 def test_a_size_constant_in_the_graph_falls_back():
     def f(x):
         return x.reshape(4, -1) + 1  # 4 is the size of x's dim 0 at the first call

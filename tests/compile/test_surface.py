@@ -162,6 +162,40 @@ def test_non_tensor_arguments_and_outputs():
     assert compiled._count == 2  # the float is guarded by value
 
 
+_Pair = __import__("collections").namedtuple("_Pair", "low high")
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.max(0),  # max's (values, indices)
+        lambda x: _Pair(x - 1, x + 1),
+        lambda x: (x.shape, x * 2),
+        lambda x: {"pair": _Pair(x, x.size()), "n": 1},
+        lambda x: x.shape,  # no tensor out at all: a graph with no outputs
+    ],
+    ids=["return_types", "namedtuple", "size", "nested", "only-size"],
+)
+def test_replays_return_the_types_eager_returns(fn):
+    """A replay rebuilds its outputs from pytree's specs, which know a namedtuple or a Size
+    only as a tuple: the types come back (``.values``, ``.low`` work at every call, as with
+    torch.compile), and a function that returns sizes alone compiles."""
+    compiled = ember.compile(fn)
+    x = ember.randn(3, 2)
+    for _ in range(3):
+        got, want = compiled(x), fn(x)
+        assert _types(got) == _types(want)
+    assert compiled._count == 1
+
+
+def _types(tree):
+    if isinstance(tree, dict):
+        return {k: _types(v) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return (type(tree), [_types(v) for v in tree])
+    return type(tree)
+
+
 def test_config_is_one_module():
     import ember._dynamo.config as dynamo_config
 
