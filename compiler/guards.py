@@ -13,7 +13,7 @@ gives PyTorch's guard-failure text (``tensor 'x' size mismatch at index 0. expec
 
 from __future__ import annotations
 
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from ember._tensor import Tensor
 from ember.autograd.grad_mode import THREAD as GRAD
@@ -85,12 +85,35 @@ def _base_keys() -> frozenset:
 _BASE_KEYS: frozenset | None = None
 
 
+# what a replay assumes of a parameter or buffer it reads through its module: a replacement of
+# another shape, dtype or device (``lin.weight = Parameter(...)``, ``model.double()``) must
+# capture again, since the programs allocate outputs of the captured sizes
+_META = attrgetter("_shape", "_dtype", "_storage.device")
+
+
+def _tensor_registries(d: dict) -> tuple:
+    """Per non-empty ``_parameters``/``_buffers`` of a module: ``(registry, getter of its
+    tensors, their metadata, getter of its None entries, those Nones)``."""
+    found = []
+    for registry in (d.get("_parameters"), d.get("_buffers")):
+        if not registry:
+            continue
+        tensors = tuple(k for k, v in registry.items() if v is not None)
+        empty = tuple(k for k, v in registry.items() if v is None)
+        getter = item_tuple(tensors)
+        nones = item_tuple(empty) if empty else None
+        metas = tuple(map(_META, getter(registry)))
+        found.append((registry, getter, metas, nones, nones(registry) if nones else None))
+    return tuple(found)
+
+
 def module_probe(modules) -> list:
     """What ``probe_matches`` checks at each call, per module: its attribute count (a new
     attribute changes it), its Python scalar attributes by value (``training``, a flag or a size
     a ``forward`` reads, as dynamo guards the attributes it read), its other attributes (a
-    tensor attribute, a function) and its submodules by identity (``model.act = nn.GELU()``).
-    Each entry ends with what ``module_failure`` needs to name the change."""
+    tensor attribute, a function) and its submodules by identity (``model.act = nn.GELU()``),
+    its parameters' and buffers' sizes, dtypes and devices (``_META``). Each entry ends with what
+    ``module_failure`` needs to name the change."""
     base = _base_keys()
     probe = []
     for m in modules:
@@ -105,14 +128,15 @@ def module_probe(modules) -> list:
         values = item_tuple(names)(d)
         probe.append(
             (m, len(d), getter, getter(d) if getter else None, objects, tuple(map(id, held)),
-             children, tuple(map(id, kids)), (names, values, others, held, kids))
+             children, tuple(map(id, kids)), _tensor_registries(d),
+             (names, values, others, held, kids))
         )  # fmt: skip
     return probe
 
 
 def probe_matches(probe) -> bool:
     try:
-        for m, count, getter, values, objects, ids, children, kid_ids, _ in probe:
+        for m, count, getter, values, objects, ids, children, kid_ids, tensors, _ in probe:
             d = m.__dict__
             if len(d) != count or (getter is not None and getter(d) != values):
                 return False
@@ -120,14 +144,19 @@ def probe_matches(probe) -> bool:
                 return False
             if children is not None and tuple(map(id, children.values())) != kid_ids:
                 return False
-    except (KeyError, RuntimeError):  # an attribute deleted and another added; a scalar
-        return False  # attribute that became a tensor of several elements (its == is ambiguous)
+            for registry, found, metas, nones, empty in tensors:
+                if tuple(map(_META, found(registry))) != metas:
+                    return False
+                if nones is not None and nones(registry) != empty:
+                    return False
+    except (KeyError, RuntimeError, AttributeError):  # an attribute deleted and another added;
+        return False  # a scalar attribute now a tensor of several elements; a tensor now None
     return True
 
 
 def module_failure(probe) -> str:
     """Which module attribute a failed probe found changed."""
-    for m, count, _, _, _, _, children, _, (names, values, others, held, kids) in probe:
+    for m, count, _, _, _, _, children, _, tensors, (names, values, others, held, kids) in probe:
         d = m.__dict__
         name = type(m).__name__
         if len(d) != count:
@@ -138,6 +167,12 @@ def module_failure(probe) -> str:
         for key, old in [*zip(others, held), *zip(children or (), kids)]:
             if (children if key in (children or ()) else d).get(key) is not old:
                 return f"{name}.{key} changed (guarded by identity)"
+        for registry, _, metas, _, _ in tensors:
+            for (key, now), old in zip(registry.items(), metas):
+                if now is None or _META(now) != old:
+                    shape, dtype, device = old
+                    guarded = f"size {list(shape)}, {dtype}, {device}"
+                    return f"{name}.{key} changed (guarded: {guarded})"
     return "a module attribute changed"
 
 

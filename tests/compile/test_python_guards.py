@@ -189,3 +189,34 @@ def test_a_submodule_swap_names_the_attribute(capsys):
     finally:
         logs.set_logs(recompiles=False)
     assert "_WithChild.act changed (guarded by identity)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: setattr(m, "weight", nn.Parameter(ember.ones(40, 3))),  # another shape
+        lambda m: m.double(),  # the same Parameter objects, another dtype
+        lambda m: setattr(m, "bias", None),
+    ],
+    ids=["replaced", "double", "bias-removed"],
+)
+def test_a_parameter_changed_under_a_compiled_module_is_guarded(change):
+    """The programs allocate outputs of the captured sizes: a parameter of another shape or
+    dtype read through the module must capture again (before, a (1, 40) product was written
+    into a (1, 2) output, and a float64 weight was read as float32), giving eager's result or
+    eager's error."""
+    model = nn.Linear(3, 2)
+    compiled = ember.compile(model)
+    x = ember.ones(1, 3)
+    for _ in range(2):
+        compiled(x)
+    change(model)
+    try:
+        want = model(x)
+    except RuntimeError as eager_error:
+        with pytest.raises(RuntimeError, match=str(eager_error).split(":")[-1].strip()[:30]):
+            compiled(x)
+        return
+    got = compiled(x)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
