@@ -132,6 +132,7 @@ class Observer:
 def watching(observer: Observer):
     """Patch the calls that end a graph while ``observer``'s capture runs."""
     from ember import autograd
+    from ember.amp.autocast_mode import autocast
     from ember.optim.optimizer import Optimizer
 
     tensor_args = lambda args: any(  # noqa: E731 - a one-line predicate
@@ -145,6 +146,10 @@ def watching(observer: Observer):
         (Tensor, "backward", "backward", "backward"),
         (autograd, "backward", "backward", None),
         (autograd, "grad", "autograd.grad", None),
+        # the tracer records above the autocast layer, so a graph would keep the ops but not
+        # autocast's casts: a region entering autocast runs as segments, which run those ops
+        # eagerly (segments.Run.handle)
+        (autocast, "__enter__", "autocast", None),
     ]
     patches += [(cls, "step", "optimizer.step", "step") for cls in _subclasses(Optimizer, "step")]
     patches += [(cls, "zero_grad", "", "zero_grad") for cls in _subclasses(Optimizer, "zero_grad")]

@@ -90,6 +90,16 @@ CONSTRUCTS = {
         "train_region.py); this step runs eagerly.",
         ("Call `opt.step()` right after `loss.backward()`, or outside the compiled function.",),
     ),
+    "autocast": Construct(
+        "autocast entered inside a compiled function",
+        "ember.compile's trace records ops above the autocast layer, so a graph would keep the "
+        "ops without autocast's casts; the function runs as compiled segments, and the ops "
+        "under autocast run eagerly through it.",
+        (
+            "Enter autocast around the compiled call (`with autocast(): model(x)`), which replays "
+            "the graph under it.",
+        ),
+    ),
     "disable": Construct(
         "Skip calling `ember.compiler.disable()`d function",
         "Skip calling function {name} since it was wrapped with `ember.compiler.disable`.",

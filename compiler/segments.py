@@ -32,6 +32,7 @@ import ember
 from ember._storage import Storage
 from ember._tensor import Tensor, make
 from ember.autograd.grad_mode import THREAD as GRAD
+from ember.dispatcher.autocast import STATE as AUTOCAST
 from ember.dispatcher.layers import STACK, Layer
 from ember.jit import pytree
 from ember.jit.codegen import generate
@@ -200,6 +201,8 @@ class Run(Layer):
 
     # ---- an op call --------------------------------------------------------------------------
     def handle(self, op, args):
+        if AUTOCAST.on:  # a deferred op would run without autocast's casts: eagerly, under it
+            return self.outside(op, args)
         if self.grad is not GRAD.mode.enabled:  # a segment's calls share one grad mode
             if self.calls:
                 self.flush(args)

@@ -116,6 +116,36 @@ def test_autocast_replay_matches_eager_autocast():
     _close(got.float(), want.float())
 
 
+def _autocast_inside(x, w):
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        y = x @ w
+    return y + 1
+
+
+def _autocast_inside_with_a_break(x, w):
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        y = x @ w
+        print(end="")  # a graph break inside the autocast block
+        z = y @ w
+    return z.float() * 2
+
+
+@pytest.mark.parametrize("fn", [_autocast_inside, _autocast_inside_with_a_break])
+def test_autocast_entered_inside_a_compiled_function(fn):
+    """The trace records above the autocast layer, so a graph kept the matmul without its
+    casts: replays returned float32 (and, through a break's segments, values read with the
+    wrong dtype, off by 1e34). The call now runs as segments whose ops under autocast run
+    eagerly through it: eager's dtypes and values at every call."""
+    compiled = ember.compile(fn)
+    x, w = ember.randn(4, 4), ember.randn(4, 4)
+    want = fn(x, w)
+    for _ in range(3):
+        got = compiled(x, w)
+        assert got.dtype == want.dtype
+        _close(got.float(), want.float())
+    assert ember._dynamo.explain(fn)(x, w).graph_break_count >= 1
+
+
 def test_explain_reports_the_peak_of_the_memory_plan():
     def chain(x):
         for _ in range(6):
