@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import threading
 
 from ember._tensor import Tensor
 
@@ -161,11 +162,29 @@ def watching(observer: Observer):
             original = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
             saved.append((owner, attr, original))
             wrap = _WRAPS.get(applies, _breaking) if isinstance(applies, str) else _breaking
-            setattr(owner, attr, wrap(observer, original, construct, applies))
+            patched = _capture_thread_only(observer, wrap(observer, original, construct, applies))
+            setattr(owner, attr, patched)
         yield
     finally:
         for owner, attr, original in reversed(saved):
             setattr(owner, attr, original)
+
+
+def _capture_thread_only(observer: Observer, wrapped):
+    """``wrapped`` on the capturing thread; the original elsewhere: another thread's
+    ``print``, ``backward`` or ``step`` during a capture is neither a break nor part of the
+    region, and must not suspend the capture's recording."""
+    original = wrapped.__wrapped__
+
+    def call(*args, **kwargs):
+        state = observer.state
+        if state is None or state.thread != threading.get_ident():
+            return original(*args, **kwargs)
+        return wrapped(*args, **kwargs)
+
+    call.__name__ = getattr(original, "__name__", "call")
+    call.__wrapped__ = original
+    return call
 
 
 def _breaking(observer: Observer, original, construct: str, applies):

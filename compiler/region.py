@@ -18,7 +18,7 @@ from ember.dispatcher.layers import STACK
 from ember.jit import pytree
 from ember.jit.codegen import generate
 from ember.jit.symbolic import SymInt
-from ember.jit.tracer import TracerWarning, capture, current
+from ember.jit.tracer import CAPTURE_LOCK, TracerWarning, capture, current
 
 from . import joint, overhead, replay
 from .observer import Observer, watching
@@ -199,7 +199,7 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
     observer.entry_code = user_call.__code__
     compiling(1)
     try:
-        with watching(observer), warnings.catch_warnings():
+        with CAPTURE_LOCK, watching(observer), warnings.catch_warnings():
             # a trace's warnings about baked-in values are graph breaks here, reported as such
             warnings.simplefilter("ignore", TracerWarning)
             captured = capture(

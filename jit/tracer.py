@@ -298,6 +298,17 @@ def capture(
             )
     if current() is not None:
         raise RuntimeError("ember.jit.trace: tracing inside a trace is not supported")
+    with CAPTURE_LOCK:  # the layer and the patches are process-wide: one trace at a time
+        return _capture(fn, args, kwargs, leaves, in_spec, root, strict, expand, observer)
+
+
+# Two threads tracing at once (two threads' first calls of a compiled model) would install two
+# tracing layers of one priority and patch Tensor's methods twice: they take turns
+# (ember.compile holds it around its own patches too: compiler/region.py).
+CAPTURE_LOCK = threading.RLock()
+
+
+def _capture(fn, args, kwargs, leaves, in_spec, root, strict, expand, observer) -> Capture:
     state = TracingState(*_module_tables(root), expand=expand, observer=observer)
     names = _input_names(fn, in_spec)
     for leaf, name in zip(leaves, names):

@@ -245,3 +245,35 @@ def test_pytorch_marks_and_aliases_run_unchanged():
     assert ember.compiler.allow_in_graph(_f) is _f
     assert ember.compiler.is_dynamo_compiling() is False
     _close(ember.compile(_f)(x), _f(x))
+
+
+def test_first_calls_from_several_threads():
+    """Threads whose first calls of one compiled module capture at the same time (a thread per
+    request, DataLoader-style workers) take turns tracing: before, the second trace's layer
+    clashed with the first's (`ValueError: ... same priority`) and the call failed."""
+    import threading
+
+    model = nn.Sequential(nn.Linear(16, 16), nn.GELU(), nn.Linear(16, 4))
+    compiled = ember.compile(model)
+    start = threading.Barrier(4)
+    errors, mismatches = [], []
+
+    def worker(seed):
+        generator = ember.Generator().manual_seed(seed)
+        start.wait()
+        try:
+            for _ in range(20):
+                x = ember.randn(3 + seed, 16, generator=generator)
+                with ember.no_grad():
+                    got, want = compiled(x), model(x)
+                if not np.allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6):
+                    mismatches.append(seed)
+        except Exception as exc:  # reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and not mismatches
