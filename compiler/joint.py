@@ -36,6 +36,7 @@ from ember.autograd.grad_mode import THREAD as GRAD
 from ember.autograd.grad_mode import no_grad
 from ember.autograd.graph import saved_tensors_hooks
 from ember.autograd.node import SavedTensor
+from ember.jit.ops import mutates
 from ember.jit.tracer import capture, current
 from ember.jit.types import TensorType
 
@@ -127,6 +128,8 @@ def build(region, root, tensors, static: bool = False) -> Joint | None:
     graph = region.graph
     if any(node.blocks() for node in graph.block().nodes()):
         return _refuse("control flow")
+    if _writes_an_input(graph):  # the tracing run below runs on the inputs' storage
+        return _refuse("an in-place op writes an input (the pair's tracing run would write it)")
     closed = [t for t in _tensor_constants(graph) if t._requires_grad]
     closed = list({id(t): t for t in closed}.values())
     try:
@@ -142,6 +145,17 @@ def build(region, root, tensors, static: bool = False) -> Joint | None:
     if not all(present):
         return _refuse("an input or parameter gets no gradient")
     return _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static)
+
+
+def _writes_an_input(graph) -> bool:
+    """Whether an in-place node writes one of the graph's inputs (the tensors of the call; a
+    module's buffers and the constants are put back after the tracing run by ``_restored``)."""
+    inputs = set(graph.inputs())
+    for node in graph.nodes():
+        op = node.op()
+        if op is not None and mutates(op) and node.inputs() and node.inputsAt(0) in inputs:
+            return True
+    return False
 
 
 def _trace(region, root, tensors, closed, sizes=None):

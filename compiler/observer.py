@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import sys
 import threading
 
 from ember._tensor import Tensor
@@ -134,6 +135,7 @@ def watching(observer: Observer):
     """Patch the calls that end a graph while ``observer``'s capture runs."""
     from ember import autograd
     from ember.amp.autocast_mode import autocast
+    from ember.nn.modules.module import Module
     from ember.optim.optimizer import Optimizer
 
     tensor_args = lambda args: any(  # noqa: E731 - a one-line predicate
@@ -154,7 +156,9 @@ def watching(observer: Observer):
     ]
     patches += [(cls, "step", "optimizer.step", "step") for cls in _subclasses(Optimizer, "step")]
     patches += [(cls, "zero_grad", "", "zero_grad") for cls in _subclasses(Optimizer, "zero_grad")]
-    saved = []
+    patches += [(cls, "zero_grad", "", "zero_grad") for cls in _subclasses(Module, "zero_grad")]
+    saved = [(Tensor, "grad", Tensor.__dict__["grad"])]
+    Tensor.grad = _grad_property(observer, Tensor.__dict__["grad"])
     try:
         for owner, attr, construct, applies in patches:
             if isinstance(owner, type) and attr not in owner.__dict__:
@@ -168,6 +172,36 @@ def watching(observer: Observer):
     finally:
         for owner, attr, original in reversed(saved):
             setattr(owner, attr, original)
+
+
+def _grad_property(observer: Observer, original: property) -> property:
+    """``Tensor.grad`` while a capture runs: the user's code reading or setting a gradient
+    (``p.grad = None``, ``p.grad.zero_()``, ``if p.grad is not None``) is a graph break, since a
+    replay runs none of that Python and the backward's accumulation depends on it (a compiled
+    step that cleared gradients this way accumulated them from its second call). ember's own
+    reads and writes (an optimizer's step, ``zero_grad``, the backward) pass."""
+
+    def user_code() -> bool:
+        caller = sys._getframe(2).f_globals.get("__name__") or ""
+        return not (caller == "ember" or caller.startswith("ember."))
+
+    def grad_break() -> None:
+        if observer.tail_at is not None:  # after a kept backward: the backward is the break
+            observer.graph_break("backward", stack=observer.tail_stack)
+        else:
+            observer.graph_break("grad")
+
+    def get(tensor):
+        if observer.active() and user_code():
+            grad_break()
+        return original.fget(tensor)
+
+    def set_(tensor, value):
+        if observer.active() and user_code():
+            grad_break()
+        original.fset(tensor, value)
+
+    return property(get, set_, original.fdel, original.__doc__)
 
 
 def _capture_thread_only(observer: Observer, wrapped):

@@ -90,6 +90,16 @@ CONSTRUCTS = {
         "train_region.py); this step runs eagerly.",
         ("Call `opt.step()` right after `loss.backward()`, or outside the compiled function.",),
     ),
+    "grad": Construct(
+        "Tensor.grad read or set in a compiled function",
+        "A replay runs none of the function's Python, so a gradient cleared or read by it "
+        "(`p.grad = None`, `p.grad.zero_()`) would be cleared at the capture only and the next "
+        "backward would accumulate; the function runs as compiled segments.",
+        (
+            "Clear gradients with `optimizer.zero_grad()` or `model.zero_grad()`, which a "
+            "compiled training step replays.",
+        ),
+    ),
     "autocast": Construct(
         "autocast entered inside a compiled function",
         "ember.compile's trace records ops above the autocast layer, so a graph would keep the "

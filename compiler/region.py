@@ -14,6 +14,7 @@ import time
 import warnings
 
 from ember._tensor import Tensor
+from ember.autograd.grad_mode import THREAD as GRAD
 from ember.dispatcher.layers import STACK
 from ember.jit import pytree
 from ember.jit.codegen import generate
@@ -75,8 +76,8 @@ class Region:
         flat = None
         if fast is not None and STACK.grad_only_layers is STACK.layers:
             flat = fast(root, *tensors) if root is not None else fast(*tensors)
-        elif fast is None and STACK.grad_only_layers is STACK.layers:
-            flat = self.train(root, tensors)
+        elif fast is None and GRAD.mode.enabled and STACK.grad_only_layers is STACK.layers:
+            flat = self.train(root, tensors)  # (without grad mode there is nothing to record)
         if flat is None:  # a layer to run (autocast, profiler...) or a gradient to record
             flat = self.fn(root, *tensors) if root is not None else self.fn(*tensors)
         return self.rebuild(flat)
