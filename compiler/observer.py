@@ -134,6 +134,7 @@ class Observer:
 def watching(observer: Observer):
     """Patch the calls that end a graph while ``observer``'s capture runs."""
     from ember import autograd
+    from ember._random import Generator
     from ember.amp.autocast_mode import autocast
     from ember.nn.modules.module import Module
     from ember.optim.optimizer import Optimizer
@@ -153,6 +154,11 @@ def watching(observer: Observer):
         # autocast's casts: a region entering autocast runs as segments, which run those ops
         # eagerly (segments.Run.handle)
         (autocast, "__enter__", "autocast", None),
+        # seeding or restoring a generator: a replay's random ops would draw on from where the
+        # last call left the generator (ember.manual_seed, set_rng_state, fork_rng's restore)
+        (Generator, "manual_seed", "rng", None),
+        (Generator, "seed", "rng", None),
+        (Generator, "set_state", "rng", None),
     ]
     patches += [(cls, "step", "optimizer.step", "step") for cls in _subclasses(Optimizer, "step")]
     patches += [(cls, "zero_grad", "", "zero_grad") for cls in _subclasses(Optimizer, "zero_grad")]

@@ -106,7 +106,29 @@ def watch_reads() -> None:
             setattr(Tensor, name, property(_reading(original.fget), doc=original.__doc__))
         elif original is not None:
             setattr(Tensor, name, _reading(original))
+    from ember._random import Generator
+
+    for name in _GENERATOR_CALLS:  # a generator's state read or set: after the deferred draws
+        setattr(Generator, name, _drawn_first(Generator.__dict__[name]))
     WATCHED.append(True)
+
+
+# The Generator methods that read or set its state: the segment's random calls are deferred,
+# so without a flush ``get_rng_state()`` would miss their draws and ``set_rng_state(s)`` would
+# come before them (eager: ``s = get_rng_state(); rand(); set_rng_state(s); rand()`` repeats).
+_GENERATOR_CALLS = ("get_state", "set_state", "manual_seed", "seed", "initial_seed")
+
+
+def _drawn_first(original):
+    def method(self, *args, **kwargs):
+        run = getattr(RUNNING, "run", None)
+        if run is not None and not run.suspended and run.calls:
+            run.flush()
+        return original(self, *args, **kwargs)
+
+    method.__name__ = original.__name__
+    method.__wrapped__ = original
+    return method
 
 
 def _reading(original):

@@ -90,6 +90,13 @@ CONSTRUCTS = {
         "train_region.py); this step runs eagerly.",
         ("Call `opt.step()` right after `loss.backward()`, or outside the compiled function.",),
     ),
+    "rng": Construct(
+        "Random generator seeded or restored in a compiled function",
+        "A replay runs none of the function's Python, so `manual_seed`, `seed` or "
+        "`set_rng_state` would act at the capture only and the replay's random ops would draw "
+        "on from wherever the generator is; the function runs as compiled segments.",
+        ("Seed outside the compiled function.",),
+    ),
     "grad": Construct(
         "Tensor.grad read or set in a compiled function",
         "A replay runs none of the function's Python, so a gradient cleared or read by it "

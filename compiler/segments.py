@@ -436,9 +436,11 @@ class Run(Layer):
         mode = modes.enabled
         if self.grad is not None:
             modes.enabled = self.grad
-        try:
+        self.suspended += 1  # the region's own calls (a generator's state saved around a
+        try:  # joint trace) are not the user's, and flush nothing
             self.end_segment()
         finally:
+            self.suspended -= 1
             modes.enabled = mode
         del holding
 

@@ -1,7 +1,8 @@
-"""Compiled training steps that touch state outside their graph: gradients cleared by the user's
-code, in-place parameter updates after a graph break, a GradScaler. Each step's gradients and
-parameters must be eager's at every call; before these fixes every case here drifted from the
-second or third call on (gradients accumulated across calls, or an update applied twice)."""
+"""Compiled functions that touch state outside their graph: gradients cleared by the user's code,
+in-place parameter updates after a graph break, a GradScaler, the random generator seeded or
+restored. Results, gradients and parameters must be eager's at every call; before these fixes
+every case here drifted from the second or third call on (gradients accumulated across calls,
+an update applied twice, random draws not repeated)."""
 
 from __future__ import annotations
 
@@ -113,3 +114,34 @@ def test_step_with_a_break_matches_eager(variant):
         want = step(twin, optimizers[1], scalers[1], x)
         _close([got], [want])
         _close(list(model.parameters()), list(twin.parameters()))
+
+
+def _seeded(x):
+    ember.manual_seed(0)
+    return x + ember.randn(3)
+
+
+def _restored(x):
+    state = ember.get_rng_state()
+    y = x + ember.rand(3)
+    ember.set_rng_state(state)
+    return y + ember.rand(3)  # the same draws again
+
+
+def _forked(x):
+    with ember.random.fork_rng():
+        ember.manual_seed(5)
+        y = ember.randn(3)
+    return x + y + ember.randn(3)
+
+
+@pytest.mark.parametrize("fn", [_seeded, _restored, _forked])
+def test_generator_seeded_or_restored_inside(fn):
+    """Seeding or setting the generator's state is a graph break (a replay would skip it), and
+    in the segments the deferred random calls draw before the state is read or set."""
+    compiled = ember.compile(fn)
+    ember.manual_seed(1)
+    got = [compiled(ember.zeros(3)) for _ in range(4)]
+    ember.manual_seed(1)
+    want = [fn(ember.zeros(3)) for _ in range(4)]
+    _close(got, want)
