@@ -448,6 +448,23 @@ def to(self, *args, **kwargs):
     return OPS["_to_copy"](self, dtype, device, non_blocking)
 
 
+def contiguous(self, memory_format=None):
+    """``Tensor.contiguous(memory_format=...)``: the format is a layout hint, as for casts (every
+    format gives the same values; ember's copies are row-major)."""
+    if memory_format is not None:
+        _memory_format.check_hint("contiguous", memory_format)
+        if memory_format is _memory_format.preserve_format:
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return OPS["contiguous"](self)
+
+
+def clone(input, *, memory_format=None):
+    """``clone(memory_format=...)``: the format is a layout hint, as for ``contiguous``."""
+    if memory_format is not None:
+        _memory_format.check_hint("clone", memory_format)
+    return OPS["clone"](input)
+
+
 def _caster(dtype):
     def cast(self, memory_format=None):
         _memory_format.check_hint(dtype.name, memory_format)
@@ -660,6 +677,7 @@ FUNCTIONS = {
     "promote_types": promote_types,
     "can_cast": can_cast,
     "index_put": _indexing.index_put,
+    "clone": clone,
     "set_num_threads": set_num_threads,
     "get_num_threads": get_num_threads,
 }
@@ -687,6 +705,8 @@ METHODS = {
     "flatten": flatten,
     "unique": unique,
     "to": to,
+    "contiguous": contiguous,
+    "clone": clone,
     "cpu": cpu,
     "pin_memory": _pinned.pin_memory,
     "is_pinned": _pinned.is_pinned,

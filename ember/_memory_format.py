@@ -2,7 +2,8 @@
 ``torch.channels_last``...) as ember objects, so programs can pass them where PyTorch takes
 ``memory_format=``. Ember tensors are strided and made contiguous by every copy, so the
 contiguous and preserving formats give the same values; the channels-last formats are named
-for programs that test for them, and refused where a layout would have to change."""
+for programs that test for them, taken as a layout hint by casts, ``to()``, ``contiguous()``
+and ``clone()`` (same values, row-major strides), and refused by factories."""
 
 from __future__ import annotations
 

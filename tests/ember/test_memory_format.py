@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 
 import pytest
 import torch
@@ -45,3 +46,32 @@ def test_a_non_format_is_refused():
         ember.ones(2).float(memory_format="contiguous")
     with pytest.raises(TypeError, match="invalid argument"):
         ember.ones(2).to(ember.float64, True, True, True)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("call", ["contiguous", "clone", "torch.clone"])
+def test_contiguous_and_clone_take_a_memory_format(name, call):
+    """PyTorch's ``x.contiguous(memory_format=torch.channels_last)`` and ``x.clone(memory_format=
+    ...)``, common in convolutional models, failed with an unexpected keyword argument: the
+    format is a layout hint here, as for casts, and the values are PyTorch's."""
+    t = torch.arange(24.0).reshape(1, 2, 3, 4).transpose(2, 3)
+    if name == "channels_last_3d":
+        t = t.unsqueeze(0)
+    e = ember.tensor(t.numpy())
+    fmt_e, fmt_t = getattr(ember, name), getattr(torch, name)
+    if call == "torch.clone":
+        ember_call = lambda: ember.clone(e, memory_format=fmt_e)  # noqa: E731
+        torch_call = lambda: torch.clone(t, memory_format=fmt_t)  # noqa: E731
+    else:
+        ember_call = lambda: getattr(e, call)(memory_format=fmt_e)  # noqa: E731
+        torch_call = lambda: getattr(t, call)(memory_format=fmt_t)  # noqa: E731
+    try:
+        want = torch_call()
+    except RuntimeError as error:  # contiguous(preserve_format)
+        with pytest.raises(RuntimeError, match=re.escape(str(error))):
+            ember_call()
+        return
+    got = ember_call()
+    assert got.shape == tuple(want.shape) and got.tolist() == want.tolist()
+    with pytest.raises(TypeError, match=r"must be torch\.memory_format"):
+        getattr(e, call if call != "torch.clone" else "clone")(memory_format="channels_last")
