@@ -11,9 +11,10 @@ rebinding to an equal ``int``, ``float``, ``bool``, ``str`` or ``None`` still ma
 guards those by value); anything else is compared by identity. A failure recompiles.
 
 A user object reached that way (a config object a ``forward`` reads ``cfg.dropout`` from) is
-guarded on its attributes, by the same rule, when it has at most ``MAX_ATTRIBUTES`` of them.
-Containers are guarded by identity only: an item changed inside a global list is not seen
-(dynamo guards the items it read). The modules' own attributes are ``guards.module_probe``'s.
+guarded on its attributes, and a list or dict on its items (``SCALES[0] = 5.0``), by the same
+rule, when it holds at most ``MAX_ATTRIBUTES`` of them; larger ones, tuples and sets by their
+binding only (dynamo guards the items it read). The modules' own attributes are
+``guards.module_probe``'s.
 """
 
 from __future__ import annotations
@@ -65,7 +66,11 @@ class NameGroup:
         if self.size is not None and len(self.mapping) != self.size:
             return f"len({self.labels[0].rsplit('.', 1)[0]}.__dict__) == {self.size}"
         for key, label, value in zip(self.keys, self.labels, self.values):
-            if key not in self.mapping or not same(value, self.mapping[key]):
+            try:
+                now = self.mapping[key]
+            except (KeyError, IndexError):
+                now = _EMPTY
+            if not same(value, now):
                 return _text(label, value)
         return None
 
@@ -92,7 +97,7 @@ class PythonGuards:
                 current = getter(mapping)
                 if tuple(map(id, current)) != ids and not all(map(same, values, current)):
                     return False
-        except KeyError:  # a name deleted
+        except (KeyError, IndexError):  # a name deleted, a list shortened
             return False
         if self.cells:
             try:
@@ -145,9 +150,18 @@ def from_watch(watch) -> PythonGuards | None:
         for g, names in by_globals.values()
     ]
     for obj, label, _picture in watch.objects.values():
+        if label.startswith("global '"):  # dynamo's spelling: G['name']
+            label = f"G[{label[7:]!s}]"
+        if type(obj) in (list, dict):  # a global list of sizes, a dict of options
+            if label.startswith("argument") or not 0 < len(obj) <= MAX_ATTRIBUTES:
+                continue  # an argument's items are in the call's guard key
+            keys = tuple(obj) if type(obj) is dict else tuple(range(len(obj)))
+            labels = tuple(f"{label}[{key!r}]" for key in keys)
+            groups.append(NameGroup(obj, keys, labels, len(obj)))
+            continue
         attributes = getattr(obj, "__dict__", None)
         if isinstance(obj, Module) or not isinstance(attributes, dict):
-            continue  # a module: guards.module_probe; a container: its binding only
+            continue  # a module: guards.module_probe
         if 0 < len(attributes) <= MAX_ATTRIBUTES:
             keys = tuple(attributes)
             labels = tuple(f"{label}.{key}" for key in keys)

@@ -28,6 +28,8 @@ class Config:
 
 
 CONFIG = Config()
+SIZES = [2.0, 3.0]
+OPTIONS = {"shift": 1.0}
 
 
 def _scaled(x):
@@ -48,6 +50,10 @@ def _activated(x):
 
 def _shifted(x):
     return x + CONFIG.shift
+
+
+def _listed(x):
+    return x * SIZES[0] + OPTIONS["shift"]
 
 
 def _helper(x):
@@ -99,6 +105,12 @@ class _WithHelper(nn.Module):
         return x * SCALE
 
 
+def _list_item_change(monkeypatch):
+    """``SIZES[0] = 5.0`` on a copy bound for this test (monkeypatch restores the binding)."""
+    monkeypatch.setattr(HERE, "SIZES", list(SIZES))
+    return lambda: HERE.SIZES.__setitem__(0, 5.0)
+
+
 def _calls(compiled) -> int:
     return getattr(compiled, "_compiled", compiled)._count
 
@@ -115,6 +127,8 @@ CASES = {
     "function global": lambda mp: (_activated, _rebind(mp, "ACTIVATION", ember.neg)),
     "config object attribute": lambda mp: (_shifted, lambda: mp.setattr(CONFIG, "shift", 4.0)),
     "global read by a helper": lambda mp: (_through_helper, _rebind(mp, "SCALE", -1.5)),
+    "global list item": lambda mp: (_listed, _list_item_change(mp)),
+    "global dict item": lambda mp: (_listed, lambda: mp.setitem(OPTIONS, "shift", 9.0)),
     "closure variable": lambda mp: (lambda fn_set: (fn_set[0], lambda: fn_set[1](7.0)))(_closure()),
     "submodule replaced": lambda mp: (lambda m: (m, lambda: setattr(m, "act", nn.Identity())))(
         _WithChild()
@@ -220,3 +234,17 @@ def test_a_parameter_changed_under_a_compiled_module_is_guarded(change):
     got = compiled(x)
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+
+
+def test_a_list_argument_is_not_guarded_by_its_items():
+    """The items of an argument list are the call's guard key already: new tensors in it at
+    each call replay, not recompile."""
+
+    def total(xs):
+        return xs[0] + xs[1]
+
+    compiled = ember.compile(total)
+    for i in range(4):
+        xs = [ember.ones(2) * i, ember.ones(2)]
+        np.testing.assert_allclose(compiled(xs).numpy(), total(xs).numpy())
+    assert compiled._count == 1
