@@ -188,6 +188,7 @@ del _name, _fn
 _LAZY = ("jit", "fx", "export", "onnx", "_dynamo", "distributions")
 _LAZY += ("testing", "functional", "hub", "__future__")  # issue 15 everyday helpers
 _LAZY += ("masked",)  # issue 13: torch.masked's reductions
+_LAZY += ("futures",)
 
 
 def __getattr__(name: str):

@@ -258,8 +258,38 @@ def _rdiv(self: Tensor, other) -> Tensor:
     return self.__rtruediv__(other)
 
 
+def typename(obj, /) -> str:
+    """``torch.typename``: a tensor's legacy type string (``ember.FloatTensor``), else the
+    object's (or its class's) module-qualified name, builtins bare (``float``)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    if is_storage(obj):  # a tensor's storage is ember's own class, UntypedStorage to PyTorch
+        from .storage import TypedStorage
+
+        kind = type(obj).__name__ if isinstance(obj, TypedStorage) else "UntypedStorage"
+        return f"ember.storage.{kind}"
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        name = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        name = obj.__name__
+    else:
+        module = type(obj).__module__ or ""
+        name = type(obj).__qualname__
+    return name if module in ("", "builtins") else f"{module}.{name}"
+
+
+def is_storage(obj, /) -> bool:
+    """``torch.is_storage``: whether ``obj`` is a storage (untyped or typed)."""
+    from .storage import TypedStorage, UntypedStorage
+
+    return isinstance(obj, (UntypedStorage, TypedStorage))
+
+
 FUNCTIONS = {
     **_split_aliases(2),
+    "typename": typename,
+    "is_storage": is_storage,
     **_unique.FUNCTIONS,
     **_lowrank.FUNCTIONS,
     "meshgrid": meshgrid,

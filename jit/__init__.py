@@ -14,6 +14,7 @@ from . import (
     ir,
     types,
 )
+from .fork import fork, wait
 from .freezing import freeze, optimize_for_inference
 from .ir import Graph, Node, Value
 from .script import (
@@ -54,6 +55,7 @@ __all__ = [
     "Value",
     "annotate",
     "export",
+    "fork",
     "frontend",
     "ignore",
     "interface",
@@ -67,4 +69,5 @@ __all__ = [
     "trace",
     "trace_module",
     "unused",
+    "wait",
 ]
