@@ -273,6 +273,35 @@ def from_dlpack(ext_tensor, *, device=None, copy=None) -> Tensor:
     return made.to(device)
 
 
+def frombuffer(buffer, *, dtype, count: int = -1, offset: int = 0, requires_grad=False) -> Tensor:
+    """A 1-D CPU tensor over an object that implements the buffer protocol, sharing its memory
+    (``torch.frombuffer``; a read-only buffer gives a read-only tensor, with a warning)."""
+    try:
+        length = memoryview(buffer).nbytes
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    itemsize = dtype.itemsize
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= length:
+        raise ValueError(
+            f"offset ({offset} bytes) must be non-negative and no greater than buffer length "
+            f"({length} bytes) minus 1"
+        )
+    if count < 0 and (length - offset) % itemsize:
+        raise ValueError(
+            f"buffer length ({length - offset} bytes) after offset ({offset} bytes) must be a "
+            f"multiple of element size ({itemsize})"
+        )
+    if count > 0 and count * itemsize > length - offset:
+        raise ValueError(
+            f"requested buffer length ({count} * {itemsize} bytes) after offset ({offset} bytes) "
+            f"must not be greater than actual buffer length ({length} bytes)"
+        )
+    array = np.frombuffer(buffer, dtype=dtype.np, count=count, offset=offset)
+    return _finish(from_numpy(array), requires_grad)
+
+
 def _dtype_arg(dtype):
     if dtype is None or isinstance(dtype, dt.dtype):
         return dtype
@@ -654,6 +683,7 @@ __all__ = [
     "eye",
     "from_dlpack",
     "from_numpy",
+    "frombuffer",
     "full",
     "full_like",
     "is_tensor",

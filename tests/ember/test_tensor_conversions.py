@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import operator
+import re
 
 import numpy as np
 import pytest
@@ -208,3 +209,50 @@ def test_dlpack_with_torch():
     assert x[0].item() == 42
     back = ember.from_dlpack(torch.arange(3))
     assert back.tolist() == [0, 1, 2] and back.dtype is ember.int64
+
+
+def test_utils_dlpack_capsules_share_memory_both_ways_with_torch():
+    """``ember.utils.dlpack`` (PyTorch's capsule functions): a capsule from either library is
+    read by the other, sharing memory and writable, as PyTorch imports legacy capsules."""
+    torch = pytest.importorskip("torch")
+    x = ember.arange(4.0)
+    mine = ember.utils.dlpack.from_dlpack(ember.utils.dlpack.to_dlpack(x))
+    mine[0] = 7
+    theirs = torch.utils.dlpack.from_dlpack(ember.utils.dlpack.to_dlpack(x))
+    theirs[2] = 9
+    assert x.tolist() == [7.0, 1.0, 9.0, 3.0]
+    t = torch.arange(3.0)
+    imported = ember.utils.dlpack.from_dlpack(torch.utils.dlpack.to_dlpack(t))
+    imported[1] = 5
+    assert t.tolist() == [0.0, 5.0, 2.0]
+    exported = ember.utils.dlpack.from_dlpack(np.arange(3.0))  # an exporter, not a capsule
+    assert exported.dtype is ember.float64 and exported.tolist() == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"count": 2, "offset": 4}, {"offset": 100}, {"offset": -1}, {"count": 10}, {"count": 0}],
+)
+def test_frombuffer_matches_torch(kwargs):
+    """``frombuffer`` shares the buffer's memory; PyTorch's ValueErrors for bad ranges."""
+    import array
+
+    torch = pytest.importorskip("torch")
+    mine, theirs = array.array("f", [1, 2, 3, 4]), array.array("f", [1, 2, 3, 4])
+    try:
+        want = torch.frombuffer(theirs, dtype=torch.float32, **kwargs)
+    except ValueError as error:
+        with pytest.raises(ValueError, match=re.escape(str(error))):
+            ember.frombuffer(mine, dtype=ember.float32, **kwargs)
+        return
+    got = ember.frombuffer(mine, dtype=ember.float32, **kwargs)
+    assert got.tolist() == want.tolist()
+    got[0] = 9
+    assert mine.tolist() == [1.0, 9.0, 3.0, 4.0] if kwargs else mine[0] == 9
+
+
+def test_frombuffer_refuses_what_is_no_buffer():
+    with pytest.raises(ValueError, match="buffer protocol"):
+        ember.frombuffer([1, 2], dtype=ember.float32)
+    with pytest.raises(ValueError, match="multiple of element size"):
+        ember.frombuffer(bytearray(6), dtype=ember.float32)
