@@ -80,3 +80,15 @@ def test_enum_and_argument_check_as_torch():
     for module in (ours, theirs):
         with pytest.raises(AssertionError, match="got str"), module.sdpa_kernel("MATH"):
             pass
+
+
+def test_nn_attention_comes_with_import_ember():
+    """PyTorch imports ``torch.nn.attention`` with torch, so programs write
+    ``torch.nn.attention.sdpa_kernel(...)`` after ``import torch`` alone (a fresh interpreter:
+    in this one another test may have imported the module)."""
+    import subprocess
+    import sys
+
+    code = "import ember; print(ember.nn.attention.sdpa_kernel, ember.nn.attention.SDPBackend.MATH)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
