@@ -19,6 +19,8 @@ binding only (dynamo guards the items it read). The modules' own attributes are
 
 from __future__ import annotations
 
+import dis
+import types
 from operator import attrgetter, itemgetter
 
 from ember.nn.modules.module import Module
@@ -139,18 +141,51 @@ class PythonGuards:
 _EMPTY = object()
 
 
+_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+_LOADED: dict = {}  # code object -> the global names its bytecode loads (nested code included)
+
+
+def _loaded_globals(codes) -> set:
+    """The names the functions' code loads as globals. ``co_names`` (what the side-effect
+    watch looks at) also holds attribute names: ``self.out`` would guard a global ``out``,
+    which a script's loop at module level rebinds at every step."""
+    found: set = set()
+    for code in codes:
+        names = _LOADED.get(code)
+        if names is None:
+            names = _LOADED[code] = frozenset(
+                ins.argval
+                for inner in _nested(code)
+                for ins in dis.get_instructions(inner)
+                if ins.opname in _LOADS
+            )
+        found |= names
+    return found
+
+
+def _nested(code):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _nested(const)
+
+
 def from_watch(watch) -> PythonGuards | None:
     """The guards on what ``watch`` (effects.Watch, unchanged by its capture) saw; None when
     it saw nothing to guard."""
+    loaded = _loaded_globals(watch.functions)
     by_globals: dict = {}
     for (_, name), (g, _value) in watch.names.items():
-        by_globals.setdefault(id(g), (g, []))[1].append(name)
+        if name in loaded:
+            by_globals.setdefault(id(g), (g, []))[1].append(name)
     groups = [
         NameGroup(g, tuple(names), tuple(f"G[{name!r}]" for name in names), None)
         for g, names in by_globals.values()
     ]
     for obj, label, _picture in watch.objects.values():
         if label.startswith("global '"):  # dynamo's spelling: G['name']
+            if label[8:-1] not in loaded:
+                continue  # reached through an attribute name, not a global load
             label = f"G[{label[7:]!s}]"
         if type(obj) in (list, dict):  # a global list of sizes, a dict of options
             if label.startswith("argument") or not 0 < len(obj) <= MAX_ATTRIBUTES:

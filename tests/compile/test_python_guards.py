@@ -248,3 +248,23 @@ def test_a_list_argument_is_not_guarded_by_its_items():
         xs = [ember.ones(2) * i, ember.ones(2)]
         np.testing.assert_allclose(compiled(xs).numpy(), total(xs).numpy())
     assert compiled._count == 1
+
+
+class _WithOut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.out = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.out(x)
+
+
+def test_an_attribute_name_is_not_a_global_guard(monkeypatch):
+    """``self.out`` puts ``out`` among the code's names, beside globals: a script's loop at
+    module level rebinding a global ``out = model(x)`` at every step must not recompile (it
+    did, up to the limit, then ran eagerly): only names the code loads as globals are guarded."""
+    monkeypatch.setattr(HERE, "out", None, raising=False)
+    compiled = ember.compile(_WithOut())
+    for _ in range(10):
+        monkeypatch.setattr(HERE, "out", compiled(ember.ones(1, 2)))
+    assert _calls(compiled) == 1
