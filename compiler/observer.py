@@ -187,9 +187,9 @@ def _grad_property(observer: Observer, original: property) -> property:
     step that cleared gradients this way accumulated them from its second call). ember's own
     reads and writes (an optimizer's step, ``zero_grad``, the backward) pass."""
 
-    def user_code() -> bool:
+    def user_code() -> bool:  # not ember's modules, nor its backends' (ember_backend_cpu...)
         caller = sys._getframe(2).f_globals.get("__name__") or ""
-        return not (caller == "ember" or caller.startswith("ember."))
+        return not caller.startswith("ember")
 
     def grad_break() -> None:
         if observer.tail_at is not None:  # after a kept backward: the backward is the break
