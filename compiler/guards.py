@@ -13,7 +13,7 @@ gives PyTorch's guard-failure text (``tensor 'x' size mismatch at index 0. expec
 
 from __future__ import annotations
 
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 
 from ember._tensor import Tensor
 from ember.autograd.grad_mode import THREAD as GRAD
@@ -119,17 +119,16 @@ def module_probe(modules) -> list:
     for m in modules:
         d = m.__dict__
         names = tuple(k for k, v in d.items() if type(v) in _SCALARS)
-        getter = itemgetter(*names) if names else None
+        getter = item_tuple(names) if names else None
         others = tuple(k for k, v in d.items() if type(v) not in _SCALARS and k not in base)
         objects = item_tuple(others) if others else None
         held = objects(d) if objects else ()
         children = d.get("_modules") or None
         kids = tuple(children.values()) if children else ()
-        values = item_tuple(names)(d)
         probe.append(
             (m, len(d), getter, getter(d) if getter else None, objects, tuple(map(id, held)),
              children, tuple(map(id, kids)), _tensor_registries(d),
-             (names, values, others, held, kids))
+             (names, others, held, kids))
         )  # fmt: skip
     return probe
 
@@ -156,12 +155,12 @@ def probe_matches(probe) -> bool:
 
 def module_failure(probe) -> str:
     """Which module attribute a failed probe found changed."""
-    for m, count, _, _, _, _, children, _, tensors, (names, values, others, held, kids) in probe:
+    for m, count, _, values, _, _, children, _, tensors, (names, others, held, kids) in probe:
         d = m.__dict__
         name = type(m).__name__
         if len(d) != count:
             return f"{name}: its attributes changed (guarded: {count} attributes)"
-        for key, old in zip(names, values):
+        for key, old in zip(names, values or ()):
             if not same(old, d.get(key)):
                 return f"{name}.{key} changed (guarded: {old!r})"
         for key, old in [*zip(others, held), *zip(children or (), kids)]:

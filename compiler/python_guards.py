@@ -20,10 +20,11 @@ binding only (dynamo guards the items it read). The modules' own attributes are
 from __future__ import annotations
 
 import dis
-import types
 from operator import attrgetter, itemgetter
 
 from ember.nn.modules.module import Module
+
+from .effects import _codes as effects_codes
 
 MAX_ATTRIBUTES = 32
 BY_VALUE = frozenset({int, float, bool, str, complex, type(None)})
@@ -155,19 +156,12 @@ def _loaded_globals(codes) -> set:
         if names is None:
             names = _LOADED[code] = frozenset(
                 ins.argval
-                for inner in _nested(code)
+                for inner in effects_codes(code)
                 for ins in dis.get_instructions(inner)
                 if ins.opname in _LOADS
             )
         found |= names
     return found
-
-
-def _nested(code):
-    yield code
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _nested(const)
 
 
 def from_watch(watch) -> PythonGuards | None:
