@@ -3,11 +3,11 @@ the oracle: every record with CPU dtypes, on every test device, each sample inpu
 same public name in ember (function, Tensor method, in-place method, operator, ``out=``),
 compared in values, dtypes and shapes, and in input gradients for float64 samples.
 
-Samples: every one PyTorch gives, for each record and dtype, on every device (on the fallback
+Samples: every one PyTorch gives, for each record and dtype, on cpu; at most 128 of them,
+spread over the list, on the other devices (``runner.DEVICE_SAMPLE_LIMIT``); on the fallback
 device ``ref``, whose kernels are cpu's behind a copy, the third of the records of
-``tests/conftest.py``'s share)
-(``EMBER_OPINFO_SAMPLES=N`` checks N per record and dtype, spread over the list, for a quick
-local run).
+``tests/conftest.py``'s share (``EMBER_OPINFO_SAMPLES=all`` checks every sample everywhere,
+``EMBER_OPINFO_SAMPLES=N`` N per record and dtype, for a quick local run).
 
 Records that do not pass yet are rows of ``opinfo/xfails.py`` (strict: a row whose record
 passes fails the run, so the table only shrinks). The pass counts, records and samples, are

@@ -1,6 +1,8 @@
-"""The OpInfo runner's element limit: only the CUDA emulator has one, samples over it are not
-run and the pass count says how many. And its sample iterators never reach ``inspect.stack()``
-(PyTorch's way of finding the unittest method running, 0.22 s a call under pytest)."""
+"""The OpInfo runner's limits: every sample on cpu, a spread of at most ``DEVICE_SAMPLE_LIMIT``
+per record and dtype elsewhere (``EMBER_OPINFO_SAMPLES`` overrides both); an element limit on
+the CUDA emulator only, samples over it not run and the pass count saying how many. And its
+sample iterators never reach ``inspect.stack()`` (PyTorch's way of finding the unittest method
+running, 0.22 s a call under pytest)."""
 
 from __future__ import annotations
 
@@ -13,10 +15,13 @@ from torch.testing._internal.opinfo.core import SampleInput  # noqa: E402
 
 from .opinfo import report  # noqa: E402
 from .opinfo.runner import (  # noqa: E402
+    DEVICE_SAMPLE_LIMIT,
     EMULATOR_ELEMENT_LIMIT,
     RecordRun,
     element_limit,
     sample_elements,
+    sample_limit,
+    spread,
 )
 from .test_opinfo import RECORDS  # noqa: E402
 
@@ -27,6 +32,19 @@ def test_only_the_emulator_limits_elements(monkeypatch):
     monkeypatch.setenv("EMBER_CUDA_EMULATOR", "1")
     assert element_limit("cuda") == EMULATOR_ELEMENT_LIMIT
     assert element_limit("cpu") is None
+
+
+def test_cpu_checks_every_sample_and_other_devices_a_spread(monkeypatch):
+    monkeypatch.delenv("EMBER_OPINFO_SAMPLES", raising=False)
+    assert sample_limit("cpu") is None
+    assert [sample_limit(d) for d in ("xpu", "ref", "cuda")] == [DEVICE_SAMPLE_LIMIT] * 3
+    chosen = spread(528, DEVICE_SAMPLE_LIMIT)  # unique's samples per dtype
+    assert len(chosen) == DEVICE_SAMPLE_LIMIT and chosen[0] == 0 and chosen[-1] == 527
+    assert chosen == sorted(set(chosen))
+    monkeypatch.setenv("EMBER_OPINFO_SAMPLES", "all")
+    assert [sample_limit(d) for d in ("cpu", "xpu")] == [None, None]
+    monkeypatch.setenv("EMBER_OPINFO_SAMPLES", "5")
+    assert [sample_limit(d) for d in ("cpu", "xpu")] == [5, 5]
 
 
 def test_sample_elements_counts_every_tensor():
