@@ -34,6 +34,7 @@ from ember._tensor import Tensor, make
 from ember.autograd.grad_mode import THREAD as GRAD
 from ember.dispatcher.autocast import STATE as AUTOCAST
 from ember.dispatcher.layers import STACK, Layer
+from ember.dispatcher.meta import DATA_DEPENDENT
 from ember.jit import pytree
 from ember.jit.codegen import generate
 from ember.jit.passes.dce import eliminate_dead_code
@@ -549,11 +550,17 @@ class _Items(tuple):
 
 
 def _deferrable(op) -> bool:
-    """Whether ``op`` returns tensors only (a pending result can stand for each)."""
+    """Whether ``op`` returns tensors only (a pending result can stand for each) whose sizes
+    do not depend on the values (a pending result takes its sizes from an earlier run: a
+    boolean mask's ``nonzero`` with another count of True would keep the old count)."""
     found = _DEFERRABLE.get(op)
     if found is None:
         returns = op.schema.returns
-        found = _DEFERRABLE[op] = bool(returns) and all(t.startswith("Tensor") for t, *_ in returns)
+        found = _DEFERRABLE[op] = (
+            bool(returns)
+            and all(t.startswith("Tensor") for t, *_ in returns)
+            and op.name not in DATA_DEPENDENT
+        )
     return found
 
 

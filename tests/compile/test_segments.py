@@ -138,6 +138,27 @@ def test_in_place_update_after_a_break_happens_once_per_call():
     assert counter.item() == 4
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x[x > 0] * 2,  # indexing's nonzero, then an .item() break
+        lambda x: ember.masked_select(x.sin().cos(), x.sum() * x > 0) + x.sum().item(),
+        lambda x: ember.nonzero((x * x.sum().item()) > 0) + 1,
+    ],
+    ids=["bool_index", "masked_select", "nonzero"],
+)
+def test_ops_sized_by_the_values_run_at_every_call(fn):
+    # A pending tensor takes its sizes from an earlier run of the same ops: for nonzero and
+    # masked_select those are the values' (a mask's count of True), so they are not deferred.
+    compiled = ember.compile(fn)
+    for values in ([1.0, -1.0, 2.0, 3.0], [1.0, 1.0, 1.0, -2.0], [-1.0, -1.0, -1.0, 5.0],
+                   [2.0, 2.0, 2.0, 2.0], [-1.0, -2.0, -1.0, -1.0]):  # fmt: skip
+        x = ember.tensor(values)
+        got, want = compiled(x), fn(x)
+        assert got.shape == want.shape, values
+        _close(got, want)
+
+
 class _Noisy(nn.Module):
     def forward(self, x):
         if x.sum() > 0:
