@@ -14,6 +14,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import types
 import weakref
 
 from ember._tensor import Tensor
@@ -80,6 +81,11 @@ class CompiledFunction:
         self._static = False  # a graph was not size-generic: every size specialised from then
         functools.update_wrapper(self, fn, updated=())
         _INSTANCES.add(self)
+
+    def __get__(self, instance, owner=None):
+        """A bound method when the compiled function is a class attribute (``@ember.compile``
+        over a method, as over ``forward``), as torch.compile's wrapper binds."""
+        return self if instance is None else types.MethodType(self, instance)
 
     def __call__(self, *args, **kwargs):
         if (_ACTIVE and current() is not None) or not config.enabled or segments.running():

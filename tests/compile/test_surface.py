@@ -74,6 +74,33 @@ def test_decorator_forms_and_disable():
         ember.compile()(None)
 
 
+class _Scaled(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.l = nn.Linear(3, 3)
+        self.k = k
+
+    @ember.compile
+    def forward(self, x):
+        return self.l(x).relu() * self.k
+
+    @ember.compile(dynamic=False)
+    def shifted(self, x, y=1.0):
+        return self.l(x) + y
+
+
+def test_decorated_methods_bind_to_each_instance():
+    # torch.compile over a method in a class body returns a function, which binds
+    a, b = _Scaled(1.0), _Scaled(2.0)
+    x = ember.randn(2, 3)
+    for module in (a, b, a, b):
+        _close(module(x), module.l(x).relu() * module.k)
+        _close(module.shifted(x, y=3.0), module.l(x) + 3.0)
+    b(x).sum().backward()
+    assert a.l.weight.grad is None and b.l.weight.grad is not None
+    assert _Scaled.forward.__name__ == "forward"
+
+
 def _mlp():
     return nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 3))
 
