@@ -94,10 +94,17 @@ class Watch:
             self.watch(obj, label)
 
     def module(self, module) -> None:
-        for sub in module.modules():
+        from .guards import hook_tables
+
+        modules = list(module.modules())
+        for sub in modules:
             if not _ours(type(sub).__module__):
                 self.watch(sub, f"module {type(sub).__name__}")
                 self.methods(type(sub))
+        for table in hook_tables(modules):  # a Linear's hooks too: they are the user's code
+            self.watch(table, "hooks")
+            for hook in table.values():
+                self.value(hook, "hook")
 
     def methods(self, cls) -> None:
         """The functions of the user's classes in ``cls``'s MRO (``forward`` and what it

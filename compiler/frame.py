@@ -45,25 +45,45 @@ _INSTANCES: weakref.WeakSet = weakref.WeakSet()
 class Entry:
     """One guard set: the region to replay (None: run eagerly) and the module flags it assumed."""
 
-    __slots__ = ("guarded", "modules", "paths", "probe", "python", "reasons", "region", "sizes")
+    __slots__ = (
+        "guarded", "hooks", "modules", "paths", "probe", "python", "reasons", "region", "sizes"
+    )  # fmt: skip
 
     def __init__(self, region, modules: list, reasons: list, paths=None, python=None):
         self.region = region
         self.paths = paths  # no region: the compiled segments around its breaks
         self.modules = modules
         self.probe = guards.module_probe(modules)
+        self.hooks = guards.HookGuard(modules)
         self.python = python  # python_guards.PythonGuards: the globals and closures it read
         self.guarded = bool(modules) or python is not None
         self.reasons = reasons
         self.sizes = None  # size_guards.SizeGuards: the comparisons of sizes it assumed
 
     def matches(self) -> bool:
-        return guards.probe_matches(self.probe) and (self.python is None or self.python())
+        return (
+            self.hooks()
+            and guards.probe_matches(self.probe)
+            and (self.python is None or self.python())
+        )
 
     def failure(self) -> str:
         """Why ``matches`` failed, for the recompile reason."""
+        if not self.hooks():
+            return "a module's hooks changed (guarded: the hooks its capture ran)"
         found = self.python.failure() if self.python is not None else None
         return found or guards.module_failure(self.probe)
+
+
+class _Eager:
+    """The ``paths`` of an entry whose calls run eagerly (module backward hooks)."""
+
+    @staticmethod
+    def call(fn, args, kwargs):
+        return fn(*args, **kwargs)
+
+
+EAGER = _Eager()
 
 
 class CompiledFunction:
@@ -98,6 +118,8 @@ class CompiledFunction:
             key = (repr(spec), guards.call_key(leaves, self._dynamic))
         for entry in self._cache.get(key, ()):
             if entry.paths is not None:  # the Python runs: it reads the modules' flags itself
+                if not entry.hooks():  # but backward hooks added since would be skipped
+                    continue
                 return entry.paths.call(self._fn, args, kwargs)
             if entry.guarded and not entry.matches():
                 continue
@@ -151,6 +173,11 @@ class CompiledFunction:
         # a capture that broke, or Python side effects a replay would skip: the Python runs at
         # every call, its ops deferred into compiled segments
         paths = segments.Paths(self.__qualname__) if region is None else None
+        if guards.backward_hooks(observer.modules.values(), self._root):
+            # module backward hooks run in the backward of the module's own autograd nodes,
+            # which neither a compiled pair nor a segment's node has: the calls run eagerly
+            logs.log("graph_breaks", f"{self.__qualname__}: module backward hooks: run eagerly")
+            region, paths = None, EAGER
         python = python_guards.from_watch(watch) if region is not None else None
         entry = Entry(region, modules, observer.reasons, paths, python)
         entry.sizes = checks if region is not None else None

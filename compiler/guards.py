@@ -175,6 +175,57 @@ def module_failure(probe) -> str:
     return "a module attribute changed"
 
 
+# A module's hook tables, and the global backward hooks every module runs.
+HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+
+
+def hook_tables(modules) -> list:
+    """Every hook table the calls of ``modules`` run (hooks are Python a replay skips)."""
+    from ember.autograd import module_hooks
+
+    found = [module_hooks.GLOBAL_BACKWARD_PRE_HOOKS, module_hooks.GLOBAL_BACKWARD_HOOKS]
+    found += [m.__dict__[name] for m in modules for name in HOOK_TABLES if name in m.__dict__]
+    return found
+
+
+def backward_hooks(modules, root=None) -> bool:
+    """Whether a call of ``modules`` (and ``root``'s tree) runs module backward hooks."""
+    from ember.autograd import module_hooks
+
+    if module_hooks.GLOBAL_BACKWARD_HOOKS or module_hooks.GLOBAL_BACKWARD_PRE_HOOKS:
+        return True
+    found = list(modules) + (list(root.modules()) if root is not None else [])
+    return any(m._backward_hooks or m._backward_pre_hooks for m in found)
+
+
+class HookGuard:
+    """The hooks of an entry's modules as its capture ran them (a hook registered after it,
+    or removed, changes what a call does: dynamo guards the hook tables too). Registering or
+    removing any hook bumps ``_Handle.changes``; only then are the tables compared."""
+
+    __slots__ = ("changes", "hooks", "tables")
+
+    def __init__(self, modules):
+        from ember.nn.modules.module import _Handle
+
+        self.tables = hook_tables(modules)
+        self.hooks = self._hooks()
+        self.changes = _Handle.changes
+
+    def _hooks(self) -> tuple:
+        return tuple([(k, id(h)) for table in self.tables for k, h in table.items()])
+
+    def __call__(self) -> bool:
+        from ember.nn.modules.module import _Handle
+
+        if _Handle.changes == self.changes:
+            return True
+        if self._hooks() != self.hooks:
+            return False
+        self.changes = _Handle.changes  # another module's hooks changed
+        return True
+
+
 def describe(key: tuple, names: list) -> list[str]:
     """The guards of ``key`` as text lines (``EMBER_LOGS=guards``)."""
     grad, leaves = key

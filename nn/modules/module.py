@@ -21,15 +21,20 @@ class _Handle(RemovableHandle):
     """Removes one hook from its table (and from the tables of its options)."""
 
     _ids = itertools.count()
+    # hooks registered or removed on any module: a compiled entry rechecks its modules' hooks
+    # only when this moved (compiler/guards.py, HookGuard)
+    changes = 0
 
     def __init__(self, table: dict, *option_sets: set):
         self.table, self.option_sets = table, option_sets
         self.id = next(self._ids)
+        _Handle.changes += 1
 
     def remove(self) -> None:
         self.table.pop(self.id, None)
         for options in self.option_sets:
             options.discard(self.id)
+        _Handle.changes += 1
 
 
 def register_module_full_backward_hook(hook):
