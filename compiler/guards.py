@@ -92,18 +92,21 @@ _META = attrgetter("_shape", "_dtype", "_storage.device")
 
 
 def _tensor_registries(d: dict) -> tuple:
-    """Per non-empty ``_parameters``/``_buffers`` of a module: ``(registry, getter of its
-    tensors, their metadata, getter of its None entries, those Nones)``."""
+    """Per ``_parameters``/``_buffers`` of a module: ``(registry, its length, getter of its
+    tensors, their metadata, getter of its None entries, those Nones)``. The length catches a
+    tensor registered after the capture (``register_buffer`` in a later step)."""
     found = []
     for registry in (d.get("_parameters"), d.get("_buffers")):
-        if not registry:
+        if registry is None:
             continue
         tensors = tuple(k for k, v in registry.items() if v is not None)
         empty = tuple(k for k, v in registry.items() if v is None)
         getter = item_tuple(tensors)
         nones = item_tuple(empty) if empty else None
         metas = tuple(map(_META, getter(registry)))
-        found.append((registry, getter, metas, nones, nones(registry) if nones else None))
+        found.append(
+            (registry, len(registry), getter, metas, nones, nones(registry) if nones else None)
+        )
     return tuple(found)
 
 
@@ -143,8 +146,8 @@ def probe_matches(probe) -> bool:
                 return False
             if children is not None and tuple(map(id, children.values())) != kid_ids:
                 return False
-            for registry, found, metas, nones, empty in tensors:
-                if tuple(map(_META, found(registry))) != metas:
+            for registry, size, found, metas, nones, empty in tensors:
+                if len(registry) != size or tuple(map(_META, found(registry))) != metas:
                     return False
                 if nones is not None and nones(registry) != empty:
                     return False
@@ -166,7 +169,9 @@ def module_failure(probe) -> str:
         for key, old in [*zip(others, held), *zip(children or (), kids)]:
             if (children if key in (children or ()) else d).get(key) is not old:
                 return f"{name}.{key} changed (guarded by identity)"
-        for registry, _, metas, _, _ in tensors:
+        for registry, size, _, metas, _, _ in tensors:
+            if len(registry) != size:
+                return f"{name}: its parameters or buffers changed (guarded: {size} of them)"
             for (key, now), old in zip(registry.items(), metas):
                 if now is None or _META(now) != old:
                     shape, dtype, device = old

@@ -236,6 +236,35 @@ def test_a_parameter_changed_under_a_compiled_module_is_guarded(change):
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
 
 
+class _Shifted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(2, 2)
+
+    def forward(self, x):
+        y = self.l(x)
+        return y + self.shift if hasattr(self, "shift") else y
+
+
+def test_a_buffer_registered_after_the_capture_is_guarded():
+    """A new key in ``_buffers`` (or ``_parameters``), even the first, captures again: the
+    ``hasattr`` the capture saw is False (before, replays ignored the buffer)."""
+    model = _Shifted()
+    compiled = ember.compile(model)
+    x = ember.randn(1, 2)
+    compiled(x)
+    model.register_buffer("shift", ember.ones(2))
+    np.testing.assert_allclose(
+        compiled(x).detach().numpy(), (model.l(x) + 1).detach().numpy(), rtol=1e-6
+    )
+    model.register_parameter("extra", nn.Parameter(ember.ones(1)))  # a new key, non-empty dict
+    model.l.register_buffer("unused", ember.zeros(1))
+    np.testing.assert_allclose(
+        compiled(x).detach().numpy(), (model.l(x) + 1).detach().numpy(), rtol=1e-6
+    )
+    assert sum(len(es) for es in compiled._compiled._cache.values()) == 3
+
+
 def test_a_list_argument_is_not_guarded_by_its_items():
     """The items of an argument list are the call's guard key already: new tensors in it at
     each call replay, not recompile."""
