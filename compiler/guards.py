@@ -92,9 +92,12 @@ _META = attrgetter("_shape", "_dtype", "_storage.device")
 
 
 def _tensor_registries(d: dict) -> tuple:
-    """Per ``_parameters``/``_buffers`` of a module: ``(registry, its length, getter of its
-    tensors, their metadata, getter of its None entries, those Nones)``. The length catches a
-    tensor registered after the capture (``register_buffer`` in a later step)."""
+    """Per ``_parameters``/``_buffers`` of a module: ``(registry, its length, its tensors'
+    keys, getter of them, the tensors (held: their ids stay theirs), their ids, their metadata,
+    getter of its None entries, those Nones)``. The length
+    catches a tensor registered after the capture (``register_buffer`` in a later step), the
+    ids a Parameter replaced by another of the same sizes (the replay holds the tensors it
+    captured; ``p.data = ...`` keeps the object and is read at each call)."""
     found = []
     for registry in (d.get("_parameters"), d.get("_buffers")):
         if registry is None:
@@ -103,10 +106,11 @@ def _tensor_registries(d: dict) -> tuple:
         empty = tuple(k for k, v in registry.items() if v is None)
         getter = item_tuple(tensors)
         nones = item_tuple(empty) if empty else None
-        metas = tuple(map(_META, getter(registry)))
+        held = getter(registry)
         found.append(
-            (registry, len(registry), getter, metas, nones, nones(registry) if nones else None)
-        )
+            (registry, len(registry), tensors, getter, held, tuple(map(id, held)),
+             tuple(map(_META, held)), nones, nones(registry) if nones else None)
+        )  # fmt: skip
     return tuple(found)
 
 
@@ -146,8 +150,11 @@ def probe_matches(probe) -> bool:
                 return False
             if children is not None and tuple(map(id, children.values())) != kid_ids:
                 return False
-            for registry, size, found, metas, nones, empty in tensors:
-                if len(registry) != size or tuple(map(_META, found(registry))) != metas:
+            for registry, size, _, found, _, held_ids, metas, nones, empty in tensors:
+                if len(registry) != size:
+                    return False
+                held = found(registry)
+                if tuple(map(id, held)) != held_ids or tuple(map(_META, held)) != metas:
                     return False
                 if nones is not None and nones(registry) != empty:
                     return False
@@ -169,11 +176,14 @@ def module_failure(probe) -> str:
         for key, old in [*zip(others, held), *zip(children or (), kids)]:
             if (children if key in (children or ()) else d).get(key) is not old:
                 return f"{name}.{key} changed (guarded by identity)"
-        for registry, size, _, metas, _, _ in tensors:
+        for registry, size, keys, _, _, held_ids, metas, _, _ in tensors:
             if len(registry) != size:
                 return f"{name}: its parameters or buffers changed (guarded: {size} of them)"
-            for (key, now), old in zip(registry.items(), metas):
-                if now is None or _META(now) != old:
+            for key, held, old in zip(keys, held_ids, metas):
+                now = registry.get(key)
+                if id(now) != held:
+                    return f"{name}.{key} changed (guarded by identity)"
+                if _META(now) != old:
                     shape, dtype, device = old
                     guarded = f"size {list(shape)}, {dtype}, {device}"
                     return f"{name}.{key} changed (guarded: {guarded})"

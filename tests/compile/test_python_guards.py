@@ -236,6 +236,34 @@ def test_a_parameter_changed_under_a_compiled_module_is_guarded(change):
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
 
 
+class _Tied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, i):
+        return self.head(self.emb(i))
+
+
+def test_a_parameter_replaced_by_one_of_the_same_sizes_is_guarded(capsys):
+    """Untying weights after the first call: the replay held the tied Parameter (before, it
+    returned the tied model's numbers)."""
+    model = _Tied()
+    compiled = ember.compile(model)
+    i = ember.randint(0, 10, (2, 3))
+    compiled(i)
+    model.head.weight = nn.Parameter(ember.randn(10, 4))
+    logs.set_logs(recompiles=True)
+    try:
+        got = compiled(i)
+    finally:
+        logs.set_logs(recompiles=False)
+    np.testing.assert_allclose(got.detach().numpy(), model(i).detach().numpy(), rtol=1e-6)
+    assert "Linear.weight changed (guarded by identity)" in capsys.readouterr().err
+
+
 class _Shifted(nn.Module):
     def __init__(self):
         super().__init__()
