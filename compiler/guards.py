@@ -94,10 +94,10 @@ _META = attrgetter("_shape", "_dtype", "_storage.device")
 def _tensor_registries(d: dict) -> tuple:
     """Per ``_parameters``/``_buffers`` of a module: ``(registry, its length, its tensors'
     keys, getter of them, the tensors (held: their ids stay theirs), their ids, their metadata,
-    getter of its None entries, those Nones)``. The length
-    catches a tensor registered after the capture (``register_buffer`` in a later step), the
-    ids a Parameter replaced by another of the same sizes (the replay holds the tensors it
-    captured; ``p.data = ...`` keeps the object and is read at each call)."""
+    getter of its None entries, those Nones)``. The length catches a tensor registered after
+    the capture (``register_buffer`` in a later step), the ids a Parameter replaced by another
+    of the same sizes (the replay holds the tensors it captured; ``p.data = ...`` keeps the
+    object and is read at each call)."""
     found = []
     for registry in (d.get("_parameters"), d.get("_buffers")):
         if registry is None:
