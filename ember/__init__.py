@@ -189,6 +189,7 @@ _LAZY = ("jit", "fx", "export", "onnx", "_dynamo", "distributions")
 _LAZY += ("testing", "functional", "hub", "__future__")  # issue 15 everyday helpers
 _LAZY += ("masked",)  # issue 13: torch.masked's reductions
 _LAZY += ("futures",)
+_LAZY += ("_logging",)  # torch._logging.set_logs over ember.compile's log artifacts
 
 
 def __getattr__(name: str):
