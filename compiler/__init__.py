@@ -12,6 +12,7 @@ from . import config, exc
 from .api import compile, disable
 from .marks import allow_in_graph
 from .options import list_backends
+from .stance import set_stance
 
 
 def reset() -> None:
@@ -62,4 +63,5 @@ __all__ = [
     "is_dynamo_compiling",
     "list_backends",
     "reset",
+    "set_stance",
 ]

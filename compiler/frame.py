@@ -32,6 +32,7 @@ from . import (
     python_guards,
     segments,
     size_guards,
+    stance,
 )
 from .exc import FailOnRecompileLimitHit
 from .observer import COMPILE, FULLGRAPH, Observer
@@ -99,6 +100,7 @@ class CompiledFunction:
         self._limit_warned = False
         self._dynamic = None  # {argument leaf: dims} guarded by rank only (dynamic.py)
         self._static = False  # a graph was not size-generic: every size specialised from then
+        self._called_under_stance = False  # set_stance("eager_then_compile"): first call seen
         functools.update_wrapper(self, fn, updated=())
         _INSTANCES.add(self)
 
@@ -110,6 +112,8 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if (_ACTIVE and current() is not None) or not config.enabled or segments.running():
             return self._fn(*args, **kwargs)  # inside a capture: inline, as dynamo does
+        if stance.CURRENT[0] is not stance.DEFAULT and stance.runs_eagerly(self):
+            return self._fn(*args, **kwargs)  # set_stance("force_eager") and the like
         key = None if kwargs or self._dynamic else guards.fast_key(args)
         if key is not None:
             leaves, positions = args, None
@@ -134,6 +138,8 @@ class CompiledFunction:
     def _miss(self, key, leaves, args, kwargs):
         names = self._leaf_names(args, kwargs)
         reasons = self._reasons(key, names, leaves)
+        if stance.CURRENT[0] is not stance.DEFAULT and stance.refuses_capture(self, reasons):
+            return self._fn(*args, **kwargs)  # set_stance("eager_on_recompile")
         if self._count >= _limit():
             return self._over_limit(reasons, args, kwargs)
         dims = self._new_dynamic(key, leaves)
@@ -321,6 +327,7 @@ class CompiledFunction:
         self._limit_warned = False
         self._dynamic = None
         self._static = False
+        self._called_under_stance = False
 
 
 def _limit() -> int:

@@ -9,6 +9,7 @@ from ember.compiler.api import disable
 from ember.compiler.explain import ExplainOutput, explain
 from ember.compiler.marks import allow_in_graph, mark_dynamic, mark_static, maybe_mark_dynamic
 from ember.compiler.module import OptimizedModule
+from ember.compiler.stance import set_stance
 
 __all__ = [
     "ExplainOutput",
@@ -24,4 +25,5 @@ __all__ = [
     "mark_static",
     "maybe_mark_dynamic",
     "reset",
+    "set_stance",
 ]
