@@ -429,46 +429,56 @@ def _to_args(self, args, kwargs):
         elif arg is not None:
             raise TypeError(f"to() received an invalid argument {arg!r}")
     non_blocking = bool(kwargs.pop("non_blocking", False))
-    _memory_format.check_hint("to", kwargs.pop("memory_format", None))
+    memory_format = kwargs.pop("memory_format", None)
+    _memory_format.check_hint("to", memory_format)
     copy = kwargs.pop("copy", False)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    return dtype, device, copy, non_blocking
+    return dtype, device, copy, non_blocking, memory_format
 
 
 def to(self, *args, **kwargs):
-    """Tensor.to(dtype) / to(device) / to(device, dtype) / to(other): converted, or self."""
+    """Tensor.to(dtype) / to(device) / to(device, dtype) / to(other): converted, or self;
+    ``memory_format=`` lays the result out in that format (itself when already in it)."""
     from .dispatcher.memory import normalize_device
 
-    dtype, device, copy, non_blocking = _to_args(self, args, kwargs)
+    dtype, device, copy, non_blocking, memory_format = _to_args(self, args, kwargs)
     device = normalize_device(device) if device is not None else self.device
     dtype = dtype or self.dtype
     if not copy and dtype is self.dtype and device is self.device:
-        return self
-    return OPS["_to_copy"](self, dtype, device, non_blocking)
+        return _memory_format.to_format(self, memory_format)
+    return _memory_format.to_format(
+        OPS["_to_copy"](self, dtype, device, non_blocking), memory_format
+    )
 
 
 def contiguous(self, memory_format=None):
-    """``Tensor.contiguous(memory_format=...)``: the format is a layout hint, as for casts (every
-    format gives the same values; ember's copies are row-major)."""
+    """``Tensor.contiguous(memory_format=...)``: itself when already contiguous in that format,
+    else a copy in it (channels-last strides as PyTorch's)."""
     if memory_format is not None:
         _memory_format.check_hint("contiguous", memory_format)
         if memory_format is _memory_format.preserve_format:
             raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+        if memory_format is not _memory_format.contiguous_format:
+            return _memory_format.contiguous_in(self, memory_format)
     return OPS["contiguous"](self)
 
 
 def clone(input, *, memory_format=None):
-    """``clone(memory_format=...)``: the format is a layout hint, as for ``contiguous``."""
+    """``clone(memory_format=...)``: a copy, in that format for the channels-last ones (a
+    preserved layout is row-major here: same values)."""
     if memory_format is not None:
         _memory_format.check_hint("clone", memory_format)
+        if memory_format in _memory_format.CHANNELS_LAST:
+            order, inverse = _memory_format.orders(memory_format, input.ndim)
+            return OPS["clone"](input.permute(order)).permute(inverse)
     return OPS["clone"](input)
 
 
 def _caster(dtype):
     def cast(self, memory_format=None):
         _memory_format.check_hint(dtype.name, memory_format)
-        return to(self, dtype)
+        return to(self, dtype, memory_format=memory_format)
 
     cast.__name__ = dtype.name
     return cast

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from . import _dtype as dt
-from . import _layout
+from . import _layout, _memory_format
 from ._device import CPU
 from ._device import device as Device
 from ._size import Size
@@ -141,7 +141,11 @@ class Tensor:
         return math.prod(self._shape) * self._dtype.itemsize
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return self._contig
+        if memory_format is None or memory_format.__class__ is not _memory_format.memory_format:
+            return self._contig
+        if memory_format in _memory_format.CHANNELS_LAST:
+            return _memory_format.is_contiguous_as(self._shape, self.stride(), memory_format)
+        return self._contig  # contiguous_format, preserve_format: PyTorch's default rule
 
     def storage_offset(self) -> int:
         return self._offset

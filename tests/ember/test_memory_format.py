@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -75,3 +76,48 @@ def test_contiguous_and_clone_take_a_memory_format(name, call):
     assert got.shape == tuple(want.shape) and got.tolist() == want.tolist()
     with pytest.raises(TypeError, match=r"must be torch\.memory_format"):
         getattr(e, call if call != "torch.clone" else "clone")(memory_format="channels_last")
+
+
+_CONVERSIONS = {
+    "to": lambda a, lib, f: a.to(memory_format=f),
+    "to-dtype": lambda a, lib, f: a.to(lib.float64, memory_format=f),
+    "cast": lambda a, lib, f: a.double(memory_format=f),
+    "contiguous": lambda a, lib, f: a.contiguous(memory_format=f),
+    "clone": lambda a, lib, f: a.clone(memory_format=f),
+    "twice": lambda a, lib, f: a.to(memory_format=f).contiguous(memory_format=f),
+    "clone-of-it": lambda a, lib, f: a.to(memory_format=f).clone(memory_format=f),
+    "and-back": lambda a, lib, f: a.to(memory_format=f).contiguous(),
+    "and-back-to": lambda a, lib, f: a.to(memory_format=f).to(memory_format=lib.contiguous_format),
+}
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (2, 1, 4, 1), (1, 2, 3, 4, 5)], ids=str)
+@pytest.mark.parametrize("how", list(_CONVERSIONS))
+def test_channels_last_conversions_give_pytorchs_strides(shape, how):
+    """Explicit conversions lay the values out as PyTorch does (a model converted with
+    ``x.to(memory_format=torch.channels_last)`` asserting ``is_contiguous(memory_format=...)``),
+    and ``is_contiguous(memory_format=...)`` applies PyTorch's rule (size-1 dims fit any
+    stride). Before, the strides stayed row-major and every format tested as contiguous."""
+    name = "channels_last" if len(shape) == 4 else "channels_last_3d"
+    t = torch.arange(float(np.prod(shape))).reshape(shape)
+    e = ember.tensor(t.numpy())
+    want = _CONVERSIONS[how](t, torch, getattr(torch, name))
+    got = _CONVERSIONS[how](e, ember, getattr(ember, name))
+    assert got.stride() == want.stride() and got.tolist() == want.tolist()
+    for fmt in NAMES:
+        assert got.is_contiguous(memory_format=getattr(ember, fmt)) == want.is_contiguous(
+            memory_format=getattr(torch, fmt)
+        ), fmt
+
+
+def test_channels_last_rank_errors_and_gradients():
+    for fmt in ("channels_last", "channels_last_3d"):
+        for call in ("contiguous", "clone", "to"):
+            t, e = torch.ones(2, 3, 4), ember.ones(2, 3, 4)
+            with pytest.raises(RuntimeError) as want:
+                getattr(t, call)(memory_format=getattr(torch, fmt))
+            with pytest.raises(RuntimeError, match=re.escape(str(want.value))):
+                getattr(e, call)(memory_format=getattr(ember, fmt))
+    w = ember.randn(2, 3, 4, 5, requires_grad=True)
+    (w.to(memory_format=ember.channels_last) * ember.arange(5.0)).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.broadcast_to(np.arange(5.0), (2, 3, 4, 5)))
