@@ -31,6 +31,7 @@ from . import (
     _python_signatures,
     _scatter,
     _surface,
+    _torch_entry,
     ops,
     return_types,
 )
@@ -122,6 +123,12 @@ for _alias, _target in _frontends.ALIASES.items():
         globals()[_alias] = globals()[_target]
     if hasattr(Tensor, _target):
         setattr(Tensor, _alias, getattr(Tensor, _target))
+# other spellings of what is bound above (torch.relu_(x), torch.row_stack...): never over a name
+for _name, _fn in _torch_entry.FUNCTIONS.items():
+    globals().setdefault(_name, _fn)
+for _name, _fn in _torch_entry.METHODS.items():
+    setattr(Tensor, _name, _fn)
+_torch_entry.bind_inplace_aliases(Tensor)
 Tensor.__getitem__ = _indexing.getitem
 Tensor.__setitem__ = _indexing.setitem
 Tensor.__pos__ = lambda self: self

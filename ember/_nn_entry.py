@@ -1,7 +1,10 @@
 """PyTorch's top-level entry points of nn ops that are overloads of, or integer-coded aliases
 for, existing functions (issue 13): ``torch._native_batch_norm_legit`` (with or without running
-statistics) over native_batch_norm, and ``torch.grid_sampler_2d``/``grid_sampler_3d`` (modes as
-integers, as the aten ops take them) over ``nn.functional.grid_sample``. ``FUNCTIONS`` says
+statistics) over native_batch_norm, ``torch.grid_sampler_2d``/``grid_sampler_3d`` (modes as
+integers, as the aten ops take them) over ``nn.functional.grid_sample``; and the rest of aten's
+nn functions PyTorch exports at top level (``torch.conv2d``, ``torch.dropout(x, p, train)``,
+``torch.embedding(weight, indices)``, ``torch.batch_norm`` in aten's argument order, losses
+with aten's integer ``reduction``, the RNN cells) over ``nn.functional``. ``FUNCTIONS`` says
 where each goes; ember/__init__.py binds them."""
 
 from __future__ import annotations
@@ -68,9 +71,218 @@ def _grid_sampler(dims: int):
     return grid_sampler
 
 
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """``torch.grid_sampler``: grid_sampler_2d or _3d by the input's rank."""
+    dims = 3 if input.ndim == 5 else 2
+    return FUNCTIONS[f"grid_sampler_{dims}d"](
+        input, grid, interpolation_mode, padding_mode, align_corners
+    )
+
+
+def _functional():
+    return _ember().nn.functional
+
+
+# ---- aten's signatures over nn.functional (issue 15's surface: torch.conv2d, torch.dropout...)
+_REDUCTIONS = ("none", "mean", "sum")  # aten's Reduction enum
+
+
+def _reduction(value) -> str:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, int) or not 0 <= value < len(_REDUCTIONS):
+        raise RuntimeError(f"{value} is not a valid value for reduction")
+    return _REDUCTIONS[value]
+
+
+def _same_as_functional(name: str):
+    """A top-level name whose aten signature is ``nn.functional``'s."""
+
+    def call(*args, **kwargs):
+        return getattr(_functional(), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``torch.{name}``: ``nn.functional.{name}`` (the same arguments)."
+    return call
+
+
+def _loss(name: str, tensors: int, positional: tuple):
+    """A loss whose aten form takes ``tensors`` tensors, then ``positional`` (aten's order),
+    ``reduction`` among them as aten's enum (0 none, 1 mean, 2 sum). Left out it is 0: the
+    schema says Mean, but PyTorch's Python binding of these top-level names gives none
+    (``torch.kl_div(a, b)`` is elementwise), and scripts get PyTorch's numbers."""
+
+    def call(*args, **kwargs):
+        named = dict(zip(positional, args[tensors:]))
+        named.update(kwargs)
+        named["reduction"] = _reduction(named.get("reduction", 0))
+        return getattr(_functional(), name)(*args[:tensors], **named)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``torch.{name}``: ``nn.functional.{name}`` with aten's integer reduction."
+    return call
+
+
+def dropout(input, p, train):
+    return _functional().dropout(input, p, train)
+
+
+def alpha_dropout(input, p, train):
+    return _functional().alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout(input, p, train):
+    return _functional().feature_alpha_dropout(input, p, train)
+
+
+def feature_dropout(input, p, train):
+    """Whole channels (dim 1 of each sample) zeroed together, the rest scaled by 1/(1-p)."""
+    if not train:
+        return input
+    ember = _ember()
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    keep = ember.empty(shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
+    return input * keep * (0.0 if p == 1 else 1 / (1 - p))
+
+
+def native_dropout(input, p, train):
+    """``(output, mask)``, the mask a bool tensor of the kept elements; ``train=None`` trains,
+    as aten's."""
+    ember = _ember()
+    if train is False:
+        return input.clone(), ember.ones_like(input, dtype=ember.bool)
+    mask = ember.empty_like(input).bernoulli_(1 - p).to(ember.bool)
+    return input * mask * (0.0 if p == 1 else 1 / (1 - p)), mask
+
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """aten's order (weight first) and ``padding_idx=-1`` for none."""
+    return _functional().embedding(
+        indices, weight, None if padding_idx == -1 else padding_idx,
+        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse,
+    )  # fmt: skip
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
+               cudnn_enabled):  # fmt: skip
+    return _functional().batch_norm(
+        input, running_mean, running_var, weight, bias, training, momentum, eps
+    )
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
+    return _functional().group_norm(input, num_groups, weight, bias, eps)
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum,
+                  eps, cudnn_enabled):  # fmt: skip
+    return _functional().instance_norm(
+        input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
+    )
+
+
+def adaptive_max_pool1d(input, output_size):
+    """``(values, indices)``, as aten's."""
+    return _functional().adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1,
+                            ceil_mode=False):  # fmt: skip
+    return _functional().max_pool1d(
+        input, kernel_size, stride or None, padding, dilation, ceil_mode, return_indices=True
+    )
+
+
+def _pool(name: str):
+    def call(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+        return getattr(_functional(), name)(
+            input, kernel_size, stride or None, padding, dilation, ceil_mode
+        )
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``torch.{name}``: aten's signature (``stride=[]``: the kernel size)."
+    return call
+
+
+def affine_grid_generator(theta, size, align_corners):
+    return _functional().affine_grid(theta, list(size), align_corners)
+
+
+def _gates(input, hx, w_ih, w_hh, b_ih, b_hh):
+    linear = _functional().linear
+    return linear(input, w_ih, b_ih) + linear(hx, w_hh, b_hh)
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return _gates(input, hx, w_ih, w_hh, b_ih, b_hh).tanh()
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return _gates(input, hx, w_ih, w_hh, b_ih, b_hh).relu()
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """``(h, c)`` of one LSTM step; ``hx`` is ``(h, c)``; gates in PyTorch's order i, f, g, o."""
+    h, c = hx
+    i, f, g, o = _gates(input, h, w_ih, w_hh, b_ih, b_hh).chunk(4, 1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c.tanh(), c
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One GRU step, gates in PyTorch's order r, z, n."""
+    linear = _functional().linear
+    i_r, i_z, i_n = linear(input, w_ih, b_ih).chunk(3, 1)
+    h_r, h_z, h_n = linear(hx, w_hh, b_hh).chunk(3, 1)
+    r = (i_r + h_r).sigmoid()
+    z = (i_z + h_z).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    return (1 - z) * n + z * hx
+
+
+# top-level names whose aten signature is nn.functional's
+SAME_AS_FUNCTIONAL = (
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "avg_pool1d", "adaptive_avg_pool1d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+    "cosine_similarity", "pairwise_distance", "pdist", "prelu", "selu", "celu", "threshold",
+    "hardshrink", "rms_norm", "bilinear", "rrelu", "selu_", "celu_", "rrelu_", "threshold_",
+)  # fmt: skip
 FUNCTIONS = {
     "_native_batch_norm_legit": _native_batch_norm_legit,
     "grid_sampler_2d": _grid_sampler(2),
     "grid_sampler_3d": _grid_sampler(3),
+    "grid_sampler": grid_sampler,
+    **{name: _same_as_functional(name) for name in SAME_AS_FUNCTIONAL},
+    **{name: _pool(name) for name in ("max_pool1d", "max_pool2d", "max_pool3d")},
+    "kl_div": _loss("kl_div", 2, ("reduction",)),
+    "binary_cross_entropy_with_logits": _loss(
+        "binary_cross_entropy_with_logits", 2, ("weight", "pos_weight", "reduction")
+    ),
+    "cosine_embedding_loss": _loss("cosine_embedding_loss", 3, ("margin", "reduction")),
+    "hinge_embedding_loss": _loss("hinge_embedding_loss", 2, ("margin", "reduction")),
+    "margin_ranking_loss": _loss("margin_ranking_loss", 3, ("margin", "reduction")),
+    "poisson_nll_loss": _loss("poisson_nll_loss", 2, ("log_input", "full", "eps", "reduction")),
+    "triplet_margin_loss": _loss(
+        "triplet_margin_loss", 3, ("margin", "p", "eps", "swap", "reduction")
+    ),
+    "ctc_loss": _loss(
+        "ctc_loss", 2, ("input_lengths", "target_lengths", "blank", "reduction", "zero_infinity")
+    ),
+    "dropout": dropout,
+    "alpha_dropout": alpha_dropout,
+    "feature_alpha_dropout": feature_alpha_dropout,
+    "feature_dropout": feature_dropout,
+    "native_dropout": native_dropout,
+    "embedding": embedding,
+    "batch_norm": batch_norm,
+    "group_norm": group_norm,
+    "instance_norm": instance_norm,
+    "adaptive_max_pool1d": adaptive_max_pool1d,
+    "max_pool1d_with_indices": max_pool1d_with_indices,
+    "affine_grid_generator": affine_grid_generator,
+    "rnn_tanh_cell": rnn_tanh_cell,
+    "rnn_relu_cell": rnn_relu_cell,
+    "lstm_cell": lstm_cell,
+    "gru_cell": gru_cell,
 }
 METHODS: dict = {}
