@@ -8,8 +8,10 @@ import functools
 
 import ember as E
 
-from . import _pytree
-from .transforms import check_argnums, jvp_with_argnums, slice_argnums, vjp_with_argnums
+# transforms.*_with_argnums are looked up at each call: ember.compile's segments wrap them
+# (compiler/pending.py)
+from . import _pytree, transforms
+from .transforms import check_argnums, slice_argnums
 from .vmap import vmap
 
 
@@ -66,7 +68,7 @@ def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None):
     def wrapper(*args):
         argnums_ = check_argnums(argnums, len(args))
         _check_real(_pytree.tree_flatten(slice_argnums(args, argnums_))[0], "inputs", "jacrev")
-        found = vjp_with_argnums(func, args, argnums_, has_aux)
+        found = transforms.vjp_with_argnums(func, args, argnums_, has_aux)
         output, vjp_fn = found[0], found[1]
         flat_out, out_spec = _pytree.tree_flatten(output)
         _check_real(flat_out, "outputs", "jacrev")
@@ -101,7 +103,7 @@ def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error")
 
         def push(*columns):
             tangents = _pytree.tree_unflatten(list(columns), in_spec)
-            found = jvp_with_argnums(func, args, tangents, argnums_, False, has_aux)
+            found = transforms.jvp_with_argnums(func, args, tangents, argnums_, False, has_aux)
             return (found[1], found[2]) if has_aux else found[1]
 
         out_dims = (0, None) if has_aux else 0
@@ -150,6 +152,6 @@ def linearize(func, *primals):
                     f"Mismatch in tangent shape or dtype: expected {tuple(p.shape)} "
                     f"{p.dtype}, got {tuple(t.shape)} {t.dtype}"
                 )
-        return jvp_with_argnums(func, primals, tangents, None, False, False)[1]
+        return transforms.jvp_with_argnums(func, primals, tangents, None, False, False)[1]
 
     return _pytree.tree_map(lambda t: t.detach() if isinstance(t, E.Tensor) else t, output), jvp_fn

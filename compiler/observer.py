@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import importlib
 import sys
 import threading
 
@@ -135,6 +136,9 @@ def watching(observer: Observer):
     """Patch the calls that end a graph while ``observer``'s capture runs."""
     from ember import autograd
     from ember._random import Generator
+    from ember.autograd import forward_ad
+
+    batching = importlib.import_module("ember.autograd.vmap")  # the module, not a function
     from ember.amp.autocast_mode import autocast
     from ember.nn.modules.module import Module
     from ember.optim.optimizer import Optimizer
@@ -150,6 +154,11 @@ def watching(observer: Observer):
         (Tensor, "backward", "backward", "backward"),
         (autograd, "backward", "backward", None),
         (autograd, "grad", "autograd.grad", None),
+        # vmap's and forward AD's layers run the function out of the trace's sight: its result
+        # would be a constant of the graph (silent wrong numbers from the second call)
+        (batching, "_flat_vmap", "func transform", None),
+        (batching, "_chunked", "func transform", None),
+        (forward_ad, "enter_level", "func transform", None),
         # the tracer records above the autocast layer, so a graph would keep the ops but not
         # autocast's casts: a region entering autocast runs as segments, which run those ops
         # eagerly (segments.Run.handle)

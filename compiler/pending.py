@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import threading
 
 from ember._storage import Storage
@@ -24,7 +25,12 @@ _READS = (
     "item", "tolist", "numpy", "__array__", "__bool__", "__int__", "__float__", "__index__",
     "__repr__", "__str__", "__format__", "data_ptr", "untyped_storage", "storage",
     "__dlpack__", "backward", "grad_fn", "is_leaf", "retain_grad", "register_hook",
+    "requires_grad_",
 )  # fmt: skip
+# Properties whose setting flushes first: ``x.requires_grad = True`` on a pending tensor makes
+# it a leaf the Python differentiates against (``autograd.grad(y, x)``), which the segment's
+# region, computing from its own copy, would not connect to.
+_SETS = ("requires_grad",)
 
 
 def running():
@@ -106,11 +112,58 @@ def watch_reads() -> None:
             setattr(Tensor, name, property(_reading(original.fget), doc=original.__doc__))
         elif original is not None:
             setattr(Tensor, name, _reading(original))
+    for name in _SETS:
+        original = Tensor.__dict__[name]
+        setattr(Tensor, name, original.setter(_reading(original.fset)))
+    from ember import autograd
     from ember._random import Generator
 
     for name in _GENERATOR_CALLS:  # a generator's state read or set: after the deferred draws
         setattr(Generator, name, _drawn_first(Generator.__dict__[name]))
+    for name in _AUTOGRAD_CALLS:  # they read the outputs' history below the properties
+        setattr(autograd, name, _eager_after_flush(getattr(autograd, name)))
+    for module, name in _TRANSFORM_CALLS:
+        owner = importlib.import_module(module)
+        setattr(owner, name, _eager_after_flush(getattr(owner, name)))
     WATCHED.append(True)
+
+
+# ``autograd.grad(y, x)`` and ``autograd.backward(ys)`` walk ``y``'s history through its
+# fields, not the ``grad_fn`` property: a pending ``y`` (its segment not run yet) had none, so
+# ``grad`` found ``x`` unused from the first replay on. They run after a flush, and their own
+# ops (the backward's, ``ones_like(y)``) run then, as ``Tensor.backward``'s do.
+_AUTOGRAD_CALLS = ("grad", "backward")
+# vmap and jvp run their function under layers of their own, below this one: its ops are not
+# deferred through them, so they run eagerly after a flush (observer.py makes them graph
+# breaks in a capture for the same reason); vjp's too, whose graph jacrev differentiates again
+# (a segment's compiled pair has no double backward)
+_TRANSFORM_CALLS = (
+    ("ember.autograd.vmap", "_flat_vmap"),
+    ("ember.autograd.vmap", "_chunked"),
+    ("ember.autograd.transforms", "jvp_with_argnums"),
+    # vjp's function and its vjp_fn's backward (jacrev vmaps it, with create_graph): eager
+    ("ember.autograd.transforms", "vjp_with_argnums"),
+    ("ember.autograd.transforms", "backward"),
+)
+
+
+def _eager_after_flush(original):
+    def call(*args, **kwargs):
+        run = getattr(RUNNING, "run", None)
+        if run is None or run.suspended:
+            return original(*args, **kwargs)
+        if run.calls:
+            run.flush()
+        run.suspended += 1
+        try:
+            return original(*args, **kwargs)
+        finally:
+            run.suspended -= 1
+
+    call.__name__ = original.__name__
+    call.__doc__ = original.__doc__
+    call.__wrapped__ = original
+    return call
 
 
 # The Generator methods that read or set its state: the segment's random calls are deferred,

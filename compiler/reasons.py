@@ -83,6 +83,13 @@ CONSTRUCTS = {
         "ember.compile captures forward computations; the backward pass it starts runs eagerly.",
         (),
     ),
+    "func transform": Construct(
+        "Unsupported function transform",
+        "`vmap` and forward-mode AD (`jvp`, `jacfwd`, `jacrev`, `hessian`) run their function "
+        "under layers of their own, which the capture does not see through: a graph would keep "
+        "the transform's result as a constant, so it runs eagerly.",
+        ("Compile the function inside the transform (`vmap(ember.compile(f))`) instead.",),
+    ),
     "optimizer.step": Construct(
         "Unsupported Optimizer.step() call",
         "A compiled function runs an optimizer step from a plan of fused calls only before the "
