@@ -125,6 +125,9 @@ def watch_reads() -> None:
     for module, name in _TRANSFORM_CALLS:
         owner = importlib.import_module(module)
         setattr(owner, name, _eager_after_flush(getattr(owner, name)))
+    forward_ad = importlib.import_module("ember.autograd.forward_ad")
+    forward_ad.enter_level = _level_entered(forward_ad.enter_level)
+    forward_ad.exit_level = _level_exited(forward_ad.exit_level)
     WATCHED.append(True)
 
 
@@ -145,6 +148,45 @@ _TRANSFORM_CALLS = (
     ("ember.autograd.transforms", "vjp_with_argnums"),
     ("ember.autograd.transforms", "backward"),
 )
+
+
+# Forward AD's levels (``with forward_ad.dual_level():``): the ops between a level's entry and
+# exit run eagerly (dual tensors' tangents live in the level's registry, which a pending tensor
+# would miss); the runs suspended at each entry, innermost last.
+_LEVELS = threading.local()
+
+
+def _level_entered(original):
+    def call(*args, **kwargs):
+        run = getattr(RUNNING, "run", None)
+        if run is not None and run.suspended:
+            run = None  # inside an eager piece already: nothing to suspend
+        if run is not None and run.calls:
+            run.flush()
+        level = original(*args, **kwargs)
+        if run is not None:
+            run.suspended += 1
+        _LEVELS.__dict__.setdefault("runs", []).append(run)
+        return level
+
+    call.__name__ = original.__name__
+    call.__wrapped__ = original
+    return call
+
+
+def _level_exited(original):
+    def call(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        finally:
+            runs = _LEVELS.__dict__.get("runs")
+            run = runs.pop() if runs else None
+            if run is not None:
+                run.suspended -= 1
+
+    call.__name__ = original.__name__
+    call.__wrapped__ = original
+    return call
 
 
 def _eager_after_flush(original):

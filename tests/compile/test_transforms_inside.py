@@ -36,6 +36,18 @@ CASES = {
 }
 
 
+def _dual_level(x):
+    forward_ad = ember.autograd.forward_ad
+    y = x * 3
+    with forward_ad.dual_level():
+        out = forward_ad.make_dual(y, ember.ones_like(x)).sin() * 2
+        tangent = forward_ad.unpack_dual(out).tangent
+    return tangent + y
+
+
+CASES["dual_level"] = (_dual_level, lambda x: 2 * (3 * x).cos() + 3 * x)
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_transforms_give_each_calls_numbers(name):
     fn, want = CASES[name]
