@@ -176,10 +176,15 @@ def record(fn, args: tuple, kwargs: dict, root, observer: Observer):
     held: dict = {}
 
     def user_call(*tensors):
-        full = list(leaves)
-        for position, tensor in zip(positions, tensors):
-            full[position] = tensor
-        call_args, call_kwargs = pytree.unflatten(full, spec)
+        if all(t is leaves[p] for p, t in zip(positions, tensors)):
+            # the caller's own containers: a dict or list argument the function fills (an
+            # accumulator of losses) is the caller's, as in eager, not a rebuilt copy
+            call_args, call_kwargs = args, kwargs
+        else:
+            full = list(leaves)
+            for position, tensor in zip(positions, tensors):
+                full[position] = tensor
+            call_args, call_kwargs = pytree.unflatten(full, spec)
         observer.state = current()
         result = fn(*call_args, **call_kwargs)
         held["result"] = result

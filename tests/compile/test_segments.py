@@ -159,6 +159,27 @@ def test_ops_sized_by_the_values_run_at_every_call(fn):
         _close(got, want)
 
 
+def test_container_arguments_are_the_callers():
+    """A dict or list argument the function fills (an accumulator of losses, a dict of
+    outputs) is the caller's object at every call, as in eager (the capture used to call the
+    function with a rebuilt copy, so the first call's writes were lost)."""
+
+    def fill(x, outputs, losses):
+        outputs["y"] = x * 2
+        outputs["calls"] = outputs.get("calls", 0) + 1
+        losses.append(x.sum())
+        return x + 1
+
+    compiled = ember.compile(fill)
+    outputs, losses = {}, []
+    for i in range(4):
+        x = ember.full((3,), float(i))
+        compiled(x, outputs, losses)
+        _close(outputs["y"], x * 2)
+    assert outputs["calls"] == 4
+    assert [t.item() for t in losses] == [0.0, 3.0, 6.0, 9.0]
+
+
 class _Noisy(nn.Module):
     def forward(self, x):
         if x.sum() > 0:
