@@ -55,14 +55,18 @@ def _ours(module: str) -> bool:
     return module.startswith("ember")
 
 
+def library_file(filename: str) -> bool:
+    """Whether code in ``filename`` is the standard library's or an installed package's."""
+    return filename.startswith(_LIBRARIES) or "-packages" + os.sep in filename
+
+
 def _user_function(fn) -> bool:
     """Whether ``fn`` is the user's: not ember's or its backends', not the standard library's
     or an installed package's."""
     code = getattr(fn, "__code__", None)
     if code is None or _ours(getattr(fn, "__module__", None) or ""):
         return False
-    name = code.co_filename
-    return not (name.startswith(_LIBRARIES) or "-packages" + os.sep in name)
+    return not library_file(code.co_filename)
 
 
 def _codes(code):

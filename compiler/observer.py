@@ -20,6 +20,7 @@ import threading
 from ember._tensor import Tensor
 
 from . import logs
+from .effects import library_file as _library_file
 from .exc import Unsupported
 from .reasons import CONSTRUCTS, GraphCompileReason, message, user_stack
 
@@ -175,6 +176,14 @@ def watching(observer: Observer):
     saved = [(Tensor, "grad", Tensor.__dict__["grad"])]
     Tensor.grad = _grad_property(observer, Tensor.__dict__["grad"])
     try:
+        for module_name, attrs in IMPURE_CALLS.items():
+            module = sys.modules.get(module_name)
+            for attr in attrs if module is not None else ():
+                original = module.__dict__.get(attr)
+                if original is not None:
+                    saved.append((module, attr, original))
+                    impure = _impure(observer, original, f"{module_name}.{attr}")
+                    setattr(module, attr, _capture_thread_only(observer, impure))
         for owner, attr, construct, applies in patches:
             if isinstance(owner, type) and attr not in owner.__dict__:
                 continue  # inherited (object.__str__ calls the patched __repr__)
@@ -234,6 +243,54 @@ def _capture_thread_only(observer: Observer, wrapped):
     call.__name__ = getattr(original, "__name__", "call")
     call.__wrapped__ = original
     return call
+
+
+# Python functions that return another value at each call, which a replay would not call: a
+# capture breaks at them (dynamo too gives fresh values). Patched as module attributes, so a
+# ``from random import random`` made before the capture is not seen.
+IMPURE_CALLS = {
+    "random": (
+        "random", "uniform", "randint", "randrange", "choice", "choices", "shuffle", "sample",
+        "gauss", "normalvariate", "lognormvariate", "expovariate", "betavariate",
+        "gammavariate", "triangular", "vonmisesvariate", "paretovariate", "weibullvariate",
+        "getrandbits", "randbytes",
+    ),
+    "numpy.random": (
+        "rand", "randn", "random", "random_sample", "ranf", "sample", "randint", "integers",
+        "normal", "uniform", "choice", "permutation", "shuffle", "standard_normal", "binomial",
+        "poisson", "beta", "gamma", "exponential", "bytes",
+    ),
+    "time": (
+        "time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
+        "process_time", "process_time_ns",
+    ),
+    "os": ("urandom",),
+}  # fmt: skip
+
+
+def _impure(observer: Observer, original, label: str):
+    def call(*args, **kwargs):
+        if observer.active() and _for_the_user(sys._getframe(2)):  # 2: past the thread check
+            observer.graph_break("impure", label)
+        return original(*args, **kwargs)
+
+    call.__name__ = getattr(original, "__name__", "call")
+    call.__wrapped__ = original
+    return call
+
+
+def _for_the_user(frame) -> bool:
+    """Whether a call made in ``frame`` serves the user's code: the nearest caller outside the
+    standard library and installed packages is not ember's (``logging``'s clock read for an
+    ember log line is ember's; a library's random crop called by the user's code is the
+    user's)."""
+    while frame is not None:
+        if (frame.f_globals.get("__name__") or "").startswith("ember"):
+            return False
+        if not _library_file(frame.f_code.co_filename):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _breaking(observer: Observer, original, construct: str, applies):

@@ -83,6 +83,15 @@ CONSTRUCTS = {
         "ember.compile captures forward computations; the backward pass it starts runs eagerly.",
         (),
     ),
+    "impure": Construct(
+        "Call to an impure Python function",
+        "`{name}` returns another value at each call (a random number, the clock): a graph would "
+        "keep the value the capture saw, so the call and what follows it run eagerly.",
+        (
+            "Draw random numbers with ember ops (`ember.rand`, `ember.randint`): compiled graphs "
+            "draw them afresh at every call.",
+        ),
+    ),
     "func transform": Construct(
         "Unsupported function transform",
         "`vmap` and forward-mode AD (`jvp`, `jacfwd`, `jacrev`, `hessian`) run their function "

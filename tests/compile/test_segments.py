@@ -5,6 +5,8 @@ eager piece, results equal to eager's at every call; Python side effects run at 
 from __future__ import annotations
 
 import logging
+import random
+import time
 
 import numpy as np
 import pytest
@@ -178,6 +180,22 @@ def test_container_arguments_are_the_callers():
         _close(outputs["y"], x * 2)
     assert outputs["calls"] == 4
     assert [t.item() for t in losses] == [0.0, 3.0, 6.0, 9.0]
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [lambda: random.random(), lambda: np.random.rand(), lambda: float(time.perf_counter_ns())],
+    ids=["random.random", "np.random.rand", "time.perf_counter_ns"],
+)
+def test_impure_python_calls_give_new_values_at_every_call(draw):
+    """A replay runs no Python, so a graph kept the capture's random number or clock reading
+    (every call returned the same value); these calls are graph breaks now."""
+    compiled = ember.compile(lambda x: x * draw())
+    x = ember.ones(1, dtype=ember.float64)
+    values = [compiled(x).item() for _ in range(4)]
+    assert len(set(values)) == 4, values
+    with pytest.raises(Unsupported, match="Call to an impure Python function"):
+        ember.compile(lambda x: x * draw(), fullgraph=True)(x)
 
 
 class _Noisy(nn.Module):
