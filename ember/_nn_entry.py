@@ -9,6 +9,7 @@ where each goes; ember/__init__.py binds them."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 # aten's integer codes (GridSampler.h): interpolation and padding modes
@@ -123,26 +124,27 @@ def _loss(name: str, tensors: int, positional: tuple):
     return call
 
 
-def dropout(input, p, train):
-    return _functional().dropout(input, p, train)
+def _train_flag(name: str):
+    """aten's ``(input, p, train)`` form of ``nn.functional.<name>``."""
+
+    def call(input, p, train):
+        return getattr(_functional(), name)(input, p, train)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``torch.{name}(input, p, train)``: ``nn.functional.{name}``."
+    return call
 
 
-def alpha_dropout(input, p, train):
-    return _functional().alpha_dropout(input, p, train)
-
-
-def feature_alpha_dropout(input, p, train):
-    return _functional().feature_alpha_dropout(input, p, train)
+def _dropouts():
+    """nn/functional/dropout.py, the module (its helpers make the masks here too); the package
+    attribute of that name is the function."""
+    return importlib.import_module("ember.nn.functional.dropout")
 
 
 def feature_dropout(input, p, train):
-    """Whole channels (dim 1 of each sample) zeroed together, the rest scaled by 1/(1-p)."""
-    if not train:
-        return input
-    ember = _ember()
-    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    keep = ember.empty(shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
-    return input * keep * (0.0 if p == 1 else 1 / (1 - p))
+    """Whole channels (dim 1 of each sample) zeroed together, the rest scaled by 1/(1-p): the
+    per-channel path of ``dropout1d/2d/3d`` for any rank."""
+    return _dropouts()._dropout(input, p, train, False, per_channel=True)
 
 
 def native_dropout(input, p, train):
@@ -151,8 +153,8 @@ def native_dropout(input, p, train):
     ember = _ember()
     if train is False:
         return input.clone(), ember.ones_like(input, dtype=ember.bool)
-    mask = ember.empty_like(input).bernoulli_(1 - p).to(ember.bool)
-    return input * mask * (0.0 if p == 1 else 1 / (1 - p)), mask
+    keep = _dropouts()._keep_mask(input, p, per_channel=False)
+    return input * keep * (0.0 if p == 1 else 1 / (1 - p)), keep.to(ember.bool)
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
@@ -186,18 +188,16 @@ def adaptive_max_pool1d(input, output_size):
     return _functional().adaptive_max_pool1d(input, output_size, return_indices=True)
 
 
-def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1,
-                            ceil_mode=False):  # fmt: skip
-    return _functional().max_pool1d(
-        input, kernel_size, stride or None, padding, dilation, ceil_mode, return_indices=True
-    )
+def _pool(name: str, with_indices: bool = False):
+    """aten's max pool signature (``stride=[]``: the kernel size); ``with_indices``: the
+    ``(values, indices)`` form."""
+    function = name.removesuffix("_with_indices")
 
-
-def _pool(name: str):
     def call(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-        return getattr(_functional(), name)(
-            input, kernel_size, stride or None, padding, dilation, ceil_mode
-        )
+        return getattr(_functional(), function)(
+            input, kernel_size, stride or None, padding, dilation, ceil_mode,
+            return_indices=with_indices,
+        )  # fmt: skip
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"``torch.{name}``: aten's signature (``stride=[]``: the kernel size)."
@@ -268,9 +268,7 @@ FUNCTIONS = {
     "ctc_loss": _loss(
         "ctc_loss", 2, ("input_lengths", "target_lengths", "blank", "reduction", "zero_infinity")
     ),
-    "dropout": dropout,
-    "alpha_dropout": alpha_dropout,
-    "feature_alpha_dropout": feature_alpha_dropout,
+    **{name: _train_flag(name) for name in ("dropout", "alpha_dropout", "feature_alpha_dropout")},
     "feature_dropout": feature_dropout,
     "native_dropout": native_dropout,
     "embedding": embedding,
@@ -278,7 +276,7 @@ FUNCTIONS = {
     "group_norm": group_norm,
     "instance_norm": instance_norm,
     "adaptive_max_pool1d": adaptive_max_pool1d,
-    "max_pool1d_with_indices": max_pool1d_with_indices,
+    "max_pool1d_with_indices": _pool("max_pool1d_with_indices", with_indices=True),
     "affine_grid_generator": affine_grid_generator,
     "rnn_tanh_cell": rnn_tanh_cell,
     "rnn_relu_cell": rnn_relu_cell,
