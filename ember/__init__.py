@@ -197,6 +197,7 @@ _LAZY += ("testing", "functional", "hub", "__future__")  # issue 15 everyday hel
 _LAZY += ("masked",)  # issue 13: torch.masked's reductions
 _LAZY += ("futures",)
 _LAZY += ("_logging",)  # torch._logging.set_logs over ember.compile's log artifacts
+_LAZY += ("accelerator", "library")  # torch.accelerator; torch.library's custom ops
 
 
 def __getattr__(name: str):
@@ -210,6 +211,13 @@ def __getattr__(name: str):
         )
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
+
+from math import e, inf, nan, pi  # torch.pi, torch.inf...: Python floats there too
+
+from ._accelerator import get_device_module
+from .dispatcher.allocator import OutOfMemoryError  # torch.OutOfMemoryError
+
+newaxis = None  # torch.newaxis, numpy's spelling of None in an index
 
 cuda = _accelerator.module("cuda")
 xpu = _accelerator.module("xpu")

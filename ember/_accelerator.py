@@ -289,3 +289,22 @@ def module(device_type: str) -> DeviceModule:
         # ``import ember.cuda.amp`` finds the module objects there.
         sys.modules.setdefault(found.__name__, found)
     return found
+
+
+def get_device_module(device=None) -> DeviceModule:
+    """``torch.get_device_module``: the ``ember.<type>`` module of ``device`` (a device or its
+    string), or of the current accelerator when None (``ember.cpu`` without one)."""
+    from ._device import device as Device
+
+    if isinstance(device, Device):
+        device_type = device.type
+    elif isinstance(device, str):
+        device_type = Device(device).type
+    elif device is None:
+        from .accelerator import current_accelerator
+
+        found = current_accelerator(check_available=True)
+        device_type = "cpu" if found is None else found.type
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or None")
+    return module(device_type)
