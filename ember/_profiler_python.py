@@ -52,7 +52,29 @@ def _library_folders() -> tuple[str, ...]:
     code there that ember calls is part of the op, code the user wrote is the user's."""
     paths = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
     paths.update(site.getsitepackages())
+    paths.update(_plugin_folders())
     return tuple(os.path.abspath(p) + os.sep for p in paths if p)
+
+
+def _plugin_folders() -> set:
+    """The package folders of ember's installed plugins, wherever they live: an editable
+    install (``pip install -e ./backend_cpu``) keeps a backend's kernels outside site-packages,
+    and they are still the op's code, not the user's."""
+    from importlib import metadata, util
+
+    from .dispatcher.plugins import BACKENDS_GROUP, OPS_GROUP
+
+    found = set()
+    for group in (BACKENDS_GROUP, OPS_GROUP):
+        for entry in metadata.entry_points(group=group):
+            top = entry.module.partition(".")[0]
+            try:
+                spec = util.find_spec(top)
+            except (ImportError, ValueError):
+                continue
+            for folder in (spec.submodule_search_locations or ()) if spec else ():
+                found.add(folder)
+    return found
 
 
 class PythonTracer:

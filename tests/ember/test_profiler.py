@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 
@@ -674,3 +675,14 @@ def test_supported_activities_and_kineto_available_as_torch_on_a_cpu_machine():
     assert {a.name for a in ember.profiler.supported_activities()} == {"CPU"}
     assert ember.profiler.kineto_available() is torch.profiler.kineto_available() is True
     assert ember.autograd.profiler.EventList is ember.profiler.EventList
+
+
+def test_plugin_code_is_the_ops_wherever_it_is_installed():
+    # An editable install keeps a backend's kernels outside site-packages: they are still hidden
+    # inside the op, not recorded as the user's Python calls.
+    import ember_backend_cpu
+
+    from ember._profiler_python import _library_folders
+
+    folder = os.path.abspath(ember_backend_cpu.__path__[0]) + os.sep
+    assert any(folder.startswith(prefix) for prefix in _library_folders())
