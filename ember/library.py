@@ -26,8 +26,10 @@ import traceback
 from collections.abc import Callable
 
 from . import _dtype as dt
+from . import _opcheck
 from ._bind import make_callable
-from ._opcheck import OpCheckError, opcheck
+from ._custom_op import CustomOpDef, custom_op, infer_schema, register_fake, register_kernel
+from ._opcheck import OpCheckError
 from .dispatcher import registry
 from .dispatcher import schema as schema_mod
 from .dispatcher.devices import REGISTRY
@@ -39,15 +41,32 @@ from .dispatcher.optable import OPS
 from .dispatcher.plugins import root_cause
 
 __all__ = [
+    "CustomOpDef",
     "OpCheckError",
     "TensorMeta",
+    "custom_op",
     "define",
+    "infer_schema",
     "impl",
     "opcheck",
     "register_autocast",
     "register_autograd",
+    "register_fake",
+    "register_kernel",
     "register_shape",
 ]
+
+
+def opcheck(op, *args, **kwargs) -> dict:
+    """Check a library op on sample inputs (ember/_opcheck.py: ``opcheck(op, samples, *,
+    rtol, atol, check_grad)``), or a ``custom_op`` as ``torch.library.opcheck(op, args,
+    kwargs=None, *, test_utils, raise_exception, rtol, atol)`` does (ember/_custom_op.py)."""
+    from . import _custom_op
+
+    if isinstance(op, CustomOpDef):
+        return _custom_op.opcheck(op, *args, **kwargs)
+    return _opcheck.opcheck(op, *args, **kwargs)
+
 
 # Keys of an op definition returned by an ``ember_op_library()`` hook.
 DEFINITION_KEYS = frozenset(
