@@ -22,6 +22,7 @@ from ember.dispatcher.kinds import functional as functional_kind
 from ember.dispatcher.opdef import Kind
 from ember.dispatcher.optable import OPS
 
+from ..conftest import device_op_params
 from ..ops.samples import samples
 
 
@@ -201,15 +202,22 @@ NOT_BATCHED_YET = {
 }
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(reason=NOT_BATCHED_YET[n], strict=True))
-        if n in NOT_BATCHED_YET
-        else n
-        for n in BATCHED
-    ],
-)
+# Every op on the full device (cpu), the share of the ops on each other device
+# (tests/conftest.py), as gradcheck and the JVP sweep do: batching rules are device-independent
+# Python over ops whose kernels tests/ops checks on every device.
+DEVICE_OPS = [
+    pytest.param(
+        *p.values,
+        marks=[*p.marks, pytest.mark.xfail(reason=NOT_BATCHED_YET[p.values[1]], strict=True)]
+        if p.values[1] in NOT_BATCHED_YET
+        else p.marks,
+        id=p.id,
+    )
+    for p in device_op_params(BATCHED, str, lambda device, full: device == full)
+]
+
+
+@pytest.mark.parametrize("device, name", DEVICE_OPS)
 def test_vmap_matches_per_sample(name, device, rng):
     _vmap_matches_per_sample(name, device, rng)
 
