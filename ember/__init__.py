@@ -31,6 +31,7 @@ from . import (
     _python_signatures,
     _scatter,
     _surface,
+    _tensor_surface,
     _torch_entry,
     ops,
     return_types,
@@ -129,6 +130,10 @@ for _name, _fn in _torch_entry.FUNCTIONS.items():
 for _name, _fn in _torch_entry.METHODS.items():
     setattr(Tensor, _name, _fn)
 _torch_entry.bind_inplace_aliases(Tensor)
+for _name, _fn in _tensor_surface.METHODS.items():
+    setattr(Tensor, _name, _fn)
+for _name, _fn in _tensor_surface.PROPERTIES.items():
+    setattr(Tensor, _name, _fn)
 Tensor.__getitem__ = _indexing.getitem
 Tensor.__setitem__ = _indexing.setitem
 Tensor.__pos__ = lambda self: self

@@ -29,6 +29,9 @@ INPLACE = (
 INPLACE_ALIASES = {
     "arccos_": "acos_", "arccosh_": "acosh_", "arcsin_": "asin_", "arcsinh_": "asinh_",
     "arctan_": "atan_", "arctanh_": "atanh_", "fix_": "trunc_", "negative_": "neg_",
+    "absolute_": "abs_", "arctan2_": "atan2_", "divide_": "div_", "multiply_": "mul_",
+    "subtract_": "sub_", "greater_": "gt_", "greater_equal_": "ge_", "less_": "lt_",
+    "less_equal_": "le_", "not_equal_": "ne_",
 }  # fmt: skip
 # aten's copy forms of views: name -> the view function they copy
 COPIES = {

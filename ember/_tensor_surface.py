@@ -1,0 +1,155 @@
+"""Tensor methods PyTorch code calls that are not one op of the table: ``fill_diagonal_``,
+``is_nonzero``, the device-type predicates beside ``is_cuda`` (``is_xpu``; ``False`` for the
+backends ember has no counterpart of), the legacy constructor ``x.new(...)``, the CPU-only
+Python-callable maps ``apply_``/``map_``/``map2_``, and method spellings of functional ops
+(``x.prelu(w)``, ``x.hardshrink()``, ``x.ger(y)``). ``METHODS`` and ``PROPERTIES`` say what
+goes on Tensor; ember/__init__.py binds them."""
+
+from __future__ import annotations
+
+import builtins
+import sys
+
+from ._size import Size
+from ._tensor import Tensor
+
+
+def _ember():
+    return sys.modules["ember"]
+
+
+def fill_diagonal_(self: Tensor, fill_value, wrap: bool = False) -> Tensor:
+    """Fill the main diagonal in place (every dim of equal length beyond 2-D); ``wrap``: a tall
+    matrix's diagonal starts again every ``width + 1`` rows. PyTorch's own strided-view
+    construction, so autograd sees the in-place fill of a view."""
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    height, width = self.shape[0], self.shape[1]
+    if self.ndim > 2 and any(size != height for size in self.shape[1:]):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    stride = builtins.sum(self.stride())
+    offset = self.storage_offset()
+    size = min(height, width)
+    self.as_strided((size,), (stride,), offset).fill_(fill_value)
+    if wrap and self.ndim == 2 and height > width + 1:
+        step = width + 1
+        count = (self.numel() + step - 1) // step - size
+        self.as_strided((count,), (stride,), offset + self.stride(0) * step).fill_(fill_value)
+    return self
+
+
+def is_nonzero(self: Tensor) -> bool:
+    count = self.numel()
+    if count == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if count > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return builtins.bool(self.item() != 0)
+
+
+def const_data_ptr(self: Tensor) -> int:
+    return self.data_ptr()
+
+
+def new(self: Tensor, *args, **kwargs) -> Tensor:
+    """The legacy constructor: ``x.new(2, 3)`` (uninitialised, sizes), ``x.new(data)`` (a list
+    or tuple is data, as in torch), ``x.new(size)`` for a ``Size``, ``x.new()`` (no elements),
+    ``x.new(t)`` (``t`` itself when of x's type: torch aliases it); x's dtype and device
+    unless ``device=`` says otherwise."""
+    device = kwargs.pop("device", self.device)
+    if kwargs:
+        raise TypeError(f"new() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    ember = _ember()
+    if not args:
+        return ember.empty((0,), dtype=self.dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        other = args[0]
+        if other.dtype != self.dtype or other.device != ember.device(device):
+            raise TypeError(
+                f"expected {self.dtype} on {self.device} (got {other.dtype} on {other.device})"
+            )
+        return other.detach()
+    if len(args) == 1 and isinstance(args[0], Size):
+        return ember.empty(tuple(args[0]), dtype=self.dtype, device=device)
+    if all(isinstance(a, int) and not isinstance(a, builtins.bool) for a in args):
+        return ember.empty(args, dtype=self.dtype, device=device)
+    if len(args) == 1:
+        return ember.tensor(args[0], dtype=self.dtype, device=device)
+    raise TypeError(f"new(): sizes must be integers, got {[type(a).__name__ for a in args]}")
+
+
+def _cpu_only(self: Tensor, name: str) -> None:
+    if self.device.type != "cpu":
+        raise TypeError(f"{name} is only implemented on CPU tensors")
+
+
+def _map_into(self: Tensor, name: str, fn, others: tuple) -> Tensor:
+    """``self[i] = fn(self[i], *others[i])`` for every element, with Python numbers."""
+    ember = _ember()
+    _cpu_only(self, name)
+    for other in others:
+        _cpu_only(other, name)
+    columns = [self.tolist() if self.ndim == 0 else self.reshape(-1).tolist()]
+    for other in others:
+        columns.append(
+            other.expand(self.shape).reshape(-1).tolist() if self.ndim else [other.item()]
+        )
+    values = [fn(*row) for row in zip(*columns)]
+    with ember.no_grad():
+        self.copy_(ember.tensor(values, dtype=self.dtype).reshape(self.shape))
+    return self
+
+
+def apply_(self: Tensor, callable) -> Tensor:
+    """``callable(v)`` for every element, in place (CPU only, slow: Python per element)."""
+    return _map_into(self, "apply_", callable, ())
+
+
+def map_(self: Tensor, tensor: Tensor, callable) -> Tensor:
+    """``callable(a, b)`` over self and ``tensor`` (broadcast to self), in place (CPU only)."""
+    return _map_into(self, "map_", callable, (tensor,))
+
+
+def map2_(self: Tensor, x: Tensor, y: Tensor, callable) -> Tensor:
+    return _map_into(self, "map2_", callable, (x, y))
+
+
+def to_dense(self: Tensor, dtype=None, *, masked_grad=None) -> Tensor:
+    """A strided tensor is already dense: itself (in ``dtype`` when given)."""
+    del masked_grad
+    return self if dtype is None else self.to(dtype)
+
+
+def prelu(self: Tensor, weight: Tensor) -> Tensor:
+    return _ember().nn.functional.prelu(self, weight)
+
+
+def hardshrink(self: Tensor, lambd: float = 0.5) -> Tensor:
+    return _ember().nn.functional.hardshrink(self, lambd)
+
+
+def ger(self: Tensor, vec2: Tensor) -> Tensor:
+    return _ember().ger(self, vec2)
+
+
+METHODS = {
+    "fill_diagonal_": fill_diagonal_,
+    "is_nonzero": is_nonzero,
+    "const_data_ptr": const_data_ptr,
+    "new": new,
+    "apply_": apply_,
+    "map_": map_,
+    "map2_": map2_,
+    "to_dense": to_dense,
+    "prelu": prelu,
+    "hardshrink": hardshrink,
+    "ger": ger,
+}
+
+# Device-type predicates: xpu is an ember device; the others name backends ember has none of.
+ABSENT_BACKENDS = ("is_mps", "is_mkldnn", "is_quantized", "is_nested", "is_vulkan", "is_ipu",
+                   "is_xla", "is_mtia", "is_maia")  # fmt: skip
+PROPERTIES = {
+    "is_xpu": property(lambda self: self._storage.device.type == "xpu"),
+    **{name: property(lambda self: False) for name in ABSENT_BACKENDS},
+}
