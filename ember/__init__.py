@@ -27,6 +27,7 @@ from . import (
     _factories_more,
     _frontends,
     _indexing,
+    _legacy_types,
     _nn_entry,
     _python_signatures,
     _scatter,
@@ -130,6 +131,8 @@ for _name, _fn in _torch_entry.FUNCTIONS.items():
 for _name, _fn in _torch_entry.METHODS.items():
     setattr(Tensor, _name, _fn)
 _torch_entry.bind_inplace_aliases(Tensor)
+for _name, _fn in _legacy_types.FUNCTIONS.items():  # ember.FloatTensor, set_default_tensor_type
+    globals()[_name] = _fn
 for _name, _fn in _tensor_surface.METHODS.items():
     setattr(Tensor, _name, _fn)
 for _name, _fn in _tensor_surface.PROPERTIES.items():

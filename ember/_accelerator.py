@@ -38,6 +38,16 @@ class DeviceModule(types.ModuleType):
         super().__init__(f"ember.{device_type}", f"The {device_type} device API.")
         self.device_type = device_type
 
+    def __getattr__(self, name: str):
+        """``ember.cuda.FloatTensor`` and the other legacy types of this device type
+        (ember/_legacy_types.py)."""
+        from ._legacy_types import legacy_type
+
+        found = legacy_type(self.device_type, name)
+        if found is None:
+            raise AttributeError(f"module '{self.__name__}' has no attribute '{name}'")
+        return found
+
     # ---- availability ---------------------------------------------------------------------------
     def _backend(self):
         try:

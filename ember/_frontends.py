@@ -10,7 +10,7 @@ import numbers
 import types
 
 from . import _dtype as dt
-from . import _indexing, _memory_format, _pinned, _resize, _special, _stft, _windows
+from . import _indexing, _legacy_types, _memory_format, _pinned, _resize, _special, _stft, _windows
 from ._device import device as Device
 from ._tensor import Tensor
 from .autograd.graph_names import present, rename, written_back
@@ -505,6 +505,9 @@ def type_(self, dtype=None, non_blocking=False):
         device = self.device.type
         where = "" if device == "cpu" else f"{device}."
         return f"ember.{where}{dt.SCALAR_NAMES[self.dtype]}Tensor"  # PyTorch's legacy names
+    legacy = _legacy_types.resolve(dtype)  # ember.FloatTensor, "torch.cuda.LongTensor"
+    if legacy is not None:
+        return to(self, legacy.device_type, legacy.dtype, non_blocking=non_blocking)
     return to(self, dtype)
 
 

@@ -1,16 +1,16 @@
 """Tensor methods PyTorch code calls that are not one op of the table: ``fill_diagonal_``,
 ``is_nonzero``, the device-type predicates beside ``is_cuda`` (``is_xpu``; ``False`` for the
-backends ember has no counterpart of), the legacy constructor ``x.new(...)``, the CPU-only
-Python-callable maps ``apply_``/``map_``/``map2_``, and method spellings of functional ops
-(``x.prelu(w)``, ``x.hardshrink()``, ``x.ger(y)``). ``METHODS`` and ``PROPERTIES`` say what
-goes on Tensor; ember/__init__.py binds them."""
+backends ember has no counterpart of), the legacy constructor ``x.new(...)``
+(ember/_legacy_types.py), the CPU-only Python-callable maps ``apply_``/``map_``/``map2_``, and
+method spellings of functional ops (``x.prelu(w)``, ``x.hardshrink()``, ``x.ger(y)``).
+``METHODS`` and ``PROPERTIES`` say what goes on Tensor; ember/__init__.py binds them."""
 
 from __future__ import annotations
 
 import builtins
 import sys
 
-from ._size import Size
+from . import _legacy_types
 from ._tensor import Tensor
 
 
@@ -49,33 +49,6 @@ def is_nonzero(self: Tensor) -> bool:
 
 def const_data_ptr(self: Tensor) -> int:
     return self.data_ptr()
-
-
-def new(self: Tensor, *args, **kwargs) -> Tensor:
-    """The legacy constructor: ``x.new(2, 3)`` (uninitialised, sizes), ``x.new(data)`` (a list
-    or tuple is data, as in torch), ``x.new(size)`` for a ``Size``, ``x.new()`` (no elements),
-    ``x.new(t)`` (``t`` itself when of x's type: torch aliases it); x's dtype and device
-    unless ``device=`` says otherwise."""
-    device = kwargs.pop("device", self.device)
-    if kwargs:
-        raise TypeError(f"new() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    ember = _ember()
-    if not args:
-        return ember.empty((0,), dtype=self.dtype, device=device)
-    if len(args) == 1 and isinstance(args[0], Tensor):
-        other = args[0]
-        if other.dtype != self.dtype or other.device != ember.device(device):
-            raise TypeError(
-                f"expected {self.dtype} on {self.device} (got {other.dtype} on {other.device})"
-            )
-        return other.detach()
-    if len(args) == 1 and isinstance(args[0], Size):
-        return ember.empty(tuple(args[0]), dtype=self.dtype, device=device)
-    if all(isinstance(a, int) and not isinstance(a, builtins.bool) for a in args):
-        return ember.empty(args, dtype=self.dtype, device=device)
-    if len(args) == 1:
-        return ember.tensor(args[0], dtype=self.dtype, device=device)
-    raise TypeError(f"new(): sizes must be integers, got {[type(a).__name__ for a in args]}")
 
 
 def _cpu_only(self: Tensor, name: str) -> None:
@@ -136,7 +109,7 @@ METHODS = {
     "fill_diagonal_": fill_diagonal_,
     "is_nonzero": is_nonzero,
     "const_data_ptr": const_data_ptr,
-    "new": new,
+    "new": _legacy_types.new,
     "apply_": apply_,
     "map_": map_,
     "map2_": map2_,
