@@ -214,16 +214,19 @@ class CustomOpDef:
             provider=getattr(fn, "__module__", None) or "?",
         )
         op = library.find_op(self._qualname)
+        # Defining it again (a notebook cell run twice) replaces the body, as in torch: define
+        # returned the op the first definition made.
+        op.decomposition = self._run
         self._op = self._ember_op = op  # library.find_op(self) finds the op
         _DEFS[self._qualname] = self
         self._positional = len(op.schema.positional)
         self._names = [arg.name for arg in op.schema.args]
+        rewritten = {a.name for a in op.schema.args if a.type in ("ScalarType", "Device")}
         self._put_back = {  # ScalarType/Device defaults ember's grammar wrote as None
             name: param.default
             for name, param in self._signature.parameters.items()
-            if param.default is not param.empty and param.default is not None
-            and f"{name}=None" in op.schema.text
-        }  # fmt: skip
+            if name in rewritten and param.default not in (param.empty, None)
+        }
         library.register_shape(self._qualname, self._shape_rule, provider=library.__name__)
         self._missing = op.formula = _no_formula(op, namespace, name)  # until register_autograd
         self.__wrapped__ = fn

@@ -266,3 +266,19 @@ def test_mutating_ops_are_refused_by_name():
 def test_mutates_args_is_required_as_in_torch():
     with pytest.raises(TypeError, match="mutates_args"):
         library.custom_op("embertest::nothing", lambda x: x)
+
+
+def _adding(lib, ns: str, offset: float):
+    @lib.library.custom_op(f"{ns}::again", mutates_args=())
+    def again(x: lib.Tensor) -> lib.Tensor:
+        return x + offset
+
+    return again
+
+
+def test_defining_it_again_replaces_the_body_as_in_torch():
+    ns = _ns()
+    for lib in (ember, torch):
+        for offset in (1.0, 2.0):
+            assert _adding(lib, ns, offset)(lib.zeros(1)).tolist() == [offset]
+        assert getattr(lib.ops, ns).again(lib.zeros(1)).tolist() == [2.0]
