@@ -5,4 +5,4 @@ from .functional.linear_loss import LinearCrossEntropyOptions  # torch.nn's name
 from .modules import *  # noqa: F403 - nn.modules lists the layers
 from .modules import ACTIVATIONS, LOSSES
 from .parallel import DataParallel
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter

@@ -218,3 +218,6 @@ xavier_normal = xavier_normal_
 kaiming_uniform = kaiming_uniform_
 kaiming_normal = kaiming_normal_
 orthogonal = orthogonal_
+dirac = dirac_
+eye = eye_
+sparse = sparse_

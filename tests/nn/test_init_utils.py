@@ -234,3 +234,19 @@ def test_parameters_vector_round_trip(device):
     assert ours[0].weight is weight and weight.requires_grad
     with pytest.raises(TypeError, match="Tensor"):
         ember.nn.utils.vector_to_parameters([1.0], ours.parameters())
+
+
+def test_the_names_torch_nn_and_its_init_export():
+    # torch.nn's public names a script reaches (UninitializedParameter for lazy modules' checks,
+    # the deprecated init spellings) exist in ember.nn, all but torch's quantization packages.
+    import torch
+
+    quantization = {"intrinsic", "qat", "quantizable", "quantized"}
+    internal = {"common_types", "factory_kwargs", "grad"}
+    names = {n for n in dir(torch.nn) if not n.startswith("_")} - quantization - internal
+    assert sorted(n for n in names if not hasattr(ember.nn, n)) == []
+    init_names = {n for n in dir(torch.nn.init) if not n.startswith("_") and n.islower()}
+    missing = sorted(n for n in init_names if callable(getattr(torch.nn.init, n))
+                     and not hasattr(ember.nn.init, n) and n not in ("warnings",))  # fmt: skip
+    assert missing == []
+    assert isinstance(ember.nn.LazyLinear(3).weight, ember.nn.UninitializedParameter)
