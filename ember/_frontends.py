@@ -7,6 +7,7 @@ Those whose PyTorch function takes ``out=`` hand it, with the op whose out rule 
 from __future__ import annotations
 
 import numbers
+import os
 import types
 
 from . import _dtype as dt
@@ -381,9 +382,7 @@ def is_floating_point(input) -> bool:
 
 
 def is_nonzero(input) -> bool:
-    if input.numel() != 1:
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-    return bool(input.item())
+    return input.is_nonzero()  # ember/_tensor_surface.py: torch's errors for 0 and 2+ elements
 
 
 def _cpu_runtime():
@@ -401,6 +400,27 @@ def set_num_threads(n: int) -> None:
 
 def get_num_threads() -> int:
     return _cpu_runtime().num_threads()
+
+
+# ember runs no inter-op work in parallel (``jit.fork`` runs its function at once, as PyTorch's
+# does outside TorchScript), so the inter-op pool is a number kept with PyTorch's rules: set at
+# most once; by default the CPU count.
+_INTEROP: dict = {"threads": None, "fixed": False}
+
+
+def set_num_interop_threads(n: int) -> None:
+    if int(n) < 1:
+        raise RuntimeError("set_num_interop_threads expects a positive integer")
+    if _INTEROP["fixed"]:
+        raise RuntimeError(
+            "Error: cannot set number of interop threads after parallel work has started or "
+            "set_num_interop_threads called"
+        )
+    _INTEROP.update(threads=int(n), fixed=True)
+
+
+def get_num_interop_threads() -> int:
+    return _INTEROP["threads"] or os.cpu_count() or 1
 
 
 def result_type(tensor1, tensor2):
@@ -692,6 +712,8 @@ FUNCTIONS = {
     "index_put": _indexing.index_put,
     "clone": clone,
     "set_num_threads": set_num_threads,
+    "set_num_interop_threads": set_num_interop_threads,
+    "get_num_interop_threads": get_num_interop_threads,
     "get_num_threads": get_num_threads,
 }
 

@@ -136,3 +136,26 @@ def test_method_spellings_of_functional_ops():
     v_e, v_t = _pair((4,), seed=3)
     np.testing.assert_allclose(ours[0].ger(v_e).numpy(), theirs[0].ger(v_t).numpy(), rtol=1e-6)
     assert ours.to_dense() is ours and theirs.to_dense() is theirs
+
+
+def test_top_level_is_nonzero_has_torchs_errors():
+    for values in ([], [1, 2]):
+        with pytest.raises(RuntimeError) as want:
+            torch.is_nonzero(torch.tensor(values))
+        with pytest.raises(RuntimeError) as got:
+            ember.is_nonzero(ember.tensor(values))
+        assert str(got.value) == str(want.value)
+
+
+def test_interop_threads_follow_torchs_rules(monkeypatch):
+    from ember import _frontends
+
+    monkeypatch.setattr(_frontends, "_INTEROP", {"threads": None, "fixed": False})
+    assert ember.get_num_interop_threads() >= 1
+    with pytest.raises(RuntimeError, match="expects a positive integer"):
+        ember.set_num_interop_threads(0)
+    ember.set_num_interop_threads(1)
+    assert ember.get_num_interop_threads() == 1
+    with pytest.raises(RuntimeError) as got:
+        ember.set_num_interop_threads(2)
+    assert "cannot set number of interop threads" in str(got.value)
