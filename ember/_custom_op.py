@@ -20,6 +20,8 @@ import collections.abc
 import inspect
 import typing
 
+from .dispatcher.kinds.library import _tensors  # the tensors of a call's arguments, lists flat
+
 NO_FAKE = (
     "There was no fake impl registered for {op}. This is necessary for torch.compile/export/fx "
     "tracing to work. Please use `{name}.register_fake` to add an fake impl."
@@ -279,8 +281,7 @@ class CustomOpDef:
                 f"{self._qualname}: its implementation returned {_kinds(out)}; the schema "
                 f"'{self._schema}' returns {expected} Tensor(s)"
             )
-        inputs = [t for a in detached for t in (a if isinstance(a, list) else [a])]
-        storages = {id(t._storage) for t in inputs if isinstance(t, Tensor)}
+        storages = {id(t._storage) for t in _tensors(detached)}
         seen: set = set()
         for t in outputs:
             if id(t._storage) in storages or id(t._storage) in seen:
@@ -355,13 +356,8 @@ def _no_formula(op, namespace: str, name: str):
 
 
 def _device_of(args) -> str:
-    from ._tensor import Tensor
-
-    for a in args:
-        for t in a if isinstance(a, (list, tuple)) else (a,):
-            if isinstance(t, Tensor):
-                return t.device.type
-    return "cpu"
+    found = _tensors(args)
+    return found[0].device.type if found else "cpu"
 
 
 def _detached(value):

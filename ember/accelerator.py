@@ -101,24 +101,22 @@ def _module():
 
 
 def _index(device, optional: bool = True):
-    """torch's ``_get_device_index``: an int, a device or a string of the accelerator's type;
-    None is the current device when ``optional``."""
+    """torch's ``_get_device_index``: an int, a device or a string of the accelerator's type
+    (checked here), None the current device when ``optional``; the device module resolves it."""
     module = _module()
-    if device is None:
-        if not optional:
-            raise ValueError(_EXPECTED + str(device))
-        return module.current_device()
     if isinstance(device, str):
         device = _device(device)
-    if isinstance(device, _device):
-        if device.type != module.device_type:
-            raise ValueError(
-                f"{device.type} doesn't match the current accelerator {module.device_type}."
-            )
-        return module.current_device() if device.index is None else device.index
-    if isinstance(device, int) and not isinstance(device, bool):
-        return device
-    raise ValueError(_EXPECTED + str(device))
+    if isinstance(device, _device) and device.type != module.device_type:
+        raise ValueError(
+            f"{device.type} doesn't match the current accelerator {module.device_type}."
+        )
+    if (
+        isinstance(device, bool)
+        or not isinstance(device, (int, _device, type(None)))
+        or (device is None and not optional)
+    ):
+        raise ValueError(_EXPECTED + str(device))
+    return module._index(device)
 
 
 def current_device_index() -> int:
