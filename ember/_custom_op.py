@@ -458,15 +458,11 @@ def opcheck(op, args, kwargs=None, *, test_utils=TESTS, raise_exception=True, rt
 
 
 def _tensors_in(value) -> list:
+    """The tensors in nested lists, tuples and dicts (ember.utils._pytree's leaves)."""
     from ._tensor import Tensor
+    from .utils._pytree import tree_leaves
 
-    if isinstance(value, Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors_in(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors_in(v)]
-    return []
+    return [leaf for leaf in tree_leaves(value) if isinstance(leaf, Tensor)]
 
 
 def _test_schema(op, args, kwargs, rtol, atol) -> None:
