@@ -62,11 +62,8 @@ def _map_into(self: Tensor, name: str, fn, others: tuple) -> Tensor:
     _cpu_only(self, name)
     for other in others:
         _cpu_only(other, name)
-    columns = [self.tolist() if self.ndim == 0 else self.reshape(-1).tolist()]
-    for other in others:
-        columns.append(
-            other.expand(self.shape).reshape(-1).tolist() if self.ndim else [other.item()]
-        )
+    # flat lists, 0-d included (reshape(-1) of a 0-d tensor has its one element)
+    columns = [t.expand(self.shape).reshape(-1).tolist() for t in (self, *others)]
     values = [fn(*row) for row in zip(*columns)]
     with ember.no_grad():
         self.copy_(ember.tensor(values, dtype=self.dtype).reshape(self.shape))

@@ -109,6 +109,14 @@ def test_apply_and_map_match_torch():
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
 
 
+def test_apply_and_map_of_a_0d_tensor():
+    for lib in (ember, torch):
+        x = lib.tensor(3.0)
+        x.apply_(lambda v: v * 2)
+        x.map_(lib.tensor(1.0), lambda a, b: a + b)
+        assert x.item() == 7.0
+
+
 def test_apply_is_cpu_only():
     with pytest.raises(TypeError, match="apply_ is only implemented on CPU tensors"):
         ember.ones(2, device="ref").apply_(lambda v: v)
