@@ -19,7 +19,7 @@ import weakref
 
 from ember._tensor import Tensor
 from ember.jit import pytree
-from ember.jit.tracer import _ACTIVE, current
+from ember.jit.tracer import _ACTIVE, CAPTURE_LOCK, current
 
 from . import (
     config,
@@ -101,6 +101,7 @@ class CompiledFunction:
         self._dynamic = None  # {argument leaf: dims} guarded by rank only (dynamic.py)
         self._static = False  # a graph was not size-generic: every size specialised from then
         self._called_under_stance = False  # set_stance("eager_then_compile"): first call seen
+        self._captures = 0  # captures ever made (never reset): _miss_in_turn's sign of change
         functools.update_wrapper(self, fn, updated=())
         _INSTANCES.add(self)
 
@@ -114,6 +115,7 @@ class CompiledFunction:
             return self._fn(*args, **kwargs)  # inside a capture: inline, as dynamo does
         if stance.CURRENT[0] is not stance.DEFAULT and stance.runs_eagerly(self):
             return self._fn(*args, **kwargs)  # set_stance("force_eager") and the like
+        captures = self._captures  # read before the lookup: see _miss_in_turn
         key = None if kwargs or self._dynamic else guards.fast_key(args)
         if key is not None:
             leaves, positions = args, None
@@ -131,8 +133,18 @@ class CompiledFunction:
             if entry.sizes is not None and not entry.sizes(tensors):
                 continue
             return entry.region.run(self._root, tensors)
-        guards.remember_devices(leaves)
-        return self._miss(key, leaves, args, kwargs)
+        return self._miss_in_turn(captures, key, leaves, args, kwargs)
+
+    def _miss_in_turn(self, captures, key, leaves, args, kwargs):
+        """Captures take turns across threads (CAPTURE_LOCK). While this thread waited, another
+        may have captured this very call or made its sizes dynamic, which changes the guard key
+        (a capture on the stale key read no sizes and failed): after any capture since the
+        lookup, the call looks again, now in turn."""
+        with CAPTURE_LOCK:
+            if self._captures != captures:
+                return self(*args, **kwargs)
+            guards.remember_devices(leaves)
+            return self._miss(key, leaves, args, kwargs)
 
     # ---- compiling ---------------------------------------------------------------------------
     def _miss(self, key, leaves, args, kwargs):
@@ -189,6 +201,7 @@ class CompiledFunction:
         entry.sizes = checks if region is not None else None
         self._cache.setdefault(key, []).append(entry)
         self._count += 1
+        self._captures += 1
         self._last = key
         self._log(region, key, names, observer, python)
         if entry.sizes is not None:

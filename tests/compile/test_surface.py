@@ -304,3 +304,40 @@ def test_first_calls_from_several_threads():
     for thread in threads:
         thread.join()
     assert not errors and not mismatches
+
+
+def test_a_call_that_waited_for_a_capture_uses_it():
+    """A thread whose call misses while another thread's capture of the same call is under
+    way waits for it, then looks again: it runs the new entry rather than capturing a second
+    time on a guard key it read before (after sizes turned dynamic, such a stale capture read
+    no sizes and failed: `'NoneType' object has no attribute 'compares'`, CI stop 40)."""
+    import threading
+    import time
+
+    inside, release = threading.Event(), threading.Event()
+    first = threading.current_thread()
+
+    def f(x):
+        if threading.current_thread() is first and not inside.is_set():
+            inside.set()  # the first capture is under way: let the other thread call
+            release.wait(10)
+        return x * 2 + 1
+
+    compiled = ember.compile(f)
+    x = ember.randn(3, 4)
+    results = []
+    other = threading.Thread(target=lambda: results.append(compiled(x)))
+
+    def release_later():
+        inside.wait(10)
+        other.start()
+        time.sleep(0.3)  # the other thread's call reaches the miss and waits for its turn
+        release.set()
+
+    helper = threading.Thread(target=release_later)
+    helper.start()
+    mine = compiled(x)
+    helper.join()
+    other.join()
+    assert compiled._count == 1
+    assert np.allclose(results[0].numpy(), mine.numpy())
