@@ -12,6 +12,8 @@ import functools
 import inspect
 import threading
 
+from ember import _inference
+
 
 class Mode:
     """One thread's autograd modes."""
@@ -167,6 +169,17 @@ class inference_mode(_Mode):  # noqa: N801
         mode = THREAD.mode
         mode.enabled = not self.mode
         mode.inference = self.mode
+
+    def __enter__(self):
+        super().__enter__()
+        if self.mode:  # tensors allocated from now on are inference tensors (ember/_inference.py)
+            _inference.opened()
+        return self
+
+    def __exit__(self, *exc):
+        if self.mode:
+            _inference.closed()
+        return super().__exit__(*exc)
 
     def clone(self):
         return inference_mode(self.mode)

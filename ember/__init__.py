@@ -137,6 +137,7 @@ for _name, _fn in _tensor_surface.METHODS.items():
     setattr(Tensor, _name, _fn)
 for _name, _fn in _tensor_surface.PROPERTIES.items():
     setattr(Tensor, _name, _fn)
+globals().update(_tensor_surface.FUNCTIONS)  # ember.is_inference
 Tensor.__getitem__ = _indexing.getitem
 Tensor.__setitem__ = _indexing.setitem
 Tensor.__pos__ = lambda self: self

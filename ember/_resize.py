@@ -8,8 +8,11 @@ grow.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
+import operator
+import warnings
 
 from . import _dtype as dt
 from ._tensor import Tensor, contiguous_strides, empty, make
@@ -98,3 +101,51 @@ def resize_(self: Tensor, *size, memory_format=None) -> Tensor:
 def resize_as_(self: Tensor, other: Tensor, memory_format=None) -> Tensor:
     """``self.resize_(other.shape)``."""
     return resize_(self, other._shape)
+
+
+def _resize_function():
+    """PyTorch's ``torch.autograd._functions.Resize``, built on first use (autograd imports
+    this package)."""
+    global _Resize
+    if _Resize is None:
+        from .autograd import Function
+
+        class Resize(Function):
+            @staticmethod
+            def forward(ctx, tensor, sizes):
+                ctx.sizes = sizes
+                ctx.numel = functools.reduce(operator.mul, sizes, 1)
+                if tensor.numel() != ctx.numel:
+                    raise RuntimeError(
+                        f"requested resize to {'x'.join(map(str, sizes))} ({ctx.numel} elements "
+                        f"in total), but the given tensor has a size of "
+                        f"{'x'.join(map(str, tensor.size()))} ({tensor.numel()} elements). "
+                        "autograd's resize can only change the shape of a given tensor, while "
+                        "preserving the number of elements. "
+                    )
+                ctx.input_sizes = tensor.size()
+                if tensor.is_contiguous():
+                    return tensor.new(tensor).contiguous().view(*sizes)
+                return tensor.contiguous().view(*sizes)
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                return grad_output.contiguous().view(ctx.input_sizes), None
+
+        _Resize = Resize
+    return _Resize
+
+
+_Resize = None
+
+
+def resize(self: Tensor, *sizes) -> Tensor:
+    """Deprecated: ``self`` viewed with ``sizes`` (same number of elements), differentiable."""
+    warnings.warn("non-inplace resize is deprecated", stacklevel=2)
+    return _resize_function().apply(self, sizes)
+
+
+def resize_as(self: Tensor, tensor: Tensor) -> Tensor:
+    """Deprecated: ``self.resize(*tensor.size())``."""
+    warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
+    return _resize_function().apply(self, tensor.size())

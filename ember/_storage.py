@@ -6,7 +6,7 @@ import ctypes
 
 import numpy as np
 
-from . import _shm
+from . import _inference, _shm
 from ._storage_api import UntypedStorageMethods
 
 
@@ -38,6 +38,9 @@ class Storage(UntypedStorageMethods):
     # attribute, so that the storage of every op's output costs nothing more to build; writers
     # read it where they already check the written-to tensor (see ReadOnlyStorage).
     readonly = False
+    # Allocated inside inference_mode(): the class says so (InferenceStorage), so that the
+    # storage of every op's output costs no slot more to build (ember/_inference.py).
+    inference = False
 
     def __init__(self, device, nbytes, handle, byte_offset, ptr, owner, runtime):
         self.device = device
@@ -48,6 +51,8 @@ class Storage(UntypedStorageMethods):
         self.owner = owner
         self.runtime = runtime
         self.version = 0
+        if _inference.OPEN.blocks and _inference.enabled():
+            mark_inference(self)
 
     def size(self) -> int:
         return self._nbytes
@@ -96,7 +101,7 @@ class Storage(UntypedStorageMethods):
         self.byte_offset = 0
         self.owner = segment
         if self.readonly:
-            self.__class__ = Storage
+            self.__class__ = InferenceStorage if self.inference else Storage
         return segment, segment.data - segment.address
 
     def host_bytes(self) -> np.ndarray:
@@ -122,6 +127,29 @@ class ReadOnlyStorage(Storage):
 
     def __repr__(self) -> str:
         return f"ember.UntypedStorage(device={self.device}, nbytes={self._nbytes}, read-only)"
+
+
+class InferenceStorage(Storage):
+    """The storage of a tensor made inside ``inference_mode()``: ``is_inference()`` holds for
+    every tensor over it."""
+
+    __slots__ = ()
+    inference = True
+
+
+class ReadOnlyInferenceStorage(ReadOnlyStorage):
+    __slots__ = ()
+    inference = True
+
+
+_INFERENCE_CLASS = {Storage: InferenceStorage, ReadOnlyStorage: ReadOnlyInferenceStorage}
+
+
+def mark_inference(storage: Storage) -> None:
+    """Make ``storage`` an inference tensor's (its class; nothing else changes)."""
+    found = _INFERENCE_CLASS.get(type(storage))
+    if found is not None:
+        storage.__class__ = found
 
 
 def read_only_error(op_name: str) -> RuntimeError:

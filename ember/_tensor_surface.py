@@ -2,7 +2,8 @@
 ``is_nonzero``, the device-type predicates beside ``is_cuda`` (``is_xpu``; ``False`` for the
 backends ember has no counterpart of), the legacy constructor ``x.new(...)``
 (ember/_legacy_types.py), the CPU-only Python-callable maps ``apply_``/``map_``/``map2_``, and
-method spellings of functional ops (``x.prelu(w)``, ``x.hardshrink()``, ``x.ger(y)``).
+method spellings of functional ops (``x.prelu(w)``, ``x.hardshrink()``, ``x.ger(y)``), and
+autograd's bookkeeping as PyTorch shows it (``_version``, ``output_nr``, ``is_inference()``).
 ``METHODS`` and ``PROPERTIES`` say what goes on Tensor; ember/__init__.py binds them."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import builtins
 import sys
 
-from . import _legacy_types
+from . import _dim_order, _legacy_types, _resize, _set
 from ._tensor import Tensor
 
 
@@ -102,6 +103,57 @@ def ger(self: Tensor, vec2: Tensor) -> Tensor:
     return _ember().ger(self, vec2)
 
 
+def is_same_size(self: Tensor, other: Tensor) -> bool:
+    if not isinstance(other, Tensor):
+        raise TypeError(
+            "is_same_size(): argument 'other' (position 1) must be Tensor, not "
+            f"{type(other).__name__}"
+        )
+    return self._shape == other._shape
+
+
+def is_inference(self: Tensor) -> bool:
+    """Whether this tensor was made inside ``ember.inference_mode()`` (or is a view of one)."""
+    return self._storage.inference
+
+
+def is_inference_fn(input: Tensor) -> bool:
+    """``ember.is_inference(t)``: ``t.is_inference()``."""
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            "is_inference(): argument 'input' (position 1) must be Tensor, not "
+            f"{type(input).__name__}"
+        )
+    return input._storage.inference
+
+
+def _version(self: Tensor) -> int:
+    """In-place writes to this tensor's memory so far. ember counts per storage: views and
+    ``detach()`` share the count, as in PyTorch, and so does ``.data`` (PyTorch gives it a
+    counter of its own)."""
+    if self._storage.inference:
+        raise RuntimeError("Inference tensors do not track version counter.")
+    return self._storage.version
+
+
+def record_stream(self: Tensor, stream) -> None:
+    """PyTorch's hint to the CUDA caching allocator; ember's allocator does not track streams,
+    so there is nothing it could record: CPU tensors raise as in PyTorch, others explain."""
+    if type(stream).__name__ != "Stream":  # any device module's Stream class
+        raise RuntimeError("unknown parameter type")
+    if self.device.type == "cpu":
+        raise NotImplementedError(
+            "Could not run 'aten::record_stream' with arguments from the 'CPU' backend. This "
+            "could be because the operator doesn't exist for this backend, or was omitted "
+            "during the selective/custom build process (if using custom build)."
+        )
+    raise NotImplementedError(
+        f"record_stream(): ember's caching allocator does not track streams, so a "
+        f"{self.device.type} tensor used on another stream cannot be kept alive by it; "
+        "synchronize that stream before the tensor is freed"
+    )
+
+
 METHODS = {
     "fill_diagonal_": fill_diagonal_,
     "is_nonzero": is_nonzero,
@@ -114,7 +166,16 @@ METHODS = {
     "prelu": prelu,
     "hardshrink": hardshrink,
     "ger": ger,
+    "is_same_size": is_same_size,
+    "is_inference": is_inference,
+    "record_stream": record_stream,
+    "dim_order": _dim_order.dim_order,
+    "set_": _set.set_,
+    "resize": _resize.resize,
+    "resize_as": _resize.resize_as,
 }
+
+FUNCTIONS = {"is_inference": is_inference_fn}
 
 # Device-type predicates: xpu is an ember device; the others name backends ember has none of.
 ABSENT_BACKENDS = ("is_mps", "is_mkldnn", "is_quantized", "is_nested", "is_vulkan", "is_ipu",
@@ -122,4 +183,6 @@ ABSENT_BACKENDS = ("is_mps", "is_mkldnn", "is_quantized", "is_nested", "is_vulka
 PROPERTIES = {
     "is_xpu": property(lambda self: self._storage.device.type == "xpu"),
     **{name: property(lambda self: False) for name in ABSENT_BACKENDS},
+    "_version": property(_version),
+    "output_nr": property(lambda self: self._output_nr),  # 0 unless a multi-output node's
 }

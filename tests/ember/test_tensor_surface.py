@@ -167,3 +167,231 @@ def test_interop_threads_follow_torchs_rules(monkeypatch):
     with pytest.raises(RuntimeError) as got:
         ember.set_num_interop_threads(2)
     assert "cannot set number of interop threads" in str(got.value)
+
+
+# ---- autograd bookkeeping, dim_order, set_, the deprecated resize -----------------------------
+
+
+def _errors(call_ember, call_torch):
+    with pytest.raises(Exception) as mine:
+        call_ember()
+    with pytest.raises(Exception) as theirs:
+        call_torch()
+    assert type(mine.value) is type(theirs.value)
+    assert str(mine.value).splitlines()[0] == str(theirs.value).splitlines()[0]
+
+
+def _version_trace(lib):
+    """In-place writes through the tensor, a view, detach() and indexing: the count after each."""
+    x = lib.ones(4) + 0
+    seen = [x._version]
+    x.add_(1)
+    seen.append(x._version)
+    view = x[1:]
+    view.mul_(2)
+    seen += [x._version, view._version]
+    x[0] = 5
+    x.copy_(lib.zeros(4))
+    x.detach().zero_()
+    with lib.no_grad():
+        x.sub_(1)
+    seen += [x._version, (x + 1)._version]
+    return seen
+
+
+def test_version_counts_writes_shared_by_views():
+    assert _version_trace(ember) == _version_trace(torch)
+
+
+def test_version_guards_saved_tensors_and_is_read_only():
+    x = ember.ones(3, requires_grad=True)
+    y = x * 1
+    z = y.sin()  # saves y
+    before = y._version
+    y.add_(1)
+    assert y._version == before + 1
+    with pytest.raises(RuntimeError):
+        z.sum().backward()
+    with pytest.raises(AttributeError):
+        y._version = 0
+
+
+def _inference_flags(lib):
+    x = lib.ones(2)
+    with lib.inference_mode():
+        made, summed, view_of_normal, big = lib.ones(2), x + 1, x[1:], lib.zeros(1 << 16)
+        with lib.inference_mode(False):
+            inner = lib.ones(1)
+    return [
+        made.is_inference(), summed.is_inference(), view_of_normal.is_inference(),
+        big.is_inference(), inner.is_inference(), x.is_inference(), made[1:].is_inference(),
+        made.detach().is_inference(), made.clone().is_inference(), (made + 1).is_inference(),
+        lib.is_inference(made), lib.is_inference(x),
+    ]  # fmt: skip
+
+
+def test_is_inference_matches_torch():
+    assert _inference_flags(ember) == _inference_flags(torch)
+    with ember.inference_mode(), torch.inference_mode():
+        mine, theirs = ember.ones(1), torch.ones(1)
+    _errors(lambda: mine._version, lambda: theirs._version)
+    _errors(lambda: ember.is_inference(3), lambda: torch.is_inference(3))
+
+
+def test_is_inference_counter_closes_with_the_block():
+    from ember import _inference
+
+    before = _inference.OPEN.blocks
+    with pytest.raises(ValueError), ember.inference_mode():
+        assert _inference.OPEN.blocks == before + 1
+        raise ValueError
+
+    @ember.inference_mode()
+    def made():
+        return ember.ones(1)
+
+    assert made().is_inference()
+    assert _inference.OPEN.blocks == before
+    assert not ember.ones(1).is_inference()
+
+
+def test_is_same_size():
+    for a, b in [((2, 3), (2, 3)), ((6,), (2, 3)), ((), ()), ((0,), (0, 1))]:
+        assert ember.zeros(a).is_same_size(ember.zeros(b)) == torch.zeros(a).is_same_size(
+            torch.zeros(b)
+        )
+    _errors(lambda: ember.zeros(1).is_same_size(3), lambda: torch.zeros(1).is_same_size(3))
+
+
+def _output_nrs(lib):
+    x = lib.ones(4, requires_grad=True)
+    first, second = x.split(2)
+    # (not unbind: ember records one UnbindBackward0 node per output, PyTorch one for all)
+    values, indices = lib.sort(x * 2)
+    low, high = lib.chunk(x * 2, 2)
+    return [x.output_nr, first.output_nr, second.output_nr,
+            values.output_nr, indices.output_nr, low.output_nr, high.output_nr,
+            (x * 2).output_nr, high[1:].output_nr]  # fmt: skip
+
+
+def test_output_nr():
+    assert _output_nrs(ember) == _output_nrs(torch)
+
+
+DIM_ORDER_CASES = [
+    ((2, 3, 5, 7), None),
+    ((2, 3, 5, 7), (0, 2, 1, 3)),
+    ((2, 3, 5, 7), (0, 2, 3, 1)),
+    ((1, 2, 3, 4), None),
+    ((2, 1, 3), (2, 0, 1)),
+    ((3, 3), (1, 0)),
+    ((4,), None),
+    ((), None),
+    ((2, 2, 2), (2, 1, 0)),
+]
+
+
+def _laid_out(lib, shape, perm):
+    base = lib.zeros(shape)
+    if perm is None:
+        return base
+    physical = tuple(shape[p] for p in perm)
+    inverse = [perm.index(i) for i in range(len(perm))]
+    return lib.zeros(physical).permute(*inverse)
+
+
+@pytest.mark.parametrize("shape,perm", DIM_ORDER_CASES)
+@pytest.mark.parametrize("check", [False, True, [], "formats"])
+def test_dim_order(shape, perm, check):
+    mine, theirs = _laid_out(ember, shape, perm), _laid_out(torch, shape, perm)
+    args = {}
+    if check == "formats":
+        args = dict(
+            mine={"ambiguity_check": [ember.contiguous_format, ember.channels_last]},
+            theirs={"ambiguity_check": [torch.contiguous_format, torch.channels_last]},
+        )
+    else:
+        args = dict(mine={"ambiguity_check": check}, theirs={"ambiguity_check": check})
+    try:
+        expected = theirs.dim_order(**args["theirs"])
+    except RuntimeError:
+        _errors(lambda: mine.dim_order(**args["mine"]), lambda: theirs.dim_order(**args["theirs"]))
+        return
+    assert mine.dim_order(**args["mine"]) == expected
+
+
+def test_dim_order_channels_last_and_bad_check():
+    mine = ember.empty((2, 5, 7, 3)).permute(0, 3, 1, 2)  # channels-last strides
+    theirs = torch.empty((2, 3, 5, 7), memory_format=torch.channels_last)
+    assert mine.stride() == theirs.stride()
+    assert mine.dim_order() == theirs.dim_order() == (0, 2, 3, 1)
+    _errors(
+        lambda: mine.dim_order(ambiguity_check="ILLEGAL"),
+        lambda: theirs.dim_order(ambiguity_check="ILLEGAL"),
+    )
+    _errors(
+        lambda: mine.dim_order(ambiguity_check=[1]), lambda: theirs.dim_order(ambiguity_check=[1])
+    )
+
+
+def _set_trace(lib):
+    x = lib.zeros(3)
+    source = lib.arange(6.0).view(2, 3).t()
+    same = x.set_(source) is x
+    geometry = (tuple(x.shape), x.stride(), x.storage_offset())
+    x.add_(1)  # writes the source's memory
+    y = lib.ones(2, 3)
+    y.set_()
+    z = lib.zeros(2)
+    z.set_(source.untyped_storage(), 1, (2, 2), (1, 2))
+    w = lib.zeros(2)
+    w.set_(source=source.untyped_storage())
+    v = lib.zeros(2)
+    v.set_(source.untyped_storage(), 0, (2, 2))
+    return [same, geometry, source.tolist(), tuple(y.shape), y.stride(), z.tolist(), w.tolist(),
+            v.stride()]  # fmt: skip
+
+
+def test_set_matches_torch():
+    assert _set_trace(ember) == _set_trace(torch)
+
+
+def test_set_grows_storage_and_errors():
+    x = ember.zeros(2)
+    x.set_(ember.ones(2).untyped_storage(), 0, (4,), (1,))
+    assert x.shape == (4,) and x.untyped_storage().nbytes() == 16
+    storage = lambda lib: lib.zeros(2).untyped_storage()  # noqa: E731
+    bad_calls = [
+        lambda lib: lib.zeros(2, dtype=lib.int64).set_(lib.zeros(2)),
+        lambda lib: lib.zeros(2, requires_grad=True).set_(lib.zeros(2)),
+        lambda lib: lib.zeros(2).set_(lib.zeros(2), 1),
+        lambda lib: lib.zeros(2).set_(3),
+        lambda lib: lib.zeros(2).set_(storage(lib), -1, (1,)),
+        lambda lib: lib.zeros(2).set_(storage(lib), 0, (2,), (1, 2)),
+    ]
+    for make in bad_calls:
+        _errors(lambda m=make: m(ember), lambda m=make: m(torch))
+
+
+@pytest.mark.filterwarnings("ignore:non-inplace")
+def test_deprecated_resize_and_resize_as():
+    for lib in (ember, torch):
+        with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+            lib.arange(6.0).resize(2, 3)
+        with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+            lib.arange(6.0).resize_as(lib.zeros(3, 2))
+    mine = ember.arange(6.0, requires_grad=True)
+    theirs = torch.arange(6.0, requires_grad=True)
+    out_mine, out_theirs = mine.resize(2, 3), theirs.resize(2, 3)
+    assert out_mine.tolist() == out_theirs.tolist()
+    (out_mine * ember.arange(6.0).view(2, 3)).sum().backward()
+    (out_theirs * torch.arange(6.0).view(2, 3)).sum().backward()
+    assert mine.grad.tolist() == theirs.grad.tolist()
+    _errors(lambda: ember.ones(2).resize(3), lambda: torch.ones(2).resize(3))
+    _errors(lambda: ember.ones(6).resize((3, 2)), lambda: torch.ones(6).resize((3, 2)))
+
+
+def test_record_stream_on_cpu_raises_as_torch():
+    _errors(lambda: ember.zeros(1).record_stream(None), lambda: torch.zeros(1).record_stream(None))
+    with pytest.raises(NotImplementedError, match="aten::record_stream"):
+        ember.zeros(1).record_stream(torch.Stream())
