@@ -64,12 +64,11 @@ class detect_anomaly:  # noqa: N801 - PyTorch's name
         self.check_nan = check_nan
 
     def __enter__(self):
-        self._saved = grad_mode.THREAD.mode.anomaly
-        grad_mode.THREAD.mode.anomaly = True
+        self._saved = _switch(True, self.check_nan)
         return self
 
     def __exit__(self, *exc):
-        grad_mode.THREAD.mode.anomaly = self._saved
+        _switch(*self._saved)
         return False
 
     def __call__(self, fn):
@@ -85,15 +84,38 @@ class detect_anomaly:  # noqa: N801 - PyTorch's name
 
 class set_detect_anomaly:  # noqa: N801
     def __init__(self, mode: bool, check_nan: bool = True):
-        self._saved = grad_mode.THREAD.mode.anomaly
-        grad_mode.THREAD.mode.anomaly = bool(mode)
+        self._saved = _switch(bool(mode), check_nan)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        grad_mode.THREAD.mode.anomaly = self._saved
+        _switch(*self._saved)
         return False
+
+
+def _switch(enabled: bool, check_nan: bool) -> tuple:
+    """Set anomaly mode and its NaN check; the previous pair, to restore."""
+    mode = grad_mode.THREAD.mode
+    saved = (mode.anomaly, mode.anomaly_check_nan)
+    mode.anomaly, mode.anomaly_check_nan = enabled, check_nan
+    return saved
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """``torch.set_anomaly_enabled``: switch anomaly mode for this thread, with or without
+    the check that fails a backward producing NaN."""
+    for position, (name, value) in enumerate((("enabled", enabled), ("check_nan", check_nan))):
+        if not isinstance(value, bool):
+            raise TypeError(
+                f"set_anomaly_enabled(): argument '{name}' (position {position + 1}) must be "
+                f"bool, not {type(value).__name__}"
+            )
+    _switch(enabled, check_nan)
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return grad_mode.THREAD.mode.anomaly_check_nan
 
 
 def is_anomaly_enabled() -> bool:

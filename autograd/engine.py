@@ -404,7 +404,8 @@ class _Pass:
             self.shared.update(id(g) for g in outputs)
         if len(outputs) > 1:
             mark_repeats(outputs, self.shared)
-        if grad_mode.THREAD.mode.anomaly:
+        mode = grad_mode.THREAD.mode
+        if mode.anomaly and mode.anomaly_check_nan:
             anomaly.check_nan(node, outputs)
         return outputs
 

@@ -169,7 +169,13 @@ from . import (
     version,
 )
 from ._determinism import *  # noqa: F403 - issue 15: deterministic and matmul precision switches
-from .amp import autocast
+from ._runtime_flags import BUILD_FLAGS as _BUILD_FLAGS
+from ._runtime_flags import FUNCTIONS as _RUNTIME_FLAGS
+
+globals().update(_RUNTIME_FLAGS)  # set_warn_always, set_anomaly_enabled...
+globals().update(_BUILD_FLAGS)  # has_lapack, has_mkl, has_openmp, has_spectral
+del _BUILD_FLAGS, _RUNTIME_FLAGS
+from .amp import GradScaler, autocast  # torch.GradScaler is torch.amp.GradScaler
 from .autograd import (
     enable_grad,
     inference_mode,
