@@ -37,6 +37,7 @@ from ember.autograd.grad_mode import no_grad
 from ember.autograd.graph import saved_tensors_hooks
 from ember.autograd.node import SavedTensor
 from ember.jit.ops import mutates
+from ember.jit.passes.transposes import fold_double_transposes
 from ember.jit.tracer import capture, current
 from ember.jit.types import TensorType
 
@@ -198,6 +199,7 @@ def _trace(region, root, tensors, closed, sizes=None):
 def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static, programs=None):
     """The Joint of a traced joint graph; ``programs(graph, forward, backward)``: the two
     programs from their ``(inputs, nodes, outputs, name, n_out)`` (default replay.build's)."""
+    fold_double_transposes(graph)  # weight gradients transposed twice (passes/transposes.py)
     nodes = list(graph.block().nodes())
     reads = {v.node()["name"]: v for v in _read(graph)}
     frozen = [name for name, v in reads.items() if not v.type().requires_grad()]

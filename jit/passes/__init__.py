@@ -5,5 +5,6 @@
 - ``cse.eliminate_common_subexpressions``: identical pure nodes merged.
 - ``freeze.inline_attributes``: parameters and buffers become constants.
 - ``conv_bn.fold_conv_batch_norm``: an eval-mode batch norm folded into the convolution before it.
+- ``transposes.fold_double_transposes``: ``t(t(x))`` is ``x`` (backward formulas make them).
 - ``shape_prop.propagate_shapes``: every value's type from the op table's rules (meta tensors).
 """

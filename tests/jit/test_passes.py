@@ -11,6 +11,7 @@ from ember.jit.passes.constant_fold import fold_constants
 from ember.jit.passes.cse import eliminate_common_subexpressions
 from ember.jit.passes.dce import eliminate_dead_code
 from ember.jit.passes.shape_prop import propagate_shapes
+from ember.jit.passes.transposes import fold_double_transposes
 
 from .test_trace import assert_same
 from .zoo import CASES
@@ -36,6 +37,29 @@ def test_dead_code_goes_but_writes_and_draws_stay():
     eliminate_dead_code(graph)
     assert "ember::mul" not in kinds(graph)
     assert "ember::add_" in kinds(graph) and "ember::uniform_" in kinds(graph)
+
+
+def test_double_transposes_cancel_unless_written():
+    def fn(x, w):
+        return x.mm(w.t().t()) + w.t().t().sum()
+
+    x, w = ember.randn(3, 4), ember.randn(4, 4)
+    traced = trace_fn(fn, x, w)
+    graph = traced.graph.copy()
+    fold_double_transposes(graph)
+    assert "ember::t" not in kinds(graph)
+    from ember.jit.codegen import generate
+
+    assert_same(generate(graph, method=False).fn(x, w)[0], traced(x, w))
+
+    def written(w):
+        v = w.t().t()
+        v.mul_(2)  # writes through the pair: left alone
+        return v
+
+    graph = trace_fn(written, w.clone()).graph.copy()
+    fold_double_transposes(graph)
+    assert kinds(graph).count("ember::t") == 2
 
 
 def test_constant_folding_and_what_it_leaves():
