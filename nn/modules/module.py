@@ -37,6 +37,34 @@ class _Handle(RemovableHandle):
         _Handle.changes += 1
 
 
+# The forward hooks of every module, run before each module's own (PyTorch's global hooks).
+GLOBAL_FORWARD_PRE_HOOKS: OrderedDict = OrderedDict()
+GLOBAL_FORWARD_HOOKS: OrderedDict = OrderedDict()
+_GLOBAL_WITH_KWARGS: set = set()
+_GLOBAL_ALWAYS_CALLED: set = set()
+
+
+def register_module_forward_pre_hook(hook):
+    """A forward pre-hook of every module, ``hook(module, args)``, run before the module's own;
+    may return replacement args. PyTorch's, meant for debugging and profiling."""
+    handle = _Handle(GLOBAL_FORWARD_PRE_HOOKS)
+    GLOBAL_FORWARD_PRE_HOOKS[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook, *, with_kwargs: bool = False, always_call: bool = False):
+    """A forward hook of every module, ``hook(module, args, output)`` (``with_kwargs``:
+    ``hook(module, args, kwargs, output)``), run before the module's own; may return a
+    replacement output. With ``always_call`` it also runs when forward raises."""
+    handle = _Handle(GLOBAL_FORWARD_HOOKS, _GLOBAL_WITH_KWARGS, _GLOBAL_ALWAYS_CALLED)
+    GLOBAL_FORWARD_HOOKS[handle.id] = hook
+    if with_kwargs:
+        _GLOBAL_WITH_KWARGS.add(handle.id)
+    if always_call:
+        _GLOBAL_ALWAYS_CALLED.add(handle.id)
+    return handle
+
+
 def register_module_full_backward_hook(hook):
     """A full backward hook of every module (run before the module's own); PyTorch's, meant for
     debugging and profiling."""
@@ -193,6 +221,8 @@ class Module(StateDict):
                 or self._backward_pre_hooks
                 or _bw.GLOBAL_BACKWARD_HOOKS
                 or _bw.GLOBAL_BACKWARD_PRE_HOOKS
+                or GLOBAL_FORWARD_PRE_HOOKS
+                or GLOBAL_FORWARD_HOOKS
             ):
                 return self.forward(*args, **kwargs)
             return self._call_with_hooks(args, kwargs)
@@ -601,7 +631,7 @@ class Module(StateDict):
         return handle
 
     def _call_with_hooks(self, args, kwargs):
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
+        for hook_id, hook in [*GLOBAL_FORWARD_PRE_HOOKS.items(), *self._forward_pre_hooks.items()]:
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 replaced = hook(self, args, kwargs)
                 if replaced is not None:
@@ -622,9 +652,10 @@ class Module(StateDict):
             args = backward_hook.setup_input_hook(args)
         called = set()
         result = None
+        forward_hooks = [*GLOBAL_FORWARD_HOOKS.items(), *self._forward_hooks.items()]
         try:
             result = self.forward(*args, **kwargs)
-            for hook_id, hook in list(self._forward_hooks.items()):
+            for hook_id, hook in forward_hooks:
                 called.add(hook_id)
                 replaced = self._run_forward_hook(hook_id, hook, args, kwargs, result)
                 if replaced is not None:
@@ -634,8 +665,9 @@ class Module(StateDict):
             if legacy:
                 _bw.attach_legacy(self, legacy, args, result)
         except Exception:
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called and hook_id not in called:
+            always = self._forward_hooks_always_called | _GLOBAL_ALWAYS_CALLED
+            for hook_id, hook in forward_hooks:
+                if hook_id in always and hook_id not in called:
                     try:
                         self._run_forward_hook(hook_id, hook, args, kwargs, result)
                     except Exception as exc:  # the forward's own error is the one to raise
@@ -648,7 +680,7 @@ class Module(StateDict):
         return result
 
     def _run_forward_hook(self, hook_id, hook, args, kwargs, result):
-        if hook_id in self._forward_hooks_with_kwargs:
+        if hook_id in self._forward_hooks_with_kwargs or hook_id in _GLOBAL_WITH_KWARGS:
             return hook(self, args, kwargs, result)
         return hook(self, args, result)
 
