@@ -4,10 +4,13 @@ A call runs the highest-priority active layer; each layer does its work and cont
 with ``op.redispatch(self, args)``. The Backend layer is not in the stack: it is what runs when no
 layer above wants the call (``Op.backend``). Planned layers and their priorities, highest first:
 
-    profiling 400, tracing 300, vmap 250, autocast 200, forward AD 150, autograd 100,
-    saved-tensor mutation 60, selective checkpointing 50, checkpoint debug log 45, (backend)
+    profiling 400, tracing 300, vmap 250, flop counting 225, autocast 200, forward AD 150,
+    autograd 100, saved-tensor mutation 60, selective checkpointing 50, checkpoint debug log 45,
+    (backend)
 
 (vmap above autocast and the AD layers so they see per-sample calls on physical tensors;
+flop counting below vmap, to count the batched calls, and above autograd, to see composites
+whole: ember/utils/_flop_layer.py;
 the checkpoint layers below autograd so they see what autograd records: docs/func.md.)
 
 A layer is active when its ``wants(op, args)`` says so; keep that to a few attribute reads, since it
