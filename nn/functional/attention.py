@@ -8,6 +8,7 @@ import math
 import ember
 from ember.autograd.graph_names import present
 
+from ._overrides import handle_torch_function, has_torch_function
 from .activation import softmax
 from .dropout import dropout
 
@@ -52,7 +53,16 @@ def scaled_dot_product_attention(
 
     Shapes: query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev). A boolean
     ``attn_mask`` says where attention may go (True); a float one is added to the scores.
+    An argument whose type defines ``__torch_function__`` (a ``nn.attention.bias.CausalBias``)
+    takes the call, as in PyTorch.
     """
+    tensors = (query, key, value, attn_mask)
+    if has_torch_function(tensors):
+        public = ember.nn.functional.scaled_dot_product_attention  # the wrapped one users call
+        return handle_torch_function(
+            public, tensors, query, key, value, attn_mask, dropout_p,
+            is_causal, scale=scale, enable_gqa=enable_gqa,
+        )  # fmt: skip
     return ember.ops.scaled_dot_product_attention(
         query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
     )
