@@ -113,16 +113,18 @@ def full_device() -> str:
     return "cpu" if "cpu" in usable else (usable or ["cpu"])[0]
 
 
-def device_op_params(items, item_name, every_op) -> list:
+def device_op_params(items, item_name, every_op, every_item=None) -> list:
     """(device, item) params of a sweep over ops: every item where ``every_op(device, full)``
-    holds (``full``: ``full_device()``), elsewhere the items in the share."""
+    holds (``full``: ``full_device()``), elsewhere the items in the share and those where
+    ``every_item(device, item)`` holds."""
     full = full_device()
     params = []
     for device in device_params():
         value = device.values[0]
         for item in items:
             name = item_name(item)
-            if every_op(value, full) or in_share(name):
+            chosen = every_item is not None and every_item(value, item)
+            if chosen or every_op(value, full) or in_share(name):
                 params.append(pytest.param(value, item, marks=device.marks, id=f"{value}-{name}"))
     return params
 

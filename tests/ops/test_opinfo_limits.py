@@ -1,8 +1,8 @@
 """The OpInfo runner's limits: every sample on cpu, a spread of at most ``DEVICE_SAMPLE_LIMIT``
 per record and dtype elsewhere (``EMBER_OPINFO_SAMPLES`` overrides both); an element limit on
-the CUDA emulator only, samples over it not run and the pass count saying how many. And its
-sample iterators never reach ``inspect.stack()`` (PyTorch's way of finding the unittest method
-running, 0.22 s a call under pytest)."""
+the CUDA emulator and on xpu over an OpenCL CPU device only, samples over it not run and the
+pass count saying how many. And its sample iterators never reach ``inspect.stack()``
+(PyTorch's way of finding the unittest method running, 0.22 s a call under pytest)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ pytest.importorskip("expecttest")  # imported by PyTorch's test suite
 
 from torch.testing._internal.opinfo.core import SampleInput  # noqa: E402
 
-from .opinfo import report  # noqa: E402
+import ember  # noqa: E402
+
+from .opinfo import report, runner  # noqa: E402
 from .opinfo.runner import (  # noqa: E402
     DEVICE_SAMPLE_LIMIT,
-    EMULATOR_ELEMENT_LIMIT,
+    HOST_DEVICE_ELEMENT_LIMIT,
     RecordRun,
     element_limit,
     sample_elements,
@@ -26,12 +28,25 @@ from .opinfo.runner import (  # noqa: E402
 from .test_opinfo import RECORDS  # noqa: E402
 
 
-def test_only_the_emulator_limits_elements(monkeypatch):
+def test_only_devices_running_on_the_host_limit_elements(monkeypatch):
     monkeypatch.delenv("EMBER_CUDA_EMULATOR", raising=False)
+    monkeypatch.setattr(runner, "opencl_on_the_host", lambda device: False)
     assert [element_limit(d) for d in ("cpu", "xpu", "ref", "cuda")] == [None] * 4
     monkeypatch.setenv("EMBER_CUDA_EMULATOR", "1")
-    assert element_limit("cuda") == EMULATOR_ELEMENT_LIMIT
+    assert element_limit("cuda") == HOST_DEVICE_ELEMENT_LIMIT
     assert element_limit("cpu") is None
+    monkeypatch.setattr(runner, "opencl_on_the_host", lambda device: device == "xpu")
+    assert element_limit("xpu") == HOST_DEVICE_ELEMENT_LIMIT
+
+
+def test_xpu_on_pocl_runs_on_the_host():
+    from ..conftest import unavailable_reason
+
+    if unavailable_reason("xpu"):
+        pytest.skip(unavailable_reason("xpu"))
+    platform = ember.xpu.get_device_properties(0).platform
+    assert runner.opencl_on_the_host("xpu") == ("Portable" in platform or "CPU" in platform)
+    assert not runner.opencl_on_the_host("cpu")
 
 
 def test_cpu_checks_every_sample_and_other_devices_a_spread(monkeypatch):
