@@ -130,6 +130,10 @@ def _data_dependent(message: str) -> RuntimeError:
 
 
 def _new_like(t: BatchedTensor, method: str, size, kwargs) -> Tensor:
+    if "size" in kwargs:  # x.new_ones(size=(), ...), as flex_attention's noop_mask writes it
+        if size:
+            raise TypeError(f"{method}() got multiple values for argument 'size'")
+        size = (kwargs.pop("size"),)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     value = t._value

@@ -118,6 +118,24 @@ def test_vmap_unbatched_output_is_expanded():
     assert tuple(out.shape) == (2, 3) and out.stride() == (0, 1)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x, lib: x.new_ones(size=(), dtype=lib.bool),  # flex_attention's noop_mask
+        lambda x, lib: x.new_zeros(size=[2, 1]),
+        lambda x, lib: x.new_empty(size=(2,)).fill_(3),
+        lambda x, lib: x.new_ones((2,)) + x.new_zeros(2),
+    ],
+)
+def test_vmap_new_tensors_with_size_as_keyword(make):
+    got = F.vmap(lambda x: make(x, ember))(ember.zeros(3, 4))
+    want = TF.vmap(lambda x: make(x, torch))(torch.zeros(3, 4))
+    assert tuple(got.shape) == tuple(want.shape) and got.dtype.is_floating_point == (
+        want.dtype.is_floating_point
+    )
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_randomness_modes():
     x = ember.zeros(4, 3)
     with pytest.raises(RuntimeError, match="randomness error mode"):
