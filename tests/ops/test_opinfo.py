@@ -3,7 +3,7 @@ the oracle: every record with CPU dtypes, on every test device, each sample inpu
 same public name in ember (function, Tensor method, in-place method, operator, ``out=``),
 compared in values, dtypes and shapes, and in input gradients for float64 samples.
 
-Samples: every one PyTorch gives, for each record and dtype, on cpu; at most 128 of them,
+Samples: every one PyTorch gives, for each record and dtype, on cpu; at most 64 of them,
 spread over the list, on the other devices (``runner.DEVICE_SAMPLE_LIMIT``); on the fallback
 device ``ref``, whose kernels are cpu's behind a copy, the third of the records of
 ``tests/conftest.py``'s share (``EMBER_OPINFO_SAMPLES=all`` checks every sample everywhere,
