@@ -19,6 +19,9 @@ from importlib import resources
 import numpy as np
 
 CACHE_ENV = "EMBER_XPU_CACHE_DIR"
+# Options added to every program's build, split on spaces (the test suite passes
+# ``-cl-opt-disable``: tests/conftest.py says why).
+OPTIONS_ENV = "EMBER_XPU_BUILD_OPTIONS"
 
 _SCALARS = {
     "char": np.int8,
@@ -70,6 +73,7 @@ class Programs:
         if device.cl_device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             # float division and sqrt as exact as the CPU's (OpenCL allows 2.5 ulp by default).
             self.options.append("-cl-fp32-correctly-rounded-divide-sqrt")
+        self.options += os.environ.get(OPTIONS_ENV, "").split()
         self.prelude = ("#define EM_FP64 1\n" if device.fp64 else "") + source("ember.h")
         self.cache_dir = os.environ.get(CACHE_ENV) or None
 

@@ -132,6 +132,23 @@ def test_programs_are_built_once():
     assert dev.programs.builds == builds
 
 
+def test_build_options_from_the_environment(monkeypatch):
+    """EMBER_XPU_BUILD_OPTIONS reaches every program's build (the suite builds unoptimized:
+    tests/conftest.py); a program using a macro it defines compiles only with it."""
+    from ember_backend_intel.programs import OPTIONS_ENV, Programs
+
+    runtime = _runtime()
+    dev = runtime.devices[0]
+    monkeypatch.setenv(OPTIONS_ENV, "-DEMBER_TEST_VALUE=7  -cl-opt-disable")
+    programs = Programs(runtime._cl, dev)
+    assert programs.options[-2:] == ["-DEMBER_TEST_VALUE=7", "-cl-opt-disable"]
+    source = "__kernel void seven(__global int* a) { a[0] = EMBER_TEST_VALUE; }"
+    assert "seven" in programs.get(("test-only", "options"), lambda: source)
+    monkeypatch.delenv(OPTIONS_ENV)
+    with pytest.raises(RuntimeError, match="compiling the OpenCL program"):
+        Programs(runtime._cl, dev).get(("test-only", "options"), lambda: source)
+
+
 def test_float64_needs_the_extension(monkeypatch):
     dev = _runtime().devices[0]
     monkeypatch.setattr(dev, "fp64", False)
