@@ -6,14 +6,7 @@ import torch
 
 import ember
 
-
-def _errors(call_ember, call_torch):
-    with pytest.raises(Exception) as mine:
-        call_ember()
-    with pytest.raises(Exception) as theirs:
-        call_torch()
-    assert type(mine.value) is type(theirs.value)
-    assert str(mine.value) == str(theirs.value).replace("torch", "ember")
+from .same_error import assert_same_error as _errors
 
 
 @pytest.fixture

@@ -3,11 +3,15 @@ spellings), each against PyTorch: fill_diagonal_ (with wrap, N-d, through autogr
 the device-type predicates, the legacy ``new`` constructor, apply_/map_/map2_, and the method
 spellings of functional ops."""
 
+import functools
+
 import numpy as np
 import pytest
 import torch
 
 import ember
+
+from .same_error import assert_same_error
 
 SHAPES = [(3, 3), (4, 2), (2, 5), (7, 3), (3, 3, 3)]
 
@@ -172,13 +176,7 @@ def test_interop_threads_follow_torchs_rules(monkeypatch):
 # ---- autograd bookkeeping, dim_order, set_, the deprecated resize -----------------------------
 
 
-def _errors(call_ember, call_torch):
-    with pytest.raises(Exception) as mine:
-        call_ember()
-    with pytest.raises(Exception) as theirs:
-        call_torch()
-    assert type(mine.value) is type(theirs.value)
-    assert str(mine.value).splitlines()[0] == str(theirs.value).splitlines()[0]
+_errors = functools.partial(assert_same_error, first_line=True)
 
 
 def _version_trace(lib):
