@@ -71,8 +71,6 @@ LEFT_OUT = {
     "torch.backends.opt_einsum": "einsum contracts in the given order (no opt_einsum planner)",
     "torch.backends.python_native": "torch's Python-native kernel override registry",
     "torch.backends.quantized": "no quantized engines (fbgemm/qnnpack)",
-    "torch.hub.download_url_to_file": 'ember never downloads (ember.hub: source="local")',
-    "torch.hub.load_state_dict_from_url": 'ember never downloads (ember.hub: source="local")',
     "torch.serialization.LoadEndianness": _ENDIAN,
     "torch.serialization.get_default_load_endianness": _ENDIAN,
     "torch.serialization.set_default_load_endianness": _ENDIAN,
