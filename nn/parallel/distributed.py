@@ -59,6 +59,8 @@ class DistributedDataParallel(Module):
         output_device: accepted for compatibility (outputs stay where the module puts them).
         broadcast_buffers: broadcast rank 0's buffers before every forward.
         process_group: the group to average over (default: the world).
+        device_mesh: a 1-d ``DeviceMesh`` whose group to average over (instead of
+            ``process_group``), e.g. ``mesh["dp"]``.
         bucket_cap_mb: the bucket size (default 25, with a 1 MiB first bucket).
         find_unused_parameters: find, after each forward, the parameters the output does not
             depend on; they count as ready with a zero gradient (``.grad`` is left alone where
@@ -88,6 +90,7 @@ class DistributedDataParallel(Module):
         check_reduction: bool = False,
         gradient_as_bucket_view: bool = False,
         static_graph: bool = False,
+        device_mesh=None,
         **_unsupported,
     ):
         super().__init__()
@@ -97,7 +100,17 @@ class DistributedDataParallel(Module):
                 "init_process_group."
             )
         self.module = module
+        if process_group is not None and device_mesh is not None:
+            raise RuntimeError("Cannot specify both process_group and device_mesh arguments.")
+        if device_mesh is not None:
+            if device_mesh.ndim != 1:
+                raise RuntimeError(f"Only 1D device mesh is supported, but got {device_mesh}.")
+            self.device_mesh = device_mesh
+            process_group = device_mesh.get_group(mesh_dim=0)
         self.process_group = process_group or dist.group.WORLD
+        # Rank 0 of the group is the authority (PyTorch's), which is not world rank 0 in a
+        # group such as a mesh's dimension.
+        self._src_rank = dist.get_global_rank(self.process_group, 0)
         self.device_ids, self.output_device, self.dim = (
             self._devices(module, device_ids),
             output_device,
@@ -115,7 +128,7 @@ class DistributedDataParallel(Module):
         self._verify_same_model()
         if init_sync:
             broadcast_coalesced(
-                list(module.parameters()) + self.modules_buffers, 0, self.process_group
+                list(module.parameters()) + self.modules_buffers, self._src_rank, self.process_group
             )
         cap = DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb
         first = FIRST_BUCKET_BYTES if bucket_cap_mb is None else int(cap * MB)
@@ -178,7 +191,7 @@ class DistributedDataParallel(Module):
         if grad_sync:
             self.reducer.prepare_for_forward()
         if self.broadcast_buffers and self.require_forward_param_sync and self.modules_buffers:
-            broadcast_coalesced(self.modules_buffers, 0, self.process_group)
+            broadcast_coalesced(self.modules_buffers, self._src_rank, self.process_group)
         inputs, kwargs = self._move_inputs(inputs, kwargs)
         output = self.module(*inputs, **kwargs)
         self.require_forward_param_sync = grad_sync
