@@ -62,6 +62,7 @@ from ._world import (
     new_group,
 )
 from ._world import registry as _registry
+from .device_mesh import DeviceMesh, init_device_mesh
 
 
 def is_available() -> bool:
@@ -100,6 +101,7 @@ def is_torchelastic_launched() -> bool:
 
 __all__ = [
     "Backend",
+    "DeviceMesh",
     "DistBackendError",
     "DistError",
     "DistNetworkError",
@@ -133,6 +135,7 @@ __all__ = [
     "get_rank",
     "get_world_size",
     "group",
+    "init_device_mesh",
     "init_process_group",
     "irecv",
     "is_available",
