@@ -1,8 +1,9 @@
 """ember.compiler: ``ember.compile`` captures calls into graphs, guards them and replays them.
 
 See docs/compile.md. ``ember.compile`` and ``nn.Module.compile`` are the entry points;
-``reset``, ``is_compiling``, ``disable`` and ``list_backends`` are PyTorch's ``torch.compiler``
-functions; ``ember._dynamo`` holds ``explain``, ``config`` and ``exc`` under PyTorch's names.
+``reset``, ``is_compiling``, ``disable``, ``list_backends`` and the hints of hints.py are
+PyTorch's ``torch.compiler`` functions; ``ember._dynamo`` holds ``explain``, ``config`` and
+``exc`` under PyTorch's names.
 Importing this package is cheap: the capture machinery loads on the first compiled call.
 """
 
@@ -10,6 +11,14 @@ from __future__ import annotations
 
 from . import config, exc
 from .api import compile, disable
+from .hints import (
+    assume_constant_result,
+    get_default_backend,
+    is_exporting,
+    nested_compile_region,
+    set_default_backend,
+    wrap_numpy,
+)
 from .marks import allow_in_graph
 from .options import list_backends
 from .stance import set_stance
@@ -54,14 +63,20 @@ is_dynamo_compiling = is_compiling  # PyTorch's other name
 
 __all__ = [
     "allow_in_graph",
+    "assume_constant_result",
     "compile",
     "config",
     "cudagraph_mark_step_begin",
     "disable",
     "exc",
+    "get_default_backend",
     "is_compiling",
     "is_dynamo_compiling",
+    "is_exporting",
     "list_backends",
+    "nested_compile_region",
     "reset",
+    "set_default_backend",
     "set_stance",
+    "wrap_numpy",
 ]

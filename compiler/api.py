@@ -10,7 +10,7 @@ def compile(
     *,
     fullgraph: bool = False,
     dynamic: bool | None = None,
-    backend="ember",
+    backend=None,
     mode: str | None = None,
     options: dict | None = None,
     disable: bool = False,
@@ -26,7 +26,8 @@ def compile(
             its size changing, or when ``mark_dynamic`` marks it; ``False``: a graph per size
             (up to ``ember._dynamo.config.recompile_limit`` graphs). A graph that bakes a size
             in falls back to a graph per size (docs/compile.md).
-        backend: ``"ember"`` (default), or PyTorch's names (``"inductor"``, ``"eager"``,
+        backend: ``None`` (default): ``get_default_backend()``, initially ``"ember"``; or
+            ``"ember"``, or PyTorch's names (``"inductor"``, ``"eager"``,
             ``"aot_eager"``, ``"cudagraphs"``: see ``ember.compiler.options``).
         mode: ``"default"``, ``"lite"``, ``"reduce-overhead"``, ``"max-autotune-no-cudagraphs"``
             or ``"max-autotune"``.
@@ -43,7 +44,10 @@ def compile(
         ...     return x.sin() + x.cos()
     """
     from . import options as opts
+    from .hints import get_default_backend
 
+    if backend is None:
+        backend = get_default_backend()
     if model is None:
 
         def decorate(fn):
@@ -91,6 +95,7 @@ def _wrap(model, resolved):
 def compile_module(module, *args, **kwargs) -> None:
     """``Module.compile(...)``: compile the module's calls in place (PyTorch's method)."""
     from .frame import CompiledFunction
+    from .hints import get_default_backend
     from .options import resolve
 
     bound = dict(zip(("fullgraph", "dynamic", "backend", "mode", "options", "disable"), args))
@@ -98,7 +103,7 @@ def compile_module(module, *args, **kwargs) -> None:
     if bound.pop("disable", False):
         return
     resolved = resolve(
-        bound.get("backend", "ember"),
+        bound.get("backend") or get_default_backend(),
         bound.get("mode"),
         bound.get("options"),
         bound.get("fullgraph", False),

@@ -8,6 +8,7 @@ different graph, and the export fails naming the dims, as PyTorch's does.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 from ember._tensor import Tensor
@@ -55,8 +56,9 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     kwargs = dict(kwargs or {})
     names = _argument_names(mod)
     found, ranges = resolve(dynamic_shapes, args, kwargs, names)
-    captured = capture(mod, args, kwargs, root=mod, strict=False)
-    _check_dynamic(mod, args, kwargs, captured.graph, found, ranges)
+    with _tracing():
+        captured = capture(mod, args, kwargs, root=mod, strict=False)
+        _check_dynamic(mod, args, kwargs, captured.graph, found, ranges)
     graph = captured.graph
     user_names = _user_input_names(graph, captured.in_spec, names)
     signature, state, constants = _lift(graph, mod, user_names)
@@ -67,6 +69,23 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
         graph, signature, state, constants, ranges, (found, ranges, static),
         captured.in_spec, captured.out_spec, (args, kwargs), type(mod).__name__,
     )  # fmt: skip
+
+
+_depth = [0]  # export() calls under way (ember.compiler.is_exporting)
+
+
+def exporting() -> bool:
+    """Whether ``export`` is tracing a module now."""
+    return _depth[0] > 0
+
+
+@contextlib.contextmanager
+def _tracing():
+    _depth[0] += 1
+    try:
+        yield
+    finally:
+        _depth[0] -= 1
 
 
 def _argument_names(mod) -> list[str]:
