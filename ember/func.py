@@ -5,13 +5,15 @@ from the op table); ``grad``, ``grad_and_value``, ``vjp``, ``jacrev`` differenti
 mode, ``jvp``, ``jacfwd``, ``linearize`` in forward mode, ``hessian`` in both; they compose
 (``vmap(grad(f))`` gives per-sample gradients, ``jacfwd(jacrev(f))`` the Hessian).
 ``functional_call`` and ``stack_module_state`` turn modules into functions of their
-parameters. The implementations live in ember.autograd (vmap.py, transforms.py, jacobians.py,
-module_state.py).
+parameters; ``functionalize`` defers a function's input mutations to its end. The
+implementations live in ember.autograd (vmap.py, transforms.py, jacobians.py, module_state.py,
+functionalize.py).
 """
 
 from __future__ import annotations
 
 from .autograd.batched import debug_unwrap
+from .autograd.functionalize import functionalize
 from .autograd.jacobians import hessian, jacfwd, jacrev, linearize
 from .autograd.module_state import (
     functional_call,
@@ -24,6 +26,7 @@ from .autograd.vmap import vmap
 __all__ = [
     "debug_unwrap",
     "functional_call",
+    "functionalize",
     "grad",
     "grad_and_value",
     "hessian",

@@ -39,7 +39,6 @@ _ENDIAN = "ember's checkpoints are little-endian zip files; no byte-order or CRC
 
 # What ember leaves out, as data: "namespace.name" -> why.
 LEFT_OUT = {
-    "torch.func.functionalize": "no mutation-removal pass over Python functions (docs/func.md)",
     "torch.func.rearrange": "einops-style rearrange inside vmap; not implemented (docs/func.md)",
     "torch.autograd.NestedIOFunction": "legacy nested-IO Function base, deprecated in torch",
     "torch.autograd.function.NestedIOFunction": "legacy nested-IO Function base",
