@@ -28,13 +28,17 @@ from ._collectives import (
     reduce_scatter_tensor,
     scatter,
 )
+from ._debug import DebugLevel, get_debug_level, set_debug_level, set_debug_level_from_env
 from ._errors import DistBackendError, DistError, DistNetworkError, DistStoreError
 from ._group import GroupMember, ProcessGroup, group
+from ._local_stores import FileStore, HashStore
 from ._objects import (
     all_gather_object,
     broadcast_object_list,
     gather_object,
+    recv_object_list,
     scatter_object_list,
+    send_object_list,
 )
 from ._p2p import (
     P2POp,
@@ -47,13 +51,16 @@ from ._p2p import (
     send,
 )
 from ._store import PrefixStore, Store, TCPStore
-from ._types import Backend, ReduceOp, default_pg_timeout
+from ._subgroups import new_subgroups, new_subgroups_by_enumeration
+from ._types import Backend, ReduceOp, default_pg_timeout, supports_complex
 from ._work import Work
 from ._world import (
     destroy_process_group,
     get_backend,
     get_global_rank,
     get_group_rank,
+    get_node_local_rank,
+    get_pg_count,
     get_process_group_ranks,
     get_rank,
     get_world_size,
@@ -76,6 +83,26 @@ def _backend_usable(name: str) -> bool:
     if record is None or record.error:
         return False
     return getattr(record.plugin, "available", lambda: True)()
+
+
+def is_backend_available(backend: str) -> bool:
+    """Whether ``backend`` (a name, or ``"cpu:mpi,cuda:nccl"``: each of its names) is a
+    registered backend that can load here."""
+    if ":" in backend:
+        return all(_backend_usable(part.partition(":")[2].strip()) for part in backend.split(","))
+    return _backend_usable(backend.lower())
+
+
+def get_default_backend_for_device(device) -> str:
+    """The backend ``init_process_group`` picks by default for ``device``'s type (``"mpi"``
+    for cpu, ``"nccl"`` for cuda): the highest-priority registered backend that serves it."""
+    import ember
+
+    device_type = device.type if isinstance(device, ember.device) else ember.device(device).type
+    backend = _registry().default_for(device_type)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return backend
 
 
 def is_mpi_available() -> bool:
@@ -101,12 +128,15 @@ def is_torchelastic_launched() -> bool:
 
 __all__ = [
     "Backend",
+    "DebugLevel",
     "DeviceMesh",
     "DistBackendError",
     "DistError",
     "DistNetworkError",
     "DistStoreError",
+    "FileStore",
     "GroupMember",
+    "HashStore",
     "P2POp",
     "PrefixStore",
     "ProcessGroup",
@@ -129,8 +159,12 @@ __all__ = [
     "gather",
     "gather_object",
     "get_backend",
+    "get_debug_level",
+    "get_default_backend_for_device",
     "get_global_rank",
     "get_group_rank",
+    "get_node_local_rank",
+    "get_pg_count",
     "get_process_group_ranks",
     "get_rank",
     "get_world_size",
@@ -139,6 +173,7 @@ __all__ = [
     "init_process_group",
     "irecv",
     "is_available",
+    "is_backend_available",
     "is_gloo_available",
     "is_initialized",
     "is_mpi_available",
@@ -147,11 +182,18 @@ __all__ = [
     "isend",
     "monitored_barrier",
     "new_group",
+    "new_subgroups",
+    "new_subgroups_by_enumeration",
     "recv",
+    "recv_object_list",
     "reduce",
     "reduce_scatter",
     "reduce_scatter_tensor",
     "scatter",
     "scatter_object_list",
     "send",
+    "send_object_list",
+    "set_debug_level",
+    "set_debug_level_from_env",
+    "supports_complex",
 ]

@@ -3,11 +3,13 @@ collective, the ranks exchange what they are about to run (op, dtype, shape) and
 raises, naming the ranks that differ, instead of exchanging mismatched bytes or hanging.
 
 It costs one small all-gather per collective, so it is off by default, as in PyTorch. Checks
-that need no exchange (list lengths, a gathered tensor's size) always run.
+that need no exchange (list lengths, a gathered tensor's size) always run. ``set_debug_level``
+overrides the environment, as in PyTorch.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 
 import numpy as np
@@ -30,9 +32,57 @@ _DTYPES += ["float16", "bfloat16", "float32", "float64"]
 _WIDTH = 12  # op, dtype, ndim, and up to 9 dims
 
 
-def enabled() -> bool:
+class DebugLevel(enum.IntEnum):
+    """How much ember.distributed checks and logs (``torch.distributed.DebugLevel``)."""
+
+    OFF = 0
+    INFO = 1
+    DETAIL = 2
+
+    def __repr__(self) -> str:
+        return f"<DebugLevel.{self.name}: {self.value}>"
+
+    def __str__(self) -> str:
+        return f"DebugLevel.{self.name}"
+
+
+_LEVEL: list = [None]  # set_debug_level's level; None: read the environment at each look
+
+
+def _env_level() -> str:
     mode = os.environ.get("EMBER_DISTRIBUTED_DEBUG") or os.environ.get("TORCH_DISTRIBUTED_DEBUG")
-    return (mode or "").upper() == "DETAIL"
+    return (mode or "OFF").upper()
+
+
+def get_debug_level() -> DebugLevel:
+    """The debug level: the one ``set_debug_level`` set, else ``EMBER_DISTRIBUTED_DEBUG`` (or
+    PyTorch's ``TORCH_DISTRIBUTED_DEBUG``) as it is now, an unknown value counting as OFF."""
+    if _LEVEL[0] is not None:
+        return _LEVEL[0]
+    return DebugLevel.__members__.get(_env_level(), DebugLevel.OFF)
+
+
+def set_debug_level(level: DebugLevel) -> None:
+    """Set the debug level, whatever the environment says."""
+    if not isinstance(level, DebugLevel):
+        raise TypeError(f"set_debug_level(): expected a DebugLevel, got {level!r}")
+    _LEVEL[0] = level
+
+
+def set_debug_level_from_env() -> None:
+    """Set the debug level from ``EMBER_DISTRIBUTED_DEBUG`` (else ``TORCH_DISTRIBUTED_DEBUG``;
+    unset: OFF)."""
+    name = _env_level()
+    if name not in DebugLevel.__members__:
+        raise ValueError(
+            "The value of EMBER_DISTRIBUTED_DEBUG (or TORCH_DISTRIBUTED_DEBUG) must be OFF, "
+            "INFO, or DETAIL."
+        )
+    _LEVEL[0] = DebugLevel[name]
+
+
+def enabled() -> bool:
+    return get_debug_level() == DebugLevel.DETAIL
 
 
 def _fingerprint(op: str, tensors) -> np.ndarray:

@@ -1,5 +1,6 @@
-"""Collectives of picklable Python objects: each object is pickled into a uint8 tensor, sizes
-travel first, then the bytes (as PyTorch does). Unpickling runs code: trust the other ranks."""
+"""Collectives and point-to-point messages of picklable Python objects: each object is pickled
+into a uint8 tensor, sizes travel first, then the bytes (as PyTorch does).
+Unpickling runs code: trust the other ranks."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import ember
 
 from ._collectives import all_gather_into_tensor, broadcast, gather, scatter
 from ._launch import group_for, group_root
+from ._p2p import recv, send
 
 
 def _device(pg, device=None):
@@ -133,3 +135,41 @@ def scatter_object_list(
     scatter(out, blocks, group=pg, group_src=root)
     size = int(np.frombuffer(out[length:].cpu().numpy().tobytes(), dtype=np.int64)[0])
     scatter_object_output_list[0] = _unpack(out, size)
+
+
+def send_object_list(
+    object_list: list, dst=None, group=None, device=None, group_dst=None, use_batch=False
+) -> None:
+    """Send the picklable objects of ``object_list`` to rank ``dst``, which receives them with
+    ``recv_object_list`` into a list as long. ``use_batch`` is accepted: ember's send is
+    already what a batch of one would run."""
+    pg = group_for(group, "send_object_list")
+    if pg is None:
+        return
+    device = _device(pg, device)
+    tensors = [_pack(obj, device) for obj in object_list]
+    sizes = ember.tensor([t.numel() for t in tensors], dtype=ember.int64, device=device)
+    send(sizes, dst, pg, group_dst=group_dst)
+    send(tensors[0] if len(tensors) == 1 else ember.cat(tensors), dst, pg, group_dst=group_dst)
+
+
+def recv_object_list(
+    object_list: list, src=None, group=None, device=None, group_src=None, use_batch=False
+) -> int:
+    """Fill ``object_list`` with the objects rank ``src`` (None: any rank) sent with
+    ``send_object_list``; returns the sender's world rank (-1 outside the group)."""
+    pg = group_for(group, "recv_object_list")
+    if pg is None:
+        return -1
+    device = _device(pg, device)
+    sizes = ember.empty(len(object_list), dtype=ember.int64, device=device)
+    sender = recv(sizes, src, pg, group_src=group_src)
+    if group_src is not None:
+        sender = pg._ranks[group_src]
+    data = ember.empty(int(sizes.sum().item()), dtype=ember.uint8, device=device)
+    recv(data, sender, pg)  # from the sender of the sizes, even when any rank was allowed
+    offset = 0
+    for i, size in enumerate(int(s) for s in sizes.cpu().tolist()):
+        object_list[i] = _unpack(data[offset : offset + size], size)
+        offset += size
+    return sender

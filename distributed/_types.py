@@ -61,6 +61,15 @@ def op_name(op) -> str:
     raise ValueError(f"Invalid reduce op: {op!r}")
 
 
+def supports_complex(reduceOp) -> bool:  # noqa: N803 - PyTorch's name
+    """Whether ``reduceOp`` is defined on complex tensors (not MAX, MIN, PRODUCT or bitwise)."""
+    return reduceOp not in _NOT_COMPLEX
+
+
+_NOT_COMPLEX = [_RedOpType.MAX, _RedOpType.MIN, _RedOpType.PRODUCT]
+_NOT_COMPLEX += [_RedOpType.BAND, _RedOpType.BOR, _RedOpType.BXOR]
+
+
 class Backend(str):
     """A collective backend's name (``Backend("MPI") == "mpi"``); the constants name PyTorch's.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import warnings
 
 from ._group import GroupMember, ProcessGroup
@@ -20,6 +21,7 @@ class World:
         self.groups: list[ProcessGroup] = []
         self.default_pg: ProcessGroup | None = None
         self.notes: dict = {}  # device type -> why its default backend was dropped
+        self.pg_count = 1  # groups made, the default one included (get_pg_count)
 
 
 class _State:
@@ -243,9 +245,30 @@ def new_group(
     seconds = world.default_pg._timeout if timeout is None else timeout.total_seconds()
     pg = ProcessGroup(world, ranks, mapping, text, seconds, f"group{len(world.groups)}")
     world.groups.append(pg)
+    world.pg_count += 1
     if world.rank not in ranks:
         return GroupMember.NON_GROUP_MEMBER
     return pg
+
+
+def get_pg_count() -> int:
+    """How many process groups this process has made, the default one included (0 before
+    ``init_process_group`` and after destroying the default group)."""
+    return 0 if STATE.world is None else STATE.world.pg_count
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """This process's rank on its machine: ``LOCAL_RANK`` (set by emberrun and torchrun),
+    else ``fallback_rank``."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+        "`get_node_local_rank` to work, assuming you are not running in a multi-device context "
+        "and want the code to run locally instead."
+    )
 
 
 def is_initialized() -> bool:
