@@ -175,6 +175,11 @@ def init_process_group(
     world.groups.append(pg)
     STATE.world = world
     GroupMember.WORLD = pg
+    if "cpu" in mapping:
+        # The world's host communicator now, while every rank is here (gloo's is made at
+        # PyTorch's init too): made at its first use, a first send/recv between two ranks
+        # waited for the ranks that took no part (MPI_Comm_idup is collective).
+        pg.communicator("cpu")
 
 
 def destroy_process_group(group=None) -> None:

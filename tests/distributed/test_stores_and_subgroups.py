@@ -225,6 +225,12 @@ def test_subgroups_reach_their_ranks(ranks):
     assert sorted(r["local_rank"] for r in ranks) == [0, 1, 2, 3]
 
 
+def test_a_first_send_between_two_ranks_does_not_wait_for_the_others(ranks):
+    """Ranks 1 and 2 exchange before any collective (the job's timeout fails it if they wait
+    for ranks 0 and 3 to make the world's communicator)."""
+    assert [r["first_p2p"] for r in ranks] == [0.0, 10.0, 10.0, 30.0]
+
+
 def test_objects_sent_and_received(ranks):
     assert ranks[3]["world_sender"] == 0
     assert ranks[3]["world_objects"] == [0, 5000, [[1, 2.5, None], "ü"]]

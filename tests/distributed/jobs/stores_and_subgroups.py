@@ -11,9 +11,17 @@ import ember
 import ember.distributed as dist
 
 dist.init_process_group("mpi")
-dist.barrier()  # the world's communicator is made at its first use, by every rank together
 RANK = dist.get_rank()
 SEEN: dict = {"local_rank": dist.get_node_local_rank(fallback_rank=-7)}
+
+# The world's first operation a send/recv between two ranks only (it waited for the other
+# ranks' part in making the world's communicator until init made it)
+first = ember.tensor([10.0 * RANK])
+if RANK == 1:
+    dist.send(first, dst=2)
+elif RANK == 2:
+    dist.recv(first, src=1)
+SEEN["first_p2p"] = first.item()
 
 
 def members(group) -> int:
