@@ -47,14 +47,45 @@ def apply_batched(cls, args, kwargs, level: int):
             f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please "
             f"override and implement the vmap staticmethod or set generate_vmap_rule=True. {_LINK}"
         )
+    return call_vmap_rule(cls.vmap, args, kwargs, level, keywords=False)
+
+
+def call_vmap_rule(vmap_fn, args, kwargs, level: int, *, keywords: bool = True):
+    """Run a user's vmap rule, torch's ``vmap_fn(info, in_dims, *args, **kwargs) -> (outputs,
+    out_dims)``, on the physical tensors of ``args`` (batch dim 0 where ``in_dims`` says; None
+    for the unbatched) and return its outputs as BatchedTensors at their ``out_dims``. Shared by
+    ``autograd.Function.vmap`` (which takes no keywords) and custom ops' ``register_vmap``."""
     state = level_of(level)
-    in_dims = tuple(0 if _batched(a, level) else None for a in args)
-    physical = [a._value if _batched(a, level) else a for a in args]
-    out, out_dims = cls.vmap(VmapInfo(state.batch_size, state.randomness), in_dims, *physical)
-    if isinstance(out, tuple):
-        dims = out_dims if isinstance(out_dims, tuple) else (out_dims,) * len(out)
-        return tuple(_wrap_out(o, d, level) for o, d in zip(out, dims))
+    in_dims = tuple(_in_dim(a, level) for a in args)
+    physical = [_physical(a, level) for a in args]
+    info = VmapInfo(state.batch_size, state.randomness)
+    if keywords:
+        result = vmap_fn(info, in_dims, *physical, **kwargs)
+    else:
+        result = vmap_fn(info, in_dims, *physical)
+    if not isinstance(result, tuple) or len(result) != 2:
+        got = f"{len(result)} returns" if isinstance(result, tuple) else f"a {type(result)}"
+        raise RuntimeError(
+            "Expected the vmap staticmethod to have two returns, an output and out_dims with "
+            f"pytree structure compatible with the output. Got {got} instead"
+        )
+    out, out_dims = result
+    if isinstance(out, (tuple, list)):
+        dims = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(out)
+        return type(out)(_wrap_out(o, d, level) for o, d in zip(out, dims))
     return _wrap_out(out, out_dims, level)
+
+
+def _in_dim(a, level: int):
+    if a.__class__ is list or a.__class__ is tuple:
+        return type(a)(_in_dim(x, level) for x in a)  # torch's in_dims mirror the pytree
+    return 0 if _batched(a, level) else None
+
+
+def _physical(a, level: int):
+    if a.__class__ is list or a.__class__ is tuple:
+        return type(a)(_physical(x, level) for x in a)
+    return a._value if _batched(a, level) else a
 
 
 def _batched(a, level: int) -> bool:

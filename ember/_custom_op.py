@@ -304,8 +304,11 @@ class CustomOpDef:
                 return [meta_tensor(v) for v in value]
             return value
 
+        from ._fake_impl import fake_impl_ctx
+
         positional, keywords = self._arguments([meta_tensor(m) for m in metas])
-        out = self._fake(*positional, **keywords)
+        with fake_impl_ctx(self._qualname):
+            out = self._fake(*positional, **keywords)
         outputs = out if isinstance(out, tuple) else (out,)
         specs = [(tuple(t.shape), t.dtype) for t in outputs]
         return tuple(specs) if self._op.schema.returns_tuple else specs[0]
@@ -325,6 +328,34 @@ class CustomOpDef:
         """``fn`` computes the outputs' metadata from meta tensors (the op on ``meta``)."""
         self._fake = fn
         return fn
+
+    def register_vmap(self, func=None, /):
+        """``func(info, in_dims, *args, **kwargs) -> (outputs, out_dims)`` computes the op on a
+        batch once, instead of once per sample (torch's ``CustomOpDef.register_vmap``).
+        ``in_dims`` has a batch dim or None per positional argument; ``info.batch_size`` and
+        ``info.randomness`` describe the vmap. A decorator when ``func`` is None."""
+        from .autograd import batch_rules
+
+        kwarg_tensors = [a.name for a in self._op.schema.args if a.kwarg_only and a.is_tensor]
+        if kwarg_tensors:
+            raise NotImplementedError(
+                f"register_vmap with kwarg-only Tensor args. In the original definition of the "
+                f"op, please make your tensors not kwarg-only. Got: {self._schema}"
+            )
+
+        def register(func):
+            self._vmap_fn = func
+            batch_rules.set_rule(self._op, self._vmap_rule)
+            return func
+
+        return register if func is None else register(func)
+
+    def _vmap_rule(self, op, args, level: int):
+        """The op's batching rule once a vmap function is registered (autograd/batch_rules)."""
+        from .autograd.function_vmap import call_vmap_rule
+
+        positional, keywords = self._arguments(list(args))
+        return call_vmap_rule(self._vmap_fn, positional, keywords, level)
 
     def register_autograd(self, backward, /, *, setup_context=None) -> None:
         """``backward(ctx, *grads)`` returns a gradient per argument; ``setup_context(ctx,

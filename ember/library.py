@@ -23,12 +23,21 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
+import warnings
 from collections.abc import Callable
 
 from . import _dtype as dt
 from . import _opcheck
 from ._bind import make_callable
-from ._custom_op import CustomOpDef, custom_op, infer_schema, register_fake, register_kernel
+from ._custom_op import (
+    CustomOpDef,
+    _custom,
+    custom_op,
+    infer_schema,
+    register_fake,
+    register_kernel,
+)
+from ._fake_impl import get_ctx
 from ._opcheck import OpCheckError
 from .dispatcher import registry
 from .dispatcher import schema as schema_mod
@@ -46,14 +55,17 @@ __all__ = [
     "TensorMeta",
     "custom_op",
     "define",
-    "infer_schema",
+    "get_ctx",
     "impl",
+    "impl_abstract",
+    "infer_schema",
     "opcheck",
     "register_autocast",
     "register_autograd",
     "register_fake",
     "register_kernel",
     "register_shape",
+    "register_vmap",
 ]
 
 
@@ -66,6 +78,39 @@ def opcheck(op, *args, **kwargs) -> dict:
     if isinstance(op, CustomOpDef):
         return _custom_op.opcheck(op, *args, **kwargs)
     return _opcheck.opcheck(op, *args, **kwargs)
+
+
+def impl_abstract(qualname, func=None, *, lib=None, _stacklevel=1):
+    """Deprecated: ``torch.library.impl_abstract`` was renamed to ``register_fake`` (which this
+    calls, with a FutureWarning as torch's does)."""
+    warnings.warn(
+        "`torch.library.impl_abstract` was renamed to `torch.library.register_fake`. Please use "
+        "that instead; we will remove `torch.library.impl_abstract` in a future version of "
+        "PyTorch.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return register_fake(qualname, func, lib=lib, _stacklevel=_stacklevel)
+
+
+def register_vmap(op, func=None, /, *, lib=None):
+    """``torch.library.register_vmap``: ``func(info, in_dims, *args, **kwargs) -> (outputs,
+    out_dims)`` is how ``ember.func.vmap`` runs the custom op ``op`` (the op or its qualified
+    name) on a batch, once per vmap call instead of once per sample. A decorator when ``func``
+    is None. See ``CustomOpDef.register_vmap``.
+
+    Example:
+        >>> @ember.library.register_vmap("mylib::numpy_mul")
+        ... def numpy_mul_vmap(info, in_dims, x, y):
+        ...     x = x.movedim(in_dims[0], -1) if in_dims[0] is not None else x.unsqueeze(-1)
+        ...     y = y.movedim(in_dims[1], -1) if in_dims[1] is not None else y.unsqueeze(-1)
+        ...     return (x * y).movedim(-1, 0), 0
+    """
+    del lib
+    target = _custom(op)
+    if target is None:
+        raise ValueError(f"register_vmap({op!r}): not a custom op made with custom_op")
+    return target.register_vmap(func)
 
 
 # Keys of an op definition returned by an ``ember_op_library()`` hook.
