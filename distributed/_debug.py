@@ -9,10 +9,11 @@ overrides the environment, as in PyTorch.
 
 from __future__ import annotations
 
-import enum
 import os
 
 import numpy as np
+
+from ._types import TorchEnum
 
 _OPS = [
     "all_reduce",
@@ -32,18 +33,12 @@ _DTYPES += ["float16", "bfloat16", "float32", "float64"]
 _WIDTH = 12  # op, dtype, ndim, and up to 9 dims
 
 
-class DebugLevel(enum.IntEnum):
+class DebugLevel(TorchEnum):
     """How much ember.distributed checks and logs (``torch.distributed.DebugLevel``)."""
 
     OFF = 0
     INFO = 1
     DETAIL = 2
-
-    def __repr__(self) -> str:
-        return f"<DebugLevel.{self.name}: {self.value}>"
-
-    def __str__(self) -> str:
-        return f"DebugLevel.{self.name}"
 
 
 _LEVEL: list = [None]  # set_debug_level's level; None: read the environment at each look

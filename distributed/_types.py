@@ -8,7 +8,17 @@ import enum
 default_pg_timeout = datetime.timedelta(minutes=30)
 
 
-class _RedOpType(enum.IntEnum):
+class TorchEnum(enum.IntEnum):
+    """An int enum shown as PyTorch's C++ enums are (``<RedOpType.SUM: 0>``, ``RedOpType.SUM``)."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}.{self.name}: {self.value}>"
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
+class _RedOpType(TorchEnum):
     SUM = 0
     AVG = 1
     PRODUCT = 2
@@ -18,12 +28,6 @@ class _RedOpType(enum.IntEnum):
     BOR = 6
     BXOR = 7
     PREMUL_SUM = 8
-
-    def __repr__(self) -> str:
-        return f"<RedOpType.{self.name}: {self.value}>"
-
-    def __str__(self) -> str:
-        return f"RedOpType.{self.name}"
 
 
 _RedOpType.__name__ = _RedOpType.__qualname__ = "RedOpType"
