@@ -35,3 +35,14 @@ class InvalidBackend(TorchDynamoException):
 
 class FailOnRecompileLimitHit(TorchDynamoException):
     """``fullgraph=True`` and the function needed more graphs than the recompile limit."""
+
+
+class UncapturedHigherOrderOpError(TorchDynamoException):
+    """``cond``/``while_loop``/``map`` given functions they cannot take: branches or a body
+    whose outputs differ in structure, alias or mutate their inputs, or return another type
+    (compiler/control_flow.py; PyTorch raises it from its trace of the functions)."""
+
+
+class TorchRuntimeError(TorchDynamoException):
+    """A check on traced values failed (PyTorch's wrapper of the error met while running the
+    graph on fake tensors): ``cond`` branches whose outputs differ in dtype, rank or device."""

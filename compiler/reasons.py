@@ -133,6 +133,25 @@ CONSTRUCTS = {
             "the graph under it.",
         ),
     ),
+    "cond": Construct(
+        "Data-dependent branching in ember.cond",
+        "`ember.cond` with a tensor predicate picks its branch from the tensor's data at each "
+        "call; ember.compile records one path of ops (PyTorch captures both branches as a cond "
+        "node, which ember's graphs do not have), so the call runs on eagerly from the cond and "
+        "later calls run as compiled regions around it (docs/control_flow.md).",
+        (
+            "Use fullgraph=False, or choose values without branching (`ember.where`), or make "
+            "the predicate a Python bool (the capture specialises on it).",
+        ),
+    ),
+    "while_loop": Construct(
+        "Data-dependent loop in ember.while_loop",
+        "`ember.while_loop` whose cond_fn returns a tensor reads it at each iteration to decide "
+        "whether to go on; ember.compile records one path of ops (PyTorch captures the loop as a "
+        "while_loop node, which ember's graphs do not have), so the call runs on eagerly from "
+        "the loop (docs/control_flow.md).",
+        ("Use fullgraph=False, or carry Python ints so that cond_fn returns a Python bool.",),
+    ),
     "disable": Construct(
         "Skip calling `ember.compiler.disable()`d function",
         "Skip calling function {name} since it was wrapped with `ember.compiler.disable`.",

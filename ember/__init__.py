@@ -185,6 +185,7 @@ from .autograd import (
     set_grad_enabled,
 )
 from .compiler import compile  # cheap: the capture machinery loads on the first compiled call
+from .compiler.control_flow import cond, while_loop  # torch.cond, torch.while_loop
 from .dispatcher.autocast import (
     autocast_decrement_nesting,
     autocast_increment_nesting,
@@ -213,6 +214,7 @@ _LAZY += ("masked",)  # issue 13: torch.masked's reductions
 _LAZY += ("futures",)
 _LAZY += ("_logging",)  # torch._logging.set_logs over ember.compile's log artifacts
 _LAZY += ("accelerator", "library")  # torch.accelerator; torch.library's custom ops
+_LAZY += ("_higher_order_ops",)  # torch._higher_order_ops: cond, while_loop, map
 
 
 def __getattr__(name: str):

@@ -4,7 +4,16 @@ from ember.compiler.exc import (
     FailOnRecompileLimitHit,
     InvalidBackend,
     TorchDynamoException,
+    TorchRuntimeError,
+    UncapturedHigherOrderOpError,
     Unsupported,
 )
 
-__all__ = ["FailOnRecompileLimitHit", "InvalidBackend", "TorchDynamoException", "Unsupported"]
+__all__ = [
+    "FailOnRecompileLimitHit",
+    "InvalidBackend",
+    "TorchDynamoException",
+    "TorchRuntimeError",
+    "UncapturedHigherOrderOpError",
+    "Unsupported",
+]
