@@ -46,3 +46,8 @@ class UncapturedHigherOrderOpError(TorchDynamoException):
 class TorchRuntimeError(TorchDynamoException):
     """A check on traced values failed (PyTorch's wrapper of the error met while running the
     graph on fake tensors): ``cond`` branches whose outputs differ in dtype, rank or device."""
+
+
+class RecompileError(TorchDynamoException):
+    """``ember._dynamo.config.error_on_recompile`` is set and a compiled function recompiles
+    (the message names the guard failures)."""

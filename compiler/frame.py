@@ -34,7 +34,7 @@ from . import (
     size_guards,
     stance,
 )
-from .exc import FailOnRecompileLimitHit
+from .exc import FailOnRecompileLimitHit, RecompileError
 from .observer import COMPILE, FULLGRAPH, Observer
 from .region import record, split
 from .train_region import TrainRegion
@@ -152,8 +152,12 @@ class CompiledFunction:
         reasons = self._reasons(key, names, leaves)
         if stance.CURRENT[0] is not stance.DEFAULT and stance.refuses_capture(self, reasons):
             return self._fn(*args, **kwargs)  # set_stance("eager_on_recompile")
-        if self._count >= _limit():
+        if config.disable:  # PyTorch's switch: no new captures, cached entries still replay
+            return self._fn(*args, **kwargs)
+        if self._count >= _limit() or self._accumulated() >= config.accumulated_recompile_limit:
             return self._over_limit(reasons, args, kwargs)
+        if self._count and config.error_on_recompile:
+            raise RecompileError(self._recompile_text(reasons))
         dims = self._new_dynamic(key, leaves)
         if dims is not None:
             self._dynamic = dims
@@ -201,6 +205,8 @@ class CompiledFunction:
         entry.sizes = checks if region is not None else None
         self._cache.setdefault(key, []).append(entry)
         self._count += 1
+        if self._code is not None:
+            _ACCUMULATED[self._code] = self._accumulated() + 1
         self._captures += 1
         self._last = key
         self._log(region, key, names, observer, python)
@@ -219,13 +225,17 @@ class CompiledFunction:
         return (repr(spec), guards.call_key(leaves, self._dynamic))
 
     def _new_dynamic(self, key, leaves):
-        """The dynamic dims after this miss, when they grow (else None)."""
+        """The dynamic dims after this miss, when they grow (else None). ``dynamic=None``
+        follows PyTorch's config: ``assume_static_by_default=False`` makes every dim dynamic
+        from the first call, ``automatic_dynamic_shapes=False`` keeps changed sizes static."""
         option = self._options.dynamic
         if self._static or option is False:
             return None
-        found = dynamic.every_dim(leaves) if option else {}
+        every = option or (option is None and not config.assume_static_by_default)
+        found = dynamic.every_dim(leaves) if every else {}
         found = dynamic.merge(found, dynamic.marked(leaves))
-        if option is None and self._last is not None:  # automatic: the sizes that changed
+        automatic = option is None and config.automatic_dynamic_shapes
+        if automatic and self._last is not None:  # the sizes that changed
             found = dynamic.merge(found, dynamic.changed_dims(self._last[1], key[1]) or {})
         merged = dynamic.without_static(dynamic.merge(self._dynamic, found), leaves)
         return merged if merged and merged != (self._dynamic or {}) else None
@@ -266,24 +276,40 @@ class CompiledFunction:
         return ", ".join(parts) + " dynamic"
 
     def _over_limit(self, reasons, args, kwargs):
-        if self._options.fullgraph:
+        if self._options.fullgraph or config.fail_on_recompile_limit_hit:
+            why = "fullgraph=True" if self._options.fullgraph else "fail_on_recompile_limit_hit"
             raise FailOnRecompileLimitHit(
-                f"Hard failure due to fullgraph=True: {self.__qualname__} hit "
-                f"config.recompile_limit ({_limit()})"
+                f"Hard failure due to {why}: {self.__qualname__} hit {self._limit_text()}"
             )
         if not self._limit_warned:
             self._limit_warned = True
             code = getattr(self._fn, "__code__", None)
             where = f"'{code.co_name}' ({code.co_filename}:{code.co_firstlineno})" if code else "?"
             WARN.warning(
-                "ember._dynamo hit config.recompile_limit (%s)\n   function: %s\n   last reason: "
+                "ember._dynamo hit %s\n   function: %s\n   last reason: "
                 '%s\nTo log all recompilation reasons, use EMBER_LOGS="recompiles".\nTo diagnose '
                 "recompilation issues, see docs/compile.md",
-                _limit(),
+                self._limit_text(),
                 where,
                 f"0/{self._count - 1}: {reasons[0] if reasons else 'guard failure'}",
             )
         return self._fn(*args, **kwargs)
+
+    def _limit_text(self) -> str:
+        if self._count >= _limit():
+            return f"config.recompile_limit ({_limit()})"
+        return f"config.accumulated_recompile_limit ({config.accumulated_recompile_limit})"
+
+    @property
+    def _code(self):
+        """What ``accumulated_recompile_limit`` counts by: the code object, as PyTorch's (a
+        module's forward for a module's calls); None for a callable without code."""
+        fn = getattr(type(self._root), "forward", None) if self._root is not None else self._fn
+        return getattr(fn, "__code__", None)
+
+    def _accumulated(self) -> int:
+        """Entries captured so far by every compiled function of this code."""
+        return _ACCUMULATED.get(self._code, 0) if self._code is not None else 0
 
     def _reasons(self, key, names, leaves) -> list[str]:
         if self._last is None:
@@ -344,9 +370,15 @@ class CompiledFunction:
 
 
 def _limit() -> int:
-    return getattr(config, "recompile_limit", None) or config.cache_size_limit
+    return config.recompile_limit
+
+
+# entries captured per code object, over every compiled function of it (as PyTorch counts
+# ``accumulated_recompile_limit``); weak keys: a function's count goes with it
+_ACCUMULATED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def reset_all() -> None:
     for instance in list(_INSTANCES):
         instance._reset()
+    _ACCUMULATED.clear()

@@ -9,6 +9,11 @@ PyTorch's names are accepted so that programs run unchanged; they map onto ember
 - ``"cudagraphs"``: ``"ember"`` with ``mode="reduce-overhead"``.
 - a callable (PyTorch's custom backends): not supported yet, ``NotImplementedError``.
 
+``options`` are checked against ``torch._inductor.config``'s names and types as PyTorch checks
+them (the table of config_module.py, the one ``ember._inductor.config`` holds);
+``{"triton.cudagraphs": True}`` (or that global setting) is ``mode="reduce-overhead"``, as in
+PyTorch.
+
 Modes (``"default"``, ``"lite"``, ``"reduce-overhead"``, ``"max-autotune-no-cudagraphs"``,
 ``"max-autotune"``) are PyTorch's list; ``"reduce-overhead"`` replays into preallocated
 buffers (overhead.py), the others run alike.
@@ -28,7 +33,31 @@ DEBUG_BACKENDS = {
     "aot_eager_decomp_partition": "eager",
     "aot_eager_default_partitioner": "eager",
 }
-MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+# PyTorch's modes and the inductor settings each one stands for (torch._inductor's
+# list_mode_options); ember acts on triton.cudagraphs (its reduce-overhead path) alone
+MODE_OPTIONS = {
+    "default": {},
+    "lite": {
+        "fallback_by_default": True,
+        "selective_decompose": True,
+        "reorder_for_peak_memory": False,
+        "reorder_for_compute_comm_overlap": False,
+        "triton.reorder_for_reducing_graph_partitions": False,
+        "use_pre_grad_passes": False,
+        "use_joint_graph_passes": False,
+        "use_post_grad_passes": False,
+        "use_dce": False,
+        "allow_buffer_reuse": False,
+    },
+    "reduce-overhead": {"triton.cudagraphs": True},
+    "max-autotune-no-cudagraphs": {"max_autotune": True, "coordinate_descent_tuning": True},
+    "max-autotune": {
+        "max_autotune": True,
+        "triton.cudagraphs": True,
+        "coordinate_descent_tuning": True,
+    },
+}
+MODES = tuple(MODE_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -53,6 +82,7 @@ def resolve(backend, mode, options, fullgraph: bool, dynamic) -> Options:
         mode = "default"
     if mode not in MODES:
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(MODES)}")
+    options = check_options(options)
     if backend == "cudagraphs":
         mode = "reduce-overhead"
     if callable(backend):
@@ -63,7 +93,41 @@ def resolve(backend, mode, options, fullgraph: bool, dynamic) -> Options:
         path, name = DEBUG_BACKENDS[backend], backend
     else:
         raise InvalidBackend(backend)
-    return Options(path, name, mode, dict(options or {}), bool(fullgraph), dynamic)
+    if path == "ember" and mode == "default" and _cudagraphs(options):
+        mode = "reduce-overhead"  # PyTorch's definition of that mode
+    return Options(path, name, mode, options, bool(fullgraph), dynamic)
+
+
+def check_options(options: dict | None) -> dict:
+    """``options`` with PyTorch's names (``-`` read as ``_``), checked as PyTorch checks them
+    against ``torch._inductor.config``: an unknown name or a value of the wrong type raises
+    PyTorch's RuntimeError."""
+    from .config_module import table
+
+    keys = table("inductor")
+    checked = {}
+    for key, value in (options or {}).items():
+        name = key.replace("-", "_")
+        entry = keys.get(name)
+        if entry is None or not entry.option:
+            known = [k for k, e in keys.items() if e.option]
+            raise RuntimeError(f"Unexpected optimization option {key}, known options are {known}")
+        if entry.type is not None and not isinstance(value, entry.type):
+            raise RuntimeError(
+                f"Unexpected type of attr {key}, got {type(value).__name__} should be "
+                f"{type(entry.default).__name__}"
+            )
+        checked[name] = value
+    return checked
+
+
+def _cudagraphs(options: dict) -> bool:
+    """``triton.cudagraphs`` as the compile sees it: its options, else the global setting."""
+    if "triton.cudagraphs" in options:
+        return bool(options["triton.cudagraphs"])
+    from ember._inductor import config
+
+    return bool(config.triton.cudagraphs)
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list[str]:

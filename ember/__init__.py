@@ -214,6 +214,7 @@ _LAZY += ("masked",)  # issue 13: torch.masked's reductions
 _LAZY += ("futures",)
 _LAZY += ("_logging",)  # torch._logging.set_logs over ember.compile's log artifacts
 _LAZY += ("accelerator", "library")  # torch.accelerator; torch.library's custom ops
+_LAZY += ("_inductor", "_functorch")  # their config modules, set by torch.compile programs
 _LAZY += ("_higher_order_ops",)  # torch._higher_order_ops: cond, while_loop, map
 
 

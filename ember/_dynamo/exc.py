@@ -3,6 +3,7 @@
 from ember.compiler.exc import (
     FailOnRecompileLimitHit,
     InvalidBackend,
+    RecompileError,
     TorchDynamoException,
     TorchRuntimeError,
     UncapturedHigherOrderOpError,
@@ -12,6 +13,7 @@ from ember.compiler.exc import (
 __all__ = [
     "FailOnRecompileLimitHit",
     "InvalidBackend",
+    "RecompileError",
     "TorchDynamoException",
     "TorchRuntimeError",
     "UncapturedHigherOrderOpError",
