@@ -87,15 +87,16 @@ class _Section:
 
 class ConfigModule(types.ModuleType):
     """A module of settings (see the module docstring). Plain settings live in the module's
-    ``__dict__``, so reading one is an ordinary attribute read (the compiler reads some at
-    each call); aliases and deprecated names go through ``__getattr__``."""
+    ``__dict__``, so reading one is an ordinary module attribute read (the compiler reads some
+    at each call); aliases, deprecated and unknown names miss it and reach ``_missing``, the
+    module's ``__getattr__`` (a ``__getattr__`` on the class would slow every read ninefold)."""
 
     _keys: dict[str, Key] = {}
     _name = ""  # the name messages give (``ember._dynamo.config``)
     _unhonoured: dict[str, str] = {}  # name -> why ember cannot honour a non-default value
     _slow: dict[str, object] = {}  # deprecated names' values
 
-    def __getattr__(self, name: str):
+    def _missing(self, name: str):
         key = self._keys.get(name)
         if key is None or name.startswith("__"):
             raise AttributeError(f"{self._name}.{name} does not exist")
@@ -217,6 +218,7 @@ def install(module_name: str, table_name: str, extra: dict | None = None,
         "_warned": set(),
     }
     module.__class__ = type("ConfigModule", (ConfigModule,), attrs)
+    types.ModuleType.__setattr__(module, "__getattr__", module._missing)
     for name, key in keys.items():
         if key.alias is not None:
             continue

@@ -9,6 +9,7 @@ import logging
 import os
 import pickle
 import warnings
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -136,6 +137,9 @@ def test_patch_restores():
     assert dynamo_config.verbose is False
     with pytest.raises(AttributeError), dynamo_config.patch(no_such_setting=1):
         pass
+    with mock.patch.object(inductor.triton, "cudagraphs", True):  # deletes, then sets back
+        assert inductor.triton.cudagraphs
+    assert inductor.triton.cudagraphs is False
 
 
 def test_save_and_load_config():
