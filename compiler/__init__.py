@@ -42,9 +42,11 @@ def is_compiling() -> bool:
 def cudagraph_mark_step_begin() -> None:
     """Mark the start of a new iteration (PyTorch's ``torch.compiler.cudagraph_mark_step_begin``).
 
-    Outputs of ``mode="reduce-overhead"`` regions stay valid until the next mark instead of
-    until the region's next call: call it at the top of each training or inference step when
-    one step calls a compiled function more than once and keeps all the results.
+    Outputs of ``mode="reduce-overhead"`` regions on the CUDA device stay valid until the next
+    mark instead of until the region's next call: call it at the top of each training or
+    inference step when one step calls a compiled function more than once and keeps all the
+    results. Elsewhere (as in PyTorch, which records CUDA graphs on CUDA alone) every call's
+    outputs are its own and a mark changes nothing.
 
     Example:
         >>> @ember.compile(mode="reduce-overhead")

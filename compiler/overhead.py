@@ -1,28 +1,39 @@
-"""``mode="reduce-overhead"``: replay plans whose outputs live in preallocated buffers.
+"""``mode="reduce-overhead"``: replay plans whose intermediates live in preallocated buffers.
 
 PyTorch records a CUDA graph per region and replays it: the launches and the memory of every
 output and intermediate are fixed at recording, so a replay costs no allocation and little
 Python, and the outputs are overwritten by the next replay (``torch.compiler`` docs): reading
 an output after its buffer was written again raises PyTorch's RuntimeError. ember's equivalent
 caches the whole launch sequence: the region's dispatch-free program (replay.py) is written
-with every output that the program allocates itself (plain elementwise nodes and fused chains)
+with every value that the program allocates itself (plain elementwise nodes and fused chains)
 bound to a buffer allocated once when the plan is built, so a replay is the kernel calls
-alone; each call returns fresh tensor objects over the buffers. ``mm``/``bmm`` nodes call
-their kernel into a buffer too, and lowered composites (``linear``, ``matmul``...) get
-sub-programs of their own written the same way. Nodes that call their runner (reductions,
-``cat``, views of a buffer) still allocate, or alias, as in default mode; an output that is a
-view of a buffer is overwritten with it, and raises on reading like the buffer's own tensor.
+alone. ``mm``/``bmm`` nodes call their kernel into a buffer too, and lowered composites
+(``linear``, ``matmul``...) get sub-programs of their own written the same way. Nodes that
+call their runner (reductions, ``cat``, views of a buffer) still allocate, or alias, as in
+default mode.
 
-Iterations, as PyTorch's cudagraph trees count them: by default each call of a region starts a
-new iteration, so a call overwrites the previous call's outputs. Once
+Which outputs live in buffers follows PyTorch, which records CUDA graphs for CUDA tensors only
+(``_graphed``): a region whose tensors are all on one ``cuda`` device (ember's CUDA plugin or
+its ROCm one, which serves the same device type as PyTorch's HIP build does) returns its
+outputs in buffers, each call fresh tensor objects over them, and an output (or a view of a
+buffer returned as one) read after its buffer was written again raises PyTorch's error. On
+every other device (``cpu``, ``ref``, ``xpu``), or a region mixing devices, PyTorch runs
+without CUDA graphs and each call's outputs are its own: the outputs and what they are views
+of are allocated per call as in default mode, only the intermediates live in buffers, and
+nothing is ever overwritten.
+
+Iterations, as PyTorch's cudagraph trees count them (CUDA regions): by default each call of a
+region starts a new iteration, so a call overwrites the previous call's outputs. Once
 ``ember.compiler.cudagraph_mark_step_begin()`` has been called, iterations are the spans
 between its calls: a region called twice in one span (``f(x) + f(x)``) gives its second call a
-second buffer set, so both results stay valid until the next mark.
+second buffer set, so both results stay valid until the next mark. Other regions keep one
+buffer set (their outputs are never buffers).
 
 Training regions (the joint forward/backward pair, joint.py) are planned too: the forward's
-outputs in buffers with the same overwrite rule, the tensors it saves for the backward and the
-backward's gradients allocated per call (autograd keeps them, as ``.grad``), every other
-intermediate of both programs in buffers (``training``).
+outputs follow the same rule (buffers with the overwrite rule on CUDA, fresh elsewhere), the
+tensors it saves for the backward and the backward's gradients are allocated per call
+(autograd keeps them, as ``.grad``), every other intermediate of both programs lives in
+buffers (``training``).
 """
 
 from __future__ import annotations
@@ -32,7 +43,9 @@ import threading
 
 import ember
 from ember._tensor import Tensor
+from ember.dispatcher.kinds.functional import runs_decomposition
 from ember.jit.ops import is_view, resolve
+from ember.jit.types import TensorType
 
 from . import lower, replay
 
@@ -46,22 +59,29 @@ def mark_step_begin() -> None:
 
 
 class _StaticProgram(replay._Program):
-    """replay's writer with each allocated output bound to a buffer made now: elementwise
+    """replay's writer with each allocated value bound to a buffer made now: elementwise
     nodes, fused chains, ``mm``/``bmm`` (their kernels write a given contiguous output), and
     the same inside lowered composites (``linear`` is ``mm`` and ``add``), each node's
     sub-program built for it alone. ``buffers`` collects every buffer, nested ones too.
-    ``fresh(outputs)``: the returned values that must be allocated per call (a training
-    program's saved tensors and gradients), with the values they are views of."""
+    Allocated per call instead (``fresh``, with the values they are views of, so that no
+    returned tensor aliases a buffer): every returned value where not ``graphed`` (PyTorch's
+    CUDA graphs alone fix outputs' memory: ``_graphed``; for a composite's sub-program,
+    whether its node's outputs may be buffers), and ``fresh_rule(outputs)`` (a training
+    program's saved tensors and gradients)."""
 
-    def __init__(self, graph, nodes, chains=(), buffers=None, fresh=None):
+    def __init__(self, graph, nodes, chains=(), buffers=None, fresh=None, graphed=True):
         super().__init__(graph, nodes, chains)
         self.buffers = [] if buffers is None else buffers
         self.fresh_rule = fresh
+        self.graphed = graphed
         self.fresh: set = set()
 
     def program(self, name, inputs, outputs, method: bool) -> list:
-        if self.fresh_rule is not None:
-            self.fresh = _with_bases(self.nodes, self.fresh_rule(list(outputs)))
+        outputs = list(outputs)
+        fresh = [] if self.fresh_rule is None else list(self.fresh_rule(outputs))
+        if not self.graphed:
+            fresh += outputs
+        self.fresh = _with_bases(self.nodes, fresh)
         return super().program(name, inputs, outputs, method)
 
     def alloc(self, value, shape: str, dtype: str, device: str) -> str:
@@ -75,42 +95,79 @@ class _StaticProgram(replay._Program):
     def lower(self, op, node):
         if self.fresh_rule is not None:  # a training program: composites as in default mode
             return super().lower(op, node)
-        writer = functools.partial(_StaticProgram, buffers=self.buffers)
+        graphed = self.fresh.isdisjoint(node.outputs())  # its outputs may be buffers
+        writer = functools.partial(_StaticProgram, buffers=self.buffers, graphed=graphed)
         return lower.lowered(op, node, functools.partial(replay.build, writer=writer), cache=False)
 
 
+def _graphed(inputs, nodes) -> bool:
+    """Whether PyTorch would run this region as a CUDA graph: cudagraph trees skip a graph
+    with a tensor on the CPU or on more than one device (inductor's "skipping cudagraphs due
+    to cpu device" / "multiple devices"), and CUDA graphs exist for ``cuda`` devices alone.
+    ember's ROCm plugin serves the ``cuda`` device type too (``ember_backend_rocm``'s
+    device_types), as PyTorch's HIP build exposes AMD GPUs as ``cuda`` and records hipGraphs
+    for them there, so it is graphed; ``xpu``, ``ref`` and ``cpu`` are not."""
+    values = [*inputs, *(v for node in nodes for v in node.outputs())]
+    devices = {v.type().device() for v in values if isinstance(v.type(), TensorType)}
+    return len(devices) == 1 and all(d is not None and d.type == "cuda" for d in devices)
+
+
 def _with_bases(nodes, values) -> set:
-    """``values`` and the values they are views of (a buffer's view would be overwritten)."""
-    base: dict = {}
-    for node in nodes:
-        kind = node.kind()
-        op = None if kind.startswith("prim::") else resolve(kind)
-        if op is not None and is_view(op) and node.inputs():
-            for value in node.outputs():
-                base[value] = node.inputsAt(0)
-    found = set()
-    for value in values:
-        while value is not None and value not in found:
+    """``values`` and the values they may share memory with (a buffer shared with an output
+    would be overwritten under it, or returned where outputs must be the call's own)."""
+    made = {value: node for node in nodes for value in node.outputs()}
+    found: set = set()
+    todo = list(values)
+    while todo:
+        value = todo.pop()
+        if value not in found:
             found.add(value)
-            value = base.get(value)
+            if value in made:
+                todo += _bases(made[value], value)
     return found
+
+
+def _bases(node, value) -> list:
+    """The inputs of ``node`` whose memory its output ``value`` may be: a view's or an in-place
+    op's first input; for a composite (``ravel``, ``tensor_split``: not view ops, yet views),
+    the inputs its decomposition returns views of; every input of a prim (lists and tuples
+    built or unpacked) and of a composite that cannot be traced."""
+    kind = node.kind()
+    op = None if kind.startswith("prim::") else resolve(kind)
+    if op is None:
+        return node.inputs()
+    if is_view(op) or op.mutates:
+        return node.inputs()[:1]
+    if not runs_decomposition(op):
+        return []  # its kernel writes memory of its own
+    specs = lower.arguments(op, node)
+    graph = None if specs is None else lower.graph_of(op, specs)
+    if graph is None:  # its runner runs the decomposition: any input may come back
+        return node.inputs()
+    inner = _with_bases(graph.block().nodes(), [graph.outputs()[node.outputs().index(value)]])
+    tensors = [v for v in node.inputs() if isinstance(v.type(), TensorType)]
+    return [t for t, v in zip(tensors, graph.inputs()) if v in inner]
 
 
 def training(graph, forward, backward):
     """The joint pair's programs (joint.py) for reduce-overhead: ``forward`` and ``backward``
-    are ``(inputs, nodes, outputs, name, n_out)``. The forward's outputs live in buffers as a
-    no-grad region's do (Plans: overwritten by the next call, PyTorch's error on reading a
-    stale one), but what it saves for the backward is allocated per call (a second forward
-    before the first's backward must not overwrite it); the backward's intermediates live in
-    buffers, its gradients are fresh (autograd may keep them as ``.grad``). Returns
-    ``(forward Plans, backward program)`` or None (control flow)."""
+    are ``(inputs, nodes, outputs, name, n_out)``. The forward's outputs are a no-grad
+    region's (on CUDA in buffers, Plans: overwritten by the next call, PyTorch's error on
+    reading a stale one; elsewhere fresh), what it saves for the backward is allocated per
+    call on every device (a second forward before the first's backward must not overwrite
+    it); the backward's intermediates live in buffers, its gradients are fresh (autograd may
+    keep them as ``.grad``). Returns ``(forward Plans, backward program)`` or None (control
+    flow)."""
     inputs, nodes, outputs, name, n_out = forward
+    graphed = _graphed(inputs, nodes)
 
     def build_forward(made):
-        writer = functools.partial(_StaticProgram, buffers=made, fresh=lambda outs: outs[n_out:])
+        writer = functools.partial(
+            _StaticProgram, buffers=made, fresh=lambda outs: outs[n_out:], graphed=graphed
+        )
         return replay.build(graph, inputs, nodes, outputs, name=name, fuse=True, writer=writer)
 
-    plans = Plans(build_forward)
+    plans = Plans(build_forward, graphed)
     writer = functools.partial(_StaticProgram, fresh=lambda outs: outs)
     ins, body, outs, called, _ = backward  # (the names above stay the forward's: Plans rebuilds)
     program = replay.build(graph, ins, body, outs, name=called, fuse=True, writer=writer)
@@ -138,12 +195,15 @@ _OVERWRITTEN = _Overwritten()
 
 
 class Plans:
-    """A region's static programs, one per buffer set, chosen by iteration."""
+    """A region's static programs, one per buffer set, chosen by iteration (``graphed``: its
+    outputs are buffers, ``_graphed``); a region whose outputs are fresh runs its one
+    program, nothing to overwrite."""
 
-    __slots__ = ("_build", "_mark", "_next", "buffers", "handed", "programs", "storages")
+    __slots__ = ("_build", "_mark", "_next", "buffers", "graphed", "handed", "programs", "storages")
 
-    def __init__(self, build):
+    def __init__(self, build, graphed: bool):
         self._build = build  # (list to collect its buffers) -> a static program, or None
+        self.graphed = graphed
         self.programs = []
         self.buffers: list = []  # per program: ids of its buffers
         self.storages: list = []  # per program: ids of its buffers' storages (for their views)
@@ -165,6 +225,8 @@ class Plans:
         return self.programs[0] is not None
 
     def __call__(self, *args):
+        if not self.graphed:
+            return self.programs[0](*args)
         mark = getattr(_STEPS, "marks", 0)
         if mark == 0 or mark != self._mark:  # a new iteration: overwrite the first set
             self._mark = mark
@@ -195,9 +257,11 @@ class Plans:
 def plans(graph, method: bool):
     """The region's ``Plans``, or None where the dispatch-free program does not apply."""
 
+    graphed = _graphed(graph.inputs(), graph.block().nodes())
+
     def build(made):
-        writer = functools.partial(_StaticProgram, buffers=made)
+        writer = functools.partial(_StaticProgram, buffers=made, graphed=graphed)
         return replay.build(graph, method=method, fuse=True, writer=writer)
 
-    found = Plans(build)
+    found = Plans(build, graphed)
     return found if found.usable else None
