@@ -35,6 +35,7 @@ from . import (
     stance,
 )
 from .exc import FailOnRecompileLimitHit, RecompileError
+from .module_probe import ModuleProbe
 from .observer import COMPILE, FULLGRAPH, Observer
 from .region import record, split
 from .train_region import TrainRegion
@@ -54,7 +55,7 @@ class Entry:
         self.region = region
         self.paths = paths  # no region: the compiled segments around its breaks
         self.modules = modules
-        self.probe = guards.module_probe(modules)
+        self.probe = ModuleProbe(modules)
         self.hooks = guards.HookGuard(modules)
         self.python = python  # python_guards.PythonGuards: the globals and closures it read
         self.guarded = bool(modules) or python is not None
@@ -62,18 +63,14 @@ class Entry:
         self.sizes = None  # size_guards.SizeGuards: the comparisons of sizes it assumed
 
     def matches(self) -> bool:
-        return (
-            self.hooks()
-            and guards.probe_matches(self.probe)
-            and (self.python is None or self.python())
-        )
+        return self.hooks() and self.probe() and (self.python is None or self.python())
 
     def failure(self) -> str:
         """Why ``matches`` failed, for the recompile reason."""
         if not self.hooks():
             return "a module's hooks changed (guarded: the hooks its capture ran)"
         found = self.python.failure() if self.python is not None else None
-        return found or guards.module_failure(self.probe)
+        return found or self.probe.failure()
 
 
 class _Eager:

@@ -14,7 +14,7 @@ A user object reached that way (a config object a ``forward`` reads ``cfg.dropou
 guarded on its attributes, and a list or dict on its items (``SCALES[0] = 5.0``), by the same
 rule, when it holds at most ``MAX_ATTRIBUTES`` of them; larger ones, tuples and sets by their
 binding only (dynamo guards the items it read). The modules' own attributes are
-``guards.module_probe``'s.
+``module_probe.ModuleProbe``'s.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def from_watch(watch) -> PythonGuards | None:
             continue
         attributes = getattr(obj, "__dict__", None)
         if isinstance(obj, Module) or not isinstance(attributes, dict):
-            continue  # a module: guards.module_probe
+            continue  # a module: module_probe.ModuleProbe
         if 0 < len(attributes) <= MAX_ATTRIBUTES:
             keys = tuple(attributes)
             labels = tuple(f"{label}.{key}" for key in keys)

@@ -1,4 +1,4 @@
-"""Guards on the Python a capture read (compiler/python_guards.py, guards.module_probe): a global,
+"""Guards on the Python a capture read (compiler/python_guards.py, module_probe.py): a global,
 a closure variable, a submodule or a module's tensor attribute rebound after the first call
 recompiles, so the compiled result stays eager's, as torch.compile's guards keep it. Before these
 guards every case below replayed the first capture and returned its numbers."""
