@@ -20,6 +20,7 @@ from .complex_formulas import install as install_complex
 from .conv_formulas import FORMULAS as CONV_FORMULAS
 from .fft_formulas import FORMULAS as FFT_FORMULAS
 from .formula import Formula as F  # noqa: N817 - the table reads better with one letter
+from .grid_formulas import FORMULAS as GRID_FORMULAS
 from .linalg_formulas import FORMULAS as LINALG_FORMULAS
 from .loss_formulas import FORMULAS as LOSS_FORMULAS
 from .node import SavedTensor
@@ -849,6 +850,8 @@ FORMULAS.update(ACTIVATION_FORMULAS)
 FORMULAS.update(CONV_FORMULAS)
 # ---- nll_loss's forward and backward rows (autograd/loss_formulas.py) ------------------------
 FORMULAS.update(LOSS_FORMULAS)
+# ---- grid_sample's forward rows (autograd/grid_formulas.py) ----------------------------------
+FORMULAS.update(GRID_FORMULAS)
 # ---- special functions (autograd/special_formulas.py) ---------------------------------------
 FORMULAS.update(SPECIAL_FORMULAS)
 # ---- FFT primitives (autograd/fft_formulas.py) ----------------------------------------------

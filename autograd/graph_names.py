@@ -189,6 +189,8 @@ RULES = {
     "selu": _fixed("EluBackward0"),
     "logsigmoid": _fixed("LogSigmoidBackward0"),
     "max_pool2d_with_indices": _fixed("MaxPool2DWithIndicesBackward0"),
+    "grid_sampler_2d": _fixed("GridSampler2DBackward0"),
+    "grid_sampler_3d": _fixed("GridSampler3DBackward0"),
     "im2col": _fixed("Im2ColBackward0"),
     "col2im": _fixed("Col2ImBackward0"),
     "layer_norm": _fixed("NativeLayerNormBackward0"),

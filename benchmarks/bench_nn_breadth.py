@@ -2,11 +2,12 @@
 layers written as compositions of table ops (3-D pooling and convolution, grid_sample, CTC,
 packed LSTM, bicubic resize, margin and multilabel losses...).
 
-    python benchmarks/bench_nn_breadth.py [--repeat 5] [--threads 1]
+    python benchmarks/bench_nn_breadth.py [--repeat 5] [--threads 1] [--only grid_sample]
 
 Each library runs in its own process (``--lib`` runs one), so neither's threads or caches
 disturb the other's; a figure is the best of ``--repeat`` rounds. The ratio is ember / torch:
-below 1 is faster. PyTorch is only a reference: ember never imports it.
+below 1 is faster. A case whose inputs do not require grad is timed forward only. PyTorch is only
+a reference: ember never imports it.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ def _cases(lib):
             lambda x, g: F.grid_sample(x, g, align_corners=False),
             [t(8, 16, 64, 64), t(8, 64, 64, 2, scale=0.5)],
         ),
+        "grid_sample bilinear 64^2, forward": (
+            lambda x, g: F.grid_sample(x, g, align_corners=False),
+            [t(8, 16, 64, 64, grad=False), t(8, 64, 64, 2, scale=0.5, grad=False)],
+        ),
+        "grid_sample 3-D trilinear 16^3": (
+            lambda x, g: F.grid_sample(x, g, align_corners=False),
+            [t(4, 8, 16, 16, 16), t(4, 16, 16, 16, 3, scale=0.5)],
+        ),
         "interpolate bicubic 64->128": (
             lambda x: F.interpolate(x, scale_factor=2, mode="bicubic"),
             [t(8, 16, 64, 64)],
@@ -75,7 +84,8 @@ def _cases(lib):
 def _time(fn, inputs, repeat: int) -> float:
     def once():
         out = fn(*inputs)
-        out.sum().backward()
+        if out.requires_grad:
+            out.sum().backward()
 
     once()
     best = float("inf")
@@ -86,29 +96,33 @@ def _time(fn, inputs, repeat: int) -> float:
     return best
 
 
-def run(lib_name: str, repeat: int, threads: int) -> dict:
+def run(lib_name: str, repeat: int, threads: int, only: str = "") -> dict:
     if lib_name == "ember":
         import ember as lib
     else:
         import torch as lib
     lib.set_num_threads(threads)
     lib.manual_seed(0)
-    return {name: _time(fn, inputs, repeat) for name, (fn, inputs) in _cases(lib).items()}
+    cases = _cases(lib).items()
+    return {
+        name: _time(fn, inputs, repeat) for name, (fn, inputs) in cases if name.startswith(only)
+    }
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--only", default="", help="the cases whose names start with this")
     parser.add_argument("--lib", choices=("ember", "torch"), help="run one library, print JSON")
     args = parser.parse_args(argv)
     if args.lib:
-        print(json.dumps(run(args.lib, args.repeat, args.threads)))
+        print(json.dumps(run(args.lib, args.repeat, args.threads, args.only)))
         return
     results = {}
     for lib in ("ember", "torch"):
         command = [sys.executable, __file__, "--lib", lib, "--repeat", str(args.repeat)]
-        command += ["--threads", str(args.threads)]
+        command += ["--threads", str(args.threads), "--only", args.only]
         # the checkout's ember, not an installed copy (the script's folder leads sys.path)
         env = {
             **os.environ,
@@ -119,7 +133,7 @@ def main(argv=None) -> None:
             print(f"{lib}: failed\n{done.stderr[-2000:]}")
             continue
         results[lib] = json.loads(done.stdout.strip().splitlines()[-1])
-    print(f"{'forward + backward, ms':34}{'ember':>10}{'torch':>10}{'ratio':>9}")
+    print(f"{'forward (+ backward), ms':34}{'ember':>10}{'torch':>10}{'ratio':>9}")
     for name in results.get("ember", {}):
         ours = results["ember"][name] * 1e3
         theirs = results.get("torch", {}).get(name)

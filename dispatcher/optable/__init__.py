@@ -26,6 +26,7 @@ from . import (
     fill,
     foreach,
     functional,
+    grid_sampler,
     lapack,
     limited,
     linalg,
@@ -128,6 +129,8 @@ MODULES += (activation_backward,)
 MODULES += (foreach,)
 # issue 20: nll_loss's forward and backward, one kernel each
 MODULES += (loss_nll,)
+# issue 20: grid_sample's aten rows, forward and backward, one kernel each
+MODULES += (grid_sampler,)
 
 
 def _decompose(op, *args):

@@ -181,13 +181,35 @@ def _bicubic(flat, coords, sizes, padding_mode, align_corners):
     return out
 
 
+# at::native's integer codes of the modes (GridSampler.h), as the aten rows take them
+INTERPOLATION_MODES = ("bilinear", "nearest", "bicubic")
+PADDING_MODES = ("zeros", "border", "reflection")
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample ``input`` (N, C, H, W) (or (N, C, D, H, W)) at the normalised (x, y[, z])
-    positions of ``grid`` (N, H_out, W_out, 2) (or (N, D_out, H_out, W_out, 3))."""
+    positions of ``grid`` (N, H_out, W_out, 2) (or (N, D_out, H_out, W_out, 3)).
+
+    One ``grid_sampler_2d``/``grid_sampler_3d`` op (a kernel where the backend has one, this
+    module's composite elsewhere)."""
     _check_grid_sample(input, grid, mode, padding_mode)
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
         align_corners = False
+    sampler = ember.ops.grid_sampler_2d if input.ndim == 4 else ember.ops.grid_sampler_3d
+    return sampler(
+        input,
+        grid,
+        INTERPOLATION_MODES.index(mode),
+        PADDING_MODES.index(padding_mode),
+        bool(align_corners),
+    )
+
+
+def composite(input, grid, mode: str, padding_mode: str, align_corners: bool):
+    """grid_sample in ember ops (the aten rows' decomposition): gathers from the flattened
+    input with weights from the grid; autograd gives both gradients."""
+    _check_grid_sample(input, grid, mode, padding_mode)
     dims = input.ndim - 2
     sizes = tuple(input.shape[2:])
     flat = input.reshape(input.shape[0], input.shape[1], -1)

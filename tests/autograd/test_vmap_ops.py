@@ -199,6 +199,8 @@ NOT_BATCHED_YET = {
     "masked_scatter_": "in-place composite: no rule (its source size check reads values)",
     "scatter_reduce": "no rule yet",
     "index_reduce_": "in-place composite: no rule (its rounds per repeated index read values)",
+    "grid_sampler_2d_backward": "decomposition is autograd.grad of the composite: no rule",
+    "grid_sampler_3d_backward": "decomposition is autograd.grad of the composite: no rule",
 }
 
 

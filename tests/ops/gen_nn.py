@@ -1,4 +1,5 @@
-"""Sample generators for the nn rows: softmax family, padding, im2col/col2im, max pooling."""
+"""Sample generators for the nn rows: softmax family, padding, im2col/col2im, max pooling,
+grid sampling."""
 
 from __future__ import annotations
 
@@ -149,3 +150,28 @@ def conv2d(op, dtype, device, rng):
                 groups=groups,
             )
         )
+
+
+def grid_sampler(op, dtype, device, rng):
+    """grid_sampler_2d/_3d and their backward: every mode, padding and align_corners, points
+    inside and outside the input, strided inputs and grids; the backward with and without the
+    input's gradient."""
+    dims = 3 if "3d" in op.name else 2
+    backward = op.name.endswith("_backward")
+    # small enough for the gradient checks (tests/autograd/cases.py: 96 input elements, a
+    # sliced layout's buffer counted whole)
+    in_shape, out_spatial = ((2, 2, 3, 3), (2, 2)) if dims == 2 else ((1, 1, 2, 3, 3), (2, 2, 2))
+    modes = (0, 1, 2) if dims == 2 else (0, 1)
+    layouts = (C, T, S, N)
+    for k, (mode, padding, align) in enumerate(
+        (m, p, a) for m in modes for p in (0, 1, 2) for a in (False, True)
+    ):
+        x = arr(dtype, in_shape, rng, layouts[k % 4], low=-2.0, high=2.0)
+        grid_shape = (in_shape[0], *out_spatial, dims)
+        grid = arr(dtype, grid_shape, rng, layouts[(k + 1) % 4], low=-1.2, high=1.2)
+        named = dict(input=x, grid=grid, interpolation_mode=mode, padding_mode=padding,
+                     align_corners=align)  # fmt: skip
+        if backward:
+            grad = arr(dtype, (*in_shape[:2], *out_spatial), rng, layouts[(k + 2) % 4])
+            named.update(grad_output=grad, output_mask=[k % 3 != 2, True])
+        yield Sample(call_args(op, **named))

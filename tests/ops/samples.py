@@ -101,6 +101,7 @@ GENERATORS = {
     "im2col": nn.im2col,
     "col2im": nn.col2im,
     "max_pool2d": nn.max_pool2d,
+    "grid_sampler": nn.grid_sampler,
     "conv2d": nn.conv2d,
     # factories and random
     "factory": fac.factory,

@@ -11,6 +11,7 @@ from . import (
     elementwise,
     fft,
     foreach,
+    grid,
     index,
     lapack,
     linalg,
@@ -24,8 +25,8 @@ from . import (
 )
 
 FAMILIES = (
-    elementwise, copy, reduce, linalg, lapack, index, sort, random, samplers, nn, loss, amp, fft,
-    optim, foreach,
+    elementwise, copy, reduce, linalg, lapack, index, sort, random, samplers, nn, loss, grid, amp,
+    fft, optim, foreach,
 )  # fmt: skip
 
 
