@@ -72,7 +72,7 @@ class Region:
     def run(self, root, tensors):
         fast = self.fast
         if fast is _UNBUILT:
-            fast = self.fast = self.program()
+            fast = self.fast = self.program(root)
         flat = None
         if fast is not None and STACK.grad_only_layers is STACK.layers:
             flat = fast(root, *tensors) if root is not None else fast(*tensors)
@@ -101,7 +101,7 @@ class Region:
             pair = self.joint = joint.build(self, root, tensors, static=self.static)
         return None if pair is None else pair.run(root, tensors)
 
-    def program(self):
+    def program(self, root=None):
         """The dispatch-free program, or None when the graph records gradients (its outputs
         require grad) or has control flow."""
         outputs = self.graph.outputs()
@@ -109,7 +109,7 @@ class Region:
             return None
         if self.static:
             return overhead.plans(self.graph, self.method)
-        return replay.build(self.graph, method=self.method, fuse=True)
+        return replay.build(self.graph, method=self.method, fuse=True, root=root)
 
 
 def container_kinds(tree):

@@ -44,6 +44,7 @@ def build(
     fuse=False,
     writer=None,
     check=None,
+    root=None,
 ):
     """The compiled program of ``nodes`` (default: the graph's), or None when the graph has
     control flow. ``fn(self, *inputs)`` (``fn(*inputs)`` when not ``method``) returns the
@@ -51,7 +52,8 @@ def build(
     through the dispatcher: autograd must record). ``fuse``: elementwise chains run as the
     backend's fused kernels (fusion.py). ``writer``: the ``_Program`` subclass that writes it
     (overhead.py's binds preallocated buffers; replay_dynamic.py's computes shapes per call).
-    ``check``: fusion.schedule's, for a chain's description."""
+    ``check``: fusion.schedule's, for a chain's description. ``root``: the module the program
+    will be called with, whose parameters it then reads straight from their registries."""
     nodes = list(graph.block().nodes()) if nodes is None else nodes
     if any(node.blocks() for node in nodes):
         return None
@@ -60,6 +62,7 @@ def build(
     chains = fusion.schedule(nodes, outputs, check) if fuse else ()
     writer = (writer or _Program)(graph, nodes, chains)
     writer.fuse = fuse  # the composites' sub-programs fuse too (lower.py)
+    writer.root = root
     lines = writer.program(name, inputs, outputs, method)
     source = "\n".join(lines) + "\n"
     namespace = {
@@ -96,6 +99,7 @@ class _Program(_Writer):
         self.params: list = []  # names of tensors read with prim::GetAttr
         self.taken |= {"empty", "expand_to", "dense", "GRAD"}
         self.fuse = False
+        self.root = None  # the module the program is called with, when known (attribute)
 
     def bind(self, value, base: str) -> str:
         """A global name for ``value`` in the generated module."""
@@ -141,6 +145,20 @@ class _Program(_Writer):
                 "        raise",
             ]
         return [f"def {name}({', '.join(params)}):", *body]
+
+    def attribute(self, qualified: str) -> str:
+        """``self.0.weight`` as ``self._modules['0']._parameters['weight']`` where each step
+        is what ``Module.__getattr__`` would find: two dict reads instead of a failed lookup
+        and a Python call per step (16 a call of a 4-layer MLP). The entry's module probe
+        (module_probe.py) checks before each replay that each registry still holds it."""
+        owner, text = self.root, "self"
+        for part in qualified.split("."):
+            table = _registry_of(owner, part) if owner is not None else None
+            if table is None:
+                return super().attribute(qualified)
+            owner = owner.__dict__[table][part]
+            text = f"{text}.{table}[{part!r}]"
+        return text
 
     def chain(self, chain, indent: str, out: list) -> None:
         """``out = empty(...); fused(out, ..., *inputs)``: the chain in one kernel call, each
@@ -448,6 +466,27 @@ def _float_or_tensor(value) -> bool:
 def _dense(tensor):
     """A fused kernel's input: contiguous at its own shape (the kernel broadcasts it)."""
     return tensor if tensor._contig else tensor.contiguous()
+
+
+def _registry_of(owner, name: str) -> str | None:
+    """The registry (``_parameters``, ``_buffers``, ``_modules``) that ``getattr(owner,
+    name)`` reads through ``Module.__getattr__``, or None: not a module with the plain lookup,
+    or ``name`` found before the fallback (the instance's ``__dict__``, a class attribute or
+    property, as a parametrized weight is)."""
+    from ember.nn.modules.module import Module
+
+    kind = type(owner)
+    if not isinstance(owner, Module) or kind.__getattr__ is not Module.__getattr__:
+        return None
+    if kind.__getattribute__ is not object.__getattribute__ or name in owner.__dict__:
+        return None
+    if any(name in vars(c) for c in kind.__mro__):
+        return None
+    for table in ("_parameters", "_buffers", "_modules"):  # Module.__getattr__'s order
+        found = owner.__dict__.get(table)
+        if found is not None and name in found:
+            return table if found[name] is not None else None
+    return None
 
 
 def _last_uses(nodes, at=None) -> dict:

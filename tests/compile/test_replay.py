@@ -292,3 +292,45 @@ def test_an_error_inside_a_no_grad_block_restores_grad_mode(mode):
         _lookup_without_grad(ember.tensor([3, 2]), x).numpy(),
         rtol=1e-6,
     )
+
+
+class _Doubled(nn.Module):
+    def forward(self, w):
+        return w * 2
+
+
+class _Routed(nn.Module):
+    """An attribute that ``__getattr__`` makes: the program must keep asking it."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(3, 3)
+
+    def __getattr__(self, name):
+        if name == "alias":
+            return super().__getattr__("inner")
+        return super().__getattr__(name)
+
+    def forward(self, x):
+        return self.alias(x)
+
+
+def test_parameters_are_read_from_their_registries_unless_a_lookup_intervenes():
+    """A plain module path reads ``_modules``/``_parameters`` directly (no ``__getattr__``
+    call per step); a parametrized weight (a class property) and a module with its own
+    ``__getattr__`` keep ``getattr``, and all three follow later changes as eager does."""
+    plain = nn.Sequential(nn.Linear(3, 3), nn.GELU())
+    param = nn.Sequential(nn.Linear(3, 3))
+    nn.utils.parametrize.register_parametrization(param[0], "weight", _Doubled())
+    routed = _Routed()
+    x = ember.randn(2, 3)
+    for model, direct in [(plain, True), (param, False), (routed, False)]:
+        compiled = ember.compile(model)
+        with ember.no_grad():
+            for _ in range(2):
+                _close(compiled(x), model(x))
+            for p in model.parameters():  # in place: same objects, the probe still holds
+                p.add_(0.5)
+            _close(compiled(x), model(x))
+        (program,) = _programs(compiled)
+        assert ("._parameters['weight']" in program.source) is direct, program.source
