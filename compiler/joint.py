@@ -57,6 +57,7 @@ class Joint:
         "inputs_grad",
         "n_out",
         "params",
+        "read",
         "saved_bytes",
     )
 
@@ -70,6 +71,7 @@ class Joint:
         self.n_out = n_out
         self.saved_bytes = saved
         self.closed = closed  # tensors closed over that it differentiates (constants)
+        self.read = None  # fn(root): the parameters, then the frozen tensors (replay.reader)
 
     def run(self, root, tensors):
         """The call's outputs, or None when a tensor read without gradient now requires one
@@ -82,10 +84,12 @@ class Joint:
     def arguments(self, root):
         """The module tensors the forward program takes (parameters, then frozen ones), or
         None when a frozen one now requires grad."""
-        frozen = [_attribute(root, path) for path in self.frozen]
-        if any(t._requires_grad for t in frozen):
+        if self.read is None:
+            self.read = replay.reader(root, [".".join(p) for p in self.params + self.frozen])
+        found = self.read(root)
+        if any(t._requires_grad for t in found[len(self.params) :]):
             return None
-        return [*[_attribute(root, path) for path in self.params], *frozen]
+        return found
 
 
 class _Step(Function):

@@ -148,17 +148,8 @@ class _Program(_Writer):
 
     def attribute(self, qualified: str) -> str:
         """``self.0.weight`` as ``self._modules['0']._parameters['weight']`` where each step
-        is what ``Module.__getattr__`` would find: two dict reads instead of a failed lookup
-        and a Python call per step (16 a call of a 4-layer MLP). The entry's module probe
-        (module_probe.py) checks before each replay that each registry still holds it."""
-        owner, text = self.root, "self"
-        for part in qualified.split("."):
-            table = _registry_of(owner, part) if owner is not None else None
-            if table is None:
-                return super().attribute(qualified)
-            owner = owner.__dict__[table][part]
-            text = f"{text}.{table}[{part!r}]"
-        return text
+        is what ``Module.__getattr__`` would find (registry_path)."""
+        return registry_path(self.root, qualified) or super().attribute(qualified)
 
     def chain(self, chain, indent: str, out: list) -> None:
         """``out = empty(...); fused(out, ..., *inputs)``: the chain in one kernel call, each
@@ -466,6 +457,37 @@ def _float_or_tensor(value) -> bool:
 def _dense(tensor):
     """A fused kernel's input: contiguous at its own shape (the kernel broadcasts it)."""
     return tensor if tensor._contig else tensor.contiguous()
+
+
+def registry_path(root, qualified: str) -> str | None:
+    """The expression that reads ``root``'s dotted attribute ``qualified`` (``0.weight``) as
+    ``self._modules['0']._parameters['weight']``, or None where some step is not a plain
+    registry read. Two dict reads a step instead of a failed lookup and a Python
+    ``Module.__getattr__`` call (16 a call of a 4-layer MLP). The reads are decided once, for
+    the program's module: the entry's module probe (module_probe.py) checks before each replay
+    that each registry still holds what it held."""
+    owner, text = root, "self"
+    for part in qualified.split("."):
+        table = _registry_of(owner, part) if owner is not None else None
+        if table is None:
+            return None
+        owner = owner.__dict__[table][part]
+        text = f"{text}.{table}[{part!r}]"
+    return text
+
+
+def reader(root, paths: list):
+    """``fn(root)``: the list of ``root``'s tensors at the dotted ``paths``, each read as
+    registry_path says where it can, else by ``getattr``."""
+    texts = []
+    for path in paths:
+        text = registry_path(root, path)
+        if text is None:
+            text = "self"
+            for part in path.split("."):
+                text = f"getattr({text}, {part!r})"
+        texts.append(text)
+    return eval(f"lambda self: [{', '.join(texts)}]", {})  # our own source
 
 
 def _registry_of(owner, name: str) -> str | None:

@@ -334,3 +334,11 @@ def test_parameters_are_read_from_their_registries_unless_a_lookup_intervenes():
             _close(compiled(x), model(x))
         (program,) = _programs(compiled)
         assert ("._parameters['weight']" in program.source) is direct, program.source
+        for _ in range(2):  # the training pair reads its parameters the same way
+            grads = []
+            for run in (compiled, model):
+                model.zero_grad()
+                run(x).square().sum().backward()
+                grads.append([p.grad.clone() for p in model.parameters()])
+            for got, want in zip(*grads):
+                _close(got, want)
