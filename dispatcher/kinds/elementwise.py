@@ -100,8 +100,9 @@ def unary(op, x, *params):
                 entry[1](out, x)
             else:
                 storage = out._storage
-                size = x._dtype.itemsize
-                at = x._storage.ptr + x._offset * size
+                at = x._storage.ptr
+                if x._offset:  # as in binary: most operands start at their storage's first byte
+                    at += x._offset * x._dtype.itemsize
                 if call(entry[4], storage.ptr, at, storage._nbytes // entry[2].itemsize):
                     entry[1](out, x)  # a status: the kernel raises its error, with its message
             return out
@@ -145,9 +146,14 @@ def binary(op, a, b, *params):
                             entry[1](out, a, b)
                             return out
                         storage = out._storage
-                        size = dtype.itemsize
-                        pa = a._storage.ptr + a._offset * size
-                        pb = b._storage.ptr + b._offset * size
+                        # Most operands start at their storage's first byte: no multiply and add
+                        # then (each makes an int: addresses are beyond the small-int cache).
+                        pa = a._storage.ptr
+                        if a._offset:
+                            pa += a._offset * dtype.itemsize
+                        pb = b._storage.ptr
+                        if b._offset:
+                            pb += b._offset * dtype.itemsize
                         n = storage._nbytes // entry[2].itemsize
                         if call(entry[4], storage.ptr, pa, pb, n):
                             entry[1](out, a, b)  # a status: the kernel raises its error
