@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 
+from ember import _inference
 from ember._device import CPU
 from ember._device import device as Device
 from ember._storage import Storage
@@ -34,9 +35,10 @@ def observe(callback) -> None:
 
 def forget_routes() -> None:
     """Unset every device's allocation route: the next allocation there finds it again."""
-    for device in ROUTES.values():
-        device._route = None
-    ROUTES.clear()
+    with _inference.LOCK:
+        for device in ROUTES.values():
+            device._route = None
+        ROUTES.clear()
 
 
 def _freed(nbytes: int, address, device) -> None:
@@ -122,9 +124,28 @@ def allocation_route(device):
         if _OBSERVER[0] is not None:
             small, cached = _reporting(small, small_address, cached, device)
         found = (small, backend.cache_min_bytes, runtime, cached, small_address)
-        device._route = found
-        ROUTES[id(device)] = device
+        with _inference.LOCK:
+            if _inference.OPEN.blocks:
+                found = _marking(found, device)
+            device._route = found
+            ROUTES[id(device)] = device
     return found
+
+
+def _marking(route, device):
+    """``route`` while an ``inference_mode()`` block is open in some thread: empty() does not
+    check the mode (ember/_inference.py), so this route's threshold of 0 sends every allocation
+    to empty()'s general branch, whose allocator builds the storage with ``Storage()``, which
+    marks an inference tensor's."""
+    small, cache_min_bytes, runtime, cached, address = route
+
+    def allocate(nbytes):
+        if nbytes >= cache_min_bytes:
+            return cached(nbytes)
+        handle = small(nbytes)
+        return Storage(device, nbytes, handle, 0, address(handle), handle, runtime)
+
+    return (small, 0, runtime, allocate, address)
 
 
 def normalize_device(dev) -> Device:

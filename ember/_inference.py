@@ -7,8 +7,12 @@ tensor taken inside the block is not, as in PyTorch.
 
 The mode is thread-local, but reading a thread-local on every allocation would cost each op
 call about a hundred nanoseconds. ``OPEN.blocks`` counts the ``inference_mode(True)`` blocks
-open in any thread: one global slot read, nothing more, while none is, and the thread-local
-is read only while some is.
+open in any thread, and the thread-local is read only while some is: ``Storage()`` reads the
+count, and ``ember._tensor.empty`` (every op's output) reads nothing at all. While a block is
+open, every device's allocation route sends all allocations through ``Storage()``
+(``dispatcher/memory.py`` ``allocation_route``); the first block to open and the last to close
+unset the routes, and the routes are set under the same lock as the count, so a route built
+before a block opened is never used after.
 """
 
 from __future__ import annotations
@@ -24,18 +28,30 @@ class _Open:
 
 
 OPEN = _Open()
-_lock = threading.Lock()  # += from two threads at once may lose a count
+# += from two threads at once may lose a count; dispatcher/memory.py sets and unsets the routes
+# under it too (reentrant: opened() unsets them while holding it).
+LOCK = threading.RLock()
 _thread = None  # autograd's thread-local modes, bound on first use (autograd imports ember)
 
 
 def opened() -> None:
-    with _lock:
+    with LOCK:
         OPEN.blocks += 1
+        if OPEN.blocks == 1:
+            _forget_routes()
 
 
 def closed() -> None:
-    with _lock:
+    with LOCK:
         OPEN.blocks -= 1
+        if OPEN.blocks == 0:
+            _forget_routes()
+
+
+def _forget_routes() -> None:
+    from .dispatcher.memory import forget_routes  # the dispatcher imports this module
+
+    forget_routes()
 
 
 def enabled() -> bool:

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from . import _dtype as dt
-from . import _inference, _layout, _memory_format
+from . import _layout, _memory_format
 from ._device import CPU
 from ._device import device as Device
 from ._size import Size
@@ -461,7 +461,9 @@ def empty(shape: tuple, dtype, device) -> Tensor:
     if nbytes < route[1]:
         handle = route[0](nbytes)
         # Storage(device, nbytes, handle, 0, ptr, handle, runtime) without its __init__ frame
-        # (a third of this path's own time): keep in step with Storage.__init__.
+        # (a third of this path's own time): keep in step with Storage.__init__. Its inference
+        # mode check is not needed: while inference_mode() is open, the route's threshold is 0
+        # (dispatcher/memory.py _marking).
         storage = _new(Storage)
         storage.device = device
         storage._nbytes = nbytes
@@ -471,8 +473,6 @@ def empty(shape: tuple, dtype, device) -> Tensor:
         storage.owner = handle
         storage.runtime = route[2]
         storage.version = 0
-        if _inference.OPEN.blocks and _inference.enabled():  # Storage.__init__ checks the same
-            mark_inference(storage)
     else:
         if nbytes > _MAX_BYTES:  # outputs of broadcasts, repeats, cats: no factory checked them
             from .dispatcher.kinds._limits import storage_overflow
@@ -507,7 +507,7 @@ def host_array(t: Tensor) -> np.ndarray:
 
 
 # Last: dispatcher.memory imports ember._storage and ember._device, not this module.
-from ._storage import Storage, mark_inference  # noqa: E402
+from ._storage import Storage  # noqa: E402
 from .dispatcher.mathbits import resolve as _resolve  # noqa: E402
 from .dispatcher.mathbits import set_bits as _set_bits  # noqa: E402
 from .dispatcher.memory import allocation_route  # noqa: E402
