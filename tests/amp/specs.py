@@ -140,6 +140,12 @@ SPECS.update({
     "addmv": lambda lib, t: lib.addmv(t(2), t(2, 3), t(3)),
     "addr": lambda lib, t: lib.addr(t(2, 3), t(2), t(3)),
     "cdist": lambda lib, t: lib.cdist(t(2, 3), t(4, 3)),
+    "grid_sampler_2d": lambda lib, t: lib.grid_sampler_2d(
+        t(1, 2, 3, 3), t(1, 2, 2, 2), 0, 0, False
+    ),
+    "grid_sampler_3d": lambda lib, t: lib.grid_sampler_3d(
+        t(1, 2, 3, 3, 3), t(1, 2, 2, 2, 3), 0, 0, False
+    ),
     "dist": lambda lib, t: lib.dist(t(3), t(3)),
     "renorm": lambda lib, t: lib.renorm(t(2, 3), 2, 0, 0.5),
     "index_copy": lambda lib, t: lib.index_copy(t(3, 2), 0, t.long([2, 0]), t(2, 2)),
