@@ -63,7 +63,7 @@ class Entry:
         self.sizes = None  # size_guards.SizeGuards: the comparisons of sizes it assumed
 
     def matches(self) -> bool:
-        return self.hooks() and self.probe() and (self.python is None or self.python())
+        return self.hooks() and self.probe.check() and (self.python is None or self.python())
 
     def failure(self) -> str:
         """Why ``matches`` failed, for the recompile reason."""
