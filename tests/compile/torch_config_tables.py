@@ -6,12 +6,20 @@ A line is ``name: type = default`` (a Python literal; the type only where PyTorc
 ``isinstance`` against it), ``name -> other`` for an alias, with ``  # deprecated: why`` after
 either for a name PyTorch warns about; ``  # alias of module.name`` marks an alias of another
 module's setting, kept as a setting here but, as in PyTorch, not listed.
+
+PyTorch computes some defaults from the environment when it is imported (``CI`` turns
+``error_on_custom_op_aliasing`` on; ``TORCHINDUCTOR_*`` and ``TORCH_*`` variables set others).
+Ember reads none of them, so the tables hold PyTorch's defaults in an environment without those
+variables: ``torch_tables`` imports PyTorch in such a subprocess, for the writer and the tests.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import subprocess
+import sys
 import typing
 
 MODULES = {
@@ -71,7 +79,36 @@ def lines(name: str) -> list[str]:
     return out
 
 
+def literal_defaults(name: str) -> dict[str, str]:
+    """``get_config_copy()`` of torch's config module ``name``, each value as ``_literal``."""
+    module = importlib.import_module(MODULES[name])
+    return {key: _literal(value) for key, value in module.get_config_copy().items()}
+
+
+def _plain_environment() -> dict[str, str]:
+    """This process's environment less the variables PyTorch's config defaults read."""
+    read = ("TORCH", "PYTORCH")
+    return {k: v for k, v in os.environ.items() if k != "CI" and not k.startswith(read)}
+
+
+def torch_tables() -> dict[str, dict]:
+    """Per module, its table lines and literal defaults as PyTorch has them when imported in a
+    plain environment (a subprocess: a config module's defaults are fixed at import)."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--json"],
+        env=_plain_environment(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
 if __name__ == "__main__":
-    for table in MODULES:
-        with open(os.path.join(FOLDER, f"{table}.txt"), "w") as f:
-            f.write("\n".join(lines(table)) + "\n")
+    if sys.argv[1:] == ["--json"]:
+        tables = {n: {"lines": lines(n), "defaults": literal_defaults(n)} for n in MODULES}
+        print(json.dumps(tables))
+    else:
+        for table, found in torch_tables().items():
+            with open(os.path.join(FOLDER, f"{table}.txt"), "w") as f:
+                f.write("\n".join(found["lines"]) + "\n")
