@@ -2,9 +2,9 @@
 the ops, on every other device: gradcheck in float64 against central differences on the op
 suite's samples (broadcast, non-contiguous and negative-stride layouts, built from leaves
 through differentiable views), and gradgradcheck on the smallest few, since every formula is
-written in ember ops and so differentiable again. gradcheck: whole Jacobians on cpu (fast mode for
-rows that are themselves gradients: `_mode`), PyTorch's
-fast mode on the other devices; gradgradcheck: fast mode everywhere."""
+written in ember ops and so differentiable again. gradcheck: whole Jacobians on cpu (fast mode
+for rows that are themselves gradients: ``_mode``), PyTorch's fast mode on the other devices;
+gradgradcheck: fast mode everywhere."""
 
 from __future__ import annotations
 
