@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from . import fusion
 from .observer import EXPLAIN, Observer
-from .region import record
+from .region import record, replayed_graph
 from .replay import plan_memory
 
 
@@ -101,7 +101,7 @@ def explain(f, *extra_args, **extra_kwargs):
             compile_times=f"capture {seconds:.4f} s",
             peak_bytes=memory["peak"],
             total_bytes=memory["total"],
-            fusion=fusion.summary(graph) if graph is not None else "",
+            fusion=fusion.summary(replayed_graph(graph)) if graph is not None else "",
             saved_bytes=_saved_bytes(region, root, [leaves[i] for i in positions]),
         )
 

@@ -37,7 +37,7 @@ from . import (
 from .exc import FailOnRecompileLimitHit, RecompileError
 from .module_probe import ModuleProbe
 from .observer import COMPILE, FULLGRAPH, Observer
-from .region import record, split
+from .region import record, replayed_graph, split
 from .train_region import TrainRegion
 
 WARN = logging.getLogger("ember._dynamo.convert_frame")
@@ -339,7 +339,8 @@ class CompiledFunction:
         described = guards.describe(key[1], names)
         logs.log("guards", "\n".join(described + (python.describe() if python else [])))
         if logs.enabled("fusion"):
-            logs.log("fusion", f"{self.__qualname__}: {fusion.summary(region.graph)}")
+            plan = fusion.summary(replayed_graph(region.graph))
+            logs.log("fusion", f"{self.__qualname__}: {plan}")
 
     def _leaf_names(self, args, kwargs) -> list[str]:
         _leaves, spec, _ = split(args, kwargs)

@@ -5,6 +5,11 @@ of its decomposition on each eager call. Its decomposition is traced once, on te
 node's (guarded) types, with every composite expanded; the replay then runs that flat
 sub-program. A decomposition that reads its inputs' values (a trace warning), draws random
 numbers or writes into an argument is left to its runner.
+
+A region that records no gradient goes further (``inlined``): its composites' decompositions
+replace them in the graph itself, so fusion sees across their edges: a linear layer's bias
+add and the activation after it are one fused kernel, as in a training pair's forward (whose
+trace expands composites as it records).
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ import warnings
 import ember
 from ember.autograd.grad_mode import no_grad
 from ember.dispatcher.kinds.functional import runs_decomposition
-from ember.jit.ops import has_side_effects
+from ember.jit.graph_utils import copy_node
+from ember.jit.ops import has_side_effects, resolve
 from ember.jit.tracer import TracerWarning, capture
 from ember.jit.types import TensorType
 
 _CACHE: dict = {}  # (kind, argument types and constants) -> sub-program or None
+_GRAPHS: dict = {}  # the same keys -> decomposition graph or None
 
 
 def lowered(op, node, build, cache: bool = True, fuse: bool = False):
@@ -51,10 +58,14 @@ def arguments(op, node):
     return specs
 
 
+def _key(op, specs) -> tuple:
+    return op.name, tuple((s[0], repr(s[1])) if s[0] == "=" else s for s in specs)
+
+
 def of_types(op, specs, build, cache: bool = True, fuse: bool = False):
     """``lowered``'s sub-program for inputs of these ``arguments`` (a size-generic program
     asks again for each call's sizes: replay_dynamic.py)."""
-    key = (op.name, tuple((s[0], repr(s[1])) if s[0] == "=" else s for s in specs), fuse)
+    key = (*_key(op, specs), fuse)
     if not cache:
         return _trace(op, specs, build, fuse)
     if key not in _CACHE:
@@ -96,6 +107,42 @@ def graph_of(op, specs):
     if set(graph.outputs()) & set(graph.inputs()):
         return None  # returned as is for the zeros' layout (``contiguous``): strides decide
     return graph
+
+
+def inlined(graph, keeps=lambda op, node: False):
+    """A copy of ``graph`` with every composite node that lowers replaced by the nodes of its
+    decomposition (traced once per argument types), or ``graph`` itself when none does.
+    ``keeps(op, node)``: nodes the caller runs otherwise (replay's direct kernels). Only for
+    a program of the captured sizes: a decomposition's sizes are baked in."""
+    copied = None
+    for node in list(graph.block().nodes()):
+        kind = node.kind()
+        op = None if kind.startswith("prim::") else resolve(kind)
+        specs = None if op is None or keeps(op, node) else arguments(op, node)
+        if specs is None:
+            continue
+        key = _key(op, specs)
+        if key not in _GRAPHS:
+            _GRAPHS[key] = graph_of(op, specs)
+        if _GRAPHS[key] is None:
+            continue
+        if copied is None:  # the first node that lowers: work on a copy from here on
+            copied = graph.copy()  # the same nodes in the same order
+            at = dict(zip(graph.block().nodes(), copied.block().nodes()))
+        _splice(at[node], _GRAPHS[key])
+    return graph if copied is None else copied
+
+
+def _splice(node, sub) -> None:
+    """Replace ``node`` by a copy of the nodes of ``sub``, its tensor inputs in order."""
+    tensors = [v for v in node.inputs() if isinstance(v.type(), TensorType)]
+    mapping = dict(zip(sub.inputs(), tensors))
+    graph = node.owningGraph()
+    for inner in sub.block().nodes():
+        copy_node(inner, graph, mapping).insertBefore(node)
+    for value, result in zip(node.outputs(), sub.outputs()):
+        value.replaceAllUsesWith(mapping[result])
+    node.destroy()
 
 
 def expand(op) -> bool:

@@ -21,7 +21,7 @@ from ember.jit.codegen import generate
 from ember.jit.symbolic import SymInt
 from ember.jit.tracer import CAPTURE_LOCK, TracerWarning, capture, current
 
-from . import joint, overhead, replay
+from . import fusion_steps, joint, lower, overhead, replay
 from .observer import Observer, watching
 from .train_region import TrainRegion, no_op_region
 
@@ -109,7 +109,18 @@ class Region:
             return None
         if self.static:
             return overhead.plans(self.graph, self.method)
-        return replay.build(self.graph, method=self.method, fuse=True, root=root)
+        graph = replayed_graph(self.graph)
+        return replay.build(graph, method=self.method, fuse=True, root=root)
+
+
+def replayed_graph(graph):
+    """The graph a no-grad replay runs: composites as their ops, so fusion crosses their
+    edges (lower.inlined), but for those a fused kernel takes whole (mean, softmax)."""
+    return lower.inlined(graph, _kept)
+
+
+def _kept(op, node) -> bool:
+    return replay.runs_itself(op, node) or isinstance(fusion_steps.step_of(node), tuple)
 
 
 def container_kinds(tree):

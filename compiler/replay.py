@@ -269,6 +269,14 @@ class _Program(_Writer):
         return lower.lowered(op, node, build, fuse=self.fuse)
 
 
+def runs_itself(op, node) -> bool:
+    """Whether a program runs op ``node`` other than by its decomposition (a kernel called
+    directly, a view built in place, or codegen's own call when ``op`` has no runner)."""
+    if op.runner is None or _plain_kernel(op, node) is not None:
+        return True
+    return _kernel_call(node) is not None or _transposes(node) or _reshapes(node)
+
+
 def _guard(param: str, entry) -> list:
     """Lines that return None when ``param`` now requires grad and autograd would record it.
     Inside a grad-mode block (``entry`` known) the mode there says nothing about the ops

@@ -59,13 +59,28 @@ def _replayed():
     return model, compiled, x
 
 
-def test_plain_nodes_call_kernels_and_composites_are_lowered():
+def test_plain_nodes_call_kernels_and_composites_are_inlined():
     _model, compiled, _x = _replayed()
     (program,) = _programs(compiled)
-    # gelu and tanh: a kernel on an output from empty(); linear: its lowered mm + add
-    assert program.source.count("= empty(") == 2
-    assert program.source.count("SUB") == 2
+    # each linear is its ops (lower.inlined): t, the mm kernel into an empty(), and the bias
+    # add fused with the activation after it into another
+    assert program.source.count("= empty(") == 4
+    assert program.source.count("FUSED") == 2 and "SUB" not in program.source
     assert "del " in program.source
+
+
+def test_inlined_composites_leave_the_captured_graph_as_it_was():
+    from ember.compiler.region import replayed_graph
+
+    _model, compiled, _x = _replayed()
+    inner = compiled._compiled if hasattr(compiled, "_compiled") else compiled
+    (graph,) = [e.region.graph for es in inner._cache.values() for e in es]
+    before = str(graph)
+    flat = replayed_graph(graph)
+    assert flat is not graph and str(graph) == before  # a copy: explain() shows the capture
+    kinds = [n.kind() for n in flat.block().nodes()]
+    assert "ember::linear" not in kinds and kinds.count("ember::mm") == 2
+    flat.lint()
 
 
 def test_a_parameter_that_starts_requiring_grad_gets_its_gradient():
@@ -212,8 +227,8 @@ def test_reductions_call_their_kernel(device):
     runners = [names[k].name for k in names if k.startswith("OP")]
     reductions = [name for name in runners if name in ("sum", "amax", "prod")]
     assert reductions == ["sum"], program.source  # the dtype= one
-    # the three without keepdim in the program (the mean's sum is in its sub-program)
-    assert sum(k.startswith("SQ") for k in names) == 3, program.source
+    # the three without keepdim, and the mean's sum (the composite inlined: lower.inlined)
+    assert sum(k.startswith("SQ") for k in names) == 4, program.source
     want = f(x)
     for g, w in zip(got, want, strict=True):
         assert (g.shape, g.stride(), g.dtype) == (w.shape, w.stride(), w.dtype)
