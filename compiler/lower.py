@@ -25,7 +25,7 @@ from ember.jit.tracer import TracerWarning, capture
 from ember.jit.types import TensorType
 
 _CACHE: dict = {}  # (kind, argument types and constants) -> sub-program or None
-_GRAPHS: dict = {}  # the same keys -> decomposition graph or None
+_GRAPHS: dict = {}  # (kind, argument types and constants) -> decomposition graph or None
 
 
 def lowered(op, node, build, cache: bool = True, fuse: bool = False):
@@ -74,8 +74,17 @@ def of_types(op, specs, build, cache: bool = True, fuse: bool = False):
 
 
 def _trace(op, specs, build, fuse):
-    graph = graph_of(op, specs)
+    graph = decomposition(op, specs)
     return None if graph is None else build(graph, fuse=fuse)
+
+
+def decomposition(op, specs):
+    """``graph_of``, traced once per argument types (a sub-program, an inlined node and
+    overhead.py's alias walk read the same graph; none of them changes it)."""
+    key = _key(op, specs)
+    if key not in _GRAPHS:
+        _GRAPHS[key] = graph_of(op, specs)
+    return _GRAPHS[key]
 
 
 def graph_of(op, specs):
@@ -109,7 +118,7 @@ def graph_of(op, specs):
     return graph
 
 
-def inlined(graph, keeps=lambda op, node: False):
+def inlined(graph, keeps):
     """A copy of ``graph`` with every composite node that lowers replaced by the nodes of its
     decomposition (traced once per argument types), or ``graph`` itself when none does.
     ``keeps(op, node)``: nodes the caller runs otherwise (replay's direct kernels). Only for
@@ -121,15 +130,13 @@ def inlined(graph, keeps=lambda op, node: False):
         specs = None if op is None or keeps(op, node) else arguments(op, node)
         if specs is None:
             continue
-        key = _key(op, specs)
-        if key not in _GRAPHS:
-            _GRAPHS[key] = graph_of(op, specs)
-        if _GRAPHS[key] is None:
+        sub = decomposition(op, specs)
+        if sub is None:
             continue
         if copied is None:  # the first node that lowers: work on a copy from here on
             copied = graph.copy()  # the same nodes in the same order
             at = dict(zip(graph.block().nodes(), copied.block().nodes()))
-        _splice(at[node], _GRAPHS[key])
+        _splice(at[node], sub)
     return graph if copied is None else copied
 
 

@@ -141,7 +141,7 @@ def _bases(node, value) -> list:
     if not runs_decomposition(op):
         return []  # its kernel writes memory of its own
     specs = lower.arguments(op, node)
-    graph = None if specs is None else lower.graph_of(op, specs)
+    graph = None if specs is None else lower.decomposition(op, specs)
     if graph is None:  # its runner runs the decomposition: any input may come back
         return node.inputs()
     inner = _with_bases(graph.block().nodes(), [graph.outputs()[node.outputs().index(value)]])
