@@ -5,7 +5,10 @@ not move instruction counts, unlike timings):
     python benchmarks/instructions.py --lib torch add      # PyTorch's, counted the same way
 
 CASE is ``add`` (``a + b``, float32, 16 elements), ``grad`` (the add on leaves that require
-grad), ``scalar`` (``a * 2.0``) or ``chain`` (bench_overhead's ten elementwise ops). One
+grad), ``scalar`` (``a * 2.0``), ``chain`` (bench_overhead's ten elementwise ops), or a
+training step of bench_compile's ``tiny`` MLP, eager (``step``) or its model compiled
+(``compiled``; issue 17's small-model bound is against the eager step) or the whole step
+compiled as one region (``whole``). One
 valgrind process per case: the import and 300 warm-up calls run uninstrumented (the script
 switches instrumentation on with ``callgrind_control`` then), 300 more calls run instrumented
 but uncounted, then ``functools.reduce`` runs 100 calls and another one 600; callgrind counts
@@ -31,12 +34,21 @@ import numpy as np
 from bench_overhead import _chain  # benchmarks/ is the script's directory
 
 COUNTS = (100, 600)
+STEP_COUNTS = (20, 70)  # a training step is ~100x an add: fewer calls keep valgrind's run short
+# case -> (ember.compile mode of the tiny model, whether the whole step is compiled instead)
+STEPS = {"step": (None, False), "compiled": ("default", False), "whole": ("default", True)}
 
 
 def case(name: str, lib=None):
     """The call of case ``name`` on library ``lib`` (ember when None)."""
     if lib is None:
         import ember as lib
+    if name in STEPS:
+        from bench_compile import training_step
+
+        lib.manual_seed(0)
+        mode, whole = STEPS[name]
+        return training_step(lib, "tiny", mode, whole)[0]
     rng = np.random.default_rng(0)
     values = [rng.standard_normal(16).astype(np.float32) + 2.0 for _ in range(2)]
     a, b = (lib.from_numpy(v) for v in values)
@@ -60,7 +72,7 @@ def worker(lib_name: str, name: str) -> None:
     subprocess.run(["callgrind_control", "-i", "on", pid], check=True, capture_output=True)
     for _ in range(300):
         fn()
-    for n in COUNTS:
+    for n in STEP_COUNTS if name in STEPS else COUNTS:
         functools.reduce(lambda acc, _: fn(), range(n), None)
 
 
@@ -94,7 +106,8 @@ def measure(lib_name: str, name: str) -> float:
         subprocess.run(command, check=True, capture_output=True, env=env)
         dumps = sorted(glob.glob(out + ".*"), key=lambda p: int(p.rsplit(".", 1)[1]))
         few, many = (_totals(p) for p in dumps[-2:])
-    return (many - few) / (COUNTS[1] - COUNTS[0])
+    few_calls, many_calls = STEP_COUNTS if name in STEPS else COUNTS
+    return (many - few) / (many_calls - few_calls)
 
 
 def main(argv: list[str]) -> int:
