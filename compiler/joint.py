@@ -41,7 +41,7 @@ from ember.jit.passes.transposes import fold_double_transposes
 from ember.jit.tracer import capture, current
 from ember.jit.types import TensorType
 
-from . import logs, overhead, partition, replay
+from . import logs, overhead, pair_node, partition, replay
 from .lower import expand
 
 
@@ -52,6 +52,7 @@ class Joint:
         "backward",
         "closed",
         "diff",
+        "direct",
         "forward",
         "frozen",
         "inputs_grad",
@@ -61,7 +62,9 @@ class Joint:
         "saved_bytes",
     )
 
-    def __init__(self, forward, backward, params, frozen, inputs_grad, diff, n_out, saved, closed):
+    def __init__(
+        self, forward, backward, params, frozen, inputs_grad, diff, n_out, saved, closed, direct
+    ):
         self.forward = forward  # fn(*inputs, *params, *frozen) -> (*outputs, *saved)
         self.backward = backward  # fn(*saved, *grads of differentiable outputs) -> grads
         self.params = [name.split(".") for name in params]  # the parameters it differentiates
@@ -72,6 +75,9 @@ class Joint:
         self.saved_bytes = saved
         self.closed = closed  # tensors closed over that it differentiates (constants)
         self.read = None  # fn(root): the parameters, then the frozen tensors (replay.reader)
+        # no output is one of the call's tensors as it came in: a call without vmap or forward
+        # AD records pair_node's node (else _Step, which gives such an output its identity)
+        self.direct = direct
 
     def run(self, root, tensors):
         """The call's outputs, or None when a tensor read without gradient now requires one
@@ -79,7 +85,10 @@ class Joint:
         read = self.arguments(root)
         if read is None:
             return None
-        return _Step.apply(self, len(tensors), None, *tensors, *read, *self.closed)
+        args = (*tensors, *read, *self.closed)
+        if self.direct and pair_node.plain(args):
+            return pair_node.run(self, args, len(tensors))
+        return _Step.apply(self, len(tensors), None, *args)
 
     def arguments(self, root):
         """The module tensors the forward program takes (parameters, then frozen ones), or
@@ -244,12 +253,16 @@ def _partition(graph, forward_nodes, wanted, params, diff, n_out, closed, static
     if forward is None or backward is None:
         return _refuse("control flow")
     saved_bytes = _bytes(saved)
+    passed = set(inputs) | set(taken)
+    direct = not any(v in passed or v.node().kind() == "prim::Constant" for v in outputs)
     logs.log(
         "graphs",
         f"compiled backward: {len(after)} ops, {saved_bytes} bytes saved, "
         f"{len(recomputed)} forward ops recomputed",
     )
-    return Joint(forward, backward, params, frozen, wanted, diff, n_out, saved_bytes, closed)
+    return Joint(
+        forward, backward, params, frozen, wanted, diff, n_out, saved_bytes, closed, direct
+    )
 
 
 class _Closure:

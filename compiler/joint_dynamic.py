@@ -24,7 +24,7 @@ import functools
 import ember
 from ember.autograd.grad_mode import no_grad
 
-from . import joint, logs, replay, replay_dynamic, sizes
+from . import joint, logs, pair_node, replay, replay_dynamic, sizes
 from .joint import Joint
 
 _STEPS = 2  # probes besides the call's sizes and the captured ones
@@ -47,7 +47,10 @@ class GenericJoint(Joint):
             flat = self.forward(*tensors, *read)
         if flat is None:  # a checked node's shape differs from the fit: the dispatching code
             return None
-        return joint._Step.apply(self, len(tensors), flat, *tensors, *read, *self.closed)
+        args = (*tensors, *read, *self.closed)
+        if self.direct and pair_node.plain(args):
+            return pair_node.run(self, args, len(tensors), flat)
+        return joint._Step.apply(self, len(tensors), flat, *args)
 
 
 def build(region, root, tensors, captured: list, dims: dict, name: str = ""):

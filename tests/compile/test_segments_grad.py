@@ -104,7 +104,7 @@ def test_loss_is_a_compiled_node():
     x, w = (ember.tensor(a, requires_grad=True) for a in _data(np.random.default_rng(1)))
     for _ in range(3):  # the capture, the segments' recording, a replay
         loss = compiled(x, w)
-    assert type(loss.grad_fn).__name__ == "_StepBackward"
+    assert type(loss.grad_fn).__name__ == "CompiledFunctionBackward"
     assert not loss.is_leaf and loss.requires_grad
 
 
