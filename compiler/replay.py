@@ -291,7 +291,9 @@ def _plain_kernel(op, node, sizes_of=lambda v: tuple(v.type().sizes())):
     """``(kernel, inputs to broadcast)`` for an elementwise node that needs no promotion, cast
     or check (what the eager fast path runs, plus broadcast views), or None. ``sizes_of``:
     a value's sizes as compared (a generic program's are expressions of the call's sizes)."""
-    if op.runner not in _ELEMENTWISE or op.mutates or op.info.get("check") is not None:
+    runner = getattr(op.runner, "elementwise", op.runner)  # a row's wrapper: what it runs
+    binary = runner is elementwise.binary
+    if runner not in _ELEMENTWISE or op.mutates or not _check_passes(op, node, 1 + binary):
         return None
     outs = node.outputs()
     if len(outs) != 1 or not isinstance(outs[0].type(), TensorType):
@@ -302,7 +304,8 @@ def _plain_kernel(op, node, sizes_of=lambda v: tuple(v.type().sizes())):
     inputs = node.inputs()
     if not isinstance(inputs[0].type(), TensorType):
         return None
-    binary = op.runner is elementwise.binary
+    if runner is not op.runner and len(inputs) <= 1 + binary:  # the wrapper gives a parameter
+        return None
     if binary and not _float_or_tensor(inputs[1]):
         return None
     broadcast = []
@@ -323,6 +326,27 @@ def _plain_kernel(op, node, sizes_of=lambda v: tuple(v.type().sizes())):
         return None
     kernel = op.kernel(result.device().type, compute)
     return None if kernel is None else (kernel, broadcast)
+
+
+def _check_passes(op, node, arity: int) -> bool:
+    """Whether the op has no check, or one that reads only its parameters (a row's
+    ``check_reads_params``: gelu_backward's ``approximate``), which the node's constants pass:
+    the program then needs no check per call."""
+    check = op.info.get("check")
+    if check is None:
+        return True
+    if not op.info.get("check_reads_params"):
+        return False
+    params = []
+    for value in list(node.inputs())[arity:]:
+        if value.node().kind() != "prim::Constant":
+            return False
+        params.append(value.node()["value"])
+    try:
+        check(*[None] * arity, *params)
+    except (RuntimeError, ValueError, TypeError):
+        return False
+    return True
 
 
 _PRODUCTS = frozenset(("ember::mm", "ember::bmm"))  # runners that end in kernel(out, a, b)

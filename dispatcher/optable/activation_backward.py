@@ -107,6 +107,9 @@ def _with_param(default):
     def runner(op, grad_output, x, param=default):
         return run.binary(op, grad_output, x, param)
 
+    # what it is, for a compiled program that calls the kernel itself when its parameter is a
+    # known constant (compiler/replay.py _plain_kernel)
+    runner.elementwise = run.binary
     return runner
 
 
@@ -135,7 +138,8 @@ ROWS = [
         _np_gelu_backward,
         _gelu_backward,
         runner=_with_param("none"),
-        attrs={"check": _check_gelu},
+        # the check reads the parameter alone: a program can run it once, on its constant
+        attrs={"check": _check_gelu, "check_reads_params": True},
         samples="gelu_backward",
         # 1 - tanh^2 cancels in float32 where tanh nears 1: a device whose float tanh is a few
         # ulp off (OpenCL's) is 3e-5 off there, the fused CPU kernel is not

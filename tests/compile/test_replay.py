@@ -357,3 +357,30 @@ def test_parameters_are_read_from_their_registries_unless_a_lookup_intervenes():
                 grads.append([p.grad.clone() for p in model.parameters()])
             for got, want in zip(*grads):
                 _close(got, want)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_activation_backward_rows_call_their_kernel(approximate, device):
+    """``gelu_backward`` (whose check reads only ``approximate``, a constant here) and
+    ``threshold_backward`` run their kernel from the program, with their parameter, as the
+    compiled training backward calls them; PyTorch's numbers."""
+    aten = ember.ops.aten
+
+    def f(g, x):
+        return aten.gelu_backward(g, x, approximate=approximate), aten.threshold_backward(g, x, 0.5)
+
+    compiled = ember.compile(f)
+    g, x = ember.randn(6, 5, device=device), ember.randn(6, 5, device=device)
+    with ember.no_grad():
+        compiled(g, x)
+        got = compiled(g, x)
+    (program,) = _programs(compiled)
+    if device != "ref":  # the reference backend has no kernel for them: runners decompose
+        assert not any(k.startswith("OP") for k in program.__globals__), program.source
+    tg, tx = (torch.tensor(t.cpu().numpy()) for t in (g, x))
+    want = (
+        torch.ops.aten.gelu_backward(tg, tx, approximate=approximate),
+        torch.ops.aten.threshold_backward(tg, tx, 0.5),
+    )
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a.cpu().numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
