@@ -11,17 +11,24 @@ from __future__ import annotations
 
 from ember._tensor import Tensor
 
-
-def _lists(op, args) -> int:
-    """How many leading arguments are the tensor lists (5 for Adam's, 3 for SGD's)."""
-    return sum(1 for a in op.schema.args if a.is_tensor and a.is_list)
+_SCHEMAS: dict = {}  # op -> (lists, argument names, positions of grad_scale and found_inf)
 
 
-def _check(op, lists, scalars) -> None:
+def _schema(op) -> tuple:
+    """How many leading arguments are the tensor lists (5 for Adam's, 3 for SGD's), the
+    arguments' names and where ``grad_scale`` and ``found_inf`` are: read once per op."""
+    found = _SCHEMAS.get(op)
+    if found is None:
+        names = [a.name for a in op.schema.args]
+        lists = sum(1 for a in op.schema.args if a.is_tensor and a.is_list)
+        found = _SCHEMAS[op] = (lists, names, [names.index(n) for n in ("grad_scale", "found_inf")])
+    return found
+
+
+def _check(op, lists, scalars, names) -> None:
     params = lists[0]
     first = params[0]
     device, dtype = first._storage.device, first._dtype
-    names = [a.name for a in op.schema.args]
     for name, tensors in zip(names, lists):
         if name in ("max_exp_avg_sqs", "momentum_buffer_list") and not tensors:
             continue  # empty when amsgrad is off / momentum is 0
@@ -33,7 +40,8 @@ def _check(op, lists, scalars) -> None:
         for t in tensors:
             if not isinstance(t, Tensor):
                 raise TypeError(f"{op.name}(): '{name}' holds a {type(t).__name__}, not a Tensor")
-            if t._storage.device != device:
+            found = t._storage.device
+            if found is not device and found != device:
                 raise RuntimeError(
                     f"{op.name}: every tensor must be on {first.device}, but '{name}' has one "
                     f"on {t.device}"
@@ -46,21 +54,19 @@ def _check(op, lists, scalars) -> None:
 
 
 def fused_step(op, *args):
-    n = _lists(op, args)
+    n, names, where = _schema(op)
     lists = [list(a) for a in args[:n]]
     rest = args[n:]
     if not lists[0]:
         return None
-    names = [a.name for a in op.schema.args]
-    scalars = [(name, args[names.index(name)] if names.index(name) < len(args) else None)
-               for name in ("grad_scale", "found_inf")]  # fmt: skip
-    _check(op, lists, scalars)
+    scalars = [(names[k], args[k] if k < len(args) else None) for k in where]
+    _check(op, lists, scalars, names)
     first = lists[0][0]
     kernel = op.kernel(first._storage.device.type, first._dtype)
     if kernel is None:
         op.decomposition(*lists, *rest)
         return None
-    packed = [[t if t.is_contiguous() else t.contiguous() for t in ts] for ts in lists]
+    packed = [[t if t._contig else t.contiguous() for t in ts] for ts in lists]
     kernel(*packed, *rest)
     for ts, done in zip(lists, packed):
         for t, d in zip(ts, done):

@@ -23,6 +23,15 @@ def check_options(fused, foreach, differentiable) -> None:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
 
+def check_params(params) -> None:
+    """``check_param`` of each parameter, once per dtype (dtypes are singletons)."""
+    seen = set()
+    for p in params:
+        if p._dtype not in seen:
+            check_param(p)
+            seen.add(p._dtype)
+
+
 def check_param(p) -> None:
     """``_device_dtype_check_for_fused``: floating point tensors only (ember's devices all run
     the fused ops: a device without a kernel runs the op's decomposition)."""
@@ -35,6 +44,11 @@ def check_param(p) -> None:
 
 def groups(*lists):
     """The lists split by (device, dtype) of the first list's tensors, in first-seen order."""
+    first = lists[0]
+    if first:  # the usual case, one group: no key per tensor
+        device, dtype = first[0]._storage.device, first[0]._dtype
+        if all(t._storage.device is device and t._dtype is dtype for t in first):
+            return [lists]
     found: dict = {}
     for items in zip(*lists):
         key = (str(items[0].device), items[0].dtype)
@@ -59,15 +73,53 @@ def step_tensor(p):
     return ember.zeros((), dtype=ember.float32, device=p.device)
 
 
+# The dtypes whose fused SGD step gives the per-parameter loop's bits: the kernel computes in the
+# parameters' own type without fma, as the loop's ops do; float16/bfloat16 would round once
+# per step there and once per op in the loop.
+_LOOP_BITS = frozenset(("float32", "float64"))
+
+
+def sgd_loop_fused(group, states) -> bool:
+    """Whether SGD's per-parameter loop over ``group`` (``fused`` off) may run as one
+    ``_fused_sgd_`` call: CPU parameters of one float32/float64 dtype with gradients like them,
+    no ``differentiable`` step, and momentum buffers all present or all still to make. Its
+    results are the loop's to the bit (tests/optim/test_sgd_loop_fused.py); it spends one call
+    where the loop spends two or three ops per parameter (issue 20: the per-op overhead)."""
+    if group["differentiable"]:
+        return False
+    device = dtype = None
+    for p in group["params"]:
+        g = p._grad
+        if g is None:
+            continue
+        if dtype is None:
+            dtype, device = p._dtype, p._storage.device
+            if device.type != "cpu" or dtype.name not in _LOOP_BITS:
+                return False
+        if p._dtype is not dtype or g._dtype is not dtype:
+            return False
+        if p._storage.device is not device or g._storage.device is not device:
+            return False
+    if dtype is None:
+        return False
+    if group["momentum"] == 0:
+        return True
+    made = [
+        states[p].get("momentum_buffer") is not None for p in group["params"] if p._grad is not None
+    ]
+    return all(made) or not any(made)
+
+
 def sgd_lists(states, group):
     """``(params, momentum buffers, first)`` of an SGD group: the parameters with gradients
     (checked), their buffers, and whether no buffer exists yet (then fresh ones, which the op
     fills with the gradients on this first step)."""
-    params = [p for p in group["params"] if p.grad is not None]
-    for p in params:
-        check_param(p)
+    params = [p for p in group["params"] if p._grad is not None]
+    check_params(params)
+    if group["momentum"] == 0:  # no buffers: no state lookups (a Python hash per tensor)
+        return params, [None] * len(params), False
     bufs = [states[p].get("momentum_buffer") for p in params]
-    first = group["momentum"] != 0 and all(b is None for b in bufs)
+    first = all(b is None for b in bufs)
     if first:
         bufs = [ember.empty_like(p.grad) for p in params]
     return params, bufs, first

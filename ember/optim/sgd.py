@@ -79,6 +79,9 @@ class SGD(Optimizer):
             if group["fused"]:
                 self._fused_step(group)
                 continue
+            if _fused.sgd_loop_fused(group, self.state):  # the loop's bits in one call
+                self._fused_step(group, amp=False)
+                continue
             lr = scalar(group["lr"])
             momentum = group["momentum"]
             dampening = group["dampening"]
@@ -96,14 +99,16 @@ class SGD(Optimizer):
                 add_scaled_(p, grad, -lr)
         return loss
 
-    def _fused_step(self, group) -> None:
+    def _fused_step(self, group, amp: bool = True) -> None:
         """One ``_fused_sgd_`` call per device and dtype (PyTorch's ``_fused_sgd``); the first
-        step (no buffer yet) copies the gradient into fresh buffers inside the op."""
+        step (no buffer yet) copies the gradient into fresh buffers inside the op. ``amp``:
+        read a GradScaler's ``grad_scale``/``found_inf`` (only a ``fused=True`` optimizer gets
+        them; the loop's gradients are unscaled already)."""
         momentum = group["momentum"]
         params, bufs, first = _fused.sgd_lists(self.state, group)
         grads = [p.grad for p in params]
         for ps, gs, bs in _fused.groups(params, grads, bufs):
-            grad_scale, found_inf = _fused.amp_args(self, ps[0].device)
+            grad_scale, found_inf = _fused.amp_args(self, ps[0].device) if amp else (None, None)
             ember._fused_sgd_(ps, gs, bs if momentum != 0 else [],
                               weight_decay=group["weight_decay"], momentum=momentum,
                               lr=scalar(group["lr"]), dampening=group["dampening"],

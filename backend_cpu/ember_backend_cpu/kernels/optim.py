@@ -27,20 +27,22 @@ def _value(ffi, t) -> float:
 def _pointers(ffi, op, lists):
     """The lists' addresses one list after another (0 for an empty list) and the sizes."""
     params = lists[0]
-    code = params[0]._dtype.code
+    dtype = params[0]._dtype
+    itemsize = dtype.itemsize
     ptrs = []
     for tensors in lists:
         if not tensors:
             ptrs += [0] * len(params)
             continue
         for t in tensors:
-            if t._dtype.code != code:
+            if t._dtype is not dtype:
                 raise RuntimeError(
-                    f"{op}: expected every tensor to be {params[0]._dtype.name} like the params, "
+                    f"{op}: expected every tensor to be {dtype.name} like the params, "
                     f"but got {t._dtype.name}"
                 )
-            ptrs.append(addr(t))
-    return code, ffi.new("intptr_t[]", ptrs), ffi.new("int64_t[]", [numel(t) for t in params])
+            ptrs.append(t._storage.ptr + t._offset * itemsize)  # addr(t), inline
+    # lists passed as such: cffi converts each into a temporary array for the call
+    return dtype.code, ptrs, [numel(t) for t in params]
 
 
 def _amp(ffi, grad_scale, found_inf):
