@@ -69,6 +69,8 @@ class _StaticProgram(replay._Program):
     whether its node's outputs may be buffers), and ``fresh_rule(outputs)`` (a training
     program's saved tensors and gradients)."""
 
+    ARENA = False  # every buffer is made once, when the program is built
+
     def __init__(self, graph, nodes, chains=(), buffers=None, fresh=None, graphed=True):
         super().__init__(graph, nodes, chains)
         self.buffers = [] if buffers is None else buffers

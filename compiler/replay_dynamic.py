@@ -34,6 +34,8 @@ _UNBUILT = object()
 class GenericProgram(replay._Program):
     """replay._Program whose shapes are expressions of the call's dynamic sizes."""
 
+    ARENA = False  # its temporaries' sizes change from call to call
+
     def __init__(self, graph, nodes, chains=(), shapes=None):
         super().__init__(graph, nodes, chains)
         self.shapes = shapes

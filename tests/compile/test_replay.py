@@ -62,9 +62,11 @@ def _replayed():
 def test_plain_nodes_call_kernels_and_composites_are_inlined():
     _model, compiled, _x = _replayed()
     (program,) = _programs(compiled)
-    # each linear is its ops (lower.inlined): t, the mm kernel into an empty(), and the bias
-    # add fused with the activation after it into another
-    assert program.source.count("= empty(") == 4
+    # each linear is its ops (lower.inlined): t, the mm kernel into a buffer, and the bias
+    # add fused with the activation after it into another; the three that are not returned
+    # are slices of the call's arena (one empty() for them), the result its own empty()
+    assert program.source.count("= empty(") == 2
+    assert program.source.count("make(arena__") == 3
     assert program.source.count("FUSED") == 2 and "SUB" not in program.source
     assert "del " in program.source
 
@@ -384,3 +386,32 @@ def test_activation_backward_rows_call_their_kernel(approximate, device):
     )
     for a, b in zip(got, want, strict=True):
         np.testing.assert_allclose(a.cpu().numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_small_temporaries_share_the_calls_arena():
+    """Temporaries read only by kernels (and their views) are slices of one buffer a call
+    (replay._Arena); a value returned, or returned through a view, or read by a runner, or
+    too large, keeps its own buffer, so no result shares memory with another."""
+    from ember.compiler import replay
+
+    def f(x, w):
+        a = x @ w  # a temporary: read by the fused kernel alone
+        b = (a * 2.0).relu()  # returned through its transpose: its own buffer
+        c = (x * 3.0).cumsum(0)  # read by a runner: its own buffer
+        big = x.repeat(64, 64) @ w.repeat(64, 16)  # 128 KiB, over ARENA_BYTES: its own buffer
+        return b.t(), c + 1, big.sum(0)
+
+    compiled = ember.compile(f)
+    x, w = ember.randn(4, 8), ember.randn(8, 8)
+    with ember.no_grad():
+        compiled(x, w)
+        got = compiled(x, w)
+    (program,) = _programs(compiled)
+    assert program.source.count("make(arena__") == 1, program.source  # a's
+    arena = [line for line in program.source.splitlines() if "arena__ = empty" in line]
+    assert len(arena) == 1 and int(arena[0].split("((")[1].split(",")[0]) <= replay.ARENA_BYTES
+    storages = [id(t._storage) for t in got]
+    assert len(set(storages)) == len(storages)
+    want = f(x, w)
+    for g, e in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-5, atol=1e-5)
