@@ -32,7 +32,6 @@ from ember import _factories as factories
 from ember import _random
 from ember._tensor import Tensor
 from ember.autograd.function import Function
-from ember.autograd.grad_mode import THREAD as GRAD
 from ember.autograd.grad_mode import no_grad
 from ember.autograd.graph import saved_tensors_hooks
 from ember.autograd.node import SavedTensor
@@ -117,24 +116,8 @@ class _Step(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        joint = ctx.joint
-        if GRAD.mode.enabled:
-            raise RuntimeError(
-                "ember.compile: double backward (create_graph=True) through a compiled region "
-                "is not supported yet; run the model eagerly for higher-order gradients"
-            )
-        found = joint.backward(*ctx.saved, *[grads[i] for i in joint.diff])
-        if found is None:  # a size-generic backward whose shapes disagree with the forward's
-            raise RuntimeError(
-                "ember.compile: the size-generic backward program's shapes differ from its "
-                "forward's (please report it; compile with dynamic=False to avoid it)"
-            )
-        inputs = [None] * ctx.n
-        for position, g in zip(joint.inputs_grad, found):
-            inputs[position] = g
-        params = list(found[len(joint.inputs_grad) :])
-        closed = [params.pop() for _ in joint.closed][::-1]
-        return (None, None, None, *inputs, *params, *[None] * len(joint.frozen), *closed)
+        seeds = [grads[i] for i in ctx.joint.diff]
+        return (None, None, None, *pair_node.gradients(ctx.joint, ctx.saved, seeds, ctx.n))
 
 
 def build(region, root, tensors, static: bool = False) -> Joint | None:

@@ -39,33 +39,38 @@ class PairNode(Node):
         self.saved = None
 
     def apply(self, grads: list) -> tuple:
-        joint = self.joint
-        if GRAD.mode.enabled:
-            raise RuntimeError(
-                "ember.compile: double backward (create_graph=True) through a compiled region "
-                "is not supported yet; run the model eagerly for higher-order gradients"
-            )
         if self.saved is None:
             raise RuntimeError(FREED)
         seeds = []
-        for i, meta in zip(joint.diff, self.metas):
+        for i, meta in zip(self.joint.diff, self.metas):
             g = grads[i]
             seeds.append(
                 g if g is not None else factories.zeros(meta[0], dtype=meta[1], device=meta[2])
             )
-        found = joint.backward(*self.saved, *seeds)
-        if found is None:  # a size-generic backward whose shapes disagree with the forward's
-            raise RuntimeError(
-                "ember.compile: the size-generic backward program's shapes differ from its "
-                "forward's (please report it; compile with dynamic=False to avoid it)"
-            )
-        inputs = [None] * self.n_inputs
-        taken = len(joint.inputs_grad)
-        for position, g in zip(joint.inputs_grad, found):
-            inputs[position] = g
-        params = found[taken : len(found) - len(joint.closed)]
-        closed = found[len(found) - len(joint.closed) :]
-        return (*inputs, *params, *[None] * len(joint.frozen), *closed)
+        return gradients(self.joint, self.saved, seeds, self.n_inputs)
+
+
+def gradients(joint, saved, seeds, n_inputs: int) -> tuple:
+    """The backward program's gradients, one per tensor of the call (its ``n_inputs``
+    tensors, the module tensors read, the tensors closed over), None where it gives none;
+    both nodes' (this one's and ``joint._Step``'s) backward."""
+    if GRAD.mode.enabled:
+        raise RuntimeError(
+            "ember.compile: double backward (create_graph=True) through a compiled region "
+            "is not supported yet; run the model eagerly for higher-order gradients"
+        )
+    found = joint.backward(*saved, *seeds)
+    if found is None:  # a size-generic backward whose shapes disagree with the forward's
+        raise RuntimeError(
+            "ember.compile: the size-generic backward program's shapes differ from its "
+            "forward's (please report it; compile with dynamic=False to avoid it)"
+        )
+    inputs = [None] * n_inputs
+    for position, g in zip(joint.inputs_grad, found):
+        inputs[position] = g
+    params = found[len(joint.inputs_grad) : len(found) - len(joint.closed)]
+    closed = found[len(found) - len(joint.closed) :]
+    return (*inputs, *params, *[None] * len(joint.frozen), *closed)
 
 
 def plain(args) -> bool:
