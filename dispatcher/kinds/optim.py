@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from ember._tensor import Tensor
 
+from ._common import check_writable
+
+# the lists the steps write (PyTorch's ``Tensor(a!)[]``); ``grads`` too when a grad_scale
+# unscales them in place. A read-only tensor there (a non-writable numpy array's) is refused,
+# as an in-place op refuses it, before any kernel writes.
+_WRITTEN = frozenset(("self", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "momentum_buffer_list"))
 _SCHEMAS: dict = {}  # op -> (lists, argument names, positions of grad_scale and found_inf)
 
 
@@ -29,6 +35,7 @@ def _check(op, lists, scalars, names) -> None:
     params = lists[0]
     first = params[0]
     device, dtype = first._storage.device, first._dtype
+    written = _WRITTEN if scalars[0][1] is None else _WRITTEN | {"grads"}
     for name, tensors in zip(names, lists):
         if name in ("max_exp_avg_sqs", "momentum_buffer_list") and not tensors:
             continue  # empty when amsgrad is off / momentum is 0
@@ -46,6 +53,8 @@ def _check(op, lists, scalars, names) -> None:
                     f"{op.name}: every tensor must be on {first.device}, but '{name}' has one "
                     f"on {t.device}"
                 )
+            if name in written:
+                check_writable(op.name, t)
     if not dtype.is_floating_point or dtype.is_complex:
         raise RuntimeError(f"\"{op.name}\" not implemented for '{dtype.name}'")
     for what, t in scalars:

@@ -137,12 +137,22 @@ def test_reads_work_and_clone_is_writable():
     assert _unchanged(raw)
 
 
-def test_optimizer_step_on_read_only_parameter_raises():
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda ps: ember.optim.SGD(ps, lr=0.1),  # the loop's step, one fused call on CPU
+        lambda ps: ember.optim.SGD(ps, lr=0.1, momentum=0.9, fused=True),
+        lambda ps: ember.optim.AdamW(ps, lr=0.1, fused=True),
+        lambda ps: ember.optim.Adam(ps, lr=0.1),
+    ],
+    ids=["sgd", "sgd-fused", "adamw-fused", "adam"],
+)
+def test_optimizer_step_on_read_only_parameter_raises(make):
     target, raw = _read_only()
     weight = ember.nn.Parameter(target)
     weight.grad = ember.ones(2, 3)
     with pytest.raises(RuntimeError, match="read-only"):
-        ember.optim.SGD([weight], lr=0.1).step()
+        make([weight]).step()
     assert _unchanged(raw)
 
 
