@@ -79,14 +79,15 @@ def step_tensor(p):
 _LOOP_BITS = frozenset(("float32", "float64"))
 
 
-def sgd_loop_fused(group, states) -> bool:
-    """Whether SGD's per-parameter loop over ``group`` (``fused`` off) may run as one
-    ``_fused_sgd_`` call: CPU parameters of one float32/float64 dtype with gradients like them,
-    no ``differentiable`` step, and momentum buffers all present or all still to make. Its
-    results are the loop's to the bit (tests/optim/test_sgd_loop_fused.py); it spends one call
-    where the loop spends two or three ops per parameter (issue 20: the per-op overhead)."""
+def sgd_loop_lists(group, states):
+    """``sgd_lists``' lists when SGD's per-parameter loop over ``group`` (``fused`` off) may
+    run as one ``_fused_sgd_`` call, else None: CPU parameters of one float32/float64 dtype
+    with gradients like them, no ``differentiable`` step, and momentum buffers all present or
+    all still to make. Its results are the loop's to the bit (tests/optim/
+    test_sgd_loop_fused.py); it spends one call where the loop spends two or three ops per
+    parameter (issue 20: the per-op overhead)."""
     if group["differentiable"]:
-        return False
+        return None
     device = dtype = None
     for p in group["params"]:
         g = p._grad
@@ -95,19 +96,17 @@ def sgd_loop_fused(group, states) -> bool:
         if dtype is None:
             dtype, device = p._dtype, p._storage.device
             if device.type != "cpu" or dtype.name not in _LOOP_BITS:
-                return False
+                return None
         if p._dtype is not dtype or g._dtype is not dtype:
-            return False
+            return None
         if p._storage.device is not device or g._storage.device is not device:
-            return False
+            return None
     if dtype is None:
-        return False
-    if group["momentum"] == 0:
-        return True
-    made = [
-        states[p].get("momentum_buffer") is not None for p in group["params"] if p._grad is not None
-    ]
-    return all(made) or not any(made)
+        return None
+    params, bufs, first = sgd_lists(states, group)
+    if group["momentum"] != 0 and not first and any(b is None for b in bufs):
+        return None  # some buffers made, some not: the loop makes each as it goes
+    return params, bufs, first
 
 
 def sgd_lists(states, group):

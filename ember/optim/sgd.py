@@ -79,8 +79,9 @@ class SGD(Optimizer):
             if group["fused"]:
                 self._fused_step(group)
                 continue
-            if _fused.sgd_loop_fused(group, self.state):  # the loop's bits in one call
-                self._fused_step(group, amp=False)
+            lists = _fused.sgd_loop_lists(group, self.state)
+            if lists is not None:  # the loop's bits in one call
+                self._fused_step(group, lists)
                 continue
             lr = scalar(group["lr"])
             momentum = group["momentum"]
@@ -99,13 +100,14 @@ class SGD(Optimizer):
                 add_scaled_(p, grad, -lr)
         return loss
 
-    def _fused_step(self, group, amp: bool = True) -> None:
+    def _fused_step(self, group, lists=None) -> None:
         """One ``_fused_sgd_`` call per device and dtype (PyTorch's ``_fused_sgd``); the first
-        step (no buffer yet) copies the gradient into fresh buffers inside the op. ``amp``:
-        read a GradScaler's ``grad_scale``/``found_inf`` (only a ``fused=True`` optimizer gets
-        them; the loop's gradients are unscaled already)."""
+        step (no buffer yet) copies the gradient into fresh buffers inside the op. ``lists``:
+        the default path's (``sgd_loop_lists``), whose gradients are unscaled already, so a
+        GradScaler's ``grad_scale``/``found_inf`` (a ``fused=True`` optimizer's) is not read."""
         momentum = group["momentum"]
-        params, bufs, first = _fused.sgd_lists(self.state, group)
+        amp = lists is None
+        params, bufs, first = _fused.sgd_lists(self.state, group) if amp else lists
         grads = [p.grad for p in params]
         for ps, gs, bs in _fused.groups(params, grads, bufs):
             grad_scale, found_inf = _fused.amp_args(self, ps[0].device) if amp else (None, None)

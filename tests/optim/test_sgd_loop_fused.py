@@ -1,5 +1,5 @@
 """SGD's default path (``fused`` off) runs as one ``_fused_sgd_`` call where that gives the
-per-parameter loop's bits (``ember/optim/_fused.py`` ``sgd_loop_fused``): float32/float64 CPU
+per-parameter loop's bits (``ember/optim/_fused.py`` ``sgd_loop_lists``): float32/float64 CPU
 parameters, every option; other groups keep the loop. Checked to the bit against the loop and
 within float rounding against ``torch.optim.SGD``."""
 
@@ -59,7 +59,7 @@ def test_the_default_step_is_one_call_with_the_loops_bits(kw, dtype, monkeypatch
     calls = _counting(monkeypatch)
     got = _steps(lambda ps: ember.optim.SGD(ps, lr=0.1, **kw), dtype)
     assert calls == [3] * 4  # one call a step, the three parameters
-    monkeypatch.setattr(_fused, "sgd_loop_fused", lambda group, states: False)
+    monkeypatch.setattr(_fused, "sgd_loop_lists", lambda group, states: None)
     want = _steps(lambda ps: ember.optim.SGD(ps, lr=0.1, **kw), dtype)
     assert calls == [3] * 4  # the loop made none
     for a, b in zip(got, want):
