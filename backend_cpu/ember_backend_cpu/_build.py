@@ -97,7 +97,28 @@ ffibuilder.set_source(
     libraries=["m"],
 )
 
+# The hot path's small calls that keep the GIL: a module of its own, since cffi's wrappers release
+# it for every call of a module (csrc/gil_held/gil_held.c says why and when they release it).
+HELD_SOURCE = CSRC / "gil_held" / "gil_held.c"
+held_builder = FFI()
+held_builder.cdef(
+    """
+    void ember_held_bind(intptr_t binary, intptr_t unary);
+    int ember_held_binary_contig(int key, intptr_t out, intptr_t a, intptr_t b, int64_t n);
+    int ember_held_unary_contig(int key, intptr_t out, intptr_t x, int64_t n);
+    intptr_t ember_held_address(const char *buffer);
+    int ember_held_max_elements(void);
+    """
+)
+held_builder.set_source(
+    "ember_backend_cpu._gil_held",
+    HELD_SOURCE.read_text(),
+    depends=[_relative(HELD_SOURCE)],
+    extra_compile_args=BASE_FLAGS,
+)
+
 if __name__ == "__main__":
     if shutil.which(_compiler()[0]) is None:
         raise SystemExit("no C compiler found")
-    ffibuilder.compile(tmpdir=str(HERE.parent), verbose=True)
+    for builder in (ffibuilder, held_builder):
+        builder.compile(tmpdir=str(HERE.parent), verbose=True)

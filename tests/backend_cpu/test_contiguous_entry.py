@@ -109,6 +109,23 @@ def test_large_operands_run_through_the_parallel_driver():
         ember.set_num_threads(threads)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_the_entries_that_keep_the_gil_run_either_side_of_their_limit(dtype):
+    # held.py's entries keep the GIL up to this many elements and release it above
+    from ember_backend_cpu.held import lib
+
+    limit = lib.ember_held_max_elements()
+    for n in (limit - 1, limit, limit + 1):
+        a, ta = _pair(dtype, n, 5)
+        b, tb = _pair(dtype, n, 6)
+        for _ in range(2):
+            _check(a + b, ta + tb)
+            _check(ember.neg(a), torch.neg(ta))
+    call = OPS["add"].fast[getattr(ember, dtype)][3]
+    assert call is lib.ember_held_binary_contig
+    assert OPS["neg"].fast[getattr(ember, dtype)][3] is lib.ember_held_unary_contig
+
+
 def test_integer_division_by_zero_raises_on_the_fast_path():
     x = ember.tensor([1, 2, 3])
     y = ember.tensor([1, 0, 1])

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .. import held
 from ._args import DTYPE_NAMES, SCALARS, raise_status, scalar_parts
 
 
@@ -69,7 +70,8 @@ def _contiguous(lib, call, arity: int, code: int):
     """The kernel's ``contiguous(dtype) -> (call, key) | None`` (ember's docs/plugins.md): the
     five-argument C entry ``call(key, out, *operands, n)`` for operands contiguous with the
     output's shape, in ``dtype``, with integer addresses; ``key`` names the (op, dtype) loop,
-    resolved here once (the dispatcher keeps it with the op's fast-path entry)."""
+    resolved here once (the dispatcher keeps it with the op's fast-path entry). ``call`` is
+    held.py's: a small loop runs without releasing the GIL."""
 
     def contiguous(dtype):
         key = lib.ember_contig_key(arity, code, dtype.code)
@@ -114,7 +116,7 @@ def make_unary(ffi, lib, code: int, name: str, codes: dict):
 
     kernel.__qualname__ = f"cpu.{name}"
     if params is None and form is None:  # a parameter goes through ember_unary's p0..p2
-        kernel.contiguous = _contiguous(lib, lib.ember_unary_contig, 1, code)
+        kernel.contiguous = _contiguous(lib, held.lib.ember_held_unary_contig, 1, code)
     return kernel
 
 
@@ -165,7 +167,7 @@ def make_binary(ffi, lib, code: int, name: str, codes: dict):
 
     kernel.__qualname__ = f"cpu.{name}"
     if param_of is None and form is None:  # threshold_backward's threshold, gelu's form
-        kernel.contiguous = _contiguous(lib, lib.ember_binary_contig, 2, code)
+        kernel.contiguous = _contiguous(lib, held.lib.ember_held_binary_contig, 2, code)
     return kernel
 
 
