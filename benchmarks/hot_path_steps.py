@@ -40,7 +40,7 @@ def steps() -> dict:
     out = a + b  # resolves add's fast-path entry
     device, kernel, _, contiguous, key = add.fast[a._dtype]
     route = device._route
-    allocate, address = route[0], route[4]
+    allocate, address, leading = route[0], route[4], route[5]
     formula = add.formula
     recorded = formula.record(add, (ga, gb))
     edges, meta = recorded.edges, recorded.input_meta
@@ -50,7 +50,7 @@ def steps() -> dict:
         "a + b": lambda: a + b,
         "binary runner": lambda: add.runner(add, a, b),
         "empty()": lambda: empty((16,), f32, device),
-        "small alloc + address": lambda: address(allocate(64)),
+        "small alloc + address": lambda: address(allocate(leading, 64)),
         # the contiguous entry the runner calls (op, float32 and 16 elements; the loop ~0.05 us)
         "contiguous cffi call": lambda: contiguous(key, po, pa, pb, 16),
         # the general entry: the glue, then ember_binary's 14 arguments

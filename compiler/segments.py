@@ -45,7 +45,6 @@ from .pending import RUNNING, WATCHED, fill, running, saved_by_autograd, watch_r
 from .region import _UNBUILT, Region, compiling
 
 WARN = logging.getLogger("ember._dynamo.convert_frame")
-_new = object.__new__
 # what the Python holds besides the segment's list: the loop variable and getrefcount's argument
 _HELD_BY_US = 3
 
@@ -537,7 +536,7 @@ class Run(Layer):
 
 def _unfilled(device) -> Storage:
     """A pending tensor's storage: no bytes until the flush fills it (pending.fill)."""
-    storage = _new(Storage)
+    storage = Storage()
     storage.device = device
     storage._nbytes = 0
     storage.handle = storage.ptr = storage.owner = storage.runtime = None

@@ -8,7 +8,7 @@ import weakref
 from ember import _inference
 from ember._device import CPU
 from ember._device import device as Device
-from ember._storage import Storage
+from ember._storage import new_storage
 
 from .devices import REGISTRY, on_reset
 
@@ -16,9 +16,9 @@ _BY_TYPE: dict = {}  # device type -> DeviceBackend, filled on first use
 
 
 # id(device) -> the device, for each device whose ``_route`` is set: (alloc_small,
-# cache_min_bytes, runtime, alloc_cached, address), how ember._tensor.empty allocates there,
-# memoised on the (interned) device so that an op's output reads one attribute before the
-# allocation itself. forget_routes() unsets them all.
+# cache_min_bytes, runtime, alloc_cached, address, leading), how ember._tensor.empty allocates
+# there, memoised on the (interned) device so that an op's output reads one attribute before
+# the allocation itself. forget_routes() unsets them all.
 ROUTES: dict = {}
 
 # ember.profiler's profile_memory: told of every allocation and free while set (see observe).
@@ -61,8 +61,8 @@ def _report(nbytes: int, address, owner, device) -> None:
 def _reporting(small, address, cached, device):
     """The two allocation routes of ``device``, reporting to the observer."""
 
-    def small_reported(nbytes):
-        handle = small(nbytes)
+    def small_reported(leading, nbytes):
+        handle = small(leading, nbytes)
         _report(nbytes, address(handle), handle, device)
         return handle
 
@@ -91,13 +91,17 @@ def backend_for(device_type: str):
 
 
 def allocation_route(device):
-    """``(alloc_small, cache_min_bytes, runtime, alloc_cached, address)`` of a device; memoised.
+    """``(alloc_small, cache_min_bytes, runtime, alloc_cached, address, leading)`` of a device;
+    memoised.
 
-    Requests below ``cache_min_bytes`` go straight to the runtime (``alloc_small(nbytes) ->
-    handle``, then ``address(handle)``; the handle frees itself when collected), larger ones
-    through the device's caching allocator (``alloc_cached(nbytes) -> Storage``). A runtime's
-    ``small_alloc`` pair, when it has one, is the first step and the address: C-level callables
-    (the CPU's), so that an op's output pays no Python frame for its memory.
+    Requests below ``cache_min_bytes`` go straight to the runtime (``alloc_small(leading,
+    nbytes) -> handle``, then ``address(handle)``; the handle frees itself when collected),
+    larger ones through the device's caching allocator (``alloc_cached(nbytes) -> Storage``). A
+    runtime's ``small_alloc``, when it has one, gives the first step and the address: C-level
+    callables (the CPU's), so that an op's output pays no Python frame for its memory. Its
+    ``(alloc, leading, address)`` form has ``alloc(leading, nbytes)`` called directly: the
+    CPU's is cffi's allocator with the ``char[]`` type first, which a ``functools.partial``
+    would cost a new argument tuple per call to bind.
     """
     found = device._route
     if found is None:
@@ -105,12 +109,19 @@ def allocation_route(device):
         runtime = backend.runtime
         index = device.index
         allocate, address = backend.allocator(index).allocate, runtime.address
-        small_alloc = getattr(runtime, "small_alloc", None)
-        if small_alloc is not None:
-            small, small_address = small_alloc
+        small_alloc = getattr(runtime, "small_alloc", ())
+        leading = None
+        if len(small_alloc) == 3:
+            small, leading, small_address = small_alloc
+        elif small_alloc:
+            alloc_nbytes, small_address = small_alloc
+
+            def small(_leading, nbytes):
+                return alloc_nbytes(nbytes)
+
         else:
 
-            def small(nbytes, _alloc=runtime.alloc):
+            def small(_leading, nbytes, _alloc=runtime.alloc):
                 return _alloc(nbytes, index)
 
             small_address = address
@@ -119,11 +130,11 @@ def allocation_route(device):
             handle, offset, lease = allocate(nbytes)
             base = address(handle)
             ptr = None if base is None else base + offset
-            return Storage(device, nbytes, handle, offset, ptr, lease, runtime)
+            return new_storage(device, nbytes, handle, offset, ptr, lease, runtime)
 
         if _OBSERVER[0] is not None:
             small, cached = _reporting(small, small_address, cached, device)
-        found = (small, backend.cache_min_bytes, runtime, cached, small_address)
+        found = (small, backend.cache_min_bytes, runtime, cached, small_address, leading)
         with _inference.LOCK:
             if _inference.OPEN.blocks:
                 found = _marking(found, device)
@@ -135,17 +146,17 @@ def allocation_route(device):
 def _marking(route, device):
     """``route`` while an ``inference_mode()`` block is open in some thread: empty() does not
     check the mode (ember/_inference.py), so this route's threshold of 0 sends every allocation
-    to empty()'s general branch, whose allocator builds the storage with ``Storage()``, which
+    to empty()'s general branch, whose allocator builds the storage with ``new_storage()``, which
     marks an inference tensor's."""
-    small, cache_min_bytes, runtime, cached, address = route
+    small, cache_min_bytes, runtime, cached, address, leading = route
 
     def allocate(nbytes):
         if nbytes >= cache_min_bytes:
             return cached(nbytes)
-        handle = small(nbytes)
-        return Storage(device, nbytes, handle, 0, address(handle), handle, runtime)
+        handle = small(leading, nbytes)
+        return new_storage(device, nbytes, handle, 0, address(handle), handle, runtime)
 
-    return (small, 0, runtime, allocate, address)
+    return (small, 0, runtime, allocate, address, leading)
 
 
 def normalize_device(dev) -> Device:

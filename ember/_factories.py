@@ -100,13 +100,13 @@ def from_numpy(array: np.ndarray) -> Tensor:
     base = address + low * itemsize
     nbytes = (high - low + 1) * itemsize if array.size else 0
     runtime = backend_for("cpu").runtime
-    from ._storage import ReadOnlyStorage, Storage
+    from ._storage import ReadOnlyStorage, new_storage
 
     if array.flags.writeable:
-        storage = Storage(CPU, nbytes, base, 0, base, array, runtime)
+        storage = new_storage(CPU, nbytes, base, 0, base, array, runtime)
     else:
         warnings.warn(_NOT_WRITABLE, UserWarning, stacklevel=2)
-        storage = ReadOnlyStorage(CPU, nbytes, base, 0, base, array, runtime)
+        storage = new_storage(CPU, nbytes, base, 0, base, array, runtime, ReadOnlyStorage)
     shape = tuple(array.shape)
     return make(storage, shape, strides, -low, dtype, is_contiguous(shape, strides))
 

@@ -7,9 +7,9 @@ tensor taken inside the block is not, as in PyTorch.
 
 The mode is thread-local, but reading a thread-local on every allocation would cost each op
 call about a hundred nanoseconds. ``OPEN.blocks`` counts the ``inference_mode(True)`` blocks
-open in any thread, and the thread-local is read only while some is: ``Storage()`` reads the
+open in any thread, and the thread-local is read only while some is: ``new_storage()`` reads the
 count, and ``ember._tensor.empty`` (every op's output) reads nothing at all. While a block is
-open, every device's allocation route sends all allocations through ``Storage()``
+open, every device's allocation route sends all allocations through ``new_storage()``
 (``dispatcher/memory.py`` ``allocation_route``); the first block to open and the last to close
 unset the routes, and the routes are set under the same lock as the count, so a route built
 before a block opened is never used after.

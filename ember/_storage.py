@@ -42,17 +42,9 @@ class Storage(UntypedStorageMethods):
     # storage of every op's output costs no slot more to build (ember/_inference.py).
     inference = False
 
-    def __init__(self, device, nbytes, handle, byte_offset, ptr, owner, runtime):
-        self.device = device
-        self._nbytes = nbytes
-        self.handle = handle
-        self.byte_offset = byte_offset
-        self.ptr = ptr
-        self.owner = owner
-        self.runtime = runtime
-        self.version = 0
-        if _inference.OPEN.blocks and _inference.enabled():
-            mark_inference(self)
+    # No __init__: ``Storage()`` is then built by C alone (type_call), cheaper than
+    # ``object.__new__(Storage)`` from Python, and empty() makes one for every op's output;
+    # new_storage() below builds a filled one.
 
     def size(self) -> int:
         return self._nbytes
@@ -143,6 +135,25 @@ class ReadOnlyInferenceStorage(ReadOnlyStorage):
 
 
 _INFERENCE_CLASS = {Storage: InferenceStorage, ReadOnlyStorage: ReadOnlyInferenceStorage}
+
+
+def new_storage(device, nbytes, handle, byte_offset, ptr, owner, runtime, kind=Storage):
+    """A ``kind`` (Storage or ReadOnlyStorage) over ``nbytes`` at ``ptr``: the bytes start at
+    ``byte_offset`` in ``handle``, and ``owner`` keeps them alive. Made inside
+    ``inference_mode()``, it is an inference tensor's (ember/_tensor.py's empty() builds the same
+    record inline, without this frame)."""
+    storage = kind()
+    storage.device = device
+    storage._nbytes = nbytes
+    storage.handle = handle
+    storage.byte_offset = byte_offset
+    storage.ptr = ptr
+    storage.owner = owner
+    storage.runtime = runtime
+    storage.version = 0
+    if _inference.OPEN.blocks and _inference.enabled():
+        mark_inference(storage)
+    return storage
 
 
 def mark_inference(storage: Storage) -> None:

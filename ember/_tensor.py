@@ -459,12 +459,12 @@ def empty(shape: tuple, dtype, device) -> Tensor:
     nbytes = layout[1] * dtype.itemsize
     route = device._route or allocation_route(device)
     if nbytes < route[1]:
-        handle = route[0](nbytes)
-        # Storage(device, nbytes, handle, 0, ptr, handle, runtime) without its __init__ frame
-        # (a third of this path's own time): keep in step with Storage.__init__. Its inference
-        # mode check is not needed: while inference_mode() is open, the route's threshold is 0
-        # (dispatcher/memory.py _marking).
-        storage = _new(Storage)
+        handle = route[0](route[5], nbytes)
+        # new_storage(device, nbytes, handle, 0, ptr, handle, runtime) without its frame (a
+        # third of this path's own time): keep in step with it. Its inference mode check is not
+        # needed: while inference_mode() is open, the route's threshold is 0
+        # (dispatcher/memory.py _marking). Storage() is built by C (no __init__).
+        storage = Storage()
         storage.device = device
         storage._nbytes = nbytes
         storage.handle = handle

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import platform
 
@@ -26,15 +25,17 @@ class CpuRuntime:
         self._new = ffi.new_allocator(should_clear_after_alloc=False)
         self._cast = ffi.cast
         # ember's empty() allocates small outputs with these two C-level calls, no Python frame
-        # (docs/plugins.md, ``small_alloc``): a buffer that frees itself when collected, and its
-        # address (a cffi call that keeps the GIL, held.py; cheaper than
-        # int(ffi.cast("intptr_t", buffer))). A zero-byte buffer has an address of its own too,
-        # as alloc's one-byte minimum gives. The array type resolved once: ffi.new parses a
-        # type string at every call (about 10% of the allocation, callgrind).
+        # (docs/plugins.md, ``small_alloc``): a buffer that frees itself when collected
+        # (``self._new(self._bytes, nbytes)``: the allocator with its type, without the argument
+        # tuple a functools.partial builds per call), and its address (a cffi call that keeps
+        # the GIL, held.py; cheaper than int(ffi.cast("intptr_t", buffer))). A zero-byte buffer
+        # has an address of its own too, as alloc's one-byte minimum gives. The array type
+        # resolved once: ffi.new parses a type string at every call (about 10% of the
+        # allocation, callgrind).
         from . import held
 
         self._bytes = ffi.typeof("char[]")
-        self.small_alloc = (functools.partial(self._new, self._bytes), held.lib.ember_held_address)
+        self.small_alloc = (self._new, self._bytes, held.lib.ember_held_address)
 
     def device_count(self) -> int:
         return 1

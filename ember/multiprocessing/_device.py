@@ -17,7 +17,7 @@ import threading
 import weakref
 
 from .._device import device as Device
-from .._storage import Storage
+from .._storage import Storage, new_storage
 from .._tensor import Tensor, is_contiguous, make
 from ..dispatcher.memory import backend_for, normalize_device
 
@@ -76,7 +76,7 @@ def _storage(name: str, data: bytes, byte_offset: int, nbytes: int) -> Storage:
     opened = _open(device, runtime, data)
     base = runtime.address(opened.handle)
     ptr = None if base is None else base + byte_offset
-    storage = Storage(device, nbytes, opened.handle, byte_offset, ptr, opened, runtime)
+    storage = new_storage(device, nbytes, opened.handle, byte_offset, ptr, opened, runtime)
     with _lock:
         _storages[name, data, byte_offset, nbytes] = storage
     return storage

@@ -30,7 +30,7 @@ from multiprocessing.reduction import ForkingPickler
 from .. import _shm
 from .._device import CPU
 from .._serialization import python_state
-from .._storage import ReadOnlyStorage, Storage
+from .._storage import ReadOnlyStorage, Storage, new_storage
 from .._tensor import Tensor, is_contiguous, make
 from ..dispatcher.memory import backend_for
 from . import _device, _inflight
@@ -66,7 +66,7 @@ class SharedCache:
             if found is None:
                 ptr = segment.address + offset
                 runtime = backend_for("cpu").runtime
-                found = Storage(CPU, nbytes, ptr, 0, ptr, segment, runtime)
+                found = new_storage(CPU, nbytes, ptr, 0, ptr, segment, runtime)
                 self.segments[segment.key] = segment
                 self.storages[key] = found
             return found

@@ -316,3 +316,37 @@ def test_human_sizes():
     assert alloc_mod._human(1536) == "1.50 KiB"
     assert alloc_mod._human(3 * 1024**3) == "3.00 GiB"
     assert alloc_mod._human(5 * 1024**4) == "5120.00 GiB"
+
+
+@pytest.mark.parametrize("form", ["pair", "leading", "none"])
+def test_small_alloc_forms_feed_empty(form, monkeypatch):
+    """A runtime's ``small_alloc`` (docs/plugins.md): ``(alloc, address)`` with ``alloc(nbytes)``,
+    ``(alloc, leading, address)`` with ``alloc(leading, nbytes)`` (the CPU's), or none (the
+    runtime's ``alloc(nbytes, index)`` and ``address``); every small op output comes from it."""
+    from ember.dispatcher.memory import backend_for, forget_routes
+
+    runtime = backend_for("cpu").runtime
+    raw_alloc = runtime.alloc
+    calls = []
+
+    def alloc(*args):
+        calls.append(args)
+        return raw_alloc(args[-1] if form != "none" else args[0])
+
+    if form == "none":
+        monkeypatch.setattr(runtime, "alloc", alloc)
+        monkeypatch.delattr(runtime, "small_alloc")
+    elif form == "pair":
+        monkeypatch.setattr(runtime, "small_alloc", (alloc, runtime.address))
+    else:
+        monkeypatch.setattr(runtime, "small_alloc", (alloc, "lead", runtime.address))
+    forget_routes()
+    try:
+        a = ember.arange(6, dtype=ember.float32)
+        assert (a + a).tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+        expected = {"pair": (24,), "leading": ("lead", 24), "none": (24, None)}[form]
+        assert expected in calls
+    finally:
+        monkeypatch.undo()
+        forget_routes()
+    assert (ember.arange(3.0) * 2).tolist() == [0.0, 2.0, 4.0]

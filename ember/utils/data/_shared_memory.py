@@ -19,7 +19,7 @@ import numpy as np
 from ... import _dtype, _shm
 from ..._device import CPU
 from ..._serialization import storage_bytes
-from ..._storage import Storage
+from ..._storage import new_storage
 from ..._tensor import Tensor, contiguous_strides, host_array, is_contiguous, make
 from ...dispatcher.memory import backend_for
 
@@ -149,7 +149,7 @@ def unpack(message):
         runtime = backend_for("cpu").runtime
         base = segment.data
         made = [
-            Storage(CPU, nbytes, base + start, 0, base + start, segment, runtime)
+            new_storage(CPU, nbytes, base + start, 0, base + start, segment, runtime)
             for start, nbytes in storages
         ]
         tensors = [_rebuild(made, *meta) for meta in metas]
