@@ -145,7 +145,7 @@ class Formula:
                     node = value._grad_fn
                     if node is None:
                         if requires:  # a leaf: its edge, made once (node.leaf_edge)
-                            edges.append(value.__dict__.get("_leaf_edge") or leaf_edge(value))
+                            edges.append(leaf_edge(value))
                         else:
                             edges.append(None)
                     elif value._base is None and node.num_outputs == 1:

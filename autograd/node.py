@@ -83,10 +83,11 @@ def history(t: Tensor):
 def leaf_edge(t: Tensor) -> tuple:
     """``(AccumulateGrad, 0)``: the edge of a leaf. The leaf keeps it (the node refers to the
     leaf weakly: no cycle), so the calls recorded on the leaf share one node and one tuple."""
-    edge = t.__dict__.get("_leaf_edge")
-    if edge is None:
-        edge = t.__dict__["_leaf_edge"] = (AccumulateGrad(t), 0)
-    return edge
+    try:
+        return t._leaf_edge
+    except AttributeError:  # the leaf's first recorded call
+        edge = t._leaf_edge = (AccumulateGrad(t), 0)
+        return edge
 
 
 class _SavedHooks(threading.local):

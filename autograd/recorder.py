@@ -89,7 +89,8 @@ def build(op, formula, layer, attach, set_history):
         "_thread": THREAD,
         "_Tensor": Tensor,
         "_Node": formula.node_type(op),
-        "_next": _SEQUENCE.__next__,
+        "_sequence": _SEQUENCE,
+        "_nones": _NONES,
         "_Saved": SavedTensor,
         "_save": _save,
         "_leaf_edge": leaf_edge,
@@ -108,6 +109,9 @@ def build(op, formula, layer, attach, set_history):
     record.__qualname__ = f"record_{op.name}"
     return record
 
+
+# Blanked values by argument count: the node's values when every argument is a tensor.
+_NONES = tuple((None,) * n for n in range(16))
 
 # The default of each required parameter: a call that leaves one out goes to the general path.
 _SHORT = object()
@@ -170,8 +174,8 @@ def _scan_lines(k: int) -> list:
         "        if node is None:",
         f"            if {r}:",
         "                try:",
-        f"                    {e} = {x}.__dict__['_leaf_edge']",
-        "                except KeyError:  # the leaf's first recorded call",
+        f"                    {e} = {x}._leaf_edge",
+        "                except AttributeError:  # the leaf's first recorded call",
         f"                    {e} = _leaf_edge({x})",
         "            else:",
         f"                {e} = None",
@@ -192,6 +196,12 @@ def _node_lines(op, plan, names: list) -> list:
     values = [f"{n} if m{n[1:]} is None else None" if n[0] == "x" else n for n in names]
     tail = " + rest" if len(names) < len(op.schema.args) else ""
     count = len(plan.tensor_positions)
+    written = f"({''.join(f'{v}, ' for v in values)}){tail}"
+    if not tail and len(names) < len(_NONES) and all(n[0] == "x" for n in names):
+        # every argument a tensor (the common call): the values are all blanked, one shared
+        # tuple of Nones instead of a tuple built per call
+        tensors = " and ".join(f"m{k} is not None" for k in range(count))
+        written = f"_nones[{len(names)}] if {tensors} else {written}"
     return [
         "    node = _Node()",
         "    node.op = _op",
@@ -199,8 +209,8 @@ def _node_lines(op, plan, names: list) -> list:
         f"    node.edges = ({''.join(f'e{k}, ' for k in range(count))})",
         f"    node.input_meta = ({''.join(f'm{k}, ' for k in range(count))})",
         "    node.num_outputs = 1",
-        "    node.seq = _next()",
-        f"    node._values = ({''.join(f'{v}, ' for v in values)}){tail}",
+        "    node.seq = next(_sequence)",
+        f"    node._values = {written}",
         f"    node._saved = {'saved' if plan.saves else None}",
     ]
 

@@ -135,7 +135,7 @@ class CheckpointPickler(pickle._Pickler):
 # What ember's autograd keeps in a tensor's __dict__ (PyTorch keeps it in C++, so torch.save
 # never writes it): retain_grad, hooks, the view and output bookkeeping of autograd/*.py.
 _AUTOGRAD_ATTRIBUTES = frozenset(
-    {"_retains_grad", "_hooks", "_post_accumulate_hooks", "_view_of", "_output_nr", "_leaf_edge"}
+    {"_retains_grad", "_hooks", "_post_accumulate_hooks", "_view_of", "_output_nr"}
 )
 
 

@@ -68,7 +68,7 @@ def storage_bytes(storage) -> np.ndarray:
 # What autograd keeps in a tensor's __dict__ (graph links, hooks, flags): not the tensor's data,
 # and not picklable (weak references). PyTorch pickles neither; user attributes do travel.
 _AUTOGRAD_STATE = frozenset(
-    ("_leaf_edge", "_hooks", "_output_nr", "_post_accumulate_hooks", "_retains_grad", "_view_of")
+    ("_hooks", "_output_nr", "_post_accumulate_hooks", "_retains_grad", "_view_of")
 )
 
 

@@ -11,7 +11,9 @@ import weakref
 
 from ._tensor import Tensor
 
-_SWAPPED = tuple(s for s in Tensor.__slots__ if s not in ("__dict__", "__weakref__"))
+# A leaf's _leaf_edge is left out: its AccumulateGrad holds the leaf weakly, so a tensor that
+# has one is refused below (it is unset, and unreadable, on every other tensor).
+_SWAPPED = tuple(s for s in Tensor.__slots__ if s not in ("__dict__", "__weakref__", "_leaf_edge"))
 
 
 def swap_tensors(t1, t2) -> None:

@@ -67,6 +67,10 @@ class Tensor:
         "_dtype",
         "_grad",
         "_grad_fn",
+        # A leaf's (AccumulateGrad, 0) edge, made by its first recorded call
+        # (autograd/node.py leaf_edge) and unset until then: a slot, which recording reads
+        # several times cheaper than the __dict__ it lived in.
+        "_leaf_edge",
         "_offset",
         "_requires_grad",
         "_shape",
@@ -401,7 +405,7 @@ class Tensor:
         """The same data and metadata as an instance of ``cls`` (a Tensor subclass)."""
         out = object.__new__(cls)
         for slot in Tensor.__slots__:
-            if slot in ("__dict__", "__weakref__"):
+            if slot in ("__dict__", "__weakref__", "_leaf_edge"):  # the edge is self's own
                 continue
             setattr(out, slot, getattr(self, slot))
         if self._conj_bit or self._neg_bit:

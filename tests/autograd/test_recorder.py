@@ -238,3 +238,27 @@ def test_node_is_its_own_ctx():
     for loss in (out.sum(), ref.sum()):  # mul saved its inputs, freed by the first backward
         with pytest.raises(RuntimeError, match="backward through the graph a second time"):
             loss.backward()
+
+
+def test_a_leaf_keeps_one_accumulator_in_its_slot():
+    """A leaf's edge is made by its first recorded call and kept in its ``_leaf_edge`` slot (not
+    its ``__dict__``): every path that records on it (recorders, the general path) shares the
+    one AccumulateGrad, and copies of the tensor (as_subclass, swap_tensors) never take it."""
+    (a, b), _ = leaves(_values(), "cpu")
+    assert not hasattr(a, "_leaf_edge")  # unset until recorded
+    first = (a + b).grad_fn.next_functions[0][0]
+    general = LAYER.handle_general(OPS["mul"], (a, b)).grad_fn.next_functions[0][0]
+    assert first is general is (a * 2.0).grad_fn.next_functions[0][0]
+    assert first.variable is a and a._leaf_edge == (first, 0)
+    assert "_leaf_edge" not in a.__dict__
+
+    class Marked(ember.Tensor):
+        pass
+
+    view = a.detach().as_subclass(Marked)
+    assert type(view) is Marked and not hasattr(view, "_leaf_edge")
+    c, d = ember.ones(2), ember.zeros(3)
+    ember.utils.swap_tensors(c, d)
+    assert c.shape == (3,) and not hasattr(c, "_leaf_edge")
+    (a * b).sum().backward()
+    np.testing.assert_allclose(host(a.grad), host(b))
