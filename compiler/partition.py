@@ -20,6 +20,9 @@ the forward writes into later, or whose own value it writes into later (recomput
 see other data than the forward saw). A node that computes (not a pure view or scalar prim)
 is recomputed only where that fuses into a backward kernel or reads only values the backward
 keeps anyway (``_unfused``): the time a recomputation costs stays a pass over saved memory.
+In the second case its value must also be at least ``SAVE_BELOW_BYTES``: a smaller one is
+saved, since its bytes are nothing next to the kernel call a recomputation costs (PyTorch's
+partitioner has no such floor: on a GPU a launch costs microseconds too, on the CPU a call).
 
 Ties: the capacity is ``bytes * scale + 1``, so among cuts of equal bytes the one that saves
 fewer tensors wins, and among those the cut nearest the backward (the least recomputation:
@@ -44,6 +47,12 @@ from .fusion_steps import step_of
 _CHEAP_KINDS = frozenset((Kind.ELEMENTWISE, Kind.VIEW, Kind.COPY, Kind.FACTORY))
 # ...except these: an uninitialised buffer (a second one holds other bytes)
 _NOT_RECOMPUTED = frozenset(("empty",))
+# A value below this many bytes is saved rather than recomputed by a kernel call of its own:
+# bench_compile's tiny MLP recomputed three gelu(h) of 1 KiB for its weight gradients, 21,000
+# instructions of its 1.51 M a step, to save 3 KiB (docs/compile.md). 64 KiB is where the
+# CPU's small allocations end (its runtime's cache_min_bytes); every other model of
+# bench_compile has larger activations and keeps recomputing them.
+SAVE_BELOW_BYTES = 1 << 16
 
 
 def choose(nodes, sources, needed, inline=frozenset(), backward=()):
@@ -133,7 +142,8 @@ def _unfused(nodes, backward, needed) -> set:
     tensor inputs is not ``needed``. Recomputing all cheap nodes made the GPT step of
     bench_compile.py 6% slower (docs/compile.md); a recomputation that fuses costs next to
     nothing, and one from values saved anyway (``gelu(h)`` from ``h``, ``softmax * mask``)
-    saves its bytes for one pass over them."""
+    saves its bytes for one pass over them, unless they are fewer than ``SAVE_BELOW_BYTES``
+    (then the call costs more than the bytes are worth)."""
     readers: dict = {}
     for node in [*nodes, *backward]:
         for v in node.inputs():
@@ -153,8 +163,17 @@ def _unfused(nodes, backward, needed) -> set:
         for n in nodes
         if not (n.kind().startswith("prim::") or _pure_view(n))
         and not (isinstance(step_of(n), tuple) and all(fused(v) for v in n.outputs()))
-        and not all(v in needed for v in n.inputs() if isinstance(v.type(), TensorType))
+        and (
+            not all(v in needed for v in n.inputs() if isinstance(v.type(), TensorType))
+            or all(_small(v) for v in n.outputs())
+        )
     }
+
+
+def _small(value) -> bool:
+    """Whether ``value`` has known sizes and fewer than ``SAVE_BELOW_BYTES`` bytes."""
+    typ = value.type()
+    return isinstance(typ, TensorType) and typ.is_complete() and _bytes(value) < SAVE_BELOW_BYTES
 
 
 def _pure_view(node) -> bool:

@@ -1,7 +1,8 @@
 """The joint pair's partition (compiler/partition.py): cheap forward values are recomputed by
 the compiled backward instead of saved, so the pair saves fewer bytes than before and no more
 than PyTorch's eager autograd, with eager's and PyTorch's gradients in float64, a dropout mask
-never drawn again, in both modes."""
+never drawn again, in both modes. The models here are small: the tests of recomputation lower
+the partition's floor (``SAVE_BELOW_BYTES``) to 0, and one test checks the floor itself."""
 
 from __future__ import annotations
 
@@ -61,9 +62,11 @@ def _pair(kind: str, device: str):
 
 
 class _Spy:
-    """Records each partition: the values saved and the nodes recomputed."""
+    """Records each partition: the values saved and the nodes recomputed. ``floor``: the
+    partition's SAVE_BELOW_BYTES (0: every size is recomputed, as these small models need)."""
 
-    def __init__(self, monkeypatch):
+    def __init__(self, monkeypatch, floor=0):
+        monkeypatch.setattr(partition, "SAVE_BELOW_BYTES", floor)
         self.found: list = []
         choose = partition.choose
 
@@ -160,7 +163,28 @@ def test_dropout_mask_is_saved_not_drawn_again(device, monkeypatch):
     assert joint.saved_bytes <= saved_bytes(twin(x))
 
 
-def test_explain_reports_the_bytes_saved():
+def test_values_below_the_floor_are_saved_not_recomputed(monkeypatch):
+    """gelu(h) of a few KiB is saved rather than recomputed by a call of its own: the pair saves
+    what PyTorch's eager autograd saves (x, h, gelu(h), W2), with the same gradients."""
+    spy = _Spy(monkeypatch, floor=partition.SAVE_BELOW_BYTES)
+    ours, theirs = _pair("mlp", "cpu")
+    compiled = ember.compile(ours)
+    x = np.random.default_rng(1).standard_normal((BATCH, T, D))
+    for _ in range(2):
+        _, grads = _step(ours, compiled, ember.tensor(x))
+        _, oracle = _step(theirs, theirs, torch.tensor(x))
+        for g, o in zip(grads, oracle):
+            np.testing.assert_allclose(g, o, rtol=1e-9, atol=1e-12)
+    _, recomputed = spy.kinds()
+    assert "ember::gelu" not in recomputed  # saved (as the view the second product reads)
+    (joint,) = _joints(compiled)
+    h = BATCH * T * 4 * D
+    assert joint.saved_bytes == 8 * (x.size + 2 * h + 4 * D * D)
+    assert joint.saved_bytes == saved_bytes(theirs(torch.tensor(x)))
+
+
+def test_explain_reports_the_bytes_saved(monkeypatch):
+    monkeypatch.setattr(partition, "SAVE_BELOW_BYTES", 0)  # gelu(h) recomputed at this size
     ours, _ = _pair("mlp", "cpu")
     x = ember.tensor(np.random.default_rng(1).standard_normal((BATCH, T, D)))
     out = ember._dynamo.explain(ours)(x)
