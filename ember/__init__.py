@@ -25,6 +25,7 @@ from . import (
     _complex,
     _dtype,
     _factories_more,
+    _foreach,
     _frontends,
     _indexing,
     _legacy_types,
@@ -109,6 +110,7 @@ cdouble = complex128
 _bind.bind(_OPS, Tensor, globals())
 for _module in (
     _frontends,
+    _foreach,
     _surface,
     _complex,
     _factories_more,
