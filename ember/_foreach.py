@@ -236,6 +236,19 @@ def _foreach_norm(self, ord=2, dtype=None):
     return tuple(OPS["_foreach_norm"](self, ord, dtype))
 
 
+def _foreach_powsum(self, ord=2, dtype=None):
+    """``sum(|x| ** ord)`` of each tensor: its norm before the root."""
+    tensors = _tensors("_foreach_powsum", self)
+    if dtype is not None:
+        tensors = [t.to(dtype) for t in tensors]
+    return tuple((t.abs() ** ord).sum() for t in tensors)
+
+
+def _foreach_mm(self, mat2):
+    tensors = _tensors("_foreach_mm", self)
+    return tuple(ember.mm(a, b) for a, b in zip(tensors, _same_count(tensors, mat2)))
+
+
 def _table() -> dict:
     found = {}
     for inplace in (False, True):
@@ -254,6 +267,8 @@ def _table() -> dict:
         _foreach_clone=_foreach_clone,
         _foreach_max=_foreach_max,
         _foreach_norm=_foreach_norm,
+        _foreach_powsum=_foreach_powsum,
+        _foreach_mm=_foreach_mm,
     )
     return found
 

@@ -136,6 +136,31 @@ def test_the_rest_of_the_names():
     )
 
 
+@pytest.mark.parametrize("ord", [2, 3, 1, 0, 0.5])
+def test_powsum(ord):
+    ours, theirs = _lists(16, low=-0.9, high=0.9)
+    _same(ember._foreach_powsum(ours, ord), torch._foreach_powsum(theirs, ord))
+    floats = [t.float() for t in ours]
+    tfloats = [t.float() for t in theirs]
+    got = ember._foreach_powsum(floats, ord, dtype=ember.float64)
+    want = torch._foreach_powsum(tfloats, ord, dtype=torch.float64)
+    _same(got, want)
+
+
+def test_mm():
+    rng = np.random.default_rng(17)
+    pairs = [(rng.standard_normal((2, 3)), rng.standard_normal((3, 4))) for _ in range(2)]
+    got = ember._foreach_mm(
+        [ember.tensor(a) for a, _ in pairs], [ember.tensor(b) for _, b in pairs]
+    )
+    want = torch._foreach_mm(
+        [torch.tensor(a) for a, _ in pairs], [torch.tensor(b) for _, b in pairs]
+    )
+    _same(got, want)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        ember._foreach_mm([ember.ones(2, 3)], [ember.ones(2, 4)])
+
+
 def test_errors_as_pytorch():
     ours, _ = _lists(11)
     with pytest.raises(RuntimeError, match="same number of tensors, got 3 and 2"):
