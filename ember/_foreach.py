@@ -67,7 +67,7 @@ def _same_count(first: list, second) -> list:
 
 
 def _scalars(tensors: list, values) -> list:
-    """A ScalarList (or a 1-d tensor of them, for addcmul/addcdiv) as numbers, one a tensor."""
+    """A ScalarList (or a 1-d tensor of them, for addcmul/addcdiv): one number per tensor."""
     if isinstance(values, Tensor):
         values = values.tolist()
     values = list(values)
@@ -203,12 +203,15 @@ def _lerp(inplace: bool):
     return call
 
 
+_POW_OF_LIST = _binary("pow", False)
+
+
 def _foreach_pow(self, exponent):
     """``torch._foreach_pow``: also a number raised to each tensor of a list."""
     if _is_number(self):
         tensors = _tensors("_foreach_pow", exponent)
         return tuple(ember.pow(self, t) for t in tensors)
-    return _binary("pow", False)(self, exponent)
+    return _POW_OF_LIST(self, exponent)
 
 
 def _foreach_zero_(self):
