@@ -126,10 +126,14 @@ def full_device() -> str:
     return "cpu" if "cpu" in usable else (usable or ["cpu"])[0]
 
 
+_PARAM = type(pytest.param(None))  # what pytest.param makes (its class is not public)
+
+
 def device_op_params(items, item_name, every_op, every_item=None) -> list:
     """(device, item) params of a sweep over ops: every item where ``every_op(device, full)``
     holds (``full``: ``full_device()``), elsewhere the items in the share and those where
-    ``every_item(device, item)`` holds. A device that cannot be used here is one skipped param
+    ``every_item(device, item)`` holds. An item may be a ``pytest.param`` of one value: its marks
+    stay with it on every device. A device that cannot be used here is one skipped param
     with the reason (CI's cuda was 13000 of a run's 72000 tests, each skipped alike)."""
     full = full_device()
     params = []
@@ -139,10 +143,13 @@ def device_op_params(items, item_name, every_op, every_item=None) -> list:
             params.append(pytest.param(value, items[0], marks=device.marks, id=f"{value}-all"))
             continue
         for item in items:
+            marks = device.marks
+            if isinstance(item, _PARAM):  # an item with marks of its own (an xfail)
+                item, marks = item.values[0], [*marks, *item.marks]
             name = item_name(item)
             chosen = every_item is not None and every_item(value, item)
             if chosen or every_op(value, full) or in_share(name):
-                params.append(pytest.param(value, item, marks=device.marks, id=f"{value}-{name}"))
+                params.append(pytest.param(value, item, marks=marks, id=f"{value}-{name}"))
     return params
 
 
