@@ -37,12 +37,11 @@ os.environ.setdefault(
 # 3925 worker-seconds (2026-11-29), most of it in LLVM's optimizer. The tests check what the
 # kernels compute, not how fast PoCL's code runs (users' GPU drivers compile with their own
 # compilers anyway): unoptimized builds cut a cold OpInfo subset on xpu from 90 s to 72 s.
-# EMBER_XPU_BUILD_OPTIONS=" " restores optimized builds.
 os.environ.setdefault("EMBER_XPU_BUILD_OPTIONS", "-cl-opt-disable")
 # CLBlast builds its own programs (the GEMMs of the xpu products), with no options of ours: PoCL
-# adds this to every build it makes. A cold batched complex GEMM took 16 s of a 22 s test at
-# full optimization, 7.5 s without (2026-11-29); the products' tests compare with PyTorch.
-# POCL_EXTRA_BUILD_FLAGS=" " restores optimized CLBlast builds.
+# adds this to every build it makes, ember's included. A cold batched complex GEMM took 16 s of a
+# 22 s test at full optimization, 7.5 s without (2026-11-29); the products' tests compare with
+# PyTorch. Setting both variables to " " restores optimized builds on PoCL.
 os.environ.setdefault("POCL_EXTRA_BUILD_FLAGS", "-cl-opt-disable")
 
 import numpy as np
