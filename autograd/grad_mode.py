@@ -37,6 +37,19 @@ class _Thread(threading.local):
 
 THREAD = _Thread()
 
+# The recorders' read of the thread's Mode (autograd/recorder.py): a plain threading.local, which
+# CPython reads through the thread's dict directly, where a subclass such as _Thread takes the
+# generic attribute path (92 instructions more a read, docs/eager_overhead.md, round 18). It
+# holds the same object as THREAD.mode, which a thread keeps for its whole life, from the
+# thread's first recorded call (mirror_mode).
+MIRROR = threading.local()
+
+
+def mirror_mode() -> Mode:
+    """The thread's Mode, now mirrored in ``MIRROR`` (a recorder's first call in a thread)."""
+    mode = MIRROR.mode = THREAD.mode
+    return mode
+
 
 def is_grad_enabled() -> bool:
     """Whether operations on tensors that require grad are recorded."""

@@ -30,7 +30,7 @@ from ember._tensor import Tensor
 from ..dispatcher.layers import STACK
 from .anomaly import record_trace
 from .formula import Formula, _save
-from .grad_mode import THREAD
+from .grad_mode import MIRROR, mirror_mode
 from .node import _SEQUENCE, SavedTensor, gradient_edge, leaf_edge
 
 
@@ -86,7 +86,8 @@ def build(op, formula, layer, attach, set_history):
         "_formula": formula,
         "_layer": layer,
         "_stack": STACK,
-        "_thread": THREAD,
+        "_mirror": MIRROR,
+        "_mirror_mode": mirror_mode,
         "_Tensor": Tensor,
         "_Node": formula.node_type(op),
         "_sequence": _SEQUENCE,
@@ -141,7 +142,10 @@ def _off_path(names: list, given: str) -> list:
     # Reached from the operators with grad mode off (no_grad over parameters that require
     # grad): the op, unrecorded (the layer is alone).
     return [
-        "    mode = _thread.mode  # the thread's modes, fetched once (grad_mode.py)",
+        "    try:  # the thread's modes, fetched once (grad_mode.py's MIRROR)",
+        "        mode = _mirror.mode",
+        "    except AttributeError:  # the thread's first recorded call",
+        "        mode = _mirror_mode()",
         "    if not mode.enabled:",
         "        try:",
         *_run(names, "            return"),
@@ -268,7 +272,9 @@ def _output_lines(op, formula) -> list:
         "    if mode.anomaly:",
         "        _record_trace(node)",
         "    if out._dtype.category >= _FLOATING:",
-        "        if out._base is None and not out._output_nr:",
+        # a fresh output: no base, no history (a nonzero _output_nr comes only with a
+        # grad_fn, and reading that class default costs ten times a slot's read)
+        "        if out._base is None and out._grad_fn is None:",
         "            out._grad_fn = node",
         "            out._requires_grad = True",
         "        else:",
