@@ -174,7 +174,9 @@ def _attach(node, out):
         if THREAD.mode.anomaly:
             record_trace(node)
         if out._dtype.category >= FLOATING:
-            if out._base is None and not out._output_nr:  # _set_history's, without its frame
+            # _set_history's, without its frame, for a fresh output (a nonzero _output_nr
+            # comes only with a grad_fn; reading it costs ten times a slot's read)
+            if out._base is None and out._grad_fn is None:
                 out._grad_fn = node
                 out._requires_grad = True
             else:

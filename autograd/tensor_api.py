@@ -70,7 +70,11 @@ def detach_(self):
         raise RuntimeError(_DETACH_VIEW)  # as PyTorch refuses a view of a dual tensor
     self._grad_fn = None
     self._requires_grad = False
-    self.__dict__.pop("_fw", None)
+    state = self.__dict__
+    state.pop("_fw", None)
+    # Output 0 of nothing, as PyTorch resets it (and what lets a recorder test a fresh output
+    # by its missing grad_fn alone: a tensor has a nonzero _output_nr only with a grad_fn)
+    state.pop("_output_nr", None)
     return self
 
 

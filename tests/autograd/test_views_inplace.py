@@ -163,6 +163,21 @@ def test_detach_inplace(device):
         z[0].detach_()
 
 
+def test_detach_inplace_resets_the_output_number_as_pytorch():
+    """A multi-output node's second output, detached in place, is output 0 of nothing (what
+    lets the recorders take a tensor without grad_fn as a fresh output)."""
+    seen = []
+    for lib in (ember, torch):
+        a = lib.tensor(np.arange(16.0).reshape(4, 4) + np.eye(4), requires_grad=True)
+        _, r = lib.linalg.qr(a * 1)
+        before = r.output_nr
+        r.detach_()
+        r.requires_grad_()
+        (r * 2).sum().backward()
+        seen.append((before, r.output_nr, r.is_leaf, r.grad.tolist()))
+    assert seen[0] == seen[1] and seen[0][:3] == (1, 0, True)
+
+
 @pytest.mark.parametrize(
     "build, node",
     [
