@@ -39,9 +39,9 @@ THREAD = _Thread()
 
 # The recorders' read of the thread's Mode (autograd/recorder.py): a plain threading.local, which
 # CPython reads through the thread's dict directly, where a subclass such as _Thread takes the
-# generic attribute path (92 instructions more a read, docs/eager_overhead.md, round 18). It
-# holds the same object as THREAD.mode, which a thread keeps for its whole life, from the
-# thread's first recorded call (mirror_mode).
+# generic attribute path (57 instructions less a recorded call, docs/eager_overhead.md,
+# round 18). It holds the same object as THREAD.mode, which a thread keeps for its whole life,
+# from the thread's first recorded call (mirror_mode).
 MIRROR = threading.local()
 
 
