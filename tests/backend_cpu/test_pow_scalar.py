@@ -1,4 +1,4 @@
-"""pow by a Python scalar exponent (csrc/elementwise.c pow_by_scalar): 2, 3, -1, -2, 0.5 and
+"""pow by a Python scalar exponent (csrc/binary_loops.c em_pow_by_scalar): 2, 3, -1, -2, 0.5 and
 -0.5 run as products, reciprocals and roots, as PyTorch computes them, not through libm's pow.
 
 The values must be PyTorch's bit for bit in float32 and float64 (0.5 is the correctly rounded

@@ -13,9 +13,9 @@
  *
  * float, float16 and bfloat16 evaluate in double through these same functions and round once
  * (PyTorch evaluates some of them in float, so ember's float results are as accurate or better).
- * They live in this one translation unit, called from the loops of elementwise.c: their branches
- * and loops keep GCC from vectorising them anyway, and inlining them into every loop clone of
- * every dtype multiplied elementwise.c's compile time.
+ * They live in this one translation unit, called from the elementwise loops (unary_loops.c...):
+ * their branches and loops keep GCC from vectorising them anyway, and inlining them into every
+ * loop clone of every dtype multiplied the loops' compile time.
  */
 #define _GNU_SOURCE /* lgamma_r */
 #include "special.h"

@@ -225,7 +225,7 @@ struct em_convert<D, true> {
 };
 """
 
-# Integer helpers with PyTorch's semantics (the CPU backend's elementwise.c): a bad input sets
+# Integer helpers with PyTorch's semantics (the CPU backend's elementwise_loops.h): a bad input sets
 # the status word instead of faulting.
 HELPERS = r"""
 EM_DEV em_i64 em_div_trunc_i(em_i64 a, em_i64 b, int *st) {
