@@ -32,9 +32,6 @@
 #include "unary.def"
 #undef LOOP
 
-#undef OP
-
-#define OP(name)
 #define LOOP(NAME, FAM, OUTK, ...) EM_FOR_##FAM(ENTRY_U, NAME)
 #define ENTRY_U(T, NAME) [OPU_##NAME][EMC_##T] = u_##NAME##_##T,
 const em_loop EM_UNARY_LOOPS[OPU_COUNT][EM_NDTYPES] = {
